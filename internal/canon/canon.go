@@ -1,0 +1,140 @@
+package canon
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"path"
+	"strings"
+
+	"github.com/herod-archive/herod/internal/id"
+)
+
+// MaxLen is the longest URL, in bytes, that Canonical accepts.
+const MaxLen = 2048
+
+// Errors returned by Canonical and Resolve.
+var (
+	ErrScheme   = errors.New("canon: scheme is not http or https")
+	ErrNoHost   = errors.New("canon: no host")
+	ErrTooLong  = errors.New("canon: URL too long")
+	ErrSyntax   = errors.New("canon: malformed URL")
+	ErrBadPort  = errors.New("canon: malformed port")
+	errRelative = errors.New("canon: URL is not absolute")
+)
+
+// Canonical returns the canonical form of the absolute http(s) URL raw.
+func Canonical(raw string) (string, error) {
+	u, err := Parse(raw)
+	if err != nil {
+		return "", err
+	}
+	return u.String(), nil
+}
+
+// Key returns the ring key of a URL: the SHA-1 of its canonical form.
+func Key(raw string) (id.ID, error) {
+	c, err := Canonical(raw)
+	if err != nil {
+		return id.ID{}, err
+	}
+	return id.OfString(c), nil
+}
+
+// Parse parses raw and returns it in canonical form as a *url.URL.
+func Parse(raw string) (*url.URL, error) {
+	if len(raw) > MaxLen {
+		return nil, fmt.Errorf("%w: %d bytes", ErrTooLong, len(raw))
+	}
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSyntax, err)
+	}
+	if !u.IsAbs() {
+		return nil, fmt.Errorf("%w: %q", errRelative, raw)
+	}
+	return normalize(u)
+}
+
+// Resolve resolves ref against base (an already canonical URL) and returns
+// the canonical form of the result.
+func Resolve(base *url.URL, ref string) (string, error) {
+	ref = strings.TrimSpace(ref)
+	if len(ref) > MaxLen {
+		return "", fmt.Errorf("%w: %d bytes", ErrTooLong, len(ref))
+	}
+	r, err := url.Parse(ref)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrSyntax, err)
+	}
+	u, err := normalize(base.ResolveReference(r))
+	if err != nil {
+		return "", err
+	}
+	s := u.String()
+	if len(s) > MaxLen {
+		return "", fmt.Errorf("%w: %d bytes", ErrTooLong, len(s))
+	}
+	return s, nil
+}
+
+func normalize(u *url.URL) (*url.URL, error) {
+	c := *u
+	c.Scheme = strings.ToLower(c.Scheme)
+	if c.Scheme != "http" && c.Scheme != "https" {
+		return nil, fmt.Errorf("%w: %q", ErrScheme, c.Scheme)
+	}
+	if c.Opaque != "" {
+		return nil, fmt.Errorf("%w: opaque URL", ErrSyntax)
+	}
+	host, port := c.Hostname(), c.Port()
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if host == "" {
+		return nil, ErrNoHost
+	}
+	if port != "" {
+		for _, r := range port {
+			if r < '0' || r > '9' {
+				return nil, fmt.Errorf("%w: %q", ErrBadPort, port)
+			}
+		}
+		port = strings.TrimLeft(port, "0")
+		if port == "" || len(port) > 5 {
+			return nil, fmt.Errorf("%w: %q", ErrBadPort, c.Port())
+		}
+	}
+	if (c.Scheme == "http" && port == "80") || (c.Scheme == "https" && port == "443") {
+		port = ""
+	}
+	if port != "" {
+		c.Host = net.JoinHostPort(host, port)
+	} else if strings.Contains(host, ":") {
+		c.Host = "[" + host + "]"
+	} else {
+		c.Host = host
+	}
+	c.User = nil
+	c.Fragment, c.RawFragment = "", ""
+	c.Path = cleanPath(c.Path)
+	c.RawPath = ""
+	c.ForceQuery = false
+	return &c, nil
+}
+
+// cleanPath resolves dot segments (RFC 3986 section 5.2.4) and keeps a
+// trailing slash, which is significant to web servers.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	trailing := strings.HasSuffix(p, "/") || strings.HasSuffix(p, "/.") || strings.HasSuffix(p, "/..")
+	c := path.Clean(p)
+	if trailing && c != "/" {
+		c += "/"
+	}
+	return c
+}

@@ -1,0 +1,99 @@
+package canon
+
+import (
+	"errors"
+	"net/url"
+	"testing"
+)
+
+func TestCanonical(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"HTTP://Example.COM", "http://example.com/"},
+		{"http://example.com:80/a", "http://example.com/a"},
+		{"https://example.com:443/a", "https://example.com/a"},
+		{"http://example.com:8080/a", "http://example.com:8080/a"},
+		{"http://example.com/a/./b/../c", "http://example.com/a/c"},
+		{"http://example.com/a/b/..", "http://example.com/a/"},
+		{"http://example.com/x#frag", "http://example.com/x"},
+		{"http://user:pw@example.com/", "http://example.com/"},
+		{"http://example.com/?b=2&a=1", "http://example.com/?b=2&a=1"},
+		{"http://example.com/a%20b", "http://example.com/a%20b"},
+		{"http://example.com./", "http://example.com/"},
+		{"http://127.0.0.2:0080/", "http://127.0.0.2/"},
+		{"http://[::1]:80/", "http://[::1]/"},
+	}
+	for _, tc := range tests {
+		got, err := Canonical(tc.in)
+		if err != nil {
+			t.Errorf("Canonical(%q): %v", tc.in, err)
+			continue
+		}
+		if got != tc.want {
+			t.Errorf("Canonical(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		again, err := Canonical(got)
+		if err != nil || again != got {
+			t.Errorf("not idempotent: %q -> %q (%v)", got, again, err)
+		}
+	}
+}
+
+func TestCanonicalRejects(t *testing.T) {
+	tests := []struct {
+		in   string
+		want error
+	}{
+		{"ftp://example.com/", ErrScheme},
+		{"mailto:a@b.c", ErrScheme},
+		{"http:///path", ErrNoHost},
+		{"http://example.com:8x/", ErrSyntax},
+		{"http://example.com:999999/", ErrBadPort},
+		{"http://example.com/" + string(make([]byte, MaxLen)), ErrTooLong},
+	}
+	for _, tc := range tests {
+		if _, err := Canonical(tc.in); !errors.Is(err, tc.want) {
+			t.Errorf("Canonical(%q) error = %v, want %v", tc.in, err, tc.want)
+		}
+	}
+	if _, err := Canonical("/relative"); err == nil {
+		t.Error("relative URL accepted")
+	}
+}
+
+func TestResolve(t *testing.T) {
+	base, _ := url.Parse("http://a.example/dir/page.html")
+	tests := []struct{ ref, want string }{
+		{"other.html", "http://a.example/dir/other.html"},
+		{"../up.html#x", "http://a.example/up.html"},
+		{"//B.example:80/p", "http://b.example/p"},
+		{"/abs?q=1", "http://a.example/abs?q=1"},
+	}
+	for _, tc := range tests {
+		got, err := Resolve(base, tc.ref)
+		if err != nil || got != tc.want {
+			t.Errorf("Resolve(%q) = %q, %v; want %q", tc.ref, got, err, tc.want)
+		}
+	}
+	if _, err := Resolve(base, "javascript:void(0)"); !errors.Is(err, ErrScheme) {
+		t.Errorf("javascript: link error = %v", err)
+	}
+}
+
+func FuzzCanonical(f *testing.F) {
+	for _, s := range []string{"http://example.com/a/../b", "HTTPS://X:443/?q#f", "http://[::1]:8/", "http://a/%zz"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := Canonical(s)
+		if err != nil {
+			return
+		}
+		again, err := Canonical(c)
+		if err != nil {
+			t.Fatalf("canonical %q of %q rejected: %v", c, s, err)
+		}
+		if again != c {
+			t.Fatalf("not idempotent: %q -> %q -> %q", s, c, again)
+		}
+	})
+}
