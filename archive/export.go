@@ -1,0 +1,334 @@
+package archive
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/herod-archive/herod/internal/id"
+)
+
+// ExportOptions select and shape an export.
+type ExportOptions struct {
+	Query
+	// Revisits adds an identical-payload-digest revisit record for each
+	// day on which a URL was checked and found unchanged (see Touch).
+	Revisits bool
+	// Filename is the WARC file name that CDXJ lines refer to; empty means
+	// "herod.warc.gz".
+	Filename string
+	// After resumes an interrupted export: records up to and including
+	// this cursor (ExportStats.Cursor, or a value passed to Progress) are
+	// skipped. The Wayback-style "url YYYYMMDDhhmmss" (WARC-Target-URI and
+	// WARC-Date of the last record received) is accepted too. CDXJ offsets
+	// then count from the start of the new stream.
+	After string
+	// Progress, if non-nil, is called after each record is written with
+	// the cursor that resumes after it.
+	Progress func(cursor string)
+}
+
+// ExportStats summarizes an export.
+type ExportStats struct {
+	Responses int      `json:"responses"`
+	Revisits  int      `json:"revisits"`
+	Bytes     int64    `json:"bytes"`             // WARC bytes written
+	Cursor    string   `json:"cursor,omitempty"`  // resumes after the last record written
+	Corrupt   []string `json:"corrupt,omitempty"` // files skipped because they failed verification
+}
+
+// cdxjLine is one CDXJ index line; the JSON field order follows pywb and
+// warcio.
+type cdxjLine struct {
+	surt, ts string
+	URL      string `json:"url"`
+	Mime     string `json:"mime,omitempty"`
+	Status   string `json:"status"`
+	Digest   string `json:"digest"`
+	Length   string `json:"length"`
+	Offset   string `json:"offset"`
+	Filename string `json:"filename"`
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// cursor is a position in export order: host, URL, capture time, digest.
+type cursor struct {
+	host, url string
+	t         time.Time
+	d         id.ID
+}
+
+func (c cursor) String() string {
+	return c.url + " " + c.t.Format(time.RFC3339Nano) + " " + c.d.String()
+}
+
+// parseCursor accepts the exact form "url RFC3339Nano-time digest-hex"
+// and the coarser Wayback form "url YYYYMMDDhhmmss", which resumes after
+// every record of url captured up to the end of that second.
+func parseCursor(s string) (cursor, error) {
+	u, rest, ok := strings.Cut(s, " ")
+	if ok && len(rest) == 14 && strings.Trim(rest, "0123456789") == "" {
+		t, err := time.Parse("20060102150405", rest)
+		if err == nil {
+			return cursor{host: hostOf(u), url: u, t: t.Add(time.Second - 1), d: maxID}, nil
+		}
+	}
+	ts, ds, ok2 := strings.Cut(rest, " ")
+	t, err1 := time.Parse(time.RFC3339Nano, ts)
+	d, err2 := id.Parse(ds)
+	if !ok || !ok2 || err1 != nil || err2 != nil {
+		return cursor{}, fmt.Errorf("bad cursor %q", s)
+	}
+	return cursor{host: hostOf(u), url: u, t: t, d: d}, nil
+}
+
+func (c cursor) compare(o cursor) int {
+	return cmp.Or(strings.Compare(c.host, o.host), strings.Compare(c.url, o.url), c.t.Compare(o.t), c.d.Cmp(o.d))
+}
+
+// exportEvent is one record to write: a stored version, or a revisit of
+// ref at time t.
+type exportEvent struct {
+	v       Version
+	revisit bool
+	t       time.Time
+}
+
+// Export writes the versions selected by o as one WARC stream to warc
+// (each stored file verbatim, so every record is its own gzip member)
+// and, if cdxj is non-nil, a sorted CDXJ index of that stream. Records
+// come in host, URL, time order. A file that fails verification is
+// skipped, logged and listed in ExportStats.Corrupt.
+func (s *Store) Export(ctx context.Context, o ExportOptions, warc, cdxj io.Writer) (ExportStats, error) {
+	var st ExportStats
+	if o.Filename == "" {
+		o.Filename = "herod.warc.gz"
+	}
+	var after *cursor
+	if o.After != "" {
+		c, err := parseCursor(o.After)
+		if err != nil {
+			return st, fmt.Errorf("archive export: %w", err)
+		}
+		after = &c
+	}
+	cw := &countingWriter{w: warc}
+	var lines []cdxjLine
+	err := s.URLs(ctx, o.Query, func(u string) error {
+		if after != nil && strings.Compare(hostOf(u)+"\x00"+u, after.host+"\x00"+after.url) < 0 {
+			return nil
+		}
+		events, err := s.urlEvents(ctx, u, o)
+		if err != nil {
+			return err
+		}
+		heads := make(map[string][]byte)
+		for _, ev := range events {
+			pos := cursor{host: hostOf(u), url: u, t: ev.t, d: ev.v.Digest}
+			if after != nil && pos.compare(*after) <= 0 {
+				continue
+			}
+			line, err := s.exportOne(ctx, cw, ev, heads, &st)
+			if err != nil {
+				return err
+			}
+			if line == nil {
+				continue
+			}
+			line.Filename = o.Filename
+			lines = append(lines, *line)
+			st.Cursor = pos.String()
+			if o.Progress != nil {
+				o.Progress(st.Cursor)
+			}
+		}
+		return nil
+	})
+	st.Bytes = cw.n
+	if err != nil {
+		return st, fmt.Errorf("archive export: %w", err)
+	}
+	if cdxj != nil {
+		if err := writeCDXJ(cdxj, lines); err != nil {
+			return st, fmt.Errorf("archive export cdxj: %w", err)
+		}
+	}
+	return st, nil
+}
+
+// urlEvents lists the records of u to export, in time order: its versions
+// in the query's time bounds, and with o.Revisits its checks on days
+// without a version that follow some version.
+func (s *Store) urlEvents(ctx context.Context, u string, o ExportOptions) ([]exportEvent, error) {
+	vs, err := s.Versions(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	var out []exportEvent
+	days := make(map[int64]bool)
+	for _, v := range vs {
+		days[v.Day] = true
+		if o.contains(v.Time) {
+			out = append(out, exportEvent{v: v, t: v.Time})
+		}
+	}
+	if !o.Revisits || len(vs) == 0 {
+		return out, nil
+	}
+	checks, err := s.Checks(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range checks {
+		if days[s.DayOf(c)] || !o.contains(c) {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(vs, c, func(v Version, t time.Time) int {
+			if v.Time.After(t) {
+				return 1
+			}
+			return -1
+		})
+		if i == 0 {
+			continue // checked before the first version: nothing to refer to
+		}
+		out = append(out, exportEvent{v: vs[i-1], revisit: true, t: c})
+	}
+	slices.SortStableFunc(out, func(a, b exportEvent) int { return a.t.Compare(b.t) })
+	return out, nil
+}
+
+// exportOne writes one record and returns its CDXJ line, or nil if the
+// record was skipped as corrupt.
+func (s *Store) exportOne(ctx context.Context, cw *countingWriter, ev exportEvent, heads map[string][]byte, st *ExportStats) (*cdxjLine, error) {
+	v := ev.v
+	head, data, err := s.exportHead(ctx, v, heads, !ev.revisit)
+	if err != nil {
+		st.Corrupt = append(st.Corrupt, v.File)
+		s.log.Error("export: skipping corrupt version file", "file", v.File, "err", err)
+		return nil, nil
+	}
+	line := &cdxjLine{URL: v.URL, Status: strconv.Itoa(v.Status), Digest: warcDigest(v.Digest)[5:]}
+	if ev.revisit {
+		buf := bufPool.Get().(*bytes.Buffer)
+		defer bufPool.Put(buf)
+		buf.Reset()
+		if err := s.gz.encodeRevisit(buf, v, ev.t, head); err != nil {
+			return nil, err
+		}
+		data = buf.Bytes()
+		line.Mime = "warc/revisit"
+		st.Revisits++
+	} else {
+		line.Mime = v.ContentType
+		st.Responses++
+	}
+	line.surt, line.ts = Surt(v.URL), ev.t.UTC().Format("20060102150405")
+	line.Offset = strconv.FormatInt(cw.n, 10)
+	line.Length = strconv.Itoa(len(data))
+	if _, err := cw.Write(data); err != nil {
+		return nil, err
+	}
+	return line, nil
+}
+
+// exportHead reads and verifies the file of v, returning its HTTP head
+// (cached per file for later revisits) and raw bytes.
+func (s *Store) exportHead(ctx context.Context, v Version, heads map[string][]byte, needData bool) ([]byte, []byte, error) {
+	if h, ok := heads[v.File]; ok && !needData {
+		return h, nil, nil
+	}
+	data, f, err := s.readVerified(ctx, mustEntry(v))
+	if err != nil {
+		return nil, nil, err
+	}
+	heads[v.File] = f.head
+	return f.head, data, nil
+}
+
+func mustEntry(v Version) Entry {
+	e, err := parsePath(v.File)
+	if err != nil {
+		return Entry{Key: v.Key, Digest: v.Digest, Day: v.Day}
+	}
+	return e
+}
+
+func writeCDXJ(w io.Writer, lines []cdxjLine) error {
+	slices.SortStableFunc(lines, func(a, b cdxjLine) int {
+		return cmp.Or(strings.Compare(a.surt, b.surt), strings.Compare(a.ts, b.ts))
+	})
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	for _, l := range lines {
+		b.Reset()
+		b.WriteString(l.surt)
+		b.WriteByte(' ')
+		b.WriteString(l.ts)
+		b.WriteByte(' ')
+		if err := enc.Encode(l); err != nil { // Encode ends the line
+			return err
+		}
+		if _, err := w.Write(b.Bytes()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var wwwPrefix = regexp.MustCompile(`^(https?://)www\d*\.`)
+
+// Surt returns the SURT form of an http(s) URL as CDXJ indexes key it
+// (the rules of pywb and warcio): lower case, leading www stripped, host
+// labels reversed and comma-separated, ")" before the path, query
+// arguments sorted. Other URLs are returned unchanged.
+func Surt(raw string) string {
+	if !strings.HasPrefix(raw, "http:") && !strings.HasPrefix(raw, "https:") {
+		return raw
+	}
+	lower := strings.ToLower(wwwPrefix.ReplaceAllString(raw, "$1"))
+	u, err := url.Parse(lower)
+	if err != nil || u.Hostname() == "" {
+		return raw
+	}
+	labels := strings.Split(u.Hostname(), ".")
+	slices.Reverse(labels)
+	var b strings.Builder
+	b.WriteString(strings.Join(labels, ","))
+	if p := u.Port(); p != "" && !(p == "80" && u.Scheme == "http") && !(p == "443" && u.Scheme == "https") {
+		b.WriteString(":" + p)
+	}
+	b.WriteByte(')')
+	if p := u.EscapedPath(); p != "" {
+		b.WriteString(p)
+	} else {
+		b.WriteByte('/')
+	}
+	if u.RawQuery != "" {
+		args := strings.Split(u.RawQuery, "&")
+		slices.Sort(args)
+		b.WriteString("?" + strings.Join(args, "&"))
+	}
+	return b.String()
+}

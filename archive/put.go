@@ -1,0 +1,273 @@
+package archive
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"mime"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/syndtr/goleveldb/leveldb"
+
+	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/internal/id"
+)
+
+// Capture times must fit the index's nanosecond encoding (years 1678-2262).
+var (
+	minTime = time.Unix(0, math.MinInt64).UTC()
+	maxTime = time.Unix(0, math.MaxInt64).UTC()
+)
+
+// checkCapture validates what Put cannot store faithfully.
+func checkCapture(c *Capture) error {
+	if c.URL == "" || len(c.URL) > canon.MaxLen {
+		return fmt.Errorf("bad url length %d", len(c.URL))
+	}
+	if strings.ContainsAny(c.URL, " \t\r\n\x00") {
+		return fmt.Errorf("url %q contains whitespace or control characters", c.URL)
+	}
+	if c.Time.IsZero() || c.Time.Before(minTime) || !c.Time.Before(maxTime) {
+		return fmt.Errorf("capture time %v out of range", c.Time)
+	}
+	if int64(len(c.Body)) > maxBlock-64<<10 {
+		return fmt.Errorf("payload of %d bytes is too large", len(c.Body))
+	}
+	return nil
+}
+
+// hostOf returns the host (with any port) of a canonical URL, "" if none.
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(u.Host)
+}
+
+// contentType returns the media type of a Content-Type value, without
+// parameters, or the value itself if it does not parse.
+func contentType(v string) string {
+	if v == "" {
+		return ""
+	}
+	mt, _, err := mime.ParseMediaType(v)
+	if err != nil {
+		return strings.TrimSpace(v)
+	}
+	return mt
+}
+
+// Put stores c as a new version unless its payload SHA-1 equals that of
+// the newest stored version of c.URL; then it stores no file, records the
+// check for Touch-style revisits, and returns that newest version with
+// added == false. A new version is written atomically (temporary file,
+// fsync, rename) before the index learns about it, so the index never
+// points at a partial file. It returns ErrQuota, storing nothing, when the
+// new file would exceed Options.Quota.
+func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return Version{}, false, fmt.Errorf("archive put: %w", err)
+	}
+	if s.closed.Load() {
+		return Version{}, false, errors.New("archive put: store closed")
+	}
+	if err := checkCapture(&c); err != nil {
+		return Version{}, false, fmt.Errorf("archive put: %w", err)
+	}
+	t := c.Time.UTC().Round(0)
+	k := id.OfString(c.URL)
+	d := id.Sum(c.Body)
+	lk := &s.keyLocks[k[id.Size-1]]
+	lk.Lock()
+	defer lk.Unlock()
+
+	prev, err := s.newest(k)
+	first := errors.Is(err, ErrNotFound)
+	if err != nil && !first {
+		return Version{}, false, fmt.Errorf("archive put: %w", err)
+	}
+	if !first && prev.Digest == d {
+		s.unchanged.Add(1)
+		if err := s.touch(k, t); err != nil {
+			return Version{}, false, fmt.Errorf("archive put: %w", err)
+		}
+		return prev, false, nil
+	}
+
+	if !first {
+		// The same payload captured at the same instant as an older version
+		// (possible only with replayed input) is that version.
+		if v, err := s.versionAt(k, t, d); err == nil {
+			s.unchanged.Add(1)
+			return v, false, nil
+		}
+	}
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer bufPool.Put(buf)
+	if err := s.gz.encodeResponse(buf, &c, t, d); err != nil {
+		return Version{}, false, fmt.Errorf("archive put %s: %w", c.URL, err)
+	}
+	size := int64(buf.Len())
+	if err := s.reserve(size); err != nil {
+		return Version{}, false, fmt.Errorf("archive put: %w", err)
+	}
+	e := Entry{Key: k, Digest: d, Day: s.DayOf(t)}
+	for s.exists(e.Path()) {
+		e.Seq++
+	}
+	if err := s.writeFile(e.Path(), buf.Bytes()); err != nil {
+		s.unreserve(size)
+		return Version{}, false, fmt.Errorf("archive put: %w", err)
+	}
+	v := Version{
+		URL: c.URL, Key: k, Digest: d, Day: e.Day, Time: t, Status: c.Status,
+		ContentType: contentType(c.Header.Get("Content-Type")),
+		Length:      int64(len(c.Body)), File: e.Path(),
+	}
+	if err := s.index(v, e, size, first); err != nil {
+		return Version{}, false, fmt.Errorf("archive put: %w", err)
+	}
+	return v, true, nil
+}
+
+// reserve claims size bytes of the quota for a file about to be written.
+func (s *Store) reserve(size int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.quota > 0 && s.ctr.bytes+s.pending+size > s.quota {
+		s.refused.Add(1)
+		if !s.quotaHit.Swap(true) {
+			s.log.Warn("disk quota reached: no new versions will be stored",
+				"bytes", s.ctr.bytes, "quota", s.quota)
+		}
+		return ErrQuota
+	}
+	s.pending += size
+	return nil
+}
+
+func (s *Store) unreserve(size int64) {
+	s.mu.Lock()
+	s.pending -= size
+	s.mu.Unlock()
+}
+
+func (s *Store) exists(rel string) bool {
+	_, err := os.Lstat(filepath.Join(s.dir, filepath.FromSlash(rel)))
+	return err == nil
+}
+
+// writeFile writes data to rel atomically: a temporary file in dir/tmp,
+// fsync (unless NoSync), rename into place. The rename itself is made
+// durable by the synced index write that follows it (see doc.go).
+func (s *Store) writeFile(rel string, data []byte) error {
+	final := filepath.Join(s.dir, filepath.FromSlash(rel))
+	dir := filepath.Dir(final)
+	if _, ok := s.dirs.Load(dir); !ok {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		s.dirs.Store(dir, struct{}{})
+	}
+	f, err := os.CreateTemp(filepath.Join(s.dir, "tmp"), filepath.Base(rel)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil && !s.noSync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, final)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// index records a written version: version key, host entry, directory
+// hashes and counters, in one goleveldb batch.
+func (s *Store) index(v Version, e Entry, size int64, first bool) error {
+	var b leveldb.Batch
+	b.Put(versionKey(v.Key, v.Time, v.Digest), encodeVersion(v, e.Seq))
+	if first {
+		b.Put(hostKey(hostOf(v.URL), v.URL), v.Key[:])
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pending -= size
+	if err := s.addHashes(&b, e); err != nil {
+		return err
+	}
+	ctr := s.ctr
+	ctr.versions++
+	ctr.bytes += size
+	ctr.payload += v.Length
+	if first {
+		ctr.urls++
+	}
+	b.Put(metaStatsKey, ctr.encode())
+	if err := s.db.Write(&b, s.wo); err != nil {
+		s.log.Error("index write failed; the file is stored and reindex will find it",
+			"file", v.File, "err", err)
+		return err
+	}
+	s.ctr = ctr
+	return nil
+}
+
+// Touch records that url was checked at t and found unchanged (for
+// example a 304 answer), so that exports can emit a revisit record for
+// that day. It keeps one check per URL and day, and is a no-op for days
+// on which a version was stored. It returns ErrNotFound if url has no
+// version.
+func (s *Store) Touch(ctx context.Context, url string, t time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("archive touch: %w", err)
+	}
+	if t.Before(minTime) || !t.Before(maxTime) {
+		return fmt.Errorf("archive touch: time %v out of range", t)
+	}
+	k := id.OfString(url)
+	if _, err := s.newest(k); err != nil {
+		return fmt.Errorf("archive touch: %w", err)
+	}
+	if err := s.touch(k, t.UTC().Round(0)); err != nil {
+		return fmt.Errorf("archive touch: %w", err)
+	}
+	return nil
+}
+
+// touch writes the check record; the crawler's checks are cheap to lose,
+// so the write is not synced.
+func (s *Store) touch(k id.ID, t time.Time) error {
+	return s.db.Put(touchKey(k, s.DayOf(t)), encTime(nil, t), nil)
+}
+
+// versionAt returns the version of k captured at t with payload digest d,
+// or ErrNotFound.
+func (s *Store) versionAt(k id.ID, t time.Time, d id.ID) (Version, error) {
+	key := versionKey(k, t, d)
+	val, err := s.db.Get(key, nil)
+	if errors.Is(err, leveldb.ErrNotFound) {
+		return Version{}, ErrNotFound
+	}
+	if err != nil {
+		return Version{}, err
+	}
+	return decodeVersion(key, val)
+}

@@ -1,0 +1,210 @@
+package archive
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/opt"
+)
+
+// dumpIndex returns every key and value of the closed store's index.
+func dumpIndex(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	db, err := leveldb.OpenFile(filepath.Join(dir, "index"), &opt.Options{ErrorIfMissing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	out := make(map[string]string)
+	it := db.NewIterator(nil, nil)
+	defer it.Release()
+	for it.Next() {
+		out[string(it.Key())] = string(it.Value())
+	}
+	return out
+}
+
+func without(m map[string]string, prefixes ...byte) map[string]string {
+	out := maps.Clone(m)
+	for k := range out {
+		if slices.Contains(prefixes, k[0]) {
+			delete(out, k)
+		}
+	}
+	return out
+}
+
+func diffIndexes(t *testing.T, want, got map[string]string) {
+	t.Helper()
+	n := 0
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			if n++; n < 5 {
+				t.Errorf("key %q (space %c): live %x, rebuilt %x (present %v)", k, k[0], v, g, ok)
+			}
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			if n++; n < 5 {
+				t.Errorf("key %q (space %c) only in the rebuilt index", k, k[0])
+			}
+		}
+	}
+	if n > 0 {
+		t.Fatalf("%d differences between live and rebuilt index", n)
+	}
+}
+
+// populate fills a store with versions, repeats, checks and states.
+func populate(t *testing.T, s *Store) {
+	ctx := context.Background()
+	for i := 0; i < 120; i++ {
+		u := fmt.Sprintf("http://h%d.example/p/%d", i%5, i)
+		for d := 0; d < 3; d++ {
+			body := fmt.Sprintf("page %d rev %d", i, d/(1+i%3))
+			mustPut(t, s, capture(u, t0.Add(time.Duration(d)*24*time.Hour+time.Duration(i)*time.Second), body))
+		}
+		if i%4 == 0 {
+			if err := s.Touch(ctx, u, t0.Add(5*24*time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SetState(ctx, u, CrawlState{ETag: fmt.Sprint(i), Checked: t0}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// A, B, A on one day: a sequence-numbered file.
+	for i, b := range []string{"A", "B", "A"} {
+		mustPut(t, s, capture("http://seq.example/", t0.Add(time.Minute*time.Duration(i)), b))
+	}
+}
+
+func TestReindexEqualsLiveIndex(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := Open(dir, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	populate(t, s)
+	stats := s.Stats()
+	s.Close()
+	live := dumpIndex(t, dir)
+
+	rep, err := Fsck(ctx, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || rep.Versions != int(stats.Versions) || rep.Bytes != stats.Bytes {
+		t.Fatalf("fsck of a healthy store: corrupt %v, unindexed %v, missing %v, mismatched %d, versions %d; stats %+v",
+			rep.Corrupt, rep.Unindexed, rep.Missing, rep.Mismatched, rep.Versions, stats)
+	}
+
+	if _, err := Reindex(ctx, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	diffIndexes(t, live, dumpIndex(t, dir))
+
+	// Without the old index, everything but states and checks comes back,
+	// and each URL gets the state its newest version implies.
+	if err := os.RemoveAll(filepath.Join(dir, "index")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Reindex(ctx, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	rebuilt := dumpIndex(t, dir)
+	diffIndexes(t, without(live, pState, pTouch), without(rebuilt, pState))
+	s, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	u := "http://h2.example/p/2"
+	st, err := s.State(ctx, u)
+	newest, _ := s.At(ctx, u, t0.Add(100*day))
+	if err != nil || st.ETag != `"x"` || st.Digest != newest.Digest || !st.Checked.Equal(newest.Time) {
+		t.Fatalf("derived state %+v, %v; newest %+v", st, err, newest)
+	}
+}
+
+func TestFsckFindsAndReindexRepairs(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := Open(dir, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	populate(t, s)
+	vs, _ := s.Versions(ctx, "http://h1.example/p/1")
+	victim := vs[0]
+	// A valid file this store's index does not know: written by another store.
+	other := openTest(t, Options{NoSync: true})
+	orphan, _ := mustPut(t, other, capture("http://orphan.example/", t0, "lost index entry"))
+	s.Close()
+	data, _ := os.ReadFile(filepath.Join(other.Dir(), orphan.File))
+	must(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, orphan.File)), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, orphan.File), data, 0o644))
+	// A truncated file, a stray name and a crash leftover.
+	victimPath := filepath.Join(dir, victim.File)
+	vdata, _ := os.ReadFile(victimPath)
+	must(t, os.WriteFile(victimPath, vdata[:len(vdata)-7], 0o644))
+	stray := filepath.Join(filepath.Dir(victimPath), "notes.txt")
+	must(t, os.WriteFile(stray, []byte("x"), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "tmp", "x.warc.gz.1"), []byte("partial"), 0o644))
+
+	rep, err := Fsck(ctx, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK() || len(rep.Corrupt) != 2 || fmt.Sprint(rep.Unindexed) != fmt.Sprint([]string{orphan.File}) ||
+		fmt.Sprint(rep.Missing) != fmt.Sprint([]string{victim.File}) || rep.TempFiles != 1 || rep.Mismatched == 0 {
+		t.Fatalf("fsck: corrupt %v, unindexed %v, missing %v, mismatched %d, temp %d",
+			rep.Corrupt, rep.Unindexed, rep.Missing, rep.Mismatched, rep.TempFiles)
+	}
+	if _, err := os.Stat(victimPath); err != nil {
+		t.Fatal("fsck moved a file")
+	}
+
+	if _, err := Reindex(ctx, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "quarantine", victim.File)); err != nil {
+		t.Fatalf("corrupt file not quarantined: %v", err)
+	}
+	rep, err = Fsck(ctx, dir, Options{})
+	if err != nil || !rep.OK() || rep.TempFiles != 0 {
+		t.Fatalf("fsck after reindex: corrupt %v, unindexed %v, missing %v, mismatched %d, temp %d, %v",
+			rep.Corrupt, rep.Unindexed, rep.Missing, rep.Mismatched, rep.TempFiles, err)
+	}
+	s, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, err := s.At(ctx, orphan.URL, t0); err != nil || v.File != orphan.File {
+		t.Fatalf("orphan not indexed: %v %v", v, err)
+	}
+	if st, err := s.State(ctx, "http://h0.example/p/0"); err != nil || st.ETag != "0" {
+		t.Fatalf("state lost by reindex: %+v %v", st, err)
+	}
+	// Reindex refuses to run under an open store.
+	if _, err := Reindex(ctx, dir, Options{}); err == nil {
+		t.Fatal("reindex of an open store succeeded")
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,332 @@
+package archive
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/herod-archive/herod/internal/id"
+)
+
+var t0 = time.Date(2026, 11, 20, 10, 0, 0, 123456789, time.UTC)
+
+func openTest(t testing.TB, o Options) *Store {
+	t.Helper()
+	s, err := Open(t.TempDir(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func capture(url string, at time.Time, body string) Capture {
+	return Capture{
+		URL: url, Time: at, Status: 200,
+		Header: http.Header{"Content-Type": {"text/html; charset=utf-8"}, "Etag": {`"x"`}},
+		Body:   []byte(body),
+	}
+}
+
+func mustPut(t testing.TB, s *Store, c Capture) (Version, bool) {
+	t.Helper()
+	v, added, err := s.Put(context.Background(), c)
+	if err != nil {
+		t.Fatalf("put %s: %v", c.URL, err)
+	}
+	return v, added
+}
+
+func TestPutReadRoundTrip(t *testing.T) {
+	s := openTest(t, Options{NoSync: true})
+	ctx := context.Background()
+	c := capture("http://a.example/p", t0, "<html>hello</html>")
+	c.Header.Set("Transfer-Encoding", "chunked")
+	c.Header.Set("Content-Length", "999")
+	v, added := mustPut(t, s, c)
+	if !added {
+		t.Fatal("first put not added")
+	}
+	want := Entry{Key: id.OfString(c.URL), Digest: id.Sum(c.Body), Day: t0.Unix() / 86400}
+	if v.File != want.Path() || v.Day != want.Day || v.ContentType != "text/html" || v.Length != int64(len(c.Body)) {
+		t.Fatalf("version %+v, want file %s", v, want.Path())
+	}
+	got, err := s.Read(ctx, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.URL != c.URL || !got.Time.Equal(t0) || got.Status != 200 || !bytes.Equal(got.Body, c.Body) {
+		t.Fatalf("read %+v", got)
+	}
+	h := got.Header
+	if h.Get("Transfer-Encoding") != "" || h.Get("X-Archive-Orig-Transfer-Encoding") != "chunked" ||
+		h.Get("Content-Length") != fmt.Sprint(len(c.Body)) || h.Get("X-Archive-Orig-Content-Length") != "999" ||
+		h.Get("Etag") != `"x"` {
+		t.Fatalf("stored headers not self-consistent: %v", h)
+	}
+}
+
+func TestPutDedupAndVersions(t *testing.T) {
+	s := openTest(t, Options{NoSync: true})
+	ctx := context.Background()
+	u := "http://a.example/"
+	day := 24 * time.Hour
+	steps := []struct {
+		at    time.Time
+		body  string
+		added bool
+	}{
+		{t0, "A", true},
+		{t0.Add(day), "A", false},
+		{t0.Add(2 * day), "B", true},
+		{t0.Add(2*day + time.Hour), "A", true},
+		{t0.Add(2*day + 2*time.Hour), "B", true}, // same day, same content as step 3: gets .1
+		{t0.Add(3 * day), "B", false},
+	}
+	for i, st := range steps {
+		before := s.Stats().Bytes
+		_, added := mustPut(t, s, capture(u, st.at, st.body))
+		if added != st.added {
+			t.Fatalf("step %d: added %v, want %v", i, added, st.added)
+		}
+		if !added && s.Stats().Bytes != before {
+			t.Fatalf("step %d: unchanged page added %d bytes", i, s.Stats().Bytes-before)
+		}
+	}
+	vs, err := s.Versions(ctx, u)
+	if err != nil || len(vs) != 4 {
+		t.Fatalf("versions %d, %v", len(vs), err)
+	}
+	if e, _ := parsePath(vs[3].File); e.Seq != 1 {
+		t.Fatalf("A,B,A,B on one day: last file %s has no sequence", vs[3].File)
+	}
+	for _, v := range vs {
+		if _, err := s.Read(ctx, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := []struct {
+		t    time.Time
+		want int // index into vs, -1 = not found
+	}{
+		{t0.Add(-time.Nanosecond), -1},
+		{t0, 0},
+		{t0.Add(day), 0},
+		{t0.Add(2 * day), 1},
+		{t0.Add(2*day + time.Hour - 1), 1},
+		{t0.Add(2*day + time.Hour), 2},
+		{t0.Add(100 * day), 3},
+		{time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), 3},
+		{time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC), -1},
+	}
+	for _, tc := range at {
+		v, err := s.At(ctx, u, tc.t)
+		if tc.want < 0 {
+			if !errors.Is(err, ErrNotFound) {
+				t.Errorf("At(%v) = %v, %v; want ErrNotFound", tc.t, v.Time, err)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(v, vs[tc.want]) {
+			t.Errorf("At(%v) = %v, %v; want %v", tc.t, v.Time, err, vs[tc.want].Time)
+		}
+	}
+	if vs, err := s.Versions(ctx, "http://none.example/"); err != nil || len(vs) != 0 {
+		t.Fatalf("versions of unknown url: %v %v", vs, err)
+	}
+	if st := s.Stats(); st.Versions != 4 || st.URLs != 1 || st.Unchanged != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestQuota(t *testing.T) {
+	s := openTest(t, Options{NoSync: true, Quota: 2000})
+	var stored []Version
+	var refused int
+	for i := 0; i < 20; i++ {
+		v, _, err := s.Put(context.Background(), capture(fmt.Sprintf("http://q.example/%d", i), t0, fmt.Sprintf("page %d %x", i, i*7919)))
+		switch {
+		case errors.Is(err, ErrQuota):
+			refused++
+		case err != nil:
+			t.Fatal(err)
+		default:
+			stored = append(stored, v)
+		}
+	}
+	st := s.Stats()
+	if refused == 0 || !st.QuotaReached || st.Refused != int64(refused) || st.Bytes > 2000 {
+		t.Fatalf("quota not enforced: refused %d, stats %+v", refused, st)
+	}
+	for _, v := range stored {
+		if _, err := s.Read(context.Background(), v); err != nil {
+			t.Fatalf("stored version lost: %v", err)
+		}
+	}
+	// An unchanged page still succeeds: it costs nothing.
+	if _, added, err := s.Put(context.Background(), capture(stored[0].URL, t0.Add(time.Hour), fmt.Sprintf("page %d %x", 0, 0))); err != nil || added {
+		t.Fatalf("unchanged put under full quota: %v %v", added, err)
+	}
+}
+
+func TestOpenCleansTempAndReopens(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := mustPut(t, s, capture("http://a.example/", t0, "x"))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, "tmp", "partial.warc.gz.123")
+	if err := os.WriteFile(tmp, []byte("half a rec"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("temp file survived Open: %v", err)
+	}
+	got, err := s.At(context.Background(), v.URL, t0)
+	if err != nil || !reflect.DeepEqual(got, v) {
+		t.Fatalf("after reopen: %+v %v, want %+v", got, err, v)
+	}
+	if st := s.Stats(); st.Versions != 1 || st.URLs != 1 || st.Bytes == 0 {
+		t.Fatalf("stats after reopen %+v", st)
+	}
+	s.Close()
+	// A lost index is rebuilt at Open.
+	must(t, os.RemoveAll(filepath.Join(dir, "index")))
+	s, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got, err := s.At(context.Background(), v.URL, t0); err != nil || !reflect.DeepEqual(got, v) {
+		t.Fatalf("after rebuilding a lost index: %+v %v", got, err)
+	}
+}
+
+func TestReadDetectsCorruption(t *testing.T) {
+	s := openTest(t, Options{NoSync: true})
+	v, _ := mustPut(t, s, capture("http://a.example/", t0, "<p>some body text</p>"))
+	path := filepath.Join(s.Dir(), v.File)
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := mustPut(t, s, capture("http://b.example/", t0, "<p>other</p>"))
+	otherData, _ := os.ReadFile(filepath.Join(s.Dir(), other.File))
+	cases := map[string][]byte{
+		"truncated":    orig[:len(orig)/2],
+		"empty":        {},
+		"flipped byte": append(append([]byte{}, orig[:len(orig)-12]...), append([]byte{orig[len(orig)-12] ^ 1}, orig[len(orig)-11:]...)...),
+		"two members":  append(append([]byte{}, orig...), orig...),
+		"other file":   otherData,
+	}
+	for name, data := range cases {
+		t.Run(name, func(t *testing.T) {
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Read(context.Background(), v); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("read = %v, want ErrCorrupt", err)
+			}
+		})
+	}
+	os.Remove(path)
+	if _, err := s.Read(context.Background(), v); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing file: %v", err)
+	}
+	bad := v
+	bad.File = "objects/../../etc/passwd"
+	if _, err := s.Read(context.Background(), bad); err == nil {
+		t.Fatal("read outside objects/ accepted")
+	}
+}
+
+func TestPutRejectsBadInput(t *testing.T) {
+	s := openTest(t, Options{NoSync: true})
+	bad := map[string]Capture{
+		"empty url":    capture("", t0, "x"),
+		"space in url": capture("http://a b/", t0, "x"),
+		"zero time":    capture("http://a/", time.Time{}, "x"),
+		"bad status":   {URL: "http://a/", Time: t0, Status: 42},
+		"bad header":   {URL: "http://a/", Time: t0, Status: 200, Header: http.Header{"X": {"a\r\nb"}}},
+	}
+	for name, c := range bad {
+		if _, _, err := s.Put(context.Background(), c); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if st := s.Stats(); st.Versions != 0 {
+		t.Fatalf("bad input stored something: %+v", st)
+	}
+}
+
+func TestState(t *testing.T) {
+	s := openTest(t, Options{NoSync: true})
+	ctx := context.Background()
+	u := "http://a.example/"
+	if _, err := s.State(ctx, u); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("state of new url: %v", err)
+	}
+	st := CrawlState{ETag: `"e"`, LastModified: "Fri, 20 Nov 2026 10:00:00 GMT", Digest: id.Sum([]byte("x")),
+		Outlinks: []string{"http://c/", "http://b/", "http://c/"}, Checked: t0}
+	if err := s.SetState(ctx, u, st); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.State(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := st
+	want.Outlinks = []string{"http://b/", "http://c/"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("state %+v, want %+v", got, want)
+	}
+	if st.Outlinks[0] != "http://c/" {
+		t.Fatal("SetState modified the caller's slice")
+	}
+}
+
+func TestConcurrentPuts(t *testing.T) {
+	s := openTest(t, Options{NoSync: true})
+	const workers, per = 8, 25
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		go func() {
+			for i := 0; i < per; i++ {
+				// Every worker writes the same URLs: each URL must end with one version.
+				_, _, err := s.Put(context.Background(), capture(fmt.Sprintf("http://c.example/%d", i), t0, "same"))
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for w := 0; w < workers; w++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := s.Stats(); st.Versions != per || st.URLs != per || st.Unchanged != (workers-1)*per {
+		t.Fatalf("stats %+v", st)
+	}
+	root, _ := s.DirHash(context.Background(), RootLevel, nil)
+	if root.Count != per {
+		t.Fatalf("root count %d", root.Count)
+	}
+}

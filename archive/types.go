@@ -1,0 +1,51 @@
+package archive
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/herod-archive/herod/internal/id"
+)
+
+// Sentinel errors. Callers branch on them with errors.Is.
+var (
+	// ErrNotFound reports that the archive holds no matching version or state.
+	ErrNotFound = errors.New("archive: not found")
+	// ErrCorrupt reports a file whose bytes do not match its recorded digests.
+	ErrCorrupt = errors.New("archive: corrupt")
+	// ErrQuota reports that the disk quota is reached: the capture was not stored.
+	ErrQuota = errors.New("archive: quota reached")
+)
+
+// Capture is one HTTP response as fetched from its origin server.
+type Capture struct {
+	URL    string      // canonical URL (see internal/canon)
+	Time   time.Time   // when the response was received
+	Status int         // HTTP status code
+	Header http.Header // response headers as received
+	Body   []byte      // payload, after transfer decoding
+}
+
+// Version describes one stored capture: what the index knows without
+// opening the file.
+type Version struct {
+	URL         string    `json:"url"`
+	Key         id.ID     `json:"key"`    // SHA-1 of URL: the ring key
+	Digest      id.ID     `json:"digest"` // SHA-1 of the payload
+	Day         int64     `json:"day"`    // Time in days since the epoch (of the store's day length)
+	Time        time.Time `json:"time"`
+	Status      int       `json:"status"`
+	ContentType string    `json:"type,omitempty"`
+	Length      int64     `json:"length"` // payload bytes
+	File        string    `json:"file"`   // path relative to the store root
+}
+
+// CrawlState is what the crawler remembers about a URL between visits.
+type CrawlState struct {
+	ETag         string    `json:"etag,omitempty"`
+	LastModified string    `json:"lastModified,omitempty"`
+	Digest       id.ID     `json:"digest"`             // payload digest of the newest version
+	Outlinks     []string  `json:"outlinks,omitempty"` // canonical links of the newest version, sorted
+	Checked      time.Time `json:"checked"`            // last fetch attempt that got an answer
+}

@@ -1,0 +1,267 @@
+package archive
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/textproto"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+
+	"github.com/herod-archive/herod/internal/id"
+)
+
+// Reader limits. A record larger than maxBlock is refused rather than read
+// into memory; a header line longer than maxLine is malformed.
+const (
+	maxBlock   = 256 << 20
+	maxLine    = 16 << 10
+	maxHeaders = 1000
+)
+
+// errMalformed is wrapped (with ErrCorrupt) by every parse failure.
+var errMalformed = errors.New("malformed warc record")
+
+// Record is one parsed WARC record: its named fields (keys in canonical
+// MIME form, e.g. "Warc-Target-Uri") and its block.
+type Record struct {
+	Version string               // "WARC/1.1" or "WARC/1.0"
+	Header  textproto.MIMEHeader // named fields
+	Block   []byte
+}
+
+func malformed(format string, args ...any) error {
+	return fmt.Errorf("%w: %w: %s", ErrCorrupt, errMalformed, fmt.Sprintf(format, args...))
+}
+
+// readLine returns one line without its CRLF or LF, refusing lines longer
+// than maxLine. It returns io.EOF only when no byte was read.
+func readLine(br *bufio.Reader) (string, error) {
+	var line []byte
+	for {
+		frag, err := br.ReadSlice('\n')
+		line = append(line, frag...)
+		if len(line) > maxLine {
+			return "", malformed("line longer than %d bytes", maxLine)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			if err == io.EOF && len(line) > 0 {
+				return "", malformed("truncated line")
+			}
+			return "", err
+		}
+		break
+	}
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	return string(line), nil
+}
+
+// readFields reads "Name: value" lines up to an empty line. Lines starting
+// with a space or tab continue the previous value.
+func readFields(br *bufio.Reader) (textproto.MIMEHeader, error) {
+	h := make(textproto.MIMEHeader)
+	var last string
+	for n := 0; ; n++ {
+		if n > maxHeaders {
+			return nil, malformed("more than %d header lines", maxHeaders)
+		}
+		line, err := readLine(br)
+		if err == io.EOF {
+			return nil, malformed("truncated header")
+		}
+		if err != nil {
+			return nil, err
+		}
+		if line == "" {
+			return h, nil
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			if last == "" {
+				return nil, malformed("continuation without a field")
+			}
+			vs := h[last]
+			vs[len(vs)-1] += " " + strings.TrimSpace(line)
+			continue
+		}
+		name, value, ok := strings.Cut(line, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || strings.ContainsAny(name, " \t") {
+			return nil, malformed("bad field line %q", line)
+		}
+		last = textproto.CanonicalMIMEHeaderKey(name)
+		h[last] = append(h[last], strings.TrimSpace(value))
+	}
+}
+
+// ReadRecord reads one uncompressed WARC record from br. It returns io.EOF
+// when br is at its end before the record starts; any other failure wraps
+// ErrCorrupt.
+func ReadRecord(br *bufio.Reader) (*Record, error) {
+	line, err := readLine(br)
+	for err == nil && line == "" { // tolerate extra blank lines between records
+		line, err = readLine(br)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if line != "WARC/1.1" && line != "WARC/1.0" {
+		return nil, malformed("bad version line %q", line)
+	}
+	h, err := readFields(br)
+	if err != nil {
+		return nil, err
+	}
+	n, err := strconv.ParseInt(h.Get("Content-Length"), 10, 64)
+	if err != nil || n < 0 {
+		return nil, malformed("bad Content-Length %q", h.Get("Content-Length"))
+	}
+	if n > maxBlock {
+		return nil, malformed("block of %d bytes exceeds %d", n, maxBlock)
+	}
+	block := make([]byte, n)
+	if _, err := io.ReadFull(br, block); err != nil {
+		return nil, malformed("truncated block: %v", err)
+	}
+	var tail [4]byte
+	if _, err := io.ReadFull(br, tail[:]); err != nil || string(tail[:]) != "\r\n\r\n" {
+		return nil, malformed("missing record trailer")
+	}
+	return &Record{Version: line, Header: h, Block: block}, nil
+}
+
+// response is a parsed HTTP response block.
+type response struct {
+	status  int
+	header  http.Header
+	head    []byte // status line and headers, as stored
+	payload []byte
+}
+
+// parseHTTPResponse splits an application/http;msgtype=response block.
+func parseHTTPResponse(block []byte) (*response, error) {
+	src := bytes.NewReader(block)
+	br := bufio.NewReaderSize(src, 4096)
+	line, err := readLine(br)
+	if err != nil {
+		return nil, malformed("http status line: %v", err)
+	}
+	proto, rest, ok := strings.Cut(line, " ")
+	if !ok || !strings.HasPrefix(proto, "HTTP/") {
+		return nil, malformed("bad http status line %q", line)
+	}
+	code, _, _ := strings.Cut(rest, " ")
+	status, err := strconv.Atoi(code)
+	if err != nil || len(code) != 3 || status < 100 {
+		return nil, malformed("bad http status %q", code)
+	}
+	fields, err := readFields(br)
+	if err != nil {
+		return nil, err
+	}
+	headLen := len(block) - src.Len() - br.Buffered()
+	return &response{status: status, header: http.Header(fields), head: block[:headLen], payload: block[headLen:]}, nil
+}
+
+// memberReader is the reusable state of decodeMember: a gzip reader and
+// a buffered reader over it (together about 100 KB, worth pooling).
+type memberReader struct {
+	zr gzip.Reader
+	br *bufio.Reader
+}
+
+var readerPool = sync.Pool{New: func() any {
+	return &memberReader{br: bufio.NewReaderSize(nil, 64<<10)}
+}}
+
+// decodedFile is a verified response record from one version file.
+type decodedFile struct {
+	capture Capture
+	digest  id.ID
+	head    []byte
+}
+
+// decodeMember reads data as exactly one gzip member holding one WARC
+// response record, and verifies its block and payload digests. Every
+// failure wraps ErrCorrupt.
+func decodeMember(data []byte) (*decodedFile, error) {
+	src := bytes.NewReader(data)
+	d := readerPool.Get().(*memberReader)
+	defer readerPool.Put(d)
+	zr := &d.zr
+	if err := zr.Reset(src); err != nil {
+		return nil, fmt.Errorf("%w: gzip: %v", ErrCorrupt, err)
+	}
+	zr.Multistream(false)
+	br := d.br
+	br.Reset(zr)
+	defer br.Reset(nil) // drop the reference to data
+	rec, err := ReadRecord(br)
+	if err == io.EOF {
+		return nil, malformed("empty file")
+	}
+	if err != nil && !errors.Is(err, ErrCorrupt) {
+		err = fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		return nil, fmt.Errorf("%w: trailing data or bad gzip member: %v", ErrCorrupt, err)
+	}
+	if err := zr.Close(); err != nil {
+		return nil, fmt.Errorf("%w: gzip: %v", ErrCorrupt, err)
+	}
+	if src.Len() != 0 {
+		return nil, fmt.Errorf("%w: %d bytes after the gzip member", ErrCorrupt, src.Len())
+	}
+	return decodeResponse(rec)
+}
+
+// decodeResponse checks a response record and returns its capture.
+func decodeResponse(rec *Record) (*decodedFile, error) {
+	if t := rec.Header.Get("Warc-Type"); t != "response" {
+		return nil, malformed("record type %q, want response", t)
+	}
+	uri := rec.Header.Get("Warc-Target-Uri")
+	if uri == "" {
+		return nil, malformed("no WARC-Target-URI")
+	}
+	t, err := time.Parse(time.RFC3339Nano, rec.Header.Get("Warc-Date"))
+	if err != nil {
+		return nil, malformed("bad WARC-Date %q", rec.Header.Get("Warc-Date"))
+	}
+	bd, err := parseWarcDigest(rec.Header.Get("Warc-Block-Digest"))
+	if err != nil {
+		return nil, malformed("WARC-Block-Digest: %v", err)
+	}
+	if sha1Of(rec.Block) != bd {
+		return nil, fmt.Errorf("%w: block digest mismatch", ErrCorrupt)
+	}
+	resp, err := parseHTTPResponse(rec.Block)
+	if err != nil {
+		return nil, err
+	}
+	pd, err := parseWarcDigest(rec.Header.Get("Warc-Payload-Digest"))
+	if err != nil {
+		return nil, malformed("WARC-Payload-Digest: %v", err)
+	}
+	if sha1Of(resp.payload) != pd {
+		return nil, fmt.Errorf("%w: payload digest mismatch", ErrCorrupt)
+	}
+	return &decodedFile{
+		capture: Capture{URL: uri, Time: t.UTC(), Status: resp.status, Header: resp.header, Body: resp.payload},
+		digest:  pd,
+		head:    resp.head,
+	}, nil
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/herod-archive/herod/node"
+)
+
+// defaultNode is the gateway of a node run with the default --listen.
+const defaultNode = "http://127.0.0.1:5001/"
+
+var httpClient = &http.Client{Timeout: 30 * time.Second}
+
+// endpoint joins a node's base URL and a path.
+func endpoint(base, path string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("--node %q: want the gateway URL, like %s", base, defaultNode)
+	}
+	return strings.TrimSuffix(u.String(), "/") + path, nil
+}
+
+func seedCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("seed", "seed [--node URL] URL…", stderr)
+	nodeURL := fs.String("node", defaultNode, "gateway URL of a node on this machine")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return errUsage
+	}
+	ep, err := endpoint(*nodeURL, "/api/seed")
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep, strings.NewReader(strings.Join(fs.Args(), "\n")))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "text/plain")
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("seed: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	fmt.Fprintf(stdout, "seeded %d URL(s)\n", fs.NArg())
+	return nil
+}
+
+func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("status", "status [--node URL] [--json]", stderr)
+	nodeURL := fs.String("node", defaultNode, "gateway URL of the node")
+	asJSON := fs.Bool("json", false, "print the raw JSON status")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	ep, err := endpoint(*nodeURL, "/api/status")
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status: %s", resp.Status)
+	}
+	if *asJSON {
+		_, err := stdout.Write(body)
+		return err
+	}
+	var st node.Status
+	if err := json.Unmarshal(body, &st); err != nil {
+		return fmt.Errorf("status: decode: %w", err)
+	}
+	printStatus(stdout, st)
+	return nil
+}
+
+func printStatus(w io.Writer, st node.Status) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "peer\t%s\n", st.Peer)
+	fmt.Fprintf(tw, "ring address\t%s\n", st.Addr)
+	fmt.Fprintf(tw, "join with\t--join %s\n", st.Multiaddr)
+	fmt.Fprintf(tw, "gateway\t%s\n", st.Gateway)
+	fmt.Fprintf(tw, "crawl day\t%d\n", st.Crawl.Day)
+	fmt.Fprintf(tw, "queued\t%d\n", st.Crawl.Queued)
+	fmt.Fprintf(tw, "fetched today\t%d\n", st.Crawl.FetchedToday)
+	fmt.Fprintf(tw, "new versions\t%d\n", st.Crawl.NewVersions)
+	fmt.Fprintf(tw, "not modified (304)\t%d\n", st.Crawl.NotModified)
+	fmt.Fprintf(tw, "unchanged (same digest)\t%d\n", st.Crawl.Unchanged)
+	for k, v := range st.Crawl.ErrorsByKind {
+		fmt.Fprintf(tw, "errors: %s\t%d\n", k, v)
+	}
+	fmt.Fprintf(tw, "archive versions\t%d\n", st.Archive.Versions)
+	fmt.Fprintf(tw, "links forwarded / pending\t%d / %d\n", st.Forward.Sent, st.Forward.Pending)
+	fmt.Fprintf(tw, "idle\t%v\n", st.Idle)
+	tw.Flush()
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/herod-archive/herod/internal/sampleweb"
+	"github.com/herod-archive/herod/node"
+)
+
+func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("demo", "demo [flags]", stderr)
+	nodes := fs.Int("nodes", 3, "nodes in the local ring")
+	vnodes := fs.Int("vnodes", 4, "virtual servers per node")
+	hosts := fs.Int("hosts", 3, "web hosts in the sample web (127.0.0.2, 127.0.0.3, …)")
+	pages := fs.Int("pages", 600, "HTML pages in the sample web on day 0")
+	day := fs.Duration("day", 5*time.Minute, "length of a crawl day; the sample web changes every day")
+	data := fs.String("data", "", "data directory (default: a temporary one, removed on exit)")
+	verbose := fs.Bool("v", false, "verbose logs")
+	var cf crawlFlags
+	cf.register(fs, 50)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	log := logger(stderr, *verbose)
+	dir := *data
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "herod-demo-")
+		if err != nil {
+			return fmt.Errorf("data dir: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+
+	dayLen := *day
+	web := sampleweb.New(sampleweb.Config{Hosts: *hosts, Pages: *pages, Logger: log.With("sub", "sampleweb")})
+	web.SetDay(webDay(time.Now(), dayLen, 0))
+	startDay := time.Now().Unix() / int64(dayLen/time.Second)
+	if err := web.Start(ctx); err != nil {
+		return fmt.Errorf("sample web: %w", err)
+	}
+	defer web.Close()
+	fmt.Fprintf(stdout, "sample web: %d hosts, %d pages on day 0\n", *hosts, *pages)
+	for _, s := range web.Seeds() {
+		fmt.Fprintf(stdout, "  %s\n", s)
+	}
+
+	lr, err := node.StartLocalRing(ctx, dir, *nodes, node.Config{
+		VirtualServers:    *vnodes,
+		DayLength:         dayLen,
+		StabilizeInterval: 300 * time.Millisecond,
+		Crawl:             cf.config(),
+		Logger:            log,
+	})
+	if err != nil {
+		return err
+	}
+	defer lr.Close()
+	fmt.Fprintf(stdout, "ring: %d nodes × %d virtual servers; waiting for it to settle…\n", *nodes, *vnodes)
+	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	err = lr.WaitStable(waitCtx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	if err := lr.Nodes[0].Seed(ctx, web.Seeds()); err != nil {
+		return err
+	}
+	seed := web.Seeds()[0]
+	fmt.Fprintln(stdout, "\nopen the archive in a browser (any node answers any URL):")
+	for _, n := range lr.Nodes {
+		fmt.Fprintf(stdout, "  %s\n", n.GatewayURL())
+	}
+	gw := lr.Nodes[0].GatewayURL()
+	fmt.Fprintf(stdout, "  dates of the first page:  %sweb/*/%s\n", gw, seed)
+	fmt.Fprintf(stdout, "  the page as archived now: %sweb/%s/%s\n\n", gw, time.Now().UTC().Format("20060102150405"), seed)
+	fmt.Fprintf(stdout, "crawling; a new day (and a changed sample web) every %s; Ctrl-C to stop\n\n", dayLen)
+
+	return demoProgress(ctx, stdout, lr, web, dayLen, startDay)
+}
+
+// webDay is the sample web's day at t: crawl days since start, switched a
+// little before the crawlers' own day boundary so a new day's crawl sees the
+// new web.
+func webDay(t time.Time, dayLen time.Duration, startDay int64) int {
+	lead := dayLen / 50
+	return int((t.Add(lead).Unix())/int64(dayLen/time.Second) - startDay)
+}
+
+// demoProgress prints per-node crawl progress until ctx ends.
+func demoProgress(ctx context.Context, stdout io.Writer, lr *node.LocalRing, web *sampleweb.Web, dayLen time.Duration, startDay int64) error {
+	start := time.Now()
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	reported := -1
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(stdout, "\nstopping…")
+			return nil
+		case <-tick.C:
+		}
+		d := webDay(time.Now(), dayLen, startDay)
+		if d != web.Day() {
+			web.SetDay(d)
+			fmt.Fprintf(stdout, "--- sample web day %d: %d pages will be stored anew\n", d, len(web.NewVersions(d)))
+			start = time.Now()
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "node\tqueued\tfetched today\tnew versions\t304s\tunchanged\terrors\tstored\t\n")
+		idle := true
+		var stored int64
+		for _, n := range lr.Nodes {
+			st := n.Status()
+			var errs int64
+			for _, v := range st.Crawl.ErrorsByKind {
+				errs += v
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", st.Addr, st.Crawl.Queued, st.Crawl.FetchedToday,
+				st.Crawl.NewVersions, st.Crawl.NotModified, st.Crawl.Unchanged, errs, st.Archive.Versions)
+			idle = idle && st.Idle
+			stored += st.Archive.Versions
+		}
+		tw.Flush()
+		if idle && reported != web.Day() {
+			reported = web.Day()
+			fmt.Fprintf(stdout, "=== day %d crawl complete in %s: %d versions stored ring-wide\n\n",
+				reported, time.Since(start).Round(100*time.Millisecond), stored)
+		}
+	}
+}

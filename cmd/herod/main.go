@@ -1,0 +1,139 @@
+// Command herod runs a node of the herod peer-to-peer web archive.
+//
+//	herod run      a volunteer node
+//	herod demo     a local 3-node ring crawling a built-in sample web
+//	herod seed     hand URLs to a running node
+//	herod status   show a running node's state
+//
+// Run "herod <command> --help" for each command's flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+// command is one subcommand: its name, a line of help and its entry point.
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+var commands = []command{
+	{"run", "run a volunteer node", runCmd},
+	{"demo", "run a local 3-node ring that crawls a built-in sample web", demoCmd},
+	{"seed", "hand URLs to a running node for crawling", seedCmd},
+	{"status", "show the state of a running node", statusCmd},
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			err := c.run(ctx, args[1:], stdout, stderr)
+			switch {
+			case err == nil:
+				return 0
+			case errors.Is(err, flag.ErrHelp):
+				return 0
+			case errors.Is(err, errUsage):
+				return 2
+			default:
+				fmt.Fprintf(stderr, "herod %s: %v\n", c.name, err)
+				return 1
+			}
+		}
+	}
+	fmt.Fprintf(stderr, "herod: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+// errUsage reports bad flags; the flag package has already said what.
+var errUsage = errors.New("usage")
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `herod is a peer-to-peer web archive: volunteers' nodes form a Chord ring,
+crawl the web every day, keep every version of every page, and serve a
+Wayback-style gateway to browse the archive by date.
+
+Usage:
+  herod <command> [flags]
+
+Commands:
+`)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, `
+Start here:
+  herod demo                      a local ring and sample web; open the printed URL
+  herod run --data ~/herod --join /ip4/203.0.113.7/tcp/4001/p2p/12D3Koo...
+
+Run "herod <command> --help" for the flags of a command.
+`)
+}
+
+// newFlagSet returns a flag set that reports errors instead of exiting.
+func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("herod "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: herod %s\n\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses args, mapping flag errors to errUsage.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	return nil
+}
+
+// logger returns a text logger on w: warnings only, or everything with verbose.
+func logger(w io.Writer, verbose bool) *slog.Logger {
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// listFlag is a repeatable flag that also splits on commas.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error {
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*l = append(*l, p)
+		}
+	}
+	return nil
+}

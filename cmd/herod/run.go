@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/herod-archive/herod/crawl"
+	"github.com/herod-archive/herod/node"
+)
+
+// crawlFlags are the politeness and identity flags shared by run and demo.
+type crawlFlags struct {
+	contact, from      string
+	hostRate           float64
+	concurrency        int
+	allowDynamic       bool
+	timeout            time.Duration
+	maxBody            int64
+	allowHosts, denies listFlag
+}
+
+func (c *crawlFlags) register(fs *flag.FlagSet, defaultRate float64) {
+	fs.StringVar(&c.contact, "contact", "", "contact URL or e-mail for site owners, sent in the User-Agent")
+	fs.StringVar(&c.from, "from", "", "e-mail address sent in the From header")
+	fs.Float64Var(&c.hostRate, "host-rate", defaultRate, "requests per second to any one web host")
+	fs.IntVar(&c.concurrency, "concurrency", 8, "concurrent fetches")
+	fs.BoolVar(&c.allowDynamic, "allow-dynamic", false, "also crawl URLs with query strings and cgi-bin paths")
+	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "timeout of one fetch")
+	fs.Int64Var(&c.maxBody, "max-body", 10<<20, "largest body fetched, in bytes")
+	fs.Var(&c.allowHosts, "allow-host", "crawl only these hosts (repeatable)")
+	fs.Var(&c.denies, "deny-host", "never crawl these hosts (repeatable)")
+}
+
+func (c *crawlFlags) config() crawl.Config {
+	cc := crawl.Config{
+		From:         c.from,
+		Concurrency:  c.concurrency,
+		HostRate:     c.hostRate,
+		Timeout:      c.timeout,
+		MaxBody:      c.maxBody,
+		AllowDynamic: c.allowDynamic,
+		AllowHosts:   c.allowHosts,
+		DenyHosts:    c.denies,
+	}
+	if c.contact != "" {
+		cc.UserAgent = fmt.Sprintf("herod/0.1 (+%s)", c.contact)
+	}
+	return cc
+}
+
+func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("run", "run [flags]", stderr)
+	home, _ := os.UserHomeDir()
+	data := fs.String("data", filepath.Join(home, ".herod"), "data directory: archive, crawl queue, identity")
+	listen := fs.String("listen", node.DefaultListen, "ring address ip:port (TCP, and QUIC on the same port); virtual-server ids derive from it")
+	var join, seeds listFlag
+	fs.Var(&join, "join", "multiaddr of a ring member to join through (repeatable)")
+	fs.Var(&seeds, "seed", "URL to start crawling from (repeatable)")
+	vnodes := fs.Int("vnodes", node.DefaultVirtualServers, "virtual servers: ring positions, in proportion to disk and bandwidth")
+	gw := fs.String("gateway", "", "gateway listen address (default: ring ip, ring port + gateway-offset)")
+	offset := fs.Int("gateway-offset", node.DefaultGatewayOffset, "gateway port = ring port + this")
+	day := fs.Duration("day", node.DefaultDayLength, "length of a crawl day: every known URL is fetched again once per day")
+	quota := fs.Int64("quota", 0, "archive disk quota in bytes (0: unlimited)")
+	verbose := fs.Bool("v", false, "verbose logs")
+	var cf crawlFlags
+	cf.register(fs, 1)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	n, err := node.New(node.Config{
+		DataDir: *data, Listen: *listen, Join: join, VirtualServers: *vnodes,
+		Seeds: seeds, Gateway: *gw, GatewayOffset: *offset, DayLength: *day,
+		Quota: *quota, Crawl: cf.config(), Logger: logger(stderr, *verbose),
+	})
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	if err := n.Start(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "herod node running\n  ring:    %s\n  gateway: %s\n  others join with: --join %s\n",
+		n.Contact().Addr, n.GatewayURL(), n.Multiaddr())
+	<-ctx.Done()
+	fmt.Fprintln(stdout, "leaving the ring…")
+	return nil
+}

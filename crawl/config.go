@@ -1,0 +1,206 @@
+package crawl
+
+import (
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Defaults applied by New to zero Config fields.
+const (
+	DefaultUserAgent   = "herod/0.1 (+https://github.com/herod-archive/herod)"
+	DefaultConcurrency = 8
+	DefaultHostRate    = 1.0
+	DefaultHostConns   = 1
+	DefaultTimeout     = 30 * time.Second
+	DefaultMaxBody     = 10 << 20
+	DefaultDayLength   = 24 * time.Hour
+	DefaultMaxURLLen   = 1024
+	DefaultMaxRepeat   = 3
+	DefaultMaxDepth    = 32
+	DefaultRobotsTTL   = 24 * time.Hour
+	// RobotsMaxBytes is how much of a robots.txt file is parsed (RFC 9309
+	// asks for at least 500 KiB); the rest is ignored.
+	RobotsMaxBytes = 500 << 10
+)
+
+// DefaultContentTypes is the content-type allow list used when
+// Config.ContentTypes is nil: HTML, images, CSS and JavaScript.
+var DefaultContentTypes = []string{
+	"text/html", "application/xhtml+xml",
+	"text/css",
+	"image/*",
+	"text/javascript", "application/javascript", "application/x-javascript",
+	"application/ecmascript", "text/ecmascript",
+}
+
+// Config configures a Crawler. The zero value of every field means the
+// documented default.
+type Config struct {
+	// UserAgent is sent with every request, robots.txt included. Default
+	// DefaultUserAgent; volunteers set a product token and a contact URL.
+	// The product token (text before the first '/') selects the robots.txt
+	// group.
+	UserAgent string
+	// From is sent as the From header when non-empty.
+	From string
+	// Concurrency caps concurrent requests (open connections to origin
+	// servers) of this node, robots.txt included. Default 8. Fetched pages
+	// are stored and their links forwarded after the connection is
+	// released, up to 4*Concurrency pages at a time.
+	Concurrency int
+	// HostConns caps concurrent fetches to one host from this node. Default 1.
+	HostConns int
+	// HostRate is requests per second per host from this node; a robots.txt
+	// Crawl-delay lowers it further. Default 1. Ignored when Budget is set.
+	HostRate float64
+	// Timeout bounds one request, body included. Default 30s.
+	Timeout time.Duration
+	// MaxBody is the largest body stored, in bytes. A larger body is
+	// refused: nothing is stored and the error kind "too_large" is
+	// counted, because a truncated capture would be a false record of the
+	// page. Default 10 MiB.
+	MaxBody int64
+	// DayLength is the crawl cycle: day number = now.Unix() / DayLength
+	// in seconds. Default 24h; shorter than 1s counts as 1s. The archive
+	// must use the same day length.
+	DayLength time.Duration
+	// AllowDynamic admits URLs with a query string or a cgi-bin path
+	// segment. Default false, as in the thesis.
+	AllowDynamic bool
+	// MaxURLLen caps the canonical URL length in bytes. Default 1024.
+	MaxURLLen int
+	// MaxRepeat caps how often one path segment may occur in a URL path
+	// (a crawler trap such as /a/b/a/b/a/b/...). Default 3.
+	MaxRepeat int
+	// MaxDepth caps the number of path segments. Default 32.
+	MaxDepth int
+	// AllowHosts, when non-empty, admits only these hosts and their
+	// subdomains ("example.org" admits "www.example.org"). A port in an
+	// entry must match exactly ("127.0.0.1:8080").
+	AllowHosts []string
+	// DenyHosts excludes these hosts and their subdomains; it wins over
+	// AllowHosts.
+	DenyHosts []string
+	// ContentTypes is the allow list of media types ("type/subtype" or
+	// "type/*"). Responses of other types are counted ("content_type") and
+	// not stored. Default DefaultContentTypes.
+	ContentTypes []string
+	// Owns reports whether this node owns url. At a new day only owned
+	// known URLs are queued again. Nil means every URL.
+	Owns func(url string) bool
+	// Robots supplies robots.txt files. Nil means this crawler fetches them
+	// itself (see HTTPRobots). The node can instead ask the ring node that
+	// owns the robots.txt URL, so the ring fetches each file once a day.
+	Robots RobotsSource
+	// RobotsTTL is how long a fetched robots.txt is trusted. Default 24h;
+	// a failed fetch (5xx, unreachable) is retried after RobotsTTL/24.
+	RobotsTTL time.Duration
+	// Budget paces requests per host. Nil means a LocalBudget at HostRate.
+	// The node can plug in a ring-wide budget (see SharedBudget).
+	Budget HostBudget
+	// Client does the fetches. Default: a client with bounded transport
+	// limits that does not follow redirects. A supplied client should not
+	// follow redirects either: the crawler stores a redirect as a version
+	// and forwards its target as a link.
+	Client *http.Client
+	// Clock tells the time. Default time.Now.
+	Clock func() time.Time
+	// Logger receives the crawler's logs. Nil discards them.
+	Logger *slog.Logger
+}
+
+// withDefaults returns cfg with zero fields replaced by their defaults.
+func (cfg Config) withDefaults() Config {
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = DefaultUserAgent
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.HostConns <= 0 {
+		cfg.HostConns = DefaultHostConns
+	}
+	if cfg.HostRate <= 0 {
+		cfg.HostRate = DefaultHostRate
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.DayLength <= 0 {
+		cfg.DayLength = DefaultDayLength
+	}
+	cfg.DayLength = max(cfg.DayLength.Truncate(time.Second), time.Second)
+	if cfg.MaxURLLen <= 0 {
+		cfg.MaxURLLen = DefaultMaxURLLen
+	}
+	if cfg.MaxRepeat <= 0 {
+		cfg.MaxRepeat = DefaultMaxRepeat
+	}
+	if cfg.MaxDepth <= 0 {
+		cfg.MaxDepth = DefaultMaxDepth
+	}
+	if cfg.ContentTypes == nil {
+		cfg.ContentTypes = DefaultContentTypes
+	}
+	if cfg.RobotsTTL <= 0 {
+		cfg.RobotsTTL = DefaultRobotsTTL
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Client == nil {
+		cfg.Client = NewClient(cfg.Concurrency, cfg.Timeout)
+	}
+	if cfg.Budget == nil {
+		cfg.Budget = NewLocalBudget(cfg.HostRate, cfg.Clock)
+	}
+	return cfg
+}
+
+// NewClient returns the default fetch client: bounded connection pools,
+// header and dial timeouts, no cookie jar, and no redirect following.
+func NewClient(conns int, timeout time.Duration) *http.Client {
+	if conns <= 0 {
+		conns = DefaultConcurrency
+	}
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	tr := &http.Transport{
+		Proxy:                  http.ProxyFromEnvironment,
+		DialContext:            (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:           4 * conns,
+		MaxIdleConnsPerHost:    conns,
+		MaxConnsPerHost:        conns,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ResponseHeaderTimeout:  timeout,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: 64 << 10,
+	}
+	return &http.Client{
+		Transport: tr,
+		Timeout:   timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}
+
+// productToken returns the robots.txt product token of a User-Agent:
+// the text before the first '/' or space, lower-cased.
+func productToken(ua string) string {
+	if i := strings.IndexAny(ua, "/ "); i >= 0 {
+		ua = ua[:i]
+	}
+	return strings.ToLower(ua)
+}

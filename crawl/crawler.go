@@ -1,0 +1,344 @@
+package crawl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/herod-archive/herod/archive"
+)
+
+// Archive is what the crawler needs from the store (archive.Store
+// implements it).
+type Archive interface {
+	// Put stores c unless its payload equals the newest stored version;
+	// added reports whether a new version was written.
+	Put(ctx context.Context, c archive.Capture) (archive.Version, bool, error)
+	// State returns the crawl state of url, archive.ErrNotFound if never set.
+	State(ctx context.Context, url string) (archive.CrawlState, error)
+	// SetState replaces the crawl state of url.
+	SetState(ctx context.Context, url string, st archive.CrawlState) error
+}
+
+// Forwarder delivers extracted canonical links to the nodes that own them
+// (the node implements it). Forward returns only once the links are
+// delivered or durably accepted for delivery; an error means the crawler
+// must assume none were.
+type Forwarder interface {
+	Forward(ctx context.Context, urls []string) error
+}
+
+// Sentinel errors.
+var (
+	ErrClosed  = errors.New("crawl: closed")
+	ErrStarted = errors.New("crawl: already started")
+)
+
+// hostBatch is how many queue entries a host loop reads at a time.
+const hostBatch = 64
+
+// procFactor bounds fetched pages being processed (archive, links,
+// forwarding) to procFactor*Concurrency, while only Concurrency hold a
+// connection.
+const procFactor = 4
+
+// Crawler crawls the URLs given to Add, once per day. See the package
+// documentation for its contract.
+type Crawler struct {
+	cfg    Config
+	log    *slog.Logger
+	a      Archive
+	f      Forwarder
+	q      *queue
+	scope  *scope
+	robots *robotsCache
+	sem    chan struct{} // connection slots: Concurrency
+	proc   chan struct{} // fetches in progress, body processing included: procFactor*Concurrency
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// dayMu orders day changes against queue reads and adds: startDay
+	// holds it exclusively across the queue reset and the epoch bump, so
+	// every batch a host loop reads, and every Add's pending count,
+	// belongs wholly to one epoch.
+	dayMu sync.RWMutex
+
+	mu          sync.Mutex
+	started     bool
+	closed      bool
+	epoch       uint64                // bumped by NewDay: host loops reload
+	hosts       map[string]*hostState // hosts with a running loop
+	pending     int64                 // this epoch's queue entries not finished, in-flight included
+	curInFlight int64                 // this epoch's entries in flight (st.inFlight counts all)
+	known       int64
+	st          counters
+	logged      map[string]bool
+}
+
+// hostState is the bookkeeping of one running host loop, guarded by
+// Crawler.mu.
+type hostState struct {
+	gen uint64 // bumped whenever entries are added for the host
+}
+
+// New opens (or creates) the queue and URL-seen set in dir and returns a
+// crawler that is not yet fetching; call Start. Add may be called before
+// Start: the URLs wait in the queue.
+func New(dir string, cfg Config, a Archive, f Forwarder) (*Crawler, error) {
+	if a == nil || f == nil {
+		return nil, errors.New("crawl: New needs an Archive and a Forwarder")
+	}
+	cfg = cfg.withDefaults()
+	q, err := openQueue(dir)
+	if err != nil {
+		return nil, err
+	}
+	_, pending, err := q.pending()
+	if err != nil {
+		q.close()
+		return nil, err
+	}
+	known, err := q.known()
+	if err != nil {
+		q.close()
+		return nil, err
+	}
+	sem := make(chan struct{}, cfg.Concurrency)
+	src := cfg.Robots
+	if src == nil {
+		src = &HTTPRobots{Client: cfg.Client, UserAgent: cfg.UserAgent, From: cfg.From, Budget: cfg.Budget, Clock: cfg.Clock, slots: sem}
+	}
+	c := &Crawler{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		a:       a,
+		f:       f,
+		q:       q,
+		scope:   newScope(cfg),
+		robots:  newRobotsCache(src, productToken(cfg.UserAgent), cfg.RobotsTTL, cfg.Clock),
+		sem:     sem,
+		proc:    make(chan struct{}, procFactor*cfg.Concurrency),
+		hosts:   make(map[string]*hostState),
+		pending: pending,
+		known:   known,
+		logged:  make(map[string]bool),
+	}
+	c.st.reset()
+	return c, nil
+}
+
+// Day returns the day number of t: t.Unix() / DayLength in seconds.
+func (c *Crawler) Day(t time.Time) int64 {
+	return t.Unix() / int64(c.cfg.DayLength/time.Second)
+}
+
+// Start starts the fetch loops of every host with pending URLs and the day
+// timer. If the stored day is older than the clock's day (the node was down
+// across a day boundary) or a NewDay was interrupted, a new day starts
+// first. Work stops when ctx is cancelled or Close is called.
+func (c *Crawler) Start(ctx context.Context) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	if c.started {
+		c.mu.Unlock()
+		return ErrStarted
+	}
+	c.started = true
+	c.ctx, c.cancel = context.WithCancel(ctx)
+	c.mu.Unlock()
+
+	interrupted, err := c.q.interruptedNewDay()
+	if err != nil {
+		return err
+	}
+	switch {
+	case interrupted != 0:
+		if err := c.startDay(c.ctx, interrupted); err != nil {
+			return err
+		}
+	case c.Day(c.cfg.Clock()) > c.q.currentDay():
+		if err := c.NewDay(c.ctx); err != nil {
+			return err
+		}
+	}
+	hosts, _, err := c.q.pending()
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	for h := range hosts {
+		c.wakeLocked(h)
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go c.dayTimer()
+	return nil
+}
+
+// Add offers links that arrived for this node. Each is canonicalized and
+// checked against the scope (length, dynamic, traps, host lists); refused
+// ones are counted by kind. URLs already seen today are dropped; the rest
+// are queued durably (synced to disk) before Add returns.
+func (c *Crawler) Add(ctx context.Context, urls []string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	ok := make([]string, 0, len(urls))
+	for _, raw := range urls {
+		u, kind := c.scope.check(raw)
+		if kind != "" {
+			c.count(kind, raw, nil)
+			continue
+		}
+		ok = append(ok, u)
+	}
+	c.dayMu.RLock()
+	defer c.dayMu.RUnlock()
+	added, fresh, err := c.q.add(ok)
+	if err != nil {
+		c.count(KindQueue, "", err)
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pending += int64(len(added))
+	c.known += int64(fresh)
+	for _, e := range added {
+		c.wakeLocked(hostOf(e.url))
+	}
+	return nil
+}
+
+// NewDay starts the thesis's daily cycle: the URL-seen set and the queue
+// pointer reset, pending entries of the old day are dropped and every known
+// URL this node owns (Config.Owns) is queued again, to be fetched
+// conditionally. The new day is the clock's day, or the stored day plus one
+// if that is not later.
+func (c *Crawler) NewDay(ctx context.Context) error {
+	day := max(c.Day(c.cfg.Clock()), c.q.currentDay()+1)
+	return c.startDay(ctx, day)
+}
+
+func (c *Crawler) startDay(ctx context.Context, day int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	c.dayMu.Lock()
+	defer c.dayMu.Unlock()
+	hosts, n, err := c.q.newDay(day, c.cfg.Owns)
+	if err != nil {
+		c.count(KindQueue, "", err)
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.epoch++     // host loops drop what they read before the reset
+	c.pending = n // fetches of the old day still in flight no longer count
+	c.curInFlight = 0
+	c.st.reset()
+	for h := range hosts {
+		c.wakeLocked(h)
+	}
+	c.log.Info("crawl: new day", "day", day, "queued", n, "hosts", len(hosts))
+	return nil
+}
+
+// wakeLocked makes sure a loop runs for host. c.mu must be held.
+func (c *Crawler) wakeLocked(host string) {
+	if !c.started || c.closed || c.ctx.Err() != nil {
+		return
+	}
+	if h, ok := c.hosts[host]; ok {
+		h.gen++
+		return
+	}
+	h := &hostState{}
+	c.hosts[host] = h
+	c.wg.Add(1)
+	go c.runHost(host, h)
+}
+
+// dayTimer starts a new day whenever the clock passes a day boundary.
+func (c *Crawler) dayTimer() {
+	defer c.wg.Done()
+	for {
+		now := c.cfg.Clock()
+		dayLen := c.cfg.DayLength
+		next := time.Unix((c.Day(now)+1)*int64(dayLen/time.Second), 0)
+		wait := min(max(next.Sub(now), 10*time.Millisecond), time.Minute)
+		t := time.NewTimer(wait)
+		select {
+		case <-c.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if c.Day(c.cfg.Clock()) > c.q.currentDay() {
+			if err := c.NewDay(c.ctx); err != nil && c.ctx.Err() == nil {
+				c.log.Error("crawl: new day failed", "err", err)
+			}
+		}
+	}
+}
+
+// Idle reports whether the queue is empty and nothing is in flight.
+func (c *Crawler) Idle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pending == 0 && c.st.inFlight == 0
+}
+
+// Close stops the crawler, waits for in-flight fetches to end (they are
+// cancelled; their queue entries stay for the next start) and closes the
+// queue database.
+func (c *Crawler) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	c.closed = true
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.mu.Unlock()
+	c.wg.Wait()
+	if err := c.q.close(); err != nil {
+		return fmt.Errorf("crawl close: %w", err)
+	}
+	return nil
+}
+
+// RobotsRecord returns the robots.txt record of origin ("scheme://host")
+// from this crawler's cache, fetching it through the configured
+// RobotsSource when absent or expired. A node serves it to the other nodes
+// of the ring when it owns origin+"/robots.txt", so that each file is
+// fetched once per RobotsTTL ring-wide.
+func (c *Crawler) RobotsRecord(ctx context.Context, origin string) (RobotsRecord, error) {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return RobotsRecord{}, fmt.Errorf("%w: %q", errNoRobots, origin)
+	}
+	return c.robots.record(ctx, u.Scheme+"://"+u.Host)
+}

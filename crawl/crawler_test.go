@@ -1,0 +1,395 @@
+package crawl
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func newClock() *fakeClock {
+	return &fakeClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+}
+
+func TestCrawlSiteAndStats(t *testing.T) {
+	s := newSite(t, map[string]string{
+		"/":      links(nil, "/a", "/b", "/img.png", "/a#frag"),
+		"/a":     links(nil, "/", "/b", "/c"),
+		"/b":     links(nil, "/a"),
+		"/c":     `<html><link rel=stylesheet href="/s.css"></html>`,
+		"/s.css": "",
+	})
+	s.setPage("/img.png", page{status: 200, ctype: "image/png", body: "\x89PNG..."})
+	s.setPage("/s.css", page{status: 200, ctype: "text/css", body: `body{background:url("/bg.gif")}`})
+	s.setPage("/bg.gif", page{status: 200, ctype: "image/gif", body: "GIF89a"})
+	a := newMemArchive()
+	clock := newClock()
+	cfg := testConfig(clock)
+	cfg.From = "ops@example.org"
+	c, _ := startCrawler(t, t.TempDir(), cfg, a)
+	if err := c.Add(context.Background(), []string{s.url("/")}); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	want := []string{s.url("/"), s.url("/a"), s.url("/b"), s.url("/bg.gif"), s.url("/c"), s.url("/img.png"), s.url("/s.css")}
+	if got := a.urls(); !slices.Equal(got, want) {
+		t.Fatalf("stored %v\nwant %v", got, want)
+	}
+	st := c.Stats()
+	if st.NewVersions != 7 || st.FetchedToday != 7 || st.KnownURLs != 7 || st.Queued != 0 || st.InFlight != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	for _, r := range s.requests("") {
+		if r.ua != DefaultUserAgent || r.from != "ops@example.org" {
+			t.Fatalf("request %s: UA %q From %q", r.path, r.ua, r.from)
+		}
+	}
+	// Each page once: the seen set holds within the day.
+	if n := len(s.requests("/a")); n != 1 {
+		t.Fatalf("/a fetched %d times", n)
+	}
+}
+
+// archiveKind builds an Archive for the shared tests and tells how many
+// versions it holds for a URL.
+type archiveKind struct {
+	name     string
+	open     func(t *testing.T) Archive
+	versions func(t *testing.T, a Archive, url string) int
+}
+
+var archiveKinds = []archiveKind{
+	{name: "mem",
+		open:     func(*testing.T) Archive { return newMemArchive() },
+		versions: func(_ *testing.T, a Archive, u string) int { return a.(*memArchive).count(u) }},
+	storeKind, // archive_store_test.go: the real archive.Store
+}
+
+func TestNewDayConditionalGET(t *testing.T) {
+	for _, k := range archiveKinds {
+		t.Run(k.name, func(t *testing.T) { testNewDayConditionalGET(t, k) })
+	}
+}
+
+func testNewDayConditionalGET(t *testing.T, k archiveKind) {
+	s := newSite(t, map[string]string{
+		"/":  links(nil, "/a", "/b"),
+		"/a": "<p>a</p>",
+		"/b": "<p>b</p>",
+	})
+	a := k.open(t)
+	clock := newClock()
+	c, f := startCrawler(t, t.TempDir(), testConfig(clock), a)
+	ctx := context.Background()
+	if err := c.Add(ctx, []string{s.url("/")}); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	day1 := c.Stats().Day
+
+	// Day 2: /a changes, / gains a link to /c, /b stays.
+	s.set("/a", "<p>a2</p>")
+	s.set("/", links(nil, "/a", "/b", "/c"))
+	s.set("/c", "<p>c</p>")
+	f.reset()
+	clock.Add(24 * time.Hour)
+	if err := c.NewDay(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	st := c.Stats()
+	if st.Day != day1+1 {
+		t.Fatalf("day %d, want %d", st.Day, day1+1)
+	}
+	if st.NewVersions != 3 || st.NotModified != 1 || st.FetchedToday != 4 {
+		t.Fatalf("day 2 stats %+v", st)
+	}
+	if got := f.all(); !slices.Equal(got, []string{s.url("/c")}) {
+		t.Fatalf("forwarded %v, want only the new link /c", got)
+	}
+	for _, p := range []string{"/", "/a", "/b"} {
+		rs := s.requests(p)
+		if len(rs) != 2 {
+			t.Fatalf("%s fetched %d times", p, len(rs))
+		}
+		if rs[1].ifNoneMatch == "" || rs[1].ifModSince == "" {
+			t.Fatalf("%s day 2 request not conditional: %+v", p, rs[1])
+		}
+	}
+	if k.versions(t, a, s.url("/b")) != 1 || k.versions(t, a, s.url("/a")) != 2 {
+		t.Fatal("wrong version counts")
+	}
+}
+
+func TestUnchangedDigestDiscarded(t *testing.T) {
+	s := newSite(t, map[string]string{"/": links(nil, "/x"), "/x": "x"})
+	s.noCond = true // server ignores validators: always 200
+	a := newMemArchive()
+	clock := newClock()
+	c, f := startCrawler(t, t.TempDir(), testConfig(clock), a)
+	ctx := context.Background()
+	if err := c.Add(ctx, []string{s.url("/")}); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	f.reset()
+	puts := a.puts
+	if err := c.NewDay(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	st := c.Stats()
+	if st.Unchanged != 2 || st.NewVersions != 0 || st.NotModified != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	if a.puts != puts {
+		t.Fatalf("unchanged payloads reached Put (%d calls)", a.puts-puts)
+	}
+	if got := f.all(); len(got) != 0 {
+		t.Fatalf("unchanged page forwarded %v", got)
+	}
+}
+
+func TestOwnsFiltersNewDay(t *testing.T) {
+	s := newSite(t, map[string]string{"/": links(nil, "/mine", "/theirs"), "/mine": "m", "/theirs": "t"})
+	a := newMemArchive()
+	clock := newClock()
+	cfg := testConfig(clock)
+	cfg.Owns = func(u string) bool { return !strings.HasSuffix(u, "/theirs") }
+	c, _ := startCrawler(t, t.TempDir(), cfg, a)
+	ctx := context.Background()
+	if err := c.Add(ctx, []string{s.url("/")}); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	if err := c.NewDay(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	if n := len(s.requests("/theirs")); n != 1 {
+		t.Fatalf("/theirs fetched %d times, want 1 (not owned at the new day)", n)
+	}
+	if n := len(s.requests("/mine")); n != 2 {
+		t.Fatalf("/mine fetched %d times, want 2", n)
+	}
+}
+
+func TestRestartKeepsQueue(t *testing.T) {
+	paths := map[string]string{}
+	var seeds []string
+	for _, p := range []string{"/1", "/2", "/3", "/4", "/5", "/6"} {
+		paths[p] = "page " + p
+	}
+	s := newSite(t, paths)
+	for p := range paths {
+		seeds = append(seeds, s.url(p))
+	}
+	s.block = make(chan struct{}) // every page request hangs until released
+	a := newMemArchive()
+	clock := newClock()
+	dir := t.TempDir()
+	cfg := testConfig(clock)
+	cfg.HostConns = 2
+	c, _ := startCrawler(t, dir, cfg, a)
+	if err := c.Add(context.Background(), seeds); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Stats().InFlight != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("fetches did not start: %+v", c.Stats())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := c.Close(); err != nil { // a crash mid-crawl, as far as the queue can tell
+		t.Fatal(err)
+	}
+	if len(a.urls()) != 0 {
+		t.Fatal("nothing should be stored yet")
+	}
+	close(s.block)
+	c2, _ := startCrawler(t, dir, cfg, a)
+	if st := c2.Stats(); st.Queued+st.InFlight+st.FetchedToday == 0 && len(a.urls()) == 0 {
+		t.Fatalf("queue lost across restart: %+v", st)
+	}
+	waitIdle(t, c2)
+	if got := len(a.urls()); got != 6 {
+		t.Fatalf("stored %d pages after restart, want 6", got)
+	}
+	// The seen set survived too: adding the seeds again queues nothing.
+	if err := c2.Add(context.Background(), seeds); err != nil {
+		t.Fatal(err)
+	}
+	if !c2.Idle() {
+		t.Fatal("seen URLs queued again within the day")
+	}
+}
+
+func TestRedirectStoredAndForwarded(t *testing.T) {
+	s := newSite(t, map[string]string{"/new": "<p>new</p>"})
+	s.redirects["/old"] = "/new"
+	a := newMemArchive()
+	c, f := startCrawler(t, t.TempDir(), testConfig(newClock()), a)
+	if err := c.Add(context.Background(), []string{s.url("/old")}); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	if a.count(s.url("/old")) != 1 || a.count(s.url("/new")) != 1 {
+		t.Fatalf("stored %v", a.urls())
+	}
+	if got := f.all(); !slices.Equal(got, []string{s.url("/new")}) {
+		t.Fatalf("forwarded %v", got)
+	}
+	if v := a.versions[s.url("/old")][0]; v.Status != 301 {
+		t.Fatalf("redirect stored with status %d", v.Status)
+	}
+}
+
+func TestForwardFailureRetried(t *testing.T) {
+	s := newSite(t, map[string]string{"/": links(nil, "/a")})
+	a := newMemArchive()
+	clock := newClock()
+	f := &loopForwarder{fail: errors.New("ring down")}
+	c, err := New(t.TempDir(), testConfig(clock), a, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Add(ctx, []string{s.url("/")}); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	if c.Stats().ErrorsByKind[KindForward] != 1 {
+		t.Fatalf("stats %+v", c.Stats())
+	}
+	f.mu.Lock()
+	f.fail = nil
+	f.mu.Unlock()
+	if err := c.NewDay(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	if got := f.all(); !slices.Equal(got, []string{s.url("/a")}) {
+		t.Fatalf("after recovery forwarded %v, want the link kept from the failed day", got)
+	}
+}
+
+func TestRefusedResponses(t *testing.T) {
+	s := newSite(t, map[string]string{"/": links(nil, "/pdf", "/big", "/chunked", "/gone", "/err")})
+	s.setPage("/pdf", page{status: 200, ctype: "application/pdf", body: "%PDF"})
+	s.setPage("/big", page{status: 200, ctype: "text/html", body: strings.Repeat("x", 2000)})      // Content-Length
+	s.setPage("/chunked", page{status: 200, ctype: "text/html", body: strings.Repeat("y", 10000)}) // chunked: cut by the limit
+	s.setPage("/err", page{status: 503, ctype: "text/html", body: "busy"})
+	a := newMemArchive()
+	cfg := testConfig(newClock())
+	cfg.MaxBody = 1000
+	c, _ := startCrawler(t, t.TempDir(), cfg, a)
+	if err := c.Add(context.Background(), []string{s.url("/")}); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	if got := a.urls(); !slices.Equal(got, []string{s.url("/")}) {
+		t.Fatalf("stored %v", got)
+	}
+	errs := c.Stats().ErrorsByKind
+	want := map[string]int64{KindContentType: 1, KindTooLarge: 2, KindStatus4xx: 1, KindStatus5xx: 1}
+	for k, n := range want {
+		if errs[k] != n {
+			t.Fatalf("%s = %d, errors %v", k, errs[k], errs)
+		}
+	}
+}
+
+func TestAddScope(t *testing.T) {
+	a := newMemArchive()
+	cfg := testConfig(newClock())
+	cfg.DenyHosts = []string{"bad.example"}
+	f := &loopForwarder{}
+	c, err := New(t.TempDir(), cfg, a, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	err = c.Add(context.Background(), []string{
+		"http://ok.example/", "http://ok.example/#x", "mailto:x@y", "http://ok.example/q?x=1",
+		"http://ok.example/a/a/a/a", "http://www.bad.example/", "http://ok.example/" + strings.Repeat("x", 2000),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := c.Stats()
+	if st.Queued != 1 || st.KnownURLs != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	want := map[string]int64{KindBadURL: 1, KindDynamic: 1, KindTrap: 1, KindHostDenied: 1, KindTooLong: 1}
+	for k, n := range want {
+		if st.ErrorsByKind[k] != n {
+			t.Fatalf("%s = %d, errors %v", k, st.ErrorsByKind[k], st.ErrorsByKind)
+		}
+	}
+}
+
+func TestNewDayMidCrawl(t *testing.T) {
+	pages := map[string]string{}
+	var seeds []string
+	for i := range 40 {
+		pages["/p"+strconv.Itoa(i)] = "page " + strconv.Itoa(i)
+	}
+	s := newSite(t, pages)
+	for p := range pages {
+		seeds = append(seeds, s.url(p))
+	}
+	a := newMemArchive()
+	cfg := testConfig(newClock())
+	cfg.HostRate = 400
+	c, _ := startCrawler(t, t.TempDir(), cfg, a)
+	ctx := context.Background()
+	if err := c.Add(ctx, seeds); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Stats().FetchedToday < 10 {
+		if time.Now().After(deadline) {
+			t.Fatalf("crawl did not progress: %+v", c.Stats())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := c.NewDay(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	st := c.Stats()
+	if st.Queued != 0 || st.InFlight != 0 || st.FetchedToday < 40 {
+		t.Fatalf("stats after the day change %+v", st)
+	}
+	if got := len(a.urls()); got != 40 {
+		t.Fatalf("stored %d pages, want 40", got)
+	}
+	for p := range pages {
+		if n := len(s.requests(p)); n < 1 || n > 3 {
+			t.Fatalf("%s requested %d times", p, n)
+		}
+	}
+}
+
+func TestTimeoutCounted(t *testing.T) {
+	s := newSite(t, map[string]string{"/slow": "never"})
+	s.block = make(chan struct{}) // never released: the handler returns when the client gives up
+	cfg := testConfig(newClock())
+	cfg.Timeout = 50 * time.Millisecond
+	c, _ := startCrawler(t, t.TempDir(), cfg, newMemArchive())
+	if err := c.Add(context.Background(), []string{s.url("/slow")}); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	if st := c.Stats(); st.ErrorsByKind[KindTimeout] != 1 || st.FetchedToday != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}

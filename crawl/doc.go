@@ -1,0 +1,85 @@
+// Package crawl fetches the URLs a node owns, once per day, politely, and
+// hands every link it finds to a Forwarder.
+//
+// It owns the node's crawl queue and URL-seen set (one goleveldb database
+// in the directory given to New), the fetch loop, robots.txt handling,
+// per-host pacing, the URL scope rules and link extraction. It does not
+// decide who owns a URL (Config.Owns and the Forwarder, both supplied by
+// the node, do) and it does not store pages (the Archive does).
+//
+// # Data flow
+//
+// Add(urls) → canonicalize and scope check → URL-seen test → durable
+// per-host FIFO → host loop (robots.txt, budget wait) → conditional GET →
+// archive Put → ExtractLinks → links absent from the previous version →
+// Forwarder.Forward → the owners' Add.
+//
+// # Invariants
+//
+//   - Durability: Add returns after the queued URLs are synced to disk
+//     (concurrent Adds share one fsync: group commit). A queue entry is
+//     deleted only after its fetch has finished, so a crash or Close loses
+//     nothing: the next Start fetches every remaining entry (an entry
+//     finished just before a crash may be fetched once more). The URL-seen
+//     set is the day each URL was last queued, so it survives a restart
+//     within the day and resets at NewDay with one write. A NewDay cut
+//     short by a crash is finished by the next Start.
+//   - Daily cycle (thesis 4.5): NewDay resets the seen set and the queue
+//     pointer; every known URL this node owns is queued again and fetched
+//     with If-None-Match / If-Modified-Since from its CrawlState.
+//   - Bandwidth (thesis 4.4): a 304 only refreshes CrawlState.Checked; a 200
+//     whose SHA-1 equals CrawlState.Digest stores nothing and forwards
+//     nothing; a new version forwards only links absent from the previous
+//     version's outlinks. When Forward fails, the previous CrawlState is
+//     kept, so the next visit sees the change again and retries: links are
+//     not lost.
+//   - Redirects are stored as versions; the Location target is a link.
+//   - Politeness: a host's robots.txt is consulted before every request
+//     (RFC 9309: cached up to RobotsTTL, first 500 KiB parsed, 4xx allows
+//     all, 5xx or unreachable disallows all and is retried after
+//     RobotsTTL/24); every request, robots.txt included, first waits on the
+//     HostBudget (HostRate per host by default, slowed further by
+//     Crawl-delay); at most Concurrency fetches per node and HostConns per
+//     host run at once. Every request carries the User-Agent and, when set,
+//     From.
+//   - Scope: URLs longer than MaxURLLen, dynamic URLs (query string or
+//     cgi-bin, unless AllowDynamic), paths deeper than MaxDepth or with a
+//     segment repeated more than MaxRepeat times, and hosts outside the
+//     allow/deny lists are refused both when extracted and when added.
+//     Responses outside the content-type allow list or above MaxBody are
+//     not stored.
+//   - Nothing fails silently: every refusal or failure is counted by kind
+//     in Stats.ErrorsByKind and the first of each kind is logged at Warn.
+//
+// # Ring-wide hooks
+//
+// Two interfaces let the node make politeness hold for the whole ring
+// rather than per node.
+//
+// RobotsSource: the node implements it by asking the owner of the
+// canonical URL origin+"/robots.txt"; the owner answers from
+// Crawler.RobotsRecord, its own cache, so each file is fetched once per
+// RobotsTTL ring-wide and every node parses the same bytes (the record's
+// Fetched time travels with it, so no node keeps it longer than the
+// owner's TTL). When the owner is this node or cannot be reached, the
+// implementation should fall back to HTTPRobots (or to the crawler's own
+// RobotsRecord) rather than return an error: an error counts as an
+// unreachable site and disallows the host for RobotsTTL/24.
+//
+// HostBudget: NewSharedBudget divides the per-host rate by the ring size
+// estimate, so the aggregate of all nodes stays within the budget without
+// any message (at most one request per node can coincide at the start).
+// A node may instead lease tokens from the host's owner; the interface
+// leaves room for that.
+//
+// # Concurrency
+//
+// All methods of Crawler are safe for concurrent use. Start launches one
+// goroutine per host with pending URLs (it exits when the host has none),
+// fetch goroutines (at most Concurrency holding a connection, at most
+// 4*Concurrency in all: storing and forwarding happen after the connection
+// is released), a day timer, and the queue's committer; Close cancels
+// them, waits for them and closes the database. Forward is called from
+// fetch goroutines, without any crawler lock held, so a Forwarder may call
+// Add.
+package crawl

@@ -1,0 +1,243 @@
+package crawl
+
+import (
+	"bytes"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/herod-archive/herod/internal/canon"
+)
+
+// MaxLinks caps the links ExtractLinks returns for one document; the rest
+// are ignored. It bounds memory on hostile pages.
+const MaxLinks = 10000
+
+// linkAttrs lists the HTML elements and attributes that hold one URL.
+var linkAttrs = []struct{ sel, attr string }{
+	{"a[href]", "href"},
+	{"area[href]", "href"},
+	{"link[href]", "href"},
+	{"img[src]", "src"},
+	{"script[src]", "src"},
+	{"iframe[src]", "src"},
+	{"frame[src]", "src"},
+	{"embed[src]", "src"},
+	{"source[src]", "src"},
+	{"video[src]", "src"},
+	{"video[poster]", "poster"},
+	{"audio[src]", "src"},
+	{"track[src]", "src"},
+	{"input[src]", "src"},
+	{"object[data]", "data"},
+	{"body[background]", "background"},
+	{"table[background]", "background"},
+	{"td[background]", "background"},
+}
+
+// ExtractLinks returns the canonical absolute http(s) links of a document
+// fetched from base, deduplicated and sorted. HTML (text/html,
+// application/xhtml+xml) is parsed with goquery: a, area, link href; img,
+// script, iframe, frame, embed, source, video, audio, track, input src;
+// img and source srcset; object data; background attributes; url() and
+// @import in style attributes and <style> elements; the target of a meta
+// refresh; a <base href> moves the resolution base. CSS (text/css) yields its url() and @import targets.
+// Other types yield nothing. Links that do not resolve to a valid http(s)
+// URL are skipped. At most MaxLinks links are returned. ExtractLinks never
+// panics, whatever the input.
+func ExtractLinks(base *url.URL, contentType string, body []byte) []string {
+	if base == nil {
+		return nil
+	}
+	mt := mediaType(contentType)
+	var refs []string
+	switch {
+	case isHTML(mt):
+		refs, base = htmlRefs(base, body)
+	case isCSS(mt):
+		refs = cssRefs(body, nil)
+	default:
+		return nil
+	}
+	seen := make(map[string]struct{}, len(refs))
+	out := make([]string, 0, len(refs))
+	for _, r := range refs {
+		if len(out) >= MaxLinks {
+			break
+		}
+		r = strings.TrimSpace(r)
+		if r == "" || strings.HasPrefix(r, "#") {
+			continue
+		}
+		c, err := canon.Resolve(base, r)
+		if err != nil {
+			continue
+		}
+		if _, dup := seen[c]; dup {
+			continue
+		}
+		seen[c] = struct{}{}
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// htmlRefs returns the raw references of an HTML document and the base URL
+// links resolve against.
+func htmlRefs(base *url.URL, body []byte) ([]string, *url.URL) {
+	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(body))
+	if err != nil {
+		return nil, base
+	}
+	if href, ok := doc.Find("base[href]").First().Attr("href"); ok {
+		if b, err := canon.Resolve(base, href); err == nil {
+			if bu, err := url.Parse(b); err == nil {
+				base = bu
+			}
+		}
+	}
+	var refs []string
+	for _, la := range linkAttrs {
+		doc.Find(la.sel).Each(func(_ int, s *goquery.Selection) {
+			if v, ok := s.Attr(la.attr); ok {
+				refs = append(refs, v)
+			}
+		})
+	}
+	doc.Find("img[srcset], source[srcset]").Each(func(_ int, s *goquery.Selection) {
+		v, _ := s.Attr("srcset")
+		refs = append(refs, srcsetRefs(v)...)
+	})
+	doc.Find("[style]").Each(func(_ int, s *goquery.Selection) {
+		v, _ := s.Attr("style")
+		refs = cssRefs([]byte(v), refs)
+	})
+	doc.Find("style").Each(func(_ int, s *goquery.Selection) {
+		refs = cssRefs([]byte(s.Text()), refs)
+	})
+	doc.Find("meta[http-equiv][content]").Each(func(_ int, s *goquery.Selection) {
+		if v, _ := s.Attr("http-equiv"); strings.EqualFold(strings.TrimSpace(v), "refresh") {
+			c, _ := s.Attr("content")
+			if r := refreshURL(c); r != "" {
+				refs = append(refs, r)
+			}
+		}
+	})
+	return refs, base
+}
+
+// refreshURL returns the target of a meta refresh content value such as
+// "5; url='/next'", or "".
+func refreshURL(content string) string {
+	_, rest, ok := strings.Cut(content, ";")
+	if !ok {
+		if _, rest, ok = strings.Cut(content, ","); !ok {
+			return ""
+		}
+	}
+	rest = strings.TrimSpace(rest)
+	if hasPrefixFold(rest, "url") {
+		after := strings.TrimSpace(rest[3:])
+		if strings.HasPrefix(after, "=") {
+			rest = strings.TrimSpace(after[1:])
+		}
+	}
+	if len(rest) >= 1 && (rest[0] == '"' || rest[0] == '\'') {
+		rest, _ = cssString(rest)
+	}
+	return strings.TrimSpace(rest)
+}
+
+// srcsetRefs returns the URLs of a srcset attribute: comma-separated
+// candidates, each a URL followed by an optional descriptor.
+func srcsetRefs(v string) []string {
+	var out []string
+	for _, cand := range strings.Split(v, ",") {
+		if f := strings.Fields(cand); len(f) > 0 {
+			out = append(out, f[0])
+		}
+	}
+	return out
+}
+
+// cssRefs appends to refs the targets of url(...) and @import "..." in CSS
+// text. It is a scanner, not a parser: comments are skipped, escapes are
+// not decoded.
+func cssRefs(css []byte, refs []string) []string {
+	s := string(css)
+	for i := 0; i < len(s); {
+		switch {
+		case strings.HasPrefix(s[i:], "/*"):
+			end := strings.Index(s[i+2:], "*/")
+			if end < 0 {
+				return refs
+			}
+			i += end + 4
+		case hasPrefixFold(s[i:], "url("):
+			j := i + 4
+			ref, n := cssURL(s[j:])
+			refs = append(refs, ref)
+			i = j + n
+		case hasPrefixFold(s[i:], "@import"):
+			j := i + len("@import")
+			for j < len(s) && isCSSSpace(s[j]) {
+				j++
+			}
+			if j < len(s) && (s[j] == '"' || s[j] == '\'') {
+				ref, n := cssString(s[j:])
+				refs = append(refs, ref)
+				j += n
+			}
+			i = j
+		default:
+			i++
+		}
+	}
+	return refs
+}
+
+// cssURL reads the inside of url( ... ) and returns the reference and the
+// bytes consumed, the closing parenthesis included.
+func cssURL(s string) (string, int) {
+	i := 0
+	for i < len(s) && isCSSSpace(s[i]) {
+		i++
+	}
+	if i < len(s) && (s[i] == '"' || s[i] == '\'') {
+		ref, n := cssString(s[i:])
+		i += n
+		if end := strings.IndexByte(s[i:], ')'); end >= 0 {
+			i += end + 1
+		} else {
+			i = len(s)
+		}
+		return ref, i
+	}
+	end := strings.IndexByte(s[i:], ')')
+	if end < 0 {
+		return strings.TrimSpace(s[i:]), len(s)
+	}
+	return strings.TrimSpace(s[i : i+end]), i + end + 1
+}
+
+// cssString reads a quoted string starting at s[0] and returns its content
+// and the bytes consumed, quotes included.
+func cssString(s string) (string, int) {
+	q := s[0]
+	end := strings.IndexByte(s[1:], q)
+	if end < 0 {
+		return s[1:], len(s)
+	}
+	return s[1 : 1+end], end + 2
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+func isCSSSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'
+}

@@ -1,0 +1,252 @@
+package crawl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/internal/id"
+)
+
+// fetch fetches one URL conditionally and records the outcome: a new
+// version is stored and its new links forwarded; a 304 or an unchanged
+// payload only refreshes the crawl state. It calls release once the
+// response is read, freeing the connection slots for the next request
+// while the archive and the forwarder do their part. It returns false only
+// when ctx was cancelled before an outcome was recorded (the entry must
+// stay queued).
+func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, release func()) bool {
+	st, err := c.a.State(ctx, raw)
+	hasState := err == nil
+	if err != nil && !errors.Is(err, archive.ErrNotFound) {
+		if ctx.Err() != nil {
+			return false
+		}
+		c.count(KindArchive, raw, fmt.Errorf("crawl state: %w", err))
+		return true
+	}
+	reqCtx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(reqCtx, http.MethodGet, raw, nil)
+	if err != nil {
+		c.count(KindBadURL, raw, err)
+		return true
+	}
+	setIdentity(req, c.cfg.UserAgent, c.cfg.From)
+	if hasState {
+		if st.ETag != "" {
+			req.Header.Set("If-None-Match", st.ETag)
+		}
+		if st.LastModified != "" {
+			req.Header.Set("If-Modified-Since", st.LastModified)
+		}
+	}
+	resp, err := c.cfg.Client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false
+		}
+		c.count(errKind(err), raw, err)
+		return true
+	}
+	defer resp.Body.Close()
+	now := c.cfg.Clock()
+	c.mu.Lock()
+	c.st.fetched++
+	c.mu.Unlock()
+
+	code := resp.StatusCode
+	switch {
+	case code == http.StatusNotModified && hasState:
+		resp.Body.Close()
+		release()
+		st.Checked = now
+		if err := c.a.SetState(ctx, raw, st); err != nil {
+			return c.archiveErr(ctx, raw, err)
+		}
+		c.mu.Lock()
+		c.st.notModified++
+		c.mu.Unlock()
+		return true
+	case code >= 200 && code < 400 && code != http.StatusNotModified:
+	case code >= 400 && code < 500:
+		drain(resp)
+		c.count(KindStatus4xx, raw, fmt.Errorf("status %d", code))
+		return true
+	case code >= 500 && code < 600:
+		drain(resp)
+		c.count(KindStatus5xx, raw, fmt.Errorf("status %d", code))
+		return true
+	default:
+		c.count(KindStatusOther, raw, fmt.Errorf("status %d", code))
+		return true
+	}
+
+	redirect := code >= 300
+	ct := resp.Header.Get("Content-Type")
+	if !redirect && ct != "" && !typeAllowed(ct, c.cfg.ContentTypes) {
+		c.count(KindContentType, raw, fmt.Errorf("content type %q", ct))
+		return true
+	}
+	if resp.ContentLength > c.cfg.MaxBody {
+		c.count(KindTooLarge, raw, fmt.Errorf("Content-Length %d over %d bytes", resp.ContentLength, c.cfg.MaxBody))
+		return true
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxBody+1))
+	resp.Body.Close()
+	release()
+	c.mu.Lock()
+	c.st.bytes += int64(len(body))
+	c.mu.Unlock()
+	if err != nil {
+		if ctx.Err() != nil {
+			return false
+		}
+		c.count(errKind(err), raw, err)
+		return true
+	}
+	if int64(len(body)) > c.cfg.MaxBody {
+		c.count(KindTooLarge, raw, fmt.Errorf("body over %d bytes", c.cfg.MaxBody))
+		return true
+	}
+	if !redirect && ct == "" {
+		ct = http.DetectContentType(body)
+		if !typeAllowed(ct, c.cfg.ContentTypes) {
+			c.count(KindContentType, raw, fmt.Errorf("sniffed content type %q", ct))
+			return true
+		}
+	}
+
+	digest := id.Sum(body)
+	next := archive.CrawlState{
+		ETag:         resp.Header.Get("ETag"),
+		LastModified: resp.Header.Get("Last-Modified"),
+		Digest:       digest,
+		Outlinks:     st.Outlinks,
+		Checked:      now,
+	}
+	if hasState && digest == st.Digest {
+		// The server answered a conditional GET with the same bytes.
+		if err := c.a.SetState(ctx, raw, next); err != nil {
+			return c.archiveErr(ctx, raw, err)
+		}
+		c.mu.Lock()
+		c.st.unchanged++
+		c.mu.Unlock()
+		return true
+	}
+
+	capture := archive.Capture{URL: raw, Time: now, Status: code, Header: resp.Header.Clone(), Body: body}
+	_, added, err := c.a.Put(ctx, capture)
+	if err != nil {
+		return c.archiveErr(ctx, raw, err)
+	}
+
+	var links []string
+	if redirect {
+		if loc := resp.Header.Get("Location"); loc != "" {
+			links = ExtractLocation(u, loc)
+		}
+	} else {
+		links = ExtractLinks(u, ct, body)
+	}
+	links = c.inScope(links)
+	if fresh := newLinks(links, st.Outlinks); len(fresh) > 0 {
+		if err := c.f.Forward(ctx, fresh); err != nil {
+			if ctx.Err() != nil {
+				return false
+			}
+			// Keep the old state (digest, validators, outlinks): the next
+			// visit sees a change again and forwards the links then.
+			c.count(KindForward, raw, err)
+			st.Checked = now
+			if err := c.a.SetState(ctx, raw, st); err != nil {
+				return c.archiveErr(ctx, raw, err)
+			}
+			return true
+		}
+		c.mu.Lock()
+		c.st.forwarded += int64(len(fresh))
+		c.mu.Unlock()
+	}
+	next.Outlinks = links
+	if err := c.a.SetState(ctx, raw, next); err != nil {
+		return c.archiveErr(ctx, raw, err)
+	}
+	c.mu.Lock()
+	if added {
+		c.st.newVersions++
+	} else {
+		c.st.unchanged++
+	}
+	c.mu.Unlock()
+	return true
+}
+
+func (c *Crawler) archiveErr(ctx context.Context, raw string, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	kind := KindArchive
+	if errors.Is(err, archive.ErrQuota) {
+		kind = KindQuota
+	}
+	c.count(kind, raw, err)
+	return true
+}
+
+// drain reads a little of an unwanted body so that the connection can be
+// reused; a longer body is cut off with the connection.
+func drain(resp *http.Response) {
+	io.CopyN(io.Discard, resp.Body, 4<<10)
+}
+
+// inScope keeps the links the scope admits, in order.
+func (c *Crawler) inScope(links []string) []string {
+	out := links[:0:0]
+	for _, l := range links {
+		u, err := url.Parse(l)
+		if err != nil {
+			continue
+		}
+		if s, kind := c.scope.checkURL(u); kind == "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ExtractLocation returns the canonical target of a redirect's Location
+// header resolved against the redirecting URL, as a one-element slice, or
+// nil when it is not a valid http(s) URL.
+func ExtractLocation(base *url.URL, loc string) []string {
+	if base == nil {
+		return nil
+	}
+	c, err := canon.Resolve(base, loc)
+	if err != nil {
+		return nil
+	}
+	return []string{c}
+}
+
+// newLinks returns the links of cur absent from prev; both are sorted.
+func newLinks(cur, prev []string) []string {
+	var out []string
+	j := 0
+	for _, l := range cur {
+		for j < len(prev) && prev[j] < l {
+			j++
+		}
+		if j < len(prev) && prev[j] == l {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}

@@ -1,0 +1,171 @@
+package crawl
+
+import (
+	"net/url"
+	"sync"
+)
+
+// runHost fetches the pending entries of one host in queue order, paced
+// by the budget and the robots.txt Crawl-delay, at most HostConns at a
+// time, until the host has nothing pending. It then removes itself from
+// c.hosts; Add starts a new loop when entries arrive later.
+//
+// A loop reads entries after the last key it read, so the entries in
+// flight (deleted only when finished) are never read twice. It waits for
+// its fetches before it exits, so a loop started later never sees them.
+func (c *Crawler) runHost(host string, h *hostState) {
+	defer c.wg.Done()
+	ctx := c.ctx
+	slots := make(chan struct{}, c.cfg.HostConns)
+	var inflight sync.WaitGroup
+	defer inflight.Wait()
+	var after []byte
+	c.mu.Lock()
+	epoch := c.epoch
+	c.mu.Unlock()
+	for ctx.Err() == nil {
+		c.dayMu.RLock()
+		c.mu.Lock()
+		gen := h.gen
+		if c.epoch != epoch {
+			epoch, after = c.epoch, nil
+		}
+		c.mu.Unlock()
+		batch, err := c.q.next(host, after, hostBatch)
+		c.dayMu.RUnlock()
+		if err != nil {
+			c.count(KindQueue, "", err)
+			inflight.Wait()
+			c.exitHost(host)
+			return
+		}
+		if len(batch) == 0 {
+			inflight.Wait()
+			c.mu.Lock()
+			if h.gen == gen && c.epoch == epoch {
+				delete(c.hosts, host)
+				c.mu.Unlock()
+				return
+			}
+			c.mu.Unlock()
+			continue
+		}
+		for _, e := range batch {
+			c.mu.Lock()
+			stale := c.epoch != epoch
+			c.mu.Unlock()
+			if stale || ctx.Err() != nil {
+				break // a new day reset the queue: read again
+			}
+			after = e.key
+			e.epoch = epoch
+			u, err := url.Parse(e.url)
+			if err != nil {
+				c.count(KindBadURL, e.url, err)
+				c.finish(e, false, true)
+				continue
+			}
+			rules, err := c.robots.get(ctx, u.Scheme+"://"+u.Host)
+			if err != nil || ctx.Err() != nil {
+				return // shutting down: the entry stays queued
+			}
+			if rules.err != nil {
+				c.count(KindRobots, e.url, rules.err)
+				c.finish(e, false, true)
+				continue
+			}
+			if !rules.rules.Allowed(pathQuery(u)) {
+				c.count(KindRobots, e.url, nil)
+				c.finish(e, false, true)
+				continue
+			}
+			if err := c.cfg.Budget.Wait(ctx, host, rules.rules.CrawlDelay()); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				c.count(KindFetch, e.url, err)
+				c.finish(e, false, true)
+				continue
+			}
+			if !acquire(ctx, c.proc) {
+				return
+			}
+			if !acquire(ctx, slots) {
+				<-c.proc
+				return
+			}
+			if !acquire(ctx, c.sem) {
+				<-slots
+				<-c.proc
+				return
+			}
+			c.mu.Lock()
+			c.st.inFlight++
+			if e.epoch == c.epoch {
+				c.curInFlight++
+			}
+			c.mu.Unlock()
+			inflight.Add(1)
+			go func(e entry, u *url.URL) {
+				defer inflight.Done()
+				defer func() { <-c.proc }()
+				var once sync.Once
+				release := func() { once.Do(func() { <-c.sem; <-slots }) }
+				defer release()
+				c.finish(e, true, c.fetch(ctx, e.url, u, release))
+			}(e, u)
+		}
+	}
+}
+
+// finish records the end of an entry. A finished entry leaves the queue;
+// one cut short by shutdown stays for the next start.
+func (c *Crawler) finish(e entry, wasInFlight, finished bool) {
+	if finished {
+		if err := c.q.done(e.key); err != nil {
+			c.count(KindQueue, e.url, err)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	current := e.epoch == c.epoch // entries of a day that was reset do not count
+	if wasInFlight {
+		c.st.inFlight--
+		if current {
+			c.curInFlight--
+		}
+	}
+	if finished && current {
+		c.pending--
+	}
+}
+
+// exitHost removes a loop that stops on an error; the entries stay queued
+// and the next Add for the host or the next start resumes them.
+func (c *Crawler) exitHost(host string) {
+	c.mu.Lock()
+	delete(c.hosts, host)
+	c.mu.Unlock()
+}
+
+func acquire(ctx interface{ Done() <-chan struct{} }, ch chan struct{}) bool {
+	select {
+	case ch <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// pathQuery returns what robots.txt rules match: the escaped path and the
+// query.
+func pathQuery(u *url.URL) string {
+	p := u.EscapedPath()
+	if p == "" {
+		p = "/"
+	}
+	if u.RawQuery != "" {
+		p += "?" + u.RawQuery
+	}
+	return p
+}

@@ -1,0 +1,86 @@
+package crawl
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/opt"
+	"github.com/syndtr/goleveldb/leveldb/util"
+)
+
+// interruptedNewDay returns the day an interrupted newDay was moving to,
+// or 0.
+func (q *queue) interruptedNewDay() (int64, error) {
+	d, err := q.getUint(keyNewDay)
+	return int64(d), err
+}
+
+// newDay starts day: the seen set is reset, every pending entry dropped,
+// and every known URL for which owns returns true (all when owns is nil)
+// queued again, in key order. It returns the queued entries per host and
+// their count. The target day is recorded first, so a crash in the middle
+// is finished by calling newDay again with the same day.
+func (q *queue) newDay(day int64, owns func(string) bool) (map[string]int, int64, error) {
+	q.days.Lock()
+	defer q.days.Unlock()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if err := q.db.Put(keyNewDay, u64(uint64(day)), &opt.WriteOptions{Sync: true}); err != nil {
+		return nil, 0, fmt.Errorf("crawl queue new day: %w", err)
+	}
+	// Drop the pending entries of the previous day.
+	b := new(leveldb.Batch)
+	it := q.db.NewIterator(util.BytesPrefix([]byte(prefixQueue)), nil)
+	for it.Next() {
+		b.Delete(bytes.Clone(it.Key()))
+		if b.Len() >= newDayChunk {
+			if err := q.db.Write(b, nil); err != nil {
+				it.Release()
+				return nil, 0, fmt.Errorf("crawl queue new day: %w", err)
+			}
+			b.Reset()
+		}
+	}
+	it.Release()
+	if err := it.Error(); err != nil {
+		return nil, 0, fmt.Errorf("crawl queue new day: %w", err)
+	}
+	// Queue every owned known URL again.
+	dayv := u64(uint64(day))
+	hosts := make(map[string]int)
+	var n int64
+	seq := q.seq
+	it = q.db.NewIterator(util.BytesPrefix([]byte(prefixURL)), nil)
+	defer it.Release()
+	for it.Next() {
+		u := string(it.Key()[len(prefixURL):])
+		if owns != nil && !owns(u) {
+			continue
+		}
+		h := hostOf(u)
+		b.Put(bytes.Clone(it.Key()), dayv)
+		b.Put(queueKey(h, seq), []byte(u))
+		seq++
+		hosts[h]++
+		n++
+		if b.Len() >= newDayChunk {
+			b.Put(keySeq, u64(seq))
+			if err := q.db.Write(b, nil); err != nil {
+				return nil, 0, fmt.Errorf("crawl queue new day: %w", err)
+			}
+			b.Reset()
+		}
+	}
+	if err := it.Error(); err != nil {
+		return nil, 0, fmt.Errorf("crawl queue new day: %w", err)
+	}
+	b.Put(keySeq, u64(seq))
+	b.Put(keyDay, dayv)
+	b.Delete(keyNewDay)
+	if err := q.db.Write(b, &opt.WriteOptions{Sync: true}); err != nil {
+		return nil, 0, fmt.Errorf("crawl queue new day: %w", err)
+	}
+	q.seq, q.day = seq, day
+	return hosts, n, nil
+}

@@ -1,0 +1,303 @@
+package crawl
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/syndtr/goleveldb/leveldb"
+	lerrors "github.com/syndtr/goleveldb/leveldb/errors"
+	"github.com/syndtr/goleveldb/leveldb/opt"
+	"github.com/syndtr/goleveldb/leveldb/util"
+)
+
+// The queue database holds, in one goleveldb:
+//
+//	"u/" + url              -> day (8 bytes, big endian) the URL was last queued
+//	"q/" + host + 0x00 + seq -> url: a pending fetch, one FIFO per host
+//	"m/seq"                 -> next sequence number
+//	"m/day"                 -> current crawl day
+//	"m/newday"              -> day a NewDay is moving to (present only while it runs)
+//
+// Every key under "u/" is a known URL; it is in today's URL-seen set when its
+// value equals the current day, so resetting the seen set is one write.
+// Pending entries are deleted only when their fetch has finished, so a crash
+// loses nothing: on restart every remaining "q/" entry is fetched.
+var (
+	keySeq    = []byte("m/seq")
+	keyDay    = []byte("m/day")
+	keyNewDay = []byte("m/newday")
+)
+
+const (
+	prefixURL   = "u/"
+	prefixQueue = "q/"
+	// newDayChunk is how many URLs one NewDay batch queues.
+	newDayChunk = 4096
+)
+
+// entry is one pending fetch.
+type entry struct {
+	key   []byte // queue key
+	url   string // canonical URL
+	epoch uint64 // Crawler.epoch when a host loop took it
+}
+
+// queue is the durable per-host FIFO and URL-seen set. Its methods are
+// safe for concurrent use.
+//
+// add runs its seen test under mu and its synced write outside it, so
+// concurrent adds share one fsync (goleveldb merges concurrent writes);
+// URLs whose write is under way sit in writing, which the seen test also
+// consults. newDay takes days exclusively, so it never overlaps an add's
+// write.
+type queue struct {
+	db *leveldb.DB
+
+	days sync.RWMutex // add: read; newDay: write
+
+	// Group commit: adds append their writes to cur and wait for its done;
+	// the committer writes each group with one fsync.
+	gmu     sync.Mutex
+	gcond   *sync.Cond
+	cur     *group
+	closing bool
+	stopped chan struct{}
+
+	mu      sync.Mutex
+	seq     uint64
+	day     int64
+	writing map[string]struct{}
+}
+
+func openQueue(dir string) (*queue, error) {
+	db, err := leveldb.OpenFile(dir, &opt.Options{NoSync: false})
+	if lerrors.IsCorrupted(err) {
+		db, err = leveldb.RecoverFile(dir, nil)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("crawl queue open: %w", err)
+	}
+	q := &queue{db: db, writing: make(map[string]struct{})}
+	seq, err := q.getUint(keySeq)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	// Concurrent adds may commit out of order, so m/seq can lag behind a
+	// queued key: never reuse a sequence number still in the queue.
+	maxSeq, err := q.maxQueuedSeq()
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	seq = max(seq, maxSeq)
+	day, err := q.getUint(keyDay)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	q.seq, q.day = seq, int64(day)
+	q.gcond = sync.NewCond(&q.gmu)
+	q.stopped = make(chan struct{})
+	go q.committer()
+	return q, nil
+}
+
+// close writes any pending group, stops the committer and closes the
+// database.
+func (q *queue) close() error {
+	q.gmu.Lock()
+	q.closing = true
+	q.gcond.Signal()
+	q.gmu.Unlock()
+	<-q.stopped
+	return q.db.Close()
+}
+
+func (q *queue) getUint(k []byte) (uint64, error) {
+	v, err := q.db.Get(k, nil)
+	if errors.Is(err, leveldb.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("crawl queue get %s: %w", k, err)
+	}
+	if len(v) != 8 {
+		return 0, fmt.Errorf("crawl queue get %s: %d bytes, want 8", k, len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+func queueKey(host string, seq uint64) []byte {
+	k := make([]byte, 0, len(prefixQueue)+len(host)+9)
+	k = append(k, prefixQueue...)
+	k = append(k, host...)
+	k = append(k, 0)
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+func hostPrefix(host string) []byte {
+	return append(append([]byte(prefixQueue), host...), 0)
+}
+
+// hostOf returns the host[:port] of a canonical URL.
+func hostOf(u string) string {
+	_, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return ""
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	return rest
+}
+
+// currentDay returns the day the seen set belongs to.
+func (q *queue) currentDay() int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.day
+}
+
+// add queues the URLs not seen today and returns the new entries and how
+// many of them were never known before. The write is synced to disk
+// before add returns.
+func (q *queue) add(urls []string) (added []entry, fresh int, err error) {
+	q.days.RLock()
+	defer q.days.RUnlock()
+	kvs, added, fresh, err := q.prepare(urls)
+	if err != nil || len(added) == 0 {
+		return nil, 0, err
+	}
+	err = q.commit(kvs)
+	q.mu.Lock()
+	for _, e := range added {
+		delete(q.writing, e.url)
+	}
+	q.mu.Unlock()
+	if err != nil {
+		return nil, 0, fmt.Errorf("crawl queue add: %w", err)
+	}
+	return added, fresh, nil
+}
+
+// prepare runs the seen test and builds add's writes, reserving sequence
+// numbers and marking the URLs as being written.
+func (q *queue) prepare(urls []string) ([][2][]byte, []entry, int, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	day := u64(uint64(q.day))
+	var kvs [][2][]byte
+	var added []entry
+	fresh := 0
+	for _, u := range urls {
+		if _, dup := q.writing[u]; dup {
+			continue // in this batch or in a concurrent add's write
+		}
+		uk := []byte(prefixURL + u)
+		v, err := q.db.Get(uk, nil)
+		switch {
+		case err == nil && bytes.Equal(v, day):
+			continue // seen today
+		case errors.Is(err, leveldb.ErrNotFound):
+			fresh++
+		case err != nil:
+			for _, e := range added {
+				delete(q.writing, e.url)
+			}
+			return nil, nil, 0, fmt.Errorf("crawl queue seen: %w", err)
+		}
+		k := queueKey(hostOf(u), q.seq)
+		q.seq++
+		q.writing[u] = struct{}{}
+		kvs = append(kvs, [2][]byte{uk, day}, [2][]byte{k, []byte(u)})
+		added = append(added, entry{key: k, url: u})
+	}
+	kvs = append(kvs, [2][]byte{keySeq, u64(q.seq)})
+	return kvs, added, fresh, nil
+}
+
+// maxQueuedSeq returns one more than the highest sequence number in the
+// queue, 0 when it is empty.
+func (q *queue) maxQueuedSeq() (uint64, error) {
+	it := q.db.NewIterator(util.BytesPrefix([]byte(prefixQueue)), nil)
+	defer it.Release()
+	var m uint64
+	for it.Next() {
+		if k := it.Key(); len(k) >= 8 {
+			m = max(m, binary.BigEndian.Uint64(k[len(k)-8:])+1)
+		}
+	}
+	if err := it.Error(); err != nil {
+		return 0, fmt.Errorf("crawl queue scan: %w", err)
+	}
+	return m, nil
+}
+
+// next returns up to n pending entries of host after key after (from the
+// start when after is nil).
+func (q *queue) next(host string, after []byte, n int) ([]entry, error) {
+	p := hostPrefix(host)
+	r := util.BytesPrefix(p)
+	if after != nil {
+		r.Start = append(bytes.Clone(after), 0)
+	}
+	it := q.db.NewIterator(r, nil)
+	defer it.Release()
+	var out []entry
+	for len(out) < n && it.Next() {
+		out = append(out, entry{key: bytes.Clone(it.Key()), url: string(it.Value())})
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("crawl queue next: %w", err)
+	}
+	return out, nil
+}
+
+// done removes a finished entry. It is not synced: after a crash the
+// entry may be fetched once more, which a conditional GET makes cheap.
+func (q *queue) done(key []byte) error {
+	if err := q.db.Delete(key, nil); err != nil {
+		return fmt.Errorf("crawl queue done: %w", err)
+	}
+	return nil
+}
+
+// pending returns the hosts with pending entries and the number of entries.
+func (q *queue) pending() (map[string]int, int64, error) {
+	it := q.db.NewIterator(util.BytesPrefix([]byte(prefixQueue)), nil)
+	defer it.Release()
+	hosts := make(map[string]int)
+	var n int64
+	for it.Next() {
+		k := it.Key()[len(prefixQueue):]
+		if i := bytes.IndexByte(k, 0); i >= 0 {
+			hosts[string(k[:i])]++
+			n++
+		}
+	}
+	if err := it.Error(); err != nil {
+		return nil, 0, fmt.Errorf("crawl queue scan: %w", err)
+	}
+	return hosts, n, nil
+}
+
+// known returns the number of known URLs.
+func (q *queue) known() (int64, error) {
+	it := q.db.NewIterator(util.BytesPrefix([]byte(prefixURL)), nil)
+	defer it.Release()
+	var n int64
+	for it.Next() {
+		n++
+	}
+	if err := it.Error(); err != nil {
+		return 0, fmt.Errorf("crawl queue scan: %w", err)
+	}
+	return n, nil
+}

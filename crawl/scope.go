@@ -1,0 +1,196 @@
+package crawl
+
+import (
+	"mime"
+	"net/url"
+	"strings"
+
+	"github.com/herod-archive/herod/internal/canon"
+)
+
+// Error kinds counted in Stats.ErrorsByKind. Scope kinds are counted when a
+// link is refused; fetch kinds when a fetch does not produce a version.
+const (
+	KindBadURL      = "bad_url"      // not an absolute http(s) URL
+	KindTooLong     = "too_long"     // longer than MaxURLLen
+	KindDynamic     = "dynamic"      // query string or cgi-bin, AllowDynamic off
+	KindTrap        = "trap"         // repeated path segments or too deep
+	KindHostDenied  = "host_denied"  // host allow/deny lists
+	KindRobots      = "robots"       // disallowed by robots.txt
+	KindFetch       = "fetch"        // network error
+	KindTimeout     = "timeout"      // request deadline exceeded
+	KindStatus4xx   = "status_4xx"   // 4xx answer, not stored
+	KindStatus5xx   = "status_5xx"   // 5xx answer, not stored
+	KindStatusOther = "status_other" // 1xx or unknown status, not stored
+	KindContentType = "content_type" // media type outside the allow list
+	KindTooLarge    = "too_large"    // body above MaxBody, refused
+	KindArchive     = "archive"      // archive Put, State or SetState failed
+	KindQuota       = "quota"        // archive quota reached, nothing stored
+	KindForward     = "forward"      // Forwarder failed; links kept for a retry
+	KindQueue       = "queue"        // queue database error
+)
+
+// scope decides which URLs the crawler admits. It is immutable after
+// construction and safe for concurrent use.
+type scope struct {
+	allowDynamic bool
+	maxLen       int
+	maxRepeat    int
+	maxDepth     int
+	allow, deny  []string
+}
+
+func newScope(cfg Config) *scope {
+	norm := func(hs []string) []string {
+		out := make([]string, 0, len(hs))
+		for _, h := range hs {
+			h = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
+			if h != "" {
+				out = append(out, h)
+			}
+		}
+		return out
+	}
+	return &scope{
+		allowDynamic: cfg.AllowDynamic,
+		maxLen:       cfg.MaxURLLen,
+		maxRepeat:    cfg.MaxRepeat,
+		maxDepth:     cfg.MaxDepth,
+		allow:        norm(cfg.AllowHosts),
+		deny:         norm(cfg.DenyHosts),
+	}
+}
+
+// check canonicalizes raw and returns it, or the error kind that refuses it.
+func (s *scope) check(raw string) (string, string) {
+	u, err := canon.Parse(raw)
+	if err != nil {
+		if len(raw) > canon.MaxLen {
+			return "", KindTooLong
+		}
+		return "", KindBadURL
+	}
+	return s.checkURL(u)
+}
+
+// checkURL is check for an already canonical URL.
+func (s *scope) checkURL(u *url.URL) (string, string) {
+	c := u.String()
+	if len(c) > s.maxLen {
+		return "", KindTooLong
+	}
+	if !s.allowDynamic && (u.RawQuery != "" || hasSegment(u.Path, "cgi-bin")) {
+		return "", KindDynamic
+	}
+	if isTrap(u.Path, s.maxRepeat, s.maxDepth) {
+		return "", KindTrap
+	}
+	if !s.hostAllowed(u.Host) {
+		return "", KindHostDenied
+	}
+	return c, ""
+}
+
+// hostAllowed applies the deny list, then the allow list. hostport is the
+// canonical URL host, with a port when it is not the default.
+func (s *scope) hostAllowed(hostport string) bool {
+	for _, d := range s.deny {
+		if hostMatch(hostport, d) {
+			return false
+		}
+	}
+	if len(s.allow) == 0 {
+		return true
+	}
+	for _, a := range s.allow {
+		if hostMatch(hostport, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// hostMatch reports whether hostport is pattern or a subdomain of it. A
+// pattern with a port matches only that host and port; one without a port
+// matches any port.
+func hostMatch(hostport, pattern string) bool {
+	if hostport == pattern || strings.HasSuffix(hostport, "."+pattern) {
+		return true
+	}
+	host := hostport
+	if i := strings.LastIndexByte(hostport, ':'); i >= 0 && !strings.HasSuffix(hostport, "]") {
+		host = hostport[:i]
+	}
+	if strings.Contains(pattern, ":") && !strings.HasPrefix(pattern, "[") {
+		return false
+	}
+	return host == pattern || strings.HasSuffix(host, "."+pattern)
+}
+
+func hasSegment(p, seg string) bool {
+	for _, s := range strings.Split(p, "/") {
+		if strings.EqualFold(s, seg) {
+			return true
+		}
+	}
+	return false
+}
+
+// isTrap reports a path with more than maxDepth segments or a segment that
+// occurs more than maxRepeat times.
+func isTrap(p string, maxRepeat, maxDepth int) bool {
+	segs := strings.Split(strings.Trim(p, "/"), "/")
+	if len(segs) > maxDepth {
+		return true
+	}
+	if len(segs) <= maxRepeat {
+		return false
+	}
+	counts := make(map[string]int, len(segs))
+	for _, s := range segs {
+		if s == "" {
+			continue
+		}
+		counts[s]++
+		if counts[s] > maxRepeat {
+			return true
+		}
+	}
+	return false
+}
+
+// typeAllowed reports whether the Content-Type header value ct matches the
+// allow list (entries "type/subtype" or "type/*").
+func typeAllowed(ct string, allow []string) bool {
+	mt := mediaType(ct)
+	if mt == "" {
+		return false
+	}
+	major, _, _ := strings.Cut(mt, "/")
+	for _, a := range allow {
+		a = strings.ToLower(a)
+		if a == mt || a == "*/*" || (strings.HasSuffix(a, "/*") && a[:len(a)-2] == major) {
+			return true
+		}
+	}
+	return false
+}
+
+// mediaType returns the lower-case media type of a Content-Type value, or
+// "" when it cannot be parsed.
+func mediaType(ct string) string {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		// Tolerate junk parameters: keep the part before ';'.
+		mt, _, _ = strings.Cut(ct, ";")
+		mt = strings.ToLower(strings.TrimSpace(mt))
+		if !strings.Contains(mt, "/") {
+			return ""
+		}
+	}
+	return mt
+}
+
+// isHTML and isCSS select the link extractor for a media type.
+func isHTML(mt string) bool { return mt == "text/html" || mt == "application/xhtml+xml" }
+func isCSS(mt string) bool  { return mt == "text/css" }

@@ -1,0 +1,88 @@
+package crawl
+
+import (
+	"errors"
+	"maps"
+)
+
+// Stats is a snapshot of a crawler's progress, for herod status and
+// /api/status. Counters cover the current day: they reset at NewDay (and
+// at process start).
+type Stats struct {
+	Day          int64            `json:"day"`          // current crawl day number
+	Queued       int64            `json:"queued"`       // URLs waiting to be fetched
+	InFlight     int64            `json:"inFlight"`     // fetches under way
+	FetchedToday int64            `json:"fetchedToday"` // requests answered by the origin today
+	NewVersions  int64            `json:"newVersions"`  // versions the archive added
+	NotModified  int64            `json:"notModified"`  // 304 answers
+	Unchanged    int64            `json:"unchanged"`    // 200 answers whose payload equals the stored one
+	Forwarded    int64            `json:"forwarded"`    // links handed to the Forwarder
+	BytesFetched int64            `json:"bytesFetched"` // payload bytes received (after transfer decoding)
+	ErrorsByKind map[string]int64 `json:"errorsByKind"` // refusals and failures by Kind*
+	KnownURLs    int64            `json:"knownURLs"`    // URLs ever queued on this node
+	ActiveHosts  int              `json:"activeHosts"`  // hosts with a running fetch loop
+}
+
+// counters are the mutable day counters, guarded by Crawler.mu.
+type counters struct {
+	inFlight, fetched, newVersions, notModified, unchanged, forwarded, bytes int64
+	errs                                                                     map[string]int64
+}
+
+func (s *counters) reset() {
+	inFlight := s.inFlight
+	*s = counters{inFlight: inFlight, errs: make(map[string]int64)}
+}
+
+// Stats returns a snapshot of the crawler's progress.
+func (c *Crawler) Stats() Stats {
+	day := c.q.currentDay()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Stats{
+		Day:          day,
+		Queued:       c.pending - c.curInFlight,
+		InFlight:     c.st.inFlight,
+		FetchedToday: c.st.fetched,
+		NewVersions:  c.st.newVersions,
+		NotModified:  c.st.notModified,
+		Unchanged:    c.st.unchanged,
+		Forwarded:    c.st.forwarded,
+		BytesFetched: c.st.bytes,
+		ErrorsByKind: maps.Clone(c.st.errs),
+		KnownURLs:    c.known,
+		ActiveHosts:  len(c.hosts),
+	}
+}
+
+// count records one error of kind. The first occurrence of each kind is
+// logged at Warn level, later ones at Debug, so a flood of one kind cannot
+// drown the log but no kind goes unnoticed.
+func (c *Crawler) count(kind, url string, err error) {
+	c.mu.Lock()
+	c.st.errs[kind]++
+	first := !c.logged[kind]
+	c.logged[kind] = true
+	c.mu.Unlock()
+	attrs := []any{"kind", kind}
+	if url != "" {
+		attrs = append(attrs, "url", url)
+	}
+	if err != nil {
+		attrs = append(attrs, "err", err)
+	}
+	if first {
+		c.log.Warn("crawl: first error of its kind (later ones at debug level)", attrs...)
+	} else {
+		c.log.Debug("crawl: error", attrs...)
+	}
+}
+
+// errKind classifies a failed request.
+func errKind(err error) string {
+	var te interface{ Timeout() bool }
+	if errors.As(err, &te) && te.Timeout() {
+		return KindTimeout
+	}
+	return KindFetch
+}

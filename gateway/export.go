@@ -1,0 +1,210 @@
+package gateway
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/internal/id"
+)
+
+// The export stream is WebBase's "stream a site": a researcher pulls every
+// version of a host or URL prefix, optionally within a date range, as one
+// .warc.gz (one gzip member per record), and resumes an interrupted pull
+// where it stopped:
+//
+//	/export?host=<host>|prefix=<url>|url=<url>[&from=<ts>][&to=<ts>][&after=<cursor>]
+//
+// The cursor of a record is Cursor(WARC-Target-URI, WARC-Date): after a
+// broken transfer the client drops the incomplete last record, takes the
+// cursor of the last complete one and asks again with after=<cursor>. When
+// the archive is a ProgressExporter the response also carries the exact
+// cursor of the last record sent in the Herod-Export-Cursor trailer. The
+// response ends with the trailer Herod-Export-Status: "complete", or
+// "error" together with Herod-Export-Error; a stream without "complete" is
+// incomplete.
+
+// Trailer names of the export stream.
+const (
+	TrailerExportStatus = "Herod-Export-Status"
+	TrailerExportError  = "Herod-Export-Error"
+	TrailerExportCursor = "Herod-Export-Cursor"
+)
+
+// exportBuffer is the buffer between the Exporter and the connection.
+const exportBuffer = 64 << 10
+
+// Cursor returns the Wayback-form resume cursor of the record of url
+// captured at t: the URL, a space and the 14-digit timestamp. Resuming after
+// it skips every record of url captured up to the end of that second.
+func Cursor(url string, t time.Time) string { return url + " " + FormatTimestamp(t) }
+
+// maxCursorLen bounds a cursor: a URL, a time and a digest.
+const maxCursorLen = canon.MaxLen + 128
+
+// ParseCursor checks a cursor and returns its URL and time. It accepts the
+// Wayback form made by Cursor ("<url> YYYYMMDDhhmmss") and the exact form
+// of herod's archive ("<url> <RFC 3339 time> <40 hex digits>").
+func ParseCursor(c string) (url string, t time.Time, err error) {
+	if len(c) > maxCursorLen {
+		return "", time.Time{}, fmt.Errorf("%w: cursor of %d bytes", ErrQuery, len(c))
+	}
+	u, rest, ok := strings.Cut(c, " ")
+	if !ok || u == "" {
+		return "", time.Time{}, fmt.Errorf("%w: cursor %.60q is not \"<url> <YYYYMMDDhhmmss>\"", ErrQuery, c)
+	}
+	if len(rest) == 14 {
+		t, err = time.Parse(TimestampLayout, rest)
+	} else {
+		ts, digest, ok := strings.Cut(rest, " ")
+		if t, err = time.Parse(time.RFC3339Nano, ts); err == nil && ok {
+			_, err = id.Parse(digest)
+		} else if err == nil {
+			err = errors.New("no digest after the time")
+		}
+	}
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("%w: cursor time: %v", ErrQuery, err)
+	}
+	if _, err := ArchivedURL(u); err != nil {
+		return "", time.Time{}, fmt.Errorf("%w: cursor url: %v", ErrQuery, err)
+	}
+	return u, t, nil
+}
+
+// ParseExportQuery reads the query of an /export request: exactly one of
+// host, prefix or url, and optional from and to.
+func ParseExportQuery(p url.Values) (Query, error) {
+	var q Query
+	n := 0
+	for _, k := range []string{"host", "prefix", "url"} {
+		v := strings.TrimSpace(p.Get(k))
+		if v == "" {
+			continue
+		}
+		n++
+		u, err := ArchivedURL(v)
+		if err != nil {
+			return q, fmt.Errorf("%w: %s: %v", ErrQuery, k, err)
+		}
+		switch k {
+		case "host":
+			q.Match, q.URL = MatchHost, hostOf(u)
+		case "prefix":
+			q.Match, q.URL = MatchPrefix, u
+		default:
+			q.Match, q.URL = MatchExact, u
+		}
+	}
+	if n != 1 {
+		return q, fmt.Errorf("%w: give exactly one of host, prefix or url", ErrQuery)
+	}
+	var err error
+	if f := p.Get("from"); f != "" {
+		if q.From, err = ParseTimestampFrom(f); err != nil {
+			return q, fmt.Errorf("%w: from: %v", ErrQuery, err)
+		}
+	}
+	if t := p.Get("to"); t != "" {
+		if q.To, err = ParseTimestamp(t); err != nil {
+			return q, fmt.Errorf("%w: to: %v", ErrQuery, err)
+		}
+	}
+	return q, nil
+}
+
+// countingWriter counts the bytes that reached the buffer.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+// serveExport streams the WARC records of a query from the Exporter.
+func (s *Server) serveExport(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Query()
+	q, err := ParseExportQuery(p)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	after := p.Get("after")
+	if after != "" {
+		if _, _, err := ParseCursor(after); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/warc")
+	h.Set("Content-Disposition", `attachment; filename="`+exportName(q)+`"`)
+	h.Set("Trailer", TrailerExportStatus+", "+TrailerExportError)
+	if r.Method == http.MethodHead {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	bw := bufio.NewWriterSize(w, exportBuffer)
+	cw := &countingWriter{w: bw}
+	last := ""
+	if pe, ok := s.exp.(ProgressExporter); ok {
+		h.Set("Trailer", TrailerExportStatus+", "+TrailerExportError+", "+TrailerExportCursor)
+		err = pe.ExportProgress(r.Context(), q, cw, after, func(c string) { last = c })
+	} else {
+		err = s.exp.Export(r.Context(), q, cw, after)
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil && cw.n == 0 {
+		// Nothing reached the client: answer with a plain error status.
+		s.log.Warn("gateway: export", "query", q.URL, "err", err)
+		h.Del("Trailer")
+		h.Del("Content-Disposition")
+		http.Error(w, "gateway: export: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	if last != "" {
+		h.Set(TrailerExportCursor, last)
+	}
+	if err != nil {
+		s.log.Warn("gateway: export interrupted", "query", q.URL, "bytes", cw.n, "err", err)
+		_ = bw.Flush()
+		h.Set(TrailerExportStatus, "error")
+		h.Set(TrailerExportError, strings.ReplaceAll(err.Error(), "\n", " "))
+		return
+	}
+	h.Set(TrailerExportStatus, "complete")
+}
+
+// exportName is the file name offered for an export.
+func exportName(q Query) string {
+	name := q.URL
+	if q.Match != MatchHost {
+		name = hostOf(q.URL)
+	}
+	name = strings.Map(func(c rune) rune {
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '.', c == '-':
+			return c
+		}
+		return '_'
+	}, name)
+	if !q.From.IsZero() {
+		name += "-" + FormatTimestamp(q.From)
+	}
+	if !q.To.IsZero() {
+		name += "-" + FormatTimestamp(q.To)
+	}
+	return "herod-" + name + ".warc.gz"
+}

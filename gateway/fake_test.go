@@ -1,0 +1,201 @@
+package gateway
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/internal/id"
+)
+
+// fakeArchive is an in-memory Archive: captures per canonical URL, kept
+// sorted by time.
+type fakeArchive struct {
+	mu   sync.Mutex
+	caps map[string][]*archive.Capture
+	err  error // returned by every call when set
+}
+
+func newFake() *fakeArchive { return &fakeArchive{caps: map[string][]*archive.Capture{}} }
+
+// add stores a capture of url at the time given as a 14-digit timestamp.
+func (f *fakeArchive) add(t testing.TB, url, ts string, status int, ctype, body string, hdr ...string) {
+	t.Helper()
+	tm, err := time.Parse(TimestampLayout, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := http.Header{}
+	if ctype != "" {
+		h.Set("Content-Type", ctype)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		h.Add(hdr[i], hdr[i+1])
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.caps[url] = append(f.caps[url], &archive.Capture{URL: url, Time: tm, Status: status, Header: h, Body: []byte(body)})
+	sort.Slice(f.caps[url], func(i, j int) bool { return f.caps[url][i].Time.Before(f.caps[url][j].Time) })
+}
+
+func version(c *archive.Capture) archive.Version {
+	return archive.Version{
+		URL: c.URL, Key: id.OfString(c.URL), Digest: id.Sum(c.Body), Time: c.Time,
+		Day: c.Time.Unix() / 86400, Status: c.Status, ContentType: c.Header.Get("Content-Type"),
+		Length: int64(len(c.Body)), File: fmt.Sprintf("objects/%s.warc.gz", id.OfString(c.URL).Short()),
+	}
+}
+
+func (f *fakeArchive) Versions(ctx context.Context, url string) ([]archive.Version, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return nil, f.err
+	}
+	var vs []archive.Version
+	for _, c := range f.caps[url] {
+		vs = append(vs, version(c))
+	}
+	return vs, nil
+}
+
+func (f *fakeArchive) Get(ctx context.Context, url string, t time.Time) (archive.Version, *archive.Capture, error) {
+	if err := ctx.Err(); err != nil {
+		return archive.Version{}, nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return archive.Version{}, nil, f.err
+	}
+	cs := f.caps[url]
+	if len(cs) == 0 {
+		return archive.Version{}, nil, fmt.Errorf("fake get %s: %w", url, archive.ErrNotFound)
+	}
+	best := cs[0]
+	for _, c := range cs {
+		if !c.Time.After(t) {
+			best = c
+		}
+	}
+	return version(best), best, nil
+}
+
+// listingArchive adds List and Export to the fake.
+type listingArchive struct {
+	*fakeArchive
+	exportErrAfter int // fail after this many records when > 0
+}
+
+func (l *listingArchive) List(ctx context.Context, q Query) ([]archive.Version, error) {
+	l.mu.Lock()
+	var all []archive.Version
+	for _, cs := range l.caps {
+		for _, c := range cs {
+			if v := version(c); q.Contains(v) {
+				all = append(all, v)
+			}
+		}
+	}
+	l.mu.Unlock()
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].URL != all[j].URL {
+			return all[i].URL < all[j].URL
+		}
+		return all[i].Time.Before(all[j].Time)
+	})
+	if q.Limit > 0 && len(all) > q.Limit {
+		all = all[:q.Limit]
+	}
+	return all, nil
+}
+
+// Export writes a fake record per version: "REC <cursor>\n".
+func (l *listingArchive) Export(ctx context.Context, q Query, w io.Writer, after string) error {
+	q.Limit = 0
+	vs, _ := l.List(ctx, q)
+	var au string
+	var at time.Time
+	if after != "" {
+		var err error
+		if au, at, err = ParseCursor(after); err != nil {
+			return err
+		}
+	}
+	n := 0
+	for _, v := range vs {
+		if after != "" && (v.URL < au || v.URL == au && !v.Time.After(at)) {
+			continue
+		}
+		if l.exportErrAfter > 0 && n == l.exportErrAfter {
+			return fmt.Errorf("fake export: owner unreachable")
+		}
+		if _, err := fmt.Fprintf(w, "REC %s\n", Cursor(v.URL, v.Time)); err != nil {
+			return err
+		}
+		n++
+	}
+	return nil
+}
+
+var (
+	_ Archive  = (*fakeArchive)(nil)
+	_ Lister   = (*listingArchive)(nil)
+	_ Exporter = (*listingArchive)(nil)
+)
+
+// newServer returns a gateway over a, with fixed clock.
+func newServer(t testing.TB, a Archive, mod ...func(*Config)) *Server {
+	t.Helper()
+	cfg := Config{Archive: a, Now: func() time.Time { return time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) }}
+	for _, m := range mod {
+		m(&cfg)
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// get performs a request on s and returns the recorded response.
+func get(t testing.TB, s http.Handler, target string, hdr ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodGet, "http://gw.test"+target, nil)
+	if strings.Contains(target, "://") || strings.HasPrefix(target, "/") {
+		// Set the raw request target so nothing cleans the embedded URL.
+		r.RequestURI = target
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		r.Header.Set(hdr[i], hdr[i+1])
+	}
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, r)
+	return w
+}
+
+func gzipBytes(t testing.TB, s string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	if _, err := zw.Write([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}

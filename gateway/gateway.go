@@ -1,0 +1,232 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/herod-archive/herod/archive"
+)
+
+// Archive is what the gateway needs from the archive. The node implements it
+// by routing each URL to the ring node that owns it. URLs passed in are in
+// canonical form (internal/canon).
+type Archive interface {
+	// Versions returns the versions of url, oldest first; an empty slice
+	// (and a nil error) if there are none.
+	Versions(ctx context.Context, url string) ([]archive.Version, error)
+	// Get returns the newest version of url whose Time is not after t, or,
+	// if every version is newer, the oldest one, together with its capture.
+	// It returns an error wrapping archive.ErrNotFound if url has none.
+	Get(ctx context.Context, url string, t time.Time) (archive.Version, *archive.Capture, error)
+}
+
+// MatchType says how Query.URL selects URLs.
+type MatchType int
+
+// Match types of a Query.
+const (
+	// MatchExact selects the one URL equal to Query.URL.
+	MatchExact MatchType = iota
+	// MatchPrefix selects the URLs whose canonical form starts with Query.URL.
+	MatchPrefix
+	// MatchHost selects the URLs whose host (with a non-default port, as in
+	// the canonical form) equals Query.URL, whatever their scheme.
+	MatchHost
+)
+
+// String returns the pywb name of the match type.
+func (m MatchType) String() string {
+	switch m {
+	case MatchPrefix:
+		return "prefix"
+	case MatchHost:
+		return "host"
+	default:
+		return "exact"
+	}
+}
+
+// Query selects versions across URLs, for the CDX API and exports.
+type Query struct {
+	URL   string    // canonical URL, canonical URL prefix, or host; see Match
+	Match MatchType // how URL selects
+	From  time.Time // earliest capture time, inclusive; zero means no bound
+	To    time.Time // latest capture time, inclusive; zero means no bound
+	Limit int       // most versions to return; 0 means no limit
+}
+
+// Contains reports whether v is selected by q. Implementations of Lister and
+// Exporter may use it as the reference definition of a match.
+func (q Query) Contains(v archive.Version) bool {
+	if !q.From.IsZero() && v.Time.Before(q.From) {
+		return false
+	}
+	if !q.To.IsZero() && v.Time.After(q.To) {
+		return false
+	}
+	switch q.Match {
+	case MatchPrefix:
+		return strings.HasPrefix(v.URL, q.URL)
+	case MatchHost:
+		return hostOf(v.URL) == q.URL
+	default:
+		return v.URL == q.URL
+	}
+}
+
+// Lister is implemented by archives that can answer queries across URLs. The
+// CDX API needs it for prefix and host matches (it answers 501 without it).
+type Lister interface {
+	// List returns the versions selected by q, ordered by URL and then by
+	// time, at most q.Limit of them when q.Limit > 0.
+	List(ctx context.Context, q Query) ([]archive.Version, error)
+}
+
+// Exporter is implemented by archives that can stream their versions as
+// WARC, for the /export endpoint (404 without it).
+type Exporter interface {
+	// Export writes, to w, one gzip member holding one WARC/1.1 record per
+	// version selected by q (q.Limit is ignored), in a stable order of
+	// its choosing (herod's archive: host, URL, time), starting after the
+	// record whose cursor is resumeAfter; "" starts at the beginning. The
+	// Wayback cursor form Cursor(url, t) must be accepted (see
+	// ParseCursor). It stops at the first error, which it returns; records
+	// already written are complete unless w failed mid-record.
+	Export(ctx context.Context, q Query, w io.Writer, resumeAfter string) error
+}
+
+// ProgressExporter is an Exporter that also reports, after each record it
+// writes, the cursor that resumes after that record. The gateway then sends
+// the last one in the Herod-Export-Cursor trailer, so a client can resume
+// without reading the WARC records itself.
+type ProgressExporter interface {
+	Exporter
+	ExportProgress(ctx context.Context, q Query, w io.Writer, resumeAfter string, progress func(cursor string)) error
+}
+
+// Config configures a Server. Zero values mean the documented defaults.
+type Config struct {
+	// Archive serves versions and captures. Required.
+	Archive Archive
+	// Status returns the JSON value served at /api/status; nil means the
+	// endpoint is absent (404).
+	Status func(ctx context.Context) any
+	// Ring returns the data for /ring; nil means the page is absent (404).
+	Ring func(ctx context.Context) RingView
+	// Metrics is served at /metrics when non-nil (the node passes promhttp).
+	Metrics http.Handler
+	// Logger receives request errors; nil discards them.
+	Logger *slog.Logger
+	// Timeout bounds each request's calls into the Archive, Lister, Status
+	// and Ring; zero means 30 seconds. Exports are bounded only by the
+	// client's connection.
+	Timeout time.Duration
+	// Now returns the current time, for "latest" requests; nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+// ErrNoArchive is returned by New when Config.Archive is nil.
+var ErrNoArchive = errors.New("gateway: no archive configured")
+
+// DefaultTimeout is the deadline of Archive calls when Config.Timeout is zero.
+const DefaultTimeout = 30 * time.Second
+
+// Server is the gateway's http.Handler. Create it with New and serve it as
+// the Handler of an http.Server (not behind http.ServeMux; see the package
+// documentation).
+type Server struct {
+	cfg  Config
+	log  *slog.Logger
+	list Lister   // cfg.Archive as a Lister, or nil
+	exp  Exporter // cfg.Archive as an Exporter, or nil
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) (*Server, error) {
+	if cfg.Archive == nil {
+		return nil, ErrNoArchive
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.list, _ = cfg.Archive.(Lister)
+	s.exp, _ = cfg.Archive.(Exporter)
+	return s, nil
+}
+
+var _ http.Handler = (*Server)(nil)
+
+// ServeHTTP routes a request. It does not use http.ServeMux on purpose: the
+// mux would "clean" the double slash of an embedded http:// URL.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		s.errorPage(w, r, http.StatusMethodNotAllowed, "Only GET and HEAD are supported.", "")
+		return
+	}
+	p := r.URL.EscapedPath()
+	switch {
+	case p == "/":
+		s.serveHome(w, r)
+	case strings.HasPrefix(p, "/web/"):
+		s.serveWeb(w, r, strings.TrimPrefix(p, "/web/"))
+	case strings.HasPrefix(p, "/timemap/link/"):
+		s.serveTimemap(w, r, strings.TrimPrefix(p, "/timemap/link/"))
+	case strings.HasPrefix(p, "/timegate/"):
+		s.serveTimegate(w, r, strings.TrimPrefix(p, "/timegate/"))
+	case p == "/cdx":
+		s.serveCDX(w, r)
+	case p == "/export" && s.exp != nil:
+		s.serveExport(w, r)
+	case p == "/ring" && s.cfg.Ring != nil:
+		s.serveRing(w, r)
+	case p == "/api/status" && s.cfg.Status != nil:
+		s.serveStatus(w, r)
+	case p == "/metrics" && s.cfg.Metrics != nil:
+		s.cfg.Metrics.ServeHTTP(w, r)
+	default:
+		s.errorPage(w, r, http.StatusNotFound, "There is no page at this address.", "")
+	}
+}
+
+// ctx returns the request's context bounded by the configured timeout.
+func (s *Server) ctx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), s.cfg.Timeout)
+}
+
+// archiveError answers a failed Archive call: 404 for ErrNotFound, 504 for
+// a deadline, 502 otherwise (the owner node could not answer).
+func (s *Server) archiveError(w http.ResponseWriter, r *http.Request, url string, err error) {
+	switch {
+	case errors.Is(err, archive.ErrNotFound):
+		s.notArchived(w, r, url)
+	case errors.Is(err, context.DeadlineExceeded):
+		s.log.Warn("gateway: archive timeout", "url", url, "err", err)
+		s.errorPage(w, r, http.StatusGatewayTimeout, "The node that keeps this URL did not answer in time. Try again.", url)
+	case errors.Is(err, context.Canceled):
+		// The client went away; answer briefly in case anyone listens.
+		http.Error(w, "gateway: request cancelled", http.StatusServiceUnavailable)
+	default:
+		s.log.Warn("gateway: archive error", "url", url, "err", err)
+		s.errorPage(w, r, http.StatusBadGateway, "The archive could not answer: "+err.Error(), url)
+	}
+}
+
+func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	writeJSON(w, s.log, s.cfg.Status(ctx))
+}

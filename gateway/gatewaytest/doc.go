@@ -1,0 +1,13 @@
+// Package gatewaytest holds the shared test suite for implementations of
+// gateway.Archive (and gateway.Lister when they offer it), and Mem, an
+// in-memory reference implementation.
+//
+// The node runs TestArchive against its ring-routing archive so that the
+// gateway can rely on one contract: versions oldest first, "newest not newer
+// than t, else the oldest", archive.ErrNotFound for unknown URLs, and
+// listings ordered by URL and time. Mem is checked against the same suite in
+// this package's tests.
+//
+// Everything here is safe for concurrent use; the suite itself runs its
+// checks sequentially.
+package gatewaytest

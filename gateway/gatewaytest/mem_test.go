@@ -1,0 +1,48 @@
+package gatewaytest
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/gateway"
+)
+
+func TestMem(t *testing.T) {
+	m := NewMem()
+	TestArchive(t, Harness{Archive: m, Add: m.Add})
+	// A second run on the same archive with another base must not be
+	// disturbed by the first one's captures.
+	TestArchive(t, Harness{Archive: m, Add: m.Add, Base: "again"})
+}
+
+func TestGatewayOverMem(t *testing.T) {
+	m := NewMem()
+	ctx := context.Background()
+	for _, c := range []*archive.Capture{
+		{URL: "http://Example.com/", Time: at(0), Status: 200, Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(`<a href="/b">b</a>`)},
+		{URL: "http://example.com/b", Time: at(1), Status: 200, Header: http.Header{"Content-Type": {"text/plain"}}, Body: []byte("b")},
+	} {
+		if err := m.Add(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := gateway.New(gateway.Config{Archive: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{"/web/2025/http://example.com/", `href="/web/2025/http://example.com/b"`},
+		{"/cdx?url=example.com/*", "com,example)/b 20240302120000"},
+		{"/web/*/http://example.com/*", `href="/web/*/http://example.com/b"`},
+	} {
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://gw.test"+tc.path, nil))
+		if w.Code != 200 || !strings.Contains(w.Body.String(), tc.want) {
+			t.Errorf("%s: %d, want 200 with %q:\n%.400s", tc.path, w.Code, tc.want, w.Body)
+		}
+	}
+}

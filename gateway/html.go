@@ -1,0 +1,311 @@
+package gateway
+
+import (
+	"bytes"
+	"html"
+	"strings"
+
+	xhtml "golang.org/x/net/html"
+)
+
+// maxNoscriptDepth bounds the recursion into <noscript> contents, which the
+// tokenizer returns as raw text.
+const maxNoscriptDepth = 2
+
+// HTML returns doc with the URLs of links and embedded objects rewritten:
+// href, src, srcset, action, formaction, background, poster, object data,
+// style attributes, <style> blocks, <meta http-equiv=refresh> and
+// <base href> (which also moves the base of later references). When banner
+// is non-nil it is inserted right after the <body> start tag (or, without
+// one, before the first element or text that belongs to the body). Every
+// byte that is not part of a rewritten attribute value is kept, so a
+// document with nothing to rewrite comes back unchanged. Malformed HTML is
+// handled like browsers tokenize it; HTML never fails.
+func (rw *Rewriter) HTML(doc, banner []byte) []byte {
+	out := make([]byte, 0, len(doc)+len(banner)+len(doc)/8)
+	h := htmlRewriter{rw: rw, banner: banner, out: out}
+	h.run(doc, 0)
+	if !h.inserted && h.banner != nil && !h.frameset {
+		h.out = append(h.out, h.banner...)
+	}
+	return h.out
+}
+
+type htmlRewriter struct {
+	rw       *Rewriter
+	banner   []byte
+	inserted bool // the banner is written (or must not be: frameset)
+	frameset bool
+	out      []byte
+}
+
+// headTags are elements that may come before the body without starting it.
+var headTags = map[string]bool{
+	"html": true, "head": true, "title": true, "meta": true, "link": true,
+	"style": true, "script": true, "base": true, "noscript": true, "template": true,
+}
+
+// rawTextTags are the elements whose content the tokenizer returns as one
+// text token, unparsed.
+var rawTextTags = map[string]bool{
+	"iframe": true, "noembed": true, "noframes": true, "noscript": true, "plaintext": true,
+	"script": true, "style": true, "textarea": true, "title": true, "xmp": true,
+}
+
+func (h *htmlRewriter) run(doc []byte, depth int) {
+	z := xhtml.NewTokenizer(bytes.NewReader(doc))
+	raw := "" // name of the raw-text element whose text comes next
+	for {
+		tt := z.Next()
+		b := z.Raw()
+		switch tt {
+		case xhtml.ErrorToken:
+			h.out = append(h.out, b...)
+			return
+		case xhtml.StartTagToken, xhtml.SelfClosingTagToken:
+			name, _ := z.TagName()
+			tag := string(name)
+			if depth == 0 && !h.inserted && h.banner != nil {
+				switch {
+				case tag == "frameset":
+					h.inserted, h.frameset = true, true
+				case tag != "body" && !headTags[tag]:
+					h.insertBanner()
+				}
+			}
+			h.out = append(h.out, h.tag(tag, b)...)
+			if depth == 0 && tag == "body" && !h.inserted && h.banner != nil {
+				h.insertBanner()
+			}
+			raw = ""
+			if tt == xhtml.StartTagToken && rawTextTags[tag] {
+				raw = tag
+			}
+		case xhtml.TextToken:
+			switch {
+			case raw == "style":
+				h.out = append(h.out, h.rw.CSS(b)...)
+			case raw == "noscript" && depth < maxNoscriptDepth:
+				h.run(b, depth+1)
+			case raw != "":
+				h.out = append(h.out, b...)
+			default:
+				if depth == 0 && !h.inserted && h.banner != nil && len(bytes.Trim(b, " \t\r\n\f")) > 0 {
+					h.insertBanner()
+				}
+				h.out = append(h.out, b...)
+			}
+			raw = ""
+		default:
+			h.out = append(h.out, b...)
+			raw = ""
+		}
+	}
+}
+
+func (h *htmlRewriter) insertBanner() {
+	h.out = append(h.out, h.banner...)
+	h.inserted = true
+}
+
+// attr is one attribute of a raw start tag: byte offsets into the tag.
+type attr struct {
+	key          string // lower case
+	ks, ke       int    // the key
+	vs, ve       int    // the value, without quotes; vs == ve == ke if none
+	quote        byte   // '"', '\'' or 0 (unquoted or no value)
+	hasVal       bool
+	first        bool // the first attribute with this key: the one browsers use
+	newVal       string
+	newKey       string
+	changed, ren bool
+}
+
+// tag returns the raw start tag b of element name with its URL-bearing
+// attributes rewritten; b itself when nothing changes.
+func (h *htmlRewriter) tag(name string, b []byte) []byte {
+	attrs := scanAttrs(b)
+	if len(attrs) == 0 {
+		return b
+	}
+	get := func(k string) (string, bool) {
+		for _, a := range attrs {
+			if a.first && a.key == k {
+				return html.UnescapeString(string(b[a.vs:a.ve])), true
+			}
+		}
+		return "", false
+	}
+	rw := h.rw
+	if name == "base" {
+		if v, ok := get("href"); ok {
+			rw.SetBase(v)
+		}
+	}
+	dirty := false
+	for i := range attrs {
+		a := &attrs[i]
+		if !a.first || !a.hasVal {
+			continue
+		}
+		v := html.UnescapeString(string(b[a.vs:a.ve]))
+		nv, ok := "", false
+		switch a.key {
+		case "href", "xlink:href":
+			nv, ok = rw.URL(v, ""), true
+		case "src":
+			mod := ""
+			if name == "iframe" || name == "frame" {
+				mod = ModIframe
+			}
+			nv, ok = rw.URL(v, mod), true
+		case "srcset", "imagesrcset":
+			nv, ok = rw.Srcset(v), true
+		case "action", "formaction", "background", "poster":
+			nv, ok = rw.URL(v, ""), true
+		case "data":
+			if name == "object" {
+				nv, ok = rw.URL(v, ""), true
+			}
+		case "style":
+			nv, ok = string(rw.CSS([]byte(v))), true
+		case "content":
+			if name == "meta" {
+				if he, _ := get("http-equiv"); strings.EqualFold(strings.TrimSpace(he), "refresh") {
+					nv, ok = rw.Refresh(v), true
+				}
+			}
+		case "integrity":
+			// The rewritten resource no longer matches its hash: keep
+			// the value under a name browsers do not enforce.
+			if (name == "link" || name == "script") && !rw.identity {
+				a.newKey, a.ren, dirty = "data-herod-integrity", true, true
+			}
+		}
+		if ok && nv != v {
+			a.newVal, a.changed, dirty = nv, true, true
+		}
+	}
+	if !dirty {
+		return b
+	}
+	out := make([]byte, 0, len(b)+64)
+	last := 0
+	for _, a := range attrs {
+		if a.ren {
+			out = append(out, b[last:a.ks]...)
+			out = append(out, a.newKey...)
+			last = a.ke
+		}
+		if !a.changed {
+			continue
+		}
+		out = append(out, b[last:a.vs]...)
+		q := a.quote
+		if q == 0 {
+			q = '"'
+			out = append(out, q)
+		}
+		out = appendAttrEscaped(out, a.newVal, q)
+		if a.quote == 0 {
+			out = append(out, q)
+		}
+		last = a.ve
+	}
+	return append(out, b[last:]...)
+}
+
+// appendAttrEscaped appends v escaped for an attribute value quoted with q:
+// only "&" and the quote itself need escaping there, so other characters of
+// the original value (such as the other quote) keep their bytes.
+func appendAttrEscaped(out []byte, v string, q byte) []byte {
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '&':
+			out = append(out, "&amp;"...)
+		case c == q && q == '"':
+			out = append(out, "&quot;"...)
+		case c == q:
+			out = append(out, "&#39;"...)
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// scanAttrs finds the attributes of the raw start tag b ("<a href=x>") the
+// way the HTML tokenizer reads them (WHATWG 13.2.5.32-38).
+func scanAttrs(b []byte) []attr {
+	n := len(b)
+	i := 1
+	for i < n && !isHTMLSpace(b[i]) && b[i] != '/' && b[i] != '>' {
+		i++
+	}
+	var attrs []attr
+	seen := map[string]bool{}
+	for {
+		for i < n && isHTMLSpace(b[i]) {
+			i++
+		}
+		if i >= n || b[i] == '>' {
+			return attrs
+		}
+		a := attr{ks: i}
+		for i < n {
+			c := b[i]
+			if c == '=' && i == a.ks {
+				i++
+				continue
+			}
+			if isHTMLSpace(c) || c == '/' || c == '>' || c == '=' {
+				break
+			}
+			i++
+		}
+		a.ke = i
+		a.vs, a.ve = i, i
+		for i < n && isHTMLSpace(b[i]) {
+			i++
+		}
+		switch {
+		case i < n && b[i] == '/':
+			i++
+		case i < n && b[i] == '=':
+			i++
+			for i < n && isHTMLSpace(b[i]) {
+				i++
+			}
+			switch {
+			case i >= n || b[i] == '>':
+			case b[i] == '"' || b[i] == '\'':
+				a.quote = b[i]
+				i++
+				a.vs = i
+				for i < n && b[i] != a.quote {
+					i++
+				}
+				a.ve, a.hasVal = i, true
+				if i < n {
+					i++
+				} else {
+					// Unterminated quote at the end of input: the tag
+					// is not complete, leave it alone.
+					a.hasVal = false
+				}
+			default:
+				a.vs = i
+				for i < n && !isHTMLSpace(b[i]) && b[i] != '>' {
+					i++
+				}
+				a.ve, a.hasVal = i, true
+			}
+		}
+		if a.ke > a.ks {
+			a.key = strings.ToLower(string(b[a.ks:a.ke]))
+			a.first = !seen[a.key]
+			seen[a.key] = true
+			attrs = append(attrs, a)
+		}
+	}
+}

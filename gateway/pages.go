@@ -1,0 +1,260 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/herod-archive/herod/archive"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+var pages = template.Must(template.ParseFS(templateFS, "templates/*.html"))
+
+// render executes the named page template and writes it with status.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
+	var b bytes.Buffer
+	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
+		s.log.Error("gateway: template", "name", name, "err", err)
+		http.Error(w, "gateway: page rendering failed", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	writeBody(w, r, status, b.Bytes())
+}
+
+type formData struct{ URL, Date string }
+
+// serveHome serves the form, and turns its submission into a /web/ path:
+// the dates list, or the replay at the given date.
+func (s *Server) serveHome(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	raw := strings.TrimSpace(q.Get("url"))
+	if raw == "" {
+		s.render(w, r, http.StatusOK, "home", formData{})
+		return
+	}
+	u, err := ArchivedURL(raw)
+	if err != nil {
+		s.errorPage(w, r, http.StatusBadRequest, "Not an http or https URL: "+err.Error(), "")
+		return
+	}
+	date := strings.Map(func(c rune) rune {
+		if c >= '0' && c <= '9' {
+			return c
+		}
+		return -1
+	}, q.Get("date"))
+	if len(date) > 14 {
+		date = date[:14]
+	}
+	if date == "" {
+		redirect(w, r, webPath("*", "", u), http.StatusFound)
+		return
+	}
+	redirect(w, r, webPath(date, "", u), http.StatusFound)
+}
+
+type errorData struct {
+	Title, Message   string
+	URL, Other, Host string
+	Form             formData
+}
+
+// errorPage renders a page explaining what went wrong; url, when set, is the
+// canonical URL the reader asked for and adds suggestions.
+func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, status int, msg, u string) {
+	d := errorData{Title: strconv.Itoa(status) + " " + http.StatusText(status), Message: msg}
+	if u != "" {
+		d.URL = u
+		d.Form.URL = u
+		if p, err := url.Parse(u); err == nil {
+			o := *p
+			o.Scheme = map[string]string{"http": "https", "https": "http"}[p.Scheme]
+			d.Other = o.String()
+			if s.list != nil {
+				d.Host = p.Scheme + "://" + p.Host + "/"
+			}
+		}
+	}
+	s.render(w, r, status, "error", d)
+}
+
+// notArchived is the 404 page of a URL with no capture.
+func (s *Server) notArchived(w http.ResponseWriter, r *http.Request, u string) {
+	s.errorPage(w, r, http.StatusNotFound, "The archive has no capture of "+u+
+		". The ring crawls what it is seeded with and what those pages link to.", u)
+}
+
+type captureLink struct {
+	TS, Label string
+	Status    int
+	Class     int // status class: 2, 3, 4, 5
+}
+
+type monthGroup struct {
+	Name     string
+	Captures []captureLink
+}
+
+type yearGroup struct {
+	Year, Count int
+	Months      []monthGroup
+}
+
+type datesData struct {
+	URL         string
+	Count       int
+	First, Last string
+	Years       []yearGroup
+}
+
+// groupDates groups versions (oldest first) by year and month, in
+// chronological order, as a calendar-like list.
+func groupDates(u string, vs []archive.Version) datesData {
+	d := datesData{URL: u, Count: len(vs)}
+	if len(vs) == 0 {
+		return d
+	}
+	d.First = vs[0].Time.UTC().Format(time.DateTime)
+	d.Last = vs[len(vs)-1].Time.UTC().Format(time.DateTime)
+	for i := range vs {
+		t := vs[i].Time.UTC()
+		if n := len(d.Years); n == 0 || d.Years[n-1].Year != t.Year() {
+			d.Years = append(d.Years, yearGroup{Year: t.Year()})
+		}
+		y := &d.Years[len(d.Years)-1]
+		y.Count++
+		if n := len(y.Months); n == 0 || y.Months[n-1].Name != t.Month().String() {
+			y.Months = append(y.Months, monthGroup{Name: t.Month().String()})
+		}
+		m := &y.Months[len(y.Months)-1]
+		m.Captures = append(m.Captures, captureLink{
+			TS:     FormatTimestamp(t),
+			Label:  t.Format("Jan 2 15:04"),
+			Status: vs[i].Status,
+			Class:  vs[i].Status / 100,
+		})
+	}
+	return d
+}
+
+// serveDates lists the captures of u.
+func (s *Server) serveDates(w http.ResponseWriter, r *http.Request, u string) {
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	vs, err := s.cfg.Archive.Versions(ctx, u)
+	if err != nil {
+		s.archiveError(w, r, u, err)
+		return
+	}
+	if len(vs) == 0 {
+		s.notArchived(w, r, u)
+		return
+	}
+	s.render(w, r, http.StatusOK, "dates", groupDates(u, vs))
+}
+
+// maxPrefixVersions bounds the versions a prefix listing asks the Lister for.
+const maxPrefixVersions = 50000
+
+type prefixURL struct {
+	URL, First, Last, LastTS string
+	Count                    int
+}
+
+type prefixData struct {
+	Prefix    string
+	URLs      []prefixURL
+	Truncated bool
+}
+
+// servePrefix lists the archived URLs starting with prefix (needs a Lister).
+func (s *Server) servePrefix(w http.ResponseWriter, r *http.Request, prefix string) {
+	if s.list == nil {
+		s.errorPage(w, r, http.StatusNotImplemented, "This node cannot list URLs by prefix.", "")
+		return
+	}
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	vs, err := s.list.List(ctx, Query{URL: prefix, Match: MatchPrefix, Limit: maxPrefixVersions})
+	if err != nil {
+		s.archiveError(w, r, prefix, err)
+		return
+	}
+	d := prefixData{Prefix: prefix, Truncated: len(vs) >= maxPrefixVersions}
+	for _, v := range vs {
+		t := v.Time.UTC()
+		n := len(d.URLs)
+		if n == 0 || d.URLs[n-1].URL != v.URL {
+			d.URLs = append(d.URLs, prefixURL{URL: v.URL, First: t.Format(time.DateOnly)})
+			n++
+		}
+		p := &d.URLs[n-1]
+		p.Count++
+		p.Last, p.LastTS = t.Format(time.DateOnly), FormatTimestamp(t)
+	}
+	if len(d.URLs) == 0 {
+		s.errorPage(w, r, http.StatusNotFound, "The archive has no URL starting with "+prefix+".", "")
+		return
+	}
+	s.render(w, r, http.StatusOK, "prefix", d)
+}
+
+type bannerData struct {
+	URL, Date         string
+	Count             int
+	PrevTS, PrevLabel string
+	NextTS, NextLabel string
+}
+
+// banner renders the bar inserted at the top of replayed pages: the
+// capture's date, links to the previous and next captures and to the list
+// of dates. The neighbours come from one Versions call; if it fails the
+// banner goes without them.
+func (s *Server) banner(ctx context.Context, t Target, v archive.Version) []byte {
+	d := bannerData{URL: t.URL, Date: v.Time.UTC().Format(time.DateTime)}
+	if vs, err := s.cfg.Archive.Versions(ctx, t.URL); err == nil {
+		d.Count = len(vs)
+		for i := range vs {
+			if !vs[i].Time.Equal(v.Time) {
+				continue
+			}
+			if i > 0 {
+				d.PrevTS, d.PrevLabel = FormatTimestamp(vs[i-1].Time), vs[i-1].Time.UTC().Format(time.DateOnly)
+			}
+			if i+1 < len(vs) {
+				d.NextTS, d.NextLabel = FormatTimestamp(vs[i+1].Time), vs[i+1].Time.UTC().Format(time.DateOnly)
+			}
+			break
+		}
+	}
+	var b bytes.Buffer
+	if err := pages.ExecuteTemplate(&b, "banner", d); err != nil {
+		s.log.Error("gateway: banner template", "err", err)
+		return nil
+	}
+	return b.Bytes()
+}
+
+// writeJSON writes v as indented JSON.
+func writeJSON(w http.ResponseWriter, log *slog.Logger, v any) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		log.Error("gateway: json", "err", err)
+		http.Error(w, "gateway: cannot encode JSON", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -1,0 +1,229 @@
+package gateway
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/herod-archive/herod/archive"
+)
+
+// replayCSP is the Content-Security-Policy of rewritten replies: same
+// origin (the archive) plus inline and data resources, nothing live.
+const replayCSP = "default-src 'self' 'unsafe-inline' 'unsafe-eval' data: blob:; form-action 'self'"
+
+// maxDecoded bounds a gzip-encoded payload decoded for rewriting.
+const maxDecoded = 64 << 20
+
+// serveWeb answers every /web/ path.
+func (s *Server) serveWeb(w http.ResponseWriter, r *http.Request, rest string) {
+	t, err := ParseWebPath(rest, r.URL.RawQuery)
+	if err != nil {
+		s.errorPage(w, r, http.StatusBadRequest, "This is not an archive address: "+err.Error()+
+			". Use /web/<YYYYMMDDhhmmss>/<http or https URL> or /web/*/<URL>.", "")
+		return
+	}
+	switch t.Kind {
+	case KindDates:
+		s.serveDates(w, r, t.URL)
+	case KindPrefix:
+		s.servePrefix(w, r, t.URL)
+	case KindLatest:
+		s.serveLatest(w, r, t.URL)
+	default:
+		s.serveReplay(w, r, t)
+	}
+}
+
+// serveLatest redirects /web/<url> to the newest capture of url.
+func (s *Server) serveLatest(w http.ResponseWriter, r *http.Request, url string) {
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	vs, err := s.cfg.Archive.Versions(ctx, url)
+	if err == nil && len(vs) == 0 {
+		err = archive.ErrNotFound
+	}
+	if err != nil {
+		s.archiveError(w, r, url, err)
+		return
+	}
+	redirect(w, r, webPath(FormatTimestamp(vs[len(vs)-1].Time), "", url), http.StatusFound)
+}
+
+// serveReplay serves the capture of t.URL selected by t.Time.
+func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	v, c, err := s.cfg.Archive.Get(ctx, t.URL, t.Time)
+	if err == nil && c == nil {
+		err = archive.ErrNotFound
+	}
+	if err != nil {
+		s.archiveError(w, r, t.URL, err)
+		return
+	}
+	rw, err := NewRewriter(t.URL, t.TS)
+	if err != nil {
+		s.errorPage(w, r, http.StatusBadRequest, err.Error(), "")
+		return
+	}
+	body := c.Body
+	status := c.Status
+	if status < 200 || status > 599 {
+		status = http.StatusOK
+	}
+	h := w.Header()
+	copyHeaders(h, c.Header)
+	s.mementoHeaders(h, r, t.URL, v.Time)
+	if loc := c.Header.Get("Location"); loc != "" {
+		h.Set("Location", rw.URL(loc, t.Mod))
+	}
+	if ref := c.Header.Get("Refresh"); ref != "" {
+		h.Set("Refresh", rw.Refresh(ref))
+	}
+	ctype := c.Header.Get("Content-Type")
+	if ctype == "" {
+		ctype = v.ContentType
+	}
+	if t.Mod == ModRaw {
+		if ctype != "" {
+			h.Set("Content-Type", ctype)
+		}
+		if gzipEncoded(c.Header, body) {
+			h.Set("Content-Encoding", "gzip")
+		}
+		writeBody(w, r, status, body)
+		return
+	}
+	if gzipEncoded(c.Header, body) {
+		if d, err := gunzip(body); err == nil {
+			body = d
+		} else {
+			h.Set("Content-Encoding", "gzip") // undecodable: pass it on as it came
+		}
+	}
+	if ctype == "" && len(body) > 0 {
+		ctype = http.DetectContentType(body)
+	}
+	if ctype != "" {
+		h.Set("Content-Type", ctype)
+	}
+	// Keep the replay inside the archive: anything the rewriting missed
+	// (URLs built by scripts) is blocked instead of fetched live.
+	h.Set("Content-Security-Policy", replayCSP)
+	if h.Get("Content-Encoding") == "" {
+		switch mediaType(ctype) {
+		case "text/html", "application/xhtml+xml":
+			var banner []byte
+			if t.Mod == "" || t.Mod == "mp_" {
+				banner = s.banner(ctx, t, v)
+			}
+			body = rw.HTML(body, banner)
+		case "text/css":
+			body = rw.CSS(body)
+		}
+	}
+	writeBody(w, r, status, body)
+}
+
+// redirect answers with a redirect to the gateway path loc. Unlike
+// http.Redirect it does not clean the path, which would collapse the "//"
+// of the embedded URL.
+func redirect(w http.ResponseWriter, r *http.Request, loc string, code int) {
+	w.Header().Set("Location", loc)
+	writeBody(w, r, code, nil)
+}
+
+func writeBody(w http.ResponseWriter, r *http.Request, status int, body []byte) {
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(body)
+	}
+}
+
+// mediaType returns the lower-case media type of a Content-Type value.
+func mediaType(ctype string) string {
+	mt, _, err := mime.ParseMediaType(ctype)
+	if err != nil {
+		mt, _, _ = strings.Cut(ctype, ";")
+	}
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+func isGzip(b []byte) bool { return len(b) > 2 && b[0] == 0x1f && b[1] == 0x8b }
+
+// gzipEncoded reports whether an archived payload is still gzip content
+// coding (a crawler that did not decode it): the header says so and the
+// bytes agree. A gzip file served as such (application/gzip) is not.
+func gzipEncoded(h http.Header, body []byte) bool {
+	return isGzip(body) && strings.EqualFold(strings.TrimSpace(h.Get("Content-Encoding")), "gzip")
+}
+
+// gunzip decodes a gzip payload of at most maxDecoded bytes.
+func gunzip(b []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	d, err := io.ReadAll(io.LimitReader(zr, maxDecoded+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(d) > maxDecoded {
+		return nil, errors.New("gateway: decoded payload too large")
+	}
+	return d, nil
+}
+
+// passHeaders are archived response headers replayed under their own name.
+// Location and Refresh are rewritten by the caller.
+var passHeaders = map[string]bool{
+	"Content-Type": true, "Content-Language": true, "Content-Disposition": true,
+	"Location": true, "Refresh": true,
+}
+
+// dropHeaders describe the original connection or encoding, which the
+// gateway's own response replaces.
+var dropHeaders = map[string]bool{
+	"Connection": true, "Keep-Alive": true, "Transfer-Encoding": true, "Te": true,
+	"Trailer": true, "Upgrade": true, "Content-Length": true, "Content-Encoding": true,
+	"Proxy-Authenticate": true, "Proxy-Connection": true,
+}
+
+// copyHeaders copies archived headers to dst: a few under their own name,
+// hop-by-hop ones not at all, the rest as X-Archive-Orig-<name> so that
+// nothing (cookies, security policies, caching) acts on the gateway's origin.
+func copyHeaders(dst, src http.Header) {
+	for k, vs := range src {
+		ck := http.CanonicalHeaderKey(k)
+		switch {
+		case dropHeaders[ck]:
+		case passHeaders[ck]:
+			dst[ck] = append([]string(nil), vs...)
+		default:
+			dst["X-Archive-Orig-"+ck] = append([]string(nil), vs...)
+		}
+	}
+}
+
+// selectVersion returns the index of the newest version in vs (oldest first)
+// whose time is not after t, or 0 when all are newer; -1 if vs is empty.
+func selectVersion(vs []archive.Version, t time.Time) int {
+	if len(vs) == 0 {
+		return -1
+	}
+	best := 0
+	for i, v := range vs {
+		if !v.Time.After(t) {
+			best = i
+		}
+	}
+	return best
+}

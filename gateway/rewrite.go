@@ -1,0 +1,183 @@
+package gateway
+
+import (
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/herod-archive/herod/internal/canon"
+)
+
+// Rewriter maps the URLs found in one archived document to gateway paths
+// that replay their targets at the same timestamp. It is a plain value
+// used by one goroutine: <base href> changes its base as a document is read.
+type Rewriter struct {
+	// Base is the canonical URL relative references resolve against: the
+	// document's URL, then the <base href> of an HTML document.
+	Base *url.URL
+	// TS is the timestamp (as the reader wrote it) put in rewritten paths.
+	TS string
+
+	// identity makes the Rewriter return every reference unchanged (and
+	// rename no attribute): tests use it to check that rewriting keeps
+	// every byte it does not mean to change.
+	identity bool
+}
+
+// NewRewriter returns a Rewriter for a document at the canonical URL doc,
+// replayed at timestamp ts.
+func NewRewriter(doc, ts string) (*Rewriter, error) {
+	u, err := canon.Parse(doc)
+	if err != nil {
+		return nil, err
+	}
+	return &Rewriter{Base: u, TS: ts}, nil
+}
+
+// skipSchemes are reference prefixes that are not fetched from the web.
+var skipSchemes = []string{"javascript:", "data:", "mailto:", "tel:", "about:", "blob:", "sms:", "urn:", "vbscript:"}
+
+// URL returns the gateway path for the reference ref found in the document,
+// keeping its fragment, with modifier mod ("" or e.g. ModIframe). A
+// reference that is empty, only a fragment, not http(s), or malformed is
+// returned unchanged.
+func (rw *Rewriter) URL(ref, mod string) string {
+	s := strings.Trim(ref, " \t\n\r\f")
+	if s == "" || s[0] == '#' || rw.identity {
+		return ref
+	}
+	low := strings.ToLower(s[:min(len(s), 12)])
+	for _, p := range skipSchemes {
+		if strings.HasPrefix(low, p) {
+			return ref
+		}
+	}
+	frag := ""
+	if i := strings.IndexByte(s, '#'); i >= 0 {
+		s, frag = s[:i], s[i:]
+	}
+	abs, err := canon.Resolve(rw.Base, s)
+	if err != nil {
+		return ref
+	}
+	return webPath(rw.TS, mod, abs) + frag
+}
+
+// SetBase resolves a <base href> value against the current base and makes
+// it the base of the rest of the document. Invalid values are ignored.
+func (rw *Rewriter) SetBase(href string) {
+	abs, err := canon.Resolve(rw.Base, strings.TrimSpace(href))
+	if err != nil {
+		return
+	}
+	if u, err := canon.Parse(abs); err == nil {
+		rw.Base = u
+	}
+}
+
+// cssURL matches url(...) (quoted or not) and @import "..." in CSS. Go's
+// regexp runs in linear time, so hostile stylesheets cannot stall it.
+var cssURL = regexp.MustCompile(`(?i)url\(\s*(?:"([^"\n]*)"|'([^'\n]*)'|([^)"'\s]*))\s*\)|@import\s*(?:"([^"\n]*)"|'([^'\n]*)')`)
+
+// CSS returns css with every url() and @import target rewritten. All other
+// bytes are kept.
+func (rw *Rewriter) CSS(css []byte) []byte {
+	ms := cssURL.FindAllSubmatchIndex(css, -1)
+	if ms == nil {
+		return css
+	}
+	out := make([]byte, 0, len(css)+len(ms)*32)
+	last := 0
+	for _, m := range ms {
+		for g := 1; g <= 5; g++ {
+			s, e := m[2*g], m[2*g+1]
+			if s < 0 {
+				continue
+			}
+			out = append(out, css[last:s]...)
+			out = append(out, rw.URL(string(css[s:e]), "")...)
+			last = e
+			break
+		}
+	}
+	return append(out, css[last:]...)
+}
+
+// Srcset rewrites each candidate URL of an srcset attribute value, keeping
+// separators and descriptors.
+func (rw *Rewriter) Srcset(v string) string {
+	var b strings.Builder
+	i := 0
+	for i < len(v) {
+		j := i
+		for j < len(v) && (isHTMLSpace(v[j]) || v[j] == ',') {
+			j++
+		}
+		b.WriteString(v[i:j])
+		i = j
+		if i >= len(v) {
+			break
+		}
+		for j < len(v) && !isHTMLSpace(v[j]) {
+			j++
+		}
+		u := v[i:j]
+		k := len(u)
+		for k > 0 && u[k-1] == ',' {
+			k--
+		}
+		b.WriteString(rw.URL(u[:k], ""))
+		b.WriteString(u[k:])
+		i = j
+		if k < len(u) {
+			continue // the commas ended this candidate
+		}
+		depth := 0
+		for ; j < len(v); j++ {
+			c := v[j]
+			if c == '(' {
+				depth++
+			} else if c == ')' && depth > 0 {
+				depth--
+			} else if c == ',' && depth == 0 {
+				break
+			}
+		}
+		b.WriteString(v[i:j])
+		i = j
+	}
+	return b.String()
+}
+
+// Refresh rewrites the URL of a Refresh header or <meta http-equiv=refresh>
+// content value ("5; url=/next"), keeping the rest.
+func (rw *Rewriter) Refresh(v string) string {
+	low := strings.ToLower(v)
+	i := strings.Index(low, "url")
+	if i < 0 {
+		return v
+	}
+	j := i + 3
+	for j < len(v) && isHTMLSpace(v[j]) {
+		j++
+	}
+	if j >= len(v) || v[j] != '=' {
+		return v
+	}
+	j++
+	for j < len(v) && isHTMLSpace(v[j]) {
+		j++
+	}
+	end := len(v)
+	if j < len(v) && (v[j] == '"' || v[j] == '\'') {
+		if k := strings.IndexByte(v[j+1:], v[j]); k >= 0 {
+			end = j + 1 + k
+		}
+		j++
+	}
+	return v[:j] + rw.URL(v[j:end], "") + v[end:]
+}
+
+func isHTMLSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'
+}

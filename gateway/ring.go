@@ -1,0 +1,226 @@
+package gateway
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"net/http"
+	"sort"
+	"strings"
+)
+
+// RingView is what the /ring page shows: the virtual servers this node
+// knows of (its own and those it has heard of), and optionally a summary
+// per real node.
+type RingView struct {
+	Self  string        `json:"self"`            // peer id of this node
+	Nodes []RingNode    `json:"nodes"`           // virtual servers, any order
+	Peers []PeerSummary `json:"peers,omitempty"` // per real node, if known
+}
+
+// RingNode is one virtual server.
+type RingNode struct {
+	ID          string   `json:"id"`                    // 40 hex digits
+	Index       int      `json:"index"`                 // virtual-server index on its real node
+	Peer        string   `json:"peer"`                  // real node (libp2p peer id)
+	Addr        string   `json:"addr,omitempty"`        // address it was seen at
+	Predecessor string   `json:"predecessor,omitempty"` // hex id, "" if unknown
+	Successors  []string `json:"successors,omitempty"`  // hex ids, nearest first
+	Local       bool     `json:"local"`                 // runs in this process
+}
+
+// PeerSummary is the crawl and storage summary of one real node.
+type PeerSummary struct {
+	Peer     string `json:"peer"`
+	Addr     string `json:"addr,omitempty"`
+	Queued   int64  `json:"queued"`   // URLs waiting in today's queue
+	Fetched  int64  `json:"fetched"`  // fetches today
+	Stored   int64  `json:"stored"`   // new versions stored today
+	Errors   int64  `json:"errors"`   // failed fetches today
+	Versions int64  `json:"versions"` // versions held
+	Bytes    int64  `json:"bytes"`    // bytes on disk
+}
+
+// ringSize is the side of the SVG picture, in pixels; ringRadius the circle.
+const (
+	ringSize   = 520.0
+	ringRadius = 200.0
+)
+
+type ringDot struct {
+	RingNode
+	Short, Color, Check string
+	PredShort           string
+	SuccShort           []string
+	X, Y                float64
+	OK                  bool
+}
+
+type ringArc struct {
+	D, Color, Dash string
+}
+
+type ringPeer struct {
+	PeerSummary
+	Color  string
+	VNodes int
+}
+
+type ringData struct {
+	Self         string
+	Size, Center float64
+	Radius       float64
+	Dots         []ringDot
+	Arcs         []ringArc
+	Peers        []ringPeer
+	Broken       int
+}
+
+// angle returns the position of a hex id on the circle as a fraction of a
+// turn, from its top 64 bits; ok is false for a malformed id.
+func angle(hexID string) (float64, bool) {
+	b, err := hex.DecodeString(hexID)
+	if err != nil || len(b) < 8 {
+		return 0, false
+	}
+	return float64(binary.BigEndian.Uint64(b[:8])) / math.Exp2(64), true
+}
+
+// point returns the SVG coordinates of fraction f of a turn on a circle of
+// radius r, clockwise from the top.
+func point(f, r float64) (x, y float64) {
+	a := 2*math.Pi*f - math.Pi/2
+	return ringSize/2 + r*math.Cos(a), ringSize/2 + r*math.Sin(a)
+}
+
+// palette holds the first node colours; red is kept for broken pointers.
+var palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#17becf", "#8c564b", "#e377c2", "#bcbd22"}
+
+// peerColors gives each real node of a view a distinct colour, in the order
+// of the sorted peer ids, so a node keeps its colour as long as the set of
+// nodes does not change. The first eight come from a fixed palette, the
+// rest are hues a golden angle apart.
+func peerColors(nodes []RingNode, peers []PeerSummary) map[string]string {
+	var ids []string
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		if !seen[n.Peer] {
+			seen[n.Peer] = true
+			ids = append(ids, n.Peer)
+		}
+	}
+	for _, p := range peers {
+		if !seen[p.Peer] {
+			seen[p.Peer] = true
+			ids = append(ids, p.Peer)
+		}
+	}
+	sort.Strings(ids)
+	c := make(map[string]string, len(ids))
+	for i, p := range ids {
+		if i < len(palette) {
+			c[p] = palette[i]
+		} else {
+			c[p] = fmt.Sprintf("hsl(%.0f,60%%,45%%)", math.Mod(float64(i)*137.508, 360))
+		}
+	}
+	return c
+}
+
+// buildRing computes the picture and the table, and checks each successor
+// pointer against the ring the view itself describes.
+func buildRing(v RingView) ringData {
+	d := ringData{Self: v.Self, Size: ringSize, Center: ringSize / 2, Radius: ringRadius}
+	nodes := make([]RingNode, 0, len(v.Nodes))
+	pos := map[string]float64{}
+	for _, n := range v.Nodes {
+		n.ID = strings.ToLower(n.ID)
+		if f, ok := angle(n.ID); ok {
+			pos[n.ID] = f
+			nodes = append(nodes, n)
+		}
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
+	colors := peerColors(nodes, v.Peers)
+	count := map[string]int{}
+	for i, n := range nodes {
+		count[n.Peer]++
+		want := nodes[(i+1)%len(nodes)].ID
+		dot := ringDot{RingNode: n, Short: short(n.ID), Color: colors[n.Peer], OK: true}
+		dot.X, dot.Y = point(pos[n.ID], ringRadius)
+		dot.PredShort = short(n.Predecessor)
+		for _, s := range n.Successors {
+			dot.SuccShort = append(dot.SuccShort, short(s))
+		}
+		switch {
+		case len(n.Successors) == 0:
+			dot.Check = "no successor"
+			dot.OK = false
+		case strings.ToLower(n.Successors[0]) != want:
+			dot.Check = "successor should be " + short(want)
+			dot.OK = false
+		default:
+			dot.Check = "ok"
+		}
+		if !dot.OK {
+			d.Broken++
+		}
+		d.Dots = append(d.Dots, dot)
+		if len(n.Successors) > 0 {
+			if f, ok := angle(strings.ToLower(n.Successors[0])); ok {
+				arc := ringArc{D: arcPath(pos[n.ID], f, ringRadius-14), Color: dot.Color}
+				if !dot.OK {
+					arc.Color, arc.Dash = "#c0392b", "6 4"
+				}
+				d.Arcs = append(d.Arcs, arc)
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, p := range v.Peers {
+		seen[p.Peer] = true
+		d.Peers = append(d.Peers, ringPeer{PeerSummary: p, Color: colors[p.Peer], VNodes: count[p.Peer]})
+	}
+	for _, n := range nodes {
+		if !seen[n.Peer] {
+			seen[n.Peer] = true
+			d.Peers = append(d.Peers, ringPeer{PeerSummary: PeerSummary{Peer: n.Peer, Addr: n.Addr}, Color: colors[n.Peer], VNodes: count[n.Peer]})
+		}
+	}
+	return d
+}
+
+// short abbreviates a hex id to its first 8 digits.
+func short(hexID string) string { return strings.ToLower(hexID[:min(8, len(hexID))]) }
+
+// arcPath is the SVG path of the clockwise arc from fraction a to fraction b
+// of a turn (the whole circle when they are equal).
+func arcPath(a, b, r float64) string {
+	sweep := b - a
+	if sweep <= 0 {
+		sweep++
+	}
+	if sweep >= 0.999 {
+		sweep = 0.999
+	}
+	x1, y1 := point(a, r)
+	x2, y2 := point(a+sweep, r)
+	large := 0
+	if sweep > 0.5 {
+		large = 1
+	}
+	return fmt.Sprintf("M%.1f %.1f A%.1f %.1f 0 %d 1 %.1f %.1f", x1, y1, r, r, large, x2, y2)
+}
+
+// serveRing renders the ring page; ?format=json returns the RingView.
+func (s *Server) serveRing(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	v := s.cfg.Ring(ctx)
+	if r.URL.Query().Get("format") == "json" {
+		writeJSON(w, s.log, v)
+		return
+	}
+	s.render(w, r, http.StatusOK, "ring", buildRing(v))
+}

@@ -1,0 +1,129 @@
+package sampleweb
+
+import "sort"
+
+// versions.go answers, per day, what a complete crawl reaches and which of
+// those URLs it stores a new version of.
+
+// maxReachCache bounds the days whose Reachable lists are kept.
+const maxReachCache = 64
+
+// Reachable returns the sorted canonical URLs a crawler reaches from Seeds
+// on day d by following a[href], img[src], link[href] (stylesheets),
+// script[src] and iframe[src], including redirect targets (and the
+// redirecting URL itself), images, stylesheets, scripts and links that
+// answer 404, and excluding paths robots.txt disallows and URLs with a
+// query string (dynamic URLs; see ReachableDynamic). robots.txt itself is
+// not included. Every url() target in a stylesheet is also an <img> of the
+// pages that use it, so crawlers that parse CSS reach the same set. Nil
+// before Start.
+func (w *Web) Reachable(d int) []string { return w.reachable(d, false) }
+
+// ReachableDynamic is Reachable with URLs that have a query string followed
+// too (search result pages, page URLs with a session parameter).
+func (w *Web) ReachableDynamic(d int) []string { return w.reachable(d, true) }
+
+func (w *Web) reachable(d int, dynamic bool) []string {
+	d = max(d, 0)
+	bases := w.basesCopy()
+	if len(bases) == 0 {
+		return nil
+	}
+	k := reachKey{d, dynamic}
+	w.mu.Lock()
+	got, ok := w.reached[k]
+	w.mu.Unlock()
+	if ok {
+		return append([]string(nil), got...)
+	}
+	got = urls(w.m.reach(d, dynamic), bases)
+	w.mu.Lock()
+	if len(w.reached) >= maxReachCache {
+		for old := range w.reached {
+			delete(w.reached, old)
+			break
+		}
+	}
+	w.reached[k] = got
+	w.mu.Unlock()
+	return append([]string(nil), got...)
+}
+
+// knownSet is the union of Reachable(0..day).
+type knownSet struct {
+	day  int
+	urls map[string]bool
+}
+
+// known returns the union of Reachable(0..d) (empty for d < 0). The caller
+// must not modify it.
+func (w *Web) known(d int) map[string]bool {
+	w.mu.Lock()
+	ks := w.knownU
+	w.mu.Unlock()
+	if ks == nil || ks.day > d {
+		ks = &knownSet{day: -1, urls: make(map[string]bool)}
+	} else {
+		cp := &knownSet{day: ks.day, urls: make(map[string]bool, len(ks.urls))}
+		for u := range ks.urls {
+			cp.urls[u] = true
+		}
+		ks = cp
+	}
+	for ks.day < d {
+		ks.day++
+		for _, u := range w.Reachable(ks.day) {
+			ks.urls[u] = true
+		}
+	}
+	w.mu.Lock()
+	if w.knownU == nil || w.knownU.day < ks.day {
+		w.knownU = ks
+	}
+	w.mu.Unlock()
+	return ks.urls
+}
+
+// NewVersions returns the sorted URLs for which a crawl of day d stores a
+// new version, given that every earlier day was crawled completely and
+// every known URL (the union of Reachable(0..d)) is fetched again each day:
+// on day 0 that is Reachable(0); on a later day it is the URLs first reached
+// that day plus the known URLs whose body changed since day d-1. URLs that
+// answer 301 or 404 are included when first reached (their bodies never
+// change); use Status to filter them if a crawler does not store them.
+func (w *Web) NewVersions(d int) []string {
+	d = max(d, 0)
+	cur := w.Reachable(d)
+	if cur == nil {
+		return nil
+	}
+	if d == 0 {
+		return cur
+	}
+	known := w.known(d - 1)
+	var out []string
+	for _, u := range cur {
+		if !known[u] {
+			out = append(out, u)
+		}
+	}
+	for u := range known {
+		if w.changedOn(d, u) {
+			out = append(out, u)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// changedOn reports whether the body of rawURL on day d differs from its
+// body on day d-1 (d >= 1).
+func (w *Web) changedOn(d int, rawURL string) bool {
+	l, ok := w.locate(rawURL)
+	if !ok {
+		return false
+	}
+	path, query := splitQuery(l.pathq)
+	res := w.m.lookup(l.h, path, query, d, nil, false)
+	return res.status == 200 && res.lastMod == d && w.m.lookup(l.h, path, query, d-1, nil, false).status == 200
+}

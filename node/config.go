@@ -1,0 +1,110 @@
+package node
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/herod-archive/herod/crawl"
+)
+
+// Defaults for the zero values of Config.
+const (
+	DefaultListen         = "127.0.0.1:4001"
+	DefaultGatewayOffset  = 1000
+	DefaultVirtualServers = 4
+	DefaultDayLength      = 24 * time.Hour
+	DefaultFlushInterval  = 250 * time.Millisecond
+	DefaultFlushSize      = 2048
+)
+
+// Config configures one herod node. The zero value of every field but
+// DataDir means the documented default.
+type Config struct {
+	// DataDir holds the node's identity key, archive and crawl queue.
+	DataDir string
+	// Listen is the ring address "ip:port" (TCP, and QUIC on the same port
+	// when the port is fixed). Virtual-server ids derive from it, so it must
+	// be a concrete IP address. Default DefaultListen; port 0 picks a free one.
+	Listen string
+	// Join lists members to join the ring through, as multiaddrs with a
+	// /p2p/ component ("/ip4/1.2.3.4/tcp/4001/p2p/12D3Koo..."). Empty means
+	// the node starts a ring of its own.
+	Join []string
+	// VirtualServers is how many ring positions this node takes, in
+	// proportion to its disk and bandwidth. Default DefaultVirtualServers.
+	VirtualServers int
+	// StabilizeInterval is the ring maintenance period (ring's default when zero).
+	StabilizeInterval time.Duration
+	// Seeds are URLs handed to the ring once the node has started.
+	Seeds []string
+	// Gateway is the gateway's listen address. Empty means the ring's IP
+	// with the ring port plus GatewayOffset.
+	Gateway string
+	// GatewayOffset is added to the ring port to find the gateway port.
+	// Default DefaultGatewayOffset.
+	GatewayOffset int
+	// DayLength is the length of a crawl day: every known URL is fetched
+	// again once per day. Default DefaultDayLength.
+	DayLength time.Duration
+	// Quota bounds the archive's bytes on disk; 0 means unlimited.
+	Quota int64
+	// Crawl configures fetching and politeness. The node sets its DayLength,
+	// Owns and Logger fields.
+	Crawl crawl.Config
+	// FlushInterval and FlushSize bound how long extracted links wait before
+	// they are forwarded. Defaults DefaultFlushInterval and DefaultFlushSize.
+	FlushInterval time.Duration
+	FlushSize     int
+	// Logger receives the node's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.DataDir == "" {
+		return c, fmt.Errorf("node config: DataDir is required")
+	}
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.VirtualServers == 0 {
+		c.VirtualServers = DefaultVirtualServers
+	}
+	if c.GatewayOffset == 0 {
+		c.GatewayOffset = DefaultGatewayOffset
+	}
+	if c.DayLength == 0 {
+		c.DayLength = DefaultDayLength
+	}
+	if c.FlushInterval == 0 {
+		c.FlushInterval = DefaultFlushInterval
+	}
+	if c.FlushSize == 0 {
+		c.FlushSize = DefaultFlushSize
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
+
+// gatewayAddr returns the gateway listen address for a ring bound to ringAddr.
+func (c Config) gatewayAddr(ringAddr string) (string, error) {
+	if c.Gateway != "" {
+		return c.Gateway, nil
+	}
+	ip, port, err := net.SplitHostPort(ringAddr)
+	if err != nil {
+		return "", fmt.Errorf("gateway address: %w", err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return "", fmt.Errorf("gateway address: port %q: %w", port, err)
+	}
+	if p+c.GatewayOffset > 65535 {
+		return "", fmt.Errorf("gateway address: ring port %d + offset %d exceeds 65535", p, c.GatewayOffset)
+	}
+	return net.JoinHostPort(ip, strconv.Itoa(p+c.GatewayOffset)), nil
+}

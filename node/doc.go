@@ -1,0 +1,22 @@
+// Package node wires one herod volunteer node: a libp2p host, the node's
+// virtual servers on the Chord ring, the archive, the crawler and the
+// gateway, plus the node-to-node services the layers need:
+//
+//   - /herod/links/1.0.0 delivers a batch of links to the node that owns
+//     them; the reply acknowledges that they are durably queued.
+//   - /herod/archive/1.0.0 answers "versions of u" and "the capture of u at
+//     t" for URLs the node stores, so that any gateway answers any URL.
+//
+// Invariants: a link is never dropped while in a node's forwarder — it
+// leaves only when its owner acknowledges it; every payload that crosses
+// the network is checked against its SHA-1 before use; every inbound
+// message is bounded in size and time.
+//
+// Concurrency: a Node is safe for concurrent use once New returns. Start
+// runs the background work under a context that Close cancels; Close
+// leaves the ring gracefully, then stops the crawler, the forwarder, the
+// gateway and the host, and closes the archive.
+//
+// LocalRing runs several nodes on loopback for `herod demo` and for the
+// end-to-end tests.
+package node

@@ -1,0 +1,227 @@
+package node
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/crawl"
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/sampleweb"
+)
+
+// TestEndToEnd is issue 2's acceptance test: three nodes on real libp2p
+// hosts crawl the sample web to completion; every reachable page is stored
+// once, on the node that owns it; node A's gateway replays a page node C
+// owns with links rewritten into the archive; after a day change only the
+// pages that changed are stored again.
+func TestEndToEnd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+
+	web := sampleweb.New(sampleweb.Config{Hosts: 3, Pages: 600})
+	if err := web.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+
+	lr, err := StartLocalRing(ctx, t.TempDir(), 3, Config{
+		VirtualServers:    4,
+		StabilizeInterval: 100 * time.Millisecond,
+		FlushInterval:     20 * time.Millisecond,
+		Crawl:             crawl.Config{HostRate: 2000, Concurrency: 16},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lr.Close()
+	if err := lr.WaitStable(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	if err := lr.Nodes[0].Seed(ctx, web.Seeds()); err != nil {
+		t.Fatal(err)
+	}
+	if err := lr.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reach := archivable(web, 0, web.Reachable(0))
+	t.Logf("day 0: crawled %d URLs (%d stored) in %s", len(web.Reachable(0)), len(reach), time.Since(start).Round(time.Millisecond))
+
+	// Every reachable URL is stored exactly once, on its owner, and nowhere else.
+	counts := lr.versionCounts(ctx, t, reach)
+	for _, u := range reach {
+		if counts[u] != 1 {
+			t.Errorf("day 0: %s has %d versions on its owner, want 1", u, counts[u])
+		}
+	}
+	lr.checkNoStrays(ctx, t)
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// Node A's gateway replays a page owned by node C.
+	a, c := lr.Nodes[0], lr.Nodes[2]
+	var page string
+	for _, u := range reach {
+		if strings.HasSuffix(u, ".html") && lr.Owner(id.OfString(u)) == c {
+			page = u
+			break
+		}
+	}
+	if page == "" {
+		t.Fatal("no HTML page owned by node C")
+	}
+	ts := time.Now().UTC().Format("20060102150405")
+	body, ctype := get(t, a.GatewayURL()+"web/"+ts+"/"+page)
+	if !strings.HasPrefix(ctype, "text/html") {
+		t.Fatalf("replay content type %q", ctype)
+	}
+	prefix := "/web/" + ts
+	if !strings.Contains(body, `href="`+prefix) || !strings.Contains(body, `src="`+prefix) {
+		t.Fatalf("replayed page's links and images are not rewritten into the archive:\n%s", body)
+	}
+	for _, host := range web.Seeds() {
+		host = strings.TrimSuffix(host, "/")
+		if strings.Contains(body, `href="`+host) || strings.Contains(body, `src="`+host) {
+			t.Fatalf("replayed page links straight to the live web (%s)", host)
+		}
+	}
+	// An embedded image, followed through node A's gateway, comes out of the archive.
+	img := between(body, `<img src="`, `"`)
+	if img == "" {
+		t.Fatalf("no image in replayed page")
+	}
+	if _, ctype := get(t, strings.TrimSuffix(a.GatewayURL(), "/")+img); !strings.HasPrefix(ctype, "image/") {
+		t.Fatalf("image %s replayed as %q", img, ctype)
+	}
+
+	// Day 1: only the pages that changed are stored again.
+	web.SetDay(1)
+	before := lr.versionCounts(ctx, t, known(web, 1))
+	start = time.Now()
+	for _, n := range lr.Nodes {
+		if err := n.NewDay(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := lr.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after := lr.versionCounts(ctx, t, known(web, 1))
+	var grew []string
+	for u, n := range after {
+		if n > before[u] {
+			grew = append(grew, u)
+		}
+	}
+	slices.Sort(grew)
+	want := archivable(web, 1, web.NewVersions(1))
+	t.Logf("day 1: %d new versions in %s (sample web changed %d)", len(grew), time.Since(start).Round(time.Millisecond), len(want))
+	if !slices.Equal(grew, want) {
+		t.Errorf("day 1 stored new versions of %d URLs, want %d\n extra:   %v\n missing: %v",
+			len(grew), len(want), minus(grew, want), minus(want, grew))
+	}
+	lr.checkNoStrays(ctx, t)
+}
+
+// versionCounts returns, for each URL, the number of versions its owner stores.
+func (lr *LocalRing) versionCounts(ctx context.Context, t *testing.T, urls []string) map[string]int {
+	t.Helper()
+	m := make(map[string]int, len(urls))
+	for _, u := range urls {
+		vs, err := lr.Owner(id.OfString(u)).Store().Versions(ctx, u)
+		if err != nil {
+			t.Fatalf("versions of %s: %v", u, err)
+		}
+		m[u] = len(vs)
+	}
+	return m
+}
+
+// checkNoStrays fails the test if any node stores a URL it does not own.
+func (lr *LocalRing) checkNoStrays(ctx context.Context, t *testing.T) {
+	t.Helper()
+	for _, n := range lr.Nodes {
+		err := n.Store().Range(ctx, id.ID{}, id.ID{}, func(v archive.Version) error {
+			if o := lr.Owner(v.Key); o != n {
+				t.Errorf("%s stores %s, owned by %s", n.self.Addr, v.URL, o.self.Addr)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// archivable keeps the URLs whose answer on day d the crawler stores: the
+// crawler counts 4xx and 5xx answers as errors and does not archive them.
+func archivable(web *sampleweb.Web, d int, urls []string) []string {
+	var out []string
+	for _, u := range urls {
+		if web.Status(d, u) < 400 {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// known is every URL a crawler has met by the end of day d.
+func known(web *sampleweb.Web, d int) []string {
+	var all []string
+	for i := 0; i <= d; i++ {
+		all = append(all, web.Reachable(i)...)
+	}
+	slices.Sort(all)
+	return slices.Compact(all)
+}
+
+func minus(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if _, ok := slices.BinarySearch(b, x); !ok {
+			out = append(out, x)
+		}
+	}
+	if len(out) > 10 {
+		out = append(out[:10], "…")
+	}
+	return out
+}
+
+func get(t *testing.T, u string) (body, contentType string) {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s\n%s", u, resp.Status, b)
+	}
+	return string(b), resp.Header.Get("Content-Type")
+}
+
+func between(s, start, end string) string {
+	i := strings.Index(s, start)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(start):]
+	j := strings.Index(s, end)
+	if j < 0 {
+		return ""
+	}
+	return s[:j]
+}

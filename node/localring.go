@@ -1,0 +1,180 @@
+package node
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/ring"
+)
+
+// LocalRing is several nodes on this machine's loopback interface, joined
+// into one ring: what `herod demo` runs and what end-to-end tests use.
+type LocalRing struct {
+	Nodes []*Node
+}
+
+// StartLocalRing starts count nodes with data directories under dir. Each
+// node gets a copy of base with its own DataDir, a free loopback port for the
+// ring and one for the gateway; every node after the first joins through the
+// first. base.Seeds is ignored: seed with Nodes[i].Seed once WaitStable
+// returns, so that links reach their true owners.
+func StartLocalRing(ctx context.Context, dir string, count int, base Config) (*LocalRing, error) {
+	if count < 1 {
+		return nil, errors.New("local ring: need at least one node")
+	}
+	lr := &LocalRing{}
+	for i := 0; i < count; i++ {
+		cfg := base
+		cfg.DataDir = filepath.Join(dir, fmt.Sprintf("node%d", i))
+		if cfg.Listen == "" {
+			cfg.Listen = "127.0.0.1:0"
+		}
+		if cfg.Gateway == "" {
+			cfg.Gateway = "127.0.0.1:0"
+		}
+		if i > 0 {
+			cfg.Join = []string{lr.Nodes[0].Multiaddr()}
+		}
+		cfg.Seeds = nil
+		n, err := New(cfg)
+		if err != nil {
+			lr.Close()
+			return nil, fmt.Errorf("local ring: node %d: %w", i, err)
+		}
+		lr.Nodes = append(lr.Nodes, n)
+		if err := n.Start(ctx); err != nil {
+			lr.Close()
+			return nil, fmt.Errorf("local ring: node %d: %w", i, err)
+		}
+	}
+	return lr, nil
+}
+
+// Close stops every node.
+func (lr *LocalRing) Close() error {
+	var errs []error
+	for _, n := range lr.Nodes {
+		errs = append(errs, n.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Owner returns the node that owns key according to the ids of all virtual
+// servers in the ring, computed here rather than asked of the ring.
+func (lr *LocalRing) Owner(key id.ID) *Node {
+	var best *Node
+	var bestID id.ID
+	var first *Node
+	var firstID id.ID
+	for _, n := range lr.Nodes {
+		for i := 0; i < n.cfg.VirtualServers; i++ {
+			v := ring.VirtualID(n.self.Addr, i)
+			if first == nil || v.Less(firstID) {
+				first, firstID = n, v
+			}
+			if v.Cmp(key) >= 0 && (best == nil || v.Less(bestID)) {
+				best, bestID = n, v
+			}
+		}
+	}
+	if best == nil {
+		return first
+	}
+	return best
+}
+
+// WaitStable waits until the ring has converged: for probe keys spread over
+// the circle (and every virtual-server id), every node's lookup returns the
+// true owner and exactly that node claims the key.
+func (lr *LocalRing) WaitStable(ctx context.Context) error {
+	keys := lr.probeKeys(64)
+	var last error
+	for {
+		if last = lr.checkStable(ctx, keys); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("local ring not stable: %w (last: %v)", ctx.Err(), last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (lr *LocalRing) probeKeys(random int) []id.ID {
+	var keys []id.ID
+	for _, n := range lr.Nodes {
+		for i := 0; i < n.cfg.VirtualServers; i++ {
+			v := ring.VirtualID(n.self.Addr, i)
+			keys = append(keys, v, v.AddPow2(0))
+		}
+	}
+	for i := 0; i < random; i++ {
+		var b [8]byte
+		binary.BigEndian.PutUint64(b[:], uint64(i))
+		keys = append(keys, id.ID(sha1.Sum(b[:])))
+	}
+	return keys
+}
+
+func (lr *LocalRing) checkStable(ctx context.Context, keys []id.ID) error {
+	for _, k := range keys {
+		want := lr.Owner(k)
+		for _, n := range lr.Nodes {
+			o, err := n.ring.Lookup(ctx, k)
+			if err != nil {
+				return fmt.Errorf("lookup %s from %s: %w", k.Short(), n.self.Addr, err)
+			}
+			if o.Peer != want.self.Peer {
+				return fmt.Errorf("lookup %s from %s: got %s, want %s", k.Short(), n.self.Addr, o.Addr, want.self.Addr)
+			}
+			if owns := n.ring.Owns(k); owns != (n == want) {
+				return fmt.Errorf("%s claims %s: %v", n.self.Addr, k.Short(), owns)
+			}
+		}
+	}
+	return nil
+}
+
+// WaitIdle waits until the whole ring has nothing to crawl or forward: two
+// consecutive sweeps find every node idle and no progress between them.
+func (lr *LocalRing) WaitIdle(ctx context.Context) error {
+	prev := int64(-1)
+	for {
+		idle := true
+		var progress int64
+		for _, n := range lr.Nodes {
+			if !n.Idle() {
+				idle = false
+			}
+			st := n.fwd.Stats()
+			progress += st.Sent + st.Local + n.counters.linksReceived.Load() + n.crawler.Stats().FetchedToday
+		}
+		if idle && progress == prev {
+			return nil
+		}
+		if idle {
+			prev = progress
+		} else {
+			prev = -1
+		}
+		select {
+		case <-ctx.Done():
+			var b strings.Builder
+			for _, n := range lr.Nodes {
+				cs, fs := n.crawler.Stats(), n.fwd.Stats()
+				fmt.Fprintf(&b, "\n  %s: queued %d, in flight %d, fetched %d, errors %v; forward pending %d, in flight %d, last error %q",
+					n.self.Addr, cs.Queued, cs.InFlight, cs.FetchedToday, cs.ErrorsByKind, fs.Pending, fs.InFlight, fs.LastError)
+			}
+			return fmt.Errorf("local ring not idle: %w%s", ctx.Err(), b.String())
+		case <-time.After(150 * time.Millisecond):
+		}
+	}
+}

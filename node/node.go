@@ -1,0 +1,318 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/crawl"
+	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/ring"
+	"github.com/herod-archive/herod/ring/p2p"
+)
+
+// Node is one herod volunteer node: a libp2p host, its virtual servers on
+// the ring, the archive it keeps, the crawler that fills it and the gateway
+// that serves it.
+type Node struct {
+	cfg     Config
+	log     *slog.Logger
+	host    host.Host
+	ring    *ring.Ring
+	store   *archive.Store
+	crawler *crawl.Crawler
+	fwd     *forwarder
+	gw      *gateway.Server
+	httpSrv *http.Server
+	gwLn    net.Listener
+	self    ring.Contact
+
+	ctx     context.Context // lives from Start to Close
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	started atomic.Bool
+	closed  atomic.Bool
+
+	counters struct {
+		linksReceived, badFrames, badLinks atomic.Int64
+	}
+}
+
+// New creates a node from cfg: it opens the archive and the crawl queue in
+// cfg.DataDir and starts the libp2p host and the gateway listener, but does
+// not join the ring or crawl until Start.
+func New(cfg Config) (n *Node, err error) {
+	cfg, err = cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("node: data dir: %w", err)
+	}
+	n = &Node{cfg: cfg, log: cfg.Logger}
+	defer func() {
+		if err != nil {
+			n.closeAll()
+		}
+	}()
+	key, err := loadIdentity(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	if n.host, err = newHost(cfg.Listen, key); err != nil {
+		return nil, err
+	}
+	if n.self, err = p2p.ContactOf(n.host); err != nil {
+		return nil, fmt.Errorf("node: ring address: %w", err)
+	}
+	n.log = cfg.Logger.With("node", n.self.Addr)
+	tr := p2p.New(n.host, n.log.With("sub", "ring"))
+	n.ring, err = ring.New(ring.Config{
+		Self:              n.self,
+		VirtualServers:    cfg.VirtualServers,
+		StabilizeInterval: cfg.StabilizeInterval,
+		Logger:            n.log.With("sub", "ring"),
+	}, tr)
+	if err != nil {
+		return nil, fmt.Errorf("node: ring: %w", err)
+	}
+	n.store, err = archive.Open(filepath.Join(cfg.DataDir, "archive"), archive.Options{
+		DayLength: cfg.DayLength,
+		Quota:     cfg.Quota,
+		Logger:    n.log.With("sub", "archive"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	n.fwd = newForwarder(n.ring, n.self.Peer, n.addLocal, n.sendLinks,
+		cfg.FlushInterval, cfg.FlushSize, n.log.With("sub", "forward"))
+	cc := cfg.Crawl
+	cc.DayLength = cfg.DayLength
+	cc.Owns = n.ownsURL
+	cc.Logger = n.log.With("sub", "crawl")
+	n.crawler, err = crawl.New(filepath.Join(cfg.DataDir, "crawl"), cc, n.store, n.fwd)
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	gwAddr, err := cfg.gatewayAddr(n.self.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	if n.gwLn, err = net.Listen("tcp", gwAddr); err != nil {
+		return nil, fmt.Errorf("node: gateway listen: %w", err)
+	}
+	n.gw, err = gateway.New(gateway.Config{
+		Archive: (*resolver)(n),
+		Status:  func(ctx context.Context) any { return n.Status() },
+		Ring:    n.ringView,
+		Metrics: n.metricsHandler(),
+		Logger:  n.log.With("sub", "gateway"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	n.httpSrv = &http.Server{
+		Handler:           n.adminMux(n.gw),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	return n, nil
+}
+
+// Start joins the ring (or starts a new one), begins crawling and serving,
+// and hands the configured seeds to the ring. It returns once the node has
+// joined; the work continues until Close.
+func (n *Node) Start(ctx context.Context) error {
+	if !n.started.CompareAndSwap(false, true) {
+		return errors.New("node: already started")
+	}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.host.SetStreamHandler(linksProtocol, n.handleLinks)
+	n.host.SetStreamHandler(archiveProtocol, n.handleArchive)
+	if err := n.ring.Start(n.ctx); err != nil {
+		return fmt.Errorf("node start: ring: %w", err)
+	}
+	if err := n.join(ctx); err != nil {
+		return err
+	}
+	n.wg.Add(2)
+	go func() {
+		defer n.wg.Done()
+		if err := n.httpSrv.Serve(n.gwLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.log.Error("gateway stopped", "err", err)
+		}
+	}()
+	go func() {
+		defer n.wg.Done()
+		n.fwd.run(n.ctx)
+	}()
+	if err := n.crawler.Start(n.ctx); err != nil {
+		return fmt.Errorf("node start: crawl: %w", err)
+	}
+	if len(n.cfg.Seeds) > 0 {
+		if err := n.Seed(ctx, n.cfg.Seeds); err != nil {
+			return fmt.Errorf("node start: %w", err)
+		}
+	}
+	n.log.Info("node started", "peer", n.self.Peer, "ring", n.self.Addr, "gateway", n.GatewayURL())
+	return nil
+}
+
+// join tries each configured member in turn until one lets this node in.
+func (n *Node) join(ctx context.Context) error {
+	if len(n.cfg.Join) == 0 {
+		return nil
+	}
+	var errs []error
+	for _, a := range n.cfg.Join {
+		c, err := ParseContact(a)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := n.ring.Join(ctx, c); err != nil {
+			errs = append(errs, fmt.Errorf("join via %s: %w", a, err))
+			continue
+		}
+		return nil
+	}
+	return fmt.Errorf("node start: %w", errors.Join(errs...))
+}
+
+// Seed canonicalizes urls and hands them to the ring, which delivers each to
+// its owner. Invalid URLs are reported together; valid ones are still seeded.
+func (n *Node) Seed(ctx context.Context, urls []string) error {
+	var good []string
+	var errs []error
+	for _, u := range urls {
+		c, err := canon.Canonical(u)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("seed %q: %w", u, err))
+			continue
+		}
+		good = append(good, c)
+	}
+	if err := n.fwd.Forward(ctx, good); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Close leaves the ring gracefully and stops everything. It is safe to call
+// more than once.
+func (n *Node) Close() error {
+	if !n.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	if n.started.Load() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := n.ring.Leave(ctx); err != nil {
+			n.log.Debug("ring leave", "err", err)
+		}
+		cancel()
+	}
+	return n.closeAll()
+}
+
+func (n *Node) closeAll() error {
+	var errs []error
+	if n.httpSrv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = n.httpSrv.Shutdown(ctx)
+		cancel()
+	} else if n.gwLn != nil {
+		n.gwLn.Close()
+	}
+	if n.cancel != nil {
+		n.cancel()
+	}
+	if n.crawler != nil {
+		errs = append(errs, n.crawler.Close())
+	}
+	n.wg.Wait()
+	if n.ring != nil {
+		errs = append(errs, n.ring.Close())
+	}
+	if n.host != nil {
+		errs = append(errs, n.host.Close())
+	}
+	if n.store != nil {
+		errs = append(errs, n.store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Contact returns the node's ring contact (peer id and address).
+func (n *Node) Contact() ring.Contact { return n.self }
+
+// Multiaddr returns the address other nodes pass to --join.
+func (n *Node) Multiaddr() string {
+	ai, err := addrInfo(n.self)
+	if err != nil {
+		return ""
+	}
+	addrs, err := peer.AddrInfoToP2pAddrs(&ai)
+	if err != nil || len(addrs) == 0 {
+		return ""
+	}
+	return addrs[0].String()
+}
+
+// GatewayURL returns the base URL of the node's gateway.
+func (n *Node) GatewayURL() string { return "http://" + n.gwLn.Addr().String() + "/" }
+
+// Idle reports whether the node has no crawl work queued or in flight and no
+// links waiting for delivery.
+func (n *Node) Idle() bool { return n.crawler.Idle() && !n.fwd.Busy() }
+
+// NewDay starts a new crawl day now (the crawler also does this on its own
+// when the day length elapses).
+func (n *Node) NewDay(ctx context.Context) error { return n.crawler.NewDay(ctx) }
+
+// Store returns the node's archive.
+func (n *Node) Store() *archive.Store { return n.store }
+
+// Ring returns the node's ring membership.
+func (n *Node) Ring() *ring.Ring { return n.ring }
+
+// ParseContact reads a member address as given to --join: a multiaddr with
+// a /p2p/ component and an IP and TCP port.
+func ParseContact(s string) (ring.Contact, error) {
+	m, err := ma.NewMultiaddr(s)
+	if err != nil {
+		return ring.Contact{}, fmt.Errorf("member address %q: %w", s, err)
+	}
+	ai, err := peer.AddrInfoFromP2pAddr(m)
+	if err != nil {
+		return ring.Contact{}, fmt.Errorf("member address %q: %w", s, err)
+	}
+	for _, a := range ai.Addrs {
+		ip, err := a.ValueForProtocol(ma.P_IP4)
+		if err != nil {
+			ip, err = a.ValueForProtocol(ma.P_IP6)
+		}
+		if err != nil {
+			continue
+		}
+		port, err := a.ValueForProtocol(ma.P_TCP)
+		if err != nil {
+			continue
+		}
+		return ring.Contact{Peer: ai.ID.String(), Addr: net.JoinHostPort(ip, port)}, nil
+	}
+	return ring.Contact{}, fmt.Errorf("member address %q: no IP and TCP port", s)
+}

@@ -1,0 +1,104 @@
+package node
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/crawl"
+	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/ring"
+)
+
+// Status is a node's state as /api/status and `herod status` show it.
+type Status struct {
+	Peer      string        `json:"peer"`
+	Addr      string        `json:"addr"`
+	Multiaddr string        `json:"multiaddr"`
+	Gateway   string        `json:"gateway"`
+	Idle      bool          `json:"idle"`
+	Ring      ring.Status   `json:"ring"`
+	Crawl     crawl.Stats   `json:"crawl"`
+	Archive   archive.Stats `json:"archive"`
+	Forward   ForwardStats  `json:"forward"`
+	Links     LinkStats     `json:"links"`
+}
+
+// LinkStats counts links other nodes sent to this one.
+type LinkStats struct {
+	Received  int64 `json:"received"`
+	BadLinks  int64 `json:"badLinks"`  // not canonical: dropped
+	BadFrames int64 `json:"badFrames"` // malformed or oversized messages
+}
+
+// Status returns a snapshot of the node's state.
+func (n *Node) Status() Status {
+	return Status{
+		Peer:      n.self.Peer,
+		Addr:      n.self.Addr,
+		Multiaddr: n.Multiaddr(),
+		Gateway:   n.GatewayURL(),
+		Idle:      n.Idle(),
+		Ring:      n.ring.Status(),
+		Crawl:     n.crawler.Stats(),
+		Archive:   n.store.Stats(),
+		Forward:   n.fwd.Stats(),
+		Links: LinkStats{
+			Received:  n.counters.linksReceived.Load(),
+			BadLinks:  n.counters.badLinks.Load(),
+			BadFrames: n.counters.badFrames.Load(),
+		},
+	}
+}
+
+// adminMux serves the operator endpoints in front of the public gateway.
+// POST /api/seed takes URLs (one per line) and is accepted only from
+// loopback clients: a volunteer's node crawls what its operator asks, not
+// what any visitor of the gateway asks.
+func (n *Node) adminMux(public http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", public)
+	mux.HandleFunc("POST /api/seed", func(w http.ResponseWriter, r *http.Request) {
+		if !fromLoopback(r) {
+			http.Error(w, "seeding is allowed from this machine only", http.StatusForbidden)
+			return
+		}
+		urls, err := readLines(http.MaxBytesReader(w, r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, "reading body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if err := n.Seed(r.Context(), urls); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	})
+	return mux
+}
+
+func fromLoopback(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
+}
+
+// readLines returns the non-empty, trimmed lines of r.
+func readLines(r io.Reader) ([]string, error) {
+	var out []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), canon.MaxLen+2)
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out, sc.Err()
+}

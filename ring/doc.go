@@ -1,0 +1,52 @@
+// Package ring is herod's Chord ring: the virtual servers a real node
+// runs, their routing state, and the protocol that keeps it correct while
+// volunteers' machines come and go.
+//
+// # What it owns
+//
+// Each real node (a Contact: libp2p peer id and TCP "ip:port") runs
+// VirtualServers virtual servers (Node). A virtual server's id is
+// VirtualID(addr, index), SHA-1 of the address and the index, with the
+// index below MaxVirtualServers, so a node cannot choose where it sits.
+// The owner of key k is successor(k), the first virtual server clockwise
+// from k; a virtual server owns the range (predecessor, itself].
+//
+// Each virtual server keeps a predecessor, a successor list of length r
+// (SuccessorListLen) and a finger table (finger i = successor(id+2^i)).
+// Maintenance rounds (Maintain, run by Start every StabilizeInterval with
+// ±50% jitter) do Chord's stabilize / notify / check-predecessor /
+// fix-fingers, and probe recently dead peers so that rings split by a
+// partition merge again when it heals. Lookup is the thesis's iterative
+// algorithm: ask successively closer nodes for their preceding-node lists,
+// routing around nodes that do not answer, until a node reports the key
+// between itself and its successor. A real node answers lookup steps from
+// the union of all its virtual servers' tables.
+//
+// # Invariants
+//
+//   - No node enters a routing table (predecessor, successor list,
+//     fingers) unless Admit accepts it: its id equals VirtualID(Addr,
+//     Index), Index < MaxVirtualServers, and Transport.Verify confirms that
+//     Addr, dialed directly, authenticates as Peer (the thesis's nonce
+//     check). Refusals are counted (Counters.Refused) and listed in Status.
+//   - State-changing requests (notify, leave) are accepted only when the
+//     claimed sender's peer id equals the peer id the transport
+//     authenticated.
+//   - A successor list is sorted clockwise from its vnode, without
+//     duplicates, and is [self] only when the vnode knows nobody else.
+//   - Every change of a vnode's range or successor list is published as an
+//     Event to subscribers, after the change.
+//
+// # Transports
+//
+// The ring talks through the Transport interface: ring/p2p over libp2p
+// streams, ring/memnet in memory for tests and the simulator (ring/sim).
+// ring/ringtest is the shared suite both pass.
+//
+// # Concurrency
+//
+// All exported methods are safe for concurrent use. One mutex guards the
+// routing state and is never held across a network call or while events
+// are delivered, so handlers of other nodes may call back into this one.
+// Handlers never block on the network except for Verify of a new contact.
+package ring

@@ -1,0 +1,200 @@
+package ring
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/herod-archive/herod/internal/id"
+)
+
+// Join makes the local virtual servers members of the ring that via
+// belongs to. For each vnode it looks up its successor through via and
+// takes that node's successor list and predecessor (all verified first);
+// then it installs the new state for every vnode at once and notifies the
+// successors. Stabilization completes the join. Joining through this node
+// itself is a no-op.
+func (r *Ring) Join(ctx context.Context, via Contact) error {
+	if r.closed.Load() {
+		return ErrClosed
+	}
+	if via.Peer == r.cfg.Self.Peer {
+		return nil
+	}
+	type plan struct {
+		self  Node
+		succs []Node
+		pred  *Node
+	}
+	var plans []plan
+	for _, self := range r.Vnodes() {
+		owner, _, err := r.lookup(ctx, self.ID, &via)
+		if err != nil {
+			return fmt.Errorf("ring join via %s: %w", via, err)
+		}
+		if owner == self {
+			continue // already a member
+		}
+		if err := r.Admit(ctx, owner); err != nil {
+			return fmt.Errorf("ring join via %s: %w", via, err)
+		}
+		pred, succs, err := r.neighbors(ctx, owner)
+		if err != nil {
+			return fmt.Errorf("ring join via %s: %w", via, err)
+		}
+		p := plan{self: self, succs: r.admitAll(ctx, sortFrom(self.ID, append([]Node{owner}, succs...)))}
+		// The owner's predecessor is ours only if we fall between them.
+		if pred != nil && id.InOpen(self.ID, pred.ID, owner.ID) && r.Admit(ctx, *pred) == nil {
+			c := *pred
+			p.pred = &c
+		}
+		plans = append(plans, p)
+	}
+	var ev []Event
+	r.mu.Lock()
+	local := r.localNodes()
+	for _, p := range plans {
+		v := r.local(p.self.ID)
+		v.setSuccs(r.trim(sortFrom(p.self.ID, append(p.succs, local...))), &ev)
+		var pred *Node
+		if p.pred != nil {
+			// A local vnode between the remote predecessor and us is closer.
+			pred = p.pred
+			for _, u := range local {
+				if id.InOpen(u.ID, pred.ID, p.self.ID) {
+					c := u
+					pred = &c
+				}
+			}
+		}
+		v.setPred(pred, &ev)
+	}
+	r.mu.Unlock()
+	r.events.publish(ev)
+	for _, p := range plans {
+		r.mu.Lock()
+		succ := r.local(p.self.ID).succs[0]
+		r.mu.Unlock()
+		if succ.ID != p.self.ID {
+			self := p.self
+			_, _ = r.call(ctx, succ.Contact, &Message{Op: OpNotify, To: succ.ID, From: &self})
+		}
+	}
+	return nil
+}
+
+// Leave departs gracefully: each local vnode tells its nearest remote
+// predecessor about its successors and its nearest remote successor about
+// its predecessor, so they link to each other at once. After Leave the
+// ring answers no requests; call Close next.
+func (r *Ring) Leave(ctx context.Context) error {
+	if r.closed.Load() {
+		return ErrClosed
+	}
+	type handover struct {
+		self  Node
+		pred  *Node
+		heirs []Node
+	}
+	var hs []handover
+	r.mu.Lock()
+	r.left = true
+	isLocal := func(n Node) bool { return n.Peer == r.cfg.Self.Peer }
+	var allSuccs []Node
+	for _, v := range r.vnodes {
+		allSuccs = append(allSuccs, v.succs...)
+	}
+	allSuccs = slices.DeleteFunc(allSuccs, isLocal)
+	for _, v := range r.vnodes {
+		h := handover{self: v.self}
+		p := v.pred
+		for range len(r.vnodes) {
+			if p == nil || !isLocal(*p) {
+				break
+			}
+			if u := r.local(p.ID); u != nil {
+				p = u.pred
+			} else {
+				p = nil
+			}
+		}
+		if p != nil && !isLocal(*p) {
+			c := *p
+			h.pred = &c
+		}
+		h.heirs = r.trim(sortFrom(v.self.ID, slices.Clone(allSuccs)))
+		hs = append(hs, h)
+	}
+	r.mu.Unlock()
+	var firstErr error
+	for _, h := range hs {
+		self := h.self
+		if h.pred != nil {
+			_, err := r.call(ctx, h.pred.Contact, &Message{Op: OpLeave, To: h.pred.ID, From: &self, Nodes: h.heirs})
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}
+		if len(h.heirs) > 0 {
+			s := h.heirs[0]
+			_, err := r.call(ctx, s.Contact, &Message{Op: OpLeave, To: s.ID, From: &self, Pred: h.pred})
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	if firstErr != nil {
+		return fmt.Errorf("ring leave: %w", firstErr)
+	}
+	return nil
+}
+
+// probeGrave pings one formerly dead peer per round. If it answers, it
+// is no longer suspected, and each local vnode looks itself up through it:
+// a successor closer than the current one (a node of a ring we were
+// partitioned from) is adopted, and stabilization merges the two rings.
+func (r *Ring) probeGrave(ctx context.Context) {
+	r.mu.Lock()
+	now := r.clock.Now()
+	r.grave = slices.DeleteFunc(r.grave, func(g graveEntry) bool { return now.Sub(g.at) > graveTTL })
+	if len(r.grave) == 0 {
+		r.mu.Unlock()
+		return
+	}
+	r.graveAt %= len(r.grave)
+	g := r.grave[r.graveAt].n
+	r.graveAt++
+	r.mu.Unlock()
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
+	_, err := r.tr.Call(cctx, g.Contact, &Message{Op: OpPing})
+	cancel()
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	delete(r.suspect, g.Peer)
+	r.grave = slices.DeleteFunc(r.grave, func(e graveEntry) bool { return e.n.Peer == g.Peer })
+	r.mu.Unlock()
+	r.mergeVia(ctx, g.Contact)
+}
+
+// mergeVia looks each local vnode up through c and adopts a closer
+// successor found there.
+func (r *Ring) mergeVia(ctx context.Context, c Contact) {
+	for _, self := range r.Vnodes() {
+		var tr Trace
+		owner, err := r.route(ctx, self.ID, &c, &tr)
+		if err != nil || owner.ID == self.ID || r.Admit(ctx, owner) != nil {
+			continue
+		}
+		var ev []Event
+		r.mu.Lock()
+		v := r.local(self.ID)
+		if v != nil && !r.left && (v.alone() || id.InOpen(owner.ID, self.ID, v.succs[0].ID)) {
+			v.setSuccs(r.trim(sortFrom(self.ID, append(slices.Clone(v.succs), owner))), &ev)
+			r.n.merges.Add(1)
+		}
+		r.mu.Unlock()
+		r.events.publish(ev)
+	}
+}

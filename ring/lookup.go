@@ -1,0 +1,242 @@
+package ring
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/herod-archive/herod/internal/id"
+)
+
+// maxSteps bounds the remote steps of one lookup.
+const maxSteps = 64
+
+// Trace describes how one lookup went.
+type Trace struct {
+	// Hops is the number of remote nodes that answered a lookup step.
+	Hops int `json:"hops"`
+	// Timeouts is the number of step or ping calls that failed (dead or
+	// unreachable nodes routed around).
+	Timeouts int `json:"timeouts"`
+	// Pings is the number of liveness checks of the owner candidate.
+	Pings int `json:"pings"`
+}
+
+// stepLocal answers a lookup step for key from the union of all local
+// vnodes' tables: Done with the owner candidates when key falls in a
+// local vnode's range or between a local vnode and its successor,
+// otherwise the preceding-node list.
+func (r *Ring) stepLocal(key id.ID) *Message {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.left {
+		return &Message{Err: ErrCodeNoVnode}
+	}
+	for _, v := range r.vnodes {
+		if v.pred != nil && id.InHalfOpen(key, v.pred.ID, v.self.ID) || v.alone() {
+			self := v.self
+			return &Message{Op: OpStep, Done: true, From: &self, Owners: []Node{self}}
+		}
+	}
+	// A successor list is a run of consecutive vnodes: a key between two
+	// entries is owned by the later one, without another hop.
+	for _, v := range r.vnodes {
+		prev := v.self.ID
+		for i, s := range v.succs {
+			if id.InHalfOpen(key, prev, s.ID) {
+				self := v.self
+				return &Message{Op: OpStep, Done: true, From: &self, Owners: slices.Clone(v.succs[i:])}
+			}
+			prev = s.ID
+		}
+	}
+	var known []Node
+	for _, v := range r.vnodes {
+		known = append(known, v.self)
+		known = v.known(known)
+	}
+	known = topToward(key, known, maxPreceding, func(n Node) bool { return n.Peer != r.cfg.Self.Peer && r.isSuspect(n.Peer) })
+	return &Message{Op: OpStep, From: r.closestPreceding(key, r.localNodes()), Nodes: known}
+}
+
+// Lookup returns the owner of key, successor(key), by the thesis's
+// iterative algorithm: it asks successively closer nodes for their
+// preceding-node lists, routing around nodes that do not answer, until a
+// node reports key between itself and its successor; the first live
+// successor is the owner.
+func (r *Ring) Lookup(ctx context.Context, key id.ID) (Node, error) {
+	n, _, err := r.LookupTrace(ctx, key)
+	return n, err
+}
+
+// LookupTrace is Lookup that also reports the route's cost.
+func (r *Ring) LookupTrace(ctx context.Context, key id.ID) (Node, Trace, error) {
+	return r.lookup(ctx, key, nil)
+}
+
+// lookup runs an iterative lookup, starting at via when given (used by
+// Join) and at the local tables otherwise.
+func (r *Ring) lookup(ctx context.Context, key id.ID, via *Contact) (Node, Trace, error) {
+	var tr Trace
+	if r.closed.Load() {
+		return Node{}, tr, ErrClosed
+	}
+	r.n.lookups.Add(1)
+	owner, err := r.route(ctx, key, via, &tr)
+	if err != nil && ctx.Err() == nil {
+		owner, err = r.route(ctx, key, via, &tr) // once more, around what failed
+	}
+	r.n.hops.Add(uint64(tr.Hops))
+	r.n.timeouts.Add(uint64(tr.Timeouts))
+	if err != nil {
+		r.n.lookupFailures.Add(1)
+		return Node{}, tr, fmt.Errorf("ring lookup %s: %w", key.Short(), err)
+	}
+	return owner, tr, nil
+}
+
+func (r *Ring) route(ctx context.Context, key id.ID, via *Contact, tr *Trace) (Node, error) {
+	visited := map[string]bool{r.cfg.Self.Peer: true}
+	var pool []Node
+	var resp *Message
+	responder := r.cfg.Self.Peer
+	if via == nil {
+		resp = r.stepLocal(key)
+	} else {
+		var err error
+		resp, err = r.call(ctx, *via, &Message{Op: OpStep, Key: key})
+		if err != nil {
+			tr.Timeouts++
+			return Node{}, err
+		}
+		tr.Hops++
+		responder = via.Peer
+		visited[via.Peer] = true
+	}
+	for step := 0; ; step++ {
+		if ctx.Err() != nil {
+			return Node{}, ctx.Err()
+		}
+		if resp != nil && resp.Done {
+			if o, ok := r.resolveOwner(ctx, resp.Owners, responder, tr); ok {
+				return o, nil
+			}
+		} else if resp != nil && resp.From != nil {
+			bound := dist(resp.From.ID, key)
+			for _, n := range resp.Nodes {
+				if visited[n.Peer] || dist(n.ID, key).Cmp(bound) >= 0 || CheckID(n, r.cfg.MaxVirtualServers) != nil {
+					continue
+				}
+				pool = append(pool, n)
+			}
+			pool = sortToward(key, pool)
+		}
+		if step >= maxSteps {
+			return Node{}, fmt.Errorf("%w: %d steps", ErrLookupFailed, step)
+		}
+		// Pick the closest preceding candidate not yet asked and not dead.
+		var next *Node
+		for len(pool) > 0 {
+			n := pool[0]
+			pool = pool[1:]
+			r.mu.Lock()
+			sus := r.isSuspect(n.Peer)
+			r.mu.Unlock()
+			if !visited[n.Peer] && !sus {
+				next = &n
+				break
+			}
+		}
+		if next == nil {
+			return Node{}, fmt.Errorf("%w: no live node closer to the key", ErrLookupFailed)
+		}
+		visited[next.Peer] = true
+		var err error
+		resp, err = r.call(ctx, next.Contact, &Message{Op: OpStep, To: next.ID, Key: key})
+		if err != nil {
+			tr.Timeouts++
+			resp = nil
+			continue
+		}
+		tr.Hops++
+		responder = next.Peer
+	}
+}
+
+// resolveOwner returns the first owner candidate that passes Admit and is
+// alive: local, the responder itself, or answering a ping.
+func (r *Ring) resolveOwner(ctx context.Context, owners []Node, responder string, tr *Trace) (Node, bool) {
+	for _, o := range owners {
+		if r.Admit(ctx, o) != nil {
+			continue
+		}
+		if o.Peer == r.cfg.Self.Peer || o.Peer == responder {
+			return o, true
+		}
+		r.mu.Lock()
+		sus := r.isSuspect(o.Peer)
+		r.mu.Unlock()
+		if sus {
+			continue
+		}
+		tr.Pings++
+		if _, err := r.callRetry(ctx, o.Contact, &Message{Op: OpPing}); err != nil {
+			tr.Timeouts++
+			continue
+		}
+		return o, true
+	}
+	return Node{}, false
+}
+
+// neighbors returns n's predecessor and successor list.
+func (r *Ring) neighbors(ctx context.Context, n Node) (*Node, []Node, error) {
+	reply, err := r.callRetry(ctx, n.Contact, &Message{Op: OpNeighbors, To: n.ID})
+	if err != nil {
+		return nil, nil, err
+	}
+	return reply.Pred, reply.Nodes, nil
+}
+
+// Successors returns the owner of key followed by up to k-1 successors
+// that run on distinct real nodes (distinct from the owner's and from each
+// other), walking successor lists clockwise. It returns fewer than k when
+// the ring has fewer real nodes.
+func (r *Ring) Successors(ctx context.Context, key id.ID, k int) ([]Node, error) {
+	owner, err := r.Lookup(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	out := []Node{owner}
+	if k <= 1 {
+		return out, nil
+	}
+	seen := map[string]bool{owner.Peer: true}
+	cur := owner
+	for walked := 0; walked < 4*k+8; walked++ {
+		_, succs, err := r.neighbors(ctx, cur)
+		if err != nil {
+			return out, fmt.Errorf("ring successors: %w", err)
+		}
+		advanced := false
+		for _, s := range succs {
+			if s.ID == owner.ID || CheckID(s, r.cfg.MaxVirtualServers) != nil {
+				return out, nil // wrapped around the ring
+			}
+			if id.InOpen(s.ID, cur.ID, owner.ID) || cur.ID == owner.ID {
+				cur, advanced = s, true
+			}
+			if !seen[s.Peer] {
+				seen[s.Peer] = true
+				out = append(out, s)
+				if len(out) == k {
+					return out, nil
+				}
+			}
+		}
+		if !advanced {
+			return out, nil
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,20 @@
+// Package p2p is the production ring.Transport: ring messages over
+// go-libp2p streams on protocol "/herod/ring/1.0.0".
+//
+// Each call opens one stream, writes one request frame and reads one
+// reply frame (internal/wire uvarint-length frames holding JSON, at most
+// MaxFrame bytes), under a deadline taken from the context (or
+// DefaultTimeout). A Contact is dialed by adding /ip4/IP/tcp/PORT to the
+// peerstore for its peer id; libp2p's Noise handshake authenticates the
+// peer, so a reply always comes from Contact.Peer.
+//
+// Verify is the thesis's nonce check: it opens a fresh, direct,
+// authenticated connection to exactly the claimed ip:port, expecting the
+// claimed peer id, and closes it. An address that answers as another peer
+// fails with ring.ErrBadPeer.
+//
+// ProtectNeighbors tags the ring's current neighbours in the host's
+// connection manager so that trimming never closes them.
+//
+// A Transport is safe for concurrent use. It does not own the host.
+package p2p

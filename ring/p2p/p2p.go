@@ -1,0 +1,297 @@
+package p2p
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/ring"
+)
+
+// Protocol is the libp2p protocol id of the ring.
+const Protocol = protocol.ID("/herod/ring/1.0.0")
+
+// Limits.
+const (
+	// MaxFrame bounds one request or reply.
+	MaxFrame = 256 << 10
+	// DefaultTimeout bounds a call or a served request without a deadline.
+	DefaultTimeout = 10 * time.Second
+	// protectTag is the connection manager tag for ring neighbours.
+	protectTag = "herod-ring"
+	// addrTTL is how long a dialed contact's address stays in the peerstore.
+	addrTTL = 30 * time.Minute
+)
+
+// ErrNoAddr reports a host without an IPv4 TCP listen address.
+var ErrNoAddr = errors.New("p2p: no ipv4 tcp listen address")
+
+// Transport carries ring messages over a libp2p host.
+type Transport struct {
+	h   host.Host
+	log *slog.Logger
+
+	mu        sync.Mutex
+	handler   ring.Handler
+	protected map[peer.ID]bool
+}
+
+var (
+	_ ring.Transport         = (*Transport)(nil)
+	_ ring.NeighborProtector = (*Transport)(nil)
+)
+
+// New returns a transport on h. It registers no handler until Handle.
+func New(h host.Host, log *slog.Logger) *Transport {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Transport{h: h, log: log, protected: make(map[peer.ID]bool)}
+}
+
+// ContactOf returns h's ring contact: its peer id and its first IPv4 TCP
+// listen address as "ip:port". A specific listen IP is preferred; with an
+// unspecified listener (0.0.0.0) the first IPv4 TCP address the host
+// advertises is used.
+func ContactOf(h host.Host) (ring.Contact, error) {
+	for _, list := range [][]ma.Multiaddr{h.Network().ListenAddresses(), h.Addrs()} {
+		for _, a := range list {
+			ap, ok := tcp4(a)
+			if ok && !ap.Addr().IsUnspecified() {
+				return ring.Contact{Peer: h.ID().String(), Addr: ap.String()}, nil
+			}
+		}
+	}
+	return ring.Contact{}, ErrNoAddr
+}
+
+// tcp4 extracts ip:port from /ip4/IP/tcp/PORT (nothing after).
+func tcp4(a ma.Multiaddr) (netip.AddrPort, bool) {
+	if len(a) != 2 || a[0].Protocol().Code != ma.P_IP4 || a[1].Protocol().Code != ma.P_TCP {
+		return netip.AddrPort{}, false
+	}
+	ip, err := netip.ParseAddr(a[0].Value())
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	port, err := strconv.ParseUint(a[1].Value(), 10, 16)
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	return netip.AddrPortFrom(ip, uint16(port)), true
+}
+
+// multiaddr converts an "ip:port" contact address to /ip4|ip6/IP/tcp/PORT.
+func multiaddr(addr string) (ma.Multiaddr, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("p2p: address %q: %w", addr, err)
+	}
+	proto := "ip4"
+	if ap.Addr().Is6() && !ap.Addr().Is4In6() {
+		proto = "ip6"
+	}
+	return ma.NewMultiaddr("/" + proto + "/" + ap.Addr().Unmap().String() + "/tcp/" + strconv.Itoa(int(ap.Port())))
+}
+
+func target(c ring.Contact) (peer.ID, ma.Multiaddr, error) {
+	pid, err := peer.Decode(c.Peer)
+	if err != nil {
+		return "", nil, fmt.Errorf("p2p: peer id %q: %w", c.Peer, err)
+	}
+	a, err := multiaddr(c.Addr)
+	if err != nil {
+		return "", nil, err
+	}
+	return pid, a, nil
+}
+
+// Handle installs h as the handler of incoming ring streams; nil removes it.
+func (t *Transport) Handle(h ring.Handler) {
+	t.mu.Lock()
+	t.handler = h
+	t.mu.Unlock()
+	if h == nil {
+		t.h.RemoveStreamHandler(Protocol)
+		return
+	}
+	t.h.SetStreamHandler(Protocol, t.serve)
+}
+
+func deadline(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return time.Now().Add(DefaultTimeout)
+}
+
+// Call sends m to c over a new stream and returns the reply.
+func (t *Transport) Call(ctx context.Context, c ring.Contact, m *ring.Message) (*ring.Message, error) {
+	pid, a, err := target(c)
+	if err != nil {
+		return nil, err
+	}
+	if pid == t.h.ID() {
+		return nil, fmt.Errorf("p2p call: to self: %w", ring.ErrUnreachable)
+	}
+	t.h.Peerstore().AddAddr(pid, a, addrTTL)
+	s, err := t.h.NewStream(ctx, pid, Protocol)
+	if err != nil {
+		return nil, fmt.Errorf("p2p call %s: %w: %w", c, ring.ErrUnreachable, err)
+	}
+	defer s.Close()
+	if err := s.SetDeadline(deadline(ctx)); err != nil {
+		s.Reset()
+		return nil, fmt.Errorf("p2p call %s: %w", c, err)
+	}
+	if err := wire.WriteJSON(s, m); err != nil {
+		s.Reset()
+		return nil, fmt.Errorf("p2p call %s: %w", c, err)
+	}
+	if err := s.CloseWrite(); err != nil {
+		s.Reset()
+		return nil, fmt.Errorf("p2p call %s: %w", c, err)
+	}
+	var reply ring.Message
+	if err := wire.ReadJSON(bufio.NewReader(s), MaxFrame, &reply); err != nil {
+		s.Reset()
+		return nil, fmt.Errorf("p2p call %s: %w", c, err)
+	}
+	return &reply, nil
+}
+
+// serve answers one incoming stream.
+func (t *Transport) serve(s network.Stream) {
+	defer s.Close()
+	t.mu.Lock()
+	h := t.handler
+	t.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), DefaultTimeout)
+	defer cancel()
+	if h == nil || s.SetDeadline(deadline(ctx)) != nil {
+		s.Reset()
+		return
+	}
+	var m ring.Message
+	if err := wire.ReadJSON(bufio.NewReader(s), MaxFrame, &m); err != nil {
+		t.log.Debug("p2p: bad ring request", "peer", s.Conn().RemotePeer(), "err", err)
+		s.Reset()
+		return
+	}
+	reply := h(ctx, s.Conn().RemotePeer().String(), &m)
+	if err := wire.WriteJSON(s, reply); err != nil {
+		t.log.Debug("p2p: ring reply", "peer", s.Conn().RemotePeer(), "err", err)
+		s.Reset()
+	}
+}
+
+// Verify dials c.Addr directly on a fresh connection that must
+// authenticate as c.Peer, then closes it.
+func (t *Transport) Verify(ctx context.Context, c ring.Contact) error {
+	pid, a, err := target(c)
+	if err != nil {
+		return fmt.Errorf("p2p verify: %w: %w", ring.ErrBadPeer, err)
+	}
+	if pid == t.h.ID() {
+		own, err := ContactOf(t.h)
+		if err == nil && own.Addr == c.Addr {
+			return nil
+		}
+		return fmt.Errorf("p2p verify %s: %w: not our address", c, ring.ErrBadPeer)
+	}
+	sw, ok := t.h.Network().(*swarm.Swarm)
+	if !ok {
+		return t.verifyByConnect(ctx, pid, a, c)
+	}
+	tpt := sw.TransportForDialing(a)
+	if tpt == nil {
+		return fmt.Errorf("p2p verify %s: no transport for %s: %w", c, a, ring.ErrUnreachable)
+	}
+	conn, err := tpt.Dial(ctx, a, pid)
+	if err != nil {
+		return classify(c, err)
+	}
+	if got := conn.RemotePeer(); got != pid {
+		conn.Close()
+		return fmt.Errorf("p2p verify %s: answered as %s: %w", c, got, ring.ErrBadPeer)
+	}
+	conn.Close()
+	return nil
+}
+
+// verifyByConnect is Verify for hosts whose network is not a swarm: it
+// connects with only the claimed address and requires a connection whose
+// remote address is exactly it.
+func (t *Transport) verifyByConnect(ctx context.Context, pid peer.ID, a ma.Multiaddr, c ring.Contact) error {
+	if err := t.h.Connect(ctx, peer.AddrInfo{ID: pid, Addrs: []ma.Multiaddr{a}}); err != nil {
+		return classify(c, err)
+	}
+	for _, conn := range t.h.Network().ConnsToPeer(pid) {
+		if conn.RemoteMultiaddr().Equal(a) {
+			return nil
+		}
+	}
+	return fmt.Errorf("p2p verify %s: no connection at the claimed address: %w", c, ring.ErrBadPeer)
+}
+
+// classify maps a dial error: a connection that reached someone else is
+// a lie (ErrBadPeer); anything else is unreachability.
+func classify(c ring.Contact, err error) error {
+	var opErr *net.OpError
+	if errors.As(err, &opErr) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return fmt.Errorf("p2p verify %s: %w: %w", c, ring.ErrUnreachable, err)
+	}
+	return fmt.Errorf("p2p verify %s: %w: %w", c, ring.ErrBadPeer, err)
+}
+
+// ProtectNeighbors protects connections to exactly these peers from the
+// connection manager's trimming, unprotecting former neighbours.
+func (t *Transport) ProtectNeighbors(peers []string) {
+	want := make(map[peer.ID]bool, len(peers))
+	for _, p := range peers {
+		if pid, err := peer.Decode(p); err == nil {
+			want[pid] = true
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cm := t.h.ConnManager()
+	for pid := range t.protected {
+		if !want[pid] {
+			cm.Unprotect(pid, protectTag)
+			delete(t.protected, pid)
+		}
+	}
+	for pid := range want {
+		if !t.protected[pid] {
+			cm.Protect(pid, protectTag)
+			t.protected[pid] = true
+		}
+	}
+}
+
+// Protected reports whether the transport currently protects peer p.
+func (t *Transport) Protected(p string) bool {
+	pid, err := peer.Decode(p)
+	if err != nil {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.protected[pid] && t.h.ConnManager().IsProtected(pid, protectTag)
+}

@@ -1,0 +1,296 @@
+package ring
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/herod-archive/herod/internal/id"
+)
+
+// Config configures a Ring. Zero values mean the documented defaults.
+type Config struct {
+	// Self is this real node. Addr must be a canonical "ip:port".
+	Self Contact
+	// VirtualServers is how many virtual servers this node runs (default 4).
+	VirtualServers int
+	// MaxVirtualServers bounds the index of every virtual server, local or
+	// remote (default 64); claims with index >= this are refused.
+	MaxVirtualServers int
+	// SuccessorListLen is r, the successor list length (default 8).
+	SuccessorListLen int
+	// StabilizeInterval is the mean period of maintenance rounds (default
+	// 2s); each wait is jittered uniformly in [0.5, 1.5) of it.
+	StabilizeInterval time.Duration
+	// CallTimeout bounds each RPC (default 5s).
+	CallTimeout time.Duration
+	// Clock is the time source; nil means real time.
+	Clock Clock
+	// Logger receives debug and warning logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Defaults.
+const (
+	DefaultVirtualServers    = 4
+	DefaultMaxVirtualServers = 64
+	DefaultSuccessorListLen  = 8
+	DefaultStabilizeInterval = 2 * time.Second
+	DefaultCallTimeout       = 5 * time.Second
+	// maxPreceding is how many nodes an OpStep reply lists.
+	maxPreceding = 8
+	// graveCap bounds the remembered failed peers probed for ring merging.
+	graveCap = 64
+	// maxStrikes consecutive failed calls mark a peer dead.
+	maxStrikes = 2
+	// graveTTL is how long a dead peer is probed for merging.
+	graveTTL = 30 * time.Minute
+)
+
+type graveEntry struct {
+	n  Node
+	at time.Time
+}
+
+// Errors of the ring.
+var (
+	ErrClosed       = errors.New("ring: closed")
+	ErrLookupFailed = errors.New("ring: lookup failed")
+	ErrConfig       = errors.New("ring: bad config")
+)
+
+func (c Config) withDefaults() (Config, error) {
+	if c.VirtualServers == 0 {
+		c.VirtualServers = DefaultVirtualServers
+	}
+	if c.MaxVirtualServers == 0 {
+		c.MaxVirtualServers = DefaultMaxVirtualServers
+	}
+	if c.SuccessorListLen == 0 {
+		c.SuccessorListLen = DefaultSuccessorListLen
+	}
+	if c.StabilizeInterval == 0 {
+		c.StabilizeInterval = DefaultStabilizeInterval
+	}
+	if c.CallTimeout == 0 {
+		c.CallTimeout = DefaultCallTimeout
+	}
+	if c.Clock == nil {
+		c.Clock = realClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case c.VirtualServers < 1 || c.VirtualServers > c.MaxVirtualServers:
+		return c, fmt.Errorf("%w: %d virtual servers, max %d", ErrConfig, c.VirtualServers, c.MaxVirtualServers)
+	case c.SuccessorListLen < 1:
+		return c, fmt.Errorf("%w: successor list length %d", ErrConfig, c.SuccessorListLen)
+	case c.Self.Peer == "":
+		return c, fmt.Errorf("%w: empty peer id", ErrConfig)
+	}
+	if err := CheckAddr(c.Self.Addr); err != nil {
+		return c, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return c, nil
+}
+
+// Ring is this real node's membership in the Chord ring: its virtual
+// servers and their routing state. All methods are safe for concurrent use.
+type Ring struct {
+	cfg   Config
+	tr    Transport
+	log   *slog.Logger
+	clock Clock
+
+	mu      sync.Mutex
+	vnodes  []*vnode             // sorted by id
+	suspect map[string]time.Time // peer -> suspected dead until
+	strikes map[string]int       // peer -> consecutive failed calls
+	grave   []graveEntry         // peers removed as dead, probed for merging
+	graveAt int
+	rng     *rand.Rand
+	left    bool
+	ver     verifier
+	events  eventBus
+
+	n counters
+
+	cancel context.CancelFunc
+	done   chan struct{}
+	closed atomic.Bool
+}
+
+// New returns a Ring whose virtual servers form a ring of their own until
+// Join. It installs its handler on tr.
+func New(cfg Config, tr Transport) (*Ring, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	seed := VirtualID(cfg.Self.Addr, 0)
+	r := &Ring{
+		cfg:     cfg,
+		tr:      tr,
+		log:     cfg.Logger,
+		clock:   cfg.Clock,
+		suspect: make(map[string]time.Time),
+		strikes: make(map[string]int),
+		rng:     rand.New(rand.NewPCG(uint64(seed[0])<<56|uint64(seed[1])<<48|uint64(seed[2])<<40, uint64(seed[3]))),
+	}
+	r.ver.init()
+	for i := range cfg.VirtualServers {
+		n := Node{ID: VirtualID(cfg.Self.Addr, i), Contact: cfg.Self, Index: i}
+		r.vnodes = append(r.vnodes, &vnode{self: n})
+	}
+	slices.SortFunc(r.vnodes, func(a, b *vnode) int { return a.self.ID.Cmp(b.self.ID) })
+	local := r.localNodes()
+	for _, v := range r.vnodes {
+		v.setSuccs(r.trim(sortFrom(v.self.ID, local)), nil)
+		v.setPred(r.closestPreceding(v.self.ID, local), nil)
+	}
+	tr.Handle(r.handle)
+	return r, nil
+}
+
+// Start begins periodic maintenance (stabilize, notify, fix-fingers,
+// check-predecessor, merge probing) on jittered timers until ctx ends or
+// Close. A node that never joins is a ring of its own virtual servers.
+func (r *Ring) Start(ctx context.Context) error {
+	if r.closed.Load() {
+		return ErrClosed
+	}
+	r.mu.Lock()
+	if r.done != nil {
+		r.mu.Unlock()
+		return errors.New("ring start: already started")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	r.cancel = cancel
+	r.done = make(chan struct{})
+	r.mu.Unlock()
+	go r.loop(ctx)
+	return nil
+}
+
+func (r *Ring) loop(ctx context.Context) {
+	defer close(r.done)
+	for {
+		r.mu.Lock()
+		d := time.Duration(float64(r.cfg.StabilizeInterval) * (0.5 + r.rng.Float64()))
+		r.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.clock.After(d):
+		}
+		r.Maintain(ctx)
+	}
+}
+
+// Close stops maintenance and removes the handler. It does not notify
+// neighbours; call Leave first for a graceful exit.
+func (r *Ring) Close() error {
+	if r.closed.Swap(true) {
+		return nil
+	}
+	r.mu.Lock()
+	cancel, done := r.cancel, r.done
+	r.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+	r.tr.Handle(nil)
+	r.events.closeAll()
+	return nil
+}
+
+// Self returns this real node's contact.
+func (r *Ring) Self() Contact { return r.cfg.Self }
+
+// Vnodes returns this node's virtual servers in id order.
+func (r *Ring) Vnodes() []Node {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.localNodes()
+}
+
+// Owns reports, from local knowledge only, whether key lies in
+// (pred(v), v] for one of the local virtual servers v. A virtual server
+// whose predecessor is unknown owns nothing.
+func (r *Ring) Owns(key id.ID) bool {
+	_, ok := r.OwnerVnode(key)
+	return ok
+}
+
+// OwnerVnode returns the local virtual server whose range holds key, by
+// local knowledge only.
+func (r *Ring) OwnerVnode(key id.ID) (Node, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, v := range r.vnodes {
+		if v.pred != nil && id.InHalfOpen(key, v.pred.ID, v.self.ID) {
+			return v.self, true
+		}
+	}
+	return Node{}, false
+}
+
+// localNodes returns the local vnodes' Node values. Caller holds mu.
+func (r *Ring) localNodes() []Node {
+	out := make([]Node, len(r.vnodes))
+	for i, v := range r.vnodes {
+		out[i] = v.self
+	}
+	return out
+}
+
+// local returns the local vnode with the given id. Caller holds mu.
+func (r *Ring) local(x id.ID) *vnode {
+	for _, v := range r.vnodes {
+		if v.self.ID == x {
+			return v
+		}
+	}
+	return nil
+}
+
+func (r *Ring) trim(nodes []Node) []Node {
+	if len(nodes) > r.cfg.SuccessorListLen {
+		nodes = nodes[:r.cfg.SuccessorListLen]
+	}
+	return nodes
+}
+
+// closestPreceding returns the node of nodes that most closely precedes
+// x (x itself excluded), or nil.
+func (r *Ring) closestPreceding(x id.ID, nodes []Node) *Node {
+	s := topToward(x, nodes, 1, nil)
+	if len(s) == 0 {
+		return nil
+	}
+	n := s[0]
+	return &n
+}
+
+// isSuspect reports whether peer is currently suspected dead. Caller holds mu.
+func (r *Ring) isSuspect(peer string) bool {
+	until, ok := r.suspect[peer]
+	if !ok {
+		return false
+	}
+	if r.clock.Now().After(until) {
+		delete(r.suspect, peer)
+		return false
+	}
+	return true
+}
+
+func (r *Ring) suspectTTL() time.Duration { return 3 * r.cfg.StabilizeInterval }

@@ -1,0 +1,184 @@
+package ring
+
+import (
+	"context"
+	"slices"
+
+	"github.com/herod-archive/herod/internal/id"
+)
+
+// Maintain runs one maintenance round for every local vnode: stabilize
+// (adopt the successor's predecessor if closer, refresh the successor
+// list, notify the successor), check-predecessor, fix one finger batch,
+// then probe one formerly dead peer for ring merging. Start calls it on a
+// jittered timer; simulations and tests call it directly to run rounds
+// deterministically.
+func (r *Ring) Maintain(ctx context.Context) {
+	if r.closed.Load() {
+		return
+	}
+	r.mu.Lock()
+	if r.left {
+		r.mu.Unlock()
+		return
+	}
+	vs := slices.Clone(r.vnodes)
+	r.mu.Unlock()
+	r.n.rounds.Add(1)
+	for _, v := range vs {
+		r.stabilize(ctx, v)
+	}
+	r.checkPredecessors(ctx)
+	for _, v := range vs {
+		r.fixFinger(ctx, v)
+	}
+	r.probeGrave(ctx)
+	r.protect()
+}
+
+// stabilize refreshes v's successor list from its first live successor.
+func (r *Ring) stabilize(ctx context.Context, v *vnode) {
+	r.mu.Lock()
+	self := v.self
+	succs := slices.Clone(v.succs)
+	if v.alone() {
+		// Someone may have notified us, or tables may still know nodes.
+		var known []Node
+		for _, u := range r.vnodes {
+			known = u.known(known)
+		}
+		known = slices.DeleteFunc(known, func(n Node) bool { return n.Peer != r.cfg.Self.Peer && r.isSuspect(n.Peer) })
+		succs = sortFrom(self.ID, known)
+	}
+	r.mu.Unlock()
+
+	var list []Node
+	for _, s := range succs {
+		if s.ID == self.ID {
+			continue
+		}
+		pred, ss, err := r.neighbors(ctx, s)
+		if err != nil {
+			continue
+		}
+		list = append([]Node{s}, ss...)
+		if pred != nil && id.InOpen(pred.ID, self.ID, s.ID) {
+			list = append([]Node{*pred}, list...)
+		}
+		break
+	}
+	if list == nil {
+		// Every successor failed: fall back on whatever else we know.
+		r.mu.Lock()
+		for _, u := range r.vnodes {
+			list = u.known(list)
+		}
+		list = slices.DeleteFunc(list, func(n Node) bool { return n.Peer != r.cfg.Self.Peer && r.isSuspect(n.Peer) })
+		r.mu.Unlock()
+	}
+	list = r.admitAll(ctx, sortFrom(self.ID, list))
+	var ev []Event
+	r.mu.Lock()
+	list = r.trim(sortFrom(self.ID, append(list, r.localNodes()...)))
+	if r.local(self.ID) != v || r.left {
+		r.mu.Unlock()
+		return
+	}
+	v.setSuccs(list, &ev)
+	succ := v.succs[0]
+	r.mu.Unlock()
+	r.events.publish(ev)
+	if succ.ID != self.ID {
+		_, _ = r.call(ctx, succ.Contact, &Message{Op: OpNotify, To: succ.ID, From: &self})
+	}
+}
+
+// checkPredecessors pings each remote predecessor once; a failure clears
+// it (through strikes and markDead).
+func (r *Ring) checkPredecessors(ctx context.Context) {
+	r.mu.Lock()
+	seen := map[string]bool{r.cfg.Self.Peer: true}
+	var preds []Contact
+	for _, v := range r.vnodes {
+		if v.pred != nil && !seen[v.pred.Peer] {
+			seen[v.pred.Peer] = true
+			preds = append(preds, v.pred.Contact)
+		}
+	}
+	r.mu.Unlock()
+	for _, c := range preds {
+		_, _ = r.callRetry(ctx, c, &Message{Op: OpPing})
+	}
+}
+
+// fixFinger looks up the next stale finger of v and fills it and every
+// following finger the same node covers.
+func (r *Ring) fixFinger(ctx context.Context, v *vnode) bool {
+	r.mu.Lock()
+	i := v.nextFinger
+	start := v.self.ID.AddPow2(i)
+	r.mu.Unlock()
+	var tr Trace
+	owner, err := r.route(ctx, start, nil, &tr)
+	if err == nil {
+		err = r.Admit(ctx, owner)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	next := i + 1
+	if err == nil {
+		next = v.setFinger(i, owner)
+	}
+	wrapped := next >= id.Bits
+	if wrapped {
+		next = 0
+	}
+	v.nextFinger = next
+	return wrapped
+}
+
+// RefreshFingers rebuilds every local vnode's whole finger table now (one
+// lookup per distinct finger) instead of one batch per round. Useful right
+// after Join and in simulations.
+func (r *Ring) RefreshFingers(ctx context.Context) {
+	r.mu.Lock()
+	vs := slices.Clone(r.vnodes)
+	r.mu.Unlock()
+	for _, v := range vs {
+		r.mu.Lock()
+		v.nextFinger = 0
+		r.mu.Unlock()
+		for range id.Bits {
+			if ctx.Err() != nil || r.fixFinger(ctx, v) {
+				break
+			}
+		}
+	}
+}
+
+// protect hands the current neighbour set to the transport, if it can
+// shield those connections from trimming.
+func (r *Ring) protect() {
+	p, ok := r.tr.(NeighborProtector)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	set := map[string]bool{}
+	for _, v := range r.vnodes {
+		if v.pred != nil {
+			set[v.pred.Peer] = true
+		}
+		for _, s := range v.succs {
+			set[s.Peer] = true
+		}
+	}
+	r.mu.Unlock()
+	delete(set, r.cfg.Self.Peer)
+	peers := make([]string, 0, len(set))
+	for k := range set {
+		peers = append(peers, k)
+	}
+	slices.Sort(peers)
+	p.ProtectNeighbors(peers)
+}

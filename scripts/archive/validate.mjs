@@ -1,0 +1,98 @@
+// validate.mjs checks a .warc.gz with warcio.js, a WARC reader not written
+// for herod. Usage: node validate.mjs FILE.warc.gz
+//
+// For every record it checks, using warcio's parser: the WARC version, that
+// Content-Length matches the block, WARC-Block-Digest over the raw block and,
+// for responses, WARC-Payload-Digest over the HTTP payload; revisit records
+// must name their profile and target and carry a payload digest equal to an
+// earlier response of the same URI in the file when that response is there.
+// It prints a JSON summary and exits 1 if any check failed.
+import { WARCParser } from "warcio";
+import crypto from "node:crypto";
+import fs from "node:fs";
+
+const B32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+
+function base32(buf) {
+  let bits = 0;
+  let value = 0;
+  let out = "";
+  for (const byte of buf) {
+    value = (value << 8) | byte;
+    bits += 8;
+    while (bits >= 5) {
+      out += B32[(value >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+  }
+  if (bits > 0) out += B32[(value << (5 - bits)) & 31];
+  while (out.length % 8) out += "=";
+  return out;
+}
+
+const sha1 = (bytes) => "sha1:" + base32(crypto.createHash("sha1").update(bytes).digest());
+
+async function records(file, parseHttp) {
+  const out = [];
+  const parser = new WARCParser(fs.createReadStream(file), { parseHttp });
+  for await (const rec of parser) {
+    const content = await rec.readFully(false);
+    out.push({ rec, content });
+  }
+  return out;
+}
+
+const file = process.argv[2];
+if (!file) {
+  console.error("usage: node validate.mjs FILE.warc.gz");
+  process.exit(2);
+}
+
+const errors = [];
+const summary = { records: 0, responses: 0, revisits: 0, uris: [], statuses: {}, errors };
+
+const raw = await records(file, false);
+for (const [i, { rec, content }] of raw.entries()) {
+  const where = `record ${i} (${rec.warcTargetURI})`;
+  if (rec.warcHeaders.protocol !== "WARC/1.1") errors.push(`${where}: version ${rec.warcHeaders.protocol}`);
+  if (Number(rec.warcHeader("Content-Length")) !== content.length) {
+    errors.push(`${where}: Content-Length ${rec.warcHeader("Content-Length")}, block ${content.length}`);
+  }
+  if (sha1(content) !== rec.warcHeader("WARC-Block-Digest")) errors.push(`${where}: block digest mismatch`);
+  for (const f of ["WARC-Record-ID", "WARC-Date", "WARC-Target-URI", "WARC-Payload-Digest"]) {
+    if (!rec.warcHeader(f)) errors.push(`${where}: no ${f}`);
+  }
+}
+
+const parsed = await records(file, true);
+const seen = new Map(); // uri -> set of payload digests of responses so far
+for (const [i, { rec, content }] of parsed.entries()) {
+  const uri = rec.warcTargetURI;
+  const where = `record ${i} (${uri})`;
+  summary.records++;
+  if (!summary.uris.includes(uri)) summary.uris.push(uri);
+  const status = rec.httpHeaders?.statusCode;
+  summary.statuses[status] = (summary.statuses[status] || 0) + 1;
+  const digest = rec.warcHeader("WARC-Payload-Digest");
+  if (rec.warcType === "response") {
+    summary.responses++;
+    if (sha1(content) !== digest) errors.push(`${where}: payload digest mismatch`);
+    if (!seen.has(uri)) seen.set(uri, new Set());
+    seen.get(uri).add(digest);
+  } else if (rec.warcType === "revisit") {
+    summary.revisits++;
+    if (!rec.warcHeader("WARC-Profile")?.endsWith("/revisit/identical-payload-digest")) {
+      errors.push(`${where}: revisit without identical-payload-digest profile`);
+    }
+    if (rec.warcHeader("WARC-Refers-To-Target-URI") !== uri || !rec.warcHeader("WARC-Refers-To-Date")) {
+      errors.push(`${where}: revisit does not name its target`);
+    }
+    if (seen.has(uri) && !seen.get(uri).has(digest)) errors.push(`${where}: revisit digest matches no earlier response`);
+  } else {
+    errors.push(`${where}: unexpected record type ${rec.warcType}`);
+  }
+}
+if (raw.length !== parsed.length) errors.push(`record counts differ: ${raw.length} raw, ${parsed.length} parsed`);
+
+console.log(JSON.stringify(summary));
+process.exit(errors.length ? 1 : 0);
