@@ -17,7 +17,7 @@ const (
 	DefaultVirtualServers = 4
 	DefaultDayLength      = 24 * time.Hour
 	DefaultFlushInterval  = 250 * time.Millisecond
-	DefaultFlushSize      = 2048
+	DefaultWalkPerVnode   = 64
 )
 
 // Config configures one herod node. The zero value of every field but
@@ -54,10 +54,18 @@ type Config struct {
 	// Crawl configures fetching and politeness. The node sets its DayLength,
 	// Owns and Logger fields.
 	Crawl crawl.Config
-	// FlushInterval and FlushSize bound how long extracted links wait before
-	// they are forwarded. Defaults DefaultFlushInterval and DefaultFlushSize.
+	// FlushInterval bounds how long an extracted link waits before a ring
+	// walk ships it. Default DefaultFlushInterval.
 	FlushInterval time.Duration
-	FlushSize     int
+	// WalkPerVnode starts a walk as soon as the buffer holds this many
+	// links per virtual server in the ring (the thesis's c·N), so that each
+	// hop of the walk carries enough links to amortize its overhead.
+	// Default DefaultWalkPerVnode.
+	WalkPerVnode int
+	// LinkReplicas delivers each link to its owner and to the next
+	// LinkReplicas-1 real nodes on the ring, which crawl it too (the
+	// thesis's replica mode). Default 1: the owner only.
+	LinkReplicas int
 	// Logger receives the node's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -81,8 +89,11 @@ func (c Config) withDefaults() (Config, error) {
 	if c.FlushInterval == 0 {
 		c.FlushInterval = DefaultFlushInterval
 	}
-	if c.FlushSize == 0 {
-		c.FlushSize = DefaultFlushSize
+	if c.WalkPerVnode == 0 {
+		c.WalkPerVnode = DefaultWalkPerVnode
+	}
+	if c.LinkReplicas == 0 {
+		c.LinkReplicas = 1
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -13,11 +13,6 @@ import (
 	"github.com/herod-archive/herod/ring"
 )
 
-// router finds the owner of a key; *ring.Ring implements it.
-type router interface {
-	Lookup(ctx context.Context, key id.ID) (ring.Node, error)
-}
-
 // pendingLink is a link waiting to be delivered to its owner.
 type pendingLink struct {
 	url  string
@@ -25,68 +20,117 @@ type pendingLink struct {
 	hops int
 }
 
-// forwarder batches links by owner and delivers each batch with one message
-// per real node. A link leaves the buffer only when its recipient has
-// acknowledged it; a failed delivery puts the batch back for the next flush.
-//
-// Within a flush the links are sorted by key and owners are found with one
-// lookup per run of keys (the owner of key k owns every key in [k, owner.ID]),
-// so the lookup cost is per owner, not per link.
+// linkBatch is what one hop of a ring walk hands to one virtual server.
+type linkBatch struct {
+	URLs    []string
+	Hops    int  // how often these links were passed on by non-owners
+	Replica bool // the recipient keeps them as a replica of its predecessor's range
+}
+
+// deliverFunc hands a batch to the virtual server to, on this node or
+// another, and returns to's successor list (nearest first), which the walk
+// follows. It returns only once the recipient has queued the links.
+type deliverFunc func(ctx context.Context, to ring.Node, b linkBatch) ([]ring.Node, error)
+
+// forwarderConfig configures a forwarder.
+type forwarderConfig struct {
+	Ring      router
+	Deliver   deliverFunc
+	Outbox    *outbox            // durable copy of the buffer; nil keeps it in memory only
+	Every     time.Duration      // walk at least this often while links wait
+	PerVnode  int                // walk once the buffer holds PerVnode × ring size links
+	RingSize  func() int         // estimated virtual servers in the ring
+	Replicas  int                // deliver each link to its owner and Replicas-1 successors
+	Logger    *slog.Logger
+	LocalPeer string // this node's peer id
+}
+
+// router finds the owner of a key; *ring.Ring implements it.
+type router interface {
+	Lookup(ctx context.Context, key id.ID) (ring.Node, error)
+}
+
+// forwarder buffers extracted links and ships them to their owners by
+// walking the ring, the thesis's ring forwarding: links are sorted by key,
+// one lookup finds the owner of the first, and from then on each recipient
+// answers with its successors, so a walk costs one lookup however many
+// links and owners it serves. A link leaves the buffer (and the durable
+// outbox) only when its owner has acknowledged it; a failed delivery puts it
+// back for the next walk.
 type forwarder struct {
-	route   router
-	self    string // peer id of this node: links it owns are delivered locally
-	local   func(ctx context.Context, urls []string) error
-	remote  func(ctx context.Context, to ring.Contact, urls []string, hops int) error
-	every   time.Duration
-	maxSize int
-	log     *slog.Logger
+	cfg forwarderConfig
+	log *slog.Logger
 
 	mu       sync.Mutex
-	pending  []pendingLink
+	pending  map[string]pendingLink // by URL: many pages link to the same URL
 	inflight int
 	kick     chan struct{}
 
-	sent, delivered, lookups, failures atomic.Int64
-	lastErr                            atomic.Pointer[string]
+	sent, local, walks, hops, lookups, failures, replicas atomic.Int64
+	lastErr                                              atomic.Pointer[string]
 }
 
 // ForwardStats reports the forwarder's progress.
 type ForwardStats struct {
-	Pending   int    `json:"pending"`  // links waiting for delivery
-	InFlight  int    `json:"inFlight"` // links sent and not yet acknowledged
-	Sent      int64  `json:"sent"`     // links delivered to other nodes
-	Local     int64  `json:"local"`    // links delivered to this node's own crawler
-	Lookups   int64  `json:"lookups"`  // ring lookups spent on routing
-	Failures  int64  `json:"failures"` // deliveries that failed and were retried
+	Pending   int    `json:"pending"`   // links waiting for delivery
+	InFlight  int    `json:"inFlight"`  // links in a walk under way
+	Sent      int64  `json:"sent"`      // links delivered to other nodes
+	Local     int64  `json:"local"`     // links delivered to this node's own crawler
+	Walks     int64  `json:"walks"`     // ring walks
+	Hops      int64  `json:"hops"`      // batches delivered, one per virtual server visited
+	Lookups   int64  `json:"lookups"`   // ring lookups spent on routing
+	Replicas  int64  `json:"replicas"`  // links delivered as replicas to owners' successors
+	Failures  int64  `json:"failures"`  // deliveries that failed and were retried
 	LastError string `json:"lastError,omitempty"`
 }
 
-func newForwarder(r router, self string, local func(context.Context, []string) error,
-	remote func(context.Context, ring.Contact, []string, int) error,
-	every time.Duration, maxSize int, log *slog.Logger) *forwarder {
-	return &forwarder{
-		route: r, self: self, local: local, remote: remote,
-		every: every, maxSize: maxSize, log: log,
-		kick: make(chan struct{}, 1),
+func newForwarder(cfg forwarderConfig) (*forwarder, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Replicas < 1 {
+		cfg.Replicas = 1
+	}
+	f := &forwarder{cfg: cfg, log: cfg.Logger, pending: map[string]pendingLink{}, kick: make(chan struct{}, 1)}
+	if cfg.Outbox != nil {
+		links, err := cfg.Outbox.load()
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range links {
+			f.pending[l.url] = l
+		}
+		if len(links) > 0 {
+			f.log.Info("forward: resuming links left from the last run", "links", len(links))
+		}
+	}
+	return f, nil
 }
 
 // Forward queues canonical urls for delivery to their owners. It implements
-// crawl.Forwarder.
+// crawl.Forwarder. The links are durable (in the outbox) when it returns.
 func (f *forwarder) Forward(_ context.Context, urls []string) error {
-	f.enqueue(urls, 0)
-	return nil
+	return f.enqueue(urls, 0)
 }
 
-func (f *forwarder) enqueue(urls []string, hops int) {
+func (f *forwarder) enqueue(urls []string, hops int) error {
 	if len(urls) == 0 {
-		return
+		return nil
+	}
+	links := make([]pendingLink, len(urls))
+	for i, u := range urls {
+		links[i] = pendingLink{url: u, key: id.OfString(u), hops: hops}
+	}
+	if f.cfg.Outbox != nil {
+		if err := f.cfg.Outbox.add(links); err != nil {
+			return fmt.Errorf("forward: %w", err)
+		}
 	}
 	f.mu.Lock()
-	for _, u := range urls {
-		f.pending = append(f.pending, pendingLink{url: u, key: id.OfString(u), hops: hops})
+	for _, l := range links {
+		f.pending[l.url] = l
 	}
-	full := len(f.pending) >= f.maxSize
+	full := len(f.pending) >= f.threshold()
 	f.mu.Unlock()
 	if full {
 		select {
@@ -94,9 +138,20 @@ func (f *forwarder) enqueue(urls []string, hops int) {
 		default:
 		}
 	}
+	return nil
 }
 
-// Busy reports whether links are waiting or unacknowledged.
+// threshold is the buffer size that starts a walk: PerVnode links per
+// virtual server in the ring, so each hop carries enough to amortize it.
+func (f *forwarder) threshold() int {
+	n := 1
+	if f.cfg.RingSize != nil {
+		n = max(f.cfg.RingSize(), 1)
+	}
+	return max(f.cfg.PerVnode, 1) * n
+}
+
+// Busy reports whether links are waiting or in a walk.
 func (f *forwarder) Busy() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -108,17 +163,18 @@ func (f *forwarder) Stats() ForwardStats {
 	f.mu.Lock()
 	st := ForwardStats{Pending: len(f.pending), InFlight: f.inflight}
 	f.mu.Unlock()
-	st.Sent, st.Local = f.sent.Load(), f.delivered.Load()
-	st.Lookups, st.Failures = f.lookups.Load(), f.failures.Load()
+	st.Sent, st.Local, st.Walks, st.Hops = f.sent.Load(), f.local.Load(), f.walks.Load(), f.hops.Load()
+	st.Lookups, st.Failures, st.Replicas = f.lookups.Load(), f.failures.Load(), f.replicas.Load()
 	if p := f.lastErr.Load(); p != nil {
 		st.LastError = *p
 	}
 	return st
 }
 
-// run flushes the buffer every interval, or sooner when it fills, until ctx ends.
+// run walks the ring every interval while links wait, or at once when the
+// buffer passes the threshold, until ctx ends.
 func (f *forwarder) run(ctx context.Context) {
-	t := time.NewTicker(f.every)
+	t := time.NewTicker(f.cfg.Every)
 	defer t.Stop()
 	for {
 		select {
@@ -131,93 +187,44 @@ func (f *forwarder) run(ctx context.Context) {
 	}
 }
 
-// flush routes and delivers everything pending.
+// flush takes everything pending and walks the ring with it.
 func (f *forwarder) flush(ctx context.Context) {
 	f.mu.Lock()
-	batch := f.pending
-	f.pending = nil
-	taken := len(batch)
-	f.inflight += taken
+	batch := make([]pendingLink, 0, len(f.pending))
+	for _, l := range f.pending {
+		batch = append(batch, l)
+	}
+	clear(f.pending)
+	f.inflight += len(batch)
 	f.mu.Unlock()
-	if taken == 0 {
+	if len(batch) == 0 {
 		return
 	}
 	slices.SortFunc(batch, func(a, b pendingLink) int { return a.key.Cmp(b.key) })
-	batch = slices.CompactFunc(batch, func(a, b pendingLink) bool { return a.url == b.url })
-
-	groups, unrouted := f.group(ctx, batch)
-	var failed []pendingLink
-	failed = append(failed, unrouted...)
-	for _, g := range groups {
-		if err := f.deliver(ctx, g); err != nil {
-			f.failures.Add(1)
-			msg := err.Error()
-			if prev := f.lastErr.Swap(&msg); prev == nil || *prev != msg {
-				f.log.Warn("forward: delivery failed; will retry", "to", g.to.Addr, "links", len(g.links), "err", err)
-			}
-			failed = append(failed, g.links...)
+	done, failed := f.walk(ctx, batch)
+	if f.cfg.Outbox != nil && len(done) > 0 {
+		if err := f.cfg.Outbox.remove(done); err != nil {
+			// The links were delivered; at worst they are delivered again
+			// after a restart, and the recipient's URL-seen test drops them.
+			f.note(fmt.Errorf("outbox: %w", err))
 		}
 	}
 	f.mu.Lock()
-	f.inflight -= taken
-	f.pending = append(f.pending, failed...)
+	f.inflight -= len(batch)
+	for _, l := range failed {
+		if _, ok := f.pending[l.url]; !ok {
+			f.pending[l.url] = l
+		}
+	}
 	f.mu.Unlock()
 }
 
-// ownerGroup is the links one real node owns.
-type ownerGroup struct {
-	to    ring.Contact
-	links []pendingLink
-}
-
-// group assigns sorted links to the real nodes that own them. Links whose
-// owner cannot be found are returned for a later attempt.
-func (f *forwarder) group(ctx context.Context, sorted []pendingLink) ([]ownerGroup, []pendingLink) {
-	byPeer := map[string]int{}
-	var groups []ownerGroup
-	for i := 0; i < len(sorted); {
-		f.lookups.Add(1)
-		owner, err := f.route.Lookup(ctx, sorted[i].key)
-		if err != nil {
-			f.failures.Add(1)
-			msg := fmt.Sprintf("lookup: %v", err)
-			f.lastErr.Store(&msg)
-			return groups, sorted[i:]
-		}
-		j := i + 1
-		for j < len(sorted) && id.InHalfOpen(sorted[j].key, sorted[i].key, owner.ID) {
-			j++
-		}
-		g, ok := byPeer[owner.Peer]
-		if !ok {
-			g = len(groups)
-			byPeer[owner.Peer] = g
-			groups = append(groups, ownerGroup{to: owner.Contact})
-		}
-		groups[g].links = append(groups[g].links, sorted[i:j]...)
-		i = j
+// note records a delivery problem: counted, kept for status, logged once
+// per distinct message.
+func (f *forwarder) note(err error) {
+	f.failures.Add(1)
+	msg := err.Error()
+	if prev := f.lastErr.Swap(&msg); prev == nil || *prev != msg {
+		f.log.Warn("forward: delivery failed; links kept for the next walk", "err", err)
 	}
-	return groups, nil
-}
-
-// deliver hands one group to its owner, locally or over the network.
-func (f *forwarder) deliver(ctx context.Context, g ownerGroup) error {
-	urls := make([]string, len(g.links))
-	hops := 0
-	for i, l := range g.links {
-		urls[i] = l.url
-		hops = max(hops, l.hops)
-	}
-	if g.to.Peer == f.self {
-		if err := f.local(ctx, urls); err != nil {
-			return fmt.Errorf("local delivery: %w", err)
-		}
-		f.delivered.Add(int64(len(urls)))
-		return nil
-	}
-	if err := f.remote(ctx, g.to, urls, hops); err != nil {
-		return err
-	}
-	f.sent.Add(int64(len(urls)))
-	return nil
 }

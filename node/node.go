@@ -36,6 +36,7 @@ type Node struct {
 	store   *archive.Store
 	crawler *crawl.Crawler
 	fwd     *forwarder
+	outbox  *outbox
 	gw      *gateway.Server
 	httpSrv *http.Server
 	gwLn    net.Listener
@@ -98,12 +99,28 @@ func New(cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	n.fwd = newForwarder(n.ring, n.self.Peer, n.addLocal, n.sendLinks,
-		cfg.FlushInterval, cfg.FlushSize, n.log.With("sub", "forward"))
+	if n.outbox, err = openOutbox(filepath.Join(cfg.DataDir, "outbox")); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	n.fwd, err = newForwarder(forwarderConfig{
+		Ring:      n.ring,
+		Deliver:   n.deliver,
+		Outbox:    n.outbox,
+		Every:     cfg.FlushInterval,
+		PerVnode:  cfg.WalkPerVnode,
+		RingSize:  n.ringSize,
+		Replicas:  cfg.LinkReplicas,
+		Logger:    n.log.With("sub", "forward"),
+		LocalPeer: n.self.Peer,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	cc := cfg.Crawl
 	cc.DayLength = cfg.DayLength
 	cc.Owns = n.ownsURL
 	cc.Logger = n.log.With("sub", "crawl")
+	n.setupPoliteness(&cc)
 	n.crawler, err = crawl.New(filepath.Join(cfg.DataDir, "crawl"), cc, n.store, n.fwd)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -252,6 +269,9 @@ func (n *Node) closeAll() error {
 	}
 	if n.store != nil {
 		errs = append(errs, n.store.Close())
+	}
+	if n.outbox != nil {
+		errs = append(errs, n.outbox.close())
 	}
 	return errors.Join(errs...)
 }

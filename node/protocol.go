@@ -29,7 +29,6 @@ const (
 
 // Frame limits: a hostile peer cannot make a node buffer more than these.
 const (
-	maxLinksFrame   = 8 << 20
 	maxRequestFrame = 64 << 10
 	maxHeaderFrame  = 4 << 20
 	maxBodyFrame    = 64 << 20
@@ -39,17 +38,6 @@ const (
 	// recipient keeps them anyway rather than lose them.
 	maxHops = 4
 )
-
-// linksRequest carries links to the node that owns them.
-type linksRequest struct {
-	URLs []string `json:"urls"`
-	Hops int      `json:"hops"`
-}
-
-type linksReply struct {
-	Accepted int    `json:"accepted"`
-	Error    string `json:"error,omitempty"`
-}
 
 // archiveRequest asks the owner of URL for its versions or for one capture.
 type archiveRequest struct {
@@ -116,53 +104,6 @@ func (n *Node) openStream(ctx context.Context, c ring.Contact, p protocol.ID) (n
 	}
 	_ = s.SetDeadline(dl)
 	return s, nil
-}
-
-// sendLinks delivers urls to the real node behind c and waits for its
-// acknowledgement: links count as delivered only once the recipient has
-// queued them durably.
-func (n *Node) sendLinks(ctx context.Context, c ring.Contact, urls []string, hops int) error {
-	s, err := n.openStream(ctx, c, linksProtocol)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	if err := wire.WriteJSON(s, linksRequest{URLs: urls, Hops: hops}); err != nil {
-		s.Reset()
-		return fmt.Errorf("send links: %w", err)
-	}
-	_ = s.CloseWrite()
-	var rep linksReply
-	if err := wire.ReadJSON(bufio.NewReader(s), maxRequestFrame, &rep); err != nil {
-		s.Reset()
-		return fmt.Errorf("send links: reply: %w", err)
-	}
-	if rep.Error != "" {
-		return fmt.Errorf("send links: %w: %s", errRemote, rep.Error)
-	}
-	return nil
-}
-
-// handleLinks receives a batch of links: it queues the ones this node owns
-// and passes the others on.
-func (n *Node) handleLinks(s network.Stream) {
-	defer s.Close()
-	_ = s.SetDeadline(time.Now().Add(streamTimeout))
-	var req linksRequest
-	if err := wire.ReadJSON(bufio.NewReader(s), maxLinksFrame, &req); err != nil {
-		n.counters.badFrames.Add(1)
-		n.log.Debug("links: bad request", "peer", s.Conn().RemotePeer(), "err", err)
-		s.Reset()
-		return
-	}
-	ctx, cancel := context.WithTimeout(n.ctx, streamTimeout)
-	defer cancel()
-	rep := linksReply{Accepted: len(req.URLs)}
-	if err := n.receiveLinks(ctx, req.URLs, req.Hops); err != nil {
-		rep = linksReply{Error: err.Error()}
-	}
-	n.counters.linksReceived.Add(int64(len(req.URLs)))
-	_ = wire.WriteJSON(s, rep)
 }
 
 // fetchRemote asks the real node behind c for the versions of url or, with

@@ -98,29 +98,3 @@ func (n *Node) localGet(ctx context.Context, url string, t time.Time) (archive.V
 // ownsURL reports whether this node owns the canonical url; the crawler uses
 // it to re-queue only its own URLs at the start of a day.
 func (n *Node) ownsURL(url string) bool { return n.ring.Owns(id.OfString(url)) }
-
-// addLocal queues links this node owns.
-func (n *Node) addLocal(ctx context.Context, urls []string) error {
-	return n.crawler.Add(ctx, urls)
-}
-
-// receiveLinks takes links another node sent: it re-checks each URL, queues
-// those this node owns and passes the rest on. After maxHops passes the
-// links are queued here rather than risk losing them.
-func (n *Node) receiveLinks(ctx context.Context, urls []string, hops int) error {
-	var mine, others []string
-	for _, u := range urls {
-		c, err := canon.Canonical(u)
-		if err != nil || c != u {
-			n.counters.badLinks.Add(1)
-			continue
-		}
-		if hops >= maxHops || n.ownsURL(c) {
-			mine = append(mine, c)
-		} else {
-			others = append(others, c)
-		}
-	}
-	n.fwd.enqueue(others, hops+1)
-	return n.crawler.Add(ctx, mine)
-}

@@ -59,10 +59,20 @@ func (n *Node) Status() Status {
 // POST /api/seed takes URLs (one per line) and is accepted only from
 // loopback clients: a volunteer's node crawls what its operator asks, not
 // what any visitor of the gateway asks.
+//
+// It dispatches by exact path rather than through http.ServeMux, which
+// would clean "/web/*/http://…" paths and redirect them.
 func (n *Node) adminMux(public http.Handler) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/", public)
-	mux.HandleFunc("POST /api/seed", func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/seed" {
+			public.ServeHTTP(w, r)
+			return
+		}
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, "POST URLs, one per line", http.StatusMethodNotAllowed)
+			return
+		}
 		if !fromLoopback(r) {
 			http.Error(w, "seeding is allowed from this machine only", http.StatusForbidden)
 			return
@@ -78,7 +88,6 @@ func (n *Node) adminMux(public http.Handler) http.Handler {
 		}
 		w.WriteHeader(http.StatusAccepted)
 	})
-	return mux
 }
 
 func fromLoopback(r *http.Request) bool {

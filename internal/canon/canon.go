@@ -89,7 +89,7 @@ func normalize(u *url.URL) (*url.URL, error) {
 		return nil, fmt.Errorf("%w: opaque URL", ErrSyntax)
 	}
 	host, port := c.Hostname(), c.Port()
-	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	host = strings.TrimRight(strings.ToLower(host), ".")
 	if host == "" {
 		return nil, ErrNoHost
 	}
@@ -119,7 +119,36 @@ func normalize(u *url.URL) (*url.URL, error) {
 	c.Path = cleanPath(c.Path)
 	c.RawPath = ""
 	c.ForceQuery = false
+	c.RawQuery = escapeQuery(c.RawQuery)
 	return &c, nil
+}
+
+// escapeQuery percent-encodes the bytes a query may not hold literally
+// (spaces, controls, non-ASCII, a '%' not starting an escape), keeping
+// valid escapes and everything else byte for byte. Without it a query
+// ending in a space would lose the space when the URL is parsed again.
+func escapeQuery(q string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch {
+		case c == '%' && i+2 < len(q) && isHex(q[i+1]) && isHex(q[i+2]):
+			b.WriteByte(c)
+		case c <= ' ' || c >= 0x7f || c == '%' || c == '"' || c == '<' || c == '>' || c == '\\' ||
+			c == '^' || c == '`' || c == '{' || c == '|' || c == '}' || c == '#':
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // cleanPath resolves dot segments (RFC 3986 section 5.2.4) and keeps a

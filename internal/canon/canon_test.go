@@ -21,6 +21,10 @@ func TestCanonical(t *testing.T) {
 		{"http://example.com./", "http://example.com/"},
 		{"http://127.0.0.2:0080/", "http://127.0.0.2/"},
 		{"http://[::1]:80/", "http://[::1]/"},
+		{"http://x/?a b ", "http://x/?a%20b"},
+		{"http://x/?a%20", "http://x/?a%20"},
+		{"http://x/?a=%41&b=%zz", "http://x/?a=%41&b=%25zz"},
+		{"http://x/?\xad", "http://x/?%AD"},
 	}
 	for _, tc := range tests {
 		got, err := Canonical(tc.in)
@@ -46,6 +50,7 @@ func TestCanonicalRejects(t *testing.T) {
 		{"ftp://example.com/", ErrScheme},
 		{"mailto:a@b.c", ErrScheme},
 		{"http:///path", ErrNoHost},
+		{"http://../", ErrNoHost},
 		{"http://example.com:8x/", ErrSyntax},
 		{"http://example.com:999999/", ErrBadPort},
 		{"http://example.com/" + string(make([]byte, MaxLen)), ErrTooLong},
@@ -80,7 +85,7 @@ func TestResolve(t *testing.T) {
 }
 
 func FuzzCanonical(f *testing.F) {
-	for _, s := range []string{"http://example.com/a/../b", "HTTPS://X:443/?q#f", "http://[::1]:8/", "http://a/%zz"} {
+	for _, s := range []string{"http://example.com/a/../b", "HTTPS://X:443/?q#f", "http://[::1]:8/", "http://a/%zz", "http://0?\xad #", "http://../"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -1,0 +1,159 @@
+package node
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeClock is a settable clock for the allocator.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{t: time.Unix(1_700_000_000, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func ms(v ...int) []time.Duration {
+	out := make([]time.Duration, len(v))
+	for i, x := range v {
+		out[i] = time.Duration(x) * time.Millisecond
+	}
+	return out
+}
+
+// TestSlotAllocator runs sequences of lease requests against one
+// allocator: each step advances the clock, then asks for slots.
+func TestSlotAllocator(t *testing.T) {
+	type step struct {
+		advance  time.Duration
+		host     string
+		k        int
+		interval time.Duration
+		want     []time.Duration
+		retry    time.Duration
+	}
+	const iv = 100 * time.Millisecond
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"first lease starts now", []step{
+			{0, "a", 3, iv, ms(0, 100, 200), 0},
+		}},
+		{"second requester queues behind the first", []step{
+			{0, "a", 3, iv, ms(0, 100, 200), 0},
+			{0, "a", 2, iv, ms(300, 400), 0},
+		}},
+		{"delays are relative to the owner's now", []step{
+			{0, "a", 3, iv, ms(0, 100, 200), 0},
+			{150 * time.Millisecond, "a", 2, iv, ms(150, 250), 0},
+		}},
+		{"idle schedule restarts at now", []step{
+			{0, "a", 1, iv, ms(0), 0},
+			{time.Hour, "a", 2, iv, ms(0, 100), 0},
+		}},
+		{"last slot's spacing holds after a gap shorter than it", []step{
+			{0, "a", 1, iv, ms(0), 0},
+			{40 * time.Millisecond, "a", 1, iv, ms(60), 0},
+		}},
+		{"hosts have separate schedules", []step{
+			{0, "a", 2, iv, ms(0, 100), 0},
+			{0, "b", 2, iv, ms(0, 100), 0},
+			{0, "a", 1, iv, ms(200), 0},
+		}},
+		{"crawl-delay spacing from the previous slot", []step{
+			{0, "a", 2, iv, ms(0, 100), 0},
+			{0, "a", 2, time.Second, ms(1100, 2100), 0},
+			{0, "a", 1, iv, ms(2200), 0},
+		}},
+		{"k below one asks for one", []step{
+			{0, "a", 0, iv, ms(0), 0},
+			{0, "a", -5, iv, ms(100), 0},
+		}},
+		{"k capped at maxLeaseSlots", []step{
+			{0, "a", 1000, time.Millisecond, nil, 0}, // checked by length below
+		}},
+		{"schedule horizon bounds a grant", []step{
+			{0, "a", 64, 10 * time.Second, ms(0, 10000, 20000, 30000), 0},
+			{0, "a", 1, 10 * time.Second, nil, 10 * time.Second},
+			{10 * time.Second, "a", 1, 10 * time.Second, ms(30000), 0},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newFakeClock()
+			a := newSlotAllocator(clk.Now)
+			for i, s := range tc.steps {
+				clk.Advance(s.advance)
+				g := a.allocate(s.host, s.k, s.interval)
+				if tc.name == "k capped at maxLeaseSlots" {
+					if len(g.Delays) != maxLeaseSlots {
+						t.Fatalf("step %d: %d slots, want %d", i, len(g.Delays), maxLeaseSlots)
+					}
+					continue
+				}
+				if !slices.Equal(g.Delays, s.want) || g.RetryAfter != s.retry {
+					t.Fatalf("step %d: got %v retry %s, want %v retry %s", i, g.Delays, g.RetryAfter, s.want, s.retry)
+				}
+			}
+		})
+	}
+}
+
+// TestSlotAllocatorGlobalSpacing checks the invariant with many
+// requesters: all slots granted for a host, converted to absolute owner
+// time, are at least one interval apart.
+func TestSlotAllocatorGlobalSpacing(t *testing.T) {
+	clk := newFakeClock()
+	a := newSlotAllocator(clk.Now)
+	const iv = 50 * time.Millisecond
+	var slots []time.Time
+	for i := range 200 {
+		clk.Advance(time.Duration(i%7) * 9 * time.Millisecond)
+		now := clk.Now()
+		for _, d := range a.allocate("h", 1+i%5, iv).Delays {
+			slots = append(slots, now.Add(d))
+		}
+	}
+	for i := 1; i < len(slots); i++ {
+		if gap := slots[i].Sub(slots[i-1]); gap < iv {
+			t.Fatalf("slots %d and %d only %s apart", i-1, i, gap)
+		}
+	}
+	if len(slots) < 200 {
+		t.Fatalf("only %d slots granted", len(slots))
+	}
+}
+
+func TestSlotAllocatorEviction(t *testing.T) {
+	clk := newFakeClock()
+	a := newSlotAllocator(clk.Now)
+	for i := range maxScheduledHosts {
+		a.allocate(fmt.Sprintf("h%d", i), 1, time.Second)
+	}
+	clk.Advance(scheduleIdle / 2)
+	a.allocate("recent", 1, time.Second)
+	clk.Advance(scheduleIdle/2 + time.Second)
+	a.allocate("new", 1, time.Second)
+	if got := a.scheduled(); got != 2 {
+		t.Fatalf("%d hosts scheduled after eviction, want 2 (recent, new)", got)
+	}
+	// The recent host kept its schedule.
+	if g := a.allocate("recent", 1, 24*time.Hour); len(g.Delays) != 0 {
+		t.Fatalf("recent host lost its schedule: granted %v", g.Delays)
+	}
+}

@@ -1,0 +1,168 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/ring"
+)
+
+// budgetProtocol leases request slots of a host's ring-wide schedule from
+// the node that owns hostKey(host). One request, one reply, both JSON
+// frames of at most maxBudgetFrame bytes.
+const budgetProtocol protocol.ID = "/herod/budget/1.0.0"
+
+const (
+	maxBudgetFrame = 4 << 10
+	// maxLeaseInterval caps the spacing a requester may ask for (the
+	// crawler caps Crawl-delay at a day too).
+	maxLeaseInterval = 24 * time.Hour
+)
+
+// budgetRequest asks for up to Slots slots of Host, Interval apart
+// (nanoseconds; the requester's 1/HostRate or the host's Crawl-delay).
+type budgetRequest struct {
+	Host     string        `json:"host"`
+	Slots    int           `json:"slots"`
+	Interval time.Duration `json:"interval"`
+}
+
+// budgetReply grants slots as delays from the owner's now (nanoseconds),
+// or says when to come back, or that the recipient does not own the host.
+type budgetReply struct {
+	Delays     []time.Duration `json:"delays,omitempty"`
+	RetryAfter time.Duration   `json:"retryAfter,omitempty"`
+	NotOwner   bool            `json:"notOwner,omitempty"`
+	Error      string          `json:"error,omitempty"`
+}
+
+// errNotOwner reports that the asked node does not own the host.
+var errNotOwner = errors.New("node: not the owner")
+
+// validate checks a request from a peer.
+func (r budgetRequest) validate() error {
+	switch {
+	case r.Host == "" || len(r.Host) > canon.MaxLen:
+		return fmt.Errorf("budget request: bad host length %d", len(r.Host))
+	case r.Slots < 1 || r.Slots > maxLeaseSlots:
+		return fmt.Errorf("budget request: slots %d not in [1, %d]", r.Slots, maxLeaseSlots)
+	case r.Interval <= 0 || r.Interval > maxLeaseInterval:
+		return fmt.Errorf("budget request: interval %s not in (0, %s]", r.Interval, maxLeaseInterval)
+	}
+	return nil
+}
+
+// validate checks a reply against the request it answers.
+func (r budgetReply) validate(req budgetRequest) error {
+	if len(r.Delays) > req.Slots {
+		return fmt.Errorf("budget reply: %d slots for %d asked", len(r.Delays), req.Slots)
+	}
+	for i, d := range r.Delays {
+		if d < 0 || d > maxScheduleAhead+maxLeaseInterval {
+			return fmt.Errorf("budget reply: slot delay %s out of range", d)
+		}
+		if i > 0 && d < r.Delays[i-1] {
+			return fmt.Errorf("budget reply: slots out of order")
+		}
+	}
+	if r.RetryAfter < 0 || r.RetryAfter > maxLeaseInterval {
+		return fmt.Errorf("budget reply: retry after %s out of range", r.RetryAfter)
+	}
+	return nil
+}
+
+// lease is the leaseFunc of the node's budget: it asks the owner of host,
+// this node's allocator when it owns host. A cached owner that disowns
+// the host is looked up afresh once.
+func (p *politeness) lease(ctx context.Context, host string, k int, iv time.Duration) (slotGrant, error) {
+	key := hostKey(host)
+	req := budgetRequest{Host: host, Slots: min(max(k, 1), maxLeaseSlots), Interval: min(iv, maxLeaseInterval)}
+	for attempt := range 2 {
+		c, self, err := p.owner(ctx, key, attempt > 0)
+		if err != nil {
+			return slotGrant{}, fmt.Errorf("lease %s: %w", host, err)
+		}
+		if self {
+			p.c.leaseLocal.Add(1)
+			return p.alloc.allocate(host, req.Slots, max(req.Interval, p.ownInterval())), nil
+		}
+		p.c.leaseRPCs.Add(1)
+		g, err := p.callBudget(ctx, c, req)
+		if errors.Is(err, errNotOwner) {
+			p.forgetOwner(key)
+			continue
+		}
+		if err != nil {
+			p.forgetOwner(key)
+			return slotGrant{}, fmt.Errorf("lease %s: %w", host, err)
+		}
+		return g, nil
+	}
+	return slotGrant{}, fmt.Errorf("lease %s: %w", host, errNoOwner)
+}
+
+// callBudget sends one lease request to c.
+func (p *politeness) callBudget(ctx context.Context, c ring.Contact, req budgetRequest) (slotGrant, error) {
+	s, err := p.n.openStream(ctx, c, budgetProtocol)
+	if err != nil {
+		return slotGrant{}, err
+	}
+	defer s.Close()
+	if err := wire.WriteJSON(s, req); err != nil {
+		s.Reset()
+		return slotGrant{}, fmt.Errorf("budget request: %w", err)
+	}
+	_ = s.CloseWrite()
+	var rep budgetReply
+	if err := wire.ReadJSON(bufio.NewReader(s), maxBudgetFrame, &rep); err != nil {
+		s.Reset()
+		return slotGrant{}, fmt.Errorf("budget reply: %w", err)
+	}
+	switch {
+	case rep.NotOwner:
+		return slotGrant{}, errNotOwner
+	case rep.Error != "":
+		return slotGrant{}, fmt.Errorf("budget reply: %w: %s", errRemote, rep.Error)
+	}
+	if err := rep.validate(req); err != nil {
+		p.c.badPeers.Add(1)
+		return slotGrant{}, err
+	}
+	return slotGrant{Delays: rep.Delays, RetryAfter: rep.RetryAfter}, nil
+}
+
+// handleBudget answers a lease request for a host this node owns.
+func (p *politeness) handleBudget(s network.Stream) {
+	defer s.Close()
+	_ = s.SetDeadline(time.Now().Add(streamTimeout))
+	var req budgetRequest
+	if err := wire.ReadJSON(bufio.NewReader(s), maxBudgetFrame, &req); err != nil {
+		p.c.badPeers.Add(1)
+		p.log.Debug("budget: bad request", "peer", s.Conn().RemotePeer(), "err", err)
+		s.Reset()
+		return
+	}
+	_ = wire.WriteJSON(s, p.answerBudget(req))
+}
+
+// answerBudget is handleBudget's decision, apart from the stream.
+func (p *politeness) answerBudget(req budgetRequest) budgetReply {
+	if err := req.validate(); err != nil {
+		p.c.badPeers.Add(1)
+		return budgetReply{Error: err.Error()}
+	}
+	if !p.n.ring.Owns(hostKey(req.Host)) {
+		return budgetReply{NotOwner: true}
+	}
+	p.c.leasesServed.Add(1)
+	g := p.alloc.allocate(req.Host, req.Slots, max(req.Interval, p.ownInterval()))
+	return budgetReply{Delays: g.Delays, RetryAfter: g.RetryAfter}
+}

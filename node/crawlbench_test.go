@@ -1,0 +1,436 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/herod-archive/herod/crawl"
+	"github.com/herod-archive/herod/internal/sampleweb"
+)
+
+// crawlbench_test.go is issue 5's crawl-rate benchmark: pages/s of one
+// herod node crawling a static site on loopback, next to wget -r on the
+// same site in the same run, and of a ring of several nodes on the same
+// machine next to one node. It is off by default (it takes about a minute);
+// scripts/bench-crawl.sh runs it:
+//
+//	go test ./node -run TestCrawlRate -crawlbench -v
+
+var (
+	crawlBench       = flag.Bool("crawlbench", false, "run TestCrawlRate: herod vs wget -r pages/s on a loopback static site")
+	crawlBenchPages  = flag.Int("crawlbench.pages", 3000, "HTML pages in the static site (images, CSS and scripts come on top)")
+	crawlBenchRounds = flag.Int("crawlbench.rounds", 3, "interleaved rounds; the median of each contestant is reported")
+	crawlBenchRing   = flag.Int("crawlbench.ring", 4, "nodes in the multi-node ring")
+	crawlBenchConns  = flag.Int("crawlbench.hostconns", 1, "herod crawl.Config.HostConns per node (wget uses one connection)")
+	crawlBenchBudget = flag.String("crawlbench.budget", "ring", `herod's per-host pacing: "ring" (the shipped ring-wide budget at HostRate 1e9) or "none" (no pacing at all)`)
+	crawlBenchOnly   = flag.String("crawlbench.only", "", "comma-separated contestants to run (wget, herod1, herodN), e.g. for -cpuprofile")
+)
+
+// benchSeed fixes the static site's bytes.
+const benchSeed = 5
+
+// recorder is a plain net/http file server over a directory (Last-Modified
+// from the file, If-Modified-Since answered with 304) that records which
+// paths it answered, so that each contestant's URL set can be compared.
+type recorder struct {
+	files http.Handler
+	srv   *http.Server
+	url   string
+
+	mu       sync.Mutex
+	paths    map[string]int // request path -> status of the last answer
+	hits     map[string]int // request path -> requests
+	ok       int            // paths answered 200, robots.txt aside
+	reqs     int
+	inflight int
+	idleFrom time.Time     // when inflight last dropped to 0
+	idle     time.Duration // time with no request in flight, between requests
+	stalls   int           // idle gaps of 100ms or more
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.code = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func startRecorder(t *testing.T, dir string) *recorder {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{files: http.FileServer(http.Dir(dir)), url: "http://" + ln.Addr().String() + "/"}
+	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
+	go r.srv.Serve(ln)
+	t.Cleanup(func() { r.srv.Close() })
+	r.reset()
+	return r
+}
+
+func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	if r.inflight == 0 && !r.idleFrom.IsZero() {
+		gap := time.Since(r.idleFrom)
+		r.idle += gap
+		if gap >= 100*time.Millisecond {
+			r.stalls++
+		}
+	}
+	r.inflight++
+	r.mu.Unlock()
+	sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+	r.files.ServeHTTP(sw, req)
+	r.mu.Lock()
+	if sw.code == http.StatusOK && r.paths[req.URL.Path] != http.StatusOK && req.URL.Path != "/robots.txt" {
+		r.ok++
+	}
+	r.paths[req.URL.Path] = sw.code
+	r.hits[req.URL.Path]++
+	r.reqs++
+	r.inflight--
+	if r.inflight == 0 {
+		r.idleFrom = time.Now()
+	}
+	r.mu.Unlock()
+}
+
+func (r *recorder) reset() {
+	r.mu.Lock()
+	r.paths, r.hits, r.reqs, r.ok = map[string]int{}, map[string]int{}, 0, 0
+	r.idleFrom, r.idle, r.stalls = time.Time{}, 0, 0
+	r.mu.Unlock()
+}
+
+// fetched returns the sorted paths answered 200 since reset, robots.txt
+// aside, and the number of requests.
+func (r *recorder) fetched() ([]string, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fetchedLocked()
+}
+
+// distinct returns the number of paths answered 200 since reset,
+// robots.txt aside.
+func (r *recorder) distinct() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ok
+}
+
+// idleness returns how long the server waited between requests since
+// reset, and how many of those waits lasted 100ms or more.
+func (r *recorder) idleness() (time.Duration, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.idle, r.stalls
+}
+
+// repeats returns up to n paths requested more than once since reset,
+// robots.txt aside, and how many such paths there are.
+func (r *recorder) repeats(n int) ([]string, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ps []string
+	for p, k := range r.hits {
+		if k > 1 && p != "/robots.txt" {
+			ps = append(ps, fmt.Sprintf("%s x%d", p, k))
+		}
+	}
+	slices.Sort(ps)
+	return ps[:min(n, len(ps))], len(ps)
+}
+
+func (r *recorder) fetchedLocked() ([]string, int) {
+	var ps []string
+	for p, code := range r.paths {
+		if code == http.StatusOK && p != "/robots.txt" {
+			ps = append(ps, p)
+		}
+	}
+	slices.Sort(ps)
+	return ps, r.reqs
+}
+
+// crawlResult is one timed crawl of the whole site.
+type crawlResult struct {
+	elapsed time.Duration
+	cpu     time.Duration // CPU of the crawler: wget's process, or this process's (server included) for herod
+	proc    time.Duration // CPU of this process (the file server, and herod when it crawls)
+	paths   []string      // paths the server answered 200, robots.txt aside
+	reqs    int           // requests the server answered, robots.txt included
+	idle    time.Duration // time the server waited between requests
+	stalls  int           // waits of 100ms or more
+	stored  int64         // versions herod stored (0 for wget)
+}
+
+func (c crawlResult) rate() float64 { return float64(len(c.paths)) / c.elapsed.Seconds() }
+
+// TestCrawlRate is issue 5's pages/s benchmark. In one run it writes a
+// deterministic static site, serves it on loopback, and times wget -r, one
+// herod node and a ring of -crawlbench.ring nodes crawling all of it,
+// rounds times interleaved (the machine is shared and noisy), reporting
+// each contestant's median. herod runs with storing, hashing, indexing and
+// link forwarding as shipped, but with no per-host rate limit (HostRate
+// 1e9) so that it is compared with wget, which has none either; each node
+// keeps HostConns connections to the site (default 1, like wget).
+func TestCrawlRate(t *testing.T) {
+	if !*crawlBench {
+		t.Skip("enable with -crawlbench (see scripts/bench-crawl.sh)")
+	}
+	wget, err := exec.LookPath("wget")
+	if err != nil {
+		t.Fatal("wget not installed (scripts/bench-crawl.sh installs it)")
+	}
+	dir := t.TempDir()
+	site := filepath.Join(dir, "site")
+	if err := sampleweb.WriteStaticSite(site, *crawlBenchPages, benchSeed); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, p := range sampleweb.StaticSitePaths(*crawlBenchPages, benchSeed) {
+		want = append(want, p)
+	}
+	srv := startRecorder(t, site)
+	t.Logf("herod: HostRate 1e9 (no per-host rate limit), HostConns %d per node, host budget %q", *crawlBenchConns, *crawlBenchBudget)
+	t.Logf("site: %d HTML pages, %d URLs (robots.txt aside) at %s", *crawlBenchPages, len(want), srv.url)
+
+	ringName := fmt.Sprintf("herod%d", *crawlBenchRing)
+	type contestant struct {
+		name string
+		run  func(t *testing.T, out string) crawlResult
+	}
+	all := []contestant{
+		{"wget", func(t *testing.T, out string) crawlResult { return runWget(t, wget, srv, out) }},
+		{"herod1", func(t *testing.T, out string) crawlResult { return runHerod(t, srv, out, 1, len(want)) }},
+		{ringName, func(t *testing.T, out string) crawlResult { return runHerod(t, srv, out, *crawlBenchRing, len(want)) }},
+	}
+	if *crawlBenchOnly != "" {
+		keep := strings.Split(*crawlBenchOnly, ",")
+		all = slices.DeleteFunc(all, func(c contestant) bool { return !slices.Contains(keep, c.name) })
+	}
+	results := map[string][]crawlResult{}
+	for round := range *crawlBenchRounds {
+		// Rotate the order so that no contestant always runs first.
+		for i := range all {
+			c := all[(i+round)%len(all)]
+			srv.reset()
+			res := c.run(t, filepath.Join(dir, fmt.Sprintf("%s-%d", c.name, round)))
+			if d := diffPaths(res.paths, want); d != "" {
+				t.Errorf("%s round %d fetched a different URL set than the site has: %s", c.name, round, d)
+			}
+			res.idle, res.stalls = srv.idleness()
+			results[c.name] = append(results[c.name], res)
+			t.Logf("round %d %-7s %5d URLs (%d requests) in %7s = %6.0f pages/s, cpu %s, server idle %s (%d waits >= 100ms), load %s",
+				round, c.name, len(res.paths), res.reqs, res.elapsed.Round(time.Millisecond), res.rate(),
+				res.cpu.Round(time.Millisecond), res.idle.Round(time.Millisecond), res.stalls, loadAvg())
+		}
+	}
+	reportCrawlRates(t, results, ringName)
+}
+
+// reportCrawlRates logs the median of each contestant and the ratios, and
+// prints benchmark-format lines that benchstat reads. herod's CPU per page
+// is this process's CPU minus the file server's, estimated per request
+// from the wget runs (during which this process only serves).
+func reportCrawlRates(t *testing.T, results map[string][]crawlResult, ringName string) {
+	var serverPerReq time.Duration
+	if ws := results["wget"]; len(ws) > 0 {
+		per := make([]time.Duration, len(ws))
+		for i, w := range ws {
+			per[i] = w.proc / time.Duration(max(w.reqs, 1))
+		}
+		slices.Sort(per)
+		serverPerReq = per[len(per)/2]
+		t.Logf("file server: %s CPU per request (median of the wget runs)", serverPerReq.Round(time.Microsecond))
+	}
+	med := map[string]crawlResult{}
+	for _, name := range []string{"wget", "herod1", ringName} {
+		rs := results[name]
+		if len(rs) == 0 {
+			continue
+		}
+		m := medianResult(rs)
+		med[name] = m
+		cpu := m.cpu
+		if name != "wget" {
+			cpu -= serverPerReq * time.Duration(m.reqs)
+		}
+		perPage := float64(cpu.Microseconds()) / float64(max(len(m.paths), 1))
+		t.Logf("median %-7s %5d URLs in %7s = %6.0f pages/s, crawler CPU %4.0f µs/page (%d runs)",
+			name, len(m.paths), m.elapsed.Round(time.Millisecond), m.rate(), perPage, len(rs))
+		fmt.Printf("BenchmarkCrawlRate/%s \t%d\t%.0f ns/op\t%.1f pages/s\t%d urls\t%.0f cpu-µs/page\n",
+			name, len(rs), float64(m.elapsed.Nanoseconds()), m.rate(), len(m.paths), perPage)
+	}
+	if w, h := med["wget"], med["herod1"]; w.elapsed > 0 && h.elapsed > 0 {
+		t.Logf("ratio herod1/wget = %.2f (target >= 1.0); URL counts: wget %d, herod %d", h.rate()/w.rate(), len(w.paths), len(h.paths))
+		fmt.Printf("BenchmarkCrawlRate/ratio-herod1-wget \t1\t0 ns/op\t%.3f x\n", h.rate()/w.rate())
+	}
+	if h1, hn := med["herod1"], med[ringName]; h1.elapsed > 0 && hn.elapsed > 0 {
+		t.Logf("ratio %s/herod1 = %.2f", ringName, hn.rate()/h1.rate())
+		fmt.Printf("BenchmarkCrawlRate/ratio-%s-herod1 \t1\t0 ns/op\t%.3f x\n", ringName, hn.rate()/h1.rate())
+	}
+}
+
+// loadAvg returns the one-minute load average, or "?" where unknown: the
+// machine is shared, and the rates mean little without it.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
+}
+
+// medianResult returns the result with the median rate.
+func medianResult(rs []crawlResult) crawlResult {
+	s := slices.Clone(rs)
+	sort.Slice(s, func(i, j int) bool { return s[i].rate() < s[j].rate() })
+	return s[len(s)/2]
+}
+
+// runWget times wget -r over the whole site into out.
+func runWget(t *testing.T, wget string, srv *recorder, out string) crawlResult {
+	t.Helper()
+	cmd := exec.Command(wget, "-r", "-l", "inf", "-np", "-nH", "-q", "-P", out, srv.url)
+	cpu0 := processCPU()
+	start := time.Now()
+	b, err := cmd.CombinedOutput()
+	elapsed, proc := time.Since(start), processCPU()-cpu0
+	if err != nil {
+		t.Fatalf("wget: %v\n%s", err, b)
+	}
+	files := 0
+	filepath.WalkDir(out, func(_ string, e fs.DirEntry, err error) error {
+		if err == nil && !e.IsDir() {
+			files++
+		}
+		return nil
+	})
+	paths, reqs := srv.fetched()
+	if files < len(paths) {
+		t.Errorf("wget saved %d files for %d URLs", files, len(paths))
+	}
+	st := cmd.ProcessState
+	return crawlResult{elapsed: elapsed, cpu: st.UserTime() + st.SystemTime(), proc: proc, paths: paths, reqs: reqs}
+}
+
+// runHerod starts a ring of count nodes under dir, seeds it with the site's
+// root and times the crawl until want versions are stored. The ring is
+// formed and stable before the clock starts; the clock stops when the last
+// page is stored (links still waiting in a forwarder then are all
+// duplicates). The ring is then checked to be idle with nothing more stored.
+func runHerod(t *testing.T, srv *recorder, dir string, count, want int) crawlResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cc := crawl.Config{HostRate: 1e9, HostConns: *crawlBenchConns}
+	switch *crawlBenchBudget {
+	case "ring":
+	case "none":
+		cc.Budget = noBudget{}
+	default:
+		t.Fatalf("-crawlbench.budget %q: want ring or none", *crawlBenchBudget)
+	}
+	lr, err := StartLocalRing(ctx, dir, count, Config{Crawl: cc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lr.Close()
+	if err := lr.WaitStable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stored := func() (n int64) {
+		for _, nd := range lr.Nodes {
+			n += nd.crawler.Stats().NewVersions
+		}
+		return n
+	}
+	cpu0 := processCPU()
+	start := time.Now()
+	if err := lr.Nodes[0].Seed(ctx, []string{srv.url}); err != nil {
+		t.Fatal(err)
+	}
+	// Done when every URL was answered and as many versions are stored.
+	for stored() < int64(want) || srv.distinct() < want {
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("herod x%d: stored %d of %d: %v", count, stored(), want, err)
+		}
+		time.Sleep(5 * time.Millisecond) // polling a real crawl: 5ms is the timing resolution
+	}
+	elapsed, cpu := time.Since(start), processCPU()-cpu0
+	if err := lr.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := stored()
+	if n != int64(want) {
+		t.Errorf("herod x%d stored %d versions, want %d", count, n, want)
+	}
+	for _, nd := range lr.Nodes {
+		if errs := nd.crawler.Stats().ErrorsByKind; len(errs) > 0 {
+			t.Errorf("herod x%d: crawl errors %v", count, errs)
+		}
+	}
+	var ps PolitenessStats
+	for _, nd := range lr.Nodes {
+		p := nd.PolitenessStats()
+		ps.Leases += p.Leases
+		ps.LeaseRPCs += p.LeaseRPCs
+		ps.Granted += p.Granted
+		ps.Used += p.Used
+		ps.Expired += p.Expired
+		ps.FallbackWaits += p.FallbackWaits
+	}
+	t.Logf("herod x%d host budget: %d leases (%d over the network), slots granted %d, used %d, expired %d; %d fallback waits",
+		count, ps.Leases, ps.LeaseRPCs, ps.Granted, ps.Used, ps.Expired, ps.FallbackWaits)
+	paths, reqs := srv.fetched()
+	if rep, k := srv.repeats(5); k > 0 {
+		t.Errorf("herod x%d fetched %d URLs more than once, e.g. %v", count, k, rep)
+	}
+	if err := lr.Close(); err != nil && !errors.Is(err, context.Canceled) {
+		t.Logf("close ring: %v", err)
+	}
+	return crawlResult{elapsed: elapsed, cpu: cpu, proc: cpu, paths: paths, reqs: reqs, stored: n}
+}
+
+// noBudget is a crawl.HostBudget that never waits.
+type noBudget struct{}
+
+func (noBudget) Wait(ctx context.Context, _ string, _ time.Duration) error { return ctx.Err() }
+
+// processCPU returns the CPU time this process has used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// diffPaths describes how got differs from the sorted want, or returns "".
+func diffPaths(got, want []string) string {
+	extra, missing := minus(got, want), minus(want, got)
+	if len(extra) == 0 && len(missing) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d URLs vs %d; extra %v; missing %v", len(got), len(want), extra, missing)
+}

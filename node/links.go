@@ -1,0 +1,189 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/libp2p/go-libp2p/core/network"
+
+	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/ring"
+)
+
+// The links protocol: one hop of a ring walk.
+//
+//	request  frame 1: JSON linksHeader
+//	         frame 2: zstd of the URLs, sorted, separated by '\n'
+//	reply    frame 1: JSON linksReply, with the recipient's successors
+//
+// URLs are sorted lexicographically inside a batch (the walk's order by
+// key is of no use to the recipient), so that URLs of one host sit together
+// and compress well.
+type linksHeader struct {
+	VS      int  `json:"vs"`                // recipient virtual server index
+	Hops    int  `json:"hops,omitempty"`    // times passed on by non-owners
+	Replica bool `json:"replica,omitempty"` // links of a predecessor's range
+	N       int  `json:"n"`                 // number of URLs in frame 2
+}
+
+type linksReply struct {
+	Accepted   int         `json:"accepted"`
+	Error      string      `json:"error,omitempty"`
+	Successors []ring.Node `json:"succ,omitempty"`
+}
+
+const (
+	maxLinksHeader   = 4 << 10
+	maxLinksBody     = 8 << 20  // compressed
+	maxLinksExpanded = 64 << 20 // decompressed: a zstd bomb stops here
+	maxLinksPerBatch = 500_000
+	// replySuccessors is how many successors a recipient returns: enough
+	// for the walk to step over stretches of the ring without links.
+	replySuccessors = 4
+)
+
+var (
+	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBetterCompression), zstd.WithEncoderConcurrency(1))
+	zdec, _ = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxLinksExpanded), zstd.WithDecoderConcurrency(1))
+)
+
+// encodeLinks compresses urls as frame 2 of a links request.
+func encodeLinks(urls []string) []byte {
+	s := slices.Clone(urls)
+	slices.Sort(s)
+	return zenc.EncodeAll([]byte(strings.Join(s, "\n")), nil)
+}
+
+// decodeLinks reverses encodeLinks, refusing more than n URLs or anything
+// larger than maxLinksExpanded.
+func decodeLinks(b []byte, n int) ([]string, error) {
+	if n < 0 || n > maxLinksPerBatch {
+		return nil, fmt.Errorf("links: %d URLs in one batch", n)
+	}
+	raw, err := zdec.DecodeAll(b, nil)
+	if err != nil {
+		return nil, fmt.Errorf("links: decompress: %w", err)
+	}
+	if n == 0 {
+		if len(raw) != 0 {
+			return nil, errors.New("links: data in an empty batch")
+		}
+		return nil, nil
+	}
+	out := strings.Split(string(raw), "\n")
+	if len(out) != n {
+		return nil, fmt.Errorf("links: header says %d URLs, body has %d", n, len(out))
+	}
+	return out, nil
+}
+
+// deliver hands a batch to the virtual server to and returns to's
+// successors: locally when to is one of this node's virtual servers,
+// otherwise over the links protocol.
+func (n *Node) deliver(ctx context.Context, to ring.Node, b linkBatch) ([]ring.Node, error) {
+	if to.Peer == n.self.Peer {
+		if err := n.receiveLinks(ctx, b.URLs, b.Hops, b.Replica); err != nil {
+			return nil, err
+		}
+		return n.successorsOf(to.Index), nil
+	}
+	s, err := n.openStream(ctx, to.Contact, linksProtocol)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	hdr := linksHeader{VS: to.Index, Hops: b.Hops, Replica: b.Replica, N: len(b.URLs)}
+	if err := wire.WriteJSON(s, hdr); err != nil {
+		s.Reset()
+		return nil, fmt.Errorf("send links: %w", err)
+	}
+	if err := wire.WriteFrame(s, encodeLinks(b.URLs)); err != nil {
+		s.Reset()
+		return nil, fmt.Errorf("send links: %w", err)
+	}
+	_ = s.CloseWrite()
+	var rep linksReply
+	if err := wire.ReadJSON(bufio.NewReader(s), maxLinksHeader+replySuccessors*512, &rep); err != nil {
+		s.Reset()
+		return nil, fmt.Errorf("send links: reply: %w", err)
+	}
+	if rep.Error != "" {
+		return nil, fmt.Errorf("send links: %w: %s", errRemote, rep.Error)
+	}
+	return rep.Successors, nil
+}
+
+// handleLinks receives one hop of another node's ring walk.
+func (n *Node) handleLinks(s network.Stream) {
+	defer s.Close()
+	_ = s.SetDeadline(time.Now().Add(streamTimeout))
+	r := bufio.NewReader(s)
+	var hdr linksHeader
+	err := wire.ReadJSON(r, maxLinksHeader, &hdr)
+	var body []byte
+	if err == nil {
+		body, err = wire.ReadFrame(r, maxLinksBody)
+	}
+	var urls []string
+	if err == nil {
+		urls, err = decodeLinks(body, hdr.N)
+	}
+	if err != nil {
+		n.counters.badFrames.Add(1)
+		n.log.Debug("links: bad request", "peer", s.Conn().RemotePeer(), "err", err)
+		s.Reset()
+		return
+	}
+	ctx, cancel := context.WithTimeout(n.ctx, streamTimeout)
+	defer cancel()
+	rep := linksReply{Accepted: len(urls)}
+	if err := n.receiveLinks(ctx, urls, hdr.Hops, hdr.Replica); err != nil {
+		rep = linksReply{Error: err.Error()}
+	} else {
+		n.counters.linksReceived.Add(int64(len(urls)))
+		rep.Successors = n.successorsOf(hdr.VS)
+	}
+	_ = wire.WriteJSON(s, rep)
+}
+
+// successorsOf returns the first successors of the local virtual server
+// with the given index, nil if there is none.
+func (n *Node) successorsOf(index int) []ring.Node {
+	for _, v := range n.ring.Status().Vnodes {
+		if v.Index == index {
+			return v.Successors[:min(len(v.Successors), replySuccessors)]
+		}
+	}
+	return nil
+}
+
+// receiveLinks takes links delivered to this node: it re-checks each URL,
+// queues those this node owns and passes the rest on. Replica links are
+// queued as they are: they belong to a predecessor's range. After maxHops
+// passes links are queued here rather than risk losing them.
+func (n *Node) receiveLinks(ctx context.Context, urls []string, hops int, replica bool) error {
+	var mine, others []string
+	for _, u := range urls {
+		c, err := canon.Canonical(u)
+		if err != nil || c != u {
+			n.counters.badLinks.Add(1)
+			continue
+		}
+		if replica || hops >= maxHops || n.ownsURL(c) {
+			mine = append(mine, c)
+		} else {
+			others = append(others, c)
+		}
+	}
+	if err := n.fwd.enqueue(others, hops+1); err != nil {
+		return err
+	}
+	return n.crawler.Add(ctx, mine)
+}

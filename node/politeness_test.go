@@ -1,0 +1,206 @@
+package node
+
+import (
+	"context"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/herod-archive/herod/crawl"
+	"github.com/herod-archive/herod/internal/sampleweb"
+)
+
+// Settings of the ring-wide politeness test.
+const (
+	politeNodes = 8
+	politeRate  = 20.0 // requests per second per host, for the whole ring
+	// politeBurst is the documented burst: in any window of length W the
+	// ring sends a host at most politeRate·W + politeBurst requests.
+	politeBurst = 2
+	politeUA    = "herodtest/0.1 (+https://example.org/herod-volunteer)"
+	politeFrom  = "volunteer@example.org"
+)
+
+// TestPoliteRing is issue 5's politeness proof: eight nodes on real libp2p
+// hosts crawl the sample web, whose servers record every request, and
+//
+//   - the aggregate requests to each host stay within the per-host budget
+//     in every sliding window (plus the documented burst),
+//   - no disallowed path is fetched,
+//   - each host's robots.txt is fetched exactly once ring-wide,
+//   - every request carries the configured User-Agent and From headers.
+//
+// It also reports the achieved aggregate rate and the lease RPCs per
+// fetched page.
+func TestPoliteRing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("8-node ring crawl in -short mode")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+
+	web := sampleweb.New(sampleweb.Config{Hosts: 3, Pages: 150})
+	if err := web.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+
+	lr, err := StartLocalRing(ctx, t.TempDir(), politeNodes, Config{
+		VirtualServers:    3,
+		StabilizeInterval: 100 * time.Millisecond,
+		FlushInterval:     20 * time.Millisecond,
+		Crawl: crawl.Config{
+			HostRate:    politeRate,
+			Concurrency: 8,
+			UserAgent:   politeUA,
+			From:        politeFrom,
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lr.Close()
+	if err := lr.WaitStable(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	if err := lr.Nodes[0].Seed(ctx, web.Seeds()); err != nil {
+		t.Fatal(err)
+	}
+	if err := lr.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	reqs := web.Requests()
+
+	byHost := map[string][]time.Time{}
+	robots := map[string]int{}
+	fetched := map[string]bool{}
+	for _, r := range reqs {
+		byHost[r.Host] = append(byHost[r.Host], r.Time)
+		if r.Path == "/robots.txt" {
+			robots[r.Host]++
+		}
+		if strings.HasPrefix(r.Path, "/private/") {
+			t.Errorf("disallowed path fetched: %s%s", r.Host, r.Path)
+		}
+		if r.UserAgent != politeUA {
+			t.Errorf("request %s%s: User-Agent %q, want %q", r.Host, r.Path, r.UserAgent, politeUA)
+		}
+		if r.From != politeFrom {
+			t.Errorf("request %s%s: From %q, want %q", r.Host, r.Path, r.From, politeFrom)
+		}
+		fetched["http://"+r.Host+r.Path] = true
+	}
+
+	// The crawl was complete: every reachable URL was fetched.
+	for _, u := range web.Reachable(0) {
+		if !fetched[u] {
+			t.Errorf("reachable URL never fetched: %s", u)
+		}
+	}
+	for _, seed := range web.Seeds() {
+		u, err := url.Parse(seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := robots[u.Host]; n != 1 {
+			t.Errorf("robots.txt of %s fetched %d times ring-wide, want 1", u.Host, n)
+		}
+	}
+
+	// Aggregate rate per host in every sliding window.
+	for host, ts := range byHost {
+		slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+		for _, w := range []time.Duration{250 * time.Millisecond, time.Second, 3 * time.Second} {
+			limit := int(politeRate*w.Seconds()) + politeBurst
+			if got := maxInWindow(ts, w); got > limit {
+				t.Errorf("host %s: %d requests in a %s window, budget %d (%g/s + burst %d)",
+					host, got, w, limit, politeRate, politeBurst)
+			}
+		}
+		if len(ts) > 1 {
+			span := ts[len(ts)-1].Sub(ts[0])
+			t.Logf("host %s: %d requests in %s: %.1f req/s aggregate, %.1f req/s in the busiest 3s (budget %g/s); max in a 1s window %d, in a 250ms window %d",
+				host, len(ts), span.Round(time.Millisecond), float64(len(ts)-1)/span.Seconds(),
+				float64(maxInWindow(ts, 3*time.Second))/3, politeRate,
+				maxInWindow(ts, time.Second), maxInWindow(ts, 250*time.Millisecond))
+		}
+	}
+
+	var sum PolitenessStats
+	for _, n := range lr.Nodes {
+		st := n.PolitenessStats()
+		sum.LeaseRPCs += st.LeaseRPCs
+		sum.LeaseLocal += st.LeaseLocal
+		sum.OwnerLookups += st.OwnerLookups
+		sum.Granted += st.Granted
+		sum.Used += st.Used
+		sum.Expired += st.Expired
+		sum.Failures += st.Failures
+		sum.FallbackWaits += st.FallbackWaits
+		sum.RobotsAsked += st.RobotsAsked
+		sum.RobotsLocal += st.RobotsLocal
+		sum.RobotsFallback += st.RobotsFallback
+		sum.RobotsServed += st.RobotsServed
+	}
+	pages := len(reqs) - len(robots)
+	t.Logf("crawl: %d requests (%d pages) in %s on %d nodes", len(reqs), pages, elapsed.Round(time.Millisecond), politeNodes)
+	t.Logf("leasing: %d remote lease RPCs + %d local leases + %d owner lookups for %d pages: %.3f RPCs/page (%.3f with lookups); slots granted %d, used %d, expired %d; owner failures %d, fallback waits %d",
+		sum.LeaseRPCs, sum.LeaseLocal, sum.OwnerLookups, pages, float64(sum.LeaseRPCs)/float64(pages),
+		float64(sum.LeaseRPCs+sum.OwnerLookups)/float64(pages), sum.Granted, sum.Used, sum.Expired, sum.Failures, sum.FallbackWaits)
+	t.Logf("robots: asked of owners %d, answered locally as owner %d, served to peers %d, fallback fetches %d",
+		sum.RobotsAsked, sum.RobotsLocal, sum.RobotsServed, sum.RobotsFallback)
+	if sum.RobotsAsked == 0 || sum.RobotsServed == 0 {
+		t.Errorf("robots.txt was never shared between nodes (asked %d, served %d)", sum.RobotsAsked, sum.RobotsServed)
+	}
+	if sum.LeaseRPCs == 0 {
+		t.Error("no slot was leased from another node")
+	}
+	if sum.Failures != 0 || sum.RobotsFallback != 0 {
+		t.Errorf("owners failed in a stable ring: %d lease failures, %d robots fallbacks", sum.Failures, sum.RobotsFallback)
+	}
+}
+
+// maxInWindow returns the largest number of sorted times in any half-open
+// window [t, t+w).
+func maxInWindow(ts []time.Time, w time.Duration) int {
+	best, j := 0, 0
+	for i := range ts {
+		for j < len(ts) && ts[j].Sub(ts[i]) < w {
+			j++
+		}
+		best = max(best, j-i)
+	}
+	return best
+}
+
+func TestMaxInWindow(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms ...int) []time.Time {
+		var out []time.Time
+		for _, m := range ms {
+			out = append(out, t0.Add(time.Duration(m)*time.Millisecond))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		ts   []time.Time
+		w    time.Duration
+		want int
+	}{
+		{nil, time.Second, 0},
+		{at(0), time.Second, 1},
+		{at(0, 999), time.Second, 2},
+		{at(0, 1000), time.Second, 1},
+		{at(0, 100, 200, 1150, 1160), time.Second, 3},
+		{at(0, 0, 0), time.Millisecond, 3},
+	} {
+		if got := maxInWindow(tc.ts, tc.w); got != tc.want {
+			t.Errorf("maxInWindow(%v, %s) = %d, want %d", tc.ts, tc.w, got, tc.want)
+		}
+	}
+}

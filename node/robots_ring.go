@@ -1,0 +1,186 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/herod-archive/herod/crawl"
+	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/ring"
+)
+
+// robotsProtocol asks the node that owns origin+"/robots.txt" for the
+// record it fetched. One request frame (maxRobotsRequest), one reply frame
+// (maxRobotsFrame: the body is at most crawl.RobotsMaxBytes, base64 in
+// JSON).
+const robotsProtocol protocol.ID = "/herod/robots/1.0.0"
+
+const (
+	maxRobotsRequest = 4 << 10
+	maxRobotsFrame   = 1 << 20
+	// robotsTimeout bounds asking the owner, which may have to fetch the
+	// file first (a request timeout plus a wait for a budget slot).
+	robotsTimeout = 60 * time.Second
+)
+
+type robotsRequest struct {
+	Origin string `json:"origin"`
+}
+
+type robotsReply struct {
+	Record crawl.RobotsRecord `json:"record"`
+	Error  string             `json:"error,omitempty"`
+}
+
+// errNotStarted answers peers that ask before the node crawls.
+var errNotStarted = errors.New("node: not started")
+
+// robotsKey returns the ring key of origin's robots.txt: the key of its
+// canonical URL.
+func robotsKey(origin string) (id.ID, error) {
+	return canon.Key(origin + "/robots.txt")
+}
+
+// Robots implements crawl.RobotsSource: the record comes from the node
+// owning origin's robots.txt URL, or from this node's crawler when it is
+// the owner or the owner fails (see the comment in politeness.go).
+func (p *politeness) Robots(ctx context.Context, origin string) (crawl.RobotsRecord, error) {
+	key, err := robotsKey(origin)
+	if err != nil {
+		return crawl.RobotsRecord{}, fmt.Errorf("robots %s: %w", origin, err)
+	}
+	c, self, err := p.owner(ctx, key, false)
+	if err == nil && self {
+		p.c.robotsLocal.Add(1)
+		return p.localRobots(ctx, origin)
+	}
+	if err == nil {
+		p.c.robotsAsked.Add(1)
+		var rec crawl.RobotsRecord
+		if rec, err = p.askRobots(ctx, c, origin); err == nil {
+			return rec, nil
+		}
+		p.forgetOwner(key)
+	}
+	if ctx.Err() != nil {
+		return crawl.RobotsRecord{}, fmt.Errorf("robots %s: %w", origin, ctx.Err())
+	}
+	p.c.robotsFallback.Add(1)
+	p.log.Warn("robots: owner failed, fetching locally", "origin", origin, "err", err)
+	return p.localRobots(ctx, origin)
+}
+
+// localRobots returns the record from this node's crawler, which fetches
+// it from the origin at most once per RobotsTTL.
+func (p *politeness) localRobots(ctx context.Context, origin string) (crawl.RobotsRecord, error) {
+	if !p.n.started.Load() || p.n.crawler == nil {
+		return crawl.RobotsRecord{}, errNotStarted
+	}
+	return p.n.crawler.RobotsRecord(ctx, origin)
+}
+
+// askRobots asks the node behind c for origin's record.
+func (p *politeness) askRobots(ctx context.Context, c ring.Contact, origin string) (crawl.RobotsRecord, error) {
+	ctx, cancel := context.WithTimeout(ctx, robotsTimeout)
+	defer cancel()
+	s, err := p.n.openStream(ctx, c, robotsProtocol)
+	if err != nil {
+		return crawl.RobotsRecord{}, err
+	}
+	defer s.Close()
+	dl, _ := ctx.Deadline()
+	_ = s.SetDeadline(dl)
+	if err := wire.WriteJSON(s, robotsRequest{Origin: origin}); err != nil {
+		s.Reset()
+		return crawl.RobotsRecord{}, fmt.Errorf("robots request: %w", err)
+	}
+	_ = s.CloseWrite()
+	var rep robotsReply
+	if err := wire.ReadJSON(bufio.NewReader(s), maxRobotsFrame, &rep); err != nil {
+		s.Reset()
+		return crawl.RobotsRecord{}, fmt.Errorf("robots reply: %w", err)
+	}
+	if rep.Error != "" {
+		return crawl.RobotsRecord{}, fmt.Errorf("robots reply: %w: %s", errRemote, rep.Error)
+	}
+	rec, err := checkRecord(rep.Record, time.Now())
+	if err != nil {
+		p.c.badPeers.Add(1)
+		return crawl.RobotsRecord{}, err
+	}
+	return rec, nil
+}
+
+// handleRobots answers a peer's request for a robots.txt record from this
+// node's crawler cache. It answers whether or not this node owns the
+// origin by its own view: the asker's view decided, and answering from
+// the local cache never asks further, so there are no loops.
+func (p *politeness) handleRobots(s network.Stream) {
+	defer s.Close()
+	_ = s.SetDeadline(time.Now().Add(robotsTimeout))
+	var req robotsRequest
+	if err := wire.ReadJSON(bufio.NewReader(s), maxRobotsRequest, &req); err != nil {
+		p.c.badPeers.Add(1)
+		p.log.Debug("robots: bad request", "peer", s.Conn().RemotePeer(), "err", err)
+		s.Reset()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), robotsTimeout)
+	defer cancel()
+	_ = wire.WriteJSON(s, p.answerRobots(ctx, req))
+}
+
+// answerRobots is handleRobots' decision, apart from the stream.
+func (p *politeness) answerRobots(ctx context.Context, req robotsRequest) robotsReply {
+	if err := validOrigin(req.Origin); err != nil {
+		p.c.badPeers.Add(1)
+		return robotsReply{Error: err.Error()}
+	}
+	rec, err := p.localRobots(ctx, req.Origin)
+	if err != nil {
+		return robotsReply{Error: err.Error()}
+	}
+	p.c.robotsServed.Add(1)
+	return robotsReply{Record: rec}
+}
+
+// validOrigin accepts "http(s)://host[:port]" in canonical form.
+func validOrigin(origin string) error {
+	if len(origin) > canon.MaxLen {
+		return fmt.Errorf("robots origin: %d bytes", len(origin))
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return fmt.Errorf("robots origin: %w", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Scheme+"://"+u.Host != origin {
+		return fmt.Errorf("robots origin %q: not scheme://host", origin)
+	}
+	return nil
+}
+
+// checkRecord checks a record received from a peer: a status that is 0
+// or an HTTP status, a body within crawl.RobotsMaxBytes. A fetch time in
+// the future (the owner's clock runs ahead) becomes now, so that a skewed
+// clock cannot stretch how long the asker trusts the record.
+func checkRecord(rec crawl.RobotsRecord, now time.Time) (crawl.RobotsRecord, error) {
+	if rec.Status != 0 && (rec.Status < 100 || rec.Status > 599) {
+		return rec, fmt.Errorf("robots reply: status %d", rec.Status)
+	}
+	if len(rec.Body) > crawl.RobotsMaxBytes {
+		return rec, fmt.Errorf("robots reply: body of %d bytes", len(rec.Body))
+	}
+	if rec.Fetched.IsZero() || rec.Fetched.After(now) {
+		rec.Fetched = now
+	}
+	return rec, nil
+}

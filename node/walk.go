@@ -1,0 +1,138 @@
+package node
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/ring"
+)
+
+// walk delivers links, sorted by key, to their owners by walking the ring
+// clockwise from the owner of the first key. It returns the links the
+// owners acknowledged and those to try again.
+//
+// The owner of key k is the first virtual server at or after k, so it owns
+// every key from k up to its own id; the walk hands it that run of links and
+// continues with the next key, whose owner it finds in the successor list
+// the last recipient returned (the first successor whose id is at or past
+// the key). Only when that list does not reach the key — a long stretch of
+// the ring without links, or a failed recipient — does the walk spend
+// another lookup.
+func (f *forwarder) walk(ctx context.Context, sorted []pendingLink) (done, failed []pendingLink) {
+	f.walks.Add(1)
+	var (
+		cur   ring.Node
+		have  bool
+		succs []ring.Node
+	)
+	for i := 0; i < len(sorted); {
+		k := sorted[i].key
+		if !have {
+			f.lookups.Add(1)
+			o, err := f.cfg.Ring.Lookup(ctx, k)
+			if err != nil {
+				f.note(fmt.Errorf("lookup: %w", err))
+				return done, append(failed, sorted[i:]...)
+			}
+			cur = o
+		}
+		j := i + 1
+		for j < len(sorted) && owns(cur.ID, k, sorted[j].key) {
+			j++
+		}
+		run := sorted[i:j]
+		var err error
+		succs, err = f.cfg.Deliver(ctx, cur, linkBatch{URLs: urls(run), Hops: highestHops(run)})
+		if err != nil {
+			f.note(fmt.Errorf("deliver to %s (vs %d): %w", cur.Addr, cur.Index, err))
+			failed = append(failed, run...)
+			have = false
+			i = j
+			continue
+		}
+		f.hops.Add(1)
+		if cur.Peer == f.cfg.LocalPeer {
+			f.local.Add(int64(len(run)))
+		} else {
+			f.sent.Add(int64(len(run)))
+		}
+		done = append(done, run...)
+		if f.cfg.Replicas > 1 {
+			f.replicate(ctx, cur, succs, run)
+		}
+		i = j
+		if i < len(sorted) {
+			cur, have = nextOwner(cur.ID, succs, sorted[i].key)
+		}
+	}
+	return done, failed
+}
+
+// replicate hands run, which owner has acknowledged, to the virtual servers
+// of the next Replicas-1 distinct real nodes in owner's successor list, the
+// thesis's replica mode: those nodes crawl the links too, so a replica of
+// each page exists from the first day. A failure is counted and not
+// retried: the owner holds the links, and replication of the archive
+// repairs what a missed replica crawl leaves out.
+func (f *forwarder) replicate(ctx context.Context, owner ring.Node, succs []ring.Node, run []pendingLink) {
+	seen := map[string]bool{owner.Peer: true}
+	need := f.cfg.Replicas - 1
+	for _, s := range succs {
+		if need == 0 {
+			return
+		}
+		if seen[s.Peer] {
+			continue
+		}
+		seen[s.Peer] = true
+		need--
+		if _, err := f.cfg.Deliver(ctx, s, linkBatch{URLs: urls(run), Hops: highestHops(run), Replica: true}); err != nil {
+			f.note(fmt.Errorf("replica to %s: %w", s.Addr, err))
+			continue
+		}
+		f.replicas.Add(int64(len(run)))
+	}
+}
+
+// owns reports whether the virtual server at owner, known to own key first,
+// also owns key x: whether x lies in [first, owner].
+func owns(owner, first, x id.ID) bool {
+	if x == first {
+		return true
+	}
+	if first == owner {
+		return false
+	}
+	return id.InHalfOpen(x, first, owner)
+}
+
+// nextOwner finds the owner of key among succs, the successor list of the
+// virtual server at from: the first successor s with key in (prev, s],
+// walking prev from from. ok is false when the list does not reach key.
+func nextOwner(from id.ID, succs []ring.Node, key id.ID) (ring.Node, bool) {
+	prev := from
+	for _, s := range succs {
+		if id.InHalfOpen(key, prev, s.ID) && prev != s.ID {
+			return s, true
+		}
+		prev = s.ID
+	}
+	return ring.Node{}, false
+}
+
+func urls(links []pendingLink) []string {
+	out := make([]string, len(links))
+	for i, l := range links {
+		out[i] = l.url
+	}
+	return out
+}
+
+func highestHops(links []pendingLink) int {
+	h := 0
+	for _, l := range links {
+		h = max(h, l.hops)
+	}
+	return h
+}

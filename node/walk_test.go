@@ -1,0 +1,228 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/ring"
+)
+
+// fakeRing is a static ring of virtual servers for testing walks: lookups
+// are answered from the full membership, deliveries are recorded.
+type fakeRing struct {
+	nodes     []ring.Node // sorted by id
+	down      map[string]bool
+	got       map[id.ID][]string // primary deliveries per virtual server
+	replicaOf map[string][]string
+	lookups   int
+}
+
+func newFakeRing(peers, vnodes int) *fakeRing {
+	fr := &fakeRing{down: map[string]bool{}, got: map[id.ID][]string{}, replicaOf: map[string][]string{}}
+	for p := 0; p < peers; p++ {
+		c := ring.Contact{Peer: fmt.Sprintf("peer%d", p), Addr: fmt.Sprintf("127.0.0.1:%d", 4000+p)}
+		for v := 0; v < vnodes; v++ {
+			fr.nodes = append(fr.nodes, ring.Node{ID: ring.VirtualID(c.Addr, v), Contact: c, Index: v})
+		}
+	}
+	slices.SortFunc(fr.nodes, func(a, b ring.Node) int { return a.ID.Cmp(b.ID) })
+	return fr
+}
+
+func (fr *fakeRing) ownerIndex(k id.ID) int {
+	for i, n := range fr.nodes {
+		if n.ID.Cmp(k) >= 0 {
+			return i
+		}
+	}
+	return 0
+}
+
+func (fr *fakeRing) Lookup(_ context.Context, k id.ID) (ring.Node, error) {
+	fr.lookups++
+	return fr.nodes[fr.ownerIndex(k)], nil
+}
+
+func (fr *fakeRing) deliver(_ context.Context, to ring.Node, b linkBatch) ([]ring.Node, error) {
+	if fr.down[to.Peer] {
+		return nil, errors.New("connection refused")
+	}
+	if b.Replica {
+		fr.replicaOf[to.Peer] = append(fr.replicaOf[to.Peer], b.URLs...)
+	} else {
+		fr.got[to.ID] = append(fr.got[to.ID], b.URLs...)
+	}
+	i := slices.IndexFunc(fr.nodes, func(n ring.Node) bool { return n.ID == to.ID })
+	var succs []ring.Node
+	for j := 1; j <= replySuccessors; j++ {
+		succs = append(succs, fr.nodes[(i+j)%len(fr.nodes)])
+	}
+	return succs, nil
+}
+
+func testLinks(n int) []pendingLink {
+	var ls []pendingLink
+	for i := 0; i < n; i++ {
+		u := fmt.Sprintf("http://host%d.example/page/%d.html", i%7, i)
+		ls = append(ls, pendingLink{url: u, key: id.OfString(u)})
+	}
+	slices.SortFunc(ls, func(a, b pendingLink) int { return a.key.Cmp(b.key) })
+	return ls
+}
+
+func newTestForwarder(fr *fakeRing, replicas int) *forwarder {
+	f, err := newForwarder(forwarderConfig{Ring: fr, Deliver: fr.deliver, Replicas: replicas, PerVnode: 1, LocalPeer: "peer0"})
+	if err != nil {
+		panic(err)
+	}
+	return f
+}
+
+func TestWalkDeliversToOwnersWithOneLookup(t *testing.T) {
+	fr := newFakeRing(8, 4)
+	f := newTestForwarder(fr, 1)
+	links := testLinks(2000)
+	done, failed := f.walk(context.Background(), links)
+	if len(failed) != 0 || len(done) != len(links) {
+		t.Fatalf("done %d, failed %d of %d", len(done), len(failed), len(links))
+	}
+	for _, l := range links {
+		owner := fr.nodes[fr.ownerIndex(l.key)]
+		if !slices.Contains(fr.got[owner.ID], l.url) {
+			t.Fatalf("%s not delivered to its owner %s", l.url, owner.ID.Short())
+		}
+	}
+	var total int
+	for _, us := range fr.got {
+		total += len(us)
+	}
+	if total != len(links) {
+		t.Fatalf("%d deliveries for %d links", total, len(links))
+	}
+	if fr.lookups != 1 {
+		t.Fatalf("a dense walk used %d lookups, want 1", fr.lookups)
+	}
+	// Keys past the highest id wrap to the first virtual server, which the
+	// walk also visited at its start: at most one hop more than servers.
+	if st := f.Stats(); st.Hops > int64(len(fr.got))+1 {
+		t.Fatalf("hops %d, virtual servers visited %d", st.Hops, len(fr.got))
+	}
+}
+
+func TestWalkSparseUsesSuccessorLists(t *testing.T) {
+	fr := newFakeRing(16, 4) // 64 virtual servers, links for a few of them
+	f := newTestForwarder(fr, 1)
+	links := testLinks(5)
+	done, failed := f.walk(context.Background(), links)
+	if len(done) != 5 || len(failed) != 0 {
+		t.Fatalf("done %d failed %d", len(done), len(failed))
+	}
+	if fr.lookups > 5 {
+		t.Fatalf("%d lookups for 5 links", fr.lookups)
+	}
+}
+
+func TestWalkKeepsLinksOfDeadOwners(t *testing.T) {
+	fr := newFakeRing(4, 4)
+	fr.down["peer2"] = true
+	f := newTestForwarder(fr, 1)
+	links := testLinks(500)
+	done, failed := f.walk(context.Background(), links)
+	if len(done)+len(failed) != len(links) {
+		t.Fatalf("done %d + failed %d != %d", len(done), len(failed), len(links))
+	}
+	for _, l := range failed {
+		if o := fr.nodes[fr.ownerIndex(l.key)]; o.Peer != "peer2" {
+			t.Fatalf("%s failed but its owner %s is up", l.url, o.Peer)
+		}
+	}
+	for _, l := range done {
+		if o := fr.nodes[fr.ownerIndex(l.key)]; o.Peer == "peer2" {
+			t.Fatalf("%s reported delivered to a dead owner", l.url)
+		}
+	}
+	if len(failed) == 0 {
+		t.Fatal("no link belonged to the dead node; test is vacuous")
+	}
+}
+
+func TestWalkReplicaMode(t *testing.T) {
+	fr := newFakeRing(5, 2)
+	f := newTestForwarder(fr, 3)
+	links := testLinks(300)
+	if _, failed := f.walk(context.Background(), links); len(failed) != 0 {
+		t.Fatalf("%d failed", len(failed))
+	}
+	for _, l := range links {
+		i := fr.ownerIndex(l.key)
+		owner := fr.nodes[i]
+		holders := map[string]bool{owner.Peer: true}
+		for j := 1; len(holders) < 3 && j <= replySuccessors; j++ {
+			p := fr.nodes[(i+j)%len(fr.nodes)].Peer
+			if holders[p] {
+				continue
+			}
+			holders[p] = true
+			if !slices.Contains(fr.replicaOf[p], l.url) {
+				t.Fatalf("%s: replica missing on %s", l.url, p)
+			}
+		}
+	}
+}
+
+func TestForwarderRetriesUntilAcknowledged(t *testing.T) {
+	fr := newFakeRing(3, 2)
+	fr.down["peer1"] = true
+	f := newTestForwarder(fr, 1)
+	var urls []string
+	for _, l := range testLinks(200) {
+		urls = append(urls, l.url)
+	}
+	if err := f.Forward(context.Background(), urls); err != nil {
+		t.Fatal(err)
+	}
+	f.flush(context.Background())
+	if st := f.Stats(); st.Pending == 0 || !f.Busy() {
+		t.Fatalf("links for a dead node were dropped: %+v", st)
+	}
+	fr.down["peer1"] = false
+	f.flush(context.Background())
+	if f.Busy() {
+		t.Fatalf("links still pending after the node came back: %+v", f.Stats())
+	}
+	var total int
+	for _, us := range fr.got {
+		total += len(us)
+	}
+	if total != len(urls) {
+		t.Fatalf("delivered %d of %d", total, len(urls))
+	}
+}
+
+func TestOwnsAndNextOwner(t *testing.T) {
+	mk := func(b byte) id.ID { var x id.ID; x[0] = b; return x }
+	tests := []struct {
+		owner, first, x byte
+		want            bool
+	}{
+		{10, 5, 5, true}, {10, 5, 7, true}, {10, 5, 10, true}, {10, 5, 11, false},
+		{3, 250, 255, true}, {3, 250, 2, true}, {3, 250, 4, false}, // wraps
+		{5, 5, 5, true}, {5, 5, 6, false},
+	}
+	for _, tc := range tests {
+		if got := owns(mk(tc.owner), mk(tc.first), mk(tc.x)); got != tc.want {
+			t.Errorf("owns(%d, %d, %d) = %v", tc.owner, tc.first, tc.x, got)
+		}
+	}
+	succs := []ring.Node{{ID: mk(20)}, {ID: mk(30)}, {ID: mk(40)}}
+	if n, ok := nextOwner(mk(10), succs, mk(25)); !ok || n.ID != mk(30) {
+		t.Errorf("nextOwner(25) = %v, %v", n.ID.Short(), ok)
+	}
+	if _, ok := nextOwner(mk(10), succs, mk(41)); ok {
+		t.Error("nextOwner beyond the list claimed an owner")
+	}
+}
