@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -136,8 +137,8 @@ func benchCapture(i int, page []byte, at time.Time) Capture {
 }
 
 // BenchmarkPut measures version additions (distinct pages of 10-30 KB):
-// adds/s, with and without the per-file fsync, at gzip levels 9 (the
-// default) and 6.
+// adds/s, with and without the per-file fsync, at gzip levels 6 (the
+// default) and 9.
 func BenchmarkPut(b *testing.B) {
 	pages := benchPages(256)
 	for _, mode := range []struct {
@@ -162,6 +163,30 @@ func BenchmarkPut(b *testing.B) {
 			b.ReportMetric(float64(bytes)/b.Elapsed().Seconds()/1e6, "htmlMB/s")
 		})
 	}
+}
+
+// BenchmarkPutParallel measures additions from 8 concurrent writers (a
+// crawler's workers) with fsync on: file fsyncs run in parallel and index
+// syncs are group-committed.
+func BenchmarkPutParallel(b *testing.B) {
+	pages := benchPages(256)
+	s := openTest(b, Options{})
+	ctx := context.Background()
+	var next atomic.Int64
+	b.SetParallelism(4) // 4 x GOMAXPROCS goroutines
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := int(next.Add(1))
+			c := benchCapture(i, pages[i%len(pages)], t0.Add(time.Duration(i)*time.Second))
+			if _, added, err := s.Put(ctx, c); err != nil || !added {
+				b.Errorf("put: %v %v", added, err)
+				return
+			}
+		}
+	})
+	reportRates(b, "adds", cpu0)
 }
 
 // BenchmarkPutUnchanged measures a Put whose payload equals the stored one
@@ -246,7 +271,7 @@ func BenchmarkDiskPerHTMLByte(b *testing.B) {
 	pages := benchPages(500)
 	b.Run("generated/gzip9", func(b *testing.B) { diskPerHTMLByte(b, pages, 9) })
 	b.Run("generated/gzip6", func(b *testing.B) { diskPerHTMLByte(b, pages, 6) })
-	b.Run("corpus", func(b *testing.B) {
+	corpus := func(b *testing.B) [][]byte {
 		dir := os.Getenv("HEROD_HTML_CORPUS")
 		if dir == "" {
 			b.Skip("HEROD_HTML_CORPUS not set")
@@ -264,8 +289,10 @@ func BenchmarkDiskPerHTMLByte(b *testing.B) {
 		if err != nil || len(pages) == 0 {
 			b.Fatalf("corpus %s: %d pages, %v", dir, len(pages), err)
 		}
-		diskPerHTMLByte(b, pages, DefaultGzipLevel)
-	})
+		return pages
+	}
+	b.Run("corpus/gzip9", func(b *testing.B) { diskPerHTMLByte(b, corpus(b), 9) })
+	b.Run("corpus/gzip6", func(b *testing.B) { diskPerHTMLByte(b, corpus(b), 6) })
 }
 
 func diskPerHTMLByte(b *testing.B, pages [][]byte, level int) {

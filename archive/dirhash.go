@@ -21,11 +21,14 @@ const (
 )
 
 // DirSum summarizes a set of version files: Sum is the XOR of SHA-1 of
-// each file's base name (Entry.Name) and Count their number. Two replicas
-// hold the same files in a directory or range if and only if (up to
-// SHA-1 collisions) their DirSums are equal. XOR makes the sum of a
-// directory the XOR of its children's sums, and lets every write update
-// all three levels in O(1).
+// each file's base name (Entry.Name) and Count their number. Replicas that
+// hold the same files in a directory or range have equal DirSums; honest
+// replicas with different files have different ones except with
+// negligible probability. XOR makes the sum of a directory the XOR of its
+// children's sums, and lets every write update all three levels in O(1).
+// An XOR set hash is not collision-resistant against a peer that chooses
+// entries to cancel out; such a peer could only make a range look in sync,
+// since every file a replica imports is verified against its name.
 type DirSum struct {
 	Sum   id.ID `json:"sum"`
 	Count int64 `json:"count"`
@@ -127,6 +130,30 @@ func (s *Store) ChildHashes(ctx context.Context, level int, prefix []byte) ([256
 		return out, fmt.Errorf("archive child hashes: %w", err)
 	}
 	return out, nil
+}
+
+// DirRange returns the ring range (a, b] holding exactly the keys of the
+// directory at level named by the first level bytes of prefix, for use
+// with RangeSum, Range and Entries. The root is the whole ring (a == b).
+func DirRange(level int, prefix []byte) (a, b id.ID) {
+	var p id.ID
+	copy(p[:], prefix[:min(level, len(prefix))])
+	lo, hi := blockBounds(level, p)
+	if level == RootLevel {
+		return id.ID{}, id.ID{}
+	}
+	return prevID(lo), hi
+}
+
+// prevID returns x - 1 modulo 2^160.
+func prevID(x id.ID) id.ID {
+	for i := len(x) - 1; i >= 0; i-- {
+		x[i]--
+		if x[i] != 0xff {
+			break
+		}
+	}
+	return x
 }
 
 // keyRange is an inclusive range [lo, hi] of keys that does not wrap.

@@ -120,7 +120,7 @@ type exportEvent struct {
 // come in host, URL, time order. A file that fails verification is
 // skipped, logged and listed in ExportStats.Corrupt.
 func (s *Store) Export(ctx context.Context, o ExportOptions, warc, cdxj io.Writer) (ExportStats, error) {
-	var st ExportStats
+	st := ExportStats{Cursor: o.After}
 	if o.Filename == "" {
 		o.Filename = "herod.warc.gz"
 	}

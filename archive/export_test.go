@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/klauspost/compress/gzip"
 )
@@ -128,8 +129,12 @@ func TestExportResume(t *testing.T) {
 	}
 	for _, cut := range []int{0, 7, len(cursors) - 1} {
 		var rest bytes.Buffer
-		if _, err := s.Export(ctx, ExportOptions{Revisits: true, After: cursors[cut]}, &rest, nil); err != nil {
+		st, err := s.Export(ctx, ExportOptions{Revisits: true, After: cursors[cut]}, &rest, nil)
+		if err != nil {
 			t.Fatal(err)
+		}
+		if st.Cursor != all.Cursor {
+			t.Fatalf("resume after %d ends at cursor %q, want %q", cut, st.Cursor, all.Cursor)
 		}
 		got := readWARC(t, rest.Bytes())
 		if len(got) != len(fullRecs)-cut-1 {
@@ -257,4 +262,77 @@ func normCDXJ(t *testing.T, data []byte) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// failingWriter accepts n bytes, then fails.
+type failingWriter struct {
+	buf bytes.Buffer
+	n   int
+}
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if w.buf.Len()+len(p) > w.n {
+		k := w.n - w.buf.Len()
+		w.buf.Write(p[:k])
+		return k, io.ErrShortWrite
+	}
+	return w.buf.Write(p)
+}
+
+// TestExportResumeAfterBrokenStream checks that resuming from the cursor an
+// interrupted export returns loses nothing: the resumed stream is a suffix
+// of the full one that starts no later than where the transfer broke.
+func TestExportResumeAfterBrokenStream(t *testing.T) {
+	s := exportStore(t)
+	ctx := context.Background()
+	var full bytes.Buffer
+	if _, err := s.Export(ctx, ExportOptions{Revisits: true}, &full, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []int{0, 100, full.Len() / 2, full.Len() - 1} {
+		w := &failingWriter{n: k}
+		st, err := s.Export(ctx, ExportOptions{Revisits: true}, w, nil)
+		if err == nil {
+			t.Fatalf("break at %d: no error", k)
+		}
+		var rest bytes.Buffer
+		if _, err := s.Export(ctx, ExportOptions{Revisits: true, After: st.Cursor}, &rest, nil); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasSuffix(full.Bytes(), rest.Bytes()) || full.Len()-rest.Len() > k {
+			t.Fatalf("break at %d: resumed %d of %d bytes", k, rest.Len(), full.Len())
+		}
+	}
+}
+
+// FuzzParseCursor checks that resume cursors, which arrive from HTTP
+// clients, never panic the parser and that exact cursors round-trip.
+func FuzzParseCursor(f *testing.F) {
+	f.Add("http://a.example/ 2026-11-20T10:00:00.123456789Z " + strings.Repeat("ab", 20))
+	f.Add("http://a.example/ 20261120100000")
+	f.Add(" ")
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := parseCursor(s)
+		if err != nil || c.d == maxID {
+			return
+		}
+		c2, err := parseCursor(c.String())
+		if err != nil || c2.compare(c) != 0 {
+			t.Fatalf("cursor %q re-parses as %+v, %v", c.String(), c2, err)
+		}
+	})
+}
+
+// FuzzSurt checks that SURT keys never panic and that their host part is
+// lower case (when valid UTF-8) for http(s) URLs.
+func FuzzSurt(f *testing.F) {
+	f.Add("http://www.Example.com:8080/a?b=1&a=2")
+	f.Add("https://[::1]/x")
+	f.Fuzz(func(t *testing.T, u string) {
+		s := Surt(u)
+		host, _, _ := strings.Cut(s, ")")
+		if s != u && utf8.ValidString(host) && host != strings.ToLower(host) {
+			t.Fatalf("Surt(%q) = %q is not lower case", u, s)
+		}
+	})
 }

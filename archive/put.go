@@ -65,9 +65,9 @@ func contentType(v string) string {
 }
 
 // Put stores c as a new version unless its payload SHA-1 equals that of
-// the newest stored version of c.URL; then it stores no file, records the
-// check for Touch-style revisits, and returns that newest version with
-// added == false. A new version is written atomically (temporary file,
+// the newest stored version of c.URL; then it stores no file (0 new
+// bytes), records the check as Touch does, and returns that newest version
+// with added == false. A new version is written atomically (temporary file,
 // fsync, rename) before the index learns about it, so the index never
 // points at a partial file. It returns ErrQuota, storing nothing, when the
 // new file would exceed Options.Quota.
@@ -200,17 +200,31 @@ func (s *Store) writeFile(rel string, data []byte) error {
 }
 
 // index records a written version: version key, host entry, directory
-// hashes and counters, in one goleveldb batch.
+// hashes and counters, in one goleveldb batch. The batch is written under
+// s.mu, so that the read-modify-write of the shared directory hashes is
+// ordered, but without sync; the sync that makes it durable happens after
+// s.mu is released, where goleveldb merges the syncs of concurrent Puts
+// into one (group commit). The journal is sequential, so a synced later
+// write makes every earlier one durable.
 func (s *Store) index(v Version, e Entry, size int64, first bool) error {
 	var b leveldb.Batch
 	b.Put(versionKey(v.Key, v.Time, v.Digest), encodeVersion(v, e.Seq))
 	if first {
 		b.Put(hostKey(hostOf(v.URL), v.URL), v.Key[:])
 	}
+	if err := s.indexLocked(&b, v, e, size, first); err != nil {
+		s.log.Error("index write failed; the file is stored and reindex will find it",
+			"file", v.File, "err", err)
+		return err
+	}
+	return s.syncIndex()
+}
+
+func (s *Store) indexLocked(b *leveldb.Batch, v Version, e Entry, size int64, first bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pending -= size
-	if err := s.addHashes(&b, e); err != nil {
+	if err := s.addHashes(b, e); err != nil {
 		return err
 	}
 	ctr := s.ctr
@@ -221,20 +235,32 @@ func (s *Store) index(v Version, e Entry, size int64, first bool) error {
 		ctr.urls++
 	}
 	b.Put(metaStatsKey, ctr.encode())
-	if err := s.db.Write(&b, s.wo); err != nil {
-		s.log.Error("index write failed; the file is stored and reindex will find it",
-			"file", v.File, "err", err)
+	if err := s.db.Write(b, nil); err != nil {
 		return err
 	}
 	s.ctr = ctr
 	return nil
 }
 
+// syncKey is rewritten (empty) by every synced commit.
+var syncKey = []byte{pMeta, 's', 'y', 'n', 'c'}
+
+// syncIndex makes every index write so far durable, unless NoSync.
+func (s *Store) syncIndex() error {
+	if s.noSync {
+		return nil
+	}
+	if err := s.db.Put(syncKey, nil, s.wo); err != nil {
+		return fmt.Errorf("index sync: %w", err)
+	}
+	return nil
+}
+
 // Touch records that url was checked at t and found unchanged (for
 // example a 304 answer), so that exports can emit a revisit record for
-// that day. It keeps one check per URL and day, and is a no-op for days
-// on which a version was stored. It returns ErrNotFound if url has no
-// version.
+// that day. It keeps the last check per URL and day; exports ignore checks
+// on days on which a version was stored. It returns ErrNotFound if url has
+// no version.
 func (s *Store) Touch(ctx context.Context, url string, t time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("archive touch: %w", err)

@@ -406,7 +406,7 @@ func compareIndexes(live, rebuilt *leveldb.DB, rep *Report) error {
 // nextDerived advances it to the next key that the files determine.
 func nextDerived(it iterator.Iterator) bool {
 	for it.Next() {
-		if k := it.Key(); len(k) > 0 && k[0] != pState && k[0] != pTouch {
+		if k := it.Key(); len(k) > 0 && k[0] != pState && k[0] != pTouch && !bytes.Equal(k, syncKey) {
 			return true
 		}
 	}

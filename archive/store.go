@@ -33,7 +33,7 @@ type Options struct {
 	Quota int64
 	// NoSync skips the fsync of each version file and of each index write.
 	// Only for bulk loads and benchmarks: a power loss may then lose or
-	// truncate recent files (Open and Fsck detect and quarantine them).
+	// truncate recent files (Fsck reports them, Reindex quarantines them).
 	NoSync bool
 	// GzipLevel is the gzip level of new version files (1-9); zero means
 	// DefaultGzipLevel.
@@ -293,6 +293,30 @@ func (s *Store) At(ctx context.Context, url string, t time.Time) (Version, error
 		return Version{}, fmt.Errorf("archive at: %w", err)
 	}
 	return v, nil
+}
+
+// Get returns the version a reader asking for url at time t should see —
+// the newest not after t or, when every version is newer, the oldest — and
+// its verified capture. It returns an error wrapping ErrNotFound if url has
+// no version. (It is the gateway's dated replay in one call.)
+func (s *Store) Get(ctx context.Context, url string, t time.Time) (Version, *Capture, error) {
+	v, err := s.At(ctx, url, t)
+	if errors.Is(err, ErrNotFound) {
+		var vs []Version
+		if vs, err = s.Versions(ctx, url); err == nil && len(vs) == 0 {
+			err = ErrNotFound
+		} else if err == nil {
+			v = vs[0]
+		}
+	}
+	if err != nil {
+		return Version{}, nil, fmt.Errorf("archive get %s: %w", url, err)
+	}
+	c, err := s.Read(ctx, v)
+	if err != nil {
+		return Version{}, nil, err
+	}
+	return v, c, nil
 }
 
 // newest returns the newest version of key, or ErrNotFound.

@@ -330,3 +330,29 @@ func TestConcurrentPuts(t *testing.T) {
 		t.Fatalf("root count %d", root.Count)
 	}
 }
+
+func TestGet(t *testing.T) {
+	s := openTest(t, Options{NoSync: true})
+	ctx := context.Background()
+	u := "http://g.example/"
+	if _, _, err := s.Get(ctx, u, t0); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("get of unknown url: %v", err)
+	}
+	v1, _ := mustPut(t, s, capture(u, t0, "one"))
+	v2, _ := mustPut(t, s, capture(u, t0.Add(day), "two"))
+	cases := []struct {
+		at   time.Time
+		want Version
+		body string
+	}{
+		{t0.Add(-day), v1, "one"}, // before the first: the oldest
+		{t0.Add(time.Hour), v1, "one"},
+		{t0.Add(2 * day), v2, "two"},
+	}
+	for _, tc := range cases {
+		v, c, err := s.Get(ctx, u, tc.at)
+		if err != nil || !reflect.DeepEqual(v, tc.want) || string(c.Body) != tc.body {
+			t.Errorf("Get(%v) = %v %q %v; want %v", tc.at, v.Time, c.Body, err, tc.want.Time)
+		}
+	}
+}

@@ -105,8 +105,8 @@ func readFields(br *bufio.Reader) (textproto.MIMEHeader, error) {
 }
 
 // ReadRecord reads one uncompressed WARC record from br. It returns io.EOF
-// when br is at its end before the record starts; any other failure wraps
-// ErrCorrupt.
+// when br is at its end before the record starts; malformed input gives an
+// error wrapping ErrCorrupt, and read errors of br are returned as they are.
 func ReadRecord(br *bufio.Reader) (*Record, error) {
 	line, err := readLine(br)
 	for err == nil && line == "" { // tolerate extra blank lines between records

@@ -4,9 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -191,5 +193,55 @@ func TestCrawlVsWget(t *testing.T) {
 	t.Logf("wget -r: %d files in %v = %.0f pages/s", files, wd, wgetRate)
 	for _, ba := range benchArchives {
 		t.Logf("ratio crawler(%s)/wget = %.2f", ba.name, rates[ba.name]/wgetRate)
+	}
+}
+
+// BenchmarkAdd measures the durable queue: URLs/s accepted by Add in
+// batches of 50 (one fetched page's new links) from 8 concurrent callers,
+// each batch synced to disk before Add returns (group commit).
+func BenchmarkAdd(b *testing.B) {
+	c, err := New(b.TempDir(), Config{}, newMemArchive(), &loopForwarder{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	var next atomic.Int64
+	start := time.Now()
+	b.SetParallelism(4) // 8 callers on 2 cores
+	b.RunParallel(func(pb *testing.PB) {
+		batch := make([]string, 50)
+		for pb.Next() {
+			n := next.Add(1)
+			for i := range batch {
+				batch[i] = fmt.Sprintf("http://h%d.example/p/%d/%d", n%97, n, i)
+			}
+			if err := c.Add(context.Background(), batch); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(next.Load()*50)/time.Since(start).Seconds(), "urls/s")
+}
+
+// BenchmarkExtractLinks measures link extraction from one 4 KiB page with
+// 10 links.
+func BenchmarkExtractLinks(b *testing.B) {
+	srv, _ := staticSite(b, 100)
+	resp, err := http.Get(srv.URL + "/p/1.html")
+	if err != nil {
+		b.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	base, _ := url.Parse(srv.URL + "/p/1.html")
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if len(ExtractLinks(base, "text/html", body)) == 0 {
+			b.Fatal("no links")
+		}
 	}
 }

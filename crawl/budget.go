@@ -65,12 +65,14 @@ func NewLocalBudget(perHost float64, clock func() time.Time) *LocalBudget {
 
 // NewSharedBudget returns a budget for one node of a ring whose nodes
 // together may send at most perHost requests per second to each host. Each
-// node paces itself at perHost/nodes(), so the aggregate stays within
-// perHost as long as every node uses the same perHost and nodes() does not
-// overestimate the ring size. nodes may be nil (one node). Every node may
-// send its first request to a host at once, so the aggregate can burst to
-// nodes() requests at the start; over any window of a few intervals the
-// rate holds.
+// node paces itself at perHost/nodes() (a host's Crawl-delay d at one
+// request per d*nodes()), so the aggregate stays within perHost (and d) as
+// long as every node uses the same perHost and nodes() does not
+// underestimate the number of crawling nodes (real nodes, not virtual
+// servers: each runs one crawler). nodes may be nil (one node). Every node
+// may send its first request to a host at once, so the aggregate can burst
+// to nodes() requests at the start; by time t after the start at most
+// nodes() + perHost*t requests have been sent.
 func NewSharedBudget(perHost float64, nodes func() int, clock func() time.Time) *LocalBudget {
 	if perHost <= 0 || math.IsNaN(perHost) {
 		perHost = DefaultHostRate
@@ -81,19 +83,18 @@ func NewSharedBudget(perHost float64, nodes func() int, clock func() time.Time) 
 	return &LocalBudget{rate: perHost, share: nodes, clock: clock, hosts: make(map[string]*hostLimiter)}
 }
 
-// Limit returns the current per-host rate of this node for a host with
-// the given Crawl-delay: Rate divided by the share, lowered to
-// 1/minInterval.
+// Limit returns this node's current rate for a host with the given
+// Crawl-delay: Rate, lowered to 1/minInterval, divided by the share (the
+// number of nodes). A Crawl-delay is the site's wish for the whole crawler,
+// so the ring as a whole honours it, not each node.
 func (b *LocalBudget) Limit(minInterval time.Duration) rate.Limit {
 	r := b.rate
+	if minInterval > 0 {
+		r = min(r, 1/minInterval.Seconds())
+	}
 	if b.share != nil {
 		if n := b.share(); n > 1 {
 			r /= float64(n)
-		}
-	}
-	if minInterval > 0 {
-		if d := 1 / minInterval.Seconds(); d < r {
-			r = d
 		}
 	}
 	return rate.Limit(r)

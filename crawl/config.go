@@ -10,17 +10,18 @@ import (
 
 // Defaults applied by New to zero Config fields.
 const (
-	DefaultUserAgent   = "herod/0.1 (+https://github.com/herod-archive/herod)"
-	DefaultConcurrency = 8
-	DefaultHostRate    = 1.0
-	DefaultHostConns   = 1
-	DefaultTimeout     = 30 * time.Second
-	DefaultMaxBody     = 10 << 20
-	DefaultDayLength   = 24 * time.Hour
-	DefaultMaxURLLen   = 1024
-	DefaultMaxRepeat   = 3
-	DefaultMaxDepth    = 32
-	DefaultRobotsTTL   = 24 * time.Hour
+	DefaultUserAgent      = "herod/0.1 (+https://github.com/herod-archive/herod)"
+	DefaultConcurrency    = 8
+	DefaultHostRate       = 1.0
+	DefaultHostConns      = 1
+	DefaultMaxActiveHosts = 1024
+	DefaultTimeout        = 30 * time.Second
+	DefaultMaxBody        = 10 << 20
+	DefaultDayLength      = 24 * time.Hour
+	DefaultMaxURLLen      = 1024
+	DefaultMaxRepeat      = 3
+	DefaultMaxDepth       = 32
+	DefaultRobotsTTL      = 24 * time.Hour
 	// RobotsMaxBytes is how much of a robots.txt file is parsed (RFC 9309
 	// asks for at least 500 KiB); the rest is ignored.
 	RobotsMaxBytes = 500 << 10
@@ -53,6 +54,11 @@ type Config struct {
 	Concurrency int
 	// HostConns caps concurrent fetches to one host from this node. Default 1.
 	HostConns int
+	// MaxActiveHosts caps the hosts crawled at once (one loop each, holding
+	// up to 32 queued URLs in memory); further hosts with pending URLs wait
+	// their turn, and a host yields its turn after every 32 URLs when
+	// others wait. Default 1024.
+	MaxActiveHosts int
 	// HostRate is requests per second per host from this node; a robots.txt
 	// Crawl-delay lowers it further. Default 1. Ignored when Budget is set.
 	HostRate float64
@@ -122,6 +128,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.HostConns <= 0 {
 		cfg.HostConns = DefaultHostConns
+	}
+	if cfg.MaxActiveHosts <= 0 {
+		cfg.MaxActiveHosts = DefaultMaxActiveHosts
 	}
 	if cfg.HostRate <= 0 {
 		cfg.HostRate = DefaultHostRate

@@ -24,6 +24,14 @@ type Archive interface {
 	SetState(ctx context.Context, url string, st archive.CrawlState) error
 }
 
+// Toucher is implemented by archives that record checks that found a page
+// unchanged (a 304 answer), so that exports can carry revisit records for
+// those days; archive.Store implements it. The crawler calls Touch when its
+// Archive has it.
+type Toucher interface {
+	Touch(ctx context.Context, url string, t time.Time) error
+}
+
 // Forwarder delivers extracted canonical links to the nodes that own them
 // (the node implements it). Forward returns only once the links are
 // delivered or durably accepted for delivery; an error means the crawler
@@ -38,8 +46,9 @@ var (
 	ErrStarted = errors.New("crawl: already started")
 )
 
-// hostBatch is how many queue entries a host loop reads at a time.
-const hostBatch = 64
+// hostBatch is how many queue entries a host loop reads at a time; after
+// each batch it yields to waiting hosts.
+const hostBatch = 32
 
 // procFactor bounds fetched pages being processed (archive, links,
 // forwarding) to procFactor*Concurrency, while only Concurrency hold a
@@ -55,7 +64,8 @@ type Crawler struct {
 	f      Forwarder
 	q      *queue
 	scope  *scope
-	robots *robotsCache
+	robots *robotsCache  // what the crawler obeys: Config.Robots, or local
+	local  *robotsCache  // fetched from the origins by this node: served to peers
 	sem    chan struct{} // connection slots: Concurrency
 	proc   chan struct{} // fetches in progress, body processing included: procFactor*Concurrency
 
@@ -73,18 +83,14 @@ type Crawler struct {
 	started     bool
 	closed      bool
 	epoch       uint64                // bumped by NewDay: host loops reload
-	hosts       map[string]*hostState // hosts with a running loop
+	hosts       map[string]*hostState // hosts with pending work: running or waiting
+	waiting     []string              // hosts waiting for a loop, FIFO
+	running     int                   // host loops running
 	pending     int64                 // this epoch's queue entries not finished, in-flight included
 	curInFlight int64                 // this epoch's entries in flight (st.inFlight counts all)
 	known       int64
 	st          counters
 	logged      map[string]bool
-}
-
-// hostState is the bookkeeping of one running host loop, guarded by
-// Crawler.mu.
-type hostState struct {
-	gen uint64 // bumped whenever entries are added for the host
 }
 
 // New opens (or creates) the queue and URL-seen set in dir and returns a
@@ -110,9 +116,12 @@ func New(dir string, cfg Config, a Archive, f Forwarder) (*Crawler, error) {
 		return nil, err
 	}
 	sem := make(chan struct{}, cfg.Concurrency)
-	src := cfg.Robots
-	if src == nil {
-		src = &HTTPRobots{Client: cfg.Client, UserAgent: cfg.UserAgent, From: cfg.From, Budget: cfg.Budget, Clock: cfg.Clock, slots: sem}
+	agent := productToken(cfg.UserAgent)
+	direct := &HTTPRobots{Client: cfg.Client, UserAgent: cfg.UserAgent, From: cfg.From, Budget: cfg.Budget, Clock: cfg.Clock, slots: sem}
+	local := newRobotsCache(direct, agent, cfg.RobotsTTL, cfg.Clock)
+	robots := local
+	if cfg.Robots != nil {
+		robots = newRobotsCache(cfg.Robots, agent, cfg.RobotsTTL, cfg.Clock)
 	}
 	c := &Crawler{
 		cfg:     cfg,
@@ -121,7 +130,8 @@ func New(dir string, cfg Config, a Archive, f Forwarder) (*Crawler, error) {
 		f:       f,
 		q:       q,
 		scope:   newScope(cfg),
-		robots:  newRobotsCache(src, productToken(cfg.UserAgent), cfg.RobotsTTL, cfg.Clock),
+		robots:  robots,
+		local:   local,
 		sem:     sem,
 		proc:    make(chan struct{}, procFactor*cfg.Concurrency),
 		hosts:   make(map[string]*hostState),
@@ -264,21 +274,6 @@ func (c *Crawler) startDay(ctx context.Context, day int64) error {
 	return nil
 }
 
-// wakeLocked makes sure a loop runs for host. c.mu must be held.
-func (c *Crawler) wakeLocked(host string) {
-	if !c.started || c.closed || c.ctx.Err() != nil {
-		return
-	}
-	if h, ok := c.hosts[host]; ok {
-		h.gen++
-		return
-	}
-	h := &hostState{}
-	c.hosts[host] = h
-	c.wg.Add(1)
-	go c.runHost(host, h)
-}
-
 // dayTimer starts a new day whenever the clock passes a day boundary.
 func (c *Crawler) dayTimer() {
 	defer c.wg.Done()
@@ -331,14 +326,16 @@ func (c *Crawler) Close() error {
 }
 
 // RobotsRecord returns the robots.txt record of origin ("scheme://host")
-// from this crawler's cache, fetching it through the configured
-// RobotsSource when absent or expired. A node serves it to the other nodes
-// of the ring when it owns origin+"/robots.txt", so that each file is
-// fetched once per RobotsTTL ring-wide.
+// as this node fetched it from the origin server, from a cache kept for
+// RobotsTTL. It never goes through Config.Robots, so a node serves it to
+// the other nodes of the ring when it owns origin+"/robots.txt" (and uses
+// it as its own RobotsSource answer for the origins it owns) without
+// asking itself in a loop: each file is then fetched once per RobotsTTL
+// ring-wide.
 func (c *Crawler) RobotsRecord(ctx context.Context, origin string) (RobotsRecord, error) {
 	u, err := url.Parse(origin)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return RobotsRecord{}, fmt.Errorf("%w: %q", errNoRobots, origin)
 	}
-	return c.robots.record(ctx, u.Scheme+"://"+u.Host)
+	return c.local.record(ctx, u.Scheme+"://"+u.Host)
 }

@@ -24,10 +24,10 @@
 //     set is the day each URL was last queued, so it survives a restart
 //     within the day and resets at NewDay with one write. A NewDay cut
 //     short by a crash is finished by the next Start.
-//   - Daily cycle (thesis 4.5): NewDay resets the seen set and the queue
+//   - Daily cycle (thesis, "daily crawls"): NewDay resets the seen set and the queue
 //     pointer; every known URL this node owns is queued again and fetched
 //     with If-None-Match / If-Modified-Since from its CrawlState.
-//   - Bandwidth (thesis 4.4): a 304 only refreshes CrawlState.Checked; a 200
+//   - Bandwidth (thesis, "optimizations"): a 304 only refreshes CrawlState.Checked; a 200
 //     whose SHA-1 equals CrawlState.Digest stores nothing and forwards
 //     nothing; a new version forwards only links absent from the previous
 //     version's outlinks. When Forward fails, the previous CrawlState is
@@ -75,7 +75,9 @@
 // # Concurrency
 //
 // All methods of Crawler are safe for concurrent use. Start launches one
-// goroutine per host with pending URLs (it exits when the host has none),
+// goroutine per host with pending URLs, at most MaxActiveHosts at a time
+// (a loop exits when its host has nothing pending, and yields its turn
+// after each batch of 32 URLs when other hosts wait),
 // fetch goroutines (at most Concurrency holding a connection, at most
 // 4*Concurrency in all: storing and forwarding happen after the connection
 // is released), a day timer, and the queue's committer; Close cancels

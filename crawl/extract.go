@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/PuerkitoBio/goquery"
+	"golang.org/x/net/html"
 
 	"github.com/herod-archive/herod/internal/canon"
 )
@@ -15,26 +16,26 @@ import (
 // are ignored. It bounds memory on hostile pages.
 const MaxLinks = 10000
 
-// linkAttrs lists the HTML elements and attributes that hold one URL.
-var linkAttrs = []struct{ sel, attr string }{
-	{"a[href]", "href"},
-	{"area[href]", "href"},
-	{"link[href]", "href"},
-	{"img[src]", "src"},
-	{"script[src]", "src"},
-	{"iframe[src]", "src"},
-	{"frame[src]", "src"},
-	{"embed[src]", "src"},
-	{"source[src]", "src"},
-	{"video[src]", "src"},
-	{"video[poster]", "poster"},
-	{"audio[src]", "src"},
-	{"track[src]", "src"},
-	{"input[src]", "src"},
-	{"object[data]", "data"},
-	{"body[background]", "background"},
-	{"table[background]", "background"},
-	{"td[background]", "background"},
+// linkAttrs lists, per HTML element, the attributes that hold one URL
+// (srcset holds several; see srcsetRefs).
+var linkAttrs = map[string][]string{
+	"a":      {"href"},
+	"area":   {"href"},
+	"link":   {"href"},
+	"img":    {"src", "srcset"},
+	"script": {"src"},
+	"iframe": {"src"},
+	"frame":  {"src"},
+	"embed":  {"src"},
+	"source": {"src", "srcset"},
+	"video":  {"src", "poster"},
+	"audio":  {"src"},
+	"track":  {"src"},
+	"input":  {"src"},
+	"object": {"data"},
+	"body":   {"background"},
+	"table":  {"background"},
+	"td":     {"background"},
 }
 
 // ExtractLinks returns the canonical absolute http(s) links of a document
@@ -86,47 +87,83 @@ func ExtractLinks(base *url.URL, contentType string, body []byte) []string {
 }
 
 // htmlRefs returns the raw references of an HTML document and the base URL
-// links resolve against.
+// links resolve against. goquery parses; one walk over the node tree then
+// collects every reference (a selector per element kind would walk the
+// tree twenty times).
 func htmlRefs(base *url.URL, body []byte) ([]string, *url.URL) {
 	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(body))
-	if err != nil {
+	if err != nil || len(doc.Nodes) == 0 {
 		return nil, base
 	}
-	if href, ok := doc.Find("base[href]").First().Attr("href"); ok {
-		if b, err := canon.Resolve(base, href); err == nil {
-			if bu, err := url.Parse(b); err == nil {
-				base = bu
-			}
-		}
-	}
 	var refs []string
-	for _, la := range linkAttrs {
-		doc.Find(la.sel).Each(func(_ int, s *goquery.Selection) {
-			if v, ok := s.Attr(la.attr); ok {
-				refs = append(refs, v)
+	baseSet := false
+	for n := doc.Nodes[0]; n != nil; n = nextNode(n) {
+		if n.Type != html.ElementNode {
+			continue
+		}
+		keys := linkAttrs[n.Data]
+		for _, a := range n.Attr {
+			if a.Namespace != "" {
+				continue
 			}
-		})
-	}
-	doc.Find("img[srcset], source[srcset]").Each(func(_ int, s *goquery.Selection) {
-		v, _ := s.Attr("srcset")
-		refs = append(refs, srcsetRefs(v)...)
-	})
-	doc.Find("[style]").Each(func(_ int, s *goquery.Selection) {
-		v, _ := s.Attr("style")
-		refs = cssRefs([]byte(v), refs)
-	})
-	doc.Find("style").Each(func(_ int, s *goquery.Selection) {
-		refs = cssRefs([]byte(s.Text()), refs)
-	})
-	doc.Find("meta[http-equiv][content]").Each(func(_ int, s *goquery.Selection) {
-		if v, _ := s.Attr("http-equiv"); strings.EqualFold(strings.TrimSpace(v), "refresh") {
-			c, _ := s.Attr("content")
-			if r := refreshURL(c); r != "" {
-				refs = append(refs, r)
+			switch {
+			case a.Key == "style":
+				refs = cssRefs([]byte(a.Val), refs)
+			case a.Key == "srcset" && slices.Contains(keys, "srcset"):
+				refs = append(refs, srcsetRefs(a.Val)...)
+			case slices.Contains(keys, a.Key):
+				refs = append(refs, a.Val)
 			}
 		}
-	})
+		switch n.Data {
+		case "base":
+			if href, ok := attr(n, "href"); ok && !baseSet {
+				baseSet = true
+				if b, err := canon.Resolve(base, href); err == nil {
+					if bu, err := url.Parse(b); err == nil {
+						base = bu
+					}
+				}
+			}
+		case "style":
+			for c := n.FirstChild; c != nil; c = c.NextSibling {
+				if c.Type == html.TextNode {
+					refs = cssRefs([]byte(c.Data), refs)
+				}
+			}
+		case "meta":
+			if v, _ := attr(n, "http-equiv"); strings.EqualFold(strings.TrimSpace(v), "refresh") {
+				c, _ := attr(n, "content")
+				if r := refreshURL(c); r != "" {
+					refs = append(refs, r)
+				}
+			}
+		}
+	}
 	return refs, base
+}
+
+// nextNode returns the node after n in document order, without recursion.
+func nextNode(n *html.Node) *html.Node {
+	if n.FirstChild != nil {
+		return n.FirstChild
+	}
+	for ; n != nil; n = n.Parent {
+		if n.NextSibling != nil {
+			return n.NextSibling
+		}
+	}
+	return nil
+}
+
+// attr returns the value of n's attribute key (no namespace).
+func attr(n *html.Node, key string) (string, bool) {
+	for _, a := range n.Attr {
+		if a.Namespace == "" && a.Key == key {
+			return a.Val, true
+		}
+	}
+	return "", false
 }
 
 // refreshURL returns the target of a meta refresh content value such as

@@ -69,6 +69,11 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, release fun
 		if err := c.a.SetState(ctx, raw, st); err != nil {
 			return c.archiveErr(ctx, raw, err)
 		}
+		if t, ok := c.a.(Toucher); ok {
+			if err := t.Touch(ctx, raw, now); err != nil && !errors.Is(err, archive.ErrNotFound) {
+				return c.archiveErr(ctx, raw, err)
+			}
+		}
 		c.mu.Lock()
 		c.st.notModified++
 		c.mu.Unlock()

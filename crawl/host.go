@@ -7,12 +7,14 @@ import (
 
 // runHost fetches the pending entries of one host in queue order, paced
 // by the budget and the robots.txt Crawl-delay, at most HostConns at a
-// time, until the host has nothing pending. It then removes itself from
-// c.hosts; Add starts a new loop when entries arrive later.
+// time, until the host has nothing pending (it then leaves c.hosts; Add
+// wakes it again when entries arrive) or until, after a batch, other hosts
+// wait for a loop (it then goes to the back of the waiting line).
 //
 // A loop reads entries after the last key it read, so the entries in
 // flight (deleted only when finished) are never read twice. It waits for
-// its fetches before it exits, so a loop started later never sees them.
+// its fetches before it exits or yields, so a loop started later never
+// sees them.
 func (c *Crawler) runHost(host string, h *hostState) {
 	defer c.wg.Done()
 	ctx := c.ctx
@@ -36,18 +38,31 @@ func (c *Crawler) runHost(host string, h *hostState) {
 		if err != nil {
 			c.count(KindQueue, "", err)
 			inflight.Wait()
-			c.exitHost(host)
+			c.mu.Lock()
+			c.doneLocked(host)
+			c.mu.Unlock()
 			return
 		}
 		if len(batch) == 0 {
-			inflight.Wait()
+			// Nothing left to read: wait for new entries or for the
+			// fetches in flight (whose links may add some); leave when
+			// neither can come.
 			c.mu.Lock()
-			if h.gen == gen && c.epoch == epoch {
-				delete(c.hosts, host)
+			switch {
+			case h.gen != gen || c.epoch != epoch:
+				c.mu.Unlock()
+				continue
+			case h.inflight == 0:
+				c.doneLocked(host)
 				c.mu.Unlock()
 				return
 			}
 			c.mu.Unlock()
+			select {
+			case <-h.wake:
+			case <-ctx.Done():
+				return
+			}
 			continue
 		}
 		for _, e := range batch {
@@ -104,16 +119,33 @@ func (c *Crawler) runHost(host string, h *hostState) {
 			if e.epoch == c.epoch {
 				c.curInFlight++
 			}
+			h.inflight++
 			c.mu.Unlock()
 			inflight.Add(1)
 			go func(e entry, u *url.URL) {
 				defer inflight.Done()
+				defer func() {
+					c.mu.Lock()
+					h.inflight--
+					c.mu.Unlock()
+					h.signal()
+				}()
 				defer func() { <-c.proc }()
 				var once sync.Once
 				release := func() { once.Do(func() { <-c.sem; <-slots }) }
 				defer release()
 				c.finish(e, true, c.fetch(ctx, e.url, u, release))
 			}(e, u)
+		}
+		if c.othersWaiting() {
+			inflight.Wait()
+			c.mu.Lock()
+			if len(c.waiting) > 0 {
+				c.yieldLocked(host, h)
+				c.mu.Unlock()
+				return
+			}
+			c.mu.Unlock()
 		}
 	}
 }
@@ -138,14 +170,6 @@ func (c *Crawler) finish(e entry, wasInFlight, finished bool) {
 	if finished && current {
 		c.pending--
 	}
-}
-
-// exitHost removes a loop that stops on an error; the entries stay queued
-// and the next Add for the host or the next start resumes them.
-func (c *Crawler) exitHost(host string) {
-	c.mu.Lock()
-	delete(c.hosts, host)
-	c.mu.Unlock()
 }
 
 func acquire(ctx interface{ Done() <-chan struct{} }, ch chan struct{}) bool {

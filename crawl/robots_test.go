@@ -2,6 +2,8 @@ package crawl
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -125,13 +127,14 @@ func TestRobotsSharedThroughOwner(t *testing.T) {
 	clock := newClock()
 	owner, _ := startCrawler(t, t.TempDir(), testConfig(clock), newMemArchive())
 	var crawlers []*Crawler
+	crawlers = append(crawlers, owner)
 	for range 3 {
 		cfg := testConfig(clock)
 		cfg.Robots = &countingSource{owner: owner}
 		c, _ := startCrawler(t, t.TempDir(), cfg, newMemArchive())
 		crawlers = append(crawlers, c)
 	}
-	for _, c := range crawlers {
+	for _, c := range crawlers[1:] {
 		if err := c.Add(context.Background(), []string{s.url("/")}); err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +143,7 @@ func TestRobotsSharedThroughOwner(t *testing.T) {
 		waitIdle(t, c)
 	}
 	if n := len(s.requests("/robots.txt")); n != 1 {
-		t.Fatalf("robots.txt fetched %d times by 4 crawlers, want 1", n)
+		t.Fatalf("robots.txt fetched %d times by 3 crawlers and the owner, want 1", n)
 	}
 	if n := len(s.requests("/c")); n != 0 {
 		t.Fatalf("disallowed /c fetched %d times", n)
@@ -149,7 +152,7 @@ func TestRobotsSharedThroughOwner(t *testing.T) {
 	// for all of them.
 	clock.Add(25 * time.Hour)
 	for _, c := range crawlers {
-		if _, err := c.RobotsRecord(context.Background(), s.url("")); err != nil {
+		if _, err := c.robots.record(context.Background(), s.url("")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -223,7 +226,7 @@ func TestSharedBudgetLimit(t *testing.T) {
 		delay time.Duration
 		want  float64
 	}{
-		{1, 0, 2}, {4, 0, 0.5}, {0, 0, 2}, {4, 10 * time.Second, 0.1}, {1, 100 * time.Millisecond, 2},
+		{1, 0, 2}, {4, 0, 0.5}, {0, 0, 2}, {4, 10 * time.Second, 0.025}, {1, 10 * time.Second, 0.1}, {1, 100 * time.Millisecond, 2},
 	}
 	for _, tc := range tests {
 		n = tc.nodes
@@ -241,6 +244,14 @@ func FuzzParseRobots(f *testing.F) {
 	} {
 		f.Add(s, "/a?b")
 	}
+	seeds, _ := filepath.Glob("testdata/robots/*.txt")
+	for _, p := range seeds {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(b), "/search/about?sid=1")
+	}
 	f.Fuzz(func(t *testing.T, body, path string) {
 		clean := sanitizeRobots([]byte(body))
 		if _, err := robotstxtFromBytes(clean); err != nil {
@@ -252,4 +263,37 @@ func FuzzParseRobots(f *testing.F) {
 			t.Fatalf("delay %v", d)
 		}
 	})
+}
+
+func TestParseRobotsFiles(t *testing.T) {
+	tests := []struct {
+		file, agent string
+		allow, deny []string
+		delay       time.Duration
+	}{
+		{"google-style.txt", "herod", []string{"/search", "/x"}, []string{"/private/a"}, 0},
+		{"google-style.txt", "somebot", []string{"/search/about", "/x?a=1"}, []string{"/search", "/x?sid=2"}, 1500 * time.Millisecond},
+		{"crlf-and-junk.txt", "herod", []string{"/a", "/b/c"}, []string{"/b"}, 0},
+		{"crlf-and-junk.txt", "somebot", []string{"/b"}, []string{"/a"}, 0},
+	}
+	for _, tc := range tests {
+		b, err := os.ReadFile(filepath.Join("testdata/robots", tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := ParseRobots(RobotsRecord{Status: 200, Body: b}, tc.agent)
+		for _, p := range tc.allow {
+			if !r.Allowed(p) {
+				t.Errorf("%s/%s: %s disallowed", tc.file, tc.agent, p)
+			}
+		}
+		for _, p := range tc.deny {
+			if r.Allowed(p) {
+				t.Errorf("%s/%s: %s allowed", tc.file, tc.agent, p)
+			}
+		}
+		if d := r.CrawlDelay(); d != tc.delay {
+			t.Errorf("%s/%s: delay %v, want %v", tc.file, tc.agent, d, tc.delay)
+		}
+	}
 }

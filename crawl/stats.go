@@ -20,7 +20,8 @@ type Stats struct {
 	BytesFetched int64            `json:"bytesFetched"` // payload bytes received (after transfer decoding)
 	ErrorsByKind map[string]int64 `json:"errorsByKind"` // refusals and failures by Kind*
 	KnownURLs    int64            `json:"knownURLs"`    // URLs ever queued on this node
-	ActiveHosts  int              `json:"activeHosts"`  // hosts with a running fetch loop
+	ActiveHosts  int              `json:"activeHosts"`  // hosts being crawled (a loop each)
+	WaitingHosts int              `json:"waitingHosts"` // hosts with queued URLs waiting for a loop
 }
 
 // counters are the mutable day counters, guarded by Crawler.mu.
@@ -51,7 +52,8 @@ func (c *Crawler) Stats() Stats {
 		BytesFetched: c.st.bytes,
 		ErrorsByKind: maps.Clone(c.st.errs),
 		KnownURLs:    c.known,
-		ActiveHosts:  len(c.hosts),
+		ActiveHosts:  c.running,
+		WaitingHosts: len(c.waiting),
 	}
 }
 

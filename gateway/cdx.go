@@ -105,17 +105,17 @@ func (s *Server) serveCDX(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Query()
 	q, err := ParseQuery(p)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+		s.badRequest(w, err.Error())
 		return
 	}
 	filters, err := parseFilters(p["filter"])
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+		s.badRequest(w, err.Error())
 		return
 	}
 	out := p.Get("output")
 	if out != "" && out != "json" && out != "text" {
-		http.Error(w, "gateway: output must be json or text", http.StatusBadRequest)
+		s.badRequest(w, "gateway: output must be json or text")
 		return
 	}
 	ctx, cancel := s.ctx(r)
@@ -136,6 +136,7 @@ func (s *Server) serveCDX(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
+		s.stats.archiveErrors.Add(1)
 		s.log.Warn("gateway: cdx", "url", q.URL, "err", err)
 		http.Error(w, "gateway: cdx: "+err.Error(), http.StatusBadGateway)
 		return
@@ -161,6 +162,12 @@ func (s *Server) serveCDX(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/x-cdxj")
 	}
 	writeBody(w, r, http.StatusOK, b.Bytes())
+}
+
+// badRequest answers an API request with 400 and a plain-text reason.
+func (s *Server) badRequest(w http.ResponseWriter, msg string) {
+	s.countStatus(http.StatusBadRequest)
+	http.Error(w, msg, http.StatusBadRequest)
 }
 
 // cdxFilter is one filter= parameter.

@@ -70,7 +70,8 @@
 //
 // # Concurrency
 //
-// A Server is immutable after New and safe for concurrent use by any number
-// of requests. It calls the Archive, Lister, Exporter, Status and Ring
+// A Server is immutable after New (but for its atomic counters) and safe
+// for concurrent use by any number of requests; Stats may be read at any
+// time. It calls the Archive, Lister, Exporter, Status and Ring
 // concurrently from request goroutines; those must be safe for that.
 package gateway

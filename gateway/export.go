@@ -136,16 +136,17 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Query()
 	q, err := ParseExportQuery(p)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+		s.badRequest(w, err.Error())
 		return
 	}
 	after := p.Get("after")
 	if after != "" {
 		if _, _, err := ParseCursor(after); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+			s.badRequest(w, err.Error())
 			return
 		}
 	}
+	s.stats.exports.Add(1)
 	h := w.Header()
 	h.Set("Content-Type", "application/warc")
 	h.Set("Content-Disposition", `attachment; filename="`+exportName(q)+`"`)
@@ -165,6 +166,9 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request) {
 	}
 	if err == nil {
 		err = bw.Flush()
+	}
+	if err != nil {
+		s.stats.exportErrors.Add(1)
 	}
 	if err != nil && cw.n == 0 {
 		// Nothing reached the client: answer with a plain error status.

@@ -141,10 +141,11 @@ const DefaultTimeout = 30 * time.Second
 // the Handler of an http.Server (not behind http.ServeMux; see the package
 // documentation).
 type Server struct {
-	cfg  Config
-	log  *slog.Logger
-	list Lister   // cfg.Archive as a Lister, or nil
-	exp  Exporter // cfg.Archive as an Exporter, or nil
+	cfg   Config
+	log   *slog.Logger
+	list  Lister   // cfg.Archive as a Lister, or nil
+	exp   Exporter // cfg.Archive as an Exporter, or nil
+	stats counters
 }
 
 // New returns a Server for cfg.
@@ -172,6 +173,7 @@ var _ http.Handler = (*Server)(nil)
 // ServeHTTP routes a request. It does not use http.ServeMux on purpose: the
 // mux would "clean" the double slash of an embedded http:// URL.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.stats.requests.Add(1)
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		s.errorPage(w, r, http.StatusMethodNotAllowed, "Only GET and HEAD are supported.", "")
@@ -214,12 +216,15 @@ func (s *Server) archiveError(w http.ResponseWriter, r *http.Request, url string
 	case errors.Is(err, archive.ErrNotFound):
 		s.notArchived(w, r, url)
 	case errors.Is(err, context.DeadlineExceeded):
+		s.stats.archiveErrors.Add(1)
+		s.stats.timeouts.Add(1)
 		s.log.Warn("gateway: archive timeout", "url", url, "err", err)
 		s.errorPage(w, r, http.StatusGatewayTimeout, "The node that keeps this URL did not answer in time. Try again.", url)
 	case errors.Is(err, context.Canceled):
 		// The client went away; answer briefly in case anyone listens.
 		http.Error(w, "gateway: request cancelled", http.StatusServiceUnavailable)
 	default:
+		s.stats.archiveErrors.Add(1)
 		s.log.Warn("gateway: archive error", "url", url, "err", err)
 		s.errorPage(w, r, http.StatusBadGateway, "The archive could not answer: "+err.Error(), url)
 	}

@@ -74,6 +74,7 @@ type errorData struct {
 // errorPage renders a page explaining what went wrong; url, when set, is the
 // canonical URL the reader asked for and adds suggestions.
 func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, status int, msg, u string) {
+	s.countStatus(status)
 	d := errorData{Title: strconv.Itoa(status) + " " + http.StatusText(status), Message: msg}
 	if u != "" {
 		d.URL = u

@@ -109,6 +109,12 @@ func ArchivedURL(raw string) (string, error) {
 		return "", err
 	}
 	c, err := canon.Canonical(fixed)
+	if err == nil {
+		// Canonical is not a fixed point for a few hostile inputs (host
+		// "..", a query ending in a space): insist on one, so that a URL
+		// the gateway hands out parses back to itself.
+		c, err = canon.Canonical(c)
+	}
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrBadPath, err)
 	}

@@ -73,6 +73,7 @@ func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
 		s.errorPage(w, r, http.StatusBadRequest, err.Error(), "")
 		return
 	}
+	s.stats.replays.Add(1)
 	body := c.Body
 	status := c.Status
 	if status < 200 || status > 599 {
@@ -125,8 +126,10 @@ func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
 				banner = s.banner(ctx, t, v)
 			}
 			body = rw.HTML(body, banner)
+			s.stats.rewritten.Add(1)
 		case "text/css":
 			body = rw.CSS(body)
+			s.stats.rewritten.Add(1)
 		}
 	}
 	writeBody(w, r, status, body)

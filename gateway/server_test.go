@@ -365,3 +365,19 @@ func TestOverRealHTTP(t *testing.T) {
 		}
 	}
 }
+
+func TestStats(t *testing.T) {
+	f := sampleArchive(t)
+	s := newServer(t, f)
+	get(t, s, "/web/2021/"+page)                   // replay, rewritten
+	get(t, s, "/web/2021id_/"+page)                // replay, raw
+	get(t, s, "/web/2021/http://nowhere.example/") // 404
+	get(t, s, "/web/2021/ftp://example.com/")      // 400
+	get(t, s, "/cdx?url=example.com&filter=bad")   // 400
+	f.err = fmt.Errorf("slow: %w", context.DeadlineExceeded)
+	get(t, s, "/web/2021/"+page) // timeout
+	want := Stats{Requests: 6, Replays: 2, Rewritten: 1, NotFound: 1, BadRequests: 2, ArchiveErrors: 1, Timeouts: 1}
+	if got := s.Stats(); got != want {
+		t.Errorf("Stats = %+v, want %+v", got, want)
+	}
+}

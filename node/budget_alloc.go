@@ -75,7 +75,7 @@ func (a *slotAllocator) allocate(host string, k int, interval time.Duration) slo
 	s, ok := a.hosts[host]
 	next := now
 	if ok {
-		next = later(s.last.Add(interval), now)
+		next = laterOf(s.last.Add(interval), now)
 	}
 	horizon := now.Add(maxScheduleAhead)
 	if next.After(horizon) {
@@ -113,7 +113,7 @@ func (a *slotAllocator) scheduled() int {
 	return len(a.hosts)
 }
 
-func later(a, b time.Time) time.Time {
+func laterOf(a, b time.Time) time.Time {
 	if a.After(b) {
 		return a
 	}

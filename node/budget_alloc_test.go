@@ -8,27 +8,27 @@ import (
 	"time"
 )
 
-// fakeClock is a settable clock for the allocator.
-type fakeClock struct {
+// allocClock is a settable clock for the allocator.
+type allocClock struct {
 	mu sync.Mutex
 	t  time.Time
 }
 
-func newFakeClock() *fakeClock { return &fakeClock{t: time.Unix(1_700_000_000, 0)} }
+func newAllocClock() *allocClock { return &allocClock{t: time.Unix(1_700_000_000, 0)} }
 
-func (c *fakeClock) Now() time.Time {
+func (c *allocClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.t
 }
 
-func (c *fakeClock) Advance(d time.Duration) {
+func (c *allocClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
 	c.mu.Unlock()
 }
 
-func ms(v ...int) []time.Duration {
+func slotMs(v ...int) []time.Duration {
 	out := make([]time.Duration, len(v))
 	for i, x := range v {
 		out[i] = time.Duration(x) * time.Millisecond
@@ -53,49 +53,49 @@ func TestSlotAllocator(t *testing.T) {
 		steps []step
 	}{
 		{"first lease starts now", []step{
-			{0, "a", 3, iv, ms(0, 100, 200), 0},
+			{0, "a", 3, iv, slotMs(0, 100, 200), 0},
 		}},
 		{"second requester queues behind the first", []step{
-			{0, "a", 3, iv, ms(0, 100, 200), 0},
-			{0, "a", 2, iv, ms(300, 400), 0},
+			{0, "a", 3, iv, slotMs(0, 100, 200), 0},
+			{0, "a", 2, iv, slotMs(300, 400), 0},
 		}},
 		{"delays are relative to the owner's now", []step{
-			{0, "a", 3, iv, ms(0, 100, 200), 0},
-			{150 * time.Millisecond, "a", 2, iv, ms(150, 250), 0},
+			{0, "a", 3, iv, slotMs(0, 100, 200), 0},
+			{150 * time.Millisecond, "a", 2, iv, slotMs(150, 250), 0},
 		}},
 		{"idle schedule restarts at now", []step{
-			{0, "a", 1, iv, ms(0), 0},
-			{time.Hour, "a", 2, iv, ms(0, 100), 0},
+			{0, "a", 1, iv, slotMs(0), 0},
+			{time.Hour, "a", 2, iv, slotMs(0, 100), 0},
 		}},
 		{"last slot's spacing holds after a gap shorter than it", []step{
-			{0, "a", 1, iv, ms(0), 0},
-			{40 * time.Millisecond, "a", 1, iv, ms(60), 0},
+			{0, "a", 1, iv, slotMs(0), 0},
+			{40 * time.Millisecond, "a", 1, iv, slotMs(60), 0},
 		}},
 		{"hosts have separate schedules", []step{
-			{0, "a", 2, iv, ms(0, 100), 0},
-			{0, "b", 2, iv, ms(0, 100), 0},
-			{0, "a", 1, iv, ms(200), 0},
+			{0, "a", 2, iv, slotMs(0, 100), 0},
+			{0, "b", 2, iv, slotMs(0, 100), 0},
+			{0, "a", 1, iv, slotMs(200), 0},
 		}},
 		{"crawl-delay spacing from the previous slot", []step{
-			{0, "a", 2, iv, ms(0, 100), 0},
-			{0, "a", 2, time.Second, ms(1100, 2100), 0},
-			{0, "a", 1, iv, ms(2200), 0},
+			{0, "a", 2, iv, slotMs(0, 100), 0},
+			{0, "a", 2, time.Second, slotMs(1100, 2100), 0},
+			{0, "a", 1, iv, slotMs(2200), 0},
 		}},
 		{"k below one asks for one", []step{
-			{0, "a", 0, iv, ms(0), 0},
-			{0, "a", -5, iv, ms(100), 0},
+			{0, "a", 0, iv, slotMs(0), 0},
+			{0, "a", -5, iv, slotMs(100), 0},
 		}},
 		{"k capped at maxLeaseSlots", []step{
 			{0, "a", 1000, time.Millisecond, nil, 0}, // checked by length below
 		}},
 		{"schedule horizon bounds a grant", []step{
-			{0, "a", 64, 10 * time.Second, ms(0, 10000, 20000, 30000), 0},
+			{0, "a", 64, 10 * time.Second, slotMs(0, 10000, 20000, 30000), 0},
 			{0, "a", 1, 10 * time.Second, nil, 10 * time.Second},
-			{10 * time.Second, "a", 1, 10 * time.Second, ms(30000), 0},
+			{10 * time.Second, "a", 1, 10 * time.Second, slotMs(30000), 0},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := newFakeClock()
+			clk := newAllocClock()
 			a := newSlotAllocator(clk.Now)
 			for i, s := range tc.steps {
 				clk.Advance(s.advance)
@@ -118,7 +118,7 @@ func TestSlotAllocator(t *testing.T) {
 // requesters: all slots granted for a host, converted to absolute owner
 // time, are at least one interval apart.
 func TestSlotAllocatorGlobalSpacing(t *testing.T) {
-	clk := newFakeClock()
+	clk := newAllocClock()
 	a := newSlotAllocator(clk.Now)
 	const iv = 50 * time.Millisecond
 	var slots []time.Time
@@ -140,7 +140,7 @@ func TestSlotAllocatorGlobalSpacing(t *testing.T) {
 }
 
 func TestSlotAllocatorEviction(t *testing.T) {
-	clk := newFakeClock()
+	clk := newAllocClock()
 	a := newSlotAllocator(clk.Now)
 	for i := range maxScheduledHosts {
 		a.allocate(fmt.Sprintf("h%d", i), 1, time.Second)

@@ -27,10 +27,14 @@ const (
 	maxLeaseHosts = 4096
 )
 
-// slotGrace is how late a slot may still be used: a request sent later
-// than that would crowd the next slot of the host's schedule, which may
-// belong to another node, so the slot expires instead.
-func slotGrace(interval time.Duration) time.Duration { return interval / 4 }
+// slotGrace is how late a slot may still be used: a quarter interval, but
+// at least minSlotGrace (timer and scheduling delays) for high rates. A
+// request sent later than that would crowd the next slot of the host's
+// schedule, which may belong to another node, so the slot expires instead.
+func slotGrace(interval time.Duration) time.Duration { return max(interval/4, minSlotGrace) }
+
+// minSlotGrace is the least grace of a slot.
+const minSlotGrace = 5 * time.Millisecond
 
 // leaseFunc asks the owner of host for up to k slots spaced interval
 // apart. The node's implementation finds the owner on the ring and calls
@@ -118,7 +122,7 @@ func (b *leaseBudget) Wait(ctx context.Context, host string, minInterval time.Du
 			slot := st.slots[0]
 			st.slots = st.slots[1:]
 			b.mu.Unlock()
-			if err := sleepUntil(ctx, slot); err != nil {
+			if err := sleepUntilSlot(ctx, slot); err != nil {
 				return err
 			}
 			if time.Since(slot) > slotGrace(iv) {
@@ -143,7 +147,7 @@ func (b *leaseBudget) Wait(ctx context.Context, host string, minInterval time.Du
 		if now.Before(st.retryAt) {
 			at := st.retryAt
 			b.mu.Unlock()
-			if err := sleepUntil(ctx, at); err != nil {
+			if err := sleepUntilSlot(ctx, at); err != nil {
 				return err
 			}
 			continue
@@ -275,8 +279,8 @@ func (b *leaseBudget) snapshot() LeaseStats {
 	}
 }
 
-// sleepUntil waits until t or until ctx is done.
-func sleepUntil(ctx context.Context, t time.Time) error {
+// sleepUntilSlot waits until t or until ctx is done.
+func sleepUntilSlot(ctx context.Context, t time.Time) error {
 	d := time.Until(t)
 	if d <= 0 {
 		return ctx.Err()

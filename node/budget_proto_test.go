@@ -39,11 +39,11 @@ func TestBudgetReplyValidate(t *testing.T) {
 		rep  budgetReply
 		ok   bool
 	}{
-		{"grant", budgetReply{Delays: ms(0, 1000, 2000)}, true},
+		{"grant", budgetReply{Delays: slotMs(0, 1000, 2000)}, true},
 		{"retry", budgetReply{RetryAfter: time.Second}, true},
-		{"too many", budgetReply{Delays: ms(0, 1, 2, 3)}, false},
-		{"negative delay", budgetReply{Delays: ms(-1)}, false},
-		{"out of order", budgetReply{Delays: ms(5, 2)}, false},
+		{"too many", budgetReply{Delays: slotMs(0, 1, 2, 3)}, false},
+		{"negative delay", budgetReply{Delays: slotMs(-1)}, false},
+		{"out of order", budgetReply{Delays: slotMs(5, 2)}, false},
 		{"far future", budgetReply{Delays: []time.Duration{48 * time.Hour}}, false},
 		{"negative retry", budgetReply{RetryAfter: -time.Second}, false},
 	} {
@@ -59,7 +59,7 @@ func TestBudgetReplyValidate(t *testing.T) {
 func FuzzBudgetFrames(f *testing.F) {
 	for _, v := range []any{
 		budgetRequest{Host: "example.org", Slots: 4, Interval: time.Second},
-		budgetReply{Delays: ms(0, 50, 100)},
+		budgetReply{Delays: slotMs(0, 50, 100)},
 		budgetReply{RetryAfter: time.Second},
 		budgetReply{NotOwner: true},
 	} {

@@ -6,20 +6,18 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/herod-archive/herod/crawl"
+	"github.com/herod-archive/herod/internal/benchsite"
 	"github.com/herod-archive/herod/internal/sampleweb"
 )
 
@@ -44,146 +42,16 @@ var (
 // benchSeed fixes the static site's bytes.
 const benchSeed = 5
 
-// recorder is a plain net/http file server over a directory (Last-Modified
-// from the file, If-Modified-Since answered with 304) that records which
-// paths it answered, so that each contestant's URL set can be compared.
-type recorder struct {
-	files http.Handler
-	srv   *http.Server
-	url   string
-
-	mu       sync.Mutex
-	paths    map[string]int // request path -> status of the last answer
-	hits     map[string]int // request path -> requests
-	ok       int            // paths answered 200, robots.txt aside
-	reqs     int
-	inflight int
-	idleFrom time.Time     // when inflight last dropped to 0
-	idle     time.Duration // time with no request in flight, between requests
-	stalls   int           // idle gaps of 100ms or more
-}
-
-type statusWriter struct {
-	http.ResponseWriter
-	code int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	w.code = code
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func startRecorder(t *testing.T, dir string) *recorder {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &recorder{files: http.FileServer(http.Dir(dir)), url: "http://" + ln.Addr().String() + "/"}
-	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
-	go r.srv.Serve(ln)
-	t.Cleanup(func() { r.srv.Close() })
-	r.reset()
-	return r
-}
-
-func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	r.mu.Lock()
-	if r.inflight == 0 && !r.idleFrom.IsZero() {
-		gap := time.Since(r.idleFrom)
-		r.idle += gap
-		if gap >= 100*time.Millisecond {
-			r.stalls++
-		}
-	}
-	r.inflight++
-	r.mu.Unlock()
-	sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
-	r.files.ServeHTTP(sw, req)
-	r.mu.Lock()
-	if sw.code == http.StatusOK && r.paths[req.URL.Path] != http.StatusOK && req.URL.Path != "/robots.txt" {
-		r.ok++
-	}
-	r.paths[req.URL.Path] = sw.code
-	r.hits[req.URL.Path]++
-	r.reqs++
-	r.inflight--
-	if r.inflight == 0 {
-		r.idleFrom = time.Now()
-	}
-	r.mu.Unlock()
-}
-
-func (r *recorder) reset() {
-	r.mu.Lock()
-	r.paths, r.hits, r.reqs, r.ok = map[string]int{}, map[string]int{}, 0, 0
-	r.idleFrom, r.idle, r.stalls = time.Time{}, 0, 0
-	r.mu.Unlock()
-}
-
-// fetched returns the sorted paths answered 200 since reset, robots.txt
-// aside, and the number of requests.
-func (r *recorder) fetched() ([]string, int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.fetchedLocked()
-}
-
-// distinct returns the number of paths answered 200 since reset,
-// robots.txt aside.
-func (r *recorder) distinct() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.ok
-}
-
-// idleness returns how long the server waited between requests since
-// reset, and how many of those waits lasted 100ms or more.
-func (r *recorder) idleness() (time.Duration, int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.idle, r.stalls
-}
-
-// repeats returns up to n paths requested more than once since reset,
-// robots.txt aside, and how many such paths there are.
-func (r *recorder) repeats(n int) ([]string, int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var ps []string
-	for p, k := range r.hits {
-		if k > 1 && p != "/robots.txt" {
-			ps = append(ps, fmt.Sprintf("%s x%d", p, k))
-		}
-	}
-	slices.Sort(ps)
-	return ps[:min(n, len(ps))], len(ps)
-}
-
-func (r *recorder) fetchedLocked() ([]string, int) {
-	var ps []string
-	for p, code := range r.paths {
-		if code == http.StatusOK && p != "/robots.txt" {
-			ps = append(ps, p)
-		}
-	}
-	slices.Sort(ps)
-	return ps, r.reqs
-}
-
 // crawlResult is one timed crawl of the whole site.
 type crawlResult struct {
 	elapsed time.Duration
-	cpu     time.Duration // CPU of the crawler: wget's process, or this process's (server included) for herod
-	proc    time.Duration // CPU of this process (the file server, and herod when it crawls)
-	paths   []string      // paths the server answered 200, robots.txt aside
-	reqs    int           // requests the server answered, robots.txt included
-	idle    time.Duration // time the server waited between requests
-	stalls  int           // waits of 100ms or more
-	stored  int64         // versions herod stored (0 for wget)
+	cpu     time.Duration    // CPU of the crawler: wget's process, or this process's (server included) for herod
+	proc    time.Duration    // CPU of this process (the file server, and herod when it crawls)
+	rec     benchsite.Record // what the server answered
+	stored  int64            // versions herod stored (0 for wget)
 }
 
-func (c crawlResult) rate() float64 { return float64(len(c.paths)) / c.elapsed.Seconds() }
+func (c crawlResult) rate() float64 { return float64(len(c.rec.Paths)) / c.elapsed.Seconds() }
 
 // TestCrawlRate is issue 5's pages/s benchmark. In one run it writes a
 // deterministic static site, serves it on loopback, and times wget -r, one
@@ -192,7 +60,13 @@ func (c crawlResult) rate() float64 { return float64(len(c.paths)) / c.elapsed.S
 // each contestant's median. herod runs with storing, hashing, indexing and
 // link forwarding as shipped, but with no per-host rate limit (HostRate
 // 1e9) so that it is compared with wget, which has none either; each node
-// keeps HostConns connections to the site (default 1, like wget).
+// keeps HostConns connections to the site (default 1, like wget). With
+// -crawlbench.budget=none the node's ring-wide host budget is replaced by
+// one that never waits, which shows what the budget itself costs.
+//
+// The clock starts when the ring is stable and the root URL is seeded, and
+// stops when every URL has been answered and stored; the ring must then go
+// idle without storing or fetching anything more.
 func TestCrawlRate(t *testing.T) {
 	if !*crawlBench {
 		t.Skip("enable with -crawlbench (see scripts/bench-crawl.sh)")
@@ -206,13 +80,14 @@ func TestCrawlRate(t *testing.T) {
 	if err := sampleweb.WriteStaticSite(site, *crawlBenchPages, benchSeed); err != nil {
 		t.Fatal(err)
 	}
-	var want []string
-	for _, p := range sampleweb.StaticSitePaths(*crawlBenchPages, benchSeed) {
-		want = append(want, p)
+	want := sampleweb.StaticSitePaths(*crawlBenchPages, benchSeed)
+	srv := benchsite.New(benchsite.Config{Dir: site})
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
 	}
-	srv := startRecorder(t, site)
+	defer srv.Close()
 	t.Logf("herod: HostRate 1e9 (no per-host rate limit), HostConns %d per node, host budget %q", *crawlBenchConns, *crawlBenchBudget)
-	t.Logf("site: %d HTML pages, %d URLs (robots.txt aside) at %s", *crawlBenchPages, len(want), srv.url)
+	t.Logf("site: %d HTML pages, %d URLs (robots.txt aside) at %s", *crawlBenchPages, len(want), srv.URL())
 
 	ringName := fmt.Sprintf("herod%d", *crawlBenchRing)
 	type contestant struct {
@@ -233,16 +108,19 @@ func TestCrawlRate(t *testing.T) {
 		// Rotate the order so that no contestant always runs first.
 		for i := range all {
 			c := all[(i+round)%len(all)]
-			srv.reset()
-			res := c.run(t, filepath.Join(dir, fmt.Sprintf("%s-%d", c.name, round)))
-			if d := diffPaths(res.paths, want); d != "" {
+			srv.Reset()
+			out := filepath.Join(dir, fmt.Sprintf("%s-%d", c.name, round))
+			res := c.run(t, out)
+			if err := os.RemoveAll(out); err != nil {
+				t.Fatal(err)
+			}
+			if d := diffPaths(res.rec.Paths, want); d != "" {
 				t.Errorf("%s round %d fetched a different URL set than the site has: %s", c.name, round, d)
 			}
-			res.idle, res.stalls = srv.idleness()
 			results[c.name] = append(results[c.name], res)
-			t.Logf("round %d %-7s %5d URLs (%d requests) in %7s = %6.0f pages/s, cpu %s, server idle %s (%d waits >= 100ms), load %s",
-				round, c.name, len(res.paths), res.reqs, res.elapsed.Round(time.Millisecond), res.rate(),
-				res.cpu.Round(time.Millisecond), res.idle.Round(time.Millisecond), res.stalls, loadAvg())
+			t.Logf("round %d %-7s %5d URLs (%d requests) in %7s = %6.0f pages/s, cpu %s, server idle %s (%d stalls of 100ms+), load %s",
+				round, c.name, len(res.rec.Paths), res.rec.Requests, res.elapsed.Round(time.Millisecond), res.rate(),
+				res.cpu.Round(time.Millisecond), res.rec.Idle.Round(time.Millisecond), res.rec.Stalls, loadAvg())
 		}
 	}
 	reportCrawlRates(t, results, ringName)
@@ -257,7 +135,7 @@ func reportCrawlRates(t *testing.T, results map[string][]crawlResult, ringName s
 	if ws := results["wget"]; len(ws) > 0 {
 		per := make([]time.Duration, len(ws))
 		for i, w := range ws {
-			per[i] = w.proc / time.Duration(max(w.reqs, 1))
+			per[i] = w.proc / time.Duration(max(w.rec.Requests, 1))
 		}
 		slices.Sort(per)
 		serverPerReq = per[len(per)/2]
@@ -273,16 +151,16 @@ func reportCrawlRates(t *testing.T, results map[string][]crawlResult, ringName s
 		med[name] = m
 		cpu := m.cpu
 		if name != "wget" {
-			cpu -= serverPerReq * time.Duration(m.reqs)
+			cpu -= serverPerReq * time.Duration(m.rec.Requests)
 		}
-		perPage := float64(cpu.Microseconds()) / float64(max(len(m.paths), 1))
+		perPage := float64(cpu.Microseconds()) / float64(max(len(m.rec.Paths), 1))
 		t.Logf("median %-7s %5d URLs in %7s = %6.0f pages/s, crawler CPU %4.0f µs/page (%d runs)",
-			name, len(m.paths), m.elapsed.Round(time.Millisecond), m.rate(), perPage, len(rs))
+			name, len(m.rec.Paths), m.elapsed.Round(time.Millisecond), m.rate(), perPage, len(rs))
 		fmt.Printf("BenchmarkCrawlRate/%s \t%d\t%.0f ns/op\t%.1f pages/s\t%d urls\t%.0f cpu-µs/page\n",
-			name, len(rs), float64(m.elapsed.Nanoseconds()), m.rate(), len(m.paths), perPage)
+			name, len(rs), float64(m.elapsed.Nanoseconds()), m.rate(), len(m.rec.Paths), perPage)
 	}
 	if w, h := med["wget"], med["herod1"]; w.elapsed > 0 && h.elapsed > 0 {
-		t.Logf("ratio herod1/wget = %.2f (target >= 1.0); URL counts: wget %d, herod %d", h.rate()/w.rate(), len(w.paths), len(h.paths))
+		t.Logf("ratio herod1/wget = %.2f (target >= 1.0); URL counts: wget %d, herod %d", h.rate()/w.rate(), len(w.rec.Paths), len(h.rec.Paths))
 		fmt.Printf("BenchmarkCrawlRate/ratio-herod1-wget \t1\t0 ns/op\t%.3f x\n", h.rate()/w.rate())
 	}
 	if h1, hn := med["herod1"], med[ringName]; h1.elapsed > 0 && hn.elapsed > 0 {
@@ -309,9 +187,9 @@ func medianResult(rs []crawlResult) crawlResult {
 }
 
 // runWget times wget -r over the whole site into out.
-func runWget(t *testing.T, wget string, srv *recorder, out string) crawlResult {
+func runWget(t *testing.T, wget string, srv *benchsite.Server, out string) crawlResult {
 	t.Helper()
-	cmd := exec.Command(wget, "-r", "-l", "inf", "-np", "-nH", "-q", "-P", out, srv.url)
+	cmd := exec.Command(wget, "-r", "-l", "inf", "-np", "-nH", "-q", "-P", out, srv.URL())
 	cpu0 := processCPU()
 	start := time.Now()
 	b, err := cmd.CombinedOutput()
@@ -326,12 +204,12 @@ func runWget(t *testing.T, wget string, srv *recorder, out string) crawlResult {
 		}
 		return nil
 	})
-	paths, reqs := srv.fetched()
-	if files < len(paths) {
-		t.Errorf("wget saved %d files for %d URLs", files, len(paths))
+	rec := srv.Record()
+	if files < len(rec.Paths) {
+		t.Errorf("wget saved %d files for %d URLs", files, len(rec.Paths))
 	}
 	st := cmd.ProcessState
-	return crawlResult{elapsed: elapsed, cpu: st.UserTime() + st.SystemTime(), proc: proc, paths: paths, reqs: reqs}
+	return crawlResult{elapsed: elapsed, cpu: st.UserTime() + st.SystemTime(), proc: proc, rec: rec}
 }
 
 // runHerod starts a ring of count nodes under dir, seeds it with the site's
@@ -339,7 +217,7 @@ func runWget(t *testing.T, wget string, srv *recorder, out string) crawlResult {
 // formed and stable before the clock starts; the clock stops when the last
 // page is stored (links still waiting in a forwarder then are all
 // duplicates). The ring is then checked to be idle with nothing more stored.
-func runHerod(t *testing.T, srv *recorder, dir string, count, want int) crawlResult {
+func runHerod(t *testing.T, srv *benchsite.Server, dir string, count, want int) crawlResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -367,11 +245,11 @@ func runHerod(t *testing.T, srv *recorder, dir string, count, want int) crawlRes
 	}
 	cpu0 := processCPU()
 	start := time.Now()
-	if err := lr.Nodes[0].Seed(ctx, []string{srv.url}); err != nil {
+	if err := lr.Nodes[0].Seed(ctx, []string{srv.URL()}); err != nil {
 		t.Fatal(err)
 	}
 	// Done when every URL was answered and as many versions are stored.
-	for stored() < int64(want) || srv.distinct() < want {
+	for stored() < int64(want) || srv.Distinct() < want {
 		if err := ctx.Err(); err != nil {
 			t.Fatalf("herod x%d: stored %d of %d: %v", count, stored(), want, err)
 		}
@@ -402,14 +280,14 @@ func runHerod(t *testing.T, srv *recorder, dir string, count, want int) crawlRes
 	}
 	t.Logf("herod x%d host budget: %d leases (%d over the network), slots granted %d, used %d, expired %d; %d fallback waits",
 		count, ps.Leases, ps.LeaseRPCs, ps.Granted, ps.Used, ps.Expired, ps.FallbackWaits)
-	paths, reqs := srv.fetched()
-	if rep, k := srv.repeats(5); k > 0 {
-		t.Errorf("herod x%d fetched %d URLs more than once, e.g. %v", count, k, rep)
+	rec := srv.Record()
+	if k := len(rec.Repeated); k > 0 {
+		t.Errorf("herod x%d fetched %d URLs more than once, e.g. %v", count, k, rec.Repeated[:min(k, 5)])
 	}
 	if err := lr.Close(); err != nil && !errors.Is(err, context.Canceled) {
 		t.Logf("close ring: %v", err)
 	}
-	return crawlResult{elapsed: elapsed, cpu: cpu, proc: cpu, paths: paths, reqs: reqs, stored: n}
+	return crawlResult{elapsed: elapsed, cpu: cpu, proc: cpu, rec: rec, stored: n}
 }
 
 // noBudget is a crawl.HostBudget that never waits.

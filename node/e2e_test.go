@@ -129,6 +129,23 @@ func TestEndToEnd(t *testing.T) {
 			len(grew), len(want), minus(grew, want), minus(want, grew))
 	}
 	lr.checkNoStrays(ctx, t)
+
+	// A page that did not change was checked (304) and the check recorded,
+	// so exports can carry a revisit record for the day.
+	var checked bool
+	for _, u := range reach {
+		if strings.HasSuffix(u, ".html") && !slices.Contains(want, u) {
+			cs, err := lr.Owner(id.OfString(u)).Store().Checks(ctx, u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checked = len(cs) > 0
+			break
+		}
+	}
+	if !checked {
+		t.Error("an unchanged page's 304 left no check in the archive")
+	}
 }
 
 // versionCounts returns, for each URL, the number of versions its owner stores.

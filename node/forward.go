@@ -36,11 +36,11 @@ type deliverFunc func(ctx context.Context, to ring.Node, b linkBatch) ([]ring.No
 type forwarderConfig struct {
 	Ring      router
 	Deliver   deliverFunc
-	Outbox    *outbox            // durable copy of the buffer; nil keeps it in memory only
-	Every     time.Duration      // walk at least this often while links wait
-	PerVnode  int                // walk once the buffer holds PerVnode × ring size links
-	RingSize  func() int         // estimated virtual servers in the ring
-	Replicas  int                // deliver each link to its owner and Replicas-1 successors
+	Outbox    *outbox       // durable copy of the buffer; nil keeps it in memory only
+	Every     time.Duration // walk at least this often while links wait
+	PerVnode  int           // walk once the buffer holds PerVnode × ring size links
+	RingSize  func() int    // estimated virtual servers in the ring
+	Replicas  int           // deliver each link to its owner and Replicas-1 successors
 	Logger    *slog.Logger
 	LocalPeer string // this node's peer id
 }
@@ -67,20 +67,20 @@ type forwarder struct {
 	kick     chan struct{}
 
 	sent, local, walks, hops, lookups, failures, replicas atomic.Int64
-	lastErr                                              atomic.Pointer[string]
+	lastErr                                               atomic.Pointer[string]
 }
 
 // ForwardStats reports the forwarder's progress.
 type ForwardStats struct {
-	Pending   int    `json:"pending"`   // links waiting for delivery
-	InFlight  int    `json:"inFlight"`  // links in a walk under way
-	Sent      int64  `json:"sent"`      // links delivered to other nodes
-	Local     int64  `json:"local"`     // links delivered to this node's own crawler
-	Walks     int64  `json:"walks"`     // ring walks
-	Hops      int64  `json:"hops"`      // batches delivered, one per virtual server visited
-	Lookups   int64  `json:"lookups"`   // ring lookups spent on routing
-	Replicas  int64  `json:"replicas"`  // links delivered as replicas to owners' successors
-	Failures  int64  `json:"failures"`  // deliveries that failed and were retried
+	Pending   int    `json:"pending"`  // links waiting for delivery
+	InFlight  int    `json:"inFlight"` // links in a walk under way
+	Sent      int64  `json:"sent"`     // links delivered to other nodes
+	Local     int64  `json:"local"`    // links delivered to this node's own crawler
+	Walks     int64  `json:"walks"`    // ring walks
+	Hops      int64  `json:"hops"`     // batches delivered, one per virtual server visited
+	Lookups   int64  `json:"lookups"`  // ring lookups spent on routing
+	Replicas  int64  `json:"replicas"` // links delivered as replicas to owners' successors
+	Failures  int64  `json:"failures"` // deliveries that failed and were retried
 	LastError string `json:"lastError,omitempty"`
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/metrics"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
@@ -82,7 +83,8 @@ func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
 
 // newHost starts a libp2p host listening on the TCP address listen
 // ("ip:port") and on QUIC at the same ip and port, authenticated with Noise.
-func newHost(listen string, key crypto.PrivKey) (host.Host, error) {
+// bwc counts the bytes of every stream by protocol.
+func newHost(listen string, key crypto.PrivKey, bwc metrics.Reporter) (host.Host, error) {
 	ip, port, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen address %q: %w", listen, err)
@@ -118,6 +120,7 @@ func newHost(listen string, key crypto.PrivKey) (host.Host, error) {
 		libp2p.ConnectionManager(cm),
 		libp2p.DisableRelay(),
 		libp2p.DisableMetrics(),
+		libp2p.BandwidthReporter(bwc),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("libp2p host: %w", err)

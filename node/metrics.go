@@ -3,6 +3,8 @@ package node
 import (
 	"net/http"
 
+	"github.com/herod-archive/herod/crawl"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -12,12 +14,13 @@ import (
 // own, so that several nodes in one process (demo, tests) do not collide.
 func (n *Node) metricsHandler() http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), (*statusCollector)(n))
+	reg.MustRegister(collectors.NewGoCollector(), crawl.NewCollector(n.crawler), (*statusCollector)(n))
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }
 
-// statusCollector exposes a node's Status as Prometheus metrics, read once
-// per scrape.
+// statusCollector exposes the archive, forwarding and link counters of a
+// node's Status as Prometheus metrics, read once per scrape. The crawler's
+// own collector exports the herod_crawl_* metrics.
 type statusCollector Node
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
@@ -25,14 +28,6 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 }
 
 var (
-	mCrawlDay      = desc("crawl_day", "Current crawl day number.")
-	mQueued        = desc("crawl_queued", "URLs waiting in the crawl queue.")
-	mInFlight      = desc("crawl_in_flight", "Fetches under way.")
-	mFetched       = desc("crawl_fetched_today", "Fetches completed today.")
-	mNewVersions   = desc("crawl_new_versions_total", "Fetches that stored a new version.")
-	mNotModified   = desc("crawl_not_modified_total", "Fetches answered 304 Not Modified.")
-	mUnchanged     = desc("crawl_unchanged_total", "200 answers whose payload equalled the stored version.")
-	mErrors        = desc("crawl_errors_total", "Failed fetches by kind.", "kind")
 	mVersions      = desc("archive_versions", "Versions stored.")
 	mArchiveBytes  = desc("archive_bytes", "Bytes of version files on disk.")
 	mFwdPending    = desc("forward_pending", "Links waiting for delivery to their owners.")
@@ -44,8 +39,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{mCrawlDay, mQueued, mInFlight, mFetched, mNewVersions,
-		mNotModified, mUnchanged, mErrors, mVersions, mArchiveBytes, mFwdPending, mFwdSent,
+	for _, d := range []*prometheus.Desc{mVersions, mArchiveBytes, mFwdPending, mFwdSent,
 		mFwdFailures, mLinksReceived, mBadFrames} {
 		ch <- d
 	}
@@ -59,16 +53,6 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter := func(d *prometheus.Desc, v float64, l ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...)
-	}
-	gauge(mCrawlDay, float64(st.Crawl.Day))
-	gauge(mQueued, float64(st.Crawl.Queued))
-	gauge(mInFlight, float64(st.Crawl.InFlight))
-	gauge(mFetched, float64(st.Crawl.FetchedToday))
-	counter(mNewVersions, float64(st.Crawl.NewVersions))
-	counter(mNotModified, float64(st.Crawl.NotModified))
-	counter(mUnchanged, float64(st.Crawl.Unchanged))
-	for k, v := range st.Crawl.ErrorsByKind {
-		counter(mErrors, float64(v), k)
 	}
 	gauge(mVersions, float64(st.Archive.Versions))
 	gauge(mArchiveBytes, float64(st.Archive.Bytes))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/metrics"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
@@ -32,6 +33,7 @@ type Node struct {
 	cfg     Config
 	log     *slog.Logger
 	host    host.Host
+	bwc     *metrics.BandwidthCounter
 	ring    *ring.Ring
 	store   *archive.Store
 	crawler *crawl.Crawler
@@ -74,7 +76,8 @@ func New(cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if n.host, err = newHost(cfg.Listen, key); err != nil {
+	n.bwc = metrics.NewBandwidthCounter()
+	if n.host, err = newHost(cfg.Listen, key, n.bwc); err != nil {
 		return nil, err
 	}
 	if n.self, err = p2p.ContactOf(n.host); err != nil {
@@ -121,6 +124,7 @@ func New(cfg Config) (n *Node, err error) {
 	cc.Owns = n.ownsURL
 	cc.Logger = n.log.With("sub", "crawl")
 	n.setupPoliteness(&cc)
+	n.setupQuery()
 	n.crawler, err = crawl.New(filepath.Join(cfg.DataDir, "crawl"), cc, n.store, n.fwd)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)

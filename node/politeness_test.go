@@ -41,6 +41,8 @@ func TestPoliteRing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
+	t0 := time.Now()
+	defer func() { t.Logf("DEBUG end %s", time.Since(t0)) }()
 	web := sampleweb.New(sampleweb.Config{Hosts: 3, Pages: 150})
 	if err := web.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -62,9 +64,11 @@ func TestPoliteRing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lr.Close()
+	t.Logf("DEBUG started %s", time.Since(t0))
 	if err := lr.WaitStable(ctx); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("DEBUG stable %s", time.Since(t0))
 
 	start := time.Now()
 	if err := lr.Nodes[0].Seed(ctx, web.Seeds()); err != nil {

@@ -41,8 +41,8 @@ type robotsReply struct {
 	Error  string             `json:"error,omitempty"`
 }
 
-// errNotStarted answers peers that ask before the node crawls.
-var errNotStarted = errors.New("node: not started")
+// errPoliteNotStarted answers peers that ask before the node crawls.
+var errPoliteNotStarted = errors.New("node: not started")
 
 // robotsKey returns the ring key of origin's robots.txt: the key of its
 // canonical URL.
@@ -83,7 +83,7 @@ func (p *politeness) Robots(ctx context.Context, origin string) (crawl.RobotsRec
 // it from the origin at most once per RobotsTTL.
 func (p *politeness) localRobots(ctx context.Context, origin string) (crawl.RobotsRecord, error) {
 	if !p.n.started.Load() || p.n.crawler == nil {
-		return crawl.RobotsRecord{}, errNotStarted
+		return crawl.RobotsRecord{}, errPoliteNotStarted
 	}
 	return p.n.crawler.RobotsRecord(ctx, origin)
 }
@@ -112,7 +112,7 @@ func (p *politeness) askRobots(ctx context.Context, c ring.Contact, origin strin
 	if rep.Error != "" {
 		return crawl.RobotsRecord{}, fmt.Errorf("robots reply: %w: %s", errRemote, rep.Error)
 	}
-	rec, err := checkRecord(rep.Record, time.Now())
+	rec, err := checkRobotsRecord(rep.Record, time.Now())
 	if err != nil {
 		p.c.badPeers.Add(1)
 		return crawl.RobotsRecord{}, err
@@ -141,7 +141,7 @@ func (p *politeness) handleRobots(s network.Stream) {
 
 // answerRobots is handleRobots' decision, apart from the stream.
 func (p *politeness) answerRobots(ctx context.Context, req robotsRequest) robotsReply {
-	if err := validOrigin(req.Origin); err != nil {
+	if err := validRobotsOrigin(req.Origin); err != nil {
 		p.c.badPeers.Add(1)
 		return robotsReply{Error: err.Error()}
 	}
@@ -153,8 +153,8 @@ func (p *politeness) answerRobots(ctx context.Context, req robotsRequest) robots
 	return robotsReply{Record: rec}
 }
 
-// validOrigin accepts "http(s)://host[:port]" in canonical form.
-func validOrigin(origin string) error {
+// validRobotsOrigin accepts "http(s)://host[:port]" in canonical form.
+func validRobotsOrigin(origin string) error {
 	if len(origin) > canon.MaxLen {
 		return fmt.Errorf("robots origin: %d bytes", len(origin))
 	}
@@ -168,11 +168,11 @@ func validOrigin(origin string) error {
 	return nil
 }
 
-// checkRecord checks a record received from a peer: a status that is 0
+// checkRobotsRecord checks a record received from a peer: a status that is 0
 // or an HTTP status, a body within crawl.RobotsMaxBytes. A fetch time in
 // the future (the owner's clock runs ahead) becomes now, so that a skewed
 // clock cannot stretch how long the asker trusts the record.
-func checkRecord(rec crawl.RobotsRecord, now time.Time) (crawl.RobotsRecord, error) {
+func checkRobotsRecord(rec crawl.RobotsRecord, now time.Time) (crawl.RobotsRecord, error) {
 	if rec.Status != 0 && (rec.Status < 100 || rec.Status > 599) {
 		return rec, fmt.Errorf("robots reply: status %d", rec.Status)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/herod-archive/herod/internal/wire"
 )
 
-func TestValidOrigin(t *testing.T) {
+func TestValidRobotsOrigin(t *testing.T) {
 	for _, tc := range []struct {
 		origin string
 		ok     bool
@@ -29,8 +29,8 @@ func TestValidOrigin(t *testing.T) {
 		{"http://" + strings.Repeat("a", canon.MaxLen), false},
 		{"http://[::1", false},
 	} {
-		if err := validOrigin(tc.origin); (err == nil) != tc.ok {
-			t.Errorf("validOrigin(%q) = %v, want ok %v", tc.origin, err, tc.ok)
+		if err := validRobotsOrigin(tc.origin); (err == nil) != tc.ok {
+			t.Errorf("validRobotsOrigin(%q) = %v, want ok %v", tc.origin, err, tc.ok)
 		}
 	}
 }
@@ -51,9 +51,9 @@ func TestCheckRecord(t *testing.T) {
 		{"huge status", crawl.RobotsRecord{Status: 1000}, false, time.Time{}},
 		{"huge body", crawl.RobotsRecord{Status: 200, Body: make([]byte, crawl.RobotsMaxBytes+1)}, false, time.Time{}},
 	} {
-		got, err := checkRecord(tc.rec, now)
+		got, err := checkRobotsRecord(tc.rec, now)
 		if (err == nil) != tc.ok {
-			t.Errorf("%s: checkRecord = %v, want ok %v", tc.name, err, tc.ok)
+			t.Errorf("%s: checkRobotsRecord = %v, want ok %v", tc.name, err, tc.ok)
 			continue
 		}
 		if tc.ok && !got.Fetched.Equal(tc.wantFetched) {
@@ -93,14 +93,14 @@ func FuzzRobotsFrames(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		now := time.Unix(1_700_000_000, 0)
 		var req robotsRequest
-		if err := wire.ReadJSON(bufio.NewReader(bytes.NewReader(data)), maxRobotsRequest, &req); err == nil && validOrigin(req.Origin) == nil {
+		if err := wire.ReadJSON(bufio.NewReader(bytes.NewReader(data)), maxRobotsRequest, &req); err == nil && validRobotsOrigin(req.Origin) == nil {
 			if _, err := robotsKey(req.Origin); err != nil {
 				t.Fatalf("valid origin %q has no robots key: %v", req.Origin, err)
 			}
 		}
 		var rep robotsReply
 		if err := wire.ReadJSON(bufio.NewReader(bytes.NewReader(data)), maxRobotsFrame, &rep); err == nil {
-			if rec, err := checkRecord(rep.Record, now); err == nil {
+			if rec, err := checkRobotsRecord(rep.Record, now); err == nil {
 				if len(rec.Body) > crawl.RobotsMaxBytes || rec.Fetched.After(now) {
 					t.Fatalf("bad record passed: status %d, %d bytes, fetched %s", rec.Status, len(rec.Body), rec.Fetched)
 				}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/herod-archive/herod/archive"
@@ -26,6 +27,26 @@ type Status struct {
 	Archive   archive.Stats `json:"archive"`
 	Forward   ForwardStats  `json:"forward"`
 	Links     LinkStats     `json:"links"`
+	Wire      []WireStats   `json:"wire"`
+}
+
+// WireStats counts the stream bytes this node sent and received under one
+// libp2p protocol ("" is protocol negotiation). Muxer and encryption framing
+// are not included.
+type WireStats struct {
+	Protocol string `json:"protocol"`
+	In       int64  `json:"in"`
+	Out      int64  `json:"out"`
+}
+
+// wire returns the node's stream bytes by protocol, sorted by protocol.
+func (n *Node) wire() []WireStats {
+	var out []WireStats
+	for p, st := range n.bwc.GetBandwidthByProtocol() {
+		out = append(out, WireStats{Protocol: string(p), In: st.TotalIn, Out: st.TotalOut})
+	}
+	slices.SortFunc(out, func(a, b WireStats) int { return strings.Compare(a.Protocol, b.Protocol) })
+	return out
 }
 
 // LinkStats counts links other nodes sent to this one.
@@ -52,6 +73,7 @@ func (n *Node) Status() Status {
 			BadLinks:  n.counters.badLinks.Load(),
 			BadFrames: n.counters.badFrames.Load(),
 		},
+		Wire: n.wire(),
 	}
 }
 

@@ -223,3 +223,39 @@ func TestStartRunsRoundsOnTheClock(t *testing.T) {
 		t.Fatal("lookup after Close succeeded")
 	}
 }
+
+type mapResolver map[string]ring.Contact
+
+func (m mapResolver) Resolve(_ context.Context, p string) (ring.Contact, error) {
+	if c, ok := m[p]; ok {
+		return c, nil
+	}
+	return ring.Contact{}, ring.ErrUnreachable
+}
+
+// TestPeerMovedIsFoundAgain: a node restarts at a new address (new ids)
+// knowing nobody; the others find it through the resolver and the rings
+// merge.
+func TestPeerMovedIsFoundAgain(t *testing.T) {
+	res := mapResolver{}
+	c := newCluster(t, 0, 2)
+	for i := range 4 {
+		self := contactOf(i)
+		r, err := ring.New(ring.Config{Self: self, VirtualServers: 2, Clock: c.clock, Resolver: res}, c.net.Transport(self))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		c.rings = append(c.rings, r)
+	}
+	c.joinAll()
+	waitConsistent(t, c, 20)
+	c.kill(3)
+	waitConsistent(t, c, 10)
+	moved := ring.Contact{Peer: contactOf(3).Peer, Addr: "10.0.9.9:4001"}
+	res[moved.Peer] = moved
+	c.add(moved)
+	n := waitConsistent(t, c, 80)
+	t.Logf("moved peer back in the ring after %d rounds", n)
+	checkLookups(t, c.live(), 30)
+}

@@ -104,6 +104,8 @@ func (r *Ring) handle(ctx context.Context, from string, m *Message) *Message {
 		return r.handleNotify(ctx, from, m)
 	case OpLeave:
 		return r.handleLeave(ctx, from, m)
+	case OpSuggest:
+		return r.handleSuggest(ctx, from, m)
 	}
 	return &Message{Err: ErrCodeBadOp}
 }
@@ -144,6 +146,28 @@ func (r *Ring) handleNotify(ctx context.Context, from string, m *Message) *Messa
 	r.mu.Unlock()
 	r.events.publish(ev)
 	return &Message{Op: OpNotify}
+}
+
+// handleSuggest adopts a verified joining vnode as successor if it lies
+// between the vnode and its current successor.
+func (r *Ring) handleSuggest(ctx context.Context, from string, m *Message) *Message {
+	if !r.checkSender(ctx, from, m) {
+		return &Message{Err: ErrCodeRefused}
+	}
+	n := *m.From
+	var ev []Event
+	r.mu.Lock()
+	v := r.local(m.To)
+	if v == nil || r.left {
+		r.mu.Unlock()
+		return &Message{Err: ErrCodeNoVnode}
+	}
+	if v.alone() || id.InOpen(n.ID, v.self.ID, v.succs[0].ID) {
+		v.setSuccs(r.trim(sortFrom(v.self.ID, append(slices.Clone(v.succs), n))), &ev)
+	}
+	r.mu.Unlock()
+	r.events.publish(ev)
+	return &Message{Op: OpSuggest}
 }
 
 func (r *Ring) handleLeave(ctx context.Context, from string, m *Message) *Message {

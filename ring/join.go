@@ -13,13 +13,22 @@ import (
 // takes that node's successor list and predecessor (all verified first);
 // then it installs the new state for every vnode at once and notifies the
 // successors. Stabilization completes the join. Joining through this node
-// itself is a no-op.
+// itself is a no-op. With Config.ChooseIndexes, the first Join first
+// picks the node's virtual-server indexes (see PickIndexes).
 func (r *Ring) Join(ctx context.Context, via Contact) error {
 	if r.closed.Load() {
 		return ErrClosed
 	}
 	if via.Peer == r.cfg.Self.Peer {
 		return nil
+	}
+	r.mu.Lock()
+	choose := r.cfg.ChooseIndexes && !r.joined
+	r.mu.Unlock()
+	if choose {
+		if err := r.chooseIndexes(ctx, via); err != nil {
+			return fmt.Errorf("ring join via %s: %w", via, err)
+		}
 	}
 	type plan struct {
 		self  Node
@@ -52,6 +61,7 @@ func (r *Ring) Join(ctx context.Context, via Contact) error {
 	}
 	var ev []Event
 	r.mu.Lock()
+	r.joined = true
 	local := r.localNodes()
 	for _, p := range plans {
 		v := r.local(p.self.ID)
@@ -75,9 +85,14 @@ func (r *Ring) Join(ctx context.Context, via Contact) error {
 		r.mu.Lock()
 		succ := r.local(p.self.ID).succs[0]
 		r.mu.Unlock()
-		if succ.ID != p.self.ID {
-			self := p.self
+		self := p.self
+		if succ.ID != self.ID {
 			_, _ = r.call(ctx, succ.Contact, &Message{Op: OpNotify, To: succ.ID, From: &self})
+		}
+		// Tell the predecessor at once, so lookups through it see us
+		// before its next stabilization.
+		if p.pred != nil && p.pred.Peer != r.cfg.Self.Peer {
+			_, _ = r.call(ctx, p.pred.Contact, &Message{Op: OpSuggest, To: p.pred.ID, From: &self})
 		}
 	}
 	return nil
@@ -149,8 +164,9 @@ func (r *Ring) Leave(ctx context.Context) error {
 	return nil
 }
 
-// probeGrave pings one formerly dead peer per round. If it answers, it
-// is no longer suspected, and each local vnode looks itself up through it:
+// probeGrave pings one formerly dead peer per round (at its last address,
+// then at the address the Resolver gives, if any). If it answers, it is
+// no longer suspected, and each local vnode looks itself up through it:
 // a successor closer than the current one (a node of a ring we were
 // partitioned from) is adopted, and stabilization merges the two rings.
 func (r *Ring) probeGrave(ctx context.Context) {
@@ -168,6 +184,19 @@ func (r *Ring) probeGrave(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
 	_, err := r.tr.Call(cctx, g.Contact, &Message{Op: OpPing})
 	cancel()
+	at := g.Contact
+	if err != nil && r.cfg.Resolver != nil {
+		// Perhaps it moved: ask the resolver where the peer is now.
+		cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
+		defer cancel()
+		c, rerr := r.cfg.Resolver.Resolve(cctx, g.Peer)
+		if rerr == nil && c.Peer == g.Peer && c.Addr != g.Addr && CheckAddr(c.Addr) == nil {
+			if _, err = r.tr.Call(cctx, c, &Message{Op: OpPing}); err == nil {
+				at = c
+				r.log.Info("ring: peer moved", "peer", c.Peer, "from", g.Addr, "to", c.Addr)
+			}
+		}
+	}
 	if err != nil {
 		return
 	}
@@ -175,7 +204,7 @@ func (r *Ring) probeGrave(ctx context.Context) {
 	delete(r.suspect, g.Peer)
 	r.grave = slices.DeleteFunc(r.grave, func(e graveEntry) bool { return e.n.Peer == g.Peer })
 	r.mu.Unlock()
-	r.mergeVia(ctx, g.Contact)
+	r.mergeVia(ctx, at)
 }
 
 // mergeVia looks each local vnode up through c and adopts a closer

@@ -32,31 +32,73 @@ func (r *Ring) stepLocal(key id.ID) *Message {
 	if r.left {
 		return &Message{Err: ErrCodeNoVnode}
 	}
+	if r.isolated() {
+		// The local vnodes are the whole ring: the owner is the first one
+		// at or after the key.
+		best := r.vnodes[0].self
+		for _, v := range r.vnodes[1:] {
+			if dist(key, v.self.ID).Less(dist(key, best.ID)) {
+				best = v.self
+			}
+		}
+		return &Message{Op: OpStep, Done: true, From: &best, Owners: []Node{best}}
+	}
 	for _, v := range r.vnodes {
-		if v.pred != nil && id.InHalfOpen(key, v.pred.ID, v.self.ID) || v.alone() {
+		if v.pred != nil && id.InHalfOpen(key, v.pred.ID, v.self.ID) {
 			self := v.self
 			return &Message{Op: OpStep, Done: true, From: &self, Owners: []Node{self}}
 		}
 	}
-	// A successor list is a run of consecutive vnodes: a key between two
-	// entries is owned by the later one, without another hop.
+	// The key lies between a vnode and its first successor: done. Further
+	// along a successor list the answer may be stale (a node may have
+	// joined that only the entry's predecessor knows yet), so the entries
+	// after the key are returned only as a fallback for when every node
+	// closer to the key is dead.
+	var fallback []Node
 	for _, v := range r.vnodes {
-		prev := v.self.ID
-		for i, s := range v.succs {
-			if id.InHalfOpen(key, prev, s.ID) {
-				self := v.self
-				return &Message{Op: OpStep, Done: true, From: &self, Owners: slices.Clone(v.succs[i:])}
+		if v.alone() {
+			continue // lost every successor; knows nothing about the key
+		}
+		if id.InHalfOpen(key, v.self.ID, v.succs[0].ID) {
+			self := v.self
+			return &Message{Op: OpStep, Done: true, From: &self, Owners: slices.Clone(v.succs)}
+		}
+		for i := 1; i < len(v.succs); i++ {
+			if id.InHalfOpen(key, v.succs[i-1].ID, v.succs[i].ID) {
+				fallback = append(fallback, v.succs[i:]...)
+				break
 			}
-			prev = s.ID
 		}
 	}
-	var known []Node
+	known := make([]Node, 0, len(r.vnodes)*(2+r.cfg.SuccessorListLen+16))
 	for _, v := range r.vnodes {
 		known = append(known, v.self)
 		known = v.known(known)
 	}
-	known = topToward(key, known, maxPreceding, func(n Node) bool { return n.Peer != r.cfg.Self.Peer && r.isSuspect(n.Peer) })
-	return &Message{Op: OpStep, From: r.closestPreceding(key, r.localNodes()), Nodes: known}
+	skip := func(n Node) bool { return n.Peer != r.cfg.Self.Peer && r.isSuspect(n.Peer) }
+	known = topToward(key, known, maxPreceding, skip)
+	return &Message{Op: OpStep, From: r.closestPreceding(key, r.localNodes()), Nodes: known, Owners: fallback}
+}
+
+// isolated reports whether this node knows no other real node: then its
+// vnodes form the whole ring. Caller holds mu.
+func (r *Ring) isolated() bool {
+	for _, v := range r.vnodes {
+		if v.pred != nil && v.pred.Peer != r.cfg.Self.Peer {
+			return false
+		}
+		for _, s := range v.succs {
+			if s.Peer != r.cfg.Self.Peer {
+				return false
+			}
+		}
+		for _, f := range v.fingers {
+			if f != nil && f.Peer != r.cfg.Self.Peer {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Lookup returns the owner of key, successor(key), by the thesis's
@@ -97,7 +139,9 @@ func (r *Ring) lookup(ctx context.Context, key id.ID, via *Contact) (Node, Trace
 
 func (r *Ring) route(ctx context.Context, key id.ID, via *Contact, tr *Trace) (Node, error) {
 	visited := map[string]bool{r.cfg.Self.Peer: true}
-	var pool []Node
+	var pool []Node     // candidates preceding key, closest first
+	var fallback []Node // owner candidates from successor lists, used last
+	var best *id.ID     // distance to key of the closest responder so far
 	var resp *Message
 	responder := r.cfg.Self.Peer
 	if via == nil {
@@ -122,23 +166,36 @@ func (r *Ring) route(ctx context.Context, key id.ID, via *Contact, tr *Trace) (N
 				return o, nil
 			}
 		} else if resp != nil && resp.From != nil {
+			fallback = append(fallback, resp.Owners...)
 			bound := dist(resp.From.ID, key)
+			if best == nil || bound.Cmp(*best) < 0 {
+				best = &bound
+			}
+			added := false
 			for _, n := range resp.Nodes {
 				if visited[n.Peer] || dist(n.ID, key).Cmp(bound) >= 0 || CheckID(n, r.cfg.MaxVirtualServers) != nil {
 					continue
 				}
 				pool = append(pool, n)
+				added = true
 			}
-			pool = sortToward(key, pool)
+			if added {
+				pool = topToward(key, pool, len(pool), nil)
+			}
 		}
 		if step >= maxSteps {
 			return Node{}, fmt.Errorf("%w: %d steps", ErrLookupFailed, step)
 		}
-		// Pick the closest preceding candidate not yet asked and not dead.
+		// Pick the closest preceding candidate not yet asked and not dead,
+		// as long as it is closer to the key than the best responder.
 		var next *Node
 		for len(pool) > 0 {
 			n := pool[0]
 			pool = pool[1:]
+			if best != nil && dist(n.ID, key).Cmp(*best) >= 0 {
+				pool = nil
+				break
+			}
 			r.mu.Lock()
 			sus := r.isSuspect(n.Peer)
 			r.mu.Unlock()
@@ -148,6 +205,12 @@ func (r *Ring) route(ctx context.Context, key id.ID, via *Contact, tr *Trace) (N
 			}
 		}
 		if next == nil {
+			// Every node closer to the key is dead: the owner is the first
+			// live node after the key that successor lists name.
+			slices.SortStableFunc(fallback, func(a, b Node) int { return dist(key, a.ID).Cmp(dist(key, b.ID)) })
+			if o, ok := r.resolveOwner(ctx, slices.CompactFunc(fallback, func(a, b Node) bool { return a.ID == b.ID }), "", tr); ok {
+				return o, nil
+			}
 			return Node{}, fmt.Errorf("%w: no live node closer to the key", ErrLookupFailed)
 		}
 		visited[next.Peer] = true

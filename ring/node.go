@@ -143,16 +143,25 @@ func sameIDs(a, b []Node) bool {
 // which skip returns true. It runs in O(len(in)·k), cheaper than sorting
 // for the short lists of a lookup step.
 func topToward(key id.ID, in []Node, k int, skip func(Node) bool) []Node {
+	return topBy(in, k, skip, func(n Node) (id.ID, bool) { return dist(n.ID, key), n.ID != key })
+}
+
+// topBy keeps the k distinct nodes with the smallest distance d(n) among
+// those for which d reports ok and skip does not.
+func topBy(in []Node, k int, skip func(Node) bool, d func(Node) (id.ID, bool)) []Node {
 	type cand struct {
 		d id.ID
 		n Node
 	}
 	top := make([]cand, 0, k+1)
 	for _, n := range in {
-		if n.ID == key || skip != nil && skip(n) {
+		if skip != nil && skip(n) {
 			continue
 		}
-		d := dist(n.ID, key)
+		d, ok := d(n)
+		if !ok {
+			continue
+		}
 		i := len(top)
 		for i > 0 && d.Cmp(top[i-1].d) < 0 {
 			i--

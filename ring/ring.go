@@ -23,6 +23,17 @@ type Config struct {
 	// MaxVirtualServers bounds the index of every virtual server, local or
 	// remote (default 64); claims with index >= this are refused.
 	MaxVirtualServers int
+	// Indexes, when set, are the exact virtual-server indexes to run
+	// (distinct, each < MaxVirtualServers); VirtualServers is then their
+	// number. Use it to restart at the positions Ring.Indexes reported.
+	Indexes []int
+	// ChooseIndexes makes the first Join pick which VirtualServers of the
+	// MaxVirtualServers possible indexes to run: those whose ids best split
+	// the gaps of the ring as it is (PickIndexes). Ids stay
+	// VirtualID(addr, index) with index < MaxVirtualServers, so a node gains
+	// no power to place itself beyond what running MaxVirtualServers vnodes
+	// would give it. Ignored when Indexes is set.
+	ChooseIndexes bool
 	// SuccessorListLen is r, the successor list length (default 8).
 	SuccessorListLen int
 	// StabilizeInterval is the mean period of maintenance rounds (default
@@ -32,8 +43,17 @@ type Config struct {
 	CallTimeout time.Duration
 	// Clock is the time source; nil means real time.
 	Clock Clock
+	// Resolver, when set, finds the current contact of a peer that stopped
+	// answering at its old address (ring/p2p.DHT does it over kad-dht), so
+	// that rings reconnect after a member's address changed.
+	Resolver Resolver
 	// Logger receives debug and warning logs; nil discards them.
 	Logger *slog.Logger
+}
+
+// Resolver finds the current contact of a real node by its peer id.
+type Resolver interface {
+	Resolve(ctx context.Context, peer string) (Contact, error)
 }
 
 // Defaults.
@@ -66,6 +86,10 @@ var (
 )
 
 func (c Config) withDefaults() (Config, error) {
+	if len(c.Indexes) > 0 {
+		c.VirtualServers = len(c.Indexes)
+		c.ChooseIndexes = false
+	}
 	if c.VirtualServers == 0 {
 		c.VirtualServers = DefaultVirtualServers
 	}
@@ -98,6 +122,14 @@ func (c Config) withDefaults() (Config, error) {
 	if err := CheckAddr(c.Self.Addr); err != nil {
 		return c, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	seen := map[int]bool{}
+	for _, i := range c.Indexes {
+		if i < 0 || i >= c.MaxVirtualServers || seen[i] {
+			return c, fmt.Errorf("%w: index %d (max %d, no repeats)", ErrConfig, i, c.MaxVirtualServers)
+		}
+		seen[i] = true
+	}
+	c.Indexes = slices.Clone(c.Indexes)
 	return c, nil
 }
 
@@ -117,6 +149,7 @@ type Ring struct {
 	graveAt int
 	rng     *rand.Rand
 	left    bool
+	joined  bool // Join succeeded once
 	ver     verifier
 	events  eventBus
 
@@ -145,8 +178,23 @@ func New(cfg Config, tr Transport) (*Ring, error) {
 		rng:     rand.New(rand.NewPCG(uint64(seed[0])<<56|uint64(seed[1])<<48|uint64(seed[2])<<40, uint64(seed[3]))),
 	}
 	r.ver.init()
-	for i := range cfg.VirtualServers {
-		n := Node{ID: VirtualID(cfg.Self.Addr, i), Contact: cfg.Self, Index: i}
+	r.setVnodes(cfg.Indexes)
+	tr.Handle(r.handle)
+	return r, nil
+}
+
+// setVnodes replaces the local vnodes by those with the given indexes
+// (nil: 0..VirtualServers-1), forming a ring of their own. Caller holds
+// mu or has not shared r yet.
+func (r *Ring) setVnodes(indexes []int) {
+	if indexes == nil {
+		for i := range r.cfg.VirtualServers {
+			indexes = append(indexes, i)
+		}
+	}
+	r.vnodes = r.vnodes[:0]
+	for _, i := range indexes {
+		n := Node{ID: VirtualID(r.cfg.Self.Addr, i), Contact: r.cfg.Self, Index: i}
 		r.vnodes = append(r.vnodes, &vnode{self: n})
 	}
 	slices.SortFunc(r.vnodes, func(a, b *vnode) int { return a.self.ID.Cmp(b.self.ID) })
@@ -155,8 +203,19 @@ func New(cfg Config, tr Transport) (*Ring, error) {
 		v.setSuccs(r.trim(sortFrom(v.self.ID, local)), nil)
 		v.setPred(r.closestPreceding(v.self.ID, local), nil)
 	}
-	tr.Handle(r.handle)
-	return r, nil
+}
+
+// Indexes returns the virtual-server indexes this node runs, in id
+// order; persist them to come back at the same positions after a restart
+// (Config.Indexes).
+func (r *Ring) Indexes() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]int, len(r.vnodes))
+	for i, v := range r.vnodes {
+		out[i] = v.self.Index
+	}
+	return out
 }
 
 // Start begins periodic maintenance (stabilize, notify, fix-fingers,

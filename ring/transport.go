@@ -18,13 +18,17 @@ const (
 	// OpStep is one step of an iterative lookup for Key. Reply: Done with
 	// Owners (the answering vnode's successor list, From set to that vnode)
 	// when Key lies between a local vnode and its successor, otherwise Nodes
-	// = the preceding-node list (closest preceding Key first).
+	// = the preceding-node list (closest preceding Key first), From = the
+	// local vnode closest preceding Key, and possibly Owners = the entries
+	// of a successor list from the first one at or after Key (a fallback).
 	OpStep Op = "step"
 	// OpNeighbors asks vnode To for its predecessor (Pred) and successor
 	// list (Nodes).
 	OpNeighbors Op = "neighbors"
 	// OpNotify tells vnode To that From believes it is To's predecessor.
 	OpNotify Op = "notify"
+	// OpSuggest tells vnode To that From has just joined as its successor.
+	OpSuggest Op = "suggest"
 	// OpLeave tells vnode To that From is leaving: From's predecessor is
 	// Pred and its successor list is Nodes.
 	OpLeave Op = "leave"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -39,7 +40,6 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 	dayLen := *day
 	web := sampleweb.New(sampleweb.Config{Hosts: *hosts, Pages: *pages, Logger: log.With("sub", "sampleweb")})
-	web.SetDay(webDay(time.Now(), dayLen, 0))
 	startDay := time.Now().Unix() / int64(dayLen/time.Second)
 	if err := web.Start(ctx); err != nil {
 		return fmt.Errorf("sample web: %w", err)
@@ -54,6 +54,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		VirtualServers:    *vnodes,
 		DayLength:         dayLen,
 		StabilizeInterval: 300 * time.Millisecond,
+		FlushInterval:     50 * time.Millisecond,
 		Crawl:             cf.config(),
 		Logger:            log,
 	})
@@ -98,6 +99,7 @@ func demoProgress(ctx context.Context, stdout io.Writer, lr *node.LocalRing, web
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	reported := -1
+	var last string
 	for {
 		select {
 		case <-ctx.Done():
@@ -111,7 +113,8 @@ func demoProgress(ctx context.Context, stdout io.Writer, lr *node.LocalRing, web
 			fmt.Fprintf(stdout, "--- sample web day %d: %d pages will be stored anew\n", d, len(web.NewVersions(d)))
 			start = time.Now()
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		var table strings.Builder
+		tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintf(tw, "node\tqueued\tfetched today\tnew versions\t304s\tunchanged\terrors\tstored\t\n")
 		idle := true
 		var stored int64
@@ -127,6 +130,10 @@ func demoProgress(ctx context.Context, stdout io.Writer, lr *node.LocalRing, web
 			stored += st.Archive.Versions
 		}
 		tw.Flush()
+		if table.String() != last {
+			last = table.String()
+			fmt.Fprint(stdout, last)
+		}
 		if idle && reported != web.Day() {
 			reported = web.Day()
 			fmt.Fprintf(stdout, "=== day %d crawl complete in %s: %d versions stored ring-wide\n\n",

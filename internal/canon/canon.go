@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/herod-archive/herod/internal/id"
@@ -100,7 +101,7 @@ func normalize(u *url.URL) (*url.URL, error) {
 			}
 		}
 		port = strings.TrimLeft(port, "0")
-		if port == "" || len(port) > 5 {
+		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
 			return nil, fmt.Errorf("%w: %q", ErrBadPort, c.Port())
 		}
 	}

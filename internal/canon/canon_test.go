@@ -53,6 +53,8 @@ func TestCanonicalRejects(t *testing.T) {
 		{"http://../", ErrNoHost},
 		{"http://example.com:8x/", ErrSyntax},
 		{"http://example.com:999999/", ErrBadPort},
+		{"http://example.com:65536/", ErrBadPort},
+		{"http://example.com:0/", ErrBadPort},
 		{"http://example.com/" + string(make([]byte, MaxLen)), ErrTooLong},
 	}
 	for _, tc := range tests {

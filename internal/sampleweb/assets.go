@@ -7,6 +7,7 @@ import (
 	"image/color"
 	"image/gif"
 	"image/png"
+	"strconv"
 	"strings"
 )
 
@@ -22,7 +23,11 @@ func (m *model) robots() []byte {
 	if m.plain {
 		return []byte("User-agent: *\nDisallow:\n")
 	}
-	return []byte("# sample web robots.txt\nUser-agent: *\nDisallow: " + disallowed + "\n\nUser-agent: herod-test-banned\nDisallow: /\n")
+	delay := ""
+	if m.crawlDelay > 0 {
+		delay = "Crawl-delay: " + strconv.Itoa(m.crawlDelay) + "\n"
+	}
+	return []byte("# sample web robots.txt\nUser-agent: *\nDisallow: " + disallowed + "\n" + delay + "\nUser-agent: herod-test-banned\nDisallow: /\n")
 }
 
 // image returns the bytes and content type of pool image k of host h, or

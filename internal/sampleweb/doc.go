@@ -18,7 +18,9 @@
 //	                       also an <img> of the pages that use them
 //	/js/app.js, /js/<section>.js        scripts
 //	/robots.txt            disallows /private/ (which pages do link to) for
-//	                       every agent, and / for the agent "herod-test-banned"
+//	                       every agent, and / for the agent "herod-test-banned";
+//	                       Config.CrawlDelay adds a Crawl-delay, Config.RobotsStatus
+//	                       makes it answer 4xx (allow all) or 5xx (disallow all)
 //	/private/<k>.html      200, but disallowed: a polite crawler never asks
 //	/moved.html            301 to page base-1, which nothing else links to
 //	/missing/<k>.html      404, linked from a few pages

@@ -65,7 +65,10 @@ type model struct {
 	base   []int // pages per host on day 0
 	perDay int   // pages born per host each day after day 0
 	plain  bool  // static-site mode: intra-host page links only, no traps
-	vocab  *vocabulary
+	// Set once after newModel, before use:
+	crawlDelay   int // seconds of Crawl-delay in robots.txt; 0 for none
+	robotsStatus int // status robots.txt answers when 400-599; else 200
+	vocab        *vocabulary
 
 	assets sync.Map // assetKey -> resource
 	bodies bodyCache
@@ -88,6 +91,9 @@ func newModel(seed int64, hosts, pages, perDay int, plain bool) *model {
 	}
 	return m
 }
+
+// robotsFailing reports whether robots.txt answers an error status.
+func (m *model) robotsFailing() bool { return m.robotsStatus >= 400 && m.robotsStatus <= 599 }
 
 // pageCount is how many pages host h has on day d.
 func (m *model) pageCount(h, d int) int { return m.base[h] + m.perDay*d }

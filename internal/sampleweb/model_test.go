@@ -49,8 +49,8 @@ func TestBodyChangesExactlyOnEvents(t *testing.T) {
 	m := newModel(11, 2, 60, 2, false)
 	bases := []string{"http://h0", "http://h1"}
 	days := 20
-	if testing.Short() {
-		days = 8
+	if testing.Short() || raceEnabled {
+		days = 6
 	}
 	prev := make(map[[2]int][]byte)
 	prevMod := make(map[[2]int]int)
@@ -130,8 +130,11 @@ func TestContentRequirements(t *testing.T) {
 	w := startWeb(t, Config{})
 	reach := w.Reachable(0)
 	inReach := make(map[string]bool)
-	for _, u := range reach {
+	for _, u := range append(w.Seeds(), reach...) {
 		inReach[u] = true
+		if c, err := canon.Canonical(u); err != nil || c != u {
+			t.Errorf("%s is not canonical: %q, %v", u, c, err)
+		}
 	}
 	var html, images, css, cssRefs, js, cross, missing, moved, private, dynamic, iframes int
 	var raw, packed int

@@ -23,12 +23,16 @@ func splitQuery(pathq string) (path, query string) {
 // reach returns every URL reached on day d by a breadth-first crawl from
 // the roots of all hosts that follows every link and embedded object,
 // skips robots-disallowed paths, and, unless dynamic, URLs with a query.
+// As RFC 9309 says, a robots.txt answering 4xx allows everything and one
+// answering 5xx disallows everything.
 func (m *model) reach(d int, dynamic bool) []loc {
 	seen := make(map[loc]bool)
 	var queue []loc
+	allowAll := m.plain || (m.robotsFailing() && m.robotsStatus < 500)
+	denyAll := m.robotsFailing() && m.robotsStatus >= 500
 	visit := func(l loc) {
 		path, query := splitQuery(l.pathq)
-		if seen[l] || (!m.plain && strings.HasPrefix(path, disallowed)) || (query != "" && !dynamic) {
+		if seen[l] || denyAll || (!allowAll && strings.HasPrefix(path, disallowed)) || (query != "" && !dynamic) {
 			return
 		}
 		seen[l] = true

@@ -1,6 +1,7 @@
 package sampleweb
 
 import (
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -107,6 +108,8 @@ func (m *model) asset(h int, path string) (resource, bool) {
 
 func (m *model) buildAsset(h int, path string) (resource, bool) {
 	switch {
+	case path == "/robots.txt" && m.robotsFailing():
+		return resource{status: m.robotsStatus, ctype: typeText, body: []byte(http.StatusText(m.robotsStatus) + "\n")}, true
 	case path == "/robots.txt":
 		return resource{status: 200, ctype: typeText, body: m.robots()}, true
 	case path == "/css/site.css":

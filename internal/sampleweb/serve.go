@@ -15,8 +15,10 @@ func (w *Web) handler(h int) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		d := w.Day()
 		bases := w.basesCopy()
-		sw := &statusWriter{ResponseWriter: rw, status: http.StatusOK}
-		defer func() {
+		// The request is recorded when its status is committed, before the
+		// client can see any of the response, so a client that has read a
+		// response finds its request in Requests.
+		sw := &statusWriter{ResponseWriter: rw, commit: func(status int) {
 			w.record(Request{
 				Time:        time.Now(),
 				Host:        strings.TrimPrefix(bases[h], "http://"),
@@ -25,9 +27,10 @@ func (w *Web) handler(h int) http.Handler {
 				UserAgent:   r.UserAgent(),
 				From:        r.Header.Get("From"),
 				Conditional: r.Header.Get("If-None-Match") != "" || r.Header.Get("If-Modified-Since") != "",
-				Status:      sw.status,
+				Status:      status,
 			})
-		}()
+		}}
+		defer sw.WriteHeader(http.StatusOK) // records a handler that wrote nothing
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			sw.Header().Set("Allow", "GET, HEAD")
 			http.Error(sw, "method not allowed", http.StatusMethodNotAllowed)
@@ -76,21 +79,26 @@ func (w *Web) record(r Request) {
 	w.mu.Unlock()
 }
 
-// statusWriter remembers the status a handler wrote.
+// statusWriter calls commit with the status once, when the handler first
+// writes a header or body.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
+	commit func(status int)
 	wrote  bool
 }
 
 func (s *statusWriter) WriteHeader(code int) {
-	if !s.wrote {
-		s.status, s.wrote = code, true
+	if s.wrote {
+		return
 	}
+	s.wrote = true
+	s.commit(code)
 	s.ResponseWriter.WriteHeader(code)
 }
 
 func (s *statusWriter) Write(b []byte) (int, error) {
-	s.wrote = true
+	if !s.wrote {
+		s.WriteHeader(http.StatusOK)
+	}
 	return s.ResponseWriter.Write(b)
 }

@@ -169,13 +169,43 @@ func TestContentTypes(t *testing.T) {
 }
 
 func TestRobotsTxt(t *testing.T) {
-	w := startWeb(t, Config{Pages: 30})
-	want := "# sample web robots.txt\nUser-agent: *\nDisallow: /private/\n\nUser-agent: herod-test-banned\nDisallow: /\n"
-	for _, s := range w.Seeds() {
-		_, body := get(t, "GET", s+"robots.txt", nil)
-		if string(body) != want {
-			t.Errorf("%srobots.txt = %q, want %q", s, body, want)
-		}
+	const base = "# sample web robots.txt\nUser-agent: *\nDisallow: /private/\n"
+	const banned = "\nUser-agent: herod-test-banned\nDisallow: /\n"
+	tests := []struct {
+		name    string
+		cfg     Config
+		status  int
+		body    string
+		private bool // a robots-obeying crawl fetches /private/ pages
+		none    bool // a robots-obeying crawl fetches nothing
+	}{
+		{"default", Config{}, 200, base + banned, false, false},
+		{"crawl delay", Config{CrawlDelay: 3}, 200, base + "Crawl-delay: 3\n" + banned, false, false},
+		{"not found allows all", Config{RobotsStatus: 404}, 404, "Not Found\n", true, false},
+		{"forbidden allows all", Config{RobotsStatus: 403}, 403, "Forbidden\n", true, false},
+		{"unavailable disallows all", Config{RobotsStatus: 503}, 503, "Service Unavailable\n", false, true},
+		{"bogus status is 200", Config{RobotsStatus: 302}, 200, base + banned, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.cfg.Pages = 45
+			w := startWeb(t, tt.cfg)
+			for _, s := range w.Seeds() {
+				resp, body := get(t, "GET", s+"robots.txt", nil)
+				if resp.StatusCode != tt.status || string(body) != tt.body {
+					t.Errorf("%srobots.txt = %d %q, want %d %q", s, resp.StatusCode, body, tt.status, tt.body)
+				}
+			}
+			got := keys(newTestCrawler(t).crawl(w.Seeds(), false))
+			diff(t, "Reachable", got, w.Reachable(0))
+			private := false
+			for _, u := range got {
+				private = private || strings.Contains(u, disallowed)
+			}
+			if private != tt.private || (len(got) == 0) != tt.none {
+				t.Errorf("crawl of %d URLs: private pages %v, want %v; empty %v", len(got), private, tt.private, tt.none)
+			}
+		})
 	}
 }
 
@@ -202,4 +232,30 @@ func TestRequestLogBound(t *testing.T) {
 			t.Errorf("max %d: latest request %q missing", tt.max, reqs[len(reqs)-1].Path)
 		}
 	}
+}
+
+// BenchmarkServe fetches every URL reachable on day 1 once per iteration,
+// sequentially, to show the sample web is not what limits a crawl.
+func BenchmarkServe(b *testing.B) {
+	w := New(Config{})
+	if err := w.Start(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	w.SetDay(1)
+	urls := w.Reachable(1)
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		for _, u := range urls {
+			resp, err := client.Get(u)
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	b.ReportMetric(float64(len(urls)*b.N)/time.Since(start).Seconds(), "req/s")
 }

@@ -59,7 +59,7 @@ type knownSet struct {
 // must not modify it.
 func (w *Web) known(d int) map[string]bool {
 	w.mu.Lock()
-	ks := w.knownU
+	ks := w.union
 	w.mu.Unlock()
 	if ks == nil || ks.day > d {
 		ks = &knownSet{day: -1, urls: make(map[string]bool)}
@@ -77,8 +77,8 @@ func (w *Web) known(d int) map[string]bool {
 		}
 	}
 	w.mu.Lock()
-	if w.knownU == nil || w.knownU.day < ks.day {
-		w.knownU = ks
+	if w.union == nil || w.union.day < ks.day {
+		w.union = ks
 	}
 	w.mu.Unlock()
 	return ks.urls

@@ -38,6 +38,14 @@ type Config struct {
 	// Epoch is the Last-Modified date of day 0; day d is Epoch + d×24h.
 	// Default 2024-01-01T00:00:00Z.
 	Epoch time.Time
+	// CrawlDelay, when positive, adds "Crawl-delay: CrawlDelay" (seconds)
+	// to the robots.txt group for all agents.
+	CrawlDelay int
+	// RobotsStatus, when 400-599, makes every robots.txt answer that status
+	// instead of 200; Reachable then follows RFC 9309: 4xx allows every path
+	// (the /private/ pages become reachable), 5xx disallows every path (no
+	// URL is reachable). Other values mean 200.
+	RobotsStatus int
 	// MaxRequests bounds the request log kept for Requests, so a long demo
 	// does not grow without limit: when it is exceeded the oldest half is
 	// dropped. Default 200,000; negative disables the log.
@@ -71,7 +79,7 @@ type Web struct {
 	servers []*http.Server
 	reqs    []Request
 	reached map[reachKey][]string
-	knownU  *knownSet
+	union   *knownSet
 }
 
 type reachKey struct {
@@ -104,9 +112,11 @@ func New(cfg Config) *Web {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	m := newModel(cfg.Seed, cfg.Hosts, cfg.Pages, cfg.NewPagesPerDay, false)
+	m.crawlDelay, m.robotsStatus = cfg.CrawlDelay, cfg.RobotsStatus
 	return &Web{
 		cfg:     cfg,
-		m:       newModel(cfg.Seed, cfg.Hosts, cfg.Pages, cfg.NewPagesPerDay, false),
+		m:       m,
 		log:     log,
 		reached: make(map[reachKey][]string),
 	}

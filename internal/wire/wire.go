@@ -16,15 +16,15 @@ const DefaultMax = 4 << 20
 // ErrTooLarge reports a frame longer than the reader's limit.
 var ErrTooLarge = errors.New("wire: frame too large")
 
-// WriteFrame writes b as one frame.
+// WriteFrame writes b as one frame, in a single Write: on a libp2p stream
+// every Write becomes its own muxer frame and encrypted message, so a
+// header written apart would cost a second set of framing bytes.
 func WriteFrame(w io.Writer, b []byte) error {
-	var hdr [binary.MaxVarintLen64]byte
-	n := binary.PutUvarint(hdr[:], uint64(len(b)))
-	if _, err := w.Write(hdr[:n]); err != nil {
-		return fmt.Errorf("wire: write header: %w", err)
-	}
-	if _, err := w.Write(b); err != nil {
-		return fmt.Errorf("wire: write body: %w", err)
+	buf := make([]byte, 0, binary.MaxVarintLen64+len(b))
+	buf = binary.AppendUvarint(buf, uint64(len(b)))
+	buf = append(buf, b...)
+	if _, err := w.Write(buf); err != nil {
+		return fmt.Errorf("wire: write frame: %w", err)
 	}
 	return nil
 }

@@ -167,12 +167,21 @@ func (t *Transport) Call(ctx context.Context, c ring.Contact, m *ring.Message) (
 		s.Reset()
 		return nil, fmt.Errorf("p2p call %s: %w", c, err)
 	}
-	var reply ring.Message
-	if err := wire.ReadJSON(bufio.NewReader(s), MaxFrame, &reply); err != nil {
+	reply, err := readMessage(bufio.NewReader(s))
+	if err != nil {
 		s.Reset()
 		return nil, fmt.Errorf("p2p call %s: %w", c, err)
 	}
-	return &reply, nil
+	return reply, nil
+}
+
+// readMessage reads one framed ring message of at most MaxFrame bytes.
+func readMessage(r *bufio.Reader) (*ring.Message, error) {
+	var m ring.Message
+	if err := wire.ReadJSON(r, MaxFrame, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
 }
 
 // serve answers one incoming stream.
@@ -187,13 +196,13 @@ func (t *Transport) serve(s network.Stream) {
 		s.Reset()
 		return
 	}
-	var m ring.Message
-	if err := wire.ReadJSON(bufio.NewReader(s), MaxFrame, &m); err != nil {
+	m, err := readMessage(bufio.NewReader(s))
+	if err != nil {
 		t.log.Debug("p2p: bad ring request", "peer", s.Conn().RemotePeer(), "err", err)
 		s.Reset()
 		return
 	}
-	reply := h(ctx, s.Conn().RemotePeer().String(), &m)
+	reply := h(ctx, s.Conn().RemotePeer().String(), m)
 	if err := wire.WriteJSON(s, reply); err != nil {
 		t.log.Debug("p2p: ring reply", "peer", s.Conn().RemotePeer(), "err", err)
 		s.Reset()

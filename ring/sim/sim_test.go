@@ -3,22 +3,43 @@ package sim
 import (
 	"context"
 	"flag"
-	"math"
+	"log/slog"
+	"os"
+	"runtime/debug"
 	"testing"
 )
 
 var full = flag.Bool("sim", false, "run the full-scale ring simulation (minutes) and print its table")
 
-func TestSimSmall(t *testing.T) {
-	ctx := context.Background()
-	s := New(Config{Nodes: 32, Vnodes: 4, Seed: 1})
-	if err := s.Build(ctx); err != nil {
+// TestSim runs the simulator: SmallScale by default (seconds), FullScale
+// with -sim. It checks the targets at either scale.
+func TestSim(t *testing.T) {
+	sc := SmallScale
+	cfg := Config{}
+	if *full {
+		sc = FullScale
+		debug.SetGCPercent(400)
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	rep, err := Run(context.Background(), sc, cfg)
+	if err != nil {
 		t.Fatal(err)
 	}
-	st := s.Lookups(ctx, 500)
-	bound := 0.5*math.Log2(128) + 1
-	if st.Correct != st.Count || st.MeanHops > bound {
-		t.Fatalf("lookups %+v; want all correct, mean hops <= %.2f", st, bound)
+	t.Log("\n" + rep.Markdown())
+	for _, h := range rep.Hops {
+		if h.Stats.MeanHops > h.Target || h.Stats.Success() != 1 {
+			t.Errorf("%d vnodes: mean hops %.2f (target %.2f), success %.4f", h.Size.Vnodes, h.Stats.MeanHops, h.Target, h.Stats.Success())
+		}
 	}
-	t.Logf("128 vnodes: %+v", st)
+	for _, b := range rep.Balance {
+		if b.Vnodes == 16 && b.Max > 2 {
+			t.Errorf("max/mean %.2f at 16 vnodes per node", b.Max)
+		}
+	}
+	if rep.AfterStabilize.Success() != 1 {
+		t.Errorf("after half crash and stabilization: %.4f correct", rep.AfterStabilize.Success())
+	}
+	if rep.Churn.Success() < 0.99 {
+		t.Errorf("churn lookup success %.4f < 0.99", rep.Churn.Success())
+	}
 }

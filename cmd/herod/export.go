@@ -1,0 +1,344 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base32"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/node"
+)
+
+// exportFlags are the flags of herod export.
+type exportFlags struct {
+	data, nodeURL            string
+	host, prefix, url        string
+	from, to                 string
+	out, cdx, resume         string
+	revisits, verbose        bool
+	day                      time.Duration
+}
+
+// exportCmd writes WARC (and, from disk, CDXJ) for a host, URL prefix or
+// URL, optionally within a date range, either from a node's data directory
+// (--data: the node must not be running, since its index is locked while
+// it runs) or ring-wide through a gateway's /export stream (--node).
+//
+// Only complete records reach the output file, so after an interruption
+// the file is a valid .warc.gz and the command prints the cursor to pass
+// to --resume, which appends the rest to the same file.
+func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("export", "export (--data DIR | --node URL) (--host H | --prefix URL | --url URL) [-o out.warc.gz] [flags]", stderr)
+	var f exportFlags
+	fs.StringVar(&f.data, "data", "", "export this node's own archive from its data directory (the node must be stopped)")
+	fs.StringVar(&f.nodeURL, "node", "", "export ring-wide through this gateway URL, e.g. "+defaultNode)
+	fs.StringVar(&f.host, "host", "", "select every URL of this host (e.g. example.com or example.com:8080)")
+	fs.StringVar(&f.prefix, "prefix", "", "select the URLs starting with this URL prefix")
+	fs.StringVar(&f.url, "url", "", "select this one URL")
+	fs.StringVar(&f.from, "from", "", "earliest capture, YYYYMMDD[hhmmss] (UTC)")
+	fs.StringVar(&f.to, "to", "", "latest capture, YYYYMMDD[hhmmss] (UTC), inclusive")
+	fs.StringVar(&f.out, "o", "-", "output .warc.gz file; - is standard output")
+	fs.StringVar(&f.cdx, "cdx", "", "also write a CDXJ index of the output to this file (--data only)")
+	fs.StringVar(&f.resume, "resume", "", "resume after this cursor (printed by an interrupted export), appending to -o")
+	fs.BoolVar(&f.revisits, "revisits", false, "add revisit records for days a page was checked unchanged (--data only)")
+	fs.DurationVar(&f.day, "day", node.DefaultDayLength, "crawl day length the node runs with (--data only)")
+	fs.BoolVar(&f.verbose, "v", false, "verbose logs")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := f.check(); err != nil {
+		fmt.Fprintf(stderr, "herod export: %v\n", err)
+		fs.Usage()
+		return errUsage
+	}
+	w, closeOut, err := f.openOutput(stdout)
+	if err != nil {
+		return err
+	}
+	if f.data != "" {
+		err = f.fromDisk(ctx, w, stderr)
+	} else {
+		err = f.fromGateway(ctx, w, stderr)
+	}
+	if cerr := closeOut(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// check validates the combination of flags.
+func (f *exportFlags) check() error {
+	n := 0
+	for _, s := range []string{f.host, f.prefix, f.url} {
+		if s != "" {
+			n++
+		}
+	}
+	switch {
+	case (f.data == "") == (f.nodeURL == ""):
+		return errors.New("give exactly one of --data and --node")
+	case n != 1:
+		return errors.New("give exactly one of --host, --prefix and --url")
+	case f.nodeURL != "" && (f.cdx != "" || f.revisits):
+		return errors.New("--cdx and --revisits need --data")
+	case f.cdx != "" && f.resume != "":
+		return errors.New("--cdx cannot be combined with --resume: the offsets would not match the appended file")
+	case f.resume != "" && f.out == "-":
+		return errors.New("--resume appends to the -o file of the interrupted export")
+	}
+	if f.resume != "" {
+		if _, _, err := gateway.ParseCursor(f.resume); err != nil {
+			return fmt.Errorf("--resume: %w", err)
+		}
+	}
+	for _, ts := range []string{f.from, f.to} {
+		if ts != "" {
+			if _, err := gateway.ParseTimestamp(ts); err != nil {
+				return fmt.Errorf("date %q: %w", ts, err)
+			}
+		}
+	}
+	return nil
+}
+
+// openOutput opens -o: standard output, a new file, or with --resume the
+// existing file to append to.
+func (f *exportFlags) openOutput(stdout io.Writer) (io.Writer, func() error, error) {
+	if f.out == "-" {
+		return stdout, func() error { return nil }, nil
+	}
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if f.resume != "" {
+		flags = os.O_WRONLY | os.O_APPEND
+	}
+	file, err := os.OpenFile(f.out, flags, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("output: %w", err)
+	}
+	return file, func() error {
+		if err := file.Sync(); err != nil {
+			file.Close()
+			return fmt.Errorf("output: %w", err)
+		}
+		return file.Close()
+	}, nil
+}
+
+// archiveQuery builds the store query from the flags, in canonical form.
+func (f *exportFlags) archiveQuery() (archive.Query, error) {
+	var q archive.Query
+	var err error
+	switch {
+	case f.host != "":
+		raw := f.host
+		if !strings.Contains(raw, "://") {
+			raw = "http://" + raw + "/"
+		}
+		u, err := gateway.ArchivedURL(raw)
+		if err != nil {
+			return q, fmt.Errorf("--host: %w", err)
+		}
+		p, _ := url.Parse(u)
+		q.Host = p.Host
+	case f.prefix != "":
+		if q.Prefix, err = gateway.ArchivedURL(f.prefix); err != nil {
+			return q, fmt.Errorf("--prefix: %w", err)
+		}
+	default:
+		if q.URL, err = gateway.ArchivedURL(f.url); err != nil {
+			return q, fmt.Errorf("--url: %w", err)
+		}
+	}
+	if f.from != "" {
+		q.From, _ = gateway.ParseTimestampFrom(f.from)
+	}
+	if f.to != "" {
+		q.To, _ = gateway.ParseTimestamp(f.to)
+	}
+	return q, nil
+}
+
+// fromDisk exports from the archive in the node's data directory.
+func (f *exportFlags) fromDisk(ctx context.Context, w io.Writer, stderr io.Writer) error {
+	q, err := f.archiveQuery()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(f.data, "archive")
+	if _, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("--data %s: no archive: %w", f.data, err)
+	}
+	s, err := archive.Open(dir, archive.Options{DayLength: f.day, Logger: logger(stderr, f.verbose)})
+	if err != nil {
+		return fmt.Errorf("%w (is the node still running?)", err)
+	}
+	defer s.Close()
+	var cdx io.Writer
+	var cdxFile *os.File
+	if f.cdx != "" {
+		if cdxFile, err = os.Create(f.cdx); err != nil {
+			return fmt.Errorf("cdx: %w", err)
+		}
+		defer cdxFile.Close()
+		cdx = cdxFile
+	}
+	name := "herod.warc.gz"
+	if f.out != "-" {
+		name = filepath.Base(f.out)
+	}
+	st, err := s.Export(ctx, archive.ExportOptions{Query: q, Revisits: f.revisits, Filename: name, After: f.resume}, w, cdx)
+	if err != nil {
+		return resumeHint(err, st.Cursor)
+	}
+	if cdxFile != nil {
+		if err := cdxFile.Close(); err != nil {
+			return fmt.Errorf("cdx: %w", err)
+		}
+	}
+	fmt.Fprintf(stderr, "exported %d responses and %d revisits (%d bytes)\n", st.Responses, st.Revisits, st.Bytes)
+	if len(st.Corrupt) > 0 {
+		return fmt.Errorf("skipped %d corrupt version files (first: %s); run herod fsck --repair", len(st.Corrupt), st.Corrupt[0])
+	}
+	return nil
+}
+
+// resumeHint adds to err how to resume after cursor.
+func resumeHint(err error, cursor string) error {
+	if cursor == "" {
+		return err
+	}
+	return fmt.Errorf("%w\nthe output holds complete records up to cursor %q; resume with --resume %q", err, cursor, cursor)
+}
+
+// fromGateway streams a ring-wide export from a gateway's /export.
+func (f *exportFlags) fromGateway(ctx context.Context, w io.Writer, stderr io.Writer) error {
+	ep, err := endpoint(f.nodeURL, "/export")
+	if err != nil {
+		return err
+	}
+	p := url.Values{}
+	for k, v := range map[string]string{"host": f.host, "prefix": f.prefix, "url": f.url, "from": f.from, "to": f.to, "after": f.resume} {
+		if v != "" {
+			p.Set(k, v)
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep+"?"+p.Encode(), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req) // no overall timeout: exports are long
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return fmt.Errorf("export: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	n, cursor, err := copyRecords(w, resp.Body)
+	if cursor == "" {
+		cursor = f.resume
+	}
+	if err != nil {
+		return resumeHint(fmt.Errorf("export stream: %w", err), cursor)
+	}
+	if st := resp.Trailer.Get(gateway.TrailerExportStatus); st != "complete" {
+		msg := resp.Trailer.Get(gateway.TrailerExportError)
+		if msg == "" {
+			msg = "the stream ended without its completion trailer"
+		}
+		return resumeHint(fmt.Errorf("export incomplete: %s", msg), cursor)
+	}
+	fmt.Fprintf(stderr, "exported %d records\n", n)
+	return nil
+}
+
+// memberTee records the bytes a gzip reader consumes, so each gzip member
+// can be copied out verbatim once it has been read and checked. It is a
+// flate.Reader (with ReadByte), so the gzip reader reads no further than
+// the end of its member.
+type memberTee struct {
+	r   *bufio.Reader
+	buf bytes.Buffer
+}
+
+func (t *memberTee) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	t.buf.Write(p[:n])
+	return n, err
+}
+
+func (t *memberTee) ReadByte() (byte, error) {
+	b, err := t.r.ReadByte()
+	if err == nil {
+		t.buf.WriteByte(b)
+	}
+	return b, err
+}
+
+// copyRecords copies the complete, well-formed gzip members of a .warc.gz
+// stream from r to w, one WARC record each, and returns how many it
+// copied and the cursor that resumes after the last one. A truncated or
+// malformed member is not copied.
+func copyRecords(w io.Writer, r io.Reader) (int, string, error) {
+	t := &memberTee{r: bufio.NewReaderSize(r, 64<<10)}
+	var zr gzip.Reader
+	n, cursor := 0, ""
+	for {
+		if _, err := t.r.Peek(1); err == io.EOF {
+			return n, cursor, nil
+		} else if err != nil {
+			return n, cursor, err
+		}
+		t.buf.Reset()
+		if err := zr.Reset(t); err != nil {
+			return n, cursor, fmt.Errorf("record %d: %w", n+1, err)
+		}
+		zr.Multistream(false)
+		rec, err := archive.ReadRecord(bufio.NewReader(&zr))
+		if err != nil {
+			return n, cursor, fmt.Errorf("record %d: %w", n+1, err)
+		}
+		if _, err := io.Copy(io.Discard, &zr); err != nil {
+			return n, cursor, fmt.Errorf("record %d: %w", n+1, err)
+		}
+		if _, err := w.Write(t.buf.Bytes()); err != nil {
+			return n, cursor, fmt.Errorf("output: %w", err)
+		}
+		n++
+		cursor = recordCursor(rec)
+	}
+}
+
+// recordCursor is the exact resume cursor of a record: its URI, date and
+// payload digest, or the Wayback form when it has no payload digest.
+func recordCursor(rec *archive.Record) string {
+	u := rec.Header.Get("Warc-Target-Uri")
+	t, err := time.Parse(time.RFC3339Nano, rec.Header.Get("Warc-Date"))
+	if err != nil {
+		return ""
+	}
+	label, val, _ := strings.Cut(rec.Header.Get("Warc-Payload-Digest"), ":")
+	d, err := base32.StdEncoding.DecodeString(strings.ToUpper(val))
+	if !strings.EqualFold(label, "sha1") || err != nil || len(d) != 20 {
+		return gateway.Cursor(u, t)
+	}
+	return u + " " + t.Format(time.RFC3339Nano) + " " + hex.EncodeToString(d)
+}
+
+var _ = flag.ErrHelp

@@ -1,0 +1,161 @@
+package gatewaytest
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/internal/sampleweb"
+	xhtml "golang.org/x/net/html"
+)
+
+// TestSampleWebReplay archives day 0 of the sample web (fetched over
+// loopback, without a crawler), replays every HTML page and stylesheet
+// through the gateway, and checks what a reader must get: no reference
+// leads to the live web, and every embedded object (image, stylesheet,
+// script, frame) and every link to a page of the crawl resolves to a
+// capture in the archive.
+func TestSampleWebReplay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("serves and fetches a sample web")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	web := sampleweb.New(sampleweb.Config{Pages: 120, MaxRequests: -1})
+	if err := web.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+
+	m := NewMem()
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	day0 := time.Date(2024, 1, 1, 6, 0, 0, 0, time.UTC)
+	var pages, sheets []string
+	for _, u := range web.Reachable(0) {
+		resp, err := client.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Add(ctx, &archive.Capture{URL: u, Time: day0, Status: resp.StatusCode, Header: resp.Header, Body: body}); err != nil {
+			t.Fatal(err)
+		}
+		switch ct := resp.Header.Get("Content-Type"); {
+		case resp.StatusCode == 200 && strings.HasPrefix(ct, "text/html"):
+			pages = append(pages, u)
+		case resp.StatusCode == 200 && strings.HasPrefix(ct, "text/css"):
+			sheets = append(sheets, u)
+		}
+	}
+	if len(pages) < 100 || len(sheets) == 0 {
+		t.Fatalf("only %d pages and %d stylesheets archived", len(pages), len(sheets))
+	}
+	gw, err := gateway.New(gateway.Config{Archive: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ts = "20240102"
+	live := web.Seeds()
+	checked, embedded := 0, 0
+	check := func(from, ref string, embeddedObject bool) {
+		if ref == "" || strings.HasPrefix(ref, "#") || strings.HasPrefix(ref, "javascript:") || strings.HasPrefix(ref, "mailto:") {
+			return
+		}
+		for _, h := range live {
+			if strings.HasPrefix(ref, strings.TrimSuffix(h, "/")) {
+				t.Errorf("%s: reference %s leads to the live web", from, ref)
+				return
+			}
+		}
+		rest, ok := strings.CutPrefix(ref, "/web/"+ts)
+		if !ok {
+			t.Errorf("%s: reference %q is not rewritten into the archive at %s", from, ref, ts)
+			return
+		}
+		target := rest[strings.Index(rest, "/")+1:]
+		if i := strings.IndexByte(target, '#'); i >= 0 {
+			target = target[:i]
+		}
+		c, err := canon.Canonical(target)
+		if err != nil {
+			t.Errorf("%s: rewritten target %q: %v", from, target, err)
+			return
+		}
+		checked++
+		vs, _ := m.Versions(ctx, c)
+		// Pages link to URLs a polite crawl does not fetch (robots
+		// disallowed, session queries): only those may be missing.
+		if len(vs) == 0 && (embeddedObject || (!strings.Contains(c, "/private/") && !strings.Contains(c, "?"))) {
+			t.Errorf("%s: %s is not in the archive", from, c)
+		}
+		if embeddedObject {
+			embedded++
+		}
+	}
+	for _, p := range pages {
+		w := httptest.NewRecorder()
+		gw.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://gw.test/web/"+ts+"/"+p, nil))
+		if w.Code != 200 {
+			t.Fatalf("%s: status %d", p, w.Code)
+		}
+		// The banner's own links (the form, the dates list) are the
+		// gateway's, not the page's: check the page without it.
+		body := w.Body.Bytes()
+		i := bytes.Index(body, []byte(`<div id="herod-banner"`))
+		j := bytes.Index(body[max(i, 0):], []byte("</div>"))
+		if i < 0 || j < 0 {
+			t.Fatalf("%s: no banner", p)
+		}
+		body = append(body[:i:i], body[i+j+len("</div>"):]...)
+		doc, err := xhtml.Parse(bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := range doc.Descendants() {
+			if n.Type != xhtml.ElementNode || n.Data == "base" {
+				continue
+			}
+			for _, a := range n.Attr {
+				switch a.Key {
+				case "href":
+					check(p, a.Val, n.Data == "link")
+				case "src":
+					check(p, a.Val, true)
+				case "srcset":
+					for _, c := range strings.Split(a.Val, ",") {
+						if f := strings.Fields(c); len(f) > 0 {
+							check(p, f[0], true)
+						}
+					}
+				}
+			}
+		}
+	}
+	cssURL := regexp.MustCompile(`url\(\s*['"]?([^'")\s]+)`)
+	for _, s := range sheets {
+		w := httptest.NewRecorder()
+		gw.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://gw.test/web/"+ts+"/"+s, nil))
+		for _, m := range cssURL.FindAllStringSubmatch(w.Body.String(), -1) {
+			if !strings.HasPrefix(m[1], "data:") {
+				check(s, m[1], true)
+			}
+		}
+	}
+	t.Logf("%d pages, %d stylesheets replayed; %d references checked, %d embedded objects", len(pages), len(sheets), checked, embedded)
+	if embedded == 0 {
+		t.Error("no embedded object checked")
+	}
+}

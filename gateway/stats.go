@@ -1,0 +1,49 @@
+package gateway
+
+import "sync/atomic"
+
+// Stats counts what the gateway answered since New, for status pages and
+// metrics. Failures of the Archive are logged one by one and counted here.
+type Stats struct {
+	Requests      int64 `json:"requests"`      // every request
+	Replays       int64 `json:"replays"`       // captures served by /web/<ts>/<url>
+	Rewritten     int64 `json:"rewritten"`     // of which HTML or CSS was rewritten
+	NotFound      int64 `json:"notFound"`      // 404 answers (no capture, no page)
+	BadRequests   int64 `json:"badRequests"`   // 400 answers (malformed paths, queries)
+	ArchiveErrors int64 `json:"archiveErrors"` // Archive calls that failed, timeouts included
+	Timeouts      int64 `json:"timeouts"`      // Archive calls past the deadline
+	Exports       int64 `json:"exports"`       // export streams started
+	ExportErrors  int64 `json:"exportErrors"`  // export streams that failed
+}
+
+// counters is the live, atomically updated form of Stats.
+type counters struct {
+	requests, replays, rewritten, notFound, badRequests atomic.Int64
+	archiveErrors, timeouts, exports, exportErrors      atomic.Int64
+}
+
+// Stats returns a snapshot of the counters. It is safe to call at any time.
+func (s *Server) Stats() Stats {
+	c := &s.stats
+	return Stats{
+		Requests:      c.requests.Load(),
+		Replays:       c.replays.Load(),
+		Rewritten:     c.rewritten.Load(),
+		NotFound:      c.notFound.Load(),
+		BadRequests:   c.badRequests.Load(),
+		ArchiveErrors: c.archiveErrors.Load(),
+		Timeouts:      c.timeouts.Load(),
+		Exports:       c.exports.Load(),
+		ExportErrors:  c.exportErrors.Load(),
+	}
+}
+
+// countStatus counts an error answer by its status code.
+func (s *Server) countStatus(status int) {
+	switch status {
+	case 400:
+		s.stats.badRequests.Add(1)
+	case 404:
+		s.stats.notFound.Add(1)
+	}
+}

@@ -1,0 +1,78 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/herod-archive/herod/ring"
+)
+
+// maxMembers bounds the real nodes a ring-wide query asks. The URLs of one
+// host are spread over the whole ring by SHA-1 of the URL, so a host or
+// prefix query must ask every real node; above this many the query asks
+// the first maxMembers found clockwise from this node and says it is
+// partial.
+const maxMembers = 1024
+
+// errPartial is wrapped by the error of a ring-wide query that could not
+// ask every real node: the ring has more than maxMembers, or a member did
+// not answer. The results of the members that did answer are still given.
+var errPartial = errors.New("node: partial answer")
+
+// members enumerates the real nodes of the ring, this one first, then the
+// others in the clockwise order of the walk. It walks the ring with
+// ring.Successors, which follows successor lists from the owner of a key
+// until it wraps around or has found k real nodes. The walk starts at this
+// node's first virtual server; if it breaks (a node on the way does not
+// answer) it is retried from the next virtual server, and the nodes of all
+// walks are merged, so a single unreachable node rarely hides the others.
+//
+// The returned error wraps errPartial when the list may be incomplete: the
+// ring has more than maxMembers real nodes, or every walk broke. The list
+// is never empty: it holds at least this node.
+func (n *Node) members(ctx context.Context) ([]ring.Contact, error) {
+	self := n.self
+	out := []ring.Contact{self}
+	seen := map[string]bool{self.Peer: true}
+	var errs []error
+	complete := false
+	for _, v := range n.ring.Vnodes() {
+		nodes, err := n.ring.Successors(ctx, v.ID, maxMembers+1)
+		for _, x := range nodes {
+			if !seen[x.Peer] && x.Peer != "" {
+				seen[x.Peer] = true
+				out = append(out, x.Contact)
+			}
+		}
+		if err == nil {
+			complete = true
+			break
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	switch {
+	case len(out) > maxMembers:
+		out = out[:maxMembers]
+		return out, fmt.Errorf("ring members: %w: more than %d real nodes, asking the first %d", errPartial, maxMembers, maxMembers)
+	case !complete && len(errs) > 0:
+		return out, fmt.Errorf("ring members: %w: walk broke: %w", errPartial, errors.Join(errs...))
+	case !complete:
+		return out, fmt.Errorf("ring members: %w: no virtual servers", errPartial)
+	}
+	return out, nil
+}
+
+// sortedPeers returns the peer ids of cs in order, for logs and tests.
+func sortedPeers(cs []ring.Contact) []string {
+	ps := make([]string, len(cs))
+	for i, c := range cs {
+		ps[i] = c.Peer
+	}
+	sort.Strings(ps)
+	return ps
+}

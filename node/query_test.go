@@ -1,0 +1,305 @@
+package node
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/crawl"
+	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/sampleweb"
+)
+
+// TestRingQueryExport is issue 4's ring-wide acceptance test: on a 3-node
+// ring that crawled a small sample web, a CDX host query and an /export
+// through one node's gateway return exactly the union of what every node
+// stores for that host; the export is one valid .warc.gz in global order
+// (checked by warcio.js when node and npm are present); resuming from a
+// cursor in the middle yields exactly the rest, byte for byte.
+func TestRingQueryExport(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	web := sampleweb.New(sampleweb.Config{Hosts: 2, Pages: 120})
+	if err := web.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	lr, err := StartLocalRing(ctx, t.TempDir(), 3, Config{
+		VirtualServers:    4,
+		StabilizeInterval: 100 * time.Millisecond,
+		FlushInterval:     20 * time.Millisecond,
+		Crawl:             crawl.Config{HostRate: 2000, Concurrency: 16},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lr.Close()
+	if err := lr.WaitStable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := lr.Nodes[0].Seed(ctx, web.Seeds()); err != nil {
+		t.Fatal(err)
+	}
+	if err := lr.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Every node enumerates the same three real nodes.
+	var peers []string
+	for _, n := range lr.Nodes {
+		peers = append(peers, n.self.Peer)
+	}
+	slices.Sort(peers)
+	for i, n := range lr.Nodes {
+		ms, err := n.members(ctx)
+		if err != nil {
+			t.Fatalf("node %d members: %v", i, err)
+		}
+		if got := sortedPeers(ms); !slices.Equal(got, peers) {
+			t.Fatalf("node %d members = %v, want %v", i, got, peers)
+		}
+	}
+
+	host := lowerHost(web.Seeds()[0])
+	want, holders := unionOf(ctx, t, lr, archive.Query{Host: host})
+	if len(want) < 20 || holders < 2 {
+		t.Fatalf("host %s: %d versions on %d nodes; the test needs a spread host", host, len(want), holders)
+	}
+
+	t.Run("list", func(t *testing.T) {
+		got, err := (*resolver)(lr.Nodes[1]).List(ctx, gateway.Query{URL: host, Match: gateway.MatchHost})
+		if err != nil {
+			t.Fatal(err)
+		}
+		byCDX := slices.Clone(want)
+		slices.SortFunc(byCDX, cdxCompare)
+		if !slices.EqualFunc(got, byCDX, sameVersion) {
+			t.Fatalf("List returned %d versions, want the %d of the union in CDX order", len(got), len(byCDX))
+		}
+		lim, err := (*resolver)(lr.Nodes[1]).List(ctx, gateway.Query{URL: host, Match: gateway.MatchHost, Limit: 7})
+		if err != nil || !slices.EqualFunc(lim, byCDX[:7], sameVersion) {
+			t.Fatalf("List with limit 7 = %d versions, %v; want the first 7", len(lim), err)
+		}
+		// The same through the gateway's CDX API.
+		body, _ := httpGet(t, lr.Nodes[0].GatewayURL()+"cdx?output=json&matchType=host&url="+url.QueryEscape("http://"+host+"/"))
+		var urls []string
+		for _, line := range strings.Split(strings.TrimSpace(body), "\n") {
+			var f struct{ URL, Timestamp string }
+			if err := json.Unmarshal([]byte(line), &f); err != nil {
+				t.Fatalf("cdx line %q: %v", line, err)
+			}
+			urls = append(urls, f.URL+" "+f.Timestamp)
+		}
+		var wantURLs []string
+		for _, v := range byCDX {
+			wantURLs = append(wantURLs, v.URL+" "+gateway.FormatTimestamp(v.Time))
+		}
+		if !slices.Equal(urls, wantURLs) {
+			t.Fatalf("cdx host query: %d lines, want %d", len(urls), len(wantURLs))
+		}
+	})
+
+	// The full export, through node 2's gateway.
+	gw := lr.Nodes[2].GatewayURL() + "export?host=" + url.QueryEscape("http://"+host+"/")
+	full, trailer := httpGet(t, gw)
+	if trailer.Get(gateway.TrailerExportStatus) != "complete" {
+		t.Fatalf("export status %q: %s", trailer.Get(gateway.TrailerExportStatus), trailer.Get(gateway.TrailerExportError))
+	}
+	recs := readRecords(t, []byte(full))
+	exportOrder := slices.Clone(want)
+	slices.SortFunc(exportOrder, func(a, b archive.Version) int { return keyOf(a).compare(keyOf(b)) })
+	if len(recs) != len(exportOrder) {
+		t.Fatalf("export has %d records, union has %d versions", len(recs), len(exportOrder))
+	}
+	for i, v := range exportOrder {
+		if recs[i].cursor != exactCursor(v.URL, v.Time, v.Digest) {
+			t.Fatalf("record %d is %s, want %s", i, recs[i].cursor, exactCursor(v.URL, v.Time, v.Digest))
+		}
+	}
+	if got := trailer.Get(gateway.TrailerExportCursor); got != recs[len(recs)-1].cursor {
+		t.Fatalf("cursor trailer %q, want the last record's %q", got, recs[len(recs)-1].cursor)
+	}
+
+	t.Run("resume", func(t *testing.T) {
+		for _, i := range []int{0, len(recs) / 2, len(recs) - 1} {
+			rest, tr := httpGet(t, gw+"&after="+url.QueryEscape(recs[i].cursor))
+			if tr.Get(gateway.TrailerExportStatus) != "complete" {
+				t.Fatalf("resume after %d: status %q", i, tr.Get(gateway.TrailerExportStatus))
+			}
+			if rest != full[recs[i].end:] {
+				t.Fatalf("resume after record %d: %d bytes, want the %d after it", i, len(rest), len(full)-recs[i].end)
+			}
+		}
+		// The coarse Wayback cursor skips the whole second of its URL.
+		r := recs[len(recs)/2]
+		rest, _ := httpGet(t, gw+"&after="+url.QueryEscape(gateway.Cursor(r.url, r.time)))
+		j := len(recs) / 2
+		for j+1 < len(recs) && recs[j+1].url == r.url && recs[j+1].time.Truncate(time.Second).Equal(r.time.Truncate(time.Second)) {
+			j++
+		}
+		if rest != full[recs[j].end:] {
+			t.Fatalf("resume after a Wayback cursor: %d bytes, want %d", len(rest), len(full)-recs[j].end)
+		}
+	})
+
+	t.Run("warcio", func(t *testing.T) { validateWarcio(t, []byte(full), len(recs)) })
+}
+
+// sameVersion compares the fields a query returns.
+func sameVersion(a, b archive.Version) bool {
+	return a.URL == b.URL && a.Time.Equal(b.Time) && a.Digest == b.Digest && a.Key == b.Key &&
+		a.Status == b.Status && a.Length == b.Length && a.File == b.File
+}
+
+func keyOf(v archive.Version) exportKey {
+	return exportKey{host: lowerHost(v.URL), url: v.URL, t: v.Time, d: v.Digest}
+}
+
+// unionOf returns every version selected by q on every node of lr, and
+// how many nodes hold at least one.
+func unionOf(ctx context.Context, t *testing.T, lr *LocalRing, q archive.Query) ([]archive.Version, int) {
+	t.Helper()
+	var all []archive.Version
+	holders := 0
+	for _, n := range lr.Nodes {
+		before := len(all)
+		if err := n.store.Scan(ctx, q, func(v archive.Version) error {
+			all = append(all, v)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(all) > before {
+			holders++
+		}
+	}
+	return all, holders
+}
+
+// httpGet fetches u, failing the test unless it answers 200, and returns
+// the body and the trailer.
+func httpGet(t *testing.T, u string) (string, http.Header) {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s: %s", u, resp.Status, b)
+	}
+	return string(b), resp.Trailer
+}
+
+// exportedRecord is one record of an export stream, as read back.
+type exportedRecord struct {
+	url, cursor string
+	time        time.Time
+	end         int // offset just after its gzip member
+}
+
+// readRecords splits a .warc.gz into its gzip members and reads each
+// member's WARC record with the archive's reader.
+func readRecords(t *testing.T, data []byte) []exportedRecord {
+	t.Helper()
+	rd := bytes.NewReader(data)
+	var out []exportedRecord
+	for rd.Len() > 0 {
+		zr, err := gzip.NewReader(rd)
+		if err != nil {
+			t.Fatalf("record %d: %v", len(out), err)
+		}
+		zr.Multistream(false)
+		rec, err := archive.ReadRecord(bufio.NewReader(zr))
+		if err != nil {
+			t.Fatalf("record %d: %v", len(out), err)
+		}
+		if _, err := io.Copy(io.Discard, zr); err != nil {
+			t.Fatal(err)
+		}
+		when, err := time.Parse(time.RFC3339Nano, rec.Header.Get("Warc-Date"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := rec.Header.Get("Warc-Target-Uri")
+		d, err := digestOf(rec.Header.Get("Warc-Payload-Digest"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, exportedRecord{url: u, time: when, cursor: u + " " + when.Format(time.RFC3339Nano) + " " + d, end: len(data) - rd.Len()})
+	}
+	return out
+}
+
+// digestOf turns "sha1:BASE32" into hex.
+func digestOf(v string) (string, error) {
+	_, val, ok := strings.Cut(v, ":")
+	b, err := b32.DecodeString(val)
+	if !ok || err != nil || len(b) != 20 {
+		return "", fmt.Errorf("bad digest %q", v)
+	}
+	return fmt.Sprintf("%x", b), nil
+}
+
+// validateWarcio checks an export with warcio.js through the archive's
+// scripts/archive/validate.mjs, as archive's TestExportWarcio does. It
+// skips only when node or npm is missing (or HEROD_SKIP_NODE is set).
+func validateWarcio(t *testing.T, data []byte, records int) {
+	if os.Getenv("HEROD_SKIP_NODE") != "" {
+		t.Skip("HEROD_SKIP_NODE set")
+	}
+	nodeBin, err1 := exec.LookPath("node")
+	npm, err2 := exec.LookPath("npm")
+	if err1 != nil || err2 != nil {
+		t.Skip("node/npm not installed: cannot validate exports with warcio.js")
+	}
+	script, err := filepath.Abs(filepath.Join("..", "scripts", "archive"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(script, "node_modules", "warcio", "package.json")); err != nil {
+		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
+		cmd.Dir = script
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("npm ci in %s (needs the npm registry once): %v\n%s", script, err, out)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "ring.warc.gz")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(nodeBin, filepath.Join(script, "validate.mjs"), path).Output()
+	if err != nil {
+		t.Fatalf("warcio validation failed: %v\n%s", err, out)
+	}
+	var sum struct {
+		Records, Responses int
+		Errors             []string
+	}
+	if err := json.Unmarshal(out, &sum); err != nil {
+		t.Fatalf("validator output %q: %v", out, err)
+	}
+	if sum.Records != records || sum.Responses != records || len(sum.Errors) != 0 {
+		t.Fatalf("warcio saw %+v, want %d responses", sum, records)
+	}
+}

@@ -1,0 +1,246 @@
+package replicate
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/internal/id"
+)
+
+// Op is the first byte of a request.
+type Op byte
+
+// Operations of the replication protocol.
+const (
+	// OpSums asks for the DirSums of the n (1..MaxFanout) equal
+	// consecutive sub-ranges of (a, b] (a == b: the whole ring) that Split
+	// computes; the reply holds the n sums in ring order. n == 1 asks for
+	// the sum of (a, b] itself.
+	OpSums Op = 1
+	// OpEntries asks for the names of the files in (a, b]; the reply holds
+	// at most MaxEntries of them or an error.
+	OpEntries Op = 2
+	// OpRead asks for the verified bytes of one version file.
+	OpRead Op = 3
+	// OpPull asks the receiver to pull the range (a, b] from the sender,
+	// whose ring contact the request names: how an owner tells its
+	// replicas that they should hold its range.
+	OpPull Op = 4
+)
+
+// Protocol limits: a hostile peer cannot make either side buffer or
+// compute more than these per message.
+const (
+	// MaxFanout bounds the number of sums in one OpSums request.
+	MaxFanout = 16
+	// MaxEntries bounds the entries in one OpEntries reply.
+	MaxEntries = 4096
+	// MaxRequest bounds an encoded request.
+	MaxRequest = 4 << 10
+	// MaxReply bounds an encoded reply (a version file plus a status byte).
+	MaxReply = 64 << 20
+	// maxText bounds strings in messages (error texts, contacts).
+	maxText = 512
+)
+
+// Reply status bytes.
+const (
+	statusOK       = 0
+	statusError    = 1
+	statusNotFound = 2
+)
+
+// Errors of the protocol.
+var (
+	// ErrProtocol reports a malformed request or reply.
+	ErrProtocol = errors.New("replicate: protocol error")
+	// ErrRemote reports an error the peer answered with.
+	ErrRemote = errors.New("replicate: remote error")
+)
+
+// Request is one decoded request. Which fields are set depends on Op.
+type Request struct {
+	Op    Op
+	N     int           // OpSums: number of sub-ranges
+	A, B  id.ID         // OpSums, OpEntries, OpPull: the range (A, B]
+	Entry archive.Entry // OpRead
+	From  Contact       // OpPull: whom to pull from
+}
+
+// Contact names a ring member: its libp2p peer id, ring address and the
+// index of the virtual server whose range a pull request is about.
+type Contact struct {
+	Peer  string
+	Addr  string
+	Index int
+}
+
+// Encode returns the request's wire form.
+func (r Request) Encode() []byte {
+	b := []byte{byte(r.Op)}
+	switch r.Op {
+	case OpSums:
+		b = binary.AppendUvarint(append(append(b, r.A[:]...), r.B[:]...), uint64(r.N))
+	case OpEntries:
+		b = append(append(b, r.A[:]...), r.B[:]...)
+	case OpRead:
+		b = appendEntry(b, r.Entry)
+	case OpPull:
+		b = append(append(b, r.A[:]...), r.B[:]...)
+		b = appendString(b, r.From.Peer)
+		b = appendString(b, r.From.Addr)
+		b = binary.AppendUvarint(b, uint64(r.From.Index))
+	}
+	return b
+}
+
+// DecodeRequest parses a request. It never panics on any input.
+func DecodeRequest(b []byte) (Request, error) {
+	if len(b) > MaxRequest {
+		return Request{}, fmt.Errorf("%w: request of %d bytes", ErrProtocol, len(b))
+	}
+	d := decoder{b: b}
+	r := Request{Op: Op(d.byte())}
+	switch r.Op {
+	case OpSums:
+		r.A, r.B = d.id(), d.id()
+		n := d.uvarint()
+		if d.err == nil && (n < 1 || n > MaxFanout || Split(r.A, r.B, int(n)) == nil) {
+			return Request{}, fmt.Errorf("%w: %d sums", ErrProtocol, n)
+		}
+		r.N = int(n)
+	case OpEntries:
+		r.A, r.B = d.id(), d.id()
+	case OpRead:
+		r.Entry = d.entry()
+	case OpPull:
+		r.A, r.B = d.id(), d.id()
+		r.From.Peer, r.From.Addr = d.string(), d.string()
+		idx := d.uvarint()
+		if idx > 1<<16 {
+			d.fail("index")
+		}
+		r.From.Index = int(idx)
+	default:
+		return Request{}, fmt.Errorf("%w: unknown op %d", ErrProtocol, r.Op)
+	}
+	if err := d.end(); err != nil {
+		return Request{}, err
+	}
+	return r, nil
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+func appendEntry(b []byte, e archive.Entry) []byte {
+	b = append(append(b, e.Key[:]...), e.Digest[:]...)
+	b = binary.AppendVarint(b, e.Day)
+	return binary.AppendUvarint(b, uint64(e.Seq))
+}
+
+func appendSum(b []byte, s archive.DirSum) []byte {
+	return binary.AppendUvarint(append(b, s.Sum[:]...), uint64(s.Count))
+}
+
+// decoder reads fields from b, remembering the first error.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: bad %s", ErrProtocol, what)
+	}
+	d.b = nil
+}
+
+func (d *decoder) byte() byte {
+	if d.err != nil || len(d.b) < 1 {
+		d.fail("message")
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+func (d *decoder) id() id.ID {
+	var x id.ID
+	if d.err != nil || len(d.b) < id.Size {
+		d.fail("id")
+		return x
+	}
+	copy(x[:], d.b)
+	d.b = d.b[id.Size:]
+	return x
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("uvarint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) string() string {
+	n := d.uvarint()
+	if d.err != nil || n > maxText || n > uint64(len(d.b)) {
+		d.fail("string")
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+func (d *decoder) entry() archive.Entry {
+	e := archive.Entry{Key: d.id(), Digest: d.id(), Day: d.varint()}
+	seq := d.uvarint()
+	if seq > 1<<20 {
+		d.fail("sequence")
+	}
+	e.Seq = int(seq)
+	return e
+}
+
+func (d *decoder) sum() archive.DirSum {
+	s := archive.DirSum{Sum: d.id()}
+	c := d.uvarint()
+	if c > 1<<62 {
+		d.fail("count")
+	}
+	s.Count = int64(c)
+	return s
+}
+
+// end reports the first error, or an error if bytes are left over.
+func (d *decoder) end() error {
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("trailing bytes")
+	}
+	return d.err
+}

@@ -1,0 +1,191 @@
+package replicate
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/internal/id"
+)
+
+// Peer is what Sync asks of the replica it compares with: sums, names and
+// bytes of the files in a ring range (a, b] (a == b: the whole ring).
+// *archive.Store implements it, and so does *Client for a remote replica.
+type Peer interface {
+	RangeSum(ctx context.Context, a, b id.ID) (archive.DirSum, error)
+	Entries(ctx context.Context, a, b id.ID) ([]archive.Entry, error)
+	ReadFile(ctx context.Context, e archive.Entry) ([]byte, error)
+}
+
+// Local is the replica Sync fills: a Peer that also imports (and
+// verifies) files. *archive.Store implements it.
+type Local interface {
+	Peer
+	Import(ctx context.Context, name string, data []byte) (archive.Version, bool, error)
+}
+
+var (
+	_ Local = (*archive.Store)(nil)
+	_ Peer  = (*Client)(nil)
+)
+
+// Server answers requests from a Source. Pull, when set, is called for
+// OpPull requests (nil refuses them); it should only queue the work, since
+// the requester waits for the reply.
+type Server struct {
+	Source Peer
+	Pull   func(ctx context.Context, r Request) error
+}
+
+// Handle decodes one request, answers it from s.Source and returns the
+// encoded reply. Errors, including malformed requests, are answered with
+// an error reply; the returned error is the same error for the caller's
+// logs and counters (nil for a successful answer).
+func (s *Server) Handle(ctx context.Context, req []byte) ([]byte, error) {
+	r, err := DecodeRequest(req)
+	if err != nil {
+		return errorReply(err), err
+	}
+	b, err := s.answer(ctx, r)
+	switch {
+	case errors.Is(err, archive.ErrNotFound):
+		return []byte{statusNotFound}, err
+	case err != nil:
+		return errorReply(err), err
+	}
+	return b, nil
+}
+
+func (s *Server) answer(ctx context.Context, r Request) ([]byte, error) {
+	b := []byte{statusOK}
+	switch r.Op {
+	case OpSums:
+		bounds := Split(r.A, r.B, r.N)
+		for i := 1; i < len(bounds); i++ {
+			d, err := s.Source.RangeSum(ctx, bounds[i-1], bounds[i])
+			if err != nil {
+				return nil, err
+			}
+			b = appendSum(b, d)
+		}
+	case OpEntries:
+		ents, err := s.Source.Entries(ctx, r.A, r.B)
+		if err != nil {
+			return nil, err
+		}
+		if len(ents) > MaxEntries {
+			return nil, fmt.Errorf("%d entries in range, more than %d", len(ents), MaxEntries)
+		}
+		b = binary.AppendUvarint(b, uint64(len(ents)))
+		for _, e := range ents {
+			b = appendEntry(b, e)
+		}
+	case OpRead:
+		data, err := s.Source.ReadFile(ctx, r.Entry)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, data...)
+	case OpPull:
+		if s.Pull == nil {
+			return nil, errors.New("pull requests not accepted")
+		}
+		if err := s.Pull(ctx, r); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+func errorReply(err error) []byte {
+	msg := err.Error()
+	if len(msg) > maxText {
+		msg = msg[:maxText]
+	}
+	return appendString([]byte{statusError}, msg)
+}
+
+// decodeReply checks a reply's status and returns a decoder positioned
+// on its payload.
+func decodeReply(b []byte) (*decoder, error) {
+	if len(b) > MaxReply {
+		return nil, fmt.Errorf("%w: reply of %d bytes", ErrProtocol, len(b))
+	}
+	d := &decoder{b: b}
+	switch st := d.byte(); {
+	case d.err != nil:
+		return nil, d.err
+	case st == statusOK:
+		return d, nil
+	case st == statusNotFound:
+		if err := d.end(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %w", ErrRemote, archive.ErrNotFound)
+	case st == statusError:
+		msg := d.string()
+		if err := d.end(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %s", ErrRemote, msg)
+	default:
+		return nil, fmt.Errorf("%w: status %d", ErrProtocol, st)
+	}
+}
+
+// DecodeSums parses the reply to an OpSums request for n sums.
+func DecodeSums(b []byte, n int) ([]archive.DirSum, error) {
+	d, err := decodeReply(b)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]archive.DirSum, 0, min(n, MaxFanout))
+	for i := 0; i < n && d.err == nil; i++ {
+		out = append(out, d.sum())
+	}
+	if err := d.end(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DecodeEntries parses the reply to an OpEntries request.
+func DecodeEntries(b []byte) ([]archive.Entry, error) {
+	d, err := decodeReply(b)
+	if err != nil {
+		return nil, err
+	}
+	n := d.uvarint()
+	if n > MaxEntries {
+		return nil, fmt.Errorf("%w: %d entries", ErrProtocol, n)
+	}
+	out := make([]archive.Entry, 0, n)
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		out = append(out, d.entry())
+	}
+	if err := d.end(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DecodeFile parses the reply to an OpRead request (the bytes are not yet
+// verified: Import does that).
+func DecodeFile(b []byte) ([]byte, error) {
+	d, err := decodeReply(b)
+	if err != nil {
+		return nil, err
+	}
+	return d.b, nil
+}
+
+// DecodeAck parses the reply to an OpPull request.
+func DecodeAck(b []byte) error {
+	d, err := decodeReply(b)
+	if err != nil {
+		return err
+	}
+	return d.end()
+}

@@ -1,0 +1,310 @@
+package replicate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/internal/id"
+)
+
+// Defaults for the zero values of Options.
+const (
+	DefaultFanout      = 16
+	DefaultListMax     = 32
+	DefaultMaxRequests = 20000
+)
+
+// ErrBudget reports that a sync stopped after Options.MaxRequests round
+// trips (a peer whose sums never agree, or a very large difference that
+// the next round continues).
+var ErrBudget = errors.New("replicate: request budget exhausted")
+
+// Options tunes Sync. Zero values mean the defaults.
+type Options struct {
+	// Fanout is how many sub-ranges a differing range is split into (2 to
+	// MaxFanout; default DefaultFanout). The peer answers all their sums
+	// in one round trip.
+	Fanout int
+	// ListMax: a differing range whose peer count is at most ListMax is
+	// listed instead of split (default DefaultListMax).
+	ListMax int
+	// MaxRequests bounds the round trips of one Sync (default
+	// DefaultMaxRequests).
+	MaxRequests int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Fanout < 2 || o.Fanout > MaxFanout {
+		o.Fanout = DefaultFanout
+	}
+	if o.ListMax <= 0 {
+		o.ListMax = DefaultListMax
+	}
+	if o.MaxRequests <= 0 {
+		o.MaxRequests = DefaultMaxRequests
+	}
+	return o
+}
+
+// Stats describes what one or more Syncs did. Traffic is filled in when
+// the peer is a *Client (or anything with a Traffic() Traffic method).
+type Stats struct {
+	Syncs    int64 `json:"syncs"`
+	InSync   int64 `json:"in_sync"`  // syncs whose whole range compared equal at once
+	Compared int64 `json:"compared"` // ranges whose sums were compared
+	Listed   int64 `json:"listed"`   // peer entries listed
+	Pulled   int64 `json:"pulled"`   // files imported
+	// PulledBytes is the size of the imported files.
+	PulledBytes int64 `json:"pulled_bytes"`
+	// Present counts files listed as missing that Import found already
+	// stored (a concurrent Put or sync).
+	Present int64 `json:"present"`
+	// Rejected counts files refused: bytes that fail verification, names
+	// outside the range asked for.
+	Rejected int64 `json:"rejected"`
+	// Failed counts files the peer could not send.
+	Failed  int64   `json:"failed"`
+	Traffic Traffic `json:"traffic"`
+}
+
+// Add adds o's counts to s.
+func (s *Stats) Add(o Stats) {
+	s.Syncs += o.Syncs
+	s.InSync += o.InSync
+	s.Compared += o.Compared
+	s.Listed += o.Listed
+	s.Pulled += o.Pulled
+	s.PulledBytes += o.PulledBytes
+	s.Present += o.Present
+	s.Rejected += o.Rejected
+	s.Failed += o.Failed
+	s.Traffic.Requests += o.Traffic.Requests
+	s.Traffic.Sent += o.Traffic.Sent
+	s.Traffic.Received += o.Traffic.Received
+}
+
+// batchPeer is a Peer that answers several sums in one round trip.
+type batchPeer interface {
+	RangeSums(ctx context.Context, a, b id.ID, n int) ([]archive.DirSum, error)
+}
+
+type metered interface{ Traffic() Traffic }
+
+// Sync makes local hold every file peer holds in the ring range (a, b]
+// (a == b: the whole ring). It compares the two sums of the range; if
+// they differ it splits the range into Fanout equal sub-ranges and
+// recurses into those whose sums differ, down to ranges of at most ListMax
+// peer files, whose entries it lists on both sides. It pulls the files the
+// peer has and local lacks and stores them with Import, which verifies
+// them. It never deletes anything, and files only local holds stay where
+// they are (the peer pulls them in its own Sync).
+//
+// A file that fails verification or lies outside the range is refused and
+// counted; Sync goes on with the rest. Sync returns the first error that
+// stops it: the peer unreachable, a local store error, ErrBudget.
+func Sync(ctx context.Context, local Local, peer Peer, a, b id.ID, opt Options) (Stats, error) {
+	s := &syncer{local: local, peer: peer, opt: opt.withDefaults()}
+	s.st.Syncs = 1
+	var before Traffic
+	m, isMetered := peer.(metered)
+	if isMetered {
+		before = m.Traffic()
+	}
+	err := s.run(ctx, a, b)
+	if isMetered {
+		after := m.Traffic()
+		s.st.Traffic = Traffic{
+			Requests: after.Requests - before.Requests,
+			Sent:     after.Sent - before.Sent, Received: after.Received - before.Received,
+		}
+	}
+	if err != nil {
+		return s.st, fmt.Errorf("replicate sync: %w", err)
+	}
+	return s.st, nil
+}
+
+type syncer struct {
+	local    Local
+	peer     Peer
+	opt      Options
+	st       Stats
+	requests int
+}
+
+func (s *syncer) spend() error {
+	s.requests++
+	if s.requests > s.opt.MaxRequests {
+		return ErrBudget
+	}
+	return nil
+}
+
+func (s *syncer) run(ctx context.Context, a, b id.ID) error {
+	if err := s.spend(); err != nil {
+		return err
+	}
+	rs, err := s.peer.RangeSum(ctx, a, b)
+	if err != nil {
+		return err
+	}
+	ls, err := s.local.RangeSum(ctx, a, b)
+	if err != nil {
+		return err
+	}
+	s.st.Compared++
+	if ls == rs {
+		s.st.InSync = 1
+		return nil
+	}
+	return s.descend(ctx, a, b, ls, rs, 0)
+}
+
+// maxDepth bounds recursion: 160 bits split at least in halves.
+const maxDepth = id.Bits
+
+// descend reconciles (a, b] whose sums ls (local) and rs (peer) differ.
+func (s *syncer) descend(ctx context.Context, a, b id.ID, ls, rs archive.DirSum, depth int) error {
+	if rs.Count == 0 || ls == rs {
+		return nil // nothing to pull
+	}
+	bounds := Split(a, b, s.opt.Fanout)
+	if rs.Count <= int64(s.opt.ListMax) || ls.Count == 0 && rs.Count <= MaxEntries ||
+		bounds == nil || depth >= maxDepth {
+		return s.list(ctx, a, b)
+	}
+	if err := s.spend(); err != nil {
+		return err
+	}
+	remote, err := s.sums(ctx, a, b, bounds)
+	if err != nil {
+		return err
+	}
+	for i := range remote {
+		l, err := s.local.RangeSum(ctx, bounds[i], bounds[i+1])
+		if err != nil {
+			return err
+		}
+		s.st.Compared++
+		if err := s.descend(ctx, bounds[i], bounds[i+1], l, remote[i], depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sums asks the peer for the sums of consecutive ranges, in one round
+// trip when it can.
+func (s *syncer) sums(ctx context.Context, a, b id.ID, bounds []id.ID) ([]archive.DirSum, error) {
+	if bp, ok := s.peer.(batchPeer); ok {
+		out, err := bp.RangeSums(ctx, a, b, len(bounds)-1)
+		if err == nil && len(out) != len(bounds)-1 {
+			err = fmt.Errorf("%w: %d sums for %d ranges", ErrProtocol, len(out), len(bounds)-1)
+		}
+		return out, err
+	}
+	out := make([]archive.DirSum, len(bounds)-1)
+	for i := range out {
+		d, err := s.peer.RangeSum(ctx, bounds[i], bounds[i+1])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = d
+	}
+	return out, nil
+}
+
+// list lists (a, b] on both sides and pulls what only the peer holds.
+func (s *syncer) list(ctx context.Context, a, b id.ID) error {
+	if err := s.spend(); err != nil {
+		return err
+	}
+	remote, err := s.peer.Entries(ctx, a, b)
+	if err != nil {
+		return err
+	}
+	s.st.Listed += int64(len(remote))
+	mine, err := s.local.Entries(ctx, a, b)
+	if err != nil {
+		return err
+	}
+	have := make(map[archive.Entry]bool, len(mine))
+	for _, e := range mine {
+		have[e] = true
+	}
+	for _, e := range remote {
+		if have[e] {
+			continue
+		}
+		have[e] = true // a peer listing a name twice gets one pull
+		if a != b && !id.InHalfOpen(e.Key, a, b) {
+			s.st.Rejected++
+			continue
+		}
+		if err := s.pull(ctx, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pull copies one file from the peer. Only errors that should stop the
+// whole sync are returned.
+func (s *syncer) pull(ctx context.Context, e archive.Entry) error {
+	if err := s.spend(); err != nil {
+		return err
+	}
+	data, err := s.peer.ReadFile(ctx, e)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.st.Failed++
+		return nil
+	}
+	_, added, err := s.local.Import(ctx, e.Name(), data)
+	switch {
+	case errors.Is(err, archive.ErrCorrupt):
+		s.st.Rejected++
+	case err != nil:
+		return err
+	case added:
+		s.st.Pulled++
+		s.st.PulledBytes += int64(len(data))
+	default:
+		s.st.Present++
+	}
+	return nil
+}
+
+// ring is 2^160, the size of the identifier circle.
+var ring = new(big.Int).Lsh(big.NewInt(1), id.Bits)
+
+// Split returns the n+1 boundaries of n equal consecutive sub-ranges of
+// (a, b] (a == b: the whole ring), or nil if the range is too narrow to
+// split into n non-empty parts.
+func Split(a, b id.ID, n int) []id.ID {
+	lo := new(big.Int).SetBytes(a[:])
+	w := new(big.Int).Sub(new(big.Int).SetBytes(b[:]), lo)
+	w.Mod(w, ring)
+	if a == b {
+		w.Set(ring)
+	}
+	if w.Cmp(big.NewInt(int64(n))) < 0 {
+		return nil
+	}
+	out := make([]id.ID, n+1)
+	out[0], out[n] = a, b
+	step := new(big.Int)
+	for i := 1; i < n; i++ {
+		step.Mul(w, big.NewInt(int64(i)))
+		step.Quo(step, big.NewInt(int64(n)))
+		step.Add(step, lo)
+		step.Mod(step, ring)
+		out[i] = id.FromBig(step)
+	}
+	return out
+}

@@ -1,0 +1,321 @@
+package replicate
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/internal/id"
+)
+
+var t0 = time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+
+func openStore(t testing.TB) *archive.Store {
+	t.Helper()
+	s, err := archive.Open(t.TempDir(), archive.Options{NoSync: true, GzipLevel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// corpus is a set of version files: names and verified bytes.
+type corpus struct {
+	ents []archive.Entry
+	data map[archive.Entry][]byte
+}
+
+var corpora = map[int]*corpus{}
+
+// makeCorpus returns n distinct version files (built once per size).
+func makeCorpus(t testing.TB, n int) *corpus {
+	t.Helper()
+	if c, ok := corpora[n]; ok {
+		return c
+	}
+	ctx := context.Background()
+	s := openStore(t)
+	for i := 0; i < n; i++ {
+		_, _, err := s.Put(ctx, archive.Capture{
+			URL: fmt.Sprintf("http://h%d.example/p%d", i%5, i), Time: t0.Add(time.Duration(i%3) * 24 * time.Hour),
+			Status: 200, Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(fmt.Sprint("page ", i)),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ents, err := s.Entries(ctx, id.ID{}, id.ID{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &corpus{ents: ents, data: map[archive.Entry][]byte{}}
+	for _, e := range ents {
+		if c.data[e], err = s.ReadFile(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	corpora[n] = c
+	return c
+}
+
+// fill imports the corpus entries for which keep returns true.
+func fill(t testing.TB, s *archive.Store, c *corpus, keep func(i int) bool) {
+	t.Helper()
+	for i, e := range c.ents {
+		if keep(i) {
+			if _, _, err := s.Import(context.Background(), e.Name(), c.data[e]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// serve returns a Client whose requests src answers in memory.
+func serve(src Peer) *Client {
+	srv := &Server{Source: src}
+	return NewClient(RoundTripFunc(func(ctx context.Context, req []byte) ([]byte, error) {
+		rep, _ := srv.Handle(ctx, req)
+		return rep, nil
+	}))
+}
+
+func names(t testing.TB, s Peer, a, b id.ID) map[archive.Entry]bool {
+	t.Helper()
+	ents, err := s.Entries(context.Background(), a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[archive.Entry]bool{}
+	for _, e := range ents {
+		m[e] = true
+	}
+	return m
+}
+
+func TestSyncInSync(t *testing.T) {
+	ctx := context.Background()
+	c := makeCorpus(t, 600)
+	a, b := openStore(t), openStore(t)
+	all := func(int) bool { return true }
+	fill(t, a, c, all)
+	fill(t, b, c, all)
+	half := id.FromBig(new(big.Int).Lsh(big.NewInt(1), id.Bits-1))
+	for _, r := range []struct {
+		name string
+		a, b id.ID
+	}{{"whole ring", id.ID{}, id.ID{}}, {"half", id.ID{}, half}, {"wrapping", half, c.ents[3].Key}} {
+		st, err := Sync(ctx, a, serve(b), r.a, r.b, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: in sync after %d round trip, %d bytes", r.name, st.Traffic.Requests, st.Traffic.Bytes())
+		if st.InSync != 1 || st.Traffic.Requests != 1 || st.Pulled != 0 {
+			t.Errorf("%s: %+v", r.name, st)
+		}
+		if st.Traffic.Bytes() > 1024 || st.Traffic.Bytes() == 0 {
+			t.Errorf("%s: %d bytes exchanged, want (0, 1024]", r.name, st.Traffic.Bytes())
+		}
+	}
+}
+
+func TestSyncConverges(t *testing.T) {
+	ctx := context.Background()
+	const n = 800
+	c := makeCorpus(t, n)
+	for _, tc := range []struct {
+		name       string
+		onA, onB   func(i int) bool
+		wantPulled int   // files a pulls from b
+		perDiff    int64 // protocol bytes allowed per differing file (either side)
+	}{
+		{"b has 4 more", func(i int) bool { return i%200 != 7 }, func(int) bool { return true }, 4, 2048},
+		{"b has 32 more", func(i int) bool { return i%25 != 3 }, func(int) bool { return true }, 32, 1024},
+		{"both have extras", func(i int) bool { return i%100 != 1 }, func(i int) bool { return i%100 != 2 }, 8, 2048},
+		{"a empty", func(int) bool { return false }, func(i int) bool { return i < 300 }, 300, 64},
+		{"a has more", func(int) bool { return true }, func(i int) bool { return i%2 == 0 }, 0, 128},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := openStore(t), openStore(t)
+			fill(t, a, c, tc.onA)
+			fill(t, b, c, tc.onB)
+			diff := 0
+			for i := 0; i < n; i++ {
+				if tc.onA(i) != tc.onB(i) {
+					diff++
+				}
+			}
+			st, err := Sync(ctx, a, serve(b), id.ID{}, id.ID{}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int(st.Pulled) != tc.wantPulled || st.Rejected != 0 || st.Failed != 0 {
+				t.Fatalf("pulled %d, want %d: %+v", st.Pulled, tc.wantPulled, st)
+			}
+			have := names(t, a, id.ID{}, id.ID{})
+			for e := range names(t, b, id.ID{}, id.ID{}) {
+				if !have[e] {
+					t.Fatalf("a lacks %s after sync", e.Name())
+				}
+			}
+			overhead := st.Traffic.Bytes() - st.PulledBytes
+			flat := int64(len(names(t, b, id.ID{}, id.ID{}))) * 45 // listing every entry
+			t.Logf("%d files differ, %d pulled (%d bytes); %d round trips, %d bytes of protocol (a flat listing: %d)",
+				diff, st.Pulled, st.PulledBytes, st.Traffic.Requests, overhead, flat)
+			if overhead > tc.perDiff*int64(diff)+1024 {
+				t.Errorf("protocol bytes %d exceed %d per differing file", overhead, tc.perDiff)
+			}
+			if diff <= 16 && overhead >= flat/2 {
+				t.Errorf("protocol bytes %d not below half a flat listing's %d", overhead, flat)
+			}
+			again, err := Sync(ctx, a, serve(b), id.ID{}, id.ID{}, Options{})
+			if err != nil || again.Pulled != 0 {
+				t.Fatalf("second sync: %+v, %v", again, err)
+			}
+		})
+	}
+}
+
+// hostile is a peer that lies: it lists names outside the range asked
+// for and answers ReadFile with bytes that do not match the name.
+type hostile struct {
+	Peer
+	mode string
+}
+
+func (h hostile) Entries(ctx context.Context, a, b id.ID) ([]archive.Entry, error) {
+	ents, err := h.Peer.Entries(ctx, a, b)
+	if h.mode == "outside" {
+		for i := range ents {
+			ents[i].Key = a // a is never in (a, b]
+		}
+	}
+	return ents, err
+}
+
+func (h hostile) ReadFile(ctx context.Context, e archive.Entry) ([]byte, error) {
+	data, err := h.Peer.ReadFile(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	data = append([]byte(nil), data...)
+	switch h.mode {
+	case "flip":
+		data[len(data)/2] ^= 0x40
+	case "truncate":
+		data = data[:len(data)/2]
+	case "swap": // a valid file, under another file's name
+		e.Digest[0] ^= 1
+		ents, _ := h.Peer.Entries(ctx, id.ID{}, id.ID{})
+		for _, o := range ents {
+			if o != e && o.Key != e.Key {
+				return h.Peer.ReadFile(ctx, o)
+			}
+		}
+	case "garbage":
+		data = []byte("not a warc file at all")
+	}
+	return data, nil
+}
+
+func TestSyncHostilePeer(t *testing.T) {
+	ctx := context.Background()
+	c := makeCorpus(t, 200)
+	for _, mode := range []string{"flip", "truncate", "swap", "garbage", "outside"} {
+		t.Run(mode, func(t *testing.T) {
+			a, b := openStore(t), openStore(t)
+			fill(t, a, c, func(i int) bool { return i%10 != 0 })
+			fill(t, b, c, func(int) bool { return true })
+			before, err := a.RangeSum(ctx, id.ID{}, id.ID{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			half := id.FromBig(new(big.Int).Lsh(big.NewInt(1), id.Bits-1))
+			st, err := Sync(ctx, a, serve(hostile{b, mode}), id.ID{}, half, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Pulled != 0 || st.Rejected == 0 {
+				t.Fatalf("hostile peer: %+v", st)
+			}
+			after, err := a.RangeSum(ctx, id.ID{}, id.ID{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after != before {
+				t.Fatal("store changed")
+			}
+			for e := range names(t, a, id.ID{}, id.ID{}) {
+				if _, err := a.ReadFile(ctx, e); err != nil {
+					t.Fatalf("corrupt file stored: %v", err)
+				}
+			}
+			t.Logf("%s: refused %d files", mode, st.Rejected)
+		})
+	}
+}
+
+// liar answers sums that never agree and returns nothing useful.
+type liar struct{ Peer }
+
+func (l liar) RangeSum(ctx context.Context, a, b id.ID) (archive.DirSum, error) {
+	return archive.DirSum{Sum: id.Sum(append(a[:], b[:]...)), Count: 1 << 40}, nil
+}
+
+func TestSyncBudgetStopsLiar(t *testing.T) {
+	a := openStore(t)
+	st, err := Sync(context.Background(), a, liar{a}, id.ID{}, id.ID{}, Options{MaxRequests: 50})
+	if err == nil || st.Pulled != 0 {
+		t.Fatalf("liar: %+v, %v", st, err)
+	}
+}
+
+func TestSplit(t *testing.T) {
+	max := id.FromBig(new(big.Int).Sub(ring, big.NewInt(1)))
+	small := id.FromBig(big.NewInt(100))
+	for _, tc := range []struct {
+		name string
+		a, b id.ID
+		n    int
+		nil_ bool
+	}{
+		{"whole ring", id.ID{}, id.ID{}, 16, false},
+		{"whole ring at max", max, max, 2, false},
+		{"plain", id.ID{}, small, 16, false},
+		{"wrapping", max, small, 16, false},
+		{"exactly n wide", small, id.FromBig(big.NewInt(116)), 16, false},
+		{"too narrow", small, id.FromBig(big.NewInt(110)), 16, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bs := Split(tc.a, tc.b, tc.n)
+			if tc.nil_ {
+				if bs != nil {
+					t.Fatalf("split of a narrow range: %v", bs)
+				}
+				return
+			}
+			if len(bs) != tc.n+1 || bs[0] != tc.a || bs[tc.n] != tc.b {
+				t.Fatalf("bounds %v", bs)
+			}
+			// Consecutive sub-ranges are non-empty and tile (a, b].
+			total := new(big.Int)
+			for i := 0; i < tc.n; i++ {
+				if bs[i] == bs[i+1] {
+					t.Fatalf("empty sub-range %d", i)
+				}
+				total.Add(total, id.Distance(bs[i], bs[i+1]))
+			}
+			want := id.Distance(tc.a, tc.b)
+			if tc.a == tc.b {
+				want = ring
+			}
+			if total.Cmp(want) != 0 {
+				t.Fatalf("sub-ranges cover %v, want %v", total, want)
+			}
+		})
+	}
+}

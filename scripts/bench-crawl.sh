@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# bench-crawl.sh: issue 5's crawl-rate numbers. In one run, on a loopback
+# static site written to a temp dir, it times wget -r, one herod node and a
+# ring of RING herod nodes on this machine crawling the whole site, ROUNDS
+# times interleaved, and prints the medians as a table (the full log, with
+# every round, is kept in $LOG).
+#
+# herod runs as shipped (storing, SHA-1, gzip, index, link forwarding) but
+# without a per-host rate limit (HostRate 1e9), since wget has none either;
+# each node keeps HOSTCONNS connections to the site (default 1, like wget).
+#
+# Usage: scripts/bench-crawl.sh [extra go test flags, e.g. -cpuprofile cpu.prof]
+# Environment: PAGES (3000), ROUNDS (3), RING (4), HOSTCONNS (1), BUDGET
+# (ring: the shipped ring-wide host budget; none: no pacing at all), ONLY
+# (comma-separated subset of wget,herod1,herod$RING), LOG.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+PAGES=${PAGES:-3000}
+ROUNDS=${ROUNDS:-3}
+RING=${RING:-4}
+HOSTCONNS=${HOSTCONNS:-1}
+BUDGET=${BUDGET:-ring}
+ONLY=${ONLY:-}
+LOG=${LOG:-$(mktemp -t bench-crawl.XXXXXX.log)}
+
+if ! command -v go >/dev/null; then
+	echo "bench-crawl: go is not installed" >&2
+	exit 1
+fi
+if ! command -v wget >/dev/null; then
+	echo "bench-crawl: wget is missing; installing it with apt-get" >&2
+	sudo=""
+	if [ "$(id -u)" -ne 0 ]; then sudo=sudo; fi
+	$sudo apt-get update -qq
+	$sudo apt-get install -y -qq wget
+fi
+
+echo "bench-crawl: $PAGES pages, $ROUNDS rounds, ring of $RING, HostConns $HOSTCONNS, host budget $BUDGET; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "bench-crawl: wget $(wget --version | head -1 | cut -d' ' -f3), $(go version | cut -d' ' -f3); log in $LOG"
+set +e
+go test ./node -run '^TestCrawlRate$' -count=1 -timeout 60m -v \
+	-crawlbench -crawlbench.pages "$PAGES" -crawlbench.rounds "$ROUNDS" \
+	-crawlbench.ring "$RING" -crawlbench.hostconns "$HOSTCONNS" -crawlbench.budget "$BUDGET" -crawlbench.only "$ONLY" \
+	"$@" >"$LOG" 2>&1
+status=$?
+set -e
+grep -E 'round [0-9]+ |file server|ratio ' "$LOG" | sed 's/^ *crawlbench_test.go:[0-9]*: /  /' || true
+echo
+awk '
+/^BenchmarkCrawlRate\/ratio-/ {
+	name = $1; sub("BenchmarkCrawlRate/ratio-", "", name)
+	ratios[++nr] = sprintf("%-22s %6sx", name, $5)
+	next
+}
+/^BenchmarkCrawlRate\// {
+	name = $1; sub("BenchmarkCrawlRate/", "", name)
+	rows[++n] = sprintf("%-8s %8.0f %8d %10.2f %12.0f %5d", name, $5, $7, $3 / 1e9, $9, $2)
+}
+END {
+	if (n == 0) exit
+	printf "%-8s %8s %8s %10s %12s %5s\n", "crawler", "pages/s", "URLs", "seconds", "cpu-us/page", "runs"
+	for (i = 1; i <= n; i++) print rows[i]
+	for (i = 1; i <= nr; i++) print ratios[i]
+}' "$LOG"
+if [ $status -ne 0 ]; then
+	echo "bench-crawl: go test failed (exit $status); see $LOG" >&2
+	grep -E -- '--- FAIL|Error|error|FAIL' "$LOG" | head -20 >&2
+	exit $status
+fi
