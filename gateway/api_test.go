@@ -291,3 +291,26 @@ func abs(x float64) float64 {
 	}
 	return x
 }
+
+// TestRingRemoteStateUnknown: a remote virtual server whose successors this
+// node does not know is neither counted as broken nor shown with zeros.
+func TestRingRemoteStateUnknown(t *testing.T) {
+	a := strings.Repeat("1", 40)
+	b := strings.Repeat("8", 40)
+	d := buildRing(RingView{Self: "p1", Nodes: []RingNode{
+		{ID: a, Peer: "p1", Local: true, Successors: []string{b}},
+		{ID: b, Peer: "p2"},
+	}, Peers: []PeerSummary{{Peer: "p1", Versions: 3}}})
+	if d.Broken != 0 {
+		t.Fatalf("Broken = %d, want 0: a remote node's unknown state is not a disagreement", d.Broken)
+	}
+	for _, p := range d.Peers {
+		if p.Known != (p.Peer == "p1") {
+			t.Errorf("peer %s Known = %v", p.Peer, p.Known)
+		}
+	}
+	local := RingView{Self: "p1", Nodes: []RingNode{{ID: a, Peer: "p1", Local: true, Successors: []string{a}}, {ID: b, Peer: "p2"}}}
+	if d := buildRing(local); d.Broken != 1 {
+		t.Fatalf("a local successor pointer that skips a node: Broken = %d, want 1", d.Broken)
+	}
+}

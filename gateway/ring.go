@@ -65,6 +65,7 @@ type ringPeer struct {
 	PeerSummary
 	Color  string
 	VNodes int
+	Known  bool // a summary was given; otherwise its counters are unknown here
 }
 
 type ringData struct {
@@ -154,6 +155,10 @@ func buildRing(v RingView) ringData {
 			dot.SuccShort = append(dot.SuccShort, short(s))
 		}
 		switch {
+		case len(n.Successors) == 0 && !n.Local:
+			// A remote virtual server's routing state is not known here:
+			// neither agreement nor disagreement can be shown.
+			dot.Check = "not known here"
 		case len(n.Successors) == 0:
 			dot.Check = "no successor"
 			dot.OK = false
@@ -180,7 +185,7 @@ func buildRing(v RingView) ringData {
 	seen := map[string]bool{}
 	for _, p := range v.Peers {
 		seen[p.Peer] = true
-		d.Peers = append(d.Peers, ringPeer{PeerSummary: p, Color: colors[p.Peer], VNodes: count[p.Peer]})
+		d.Peers = append(d.Peers, ringPeer{PeerSummary: p, Color: colors[p.Peer], VNodes: count[p.Peer], Known: true})
 	}
 	for _, n := range nodes {
 		if !seen[n.Peer] {
