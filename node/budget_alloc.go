@@ -10,9 +10,12 @@ const (
 	// maxLeaseSlots caps the slots one lease request may ask for.
 	maxLeaseSlots = 64
 	// maxScheduleAhead is how far past its now the owner hands out slots:
-	// when a host's schedule already reaches further, a requester is told
-	// to come back later instead of holding a slot minutes away.
+	// when a host's schedule is full up to there, a requester is told to
+	// come back later instead of holding a slot minutes away.
 	maxScheduleAhead = 30 * time.Second
+	// maxScheduleTicks bounds one host's schedule table (at high rates
+	// the horizon is this many intervals rather than maxScheduleAhead).
+	maxScheduleTicks = 1 << 14
 	// maxScheduledHosts bounds the schedule table; beyond it, hosts whose
 	// last slot is long past are forgotten (their spacing no longer
 	// constrains anything).
@@ -23,10 +26,15 @@ const (
 )
 
 // slotAllocator is the owner side of the ring-wide host budget: one global
-// schedule of request slots per host. Every slot it grants for a host lies
-// at least the requesting interval after the previous slot it granted for
-// that host, whoever asked, so the requests of all nodes together keep the
-// host's spacing as long as every node sends only in its slots.
+// schedule of request slots per host. The schedule is a grid of ticks one
+// interval apart; each tick is granted to at most one requester. So every
+// two slots granted for a host, whoever asked, are at least one interval
+// apart, and the requests of all nodes together keep the host's spacing
+// as long as every node sends only in its slots.
+//
+// A requester also names its own spacing (how often it can use a slot):
+// its slots are that far apart, and the ticks in between go to other
+// requesters, so a slow node does not hold up the host's schedule.
 //
 // It is a plain state machine over an injected clock; it is safe for
 // concurrent use.
@@ -34,14 +42,16 @@ type slotAllocator struct {
 	clock func() time.Time
 
 	mu    sync.Mutex
-	hosts map[string]hostSchedule
+	hosts map[string]*hostSchedule
 }
 
-// hostSchedule is the last slot granted for a host and the spacing asked
-// with it.
+// hostSchedule is one host's grid: tick i is at base + i·interval and
+// taken[i] tells whether it was granted. last is the latest granted slot.
 type hostSchedule struct {
-	last     time.Time
 	interval time.Duration
+	base     time.Time
+	taken    []bool
+	last     time.Time
 }
 
 // slotGrant is what the owner answers to one lease request.
@@ -57,41 +67,98 @@ func newSlotAllocator(clock func() time.Time) *slotAllocator {
 	if clock == nil {
 		clock = time.Now
 	}
-	return &slotAllocator{clock: clock, hosts: make(map[string]hostSchedule)}
+	return &slotAllocator{clock: clock, hosts: make(map[string]*hostSchedule)}
 }
 
-// allocate grants up to k slots (at least 1, at most maxLeaseSlots) for
-// host, interval apart, the first at least interval after the last slot
-// granted for host and not before now. It grants fewer when the schedule
-// would reach more than maxScheduleAhead past now, and none (with a
-// RetryAfter) when the first slot would. interval must be positive.
-func (a *slotAllocator) allocate(host string, k int, interval time.Duration) slotGrant {
+// allocate grants up to k slots (at least 1, at most maxLeaseSlots) of
+// host's schedule with ticks interval apart, the granted slots at least
+// spacing apart (spacing below interval counts as interval), none before
+// now and none more than maxScheduleAhead (or maxScheduleTicks ticks)
+// past now. When no tick is free within that horizon it grants none and
+// says when to retry. interval must be positive.
+//
+// A changed interval (a Crawl-delay became known or went away) starts a
+// new grid one new interval after the last granted slot.
+func (a *slotAllocator) allocate(host string, k int, interval, spacing time.Duration) slotGrant {
 	k = min(max(k, 1), maxLeaseSlots)
 	interval = max(interval, time.Nanosecond)
+	stride := 1
+	if spacing > interval {
+		stride = int((spacing + interval - 1) / interval)
+	}
 	now := a.clock()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.evictLocked(now)
 	s, ok := a.hosts[host]
-	next := now
-	if ok {
-		next = laterOf(s.last.Add(interval), now)
+	switch {
+	case !ok:
+		s = &hostSchedule{interval: interval, base: now}
+		a.hosts[host] = s
+	case s.interval != interval || !s.pendingAfter(now):
+		// Nothing granted lies ahead, or the spacing changed: a new grid
+		// starts at now or one interval after the last slot.
+		*s = hostSchedule{interval: interval, base: laterOf(s.last.Add(interval), now), last: s.last}
 	}
-	horizon := now.Add(maxScheduleAhead)
-	if next.After(horizon) {
-		return slotGrant{RetryAfter: next.Sub(horizon)}
+	s.advance(now)
+	horizon := min(int64(maxScheduleTicks), int64(maxScheduleAhead/interval))
+	if horizon < 1 {
+		horizon = 1
 	}
+	first := s.firstTickAt(now)
 	g := slotGrant{Delays: make([]time.Duration, 0, k)}
-	for range k {
-		if next.After(horizon) {
+	for i := first; len(g.Delays) < k; {
+		at := s.base.Add(time.Duration(i) * interval)
+		if i > int64(maxScheduleTicks) || at.Sub(now) > time.Duration(horizon)*interval {
 			break
 		}
-		g.Delays = append(g.Delays, next.Sub(now))
-		s = hostSchedule{last: next, interval: interval}
-		next = next.Add(interval)
+		if s.isTaken(i) {
+			i++
+			continue
+		}
+		s.take(i)
+		s.last = laterOf(s.last, at)
+		g.Delays = append(g.Delays, at.Sub(now))
+		i += int64(stride)
 	}
-	a.hosts[host] = s
+	if len(g.Delays) == 0 {
+		g.RetryAfter = interval
+	}
 	return g
+}
+
+// pendingAfter reports whether a granted slot lies at or after now.
+func (s *hostSchedule) pendingAfter(now time.Time) bool { return !s.last.Before(now) }
+
+// firstTickAt returns the first tick at or after t.
+func (s *hostSchedule) firstTickAt(t time.Time) int64 {
+	if !t.After(s.base) {
+		return 0
+	}
+	return int64((t.Sub(s.base) + s.interval - 1) / s.interval)
+}
+
+// advance drops the ticks before now, moving base forward on the grid.
+func (s *hostSchedule) advance(now time.Time) {
+	n := s.firstTickAt(now)
+	if n == 0 {
+		return
+	}
+	if n >= int64(len(s.taken)) {
+		s.taken = s.taken[:0]
+	} else {
+		s.taken = append(s.taken[:0], s.taken[n:]...)
+	}
+	s.base = s.base.Add(time.Duration(n) * s.interval)
+}
+
+func (s *hostSchedule) isTaken(i int64) bool { return i < int64(len(s.taken)) && s.taken[i] }
+
+func (s *hostSchedule) take(i int64) {
+	for int64(len(s.taken)) <= i {
+		s.taken = append(s.taken, false)
+	}
+	s.taken[i] = true
 }
 
 // evictLocked forgets idle hosts when the table is full.

@@ -99,7 +99,7 @@ func TestSlotAllocator(t *testing.T) {
 			a := newSlotAllocator(clk.Now)
 			for i, s := range tc.steps {
 				clk.Advance(s.advance)
-				g := a.allocate(s.host, s.k, s.interval)
+				g := a.allocate(s.host, s.k, s.interval, 0)
 				if tc.name == "k capped at maxLeaseSlots" {
 					if len(g.Delays) != maxLeaseSlots {
 						t.Fatalf("step %d: %d slots, want %d", i, len(g.Delays), maxLeaseSlots)
@@ -125,10 +125,17 @@ func TestSlotAllocatorGlobalSpacing(t *testing.T) {
 	for i := range 200 {
 		clk.Advance(time.Duration(i%7) * 9 * time.Millisecond)
 		now := clk.Now()
-		for _, d := range a.allocate("h", 1+i%5, iv).Delays {
-			slots = append(slots, now.Add(d))
+		spacing := time.Duration(i%4) * 40 * time.Millisecond
+		prev := time.Time{}
+		for _, d := range a.allocate("h", 1+i%5, iv, spacing).Delays {
+			at := now.Add(d)
+			if !prev.IsZero() && at.Sub(prev) < max(spacing, iv) {
+				t.Fatalf("lease %d: slots %s apart, asked spacing %s", i, at.Sub(prev), spacing)
+			}
+			slots, prev = append(slots, at), at
 		}
 	}
+	slices.SortFunc(slots, func(a, b time.Time) int { return a.Compare(b) })
 	for i := 1; i < len(slots); i++ {
 		if gap := slots[i].Sub(slots[i-1]); gap < iv {
 			t.Fatalf("slots %d and %d only %s apart", i-1, i, gap)
@@ -139,21 +146,49 @@ func TestSlotAllocatorGlobalSpacing(t *testing.T) {
 	}
 }
 
+// TestSlotAllocatorSpacing: a requester that can use a slot only every
+// few ticks gets ticks that far apart, and the ticks in between go to the
+// next requester.
+func TestSlotAllocatorSpacing(t *testing.T) {
+	clk := newAllocClock()
+	a := newSlotAllocator(clk.Now)
+	const iv = 100 * time.Millisecond
+	steps := []struct {
+		k       int
+		spacing time.Duration
+		want    []time.Duration
+	}{
+		{3, 250 * time.Millisecond, slotMs(0, 300, 600)}, // stride 3 ticks
+		{3, 0, slotMs(100, 200, 400)},
+		{2, 200 * time.Millisecond, slotMs(500, 700)},
+		{1, 0, slotMs(800)},
+	}
+	for i, s := range steps {
+		if g := a.allocate("h", s.k, iv, s.spacing); !slices.Equal(g.Delays, s.want) {
+			t.Fatalf("step %d: got %v, want %v", i, g.Delays, s.want)
+		}
+	}
+	// Time passes: ticks before now are gone, the rest stay taken.
+	clk.Advance(450 * time.Millisecond)
+	if g := a.allocate("h", 2, iv, 0); !slices.Equal(g.Delays, slotMs(450, 550)) {
+		t.Fatalf("after 450ms: got %v, want [450ms 550ms] (ticks 900, 1000)", g.Delays)
+	}
+}
+
 func TestSlotAllocatorEviction(t *testing.T) {
 	clk := newAllocClock()
 	a := newSlotAllocator(clk.Now)
 	for i := range maxScheduledHosts {
-		a.allocate(fmt.Sprintf("h%d", i), 1, time.Second)
+		a.allocate(fmt.Sprintf("h%d", i), 1, time.Second, 0)
 	}
 	clk.Advance(scheduleIdle / 2)
-	a.allocate("recent", 1, time.Second)
+	a.allocate("recent", 1, time.Second, 0)
 	clk.Advance(scheduleIdle/2 + time.Second)
-	a.allocate("new", 1, time.Second)
+	a.allocate("new", 1, time.Second, 0)
 	if got := a.scheduled(); got != 2 {
 		t.Fatalf("%d hosts scheduled after eviction, want 2 (recent, new)", got)
 	}
-	// The recent host kept its schedule.
-	if g := a.allocate("recent", 1, 24*time.Hour); len(g.Delays) != 0 {
-		t.Fatalf("recent host lost its schedule: granted %v", g.Delays)
+	if _, ok := a.hosts["recent"]; !ok {
+		t.Fatal("the recently used host was evicted")
 	}
 }

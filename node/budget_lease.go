@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"math"
 	"sync"
@@ -14,8 +13,8 @@ import (
 
 // Tuning of the leasing side of the ring-wide host budget.
 const (
-	// leaseSpan bounds one lease to about this much of a host's schedule:
-	// at most leaseSpan/interval slots (and maxLeaseSlots), at least one.
+	// leaseSpan bounds one lease to about this much time: at most
+	// leaseSpan/spacing slots (and maxLeaseSlots), at least one.
 	leaseSpan = 500 * time.Millisecond
 	// leaseTimeout bounds one lease request, owner lookup included.
 	leaseTimeout = 3 * time.Second
@@ -27,19 +26,23 @@ const (
 	maxLeaseHosts = 4096
 )
 
-// slotGrace is how late a slot may still be used: a quarter interval, but
+// slotGrace is how late a slot may still be used: half an interval, but
 // at least minSlotGrace (timer and scheduling delays) for high rates. A
 // request sent later than that would crowd the next slot of the host's
 // schedule, which may belong to another node, so the slot expires instead.
-func slotGrace(interval time.Duration) time.Duration { return max(interval/4, minSlotGrace) }
+// Any grace under one interval keeps a window of n intervals at n+1
+// requests at most; half an interval lets a node whose fetches are slower
+// than the host's rate still use most of its slots.
+func slotGrace(interval time.Duration) time.Duration { return max(interval/2, minSlotGrace) }
 
 // minSlotGrace is the least grace of a slot.
 const minSlotGrace = 5 * time.Millisecond
 
-// leaseFunc asks the owner of host for up to k slots spaced interval
-// apart. The node's implementation finds the owner on the ring and calls
-// it (or its own allocator when it owns host).
-type leaseFunc func(ctx context.Context, host string, k int, interval time.Duration) (slotGrant, error)
+// leaseFunc asks the owner of host for up to k slots of the schedule whose
+// ticks are interval apart, the slots at least spacing apart. The node's
+// implementation finds the owner on the ring and calls it (or its own
+// allocator when it owns host).
+type leaseFunc func(ctx context.Context, host string, k int, interval, spacing time.Duration) (slotGrant, error)
 
 // leaseBudget is a crawl.HostBudget whose requests to a host are paced by
 // the one schedule the host's owner keeps for the whole ring. It leases
@@ -66,7 +69,7 @@ type leaseBudget struct {
 // leaseState is the leases of one host, guarded by leaseBudget.mu.
 type leaseState struct {
 	slots    []time.Time   // leased slots, ascending, local time
-	interval time.Duration // spacing the slots were leased with
+	interval time.Duration // tick interval the slots were leased at
 	k        int           // slots to ask for next
 	expired  int           // slots expired since the last lease
 	pending  chan struct{} // closed when the lease in flight ends
@@ -74,6 +77,8 @@ type leaseState struct {
 	retryAt  time.Time // the owner's schedule is full until then
 	fallback time.Time // pace with the fallback budget until then
 	used     time.Time
+	returned time.Time     // when Wait last returned a slot
+	cycle    time.Duration // moving average of the time from a return to the next Wait
 }
 
 // leaseCounters are the budget's monotonic counts.
@@ -105,6 +110,7 @@ func (b *leaseBudget) interval(minInterval time.Duration) time.Duration {
 // ring-wide schedule, or when ctx is done.
 func (b *leaseBudget) Wait(ctx context.Context, host string, minInterval time.Duration) error {
 	iv := b.interval(minInterval)
+	first := true
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -112,6 +118,10 @@ func (b *leaseBudget) Wait(ctx context.Context, host string, minInterval time.Du
 		now := time.Now()
 		b.mu.Lock()
 		st := b.stateLocked(host, now)
+		if first {
+			st.observe(now, iv)
+			first = false
+		}
 		if now.Before(st.fallback) {
 			b.mu.Unlock()
 			b.stats.fallbackWaits.Add(1)
@@ -130,6 +140,9 @@ func (b *leaseBudget) Wait(ctx context.Context, host string, minInterval time.Du
 				continue
 			}
 			b.stats.used.Add(1)
+			b.mu.Lock()
+			st.returned = time.Now()
+			b.mu.Unlock()
 			return nil
 		}
 		if ch := st.pending; ch != nil {
@@ -152,20 +165,21 @@ func (b *leaseBudget) Wait(ctx context.Context, host string, minInterval time.Du
 			}
 			continue
 		}
-		k := st.nextK(b.maxSlots(iv))
+		sp := st.spacing(iv)
+		k := st.nextK(b.maxSlots(sp))
 		ch := make(chan struct{})
 		st.pending = ch
 		b.mu.Unlock()
-		b.leaseFor(host, st, k, iv, ch)
+		b.leaseFor(host, st, k, iv, sp, ch)
 	}
 }
 
 // leaseFor asks the owner for k slots of host and stores the answer. It
 // runs detached from the asking Wait's ctx: the slots serve whoever waits
 // next.
-func (b *leaseBudget) leaseFor(host string, st *leaseState, k int, iv time.Duration, done chan struct{}) {
+func (b *leaseBudget) leaseFor(host string, st *leaseState, k int, iv, sp time.Duration, done chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), leaseTimeout)
-	g, err := b.lease(ctx, host, k, iv)
+	g, err := b.lease(ctx, host, k, iv, sp)
 	cancel()
 	now := time.Now()
 	b.stats.leases.Add(1)
@@ -192,9 +206,34 @@ func (b *leaseBudget) leaseFor(host string, st *leaseState, k int, iv time.Durat
 	b.stats.granted.Add(int64(len(g.Delays)))
 }
 
-// maxSlots is the largest lease for spacing iv.
-func (b *leaseBudget) maxSlots(iv time.Duration) int {
-	return min(max(int(leaseSpan/iv), 1), maxLeaseSlots)
+// maxSlots is the largest lease for slots sp apart.
+func (b *leaseBudget) maxSlots(sp time.Duration) int {
+	return min(max(int(leaseSpan/sp), 1), maxLeaseSlots)
+}
+
+// maxSpacingFactor caps the spacing a node asks for, in intervals.
+const maxSpacingFactor = 16
+
+// observe records how long after its last slot this node came back for
+// another: the time it needs per request to the host (with one connection
+// per host, about a fetch).
+func (st *leaseState) observe(now time.Time, iv time.Duration) {
+	if st.returned.IsZero() {
+		return
+	}
+	d := min(now.Sub(st.returned), maxSpacingFactor*iv)
+	if st.cycle == 0 {
+		st.cycle = d
+	} else {
+		st.cycle = (3*st.cycle + d) / 4
+	}
+}
+
+// spacing is how far apart this node asks its slots to be: the host's
+// interval, or this node's own cycle when it is slower, so that the ticks
+// it could not use go to other nodes instead of expiring.
+func (st *leaseState) spacing(iv time.Duration) time.Duration {
+	return min(max(iv, st.cycle), maxSpacingFactor*iv)
 }
 
 // nextK adapts the lease size: it doubles while every leased slot gets
@@ -294,6 +333,3 @@ func sleepUntilSlot(ctx context.Context, t time.Time) error {
 		return ctx.Err()
 	}
 }
-
-// errNoOwner reports that a key's owner could not be found.
-var errNoOwner = errors.New("node: no owner")

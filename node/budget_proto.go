@@ -27,12 +27,14 @@ const (
 	maxLeaseInterval = 24 * time.Hour
 )
 
-// budgetRequest asks for up to Slots slots of Host, Interval apart
-// (nanoseconds; the requester's 1/HostRate or the host's Crawl-delay).
+// budgetRequest asks for up to Slots slots of Host's schedule whose ticks
+// are Interval apart (nanoseconds; the requester's 1/HostRate or the
+// host's Crawl-delay), the slots at least Spacing apart (0: Interval).
 type budgetRequest struct {
 	Host     string        `json:"host"`
 	Slots    int           `json:"slots"`
 	Interval time.Duration `json:"interval"`
+	Spacing  time.Duration `json:"spacing,omitempty"`
 }
 
 // budgetReply grants slots as delays from the owner's now (nanoseconds),
@@ -44,8 +46,13 @@ type budgetReply struct {
 	Error      string          `json:"error,omitempty"`
 }
 
-// errNotOwner reports that the asked node does not own the host.
-var errNotOwner = errors.New("node: not the owner")
+// Errors of leasing.
+var (
+	// errNotOwner reports that the asked node does not own the host.
+	errNotOwner = errors.New("node: not the owner")
+	// errNoOwner reports that no node admitted owning the host.
+	errNoOwner = errors.New("node: no owner")
+)
 
 // validate checks a request from a peer.
 func (r budgetRequest) validate() error {
@@ -56,6 +63,8 @@ func (r budgetRequest) validate() error {
 		return fmt.Errorf("budget request: slots %d not in [1, %d]", r.Slots, maxLeaseSlots)
 	case r.Interval <= 0 || r.Interval > maxLeaseInterval:
 		return fmt.Errorf("budget request: interval %s not in (0, %s]", r.Interval, maxLeaseInterval)
+	case r.Spacing < 0 || r.Spacing > maxLeaseInterval:
+		return fmt.Errorf("budget request: spacing %s not in [0, %s]", r.Spacing, maxLeaseInterval)
 	}
 	return nil
 }
@@ -82,9 +91,12 @@ func (r budgetReply) validate(req budgetRequest) error {
 // lease is the leaseFunc of the node's budget: it asks the owner of host,
 // this node's allocator when it owns host. A cached owner that disowns
 // the host is looked up afresh once.
-func (p *politeness) lease(ctx context.Context, host string, k int, iv time.Duration) (slotGrant, error) {
+func (p *politeness) lease(ctx context.Context, host string, k int, iv, sp time.Duration) (slotGrant, error) {
 	key := hostKey(host)
-	req := budgetRequest{Host: host, Slots: min(max(k, 1), maxLeaseSlots), Interval: min(iv, maxLeaseInterval)}
+	req := budgetRequest{
+		Host: host, Slots: min(max(k, 1), maxLeaseSlots),
+		Interval: min(iv, maxLeaseInterval), Spacing: min(sp, maxLeaseInterval),
+	}
 	for attempt := range 2 {
 		c, self, err := p.owner(ctx, key, attempt > 0)
 		if err != nil {
@@ -92,7 +104,7 @@ func (p *politeness) lease(ctx context.Context, host string, k int, iv time.Dura
 		}
 		if self {
 			p.c.leaseLocal.Add(1)
-			return p.alloc.allocate(host, req.Slots, max(req.Interval, p.ownInterval())), nil
+			return p.alloc.allocate(host, req.Slots, max(req.Interval, p.ownInterval()), req.Spacing), nil
 		}
 		p.c.leaseRPCs.Add(1)
 		g, err := p.callBudget(ctx, c, req)
@@ -163,6 +175,6 @@ func (p *politeness) answerBudget(req budgetRequest) budgetReply {
 		return budgetReply{NotOwner: true}
 	}
 	p.c.leasesServed.Add(1)
-	g := p.alloc.allocate(req.Host, req.Slots, max(req.Interval, p.ownInterval()))
+	g := p.alloc.allocate(req.Host, req.Slots, max(req.Interval, p.ownInterval()), req.Spacing)
 	return budgetReply{Delays: g.Delays, RetryAfter: g.RetryAfter}
 }

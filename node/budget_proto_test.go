@@ -25,6 +25,9 @@ func TestBudgetRequestValidate(t *testing.T) {
 		{"zero interval", budgetRequest{Host: "h", Slots: 1}, false},
 		{"negative interval", budgetRequest{Host: "h", Slots: 1, Interval: -time.Second}, false},
 		{"interval over a day", budgetRequest{Host: "h", Slots: 1, Interval: 25 * time.Hour}, false},
+		{"spacing", budgetRequest{Host: "h", Slots: 2, Interval: time.Second, Spacing: 3 * time.Second}, true},
+		{"negative spacing", budgetRequest{Host: "h", Slots: 1, Interval: time.Second, Spacing: -1}, false},
+		{"spacing over a day", budgetRequest{Host: "h", Slots: 1, Interval: time.Second, Spacing: 25 * time.Hour}, false},
 	} {
 		if err := tc.req.validate(); (err == nil) != tc.ok {
 			t.Errorf("%s: validate = %v, want ok %v", tc.name, err, tc.ok)
@@ -59,6 +62,7 @@ func TestBudgetReplyValidate(t *testing.T) {
 func FuzzBudgetFrames(f *testing.F) {
 	for _, v := range []any{
 		budgetRequest{Host: "example.org", Slots: 4, Interval: time.Second},
+		budgetRequest{Host: "example.org", Slots: 64, Interval: time.Millisecond, Spacing: 7 * time.Millisecond},
 		budgetReply{Delays: slotMs(0, 50, 100)},
 		budgetReply{RetryAfter: time.Second},
 		budgetReply{NotOwner: true},
@@ -76,7 +80,7 @@ func FuzzBudgetFrames(f *testing.F) {
 			if req.Slots < 1 || req.Slots > maxLeaseSlots || req.Interval <= 0 || req.Host == "" {
 				t.Fatalf("invalid request validated: %+v", req)
 			}
-			g := newSlotAllocator(time.Now).allocate(req.Host, req.Slots, req.Interval)
+			g := newSlotAllocator(time.Now).allocate(req.Host, req.Slots, req.Interval, req.Spacing)
 			if len(g.Delays) == 0 || len(g.Delays) > req.Slots {
 				t.Fatalf("fresh schedule granted %d of %d slots", len(g.Delays), req.Slots)
 			}

@@ -36,6 +36,7 @@ var (
 	crawlBenchRing   = flag.Int("crawlbench.ring", 4, "nodes in the multi-node ring")
 	crawlBenchConns  = flag.Int("crawlbench.hostconns", 1, "herod crawl.Config.HostConns per node (wget uses one connection)")
 	crawlBenchBudget = flag.String("crawlbench.budget", "ring", `herod's per-host pacing: "ring" (the shipped ring-wide budget at HostRate 1e9) or "none" (no pacing at all)`)
+	crawlBenchFlush  = flag.Duration("crawlbench.flush", 0, "herod Config.FlushInterval (0: the node default)")
 	crawlBenchOnly   = flag.String("crawlbench.only", "", "comma-separated contestants to run (wget, herod1, herodN), e.g. for -cpuprofile")
 )
 
@@ -86,7 +87,8 @@ func TestCrawlRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	t.Logf("herod: HostRate 1e9 (no per-host rate limit), HostConns %d per node, host budget %q", *crawlBenchConns, *crawlBenchBudget)
+	t.Logf("herod: HostRate 1e9 (no per-host rate limit), HostConns %d per node, host budget %q, FlushInterval %v (0: default)",
+		*crawlBenchConns, *crawlBenchBudget, *crawlBenchFlush)
 	t.Logf("site: %d HTML pages, %d URLs (robots.txt aside) at %s", *crawlBenchPages, len(want), srv.URL())
 
 	ringName := fmt.Sprintf("herod%d", *crawlBenchRing)
@@ -229,7 +231,7 @@ func runHerod(t *testing.T, srv *benchsite.Server, dir string, count, want int) 
 	default:
 		t.Fatalf("-crawlbench.budget %q: want ring or none", *crawlBenchBudget)
 	}
-	lr, err := StartLocalRing(ctx, dir, count, Config{Crawl: cc})
+	lr, err := StartLocalRing(ctx, dir, count, Config{Crawl: cc, FlushInterval: *crawlBenchFlush})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,17 @@
 //     them; the reply acknowledges that they are durably queued.
 //   - /herod/archive/1.0.0 answers "versions of u" and "the capture of u at
 //     t" for URLs the node stores, so that any gateway answers any URL.
+//   - /herod/query/1.0.0 lists or exports (as WARC) the versions a node
+//     holds for a host, prefix or date range; the gateway's /cdx and
+//     /export ask every real node, found by walking the ring, and merge.
+//   - /herod/robots/1.0.0 and /herod/budget/1.0.0 make politeness hold for
+//     the ring: the owner of a host's robots.txt fetches it for everyone,
+//     and the owner of the host hands out its request slots.
+//
+// Links travel by ring walks: a node's forwarder sorts its buffer by key,
+// looks up the owner of the first, and each recipient answers with its
+// successors (see walk.go); a durable outbox keeps links until their owner
+// acknowledges them.
 //
 // Invariants: a link is never dropped while in a node's forwarder — it
 // leaves only when its owner acknowledges it; every payload that crosses

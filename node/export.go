@@ -33,6 +33,9 @@ type recordHeader struct {
 	Cursor string    `json:"cursor,omitempty"`
 	End    bool      `json:"end,omitempty"`
 	Error  string    `json:"error,omitempty"` // with End: why the export stopped early
+	// Skipped, with End, counts version files the member left out because
+	// they failed verification (its log names them; herod fsck finds them).
+	Skipped int `json:"skipped,omitempty"`
 }
 
 // exportKey is a position in export order, the order of archive.Export:
@@ -155,10 +158,11 @@ func (n *Node) serveExport(ctx context.Context, req queryRequest, w io.Writer) e
 	if _, err := gatewayQuery(req.Query); err != nil {
 		end.Error = err.Error()
 	} else {
-		_, err := n.store.Export(ctx, archive.ExportOptions{Query: req.Query, After: req.After, Progress: f.progress}, f, nil)
+		st, err := n.store.Export(ctx, archive.ExportOptions{Query: req.Query, After: req.After, Progress: f.progress}, f, nil)
 		if f.err != nil {
 			return f.err // the stream is broken: nothing more can be sent
 		}
+		end.Skipped = len(st.Corrupt)
 		if err != nil {
 			end.Error = err.Error()
 		}
@@ -182,10 +186,11 @@ type memberExport struct {
 	last    exportKey
 	hasLast bool
 
-	head recordHeader // current record
-	key  exportKey
-	body []byte
-	done bool
+	head    recordHeader // current record
+	key     exportKey
+	body    []byte
+	done    bool
+	skipped int // corrupt files the member reported at the end
 }
 
 // next reads the member's next record into head, key and body, or sets
@@ -202,7 +207,7 @@ func (m *memberExport) next() error {
 		if h.Error != "" {
 			return fmt.Errorf("member %s: export: %w: %.300s", m.name, errRemote, h.Error)
 		}
-		m.done = true
+		m.done, m.skipped = true, max(h.Skipped, 0)
 		return nil
 	}
 	k := exportKey{host: lowerHost(h.URL), url: h.URL, t: h.Time, d: h.Digest}
@@ -244,8 +249,11 @@ func checkRecord(body []byte, h recordHeader) error {
 	if err != nil {
 		return fmt.Errorf("record of %.100q: %w", h.URL, err)
 	}
-	if _, err := br.Peek(1); err != io.EOF {
+	switch _, err := br.Peek(1); {
+	case err == nil:
 		return fmt.Errorf("record of %.100q: more than one record in its gzip member", h.URL)
+	case err != io.EOF:
+		return fmt.Errorf("record of %.100q: %w", h.URL, err)
 	}
 	if _, err := io.Copy(io.Discard, zr); err != nil {
 		return fmt.Errorf("record of %.100q: %w", h.URL, err)
@@ -389,12 +397,12 @@ func (r *resolver) ExportProgress(ctx context.Context, q gateway.Query, w io.Wri
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		mu    sync.Mutex
-		h     exportHeap
-		stops []func()
-		errs  []error
-		wg    sync.WaitGroup
-		sem   = make(chan struct{}, queryFanout)
+		mu     sync.Mutex
+		opened []*memberExport
+		stops  []func()
+		errs   []error
+		wg     sync.WaitGroup
+		sem    = make(chan struct{}, queryFanout)
 	)
 	defer func() {
 		cancel()
@@ -415,14 +423,36 @@ func (r *resolver) ExportProgress(ctx context.Context, q gateway.Query, w io.Wri
 			switch {
 			case err != nil:
 				errs = append(errs, err)
-			case !m.done:
-				h = append(h, m)
+			default:
+				opened = append(opened, m)
 			}
 		}()
 	}
 	wg.Wait()
 	if len(errs) > 0 {
 		return fmt.Errorf("node export: %w: %w", errPartial, errors.Join(errs...))
+	}
+	if err := mergeExports(opened, w, progress); err != nil {
+		return fmt.Errorf("node export: %w", err)
+	}
+	return nil
+}
+
+// mergeExports writes the records of the members, each positioned on its
+// first record or done, in global export order, dropping a record equal to
+// the one just written (the same version held by two members). It calls
+// progress, if non-nil, with each written record's cursor. A member's
+// failure stops the merge with an error wrapping errPartial.
+//
+// Versions a member skipped as corrupt are reported once the merge is
+// done, as an error wrapping errPartial: the stream is then complete but
+// for them.
+func mergeExports(all []*memberExport, w io.Writer, progress func(cursor string)) error {
+	var h exportHeap
+	for _, m := range all {
+		if !m.done {
+			h = append(h, m)
+		}
 	}
 	heap.Init(&h)
 	var last exportKey
@@ -431,7 +461,7 @@ func (r *resolver) ExportProgress(ctx context.Context, q gateway.Query, w io.Wri
 		m := h[0]
 		if !wrote || m.key.compare(last) != 0 {
 			if _, err := w.Write(m.body); err != nil {
-				return fmt.Errorf("node export: %w", err)
+				return err
 			}
 			last, wrote = m.key, true
 			if progress != nil {
@@ -439,13 +469,22 @@ func (r *resolver) ExportProgress(ctx context.Context, q gateway.Query, w io.Wri
 			}
 		}
 		if err := m.next(); err != nil {
-			return fmt.Errorf("node export: %w: %w", errPartial, err)
+			return fmt.Errorf("%w: %w", errPartial, err)
 		}
 		if m.done {
 			heap.Pop(&h)
 		} else {
 			heap.Fix(&h, 0)
 		}
+	}
+	var errs []error
+	for _, m := range all {
+		if m.skipped > 0 {
+			errs = append(errs, fmt.Errorf("member %s left out %d corrupt version files", m.name, m.skipped))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", errPartial, errors.Join(errs...))
 	}
 	return nil
 }

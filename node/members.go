@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/herod-archive/herod/ring"
 )
@@ -65,14 +64,4 @@ func (n *Node) members(ctx context.Context) ([]ring.Contact, error) {
 		return out, fmt.Errorf("ring members: %w: no virtual servers", errPartial)
 	}
 	return out, nil
-}
-
-// sortedPeers returns the peer ids of cs in order, for logs and tests.
-func sortedPeers(cs []ring.Contact) []string {
-	ps := make([]string, len(cs))
-	for i, c := range cs {
-		ps[i] = c.Peer
-	}
-	sort.Strings(ps)
-	return ps
 }

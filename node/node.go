@@ -124,6 +124,7 @@ func New(cfg Config) (n *Node, err error) {
 	cc.Owns = n.ownsURL
 	cc.Logger = n.log.With("sub", "crawl")
 	n.setupPoliteness(&cc)
+	n.setupReplication()
 	n.setupQuery()
 	n.crawler, err = crawl.New(filepath.Join(cfg.DataDir, "crawl"), cc, n.store, n.fwd)
 	if err != nil {
@@ -189,6 +190,7 @@ func (n *Node) Start(ctx context.Context) error {
 			return fmt.Errorf("node start: %w", err)
 		}
 	}
+	n.startReplication()
 	n.log.Info("node started", "peer", n.self.Peer, "ring", n.self.Addr, "gateway", n.GatewayURL())
 	return nil
 }

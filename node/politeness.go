@@ -33,21 +33,27 @@ import (
 //     bounds what that costs the site.
 //   - the per-host request budget: the node owning hostKey(host) =
 //     SHA-1("host:" + host) keeps one schedule of request slots for the
-//     host, 1/HostRate apart or a Crawl-delay apart when longer (see
-//     slotAllocator). Crawling nodes lease slots in batches over
-//     budgetProtocol (see leaseBudget) and send each request in one of
-//     their slots; a slot not used within a quarter interval expires. When
-//     the owner cannot be reached a node paces the host with
-//     crawl.NewSharedBudget for fallbackFor, using twice its estimate of
-//     the ring's size (nodeEstimate), so that nodes in fallback take less
-//     than their share.
+//     host: a grid of ticks 1/HostRate apart, or a Crawl-delay apart when
+//     longer, each tick granted to one node at most (see slotAllocator).
+//     Crawling nodes lease slots in batches over budgetProtocol (see
+//     leaseBudget): a lease asks for up to k slots (k adapts to how many
+//     got used, and covers about leaseSpan), spaced at the asking node's
+//     own pace so that ticks it could not use go to other nodes, and the
+//     owner replies with delays relative to its now. A node sends each
+//     request in one of its slots; a slot not used within half an interval
+//     expires (nothing is returned to the owner). When the owner cannot be
+//     reached a node paces the host with crawl.NewSharedBudget for
+//     fallbackFor, using twice its estimate of the ring's size
+//     (nodeEstimate), so that nodes in fallback take less than their share.
 //
 // Bound: in a stable ring, with every node using the same HostRate r, the
 // requests of all nodes to one host in any window of length W number at
-// most r·W + 1 + r·(W_late), where W_late is the largest lateness of a
-// request past its slot: a quarter interval of grace, plus the lease
-// round trip and the time between the slot and the request leaving the
-// crawler. On loopback that is under two requests of burst.
+// most r·W + 1 + r·(g + D): g is the grace of a slot (half an interval,
+// at least minSlotGrace) and D the largest delay between a slot and its
+// request reaching the host (the lease is placed after its reply arrives,
+// so the round trip only delays; the crawler's dispatch after Wait adds
+// to D). Aligned windows of whole intervals hold at most r·W + 1 + r·D.
+// TestPoliteRing checks r·W + 3 at r = 20/s (D up to 100 ms).
 
 // hostKey returns the ring key of a host's request schedule.
 func hostKey(host string) id.ID { return id.OfString("host:" + host) }

@@ -43,6 +43,9 @@ const (
 	listBatchSize = 1000
 	// queryFanout bounds the members asked at the same time by List.
 	queryFanout = 16
+	// maxServing bounds the query requests a process serves at once (list
+	// scans and export streams); more are refused with a "busy" reply.
+	maxServing = 32
 	// exportIdle bounds the wait for one frame of an export stream, either
 	// way. A member whose records come late in the merged order waits for
 	// the others, so it is longer than streamTimeout.
@@ -63,6 +66,15 @@ type listBatch struct {
 	Done     bool              `json:"done,omitempty"`
 	Error    string            `json:"error,omitempty"`
 }
+
+// serving holds a slot per query request being served, in this process.
+// It is process-wide rather than per node because the limit protects the
+// machine's disk and CPU; handlers never wait for each other, so sharing
+// it cannot deadlock.
+var serving = make(chan struct{}, maxServing)
+
+// errBusy is the reply to a request over the maxServing limit.
+const errBusy = "busy: too many queries in progress"
 
 // setupQuery registers the query protocol's handler on the host. The
 // handler does not depend on Start: it needs only the store.
@@ -120,6 +132,14 @@ func (n *Node) handleQuery(s network.Stream) {
 		return
 	}
 	_ = s.CloseRead()
+	select {
+	case serving <- struct{}{}:
+		defer func() { <-serving }()
+	default:
+		// Both reply types read this as their final frame with an error.
+		_ = wire.WriteJSON(s, map[string]any{"done": true, "end": true, "error": errBusy})
+		return
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var err error

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/sampleweb"
+	"github.com/herod-archive/herod/ring"
 )
 
 // TestRingQueryExport is issue 4's ring-wide acceptance test: on a 3-node
@@ -117,7 +119,10 @@ func TestRingQueryExport(t *testing.T) {
 
 	// The full export, through node 2's gateway.
 	gw := lr.Nodes[2].GatewayURL() + "export?host=" + url.QueryEscape("http://"+host+"/")
+	start := time.Now()
 	full, trailer := httpGet(t, gw)
+	t.Logf("host %s: %d versions on %d nodes; ring-wide export of %d bytes in %s",
+		host, len(want), holders, len(full), time.Since(start).Round(time.Millisecond))
 	if trailer.Get(gateway.TrailerExportStatus) != "complete" {
 		t.Fatalf("export status %q: %s", trailer.Get(gateway.TrailerExportStatus), trailer.Get(gateway.TrailerExportError))
 	}
@@ -159,6 +164,57 @@ func TestRingQueryExport(t *testing.T) {
 	})
 
 	t.Run("warcio", func(t *testing.T) { validateWarcio(t, []byte(full), len(recs)) })
+
+	// Members over their serving limit refuse, and the refusal reaches
+	// the caller.
+	t.Run("busy", func(t *testing.T) {
+		for range maxServing {
+			serving <- struct{}{}
+		}
+		defer func() {
+			for range maxServing {
+				<-serving
+			}
+		}()
+		_, err := (*resolver)(lr.Nodes[0]).List(ctx, gateway.Query{URL: host, Match: gateway.MatchHost})
+		if !errors.Is(err, errPartial) || !strings.Contains(err.Error(), errBusy) {
+			t.Fatalf("List with busy members: %v", err)
+		}
+		err = (*resolver)(lr.Nodes[0]).Export(ctx, gateway.Query{URL: host, Match: gateway.MatchHost}, io.Discard, "")
+		if !errors.Is(err, errPartial) || !strings.Contains(err.Error(), errBusy) {
+			t.Fatalf("Export with busy members: %v", err)
+		}
+	})
+
+	// A member that cannot answer makes the query fail, naming it, rather
+	// than silently return part of the host.
+	t.Run("member down", func(t *testing.T) {
+		down := lr.Nodes[2]
+		down.host.RemoveStreamHandler(queryProtocol)
+		defer down.setupQuery()
+		_, err := (*resolver)(lr.Nodes[0]).List(ctx, gateway.Query{URL: host, Match: gateway.MatchHost})
+		if !errors.Is(err, errPartial) || !strings.Contains(err.Error(), down.self.Addr) {
+			t.Fatalf("List with a member down: %v, want a partial error naming %s", err, down.self.Addr)
+		}
+		var sink bytes.Buffer
+		err = (*resolver)(lr.Nodes[0]).Export(ctx, gateway.Query{URL: host, Match: gateway.MatchHost}, &sink, "")
+		if !errors.Is(err, errPartial) || sink.Len() != 0 {
+			t.Fatalf("Export with a member down: %v after %d bytes, want a partial error before any", err, sink.Len())
+		}
+		for _, u := range []string{
+			lr.Nodes[0].GatewayURL() + "cdx?matchType=host&url=" + url.QueryEscape("http://"+host+"/"),
+			lr.Nodes[0].GatewayURL() + "export?host=" + url.QueryEscape("http://"+host+"/"),
+		} {
+			resp, err := http.Get(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadGateway {
+				t.Errorf("GET %s with a member down: %s, want 502", u, resp.Status)
+			}
+		}
+	})
 }
 
 // sameVersion compares the fields a query returns.
@@ -302,4 +358,14 @@ func validateWarcio(t *testing.T, data []byte, records int) {
 	if sum.Records != records || sum.Responses != records || len(sum.Errors) != 0 {
 		t.Fatalf("warcio saw %+v, want %d responses", sum, records)
 	}
+}
+
+// sortedPeers returns the peer ids of cs in order, for tests.
+func sortedPeers(cs []ring.Contact) []string {
+	ps := make([]string, len(cs))
+	for i, c := range cs {
+		ps[i] = c.Peer
+	}
+	slices.Sort(ps)
+	return ps
 }

@@ -13,7 +13,7 @@ import (
 // Defaults for the zero values of Options.
 const (
 	DefaultFanout      = 16
-	DefaultListMax     = 32
+	DefaultListMax     = 8
 	DefaultMaxRequests = 20000
 )
 

@@ -99,7 +99,7 @@ func names(t testing.TB, s Peer, a, b id.ID) map[archive.Entry]bool {
 
 func TestSyncInSync(t *testing.T) {
 	ctx := context.Background()
-	c := makeCorpus(t, 600)
+	c := makeCorpus(t, 240)
 	a, b := openStore(t), openStore(t)
 	all := func(int) bool { return true }
 	fill(t, a, c, all)
@@ -125,7 +125,7 @@ func TestSyncInSync(t *testing.T) {
 
 func TestSyncConverges(t *testing.T) {
 	ctx := context.Background()
-	const n = 800
+	const n = 240
 	c := makeCorpus(t, n)
 	for _, tc := range []struct {
 		name       string
@@ -133,10 +133,10 @@ func TestSyncConverges(t *testing.T) {
 		wantPulled int   // files a pulls from b
 		perDiff    int64 // protocol bytes allowed per differing file (either side)
 	}{
-		{"b has 4 more", func(i int) bool { return i%200 != 7 }, func(int) bool { return true }, 4, 2048},
-		{"b has 32 more", func(i int) bool { return i%25 != 3 }, func(int) bool { return true }, 32, 1024},
-		{"both have extras", func(i int) bool { return i%100 != 1 }, func(i int) bool { return i%100 != 2 }, 8, 2048},
-		{"a empty", func(int) bool { return false }, func(i int) bool { return i < 300 }, 300, 64},
+		{"b has 4 more", func(i int) bool { return i%60 != 7 }, func(int) bool { return true }, 4, 2048},
+		{"b has 16 more", func(i int) bool { return i%15 != 3 }, func(int) bool { return true }, 16, 1024},
+		{"both have extras", func(i int) bool { return i%30 != 1 }, func(i int) bool { return i%30 != 2 }, 8, 2048},
+		{"a empty", func(int) bool { return false }, func(i int) bool { return i < 100 }, 100, 128},
 		{"a has more", func(int) bool { return true }, func(i int) bool { return i%2 == 0 }, 0, 128},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -169,7 +169,7 @@ func TestSyncConverges(t *testing.T) {
 			if overhead > tc.perDiff*int64(diff)+1024 {
 				t.Errorf("protocol bytes %d exceed %d per differing file", overhead, tc.perDiff)
 			}
-			if diff <= 16 && overhead >= flat/2 {
+			if diff <= 4 && overhead >= flat/2 {
 				t.Errorf("protocol bytes %d not below half a flat listing's %d", overhead, flat)
 			}
 			again, err := Sync(ctx, a, serve(b), id.ID{}, id.ID{}, Options{})
@@ -224,12 +224,12 @@ func (h hostile) ReadFile(ctx context.Context, e archive.Entry) ([]byte, error) 
 
 func TestSyncHostilePeer(t *testing.T) {
 	ctx := context.Background()
-	c := makeCorpus(t, 200)
+	c := makeCorpus(t, 240)
 	for _, mode := range []string{"flip", "truncate", "swap", "garbage", "outside"} {
 		t.Run(mode, func(t *testing.T) {
 			a, b := openStore(t), openStore(t)
-			fill(t, a, c, func(i int) bool { return i%10 != 0 })
-			fill(t, b, c, func(int) bool { return true })
+			fill(t, a, c, func(i int) bool { return i%40 == 1 })
+			fill(t, b, c, func(i int) bool { return i%10 == 0 })
 			before, err := a.RangeSum(ctx, id.ID{}, id.ID{})
 			if err != nil {
 				t.Fatal(err)

@@ -9,14 +9,23 @@
 // VirtualID(addr, index), SHA-1 of the address and the index, with the
 // index below MaxVirtualServers, so a node cannot choose where it sits.
 // The owner of key k is successor(k), the first virtual server clockwise
-// from k; a virtual server owns the range (predecessor, itself].
+// from k; a virtual server owns the range (predecessor, itself]. With
+// Config.ChooseIndexes a node's first Join picks which VirtualServers of
+// the MaxVirtualServers allowed indexes it runs (PickIndexes: the ids
+// that best split the ring's current gaps), which keeps keys per real
+// node near the mean; Ring.Indexes reports them for restarts
+// (Config.Indexes).
 //
 // Each virtual server keeps a predecessor, a successor list of length r
 // (SuccessorListLen) and a finger table (finger i = successor(id+2^i)).
 // Maintenance rounds (Maintain, run by Start every StabilizeInterval with
 // ±50% jitter) do Chord's stabilize / notify / check-predecessor /
 // fix-fingers, and probe recently dead peers so that rings split by a
-// partition merge again when it heals. Lookup is the thesis's iterative
+// partition merge again when it heals (and, with a Config.Resolver such
+// as ring/p2p.DHT, find peers whose address changed). A neighbour is
+// declared dead after three consecutive failed calls (maintenance calls
+// retry once at once), then dropped from every table and suspected for
+// three intervals. Lookup is the thesis's iterative
 // algorithm: ask successively closer nodes for their preceding-node lists,
 // routing around nodes that do not answer, until a node reports the key
 // between itself and its successor. A real node answers lookup steps from
@@ -29,11 +38,13 @@
 //     Index), Index < MaxVirtualServers, and Transport.Verify confirms that
 //     Addr, dialed directly, authenticates as Peer (the thesis's nonce
 //     check). Refusals are counted (Counters.Refused) and listed in Status.
-//   - State-changing requests (notify, leave) are accepted only when the
+//   - State-changing requests (notify, suggest, leave) are accepted only when the
 //     claimed sender's peer id equals the peer id the transport
 //     authenticated.
 //   - A successor list is sorted clockwise from its vnode, without
-//     duplicates, and is [self] only when the vnode knows nobody else.
+//     duplicates, and is [self] only when the vnode knows no live
+//     successor; such a vnode answers no lookup step until stabilization
+//     refills the list from its other tables.
 //   - Every change of a vnode's range or successor list is published as an
 //     Event to subscribers, after the change.
 //

@@ -2,6 +2,7 @@ package ring
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -242,12 +243,24 @@ func (r *Ring) resolveOwner(ctx context.Context, owners []Node, responder string
 		if sus {
 			continue
 		}
-		tr.Pings++
-		if _, err := r.callRetry(ctx, o.Contact, &Message{Op: OpPing}); err != nil {
-			tr.Timeouts++
-			continue
+		// Skipping a live owner would return a wrong node, so a candidate
+		// gets three tries before it is passed over.
+		alive := false
+		for try := 0; try < 3 && !alive && ctx.Err() == nil; try++ {
+			tr.Pings++
+			_, err := r.call(ctx, o.Contact, &Message{Op: OpPing})
+			var re *RemoteError
+			if err != nil && errors.As(err, &re) {
+				break // alive but the vnode is gone
+			}
+			if err != nil {
+				tr.Timeouts++
+			}
+			alive = err == nil
 		}
-		return o, true
+		if alive {
+			return o, true
+		}
 	}
 	return Node{}, false
 }

@@ -68,7 +68,7 @@ const (
 	// graveCap bounds the remembered failed peers probed for ring merging.
 	graveCap = 64
 	// maxStrikes consecutive failed calls mark a peer dead.
-	maxStrikes = 2
+	maxStrikes = 3
 	// graveTTL is how long a dead peer is probed for merging.
 	graveTTL = 30 * time.Minute
 )

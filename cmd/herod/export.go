@@ -7,7 +7,6 @@ import (
 	"encoding/base32"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,12 +25,12 @@ import (
 
 // exportFlags are the flags of herod export.
 type exportFlags struct {
-	data, nodeURL            string
-	host, prefix, url        string
-	from, to                 string
-	out, cdx, resume         string
-	revisits, verbose        bool
-	day                      time.Duration
+	data, nodeURL     string
+	host, prefix, url string
+	from, to          string
+	out, cdx, resume  string
+	revisits, verbose bool
+	day               time.Duration
 }
 
 // exportCmd writes WARC (and, from disk, CDXJ) for a host, URL prefix or
@@ -340,5 +339,3 @@ func recordCursor(rec *archive.Record) string {
 	}
 	return u + " " + t.Format(time.RFC3339Nano) + " " + hex.EncodeToString(d)
 }
-
-var _ = flag.ErrHelp

@@ -4,6 +4,8 @@
 //	herod demo     a local 3-node ring crawling a built-in sample web
 //	herod seed     hand URLs to a running node
 //	herod status   show a running node's state
+//	herod export   write WARC and CDXJ for a host, prefix or date range
+//	herod fsck     check (and repair) a node's archive
 //
 // Run "herod <command> --help" for each command's flags.
 package main
@@ -32,6 +34,8 @@ var commands = []command{
 	{"demo", "run a local 3-node ring that crawls a built-in sample web", demoCmd},
 	{"seed", "hand URLs to a running node for crawling", seedCmd},
 	{"status", "show the state of a running node", statusCmd},
+	{"export", "write WARC and CDXJ of a host, URL prefix or URL (from disk or ring-wide)", exportCmd},
+	{"fsck", "verify a stopped node's archive; --repair rebuilds its index", fsckCmd},
 }
 
 func main() {

@@ -16,5 +16,11 @@
 // ProtectNeighbors tags the ring's current neighbours in the host's
 // connection manager so that trimming never closes them.
 //
-// A Transport is safe for concurrent use. It does not own the host.
+// DHT runs go-libp2p-kad-dht in server mode on the private prefix
+// "/herod" (no values, no provider records): NewDHT bootstraps from any
+// known herod node, Peers lists further members to join through, and
+// Resolve (a ring.Resolver) finds the current address of a ring peer
+// whose address changed.
+//
+// A Transport and a DHT are safe for concurrent use. Neither owns the host.
 package p2p

@@ -12,36 +12,69 @@ import (
 // mean number of keys per real node.
 type Balance struct {
 	RealNodes, Vnodes, Keys int
-	Max, P99, P1            float64
+	// Chosen: indexes picked with ring.PickIndexes among MaxVirtualServers
+	// at each join (Config.ChooseIndexes); otherwise indexes 0..Vnodes-1.
+	Chosen       bool
+	Max, P99, P1 float64
 }
 
-// LoadBalance places realNodes real nodes with vnodes virtual servers
-// each at their VirtualID positions (addresses from Contact), assigns
-// keys keys (SHA-1 of "key-i", as URLs are hashed) to their successor —
-// the ring's owner rule — and reports keys per real node over the mean.
-func LoadBalance(realNodes, vnodes, keys int) Balance {
-	type pos struct {
-		id   id.ID
-		node int
-	}
+type pos struct {
+	id   id.ID
+	node int
+}
+
+func search(ps []pos, key id.ID) int {
+	i, _ := slices.BinarySearchFunc(ps, key, func(p pos, k id.ID) int { return p.id.Cmp(k) })
+	return i
+}
+
+// placements returns the vnode positions of realNodes nodes (addresses
+// from Contact). Without choice each runs indexes 0..vnodes-1. With
+// choice the nodes join one after another and each takes the vnodes
+// indexes ring.PickIndexes selects among [0, maxVS) against the exact
+// ring at that moment — what Config.ChooseIndexes does through lookups.
+func placements(realNodes, vnodes, maxVS int, choose bool) []pos {
 	ps := make([]pos, 0, realNodes*vnodes)
 	for n := range realNodes {
 		addr := Contact(n).Addr
-		for v := range vnodes {
-			ps = append(ps, pos{ring.VirtualID(addr, v), n})
+		idx := make([]int, 0, vnodes)
+		if !choose || len(ps) == 0 {
+			for v := range vnodes {
+				idx = append(idx, v)
+			}
+		} else {
+			cands := make([]ring.Candidate, 0, maxVS)
+			for i := range maxVS {
+				x := ring.VirtualID(addr, i)
+				j := search(ps, x)
+				cands = append(cands, ring.Candidate{Index: i, ID: x,
+					Pred: ps[(j-1+len(ps))%len(ps)].id, Succ: ps[j%len(ps)].id})
+			}
+			idx = ring.PickIndexes(cands, vnodes)
+		}
+		for _, i := range idx {
+			x := ring.VirtualID(addr, i)
+			ps = slices.Insert(ps, search(ps, x), pos{x, n})
 		}
 	}
-	slices.SortFunc(ps, func(a, b pos) int { return a.id.Cmp(b.id) })
+	return ps
+}
+
+// LoadBalance places realNodes real nodes with vnodes virtual servers
+// each (chosen among maxVS indexes when choose is set), assigns keys keys
+// (SHA-1 of "key-i", as URLs are hashed) to their successor — the ring's
+// owner rule — and reports keys per real node over the mean.
+func LoadBalance(realNodes, vnodes, maxVS, keys int, choose bool) Balance {
+	ps := placements(realNodes, vnodes, maxVS, choose)
 	count := make([]int, realNodes)
 	for k := range keys {
 		key := id.OfString(fmt.Sprintf("key-%d", k))
-		i, _ := slices.BinarySearchFunc(ps, key, func(p pos, k id.ID) int { return p.id.Cmp(k) })
-		count[ps[i%len(ps)].node]++
+		count[ps[search(ps, key)%len(ps)].node]++
 	}
 	slices.Sort(count)
 	mean := float64(keys) / float64(realNodes)
 	return Balance{
-		RealNodes: realNodes, Vnodes: vnodes, Keys: keys,
+		RealNodes: realNodes, Vnodes: vnodes, Keys: keys, Chosen: choose,
 		Max: float64(count[len(count)-1]) / mean,
 		P99: float64(count[len(count)*99/100]) / mean,
 		P1:  float64(count[len(count)/100]) / mean,

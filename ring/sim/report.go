@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/herod-archive/herod/ring"
 )
 
 // Scale sets the sizes of a full simulation run.
@@ -22,11 +24,14 @@ type Scale struct {
 	Ring Size
 	// Lookups per measurement.
 	Lookups int
-	// ChurnRounds rounds of churn at ChurnRate (fraction of real nodes
-	// crashing, and as many joining, per round).
+	// ChurnRounds rounds of churn at each of ChurnRates (fraction of real
+	// nodes crashing, and as many joining, per round).
 	ChurnRounds int
-	ChurnRate   float64
-	Seed        uint64
+	ChurnRates  []float64
+	// Loss is the message loss rate of the loss scenario (0: skipped),
+	// run for ChurnRounds rounds.
+	Loss float64
+	Seed uint64
 }
 
 // Size is a ring size.
@@ -41,7 +46,8 @@ var FullScale = Scale{
 	Ring:          Size{1000, 4},
 	Lookups:       5000,
 	ChurnRounds:   50,
-	ChurnRate:     0.01,
+	ChurnRates:    []float64{0.01, 0.05},
+	Loss:          0.05,
 	Seed:          1,
 }
 
@@ -54,7 +60,8 @@ var SmallScale = Scale{
 	Ring:          Size{128, 4},
 	Lookups:       500,
 	ChurnRounds:   10,
-	ChurnRate:     0.05,
+	ChurnRates:    []float64{0.05},
+	Loss:          0.05,
 	Seed:          1,
 }
 
@@ -66,18 +73,28 @@ type HopRow struct {
 	Build  time.Duration
 }
 
+// ChurnRow is the result of one churn rate.
+type ChurnRow struct {
+	Rate    float64
+	Rounds  int
+	Lookups LookupStats
+}
+
 // Report is the result of Run.
 type Report struct {
 	Hops    []HopRow
 	Balance []Balance
 	// Half the real nodes crash at once.
-	FailedNodes      int
-	BeforeStabilize  LookupStats // lookups right after the crash
-	StabilizeRounds  int         // rounds until one consistent ring
-	AfterStabilize   LookupStats
-	Churn            LookupStats
-	ChurnRounds      int
-	ChurnRate        float64
+	FailedNodes     int
+	BeforeStabilize LookupStats // lookups right after the crash
+	StabilizeRounds int         // rounds until one consistent ring
+	AfterStabilize  LookupStats
+	Churn           []ChurnRow
+	// Lookups under message loss, and recovery after it stops.
+	Lossy            LookupStats
+	LossRate         float64
+	LossRounds       int
+	LossRecover      int // rounds after the loss stops until one consistent ring
 	PartitionRounds  int // rounds until each half is a ring
 	HealRounds       int // rounds after healing until one ring
 	ScenarioRingSize Size
@@ -103,8 +120,10 @@ func Run(ctx context.Context, sc Scale, cfg Config) (Report, error) {
 			Target: 0.5*math.Log2(float64(sz.Vnodes)) + 1, Build: build})
 		s.log.Info("sim: hops", "vnodes", sz.Vnodes, "per_node", sz.PerNode, "stats", rep.Hops[len(rep.Hops)-1].Stats, "build", build)
 	}
-	for _, v := range sc.BalanceVnodes {
-		rep.Balance = append(rep.Balance, LoadBalance(sc.BalanceNodes, v, sc.BalanceKeys))
+	for _, choose := range []bool{false, true} {
+		for _, v := range sc.BalanceVnodes {
+			rep.Balance = append(rep.Balance, LoadBalance(sc.BalanceNodes, v, ring.DefaultMaxVirtualServers, sc.BalanceKeys, choose))
+		}
 	}
 	rep.ScenarioRingSize = sc.Ring
 	newRing := func() (*Sim, error) {
@@ -125,12 +144,31 @@ func Run(ctx context.Context, sc Scale, cfg Config) (Report, error) {
 	}
 	rep.AfterStabilize = s.Lookups(ctx, sc.Lookups)
 
-	if s, err = newRing(); err != nil {
-		return rep, err
+	for _, rate := range sc.ChurnRates {
+		if s, err = newRing(); err != nil {
+			return rep, err
+		}
+		row := ChurnRow{Rate: rate, Rounds: sc.ChurnRounds}
+		if row.Lookups, err = s.Churn(ctx, sc.ChurnRounds, rate, max(1, sc.Lookups/sc.ChurnRounds)); err != nil {
+			return rep, err
+		}
+		rep.Churn = append(rep.Churn, row)
 	}
-	rep.ChurnRounds, rep.ChurnRate = sc.ChurnRounds, sc.ChurnRate
-	if rep.Churn, err = s.Churn(ctx, sc.ChurnRounds, sc.ChurnRate, max(1, sc.Lookups/sc.ChurnRounds)); err != nil {
-		return rep, err
+
+	if sc.Loss > 0 {
+		if s, err = newRing(); err != nil {
+			return rep, err
+		}
+		rep.LossRate, rep.LossRounds = sc.Loss, sc.ChurnRounds
+		s.Net.SetLoss(sc.Loss)
+		for range sc.ChurnRounds {
+			s.Round(ctx)
+			rep.Lossy.add(s.Lookups(ctx, max(1, sc.Lookups/sc.ChurnRounds)))
+		}
+		s.Net.SetLoss(0)
+		if rep.LossRecover, err = s.Converge(ctx, 100); err != nil {
+			return rep, err
+		}
 	}
 
 	if s, err = newRing(); err != nil {
@@ -154,9 +192,13 @@ func (r Report) Markdown() string {
 	}
 	if len(r.Balance) > 0 {
 		fmt.Fprintf(&b, "\nKeys per real node over the mean (%d real nodes, %d keys):\n\n", r.Balance[0].RealNodes, r.Balance[0].Keys)
-		b.WriteString("| virtual servers per node | max/mean | p99/mean | p1/mean |\n|---|---|---|---|\n")
+		b.WriteString("| virtual servers per node | indexes | max/mean | p99/mean | p1/mean |\n|---|---|---|---|---|\n")
 		for _, x := range r.Balance {
-			fmt.Fprintf(&b, "| %d | %.2f | %.2f | %.2f |\n", x.Vnodes, x.Max, x.P99, x.P1)
+			how := "0..V-1"
+			if x.Chosen {
+				how = fmt.Sprintf("best V of %d (ChooseIndexes)", ring.DefaultMaxVirtualServers)
+			}
+			fmt.Fprintf(&b, "| %d | %s | %.2f | %.2f | %.2f |\n", x.Vnodes, how, x.Max, x.P99, x.P1)
 		}
 	}
 	z := r.ScenarioRingSize
@@ -166,8 +208,15 @@ func (r Report) Markdown() string {
 		r.FailedNodes, z.nodes(), 100*r.BeforeStabilize.Success(), r.BeforeStabilize.Failed)
 	fmt.Fprintf(&b, "| same, rounds until one consistent ring | %d |\n", r.StabilizeRounds)
 	fmt.Fprintf(&b, "| same, correct live owner after stabilization | %.2f%% |\n", 100*r.AfterStabilize.Success())
-	fmt.Fprintf(&b, "| churn: %.0f%% of real nodes crash and as many join every round, %d rounds: lookup success | %.2f%% (%d lookups) |\n",
-		100*r.ChurnRate, r.ChurnRounds, 100*r.Churn.Success(), r.Churn.Count)
+	for _, c := range r.Churn {
+		fmt.Fprintf(&b, "| churn: %.0f%% of real nodes crash and as many join every round, %d rounds: lookup success | %.2f%% (%d lookups, %d failed) |\n",
+			100*c.Rate, c.Rounds, 100*c.Lookups.Success(), c.Lookups.Count, c.Lookups.Failed)
+	}
+	if r.LossRate > 0 {
+		fmt.Fprintf(&b, "| %.0f%% of messages lost, %d rounds: lookup success | %.2f%% (%d lookups, %d failed) |\n",
+			100*r.LossRate, r.LossRounds, 100*r.Lossy.Success(), r.Lossy.Count, r.Lossy.Failed)
+		fmt.Fprintf(&b, "| same, rounds after the loss stops until one consistent ring | %d |\n", r.LossRecover)
+	}
 	fmt.Fprintf(&b, "| partition into two halves: rounds until each half is a ring | %d |\n", r.PartitionRounds)
 	fmt.Fprintf(&b, "| partition healed: rounds until one consistent ring | %d |\n", r.HealRounds)
 	fmt.Fprintf(&b, "\nTotal run time %v.\n", r.TotalTime.Round(time.Second))

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/node"
+)
+
+// errProblems reports that fsck found problems that remain.
+var errProblems = errors.New("the archive has problems")
+
+// fsckCmd verifies a stopped node's archive against its files and, with
+// --repair, rebuilds the index from the files (quarantining corrupt ones)
+// and verifies again. It fails if problems remain.
+func fsckCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("fsck", "fsck --data DIR [--repair]", stderr)
+	home, _ := os.UserHomeDir()
+	data := fs.String("data", filepath.Join(home, ".herod"), "data directory of the node (the node must be stopped)")
+	repair := fs.Bool("repair", false, "rebuild the index from the version files, moving corrupt files to quarantine/")
+	day := fs.Duration("day", node.DefaultDayLength, "crawl day length the node runs with")
+	verbose := fs.Bool("v", false, "verbose logs")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	dir := filepath.Join(*data, "archive")
+	if _, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("--data %s: no archive: %w", *data, err)
+	}
+	opt := archive.Options{DayLength: *day, Logger: logger(stderr, *verbose)}
+	rep, err := archive.Fsck(ctx, dir, opt)
+	if err != nil {
+		return fmt.Errorf("%w (is the node still running?)", err)
+	}
+	printReport(stdout, "fsck", rep)
+	if rep.OK() {
+		return nil
+	}
+	if !*repair {
+		return fmt.Errorf("%w; run with --repair to rebuild the index", errProblems)
+	}
+	rrep, err := archive.Reindex(ctx, dir, opt)
+	if err != nil {
+		return err
+	}
+	printReport(stdout, "reindex", rrep)
+	if rep, err = archive.Fsck(ctx, dir, opt); err != nil {
+		return err
+	}
+	printReport(stdout, "fsck after repair", rep)
+	if !rep.OK() {
+		return fmt.Errorf("%w after repair", errProblems)
+	}
+	return nil
+}
+
+// maxListed bounds the file names printed per list of a report.
+const maxListed = 20
+
+// printReport writes a report's totals and the first files of each list.
+func printReport(w io.Writer, title string, r archive.Report) {
+	status := "ok"
+	if !r.OK() {
+		status = "PROBLEMS"
+	}
+	fmt.Fprintf(w, "%s: %s: %d files, %d valid versions, %d bytes, %d temp files, %d corrupt, %d unindexed, %d missing, %d mismatched index entries\n",
+		title, status, r.Files, r.Versions, r.Bytes, r.TempFiles, len(r.Corrupt), len(r.Unindexed), len(r.Missing), r.Mismatched)
+	for _, l := range []struct {
+		name  string
+		files []string
+	}{{"corrupt", r.Corrupt}, {"unindexed", r.Unindexed}, {"missing", r.Missing}} {
+		for i, f := range l.files {
+			if i == maxListed {
+				fmt.Fprintf(w, "  … and %d more %s\n", len(l.files)-maxListed, l.name)
+				break
+			}
+			fmt.Fprintf(w, "  %s: %s\n", l.name, f)
+		}
+	}
+}

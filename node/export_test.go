@@ -1,0 +1,330 @@
+package node
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/wire"
+)
+
+var q0 = time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)
+
+// storeNode returns a node that has only a store holding, for each URL,
+// versions on days 0 and 1.
+func storeNode(t testing.TB, urls ...string) *Node {
+	t.Helper()
+	s, err := archive.Open(filepath.Join(t.TempDir(), "archive"), archive.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for _, u := range urls {
+		for d := 0; d < 2; d++ {
+			c := archive.Capture{
+				URL: u, Time: q0.Add(time.Duration(d) * 24 * time.Hour), Status: 200,
+				Header: http.Header{"Content-Type": {"text/html"}},
+				Body:   []byte(fmt.Sprintf("<p>%s on day %d</p>", u, d)),
+			}
+			if _, _, err := s.Put(context.Background(), c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return &Node{store: s}
+}
+
+// reply returns n's export reply frames for a host query.
+func reply(t testing.TB, n *Node, host, after string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	req := queryRequest{Op: "export", Query: archive.Query{Host: host}, After: after}
+	if err := n.serveExport(context.Background(), req, &b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// member reads a reply as memberExport does, positioned on its first record.
+func member(data []byte, host string) (*memberExport, error) {
+	m := &memberExport{name: "test", r: bufio.NewReader(bytes.NewReader(data)), q: gateway.Query{URL: host, Match: gateway.MatchHost}}
+	return m, m.next()
+}
+
+// TestMergeExports merges two members' replies that share one URL (as
+// replicas would) and checks that the result is byte for byte the export
+// of one store holding the union.
+func TestMergeExports(t *testing.T) {
+	a := storeNode(t, "http://h.example/1", "http://h.example/3", "http://other.example/")
+	b := storeNode(t, "http://h.example/2", "http://h.example/3")
+	union := storeNode(t, "http://h.example/1", "http://h.example/2", "http://h.example/3")
+	var want bytes.Buffer
+	if _, err := union.store.Export(context.Background(), archive.ExportOptions{Query: archive.Query{Host: "h.example"}}, &want, nil); err != nil {
+		t.Fatal(err)
+	}
+	empty := storeNode(t, "http://other.example/")
+	var ms []*memberExport
+	for _, n := range []*Node{a, empty, b} {
+		m, err := member(reply(t, n, "h.example", ""), "h.example")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	var got bytes.Buffer
+	var cursors []string
+	if err := mergeExports(ms, &got, func(c string) { cursors = append(cursors, c) }); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) || len(cursors) != 6 {
+		t.Fatalf("merged %d bytes with %d cursors, want the union's %d bytes and 6", got.Len(), len(cursors), want.Len())
+	}
+	if !slices.IsSortedFunc(cursors, func(x, y string) int {
+		kx, _ := parseResume(x)
+		ky, _ := parseResume(y)
+		return kx.compare(ky)
+	}) {
+		t.Fatalf("cursors out of order: %q", cursors)
+	}
+}
+
+// TestMergeReportsSkipped checks that a member's corrupt files, which its
+// store leaves out of the export, make the merge end with a partial error
+// after writing everything else.
+func TestMergeReportsSkipped(t *testing.T) {
+	a := storeNode(t, "http://h.example/1")
+	b := storeNode(t, "http://h.example/2")
+	var victim string
+	b.store.Scan(context.Background(), archive.Query{}, func(v archive.Version) error {
+		victim = v.File
+		return nil
+	})
+	if err := os.WriteFile(filepath.Join(b.store.Dir(), victim), []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ms []*memberExport
+	for _, n := range []*Node{a, b} {
+		m, err := member(reply(t, n, "h.example", ""), "h.example")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	var got bytes.Buffer
+	n := 0
+	err := mergeExports(ms, &got, func(string) { n++ })
+	if !errors.Is(err, errPartial) || !strings.Contains(err.Error(), "1 corrupt") || n != 3 {
+		t.Fatalf("merge with a corrupt file: %d records, %v; want 3 and a partial error", n, err)
+	}
+}
+
+// TestMemberExportChecks feeds memberExport replies that break the
+// protocol in one way each; every one must be refused.
+func TestMemberExportChecks(t *testing.T) {
+	n := storeNode(t, "http://h.example/1", "http://h.example/2")
+	good := reply(t, n, "h.example", "")
+	r := bufio.NewReader(bytes.NewReader(good))
+	var heads []recordHeader
+	var bodies [][]byte
+	for {
+		var h recordHeader
+		if err := wire.ReadJSON(r, maxRequestFrame, &h); err != nil {
+			t.Fatal(err)
+		}
+		if h.End {
+			break
+		}
+		b, err := wire.ReadFrame(r, maxBodyFrame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		heads, bodies = append(heads, h), append(bodies, b)
+	}
+	if len(heads) != 4 {
+		t.Fatalf("reply has %d records, want 4", len(heads))
+	}
+	build := func(edit func(hs []recordHeader, bs [][]byte) ([]recordHeader, [][]byte), end recordHeader) []byte {
+		hs, bs := slices.Clone(heads), slices.Clone(bodies)
+		hs, bs = edit(hs, bs)
+		var b bytes.Buffer
+		for i := range hs {
+			wire.WriteJSON(&b, hs[i])
+			wire.WriteFrame(&b, bs[i])
+		}
+		wire.WriteJSON(&b, end)
+		return b.Bytes()
+	}
+	same := func(hs []recordHeader, bs [][]byte) ([]recordHeader, [][]byte) { return hs, bs }
+	end := recordHeader{End: true}
+	tests := []struct {
+		name string
+		data []byte
+	}{
+		{"remote error", build(same, recordHeader{End: true, Error: "disk on fire"})},
+		{"truncated", good[:len(good)-3]},
+		{"no end", good[:len(good)-len(build(func(h []recordHeader, b [][]byte) ([]recordHeader, [][]byte) { return nil, nil }, end))]},
+		{"out of order", build(func(h []recordHeader, b [][]byte) ([]recordHeader, [][]byte) {
+			h[0], h[1], b[0], b[1] = h[1], h[0], b[1], b[0]
+			return h, b
+		}, end)},
+		{"repeated", build(func(h []recordHeader, b [][]byte) ([]recordHeader, [][]byte) {
+			return append(h[:1], h[0]), append(b[:1], b[0])
+		}, end)},
+		{"other host", build(func(h []recordHeader, b [][]byte) ([]recordHeader, [][]byte) {
+			h[0].URL = "http://evil.example/1"
+			h[0].Cursor = exactCursor(h[0].URL, h[0].Time, h[0].Digest)
+			return h, b
+		}, end)},
+		{"cursor mismatch", build(func(h []recordHeader, b [][]byte) ([]recordHeader, [][]byte) {
+			h[0].Cursor = exactCursor(h[0].URL, h[0].Time.Add(time.Hour), h[0].Digest)
+			return h, b
+		}, end)},
+		{"body of another record", build(func(h []recordHeader, b [][]byte) ([]recordHeader, [][]byte) {
+			b[0] = b[1]
+			return h, b
+		}, end)},
+		{"wrong digest", build(func(h []recordHeader, b [][]byte) ([]recordHeader, [][]byte) {
+			h[0].Digest = id.Sum([]byte("other"))
+			h[0].Cursor = exactCursor(h[0].URL, h[0].Time, h[0].Digest)
+			return h, b
+		}, end)},
+		{"two members in one body", build(func(h []recordHeader, b [][]byte) ([]recordHeader, [][]byte) {
+			b[0] = append(slices.Clone(b[0]), b[0]...)
+			return h, b
+		}, end)},
+		{"flipped byte", build(func(h []recordHeader, b [][]byte) ([]recordHeader, [][]byte) {
+			b[0] = slices.Clone(b[0])
+			b[0][len(b[0])/2] ^= 0x20
+			return h, b
+		}, end)},
+		{"not gzip", build(func(h []recordHeader, b [][]byte) ([]recordHeader, [][]byte) {
+			b[0] = []byte("WARC/1.1\r\n")
+			return h, b
+		}, end)},
+	}
+	if err := drain(good, "h.example", nil); err != nil {
+		t.Fatalf("good reply refused: %v", err)
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := drain(tc.data, "h.example", nil); err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+	// Resuming: a member must not send records up to the cursor.
+	after, _ := parseResume(heads[1].Cursor)
+	if err := drain(good, "h.example", &after); err == nil {
+		t.Fatal("records before the resume cursor accepted")
+	}
+	if err := drain(reply(t, n, "h.example", heads[1].Cursor), "h.example", &after); err != nil {
+		t.Fatalf("resumed reply refused: %v", err)
+	}
+}
+
+// drain reads a whole reply, returning the first error.
+func drain(data []byte, host string, after *exportKey) error {
+	m := &memberExport{name: "test", r: bufio.NewReader(bytes.NewReader(data)), q: gateway.Query{URL: host, Match: gateway.MatchHost}}
+	if after != nil {
+		m.last, m.hasLast = *after, true
+	}
+	for i := 0; i < 1000; i++ {
+		if err := m.next(); err != nil {
+			return err
+		}
+		if m.done {
+			return nil
+		}
+	}
+	return errors.New("reply never ends")
+}
+
+func TestLocalList(t *testing.T) {
+	n := storeNode(t, "http://h.example/b", "http://h.example/a", "http://www.h.example/c", "https://h.example/a", "http://x.example/")
+	all, err := n.localList(context.Background(), archive.Query{Host: "h.example"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 6 || !slices.IsSortedFunc(all, cdxCompare) {
+		t.Fatalf("list = %d versions (sorted: %v), want 6 in CDX order", len(all), slices.IsSortedFunc(all, cdxCompare))
+	}
+	for limit := 1; limit <= 7; limit++ {
+		got, err := n.localList(context.Background(), archive.Query{Host: "h.example"}, limit)
+		if err != nil || !slices.EqualFunc(got, all[:min(limit, 6)], sameVersion) {
+			t.Fatalf("limit %d: %d versions, %v", limit, len(got), err)
+		}
+	}
+	for _, q := range []archive.Query{{}, {Host: "h.example", URL: "http://h.example/a"}, {Host: "h", From: q0, To: q0.Add(-time.Hour)}} {
+		if _, err := n.localList(context.Background(), q, 0); err == nil {
+			t.Errorf("query %+v accepted", q)
+		}
+	}
+}
+
+func TestParseResume(t *testing.T) {
+	d := id.Sum([]byte("x"))
+	tests := []struct {
+		in   string
+		want exportKey
+		ok   bool
+	}{
+		{exactCursor("http://H.example/a", q0, d), exportKey{"h.example", "http://H.example/a", q0, d}, true},
+		{"http://h.example/a 20260501080000", exportKey{"h.example", "http://h.example/a", q0.Add(time.Second - 1), id.ID{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}, true},
+		{"http://h.example/a", exportKey{}, false},
+		{"http://h.example/a 2026-05-01T08:00:00Z", exportKey{}, false},
+		{"http://h.example/a 2026-05-01T08:00:00Z zz", exportKey{}, false},
+		{"", exportKey{}, false},
+	}
+	for _, tc := range tests {
+		got, err := parseResume(tc.in)
+		if (err == nil) != tc.ok || (tc.ok && got.compare(tc.want) != 0) {
+			t.Errorf("parseResume(%q) = %+v, %v", tc.in, got, err)
+		}
+	}
+}
+
+// FuzzMemberExport feeds arbitrary bytes as a member's export reply: the
+// reader must never panic, and every record it accepts must pass the
+// record check.
+func FuzzMemberExport(f *testing.F) {
+	n := storeNode(f, "http://h.example/1", "http://h.example/2")
+	good := reply(f, n, "h.example", "")
+	f.Add(good)
+	f.Add(good[:len(good)/2])
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m := &memberExport{name: "fuzz", r: bufio.NewReader(bytes.NewReader(data)), q: gateway.Query{URL: "h.example", Match: gateway.MatchHost}}
+		for i := 0; i < 100; i++ {
+			if err := m.next(); err != nil || m.done {
+				return
+			}
+			if err := checkRecord(m.body, m.head); err != nil {
+				t.Fatalf("accepted a record that fails the check: %v", err)
+			}
+		}
+	})
+}
+
+func FuzzParseResume(f *testing.F) {
+	f.Add(exactCursor("http://h.example/a", q0, id.Sum(nil)))
+	f.Add("http://h.example/a 20260501080000")
+	f.Add("x y z")
+	f.Fuzz(func(t *testing.T, s string) {
+		k, err := parseResume(s)
+		if err == nil && k.url == "" {
+			t.Fatalf("parseResume(%q) accepted an empty URL", s)
+		}
+	})
+}

@@ -1,0 +1,400 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/replicate"
+	"github.com/herod-archive/herod/ring"
+)
+
+// replicateProtocol carries replicate's requests: one stream per request,
+// one length-prefixed frame each way.
+const replicateProtocol protocol.ID = "/herod/replicate/1.0.0"
+
+// Replication defaults.
+const (
+	// ReplicationFactor is k: every key is held by its owner and by the
+	// next k-1 distinct real nodes clockwise (skipping further virtual
+	// servers of nodes already counted), so any k-1 real nodes may die at
+	// once without losing a file.
+	ReplicationFactor = 3
+	// DefaultReplicationInterval is the period of replication rounds. A
+	// round costs one round trip of 67 bytes per (range, replica) pair
+	// when in sync, so the period bounds how stale a replica can be, not
+	// the bandwidth. Tests shorten it with Node.SetReplicationInterval. The
+	// first round runs one period after Start, once the ring has settled.
+	DefaultReplicationInterval = 30 * time.Second
+	// pullQueueLen bounds the pull requests a node has accepted and not
+	// yet served; owners repeat theirs every round.
+	pullQueueLen = 256
+)
+
+// replicators holds each node's replication state. Node has no field for
+// it (node.go belongs to the lead); the entry lives from New to Close.
+var replicators sync.Map // *Node -> *replicator
+
+// replicator runs a node's replication: a loop that, every interval, pulls
+// each of the node's ranges from its replicas and asks them to pull it from
+// the node, and a worker that serves the pull requests other owners send.
+type replicator struct {
+	n        *Node
+	interval atomic.Int64 // nanoseconds; <= 0 disables rounds
+	kick     chan struct{}
+	jobs     chan pullJob
+	roundMu  sync.Mutex // one round at a time
+
+	mu      sync.Mutex
+	queued  map[pullJob]bool
+	busy    int // pull jobs being served
+	st      ReplicationStats
+	lastErr error
+}
+
+// pullJob is a range an owner asked this node to pull from it.
+type pullJob struct {
+	a, b id.ID
+	from ring.Contact
+}
+
+// ReplicationStats counts a node's replication work since New.
+type ReplicationStats struct {
+	Interval time.Duration `json:"interval"`
+	Rounds   int64         `json:"rounds"`
+	// Pairs counts (range, replica) pairs handled by rounds: for each, one
+	// sync pulling the range from the replica and, if the range differed,
+	// one pull request asking the replica to sync it back.
+	Pairs int64 `json:"pairs"`
+	// Syncs adds up every Sync this node ran (its own ranges from their
+	// replicas, and the ranges owners asked it to hold); its Traffic also
+	// includes the pull requests this node sent.
+	Syncs replicate.Stats `json:"syncs"`
+	// PullRequests counts pull requests accepted from owners; Refused
+	// those that failed verification; Dropped those lost to a full queue.
+	PullRequests int64  `json:"pull_requests"`
+	Refused      int64  `json:"refused"`
+	Dropped      int64  `json:"dropped"`
+	Errors       int64  `json:"errors"`
+	LastError    string `json:"last_error,omitempty"`
+}
+
+// setupReplication registers the replication protocol handler. Called
+// from New; the loop starts with startReplication.
+func (n *Node) setupReplication() {
+	r := &replicator{
+		n: n, kick: make(chan struct{}, 1), jobs: make(chan pullJob, pullQueueLen),
+		queued: map[pullJob]bool{},
+	}
+	r.interval.Store(int64(DefaultReplicationInterval))
+	replicators.Store(n, r)
+	n.host.SetStreamHandler(replicateProtocol, r.handle)
+}
+
+// startReplication launches the round loop and the pull worker. Called
+// from Start.
+func (n *Node) startReplication() {
+	r := n.replicator()
+	n.wg.Add(2)
+	go func() {
+		defer n.wg.Done()
+		r.loop(n.ctx)
+	}()
+	go func() {
+		defer n.wg.Done()
+		defer replicators.Delete(n)
+		r.work(n.ctx)
+	}()
+}
+
+func (n *Node) replicator() *replicator {
+	r, _ := replicators.Load(n)
+	return r.(*replicator)
+}
+
+// SetReplicationInterval sets the period of replication rounds, effective
+// at once; d <= 0 stops rounds (pull requests from owners are still served).
+func (n *Node) SetReplicationInterval(d time.Duration) {
+	r := n.replicator()
+	r.interval.Store(int64(d))
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// ReplicationStats returns a snapshot of the replication counters.
+func (n *Node) ReplicationStats() ReplicationStats {
+	r := n.replicator()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.st
+	st.Interval = time.Duration(r.interval.Load())
+	if r.lastErr != nil {
+		st.LastError = r.lastErr.Error()
+	}
+	return st
+}
+
+// ReplicationIdle reports whether no pull request is queued or being served.
+func (n *Node) ReplicationIdle() bool {
+	r := n.replicator()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.queued) == 0 && r.busy == 0
+}
+
+// Replicate runs one replication round now (waiting for a running one to
+// finish first) and returns the first error it met; the round goes on past
+// errors, which the stats count.
+func (n *Node) Replicate(ctx context.Context) error { return n.replicator().round(ctx) }
+
+func (r *replicator) loop(ctx context.Context) {
+	for {
+		var tick <-chan time.Time
+		var t *time.Timer
+		if d := time.Duration(r.interval.Load()); d > 0 {
+			t = time.NewTimer(d)
+			tick = t.C
+		}
+		var fire bool
+		select {
+		case <-ctx.Done():
+		case <-r.kick: // the interval changed: restart the timer
+		case <-tick:
+			fire = true
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if !fire {
+			continue
+		}
+		if err := r.round(ctx); err != nil && ctx.Err() == nil {
+			r.n.log.Debug("replication round", "err", err)
+		}
+	}
+}
+
+func (r *replicator) fail(err error) error {
+	r.mu.Lock()
+	r.st.Errors++
+	r.lastErr = err
+	r.mu.Unlock()
+	return err
+}
+
+func (r *replicator) record(st replicate.Stats) {
+	r.mu.Lock()
+	r.st.Syncs.Add(st)
+	r.mu.Unlock()
+}
+
+// round syncs every known local range with its replicas, both ways.
+func (r *replicator) round(ctx context.Context) error {
+	r.roundMu.Lock()
+	defer r.roundMu.Unlock()
+	n := r.n
+	var errs []error
+	pairs := 0
+	for _, v := range n.ring.Status().Vnodes {
+		if !v.Range.Known {
+			continue
+		}
+		for _, c := range r.replicasOf(ctx, v) {
+			pairs++
+			if err := r.syncPair(ctx, v, c); err != nil {
+				errs = append(errs, r.fail(err))
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
+	}
+	r.mu.Lock()
+	r.st.Rounds++
+	r.st.Pairs += int64(pairs)
+	r.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// syncPair pulls v's range from replica c, then, unless the two sums of
+// the range were equal, asks c to pull it from us. In sync, a pair thus
+// costs one round trip.
+func (r *replicator) syncPair(ctx context.Context, v ring.VnodeStatus, c ring.Contact) error {
+	n := r.n
+	a, b := v.Range.Start, v.Range.End
+	st, err := replicate.Sync(ctx, n.store, r.client(c), a, b, replicate.Options{})
+	r.record(st)
+	if err != nil {
+		return fmt.Errorf("replicate %s from %s: %w", v.Node, c.Addr, err)
+	}
+	if st.InSync == 1 {
+		return nil // equal sums: c holds exactly what we hold
+	}
+	cl := r.client(c)
+	err = cl.Pull(ctx, a, b, replicate.Contact{Peer: n.self.Peer, Addr: n.self.Addr, Index: v.Index})
+	r.record(replicate.Stats{Traffic: cl.Traffic()})
+	if err != nil {
+		return fmt.Errorf("replicate %s to %s: %w", v.Node, c.Addr, err)
+	}
+	return nil
+}
+
+// replicasOf returns the real nodes that hold replicas of v's range: the
+// first k-1 distinct real nodes other than this one on v's successor list,
+// or, if that list is too short to name them, as the ring finds them.
+func (r *replicator) replicasOf(ctx context.Context, v ring.VnodeStatus) []ring.Contact {
+	self := r.n.self.Peer
+	seen := map[string]bool{self: true}
+	var out []ring.Contact
+	for _, s := range v.Successors {
+		if !seen[s.Peer] {
+			seen[s.Peer] = true
+			out = append(out, s.Contact)
+			if len(out) == ReplicationFactor-1 {
+				return out
+			}
+		}
+	}
+	if len(v.Successors) < ring.DefaultSuccessorListLen {
+		return out // the list holds the whole ring: there are no more nodes
+	}
+	succs, err := r.n.ring.Successors(ctx, v.ID, ReplicationFactor)
+	if err != nil {
+		r.fail(fmt.Errorf("replicas of %s: %w", v.Node, err))
+		return out
+	}
+	out = out[:0]
+	for _, s := range succs {
+		if s.Peer != self {
+			out = append(out, s.Contact)
+		}
+	}
+	return out
+}
+
+// client returns a replicate client whose requests go to c.
+func (r *replicator) client(c ring.Contact) *replicate.Client {
+	return replicate.NewClient(replicate.RoundTripFunc(func(ctx context.Context, req []byte) ([]byte, error) {
+		return r.n.roundTrip(ctx, c, req)
+	}))
+}
+
+// roundTrip sends one replicate request to c and reads its reply.
+func (n *Node) roundTrip(ctx context.Context, c ring.Contact, req []byte) ([]byte, error) {
+	s, err := n.openStream(ctx, c, replicateProtocol)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	stop := context.AfterFunc(ctx, func() { s.Reset() }) // cancellation ends a wait for the reply
+	defer stop()
+	if err := wire.WriteFrame(s, req); err != nil {
+		s.Reset()
+		return nil, fmt.Errorf("replicate request: %w", err)
+	}
+	_ = s.CloseWrite()
+	rep, err := wire.ReadFrame(bufio.NewReader(s), replicate.MaxReply)
+	if err != nil {
+		s.Reset()
+		return nil, fmt.Errorf("replicate reply: %w", err)
+	}
+	return rep, nil
+}
+
+// handle answers one replicate request from another node.
+func (r *replicator) handle(s network.Stream) {
+	defer s.Close()
+	n := r.n
+	_ = s.SetDeadline(time.Now().Add(streamTimeout))
+	req, err := wire.ReadFrame(bufio.NewReader(s), replicate.MaxRequest)
+	if err != nil {
+		n.counters.badFrames.Add(1)
+		s.Reset()
+		return
+	}
+	remote := s.Conn().RemotePeer().String()
+	srv := replicate.Server{
+		Source: n.store,
+		Pull:   func(_ context.Context, q replicate.Request) error { return r.accept(remote, q) },
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), streamTimeout)
+	defer cancel()
+	rep, err := srv.Handle(ctx, req)
+	if errors.Is(err, replicate.ErrProtocol) {
+		n.counters.badFrames.Add(1)
+	}
+	if err := wire.WriteFrame(s, rep); err != nil {
+		s.Reset()
+	}
+}
+
+// accept verifies an owner's pull request and queues it: the request must
+// come from the peer it names, and the range must end at one of that
+// peer's virtual servers. (An owner can thus make its replicas copy files
+// from it, which verification keeps self-consistent, but only for ranges
+// ending at its own ring positions.)
+func (r *replicator) accept(remote string, q replicate.Request) error {
+	from := ring.Node{ID: q.B, Contact: ring.Contact{Peer: q.From.Peer, Addr: q.From.Addr}, Index: q.From.Index}
+	err := ring.CheckID(from, ring.DefaultMaxVirtualServers)
+	if err == nil && from.Peer != remote {
+		err = fmt.Errorf("pull request for %s sent by %s", from.Peer, remote)
+	}
+	if err != nil {
+		r.mu.Lock()
+		r.st.Refused++
+		r.mu.Unlock()
+		return fmt.Errorf("pull request refused: %w", err)
+	}
+	job := pullJob{a: q.A, b: q.B, from: from.Contact}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.queued[job] {
+		return nil
+	}
+	select {
+	case r.jobs <- job:
+		r.queued[job] = true
+		r.st.PullRequests++
+		return nil
+	default:
+		r.st.Dropped++
+		return errors.New("pull queue full")
+	}
+}
+
+// work serves queued pull requests one at a time.
+func (r *replicator) work(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case job := <-r.jobs:
+			r.mu.Lock()
+			delete(r.queued, job)
+			r.busy++
+			r.mu.Unlock()
+			st, err := replicate.Sync(ctx, r.n.store, r.client(job.from), job.a, job.b, replicate.Options{})
+			r.record(st)
+			if err != nil && ctx.Err() == nil {
+				r.fail(fmt.Errorf("replicate (%s, %s] from %s: %w", job.a.Short(), job.b.Short(), job.from.Addr, err))
+			}
+			r.mu.Lock()
+			r.busy--
+			r.mu.Unlock()
+		}
+	}
+}

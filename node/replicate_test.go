@@ -1,0 +1,348 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/crawl"
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/sampleweb"
+	"github.com/herod-archive/herod/ring"
+)
+
+// TestReplicationSurvivesTwoAdjacentFailures is the replication acceptance
+// test: five nodes crawl the sample web; replication copies every version
+// to its owner and the next two distinct real nodes clockwise; an in-sync
+// round costs at most 1 KiB per replica pair; then two nodes holding
+// adjacent ring positions die at once, and every version stays readable
+// through a survivor's gateway.
+func TestReplicationSurvivesTwoAdjacentFailures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("five-node ring: skipped in -short mode")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	web := sampleweb.New(sampleweb.Config{Hosts: 3, Pages: 120})
+	if err := web.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	lr, err := StartLocalRing(ctx, t.TempDir(), 5, Config{
+		VirtualServers:    4,
+		StabilizeInterval: 100 * time.Millisecond,
+		FlushInterval:     20 * time.Millisecond,
+		Crawl:             crawl.Config{HostRate: 2000, Concurrency: 16},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lr.Close()
+	for _, n := range lr.Nodes {
+		n.SetReplicationInterval(200 * time.Millisecond)
+	}
+	if err := lr.WaitStable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := lr.Nodes[0].Seed(ctx, web.Seeds()); err != nil {
+		t.Fatal(err)
+	}
+	if err := lr.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	crawled := time.Since(start)
+
+	// Every version reaches its k = 3 holders.
+	var last error
+	for {
+		if last = lr.checkReplicated(ctx); last == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("not replicated after %s: %v%s", time.Since(start).Round(time.Millisecond), last, lr.replicationReport())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	versions := lr.allVersions(ctx, t)
+	t.Logf("crawled in %s; %d versions of %d URLs on 3 real nodes each after %s",
+		crawled.Round(time.Millisecond), countVersions(versions), len(versions), time.Since(start).Round(time.Millisecond))
+
+	// Bytes per replica pair in one in-sync round.
+	for _, n := range lr.Nodes {
+		n.SetReplicationInterval(0)
+	}
+	lr.waitReplicationIdle(ctx, t)
+	// libp2p's bandwidth counter folds new bytes into its totals once a
+	// second: let it catch up before each snapshot (measurement only).
+	time.Sleep(2 * time.Second)
+	before, wireBefore := lr.replicationTotals(), lr.replicateWireOut()
+	for _, n := range lr.Nodes {
+		if err := n.Replicate(ctx); err != nil {
+			t.Fatalf("in-sync round: %v", err)
+		}
+	}
+	lr.waitReplicationIdle(ctx, t)
+	time.Sleep(2 * time.Second)
+	after, wireAfter := lr.replicationTotals(), lr.replicateWireOut()
+	pairs := after.Pairs - before.Pairs
+	bytes := after.Syncs.Traffic.Bytes() - before.Syncs.Traffic.Bytes()
+	reqs := after.Syncs.Traffic.Requests - before.Syncs.Traffic.Requests
+	if pulled := after.Syncs.Pulled - before.Syncs.Pulled; pulled != 0 || pairs == 0 {
+		t.Fatalf("in-sync round pulled %d files over %d pairs", pulled, pairs)
+	}
+	perPair := float64(bytes) / float64(pairs)
+	t.Logf("in-sync round: %d (range, replica) pairs, %d round trips, %d bytes: %.0f bytes per pair (both directions); "+
+		"libp2p stream bytes of %s: %.0f per pair", pairs, reqs, bytes, perPair, replicateProtocol, float64(wireAfter-wireBefore)/float64(pairs))
+	nodePairs := lr.replicaNodePairs()
+	t.Logf("in-sync round: %d real-node replica pairs: %.0f bytes per real-node pair", nodePairs, float64(bytes)/float64(nodePairs))
+	if perPair > 1024 || float64(bytes)/float64(nodePairs) > 1024 {
+		t.Errorf("in-sync round: %.0f bytes per replica pair, want <= 1024", perPair)
+	}
+
+	for _, n := range lr.Nodes {
+		n.SetReplicationInterval(200 * time.Millisecond)
+	}
+
+	// Two nodes holding adjacent ring positions die at once.
+	x, y := lr.adjacentPair()
+	t.Logf("killing %s and %s (adjacent virtual servers)", x.self.Addr, y.self.Addr)
+	var wg sync.WaitGroup
+	for _, n := range []*Node{x, y} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.Close()
+		}()
+	}
+	wg.Wait()
+	survivors := &LocalRing{}
+	for _, n := range lr.Nodes {
+		if n != x && n != y {
+			survivors.Nodes = append(survivors.Nodes, n)
+		}
+	}
+	if err := survivors.WaitStable(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Every version of every URL is readable through one survivor's gateway.
+	gw := (*resolver)(survivors.Nodes[0])
+	lost := 0
+	for u, want := range versions {
+		got, err := gw.Versions(ctx, u)
+		if err != nil {
+			t.Errorf("versions of %s: %v", u, err)
+			lost += len(want)
+			continue
+		}
+		for _, v := range want {
+			if !slices.ContainsFunc(got, func(g archive.Version) bool { return g.Digest == v.Digest && g.Time.Equal(v.Time) }) {
+				t.Errorf("%s: version of %s lost", u, v.Time)
+				lost++
+				continue
+			}
+			gv, c, err := gw.Get(ctx, u, v.Time)
+			if err != nil || gv.Digest != v.Digest || id.Sum(c.Body) != v.Digest {
+				t.Errorf("%s at %s: unreadable (%v)", u, v.Time, err)
+				lost++
+			}
+		}
+	}
+	t.Logf("after the failure: %d of %d versions lost", lost, countVersions(versions))
+	// The survivors restore k = 3 copies (here: all three hold everything).
+	for {
+		if last = survivors.checkReplicated(ctx); last == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("not re-replicated after the failure: %v", last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// And through HTTP, one page as a reader would ask for it.
+	for u := range versions {
+		if strings.HasSuffix(u, ".html") {
+			get(t, survivors.Nodes[1].GatewayURL()+"web/"+time.Now().UTC().Format("20060102150405")+"/"+u)
+			break
+		}
+	}
+}
+
+type vserver struct {
+	id id.ID
+	n  *Node
+}
+
+// vservers returns every virtual server of the ring in id order.
+func (lr *LocalRing) vservers() []vserver {
+	var all []vserver
+	for _, n := range lr.Nodes {
+		for i := 0; i < n.cfg.VirtualServers; i++ {
+			all = append(all, vserver{ring.VirtualID(n.self.Addr, i), n})
+		}
+	}
+	slices.SortFunc(all, func(a, b vserver) int { return a.id.Cmp(b.id) })
+	return all
+}
+
+// holders returns the k real nodes that must hold key: its owner and the
+// next k-1 distinct real nodes clockwise.
+func (lr *LocalRing) holders(key id.ID, k int) []*Node {
+	all := lr.vservers()
+	first := slices.IndexFunc(all, func(v vserver) bool { return v.id.Cmp(key) >= 0 })
+	if first < 0 {
+		first = 0
+	}
+	var out []*Node
+	for i := 0; i < len(all) && len(out) < k; i++ {
+		n := all[(first+i)%len(all)].n
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// checkReplicated reports the first version not held by all of its k
+// holders (comparing file names; the stores verify files when they import
+// them, and the failure test below reads every version back).
+func (lr *LocalRing) checkReplicated(ctx context.Context) error {
+	held := map[*Node]map[archive.Entry]bool{}
+	for _, n := range lr.Nodes {
+		ents, err := n.Store().Entries(ctx, id.ID{}, id.ID{})
+		if err != nil {
+			return err
+		}
+		held[n] = map[archive.Entry]bool{}
+		for _, e := range ents {
+			held[n][e] = true
+		}
+	}
+	for _, n := range lr.Nodes {
+		for e := range held[n] {
+			for _, h := range lr.holders(e.Key, ReplicationFactor) {
+				if !held[h][e] {
+					return fmt.Errorf("%s is on %s, not on %s", e.Name(), n.self.Addr, h.self.Addr)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// allVersions returns every URL's versions over all nodes.
+func (lr *LocalRing) allVersions(ctx context.Context, t *testing.T) map[string][]archive.Version {
+	t.Helper()
+	out := map[string][]archive.Version{}
+	seen := map[string]bool{}
+	for _, n := range lr.Nodes {
+		err := n.Store().Range(ctx, id.ID{}, id.ID{}, func(v archive.Version) error {
+			if !seen[v.File] {
+				seen[v.File] = true
+				out[v.URL] = append(out[v.URL], v)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func countVersions(m map[string][]archive.Version) int {
+	c := 0
+	for _, vs := range m {
+		c += len(vs)
+	}
+	return c
+}
+
+// replicaNodePairs returns the number of unordered pairs of real nodes
+// that hold replicas for each other (an owner and one of its k-1 replicas).
+func (lr *LocalRing) replicaNodePairs() int {
+	pairs := map[[2]*Node]bool{}
+	for _, v := range lr.vservers() {
+		hs := lr.holders(v.id, ReplicationFactor)
+		for _, h := range hs[1:] {
+			p := [2]*Node{hs[0], h}
+			if h.self.Addr < hs[0].self.Addr {
+				p = [2]*Node{h, hs[0]}
+			}
+			pairs[p] = true
+		}
+	}
+	return len(pairs)
+}
+
+// adjacentPair returns two real nodes with adjacent virtual servers.
+func (lr *LocalRing) adjacentPair() (*Node, *Node) {
+	all := lr.vservers()
+	for i := range all {
+		if a, b := all[i].n, all[(i+1)%len(all)].n; a != b {
+			return a, b
+		}
+	}
+	return lr.Nodes[0], lr.Nodes[1]
+}
+
+func (lr *LocalRing) waitReplicationIdle(ctx context.Context, t *testing.T) {
+	t.Helper()
+	for {
+		idle := true
+		for _, n := range lr.Nodes {
+			r := n.replicator()
+			r.roundMu.Lock() // wait for a running round
+			r.roundMu.Unlock()
+			idle = idle && n.ReplicationIdle()
+		}
+		if idle {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatal("replication not idle")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// replicationReport describes each node's replication counters.
+func (lr *LocalRing) replicationReport() string {
+	var b strings.Builder
+	for _, n := range lr.Nodes {
+		st := n.ReplicationStats()
+		fmt.Fprintf(&b, "\n  %s: rounds %d, pairs %d, syncs %d (pulled %d, rejected %d, failed %d), pull requests %d, refused %d, dropped %d, errors %d, last error %q",
+			n.self.Addr, st.Rounds, st.Pairs, st.Syncs.Syncs, st.Syncs.Pulled, st.Syncs.Rejected, st.Syncs.Failed,
+			st.PullRequests, st.Refused, st.Dropped, st.Errors, st.LastError)
+	}
+	return b.String()
+}
+
+// replicateWireOut returns the bytes all nodes wrote on replicate streams.
+func (lr *LocalRing) replicateWireOut() int64 {
+	var out int64
+	for _, n := range lr.Nodes {
+		for _, w := range n.wire() {
+			if w.Protocol == string(replicateProtocol) {
+				out += w.Out
+			}
+		}
+	}
+	return out
+}
+
+func (lr *LocalRing) replicationTotals() ReplicationStats {
+	var s ReplicationStats
+	for _, n := range lr.Nodes {
+		st := n.ReplicationStats()
+		s.Pairs += st.Pairs
+		s.Syncs.Add(st.Syncs)
+	}
+	return s
+}
