@@ -18,6 +18,34 @@ import (
 	"github.com/herod-archive/herod/ring"
 )
 
+// Replication places every key on k = ReplicationFactor real nodes: the
+// owner of the key (the real node running the virtual server whose range
+// (pred, v] holds it) and the next k-1 distinct real nodes clockwise from
+// v, skipping further virtual servers of nodes already counted — the
+// thesis's "owner plus successors", made safe for virtual servers, where
+// the next k-1 virtual servers may well run on the owner itself.
+//
+// Why two adjacent failures (any two, in fact) lose nothing: walking
+// clockwise from a key, every virtual server met before the first one of
+// the third distinct real node belongs to one of the three holders. With
+// at most two of them dead, the first live virtual server on that walk —
+// the key's new owner once the ring has stabilized — runs on a surviving
+// holder, so lookups (and the gateway) find the files where they are.
+//
+// Each round, for each local virtual server v with a known range
+// (pred, v] and each of its replicas c, the owner
+//
+//  1. pulls (pred, v] from c (replicate.Sync: what c holds and it lacks —
+//     this is how a node that has just taken over a range gets its files),
+//  2. unless the two sums were equal, sends c an OpPull request naming
+//     (pred, v] and itself; c verifies that the range ends at one of the
+//     sender's own virtual servers and queues a Sync of (pred, v] from the
+//     owner. So each replica compares with its predecessor owner and each
+//     owner with its successors, as in the thesis, and in sync a pair costs
+//     one round trip.
+//
+// Nothing is deleted: a node that stops being a holder keeps its copies.
+
 // replicateProtocol carries replicate's requests: one stream per request,
 // one length-prefixed frame each way.
 const replicateProtocol protocol.ID = "/herod/replicate/1.0.0"
@@ -35,13 +63,20 @@ const (
 	// the bandwidth. Tests shorten it with Node.SetReplicationInterval. The
 	// first round runs one period after Start, once the ring has settled.
 	DefaultReplicationInterval = 30 * time.Second
+	// ReplicationSettle is how long after the last change of a local
+	// virtual server's range or successors a round runs (if sooner than
+	// the next periodic one): long enough for a failure's burst of ring
+	// changes to end, short enough that lost copies are restored quickly.
+	ReplicationSettle = time.Second
 	// pullQueueLen bounds the pull requests a node has accepted and not
 	// yet served; owners repeat theirs every round.
 	pullQueueLen = 256
 )
 
 // replicators holds each node's replication state. Node has no field for
-// it (node.go belongs to the lead); the entry lives from New to Close.
+// it (node.go belongs to the lead); the entry lives from New until the
+// node's Close ends its pull worker. (A node whose New fails after
+// setupReplication, or that is never started, keeps its entry.)
 var replicators sync.Map // *Node -> *replicator
 
 // replicator runs a node's replication: a loop that, every interval, pulls
@@ -91,11 +126,7 @@ type ReplicationStats struct {
 // setupReplication registers the replication protocol handler. Called
 // from New; the loop starts with startReplication.
 func (n *Node) setupReplication() {
-	r := &replicator{
-		n: n, kick: make(chan struct{}, 1), jobs: make(chan pullJob, pullQueueLen),
-		queued: map[pullJob]bool{},
-	}
-	r.interval.Store(int64(DefaultReplicationInterval))
+	r := newReplicator(n)
 	replicators.Store(n, r)
 	n.host.SetStreamHandler(replicateProtocol, r.handle)
 }
@@ -104,10 +135,12 @@ func (n *Node) setupReplication() {
 // from Start.
 func (n *Node) startReplication() {
 	r := n.replicator()
+	sub := n.ring.Subscribe(64)
 	n.wg.Add(2)
 	go func() {
 		defer n.wg.Done()
-		r.loop(n.ctx)
+		defer sub.Unsubscribe()
+		r.loop(n.ctx, sub.C)
 	}()
 	go func() {
 		defer n.wg.Done()
@@ -116,9 +149,22 @@ func (n *Node) startReplication() {
 	}()
 }
 
+// replicator returns n's replication state; after Close (or for a node
+// New never finished) an inert one whose counters read zero.
 func (n *Node) replicator() *replicator {
-	r, _ := replicators.Load(n)
-	return r.(*replicator)
+	if r, ok := replicators.Load(n); ok {
+		return r.(*replicator)
+	}
+	return newReplicator(n)
+}
+
+func newReplicator(n *Node) *replicator {
+	r := &replicator{
+		n: n, kick: make(chan struct{}, 1), jobs: make(chan pullJob, pullQueueLen),
+		queued: map[pullJob]bool{},
+	}
+	r.interval.Store(int64(DefaultReplicationInterval))
+	return r
 }
 
 // SetReplicationInterval sets the period of replication rounds, effective
@@ -158,11 +204,23 @@ func (n *Node) ReplicationIdle() bool {
 // errors, which the stats count.
 func (n *Node) Replicate(ctx context.Context) error { return n.replicator().round(ctx) }
 
-func (r *replicator) loop(ctx context.Context) {
+// loop runs a round every interval, and also ReplicationSettle after the
+// last of a burst of ring changes (a range or successor list of a local
+// virtual server changed), so that the copies a failure took away are
+// restored within seconds rather than a period.
+//
+// Changes before the first periodic round are ignored: the first round
+// waits a whole interval after Start, while the node joins and the ring
+// settles.
+func (r *replicator) loop(ctx context.Context, events <-chan ring.Event) {
+	changed, ran := false, false
 	for {
 		var tick <-chan time.Time
 		var t *time.Timer
 		if d := time.Duration(r.interval.Load()); d > 0 {
+			if changed {
+				d = min(d, ReplicationSettle)
+			}
 			t = time.NewTimer(d)
 			tick = t.C
 		}
@@ -170,6 +228,11 @@ func (r *replicator) loop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 		case <-r.kick: // the interval changed: restart the timer
+		case _, ok := <-events:
+			if !ok {
+				events = nil // the ring closed
+			}
+			changed = ok && ran // wait for the ring to settle, then sync
 		case <-tick:
 			fire = true
 		}
@@ -182,6 +245,7 @@ func (r *replicator) loop(ctx context.Context) {
 		if !fire {
 			continue
 		}
+		changed, ran = false, true
 		if err := r.round(ctx); err != nil && ctx.Err() == nil {
 			r.n.log.Debug("replication round", "err", err)
 		}

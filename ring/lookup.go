@@ -21,6 +21,9 @@ type Trace struct {
 	Timeouts int `json:"timeouts"`
 	// Pings is the number of liveness checks of the owner candidate.
 	Pings int `json:"pings"`
+	// doneBy is the vnode that reported the key between itself and its
+	// successor, when the lookup ended that way.
+	doneBy *Node
 }
 
 // stepLocal answers a lookup step for key from the union of all local
@@ -164,6 +167,7 @@ func (r *Ring) route(ctx context.Context, key id.ID, via *Contact, tr *Trace) (N
 		}
 		if resp != nil && resp.Done {
 			if o, ok := r.resolveOwner(ctx, resp.Owners, responder, tr); ok {
+				tr.doneBy = resp.From
 				return o, nil
 			}
 		} else if resp != nil && resp.From != nil {

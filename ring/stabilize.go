@@ -30,6 +30,7 @@ func (r *Ring) Maintain(ctx context.Context) {
 	}
 	r.checkPredecessors(ctx)
 	for _, v := range vs {
+		r.findPredecessor(ctx, v)
 		r.fixFinger(ctx, v)
 	}
 	r.probeGrave(ctx)
@@ -109,6 +110,30 @@ func (r *Ring) checkPredecessors(ctx context.Context) {
 	for _, c := range preds {
 		_, _ = r.callRetry(ctx, c, &Message{Op: OpPing})
 	}
+}
+
+// findPredecessor helps a vnode that has no predecessor: it looks its
+// own id up through its successor, and the node that answers "the key is
+// between me and my successor" is a predecessor that does not know us
+// (its successor pointer jumps over us, as after a partition that took
+// all its successors). It is told to adopt us at once, instead of
+// walking back one node per round.
+func (r *Ring) findPredecessor(ctx context.Context, v *vnode) {
+	r.mu.Lock()
+	self, succ, pred := v.self, v.succs[0], v.pred
+	r.mu.Unlock()
+	if pred != nil || succ.Peer == r.cfg.Self.Peer {
+		return
+	}
+	var tr Trace
+	if _, err := r.route(ctx, self.ID, &succ.Contact, &tr); err != nil || tr.doneBy == nil {
+		return
+	}
+	p := *tr.doneBy
+	if p.Peer == r.cfg.Self.Peer || p.ID == self.ID {
+		return
+	}
+	_, _ = r.call(ctx, p.Contact, &Message{Op: OpSuggest, To: p.ID, From: &self})
 }
 
 // fixFinger looks up the next stale finger of v and fills it and every

@@ -135,11 +135,9 @@ func (s *Sim) Converge(ctx context.Context, max int) (int, error) {
 // Build creates cfg.Nodes nodes and joins them, doubling the ring each
 // step and stabilizing in between, then fills every finger table.
 func (s *Sim) Build(ctx context.Context) error {
-	first, err := s.add()
-	if err != nil {
+	if _, err := s.add(); err != nil {
 		return err
 	}
-	_ = first
 	for len(s.nodes) < s.cfg.Nodes {
 		batch := min(len(s.nodes), s.cfg.Nodes-len(s.nodes))
 		for range batch {

@@ -39,6 +39,10 @@ func TestSim(t *testing.T) {
 	if rep.AfterStabilize.Success() != 1 {
 		t.Errorf("after half crash and stabilization: %.4f correct", rep.AfterStabilize.Success())
 	}
+	if rep.PartitionRounds > 40 || rep.HealRounds > 40 || rep.StabilizeRounds > 40 {
+		t.Errorf("slow repair: %d rounds to split, %d to heal, %d after the half crash",
+			rep.PartitionRounds, rep.HealRounds, rep.StabilizeRounds)
+	}
 	for _, c := range rep.Churn {
 		if c.Lookups.Success() < 0.99 {
 			t.Errorf("churn %.2f: lookup success %.4f < 0.99", c.Rate, c.Lookups.Success())
