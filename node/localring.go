@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/internal/id"
-	"github.com/herod-archive/herod/ring"
 )
 
 // LocalRing is several nodes on this machine's loopback interface, joined
@@ -67,15 +66,16 @@ func (lr *LocalRing) Close() error {
 }
 
 // Owner returns the node that owns key according to the ids of all virtual
-// servers in the ring, computed here rather than asked of the ring.
+// servers in the ring, computed here from every node's own list rather than
+// asked of the ring's routing.
 func (lr *LocalRing) Owner(key id.ID) *Node {
 	var best *Node
 	var bestID id.ID
 	var first *Node
 	var firstID id.ID
 	for _, n := range lr.Nodes {
-		for i := 0; i < n.cfg.VirtualServers; i++ {
-			v := ring.VirtualID(n.self.Addr, i)
+		for _, vs := range n.ring.Vnodes() {
+			v := vs.ID
 			if first == nil || v.Less(firstID) {
 				first, firstID = n, v
 			}
@@ -111,8 +111,8 @@ func (lr *LocalRing) WaitStable(ctx context.Context) error {
 func (lr *LocalRing) probeKeys(random int) []id.ID {
 	var keys []id.ID
 	for _, n := range lr.Nodes {
-		for i := 0; i < n.cfg.VirtualServers; i++ {
-			v := ring.VirtualID(n.self.Addr, i)
+		for _, vs := range n.ring.Vnodes() {
+			v := vs.ID
 			keys = append(keys, v, v.AddPow2(0))
 		}
 	}

@@ -39,6 +39,7 @@ type Node struct {
 	crawler *crawl.Crawler
 	fwd     *forwarder
 	outbox  *outbox
+	dht     atomic.Pointer[p2p.DHT]
 	gw      *gateway.Server
 	httpSrv *http.Server
 	gwLn    net.Listener
@@ -89,6 +90,7 @@ func New(cfg Config) (n *Node, err error) {
 		Self:              n.self,
 		VirtualServers:    cfg.VirtualServers,
 		StabilizeInterval: cfg.StabilizeInterval,
+		Resolver:          (*dhtResolver)(n),
 		Logger:            n.log.With("sub", "ring"),
 	}, tr)
 	if err != nil {
@@ -195,11 +197,11 @@ func (n *Node) Start(ctx context.Context) error {
 	return nil
 }
 
-// join tries each configured member in turn until one lets this node in.
+// join starts the DHT from the configured members and joins the ring
+// through the first of them that answers, or else through any herod node
+// the DHT has found.
 func (n *Node) join(ctx context.Context) error {
-	if len(n.cfg.Join) == 0 {
-		return nil
-	}
+	var contacts []ring.Contact
 	var errs []error
 	for _, a := range n.cfg.Join {
 		c, err := ParseContact(a)
@@ -207,8 +209,20 @@ func (n *Node) join(ctx context.Context) error {
 			errs = append(errs, err)
 			continue
 		}
+		contacts = append(contacts, c)
+	}
+	n.startDHT(ctx, contacts)
+	if len(n.cfg.Join) == 0 {
+		return nil
+	}
+	tried := map[string]bool{}
+	for _, c := range append(contacts, n.dhtContacts()...) {
+		if tried[c.Peer] || c.Peer == n.self.Peer {
+			continue
+		}
+		tried[c.Peer] = true
 		if err := n.ring.Join(ctx, c); err != nil {
-			errs = append(errs, fmt.Errorf("join via %s: %w", a, err))
+			errs = append(errs, fmt.Errorf("join via %s: %w", c.Addr, err))
 			continue
 		}
 		return nil
@@ -269,6 +283,9 @@ func (n *Node) closeAll() error {
 	n.wg.Wait()
 	if n.ring != nil {
 		errs = append(errs, n.ring.Close())
+	}
+	if d := n.dht.Load(); d != nil {
+		errs = append(errs, d.Close())
 	}
 	if n.host != nil {
 		errs = append(errs, n.host.Close())
