@@ -199,63 +199,6 @@ func (s *Store) writeFile(rel string, data []byte) error {
 	return nil
 }
 
-// index records a written version: version key, host entry, directory
-// hashes and counters, in one goleveldb batch. The batch is written under
-// s.mu, so that the read-modify-write of the shared directory hashes is
-// ordered, but without sync; the sync that makes it durable happens after
-// s.mu is released, where goleveldb merges the syncs of concurrent Puts
-// into one (group commit). The journal is sequential, so a synced later
-// write makes every earlier one durable.
-func (s *Store) index(v Version, e Entry, size int64, first bool) error {
-	var b leveldb.Batch
-	b.Put(versionKey(v.Key, v.Time, v.Digest), encodeVersion(v, e.Seq))
-	if first {
-		b.Put(hostKey(hostOf(v.URL), v.URL), v.Key[:])
-	}
-	if err := s.indexLocked(&b, v, e, size, first); err != nil {
-		s.log.Error("index write failed; the file is stored and reindex will find it",
-			"file", v.File, "err", err)
-		return err
-	}
-	return s.syncIndex()
-}
-
-func (s *Store) indexLocked(b *leveldb.Batch, v Version, e Entry, size int64, first bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.pending -= size
-	if err := s.addHashes(b, e); err != nil {
-		return err
-	}
-	ctr := s.ctr
-	ctr.versions++
-	ctr.bytes += size
-	ctr.payload += v.Length
-	if first {
-		ctr.urls++
-	}
-	b.Put(metaStatsKey, ctr.encode())
-	if err := s.db.Write(b, nil); err != nil {
-		return err
-	}
-	s.ctr = ctr
-	return nil
-}
-
-// syncKey is rewritten (empty) by every synced commit.
-var syncKey = []byte{pMeta, 's', 'y', 'n', 'c'}
-
-// syncIndex makes every index write so far durable, unless NoSync.
-func (s *Store) syncIndex() error {
-	if s.noSync {
-		return nil
-	}
-	if err := s.db.Put(syncKey, nil, s.wo); err != nil {
-		return fmt.Errorf("index sync: %w", err)
-	}
-	return nil
-}
-
 // Touch records that url was checked at t and found unchanged (for
 // example a 304 answer), so that exports can emit a revisit record for
 // that day. It keeps the last check per URL and day; exports ignore checks

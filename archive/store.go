@@ -71,9 +71,10 @@ type Store struct {
 	keyLocks [256]sync.Mutex // serialize Puts of one key (striped by key[19])
 	dirs     sync.Map        // leaf directories known to exist
 
-	mu      sync.Mutex // guards ctr, pending, and the read-modify-write of dir hashes
-	ctr     counters
-	pending int64 // bytes of files being written, reserved against the quota
+	mu      sync.Mutex // guards ctr, pending, gc, and the read-modify-write of dir hashes
+	ctr     counters   // totals, including index groups not yet committed
+	pending int64      // bytes of files being written, reserved against the quota
+	gc      groupCommit
 
 	quotaHit  atomic.Bool
 	refused   atomic.Int64
@@ -195,6 +196,7 @@ func (s *Store) openIndex(path string) error {
 		s.quotaHit.Store(true)
 		s.log.Warn("disk quota reached: no new versions will be stored", "bytes", s.ctr.bytes, "quota", s.quota)
 	}
+	s.startCommitter()
 	return nil
 }
 
@@ -203,6 +205,7 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.stopCommitter()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("archive close: %w", err)
 	}

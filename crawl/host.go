@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"net/url"
+	"runtime"
 	"sync"
 )
 
@@ -132,7 +133,18 @@ func (c *Crawler) runHost(host string, h *hostState) {
 				}()
 				defer func() { <-c.proc }()
 				var once sync.Once
-				release := func() { once.Do(func() { <-c.sem; <-slots }) }
+				release := func() {
+					once.Do(func() {
+						<-c.sem
+						<-slots
+						// Let the host loop, just woken by the free
+						// slot, send the next request before this
+						// goroutine stores and parses the page: with
+						// few cores it would otherwise wait behind the
+						// processing, and the connection would idle.
+						runtime.Gosched()
+					})
+				}
 				defer release()
 				c.finish(e, true, c.fetch(ctx, e.url, u, release))
 			}(e, u)

@@ -36,6 +36,12 @@ type Config struct {
 	// VirtualServers is how many ring positions this node takes, in
 	// proportion to its disk and bandwidth. Default DefaultVirtualServers.
 	VirtualServers int
+	// FixedIndexes runs virtual-server indexes 0..VirtualServers-1. By
+	// default a node joining a ring for the first time picks, among the 64
+	// allowed indexes, those whose ids best split the ring's gaps, which
+	// keeps its share of the URLs near the mean; the choice is saved in
+	// DataDir and kept across restarts.
+	FixedIndexes bool
 	// StabilizeInterval is the ring maintenance period (ring's default when zero).
 	StabilizeInterval time.Duration
 	// Seeds are URLs handed to the ring once the node has started.
@@ -66,6 +72,11 @@ type Config struct {
 	// LinkReplicas-1 real nodes on the ring, which crawl it too (the
 	// thesis's replica mode). Default 1: the owner only.
 	LinkReplicas int
+	// ReplicationInterval is the period of replication rounds, in which
+	// the node compares each of its ranges with the replicas that hold it
+	// and pulls what it lacks. Default DefaultReplicationInterval; negative
+	// disables rounds (pull requests from owners are still served).
+	ReplicationInterval time.Duration
 	// Logger receives the node's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -94,6 +105,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.LinkReplicas == 0 {
 		c.LinkReplicas = 1
+	}
+	if c.ReplicationInterval == 0 {
+		c.ReplicationInterval = DefaultReplicationInterval
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

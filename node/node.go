@@ -40,6 +40,7 @@ type Node struct {
 	fwd     *forwarder
 	outbox  *outbox
 	dht     atomic.Pointer[p2p.DHT]
+	repl    *replicator
 	gw      *gateway.Server
 	httpSrv *http.Server
 	gwLn    net.Listener
@@ -86,9 +87,15 @@ func New(cfg Config) (n *Node, err error) {
 	}
 	n.log = cfg.Logger.With("node", n.self.Addr)
 	tr := p2p.New(n.host, n.log.With("sub", "ring"))
+	saved, err := loadIndexes(cfg.DataDir, cfg.VirtualServers)
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	n.ring, err = ring.New(ring.Config{
 		Self:              n.self,
 		VirtualServers:    cfg.VirtualServers,
+		Indexes:           saved,
+		ChooseIndexes:     !cfg.FixedIndexes,
 		StabilizeInterval: cfg.StabilizeInterval,
 		Resolver:          (*dhtResolver)(n),
 		Logger:            n.log.With("sub", "ring"),
@@ -172,6 +179,9 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	if err := n.join(ctx); err != nil {
 		return err
+	}
+	if err := saveIndexes(n.cfg.DataDir, n.ring.Indexes()); err != nil {
+		return fmt.Errorf("node start: %w", err)
 	}
 	n.wg.Add(2)
 	go func() {

@@ -73,12 +73,6 @@ const (
 	pullQueueLen = 256
 )
 
-// replicators holds each node's replication state. Node has no field for
-// it (node.go belongs to the lead); the entry lives from New until the
-// node's Close ends its pull worker. (A node whose New fails after
-// setupReplication, or that is never started, keeps its entry.)
-var replicators sync.Map // *Node -> *replicator
-
 // replicator runs a node's replication: a loop that, every interval, pulls
 // each of the node's ranges from its replicas and asks them to pull it from
 // the node, and a worker that serves the pull requests other owners send.
@@ -126,9 +120,8 @@ type ReplicationStats struct {
 // setupReplication registers the replication protocol handler. Called
 // from New; the loop starts with startReplication.
 func (n *Node) setupReplication() {
-	r := newReplicator(n)
-	replicators.Store(n, r)
-	n.host.SetStreamHandler(replicateProtocol, r.handle)
+	n.repl = newReplicator(n)
+	n.host.SetStreamHandler(replicateProtocol, n.repl.handle)
 }
 
 // startReplication launches the round loop and the pull worker. Called
@@ -144,26 +137,19 @@ func (n *Node) startReplication() {
 	}()
 	go func() {
 		defer n.wg.Done()
-		defer replicators.Delete(n)
 		r.work(n.ctx)
 	}()
 }
 
-// replicator returns n's replication state; after Close (or for a node
-// New never finished) an inert one whose counters read zero.
-func (n *Node) replicator() *replicator {
-	if r, ok := replicators.Load(n); ok {
-		return r.(*replicator)
-	}
-	return newReplicator(n)
-}
+// replicator returns n's replication state, set up by New.
+func (n *Node) replicator() *replicator { return n.repl }
 
 func newReplicator(n *Node) *replicator {
 	r := &replicator{
 		n: n, kick: make(chan struct{}, 1), jobs: make(chan pullJob, pullQueueLen),
 		queued: map[pullJob]bool{},
 	}
-	r.interval.Store(int64(DefaultReplicationInterval))
+	r.interval.Store(int64(n.cfg.ReplicationInterval))
 	return r
 }
 

@@ -200,8 +200,8 @@ func (n *Node) crash() {
 func (lr *LocalRing) vservers() []vserver {
 	var all []vserver
 	for _, n := range lr.Nodes {
-		for i := 0; i < n.cfg.VirtualServers; i++ {
-			all = append(all, vserver{ring.VirtualID(n.self.Addr, i), n})
+		for _, v := range n.ring.Vnodes() {
+			all = append(all, vserver{v.ID, n})
 		}
 	}
 	slices.SortFunc(all, func(a, b vserver) int { return a.id.Cmp(b.id) })

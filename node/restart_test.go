@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -94,4 +95,44 @@ func TestRestartMidCrawl(t *testing.T) {
 	if got := n.store.Stats().Versions; got != int64(len(want)) {
 		t.Errorf("%d versions stored, want %d", got, len(want))
 	}
+}
+
+// TestRestartKeepsChosenIndexes: a node that chose its virtual-server
+// indexes when it joined comes back at the same ring positions.
+func TestRestartKeepsChosenIndexes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	a, err := New(Config{DataDir: filepath.Join(dir, "a"), Listen: freeAddr(t), Gateway: "127.0.0.1:0", VirtualServers: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{DataDir: filepath.Join(dir, "b"), Listen: freeAddr(t), Gateway: "127.0.0.1:0",
+		VirtualServers: 4, Join: []string{a.Multiaddr()}}
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := b.ring.Indexes()
+	b.Close()
+
+	b, err = New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after := b.ring.Indexes(); !slices.Equal(after, before) {
+		t.Fatalf("indexes after restart %v, before %v", after, before)
+	}
+	t.Logf("chosen indexes %v", before)
 }

@@ -17,18 +17,19 @@ import (
 
 // Status is a node's state as /api/status and `herod status` show it.
 type Status struct {
-	Peer       string          `json:"peer"`
-	Addr       string          `json:"addr"`
-	Multiaddr  string          `json:"multiaddr"`
-	Gateway    string          `json:"gateway"`
-	Idle       bool            `json:"idle"`
-	Ring       ring.Status     `json:"ring"`
-	Crawl      crawl.Stats     `json:"crawl"`
-	Archive    archive.Stats   `json:"archive"`
-	Forward    ForwardStats    `json:"forward"`
-	Links      LinkStats       `json:"links"`
-	Politeness PolitenessStats `json:"politeness"`
-	Wire       []WireStats     `json:"wire"`
+	Peer        string           `json:"peer"`
+	Addr        string           `json:"addr"`
+	Multiaddr   string           `json:"multiaddr"`
+	Gateway     string           `json:"gateway"`
+	Idle        bool             `json:"idle"`
+	Ring        ring.Status      `json:"ring"`
+	Crawl       crawl.Stats      `json:"crawl"`
+	Archive     archive.Stats    `json:"archive"`
+	Forward     ForwardStats     `json:"forward"`
+	Links       LinkStats        `json:"links"`
+	Politeness  PolitenessStats  `json:"politeness"`
+	Replication ReplicationStats `json:"replication"`
+	Wire        []WireStats      `json:"wire"`
 }
 
 // WireStats counts the stream bytes this node sent and received under one
@@ -74,8 +75,9 @@ func (n *Node) Status() Status {
 			BadLinks:  n.counters.badLinks.Load(),
 			BadFrames: n.counters.badFrames.Load(),
 		},
-		Politeness: n.PolitenessStats(),
-		Wire:       n.wire(),
+		Politeness:  n.PolitenessStats(),
+		Replication: n.ReplicationStats(),
+		Wire:        n.wire(),
 	}
 }
 

@@ -1,0 +1,190 @@
+package archive
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/syndtr/goleveldb/leveldb"
+)
+
+// Group commit of index batches. Every new version updates shared keys
+// (the root and first-level directory sums, the totals), so their
+// read-modify-write must be ordered, and Put must not return before its
+// batch is synced. Writing each batch under s.mu and syncing afterwards
+// serialised every Put behind the previous one's fsync (goleveldb holds
+// its write lock while it syncs the journal), capping the store at about
+// one Put per fsync. Instead, index builds its batch under s.mu, reading
+// the directory sums through an overlay of the sums that earlier batches
+// wrote but that are not committed yet, and appends it to the group being
+// formed; one committer goroutine writes each group with one synced write
+// while the next group forms. The order of the groups, and of the batches
+// in a group, is the order in which s.mu was taken, so the last write of a
+// key is always its newest value.
+
+// indexGroup is one group commit: the batches of the Puts that arrived
+// while the previous group was being written.
+type indexGroup struct {
+	b     leveldb.Batch
+	gen   uint64   // position in the commit order, from 1
+	delta counters // what the group adds to the totals
+	done  chan struct{}
+	err   error
+}
+
+// pendingSum is a directory sum written to a group not committed yet.
+type pendingSum struct {
+	sum DirSum
+	gen uint64 // the group that wrote it
+}
+
+// groupCommit is the committer's state, guarded by Store.mu.
+type groupCommit struct {
+	cond    *sync.Cond            // signalled when a group forms or on close
+	cur     *indexGroup           // the group forming; nil if none
+	gen     uint64                // generation of the newest group formed
+	sums    map[string]pendingSum // directory sums of uncommitted groups
+	closing bool
+	stopped chan struct{} // closed when the committer has exited
+}
+
+var errStoreClosed = errors.New("store closed")
+
+// startCommitter starts the goroutine that writes index groups; Close
+// stops it after the last group.
+func (s *Store) startCommitter() {
+	s.gc = groupCommit{
+		cond:    sync.NewCond(&s.mu),
+		sums:    make(map[string]pendingSum),
+		stopped: make(chan struct{}),
+	}
+	go s.committer()
+}
+
+// stopCommitter lets the committer write the group forming, if any, and
+// waits for it to exit.
+func (s *Store) stopCommitter() {
+	s.mu.Lock()
+	if s.gc.stopped == nil {
+		s.mu.Unlock()
+		return
+	}
+	s.gc.closing = true
+	s.gc.cond.Signal()
+	s.mu.Unlock()
+	<-s.gc.stopped
+}
+
+// index records a written version: version key, host entry, directory
+// hashes and totals, in the index group forming, and waits until the group
+// is written (and synced, unless NoSync).
+func (s *Store) index(v Version, e Entry, size int64, first bool) error {
+	s.mu.Lock()
+	g, err := s.enqueueLocked(v, e, size, first)
+	s.mu.Unlock()
+	if err != nil {
+		s.log.Error("index write failed; the file is stored and reindex will find it",
+			"file", v.File, "err", err)
+		return err
+	}
+	<-g.done
+	return g.err
+}
+
+// enqueueLocked appends the index batch of a written version to the group
+// forming and returns that group. The caller holds s.mu.
+func (s *Store) enqueueLocked(v Version, e Entry, size int64, first bool) (*indexGroup, error) {
+	s.pending -= size
+	if s.gc.closing || s.gc.stopped == nil {
+		return nil, errStoreClosed
+	}
+	var keys [LeafLevel + 1][]byte
+	var sums [LeafLevel + 1]DirSum
+	for level := RootLevel; level <= LeafLevel; level++ {
+		keys[level] = hashKey(level, e.Key[:])
+		d, err := s.sumLocked(keys[level])
+		if err != nil {
+			return nil, err
+		}
+		d.add(entrySum(e))
+		sums[level] = d
+	}
+	g := s.gc.cur
+	if g == nil {
+		s.gc.gen++
+		g = &indexGroup{gen: s.gc.gen, done: make(chan struct{})}
+		s.gc.cur = g
+		s.gc.cond.Signal()
+	}
+	g.b.Put(versionKey(v.Key, v.Time, v.Digest), encodeVersion(v, e.Seq))
+	if first {
+		g.b.Put(hostKey(hostOf(v.URL), v.URL), v.Key[:])
+	}
+	for level := RootLevel; level <= LeafLevel; level++ {
+		g.b.Put(keys[level], sums[level].encode())
+		s.gc.sums[string(keys[level])] = pendingSum{sum: sums[level], gen: g.gen}
+	}
+	d := counters{versions: 1, bytes: size, payload: v.Length}
+	if first {
+		d.urls = 1
+	}
+	g.delta.addCounters(d)
+	s.ctr.addCounters(d)
+	g.b.Put(metaStatsKey, s.ctr.encode())
+	return g, nil
+}
+
+// sumLocked returns the current sum of a directory key: the newest
+// uncommitted one if any, else the stored one. The caller holds s.mu.
+func (s *Store) sumLocked(key []byte) (DirSum, error) {
+	if p, ok := s.gc.sums[string(key)]; ok {
+		return p.sum, nil
+	}
+	return s.getSum(key)
+}
+
+// committer writes the groups in order, one synced write each, until
+// stopCommitter. A failed write fails every Put of its group; their files
+// stay in place for Reindex, and the totals in memory drop the group.
+func (s *Store) committer() {
+	defer close(s.gc.stopped)
+	for {
+		s.mu.Lock()
+		for s.gc.cur == nil && !s.gc.closing {
+			s.gc.cond.Wait()
+		}
+		g := s.gc.cur
+		s.gc.cur = nil
+		s.mu.Unlock()
+		if g == nil {
+			return
+		}
+		g.err = s.db.Write(&g.b, s.wo)
+		s.mu.Lock()
+		for k, p := range s.gc.sums {
+			if p.gen <= g.gen {
+				delete(s.gc.sums, k) // committed (or failed: the index has the older sum)
+			}
+		}
+		if g.err != nil {
+			s.ctr.addCounters(g.delta.negate())
+		}
+		s.mu.Unlock()
+		close(g.done)
+	}
+}
+
+func (c *counters) addCounters(d counters) {
+	c.versions += d.versions
+	c.urls += d.urls
+	c.bytes += d.bytes
+	c.payload += d.payload
+}
+
+func (c counters) negate() counters {
+	return counters{-c.versions, -c.urls, -c.bytes, -c.payload}
+}
+
+// syncKey was rewritten (empty) by every index sync before groups were
+// committed with one synced write; stores written then still hold it, and
+// it carries no data (compareIndexes skips it).
+var syncKey = []byte{pMeta, 's', 'y', 'n', 'c'}
