@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"mime"
 	"net/url"
@@ -120,7 +121,14 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 		return Version{}, false, fmt.Errorf("archive put: %w", err)
 	}
 	e := Entry{Key: k, Digest: d, Day: s.DayOf(t)}
-	for s.exists(e.Path()) {
+	created, err := s.ensureDir(e.Path())
+	if err != nil {
+		s.unreserve(size)
+		return Version{}, false, fmt.Errorf("archive put: %w", err)
+	}
+	// A directory this Put just made holds no file of this key (Puts of
+	// one key are serialized), so only an older one needs looking at.
+	for !created && s.exists(e.Path()) {
 		e.Seq++
 	}
 	if err := s.writeFile(e.Path(), buf.Bytes()); err != nil {
@@ -165,17 +173,36 @@ func (s *Store) exists(rel string) bool {
 	return err == nil
 }
 
+// ensureDir makes the directory of the file rel unless this store made or
+// saw it before, and reports whether this call created it. One mkdir
+// suffices when the parent exists (the usual case): no stat first.
+func (s *Store) ensureDir(rel string) (bool, error) {
+	dir := filepath.Dir(filepath.Join(s.dir, filepath.FromSlash(rel)))
+	if _, ok := s.dirs.Load(dir); ok {
+		return false, nil
+	}
+	created := true
+	err := os.Mkdir(dir, 0o755)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		created, err = false, nil
+	case errors.Is(err, fs.ErrNotExist):
+		err = os.MkdirAll(dir, 0o755) // the parent is missing too
+	}
+	if err != nil {
+		return false, err
+	}
+	s.dirs.Store(dir, struct{}{})
+	return created, nil
+}
+
 // writeFile writes data to rel atomically: a temporary file in dir/tmp,
 // fsync (unless NoSync), rename into place. The rename itself is made
 // durable by the synced index write that follows it (see doc.go).
 func (s *Store) writeFile(rel string, data []byte) error {
 	final := filepath.Join(s.dir, filepath.FromSlash(rel))
-	dir := filepath.Dir(final)
-	if _, ok := s.dirs.Load(dir); !ok {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		s.dirs.Store(dir, struct{}{})
+	if _, err := s.ensureDir(rel); err != nil {
+		return err
 	}
 	f, err := os.CreateTemp(filepath.Join(s.dir, "tmp"), filepath.Base(rel)+".*")
 	if err != nil {

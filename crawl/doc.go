@@ -80,7 +80,11 @@
 // after each batch of 32 URLs when other hosts wait),
 // fetch goroutines (at most Concurrency holding a connection, at most
 // 4*Concurrency in all: storing and forwarding happen after the connection
-// is released), a day timer, and the queue's committer; Close cancels
+// is released; the fetch goroutine yields right after the release, so the
+// host loop sends the next request before this page is stored and parsed,
+// while the page still counts in Stats.InFlight, keeps Idle false and
+// keeps its queue entry until processing finished), a day timer, and the
+// queue's committer; Close cancels
 // them, waits for them and closes the database. Forward is called from
 // fetch goroutines, without any crawler lock held, so a Forwarder may call
 // Add.

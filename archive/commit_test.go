@@ -1,0 +1,180 @@
+package archive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestGroupCommitConsistent runs concurrent synced Puts, so that index
+// batches share groups, and checks that the totals and every directory
+// sum they touched equal what the returned versions imply, before and
+// after a reopen.
+func TestGroupCommitConsistent(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{}) // synced: groups form while one is written
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers, per = 8, 12
+	var mu sync.Mutex
+	var vs []Version
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				u := fmt.Sprintf("http://g%d.example/%d", w%3, w*per+i)
+				v, added, err := s.Put(context.Background(), capture(u, t0, "body of "+u))
+				if err != nil || !added {
+					errs <- fmt.Errorf("put %s: added %v, %v", u, added, err)
+					return
+				}
+				mu.Lock()
+				vs = append(vs, v)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+
+	// The sums the versions imply, per level and directory.
+	want := map[string]DirSum{}
+	var bytes, payload int64
+	for _, v := range vs {
+		e, err := parsePath(v.File)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for level := RootLevel; level <= LeafLevel; level++ {
+			k := string(hashKey(level, e.Key[:]))
+			d := want[k]
+			d.add(entrySum(e))
+			want[k] = d
+		}
+		payload += v.Length
+	}
+	check := func(s *Store) {
+		t.Helper()
+		for k, w := range want {
+			got, err := s.getSum([]byte(k))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != w {
+				t.Fatalf("dir sum %x = %+v, want %+v", k, got, w)
+			}
+		}
+		st := s.Stats()
+		if st.Versions != workers*per || st.URLs != workers*per || st.PayloadBytes != payload || st.Bytes <= 0 {
+			t.Fatalf("stats %+v, want %d versions and URLs, %d payload bytes", st, workers*per, payload)
+		}
+		if bytes == 0 {
+			bytes = st.Bytes
+		} else if st.Bytes != bytes {
+			t.Fatalf("bytes %d after reopen, %d before", st.Bytes, bytes)
+		}
+		if n := len(s.gc.sums); n != 0 {
+			t.Fatalf("%d uncommitted directory sums left after every Put returned", n)
+		}
+	}
+	check(s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(s2)
+	if err := s2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Fsck(context.Background(), dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || rep.Versions != workers*per {
+		t.Fatalf("fsck after group commits: %+v", rep)
+	}
+}
+
+// TestCloseWhilePutting closes the store under concurrent Puts: every Put
+// that returned a version finds it indexed after a reopen, the others
+// fail with an error, and Close returns only after the last group.
+func TestCloseWhilePutting(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers = 6
+	var mu sync.Mutex
+	var stored []string
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				u := fmt.Sprintf("http://c.example/%d/%d", w, i)
+				if _, _, err := s.Put(context.Background(), capture(u, t0, u)); err != nil {
+					return // closed
+				}
+				mu.Lock()
+				stored = append(stored, u)
+				mu.Unlock()
+			}
+		}()
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for s.Stats().Versions < 3*workers {
+		if time.Now().After(deadline) {
+			t.Fatalf("puts did not progress: %+v", s.Stats())
+		}
+		time.Sleep(time.Millisecond) // polling real disk writes, not deciding anything
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if _, _, err := s.Put(context.Background(), capture("http://c.example/late", t0, "x")); err == nil {
+		t.Fatal("Put after Close succeeded")
+	}
+	s2, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	for _, u := range stored {
+		if _, err := s2.At(context.Background(), u, t0); err != nil {
+			t.Fatalf("%s was stored before Close but is not indexed after reopen: %v", u, err)
+		}
+	}
+	if st := s2.Stats(); st.Versions < int64(len(stored)) {
+		t.Fatalf("reopened stats %+v count fewer than the %d stored versions", st, len(stored))
+	}
+}
+
+// TestIndexAfterCloseFails checks the committer's refusal path directly.
+func TestIndexAfterCloseFails(t *testing.T) {
+	s := openTest(t, Options{NoSync: true})
+	v, _ := mustPut(t, s, capture("http://a.example/", t0, "a"))
+	e, err := parsePath(v.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.stopCommitter()
+	if err := s.index(v, e, 1, false); !errors.Is(err, errStoreClosed) {
+		t.Fatalf("index after stop: %v, want %v", err, errStoreClosed)
+	}
+}

@@ -1,0 +1,99 @@
+package crawl
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/herod-archive/herod/archive"
+)
+
+// blockingArchive holds every Put until release is closed (or the crawl
+// is cancelled), so that a test can look at the crawler while pages are
+// being processed after their connection was released.
+type blockingArchive struct {
+	*memArchive
+	entered chan string   // receives the URL of each Put as it starts
+	release chan struct{} // closed to let the Puts through
+}
+
+func (b *blockingArchive) Put(ctx context.Context, c archive.Capture) (archive.Version, bool, error) {
+	b.entered <- c.URL
+	select {
+	case <-b.release:
+		return b.memArchive.Put(ctx, c)
+	case <-ctx.Done():
+		return archive.Version{}, false, ctx.Err()
+	}
+}
+
+// TestIdleWhileProcessing: a page whose response was read, and whose
+// connection went back to the pool, still counts as in flight until its
+// archive Put (and link forwarding) finished, so Idle stays false; the
+// next request to the host goes out meanwhile.
+func TestIdleWhileProcessing(t *testing.T) {
+	s := newSite(t, map[string]string{"/a": "page a", "/b": "page b"})
+	a := &blockingArchive{memArchive: newMemArchive(), entered: make(chan string, 2), release: make(chan struct{})}
+	cfg := testConfig(newClock())
+	cfg.HostConns = 1
+	c, _ := startCrawler(t, t.TempDir(), cfg, a)
+	if err := c.Add(context.Background(), []string{s.url("/a"), s.url("/b")}); err != nil {
+		t.Fatal(err)
+	}
+	// With one connection, both Puts can only be waiting at once if the
+	// second request went out while the first page was being processed.
+	for range 2 {
+		select {
+		case <-a.entered:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("pages not fetched: %+v", c.Stats())
+		}
+	}
+	st := c.Stats()
+	if c.Idle() || st.InFlight != 2 || st.FetchedToday != 2 {
+		t.Fatalf("while two pages are processed: idle %v, stats %+v", c.Idle(), st)
+	}
+	if got := len(a.urls()); got != 0 {
+		t.Fatalf("%d pages stored before the Puts returned", got)
+	}
+	close(a.release)
+	waitIdle(t, c)
+	if got := len(a.urls()); got != 2 {
+		t.Fatalf("stored %d pages, want 2", got)
+	}
+	if st := c.Stats(); st.InFlight != 0 || st.NewVersions != 2 {
+		t.Fatalf("after processing: %+v", st)
+	}
+}
+
+// TestCloseWhileProcessingLosesNothing: Close while pages are being
+// processed (their bodies read, their Puts not finished) leaves their
+// queue entries in place, and the next start fetches and stores them.
+func TestCloseWhileProcessingLosesNothing(t *testing.T) {
+	s := newSite(t, map[string]string{"/a": "page a", "/b": "page b", "/c": "page c"})
+	a := &blockingArchive{memArchive: newMemArchive(), entered: make(chan string, 3), release: make(chan struct{})}
+	cfg := testConfig(newClock())
+	cfg.HostConns = 1
+	dir := t.TempDir()
+	c, _ := startCrawler(t, dir, cfg, a)
+	if err := c.Add(context.Background(), []string{s.url("/a"), s.url("/b"), s.url("/c")}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.entered:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no page fetched: %+v", c.Stats())
+	}
+	if err := c.Close(); err != nil { // the pending Puts are cancelled
+		t.Fatal(err)
+	}
+	if got := len(a.urls()); got != 0 {
+		t.Fatalf("%d pages stored by cancelled Puts", got)
+	}
+	mem := newMemArchive()
+	c2, _ := startCrawler(t, dir, cfg, mem)
+	waitIdle(t, c2)
+	if got := len(mem.urls()); got != 3 {
+		t.Fatalf("stored %d pages after restart, want 3: an entry was dropped while its page was processed", got)
+	}
+}
