@@ -2,6 +2,7 @@ package archive
 
 import (
 	"errors"
+	"os"
 	"sync"
 
 	"github.com/syndtr/goleveldb/leveldb"
@@ -25,8 +26,9 @@ import (
 // while the previous group was being written.
 type indexGroup struct {
 	b     leveldb.Batch
-	gen   uint64   // position in the commit order, from 1
-	delta counters // what the group adds to the totals
+	files []*pendingFile // written unsynced; synced and renamed before b
+	gen   uint64         // position in the commit order, from 1
+	delta counters       // what the group adds to the totals
 	done  chan struct{}
 	err   error
 }
@@ -76,14 +78,20 @@ func (s *Store) stopCommitter() {
 
 // index records a written version: version key, host entry, directory
 // hashes and totals, in the index group forming, and waits until the group
-// is written (and synced, unless NoSync).
-func (s *Store) index(v Version, e Entry, size int64, first bool) error {
+// is written (and synced, unless NoSync). mv, if not nil, is the version's
+// file still in dir/tmp: the group syncs and renames it first (committer).
+func (s *Store) index(v Version, e Entry, size int64, first bool, mv *pendingFile) error {
 	s.mu.Lock()
 	g, err := s.enqueueLocked(v, e, size, first)
+	if err == nil && mv != nil {
+		g.files = append(g.files, mv)
+	}
 	s.mu.Unlock()
 	if err != nil {
-		s.log.Error("index write failed; the file is stored and reindex will find it",
-			"file", v.File, "err", err)
+		if mv != nil {
+			os.Remove(mv.tmp)
+		}
+		s.log.Error("index write failed", "file", v.File, "err", err)
 		return err
 	}
 	<-g.done
@@ -143,8 +151,12 @@ func (s *Store) sumLocked(key []byte) (DirSum, error) {
 }
 
 // committer writes the groups in order, one synced write each, until
-// stopCommitter. A failed write fails every Put of its group; their files
-// stay in place for Reindex, and the totals in memory drop the group.
+// stopCommitter. With group sync it first makes the group's version files
+// durable with one syncfs and renames them into place, so the index never
+// names a file that a crash could leave partial, and one flush of the
+// filesystem stands for an fsync per file. A failed write fails every Put
+// of its group; files already renamed stay in place for Reindex, the
+// others are removed, and the totals in memory drop the group.
 func (s *Store) committer() {
 	defer close(s.gc.stopped)
 	for {
@@ -158,7 +170,16 @@ func (s *Store) committer() {
 		if g == nil {
 			return
 		}
-		g.err = s.db.Write(&g.b, s.wo)
+		if len(g.files) > 0 {
+			g.err = s.placeGroup(g.files)
+		}
+		if g.err == nil {
+			g.err = s.db.Write(&g.b, s.wo)
+		}
+		if g.err != nil {
+			s.log.Error("index group not committed; its files stay for reindex",
+				"versions", g.delta.versions, "err", g.err)
+		}
 		s.mu.Lock()
 		for k, p := range s.gc.sums {
 			if p.gen <= g.gen {
@@ -171,6 +192,30 @@ func (s *Store) committer() {
 		s.mu.Unlock()
 		close(g.done)
 	}
+}
+
+// syncFS flushes the filesystem of a directory; a variable so that tests
+// can make it fail.
+var syncFS = syncFilesystem
+
+// placeGroup syncs the temporary files of a group and renames them into
+// place. On error it removes the temporary files it did not rename.
+func (s *Store) placeGroup(files []*pendingFile) error {
+	if err := syncFS(s.dir); err != nil {
+		for _, f := range files {
+			os.Remove(f.tmp)
+		}
+		return err
+	}
+	for i, f := range files {
+		if err := os.Rename(f.tmp, f.final); err != nil {
+			for _, g := range files[i:] {
+				os.Remove(g.tmp)
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *counters) addCounters(d counters) {

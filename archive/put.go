@@ -69,7 +69,7 @@ func contentType(v string) string {
 // the newest stored version of c.URL; then it stores no file (0 new
 // bytes), records the check as Touch does, and returns that newest version
 // with added == false. A new version is written atomically (temporary file,
-// fsync, rename) before the index learns about it, so the index never
+// fsync or its group's syncfs, rename) before the index learns about it, so the index never
 // points at a partial file. It returns ErrQuota, storing nothing, when the
 // new file would exceed Options.Quota.
 func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
@@ -131,7 +131,8 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 	for !created && s.exists(e.Path()) {
 		e.Seq++
 	}
-	if err := s.writeFile(e.Path(), buf.Bytes()); err != nil {
+	mv, err := s.placeFile(e.Path(), buf.Bytes())
+	if err != nil {
 		s.unreserve(size)
 		return Version{}, false, fmt.Errorf("archive put: %w", err)
 	}
@@ -140,7 +141,7 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 		ContentType: contentType(c.Header.Get("Content-Type")),
 		Length:      int64(len(c.Body)), File: e.Path(),
 	}
-	if err := s.index(v, e, size, first); err != nil {
+	if err := s.index(v, e, size, first, mv); err != nil {
 		return Version{}, false, fmt.Errorf("archive put: %w", err)
 	}
 	return v, true, nil
@@ -196,34 +197,67 @@ func (s *Store) ensureDir(rel string) (bool, error) {
 	return created, nil
 }
 
+// pendingFile is a version file written to dir/tmp, not yet synced, that
+// its index group renames to final once the group's files are durable.
+type pendingFile struct {
+	tmp, final string
+}
+
+// placeFile stores data as the file rel. With group sync it only writes a
+// temporary file and returns it, for the index group to sync and rename
+// (commit.go); otherwise it writes rel atomically (writeFile) and returns
+// nil.
+func (s *Store) placeFile(rel string, data []byte) (*pendingFile, error) {
+	if !s.groupSync {
+		return nil, s.writeFile(rel, data)
+	}
+	tmp, final, err := s.writeTemp(rel, data, false)
+	if err != nil {
+		return nil, err
+	}
+	return &pendingFile{tmp: tmp, final: final}, nil
+}
+
 // writeFile writes data to rel atomically: a temporary file in dir/tmp,
 // fsync (unless NoSync), rename into place. The rename itself is made
 // durable by the synced index write that follows it (see doc.go).
 func (s *Store) writeFile(rel string, data []byte) error {
-	final := filepath.Join(s.dir, filepath.FromSlash(rel))
-	if _, err := s.ensureDir(rel); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Join(s.dir, "tmp"), filepath.Base(rel)+".*")
+	tmp, final, err := s.writeTemp(rel, data, !s.noSync)
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
+	if err := os.Rename(tmp, final); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// writeTemp writes data to a new temporary file in dir/tmp, fsynced if
+// sync, and returns its path and the path of rel, whose directory it
+// makes. On error it leaves no temporary file.
+func (s *Store) writeTemp(rel string, data []byte, sync bool) (tmp, final string, err error) {
+	final = filepath.Join(s.dir, filepath.FromSlash(rel))
+	if _, err := s.ensureDir(rel); err != nil {
+		return "", "", err
+	}
+	f, err := os.CreateTemp(filepath.Join(s.dir, "tmp"), filepath.Base(rel)+".*")
+	if err != nil {
+		return "", "", err
+	}
+	tmp = f.Name()
 	_, err = f.Write(data)
-	if err == nil && !s.noSync {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(tmp, final)
-	}
 	if err != nil {
 		os.Remove(tmp)
-		return err
+		return "", "", err
 	}
-	return nil
+	return tmp, final, nil
 }
 
 // Touch records that url was checked at t and found unchanged (for

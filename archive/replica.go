@@ -88,17 +88,18 @@ func (s *Store) Import(ctx context.Context, name string, data []byte) (Version, 
 	if err := s.reserve(size); err != nil {
 		return Version{}, false, fmt.Errorf("archive import: %w", err)
 	}
+	var mv *pendingFile
 	if old, err := s.readRaw(e.Path()); err == nil {
 		// An unindexed file left by a crash: index it if it is this one.
 		if !bytes.Equal(old, data) {
 			s.unreserve(size)
 			return Version{}, false, fmt.Errorf("archive import: unindexed file %s differs; run reindex", name)
 		}
-	} else if err := s.writeFile(e.Path(), data); err != nil {
+	} else if mv, err = s.placeFile(e.Path(), data); err != nil {
 		s.unreserve(size)
 		return Version{}, false, fmt.Errorf("archive import: %w", err)
 	}
-	if err := s.index(v, e, size, first); err != nil {
+	if err := s.index(v, e, size, first, mv); err != nil {
 		return Version{}, false, fmt.Errorf("archive import: %w", err)
 	}
 	return v, true, nil

@@ -63,10 +63,14 @@ type Store struct {
 	day    int64 // day length in seconds
 	quota  int64
 	noSync bool
-	log    *slog.Logger
-	db     *leveldb.DB
-	wo     *opt.WriteOptions
-	gz     *gzipPool
+	// groupSync: version files are written unsynced to dir/tmp and the
+	// committer makes each index group's files durable with one syncfs
+	// before renaming them into place (commit.go).
+	groupSync bool
+	log       *slog.Logger
+	db        *leveldb.DB
+	wo        *opt.WriteOptions
+	gz        *gzipPool
 
 	keyLocks [256]sync.Mutex // serialize Puts of one key (striped by key[19])
 	dirs     sync.Map        // leaf directories known to exist
@@ -129,13 +133,14 @@ func newStore(dir string, o Options, clean bool) (*Store, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Store{
-		dir:    dir,
-		day:    int64(o.DayLength / time.Second),
-		quota:  o.Quota,
-		noSync: o.NoSync,
-		log:    log,
-		wo:     &opt.WriteOptions{Sync: !o.NoSync},
-		gz:     newGzipPool(o.GzipLevel),
+		dir:       dir,
+		day:       int64(o.DayLength / time.Second),
+		quota:     o.Quota,
+		noSync:    o.NoSync,
+		groupSync: groupFileSync && !o.NoSync,
+		log:       log,
+		wo:        &opt.WriteOptions{Sync: !o.NoSync},
+		gz:        newGzipPool(o.GzipLevel),
 	}
 	for _, d := range []string{dir, filepath.Join(dir, objectsDir), filepath.Join(dir, "tmp")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
