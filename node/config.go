@@ -57,6 +57,13 @@ type Config struct {
 	DayLength time.Duration
 	// Quota bounds the archive's bytes on disk; 0 means unlimited.
 	Quota int64
+	// GzipLevel is the gzip level of new version files (1-9); 0 means
+	// archive.DefaultGzipLevel. Lower levels cost less CPU and more disk.
+	GzipLevel int
+	// NoSync stores versions without syncing files or the index. It is for
+	// benchmarks and bulk loads only: a crash may lose versions the node
+	// had acknowledged, and their replicas may be all that is left.
+	NoSync bool
 	// Crawl configures fetching and politeness. The node sets its DayLength,
 	// Owns and Logger fields.
 	Crawl crawl.Config

@@ -106,6 +106,8 @@ func New(cfg Config) (n *Node, err error) {
 	n.store, err = archive.Open(filepath.Join(cfg.DataDir, "archive"), archive.Options{
 		DayLength: cfg.DayLength,
 		Quota:     cfg.Quota,
+		GzipLevel: cfg.GzipLevel,
+		NoSync:    cfg.NoSync,
 		Logger:    n.log.With("sub", "archive"),
 	})
 	if err != nil {

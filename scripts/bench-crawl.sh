@@ -12,7 +12,10 @@
 # Usage: scripts/bench-crawl.sh [extra go test flags, e.g. -cpuprofile cpu.prof]
 # Environment: PAGES (3000), ROUNDS (3), RING (4), HOSTCONNS (1), BUDGET
 # (ring: the shipped ring-wide host budget; none: no pacing at all), ONLY
-# (comma-separated subset of wget,herod1,herod$RING), LOG.
+# (comma-separated subset of wget,herod1,herod$RING), INPROC (1: serve the
+# site from herod's test process instead of a process of its own), GZIP
+# (herod's gzip level; 0: default), NOSYNC (1: herod syncs nothing; not
+# durable, shows what syncing costs), LOG.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -22,6 +25,9 @@ RING=${RING:-4}
 HOSTCONNS=${HOSTCONNS:-1}
 BUDGET=${BUDGET:-ring}
 ONLY=${ONLY:-}
+INPROC=${INPROC:-}
+GZIP=${GZIP:-0}
+NOSYNC=${NOSYNC:-}
 LOG=${LOG:-$(mktemp -t bench-crawl.XXXXXX.log)}
 
 if ! command -v go >/dev/null; then
@@ -36,12 +42,14 @@ if ! command -v wget >/dev/null; then
 	$sudo apt-get install -y -qq wget
 fi
 
-echo "bench-crawl: $PAGES pages, $ROUNDS rounds, ring of $RING, HostConns $HOSTCONNS, host budget $BUDGET; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "bench-crawl: $PAGES pages, $ROUNDS rounds, ring of $RING, HostConns $HOSTCONNS, host budget $BUDGET, site in-process ${INPROC:-no}, gzip ${GZIP}, nosync ${NOSYNC:-no}; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "bench-crawl: wget $(wget --version | head -1 | cut -d' ' -f3), $(go version | cut -d' ' -f3); log in $LOG"
 set +e
 go test ./node -run '^TestCrawlRate$' -count=1 -timeout 60m -v \
 	-crawlbench -crawlbench.pages "$PAGES" -crawlbench.rounds "$ROUNDS" \
 	-crawlbench.ring "$RING" -crawlbench.hostconns "$HOSTCONNS" -crawlbench.budget "$BUDGET" -crawlbench.only "$ONLY" \
+	-crawlbench.inproc="$([ -n "$INPROC" ] && echo true || echo false)" \
+	-crawlbench.gzip "$GZIP" -crawlbench.nosync="$([ -n "$NOSYNC" ] && echo true || echo false)" \
 	"$@" >"$LOG" 2>&1
 status=$?
 set -e

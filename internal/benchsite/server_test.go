@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -218,5 +220,47 @@ func TestLifecycle(t *testing.T) {
 	if resp, err := http.Get(u); err == nil {
 		resp.Body.Close()
 		t.Fatal("server answers after Close")
+	}
+}
+
+// TestRemote drives a server through its ControlHandler, as a benchmark in
+// another process does.
+func TestRemote(t *testing.T) {
+	s, _ := start(t, site(t))
+	ctl := httptest.NewServer(s.ControlHandler())
+	defer ctl.Close()
+	r := NewRemote(s.URL(), ctl.URL+"/")
+	if r.URL() != s.URL() {
+		t.Fatalf("URL %q, want %q", r.URL(), s.URL())
+	}
+	for _, p := range []string{"robots.txt", "", "a.html", "a.html", "missing.html"} {
+		resp, err := http.Get(s.URL() + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if n, err := r.Distinct(); err != nil || n != 2 {
+		t.Fatalf("Distinct = %d, %v; want 2", n, err)
+	}
+	rec, err := r.Record()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := s.Record(); !reflect.DeepEqual(rec, want) {
+		t.Fatalf("remote Record %+v, want %+v", rec, want)
+	}
+	if rec.Requests != 5 || !slices.Equal(rec.Repeated, []string{"/a.html x2"}) {
+		t.Fatalf("remote Record %+v: want 5 requests, /a.html twice", rec)
+	}
+	if err := r.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := r.Record(); err != nil || rec.Requests != 0 || len(rec.Paths) != 0 {
+		t.Fatalf("Record after Reset: %+v, %v", rec, err)
+	}
+	ctl.Close()
+	if _, err := r.Distinct(); err == nil {
+		t.Fatal("Distinct with the control server gone: no error")
 	}
 }
