@@ -43,7 +43,15 @@ type forwarderConfig struct {
 	Replicas  int           // deliver each link to its owner and Replicas-1 successors
 	Logger    *slog.Logger
 	LocalPeer string // this node's peer id
+	// Day returns the current crawl day. Links acknowledged by their
+	// owner are not sent again until it changes (nil: never changes).
+	Day func() int64
 }
+
+// maxDelivered bounds the forwarder's memory of links delivered today
+// (20-byte keys); past it the memory starts afresh, which only
+// costs sending some links again.
+const maxDelivered = 1 << 18
 
 // router finds the owner of a key; *ring.Ring implements it.
 type router interface {
@@ -61,13 +69,15 @@ type forwarder struct {
 	cfg forwarderConfig
 	log *slog.Logger
 
-	mu       sync.Mutex
-	pending  map[string]pendingLink // by URL: many pages link to the same URL
-	inflight int
-	kick     chan struct{}
+	mu           sync.Mutex
+	pending      map[string]pendingLink // by URL: many pages link to the same URL
+	inflight     int
+	delivered    map[id.ID]struct{} // links their owners acknowledged on day deliveredDay
+	deliveredDay int64
+	kick         chan struct{}
 
-	sent, local, walks, hops, lookups, failures, replicas atomic.Int64
-	lastErr                                               atomic.Pointer[string]
+	sent, local, walks, hops, lookups, failures, replicas, skipped atomic.Int64
+	lastErr                                                        atomic.Pointer[string]
 }
 
 // ForwardStats reports the forwarder's progress.
@@ -81,6 +91,7 @@ type ForwardStats struct {
 	Lookups   int64  `json:"lookups"`  // ring lookups spent on routing
 	Replicas  int64  `json:"replicas"` // links delivered as replicas to owners' successors
 	Failures  int64  `json:"failures"` // deliveries that failed and were retried
+	Skipped   int64  `json:"skipped"`  // links not queued again: waiting already, or acknowledged today
 	LastError string `json:"lastError,omitempty"`
 }
 
@@ -91,7 +102,8 @@ func newForwarder(cfg forwarderConfig) (*forwarder, error) {
 	if cfg.Replicas < 1 {
 		cfg.Replicas = 1
 	}
-	f := &forwarder{cfg: cfg, log: cfg.Logger, pending: map[string]pendingLink{}, kick: make(chan struct{}, 1)}
+	f := &forwarder{cfg: cfg, log: cfg.Logger, pending: map[string]pendingLink{},
+		delivered: map[id.ID]struct{}{}, kick: make(chan struct{}, 1)}
 	if cfg.Outbox != nil {
 		links, err := cfg.Outbox.load()
 		if err != nil {
@@ -109,6 +121,10 @@ func newForwarder(cfg forwarderConfig) (*forwarder, error) {
 
 // Forward queues canonical urls for delivery to their owners. It implements
 // crawl.Forwarder. The links are durable (in the outbox) when it returns.
+// A link already waiting, or acknowledged by its owner earlier the same
+// day, is not queued again: its owner has it (the thesis runs the URL-seen
+// test at the owner, and that test would drop it), and most links on a
+// site are the same few navigation targets on every page.
 func (f *forwarder) Forward(_ context.Context, urls []string) error {
 	return f.enqueue(urls, 0)
 }
@@ -117,9 +133,29 @@ func (f *forwarder) enqueue(urls []string, hops int) error {
 	if len(urls) == 0 {
 		return nil
 	}
-	links := make([]pendingLink, len(urls))
-	for i, u := range urls {
-		links[i] = pendingLink{url: u, key: id.OfString(u), hops: hops}
+	links := make([]pendingLink, 0, len(urls))
+	for _, u := range urls {
+		links = append(links, pendingLink{url: u, key: id.OfString(u), hops: hops})
+	}
+	f.mu.Lock()
+	f.rollDayLocked()
+	links = slices.DeleteFunc(links, func(l pendingLink) bool {
+		if _, waiting := f.pending[l.url]; waiting {
+			return true
+		}
+		// A link passed on by a node that does not own it (hops > 0)
+		// always travels: while views of the ring disagree it can come
+		// back to the node that delivered it, and its hop count is what
+		// ends that loop.
+		_, done := f.delivered[l.key]
+		return done && hops == 0
+	})
+	f.mu.Unlock()
+	if skipped := len(urls) - len(links); skipped > 0 {
+		f.skipped.Add(int64(skipped))
+	}
+	if len(links) == 0 {
+		return nil
 	}
 	if f.cfg.Outbox != nil {
 		if err := f.cfg.Outbox.add(links); err != nil {
@@ -165,6 +201,7 @@ func (f *forwarder) Stats() ForwardStats {
 	f.mu.Unlock()
 	st.Sent, st.Local, st.Walks, st.Hops = f.sent.Load(), f.local.Load(), f.walks.Load(), f.hops.Load()
 	st.Lookups, st.Failures, st.Replicas = f.lookups.Load(), f.failures.Load(), f.replicas.Load()
+	st.Skipped = f.skipped.Load()
 	if p := f.lastErr.Load(); p != nil {
 		st.LastError = *p
 	}
@@ -211,12 +248,31 @@ func (f *forwarder) flush(ctx context.Context) {
 	}
 	f.mu.Lock()
 	f.inflight -= len(batch)
+	f.rollDayLocked()
+	for _, l := range done {
+		if len(f.delivered) >= maxDelivered {
+			clear(f.delivered)
+		}
+		f.delivered[l.key] = struct{}{}
+	}
 	for _, l := range failed {
 		if _, ok := f.pending[l.url]; !ok {
 			f.pending[l.url] = l
 		}
 	}
 	f.mu.Unlock()
+}
+
+// rollDayLocked forgets the links delivered on an earlier day: owners
+// reset their URL-seen sets at the start of a day.
+func (f *forwarder) rollDayLocked() {
+	if f.cfg.Day == nil {
+		return
+	}
+	if d := f.cfg.Day(); d != f.deliveredDay {
+		clear(f.delivered)
+		f.deliveredDay = d
+	}
 }
 
 // note records a delivery problem: counted, kept for status, logged once
@@ -227,4 +283,17 @@ func (f *forwarder) note(err error) {
 	if prev := f.lastErr.Swap(&msg); prev == nil || *prev != msg {
 		f.log.Warn("forward: delivery failed; links kept for the next walk", "err", err)
 	}
+}
+
+// crawlDay is the forwarder's Day: the crawler's day number now (0 before
+// the crawler exists, which is only while the node is being built).
+func (n *Node) crawlDay() int64 {
+	if n.crawler == nil {
+		return 0
+	}
+	now := time.Now
+	if n.cfg.Crawl.Clock != nil {
+		now = n.cfg.Crawl.Clock
+	}
+	return n.crawler.Day(now())
 }

@@ -126,6 +126,7 @@ func New(cfg Config) (n *Node, err error) {
 		Replicas:  cfg.LinkReplicas,
 		Logger:    n.log.With("sub", "forward"),
 		LocalPeer: n.self.Peer,
+		Day:       n.crawlDay,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)

@@ -203,6 +203,99 @@ func TestForwarderRetriesUntilAcknowledged(t *testing.T) {
 	}
 }
 
+// TestForwarderSendsLinksOncePerDay: a link waiting or acknowledged today
+// is not queued again (neither in memory nor in the outbox); a link passed
+// back by a non-owner and a link whose delivery failed are, and on a new
+// day every link travels again.
+func TestForwarderSendsLinksOncePerDay(t *testing.T) {
+	fr := newFakeRing(3, 2)
+	ob, err := openOutbox(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ob.close()
+	day := int64(7)
+	f, err := newForwarder(forwarderConfig{Ring: fr, Deliver: fr.deliver, Outbox: ob, PerVnode: 1000,
+		LocalPeer: "peer0", Day: func() int64 { return day }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	delivered := func() int {
+		n := 0
+		for _, us := range fr.got {
+			n += len(us)
+		}
+		return n
+	}
+	ls := testLinks(50)
+	var urls []string
+	for _, l := range ls {
+		urls = append(urls, l.url)
+	}
+	// Page one and page two share every link: one copy waits.
+	for range 2 {
+		if err := f.Forward(ctx, urls); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := ob.load(); err != nil || len(got) != len(urls) {
+		t.Fatalf("outbox holds %d links (%v), want %d", len(got), err, len(urls))
+	}
+	if st := f.Stats(); st.Pending != len(urls) || st.Skipped != int64(len(urls)) {
+		t.Fatalf("after two pages with the same links: %+v", st)
+	}
+	f.flush(ctx)
+	if n := delivered(); n != len(urls) {
+		t.Fatalf("delivered %d, want %d", n, len(urls))
+	}
+	// The same links later the same day: their owners have them.
+	if err := f.Forward(ctx, urls); err != nil {
+		t.Fatal(err)
+	}
+	if f.Busy() {
+		t.Fatalf("links acknowledged today were queued again: %+v", f.Stats())
+	}
+	// A link passed back by a node that does not own it (views of the
+	// ring disagree) travels again, or it would be lost.
+	if err := f.enqueue(urls[:1], 1); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.Stats(); st.Pending != 1 {
+		t.Fatalf("a link passed back was dropped: %+v", st)
+	}
+	f.flush(ctx)
+	// A link whose owner was down is sent again.
+	fr.down["peer1"] = true
+	fresh := "http://host0.example/new.html"
+	if err := f.Forward(ctx, []string{fresh}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		f.flush(ctx)
+		if err := f.Forward(ctx, []string{fresh}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fr.down["peer1"] = false
+	f.flush(ctx)
+	if n := delivered(); n != len(urls)+2 {
+		t.Fatalf("delivered %d, want %d", n, len(urls)+2)
+	}
+	// A new day: owners reset their URL-seen sets, links travel again.
+	day++
+	if err := f.Forward(ctx, urls); err != nil {
+		t.Fatal(err)
+	}
+	f.flush(ctx)
+	if n := delivered(); n != 2*len(urls)+2 {
+		t.Fatalf("delivered %d on the second day, want %d", n, 2*len(urls)+2)
+	}
+	if got, err := ob.load(); err != nil || len(got) != 0 {
+		t.Fatalf("outbox holds %d links after delivery (%v)", len(got), err)
+	}
+}
+
 func TestOwnsAndNextOwner(t *testing.T) {
 	mk := func(b byte) id.ID { var x id.ID; x[0] = b; return x }
 	tests := []struct {
