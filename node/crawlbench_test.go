@@ -288,6 +288,15 @@ func runHerod(t *testing.T, srv benchSite, dir string, count, want int) crawlRes
 		ps.Expired += p.Expired
 		ps.FallbackWaits += p.FallbackWaits
 	}
+	var handed, skipped, delivered int64
+	for _, nd := range lr.Nodes {
+		fs := nd.fwd.Stats()
+		handed += nd.crawler.Stats().Forwarded
+		skipped += fs.Skipped
+		delivered += fs.Sent + fs.Local
+	}
+	t.Logf("herod x%d links: %d handed to the forwarders (%.1f per page), %d not queued again, %d delivered",
+		count, handed, float64(handed)/float64(want), skipped, delivered)
 	t.Logf("herod x%d host budget: %d leases (%d over the network), slots granted %d, used %d, expired %d; %d fallback waits",
 		count, ps.Leases, ps.LeaseRPCs, ps.Granted, ps.Used, ps.Expired, ps.FallbackWaits)
 	rec, err := srv.Record()
