@@ -89,9 +89,11 @@ func (s *Store) index(v Version, e Entry, size int64, first bool, mv *pendingFil
 	s.mu.Unlock()
 	if err != nil {
 		if mv != nil {
-			os.Remove(mv.tmp)
+			os.Remove(mv.tmp) // never placed: nothing to reindex
+			s.log.Error("index write failed; version file dropped", "file", v.File, "err", err)
+		} else {
+			s.log.Error("index write failed; the file is stored and reindex will find it", "file", v.File, "err", err)
 		}
-		s.log.Error("index write failed", "file", v.File, "err", err)
 		return err
 	}
 	<-g.done
@@ -177,7 +179,7 @@ func (s *Store) committer() {
 			g.err = s.db.Write(&g.b, s.wo)
 		}
 		if g.err != nil {
-			s.log.Error("index group not committed; its files stay for reindex",
+			s.log.Error("index group not committed; files already in place stay for reindex",
 				"versions", g.delta.versions, "err", g.err)
 		}
 		s.mu.Lock()

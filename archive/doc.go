@@ -55,7 +55,8 @@
 //     group are made durable together, by one syncfs(2) of the store's
 //     filesystem in the committer before it renames them (commit.go); that
 //     costs about what one fsync costs and stands for an fsync per file,
-//     which on the development VM took ~300 us of kernel CPU each.
+//     which on the development VM took ~300 us of kernel CPU each (CPU
+//     profile of scripts/bench-crawl.sh).
 //     Elsewhere each file is fsynced before its rename. On journaling file
 //     systems (ext4) the index sync also commits the renames, so a crash
 //     leaves at worst an unindexed complete file

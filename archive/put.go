@@ -203,61 +203,37 @@ type pendingFile struct {
 	tmp, final string
 }
 
-// placeFile stores data as the file rel. With group sync it only writes a
-// temporary file and returns it, for the index group to sync and rename
-// (commit.go); otherwise it writes rel atomically (writeFile) and returns
-// nil.
+// placeFile stores data as the file rel, whose directory the caller has
+// made (ensureDir). It writes a temporary file in dir/tmp; with group sync
+// it returns that file unsynced, for the index group to sync and rename
+// (commit.go); otherwise it fsyncs it (unless NoSync), renames it into
+// place and returns nil. The rename itself is made durable by the synced
+// index write that follows it (see doc.go). On error it leaves no file.
 func (s *Store) placeFile(rel string, data []byte) (*pendingFile, error) {
-	if !s.groupSync {
-		return nil, s.writeFile(rel, data)
-	}
-	tmp, final, err := s.writeTemp(rel, data, false)
+	f, err := os.CreateTemp(filepath.Join(s.dir, "tmp"), filepath.Base(rel)+".*")
 	if err != nil {
 		return nil, err
 	}
-	return &pendingFile{tmp: tmp, final: final}, nil
-}
-
-// writeFile writes data to rel atomically: a temporary file in dir/tmp,
-// fsync (unless NoSync), rename into place. The rename itself is made
-// durable by the synced index write that follows it (see doc.go).
-func (s *Store) writeFile(rel string, data []byte) error {
-	tmp, final, err := s.writeTemp(rel, data, !s.noSync)
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, final); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
-}
-
-// writeTemp writes data to a new temporary file in dir/tmp, fsynced if
-// sync, and returns its path and the path of rel, whose directory it
-// makes. On error it leaves no temporary file.
-func (s *Store) writeTemp(rel string, data []byte, sync bool) (tmp, final string, err error) {
-	final = filepath.Join(s.dir, filepath.FromSlash(rel))
-	if _, err := s.ensureDir(rel); err != nil {
-		return "", "", err
-	}
-	f, err := os.CreateTemp(filepath.Join(s.dir, "tmp"), filepath.Base(rel)+".*")
-	if err != nil {
-		return "", "", err
-	}
-	tmp = f.Name()
+	tmp := f.Name()
 	_, err = f.Write(data)
-	if err == nil && sync {
+	if err == nil && !s.groupSync && !s.noSync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	final := filepath.Join(s.dir, filepath.FromSlash(rel))
+	switch {
+	case err != nil:
+	case s.groupSync:
+		return &pendingFile{tmp: tmp, final: final}, nil
+	default:
+		err = os.Rename(tmp, final)
+	}
 	if err != nil {
 		os.Remove(tmp)
-		return "", "", err
 	}
-	return tmp, final, nil
+	return nil, err
 }
 
 // Touch records that url was checked at t and found unchanged (for

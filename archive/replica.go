@@ -89,6 +89,10 @@ func (s *Store) Import(ctx context.Context, name string, data []byte) (Version, 
 		return Version{}, false, fmt.Errorf("archive import: %w", err)
 	}
 	var mv *pendingFile
+	if _, err := s.ensureDir(e.Path()); err != nil {
+		s.unreserve(size)
+		return Version{}, false, fmt.Errorf("archive import: %w", err)
+	}
 	if old, err := s.readRaw(e.Path()); err == nil {
 		// An unindexed file left by a crash: index it if it is this one.
 		if !bytes.Equal(old, data) {

@@ -148,6 +148,10 @@ func (c *Crawler) Day(t time.Time) int64 {
 	return t.Unix() / int64(c.cfg.DayLength/time.Second)
 }
 
+// Today returns the day number of the crawler's clock now. Every node
+// starts its new day (and resets its URL-seen set) when this changes.
+func (c *Crawler) Today() int64 { return c.Day(c.cfg.Clock()) }
+
 // Start starts the fetch loops of every host with pending URLs and the day
 // timer. If the stored day is older than the clock's day (the node was down
 // across a day boundary) or a NewDay was interrupted, a new day starts
@@ -175,7 +179,7 @@ func (c *Crawler) Start(ctx context.Context) error {
 		if err := c.startDay(c.ctx, interrupted); err != nil {
 			return err
 		}
-	case c.Day(c.cfg.Clock()) > c.q.currentDay():
+	case c.Today() > c.q.currentDay():
 		if err := c.NewDay(c.ctx); err != nil {
 			return err
 		}
@@ -240,7 +244,7 @@ func (c *Crawler) Add(ctx context.Context, urls []string) error {
 // conditionally. The new day is the clock's day, or the stored day plus one
 // if that is not later.
 func (c *Crawler) NewDay(ctx context.Context) error {
-	day := max(c.Day(c.cfg.Clock()), c.q.currentDay()+1)
+	day := max(c.Today(), c.q.currentDay()+1)
 	return c.startDay(ctx, day)
 }
 
@@ -289,7 +293,7 @@ func (c *Crawler) dayTimer() {
 			return
 		case <-t.C:
 		}
-		if c.Day(c.cfg.Clock()) > c.q.currentDay() {
+		if c.Today() > c.q.currentDay() {
 			if err := c.NewDay(c.ctx); err != nil && c.ctx.Err() == nil {
 				c.log.Error("crawl: new day failed", "err", err)
 			}

@@ -91,7 +91,7 @@ func TestCrawlRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := sampleweb.StaticSitePaths(*crawlBenchPages, benchSeed)
-	var srv benchSite
+	var srv *benchsite.Remote
 	if *crawlBenchInProc {
 		srv = startSiteInProcess(t, site)
 	} else {
@@ -185,7 +185,7 @@ func medianResult(rs []crawlResult) crawlResult {
 }
 
 // runWget times wget -r over the whole site into out.
-func runWget(t *testing.T, wget string, srv benchSite, out string) crawlResult {
+func runWget(t *testing.T, wget string, srv *benchsite.Remote, out string) crawlResult {
 	t.Helper()
 	cmd := exec.Command(wget, "-r", "-l", "inf", "-np", "-nH", "-q", "-P", out, srv.URL())
 	start := time.Now()
@@ -219,7 +219,7 @@ func runWget(t *testing.T, wget string, srv benchSite, out string) crawlResult {
 // (links still waiting in a forwarder then are all duplicates). The ring
 // must then go idle having stored nothing more, fetched no URL twice and
 // counted no crawl error.
-func runHerod(t *testing.T, srv benchSite, dir string, count, want int) crawlResult {
+func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int) crawlResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -335,34 +335,39 @@ func diffPaths(got, want []string) string {
 	return fmt.Sprintf("%d URLs vs %d; extra %v; missing %v", len(got), len(want), extra, missing)
 }
 
-// benchSite is the recording file server of TestCrawlRate: a
-// *benchsite.Remote, or a localSite with -crawlbench.inproc.
-type benchSite interface {
-	URL() string
-	Reset() error
-	Distinct() (int, error)
-	Record() (benchsite.Record, error)
+// serveSite serves dir with a recording file server, and its recorder on
+// a control listener of its own, in this process until stop is called.
+func serveSite(dir string) (r *benchsite.Remote, stop func(), err error) {
+	srv := benchsite.New(benchsite.Config{Dir: dir})
+	if err := srv.Start(context.Background()); err != nil {
+		return nil, nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		srv.Close()
+		return nil, nil, err
+	}
+	ctl := &http.Server{Handler: srv.ControlHandler(), ReadHeaderTimeout: 10 * time.Second}
+	go ctl.Serve(ln)
+	stop = func() {
+		ctl.Close()
+		srv.Close()
+	}
+	return benchsite.NewRemote(srv.URL(), "http://"+ln.Addr().String()+"/"), stop, nil
 }
-
-// localSite is a benchsite.Server in this process, as a benchSite.
-type localSite struct{ *benchsite.Server }
-
-func (l localSite) Reset() error                      { l.Server.Reset(); return nil }
-func (l localSite) Distinct() (int, error)            { return l.Server.Distinct(), nil }
-func (l localSite) Record() (benchsite.Record, error) { return l.Server.Record(), nil }
 
 // startSiteInProcess serves dir from this process until the test ends.
 // herod's crawl then shares the Go scheduler with the file server, which
 // measured faster for herod than a separate server process on the 2-core
 // VM (docs/crawl.md); wget always talks to another process.
-func startSiteInProcess(t *testing.T, dir string) benchSite {
+func startSiteInProcess(t *testing.T, dir string) *benchsite.Remote {
 	t.Helper()
-	srv := benchsite.New(benchsite.Config{Dir: dir})
-	if err := srv.Start(context.Background()); err != nil {
+	r, stop, err := serveSite(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { srv.Close() })
-	return localSite{srv}
+	t.Cleanup(stop)
+	return r
 }
 
 // benchSiteEnv names the directory that TestCrawlBenchSite serves.
@@ -416,18 +421,11 @@ func TestCrawlBenchSite(t *testing.T) {
 	if dir == "" {
 		t.Skip("the site process of TestCrawlRate")
 	}
-	srv := benchsite.New(benchsite.Config{Dir: dir})
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	r, stop, err := serveSite(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctl := &http.Server{Handler: srv.ControlHandler(), ReadHeaderTimeout: 10 * time.Second}
-	go ctl.Serve(ln)
-	defer ctl.Close()
-	fmt.Printf("benchsite %s http://%s/\n", srv.URL(), ln.Addr())
+	defer stop()
+	fmt.Printf("benchsite %s %s\n", r.URL(), r.ControlURL())
 	io.Copy(io.Discard, os.Stdin)
 }

@@ -285,15 +285,11 @@ func (f *forwarder) note(err error) {
 	}
 }
 
-// crawlDay is the forwarder's Day: the crawler's day number now (0 before
-// the crawler exists, which is only while the node is being built).
+// crawlDay is the forwarder's Day: the crawler's day now (0 before the
+// crawler exists, which is only while the node is being built).
 func (n *Node) crawlDay() int64 {
 	if n.crawler == nil {
 		return 0
 	}
-	now := time.Now
-	if n.cfg.Crawl.Clock != nil {
-		now = n.cfg.Crawl.Clock
-	}
-	return n.crawler.Day(now())
+	return n.crawler.Today()
 }

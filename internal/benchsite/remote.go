@@ -63,6 +63,9 @@ func NewRemote(siteURL, controlURL string) *Remote {
 // URL returns the site's root URL.
 func (r *Remote) URL() string { return r.site }
 
+// ControlURL returns the URL of the server's ControlHandler.
+func (r *Remote) ControlURL() string { return r.control + "/" }
+
 // Reset makes the server forget every request answered so far.
 func (r *Remote) Reset() error {
 	resp, err := r.client.Post(r.control+controlReset, "", nil)

@@ -230,8 +230,8 @@ func TestRemote(t *testing.T) {
 	ctl := httptest.NewServer(s.ControlHandler())
 	defer ctl.Close()
 	r := NewRemote(s.URL(), ctl.URL+"/")
-	if r.URL() != s.URL() {
-		t.Fatalf("URL %q, want %q", r.URL(), s.URL())
+	if r.URL() != s.URL() || r.ControlURL() != ctl.URL+"/" {
+		t.Fatalf("URL %q, ControlURL %q; want %q, %q", r.URL(), r.ControlURL(), s.URL(), ctl.URL+"/")
 	}
 	for _, p := range []string{"robots.txt", "", "a.html", "a.html", "missing.html"} {
 		resp, err := http.Get(s.URL() + p)
