@@ -166,27 +166,36 @@ func BenchmarkPut(b *testing.B) {
 }
 
 // BenchmarkPutParallel measures additions from 8 concurrent writers (a
-// crawler's workers) with fsync on: file fsyncs run in parallel and index
-// syncs are group-committed.
+// crawler's workers) with syncs on: files and index are made durable a
+// group at a time, with the default commit window and with none (a group
+// syncs as soon as the previous one is done).
 func BenchmarkPutParallel(b *testing.B) {
 	pages := benchPages(256)
-	s := openTest(b, Options{})
-	ctx := context.Background()
-	var next atomic.Int64
-	b.SetParallelism(4) // 4 x GOMAXPROCS goroutines
-	b.ResetTimer()
-	cpu0 := cpuTime()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			i := int(next.Add(1))
-			c := benchCapture(i, pages[i%len(pages)], t0.Add(time.Duration(i)*time.Second))
-			if _, added, err := s.Put(ctx, c); err != nil || !added {
-				b.Errorf("put: %v %v", added, err)
-				return
-			}
-		}
-	})
-	reportRates(b, "adds", cpu0)
+	for _, mode := range []struct {
+		name   string
+		window time.Duration
+	}{{"window", 0}, {"nowindow", -1}} {
+		b.Run(mode.name, func(b *testing.B) {
+			s := openTest(b, Options{CommitWindow: mode.window})
+			ctx := context.Background()
+			var next atomic.Int64
+			b.SetParallelism(4) // 4 x GOMAXPROCS goroutines
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					i := int(next.Add(1))
+					c := benchCapture(i, pages[i%len(pages)], t0.Add(time.Duration(i)*time.Second))
+					if _, added, err := s.Put(ctx, c); err != nil || !added {
+						b.Errorf("put: %v %v", added, err)
+						return
+					}
+				}
+			})
+			reportRates(b, "adds", cpu0)
+			b.ReportMetric(float64(groupCommits(s))/b.Elapsed().Seconds(), "groups/s")
+		})
+	}
 }
 
 // BenchmarkPutUnchanged measures a Put whose payload equals the stored one

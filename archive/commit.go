@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/syndtr/goleveldb/leveldb"
 )
@@ -45,6 +46,8 @@ type groupCommit struct {
 	cur     *indexGroup           // the group forming; nil if none
 	gen     uint64                // generation of the newest group formed
 	sums    map[string]pendingSum // directory sums of uncommitted groups
+	commits int64                 // groups written since Open
+	joined  chan struct{}         // a token when the last write under way reached the group (or gave up)
 	closing bool
 	stopped chan struct{} // closed when the committer has exited
 }
@@ -57,6 +60,7 @@ func (s *Store) startCommitter() {
 	s.gc = groupCommit{
 		cond:    sync.NewCond(&s.mu),
 		sums:    make(map[string]pendingSum),
+		joined:  make(chan struct{}, 1),
 		stopped: make(chan struct{}),
 	}
 	go s.committer()
@@ -104,6 +108,7 @@ func (s *Store) index(v Version, e Entry, size int64, first bool, mv *pendingFil
 // forming and returns that group. The caller holds s.mu.
 func (s *Store) enqueueLocked(v Version, e Entry, size int64, first bool) (*indexGroup, error) {
 	s.pending -= size
+	s.endWriteLocked()
 	if s.gc.closing || s.gc.stopped == nil {
 		return nil, errStoreClosed
 	}
@@ -166,6 +171,23 @@ func (s *Store) committer() {
 		for s.gc.cur == nil && !s.gc.closing {
 			s.gc.cond.Wait()
 		}
+		if s.window > 0 && s.gc.cur != nil {
+			// Let the Puts and Imports already under way join this group
+			// rather than sync again right after it (Options.CommitWindow).
+			deadline := time.Now().Add(s.window)
+			for s.writing > 0 && !s.gc.closing {
+				wait := time.Until(deadline)
+				if wait <= 0 {
+					break
+				}
+				s.mu.Unlock()
+				select {
+				case <-s.gc.joined:
+				case <-time.After(wait):
+				}
+				s.mu.Lock()
+			}
+		}
 		g := s.gc.cur
 		s.gc.cur = nil
 		s.mu.Unlock()
@@ -191,6 +213,7 @@ func (s *Store) committer() {
 		if g.err != nil {
 			s.ctr.addCounters(g.delta.negate())
 		}
+		s.gc.commits++
 		s.mu.Unlock()
 		close(g.done)
 	}

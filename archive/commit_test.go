@@ -223,3 +223,88 @@ func TestGroupSyncFailure(t *testing.T) {
 		t.Fatalf("read after recovery: %v", err)
 	}
 }
+
+// groupCommits returns how many index groups s has written.
+func groupCommits(s *Store) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gc.commits
+}
+
+// TestCommitWindow checks the committer's wait for writes under way: a
+// group is not synced while another Put is under way (up to the window),
+// that Put joins it, and a lone writer never waits.
+func TestCommitWindow(t *testing.T) {
+	ctx := context.Background()
+	put := func(s *Store, u string) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := s.Put(ctx, capture(u, t0, "body of "+u))
+			done <- err
+		}()
+		return done
+	}
+	const long = time.Hour
+	s, err := Open(t.TempDir(), Options{CommitWindow: long})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	// A lone writer: each Put is synced at once, in a group of its own.
+	start := time.Now()
+	for i := range 5 {
+		if err := <-put(s, fmt.Sprintf("http://lone.example/%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := time.Since(start); d > time.Minute {
+		t.Fatalf("5 Puts one after another took %v", d)
+	}
+	if n := groupCommits(s); n != 5 {
+		t.Errorf("5 Puts one after another made %d groups, want 5", n)
+	}
+
+	// A write under way (held here) keeps the group open; a Put that
+	// starts meanwhile joins it; both return when the held write ends.
+	giveUp := s.beginWrite()
+	a := put(s, "http://busy.example/a")
+	select {
+	case err := <-a:
+		t.Fatalf("Put returned (%v) while another write was under way", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	b := put(s, "http://busy.example/b")
+	select {
+	case err := <-b:
+		t.Fatalf("second Put returned (%v) while another write was under way", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	giveUp()
+	for _, c := range []<-chan error{a, b} {
+		if err := <-c; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := groupCommits(s); n != 6 {
+		t.Errorf("two Puts under way together made %d groups, want one", n-5)
+	}
+	if st := s.Stats(); st.Versions != 7 {
+		t.Errorf("stored %d versions, want 7", st.Versions)
+	}
+
+	// The window bounds the wait for a write that does not end.
+	s2, err := Open(t.TempDir(), Options{CommitWindow: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	defer s2.beginWrite()()
+	start = time.Now()
+	if err := <-put(s2, "http://stuck.example/"); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 50*time.Millisecond || d > time.Minute {
+		t.Errorf("Put beside a stuck write returned after %v, want the 50ms window", d)
+	}
+}

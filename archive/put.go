@@ -82,6 +82,12 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 	if err := checkCapture(&c); err != nil {
 		return Version{}, false, fmt.Errorf("archive put: %w", err)
 	}
+	giveUp, indexed := s.beginWrite(), false
+	defer func() {
+		if !indexed {
+			giveUp()
+		}
+	}()
 	t := c.Time.UTC().Round(0)
 	k := id.OfString(c.URL)
 	d := id.Sum(c.Body)
@@ -141,6 +147,7 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 		ContentType: contentType(c.Header.Get("Content-Type")),
 		Length:      int64(len(c.Body)), File: e.Path(),
 	}
+	indexed = true // index ends the write, whatever it returns
 	if err := s.index(v, e, size, first, mv); err != nil {
 		return Version{}, false, fmt.Errorf("archive put: %w", err)
 	}
@@ -167,6 +174,33 @@ func (s *Store) unreserve(size int64) {
 	s.mu.Lock()
 	s.pending -= size
 	s.mu.Unlock()
+}
+
+// beginWrite counts a Put or Import as in progress until index queues its
+// version (enqueueLocked) or the caller gives it up (the function
+// returned, to be called unless index was reached). The committer lets a
+// group wait for such writes (Options.CommitWindow).
+func (s *Store) beginWrite() (giveUp func()) {
+	s.mu.Lock()
+	s.writing++
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.endWriteLocked()
+		s.mu.Unlock()
+	}
+}
+
+// endWriteLocked ends a write counted by beginWrite and tells a waiting
+// committer when it was the last one. The caller holds s.mu.
+func (s *Store) endWriteLocked() {
+	s.writing--
+	if s.writing == 0 {
+		select {
+		case s.gc.joined <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func (s *Store) exists(rel string) bool {

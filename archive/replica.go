@@ -85,6 +85,12 @@ func (s *Store) Import(ctx context.Context, name string, data []byte) (Version, 
 		return Version{}, false, fmt.Errorf("archive import: %w", err)
 	}
 	size := int64(len(data))
+	giveUp, indexed := s.beginWrite(), false
+	defer func() {
+		if !indexed {
+			giveUp()
+		}
+	}()
 	if err := s.reserve(size); err != nil {
 		return Version{}, false, fmt.Errorf("archive import: %w", err)
 	}
@@ -103,6 +109,7 @@ func (s *Store) Import(ctx context.Context, name string, data []byte) (Version, 
 		s.unreserve(size)
 		return Version{}, false, fmt.Errorf("archive import: %w", err)
 	}
+	indexed = true // index ends the write, whatever it returns
 	if err := s.index(v, e, size, first, mv); err != nil {
 		return Version{}, false, fmt.Errorf("archive import: %w", err)
 	}

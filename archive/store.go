@@ -20,6 +20,10 @@ import (
 	"github.com/herod-archive/herod/internal/id"
 )
 
+// DefaultCommitWindow is Options.CommitWindow when zero: a Put waits at
+// most that much longer than its own sync.
+const DefaultCommitWindow = 20 * time.Millisecond
+
 // Options configure a Store. The zero value is a valid configuration.
 type Options struct {
 	// DayLength is the length of a crawl day; zero means 24h. It is rounded
@@ -38,6 +42,13 @@ type Options struct {
 	// GzipLevel is the gzip level of new version files (1-9); zero means
 	// DefaultGzipLevel.
 	GzipLevel int
+	// CommitWindow bounds how long an index group waits for the Puts and
+	// Imports already under way when it is about to be synced: they join
+	// it, so that concurrent writers share one sync instead of the first
+	// of them syncing alone. The group is synced as soon as none is under
+	// way, so a lone writer never waits. Zero means DefaultCommitWindow;
+	// negative means never wait.
+	CommitWindow time.Duration
 	// Logger receives the store's events; nil discards them.
 	Logger *slog.Logger
 }
@@ -75,9 +86,11 @@ type Store struct {
 	keyLocks [256]sync.Mutex // serialize Puts of one key (striped by key[19])
 	dirs     sync.Map        // leaf directories known to exist
 
-	mu      sync.Mutex // guards ctr, pending, gc, and the read-modify-write of dir hashes
+	mu      sync.Mutex // guards ctr, pending, writing, gc, and the read-modify-write of dir hashes
 	ctr     counters   // totals, including index groups not yet committed
 	pending int64      // bytes of files being written, reserved against the quota
+	writing int        // Puts and Imports in progress whose version is not yet in an index group (beginWrite)
+	window  time.Duration
 	gc      groupCommit
 
 	quotaHit  atomic.Bool
@@ -128,6 +141,9 @@ func newStore(dir string, o Options, clean bool) (*Store, error) {
 	if o.Quota < 0 {
 		return nil, fmt.Errorf("archive open: negative quota %d", o.Quota)
 	}
+	if o.CommitWindow == 0 {
+		o.CommitWindow = DefaultCommitWindow
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -141,6 +157,7 @@ func newStore(dir string, o Options, clean bool) (*Store, error) {
 		log:       log,
 		wo:        &opt.WriteOptions{Sync: !o.NoSync},
 		gz:        newGzipPool(o.GzipLevel),
+		window:    o.CommitWindow,
 	}
 	for _, d := range []string{dir, filepath.Join(dir, objectsDir), filepath.Join(dir, "tmp")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
