@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -57,6 +58,7 @@ type crawlResult struct {
 	elapsed time.Duration
 	cpu     time.Duration    // CPU of the crawler: wget's process, or this process's for herod
 	rec     benchsite.Record // what the server answered
+	busy    float64          // machine-wide share of all cores busy while it ran (kernel threads too), or -1
 }
 
 func (c crawlResult) rate() float64 { return float64(len(c.rec.Paths)) / c.elapsed.Seconds() }
@@ -123,18 +125,21 @@ func TestCrawlRate(t *testing.T) {
 			if err := srv.Reset(); err != nil {
 				t.Fatal(err)
 			}
+			// Each crawl's output stays until the test ends: deleting
+			// thousands of files between runs would slow the next
+			// contestant's file creation on a file system without a
+			// journal (ext4 then skips every inode freed in the last 60 s,
+			// 360 s while its inode table block is dirty, one buffer
+			// lookup each), which measures the harness, not the crawler.
 			out := filepath.Join(dir, fmt.Sprintf("%s-%d", c.name, round))
 			res := c.run(t, out)
-			if err := os.RemoveAll(out); err != nil {
-				t.Fatal(err)
-			}
 			if d := diffPaths(res.rec.Paths, want); d != "" {
 				t.Errorf("%s round %d fetched a different URL set than the site has: %s", c.name, round, d)
 			}
 			results[c.name] = append(results[c.name], res)
-			t.Logf("round %d %-7s %5d URLs (%d requests) in %7s = %6.0f pages/s, cpu %s, server idle %s (%d stalls of 100ms+), load %s",
+			t.Logf("round %d %-7s %5d URLs (%d requests) in %7s = %6.0f pages/s, cpu %s, server idle %s (%d stalls of 100ms+), machine busy %.0f%%, load %s",
 				round, c.name, len(res.rec.Paths), res.rec.Requests, res.elapsed.Round(time.Millisecond), res.rate(),
-				res.cpu.Round(time.Millisecond), res.rec.Idle.Round(time.Millisecond), res.rec.Stalls, loadAvg())
+				res.cpu.Round(time.Millisecond), res.rec.Idle.Round(time.Millisecond), res.rec.Stalls, 100*res.busy, loadAvg())
 		}
 	}
 	reportCrawlRates(t, results, ringName)
@@ -177,6 +182,46 @@ func loadAvg() string {
 	return "?"
 }
 
+// machineTicks is the machine-wide CPU time from /proc/stat, in clock
+// ticks: all of it, and the part spent idle or waiting for I/O.
+type machineTicks struct{ total, idle uint64 }
+
+// readMachineTicks reads /proc/stat's aggregate line; zero where there is
+// none.
+func readMachineTicks() machineTicks {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return machineTicks{}
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return machineTicks{}
+	}
+	var m machineTicks
+	for i, s := range f[1:] {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return machineTicks{}
+		}
+		m.total += v
+		if i == 3 || i == 4 { // idle, iowait
+			m.idle += v
+		}
+	}
+	return m
+}
+
+// busySince returns the share of all cores' time that was busy between
+// m0 and m (kernel threads and other processes included), or -1 when it
+// cannot tell.
+func (m machineTicks) busySince(m0 machineTicks) float64 {
+	if m.total <= m0.total || m0.total == 0 {
+		return -1
+	}
+	return 1 - float64(m.idle-m0.idle)/float64(m.total-m0.total)
+}
+
 // medianResult returns the result with the median rate.
 func medianResult(rs []crawlResult) crawlResult {
 	s := slices.Clone(rs)
@@ -188,9 +233,9 @@ func medianResult(rs []crawlResult) crawlResult {
 func runWget(t *testing.T, wget string, srv *benchsite.Remote, out string) crawlResult {
 	t.Helper()
 	cmd := exec.Command(wget, "-r", "-l", "inf", "-np", "-nH", "-q", "-P", out, srv.URL())
-	start := time.Now()
+	start, busy0 := time.Now(), readMachineTicks()
 	b, err := cmd.CombinedOutput()
-	elapsed := time.Since(start)
+	elapsed, busy := time.Since(start), readMachineTicks().busySince(busy0)
 	if err != nil {
 		t.Fatalf("wget: %v\n%s", err, b)
 	}
@@ -209,7 +254,7 @@ func runWget(t *testing.T, wget string, srv *benchsite.Remote, out string) crawl
 		t.Errorf("wget saved %d files for %d URLs", files, len(rec.Paths))
 	}
 	st := cmd.ProcessState
-	return crawlResult{elapsed: elapsed, cpu: st.UserTime() + st.SystemTime(), rec: rec}
+	return crawlResult{elapsed: elapsed, cpu: st.UserTime() + st.SystemTime(), rec: rec, busy: busy}
 }
 
 // runHerod starts a ring of count nodes under dir, seeds it with the site's
@@ -245,7 +290,7 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int) 
 		}
 		return n
 	}
-	cpu0 := processCPU()
+	cpu0, busy0 := processCPU(), readMachineTicks()
 	start := time.Now()
 	if err := lr.Nodes[0].Seed(ctx, []string{srv.URL()}); err != nil {
 		t.Fatal(err)
@@ -265,7 +310,7 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int) 
 		}
 		time.Sleep(5 * time.Millisecond) // polling a real crawl: 5ms is the timing resolution
 	}
-	elapsed, cpu := time.Since(start), processCPU()-cpu0
+	elapsed, cpu, busy := time.Since(start), processCPU()-cpu0, readMachineTicks().busySince(busy0)
 	if err := lr.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +354,7 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int) 
 	if err := lr.Close(); err != nil && !errors.Is(err, context.Canceled) {
 		t.Logf("close ring: %v", err)
 	}
-	return crawlResult{elapsed: elapsed, cpu: cpu, rec: rec}
+	return crawlResult{elapsed: elapsed, cpu: cpu, rec: rec, busy: busy}
 }
 
 // noBudget is a crawl.HostBudget that never waits.

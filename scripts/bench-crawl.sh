@@ -15,7 +15,16 @@
 # (comma-separated subset of wget,herod1,herod$RING), INPROC (1: serve the
 # site from herod's test process instead of a process of its own), GZIP
 # (herod's gzip level; 0: default), NOSYNC (1: herod syncs nothing; not
-# durable, shows what syncing costs), LOG.
+# durable, shows what syncing costs), SCRATCH (directory for the site and
+# the crawlers' output; default: the system's temporary directory), LOOPFS
+# (1: use a fresh ext4 file system with a journal, made in a sparse file
+# and loop-mounted for this run; needs root), LOG.
+#
+# Where the files go matters on some machines: on ext4 without a journal
+# (the development VM's root file system) every new inode skips the inodes
+# freed in the last 1-6 minutes, one buffer lookup each, so a run that
+# follows the deletion of an earlier run's files creates its files several
+# times slower. LOOPFS=1 gives every run the same fresh file system.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -28,6 +37,8 @@ ONLY=${ONLY:-}
 INPROC=${INPROC:-}
 GZIP=${GZIP:-0}
 NOSYNC=${NOSYNC:-}
+SCRATCH=${SCRATCH:-}
+LOOPFS=${LOOPFS:-}
 LOG=${LOG:-$(mktemp -t bench-crawl.XXXXXX.log)}
 
 if ! command -v go >/dev/null; then
@@ -42,10 +53,27 @@ if ! command -v wget >/dev/null; then
 	$sudo apt-get install -y -qq wget
 fi
 
+if [ -n "$LOOPFS" ]; then
+	img=$(mktemp -t bench-crawl-fs.XXXXXX.img)
+	SCRATCH=$(mktemp -d -t bench-crawl-fs.XXXXXX)
+	trap 'umount "$SCRATCH" 2>/dev/null; rmdir "$SCRATCH"; rm -f "$img"' EXIT
+	truncate -s 4G "$img"
+	mkfs.ext4 -q -F "$img"
+	if ! mount -o loop "$img" "$SCRATCH"; then
+		echo "bench-crawl: LOOPFS=1 needs root and loop devices" >&2
+		exit 1
+	fi
+fi
+scratch=${SCRATCH:-${TMPDIR:-/tmp}}
+dev=$(df --output=source "$scratch" | tail -1)
+journal="no journal"
+if ls /proc/fs/jbd2 2>/dev/null | grep -q "^$(basename "$dev")-"; then journal="journal"; fi
+fsinfo="$(df --output=fstype "$scratch" | tail -1) on $dev ($journal)"
+
 echo "bench-crawl: $PAGES pages, $ROUNDS rounds, ring of $RING, HostConns $HOSTCONNS, host budget $BUDGET, site in-process ${INPROC:-no}, gzip ${GZIP}, nosync ${NOSYNC:-no}; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "bench-crawl: wget $(wget --version | head -1 | cut -d' ' -f3), $(go version | cut -d' ' -f3); log in $LOG"
+echo "bench-crawl: wget $(wget --version | head -1 | cut -d' ' -f3), $(go version | cut -d' ' -f3); files in $scratch: $fsinfo; log in $LOG"
 set +e
-go test ./node -run '^TestCrawlRate$' -count=1 -timeout 60m -v \
+TMPDIR="$scratch" GOTMPDIR="${GOTMPDIR:-/tmp}" go test ./node -run '^TestCrawlRate$' -count=1 -timeout 60m -v \
 	-crawlbench -crawlbench.pages "$PAGES" -crawlbench.rounds "$ROUNDS" \
 	-crawlbench.ring "$RING" -crawlbench.hostconns "$HOSTCONNS" -crawlbench.budget "$BUDGET" -crawlbench.only "$ONLY" \
 	-crawlbench.inproc="$([ -n "$INPROC" ] && echo true || echo false)" \
