@@ -49,7 +49,10 @@
 //     Responses outside the content-type allow list or above MaxBody are
 //     not stored.
 //   - Nothing fails silently: every refusal or failure is counted by kind
-//     in Stats.ErrorsByKind and the first of each kind is logged at Warn.
+//     in Stats.ErrorsByKind and the first of each kind is logged at Warn
+//     (at Info when it is a URL the site's robots.txt disallows: the
+//     crawler obeying the site; a robots.txt that could not be had is
+//     still a Warn).
 //
 // # Ring-wide hooks
 //

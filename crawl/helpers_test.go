@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -296,4 +297,23 @@ func links(s *site, paths ...string) string {
 		fmt.Fprintf(&b, `<a href="%s">x</a>`, p)
 	}
 	return "<html><body>" + b.String() + "</body></html>"
+}
+
+// syncBuffer is a bytes.Buffer that a logger may write to from several
+// goroutines while a test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"fmt"
 	"net/url"
 	"runtime"
 	"sync"
@@ -91,7 +92,11 @@ func (c *Crawler) runHost(host string, h *hostState) {
 				continue
 			}
 			if !rules.rules.Allowed(pathQuery(u)) {
-				c.count(KindRobots, e.url, nil)
+				var why error // nil: the site's rules say so
+				if st := rules.rec.Status; st < 200 || st >= 300 {
+					why = fmt.Errorf("robots.txt unavailable (status %d): everything disallowed", st)
+				}
+				c.count(KindRobots, e.url, why)
 				c.finish(e, false, true)
 				continue
 			}

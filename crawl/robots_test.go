@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,17 +70,21 @@ func TestCrawlObeysRobots(t *testing.T) {
 		robots  *page
 		fetched []string
 		denied  int64
+		warn    bool // the refusal is logged as a warning (robots.txt failed), not as obeying it
 	}{
 		{name: "rules", robots: &page{status: 200, body: "User-agent: *\nDisallow: /private\n"}, fetched: []string{"/", "/public"}, denied: 2},
 		{name: "404 allows", robots: nil, fetched: []string{"/", "/public", "/private", "/private/a"}},
 		{name: "410 allows", robots: &page{status: 410}, fetched: []string{"/", "/public", "/private", "/private/a"}},
-		{name: "503 disallows", robots: &page{status: 503, body: "down"}, fetched: nil, denied: 1},
+		{name: "503 disallows", robots: &page{status: 503, body: "down"}, fetched: nil, denied: 1, warn: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newSite(t, pages)
 			s.robots = tc.robots
-			c, _ := startCrawler(t, t.TempDir(), testConfig(newClock()), newMemArchive())
+			var logs syncBuffer
+			cfg := testConfig(newClock())
+			cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			c, _ := startCrawler(t, t.TempDir(), cfg, newMemArchive())
 			if err := c.Add(context.Background(), []string{s.url("/")}); err != nil {
 				t.Fatal(err)
 			}
@@ -103,6 +108,10 @@ func TestCrawlObeysRobots(t *testing.T) {
 			}
 			if d := c.Stats().ErrorsByKind[KindRobots]; d != tc.denied {
 				t.Fatalf("robots refusals %d, want %d", d, tc.denied)
+			}
+			warned := strings.Contains(logs.String(), "level=WARN")
+			if tc.denied > 0 && warned != tc.warn {
+				t.Errorf("refusal logged as a warning: %v, want %v; log:\n%s", warned, tc.warn, logs.String())
 			}
 		})
 	}

@@ -59,7 +59,9 @@ func (c *Crawler) Stats() Stats {
 
 // count records one error of kind. The first occurrence of each kind is
 // logged at Warn level, later ones at Debug, so a flood of one kind cannot
-// drown the log but no kind goes unnoticed.
+// drown the log but no kind goes unnoticed. A URL that robots.txt
+// disallows (kind KindRobots, no err) is the crawler obeying the site, not
+// a failure: its first one is logged at Info.
 func (c *Crawler) count(kind, url string, err error) {
 	c.mu.Lock()
 	c.st.errs[kind]++
@@ -73,9 +75,12 @@ func (c *Crawler) count(kind, url string, err error) {
 	if err != nil {
 		attrs = append(attrs, "err", err)
 	}
-	if first {
+	switch {
+	case first && kind == KindRobots && err == nil:
+		c.log.Info("crawl: not fetched, disallowed by robots.txt (later ones at debug level)", attrs...)
+	case first:
 		c.log.Warn("crawl: first error of its kind (later ones at debug level)", attrs...)
-	} else {
+	default:
 		c.log.Debug("crawl: error", attrs...)
 	}
 }
