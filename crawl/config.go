@@ -50,7 +50,8 @@ type Config struct {
 	// Concurrency caps concurrent requests (open connections to origin
 	// servers) of this node, robots.txt included. Default 8. Fetched pages
 	// are stored and their links forwarded after the connection is
-	// released, up to 4*Concurrency pages at a time.
+	// released, up to 16*Concurrency pages holding at most 4*MaxBody bytes
+	// of bodies at a time.
 	Concurrency int
 	// HostConns caps concurrent fetches to one host from this node. Default 1.
 	HostConns int

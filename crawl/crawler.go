@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
+	"golang.org/x/sync/semaphore"
 )
 
 // Archive is what the crawler needs from the store (archive.Store
@@ -52,8 +53,17 @@ const hostBatch = 32
 
 // procFactor bounds fetched pages being processed (archive, links,
 // forwarding) to procFactor*Concurrency, while only Concurrency hold a
-// connection.
-const procFactor = 4
+// connection. A page stays in processing while its version's index group
+// is synced (up to the archive's commit window plus a sync, tens of ms on
+// a journaled disk), so at hundreds of pages a second the bound must be
+// well above what the CPU works on at once: with 4, a crawl on a fresh
+// journaled ext4 spent its time waiting for a processing slot (herod 1
+// node: 705-779 pages/s, 975-1,041 with 16; docs/crawl.md).
+const procFactor = 16
+
+// procBodyFactor bounds the bytes of bodies held by pages in processing to
+// procBodyFactor*MaxBody, so that many slots cannot mean many large bodies.
+const procBodyFactor = 4
 
 // Crawler crawls the URLs given to Add, once per day. See the package
 // documentation for its contract.
@@ -64,10 +74,11 @@ type Crawler struct {
 	f      Forwarder
 	q      *queue
 	scope  *scope
-	robots *robotsCache  // what the crawler obeys: Config.Robots, or local
-	local  *robotsCache  // fetched from the origins by this node: served to peers
-	sem    chan struct{} // connection slots: Concurrency
-	proc   chan struct{} // fetches in progress, body processing included: procFactor*Concurrency
+	robots *robotsCache        // what the crawler obeys: Config.Robots, or local
+	local  *robotsCache        // fetched from the origins by this node: served to peers
+	sem    chan struct{}       // connection slots: Concurrency
+	proc   chan struct{}       // fetches in progress, body processing included: procFactor*Concurrency
+	bodies *semaphore.Weighted // bytes of bodies in processing: procBodyFactor*MaxBody
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -134,6 +145,7 @@ func New(dir string, cfg Config, a Archive, f Forwarder) (*Crawler, error) {
 		local:   local,
 		sem:     sem,
 		proc:    make(chan struct{}, procFactor*cfg.Concurrency),
+		bodies:  semaphore.NewWeighted(procBodyFactor * cfg.MaxBody),
 		hosts:   make(map[string]*hostState),
 		pending: pending,
 		known:   known,

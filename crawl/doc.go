@@ -82,7 +82,8 @@
 // (a loop exits when its host has nothing pending, and yields its turn
 // after each batch of 32 URLs when other hosts wait),
 // fetch goroutines (at most Concurrency holding a connection, at most
-// 4*Concurrency in all: storing and forwarding happen after the connection
+// 16*Concurrency in all, holding at most 4*MaxBody bytes of bodies while
+// they process them: storing and forwarding happen after the connection
 // is released; the fetch goroutine yields right after the release, so the
 // host loop sends the next request before this page is stored and parsed,
 // while the page still counts in Stats.InFlight, keeps Idle false and

@@ -105,6 +105,12 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, release fun
 	body, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxBody+1))
 	resp.Body.Close()
 	release()
+	// Hold the body's bytes against the processing budget until done.
+	held := min(int64(len(body)), procBodyFactor*c.cfg.MaxBody)
+	if aerr := c.bodies.Acquire(ctx, held); aerr != nil {
+		return false // shutting down: the entry stays queued
+	}
+	defer c.bodies.Release(held)
 	c.mu.Lock()
 	c.st.bytes += int64(len(body))
 	c.mu.Unlock()

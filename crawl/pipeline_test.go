@@ -2,6 +2,8 @@ package crawl
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,5 +97,50 @@ func TestCloseWhileProcessingLosesNothing(t *testing.T) {
 	waitIdle(t, c2)
 	if got := len(mem.urls()); got != 3 {
 		t.Fatalf("stored %d pages after restart, want 3: an entry was dropped while its page was processed", got)
+	}
+}
+
+// TestProcessingBoundedByBodyBytes: pages waiting in processing (here on
+// Puts that do not return) hold their bodies' bytes against
+// procBodyFactor*MaxBody, so no more of them start processing than fit,
+// although processing slots would allow many more; the rest follow as
+// room is made.
+func TestProcessingBoundedByBodyBytes(t *testing.T) {
+	const maxBody = 1000
+	big := strings.Repeat("x", maxBody) // each page holds a whole MaxBody
+	pages := map[string]string{}
+	for i := range 10 {
+		pages[fmt.Sprintf("/p%d", i)] = big
+	}
+	s := newSite(t, pages)
+	var urls []string
+	for p := range pages {
+		urls = append(urls, s.url(p))
+	}
+	a := &blockingArchive{memArchive: newMemArchive(), entered: make(chan string, len(urls)), release: make(chan struct{})}
+	cfg := testConfig(newClock())
+	cfg.MaxBody = maxBody
+	cfg.HostConns = 1
+	c, _ := startCrawler(t, t.TempDir(), cfg, a)
+	if err := c.Add(context.Background(), urls); err != nil {
+		t.Fatal(err)
+	}
+	for range procBodyFactor {
+		select {
+		case <-a.entered:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("pages not fetched: %+v", c.Stats())
+		}
+	}
+	// Give an unbounded crawler time to start processing more pages.
+	select {
+	case u := <-a.entered:
+		t.Fatalf("%s started processing while %d whole-MaxBody pages were: over the body budget", u, procBodyFactor)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(a.release)
+	waitIdle(t, c)
+	if got := len(a.urls()); got != len(urls) {
+		t.Fatalf("stored %d pages, want %d", got, len(urls))
 	}
 }

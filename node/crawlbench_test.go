@@ -101,7 +101,7 @@ func TestCrawlRate(t *testing.T) {
 	}
 	t.Logf("herod: HostRate 1e9 (no per-host rate limit), HostConns %d per node, host budget %q, FlushInterval %v (0: default), gzip level %d (0: default), NoSync %v",
 		*crawlBenchConns, *crawlBenchBudget, *crawlBenchFlush, *crawlBenchGzip, *crawlBenchNoSync)
-	t.Logf("site: %d HTML pages, %d URLs (robots.txt aside) at %s", *crawlBenchPages, len(want), srv.URL())
+	t.Logf("site: %d HTML pages, %d URLs (robots.txt aside) at %s; files under %s", *crawlBenchPages, len(want), srv.URL(), dir)
 
 	ringName := fmt.Sprintf("herod%d", *crawlBenchRing)
 	type contestant struct {

@@ -73,7 +73,7 @@ fsinfo="$(df --output=fstype "$scratch" | tail -1) on $dev ($journal)"
 echo "bench-crawl: $PAGES pages, $ROUNDS rounds, ring of $RING, HostConns $HOSTCONNS, host budget $BUDGET, site in-process ${INPROC:-no}, gzip ${GZIP}, nosync ${NOSYNC:-no}; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "bench-crawl: wget $(wget --version | head -1 | cut -d' ' -f3), $(go version | cut -d' ' -f3); files in $scratch: $fsinfo; log in $LOG"
 set +e
-TMPDIR="$scratch" GOTMPDIR="${GOTMPDIR:-/tmp}" go test ./node -run '^TestCrawlRate$' -count=1 -timeout 60m -v \
+TMPDIR="$scratch" GOTMPDIR="$scratch" go test ./node -run '^TestCrawlRate$' -count=1 -timeout 60m -v \
 	-crawlbench -crawlbench.pages "$PAGES" -crawlbench.rounds "$ROUNDS" \
 	-crawlbench.ring "$RING" -crawlbench.hostconns "$HOSTCONNS" -crawlbench.budget "$BUDGET" -crawlbench.only "$ONLY" \
 	-crawlbench.inproc="$([ -n "$INPROC" ] && echo true || echo false)" \
@@ -81,7 +81,7 @@ TMPDIR="$scratch" GOTMPDIR="${GOTMPDIR:-/tmp}" go test ./node -run '^TestCrawlRa
 	"$@" >"$LOG" 2>&1
 status=$?
 set -e
-grep -E 'round [0-9]+ |file server|ratio ' "$LOG" | sed 's/^ *crawlbench_test.go:[0-9]*: /  /' || true
+grep -E 'round [0-9]+ |file server|files under|ratio ' "$LOG" | sed 's/^ *crawlbench_test.go:[0-9]*: /  /' || true
 echo
 awk '
 /^BenchmarkCrawlRate\/ratio-/ {
