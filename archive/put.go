@@ -82,18 +82,20 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 	if err := checkCapture(&c); err != nil {
 		return Version{}, false, fmt.Errorf("archive put: %w", err)
 	}
-	giveUp, indexed := s.beginWrite(), false
-	defer func() {
-		if !indexed {
-			giveUp()
-		}
-	}()
 	t := c.Time.UTC().Round(0)
 	k := id.OfString(c.URL)
 	d := id.Sum(c.Body)
 	lk := &s.keyLocks[k[id.Size-1]]
 	lk.Lock()
 	defer lk.Unlock()
+	// Counted only once the key's lock is held: a Put waiting for another
+	// Put of its key, which waits for its group, must not hold the group.
+	giveUp, indexed := s.beginWrite(), false
+	defer func() {
+		if !indexed {
+			giveUp()
+		}
+	}()
 
 	prev, err := s.newest(k)
 	first := errors.Is(err, ErrNotFound)

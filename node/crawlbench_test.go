@@ -350,11 +350,37 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int) 
 	}
 	if k := len(rec.Repeated); k > 0 {
 		t.Errorf("herod x%d fetched %d URLs more than once, e.g. %v", count, k, rec.Repeated[:min(k, 5)])
+		logRepeats(t, lr, srv.URL(), rec.Repeated[:min(k, 5)])
 	}
 	if err := lr.Close(); err != nil && !errors.Is(err, context.Canceled) {
 		t.Logf("close ring: %v", err)
 	}
 	return crawlResult{elapsed: elapsed, cpu: cpu, rec: rec, busy: busy}
+}
+
+// logRepeats logs, for URLs fetched more than once ("/path xN"), which
+// nodes stored a version and which own the URL now, and each node's count
+// of links queued after too many hops: what is needed to tell overlapping
+// ranges from links accepted at the hop limit.
+func logRepeats(t *testing.T, lr *LocalRing, base string, repeated []string) {
+	t.Helper()
+	for i, nd := range lr.Nodes {
+		t.Logf("node %d: %d links queued after %d hops (not owned)", i, nd.counters.overHops.Load(), maxHops)
+	}
+	for _, r := range repeated {
+		path, _, _ := strings.Cut(r, " ")
+		u := strings.TrimSuffix(base, "/") + path
+		var stored, owners []int
+		for i, nd := range lr.Nodes {
+			if vs, err := nd.store.Versions(context.Background(), u); err == nil && len(vs) > 0 {
+				stored = append(stored, i)
+			}
+			if nd.ownsURL(u) {
+				owners = append(owners, i)
+			}
+		}
+		t.Logf("%s: stored by nodes %v, owned now by %v", u, stored, owners)
+	}
 }
 
 // noBudget is a crawl.HostBudget that never waits.

@@ -176,9 +176,16 @@ func (n *Node) receiveLinks(ctx context.Context, urls []string, hops int, replic
 			n.counters.badLinks.Add(1)
 			continue
 		}
-		if replica || hops >= maxHops || n.ownsURL(c) {
+		switch {
+		case replica || n.ownsURL(c):
 			mine = append(mine, c)
-		} else {
+		case hops >= maxHops:
+			mine = append(mine, c)
+			if n.counters.overHops.Add(1) == 1 {
+				n.log.Info("a link passed on too often is queued here though this node does not own it; ring views disagree",
+					"url", c, "hops", hops)
+			}
+		default:
 			others = append(others, c)
 		}
 	}

@@ -53,7 +53,7 @@ type Node struct {
 	closed  atomic.Bool
 
 	counters struct {
-		linksReceived, badFrames, badLinks atomic.Int64
+		linksReceived, badFrames, badLinks, overHops atomic.Int64
 	}
 }
 

@@ -56,6 +56,10 @@ type LinkStats struct {
 	Received  int64 `json:"received"`
 	BadLinks  int64 `json:"badLinks"`  // not canonical: dropped
 	BadFrames int64 `json:"badFrames"` // malformed or oversized messages
+	// OverHops counts links queued here, though this node does not own
+	// them, because they had been passed on maxHops times: the nodes'
+	// views of the ring disagreed, and the owner may fetch them too.
+	OverHops int64 `json:"overHops"`
 }
 
 // Status returns a snapshot of the node's state.
@@ -74,6 +78,7 @@ func (n *Node) Status() Status {
 			Received:  n.counters.linksReceived.Load(),
 			BadLinks:  n.counters.badLinks.Load(),
 			BadFrames: n.counters.badFrames.Load(),
+			OverHops:  n.counters.overHops.Load(),
 		},
 		Politeness:  n.PolitenessStats(),
 		Replication: n.ReplicationStats(),

@@ -1,0 +1,57 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestLinksOverHopLimit: a node passes on links it does not own, unless
+// they have been passed on maxHops times already; then it queues them
+// itself, so that they are not lost while views of the ring disagree, and
+// counts them (Status.Links.OverHops), since the owner may queue them too.
+func TestLinksOverHopLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real libp2p nodes in -short mode")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	lr, err := StartLocalRing(ctx, t.TempDir(), 2, Config{VirtualServers: 2, StabilizeInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lr.Close()
+	if err := lr.WaitStable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a := lr.Nodes[0]
+	var notMine []string // URLs the other node owns
+	for i := 0; len(notMine) < 2; i++ {
+		// Port 9 (discard) on a loopback address: never fetched in time.
+		if u := fmt.Sprintf("http://127.0.0.9:9/%d", i); !a.ownsURL(u) {
+			notMine = append(notMine, u)
+		}
+	}
+	known := a.crawler.Stats().KnownURLs
+
+	if err := a.receiveLinks(ctx, notMine[:1], maxHops-1, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.crawler.Stats().KnownURLs; got != known {
+		t.Fatalf("a link below the hop limit was queued by a non-owner (known %d -> %d)", known, got)
+	}
+	if n := a.Status().Links.OverHops; n != 0 {
+		t.Fatalf("OverHops %d after a link below the limit", n)
+	}
+
+	if err := a.receiveLinks(ctx, notMine[1:], maxHops, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.crawler.Stats().KnownURLs; got != known+1 {
+		t.Fatalf("a link at the hop limit was not queued here (known %d -> %d)", known, got)
+	}
+	if n := a.Status().Links.OverHops; n != 1 {
+		t.Fatalf("OverHops %d, want 1", n)
+	}
+}
