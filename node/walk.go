@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/ring"
@@ -42,24 +43,26 @@ func (f *forwarder) walk(ctx context.Context, sorted []pendingLink) (done, faile
 			j++
 		}
 		run := sorted[i:j]
-		var err error
-		succs, err = f.cfg.Deliver(ctx, cur, linkBatch{URLs: urls(run), Hops: highestHops(run)})
+		var (
+			sent, rest []pendingLink
+			err        error
+		)
+		succs, sent, rest, err = f.deliverRun(ctx, cur, run)
+		if cur.Peer == f.cfg.LocalPeer {
+			f.local.Add(int64(len(sent)))
+		} else {
+			f.sent.Add(int64(len(sent)))
+		}
+		done = append(done, sent...)
+		if f.cfg.Replicas > 1 && len(sent) > 0 {
+			f.replicate(ctx, cur, succs, sent)
+		}
 		if err != nil {
 			f.note(fmt.Errorf("deliver to %s (vs %d): %w", cur.Addr, cur.Index, err))
-			failed = append(failed, run...)
+			failed = append(failed, rest...)
 			have = false
 			i = j
 			continue
-		}
-		f.hops.Add(1)
-		if cur.Peer == f.cfg.LocalPeer {
-			f.local.Add(int64(len(run)))
-		} else {
-			f.sent.Add(int64(len(run)))
-		}
-		done = append(done, run...)
-		if f.cfg.Replicas > 1 {
-			f.replicate(ctx, cur, succs, run)
 		}
 		i = j
 		if i < len(sorted) {
@@ -67,6 +70,56 @@ func (f *forwarder) walk(ctx context.Context, sorted []pendingLink) (done, faile
 		}
 	}
 	return done, failed
+}
+
+// deliverRun hands run, the links that owner owns, to it: one batch per
+// hop count, since a batch carries one count and its recipient passes on
+// what it does not own with that count plus one (and keeps links at
+// maxHops): a fresh link must not travel with the count of a link that
+// was passed on before. It returns the recipient's successor list, the
+// links delivered and, after a failed delivery, err and the links not
+// delivered.
+func (f *forwarder) deliverRun(ctx context.Context, owner ring.Node, run []pendingLink) (succs []ring.Node, sent, rest []pendingLink, err error) {
+	parts := byHops(run)
+	for n, part := range parts {
+		succs, err = f.cfg.Deliver(ctx, owner, linkBatch{URLs: urls(part), Hops: part[0].hops})
+		if err != nil {
+			for _, p := range parts[n:] {
+				rest = append(rest, p...)
+			}
+			return succs, sent, rest, err
+		}
+		f.hops.Add(1)
+		sent = append(sent, part...)
+	}
+	return succs, sent, nil, nil
+}
+
+// byHops splits links by hop count, in increasing count, each part in
+// the links' order.
+func byHops(links []pendingLink) [][]pendingLink {
+	first := links[0].hops
+	same := true
+	for _, l := range links {
+		same = same && l.hops == first
+	}
+	if same {
+		return [][]pendingLink{links}
+	}
+	m := map[int][]pendingLink{}
+	var counts []int
+	for _, l := range links {
+		if _, ok := m[l.hops]; !ok {
+			counts = append(counts, l.hops)
+		}
+		m[l.hops] = append(m[l.hops], l)
+	}
+	slices.Sort(counts)
+	out := make([][]pendingLink, len(counts))
+	for i, h := range counts {
+		out[i] = m[h]
+	}
+	return out
 }
 
 // replicate hands run, which owner has acknowledged, to the virtual servers

@@ -17,12 +17,13 @@ type fakeRing struct {
 	nodes     []ring.Node // sorted by id
 	down      map[string]bool
 	got       map[id.ID][]string // primary deliveries per virtual server
+	hopsOf    map[string]int     // hop count each URL was last delivered with
 	replicaOf map[string][]string
 	lookups   int
 }
 
 func newFakeRing(peers, vnodes int) *fakeRing {
-	fr := &fakeRing{down: map[string]bool{}, got: map[id.ID][]string{}, replicaOf: map[string][]string{}}
+	fr := &fakeRing{down: map[string]bool{}, got: map[id.ID][]string{}, hopsOf: map[string]int{}, replicaOf: map[string][]string{}}
 	for p := 0; p < peers; p++ {
 		c := ring.Contact{Peer: fmt.Sprintf("peer%d", p), Addr: fmt.Sprintf("127.0.0.1:%d", 4000+p)}
 		for v := 0; v < vnodes; v++ {
@@ -55,6 +56,9 @@ func (fr *fakeRing) deliver(_ context.Context, to ring.Node, b linkBatch) ([]rin
 		fr.replicaOf[to.Peer] = append(fr.replicaOf[to.Peer], b.URLs...)
 	} else {
 		fr.got[to.ID] = append(fr.got[to.ID], b.URLs...)
+		for _, u := range b.URLs {
+			fr.hopsOf[u] = b.Hops
+		}
 	}
 	i := slices.IndexFunc(fr.nodes, func(n ring.Node) bool { return n.ID == to.ID })
 	var succs []ring.Node
@@ -317,5 +321,44 @@ func TestOwnsAndNextOwner(t *testing.T) {
 	}
 	if _, ok := nextOwner(mk(10), succs, mk(41)); ok {
 		t.Error("nextOwner beyond the list claimed an owner")
+	}
+}
+
+// TestWalkKeepsEachLinksHops: links passed on before (hops > 0) and fresh
+// ones bound for the same owner travel in separate batches, each with its
+// own count, so that a fresh link does not reach the hop limit early.
+func TestWalkKeepsEachLinksHops(t *testing.T) {
+	fr := newFakeRing(3, 2)
+	f := newTestForwarder(fr, 1)
+	ls := testLinks(60)
+	want := map[string]int{}
+	for i := range ls {
+		if i%4 == 0 {
+			ls[i].hops = 2
+		}
+		want[ls[i].url] = ls[i].hops
+	}
+	done, failed := f.walk(context.Background(), ls)
+	if len(failed) != 0 || len(done) != len(ls) {
+		t.Fatalf("done %d, failed %d of %d", len(done), len(failed), len(ls))
+	}
+	for u, h := range want {
+		if got, ok := fr.hopsOf[u]; !ok || got != h {
+			t.Errorf("%s delivered with hops %d (delivered %v), want %d", u, got, ok, h)
+		}
+	}
+
+	// A recipient that is down: every part of its run comes back failed.
+	fr2 := newFakeRing(3, 2)
+	fr2.down["peer1"] = true
+	f2 := newTestForwarder(fr2, 1)
+	done, failed = f2.walk(context.Background(), ls)
+	if len(done)+len(failed) != len(ls) {
+		t.Fatalf("done %d + failed %d, want %d links accounted for", len(done), len(failed), len(ls))
+	}
+	for _, l := range failed {
+		if fr2.nodes[fr2.ownerIndex(l.key)].Peer != "peer1" {
+			t.Errorf("%s failed, but its owner %s is up", l.url, fr2.nodes[fr2.ownerIndex(l.key)].Peer)
+		}
 	}
 }
