@@ -4,6 +4,7 @@ package node
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
 	"errors"
 	"flag"
@@ -19,6 +20,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -47,7 +49,7 @@ var (
 	crawlBenchGzip   = flag.Int("crawlbench.gzip", 0, "herod Config.GzipLevel (0: the archive default)")
 	crawlBenchNoSync = flag.Bool("crawlbench.nosync", false, "herod Config.NoSync: no file or index syncs (not durable; shows what syncing costs)")
 	crawlBenchInProc = flag.Bool("crawlbench.inproc", false, "serve the site from the test process (default: a process of its own, as for wget)")
-	crawlBenchOnly   = flag.String("crawlbench.only", "", "comma-separated contestants to run (wget, herod1, herodN), e.g. for -cpuprofile")
+	crawlBenchOnly   = flag.String("crawlbench.only", "", "comma-separated contestants to run (wget, goget, gogetbusy, herod1, herodN), e.g. for -cpuprofile")
 )
 
 // benchSeed fixes the static site's bytes.
@@ -67,8 +69,9 @@ func (c crawlResult) rate() float64 { return float64(len(c.rec.Paths)) / c.elaps
 // deterministic static site, serves it on loopback from a process of its
 // own (startSiteProcess; with -crawlbench.inproc from this one), and times
 // wget -r, one herod node and a ring of -crawlbench.ring nodes crawling
-// all of it,
-// rounds times interleaved (the machine is shared and noisy), reporting
+// all of it, and a bare Go client fetching it with and without a busy
+// goroutine beside it (runGoGet), rounds times interleaved (the machine is
+// shared and noisy), reporting
 // each contestant's median. herod runs with storing, hashing, indexing and
 // link forwarding as shipped, but with no per-host rate limit (HostRate
 // 1e9) so that it is compared with wget, which has none either; each node
@@ -110,6 +113,8 @@ func TestCrawlRate(t *testing.T) {
 	}
 	all := []contestant{
 		{"wget", func(t *testing.T, out string) crawlResult { return runWget(t, wget, srv, out) }},
+		{"goget", func(t *testing.T, _ string) crawlResult { return runGoGet(t, srv, want, 0) }},
+		{"gogetbusy", func(t *testing.T, _ string) crawlResult { return runGoGet(t, srv, want, 1) }},
 		{"herod1", func(t *testing.T, out string) crawlResult { return runHerod(t, srv, out, 1, len(want)) }},
 		{ringName, func(t *testing.T, out string) crawlResult { return runHerod(t, srv, out, *crawlBenchRing, len(want)) }},
 	}
@@ -137,7 +142,7 @@ func TestCrawlRate(t *testing.T) {
 				t.Errorf("%s round %d fetched a different URL set than the site has: %s", c.name, round, d)
 			}
 			results[c.name] = append(results[c.name], res)
-			t.Logf("round %d %-7s %5d URLs (%d requests) in %7s = %6.0f pages/s, cpu %s, server idle %s (%d stalls of 100ms+), machine busy %.0f%%, load %s",
+			t.Logf("round %d %-9s %5d URLs (%d requests) in %7s = %6.0f pages/s, cpu %s, server idle %s (%d stalls of 100ms+), machine busy %.0f%%, load %s",
 				round, c.name, len(res.rec.Paths), res.rec.Requests, res.elapsed.Round(time.Millisecond), res.rate(),
 				res.cpu.Round(time.Millisecond), res.rec.Idle.Round(time.Millisecond), res.rec.Stalls, 100*res.busy, loadAvg())
 		}
@@ -149,7 +154,7 @@ func TestCrawlRate(t *testing.T) {
 // prints benchmark-format lines that benchstat reads.
 func reportCrawlRates(t *testing.T, results map[string][]crawlResult, ringName string) {
 	med := map[string]crawlResult{}
-	for _, name := range []string{"wget", "herod1", ringName} {
+	for _, name := range []string{"wget", "goget", "gogetbusy", "herod1", ringName} {
 		rs := results[name]
 		if len(rs) == 0 {
 			continue
@@ -157,7 +162,7 @@ func reportCrawlRates(t *testing.T, results map[string][]crawlResult, ringName s
 		m := medianResult(rs)
 		med[name] = m
 		perPage := float64(m.cpu.Microseconds()) / float64(max(len(m.rec.Paths), 1))
-		t.Logf("median %-7s %5d URLs in %7s = %6.0f pages/s, crawler CPU %4.0f µs/page (%d runs)",
+		t.Logf("median %-9s %5d URLs in %7s = %6.0f pages/s, crawler CPU %4.0f µs/page (%d runs)",
 			name, len(m.rec.Paths), m.elapsed.Round(time.Millisecond), m.rate(), perPage, len(rs))
 		fmt.Printf("BenchmarkCrawlRate/%s \t%d\t%.0f ns/op\t%.1f pages/s\t%d urls\t%.0f cpu-µs/page\n",
 			name, len(rs), float64(m.elapsed.Nanoseconds()), m.rate(), len(m.rec.Paths), perPage)
@@ -381,6 +386,70 @@ func logRepeats(t *testing.T, lr *LocalRing, base string, repeated []string) {
 			}
 		}
 		t.Logf("%s: stored by nodes %v, owned now by %v", u, stored, owners)
+	}
+}
+
+// runGoGet times a plain net/http client that GETs every path of the site
+// one after another over one connection, discarding each body, with busy
+// goroutines beside it that compress a buffer in a loop: with busy 0 the
+// floor for any Go crawler on this machine, with busy 1 what one core's
+// worth of CPU work in the same process does to its requests (herod's
+// storing and parsing is such work). Its CPU figure includes the busy
+// goroutines'.
+func runGoGet(t *testing.T, srv *benchsite.Remote, paths []string, busy int) crawlResult {
+	t.Helper()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range busy {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			burnCPU(stop)
+		}()
+	}
+	tr := &http.Transport{MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: time.Minute}
+	base := strings.TrimSuffix(srv.URL(), "/")
+	cpu0, busy0 := processCPU(), readMachineTicks()
+	start := time.Now()
+	for _, p := range paths {
+		resp, err := client.Get(base + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d %v", p, resp.StatusCode, err)
+		}
+	}
+	elapsed, cpu, machine := time.Since(start), processCPU()-cpu0, readMachineTicks().busySince(busy0)
+	close(stop)
+	wg.Wait()
+	rec, err := srv.Record()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return crawlResult{elapsed: elapsed, cpu: cpu, rec: rec, busy: machine}
+}
+
+// burnCPU gzips a page-sized buffer over and over until stop is closed.
+func burnCPU(stop <-chan struct{}) {
+	const text = "<p>Lorem ipsum dolor sit amet, <a href=\"/x\">consectetur</a></p>\n"
+	buf := make([]byte, 20<<10)
+	for i := range buf {
+		buf[i] = text[(i*7)%len(text)]
+	}
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		w, _ := gzip.NewWriterLevel(io.Discard, gzip.DefaultCompression)
+		w.Write(buf)
+		w.Close()
 	}
 }
 

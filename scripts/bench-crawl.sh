@@ -3,7 +3,11 @@
 # static site written to a temp dir, it times wget -r, one herod node and a
 # ring of RING herod nodes on this machine crawling the whole site, ROUNDS
 # times interleaved, and prints the medians as a table (the full log, with
-# every round, is kept in $LOG).
+# every round, is kept in $LOG). Two more rows bound what any Go crawler
+# can do here: goget, a plain net/http client fetching every URL over one
+# connection and discarding it, and gogetbusy, the same with one goroutine
+# beside it compressing in a loop (one core of other work, as a crawler
+# that stores and parses pages has).
 #
 # herod runs as shipped (storing, SHA-1, gzip, index, link forwarding) but
 # without a per-host rate limit (HostRate 1e9), since wget has none either;
@@ -12,7 +16,7 @@
 # Usage: scripts/bench-crawl.sh [extra go test flags, e.g. -cpuprofile cpu.prof]
 # Environment: PAGES (3000), ROUNDS (3), RING (4), HOSTCONNS (1), BUDGET
 # (ring: the shipped ring-wide host budget; none: no pacing at all), ONLY
-# (comma-separated subset of wget,herod1,herod$RING), INPROC (1: serve the
+# (comma-separated subset of wget,goget,gogetbusy,herod1,herod$RING), INPROC (1: serve the
 # site from herod's test process instead of a process of its own), GZIP
 # (herod's gzip level; 0: default), NOSYNC (1: herod syncs nothing; not
 # durable, shows what syncing costs), SCRATCH (directory for the site and
@@ -91,11 +95,11 @@ awk '
 }
 /^BenchmarkCrawlRate\// {
 	name = $1; sub("BenchmarkCrawlRate/", "", name)
-	rows[++n] = sprintf("%-8s %8.0f %8d %10.2f %12.0f %5d", name, $5, $7, $3 / 1e9, $9, $2)
+	rows[++n] = sprintf("%-10s %8.0f %8d %10.2f %12.0f %5d", name, $5, $7, $3 / 1e9, $9, $2)
 }
 END {
 	if (n == 0) exit
-	printf "%-8s %8s %8s %10s %12s %5s\n", "crawler", "pages/s", "URLs", "seconds", "cpu-us/page", "runs"
+	printf "%-10s %8s %8s %10s %12s %5s\n", "crawler", "pages/s", "URLs", "seconds", "cpu-us/page", "runs"
 	for (i = 1; i <= n; i++) print rows[i]
 	for (i = 1; i <= nr; i++) print ratios[i]
 }' "$LOG"
