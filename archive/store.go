@@ -47,7 +47,7 @@ type Options struct {
 	// it, so that concurrent writers share one sync instead of the first
 	// of them syncing alone. The group is synced as soon as none is under
 	// way, so a lone writer never waits. Zero means DefaultCommitWindow;
-	// negative means never wait.
+	// negative means never wait; with NoSync groups never wait.
 	CommitWindow time.Duration
 	// Logger receives the store's events; nil discards them.
 	Logger *slog.Logger
@@ -89,8 +89,8 @@ type Store struct {
 	mu      sync.Mutex // guards ctr, pending, writing, gc, and the read-modify-write of dir hashes
 	ctr     counters   // totals, including index groups not yet committed
 	pending int64      // bytes of files being written, reserved against the quota
-	writing int        // Puts and Imports in progress whose version is not yet in an index group (beginWrite)
-	window  time.Duration
+	writing int           // Puts and Imports in progress whose version is not yet in an index group (beginWrite)
+	window  time.Duration // Options.CommitWindow; 0 with NoSync (no sync to share)
 	gc      groupCommit
 
 	quotaHit  atomic.Bool
@@ -143,6 +143,9 @@ func newStore(dir string, o Options, clean bool) (*Store, error) {
 	}
 	if o.CommitWindow == 0 {
 		o.CommitWindow = DefaultCommitWindow
+	}
+	if o.NoSync {
+		o.CommitWindow = 0
 	}
 	log := o.Logger
 	if log == nil {

@@ -76,13 +76,13 @@ func (f *forwarder) walk(ctx context.Context, sorted []pendingLink) (done, faile
 // hop count, since a batch carries one count and its recipient passes on
 // what it does not own with that count plus one (and keeps links at
 // maxHops): a fresh link must not travel with the count of a link that
-// was passed on before. It returns the recipient's successor list, the
-// links delivered and, after a failed delivery, err and the links not
-// delivered.
+// was passed on before. It returns the successor list of the recipient's
+// last answer, the links delivered and, after a failed delivery, err and
+// the links not delivered.
 func (f *forwarder) deliverRun(ctx context.Context, owner ring.Node, run []pendingLink) (succs []ring.Node, sent, rest []pendingLink, err error) {
 	parts := byHops(run)
 	for n, part := range parts {
-		succs, err = f.cfg.Deliver(ctx, owner, linkBatch{URLs: urls(part), Hops: part[0].hops})
+		ss, err := f.cfg.Deliver(ctx, owner, linkBatch{URLs: urls(part), Hops: part[0].hops})
 		if err != nil {
 			for _, p := range parts[n:] {
 				rest = append(rest, p...)
@@ -90,6 +90,7 @@ func (f *forwarder) deliverRun(ctx context.Context, owner ring.Node, run []pendi
 			return succs, sent, rest, err
 		}
 		f.hops.Add(1)
+		succs = ss
 		sent = append(sent, part...)
 	}
 	return succs, sent, nil, nil
