@@ -86,9 +86,9 @@ type Store struct {
 	keyLocks [256]sync.Mutex // serialize Puts of one key (striped by key[19])
 	dirs     sync.Map        // leaf directories known to exist
 
-	mu      sync.Mutex // guards ctr, pending, writing, gc, and the read-modify-write of dir hashes
-	ctr     counters   // totals, including index groups not yet committed
-	pending int64      // bytes of files being written, reserved against the quota
+	mu      sync.Mutex    // guards ctr, pending, writing, gc, and the read-modify-write of dir hashes
+	ctr     counters      // totals, including index groups not yet committed
+	pending int64         // bytes of files being written, reserved against the quota
 	writing int           // Puts and Imports in progress whose version is not yet in an index group (beginWrite)
 	window  time.Duration // Options.CommitWindow; 0 with NoSync (no sync to share)
 	gc      groupCommit
