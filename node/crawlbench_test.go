@@ -427,6 +427,13 @@ func runGoGet(t *testing.T, srv *benchsite.Remote, paths []string, busy int) cra
 	elapsed, cpu, machine := time.Since(start), processCPU()-cpu0, readMachineTicks().busySince(busy0)
 	close(stop)
 	wg.Wait()
+	// The server records a request after its handler returns, which can
+	// be just after the client has read the whole response.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if n, err := srv.Distinct(); err != nil || n >= len(paths) {
+			break
+		}
+	}
 	rec, err := srv.Record()
 	if err != nil {
 		t.Fatal(err)
