@@ -18,6 +18,10 @@ type pendingLink struct {
 	url  string
 	key  id.ID
 	hops int
+	// via, if set, is where to send the link instead of walking to it: a
+	// closer owner than this node's routing knows (ring.CloserOwner). It
+	// is not kept in the outbox; a failed delivery drops it.
+	via *ring.Node
 }
 
 // linkBatch is what one hop of a ring walk hands to one virtual server.
@@ -76,7 +80,7 @@ type forwarder struct {
 	deliveredDay int64
 	kick         chan struct{}
 
-	sent, local, walks, hops, lookups, failures, replicas, skipped atomic.Int64
+	sent, local, walks, hops, lookups, failures, replicas, skipped, direct atomic.Int64
 	lastErr                                                        atomic.Pointer[string]
 }
 
@@ -92,6 +96,7 @@ type ForwardStats struct {
 	Replicas  int64  `json:"replicas"` // links delivered as replicas to owners' successors
 	Failures  int64  `json:"failures"` // deliveries that failed and were retried
 	Skipped   int64  `json:"skipped"`  // links not queued again: waiting already, or acknowledged today
+	Direct    int64  `json:"direct"`   // links passed on straight to a closer owner (ring.CloserOwner), not walked
 	LastError string `json:"lastError,omitempty"`
 }
 
@@ -126,16 +131,18 @@ func newForwarder(cfg forwarderConfig) (*forwarder, error) {
 // test at the owner, and that test would drop it), and most links on a
 // site are the same few navigation targets on every page.
 func (f *forwarder) Forward(_ context.Context, urls []string) error {
-	return f.enqueue(urls, 0)
+	return f.enqueue(urls, 0, nil)
 }
 
-func (f *forwarder) enqueue(urls []string, hops int) error {
+// enqueue buffers urls, passed on hops times so far, for the next walk;
+// with via set they go straight to via instead.
+func (f *forwarder) enqueue(urls []string, hops int, via *ring.Node) error {
 	if len(urls) == 0 {
 		return nil
 	}
 	links := make([]pendingLink, 0, len(urls))
 	for _, u := range urls {
-		links = append(links, pendingLink{url: u, key: id.OfString(u), hops: hops})
+		links = append(links, pendingLink{url: u, key: id.OfString(u), hops: hops, via: via})
 	}
 	f.mu.Lock()
 	f.rollDayLocked()
@@ -201,7 +208,7 @@ func (f *forwarder) Stats() ForwardStats {
 	f.mu.Unlock()
 	st.Sent, st.Local, st.Walks, st.Hops = f.sent.Load(), f.local.Load(), f.walks.Load(), f.hops.Load()
 	st.Lookups, st.Failures, st.Replicas = f.lookups.Load(), f.failures.Load(), f.replicas.Load()
-	st.Skipped = f.skipped.Load()
+	st.Skipped, st.Direct = f.skipped.Load(), f.direct.Load()
 	if p := f.lastErr.Load(); p != nil {
 		st.LastError = *p
 	}
@@ -238,7 +245,17 @@ func (f *forwarder) flush(ctx context.Context) {
 		return
 	}
 	slices.SortFunc(batch, func(a, b pendingLink) int { return a.key.Cmp(b.key) })
-	done, failed := f.walk(ctx, batch)
+	var walked, direct []pendingLink
+	for _, l := range batch {
+		if l.via != nil {
+			direct = append(direct, l)
+		} else {
+			walked = append(walked, l)
+		}
+	}
+	done, failed := f.walk(ctx, walked)
+	d, fl := f.sendDirect(ctx, direct)
+	done, failed = append(done, d...), append(failed, fl...)
 	if f.cfg.Outbox != nil && len(done) > 0 {
 		if err := f.cfg.Outbox.remove(done); err != nil {
 			// The links were delivered; at worst they are delivered again
@@ -261,6 +278,40 @@ func (f *forwarder) flush(ctx context.Context) {
 		}
 	}
 	f.mu.Unlock()
+}
+
+// sendDirect delivers links that carry a closer owner (via) to it, one
+// batch per recipient and hop count, without a walk. Links it could not
+// deliver come back without via, to be walked next time.
+func (f *forwarder) sendDirect(ctx context.Context, links []pendingLink) (done, failed []pendingLink) {
+	type dest struct {
+		to   ring.Node
+		hops int
+	}
+	groups := map[dest][]pendingLink{}
+	var order []dest
+	for _, l := range links {
+		d := dest{*l.via, l.hops}
+		if _, ok := groups[d]; !ok {
+			order = append(order, d)
+		}
+		groups[d] = append(groups[d], l)
+	}
+	for _, d := range order {
+		run := groups[d]
+		if _, err := f.cfg.Deliver(ctx, d.to, linkBatch{URLs: urls(run), Hops: d.hops}); err != nil {
+			f.note(fmt.Errorf("deliver to closer owner %s: %w", d.to.Addr, err))
+			for _, l := range run {
+				l.via = nil
+				failed = append(failed, l)
+			}
+			continue
+		}
+		f.hops.Add(1)
+		f.direct.Add(int64(len(run)))
+		done = append(done, run...)
+	}
+	return done, failed
 }
 
 // rollDayLocked forgets the links delivered on an earlier day: owners

@@ -158,7 +158,7 @@ func TestLinkForwardingBandwidth(t *testing.T) {
 
 	// Ring forwarding: one walk with everything.
 	b0, c0 := lr.wireOut()
-	if err := src.fwd.enqueue(urls, 0); err != nil {
+	if err := src.fwd.enqueue(urls, 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	src.fwd.flush(ctx)

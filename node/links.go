@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 
 	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/ring"
 )
@@ -170,6 +171,7 @@ func (n *Node) successorsOf(index int) []ring.Node {
 // passes links are queued here rather than risk losing them.
 func (n *Node) receiveLinks(ctx context.Context, urls []string, hops int, replica bool) error {
 	var mine, others []string
+	closer := map[ring.Node][]string{}
 	for _, u := range urls {
 		c, err := canon.Canonical(u)
 		if err != nil || c != u {
@@ -186,10 +188,23 @@ func (n *Node) receiveLinks(ctx context.Context, urls []string, hops int, replic
 					"url", c, "hops", hops)
 			}
 		default:
-			others = append(others, c)
+			// A lookup led here, so this node's successor-side view is what
+			// the sender's routing lacks: a predecessor between the key and
+			// the local virtual server is a closer owner (it may have just
+			// joined); a walk from here could lead straight back.
+			if p, ok := n.ring.CloserOwner(id.OfString(c)); ok {
+				closer[p] = append(closer[p], c)
+			} else {
+				others = append(others, c)
+			}
 		}
 	}
-	if err := n.fwd.enqueue(others, hops+1); err != nil {
+	for p, us := range closer {
+		if err := n.fwd.enqueue(us, hops+1, &p); err != nil {
+			return err
+		}
+	}
+	if err := n.fwd.enqueue(others, hops+1, nil); err != nil {
 		return err
 	}
 	return n.crawler.Add(ctx, mine)

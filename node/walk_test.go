@@ -262,7 +262,7 @@ func TestForwarderSendsLinksOncePerDay(t *testing.T) {
 	}
 	// A link passed back by a node that does not own it (views of the
 	// ring disagree) travels again, or it would be lost.
-	if err := f.enqueue(urls[:1], 1); err != nil {
+	if err := f.enqueue(urls[:1], 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	if st := f.Stats(); st.Pending != 1 {
@@ -359,6 +359,58 @@ func TestWalkKeepsEachLinksHops(t *testing.T) {
 	for _, l := range failed {
 		if fr2.nodes[fr2.ownerIndex(l.key)].Peer != "peer1" {
 			t.Errorf("%s failed, but its owner %s is up", l.url, fr2.nodes[fr2.ownerIndex(l.key)].Peer)
+		}
+	}
+}
+
+// TestForwarderSendsToCloserOwner: links that carry a closer owner go
+// straight to it, with no lookup; when it cannot be reached they are
+// walked to their owners at the next flush.
+func TestForwarderSendsToCloserOwner(t *testing.T) {
+	ctx := context.Background()
+	fr := newFakeRing(3, 2)
+	f := newTestForwarder(fr, 1)
+	ls := testLinks(5)
+	var urls []string
+	for _, l := range ls {
+		urls = append(urls, l.url)
+	}
+	via := fr.nodes[3]
+	if err := f.enqueue(urls, 2, &via); err != nil {
+		t.Fatal(err)
+	}
+	f.flush(ctx)
+	if got := fr.got[via.ID]; len(got) != len(urls) || fr.lookups != 0 {
+		t.Fatalf("sent %d of %d links to the closer owner, %d lookups", len(got), len(urls), fr.lookups)
+	}
+	for _, u := range urls {
+		if fr.hopsOf[u] != 2 {
+			t.Errorf("%s arrived with hops %d, want 2", u, fr.hopsOf[u])
+		}
+	}
+	if st := f.Stats(); st.Direct != int64(len(urls)) || st.Pending != 0 {
+		t.Fatalf("stats after a direct delivery: %+v", st)
+	}
+
+	// The closer owner is down: the links stay, and the next flush walks
+	// them to their owners.
+	fr2 := newFakeRing(3, 2)
+	f2 := newTestForwarder(fr2, 1)
+	down := fr2.nodes[0]
+	fr2.down[down.Peer] = true
+	if err := f2.enqueue(urls, 1, &down); err != nil {
+		t.Fatal(err)
+	}
+	f2.flush(ctx)
+	if st := f2.Stats(); st.Pending != len(urls) {
+		t.Fatalf("after a failed direct delivery %d links wait, want %d", st.Pending, len(urls))
+	}
+	delete(fr2.down, down.Peer)
+	f2.flush(ctx)
+	for _, l := range ls {
+		owner := fr2.nodes[fr2.ownerIndex(l.key)]
+		if !slices.Contains(fr2.got[owner.ID], l.url) {
+			t.Errorf("%s not walked to its owner %s after the closer owner failed", l.url, owner)
 		}
 	}
 }

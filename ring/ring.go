@@ -302,6 +302,40 @@ func (r *Ring) OwnerVnode(key id.ID) (Node, bool) {
 	return Node{}, false
 }
 
+// CloserOwner helps route a key that no local virtual server owns although
+// a lookup led to this node: it takes the first local virtual server v at
+// or after key and, when v's predecessor lies between key and v and is a
+// virtual server of another node, returns that predecessor. v learned of
+// it from its notify, while the routing state of other nodes may not know
+// it yet (a virtual server that joined recently): the key's owner is that
+// predecessor or lies before it, so sending the key there makes progress
+// where another lookup would lead back here. ok is false when there is no
+// such predecessor (or a local virtual server owns key).
+func (r *Ring) CloserOwner(key id.ID) (Node, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var first *vnode
+	for _, v := range r.vnodes {
+		if v.pred != nil && id.InHalfOpen(key, v.pred.ID, v.self.ID) {
+			return Node{}, false // owned here
+		}
+		if first == nil || dist(key, v.self.ID).Less(dist(key, first.self.ID)) {
+			first = v
+		}
+	}
+	if first == nil || first.pred == nil {
+		return Node{}, false
+	}
+	p := *first.pred
+	if p.Peer == r.cfg.Self.Peer || p.ID == first.self.ID {
+		return Node{}, false
+	}
+	if p.ID != key && !id.InOpen(p.ID, key, first.self.ID) {
+		return Node{}, false
+	}
+	return p, true
+}
+
 // localNodes returns the local vnodes' Node values. Caller holds mu.
 func (r *Ring) localNodes() []Node {
 	out := make([]Node, len(r.vnodes))
