@@ -81,7 +81,7 @@ type forwarder struct {
 	kick         chan struct{}
 
 	sent, local, walks, hops, lookups, failures, replicas, skipped, direct atomic.Int64
-	lastErr                                                        atomic.Pointer[string]
+	lastErr                                                                atomic.Pointer[string]
 }
 
 // ForwardStats reports the forwarder's progress.

@@ -16,7 +16,7 @@ func (offline) Call(context.Context, Contact, *Message) (*Message, error) {
 	return nil, errors.New("offline")
 }
 func (offline) Verify(context.Context, Contact) error { return errors.New("offline") }
-func (offline) Handle(Handler)                         {}
+func (offline) Handle(Handler)                        {}
 
 // between returns an id strictly inside (a, b) when b is well after a.
 func between(a, b id.ID) id.ID {
