@@ -118,6 +118,7 @@ func printStatus(w io.Writer, st node.Status) {
 	fmt.Fprintf(tw, "links forwarded / pending\t%d / %d\n", st.Forward.Sent, st.Forward.Pending)
 	fmt.Fprintf(tw, "links not sent again (owner has them)\t%d\n", st.Forward.Skipped)
 	fmt.Fprintf(tw, "links received / queued here after too many hops\t%d / %d\n", st.Links.Received, st.Links.OverHops)
+	fmt.Fprintf(tw, "links passed straight to a closer owner\t%d\n", st.Forward.Direct)
 	fmt.Fprintf(tw, "idle\t%v\n", st.Idle)
 	tw.Flush()
 }
