@@ -105,12 +105,6 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, release fun
 	body, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxBody+1))
 	resp.Body.Close()
 	release()
-	// Hold the body's bytes against the processing budget until done.
-	held := min(int64(len(body)), procBodyFactor*c.cfg.MaxBody)
-	if aerr := c.bodies.Acquire(ctx, held); aerr != nil {
-		return false // shutting down: the entry stays queued
-	}
-	defer c.bodies.Release(held)
 	c.mu.Lock()
 	c.st.bytes += int64(len(body))
 	c.mu.Unlock()
@@ -125,6 +119,12 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, release fun
 		c.count(KindTooLarge, raw, fmt.Errorf("body over %d bytes", c.cfg.MaxBody))
 		return true
 	}
+	// Hold the body's bytes (at most MaxBody) against the processing budget
+	// until done.
+	if err := c.bodies.Acquire(ctx, int64(len(body))); err != nil {
+		return false // shutting down: the entry stays queued
+	}
+	defer c.bodies.Release(int64(len(body)))
 	if !redirect && ct == "" {
 		ct = http.DetectContentType(body)
 		if !typeAllowed(ct, c.cfg.ContentTypes) {

@@ -348,7 +348,7 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int) 
 		direct += fs.Direct
 	}
 	t.Logf("herod x%d links: %d handed to the forwarders (%.1f per page), %d not queued again, %d delivered (%d of them passed straight to a closer owner), %d queued by a non-owner at the hop limit",
-		count, handed, float64(handed)/float64(want), skipped, delivered+direct, direct, overHops)
+		count, handed, float64(handed)/float64(want), skipped, delivered, direct, overHops)
 	t.Logf("herod x%d host budget: %d leases (%d over the network), slots granted %d, used %d, expired %d; %d fallback waits",
 		count, ps.Leases, ps.LeaseRPCs, ps.Granted, ps.Used, ps.Expired, ps.FallbackWaits)
 	rec, err := srv.Record()

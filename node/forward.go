@@ -96,7 +96,7 @@ type ForwardStats struct {
 	Replicas  int64  `json:"replicas"` // links delivered as replicas to owners' successors
 	Failures  int64  `json:"failures"` // deliveries that failed and were retried
 	Skipped   int64  `json:"skipped"`  // links not queued again: waiting already, or acknowledged today
-	Direct    int64  `json:"direct"`   // links passed on straight to a closer owner (ring.CloserOwner), not walked
+	Direct    int64  `json:"direct"`   // of Sent and Local, links passed on straight to a closer owner (ring.CloserOwner), not walked
 	LastError string `json:"lastError,omitempty"`
 }
 
@@ -280,36 +280,30 @@ func (f *forwarder) flush(ctx context.Context) {
 	f.mu.Unlock()
 }
 
-// sendDirect delivers links that carry a closer owner (via) to it, one
-// batch per recipient and hop count, without a walk. Links it could not
-// deliver come back without via, to be walked next time.
+// sendDirect delivers links that carry a closer owner (via) to it, without
+// a walk (deliverRun: one batch per hop count). Links it could not deliver
+// come back without via, to be walked next time.
 func (f *forwarder) sendDirect(ctx context.Context, links []pendingLink) (done, failed []pendingLink) {
-	type dest struct {
-		to   ring.Node
-		hops int
-	}
-	groups := map[dest][]pendingLink{}
-	var order []dest
+	groups := map[ring.Node][]pendingLink{}
+	var order []ring.Node
 	for _, l := range links {
-		d := dest{*l.via, l.hops}
-		if _, ok := groups[d]; !ok {
-			order = append(order, d)
+		if _, ok := groups[*l.via]; !ok {
+			order = append(order, *l.via)
 		}
-		groups[d] = append(groups[d], l)
+		groups[*l.via] = append(groups[*l.via], l)
 	}
-	for _, d := range order {
-		run := groups[d]
-		if _, err := f.cfg.Deliver(ctx, d.to, linkBatch{URLs: urls(run), Hops: d.hops}); err != nil {
-			f.note(fmt.Errorf("deliver to closer owner %s: %w", d.to.Addr, err))
-			for _, l := range run {
+	for _, to := range order {
+		_, sent, rest, err := f.deliverRun(ctx, to, groups[to])
+		f.countDelivered(to, sent)
+		f.direct.Add(int64(len(sent)))
+		done = append(done, sent...)
+		if err != nil {
+			f.note(fmt.Errorf("deliver to closer owner %s: %w", to.Addr, err))
+			for _, l := range rest {
 				l.via = nil
 				failed = append(failed, l)
 			}
-			continue
 		}
-		f.hops.Add(1)
-		f.direct.Add(int64(len(run)))
-		done = append(done, run...)
 	}
 	return done, failed
 }

@@ -48,11 +48,7 @@ func (f *forwarder) walk(ctx context.Context, sorted []pendingLink) (done, faile
 			err        error
 		)
 		succs, sent, rest, err = f.deliverRun(ctx, cur, run)
-		if cur.Peer == f.cfg.LocalPeer {
-			f.local.Add(int64(len(sent)))
-		} else {
-			f.sent.Add(int64(len(sent)))
-		}
+		f.countDelivered(cur, sent)
 		done = append(done, sent...)
 		if f.cfg.Replicas > 1 && len(sent) > 0 {
 			f.replicate(ctx, cur, succs, sent)
@@ -94,6 +90,15 @@ func (f *forwarder) deliverRun(ctx context.Context, owner ring.Node, run []pendi
 		sent = append(sent, part...)
 	}
 	return succs, sent, nil, nil
+}
+
+// countDelivered counts links delivered to to: on this node or another.
+func (f *forwarder) countDelivered(to ring.Node, links []pendingLink) {
+	if to.Peer == f.cfg.LocalPeer {
+		f.local.Add(int64(len(links)))
+	} else {
+		f.sent.Add(int64(len(links)))
+	}
 }
 
 // byHops splits links by hop count, in increasing count, each part in
