@@ -84,7 +84,11 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 	}
 	t := c.Time.UTC().Round(0)
 	k := id.OfString(c.URL)
+	if err := s.cpu.Enter(ctx); err != nil {
+		return Version{}, false, fmt.Errorf("archive put: %w", err)
+	}
 	d := id.Sum(c.Body)
+	s.cpu.Leave()
 	lk := &s.keyLocks[k[id.Size-1]]
 	lk.Lock()
 	defer lk.Unlock()
@@ -118,31 +122,10 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 			return v, false, nil
 		}
 	}
-	buf := bufPool.Get().(*bytes.Buffer)
-	buf.Reset()
-	defer bufPool.Put(buf)
-	if err := s.gz.encodeResponse(buf, &c, t, d); err != nil {
-		return Version{}, false, fmt.Errorf("archive put %s: %w", c.URL, err)
-	}
-	size := int64(buf.Len())
-	if err := s.reserve(size); err != nil {
-		return Version{}, false, fmt.Errorf("archive put: %w", err)
-	}
 	e := Entry{Key: k, Digest: d, Day: s.DayOf(t)}
-	created, err := s.ensureDir(e.Path())
+	size, mv, err := s.write(ctx, &c, t, &e)
 	if err != nil {
-		s.unreserve(size)
-		return Version{}, false, fmt.Errorf("archive put: %w", err)
-	}
-	// A directory this Put just made holds no file of this key (Puts of
-	// one key are serialized), so only an older one needs looking at.
-	for !created && s.exists(e.Path()) {
-		e.Seq++
-	}
-	mv, err := s.placeFile(e.Path(), buf.Bytes())
-	if err != nil {
-		s.unreserve(size)
-		return Version{}, false, fmt.Errorf("archive put: %w", err)
+		return Version{}, false, fmt.Errorf("archive put %s: %w", c.URL, err)
 	}
 	v := Version{
 		URL: c.URL, Key: k, Digest: d, Day: e.Day, Time: t, Status: c.Status,
@@ -154,6 +137,43 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 		return Version{}, false, fmt.Errorf("archive put: %w", err)
 	}
 	return v, true, nil
+}
+
+// write encodes c as the version file of e, claims its size from the
+// quota and writes it unsynced to tmp/ (see placeFile), holding the CPU
+// gate throughout; e.Seq is raised past the files of the same name already
+// there. It returns the file's size and its pending rename.
+func (s *Store) write(ctx context.Context, c *Capture, t time.Time, e *Entry) (int64, *pendingFile, error) {
+	if err := s.cpu.Enter(ctx); err != nil {
+		return 0, nil, err
+	}
+	defer s.cpu.Leave()
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer bufPool.Put(buf)
+	if err := s.gz.encodeResponse(buf, c, t, e.Digest); err != nil {
+		return 0, nil, err
+	}
+	size := int64(buf.Len())
+	if err := s.reserve(size); err != nil {
+		return 0, nil, err
+	}
+	created, err := s.ensureDir(e.Path())
+	if err != nil {
+		s.unreserve(size)
+		return 0, nil, err
+	}
+	// A directory this Put just made holds no file of this key (Puts of
+	// one key are serialized), so only an older one needs looking at.
+	for !created && s.exists(e.Path()) {
+		e.Seq++
+	}
+	mv, err := s.placeFile(e.Path(), buf.Bytes())
+	if err != nil {
+		s.unreserve(size)
+		return 0, nil, err
+	}
+	return size, mv, nil
 }
 
 // reserve claims size bytes of the quota for a file about to be written.

@@ -17,6 +17,7 @@ import (
 	"github.com/syndtr/goleveldb/leveldb/opt"
 	"github.com/syndtr/goleveldb/leveldb/util"
 
+	"github.com/herod-archive/herod/internal/cpugate"
 	"github.com/herod-archive/herod/internal/id"
 )
 
@@ -49,6 +50,11 @@ type Options struct {
 	// way, so a lone writer never waits. Zero means DefaultCommitWindow;
 	// negative means never wait; with NoSync groups never wait.
 	CommitWindow time.Duration
+	// CPU, if set, is held by a Put while it hashes, compresses and
+	// writes its version file, and released before it waits for a lock or
+	// its index group, so that a crawler can leave a processor to its
+	// fetches (see package cpugate). Nil: no bound.
+	CPU *cpugate.Gate
 	// Logger receives the store's events; nil discards them.
 	Logger *slog.Logger
 }
@@ -82,6 +88,7 @@ type Store struct {
 	db        *leveldb.DB
 	wo        *opt.WriteOptions
 	gz        *gzipPool
+	cpu       *cpugate.Gate
 
 	keyLocks [256]sync.Mutex // serialize Puts of one key (striped by key[19])
 	dirs     sync.Map        // leaf directories known to exist
@@ -160,6 +167,7 @@ func newStore(dir string, o Options, clean bool) (*Store, error) {
 		log:       log,
 		wo:        &opt.WriteOptions{Sync: !o.NoSync},
 		gz:        newGzipPool(o.GzipLevel),
+		cpu:       o.CPU,
 		window:    o.CommitWindow,
 	}
 	for _, d := range []string{dir, filepath.Join(dir, objectsDir), filepath.Join(dir, "tmp")} {

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/herod-archive/herod/internal/cpugate"
 )
 
 // Defaults applied by New to zero Config fields.
@@ -113,6 +115,12 @@ type Config struct {
 	// follow redirects either: the crawler stores a redirect as a version
 	// and forwards its target as a link.
 	Client *http.Client
+	// CPU, if set, is held while the crawler computes on a fetched body
+	// (content sniffing, SHA-1, link extraction and scoping) and released
+	// before it stores, forwards or waits, so that the fetches keep a
+	// processor (see package cpugate). The node shares one gate between
+	// its crawler and its archive. Nil: no bound.
+	CPU *cpugate.Gate
 	// Clock tells the time. Default time.Now.
 	Clock func() time.Time
 	// Logger receives the crawler's logs. Nil discards them.

@@ -125,15 +125,19 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, release fun
 		return false // shutting down: the entry stays queued
 	}
 	defer c.bodies.Release(int64(len(body)))
+	if err := c.cfg.CPU.Enter(ctx); err != nil {
+		return false
+	}
 	if !redirect && ct == "" {
 		ct = http.DetectContentType(body)
 		if !typeAllowed(ct, c.cfg.ContentTypes) {
+			c.cfg.CPU.Leave()
 			c.count(KindContentType, raw, fmt.Errorf("sniffed content type %q", ct))
 			return true
 		}
 	}
-
 	digest := id.Sum(body)
+	c.cfg.CPU.Leave()
 	next := archive.CrawlState{
 		ETag:         resp.Header.Get("ETag"),
 		LastModified: resp.Header.Get("Last-Modified"),
@@ -158,6 +162,9 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, release fun
 		return c.archiveErr(ctx, raw, err)
 	}
 
+	if err := c.cfg.CPU.Enter(ctx); err != nil {
+		return false
+	}
 	var links []string
 	if redirect {
 		if loc := resp.Header.Get("Location"); loc != "" {
@@ -167,7 +174,9 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, release fun
 		links = ExtractLinks(u, ct, body)
 	}
 	links = c.inScope(links)
-	if fresh := newLinks(links, st.Outlinks); len(fresh) > 0 {
+	fresh := newLinks(links, st.Outlinks)
+	c.cfg.CPU.Leave()
+	if len(fresh) > 0 {
 		if err := c.f.Forward(ctx, fresh); err != nil {
 			if ctx.Err() != nil {
 				return false

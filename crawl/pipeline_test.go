@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/internal/cpugate"
 )
 
 // blockingArchive holds every Put until release is closed (or the crawl
@@ -142,5 +143,53 @@ func TestProcessingBoundedByBodyBytes(t *testing.T) {
 	waitIdle(t, c)
 	if got := len(a.urls()); got != len(urls) {
 		t.Fatalf("stored %d pages, want %d", got, len(urls))
+	}
+}
+
+// TestCrawlerSharesCPUGateWithArchive: the crawler computes on a page only
+// with a slot of Config.CPU, and gives it back before it stores the page,
+// so a crawler and an archive sharing a one-slot gate (as a node's do)
+// crawl a site to the end.
+func TestCrawlerSharesCPUGateWithArchive(t *testing.T) {
+	s := newSite(t, map[string]string{
+		"/":  links(nil, "/a", "/b"),
+		"/a": links(nil, "/b", "/c"),
+		"/b": "<html>b</html>",
+		"/c": "<html>c</html>",
+	})
+	gate := cpugate.New(1)
+	st, err := archive.Open(t.TempDir(), archive.Options{CPU: gate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cfg := testConfig(newClock())
+	cfg.CPU = gate
+	c, _ := startCrawler(t, t.TempDir(), cfg, st)
+
+	// With the slot held elsewhere the first page is fetched but neither
+	// parsed nor stored.
+	ctx := context.Background()
+	if err := gate.Enter(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Add(ctx, []string{s.url("/")}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(s.requests("/")) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("first page not fetched")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := st.Stats().Versions; n != 0 || c.Idle() {
+		t.Fatalf("with the gate held: %d versions stored, crawler idle %v", n, c.Idle())
+	}
+	gate.Leave()
+	waitIdle(t, c)
+	if n := st.Stats().Versions; n != 4 {
+		t.Fatalf("stored %d versions, want 4", n)
 	}
 }

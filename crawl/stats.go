@@ -57,6 +57,14 @@ func (c *Crawler) Stats() Stats {
 	}
 }
 
+// Queued reports the URLs of the current day waiting to be fetched (as
+// Stats().Queued, without the copying).
+func (c *Crawler) Queued() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pending - c.curInFlight
+}
+
 // count records one error of kind. The first occurrence of each kind is
 // logged at Warn level, later ones at Debug, so a flood of one kind cannot
 // drown the log but no kind goes unnoticed. A URL that robots.txt

@@ -50,6 +50,13 @@ type forwarderConfig struct {
 	// Day returns the current crawl day. Links acknowledged by their
 	// owner are not sent again until it changes (nil: never changes).
 	Day func() int64
+	// Idle reports whether the local crawler has no URL waiting to be
+	// fetched. New links then start a walk at once instead of waiting for
+	// the buffer to fill or the timer: they may be the only work the
+	// crawler can get (a crawl's first pages, a small site). Walks still
+	// run one at a time, so links that arrive during one share the next.
+	// Nil: never idle.
+	Idle func() bool
 }
 
 // maxDelivered bounds the forwarder's memory of links delivered today
@@ -175,7 +182,7 @@ func (f *forwarder) enqueue(urls []string, hops int, via *ring.Node) error {
 	}
 	full := len(f.pending) >= f.threshold()
 	f.mu.Unlock()
-	if full {
+	if full || (hops == 0 && f.cfg.Idle != nil && f.cfg.Idle()) {
 		select {
 		case f.kick <- struct{}{}:
 		default:

@@ -22,6 +22,7 @@ import (
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/internal/cpugate"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/p2p"
 )
@@ -108,6 +109,7 @@ func New(cfg Config) (n *Node, err error) {
 		Quota:     cfg.Quota,
 		GzipLevel: cfg.GzipLevel,
 		NoSync:    cfg.NoSync,
+		CPU:       cpugate.Shared(),
 		Logger:    n.log.With("sub", "archive"),
 	})
 	if err != nil {
@@ -127,6 +129,7 @@ func New(cfg Config) (n *Node, err error) {
 		Logger:    n.log.With("sub", "forward"),
 		LocalPeer: n.self.Peer,
 		Day:       n.crawlDay,
+		Idle:      func() bool { return n.crawler != nil && n.crawler.Queued() == 0 },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -135,6 +138,7 @@ func New(cfg Config) (n *Node, err error) {
 	cc.DayLength = cfg.DayLength
 	cc.Owns = n.ownsURL
 	cc.Logger = n.log.With("sub", "crawl")
+	cc.CPU = cpugate.Shared()
 	n.setupPoliteness(&cc)
 	n.setupReplication()
 	n.setupQuery()

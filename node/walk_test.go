@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/ring"
@@ -412,5 +414,54 @@ func TestForwarderSendsToCloserOwner(t *testing.T) {
 		if !slices.Contains(fr2.got[owner.ID], l.url) {
 			t.Errorf("%s not walked to its owner %s after the closer owner failed", l.url, owner)
 		}
+	}
+}
+
+// TestForwarderWalksAtOnceWhenCrawlerIdle: links from the local crawler
+// start a walk at once while it has nothing queued, and wait for the
+// buffer threshold or the timer otherwise; links passed on by other nodes
+// never do.
+func TestForwarderWalksAtOnceWhenCrawlerIdle(t *testing.T) {
+	fr := newFakeRing(2, 2)
+	var idle atomic.Bool
+	f, err := newForwarder(forwarderConfig{Ring: fr, Deliver: fr.deliver, PerVnode: 1000, Every: time.Hour,
+		LocalPeer: "peer0", Idle: idle.Load})
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls := func(ls []pendingLink) (us []string) {
+		for _, l := range ls {
+			us = append(us, l.url)
+		}
+		return us
+	}
+	ls := testLinks(30)
+	if err := f.Forward(context.Background(), urls(ls[:10])); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.kick) != 0 {
+		t.Fatal("a walk was started for 10 links with the crawler busy")
+	}
+	idle.Store(true)
+	if err := f.enqueue(urls(ls[10:20]), 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.kick) != 0 {
+		t.Fatal("links passed on by another node started a walk because the local crawler is idle")
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); f.run(ctx) }()
+	defer func() { cancel(); <-stopped }()
+	if err := f.Forward(context.Background(), urls(ls[20:])); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for st := f.Stats(); st.Sent+st.Local < int64(len(ls)); st = f.Stats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("idle crawler: links not walked before the hour-long timer: %+v", f.Stats())
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

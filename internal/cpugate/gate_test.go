@@ -1,0 +1,64 @@
+package cpugate
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"testing"
+	"time"
+)
+
+func TestGateBoundsHolders(t *testing.T) {
+	g := New(2)
+	ctx := context.Background()
+	for range 2 {
+		if err := g.Enter(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entered := make(chan error, 1)
+	go func() { entered <- g.Enter(ctx) }()
+	select {
+	case err := <-entered:
+		t.Fatalf("a third Enter on a 2-slot gate returned %v while both slots are held", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	g.Leave()
+	if err := <-entered; err != nil {
+		t.Fatal(err)
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := g.Enter(cctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Enter on a full gate with a cancelled context: %v", err)
+	}
+	g.Leave()
+	g.Leave()
+	if len(g.slots) != 0 {
+		t.Fatalf("%d slots held after every Leave", len(g.slots))
+	}
+}
+
+func TestNilGateAdmitsEveryone(t *testing.T) {
+	var g *Gate
+	for range 100 {
+		if err := g.Enter(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.Leave()
+	if g.Size() != 0 {
+		t.Fatalf("nil gate size %d", g.Size())
+	}
+}
+
+func TestSharedLeavesOneProcessor(t *testing.T) {
+	want := max(1, runtime.GOMAXPROCS(0)-1)
+	if got := Shared().Size(); got != want || Shared() != Shared() {
+		t.Fatalf("Shared: %d slots (want %d), same gate each call: %v", got, want, Shared() == Shared())
+	}
+	if New(0).Size() != 1 {
+		t.Fatal("New(0) must have one slot")
+	}
+}
