@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/benchsite"
+	"github.com/herod-archive/herod/internal/cpugate"
 	"github.com/herod-archive/herod/internal/sampleweb"
 )
 
@@ -49,6 +51,7 @@ var (
 	crawlBenchGzip   = flag.Int("crawlbench.gzip", 0, "herod Config.GzipLevel (0: the archive default)")
 	crawlBenchNoSync = flag.Bool("crawlbench.nosync", false, "herod Config.NoSync: no file or index syncs (not durable; shows what syncing costs)")
 	crawlBenchInProc = flag.Bool("crawlbench.inproc", false, "serve the site from the test process (default: a process of its own, as for wget)")
+	crawlBenchSpare  = flag.Bool("crawlbench.spare", true, "cpugate.ReserveProcessor, as cmd/herod does: one processor (GOMAXPROCS) beyond the CPUs for the fetches")
 	crawlBenchOnly   = flag.String("crawlbench.only", "", "comma-separated contestants to run (wget, goget, gogetbusy, herod1, herodN), e.g. for -cpuprofile")
 )
 
@@ -90,6 +93,10 @@ func TestCrawlRate(t *testing.T) {
 	if err != nil {
 		t.Fatal("wget not installed (scripts/bench-crawl.sh installs it)")
 	}
+	if *crawlBenchSpare {
+		cpugate.ReserveProcessor()
+	}
+	t.Logf("GOMAXPROCS %d on %d CPUs, processing gate %d slots", runtime.GOMAXPROCS(0), runtime.NumCPU(), cpugate.Shared().Size())
 	dir := t.TempDir()
 	site := filepath.Join(dir, "site")
 	if err := sampleweb.WriteStaticSite(site, *crawlBenchPages, benchSeed); err != nil {

@@ -21,6 +21,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/herod-archive/herod/internal/cpugate"
 )
 
 // command is one subcommand: its name, a line of help and its entry point.
@@ -39,6 +41,9 @@ var commands = []command{
 }
 
 func main() {
+	// One processor beyond the CPUs for the fetches, before any node
+	// makes its processing gate (package cpugate).
+	cpugate.ReserveProcessor()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr))

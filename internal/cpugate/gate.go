@@ -3,6 +3,7 @@ package cpugate
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 )
@@ -24,12 +25,31 @@ var (
 )
 
 // Shared returns the process's gate for page processing: GOMAXPROCS-1
-// slots (at least one), as read at the first call. It is one gate per
+// slots (at least one), as read at the first call, so that one processor
+// is always left for goroutines woken by the network. It is one gate per
 // process because processors are: the nodes that one process runs (tests,
-// benchmarks) share it.
+// benchmarks) share it. A program that wants processing to use every CPU
+// calls ReserveProcessor before the first call.
 func Shared() *Gate {
 	sharedOnce.Do(func() { shared = New(runtime.GOMAXPROCS(0) - 1) })
 	return shared
+}
+
+// ReserveProcessor adds one processor (GOMAXPROCS) beyond the CPUs, unless
+// the GOMAXPROCS environment variable sets the count, and returns the
+// count in force. Called before the first Shared, it gives the processing
+// gate a slot per CPU while a processor stays free for the network: the
+// operating system, which preempts at once for a woken thread, then shares
+// the CPUs between processing and the fetches, where Go's scheduler would
+// let a woken goroutine wait for a processor (docs/crawl.md). It also
+// stops the runtime from adjusting GOMAXPROCS to a changed CPU limit.
+func ReserveProcessor() int {
+	if os.Getenv("GOMAXPROCS") != "" {
+		return runtime.GOMAXPROCS(0)
+	}
+	n := min(runtime.GOMAXPROCS(0), runtime.NumCPU()) + 1
+	runtime.GOMAXPROCS(n)
+	return n
 }
 
 // Size reports the gate's slots; 0 for a nil gate (no bound).

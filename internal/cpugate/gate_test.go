@@ -3,7 +3,9 @@ package cpugate
 import (
 	"context"
 	"errors"
+	"os"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -60,5 +62,25 @@ func TestSharedLeavesOneProcessor(t *testing.T) {
 	}
 	if New(0).Size() != 1 {
 		t.Fatal("New(0) must have one slot")
+	}
+}
+
+// TestReserveProcessor: one processor beyond the CPUs, once however often
+// it is called, and none when the environment sets GOMAXPROCS.
+func TestReserveProcessor(t *testing.T) {
+	before := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(before)
+	t.Setenv("GOMAXPROCS", "")
+	os.Unsetenv("GOMAXPROCS")
+	want := min(before, runtime.NumCPU()) + 1
+	for range 2 {
+		if got := ReserveProcessor(); got != want || runtime.GOMAXPROCS(0) != want {
+			t.Fatalf("ReserveProcessor = %d, GOMAXPROCS %d; want %d", got, runtime.GOMAXPROCS(0), want)
+		}
+	}
+	runtime.GOMAXPROCS(before)
+	t.Setenv("GOMAXPROCS", strconv.Itoa(before))
+	if got := ReserveProcessor(); got != before || runtime.GOMAXPROCS(0) != before {
+		t.Fatalf("with GOMAXPROCS=%d in the environment: %d, GOMAXPROCS %d", before, got, runtime.GOMAXPROCS(0))
 	}
 }
