@@ -288,8 +288,9 @@ func (f *forwarder) flush(ctx context.Context) {
 }
 
 // sendDirect delivers links that carry a closer owner (via) to it, without
-// a walk (deliverRun: one batch per hop count). Links it could not deliver
-// come back without via, to be walked next time.
+// a walk (deliverRun: one batch per hop count), and in replica mode to its
+// successors as a walk does. Links it could not deliver come back without
+// via, to be walked next time.
 func (f *forwarder) sendDirect(ctx context.Context, links []pendingLink) (done, failed []pendingLink) {
 	groups := map[ring.Node][]pendingLink{}
 	var order []ring.Node
@@ -300,10 +301,13 @@ func (f *forwarder) sendDirect(ctx context.Context, links []pendingLink) (done, 
 		groups[*l.via] = append(groups[*l.via], l)
 	}
 	for _, to := range order {
-		_, sent, rest, err := f.deliverRun(ctx, to, groups[to])
+		succs, sent, rest, err := f.deliverRun(ctx, to, groups[to])
 		f.countDelivered(to, sent)
 		f.direct.Add(int64(len(sent)))
 		done = append(done, sent...)
+		if f.cfg.Replicas > 1 && len(sent) > 0 {
+			f.replicate(ctx, to, succs, sent)
+		}
 		if err != nil {
 			f.note(fmt.Errorf("deliver to closer owner %s: %w", to.Addr, err))
 			for _, l := range rest {

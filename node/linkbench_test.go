@@ -156,7 +156,10 @@ func TestLinkForwardingBandwidth(t *testing.T) {
 	}
 	mean := float64(allBytes) / float64(len(urls))
 
-	// Ring forwarding: one walk with everything.
+	// Ring forwarding: one walk with everything, walked here. The node's
+	// crawler has nothing queued, which would start a walk in the
+	// background at once (forwarderConfig.Idle).
+	src.fwd.cfg.Idle = nil
 	b0, c0 := lr.wireOut()
 	if err := src.fwd.enqueue(urls, 0, nil); err != nil {
 		t.Fatal(err)

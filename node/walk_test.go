@@ -465,3 +465,41 @@ func TestForwarderWalksAtOnceWhenCrawlerIdle(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestSendDirectReplicaMode: links sent straight to a closer owner reach
+// its replicas too, as walked links do.
+func TestSendDirectReplicaMode(t *testing.T) {
+	fr := newFakeRing(5, 2)
+	f := newTestForwarder(fr, 3)
+	owner := 4
+	var urls []string
+	for _, l := range testLinks(400) {
+		if fr.ownerIndex(l.key) == owner {
+			urls = append(urls, l.url)
+		}
+	}
+	if len(urls) == 0 {
+		t.Fatal("no test link owned by the chosen virtual server")
+	}
+	via := fr.nodes[owner]
+	if err := f.enqueue(urls, 1, &via); err != nil {
+		t.Fatal(err)
+	}
+	f.flush(context.Background())
+	holders := map[string]bool{via.Peer: true}
+	for j := 1; len(holders) < 3 && j <= replySuccessors; j++ {
+		p := fr.nodes[(owner+j)%len(fr.nodes)].Peer
+		if holders[p] {
+			continue
+		}
+		holders[p] = true
+		for _, u := range urls {
+			if !slices.Contains(fr.replicaOf[p], u) {
+				t.Fatalf("%s sent to its closer owner but missing on replica %s", u, p)
+			}
+		}
+	}
+	if len(holders) < 3 {
+		t.Fatalf("only %d holders found", len(holders))
+	}
+}
