@@ -156,12 +156,10 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, release fun
 		return true
 	}
 
-	capture := archive.Capture{URL: raw, Time: now, Status: code, Header: resp.Header.Clone(), Body: body}
-	_, added, err := c.a.Put(ctx, capture)
-	if err != nil {
-		return c.archiveErr(ctx, raw, err)
-	}
-
+	// The links travel before the version is stored: Put waits for its
+	// index group's sync, and the crawl's frontier need not. If Put then
+	// fails, the state keeps the old outlinks, so the next visit forwards
+	// the links again; their owners' seen tests absorb the repeat.
 	if err := c.cfg.CPU.Enter(ctx); err != nil {
 		return false
 	}
@@ -176,23 +174,32 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, release fun
 	links = c.inScope(links)
 	fresh := newLinks(links, st.Outlinks)
 	c.cfg.CPU.Leave()
+	var fwdErr error
 	if len(fresh) > 0 {
-		if err := c.f.Forward(ctx, fresh); err != nil {
-			if ctx.Err() != nil {
-				return false
-			}
-			// Keep the old state (digest, validators, outlinks): the next
-			// visit sees a change again and forwards the links then.
-			c.count(KindForward, raw, err)
-			st.Checked = now
-			if err := c.a.SetState(ctx, raw, st); err != nil {
-				return c.archiveErr(ctx, raw, err)
-			}
-			return true
+		if fwdErr = c.f.Forward(ctx, fresh); fwdErr != nil && ctx.Err() != nil {
+			return false
 		}
-		c.mu.Lock()
-		c.st.forwarded += int64(len(fresh))
-		c.mu.Unlock()
+		if fwdErr == nil {
+			c.mu.Lock()
+			c.st.forwarded += int64(len(fresh))
+			c.mu.Unlock()
+		}
+	}
+
+	capture := archive.Capture{URL: raw, Time: now, Status: code, Header: resp.Header.Clone(), Body: body}
+	_, added, err := c.a.Put(ctx, capture)
+	if err != nil {
+		return c.archiveErr(ctx, raw, err)
+	}
+	if fwdErr != nil {
+		// Keep the old state (digest, validators, outlinks): the next
+		// visit sees a change again and forwards the links then.
+		c.count(KindForward, raw, fwdErr)
+		st.Checked = now
+		if err := c.a.SetState(ctx, raw, st); err != nil {
+			return c.archiveErr(ctx, raw, err)
+		}
+		return true
 	}
 	next.Outlinks = links
 	if err := c.a.SetState(ctx, raw, next); err != nil {

@@ -3,6 +3,7 @@ package crawl
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -191,5 +192,43 @@ func TestCrawlerSharesCPUGateWithArchive(t *testing.T) {
 	waitIdle(t, c)
 	if n := st.Stats().Versions; n != 4 {
 		t.Fatalf("stored %d versions, want 4", n)
+	}
+}
+
+// TestLinksForwardedBeforeStoreEnds: a page's new links are forwarded
+// while its version is still being stored (a Put waits for its index
+// group's sync), so the crawl's frontier does not wait for the disk; the
+// crawl state is written only once the version is stored.
+func TestLinksForwardedBeforeStoreEnds(t *testing.T) {
+	s := newSite(t, map[string]string{"/": links(nil, "/a", "/b")})
+	a := &blockingArchive{memArchive: newMemArchive(), entered: make(chan string, 1), release: make(chan struct{})}
+	c, f := startCrawler(t, t.TempDir(), testConfig(newClock()), a)
+	f.mu.Lock()
+	f.c = nil // record only
+	f.mu.Unlock()
+	if err := c.Add(context.Background(), []string{s.url("/")}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.entered:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("page not stored: %+v", c.Stats())
+	}
+	want := []string{s.url("/a"), s.url("/b")}
+	deadline := time.Now().Add(20 * time.Second)
+	for !slices.Equal(f.all(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("forwarded %v while the Put waits, want %v", f.all(), want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := a.State(context.Background(), s.url("/")); err == nil {
+		t.Fatal("crawl state written before the version was stored")
+	}
+	close(a.release)
+	waitIdle(t, c)
+	st, err := a.State(context.Background(), s.url("/"))
+	if err != nil || !slices.Equal(st.Outlinks, want) {
+		t.Fatalf("state after the store: %+v, %v", st, err)
 	}
 }
