@@ -1,6 +1,7 @@
 package node
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -47,11 +48,13 @@ type slotAllocator struct {
 
 // hostSchedule is one host's grid: tick i is at base + i·interval and
 // taken[i] tells whether it was granted. last is the latest granted slot.
+// held lists, per requester, its granted slots not yet past (ascending).
 type hostSchedule struct {
 	interval time.Duration
 	base     time.Time
 	taken    []bool
 	last     time.Time
+	held     map[string][]time.Time
 }
 
 // slotGrant is what the owner answers to one lease request.
@@ -70,16 +73,26 @@ func newSlotAllocator(clock func() time.Time) *slotAllocator {
 	return &slotAllocator{clock: clock, hosts: make(map[string]*hostSchedule)}
 }
 
-// allocate grants up to k slots (at least 1, at most maxLeaseSlots) of
-// host's schedule with ticks interval apart, the granted slots at least
-// spacing apart (spacing below interval counts as interval), none before
-// now and none more than maxScheduleAhead (or maxScheduleTicks ticks)
-// past now. When no tick is free within that horizon it grants none and
-// says when to retry. interval must be positive.
+// allocate grants requester who up to k slots (at least 1, at most
+// maxLeaseSlots) of host's schedule with ticks interval apart, the granted
+// slots at least spacing apart (spacing below interval counts as
+// interval), none before now and none more than maxScheduleAhead (or
+// maxScheduleTicks ticks) past now. When no tick is free within that
+// horizon it grants none and says when to retry. interval must be
+// positive.
+//
+// No requester holds more than its fair share of the horizon's ticks: the
+// ticks divided by one more than the requesters holding slots not yet
+// past, who included, so that even a lone requester leaves room for the
+// next one. A peer that asks again and again cannot fill a host's
+// schedule and lock the other nodes out of the host; slots it already
+// holds are honoured, and it gets no more until it is under its share
+// again. who is the requester's peer id; requests with the same who share
+// one share.
 //
 // A changed interval (a Crawl-delay became known or went away) starts a
 // new grid one new interval after the last granted slot.
-func (a *slotAllocator) allocate(host string, k int, interval, spacing time.Duration) slotGrant {
+func (a *slotAllocator) allocate(host, who string, k int, interval, spacing time.Duration) slotGrant {
 	k = min(max(k, 1), maxLeaseSlots)
 	interval = max(interval, time.Nanosecond)
 	stride := 1
@@ -98,13 +111,22 @@ func (a *slotAllocator) allocate(host string, k int, interval, spacing time.Dura
 	case s.interval != interval || !s.pendingAfter(now):
 		// Nothing granted lies ahead, or the spacing changed: a new grid
 		// starts at now or one interval after the last slot.
-		*s = hostSchedule{interval: interval, base: laterOf(s.last.Add(interval), now), last: s.last}
+		*s = hostSchedule{interval: interval, base: laterOf(s.last.Add(interval), now), last: s.last, held: s.held}
 	}
 	s.advance(now)
 	horizon := min(int64(maxScheduleTicks), int64(maxScheduleAhead/interval))
 	if horizon < 1 {
 		horizon = 1
 	}
+	// The window holds ticks 0..horizon from now: horizon+1 of them. One
+	// share is kept for a requester yet to come.
+	share := max(1, int((horizon+1)/int64(s.holders(now, who)+1)))
+	mine := s.held[who]
+	if len(mine) >= share {
+		// Over its share: back when its earliest slot has passed.
+		return slotGrant{RetryAfter: max(interval, mine[0].Sub(now)+time.Nanosecond)}
+	}
+	k = min(k, share-len(mine))
 	first := s.firstTickAt(now)
 	g := slotGrant{Delays: make([]time.Duration, 0, k)}
 	for i := first; len(g.Delays) < k; {
@@ -118,13 +140,43 @@ func (a *slotAllocator) allocate(host string, k int, interval, spacing time.Dura
 		}
 		s.take(i)
 		s.last = laterOf(s.last, at)
+		mine = append(mine, at)
 		g.Delays = append(g.Delays, at.Sub(now))
 		i += int64(stride)
+	}
+	if len(mine) > 0 {
+		slices.SortFunc(mine, time.Time.Compare)
+		if s.held == nil {
+			s.held = make(map[string][]time.Time)
+		}
+		s.held[who] = mine
 	}
 	if len(g.Delays) == 0 {
 		g.RetryAfter = interval
 	}
 	return g
+}
+
+// holders forgets the held slots before now and returns the number of
+// requesters holding slots, who counted whether or not it holds any.
+func (s *hostSchedule) holders(now time.Time, who string) int {
+	n := 1
+	for w, slots := range s.held {
+		i := 0
+		for i < len(slots) && slots[i].Before(now) {
+			i++
+		}
+		switch {
+		case i == len(slots):
+			delete(s.held, w)
+		case w != who:
+			n++
+		}
+		if i > 0 && i < len(slots) {
+			s.held[w] = slots[i:]
+		}
+	}
+	return n
 }
 
 // pendingAfter reports whether a granted slot lies at or after now.

@@ -88,10 +88,11 @@ func TestSlotAllocator(t *testing.T) {
 		{"k capped at maxLeaseSlots", []step{
 			{0, "a", 1000, time.Millisecond, nil, 0}, // checked by length below
 		}},
-		{"schedule horizon bounds a grant", []step{
-			{0, "a", 64, 10 * time.Second, slotMs(0, 10000, 20000, 30000), 0},
+		{"a requester's share of the horizon bounds a grant", []step{
+			// 4 ticks within 30 s; a lone requester leaves half of them.
+			{0, "a", 64, 10 * time.Second, slotMs(0, 10000), 0},
 			{0, "a", 1, 10 * time.Second, nil, 10 * time.Second},
-			{10 * time.Second, "a", 1, 10 * time.Second, slotMs(30000), 0},
+			{10 * time.Second, "a", 1, 10 * time.Second, slotMs(10000), 0},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,8 +100,8 @@ func TestSlotAllocator(t *testing.T) {
 			a := newSlotAllocator(clk.Now)
 			for i, s := range tc.steps {
 				clk.Advance(s.advance)
-				g := a.allocate(s.host, s.k, s.interval, 0)
-				if tc.name == "k capped at maxLeaseSlots" {
+				g := a.allocate(s.host, "", s.k, s.interval, 0)
+				if tc.name == "k capped at maxLeaseSlots" { // 1 ms ticks: a share of 15,000
 					if len(g.Delays) != maxLeaseSlots {
 						t.Fatalf("step %d: %d slots, want %d", i, len(g.Delays), maxLeaseSlots)
 					}
@@ -127,7 +128,7 @@ func TestSlotAllocatorGlobalSpacing(t *testing.T) {
 		now := clk.Now()
 		spacing := time.Duration(i%4) * 40 * time.Millisecond
 		prev := time.Time{}
-		for _, d := range a.allocate("h", 1+i%5, iv, spacing).Delays {
+		for _, d := range a.allocate("h", "", 1+i%5, iv, spacing).Delays {
 			at := now.Add(d)
 			if !prev.IsZero() && at.Sub(prev) < max(spacing, iv) {
 				t.Fatalf("lease %d: slots %s apart, asked spacing %s", i, at.Sub(prev), spacing)
@@ -164,13 +165,13 @@ func TestSlotAllocatorSpacing(t *testing.T) {
 		{1, 0, slotMs(800)},
 	}
 	for i, s := range steps {
-		if g := a.allocate("h", s.k, iv, s.spacing); !slices.Equal(g.Delays, s.want) {
+		if g := a.allocate("h", "", s.k, iv, s.spacing); !slices.Equal(g.Delays, s.want) {
 			t.Fatalf("step %d: got %v, want %v", i, g.Delays, s.want)
 		}
 	}
 	// Time passes: ticks before now are gone, the rest stay taken.
 	clk.Advance(450 * time.Millisecond)
-	if g := a.allocate("h", 2, iv, 0); !slices.Equal(g.Delays, slotMs(450, 550)) {
+	if g := a.allocate("h", "", 2, iv, 0); !slices.Equal(g.Delays, slotMs(450, 550)) {
 		t.Fatalf("after 450ms: got %v, want [450ms 550ms] (ticks 900, 1000)", g.Delays)
 	}
 }
@@ -179,16 +180,61 @@ func TestSlotAllocatorEviction(t *testing.T) {
 	clk := newAllocClock()
 	a := newSlotAllocator(clk.Now)
 	for i := range maxScheduledHosts {
-		a.allocate(fmt.Sprintf("h%d", i), 1, time.Second, 0)
+		a.allocate(fmt.Sprintf("h%d", i), "", 1, time.Second, 0)
 	}
 	clk.Advance(scheduleIdle / 2)
-	a.allocate("recent", 1, time.Second, 0)
+	a.allocate("recent", "", 1, time.Second, 0)
 	clk.Advance(scheduleIdle/2 + time.Second)
-	a.allocate("new", 1, time.Second, 0)
+	a.allocate("new", "", 1, time.Second, 0)
 	if got := a.scheduled(); got != 2 {
 		t.Fatalf("%d hosts scheduled after eviction, want 2 (recent, new)", got)
 	}
 	if _, ok := a.hosts["recent"]; !ok {
 		t.Fatal("the recently used host was evicted")
+	}
+}
+
+// TestSlotAllocatorFairShare: a requester that asks again and again for
+// all it can get holds at most its share of a host's schedule, so another
+// node that asks at the same pace gets about as many slots, and the
+// host's spacing holds for both together.
+func TestSlotAllocatorFairShare(t *testing.T) {
+	clk := newAllocClock()
+	a := newSlotAllocator(clk.Now)
+	const iv = time.Second // 31 ticks within the 30 s horizon
+	var all []time.Time
+	got := map[string]int{}
+	ask := func(who string) {
+		g := a.allocate("h", who, maxLeaseSlots, iv, 0)
+		for _, d := range g.Delays {
+			all = append(all, clk.Now().Add(d))
+		}
+		got[who] += len(g.Delays)
+		if len(g.Delays) == 0 && g.RetryAfter <= 0 {
+			t.Fatalf("%s: no slot and no retry time", who)
+		}
+	}
+	ask("greedy")
+	if got["greedy"] != 15 {
+		t.Fatalf("a lone requester got %d of 31 ticks, want 15 (half, room for the next)", got["greedy"])
+	}
+	ask("polite")
+	if got["polite"] != 10 {
+		t.Fatalf("the second requester got %d slots at once, want 10 (a third of 31)", got["polite"])
+	}
+	// Both keep asking every second for two minutes, the greedy one first.
+	for range 120 {
+		clk.Advance(time.Second)
+		ask("greedy")
+		ask("polite")
+	}
+	if g, p := got["greedy"], got["polite"]; p < g*8/10 {
+		t.Fatalf("over 2 minutes greedy got %d slots, polite %d: not a fair share", g, p)
+	}
+	slices.SortFunc(all, time.Time.Compare)
+	for i := 1; i < len(all); i++ {
+		if d := all[i].Sub(all[i-1]); d < iv {
+			t.Fatalf("slots %v and %v are %s apart, under the interval", all[i-1], all[i], d)
+		}
 	}
 }

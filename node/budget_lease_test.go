@@ -28,7 +28,7 @@ func (o *ownerStub) lease(ctx context.Context, host string, k int, iv, sp time.D
 	if o.down.Load() {
 		return slotGrant{}, errors.New("owner unreachable")
 	}
-	return o.alloc.allocate(host, k, iv, sp), nil
+	return o.alloc.allocate(host, "stub", k, iv, sp), nil
 }
 
 // TestLeaseBudgetAggregate runs several nodes' budgets against one owner,
@@ -187,9 +187,11 @@ func TestLeaseBudgetExpiry(t *testing.T) {
 func TestLeaseBudgetRetryAfter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		owner := newOwnerStub()
-		// Another node holds slots up to the horizon (0s and 30s): the
-		// owner first says to retry after 1s, then grants the slot at 31s.
-		owner.alloc.allocate("h", 2, 30*time.Second, 0)
+		// Two other nodes hold slots up to the horizon (0s and 30s; each
+		// gets one, its share): the owner first says to retry after 1s,
+		// then grants the slot at 31s.
+		owner.alloc.allocate("h", "a", 2, 30*time.Second, 0)
+		owner.alloc.allocate("h", "b", 2, 30*time.Second, 0)
 		b := newLeaseBudget(1, owner.lease, crawl.NewLocalBudget(1, nil), nil)
 		start := time.Now()
 		if err := b.Wait(t.Context(), "h", 0); err != nil {
@@ -207,7 +209,8 @@ func TestLeaseBudgetRetryAfter(t *testing.T) {
 func TestLeaseBudgetCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		owner := newOwnerStub()
-		owner.alloc.allocate("h", 2, 20*time.Second, 0) // next free slot at 21s
+		owner.alloc.allocate("h", "a", 2, 20*time.Second, 0) // 0s
+		owner.alloc.allocate("h", "b", 2, 20*time.Second, 0) // 20s: next free slot at 21s
 		b := newLeaseBudget(1, owner.lease, crawl.NewLocalBudget(1, nil), nil)
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()

@@ -104,7 +104,7 @@ func (p *politeness) lease(ctx context.Context, host string, k int, iv, sp time.
 		}
 		if self {
 			p.c.leaseLocal.Add(1)
-			return p.alloc.allocate(host, req.Slots, max(req.Interval, p.ownInterval()), req.Spacing), nil
+			return p.alloc.allocate(host, p.n.self.Peer, req.Slots, max(req.Interval, p.ownInterval()), req.Spacing), nil
 		}
 		p.c.leaseRPCs.Add(1)
 		g, err := p.callBudget(ctx, c, req)
@@ -162,11 +162,12 @@ func (p *politeness) handleBudget(s network.Stream) {
 		s.Reset()
 		return
 	}
-	_ = wire.WriteJSON(s, p.answerBudget(req))
+	_ = wire.WriteJSON(s, p.answerBudget(req, s.Conn().RemotePeer().String()))
 }
 
-// answerBudget is handleBudget's decision, apart from the stream.
-func (p *politeness) answerBudget(req budgetRequest) budgetReply {
+// answerBudget is handleBudget's decision for a request from peer from,
+// apart from the stream.
+func (p *politeness) answerBudget(req budgetRequest, from string) budgetReply {
 	if err := req.validate(); err != nil {
 		p.c.badPeers.Add(1)
 		return budgetReply{Error: err.Error()}
@@ -175,6 +176,6 @@ func (p *politeness) answerBudget(req budgetRequest) budgetReply {
 		return budgetReply{NotOwner: true}
 	}
 	p.c.leasesServed.Add(1)
-	g := p.alloc.allocate(req.Host, req.Slots, max(req.Interval, p.ownInterval()), req.Spacing)
+	g := p.alloc.allocate(req.Host, from, req.Slots, max(req.Interval, p.ownInterval()), req.Spacing)
 	return budgetReply{Delays: g.Delays, RetryAfter: g.RetryAfter}
 }

@@ -80,7 +80,7 @@ func FuzzBudgetFrames(f *testing.F) {
 			if req.Slots < 1 || req.Slots > maxLeaseSlots || req.Interval <= 0 || req.Host == "" {
 				t.Fatalf("invalid request validated: %+v", req)
 			}
-			g := newSlotAllocator(time.Now).allocate(req.Host, req.Slots, req.Interval, req.Spacing)
+			g := newSlotAllocator(time.Now).allocate(req.Host, "", req.Slots, req.Interval, req.Spacing)
 			if len(g.Delays) == 0 || len(g.Delays) > req.Slots {
 				t.Fatalf("fresh schedule granted %d of %d slots", len(g.Delays), req.Slots)
 			}
