@@ -27,8 +27,8 @@ const (
 	// origPrefix marks response headers the archive rewrote so that the
 	// stored record is self-consistent (the convention pywb and warcio use).
 	origPrefix = "X-Archive-Orig-"
-	// revisitProfile is the WARC 1.1 profile of exported revisit records.
-	revisitProfile = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+	// RevisitProfile is the WARC 1.1 profile of exported revisit records.
+	RevisitProfile = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 )
 
 // DefaultGzipLevel is the compression level of version files when
@@ -226,7 +226,7 @@ func (p *gzipPool) encodeRevisit(dst *bytes.Buffer, v Version, t time.Time, head
 		{"WARC-Record-ID", recordID("revisit", v.URL, date, v.Digest.String())},
 		{"WARC-Date", date},
 		{"WARC-Target-URI", v.URL},
-		{"WARC-Profile", revisitProfile},
+		{"WARC-Profile", RevisitProfile},
 		{"WARC-Refers-To-Target-URI", v.URL},
 		{"WARC-Refers-To-Date", formatWarcDate(v.Time)},
 		{"WARC-Refers-To", recordID("response", v.URL, formatWarcDate(v.Time), v.Digest.String())},

@@ -314,3 +314,26 @@ func TestRingRemoteStateUnknown(t *testing.T) {
 		t.Fatalf("a local successor pointer that skips a node: Broken = %d, want 1", d.Broken)
 	}
 }
+
+func TestParseExportQueryRevisits(t *testing.T) {
+	for _, tc := range []struct {
+		q    string
+		want bool
+		ok   bool
+	}{
+		{"host=example.com", false, true},
+		{"host=example.com&revisits=1", true, true},
+		{"host=example.com&revisits=true", true, true},
+		{"host=example.com&revisits=0", false, true},
+		{"host=example.com&revisits=maybe", false, false},
+	} {
+		p, _ := url.ParseQuery(tc.q)
+		q, err := ParseExportQuery(p)
+		if (err == nil) != tc.ok || (err == nil && q.Revisits != tc.want) {
+			t.Errorf("%s: revisits %v, err %v; want %v, ok %v", tc.q, q.Revisits, err, tc.want, tc.ok)
+		}
+		if err != nil && !errors.Is(err, ErrQuery) {
+			t.Errorf("%s: error %v is not ErrQuery", tc.q, err)
+		}
+	}
+}

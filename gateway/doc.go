@@ -20,7 +20,7 @@
 //	/timemap/link/<url>              RFC 7089 TimeMap (application/link-format)
 //	/timegate/<url>                  RFC 7089 TimeGate (Accept-Datetime)
 //	/cdx?url=…                       pywb CDX server API subset
-//	/export?host=…|prefix=…          WARC stream (with an Exporter)
+//	/export?host=…|prefix=…          WARC stream (with an Exporter; &revisits=1 adds revisit records)
 //	/ring                            the ring: SVG picture and table
 //	/api/status                      JSON from Config.Status
 //	/metrics                         Config.Metrics

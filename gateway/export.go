@@ -19,7 +19,12 @@ import (
 // .warc.gz (one gzip member per record), and resumes an interrupted pull
 // where it stopped:
 //
-//	/export?host=<host>|prefix=<url>|url=<url>[&from=<ts>][&to=<ts>][&after=<cursor>]
+//	/export?host=<host>|prefix=<url>|url=<url>[&from=<ts>][&to=<ts>][&revisits=1][&after=<cursor>]
+//
+// With revisits=1 the stream also holds a WARC revisit record
+// (identical-payload-digest profile) for each day a URL was checked and
+// found unchanged, in time order among the URL's responses, as
+// `herod export --revisits` writes.
 //
 // The cursor of a record is Cursor(WARC-Target-URI, WARC-Date): after a
 // broken transfer the client drops the incomplete last record, takes the
@@ -79,7 +84,8 @@ func ParseCursor(c string) (url string, t time.Time, err error) {
 }
 
 // ParseExportQuery reads the query of an /export request: exactly one of
-// host, prefix or url, and optional from and to.
+// host, prefix or url, and optional from, to and revisits (1 or true; 0,
+// false or absent: none).
 func ParseExportQuery(p url.Values) (Query, error) {
 	var q Query
 	n := 0
@@ -115,6 +121,13 @@ func ParseExportQuery(p url.Values) (Query, error) {
 		if q.To, err = ParseTimestamp(t); err != nil {
 			return q, fmt.Errorf("%w: to: %v", ErrQuery, err)
 		}
+	}
+	switch v := p.Get("revisits"); v {
+	case "", "0", "false":
+	case "1", "true":
+		q.Revisits = true
+	default:
+		return q, fmt.Errorf("%w: revisits=%.20q: want 1 or 0", ErrQuery, v)
 	}
 	return q, nil
 }

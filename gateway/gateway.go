@@ -58,6 +58,9 @@ type Query struct {
 	From  time.Time // earliest capture time, inclusive; zero means no bound
 	To    time.Time // latest capture time, inclusive; zero means no bound
 	Limit int       // most versions to return; 0 means no limit
+	// Revisits, in an export, adds an identical-payload-digest revisit
+	// record for each day a URL was checked and found unchanged.
+	Revisits bool
 }
 
 // Contains reports whether v is selected by q. Implementations of Lister and

@@ -158,7 +158,7 @@ func (n *Node) serveExport(ctx context.Context, req queryRequest, w io.Writer) e
 	if _, err := gatewayQuery(req.Query); err != nil {
 		end.Error = err.Error()
 	} else {
-		st, err := n.store.Export(ctx, archive.ExportOptions{Query: req.Query, After: req.After, Progress: f.progress}, f, nil)
+		st, err := n.store.Export(ctx, archive.ExportOptions{Query: req.Query, Revisits: req.Revisits, After: req.After, Progress: f.progress}, f, nil)
 		if f.err != nil {
 			return f.err // the stream is broken: nothing more can be sent
 		}
@@ -176,8 +176,9 @@ func (n *Node) serveExport(ctx context.Context, req queryRequest, w io.Writer) e
 // memberExport reads one member's export reply and checks every record
 // before it is merged: the header must match the query, come strictly
 // after the previous one (and after the resume cursor), and the body must
-// be one gzip member holding one WARC response record whose target URI,
-// date and digests agree with the header.
+// be one gzip member holding one WARC response record (or, when the query
+// asked for them, a revisit record) whose target URI, date and digests
+// agree with the header.
 type memberExport struct {
 	name    string // member address, for errors
 	r       *bufio.Reader
@@ -223,7 +224,7 @@ func (m *memberExport) next() error {
 	if err != nil {
 		return fmt.Errorf("member %s: export record: %w", m.name, err)
 	}
-	if err := checkRecord(body, h); err != nil {
+	if err := checkRecord(body, h, m.q.Revisits); err != nil {
 		return fmt.Errorf("member %s: %w: %w", m.name, errBadReply, err)
 	}
 	m.head, m.key, m.body = h, k, body
@@ -236,8 +237,12 @@ var b32 = base32.StdEncoding
 
 // checkRecord verifies that body is exactly one gzip member holding one
 // WARC response record of h's URL, time and payload digest, whose block
-// and payload digests hold.
-func checkRecord(body []byte, h recordHeader) error {
+// and payload digests hold. With revisits it also accepts a revisit record
+// of the identical-payload-digest profile: its block (the HTTP head, no
+// payload) must match its block digest and its payload digest must be
+// the header's, the digest of the version it refers to, which cannot be
+// checked here without that version.
+func checkRecord(body []byte, h recordHeader, revisits bool) error {
 	rd := bytes.NewReader(body)
 	zr, err := gzip.NewReader(rd)
 	if err != nil {
@@ -263,9 +268,17 @@ func checkRecord(body []byte, h recordHeader) error {
 	}
 	hd := rec.Header
 	when, err := time.Parse(time.RFC3339Nano, hd.Get("Warc-Date"))
+	typ := hd.Get("Warc-Type")
+	revisit := revisits && typ == "revisit"
 	switch {
-	case hd.Get("Warc-Type") != "response":
-		return fmt.Errorf("record of %.100q: type %.20q, want response", h.URL, hd.Get("Warc-Type"))
+	case typ != "response" && !revisit:
+		want := "response"
+		if revisits {
+			want += " or revisit"
+		}
+		return fmt.Errorf("record of %.100q: type %.20q, want %s", h.URL, typ, want)
+	case revisit && hd.Get("Warc-Profile") != archive.RevisitProfile:
+		return fmt.Errorf("record of %.100q: revisit profile %.100q", h.URL, hd.Get("Warc-Profile"))
 	case hd.Get("Warc-Target-Uri") != h.URL:
 		return fmt.Errorf("record of %.100q: target %.100q", h.URL, hd.Get("Warc-Target-Uri"))
 	case err != nil || !when.Equal(h.Time):
@@ -274,6 +287,8 @@ func checkRecord(body []byte, h recordHeader) error {
 		return fmt.Errorf("record of %.100q: block digest mismatch", h.URL)
 	case !digestIs(hd.Get("Warc-Payload-Digest"), h.Digest):
 		return fmt.Errorf("record of %.100q: payload digest is not the header's", h.URL)
+	case revisit:
+		return nil // no payload to check
 	}
 	i := bytes.Index(rec.Block, []byte("\r\n\r\n"))
 	if i < 0 || id.Sum(rec.Block[i+4:]) != h.Digest {
@@ -378,7 +393,7 @@ func (r *resolver) Export(ctx context.Context, q gateway.Query, w io.Writer, res
 // and the client resumes from the last cursor once the member is back.
 func (r *resolver) ExportProgress(ctx context.Context, q gateway.Query, w io.Writer, resumeAfter string, progress func(cursor string)) error {
 	n := (*Node)(r)
-	req := queryRequest{Op: "export", Query: archiveQuery(q), After: resumeAfter}
+	req := queryRequest{Op: "export", Query: archiveQuery(q), After: resumeAfter, Revisits: q.Revisits}
 	if _, err := gatewayQuery(req.Query); err != nil {
 		return fmt.Errorf("node export: %w", err)
 	}

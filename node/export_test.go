@@ -234,6 +234,63 @@ func TestMemberExportChecks(t *testing.T) {
 	}
 }
 
+// TestMemberExportRevisits: a member asked for revisit records sends them
+// in time order among the responses and they pass the checks; the same
+// records are refused when the query did not ask for them, or when their
+// header does not match them.
+func TestMemberExportRevisits(t *testing.T) {
+	n := storeNode(t, "http://h.example/1", "http://h.example/2")
+	ctx := context.Background()
+	for d := 2; d < 4; d++ { // checked unchanged on days 2 and 3
+		if err := n.store.Touch(ctx, "http://h.example/1", q0.Add(time.Duration(d)*24*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var b bytes.Buffer
+	req := queryRequest{Op: "export", Query: archive.Query{Host: "h.example"}, Revisits: true}
+	if err := n.serveExport(ctx, req, &b); err != nil {
+		t.Fatal(err)
+	}
+	data := b.Bytes()
+	m := &memberExport{name: "test", r: bufio.NewReader(bytes.NewReader(data)), q: gateway.Query{URL: "h.example", Match: gateway.MatchHost, Revisits: true}}
+	var types []string
+	var revisit recordHeader
+	var revisitBody []byte
+	for {
+		if err := m.next(); err != nil {
+			t.Fatal(err)
+		}
+		if m.done {
+			break
+		}
+		rec := readRecords(t, m.body)
+		types = append(types, rec[0].url+" "+rec[0].typ)
+		if rec[0].typ == "revisit" {
+			revisit, revisitBody = m.head, m.body
+		}
+	}
+	want := []string{
+		"http://h.example/1 response", "http://h.example/1 response", "http://h.example/1 revisit", "http://h.example/1 revisit",
+		"http://h.example/2 response", "http://h.example/2 response",
+	}
+	if !slices.Equal(types, want) {
+		t.Fatalf("records %q, want %q", types, want)
+	}
+	if err := drain(data, "h.example", nil); err == nil || !strings.Contains(err.Error(), "revisit") {
+		t.Fatalf("revisits accepted in an export that did not ask for them (err %v)", err)
+	}
+	other := revisit
+	other.Digest = id.Sum([]byte("another payload"))
+	if err := checkRecord(revisitBody, other, true); err == nil {
+		t.Fatal("revisit record accepted under another payload digest")
+	}
+	flipped := slices.Clone(revisitBody)
+	flipped[len(flipped)/2] ^= 0x20
+	if err := checkRecord(flipped, revisit, true); err == nil {
+		t.Fatal("revisit record with a flipped byte accepted")
+	}
+}
+
 // drain reads a whole reply, returning the first error.
 func drain(data []byte, host string, after *exportKey) error {
 	m := &memberExport{name: "test", r: bufio.NewReader(bytes.NewReader(data)), q: gateway.Query{URL: host, Match: gateway.MatchHost}}
@@ -310,7 +367,7 @@ func FuzzMemberExport(f *testing.F) {
 			if err := m.next(); err != nil || m.done {
 				return
 			}
-			if err := checkRecord(m.body, m.head); err != nil {
+			if err := checkRecord(m.body, m.head, m.q.Revisits); err != nil {
 				t.Fatalf("accepted a record that fails the check: %v", err)
 			}
 		}

@@ -58,6 +58,9 @@ type queryRequest struct {
 	Query archive.Query `json:"query"`
 	Limit int           `json:"limit,omitempty"` // list: most versions; 0 means maxListVersions
 	After string        `json:"after,omitempty"` // export: resume after this cursor
+	// Revisits, in an export, asks for revisit records of the days a URL
+	// was checked unchanged (archive.ExportOptions.Revisits).
+	Revisits bool `json:"revisits,omitempty"`
 }
 
 // listBatch is one reply frame of op "list".

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -163,7 +164,67 @@ func TestRingQueryExport(t *testing.T) {
 		}
 	})
 
-	t.Run("warcio", func(t *testing.T) { validateWarcio(t, []byte(full), len(recs)) })
+	t.Run("warcio", func(t *testing.T) { validateWarcio(t, []byte(full), len(recs), 0) })
+
+	// With revisits=1 the stream also holds a revisit record for each day
+	// a URL was checked unchanged, after that URL's responses; warcio
+	// reads it and resuming after a revisit gives exactly the rest.
+	t.Run("revisits", func(t *testing.T) {
+		touched := map[string]int{}
+		for _, v := range exportOrder[:min(3, len(exportOrder))] {
+			if touched[v.URL] > 0 {
+				continue
+			}
+			for _, nd := range lr.Nodes {
+				if vs, err := nd.store.Versions(ctx, v.URL); err != nil || len(vs) == 0 {
+					continue
+				}
+				for d := 1; d <= 2; d++ {
+					if err := nd.store.Touch(ctx, v.URL, v.Time.Add(time.Duration(d)*24*time.Hour)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				touched[v.URL] = 2
+				break
+			}
+		}
+		data, tr := httpGet(t, gw+"&revisits=1")
+		if tr.Get(gateway.TrailerExportStatus) != "complete" {
+			t.Fatalf("export with revisits: status %q: %s", tr.Get(gateway.TrailerExportStatus), tr.Get(gateway.TrailerExportError))
+		}
+		got := readRecords(t, []byte(data))
+		revisits := map[string]int{}
+		for i, r := range got {
+			if r.typ != "revisit" {
+				continue
+			}
+			revisits[r.url]++
+			if i == 0 || got[i-1].url != r.url || !got[i-1].time.Before(r.time) {
+				t.Fatalf("revisit %d of %s does not follow its URL's earlier records", i, r.url)
+			}
+		}
+		checks := 0
+		for _, n := range touched {
+			checks += n
+		}
+		if !maps.Equal(revisits, touched) || len(got) != len(recs)+checks {
+			t.Fatalf("export with revisits: %d records, revisits %v; want %d + %d, revisits %v", len(got), revisits, len(recs), checks, touched)
+		}
+		if plain, _ := httpGet(t, gw); plain != full {
+			t.Fatal("the export without revisits=1 changed after the checks")
+		}
+		for i, r := range got {
+			if r.typ != "revisit" {
+				continue
+			}
+			rest, _ := httpGet(t, gw+"&revisits=1&after="+url.QueryEscape(r.cursor))
+			if rest != data[r.end:] {
+				t.Fatalf("resume after revisit %d: %d bytes, want the %d after it", i, len(rest), len(data)-r.end)
+			}
+			break
+		}
+		validateWarcio(t, []byte(data), len(got), checks)
+	})
 
 	// Members over their serving limit refuse, and the refusal reaches
 	// the caller.
@@ -270,6 +331,7 @@ func httpGet(t *testing.T, u string) (string, http.Header) {
 // exportedRecord is one record of an export stream, as read back.
 type exportedRecord struct {
 	url, cursor string
+	typ         string // WARC-Type
 	time        time.Time
 	end         int // offset just after its gzip member
 }
@@ -302,7 +364,7 @@ func readRecords(t *testing.T, data []byte) []exportedRecord {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, exportedRecord{url: u, time: when, cursor: u + " " + when.Format(time.RFC3339Nano) + " " + d, end: len(data) - rd.Len()})
+		out = append(out, exportedRecord{url: u, typ: rec.Header.Get("Warc-Type"), time: when, cursor: u + " " + when.Format(time.RFC3339Nano) + " " + d, end: len(data) - rd.Len()})
 	}
 	return out
 }
@@ -320,7 +382,7 @@ func digestOf(v string) (string, error) {
 // validateWarcio checks an export with warcio.js through the archive's
 // scripts/archive/validate.mjs, as archive's TestExportWarcio does. It
 // skips only when node or npm is missing (or HEROD_SKIP_NODE is set).
-func validateWarcio(t *testing.T, data []byte, records int) {
+func validateWarcio(t *testing.T, data []byte, records, revisits int) {
 	if os.Getenv("HEROD_SKIP_NODE") != "" {
 		t.Skip("HEROD_SKIP_NODE set")
 	}
@@ -349,14 +411,14 @@ func validateWarcio(t *testing.T, data []byte, records int) {
 		t.Fatalf("warcio validation failed: %v\n%s", err, out)
 	}
 	var sum struct {
-		Records, Responses int
-		Errors             []string
+		Records, Responses, Revisits int
+		Errors                       []string
 	}
 	if err := json.Unmarshal(out, &sum); err != nil {
 		t.Fatalf("validator output %q: %v", out, err)
 	}
-	if sum.Records != records || sum.Responses != records || len(sum.Errors) != 0 {
-		t.Fatalf("warcio saw %+v, want %d responses", sum, records)
+	if sum.Records != records || sum.Responses != records-revisits || sum.Revisits != revisits || len(sum.Errors) != 0 {
+		t.Fatalf("warcio saw %+v, want %d records, %d of them revisits", sum, records, revisits)
 	}
 }
 

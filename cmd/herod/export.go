@@ -54,7 +54,7 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&f.out, "o", "-", "output .warc.gz file; - is standard output")
 	fs.StringVar(&f.cdx, "cdx", "", "also write a CDXJ index of the output to this file (--data only)")
 	fs.StringVar(&f.resume, "resume", "", "resume after this cursor (printed by an interrupted export), appending to -o")
-	fs.BoolVar(&f.revisits, "revisits", false, "add revisit records for days a page was checked unchanged (--data only)")
+	fs.BoolVar(&f.revisits, "revisits", false, "add revisit records for days a page was checked unchanged")
 	fs.DurationVar(&f.day, "day", node.DefaultDayLength, "crawl day length the node runs with (--data only)")
 	fs.BoolVar(&f.verbose, "v", false, "verbose logs")
 	if err := parse(fs, args); err != nil {
@@ -93,8 +93,8 @@ func (f *exportFlags) check() error {
 		return errors.New("give exactly one of --data and --node")
 	case n != 1:
 		return errors.New("give exactly one of --host, --prefix and --url")
-	case f.nodeURL != "" && (f.cdx != "" || f.revisits):
-		return errors.New("--cdx and --revisits need --data")
+	case f.nodeURL != "" && f.cdx != "":
+		return errors.New("--cdx needs --data")
 	case f.cdx != "" && f.resume != "":
 		return errors.New("--cdx cannot be combined with --resume: the offsets would not match the appended file")
 	case f.resume != "" && f.out == "-":
@@ -235,6 +235,9 @@ func (f *exportFlags) fromGateway(ctx context.Context, w io.Writer, stderr io.Wr
 		if v != "" {
 			p.Set(k, v)
 		}
+	}
+	if f.revisits {
+		p.Set("revisits", "1")
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep+"?"+p.Encode(), nil)
 	if err != nil {

@@ -193,7 +193,7 @@ func (a *storeArchive) Export(ctx context.Context, q gateway.Query, w io.Writer,
 	if a.failAfter > 0 {
 		w = &failingWriter{w: w, left: a.failAfter}
 	}
-	_, err := a.s.Export(ctx, archive.ExportOptions{Query: aq, After: after}, w, nil)
+	_, err := a.s.Export(ctx, archive.ExportOptions{Query: aq, Revisits: q.Revisits, After: after}, w, nil)
 	return err
 }
 
@@ -210,6 +210,44 @@ func (f *failingWriter) Write(p []byte) (int, error) {
 		f.left = -1
 	}
 	return f.w.Write(p)
+}
+
+// TestExportGatewayRevisits: --revisits through a gateway gives the same
+// file as from disk, revisit records included.
+func TestExportGatewayRevisits(t *testing.T) {
+	data := makeData(t)
+	dir := t.TempDir()
+	disk := filepath.Join(dir, "disk.warc.gz")
+	if msg, err := run(t, exportCmd, "--data", data, "--url", "http://a.example/", "--revisits", "-o", disk); err != nil {
+		t.Fatalf("%v\n%s", err, msg)
+	}
+	s, err := archive.Open(filepath.Join(data, "archive"), archive.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	gw, err := gateway.New(gateway.Config{Archive: &storeArchive{s: s}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gw)
+	defer srv.Close()
+	ring := filepath.Join(dir, "ring.warc.gz")
+	if msg, err := run(t, exportCmd, "--node", srv.URL, "--url", "http://a.example/", "--revisits", "-o", ring); err != nil {
+		t.Fatalf("%v\n%s", err, msg)
+	}
+	got, _ := os.ReadFile(ring)
+	want, _ := os.ReadFile(disk)
+	revisits := 0
+	for _, r := range records(t, want) {
+		if strings.HasPrefix(r, "revisit ") {
+			revisits++
+		}
+	}
+	if revisits == 0 || !bytes.Equal(got, want) {
+		t.Fatalf("through the gateway: %d records; from disk: %d records, %d revisits; want the same bytes, with revisits",
+			len(records(t, got)), len(records(t, want)), revisits)
+	}
 }
 
 // TestExportGatewayResume streams an export through a gateway whose
