@@ -164,20 +164,27 @@ func TestWalkReplicaMode(t *testing.T) {
 		t.Fatalf("%d failed", len(failed))
 	}
 	for _, l := range links {
-		i := fr.ownerIndex(l.key)
-		owner := fr.nodes[i]
-		holders := map[string]bool{owner.Peer: true}
-		for j := 1; len(holders) < 3 && j <= replySuccessors; j++ {
-			p := fr.nodes[(i+j)%len(fr.nodes)].Peer
-			if holders[p] {
-				continue
-			}
-			holders[p] = true
+		for _, p := range fr.replicaPeers(fr.ownerIndex(l.key), 3) {
 			if !slices.Contains(fr.replicaOf[p], l.url) {
 				t.Fatalf("%s: replica missing on %s", l.url, p)
 			}
 		}
 	}
+}
+
+// replicaPeers returns the k-1 distinct real nodes after the virtual
+// server at index i (not its own node) that replica mode delivers to.
+func (fr *fakeRing) replicaPeers(i, k int) []string {
+	holders := map[string]bool{fr.nodes[i].Peer: true}
+	var out []string
+	for j := 1; len(holders) < k && j <= replySuccessors; j++ {
+		p := fr.nodes[(i+j)%len(fr.nodes)].Peer
+		if !holders[p] {
+			holders[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func TestForwarderRetriesUntilAcknowledged(t *testing.T) {
@@ -486,20 +493,15 @@ func TestSendDirectReplicaMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.flush(context.Background())
-	holders := map[string]bool{via.Peer: true}
-	for j := 1; len(holders) < 3 && j <= replySuccessors; j++ {
-		p := fr.nodes[(owner+j)%len(fr.nodes)].Peer
-		if holders[p] {
-			continue
-		}
-		holders[p] = true
+	replicas := fr.replicaPeers(owner, 3)
+	if len(replicas) != 2 {
+		t.Fatalf("replica peers %v, want 2", replicas)
+	}
+	for _, p := range replicas {
 		for _, u := range urls {
 			if !slices.Contains(fr.replicaOf[p], u) {
 				t.Fatalf("%s sent to its closer owner but missing on replica %s", u, p)
 			}
 		}
-	}
-	if len(holders) < 3 {
-		t.Fatalf("only %d holders found", len(holders))
 	}
 }
