@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/ring"
 )
 
 // LocalRing is several nodes on this machine's loopback interface, joined
@@ -90,9 +92,12 @@ func (lr *LocalRing) Owner(key id.ID) *Node {
 	return best
 }
 
-// WaitStable waits until the ring has converged: for probe keys spread over
-// the circle (and every virtual-server id), every node's lookup returns the
-// true owner and exactly that node claims the key.
+// WaitStable waits until the ring has converged: every virtual server
+// knows its true predecessor and successor, and for probe keys spread over
+// the circle (and every virtual-server id) every node's lookup returns the
+// true owning virtual server and exactly its node claims the key. (Peers
+// agreeing was not enough: a new virtual server known only to its
+// successor passes a peer-level check while walks skip it.)
 func (lr *LocalRing) WaitStable(ctx context.Context) error {
 	keys := lr.probeKeys(64)
 	var last error
@@ -124,16 +129,47 @@ func (lr *LocalRing) probeKeys(random int) []id.ID {
 	return keys
 }
 
+// allVnodes returns every virtual server of the ring, in id order.
+func (lr *LocalRing) allVnodes() []ring.Node {
+	var all []ring.Node
+	for _, n := range lr.Nodes {
+		all = append(all, n.ring.Vnodes()...)
+	}
+	slices.SortFunc(all, func(a, b ring.Node) int { return a.ID.Cmp(b.ID) })
+	return all
+}
+
 func (lr *LocalRing) checkStable(ctx context.Context, keys []id.ID) error {
+	all := lr.allVnodes()
+	ownerOf := func(k id.ID) ring.Node {
+		i, _ := slices.BinarySearchFunc(all, k, func(v ring.Node, k id.ID) int { return v.ID.Cmp(k) })
+		return all[i%len(all)]
+	}
+	for _, n := range lr.Nodes {
+		if len(all) < 2 {
+			break // a lone virtual server is its own neighbour
+		}
+		for _, vs := range n.ring.Status().Vnodes {
+			i := slices.IndexFunc(all, func(v ring.Node) bool { return v.ID == vs.Node.ID })
+			pred, succ := all[(i+len(all)-1)%len(all)], all[(i+1)%len(all)]
+			if vs.Predecessor == nil || vs.Predecessor.ID != pred.ID {
+				return fmt.Errorf("virtual server %s of %s: predecessor %v, want %s", vs.Node.ID.Short(), n.self.Addr, vs.Predecessor, pred.ID.Short())
+			}
+			if len(vs.Successors) == 0 || vs.Successors[0].ID != succ.ID {
+				return fmt.Errorf("virtual server %s of %s: successors %v, want %s first", vs.Node.ID.Short(), n.self.Addr, vs.Successors, succ.ID.Short())
+			}
+		}
+	}
 	for _, k := range keys {
 		want := lr.Owner(k)
+		wantV := ownerOf(k)
 		for _, n := range lr.Nodes {
 			o, err := n.ring.Lookup(ctx, k)
 			if err != nil {
 				return fmt.Errorf("lookup %s from %s: %w", k.Short(), n.self.Addr, err)
 			}
-			if o.Peer != want.self.Peer {
-				return fmt.Errorf("lookup %s from %s: got %s, want %s", k.Short(), n.self.Addr, o.Addr, want.self.Addr)
+			if o.ID != wantV.ID {
+				return fmt.Errorf("lookup %s from %s: got %s of %s, want %s of %s", k.Short(), n.self.Addr, o.ID.Short(), o.Addr, wantV.ID.Short(), want.self.Addr)
 			}
 			if owns := n.ring.Owns(k); owns != (n == want) {
 				return fmt.Errorf("%s claims %s: %v", n.self.Addr, k.Short(), owns)
