@@ -93,7 +93,8 @@ func (lr *LocalRing) Owner(key id.ID) *Node {
 }
 
 // WaitStable waits until the ring has converged: every virtual server
-// knows its true predecessor and successor, and for probe keys spread over
+// knows its true predecessor and its whole successor list is right, and
+// for probe keys spread over
 // the circle (and every virtual-server id) every node's lookup returns the
 // true owning virtual server and exactly its node claims the key. (Peers
 // agreeing was not enough: a new virtual server known only to its
@@ -157,6 +158,11 @@ func (lr *LocalRing) checkStable(ctx context.Context, keys []id.ID) error {
 			}
 			if len(vs.Successors) == 0 || vs.Successors[0].ID != succ.ID {
 				return fmt.Errorf("virtual server %s of %s: successors %v, want %s first", vs.Node.ID.Short(), n.self.Addr, vs.Successors, succ.ID.Short())
+			}
+			for j, sv := range vs.Successors {
+				if want := all[(i+1+j)%len(all)]; sv.ID != want.ID {
+					return fmt.Errorf("virtual server %s of %s: successor %d is %s, want %s", vs.Node.ID.Short(), n.self.Addr, j, sv.ID.Short(), want.ID.Short())
+				}
 			}
 		}
 	}
