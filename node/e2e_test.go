@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"slices"
@@ -100,6 +101,19 @@ func TestEndToEnd(t *testing.T) {
 	}
 	if _, ctype := get(t, strings.TrimSuffix(a.GatewayURL(), "/")+img); !strings.HasPrefix(ctype, "image/") {
 		t.Fatalf("image %s replayed as %q", img, ctype)
+	}
+
+	// The status page and the metrics show the processing gate at work.
+	stBody, _ := get(t, a.GatewayURL()+"api/status")
+	var st Status
+	if err := json.Unmarshal([]byte(stBody), &st); err != nil {
+		t.Fatal(err)
+	}
+	if p := st.Processing; p.Slots < 1 || p.GOMAXPROCS < 1 || p.Entries == 0 {
+		t.Fatalf("status processing %+v after a crawl", p)
+	}
+	if m, _ := get(t, a.GatewayURL()+"metrics"); !strings.Contains(m, "herod_processing_waits_total") {
+		t.Fatal("metrics without herod_processing_waits_total")
 	}
 
 	// Day 1: only the pages that changed are stored again.

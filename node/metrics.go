@@ -35,12 +35,14 @@ var (
 	mFwdFailures   = desc("forward_failures_total", "Link deliveries that failed and were retried.")
 	mLinksReceived = desc("links_received_total", "Links received from other nodes.")
 	mBadFrames     = desc("bad_frames_total", "Malformed or oversized messages from peers.")
+	mProcWaits     = desc("processing_waits_total", "Page processing that waited for a slot of the process's CPU gate.")
+	mProcWaited    = desc("processing_wait_seconds_total", "Seconds page processing waited for the CPU gate.")
 )
 
 // Describe implements prometheus.Collector.
 func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{mVersions, mArchiveBytes, mFwdPending, mFwdSent,
-		mFwdFailures, mLinksReceived, mBadFrames} {
+		mFwdFailures, mLinksReceived, mBadFrames, mProcWaits, mProcWaited} {
 		ch <- d
 	}
 }
@@ -61,4 +63,6 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(mFwdFailures, float64(st.Forward.Failures))
 	counter(mLinksReceived, float64(st.Links.Received))
 	counter(mBadFrames, float64(st.Links.BadFrames))
+	counter(mProcWaits, float64(st.Processing.Waits))
+	counter(mProcWaited, st.Processing.WaitedSec)
 }

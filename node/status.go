@@ -12,6 +12,7 @@ import (
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/internal/cpugate"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -30,6 +31,9 @@ type Status struct {
 	Politeness  PolitenessStats  `json:"politeness"`
 	Replication ReplicationStats `json:"replication"`
 	Wire        []WireStats      `json:"wire"`
+	// Processing is the process's CPU gate for page processing (shared by
+	// every node the process runs): how often work waited for a slot.
+	Processing cpugate.Stats `json:"processing"`
 }
 
 // WireStats counts the stream bytes this node sent and received under one
@@ -83,6 +87,7 @@ func (n *Node) Status() Status {
 		Politeness:  n.PolitenessStats(),
 		Replication: n.ReplicationStats(),
 		Wire:        n.wire(),
+		Processing:  cpugate.Shared().Stats(),
 	}
 }
 

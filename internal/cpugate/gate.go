@@ -6,12 +6,43 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Gate admits a bounded number of goroutines at once. A nil *Gate admits
 // everyone: Enter returns nil and Leave does nothing.
 type Gate struct {
-	slots chan struct{}
+	slots   chan struct{}
+	entries atomic.Int64 // successful Enters
+	waits   atomic.Int64 // of them, those that found every slot taken
+	waited  atomic.Int64 // nanoseconds those waited
+}
+
+// onWait is called when an Enter finds every slot taken; tests set it.
+var onWait = func() {}
+
+// Stats is a snapshot of a gate's use, for status pages.
+type Stats struct {
+	Slots      int     `json:"slots"`      // the bound
+	GOMAXPROCS int     `json:"gomaxprocs"` // processors of the process
+	Busy       int     `json:"busy"`       // slots held now
+	Entries    int64   `json:"entries"`    // successful Enters so far
+	Waits      int64   `json:"waits"`      // Enters that had to wait for a slot
+	WaitedSec  float64 `json:"waitedSec"`  // seconds they waited in all
+}
+
+// Stats returns the gate's use so far; the zero Stats (but GOMAXPROCS)
+// for a nil gate.
+func (g *Gate) Stats() Stats {
+	st := Stats{GOMAXPROCS: runtime.GOMAXPROCS(0)}
+	if g == nil {
+		return st
+	}
+	st.Slots, st.Busy = cap(g.slots), len(g.slots)
+	st.Entries, st.Waits = g.entries.Load(), g.waits.Load()
+	st.WaitedSec = time.Duration(g.waited.Load()).Seconds()
+	return st
 }
 
 // New returns a gate with n slots (at least one).
@@ -68,11 +99,17 @@ func (g *Gate) Enter(ctx context.Context) error {
 	}
 	select {
 	case g.slots <- struct{}{}:
+		g.entries.Add(1)
 		return nil
 	default:
 	}
+	start := time.Now()
+	onWait()
 	select {
 	case g.slots <- struct{}{}:
+		g.entries.Add(1)
+		g.waits.Add(1)
+		g.waited.Add(int64(time.Since(start)))
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("cpugate: %w", ctx.Err())

@@ -84,3 +84,36 @@ func TestReserveProcessor(t *testing.T) {
 		t.Fatalf("with GOMAXPROCS=%d in the environment: %d, GOMAXPROCS %d", before, got, runtime.GOMAXPROCS(0))
 	}
 }
+
+func TestGateStats(t *testing.T) {
+	waiting := make(chan struct{}, 1)
+	onWait = func() { waiting <- struct{}{} }
+	defer func() { onWait = func() {} }()
+	g := New(1)
+	ctx := context.Background()
+	if err := g.Enter(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := g.Enter(ctx); err == nil {
+			g.Leave()
+		}
+	}()
+	<-waiting
+	time.Sleep(20 * time.Millisecond)
+	if st := g.Stats(); st.Slots != 1 || st.Busy != 1 || st.Entries != 1 || st.Waits != 0 {
+		t.Fatalf("one holder, one waiting: %+v", st)
+	}
+	g.Leave()
+	<-done
+	st := g.Stats()
+	if st.Entries != 2 || st.Waits != 1 || st.WaitedSec < 0.015 || st.Busy != 0 || st.GOMAXPROCS != runtime.GOMAXPROCS(0) {
+		t.Fatalf("after the wait: %+v", st)
+	}
+	var nilGate *Gate
+	if st := nilGate.Stats(); st.Slots != 0 || st.Entries != 0 {
+		t.Fatalf("nil gate: %+v", st)
+	}
+}
