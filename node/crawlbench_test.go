@@ -103,11 +103,18 @@ func TestCrawlRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := sampleweb.StaticSitePaths(*crawlBenchPages, benchSeed)
+	urlBytes := 0
+	for _, p := range want {
+		urlBytes += len(p)
+	}
 	var srv *benchsite.Remote
 	if *crawlBenchInProc {
 		srv = startSiteInProcess(t, site)
 	} else {
 		srv = startSiteProcess(t, site)
+	}
+	meanURL := func() float64 { // the site's absolute URLs, as forwarded
+		return float64(urlBytes)/float64(len(want)) + float64(len(strings.TrimSuffix(srv.URL(), "/")))
 	}
 	t.Logf("herod: HostRate 1e9 (no per-host rate limit), HostConns %d per node, host budget %q, FlushInterval %v (0: default), gzip level %d (0: default), NoSync %v",
 		*crawlBenchConns, *crawlBenchBudget, *crawlBenchFlush, *crawlBenchGzip, *crawlBenchNoSync)
@@ -122,8 +129,10 @@ func TestCrawlRate(t *testing.T) {
 		{"wget", func(t *testing.T, out string) crawlResult { return runWget(t, wget, srv, out) }},
 		{"goget", func(t *testing.T, _ string) crawlResult { return runGoGet(t, srv, want, 0) }},
 		{"gogetbusy", func(t *testing.T, _ string) crawlResult { return runGoGet(t, srv, want, 1) }},
-		{"herod1", func(t *testing.T, out string) crawlResult { return runHerod(t, srv, out, 1, len(want)) }},
-		{ringName, func(t *testing.T, out string) crawlResult { return runHerod(t, srv, out, *crawlBenchRing, len(want)) }},
+		{"herod1", func(t *testing.T, out string) crawlResult { return runHerod(t, srv, out, 1, len(want), meanURL()) }},
+		{ringName, func(t *testing.T, out string) crawlResult {
+			return runHerod(t, srv, out, *crawlBenchRing, len(want), meanURL())
+		}},
 	}
 	if *crawlBenchOnly != "" {
 		keep := strings.Split(*crawlBenchOnly, ",")
@@ -274,13 +283,14 @@ func runWget(t *testing.T, wget string, srv *benchsite.Remote, out string) crawl
 }
 
 // runHerod starts a ring of count nodes under dir, seeds it with the site's
-// root and times the crawl until the server has answered all want URLs and
+// root and times the crawl until the server has answered all want URLs
+// (whose mean length is meanURLLen, for the links' wire cost) and
 // the ring has stored as many versions. The ring is formed and stable
 // before the clock starts; the clock stops when the last page is stored
 // (links still waiting in a forwarder then are all duplicates). The ring
 // must then go idle having stored nothing more, fetched no URL twice and
 // counted no crawl error.
-func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int) crawlResult {
+func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int, meanURLLen float64) crawlResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -349,14 +359,26 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int) 
 		ps.Expired += p.Expired
 		ps.FallbackWaits += p.FallbackWaits
 	}
-	var handed, skipped, delivered, overHops, direct int64
+	var handed, skipped, delivered, overHops, direct, remote, wireOut, walks, hops int64
 	for _, nd := range lr.Nodes {
 		fs := nd.fwd.Stats()
 		handed += nd.crawler.Stats().Forwarded
 		skipped += fs.Skipped
 		delivered += fs.Sent + fs.Local
+		remote += fs.Sent
+		walks += fs.Walks
+		hops += fs.Hops
 		overHops += nd.counters.overHops.Load()
 		direct += fs.Direct
+		for _, w := range nd.wire() {
+			if w.Protocol == string(linksProtocol) {
+				wireOut += w.Out
+			}
+		}
+	}
+	if remote > 0 {
+		t.Logf("herod x%d links on the wire: %d walks, %d batches, %d links sent to other nodes in %d bytes of %s streams, %.1f bytes a link (mean URL %.1f bytes)",
+			count, walks, hops, remote, wireOut, linksProtocol, float64(wireOut)/float64(remote), meanURLLen)
 	}
 	t.Logf("herod x%d links: %d handed to the forwarders (%.1f per page), %d not queued again, %d delivered (%d of them passed straight to a closer owner), %d queued by a non-owner at the hop limit",
 		count, handed, float64(handed)/float64(want), skipped, delivered, direct, overHops)

@@ -29,7 +29,22 @@ type linkBatch struct {
 	URLs    []string
 	Hops    int  // how often these links were passed on by non-owners
 	Replica bool // the recipient keeps them as a replica of its predecessor's range
+	// Want says which of its successors the recipient answers with: 0 its
+	// first replySuccessors (what replica mode needs), wantNone none, and
+	// wantNext only the one that owns Next, if its list reaches that far
+	// (the thesis's "the owner answers with its successor": the walk
+	// needs no more, and four successors cost more bytes than a dozen
+	// compressed links).
+	Want int
+	Next id.ID
 }
+
+// Values of linkBatch.Want (and linksHeader.Want).
+const (
+	wantAll  = 0
+	wantNone = -1
+	wantNext = 1
+)
 
 // deliverFunc hands a batch to the virtual server to, on this node or
 // another, and returns to's successor list (nearest first), which the walk
@@ -300,8 +315,12 @@ func (f *forwarder) sendDirect(ctx context.Context, links []pendingLink) (done, 
 		}
 		groups[*l.via] = append(groups[*l.via], l)
 	}
+	want := wantNone
+	if f.cfg.Replicas > 1 {
+		want = wantAll // replicate needs to's successors
+	}
 	for _, to := range order {
-		succs, sent, rest, err := f.deliverRun(ctx, to, groups[to])
+		succs, sent, rest, err := f.deliverRun(ctx, to, groups[to], want, id.ID{})
 		f.countDelivered(to, sent)
 		f.direct.Add(int64(len(sent)))
 		done = append(done, sent...)

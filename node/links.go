@@ -32,6 +32,10 @@ type linksHeader struct {
 	Hops    int  `json:"hops,omitempty"`    // times passed on by non-owners
 	Replica bool `json:"replica,omitempty"` // links of a predecessor's range
 	N       int  `json:"n"`                 // number of URLs in frame 2
+	// Want and Next select the successors of the reply (linkBatch.Want);
+	// a sender that sets neither gets replySuccessors of them.
+	Want int   `json:"want,omitempty"`
+	Next id.ID `json:"next,omitzero"`
 }
 
 type linksReply struct {
@@ -93,14 +97,14 @@ func (n *Node) deliver(ctx context.Context, to ring.Node, b linkBatch) ([]ring.N
 		if err := n.receiveLinks(ctx, b.URLs, b.Hops, b.Replica); err != nil {
 			return nil, err
 		}
-		return n.successorsOf(to.Index), nil
+		return n.replySuccessorsOf(to.Index, b.Want, b.Next), nil
 	}
 	s, err := n.openStream(ctx, to.Contact, linksProtocol)
 	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
-	hdr := linksHeader{VS: to.Index, Hops: b.Hops, Replica: b.Replica, N: len(b.URLs)}
+	hdr := linksHeader{VS: to.Index, Hops: b.Hops, Replica: b.Replica, N: len(b.URLs), Want: b.Want, Next: b.Next}
 	if err := wire.WriteJSON(s, hdr); err != nil {
 		s.Reset()
 		return nil, fmt.Errorf("send links: %w", err)
@@ -149,17 +153,33 @@ func (n *Node) handleLinks(s network.Stream) {
 		rep = linksReply{Error: err.Error()}
 	} else {
 		n.counters.linksReceived.Add(int64(len(urls)))
-		rep.Successors = n.successorsOf(hdr.VS)
+		rep.Successors = n.replySuccessorsOf(hdr.VS, hdr.Want, hdr.Next)
 	}
 	_ = wire.WriteJSON(s, rep)
 }
 
-// successorsOf returns the first successors of the local virtual server
-// with the given index, nil if there is none.
-func (n *Node) successorsOf(index int) []ring.Node {
+// replySuccessorsOf returns the successors the sender of a batch to the
+// local virtual server index asked for (linkBatch.Want).
+func (n *Node) replySuccessorsOf(index, want int, next id.ID) []ring.Node {
 	for _, v := range n.ring.Status().Vnodes {
 		if v.Index == index {
-			return v.Successors[:min(len(v.Successors), replySuccessors)]
+			return pickSuccessors(v.Node.ID, v.Successors, want, next)
+		}
+	}
+	return nil
+}
+
+// pickSuccessors selects from succs, the successor list of the virtual
+// server self, what want asks for: the first replySuccessors (wantAll),
+// none (wantNone), or only the one that owns next, none if the list does
+// not reach it (wantNext).
+func pickSuccessors(self id.ID, succs []ring.Node, want int, next id.ID) []ring.Node {
+	switch want {
+	case wantAll:
+		return succs[:min(len(succs), replySuccessors)]
+	case wantNext:
+		if o, ok := nextOwner(self, succs[:min(len(succs), replySuccessors)], next); ok {
+			return []ring.Node{o}
 		}
 	}
 	return nil

@@ -46,8 +46,16 @@ func (f *forwarder) walk(ctx context.Context, sorted []pendingLink) (done, faile
 		var (
 			sent, rest []pendingLink
 			err        error
+			next       id.ID
 		)
-		succs, sent, rest, err = f.deliverRun(ctx, cur, run)
+		want := wantNone
+		switch {
+		case f.cfg.Replicas > 1:
+			want = wantAll // replicate needs cur's successors
+		case j < len(sorted):
+			want, next = wantNext, sorted[j].key
+		}
+		succs, sent, rest, err = f.deliverRun(ctx, cur, run, want, next)
 		f.countDelivered(cur, sent)
 		done = append(done, sent...)
 		if f.cfg.Replicas > 1 && len(sent) > 0 {
@@ -72,13 +80,18 @@ func (f *forwarder) walk(ctx context.Context, sorted []pendingLink) (done, faile
 // hop count, since a batch carries one count and its recipient passes on
 // what it does not own with that count plus one (and keeps links at
 // maxHops): a fresh link must not travel with the count of a link that
-// was passed on before. It returns the successor list of the recipient's
-// last answer, the links delivered and, after a failed delivery, err and
-// the links not delivered.
-func (f *forwarder) deliverRun(ctx context.Context, owner ring.Node, run []pendingLink) (succs []ring.Node, sent, rest []pendingLink, err error) {
+// was passed on before. The last batch asks for the successors want and
+// next select (linkBatch.Want), the others for none. It returns the
+// successor list of the recipient's last answer, the links delivered and,
+// after a failed delivery, err and the links not delivered.
+func (f *forwarder) deliverRun(ctx context.Context, owner ring.Node, run []pendingLink, want int, next id.ID) (succs []ring.Node, sent, rest []pendingLink, err error) {
 	parts := byHops(run)
 	for n, part := range parts {
-		ss, err := f.cfg.Deliver(ctx, owner, linkBatch{URLs: urls(part), Hops: part[0].hops})
+		b := linkBatch{URLs: urls(part), Hops: part[0].hops, Want: wantNone}
+		if n == len(parts)-1 {
+			b.Want, b.Next = want, next
+		}
+		ss, err := f.cfg.Deliver(ctx, owner, b)
 		if err != nil {
 			for _, p := range parts[n:] {
 				rest = append(rest, p...)
@@ -146,7 +159,7 @@ func (f *forwarder) replicate(ctx context.Context, owner ring.Node, succs []ring
 		}
 		seen[s.Peer] = true
 		need--
-		if _, err := f.cfg.Deliver(ctx, s, linkBatch{URLs: urls(run), Hops: highestHops(run), Replica: true}); err != nil {
+		if _, err := f.cfg.Deliver(ctx, s, linkBatch{URLs: urls(run), Hops: highestHops(run), Replica: true, Want: wantNone}); err != nil {
 			f.note(fmt.Errorf("replica to %s: %w", s.Addr, err))
 			continue
 		}

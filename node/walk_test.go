@@ -22,6 +22,7 @@ type fakeRing struct {
 	hopsOf    map[string]int     // hop count each URL was last delivered with
 	replicaOf map[string][]string
 	lookups   int
+	wants     []int // linkBatch.Want of each delivery
 }
 
 func newFakeRing(peers, vnodes int) *fakeRing {
@@ -67,7 +68,8 @@ func (fr *fakeRing) deliver(_ context.Context, to ring.Node, b linkBatch) ([]rin
 	for j := 1; j <= replySuccessors; j++ {
 		succs = append(succs, fr.nodes[(i+j)%len(fr.nodes)])
 	}
-	return succs, nil
+	fr.wants = append(fr.wants, b.Want)
+	return pickSuccessors(to.ID, succs, b.Want, b.Next), nil
 }
 
 func testLinks(n int) []pendingLink {
@@ -502,6 +504,62 @@ func TestSendDirectReplicaMode(t *testing.T) {
 			if !slices.Contains(fr.replicaOf[p], u) {
 				t.Fatalf("%s sent to its closer owner but missing on replica %s", u, p)
 			}
+		}
+	}
+}
+
+// TestPickSuccessors: a recipient answers a walk with all of its first
+// successors, none, or just the owner of the walk's next key.
+func TestPickSuccessors(t *testing.T) {
+	fr := newFakeRing(3, 2) // 6 virtual servers
+	self := fr.nodes[0]
+	succs := fr.nodes[1:5]
+	if got := pickSuccessors(self.ID, succs, wantAll, id.ID{}); len(got) != replySuccessors {
+		t.Fatalf("wantAll: %d successors", len(got))
+	}
+	if got := pickSuccessors(self.ID, succs, wantNone, fr.nodes[2].ID); got != nil {
+		t.Fatalf("wantNone: %v", got)
+	}
+	for i := 1; i <= 4; i++ {
+		// A key just past node i-1 is owned by node i.
+		key := fr.nodes[i-1].ID.AddPow2(0)
+		got := pickSuccessors(self.ID, succs, wantNext, key)
+		if len(got) != 1 || got[0].ID != fr.nodes[i].ID {
+			t.Fatalf("wantNext for a key owned by successor %d: %v", i, got)
+		}
+	}
+	// The owner of a key past the list's reach is not in it.
+	if got := pickSuccessors(self.ID, succs, wantNext, fr.nodes[4].ID.AddPow2(0)); got != nil {
+		t.Fatalf("wantNext beyond the list: %v", got)
+	}
+}
+
+// TestWalkAsksOnlyForTheNextOwner: outside replica mode a walk asks each
+// recipient only for the owner of its next key (none at the end), and
+// still needs one lookup for a dense walk; in replica mode it asks for the
+// successor list the replicas are chosen from.
+func TestWalkAsksOnlyForTheNextOwner(t *testing.T) {
+	fr := newFakeRing(8, 4)
+	f := newTestForwarder(fr, 1)
+	links := testLinks(2000)
+	if done, failed := f.walk(context.Background(), links); len(failed) != 0 || len(done) != len(links) {
+		t.Fatalf("done %d, failed %d", len(done), len(failed))
+	}
+	if fr.lookups != 1 {
+		t.Fatalf("%d lookups, want 1", fr.lookups)
+	}
+	for i, w := range fr.wants {
+		last := i == len(fr.wants)-1
+		if (last && w != wantNone) || (!last && w != wantNext) {
+			t.Fatalf("delivery %d of %d asked for %d", i, len(fr.wants), w)
+		}
+	}
+	fr2 := newFakeRing(5, 2)
+	f2 := newTestForwarder(fr2, 3)
+	f2.walk(context.Background(), testLinks(300))
+	for _, w := range fr2.wants[:1] {
+		if w != wantAll {
+			t.Fatalf("replica mode: a primary delivery asked for %d, want all", w)
 		}
 	}
 }
