@@ -87,7 +87,8 @@ type router interface {
 // forwarder buffers extracted links and ships them to their owners by
 // walking the ring, the thesis's ring forwarding: links are sorted by key,
 // one lookup finds the owner of the first, and from then on each recipient
-// answers with its successors, so a walk costs one lookup however many
+// answers with the successor that owns the next key, so a walk costs one
+// lookup however many
 // links and owners it serves. A link leaves the buffer (and the durable
 // outbox) only when its owner has acknowledged it; a failed delivery puts it
 // back for the next walk.

@@ -15,11 +15,11 @@ import (
 //
 // The owner of key k is the first virtual server at or after k, so it owns
 // every key from k up to its own id; the walk hands it that run of links and
-// continues with the next key, whose owner it finds in the successor list
-// the last recipient returned (the first successor whose id is at or past
-// the key). Only when that list does not reach the key — a long stretch of
-// the ring without links, or a failed recipient — does the walk spend
-// another lookup.
+// continues with the next key, whose owner the last recipient named: it
+// asked for the successor at or past that key (wantNext; the whole list in
+// replica mode, and nextOwner picks from it). Only when the recipient's
+// list does not reach the key — a long stretch of the ring without links,
+// or a failed recipient — does the walk spend another lookup.
 func (f *forwarder) walk(ctx context.Context, sorted []pendingLink) (done, failed []pendingLink) {
 	f.walks.Add(1)
 	var (
