@@ -88,10 +88,9 @@ type router interface {
 // walking the ring, the thesis's ring forwarding: links are sorted by key,
 // one lookup finds the owner of the first, and from then on each recipient
 // answers with the successor that owns the next key, so a walk costs one
-// lookup however many
-// links and owners it serves. A link leaves the buffer (and the durable
-// outbox) only when its owner has acknowledged it; a failed delivery puts it
-// back for the next walk.
+// lookup however many links and owners it serves. A link leaves the buffer
+// (and the durable outbox) only when its owner has acknowledged it; a
+// failed delivery puts it back for the next walk.
 type forwarder struct {
 	cfg forwarderConfig
 	log *slog.Logger
