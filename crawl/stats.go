@@ -42,7 +42,7 @@ func (c *Crawler) Stats() Stats {
 	defer c.mu.Unlock()
 	return Stats{
 		Day:          day,
-		Queued:       c.pending - c.curInFlight,
+		Queued:       c.queuedLocked(),
 		InFlight:     c.st.inFlight,
 		FetchedToday: c.st.fetched,
 		NewVersions:  c.st.newVersions,
@@ -62,8 +62,11 @@ func (c *Crawler) Stats() Stats {
 func (c *Crawler) Queued() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.pending - c.curInFlight
+	return c.queuedLocked()
 }
+
+// queuedLocked is Queued; the caller holds c.mu.
+func (c *Crawler) queuedLocked() int64 { return c.pending - c.curInFlight }
 
 // count records one error of kind. The first occurrence of each kind is
 // logged at Warn level, later ones at Debug, so a flood of one kind cannot

@@ -96,7 +96,7 @@ func TestCrawlRate(t *testing.T) {
 	if *crawlBenchSpare {
 		cpugate.ReserveProcessor()
 	}
-	t.Logf("GOMAXPROCS %d on %d CPUs, processing gate %d slots", runtime.GOMAXPROCS(0), runtime.NumCPU(), cpugate.Shared().Size())
+	t.Logf("GOMAXPROCS %d on %d CPUs, processing gate %d slots", runtime.GOMAXPROCS(0), runtime.NumCPU(), cpugate.Shared().Stats().Slots)
 	dir := t.TempDir()
 	site := filepath.Join(dir, "site")
 	if err := sampleweb.WriteStaticSite(site, *crawlBenchPages, benchSeed); err != nil {

@@ -303,8 +303,8 @@ func (f *forwarder) flush(ctx context.Context) {
 }
 
 // sendDirect delivers links that carry a closer owner (via) to it, without
-// a walk (deliverRun: one batch per hop count), and in replica mode to its
-// successors as a walk does. Links it could not deliver come back without
+// a walk (deliverRun: one batch per hop count, and in replica mode to its
+// successors, as for a walk). Links it could not deliver come back without
 // via, to be walked next time.
 func (f *forwarder) sendDirect(ctx context.Context, links []pendingLink) (done, failed []pendingLink) {
 	groups := map[ring.Node][]pendingLink{}
@@ -315,18 +315,11 @@ func (f *forwarder) sendDirect(ctx context.Context, links []pendingLink) (done, 
 		}
 		groups[*l.via] = append(groups[*l.via], l)
 	}
-	want := wantNone
-	if f.cfg.Replicas > 1 {
-		want = wantAll // replicate needs to's successors
-	}
 	for _, to := range order {
-		succs, sent, rest, err := f.deliverRun(ctx, to, groups[to], want, id.ID{})
+		_, sent, rest, err := f.deliverRun(ctx, to, groups[to], nil)
 		f.countDelivered(to, sent)
 		f.direct.Add(int64(len(sent)))
 		done = append(done, sent...)
-		if f.cfg.Replicas > 1 && len(sent) > 0 {
-			f.replicate(ctx, to, succs, sent)
-		}
 		if err != nil {
 			f.note(fmt.Errorf("deliver to closer owner %s: %w", to.Addr, err))
 			for _, l := range rest {

@@ -174,11 +174,12 @@ func (n *Node) replySuccessorsOf(index, want int, next id.ID) []ring.Node {
 // none (wantNone), or only the one that owns next, none if the list does
 // not reach it (wantNext).
 func pickSuccessors(self id.ID, succs []ring.Node, want int, next id.ID) []ring.Node {
+	succs = succs[:min(len(succs), replySuccessors)]
 	switch want {
 	case wantAll:
-		return succs[:min(len(succs), replySuccessors)]
+		return succs
 	case wantNext:
-		if o, ok := nextOwner(self, succs[:min(len(succs), replySuccessors)], next); ok {
+		if o, ok := nextOwner(self, succs, next); ok {
 			return []ring.Node{o}
 		}
 	}

@@ -71,34 +71,43 @@ func (lr *LocalRing) Close() error {
 // servers in the ring, computed here from every node's own list rather than
 // asked of the ring's routing.
 func (lr *LocalRing) Owner(key id.ID) *Node {
-	var best *Node
-	var bestID id.ID
-	var first *Node
-	var firstID id.ID
+	return lr.nodeOf(ownerVnode(lr.allVnodes(), key))
+}
+
+// nodeOf returns the node running virtual server v.
+func (lr *LocalRing) nodeOf(v ring.Node) *Node {
 	for _, n := range lr.Nodes {
-		for _, vs := range n.ring.Vnodes() {
-			v := vs.ID
-			if first == nil || v.Less(firstID) {
-				first, firstID = n, v
-			}
-			if v.Cmp(key) >= 0 && (best == nil || v.Less(bestID)) {
-				best, bestID = n, v
-			}
+		if n.self.Peer == v.Peer {
+			return n
 		}
 	}
-	if best == nil {
-		return first
+	return nil
+}
+
+// allVnodes returns every virtual server of the ring, in id order.
+func (lr *LocalRing) allVnodes() []ring.Node {
+	var all []ring.Node
+	for _, n := range lr.Nodes {
+		all = append(all, n.ring.Vnodes()...)
 	}
-	return best
+	slices.SortFunc(all, func(a, b ring.Node) int { return a.ID.Cmp(b.ID) })
+	return all
+}
+
+// ownerVnode returns the first of all (in id order) at or after key,
+// wrapping around the circle.
+func ownerVnode(all []ring.Node, key id.ID) ring.Node {
+	i, _ := slices.BinarySearchFunc(all, key, func(v ring.Node, k id.ID) int { return v.ID.Cmp(k) })
+	return all[i%len(all)]
 }
 
 // WaitStable waits until the ring has converged: every virtual server
 // knows its true predecessor and its whole successor list is right, and
-// for probe keys spread over
-// the circle (and every virtual-server id) every node's lookup returns the
-// true owning virtual server and exactly its node claims the key. (Peers
-// agreeing was not enough: a new virtual server known only to its
-// successor passes a peer-level check while walks skip it.)
+// for probe keys spread over the circle (and every virtual-server id)
+// every node's lookup returns the true owning virtual server and exactly
+// its node claims the key. (Peers agreeing was not enough: a new virtual
+// server known only to its successor passes a peer-level check while
+// walks skip it.)
 func (lr *LocalRing) WaitStable(ctx context.Context) error {
 	keys := lr.probeKeys(64)
 	var last error
@@ -130,45 +139,29 @@ func (lr *LocalRing) probeKeys(random int) []id.ID {
 	return keys
 }
 
-// allVnodes returns every virtual server of the ring, in id order.
-func (lr *LocalRing) allVnodes() []ring.Node {
-	var all []ring.Node
-	for _, n := range lr.Nodes {
-		all = append(all, n.ring.Vnodes()...)
-	}
-	slices.SortFunc(all, func(a, b ring.Node) int { return a.ID.Cmp(b.ID) })
-	return all
-}
-
 func (lr *LocalRing) checkStable(ctx context.Context, keys []id.ID) error {
 	all := lr.allVnodes()
-	ownerOf := func(k id.ID) ring.Node {
-		i, _ := slices.BinarySearchFunc(all, k, func(v ring.Node, k id.ID) int { return v.ID.Cmp(k) })
-		return all[i%len(all)]
-	}
-	for _, n := range lr.Nodes {
-		if len(all) < 2 {
-			break // a lone virtual server is its own neighbour
-		}
-		for _, vs := range n.ring.Status().Vnodes {
-			i := slices.IndexFunc(all, func(v ring.Node) bool { return v.ID == vs.Node.ID })
-			pred, succ := all[(i+len(all)-1)%len(all)], all[(i+1)%len(all)]
-			if vs.Predecessor == nil || vs.Predecessor.ID != pred.ID {
-				return fmt.Errorf("virtual server %s of %s: predecessor %v, want %s", vs.Node.ID.Short(), n.self.Addr, vs.Predecessor, pred.ID.Short())
-			}
-			if len(vs.Successors) == 0 || vs.Successors[0].ID != succ.ID {
-				return fmt.Errorf("virtual server %s of %s: successors %v, want %s first", vs.Node.ID.Short(), n.self.Addr, vs.Successors, succ.ID.Short())
-			}
-			for j, sv := range vs.Successors {
-				if want := all[(i+1+j)%len(all)]; sv.ID != want.ID {
-					return fmt.Errorf("virtual server %s of %s: successor %d is %s, want %s", vs.Node.ID.Short(), n.self.Addr, j, sv.ID.Short(), want.ID.Short())
+	if len(all) > 1 { // a lone virtual server is its own neighbour
+		for _, n := range lr.Nodes {
+			for _, vs := range n.ring.Status().Vnodes {
+				i := slices.IndexFunc(all, func(v ring.Node) bool { return v.ID == vs.Node.ID })
+				if pred := all[(i+len(all)-1)%len(all)]; vs.Predecessor == nil || vs.Predecessor.ID != pred.ID {
+					return fmt.Errorf("virtual server %s of %s: predecessor %v, want %s", vs.Node.ID.Short(), n.self.Addr, vs.Predecessor, pred.ID.Short())
+				}
+				if len(vs.Successors) == 0 {
+					return fmt.Errorf("virtual server %s of %s: no successors", vs.Node.ID.Short(), n.self.Addr)
+				}
+				for j, sv := range vs.Successors {
+					if want := all[(i+1+j)%len(all)]; sv.ID != want.ID {
+						return fmt.Errorf("virtual server %s of %s: successor %d is %s, want %s", vs.Node.ID.Short(), n.self.Addr, j, sv.ID.Short(), want.ID.Short())
+					}
 				}
 			}
 		}
 	}
 	for _, k := range keys {
-		want := lr.Owner(k)
-		wantV := ownerOf(k)
+		wantV := ownerVnode(all, k)
+		want := lr.nodeOf(wantV)
 		for _, n := range lr.Nodes {
 			o, err := n.ring.Lookup(ctx, k)
 			if err != nil {

@@ -104,12 +104,13 @@ func New(cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: ring: %w", err)
 	}
+	gate := cpugate.Shared() // page processing: crawler and archive share it
 	n.store, err = archive.Open(filepath.Join(cfg.DataDir, "archive"), archive.Options{
 		DayLength: cfg.DayLength,
 		Quota:     cfg.Quota,
 		GzipLevel: cfg.GzipLevel,
 		NoSync:    cfg.NoSync,
-		CPU:       cpugate.Shared(),
+		CPU:       gate,
 		Logger:    n.log.With("sub", "archive"),
 	})
 	if err != nil {
@@ -138,7 +139,7 @@ func New(cfg Config) (n *Node, err error) {
 	cc.DayLength = cfg.DayLength
 	cc.Owns = n.ownsURL
 	cc.Logger = n.log.With("sub", "crawl")
-	cc.CPU = cpugate.Shared()
+	cc.CPU = gate
 	n.setupPoliteness(&cc)
 	n.setupReplication()
 	n.setupQuery()

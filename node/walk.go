@@ -16,8 +16,8 @@ import (
 // The owner of key k is the first virtual server at or after k, so it owns
 // every key from k up to its own id; the walk hands it that run of links and
 // continues with the next key, whose owner the last recipient named: it
-// asked for the successor at or past that key (wantNext; the whole list in
-// replica mode, and nextOwner picks from it). Only when the recipient's
+// asked for the successor at or past that key (see deliverRun; in replica
+// mode the whole list, and nextOwner picks from it). Only when the recipient's
 // list does not reach the key — a long stretch of the ring without links,
 // or a failed recipient — does the walk spend another lookup.
 func (f *forwarder) walk(ctx context.Context, sorted []pendingLink) (done, failed []pendingLink) {
@@ -46,21 +46,14 @@ func (f *forwarder) walk(ctx context.Context, sorted []pendingLink) (done, faile
 		var (
 			sent, rest []pendingLink
 			err        error
-			next       id.ID
+			next       *id.ID
 		)
-		want := wantNone
-		switch {
-		case f.cfg.Replicas > 1:
-			want = wantAll // replicate needs cur's successors
-		case j < len(sorted):
-			want, next = wantNext, sorted[j].key
+		if j < len(sorted) {
+			next = &sorted[j].key
 		}
-		succs, sent, rest, err = f.deliverRun(ctx, cur, run, want, next)
+		succs, sent, rest, err = f.deliverRun(ctx, cur, run, next)
 		f.countDelivered(cur, sent)
 		done = append(done, sent...)
-		if f.cfg.Replicas > 1 && len(sent) > 0 {
-			f.replicate(ctx, cur, succs, sent)
-		}
 		if err != nil {
 			f.note(fmt.Errorf("deliver to %s (vs %d): %w", cur.Addr, cur.Index, err))
 			failed = append(failed, rest...)
@@ -80,29 +73,38 @@ func (f *forwarder) walk(ctx context.Context, sorted []pendingLink) (done, faile
 // hop count, since a batch carries one count and its recipient passes on
 // what it does not own with that count plus one (and keeps links at
 // maxHops): a fresh link must not travel with the count of a link that
-// was passed on before. The last batch asks for the successors want and
-// next select (linkBatch.Want), the others for none. It returns the
+// was passed on before. The last batch asks for the successor that owns
+// next (wantNext), if there is a next key; in replica mode every batch
+// asks for owner's successor list instead, and what owner acknowledged is
+// handed to the replicas chosen from it (replicate). It returns the
 // successor list of the recipient's last answer, the links delivered and,
 // after a failed delivery, err and the links not delivered.
-func (f *forwarder) deliverRun(ctx context.Context, owner ring.Node, run []pendingLink, want int, next id.ID) (succs []ring.Node, sent, rest []pendingLink, err error) {
+func (f *forwarder) deliverRun(ctx context.Context, owner ring.Node, run []pendingLink, next *id.ID) (succs []ring.Node, sent, rest []pendingLink, err error) {
+	replicas := f.cfg.Replicas > 1
 	parts := byHops(run)
 	for n, part := range parts {
 		b := linkBatch{URLs: urls(part), Hops: part[0].hops, Want: wantNone}
-		if n == len(parts)-1 {
-			b.Want, b.Next = want, next
+		switch {
+		case replicas:
+			b.Want = wantAll
+		case n == len(parts)-1 && next != nil:
+			b.Want, b.Next = wantNext, *next
 		}
-		ss, err := f.cfg.Deliver(ctx, owner, b)
-		if err != nil {
+		var ss []ring.Node
+		if ss, err = f.cfg.Deliver(ctx, owner, b); err != nil {
 			for _, p := range parts[n:] {
 				rest = append(rest, p...)
 			}
-			return succs, sent, rest, err
+			break
 		}
 		f.hops.Add(1)
 		succs = ss
 		sent = append(sent, part...)
 	}
-	return succs, sent, nil, nil
+	if replicas && len(sent) > 0 {
+		f.replicate(ctx, owner, succs, sent)
+	}
+	return succs, sent, rest, err
 }
 
 // countDelivered counts links delivered to to: on this node or another.

@@ -22,7 +22,7 @@ type fakeRing struct {
 	hopsOf    map[string]int     // hop count each URL was last delivered with
 	replicaOf map[string][]string
 	lookups   int
-	wants     []int // linkBatch.Want of each delivery
+	wants     []int // linkBatch.Want of each primary delivery
 }
 
 func newFakeRing(peers, vnodes int) *fakeRing {
@@ -68,7 +68,9 @@ func (fr *fakeRing) deliver(_ context.Context, to ring.Node, b linkBatch) ([]rin
 	for j := 1; j <= replySuccessors; j++ {
 		succs = append(succs, fr.nodes[(i+j)%len(fr.nodes)])
 	}
-	fr.wants = append(fr.wants, b.Want)
+	if !b.Replica {
+		fr.wants = append(fr.wants, b.Want)
+	}
 	return pickSuccessors(to.ID, succs, b.Want, b.Next), nil
 }
 
@@ -560,6 +562,33 @@ func TestWalkAsksOnlyForTheNextOwner(t *testing.T) {
 	for _, w := range fr2.wants[:1] {
 		if w != wantAll {
 			t.Fatalf("replica mode: a primary delivery asked for %d, want all", w)
+		}
+	}
+}
+
+// TestWalkReplicaModeMixedHops: in replica mode a run split by hop count
+// asks for the owner's successor list in every batch, so the links of
+// each batch reach the replicas whichever batch comes last.
+func TestWalkReplicaModeMixedHops(t *testing.T) {
+	fr := newFakeRing(5, 2)
+	f := newTestForwarder(fr, 3)
+	links := testLinks(300)
+	for i := range links {
+		links[i].hops = i % 2
+	}
+	if _, failed := f.walk(context.Background(), links); len(failed) != 0 {
+		t.Fatalf("%d failed", len(failed))
+	}
+	for i, w := range fr.wants {
+		if w != wantAll {
+			t.Fatalf("primary delivery %d asked for %d, want the successor list", i, w)
+		}
+	}
+	for _, l := range links {
+		for _, p := range fr.replicaPeers(fr.ownerIndex(l.key), 3) {
+			if !slices.Contains(fr.replicaOf[p], l.url) {
+				t.Fatalf("%s (hops %d): replica missing on %s", l.url, l.hops, p)
+			}
 		}
 	}
 }

@@ -83,14 +83,6 @@ func ReserveProcessor() int {
 	return n
 }
 
-// Size reports the gate's slots; 0 for a nil gate (no bound).
-func (g *Gate) Size() int {
-	if g == nil {
-		return 0
-	}
-	return cap(g.slots)
-}
-
 // Enter waits for a slot. It returns an error, holding nothing, only when
 // ctx ends first. Every successful Enter must be paired with one Leave.
 func (g *Gate) Enter(ctx context.Context) error {

@@ -50,17 +50,17 @@ func TestNilGateAdmitsEveryone(t *testing.T) {
 		}
 	}
 	g.Leave()
-	if g.Size() != 0 {
-		t.Fatalf("nil gate size %d", g.Size())
+	if g.Stats().Slots != 0 {
+		t.Fatalf("nil gate size %d", g.Stats().Slots)
 	}
 }
 
 func TestSharedLeavesOneProcessor(t *testing.T) {
 	want := max(1, runtime.GOMAXPROCS(0)-1)
-	if got := Shared().Size(); got != want || Shared() != Shared() {
+	if got := Shared().Stats().Slots; got != want || Shared() != Shared() {
 		t.Fatalf("Shared: %d slots (want %d), same gate each call: %v", got, want, Shared() == Shared())
 	}
-	if New(0).Size() != 1 {
+	if New(0).Stats().Slots != 1 {
 		t.Fatal("New(0) must have one slot")
 	}
 }
