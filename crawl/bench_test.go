@@ -225,7 +225,7 @@ func BenchmarkAdd(b *testing.B) {
 }
 
 // BenchmarkExtractLinks measures link extraction from one 4 KiB page with
-// 10 links.
+// 10 links: the token-stream extractor herod uses, and goquery's tree.
 func BenchmarkExtractLinks(b *testing.B) {
 	srv, _ := staticSite(b, 100)
 	resp, err := http.Get(srv.URL + "/p/1.html")
@@ -238,10 +238,23 @@ func BenchmarkExtractLinks(b *testing.B) {
 		b.Fatal(err)
 	}
 	base, _ := url.Parse(srv.URL + "/p/1.html")
-	b.SetBytes(int64(len(body)))
-	for b.Loop() {
-		if len(ExtractLinks(base, "text/html", body)) == 0 {
-			b.Fatal("no links")
+	b.Run("tokens", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if len(ExtractLinks(base, "text/html", body)) == 0 {
+				b.Fatal("no links")
+			}
 		}
-	}
+	})
+	// goquery: the tree-building extractor htmlRefs replaced, as the
+	// baseline of the same run.
+	b.Run("goquery", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			refs, base := goqueryRefs(base, body)
+			if len(resolveRefs(base, refs)) == 0 {
+				b.Fatal("no links")
+			}
+		}
+	})
 }

@@ -1,6 +1,8 @@
 package crawl
 
 import (
+	"bytes"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -8,6 +10,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+	"golang.org/x/net/html"
+
+	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/internal/sampleweb"
 )
 
 func TestExtractLinks(t *testing.T) {
@@ -179,6 +187,33 @@ func FuzzExtractLinks(f *testing.F) {
 	})
 }
 
+// FuzzExtractFindsGoquerysLinks checks that every link goquery's tree
+// yields, the token-stream extractor finds too. The converse does not
+// hold and is not wanted: markup the tree builder drops (a <td> outside a
+// table, a second <body>'s attributes) still names links its author wrote.
+func FuzzExtractFindsGoquerysLinks(f *testing.F) {
+	for _, p := range []string{"testdata/extract/page.html", "testdata/extract/tricky.html"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("<svg><stYle><A href=0>"))                  // markup, not raw text, in SVG
+	f.Add([]byte("<stYle/>url(0"))                           // a self-closing <style> is open in HTML
+	f.Add([]byte("<math><style/>url(0</math><image src=1>")) // but empty in MathML
+	base, _ := url.Parse("http://example.org/dir/page.html")
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got := ExtractLinks(base, "text/html", body)
+		refs, b := goqueryRefs(base, body)
+		for _, l := range resolveRefs(b, refs) {
+			if _, found := slices.BinarySearch(got, l); !found {
+				t.Fatalf("%q: goquery finds %s, the tokens do not (%q)", body, l, got)
+			}
+		}
+	})
+}
+
 func FuzzScopeCheck(f *testing.F) {
 	for _, s := range []string{"http://example.org/a/../b?x#y", "HTTP://EXAMPLE.ORG:80/", "http://[::1]:8080/cgi-bin/", "http://h/a/a/a/a/a", "ftp://x/", "%zz"} {
 		f.Add(s)
@@ -200,4 +235,132 @@ func FuzzScopeCheck(f *testing.F) {
 			t.Fatalf("no host in %q", c)
 		}
 	})
+}
+
+// goqueryRefs is the link extractor herod used before htmlRefs: goquery
+// parses the document into a tree and one walk over it collects every
+// reference. TestExtractMatchesGoquery keeps it as the reference that
+// htmlRefs, which reads tokens without building the tree, must agree with.
+func goqueryRefs(base *url.URL, body []byte) ([]string, *url.URL) {
+	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(body))
+	if err != nil || len(doc.Nodes) == 0 {
+		return nil, base
+	}
+	var refs []string
+	baseSet := false
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode {
+			keys := linkAttrs[n.Data]
+			for _, a := range n.Attr {
+				if a.Namespace != "" {
+					continue
+				}
+				switch {
+				case a.Key == "style":
+					refs = cssRefs([]byte(a.Val), refs)
+				case a.Key == "srcset" && slices.Contains(keys, "srcset"):
+					refs = append(refs, srcsetRefs(a.Val)...)
+				case slices.Contains(keys, a.Key):
+					refs = append(refs, a.Val)
+				}
+			}
+			get := func(key string) (string, bool) {
+				for _, a := range n.Attr {
+					if a.Namespace == "" && a.Key == key {
+						return a.Val, true
+					}
+				}
+				return "", false
+			}
+			switch n.Data {
+			case "base":
+				if href, ok := get("href"); ok && !baseSet {
+					baseSet = true
+					if b, err := canon.Resolve(base, href); err == nil {
+						if bu, err := url.Parse(b); err == nil {
+							base = bu
+						}
+					}
+				}
+			case "style":
+				for c := n.FirstChild; c != nil; c = c.NextSibling {
+					if c.Type == html.TextNode {
+						refs = cssRefs([]byte(c.Data), refs)
+					}
+				}
+			case "meta":
+				if v, _ := get("http-equiv"); strings.EqualFold(strings.TrimSpace(v), "refresh") {
+					c, _ := get("content")
+					if r := refreshURL(c); r != "" {
+						refs = append(refs, r)
+					}
+				}
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc.Nodes[0])
+	return refs, base
+}
+
+// TestExtractMatchesGoquery checks that the token-stream extractor finds
+// the same links as goquery's tree on the test pages (tricky.html gathers
+// raw-text elements, comments, foreign content, malformed markup, a late
+// <base>), on every page of a generated static site, and on the bodies of
+// TestExtractLinks.
+func TestExtractMatchesGoquery(t *testing.T) {
+	docs := map[string][]byte{}
+	paths, _ := filepath.Glob("testdata/extract/*.html")
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs[p] = b
+	}
+	dir := t.TempDir()
+	if err := sampleweb.WriteStaticSite(dir, 60, 1); err != nil {
+		t.Fatal(err)
+	}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".html") {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		docs[p] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) < 50 {
+		t.Fatalf("only %d documents", len(docs))
+	}
+	base, _ := url.Parse("http://example.org/dir/page.html")
+	for name, body := range docs {
+		got := ExtractLinks(base, "text/html", body)
+		refs, b := goqueryRefs(base, body)
+		want := resolveRefs(b, refs)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s:\ntokens %q\ngoquery %q", name, got, want)
+		}
+		if len(want) == 0 {
+			t.Errorf("%s: no links at all", name)
+		}
+	}
+	tricky := ExtractLinks(base, "text/html", docs["testdata/extract/tricky.html"])
+	for _, l := range []string{"http://example.org/image-is-img.png", "http://example.org/in-template", "http://example.org/svg-a",
+		"http://example.org/base/after-base.html", "http://example.org/refreshed", "http://example.org/dup-attr.css"} {
+		if slices.Contains(tricky, l) != (l != "http://example.org/dup-attr.css") {
+			t.Errorf("tricky.html: %s found: %v", l, slices.Contains(tricky, l))
+		}
+	}
+	for _, l := range tricky {
+		if strings.Contains(l, "not-in") || strings.Contains(l, "second-base") {
+			t.Errorf("tricky.html: %s should not be a link", l)
+		}
+	}
 }
