@@ -22,6 +22,7 @@
 //	/cdx?url=…                       pywb CDX server API subset
 //	/export?host=…|prefix=…          WARC stream (with an Exporter; &revisits=1 adds revisit records)
 //	/ring                            the ring: SVG picture and table
+//	/static/replay.js                the replay script rewritten pages load
 //	/api/status                      JSON from Config.Status
 //	/metrics                         Config.Metrics
 //
@@ -37,6 +38,14 @@
 // (used for frame sources) rewrite without the banner; any other
 // two-letter modifier (im_, cs_, js_, mp_…) is accepted and rewrites, with
 // the banner only for "" and mp_.
+//
+// Every rewritten HTML reply loads the replay script (replay.js, served at
+// /static/replay.js) before its first element that can run a script. It
+// rewrites the URLs the page's scripts make at run time (fetch and
+// XMLHttpRequest get id_, history.pushState and window.open the page's own
+// modifier or none, element src/href/… properties and setAttribute as the
+// server would) so that they too are answered from the archive at the
+// same timestamp.
 //
 // The <url> part may arrive with "http://" collapsed to "http:/" by proxies
 // or path cleaners, or with no scheme at all (http is assumed), as Wayback
@@ -56,15 +65,17 @@
 // # Invariants
 //
 //   - Everything the gateway renders itself is escaped by html/template.
-//   - Rewriting changes only the URLs it rewrites (and inserts the banner);
-//     every other byte of an archived document is kept.
+//   - Rewriting changes only the URLs it rewrites (and inserts the replay
+//     script and the banner); every other byte of an archived document is
+//     kept.
 //   - Archived responses never set cookies or other origin state on the
 //     gateway's origin: their headers are passed through an allow list,
 //     others are renamed X-Archive-Orig-<name>.
 //   - Rewritten replies carry a Content-Security-Policy that allows only
-//     the gateway's own origin (plus inline and data: resources): what the
-//     rewriting cannot reach, such as URLs built by scripts, is blocked,
-//     never fetched from the live web. id_ replies are served as archived.
+//     the gateway's own origin (plus inline and data: resources): what
+//     neither the rewriting nor the replay script reaches, such as markup
+//     scripts write as text, is blocked, never fetched from the live web.
+//     id_ replies are served as archived.
 //   - Every call into the Archive carries the request's context with the
 //     configured deadline.
 //

@@ -192,6 +192,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveTimemap(w, r, strings.TrimPrefix(p, "/timemap/link/"))
 	case strings.HasPrefix(p, "/timegate/"):
 		s.serveTimegate(w, r, strings.TrimPrefix(p, "/timegate/"))
+	case p == replayJSPath:
+		s.serveReplayJS(w, r)
 	case p == "/cdx":
 		s.serveCDX(w, r)
 	case p == "/export" && s.exp != nil:

@@ -15,16 +15,22 @@ const maxNoscriptDepth = 2
 // HTML returns doc with the URLs of links and embedded objects rewritten:
 // href, src, srcset, action, formaction, background, poster, object data,
 // style attributes, <style> blocks, <meta http-equiv=refresh> and
-// <base href> (which also moves the base of later references). When banner
-// is non-nil it is inserted right after the <body> start tag (or, without
-// one, before the first element or text that belongs to the body). Every
-// byte that is not part of a rewritten attribute value is kept, so a
-// document with nothing to rewrite comes back unchanged. Malformed HTML is
-// handled like browsers tokenize it; HTML never fails.
-func (rw *Rewriter) HTML(doc, banner []byte) []byte {
-	out := make([]byte, 0, len(doc)+len(banner)+len(doc)/8)
-	h := htmlRewriter{rw: rw, banner: banner, out: out}
+// <base href> (which also moves the base of later references). When script
+// is non-nil it is inserted before the first element that can run a script
+// (the first start tag other than html, head, meta, title, base, link and
+// style), or at the end when there is none. When banner is non-nil it is
+// inserted right after the <body> start tag (or, without one, before the
+// first element or text that belongs to the body). Every byte that is not
+// part of a rewritten attribute value is kept, so a document with nothing
+// to rewrite comes back unchanged. Malformed HTML is handled like browsers
+// tokenize it; HTML never fails.
+func (rw *Rewriter) HTML(doc, script, banner []byte) []byte {
+	out := make([]byte, 0, len(doc)+len(script)+len(banner)+len(doc)/8)
+	h := htmlRewriter{rw: rw, script: script, banner: banner, out: out}
 	h.run(doc, 0)
+	if h.script != nil && !h.scripted {
+		h.out = append(h.out, h.script...)
+	}
 	if !h.inserted && h.banner != nil && !h.frameset {
 		h.out = append(h.out, h.banner...)
 	}
@@ -33,6 +39,8 @@ func (rw *Rewriter) HTML(doc, banner []byte) []byte {
 
 type htmlRewriter struct {
 	rw       *Rewriter
+	script   []byte
+	scripted bool // the script is written
 	banner   []byte
 	inserted bool // the banner is written (or must not be: frameset)
 	frameset bool
@@ -43,6 +51,12 @@ type htmlRewriter struct {
 var headTags = map[string]bool{
 	"html": true, "head": true, "title": true, "meta": true, "link": true,
 	"style": true, "script": true, "base": true, "noscript": true, "template": true,
+}
+
+// preludeTags are the elements the script may come after: none of them
+// runs a script or starts the body.
+var preludeTags = map[string]bool{
+	"html": true, "head": true, "title": true, "meta": true, "link": true, "style": true, "base": true,
 }
 
 // rawTextTags are the elements whose content the tokenizer returns as one
@@ -65,6 +79,10 @@ func (h *htmlRewriter) run(doc []byte, depth int) {
 		case xhtml.StartTagToken, xhtml.SelfClosingTagToken:
 			name, _ := z.TagName()
 			tag := string(name)
+			if depth == 0 && !h.scripted && h.script != nil && !preludeTags[tag] {
+				h.out = append(h.out, h.script...)
+				h.scripted = true
+			}
 			if depth == 0 && !h.inserted && h.banner != nil {
 				switch {
 				case tag == "frameset":

@@ -3,7 +3,11 @@ package gateway
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	_ "embed"
 	"errors"
+	"fmt"
+	"html"
 	"io"
 	"mime"
 	"net/http"
@@ -125,7 +129,7 @@ func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
 			if t.Mod == "" || t.Mod == "mp_" {
 				banner = s.banner(ctx, t, v)
 			}
-			body = rw.HTML(body, banner)
+			body = rw.HTML(body, replayScriptTag(t.URL, t.TS), banner)
 			s.stats.rewritten.Add(1)
 		case "text/css":
 			body = rw.CSS(body)
@@ -133,6 +137,38 @@ func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
 		}
 	}
 	writeBody(w, r, status, body)
+}
+
+// replayJS is the script replayed pages load from replayJSPath: it
+// rewrites the URLs their scripts make at run time (see replay.js).
+//
+//go:embed replay.js
+var replayJS []byte
+
+// replayJSPath is where the gateway serves replayJS.
+const replayJSPath = "/static/replay.js"
+
+// replayJSTag is replayJS's ETag: the script changes only with the binary.
+var replayJSTag = fmt.Sprintf(`"%x"`, sha256.Sum256(replayJS))
+
+// replayScriptTag returns the element that loads replayJS into a document
+// archived at url and replayed at ts (as the reader wrote it).
+func replayScriptTag(url, ts string) []byte {
+	return []byte(`<script src="` + replayJSPath + `" data-herod-url="` + html.EscapeString(url) +
+		`" data-herod-ts="` + html.EscapeString(ts) + `"></script>`)
+}
+
+// serveReplayJS answers replayJSPath.
+func (s *Server) serveReplayJS(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Type", "text/javascript; charset=utf-8")
+	h.Set("Cache-Control", "public, max-age=86400")
+	h.Set("ETag", replayJSTag)
+	if match := r.Header.Get("If-None-Match"); match != "" && strings.Contains(match, replayJSTag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	writeBody(w, r, http.StatusOK, replayJS)
 }
 
 // redirect answers with a redirect to the gateway path loc. Unlike

@@ -13,8 +13,12 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/rewrite")
 
-// goldenBanner stands for the banner in golden files.
-const goldenBanner = "<!--BANNER-->"
+// goldenBanner and goldenScript stand for the banner and the replay
+// script's element in golden files.
+const (
+	goldenBanner = "<!--BANNER-->"
+	goldenScript = "<!--SCRIPT-->"
+)
 
 // TestRewriteGolden rewrites each testdata/rewrite input as if it were
 // archived at http://example.com/dir/<name> and replayed at 20140101, and
@@ -43,7 +47,7 @@ func TestRewriteGolden(t *testing.T) {
 			if strings.HasSuffix(in, ".css") {
 				got = rw.CSS(src)
 			} else {
-				got = rw.HTML(src, []byte(goldenBanner))
+				got = rw.HTML(src, []byte(goldenScript), []byte(goldenBanner))
 			}
 			golden := in + ".golden"
 			if *update {
@@ -144,13 +148,13 @@ func FuzzHTML(f *testing.F) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		rw, _ := NewRewriter("http://example.com/d/", "2014")
-		out := rw.HTML(doc, []byte("<div>banner</div>"))
+		out := rw.HTML(doc, nil, []byte("<div>banner</div>"))
 		if _, err := xhtml.Parse(bytes.NewReader(out)); err != nil {
 			t.Fatalf("output does not parse: %v", err)
 		}
 		same, _ := NewRewriter("http://example.com/", "x")
 		same.identity = true
-		if got := same.HTML(doc, nil); !bytes.Equal(got, doc) {
+		if got := same.HTML(doc, nil, nil); !bytes.Equal(got, doc) {
 			t.Fatalf("identity rewrite changed the document:\n%q\n%q", doc, got)
 		}
 	})
@@ -190,14 +194,14 @@ func BenchmarkRewriteHTML(b *testing.B) {
 	b.SetBytes(int64(len(doc)))
 	b.ReportAllocs()
 	for b.Loop() {
-		rw.HTML(doc, []byte("<div>banner</div>"))
+		rw.HTML(doc, nil, []byte("<div>banner</div>"))
 	}
 }
 
 func TestRewriteLargeDocument(t *testing.T) {
 	doc := benchDoc(20000) // about 3 MB
 	rw, _ := NewRewriter("http://example.com/dir/page.html", "2014")
-	out := rw.HTML(doc, nil)
+	out := rw.HTML(doc, nil, nil)
 	if got, want := bytes.Count(out, []byte("/web/2014/http://example.com/")), 3*20000+2; got != want {
 		t.Errorf("%d rewritten URLs, want %d", got, want)
 	}

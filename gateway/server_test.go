@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	xhtml "golang.org/x/net/html"
 
 	"github.com/herod-archive/herod/archive"
 )
@@ -112,10 +115,52 @@ func TestRawMode(t *testing.T) {
 	if got := w.Header().Get("Content-Length"); got != fmt.Sprint(len(`<a href="/x">raw</a>`)) {
 		t.Errorf("Content-Length = %q", got)
 	}
-	// if_ rewrites without a banner.
+	// if_ rewrites without a banner, with the replay script.
 	w = get(t, s, "/web/2021if_/http://example.com/raw")
-	if got := w.Body.String(); got != `<a href="/web/2021if_/http://example.com/x">raw</a>` && got != `<a href="/web/2021/http://example.com/x">raw</a>` {
-		t.Errorf("if_ = %q", got)
+	if got, want := w.Body.String(), string(replayScriptTag("http://example.com/raw", "2021"))+`<a href="/web/2021/http://example.com/x">raw</a>`; got != want {
+		t.Errorf("if_ = %q, want %q", got, want)
+	}
+}
+
+// TestReplayScript checks that rewritten HTML replies load the replay
+// script once, before the first element that can run a script, that raw
+// and non-HTML replies do not, and that the gateway serves the script.
+func TestReplayScript(t *testing.T) {
+	s := newServer(t, sampleArchive(t))
+	tag := string(replayScriptTag(page, "2021"))
+	for _, mod := range []string{"", "mp_", "if_"} {
+		body := get(t, s, "/web/2021"+mod+"/"+page).Body.String()
+		if strings.Count(body, "/static/replay.js") != 1 || !strings.Contains(body, tag+"<body>") {
+			t.Errorf("mod %q: replay script missing or misplaced:\n%s", mod, body)
+		}
+	}
+	for _, target := range []string{"/web/2021id_/" + page, "/web/2021/http://example.com/s.css", "/web/2021/http://example.com/img/x.png"} {
+		if body := get(t, s, target).Body.String(); strings.Contains(body, "replay.js") {
+			t.Errorf("%s: replay script in %q", target, body)
+		}
+	}
+	hostile := `http://example.com/"><script>alert(1)</script>`
+	z := xhtml.NewTokenizer(bytes.NewReader(replayScriptTag(hostile, "2021")))
+	if z.Next() != xhtml.StartTagToken {
+		t.Fatal("replay script tag is not a start tag")
+	}
+	if tok := z.Token(); len(tok.Attr) != 3 || tok.Attr[1].Val != hostile || z.Next() != xhtml.EndTagToken || z.Next() != xhtml.ErrorToken {
+		t.Errorf("replay script tag for %q: %v", hostile, tok)
+	}
+
+	w := get(t, s, replayJSPath)
+	if w.Code != 200 || !bytes.Equal(w.Body.Bytes(), replayJS) || len(replayJS) < 1000 {
+		t.Fatalf("GET %s = %d, %d bytes", replayJSPath, w.Code, w.Body.Len())
+	}
+	if ct := w.Header().Get("Content-Type"); ct != "text/javascript; charset=utf-8" {
+		t.Errorf("Content-Type = %q", ct)
+	}
+	etag := w.Header().Get("ETag")
+	if w := get(t, s, replayJSPath, "If-None-Match", etag); etag == "" || w.Code != http.StatusNotModified || w.Body.Len() != 0 {
+		t.Errorf("If-None-Match %s = %d, %d bytes", etag, w.Code, w.Body.Len())
+	}
+	if w := get(t, s, replayJSPath, "If-None-Match", `"other"`); w.Code != 200 {
+		t.Errorf("If-None-Match other = %d", w.Code)
 	}
 }
 

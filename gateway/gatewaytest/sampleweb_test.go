@@ -124,8 +124,17 @@ func TestSampleWebReplay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		replayScripts := 0
 		for n := range doc.Descendants() {
 			if n.Type != xhtml.ElementNode || n.Data == "base" {
+				continue
+			}
+			if n.Data == "script" && len(n.Attr) == 3 && n.Attr[0].Val == "/static/replay.js" {
+				// The gateway's replay script, not a page reference.
+				if n.Attr[1].Key != "data-herod-url" || n.Attr[1].Val != p || n.Attr[2].Val != ts {
+					t.Errorf("%s: replay script %v", p, n.Attr)
+				}
+				replayScripts++
 				continue
 			}
 			for _, a := range n.Attr {
@@ -142,6 +151,9 @@ func TestSampleWebReplay(t *testing.T) {
 					}
 				}
 			}
+		}
+		if replayScripts != 1 {
+			t.Errorf("%s: %d replay scripts", p, replayScripts)
 		}
 	}
 	cssURL := regexp.MustCompile(`url\(\s*['"]?([^'")\s]+)`)

@@ -1,0 +1,187 @@
+// herod replay script. The gateway inserts it, as
+//   <script src="/static/replay.js" data-herod-url="URL" data-herod-ts="TS">,
+// before the first element of a replayed HTML document that can run a
+// script. The server rewrote the document's markup; this rewrites the URLs
+// the page's scripts make while they run, so that they are answered from
+// the archive at the same timestamp instead of being refused by the replay's
+// Content-Security-Policy (or, for a root-relative URL such as "/api",
+// reaching the gateway's own pages):
+//
+//   - fetch() and XMLHttpRequest.open: the archived bytes (modifier id_);
+//   - history.pushState / replaceState and window.open: archive pages;
+//   - the src, href, action, data, poster and srcset properties of elements
+//     and the same attributes set with setAttribute (frames get if_).
+//
+// Markup that scripts write as text (innerHTML, document.write) is not
+// rewritten; the Content-Security-Policy still keeps what it loads from the
+// live web. A URL already in the archive keeps its target and timestamp.
+(function () {
+  "use strict";
+  var me = document.currentScript;
+  if (!me || window.__herodReplay) {
+    return;
+  }
+  var pageURL = me.getAttribute("data-herod-url");
+  var ts = me.getAttribute("data-herod-ts");
+  if (!pageURL || !ts) {
+    return;
+  }
+  window.__herodReplay = true;
+  var origin = location.origin;
+  var webPath = /^\/web\/([0-9]{1,14})([a-z]{2}_)?\/(.*)$/;
+  var skip = /^\s*(javascript|data|mailto|tel|about|blob|sms|urn|vbscript):/i;
+  var here = webPath.exec(location.pathname);
+  var pageMod = here && here[2] ? here[2] : "";
+
+  // archiveURL returns the gateway URL that replays ref, a URL the page's
+  // script made, with modifier mod; ref itself when it is not an http(s)
+  // URL.
+  function archiveURL(ref, mod) {
+    if (ref === null || ref === undefined) {
+      return ref;
+    }
+    var s = String(ref);
+    if (s === "" || s.charAt(0) === "#" || skip.test(s)) {
+      return ref;
+    }
+    var u;
+    try {
+      // A scheme-relative URL ("//cdn/x") takes the archived page's scheme.
+      u = new URL(s, /^\s*\/\//.test(s) ? pageURL : document.baseURI);
+    } catch (e) {
+      return ref;
+    }
+    if (u.protocol !== "http:" && u.protocol !== "https:") {
+      return ref;
+    }
+    var target = u.href;
+    var when = ts;
+    if (u.origin === origin) {
+      var m = webPath.exec(u.pathname);
+      if (m) {
+        // Already in the archive (a relative URL resolves there): keep
+        // its target and timestamp, set the modifier.
+        when = m[1];
+        target = m[3] + u.search + u.hash;
+      } else {
+        // A root-relative URL ("/api") means the archived site's root.
+        try {
+          target = new URL(u.pathname + u.search + u.hash, pageURL).href;
+        } catch (e) {
+          return ref;
+        }
+      }
+    }
+    return origin + "/web/" + when + (mod || "") + "/" + target;
+  }
+
+  function archiveSrcset(v) {
+    if (v === null || v === undefined) {
+      return v;
+    }
+    return String(v).split(",").map(function (cand) {
+      var parts = cand.trim().split(/\s+/);
+      if (parts[0]) {
+        parts[0] = archiveURL(parts[0], "");
+      }
+      return parts.join(" ");
+    }).join(", ");
+  }
+
+  var nativeFetch = window.fetch;
+  if (typeof nativeFetch === "function") {
+    window.fetch = function (input, init) {
+      if (typeof Request === "function" && input instanceof Request) {
+        input = new Request(archiveURL(input.url, "id_"), input);
+      } else if (input !== undefined && input !== null) {
+        input = archiveURL(String(input), "id_");
+      }
+      return nativeFetch.call(window, input, init);
+    };
+  }
+
+  if (typeof XMLHttpRequest === "function") {
+    var open = XMLHttpRequest.prototype.open;
+    XMLHttpRequest.prototype.open = function (method, url) {
+      var args = Array.prototype.slice.call(arguments);
+      if (args.length > 1) {
+        args[1] = archiveURL(url, "id_");
+      }
+      return open.apply(this, args);
+    };
+  }
+
+  ["pushState", "replaceState"].forEach(function (name) {
+    var orig = history[name];
+    if (typeof orig !== "function") {
+      return;
+    }
+    history[name] = function (state, title, url) {
+      if (arguments.length > 2 && url !== undefined && url !== null) {
+        return orig.call(history, state, title, archiveURL(url, pageMod));
+      }
+      return orig.apply(history, arguments);
+    };
+  });
+
+  var nativeOpen = window.open;
+  if (typeof nativeOpen === "function") {
+    window.open = function (url) {
+      var args = Array.prototype.slice.call(arguments);
+      if (args.length > 0 && url !== undefined && url !== null && url !== "") {
+        args[0] = archiveURL(url, "");
+      }
+      return nativeOpen.apply(window, args);
+    };
+  }
+
+  function modFor(el, attr) {
+    var tag = el && el.tagName ? String(el.tagName).toLowerCase() : "";
+    return attr === "src" && (tag === "iframe" || tag === "frame") ? "if_" : "";
+  }
+
+  // URL-valued attributes, with the elements whose property of the same
+  // meaning a script may set.
+  var props = [
+    ["HTMLImageElement", "src"], ["HTMLImageElement", "srcset"],
+    ["HTMLSourceElement", "src"], ["HTMLSourceElement", "srcset"],
+    ["HTMLScriptElement", "src"], ["HTMLLinkElement", "href"],
+    ["HTMLIFrameElement", "src"], ["HTMLFrameElement", "src"],
+    ["HTMLMediaElement", "src"], ["HTMLVideoElement", "poster"],
+    ["HTMLTrackElement", "src"], ["HTMLEmbedElement", "src"],
+    ["HTMLObjectElement", "data"], ["HTMLInputElement", "src"],
+    ["HTMLAnchorElement", "href"], ["HTMLAreaElement", "href"],
+    ["HTMLFormElement", "action"]
+  ];
+  props.forEach(function (p) {
+    var ctor = window[p[0]];
+    var proto = ctor && ctor.prototype;
+    var d = proto && Object.getOwnPropertyDescriptor(proto, p[1]);
+    if (!d || typeof d.set !== "function" || !d.configurable) {
+      return;
+    }
+    var attr = p[1];
+    Object.defineProperty(proto, attr, {
+      configurable: true,
+      enumerable: d.enumerable,
+      get: d.get,
+      set: function (v) {
+        d.set.call(this, attr === "srcset" ? archiveSrcset(v) : archiveURL(v, modFor(this, attr)));
+      }
+    });
+  });
+
+  var urlAttrs = { src: 1, href: 1, action: 1, formaction: 1, data: 1, poster: 1, background: 1 };
+  if (typeof Element === "function") {
+    var setAttribute = Element.prototype.setAttribute;
+    Element.prototype.setAttribute = function (name, value) {
+      var n = String(name).toLowerCase();
+      if (n === "srcset" || n === "imagesrcset") {
+        value = archiveSrcset(value);
+      } else if (urlAttrs[n] === 1 && (n !== "data" || String(this.tagName).toLowerCase() === "object")) {
+        value = archiveURL(value, modFor(this, n));
+      }
+      return setAttribute.call(this, name, value);
+    };
+  }
+})();

@@ -1,0 +1,164 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestReplayJS runs replay.js with node in a stand-in for a replayed page
+// (testdata/replayjs/harness.js) at /web/20140101000000mp_/ of
+// http://example.com/dir/page.html and checks the URL each script call
+// ends up requesting. It is skipped where node is not installed.
+func TestReplayJS(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node not installed")
+	}
+	const (
+		gw   = "http://gw.test"
+		at   = gw + "/web/20140101000000"
+		page = "http://example.com/dir/page.html"
+	)
+	cases := []struct {
+		Op   string `json:"op"`
+		Arg  string `json:"arg"`
+		Tag  string `json:"tag,omitempty"`
+		Name string `json:"name,omitempty"`
+		want string
+	}{
+		{Op: "fetch", Arg: "data.json", want: at + "id_/http://example.com/dir/data.json"},
+		{Op: "fetch", Arg: "/api/items?page=2#x", want: at + "id_/http://example.com/api/items?page=2#x"},
+		{Op: "fetch", Arg: "https://cdn.example/lib.js", want: at + "id_/https://cdn.example/lib.js"},
+		{Op: "fetch", Arg: "//cdn.example/a.js", want: at + "id_/http://cdn.example/a.js"},
+		{Op: "fetch", Arg: gw + "/web/2010/http://example.com/old", want: gw + "/web/2010id_/http://example.com/old"},
+		{Op: "fetch", Arg: "/web/2010mp_/http://example.com/old", want: gw + "/web/2010id_/http://example.com/old"},
+		{Op: "fetch", Arg: "data:text/plain,hi", want: "data:text/plain,hi"},
+		{Op: "fetch", Arg: "blob:http://gw.test/1234", want: "blob:http://gw.test/1234"},
+		{Op: "fetchRequest", Arg: "http://example.com/api", want: at + "id_/http://example.com/api"},
+		{Op: "fetchRequest", Arg: gw + "/api/status", want: at + "id_/http://example.com/api/status"},
+		{Op: "xhr", Arg: "/api", want: at + "id_/http://example.com/api"},
+		{Op: "xhr", Arg: "ftp://example.com/f", want: "ftp://example.com/f"},
+		{Op: "pushState", Arg: "?tab=2", want: at + "mp_/http://example.com/dir/page.html?tab=2"},
+		{Op: "replaceState", Arg: "/other", want: at + "mp_/http://example.com/other"},
+		{Op: "open", Arg: "https://elsewhere.example/", want: at + "/https://elsewhere.example/"},
+		{Op: "prop", Tag: "img", Name: "src", Arg: "/i.png", want: at + "/http://example.com/i.png"},
+		{Op: "prop", Tag: "img", Name: "src", Arg: at + "/http://example.com/i.png", want: at + "/http://example.com/i.png"},
+		{Op: "prop", Tag: "img", Name: "srcset", Arg: "a.png 1x, /b.png 2x", want: at + "/http://example.com/dir/a.png 1x, " + at + "/http://example.com/b.png 2x"},
+		{Op: "prop", Tag: "iframe", Name: "src", Arg: "f.html", want: at + "if_/http://example.com/dir/f.html"},
+		{Op: "prop", Tag: "video", Name: "src", Arg: "/v.webm", want: at + "/http://example.com/v.webm"},
+		{Op: "prop", Tag: "video", Name: "poster", Arg: "p.jpg", want: at + "/http://example.com/dir/p.jpg"},
+		{Op: "prop", Tag: "a", Name: "href", Arg: "#top", want: "#top"},
+		{Op: "prop", Tag: "a", Name: "href", Arg: "javascript:void(0)", want: "javascript:void(0)"},
+		{Op: "prop", Tag: "form", Name: "action", Arg: "/search", want: at + "/http://example.com/search"},
+		{Op: "attr", Tag: "script", Name: "SRC", Arg: "/x.js", want: at + "/http://example.com/x.js"},
+		{Op: "attr", Tag: "iframe", Name: "src", Arg: "/f", want: at + "if_/http://example.com/f"},
+		{Op: "attr", Tag: "object", Name: "data", Arg: "/o.swf", want: at + "/http://example.com/o.swf"},
+		{Op: "attr", Tag: "div", Name: "data", Arg: "/not-a-url", want: "/not-a-url"},
+		{Op: "attr", Tag: "div", Name: "class", Arg: "/x", want: "/x"},
+		{Op: "attr", Tag: "source", Name: "srcset", Arg: "/s.webp", want: at + "/http://example.com/s.webp"},
+	}
+	in, err := json.Marshal(cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(node, filepath.Join("testdata", "replayjs", "harness.js"), "replay.js", at+"mp_/"+page, page, "20140101000000")
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, stderr.Bytes())
+	}
+	var got []string
+	if err := json.Unmarshal(out, &got); err != nil || len(got) != len(cases) {
+		t.Fatalf("harness output %q: %v", out, err)
+	}
+	for i, c := range cases {
+		if got[i] != c.want {
+			t.Errorf("%s %s %s %q:\n got %s\nwant %s", c.Op, c.Tag, c.Name, c.Arg, got[i], c.want)
+		}
+	}
+}
+
+// browser returns the path of a headless Chromium or Chrome, or "".
+func browser() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// appPage is an archived page whose scripts fetch, XHR and add an image
+// after load, each with a URL the server-side rewriting cannot see.
+const appPage = `<!DOCTYPE html><html><head><title>app</title><script>
+document.addEventListener("DOMContentLoaded", function () {
+  fetch("/api/data.json").then(function (r) { return r.text(); }).then(function (t) {
+    document.getElementById("fetch").textContent = "fetch:" + t;
+  }, function (e) { document.getElementById("fetch").textContent = "fetch failed"; });
+  var x = new XMLHttpRequest();
+  x.open("GET", "https://example.com/xhr.txt");
+  x.onload = function () { document.getElementById("xhr").textContent = "xhr:" + x.responseText; };
+  x.onerror = function () { document.getElementById("xhr").textContent = "xhr failed"; };
+  x.send();
+  var i = document.createElement("img");
+  i.onload = function () { document.getElementById("img").textContent = "img:" + i.naturalWidth; };
+  i.onerror = function () { document.getElementById("img").textContent = "img failed"; };
+  i.src = "/pixel.png";
+  history.pushState(null, "", "/app.html?tab=2");
+  document.getElementById("loc").textContent = "loc:" + location.pathname + location.search;
+});
+</script></head><body><p id="fetch"></p><p id="xhr"></p><p id="img"></p><p id="loc"></p></body></html>`
+
+// pixel is a 1x1 PNG.
+const pixel = "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\xff\xff?\x00\x05\xfe\x02\xfe\xa75\x81\x84\x00\x00\x00\x00IEND\xaeB`\x82"
+
+// TestReplayJSInBrowser replays appPage in headless Chromium over a real
+// gateway and checks that what its scripts asked for came from the
+// archive: the fetch of a root-relative URL, an XHR to an absolute URL
+// (which the Content-Security-Policy would block), an image whose src a
+// script set, and a pushState that keeps the address inside the archive.
+// It is skipped where no Chromium is installed.
+func TestReplayJSInBrowser(t *testing.T) {
+	bin := browser()
+	if bin == "" {
+		t.Skip("no chromium installed")
+	}
+	f := newFake()
+	f.add(t, "http://example.com/app.html", "20210615000000", 200, "text/html; charset=utf-8", appPage)
+	f.add(t, "http://example.com/api/data.json", "20210615000001", 200, "application/json", `"DATA"`)
+	f.add(t, "https://example.com/xhr.txt", "20210615000002", 200, "text/plain", "XHR")
+	f.add(t, "http://example.com/pixel.png", "20210615000003", 200, "image/png", pixel)
+	srv := httptest.NewServer(newServer(t, f))
+	defer srv.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+		"--user-data-dir="+t.TempDir(), "--virtual-time-budget=10000", "--dump-dom",
+		srv.URL+"/web/20210615000000/http://example.com/app.html")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	dom, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", bin, err, stderr.Bytes())
+	}
+	for _, want := range []string{
+		`<p id="fetch">fetch:"DATA"</p>`,
+		`<p id="xhr">xhr:XHR</p>`,
+		`<p id="img">img:1</p>`,
+		`<p id="loc">loc:/web/20210615000000/http://example.com/app.html?tab=2</p>`,
+	} {
+		if !strings.Contains(string(dom), want) {
+			t.Errorf("replayed page lacks %s\n%s", want, dom)
+		}
+	}
+}
