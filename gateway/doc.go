@@ -45,7 +45,10 @@
 // XMLHttpRequest get id_, history.pushState and window.open the page's own
 // modifier or none, element src/href/… properties and setAttribute as the
 // server would) so that they too are answered from the archive at the
-// same timestamp.
+// same timestamp. A request for a path that is not the gateway's own, whose
+// Referer is a replayed page of this gateway, is redirected (307) to that
+// path on the page's archived site at the page's timestamp: root-relative
+// URLs in markup that scripts write land in the archive too.
 //
 // The <url> part may arrive with "http://" collapsed to "http:/" by proxies
 // or path cleaners, or with no scheme at all (http is assumed), as Wayback

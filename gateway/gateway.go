@@ -6,10 +6,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/internal/canon"
 )
 
 // Archive is what the gateway needs from the archive. The node implements it
@@ -205,8 +207,49 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == "/metrics" && s.cfg.Metrics != nil:
 		s.cfg.Metrics.ServeHTTP(w, r)
 	default:
+		if loc, ok := fromReplay(r); ok {
+			// A replayed page asked for a root-relative URL that no
+			// rewriting reached (markup a script wrote, a script's
+			// navigation): it meant its own site.
+			w.Header().Set("Vary", "Referer")
+			redirect(w, r, loc, http.StatusTemporaryRedirect)
+			return
+		}
 		s.errorPage(w, r, http.StatusNotFound, "There is no page at this address.", "")
 	}
+}
+
+// fromReplay returns the archive path that a request for a path that is
+// not the gateway's own stands for when a replayed page made it: the
+// request's Referer is a /web/<ts>/<url> page of this gateway, so the path
+// (and query) belongs to that URL's site, at the same timestamp. Frames
+// keep their modifier; everything else gets none.
+func fromReplay(r *http.Request) (string, bool) {
+	ref, err := url.Parse(r.Referer())
+	if err != nil || ref.Host != r.Host || !strings.HasPrefix(ref.EscapedPath(), "/web/") {
+		return "", false
+	}
+	t, err := ParseWebPath(strings.TrimPrefix(ref.EscapedPath(), "/web/"), ref.RawQuery)
+	if err != nil || t.Kind != KindReplay {
+		return "", false
+	}
+	page, err := url.Parse(t.URL)
+	if err != nil {
+		return "", false
+	}
+	target := page.Scheme + "://" + page.Host + r.URL.EscapedPath()
+	if r.URL.RawQuery != "" {
+		target += "?" + r.URL.RawQuery
+	}
+	abs, err := canon.Canonical(target)
+	if err != nil {
+		return "", false
+	}
+	mod := ""
+	if t.Mod == ModIframe || t.Mod == ModFrame {
+		mod = t.Mod
+	}
+	return webPath(t.TS, mod, abs), true
 }
 
 // ctx returns the request's context bounded by the configured timeout.

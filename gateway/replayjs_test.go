@@ -113,10 +113,14 @@ document.addEventListener("DOMContentLoaded", function () {
   i.onload = function () { document.getElementById("img").textContent = "img:" + i.naturalWidth; };
   i.onerror = function () { document.getElementById("img").textContent = "img failed"; };
   i.src = "/pixel.png";
+  document.getElementById("box").innerHTML = '<img id="inner" src="/pixel.png">';
+  var inner = document.getElementById("inner");
+  inner.onload = function () { document.getElementById("inner-out").textContent = "inner:" + inner.naturalWidth; };
+  inner.onerror = function () { document.getElementById("inner-out").textContent = "inner failed"; };
   history.pushState(null, "", "/app.html?tab=2");
   document.getElementById("loc").textContent = "loc:" + location.pathname + location.search;
 });
-</script></head><body><p id="fetch"></p><p id="xhr"></p><p id="img"></p><p id="loc"></p></body></html>`
+</script></head><body><p id="fetch"></p><p id="xhr"></p><p id="img"></p><p id="loc"></p><div id="box"></div><p id="inner-out"></p></body></html>`
 
 // pixel is a 1x1 PNG.
 const pixel = "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\xff\xff?\x00\x05\xfe\x02\xfe\xa75\x81\x84\x00\x00\x00\x00IEND\xaeB`\x82"
@@ -125,7 +129,9 @@ const pixel = "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x
 // gateway and checks that what its scripts asked for came from the
 // archive: the fetch of a root-relative URL, an XHR to an absolute URL
 // (which the Content-Security-Policy would block), an image whose src a
-// script set, and a pushState that keeps the address inside the archive.
+// script set, a pushState that keeps the address inside the archive, and
+// an image in markup a script wrote (no script rewrites it: the gateway
+// redirects its root-relative URL by the Referer).
 // It is skipped where no Chromium is installed.
 func TestReplayJSInBrowser(t *testing.T) {
 	bin := browser()
@@ -156,6 +162,7 @@ func TestReplayJSInBrowser(t *testing.T) {
 		`<p id="xhr">xhr:XHR</p>`,
 		`<p id="img">img:1</p>`,
 		`<p id="loc">loc:/web/20210615000000/http://example.com/app.html?tab=2</p>`,
+		`<p id="inner-out">inner:1</p>`, // markup a script wrote: the gateway follows the Referer
 	} {
 		if !strings.Contains(string(dom), want) {
 			t.Errorf("replayed page lacks %s\n%s", want, dom)

@@ -164,6 +164,43 @@ func TestReplayScript(t *testing.T) {
 	}
 }
 
+// TestRootRelativeFromReplay checks that a request for a path that is not
+// the gateway's own, made by a replayed page (its Referer), is redirected
+// to that path on the page's archived site at the page's timestamp, and
+// that other such requests stay 404s.
+func TestRootRelativeFromReplay(t *testing.T) {
+	s := newServer(t, sampleArchive(t))
+	for _, tc := range []struct{ target, referer, want string }{
+		{"/img/x.png", "http://gw.test/web/2021/http://example.com/dir/page.html", "/web/2021/http://example.com/img/x.png"},
+		{"/a?b=1&c=%20", "http://gw.test/web/2021mp_/https://Example.com:443/", "/web/2021/https://example.com/a?b=1&c=%20"},
+		{"/f.html", "http://gw.test/web/20210615000000if_/http://example.com/", "/web/20210615000000if_/http://example.com/f.html"},
+		{"/img/x.png", "", ""},
+		{"/img/x.png", "http://other.test/web/2021/http://example.com/", ""},       // another origin
+		{"/img/x.png", "http://gw.test/web/*/http://example.com/", ""},             // not a replay
+		{"/img/x.png", "http://gw.test/cdx?url=http://example.com/", ""},           // not a /web/ page
+		{"/img/x.png", "http://gw.test/web/2021/ftp://example.com/", ""},           // not http(s)
+		{"/cdx", "http://gw.test/web/2021/http://example.com/", "(gateway's own)"}, // the gateway's paths win
+	} {
+		var hdr []string
+		if tc.referer != "" {
+			hdr = []string{"Referer", tc.referer}
+		}
+		w := get(t, s, tc.target, hdr...)
+		switch {
+		case tc.want == "(gateway's own)":
+			if w.Code == http.StatusTemporaryRedirect {
+				t.Errorf("%s from %s: redirected to %s", tc.target, tc.referer, w.Header().Get("Location"))
+			}
+		case tc.want == "":
+			if w.Code != http.StatusNotFound {
+				t.Errorf("%s from %q: %d %s, want 404", tc.target, tc.referer, w.Code, w.Header().Get("Location"))
+			}
+		case w.Code != http.StatusTemporaryRedirect || w.Header().Get("Location") != tc.want || w.Header().Get("Vary") != "Referer":
+			t.Errorf("%s from %s: %d %q %v, want 307 to %s", tc.target, tc.referer, w.Code, w.Header().Get("Location"), w.Header(), tc.want)
+		}
+	}
+}
+
 func TestRedirectCapture(t *testing.T) {
 	s := newServer(t, sampleArchive(t))
 	w := get(t, s, "/web/20210101000000/http://example.com/old")
