@@ -3,6 +3,9 @@ package crawl
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -391,5 +394,58 @@ func TestTimeoutCounted(t *testing.T) {
 	waitIdle(t, c)
 	if st := c.Stats(); st.ErrorsByKind[KindTimeout] != 1 || st.FetchedToday != 0 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestReadBody checks the body reader: a Content-Length within the limit is
+// read into one buffer, a body shorter than it is an error, and a reader
+// that goes past it (net/http does not) is read on up to the limit.
+func TestReadBody(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		cl, max    int64
+		want       string
+		short      bool
+	}{
+		{name: "exact", body: "hello", cl: 5, max: 10, want: "hello"},
+		{name: "empty", body: "", cl: 0, max: 10, want: ""},
+		{name: "short", body: "hel", cl: 5, max: 10, want: "hel", short: true},
+		{name: "nothing", body: "", cl: 5, max: 10, want: "", short: true},
+		{name: "past Content-Length", body: "hello world", cl: 5, max: 100, want: "hello world"},
+		{name: "past the limit", body: "hello world", cl: 5, max: 8, want: "hello wor"},
+		{name: "unknown length", body: "abc", cl: -1, max: 10, want: "abc"},
+		{name: "unknown, over", body: "abcdefghijklm", cl: -1, max: 10, want: "abcdefghijk"},
+	} {
+		got, err := readBody(strings.NewReader(tc.body), tc.cl, tc.max)
+		if string(got) != tc.want || (err != nil) != tc.short || (tc.short && !errors.Is(err, io.ErrUnexpectedEOF)) {
+			t.Errorf("%s: %q, %v; want %q, short %v", tc.name, got, err, tc.want, tc.short)
+		}
+	}
+}
+
+// TestBodyShorterThanContentLength serves a page that announces more
+// bytes than it sends: the crawler stores nothing and counts a fetch error.
+func TestBodyShorterThanContentLength(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Content-Length", "1000")
+		io.WriteString(w, "<a href=/x>cut short")
+	}))
+	defer srv.Close()
+	a := newMemArchive()
+	c, _ := startCrawler(t, t.TempDir(), testConfig(newClock()), a)
+	if err := c.Add(context.Background(), []string{srv.URL + "/"}); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	if got := a.urls(); len(got) != 0 {
+		t.Fatalf("stored %v", got)
+	}
+	if n := c.Stats().ErrorsByKind[KindFetch]; n != 1 {
+		t.Fatalf("fetch errors %d, errors %v", n, c.Stats().ErrorsByKind)
 	}
 }

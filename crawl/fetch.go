@@ -102,7 +102,7 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, release fun
 		c.count(KindTooLarge, raw, fmt.Errorf("Content-Length %d over %d bytes", resp.ContentLength, c.cfg.MaxBody))
 		return true
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxBody+1))
+	body, err := readBody(resp.Body, resp.ContentLength, c.cfg.MaxBody)
 	resp.Body.Close()
 	release()
 	c.mu.Lock()
@@ -276,4 +276,31 @@ func newLinks(cur, prev []string) []string {
 		out = append(out, l)
 	}
 	return out
+}
+
+// readBody reads a response body of at most max bytes (one more tells the
+// caller it was over). With a Content-Length of at most max it reads into
+// one buffer of that size instead of growing one as io.ReadAll does; a
+// body shorter than its Content-Length is io.ErrUnexpectedEOF.
+func readBody(r io.Reader, contentLength, max int64) ([]byte, error) {
+	if contentLength < 0 || contentLength > max {
+		return io.ReadAll(io.LimitReader(r, max+1))
+	}
+	body := make([]byte, contentLength)
+	n, err := io.ReadFull(r, body)
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF // nothing at all of a non-empty body
+	}
+	if err != nil {
+		return body[:n], fmt.Errorf("body of %d bytes, Content-Length %d: %w", n, contentLength, err)
+	}
+	// net/http stops at Content-Length; a reader that does not gets read
+	// on, as io.ReadAll would, up to max+1 bytes in all.
+	var extra [1]byte
+	if m, _ := io.ReadFull(r, extra[:]); m > 0 {
+		body = append(body, extra[0])
+		rest, err := io.ReadAll(io.LimitReader(r, max+1-int64(len(body))))
+		return append(body, rest...), err
+	}
+	return body, nil
 }
