@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/PuerkitoBio/goquery"
 	"golang.org/x/net/html"
 
 	"github.com/herod-archive/herod/internal/canon"
@@ -39,11 +40,12 @@ var linkAttrs = map[string][]string{
 
 // ExtractLinks returns the canonical absolute http(s) links of a document
 // fetched from base, deduplicated and sorted. HTML (text/html,
-// application/xhtml+xml) is tokenized with golang.org/x/net/html: a, area,
-// link href; img, script, iframe, frame, embed, source, video, audio,
-// track, input src; img and source srcset; object data; background
-// attributes; url() and @import in style attributes and <style> elements;
-// the target of a meta refresh; a <base href> moves the resolution base.
+// application/xhtml+xml) is read with golang.org/x/net/html (see
+// htmlRefs): a, area, link href; img, script, iframe, frame, embed,
+// source, video, audio, track, input src; img and source srcset; object
+// data; background attributes; url() and @import in style attributes and
+// <style> elements; the target of a meta refresh; a <base href> moves the
+// resolution base.
 // CSS (text/css) yields its url() and @import targets. Other types yield
 // nothing. Links that do not resolve to a valid http(s) URL are skipped.
 // At most MaxLinks links are returned. ExtractLinks never panics, whatever
@@ -93,68 +95,58 @@ func resolveRefs(base *url.URL, refs []string) []string {
 }
 
 // htmlRefs returns the raw references of an HTML document and the base URL
-// links resolve against. It reads the token stream of golang.org/x/net/html
-// (the tokenizer goquery's parser is built on) without building a tree: a
-// link is an attribute of a start tag, the text of a <style> element is
-// raw text, and building the tree cost a fifth of a crawled page's CPU.
-// Where the tree builder changes what the tokens mean, this follows it:
-// <image> outside SVG and MathML is an <img>; in SVG and MathML content,
-// which a breakout tag such as <div> or <p> ends, <style> and the like
-// hold markup. TestExtractMatchesGoquery checks that both give the same
-// links on real pages; FuzzExtractFindsGoquerysLinks that every link the
-// tree yields is found here (the converse need not hold: markup the tree
-// builder drops, such as a <td> outside a table, still counts here).
+// links resolve against. Most documents are read as a token stream
+// (tokenRefs): a link is an attribute of a start tag, the text of a
+// <style> element is raw text, and building goquery's tree cost a fifth
+// of a crawled page's CPU. A document with SVG or MathML content is parsed
+// into goquery's tree instead (treeRefs): there the tree builder changes
+// what tokens mean (integration points, breakout tags, CDATA, markup in
+// <style>), and following it token by token would mean rewriting it.
+// TestExtractMatchesGoquery and FuzzExtractFindsGoquerysLinks hold the two
+// paths to the same links.
 func htmlRefs(base *url.URL, body []byte) ([]string, *url.URL) {
+	refs, href, ok := tokenRefs(body)
+	if !ok {
+		return treeRefs(base, body)
+	}
+	if href != nil {
+		base = resolveBase(base, *href)
+	}
+	return refs, base
+}
+
+// tokenRefs returns the raw references of an HTML document and the value
+// of its first <base href>, if any, from the token stream; ok is false,
+// and the result incomplete, when the document has SVG or MathML content.
+// Where the tree builder renames what it reads, this follows it: <image>
+// is an <img>.
+func tokenRefs(body []byte) (refs []string, baseHref *string, ok bool) {
 	z := html.NewTokenizer(bytes.NewReader(body))
-	var refs []string
-	var baseHref string
-	baseSet, inStyle := false, false
-	foreign := 0 // depth of open <svg> and <math> elements
+	inStyle := false
 	for {
 		tt := z.Next()
 		wasStyle := inStyle
 		inStyle = false
 		switch tt {
 		case html.ErrorToken:
-			if baseSet {
-				if b, err := canon.Resolve(base, baseHref); err == nil {
-					if bu, err := url.Parse(b); err == nil {
-						base = bu
-					}
-				}
-			}
-			return refs, base
+			return refs, baseHref, true
 		case html.TextToken:
 			if wasStyle {
 				refs = cssRefs(z.Text(), refs)
 			}
-		case html.EndTagToken:
-			if name, _ := z.TagName(); foreign > 0 && (string(name) == "svg" || string(name) == "math") {
-				foreign--
-				z.AllowCDATA(foreign > 0)
-			}
 		case html.StartTagToken, html.SelfClosingTagToken:
 			name, more := z.TagName()
 			tag := string(name) // names of interest are short; the conversion is cheap
-			switch {
-			case tag == "svg" || tag == "math":
-				if tt == html.StartTagToken {
-					foreign++
-				}
-			case foreign > 0 && breakout[tag]:
-				foreign = 0
-			case tag == "image" && foreign == 0:
+			switch tag {
+			case "svg", "math":
+				return nil, nil, false
+			case "image":
 				tag = "img"
+			case "style":
+				// "<style/>" opens a style element too: the slash means
+				// nothing on an HTML element.
+				inStyle = true
 			}
-			if foreign > 0 {
-				// In SVG and MathML, <style>, <title> and the like hold
-				// markup, not raw text.
-				z.NextIsNotRawText()
-			}
-			// "<style/>" opens a style element in HTML (the slash means
-			// nothing there); in foreign content it is empty.
-			inStyle = tag == "style" && (tt == html.StartTagToken || foreign == 0)
-			z.AllowCDATA(foreign > 0)
 			keys := linkAttrs[tag]
 			var equiv, content string
 			for more {
@@ -168,8 +160,9 @@ func htmlRefs(base *url.URL, body []byte) ([]string, *url.URL) {
 					refs = append(refs, srcsetRefs(string(v))...)
 				case slices.Contains(keys, key):
 					refs = append(refs, string(v))
-				case tag == "base" && key == "href" && !baseSet:
-					baseSet, baseHref = true, string(v)
+				case tag == "base" && key == "href" && baseHref == nil:
+					h := string(v)
+					baseHref = &h
 				case tag == "meta" && key == "http-equiv":
 					equiv = string(v)
 				case tag == "meta" && key == "content":
@@ -185,17 +178,93 @@ func htmlRefs(base *url.URL, body []byte) ([]string, *url.URL) {
 	}
 }
 
-// breakout lists the start tags that end SVG and MathML content: the tree
-// builder closes the foreign elements and treats the tag as HTML (HTML
-// Living Standard, "parsing main inforeign").
-var breakout = map[string]bool{
-	"b": true, "big": true, "blockquote": true, "body": true, "br": true, "center": true,
-	"code": true, "dd": true, "div": true, "dl": true, "dt": true, "em": true, "embed": true,
-	"h1": true, "h2": true, "h3": true, "h4": true, "h5": true, "h6": true, "head": true,
-	"hr": true, "i": true, "img": true, "li": true, "listing": true, "menu": true, "meta": true,
-	"nobr": true, "ol": true, "p": true, "pre": true, "ruby": true, "s": true, "small": true,
-	"span": true, "strong": true, "strike": true, "sub": true, "sup": true, "table": true,
-	"tt": true, "u": true, "ul": true, "var": true,
+// treeRefs returns the raw references of an HTML document and the base URL
+// links resolve against, from goquery's tree: one walk over the nodes
+// collects every reference.
+func treeRefs(base *url.URL, body []byte) ([]string, *url.URL) {
+	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(body))
+	if err != nil || len(doc.Nodes) == 0 {
+		return nil, base
+	}
+	var refs []string
+	baseSet := false
+	for n := doc.Nodes[0]; n != nil; n = nextNode(n) {
+		if n.Type != html.ElementNode {
+			continue
+		}
+		keys := linkAttrs[n.Data]
+		for _, a := range n.Attr {
+			if a.Namespace != "" {
+				continue
+			}
+			switch {
+			case a.Key == "style":
+				refs = cssRefs([]byte(a.Val), refs)
+			case a.Key == "srcset" && slices.Contains(keys, "srcset"):
+				refs = append(refs, srcsetRefs(a.Val)...)
+			case slices.Contains(keys, a.Key):
+				refs = append(refs, a.Val)
+			}
+		}
+		switch n.Data {
+		case "base":
+			if href, ok := attr(n, "href"); ok && !baseSet {
+				baseSet = true
+				base = resolveBase(base, href)
+			}
+		case "style":
+			for c := n.FirstChild; c != nil; c = c.NextSibling {
+				if c.Type == html.TextNode {
+					refs = cssRefs([]byte(c.Data), refs)
+				}
+			}
+		case "meta":
+			if v, _ := attr(n, "http-equiv"); strings.EqualFold(strings.TrimSpace(v), "refresh") {
+				c, _ := attr(n, "content")
+				if r := refreshURL(c); r != "" {
+					refs = append(refs, r)
+				}
+			}
+		}
+	}
+	return refs, base
+}
+
+// resolveBase returns the base URL a <base href> value sets in a document
+// fetched from doc: doc itself when the value does not resolve.
+func resolveBase(doc *url.URL, href string) *url.URL {
+	b, err := canon.Resolve(doc, href)
+	if err != nil {
+		return doc
+	}
+	bu, err := url.Parse(b)
+	if err != nil {
+		return doc
+	}
+	return bu
+}
+
+// nextNode returns the node after n in document order, without recursion.
+func nextNode(n *html.Node) *html.Node {
+	if n.FirstChild != nil {
+		return n.FirstChild
+	}
+	for ; n != nil; n = n.Parent {
+		if n.NextSibling != nil {
+			return n.NextSibling
+		}
+	}
+	return nil
+}
+
+// attr returns the value of n's attribute key (no namespace).
+func attr(n *html.Node, key string) (string, bool) {
+	for _, a := range n.Attr {
+		if a.Namespace == "" && a.Key == key {
+			return a.Val, true
+		}
+	}
+	return "", false
 }
 
 // refreshURL returns the target of a meta refresh content value such as
@@ -220,14 +289,12 @@ func refreshURL(content string) string {
 	return strings.TrimSpace(rest)
 }
 
-// srcsetRefs returns the URLs of a srcset attribute: comma-separated
-// candidates, each a URL followed by an optional descriptor.
+// srcsetRefs returns the URLs of a srcset attribute (see
+// canon.SrcsetURLs: a data: URL's comma does not split it).
 func srcsetRefs(v string) []string {
 	var out []string
-	for _, cand := range strings.Split(v, ",") {
-		if f := strings.Fields(cand); len(f) > 0 {
-			out = append(out, f[0])
-		}
+	for _, sp := range canon.SrcsetURLs(v) {
+		out = append(out, v[sp[0]:sp[1]])
 	}
 	return out
 }

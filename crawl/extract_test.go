@@ -202,6 +202,7 @@ func FuzzExtractFindsGoquerysLinks(f *testing.F) {
 	f.Add([]byte("<svg><stYle><A href=0>"))                  // markup, not raw text, in SVG
 	f.Add([]byte("<stYle/>url(0"))                           // a self-closing <style> is open in HTML
 	f.Add([]byte("<math><style/>url(0</math><image src=1>")) // but empty in MathML
+	f.Add([]byte("<mAth><mi><imAge srC=0>"))                 // <image> is an <img> at an integration point
 	base, _ := url.Parse("http://example.org/dir/page.html")
 	f.Fuzz(func(t *testing.T, body []byte) {
 		got := ExtractLinks(base, "text/html", body)
@@ -352,7 +353,10 @@ func TestExtractMatchesGoquery(t *testing.T) {
 		}
 	}
 	tricky := ExtractLinks(base, "text/html", docs["testdata/extract/tricky.html"])
-	for _, l := range []string{"http://example.org/image-is-img.png", "http://example.org/in-template", "http://example.org/svg-a",
+	if _, _, ok := tokenRefs(docs["testdata/extract/tricky.html"]); !ok {
+		t.Error("tricky.html is not read as tokens")
+	}
+	for _, l := range []string{"http://example.org/image-is-img.png", "http://example.org/in-template", "http://example.org/self-closed-style.png",
 		"http://example.org/base/after-base.html", "http://example.org/refreshed", "http://example.org/dup-attr.css"} {
 		if slices.Contains(tricky, l) != (l != "http://example.org/dup-attr.css") {
 			t.Errorf("tricky.html: %s found: %v", l, slices.Contains(tricky, l))
@@ -361,6 +365,16 @@ func TestExtractMatchesGoquery(t *testing.T) {
 	for _, l := range tricky {
 		if strings.Contains(l, "not-in") || strings.Contains(l, "second-base") {
 			t.Errorf("tricky.html: %s should not be a link", l)
+		}
+	}
+	if _, _, ok := tokenRefs(docs["testdata/extract/foreign.html"]); ok {
+		t.Error("foreign.html is read as tokens")
+	}
+	foreign := ExtractLinks(base, "text/html", docs["testdata/extract/foreign.html"])
+	for _, l := range []string{"svg-a", "svg-style.png", "image-after-svg.png", "cdata-style.png", "after-integration-point",
+		"math-style-markup", "mi-image.png", "mismatched-end", "font-breakout.png", "after-foreign"} {
+		if !slices.Contains(foreign, "http://example.org/"+l) {
+			t.Errorf("foreign.html: %s not found in %q", l, foreign)
 		}
 	}
 }

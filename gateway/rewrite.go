@@ -104,48 +104,16 @@ func (rw *Rewriter) CSS(css []byte) []byte {
 }
 
 // Srcset rewrites each candidate URL of an srcset attribute value, keeping
-// separators and descriptors.
+// separators and descriptors (canon.SrcsetURLs finds the URLs).
 func (rw *Rewriter) Srcset(v string) string {
 	var b strings.Builder
-	i := 0
-	for i < len(v) {
-		j := i
-		for j < len(v) && (isHTMLSpace(v[j]) || v[j] == ',') {
-			j++
-		}
-		b.WriteString(v[i:j])
-		i = j
-		if i >= len(v) {
-			break
-		}
-		for j < len(v) && !isHTMLSpace(v[j]) {
-			j++
-		}
-		u := v[i:j]
-		k := len(u)
-		for k > 0 && u[k-1] == ',' {
-			k--
-		}
-		b.WriteString(rw.URL(u[:k], ""))
-		b.WriteString(u[k:])
-		i = j
-		if k < len(u) {
-			continue // the commas ended this candidate
-		}
-		depth := 0
-		for ; j < len(v); j++ {
-			c := v[j]
-			if c == '(' {
-				depth++
-			} else if c == ')' && depth > 0 {
-				depth--
-			} else if c == ',' && depth == 0 {
-				break
-			}
-		}
-		b.WriteString(v[i:j])
-		i = j
+	last := 0
+	for _, sp := range canon.SrcsetURLs(v) {
+		b.WriteString(v[last:sp[0]])
+		b.WriteString(rw.URL(v[sp[0]:sp[1]], ""))
+		last = sp[1]
 	}
+	b.WriteString(v[last:])
 	return b.String()
 }
 

@@ -3,6 +3,7 @@ package canon
 import (
 	"errors"
 	"net/url"
+	"slices"
 	"testing"
 )
 
@@ -103,4 +104,29 @@ func FuzzCanonical(f *testing.F) {
 			t.Fatalf("not idempotent: %q -> %q -> %q", s, c, again)
 		}
 	})
+}
+
+func TestSrcsetURLs(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"a.png", []string{"a.png"}},
+		{" a.png 1x,b.png 2x , c.png", []string{"a.png", "b.png", "c.png"}},
+		{"a.png,b.png", []string{"a.png,b.png"}}, // no space: one URL, as browsers read it
+		{"a.png, b.png", []string{"a.png", "b.png"}},
+		{"a.png,, b.png", []string{"a.png", "b.png"}},
+		{"data:image/png;base64,iVBOR 1x, /b.png 2x", []string{"data:image/png;base64,iVBOR", "/b.png"}},
+		{"a.png (min-width: 1px, max-width: 2px) 1x, b.png", []string{"a.png", "b.png"}},
+		{"", nil},
+		{" , ,", nil},
+	} {
+		var got []string
+		for _, s := range SrcsetURLs(tc.in) {
+			got = append(got, tc.in[s[0]:s[1]])
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("SrcsetURLs(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
 }

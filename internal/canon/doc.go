@@ -8,5 +8,8 @@
 // of the same resource therefore hash to the same key, and Canonical is
 // idempotent: Canonical(Canonical(u)) == Canonical(u).
 //
+// SrcsetURLs finds the URLs of an srcset attribute for the crawler and the
+// gateway alike.
+//
 // Everything here is pure and safe for concurrent use.
 package canon

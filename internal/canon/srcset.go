@@ -1,0 +1,52 @@
+package canon
+
+// SrcsetURLs returns the byte spans [start, end) of the candidate URLs in
+// an srcset attribute value, parsed as the HTML standard parses it: a URL
+// runs to the next whitespace; commas that end it also end its candidate;
+// otherwise its descriptors run to the next comma outside parentheses.
+// So "data:image/png;base64,AAAA 1x, b.png 2x" has two URLs, the first of
+// them with its comma.
+func SrcsetURLs(v string) [][2]int {
+	var spans [][2]int
+	i := 0
+	for i < len(v) {
+		for i < len(v) && (isHTMLSpace(v[i]) || v[i] == ',') {
+			i++
+		}
+		if i >= len(v) {
+			break
+		}
+		j := i
+		for j < len(v) && !isHTMLSpace(v[j]) {
+			j++
+		}
+		k := j
+		for k > i && v[k-1] == ',' {
+			k--
+		}
+		if k > i {
+			spans = append(spans, [2]int{i, k})
+		}
+		i = j
+		if k < j {
+			continue // the commas ended this candidate
+		}
+		depth := 0
+		for ; i < len(v); i++ {
+			c := v[i]
+			if c == '(' {
+				depth++
+			} else if c == ')' && depth > 0 {
+				depth--
+			} else if c == ',' && depth == 0 {
+				break
+			}
+		}
+	}
+	return spans
+}
+
+// isHTMLSpace reports whether c is ASCII whitespace as HTML defines it.
+func isHTMLSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'
+}
