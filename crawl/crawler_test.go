@@ -415,6 +415,7 @@ func TestReadBody(t *testing.T) {
 		{name: "past the limit", body: "hello world", cl: 5, max: 8, want: "hello wor"},
 		{name: "unknown length", body: "abc", cl: -1, max: 10, want: "abc"},
 		{name: "unknown, over", body: "abcdefghijklm", cl: -1, max: 10, want: "abcdefghijk"},
+		{name: "announced over presize", body: "abc", cl: presize + 1, max: 2 * presize, want: "abc"}, // not allocated up front
 	} {
 		got, err := readBody(strings.NewReader(tc.body), tc.cl, tc.max)
 		if string(got) != tc.want || (err != nil) != tc.short || (tc.short && !errors.Is(err, io.ErrUnexpectedEOF)) {

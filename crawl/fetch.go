@@ -278,12 +278,17 @@ func newLinks(cur, prev []string) []string {
 	return out
 }
 
+// presize is the largest Content-Length readBody allocates for before the
+// bytes arrive: a server that announces MaxBody and trickles would
+// otherwise make every fetch in flight hold MaxBody.
+const presize = 1 << 20
+
 // readBody reads a response body of at most max bytes (one more tells the
-// caller it was over). With a Content-Length of at most max it reads into
-// one buffer of that size instead of growing one as io.ReadAll does; a
-// body shorter than its Content-Length is io.ErrUnexpectedEOF.
+// caller it was over). With a Content-Length of at most max and presize it
+// reads into one buffer of that size instead of growing one as io.ReadAll
+// does; a body shorter than its Content-Length is io.ErrUnexpectedEOF.
 func readBody(r io.Reader, contentLength, max int64) ([]byte, error) {
-	if contentLength < 0 || contentLength > max {
+	if contentLength < 0 || contentLength > max || contentLength > presize {
 		return io.ReadAll(io.LimitReader(r, max+1))
 	}
 	body := make([]byte, contentLength)

@@ -148,13 +148,18 @@ var replayJS []byte
 // replayJSPath is where the gateway serves replayJS.
 const replayJSPath = "/static/replay.js"
 
-// replayJSTag is replayJS's ETag: the script changes only with the binary.
-var replayJSTag = fmt.Sprintf(`"%x"`, sha256.Sum256(replayJS))
+// replayJSHash identifies replayJS's content: its ETag, and the version
+// in the URL pages load it from, so that a browser that cached one
+// release's script for a day loads the next release's at once.
+var replayJSHash = fmt.Sprintf("%x", sha256.Sum256(replayJS))[:16]
+
+// replayJSTag is replayJS's ETag.
+var replayJSTag = `"` + replayJSHash + `"`
 
 // replayScriptTag returns the element that loads replayJS into a document
 // archived at url and replayed at ts (as the reader wrote it).
 func replayScriptTag(url, ts string) []byte {
-	return []byte(`<script src="` + replayJSPath + `" data-herod-url="` + html.EscapeString(url) +
+	return []byte(`<script src="` + replayJSPath + `?v=` + replayJSHash + `" data-herod-url="` + html.EscapeString(url) +
 		`" data-herod-ts="` + html.EscapeString(ts) + `"></script>`)
 }
 

@@ -28,7 +28,7 @@
   }
   window.__herodReplay = true;
   var origin = location.origin;
-  var webPath = /^\/web\/([0-9]{1,14})([a-z]{2}_)?\/(.*)$/;
+  var webPath = /^\/web\/([0-9]{1,17})([a-z]{2}_)?\/(.*)$/;
   var skip = /^\s*(javascript|data|mailto|tel|about|blob|sms|urn|vbscript):/i;
   var here = webPath.exec(location.pathname);
   var pageMod = here && here[2] ? here[2] : "";
@@ -66,7 +66,7 @@
       } else {
         // A root-relative URL ("/api") means the archived site's root.
         try {
-          target = new URL(u.pathname + u.search + u.hash, pageURL).href;
+          target = new URL(u.pathname + u.search + u.hash, archivedBase()).href;
         } catch (e) {
           return ref;
         }
@@ -75,26 +75,89 @@
     return origin + "/web/" + when + (mod || "") + "/" + target;
   }
 
+  // archivedBase returns the archived URL the document's relative URLs
+  // resolve against: its <base href>, which the server rewrote into the
+  // archive, or else the page's own.
+  function archivedBase() {
+    try {
+      var b = new URL(document.baseURI);
+      var m = b.origin === origin && webPath.exec(b.pathname);
+      if (m) {
+        return m[3] + b.search;
+      }
+    } catch (e) {
+      // fall through
+    }
+    return pageURL;
+  }
+
+  var space = /[ \t\n\r\f]/;
+
+  // archiveSrcset rewrites the URLs of an srcset value, split as HTML
+  // splits it (canon.SrcsetURLs on the server): a URL runs to whitespace,
+  // so a data: URL keeps its comma.
   function archiveSrcset(v) {
     if (v === null || v === undefined) {
       return v;
     }
-    return String(v).split(",").map(function (cand) {
-      var parts = cand.trim().split(/\s+/);
-      if (parts[0]) {
-        parts[0] = archiveURL(parts[0], "");
+    var s = String(v);
+    var out = "";
+    var i = 0;
+    while (i < s.length) {
+      var j = i;
+      while (j < s.length && (space.test(s.charAt(j)) || s.charAt(j) === ",")) {
+        j++;
       }
-      return parts.join(" ");
-    }).join(", ");
+      out += s.slice(i, j);
+      i = j;
+      if (i >= s.length) {
+        break;
+      }
+      while (j < s.length && !space.test(s.charAt(j))) {
+        j++;
+      }
+      var k = j;
+      while (k > i && s.charAt(k - 1) === ",") {
+        k--;
+      }
+      out += archiveURL(s.slice(i, k), "") + s.slice(k, j);
+      i = j;
+      if (k < j) {
+        continue; // the commas ended this candidate
+      }
+      var depth = 0;
+      for (; j < s.length; j++) {
+        var c = s.charAt(j);
+        if (c === "(") {
+          depth++;
+        } else if (c === ")" && depth > 0) {
+          depth--;
+        } else if (c === "," && depth === 0) {
+          break;
+        }
+      }
+      out += s.slice(i, j);
+      i = j;
+    }
+    return out;
   }
 
   var nativeFetch = window.fetch;
   if (typeof nativeFetch === "function") {
     window.fetch = function (input, init) {
-      if (typeof Request === "function" && input instanceof Request) {
-        input = new Request(archiveURL(input.url, "id_"), input);
-      } else if (input !== undefined && input !== null) {
-        input = archiveURL(String(input), "id_");
+      try {
+        if (typeof Request === "function" && input instanceof Request) {
+          // Only a request without a body is rebuilt (the gateway
+          // answers GET and HEAD only; rebuilding would consume a body).
+          var to = archiveURL(input.url, "id_");
+          if (to !== input.url && (input.method === "GET" || input.method === "HEAD")) {
+            input = new Request(to, input);
+          }
+        } else if (input !== undefined && input !== null) {
+          input = archiveURL(String(input), "id_");
+        }
+      } catch (e) {
+        return Promise.reject(e);
       }
       return nativeFetch.call(window, input, init);
     };

@@ -4,35 +4,82 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
-// TestReplayJS runs replay.js with node in a stand-in for a replayed page
-// (testdata/replayjs/harness.js) at /web/20140101000000mp_/ of
-// http://example.com/dir/page.html and checks the URL each script call
-// ends up requesting. It is skipped where node is not installed.
-func TestReplayJS(t *testing.T) {
+// jsCase is one call a page's script makes in TestReplayJS, and the URL it
+// must end up requesting.
+type jsCase struct {
+	Op   string `json:"op"`
+	Arg  string `json:"arg"`
+	Tag  string `json:"tag,omitempty"`
+	Name string `json:"name,omitempty"`
+	want string
+}
+
+// runHarness runs replay.js with node in testdata/replayjs/harness.js, a
+// stand-in for a page replayed at pageURL (the archived URL archived, at
+// timestamp ts, with document base baseURI or the page's), and returns the
+// URL each case requested.
+func runHarness(t *testing.T, node, pageURL, archived, ts, baseURI string, cases []jsCase) []string {
+	t.Helper()
+	in, err := json.Marshal(cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{filepath.Join("testdata", "replayjs", "harness.js"), "replay.js", pageURL, archived, ts}
+	if baseURI != "" {
+		args = append(args, baseURI)
+	}
+	cmd := exec.Command(node, args...)
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, stderr.Bytes())
+	}
+	var got []string
+	if err := json.Unmarshal(out, &got); err != nil || len(got) != len(cases) {
+		t.Fatalf("harness output %q: %v", out, err)
+	}
+	return got
+}
+
+// nodeWithFetch returns node's path if it is installed and has the fetch
+// API (Node 18 and later), or skips the test.
+func nodeWithFetch(t *testing.T) string {
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node not installed")
 	}
+	if err := exec.Command(node, "-e", "process.exit(typeof Request === 'function' ? 0 : 3)").Run(); err != nil {
+		t.Skipf("node without the fetch API: %v", err)
+	}
+	return node
+}
+
+// TestReplayJS runs replay.js with node in a stand-in for a replayed page
+// (testdata/replayjs/harness.js) at /web/20140101000000mp_/ of
+// http://example.com/dir/page.html and checks the URL each script call
+// ends up requesting; then on a page with a 17-digit timestamp, and on one
+// with an archived <base href>. It is skipped where node is not installed.
+func TestReplayJS(t *testing.T) {
+	node := nodeWithFetch(t)
 	const (
 		gw   = "http://gw.test"
 		at   = gw + "/web/20140101000000"
 		page = "http://example.com/dir/page.html"
 	)
-	cases := []struct {
-		Op   string `json:"op"`
-		Arg  string `json:"arg"`
-		Tag  string `json:"tag,omitempty"`
-		Name string `json:"name,omitempty"`
-		want string
-	}{
+	cases := []jsCase{
 		{Op: "fetch", Arg: "data.json", want: at + "id_/http://example.com/dir/data.json"},
 		{Op: "fetch", Arg: "/api/items?page=2#x", want: at + "id_/http://example.com/api/items?page=2#x"},
 		{Op: "fetch", Arg: "https://cdn.example/lib.js", want: at + "id_/https://cdn.example/lib.js"},
@@ -43,6 +90,7 @@ func TestReplayJS(t *testing.T) {
 		{Op: "fetch", Arg: "blob:http://gw.test/1234", want: "blob:http://gw.test/1234"},
 		{Op: "fetchRequest", Arg: "http://example.com/api", want: at + "id_/http://example.com/api"},
 		{Op: "fetchRequest", Arg: gw + "/api/status", want: at + "id_/http://example.com/api/status"},
+		{Op: "fetchPost", Arg: "http://example.com/api", want: "http://example.com/api"}, // a body is not rebuilt
 		{Op: "xhr", Arg: "/api", want: at + "id_/http://example.com/api"},
 		{Op: "xhr", Arg: "ftp://example.com/f", want: "ftp://example.com/f"},
 		{Op: "pushState", Arg: "?tab=2", want: at + "mp_/http://example.com/dir/page.html?tab=2"},
@@ -51,6 +99,7 @@ func TestReplayJS(t *testing.T) {
 		{Op: "prop", Tag: "img", Name: "src", Arg: "/i.png", want: at + "/http://example.com/i.png"},
 		{Op: "prop", Tag: "img", Name: "src", Arg: at + "/http://example.com/i.png", want: at + "/http://example.com/i.png"},
 		{Op: "prop", Tag: "img", Name: "srcset", Arg: "a.png 1x, /b.png 2x", want: at + "/http://example.com/dir/a.png 1x, " + at + "/http://example.com/b.png 2x"},
+		{Op: "prop", Tag: "img", Name: "srcset", Arg: "data:image/png;base64,iVBOR 1x,/b.png 2x", want: "data:image/png;base64,iVBOR 1x," + at + "/http://example.com/b.png 2x"},
 		{Op: "prop", Tag: "iframe", Name: "src", Arg: "f.html", want: at + "if_/http://example.com/dir/f.html"},
 		{Op: "prop", Tag: "video", Name: "src", Arg: "/v.webm", want: at + "/http://example.com/v.webm"},
 		{Op: "prop", Tag: "video", Name: "poster", Arg: "p.jpg", want: at + "/http://example.com/dir/p.jpg"},
@@ -64,33 +113,45 @@ func TestReplayJS(t *testing.T) {
 		{Op: "attr", Tag: "div", Name: "class", Arg: "/x", want: "/x"},
 		{Op: "attr", Tag: "source", Name: "srcset", Arg: "/s.webp", want: at + "/http://example.com/s.webp"},
 	}
-	in, err := json.Marshal(cases)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(node, filepath.Join("testdata", "replayjs", "harness.js"), "replay.js", at+"mp_/"+page, page, "20140101000000")
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node: %v\n%s", err, stderr.Bytes())
-	}
-	var got []string
-	if err := json.Unmarshal(out, &got); err != nil || len(got) != len(cases) {
-		t.Fatalf("harness output %q: %v", out, err)
-	}
-	for i, c := range cases {
-		if got[i] != c.want {
-			t.Errorf("%s %s %s %q:\n got %s\nwant %s", c.Op, c.Tag, c.Name, c.Arg, got[i], c.want)
+	check := func(name string, got []string, cases []jsCase) {
+		for i, c := range cases {
+			if got[i] != c.want {
+				t.Errorf("%s: %s %s %s %q:\n got %s\nwant %s", name, c.Op, c.Tag, c.Name, c.Arg, got[i], c.want)
+			}
 		}
 	}
+	check("page", runHarness(t, node, at+"mp_/"+page, page, "20140101000000", "", cases), cases)
+
+	// The gateway accepts up to 17 digits (milliseconds) and keeps them.
+	const at17 = gw + "/web/20140101000000123"
+	long := []jsCase{
+		{Op: "fetch", Arg: "rel.json", want: at17 + "id_/http://example.com/dir/rel.json"},
+		{Op: "pushState", Arg: "?tab=2", want: at17 + "/http://example.com/dir/page.html?tab=2"},
+		{Op: "prop", Tag: "img", Name: "src", Arg: at17 + "/http://example.com/i.png", want: at17 + "/http://example.com/i.png"},
+	}
+	check("17 digits", runHarness(t, node, at17+"/"+page, page, "20140101000000123", "", long), long)
+
+	// An archived <base href> (rewritten by the server) moves both
+	// relative and root-relative URLs to its site.
+	based := []jsCase{
+		{Op: "fetch", Arg: "/api", want: at + "id_/http://static.example.net/api"},
+		{Op: "fetch", Arg: "rel", want: at + "id_/http://static.example.net/app/rel"},
+	}
+	check("base", runHarness(t, node, at+"/"+page, page, "20140101000000", at+"/http://static.example.net/app/", based), based)
 }
 
-// browser returns the path of a headless Chromium or Chrome, or "".
+// browser returns the path of a headless Chromium or Chrome that answers
+// --version, or "".
 func browser() string {
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		err = exec.CommandContext(ctx, p, "--version").Run()
+		cancel()
+		if err == nil {
 			return p
 		}
 	}
@@ -101,7 +162,7 @@ func browser() string {
 // after load, each with a URL the server-side rewriting cannot see.
 const appPage = `<!DOCTYPE html><html><head><title>app</title><script>
 document.addEventListener("DOMContentLoaded", function () {
-  fetch("/api/data.json").then(function (r) { return r.text(); }).then(function (t) {
+  fetch("http://example.com/api/data.json").then(function (r) { return r.text(); }).then(function (t) {
     document.getElementById("fetch").textContent = "fetch:" + t;
   }, function (e) { document.getElementById("fetch").textContent = "fetch failed"; });
   var x = new XMLHttpRequest();
@@ -127,8 +188,8 @@ const pixel = "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x
 
 // TestReplayJSInBrowser replays appPage in headless Chromium over a real
 // gateway and checks that what its scripts asked for came from the
-// archive: the fetch of a root-relative URL, an XHR to an absolute URL
-// (which the Content-Security-Policy would block), an image whose src a
+// archive: a fetch and an XHR of absolute URLs (which the
+// Content-Security-Policy would block), an image whose src a
 // script set, a pushState that keeps the address inside the archive, and
 // an image in markup a script wrote (no script rewrites it: the gateway
 // redirects its root-relative URL by the Referer).
@@ -143,12 +204,20 @@ func TestReplayJSInBrowser(t *testing.T) {
 	f.add(t, "http://example.com/api/data.json", "20210615000001", 200, "application/json", `"DATA"`)
 	f.add(t, "https://example.com/xhr.txt", "20210615000002", 200, "text/plain", "XHR")
 	f.add(t, "http://example.com/pixel.png", "20210615000003", 200, "image/png", pixel)
-	srv := httptest.NewServer(newServer(t, f))
+	gw := newServer(t, f)
+	var mu sync.Mutex
+	var requested []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		requested = append(requested, r.URL.RequestURI())
+		mu.Unlock()
+		gw.ServeHTTP(w, r)
+	}))
 	defer srv.Close()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-dev-shm-usage",
 		"--user-data-dir="+t.TempDir(), "--virtual-time-budget=10000", "--dump-dom",
 		srv.URL+"/web/20210615000000/http://example.com/app.html")
 	var stderr bytes.Buffer
@@ -166,6 +235,19 @@ func TestReplayJSInBrowser(t *testing.T) {
 	} {
 		if !strings.Contains(string(dom), want) {
 			t.Errorf("replayed page lacks %s\n%s", want, dom)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, want := range []string{
+		"/static/replay.js?v=" + replayJSHash,
+		"/web/20210615000000id_/http://example.com/api/data.json", // fetch: the archived bytes
+		"/web/20210615000000id_/https://example.com/xhr.txt",
+		"/web/20210615000000/http://example.com/pixel.png", // the image a script set
+		"/pixel.png", // the image in written markup, redirected by its Referer
+	} {
+		if !slices.Contains(requested, want) {
+			t.Errorf("the browser did not request %s; it requested %q", want, requested)
 		}
 	}
 }

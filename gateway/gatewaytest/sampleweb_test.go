@@ -129,7 +129,7 @@ func TestSampleWebReplay(t *testing.T) {
 			if n.Type != xhtml.ElementNode || n.Data == "base" {
 				continue
 			}
-			if n.Data == "script" && len(n.Attr) == 3 && n.Attr[0].Val == "/static/replay.js" {
+			if n.Data == "script" && len(n.Attr) == 3 && strings.HasPrefix(n.Attr[0].Val, "/static/replay.js?v=") {
 				// The gateway's replay script, not a page reference.
 				if n.Attr[1].Key != "data-herod-url" || n.Attr[1].Val != p || n.Attr[2].Val != ts {
 					t.Errorf("%s: replay script %v", p, n.Attr)

@@ -2,7 +2,7 @@
 // reports what the page's scripts would have asked for. TestReplayJS runs
 // it with node:
 //
-//   node harness.js replay.js <gateway page URL> <data-herod-url> <data-herod-ts>
+//   node harness.js replay.js <gateway page URL> <data-herod-url> <data-herod-ts> [<document base URL>]
 //
 // and writes a JSON array of cases to its stdin, each {op, arg, tag, name};
 // it prints the JSON array of the URLs each case produced. The stand-in
@@ -14,7 +14,7 @@
 const fs = require("fs");
 const vm = require("vm");
 
-const [shimPath, pageURL, archivedURL, ts] = process.argv.slice(2);
+const [shimPath, pageURL, archivedURL, ts, baseURI] = process.argv.slice(2);
 const seen = [];
 
 class Element {
@@ -64,7 +64,7 @@ const location = new URL(pageURL);
 const win = {
   location,
   document: {
-    baseURI: location.href,
+    baseURI: baseURI || location.href,
     currentScript: { getAttribute: (n) => ({ "data-herod-url": archivedURL, "data-herod-ts": ts })[n] },
   },
   history: {
@@ -91,6 +91,7 @@ for (const c of cases) {
   switch (c.op) {
     case "fetch": win.fetch(c.arg); break;
     case "fetchRequest": win.fetch(new Request(c.arg)); break;
+    case "fetchPost": win.fetch(new Request(c.arg, { method: "POST", body: "x" })); break;
     case "xhr": new win.XMLHttpRequest().open("GET", c.arg); break;
     case "pushState": win.history.pushState(null, "", c.arg); break;
     case "replaceState": win.history.replaceState(null, "", c.arg); break;
