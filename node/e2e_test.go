@@ -25,25 +25,7 @@ func TestEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
-	web := sampleweb.New(sampleweb.Config{Hosts: 3, Pages: 600})
-	if err := web.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
-
-	lr, err := StartLocalRing(ctx, t.TempDir(), 3, Config{
-		VirtualServers:    4,
-		StabilizeInterval: 100 * time.Millisecond,
-		FlushInterval:     20 * time.Millisecond,
-		Crawl:             crawl.Config{HostRate: 2000, Concurrency: 16},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lr.Close()
-	if err := lr.WaitStable(ctx); err != nil {
-		t.Fatal(err)
-	}
+	web, lr := startWebAndRing(ctx, t, 3, sampleweb.Config{Hosts: 3, Pages: 600})
 
 	start := time.Now()
 	if err := lr.Nodes[0].Seed(ctx, web.Seeds()); err != nil {
@@ -257,4 +239,31 @@ func between(s, start, end string) string {
 		return ""
 	}
 	return s[:j]
+}
+
+// startWebAndRing serves a sample web described by webCfg and starts a
+// stable local ring of n nodes configured for quick tests (4 virtual
+// servers each, 100 ms stabilization, 20 ms link flushes, a host rate that
+// does not slow the crawl); both stop when the test ends.
+func startWebAndRing(ctx context.Context, t *testing.T, n int, webCfg sampleweb.Config) (*sampleweb.Web, *LocalRing) {
+	t.Helper()
+	web := sampleweb.New(webCfg)
+	if err := web.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { web.Close() })
+	lr, err := StartLocalRing(ctx, t.TempDir(), n, Config{
+		VirtualServers:    4,
+		StabilizeInterval: 100 * time.Millisecond,
+		FlushInterval:     20 * time.Millisecond,
+		Crawl:             crawl.Config{HostRate: 2000, Concurrency: 16},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lr.Close() })
+	if err := lr.WaitStable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return web, lr
 }

@@ -22,7 +22,6 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/herod-archive/herod/archive"
-	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/sampleweb"
 	"github.com/herod-archive/herod/ring"
@@ -38,24 +37,7 @@ func TestRingQueryExport(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	web := sampleweb.New(sampleweb.Config{Hosts: 2, Pages: 120})
-	if err := web.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
-	lr, err := StartLocalRing(ctx, t.TempDir(), 3, Config{
-		VirtualServers:    4,
-		StabilizeInterval: 100 * time.Millisecond,
-		FlushInterval:     20 * time.Millisecond,
-		Crawl:             crawl.Config{HostRate: 2000, Concurrency: 16},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lr.Close()
-	if err := lr.WaitStable(ctx); err != nil {
-		t.Fatal(err)
-	}
+	web, lr := startWebAndRing(ctx, t, 3, sampleweb.Config{Hosts: 2, Pages: 120})
 	if err := lr.Nodes[0].Seed(ctx, web.Seeds()); err != nil {
 		t.Fatal(err)
 	}

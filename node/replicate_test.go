@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
-	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/sampleweb"
 	"github.com/herod-archive/herod/replicate"
@@ -29,26 +28,9 @@ func TestReplicationSurvivesTwoAdjacentFailures(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	web := sampleweb.New(sampleweb.Config{Hosts: 3, Pages: 120})
-	if err := web.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
-	lr, err := StartLocalRing(ctx, t.TempDir(), 5, Config{
-		VirtualServers:    4,
-		StabilizeInterval: 100 * time.Millisecond,
-		FlushInterval:     20 * time.Millisecond,
-		Crawl:             crawl.Config{HostRate: 2000, Concurrency: 16},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lr.Close()
+	web, lr := startWebAndRing(ctx, t, 5, sampleweb.Config{Hosts: 3, Pages: 120})
 	for _, n := range lr.Nodes {
 		n.SetReplicationInterval(200 * time.Millisecond)
-	}
-	if err := lr.WaitStable(ctx); err != nil {
-		t.Fatal(err)
 	}
 	start := time.Now()
 	if err := lr.Nodes[0].Seed(ctx, web.Seeds()); err != nil {
