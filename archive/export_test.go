@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/klauspost/compress/gzip"
+
+	"github.com/herod-archive/herod/internal/warciotest"
 )
 
 const day = 24 * time.Hour
@@ -182,25 +183,7 @@ func TestSurt(t *testing.T) {
 // digest, and its own CDXJ indexer must produce the index Export wrote.
 // It skips only when node or npm is missing (or HEROD_SKIP_NODE is set).
 func TestExportWarcio(t *testing.T) {
-	if os.Getenv("HEROD_SKIP_NODE") != "" {
-		t.Skip("HEROD_SKIP_NODE set")
-	}
-	node, err1 := exec.LookPath("node")
-	npm, err2 := exec.LookPath("npm")
-	if err1 != nil || err2 != nil {
-		t.Skip("node/npm not installed: cannot validate exports with warcio.js")
-	}
-	script, err := filepath.Abs(filepath.Join("..", "scripts", "archive"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(script, "node_modules", "warcio", "package.json")); err != nil {
-		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
-		cmd.Dir = script
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci in %s (needs the npm registry once): %v\n%s", script, err, out)
-		}
-	}
+	warcio := warciotest.Setup(t)
 	s := exportStore(t)
 	dir := t.TempDir()
 	warcPath := filepath.Join(dir, "export.warc.gz")
@@ -211,29 +194,12 @@ func TestExportWarcio(t *testing.T) {
 	}
 	must(t, os.WriteFile(warcPath, warc.Bytes(), 0o644))
 
-	cmd := exec.Command(node, filepath.Join(script, "validate.mjs"), warcPath)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("warcio validation failed: %v\n%s", err, out)
-	}
-	var sum struct {
-		Records, Responses, Revisits int
-		URIs                         []string `json:"uris"`
-		Errors                       []string
-	}
-	if err := json.Unmarshal(out, &sum); err != nil {
-		t.Fatalf("validator output %q: %v", out, err)
-	}
+	sum := warcio.Validate(t, warcPath)
 	if sum.Responses != st.Responses || sum.Revisits != st.Revisits || len(sum.URIs) != 12 || len(sum.Errors) != 0 {
 		t.Fatalf("warcio saw %+v, export wrote %+v", sum, st)
 	}
 
-	cmd = exec.Command(node, filepath.Join(script, "node_modules", "warcio", "dist", "cli.js"), "cdx-index", "export.warc.gz")
-	cmd.Dir = dir
-	theirs, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("warcio cdx-index: %v", err)
-	}
+	theirs := warcio.CDXIndex(t, dir, "export.warc.gz")
 	if a, b := normCDXJ(t, theirs), normCDXJ(t, cdxj.Bytes()); !slices.Equal(a, b) {
 		t.Fatalf("CDXJ differs from warcio's:\nwarcio: %s\nherod:  %s", strings.Join(a, "\n        "), strings.Join(b, "\n        "))
 	}

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,6 +23,7 @@ import (
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/sampleweb"
+	"github.com/herod-archive/herod/internal/warciotest"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -361,44 +361,16 @@ func digestOf(v string) (string, error) {
 	return fmt.Sprintf("%x", b), nil
 }
 
-// validateWarcio checks an export with warcio.js through the archive's
-// scripts/archive/validate.mjs, as archive's TestExportWarcio does. It
-// skips only when node or npm is missing (or HEROD_SKIP_NODE is set).
+// validateWarcio checks an export with warcio.js (internal/warciotest),
+// as archive's TestExportWarcio does: it must hold records records,
+// revisits of them revisit records, and no error.
 func validateWarcio(t *testing.T, data []byte, records, revisits int) {
-	if os.Getenv("HEROD_SKIP_NODE") != "" {
-		t.Skip("HEROD_SKIP_NODE set")
-	}
-	nodeBin, err1 := exec.LookPath("node")
-	npm, err2 := exec.LookPath("npm")
-	if err1 != nil || err2 != nil {
-		t.Skip("node/npm not installed: cannot validate exports with warcio.js")
-	}
-	script, err := filepath.Abs(filepath.Join("..", "scripts", "archive"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(script, "node_modules", "warcio", "package.json")); err != nil {
-		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
-		cmd.Dir = script
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci in %s (needs the npm registry once): %v\n%s", script, err, out)
-		}
-	}
+	warcio := warciotest.Setup(t)
 	path := filepath.Join(t.TempDir(), "ring.warc.gz")
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(nodeBin, filepath.Join(script, "validate.mjs"), path).Output()
-	if err != nil {
-		t.Fatalf("warcio validation failed: %v\n%s", err, out)
-	}
-	var sum struct {
-		Records, Responses, Revisits int
-		Errors                       []string
-	}
-	if err := json.Unmarshal(out, &sum); err != nil {
-		t.Fatalf("validator output %q: %v", out, err)
-	}
+	sum := warcio.Validate(t, path)
 	if sum.Records != records || sum.Responses != records-revisits || sum.Revisits != revisits || len(sum.Errors) != 0 {
 		t.Fatalf("warcio saw %+v, want %d records, %d of them revisits", sum, records, revisits)
 	}
