@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -12,7 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/herod-archive/herod/internal/browsertest"
 )
 
 // jsCase is one call a page's script makes in TestReplayJS, and the URL it
@@ -140,24 +140,6 @@ func TestReplayJS(t *testing.T) {
 	check("base", runHarness(t, node, at+"/"+page, page, "20140101000000", at+"/http://static.example.net/app/", based), based)
 }
 
-// browser returns the path of a headless Chromium or Chrome that answers
-// --version, or "".
-func browser() string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		p, err := exec.LookPath(name)
-		if err != nil {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		err = exec.CommandContext(ctx, p, "--version").Run()
-		cancel()
-		if err == nil {
-			return p
-		}
-	}
-	return ""
-}
-
 // appPage is an archived page whose scripts fetch, XHR and add an image
 // after load, each with a URL the server-side rewriting cannot see.
 const appPage = `<!DOCTYPE html><html><head><title>app</title><script>
@@ -195,10 +177,7 @@ const pixel = "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x
 // redirects its root-relative URL by the Referer).
 // It is skipped where no Chromium is installed.
 func TestReplayJSInBrowser(t *testing.T) {
-	bin := browser()
-	if bin == "" {
-		t.Skip("no chromium installed")
-	}
+	browser := browsertest.Find(t)
 	f := newFake()
 	f.add(t, "http://example.com/app.html", "20210615000000", 200, "text/html; charset=utf-8", appPage)
 	f.add(t, "http://example.com/api/data.json", "20210615000001", 200, "application/json", `"DATA"`)
@@ -215,16 +194,9 @@ func TestReplayJSInBrowser(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-dev-shm-usage",
-		"--user-data-dir="+t.TempDir(), "--virtual-time-budget=10000", "--dump-dom",
-		srv.URL+"/web/20210615000000/http://example.com/app.html")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	dom, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", bin, err, stderr.Bytes())
+	dom, console := browser.Load(t, srv.URL+"/web/20210615000000/http://example.com/app.html")
+	if len(console) != 0 {
+		t.Errorf("console: %q", console) // CSP refusals, uncaught errors
 	}
 	for _, want := range []string{
 		`<p id="fetch">fetch:"DATA"</p>`,
@@ -233,7 +205,7 @@ func TestReplayJSInBrowser(t *testing.T) {
 		`<p id="loc">loc:/web/20210615000000/http://example.com/app.html?tab=2</p>`,
 		`<p id="inner-out">inner:1</p>`, // markup a script wrote: the gateway follows the Referer
 	} {
-		if !strings.Contains(string(dom), want) {
+		if !strings.Contains(dom, want) {
 			t.Errorf("replayed page lacks %s\n%s", want, dom)
 		}
 	}

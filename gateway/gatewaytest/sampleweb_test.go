@@ -8,11 +8,13 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/browsertest"
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/sampleweb"
 	xhtml "golang.org/x/net/html"
@@ -30,39 +32,7 @@ func TestSampleWebReplay(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	web := sampleweb.New(sampleweb.Config{Pages: 120, MaxRequests: -1})
-	if err := web.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
-
-	m := NewMem()
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	day0 := time.Date(2024, 1, 1, 6, 0, 0, 0, time.UTC)
-	var pages, sheets []string
-	for _, u := range web.Reachable(0) {
-		resp, err := client.Get(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := m.Add(ctx, &archive.Capture{URL: u, Time: day0, Status: resp.StatusCode, Header: resp.Header, Body: body}); err != nil {
-			t.Fatal(err)
-		}
-		switch ct := resp.Header.Get("Content-Type"); {
-		case resp.StatusCode == 200 && strings.HasPrefix(ct, "text/html"):
-			pages = append(pages, u)
-		case resp.StatusCode == 200 && strings.HasPrefix(ct, "text/css"):
-			sheets = append(sheets, u)
-		}
-	}
-	if len(pages) < 100 || len(sheets) == 0 {
-		t.Fatalf("only %d pages and %d stylesheets archived", len(pages), len(sheets))
-	}
+	web, m, pages, sheets := archiveDay0(ctx, t)
 	gw, err := gateway.New(gateway.Config{Archive: m})
 	if err != nil {
 		t.Fatal(err)
@@ -170,4 +140,101 @@ func TestSampleWebReplay(t *testing.T) {
 	if embedded == 0 {
 		t.Error("no embedded object checked")
 	}
+}
+
+// archiveDay0 serves a sample web of 120 pages and archives day 0 of it
+// (fetched over loopback, without a crawler) in a Mem, at 2024-01-01
+// 06:00 UTC; it returns the web (closed when the test ends), the archive,
+// and the URLs of the HTML pages and stylesheets it holds.
+func archiveDay0(ctx context.Context, t *testing.T) (web *sampleweb.Web, m *Mem, pages, sheets []string) {
+	t.Helper()
+	web = sampleweb.New(sampleweb.Config{Pages: 120, MaxRequests: -1})
+	if err := web.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { web.Close() })
+	m = NewMem()
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	day0 := time.Date(2024, 1, 1, 6, 0, 0, 0, time.UTC)
+	for _, u := range web.Reachable(0) {
+		resp, err := client.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Add(ctx, &archive.Capture{URL: u, Time: day0, Status: resp.StatusCode, Header: resp.Header, Body: body}); err != nil {
+			t.Fatal(err)
+		}
+		switch ct := resp.Header.Get("Content-Type"); {
+		case resp.StatusCode == 200 && strings.HasPrefix(ct, "text/html"):
+			pages = append(pages, u)
+		case resp.StatusCode == 200 && strings.HasPrefix(ct, "text/css"):
+			sheets = append(sheets, u)
+		}
+	}
+	if len(pages) < 100 || len(sheets) == 0 {
+		t.Fatalf("only %d pages and %d stylesheets archived", len(pages), len(sheets))
+	}
+	return web, m, pages, sheets
+}
+
+// TestSampleWebInBrowser replays pages of the sample web's day 0 in
+// headless Chromium over a real gateway and checks what a reader's
+// browser does with them: no Content-Security-Policy refusal (nothing
+// tried to reach the live web) and no script error (the replay script
+// included) on any page, and every request the browser made stayed in the
+// archive and was answered. It is skipped where no Chromium is installed.
+func TestSampleWebInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a browser")
+	}
+	browser := browsertest.Find(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, m, pages, _ := archiveDay0(ctx, t)
+	gw, err := gateway.New(gateway.Config{Archive: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	failed := map[string]int{}
+	requests := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		gw.ServeHTTP(rec, r)
+		mu.Lock()
+		requests++
+		// The browser asks for /favicon.ico on its own; the Referer
+		// sends it to the archived site, which has none.
+		if rec.Code >= 400 && !strings.HasSuffix(r.URL.Path, "/favicon.ico") {
+			failed[r.URL.RequestURI()] = rec.Code
+		}
+		mu.Unlock()
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes())
+	}))
+	defer srv.Close()
+	// Every tenth page: each section and both kinds of page, in ~5 s.
+	for i := 0; i < len(pages); i += 10 {
+		dom, console := browser.Load(t, srv.URL+"/web/20240102/"+pages[i])
+		if len(console) != 0 {
+			t.Errorf("%s: console %q", pages[i], console)
+		}
+		if !strings.Contains(dom, `id="herod-banner"`) {
+			t.Errorf("%s: no banner in the DOM", pages[i])
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(failed) != 0 {
+		t.Errorf("%d of %d requests failed: %v", len(failed), requests, failed)
+	}
+	t.Logf("%d pages, %d requests", (len(pages)+9)/10, requests)
 }

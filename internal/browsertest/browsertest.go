@@ -1,0 +1,62 @@
+package browsertest
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"regexp"
+	"testing"
+	"time"
+)
+
+// Browser is a headless Chromium or Chrome.
+type Browser struct {
+	path string
+}
+
+// Find returns the first of chromium, chromium-browser, google-chrome and
+// google-chrome-stable that answers --version, or skips t.
+func Find(t testing.TB) *Browser {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		err = exec.CommandContext(ctx, p, "--version").Run()
+		cancel()
+		if err == nil {
+			return &Browser{path: p}
+		}
+	}
+	t.Skip("no headless Chromium or Chrome installed")
+	return nil
+}
+
+// console matches Chromium's log lines for console messages, uncaught
+// exceptions and CSP refusals: [pid:tid:date:INFO:CONSOLE:line] "message", source: url (line).
+var console = regexp.MustCompile(`:CONSOLE[^\]]*\] "(.*)", source: `)
+
+// Load opens url with a fresh profile, lets its scripts run for up to 10 s
+// of virtual time, and returns the serialized DOM and the console
+// messages (errors, CSP refusals and logs alike). A browser that fails
+// fails t.
+func (b *Browser) Load(t testing.TB, url string) (dom string, messages []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, b.path, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+		"--disable-dev-shm-usage", "--user-data-dir="+t.TempDir(), "--enable-logging=stderr", "--v=0",
+		"--virtual-time-budget=10000", "--dump-dom", url)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", b.path, url, err, stderr.Bytes())
+	}
+	for _, m := range console.FindAllSubmatch(stderr.Bytes(), -1) {
+		messages = append(messages, string(m[1]))
+	}
+	return string(out), messages
+}
