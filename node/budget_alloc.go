@@ -87,8 +87,9 @@ func newSlotAllocator(clock func() time.Time) *slotAllocator {
 // next one. A peer that asks again and again cannot fill a host's
 // schedule and lock the other nodes out of the host; slots it already
 // holds are honoured, and it gets no more until it is under its share
-// again. who is the requester's peer id; requests with the same who share
-// one share.
+// again. who names the requester (requester: a remote node's IP address,
+// so identities run from one machine count as one; this node's peer id
+// for itself); requests with the same who share one share.
 //
 // A changed interval (a Crawl-delay became known or went away) starts a
 // new grid one new interval after the last granted slot.

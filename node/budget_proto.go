@@ -5,10 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/protocol"
+	ma "github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
 
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/wire"
@@ -162,11 +165,27 @@ func (p *politeness) handleBudget(s network.Stream) {
 		s.Reset()
 		return
 	}
-	_ = wire.WriteJSON(s, p.answerBudget(req, s.Conn().RemotePeer().String()))
+	_ = wire.WriteJSON(s, p.answerBudget(req, requester(s.Conn().RemoteMultiaddr(), s.Conn().RemotePeer().String())))
 }
 
-// answerBudget is handleBudget's decision for a request from peer from,
-// apart from the stream.
+// requester names whom a lease request from a peer at addr counts
+// against in a host's fair share: the peer's IP address (its /64 for
+// IPv6), so that the identities one machine runs share one share — ids
+// derive from ip:port, and a machine can open many ports; the peer id when
+// the address has no IP (a relayed connection).
+func requester(addr ma.Multiaddr, peer string) string {
+	ip, err := manet.ToIP(addr)
+	if err != nil {
+		return peer
+	}
+	if v4 := ip.To4(); v4 != nil {
+		return "ip:" + v4.String()
+	}
+	return "ip6:" + ip.Mask(net.CIDRMask(64, 128)).String()
+}
+
+// answerBudget is handleBudget's decision for a request from from (see
+// requester), apart from the stream.
 func (p *politeness) answerBudget(req budgetRequest, from string) budgetReply {
 	if err := req.validate(); err != nil {
 		p.c.badPeers.Add(1)

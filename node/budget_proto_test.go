@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	ma "github.com/multiformats/go-multiaddr"
+
 	"github.com/herod-archive/herod/internal/wire"
 )
 
@@ -95,4 +97,49 @@ func FuzzBudgetFrames(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRequesterGroupsByAddress checks whom lease requests count against:
+// identities at one IPv4 address (any port, TCP or QUIC) or in one IPv6
+// /64 are one requester; other addresses are others; a connection without
+// an IP counts by peer id.
+func TestRequesterGroupsByAddress(t *testing.T) {
+	who := func(addr string) string {
+		t.Helper()
+		a, err := ma.NewMultiaddr(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return requester(a, "peer-"+addr)
+	}
+	same := [][2]string{
+		{"/ip4/203.0.113.7/tcp/4001", "/ip4/203.0.113.7/tcp/4002"},
+		{"/ip4/203.0.113.7/tcp/4001", "/ip4/203.0.113.7/udp/4001/quic-v1"},
+		{"/ip6/2001:db8:1:2::1/tcp/1", "/ip6/2001:db8:1:2:ffff::9/tcp/2"},
+	}
+	for _, p := range same {
+		if a, b := who(p[0]), who(p[1]); a != b {
+			t.Errorf("%s and %s count apart: %q, %q", p[0], p[1], a, b)
+		}
+	}
+	differ := [][2]string{
+		{"/ip4/203.0.113.7/tcp/4001", "/ip4/203.0.113.8/tcp/4001"},
+		{"/ip6/2001:db8:1:2::1/tcp/1", "/ip6/2001:db8:1:3::1/tcp/1"},
+		{"/dns4/example.org/tcp/1", "/dns4/example.net/tcp/1"}, // no IP: by peer id
+	}
+	for _, p := range differ {
+		if a, b := who(p[0]), who(p[1]); a == b {
+			t.Errorf("%s and %s count as one: %q", p[0], p[1], a)
+		}
+	}
+	// Two identities at one address hold one share between them.
+	a := newSlotAllocator(func() time.Time { return time.Unix(1000, 0) })
+	x, y := who("/ip4/203.0.113.7/tcp/1"), who("/ip4/203.0.113.7/tcp/2")
+	first := a.allocate("h.example", x, maxLeaseSlots, time.Second, 0)
+	second := a.allocate("h.example", y, maxLeaseSlots, time.Second, 0)
+	other := a.allocate("h.example", who("/ip4/198.51.100.1/tcp/1"), maxLeaseSlots, time.Second, 0)
+	if len(first.Delays) == 0 || len(second.Delays) != 0 || len(other.Delays) == 0 {
+		t.Errorf("grants: first %d, second identity at the same address %d, another address %d",
+			len(first.Delays), len(second.Delays), len(other.Delays))
+	}
 }
