@@ -123,6 +123,7 @@ func htmlRefs(base *url.URL, body []byte) ([]string, *url.URL) {
 func tokenRefs(body []byte) (refs []string, baseHref *string, ok bool) {
 	z := html.NewTokenizer(bytes.NewReader(body))
 	inStyle := false
+	templates := 0 // open <template> elements: a <base> inside one is inert
 	for {
 		tt := z.Next()
 		wasStyle := inStyle
@@ -133,6 +134,10 @@ func tokenRefs(body []byte) (refs []string, baseHref *string, ok bool) {
 		case html.TextToken:
 			if wasStyle {
 				refs = cssRefs(z.Text(), refs)
+			}
+		case html.EndTagToken:
+			if name, _ := z.TagName(); string(name) == "template" && templates > 0 {
+				templates--
 			}
 		case html.StartTagToken, html.SelfClosingTagToken:
 			name, more := z.TagName()
@@ -146,6 +151,8 @@ func tokenRefs(body []byte) (refs []string, baseHref *string, ok bool) {
 				// "<style/>" opens a style element too: the slash means
 				// nothing on an HTML element.
 				inStyle = true
+			case "template":
+				templates++
 			}
 			keys := linkAttrs[tag]
 			var equiv, content string
@@ -160,7 +167,7 @@ func tokenRefs(body []byte) (refs []string, baseHref *string, ok bool) {
 					refs = append(refs, srcsetRefs(string(v))...)
 				case slices.Contains(keys, key):
 					refs = append(refs, string(v))
-				case tag == "base" && key == "href" && baseHref == nil:
+				case tag == "base" && key == "href" && baseHref == nil && templates == 0:
 					h := string(v)
 					baseHref = &h
 				case tag == "meta" && key == "http-equiv":
@@ -208,7 +215,7 @@ func treeRefs(base *url.URL, body []byte) ([]string, *url.URL) {
 		}
 		switch n.Data {
 		case "base":
-			if href, ok := attr(n, "href"); ok && !baseSet {
+			if href, ok := attr(n, "href"); ok && !baseSet && !inTemplate(n) {
 				baseSet = true
 				base = resolveBase(base, href)
 			}
@@ -242,6 +249,17 @@ func resolveBase(doc *url.URL, href string) *url.URL {
 		return doc
 	}
 	return bu
+}
+
+// inTemplate reports whether n is inside a <template>, whose contents are
+// not part of the document (a <base> there sets nothing).
+func inTemplate(n *html.Node) bool {
+	for p := n.Parent; p != nil; p = p.Parent {
+		if p.Type == html.ElementNode && p.Data == "template" {
+			return true
+		}
+	}
+	return false
 }
 
 // nextNode returns the node after n in document order, without recursion.

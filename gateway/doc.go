@@ -67,7 +67,9 @@
 //
 // # Invariants
 //
-//   - Everything the gateway renders itself is escaped by html/template.
+//   - Everything the gateway renders itself is escaped by html/template
+//     (the replay script's tag, built by hand, escapes its two attribute
+//     values with html.EscapeString).
 //   - Rewriting changes only the URLs it rewrites (and inserts the replay
 //     script and the banner); every other byte of an archived document is
 //     kept.

@@ -18,7 +18,8 @@ const maxNoscriptDepth = 2
 // <base href> (which also moves the base of later references). When script
 // is non-nil it is inserted before the first element that can run a script
 // (the first start tag other than html, head, meta, title, base, link and
-// style), or at the end when there is none. When banner is non-nil it is
+// style), or before the first </head>, </body> or </html> when that comes
+// first, or at the end when there is none of them. When banner is non-nil it is
 // inserted right after the <body> start tag (or, without one, before the
 // first element or text that belongs to the body). Every byte that is not
 // part of a rewritten attribute value is kept, so a document with nothing
@@ -38,13 +39,14 @@ func (rw *Rewriter) HTML(doc, script, banner []byte) []byte {
 }
 
 type htmlRewriter struct {
-	rw       *Rewriter
-	script   []byte
-	scripted bool // the script is written
-	banner   []byte
-	inserted bool // the banner is written (or must not be: frameset)
-	frameset bool
-	out      []byte
+	rw        *Rewriter
+	script    []byte
+	scripted  bool // the script is written
+	templates int  // open <template> elements: a <base> inside one is inert
+	banner    []byte
+	inserted  bool // the banner is written (or must not be: frameset)
+	frameset  bool
+	out       []byte
 }
 
 // headTags are elements that may come before the body without starting it.
@@ -92,6 +94,9 @@ func (h *htmlRewriter) run(doc []byte, depth int) {
 				}
 			}
 			h.out = append(h.out, h.tag(tag, b)...)
+			if tag == "template" {
+				h.templates++
+			}
 			if depth == 0 && tag == "body" && !h.inserted && h.banner != nil {
 				h.insertBanner()
 			}
@@ -113,6 +118,22 @@ func (h *htmlRewriter) run(doc []byte, depth int) {
 				}
 				h.out = append(h.out, b...)
 			}
+			raw = ""
+		case xhtml.EndTagToken:
+			name, _ := z.TagName()
+			if string(name) == "template" && h.templates > 0 {
+				h.templates--
+			}
+			if depth == 0 && !h.scripted && h.script != nil {
+				switch string(name) {
+				case "head", "body", "html":
+					// Nothing but head elements so far: the script goes
+					// inside the document, not after it.
+					h.out = append(h.out, h.script...)
+					h.scripted = true
+				}
+			}
+			h.out = append(h.out, b...)
 			raw = ""
 		default:
 			h.out = append(h.out, b...)
@@ -155,7 +176,7 @@ func (h *htmlRewriter) tag(name string, b []byte) []byte {
 		return "", false
 	}
 	rw := h.rw
-	if name == "base" {
+	if name == "base" && h.templates == 0 {
 		if v, ok := get("href"); ok {
 			rw.SetBase(v)
 		}

@@ -33,9 +33,13 @@
   var here = webPath.exec(location.pathname);
   var pageMod = here && here[2] ? here[2] : "";
 
+  var scheme = /^\s*[a-z][a-z0-9+.\-]*:/i;
+
   // archiveURL returns the gateway URL that replays ref, a URL the page's
   // script made, with modifier mod; ref itself when it is not an http(s)
-  // URL.
+  // URL. A relative URL resolves against the archived page (or its
+  // archived <base>), as the server resolves the page's own links: against
+  // the gateway's address, "../" would climb into "/web/<ts>/".
   function archiveURL(ref, mod) {
     if (ref === null || ref === undefined) {
       return ref;
@@ -46,8 +50,15 @@
     }
     var u;
     try {
-      // A scheme-relative URL ("//cdn/x") takes the archived page's scheme.
-      u = new URL(s, /^\s*\/\//.test(s) ? pageURL : document.baseURI);
+      if (scheme.test(s)) {
+        u = new URL(s);
+      } else if (/^\s*[\/\\]{2}/.test(s)) {
+        u = new URL(s, pageURL); // "//cdn/x" takes the archived page's scheme
+      } else if (/^\s*[\/\\]/.test(s)) {
+        u = new URL(s, origin); // "/x": an archive path or the site's root, below
+      } else {
+        u = new URL(s, archivedBase());
+      }
     } catch (e) {
       return ref;
     }
@@ -59,8 +70,8 @@
     if (u.origin === origin) {
       var m = webPath.exec(u.pathname);
       if (m) {
-        // Already in the archive (a relative URL resolves there): keep
-        // its target and timestamp, set the modifier.
+        // Already in the archive: keep its target and timestamp, set the
+        // modifier.
         when = m[1];
         target = m[3] + u.search + u.hash;
       } else {
@@ -125,14 +136,14 @@
       if (k < j) {
         continue; // the commas ended this candidate
       }
-      var depth = 0;
+      var inParens = false; // the standard's "in parens" state: no nesting
       for (; j < s.length; j++) {
         var c = s.charAt(j);
         if (c === "(") {
-          depth++;
-        } else if (c === ")" && depth > 0) {
-          depth--;
-        } else if (c === "," && depth === 0) {
+          inParens = true;
+        } else if (c === ")") {
+          inParens = false;
+        } else if (c === "," && !inParens) {
           break;
         }
       }

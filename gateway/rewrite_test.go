@@ -206,3 +206,18 @@ func TestRewriteLargeDocument(t *testing.T) {
 		t.Errorf("%d rewritten URLs, want %d", got, want)
 	}
 }
+
+// TestBaseInTemplateIsInert checks that a <base> inside a <template>,
+// which browsers ignore, does not move the base of later links.
+func TestBaseInTemplateIsInert(t *testing.T) {
+	rw, err := NewRewriter("http://example.com/dir/page.html", "2014")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(rw.HTML([]byte(`<template><base href="http://tpl.example/"></template><a href="r">r</a><base href="/b/"><a href="s">s</a>`), nil, nil))
+	for _, want := range []string{`<a href="/web/2014/http://example.com/dir/r">`, `<a href="/web/2014/http://example.com/b/s">`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("rewritten %s\nlacks %s", got, want)
+		}
+	}
+}

@@ -130,7 +130,7 @@ func TestReplayScript(t *testing.T) {
 	tag := string(replayScriptTag(page, "2021"))
 	for _, mod := range []string{"", "mp_", "if_"} {
 		body := get(t, s, "/web/2021"+mod+"/"+page).Body.String()
-		if strings.Count(body, "/static/replay.js") != 1 || !strings.Contains(body, tag+"<body>") {
+		if strings.Count(body, "/static/replay.js") != 1 || !strings.Contains(body, tag+"</head><body>") {
 			t.Errorf("mod %q: replay script missing or misplaced:\n%s", mod, body)
 		}
 	}

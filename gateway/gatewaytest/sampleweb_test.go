@@ -186,8 +186,9 @@ func archiveDay0(ctx context.Context, t *testing.T) (web *sampleweb.Web, m *Mem,
 // headless Chromium over a real gateway and checks what a reader's
 // browser does with them: no Content-Security-Policy refusal (nothing
 // tried to reach the live web) and no script error (the replay script
-// included) on any page, and every request the browser made stayed in the
-// archive and was answered. It is skipped where no Chromium is installed.
+// included) on any page, every request the browser made was for an
+// archive path (the server's rewriting reached every reference; none
+// needed the Referer redirect) and was answered. It is skipped where no Chromium is installed.
 func TestSampleWebInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a browser")
@@ -202,6 +203,7 @@ func TestSampleWebInBrowser(t *testing.T) {
 	}
 	var mu sync.Mutex
 	failed := map[string]int{}
+	var outside []string
 	requests := 0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := httptest.NewRecorder()
@@ -210,8 +212,14 @@ func TestSampleWebInBrowser(t *testing.T) {
 		requests++
 		// The browser asks for /favicon.ico on its own; the Referer
 		// sends it to the archived site, which has none.
-		if rec.Code >= 400 && !strings.HasSuffix(r.URL.Path, "/favicon.ico") {
+		favicon := strings.HasSuffix(r.URL.Path, "/favicon.ico")
+		if rec.Code >= 400 && !favicon {
 			failed[r.URL.RequestURI()] = rec.Code
+		}
+		// Everything the pages reference was rewritten on the server:
+		// nothing may need the Referer redirect.
+		if !strings.HasPrefix(r.URL.Path, "/web/") && r.URL.Path != "/static/replay.js" && !favicon {
+			outside = append(outside, r.URL.RequestURI())
 		}
 		mu.Unlock()
 		for k, v := range rec.Header() {
@@ -235,6 +243,9 @@ func TestSampleWebInBrowser(t *testing.T) {
 	defer mu.Unlock()
 	if len(failed) != 0 {
 		t.Errorf("%d of %d requests failed: %v", len(failed), requests, failed)
+	}
+	if len(outside) != 0 {
+		t.Errorf("%d of %d requests outside the archive's paths (not rewritten): %q", len(outside), requests, outside)
 	}
 	t.Logf("%d pages, %d requests", (len(pages)+9)/10, requests)
 }

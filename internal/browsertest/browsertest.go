@@ -3,6 +3,7 @@ package browsertest
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"regexp"
 	"testing"
@@ -30,13 +31,17 @@ func Find(t testing.TB) *Browser {
 			return &Browser{path: p}
 		}
 	}
-	t.Skip("no headless Chromium or Chrome installed")
+	if os.Getenv("HEROD_REQUIRE_BROWSER") != "" {
+		t.Fatal("HEROD_REQUIRE_BROWSER is set and no working headless Chromium or Chrome is installed")
+	}
+	t.Skip("no working headless Chromium or Chrome installed")
 	return nil
 }
 
-// console matches Chromium's log lines for console messages, uncaught
-// exceptions and CSP refusals: [pid:tid:date:INFO:CONSOLE:line] "message", source: url (line).
-var console = regexp.MustCompile(`:CONSOLE[^\]]*\] "(.*)", source: `)
+// console matches Chromium's log entries for console messages, uncaught
+// exceptions and CSP refusals, `[pid:tid:date:INFO:CONSOLE:line] "message",
+// source: url (line)`, messages of several lines included.
+var console = regexp.MustCompile(`(?s):CONSOLE[^\]]*\] "(.*?)", source: `)
 
 // Load opens url with a fresh profile, lets its scripts run for up to 10 s
 // of virtual time, and returns the serialized DOM and the console
@@ -49,6 +54,9 @@ func (b *Browser) Load(t testing.TB, url string) (dom string, messages []string)
 	cmd := exec.CommandContext(ctx, b.path, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
 		"--disable-dev-shm-usage", "--user-data-dir="+t.TempDir(), "--enable-logging=stderr", "--v=0",
 		"--virtual-time-budget=10000", "--dump-dom", url)
+	// Chromium's helper processes inherit the pipes; do not wait for them
+	// past the browser itself.
+	cmd.WaitDelay = 10 * time.Second
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -3,6 +3,6 @@
 // scripts for a bounded virtual time and returns the resulting DOM and the
 // console messages, CSP refusals included.
 //
-// Find skips the calling test where no working browser is installed. It is
-// for tests only.
+// Find skips the calling test where no working browser is installed, or
+// fails it when HEROD_REQUIRE_BROWSER is set. It is for tests only.
 package browsertest

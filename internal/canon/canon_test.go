@@ -118,6 +118,7 @@ func TestSrcsetURLs(t *testing.T) {
 		{"a.png,, b.png", []string{"a.png", "b.png"}},
 		{"data:image/png;base64,iVBOR 1x, /b.png 2x", []string{"data:image/png;base64,iVBOR", "/b.png"}},
 		{"a.png (min-width: 1px, max-width: 2px) 1x, b.png", []string{"a.png", "b.png"}},
+		{"a.png 1x((,), b.png 2x", []string{"a.png", "b.png"}}, // parentheses do not nest
 		{"", nil},
 		{" , ,", nil},
 	} {

@@ -3,7 +3,8 @@ package canon
 // SrcsetURLs returns the byte spans [start, end) of the candidate URLs in
 // an srcset attribute value, parsed as the HTML standard parses it: a URL
 // runs to the next whitespace; commas that end it also end its candidate;
-// otherwise its descriptors run to the next comma outside parentheses.
+// otherwise its descriptors run to the next comma outside parentheses
+// (which do not nest: the first ")" closes them).
 // So "data:image/png;base64,AAAA 1x, b.png 2x" has two URLs, the first of
 // them with its comma.
 func SrcsetURLs(v string) [][2]int {
@@ -31,15 +32,18 @@ func SrcsetURLs(v string) [][2]int {
 		if k < j {
 			continue // the commas ended this candidate
 		}
-		depth := 0
+		inParens := false // the standard's "in parens" state: no nesting
+	descriptors:
 		for ; i < len(v); i++ {
-			c := v[i]
-			if c == '(' {
-				depth++
-			} else if c == ')' && depth > 0 {
-				depth--
-			} else if c == ',' && depth == 0 {
-				break
+			switch v[i] {
+			case '(':
+				inParens = true
+			case ')':
+				inParens = false
+			case ',':
+				if !inParens {
+					break descriptors
+				}
 			}
 		}
 	}
