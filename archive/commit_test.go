@@ -318,10 +318,10 @@ func TestCommitWindow(t *testing.T) {
 	}
 }
 
-// TestPutHoldsCPUGateOnlyWhileComputing: a Put waits for a slot of
-// Options.CPU before hashing and compressing (and gives up, storing
-// nothing, when its context ends first), and gives the slot back before it
-// waits for its index group.
+// TestPutHoldsCPUGateOnlyWhileComputing: a Put waits for a worker of
+// Options.CPU to hash and compress (and gives up, storing nothing, when
+// its context ends first), and does not hold one while it waits for its
+// index group.
 func TestPutHoldsCPUGateOnlyWhileComputing(t *testing.T) {
 	gate := cpugate.New(1)
 	s, err := Open(t.TempDir(), Options{CommitWindow: time.Hour, CPU: gate})
@@ -331,8 +331,10 @@ func TestPutHoldsCPUGateOnlyWhileComputing(t *testing.T) {
 	defer s.Close()
 	ctx := context.Background()
 
-	if err := gate.Enter(ctx); err != nil {
-		t.Fatal(err)
+	held := make(chan struct{})
+	go gate.Do(ctx, func() { <-held })
+	for gate.Stats().Busy == 0 {
+		time.Sleep(time.Millisecond)
 	}
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	_, _, err = s.Put(short, capture("http://gate.example/a", t0, "a"))
@@ -343,7 +345,7 @@ func TestPutHoldsCPUGateOnlyWhileComputing(t *testing.T) {
 	if st := s.Stats(); st.Versions != 0 {
 		t.Fatalf("a Put that never got the gate stored %d versions", st.Versions)
 	}
-	gate.Leave()
+	close(held)
 
 	// A write under way keeps the group open, so the Put below waits for
 	// its group; meanwhile the gate is free.
@@ -357,12 +359,11 @@ func TestPutHoldsCPUGateOnlyWhileComputing(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	free, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err = gate.Enter(free)
+	err = gate.Do(free, func() {})
 	cancel()
 	if err != nil {
 		t.Fatalf("the gate stayed held while a Put waited for its index group: %v", err)
 	}
-	gate.Leave()
 	giveUp()
 	if err := <-done; err != nil {
 		t.Fatal(err)

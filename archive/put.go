@@ -84,11 +84,10 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 	}
 	t := c.Time.UTC().Round(0)
 	k := id.OfString(c.URL)
-	if err := s.cpu.Enter(ctx); err != nil {
+	var d id.ID
+	if err := s.cpu.Do(ctx, func() { d = id.Sum(c.Body) }); err != nil {
 		return Version{}, false, fmt.Errorf("archive put: %w", err)
 	}
-	d := id.Sum(c.Body)
-	s.cpu.Leave()
 	lk := &s.keyLocks[k[id.Size-1]]
 	lk.Lock()
 	defer lk.Unlock()
@@ -140,14 +139,18 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 }
 
 // write encodes c as the version file of e, claims its size from the
-// quota and writes it unsynced to tmp/ (see placeFile), holding the CPU
-// gate throughout; e.Seq is raised past the files of the same name already
+// quota and writes it unsynced to tmp/ (see placeFile), all of it on the
+// CPU gate; e.Seq is raised past the files of the same name already
 // there. It returns the file's size and its pending rename.
-func (s *Store) write(ctx context.Context, c *Capture, t time.Time, e *Entry) (int64, *pendingFile, error) {
-	if err := s.cpu.Enter(ctx); err != nil {
-		return 0, nil, err
+func (s *Store) write(ctx context.Context, c *Capture, t time.Time, e *Entry) (size int64, mv *pendingFile, err error) {
+	if gerr := s.cpu.Do(ctx, func() { size, mv, err = s.encodeAndPlace(c, t, e) }); gerr != nil {
+		return 0, nil, gerr
 	}
-	defer s.cpu.Leave()
+	return size, mv, err
+}
+
+// encodeAndPlace is write's work, on the gate.
+func (s *Store) encodeAndPlace(c *Capture, t time.Time, e *Entry) (int64, *pendingFile, error) {
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
 	defer bufPool.Put(buf)

@@ -50,10 +50,11 @@ type Options struct {
 	// way, so a lone writer never waits. Zero means DefaultCommitWindow;
 	// negative means never wait; with NoSync groups never wait.
 	CommitWindow time.Duration
-	// CPU, if set, is held by a Put while it hashes, compresses and
-	// writes its version file, and released before it waits for a lock or
-	// its index group, so that a crawler can leave a processor to its
-	// fetches (see package cpugate). Nil: no bound.
+	// CPU, if set, runs a Put's hashing, compressing and writing of its
+	// version file on the gate's low-priority workers; the Put waits for
+	// locks and its index group in its own goroutine, so that a crawler
+	// can leave a processor to its fetches (see package cpugate). Nil: all
+	// in the caller.
 	CPU *cpugate.Gate
 	// Logger receives the store's events; nil discards them.
 	Logger *slog.Logger

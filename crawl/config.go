@@ -115,11 +115,12 @@ type Config struct {
 	// follow redirects either: the crawler stores a redirect as a version
 	// and forwards its target as a link.
 	Client *http.Client
-	// CPU, if set, is held while the crawler computes on a fetched body
-	// (content sniffing, SHA-1, link extraction and scoping) and released
-	// before it stores, forwards or waits, so that the fetches keep a
-	// processor (see package cpugate). The node shares one gate between
-	// its crawler and its archive. Nil: no bound.
+	// CPU, if set, runs the crawler's computing on a fetched body
+	// (content sniffing, SHA-1, link extraction and scoping) on its
+	// low-priority workers; storing, forwarding and waiting stay in the
+	// fetch's goroutine, so that the fetches keep a processor and come
+	// first when they wake (see package cpugate). The node shares one gate
+	// between its crawler and its archive. Nil: all in the caller.
 	CPU *cpugate.Gate
 	// Clock tells the time. Default time.Now.
 	Clock func() time.Time

@@ -125,19 +125,20 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, release fun
 		return false // shutting down: the entry stays queued
 	}
 	defer c.bodies.Release(int64(len(body)))
-	if err := c.cfg.CPU.Enter(ctx); err != nil {
+	var digest id.ID
+	sniffed := false
+	if err := c.cfg.CPU.Do(ctx, func() {
+		if !redirect && ct == "" {
+			ct, sniffed = http.DetectContentType(body), true
+		}
+		digest = id.Sum(body)
+	}); err != nil {
 		return false
 	}
-	if !redirect && ct == "" {
-		ct = http.DetectContentType(body)
-		if !typeAllowed(ct, c.cfg.ContentTypes) {
-			c.cfg.CPU.Leave()
-			c.count(KindContentType, raw, fmt.Errorf("sniffed content type %q", ct))
-			return true
-		}
+	if sniffed && !typeAllowed(ct, c.cfg.ContentTypes) {
+		c.count(KindContentType, raw, fmt.Errorf("sniffed content type %q", ct))
+		return true
 	}
-	digest := id.Sum(body)
-	c.cfg.CPU.Leave()
 	next := archive.CrawlState{
 		ETag:         resp.Header.Get("ETag"),
 		LastModified: resp.Header.Get("Last-Modified"),
@@ -160,20 +161,20 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, release fun
 	// index group's sync, and the crawl's frontier need not. If Put then
 	// fails, the state keeps the old outlinks, so the next visit forwards
 	// the links again; their owners' seen tests absorb the repeat.
-	if err := c.cfg.CPU.Enter(ctx); err != nil {
+	var links, fresh []string
+	if err := c.cfg.CPU.Do(ctx, func() {
+		if redirect {
+			if loc := resp.Header.Get("Location"); loc != "" {
+				links = ExtractLocation(u, loc)
+			}
+		} else {
+			links = ExtractLinks(u, ct, body)
+		}
+		links = c.inScope(links)
+		fresh = newLinks(links, st.Outlinks)
+	}); err != nil {
 		return false
 	}
-	var links []string
-	if redirect {
-		if loc := resp.Header.Get("Location"); loc != "" {
-			links = ExtractLocation(u, loc)
-		}
-	} else {
-		links = ExtractLinks(u, ct, body)
-	}
-	links = c.inScope(links)
-	fresh := newLinks(links, st.Outlinks)
-	c.cfg.CPU.Leave()
 	var fwdErr error
 	if len(fresh) > 0 {
 		if fwdErr = c.f.Forward(ctx, fresh); fwdErr != nil && ctx.Err() != nil {

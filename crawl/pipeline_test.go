@@ -148,9 +148,9 @@ func TestProcessingBoundedByBodyBytes(t *testing.T) {
 }
 
 // TestCrawlerSharesCPUGateWithArchive: the crawler computes on a page only
-// with a slot of Config.CPU, and gives it back before it stores the page,
-// so a crawler and an archive sharing a one-slot gate (as a node's do)
-// crawl a site to the end.
+// on a worker of Config.CPU, and not while it stores the page, so a
+// crawler and an archive sharing a one-worker gate (as a node's do) crawl
+// a site to the end.
 func TestCrawlerSharesCPUGateWithArchive(t *testing.T) {
 	s := newSite(t, map[string]string{
 		"/":  links(nil, "/a", "/b"),
@@ -171,9 +171,7 @@ func TestCrawlerSharesCPUGateWithArchive(t *testing.T) {
 	// With the slot held elsewhere the first page is fetched but neither
 	// parsed nor stored.
 	ctx := context.Background()
-	if err := gate.Enter(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release := holdGate(gate)
 	if err := c.Add(ctx, []string{s.url("/")}); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +186,7 @@ func TestCrawlerSharesCPUGateWithArchive(t *testing.T) {
 	if n := st.Stats().Versions; n != 0 || c.Idle() {
 		t.Fatalf("with the gate held: %d versions stored, crawler idle %v", n, c.Idle())
 	}
-	gate.Leave()
+	release()
 	waitIdle(t, c)
 	if n := st.Stats().Versions; n != 4 {
 		t.Fatalf("stored %d versions, want 4", n)
@@ -231,4 +229,15 @@ func TestLinksForwardedBeforeStoreEnds(t *testing.T) {
 	if err != nil || !slices.Equal(st.Outlinks, want) {
 		t.Fatalf("state after the store: %+v, %v", st, err)
 	}
+}
+
+// holdGate occupies a one-worker gate until the returned function is
+// called.
+func holdGate(gate *cpugate.Gate) (release func()) {
+	ch := make(chan struct{})
+	go gate.Do(context.Background(), func() { <-ch })
+	for gate.Stats().Busy == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	return func() { close(ch) }
 }

@@ -35,7 +35,7 @@ var (
 	mFwdFailures   = desc("forward_failures_total", "Link deliveries that failed and were retried.")
 	mLinksReceived = desc("links_received_total", "Links received from other nodes.")
 	mBadFrames     = desc("bad_frames_total", "Malformed or oversized messages from peers.")
-	mProcWaits     = desc("processing_waits_total", "Page processing that waited for a slot of the process's CPU gate.")
+	mProcWaits     = desc("processing_waits_total", "Page processing that waited for a worker of the process's CPU gate.")
 	mProcWaited    = desc("processing_wait_seconds_total", "Seconds page processing waited for the CPU gate.")
 )
 

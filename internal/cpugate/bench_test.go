@@ -57,15 +57,15 @@ func BenchmarkFetchBesideProcessing(b *testing.B) {
 					zw, _ := gzip.NewWriterLevel(&buf, 6)
 					n := 0
 					for ctx.Err() == nil {
-						if bc.gate.Enter(ctx) != nil {
+						if bc.gate.Do(ctx, func() {
+							buf.Reset()
+							zw.Reset(&buf)
+							zw.Write(page)
+							zw.Close()
+							sha1.Sum(page)
+						}) != nil {
 							break
 						}
-						buf.Reset()
-						zw.Reset(&buf)
-						zw.Write(page)
-						zw.Close()
-						sha1.Sum(page)
-						bc.gate.Leave()
 						n++
 						time.Sleep(2 * time.Millisecond)
 					}

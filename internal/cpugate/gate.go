@@ -2,6 +2,7 @@ package cpugate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -10,26 +11,46 @@ import (
 	"time"
 )
 
-// Gate admits a bounded number of goroutines at once. A nil *Gate admits
-// everyone: Enter returns nil and Leave does nothing.
+// Gate runs page processing on a bounded number of worker goroutines,
+// each locked to an OS thread of its own that runs at a lower scheduling
+// priority (nice +Nice on Linux; elsewhere at the normal one). The
+// goroutines that wait on the network keep the normal priority, so the
+// operating system runs them at once when they wake, ahead of the
+// processing. A nil *Gate runs everything in the caller.
 type Gate struct {
-	slots   chan struct{}
-	entries atomic.Int64 // successful Enters
-	waits   atomic.Int64 // of them, those that found every slot taken
-	waited  atomic.Int64 // nanoseconds those waited
+	jobs    chan job
+	stop    chan struct{}
+	once    sync.Once
+	n       int
+	busy    atomic.Int64 // workers running a job
+	entries atomic.Int64 // jobs run
+	waits   atomic.Int64 // of them, those that found every worker busy
+	waited  atomic.Int64 // nanoseconds those waited for one
 }
 
-// onWait is called when an Enter finds every slot taken; tests set it.
+// Nice is how much less priority the workers' threads get than the rest
+// of the process (Linux's nice scale: 10 gives a thread about a tenth of
+// the CPU share of a normal one when both want it).
+const Nice = 10
+
+// job is one Do: f, and where its end (or panic) is reported.
+type job struct {
+	f    func()
+	done chan any
+}
+
+// onWait is called when a Do finds every worker busy; tests set it.
 var onWait = func() {}
 
 // Stats is a snapshot of a gate's use, for status pages.
 type Stats struct {
-	Slots      int     `json:"slots"`      // the bound
+	Slots      int     `json:"slots"`      // the bound: worker goroutines
 	GOMAXPROCS int     `json:"gomaxprocs"` // processors of the process
-	Busy       int     `json:"busy"`       // slots held now
-	Entries    int64   `json:"entries"`    // successful Enters so far
-	Waits      int64   `json:"waits"`      // Enters that had to wait for a slot
+	Busy       int     `json:"busy"`       // workers running a job now
+	Entries    int64   `json:"entries"`    // jobs run so far
+	Waits      int64   `json:"waits"`      // jobs that had to wait for a worker
 	WaitedSec  float64 `json:"waitedSec"`  // seconds they waited in all
+	LowPrio    bool    `json:"lowPrio"`    // the workers' threads run at a lower priority
 }
 
 // Stats returns the gate's use so far; the zero Stats (but GOMAXPROCS)
@@ -39,15 +60,93 @@ func (g *Gate) Stats() Stats {
 	if g == nil {
 		return st
 	}
-	st.Slots, st.Busy = cap(g.slots), len(g.slots)
+	st.Slots, st.Busy = g.n, int(g.busy.Load())
 	st.Entries, st.Waits = g.entries.Load(), g.waits.Load()
 	st.WaitedSec = time.Duration(g.waited.Load()).Seconds()
+	st.LowPrio = lowPrio.Load()
 	return st
 }
 
-// New returns a gate with n slots (at least one).
+// lowPrio records whether a worker's thread got the lower priority.
+var lowPrio atomic.Bool
+
+// New returns a gate with n workers (at least one), started at once.
+// Close stops them.
 func New(n int) *Gate {
-	return &Gate{slots: make(chan struct{}, max(1, n))}
+	g := &Gate{jobs: make(chan job), stop: make(chan struct{}), n: max(1, n)}
+	for range g.n {
+		go g.work()
+	}
+	return g
+}
+
+// work runs jobs on a thread of its own, at the lower priority, until
+// Close. The thread is never unlocked: it ends with the goroutine, so its
+// priority never reaches other goroutines.
+func (g *Gate) work() {
+	runtime.LockOSThread()
+	if lowerPriority(Nice) == nil {
+		lowPrio.Store(true)
+	}
+	for {
+		select {
+		case j := <-g.jobs:
+			g.busy.Add(1)
+			j.done <- run(j.f)
+			g.busy.Add(-1)
+		case <-g.stop:
+			return
+		}
+	}
+}
+
+// run calls f and returns what it panicked with, if anything.
+func run(f func()) (p any) {
+	defer func() { p = recover() }()
+	f()
+	return nil
+}
+
+// Do runs f on one of the gate's workers and returns when f has returned;
+// a panic in f is raised again in the caller. It returns an error,
+// without running f, only when ctx ends before a worker is free. f must
+// compute: hash, compress, parse, write a file. It must not wait on locks,
+// syncs or the network that other processing may hold, and must not call
+// Do. A nil gate runs f in the caller.
+func (g *Gate) Do(ctx context.Context, f func()) error {
+	if g == nil {
+		f()
+		return nil
+	}
+	j := job{f: f, done: make(chan any, 1)}
+	select {
+	case g.jobs <- j:
+	default:
+		start := time.Now()
+		onWait()
+		select {
+		case g.jobs <- j:
+			g.waits.Add(1)
+			g.waited.Add(int64(time.Since(start)))
+		case <-ctx.Done():
+			return fmt.Errorf("cpugate: %w", ctx.Err())
+		case <-g.stop:
+			return errors.New("cpugate: gate closed")
+		}
+	}
+	g.entries.Add(1)
+	if p := <-j.done; p != nil {
+		panic(p)
+	}
+	return nil
+}
+
+// Close stops the workers once the jobs they run have ended; a Do waiting
+// for a worker then fails. The shared gate is never closed.
+func (g *Gate) Close() {
+	if g != nil {
+		g.once.Do(func() { close(g.stop) })
+	}
 }
 
 var (
@@ -56,7 +155,7 @@ var (
 )
 
 // Shared returns the process's gate for page processing: GOMAXPROCS-1
-// slots (at least one), as read at the first call, so that one processor
+// workers (at least one), as read at the first call, so that one processor
 // is always left for goroutines woken by the network. It is one gate per
 // process because processors are: the nodes that one process runs (tests,
 // benchmarks) share it. A program that wants processing to use every CPU
@@ -81,37 +180,4 @@ func ReserveProcessor() int {
 	n := min(runtime.GOMAXPROCS(0), runtime.NumCPU()) + 1
 	runtime.GOMAXPROCS(n)
 	return n
-}
-
-// Enter waits for a slot. It returns an error, holding nothing, only when
-// ctx ends first. Every successful Enter must be paired with one Leave.
-func (g *Gate) Enter(ctx context.Context) error {
-	if g == nil {
-		return nil
-	}
-	select {
-	case g.slots <- struct{}{}:
-		g.entries.Add(1)
-		return nil
-	default:
-	}
-	start := time.Now()
-	onWait()
-	select {
-	case g.slots <- struct{}{}:
-		g.entries.Add(1)
-		g.waits.Add(1)
-		g.waited.Add(int64(time.Since(start)))
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("cpugate: %w", ctx.Err())
-	}
-}
-
-// Leave gives back the slot taken by Enter.
-func (g *Gate) Leave() {
-	if g == nil {
-		return
-	}
-	<-g.slots
 }

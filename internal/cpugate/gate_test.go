@@ -8,50 +8,118 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-func TestGateBoundsHolders(t *testing.T) {
-	g := New(2)
-	ctx := context.Background()
-	for range 2 {
-		if err := g.Enter(ctx); err != nil {
-			t.Fatal(err)
-		}
+// hold occupies one of g's workers until the returned function is called.
+func hold(t *testing.T, g *Gate) (release func()) {
+	t.Helper()
+	busy := g.Stats().Busy
+	ch := make(chan struct{})
+	go g.Do(context.Background(), func() { <-ch })
+	for g.Stats().Busy == busy {
+		time.Sleep(time.Millisecond)
 	}
-	entered := make(chan error, 1)
-	go func() { entered <- g.Enter(ctx) }()
+	return func() { close(ch) }
+}
+
+func TestGateBoundsWorkers(t *testing.T) {
+	g := New(2)
+	defer g.Close()
+	ctx := context.Background()
+	r1, r2 := hold(t, g), hold(t, g)
+	ran := make(chan error, 1)
+	go func() { ran <- g.Do(ctx, func() {}) }()
 	select {
-	case err := <-entered:
-		t.Fatalf("a third Enter on a 2-slot gate returned %v while both slots are held", err)
+	case err := <-ran:
+		t.Fatalf("a third Do on a 2-worker gate returned %v while both workers are busy", err)
 	case <-time.After(20 * time.Millisecond):
 	}
-	g.Leave()
-	if err := <-entered; err != nil {
+	r1()
+	if err := <-ran; err != nil {
 		t.Fatal(err)
 	}
 
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := g.Enter(cctx); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Enter on a full gate with a cancelled context: %v", err)
+	r3 := hold(t, g)
+	if err := g.Do(cctx, func() { t.Error("ran with a cancelled context on a full gate") }); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Do on a full gate with a cancelled context: %v", err)
 	}
-	g.Leave()
-	g.Leave()
-	if len(g.slots) != 0 {
-		t.Fatalf("%d slots held after every Leave", len(g.slots))
+	r2()
+	r3()
+	for g.Stats().Busy != 0 {
+		time.Sleep(time.Millisecond)
 	}
 }
 
-func TestNilGateAdmitsEveryone(t *testing.T) {
+// TestDoRunsOnLowPriorityThread: f runs on a thread whose nice value is
+// Nice above the caller's (Linux), and the caller's is untouched.
+func TestDoRunsOnLowPriorityThread(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("per-thread priority is Linux's")
+	}
+	nice := func() int {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		p, err := unix.Getpriority(unix.PRIO_PROCESS, unix.Gettid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 20 - p
+	}
+	before := nice()
+	g := New(1)
+	defer g.Close()
+	var inside int
+	if err := g.Do(context.Background(), func() { inside = nice() }); err != nil {
+		t.Fatal(err)
+	}
+	if want := min(19, before+Nice); inside != want || !g.Stats().LowPrio {
+		t.Fatalf("nice %d inside Do, want %d (caller %d); stats %+v", inside, want, before, g.Stats())
+	}
+	if after := nice(); after != before {
+		t.Fatalf("the caller's nice changed from %d to %d", before, after)
+	}
+}
+
+func TestDoPanicsInCaller(t *testing.T) {
+	g := New(1)
+	defer g.Close()
+	defer func() {
+		if p := recover(); p != "boom" {
+			t.Fatalf("recovered %v, want boom", p)
+		}
+		if err := g.Do(context.Background(), func() {}); err != nil {
+			t.Fatalf("the worker did not survive the panic: %v", err)
+		}
+	}()
+	g.Do(context.Background(), func() { panic("boom") })
+	t.Fatal("Do returned after a panic")
+}
+
+func TestClosedGateRefuses(t *testing.T) {
+	g := New(1)
+	release := hold(t, g)
+	g.Close()
+	if err := g.Do(context.Background(), func() { t.Error("ran on a closed gate") }); err == nil {
+		t.Fatal("Do on a closed, busy gate returned nil")
+	}
+	release()
+}
+
+func TestNilGateRunsInCaller(t *testing.T) {
 	var g *Gate
+	n := 0
 	for range 100 {
-		if err := g.Enter(context.Background()); err != nil {
+		if err := g.Do(context.Background(), func() { n++ }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	g.Leave()
-	if g.Stats().Slots != 0 {
-		t.Fatalf("nil gate size %d", g.Stats().Slots)
+	g.Close()
+	if n != 100 || g.Stats().Slots != 0 {
+		t.Fatalf("nil gate: ran %d of 100, size %d", n, g.Stats().Slots)
 	}
 }
 
@@ -90,26 +158,28 @@ func TestGateStats(t *testing.T) {
 	onWait = func() { waiting <- struct{}{} }
 	defer func() { onWait = func() {} }()
 	g := New(1)
+	defer g.Close()
 	ctx := context.Background()
-	if err := g.Enter(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release := hold(t, g)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := g.Enter(ctx); err == nil {
-			g.Leave()
-		}
+		g.Do(ctx, func() {})
 	}()
 	<-waiting
 	time.Sleep(20 * time.Millisecond)
-	if st := g.Stats(); st.Slots != 1 || st.Busy != 1 || st.Entries != 1 || st.Waits != 0 {
-		t.Fatalf("one holder, one waiting: %+v", st)
+	// (The first Do may have waited for the worker to start.)
+	waits := g.Stats().Waits
+	if st := g.Stats(); st.Slots != 1 || st.Busy != 1 || st.Entries != 1 || waits > 1 {
+		t.Fatalf("one running, one waiting: %+v", st)
 	}
-	g.Leave()
+	release()
 	<-done
+	for g.Stats().Busy != 0 {
+		time.Sleep(time.Millisecond)
+	}
 	st := g.Stats()
-	if st.Entries != 2 || st.Waits != 1 || st.WaitedSec < 0.015 || st.Busy != 0 || st.GOMAXPROCS != runtime.GOMAXPROCS(0) {
+	if st.Entries != 2 || st.Waits != waits+1 || st.WaitedSec < 0.015 || st.GOMAXPROCS != runtime.GOMAXPROCS(0) {
 		t.Fatalf("after the wait: %+v", st)
 	}
 	var nilGate *Gate

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package cpugate
+
+import "errors"
+
+// lowerPriority is Linux-only (a per-thread nice value); elsewhere the
+// workers run at the normal priority.
+func lowerPriority(int) error { return errors.New("cpugate: no per-thread priority here") }
