@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -91,7 +92,7 @@ func TestEndToEnd(t *testing.T) {
 	if err := json.Unmarshal([]byte(stBody), &st); err != nil {
 		t.Fatal(err)
 	}
-	if p := st.Processing; p.Slots < 1 || p.GOMAXPROCS < 1 || p.Entries == 0 {
+	if p := st.Processing; p.Slots < 1 || p.GOMAXPROCS < 1 || p.Entries == 0 || (runtime.GOOS == "linux" && !p.LowPrio) {
 		t.Fatalf("status processing %+v after a crawl", p)
 	}
 	if m, _ := get(t, a.GatewayURL()+"metrics"); !strings.Contains(m, "herod_processing_waits_total") {

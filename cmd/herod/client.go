@@ -120,7 +120,11 @@ func printStatus(w io.Writer, st node.Status) {
 	fmt.Fprintf(tw, "links received / queued here after too many hops\t%d / %d\n", st.Links.Received, st.Links.OverHops)
 	fmt.Fprintf(tw, "links passed straight to a closer owner\t%d\n", st.Forward.Direct)
 	pr := st.Processing
-	fmt.Fprintf(tw, "page processing slots / processors\t%d / %d\n", pr.Slots, pr.GOMAXPROCS)
+	prio := "normal priority"
+	if pr.LowPrio {
+		prio = "lower priority"
+	}
+	fmt.Fprintf(tw, "page processing workers / processors\t%d / %d (%s)\n", pr.Slots, pr.GOMAXPROCS, prio)
 	fmt.Fprintf(tw, "page processing waits\t%d of %d (%.1f s in all)\n", pr.Waits, pr.Entries, pr.WaitedSec)
 	fmt.Fprintf(tw, "idle\t%v\n", st.Idle)
 	tw.Flush()
