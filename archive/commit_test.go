@@ -324,6 +324,7 @@ func TestCommitWindow(t *testing.T) {
 // index group.
 func TestPutHoldsCPUGateOnlyWhileComputing(t *testing.T) {
 	gate := cpugate.New(1)
+	defer gate.Close()
 	s, err := Open(t.TempDir(), Options{CommitWindow: time.Hour, CPU: gate})
 	if err != nil {
 		t.Fatal(err)

@@ -159,6 +159,7 @@ func TestCrawlerSharesCPUGateWithArchive(t *testing.T) {
 		"/c": "<html>c</html>",
 	})
 	gate := cpugate.New(1)
+	t.Cleanup(gate.Close)
 	st, err := archive.Open(t.TempDir(), archive.Options{CPU: gate})
 	if err != nil {
 		t.Fatal(err)
