@@ -127,7 +127,7 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, release fun
 	defer c.bodies.Release(int64(len(body)))
 	var digest id.ID
 	sniffed := false
-	if err := c.cfg.CPU.Do(ctx, func() {
+	if err := c.cfg.CPU.DoBytes(ctx, len(body), func() {
 		if !redirect && ct == "" {
 			ct, sniffed = http.DetectContentType(body), true
 		}

@@ -10,8 +10,10 @@
 // request at a time on a connection pays that wait on every request, and
 // net/http's transport hands each exchange between three goroutines. A
 // Gate with GOMAXPROCS-1 workers, given only computing (hashing,
-// compressing, parsing, writing a file) and never waiting on a disk sync,
-// a lock or the network, keeps a processor for the wake-ups.
+// compressing, parsing, writing a file) and never waiting on a lock or the
+// network (nor, on Linux, where the archive syncs a group of files at
+// once outside the gate, on a disk sync), keeps a processor for the
+// wake-ups.
 //
 // That leaves the operating system's scheduler: with as many threads
 // computing as there are CPUs, a woken fetch thread still waited its turn
@@ -22,4 +24,10 @@
 // workers' for life and run nothing else): the kernel then runs a woken
 // fetch thread ahead of them (a median of 115-134 µs). docs/crawl.md has
 // the measurements.
+//
+// A hand-off to a worker and back costs ~20 µs of CPU (BenchmarkDo: the
+// worker's thread sleeps between jobs); DoBytes runs work on less than
+// InlineBytes of input, such as hashing a small page, in the caller. A
+// worker may land on the process's main thread; it then starts another
+// and leaves that thread at its priority.
 package cpugate

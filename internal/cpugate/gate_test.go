@@ -6,10 +6,9 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // hold occupies one of g's workers until the returned function is called.
@@ -54,42 +53,13 @@ func TestGateBoundsWorkers(t *testing.T) {
 	}
 }
 
-// TestDoRunsOnLowPriorityThread: f runs on a thread whose nice value is
-// Nice above the caller's (Linux), and the caller's is untouched.
-func TestDoRunsOnLowPriorityThread(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("per-thread priority is Linux's")
-	}
-	nice := func() int {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		p, err := unix.Getpriority(unix.PRIO_PROCESS, unix.Gettid())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return 20 - p
-	}
-	before := nice()
-	g := New(1)
-	defer g.Close()
-	var inside int
-	if err := g.Do(context.Background(), func() { inside = nice() }); err != nil {
-		t.Fatal(err)
-	}
-	if want := min(19, before+Nice); inside != want || !g.Stats().LowPrio {
-		t.Fatalf("nice %d inside Do, want %d (caller %d); stats %+v", inside, want, before, g.Stats())
-	}
-	if after := nice(); after != before {
-		t.Fatalf("the caller's nice changed from %d to %d", before, after)
-	}
-}
-
 func TestDoPanicsInCaller(t *testing.T) {
 	g := New(1)
 	defer g.Close()
 	defer func() {
-		if p := recover(); p != "boom" {
-			t.Fatalf("recovered %v, want boom", p)
+		pe, ok := recover().(*PanicError)
+		if !ok || pe.Value != "boom" || !strings.Contains(string(pe.Stack), "TestDoPanicsInCaller") {
+			t.Fatalf("recovered %v, want boom with the worker's stack", pe)
 		}
 		if err := g.Do(context.Background(), func() {}); err != nil {
 			t.Fatalf("the worker did not survive the panic: %v", err)
@@ -97,6 +67,40 @@ func TestDoPanicsInCaller(t *testing.T) {
 	}()
 	g.Do(context.Background(), func() { panic("boom") })
 	t.Fatal("Do returned after a panic")
+}
+
+// TestDoGoexit: runtime.Goexit in f (t.Fatal does it) ends the caller's
+// goroutine too, and the gate keeps its worker count.
+func TestDoGoexit(t *testing.T) {
+	g := New(1)
+	defer g.Close()
+	after := make(chan bool, 1)
+	go func() {
+		defer func() { after <- false }()
+		g.Do(context.Background(), runtime.Goexit)
+		after <- true
+	}()
+	if <-after {
+		t.Fatal("Do returned after f called runtime.Goexit")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := g.Do(ctx, func() {}); err != nil {
+		t.Fatalf("no worker after a Goexit: %v", err)
+	}
+	if st := g.Stats(); st.Busy != 0 || st.Slots != 1 {
+		t.Fatalf("after a Goexit: %+v", st)
+	}
+}
+
+// BenchmarkDo measures a hand-off to a worker and back, f doing nothing.
+func BenchmarkDo(b *testing.B) {
+	g := New(1)
+	defer g.Close()
+	ctx := context.Background()
+	for b.Loop() {
+		g.Do(ctx, func() {})
+	}
 }
 
 func TestClosedGateRefuses(t *testing.T) {

@@ -1,6 +1,10 @@
 package cpugate
 
-import "golang.org/x/sys/unix"
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
 
 // lowerPriority raises the calling thread's nice value by n (Linux keeps
 // one per thread); an unprivileged process may raise it but not lower it
@@ -14,3 +18,6 @@ func lowerPriority(n int) error {
 	// The raw syscall returns 20 - nice.
 	return unix.Setpriority(unix.PRIO_PROCESS, tid, min(19, 20-cur+n))
 }
+
+// mainThread reports whether the calling thread is the process's first.
+func mainThread() bool { return unix.Gettid() == os.Getpid() }
