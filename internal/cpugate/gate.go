@@ -88,9 +88,11 @@ func (g *Gate) work() {
 	runtime.LockOSThread()
 	if mainThread() {
 		// The process's main thread stays at its priority (ps shows the
-		// process with it): a new worker starts elsewhere, since this
-		// thread is locked until this goroutine ends.
+		// process with it): a new worker takes this one's place (on
+		// another thread while this one holds the main thread) and the
+		// main thread goes back to the scheduler.
 		go g.work()
+		runtime.UnlockOSThread()
 		return
 	}
 	if lowerPriority(Nice) == nil {
