@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/ring"
+	"github.com/herod-archive/herod/ring/ringcheck"
 )
 
 // LocalRing is several nodes on this machine's loopback interface, joined
@@ -71,7 +71,7 @@ func (lr *LocalRing) Close() error {
 // servers in the ring, computed here from every node's own list rather than
 // asked of the ring's routing.
 func (lr *LocalRing) Owner(key id.ID) *Node {
-	return lr.nodeOf(ownerVnode(lr.allVnodes(), key))
+	return lr.nodeOf(ringcheck.Owner(ringcheck.Vnodes(lr.rings()), key))
 }
 
 // nodeOf returns the node running virtual server v.
@@ -84,21 +84,13 @@ func (lr *LocalRing) nodeOf(v ring.Node) *Node {
 	return nil
 }
 
-// allVnodes returns every virtual server of the ring, in id order.
-func (lr *LocalRing) allVnodes() []ring.Node {
-	var all []ring.Node
-	for _, n := range lr.Nodes {
-		all = append(all, n.ring.Vnodes()...)
+// rings returns the nodes' rings.
+func (lr *LocalRing) rings() []*ring.Ring {
+	rs := make([]*ring.Ring, len(lr.Nodes))
+	for i, n := range lr.Nodes {
+		rs[i] = n.ring
 	}
-	slices.SortFunc(all, func(a, b ring.Node) int { return a.ID.Cmp(b.ID) })
-	return all
-}
-
-// ownerVnode returns the first of all (in id order) at or after key,
-// wrapping around the circle.
-func ownerVnode(all []ring.Node, key id.ID) ring.Node {
-	i, _ := slices.BinarySearchFunc(all, key, func(v ring.Node, k id.ID) int { return v.ID.Cmp(k) })
-	return all[i%len(all)]
+	return rs
 }
 
 // WaitStable waits until the ring has converged: every virtual server
@@ -140,27 +132,13 @@ func (lr *LocalRing) probeKeys(random int) []id.ID {
 }
 
 func (lr *LocalRing) checkStable(ctx context.Context, keys []id.ID) error {
-	all := lr.allVnodes()
-	if len(all) > 1 { // a lone virtual server is its own neighbour
-		for _, n := range lr.Nodes {
-			for _, vs := range n.ring.Status().Vnodes {
-				i := slices.IndexFunc(all, func(v ring.Node) bool { return v.ID == vs.Node.ID })
-				if pred := all[(i+len(all)-1)%len(all)]; vs.Predecessor == nil || vs.Predecessor.ID != pred.ID {
-					return fmt.Errorf("virtual server %s of %s: predecessor %v, want %s", vs.Node.ID.Short(), n.self.Addr, vs.Predecessor, pred.ID.Short())
-				}
-				if len(vs.Successors) == 0 {
-					return fmt.Errorf("virtual server %s of %s: no successors", vs.Node.ID.Short(), n.self.Addr)
-				}
-				for j, sv := range vs.Successors {
-					if want := all[(i+1+j)%len(all)]; sv.ID != want.ID {
-						return fmt.Errorf("virtual server %s of %s: successor %d is %s, want %s", vs.Node.ID.Short(), n.self.Addr, j, sv.ID.Short(), want.ID.Short())
-					}
-				}
-			}
-		}
+	rs := lr.rings()
+	if err := ringcheck.Consistent(rs); err != nil {
+		return err
 	}
+	all := ringcheck.Vnodes(rs)
 	for _, k := range keys {
-		wantV := ownerVnode(all, k)
+		wantV := ringcheck.Owner(all, k)
 		want := lr.nodeOf(wantV)
 		for _, n := range lr.Nodes {
 			o, err := n.ring.Lookup(ctx, k)
