@@ -125,17 +125,39 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, release fun
 		return false // shutting down: the entry stays queued
 	}
 	defer c.bodies.Release(int64(len(body)))
-	var digest id.ID
-	sniffed := false
-	if err := c.cfg.CPU.DoBytes(ctx, len(body), func() {
+	// One job on the CPU gate computes everything the page needs: the
+	// sniffed type, the digest and, for a page that is allowed and
+	// changed, its links.
+	var (
+		digest       id.ID
+		refused      bool // the sniffed type is not allowed
+		links, fresh []string
+		unchanged    bool
+	)
+	if err := c.cfg.CPU.Do(ctx, func() {
 		if !redirect && ct == "" {
-			ct, sniffed = http.DetectContentType(body), true
+			ct = http.DetectContentType(body)
+			if refused = !typeAllowed(ct, c.cfg.ContentTypes); refused {
+				return
+			}
 		}
 		digest = id.Sum(body)
+		if unchanged = hasState && digest == st.Digest; unchanged {
+			return
+		}
+		if redirect {
+			if loc := resp.Header.Get("Location"); loc != "" {
+				links = ExtractLocation(u, loc)
+			}
+		} else {
+			links = ExtractLinks(u, ct, body)
+		}
+		links = c.inScope(links)
+		fresh = newLinks(links, st.Outlinks)
 	}); err != nil {
 		return false
 	}
-	if sniffed && !typeAllowed(ct, c.cfg.ContentTypes) {
+	if refused {
 		c.count(KindContentType, raw, fmt.Errorf("sniffed content type %q", ct))
 		return true
 	}
@@ -146,7 +168,7 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, release fun
 		Outlinks:     st.Outlinks,
 		Checked:      now,
 	}
-	if hasState && digest == st.Digest {
+	if unchanged {
 		// The server answered a conditional GET with the same bytes.
 		if err := c.a.SetState(ctx, raw, next); err != nil {
 			return c.archiveErr(ctx, raw, err)
@@ -161,20 +183,6 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, release fun
 	// index group's sync, and the crawl's frontier need not. If Put then
 	// fails, the state keeps the old outlinks, so the next visit forwards
 	// the links again; their owners' seen tests absorb the repeat.
-	var links, fresh []string
-	if err := c.cfg.CPU.Do(ctx, func() {
-		if redirect {
-			if loc := resp.Header.Get("Location"); loc != "" {
-				links = ExtractLocation(u, loc)
-			}
-		} else {
-			links = ExtractLinks(u, ct, body)
-		}
-		links = c.inScope(links)
-		fresh = newLinks(links, st.Outlinks)
-	}); err != nil {
-		return false
-	}
 	var fwdErr error
 	if len(fresh) > 0 {
 		if fwdErr = c.f.Forward(ctx, fresh); fwdErr != nil && ctx.Err() != nil {
