@@ -161,6 +161,9 @@ func (n *Node) handleLinks(s network.Stream) {
 // replySuccessorsOf returns the successors the sender of a batch to the
 // local virtual server index asked for (linkBatch.Want).
 func (n *Node) replySuccessorsOf(index, want int, next id.ID) []ring.Node {
+	if want == wantNone {
+		return nil // most batches: no need for the ring's status
+	}
 	for _, v := range n.ring.Status().Vnodes {
 		if v.Index == index {
 			return pickSuccessors(v.Node.ID, v.Successors, want, next)
@@ -171,13 +174,12 @@ func (n *Node) replySuccessorsOf(index, want int, next id.ID) []ring.Node {
 
 // pickSuccessors selects from succs, the successor list of the virtual
 // server self, what want asks for: the first replySuccessors (wantAll),
-// none (wantNone), or only the one that owns next, none if the list does
-// not reach it (wantNext).
+// none (wantNone), or only the one that owns next, searched in the whole
+// list, none if the list does not reach it (wantNext).
 func pickSuccessors(self id.ID, succs []ring.Node, want int, next id.ID) []ring.Node {
-	succs = succs[:min(len(succs), replySuccessors)]
 	switch want {
 	case wantAll:
-		return succs
+		return succs[:min(len(succs), replySuccessors)]
 	case wantNext:
 		if o, ok := nextOwner(self, succs, next); ok {
 			return []ring.Node{o}

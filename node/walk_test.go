@@ -440,12 +440,6 @@ func TestForwarderWalksAtOnceWhenCrawlerIdle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	urls := func(ls []pendingLink) (us []string) {
-		for _, l := range ls {
-			us = append(us, l.url)
-		}
-		return us
-	}
 	ls := testLinks(30)
 	if err := f.Forward(context.Background(), urls(ls[:10])); err != nil {
 		t.Fatal(err)
@@ -533,6 +527,11 @@ func TestPickSuccessors(t *testing.T) {
 	// The owner of a key past the list's reach is not in it.
 	if got := pickSuccessors(self.ID, succs, wantNext, fr.nodes[4].ID.AddPow2(0)); got != nil {
 		t.Fatalf("wantNext beyond the list: %v", got)
+	}
+	// wantNext searches the whole list, past the first replySuccessors.
+	long := fr.nodes[1:6]
+	if got := pickSuccessors(self.ID, long, wantNext, fr.nodes[4].ID.AddPow2(0)); len(got) != 1 || got[0].ID != fr.nodes[5].ID {
+		t.Fatalf("wantNext for the fifth successor: %v", got)
 	}
 }
 
