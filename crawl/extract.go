@@ -102,25 +102,42 @@ func resolveRefs(base *url.URL, refs []string) []string {
 // into goquery's tree instead (treeRefs): there the tree builder changes
 // what tokens mean (integration points, breakout tags, CDATA, markup in
 // <style>), and following it token by token would mean rewriting it.
-// TestExtractMatchesGoquery and FuzzExtractFindsGoquerysLinks hold the two
-// paths to the same links.
+// hasForeign decides which, before either runs. TestExtractMatchesGoquery
+// and FuzzExtractFindsGoquerysLinks hold the two paths to the same links.
 func htmlRefs(base *url.URL, body []byte) ([]string, *url.URL) {
-	refs, href, ok := tokenRefs(body)
-	if !ok {
+	if hasForeign(body) {
 		return treeRefs(base, body)
 	}
+	refs, href := tokenRefs(body)
 	if href != nil {
 		base = resolveBase(base, *href)
 	}
 	return refs, base
 }
 
-// tokenRefs returns the raw references of an HTML document and the value
-// of its first <base href>, if any, from the token stream; ok is false,
-// and the result incomplete, when the document has SVG or MathML content.
-// Where the tree builder renames what it reads, this follows it: <image>
-// is an <img>.
-func tokenRefs(body []byte) (refs []string, baseHref *string, ok bool) {
+// hasForeign reports whether body may hold an <svg> or <math> start tag,
+// in any case: a tag name follows its "<" directly, so a document without
+// such a run of bytes has none (one in a comment or a script makes a
+// false positive, which only costs the tree). It runs at memchr speed.
+func hasForeign(body []byte) bool {
+	for i := 0; ; {
+		j := bytes.IndexByte(body[i:], '<')
+		if j < 0 {
+			return false
+		}
+		i += j + 1
+		name := string(body[i:min(len(body), i+4)])
+		if hasPrefixFold(name, "svg") || hasPrefixFold(name, "math") {
+			return true
+		}
+	}
+}
+
+// tokenRefs returns the raw references of an HTML document without SVG or
+// MathML content (hasForeign) and the value of its first <base href>, if
+// any, from the token stream. Where the tree builder renames what it
+// reads, this follows it: <image> is an <img>.
+func tokenRefs(body []byte) (refs []string, baseHref *string) {
 	z := html.NewTokenizer(bytes.NewReader(body))
 	inStyle := false
 	templates := 0 // open <template> elements: a <base> inside one is inert
@@ -130,7 +147,7 @@ func tokenRefs(body []byte) (refs []string, baseHref *string, ok bool) {
 		inStyle = false
 		switch tt {
 		case html.ErrorToken:
-			return refs, baseHref, true
+			return refs, baseHref
 		case html.TextToken:
 			if wasStyle {
 				refs = cssRefs(z.Text(), refs)
@@ -143,8 +160,6 @@ func tokenRefs(body []byte) (refs []string, baseHref *string, ok bool) {
 			name, more := z.TagName()
 			tag := string(name) // names of interest are short; the conversion is cheap
 			switch tag {
-			case "svg", "math":
-				return nil, nil, false
 			case "image":
 				tag = "img"
 			case "style":
@@ -164,7 +179,7 @@ func tokenRefs(body []byte) (refs []string, baseHref *string, ok bool) {
 				case key == "style":
 					refs = cssRefs(v, refs)
 				case key == "srcset" && slices.Contains(keys, "srcset"):
-					refs = append(refs, srcsetRefs(string(v))...)
+					refs = srcsetRefs(string(v), refs)
 				case slices.Contains(keys, key):
 					refs = append(refs, string(v))
 				case tag == "base" && key == "href" && baseHref == nil && templates == 0:
@@ -208,7 +223,7 @@ func treeRefs(base *url.URL, body []byte) ([]string, *url.URL) {
 			case a.Key == "style":
 				refs = cssRefs([]byte(a.Val), refs)
 			case a.Key == "srcset" && slices.Contains(keys, "srcset"):
-				refs = append(refs, srcsetRefs(a.Val)...)
+				refs = srcsetRefs(a.Val, refs)
 			case slices.Contains(keys, a.Key):
 				refs = append(refs, a.Val)
 			}
@@ -307,14 +322,13 @@ func refreshURL(content string) string {
 	return strings.TrimSpace(rest)
 }
 
-// srcsetRefs returns the URLs of a srcset attribute (see
+// srcsetRefs appends to refs the URLs of a srcset attribute (see
 // canon.SrcsetURLs: a data: URL's comma does not split it).
-func srcsetRefs(v string) []string {
-	var out []string
+func srcsetRefs(v string, refs []string) []string {
 	for _, sp := range canon.SrcsetURLs(v) {
-		out = append(out, v[sp[0]:sp[1]])
+		refs = append(refs, v[sp[0]:sp[1]])
 	}
-	return out
+	return refs
 }
 
 // cssRefs appends to refs the targets of url(...) and @import "..." in CSS

@@ -287,7 +287,7 @@ func TestExtractMatchesGoquery(t *testing.T) {
 		}
 	}
 	tricky := ExtractLinks(base, "text/html", docs["testdata/extract/tricky.html"])
-	if _, _, ok := tokenRefs(docs["testdata/extract/tricky.html"]); !ok {
+	if hasForeign(docs["testdata/extract/tricky.html"]) {
 		t.Error("tricky.html is not read as tokens")
 	}
 	for _, l := range []string{"http://example.org/image-is-img.png", "http://example.org/in-template", "http://example.org/self-closed-style.png",
@@ -301,7 +301,7 @@ func TestExtractMatchesGoquery(t *testing.T) {
 			t.Errorf("tricky.html: %s should not be a link", l)
 		}
 	}
-	if _, _, ok := tokenRefs(docs["testdata/extract/foreign.html"]); ok {
+	if !hasForeign(docs["testdata/extract/foreign.html"]) {
 		t.Error("foreign.html is read as tokens")
 	}
 	foreign := ExtractLinks(base, "text/html", docs["testdata/extract/foreign.html"])
@@ -309,6 +309,17 @@ func TestExtractMatchesGoquery(t *testing.T) {
 		"math-style-markup", "mi-image.png", "mismatched-end", "font-breakout.png", "after-foreign"} {
 		if !slices.Contains(foreign, "http://example.org/"+l) {
 			t.Errorf("foreign.html: %s not found in %q", l, foreign)
+		}
+	}
+}
+
+func TestHasForeign(t *testing.T) {
+	for in, want := range map[string]bool{
+		"<p><SVG viewBox=x>": true, "<MaTh>": true, "x<svg": true, "<!-- <svg> -->": true,
+		"<p>a < svg</p>": false, "<sv": false, "<ma": false, "": false, "<script>s</script>": false,
+	} {
+		if got := hasForeign([]byte(in)); got != want {
+			t.Errorf("hasForeign(%q) = %v", in, got)
 		}
 	}
 }

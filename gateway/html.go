@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	xhtml "golang.org/x/net/html"
+
+	"github.com/herod-archive/herod/internal/canon"
 )
 
 // maxNoscriptDepth bounds the recursion into <noscript> contents, which the
@@ -55,10 +57,10 @@ var headTags = map[string]bool{
 	"style": true, "script": true, "base": true, "noscript": true, "template": true,
 }
 
-// preludeTags are the elements the script may come after: none of them
-// runs a script or starts the body.
-var preludeTags = map[string]bool{
-	"html": true, "head": true, "title": true, "meta": true, "link": true, "style": true, "base": true,
+// prelude reports whether the script may come after element tag: a head
+// element that neither runs a script nor holds one.
+func prelude(tag string) bool {
+	return headTags[tag] && tag != "script" && tag != "noscript" && tag != "template"
 }
 
 // rawTextTags are the elements whose content the tokenizer returns as one
@@ -81,7 +83,7 @@ func (h *htmlRewriter) run(doc []byte, depth int) {
 		case xhtml.StartTagToken, xhtml.SelfClosingTagToken:
 			name, _ := z.TagName()
 			tag := string(name)
-			if depth == 0 && !h.scripted && h.script != nil && !preludeTags[tag] {
+			if depth == 0 && !h.scripted && h.script != nil && !prelude(tag) {
 				h.out = append(h.out, h.script...)
 				h.scripted = true
 			}
@@ -278,13 +280,13 @@ func appendAttrEscaped(out []byte, v string, q byte) []byte {
 func scanAttrs(b []byte) []attr {
 	n := len(b)
 	i := 1
-	for i < n && !isHTMLSpace(b[i]) && b[i] != '/' && b[i] != '>' {
+	for i < n && !canon.IsHTMLSpace(b[i]) && b[i] != '/' && b[i] != '>' {
 		i++
 	}
 	var attrs []attr
 	seen := map[string]bool{}
 	for {
-		for i < n && isHTMLSpace(b[i]) {
+		for i < n && canon.IsHTMLSpace(b[i]) {
 			i++
 		}
 		if i >= n || b[i] == '>' {
@@ -297,14 +299,14 @@ func scanAttrs(b []byte) []attr {
 				i++
 				continue
 			}
-			if isHTMLSpace(c) || c == '/' || c == '>' || c == '=' {
+			if canon.IsHTMLSpace(c) || c == '/' || c == '>' || c == '=' {
 				break
 			}
 			i++
 		}
 		a.ke = i
 		a.vs, a.ve = i, i
-		for i < n && isHTMLSpace(b[i]) {
+		for i < n && canon.IsHTMLSpace(b[i]) {
 			i++
 		}
 		switch {
@@ -312,7 +314,7 @@ func scanAttrs(b []byte) []attr {
 			i++
 		case i < n && b[i] == '=':
 			i++
-			for i < n && isHTMLSpace(b[i]) {
+			for i < n && canon.IsHTMLSpace(b[i]) {
 				i++
 			}
 			switch {
@@ -334,7 +336,7 @@ func scanAttrs(b []byte) []attr {
 				}
 			default:
 				a.vs = i
-				for i < n && !isHTMLSpace(b[i]) && b[i] != '>' {
+				for i < n && !canon.IsHTMLSpace(b[i]) && b[i] != '>' {
 					i++
 				}
 				a.ve, a.hasVal = i, true

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -57,6 +58,9 @@ func runHarness(t *testing.T, node, pageURL, archived, ts, baseURI string, cases
 // nodeWithFetch returns node's path if it is installed and has the fetch
 // API (Node 18 and later), or skips the test.
 func nodeWithFetch(t *testing.T) string {
+	if os.Getenv("HEROD_SKIP_NODE") != "" {
+		t.Skip("HEROD_SKIP_NODE set")
+	}
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node not installed")

@@ -126,14 +126,14 @@ func (rw *Rewriter) Refresh(v string) string {
 		return v
 	}
 	j := i + 3
-	for j < len(v) && isHTMLSpace(v[j]) {
+	for j < len(v) && canon.IsHTMLSpace(v[j]) {
 		j++
 	}
 	if j >= len(v) || v[j] != '=' {
 		return v
 	}
 	j++
-	for j < len(v) && isHTMLSpace(v[j]) {
+	for j < len(v) && canon.IsHTMLSpace(v[j]) {
 		j++
 	}
 	end := len(v)
@@ -144,8 +144,4 @@ func (rw *Rewriter) Refresh(v string) string {
 		j++
 	}
 	return v[:j] + rw.URL(v[j:end], "") + v[end:]
-}
-
-func isHTMLSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'
 }

@@ -11,14 +11,14 @@ func SrcsetURLs(v string) [][2]int {
 	var spans [][2]int
 	i := 0
 	for i < len(v) {
-		for i < len(v) && (isHTMLSpace(v[i]) || v[i] == ',') {
+		for i < len(v) && (IsHTMLSpace(v[i]) || v[i] == ',') {
 			i++
 		}
 		if i >= len(v) {
 			break
 		}
 		j := i
-		for j < len(v) && !isHTMLSpace(v[j]) {
+		for j < len(v) && !IsHTMLSpace(v[j]) {
 			j++
 		}
 		k := j
@@ -50,7 +50,7 @@ func SrcsetURLs(v string) [][2]int {
 	return spans
 }
 
-// isHTMLSpace reports whether c is ASCII whitespace as HTML defines it.
-func isHTMLSpace(c byte) bool {
+// IsHTMLSpace reports whether c is ASCII whitespace as HTML defines it.
+func IsHTMLSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'
 }
