@@ -30,8 +30,11 @@ type indexGroup struct {
 	files []*pendingFile // written unsynced; synced and renamed before b
 	gen   uint64         // position in the commit order, from 1
 	delta counters       // what the group adds to the totals
-	done  chan struct{}
-	err   error
+	// deferred is how many files the group adds to the list of files
+	// awaiting recompression (negative: takes off; deferred.go).
+	deferred int64
+	done     chan struct{}
+	err      error
 }
 
 // pendingSum is a directory sum written to a group not committed yet.
@@ -84,9 +87,9 @@ func (s *Store) stopCommitter() {
 // hashes and totals, in the index group forming, and waits until the group
 // is written (and synced, unless NoSync). mv, if not nil, is the version's
 // file still in dir/tmp: the group syncs and renames it first (committer).
-func (s *Store) index(v Version, e Entry, size int64, first bool, mv *pendingFile) error {
+func (s *Store) index(v Version, e Entry, size int64, first, deferred bool, mv *pendingFile) error {
 	s.mu.Lock()
-	g, err := s.enqueueLocked(v, e, size, first)
+	g, err := s.enqueueLocked(v, e, size, first, deferred)
 	if err == nil && mv != nil {
 		g.files = append(g.files, mv)
 	}
@@ -105,8 +108,9 @@ func (s *Store) index(v Version, e Entry, size int64, first bool, mv *pendingFil
 }
 
 // enqueueLocked appends the index batch of a written version to the group
-// forming and returns that group. The caller holds s.mu.
-func (s *Store) enqueueLocked(v Version, e Entry, size int64, first bool) (*indexGroup, error) {
+// forming and returns that group; deferred lists the file for
+// recompression. The caller holds s.mu.
+func (s *Store) enqueueLocked(v Version, e Entry, size int64, first, deferred bool) (*indexGroup, error) {
 	s.pending -= size
 	s.endWriteLocked()
 	if s.gc.closing || s.gc.stopped == nil {
@@ -123,14 +127,12 @@ func (s *Store) enqueueLocked(v Version, e Entry, size int64, first bool) (*inde
 		d.add(entrySum(e))
 		sums[level] = d
 	}
-	g := s.gc.cur
-	if g == nil {
-		s.gc.gen++
-		g = &indexGroup{gen: s.gc.gen, done: make(chan struct{})}
-		s.gc.cur = g
-		s.gc.cond.Signal()
-	}
+	g := s.formingLocked()
 	g.b.Put(versionKey(v.Key, v.Time, v.Digest), encodeVersion(v, e.Seq))
+	if deferred {
+		g.b.Put(deferredKey(e), nil)
+		g.deferred++
+	}
 	if first {
 		g.b.Put(hostKey(hostOf(v.URL), v.URL), v.Key[:])
 	}
@@ -146,6 +148,19 @@ func (s *Store) enqueueLocked(v Version, e Entry, size int64, first bool) (*inde
 	s.ctr.addCounters(d)
 	g.b.Put(metaStatsKey, s.ctr.encode())
 	return g, nil
+}
+
+// formingLocked returns the group forming, starting one if there is
+// none. The caller holds s.mu.
+func (s *Store) formingLocked() *indexGroup {
+	g := s.gc.cur
+	if g == nil {
+		s.gc.gen++
+		g = &indexGroup{gen: s.gc.gen, done: make(chan struct{})}
+		s.gc.cur = g
+		s.gc.cond.Signal()
+	}
+	return g
 }
 
 // sumLocked returns the current sum of a directory key: the newest
@@ -212,6 +227,14 @@ func (s *Store) committer() {
 		}
 		if g.err != nil {
 			s.ctr.addCounters(g.delta.negate())
+		} else if g.deferred != 0 {
+			s.rc.n.Add(g.deferred)
+			if g.deferred > 0 {
+				select {
+				case s.rc.wake <- struct{}{}:
+				default:
+				}
+			}
 		}
 		s.gc.commits++
 		s.mu.Unlock()
@@ -233,7 +256,7 @@ func (s *Store) placeGroup(files []*pendingFile) error {
 		return err
 	}
 	for i, f := range files {
-		if err := os.Rename(f.tmp, f.final); err != nil {
+		if err := renameFile(f.tmp, f.final); err != nil {
 			for _, g := range files[i:] {
 				os.Remove(g.tmp)
 			}

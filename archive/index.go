@@ -13,12 +13,13 @@ import (
 // function of the version files except for the 's' and 't' spaces, which
 // hold what the crawler observed without storing a version.
 const (
-	pVersion = 'v' // v key(20) time(8) digest(20)  -> versionValue
-	pHost    = 'n' // n host 0x00 url               -> key(20)
-	pHash    = 'h' // h level(1) prefix(level)      -> sum(20) count(uvarint)
-	pMeta    = 'm' // m "stats"                     -> counters
-	pState   = 's' // s key(20)                     -> JSON stateRecord
-	pTouch   = 't' // t key(20) day(8)              -> time(8)
+	pVersion  = 'v' // v key(20) time(8) digest(20)  -> versionValue
+	pHost     = 'n' // n host 0x00 url               -> key(20)
+	pHash     = 'h' // h level(1) prefix(level)      -> sum(20) count(uvarint)
+	pMeta     = 'm' // m "stats"                     -> counters
+	pState    = 's' // s key(20)                     -> JSON stateRecord
+	pTouch    = 't' // t key(20) day(8)              -> time(8)
+	pDeferred = 'd' // d file name                   -> (empty): deferred.go
 )
 
 var metaStatsKey = []byte{pMeta, 's', 't', 'a', 't', 's'}

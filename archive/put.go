@@ -122,7 +122,7 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 		}
 	}
 	e := Entry{Key: k, Digest: d, Day: s.DayOf(t)}
-	size, mv, err := s.write(ctx, &c, t, &e)
+	size, deferred, mv, err := s.write(ctx, &c, t, &e)
 	if err != nil {
 		return Version{}, false, fmt.Errorf("archive put %s: %w", c.URL, err)
 	}
@@ -132,7 +132,7 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 		Length:      int64(len(c.Body)), File: e.Path(),
 	}
 	indexed = true // index ends the write, whatever it returns
-	if err := s.index(v, e, size, first, mv); err != nil {
+	if err := s.index(v, e, size, first, deferred, mv); err != nil {
 		return Version{}, false, fmt.Errorf("archive put: %w", err)
 	}
 	return v, true, nil
@@ -141,30 +141,36 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 // write encodes c as the version file of e, claims its size from the
 // quota and writes it unsynced to tmp/ (see placeFile), all of it on the
 // CPU gate; e.Seq is raised past the files of the same name already
-// there. It returns the file's size and its pending rename.
-func (s *Store) write(ctx context.Context, c *Capture, t time.Time, e *Entry) (size int64, mv *pendingFile, err error) {
-	if gerr := s.cpu.Do(ctx, func() { size, mv, err = s.encodeAndPlace(c, t, e) }); gerr != nil {
-		return 0, nil, gerr
+// there. It returns the file's size, whether its compression was
+// deferred (deferred.go) and its pending rename.
+func (s *Store) write(ctx context.Context, c *Capture, t time.Time, e *Entry) (size int64, deferred bool, mv *pendingFile, err error) {
+	if gerr := s.cpu.Do(ctx, func() { size, deferred, mv, err = s.encodeAndPlace(c, t, e) }); gerr != nil {
+		return 0, false, nil, gerr
 	}
-	return size, mv, err
+	return size, deferred, mv, err
 }
 
-// encodeAndPlace is write's work, on the gate.
-func (s *Store) encodeAndPlace(c *Capture, t time.Time, e *Entry) (int64, *pendingFile, error) {
+// encodeAndPlace is write's work, on the gate. It defers the compression
+// when other processing is waiting for the gate at that moment.
+func (s *Store) encodeAndPlace(c *Capture, t time.Time, e *Entry) (int64, bool, *pendingFile, error) {
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
 	defer bufPool.Put(buf)
-	if err := s.gz.encodeResponse(buf, c, t, e.Digest); err != nil {
-		return 0, nil, err
+	deferred := s.shouldDefer()
+	if deferred {
+		s.noteDeferred()
+	}
+	if err := s.gz.encodeResponse(buf, c, t, e.Digest, deferred); err != nil {
+		return 0, false, nil, err
 	}
 	size := int64(buf.Len())
 	if err := s.reserve(size); err != nil {
-		return 0, nil, err
+		return 0, false, nil, err
 	}
 	created, err := s.ensureDir(e.Path())
 	if err != nil {
 		s.unreserve(size)
-		return 0, nil, err
+		return 0, false, nil, err
 	}
 	// A directory this Put just made holds no file of this key (Puts of
 	// one key are serialized), so only an older one needs looking at.
@@ -174,9 +180,9 @@ func (s *Store) encodeAndPlace(c *Capture, t time.Time, e *Entry) (int64, *pendi
 	mv, err := s.placeFile(e.Path(), buf.Bytes())
 	if err != nil {
 		s.unreserve(size)
-		return 0, nil, err
+		return 0, false, nil, err
 	}
-	return size, mv, nil
+	return size, deferred, mv, nil
 }
 
 // reserve claims size bytes of the quota for a file about to be written.
@@ -287,7 +293,7 @@ func (s *Store) placeFile(rel string, data []byte) (*pendingFile, error) {
 	case s.groupSync:
 		return &pendingFile{tmp: tmp, final: final}, nil
 	default:
-		err = os.Rename(tmp, final)
+		err = renameFile(tmp, final)
 	}
 	if err != nil {
 		os.Remove(tmp)

@@ -255,7 +255,7 @@ func (s *Store) buildLeaf(db *leveldb.DB, rel string, st *rebuildState, rep *Rep
 	for _, de := range ents {
 		p := path.Join(rel, de.Name())
 		rep.Files++
-		v, e, h, size, err := s.verifyFile(p)
+		v, e, h, size, deferred, err := s.verifyFile(p)
 		if err == nil && seen[string(versionKey(v.Key, v.Time, v.Digest))] {
 			err = fmt.Errorf("%w: duplicate of another file's version", ErrCorrupt)
 		}
@@ -273,6 +273,9 @@ func (s *Store) buildLeaf(db *leveldb.DB, rel string, st *rebuildState, rep *Rep
 		seen[string(vk)] = true
 		batch.Put(vk, encodeVersion(v, e.Seq))
 		batch.Put(hostKey(hostOf(v.URL), v.URL), v.Key[:])
+		if deferred {
+			batch.Put(deferredKey(e), nil)
+		}
 		if !keys[v.Key] {
 			keys[v.Key] = true
 			st.ctr.urls++
@@ -305,29 +308,30 @@ func (s *Store) buildLeaf(db *leveldb.DB, rel string, st *rebuildState, rep *Rep
 	return db.Write(&batch, nil)
 }
 
-// verifyFile reads and checks one version file, returning its version.
-func (s *Store) verifyFile(rel string) (Version, Entry, http.Header, int64, error) {
+// verifyFile reads and checks one version file, returning its version,
+// entry, HTTP header, size and whether its compression is deferred.
+func (s *Store) verifyFile(rel string) (Version, Entry, http.Header, int64, bool, error) {
 	e, err := parsePath(rel)
 	if err != nil {
-		return Version{}, e, nil, 0, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return Version{}, e, nil, 0, false, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	data, err := s.readRaw(rel)
 	if err != nil {
-		return Version{}, e, nil, 0, err
+		return Version{}, e, nil, 0, false, err
 	}
 	f, err := decodeMember(data)
 	if err == nil {
 		err = checkEntry(e, f, "")
 	}
 	if err != nil {
-		return Version{}, e, nil, 0, err
+		return Version{}, e, nil, 0, false, err
 	}
 	c := &f.capture
 	return Version{
 		URL: c.URL, Key: e.Key, Digest: e.Digest, Day: e.Day, Time: c.Time, Status: c.Status,
 		ContentType: contentType(c.Header.Get("Content-Type")),
 		Length:      int64(len(c.Body)), File: rel,
-	}, e, c.Header, int64(len(data)), nil
+	}, e, c.Header, int64(len(data)), f.deferred, nil
 }
 
 // derivedState is the crawl state a version file implies when no index

@@ -43,6 +43,14 @@ type Options struct {
 	// GzipLevel is the gzip level of new version files (1-9); zero means
 	// DefaultGzipLevel.
 	GzipLevel int
+	// CompressNow makes every Put compress at GzipLevel, even when the
+	// CPU gate is behind (no deferred compression; see deferred.go).
+	CompressNow bool
+	// RecompressAfter is how long the store must have written no deferred
+	// file, with nothing waiting for the gate, before its background loop
+	// recompresses deferred files; zero means DefaultRecompressAfter, a
+	// negative value runs no loop (Recompress must then be called).
+	RecompressAfter time.Duration
 	// CommitWindow bounds how long an index group waits for the Puts and
 	// Imports already under way when it is about to be synced: they join
 	// it, so that concurrent writers share one sync instead of the first
@@ -72,6 +80,10 @@ type Stats struct {
 	Refused      int64 `json:"refused"`      // versions refused by the quota since Open
 	Unchanged    int64 `json:"unchanged"`    // Puts whose payload equalled the newest version, since Open
 	Corrupt      int64 `json:"corrupt"`      // Reads that failed verification since Open
+	// Deferred counts version files stored with deferred compression
+	// (Huffman-only, while the processing was behind) that await
+	// recompression at the store's level (deferred.go).
+	Deferred int64 `json:"deferred"`
 }
 
 // Store is a directory of version files plus their goleveldb index. See
@@ -90,6 +102,11 @@ type Store struct {
 	wo        *opt.WriteOptions
 	gz        *gzipPool
 	cpu       *cpugate.Gate
+
+	compressNow bool          // Options.CompressNow
+	after       time.Duration // Options.RecompressAfter, defaulted
+	busy        func() bool   // the processing is behind: defer compression (deferred.go)
+	rc          deferredState
 
 	keyLocks [256]sync.Mutex // serialize Puts of one key (striped by key[19])
 	dirs     sync.Map        // leaf directories known to exist
@@ -155,6 +172,9 @@ func newStore(dir string, o Options, clean bool) (*Store, error) {
 	if o.NoSync {
 		o.CommitWindow = 0
 	}
+	if o.RecompressAfter == 0 {
+		o.RecompressAfter = DefaultRecompressAfter
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -170,7 +190,11 @@ func newStore(dir string, o Options, clean bool) (*Store, error) {
 		gz:        newGzipPool(o.GzipLevel),
 		cpu:       o.CPU,
 		window:    o.CommitWindow,
+
+		compressNow: o.CompressNow,
+		after:       o.RecompressAfter,
 	}
+	s.busy = func() bool { return s.cpu.Waiting() > 0 }
 	for _, d := range []string{dir, filepath.Join(dir, objectsDir), filepath.Join(dir, "tmp")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("archive open: %w", err)
@@ -230,7 +254,12 @@ func (s *Store) openIndex(path string) error {
 		s.quotaHit.Store(true)
 		s.log.Warn("disk quota reached: no new versions will be stored", "bytes", s.ctr.bytes, "quota", s.quota)
 	}
+	if err := s.countDeferred(); err != nil {
+		db.Close()
+		return fmt.Errorf("archive open index: %w", err)
+	}
 	s.startCommitter()
+	s.startRecompressor()
 	return nil
 }
 
@@ -239,6 +268,7 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.stopRecompressor()
 	s.stopCommitter()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("archive close: %w", err)
@@ -274,6 +304,7 @@ func (s *Store) Stats() Stats {
 		Refused:      s.refused.Load(),
 		Unchanged:    s.unchanged.Load(),
 		Corrupt:      s.corrupt.Load(),
+		Deferred:     s.rc.n.Load(),
 	}
 }
 

@@ -189,12 +189,19 @@ type decodedFile struct {
 	capture Capture
 	digest  id.ID
 	head    []byte
+	// deferred: the gzip header carries the deferred-compression mark
+	// (deferred.go).
+	deferred bool
 }
 
 // decodeMember reads data as exactly one gzip member holding one WARC
 // response record, and verifies its block and payload digests. Every
 // failure wraps ErrCorrupt.
-func decodeMember(data []byte) (*decodedFile, error) {
+func decodeMember(data []byte) (*decodedFile, error) { return decodeMemberTo(data, nil) }
+
+// decodeMemberTo is decodeMember that also appends the member's
+// uncompressed bytes to raw, if not nil.
+func decodeMemberTo(data []byte, raw *bytes.Buffer) (*decodedFile, error) {
 	src := bytes.NewReader(data)
 	d := readerPool.Get().(*memberReader)
 	defer readerPool.Put(d)
@@ -204,7 +211,11 @@ func decodeMember(data []byte) (*decodedFile, error) {
 	}
 	zr.Multistream(false)
 	br := d.br
-	br.Reset(zr)
+	if raw != nil {
+		br.Reset(io.TeeReader(zr, raw))
+	} else {
+		br.Reset(zr)
+	}
 	defer br.Reset(nil) // drop the reference to data
 	rec, err := ReadRecord(br)
 	if err == io.EOF {
@@ -225,7 +236,12 @@ func decodeMember(data []byte) (*decodedFile, error) {
 	if src.Len() != 0 {
 		return nil, fmt.Errorf("%w: %d bytes after the gzip member", ErrCorrupt, src.Len())
 	}
-	return decodeResponse(rec)
+	f, err := decodeResponse(rec)
+	if err != nil {
+		return nil, err
+	}
+	f.deferred = isDeferred(zr.Header.Extra)
+	return f, nil
 }
 
 // decodeResponse checks a response record and returns its capture.

@@ -58,8 +58,11 @@ const hostBatch = 32
 // a journaled disk), so at hundreds of pages a second the bound must be
 // well above what the CPU works on at once: with 4, a crawl on a fresh
 // journaled ext4 spent its time waiting for a processing slot (herod 1
-// node: 705-779 pages/s, 975-1,041 with 16; docs/crawl.md).
-const procFactor = 16
+// node: 705-779 pages/s, 975-1,041 with 16; docs/crawl.md). At ~2,300
+// pages/s the host loop still waited 90-170 ms a round (of ~1.3 s) for a
+// slot with 16, under 1 ms with 64 (scripts/bench-crawl.sh). Bodies in
+// processing stay bounded by procBodyFactor.
+const procFactor = 64
 
 // procBodyFactor bounds the bytes of bodies held by pages in processing to
 // procBodyFactor*MaxBody, so that many slots cannot mean many large bodies.

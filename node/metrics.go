@@ -30,6 +30,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 var (
 	mVersions      = desc("archive_versions", "Versions stored.")
 	mArchiveBytes  = desc("archive_bytes", "Bytes of version files on disk.")
+	mDeferred      = desc("archive_deferred", "Version files stored Huffman-only while processing was behind, awaiting recompression.")
 	mFwdPending    = desc("forward_pending", "Links waiting for delivery to their owners.")
 	mFwdSent       = desc("forward_sent_total", "Links delivered to other nodes.")
 	mFwdFailures   = desc("forward_failures_total", "Link deliveries that failed and were retried.")
@@ -41,7 +42,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{mVersions, mArchiveBytes, mFwdPending, mFwdSent,
+	for _, d := range []*prometheus.Desc{mVersions, mArchiveBytes, mDeferred, mFwdPending, mFwdSent,
 		mFwdFailures, mLinksReceived, mBadFrames, mProcWaits, mProcWaited} {
 		ch <- d
 	}
@@ -58,6 +59,7 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(mVersions, float64(st.Archive.Versions))
 	gauge(mArchiveBytes, float64(st.Archive.Bytes))
+	gauge(mDeferred, float64(st.Archive.Deferred))
 	gauge(mFwdPending, float64(st.Forward.Pending))
 	counter(mFwdSent, float64(st.Forward.Sent))
 	counter(mFwdFailures, float64(st.Forward.Failures))

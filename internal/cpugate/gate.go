@@ -24,6 +24,7 @@ type Gate struct {
 	once    sync.Once
 	n       int
 	busy    atomic.Int64 // workers running a job
+	waiting atomic.Int64 // Do calls waiting for a worker now
 	entries atomic.Int64 // jobs run
 	waits   atomic.Int64 // of them, those that found every worker busy
 	waited  atomic.Int64 // nanoseconds those waited for one
@@ -162,14 +163,18 @@ func (g *Gate) Do(ctx context.Context, f func()) error {
 	case g.jobs <- j:
 	default:
 		start := time.Now()
+		g.waiting.Add(1)
 		onWait()
 		select {
 		case g.jobs <- j:
+			g.waiting.Add(-1)
 			g.waits.Add(1)
 			g.waited.Add(int64(time.Since(start)))
 		case <-ctx.Done():
+			g.waiting.Add(-1)
 			return fmt.Errorf("cpugate: %w", ctx.Err())
 		case <-g.stop:
+			g.waiting.Add(-1)
 			return errors.New("cpugate: gate closed")
 		}
 	}
@@ -182,6 +187,16 @@ func (g *Gate) Do(ctx context.Context, f func()) error {
 		panic(p)
 	}
 	return nil
+}
+
+// Waiting returns how many Do calls are waiting for a worker now: more
+// than zero means the processing has fallen behind what is asked of it.
+// A nil gate has none.
+func (g *Gate) Waiting() int {
+	if g == nil {
+		return 0
+	}
+	return int(g.waiting.Load())
 }
 
 // InlineBytes is the size of input below which DoBytes runs f in the

@@ -35,9 +35,15 @@ func TestGateBoundsWorkers(t *testing.T) {
 		t.Fatalf("a third Do on a 2-worker gate returned %v while both workers are busy", err)
 	case <-time.After(20 * time.Millisecond):
 	}
+	if n := g.Waiting(); n != 1 {
+		t.Fatalf("Waiting = %d with one Do waiting for a worker, want 1", n)
+	}
 	r1()
 	if err := <-ran; err != nil {
 		t.Fatal(err)
+	}
+	if n := g.Waiting(); n != 0 {
+		t.Fatalf("Waiting = %d after the waiting Do ran, want 0", n)
 	}
 
 	cctx, cancel := context.WithCancel(ctx)
@@ -45,6 +51,9 @@ func TestGateBoundsWorkers(t *testing.T) {
 	r3 := hold(t, g)
 	if err := g.Do(cctx, func() { t.Error("ran with a cancelled context on a full gate") }); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Do on a full gate with a cancelled context: %v", err)
+	}
+	if n := g.Waiting(); n != 0 {
+		t.Fatalf("Waiting = %d after a Do gave up, want 0", n)
 	}
 	r2()
 	r3()
