@@ -42,7 +42,8 @@ func TestCrawlSiteAndStats(t *testing.T) {
 		t.Fatalf("stored %v\nwant %v", got, want)
 	}
 	st := c.Stats()
-	if st.NewVersions != 7 || st.FetchedToday != 7 || st.KnownURLs != 7 || st.Queued != 0 || st.InFlight != 0 {
+	if st.NewVersions != 7 || st.FetchedToday != 7 || st.KnownURLs != 7 || st.Queued != 0 || st.InFlight != 0 ||
+		st.ResponseSec <= 0 || st.ResponseSec > 7*5 {
 		t.Fatalf("stats %+v", st)
 	}
 	for _, r := range s.requests("") {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/canon"
@@ -46,6 +47,7 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, release fun
 			req.Header.Set("If-Modified-Since", st.LastModified)
 		}
 	}
+	sent := time.Now()
 	resp, err := c.cfg.Client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -55,9 +57,11 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, release fun
 		return true
 	}
 	defer resp.Body.Close()
+	took := time.Since(sent)
 	now := c.cfg.Clock()
 	c.mu.Lock()
 	c.st.fetched++
+	c.st.response += took
 	c.mu.Unlock()
 
 	code := resp.StatusCode

@@ -3,21 +3,25 @@ package crawl
 import (
 	"errors"
 	"maps"
+	"time"
 )
 
 // Stats is a snapshot of a crawler's progress, for herod status and
 // /api/status. Counters cover the current day: they reset at NewDay (and
 // at process start).
 type Stats struct {
-	Day          int64            `json:"day"`          // current crawl day number
-	Queued       int64            `json:"queued"`       // URLs waiting to be fetched
-	InFlight     int64            `json:"inFlight"`     // fetches under way
-	FetchedToday int64            `json:"fetchedToday"` // requests answered by the origin today
-	NewVersions  int64            `json:"newVersions"`  // versions the archive added
-	NotModified  int64            `json:"notModified"`  // 304 answers
-	Unchanged    int64            `json:"unchanged"`    // 200 answers whose payload equals the stored one
-	Forwarded    int64            `json:"forwarded"`    // links handed to the Forwarder
-	BytesFetched int64            `json:"bytesFetched"` // payload bytes received (after transfer decoding)
+	Day          int64 `json:"day"`          // current crawl day number
+	Queued       int64 `json:"queued"`       // URLs waiting to be fetched
+	InFlight     int64 `json:"inFlight"`     // fetches under way
+	FetchedToday int64 `json:"fetchedToday"` // requests answered by the origin today
+	NewVersions  int64 `json:"newVersions"`  // versions the archive added
+	NotModified  int64 `json:"notModified"`  // 304 answers
+	Unchanged    int64 `json:"unchanged"`    // 200 answers whose payload equals the stored one
+	Forwarded    int64 `json:"forwarded"`    // links handed to the Forwarder
+	BytesFetched int64 `json:"bytesFetched"` // payload bytes received (after transfer decoding)
+	// ResponseSec sums, over the requests answered today, the seconds
+	// from sending each request to receiving its response headers.
+	ResponseSec  float64          `json:"responseSec"`
 	ErrorsByKind map[string]int64 `json:"errorsByKind"` // refusals and failures by Kind*
 	KnownURLs    int64            `json:"knownURLs"`    // URLs ever queued on this node
 	ActiveHosts  int              `json:"activeHosts"`  // hosts being crawled (a loop each)
@@ -27,6 +31,7 @@ type Stats struct {
 // counters are the mutable day counters, guarded by Crawler.mu.
 type counters struct {
 	inFlight, fetched, newVersions, notModified, unchanged, forwarded, bytes int64
+	response                                                                 time.Duration // summed time to response headers
 	errs                                                                     map[string]int64
 }
 
@@ -50,6 +55,7 @@ func (c *Crawler) Stats() Stats {
 		Unchanged:    c.st.unchanged,
 		Forwarded:    c.st.forwarded,
 		BytesFetched: c.st.bytes,
+		ResponseSec:  c.st.response.Seconds(),
 		ErrorsByKind: maps.Clone(c.st.errs),
 		KnownURLs:    c.known,
 		ActiveHosts:  c.running,

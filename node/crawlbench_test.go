@@ -52,7 +52,7 @@ var (
 	crawlBenchCompressNow = flag.Bool("crawlbench.compressnow", false, "herod Config.CompressNow: no deferred compression")
 	crawlBenchNoSync      = flag.Bool("crawlbench.nosync", false, "herod Config.NoSync: no file or index syncs (not durable; shows what syncing costs)")
 	crawlBenchInProc      = flag.Bool("crawlbench.inproc", false, "serve the site from the test process (default: a process of its own, as for wget)")
-	crawlBenchSpare       = flag.Bool("crawlbench.spare", true, "cpugate.ReserveProcessor, as cmd/herod does: one processor (GOMAXPROCS) beyond the CPUs for the fetches")
+	crawlBenchSpare       = flag.Bool("crawlbench.spare", true, "cpugate.ReserveProcessors, as cmd/herod does: processors (GOMAXPROCS) beyond the CPUs for the fetches")
 	crawlBenchOnly        = flag.String("crawlbench.only", "", "comma-separated contestants to run (wget, goget, gogetbusy, herod1, herodN), e.g. for -cpuprofile")
 )
 
@@ -95,7 +95,7 @@ func TestCrawlRate(t *testing.T) {
 		t.Fatal("wget not installed (scripts/bench-crawl.sh installs it)")
 	}
 	if *crawlBenchSpare {
-		cpugate.ReserveProcessor()
+		cpugate.ReserveProcessors()
 	}
 	t.Logf("GOMAXPROCS %d on %d CPUs, processing gate %d slots", runtime.GOMAXPROCS(0), runtime.NumCPU(), cpugate.Shared().Stats().Slots)
 	dir := t.TempDir()
@@ -341,6 +341,13 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int, 
 	if err := lr.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
 	}
+	var answered int64
+	var response float64
+	for _, nd := range lr.Nodes {
+		st := nd.crawler.Stats()
+		answered, response = answered+st.FetchedToday, response+st.ResponseSec
+	}
+	t.Logf("herod x%d requests: %d, %.0f us on average from request to response headers", count, answered, 1e6*response/float64(max(answered, 1)))
 	n := stored()
 	if n != int64(want) {
 		t.Errorf("herod x%d stored %d versions, want %d", count, n, want)

@@ -108,6 +108,10 @@ func printStatus(w io.Writer, st node.Status) {
 	fmt.Fprintf(tw, "crawl day\t%d\n", st.Crawl.Day)
 	fmt.Fprintf(tw, "queued\t%d\n", st.Crawl.Queued)
 	fmt.Fprintf(tw, "fetched today\t%d\n", st.Crawl.FetchedToday)
+	if st.Crawl.FetchedToday > 0 {
+		mean := time.Duration(st.Crawl.ResponseSec / float64(st.Crawl.FetchedToday) * float64(time.Second))
+		fmt.Fprintf(tw, "mean time to response headers\t%v\n", mean.Round(time.Microsecond))
+	}
 	fmt.Fprintf(tw, "new versions\t%d\n", st.Crawl.NewVersions)
 	fmt.Fprintf(tw, "not modified (304)\t%d\n", st.Crawl.NotModified)
 	fmt.Fprintf(tw, "unchanged (same digest)\t%d\n", st.Crawl.Unchanged)

@@ -41,9 +41,9 @@ var commands = []command{
 }
 
 func main() {
-	// One processor beyond the CPUs for the fetches, before any node
+	// Processors beyond the CPUs for the fetches, before any node
 	// makes its processing gate (package cpugate).
-	cpugate.ReserveProcessor()
+	cpugate.ReserveProcessors()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr))

@@ -1,6 +1,6 @@
 // Package cpugate runs page processing on a bounded set of worker
 // goroutines, each on an OS thread of its own at a lower scheduling
-// priority, so that one processor stays free for the network and the
+// priority, so that processors stay free for the network and the
 // goroutines the network wakes come first.
 //
 // Go's scheduler does not preempt a running goroutine for one whose socket

@@ -226,30 +226,47 @@ var (
 	shared     *Gate
 )
 
-// Shared returns the process's gate for page processing: GOMAXPROCS-1
-// workers (at least one), as read at the first call, so that one processor
-// is always left for goroutines woken by the network. It is one gate per
-// process because processors are: the nodes that one process runs (tests,
-// benchmarks) share it. A program that wants processing to use every CPU
-// calls ReserveProcessor before the first call.
+// Shared returns the process's gate for page processing, sized at the
+// first call: GOMAXPROCS minus the processors ReserveProcessors added, or
+// GOMAXPROCS-1 if it was not called (at least one worker), so that
+// processors are always left for goroutines woken by the network. It is
+// one gate per process because processors are: the nodes that one process
+// runs (tests, benchmarks) share it.
 func Shared() *Gate {
-	sharedOnce.Do(func() { shared = New(runtime.GOMAXPROCS(0) - 1) })
+	sharedOnce.Do(func() { shared = New(runtime.GOMAXPROCS(0) - max(1, int(reserved.Load()))) })
 	return shared
 }
 
-// ReserveProcessor adds one processor (GOMAXPROCS) beyond the CPUs, unless
-// the GOMAXPROCS environment variable sets the count, and returns the
-// count in force. Called before the first Shared, it gives the processing
-// gate a slot per CPU while a processor stays free for the network: the
-// operating system, which preempts at once for a woken thread, then shares
-// the CPUs between processing and the fetches, where Go's scheduler would
-// let a woken goroutine wait for a processor (docs/crawl.md). It also
-// stops the runtime from adjusting GOMAXPROCS to a changed CPU limit.
-func ReserveProcessor() int {
+// Reserved is how many processors (GOMAXPROCS) ReserveProcessors adds
+// beyond the CPUs. A worker's thread keeps its processor while the kernel
+// runs normal-priority threads ahead of it, so with one spare processor
+// every goroutine but the workers' — the fetches' (client, transport
+// loops, host loops) and the rest of the node's (index commits, link
+// forwarding, the garbage collector) — shared one processor, and a request
+// waited behind that work: in the crawl bench the mean time from request
+// to response headers was 345-487 µs with one, 276-368 µs with two
+// (docs/crawl.md).
+const Reserved = 2
+
+// reserved is what ReserveProcessors added; 0 before it or when the
+// environment set GOMAXPROCS.
+var reserved atomic.Int32
+
+// ReserveProcessors adds Reserved processors (GOMAXPROCS) beyond the CPUs,
+// unless the GOMAXPROCS environment variable sets the count, and returns
+// the count in force. Called before the first Shared, it gives the
+// processing gate a slot per CPU while processors stay free for the
+// network: the operating system, which preempts at once for a woken
+// thread, then shares the CPUs between processing and the fetches, where
+// Go's scheduler would let a woken goroutine wait for a processor
+// (docs/crawl.md). It also stops the runtime from adjusting GOMAXPROCS to
+// a changed CPU limit.
+func ReserveProcessors() int {
 	if os.Getenv("GOMAXPROCS") != "" {
 		return runtime.GOMAXPROCS(0)
 	}
-	n := min(runtime.GOMAXPROCS(0), runtime.NumCPU()) + 1
-	runtime.GOMAXPROCS(n)
-	return n
+	cpus := min(runtime.GOMAXPROCS(0)-int(reserved.Load()), runtime.NumCPU())
+	runtime.GOMAXPROCS(cpus + Reserved)
+	reserved.Store(Reserved)
+	return cpus + Reserved
 }

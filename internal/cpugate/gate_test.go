@@ -146,23 +146,27 @@ func TestSharedLeavesOneProcessor(t *testing.T) {
 	}
 }
 
-// TestReserveProcessor: one processor beyond the CPUs, once however often
-// it is called, and none when the environment sets GOMAXPROCS.
-func TestReserveProcessor(t *testing.T) {
+// TestReserveProcessors: Reserved processors beyond the CPUs, once however
+// often it is called, and none when the environment sets GOMAXPROCS.
+func TestReserveProcessors(t *testing.T) {
 	before := runtime.GOMAXPROCS(0)
-	defer runtime.GOMAXPROCS(before)
+	defer func() {
+		runtime.GOMAXPROCS(before)
+		reserved.Store(0)
+	}()
 	t.Setenv("GOMAXPROCS", "")
 	os.Unsetenv("GOMAXPROCS")
-	want := min(before, runtime.NumCPU()) + 1
+	want := min(before, runtime.NumCPU()) + Reserved
 	for range 2 {
-		if got := ReserveProcessor(); got != want || runtime.GOMAXPROCS(0) != want {
-			t.Fatalf("ReserveProcessor = %d, GOMAXPROCS %d; want %d", got, runtime.GOMAXPROCS(0), want)
+		if got := ReserveProcessors(); got != want || runtime.GOMAXPROCS(0) != want || reserved.Load() != Reserved {
+			t.Fatalf("ReserveProcessors = %d, GOMAXPROCS %d, reserved %d; want %d", got, runtime.GOMAXPROCS(0), reserved.Load(), want)
 		}
 	}
 	runtime.GOMAXPROCS(before)
+	reserved.Store(0)
 	t.Setenv("GOMAXPROCS", strconv.Itoa(before))
-	if got := ReserveProcessor(); got != before || runtime.GOMAXPROCS(0) != before {
-		t.Fatalf("with GOMAXPROCS=%d in the environment: %d, GOMAXPROCS %d", before, got, runtime.GOMAXPROCS(0))
+	if got := ReserveProcessors(); got != before || runtime.GOMAXPROCS(0) != before || reserved.Load() != 0 {
+		t.Fatalf("with GOMAXPROCS=%d in the environment: %d, GOMAXPROCS %d, reserved %d", before, got, runtime.GOMAXPROCS(0), reserved.Load())
 	}
 }
 
