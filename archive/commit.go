@@ -3,6 +3,7 @@ package archive
 import (
 	"errors"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -130,7 +131,7 @@ func (s *Store) enqueueLocked(v Version, e Entry, size int64, first, deferred bo
 	g := s.formingLocked()
 	g.b.Put(versionKey(v.Key, v.Time, v.Digest), encodeVersion(v, e.Seq))
 	if deferred {
-		g.b.Put(deferredKey(e), nil)
+		g.b.Put(deferredKey(e), deferredValue(size))
 		g.deferred++
 	}
 	if first {
@@ -246,14 +247,19 @@ func (s *Store) committer() {
 // can make it fail.
 var syncFS = syncFilesystem
 
-// placeGroup syncs the temporary files of a group and renames them into
-// place. On error it removes the temporary files it did not rename.
+// placeGroup syncs the temporary files of a group (unless every one is
+// synced already) and renames them into place. On error it removes the
+// temporary files it did not rename.
 func (s *Store) placeGroup(files []*pendingFile) error {
-	if err := syncFS(s.dir); err != nil {
-		for _, f := range files {
-			os.Remove(f.tmp)
+	// Replacements written without group sync are synced already
+	// (writeReplacement); a group of those alone needs no syncfs.
+	if slices.ContainsFunc(files, func(f *pendingFile) bool { return !f.synced }) {
+		if err := syncFS(s.dir); err != nil {
+			for _, f := range files {
+				os.Remove(f.tmp)
+			}
+			return err
 		}
-		return err
 	}
 	for i, f := range files {
 		if err := renameFile(f.tmp, f.final); err != nil {

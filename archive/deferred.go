@@ -3,10 +3,13 @@ package archive
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,11 +33,12 @@ import (
 // field, RFC 1952 2.3.1.1, which readers skip). Recompression replaces
 // the file's bytes, never its content: the new member must decode to a
 // record that passes every check against the file's name before it is
-// written to dir/tmp, made durable by its index group (syncfs, or fsync
-// where there is none) and renamed over the old one; the group then drops
-// the file from the list and corrects the byte totals. A crash between the
-// rename and the group leaves the list naming a file that is no longer
-// marked, which the next pass drops. Reindex lists the marked files it
+// written to dir/tmp, made durable (the index group's syncfs, or an fsync
+// of its own where there is none, even with NoSync) and renamed over the
+// old one by its index group, which also drops the file from the list and
+// corrects the byte totals. A crash between the rename and the group
+// leaves the list naming a file that is no longer marked: the next pass
+// drops it and corrects the totals from the size the list recorded. Reindex lists the marked files it
 // finds, and Import lists marked files received from replicas, so the
 // list is a function of the files like the rest of the index.
 
@@ -46,11 +50,11 @@ var deferredExtra = []byte{'H', 'd', 0, 0}
 func isDeferred(extra []byte) bool {
 	for len(extra) >= 4 {
 		n := int(extra[2]) | int(extra[3])<<8
-		if extra[0] == 'H' && extra[1] == 'd' {
-			return true
-		}
 		if len(extra) < 4+n {
 			return false
+		}
+		if extra[0] == 'H' && extra[1] == 'd' {
+			return true
 		}
 		extra = extra[4+n:]
 	}
@@ -98,29 +102,41 @@ func (s *Store) countDeferred() error {
 	return it.Error()
 }
 
-// Recompress recompresses up to max of the files stored with deferred
-// compression (all of them if max <= 0), oldest listed first by name, and
-// returns how many it took off the list. Each file is replaced only by a
-// smaller encoding of the same record that passed verification; a file
-// that is missing, corrupt or no longer marked is taken off the list and
-// left as it is (a corrupt one is logged and counted in Stats.Corrupt,
-// for Fsck to report). The background loop calls it; a caller may too,
-// for example before measuring disk use. Calls are serialized.
-func (s *Store) Recompress(ctx context.Context, max int) (int, error) {
+// Recompress recompresses up to limit of the files stored with deferred
+// compression (all of them if limit <= 0), in file-name order, and
+// returns how many it took off the list. Each file is replaced by the
+// encoding an immediate Put would have written, once that passed every
+// check against the file's name; a file that is missing, corrupt or no
+// longer marked (replaced before a crash cut its index group) is taken off
+// the list and left as it is (a corrupt one is logged and counted in
+// Stats.Corrupt, for Fsck to report). A file that cannot be done now (a
+// write error) stays listed and the others go on; the first such error is
+// returned. The background loop calls it; a caller may too, for example
+// before measuring disk use. Calls are serialized.
+func (s *Store) Recompress(ctx context.Context, limit int) (int, error) {
 	s.rc.mu.Lock()
 	defer s.rc.mu.Unlock()
 	if s.closed.Load() {
 		return 0, errors.New("archive recompress: store closed")
 	}
-	var entries []Entry
+	type listed struct {
+		e    Entry
+		size int64 // the deferred file's size when listed
+	}
+	var (
+		todo []listed
+		bad  [][]byte // keys that name no version file
+	)
 	it := s.db.NewIterator(util.BytesPrefix([]byte{pDeferred}), nil)
-	for it.Next() && (max <= 0 || len(entries) < max) {
+	for it.Next() && (limit <= 0 || len(todo)+len(bad) < limit) {
 		e, err := ParseName(string(it.Key()[1:]))
-		if err != nil {
-			it.Release()
-			return 0, fmt.Errorf("archive recompress: %w: listed name: %v", ErrCorrupt, err)
+		size, n := binary.Uvarint(it.Value())
+		if err != nil || n <= 0 {
+			s.log.Error("bad entry in the list of deferred files; dropped", "key", it.Key())
+			bad = append(bad, slices.Clone(it.Key()))
+			continue
 		}
-		entries = append(entries, e)
+		todo = append(todo, listed{e, int64(size)})
 	}
 	it.Release()
 	if err := it.Error(); err != nil {
@@ -129,53 +145,69 @@ func (s *Store) Recompress(ctx context.Context, max int) (int, error) {
 	var (
 		groups []*indexGroup
 		n      []int // files unlisted by each group
-		err    error
+		first  error
 	)
-	for _, e := range entries {
-		g, rerr := s.recompressOne(ctx, e)
-		if rerr != nil {
-			err = fmt.Errorf("archive recompress %s: %w", e.Name(), rerr)
-			break
-		}
+	add := func(g *indexGroup) {
 		if len(groups) == 0 || groups[len(groups)-1] != g {
 			groups, n = append(groups, g), append(n, 0)
 		}
 		n[len(n)-1]++
 	}
+	for _, k := range bad {
+		g, err := s.unlistKey(k, 0, nil)
+		if err != nil {
+			first = fmt.Errorf("archive recompress: %w", err)
+			break
+		}
+		add(g)
+	}
+	for _, l := range todo {
+		if first != nil && (ctx.Err() != nil || errors.Is(first, errStoreClosed)) {
+			break
+		}
+		g, err := s.recompressOne(ctx, l.e, l.size)
+		if err != nil {
+			if first == nil {
+				first = fmt.Errorf("archive recompress %s: %w", l.e.Name(), err)
+			}
+			continue
+		}
+		add(g)
+	}
 	done := 0
 	for i, g := range groups {
 		<-g.done
 		if g.err != nil {
-			if err == nil {
-				err = fmt.Errorf("archive recompress: %w", g.err)
+			if first == nil {
+				first = fmt.Errorf("archive recompress: %w", g.err)
 			}
 			continue
 		}
 		done += n[i]
 	}
-	return done, err
+	return done, first
 }
 
-// recompressOne recompresses the listed file e and queues its index
-// change; it returns the group to wait for.
-func (s *Store) recompressOne(ctx context.Context, e Entry) (*indexGroup, error) {
+// recompressOne recompresses the listed file e, whose size was listed as
+// size, and queues its index change; it returns the group to wait for.
+func (s *Store) recompressOne(ctx context.Context, e Entry, size int64) (*indexGroup, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	data, err := s.readRaw(e.Path())
 	if errors.Is(err, ErrNotFound) {
 		s.log.Warn("file listed for recompression is missing", "file", e.Path())
-		return s.unlist(e, 0, 0, nil)
+		return s.unlistKey(deferredKey(e), 0, nil)
 	}
 	if err != nil {
 		return nil, err
 	}
 	var (
-		mv      *pendingFile
-		newSize int64
-		keep    bool // leave the file as it is, only unlist it
+		mv     *pendingFile
+		delta  int64 // change of the file's size, once replaced
+		werr   error
+		unmark bool // the file stays as it is: only unlist it
 	)
-	var werr error
 	if gerr := s.cpu.Do(ctx, func() {
 		raw := bufPool.Get().(*bytes.Buffer)
 		raw.Reset()
@@ -187,11 +219,13 @@ func (s *Store) recompressOne(ctx context.Context, e Entry) (*indexGroup, error)
 		if err != nil {
 			s.corrupt.Add(1)
 			s.log.Error("corrupt version file: not recompressed", "file", e.Path(), "err", err)
-			keep = true
+			unmark = true
 			return
 		}
 		if !f.deferred {
-			keep = true // replaced already; the crash came before its index group
+			// Replaced already, and a crash (or a failed group) kept the
+			// index from learning it: correct the totals now.
+			unmark, delta = true, int64(len(data))-size
 			return
 		}
 		buf := bufPool.Get().(*bytes.Buffer)
@@ -214,28 +248,47 @@ func (s *Store) recompressOne(ctx context.Context, e Entry) (*indexGroup, error)
 			werr = fmt.Errorf("recompressed file fails verification: %w", err)
 			return
 		}
-		if buf.Len() >= len(data) {
-			keep = true // nothing to gain (incompressible payload)
-			return
-		}
-		newSize = int64(buf.Len())
-		mv, werr = s.placeFile(e.Path(), buf.Bytes())
+		delta = int64(buf.Len()) - int64(len(data))
+		mv, werr = s.writeReplacement(e.Path(), buf.Bytes())
 	}); gerr != nil {
 		return nil, gerr
 	}
 	if werr != nil {
 		return nil, werr
 	}
-	if keep {
-		return s.unlist(e, 0, 0, nil)
+	if unmark {
+		return s.unlistKey(deferredKey(e), delta, nil)
 	}
-	return s.unlist(e, int64(len(data)), newSize, mv)
+	return s.unlistKey(deferredKey(e), delta, mv)
 }
 
-// unlist queues, in the group forming, the removal of e from the list and,
-// when the file was replaced (mv, or newSize > 0 without group sync), the
-// change of the byte totals from oldSize to newSize.
-func (s *Store) unlist(e Entry, oldSize, newSize int64, mv *pendingFile) (*indexGroup, error) {
+// writeReplacement writes data to a temporary file that its index group
+// renames over the version file rel (commit.go). With group sync the
+// group's syncfs makes it durable; otherwise it is fsynced here, even with
+// NoSync: it replaces a file that may have been durable for years.
+func (s *Store) writeReplacement(rel string, data []byte) (*pendingFile, error) {
+	f, err := os.CreateTemp(filepath.Join(s.dir, "tmp"), filepath.Base(rel)+".*")
+	if err != nil {
+		return nil, err
+	}
+	_, err = f.Write(data)
+	if err == nil && !s.groupSync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return &pendingFile{tmp: f.Name(), final: filepath.Join(s.dir, filepath.FromSlash(rel)), synced: !s.groupSync}, nil
+}
+
+// unlistKey queues, in the group forming, the deletion of the list entry
+// key, a change of the byte totals by delta and the rename of mv (if not
+// nil) before it.
+func (s *Store) unlistKey(key []byte, delta int64, mv *pendingFile) (*indexGroup, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.gc.closing || s.gc.stopped == nil {
@@ -245,10 +298,10 @@ func (s *Store) unlist(e Entry, oldSize, newSize int64, mv *pendingFile) (*index
 		return nil, errStoreClosed
 	}
 	g := s.formingLocked()
-	g.b.Delete(deferredKey(e))
+	g.b.Delete(key)
 	g.deferred--
-	if newSize > 0 {
-		d := counters{bytes: newSize - oldSize}
+	if delta != 0 {
+		d := counters{bytes: delta}
 		g.delta.addCounters(d)
 		s.ctr.addCounters(d)
 		g.b.Put(metaStatsKey, s.ctr.encode())
@@ -258,6 +311,9 @@ func (s *Store) unlist(e Entry, oldSize, newSize int64, mv *pendingFile) (*index
 	}
 	return g, nil
 }
+
+// deferredValue is the value of a file's list entry: its size.
+func deferredValue(size int64) []byte { return binary.AppendUvarint(nil, uint64(size)) }
 
 // noteDeferred records a deferred Put for the loop's quiet period.
 func (s *Store) noteDeferred() { s.rc.lastFast.Store(time.Now().UnixNano()) }

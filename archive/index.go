@@ -19,7 +19,7 @@ const (
 	pMeta     = 'm' // m "stats"                     -> counters
 	pState    = 's' // s key(20)                     -> JSON stateRecord
 	pTouch    = 't' // t key(20) day(8)              -> time(8)
-	pDeferred = 'd' // d file name                   -> (empty): deferred.go
+	pDeferred = 'd' // d file name                   -> its size (uvarint): deferred.go
 )
 
 var metaStatsKey = []byte{pMeta, 's', 't', 'a', 't', 's'}

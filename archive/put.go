@@ -262,10 +262,12 @@ func (s *Store) ensureDir(rel string) (bool, error) {
 	return created, nil
 }
 
-// pendingFile is a version file written to dir/tmp, not yet synced, that
-// its index group renames to final once the group's files are durable.
+// pendingFile is a version file written to dir/tmp that its index group
+// renames to final once the group's files are durable: by the group's
+// syncfs, or already (synced) when written without group sync.
 type pendingFile struct {
 	tmp, final string
+	synced     bool
 }
 
 // placeFile stores data as the file rel, whose directory the caller has

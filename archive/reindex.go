@@ -274,7 +274,7 @@ func (s *Store) buildLeaf(db *leveldb.DB, rel string, st *rebuildState, rep *Rep
 		batch.Put(vk, encodeVersion(v, e.Seq))
 		batch.Put(hostKey(hostOf(v.URL), v.URL), v.Key[:])
 		if deferred {
-			batch.Put(deferredKey(e), nil)
+			batch.Put(deferredKey(e), deferredValue(size))
 		}
 		if !keys[v.Key] {
 			keys[v.Key] = true

@@ -99,19 +99,44 @@ func (s *Store) Import(ctx context.Context, name string, data []byte) (Version, 
 		s.unreserve(size)
 		return Version{}, false, fmt.Errorf("archive import: %w", err)
 	}
+	deferred := f.deferred
 	if old, err := s.readRaw(e.Path()); err == nil {
-		// An unindexed file left by a crash: index it if it is this one.
-		if !bytes.Equal(old, data) {
+		// An unindexed file left by a crash: index it if it holds this
+		// record, however compressed (one of them may be deferred).
+		of, same := f, bytes.Equal(old, data)
+		if !same {
+			of, same = sameRecord(old, data)
+		}
+		if !same {
 			s.unreserve(size)
 			return Version{}, false, fmt.Errorf("archive import: unindexed file %s differs; run reindex", name)
 		}
+		deferred = of.deferred
+		s.mu.Lock()
+		s.pending += int64(len(old)) - size // the file kept is the one indexed
+		s.mu.Unlock()
+		size = int64(len(old))
 	} else if mv, err = s.placeFile(e.Path(), data); err != nil {
 		s.unreserve(size)
 		return Version{}, false, fmt.Errorf("archive import: %w", err)
 	}
 	indexed = true // index ends the write, whatever it returns
-	if err := s.index(v, e, size, first, f.deferred, mv); err != nil {
+	if err := s.index(v, e, size, first, deferred, mv); err != nil {
 		return Version{}, false, fmt.Errorf("archive import: %w", err)
 	}
 	return v, true, nil
+}
+
+// sameRecord reports whether the version files a and b hold the same
+// verified record, and returns a's decoding.
+func sameRecord(a, b []byte) (*decodedFile, bool) {
+	var ra, rb bytes.Buffer
+	fa, err := decodeMemberTo(a, &ra)
+	if err != nil {
+		return nil, false
+	}
+	if _, err := decodeMemberTo(b, &rb); err != nil {
+		return nil, false
+	}
+	return fa, bytes.Equal(ra.Bytes(), rb.Bytes())
 }

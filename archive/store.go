@@ -269,6 +269,8 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.stopRecompressor()
+	s.rc.mu.Lock() // a Recompress a caller started ends first
+	s.rc.mu.Unlock()
 	s.stopCommitter()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("archive close: %w", err)

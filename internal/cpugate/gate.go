@@ -85,16 +85,27 @@ func New(n int) *Gate {
 // work runs jobs on a thread of its own, at the lower priority, until
 // Close. The thread is never unlocked: it ends with the goroutine, so its
 // priority never reaches other goroutines.
-func (g *Gate) work() {
+func (g *Gate) work() { g.workFrom(nil) }
+
+// workFrom is work that closes started, if not nil, once it holds a
+// thread that is not the main one.
+func (g *Gate) workFrom(started chan struct{}) {
 	runtime.LockOSThread()
 	if mainThread() {
 		// The process's main thread stays at its priority (ps shows the
-		// process with it): a new worker takes this one's place (on
-		// another thread while this one holds the main thread) and the
-		// main thread goes back to the scheduler.
-		go g.work()
+		// process with it): a new worker takes this one's place and the
+		// main thread goes back to the scheduler once the new one runs —
+		// on another thread, since this goroutine holds the main one
+		// until then (with GOMAXPROCS 1 a replacement started at once
+		// could land on it again, and again).
+		next := make(chan struct{})
+		go g.workFrom(next)
+		<-next
 		runtime.UnlockOSThread()
 		return
+	}
+	if started != nil {
+		close(started)
 	}
 	if lowerPriority(Nice) == nil {
 		lowPrio.Store(true)
