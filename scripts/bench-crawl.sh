@@ -20,7 +20,7 @@
 # site from herod's test process instead of a process of its own), GZIP
 # (herod's gzip level; 0: default), COMPRESSNOW (1: no deferred compression:
 # every version compressed at the gzip level as it is stored), NOSYNC (1: herod syncs nothing; not
-# durable, shows what syncing costs), SPARE (1, the default: cpugate.Reserved processors
+# durable, shows what syncing costs), SPARE (1, the default: cpugate.TuneGC and cpugate.Reserved processors
 # beyond the CPUs for herod's fetches, as cmd/herod runs; 0: GOMAXPROCS as
 # the runtime sets it), SCRATCH (directory for the site and
 # the crawlers' output; default: the system's temporary directory), LOOPFS

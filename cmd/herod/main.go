@@ -42,8 +42,10 @@ var commands = []command{
 
 func main() {
 	// Processors beyond the CPUs for the fetches, before any node
-	// makes its processing gate (package cpugate).
+	// makes its processing gate, and a garbage collector that runs less
+	// often (package cpugate).
 	cpugate.ReserveProcessors()
+	cpugate.TuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr))

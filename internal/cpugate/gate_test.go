@@ -3,8 +3,10 @@ package cpugate
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -202,5 +204,33 @@ func TestGateStats(t *testing.T) {
 	var nilGate *Gate
 	if st := nilGate.Stats(); st.Slots != 0 || st.Entries != 0 {
 		t.Fatalf("nil gate: %+v", st)
+	}
+}
+
+// TestTuneGC: GOGC and the memory limit as TuneGC sets them, unless the
+// environment sets them.
+func TestTuneGC(t *testing.T) {
+	gc, limit := debug.SetGCPercent(100), debug.SetMemoryLimit(math.MaxInt64)
+	defer func() {
+		debug.SetGCPercent(gc)
+		debug.SetMemoryLimit(limit)
+	}()
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	os.Unsetenv("GOGC")
+	os.Unsetenv("GOMEMLIMIT")
+	TuneGC()
+	if got := debug.SetGCPercent(100); got != GCPercent {
+		t.Fatalf("GOGC %d, want %d", got, GCPercent)
+	}
+	if got := debug.SetMemoryLimit(-1); got != MemoryLimit {
+		t.Fatalf("memory limit %d, want %d", got, MemoryLimit)
+	}
+	debug.SetMemoryLimit(math.MaxInt64)
+	t.Setenv("GOGC", "100")
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	TuneGC()
+	if got, lim := debug.SetGCPercent(100), debug.SetMemoryLimit(-1); got != 100 || lim != math.MaxInt64 {
+		t.Fatalf("with GOGC and GOMEMLIMIT set: GOGC %d, limit %d; want them untouched", got, lim)
 	}
 }
