@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"net"
 	"net/http"
@@ -110,11 +111,17 @@ type Config struct {
 	// Budget paces requests per host. Nil means a LocalBudget at HostRate.
 	// The node can plug in a ring-wide budget (see SharedBudget).
 	Budget HostBudget
-	// Client does the fetches. Default: a client with bounded transport
-	// limits that does not follow redirects. A supplied client should not
-	// follow redirects either: the crawler stores a redirect as a version
-	// and forwards its target as a link.
+	// Client, if set, does every fetch (pages and robots.txt). A supplied
+	// client should not follow redirects: the crawler stores a redirect as
+	// a version and forwards its target as a link. Nil: the crawler fetches
+	// pages over HTTP/1.1 connections of its own, HostConns per host, each
+	// kept alive from one fetch to the next (see conn.go), and uses a
+	// default client (NewClient) for robots.txt and for requests the
+	// environment routes through a proxy.
 	Client *http.Client
+	// TLS configures https on the crawler's own connections (its RootCAs,
+	// say); nil means the system's defaults. A Client brings its own.
+	TLS *tls.Config
 	// CPU, if set, runs the crawler's computing on a fetched body
 	// (content sniffing, SHA-1, link extraction and scoping) on its
 	// low-priority workers; storing, forwarding and waiting stay in the
@@ -178,6 +185,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.Client == nil {
 		cfg.Client = NewClient(cfg.Concurrency, cfg.Timeout)
+		if cfg.TLS != nil {
+			cfg.Client.Transport.(*http.Transport).TLSClientConfig = cfg.TLS.Clone()
+		}
 	}
 	if cfg.Budget == nil {
 		cfg.Budget = NewLocalBudget(cfg.HostRate, cfg.Clock)

@@ -71,17 +71,18 @@ const procBodyFactor = 4
 // Crawler crawls the URLs given to Add, once per day. See the package
 // documentation for its contract.
 type Crawler struct {
-	cfg    Config
-	log    *slog.Logger
-	a      Archive
-	f      Forwarder
-	q      *queue
-	scope  *scope
-	robots *robotsCache        // what the crawler obeys: Config.Robots, or local
-	local  *robotsCache        // fetched from the origins by this node: served to peers
-	sem    chan struct{}       // connection slots: Concurrency
-	proc   chan struct{}       // fetches in progress, body processing included: procFactor*Concurrency
-	bodies *semaphore.Weighted // bytes of bodies in processing: procBodyFactor*MaxBody
+	cfg       Config
+	ownClient bool // cfg.Client was supplied: it does every fetch
+	log       *slog.Logger
+	a         Archive
+	f         Forwarder
+	q         *queue
+	scope     *scope
+	robots    *robotsCache        // what the crawler obeys: Config.Robots, or local
+	local     *robotsCache        // fetched from the origins by this node: served to peers
+	sem       chan struct{}       // connection slots: Concurrency
+	proc      chan struct{}       // fetches in progress, body processing included: procFactor*Concurrency
+	bodies    *semaphore.Weighted // bytes of bodies in processing: procBodyFactor*MaxBody
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -114,6 +115,7 @@ func New(dir string, cfg Config, a Archive, f Forwarder) (*Crawler, error) {
 	if a == nil || f == nil {
 		return nil, errors.New("crawl: New needs an Archive and a Forwarder")
 	}
+	ownClient := cfg.Client != nil
 	cfg = cfg.withDefaults()
 	q, err := openQueue(dir)
 	if err != nil {
@@ -138,21 +140,22 @@ func New(dir string, cfg Config, a Archive, f Forwarder) (*Crawler, error) {
 		robots = newRobotsCache(cfg.Robots, agent, cfg.RobotsTTL, cfg.Clock)
 	}
 	c := &Crawler{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		a:       a,
-		f:       f,
-		q:       q,
-		scope:   newScope(cfg),
-		robots:  robots,
-		local:   local,
-		sem:     sem,
-		proc:    make(chan struct{}, procFactor*cfg.Concurrency),
-		bodies:  semaphore.NewWeighted(procBodyFactor * cfg.MaxBody),
-		hosts:   make(map[string]*hostState),
-		pending: pending,
-		known:   known,
-		logged:  make(map[string]bool),
+		cfg:       cfg,
+		ownClient: ownClient,
+		log:       cfg.Logger,
+		a:         a,
+		f:         f,
+		q:         q,
+		scope:     newScope(cfg),
+		robots:    robots,
+		local:     local,
+		sem:       sem,
+		proc:      make(chan struct{}, procFactor*cfg.Concurrency),
+		bodies:    semaphore.NewWeighted(procBodyFactor * cfg.MaxBody),
+		hosts:     make(map[string]*hostState),
+		pending:   pending,
+		known:     known,
+		logged:    make(map[string]bool),
 	}
 	c.st.reset()
 	return c, nil

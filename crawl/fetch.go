@@ -16,12 +16,13 @@ import (
 
 // fetch fetches one URL conditionally and records the outcome: a new
 // version is stored and its new links forwarded; a 304 or an unchanged
-// payload only refreshes the crawl state. It calls release once the
-// response is read, freeing the connection slots for the next request
-// while the archive and the forwarder do their part. It returns false only
-// when ctx was cancelled before an outcome was recorded (the entry must
-// stay queued).
-func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, release func()) bool {
+// payload only refreshes the crawl state. It prepares the request, then
+// takes a connection of the host's from l, and releases it once the
+// response is read, so that the next fetch sends its request while the
+// archive and the forwarder do their part. It returns false only when ctx
+// was cancelled before an outcome was recorded (the entry must stay
+// queued).
+func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLease) bool {
 	st, err := c.a.State(ctx, raw)
 	hasState := err == nil
 	if err != nil && !errors.Is(err, archive.ErrNotFound) {
@@ -47,8 +48,12 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, release fun
 			req.Header.Set("If-Modified-Since", st.LastModified)
 		}
 	}
+	if !l.acquire(ctx) {
+		return false
+	}
+	defer l.release()
 	sent := time.Now()
-	resp, err := c.cfg.Client.Do(req)
+	resp, err := l.do(req, c.clientFor(req), c.cfg.TLS)
 	if err != nil {
 		if ctx.Err() != nil {
 			return false
@@ -67,8 +72,7 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, release fun
 	code := resp.StatusCode
 	switch {
 	case code == http.StatusNotModified && hasState:
-		resp.Body.Close()
-		release()
+		l.release()
 		st.Checked = now
 		if err := c.a.SetState(ctx, raw, st); err != nil {
 			return c.archiveErr(ctx, raw, err)
@@ -107,8 +111,7 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, release fun
 		return true
 	}
 	body, err := readBody(resp.Body, resp.ContentLength, c.cfg.MaxBody)
-	resp.Body.Close()
-	release()
+	l.release()
 	c.mu.Lock()
 	c.st.bytes += int64(len(body))
 	c.mu.Unlock()
@@ -226,6 +229,21 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, release fun
 	}
 	c.mu.Unlock()
 	return true
+}
+
+// clientFor returns the client that must send req, or nil when the
+// crawler's own connections do: a crawler given a Config.Client uses it for
+// everything, and a request that the environment sends through a proxy
+// (HTTP_PROXY, HTTPS_PROXY, NO_PROXY) goes through the default client,
+// which speaks to proxies.
+func (c *Crawler) clientFor(req *http.Request) *http.Client {
+	if c.ownClient {
+		return c.cfg.Client
+	}
+	if p, err := http.ProxyFromEnvironment(req); err != nil || p != nil {
+		return c.cfg.Client
+	}
+	return nil
 }
 
 func (c *Crawler) archiveErr(ctx context.Context, raw string, err error) bool {

@@ -1,10 +1,14 @@
 package crawl
 
 import (
+	"context"
+	"crypto/tls"
 	"fmt"
+	"net/http"
 	"net/url"
 	"runtime"
 	"sync"
+	"time"
 )
 
 // runHost fetches the pending entries of one host in queue order, paced
@@ -20,9 +24,12 @@ import (
 func (c *Crawler) runHost(host string, h *hostState) {
 	defer c.wg.Done()
 	ctx := c.ctx
-	slots := make(chan struct{}, c.cfg.HostConns)
+	hs := newHostSlots(c.cfg.HostConns, c.sem)
 	var inflight sync.WaitGroup
-	defer inflight.Wait()
+	defer func() {
+		inflight.Wait()
+		hs.close()
+	}()
 	var after []byte
 	c.mu.Lock()
 	epoch := c.epoch
@@ -100,7 +107,14 @@ func (c *Crawler) runHost(host string, h *hostState) {
 				c.finish(e, false, true)
 				continue
 			}
+			// At most one fetch per connection gets ready (crawl state
+			// read, request built) while the connections are busy; it
+			// takes the first one freed.
+			if !acquire(ctx, hs.ahead) {
+				return
+			}
 			if err := c.cfg.Budget.Wait(ctx, host, rules.rules.CrawlDelay()); err != nil {
+				<-hs.ahead
 				if ctx.Err() != nil {
 					return
 				}
@@ -109,15 +123,7 @@ func (c *Crawler) runHost(host string, h *hostState) {
 				continue
 			}
 			if !acquire(ctx, c.proc) {
-				return
-			}
-			if !acquire(ctx, slots) {
-				<-c.proc
-				return
-			}
-			if !acquire(ctx, c.sem) {
-				<-slots
-				<-c.proc
+				<-hs.ahead
 				return
 			}
 			c.mu.Lock()
@@ -137,21 +143,9 @@ func (c *Crawler) runHost(host string, h *hostState) {
 					h.signal()
 				}()
 				defer func() { <-c.proc }()
-				var once sync.Once
-				release := func() {
-					once.Do(func() {
-						<-c.sem
-						<-slots
-						// Let the host loop, just woken by the free
-						// slot, send the next request before this
-						// goroutine stores and parses the page: with
-						// few cores it would otherwise wait behind the
-						// processing, and the connection would idle.
-						runtime.Gosched()
-					})
-				}
-				defer release()
-				c.finish(e, true, c.fetch(ctx, e.url, u, release))
+				l := &connLease{s: hs}
+				defer l.release()
+				c.finish(e, true, c.fetch(ctx, e.url, u, l))
 			}(e, u)
 		}
 		if c.othersWaiting() {
@@ -165,6 +159,108 @@ func (c *Crawler) runHost(host string, h *hostState) {
 			c.mu.Unlock()
 		}
 	}
+}
+
+// hostSlots are a host loop's connections and the slots that bound its
+// fetches.
+type hostSlots struct {
+	conns chan *hostConn // HostConns entries: an open connection, or nil
+	ahead chan struct{}  // fetches started and not done with their connection: 2*HostConns
+	sem   chan struct{}  // the crawler's connection slots (Concurrency), shared by all hosts
+}
+
+func newHostSlots(conns int, sem chan struct{}) *hostSlots {
+	hs := &hostSlots{
+		conns: make(chan *hostConn, conns),
+		ahead: make(chan struct{}, 2*conns),
+		sem:   sem,
+	}
+	for range conns {
+		hs.conns <- nil
+	}
+	return hs
+}
+
+// close closes the open connections; every fetch must have released its
+// lease.
+func (hs *hostSlots) close() {
+	for range cap(hs.conns) {
+		if hc := <-hs.conns; hc != nil {
+			hc.Close()
+		}
+	}
+}
+
+// connLease is one fetch's hold on a connection of its host loop: the
+// ahead slot the loop took for it, then (acquire) a connection and a slot
+// of the crawler's, until release.
+type connLease struct {
+	s    *hostSlots
+	hc   *hostConn      // the connection acquired, until an exchange takes it (nil: none open)
+	ex   *exchange      // the exchange on the crawler's own connection
+	resp *http.Response // the response when a Client did the exchange
+	held bool           // a connection and a crawler slot are held
+	done bool
+}
+
+// acquire waits for a free connection of the host and a free slot of the
+// crawler's; false means ctx ended first.
+func (l *connLease) acquire(ctx context.Context) bool {
+	select {
+	case l.hc = <-l.s.conns:
+	case <-ctx.Done():
+		return false
+	}
+	if !acquire(ctx, l.s.sem) {
+		l.s.conns <- l.hc
+		l.hc = nil
+		return false
+	}
+	l.held = true
+	return true
+}
+
+// do sends req on the leased connection, or through client when it is not
+// nil, and returns the response, whose body must be read before release.
+func (l *connLease) do(req *http.Request, client *http.Client, tlsConf *tls.Config) (*http.Response, error) {
+	if client != nil {
+		resp, err := client.Do(req)
+		l.resp = resp
+		return resp, err
+	}
+	hc := l.hc
+	l.hc = nil
+	ex, err := roundTrip(req, hc, tlsConf, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	l.ex = ex
+	return ex.resp, nil
+}
+
+// release ends the exchange, gives back the connection (kept alive when
+// the response allows it) and the slots; calls after the first do nothing.
+func (l *connLease) release() {
+	if l.done {
+		return
+	}
+	l.done = true
+	if l.held {
+		hc := l.hc
+		if l.ex != nil {
+			hc = l.ex.finish(time.Now())
+		}
+		if l.resp != nil {
+			l.resp.Body.Close()
+		}
+		l.s.conns <- hc
+		<-l.s.sem
+	}
+	<-l.s.ahead
+	// Let the fetch just handed the connection send its request before
+	// this goroutine stores and parses its page: with few cores it would
+	// otherwise wait behind the processing, and the connection would idle.
+	runtime.Gosched()
 }
 
 // finish records the end of an entry. A finished entry leaves the queue;

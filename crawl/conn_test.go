@@ -1,0 +1,398 @@
+package crawl
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// connSite serves n pages (/0 ... /n-1, each linking to the next) through
+// page, which writes one page's response; robots.txt is a 404. It counts
+// the connections the crawler opened for pages (robots.txt goes through
+// the default client and is not counted).
+type connSite struct {
+	srv      *httptest.Server
+	mu       sync.Mutex
+	conns    map[string]bool // remote addresses that asked for a page
+	requests atomic.Int64
+}
+
+func newConnSite(t *testing.T, n int, tlsServer bool, page func(w http.ResponseWriter, r *http.Request, body string)) *connSite {
+	s := &connSite{conns: map[string]bool{}}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		s.requests.Add(1)
+		s.mu.Lock()
+		s.conns[r.RemoteAddr] = true
+		s.mu.Unlock()
+		var i int
+		if _, err := fmt.Sscanf(r.URL.Path, "/%d", &i); err != nil || i < 0 || i >= n {
+			http.NotFound(w, r)
+			return
+		}
+		body := fmt.Sprintf("<html><body><p>page %d</p>", i)
+		if i+1 < n {
+			body += fmt.Sprintf(`<a href="/%d">next</a>`, i+1)
+		}
+		page(w, r, body+"</body></html>")
+	})
+	s.srv = httptest.NewUnstartedServer(h)
+	if tlsServer {
+		s.srv.StartTLS()
+	} else {
+		s.srv.Start()
+	}
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *connSite) pageConns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+func plainPage(w http.ResponseWriter, r *http.Request, body string) {
+	w.Header().Set("Content-Type", "text/html")
+	io.WriteString(w, body)
+}
+
+// crawlConnSite crawls s from /0 with one connection to the host and
+// returns the archive.
+func crawlConnSite(t *testing.T, s *connSite, tweak func(*Config)) (*memArchive, *Crawler) {
+	t.Helper()
+	cfg := testConfig(newClock())
+	cfg.HostConns = 1
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	a := newMemArchive()
+	c, _ := startCrawler(t, t.TempDir(), cfg, a)
+	if err := c.Add(context.Background(), []string{s.srv.URL + "/0"}); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	return a, c
+}
+
+func wantPages(t *testing.T, s *connSite, a *memArchive, n int) {
+	t.Helper()
+	for i := range n {
+		u := fmt.Sprintf("%s/%d", s.srv.URL, i)
+		vs := a.versions[u]
+		if len(vs) != 1 {
+			t.Fatalf("%s stored %d times, want 1 (stored: %v)", u, len(vs), a.urls())
+		}
+		if !bytes.Contains(vs[0].Body, fmt.Appendf(nil, "<p>page %d</p>", i)) {
+			t.Fatalf("%s stored %q", u, vs[0].Body)
+		}
+	}
+}
+
+func TestConnKeptAlive(t *testing.T) {
+	const n = 20
+	s := newConnSite(t, n, false, plainPage)
+	a, c := crawlConnSite(t, s, nil)
+	wantPages(t, s, a, n)
+	if got := s.pageConns(); got != 1 {
+		t.Fatalf("%d connections for %d pages, want 1", got, n)
+	}
+	if errs := c.Stats().ErrorsByKind; len(errs) != 0 {
+		t.Fatalf("errors %v", errs)
+	}
+}
+
+func TestConnChunkedKeptAlive(t *testing.T) {
+	const n = 10
+	s := newConnSite(t, n, false, func(w http.ResponseWriter, r *http.Request, body string) {
+		w.Header().Set("Content-Type", "text/html")
+		half := len(body) / 2
+		io.WriteString(w, body[:half])
+		w.(http.Flusher).Flush() // no Content-Length: chunked
+		io.WriteString(w, body[half:])
+	})
+	a, _ := crawlConnSite(t, s, nil)
+	wantPages(t, s, a, n)
+	if got := s.pageConns(); got != 1 {
+		t.Fatalf("%d connections for %d chunked pages, want 1", got, n)
+	}
+}
+
+func TestConnCloseHonoured(t *testing.T) {
+	const n = 5
+	s := newConnSite(t, n, false, func(w http.ResponseWriter, r *http.Request, body string) {
+		w.Header().Set("Connection", "close")
+		plainPage(w, r, body)
+	})
+	a, _ := crawlConnSite(t, s, nil)
+	wantPages(t, s, a, n)
+	if got := s.pageConns(); got != n {
+		t.Fatalf("%d connections for %d pages answered with Connection: close, want %d", got, n, n)
+	}
+}
+
+// A server that closes a kept-alive connection after each response
+// without saying so: the next request on it fails before any byte comes
+// back, and is sent again on a new connection.
+func TestConnClosedByServerRetried(t *testing.T) {
+	const n = 6
+	s := newConnSite(t, n, false, func(w http.ResponseWriter, r *http.Request, body string) {
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		buf.Flush()
+		conn.Close()
+	})
+	a, c := crawlConnSite(t, s, nil)
+	wantPages(t, s, a, n)
+	if errs := c.Stats().ErrorsByKind; len(errs) != 0 {
+		t.Fatalf("errors %v", errs)
+	}
+	if got := s.requests.Load(); got != n {
+		t.Fatalf("server answered %d page requests, want %d (a retry only when nothing came back)", got, n)
+	}
+}
+
+func TestConnGzipDecoded(t *testing.T) {
+	const n = 4
+	s := newConnSite(t, n, false, func(w http.ResponseWriter, r *http.Request, body string) {
+		if r.Header.Get("Accept-Encoding") != "gzip" {
+			t.Errorf("Accept-Encoding %q, want gzip", r.Header.Get("Accept-Encoding"))
+		}
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		io.WriteString(zw, body)
+		zw.Close()
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Set("Content-Length", fmt.Sprint(b.Len()))
+		w.Write(b.Bytes())
+	})
+	a, _ := crawlConnSite(t, s, nil)
+	wantPages(t, s, a, n) // the links were found in the decoded body, too
+	for _, u := range a.urls() {
+		h := a.versions[u][0].Header
+		if h.Get("Content-Encoding") != "" || h.Get("Content-Length") != "" {
+			t.Fatalf("%s stored with Content-Encoding %q, Content-Length %q", u, h.Get("Content-Encoding"), h.Get("Content-Length"))
+		}
+	}
+	if got := s.pageConns(); got != 1 {
+		t.Fatalf("%d connections, want 1", got)
+	}
+}
+
+func TestConnBadGzipIsFetchError(t *testing.T) {
+	s := newConnSite(t, 1, false, func(w http.ResponseWriter, r *http.Request, body string) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Content-Encoding", "gzip")
+		io.WriteString(w, body) // not gzip at all
+	})
+	a, c := crawlConnSite(t, s, nil)
+	if len(a.urls()) != 0 {
+		t.Fatalf("stored %v", a.urls())
+	}
+	if got := c.Stats().ErrorsByKind[KindFetch]; got != 1 {
+		t.Fatalf("fetch errors %v", c.Stats().ErrorsByKind)
+	}
+}
+
+func TestConnInterimResponsesSkipped(t *testing.T) {
+	const n = 3
+	s := newConnSite(t, n, false, func(w http.ResponseWriter, r *http.Request, body string) {
+		w.Header().Set("Link", "</style.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		w.Header().Del("Link")
+		plainPage(w, r, body)
+	})
+	a, _ := crawlConnSite(t, s, nil)
+	wantPages(t, s, a, n)
+}
+
+func TestConnResponseHeadBounded(t *testing.T) {
+	s := newConnSite(t, 2, false, func(w http.ResponseWriter, r *http.Request, body string) {
+		if r.URL.Path == "/0" {
+			w.Header().Set("X-Big", strings.Repeat("x", maxResponseHead))
+		}
+		plainPage(w, r, body)
+	})
+	cfg := testConfig(newClock())
+	cfg.HostConns = 1
+	a := newMemArchive()
+	c, _ := startCrawler(t, t.TempDir(), cfg, a)
+	if err := c.Add(context.Background(), []string{s.srv.URL + "/0", s.srv.URL + "/1"}); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	if got := a.urls(); len(got) != 1 || got[0] != s.srv.URL+"/1" {
+		t.Fatalf("stored %v, want only /1", got)
+	}
+	if got := c.Stats().ErrorsByKind[KindFetch]; got != 1 {
+		t.Fatalf("fetch errors %v", c.Stats().ErrorsByKind)
+	}
+}
+
+// A response that never ends its head is cut off by the timeout.
+func TestConnHangingHeadTimesOut(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				br := bufio.NewReader(conn)
+				req, err := http.ReadRequest(br)
+				if err != nil {
+					return
+				}
+				if req.URL.Path == "/robots.txt" {
+					io.WriteString(conn, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+					return
+				}
+				io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n") // and nothing more
+				time.Sleep(5 * time.Second)
+			}()
+		}
+	}()
+	cfg := testConfig(newClock())
+	cfg.Timeout = 300 * time.Millisecond
+	a := newMemArchive()
+	c, _ := startCrawler(t, t.TempDir(), cfg, a)
+	start := time.Now()
+	if err := c.Add(context.Background(), []string{"http://" + ln.Addr().String() + "/"}); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("took %v with a 300ms timeout", took)
+	}
+	if got := c.Stats().ErrorsByKind[KindTimeout]; got != 1 {
+		t.Fatalf("errors %v, want one timeout", c.Stats().ErrorsByKind)
+	}
+}
+
+func TestConnTLS(t *testing.T) {
+	const n = 5
+	s := newConnSite(t, n, true, plainPage)
+	pool := x509.NewCertPool()
+	pool.AddCert(s.srv.Certificate())
+	a, c := crawlConnSite(t, s, func(cfg *Config) { cfg.TLS = &tls.Config{RootCAs: pool} })
+	wantPages(t, s, a, n)
+	if errs := c.Stats().ErrorsByKind; len(errs) != 0 {
+		t.Fatalf("errors %v", errs)
+	}
+	if got := s.pageConns(); got != 1 {
+		t.Fatalf("%d connections, want 1", got)
+	}
+}
+
+func TestConnTLSUntrustedIsFetchError(t *testing.T) {
+	s := newConnSite(t, 1, true, plainPage)
+	pool := x509.NewCertPool()
+	pool.AddCert(s.srv.Certificate())
+	// robots.txt is fetched with the trusted pool; the pages' connections
+	// get the system's roots, which do not know the test certificate.
+	cfg := testConfig(newClock())
+	cfg.HostConns = 1
+	cfg.Client = NewClient(1, time.Second)
+	cfg.Client.Transport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: pool}
+	c, err := New(t.TempDir(), cfg, newMemArchive(), &loopForwarder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.ownClient = false // pages on the crawler's own connections
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Add(context.Background(), []string{s.srv.URL + "/0"}); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	if got := c.Stats().ErrorsByKind[KindFetch]; got != 1 {
+		t.Fatalf("errors %v, want one fetch error (unknown authority)", c.Stats().ErrorsByKind)
+	}
+}
+
+// A crawler given a Client sends every request through it.
+func TestSuppliedClientUsed(t *testing.T) {
+	const n = 3
+	s := newConnSite(t, n, false, plainPage)
+	var seen atomic.Int64
+	cl := NewClient(1, 5*time.Second)
+	base := cl.Transport
+	cl.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		seen.Add(1)
+		return base.RoundTrip(r)
+	})
+	a, _ := crawlConnSite(t, s, func(cfg *Config) { cfg.Client = cl })
+	wantPages(t, s, a, n)
+	if got := seen.Load(); got != n+1 { // the pages and robots.txt
+		t.Fatalf("client sent %d requests, want %d", got, n+1)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A body the crawler does not read to its end (a long 404 page, drained
+// only in part) leaves its connection unusable: the next page gets a new
+// one.
+func TestConnUnreadBodyNotReused(t *testing.T) {
+	s := newConnSite(t, 2, false, func(w http.ResponseWriter, r *http.Request, body string) {
+		if r.URL.Path == "/0" {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, strings.Repeat("gone ", 4<<10))
+			return
+		}
+		plainPage(w, r, body)
+	})
+	cfg := testConfig(newClock())
+	cfg.HostConns = 1
+	a := newMemArchive()
+	c, _ := startCrawler(t, t.TempDir(), cfg, a)
+	if err := c.Add(context.Background(), []string{s.srv.URL + "/0", s.srv.URL + "/1"}); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	if got := a.urls(); len(got) != 1 || got[0] != s.srv.URL+"/1" {
+		t.Fatalf("stored %v, want only /1", got)
+	}
+	errs := c.Stats().ErrorsByKind
+	if len(errs) != 1 || errs[KindStatus4xx] != 1 {
+		t.Fatalf("errors %v, want one 4xx", errs)
+	}
+	if got := s.pageConns(); got != 2 {
+		t.Fatalf("%d connections, want 2", got)
+	}
+	if got := s.requests.Load(); got != 2 {
+		t.Fatalf("server answered %d page requests, want 2", got)
+	}
+}
