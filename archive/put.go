@@ -84,9 +84,11 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 	}
 	t := c.Time.UTC().Round(0)
 	k := id.OfString(c.URL)
-	var d id.ID
-	if err := s.cpu.DoBytes(ctx, len(c.Body), func() { d = id.Sum(c.Body) }); err != nil {
-		return Version{}, false, fmt.Errorf("archive put: %w", err)
+	d := c.Digest
+	if d.IsZero() {
+		if err := s.cpu.DoBytes(ctx, len(c.Body), func() { d = id.Sum(c.Body) }); err != nil {
+			return Version{}, false, fmt.Errorf("archive put: %w", err)
+		}
 	}
 	lk := &s.keyLocks[k[id.Size-1]]
 	lk.Lock()

@@ -356,3 +356,29 @@ func TestGet(t *testing.T) {
 		}
 	}
 }
+
+// A digest the caller computed is used as given: the right one stores the
+// same version as Put's own hashing; a wrong one is caught by every read.
+func TestPutCallerDigest(t *testing.T) {
+	s := openTest(t, Options{NoSync: true})
+	ctx := context.Background()
+	c := capture("http://a.example/given", t0, "<html>given digest</html>")
+	c.Digest = id.Sum(c.Body)
+	v, added := mustPut(t, s, c)
+	if !added || v.Digest != c.Digest {
+		t.Fatalf("put with the body's digest: %+v, added %v", v, added)
+	}
+	if got, err := s.Read(ctx, v); err != nil || !bytes.Equal(got.Body, c.Body) {
+		t.Fatalf("read back: %v", err)
+	}
+
+	bad := capture("http://a.example/wrong", t0, "<html>wrong digest</html>")
+	bad.Digest = id.Sum([]byte("something else"))
+	v, added = mustPut(t, s, bad)
+	if !added || v.Digest != bad.Digest {
+		t.Fatalf("put with a wrong digest: %+v, added %v", v, added)
+	}
+	if _, err := s.Read(ctx, v); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("read of a version stored under a wrong digest: %v, want ErrCorrupt", err)
+	}
+}

@@ -25,6 +25,12 @@ type Capture struct {
 	Status int         // HTTP status code
 	Header http.Header // response headers as received
 	Body   []byte      // payload, after transfer decoding
+	// Digest, if not zero, is the SHA-1 of Body as the caller computed it
+	// (the crawler hashes every body to compare it with the last
+	// version): Put then does not hash Body again. It must be right: it
+	// names the version's file and is its WARC-Payload-Digest, and every
+	// read of the file checks it against the payload (ErrCorrupt).
+	Digest id.ID
 }
 
 // Version describes one stored capture: what the index knows without

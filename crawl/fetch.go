@@ -202,7 +202,7 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLeas
 		}
 	}
 
-	capture := archive.Capture{URL: raw, Time: now, Status: code, Header: resp.Header.Clone(), Body: body}
+	capture := archive.Capture{URL: raw, Time: now, Status: code, Header: resp.Header.Clone(), Body: body, Digest: digest}
 	_, added, err := c.a.Put(ctx, capture)
 	if err != nil {
 		return c.archiveErr(ctx, raw, err)
