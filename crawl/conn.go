@@ -60,7 +60,6 @@ type hostConn struct {
 	br     *bufio.Reader
 	bw     *bufio.Writer
 	used   time.Time // end of the last exchange
-	served int       // exchanges completed on it
 }
 
 // connReader reads from the connection, counting the bytes of the current
@@ -152,9 +151,9 @@ func dialConn(ctx context.Context, req *http.Request, tlsConf *tls.Config) (*hos
 	return hc, nil
 }
 
-// exchange is a response read from a hostConn. Its Body reads the
-// connection; done reports whether the connection may carry the next
-// request (the body was read to its end and neither side asked to close).
+// exchange is a response read from a hostConn: its Body reads the
+// connection, and finish tells whether the connection may carry the next
+// request.
 type exchange struct {
 	resp *http.Response
 	hc   *hostConn
@@ -303,7 +302,6 @@ func (ex *exchange) finish(now time.Time) *hostConn {
 		return nil
 	}
 	hc.used = now
-	hc.served++
 	return hc
 }
 
