@@ -19,9 +19,13 @@ import (
 
 // Deferred compression. Compressing a version file at the store's level
 // (6 by default) is most of what a Put costs in CPU (~130 of ~450 µs for a
-// 15 KB page); Huffman-only coding costs a fifth of that and stores ~30%
-// more bytes. When the CPU gate is behind — Puts and other page processing
-// are waiting for a worker — Put writes the Huffman-only encoding, marks
+// 15 KB page). When the CPU gate is behind — Puts and other page
+// processing are waiting for a worker — Put writes the record in stored
+// (uncompressed) deflate blocks, which costs a copy (~1 µs for 13 KB,
+// against ~23 µs for the Huffman-only coding stop 12 used and ~130 µs at
+// level 6; docs/crawl.md) and takes ~2.3 times the bytes of level 6 until
+// the file is recompressed (a version that would not fit the quota so is
+// compressed at once instead, encodeAndPlace), marks
 // the file as deferred in its gzip header and lists it in the index; when
 // the store has written no deferred file for Options.RecompressAfter and
 // nothing waits for the gate, a background loop recompresses the listed

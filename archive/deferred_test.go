@@ -433,33 +433,64 @@ func TestRecompressWithoutGroupSync(t *testing.T) {
 	}
 }
 
-// TestRecompressLowEntropy: a payload Huffman coding compresses as well as
-// LZ77 (base64-like text) is still replaced by the level's encoding, so
-// that the file is unmarked and equal to an immediate Put's.
-func TestRecompressLowEntropy(t *testing.T) {
+// TestRecompressIncompressible: a payload no encoding shrinks (random
+// bytes, which level 6 also keeps in stored blocks) is still replaced by
+// the level's encoding, so that the file is unmarked and equal to an
+// immediate Put's.
+func TestRecompressIncompressible(t *testing.T) {
 	ctx := context.Background()
 	var busy atomic.Bool
 	busy.Store(true)
 	s := openDeferring(t, t.TempDir(), Options{RecompressAfter: -1}, &busy)
 	ref := openTest(t, Options{CompressNow: true})
-	x := uint32(1)
+	x := uint64(1)
 	body := make([]byte, 20<<10)
 	for i := range body {
-		x = x*1664525 + 1013904223
-		body[i] = "abcdefgh"[x>>29]
+		x = x*6364136223846793005 + 1442695040888963407
+		body[i] = byte(x >> 56)
 	}
-	c := capture("http://b64.example/", t0, string(body))
+	c := capture("http://random.example/", t0, string(body))
 	v, _ := mustPut(t, s, c)
 	rv, _ := mustPut(t, ref, c)
 	deferred, _ := fileOf(t, s, v)
 	want, _ := fileOf(t, ref, rv)
-	if len(deferred) > len(want) {
-		t.Fatalf("the case is not the one meant: Huffman-only %d bytes, level %d bytes", len(deferred), len(want))
+	if len(deferred) > len(want)+64 {
+		t.Fatalf("the case is not the one meant: stored %d bytes, level %d bytes", len(deferred), len(want))
 	}
 	if done, err := s.Recompress(ctx, 0); err != nil || done != 1 {
 		t.Fatalf("Recompress = %d, %v", done, err)
 	}
 	if got, marked := fileOf(t, s, v); marked || !bytes.Equal(got, want) {
 		t.Fatalf("marked %v, equal to a direct Put %v", marked, bytes.Equal(got, want))
+	}
+}
+
+// TestDeferredOverQuotaCompressed: a version that would not fit the quota
+// stored uncompressed but fits compressed is compressed at once, not
+// refused.
+func TestDeferredOverQuotaCompressed(t *testing.T) {
+	var busy atomic.Bool
+	busy.Store(true)
+	body := strings.Repeat("<p>a page of text that compresses well, as HTML does</p>\n", 400)
+	ref := openTest(t, Options{CompressNow: true})
+	rv, _ := mustPut(t, ref, capture("http://quota.example/", t0, body))
+	want, _ := fileOf(t, ref, rv)
+	if len(want)*2 > len(body) {
+		t.Fatalf("the case is not the one meant: %d bytes compressed of %d", len(want), len(body))
+	}
+	s := openDeferring(t, t.TempDir(), Options{RecompressAfter: -1, Quota: int64(len(want)) + 512}, &busy)
+	v, added := mustPut(t, s, capture("http://quota.example/", t0, body))
+	got, marked := fileOf(t, s, v)
+	if !added || marked || !bytes.Equal(got, want) {
+		t.Fatalf("added %v, marked %v, %d bytes; want the compressed file of %d bytes", added, marked, len(got), len(want))
+	}
+	if st := s.Stats(); st.Refused != 0 || st.QuotaReached || st.Deferred != 0 {
+		t.Fatalf("stats %+v: nothing was refused", st)
+	}
+	// Uncompressed while it fits.
+	s2 := openDeferring(t, t.TempDir(), Options{RecompressAfter: -1, Quota: int64(len(body)) * 2}, &busy)
+	v, _ = mustPut(t, s2, capture("http://quota.example/", t0, body))
+	if _, marked := fileOf(t, s2, v); !marked {
+		t.Fatal("a version that fits uncompressed was not deferred")
 	}
 }

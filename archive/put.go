@@ -159,15 +159,27 @@ func (s *Store) encodeAndPlace(c *Capture, t time.Time, e *Entry) (int64, bool, 
 	buf.Reset()
 	defer bufPool.Put(buf)
 	deferred := s.shouldDefer()
-	if deferred {
-		s.noteDeferred()
-	}
 	if err := s.gz.encodeResponse(buf, c, t, e.Digest, deferred); err != nil {
 		return 0, false, nil, err
 	}
 	size := int64(buf.Len())
-	if err := s.reserve(size); err != nil {
+	err := s.reserveOr(size, deferred)
+	if errors.Is(err, ErrQuota) && deferred {
+		// Stored uncompressed, the version would not fit; compressed it
+		// might: the quota refuses only what cannot be stored at all.
+		deferred = false
+		buf.Reset()
+		if err := s.gz.encodeResponse(buf, c, t, e.Digest, false); err != nil {
+			return 0, false, nil, err
+		}
+		size = int64(buf.Len())
+		err = s.reserve(size)
+	}
+	if err != nil {
 		return 0, false, nil, err
+	}
+	if deferred {
+		s.noteDeferred()
 	}
 	created, err := s.ensureDir(e.Path())
 	if err != nil {
@@ -188,10 +200,17 @@ func (s *Store) encodeAndPlace(c *Capture, t time.Time, e *Entry) (int64, bool, 
 }
 
 // reserve claims size bytes of the quota for a file about to be written.
-func (s *Store) reserve(size int64) error {
+func (s *Store) reserve(size int64) error { return s.reserveOr(size, false) }
+
+// reserveOr is reserve; with retry set, a refusal is not counted or
+// logged, because the caller will try a smaller encoding.
+func (s *Store) reserveOr(size int64, retry bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.quota > 0 && s.ctr.bytes+s.pending+size > s.quota {
+		if retry {
+			return ErrQuota
+		}
 		s.refused.Add(1)
 		if !s.quotaHit.Swap(true) {
 			s.log.Warn("disk quota reached: no new versions will be stored",

@@ -81,7 +81,7 @@ type Stats struct {
 	Unchanged    int64 `json:"unchanged"`    // Puts whose payload equalled the newest version, since Open
 	Corrupt      int64 `json:"corrupt"`      // Reads that failed verification since Open
 	// Deferred counts version files stored with deferred compression
-	// (Huffman-only, while the processing was behind) that await
+	// (uncompressed, while the processing was behind) that await
 	// recompression at the store's level (deferred.go).
 	Deferred int64 `json:"deferred"`
 }

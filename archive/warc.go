@@ -42,7 +42,7 @@ const DefaultGzipLevel = 6
 type gzipPool struct {
 	level int
 	pool  sync.Pool // writers at level
-	fast  sync.Pool // Huffman-only writers, for deferred compression
+	fast  sync.Pool // writers of stored (uncompressed) deflate blocks, for deferred compression
 }
 
 func newGzipPool(level int) *gzipPool {
@@ -52,7 +52,7 @@ func newGzipPool(level int) *gzipPool {
 		return w
 	}
 	p.fast.New = func() any {
-		w, _ := gzip.NewWriterLevel(io.Discard, gzip.HuffmanOnly)
+		w, _ := gzip.NewWriterLevel(io.Discard, gzip.NoCompression)
 		return w
 	}
 	return p
@@ -169,8 +169,8 @@ func writeRecordTo(w io.Writer, fields []warcHeader, head, payload []byte) error
 }
 
 // member compresses one record (written by fn) into a single gzip member:
-// at the pool's level, or with fast set Huffman-only and marked as
-// deferred in the gzip header (deferred.go).
+// at the pool's level, or with fast set in stored (uncompressed) deflate
+// blocks and marked as deferred in the gzip header (deferred.go).
 func (p *gzipPool) member(dst *bytes.Buffer, fast bool, fn func(io.Writer) error) error {
 	pool := &p.pool
 	if fast {

@@ -62,7 +62,7 @@ type Config struct {
 	GzipLevel int
 	// CompressNow compresses every version at GzipLevel as it is stored.
 	// By default a version stored while page processing is behind is
-	// written Huffman-only and recompressed once the node is quiet
+	// written uncompressed and recompressed once the node is quiet
 	// (archive.Options.CompressNow, deferred compression).
 	CompressNow bool
 	// NoSync stores versions without syncing files or the index. It is for

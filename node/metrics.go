@@ -30,7 +30,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 var (
 	mVersions      = desc("archive_versions", "Versions stored.")
 	mArchiveBytes  = desc("archive_bytes", "Bytes of version files on disk.")
-	mDeferred      = desc("archive_deferred", "Version files stored Huffman-only while processing was behind, awaiting recompression.")
+	mDeferred      = desc("archive_deferred", "Version files stored uncompressed while processing was behind, awaiting recompression.")
 	mFwdPending    = desc("forward_pending", "Links waiting for delivery to their owners.")
 	mFwdSent       = desc("forward_sent_total", "Links delivered to other nodes.")
 	mFwdFailures   = desc("forward_failures_total", "Link deliveries that failed and were retried.")

@@ -44,7 +44,7 @@ func TestRingQueryExport(t *testing.T) {
 	if err := lr.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// Versions stored Huffman-only while processing was behind (deferred
+	// Versions stored uncompressed while processing was behind (deferred
 	// compression) are recompressed once a node is quiet, which changes
 	// their files' bytes; the byte-for-byte checks below need them settled.
 	for _, nd := range lr.Nodes {
