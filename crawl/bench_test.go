@@ -266,7 +266,7 @@ func BenchmarkExtractLinks(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
 			refs, base := treeRefs(base, body)
-			if len(resolveRefs(base, refs)) == 0 {
+			if len(resolveRefs(base, refs, nil)) == 0 {
 				b.Fatal("no links")
 			}
 		}

@@ -451,3 +451,29 @@ func TestBodyShorterThanContentLength(t *testing.T) {
 		t.Fatalf("fetch errors %d, errors %v", n, c.Stats().ErrorsByKind)
 	}
 }
+
+// Links a page yields pass the scope before they travel: dynamic URLs,
+// traps, denied hosts and over-long URLs are not forwarded.
+func TestExtractedLinksScoped(t *testing.T) {
+	var s *site
+	s = newSite(t, map[string]string{})
+	s.set("/", `<a href="/ok">ok</a> <a href="/q?x=1">dyn</a> <a href="/cgi-bin/x">cgi</a>
+		<a href="/t/t/t/t/t">trap</a> <a href="http://denied.example/p">denied</a>
+		<a href="/`+strings.Repeat("l", 200)+`">long</a> <a href="/ok#frag">again</a>`)
+	s.set("/ok", "fine")
+	cfg := testConfig(newClock())
+	cfg.DenyHosts = []string{"denied.example"}
+	cfg.MaxURLLen = 150
+	a := newMemArchive()
+	c, f := startCrawler(t, t.TempDir(), cfg, a)
+	if err := c.Add(context.Background(), []string{s.url("/")}); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	if got, want := f.all(), []string{s.url("/ok")}; !slices.Equal(got, want) {
+		t.Fatalf("forwarded %v, want %v", got, want)
+	}
+	if got := a.urls(); len(got) != 2 {
+		t.Fatalf("stored %v", got)
+	}
+}

@@ -51,6 +51,13 @@ var linkAttrs = map[string][]string{
 // At most MaxLinks links are returned. ExtractLinks never panics, whatever
 // the input.
 func ExtractLinks(base *url.URL, contentType string, body []byte) []string {
+	return extractLinks(base, contentType, body, nil)
+}
+
+// extractLinks is ExtractLinks keeping only the links keep admits (nil:
+// every link). keep gets each link both parsed and in canonical form and
+// returns the form to keep; at most MaxLinks links are kept.
+func extractLinks(base *url.URL, contentType string, body []byte, keep func(*url.URL, string) (string, bool)) []string {
 	if base == nil {
 		return nil
 	}
@@ -64,12 +71,13 @@ func ExtractLinks(base *url.URL, contentType string, body []byte) []string {
 	default:
 		return nil
 	}
-	return resolveRefs(base, refs)
+	return resolveRefs(base, refs, keep)
 }
 
 // resolveRefs resolves raw references against base and returns the
-// canonical http(s) ones, deduplicated and sorted, at most MaxLinks.
-func resolveRefs(base *url.URL, refs []string) []string {
+// canonical http(s) ones that keep admits (all when nil), deduplicated and
+// sorted, at most MaxLinks.
+func resolveRefs(base *url.URL, refs []string, keep func(*url.URL, string) (string, bool)) []string {
 	seen := make(map[string]struct{}, len(refs))
 	out := make([]string, 0, len(refs))
 	for _, r := range refs {
@@ -80,9 +88,15 @@ func resolveRefs(base *url.URL, refs []string) []string {
 		if r == "" || strings.HasPrefix(r, "#") {
 			continue
 		}
-		c, err := canon.Resolve(base, r)
+		u, c, err := canon.ResolveURL(base, r)
 		if err != nil {
 			continue
+		}
+		if keep != nil {
+			var ok bool
+			if c, ok = keep(u, c); !ok {
+				continue
+			}
 		}
 		if _, dup := seen[c]; dup {
 			continue

@@ -209,7 +209,7 @@ func FuzzExtractFindsGoquerysLinks(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		got := ExtractLinks(base, "text/html", body)
 		refs, b := treeRefs(base, body)
-		for _, l := range resolveRefs(b, refs) {
+		for _, l := range resolveRefs(b, refs, nil) {
 			if _, found := slices.BinarySearch(got, l); !found {
 				t.Fatalf("%q: goquery finds %s, the tokens do not (%q)", body, l, got)
 			}
@@ -278,7 +278,7 @@ func TestExtractMatchesGoquery(t *testing.T) {
 	for name, body := range docs {
 		got := ExtractLinks(base, "text/html", body)
 		refs, b := treeRefs(base, body)
-		want := resolveRefs(b, refs)
+		want := resolveRefs(b, refs, nil)
 		if !slices.Equal(got, want) {
 			t.Errorf("%s:\ntokens %q\ngoquery %q", name, got, want)
 		}

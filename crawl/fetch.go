@@ -154,12 +154,11 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLeas
 		}
 		if redirect {
 			if loc := resp.Header.Get("Location"); loc != "" {
-				links = ExtractLocation(u, loc)
+				links = c.inScope(ExtractLocation(u, loc))
 			}
 		} else {
-			links = ExtractLinks(u, ct, body)
+			links = extractLinks(u, ct, body, c.keepLink)
 		}
-		links = c.inScope(links)
 		fresh = newLinks(links, st.Outlinks)
 	}); err != nil {
 		return false
@@ -202,7 +201,7 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLeas
 		}
 	}
 
-	capture := archive.Capture{URL: raw, Time: now, Status: code, Header: resp.Header.Clone(), Body: body, Digest: digest}
+	capture := archive.Capture{URL: raw, Time: now, Status: code, Header: resp.Header, Body: body, Digest: digest}
 	_, added, err := c.a.Put(ctx, capture)
 	if err != nil {
 		return c.archiveErr(ctx, raw, err)
@@ -262,6 +261,12 @@ func (c *Crawler) archiveErr(ctx context.Context, raw string, err error) bool {
 // reused; a longer body is cut off with the connection.
 func drain(resp *http.Response) {
 	io.CopyN(io.Discard, resp.Body, 4<<10)
+}
+
+// keepLink admits a canonical link, parsed, that the scope admits.
+func (c *Crawler) keepLink(u *url.URL, s string) (string, bool) {
+	s, kind := c.scope.checkParsed(u, s)
+	return s, kind == ""
 }
 
 // inScope keeps the links the scope admits, in order.

@@ -75,7 +75,11 @@ func (s *scope) check(raw string) (string, string) {
 
 // checkURL is check for an already canonical URL.
 func (s *scope) checkURL(u *url.URL) (string, string) {
-	c := u.String()
+	return s.checkParsed(u, u.String())
+}
+
+// checkParsed is checkURL for a URL whose String() is c.
+func (s *scope) checkParsed(u *url.URL, c string) (string, string) {
 	if len(c) > s.maxLen {
 		return "", KindTooLong
 	}

@@ -61,23 +61,30 @@ func Parse(raw string) (*url.URL, error) {
 // Resolve resolves ref against base (an already canonical URL) and returns
 // the canonical form of the result.
 func Resolve(base *url.URL, ref string) (string, error) {
+	_, s, err := ResolveURL(base, ref)
+	return s, err
+}
+
+// ResolveURL is Resolve returning the canonical URL parsed as well: u is
+// what Parse(s) returns.
+func ResolveURL(base *url.URL, ref string) (u *url.URL, s string, err error) {
 	ref = strings.TrimSpace(ref)
 	if len(ref) > MaxLen {
-		return "", fmt.Errorf("%w: %d bytes", ErrTooLong, len(ref))
+		return nil, "", fmt.Errorf("%w: %d bytes", ErrTooLong, len(ref))
 	}
 	r, err := url.Parse(ref)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrSyntax, err)
+		return nil, "", fmt.Errorf("%w: %v", ErrSyntax, err)
 	}
-	u, err := normalize(base.ResolveReference(r))
+	u, err = normalize(base.ResolveReference(r))
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
-	s := u.String()
+	s = u.String()
 	if len(s) > MaxLen {
-		return "", fmt.Errorf("%w: %d bytes", ErrTooLong, len(s))
+		return nil, "", fmt.Errorf("%w: %d bytes", ErrTooLong, len(s))
 	}
-	return s, nil
+	return u, s, nil
 }
 
 func normalize(u *url.URL) (*url.URL, error) {

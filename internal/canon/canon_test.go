@@ -85,6 +85,20 @@ func TestResolve(t *testing.T) {
 	if _, err := Resolve(base, "javascript:void(0)"); !errors.Is(err, ErrScheme) {
 		t.Errorf("javascript: link error = %v", err)
 	}
+	// ResolveURL's URL is the canonical string parsed.
+	for _, ref := range []string{"other.html", "../a%20b/c?x=%41#f", "//B.example:80/p", "/x/./y/../z"} {
+		u, s, err := ResolveURL(base, ref)
+		if err != nil {
+			t.Fatalf("ResolveURL(%q): %v", ref, err)
+		}
+		p, err := url.Parse(s)
+		if err != nil || u.String() != s || u.Host != p.Host || u.Path != p.Path || u.RawQuery != p.RawQuery {
+			t.Errorf("ResolveURL(%q) = %#v, %q; Parse gives %#v", ref, u, s, p)
+		}
+		if want, _ := Resolve(base, ref); want != s {
+			t.Errorf("ResolveURL(%q) = %q, Resolve %q", ref, s, want)
+		}
+	}
 }
 
 func FuzzCanonical(f *testing.F) {
