@@ -95,12 +95,13 @@ func (s *Store) stopCommitter() {
 }
 
 // index records a written version: version key, host entry, directory
-// hashes and totals, in the index group forming, and waits until the group
-// is written (and synced, unless NoSync). mv, if not nil, is the version's
-// file still in dir/tmp: the group syncs and renames it first (committer).
-func (s *Store) index(v Version, e Entry, size int64, first, deferred bool, mv *pendingFile) error {
+// hashes and totals, and the encoded crawl state if not nil, in the index
+// group forming, and waits until the group is written (and synced, unless
+// NoSync). mv, if not nil, is the version's file still in dir/tmp: the
+// group syncs and renames it first (committer).
+func (s *Store) index(v Version, e Entry, size int64, first, deferred bool, mv *pendingFile, state []byte) error {
 	s.mu.Lock()
-	g, err := s.enqueueLocked(v, e, size, first, deferred)
+	g, err := s.enqueueLocked(v, e, size, first, deferred, state)
 	if err == nil && mv != nil {
 		g.files = append(g.files, mv)
 	}
@@ -118,10 +119,10 @@ func (s *Store) index(v Version, e Entry, size int64, first, deferred bool, mv *
 	return g.err
 }
 
-// enqueueLocked appends the index batch of a written version to the group
-// forming and returns that group; deferred lists the file for
-// recompression. The caller holds s.mu.
-func (s *Store) enqueueLocked(v Version, e Entry, size int64, first, deferred bool) (*indexGroup, error) {
+// enqueueLocked appends the index batch of a written version (and its
+// encoded crawl state, if not nil) to the group forming and returns that
+// group; deferred lists the file for recompression. The caller holds s.mu.
+func (s *Store) enqueueLocked(v Version, e Entry, size int64, first, deferred bool, state []byte) (*indexGroup, error) {
 	s.pending -= size
 	s.endWriteLocked()
 	if s.gc.closing || s.gc.stopped == nil {
@@ -146,6 +147,9 @@ func (s *Store) enqueueLocked(v Version, e Entry, size int64, first, deferred bo
 	}
 	if first {
 		g.b.Put(hostKey(hostOf(v.URL), v.URL), v.Key[:])
+	}
+	if state != nil {
+		g.b.Put(stateKey(v.Key), state)
 	}
 	for level := RootLevel; level <= LeafLevel; level++ {
 		g.b.Put(keys[level], sums[level].encode())

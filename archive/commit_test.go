@@ -178,7 +178,7 @@ func TestIndexAfterCloseFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.stopCommitter()
-	if err := s.index(v, e, 1, false, false, nil); !errors.Is(err, errStoreClosed) {
+	if err := s.index(v, e, 1, false, false, nil, nil); !errors.Is(err, errStoreClosed) {
 		t.Fatalf("index after stop: %v, want %v", err, errStoreClosed)
 	}
 }

@@ -82,6 +82,13 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 	if err := checkCapture(&c); err != nil {
 		return Version{}, false, fmt.Errorf("archive put: %w", err)
 	}
+	var state []byte
+	if c.State != nil {
+		var err error
+		if state, err = encodeState(c.URL, *c.State); err != nil {
+			return Version{}, false, fmt.Errorf("archive put: crawl state: %w", err)
+		}
+	}
 	t := c.Time.UTC().Round(0)
 	k := id.OfString(c.URL)
 	d := c.Digest
@@ -112,6 +119,9 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 		if err := s.touch(k, t); err != nil {
 			return Version{}, false, fmt.Errorf("archive put: %w", err)
 		}
+		if err := s.putState(k, state); err != nil {
+			return Version{}, false, fmt.Errorf("archive put: %w", err)
+		}
 		return prev, false, nil
 	}
 
@@ -120,6 +130,9 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 		// (possible only with replayed input) is that version.
 		if v, err := s.versionAt(k, t, d); err == nil {
 			s.unchanged.Add(1)
+			if err := s.putState(k, state); err != nil {
+				return Version{}, false, fmt.Errorf("archive put: %w", err)
+			}
 			return v, false, nil
 		}
 	}
@@ -134,10 +147,22 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 		Length:      int64(len(c.Body)), File: e.Path(),
 	}
 	indexed = true // index ends the write, whatever it returns
-	if err := s.index(v, e, size, first, deferred, mv); err != nil {
+	if err := s.index(v, e, size, first, deferred, mv, state); err != nil {
 		return Version{}, false, fmt.Errorf("archive put: %w", err)
 	}
 	return v, true, nil
+}
+
+// putState writes an encoded crawl state of k (nothing when nil), unsynced
+// as SetState does.
+func (s *Store) putState(k id.ID, state []byte) error {
+	if state == nil {
+		return nil
+	}
+	if err := s.db.Put(stateKey(k), state, nil); err != nil {
+		return fmt.Errorf("crawl state: %w", err)
+	}
+	return nil
 }
 
 // write encodes c as the version file of e, claims its size from the

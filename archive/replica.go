@@ -121,7 +121,7 @@ func (s *Store) Import(ctx context.Context, name string, data []byte) (Version, 
 		return Version{}, false, fmt.Errorf("archive import: %w", err)
 	}
 	indexed = true // index ends the write, whatever it returns
-	if err := s.index(v, e, size, first, deferred, mv); err != nil {
+	if err := s.index(v, e, size, first, deferred, mv, nil); err != nil {
 		return Version{}, false, fmt.Errorf("archive import: %w", err)
 	}
 	return v, true, nil

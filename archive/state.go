@@ -45,8 +45,20 @@ func (s *Store) SetState(ctx context.Context, url string, st CrawlState) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("archive set state: %w", err)
 	}
+	val, err := encodeState(url, st)
+	if err != nil {
+		return fmt.Errorf("archive set state: %w", err)
+	}
+	if err := s.db.Put(stateKey(id.OfString(url)), val, nil); err != nil {
+		return fmt.Errorf("archive set state: %w", err)
+	}
+	return nil
+}
+
+// encodeState returns the stored form of url's crawl state st.
+func encodeState(url string, st CrawlState) ([]byte, error) {
 	if url == "" {
-		return errors.New("archive set state: empty url")
+		return nil, errors.New("empty url")
 	}
 	if st.Outlinks != nil {
 		st.Outlinks = slices.Clone(st.Outlinks)
@@ -56,12 +68,5 @@ func (s *Store) SetState(ctx context.Context, url string, st CrawlState) error {
 	if !st.Checked.IsZero() {
 		st.Checked = st.Checked.UTC().Round(0)
 	}
-	val, err := json.Marshal(stateRecord{URL: url, State: st})
-	if err != nil {
-		return fmt.Errorf("archive set state: %w", err)
-	}
-	if err := s.db.Put(stateKey(id.OfString(url)), val, nil); err != nil {
-		return fmt.Errorf("archive set state: %w", err)
-	}
-	return nil
+	return json.Marshal(stateRecord{URL: url, State: st})
 }

@@ -382,3 +382,42 @@ func TestPutCallerDigest(t *testing.T) {
 		t.Fatalf("read of a version stored under a wrong digest: %v, want ErrCorrupt", err)
 	}
 }
+
+// Capture.State is recorded with the version, and on its own when Put adds
+// none; a Put that fails records nothing.
+func TestPutRecordsState(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{NoSync: true})
+	url := "http://a.example/state"
+	st := CrawlState{ETag: `"1"`, Outlinks: []string{"http://a.example/b", "http://a.example/a", "http://a.example/b"}, Checked: t0}
+	c := capture(url, t0, "<html>one</html>")
+	c.State = &st
+	if _, added := mustPut(t, s, c); !added {
+		t.Fatal("not added")
+	}
+	got, err := s.State(ctx, url)
+	if err != nil || got.ETag != `"1"` || !reflect.DeepEqual(got.Outlinks, []string{"http://a.example/a", "http://a.example/b"}) || !got.Checked.Equal(t0) {
+		t.Fatalf("state after Put = %+v, %v", got, err)
+	}
+	// Unchanged payload: no version, the state still recorded.
+	st2 := CrawlState{ETag: `"2"`, Checked: t0.Add(time.Hour)}
+	c2 := capture(url, t0.Add(time.Hour), "<html>one</html>")
+	c2.State = &st2
+	if _, added := mustPut(t, s, c2); added {
+		t.Fatal("unchanged payload added")
+	}
+	if got, err := s.State(ctx, url); err != nil || got.ETag != `"2"` {
+		t.Fatalf("state after unchanged Put = %+v, %v", got, err)
+	}
+	// A refused Put leaves the state as it was.
+	q := openTest(t, Options{NoSync: true, Quota: 10})
+	st3 := CrawlState{ETag: `"3"`}
+	c3 := capture(url, t0, "<html>too big for the quota</html>")
+	c3.State = &st3
+	if _, _, err := q.Put(ctx, c3); !errors.Is(err, ErrQuota) {
+		t.Fatalf("put over quota: %v", err)
+	}
+	if _, err := q.State(ctx, url); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("state after a refused Put: %v, want ErrNotFound", err)
+	}
+}

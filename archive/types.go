@@ -31,6 +31,11 @@ type Capture struct {
 	// names the version's file and is its WARC-Payload-Digest, and every
 	// read of the file checks it against the payload (ErrCorrupt).
 	Digest id.ID
+	// State, if set, is recorded as the crawl state of URL, as SetState
+	// would: by the same index write as the new version (a crash keeps
+	// both or neither), or on its own when Put adds no version. It is not
+	// recorded when Put fails.
+	State *CrawlState
 }
 
 // Version describes one stored capture: what the index knows without

@@ -17,7 +17,9 @@ import (
 // implements it).
 type Archive interface {
 	// Put stores c unless its payload equals the newest stored version;
-	// added reports whether a new version was written.
+	// added reports whether a new version was written. Unless it fails, it
+	// also records c.State, when set, as the crawl state of c.URL, as
+	// SetState does (archive.Capture.State).
 	Put(ctx context.Context, c archive.Capture) (archive.Version, bool, error)
 	// State returns the crawl state of url, archive.ErrNotFound if never set.
 	State(ctx context.Context, url string) (archive.CrawlState, error)

@@ -201,24 +201,22 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLeas
 		}
 	}
 
-	capture := archive.Capture{URL: raw, Time: now, Status: code, Header: resp.Header, Body: body, Digest: digest}
+	// The crawl state travels with the version (one index write).
+	next.Outlinks = links
+	if fwdErr != nil {
+		// Keep the old state (digest, validators, outlinks): the next
+		// visit sees a change again and forwards the links then.
+		next = st
+		next.Checked = now
+	}
+	capture := archive.Capture{URL: raw, Time: now, Status: code, Header: resp.Header, Body: body, Digest: digest, State: &next}
 	_, added, err := c.a.Put(ctx, capture)
 	if err != nil {
 		return c.archiveErr(ctx, raw, err)
 	}
 	if fwdErr != nil {
-		// Keep the old state (digest, validators, outlinks): the next
-		// visit sees a change again and forwards the links then.
 		c.count(KindForward, raw, fwdErr)
-		st.Checked = now
-		if err := c.a.SetState(ctx, raw, st); err != nil {
-			return c.archiveErr(ctx, raw, err)
-		}
 		return true
-	}
-	next.Outlinks = links
-	if err := c.a.SetState(ctx, raw, next); err != nil {
-		return c.archiveErr(ctx, raw, err)
 	}
 	c.mu.Lock()
 	if added {

@@ -38,6 +38,11 @@ func (m *memArchive) Put(_ context.Context, c archive.Capture) (archive.Version,
 		return archive.Version{}, false, m.failPut
 	}
 	d := id.Sum(c.Body)
+	if c.State != nil {
+		st := *c.State
+		st.Outlinks = slices.Clone(st.Outlinks)
+		m.states[c.URL] = st
+	}
 	v := archive.Version{URL: c.URL, Key: id.OfString(c.URL), Digest: d, Time: c.Time, Status: c.Status, Length: int64(len(c.Body))}
 	if vs := m.versions[c.URL]; len(vs) > 0 && id.Sum(vs[len(vs)-1].Body) == d {
 		return v, false, nil
