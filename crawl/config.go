@@ -50,11 +50,13 @@ type Config struct {
 	UserAgent string
 	// From is sent as the From header when non-empty.
 	From string
-	// Concurrency caps concurrent requests (open connections to origin
-	// servers) of this node, robots.txt included. Default 8. Fetched pages
-	// are stored and their links forwarded after the connection is
-	// released, up to 16*Concurrency pages holding at most 4*MaxBody bytes
-	// of bodies at a time.
+	// Concurrency caps concurrent requests of this node to origin
+	// servers, robots.txt included. Default 8. Besides the connections of
+	// those requests, at most Concurrency more stay open between requests,
+	// kept alive for their host's next fetch (the others are closed after
+	// their response). Fetched pages are stored and their links forwarded
+	// after the connection is released, up to 64*Concurrency pages holding
+	// at most 4*MaxBody bytes of bodies at a time.
 	Concurrency int
 	// HostConns caps concurrent fetches to one host from this node. Default 1.
 	HostConns int

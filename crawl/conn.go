@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -60,6 +61,9 @@ type hostConn struct {
 	br     *bufio.Reader
 	bw     *bufio.Writer
 	used   time.Time // end of the last exchange
+	idle   bool      // counted in the crawler's kept-alive connections (hostSlots.keep)
+	open   *atomic.Int64
+	closed bool
 }
 
 // connReader reads from the connection, counting the bytes of the current
@@ -87,8 +91,15 @@ func (r *connReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Close closes the connection.
-func (hc *hostConn) Close() error { return hc.nc.Close() }
+// Close closes the connection; later calls do nothing.
+func (hc *hostConn) Close() error {
+	if hc.closed {
+		return nil
+	}
+	hc.closed = true
+	hc.open.Add(-1)
+	return hc.nc.Close()
+}
 
 // origin returns the scheme://host:port a request's connection goes to.
 func originOf(req *http.Request) (origin, addr string, err error) {
@@ -114,8 +125,8 @@ func originOf(req *http.Request) (origin, addr string, err error) {
 }
 
 // dialConn opens a connection for req's origin, with a TLS handshake for
-// https (HTTP/1.1 only).
-func dialConn(ctx context.Context, req *http.Request, tlsConf *tls.Config) (*hostConn, error) {
+// https (HTTP/1.1 only), and counts it in open until it is closed.
+func dialConn(ctx context.Context, req *http.Request, tlsConf *tls.Config, open *atomic.Int64) (*hostConn, error) {
 	origin, addr, err := originOf(req)
 	if err != nil {
 		return nil, err
@@ -144,7 +155,8 @@ func dialConn(ctx context.Context, req *http.Request, tlsConf *tls.Config) (*hos
 		}
 		nc = tc
 	}
-	hc := &hostConn{origin: origin, nc: nc}
+	open.Add(1)
+	hc := &hostConn{origin: origin, nc: nc, open: open}
 	hc.r.nc = nc
 	hc.br = bufio.NewReaderSize(&hc.r, 4<<10)
 	hc.bw = bufio.NewWriterSize(nc, 4<<10)
@@ -182,7 +194,7 @@ func (e *eofReader) Read(p []byte) (int, error) {
 // request sent again once (GET is idempotent), as net/http's Transport
 // does. The request's context bounds the whole exchange: when it is done,
 // the connection's reads and writes fail.
-func roundTrip(req *http.Request, hc *hostConn, tlsConf *tls.Config, now time.Time) (*exchange, error) {
+func roundTrip(req *http.Request, hc *hostConn, tlsConf *tls.Config, now time.Time, open *atomic.Int64) (*exchange, error) {
 	ctx := req.Context()
 	origin, _, err := originOf(req)
 	if err != nil {
@@ -195,7 +207,7 @@ func roundTrip(req *http.Request, hc *hostConn, tlsConf *tls.Config, now time.Ti
 	for attempt := 0; ; attempt++ {
 		fresh := hc == nil
 		if fresh {
-			if hc, err = dialConn(ctx, req, tlsConf); err != nil {
+			if hc, err = dialConn(ctx, req, tlsConf, open); err != nil {
 				return nil, err
 			}
 		}

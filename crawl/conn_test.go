@@ -396,3 +396,113 @@ func TestConnUnreadBodyNotReused(t *testing.T) {
 		t.Fatalf("server answered %d page requests, want 2", got)
 	}
 }
+
+// connTracker counts, across test servers, the connections that carried a
+// page request and are still open, and the most open at once.
+type connTracker struct {
+	mu        sync.Mutex
+	pageConns map[string]bool // by server and remote address
+	open, max int
+	total     int
+}
+
+func (ct *connTracker) server(t *testing.T, pages int) *httptest.Server {
+	var srv *httptest.Server
+	srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		key := srv.URL + " " + r.RemoteAddr
+		ct.mu.Lock()
+		if !ct.pageConns[key] {
+			ct.pageConns[key] = true
+			ct.open++
+			ct.total++
+			ct.max = max(ct.max, ct.open)
+		}
+		ct.mu.Unlock()
+		var i int
+		fmt.Sscanf(r.URL.Path, "/%d", &i)
+		w.Header().Set("Content-Type", "text/html")
+		if i+1 < pages {
+			fmt.Fprintf(w, `<a href="/%d">next</a>`, i+1)
+		}
+	}))
+	srv.Config.ConnState = func(c net.Conn, st http.ConnState) {
+		if st != http.StateClosed && st != http.StateHijacked {
+			return
+		}
+		key := srv.URL + " " + c.RemoteAddr().String()
+		ct.mu.Lock()
+		if ct.pageConns[key] {
+			delete(ct.pageConns, key)
+			ct.open--
+		}
+		ct.mu.Unlock()
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// Hosts waiting for their budget keep their connection open only while
+// the crawler keeps fewer than Concurrency of them: many hosts crawled at
+// once do not mean as many open connections.
+func TestKeptAliveConnectionsBounded(t *testing.T) {
+	const hosts, pages, conc = 8, 4, 2
+	ct := &connTracker{pageConns: map[string]bool{}}
+	var seeds []string
+	for range hosts {
+		seeds = append(seeds, ct.server(t, pages).URL+"/0")
+	}
+	cfg := testConfig(newClock())
+	cfg.Concurrency, cfg.HostConns, cfg.HostRate = conc, 1, 20
+	a := newMemArchive()
+	c, _ := startCrawler(t, t.TempDir(), cfg, a)
+	stop, sampled := make(chan struct{}), make(chan int64)
+	go func() { // the most connections the crawler says it holds at once
+		var most int64
+		for {
+			select {
+			case <-stop:
+				sampled <- most
+				return
+			default:
+			}
+			most = max(most, c.Stats().Connections)
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
+	if err := c.Add(context.Background(), seeds); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	close(stop)
+	most := <-sampled
+	if got := len(a.urls()); got != hosts*pages {
+		t.Fatalf("stored %d pages, want %d", got, hosts*pages)
+	}
+	if most > 2*conc || most == 0 {
+		t.Fatalf("the crawler held up to %d connections, want 1 to %d", most, 2*conc)
+	}
+	ct.mu.Lock()
+	total, serverMost := ct.total, ct.max
+	ct.mu.Unlock()
+	// The servers see the same, but for closes not noticed yet.
+	if serverMost > 2*conc+2 {
+		t.Fatalf("%d page connections open at once at the servers", serverMost)
+	}
+	if total >= hosts*pages {
+		t.Fatalf("%d connections for %d pages: none kept alive", total, hosts*pages)
+	}
+	// Host loops close their connections when their hosts are done.
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Stats().Connections != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections still open with nothing to fetch", c.Stats().Connections)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Logf("%d connections for %d pages, at most %d open (%d seen by the servers)", total, hosts*pages, most, serverMost)
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/herod-archive/herod/archive"
@@ -82,7 +83,9 @@ type Crawler struct {
 	scope     *scope
 	robots    *robotsCache        // what the crawler obeys: Config.Robots, or local
 	local     *robotsCache        // fetched from the origins by this node: served to peers
-	sem       chan struct{}       // connection slots: Concurrency
+	sem       chan struct{}       // request slots: Concurrency
+	keepAlive chan struct{}       // connections kept open between requests: Concurrency
+	openConns atomic.Int64        // the crawler's own connections open now
 	proc      chan struct{}       // fetches in progress, body processing included: procFactor*Concurrency
 	bodies    *semaphore.Weighted // bytes of bodies in processing: procBodyFactor*MaxBody
 
@@ -152,6 +155,7 @@ func New(dir string, cfg Config, a Archive, f Forwarder) (*Crawler, error) {
 		robots:    robots,
 		local:     local,
 		sem:       sem,
+		keepAlive: make(chan struct{}, cfg.Concurrency),
 		proc:      make(chan struct{}, procFactor*cfg.Concurrency),
 		bodies:    semaphore.NewWeighted(procBodyFactor * cfg.MaxBody),
 		hosts:     make(map[string]*hostState),

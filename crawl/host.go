@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,7 +25,7 @@ import (
 func (c *Crawler) runHost(host string, h *hostState) {
 	defer c.wg.Done()
 	ctx := c.ctx
-	hs := newHostSlots(c.cfg.HostConns, c.sem)
+	hs := newHostSlots(c.cfg.HostConns, c.sem, c.keepAlive, &c.openConns)
 	var inflight sync.WaitGroup
 	defer func() {
 		inflight.Wait()
@@ -166,14 +167,18 @@ func (c *Crawler) runHost(host string, h *hostState) {
 type hostSlots struct {
 	conns chan *hostConn // HostConns entries: an open connection, or nil
 	ahead chan struct{}  // fetches started and not done with their connection: 2*HostConns
-	sem   chan struct{}  // the crawler's connection slots (Concurrency), shared by all hosts
+	sem   chan struct{}  // the crawler's request slots (Concurrency), shared by all hosts
+	idle  chan struct{}  // the crawler's kept-alive connections between requests (Concurrency), shared
+	open  *atomic.Int64  // the crawler's connections open now
 }
 
-func newHostSlots(conns int, sem chan struct{}) *hostSlots {
+func newHostSlots(conns int, sem, idle chan struct{}, open *atomic.Int64) *hostSlots {
 	hs := &hostSlots{
 		conns: make(chan *hostConn, conns),
 		ahead: make(chan struct{}, 2*conns),
 		sem:   sem,
+		idle:  idle,
+		open:  open,
 	}
 	for range conns {
 		hs.conns <- nil
@@ -186,8 +191,30 @@ func newHostSlots(conns int, sem chan struct{}) *hostSlots {
 func (hs *hostSlots) close() {
 	for range cap(hs.conns) {
 		if hc := <-hs.conns; hc != nil {
+			hs.wake(hc)
 			hc.Close()
 		}
+	}
+}
+
+// keep parks hc between requests if the crawler keeps fewer than
+// Concurrency such connections; otherwise it closes hc and returns nil.
+func (hs *hostSlots) keep(hc *hostConn) *hostConn {
+	select {
+	case hs.idle <- struct{}{}:
+		hc.idle = true
+		return hc
+	default:
+		hc.Close()
+		return nil
+	}
+}
+
+// wake takes hc, a connection of the host's, out of the idle count.
+func (hs *hostSlots) wake(hc *hostConn) {
+	if hc != nil && hc.idle {
+		hc.idle = false
+		<-hs.idle
 	}
 }
 
@@ -216,6 +243,8 @@ func (l *connLease) acquire(ctx context.Context) bool {
 		l.hc = nil
 		return false
 	}
+	// Counted as kept alive until its request is let through.
+	l.s.wake(l.hc)
 	l.held = true
 	return true
 }
@@ -230,7 +259,7 @@ func (l *connLease) do(req *http.Request, client *http.Client, tlsConf *tls.Conf
 	}
 	hc := l.hc
 	l.hc = nil
-	ex, err := roundTrip(req, hc, tlsConf, time.Now())
+	ex, err := roundTrip(req, hc, tlsConf, time.Now(), l.s.open)
 	if err != nil {
 		return nil, err
 	}
@@ -249,6 +278,9 @@ func (l *connLease) release() {
 		hc := l.hc
 		if l.ex != nil {
 			hc = l.ex.finish(time.Now())
+		}
+		if hc != nil {
+			hc = l.s.keep(hc)
 		}
 		if l.resp != nil {
 			l.resp.Body.Close()

@@ -30,6 +30,7 @@ var metricHelp = map[string]string{
 	"known_urls":          "URLs ever queued on this node.",
 	"active_hosts":        "Hosts being crawled.",
 	"waiting_hosts":       "Hosts with queued URLs waiting for their turn.",
+	"connections":         "Connections to origin servers open now for pages, kept-alive ones included.",
 }
 
 // NewCollector returns a Collector for c.
@@ -58,7 +59,7 @@ func (m *Collector) Collect(ch chan<- prometheus.Metric) {
 		"not_modified_today": float64(st.NotModified), "unchanged_today": float64(st.Unchanged),
 		"forwarded_today": float64(st.Forwarded), "bytes_fetched_today": float64(st.BytesFetched),
 		"known_urls": float64(st.KnownURLs), "active_hosts": float64(st.ActiveHosts),
-		"waiting_hosts": float64(st.WaitingHosts),
+		"waiting_hosts": float64(st.WaitingHosts), "connections": float64(st.Connections),
 	}
 	for name, v := range vals {
 		ch <- prometheus.MustNewConstMetric(m.descs[name], prometheus.GaugeValue, v)

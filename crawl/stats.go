@@ -26,6 +26,10 @@ type Stats struct {
 	KnownURLs    int64            `json:"knownURLs"`    // URLs ever queued on this node
 	ActiveHosts  int              `json:"activeHosts"`  // hosts being crawled (a loop each)
 	WaitingHosts int              `json:"waitingHosts"` // hosts with queued URLs waiting for a loop
+	// Connections counts the connections to origin servers the crawler
+	// holds open now for pages (robots.txt and proxied requests aside):
+	// at most 2*Concurrency (Config.Concurrency).
+	Connections int64 `json:"connections"`
 }
 
 // counters are the mutable day counters, guarded by Crawler.mu.
@@ -58,6 +62,7 @@ func (c *Crawler) Stats() Stats {
 		ResponseSec:  c.st.response.Seconds(),
 		ErrorsByKind: maps.Clone(c.st.errs),
 		KnownURLs:    c.known,
+		Connections:  c.openConns.Load(),
 		ActiveHosts:  c.running,
 		WaitingHosts: len(c.waiting),
 	}

@@ -107,6 +107,7 @@ func printStatus(w io.Writer, st node.Status) {
 	fmt.Fprintf(tw, "gateway\t%s\n", st.Gateway)
 	fmt.Fprintf(tw, "crawl day\t%d\n", st.Crawl.Day)
 	fmt.Fprintf(tw, "queued\t%d\n", st.Crawl.Queued)
+	fmt.Fprintf(tw, "connections to sites open\t%d\n", st.Crawl.Connections)
 	fmt.Fprintf(tw, "fetched today\t%d\n", st.Crawl.FetchedToday)
 	if st.Crawl.FetchedToday > 0 {
 		mean := time.Duration(st.Crawl.ResponseSec / float64(st.Crawl.FetchedToday) * float64(time.Second))
