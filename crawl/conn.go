@@ -23,7 +23,7 @@ import (
 // would pass every exchange through a writer and a reader goroutine of its
 // own and the connection pool, four hand-offs that each wait for the
 // scheduler (and, on a busy machine, for the kernel) between one response
-// and the next request (docs/crawl.md, "Direct connections").
+// and the next request (docs/crawl.md, "Own connections").
 //
 // What the Transport did and the crawler needs is done here too: dial and
 // TLS handshake timeouts, a bound on the response head, transparent gzip
@@ -31,7 +31,8 @@ import (
 // gzipped body is decoded, its Content-Encoding and Content-Length
 // dropped, as the Transport does), interim 1xx responses skipped, keep-alive
 // with a retry on a fresh connection when a reused one turns out closed
-// before any byte of the response arrived, an idle timeout. Requests that
+// before any byte of the response arrived, an idle timeout, a bound on the
+// connections kept open between requests (hostSlots.keep). Requests that
 // must go through a proxy (HTTP_PROXY and friends) and crawlers given a
 // Config.Client use that client instead.
 
@@ -101,9 +102,12 @@ func (hc *hostConn) Close() error {
 	return hc.nc.Close()
 }
 
-// origin returns the scheme://host:port a request's connection goes to.
+// originOf returns the scheme://host:port a request's connection goes to
+// and the host:port to dial.
 func originOf(req *http.Request) (origin, addr string, err error) {
-	host := req.URL.Host
+	if req.URL.Host == "" {
+		return "", "", errors.New("crawl: URL without a host")
+	}
 	port := req.URL.Port()
 	switch req.URL.Scheme {
 	case "http":
@@ -118,9 +122,6 @@ func originOf(req *http.Request) (origin, addr string, err error) {
 		return "", "", fmt.Errorf("crawl: unsupported scheme %q", req.URL.Scheme)
 	}
 	addr = net.JoinHostPort(req.URL.Hostname(), port)
-	if host == "" {
-		return "", "", errors.New("crawl: URL without a host")
-	}
 	return req.URL.Scheme + "://" + addr, addr, nil
 }
 

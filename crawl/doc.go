@@ -82,13 +82,15 @@
 // (a loop exits when its host has nothing pending, and yields its turn
 // after each batch of 32 URLs when other hosts wait),
 // fetch goroutines (at most Concurrency holding a connection, at most
-// 16*Concurrency in all, holding at most 4*MaxBody bytes of bodies while
+// 64*Concurrency in all, holding at most 4*MaxBody bytes of bodies while
 // they process them: storing and forwarding happen after the connection
-// is released; the fetch goroutine yields right after the release, so the
-// host loop sends the next request before this page is stored and parsed,
-// while the page still counts in Stats.InFlight, keeps Idle false and
-// keeps its queue entry until processing finished), a day timer, and the
-// queue's committer; Close cancels
+// is released; per connection of a host, one more fetch reads its crawl
+// state and builds its request while the connection is busy, and takes
+// it when it is handed over; the fetch goroutine yields right after the
+// release, so that fetch sends its request before this page is stored and
+// parsed, while the page still counts in Stats.InFlight, keeps Idle false
+// and keeps its queue entry until processing finished), a day timer, and
+// the queue's committer; Close cancels
 // them, waits for them and closes the database. Forward is called from
 // fetch goroutines, without any crawler lock held, so a Forwarder may call
 // Add.
