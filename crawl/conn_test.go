@@ -73,22 +73,37 @@ func plainPage(w http.ResponseWriter, r *http.Request, body string) {
 	io.WriteString(w, body)
 }
 
-// crawlConnSite crawls s from /0 with one connection to the host and
-// returns the archive.
-func crawlConnSite(t *testing.T, s *connSite, tweak func(*Config)) (*memArchive, *Crawler) {
+// crawlConnSite crawls s from the paths given (default /0) with one
+// connection to the host and returns the archive.
+func crawlConnSite(t *testing.T, s *connSite, tweak func(*Config), paths ...string) (*memArchive, *Crawler) {
 	t.Helper()
 	cfg := testConfig(newClock())
 	cfg.HostConns = 1
 	if tweak != nil {
 		tweak(&cfg)
 	}
+	if len(paths) == 0 {
+		paths = []string{"/0"}
+	}
+	var seeds []string
+	for _, p := range paths {
+		seeds = append(seeds, s.srv.URL+p)
+	}
 	a := newMemArchive()
 	c, _ := startCrawler(t, t.TempDir(), cfg, a)
-	if err := c.Add(context.Background(), []string{s.srv.URL + "/0"}); err != nil {
+	if err := c.Add(context.Background(), seeds); err != nil {
 		t.Fatal(err)
 	}
 	waitIdle(t, c)
 	return a, c
+}
+
+// wantOnly fails unless path is the one page stored.
+func wantOnly(t *testing.T, s *connSite, a *memArchive, path string) {
+	t.Helper()
+	if got := a.urls(); len(got) != 1 || got[0] != s.srv.URL+path {
+		t.Fatalf("stored %v, want only %s", got, path)
+	}
 }
 
 func wantPages(t *testing.T, s *connSite, a *memArchive, n int) {
@@ -234,17 +249,8 @@ func TestConnResponseHeadBounded(t *testing.T) {
 		}
 		plainPage(w, r, body)
 	})
-	cfg := testConfig(newClock())
-	cfg.HostConns = 1
-	a := newMemArchive()
-	c, _ := startCrawler(t, t.TempDir(), cfg, a)
-	if err := c.Add(context.Background(), []string{s.srv.URL + "/0", s.srv.URL + "/1"}); err != nil {
-		t.Fatal(err)
-	}
-	waitIdle(t, c)
-	if got := a.urls(); len(got) != 1 || got[0] != s.srv.URL+"/1" {
-		t.Fatalf("stored %v, want only /1", got)
-	}
+	a, c := crawlConnSite(t, s, nil, "/0", "/1")
+	wantOnly(t, s, a, "/1")
 	if got := c.Stats().ErrorsByKind[KindFetch]; got != 1 {
 		t.Fatalf("fetch errors %v", c.Stats().ErrorsByKind)
 	}
@@ -374,17 +380,8 @@ func TestConnUnreadBodyNotReused(t *testing.T) {
 		}
 		plainPage(w, r, body)
 	})
-	cfg := testConfig(newClock())
-	cfg.HostConns = 1
-	a := newMemArchive()
-	c, _ := startCrawler(t, t.TempDir(), cfg, a)
-	if err := c.Add(context.Background(), []string{s.srv.URL + "/0", s.srv.URL + "/1"}); err != nil {
-		t.Fatal(err)
-	}
-	waitIdle(t, c)
-	if got := a.urls(); len(got) != 1 || got[0] != s.srv.URL+"/1" {
-		t.Fatalf("stored %v, want only /1", got)
-	}
+	a, c := crawlConnSite(t, s, nil, "/0", "/1")
+	wantOnly(t, s, a, "/1")
 	errs := c.Stats().ErrorsByKind
 	if len(errs) != 1 || errs[KindStatus4xx] != 1 {
 		t.Fatalf("errors %v, want one 4xx", errs)
