@@ -45,6 +45,7 @@ type htmlRewriter struct {
 	script    []byte
 	scripted  bool // the script is written
 	templates int  // open <template> elements: a <base> inside one is inert
+	based     bool // a <base href> set the base: browsers use the first only
 	banner    []byte
 	inserted  bool // the banner is written (or must not be: frameset)
 	frameset  bool
@@ -178,9 +179,12 @@ func (h *htmlRewriter) tag(name string, b []byte) []byte {
 		return "", false
 	}
 	rw := h.rw
-	if name == "base" && h.templates == 0 {
+	if name == "base" && h.templates == 0 && !h.based {
+		// The document's base URL is the first <base href>'s; later
+		// ones are inert, as in browsers and the crawler's extraction.
 		if v, ok := get("href"); ok {
 			rw.SetBase(v)
+			h.based = true
 		}
 	}
 	dirty := false

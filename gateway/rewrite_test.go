@@ -207,6 +207,21 @@ func TestRewriteLargeDocument(t *testing.T) {
 	}
 }
 
+// TestOnlyFirstBaseCounts: the first <base href> is the document's base,
+// as in browsers; a later one moves nothing.
+func TestOnlyFirstBaseCounts(t *testing.T) {
+	rw, err := NewRewriter("http://example.com/dir/page.html", "2014")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(rw.HTML([]byte(`<base target="_top"><base href="/a/"><a href="x">x</a><base href="/b/"><a href="y">y</a>`), nil, nil))
+	for _, want := range []string{`<a href="/web/2014/http://example.com/a/x">`, `<a href="/web/2014/http://example.com/a/y">`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("rewritten %s\nlacks %s", got, want)
+		}
+	}
+}
+
 // TestBaseInTemplateIsInert checks that a <base> inside a <template>,
 // which browsers ignore, does not move the base of later links.
 func TestBaseInTemplateIsInert(t *testing.T) {
