@@ -13,7 +13,7 @@
 # pair, herod 1 node / wget and herod's pages/s and CPU per page.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-base=${1:?usage: scripts/bench-ab.sh BASE [PAIRS]}
+base=${1:?usage: scripts/bench-ab.sh BASE [PAIRS [THIS]]}
 pairs=${2:-4}
 this=${3:-}
 export LOOPFS=${LOOPFS-1} ONLY=${ONLY-wget,herod1} ROUNDS=${ROUNDS-3}
