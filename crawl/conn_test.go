@@ -503,3 +503,78 @@ func TestKeptAliveConnectionsBounded(t *testing.T) {
 	}
 	t.Logf("%d connections for %d pages, at most %d open (%d seen by the servers)", total, hosts*pages, most, serverMost)
 }
+
+// Servers that lie or send garbage: each bad answer is a fetch error,
+// nothing is stored for it, and the next page of the host is fetched on a
+// fresh connection.
+func TestConnHostileResponses(t *testing.T) {
+	cases := map[string]string{
+		"garbage":          "\x00\xff\x13 not http at all\r\n\r\n",
+		"no status code":   "HTTP/1.1 OK\r\nContent-Length: 2\r\n\r\nhi",
+		"bad header":       "HTTP/1.1 200 OK\r\nContent-Type text/html\r\n\r\n",
+		"negative length":  "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: -5\r\n\r\nhello",
+		"two lengths":      "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
+		"bad chunk size":   "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n",
+		"huge chunk":       "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\nhello",
+		"cut mid-body":     "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 100\r\n\r\nonly a little",
+		"cut mid-chunks":   "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",
+		"101 switching":    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n",
+		"endless 1xx":      strings.Repeat("HTTP/1.1 102 Processing\r\n\r\n", 20),
+		"only a status":    "HTTP/1.1 200 OK\r\n",
+		"nothing":          "",
+		"gzip lies":        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: gzip\r\nContent-Length: 5\r\n\r\nhello",
+		"length over body": "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 999999\r\n\r\n<html>",
+	}
+	for name, answer := range cases {
+		t.Run(name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			go func() {
+				for {
+					conn, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					go func() {
+						defer conn.Close()
+						br := bufio.NewReader(conn)
+						for {
+							req, err := http.ReadRequest(br)
+							if err != nil {
+								return
+							}
+							switch req.URL.Path {
+							case "/robots.txt":
+								io.WriteString(conn, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+							case "/good":
+								io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 4\r\n\r\ngood")
+							default:
+								io.WriteString(conn, answer)
+								return // and close
+							}
+						}
+					}()
+				}
+			}()
+			cfg := testConfig(newClock())
+			cfg.HostConns, cfg.Timeout = 1, 2*time.Second
+			a := newMemArchive()
+			c, _ := startCrawler(t, t.TempDir(), cfg, a)
+			base := "http://" + ln.Addr().String()
+			if err := c.Add(context.Background(), []string{base + "/bad", base + "/good"}); err != nil {
+				t.Fatal(err)
+			}
+			waitIdle(t, c)
+			if got := a.urls(); len(got) != 1 || got[0] != base+"/good" {
+				t.Fatalf("stored %v, want only /good", got)
+			}
+			errs := c.Stats().ErrorsByKind
+			if n := errs[KindFetch] + errs[KindTimeout]; n != 1 || len(errs) != 1 {
+				t.Fatalf("errors %v, want one fetch error", errs)
+			}
+		})
+	}
+}
