@@ -30,6 +30,11 @@ const maxNoscriptDepth = 2
 func (rw *Rewriter) HTML(doc, script, banner []byte) []byte {
 	out := make([]byte, 0, len(doc)+len(script)+len(banner)+len(doc)/8)
 	h := htmlRewriter{rw: rw, script: script, banner: banner, out: out}
+	if href, ok := firstBase(doc); ok {
+		// The document's base applies to all of its links, those before
+		// the <base> element too.
+		rw.SetBase(href)
+	}
 	h.run(doc, 0)
 	if h.script != nil && !h.scripted {
 		h.out = append(h.out, h.script...)
@@ -44,8 +49,7 @@ type htmlRewriter struct {
 	rw        *Rewriter
 	script    []byte
 	scripted  bool // the script is written
-	templates int  // open <template> elements: a <base> inside one is inert
-	based     bool // a <base href> set the base: browsers use the first only
+	templates int  // open <template> elements
 	banner    []byte
 	inserted  bool // the banner is written (or must not be: frameset)
 	frameset  bool
@@ -145,6 +149,61 @@ func (h *htmlRewriter) run(doc []byte, depth int) {
 	}
 }
 
+// firstBase returns the href of doc's first <base href> that is not inside
+// a <template> or raw text (a <noscript> in a browser that runs scripts):
+// the document's base URL, which a browser resolves every link of the
+// document against, and which the crawler used (crawl.ExtractLinks).
+// Later <base> elements are inert.
+func firstBase(doc []byte) (string, bool) {
+	if !hasBaseTag(doc) {
+		return "", false
+	}
+	z := xhtml.NewTokenizer(bytes.NewReader(doc))
+	templates := 0
+	for {
+		tt := z.Next()
+		switch tt {
+		case xhtml.ErrorToken:
+			return "", false
+		case xhtml.StartTagToken, xhtml.SelfClosingTagToken:
+			name, more := z.TagName()
+			switch string(name) {
+			case "template":
+				if tt == xhtml.StartTagToken {
+					templates++
+				}
+			case "base":
+				for more && templates == 0 {
+					var k, v []byte
+					k, v, more = z.TagAttr()
+					if string(k) == "href" {
+						return string(v), true
+					}
+				}
+			}
+		case xhtml.EndTagToken:
+			if name, _ := z.TagName(); string(name) == "template" && templates > 0 {
+				templates--
+			}
+		}
+	}
+}
+
+// hasBaseTag reports whether doc has "<base" in any case: most documents
+// do not, and need no pass of the tokenizer to find their base.
+func hasBaseTag(doc []byte) bool {
+	for i := 0; ; {
+		j := bytes.IndexByte(doc[i:], '<')
+		if j < 0 {
+			return false
+		}
+		i += j + 1
+		if len(doc)-i >= 4 && bytes.EqualFold(doc[i:i+4], []byte("base")) {
+			return true
+		}
+	}
+}
+
 func (h *htmlRewriter) insertBanner() {
 	h.out = append(h.out, h.banner...)
 	h.inserted = true
@@ -179,14 +238,6 @@ func (h *htmlRewriter) tag(name string, b []byte) []byte {
 		return "", false
 	}
 	rw := h.rw
-	if name == "base" && h.templates == 0 && !h.based {
-		// The document's base URL is the first <base href>'s; later
-		// ones are inert, as in browsers and the crawler's extraction.
-		if v, ok := get("href"); ok {
-			rw.SetBase(v)
-			h.based = true
-		}
-	}
 	dirty := false
 	for i := range attrs {
 		a := &attrs[i]

@@ -208,14 +208,18 @@ func TestRewriteLargeDocument(t *testing.T) {
 }
 
 // TestOnlyFirstBaseCounts: the first <base href> is the document's base,
-// as in browsers; a later one moves nothing.
+// for the links before it too, as in browsers; a later one moves nothing,
+// nor does one in raw text (<noscript>, read by a browser that runs
+// scripts) or a <template>.
 func TestOnlyFirstBaseCounts(t *testing.T) {
 	rw, err := NewRewriter("http://example.com/dir/page.html", "2014")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := string(rw.HTML([]byte(`<base target="_top"><base href="/a/"><a href="x">x</a><base href="/b/"><a href="y">y</a>`), nil, nil))
-	for _, want := range []string{`<a href="/web/2014/http://example.com/a/x">`, `<a href="/web/2014/http://example.com/a/y">`} {
+	got := string(rw.HTML([]byte(`<a href="w">w</a><noscript><base href="/n/"></noscript><template><base href="/t/"></template>`+
+		`<BASE target="_top"><base HREF="/a&amp;b/"><a href="x">x</a><base href="/b/"><a href="y">y</a>`), nil, nil))
+	for _, want := range []string{`<a href="/web/2014/http://example.com/a&amp;b/w">`, `<a href="/web/2014/http://example.com/a&amp;b/x">`,
+		`<a href="/web/2014/http://example.com/a&amp;b/y">`, `<base HREF="/web/2014/http://example.com/a&amp;b/">`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("rewritten %s\nlacks %s", got, want)
 		}
@@ -223,14 +227,15 @@ func TestOnlyFirstBaseCounts(t *testing.T) {
 }
 
 // TestBaseInTemplateIsInert checks that a <base> inside a <template>,
-// which browsers ignore, does not move the base of later links.
+// which browsers ignore, does not set the document's base: the first
+// <base> outside one does, for every link.
 func TestBaseInTemplateIsInert(t *testing.T) {
 	rw, err := NewRewriter("http://example.com/dir/page.html", "2014")
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := string(rw.HTML([]byte(`<template><base href="http://tpl.example/"></template><a href="r">r</a><base href="/b/"><a href="s">s</a>`), nil, nil))
-	for _, want := range []string{`<a href="/web/2014/http://example.com/dir/r">`, `<a href="/web/2014/http://example.com/b/s">`} {
+	for _, want := range []string{`<a href="/web/2014/http://example.com/b/r">`, `<a href="/web/2014/http://example.com/b/s">`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("rewritten %s\nlacks %s", got, want)
 		}
