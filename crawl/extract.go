@@ -129,23 +129,9 @@ func htmlRefs(base *url.URL, body []byte) ([]string, *url.URL) {
 	return refs, base
 }
 
-// hasForeign reports whether body may hold an <svg> or <math> start tag,
-// in any case: a tag name follows its "<" directly, so a document without
-// such a run of bytes has none (one in a comment or a script makes a
-// false positive, which only costs the tree). It runs at memchr speed.
-func hasForeign(body []byte) bool {
-	for i := 0; ; {
-		j := bytes.IndexByte(body[i:], '<')
-		if j < 0 {
-			return false
-		}
-		i += j + 1
-		name := string(body[i:min(len(body), i+4)])
-		if hasPrefixFold(name, "svg") || hasPrefixFold(name, "math") {
-			return true
-		}
-	}
-}
+// hasForeign reports whether body may hold an <svg> or <math> start tag
+// (canon.MayHaveTag: a false positive only costs the tree).
+func hasForeign(body []byte) bool { return canon.MayHaveTag(body, "svg", "math") }
 
 // tokenRefs returns the raw references of an HTML document without SVG or
 // MathML content (hasForeign) and the value of its first <base href>, if

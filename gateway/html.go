@@ -155,7 +155,7 @@ func (h *htmlRewriter) run(doc []byte, depth int) {
 // document against, and which the crawler used (crawl.ExtractLinks).
 // Later <base> elements are inert.
 func firstBase(doc []byte) (string, bool) {
-	if !hasBaseTag(doc) {
+	if !canon.MayHaveTag(doc, "base") { // most documents: no tokenizer pass
 		return "", false
 	}
 	z := xhtml.NewTokenizer(bytes.NewReader(doc))
@@ -185,21 +185,6 @@ func firstBase(doc []byte) (string, bool) {
 			if name, _ := z.TagName(); string(name) == "template" && templates > 0 {
 				templates--
 			}
-		}
-	}
-}
-
-// hasBaseTag reports whether doc has "<base" in any case: most documents
-// do not, and need no pass of the tokenizer to find their base.
-func hasBaseTag(doc []byte) bool {
-	for i := 0; ; {
-		j := bytes.IndexByte(doc[i:], '<')
-		if j < 0 {
-			return false
-		}
-		i += j + 1
-		if len(doc)-i >= 4 && bytes.EqualFold(doc[i:i+4], []byte("base")) {
-			return true
 		}
 	}
 }

@@ -145,3 +145,19 @@ func TestSrcsetURLs(t *testing.T) {
 		}
 	}
 }
+
+func TestMayHaveTag(t *testing.T) {
+	for in, want := range map[string]bool{
+		`<html><BASE href=x>`: true,
+		`<p>base</p><bas`:     false,
+		`<svG>`:               true,
+		`no tags at all`:      false,
+		`a < base`:            false,
+		`<mathematics>`:       true, // a false positive, as documented
+		`<b>x</b><`:           false,
+	} {
+		if got := MayHaveTag([]byte(in), "base", "svg", "math"); got != want {
+			t.Errorf("MayHaveTag(%q) = %v, want %v", in, got, want)
+		}
+	}
+}

@@ -1,5 +1,7 @@
 package canon
 
+import "bytes"
+
 // SrcsetURLs returns the byte spans [start, end) of the candidate URLs in
 // an srcset attribute value, parsed as the HTML standard parses it: a URL
 // runs to the next whitespace; commas that end it also end its candidate;
@@ -48,6 +50,26 @@ func SrcsetURLs(v string) [][2]int {
 		}
 	}
 	return spans
+}
+
+// MayHaveTag reports whether doc holds "<" directly followed by one of
+// names (lower case), in any case: a start tag's name follows its "<", so
+// a document without such a run of bytes has no such element (one in a
+// comment or a script is a false positive). It runs at memchr speed, to
+// decide whether a document needs a slower pass at all.
+func MayHaveTag(doc []byte, names ...string) bool {
+	for i := 0; ; {
+		j := bytes.IndexByte(doc[i:], '<')
+		if j < 0 {
+			return false
+		}
+		i += j + 1
+		for _, n := range names {
+			if len(doc)-i >= len(n) && bytes.EqualFold(doc[i:i+len(n)], []byte(n)) {
+				return true
+			}
+		}
+	}
 }
 
 // IsHTMLSpace reports whether c is ASCII whitespace as HTML defines it.
