@@ -125,13 +125,10 @@ func originOf(req *http.Request) (origin, addr string, err error) {
 	return req.URL.Scheme + "://" + addr, addr, nil
 }
 
-// dialConn opens a connection for req's origin, with a TLS handshake for
-// https (HTTP/1.1 only), and counts it in open until it is closed.
-func dialConn(ctx context.Context, req *http.Request, tlsConf *tls.Config, open *atomic.Int64) (*hostConn, error) {
-	origin, addr, err := originOf(req)
-	if err != nil {
-		return nil, err
-	}
+// dialConn opens a connection to addr, req's origin (originOf), with a
+// TLS handshake for https (HTTP/1.1 only), and counts it in open until it
+// is closed.
+func dialConn(ctx context.Context, req *http.Request, origin, addr string, tlsConf *tls.Config, open *atomic.Int64) (*hostConn, error) {
 	d := net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -197,9 +194,15 @@ func (e *eofReader) Read(p []byte) (int, error) {
 // the connection's reads and writes fail.
 func roundTrip(req *http.Request, hc *hostConn, tlsConf *tls.Config, now time.Time, open *atomic.Int64) (*exchange, error) {
 	ctx := req.Context()
-	origin, _, err := originOf(req)
+	origin, addr, err := originOf(req)
 	if err != nil {
 		return nil, err
+	}
+	// Transparent gzip, as net/http's Transport does it: asked for unless
+	// the request says what it accepts.
+	gz := req.Header.Get("Accept-Encoding") == "" && req.Header.Get("Range") == "" && req.Method != http.MethodHead
+	if gz {
+		req.Header.Set("Accept-Encoding", "gzip")
 	}
 	if hc != nil && (hc.origin != origin || now.Sub(hc.used) > idleConnTimeout || hc.br.Buffered() > 0) {
 		hc.Close()
@@ -208,11 +211,11 @@ func roundTrip(req *http.Request, hc *hostConn, tlsConf *tls.Config, now time.Ti
 	for attempt := 0; ; attempt++ {
 		fresh := hc == nil
 		if fresh {
-			if hc, err = dialConn(ctx, req, tlsConf, open); err != nil {
+			if hc, err = dialConn(ctx, req, origin, addr, tlsConf, open); err != nil {
 				return nil, err
 			}
 		}
-		ex, err := hc.send(req)
+		ex, err := hc.send(req, gz)
 		if err == nil {
 			return ex, nil
 		}
@@ -227,8 +230,9 @@ func roundTrip(req *http.Request, hc *hostConn, tlsConf *tls.Config, now time.Ti
 	}
 }
 
-// send writes req and reads the response head.
-func (hc *hostConn) send(req *http.Request) (*exchange, error) {
+// send writes req and reads the response head; gz: the request asked for
+// gzip on the caller's behalf, so a gzipped body is decoded.
+func (hc *hostConn) send(req *http.Request, gz bool) (*exchange, error) {
 	ctx := req.Context()
 	if d, ok := ctx.Deadline(); ok {
 		hc.nc.SetDeadline(d)
@@ -239,11 +243,6 @@ func (hc *hostConn) send(req *http.Request) (*exchange, error) {
 		hc.nc.SetDeadline(time.Unix(1, 0)) // wakes reads and writes in progress
 	})
 	hc.r.n = 0
-	gz := req.Header.Get("Accept-Encoding") == "" && req.Header.Get("Range") == "" && req.Method != http.MethodHead
-	if gz {
-		req.Header.Set("Accept-Encoding", "gzip")
-		defer req.Header.Del("Accept-Encoding")
-	}
 	if err := req.Write(hc.bw); err != nil {
 		stop()
 		return nil, fmt.Errorf("write request: %w", err)
@@ -302,14 +301,8 @@ func (ex *exchange) finish(now time.Time) *hostConn {
 		hc.Close()
 		return nil
 	}
-	if g, ok := ex.resp.Body.(*gunzipBody); ok && g.done && !ex.raw.eof {
-		// The gzip stream ended; the framing (a chunked body's last
-		// chunk) may still be in the buffer.
-		var b [1]byte
-		if n, _ := ex.raw.Read(b[:]); n > 0 {
-			ex.raw.eof = false
-		}
-	}
+	// A gzipped body read to its end was read to the end of its framing
+	// too: the decoder looks for a next member until the body's EOF.
 	if !ex.raw.eof || ex.resp.Close || hc.br.Buffered() > 0 {
 		hc.Close()
 		return nil
@@ -320,10 +313,9 @@ func (ex *exchange) finish(now time.Time) *hostConn {
 
 // gunzipBody decodes a gzipped body, opening the decoder at the first Read.
 type gunzipBody struct {
-	raw  io.Reader
-	zr   *gzip.Reader
-	err  error
-	done bool
+	raw io.Reader
+	zr  *gzip.Reader
+	err error
 }
 
 func (g *gunzipBody) Read(p []byte) (int, error) {
@@ -339,9 +331,7 @@ func (g *gunzipBody) Read(p []byte) (int, error) {
 		g.zr = zr
 	}
 	n, err := g.zr.Read(p)
-	if err == io.EOF {
-		g.done = true
-	} else if err != nil {
+	if err != nil && err != io.EOF {
 		err = fmt.Errorf("gzip body: %w", err)
 		g.err = err
 	}

@@ -199,6 +199,15 @@ func TestConnGzipDecoded(t *testing.T) {
 		zw.Close()
 		w.Header().Set("Content-Type", "text/html")
 		w.Header().Set("Content-Encoding", "gzip")
+		if r.URL.Path == "/1" || r.URL.Path == "/3" {
+			// Chunked: the decoder must read the framing to its end for
+			// the connection to be kept.
+			half := b.Len() / 2
+			w.Write(b.Bytes()[:half])
+			w.(http.Flusher).Flush()
+			w.Write(b.Bytes()[half:])
+			return
+		}
 		w.Header().Set("Content-Length", fmt.Sprint(b.Len()))
 		w.Write(b.Bytes())
 	})
@@ -256,13 +265,17 @@ func TestConnResponseHeadBounded(t *testing.T) {
 	}
 }
 
-// A response that never ends its head is cut off by the timeout.
-func TestConnHangingHeadTimesOut(t *testing.T) {
+// rawServer serves raw bytes on loopback: robots.txt is a 404, and every
+// other request on a connection is given to answer, which writes to the
+// connection and reports whether the connection may take another request.
+// It returns the server's base URL.
+func rawServer(t *testing.T, answer func(conn net.Conn, req *http.Request) bool) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
 			conn, err := ln.Accept()
@@ -272,25 +285,36 @@ func TestConnHangingHeadTimesOut(t *testing.T) {
 			go func() {
 				defer conn.Close()
 				br := bufio.NewReader(conn)
-				req, err := http.ReadRequest(br)
-				if err != nil {
-					return
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					if req.URL.Path == "/robots.txt" {
+						io.WriteString(conn, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+					} else if !answer(conn, req) {
+						return
+					}
 				}
-				if req.URL.Path == "/robots.txt" {
-					io.WriteString(conn, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
-					return
-				}
-				io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n") // and nothing more
-				time.Sleep(5 * time.Second)
 			}()
 		}
 	}()
+	return "http://" + ln.Addr().String()
+}
+
+// A response that never ends its head is cut off by the timeout.
+func TestConnHangingHeadTimesOut(t *testing.T) {
+	base := rawServer(t, func(conn net.Conn, _ *http.Request) bool {
+		io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n") // and nothing more
+		time.Sleep(5 * time.Second)
+		return false
+	})
 	cfg := testConfig(newClock())
 	cfg.Timeout = 300 * time.Millisecond
 	a := newMemArchive()
 	c, _ := startCrawler(t, t.TempDir(), cfg, a)
 	start := time.Now()
-	if err := c.Add(context.Background(), []string{"http://" + ln.Addr().String() + "/"}); err != nil {
+	if err := c.Add(context.Background(), []string{base + "/"}); err != nil {
 		t.Fatal(err)
 	}
 	waitIdle(t, c)
@@ -527,43 +551,18 @@ func TestConnHostileResponses(t *testing.T) {
 	}
 	for name, answer := range cases {
 		t.Run(name, func(t *testing.T) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
-			go func() {
-				for {
-					conn, err := ln.Accept()
-					if err != nil {
-						return
-					}
-					go func() {
-						defer conn.Close()
-						br := bufio.NewReader(conn)
-						for {
-							req, err := http.ReadRequest(br)
-							if err != nil {
-								return
-							}
-							switch req.URL.Path {
-							case "/robots.txt":
-								io.WriteString(conn, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
-							case "/good":
-								io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 4\r\n\r\ngood")
-							default:
-								io.WriteString(conn, answer)
-								return // and close
-							}
-						}
-					}()
+			base := rawServer(t, func(conn net.Conn, req *http.Request) bool {
+				if req.URL.Path == "/good" {
+					io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 4\r\n\r\ngood")
+					return true
 				}
-			}()
+				io.WriteString(conn, answer)
+				return false // and close
+			})
 			cfg := testConfig(newClock())
 			cfg.HostConns, cfg.Timeout = 1, 2*time.Second
 			a := newMemArchive()
 			c, _ := startCrawler(t, t.TempDir(), cfg, a)
-			base := "http://" + ln.Addr().String()
 			if err := c.Add(context.Background(), []string{base + "/bad", base + "/good"}); err != nil {
 				t.Fatal(err)
 			}
