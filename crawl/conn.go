@@ -62,7 +62,6 @@ type hostConn struct {
 	br     *bufio.Reader
 	bw     *bufio.Writer
 	used   time.Time // end of the last exchange
-	idle   bool      // counted in the crawler's kept-alive connections (hostSlots.keep)
 	open   *atomic.Int64
 	closed bool
 }

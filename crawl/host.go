@@ -165,7 +165,7 @@ func (c *Crawler) runHost(host string, h *hostState) {
 // hostSlots are a host loop's connections and the slots that bound its
 // fetches.
 type hostSlots struct {
-	conns chan *hostConn // HostConns entries: an open connection, or nil
+	conns chan *hostConn // HostConns entries: an open connection (holding an idle token), or nil
 	ahead chan struct{}  // fetches started and not done with their connection: 2*HostConns
 	sem   chan struct{}  // the crawler's request slots (Concurrency), shared by all hosts
 	idle  chan struct{}  // the crawler's kept-alive connections between requests (Concurrency), shared
@@ -198,11 +198,11 @@ func (hs *hostSlots) close() {
 }
 
 // keep parks hc between requests if the crawler keeps fewer than
-// Concurrency such connections; otherwise it closes hc and returns nil.
+// Concurrency such connections (it then holds an idle token, as every
+// connection in conns does); otherwise it closes hc and returns nil.
 func (hs *hostSlots) keep(hc *hostConn) *hostConn {
 	select {
 	case hs.idle <- struct{}{}:
-		hc.idle = true
 		return hc
 	default:
 		hc.Close()
@@ -210,10 +210,10 @@ func (hs *hostSlots) keep(hc *hostConn) *hostConn {
 	}
 }
 
-// wake takes hc, a connection of the host's, out of the idle count.
+// wake gives back the idle token of hc, a connection taken from conns
+// for a request (nothing for nil).
 func (hs *hostSlots) wake(hc *hostConn) {
-	if hc != nil && hc.idle {
-		hc.idle = false
+	if hc != nil {
 		<-hs.idle
 	}
 }
