@@ -120,7 +120,7 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 			return Version{}, false, fmt.Errorf("archive put: %w", err)
 		}
 		if err := s.putState(k, state); err != nil {
-			return Version{}, false, fmt.Errorf("archive put: %w", err)
+			return Version{}, false, fmt.Errorf("archive put: crawl state: %w", err)
 		}
 		return prev, false, nil
 	}
@@ -131,7 +131,7 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 		if v, err := s.versionAt(k, t, d); err == nil {
 			s.unchanged.Add(1)
 			if err := s.putState(k, state); err != nil {
-				return Version{}, false, fmt.Errorf("archive put: %w", err)
+				return Version{}, false, fmt.Errorf("archive put: crawl state: %w", err)
 			}
 			return v, false, nil
 		}
@@ -159,10 +159,7 @@ func (s *Store) putState(k id.ID, state []byte) error {
 	if state == nil {
 		return nil
 	}
-	if err := s.db.Put(stateKey(k), state, nil); err != nil {
-		return fmt.Errorf("crawl state: %w", err)
-	}
-	return nil
+	return s.db.Put(stateKey(k), state, nil)
 }
 
 // write encodes c as the version file of e, claims its size from the

@@ -49,7 +49,7 @@ func (s *Store) SetState(ctx context.Context, url string, st CrawlState) error {
 	if err != nil {
 		return fmt.Errorf("archive set state: %w", err)
 	}
-	if err := s.db.Put(stateKey(id.OfString(url)), val, nil); err != nil {
+	if err := s.putState(id.OfString(url), val); err != nil {
 		return fmt.Errorf("archive set state: %w", err)
 	}
 	return nil
