@@ -65,9 +65,10 @@ func contentType(v string) string {
 	return mt
 }
 
-// Put stores c as a new version unless its payload SHA-1 equals that of
-// the newest stored version of c.URL; then it stores no file (0 new
-// bytes), records the check as Touch does, and returns that newest version
+// Put stores c as a new version unless its payload SHA-1 and HTTP status
+// equal those of the newest stored version of c.URL (a page that turns into
+// a 404 with the same body is a new version: its deletion); then it stores
+// no file (0 new bytes), records the check as Touch does, and returns that newest version
 // with added == false. A new version is written atomically (temporary file,
 // fsync or its group's syncfs, rename) before the index learns about it, so the index never
 // points at a partial file. It returns ErrQuota, storing nothing, when the
@@ -114,7 +115,7 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 	if err != nil && !first {
 		return Version{}, false, fmt.Errorf("archive put: %w", err)
 	}
-	if !first && prev.Digest == d {
+	if !first && prev.Digest == d && prev.Status == c.Status {
 		s.unchanged.Add(1)
 		if err := s.touch(k, t); err != nil {
 			return Version{}, false, fmt.Errorf("archive put: %w", err)

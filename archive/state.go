@@ -70,3 +70,32 @@ func encodeState(url string, st CrawlState) ([]byte, error) {
 	}
 	return json.Marshal(stateRecord{URL: url, State: st})
 }
+
+// StateFromVersion returns a crawl state for url derived from its newest
+// stored version: the ETag and Last-Modified validators of its headers,
+// its HTTP status and payload digest, and Checked at its capture time. It
+// lets a node that holds a URL's versions as a replica, and becomes its
+// owner, send a conditional GET on its first visit. Outlinks stay empty:
+// the first changed version forwards all of its links. It returns an
+// error wrapping ErrNotFound when url has no version, and ErrCorrupt when
+// the version's file does not verify.
+func (s *Store) StateFromVersion(ctx context.Context, url string) (CrawlState, error) {
+	if err := ctx.Err(); err != nil {
+		return CrawlState{}, fmt.Errorf("archive state from version: %w", err)
+	}
+	v, err := s.newest(id.OfString(url))
+	if err != nil {
+		return CrawlState{}, fmt.Errorf("archive state from version %s: %w", url, err)
+	}
+	c, err := s.Read(ctx, v)
+	if err != nil {
+		return CrawlState{}, fmt.Errorf("archive state from version %s: %w", url, err)
+	}
+	return CrawlState{
+		ETag:         c.Header.Get("ETag"),
+		LastModified: c.Header.Get("Last-Modified"),
+		Status:       v.Status,
+		Digest:       v.Digest,
+		Checked:      v.Time,
+	}, nil
+}

@@ -54,9 +54,23 @@ type Version struct {
 
 // CrawlState is what the crawler remembers about a URL between visits.
 type CrawlState struct {
-	ETag         string    `json:"etag,omitempty"`
-	LastModified string    `json:"lastModified,omitempty"`
-	Digest       id.ID     `json:"digest"`             // payload digest of the newest version
-	Outlinks     []string  `json:"outlinks,omitempty"` // canonical links of the newest version, sorted
-	Checked      time.Time `json:"checked"`            // last fetch attempt that got an answer
+	ETag         string `json:"etag,omitempty"`
+	LastModified string `json:"lastModified,omitempty"`
+	// Status is the HTTP status of the last answer (0 in states written
+	// before it was recorded: read it as 200). With Digest it tells an
+	// unchanged answer from a changed one: a page that turns into a 404
+	// with the same body has changed.
+	Status   int       `json:"status,omitempty"`
+	Digest   id.ID     `json:"digest"`             // payload digest of the newest version
+	Outlinks []string  `json:"outlinks,omitempty"` // canonical links of the newest version, sorted
+	Checked  time.Time `json:"checked"`            // last fetch attempt that got an answer
+}
+
+// LastStatus returns the HTTP status of the last answer, 200 when the state
+// predates the Status field.
+func (st CrawlState) LastStatus() int {
+	if st.Status == 0 {
+		return 200
+	}
+	return st.Status
 }

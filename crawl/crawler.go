@@ -36,6 +36,26 @@ type Toucher interface {
 	Touch(ctx context.Context, url string, t time.Time) error
 }
 
+// VersionStater is implemented by archives that can derive a crawl state
+// from a URL's newest stored version (archive.Store does). The crawler asks
+// it when a URL has no crawl state of its own — a URL of a range this node
+// has just taken over, whose versions it holds as a replica — so that the
+// first visit is a conditional GET with the stored validators and an
+// unchanged page stores nothing.
+type VersionStater interface {
+	StateFromVersion(ctx context.Context, url string) (archive.CrawlState, error)
+}
+
+// URLLister is implemented by archives that can list the URLs they hold
+// versions of (archive.Store does). At the start of every day the crawler
+// queues the listed URLs it owns besides those it already knows: a node
+// that becomes the owner of a range — after a crash, a leave, a join or an
+// outage — holds the range's versions as a replica or receives them by
+// replication, so every URL the range ever stored is fetched again.
+type URLLister interface {
+	URLs(ctx context.Context, q archive.Query, fn func(url string) error) error
+}
+
 // Forwarder delivers extracted canonical links to the nodes that own them
 // (the node implements it). Forward returns only once the links are
 // delivered or durably accepted for delivery; an error means the crawler
@@ -227,14 +247,20 @@ func (c *Crawler) Start(ctx context.Context) error {
 // ones are counted by kind. URLs already seen today are dropped; the rest
 // are queued durably (synced to disk) before Add returns.
 func (c *Crawler) Add(ctx context.Context, urls []string) error {
+	_, err := c.add(ctx, urls)
+	return err
+}
+
+// add is Add, returning how many URLs it queued.
+func (c *Crawler) add(ctx context.Context, urls []string) (int, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return 0, err
 	}
 	c.mu.Lock()
 	closed := c.closed
 	c.mu.Unlock()
 	if closed {
-		return ErrClosed
+		return 0, ErrClosed
 	}
 	ok := make([]string, 0, len(urls))
 	for _, raw := range urls {
@@ -250,7 +276,7 @@ func (c *Crawler) Add(ctx context.Context, urls []string) error {
 	added, fresh, err := c.q.add(ok)
 	if err != nil {
 		c.count(KindQueue, "", err)
-		return err
+		return 0, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -259,7 +285,7 @@ func (c *Crawler) Add(ctx context.Context, urls []string) error {
 	for _, e := range added {
 		c.wakeLocked(hostOf(e.url))
 	}
-	return nil
+	return len(added), nil
 }
 
 // NewDay starts the thesis's daily cycle: the URL-seen set and the queue
@@ -284,13 +310,18 @@ func (c *Crawler) startDay(ctx context.Context, day int64) error {
 	}
 	c.dayMu.Lock()
 	defer c.dayMu.Unlock()
-	hosts, n, err := c.q.newDay(day, c.cfg.Owns)
+	var more func(yield func(string) error) error
+	if l, ok := c.a.(URLLister); ok {
+		more = func(yield func(string) error) error { return l.URLs(ctx, archive.Query{}, yield) }
+	}
+	hosts, n, fresh, err := c.q.newDay(day, c.cfg.Owns, more, c.takeStored)
 	if err != nil {
 		c.count(KindQueue, "", err)
 		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.known += fresh
 	c.epoch++     // host loops drop what they read before the reset
 	c.pending = n // fetches of the old day still in flight no longer count
 	c.curInFlight = 0
@@ -300,6 +331,17 @@ func (c *Crawler) startDay(ctx context.Context, day int64) error {
 	}
 	c.log.Info("crawl: new day", "day", day, "queued", n, "hosts", len(hosts))
 	return nil
+}
+
+// takeStored admits a URL the archive holds into the day's crawl: one this
+// node owns and its scope admits (an operator's host lists hold for
+// ranges taken over too).
+func (c *Crawler) takeStored(u string) bool {
+	if c.cfg.Owns != nil && !c.cfg.Owns(u) {
+		return false
+	}
+	_, kind := c.scope.check(u)
+	return kind == ""
 }
 
 // dayTimer starts a new day whenever the clock passes a day boundary.
@@ -366,4 +408,50 @@ func (c *Crawler) RobotsRecord(ctx context.Context, origin string) (RobotsRecord
 		return RobotsRecord{}, fmt.Errorf("%w: %q", errNoRobots, origin)
 	}
 	return c.local.record(ctx, u.Scheme+"://"+u.Host)
+}
+
+// takeOverBatch is how many URLs TakeOver adds at a time.
+const takeOverBatch = 4096
+
+// TakeOver queues, for today, every URL in this node's queue database or
+// archive (when the Archive is a URLLister) for which in returns true and
+// that the scope admits, unless it was already queued today. The node
+// calls it when a virtual server's range grows in the middle of a day —
+// its predecessor died or left — so that the URLs it takes over are
+// fetched today rather than from the next day on. It returns how many URLs
+// it queued.
+func (c *Crawler) TakeOver(ctx context.Context, in func(url string) bool) (int, error) {
+	var batch []string
+	var queued int
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		n, err := c.add(ctx, batch)
+		queued += n
+		batch = batch[:0]
+		return err
+	}
+	take := func(u string) error {
+		if !in(u) {
+			return nil
+		}
+		batch = append(batch, u)
+		if len(batch) >= takeOverBatch {
+			return flush()
+		}
+		return nil
+	}
+	if err := c.q.knownURLs(take); err != nil {
+		return queued, fmt.Errorf("crawl take over: %w", err)
+	}
+	if l, ok := c.a.(URLLister); ok {
+		if err := l.URLs(ctx, archive.Query{}, take); err != nil {
+			return queued, fmt.Errorf("crawl take over: %w", err)
+		}
+	}
+	if err := flush(); err != nil {
+		return queued, fmt.Errorf("crawl take over: %w", err)
+	}
+	return queued, nil
 }

@@ -26,7 +26,12 @@
 //     short by a crash is finished by the next Start.
 //   - Daily cycle (thesis, "daily crawls"): NewDay resets the seen set and the queue
 //     pointer; every known URL this node owns is queued again and fetched
-//     with If-None-Match / If-Modified-Since from its CrawlState.
+//     with If-None-Match / If-Modified-Since from its CrawlState. Known
+//     means in the queue database or, when the Archive is a URLLister,
+//     stored in the archive: a range's new owner holds its versions as a
+//     replica, so every URL the range ever stored is fetched again. A URL
+//     without a crawl state of its own gets one derived from its newest
+//     version when the Archive is a VersionStater.
 //   - Bandwidth (thesis, "optimizations"): a 304 only refreshes CrawlState.Checked; a 200
 //     whose SHA-1 equals CrawlState.Digest stores nothing and forwards
 //     nothing; a new version forwards only links absent from the previous
@@ -34,6 +39,11 @@
 //     kept, so the next visit sees the change again and retries: links are
 //     not lost.
 //   - Redirects are stored as versions; the Location target is a link.
+//     Error answers (4xx, 5xx) are stored as versions too (a deleted page
+//     replays as its 404 from then on, and the URL stays in the archive for
+//     the range's next owner); their links are not followed. An answer is
+//     unchanged only when its status and payload digest both equal the
+//     CrawlState's.
 //   - Politeness: a host's robots.txt is consulted before every request
 //     (RFC 9309: cached up to RobotsTTL, first 500 KiB parsed, 4xx allows
 //     all, 5xx or unreachable disallows all and is retried after

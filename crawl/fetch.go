@@ -23,7 +23,7 @@ import (
 // was cancelled before an outcome was recorded (the entry must stay
 // queued).
 func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLease) bool {
-	st, err := c.a.State(ctx, raw)
+	st, err := c.state(ctx, raw)
 	hasState := err == nil
 	if err != nil && !errors.Is(err, archive.ErrNotFound) {
 		if ctx.Err() != nil {
@@ -87,22 +87,24 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLeas
 		c.mu.Unlock()
 		return true
 	case code >= 200 && code < 400 && code != http.StatusNotModified:
-	case code >= 400 && code < 500:
-		drain(resp)
-		c.count(KindStatus4xx, raw, fmt.Errorf("status %d", code))
-		return true
-	case code >= 500 && code < 600:
-		drain(resp)
-		c.count(KindStatus5xx, raw, fmt.Errorf("status %d", code))
-		return true
+	case code >= 400 && code < 600:
+		// An error answer is the archive's record of the URL that day (a
+		// deleted page replays as its 404 from then on) and keeps the URL
+		// known to whoever holds the range next; its links are not followed.
+		kind := KindStatus4xx
+		if code >= 500 {
+			kind = KindStatus5xx
+		}
+		c.count(kind, raw, fmt.Errorf("status %d", code))
 	default:
 		c.count(KindStatusOther, raw, fmt.Errorf("status %d", code))
 		return true
 	}
 
-	redirect := code >= 300
+	redirect := code >= 300 && code < 400
+	failed := code >= 400
 	ct := resp.Header.Get("Content-Type")
-	if !redirect && ct != "" && !typeAllowed(ct, c.cfg.ContentTypes) {
+	if !redirect && !failed && ct != "" && !typeAllowed(ct, c.cfg.ContentTypes) {
 		c.count(KindContentType, raw, fmt.Errorf("content type %q", ct))
 		return true
 	}
@@ -142,21 +144,23 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLeas
 		unchanged    bool
 	)
 	if err := c.cfg.CPU.Do(ctx, func() {
-		if !redirect && ct == "" {
+		if !redirect && !failed && ct == "" {
 			ct = http.DetectContentType(body)
 			if refused = !typeAllowed(ct, c.cfg.ContentTypes); refused {
 				return
 			}
 		}
 		digest = id.Sum(body)
-		if unchanged = hasState && digest == st.Digest; unchanged {
+		if unchanged = hasState && digest == st.Digest && st.LastStatus() == code; unchanged {
 			return
 		}
-		if redirect {
+		switch {
+		case failed: // an error page's links are not followed
+		case redirect:
 			if loc := resp.Header.Get("Location"); loc != "" {
 				links = c.inScope(ExtractLocation(u, loc))
 			}
-		} else {
+		default:
 			links = extractLinks(u, ct, body, c.keepLink)
 		}
 		fresh = newLinks(links, st.Outlinks)
@@ -170,6 +174,7 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLeas
 	next := archive.CrawlState{
 		ETag:         resp.Header.Get("ETag"),
 		LastModified: resp.Header.Get("Last-Modified"),
+		Status:       code,
 		Digest:       digest,
 		Outlinks:     st.Outlinks,
 		Checked:      now,
@@ -342,4 +347,28 @@ func readBody(r io.Reader, contentLength, max int64) ([]byte, error) {
 		return append(body, rest...), err
 	}
 	return body, nil
+}
+
+// state returns the crawl state of raw: its own, or, when it has none and
+// the archive can derive one, the state of its newest stored version (see
+// VersionStater). It returns an error wrapping archive.ErrNotFound when
+// neither can be had (a version that does not verify counts as none: the
+// page is fetched unconditionally).
+func (c *Crawler) state(ctx context.Context, raw string) (archive.CrawlState, error) {
+	st, err := c.a.State(ctx, raw)
+	if !errors.Is(err, archive.ErrNotFound) {
+		return st, err
+	}
+	vs, ok := c.a.(VersionStater)
+	if !ok {
+		return st, err
+	}
+	st, verr := vs.StateFromVersion(ctx, raw)
+	if verr != nil {
+		if ctx.Err() != nil {
+			return st, verr
+		}
+		return archive.CrawlState{}, err
+	}
+	return st, nil
 }

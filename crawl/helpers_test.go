@@ -44,7 +44,7 @@ func (m *memArchive) Put(_ context.Context, c archive.Capture) (archive.Version,
 		m.states[c.URL] = st
 	}
 	v := archive.Version{URL: c.URL, Key: id.OfString(c.URL), Digest: d, Time: c.Time, Status: c.Status, Length: int64(len(c.Body))}
-	if vs := m.versions[c.URL]; len(vs) > 0 && id.Sum(vs[len(vs)-1].Body) == d {
+	if vs := m.versions[c.URL]; len(vs) > 0 && id.Sum(vs[len(vs)-1].Body) == d && vs[len(vs)-1].Status == c.Status {
 		return v, false, nil
 	}
 	m.versions[c.URL] = append(m.versions[c.URL], c)
@@ -225,7 +225,7 @@ func (s *site) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	etag := fmt.Sprintf(`"%s"`, id.OfString(pg.body).Short())
-	if !noCond {
+	if !noCond && pg.status == http.StatusOK { // an error answer has no validators
 		w.Header().Set("ETag", etag)
 		w.Header().Set("Last-Modified", s.modTime.Format(http.TimeFormat))
 		if r.Header.Get("If-None-Match") == etag {

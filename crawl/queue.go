@@ -301,3 +301,23 @@ func (q *queue) known() (int64, error) {
 	}
 	return n, nil
 }
+
+// knownURLs calls fn for every known URL, in URL order, from a snapshot.
+func (q *queue) knownURLs(fn func(string) error) error {
+	snap, err := q.db.GetSnapshot()
+	if err != nil {
+		return fmt.Errorf("crawl queue snapshot: %w", err)
+	}
+	defer snap.Release()
+	it := snap.NewIterator(util.BytesPrefix([]byte(prefixURL)), nil)
+	defer it.Release()
+	for it.Next() {
+		if err := fn(string(it.Key()[len(prefixURL):])); err != nil {
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("crawl queue scan: %w", err)
+	}
+	return nil
+}

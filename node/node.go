@@ -55,6 +55,7 @@ type Node struct {
 
 	counters struct {
 		linksReceived, badFrames, badLinks, overHops atomic.Int64
+		takenOver                                    atomic.Int64 // URLs queued by mid-day take-overs
 	}
 }
 
@@ -202,6 +203,15 @@ func (n *Node) Start(ctx context.Context) error {
 	go func() {
 		defer n.wg.Done()
 		n.fwd.run(n.ctx)
+	}()
+	// Subscribed before the crawl starts, so that no range this node takes
+	// over from then on goes unnoticed.
+	sub := n.ring.Subscribe(64)
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		defer sub.Unsubscribe()
+		n.takeOverLoop(n.ctx, sub.C)
 	}()
 	if err := n.crawler.Start(n.ctx); err != nil {
 		return fmt.Errorf("node start: crawl: %w", err)

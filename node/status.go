@@ -30,7 +30,10 @@ type Status struct {
 	Links       LinkStats        `json:"links"`
 	Politeness  PolitenessStats  `json:"politeness"`
 	Replication ReplicationStats `json:"replication"`
-	Wire        []WireStats      `json:"wire"`
+	// TakenOver counts the URLs queued because a range grew in the middle
+	// of a day (a predecessor died or left), since the node started.
+	TakenOver int64       `json:"takenOver"`
+	Wire      []WireStats `json:"wire"`
 	// Processing is the process's CPU gate for page processing (shared by
 	// every node the process runs): how often work waited for a slot.
 	Processing cpugate.Stats `json:"processing"`
@@ -86,6 +89,7 @@ func (n *Node) Status() Status {
 		},
 		Politeness:  n.PolitenessStats(),
 		Replication: n.ReplicationStats(),
+		TakenOver:   n.counters.takenOver.Load(),
 		Wire:        n.wire(),
 		Processing:  cpugate.Shared().Stats(),
 	}

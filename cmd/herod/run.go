@@ -66,16 +66,20 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	offset := fs.Int("gateway-offset", node.DefaultGatewayOffset, "gateway port = ring port + this")
 	day := fs.Duration("day", node.DefaultDayLength, "length of a crawl day: every known URL is fetched again once per day")
 	quota := fs.Int64("quota", 0, "archive disk quota in bytes (0: unlimited)")
+	replInterval := fs.Duration("replication-interval", node.DefaultReplicationInterval, "period of replication rounds with the ring neighbours (a ring change starts one sooner)")
 	verbose := fs.Bool("v", false, "verbose logs")
 	var cf crawlFlags
 	cf.register(fs, 1)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if *replInterval <= 0 {
+		return fmt.Errorf("--replication-interval %s: want a positive duration", *replInterval)
+	}
 	n, err := node.New(node.Config{
 		DataDir: *data, Listen: *listen, Join: join, VirtualServers: *vnodes,
 		Seeds: seeds, Gateway: *gw, GatewayOffset: *offset, DayLength: *day,
-		Quota: *quota, Crawl: cf.config(), Logger: logger(stderr, *verbose),
+		Quota: *quota, ReplicationInterval: *replInterval, Crawl: cf.config(), Logger: logger(stderr, *verbose),
 	})
 	if err != nil {
 		return err

@@ -88,9 +88,10 @@ func (w *Web) known(d int) map[string]bool {
 // new version, given that every earlier day was crawled completely and
 // every known URL (the union of Reachable(0..d)) is fetched again each day:
 // on day 0 that is Reachable(0); on a later day it is the URLs first reached
-// that day plus the known URLs whose body changed since day d-1. URLs that
-// answer 301 or 404 are included when first reached (their bodies never
-// change); use Status to filter them if a crawler does not store them.
+// that day plus the known URLs whose answer changed since day d-1: another
+// body, or another status (a page deleted: 200 then 404). URLs that answer
+// 301 or 404 are included when first reached (their bodies never change),
+// as an archive that keeps every answer stores them.
 func (w *Web) NewVersions(d int) []string {
 	d = max(d, 0)
 	cur := w.Reachable(d)
@@ -116,8 +117,9 @@ func (w *Web) NewVersions(d int) []string {
 	return out
 }
 
-// changedOn reports whether the body of rawURL on day d differs from its
-// body on day d-1 (d >= 1).
+// changedOn reports whether the answer for rawURL on day d differs from
+// its answer on day d-1 (d >= 1): another status (a page deleted or
+// restored) or another body of a page.
 func (w *Web) changedOn(d int, rawURL string) bool {
 	l, ok := w.locate(rawURL)
 	if !ok {
@@ -125,5 +127,9 @@ func (w *Web) changedOn(d int, rawURL string) bool {
 	}
 	path, query := splitQuery(l.pathq)
 	res := w.m.lookup(l.h, path, query, d, nil, false)
-	return res.status == 200 && res.lastMod == d && w.m.lookup(l.h, path, query, d-1, nil, false).status == 200
+	prev := w.m.lookup(l.h, path, query, d-1, nil, false)
+	if res.status != prev.status {
+		return true
+	}
+	return res.status == 200 && res.lastMod == d
 }

@@ -1,0 +1,285 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/sampleweb"
+	"github.com/herod-archive/herod/ring"
+)
+
+// requestsPerURL counts the web's requests per URL, robots.txt aside.
+func requestsPerURL(web *sampleweb.Web) map[string]int {
+	out := map[string]int{}
+	for _, r := range web.Requests() {
+		if r.Path == "/robots.txt" {
+			continue
+		}
+		out["http://"+r.Host+r.Path]++
+	}
+	return out
+}
+
+// checkOncePerURL fails unless every URL of known was requested exactly
+// once and nothing else was.
+func checkOncePerURL(t *testing.T, event string, known []string, got map[string]int) {
+	t.Helper()
+	var missing, twice, extra []string
+	for _, u := range known {
+		switch n := got[u]; {
+		case n == 0:
+			missing = append(missing, u)
+		case n > 1:
+			twice = append(twice, fmt.Sprintf("%s (%d)", u, n))
+		}
+	}
+	for u := range got {
+		if _, ok := slices.BinarySearch(known, u); !ok {
+			extra = append(extra, u)
+		}
+	}
+	checked := len(known) - len(missing)
+	t.Logf("%s: %d of %d known URLs requested on the next day (%.3f), %d more than once, %d unknown",
+		event, checked, len(known), float64(checked)/float64(len(known)), len(twice), len(extra))
+	if len(missing)+len(twice)+len(extra) > 0 {
+		t.Errorf("%s: missing %v\ntwice %v\nunknown %v", event, head(missing), head(twice), head(extra))
+	}
+}
+
+func head(s []string) string {
+	if len(s) > 8 {
+		return strings.Join(s[:8], " ") + " …"
+	}
+	return strings.Join(s, " ")
+}
+
+// newDayAll starts a new crawl day on every node and waits until the ring
+// is idle.
+func newDayAll(ctx context.Context, t *testing.T, lr *LocalRing) {
+	t.Helper()
+	for _, n := range lr.Nodes {
+		if err := n.NewDay(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := lr.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitReplicated waits until every version is on its k holders.
+func waitReplicated(ctx context.Context, t *testing.T, lr *LocalRing) {
+	t.Helper()
+	for {
+		err := lr.checkReplicated(ctx)
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("not replicated: %v%s", err, lr.replicationReport())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestHistoryNeverStops is issue 15's acceptance in process: after a node
+// crashes for good, after a node joins, and after a node is down for a day
+// and comes back, the next day requests every URL the ring knew exactly
+// once at the site (the sample web does not change, so every answer is a
+// 304 or an unchanged redirect or 404, and no link travels: only the
+// ranges' known URLs are fetched).
+func TestHistoryNeverStops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("five-node ring crawling for four days: skipped in -short mode")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	web, lr := startWebAndRing(ctx, t, 4, sampleweb.Config{Hosts: 3, Pages: 100})
+	for _, n := range lr.Nodes {
+		n.SetReplicationInterval(200 * time.Millisecond)
+	}
+	if err := lr.Nodes[0].Seed(ctx, web.Seeds()); err != nil {
+		t.Fatal(err)
+	}
+	if err := lr.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	known := sortedKeys(requestsPerURL(web))
+	waitReplicated(ctx, t, lr)
+
+	// A node crashes for good. Right away, before the ring has noticed,
+	// every survivor's gateway still serves the URLs it owned, from the
+	// replicas.
+	victim := lr.Nodes[1]
+	var owned []string
+	for _, u := range known {
+		if lr.Owner(id.OfString(u)) == victim {
+			owned = append(owned, u)
+		}
+	}
+	if len(owned) == 0 {
+		t.Fatal("the victim owns none of the URLs")
+	}
+	victim.crash()
+	lr.Nodes = slices.Delete(lr.Nodes, 1, 2)
+	// The new day starts before the survivors have noticed: the successor
+	// takes the range over when it does, in the middle of the day.
+	web.ResetRequests()
+	for _, n := range lr.Nodes {
+		if err := n.NewDay(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range lr.Nodes {
+		for _, u := range owned[:min(len(owned), 10)] {
+			if v, c, err := (*resolver)(n).Get(ctx, u, time.Now()); err != nil || c == nil || v.URL != u {
+				t.Fatalf("%s: gateway of %s with the owner down: %+v, %v", u, n.self.Addr, v, err)
+			}
+			if vs, err := (*resolver)(n).Versions(ctx, u); err != nil || len(vs) == 0 {
+				t.Fatalf("%s: versions at %s with the owner down: %d, %v", u, n.self.Addr, len(vs), err)
+			}
+		}
+	}
+	if err := lr.WaitStable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := lr.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkOncePerURL(t, "crash", known, requestsPerURL(web))
+	var takenOver int64
+	for _, n := range lr.Nodes {
+		takenOver += n.Status().TakenOver
+	}
+	t.Logf("crash: %d URLs queued by mid-day take-overs", takenOver)
+
+	// A node joins: it takes ranges over from their owners. Until it has
+	// pulled them (replication is held back here), every gateway serves
+	// the URLs it now owns from their replicas.
+	waitReplicated(ctx, t, lr)
+	for _, n := range lr.Nodes {
+		n.SetReplicationInterval(-1)
+	}
+	cfg := lr.Nodes[0].cfg
+	cfg.ReplicationInterval = -1
+	cfg.DataDir = t.TempDir()
+	cfg.Listen, cfg.Gateway = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Join = []string{lr.Nodes[0].Multiaddr()}
+	joiner, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := joiner.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { joiner.Close() })
+	lr.Nodes = append(lr.Nodes, joiner)
+	if err := lr.WaitStable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var taken int
+	for _, u := range known {
+		if lr.Owner(id.OfString(u)) != joiner {
+			continue
+		}
+		taken++
+		for _, n := range lr.Nodes {
+			if _, c, err := (*resolver)(n).Get(ctx, u, time.Now()); err != nil || c == nil {
+				t.Fatalf("%s: gateway of %s before the joiner synced: %v", u, n.self.Addr, err)
+			}
+		}
+	}
+	if taken == 0 {
+		t.Fatal("the joiner owns none of the URLs")
+	}
+	for _, n := range lr.Nodes {
+		n.SetReplicationInterval(200 * time.Millisecond)
+	}
+	waitReplicated(ctx, t, lr)
+	web.ResetRequests()
+	newDayAll(ctx, t, lr)
+	checkOncePerURL(t, "join", known, requestsPerURL(web))
+	if joiner.crawler.Stats().FetchedToday == 0 {
+		t.Error("the joiner fetched nothing of its range")
+	}
+
+	// A node is down for a whole day, then comes back on its data.
+	away := lr.Nodes[0]
+	awayCfg := away.cfg
+	if err := away.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lr.Nodes = lr.Nodes[1:]
+	if err := lr.WaitStable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	web.ResetRequests()
+	newDayAll(ctx, t, lr)
+	checkOncePerURL(t, "down for a day", known, requestsPerURL(web))
+
+	awayCfg.Join = []string{lr.Nodes[0].Multiaddr()}
+	back, err := New(awayCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := back.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { back.Close() })
+	back.SetReplicationInterval(200 * time.Millisecond)
+	lr.Nodes = append(lr.Nodes, back)
+	if err := lr.WaitStable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitReplicated(ctx, t, lr)
+	web.ResetRequests()
+	newDayAll(ctx, t, lr)
+	checkOncePerURL(t, "back after a day", known, requestsPerURL(web))
+}
+
+func sortedKeys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestGained(t *testing.T) {
+	k := func(b byte) id.ID { var x id.ID; x[0] = b; return x }
+	rg := func(a, b byte) ring.Range { return ring.Range{Start: k(a), End: k(b), Known: true} }
+	vn := ring.Node{ID: k(0x80)}
+	ev := func(o, n ring.Range) ring.Event {
+		return ring.Event{Kind: ring.RangeChanged, Vnode: vn, OldRange: o, NewRange: n}
+	}
+	for _, tc := range []struct {
+		name   string
+		events []ring.Event
+		want   ring.Range
+		ok     bool
+	}{
+		{"predecessor died", []ring.Event{ev(rg(0x40, 0x80), rg(0x20, 0x80))}, rg(0x20, 0x40), true},
+		{"predecessor forgotten, then the next one learnt",
+			[]ring.Event{ev(rg(0x40, 0x80), ring.Range{}), ev(ring.Range{}, rg(0x20, 0x80))}, rg(0x20, 0x40), true},
+		{"across zero", []ring.Event{ev(rg(0x10, 0x80), rg(0xf0, 0x80))}, rg(0xf0, 0x10), true},
+		{"a node joined in front", []ring.Event{ev(rg(0x20, 0x80), rg(0x40, 0x80))}, ring.Range{}, false},
+		{"first known (own join)", []ring.Event{ev(ring.Range{}, rg(0x20, 0x80))}, ring.Range{}, false},
+		{"successors changed", []ring.Event{{Kind: ring.SuccessorsChanged, Vnode: vn}}, ring.Range{}, false},
+	} {
+		rt := rangeTracker{}
+		var got ring.Range
+		var ok bool
+		for _, e := range tc.events {
+			got, ok = rt.gained(e)
+		}
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("%s: gained %+v, %v; want %+v, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+}
