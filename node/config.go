@@ -25,10 +25,25 @@ const (
 type Config struct {
 	// DataDir holds the node's identity key, archive and crawl queue.
 	DataDir string
-	// Listen is the ring address "ip:port" (TCP, and QUIC on the same port
-	// when the port is fixed). Virtual-server ids derive from it, so it must
-	// be a concrete IP address. Default DefaultListen; port 0 picks a free one.
+	// Listen is the address "ip:port" the node listens on (TCP, and QUIC on
+	// the same port when the port is fixed). Unless Announce is set, it is
+	// also the ring address, from whose IP the virtual-server ids derive;
+	// 0.0.0.0 or :: (with a fixed port) listens on every interface and
+	// takes the public address a router maps (see Announce). Default
+	// DefaultListen; port 0 picks a free one.
 	Listen string
+	// Announce is the public "ip:port" other members reach this node at
+	// when it differs from Listen: a port forwarded by hand on the
+	// operator's router. Virtual-server ids derive from its IP. Empty means
+	// Listen, or, when Listen is 0.0.0.0 or ::, the public address the
+	// node's router maps to it by UPnP IGD or NAT-PMP.
+	Announce string
+	// AddrTimeout bounds how long a node listening on 0.0.0.0 or :: waits
+	// for its router's port mapping. Default DefaultAddrTimeout.
+	AddrTimeout time.Duration
+	// NoRelayService turns off the circuit relay v2 service this node
+	// offers other members (under libp2p's default resource limits).
+	NoRelayService bool
 	// Join lists members to join the ring through, as multiaddrs with a
 	// /p2p/ component ("/ip4/1.2.3.4/tcp/4001/p2p/12D3Koo..."). Empty means
 	// the node starts a ring of its own.
@@ -99,6 +114,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Listen == "" {
 		c.Listen = DefaultListen
+	}
+	if c.AddrTimeout == 0 {
+		c.AddrTimeout = DefaultAddrTimeout
 	}
 	if c.VirtualServers == 0 {
 		c.VirtualServers = DefaultVirtualServers

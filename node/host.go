@@ -6,18 +6,23 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/metrics"
+	"github.com/libp2p/go-libp2p/core/network"
+	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+	"github.com/libp2p/go-libp2p/x/rate"
 )
 
 // identityFile holds the node's libp2p private key inside the data directory,
@@ -84,7 +89,17 @@ func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
 // newHost starts a libp2p host listening on the TCP address listen
 // ("ip:port") and on QUIC at the same ip and port, authenticated with Noise.
 // bwc counts the bytes of every stream by protocol.
-func newHost(listen string, key crypto.PrivKey, bwc metrics.Reporter) (host.Host, error) {
+//
+// Reachability comes from libp2p's own machinery: a host listening on all
+// interfaces or on a private address asks its router for a port mapping
+// (UPnP IGD or NAT-PMP, libp2p.NATPortMap); every host runs AutoNAT v2
+// (client and server: members tell each other which of their addresses
+// are dialable), the circuit relay v2 client and hole punching (DCUtR);
+// unless relayService is false it also serves as a relay for other
+// members, under libp2p's default relay resource limits (relayv2
+// DefaultResources: 2 minutes and 128 KiB per relayed connection, 128
+// reservations, 16 circuits per peer).
+func newHost(listen string, key crypto.PrivKey, bwc metrics.Reporter, relayService bool) (host.Host, error) {
 	ip, port, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen address %q: %w", listen, err)
@@ -111,19 +126,68 @@ func newHost(listen string, key crypto.PrivKey, bwc metrics.Reporter) (host.Host
 	if err != nil {
 		return nil, fmt.Errorf("connection manager: %w", err)
 	}
-	h, err := libp2p.New(
+	rm, err := newResourceManager()
+	if err != nil {
+		return nil, err
+	}
+	opts := []libp2p.Option{
 		libp2p.Identity(key),
+		libp2p.ResourceManager(rm),
 		libp2p.ListenAddrStrings(addrs...),
 		libp2p.Security(noise.ID, noise.New),
 		libp2p.Transport(tcp.NewTCPTransport),
 		libp2p.Transport(quic.NewTransport),
 		libp2p.ConnectionManager(cm),
-		libp2p.DisableRelay(),
+		libp2p.EnableRelay(),
+		libp2p.EnableHolePunching(),
+		libp2p.EnableAutoNATv2(),
 		libp2p.DisableMetrics(),
 		libp2p.BandwidthReporter(bwc),
-	)
+	}
+	if relayService {
+		opts = append(opts, libp2p.EnableRelayService())
+	}
+	if wantsPortMap(listen) {
+		opts = append(opts, libp2p.NATPortMap())
+	}
+	h, err := libp2p.New(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("libp2p host: %w", err)
 	}
 	return h, nil
+}
+
+// Connection rate limits per source address. libp2p's default allows a new
+// connection per IPv4 address every 5 s after a burst of 16; the
+// volunteers of one household, or of one carrier-grade NAT, share one
+// public address, and ring verification dials a fresh connection per
+// claimed contact, so a second node behind a router was refused by its
+// neighbour ("rate limit exceeded", TestHomeNetworks). herod allows two
+// new connections a second per IPv4 address (per /56 for IPv6) after a
+// burst of 64; loopback is not limited.
+var (
+	connRatePerIP  = rate.Limit{RPS: 2, Burst: 64}
+	connRatePer48  = rate.Limit{RPS: 5, Burst: 256}
+	connRateExempt = []rate.PrefixLimit{
+		{Prefix: netip.MustParsePrefix("127.0.0.0/8"), Limit: rate.Limit{}},
+		{Prefix: netip.MustParsePrefix("::1/128"), Limit: rate.Limit{}},
+	}
+)
+
+// newResourceManager returns libp2p's resource manager with its default
+// scaled limits and herod's connection rate limits.
+func newResourceManager() (network.ResourceManager, error) {
+	lim := &rate.Limiter{
+		NetworkPrefixLimits: connRateExempt,
+		SubnetRateLimiter: rate.SubnetLimiter{
+			IPv4SubnetLimits: []rate.SubnetLimit{{PrefixLength: 32, Limit: connRatePerIP}},
+			IPv6SubnetLimits: []rate.SubnetLimit{{PrefixLength: 56, Limit: connRatePerIP}, {PrefixLength: 48, Limit: connRatePer48}},
+			GracePeriod:      time.Minute,
+		},
+	}
+	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(rcmgr.DefaultLimits.AutoScale()), rcmgr.WithConnRateLimiters(lim))
+	if err != nil {
+		return nil, fmt.Errorf("libp2p resource manager: %w", err)
+	}
+	return rm, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -53,6 +54,8 @@ type Node struct {
 	started atomic.Bool
 	closed  atomic.Bool
 
+	reach    string    // how the ring reaches this node: ReachListen, ReachMapped or ReachAnnounced
+	lan      io.Closer // mDNS on the LAN, behind a home router
 	counters struct {
 		linksReceived, badFrames, badLinks, overHops atomic.Int64
 		takenOver                                    atomic.Int64 // URLs queued by mid-day take-overs
@@ -71,9 +74,10 @@ func New(cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("node: data dir: %w", err)
 	}
 	n = &Node{cfg: cfg, log: cfg.Logger}
+	built := n // the returns below set n to nil
 	defer func() {
 		if err != nil {
-			n.closeAll()
+			built.closeAll()
 		}
 	}()
 	key, err := loadIdentity(cfg.DataDir)
@@ -81,14 +85,25 @@ func New(cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	n.bwc = metrics.NewBandwidthCounter()
-	if n.host, err = newHost(cfg.Listen, key, n.bwc); err != nil {
+	if n.host, err = newHost(cfg.Listen, key, n.bwc, !cfg.NoRelayService); err != nil {
 		return nil, err
 	}
-	if n.self, err = p2p.ContactOf(n.host); err != nil {
+	addr, how, err := ringAddress(context.Background(), n.host, cfg.Listen, cfg.Announce, cfg.AddrTimeout)
+	if err != nil {
 		return nil, fmt.Errorf("node: ring address: %w", err)
 	}
+	if addr == "" { // port 0: the address the host bound
+		if n.self, err = p2p.ContactOf(n.host); err != nil {
+			return nil, fmt.Errorf("node: ring address: %w", err)
+		}
+		how = ReachListen
+	} else {
+		n.self = ring.Contact{Peer: n.host.ID().String(), Addr: addr}
+	}
+	n.reach = how
 	n.log = cfg.Logger.With("node", n.self.Addr)
 	tr := p2p.New(n.host, n.log.With("sub", "ring"))
+	tr.SetSelf(n.self.Addr)
 	saved, err := loadIndexes(cfg.DataDir, cfg.VirtualServers)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -149,7 +164,11 @@ func New(cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	gwAddr, err := cfg.gatewayAddr(n.self.Addr)
+	gwBase := n.self.Addr
+	if n.reach != ReachListen {
+		gwBase = cfg.Listen // behind NAT the gateway listens beside the ring port, not at the router's address
+	}
+	gwAddr, err := cfg.gatewayAddr(gwBase)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -184,6 +203,15 @@ func (n *Node) Start(ctx context.Context) error {
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.host.SetStreamHandler(linksProtocol, n.handleLinks)
 	n.host.SetStreamHandler(archiveProtocol, n.handleArchive)
+	if n.reach == ReachMapped {
+		// Behind a home router: find the household's other nodes on the
+		// LAN (see lanFinder).
+		lan, err := startLAN(n.ctx, n.host)
+		if err != nil {
+			return fmt.Errorf("node start: mDNS: %w", err)
+		}
+		n.lan = lan
+	}
 	if err := n.ring.Start(n.ctx); err != nil {
 		return fmt.Errorf("node start: ring: %w", err)
 	}
@@ -310,6 +338,9 @@ func (n *Node) closeAll() error {
 		errs = append(errs, n.crawler.Close())
 	}
 	n.wg.Wait()
+	if n.lan != nil {
+		errs = append(errs, n.lan.Close())
+	}
 	if n.ring != nil {
 		errs = append(errs, n.ring.Close())
 	}

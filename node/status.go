@@ -18,10 +18,14 @@ import (
 
 // Status is a node's state as /api/status and `herod status` show it.
 type Status struct {
-	Peer        string           `json:"peer"`
-	Addr        string           `json:"addr"`
-	Multiaddr   string           `json:"multiaddr"`
-	Gateway     string           `json:"gateway"`
+	Peer      string `json:"peer"`
+	Addr      string `json:"addr"`
+	Multiaddr string `json:"multiaddr"`
+	Gateway   string `json:"gateway"`
+	// Reach is how the ring reaches this node at Addr: "listen" (its own
+	// address), "mapped" (its router's public address, mapped by UPnP
+	// IGD or NAT-PMP) or "announced" (a port its operator forwarded).
+	Reach       string           `json:"reach"`
 	Idle        bool             `json:"idle"`
 	Ring        ring.Status      `json:"ring"`
 	Crawl       crawl.Stats      `json:"crawl"`
@@ -76,6 +80,7 @@ func (n *Node) Status() Status {
 		Addr:      n.self.Addr,
 		Multiaddr: n.Multiaddr(),
 		Gateway:   n.GatewayURL(),
+		Reach:     n.reach,
 		Idle:      n.Idle(),
 		Ring:      n.ring.Status(),
 		Crawl:     n.crawler.Stats(),

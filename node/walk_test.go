@@ -28,7 +28,7 @@ type fakeRing struct {
 func newFakeRing(peers, vnodes int) *fakeRing {
 	fr := &fakeRing{down: map[string]bool{}, got: map[id.ID][]string{}, hopsOf: map[string]int{}, replicaOf: map[string][]string{}}
 	for p := 0; p < peers; p++ {
-		c := ring.Contact{Peer: fmt.Sprintf("peer%d", p), Addr: fmt.Sprintf("127.0.0.1:%d", 4000+p)}
+		c := ring.Contact{Peer: fmt.Sprintf("peer%d", p), Addr: fmt.Sprintf("127.0.%d.%d:4000", p/250, p%250+1)}
 		for v := 0; v < vnodes; v++ {
 			fr.nodes = append(fr.nodes, ring.Node{ID: ring.VirtualID(c.Addr, v), Contact: c, Index: v})
 		}

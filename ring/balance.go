@@ -44,8 +44,10 @@ func PickIndexes(cands []Candidate, want int) []int {
 }
 
 // chooseIndexes evaluates every allowed index through via and switches
-// the local vnodes to the best VirtualServers of them. It runs before the
-// node's first join, while no other node knows its vnodes.
+// the local vnodes to the best VirtualServers of them, skipping the
+// indexes other nodes at the same IP already run (their ids are this IP's
+// too). It runs before the node's first join, while no other node knows
+// its vnodes.
 func (r *Ring) chooseIndexes(ctx context.Context, via Contact) error {
 	cands := make([]Candidate, 0, r.cfg.MaxVirtualServers)
 	for i := range r.cfg.MaxVirtualServers {
@@ -58,11 +60,22 @@ func (r *Ring) chooseIndexes(ctx context.Context, via Contact) error {
 		if err != nil {
 			return fmt.Errorf("ring choose indexes: %w", err)
 		}
+		if owner.ID == x && owner.Peer != r.cfg.Self.Peer {
+			continue // another node at this IP runs index i
+		}
 		c := Candidate{Index: i, ID: x, Pred: owner.ID, Succ: owner.ID}
 		if pred != nil {
 			c.Pred = pred.ID
 		}
 		cands = append(cands, c)
+	}
+	if len(cands) == 0 {
+		return fmt.Errorf("ring choose indexes: %w: every one of the %d positions of %s is taken by other nodes at that IP",
+			ErrIPFull, r.cfg.MaxVirtualServers, r.cfg.Self.Addr)
+	}
+	if len(cands) < r.cfg.VirtualServers {
+		r.log.Warn("ring: fewer free positions at this IP than virtual servers asked for",
+			"addr", r.cfg.Self.Addr, "free", len(cands), "asked", r.cfg.VirtualServers)
 	}
 	idx := PickIndexes(cands, r.cfg.VirtualServers)
 	r.mu.Lock()

@@ -6,8 +6,9 @@
 //
 // Each real node (a Contact: libp2p peer id and TCP "ip:port") runs
 // VirtualServers virtual servers (Node). A virtual server's id is
-// VirtualID(addr, index), SHA-1 of the address and the index, with the
-// index below MaxVirtualServers, so a node cannot choose where it sits.
+// VirtualID(addr, index), SHA-1 of the address's IP and the index, with
+// the index below MaxVirtualServers, so a node cannot choose where it sits
+// and one IP holds at most MaxVirtualServers positions.
 // The owner of key k is successor(k), the first virtual server clockwise
 // from k; a virtual server owns the range (predecessor, itself]. With
 // Config.ChooseIndexes a node's first Join picks which VirtualServers of

@@ -34,16 +34,24 @@ type Node struct {
 func (n Node) String() string { return fmt.Sprintf("%s/%s#%d", n.ID.Short(), n.Addr, n.Index) }
 
 // VirtualID returns the ring id of virtual server index on the real node
-// listening at addr. The layout is fixed and part of the protocol:
+// reached at addr. The layout is fixed and part of the protocol:
 //
-//	SHA-1( addr as ASCII bytes ‖ uint32 big-endian index )
+//	SHA-1( IP of addr as ASCII bytes ‖ uint32 big-endian index )
 //
-// where addr is the canonical "ip:port" text (netip.AddrPort.String form,
-// e.g. "127.0.0.1:4001" or "[::1]:4001"). The index is a fixed 4-byte
-// suffix, so no two (addr, index) pairs hash the same bytes.
+// where the IP is the canonical text of addr's address (netip.Addr.String
+// form, e.g. "198.51.100.7" or "2001:db8::1"). The port is not part of the
+// id: every node reached at one public IP — the volunteers of one
+// household behind one router, or an attacker's one address — shares that
+// IP's MaxVirtualServers positions, so no address can claim more, and no
+// choice of port moves a node on the ring. An addr that does not parse is
+// hashed as it is (CheckID refuses it anyway).
 func VirtualID(addr string, index int) id.ID {
+	host := addr
+	if ap, err := netip.ParseAddrPort(addr); err == nil {
+		host = ap.Addr().String()
+	}
 	h := sha1.New()
-	h.Write([]byte(addr))
+	h.Write([]byte(host))
 	var b [4]byte
 	binary.BigEndian.PutUint32(b[:], uint32(index))
 	h.Write(b[:])
@@ -58,6 +66,9 @@ var (
 	ErrBadIndex = errors.New("ring: virtual server index out of range")
 	ErrBadID    = errors.New("ring: id does not match address and index")
 	ErrBadPeer  = errors.New("ring: address does not answer as the claimed peer")
+	// ErrIPFull reports that every virtual-server position of a public IP
+	// is taken by other nodes behind it.
+	ErrIPFull = errors.New("ring: no free virtual-server position at this IP")
 )
 
 // CheckAddr reports whether addr is a canonical "ip:port" with a non-zero port.

@@ -12,13 +12,20 @@ import (
 )
 
 func TestVirtualIDLayout(t *testing.T) {
-	b := []byte("127.0.0.1:4001")
+	b := []byte("127.0.0.1")
 	b = binary.BigEndian.AppendUint32(b, 3)
 	if got, want := ring.VirtualID("127.0.0.1:4001", 3), id.ID(sha1.Sum(b)); got != want {
 		t.Fatalf("VirtualID = %s, want %s", got, want)
 	}
 	if ring.VirtualID("127.0.0.1:4001", 0) == ring.VirtualID("127.0.0.1:4001", 1) {
 		t.Fatal("indexes collide")
+	}
+	// The port is not part of the id: nodes behind one IP share its positions.
+	if ring.VirtualID("127.0.0.1:4001", 2) != ring.VirtualID("127.0.0.1:5001", 2) {
+		t.Fatal("the port moved the id")
+	}
+	if ring.VirtualID("[2001:db8::1]:4001", 0) != ring.VirtualID("[2001:db8::1]:9", 0) {
+		t.Fatal("the port moved an IPv6 id")
 	}
 }
 

@@ -279,7 +279,10 @@ func TestProcessesHistoryNeverStops(t *testing.T) {
 		return time.Since(changed) > 3*time.Second
 	})
 	t.Logf("day 0: %d URLs known", len(known))
-	replicated := func() bool { return r.versions() == 3*int64(len(known)) }
+	// Every URL has one version (the web does not change); replication
+	// keeps at least three copies of each (a former holder keeps its own
+	// after a join: nothing is deleted).
+	replicated := func() bool { return r.versions() >= 3*int64(len(known)) }
 	waitFor(t, "three copies of every version", 2*dayLen, replicated)
 
 	// kill -9 for good.

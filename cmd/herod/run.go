@@ -58,6 +58,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	home, _ := os.UserHomeDir()
 	data := fs.String("data", filepath.Join(home, ".herod"), "data directory: archive, crawl queue, identity")
 	listen := fs.String("listen", node.DefaultListen, "ring address ip:port (TCP, and QUIC on the same port); virtual-server ids derive from it")
+	announce := fs.String("announce", "", "public ip:port other members reach this node at, for a port forwarded by hand (default: --listen, or the port the router maps by UPnP/NAT-PMP when --listen is 0.0.0.0:PORT)")
+	noRelay := fs.Bool("no-relay-service", false, "do not relay connections for other members (circuit relay v2)")
 	var join, seeds listFlag
 	fs.Var(&join, "join", "multiaddr of a ring member to join through (repeatable)")
 	fs.Var(&seeds, "seed", "URL to start crawling from (repeatable)")
@@ -77,7 +79,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("--replication-interval %s: want a positive duration", *replInterval)
 	}
 	n, err := node.New(node.Config{
-		DataDir: *data, Listen: *listen, Join: join, VirtualServers: *vnodes,
+		DataDir: *data, Listen: *listen, Announce: *announce, NoRelayService: *noRelay, Join: join, VirtualServers: *vnodes,
 		Seeds: seeds, Gateway: *gw, GatewayOffset: *offset, DayLength: *day,
 		Quota: *quota, ReplicationInterval: *replInterval, Crawl: cf.config(), Logger: logger(stderr, *verbose),
 	})
@@ -88,8 +90,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := n.Start(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "herod node running\n  ring:    %s\n  gateway: %s\n  others join with: --join %s\n",
-		n.Contact().Addr, n.GatewayURL(), n.Multiaddr())
+	fmt.Fprintf(stdout, "herod node running\n  ring:    %s (%s)\n  gateway: %s\n  others join with: --join %s\n",
+		n.Contact().Addr, n.Status().Reach, n.GatewayURL(), n.Multiaddr())
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "leaving the ring…")
 	return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	ma "github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
 
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/ring"
@@ -49,6 +50,7 @@ type Transport struct {
 	mu        sync.Mutex
 	handler   ring.Handler
 	protected map[peer.ID]bool
+	self      string // the ring address this host answers at, when set by SetSelf
 }
 
 var (
@@ -62,6 +64,16 @@ func New(h host.Host, log *slog.Logger) *Transport {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Transport{h: h, log: log, protected: make(map[peer.ID]bool)}
+}
+
+// SetSelf records the ring address ("ip:port") this host answers at when
+// it is not one it listens on: the public address a router maps to it
+// (UPnP IGD or NAT-PMP) or the one its operator announces. Verify of this
+// host's own contact accepts that address instead of ContactOf's.
+func (t *Transport) SetSelf(addr string) {
+	t.mu.Lock()
+	t.self = addr
+	t.mu.Unlock()
 }
 
 // ContactOf returns h's ring contact: its peer id and its first IPv4 TCP
@@ -217,11 +229,23 @@ func (t *Transport) Verify(ctx context.Context, c ring.Contact) error {
 		return fmt.Errorf("p2p verify: %w: %w", ring.ErrBadPeer, err)
 	}
 	if pid == t.h.ID() {
-		own, err := ContactOf(t.h)
-		if err == nil && own.Addr == c.Addr {
+		t.mu.Lock()
+		self := t.self
+		t.mu.Unlock()
+		if self == "" {
+			if own, err := ContactOf(t.h); err == nil {
+				self = own.Addr
+			}
+		}
+		if self == c.Addr {
 			return nil
 		}
 		return fmt.Errorf("p2p verify %s: %w: not our address", c, ring.ErrBadPeer)
+	}
+	if t.sameIP(c.Addr) {
+		// A node claiming this host's own public IP is behind the same
+		// router, which may not loop a mapped port back to its LAN.
+		return t.verifyNeighbour(ctx, pid, c)
 	}
 	sw, ok := t.h.Network().(*swarm.Swarm)
 	if !ok {
@@ -241,6 +265,47 @@ func (t *Transport) Verify(ctx context.Context, c ring.Contact) error {
 	}
 	conn.Close()
 	return nil
+}
+
+// sameIP reports whether addr has the IP of this host's ring address
+// (SetSelf) while this host does not listen on that IP itself: the two are
+// behind one router.
+func (t *Transport) sameIP(addr string) bool {
+	t.mu.Lock()
+	self := t.self
+	t.mu.Unlock()
+	a, err1 := netip.ParseAddrPort(addr)
+	s, err2 := netip.ParseAddrPort(self)
+	if err1 != nil || err2 != nil || a.Addr() != s.Addr() {
+		return false
+	}
+	for _, la := range t.h.Network().ListenAddresses() {
+		if ip, err := manet.ToIP(la); err == nil && ip.Equal(s.Addr().AsSlice()) {
+			return false // this host listens on the IP: dialing it works
+		}
+	}
+	return true
+}
+
+// verifyNeighbour verifies a node that claims this host's own public IP:
+// it must be reachable, authenticated as c.Peer, at a private or loopback
+// address, that is on this host's own network behind the router that owns
+// the IP. A node elsewhere cannot be reached there, so it cannot claim the
+// IP of a household it is not in.
+func (t *Transport) verifyNeighbour(ctx context.Context, pid peer.ID, c ring.Contact) error {
+	if err := t.h.Connect(ctx, peer.AddrInfo{ID: pid}); err != nil {
+		return fmt.Errorf("p2p verify %s: behind this node's router but not found on its network: %w: %w", c, ring.ErrBadPeer, err)
+	}
+	for _, conn := range t.h.Network().ConnsToPeer(pid) {
+		ip, err := manet.ToIP(conn.RemoteMultiaddr())
+		if err != nil {
+			continue
+		}
+		if a, ok := netip.AddrFromSlice(ip); ok && (a.Unmap().IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast()) {
+			return nil
+		}
+	}
+	return fmt.Errorf("p2p verify %s: claims this node's public IP but is not reached on its network: %w", c, ring.ErrBadPeer)
 }
 
 // verifyByConnect is Verify for hosts whose network is not a swarm: it

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,9 +17,14 @@ import (
 	"github.com/herod-archive/herod/ring/ringtest"
 )
 
+// hosts numbers the test hosts: each listens on a loopback IP of its own,
+// as real nodes do (ring ids derive from the IP, not the port).
+var hosts atomic.Int64
+
 func newHost(t *testing.T) host.Host {
 	t.Helper()
-	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+	ip := fmt.Sprintf("127.0.0.%d", 20+hosts.Add(1)%200)
+	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/"+ip+"/tcp/0"), libp2p.DisableRelay())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +53,7 @@ func TestContactOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Peer != h.ID().String() || ring.CheckAddr(c.Addr) != nil || c.Addr[:10] != "127.0.0.1:" {
+	if c.Peer != h.ID().String() || ring.CheckAddr(c.Addr) != nil || c.Addr[:8] != "127.0.0." {
 		t.Fatalf("ContactOf = %+v", c)
 	}
 }
