@@ -90,6 +90,7 @@ func TestResolve(t *testing.T) {
 	}
 	// A base that is not canonical gives canonical results all the same.
 	loose, _ := url.Parse("HTTP://A.example.:80/x/./y/../../dir/page.html")
+	tests = append(tests, struct{ ref, want string }{"http:x", "http://a.example/dir/x"})
 	for _, tc := range tests {
 		got, err := Resolve(loose, tc.ref)
 		if err != nil || got != tc.want {

@@ -1,6 +1,7 @@
 package canon
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -114,8 +115,8 @@ func appendHost(b []byte, host string) ([]byte, error) {
 		return appendIPv4(b, a), nil
 	}
 	for i := 0; i < len(d); i++ {
-		if d[i] == '`' || d[i] == '{' || d[i] == '}' {
-			return nil, fmt.Errorf("%w: %q: %q is valid in a URL but not in a Go net/url host", ErrBadHost, host, d[i])
+		if c := d[i]; c == '`' || c == '{' || c == '}' {
+			return nil, fmt.Errorf("%w: %q: %q is valid in a URL but not in a Go net/url host", ErrBadHost, host, c)
 		}
 	}
 	return append(b, d...), nil
@@ -128,7 +129,7 @@ func domainToASCII(d string) (string, error) {
 		d = strings.ToLower(d) // the standard's shortcut: UTS #46 does no more here
 	} else {
 		if !utf8.ValidString(d) {
-			return "", fmt.Errorf("not UTF-8")
+			return "", errors.New("not UTF-8")
 		}
 		a, err := idnaProfile.ToASCII(d)
 		if err != nil {
@@ -137,25 +138,25 @@ func domainToASCII(d string) (string, error) {
 		d = a
 	}
 	if d == "" {
-		return "", fmt.Errorf("empty domain")
+		return "", errors.New("empty domain")
 	}
 	for i := 0; i < len(d); i++ {
-		if forbiddenInDomain(d[i]) {
+		if forbiddenInDomain[d[i]] {
 			return "", fmt.Errorf("forbidden code point %q", d[i])
 		}
 	}
 	return d, nil
 }
 
-// forbiddenInDomain reports whether c is a forbidden domain code point of
-// the WHATWG URL Standard (ASCII only: ToASCII's output is ASCII).
-func forbiddenInDomain(c byte) bool {
-	switch c {
-	case ' ', '#', '/', ':', '<', '>', '?', '@', '[', '\\', ']', '^', '|', '%', 0x7f:
-		return true
+// forbiddenInDomain holds the forbidden domain code points of the WHATWG
+// URL Standard, all ASCII, and the non-ASCII bytes (ToASCII's output is
+// ASCII).
+var forbiddenInDomain = func() (set byteSet) {
+	for c := range set {
+		set[c] = c <= ' ' || c >= 0x7f || strings.IndexByte(`#/:<>?@[\]^|%`, byte(c)) >= 0
 	}
-	return c < ' '
-}
+	return set
+}()
 
 func isASCII(s string) bool {
 	for i := 0; i < len(s); i++ {

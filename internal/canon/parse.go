@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// canonical is a URL in canonical form with the offsets of its parts.
-type canonical struct {
+// canonURL is a URL in canonical form with the offsets of its parts.
+type canonURL struct {
 	s         string
 	schemeEnd int // s[:schemeEnd] is the scheme, followed by "://"
 	hostEnd   int // s[schemeEnd+3:hostEnd] is the host and any port
@@ -15,7 +15,7 @@ type canonical struct {
 }
 
 // url returns c as a *url.URL whose String() is c.s.
-func (c canonical) url() *url.URL {
+func (c canonURL) url() *url.URL {
 	u := &url.URL{Scheme: c.s[:c.schemeEnd], Host: c.s[c.schemeEnd+3 : c.hostEnd]}
 	p := c.s[c.hostEnd:c.pathEnd]
 	u.Path = p
@@ -35,9 +35,9 @@ func (c canonical) url() *url.URL {
 // parse puts raw into canonical form, resolving it against base when base
 // is not nil. It follows the WHATWG URL Standard's basic URL parser for the
 // two schemes it accepts, with the changes doc.go lists.
-func parse(raw string, base *url.URL) (canonical, error) {
+func parse(raw string, base *url.URL) (canonURL, error) {
 	if len(raw) > MaxLen {
-		return canonical{}, fmt.Errorf("%w: %d bytes", ErrTooLong, len(raw))
+		return canonURL{}, fmt.Errorf("%w: %d bytes", ErrTooLong, len(raw))
 	}
 	s := trimInput(raw)
 	var (
@@ -47,23 +47,23 @@ func parse(raw string, base *url.URL) (canonical, error) {
 	scheme, rest, ok := cutScheme(s)
 	switch {
 	case ok && scheme == "":
-		return canonical{}, fmt.Errorf("%w: %.20q", ErrScheme, s[:strings.IndexByte(s, ':')])
-	case ok && (base == nil || base.Scheme != scheme || strings.HasPrefix(rest, "//")):
+		return canonURL{}, fmt.Errorf("%w: %.20q", ErrScheme, s[:strings.IndexByte(s, ':')])
+	case ok && (base == nil || !strings.EqualFold(base.Scheme, scheme) || strings.HasPrefix(rest, "//")):
 		b, err = appendAuthority(newBuf(scheme, len(rest)), scheme, rest)
 	case ok:
 		b, err = appendRelative(base, rest)
 	case base == nil:
-		return canonical{}, fmt.Errorf("%w: %.40q", errRelative, raw)
+		return canonURL{}, fmt.Errorf("%w: %.40q", errRelative, raw)
 	default:
 		b, err = appendRelative(base, s)
 	}
 	if err != nil {
-		return canonical{}, err
+		return canonURL{}, err
 	}
 	if len(b) > MaxLen {
-		return canonical{}, fmt.Errorf("%w: %d bytes in canonical form", ErrTooLong, len(b))
+		return canonURL{}, fmt.Errorf("%w: %d bytes in canonical form", ErrTooLong, len(b))
 	}
-	c := canonical{s: string(b), schemeEnd: len("http")}
+	c := canonURL{s: string(b), schemeEnd: len("http")}
 	if c.s[4] == 's' {
 		c.schemeEnd++
 	}
@@ -86,11 +86,16 @@ func trimInput(s string) string {
 		j--
 	}
 	s = s[i:j]
-	if strings.IndexAny(s, "\t\n\r") < 0 {
+	i = 0
+	for i < len(s) && s[i] != '\t' && s[i] != '\n' && s[i] != '\r' {
+		i++
+	}
+	if i == len(s) {
 		return s
 	}
 	b := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
+	b = append(b, s[:i]...)
+	for ; i < len(s); i++ {
 		if c := s[i]; c != '\t' && c != '\n' && c != '\r' {
 			b = append(b, c)
 		}
@@ -140,9 +145,9 @@ func newBuf(scheme string, n int) []byte {
 // authority ignore slashes state".
 func appendAuthority(b []byte, scheme, rest string) ([]byte, error) {
 	rest = strings.TrimLeft(rest, `/\`)
-	end := strings.IndexAny(rest, `/\?#`)
-	if end < 0 {
-		end = len(rest)
+	end := 0
+	for end < len(rest) && rest[end] != '/' && rest[end] != '\\' && rest[end] != '?' && rest[end] != '#' {
+		end++
 	}
 	hp := rest[:end]
 	if at := strings.LastIndexByte(hp, '@'); at >= 0 {
