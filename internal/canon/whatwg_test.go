@@ -44,7 +44,8 @@ func loadIdentityCases(t *testing.T) []identityCase {
 	return cases
 }
 
-// ours returns what this package makes of c, or "" when it refuses it.
+// ours returns what this package makes of input, resolved against base
+// unless base is "".
 func ours(input, base string) (string, error) {
 	if base == "" {
 		return Canonical(input)
