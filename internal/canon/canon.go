@@ -22,8 +22,8 @@ var (
 )
 
 // Canonical returns the canonical form of the absolute http(s) URL raw, as
-// doc.go defines it. It is idempotent: Canonical(Canonical(u)) ==
-// Canonical(u).
+// the package documentation defines it. It is idempotent:
+// Canonical(Canonical(u)) == Canonical(u).
 func Canonical(raw string) (string, error) {
 	c, err := parse(raw, nil)
 	return c.s, err
