@@ -73,6 +73,7 @@ func TestParseWebPath(t *testing.T) {
 		{rest: "2014/HTTP://example.com/", want: Target{Kind: KindReplay, TS: "2014", URL: "http://example.com/"}},
 		{rest: "2014//example.com/", want: Target{Kind: KindReplay, TS: "2014", URL: "http://example.com/"}},
 		{rest: "2014/http%3A%2F%2Fexample.com%2Fa", want: Target{Kind: KindReplay, TS: "2014", URL: "http://example.com/a"}},
+		{rest: "2014/http://b%C3%BCcher.de/a%2Fb//c", want: Target{Kind: KindReplay, TS: "2014", URL: "http://xn--bcher-kva.de/a%2Fb//c"}}, // the crawl's key
 		{rest: "2014/http://example.com/s", query: "q=1&r=2", want: Target{Kind: KindReplay, TS: "2014", URL: "http://example.com/s?q=1&r=2"}},
 		{rest: "2014id_/http://example.com/", want: Target{Kind: KindReplay, TS: "2014", Mod: "id_", URL: "http://example.com/"}},
 		{rest: "20140101000000im_/http://example.com/i.png", want: Target{Kind: KindReplay, TS: "20140101000000", Mod: "im_", URL: "http://example.com/i.png"}},
