@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -134,6 +135,34 @@ type Config struct {
 	// Now returns the current time, for "latest" requests; nil means
 	// time.Now.
 	Now func() time.Time
+
+	// UIOrigin is the origin of the archive's own pages (the form, dates,
+	// the framed replay page with its banner, ring, status, admin):
+	// "http://host:port" (or https), or ":port" for the host name each
+	// request came with and this port. Required.
+	UIOrigin string
+	// ContentOrigin is the origin that serves archived captures, in the
+	// same form; it must differ from UIOrigin, so that archived scripts
+	// run in an origin of their own. Required.
+	ContentOrigin string
+	// Frameless serves replays without the UI frame: /web/<ts>/<url> on
+	// the UI origin redirects to the content origin, which inserts the
+	// banner into the archived document (where the page's scripts can
+	// hide it). The default, framed replay, keeps the banner on the UI
+	// origin, out of the page's reach.
+	Frameless bool
+	// AdminToken authorizes the admin endpoints (POST /api/seed): a
+	// request must carry "Authorization: Bearer <AdminToken>". Empty
+	// disables them. See LoadAdminToken.
+	AdminToken string
+	// Seed hands URLs to the crawl, for POST /api/seed; nil means the
+	// endpoint is absent (404).
+	Seed func(ctx context.Context, urls []string) error
+	// PublicStatus serves /api/status, /ring and /metrics to anyone. By
+	// default they answer only requests from a loopback address (made
+	// to an IP or localhost host name, never from another site) and
+	// requests carrying the admin token.
+	PublicStatus bool
 }
 
 // ErrNoArchive is returned by New when Config.Archive is nil.
@@ -146,11 +175,13 @@ const DefaultTimeout = 30 * time.Second
 // the Handler of an http.Server (not behind http.ServeMux; see the package
 // documentation).
 type Server struct {
-	cfg   Config
-	log   *slog.Logger
-	list  Lister   // cfg.Archive as a Lister, or nil
-	exp   Exporter // cfg.Archive as an Exporter, or nil
-	stats counters
+	cfg     Config
+	ui      originSpec
+	content originSpec
+	log     *slog.Logger
+	list    Lister   // cfg.Archive as a Lister, or nil
+	exp     Exporter // cfg.Archive as an Exporter, or nil
+	stats   counters
 }
 
 // New returns a Server for cfg.
@@ -158,13 +189,24 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Archive == nil {
 		return nil, ErrNoArchive
 	}
+	ui, err := parseOrigin(cfg.UIOrigin)
+	if err != nil {
+		return nil, fmt.Errorf("UIOrigin: %w", err)
+	}
+	content, err := parseOrigin(cfg.ContentOrigin)
+	if err != nil {
+		return nil, fmt.Errorf("ContentOrigin: %w", err)
+	}
+	if ui == content {
+		return nil, fmt.Errorf("%w: UIOrigin and ContentOrigin are both %q", ErrOrigin, cfg.UIOrigin)
+	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger}
+	s := &Server{cfg: cfg, ui: ui, content: content, log: cfg.Logger}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -175,37 +217,123 @@ func New(cfg Config) (*Server, error) {
 
 var _ http.Handler = (*Server)(nil)
 
-// ServeHTTP routes a request. It does not use http.ServeMux on purpose: the
-// mux would "clean" the double slash of an embedded http:// URL.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// serveUI routes a request to the UI origin. It does not use
+// http.ServeMux on purpose: the mux would "clean" the double slash of an
+// embedded http:// URL.
+func (s *Server) serveUI(w http.ResponseWriter, r *http.Request) {
 	s.stats.requests.Add(1)
+	setUIHeaders(w.Header(), s.contentOrigin(r))
+	p := r.URL.EscapedPath()
+	if p == seedPath {
+		s.serveSeed(w, r)
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		s.errorPage(w, r, http.StatusMethodNotAllowed, "Only GET and HEAD are supported.", "")
+		return
+	}
+	switch {
+	case p == "/":
+		s.serveHome(w, r)
+	case strings.HasPrefix(p, "/web/"):
+		s.serveUIWeb(w, r, strings.TrimPrefix(p, "/web/"))
+	case strings.HasPrefix(p, "/timemap/link/"):
+		s.serveTimemap(w, r, strings.TrimPrefix(p, "/timemap/link/"))
+	case strings.HasPrefix(p, "/timegate/"):
+		s.serveTimegate(w, r, strings.TrimPrefix(p, "/timegate/"))
+	case p == uiJSPath:
+		serveScript(w, r, uiJS, uiJSTag)
+	case p == bannerPath:
+		s.serveBannerJSON(w, r)
+	case p == "/cdx":
+		s.serveCDX(w, r)
+	case p == "/export" && s.exp != nil:
+		s.serveExport(w, r)
+	case p == replayJSPath:
+		toOrigin(w, r, s.contentOrigin(r), http.StatusMovedPermanently)
+	case (p == "/ring" && s.cfg.Ring != nil) || (p == "/api/status" && s.cfg.Status != nil) || (p == "/metrics" && s.cfg.Metrics != nil):
+		if !s.statusAllowed(r) {
+			s.errorPage(w, r, http.StatusForbidden, "This node's status is private: open it from the node's own machine, "+
+				"or send the admin token (Authorization: Bearer, from the data directory's "+AdminTokenFile+"). "+
+				"The operator can make it public with --public-status.", "")
+			return
+		}
+		switch p {
+		case "/ring":
+			s.serveRing(w, r)
+		case "/api/status":
+			s.serveStatus(w, r)
+		default:
+			s.cfg.Metrics.ServeHTTP(w, r)
+		}
+	default:
+		s.errorPage(w, r, http.StatusNotFound, "There is no page at this address.", "")
+	}
+}
+
+// serveUIWeb answers /web/ paths on the UI origin: the dates, prefix
+// listings and "latest" redirects itself, a replay as the framed page (or,
+// frameless, a redirect to the content origin), and any replay with a
+// modifier (id_, if_, im_…) by a redirect to the content origin, which
+// alone serves archived bytes.
+func (s *Server) serveUIWeb(w http.ResponseWriter, r *http.Request, rest string) {
+	t, err := ParseWebPath(rest, r.URL.RawQuery)
+	if err != nil {
+		s.errorPage(w, r, http.StatusBadRequest, "This is not an archive address: "+err.Error()+
+			". Use /web/<YYYYMMDDhhmmss>/<http or https URL> or /web/*/<URL>.", "")
+		return
+	}
+	switch {
+	case t.Kind == KindDates:
+		s.serveDates(w, r, t.URL)
+	case t.Kind == KindPrefix:
+		s.servePrefix(w, r, t.URL)
+	case t.Kind == KindLatest:
+		s.serveLatest(w, r, t.URL)
+	case (t.Mod == "" || t.Mod == ModMain) && !s.cfg.Frameless:
+		s.serveFrame(w, r, t)
+	default:
+		toOrigin(w, r, s.contentOrigin(r), http.StatusFound)
+	}
+}
+
+// serveContent routes a request to the content origin. Archived captures
+// are all it serves: every other path is the UI's (a redirect there) or,
+// asked by a replayed page, a root-relative URL of the archived site.
+func (s *Server) serveContent(w http.ResponseWriter, r *http.Request) {
+	s.stats.requests.Add(1)
+	ui := s.uiOrigin(r)
+	if r.Header.Get("Service-Worker") != "" {
+		// An archived page registering a service worker: the worker
+		// would outlive the page and answer for every capture.
+		setContentHeaders(w.Header(), ui, true)
+		s.stats.refused.Add(1)
+		http.Error(w, "gateway: archived pages cannot register service workers", http.StatusForbidden)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		setContentHeaders(w.Header(), ui, true)
 		w.Header().Set("Allow", "GET, HEAD")
 		s.errorPage(w, r, http.StatusMethodNotAllowed, "Only GET and HEAD are supported.", "")
 		return
 	}
 	p := r.URL.EscapedPath()
 	switch {
-	case p == "/":
-		s.serveHome(w, r)
 	case strings.HasPrefix(p, "/web/"):
-		s.serveWeb(w, r, strings.TrimPrefix(p, "/web/"))
-	case strings.HasPrefix(p, "/timemap/link/"):
-		s.serveTimemap(w, r, strings.TrimPrefix(p, "/timemap/link/"))
-	case strings.HasPrefix(p, "/timegate/"):
-		s.serveTimegate(w, r, strings.TrimPrefix(p, "/timegate/"))
+		t, err := ParseWebPath(strings.TrimPrefix(p, "/web/"), r.URL.RawQuery)
+		switch {
+		case err != nil || t.Kind != KindReplay:
+			toOrigin(w, r, ui, http.StatusFound)
+		case !s.cfg.Frameless && r.Header.Get("Sec-Fetch-Dest") == "document" && t.Mod != ModRaw:
+			// Opened on its own (a new tab, a popup, a link to _top):
+			// show it framed, under the banner.
+			redirect(w, r, ui+webPath(t.TS, "", t.URL), http.StatusFound)
+		default:
+			s.serveReplay(w, r, t)
+		}
 	case p == replayJSPath:
-		s.serveReplayJS(w, r)
-	case p == "/cdx":
-		s.serveCDX(w, r)
-	case p == "/export" && s.exp != nil:
-		s.serveExport(w, r)
-	case p == "/ring" && s.cfg.Ring != nil:
-		s.serveRing(w, r)
-	case p == "/api/status" && s.cfg.Status != nil:
-		s.serveStatus(w, r)
-	case p == "/metrics" && s.cfg.Metrics != nil:
-		s.cfg.Metrics.ServeHTTP(w, r)
+		serveScript(w, r, replayJS, replayJSTag)
 	default:
 		if loc, ok := fromReplay(r); ok {
 			// A replayed page asked for a root-relative URL that no
@@ -215,7 +343,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			redirect(w, r, loc, http.StatusTemporaryRedirect)
 			return
 		}
-		s.errorPage(w, r, http.StatusNotFound, "There is no page at this address.", "")
+		toOrigin(w, r, ui, http.StatusFound)
 	}
 }
 
