@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# bench-replay.sh: replay latency and throughput of this tree against
+# another commit (issue 18: framing must cost at most 10%), in alternated
+# runs, so that both see the same machine (these machines are shared and
+# noisy: compare ratios taken in one session, not runs hours apart).
+#
+# Usage: scripts/bench-replay.sh [BASE [PAIRS [BENCHTIME]]]
+#   BASE       the commit to compare with (default 0f844c9, the gateway
+#              before two origins and framing)
+#   PAIRS      base/this pairs to run (default 5)
+#   BENCHTIME  go test -benchtime of each run (default 3s)
+#
+# Both sides run gateway/gatewaytest's BenchmarkReplayView from this tree
+# (replaybench_test.go): a reader's view of a sample-web page through real
+# HTTP, the framed page and its frame's document when the gateway frames.
+# The base gets a replayServers of its own API (one origin, one handler).
+# It prints each run's ms/view (serial) and views/s (8 parallel readers),
+# then the medians and the ratios this/base.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+base=${1:-0f844c9}
+pairs=${2:-5}
+benchtime=${3:-3s}
+
+wt=$(mktemp -d -t bench-replay.XXXXXX)
+trap 'git worktree remove --force "$wt" >/dev/null 2>&1 || rm -rf "$wt"' EXIT
+git worktree add --detach "$wt" "$base" >/dev/null 2>&1
+cp gateway/gatewaytest/replaybench_test.go "$wt/gateway/gatewaytest/"
+cat >"$wt/gateway/gatewaytest/replaybench_setup_test.go" <<'GO'
+package gatewaytest
+
+import (
+	"net/http/httptest"
+	"testing"
+
+	"github.com/herod-archive/herod/gateway"
+)
+
+// replayServers serves the single-origin gateway of this commit.
+func replayServers(tb testing.TB, a gateway.Archive) string {
+	tb.Helper()
+	gw, err := gateway.New(gateway.Config{Archive: a})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := httptest.NewServer(gw)
+	tb.Cleanup(srv.Close)
+	return srv.URL
+}
+GO
+
+out=$(mktemp -d -t bench-replay-out.XXXXXX)
+run() { # side dir
+	(cd "$2" && go test -run XXX -bench ReplayView -benchtime "$benchtime" -count 1 ./gateway/gatewaytest/) >"$out/$1" 2>&1 || {
+		echo "bench-replay: $1 failed:" >&2; tail -20 "$out/$1" >&2; exit 1
+	}
+	ms=$(awk '/ReplayView\/serial/{for(i=1;i<=NF;i++) if($(i+1)=="ms/view") print $i}' "$out/$1")
+	vps=$(awk '/ReplayView\/parallel/{for(i=1;i<=NF;i++) if($(i+1)=="views/s") print $i}' "$out/$1")
+	echo "$1 $ms $vps" >>"$out/all"
+	printf '%-8s %8s ms/view %8s views/s\n' "$1" "$ms" "$vps"
+}
+for i in $(seq 1 "$pairs"); do
+	run "base.$i" "$wt"
+	run "this.$i" .
+done
+awk '
+function median(a, n,   i, j, t) {
+	for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+{ split($1, s, "."); if (s[1] == "base") { bm[++nb] = $2; bv[nb] = $3 } else { tm[++nt] = $2; tv[nt] = $3 } }
+END {
+	mb = median(bm, nb); mt = median(tm, nt); vb = median(bv, nb); vt = median(tv, nt)
+	printf "median latency:    base %.3f ms/view, this %.3f ms/view: this/base %.3f\n", mb, mt, mt / mb
+	printf "median throughput: base %.1f views/s, this %.1f views/s: this/base %.3f\n", vb, vt, vt / vb
+}' "$out/all"
+echo "bench-replay: full outputs in $out"
