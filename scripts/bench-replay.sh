@@ -12,10 +12,12 @@
 #
 # Both sides run gateway/gatewaytest's BenchmarkReplayView from this tree
 # (replaybench_test.go): a reader's view of a sample-web page through real
-# HTTP, the framed page and its frame's document when the gateway frames.
+# HTTP, the framed page and its frame's document when the gateway frames
+# ("doc"), and with the page's embedded objects ("page", a first visit).
 # The base gets a replayServers of its own API (one origin, one handler).
 # It prints each run's ms/view (serial) and views/s (8 parallel readers),
-# then the medians and the ratios this/base.
+# then the medians and the ratios this/base (latency: lower is better;
+# throughput: higher is better).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 base=${1:-0f844c9}
@@ -54,10 +56,11 @@ run() { # side dir
 	(cd "$2" && go test -run XXX -bench ReplayView -benchtime "$benchtime" -count 1 ./gateway/gatewaytest/) >"$out/$1" 2>&1 || {
 		echo "bench-replay: $1 failed:" >&2; tail -20 "$out/$1" >&2; exit 1
 	}
-	ms=$(awk '/ReplayView\/serial/{for(i=1;i<=NF;i++) if($(i+1)=="ms/view") print $i}' "$out/$1")
-	vps=$(awk '/ReplayView\/parallel/{for(i=1;i<=NF;i++) if($(i+1)=="views/s") print $i}' "$out/$1")
-	echo "$1 $ms $vps" >>"$out/all"
-	printf '%-8s %8s ms/view %8s views/s\n' "$1" "$ms" "$vps"
+	metric() { awk -v b="$1" -v u="$2" 'index($1, b) {for(i=1;i<=NF;i++) if($(i+1)==u) print $i}' "$out/$3"; }
+	dm=$(metric ReplayView/doc/serial ms/view "$1"); dv=$(metric ReplayView/doc/parallel views/s "$1")
+	pm=$(metric ReplayView/page/serial ms/view "$1"); pv=$(metric ReplayView/page/parallel views/s "$1")
+	echo "$1 $dm $dv $pm $pv" >>"$out/all"
+	printf '%-8s doc: %7s ms/view %8s views/s   page: %7s ms/view %8s views/s\n' "$1" "$dm" "$dv" "$pm" "$pv"
 }
 for i in $(seq 1 "$pairs"); do
 	run "base.$i" "$wt"
@@ -68,10 +71,18 @@ function median(a, n,   i, j, t) {
 	for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
 	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
-{ split($1, s, "."); if (s[1] == "base") { bm[++nb] = $2; bv[nb] = $3 } else { tm[++nt] = $2; tv[nt] = $3 } }
+{
+	split($1, s, ".")
+	if (s[1] == "base") { n = ++nb; for (k = 2; k <= 5; k++) b[k, n] = $k }
+	else { n = ++nt; for (k = 2; k <= 5; k++) t[k, n] = $k }
+}
 END {
-	mb = median(bm, nb); mt = median(tm, nt); vb = median(bv, nb); vt = median(tv, nt)
-	printf "median latency:    base %.3f ms/view, this %.3f ms/view: this/base %.3f\n", mb, mt, mt / mb
-	printf "median throughput: base %.1f views/s, this %.1f views/s: this/base %.3f\n", vb, vt, vt / vb
+	split("x doc-latency doc-throughput page-latency page-throughput", name, " ")
+	split("x ms/view views/s ms/view views/s", unit, " ")
+	for (k = 2; k <= 5; k++) {
+		for (i = 1; i <= nb; i++) x[i] = b[k, i]; mb = median(x, nb)
+		for (i = 1; i <= nt; i++) y[i] = t[k, i]; mt = median(y, nt)
+		printf "median %-16s base %9.3f %s  this %9.3f %s  this/base %.3f\n", name[k], mb, unit[k], mt, unit[k], mt / mb
+	}
 }' "$out/all"
 echo "bench-replay: full outputs in $out"

@@ -59,16 +59,30 @@ func benchPages(tb testing.TB) (*Mem, []string) {
 // frameSrc finds the content frame of a framed replay page.
 var frameSrc = regexp.MustCompile(`<iframe id="herod-frame"[^>]* src="([^"]+)"`)
 
-// view opens url as a browser would and returns the bytes of the
-// documents it got: the page, and the frame's document when the page is
-// a framed replay (scripts are cached by a browser and not counted).
-func view(tb testing.TB, client *http.Client, url string) int {
+// embedded finds the archive paths of a replayed document's embedded
+// objects: images, scripts, stylesheets.
+var embedded = regexp.MustCompile(`<(?:img|script|link)\s[^>]*?(?:src|href)="(/web/[^"]+)"`)
+
+// view opens url as a browser would and returns the bytes it got: the
+// page, the frame's document when the page is a framed replay, and, with
+// objects, every embedded object of the replayed document (one at a time;
+// the gateway's own scripts, cached by a browser, are not counted).
+func view(tb testing.TB, client *http.Client, url string, objects bool) int {
 	body := fetch(tb, client, url)
+	n := len(body)
+	origin := url[:strings.Index(url, "/web/")]
 	if m := frameSrc.FindSubmatch(body); m != nil {
 		src := strings.ReplaceAll(string(m[1]), "&amp;", "&")
-		return len(body) + len(fetch(tb, client, src))
+		origin = src[:strings.Index(src, "/web/")]
+		body = fetch(tb, client, src)
+		n += len(body)
 	}
-	return len(body)
+	if objects {
+		for _, m := range embedded.FindAllSubmatch(body, -1) {
+			n += len(fetch(tb, client, origin+strings.ReplaceAll(string(m[1]), "&amp;", "&")))
+		}
+	}
+	return n
 }
 
 func fetch(tb testing.TB, client *http.Client, url string) []byte {
@@ -85,35 +99,43 @@ func fetch(tb testing.TB, client *http.Client, url string) []byte {
 }
 
 // BenchmarkReplayView measures a reader's view of an archived page: one
-// op opens /web/<ts>/<url> of a sample web page (and its frame, when the
-// gateway frames replays). Sub-benchmarks: serial (latency: ns/op,
-// ms/view) and parallel (8 readers at once: views/s).
+// op opens /web/<ts>/<url> of a sample web page and its frame's document,
+// when the gateway frames replays ("doc"), and then every embedded object
+// of the page ("page": a first visit, nothing cached but the gateway's
+// scripts). Each is run serially (latency: ms/view) and by 8 readers at
+// once (throughput: views/s).
 func BenchmarkReplayView(b *testing.B) {
 	m, pages := benchPages(b)
 	entry := replayServers(b, m)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	url := func(i int) string { return entry + "/web/20240102/" + pages[i%len(pages)] }
 	for i := range pages { // warm connections and caches
-		view(b, client, url(i))
+		view(b, client, url(i), true)
 	}
-	b.Run("serial", func(b *testing.B) {
-		start := time.Now()
-		for i := 0; i < b.N; i++ {
-			view(b, client, url(i))
+	for _, objects := range []bool{false, true} {
+		name := "doc"
+		if objects {
+			name = "page"
 		}
-		b.ReportMetric(float64(time.Since(start).Microseconds())/1000/float64(b.N), "ms/view")
-	})
-	b.Run("parallel", func(b *testing.B) {
-		b.SetParallelism(4) // 4 × GOMAXPROCS readers
-		start := time.Now()
-		var next atomicCounter
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				view(b, client, url(next.add()))
+		b.Run(name+"/serial", func(b *testing.B) {
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				view(b, client, url(i), objects)
 			}
+			b.ReportMetric(float64(time.Since(start).Microseconds())/1000/float64(b.N), "ms/view")
 		})
-		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "views/s")
-	})
+		b.Run(name+"/parallel", func(b *testing.B) {
+			b.SetParallelism(4) // 4 × GOMAXPROCS readers
+			start := time.Now()
+			var next atomicCounter
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					view(b, client, url(next.add()), objects)
+				}
+			})
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "views/s")
+		})
+	}
 }
 
 // atomicCounter hands out increasing ints to parallel benchmark loops.
