@@ -15,9 +15,11 @@
 # HTTP, the framed page and its frame's document when the gateway frames
 # ("doc"), and with the page's embedded objects ("page", a first visit).
 # The base gets a replayServers of its own API (one origin, one handler).
-# It prints each run's ms/view (serial) and views/s (8 parallel readers),
-# then the medians and the ratios this/base (latency: lower is better;
-# throughput: higher is better).
+# It prints each run's ms/view (serial), views/s (8 parallel readers) and
+# the process's CPU per view (serial; gateway and reader together, which
+# other processes on a shared machine disturb less than the wall clock),
+# then the medians and the ratios this/base (latency and CPU: lower is
+# better; throughput: higher is better).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 base=${1:-0f844c9}
@@ -59,8 +61,10 @@ run() { # side dir
 	metric() { awk -v b="$1" -v u="$2" 'index($1, b) {for(i=1;i<=NF;i++) if($(i+1)==u) print $i}' "$out/$3"; }
 	dm=$(metric ReplayView/doc/serial ms/view "$1"); dv=$(metric ReplayView/doc/parallel views/s "$1")
 	pm=$(metric ReplayView/page/serial ms/view "$1"); pv=$(metric ReplayView/page/parallel views/s "$1")
-	echo "$1 $dm $dv $pm $pv" >>"$out/all"
-	printf '%-8s doc: %7s ms/view %8s views/s   page: %7s ms/view %8s views/s\n' "$1" "$dm" "$dv" "$pm" "$pv"
+	dc=$(metric ReplayView/doc/serial cpu-us/view "$1"); pc=$(metric ReplayView/page/serial cpu-us/view "$1")
+	echo "$1 $dm $dv $pm $pv $dc $pc" >>"$out/all"
+	printf '%-8s doc: %7s ms/view %8s views/s %7s cpu-us/view   page: %7s ms/view %8s views/s %7s cpu-us/view\n' \
+		"$1" "$dm" "$dv" "$dc" "$pm" "$pv" "$pc"
 }
 for i in $(seq 1 "$pairs"); do
 	run "base.$i" "$wt"
@@ -73,13 +77,13 @@ function median(a, n,   i, j, t) {
 }
 {
 	split($1, s, ".")
-	if (s[1] == "base") { n = ++nb; for (k = 2; k <= 5; k++) b[k, n] = $k }
-	else { n = ++nt; for (k = 2; k <= 5; k++) t[k, n] = $k }
+	if (s[1] == "base") { n = ++nb; for (k = 2; k <= 7; k++) b[k, n] = $k }
+	else { n = ++nt; for (k = 2; k <= 7; k++) t[k, n] = $k }
 }
 END {
-	split("x doc-latency doc-throughput page-latency page-throughput", name, " ")
-	split("x ms/view views/s ms/view views/s", unit, " ")
-	for (k = 2; k <= 5; k++) {
+	split("x doc-latency doc-throughput page-latency page-throughput doc-cpu page-cpu", name, " ")
+	split("x ms/view views/s ms/view views/s cpu-us/view cpu-us/view", unit, " ")
+	for (k = 2; k <= 7; k++) {
 		for (i = 1; i <= nb; i++) x[i] = b[k, i]; mb = median(x, nb)
 		for (i = 1; i <= nt; i++) y[i] = t[k, i]; mt = median(y, nt)
 		printf "median %-16s base %9.3f %s  this %9.3f %s  this/base %.3f\n", name[k], mb, unit[k], mt, unit[k], mt / mb
