@@ -127,7 +127,11 @@ func (s *Server) serveFrame(w http.ResponseWriter, r *http.Request, t Target) {
 	}
 	s.stats.frames.Add(1)
 	content := s.contentOrigin(r)
-	page := framePage(bannerFor(t.URL, vs, selectVersion(vs, t.Time)), content+webPath(t.TS, "", t.URL), content, t.TS)
+	i := selectVersion(vs, t.Time)
+	page := framePage(bannerFor(t.URL, vs, i), content+webPath(t.TS, "", t.URL), content, t.TS)
+	// The framed page stands for the memento, as the replay did before
+	// framing: Memento clients following a TimeGate land here.
+	s.mementoHeaders(w.Header(), s.uiOrigin(r), t.URL, vs[i].Time)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	writeBody(w, r, http.StatusOK, page)
 }

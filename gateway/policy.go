@@ -45,11 +45,14 @@ func setUIHeaders(h http.Header, content string) {
 }
 
 // setContentHeaders sets the security headers every content origin reply
-// carries; sandboxed adds sandboxCSP.
+// carries; sandboxed adds sandboxCSP. Documents that run scripts (not
+// sandboxed) also get a Referrer-Policy and a Permissions-Policy; the
+// other replies, mostly images and style sheets, run nothing they apply to.
 func setContentHeaders(h http.Header, ui string, sandboxed bool) {
 	csp := contentCSP(ui)
 	if sandboxed {
-		csp += sandboxCSP
+		h.Set("Content-Security-Policy", csp+sandboxCSP)
+		return
 	}
 	h.Set("Content-Security-Policy", csp)
 	h.Set("Referrer-Policy", "same-origin")

@@ -264,15 +264,21 @@ func TestGzipCapture(t *testing.T) {
 
 func TestMementoHeaders(t *testing.T) {
 	s := newServer(t, sampleArchive(t))
-	w := get(t, s, "/web/2021/"+page)
-	link := w.Header().Get("Link")
-	for _, want := range []string{
-		`<http://example.com/>; rel="original"`,
-		`<http://gw.test/timegate/http://example.com/>; rel="timegate"`,
-		`<http://gw.test/timemap/link/http://example.com/>; rel="timemap"; type="application/link-format"`,
-	} {
-		if !strings.Contains(link, want) {
-			t.Errorf("Link %q lacks %q", link, want)
+	// The content origin's replay and the UI's framed page alike: both
+	// point to the UI origin's TimeGate and TimeMap.
+	for _, w := range []*httptest.ResponseRecorder{get(t, s, "/web/2021/"+page), getUI(t, s, "/web/2021/"+page)} {
+		link := w.Header().Get("Link")
+		for _, want := range []string{
+			`<http://example.com/>; rel="original"`,
+			`<http://gw.test/timegate/http://example.com/>; rel="timegate"`,
+			`<http://gw.test/timemap/link/http://example.com/>; rel="timemap"; type="application/link-format"`,
+		} {
+			if !strings.Contains(link, want) {
+				t.Errorf("Link %q lacks %q", link, want)
+			}
+		}
+		if got := w.Header().Get("Memento-Datetime"); got != "Tue, 15 Jun 2021 00:00:00 GMT" {
+			t.Errorf("Memento-Datetime = %q", got)
 		}
 	}
 }
