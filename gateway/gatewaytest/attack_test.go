@@ -104,7 +104,7 @@ func archiveHostile(ctx context.Context, t *testing.T, site *httptest.Server) *M
 	t.Helper()
 	m := NewMem()
 	day0 := time.Date(2024, 1, 1, 6, 0, 0, 0, time.UTC)
-	for _, p := range append(slices.Clone(hostilePages), "", "common.js", "secret.html", "sw.js", "tool.exe") {
+	for _, p := range append(slices.Clone(hostilePages), "", "common.js", "secret.html", "sw.js", "tool.exe", "moves.html", "push.html") {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, site.URL+"/"+p, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -305,6 +305,54 @@ func TestAttackPages(t *testing.T) {
 		for _, a := range attacks {
 			t.Logf("  blocked=%v  %s  %.80s", a.blocked, a.name, a.detail)
 		}
+	}
+}
+
+// TestFramedNavigation checks that the framed page follows its frame: a
+// page that navigates to another capture, and one that calls pushState
+// within its site, leave the banner, title and address naming where the
+// frame is (asked of /api/banner when it changed).
+func TestFramedNavigation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a browser")
+	}
+	browser := browsertest.Find(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	liveSrv := httptest.NewServer(&counter{})
+	t.Cleanup(liveSrv.Close)
+	site, _ := hostileSite(t, liveSrv.URL)
+	m := archiveHostile(ctx, t, site)
+	ui, _, _, log := serveGateway(t, gateway.Config{Archive: m})
+	const ts = "20240102"
+	dom, console := browser.Load(t, ui+"/web/"+ts+"/"+site.URL+"/moves.html")
+	for _, want := range []string{
+		`<span id="herod-url">` + site.URL + `/secret.html</span>`,
+		`<span id="herod-date">2024-01-01 06:00:00</span>`,
+		`<title>` + site.URL + `/secret.html · 2024-01-01 06:00:00 · herod</title>`,
+		`<a id="herod-dates" href="/web/*/` + site.URL + `/secret.html">1 capture</a>`,
+	} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("after the frame moved on, the UI lacks %s\n%s\nconsole: %q", want, between(dom, "<body>", "<iframe"), console)
+		}
+	}
+	dom, console = browser.Load(t, ui+"/web/"+ts+"/"+site.URL+"/push.html")
+	for _, want := range []string{
+		`<span id="herod-url">` + site.URL + `/pushed.html?tab=2</span>`,
+		`<span id="herod-date">(not archived)</span>`,
+	} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("after pushState, the UI lacks %s\n%s\nconsole: %q", want, between(dom, "<body>", "<iframe"), console)
+		}
+	}
+	banners := 0
+	for _, r := range log.all() {
+		if r.Origin == "ui" && strings.HasPrefix(r.URI, "/api/banner?") {
+			banners++
+		}
+	}
+	if banners != 2 {
+		t.Errorf("%d /api/banner requests, want 2 (one per move)", banners)
 	}
 }
 
