@@ -250,7 +250,7 @@ func TestRingPage(t *testing.T) {
 		},
 		Peers: []PeerSummary{{Peer: "peerA", Fetched: 12, Stored: 10}},
 	}
-	s := newServer(t, newFake(), func(c *Config) { c.Ring = func(context.Context) RingView { return view } })
+	s := newServer(t, newFake(), func(c *Config) { c.Ring, c.PublicStatus = func(context.Context) RingView { return view }, true })
 	w := get(t, s, "/ring")
 	body := w.Body.String()
 	for _, want := range []string{"<svg", "3 virtual servers on 2 nodes", "1 successor pointer disagree", "successor should be 40000000",

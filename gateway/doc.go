@@ -2,7 +2,22 @@
 // the list of dates a URL was archived, dated replay with links rewritten
 // into the archive, Memento (RFC 7089) timemaps and timegates, a pywb-style
 // CDX query API, a resumable WARC export stream, the ring page, JSON status
-// and Prometheus metrics.
+// and Prometheus metrics, and the operator's admin endpoint.
+//
+// # Two origins
+//
+// Archived pages were written by others, some of them hostile, so the
+// gateway answers on two origins (Config.UIOrigin, Config.ContentOrigin;
+// Server.UI and Server.Content are their handlers). The UI origin serves
+// the gateway's own pages and endpoints and never an archived byte; a
+// replay there is a page of its own holding the banner and a sandboxed
+// iframe of the content origin's replay (framed replay; Config.Frameless
+// puts the banner back into the archived document). The content origin
+// serves archived captures and the replay script, under a
+// Content-Security-Policy that keeps everything a page loads on the
+// content origin, and nothing else. Admin endpoints need the admin token
+// (LoadAdminToken) and refuse requests from other origins; status pages
+// are private unless Config.PublicStatus.
 //
 // The gateway owns no data. Everything it shows comes through the Archive
 // interface (and the optional Lister and Exporter), which the node
@@ -11,20 +26,31 @@
 //
 // # URL scheme (stable, shared with Wayback and pywb)
 //
+// On the UI origin:
+//
 //	/                                the form (url, optional date)
 //	/web/*/<url>                     dates the URL was archived
 //	/web/*/<url-prefix>*             (with a Lister) URLs under a prefix
-//	/web/<ts>/<url>                  replay, links rewritten to /web/<ts>/…
-//	/web/<ts>id_/<url>               the archived payload, byte for byte
+//	/web/<ts>/<url>                  the banner and a frame of the content origin's replay
+//	/web/<ts><mod>/<url>             302 to the content origin (id_, if_, im_…)
 //	/web/<url>                       302 to the newest capture
 //	/timemap/link/<url>              RFC 7089 TimeMap (application/link-format)
 //	/timegate/<url>                  RFC 7089 TimeGate (Accept-Datetime)
 //	/cdx?url=…                       pywb CDX server API subset
 //	/export?host=…|prefix=…          WARC stream (with an Exporter; &revisits=1 adds revisit records)
-//	/ring                            the ring: SVG picture and table
+//	/ring                            the ring: SVG picture and table (private by default)
+//	/api/status                      JSON from Config.Status (private by default)
+//	/metrics                         Config.Metrics (private by default)
+//	/api/banner?url=…&ts=…           the banner of a capture, JSON, for the framed page
+//	/static/ui.js                    the framed page's script
+//	POST /api/seed                   URLs to crawl (Config.Seed), with the admin token
+//
+// On the content origin:
+//
+//	/web/<ts>/<url>                  replay, links rewritten to /web/<ts>/…
+//	/web/<ts>id_/<url>               the archived payload, byte for byte
 //	/static/replay.js                the replay script rewritten pages load
-//	/api/status                      JSON from Config.Status
-//	/metrics                         Config.Metrics
+//	anything else                    302 to the UI origin, or (Referer) into the archive
 //
 // A timestamp <ts> has 1 to 14 digits, YYYYMMDDhhmmss; further digits (up
 // to 17: some archives write milliseconds) are ignored. A partial timestamp
@@ -37,10 +63,13 @@
 // timestamp follows pywb: id_ serves the payload unchanged; if_ and fr_
 // (used for frame sources) rewrite without the banner; any other
 // two-letter modifier (im_, cs_, js_, mp_…) is accepted and rewrites, with
-// the banner only for "" and mp_.
+// the banner (frameless mode only) for "" and mp_.
 //
 // Every rewritten HTML reply loads the replay script (replay.js, served at
-// /static/replay.js) before its first element that can run a script. It
+// /static/replay.js) before its first element that can run a script. In
+// framed replay it also answers the framed page's nonce-bearing question
+// about where the frame is (see ui.js) and refuses service worker
+// registrations. It
 // rewrites the URLs the page's scripts make at run time (fetch and
 // XMLHttpRequest get id_, history.pushState and window.open the page's own
 // modifier or none, element src/href/… properties and setAttribute as the
@@ -60,8 +89,8 @@
 // into the archive at the same timestamp and modifier (id_ included), so a
 // chain of redirects never leaves the archive.
 //
-// Serve a Server directly as an http.Server's Handler (or strip a prefix
-// yourself): http.ServeMux would answer /web/2014/http://x with a
+// Serve UI and Content (or a Server, which dispatches by Host) directly as
+// an http.Server's Handler (or strip a prefix yourself): http.ServeMux would answer /web/2014/http://x with a
 // redirect to the "cleaned" path /web/2014/http:/x. That form is still
 // understood, at the price of a round trip.
 //
@@ -73,14 +102,23 @@
 //   - Rewriting changes only the URLs it rewrites (and inserts the replay
 //     script and the banner); every other byte of an archived document is
 //     kept.
-//   - Archived responses never set cookies or other origin state on the
-//     gateway's origin: their headers are passed through an allow list,
-//     others are renamed X-Archive-Orig-<name>.
-//   - Rewritten replies carry a Content-Security-Policy that allows only
-//     the gateway's own origin (plus inline and data: resources): what
-//     neither the rewriting nor the replay script reaches, such as markup
-//     scripts write as text, is blocked, never fetched from the live web.
-//     id_ replies are served as archived.
+//   - No archived byte is served on the UI origin, and nothing of the UI
+//     (status, admin, the banner) on the content origin.
+//   - Archived responses never set cookies or other state on either
+//     origin: their headers are passed through an allow list (the body's
+//     type, language and disposition, a rewritten Location), others are
+//     renamed X-Archive-Orig-<name>.
+//   - Every content origin reply carries a Content-Security-Policy that
+//     allows only the content origin (plus inline, data: and blob:
+//     resources), no plugins, forms within the archive, and framing by
+//     the archive and the UI origin only: what neither the rewriting nor
+//     the replay script reaches, such as markup scripts write as text, is
+//     blocked, never fetched from the live web. Documents that do not run
+//     the replay script (id_ payloads, SVG, XML, error pages) are
+//     sandboxed without scripts; programs are attachments, never sniffed;
+//     service worker scripts are refused (403).
+//   - The admin endpoint acts only for a request that carries the admin
+//     token and that no browser marks as coming from another origin.
 //   - Every call into the Archive carries the request's context with the
 //     configured deadline.
 //
@@ -88,6 +126,6 @@
 //
 // A Server is immutable after New (but for its atomic counters) and safe
 // for concurrent use by any number of requests; Stats may be read at any
-// time. It calls the Archive, Lister, Exporter, Status and Ring
+// time. It calls the Archive, Lister, Exporter, Status, Ring and Seed
 // concurrently from request goroutines; those must be safe for that.
 package gateway

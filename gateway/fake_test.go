@@ -6,9 +6,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -157,10 +159,20 @@ var (
 	_ Exporter = (*listingArchive)(nil)
 )
 
-// newServer returns a gateway over a, with fixed clock.
+// The origins of the gateways tests make with newServer.
+const (
+	uiOrigin      = "http://gw.test"
+	contentOrigin = "http://content.test"
+)
+
+// newServer returns a gateway over a, with fixed clock, its UI at uiOrigin
+// and its content at contentOrigin.
 func newServer(t testing.TB, a Archive, mod ...func(*Config)) *Server {
 	t.Helper()
-	cfg := Config{Archive: a, Now: func() time.Time { return time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) }}
+	cfg := Config{
+		Archive: a, Now: func() time.Time { return time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) },
+		UIOrigin: uiOrigin, ContentOrigin: contentOrigin,
+	}
 	for _, m := range mod {
 		m(&cfg)
 	}
@@ -171,10 +183,38 @@ func newServer(t testing.TB, a Archive, mod ...func(*Config)) *Server {
 	return s
 }
 
-// get performs a request on s and returns the recorded response.
+// get performs a request on s and returns the recorded response. As a
+// browser would, it asks replays (/web/<ts>[mod]/<url>) and the replay
+// script of the content origin, everything else of the UI origin; getUI
+// and getContent choose.
 func get(t testing.TB, s http.Handler, target string, hdr ...string) *httptest.ResponseRecorder {
 	t.Helper()
-	r := httptest.NewRequest(http.MethodGet, "http://gw.test"+target, nil)
+	origin := uiOrigin
+	if p, q, _ := strings.Cut(target, "?"); strings.HasPrefix(p, replayJSPath) {
+		origin = contentOrigin
+	} else if rest, ok := strings.CutPrefix(p, "/web/"); ok {
+		if tg, err := ParseWebPath(rest, q); err == nil && tg.Kind == KindReplay {
+			origin = contentOrigin
+		}
+	}
+	return getAt(t, s, origin, target, hdr...)
+}
+
+// getUI performs a request on s's UI origin.
+func getUI(t testing.TB, s http.Handler, target string, hdr ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	return getAt(t, s, uiOrigin, target, hdr...)
+}
+
+// getContent performs a request on s's content origin.
+func getContent(t testing.TB, s http.Handler, target string, hdr ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	return getAt(t, s, contentOrigin, target, hdr...)
+}
+
+func getAt(t testing.TB, s http.Handler, origin, target string, hdr ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodGet, origin+target, nil)
 	if strings.Contains(target, "://") || strings.HasPrefix(target, "/") {
 		// Set the raw request target so nothing cleans the embedded URL.
 		r.RequestURI = target
@@ -198,4 +238,83 @@ func gzipBytes(t testing.TB, s string) []byte {
 		t.Fatal(err)
 	}
 	return b.Bytes()
+}
+
+// reqLog records the requests a test server answered.
+type reqLog struct {
+	mu   sync.Mutex
+	reqs []loggedReq
+}
+
+type loggedReq struct {
+	Origin string // "ui" or "content"
+	URI    string // r.RequestURI
+	Header http.Header
+	Status int
+}
+
+func (l *reqLog) wrap(origin string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(rec, r)
+		l.mu.Lock()
+		l.reqs = append(l.reqs, loggedReq{Origin: origin, URI: r.RequestURI, Header: r.Header.Clone(), Status: rec.status})
+		l.mu.Unlock()
+	})
+}
+
+// uris returns the request URIs asked of origin, in order.
+func (l *reqLog) uris(origin string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, r := range l.reqs {
+		if r.Origin == origin {
+			out = append(out, r.URI)
+		}
+	}
+	return out
+}
+
+// all returns a copy of the log.
+func (l *reqLog) all() []loggedReq {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]loggedReq(nil), l.reqs...)
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// serveOrigins serves a gateway over a on two loopback listeners, its UI
+// and content origins (":port" specs), and returns their base URLs and
+// the log of the requests they answered.
+func serveOrigins(t testing.TB, a Archive, mod ...func(*Config)) (ui, content string, log *reqLog) {
+	t.Helper()
+	var lns [2]net.Listener
+	for i := range lns {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns[i] = ln
+	}
+	port := func(ln net.Listener) string { return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port) }
+	s := newServer(t, a, append([]func(*Config){func(c *Config) {
+		c.UIOrigin, c.ContentOrigin = ":"+port(lns[0]), ":"+port(lns[1])
+	}}, mod...)...)
+	log = &reqLog{}
+	for i, h := range []http.Handler{log.wrap("ui", s.UI()), log.wrap("content", s.Content())} {
+		srv := &httptest.Server{Listener: lns[i], Config: &http.Server{Handler: h}}
+		srv.Start()
+		t.Cleanup(srv.Close)
+	}
+	return "http://" + lns[0].Addr().String(), "http://" + lns[1].Addr().String(), log
 }

@@ -3,15 +3,14 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/herod-archive/herod/archive"
-	"github.com/herod-archive/herod/internal/canon"
 )
 
 // Archive is what the gateway needs from the archive. The node implements it
@@ -134,6 +133,34 @@ type Config struct {
 	// Now returns the current time, for "latest" requests; nil means
 	// time.Now.
 	Now func() time.Time
+
+	// UIOrigin is the origin of the archive's own pages (the form, dates,
+	// the framed replay page with its banner, ring, status, admin):
+	// "http://host:port" (or https), or ":port" for the host name each
+	// request came with and this port. Required.
+	UIOrigin string
+	// ContentOrigin is the origin that serves archived captures, in the
+	// same form; it must differ from UIOrigin, so that archived scripts
+	// run in an origin of their own. Required.
+	ContentOrigin string
+	// Frameless serves replays without the UI frame: /web/<ts>/<url> on
+	// the UI origin redirects to the content origin, which inserts the
+	// banner into the archived document (where the page's scripts can
+	// hide it). The default, framed replay, keeps the banner on the UI
+	// origin, out of the page's reach.
+	Frameless bool
+	// AdminToken authorizes the admin endpoints (POST /api/seed): a
+	// request must carry "Authorization: Bearer <AdminToken>". Empty
+	// disables them. See LoadAdminToken.
+	AdminToken string
+	// Seed hands URLs to the crawl, for POST /api/seed; nil means the
+	// endpoint is absent (404).
+	Seed func(ctx context.Context, urls []string) error
+	// PublicStatus serves /api/status, /ring and /metrics to anyone. By
+	// default they answer only requests from a loopback address (made
+	// to an IP or localhost host name, never from another site) and
+	// requests carrying the admin token.
+	PublicStatus bool
 }
 
 // ErrNoArchive is returned by New when Config.Archive is nil.
@@ -146,11 +173,13 @@ const DefaultTimeout = 30 * time.Second
 // the Handler of an http.Server (not behind http.ServeMux; see the package
 // documentation).
 type Server struct {
-	cfg   Config
-	log   *slog.Logger
-	list  Lister   // cfg.Archive as a Lister, or nil
-	exp   Exporter // cfg.Archive as an Exporter, or nil
-	stats counters
+	cfg     Config
+	ui      originSpec
+	content originSpec
+	log     *slog.Logger
+	list    Lister   // cfg.Archive as a Lister, or nil
+	exp     Exporter // cfg.Archive as an Exporter, or nil
+	stats   counters
 }
 
 // New returns a Server for cfg.
@@ -158,98 +187,30 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Archive == nil {
 		return nil, ErrNoArchive
 	}
+	ui, err := parseOrigin(cfg.UIOrigin)
+	if err != nil {
+		return nil, fmt.Errorf("UIOrigin: %w", err)
+	}
+	content, err := parseOrigin(cfg.ContentOrigin)
+	if err != nil {
+		return nil, fmt.Errorf("ContentOrigin: %w", err)
+	}
+	if ui == content {
+		return nil, fmt.Errorf("%w: UIOrigin and ContentOrigin are both %q", ErrOrigin, cfg.UIOrigin)
+	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger}
+	s := &Server{cfg: cfg, ui: ui, content: content, log: cfg.Logger}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.list, _ = cfg.Archive.(Lister)
 	s.exp, _ = cfg.Archive.(Exporter)
 	return s, nil
-}
-
-var _ http.Handler = (*Server)(nil)
-
-// ServeHTTP routes a request. It does not use http.ServeMux on purpose: the
-// mux would "clean" the double slash of an embedded http:// URL.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.stats.requests.Add(1)
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		s.errorPage(w, r, http.StatusMethodNotAllowed, "Only GET and HEAD are supported.", "")
-		return
-	}
-	p := r.URL.EscapedPath()
-	switch {
-	case p == "/":
-		s.serveHome(w, r)
-	case strings.HasPrefix(p, "/web/"):
-		s.serveWeb(w, r, strings.TrimPrefix(p, "/web/"))
-	case strings.HasPrefix(p, "/timemap/link/"):
-		s.serveTimemap(w, r, strings.TrimPrefix(p, "/timemap/link/"))
-	case strings.HasPrefix(p, "/timegate/"):
-		s.serveTimegate(w, r, strings.TrimPrefix(p, "/timegate/"))
-	case p == replayJSPath:
-		s.serveReplayJS(w, r)
-	case p == "/cdx":
-		s.serveCDX(w, r)
-	case p == "/export" && s.exp != nil:
-		s.serveExport(w, r)
-	case p == "/ring" && s.cfg.Ring != nil:
-		s.serveRing(w, r)
-	case p == "/api/status" && s.cfg.Status != nil:
-		s.serveStatus(w, r)
-	case p == "/metrics" && s.cfg.Metrics != nil:
-		s.cfg.Metrics.ServeHTTP(w, r)
-	default:
-		if loc, ok := fromReplay(r); ok {
-			// A replayed page asked for a root-relative URL that no
-			// rewriting reached (markup a script wrote, a script's
-			// navigation): it meant its own site.
-			w.Header().Set("Vary", "Referer")
-			redirect(w, r, loc, http.StatusTemporaryRedirect)
-			return
-		}
-		s.errorPage(w, r, http.StatusNotFound, "There is no page at this address.", "")
-	}
-}
-
-// fromReplay returns the archive path that a request for a path that is
-// not the gateway's own stands for when a replayed page made it: the
-// request's Referer is a /web/<ts>/<url> page of this gateway, so the path
-// (and query) belongs to that URL's site, at the same timestamp. Frames
-// keep their modifier; everything else gets none.
-func fromReplay(r *http.Request) (string, bool) {
-	ref, err := url.Parse(r.Referer())
-	if err != nil || ref.Host != r.Host || !strings.HasPrefix(ref.EscapedPath(), "/web/") {
-		return "", false
-	}
-	t, err := ParseWebPath(strings.TrimPrefix(ref.EscapedPath(), "/web/"), ref.RawQuery)
-	if err != nil || t.Kind != KindReplay {
-		return "", false
-	}
-	page, err := url.Parse(t.URL)
-	if err != nil {
-		return "", false
-	}
-	target := page.Scheme + "://" + page.Host + r.URL.EscapedPath()
-	if r.URL.RawQuery != "" {
-		target += "?" + r.URL.RawQuery
-	}
-	abs, err := canon.Canonical(target)
-	if err != nil {
-		return "", false
-	}
-	mod := ""
-	if t.Mod == ModIframe || t.Mod == ModFrame {
-		mod = t.Mod
-	}
-	return webPath(t.TS, mod, abs), true
 }
 
 // ctx returns the request's context bounded by the configured timeout.

@@ -34,8 +34,8 @@ func linkURI(u string) string {
 
 // mementoHeaders sets Memento-Datetime and the Link header of a memento of
 // url captured at t.
-func (s *Server) mementoHeaders(h http.Header, r *http.Request, url string, t time.Time) {
-	o := origin(r)
+// o is the UI origin, where the TimeGate and TimeMap are.
+func (s *Server) mementoHeaders(h http.Header, o, url string, t time.Time) {
 	h.Set("Memento-Datetime", httpDate(t))
 	h.Set("Link", strings.Join([]string{
 		linkURI(url) + `; rel="original"`,

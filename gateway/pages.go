@@ -5,6 +5,7 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
+	"html"
 	"html/template"
 	"log/slog"
 	"net/http"
@@ -29,8 +30,17 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 		http.Error(w, "gateway: page rendering failed", http.StatusInternalServerError)
 		return
 	}
+	out := b.Bytes()
+	if s.content.matches(r) {
+		// A page of the UI shown in the content frame (an error):
+		// its links and form lead to the UI origin, in the top window.
+		ui := s.uiOrigin(r)
+		out = bytes.Replace(out, []byte("<head>"), []byte(`<head><base href="`+html.EscapeString(ui)+`/" target="_top">`), 1)
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; base-uri "+ui+
+			"; form-action "+ui+"; frame-ancestors 'self' "+ui+sandboxCSP+" allow-top-navigation-by-user-activation")
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	writeBody(w, r, status, b.Bytes())
+	writeBody(w, r, status, out)
 }
 
 type formData struct{ URL, Date string }
@@ -212,32 +222,45 @@ func (s *Server) servePrefix(w http.ResponseWriter, r *http.Request, prefix stri
 	s.render(w, r, http.StatusOK, "prefix", d)
 }
 
+// bannerData is what the banner shows about one capture: also the JSON
+// the framed page's script asks /api/banner for.
 type bannerData struct {
-	URL, Date         string
-	Count             int
-	PrevTS, PrevLabel string
-	NextTS, NextLabel string
+	URL       string `json:"url"`
+	TS        string `json:"ts"`   // the capture's own timestamp
+	Date      string `json:"date"` // the capture's time, UTC, "2006-01-02 15:04:05"
+	Count     int    `json:"count"`
+	PrevTS    string `json:"prevTs,omitempty"`
+	PrevLabel string `json:"prevLabel,omitempty"`
+	NextTS    string `json:"nextTs,omitempty"`
+	NextLabel string `json:"nextLabel,omitempty"`
 }
 
-// banner renders the bar inserted at the top of replayed pages: the
-// capture's date, links to the previous and next captures and to the list
-// of dates. The neighbours come from one Versions call; if it fails the
-// banner goes without them.
+// bannerFor returns the banner of version i of vs (versions of u, oldest
+// first).
+func bannerFor(u string, vs []archive.Version, i int) bannerData {
+	v := vs[i]
+	d := bannerData{URL: u, TS: FormatTimestamp(v.Time), Date: v.Time.UTC().Format(time.DateTime), Count: len(vs)}
+	if i > 0 {
+		d.PrevTS, d.PrevLabel = FormatTimestamp(vs[i-1].Time), vs[i-1].Time.UTC().Format(time.DateOnly)
+	}
+	if i+1 < len(vs) {
+		d.NextTS, d.NextLabel = FormatTimestamp(vs[i+1].Time), vs[i+1].Time.UTC().Format(time.DateOnly)
+	}
+	return d
+}
+
+// banner renders the bar that frameless mode inserts at the top of
+// replayed pages: the capture's date, links to the previous and next
+// captures and to the list of dates. The neighbours come from one
+// Versions call; if it fails the banner goes without them.
 func (s *Server) banner(ctx context.Context, t Target, v archive.Version) []byte {
 	d := bannerData{URL: t.URL, Date: v.Time.UTC().Format(time.DateTime)}
 	if vs, err := s.cfg.Archive.Versions(ctx, t.URL); err == nil {
-		d.Count = len(vs)
 		for i := range vs {
-			if !vs[i].Time.Equal(v.Time) {
-				continue
+			if vs[i].Time.Equal(v.Time) {
+				d = bannerFor(t.URL, vs, i)
+				break
 			}
-			if i > 0 {
-				d.PrevTS, d.PrevLabel = FormatTimestamp(vs[i-1].Time), vs[i-1].Time.UTC().Format(time.DateOnly)
-			}
-			if i+1 < len(vs) {
-				d.NextTS, d.NextLabel = FormatTimestamp(vs[i+1].Time), vs[i+1].Time.UTC().Format(time.DateOnly)
-			}
-			break
 		}
 	}
 	var b bytes.Buffer

@@ -26,6 +26,7 @@ const (
 	ModRaw    = "id_" // payload byte for byte, no rewriting, no banner
 	ModIframe = "if_" // rewritten, no banner: a document inside a frame
 	ModFrame  = "fr_" // same as ModIframe
+	ModMain   = "mp_" // same as no modifier: the page a reader opened
 )
 
 // maxPathLen bounds the /web/ path the gateway accepts: a canonical URL of

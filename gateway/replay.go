@@ -18,32 +18,8 @@ import (
 	"github.com/herod-archive/herod/archive"
 )
 
-// replayCSP is the Content-Security-Policy of rewritten replies: same
-// origin (the archive) plus inline and data resources, nothing live.
-const replayCSP = "default-src 'self' 'unsafe-inline' 'unsafe-eval' data: blob:; form-action 'self'"
-
 // maxDecoded bounds a gzip-encoded payload decoded for rewriting.
 const maxDecoded = 64 << 20
-
-// serveWeb answers every /web/ path.
-func (s *Server) serveWeb(w http.ResponseWriter, r *http.Request, rest string) {
-	t, err := ParseWebPath(rest, r.URL.RawQuery)
-	if err != nil {
-		s.errorPage(w, r, http.StatusBadRequest, "This is not an archive address: "+err.Error()+
-			". Use /web/<YYYYMMDDhhmmss>/<http or https URL> or /web/*/<URL>.", "")
-		return
-	}
-	switch t.Kind {
-	case KindDates:
-		s.serveDates(w, r, t.URL)
-	case KindPrefix:
-		s.servePrefix(w, r, t.URL)
-	case KindLatest:
-		s.serveLatest(w, r, t.URL)
-	default:
-		s.serveReplay(w, r, t)
-	}
-}
 
 // serveLatest redirects /web/<url> to the newest capture of url.
 func (s *Server) serveLatest(w http.ResponseWriter, r *http.Request, url string) {
@@ -60,20 +36,26 @@ func (s *Server) serveLatest(w http.ResponseWriter, r *http.Request, url string)
 	redirect(w, r, webPath(FormatTimestamp(vs[len(vs)-1].Time), "", url), http.StatusFound)
 }
 
-// serveReplay serves the capture of t.URL selected by t.Time.
+// serveReplay serves, on the content origin, the capture of t.URL
+// selected by t.Time: rewritten (with the replay script, and the banner
+// only in frameless mode), or byte for byte for id_; always under the
+// content origin's policy.
 func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
 	ctx, cancel := s.ctx(r)
 	defer cancel()
+	ui := s.uiOrigin(r)
 	v, c, err := s.cfg.Archive.Get(ctx, t.URL, t.Time)
 	if err == nil && c == nil {
 		err = archive.ErrNotFound
 	}
 	if err != nil {
+		setContentHeaders(w.Header(), ui, true)
 		s.archiveError(w, r, t.URL, err)
 		return
 	}
 	rw, err := NewRewriter(t.URL, t.TS)
 	if err != nil {
+		setContentHeaders(w.Header(), ui, true)
 		s.errorPage(w, r, http.StatusBadRequest, err.Error(), "")
 		return
 	}
@@ -85,12 +67,9 @@ func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
 	}
 	h := w.Header()
 	copyHeaders(h, c.Header)
-	s.mementoHeaders(h, r, t.URL, v.Time)
+	s.mementoHeaders(h, ui, t.URL, v.Time)
 	if loc := c.Header.Get("Location"); loc != "" {
 		h.Set("Location", rw.URL(loc, t.Mod))
-	}
-	if ref := c.Header.Get("Refresh"); ref != "" {
-		h.Set("Refresh", rw.Refresh(ref))
 	}
 	ctype := c.Header.Get("Content-Type")
 	if ctype == "" {
@@ -102,6 +81,10 @@ func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
 		}
 		if gzipEncoded(c.Header, body) {
 			h.Set("Content-Encoding", "gzip")
+		}
+		setContentHeaders(h, ui, true)
+		if executable(t.URL, mediaType(ctype)) {
+			setDownload(h, t.URL)
 		}
 		writeBody(w, r, status, body)
 		return
@@ -119,19 +102,27 @@ func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
 	if ctype != "" {
 		h.Set("Content-Type", ctype)
 	}
+	mt := mediaType(ctype)
 	// Keep the replay inside the archive: anything the rewriting missed
 	// (URLs built by scripts) is blocked instead of fetched live.
-	h.Set("Content-Security-Policy", replayCSP)
+	setContentHeaders(h, ui, !scriptedDocument(mt) || h.Get("Content-Encoding") != "")
+	if executable(t.URL, mt) {
+		setDownload(h, t.URL)
+	}
 	if h.Get("Content-Encoding") == "" {
-		switch mediaType(ctype) {
-		case "text/html", "application/xhtml+xml":
+		switch {
+		case scriptedDocument(mt):
 			var banner []byte
-			if t.Mod == "" || t.Mod == "mp_" {
+			if s.cfg.Frameless && (t.Mod == "" || t.Mod == ModMain) {
 				banner = s.banner(ctx, t, v)
 			}
-			body = rw.HTML(body, replayScriptTag(t.URL, t.TS), banner)
+			framedUI := ""
+			if !s.cfg.Frameless {
+				framedUI = ui
+			}
+			body = rw.HTML(body, replayScriptTag(t.URL, t.TS, framedUI), banner)
 			s.stats.rewritten.Add(1)
-		case "text/css":
+		case mt == "text/css":
 			body = rw.CSS(body)
 			s.stats.rewritten.Add(1)
 		}
@@ -157,23 +148,31 @@ var replayJSHash = fmt.Sprintf("%x", sha256.Sum256(replayJS))[:16]
 var replayJSTag = `"` + replayJSHash + `"`
 
 // replayScriptTag returns the element that loads replayJS into a document
-// archived at url and replayed at ts (as the reader wrote it).
-func replayScriptTag(url, ts string) []byte {
-	return []byte(`<script src="` + replayJSPath + `?v=` + replayJSHash + `" data-herod-url="` + html.EscapeString(url) +
-		`" data-herod-ts="` + html.EscapeString(ts) + `"></script>`)
+// archived at url and replayed at ts (as the reader wrote it). ui is the UI
+// origin whose framed replay page the document is shown in, or "" in
+// frameless mode.
+func replayScriptTag(url, ts, ui string) []byte {
+	tag := `<script src="` + replayJSPath + `?v=` + replayJSHash + `" data-herod-url="` + html.EscapeString(url) +
+		`" data-herod-ts="` + html.EscapeString(ts) + `"`
+	if ui != "" {
+		tag += ` data-herod-ui="` + html.EscapeString(ui) + `"`
+	}
+	return []byte(tag + `></script>`)
 }
 
-// serveReplayJS answers replayJSPath.
-func (s *Server) serveReplayJS(w http.ResponseWriter, r *http.Request) {
+// serveScript answers for one of the gateway's own scripts, js, whose
+// ETag is etag.
+func serveScript(w http.ResponseWriter, r *http.Request, js []byte, etag string) {
 	h := w.Header()
 	h.Set("Content-Type", "text/javascript; charset=utf-8")
 	h.Set("Cache-Control", "public, max-age=86400")
-	h.Set("ETag", replayJSTag)
-	if match := r.Header.Get("If-None-Match"); match != "" && strings.Contains(match, replayJSTag) {
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("ETag", etag)
+	if match := r.Header.Get("If-None-Match"); match != "" && strings.Contains(match, etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	writeBody(w, r, http.StatusOK, replayJS)
+	writeBody(w, r, http.StatusOK, js)
 }
 
 // redirect answers with a redirect to the gateway path loc. Unlike
@@ -224,37 +223,6 @@ func gunzip(b []byte) ([]byte, error) {
 		return nil, errors.New("gateway: decoded payload too large")
 	}
 	return d, nil
-}
-
-// passHeaders are archived response headers replayed under their own name.
-// Location and Refresh are rewritten by the caller.
-var passHeaders = map[string]bool{
-	"Content-Type": true, "Content-Language": true, "Content-Disposition": true,
-	"Location": true, "Refresh": true,
-}
-
-// dropHeaders describe the original connection or encoding, which the
-// gateway's own response replaces.
-var dropHeaders = map[string]bool{
-	"Connection": true, "Keep-Alive": true, "Transfer-Encoding": true, "Te": true,
-	"Trailer": true, "Upgrade": true, "Content-Length": true, "Content-Encoding": true,
-	"Proxy-Authenticate": true, "Proxy-Connection": true,
-}
-
-// copyHeaders copies archived headers to dst: a few under their own name,
-// hop-by-hop ones not at all, the rest as X-Archive-Orig-<name> so that
-// nothing (cookies, security policies, caching) acts on the gateway's origin.
-func copyHeaders(dst, src http.Header) {
-	for k, vs := range src {
-		ck := http.CanonicalHeaderKey(k)
-		switch {
-		case dropHeaders[ck]:
-		case passHeaders[ck]:
-			dst[ck] = append([]string(nil), vs...)
-		default:
-			dst["X-Archive-Orig-"+ck] = append([]string(nil), vs...)
-		}
-	}
 }
 
 // selectVersion returns the index of the newest version in vs (oldest first)

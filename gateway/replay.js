@@ -15,6 +15,13 @@
 // Markup that scripts write as text (innerHTML, document.write) is not
 // rewritten; the Content-Security-Policy still keeps what it loads from the
 // live web. A URL already in the archive keeps its target and timestamp.
+//
+// It also confines the page: navigator.serviceWorker.register is refused
+// (the content origin answers 403 to service worker scripts anyway). In
+// framed replay (data-herod-ui names the UI origin) it answers the framed
+// page's question "where are you?" (see ui.js) with the archived URL and
+// timestamp it was started with, and tells it of pushState moves; a
+// document opened outside the frame reopens itself inside it.
 (function () {
   "use strict";
   var me = document.currentScript;
@@ -28,12 +35,63 @@
   }
   window.__herodReplay = true;
   var origin = location.origin;
+  var ui = me.getAttribute("data-herod-ui") || "";
   var webPath = /^\/web\/([0-9]{1,17})([a-z]{2}_)?\/(.*)$/;
   var skip = /^\s*(javascript|data|mailto|tel|about|blob|sms|urn|vbscript):/i;
   var here = webPath.exec(location.pathname);
   var pageMod = here && here[2] ? here[2] : "";
 
   var scheme = /^\s*[a-z][a-z0-9+.\-]*:/i;
+
+  // Service workers would outlive the page and answer for every capture.
+  if (typeof ServiceWorkerContainer === "function" && ServiceWorkerContainer.prototype) {
+    try {
+      Object.defineProperty(ServiceWorkerContainer.prototype, "register", {
+        configurable: false,
+        writable: false,
+        value: function () {
+          return Promise.reject(new Error("herod: archived pages cannot register service workers"));
+        }
+      });
+    } catch (e) {
+      // already locked: the server refuses the worker's script
+    }
+  }
+
+  var up = null; // the framed replay page, when this document is its frame
+  if (ui !== "" && typeof window.addEventListener === "function") {
+    if (window.top === window.self) {
+      location.replace(ui + "/web/" + ts + "/" + pageURL);
+      return;
+    }
+    if (window.parent === window.top) {
+      up = window.parent;
+      window.addEventListener("message", function (e) {
+        var m = e.data;
+        if (e.origin !== ui || e.source !== up || !m || m.type !== "herod:who" || typeof m.nonce !== "string") {
+          return;
+        }
+        up.postMessage({ type: "herod:here", nonce: m.nonce, url: currentURL(), ts: ts }, ui);
+      }, true);
+    }
+  }
+
+  // currentURL returns the archived URL the document shows: the one it
+  // was replayed as, or where a pushState within the same site moved it.
+  function currentURL() {
+    var m = webPath.exec(location.pathname);
+    if (m && location.origin === origin) {
+      var u = m[3] + location.search;
+      try {
+        if (new URL(u).host === new URL(pageURL).host) {
+          return u;
+        }
+      } catch (e) {
+        // fall through
+      }
+    }
+    return pageURL;
+  }
 
   // archiveURL returns the gateway URL that replays ref, a URL the page's
   // script made, with modifier mod; ref itself when it is not an http(s)
@@ -192,7 +250,11 @@
     }
     history[name] = function (state, title, url) {
       if (arguments.length > 2 && url !== undefined && url !== null) {
-        return orig.call(history, state, title, archiveURL(url, pageMod));
+        var r = orig.call(history, state, title, archiveURL(url, pageMod));
+        if (up !== null) {
+          up.postMessage({ type: "herod:moved", url: currentURL() }, ui);
+        }
+        return r;
       }
       return orig.apply(history, arguments);
     };

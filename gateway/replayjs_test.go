@@ -3,14 +3,11 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/herod-archive/herod/internal/browsertest"
@@ -193,18 +190,9 @@ func TestReplayJSInBrowser(t *testing.T) {
 	f.add(t, "http://example.com/api/data.json", "20210615000001", 200, "application/json", `"DATA"`)
 	f.add(t, "https://example.com/xhr.txt", "20210615000002", 200, "text/plain", "XHR")
 	f.add(t, "http://example.com/pixel.png", "20210615000003", 200, "image/png", pixel)
-	gw := newServer(t, f)
-	var mu sync.Mutex
-	var requested []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		requested = append(requested, r.URL.RequestURI())
-		mu.Unlock()
-		gw.ServeHTTP(w, r)
-	}))
-	defer srv.Close()
-
-	dom, console := browser.Load(t, srv.URL+"/web/20210615000000/http://example.com/app.html")
+	// Frameless, so that the browser's DOM is the replayed page's.
+	_, content, log := serveOrigins(t, f, func(c *Config) { c.Frameless = true })
+	dom, console := browser.Load(t, content+"/web/20210615000000/http://example.com/app.html")
 	if len(console) != 0 {
 		t.Errorf("console: %q", console) // CSP refusals, uncaught errors
 	}
@@ -219,8 +207,7 @@ func TestReplayJSInBrowser(t *testing.T) {
 			t.Errorf("replayed page lacks %s\n%s", want, dom)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	requested := log.uris("content")
 	for _, want := range []string{
 		"/static/replay.js?v=" + replayJSHash,
 		"/web/20210615000000id_/http://example.com/api/data.json", // fetch: the archived bytes

@@ -74,14 +74,37 @@ func TestReplayRewritesAndBanner(t *testing.T) {
 		`href="/web/2021/http://example.com/a"`,
 		`href="/web/2021/http://example.com/s.css"`,
 		`src="/web/2021/http://example.com/img/x.png"`,
-		`<body><div id="herod-banner"`,
-		`captured 2021-06-15 00:00:00 UTC`,
-		`href="/web/20200101120000/http://example.com/"`, // previous capture
-		`href="/web/20220301080000/http://example.com/"`, // next capture
-		`>3 captures</a>`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("replay lacks %s\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "herod-banner") {
+		t.Errorf("framed replay: banner inside the archived document\n%s", body)
+	}
+	// The banner is the UI origin's, around a frame of the content origin.
+	frame := getUI(t, s, "/web/2021/"+page).Body.String()
+	for _, want := range []string{
+		`<div id="herod-banner"`,
+		`captured <span id="herod-date">2021-06-15 00:00:00</span> UTC`,
+		`href="/web/20200101120000/http://example.com/"`, // previous capture
+		`href="/web/20220301080000/http://example.com/"`, // next capture
+		`>3 captures</a>`,
+		`<iframe id="herod-frame" title="archived page" src="http://content.test/web/2021/http://example.com/" sandbox="allow-scripts allow-same-origin`,
+	} {
+		if !strings.Contains(frame, want) {
+			t.Errorf("framed page lacks %s\n%s", want, frame)
+		}
+	}
+	// Frameless: the banner in the document, as before framing.
+	fl := newServer(t, sampleArchive(t), func(c *Config) { c.Frameless = true })
+	if w := getUI(t, fl, "/web/2021/"+page); w.Code != http.StatusFound || w.Header().Get("Location") != contentOrigin+"/web/2021/"+page {
+		t.Errorf("frameless UI replay: %d %v", w.Code, w.Header())
+	}
+	inline := get(t, fl, "/web/2021/"+page).Body.String()
+	for _, want := range []string{`<body><div id="herod-banner"`, `captured 2021-06-15 00:00:00 UTC`, `>3 captures</a>`} {
+		if !strings.Contains(inline, want) {
+			t.Errorf("frameless replay lacks %s\n%s", want, inline)
 		}
 	}
 	if got := w.Header().Get("Content-Type"); got != "text/html; charset=utf-8" {
@@ -117,7 +140,7 @@ func TestRawMode(t *testing.T) {
 	}
 	// if_ rewrites without a banner, with the replay script.
 	w = get(t, s, "/web/2021if_/http://example.com/raw")
-	if got, want := w.Body.String(), string(replayScriptTag("http://example.com/raw", "2021"))+`<a href="/web/2021/http://example.com/x">raw</a>`; got != want {
+	if got, want := w.Body.String(), string(replayScriptTag("http://example.com/raw", "2021", uiOrigin))+`<a href="/web/2021/http://example.com/x">raw</a>`; got != want {
 		t.Errorf("if_ = %q, want %q", got, want)
 	}
 }
@@ -127,7 +150,7 @@ func TestRawMode(t *testing.T) {
 // and non-HTML replies do not, and that the gateway serves the script.
 func TestReplayScript(t *testing.T) {
 	s := newServer(t, sampleArchive(t))
-	tag := string(replayScriptTag(page, "2021"))
+	tag := string(replayScriptTag(page, "2021", uiOrigin))
 	for _, mod := range []string{"", "mp_", "if_"} {
 		body := get(t, s, "/web/2021"+mod+"/"+page).Body.String()
 		if strings.Count(body, "/static/replay.js") != 1 || !strings.Contains(body, tag+"</head><body>") {
@@ -140,7 +163,7 @@ func TestReplayScript(t *testing.T) {
 		}
 	}
 	hostile := `http://example.com/"><script>alert(1)</script>`
-	z := xhtml.NewTokenizer(bytes.NewReader(replayScriptTag(hostile, "2021")))
+	z := xhtml.NewTokenizer(bytes.NewReader(replayScriptTag(hostile, "2021", "")))
 	if z.Next() != xhtml.StartTagToken {
 		t.Fatal("replay script tag is not a start tag")
 	}
@@ -171,29 +194,31 @@ func TestReplayScript(t *testing.T) {
 func TestRootRelativeFromReplay(t *testing.T) {
 	s := newServer(t, sampleArchive(t))
 	for _, tc := range []struct{ target, referer, want string }{
-		{"/img/x.png", "http://gw.test/web/2021/http://example.com/dir/page.html", "/web/2021/http://example.com/img/x.png"},
-		{"/a?b=1&c=%20", "http://gw.test/web/2021mp_/https://Example.com:443/", "/web/2021/https://example.com/a?b=1&c=%20"},
-		{"/f.html", "http://gw.test/web/20210615000000if_/http://example.com/", "/web/20210615000000if_/http://example.com/f.html"},
+		{"/img/x.png", "http://content.test/web/2021/http://example.com/dir/page.html", "/web/2021/http://example.com/img/x.png"},
+		{"/a?b=1&c=%20", "http://content.test/web/2021mp_/https://Example.com:443/", "/web/2021/https://example.com/a?b=1&c=%20"},
+		{"/f.html", "http://content.test/web/20210615000000if_/http://example.com/", "/web/20210615000000if_/http://example.com/f.html"},
 		{"/img/x.png", "", ""},
-		{"/img/x.png", "http://other.test/web/2021/http://example.com/", ""},       // another origin
-		{"/img/x.png", "http://gw.test/web/*/http://example.com/", ""},             // not a replay
-		{"/img/x.png", "http://gw.test/cdx?url=http://example.com/", ""},           // not a /web/ page
-		{"/img/x.png", "http://gw.test/web/2021/ftp://example.com/", ""},           // not http(s)
-		{"/cdx", "http://gw.test/web/2021/http://example.com/", "(gateway's own)"}, // the gateway's paths win
+		{"/img/x.png", "http://other.test/web/2021/http://example.com/", ""},                         // another origin
+		{"/img/x.png", "http://gw.test/web/2021/http://example.com/", ""},                            // the UI's page
+		{"/img/x.png", "http://content.test/web/*/http://example.com/", ""},                          // not a replay
+		{"/img/x.png", "http://content.test/cdx?url=http://example.com/", ""},                        // not a /web/ page
+		{"/img/x.png", "http://content.test/web/2021/ftp://example.com/", ""},                        // not http(s)
+		{"/static/replay.js", "http://content.test/web/2021/http://example.com/", "(gateway's own)"}, // the gateway's paths win
 	} {
 		var hdr []string
 		if tc.referer != "" {
 			hdr = []string{"Referer", tc.referer}
 		}
-		w := get(t, s, tc.target, hdr...)
+		w := getContent(t, s, tc.target, hdr...)
 		switch {
 		case tc.want == "(gateway's own)":
-			if w.Code == http.StatusTemporaryRedirect {
-				t.Errorf("%s from %s: redirected to %s", tc.target, tc.referer, w.Header().Get("Location"))
+			if w.Code != http.StatusOK {
+				t.Errorf("%s from %s: %d %s", tc.target, tc.referer, w.Code, w.Header().Get("Location"))
 			}
 		case tc.want == "":
-			if w.Code != http.StatusNotFound {
-				t.Errorf("%s from %q: %d %s, want 404", tc.target, tc.referer, w.Code, w.Header().Get("Location"))
+			// Not the archive's: the UI origin's path, if anything.
+			if w.Code != http.StatusFound || w.Header().Get("Location") != uiOrigin+tc.target {
+				t.Errorf("%s from %q: %d %s, want 302 to the UI", tc.target, tc.referer, w.Code, w.Header().Get("Location"))
 			}
 		case w.Code != http.StatusTemporaryRedirect || w.Header().Get("Location") != tc.want || w.Header().Get("Vary") != "Referer":
 			t.Errorf("%s from %s: %d %q %v, want 307 to %s", tc.target, tc.referer, w.Code, w.Header().Get("Location"), w.Header(), tc.want)
@@ -239,15 +264,21 @@ func TestGzipCapture(t *testing.T) {
 
 func TestMementoHeaders(t *testing.T) {
 	s := newServer(t, sampleArchive(t))
-	w := get(t, s, "/web/2021/"+page)
-	link := w.Header().Get("Link")
-	for _, want := range []string{
-		`<http://example.com/>; rel="original"`,
-		`<http://gw.test/timegate/http://example.com/>; rel="timegate"`,
-		`<http://gw.test/timemap/link/http://example.com/>; rel="timemap"; type="application/link-format"`,
-	} {
-		if !strings.Contains(link, want) {
-			t.Errorf("Link %q lacks %q", link, want)
+	// The content origin's replay and the UI's framed page alike: both
+	// point to the UI origin's TimeGate and TimeMap.
+	for _, w := range []*httptest.ResponseRecorder{get(t, s, "/web/2021/"+page), getUI(t, s, "/web/2021/"+page)} {
+		link := w.Header().Get("Link")
+		for _, want := range []string{
+			`<http://example.com/>; rel="original"`,
+			`<http://gw.test/timegate/http://example.com/>; rel="timegate"`,
+			`<http://gw.test/timemap/link/http://example.com/>; rel="timemap"; type="application/link-format"`,
+		} {
+			if !strings.Contains(link, want) {
+				t.Errorf("Link %q lacks %q", link, want)
+			}
+		}
+		if got := w.Header().Get("Memento-Datetime"); got != "Tue, 15 Jun 2021 00:00:00 GMT" {
+			t.Errorf("Memento-Datetime = %q", got)
 		}
 	}
 }
@@ -397,6 +428,7 @@ func TestTimeoutReachesArchive(t *testing.T) {
 
 func TestStatusAndMetrics(t *testing.T) {
 	s := newServer(t, newFake(), func(c *Config) {
+		c.PublicStatus = true
 		c.Status = func(context.Context) any { return map[string]int{"vnodes": 4} }
 		c.Metrics = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "herod_up 1\n") })
 	})
@@ -418,7 +450,7 @@ func TestHeadAndSniffing(t *testing.T) {
 	f := sampleArchive(t)
 	f.add(t, "http://example.com/untyped", "20200101000000", 200, "", `<html><body><a href="/q">q</a></body></html>`)
 	s := newServer(t, f)
-	r := httptest.NewRequest(http.MethodHead, "http://gw.test/web/2021/"+page, nil)
+	r := httptest.NewRequest(http.MethodHead, contentOrigin+"/web/2021/"+page, nil)
 	w := httptest.NewRecorder()
 	s.ServeHTTP(w, r)
 	if w.Code != 200 || w.Body.Len() != 0 || w.Header().Get("Content-Length") == "0" || w.Header().Get("Memento-Datetime") == "" {
@@ -433,10 +465,9 @@ func TestHeadAndSniffing(t *testing.T) {
 // TestOverRealHTTP replays through a real server and client: the embedded
 // "//" must survive the trip, and a collapsed "http:/" must work too.
 func TestOverRealHTTP(t *testing.T) {
-	srv := httptest.NewServer(newServer(t, sampleArchive(t)))
-	defer srv.Close()
+	_, content, _ := serveOrigins(t, sampleArchive(t))
 	for _, p := range []string{"/web/2021/http://example.com/", "/web/2021/http:/example.com/", "/web/2021/example.com"} {
-		resp, err := http.Get(srv.URL + p)
+		resp, err := http.Get(content + p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -456,9 +487,10 @@ func TestStats(t *testing.T) {
 	get(t, s, "/web/2021/http://nowhere.example/") // 404
 	get(t, s, "/web/2021/ftp://example.com/")      // 400
 	get(t, s, "/cdx?url=example.com&filter=bad")   // 400
+	getUI(t, s, "/web/2021/"+page)                 // the framed page
 	f.err = fmt.Errorf("slow: %w", context.DeadlineExceeded)
 	get(t, s, "/web/2021/"+page) // timeout
-	want := Stats{Requests: 6, Replays: 2, Rewritten: 1, NotFound: 1, BadRequests: 2, ArchiveErrors: 1, Timeouts: 1}
+	want := Stats{Requests: 7, Replays: 2, Frames: 1, Rewritten: 1, NotFound: 1, BadRequests: 2, ArchiveErrors: 1, Timeouts: 1}
 	if got := s.Stats(); got != want {
 		t.Errorf("Stats = %+v, want %+v", got, want)
 	}

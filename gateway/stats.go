@@ -6,7 +6,8 @@ import "sync/atomic"
 // metrics. Failures of the Archive are logged one by one and counted here.
 type Stats struct {
 	Requests      int64 `json:"requests"`      // every request
-	Replays       int64 `json:"replays"`       // captures served by /web/<ts>/<url>
+	Replays       int64 `json:"replays"`       // captures served by /web/<ts>/<url> on the content origin
+	Frames        int64 `json:"frames"`        // framed replay pages served on the UI origin
 	Rewritten     int64 `json:"rewritten"`     // of which HTML or CSS was rewritten
 	NotFound      int64 `json:"notFound"`      // 404 answers (no capture, no page)
 	BadRequests   int64 `json:"badRequests"`   // 400 answers (malformed paths, queries)
@@ -14,12 +15,17 @@ type Stats struct {
 	Timeouts      int64 `json:"timeouts"`      // Archive calls past the deadline
 	Exports       int64 `json:"exports"`       // export streams started
 	ExportErrors  int64 `json:"exportErrors"`  // export streams that failed
+	// Refused counts requests refused for safety: service worker scripts
+	// on the content origin, admin requests without the token or from
+	// another site, private status asked from elsewhere.
+	Refused int64 `json:"refused"`
 }
 
 // counters is the live, atomically updated form of Stats.
 type counters struct {
 	requests, replays, rewritten, notFound, badRequests atomic.Int64
 	archiveErrors, timeouts, exports, exportErrors      atomic.Int64
+	refused, frames                                     atomic.Int64
 }
 
 // Stats returns a snapshot of the counters. It is safe to call at any time.
@@ -28,6 +34,7 @@ func (s *Server) Stats() Stats {
 	return Stats{
 		Requests:      c.requests.Load(),
 		Replays:       c.replays.Load(),
+		Frames:        c.frames.Load(),
 		Rewritten:     c.rewritten.Load(),
 		NotFound:      c.notFound.Load(),
 		BadRequests:   c.badRequests.Load(),
@@ -35,6 +42,7 @@ func (s *Server) Stats() Stats {
 		Timeouts:      c.timeouts.Load(),
 		Exports:       c.exports.Load(),
 		ExportErrors:  c.exportErrors.Load(),
+		Refused:       c.refused.Load(),
 	}
 }
 

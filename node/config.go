@@ -67,6 +67,23 @@ type Config struct {
 	// GatewayOffset is added to the ring port to find the gateway port.
 	// Default DefaultGatewayOffset.
 	GatewayOffset int
+	// Replay is the listen address of the gateway's content origin, where
+	// archived pages are served apart from the gateway's own pages.
+	// Empty means the gateway's IP with the gateway port plus 1 (port 0,
+	// a free one, when the gateway's is 0).
+	Replay string
+	// GatewayOrigin and ReplayOrigin are the origins browsers reach the
+	// gateway's two listeners at, "http://host:port", when that is not
+	// the address the node listens on (a proxy, a host name). Empty means
+	// the host name each request came with and the listener's port.
+	GatewayOrigin, ReplayOrigin string
+	// PublicStatus serves /api/status, /ring and /metrics to anyone. By
+	// default only this machine (and holders of the admin token) may
+	// read them.
+	PublicStatus bool
+	// Frameless replays archived pages without the gateway's frame, the
+	// banner inside the page (gateway.Config.Frameless).
+	Frameless bool
 	// DayLength is the length of a crawl day: every known URL is fetched
 	// again once per day. Default DefaultDayLength.
 	DayLength time.Duration
@@ -162,4 +179,27 @@ func (c Config) gatewayAddr(ringAddr string) (string, error) {
 		return "", fmt.Errorf("gateway address: ring port %d + offset %d exceeds 65535", p, c.GatewayOffset)
 	}
 	return net.JoinHostPort(ip, strconv.Itoa(p+c.GatewayOffset)), nil
+}
+
+// replayAddr returns the content origin's listen address for a gateway
+// listening on gwAddr.
+func (c Config) replayAddr(gwAddr string) (string, error) {
+	if c.Replay != "" {
+		return c.Replay, nil
+	}
+	ip, port, err := net.SplitHostPort(gwAddr)
+	if err != nil {
+		return "", fmt.Errorf("replay address: %w", err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return "", fmt.Errorf("replay address: port %q: %w", port, err)
+	}
+	if p == 0 {
+		return net.JoinHostPort(ip, "0"), nil
+	}
+	if p+1 > 65535 {
+		return "", fmt.Errorf("replay address: gateway port %d + 1 exceeds 65535", p)
+	}
+	return net.JoinHostPort(ip, strconv.Itoa(p+1)), nil
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/crawl"
+	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/sampleweb"
 )
@@ -63,7 +66,15 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatal("no HTML page owned by node C")
 	}
 	ts := time.Now().UTC().Format("20060102150405")
-	body, ctype := get(t, a.GatewayURL()+"web/"+ts+"/"+page)
+	// The gateway frames the replay, which the content origin serves.
+	frame, _ := get(t, a.GatewayURL()+"web/"+ts+"/"+page)
+	if !strings.Contains(frame, `id="herod-banner"`) || !strings.Contains(frame, `src="`+a.ReplayURL()+"web/"+ts+"/"+page+`"`) {
+		t.Fatalf("gateway replay page is not the banner and a frame of %s:\n%s", a.ReplayURL(), frame)
+	}
+	if fi, err := os.Stat(filepath.Join(a.cfg.DataDir, gateway.AdminTokenFile)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("admin token file: %v, %v", fi, err)
+	}
+	body, ctype := get(t, a.ReplayURL()+"web/"+ts+"/"+page)
 	if !strings.HasPrefix(ctype, "text/html") {
 		t.Fatalf("replay content type %q", ctype)
 	}
@@ -82,7 +93,7 @@ func TestEndToEnd(t *testing.T) {
 	if img == "" {
 		t.Fatalf("no image in replayed page")
 	}
-	if _, ctype := get(t, strings.TrimSuffix(a.GatewayURL(), "/")+img); !strings.HasPrefix(ctype, "image/") {
+	if _, ctype := get(t, strings.TrimSuffix(a.ReplayURL(), "/")+img); !strings.HasPrefix(ctype, "image/") {
 		t.Fatalf("image %s replayed as %q", img, ctype)
 	}
 

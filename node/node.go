@@ -44,8 +44,10 @@ type Node struct {
 	dht     atomic.Pointer[p2p.DHT]
 	repl    *replicator
 	gw      *gateway.Server
-	httpSrv *http.Server
+	httpSrv *http.Server // the gateway's UI origin
 	gwLn    net.Listener
+	rpSrv   *http.Server // the gateway's content (replay) origin
+	rpLn    net.Listener
 	self    ring.Contact
 
 	ctx     context.Context // lives from Start to Close
@@ -164,31 +166,8 @@ func New(cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	gwBase := n.self.Addr
-	if n.reach != ReachListen {
-		gwBase = cfg.Listen // behind NAT the gateway listens beside the ring port, not at the router's address
-	}
-	gwAddr, err := cfg.gatewayAddr(gwBase)
-	if err != nil {
-		return nil, fmt.Errorf("node: %w", err)
-	}
-	if n.gwLn, err = net.Listen("tcp", gwAddr); err != nil {
-		return nil, fmt.Errorf("node: gateway listen: %w", err)
-	}
-	n.gw, err = gateway.New(gateway.Config{
-		Archive: (*resolver)(n),
-		Status:  func(ctx context.Context) any { return n.Status() },
-		Ring:    n.ringView,
-		Metrics: n.metricsHandler(),
-		Logger:  n.log.With("sub", "gateway"),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("node: %w", err)
-	}
-	n.httpSrv = &http.Server{
-		Handler:           n.adminMux(n.gw),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+	if err := n.setupGateway(); err != nil {
+		return nil, err
 	}
 	return n, nil
 }
@@ -221,13 +200,8 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := saveIndexes(n.cfg.DataDir, n.ring.Indexes()); err != nil {
 		return fmt.Errorf("node start: %w", err)
 	}
-	n.wg.Add(2)
-	go func() {
-		defer n.wg.Done()
-		if err := n.httpSrv.Serve(n.gwLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			n.log.Error("gateway stopped", "err", err)
-		}
-	}()
+	n.serveGateway()
+	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
 		n.fwd.run(n.ctx)
@@ -324,13 +298,7 @@ func (n *Node) Close() error {
 
 func (n *Node) closeAll() error {
 	var errs []error
-	if n.httpSrv != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = n.httpSrv.Shutdown(ctx)
-		cancel()
-	} else if n.gwLn != nil {
-		n.gwLn.Close()
-	}
+	n.closeGateway()
 	if n.cancel != nil {
 		n.cancel()
 	}
@@ -374,9 +342,6 @@ func (n *Node) Multiaddr() string {
 	}
 	return addrs[0].String()
 }
-
-// GatewayURL returns the base URL of the node's gateway.
-func (n *Node) GatewayURL() string { return "http://" + n.gwLn.Addr().String() + "/" }
 
 // Idle reports whether the node has no crawl work queued or in flight and no
 // links waiting for delivery.

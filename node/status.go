@@ -1,17 +1,11 @@
 package node
 
 import (
-	"bufio"
-	"io"
-	"net"
-	"net/http"
-	"net/netip"
 	"slices"
 	"strings"
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/crawl"
-	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/cpugate"
 	"github.com/herod-archive/herod/ring"
 )
@@ -26,6 +20,7 @@ type Status struct {
 	// address), "mapped" (its router's public address, mapped by UPnP
 	// IGD or NAT-PMP) or "announced" (a port its operator forwarded).
 	Reach       string           `json:"reach"`
+	Replay      string           `json:"replay"`
 	Idle        bool             `json:"idle"`
 	Ring        ring.Status      `json:"ring"`
 	Crawl       crawl.Stats      `json:"crawl"`
@@ -81,6 +76,7 @@ func (n *Node) Status() Status {
 		Multiaddr: n.Multiaddr(),
 		Gateway:   n.GatewayURL(),
 		Reach:     n.reach,
+		Replay:    n.ReplayURL(),
 		Idle:      n.Idle(),
 		Ring:      n.ring.Status(),
 		Crawl:     n.crawler.Stats(),
@@ -98,61 +94,4 @@ func (n *Node) Status() Status {
 		Wire:        n.wire(),
 		Processing:  cpugate.Shared().Stats(),
 	}
-}
-
-// adminMux serves the operator endpoints in front of the public gateway.
-// POST /api/seed takes URLs (one per line) and is accepted only from
-// loopback clients: a volunteer's node crawls what its operator asks, not
-// what any visitor of the gateway asks.
-//
-// It dispatches by exact path rather than through http.ServeMux, which
-// would clean "/web/*/http://…" paths and redirect them.
-func (n *Node) adminMux(public http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/api/seed" {
-			public.ServeHTTP(w, r)
-			return
-		}
-		if r.Method != http.MethodPost {
-			w.Header().Set("Allow", http.MethodPost)
-			http.Error(w, "POST URLs, one per line", http.StatusMethodNotAllowed)
-			return
-		}
-		if !fromLoopback(r) {
-			http.Error(w, "seeding is allowed from this machine only", http.StatusForbidden)
-			return
-		}
-		urls, err := readLines(http.MaxBytesReader(w, r.Body, 1<<20))
-		if err != nil {
-			http.Error(w, "reading body: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		if err := n.Seed(r.Context(), urls); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		w.WriteHeader(http.StatusAccepted)
-	})
-}
-
-func fromLoopback(r *http.Request) bool {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	a, err := netip.ParseAddr(host)
-	return err == nil && a.IsLoopback()
-}
-
-// readLines returns the non-empty, trimmed lines of r.
-func readLines(r io.Reader) ([]string, error) {
-	var out []string
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), canon.MaxLen+2)
-	for sc.Scan() {
-		if l := strings.TrimSpace(sc.Text()); l != "" {
-			out = append(out, l)
-		}
-	}
-	return out, sc.Err()
 }

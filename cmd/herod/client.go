@@ -7,10 +7,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/node"
 )
 
@@ -28,9 +31,16 @@ func endpoint(base, path string) (string, error) {
 	return strings.TrimSuffix(u.String(), "/") + path, nil
 }
 
+// defaultDataDir is the data directory of `herod run` without --data.
+func defaultDataDir() string {
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".herod")
+}
+
 func seedCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("seed", "seed [--node URL] URL…", stderr)
-	nodeURL := fs.String("node", defaultNode, "gateway URL of a node on this machine")
+	fs := newFlagSet("seed", "seed [--node URL] [--data DIR] URL…", stderr)
+	nodeURL := fs.String("node", defaultNode, "gateway URL of the node")
+	data := fs.String("data", defaultDataDir(), "the node's data directory, which holds its admin token ("+gateway.AdminTokenFile+")")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -38,15 +48,20 @@ func seedCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fs.Usage()
 		return errUsage
 	}
+	token, err := gateway.ReadAdminToken(*data)
+	if err != nil {
+		return fmt.Errorf("seed: %w (start the node once, or pass its --data)", err)
+	}
 	ep, err := endpoint(*nodeURL, "/api/seed")
 	if err != nil {
 		return err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep, strings.NewReader(strings.Join(fs.Args(), "\n")))
 	if err != nil {
-		return err
+		return fmt.Errorf("seed: %w", err)
 	}
 	req.Header.Set("Content-Type", "text/plain")
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := httpClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("seed: %w", err)
@@ -61,8 +76,9 @@ func seedCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("status", "status [--node URL] [--json]", stderr)
+	fs := newFlagSet("status", "status [--node URL] [--data DIR] [--json]", stderr)
 	nodeURL := fs.String("node", defaultNode, "gateway URL of the node")
+	data := fs.String("data", defaultDataDir(), "the node's data directory: its admin token reads a private status from another machine")
 	asJSON := fs.Bool("json", false, "print the raw JSON status")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -73,7 +89,10 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep, nil)
 	if err != nil {
-		return err
+		return fmt.Errorf("status: %w", err)
+	}
+	if token, err := gateway.ReadAdminToken(*data); err == nil {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
@@ -105,6 +124,7 @@ func printStatus(w io.Writer, st node.Status) {
 	fmt.Fprintf(tw, "ring address\t%s\n", st.Addr)
 	fmt.Fprintf(tw, "join with\t--join %s\n", st.Multiaddr)
 	fmt.Fprintf(tw, "gateway\t%s\n", st.Gateway)
+	fmt.Fprintf(tw, "archived pages served from\t%s\n", st.Replay)
 	fmt.Fprintf(tw, "crawl day\t%d\n", st.Crawl.Day)
 	fmt.Fprintf(tw, "queued\t%d\n", st.Crawl.Queued)
 	fmt.Fprintf(tw, "connections to sites open\t%d\n", st.Crawl.Connections)

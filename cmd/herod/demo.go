@@ -78,6 +78,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "  %s\n", n.GatewayURL())
 	}
 	gw := lr.Nodes[0].GatewayURL()
+	fmt.Fprintf(stdout, "  (archived pages themselves come from %s, framed under the gateway's banner)\n", lr.Nodes[0].ReplayURL())
 	fmt.Fprintf(stdout, "  dates of the first page:  %sweb/*/%s\n", gw, seed)
 	fmt.Fprintf(stdout, "  the page as archived now: %sweb/%s/%s\n\n", gw, time.Now().UTC().Format("20060102150405"), seed)
 	fmt.Fprintf(stdout, "crawling; a new day (and a changed sample web) every %s; Ctrl-C to stop\n\n", dayLen)

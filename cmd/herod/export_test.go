@@ -226,7 +226,7 @@ func TestExportGatewayRevisits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	gw, err := gateway.New(gateway.Config{Archive: &storeArchive{s: s}})
+	gw, err := gateway.New(gateway.Config{Archive: &storeArchive{s: s}, UIOrigin: "http://gw.test", ContentOrigin: "http://content.test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func TestExportGatewayResume(t *testing.T) {
 	}
 	defer s.Close()
 	a := &storeArchive{s: s, failAfter: 4}
-	gw, err := gateway.New(gateway.Config{Archive: a})
+	gw, err := gateway.New(gateway.Config{Archive: a, UIOrigin: "http://gw.test", ContentOrigin: "http://content.test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -282,7 +282,18 @@ func TestProcessesHistoryNeverStops(t *testing.T) {
 	// Every URL has one version (the web does not change); replication
 	// keeps at least three copies of each (a former holder keeps its own
 	// after a join: nothing is deleted).
-	replicated := func() bool { return r.versions() >= 3*int64(len(known)) }
+	// The sum alone can reach 3N while a version still lacks a copy (a
+	// holder from before a range moved keeps its own): wait until it has
+	// not changed for five replication rounds too.
+	var last int64
+	var since time.Time
+	replicated := func() bool {
+		v := r.versions()
+		if v != last {
+			last, since = v, time.Now()
+		}
+		return v >= 3*int64(len(known)) && time.Since(since) > 5*time.Second
+	}
 	waitFor(t, "three copies of every version", 2*dayLen, replicated)
 
 	// kill -9 for good.

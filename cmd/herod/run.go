@@ -5,11 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/herod-archive/herod/crawl"
+	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/node"
 )
 
@@ -55,8 +55,7 @@ func (c *crawlFlags) config() crawl.Config {
 
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run", "run [flags]", stderr)
-	home, _ := os.UserHomeDir()
-	data := fs.String("data", filepath.Join(home, ".herod"), "data directory: archive, crawl queue, identity")
+	data := fs.String("data", defaultDataDir(), "data directory: archive, crawl queue, identity, admin token")
 	listen := fs.String("listen", node.DefaultListen, "ring address ip:port (TCP, and QUIC on the same port); virtual-server ids derive from it")
 	announce := fs.String("announce", "", "public ip:port other members reach this node at, for a port forwarded by hand (default: --listen, or the port the router maps by UPnP/NAT-PMP when --listen is 0.0.0.0:PORT)")
 	noRelay := fs.Bool("no-relay-service", false, "do not relay connections for other members (circuit relay v2)")
@@ -66,6 +65,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	vnodes := fs.Int("vnodes", node.DefaultVirtualServers, "virtual servers: ring positions, in proportion to disk and bandwidth")
 	gw := fs.String("gateway", "", "gateway listen address (default: ring ip, ring port + gateway-offset)")
 	offset := fs.Int("gateway-offset", node.DefaultGatewayOffset, "gateway port = ring port + this")
+	replay := fs.String("replay-addr", "", "listen address of the origin that serves archived pages (default: gateway ip, gateway port + 1)")
+	gwOrigin := fs.String("gateway-origin", "", "origin browsers reach the gateway at, http://host:port, when not its listen address (default: the host name each request came with)")
+	rpOrigin := fs.String("replay-origin", "", "origin browsers reach the replay address at, http://host:port (default: the host name each request came with)")
+	publicStatus := fs.Bool("public-status", false, "serve /api/status, /ring and /metrics to anyone (default: this machine and holders of the admin token only)")
+	frameless := fs.Bool("frameless", false, "replay pages without the gateway's frame, the banner inside the archived page (where its scripts can reach it)")
 	day := fs.Duration("day", node.DefaultDayLength, "length of a crawl day: every known URL is fetched again once per day")
 	quota := fs.Int64("quota", 0, "archive disk quota in bytes (0: unlimited)")
 	replInterval := fs.Duration("replication-interval", node.DefaultReplicationInterval, "period of replication rounds with the ring neighbours (a ring change starts one sooner)")
@@ -81,6 +85,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	n, err := node.New(node.Config{
 		DataDir: *data, Listen: *listen, Announce: *announce, NoRelayService: *noRelay, Join: join, VirtualServers: *vnodes,
 		Seeds: seeds, Gateway: *gw, GatewayOffset: *offset, DayLength: *day,
+		Replay: *replay, GatewayOrigin: *gwOrigin, ReplayOrigin: *rpOrigin,
+		PublicStatus: *publicStatus, Frameless: *frameless,
 		Quota: *quota, ReplicationInterval: *replInterval, Crawl: cf.config(), Logger: logger(stderr, *verbose),
 	})
 	if err != nil {
@@ -90,8 +96,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := n.Start(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "herod node running\n  ring:    %s (%s)\n  gateway: %s\n  others join with: --join %s\n",
-		n.Contact().Addr, n.Status().Reach, n.GatewayURL(), n.Multiaddr())
+	fmt.Fprintf(stdout, "herod node running\n  ring:    %s (%s)\n  gateway: %s (archived pages from %s)\n  admin token: %s\n  others join with: --join %s\n",
+		n.Contact().Addr, n.Status().Reach, n.GatewayURL(), n.ReplayURL(), filepath.Join(*data, gateway.AdminTokenFile), n.Multiaddr())
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "leaving the ring…")
 	return nil

@@ -8,6 +8,13 @@
 // listings ordered by URL and time. Mem is checked against the same suite in
 // this package's tests.
 //
+// Its own tests replay through a real gateway: the sample web's day 0
+// (every reference stays in the archive, in headless Chromium too), a
+// hostile site whose pages attack the gateway, its operator and the live
+// web (TestAttackPages, testdata/hostile), and BenchmarkReplayView, a
+// reader's view of a page, which scripts/bench-replay.sh runs against an
+// older commit.
+//
 // Everything here is safe for concurrent use; the suite itself runs its
 // checks sequentially.
 package gatewaytest

@@ -30,17 +30,18 @@ func TestGatewayOverMem(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s, err := gateway.New(gateway.Config{Archive: m})
+	s, err := gateway.New(hostOrigins(gateway.Config{Archive: m}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct{ path, want string }{
-		{"/web/2025/http://example.com/", `href="/web/2025/http://example.com/b"`},
-		{"/cdx?url=example.com/*", "com,example)/b 20240302120000"},
-		{"/web/*/http://example.com/*", `href="/web/*/http://example.com/b"`},
+	for _, tc := range []struct{ origin, path, want string }{
+		{contentHost, "/web/2025/http://example.com/", `href="/web/2025/http://example.com/b"`},
+		{uiHost, "/web/2025/http://example.com/", `src="http://content.test/web/2025/http://example.com/"`},
+		{uiHost, "/cdx?url=example.com/*", "com,example)/b 20240302120000"},
+		{uiHost, "/web/*/http://example.com/*", `href="/web/*/http://example.com/b"`},
 	} {
 		w := httptest.NewRecorder()
-		s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://gw.test"+tc.path, nil))
+		s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, tc.origin+tc.path, nil))
 		if w.Code != 200 || !strings.Contains(w.Body.String(), tc.want) {
 			t.Errorf("%s: %d, want 200 with %q:\n%.400s", tc.path, w.Code, tc.want, w.Body)
 		}

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,7 +32,7 @@ func TestSampleWebReplay(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	web, m, pages, sheets := archiveDay0(ctx, t)
-	gw, err := gateway.New(gateway.Config{Archive: m})
+	gw, err := gateway.New(hostOrigins(gateway.Config{Archive: m}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,19 +76,15 @@ func TestSampleWebReplay(t *testing.T) {
 	}
 	for _, p := range pages {
 		w := httptest.NewRecorder()
-		gw.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://gw.test/web/"+ts+"/"+p, nil))
+		gw.ServeHTTP(w, httptest.NewRequest(http.MethodGet, contentHost+"/web/"+ts+"/"+p, nil))
 		if w.Code != 200 {
 			t.Fatalf("%s: status %d", p, w.Code)
 		}
-		// The banner's own links (the form, the dates list) are the
-		// gateway's, not the page's: check the page without it.
+		// The banner is the UI origin's, outside the replayed document.
 		body := w.Body.Bytes()
-		i := bytes.Index(body, []byte(`<div id="herod-banner"`))
-		j := bytes.Index(body[max(i, 0):], []byte("</div>"))
-		if i < 0 || j < 0 {
-			t.Fatalf("%s: no banner", p)
+		if bytes.Contains(body, []byte(`id="herod-banner"`)) {
+			t.Fatalf("%s: banner in the replayed document", p)
 		}
-		body = append(body[:i:i], body[i+j+len("</div>"):]...)
 		doc, err := xhtml.Parse(bytes.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
@@ -99,9 +94,9 @@ func TestSampleWebReplay(t *testing.T) {
 			if n.Type != xhtml.ElementNode || n.Data == "base" {
 				continue
 			}
-			if n.Data == "script" && len(n.Attr) == 3 && strings.HasPrefix(n.Attr[0].Val, "/static/replay.js?v=") {
+			if n.Data == "script" && len(n.Attr) == 4 && strings.HasPrefix(n.Attr[0].Val, "/static/replay.js?v=") {
 				// The gateway's replay script, not a page reference.
-				if n.Attr[1].Key != "data-herod-url" || n.Attr[1].Val != p || n.Attr[2].Val != ts {
+				if n.Attr[1].Key != "data-herod-url" || n.Attr[1].Val != p || n.Attr[2].Val != ts || n.Attr[3].Val != uiHost {
 					t.Errorf("%s: replay script %v", p, n.Attr)
 				}
 				replayScripts++
@@ -129,7 +124,7 @@ func TestSampleWebReplay(t *testing.T) {
 	cssURL := regexp.MustCompile(`url\(\s*['"]?([^'")\s]+)`)
 	for _, s := range sheets {
 		w := httptest.NewRecorder()
-		gw.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://gw.test/web/"+ts+"/"+s, nil))
+		gw.ServeHTTP(w, httptest.NewRequest(http.MethodGet, contentHost+"/web/"+ts+"/"+s, nil))
 		for _, m := range cssURL.FindAllStringSubmatch(w.Body.String(), -1) {
 			if !strings.HasPrefix(m[1], "data:") {
 				check(s, m[1], true)
@@ -197,50 +192,46 @@ func TestSampleWebInBrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	_, m, pages, _ := archiveDay0(ctx, t)
-	gw, err := gateway.New(gateway.Config{Archive: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	failed := map[string]int{}
-	var outside []string
-	requests := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := httptest.NewRecorder()
-		gw.ServeHTTP(rec, r)
-		mu.Lock()
-		requests++
-		// The browser asks for /favicon.ico on its own; the Referer
-		// sends it to the archived site, which has none.
-		favicon := strings.HasSuffix(r.URL.Path, "/favicon.ico")
-		if rec.Code >= 400 && !favicon {
-			failed[r.URL.RequestURI()] = rec.Code
-		}
-		// Everything the pages reference was rewritten on the server:
-		// nothing may need the Referer redirect.
-		if !strings.HasPrefix(r.URL.Path, "/web/") && r.URL.Path != "/static/replay.js" && !favicon {
-			outside = append(outside, r.URL.RequestURI())
-		}
-		mu.Unlock()
-		for k, v := range rec.Header() {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(rec.Code)
-		w.Write(rec.Body.Bytes())
-	}))
-	defer srv.Close()
+	ui, _, _, log := serveGateway(t, gateway.Config{Archive: m})
 	// Every tenth page: each section and both kinds of page, in ~5 s.
 	for i := 0; i < len(pages); i += 10 {
-		dom, console := browser.Load(t, srv.URL+"/web/20240102/"+pages[i])
+		dom, console := browser.Load(t, ui+"/web/20240102/"+pages[i])
 		if len(console) != 0 {
 			t.Errorf("%s: console %q", pages[i], console)
 		}
-		if !strings.Contains(dom, `id="herod-banner"`) {
-			t.Errorf("%s: no banner in the DOM", pages[i])
+		if !strings.Contains(dom, `id="herod-banner"`) || !strings.Contains(dom, `id="herod-frame"`) {
+			t.Errorf("%s: no banner or no frame in the DOM", pages[i])
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	failed := map[string]int{}
+	var outside []string
+	reqs := log.all()
+	requests, content := len(reqs), 0
+	for _, r := range reqs {
+		path, _, _ := strings.Cut(r.URI, "?")
+		// The browser asks for /favicon.ico on its own; the Referer
+		// sends it to the archived site, which has none.
+		favicon := strings.HasSuffix(path, "/favicon.ico")
+		if r.Status >= 400 && !favicon {
+			failed[r.Origin+" "+r.URI] = r.Status
+		}
+		if r.Origin == "ui" {
+			// The framed page, its script, and the banner.
+			if !strings.HasPrefix(path, "/web/") && path != "/static/ui.js" && path != "/api/banner" && !favicon {
+				outside = append(outside, "ui "+r.URI)
+			}
+			continue
+		}
+		content++
+		// Everything the pages reference was rewritten on the server:
+		// nothing may need the Referer redirect.
+		if !strings.HasPrefix(path, "/web/") && path != "/static/replay.js" && !favicon {
+			outside = append(outside, r.URI)
+		}
+	}
+	if content < len(pages)/10 {
+		t.Errorf("only %d requests reached the content origin", content)
+	}
 	if len(failed) != 0 {
 		t.Errorf("%d of %d requests failed: %v", len(failed), requests, failed)
 	}

@@ -1,0 +1,167 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	_ "embed"
+	"fmt"
+	"html"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/herod-archive/herod/internal/canon"
+)
+
+// Framed replay: /web/<ts>/<url> on the UI origin is a page of the UI
+// holding the banner and an iframe whose document comes from the content
+// origin. The archived page cannot reach the banner (another origin); the
+// replay script in the frame tells the UI, by postMessage, where the frame
+// is, and ui.js keeps the banner, title and address bar in step.
+
+// uiJS is the script of the framed replay page (see ui.js).
+//
+//go:embed ui.js
+var uiJS []byte
+
+// uiJSPath is where the UI origin serves uiJS.
+const uiJSPath = "/static/ui.js"
+
+// uiJSHash and uiJSTag version uiJS as replayJSHash and replayJSTag do
+// replayJS.
+var (
+	uiJSHash = fmt.Sprintf("%x", sha256.Sum256(uiJS))[:16]
+	uiJSTag  = `"` + uiJSHash + `"`
+)
+
+// bannerPath answers the framed page's script with the banner of a
+// capture, as JSON.
+const bannerPath = "/api/banner"
+
+// frameSandbox is the sandbox of the content frame: its scripts, forms,
+// popups (which open framed replays) and downloads work, and it keeps its
+// own origin; it may navigate the top window only when the reader clicks
+// (an archived link to _top), never on its own.
+const frameSandbox = "allow-scripts allow-same-origin allow-forms allow-popups allow-popups-to-escape-sandbox " +
+	"allow-modals allow-downloads allow-top-navigation-by-user-activation"
+
+// frameHead is the start of the framed replay page up to its title; the
+// style and script follow the title (framePage).
+const frameHead = `<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>`
+
+// frameStyle is the framed page's style sheet.
+const frameStyle = `<style>
+html,body{height:100%;margin:0}body{display:flex;flex-direction:column;font:13px/1.6 system-ui,sans-serif}
+#herod-banner{flex:none;background:#1d3557;color:#fff;padding:4px 12px;display:flex;flex-wrap:wrap;gap:4px 12px;align-items:baseline}
+#herod-banner a{color:#fff}#herod-banner .home{font-weight:700;text-decoration:none}#herod-url{color:#cfd8e3;word-break:break-all}
+#herod-banner form{margin-left:auto;display:flex;gap:4px}#herod-banner input{font:inherit;padding:0 4px;border:0;border-radius:3px}
+#herod-frame{flex:1;border:0;width:100%;background:#fff}[hidden]{display:none!important}
+</style>
+`
+
+// framePage returns the framed replay page: the banner of capture d, the
+// form, and the frame of src (the content origin's replay of d.URL at ts,
+// the timestamp as the reader wrote it). It is written by hand rather
+// than by html/template, which cost as much as the rest of the request:
+// every value is a canonical http(s) URL, a timestamp or a date, each
+// escaped with html.EscapeString (a canonical URL cannot start a
+// javascript: or data: URL).
+func framePage(d bannerData, src, content, ts string) []byte {
+	e := html.EscapeString
+	u := e(d.URL)
+	var b strings.Builder
+	b.Grow(2048 + 6*len(u))
+	b.WriteString(frameHead)
+	b.WriteString(u + " · " + e(d.Date) + " · herod</title>\n" + frameStyle)
+	b.WriteString(`<script src="` + uiJSPath + `?v=` + uiJSHash + `" defer></script>
+</head><body>
+<div id="herod-banner" role="banner">
+<a class="home" href="/">herod</a>
+<span>captured <span id="herod-date">` + e(d.Date) + `</span> UTC</span>
+<span id="herod-url">` + u + `</span>
+`)
+	neighbour := func(id, ts, label string, prev bool) {
+		b.WriteString(`<a id="` + id + `" href="/web/` + e(ts) + `/` + u + `"`)
+		if ts == "" {
+			b.WriteString(` hidden`)
+		}
+		if prev {
+			b.WriteString(`>&#9664; <span>` + e(label) + "</span></a>\n")
+		} else {
+			b.WriteString(`><span>` + e(label) + "</span> &#9654;</a>\n")
+		}
+	}
+	neighbour("herod-prev", d.PrevTS, d.PrevLabel, true)
+	neighbour("herod-next", d.NextTS, d.NextLabel, false)
+	captures := " captures"
+	if d.Count == 1 {
+		captures = " capture"
+	}
+	b.WriteString(`<a id="herod-dates" href="/web/*/` + u + `">` + strconv.Itoa(d.Count) + captures + `</a>
+<form method="get" action="/"><input name="url" value="` + u + `" aria-label="URL" size="30"><input name="date" value="` + e(ts) +
+		`" aria-label="date" size="14"><button type="submit">Go</button></form>
+</div>
+<iframe id="herod-frame" title="archived page" src="` + e(src) + `" sandbox="` + frameSandbox + `" allow="fullscreen"
+ data-content-origin="` + e(content) + `" data-url="` + u + `" data-ts="` + e(ts) + `"></iframe>
+</body></html>
+`)
+	return []byte(b.String())
+}
+
+// serveFrame answers /web/<ts>/<url> on the UI origin with the framed
+// replay page: the banner of the capture t selects and a frame replaying
+// it from the content origin.
+func (s *Server) serveFrame(w http.ResponseWriter, r *http.Request, t Target) {
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	vs, err := s.cfg.Archive.Versions(ctx, t.URL)
+	if err != nil {
+		s.archiveError(w, r, t.URL, err)
+		return
+	}
+	if len(vs) == 0 {
+		s.notArchived(w, r, t.URL)
+		return
+	}
+	s.stats.frames.Add(1)
+	content := s.contentOrigin(r)
+	i := selectVersion(vs, t.Time)
+	page := framePage(bannerFor(t.URL, vs, i), content+webPath(t.TS, "", t.URL), content, t.TS)
+	// The framed page stands for the memento, as the replay did before
+	// framing: Memento clients following a TimeGate land here.
+	s.mementoHeaders(w.Header(), s.uiOrigin(r), t.URL, vs[i].Time)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	writeBody(w, r, http.StatusOK, page)
+}
+
+// serveBannerJSON answers bannerPath?url=<url>&ts=<ts> with the banner of
+// the capture of url that ts selects (404 when there is none).
+func (s *Server) serveBannerJSON(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	u, err := canon.Canonical(strings.TrimSpace(q.Get("url")))
+	if err != nil {
+		http.Error(w, "gateway: banner: bad url: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	ts := q.Get("ts")
+	tm, err := ParseTimestamp(ts)
+	if err != nil {
+		http.Error(w, "gateway: banner: bad ts: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	vs, err := s.cfg.Archive.Versions(ctx, u)
+	if err != nil {
+		s.archiveError(w, r, u, err)
+		return
+	}
+	if len(vs) == 0 {
+		s.countStatus(http.StatusNotFound)
+		http.Error(w, "gateway: banner: not archived", http.StatusNotFound)
+		return
+	}
+	writeJSON(w, s.log, bannerFor(u, vs, selectVersion(vs, tm)))
+}

@@ -1,0 +1,1 @@
+self.addEventListener("fetch", function (e) { e.respondWith(new Response("owned by an archived service worker")); });

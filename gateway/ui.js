@@ -1,0 +1,141 @@
+// herod framed replay page script. The page at /web/<ts>/<url> on the UI
+// origin holds the banner and an iframe (#herod-frame) showing the capture
+// from the content origin. The frame's document belongs to someone else:
+// this script believes only what the replay script (replay.js, the first
+// script of every replayed document) says, and only in answer to a
+// question:
+//
+//   - each time the frame loads, it asks the frame's window, with a fresh
+//     random nonce, where it is ({type: "herod:who", nonce});
+//   - the first answer carrying that nonce ({type: "herod:here", nonce,
+//     url, ts}) from the content origin and from the frame's own window is
+//     taken; replay.js registered its listener before any script of the
+//     page, so its answer comes first, and later answers find the nonce
+//     spent;
+//   - a page's history.pushState ({type: "herod:moved", url}) is taken
+//     only within the site the frame was last said to show, at its date.
+//
+// It then shows the capture's date, neighbours and URL (asked of the UI's
+// own /api/banner) and keeps the address bar at /web/<ts>/<url>
+// (history.replaceState: the frame's navigations are already entries of
+// the tab's history).
+(function () {
+  "use strict";
+  var frame = document.getElementById("herod-frame");
+  if (!frame || !window.crypto || !window.fetch) {
+    return;
+  }
+  var content = frame.getAttribute("data-content-origin");
+  var current = { url: frame.getAttribute("data-url"), ts: frame.getAttribute("data-ts") };
+  var nonce = "";
+  var tsPattern = /^[0-9]{1,17}$/;
+
+  function fresh() {
+    var a = new Uint32Array(4);
+    window.crypto.getRandomValues(a);
+    return Array.prototype.join.call(a, "-");
+  }
+
+  function host(u) {
+    try {
+      var p = new URL(u);
+      return p.protocol === "http:" || p.protocol === "https:" ? p.host : "";
+    } catch (e) {
+      return "";
+    }
+  }
+
+  function text(id, s) {
+    var el = document.getElementById(id);
+    if (el) {
+      el.textContent = s;
+    }
+  }
+
+  function link(id, ts, label) {
+    var a = document.getElementById(id);
+    if (!a) {
+      return;
+    }
+    if (!ts) {
+      a.hidden = true;
+      return;
+    }
+    a.hidden = false;
+    a.href = "/web/" + ts + "/" + current.url;
+    var span = a.querySelector("span");
+    if (span) {
+      span.textContent = label;
+    }
+  }
+
+  // show moves the banner and the address bar to url at ts.
+  function show(url, ts) {
+    if (url === current.url && ts === current.ts) {
+      return;
+    }
+    current = { url: url, ts: ts };
+    text("herod-url", url);
+    try {
+      history.replaceState(null, "", "/web/" + ts + "/" + url);
+    } catch (e) {
+      // an address the browser refuses: keep the old one
+    }
+    var dates = document.getElementById("herod-dates");
+    if (dates) {
+      dates.href = "/web/*/" + url;
+    }
+    fetch("/api/banner?url=" + encodeURIComponent(url) + "&ts=" + ts, { credentials: "omit" }).then(function (r) {
+      if (!r.ok) {
+        throw new Error(r.status);
+      }
+      return r.json();
+    }).then(function (b) {
+      if (current.url !== url || current.ts !== ts) {
+        return; // moved on meanwhile
+      }
+      text("herod-date", b.date);
+      document.title = url + " · " + b.date + " · herod";
+      link("herod-prev", b.prevTs, b.prevLabel);
+      link("herod-next", b.nextTs, b.nextLabel);
+      text("herod-dates", b.count + (b.count === 1 ? " capture" : " captures"));
+    }, function () {
+      if (current.url !== url || current.ts !== ts) {
+        return;
+      }
+      text("herod-date", "(not archived)");
+      document.title = url + " · herod";
+      link("herod-prev", "", "");
+      link("herod-next", "", "");
+      text("herod-dates", "all dates");
+    });
+  }
+
+  frame.addEventListener("load", function () {
+    nonce = fresh();
+    try {
+      frame.contentWindow.postMessage({ type: "herod:who", nonce: nonce }, content);
+    } catch (e) {
+      nonce = "";
+    }
+  });
+
+  window.addEventListener("message", function (e) {
+    if (e.origin !== content || e.source !== frame.contentWindow) {
+      return;
+    }
+    var m = e.data;
+    if (!m || typeof m !== "object" || typeof m.url !== "string" || host(m.url) === "") {
+      return;
+    }
+    if (m.type === "herod:here") {
+      if (nonce === "" || m.nonce !== nonce || typeof m.ts !== "string" || !tsPattern.test(m.ts)) {
+        return;
+      }
+      nonce = "";
+      show(m.url, m.ts);
+    } else if (m.type === "herod:moved" && host(m.url) === host(current.url)) {
+      show(m.url, current.ts);
+    }
+  });
+})();
