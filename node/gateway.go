@@ -28,7 +28,10 @@ func (n *Node) setupGateway() error {
 	if n.gwLn, err = net.Listen("tcp", gwAddr); err != nil {
 		return fmt.Errorf("node: gateway listen: %w", err)
 	}
-	rpAddr, err := cfg.replayAddr(n.gwLn.Addr().String())
+	// From the configured gateway address, not the bound one: a gateway on
+	// port 0 gets a replay port of its own choosing too, never a guess at
+	// a neighbouring port that may be taken.
+	rpAddr, err := cfg.replayAddr(gwAddr)
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}

@@ -285,7 +285,7 @@ func (l *netlab) startHerod(bin, ns string, args ...string) (*natNode, error) {
 // get fetches url from inside ns with curl.
 func (l *netlab) get(ns, url string) (int, string) {
 	l.t.Helper()
-	out, err := exec.Command("ip", "netns", "exec", l.name(ns), "curl", "-s", "-o", "/dev/stderr", "-w", "%{http_code}", "--max-time", "20", url).CombinedOutput()
+	out, err := exec.Command("ip", "netns", "exec", l.name(ns), "curl", "-s", "-L", "-o", "/dev/stderr", "-w", "%{http_code}", "--max-time", "20", url).CombinedOutput()
 	if err != nil {
 		return 0, string(out)
 	}
@@ -361,7 +361,7 @@ func TestHomeNetworks(t *testing.T) {
 	urls := siteFiles(t, site, 40)
 	l.spawn("pub", "site", filepath.Join(l.dir, "site.log"), "python3", "-m", "http.server", "80", "--bind", "16.0.0.100", "--directory", site)
 
-	member, err := l.startHerod(bin, "pub", "--listen", netPublic+".1:4001", "--gateway", "0.0.0.0:5001")
+	member, err := l.startHerod(bin, "pub", "--listen", netPublic+".1:4001", "--gateway", "0.0.0.0:5001", "--public-status")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +473,7 @@ func TestHomeNetworks(t *testing.T) {
 	// Seed; every page is fetched once, the home nodes fetch their share,
 	// and a home node's gateway serves every page, those it does not own
 	// too.
-	seed := exec.Command("ip", "netns", "exec", l.name("pub"), bin, "seed", "--node", "http://127.0.0.1:5001/", urls[0])
+	seed := exec.Command("ip", "netns", "exec", l.name("pub"), bin, "seed", "--node", "http://127.0.0.1:5001/", "--data", filepath.Join(l.dir, "pub-data"), urls[0])
 	if out, err := seed.CombinedOutput(); err != nil {
 		t.Fatalf("seed: %v\n%s", err, out)
 	}

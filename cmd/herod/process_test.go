@@ -83,7 +83,7 @@ func (r *procRing) start(p *proc, join string) *proc {
 		p = &proc{data: filepath.Join(r.dir, fmt.Sprintf("node%d", r.started)), listen: freePort(r.t), gateway: freePort(r.t)}
 	}
 	args := []string{"run", "--data", p.data, "--listen", p.listen, "--gateway", p.gateway,
-		"--day", r.day.String(), "--host-rate", "500", "--replication-interval", "1s"}
+		"--day", r.day.String(), "--host-rate", "500", "--replication-interval", "1s", "--replay-addr", "127.0.0.1:0"}
 	if join != "" {
 		args = append(args, "--join", join)
 	}
@@ -266,7 +266,7 @@ func TestProcessesHistoryNeverStops(t *testing.T) {
 		nodes = append(nodes, r.start(nil, first.multiaddr))
 	}
 	time.Sleep(2 * time.Second) // the ring stabilizes
-	seed := exec.Command(r.bin, append([]string{"seed", "--node", "http://" + first.gateway + "/"}, web.Seeds()...)...)
+	seed := exec.Command(r.bin, append([]string{"seed", "--node", "http://" + first.gateway + "/", "--data", first.data}, web.Seeds()...)...)
 	if out, err := seed.CombinedOutput(); err != nil {
 		t.Fatalf("herod seed: %v\n%s", err, out)
 	}
