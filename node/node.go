@@ -56,9 +56,10 @@ type Node struct {
 	started atomic.Bool
 	closed  atomic.Bool
 
-	reach    string    // how the ring reaches this node: ReachListen, ReachMapped or ReachAnnounced
-	lan      io.Closer // mDNS on the LAN, behind a home router
-	counters struct {
+	reach       string      // how the ring reaches this node: ReachListen, ReachMapped or ReachAnnounced
+	lan         io.Closer   // mDNS on the LAN, behind a home router
+	addrChanged chan string // AddressChanged
+	counters    struct {
 		linksReceived, badFrames, badLinks, overHops atomic.Int64
 		takenOver                                    atomic.Int64 // URLs queued by mid-day take-overs
 	}
@@ -75,7 +76,7 @@ func New(cfg Config) (n *Node, err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("node: data dir: %w", err)
 	}
-	n = &Node{cfg: cfg, log: cfg.Logger}
+	n = &Node{cfg: cfg, log: cfg.Logger, addrChanged: make(chan string, 1)}
 	built := n // the returns below set n to nil
 	defer func() {
 		if err != nil {
@@ -190,6 +191,11 @@ func (n *Node) Start(ctx context.Context) error {
 			return fmt.Errorf("node start: mDNS: %w", err)
 		}
 		n.lan = lan
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			n.watchAddress(n.ctx)
+		}()
 	}
 	if err := n.ring.Start(n.ctx); err != nil {
 		return fmt.Errorf("node start: ring: %w", err)

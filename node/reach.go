@@ -9,6 +9,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
 
@@ -141,4 +142,87 @@ func tcp4(a ma.Multiaddr) (netip.AddrPort, bool) {
 	}
 	ap, err := netip.ParseAddrPort(ip + ":" + port)
 	return ap, err == nil
+}
+
+// addrCheckEvery is how often a node behind a mapping compares its router's
+// public address with its ring address, besides on every change of the
+// host's addresses (libp2p refreshes the router's external address every
+// 15 s).
+const addrCheckEvery = 10 * time.Second
+
+// AddressChanged delivers, once, the new public address of a node whose
+// ring address its router maps (ReachMapped), when the router's public
+// address changes — a home connection's IP changes overnight. The node's
+// virtual-server ids derive from the old address, which no longer reaches
+// it: its owner should Close it (it leaves the ring; the replicas hold its
+// ranges' versions) and start a new node on the same data directory, which
+// joins at the new address with new ids and keeps its archive (cmd/herod
+// run does this). It never delivers for other nodes.
+func (n *Node) AddressChanged() <-chan string { return n.addrChanged }
+
+// watchAddress implements AddressChanged.
+func (n *Node) watchAddress(ctx context.Context) {
+	sub, err := n.host.EventBus().Subscribe(new(event.EvtLocalAddressesUpdated))
+	if err != nil {
+		n.log.Warn("cannot watch the public address", "err", err)
+		return
+	}
+	defer sub.Close()
+	tick := time.NewTicker(addrCheckEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sub.Out():
+		case <-tick.C:
+		}
+		addr, how, ok := publicAddr(n.host)
+		if !ok || how != ReachMapped || addr == n.self.Addr {
+			continue
+		}
+		if old, _ := netip.ParseAddrPort(n.self.Addr); hasAddr(n.host, old) {
+			continue // the old mapping still stands: another mapping was added
+		}
+		n.log.Warn("the router's public address changed: this node's ring ids derive from the old one", "old", n.self.Addr, "new", addr)
+		n.addrChanged <- addr // buffered, sent once
+		return
+	}
+}
+
+// hasAddr reports whether ap is still among h's addresses.
+func hasAddr(h host.Host, ap netip.AddrPort) bool {
+	for _, a := range h.Addrs() {
+		if got, ok := tcp4(a); ok && got == ap {
+			return true
+		}
+	}
+	return false
+}
+
+// Members returns the multiaddrs of the ring members this node knows (its
+// virtual servers' successors and predecessors), for joining again.
+func (n *Node) Members() []string {
+	seen := map[string]bool{n.self.Peer: true}
+	var out []string
+	for _, v := range n.ring.Status().Vnodes {
+		nodes := append([]ring.Node{}, v.Successors...)
+		if v.Predecessor != nil {
+			nodes = append(nodes, *v.Predecessor)
+		}
+		for _, m := range nodes {
+			if seen[m.Peer] {
+				continue
+			}
+			seen[m.Peer] = true
+			ai, err := addrInfo(m.Contact)
+			if err != nil {
+				continue
+			}
+			if addrs, err := peer.AddrInfoToP2pAddrs(&ai); err == nil && len(addrs) > 0 {
+				out = append(out, addrs[0].String())
+			}
+		}
+	}
+	return out
 }

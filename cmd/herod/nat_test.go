@@ -218,6 +218,7 @@ type natNode struct {
 	ns, multiaddr, reach, addr string
 	cmd                        *exec.Cmd
 	out                        *os.File
+	rejoined                   chan string // ring addresses it announces after its first
 }
 
 // startHerod runs herod in ns with args and waits for its first lines.
@@ -238,7 +239,7 @@ func (l *netlab) startHerod(bin, ns string, args ...string) (*natNode, error) {
 	if err := cmd.Start(); err != nil {
 		l.t.Fatal(err)
 	}
-	n := &natNode{ns: ns, cmd: cmd, out: logf}
+	n := &natNode{ns: ns, cmd: cmd, out: logf, rejoined: make(chan string, 8)}
 	l.t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
@@ -271,7 +272,10 @@ func (l *netlab) startHerod(bin, ns string, args ...string) (*natNode, error) {
 			if a, ok := strings.CutPrefix(line, "others join with: --join "); ok {
 				n.multiaddr = a
 				go func() {
-					for range lines {
+					for line := range lines {
+						if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "ring:"); ok {
+							n.rejoined <- strings.Fields(rest)[0]
+						}
 					}
 				}()
 				return n, nil
@@ -516,6 +520,44 @@ func TestHomeNetworks(t *testing.T) {
 		}
 	}
 	t.Logf("site: %d pages requested, %d more than once", len(gets), twice)
+
+	// The home connection's IP changes: the router's WAN address moves to
+	// .4. The home nodes see the router's new address, leave, and join
+	// again with ids of the new IP; no version is lost.
+	changed := time.Now()
+	l.in("r1", "ip", "addr", "del", netPublic+".2/24", "dev", "wan")
+	l.in("r1", "ip", "addr", "add", netPublic+".4/24", "dev", "wan")
+	for _, h := range homes {
+		select {
+		case a := <-h.rejoined:
+			if !strings.HasPrefix(a, netPublic+".4:") {
+				t.Fatalf("%s rejoined at %s, want the router's new IP", h.ns, a)
+			}
+			t.Logf("%s: rejoined at %s %s after the change", h.ns, a, time.Since(changed).Round(100*time.Millisecond))
+		case <-time.After(90 * time.Second):
+			t.Fatalf("%s did not rejoin after the address change", h.ns)
+		}
+	}
+	waitUntil(t, 60*time.Second, "the member sees the home nodes at the new IP", func() bool {
+		rs, _ := l.ringStatus("pub", netPublic+".1:5001")
+		for _, v := range rs.Vnodes {
+			for _, n := range ringNodes(v) {
+				if strings.HasPrefix(n.Addr, netPublic+".4:") {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	waitUntil(t, 60*time.Second, "every page still archived after the address change", func() bool {
+		for _, u := range urls {
+			if code, _ := l.get("pub", "http://127.0.0.1:5001/web/2099id_/"+u); code != 200 {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("address change: rejoined and every page served %s after it", time.Since(changed).Round(100*time.Millisecond))
 	t.Logf("home networks: joined and crawled in %s", time.Since(start).Round(100*time.Millisecond))
 }
 

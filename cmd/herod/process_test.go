@@ -53,6 +53,22 @@ func newProcRing(t *testing.T, day time.Duration) *procRing {
 		t.Fatalf("go build: %v", err)
 	}
 	r := &procRing{t: t, bin: bin, dir: dir, day: day}
+	t.Cleanup(func() { // registered before the processes' own: runs after they stop
+		if !t.Failed() {
+			return
+		}
+		logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+		for _, f := range logs {
+			b, _ := os.ReadFile(f)
+			var keep []string
+			for _, line := range strings.Split(string(b), "\n") {
+				if strings.Contains(line, "took over") || strings.Contains(line, "new day") || strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+					keep = append(keep, line)
+				}
+			}
+			t.Logf("--- %s\n%s", filepath.Base(f), strings.Join(keep[max(0, len(keep)-40):], "\n"))
+		}
+	})
 	t.Cleanup(func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -87,8 +103,12 @@ func (r *procRing) start(p *proc, join string) *proc {
 	if join != "" {
 		args = append(args, "--join", join)
 	}
-	cmd := exec.Command(r.bin, args...)
-	cmd.Stderr = os.Stderr
+	cmd := exec.Command(r.bin, append(args, "-v")...)
+	logf, err := os.OpenFile(filepath.Join(r.dir, filepath.Base(p.data)+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	cmd.Stderr = logf
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		r.t.Fatal(err)
@@ -106,7 +126,7 @@ func (r *procRing) start(p *proc, join string) *proc {
 			}
 		}
 	}()
-	go func() { cmd.Wait(); close(p.done) }()
+	go func() { cmd.Wait(); logf.Close(); close(p.done) }()
 	select {
 	case p.multiaddr = <-addr:
 	case <-p.done:

@@ -82,23 +82,37 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *replInterval <= 0 {
 		return fmt.Errorf("--replication-interval %s: want a positive duration", *replInterval)
 	}
-	n, err := node.New(node.Config{
+	cfg := node.Config{
 		DataDir: *data, Listen: *listen, Announce: *announce, NoRelayService: *noRelay, Join: join, VirtualServers: *vnodes,
 		Seeds: seeds, Gateway: *gw, GatewayOffset: *offset, DayLength: *day,
 		Replay: *replay, GatewayOrigin: *gwOrigin, ReplayOrigin: *rpOrigin,
 		PublicStatus: *publicStatus, Frameless: *frameless,
 		Quota: *quota, ReplicationInterval: *replInterval, Crawl: cf.config(), Logger: logger(stderr, *verbose),
-	})
-	if err != nil {
-		return err
 	}
-	defer n.Close()
-	if err := n.Start(ctx); err != nil {
-		return err
+	for {
+		n, err := node.New(cfg)
+		if err != nil {
+			return err
+		}
+		if err := n.Start(ctx); err != nil {
+			n.Close()
+			return err
+		}
+		fmt.Fprintf(stdout, "herod node running\n  ring:    %s (%s)\n  gateway: %s (archived pages from %s)\n  admin token: %s\n  others join with: --join %s\n",
+			n.Contact().Addr, n.Status().Reach, n.GatewayURL(), n.ReplayURL(), filepath.Join(*data, gateway.AdminTokenFile), n.Multiaddr())
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(stdout, "leaving the ring…")
+			return n.Close()
+		case addr := <-n.AddressChanged():
+			// The ids derive from the old address: leave, and join again
+			// at the new one through the members this node knew.
+			fmt.Fprintf(stdout, "public address changed to %s: leaving the ring to join again there\n", addr)
+			cfg.Join = append(n.Members(), join...)
+			cfg.Seeds = nil
+			if err := n.Close(); err != nil {
+				fmt.Fprintf(stderr, "herod run: leaving: %v\n", err)
+			}
+		}
 	}
-	fmt.Fprintf(stdout, "herod node running\n  ring:    %s (%s)\n  gateway: %s (archived pages from %s)\n  admin token: %s\n  others join with: --join %s\n",
-		n.Contact().Addr, n.Status().Reach, n.GatewayURL(), n.ReplayURL(), filepath.Join(*data, gateway.AdminTokenFile), n.Multiaddr())
-	<-ctx.Done()
-	fmt.Fprintln(stdout, "leaving the ring…")
-	return nil
 }
