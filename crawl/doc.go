@@ -60,9 +60,9 @@
 //     not stored.
 //   - Nothing fails silently: every refusal or failure is counted by kind
 //     in Stats.ErrorsByKind and the first of each kind is logged at Warn
-//     (at Info when it is a URL the site's robots.txt disallows: the
-//     crawler obeying the site; a robots.txt that could not be had is
-//     still a Warn).
+//     (at Info when it is a URL the site's robots.txt disallows — the
+//     crawler obeying the site — or a 4xx or 5xx answer, which is archived;
+//     a robots.txt that could not be had is still a Warn).
 //
 // # Ring-wide hooks
 //
