@@ -16,6 +16,8 @@ var (
 	ErrCorrupt = errors.New("archive: corrupt")
 	// ErrQuota reports that the disk quota is reached: the capture was not stored.
 	ErrQuota = errors.New("archive: quota reached")
+	// ErrTooMany reports a listing stopped at its bound (Store.EntriesUpTo).
+	ErrTooMany = errors.New("archive: too many entries")
 )
 
 // Capture is one HTTP response as fetched from its origin server.

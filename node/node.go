@@ -84,6 +84,9 @@ func New(cfg Config) (n *Node, err error) {
 	if n.host, err = newHost(cfg.Listen, key, n.bwc); err != nil {
 		return nil, err
 	}
+	if err := limitProtocols(n.host); err != nil {
+		return nil, err
+	}
 	if n.self, err = p2p.ContactOf(n.host); err != nil {
 		return nil, fmt.Errorf("node: ring address: %w", err)
 	}
