@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
-	"github.com/libp2p/go-libp2p/core/peer"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 )
 
@@ -27,19 +25,26 @@ func newBareHost(t *testing.T) host.Host {
 	return h
 }
 
-// TestProtocolStreamLimit: one peer opening more replication streams than
-// protocolLimits allows has the extra ones reset by the resource manager
+// TestProtocolStreamLimit: one member opening more replication streams
+// than protocolLimits allows has the extra ones reset by the resource manager
 // before the handler runs.
 func TestProtocolStreamLimit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real libp2p hosts in -short mode")
 	}
-	dir := t.TempDir()
-	n, err := New(Config{DataDir: filepath.Join(dir, "n"), Listen: "127.0.0.1:0", Gateway: "127.0.0.1:0"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// The streams come from a ring member: a non-member's are reset by
+	// the membership gate anyway.
+	lr, err := StartLocalRing(ctx, t.TempDir(), 2, Config{VirtualServers: 1, StabilizeInterval: 100 * time.Millisecond, ReplicationInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer n.Close()
+	defer lr.Close()
+	if err := lr.WaitStable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n, h := lr.Nodes[0], lr.Nodes[1].host
 	if err := n.host.Network().ResourceManager().ViewProtocol(replicateProtocol, func(s network.ProtocolScope) error {
 		if got := s.(rcmgr.ResourceScopeLimiter).Limit().GetStreamLimit(network.DirInbound); got != protocolLimits[replicateProtocol].in {
 			t.Errorf("replicate inbound stream limit %d, want %d", got, protocolLimits[replicateProtocol].in)
@@ -51,12 +56,6 @@ func TestProtocolStreamLimit(t *testing.T) {
 	in, out := protocolPeerLimits()
 	t.Logf("rcmgr default per peer and protocol on this machine: %d inbound, %d outbound streams", in, out)
 
-	h := newBareHost(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := h.Connect(ctx, peer.AddrInfo{ID: n.host.ID(), Addrs: n.host.Addrs()}); err != nil {
-		t.Fatal(err)
-	}
 	limit := protocolLimits[replicateProtocol].in
 	extra := 6
 	var streams []network.Stream

@@ -31,21 +31,23 @@ import (
 // the ring, the archive it keeps, the crawler that fills it and the gateway
 // that serves it.
 type Node struct {
-	cfg     Config
-	log     *slog.Logger
-	host    host.Host
-	bwc     *metrics.BandwidthCounter
-	ring    *ring.Ring
-	store   *archive.Store
-	crawler *crawl.Crawler
-	fwd     *forwarder
-	outbox  *outbox
-	dht     atomic.Pointer[p2p.DHT]
-	repl    *replicator
-	gw      *gateway.Server
-	httpSrv *http.Server
-	gwLn    net.Listener
-	self    ring.Contact
+	cfg      Config
+	log      *slog.Logger
+	host     host.Host
+	bwc      *metrics.BandwidthCounter
+	ring     *ring.Ring
+	tr       *p2p.Transport
+	memberOK memberCache // membership answers of member.go
+	store    *archive.Store
+	crawler  *crawl.Crawler
+	fwd      *forwarder
+	outbox   *outbox
+	dht      atomic.Pointer[p2p.DHT]
+	repl     *replicator
+	gw       *gateway.Server
+	httpSrv  *http.Server
+	gwLn     net.Listener
+	self     ring.Contact
 
 	ctx     context.Context // lives from Start to Close
 	cancel  context.CancelFunc
@@ -56,6 +58,10 @@ type Node struct {
 	counters struct {
 		linksReceived, badFrames, badLinks, overHops atomic.Int64
 		takenOver                                    atomic.Int64 // URLs queued by mid-day take-overs
+	}
+	trust struct {
+		notMember atomic.Int64 // streams from peers that are no verified ring member
+		role      atomic.Int64 // member requests outside the member's role
 	}
 }
 
@@ -92,6 +98,7 @@ func New(cfg Config) (n *Node, err error) {
 	}
 	n.log = cfg.Logger.With("node", n.self.Addr)
 	tr := p2p.New(n.host, n.log.With("sub", "ring"))
+	n.tr = tr
 	saved, err := loadIndexes(cfg.DataDir, cfg.VirtualServers)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)

@@ -134,6 +134,9 @@ func (p *politeness) askRobots(ctx context.Context, c ring.Contact, origin strin
 func (p *politeness) handleRobots(s network.Stream) {
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(robotsTimeout))
+	if _, ok := p.n.gate(s); !ok {
+		return
+	}
 	var req robotsRequest
 	if err := wire.ReadJSON(bufio.NewReader(s), maxRobotsRequest, &req); err != nil {
 		p.c.badPeers.Add(1)
