@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -249,5 +250,41 @@ func TestSuppliedClientGuarded(t *testing.T) {
 	}
 	if st := c.Stats(); st.ErrorsByKind[KindInternal] != 1 {
 		t.Fatalf("errors %v, want one %s", st.ErrorsByKind, KindInternal)
+	}
+}
+
+// TestGuardProxy: a request sent through a proxy has its target checked
+// (the proxy, not the guarded dialer, connects to it), and the proxy the
+// environment names is dialled wherever it is.
+func TestGuardProxy(t *testing.T) {
+	proxy, _ := serveOn(t, "127.0.0.1", func(w http.ResponseWriter, r *http.Request) {})
+	pu, _ := url.Parse(proxy.URL)
+	env := func(*http.Request) (*url.URL, error) { return pu, nil }
+	g := newGuard(nil)
+	pf := g.proxy(env)
+	for _, c := range []struct {
+		target string
+		ok     bool
+	}{
+		{"http://127.0.0.1:9/", false},
+		{"http://10.0.0.1/", false},
+		{"http://localhost:9/", false},
+		{"http://8.8.8.8/", true},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, c.target, nil)
+		p, err := pf(req)
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrInternalAddress)) {
+			t.Errorf("proxy for %s: %v, %v; want allowed=%v", c.target, p, err, c.ok)
+		}
+	}
+	// The proxy's own address (loopback here) is dialled: the operator
+	// chose it. Any other loopback address is not.
+	nc, err := g.dialContext(context.Background(), "tcp", pu.Host)
+	if err != nil {
+		t.Fatalf("dial the proxy: %v", err)
+	}
+	nc.Close()
+	if _, err := g.dialContext(context.Background(), "tcp", "127.0.0.1:9"); !errors.Is(err, ErrInternalAddress) {
+		t.Fatalf("dial 127.0.0.1:9: %v, want ErrInternalAddress", err)
 	}
 }
