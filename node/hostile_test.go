@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 
+	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
@@ -189,11 +191,16 @@ func TestHostilePeers(t *testing.T) {
 			return nil
 		}
 	}
-	// URLs whose owner's replica (LinkReplicas 2: the next real node) is
-	// or is not the target; and a loopback origin whose robots.txt the
-	// target owns.
+	// A URL whose owner's replica (LinkReplicas 2: the next real node) is
+	// the target, one the target owns (it is no replica of its own range),
+	// and a loopback origin whose robots.txt the target owns. Each exists
+	// in every ring of 3 nodes (the node before any of the target's
+	// virtual servers has the target as its replica).
 	var replicaURL, foreignURL, internalOrigin string
 	for i := 0; replicaURL == "" || foreignURL == "" || internalOrigin == ""; i++ {
+		if i == 10_000 {
+			t.Fatalf("no URLs for the attacks in 10,000 tries: replica %q, own %q, robots %q", replicaURL, foreignURL, internalOrigin)
+		}
 		u := fmt.Sprintf("http://example.invalid/p%d", i)
 		succs, err := target.ring.Successors(ctx, id.OfString(u), 2)
 		if err != nil {
@@ -202,7 +209,7 @@ func TestHostilePeers(t *testing.T) {
 		switch {
 		case len(succs) == 2 && succs[1].Peer == target.self.Peer && replicaURL == "":
 			replicaURL = u
-		case succs[0].Peer != target.self.Peer && (len(succs) < 2 || succs[1].Peer != target.self.Peer) && foreignURL == "":
+		case succs[0].Peer == target.self.Peer && foreignURL == "":
 			foreignURL = u
 		}
 		o := fmt.Sprintf("http://127.0.0.1:%d", 1000+i)
@@ -226,7 +233,7 @@ func TestHostilePeers(t *testing.T) {
 		{"member: whole-ring pull (A == B)", ack(member.host, pull(mv.ID, mv.ID, mv.Node)), errRole.Error()},
 		{"member: pull of a range wider than its own", ack(member.host, pull(mv.ID.AddPow2(0), mv.ID, mv.Node)), errRole.Error()},
 		{"member: pull naming another member", ack(member.host, pull(loneV.ID, loneV.ID, loneV)), errRole.Error()},
-		{"member: replica links from a node whose range the target does not replicate", links(member.host, true, foreignURL), errRole.Error()},
+		{"member: replica links for a range the target does not replicate (its own)", links(member.host, true, foreignURL), errRole.Error()},
 		{"member: replica links spanning two owners' ranges", links(member.host, true, replicaURL, foreignURL), errRole.Error()},
 		{"member: robots.txt of an internal origin the target owns", robots(member.host, internalOrigin), "internal address"},
 	}
@@ -242,16 +249,50 @@ func TestHostilePeers(t *testing.T) {
 			refused++
 		}
 	}
-	t.Logf("attacks tried %d, refused %d", len(attacks), refused)
 
-	// The member acting within its role is served (the control): a pull of
-	// its own range, replica links for a range the target replicates.
+	// Within its role, the member serves two captures of its range that
+	// are self-consistent records: one signed in another node's name, one
+	// dated 2099 and signed by itself. The target pulls the range (the
+	// control: a pull of the member's own range is served) and imports
+	// neither.
+	inRange := func(prefix string) string {
+		for i := 0; ; i++ {
+			u := fmt.Sprintf("http://example.invalid/%s%d", prefix, i)
+			if id.InHalfOpen(id.OfString(u), mv.Range.Start, mv.Range.End) {
+				return u
+			}
+		}
+	}
+	forged := []archive.Capture{
+		{URL: inRange("forged"), Time: time.Now(), Status: 200, Header: http.Header{"Content-Type": {"text/html"}},
+			Body: []byte("<p>forged</p>"), Peer: lr.Nodes[2].self.Peer, Signature: make([]byte, 64)},
+		{URL: inRange("future"), Time: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC), Status: 200,
+			Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte("<p>from 2099</p>")},
+	}
+	for _, c := range forged {
+		if _, _, err := member.store.Put(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := ack(member.host, pull(mv.Range.Start, mv.Range.End, mv.Node))(ctx); err != nil {
 		t.Errorf("member's pull of its own range refused: %v", err)
+	}
+	for !target.ReplicationIdle() || target.ReplicationStats().Syncs.Rejected+target.ReplicationStats().Syncs.Pulled < 2 {
+		if ctx.Err() != nil {
+			t.Fatalf("the target's pull of the member's range did not end: %+v", target.ReplicationStats())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := target.ReplicationStats().Syncs; st.Rejected != 2 || st.Pulled != 0 {
+		t.Errorf("forged and future-dated captures: %d rejected, %d pulled; want 2, 0", st.Rejected, st.Pulled)
+	} else {
+		refused += 2
+		t.Logf("forged and future-dated captures served by a member: 2 of 2 rejected on import")
 	}
 	if err := links(member.host, true, replicaURL)(ctx); err != nil {
 		t.Errorf("member's replica links for a range the target replicates refused: %v", err)
 	}
+	t.Logf("attacks tried %d, refused %d", len(attacks)+2, refused)
 	if got := target.store.Stats().Versions; got != before {
 		t.Errorf("target stored %d versions during the attacks", got-before)
 	}

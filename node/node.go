@@ -123,6 +123,8 @@ func New(cfg Config) (n *Node, err error) {
 		CompressNow: cfg.CompressNow,
 		NoSync:      cfg.NoSync,
 		CPU:         gate,
+		Signer:      keySigner{key: key, peer: n.self.Peer},
+		Verifier:    peerVerifier{},
 		Logger:      n.log.With("sub", "archive"),
 	})
 	if err != nil {
