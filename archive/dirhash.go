@@ -313,9 +313,23 @@ func (s *Store) Range(ctx context.Context, a, b id.ID, fn func(Version) error) e
 // Entries returns the names of the files whose key lies in the ring range
 // (a, b], in key order: what a replica lists after a DirSum mismatch.
 func (s *Store) Entries(ctx context.Context, a, b id.ID) ([]Entry, error) {
+	return s.EntriesUpTo(ctx, a, b, -1)
+}
+
+// EntriesUpTo is Entries for a range that may hold at most max names
+// (max < 0: no bound): it stops scanning at the name after the max-th and
+// returns an error wrapping ErrTooMany, so that a request for a huge range
+// costs O(max) work and memory, not O(range).
+func (s *Store) EntriesUpTo(ctx context.Context, a, b id.ID, max int) ([]Entry, error) {
 	var out []Entry
+	if max >= 0 {
+		out = make([]Entry, 0, min(max, 1024))
+	}
 	for _, r := range splitRing(a, b) {
 		err := s.scanKeys(ctx, r, func(_ Version, e Entry) error {
+			if max >= 0 && len(out) == max {
+				return fmt.Errorf("%w: more than %d in range", ErrTooMany, max)
+			}
 			out = append(out, e)
 			return nil
 		})

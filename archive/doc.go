@@ -23,7 +23,10 @@
 // record: WARC-Type, WARC-Record-ID (a deterministic urn:uuid derived
 // from URL, date and digest), WARC-Date (UTC, nanoseconds when present),
 // WARC-Target-URI, Content-Type application/http;msgtype=response,
-// WARC-Payload-Digest and WARC-Block-Digest (sha1:BASE32). The block is
+// WARC-Payload-Digest and WARC-Block-Digest (sha1:BASE32), and, for a
+// store with a Signer, the version's provenance: WARC-Herod-Peer and
+// WARC-Herod-Signature (provenance.go; Import checks them with a
+// Verifier, and always refuses capture times in the future). The block is
 // the HTTP status line, the headers as received (sorted) and the decoded
 // payload. To keep the record self-consistent the writer drops
 // Transfer-Encoding and sets Content-Length to the stored payload length;

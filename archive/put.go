@@ -137,6 +137,9 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 			return v, false, nil
 		}
 	}
+	if err := sign(s.signer, &c, t, d); err != nil {
+		return Version{}, false, fmt.Errorf("archive put %s: %w", c.URL, err)
+	}
 	e := Entry{Key: k, Digest: d, Day: s.DayOf(t)}
 	size, deferred, mv, err := s.write(ctx, &c, t, &e)
 	if err != nil {
@@ -234,7 +237,7 @@ func (s *Store) reserveOr(size int64, retry bool) error {
 		if retry {
 			return ErrQuota
 		}
-		s.refused.Add(1)
+		s.refusedN.Add(1)
 		if !s.quotaHit.Swap(true) {
 			s.log.Warn("disk quota reached: no new versions will be stored",
 				"bytes", s.ctr.bytes, "quota", s.quota)

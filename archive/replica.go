@@ -39,7 +39,8 @@ func (s *Store) readVerified(ctx context.Context, e Entry) ([]byte, *decodedFile
 // Import stores a version file received from a replica under its own
 // name, after verifying it: one gzip member, one WARC response record,
 // digests, and a name that matches its URL, payload and day (so replicas
-// must share the day length). It does not deduplicate against the newest
+// must share the day length), a capture time not in the future, and,
+// with Options.Verifier, its fetcher's signature (provenance.go). It does not deduplicate against the newest
 // version: replicas hold exactly the files their peers hold. It returns
 // added == false if the file is already stored and indexed, ErrCorrupt for
 // a file that fails verification, ErrQuota when the quota is reached.
@@ -61,6 +62,9 @@ func (s *Store) Import(ctx context.Context, name string, data []byte) (Version, 
 	if err == nil && s.DayOf(f.capture.Time) != e.Day {
 		err = fmt.Errorf("%w: day %d in name, %d from WARC-Date (day lengths differ?)",
 			ErrCorrupt, e.Day, s.DayOf(f.capture.Time))
+	}
+	if err == nil {
+		err = s.checkProvenance(f)
 	}
 	if err != nil {
 		return Version{}, false, fmt.Errorf("archive import %s: %w", name, err)

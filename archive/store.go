@@ -64,6 +64,14 @@ type Options struct {
 	// can leave a processor to its fetches (see package cpugate). Nil: all
 	// in the caller.
 	CPU *cpugate.Gate
+	// Signer, if set, signs every version Put adds (provenance.go).
+	Signer Signer
+	// Verifier, if set, makes Import refuse records that are not signed
+	// by their fetcher, or signed by a peer Purge refused. Import always
+	// refuses capture times beyond now plus MaxClockSkew.
+	Verifier Verifier
+	// Now tells the time for that check; nil means time.Now.
+	Now func() time.Time
 	// Logger receives the store's events; nil discards them.
 	Logger *slog.Logger
 }
@@ -103,6 +111,11 @@ type Store struct {
 	gz        *gzipPool
 	cpu       *cpugate.Gate
 
+	signer   Signer           // Options.Signer
+	verifier Verifier         // Options.Verifier
+	now      func() time.Time // Options.Now, defaulted
+	refused  peerSet          // peers whose records Import refuses (refused-peers)
+
 	compressNow bool          // Options.CompressNow
 	after       time.Duration // Options.RecompressAfter, defaulted
 	busy        func() bool   // the processing is behind: defer compression (deferred.go)
@@ -119,7 +132,7 @@ type Store struct {
 	gc      groupCommit
 
 	quotaHit  atomic.Bool
-	refused   atomic.Int64
+	refusedN  atomic.Int64
 	unchanged atomic.Int64
 	corrupt   atomic.Int64
 	closed    atomic.Bool
@@ -193,6 +206,12 @@ func newStore(dir string, o Options, clean bool) (*Store, error) {
 
 		compressNow: o.CompressNow,
 		after:       o.RecompressAfter,
+		signer:      o.Signer,
+		verifier:    o.Verifier,
+		now:         o.Now,
+	}
+	if s.now == nil {
+		s.now = time.Now
 	}
 	s.busy = func() bool { return s.cpu.Waiting() > 0 }
 	for _, d := range []string{dir, filepath.Join(dir, objectsDir), filepath.Join(dir, "tmp")} {
@@ -200,6 +219,11 @@ func newStore(dir string, o Options, clean bool) (*Store, error) {
 			return nil, fmt.Errorf("archive open: %w", err)
 		}
 	}
+	refused, err := loadRefused(dir)
+	if err != nil {
+		return nil, fmt.Errorf("archive open: %w", err)
+	}
+	s.refused.m = refused
 	if !clean {
 		return s, nil
 	}
@@ -303,7 +327,7 @@ func (s *Store) Stats() Stats {
 		PayloadBytes: c.payload,
 		Quota:        s.quota,
 		QuotaReached: s.quotaHit.Load(),
-		Refused:      s.refused.Load(),
+		Refused:      s.refusedN.Load(),
 		Unchanged:    s.unchanged.Load(),
 		Corrupt:      s.corrupt.Load(),
 		Deferred:     s.rc.n.Load(),

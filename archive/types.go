@@ -16,6 +16,8 @@ var (
 	ErrCorrupt = errors.New("archive: corrupt")
 	// ErrQuota reports that the disk quota is reached: the capture was not stored.
 	ErrQuota = errors.New("archive: quota reached")
+	// ErrTooMany reports a listing stopped at its bound (Store.EntriesUpTo).
+	ErrTooMany = errors.New("archive: too many entries")
 )
 
 // Capture is one HTTP response as fetched from its origin server.
@@ -36,6 +38,12 @@ type Capture struct {
 	// both or neither), or on its own when Put adds no version. It is not
 	// recorded when Put fails.
 	State *CrawlState
+	// Peer and Signature are the version's provenance: the libp2p peer id
+	// of the node that fetched it and its signature of SignedMessage. Put
+	// sets them with Options.Signer when Peer is empty; a decoded record
+	// carries those it was stored with (provenance.go).
+	Peer      string
+	Signature []byte
 }
 
 // Version describes one stored capture: what the index knows without

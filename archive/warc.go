@@ -221,7 +221,7 @@ func responseRecord(c *Capture, t time.Time, digest id.ID) ([]warcHeader, []byte
 		return nil, nil, err
 	}
 	date := formatWarcDate(t)
-	return []warcHeader{
+	return append([]warcHeader{
 		{"WARC-Type", "response"},
 		{"WARC-Record-ID", recordID("response", c.URL, date, digest.String())},
 		{"WARC-Date", date},
@@ -229,7 +229,7 @@ func responseRecord(c *Capture, t time.Time, digest id.ID) ([]warcHeader, []byte
 		{"Content-Type", httpResponseType},
 		{"WARC-Payload-Digest", warcDigest(digest)},
 		{"WARC-Block-Digest", warcDigest(sha1Of(head, c.Body))},
-	}, head, nil
+	}, provenanceHeaders(c)...), head, nil
 }
 
 // encodeRevisit renders an identical-payload-digest revisit record for a

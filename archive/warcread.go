@@ -275,9 +275,13 @@ func decodeResponse(rec *Record) (*decodedFile, error) {
 	if sha1Of(resp.payload) != pd {
 		return nil, fmt.Errorf("%w: payload digest mismatch", ErrCorrupt)
 	}
-	return &decodedFile{
+	f := &decodedFile{
 		capture: Capture{URL: uri, Time: t.UTC(), Status: resp.status, Header: resp.header, Body: resp.payload},
 		digest:  pd,
 		head:    resp.head,
-	}, nil
+	}
+	if err := parseProvenance(rec.Header, &f.capture); err != nil {
+		return nil, err
+	}
+	return f, nil
 }

@@ -111,7 +111,7 @@ var benchArchives = []struct {
 // crawlOnce crawls the whole site with a fresh crawler and returns the
 // objects stored and the time taken.
 func crawlOnce(tb testing.TB, root string, dir string, a benchArchive) (int, time.Duration) {
-	cfg := Config{HostRate: 1e6, HostConns: 8, Concurrency: 8}
+	cfg := Config{HostRate: 1e6, HostConns: 8, Concurrency: 8, AllowPrivate: loopback}
 	f := &loopForwarder{}
 	c, err := New(dir, cfg, a, f)
 	if err != nil {

@@ -3,8 +3,8 @@ package crawl
 import (
 	"crypto/tls"
 	"log/slog"
-	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -113,7 +113,9 @@ type Config struct {
 	// Budget paces requests per host. Nil means a LocalBudget at HostRate.
 	// The node can plug in a ring-wide budget (see SharedBudget).
 	Budget HostBudget
-	// Client, if set, does every fetch (pages and robots.txt). A supplied
+	// Client, if set, does every fetch (pages and robots.txt), through a
+	// copy whose connections are checked against AllowPrivate as the
+	// crawler's own are (see guard.guardClient). A supplied
 	// client should not follow redirects: the crawler stores a redirect as
 	// a version and forwards its target as a link. Nil: the crawler fetches
 	// pages over HTTP/1.1 connections of its own, HostConns per host, each
@@ -121,6 +123,13 @@ type Config struct {
 	// default client (NewClient) for robots.txt and for requests the
 	// environment routes through a proxy.
 	Client *http.Client
+	// AllowPrivate lists the special-purpose address ranges (see
+	// IsInternal: loopback, RFC 1918 and fc00::/7, link-local, CGNAT,
+	// multicast, unspecified, reserved) the crawler may connect to, for an
+	// archive of a LAN and for tests on loopback. Default none: every
+	// connection, robots.txt and redirects included, to such an address
+	// after DNS resolution is refused and counted as KindInternal.
+	AllowPrivate []netip.Prefix
 	// TLS configures https on the crawler's own connections (its RootCAs,
 	// say); nil means the system's defaults. A Client brings its own.
 	TLS *tls.Config
@@ -185,12 +194,6 @@ func (cfg Config) withDefaults() Config {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Client == nil {
-		cfg.Client = NewClient(cfg.Concurrency, cfg.Timeout)
-		if cfg.TLS != nil {
-			cfg.Client.Transport.(*http.Transport).TLSClientConfig = cfg.TLS.Clone()
-		}
-	}
 	if cfg.Budget == nil {
 		cfg.Budget = NewLocalBudget(cfg.HostRate, cfg.Clock)
 	}
@@ -198,8 +201,27 @@ func (cfg Config) withDefaults() Config {
 }
 
 // NewClient returns the default fetch client: bounded connection pools,
-// header and dial timeouts, no cookie jar, and no redirect following.
-func NewClient(conns int, timeout time.Duration) *http.Client {
+// header and dial timeouts, no cookie jar, no redirect following, and no
+// connection to a special-purpose address (IsInternal) outside allow,
+// checked on the resolved address of every connection.
+func NewClient(conns int, timeout time.Duration, allow ...netip.Prefix) *http.Client {
+	return newClient(conns, timeout, newGuard(allow))
+}
+
+// clientWith returns the client of a crawler with guard g: cfg.Client
+// guarded (guard.guardClient), or a new default client.
+func (cfg Config) clientWith(g *guard) *http.Client {
+	if cfg.Client != nil {
+		return g.guardClient(cfg.Client)
+	}
+	c := newClient(cfg.Concurrency, cfg.Timeout, g)
+	if cfg.TLS != nil {
+		c.Transport.(*http.Transport).TLSClientConfig = cfg.TLS.Clone()
+	}
+	return c
+}
+
+func newClient(conns int, timeout time.Duration, g *guard) *http.Client {
 	if conns <= 0 {
 		conns = DefaultConcurrency
 	}
@@ -207,8 +229,8 @@ func NewClient(conns int, timeout time.Duration) *http.Client {
 		timeout = DefaultTimeout
 	}
 	tr := &http.Transport{
-		Proxy:                  http.ProxyFromEnvironment,
-		DialContext:            (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		Proxy:                  g.proxy(http.ProxyFromEnvironment),
+		DialContext:            g.dialContext,
 		MaxIdleConns:           4 * conns,
 		MaxIdleConnsPerHost:    conns,
 		MaxConnsPerHost:        conns,

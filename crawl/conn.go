@@ -126,10 +126,9 @@ func originOf(req *http.Request) (origin, addr string, err error) {
 
 // dialConn opens a connection to addr, req's origin (originOf), with a
 // TLS handshake for https (HTTP/1.1 only), and counts it in open until it
-// is closed.
-func dialConn(ctx context.Context, req *http.Request, origin, addr string, tlsConf *tls.Config, open *atomic.Int64) (*hostConn, error) {
-	d := net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+// is closed. g refuses internal addresses on the resolved address.
+func dialConn(ctx context.Context, req *http.Request, origin, addr string, tlsConf *tls.Config, g *guard, open *atomic.Int64) (*hostConn, error) {
+	nc, err := g.dialer().DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
@@ -189,9 +188,9 @@ func (e *eofReader) Read(p []byte) (int, error) {
 // owns the connection until finish. A reused connection that fails before
 // any byte of the response arrived is replaced by a fresh one and the
 // request sent again once (GET is idempotent), as net/http's Transport
-// does. The request's context bounds the whole exchange: when it is done,
+// does. Every connection dialled goes through g. The request's context bounds the whole exchange: when it is done,
 // the connection's reads and writes fail.
-func roundTrip(req *http.Request, hc *hostConn, tlsConf *tls.Config, now time.Time, open *atomic.Int64) (*exchange, error) {
+func roundTrip(req *http.Request, hc *hostConn, tlsConf *tls.Config, g *guard, now time.Time, open *atomic.Int64) (*exchange, error) {
 	ctx := req.Context()
 	origin, addr, err := originOf(req)
 	if err != nil {
@@ -210,7 +209,7 @@ func roundTrip(req *http.Request, hc *hostConn, tlsConf *tls.Config, now time.Ti
 	for attempt := 0; ; attempt++ {
 		fresh := hc == nil
 		if fresh {
-			if hc, err = dialConn(ctx, req, origin, addr, tlsConf, open); err != nil {
+			if hc, err = dialConn(ctx, req, origin, addr, tlsConf, g, open); err != nil {
 				return nil, err
 			}
 		}

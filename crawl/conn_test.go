@@ -349,7 +349,7 @@ func TestConnTLSUntrustedIsFetchError(t *testing.T) {
 	// get the system's roots, which do not know the test certificate.
 	cfg := testConfig(newClock())
 	cfg.HostConns = 1
-	cfg.Client = NewClient(1, time.Second)
+	cfg.Client = NewClient(1, time.Second, loopback...)
 	cfg.Client.Transport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: pool}
 	c, err := New(t.TempDir(), cfg, newMemArchive(), &loopForwarder{})
 	if err != nil {
@@ -374,7 +374,7 @@ func TestSuppliedClientUsed(t *testing.T) {
 	const n = 3
 	s := newConnSite(t, n, false, plainPage)
 	var seen atomic.Int64
-	cl := NewClient(1, 5*time.Second)
+	cl := NewClient(1, 5*time.Second, loopback...)
 	base := cl.Transport
 	cl.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		seen.Add(1)

@@ -95,7 +95,8 @@ const procBodyFactor = 4
 // documentation for its contract.
 type Crawler struct {
 	cfg       Config
-	ownClient bool // cfg.Client was supplied: it does every fetch
+	ownClient bool   // cfg.Client was supplied: it does every fetch
+	guard     *guard // refuses internal addresses on every connection (netguard.go)
 	log       *slog.Logger
 	a         Archive
 	f         Forwarder
@@ -142,6 +143,8 @@ func New(dir string, cfg Config, a Archive, f Forwarder) (*Crawler, error) {
 	}
 	ownClient := cfg.Client != nil
 	cfg = cfg.withDefaults()
+	g := newGuard(cfg.AllowPrivate)
+	cfg.Client = cfg.clientWith(g)
 	q, err := openQueue(dir)
 	if err != nil {
 		return nil, err
@@ -167,6 +170,7 @@ func New(dir string, cfg Config, a Archive, f Forwarder) (*Crawler, error) {
 	c := &Crawler{
 		cfg:       cfg,
 		ownClient: ownClient,
+		guard:     g,
 		log:       cfg.Logger,
 		a:         a,
 		f:         f,

@@ -58,6 +58,12 @@
 //     allow/deny lists are refused both when extracted and when added.
 //     Responses outside the content-type allow list or above MaxBody are
 //     not stored.
+//   - No internal addresses: every connection (pages, robots.txt and
+//     its redirects, proxied requests, a supplied Client's) is checked on
+//     the address it connects to, after DNS resolution; loopback,
+//     private, link-local, CGNAT, multicast, unspecified and other
+//     special-purpose addresses (IsInternal) are refused unless in
+//     AllowPrivate, and counted as KindInternal (netguard.go).
 //   - Nothing fails silently: every refusal or failure is counted by kind
 //     in Stats.ErrorsByKind and the first of each kind is logged at Warn
 //     (at Info when it is a URL the site's robots.txt disallows — the

@@ -53,7 +53,7 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLeas
 	}
 	defer l.release()
 	sent := time.Now()
-	resp, err := l.do(req, c.clientFor(req), c.cfg.TLS)
+	resp, err := l.do(req, c.clientFor(req), c.cfg.TLS, c.guard)
 	if err != nil {
 		if ctx.Err() != nil {
 			return false

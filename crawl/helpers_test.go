@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -260,8 +261,12 @@ func (c *fakeClock) Add(d time.Duration) {
 
 // testConfig is a fast config for loopback tests.
 func testConfig(clock *fakeClock) Config {
-	return Config{HostRate: 10000, HostConns: 4, Clock: clock.Now, Timeout: 5 * time.Second}
+	return Config{HostRate: 10000, HostConns: 4, Clock: clock.Now, Timeout: 5 * time.Second, AllowPrivate: loopback}
 }
+
+// loopback is the allow-list of tests whose servers listen on 127.0.0.x
+// and ::1: the crawler refuses those addresses by default.
+var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
 
 // waitIdle polls until c is idle: real sockets are involved, so this is a
 // deadline, not a sleep that decides anything.

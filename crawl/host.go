@@ -3,6 +3,7 @@ package crawl
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -95,7 +96,11 @@ func (c *Crawler) runHost(host string, h *hostState) {
 				return // shutting down: the entry stays queued
 			}
 			if rules.err != nil {
-				c.count(KindRobots, e.url, rules.err)
+				kind := KindRobots
+				if errors.Is(rules.err, ErrInternalAddress) {
+					kind = KindInternal
+				}
+				c.count(kind, e.url, rules.err)
 				c.finish(e, false, true)
 				continue
 			}
@@ -250,8 +255,9 @@ func (l *connLease) acquire(ctx context.Context) bool {
 }
 
 // do sends req on the leased connection, or through client when it is not
-// nil, and returns the response, whose body must be read before release.
-func (l *connLease) do(req *http.Request, client *http.Client, tlsConf *tls.Config) (*http.Response, error) {
+// nil (its connections are guarded already), with g checking the
+// addresses of the lease's own, and returns the response, whose body must be read before release.
+func (l *connLease) do(req *http.Request, client *http.Client, tlsConf *tls.Config, g *guard) (*http.Response, error) {
 	if client != nil {
 		resp, err := client.Do(req)
 		l.resp = resp
@@ -259,7 +265,7 @@ func (l *connLease) do(req *http.Request, client *http.Client, tlsConf *tls.Conf
 	}
 	hc := l.hc
 	l.hc = nil
-	ex, err := roundTrip(req, hc, tlsConf, time.Now(), l.s.open)
+	ex, err := roundTrip(req, hc, tlsConf, g, time.Now(), l.s.open)
 	if err != nil {
 		return nil, err
 	}

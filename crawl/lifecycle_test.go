@@ -197,7 +197,7 @@ func TestHTTPRobotsRedirects(t *testing.T) {
 				w.Write([]byte("User-agent: *\nDisallow: /\n"))
 			}))
 			defer srv.Close()
-			h := &HTTPRobots{Client: NewClient(1, time.Second)}
+			h := &HTTPRobots{Client: NewClient(1, time.Second, loopback...)}
 			rec, err := h.Robots(context.Background(), srv.URL)
 			if err != nil {
 				t.Fatal(err)
@@ -210,7 +210,7 @@ func TestHTTPRobotsRedirects(t *testing.T) {
 			}
 		})
 	}
-	h := &HTTPRobots{Client: NewClient(1, time.Second)}
+	h := &HTTPRobots{Client: NewClient(1, time.Second, loopback...)}
 	rec, err := h.Robots(context.Background(), "http://127.0.0.1:1")
 	if err != nil || rec.Status != 0 || ParseRobots(rec, "herod").Allowed("/") {
 		t.Fatalf("unreachable host: %+v, %v", rec, err)

@@ -44,7 +44,10 @@ const maxRobotsRedirects = 5
 // failures are not errors: they give a record with Status 0 (unreachable),
 // which disallows everything. More redirects than that mean, as RFC 9309
 // says, that the file is unavailable: the record gets Status 404 (allow
-// all). Only a cancelled ctx or a malformed origin return an error.
+// all). Only a cancelled ctx, a malformed origin or a connection refused
+// because the origin, or a redirect's target, resolved to an internal
+// address (an error wrapping ErrInternalAddress: nothing is fetched, and
+// the origin's URLs are counted as KindInternal) return an error.
 func (h *HTTPRobots) Robots(ctx context.Context, origin string) (RobotsRecord, error) {
 	now := time.Now
 	if h.Clock != nil {
@@ -72,6 +75,9 @@ func (h *HTTPRobots) Robots(ctx context.Context, origin string) (RobotsRecord, e
 		if err != nil {
 			if ctx.Err() != nil {
 				return RobotsRecord{}, fmt.Errorf("crawl robots %s: %w", origin, ctx.Err())
+			}
+			if errors.Is(err, ErrInternalAddress) {
+				return RobotsRecord{}, fmt.Errorf("crawl robots %s: %w", origin, err)
 			}
 			return RobotsRecord{Status: 0, Fetched: now()}, nil
 		}

@@ -11,23 +11,24 @@ import (
 // Error kinds counted in Stats.ErrorsByKind. Scope kinds are counted when a
 // link is refused; fetch kinds when a fetch does not produce a version.
 const (
-	KindBadURL      = "bad_url"      // not an absolute http(s) URL
-	KindTooLong     = "too_long"     // longer than MaxURLLen
-	KindDynamic     = "dynamic"      // query string or cgi-bin, AllowDynamic off
-	KindTrap        = "trap"         // repeated path segments or too deep
-	KindHostDenied  = "host_denied"  // host allow/deny lists
-	KindRobots      = "robots"       // disallowed by robots.txt
-	KindFetch       = "fetch"        // network error
-	KindTimeout     = "timeout"      // request deadline exceeded
-	KindStatus4xx   = "status_4xx"   // 4xx answer, not stored
-	KindStatus5xx   = "status_5xx"   // 5xx answer, not stored
-	KindStatusOther = "status_other" // 1xx or unknown status, not stored
-	KindContentType = "content_type" // media type outside the allow list
-	KindTooLarge    = "too_large"    // body above MaxBody, refused
-	KindArchive     = "archive"      // archive Put, State or SetState failed
-	KindQuota       = "quota"        // archive quota reached, nothing stored
-	KindForward     = "forward"      // Forwarder failed; links kept for a retry
-	KindQueue       = "queue"        // queue database error
+	KindBadURL      = "bad_url"          // not an absolute http(s) URL
+	KindTooLong     = "too_long"         // longer than MaxURLLen
+	KindDynamic     = "dynamic"          // query string or cgi-bin, AllowDynamic off
+	KindTrap        = "trap"             // repeated path segments or too deep
+	KindHostDenied  = "host_denied"      // host allow/deny lists
+	KindRobots      = "robots"           // disallowed by robots.txt
+	KindFetch       = "fetch"            // network error
+	KindTimeout     = "timeout"          // request deadline exceeded
+	KindInternal    = "internal_address" // resolved to a special-purpose address outside Config.AllowPrivate
+	KindStatus4xx   = "status_4xx"       // 4xx answer, not stored
+	KindStatus5xx   = "status_5xx"       // 5xx answer, not stored
+	KindStatusOther = "status_other"     // 1xx or unknown status, not stored
+	KindContentType = "content_type"     // media type outside the allow list
+	KindTooLarge    = "too_large"        // body above MaxBody, refused
+	KindArchive     = "archive"          // archive Put, State or SetState failed
+	KindQuota       = "quota"            // archive quota reached, nothing stored
+	KindForward     = "forward"          // Forwarder failed; links kept for a retry
+	KindQueue       = "queue"            // queue database error
 )
 
 // scope decides which URLs the crawler admits. It is immutable after

@@ -112,6 +112,9 @@ func (c *Crawler) count(kind, url string, err error) {
 
 // errKind classifies a failed request.
 func errKind(err error) string {
+	if errors.Is(err, ErrInternalAddress) {
+		return KindInternal
+	}
 	var te interface{ Timeout() bool }
 	if errors.As(err, &te) && te.Timeout() {
 		return KindTimeout

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,7 +52,7 @@ func TestDeletedPageReplay(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	c, err := crawl.New(t.TempDir(), crawl.Config{HostRate: 1000, Clock: clock, Timeout: 5 * time.Second}, store, nopForwarder{})
+	c, err := crawl.New(t.TempDir(), crawl.Config{HostRate: 1000, Clock: clock, Timeout: 5 * time.Second, AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, store, nopForwarder{})
 	if err != nil {
 		t.Fatal(err)
 	}

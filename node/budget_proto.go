@@ -158,6 +158,9 @@ func (p *politeness) callBudget(ctx context.Context, c ring.Contact, req budgetR
 func (p *politeness) handleBudget(s network.Stream) {
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(streamTimeout))
+	if _, ok := p.n.gate(s); !ok {
+		return
+	}
 	var req budgetRequest
 	if err := wire.ReadJSON(bufio.NewReader(s), maxBudgetFrame, &req); err != nil {
 		p.c.badPeers.Add(1)

@@ -296,7 +296,7 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int, 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cc := crawl.Config{HostRate: 1e9, HostConns: *crawlBenchConns}
+	cc := crawl.Config{HostRate: 1e9, HostConns: *crawlBenchConns, AllowPrivate: loopback}
 	switch *crawlBenchBudget {
 	case "ring":
 	case "none":

@@ -21,7 +21,15 @@
 // Invariants: a link is never dropped while in a node's forwarder — it
 // leaves only when its owner acknowledges it; every payload that crosses
 // the network is checked against its SHA-1 before use; every inbound
-// message is bounded in size and time.
+// message is bounded in size and time; every handler of these protocols
+// (and of /herod/replicate/1.0.0) acts only for a verified ring member
+// (Node.member in member.go, the one place that decides) and only within
+// the role the ring gives it (docs/ring.md, "Who may ask what"); every
+// version the node stores is signed with its identity key, and a
+// replica's version is imported only with a valid signature by its
+// fetcher (provenance.go); the
+// crawler never connects to an internal address unless the operator
+// allowed its range (crawl.Config.AllowPrivate).
 //
 // Concurrency: a Node is safe for concurrent use once New returns. Start
 // runs the background work under a context that Close cancels; Close

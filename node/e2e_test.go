@@ -256,7 +256,7 @@ func startWebAndRing(ctx context.Context, t *testing.T, n int, webCfg sampleweb.
 		VirtualServers:    4,
 		StabilizeInterval: 100 * time.Millisecond,
 		FlushInterval:     20 * time.Millisecond,
-		Crawl:             crawl.Config{HostRate: 2000, Concurrency: 16},
+		Crawl:             crawl.Config{HostRate: 2000, Concurrency: 16, AllowPrivate: loopback},
 	})
 	if err != nil {
 		t.Fatal(err)

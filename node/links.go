@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/big"
 	"slices"
 	"strings"
 	"time"
@@ -129,6 +130,10 @@ func (n *Node) deliver(ctx context.Context, to ring.Node, b linkBatch) ([]ring.N
 func (n *Node) handleLinks(s network.Stream) {
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(streamTimeout))
+	m, ok := n.gate(s)
+	if !ok {
+		return
+	}
 	r := bufio.NewReader(s)
 	var hdr linksHeader
 	err := wire.ReadJSON(r, maxLinksHeader, &hdr)
@@ -149,6 +154,15 @@ func (n *Node) handleLinks(s network.Stream) {
 	ctx, cancel := context.WithTimeout(n.ctx, streamTimeout)
 	defer cancel()
 	rep := linksReply{Accepted: len(urls)}
+	if hdr.Replica {
+		if err := n.replicaRole(ctx, urls); err != nil {
+			if errors.Is(err, errRole) {
+				n.refuseRole(m, string(linksProtocol), err)
+			}
+			_ = wire.WriteJSON(s, linksReply{Error: err.Error()})
+			return
+		}
+	}
 	if err := n.receiveLinks(ctx, urls, hdr.Hops, hdr.Replica); err != nil {
 		rep = linksReply{Error: err.Error()}
 	} else {
@@ -231,4 +245,55 @@ func (n *Node) receiveLinks(ctx context.Context, urls []string, hops int, replic
 		return err
 	}
 	return n.crawler.Add(ctx, mine)
+}
+
+// replicaRole checks a batch of replica links: this node takes links as a
+// replica (Config.LinkReplicas > 1) only for keys whose owner's range it
+// replicates, i.e. it is one of the next LinkReplicas-1 distinct real
+// nodes after the owner, and every key of the batch lies in that one
+// owner's range (a walk hands a replica one owner's run at a time). Two
+// ring look-ups per batch: the owner (and its successors) of one key, and
+// the owner of the key farthest before it. An error that does not wrap
+// errRole means the ring could not tell.
+func (n *Node) replicaRole(ctx context.Context, urls []string) error {
+	if n.cfg.LinkReplicas <= 1 {
+		return fmt.Errorf("%w: this node takes no replica links (LinkReplicas 1)", errRole)
+	}
+	if len(urls) == 0 {
+		return nil
+	}
+	succs, err := n.ring.Successors(ctx, id.OfString(urls[0]), n.cfg.LinkReplicas)
+	if err != nil {
+		return fmt.Errorf("replica links: %w", err)
+	}
+	owner := succs[0]
+	mine := false
+	for _, s := range succs[1:] {
+		mine = mine || s.Peer == n.self.Peer
+	}
+	if !mine {
+		return fmt.Errorf("%w: replica links for %s's range, which this node does not replicate", errRole, owner)
+	}
+	far, farDist := id.ID{}, new(big.Int)
+	o := new(big.Int).SetBytes(owner.ID[:])
+	circle := new(big.Int).Lsh(big.NewInt(1), id.Bits)
+	for _, u := range urls {
+		k := id.OfString(u)
+		d := new(big.Int).Sub(o, new(big.Int).SetBytes(k[:]))
+		d.Mod(d, circle)
+		if d.Cmp(farDist) > 0 {
+			far, farDist = k, d
+		}
+	}
+	if farDist.Sign() == 0 {
+		return nil // every key is the owner's own id
+	}
+	got, err := n.ring.Lookup(ctx, far)
+	if err != nil {
+		return fmt.Errorf("replica links: %w", err)
+	}
+	if got.ID != owner.ID {
+		return fmt.Errorf("%w: replica links span the ranges of %s and %s", errRole, owner, got)
+	}
+	return nil
 }

@@ -32,23 +32,25 @@ import (
 // the ring, the archive it keeps, the crawler that fills it and the gateway
 // that serves it.
 type Node struct {
-	cfg     Config
-	log     *slog.Logger
-	host    host.Host
-	bwc     *metrics.BandwidthCounter
-	ring    *ring.Ring
-	store   *archive.Store
-	crawler *crawl.Crawler
-	fwd     *forwarder
-	outbox  *outbox
-	dht     atomic.Pointer[p2p.DHT]
-	repl    *replicator
-	gw      *gateway.Server
-	httpSrv *http.Server // the gateway's UI origin
-	gwLn    net.Listener
-	rpSrv   *http.Server // the gateway's content (replay) origin
-	rpLn    net.Listener
-	self    ring.Contact
+	cfg      Config
+	log      *slog.Logger
+	host     host.Host
+	bwc      *metrics.BandwidthCounter
+	ring     *ring.Ring
+	tr       *p2p.Transport
+	memberOK memberCache // membership answers of member.go
+	store    *archive.Store
+	crawler  *crawl.Crawler
+	fwd      *forwarder
+	outbox   *outbox
+	dht      atomic.Pointer[p2p.DHT]
+	repl     *replicator
+	gw       *gateway.Server
+	httpSrv  *http.Server // the gateway's UI origin
+	gwLn     net.Listener
+	rpSrv    *http.Server // the gateway's content (replay) origin
+	rpLn     net.Listener
+	self     ring.Contact
 
 	ctx     context.Context // lives from Start to Close
 	cancel  context.CancelFunc
@@ -62,6 +64,10 @@ type Node struct {
 	counters    struct {
 		linksReceived, badFrames, badLinks, overHops atomic.Int64
 		takenOver                                    atomic.Int64 // URLs queued by mid-day take-overs
+	}
+	trust struct {
+		notMember atomic.Int64 // streams from peers that are no verified ring member
+		role      atomic.Int64 // member requests outside the member's role
 	}
 }
 
@@ -91,6 +97,9 @@ func New(cfg Config) (n *Node, err error) {
 	if n.host, err = newHost(cfg.Listen, key, n.bwc, !cfg.NoRelayService); err != nil {
 		return nil, err
 	}
+	if err := limitProtocols(n.host); err != nil {
+		return nil, err
+	}
 	addr, how, err := ringAddress(context.Background(), n.host, cfg.Listen, cfg.Announce, cfg.AddrTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("node: ring address: %w", err)
@@ -107,6 +116,7 @@ func New(cfg Config) (n *Node, err error) {
 	n.log = cfg.Logger.With("node", n.self.Addr)
 	tr := p2p.New(n.host, n.log.With("sub", "ring"))
 	tr.SetSelf(n.self.Addr)
+	n.tr = tr
 	saved, err := loadIndexes(cfg.DataDir, cfg.VirtualServers)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -131,6 +141,8 @@ func New(cfg Config) (n *Node, err error) {
 		CompressNow: cfg.CompressNow,
 		NoSync:      cfg.NoSync,
 		CPU:         gate,
+		Signer:      keySigner{key: key, peer: n.self.Peer},
+		Verifier:    peerVerifier{},
 		Logger:      n.log.With("sub", "archive"),
 	})
 	if err != nil {

@@ -85,7 +85,7 @@ type ownerEntry struct {
 type politeCounters struct {
 	leaseRPCs, leaseLocal, lookups                     atomic.Int64
 	robotsAsked, robotsLocal, robotsFallback, badPeers atomic.Int64
-	robotsServed, leasesServed                         atomic.Int64
+	robotsServed, leasesServed, robotsNotOwned         atomic.Int64
 }
 
 var (
@@ -218,8 +218,10 @@ type PolitenessStats struct {
 	// RobotsAsked counts robots.txt records asked of other nodes,
 	// RobotsLocal those taken from this node's own cache as their owner,
 	// RobotsFallback those fetched locally because the owner failed,
-	// RobotsServed those answered for other nodes.
-	RobotsAsked, RobotsLocal, RobotsFallback, RobotsServed int64
+	// RobotsServed those answered for other nodes, RobotsNotOwned the
+	// requests refused because the origin's robots.txt key is not this
+	// node's to fetch.
+	RobotsAsked, RobotsLocal, RobotsFallback, RobotsServed, RobotsNotOwned int64
 	// BadPeerFrames counts malformed politeness requests from peers.
 	BadPeerFrames int64
 	// ScheduledHosts is how many host schedules this node keeps as owner.
@@ -245,6 +247,7 @@ func (n *Node) PolitenessStats() PolitenessStats {
 		RobotsLocal:    p.c.robotsLocal.Load(),
 		RobotsFallback: p.c.robotsFallback.Load(),
 		RobotsServed:   p.c.robotsServed.Load(),
+		RobotsNotOwned: p.c.robotsNotOwned.Load(),
 		BadPeerFrames:  p.c.badPeers.Load(),
 		ScheduledHosts: p.alloc.scheduled(),
 	}

@@ -28,7 +28,7 @@ func TestPoliteOwnerDown(t *testing.T) {
 	base := Config{
 		VirtualServers:    2,
 		StabilizeInterval: 100 * time.Millisecond,
-		Crawl:             crawl.Config{HostRate: 50},
+		Crawl:             crawl.Config{HostRate: 50, AllowPrivate: loopback},
 	}
 	lr, err := StartLocalRing(ctx, t.TempDir(), 2, base)
 	if err != nil {

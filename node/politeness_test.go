@@ -63,6 +63,8 @@ func TestPoliteRing(t *testing.T) {
 			Concurrency: 8,
 			UserAgent:   politeUA,
 			From:        politeFrom,
+			// The sample web is on loopback.
+			AllowPrivate: loopback,
 		},
 	})
 	if err != nil {

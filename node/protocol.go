@@ -151,6 +151,9 @@ func (n *Node) fetchRemote(ctx context.Context, c ring.Contact, req archiveReque
 func (n *Node) handleArchive(s network.Stream) {
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(streamTimeout))
+	if _, ok := n.gate(s); !ok {
+		return
+	}
 	var req archiveRequest
 	if err := wire.ReadJSON(bufio.NewReader(s), maxRequestFrame, &req); err != nil {
 		n.counters.badFrames.Add(1)

@@ -127,6 +127,9 @@ func gatewayQuery(aq archive.Query) (gateway.Query, error) {
 func (n *Node) handleQuery(s network.Stream) {
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(streamTimeout))
+	if _, ok := n.gate(s); !ok {
+		return
+	}
 	var req queryRequest
 	if err := wire.ReadJSON(bufio.NewReader(s), maxRequestFrame, &req); err != nil {
 		n.counters.badFrames.Add(1)

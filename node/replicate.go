@@ -83,6 +83,10 @@ type replicator struct {
 	jobs     chan pullJob
 	roundMu  sync.Mutex // one round at a time
 
+	// succs and selfPeer stand in for the node's ring in unit tests.
+	succs    func(ctx context.Context, key id.ID, k int) ([]ring.Node, error)
+	selfPeer string
+
 	mu      sync.Mutex
 	queued  map[pullJob]bool
 	busy    int // pull jobs being served
@@ -369,6 +373,10 @@ func (n *Node) roundTrip(ctx context.Context, c ring.Contact, req []byte) ([]byt
 func (r *replicator) handle(s network.Stream) {
 	defer s.Close()
 	n := r.n
+	m, ok := n.gate(s)
+	if !ok {
+		return
+	}
 	_ = s.SetDeadline(time.Now().Add(streamTimeout))
 	req, err := wire.ReadFrame(bufio.NewReader(s), replicate.MaxRequest)
 	if err != nil {
@@ -376,10 +384,9 @@ func (r *replicator) handle(s network.Stream) {
 		s.Reset()
 		return
 	}
-	remote := s.Conn().RemotePeer().String()
 	srv := replicate.Server{
 		Source: n.store,
-		Pull:   func(_ context.Context, q replicate.Request) error { return r.accept(remote, q) },
+		Pull:   func(ctx context.Context, q replicate.Request) error { return r.accept(ctx, m, q) },
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), streamTimeout)
 	defer cancel()
@@ -392,21 +399,31 @@ func (r *replicator) handle(s network.Stream) {
 	}
 }
 
-// accept verifies an owner's pull request and queues it: the request must
-// come from the peer it names, and the range must end at one of that
-// peer's virtual servers. (An owner can thus make its replicas copy files
-// from it, which verification keeps self-consistent, but only for ranges
-// ending at its own ring positions.)
-func (r *replicator) accept(remote string, q replicate.Request) error {
+// accept verifies a pull request from member m and queues it. The rule:
+// the request names m's own verified contact and one of its virtual
+// servers B (its id derives from m's address and the index); (A, B] is
+// B's range or a part of it (no virtual server lies between A and B by
+// this node's ring, so A == B, the whole ring, never passes); and this
+// node is one of the ReplicationFactor-1 real nodes that replicate B's
+// range. An owner can thus make its replicas copy files from it, which
+// Import verifies, only for the range it owns and only on the nodes that
+// hold its replicas.
+func (r *replicator) accept(ctx context.Context, m ring.Node, q replicate.Request) error {
 	from := ring.Node{ID: q.B, Contact: ring.Contact{Peer: q.From.Peer, Addr: q.From.Addr}, Index: q.From.Index}
 	err := ring.CheckID(from, ring.DefaultMaxVirtualServers)
-	if err == nil && from.Peer != remote {
-		err = fmt.Errorf("pull request for %s sent by %s", from.Peer, remote)
+	if err == nil && from.Contact != m.Contact {
+		err = fmt.Errorf("%w: pull request for %s sent by member %s", errRole, from.Contact, m.Contact)
+	}
+	if err == nil {
+		err = r.pullRole(ctx, q.A, from)
 	}
 	if err != nil {
 		r.mu.Lock()
 		r.st.Refused++
 		r.mu.Unlock()
+		if errors.Is(err, errRole) && r.n != nil {
+			r.n.refuseRole(m, string(replicateProtocol), err)
+		}
 		return fmt.Errorf("pull request refused: %w", err)
 	}
 	job := pullJob{a: q.A, b: q.B, from: from.Contact}
@@ -447,4 +464,45 @@ func (r *replicator) work(ctx context.Context) {
 			r.mu.Unlock()
 		}
 	}
+}
+
+// pullRole checks that (a, from.ID] lies in the range of from's virtual
+// server and that this node replicates that range: the owner of a+1 must
+// be from itself, and this node one of the next ReplicationFactor-1
+// distinct real nodes (ring.Ring.Successors). An error that does not wrap
+// errRole means the ring could not tell (a lookup failed): the owner asks
+// again next round.
+func (r *replicator) pullRole(ctx context.Context, a id.ID, from ring.Node) error {
+	if a == from.ID {
+		return fmt.Errorf("%w: (%s, %s] is the whole ring", errRole, a.Short(), from.ID.Short())
+	}
+	succs, err := r.successors(ctx, a.AddPow2(0), ReplicationFactor)
+	if err != nil {
+		return fmt.Errorf("pull request: check range: %w", err)
+	}
+	if len(succs) == 0 || succs[0].ID != from.ID || succs[0].Contact != from.Contact {
+		return fmt.Errorf("%w: (%s, %s] is not %s's range", errRole, a.Short(), from.ID.Short(), from)
+	}
+	for _, s := range succs[1:] {
+		if s.Peer == r.self() {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: this node does not replicate %s's range", errRole, from)
+}
+
+// successors is the ring's Successors; tests replace it.
+func (r *replicator) successors(ctx context.Context, key id.ID, k int) ([]ring.Node, error) {
+	if r.succs != nil {
+		return r.succs(ctx, key, k)
+	}
+	return r.n.ring.Successors(ctx, key, k)
+}
+
+// self is this node's peer id.
+func (r *replicator) self() string {
+	if r.n == nil {
+		return r.selfPeer
+	}
+	return r.n.self.Peer
 }

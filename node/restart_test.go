@@ -46,7 +46,7 @@ func TestRestartMidCrawl(t *testing.T) {
 		Listen:        freeAddr(t),
 		Gateway:       "127.0.0.1:0",
 		FlushInterval: 20 * time.Millisecond,
-		Crawl:         crawl.Config{HostRate: 200, Concurrency: 4},
+		Crawl:         crawl.Config{HostRate: 200, Concurrency: 4, AllowPrivate: loopback},
 	}
 	n, err := New(cfg)
 	if err != nil {

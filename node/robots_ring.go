@@ -41,6 +41,11 @@ type robotsReply struct {
 	Error  string             `json:"error,omitempty"`
 }
 
+// errRobotsNotOwned answers a request for an origin whose robots.txt this
+// node does not own: the asker's view of the ring is stale, or the asker
+// wants this node to fetch for it what the ring gave to another.
+var errRobotsNotOwned = errors.New("node: robots.txt not owned here")
+
 // errPoliteNotStarted answers peers that ask before the node crawls.
 var errPoliteNotStarted = errors.New("node: not started")
 
@@ -121,12 +126,17 @@ func (p *politeness) askRobots(ctx context.Context, c ring.Contact, origin strin
 }
 
 // handleRobots answers a peer's request for a robots.txt record from this
-// node's crawler cache. It answers whether or not this node owns the
-// origin by its own view: the asker's view decided, and answering from
-// the local cache never asks further, so there are no loops.
+// node's crawler cache, only for an origin whose robots.txt key this node
+// owns by its own view (a peer cannot make it fetch anything else: the
+// ring assigns each origin's robots.txt to one node), and answering from
+// the local cache never asks further, so there are no loops. The fetch
+// itself refuses internal addresses (crawl.Config.AllowPrivate).
 func (p *politeness) handleRobots(s network.Stream) {
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(robotsTimeout))
+	if _, ok := p.n.gate(s); !ok {
+		return
+	}
 	var req robotsRequest
 	if err := wire.ReadJSON(bufio.NewReader(s), maxRobotsRequest, &req); err != nil {
 		p.c.badPeers.Add(1)
@@ -144,6 +154,15 @@ func (p *politeness) answerRobots(ctx context.Context, req robotsRequest) robots
 	if err := validRobotsOrigin(req.Origin); err != nil {
 		p.c.badPeers.Add(1)
 		return robotsReply{Error: err.Error()}
+	}
+	key, err := robotsKey(req.Origin)
+	if err != nil {
+		p.c.badPeers.Add(1)
+		return robotsReply{Error: err.Error()}
+	}
+	if !p.n.ring.Owns(key) {
+		p.c.robotsNotOwned.Add(1)
+		return robotsReply{Error: errRobotsNotOwned.Error()}
 	}
 	rec, err := p.localRobots(ctx, req.Origin)
 	if err != nil {

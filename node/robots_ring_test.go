@@ -3,7 +3,12 @@ package node
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -108,4 +113,57 @@ func FuzzRobotsFrames(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRobotsProtocolRefusesInternalAndUnowned: a peer asking a node for
+// the robots.txt of an origin gets it only when the ring gives that
+// origin's robots.txt to the node, and the node's fetch refuses internal
+// addresses (its crawl config allows none here): a loopback server never
+// sees a request, and nothing of it comes back.
+func TestRobotsProtocolRefusesInternalAndUnowned(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real libp2p nodes in -short mode")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprint(w, "User-agent: *\nDisallow: /admin/keys\n")
+	}))
+	defer srv.Close()
+	lr, err := StartLocalRing(ctx, t.TempDir(), 2, Config{VirtualServers: 2, StabilizeInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lr.Close()
+	if err := lr.WaitStable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	origin := srv.URL
+	key, err := robotsKey(origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := lr.Owner(key)
+	other := lr.Nodes[0]
+	if other == owner {
+		other = lr.Nodes[1]
+	}
+	asker := other.cfg.Crawl.Robots.(*politeness)
+	// The owner is asked: it fetches, and its fetch is refused.
+	if rec, err := asker.askRobots(ctx, owner.Contact(), origin); err == nil || !strings.Contains(err.Error(), "internal address") {
+		t.Fatalf("owner asked for a loopback origin: %+v, %v; want an internal-address refusal", rec, err)
+	}
+	// The non-owner is asked (by the owner): refused before any fetch.
+	back := owner.cfg.Crawl.Robots.(*politeness)
+	if rec, err := back.askRobots(ctx, other.Contact(), origin); err == nil || !strings.Contains(err.Error(), errRobotsNotOwned.Error()) {
+		t.Fatalf("non-owner asked: %+v, %v; want %v", rec, err, errRobotsNotOwned)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("the loopback server got %d requests", n)
+	}
+	if got := other.PolitenessStats().RobotsNotOwned; got != 1 {
+		t.Fatalf("RobotsNotOwned = %d, want 1", got)
+	}
 }

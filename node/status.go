@@ -29,6 +29,7 @@ type Status struct {
 	Links       LinkStats        `json:"links"`
 	Politeness  PolitenessStats  `json:"politeness"`
 	Replication ReplicationStats `json:"replication"`
+	Trust       TrustStats       `json:"trust"`
 	// TakenOver counts the URLs queued because a range grew in the middle
 	// of a day (a predecessor died or left), since the node started.
 	TakenOver int64       `json:"takenOver"`
@@ -68,6 +69,18 @@ type LinkStats struct {
 	OverHops int64 `json:"overHops"`
 }
 
+// TrustStats counts requests refused at the trust boundary (member.go).
+type TrustStats struct {
+	// NotMember counts peers refused because they are not verified ring
+	// members (each refusal is cached for a few seconds; streams refused
+	// from the cache are not counted again).
+	NotMember int64 `json:"notMember"`
+	// Role counts members' requests outside their role: a pull for a
+	// range they do not own or this node does not replicate, replica
+	// links for a range this node does not replicate.
+	Role int64 `json:"role"`
+}
+
 // Status returns a snapshot of the node's state.
 func (n *Node) Status() Status {
 	return Status{
@@ -90,6 +103,7 @@ func (n *Node) Status() Status {
 		},
 		Politeness:  n.PolitenessStats(),
 		Replication: n.ReplicationStats(),
+		Trust:       TrustStats{NotMember: n.trust.notMember.Load(), Role: n.trust.role.Load()},
 		TakenOver:   n.counters.takenOver.Load(),
 		Wire:        n.wire(),
 		Processing:  cpugate.Shared().Stats(),

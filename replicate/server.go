@@ -26,16 +26,29 @@ type Local interface {
 	Import(ctx context.Context, name string, data []byte) (archive.Version, bool, error)
 }
 
+// Source is what a Server answers from: sums, a listing that stops at its
+// bound (so that one request for the whole ring costs O(MaxEntries), not
+// O(archive)), and bytes. *archive.Store implements it.
+type Source interface {
+	RangeSum(ctx context.Context, a, b id.ID) (archive.DirSum, error)
+	// EntriesUpTo lists (a, b] like Peer.Entries, but returns an error
+	// (wrapping archive.ErrTooMany) as soon as it meets the entry after
+	// the max-th, having scanned no further.
+	EntriesUpTo(ctx context.Context, a, b id.ID, max int) ([]archive.Entry, error)
+	ReadFile(ctx context.Context, e archive.Entry) ([]byte, error)
+}
+
 var (
-	_ Local = (*archive.Store)(nil)
-	_ Peer  = (*Client)(nil)
+	_ Local  = (*archive.Store)(nil)
+	_ Source = (*archive.Store)(nil)
+	_ Peer   = (*Client)(nil)
 )
 
 // Server answers requests from a Source. Pull, when set, is called for
 // OpPull requests (nil refuses them); it should only queue the work, since
 // the requester waits for the reply.
 type Server struct {
-	Source Peer
+	Source Source
 	Pull   func(ctx context.Context, r Request) error
 }
 
@@ -71,12 +84,9 @@ func (s *Server) answer(ctx context.Context, r Request) ([]byte, error) {
 			b = appendSum(b, d)
 		}
 	case OpEntries:
-		ents, err := s.Source.Entries(ctx, r.A, r.B)
+		ents, err := s.Source.EntriesUpTo(ctx, r.A, r.B, MaxEntries)
 		if err != nil {
 			return nil, err
-		}
-		if len(ents) > MaxEntries {
-			return nil, fmt.Errorf("%d entries in range, more than %d", len(ents), MaxEntries)
 		}
 		b = binary.AppendUvarint(b, uint64(len(ents)))
 		for _, e := range ents {

@@ -76,7 +76,7 @@ func fill(t testing.TB, s *archive.Store, c *corpus, keep func(i int) bool) {
 }
 
 // serve returns a Client whose requests src answers in memory.
-func serve(src Peer) *Client {
+func serve(src Source) *Client {
 	srv := &Server{Source: src}
 	return NewClient(RoundTripFunc(func(ctx context.Context, req []byte) ([]byte, error) {
 		rep, _ := srv.Handle(ctx, req)
@@ -183,12 +183,12 @@ func TestSyncConverges(t *testing.T) {
 // hostile is a peer that lies: it lists names outside the range asked
 // for and answers ReadFile with bytes that do not match the name.
 type hostile struct {
-	Peer
+	*archive.Store
 	mode string
 }
 
-func (h hostile) Entries(ctx context.Context, a, b id.ID) ([]archive.Entry, error) {
-	ents, err := h.Peer.Entries(ctx, a, b)
+func (h hostile) EntriesUpTo(ctx context.Context, a, b id.ID, max int) ([]archive.Entry, error) {
+	ents, err := h.Store.EntriesUpTo(ctx, a, b, max)
 	if h.mode == "outside" {
 		for i := range ents {
 			ents[i].Key = a // a is never in (a, b]
@@ -198,7 +198,7 @@ func (h hostile) Entries(ctx context.Context, a, b id.ID) ([]archive.Entry, erro
 }
 
 func (h hostile) ReadFile(ctx context.Context, e archive.Entry) ([]byte, error) {
-	data, err := h.Peer.ReadFile(ctx, e)
+	data, err := h.Store.ReadFile(ctx, e)
 	if err != nil {
 		return nil, err
 	}
@@ -210,10 +210,10 @@ func (h hostile) ReadFile(ctx context.Context, e archive.Entry) ([]byte, error) 
 		data = data[:len(data)/2]
 	case "swap": // a valid file, under another file's name
 		e.Digest[0] ^= 1
-		ents, _ := h.Peer.Entries(ctx, id.ID{}, id.ID{})
+		ents, _ := h.Store.Entries(ctx, id.ID{}, id.ID{})
 		for _, o := range ents {
 			if o != e && o.Key != e.Key {
-				return h.Peer.ReadFile(ctx, o)
+				return h.Store.ReadFile(ctx, o)
 			}
 		}
 	case "garbage":

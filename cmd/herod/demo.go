@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/netip"
+	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -28,6 +30,10 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	log := logger(stderr, *verbose)
+	cc, err := cf.config()
+	if err != nil {
+		return err
+	}
 	dir := *data
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "herod-demo-")
@@ -50,12 +56,25 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "  %s\n", s)
 	}
 
+	// The sample web listens on loopback, which a crawler refuses by
+	// default: the demo opens exactly the sample web's addresses.
+	for _, s := range web.Seeds() {
+		u, err := url.Parse(s)
+		if err != nil {
+			return fmt.Errorf("sample web seed %q: %w", s, err)
+		}
+		a, err := netip.ParseAddr(u.Hostname())
+		if err != nil {
+			return fmt.Errorf("sample web seed %q: %w", s, err)
+		}
+		cc.AllowPrivate = append(cc.AllowPrivate, netip.PrefixFrom(a, a.BitLen()))
+	}
 	lr, err := node.StartLocalRing(ctx, dir, *nodes, node.Config{
 		VirtualServers:    *vnodes,
 		DayLength:         dayLen,
 		StabilizeInterval: 300 * time.Millisecond,
 		FlushInterval:     50 * time.Millisecond,
-		Crawl:             cf.config(),
+		Crawl:             cc,
 		Logger:            log,
 	})
 	if err != nil {

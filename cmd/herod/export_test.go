@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -350,7 +351,7 @@ func TestExportRing(t *testing.T) {
 		VirtualServers:    2,
 		StabilizeInterval: 100 * time.Millisecond,
 		FlushInterval:     20 * time.Millisecond,
-		Crawl:             crawl.Config{HostRate: 2000, Concurrency: 8},
+		Crawl:             crawl.Config{HostRate: 2000, Concurrency: 8, AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -99,7 +99,7 @@ func (r *procRing) start(p *proc, join string) *proc {
 		p = &proc{data: filepath.Join(r.dir, fmt.Sprintf("node%d", r.started)), listen: freePort(r.t), gateway: freePort(r.t)}
 	}
 	args := []string{"run", "--data", p.data, "--listen", p.listen, "--gateway", p.gateway,
-		"--day", r.day.String(), "--host-rate", "500", "--replication-interval", "1s", "--replay-addr", "127.0.0.1:0"}
+		"--day", r.day.String(), "--host-rate", "500", "--replication-interval", "1s", "--replay-addr", "127.0.0.1:0", "--allow-private", "127.0.0.0/8"}
 	if join != "" {
 		args = append(args, "--join", join)
 	}

@@ -22,6 +22,7 @@ type crawlFlags struct {
 	timeout            time.Duration
 	maxBody            int64
 	allowHosts, denies listFlag
+	allowPrivate       listFlag
 }
 
 func (c *crawlFlags) register(fs *flag.FlagSet, defaultRate float64) {
@@ -34,10 +35,16 @@ func (c *crawlFlags) register(fs *flag.FlagSet, defaultRate float64) {
 	fs.Int64Var(&c.maxBody, "max-body", 10<<20, "largest body fetched, in bytes")
 	fs.Var(&c.allowHosts, "allow-host", "crawl only these hosts (repeatable)")
 	fs.Var(&c.denies, "deny-host", "never crawl these hosts (repeatable)")
+	fs.Var(&c.allowPrivate, "allow-private", "let the crawler reach this internal address range, CIDR or address (loopback, 10/8, 192.168/16, fc00::/7, ...), refused by default; for archiving a LAN (repeatable)")
 }
 
-func (c *crawlFlags) config() crawl.Config {
+func (c *crawlFlags) config() (crawl.Config, error) {
+	allow, err := crawl.ParsePrefixes(c.allowPrivate)
+	if err != nil {
+		return crawl.Config{}, fmt.Errorf("--allow-private: %w", err)
+	}
 	cc := crawl.Config{
+		AllowPrivate: allow,
 		From:         c.from,
 		Concurrency:  c.concurrency,
 		HostRate:     c.hostRate,
@@ -50,7 +57,7 @@ func (c *crawlFlags) config() crawl.Config {
 	if c.contact != "" {
 		cc.UserAgent = fmt.Sprintf("herod/0.1 (+%s)", c.contact)
 	}
-	return cc
+	return cc, nil
 }
 
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -82,12 +89,16 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *replInterval <= 0 {
 		return fmt.Errorf("--replication-interval %s: want a positive duration", *replInterval)
 	}
+	cc, err := cf.config()
+	if err != nil {
+		return err
+	}
 	cfg := node.Config{
 		DataDir: *data, Listen: *listen, Announce: *announce, NoRelayService: *noRelay, Join: join, VirtualServers: *vnodes,
 		Seeds: seeds, Gateway: *gw, GatewayOffset: *offset, DayLength: *day,
 		Replay: *replay, GatewayOrigin: *gwOrigin, ReplayOrigin: *rpOrigin,
 		PublicStatus: *publicStatus, Frameless: *frameless,
-		Quota: *quota, ReplicationInterval: *replInterval, Crawl: cf.config(), Logger: logger(stderr, *verbose),
+		Quota: *quota, ReplicationInterval: *replInterval, Crawl: cc, Logger: logger(stderr, *verbose),
 	}
 	for {
 		n, err := node.New(cfg)

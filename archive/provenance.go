@@ -1,0 +1,196 @@
+package archive
+
+import (
+	"bufio"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/herod-archive/herod/internal/id"
+)
+
+// Provenance. Every version a node fetches is signed by that node: the
+// record carries the fetching peer (WARC-Herod-Peer, its libp2p peer id)
+// and its signature (WARC-Herod-Signature, base64) over SignedMessage of
+// the URL, the capture time (the record's WARC-Date) and the payload
+// digest. A store given a Verifier imports only records whose signature
+// verifies, whose capture time is not in the future (beyond MaxClockSkew)
+// and whose peer is not refused (Purge). The headers are part of the
+// record, so they travel with it through replication and export.
+//
+// What a signature proves: that the named peer produced this record for
+// this URL, time and payload, and that nobody changed a byte of it since.
+// What it does not prove: that the site served those bytes at that time —
+// the fetching peer can lie about what it saw. A second fetch by an
+// independent replica would confirm it (same payload digest within the
+// same day); herod does not do that yet.
+
+// Provenance header names.
+const (
+	HeaderPeer      = "WARC-Herod-Peer"
+	HeaderSignature = "WARC-Herod-Signature"
+)
+
+// MaxClockSkew is how far in the future an imported capture time may lie.
+const MaxClockSkew = 5 * time.Minute
+
+// Signer signs the versions a store's Put adds.
+type Signer interface {
+	// Peer names the signer: its libp2p peer id.
+	Peer() string
+	// Sign returns the signature of msg.
+	Sign(msg []byte) ([]byte, error)
+}
+
+// Verifier checks a signature by a named peer.
+type Verifier interface {
+	// Verify returns nil when sig is peer's signature of msg.
+	Verify(peer string, msg, sig []byte) error
+}
+
+// Errors of provenance checks on import. Import wraps each with
+// ErrCorrupt too, so that a replica counts the record as rejected.
+var (
+	// ErrUnsigned reports a record without a valid signature.
+	ErrUnsigned = errors.New("archive: record not signed by its fetcher")
+	// ErrFuture reports a capture time beyond now plus MaxClockSkew.
+	ErrFuture = errors.New("archive: capture time in the future")
+	// ErrRefusedPeer reports a record signed by a purged peer.
+	ErrRefusedPeer = errors.New("archive: signed by a refused peer")
+)
+
+// SignedMessage is what a version's signature covers: a domain tag, the
+// URL, the capture time as its WARC-Date and the payload digest.
+func SignedMessage(url string, t time.Time, digest id.ID) []byte {
+	return []byte("herod-capture-v1\n" + url + "\n" + formatWarcDate(t) + "\n" + digest.String())
+}
+
+// sign sets c's provenance with signer, unless it has one.
+func sign(signer Signer, c *Capture, t time.Time, digest id.ID) error {
+	if signer == nil || c.Peer != "" {
+		return nil
+	}
+	sig, err := signer.Sign(SignedMessage(c.URL, t, digest))
+	if err != nil {
+		return fmt.Errorf("sign: %w", err)
+	}
+	c.Peer, c.Signature = signer.Peer(), sig
+	return nil
+}
+
+// provenanceHeaders returns the WARC fields of c's provenance, none when
+// it has none.
+func provenanceHeaders(c *Capture) []warcHeader {
+	if c.Peer == "" {
+		return nil
+	}
+	return []warcHeader{
+		{HeaderPeer, c.Peer},
+		{HeaderSignature, base64.StdEncoding.EncodeToString(c.Signature)},
+	}
+}
+
+// parseProvenance reads a record's provenance fields into c.
+func parseProvenance(h interface{ Get(string) string }, c *Capture) error {
+	p, sig := h.Get(HeaderPeer), h.Get(HeaderSignature)
+	if p == "" && sig == "" {
+		return nil
+	}
+	if p == "" || sig == "" || len(p) > 128 || len(sig) > 512 {
+		return malformed("provenance: peer %q, signature of %d bytes", p, len(sig))
+	}
+	b, err := base64.StdEncoding.DecodeString(sig)
+	if err != nil {
+		return malformed("provenance: signature: %v", err)
+	}
+	c.Peer, c.Signature = p, b
+	return nil
+}
+
+// checkProvenance is Import's check of a decoded record: a signature that
+// verifies, a peer not refused, a capture time not in the future.
+func (s *Store) checkProvenance(f *decodedFile) error {
+	c := &f.capture
+	if c.Time.After(s.now().Add(MaxClockSkew)) {
+		return fmt.Errorf("%w: %w: %s", ErrCorrupt, ErrFuture, formatWarcDate(c.Time))
+	}
+	if s.verifier == nil {
+		return nil
+	}
+	if c.Peer == "" {
+		return fmt.Errorf("%w: %w: no %s", ErrCorrupt, ErrUnsigned, HeaderPeer)
+	}
+	if s.refused.has(c.Peer) {
+		return fmt.Errorf("%w: %w: %s", ErrCorrupt, ErrRefusedPeer, c.Peer)
+	}
+	if err := s.verifier.Verify(c.Peer, SignedMessage(c.URL, c.Time, f.digest), c.Signature); err != nil {
+		return fmt.Errorf("%w: %w: %w", ErrCorrupt, ErrUnsigned, err)
+	}
+	return nil
+}
+
+// refusedFile lists, one per line, the peers whose records a store no
+// longer imports (Purge adds to it).
+const refusedFile = "refused-peers"
+
+// peerSet is the refused peers of a store, loaded at open.
+type peerSet struct {
+	mu sync.Mutex
+	m  map[string]bool
+}
+
+func (p *peerSet) has(peer string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.m[peer]
+}
+
+// loadRefused reads dir's refused-peers file; a missing file is an empty
+// set.
+func loadRefused(dir string) (map[string]bool, error) {
+	m := map[string]bool{}
+	f, err := os.Open(filepath.Join(dir, refusedFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return m, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" {
+			m[l] = true
+		}
+	}
+	return m, sc.Err()
+}
+
+// addRefused appends peer to dir's refused-peers file, synced.
+func addRefused(dir, peer string) error {
+	m, err := loadRefused(dir)
+	if err != nil {
+		return err
+	}
+	if m[peer] {
+		return nil
+	}
+	f, err := os.OpenFile(filepath.Join(dir, refusedFile), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(peer + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

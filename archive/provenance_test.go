@@ -1,0 +1,254 @@
+package archive
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/herod-archive/herod/internal/id"
+)
+
+// edSigner signs with an Ed25519 key and names itself by the hex of its
+// public key (a stand-in for a libp2p peer id); claim, if set, is the
+// peer it claims to be instead (a forger).
+type edSigner struct {
+	key   ed25519.PrivateKey
+	claim string
+}
+
+func newEdSigner(seed byte) *edSigner {
+	return &edSigner{key: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{seed}, ed25519.SeedSize))}
+}
+
+func (s *edSigner) Peer() string {
+	if s.claim != "" {
+		return s.claim
+	}
+	return hex.EncodeToString(s.key.Public().(ed25519.PublicKey))
+}
+
+func (s *edSigner) Sign(msg []byte) ([]byte, error) { return ed25519.Sign(s.key, msg), nil }
+
+// edVerifier checks edSigner signatures.
+type edVerifier struct{}
+
+func (edVerifier) Verify(peer string, msg, sig []byte) error {
+	pub, err := hex.DecodeString(peer)
+	if err != nil || len(pub) != ed25519.PublicKeySize {
+		return fmt.Errorf("peer %q is no key", peer)
+	}
+	if !ed25519.Verify(pub, msg, sig) {
+		return errors.New("bad signature")
+	}
+	return nil
+}
+
+// putFile stores c in a fresh store with signer and returns its version
+// file's name and bytes.
+func putFile(t *testing.T, signer Signer, c Capture) (string, []byte) {
+	t.Helper()
+	s := openTest(t, Options{Signer: signer})
+	v, _ := mustPut(t, s, c)
+	e, err := parsePath(v.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := s.ReadFile(context.Background(), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.Name(), data
+}
+
+func TestProvenanceSignedRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	signer := newEdSigner(1)
+	name, data := putFile(t, signer, capture("http://example.org/", t0, "<html>hello</html>"))
+	dst := openTest(t, Options{Verifier: edVerifier{}})
+	v, added, err := dst.Import(ctx, name, data)
+	if err != nil || !added {
+		t.Fatalf("import of a signed record: %v, added %v", err, added)
+	}
+	_, c, err := dst.Get(ctx, v.URL, v.Time)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Peer != signer.Peer() || len(c.Signature) != ed25519.SignatureSize {
+		t.Fatalf("provenance after import: peer %q, %d-byte signature", c.Peer, len(c.Signature))
+	}
+	if err := (edVerifier{}).Verify(c.Peer, SignedMessage(c.URL, c.Time, id.Sum(c.Body)), c.Signature); err != nil {
+		t.Fatalf("stored signature: %v", err)
+	}
+}
+
+func TestImportRefusesUnauthenticCaptures(t *testing.T) {
+	ctx := context.Background()
+	now := t0.Add(48 * time.Hour)
+	forger := newEdSigner(2)
+	forger.claim = newEdSigner(3).Peer() // signs with its key, names another peer
+	for _, tc := range []struct {
+		name   string
+		signer Signer
+		c      Capture
+		want   error
+	}{
+		{"unsigned (a self-consistent record)", nil, capture("http://example.org/a", t0, "forged"), ErrUnsigned},
+		{"signed in another peer's name", forger, capture("http://example.org/b", t0, "forged"), ErrUnsigned},
+		{"future-dated", newEdSigner(4), capture("http://example.org/c", now.Add(time.Hour), "from 2099"), ErrFuture},
+	} {
+		name, data := putFile(t, tc.signer, tc.c)
+		dst := openTest(t, Options{Verifier: edVerifier{}, Now: func() time.Time { return now }})
+		_, added, err := dst.Import(ctx, name, data)
+		if !errors.Is(err, tc.want) || !errors.Is(err, ErrCorrupt) || added {
+			t.Errorf("%s: import = added %v, %v; want %v (and ErrCorrupt)", tc.name, added, err, tc.want)
+		}
+		if st := dst.Stats(); st.Versions != 0 {
+			t.Errorf("%s: %d versions stored", tc.name, st.Versions)
+		}
+	}
+	// Within the skew, a capture time a little ahead (a fast clock) passes.
+	name, data := putFile(t, newEdSigner(4), capture("http://example.org/d", now.Add(MaxClockSkew/2), "ok"))
+	dst := openTest(t, Options{Verifier: edVerifier{}, Now: func() time.Time { return now }})
+	if _, _, err := dst.Import(ctx, name, data); err != nil {
+		t.Errorf("capture within the clock skew: %v", err)
+	}
+}
+
+// TestPurgePeer: a store holding versions signed by two peers purges one:
+// its versions leave the index and the directory hashes, the other's stay,
+// Fsck finds the store consistent, and the purged peer's records are
+// refused from then on.
+func TestPurgePeer(t *testing.T) {
+	ctx := context.Background()
+	bad, good := newEdSigner(5), newEdSigner(6)
+	dir := t.TempDir()
+	o := Options{Verifier: edVerifier{}}
+	s, err := Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type file struct {
+		name string
+		data []byte
+	}
+	var badFiles []file
+	for i := range 6 {
+		signer := good
+		if i%2 == 0 {
+			signer = bad
+		}
+		name, data := putFile(t, signer, capture(fmt.Sprintf("http://example.org/p%d", i), t0, fmt.Sprint("page ", i)))
+		if _, _, err := s.Import(ctx, name, data); err != nil {
+			t.Fatal(err)
+		}
+		if signer == bad {
+			badFiles = append(badFiles, file{name, data})
+		}
+	}
+	before, err := s.RangeSum(ctx, id.ID{}, id.ID{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	rep, err := Purge(ctx, dir, bad.Peer(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Purged) != 3 || rep.Files != 6 {
+		t.Fatalf("purge report %+v: want 3 of 6 files purged", rep)
+	}
+	if frep, err := Fsck(ctx, dir, o); err != nil || !frep.OK() {
+		t.Fatalf("fsck after purge: %+v, %v", frep, err)
+	}
+	s, err = Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if st := s.Stats(); st.Versions != 3 {
+		t.Fatalf("%d versions after purge, want 3", st.Versions)
+	}
+	after, err := s.RangeSum(ctx, id.ID{}, id.ID{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after == before || after.Count != 3 {
+		t.Fatalf("directory hash after purge: %+v (before %+v)", after, before)
+	}
+	for i := range 6 {
+		_, _, err := s.Get(ctx, fmt.Sprintf("http://example.org/p%d", i), t0)
+		if purged := i%2 == 0; purged != errors.Is(err, ErrNotFound) {
+			t.Errorf("p%d after purge: %v", i, err)
+		}
+	}
+	for _, f := range badFiles {
+		if _, _, err := s.Import(ctx, f.name, f.data); !errors.Is(err, ErrRefusedPeer) {
+			t.Fatalf("re-import of a purged peer's record: %v, want ErrRefusedPeer", err)
+		}
+	}
+}
+
+// BenchmarkProvenance measures what signatures cost: Puts of distinct
+// 10-30 KB pages (no fsync, gzip 6) unsigned and signed (Ed25519, as a
+// node's libp2p key), with the bytes each version file takes, and Imports
+// of those files by a replica with and without signature verification.
+func BenchmarkProvenance(b *testing.B) {
+	pages := benchPages(256)
+	ctx := context.Background()
+	for _, signed := range []bool{false, true} {
+		name := "put/unsigned"
+		var signer Signer
+		if signed {
+			name, signer = "put/signed", newEdSigner(7)
+		}
+		b.Run(name, func(b *testing.B) {
+			s := openTest(b, Options{NoSync: true, GzipLevel: 6, Signer: signer})
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			for i := 0; i < b.N; i++ {
+				if _, added, err := s.Put(ctx, benchCapture(i, pages[i%len(pages)], t0.Add(time.Duration(i)*time.Second))); err != nil || !added {
+					b.Fatalf("put: %v %v", added, err)
+				}
+			}
+			reportRates(b, "adds", cpu0)
+			b.ReportMetric(float64(s.Stats().Bytes)/float64(b.N), "bytes/version")
+		})
+	}
+	for _, verify := range []bool{false, true} {
+		name := "import/unverified"
+		var verifier Verifier
+		if verify {
+			name, verifier = "import/verified", edVerifier{}
+		}
+		b.Run(name, func(b *testing.B) {
+			src := openTest(b, Options{NoSync: true, GzipLevel: 6, Signer: newEdSigner(8)})
+			names, files := make([]string, b.N), make([][]byte, b.N)
+			for i := 0; i < b.N; i++ {
+				v, _, err := src.Put(ctx, benchCapture(i, pages[i%len(pages)], t0.Add(time.Duration(i)*time.Second)))
+				if err != nil {
+					b.Fatal(err)
+				}
+				e, _ := parsePath(v.File)
+				names[i] = e.Name()
+				if files[i], err = src.ReadFile(ctx, e); err != nil {
+					b.Fatal(err)
+				}
+			}
+			dst := openTest(b, Options{NoSync: true, Verifier: verifier})
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			for i := 0; i < b.N; i++ {
+				if _, added, err := dst.Import(ctx, names[i], files[i]); err != nil || !added {
+					b.Fatalf("import: %v %v", added, err)
+				}
+			}
+			reportRates(b, "imports", cpu0)
+		})
+	}
+}

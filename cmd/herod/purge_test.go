@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/herod-archive/herod/archive"
+)
+
+// testSigner signs with a libp2p key, as a node does.
+type testSigner struct {
+	key crypto.PrivKey
+	id  string
+}
+
+func newTestSigner(t *testing.T) testSigner {
+	t.Helper()
+	k, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := peer.IDFromPrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testSigner{key: k, id: pid.String()}
+}
+
+func (s testSigner) Peer() string                    { return s.id }
+func (s testSigner) Sign(msg []byte) ([]byte, error) { return s.key.Sign(msg) }
+
+// TestPurgeCmd: herod purge removes the versions one peer signed from a
+// stopped node's archive and leaves the others.
+func TestPurgeCmd(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	dir := filepath.Join(data, "archive")
+	bad, good := newTestSigner(t), newTestSigner(t)
+	for i, signer := range []testSigner{bad, good, bad} {
+		s, err := archive.Open(dir, archive.Options{Signer: signer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := archive.Capture{URL: fmt.Sprintf("http://example.org/p%d", i), Time: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC),
+			Status: 200, Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(fmt.Sprint("page ", i))}
+		if _, _, err := s.Put(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
+	var out, errOut bytes.Buffer
+	if err := purgeCmd(ctx, []string{"--data", data, "--peer", bad.id}, &out, &errOut); err != nil {
+		t.Fatalf("purge: %v\n%s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), "2 of 3 version files removed") {
+		t.Fatalf("purge output:\n%s", out.String())
+	}
+	s, err := archive.Open(dir, archive.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if st := s.Stats(); st.Versions != 1 {
+		t.Fatalf("%d versions left, want 1", st.Versions)
+	}
+	if err := purgeCmd(ctx, []string{"--data", data, "--peer", "not-a-peer"}, &out, &errOut); err == nil {
+		t.Fatal("purge accepted a malformed peer id")
+	}
+}
