@@ -19,24 +19,6 @@ type resolver Node
 
 var _ gateway.Archive = (*resolver)(nil)
 
-// owner returns the contact of the real node owning url, and whether that
-// is this node.
-func (n *Node) owner(ctx context.Context, url string) (string, ring.Contact, bool, error) {
-	c, err := canon.Canonical(url)
-	if err != nil {
-		return "", ring.Contact{}, false, err
-	}
-	key := id.OfString(c)
-	if n.ring.Owns(key) {
-		return c, n.self, true, nil
-	}
-	o, err := n.ring.Lookup(ctx, key)
-	if err != nil {
-		return c, ring.Contact{}, false, fmt.Errorf("lookup owner of %s: %w", c, err)
-	}
-	return c, o.Contact, o.Peer == n.self.Peer, nil
-}
-
 // Versions implements gateway.Archive: the versions of url as the first of
 // its holders that has any reports them (see askHolders).
 func (r *resolver) Versions(ctx context.Context, url string) ([]archive.Version, error) {
@@ -135,7 +117,11 @@ func (n *Node) askHolders(ctx context.Context, url string, local func(c string) 
 	}
 	done := func(found bool, err error) (bool, error) { return found || err != nil, err }
 
-	owner, lerr := n.ring.Lookup(ctx, key)
+	owner, mine := n.ring.OwnerVnode(key)
+	var lerr error
+	if !mine {
+		owner, lerr = n.ring.Lookup(ctx, key)
+	}
 	if lerr != nil {
 		errs = append(errs, fmt.Errorf("lookup owner of %s: %w", c, lerr))
 	} else if stop, err := done(ask(owner.Contact)); stop {
