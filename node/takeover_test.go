@@ -3,6 +3,8 @@ package node
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -111,6 +113,7 @@ func TestHistoryNeverStops(t *testing.T) {
 	}
 	known := sortedKeys(requestsPerURL(web))
 	waitReplicated(ctx, t, lr)
+	logErrorVersionBytes(ctx, t, lr, known)
 
 	// A node crashes for good. Right away, before the ring has noticed,
 	// every survivor's gateway still serves the URLs it owned, from the
@@ -281,5 +284,31 @@ func TestGained(t *testing.T) {
 		if ok != tc.ok || got != tc.want {
 			t.Errorf("%s: gained %+v, %v; want %+v, %v", tc.name, got, ok, tc.want, tc.ok)
 		}
+	}
+}
+
+// logErrorVersionBytes logs what storing error answers costs: the URLs
+// whose only record is an error answer (the known set that travels with a
+// range through the archive, instead of a replicated crawl state) and the
+// bytes of their version files.
+func logErrorVersionBytes(ctx context.Context, t *testing.T, lr *LocalRing, known []string) {
+	t.Helper()
+	var n, bytes int64
+	for _, u := range known {
+		owner := lr.Owner(id.OfString(u))
+		vs, err := owner.store.Versions(ctx, u)
+		if err != nil || len(vs) == 0 || vs[len(vs)-1].Status < 400 {
+			continue
+		}
+		fi, err := os.Stat(filepath.Join(owner.store.Dir(), filepath.FromSlash(vs[len(vs)-1].File)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		bytes += fi.Size()
+	}
+	if n > 0 {
+		t.Logf("error answers: %d of %d URLs, %d bytes a version file (%d bytes of crawl state replicated per URL: states are derived from versions)",
+			n, len(known), bytes/n, 0)
 	}
 }
