@@ -99,3 +99,15 @@ func (s *Store) StateFromVersion(ctx context.Context, url string) (CrawlState, e
 		Checked:      v.Time,
 	}, nil
 }
+
+// HasVersion reports whether url has a stored version.
+func (s *Store) HasVersion(url string) (bool, error) {
+	_, err := s.newest(id.OfString(url))
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("archive has version: %w", err)
+	}
+	return true, nil
+}

@@ -56,6 +56,27 @@ type URLLister interface {
 	URLs(ctx context.Context, q archive.Query, fn func(url string) error) error
 }
 
+// VersionHaver is implemented by archives that can tell whether a URL has
+// a stored version (archive.Store does). The crawler uses it to find the
+// known URLs that no version carries to the range's next owner.
+type VersionHaver interface {
+	HasVersion(url string) (bool, error)
+}
+
+// KnownSharer is implemented by forwarders that can hand URLs to the
+// nodes that replicate this node's ranges, to be remembered there without
+// being crawled (the node implements it). At the start of every day the
+// crawler shares the known URLs that no stored version carries — those
+// refused by robots.txt, by type or size, or failing at the network level
+// — with the holders of their ranges: for those it owns, so that whoever
+// owns them next, after a crash, crawls them too; for those it no longer
+// owns (its ranges moved: a join, or its return after an outage), so that
+// their owner does. ShareKnown delivers each URL to its owner and the
+// owner's replicas, this node aside, before it returns.
+type KnownSharer interface {
+	ShareKnown(ctx context.Context, urls []string) error
+}
+
 // Forwarder delivers extracted canonical links to the nodes that own them
 // (the node implements it). Forward returns only once the links are
 // delivered or durably accepted for delivery; an error means the crawler
@@ -295,11 +316,19 @@ func (c *Crawler) add(ctx context.Context, urls []string) (int, error) {
 // NewDay starts the thesis's daily cycle: the URL-seen set and the queue
 // pointer reset, pending entries of the old day are dropped and every known
 // URL this node owns (Config.Owns) is queued again, to be fetched
-// conditionally. The new day is the clock's day, or the stored day plus one
+// conditionally; then the known URLs no version carries are shared with
+// their ranges' holders (KnownSharer). The new day is the clock's day, or the stored day plus one
 // if that is not later.
 func (c *Crawler) NewDay(ctx context.Context) error {
 	day := max(c.Today(), c.q.currentDay()+1)
-	return c.startDay(ctx, day)
+	if err := c.startDay(ctx, day); err != nil {
+		return err
+	}
+	// Outside the day's locks: it talks to other nodes.
+	if err := c.shareUnversioned(ctx); err != nil && ctx.Err() == nil {
+		c.log.Warn("crawl: sharing the known URLs no version carries failed; tried again next day", "err", err)
+	}
+	return nil
 }
 
 func (c *Crawler) startDay(ctx context.Context, day int64) error {
@@ -323,6 +352,7 @@ func (c *Crawler) startDay(ctx context.Context, day int64) error {
 		c.count(KindQueue, "", err)
 		return err
 	}
+
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.known += fresh
@@ -458,4 +488,64 @@ func (c *Crawler) TakeOver(ctx context.Context, in func(url string) bool) (int, 
 		return queued, fmt.Errorf("crawl take over: %w", err)
 	}
 	return queued, nil
+}
+
+// shareUnversioned hands on the known URLs that no stored version carries
+// to the holders of their ranges (see KnownSharer). It needs an Archive that is a
+// VersionHaver and a Forwarder that is a KnownSharer; otherwise it does
+// nothing.
+func (c *Crawler) shareUnversioned(ctx context.Context) error {
+	vh, ok1 := c.a.(VersionHaver)
+	ks, ok2 := c.f.(KnownSharer)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	var owned, moved []string
+	err := c.q.knownURLs(func(u string) error {
+		has, err := vh.HasVersion(u)
+		if err != nil || has {
+			return err
+		}
+		if c.cfg.Owns == nil || c.cfg.Owns(u) {
+			owned = append(owned, u)
+		} else {
+			moved = append(moved, u)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("crawl share known: %w", err)
+	}
+	if all := append(owned, moved...); len(all) > 0 {
+		if err := ks.ShareKnown(ctx, all); err != nil {
+			return fmt.Errorf("crawl share known: %w", err)
+		}
+	}
+	c.log.Debug("crawl: shared known URLs without versions", "owned", len(owned), "moved", len(moved))
+	return nil
+}
+
+// Remember makes urls known to this node without queuing them: a replica
+// keeps the URLs of its predecessors' ranges that no version carries
+// (KnownSharer), and queues them at a new day once it owns them. URLs that
+// are not canonical or that the scope refuses are dropped.
+func (c *Crawler) Remember(ctx context.Context, urls []string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ok := make([]string, 0, len(urls))
+	for _, raw := range urls {
+		if u, kind := c.scope.check(raw); kind == "" && u == raw {
+			ok = append(ok, u)
+		}
+	}
+	n, err := c.q.remember(ok)
+	if err != nil {
+		c.count(KindQueue, "", err)
+		return err
+	}
+	c.mu.Lock()
+	c.known += int64(n)
+	c.mu.Unlock()
+	return nil
 }

@@ -321,3 +321,30 @@ func (q *queue) knownURLs(fn func(string) error) error {
 	}
 	return nil
 }
+
+// remember makes the URLs known without queuing them: each absent from the
+// known set is recorded as last queued on day 0, so the next newDay queues
+// it if this node owns it then. It returns how many became known.
+func (q *queue) remember(urls []string) (int, error) {
+	q.days.RLock()
+	defer q.days.RUnlock()
+	b := new(leveldb.Batch)
+	zero := u64(0)
+	for _, u := range urls {
+		uk := []byte(prefixURL + u)
+		switch _, err := q.db.Get(uk, nil); {
+		case err == nil:
+			continue
+		case !errors.Is(err, leveldb.ErrNotFound):
+			return 0, fmt.Errorf("crawl queue remember: %w", err)
+		}
+		b.Put(uk, zero)
+	}
+	if b.Len() == 0 {
+		return 0, nil
+	}
+	if err := q.db.Write(b, nil); err != nil {
+		return 0, fmt.Errorf("crawl queue remember: %w", err)
+	}
+	return b.Len(), nil
+}

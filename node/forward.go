@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -72,6 +73,9 @@ type forwarderConfig struct {
 	// run one at a time, so links that arrive during one share the next.
 	// Nil: never idle.
 	Idle func() bool
+	// ShareKnown hands URLs to the nodes that should remember them (see
+	// crawl.KnownSharer); nil refuses.
+	ShareKnown func(ctx context.Context, urls []string) error
 }
 
 // maxDelivered bounds the forwarder's memory of links delivered today
@@ -154,6 +158,14 @@ func newForwarder(cfg forwarderConfig) (*forwarder, error) {
 // site are the same few navigation targets on every page.
 func (f *forwarder) Forward(_ context.Context, urls []string) error {
 	return f.enqueue(urls, 0, nil)
+}
+
+// ShareKnown implements crawl.KnownSharer through the node (Node.shareKnown).
+func (f *forwarder) ShareKnown(ctx context.Context, urls []string) error {
+	if f.cfg.ShareKnown == nil {
+		return errors.New("forwarder: no known-URL sharing")
+	}
+	return f.cfg.ShareKnown(ctx, urls)
 }
 
 // enqueue buffers urls, passed on hops times so far, for the next walk;

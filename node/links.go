@@ -32,7 +32,11 @@ type linksHeader struct {
 	VS      int  `json:"vs"`                // recipient virtual server index
 	Hops    int  `json:"hops,omitempty"`    // times passed on by non-owners
 	Replica bool `json:"replica,omitempty"` // links of a predecessor's range
-	N       int  `json:"n"`                 // number of URLs in frame 2
+	// Known asks the recipient to remember the URLs without crawling them
+	// (Node.shareKnown): no stored version carries them to the range's
+	// next owner.
+	Known bool `json:"known,omitempty"`
+	N     int  `json:"n"` // number of URLs in frame 2
 	// Want and Next select the successors of the reply (linkBatch.Want);
 	// a sender that sets neither gets replySuccessors of them.
 	Want int   `json:"want,omitempty"`
@@ -154,6 +158,17 @@ func (n *Node) handleLinks(s network.Stream) {
 	ctx, cancel := context.WithTimeout(n.ctx, streamTimeout)
 	defer cancel()
 	rep := linksReply{Accepted: len(urls)}
+	if hdr.Known {
+		if err := n.rememberKnown(ctx, urls); err != nil {
+			if errors.Is(err, errRole) {
+				n.refuseRole(m, string(linksProtocol), err)
+			}
+			_ = wire.WriteJSON(s, linksReply{Error: err.Error()})
+			return
+		}
+		_ = wire.WriteJSON(s, rep)
+		return
+	}
 	if hdr.Replica {
 		if err := n.replicaRole(ctx, urls); err != nil {
 			if errors.Is(err, errRole) {

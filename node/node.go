@@ -64,6 +64,7 @@ type Node struct {
 	counters    struct {
 		linksReceived, badFrames, badLinks, overHops atomic.Int64
 		takenOver                                    atomic.Int64 // URLs queued by mid-day take-overs
+		knownShared, knownReceived                   atomic.Int64 // known URLs without versions sent and remembered (known.go)
 	}
 	trust struct {
 		notMember atomic.Int64 // streams from peers that are no verified ring member
@@ -152,17 +153,18 @@ func New(cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.fwd, err = newForwarder(forwarderConfig{
-		Ring:      n.ring,
-		Deliver:   n.deliver,
-		Outbox:    n.outbox,
-		Every:     cfg.FlushInterval,
-		PerVnode:  cfg.WalkPerVnode,
-		RingSize:  n.ringSize,
-		Replicas:  cfg.LinkReplicas,
-		Logger:    n.log.With("sub", "forward"),
-		LocalPeer: n.self.Peer,
-		Day:       n.crawlDay,
-		Idle:      func() bool { return n.crawler != nil && n.crawler.Queued() == 0 },
+		Ring:       n.ring,
+		Deliver:    n.deliver,
+		Outbox:     n.outbox,
+		Every:      cfg.FlushInterval,
+		PerVnode:   cfg.WalkPerVnode,
+		RingSize:   n.ringSize,
+		Replicas:   cfg.LinkReplicas,
+		Logger:     n.log.With("sub", "forward"),
+		LocalPeer:  n.self.Peer,
+		Day:        n.crawlDay,
+		Idle:       func() bool { return n.crawler != nil && n.crawler.Queued() == 0 },
+		ShareKnown: n.shareKnown,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)

@@ -67,6 +67,11 @@ type LinkStats struct {
 	// them, because they had been passed on maxHops times: the nodes'
 	// views of the ring disagreed, and the owner may fetch them too.
 	OverHops int64 `json:"overHops"`
+	// KnownShared and KnownReceived count known URLs that no version
+	// carries, sent to their ranges' holders and remembered from others
+	// (known.go), since the node started.
+	KnownShared   int64 `json:"knownShared"`
+	KnownReceived int64 `json:"knownReceived"`
 }
 
 // TrustStats counts requests refused at the trust boundary (member.go).
@@ -96,10 +101,12 @@ func (n *Node) Status() Status {
 		Archive:   n.store.Stats(),
 		Forward:   n.fwd.Stats(),
 		Links: LinkStats{
-			Received:  n.counters.linksReceived.Load(),
-			BadLinks:  n.counters.badLinks.Load(),
-			BadFrames: n.counters.badFrames.Load(),
-			OverHops:  n.counters.overHops.Load(),
+			Received:      n.counters.linksReceived.Load(),
+			BadLinks:      n.counters.badLinks.Load(),
+			BadFrames:     n.counters.badFrames.Load(),
+			OverHops:      n.counters.overHops.Load(),
+			KnownShared:   n.counters.knownShared.Load(),
+			KnownReceived: n.counters.knownReceived.Load(),
 		},
 		Politeness:  n.PolitenessStats(),
 		Replication: n.ReplicationStats(),
