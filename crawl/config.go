@@ -25,6 +25,8 @@ const (
 	DefaultMaxRepeat      = 3
 	DefaultMaxDepth       = 32
 	DefaultRobotsTTL      = 24 * time.Hour
+	DefaultPageRequisites = 64
+	DefaultHostRequisites = 5000
 	// RobotsMaxBytes is how much of a robots.txt file is parsed (RFC 9309
 	// asks for at least 500 KiB); the rest is ignored.
 	RobotsMaxBytes = 500 << 10
@@ -80,8 +82,24 @@ type Config struct {
 	// must use the same day length.
 	DayLength time.Duration
 	// AllowDynamic admits URLs with a query string or a cgi-bin path
-	// segment. Default false, as in the thesis.
+	// segment. Default false, as in the thesis. Page requisites (what a
+	// page embeds: stylesheets, scripts, images, fonts, frames; see
+	// ExtractRequisites) are admitted with their query strings either
+	// way, within PageRequisites and HostRequisites.
 	AllowDynamic bool
+	// PageRequisites caps the dynamic requisites (with a query string or
+	// a cgi-bin segment) one page hands on while AllowDynamic is off;
+	// further ones are counted as KindRequisites and dropped, so that a
+	// page listing endless cache-busted images stays a bounded cost.
+	// Default 64; negative: none (requisites with a query are out of
+	// scope like other dynamic URLs).
+	PageRequisites int
+	// HostRequisites caps the dynamic requisites this node accepts per
+	// host per day (counted by AddRequisites, in memory: a restart
+	// starts the count afresh) while AllowDynamic is off; further ones
+	// are counted as KindRequisites and dropped. Default 5000; negative:
+	// none.
+	HostRequisites int
 	// MaxURLLen caps the canonical URL length in bytes. Default 1024.
 	MaxURLLen int
 	// MaxRepeat caps how often one path segment may occur in a URL path
@@ -181,6 +199,12 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.MaxDepth <= 0 {
 		cfg.MaxDepth = DefaultMaxDepth
+	}
+	if cfg.PageRequisites == 0 {
+		cfg.PageRequisites = DefaultPageRequisites
+	}
+	if cfg.HostRequisites == 0 {
+		cfg.HostRequisites = DefaultHostRequisites
 	}
 	if cfg.ContentTypes == nil {
 		cfg.ContentTypes = DefaultContentTypes

@@ -130,6 +130,7 @@ type Crawler struct {
 	pending     int64                 // this epoch's queue entries not finished, in-flight included
 	curInFlight int64                 // this epoch's entries in flight (st.inFlight counts all)
 	known       int64
+	reqHosts    map[string]hostReqs // dynamic requisites queued per host today (AddRequisites)
 	st          counters
 	logged      map[string]bool
 }
@@ -257,6 +258,11 @@ func (c *Crawler) Add(ctx context.Context, urls []string) error {
 
 // add is Add, returning how many URLs it queued.
 func (c *Crawler) add(ctx context.Context, urls []string) (int, error) {
+	return c.addChecked(ctx, urls, c.scope.check)
+}
+
+// addChecked is add with check as the scope.
+func (c *Crawler) addChecked(ctx context.Context, urls []string, check func(string) (string, string)) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -268,7 +274,7 @@ func (c *Crawler) add(ctx context.Context, urls []string) (int, error) {
 	}
 	ok := make([]string, 0, len(urls))
 	for _, raw := range urls {
-		u, kind := c.scope.check(raw)
+		u, kind := check(raw)
 		if kind != "" {
 			c.count(kind, raw, nil)
 			continue

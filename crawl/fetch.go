@@ -141,6 +141,7 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLeas
 		digest       id.ID
 		refused      bool // the sniffed type is not allowed
 		links, fresh []string
+		reqs         []string // the requisites among links
 		unchanged    bool
 	)
 	if err := c.cfg.CPU.Do(ctx, func() {
@@ -161,7 +162,7 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLeas
 				links = c.inScope(ExtractLocation(u, loc))
 			}
 		default:
-			links = extractLinks(u, ct, body, c.keepLink)
+			links, reqs = c.pageLinks(u, ct, body)
 		}
 		fresh = newLinks(links, st.Outlinks)
 	}); err != nil {
@@ -196,7 +197,7 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLeas
 	// the links again; their owners' seen tests absorb the repeat.
 	var fwdErr error
 	if len(fresh) > 0 {
-		if fwdErr = c.f.Forward(ctx, fresh); fwdErr != nil && ctx.Err() != nil {
+		if fwdErr = c.forward(ctx, fresh, reqs); fwdErr != nil && ctx.Err() != nil {
 			return false
 		}
 		if fwdErr == nil {
