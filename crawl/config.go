@@ -32,16 +32,6 @@ const (
 	RobotsMaxBytes = 500 << 10
 )
 
-// DefaultContentTypes is the content-type allow list used when
-// Config.ContentTypes is nil: HTML, images, CSS and JavaScript.
-var DefaultContentTypes = []string{
-	"text/html", "application/xhtml+xml",
-	"text/css",
-	"image/*",
-	"text/javascript", "application/javascript", "application/x-javascript",
-	"application/ecmascript", "text/ecmascript",
-}
-
 // Config configures a Crawler. The zero value of every field means the
 // documented default.
 type Config struct {
@@ -114,10 +104,16 @@ type Config struct {
 	// DenyHosts excludes these hosts and their subdomains; it wins over
 	// AllowHosts.
 	DenyHosts []string
-	// ContentTypes is the allow list of media types ("type/subtype" or
-	// "type/*"). Responses of other types are counted ("content_type") and
-	// not stored. Default DefaultContentTypes.
+	// ContentTypes, when non-empty, is an allow list of media types
+	// ("type/subtype", "type/*" or "*/*"): responses of other types are
+	// counted (KindContentType) and not stored. Default empty: every type
+	// is stored, up to MaxBody (HTML, CSS, scripts, images, fonts, PDF,
+	// plain text, XML and RSS, JSON, media…), as archives keep what a
+	// page needs and links to.
 	ContentTypes []string
+	// DenyTypes lists media types (same forms as ContentTypes) that are
+	// never stored, whatever ContentTypes says; it wins. Default empty.
+	DenyTypes []string
 	// Owns reports whether this node owns url. At a new day only owned
 	// known URLs are queued again. Nil means every URL.
 	Owns func(url string) bool
@@ -205,9 +201,6 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.HostRequisites == 0 {
 		cfg.HostRequisites = DefaultHostRequisites
-	}
-	if cfg.ContentTypes == nil {
-		cfg.ContentTypes = DefaultContentTypes
 	}
 	if cfg.RobotsTTL <= 0 {
 		cfg.RobotsTTL = DefaultRobotsTTL

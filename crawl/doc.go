@@ -59,8 +59,9 @@
 //     allow/deny lists are refused both when extracted and when added.
 //     Page requisites are exempt from the dynamic rule alone, within
 //     PageRequisites per page and HostRequisites per host and day.
-//     Responses outside the content-type allow list or above MaxBody are
-//     not stored.
+//     Responses of a type in DenyTypes (or outside ContentTypes, when
+//     that allow list is set) or above MaxBody are not stored; every
+//     other type is stored as served.
 //   - No internal addresses: every connection (pages, robots.txt and
 //     its redirects, proxied requests, a supplied Client's) is checked on
 //     the address it connects to, after DNS resolution; loopback,

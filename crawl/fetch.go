@@ -104,7 +104,7 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLeas
 	redirect := code >= 300 && code < 400
 	failed := code >= 400
 	ct := resp.Header.Get("Content-Type")
-	if !redirect && !failed && ct != "" && !typeAllowed(ct, c.cfg.ContentTypes) {
+	if !redirect && !failed && ct != "" && !c.typeAllowed(ct) {
 		c.count(KindContentType, raw, fmt.Errorf("content type %q", ct))
 		return true
 	}
@@ -147,7 +147,7 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLeas
 	if err := c.cfg.CPU.Do(ctx, func() {
 		if !redirect && !failed && ct == "" {
 			ct = http.DetectContentType(body)
-			if refused = !typeAllowed(ct, c.cfg.ContentTypes); refused {
+			if refused = !c.typeAllowed(ct); refused {
 				return
 			}
 		}

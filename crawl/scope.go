@@ -24,7 +24,7 @@ const (
 	KindStatus4xx   = "status_4xx"       // 4xx answer, not stored
 	KindStatus5xx   = "status_5xx"       // 5xx answer, not stored
 	KindStatusOther = "status_other"     // 1xx or unknown status, not stored
-	KindContentType = "content_type"     // media type outside the allow list
+	KindContentType = "content_type"     // media type outside ContentTypes or in DenyTypes
 	KindTooLarge    = "too_large"        // body above MaxBody, refused
 	KindArchive     = "archive"          // archive Put, State or SetState failed
 	KindQuota       = "quota"            // archive quota reached, nothing stored
@@ -189,16 +189,28 @@ func isTrap(p string, maxRepeat, maxDepth int) bool {
 	return false
 }
 
-// typeAllowed reports whether the Content-Type header value ct matches the
-// allow list (entries "type/subtype" or "type/*").
-func typeAllowed(ct string, allow []string) bool {
+// typeAllowed reports whether a response of Content-Type header value ct
+// is stored under the crawler's Config: in ContentTypes when that is set,
+// and not in DenyTypes. With no allow list, a value that does not parse
+// is stored too (the bytes are what the server sent); a deny list entry
+// cannot match it.
+func (c *Crawler) typeAllowed(ct string) bool {
+	if typeMatch(ct, c.cfg.DenyTypes) {
+		return false
+	}
+	return len(c.cfg.ContentTypes) == 0 || typeMatch(ct, c.cfg.ContentTypes)
+}
+
+// typeMatch reports whether the Content-Type header value ct matches a
+// list of media types (entries "type/subtype", "type/*" or "*/*").
+func typeMatch(ct string, list []string) bool {
 	mt := mediaType(ct)
 	if mt == "" {
 		return false
 	}
 	major, _, _ := strings.Cut(mt, "/")
-	for _, a := range allow {
-		a = strings.ToLower(a)
+	for _, a := range list {
+		a = strings.ToLower(strings.TrimSpace(a))
 		if a == mt || a == "*/*" || (strings.HasSuffix(a, "/*") && a[:len(a)-2] == major) {
 			return true
 		}
