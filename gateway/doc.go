@@ -87,7 +87,11 @@
 //
 // Redirect captures (3xx) keep their status; their Location is rewritten
 // into the archive at the same timestamp and modifier (id_ included), so a
-// chain of redirects never leaves the archive.
+// chain of redirects never leaves the archive. When the target replayed at
+// that timestamp would be older than the redirect while the target was
+// captured within a day after it (the crawl fetched the redirect, then its
+// target), the Location names that capture's timestamp instead: a page
+// reached through a redirect is found from either URL (redirect.go).
 //
 // Serve UI and Content (or a Server, which dispatches by Host) directly as
 // an http.Server's Handler (or strip a prefix yourself): http.ServeMux would answer /web/2014/http://x with a

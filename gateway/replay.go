@@ -69,7 +69,7 @@ func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
 	copyHeaders(h, c.Header)
 	s.mementoHeaders(h, ui, t.URL, v.Time)
 	if loc := c.Header.Get("Location"); loc != "" {
-		h.Set("Location", rw.URL(loc, t.Mod))
+		h.Set("Location", s.redirectLocation(ctx, rw, loc, t, v))
 	}
 	ctype := c.Header.Get("Content-Type")
 	if ctype == "" {
