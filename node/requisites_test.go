@@ -82,6 +82,36 @@ func TestRequisitesReachOwners(t *testing.T) {
 		t.Error("the navigational link /search?q=x was fetched")
 	}
 	lr.checkNoStrays(ctx, t)
+
+	// The gateway finds the stylesheet under another cache-buster
+	// (fuzzy matching over the ring's prefix listing), and says so; it
+	// prints the latency of an exact replay, of a fuzzy one, and of a
+	// miss with no capture at the path (go test ./node -run
+	// TestRequisitesReachOwners -v).
+	ts := time.Now().UTC().Format("20060102150405")
+	replay := lr.Nodes[0].ReplayURL() + "web/" + ts + "id_/"
+	timed := func(u string, code int, fuzzy string) time.Duration {
+		t.Helper()
+		var took []time.Duration
+		for range 21 {
+			start := time.Now()
+			resp, err := http.Get(replay + u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			took = append(took, time.Since(start))
+			if resp.StatusCode != code || resp.Header.Get("X-Archive-Fuzzy") != fuzzy {
+				t.Fatalf("%s: %d X-Archive-Fuzzy %q, want %d %q", u, resp.StatusCode, resp.Header.Get("X-Archive-Fuzzy"), code, fuzzy)
+			}
+		}
+		slices.Sort(took)
+		return took[len(took)/2]
+	}
+	exact := timed(srv.URL+"/_static/pydoctheme.css?2022.1", 200, "")
+	fuzzy := timed(srv.URL+"/_static/pydoctheme.css?2023.1", 200, srv.URL+"/_static/pydoctheme.css?2022.1")
+	miss := timed(srv.URL+"/_static/nothing.css?v=1", 404, "")
+	t.Logf("3-node ring, median of 21 replays: exact %v, fuzzy match %v, no capture at the path %v", exact, fuzzy, miss)
 }
 
 // TestForwarderRequisiteFlag: a requisite keeps its kind through the
