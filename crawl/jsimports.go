@@ -14,6 +14,8 @@ import "strings"
 // such as reimport are not read as imports.
 func jsImports(js []byte, refs []ref) []ref {
 	s := string(js)
+	quote := nextIndex{s: s, chars: "\"'"}
+	semi := nextIndex{s: s, chars: ";"}
 	stmtStart := true
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -36,11 +38,11 @@ func jsImports(js []byte, refs []ref) []ref {
 		case c == ' ' || c == '\t' || c == '\r':
 			i++
 		case stmtStart && (hasWord(s[i:], "import") || hasWord(s[i:], "export")):
-			spec, n := jsSpecifier(s[i+6:])
+			spec, next := jsSpecifier(s, i+6, &quote, &semi)
 			if isURLSpecifier(spec) {
 				refs = append(refs, ref{spec, true})
 			}
-			i += 6 + n
+			i = next
 			stmtStart = false
 		default:
 			stmtStart = false
@@ -50,46 +52,68 @@ func jsImports(js []byte, refs []ref) []ref {
 	return refs
 }
 
-// jsSpecifier reads what follows "import" or "export" and returns the
-// module specifier, if any, and the bytes consumed: the string right
-// after "import", or the string after the statement's first "from"
-// (before any ';'), the string included. An import( call, import.meta or
-// an export of a declaration has none, and consumes nothing.
-func jsSpecifier(s string) (string, int) {
-	t := strings.TrimLeft(s, " \t\r\n")
-	skipped := len(s) - len(t)
-	if t == "" {
-		return "", 0
+// maxImportStmt bounds how far past "import" or "export" jsSpecifier
+// looks for the specifier.
+const maxImportStmt = 4 << 10
+
+// nextIndex finds the next of some bytes in s at or after a position,
+// remembering the last answer: positions asked for only grow, so the
+// scans of a whole script add up to one pass.
+type nextIndex struct {
+	s     string
+	chars string
+	at    int // the last answer (len(s): none), when valid
+	valid bool
+}
+
+// from returns the index of the first of chars at or after pos, or len(s).
+func (n *nextIndex) from(pos int) int {
+	if n.valid && n.at >= pos {
+		return n.at
 	}
-	if t[0] == '"' || t[0] == '\'' {
-		spec, n := cssString(t)
-		return spec, skipped + n
+	n.valid = true
+	if j := strings.IndexAny(n.s[pos:], n.chars); j >= 0 {
+		n.at = pos + j
+	} else {
+		n.at = len(n.s)
 	}
-	if t[0] == '(' || t[0] == '.' {
-		return "", 0
+	return n.at
+}
+
+// jsSpecifier reads the statement whose "import" or "export" word ends
+// at i and returns its module specifier, if any, and where the scan goes
+// on: the string right after "import", or the statement's first string
+// when "from" precedes it, within maxImportStmt bytes and before any
+// ';'. An import( call, import.meta, an export of a declaration, or a
+// statement without a specifier has none, and the scan goes on at i.
+func jsSpecifier(s string, i int, quote, semi *nextIndex) (string, int) {
+	j := i
+	for j < len(s) && isJSSpace(s[j]) {
+		j++
 	}
-	end := len(s)
-	if j := strings.IndexByte(s, ';'); j >= 0 {
-		end = j
+	if j == len(s) {
+		return "", i
 	}
-	for k := 0; k < end; {
-		i := strings.Index(s[k:end], "from")
-		if i < 0 {
-			return "", 0
-		}
-		k += i
-		if k > 0 && !isJSSpace(s[k-1]) && s[k-1] != '}' && s[k-1] != '*' {
-			k += 4
-			continue
-		}
-		rest := strings.TrimLeft(s[k+4:end], " \t\r\n")
-		if rest != "" && (rest[0] == '"' || rest[0] == '\'') {
-			spec, n := cssString(rest)
-			return spec, end - len(rest) + n
-		}
-		k += 4
+	if s[j] == '"' || s[j] == '\'' {
+		spec, n := cssString(s[j:])
+		return spec, j + n
 	}
-	return "", 0
+	if s[j] == '(' || s[j] == '.' {
+		return "", i
+	}
+	q := quote.from(j)
+	if q == len(s) || q-i > maxImportStmt || semi.from(j) < q {
+		return "", i
+	}
+	clause := strings.TrimRight(s[j:q], " \t\r\n")
+	if !strings.HasSuffix(clause, "from") {
+		return "", i
+	}
+	if k := len(clause) - 4; k > 0 && !isJSSpace(clause[k-1]) && clause[k-1] != '}' && clause[k-1] != '*' {
+		return "", i
+	}
+	spec, n := cssString(s[q:])
+	return spec, q + n
 }
 
 func isJSSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
