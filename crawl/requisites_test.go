@@ -154,7 +154,8 @@ func TestRequisitesWithQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitIdle(t, c)
-	t.Logf("fetches: %d without the requisite exemption, %d with it", before.Stats().FetchedToday, c.Stats().FetchedToday)
+	t.Logf("fetches: %d without the requisite exemption, %d with it; bytes %d and %d",
+		before.Stats().FetchedToday, c.Stats().FetchedToday, before.Stats().BytesFetched, c.Stats().BytesFetched)
 	if n := before.Stats().FetchedToday; n != 2 {
 		t.Errorf("without the exemption %d fetches, want 2 (the pages)", n)
 	}
@@ -218,7 +219,7 @@ func TestRequisiteFetchesSampleWeb(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crawls the sample web twice")
 	}
-	var fetched [2]int64
+	var fetched, bytes [2]int64
 	var pages int
 	for i, perPage := range []int{-1, 0} {
 		web := sampleweb.New(sampleweb.Config{})
@@ -234,7 +235,7 @@ func TestRequisiteFetchesSampleWeb(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitIdle(t, c)
-		fetched[i] = c.Stats().FetchedToday
+		fetched[i], bytes[i] = c.Stats().FetchedToday, c.Stats().BytesFetched
 		pages = 0
 		for _, u := range a.urls() {
 			if vs := a.versions[u]; strings.HasPrefix(vs[0].Header.Get("Content-Type"), "text/html") {
@@ -243,8 +244,8 @@ func TestRequisiteFetchesSampleWeb(t *testing.T) {
 		}
 		web.Close()
 	}
-	t.Logf("sample web: %d HTML pages; fetches %d without the requisite exemption, %d with it: %.3f extra fetches per page",
-		pages, fetched[0], fetched[1], float64(fetched[1]-fetched[0])/float64(pages))
+	t.Logf("sample web: %d HTML pages; fetches %d without the requisite exemption, %d with it: %.3f extra fetches per page; bytes fetched per page %.0f and %.0f",
+		pages, fetched[0], fetched[1], float64(fetched[1]-fetched[0])/float64(pages), float64(bytes[0])/float64(pages), float64(bytes[1])/float64(pages))
 	if fetched[1] < fetched[0] {
 		t.Errorf("fewer fetches with requisites (%d) than without (%d)", fetched[1], fetched[0])
 	}
