@@ -25,20 +25,12 @@ const (
 	DefaultMaxRepeat      = 3
 	DefaultMaxDepth       = 32
 	DefaultRobotsTTL      = 24 * time.Hour
+	DefaultPageRequisites = 64
+	DefaultHostRequisites = 5000
 	// RobotsMaxBytes is how much of a robots.txt file is parsed (RFC 9309
 	// asks for at least 500 KiB); the rest is ignored.
 	RobotsMaxBytes = 500 << 10
 )
-
-// DefaultContentTypes is the content-type allow list used when
-// Config.ContentTypes is nil: HTML, images, CSS and JavaScript.
-var DefaultContentTypes = []string{
-	"text/html", "application/xhtml+xml",
-	"text/css",
-	"image/*",
-	"text/javascript", "application/javascript", "application/x-javascript",
-	"application/ecmascript", "text/ecmascript",
-}
 
 // Config configures a Crawler. The zero value of every field means the
 // documented default.
@@ -80,8 +72,24 @@ type Config struct {
 	// must use the same day length.
 	DayLength time.Duration
 	// AllowDynamic admits URLs with a query string or a cgi-bin path
-	// segment. Default false, as in the thesis.
+	// segment. Default false, as in the thesis. Page requisites (what a
+	// page embeds: stylesheets, scripts, images, fonts, frames; see
+	// ExtractRequisites) are admitted with their query strings either
+	// way, within PageRequisites and HostRequisites.
 	AllowDynamic bool
+	// PageRequisites caps the dynamic requisites (with a query string or
+	// a cgi-bin segment) one page hands on while AllowDynamic is off;
+	// further ones are counted as KindRequisites and dropped, so that a
+	// page listing endless cache-busted images stays a bounded cost.
+	// Default 64; negative: none (requisites with a query are out of
+	// scope like other dynamic URLs).
+	PageRequisites int
+	// HostRequisites caps the dynamic requisites this node accepts per
+	// host per day (counted by AddRequisites, in memory: a restart
+	// starts the count afresh) while AllowDynamic is off; further ones
+	// are counted as KindRequisites and dropped. Default 5000; negative:
+	// none.
+	HostRequisites int
 	// MaxURLLen caps the canonical URL length in bytes. Default 1024.
 	MaxURLLen int
 	// MaxRepeat caps how often one path segment may occur in a URL path
@@ -96,10 +104,16 @@ type Config struct {
 	// DenyHosts excludes these hosts and their subdomains; it wins over
 	// AllowHosts.
 	DenyHosts []string
-	// ContentTypes is the allow list of media types ("type/subtype" or
-	// "type/*"). Responses of other types are counted ("content_type") and
-	// not stored. Default DefaultContentTypes.
+	// ContentTypes, when non-empty, is an allow list of media types
+	// ("type/subtype", "type/*" or "*/*"): responses of other types are
+	// counted (KindContentType) and not stored. Default empty: every type
+	// is stored, up to MaxBody (HTML, CSS, scripts, images, fonts, PDF,
+	// plain text, XML and RSS, JSON, media…), as archives keep what a
+	// page needs and links to.
 	ContentTypes []string
+	// DenyTypes lists media types (same forms as ContentTypes) that are
+	// never stored, whatever ContentTypes says; it wins. Default empty.
+	DenyTypes []string
 	// Owns reports whether this node owns url. At a new day only owned
 	// known URLs are queued again. Nil means every URL.
 	Owns func(url string) bool
@@ -182,8 +196,11 @@ func (cfg Config) withDefaults() Config {
 	if cfg.MaxDepth <= 0 {
 		cfg.MaxDepth = DefaultMaxDepth
 	}
-	if cfg.ContentTypes == nil {
-		cfg.ContentTypes = DefaultContentTypes
+	if cfg.PageRequisites == 0 {
+		cfg.PageRequisites = DefaultPageRequisites
+	}
+	if cfg.HostRequisites == 0 {
+		cfg.HostRequisites = DefaultHostRequisites
 	}
 	if cfg.RobotsTTL <= 0 {
 		cfg.RobotsTTL = DefaultRobotsTTL

@@ -403,7 +403,7 @@ func TestConnUnreadBodyNotReused(t *testing.T) {
 		}
 		plainPage(w, r, body)
 	})
-	a, c := crawlConnSite(t, s, nil, "/0", "/1")
+	a, c := crawlConnSite(t, s, func(cfg *Config) { cfg.DenyTypes = []string{"application/x-unkept"} }, "/0", "/1")
 	wantOnly(t, s, a, "/1")
 	errs := c.Stats().ErrorsByKind
 	if len(errs) != 1 || errs[KindContentType] != 1 {

@@ -151,6 +151,7 @@ type Crawler struct {
 	pending     int64                 // this epoch's queue entries not finished, in-flight included
 	curInFlight int64                 // this epoch's entries in flight (st.inFlight counts all)
 	known       int64
+	reqHosts    map[string]hostReqs // dynamic requisites queued per host today (AddRequisites)
 	st          counters
 	logged      map[string]bool
 }
@@ -278,6 +279,11 @@ func (c *Crawler) Add(ctx context.Context, urls []string) error {
 
 // add is Add, returning how many URLs it queued.
 func (c *Crawler) add(ctx context.Context, urls []string) (int, error) {
+	return c.addChecked(ctx, urls, c.scope.check)
+}
+
+// addChecked is add with check as the scope.
+func (c *Crawler) addChecked(ctx context.Context, urls []string, check func(string) (string, string)) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -289,7 +295,7 @@ func (c *Crawler) add(ctx context.Context, urls []string) (int, error) {
 	}
 	ok := make([]string, 0, len(urls))
 	for _, raw := range urls {
-		u, kind := c.scope.check(raw)
+		u, kind := check(raw)
 		if kind != "" {
 			c.count(kind, raw, nil)
 			continue
@@ -374,8 +380,17 @@ func (c *Crawler) takeStored(u string) bool {
 	if c.cfg.Owns != nil && !c.cfg.Owns(u) {
 		return false
 	}
-	_, kind := c.scope.check(u)
+	_, kind := c.checkKnown(u)
 	return kind == ""
+}
+
+// checkKnown is the scope check for a URL that is already known — stored,
+// queued before, or remembered for another node: every rule but the
+// dynamic one, which a page requisite with a query passed when it was
+// first added (AddRequisites).
+func (c *Crawler) checkKnown(raw string) (string, string) {
+	u, _, kind := c.scope.checkReq(raw)
+	return u, kind
 }
 
 // dayTimer starts a new day whenever the clock passes a day boundary.
@@ -461,7 +476,7 @@ func (c *Crawler) TakeOver(ctx context.Context, in func(url string) bool) (int, 
 		if len(batch) == 0 {
 			return nil
 		}
-		n, err := c.add(ctx, batch)
+		n, err := c.addChecked(ctx, batch, c.checkKnown)
 		queued += n
 		batch = batch[:0]
 		return err
@@ -535,7 +550,7 @@ func (c *Crawler) Remember(ctx context.Context, urls []string) error {
 	}
 	ok := make([]string, 0, len(urls))
 	for _, raw := range urls {
-		if u, kind := c.scope.check(raw); kind == "" && u == raw {
+		if u, kind := c.checkKnown(raw); kind == "" && u == raw {
 			ok = append(ok, u)
 		}
 	}

@@ -294,6 +294,7 @@ func TestRefusedResponses(t *testing.T) {
 	a := newMemArchive()
 	cfg := testConfig(newClock())
 	cfg.MaxBody = 1000
+	cfg.DenyTypes = []string{"application/pdf"}
 	c, _ := startCrawler(t, t.TempDir(), cfg, a)
 	if err := c.Add(context.Background(), []string{s.url("/")}); err != nil {
 		t.Fatal(err)

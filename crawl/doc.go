@@ -11,8 +11,9 @@
 //
 // Add(urls) → canonicalize and scope check → URL-seen test → durable
 // per-host FIFO → host loop (robots.txt, budget wait) → conditional GET →
-// archive Put → ExtractLinks → links absent from the previous version →
-// Forwarder.Forward → the owners' Add.
+// archive Put → ExtractRequisites → links absent from the previous version →
+// Forwarder.Forward → the owners' Add; requisites (what the page embeds)
+// → RequisiteForwarder.ForwardRequisites → the owners' AddRequisites.
 //
 // # Invariants
 //
@@ -56,8 +57,11 @@
 //     cgi-bin, unless AllowDynamic), paths deeper than MaxDepth or with a
 //     segment repeated more than MaxRepeat times, and hosts outside the
 //     allow/deny lists are refused both when extracted and when added.
-//     Responses outside the content-type allow list or above MaxBody are
-//     not stored.
+//     Page requisites are exempt from the dynamic rule alone, within
+//     PageRequisites per page and HostRequisites per host and day.
+//     Responses of a type in DenyTypes (or outside ContentTypes, when
+//     that allow list is set) or above MaxBody are not stored; every
+//     other type is stored as served.
 //   - No internal addresses: every connection (pages, robots.txt and
 //     its redirects, proxied requests, a supplied Client's) is checked on
 //     the address it connects to, after DNS resolution; loopback,

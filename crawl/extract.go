@@ -38,6 +38,39 @@ var linkAttrs = map[string][]string{
 	"td":     {"background"},
 }
 
+// ref is a raw reference found in a document. embed marks a page
+// requisite: a resource the document loads to display itself
+// (stylesheets and what they import, scripts and their static imports,
+// images, fonts, icons, media, frames), as opposed to a link the reader
+// follows (a, area, most link rels, a meta refresh).
+type ref struct {
+	s     string
+	embed bool
+}
+
+// embedRels are the <link rel> values whose target the page loads to
+// display itself; a <link> with none of them is navigation (alternate,
+// canonical, next, author…).
+var embedRels = []string{"stylesheet", "icon", "apple-touch-icon", "apple-touch-icon-precomposed",
+	"mask-icon", "fluid-icon", "preload", "modulepreload", "manifest"}
+
+// isEmbedRel reports whether a <link>'s rel attribute names a requisite.
+func isEmbedRel(rel string) bool {
+	for _, r := range strings.Fields(strings.ToLower(rel)) {
+		if slices.Contains(embedRels, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// isNavAttr reports whether attribute key of element tag holds a link the
+// reader follows rather than a resource the page embeds (<link> is decided
+// by its rel: isEmbedRel).
+func isNavAttr(tag, key string) bool {
+	return (tag == "a" || tag == "area") && key == "href"
+}
+
 // ExtractLinks returns the canonical absolute http(s) links of a document
 // fetched from base, deduplicated and sorted. HTML (text/html,
 // application/xhtml+xml) is read with golang.org/x/net/html (see
@@ -46,66 +79,111 @@ var linkAttrs = map[string][]string{
 // data; background attributes; url() and @import in style attributes and
 // <style> elements; the target of a meta refresh; a <base href> moves the
 // resolution base.
-// CSS (text/css) yields its url() and @import targets. Other types yield
-// nothing. Links that do not resolve to a valid http(s) URL are skipped.
+// CSS (text/css) yields its url() and @import targets; JavaScript its
+// static import and export-from specifiers that are URLs or relative
+// paths (jsImports). Other types yield nothing. Links that do not resolve to a valid http(s) URL are skipped.
 // At most MaxLinks links are returned. ExtractLinks never panics, whatever
 // the input.
 func ExtractLinks(base *url.URL, contentType string, body []byte) []string {
-	return extractLinks(base, contentType, body, nil)
+	links, reqs := ExtractRequisites(base, contentType, body)
+	out := append(links, reqs...)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
-// extractLinks is ExtractLinks keeping only the links keep admits (nil:
-// every link). keep gets each link both parsed and in canonical form and
-// returns the form to keep; at most MaxLinks links are kept.
-func extractLinks(base *url.URL, contentType string, body []byte, keep func(*url.URL, string) (string, bool)) []string {
+// ExtractRequisites is ExtractLinks split in two: links, the references
+// a reader follows (a and area href, <link> of other rels, a meta
+// refresh), and reqs, the page requisites the document loads to display
+// itself (see ref). A URL both followed and embedded is a requisite only.
+// Each list is deduplicated and sorted; together they hold at most
+// MaxLinks URLs.
+func ExtractRequisites(base *url.URL, contentType string, body []byte) (links, reqs []string) {
+	return extractLinks(base, contentType, body, nil, nil)
+}
+
+// extractLinks is ExtractRequisites keeping only the links keep and the
+// requisites keepReq admit (nil: every one). Each gets the URL both parsed
+// and in canonical form and returns the form to keep.
+func extractLinks(base *url.URL, contentType string, body []byte, keep, keepReq func(*url.URL, string) (string, bool)) (links, reqs []string) {
 	if base == nil {
-		return nil
+		return nil, nil
 	}
 	mt := mediaType(contentType)
-	var refs []string
+	var refs []ref
 	switch {
 	case isHTML(mt):
 		refs, base = htmlRefs(base, body)
 	case isCSS(mt):
 		refs = cssRefs(body, nil)
+	case isJS(mt):
+		refs = jsImports(body, nil)
 	default:
-		return nil
+		return nil, nil
 	}
-	return resolveRefs(base, refs, keep)
+	return splitRefs(base, refs, keep, keepReq)
 }
 
 // resolveRefs resolves raw references against base and returns the
 // canonical http(s) ones that keep admits (all when nil), deduplicated and
-// sorted, at most MaxLinks.
-func resolveRefs(base *url.URL, refs []string, keep func(*url.URL, string) (string, bool)) []string {
-	seen := make(map[string]struct{}, len(refs))
-	out := make([]string, 0, len(refs))
-	for _, r := range refs {
-		if len(out) >= MaxLinks {
-			break
-		}
-		r = strings.TrimSpace(r)
-		if r == "" || strings.HasPrefix(r, "#") {
-			continue
-		}
-		u, c, err := canon.ResolveURL(base, r)
-		if err != nil {
-			continue
-		}
-		if keep != nil {
-			var ok bool
-			if c, ok = keep(u, c); !ok {
-				continue
-			}
-		}
-		if _, dup := seen[c]; dup {
-			continue
-		}
-		seen[c] = struct{}{}
-		out = append(out, c)
-	}
+// sorted, at most MaxLinks, embedded or not.
+func resolveRefs(base *url.URL, refs []ref, keep func(*url.URL, string) (string, bool)) []string {
+	links, reqs := splitRefs(base, refs, keep, keep)
+	out := append(links, reqs...)
 	slices.Sort(out)
 	return out
+}
+
+// splitRefs resolves raw references against base and returns the
+// canonical http(s) links that keep admits and requisites that keepReq
+// admits (all when nil), each deduplicated and sorted, at most MaxLinks
+// in all. A URL that is a requisite is not also a link.
+func splitRefs(base *url.URL, refs []ref, keep, keepReq func(*url.URL, string) (string, bool)) (links, reqs []string) {
+	kind := make(map[string]bool, len(refs)) // canonical URL → embedded
+	// Requisites first, so that a URL both embedded and followed counts
+	// as a requisite and the per-page caps of keepReq see them all.
+	for _, embed := range []bool{true, false} {
+		k := keep
+		if embed {
+			k = keepReq
+		}
+		for _, r := range refs {
+			if r.embed != embed {
+				continue
+			}
+			if len(kind) >= MaxLinks {
+				break
+			}
+			s := strings.TrimSpace(r.s)
+			if s == "" || strings.HasPrefix(s, "#") {
+				continue
+			}
+			u, c, err := canon.ResolveURL(base, s)
+			if err != nil {
+				continue
+			}
+			if _, dup := kind[c]; dup {
+				continue
+			}
+			if k != nil {
+				var ok bool
+				if c, ok = k(u, c); !ok {
+					continue
+				}
+				if _, dup := kind[c]; dup {
+					continue
+				}
+			}
+			kind[c] = embed
+			if embed {
+				reqs = append(reqs, c)
+			} else {
+				links = append(links, c)
+			}
+		}
+	}
+	slices.Sort(links)
+	slices.Sort(reqs)
+	return links, reqs
 }
 
 // htmlRefs returns the raw references of an HTML document and the base URL
@@ -118,7 +196,7 @@ func resolveRefs(base *url.URL, refs []string, keep func(*url.URL, string) (stri
 // <style>), and following it token by token would mean rewriting it.
 // hasForeign decides which, before either runs. TestExtractMatchesGoquery
 // and FuzzExtractFindsGoquerysLinks hold the two paths to the same links.
-func htmlRefs(base *url.URL, body []byte) ([]string, *url.URL) {
+func htmlRefs(base *url.URL, body []byte) ([]ref, *url.URL) {
 	if hasForeign(body) {
 		return treeRefs(base, body)
 	}
@@ -137,7 +215,7 @@ func hasForeign(body []byte) bool { return canon.MayHaveTag(body, "svg", "math")
 // MathML content (hasForeign) and the value of its first <base href>, if
 // any, from the token stream. Where the tree builder renames what it
 // reads, this follows it: <image> is an <img>.
-func tokenRefs(body []byte) (refs []string, baseHref *string) {
+func tokenRefs(body []byte) (refs []ref, baseHref *string) {
 	z := html.NewTokenizer(bytes.NewReader(body))
 	inStyle := false
 	templates := 0 // open <template> elements: a <base> inside one is inert
@@ -170,7 +248,8 @@ func tokenRefs(body []byte) (refs []string, baseHref *string) {
 				templates++
 			}
 			keys := linkAttrs[tag]
-			var equiv, content string
+			var equiv, content, rel string
+			var linkHref []string // a <link>'s href, classified by its rel at the end of the tag
 			for more {
 				var k, v []byte
 				k, v, more = z.TagAttr()
@@ -180,8 +259,12 @@ func tokenRefs(body []byte) (refs []string, baseHref *string) {
 					refs = cssRefs(v, refs)
 				case key == "srcset" && slices.Contains(keys, "srcset"):
 					refs = srcsetRefs(string(v), refs)
+				case tag == "link" && key == "href":
+					linkHref = append(linkHref, string(v))
+				case tag == "link" && key == "rel":
+					rel = string(v)
 				case slices.Contains(keys, key):
-					refs = append(refs, string(v))
+					refs = append(refs, ref{string(v), !isNavAttr(tag, key)})
 				case tag == "base" && key == "href" && baseHref == nil && templates == 0:
 					h := string(v)
 					baseHref = &h
@@ -191,9 +274,13 @@ func tokenRefs(body []byte) (refs []string, baseHref *string) {
 					content = string(v)
 				}
 			}
+			embed := isEmbedRel(rel)
+			for _, h := range linkHref {
+				refs = append(refs, ref{h, embed})
+			}
 			if tag == "meta" && strings.EqualFold(strings.TrimSpace(equiv), "refresh") {
 				if r := refreshURL(content); r != "" {
-					refs = append(refs, r)
+					refs = append(refs, ref{r, false})
 				}
 			}
 		}
@@ -203,12 +290,12 @@ func tokenRefs(body []byte) (refs []string, baseHref *string) {
 // treeRefs returns the raw references of an HTML document and the base URL
 // links resolve against, from goquery's tree: one walk over the nodes
 // collects every reference.
-func treeRefs(base *url.URL, body []byte) ([]string, *url.URL) {
+func treeRefs(base *url.URL, body []byte) ([]ref, *url.URL) {
 	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(body))
 	if err != nil || len(doc.Nodes) == 0 {
 		return nil, base
 	}
-	var refs []string
+	var refs []ref
 	baseSet := false
 	for n := doc.Nodes[0]; n != nil; n = nextNode(n) {
 		if n.Type != html.ElementNode {
@@ -224,8 +311,11 @@ func treeRefs(base *url.URL, body []byte) ([]string, *url.URL) {
 				refs = cssRefs([]byte(a.Val), refs)
 			case a.Key == "srcset" && slices.Contains(keys, "srcset"):
 				refs = srcsetRefs(a.Val, refs)
+			case n.Data == "link" && a.Key == "href":
+				rel, _ := attr(n, "rel")
+				refs = append(refs, ref{a.Val, isEmbedRel(rel)})
 			case slices.Contains(keys, a.Key):
-				refs = append(refs, a.Val)
+				refs = append(refs, ref{a.Val, !isNavAttr(n.Data, a.Key)})
 			}
 		}
 		switch n.Data {
@@ -244,7 +334,7 @@ func treeRefs(base *url.URL, body []byte) ([]string, *url.URL) {
 			if v, _ := attr(n, "http-equiv"); strings.EqualFold(strings.TrimSpace(v), "refresh") {
 				c, _ := attr(n, "content")
 				if r := refreshURL(c); r != "" {
-					refs = append(refs, r)
+					refs = append(refs, ref{r, false})
 				}
 			}
 		}
@@ -323,18 +413,18 @@ func refreshURL(content string) string {
 }
 
 // srcsetRefs appends to refs the URLs of a srcset attribute (see
-// canon.SrcsetURLs: a data: URL's comma does not split it).
-func srcsetRefs(v string, refs []string) []string {
+// canon.SrcsetURLs: a data: URL's comma does not split it), as requisites.
+func srcsetRefs(v string, refs []ref) []ref {
 	for _, sp := range canon.SrcsetURLs(v) {
-		refs = append(refs, v[sp[0]:sp[1]])
+		refs = append(refs, ref{v[sp[0]:sp[1]], true})
 	}
 	return refs
 }
 
 // cssRefs appends to refs the targets of url(...) and @import "..." in CSS
-// text. It is a scanner, not a parser: comments are skipped, escapes are
-// not decoded.
-func cssRefs(css []byte, refs []string) []string {
+// text, as requisites. It is a scanner, not a parser: comments are
+// skipped, escapes are not decoded.
+func cssRefs(css []byte, refs []ref) []ref {
 	s := string(css)
 	for i := 0; i < len(s); {
 		switch {
@@ -346,8 +436,8 @@ func cssRefs(css []byte, refs []string) []string {
 			i += end + 4
 		case hasPrefixFold(s[i:], "url("):
 			j := i + 4
-			ref, n := cssURL(s[j:])
-			refs = append(refs, ref)
+			r, n := cssURL(s[j:])
+			refs = append(refs, ref{r, true})
 			i = j + n
 		case hasPrefixFold(s[i:], "@import"):
 			j := i + len("@import")
@@ -355,8 +445,8 @@ func cssRefs(css []byte, refs []string) []string {
 				j++
 			}
 			if j < len(s) && (s[j] == '"' || s[j] == '\'') {
-				ref, n := cssString(s[j:])
-				refs = append(refs, ref)
+				r, n := cssString(s[j:])
+				refs = append(refs, ref{r, true})
 				j += n
 			}
 			i = j

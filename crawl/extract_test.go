@@ -126,17 +126,26 @@ func TestScopeCheck(t *testing.T) {
 }
 
 func TestTypeAllowed(t *testing.T) {
+	allow := []string{"text/html", "image/*", "text/css", "application/javascript"}
+	deny := []string{"video/*", "application/x-shockwave-flash"}
 	tests := []struct {
-		ct   string
-		want bool
+		ct                    string
+		byDefault, list, deny bool // stored by default, with allow, with deny
 	}{
-		{"text/html; charset=utf-8", true}, {"TEXT/HTML", true}, {"image/webp", true}, {"text/css", true},
-		{"application/javascript", true}, {"application/pdf", false}, {"video/mp4", false}, {"", false}, {"garbage", false},
-		{"text/html; charset", true},
+		{"text/html; charset=utf-8", true, true, true}, {"TEXT/HTML", true, true, true}, {"image/webp", true, true, true},
+		{"text/css", true, true, true}, {"application/javascript", true, true, true},
+		{"application/pdf", true, false, true}, {"text/plain; charset=utf-8", true, false, true},
+		{"application/rss+xml", true, false, true}, {"application/json", true, false, true}, {"font/woff2", true, false, true},
+		{"video/mp4", true, false, false}, {"application/x-shockwave-flash", true, false, false},
+		{"", true, false, true}, {"garbage", true, false, true}, {"text/html; charset", true, true, true},
 	}
 	for _, tc := range tests {
-		if got := typeAllowed(tc.ct, DefaultContentTypes); got != tc.want {
-			t.Errorf("typeAllowed(%q) = %v", tc.ct, got)
+		for i, cfg := range []Config{{}, {ContentTypes: allow}, {DenyTypes: deny}} {
+			c := &Crawler{cfg: cfg.withDefaults()}
+			want := []bool{tc.byDefault, tc.list, tc.deny}[i]
+			if got := c.typeAllowed(tc.ct); got != want {
+				t.Errorf("config %d: typeAllowed(%q) = %v", i, tc.ct, got)
+			}
 		}
 	}
 }

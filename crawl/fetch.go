@@ -104,7 +104,7 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLeas
 	redirect := code >= 300 && code < 400
 	failed := code >= 400
 	ct := resp.Header.Get("Content-Type")
-	if !redirect && !failed && ct != "" && !typeAllowed(ct, c.cfg.ContentTypes) {
+	if !redirect && !failed && ct != "" && !c.typeAllowed(ct) {
 		c.count(KindContentType, raw, fmt.Errorf("content type %q", ct))
 		return true
 	}
@@ -141,12 +141,13 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLeas
 		digest       id.ID
 		refused      bool // the sniffed type is not allowed
 		links, fresh []string
+		reqs         []string // the requisites among links
 		unchanged    bool
 	)
 	if err := c.cfg.CPU.Do(ctx, func() {
 		if !redirect && !failed && ct == "" {
 			ct = http.DetectContentType(body)
-			if refused = !typeAllowed(ct, c.cfg.ContentTypes); refused {
+			if refused = !c.typeAllowed(ct); refused {
 				return
 			}
 		}
@@ -161,7 +162,7 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLeas
 				links = c.inScope(ExtractLocation(u, loc))
 			}
 		default:
-			links = extractLinks(u, ct, body, c.keepLink)
+			links, reqs = c.pageLinks(u, ct, body)
 		}
 		fresh = newLinks(links, st.Outlinks)
 	}); err != nil {
@@ -196,7 +197,7 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLeas
 	// the links again; their owners' seen tests absorb the repeat.
 	var fwdErr error
 	if len(fresh) > 0 {
-		if fwdErr = c.f.Forward(ctx, fresh); fwdErr != nil && ctx.Err() != nil {
+		if fwdErr = c.forward(ctx, fresh, reqs); fwdErr != nil && ctx.Err() != nil {
 			return false
 		}
 		if fwdErr == nil {

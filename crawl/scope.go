@@ -14,6 +14,7 @@ const (
 	KindBadURL      = "bad_url"          // not an absolute http(s) URL
 	KindTooLong     = "too_long"         // longer than MaxURLLen
 	KindDynamic     = "dynamic"          // query string or cgi-bin, AllowDynamic off
+	KindRequisites  = "requisite_cap"    // requisite with a query over PageRequisites or HostRequisites
 	KindTrap        = "trap"             // repeated path segments or too deep
 	KindHostDenied  = "host_denied"      // host allow/deny lists
 	KindRobots      = "robots"           // disallowed by robots.txt
@@ -23,7 +24,7 @@ const (
 	KindStatus4xx   = "status_4xx"       // 4xx answer, not stored
 	KindStatus5xx   = "status_5xx"       // 5xx answer, not stored
 	KindStatusOther = "status_other"     // 1xx or unknown status, not stored
-	KindContentType = "content_type"     // media type outside the allow list
+	KindContentType = "content_type"     // media type outside ContentTypes or in DenyTypes
 	KindTooLarge    = "too_large"        // body above MaxBody, refused
 	KindArchive     = "archive"          // archive Put, State or SetState failed
 	KindQuota       = "quota"            // archive quota reached, nothing stored
@@ -74,6 +75,20 @@ func (s *scope) check(raw string) (string, string) {
 	return s.checkURL(u)
 }
 
+// checkReq is check for a page requisite (checkRequisite); dynamic
+// reports a requisite the dynamic rule alone would refuse.
+func (s *scope) checkReq(raw string) (c string, dynamic bool, kind string) {
+	u, err := canon.Parse(raw)
+	if err != nil {
+		if len(raw) > canon.MaxLen {
+			return "", false, KindTooLong
+		}
+		return "", false, KindBadURL
+	}
+	c, kind = s.checkRequisite(u, u.String())
+	return c, kind == "" && !s.allowDynamic && isDynamic(u), kind
+}
+
 // checkURL is check for an already canonical URL.
 func (s *scope) checkURL(u *url.URL) (string, string) {
 	return s.checkParsed(u, u.String())
@@ -81,11 +96,18 @@ func (s *scope) checkURL(u *url.URL) (string, string) {
 
 // checkParsed is checkURL for a URL whose String() is c.
 func (s *scope) checkParsed(u *url.URL, c string) (string, string) {
+	if !s.allowDynamic && isDynamic(u) {
+		return "", KindDynamic
+	}
+	return s.checkRequisite(u, c)
+}
+
+// checkRequisite is checkParsed for a page requisite: a dynamic URL is
+// admitted even when AllowDynamic is off (the caller bounds how many);
+// every other rule holds.
+func (s *scope) checkRequisite(u *url.URL, c string) (string, string) {
 	if len(c) > s.maxLen {
 		return "", KindTooLong
-	}
-	if !s.allowDynamic && (u.RawQuery != "" || hasSegment(u.Path, "cgi-bin")) {
-		return "", KindDynamic
 	}
 	if isTrap(u.Path, s.maxRepeat, s.maxDepth) {
 		return "", KindTrap
@@ -132,6 +154,9 @@ func hostMatch(hostport, pattern string) bool {
 	return host == pattern || strings.HasSuffix(host, "."+pattern)
 }
 
+// isDynamic reports a URL with a query string or a cgi-bin path segment.
+func isDynamic(u *url.URL) bool { return u.RawQuery != "" || hasSegment(u.Path, "cgi-bin") }
+
 func hasSegment(p, seg string) bool {
 	for _, s := range strings.Split(p, "/") {
 		if strings.EqualFold(s, seg) {
@@ -164,16 +189,28 @@ func isTrap(p string, maxRepeat, maxDepth int) bool {
 	return false
 }
 
-// typeAllowed reports whether the Content-Type header value ct matches the
-// allow list (entries "type/subtype" or "type/*").
-func typeAllowed(ct string, allow []string) bool {
+// typeAllowed reports whether a response of Content-Type header value ct
+// is stored under the crawler's Config: in ContentTypes when that is set,
+// and not in DenyTypes. With no allow list, a value that does not parse
+// is stored too (the bytes are what the server sent); a deny list entry
+// cannot match it.
+func (c *Crawler) typeAllowed(ct string) bool {
+	if typeMatch(ct, c.cfg.DenyTypes) {
+		return false
+	}
+	return len(c.cfg.ContentTypes) == 0 || typeMatch(ct, c.cfg.ContentTypes)
+}
+
+// typeMatch reports whether the Content-Type header value ct matches a
+// list of media types (entries "type/subtype", "type/*" or "*/*").
+func typeMatch(ct string, list []string) bool {
 	mt := mediaType(ct)
 	if mt == "" {
 		return false
 	}
 	major, _, _ := strings.Cut(mt, "/")
-	for _, a := range allow {
-		a = strings.ToLower(a)
+	for _, a := range list {
+		a = strings.ToLower(strings.TrimSpace(a))
 		if a == mt || a == "*/*" || (strings.HasSuffix(a, "/*") && a[:len(a)-2] == major) {
 			return true
 		}
@@ -196,6 +233,14 @@ func mediaType(ct string) string {
 	return mt
 }
 
-// isHTML and isCSS select the link extractor for a media type.
+// isHTML, isCSS and isJS select the link extractor for a media type.
 func isHTML(mt string) bool { return mt == "text/html" || mt == "application/xhtml+xml" }
 func isCSS(mt string) bool  { return mt == "text/css" }
+func isJS(mt string) bool {
+	switch mt {
+	case "text/javascript", "application/javascript", "application/x-javascript",
+		"application/ecmascript", "text/ecmascript":
+		return true
+	}
+	return false
+}

@@ -85,9 +85,23 @@
 // result is put in canonical form with internal/canon; schemes other than
 // http and https are refused with 400.
 //
+// A URL without a capture of its own is matched fuzzily (fuzzy.go, with
+// rules kept as data in fuzzy.json): cache-buster and tracking
+// parameters and timestamps are ignored, and so is the order of
+// parameters; failing an equal URL, the capture of the same scheme, host
+// and path with the most similar query is served, never one of another
+// path. The candidates are the URL without its query (Versions) and, with
+// a Lister, the first 100 versions of URLs under "<path>?" (one List).
+// A reply served so carries X-Archive-Fuzzy (FuzzyHeader) with the URL
+// whose capture it is, and the banner's JSON a "fuzzy" field.
+//
 // Redirect captures (3xx) keep their status; their Location is rewritten
 // into the archive at the same timestamp and modifier (id_ included), so a
-// chain of redirects never leaves the archive.
+// chain of redirects never leaves the archive. When the target replayed at
+// that timestamp would be older than the redirect while the target was
+// captured within a day after it (the crawl fetched the redirect, then its
+// target), the Location names that capture's timestamp instead: a page
+// reached through a redirect is found from either URL (redirect.go).
 //
 // Serve UI and Content (or a Server, which dispatches by Host) directly as
 // an http.Server's Handler (or strip a prefix yourself): http.ServeMux would answer /web/2014/http://x with a

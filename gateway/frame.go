@@ -121,14 +121,18 @@ func (s *Server) serveFrame(w http.ResponseWriter, r *http.Request, t Target) {
 		s.archiveError(w, r, t.URL, err)
 		return
 	}
+	doc := t.URL
 	if len(vs) == 0 {
-		s.notArchived(w, r, t.URL)
-		return
+		if doc, vs = s.fuzzyFor(ctx, t.URL, t.Time); doc == "" {
+			s.notArchived(w, r, t.URL)
+			return
+		}
+		w.Header().Set(FuzzyHeader, doc)
 	}
 	s.stats.frames.Add(1)
 	content := s.contentOrigin(r)
 	i := selectVersion(vs, t.Time)
-	page := framePage(bannerFor(t.URL, vs, i), content+webPath(t.TS, "", t.URL), content, t.TS)
+	page := framePage(bannerOf(t.URL, doc, vs, i), content+webPath(t.TS, "", t.URL), content, t.TS)
 	// The framed page stands for the memento, as the replay did before
 	// framing: Memento clients following a TimeGate land here.
 	s.mementoHeaders(w.Header(), s.uiOrigin(r), t.URL, vs[i].Time)
@@ -158,10 +162,13 @@ func (s *Server) serveBannerJSON(w http.ResponseWriter, r *http.Request) {
 		s.archiveError(w, r, u, err)
 		return
 	}
+	doc := u
 	if len(vs) == 0 {
-		s.countStatus(http.StatusNotFound)
-		http.Error(w, "gateway: banner: not archived", http.StatusNotFound)
-		return
+		if doc, vs = s.fuzzyFor(ctx, u, tm); doc == "" {
+			s.countStatus(http.StatusNotFound)
+			http.Error(w, "gateway: banner: not archived", http.StatusNotFound)
+			return
+		}
 	}
-	writeJSON(w, s.log, bannerFor(u, vs, selectVersion(vs, tm)))
+	writeJSON(w, s.log, bannerOf(u, doc, vs, selectVersion(vs, tm)))
 }

@@ -233,6 +233,19 @@ type bannerData struct {
 	PrevLabel string `json:"prevLabel,omitempty"`
 	NextTS    string `json:"nextTs,omitempty"`
 	NextLabel string `json:"nextLabel,omitempty"`
+	// Fuzzy, when set, is the URL whose capture stands for URL, which has
+	// none of its own (the fuzzy rules, fuzzy.json).
+	Fuzzy string `json:"fuzzy,omitempty"`
+}
+
+// bannerOf is bannerFor for a request of u answered with version i of vs,
+// the versions of doc: u itself, or the URL a fuzzy match found.
+func bannerOf(u, doc string, vs []archive.Version, i int) bannerData {
+	d := bannerFor(u, vs, i)
+	if doc != u {
+		d.Fuzzy = doc
+	}
+	return d
 }
 
 // bannerFor returns the banner of version i of vs (versions of u, oldest

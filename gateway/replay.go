@@ -48,12 +48,21 @@ func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
 	if err == nil && c == nil {
 		err = archive.ErrNotFound
 	}
+	doc := t.URL // the URL of the capture served
+	if errors.Is(err, archive.ErrNotFound) {
+		if m, _ := s.fuzzyFor(ctx, t.URL, t.Time); m != "" {
+			doc = m
+			if v, c, err = s.cfg.Archive.Get(ctx, m, t.Time); err == nil && c == nil {
+				err = archive.ErrNotFound
+			}
+		}
+	}
 	if err != nil {
 		setContentHeaders(w.Header(), ui, true)
 		s.archiveError(w, r, t.URL, err)
 		return
 	}
-	rw, err := NewRewriter(t.URL, t.TS)
+	rw, err := NewRewriter(doc, t.TS)
 	if err != nil {
 		setContentHeaders(w.Header(), ui, true)
 		s.errorPage(w, r, http.StatusBadRequest, err.Error(), "")
@@ -68,8 +77,11 @@ func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
 	h := w.Header()
 	copyHeaders(h, c.Header)
 	s.mementoHeaders(h, ui, t.URL, v.Time)
+	if doc != t.URL {
+		h.Set(FuzzyHeader, doc)
+	}
 	if loc := c.Header.Get("Location"); loc != "" {
-		h.Set("Location", rw.URL(loc, t.Mod))
+		h.Set("Location", s.redirectLocation(ctx, rw, loc, t, v))
 	}
 	ctype := c.Header.Get("Content-Type")
 	if ctype == "" {

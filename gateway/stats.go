@@ -19,13 +19,16 @@ type Stats struct {
 	// on the content origin, admin requests without the token or from
 	// another site, private status asked from elsewhere.
 	Refused int64 `json:"refused"`
+	// Fuzzy counts replays and banners that served the capture of another
+	// URL under the fuzzy rules (FuzzyHeader).
+	Fuzzy int64 `json:"fuzzy"`
 }
 
 // counters is the live, atomically updated form of Stats.
 type counters struct {
 	requests, replays, rewritten, notFound, badRequests atomic.Int64
 	archiveErrors, timeouts, exports, exportErrors      atomic.Int64
-	refused, frames                                     atomic.Int64
+	refused, frames, fuzzy                              atomic.Int64
 }
 
 // Stats returns a snapshot of the counters. It is safe to call at any time.
@@ -43,6 +46,7 @@ func (s *Server) Stats() Stats {
 		Exports:       c.exports.Load(),
 		ExportErrors:  c.exportErrors.Load(),
 		Refused:       c.refused.Load(),
+		Fuzzy:         c.fuzzy.Load(),
 	}
 }
 

@@ -19,6 +19,9 @@ type pendingLink struct {
 	url  string
 	key  id.ID
 	hops int
+	// req marks a page requisite (crawl.RequisiteForwarder): its owner
+	// queues it with Crawler.AddRequisites, which admits a query string.
+	req bool
 	// via, if set, is where to send the link instead of walking to it: a
 	// closer owner than this node's routing knows (ring.CloserOwner). It
 	// is not kept in the outbox; a failed delivery drops it.
@@ -30,6 +33,9 @@ type linkBatch struct {
 	URLs    []string
 	Hops    int  // how often these links were passed on by non-owners
 	Replica bool // the recipient keeps them as a replica of its predecessor's range
+	// Requisites says the links are page requisites: the recipient
+	// queues them with crawl.Crawler.AddRequisites.
+	Requisites bool
 	// Want says which of its successors the recipient answers with: 0 its
 	// first replySuccessors (what replica mode needs), wantNone none, and
 	// wantNext only the one that owns Next, if its list reaches that far
@@ -102,7 +108,7 @@ type forwarder struct {
 	mu           sync.Mutex
 	pending      map[string]pendingLink // by URL: many pages link to the same URL
 	inflight     int
-	delivered    map[id.ID]struct{} // links their owners acknowledged on day deliveredDay
+	delivered    map[id.ID]bool // links their owners acknowledged on day deliveredDay: true as requisites
 	deliveredDay int64
 	kick         chan struct{}
 
@@ -134,7 +140,7 @@ func newForwarder(cfg forwarderConfig) (*forwarder, error) {
 		cfg.Replicas = 1
 	}
 	f := &forwarder{cfg: cfg, log: cfg.Logger, pending: map[string]pendingLink{},
-		delivered: map[id.ID]struct{}{}, kick: make(chan struct{}, 1)}
+		delivered: map[id.ID]bool{}, kick: make(chan struct{}, 1)}
 	if cfg.Outbox != nil {
 		links, err := cfg.Outbox.load()
 		if err != nil {
@@ -168,28 +174,42 @@ func (f *forwarder) ShareKnown(ctx context.Context, urls []string) error {
 	return f.cfg.ShareKnown(ctx, urls)
 }
 
+// ForwardRequisites is Forward for page requisites, which their owners
+// queue with crawl.Crawler.AddRequisites. It implements
+// crawl.RequisiteForwarder. A URL waiting or delivered today as a plain
+// link travels again as a requisite (the owner may have refused it as
+// dynamic).
+func (f *forwarder) ForwardRequisites(_ context.Context, urls []string) error {
+	return f.enqueueKind(urls, 0, nil, true)
+}
+
 // enqueue buffers urls, passed on hops times so far, for the next walk;
 // with via set they go straight to via instead.
 func (f *forwarder) enqueue(urls []string, hops int, via *ring.Node) error {
+	return f.enqueueKind(urls, hops, via, false)
+}
+
+// enqueueKind is enqueue for links (req false) or requisites (req true).
+func (f *forwarder) enqueueKind(urls []string, hops int, via *ring.Node, req bool) error {
 	if len(urls) == 0 {
 		return nil
 	}
 	links := make([]pendingLink, 0, len(urls))
 	for _, u := range urls {
-		links = append(links, pendingLink{url: u, key: id.OfString(u), hops: hops, via: via})
+		links = append(links, pendingLink{url: u, key: id.OfString(u), hops: hops, via: via, req: req})
 	}
 	f.mu.Lock()
 	f.rollDayLocked()
 	links = slices.DeleteFunc(links, func(l pendingLink) bool {
-		if _, waiting := f.pending[l.url]; waiting {
+		if w, waiting := f.pending[l.url]; waiting && (w.req || !req) {
 			return true
 		}
 		// A link passed on by a node that does not own it (hops > 0)
 		// always travels: while views of the ring disagree it can come
 		// back to the node that delivered it, and its hop count is what
 		// ends that loop.
-		_, done := f.delivered[l.key]
-		return done && hops == 0
+		asReq, done := f.delivered[l.key]
+		return done && (asReq || !req) && hops == 0
 	})
 	f.mu.Unlock()
 	if skipped := len(urls) - len(links); skipped > 0 {
@@ -304,7 +324,7 @@ func (f *forwarder) flush(ctx context.Context) {
 		if len(f.delivered) >= maxDelivered {
 			clear(f.delivered)
 		}
-		f.delivered[l.key] = struct{}{}
+		f.delivered[l.key] = f.delivered[l.key] || l.req
 	}
 	for _, l := range failed {
 		if _, ok := f.pending[l.url]; !ok {

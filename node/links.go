@@ -36,7 +36,8 @@ type linksHeader struct {
 	// (Node.shareKnown): no stored version carries them to the range's
 	// next owner.
 	Known bool `json:"known,omitempty"`
-	N     int  `json:"n"` // number of URLs in frame 2
+	Req   bool `json:"req,omitempty"` // page requisites (linkBatch.Requisites)
+	N     int  `json:"n"`             // number of URLs in frame 2
 	// Want and Next select the successors of the reply (linkBatch.Want);
 	// a sender that sets neither gets replySuccessors of them.
 	Want int   `json:"want,omitempty"`
@@ -99,7 +100,7 @@ func decodeLinks(b []byte, n int) ([]string, error) {
 // otherwise over the links protocol.
 func (n *Node) deliver(ctx context.Context, to ring.Node, b linkBatch) ([]ring.Node, error) {
 	if to.Peer == n.self.Peer {
-		if err := n.receiveLinks(ctx, b.URLs, b.Hops, b.Replica); err != nil {
+		if err := n.receiveLinksKind(ctx, b.URLs, b.Hops, b.Replica, b.Requisites); err != nil {
 			return nil, err
 		}
 		return n.replySuccessorsOf(to.Index, b.Want, b.Next), nil
@@ -109,7 +110,7 @@ func (n *Node) deliver(ctx context.Context, to ring.Node, b linkBatch) ([]ring.N
 		return nil, err
 	}
 	defer s.Close()
-	hdr := linksHeader{VS: to.Index, Hops: b.Hops, Replica: b.Replica, N: len(b.URLs), Want: b.Want, Next: b.Next}
+	hdr := linksHeader{VS: to.Index, Hops: b.Hops, Replica: b.Replica, Req: b.Requisites, N: len(b.URLs), Want: b.Want, Next: b.Next}
 	if err := wire.WriteJSON(s, hdr); err != nil {
 		s.Reset()
 		return nil, fmt.Errorf("send links: %w", err)
@@ -178,7 +179,7 @@ func (n *Node) handleLinks(s network.Stream) {
 			return
 		}
 	}
-	if err := n.receiveLinks(ctx, urls, hdr.Hops, hdr.Replica); err != nil {
+	if err := n.receiveLinksKind(ctx, urls, hdr.Hops, hdr.Replica, hdr.Req); err != nil {
 		rep = linksReply{Error: err.Error()}
 	} else {
 		n.counters.linksReceived.Add(int64(len(urls)))
@@ -222,6 +223,13 @@ func pickSuccessors(self id.ID, succs []ring.Node, want int, next id.ID) []ring.
 // queued as they are: they belong to a predecessor's range. After maxHops
 // passes links are queued here rather than risk losing them.
 func (n *Node) receiveLinks(ctx context.Context, urls []string, hops int, replica bool) error {
+	return n.receiveLinksKind(ctx, urls, hops, replica, false)
+}
+
+// receiveLinksKind is receiveLinks for links (req false) or page
+// requisites (req true), which are passed on as requisites and queued
+// with crawl.Crawler.AddRequisites.
+func (n *Node) receiveLinksKind(ctx context.Context, urls []string, hops int, replica, req bool) error {
 	var mine, others []string
 	closer := map[ring.Node][]string{}
 	for _, u := range urls {
@@ -252,12 +260,15 @@ func (n *Node) receiveLinks(ctx context.Context, urls []string, hops int, replic
 		}
 	}
 	for p, us := range closer {
-		if err := n.fwd.enqueue(us, hops+1, &p); err != nil {
+		if err := n.fwd.enqueueKind(us, hops+1, &p, req); err != nil {
 			return err
 		}
 	}
-	if err := n.fwd.enqueue(others, hops+1, nil); err != nil {
+	if err := n.fwd.enqueueKind(others, hops+1, nil, req); err != nil {
 		return err
+	}
+	if req {
+		return n.crawler.AddRequisites(ctx, mine)
 	}
 	return n.crawler.Add(ctx, mine)
 }

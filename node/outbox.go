@@ -15,7 +15,8 @@ import (
 // page they came from is already marked as crawled, and tomorrow it will be
 // unchanged, so its links would never be sent again.
 //
-// Records are key(20) ‖ url → uvarint hops. Writes are not fsynced: goleveldb
+// Records are key(20) ‖ url → uvarint hops, then 1 for a page requisite
+// (nothing for a plain link). Writes are not fsynced: goleveldb
 // writes its log before returning, so a killed process loses nothing; only a
 // machine crash can lose the last moments, as for the crawl queue.
 type outbox struct {
@@ -41,7 +42,11 @@ func (o *outbox) add(links []pendingLink) error {
 	var v [binary.MaxVarintLen64]byte
 	for _, l := range links {
 		n := binary.PutUvarint(v[:], uint64(l.hops))
-		b.Put(outboxKey(l), v[:n])
+		val := v[:n]
+		if l.req {
+			val = append(val, 1)
+		}
+		b.Put(outboxKey(l), val)
 	}
 	if err := o.db.Write(&b, nil); err != nil {
 		return fmt.Errorf("outbox add: %w", err)
@@ -71,17 +76,19 @@ func (o *outbox) load() ([]pendingLink, error) {
 		if len(k) <= id.Size {
 			continue
 		}
-		hops, n := binary.Uvarint(it.Value())
+		val := it.Value()
+		hops, n := binary.Uvarint(val)
 		if n <= 0 {
-			hops = 0
+			hops, n = 0, 0
 		}
+		req := n < len(val) && val[n] == 1
 		var key id.ID
 		copy(key[:], k[:id.Size])
 		u := string(k[id.Size:])
 		if id.OfString(u) != key {
 			continue // not written by us: never forward a link under a wrong key
 		}
-		out = append(out, pendingLink{url: u, key: key, hops: int(hops)})
+		out = append(out, pendingLink{url: u, key: key, hops: int(hops), req: req})
 	}
 	if err := it.Error(); err != nil {
 		return nil, fmt.Errorf("outbox load: %w", err)

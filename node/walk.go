@@ -83,7 +83,7 @@ func (f *forwarder) deliverRun(ctx context.Context, owner ring.Node, run []pendi
 	replicas := f.cfg.Replicas > 1
 	parts := byHops(run)
 	for n, part := range parts {
-		b := linkBatch{URLs: urls(part), Hops: part[0].hops, Want: wantNone}
+		b := linkBatch{URLs: urls(part), Hops: part[0].hops, Requisites: part[0].req, Want: wantNone}
 		switch {
 		case replicas:
 			b.Want = wantAll
@@ -116,29 +116,46 @@ func (f *forwarder) countDelivered(to ring.Node, links []pendingLink) {
 	}
 }
 
-// byHops splits links by hop count, in increasing count, each part in
-// the links' order.
+// byHops splits links by hop count, in increasing count, and within a
+// count plain links before requisites (a batch carries one kind), each
+// part in the links' order.
 func byHops(links []pendingLink) [][]pendingLink {
-	first := links[0].hops
+	first := links[0]
 	same := true
 	for _, l := range links {
-		same = same && l.hops == first
+		same = same && l.hops == first.hops && l.req == first.req
 	}
 	if same {
 		return [][]pendingLink{links}
 	}
-	m := map[int][]pendingLink{}
-	var counts []int
-	for _, l := range links {
-		if _, ok := m[l.hops]; !ok {
-			counts = append(counts, l.hops)
-		}
-		m[l.hops] = append(m[l.hops], l)
+	type kind struct {
+		hops int
+		req  bool
 	}
-	slices.Sort(counts)
-	out := make([][]pendingLink, len(counts))
-	for i, h := range counts {
-		out[i] = m[h]
+	m := map[kind][]pendingLink{}
+	var kinds []kind
+	for _, l := range links {
+		k := kind{l.hops, l.req}
+		if _, ok := m[k]; !ok {
+			kinds = append(kinds, k)
+		}
+		m[k] = append(m[k], l)
+	}
+	slices.SortFunc(kinds, func(a, b kind) int {
+		if a.hops != b.hops {
+			return a.hops - b.hops
+		}
+		if a.req == b.req {
+			return 0
+		}
+		if b.req {
+			return -1
+		}
+		return 1
+	})
+	out := make([][]pendingLink, len(kinds))
+	for i, k := range kinds {
+		out[i] = m[k]
 	}
 	return out
 }
@@ -161,11 +178,17 @@ func (f *forwarder) replicate(ctx context.Context, owner ring.Node, succs []ring
 		}
 		seen[s.Peer] = true
 		need--
-		if _, err := f.cfg.Deliver(ctx, s, linkBatch{URLs: urls(run), Hops: highestHops(run), Replica: true, Want: wantNone}); err != nil {
-			f.note(fmt.Errorf("replica to %s: %w", s.Addr, err))
-			continue
+		for _, req := range []bool{false, true} {
+			part := slices.DeleteFunc(slices.Clone(run), func(l pendingLink) bool { return l.req != req })
+			if len(part) == 0 {
+				continue
+			}
+			if _, err := f.cfg.Deliver(ctx, s, linkBatch{URLs: urls(part), Hops: highestHops(part), Replica: true, Requisites: req, Want: wantNone}); err != nil {
+				f.note(fmt.Errorf("replica to %s: %w", s.Addr, err))
+				continue
+			}
+			f.replicas.Add(int64(len(part)))
 		}
-		f.replicas.Add(int64(len(run)))
 	}
 }
 

@@ -23,6 +23,7 @@ type crawlFlags struct {
 	maxBody            int64
 	allowHosts, denies listFlag
 	allowPrivate       listFlag
+	denyTypes          listFlag
 }
 
 func (c *crawlFlags) register(fs *flag.FlagSet, defaultRate float64) {
@@ -35,6 +36,7 @@ func (c *crawlFlags) register(fs *flag.FlagSet, defaultRate float64) {
 	fs.Int64Var(&c.maxBody, "max-body", 10<<20, "largest body fetched, in bytes")
 	fs.Var(&c.allowHosts, "allow-host", "crawl only these hosts (repeatable)")
 	fs.Var(&c.denies, "deny-host", "never crawl these hosts (repeatable)")
+	fs.Var(&c.denyTypes, "deny-type", "never store responses of this media type, type/subtype or type/* (repeatable; every type is stored by default, up to --max-body)")
 	fs.Var(&c.allowPrivate, "allow-private", "let the crawler reach this internal address range, CIDR or address (loopback, 10/8, 192.168/16, fc00::/7, ...), refused by default; for archiving a LAN (repeatable)")
 }
 
@@ -53,6 +55,7 @@ func (c *crawlFlags) config() (crawl.Config, error) {
 		AllowDynamic: c.allowDynamic,
 		AllowHosts:   c.allowHosts,
 		DenyHosts:    c.denies,
+		DenyTypes:    c.denyTypes,
 	}
 	if c.contact != "" {
 		cc.UserAgent = fmt.Sprintf("herod/0.1 (+%s)", c.contact)
