@@ -3,7 +3,15 @@
 // gateway, plus the node-to-node services the layers need:
 //
 //   - /herod/links/1.0.0 delivers a batch of links to the node that owns
-//     them; the reply acknowledges that they are durably queued.
+//     them; the reply acknowledges that they are durably queued. With
+//     "known" set it hands the holders of a range the known URLs that no
+//     version carries, to be remembered, not crawled (known.go).
+//
+// When a range grows in the middle of a day (a predecessor died or left)
+// the crawler queues its known URLs at once (takeover.go). Behind a home
+// router the node takes the public address the router maps to it
+// (reach.go), finds its household's other nodes on the LAN (lan.go), and
+// leaves and joins again when that address changes.
 //   - /herod/archive/1.0.0 answers "versions of u" and "the capture of u at
 //     t" for URLs the node stores, so that any gateway answers any URL.
 //   - /herod/query/1.0.0 lists or exports (as WARC) the versions a node
