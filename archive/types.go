@@ -33,6 +33,12 @@ type Capture struct {
 	// names the version's file and is its WARC-Payload-Digest, and every
 	// read of the file checks it against the payload (ErrCorrupt).
 	Digest id.ID
+	// Truncated, when not empty, is the WARC-Truncated reason of a record
+	// whose payload is not the whole body the server sent: "length" for a
+	// body over the crawler's size limit, "unspecified" for a type the
+	// operator does not keep. Such a record keeps the status and headers
+	// as the archive's record of the URL that day; its payload is empty.
+	Truncated string
 	// State, if set, is recorded as the crawl state of URL, as SetState
 	// would: by the same index write as the new version (a crash keeps
 	// both or neither), or on its own when Put adds no version. It is not

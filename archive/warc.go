@@ -221,7 +221,11 @@ func responseRecord(c *Capture, t time.Time, digest id.ID) ([]warcHeader, []byte
 		return nil, nil, err
 	}
 	date := formatWarcDate(t)
-	return append([]warcHeader{
+	var truncated []warcHeader
+	if c.Truncated != "" {
+		truncated = []warcHeader{{"WARC-Truncated", c.Truncated}}
+	}
+	return append(append([]warcHeader{
 		{"WARC-Type", "response"},
 		{"WARC-Record-ID", recordID("response", c.URL, date, digest.String())},
 		{"WARC-Date", date},
@@ -229,7 +233,7 @@ func responseRecord(c *Capture, t time.Time, digest id.ID) ([]warcHeader, []byte
 		{"Content-Type", httpResponseType},
 		{"WARC-Payload-Digest", warcDigest(digest)},
 		{"WARC-Block-Digest", warcDigest(sha1Of(head, c.Body))},
-	}, provenanceHeaders(c)...), head, nil
+	}, truncated...), provenanceHeaders(c)...), head, nil
 }
 
 // encodeRevisit renders an identical-payload-digest revisit record for a

@@ -276,7 +276,8 @@ func decodeResponse(rec *Record) (*decodedFile, error) {
 		return nil, fmt.Errorf("%w: payload digest mismatch", ErrCorrupt)
 	}
 	f := &decodedFile{
-		capture: Capture{URL: uri, Time: t.UTC(), Status: resp.status, Header: resp.header, Body: resp.payload},
+		capture: Capture{URL: uri, Time: t.UTC(), Status: resp.status, Header: resp.header, Body: resp.payload,
+			Truncated: rec.Header.Get("Warc-Truncated")},
 		digest:  pd,
 		head:    resp.head,
 	}

@@ -101,8 +101,8 @@ func crawlConnSite(t *testing.T, s *connSite, tweak func(*Config), paths ...stri
 // wantOnly fails unless path is the one page stored.
 func wantOnly(t *testing.T, s *connSite, a *memArchive, path string) {
 	t.Helper()
-	if got := a.urls(); len(got) != 1 || got[0] != s.srv.URL+path {
-		t.Fatalf("stored %v, want only %s", got, path)
+	if got := a.fullURLs(); len(got) != 1 || got[0] != s.srv.URL+path {
+		t.Fatalf("stored in full %v, want only %s", got, path)
 	}
 }
 
@@ -405,6 +405,9 @@ func TestConnUnreadBodyNotReused(t *testing.T) {
 	})
 	a, c := crawlConnSite(t, s, func(cfg *Config) { cfg.DenyTypes = []string{"application/x-unkept"} }, "/0", "/1")
 	wantOnly(t, s, a, "/1")
+	if r := a.truncated(s.srv.URL + "/0"); r != "unspecified" {
+		t.Fatalf("/0 recorded with WARC-Truncated %q, want unspecified", r)
+	}
 	errs := c.Stats().ErrorsByKind
 	if len(errs) != 1 || errs[KindContentType] != 1 {
 		t.Fatalf("errors %v, want one refused content type", errs)

@@ -301,9 +301,15 @@ func TestRefusedResponses(t *testing.T) {
 	}
 	waitIdle(t, c)
 	// Error answers are stored (the archive's record of the URL that day);
-	// refused types and bodies over the limit are not.
-	if got := a.urls(); !slices.Equal(got, []string{s.url("/"), s.url("/err"), s.url("/gone")}) {
-		t.Fatalf("stored %v", got)
+	// refused types and bodies over the limit are recorded without their
+	// bodies (WARC-Truncated).
+	if got := a.fullURLs(); !slices.Equal(got, []string{s.url("/"), s.url("/err"), s.url("/gone")}) {
+		t.Fatalf("stored in full %v", got)
+	}
+	for p, want := range map[string]string{"/pdf": "unspecified", "/big": "length", "/chunked": "length"} {
+		if got := a.truncated(s.url(p)); got != want {
+			t.Errorf("%s recorded with WARC-Truncated %q, want %q", p, got, want)
+		}
 	}
 	errs := c.Stats().ErrorsByKind
 	want := map[string]int64{KindContentType: 1, KindTooLarge: 2, KindStatus4xx: 1, KindStatus5xx: 1}

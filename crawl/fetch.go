@@ -106,11 +106,11 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLeas
 	ct := resp.Header.Get("Content-Type")
 	if !redirect && !failed && ct != "" && !c.typeAllowed(ct) {
 		c.count(KindContentType, raw, fmt.Errorf("content type %q", ct))
-		return true
+		return c.recordUnkept(ctx, raw, resp, now, truncatedType, st, hasState)
 	}
 	if resp.ContentLength > c.cfg.MaxBody {
 		c.count(KindTooLarge, raw, fmt.Errorf("Content-Length %d over %d bytes", resp.ContentLength, c.cfg.MaxBody))
-		return true
+		return c.recordUnkept(ctx, raw, resp, now, truncatedLength, st, hasState)
 	}
 	body, err := readBody(resp.Body, resp.ContentLength, c.cfg.MaxBody)
 	l.release()
@@ -126,7 +126,7 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLeas
 	}
 	if int64(len(body)) > c.cfg.MaxBody {
 		c.count(KindTooLarge, raw, fmt.Errorf("body over %d bytes", c.cfg.MaxBody))
-		return true
+		return c.recordUnkept(ctx, raw, resp, now, truncatedLength, st, hasState)
 	}
 	// Hold the body's bytes (at most MaxBody) against the processing budget
 	// until done.
@@ -170,7 +170,7 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLeas
 	}
 	if refused {
 		c.count(KindContentType, raw, fmt.Errorf("sniffed content type %q", ct))
-		return true
+		return c.recordUnkept(ctx, raw, resp, now, truncatedType, st, hasState)
 	}
 	next := archive.CrawlState{
 		ETag:         resp.Header.Get("ETag"),
@@ -372,4 +372,45 @@ func (c *Crawler) state(ctx context.Context, raw string) (archive.CrawlState, er
 		return archive.CrawlState{}, err
 	}
 	return st, nil
+}
+
+// WARC-Truncated reasons of the records recordUnkept writes.
+const (
+	truncatedLength = "length"      // the body is over MaxBody
+	truncatedType   = "unspecified" // the operator does not keep the type
+)
+
+// recordUnkept stores the archive's record of an answer whose body is not
+// kept — a type the operator does not keep, or a body over MaxBody — as a
+// version with the status and headers, an empty payload and a
+// WARC-Truncated reason: the URL's answer that day is kept, and the URL
+// travels with its range like any stored one. An answer with the same
+// status and headers' validators as the last one stores nothing new (the
+// archive compares status and the empty payload). It returns false only
+// when ctx was cancelled.
+func (c *Crawler) recordUnkept(ctx context.Context, raw string, resp *http.Response, now time.Time, reason string, st archive.CrawlState, hasState bool) bool {
+	next := archive.CrawlState{
+		ETag:         resp.Header.Get("ETag"),
+		LastModified: resp.Header.Get("Last-Modified"),
+		Status:       resp.StatusCode,
+		Digest:       id.Sum(nil),
+		Checked:      now,
+	}
+	if hasState {
+		next.Outlinks = st.Outlinks
+	}
+	capture := archive.Capture{URL: raw, Time: now, Status: resp.StatusCode, Header: resp.Header,
+		Digest: next.Digest, Truncated: reason, State: &next}
+	_, added, err := c.a.Put(ctx, capture)
+	if err != nil {
+		return c.archiveErr(ctx, raw, err)
+	}
+	c.mu.Lock()
+	if added {
+		c.st.newVersions++
+	} else {
+		c.st.unchanged++
+	}
+	c.mu.Unlock()
+	return true
 }

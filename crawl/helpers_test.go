@@ -327,3 +327,29 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// fullURLs returns, sorted, the URLs whose newest version holds the body
+// (not a record of an answer whose body was not kept: Truncated).
+func (m *memArchive) fullURLs() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for u, vs := range m.versions {
+		if len(vs) > 0 && vs[len(vs)-1].Truncated == "" {
+			out = append(out, u)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// truncated returns the WARC-Truncated reason of u's newest version, ""
+// if it has none or holds the body.
+func (m *memArchive) truncated(u string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if vs := m.versions[u]; len(vs) > 0 {
+		return vs[len(vs)-1].Truncated
+	}
+	return ""
+}

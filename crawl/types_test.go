@@ -42,8 +42,12 @@ func TestDefaultTypes(t *testing.T) {
 			waitIdle(t, c)
 			for p, ct := range types {
 				refused := slices.Contains(tc.refused, p)
-				if n := a.count(s.url(p)); n != 0 == refused {
-					t.Errorf("%s (%s): %d versions, refused %v", p, ct, n, refused)
+				if n := a.count(s.url(p)); n != 1 {
+					t.Errorf("%s (%s): %d versions, want 1 (refused types are recorded without their body)", p, ct, n)
+					continue
+				}
+				if got := a.truncated(s.url(p)) != ""; got != refused {
+					t.Errorf("%s (%s): recorded without its body %v, refused %v", p, ct, got, refused)
 					continue
 				}
 				if !refused {
