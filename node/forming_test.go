@@ -118,12 +118,13 @@ func formingRound(t *testing.T, seed uint64) (urls, dups int) {
 	if err := lr.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var overHops, stale, checks int64
+	var overHops, stale, checks, taken int64
 	var twins uint64
 	for _, n := range lr.Nodes {
 		twins += n.ring.Counters().Twins
 		overHops += n.counters.overHops.Load()
 		checks += n.counters.ownerChecks.Load()
+		taken += n.counters.takenOver.Load()
 		stale += n.crawler.Stats().PassedOn
 	}
 	got := requestsPerURL(web)
@@ -141,8 +142,8 @@ func formingRound(t *testing.T, seed uint64) (urls, dups int) {
 			}
 		}
 	}
-	t.Logf("round %d: %d nodes, joins after %v: %d URLs, %d requested more than once; %d links queued at the hop limit, %d fetch-time checks asked the ring, %d entries passed on, %d vnodes moved off a twin's id",
-		seed, count, delays, len(got), dups, overHops, checks, stale, twins)
+	t.Logf("round %d: %d nodes, joins after %v: %d URLs, %d requested more than once; %d links queued at the hop limit, %d fetch-time checks asked the ring, %d entries passed on, %d vnodes moved off a twin's id, %d URLs queued by mid-day take-overs",
+		seed, count, delays, len(got), dups, overHops, checks, stale, twins, taken)
 	return len(got), dups
 }
 
