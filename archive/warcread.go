@@ -278,8 +278,8 @@ func decodeResponse(rec *Record) (*decodedFile, error) {
 	f := &decodedFile{
 		capture: Capture{URL: uri, Time: t.UTC(), Status: resp.status, Header: resp.header, Body: resp.payload,
 			Truncated: rec.Header.Get("Warc-Truncated")},
-		digest:  pd,
-		head:    resp.head,
+		digest: pd,
+		head:   resp.head,
 	}
 	if err := parseProvenance(rec.Header, &f.capture); err != nil {
 		return nil, err

@@ -132,6 +132,12 @@ func (c *Crawler) runHost(host string, h *hostState) {
 				<-hs.ahead
 				return
 			}
+			if !c.owned(ctx, e.url) {
+				<-c.proc
+				<-hs.ahead
+				c.finish(e, false, c.passOn(ctx, e.url))
+				continue
+			}
 			c.mu.Lock()
 			c.st.inFlight++
 			if e.epoch == c.epoch {
@@ -321,6 +327,45 @@ func (c *Crawler) finish(e entry, wasInFlight, finished bool) {
 	if finished && current {
 		c.pending--
 	}
+}
+
+// Relocator is implemented by a Forwarder that can tell, at fetch time,
+// that a queued URL's range has moved to another node, and deliver it
+// there. With one, the crawler asks Moved just before every fetch; without
+// one it fetches every entry it queued.
+type Relocator interface {
+	// Moved reports whether url is now owned by another node. It must be
+	// cheap when this node owns url.
+	Moved(ctx context.Context, url string) bool
+	// PassOn delivers url, which this node queued but no longer owns, to
+	// its owner; it returns once the URL is durably handed over.
+	PassOn(ctx context.Context, url string) error
+}
+
+// owned re-checks, just before a fetch, that this node still owns url:
+// a range that moved since the entry was queued — a node joined in front
+// of one of ours — is now another node's to fetch.
+func (c *Crawler) owned(ctx context.Context, url string) bool {
+	r, ok := c.f.(Relocator)
+	return !ok || !r.Moved(ctx, url)
+}
+
+// passOn hands an entry this node no longer owns to its owner and
+// reports whether the entry may leave the queue (false: passing it on
+// failed, it stays for the next read or day).
+func (c *Crawler) passOn(ctx context.Context, url string) bool {
+	err := c.f.(Relocator).PassOn(ctx, url)
+	c.mu.Lock()
+	if err == nil {
+		c.st.passedOn++
+	}
+	c.mu.Unlock()
+	if err != nil {
+		c.count(KindForward, url, fmt.Errorf("pass on an entry this node no longer owns: %w", err))
+		return false
+	}
+	c.log.Debug("crawl: passed on an entry whose range moved", "url", url)
+	return true
 }
 
 func acquire(ctx interface{ Done() <-chan struct{} }, ch chan struct{}) bool {

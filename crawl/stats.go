@@ -18,6 +18,9 @@ type Stats struct {
 	NotModified  int64 `json:"notModified"`  // 304 answers
 	Unchanged    int64 `json:"unchanged"`    // 200 answers whose payload equals the stored one
 	Forwarded    int64 `json:"forwarded"`    // links handed to the Forwarder
+	// PassedOn counts queued URLs handed to the Forwarder instead of
+	// fetched because, at fetch time, this node no longer owned them.
+	PassedOn     int64 `json:"passedOn"`
 	BytesFetched int64 `json:"bytesFetched"` // payload bytes received (after transfer decoding)
 	// ResponseSec sums, over the requests answered today, the seconds
 	// from sending each request to receiving its response headers.
@@ -35,6 +38,7 @@ type Stats struct {
 // counters are the mutable day counters, guarded by Crawler.mu.
 type counters struct {
 	inFlight, fetched, newVersions, notModified, unchanged, forwarded, bytes int64
+	passedOn                                                                 int64
 	response                                                                 time.Duration // summed time to response headers
 	errs                                                                     map[string]int64
 }
@@ -58,6 +62,7 @@ func (c *Crawler) Stats() Stats {
 		NotModified:  c.st.notModified,
 		Unchanged:    c.st.unchanged,
 		Forwarded:    c.st.forwarded,
+		PassedOn:     c.st.passedOn,
 		BytesFetched: c.st.bytes,
 		ResponseSec:  c.st.response.Seconds(),
 		ErrorsByKind: maps.Clone(c.st.errs),

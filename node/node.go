@@ -65,6 +65,7 @@ type Node struct {
 		linksReceived, badFrames, badLinks, overHops atomic.Int64
 		takenOver                                    atomic.Int64 // URLs queued by mid-day take-overs
 		knownShared, knownReceived                   atomic.Int64 // known URLs without versions sent and remembered (known.go)
+		ownerChecks                                  atomic.Int64 // fetch-time checks that asked the ring (relocate.go)
 	}
 	trust struct {
 		notMember atomic.Int64 // streams from peers that are no verified ring member
@@ -177,7 +178,7 @@ func New(cfg Config) (n *Node, err error) {
 	n.setupPoliteness(&cc)
 	n.setupReplication()
 	n.setupQuery()
-	n.crawler, err = crawl.New(filepath.Join(cfg.DataDir, "crawl"), cc, n.store, n.fwd)
+	n.crawler, err = crawl.New(filepath.Join(cfg.DataDir, "crawl"), cc, n.store, relocator{n.fwd, n})
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}

@@ -49,16 +49,39 @@ func PickIndexes(cands []Candidate, want int) []int {
 // too). It runs before the node's first join, while no other node knows
 // its vnodes.
 func (r *Ring) chooseIndexes(ctx context.Context, via Contact) error {
+	cands, err := r.candidates(ctx, via, nil)
+	if err != nil {
+		return fmt.Errorf("ring choose indexes: %w", err)
+	}
+	if len(cands) < r.cfg.VirtualServers {
+		r.log.Warn("ring: fewer free positions at this IP than virtual servers asked for",
+			"addr", r.cfg.Self.Addr, "free", len(cands), "asked", r.cfg.VirtualServers)
+	}
+	idx := PickIndexes(cands, r.cfg.VirtualServers)
+	r.mu.Lock()
+	r.setVnodes(idx)
+	r.mu.Unlock()
+	r.log.Info("ring: chose virtual server indexes", "indexes", idx)
+	return nil
+}
+
+// candidates evaluates, through via, every allowed index not in skip and
+// not run by another node at this IP (the owner of its id is that id,
+// at another peer).
+func (r *Ring) candidates(ctx context.Context, via Contact, skip map[int]bool) ([]Candidate, error) {
 	cands := make([]Candidate, 0, r.cfg.MaxVirtualServers)
 	for i := range r.cfg.MaxVirtualServers {
+		if skip[i] {
+			continue
+		}
 		x := VirtualID(r.cfg.Self.Addr, i)
 		owner, _, err := r.lookup(ctx, x, &via)
 		if err != nil {
-			return fmt.Errorf("ring choose indexes: %w", err)
+			return nil, err
 		}
 		pred, _, err := r.neighbors(ctx, owner)
 		if err != nil {
-			return fmt.Errorf("ring choose indexes: %w", err)
+			return nil, err
 		}
 		if owner.ID == x && owner.Peer != r.cfg.Self.Peer {
 			continue // another node at this IP runs index i
@@ -70,17 +93,57 @@ func (r *Ring) chooseIndexes(ctx context.Context, via Contact) error {
 		cands = append(cands, c)
 	}
 	if len(cands) == 0 {
-		return fmt.Errorf("ring choose indexes: %w: every one of the %d positions of %s is taken by other nodes at that IP",
+		return nil, fmt.Errorf("%w: every one of the %d positions of %s is taken by other nodes at that IP",
 			ErrIPFull, r.cfg.MaxVirtualServers, r.cfg.Self.Addr)
 	}
-	if len(cands) < r.cfg.VirtualServers {
-		r.log.Warn("ring: fewer free positions at this IP than virtual servers asked for",
-			"addr", r.cfg.Self.Addr, "free", len(cands), "asked", r.cfg.VirtualServers)
-	}
-	idx := PickIndexes(cands, r.cfg.VirtualServers)
+	return cands, nil
+}
+
+// replaceIndexes moves the local vnodes with the given ids, which another
+// node at this IP turned out to run too (it joined at the same moment
+// and chose the same index), to the best free indexes: the node runs
+// other positions instead, and no id is held by two nodes. The moved
+// vnodes' old ranges are published as no longer known.
+func (r *Ring) replaceIndexes(ctx context.Context, via Contact, lost []id.ID) error {
 	r.mu.Lock()
-	r.setVnodes(idx)
+	skip := map[int]bool{}
+	for _, v := range r.vnodes {
+		skip[v.self.Index] = true
+	}
 	r.mu.Unlock()
-	r.log.Info("ring: chose virtual server indexes", "indexes", idx)
+	cands, err := r.candidates(ctx, via, skip)
+	if err != nil {
+		return fmt.Errorf("ring replace indexes: %w", err)
+	}
+	idx := PickIndexes(cands, len(lost))
+	var ev []Event
+	r.mu.Lock()
+	gone := map[id.ID]bool{}
+	for _, x := range lost[:len(idx)] {
+		gone[x] = true
+		if v := r.local(x); v != nil {
+			v.setPred(nil, &ev)
+		}
+	}
+	r.vnodes = slices.DeleteFunc(r.vnodes, func(v *vnode) bool { return gone[v.self.ID] })
+	for _, v := range r.vnodes {
+		v.forget(func(n Node) bool { return gone[n.ID] && n.Peer == r.cfg.Self.Peer }, &ev)
+	}
+	for _, i := range idx {
+		n := Node{ID: VirtualID(r.cfg.Self.Addr, i), Contact: r.cfg.Self, Index: i}
+		r.vnodes = append(r.vnodes, &vnode{self: n})
+	}
+	slices.SortFunc(r.vnodes, func(a, b *vnode) int { return a.self.ID.Cmp(b.self.ID) })
+	local := r.localNodes()
+	for _, v := range r.vnodes {
+		if slices.Contains(idx, v.self.Index) {
+			v.setSuccs(r.trim(sortFrom(v.self.ID, local)), nil)
+		}
+	}
+	r.mu.Unlock()
+	r.events.publish(ev)
+	r.n.twins.Add(uint64(len(idx)))
+	r.log.Warn("ring: another node at this IP chose the same virtual server index at the same moment; moved to other indexes",
+		"lost", len(lost), "indexes", idx)
 	return nil
 }

@@ -14,7 +14,10 @@ import (
 // then it installs the new state for every vnode at once and notifies the
 // successors. Stabilization completes the join. Joining through this node
 // itself is a no-op. With Config.ChooseIndexes, the first Join first
-// picks the node's virtual-server indexes (see PickIndexes).
+// picks the node's virtual-server indexes (see PickIndexes); two nodes at
+// one IP that join at the same moment may pick the same index, and the
+// one whose notify the successor did not accept moves that vnode to
+// another free index (replaceIndexes), so that no id is run by two nodes.
 func (r *Ring) Join(ctx context.Context, via Contact) error {
 	if r.closed.Load() {
 		return ErrClosed
@@ -30,6 +33,33 @@ func (r *Ring) Join(ctx context.Context, via Contact) error {
 			return fmt.Errorf("ring join via %s: %w", via, err)
 		}
 	}
+	for attempt := 0; ; attempt++ {
+		lost, err := r.joinVnodes(ctx, via)
+		if err != nil {
+			return err
+		}
+		if len(lost) == 0 {
+			return nil
+		}
+		if !choose || attempt == maxTwinMoves {
+			r.log.Warn("ring: another node at this IP runs the same virtual server id", "vnodes", len(lost))
+			return nil
+		}
+		if err := r.replaceIndexes(ctx, via, lost); err != nil {
+			return fmt.Errorf("ring join via %s: %w", via, err)
+		}
+	}
+}
+
+// maxTwinMoves bounds how often one Join moves vnodes whose index another
+// node at the IP took at the same moment.
+const maxTwinMoves = 3
+
+// joinVnodes joins the local vnodes that are not members yet and returns
+// the ids of those whose successor accepted, as its predecessor, another
+// peer with the same id: a twin at this IP (see Join). Such a vnode does
+// not announce itself to its predecessor.
+func (r *Ring) joinVnodes(ctx context.Context, via Contact) ([]id.ID, error) {
 	type plan struct {
 		self  Node
 		succs []Node
@@ -39,17 +69,17 @@ func (r *Ring) Join(ctx context.Context, via Contact) error {
 	for _, self := range r.Vnodes() {
 		owner, _, err := r.lookup(ctx, self.ID, &via)
 		if err != nil {
-			return fmt.Errorf("ring join via %s: %w", via, err)
+			return nil, fmt.Errorf("ring join via %s: %w", via, err)
 		}
 		if owner == self {
 			continue // already a member
 		}
 		if err := r.Admit(ctx, owner); err != nil {
-			return fmt.Errorf("ring join via %s: %w", via, err)
+			return nil, fmt.Errorf("ring join via %s: %w", via, err)
 		}
 		pred, succs, err := r.neighbors(ctx, owner)
 		if err != nil {
-			return fmt.Errorf("ring join via %s: %w", via, err)
+			return nil, fmt.Errorf("ring join via %s: %w", via, err)
 		}
 		p := plan{self: self, succs: r.admitAll(ctx, sortFrom(self.ID, append([]Node{owner}, succs...)))}
 		// The owner's predecessor is ours only if we fall between them.
@@ -81,6 +111,7 @@ func (r *Ring) Join(ctx context.Context, via Contact) error {
 	}
 	r.mu.Unlock()
 	r.events.publish(ev)
+	var lost []id.ID
 	for _, p := range plans {
 		r.mu.Lock()
 		succ := r.local(p.self.ID).succs[0]
@@ -88,6 +119,12 @@ func (r *Ring) Join(ctx context.Context, via Contact) error {
 		self := p.self
 		if succ.ID != self.ID {
 			_, _ = r.call(ctx, succ.Contact, &Message{Op: OpNotify, To: succ.ID, From: &self})
+			// The successor keeps the first of two notifiers with one id:
+			// if that is another peer, this vnode is the twin that moves.
+			if sp, _, err := r.neighbors(ctx, succ); err == nil && sp != nil && sp.ID == self.ID && sp.Peer != self.Peer {
+				lost = append(lost, self.ID)
+				continue
+			}
 		}
 		// Tell the predecessor at once, so lookups through it see us
 		// before its next stabilization.
@@ -95,7 +132,7 @@ func (r *Ring) Join(ctx context.Context, via Contact) error {
 			_, _ = r.call(ctx, p.pred.Contact, &Message{Op: OpSuggest, To: p.pred.ID, From: &self})
 		}
 	}
-	return nil
+	return lost, nil
 }
 
 // Leave departs gracefully: each local vnode tells its nearest remote

@@ -10,7 +10,7 @@ type counters struct {
 	lookups, lookupFailures, hops, timeouts atomic.Uint64
 	calls, callErrors, rounds               atomic.Uint64
 	refused, verified, notifies, leaves     atomic.Uint64
-	merges                                  atomic.Uint64
+	merges, twins                           atomic.Uint64
 }
 
 // Counters is a snapshot of the ring's counters.
@@ -34,6 +34,10 @@ type Counters struct {
 	// Merges counts successors adopted by probing a formerly dead peer
 	// (ring merging after a partition).
 	Merges uint64 `json:"merges"`
+	// Twins counts virtual servers this node moved to another index at
+	// its join because another node at its IP had chosen the same one at
+	// the same moment (Join).
+	Twins uint64 `json:"twins"`
 }
 
 // VnodeStatus is one local virtual server's routing state.
@@ -85,6 +89,6 @@ func (r *Ring) Counters() Counters {
 		Lookups: n.lookups.Load(), LookupFailures: n.lookupFailures.Load(), Hops: n.hops.Load(),
 		Timeouts: n.timeouts.Load(), Calls: n.calls.Load(), CallErrors: n.callErrors.Load(),
 		Rounds: n.rounds.Load(), Refused: n.refused.Load(), Verified: n.verified.Load(),
-		Notifies: n.notifies.Load(), Leaves: n.leaves.Load(), Merges: n.merges.Load(),
+		Notifies: n.notifies.Load(), Leaves: n.leaves.Load(), Merges: n.merges.Load(), Twins: n.twins.Load(),
 	}
 }

@@ -14,8 +14,10 @@ type Balance struct {
 	RealNodes, Vnodes, Keys int
 	// Chosen: indexes picked with ring.PickIndexes among MaxVirtualServers
 	// at each join (Config.ChooseIndexes); otherwise indexes 0..Vnodes-1.
-	Chosen       bool
-	Max, P99, P1 float64
+	Chosen bool
+	// Max and Min are the largest and smallest real node's keys over the
+	// mean; P99 and P1 the 99th and 1st percentiles.
+	Max, P99, P1, Min float64
 }
 
 type pos struct {
@@ -78,5 +80,6 @@ func LoadBalance(realNodes, vnodes, maxVS, keys int, choose bool) Balance {
 		Max: float64(count[len(count)-1]) / mean,
 		P99: float64(count[len(count)*99/100]) / mean,
 		P1:  float64(count[len(count)/100]) / mean,
+		Min: float64(count[0]) / mean,
 	}
 }

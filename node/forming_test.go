@@ -1,0 +1,165 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/herod-archive/herod/crawl"
+	"github.com/herod-archive/herod/internal/sampleweb"
+)
+
+// TestFormingRingFetchesOnce is issue 17's acceptance on real libp2p
+// hosts: 4–8 nodes join one after another with random delays while the
+// first one is seeded at once, and every URL must be requested at the
+// site exactly once on the day. HEROD_FORMING_ROUNDS sets how many
+// timings are tried (issue 17 asks for 20).
+//
+// It runs only when HEROD_FORMING_ROUNDS is set, because it does not
+// pass yet: a URL fetched by a range's old owner before a join is fetched
+// again by the joiner when another page links to it later the same day
+// (the day's URL-seen set does not travel with the range), and two
+// nodes at one IP that pick the same index can still both run it when
+// they saw different successors at their joins (the ring then never
+// converges). See docs/ring.md, "One owner per URL".
+func TestFormingRingFetchesOnce(t *testing.T) {
+	s := os.Getenv("HEROD_FORMING_ROUNDS")
+	if s == "" {
+		t.Skip("issue 17's forming-ring acceptance (not met yet): set HEROD_FORMING_ROUNDS=20 to run it")
+	}
+	var rounds int
+	if _, err := fmt.Sscan(s, &rounds); err != nil {
+		t.Fatalf("HEROD_FORMING_ROUNDS=%q: %v", s, err)
+	}
+	var urls, dups int
+	for r := range rounds {
+		u, d := formingRound(t, uint64(r))
+		urls += u
+		dups += d
+	}
+	t.Logf("%d rounds: %d URLs, %d fetched more than once (%.1f per 10,000)",
+		rounds, urls, dups, 1e4*float64(dups)/float64(max(urls, 1)))
+	if dups > 0 {
+		t.Errorf("%d duplicate fetches", dups)
+	}
+}
+
+// formingRound runs one forming ring with the timings of seed and returns
+// how many URLs the site saw and how many of them were requested twice.
+func formingRound(t *testing.T, seed uint64) (urls, dups int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rng := rand.New(rand.NewPCG(seed, 17))
+	count := 4 + rng.IntN(5)
+	web := sampleweb.New(sampleweb.Config{Hosts: 3, Pages: 100, Seed: int64(seed)})
+	if err := web.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	dir := t.TempDir()
+	base := Config{
+		VirtualServers:    4,
+		StabilizeInterval: 100 * time.Millisecond,
+		FlushInterval:     20 * time.Millisecond,
+		// Slow enough that the crawl goes on while the nodes join.
+		Crawl: crawl.Config{HostRate: 80, Concurrency: 16, AllowPrivate: loopback},
+	}
+	start := func(i int, join string) *Node {
+		cfg := base
+		cfg.DataDir = filepath.Join(dir, fmt.Sprintf("node%d", i))
+		cfg.Listen, cfg.Gateway = "127.0.0.1:0", "127.0.0.1:0"
+		if join != "" {
+			cfg.Join = []string{join}
+		}
+		n, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Start(ctx); err != nil {
+			n.Close()
+			t.Fatalf("node %d: %v", i, err)
+		}
+		return n
+	}
+	lr := &LocalRing{Nodes: []*Node{start(0, "")}}
+	defer func() { lr.Close() }()
+	if err := lr.Nodes[0].Seed(ctx, web.Seeds()); err != nil {
+		t.Fatal(err)
+	}
+	// The others join through the first, each after a random delay, some
+	// of them at the same time.
+	delays := make([]time.Duration, count-1)
+	for i := range delays {
+		delays[i] = time.Duration(rng.IntN(2000)) * time.Millisecond
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	join := lr.Nodes[0].Multiaddr()
+	for i, d := range delays {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(d)
+			n := start(i+1, join)
+			mu.Lock()
+			lr.Nodes = append(lr.Nodes, n)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if err := lr.WaitStable(ctx); err != nil {
+		t.Fatalf("round %d: %v (virtual-server ids run by two nodes: %v)", seed, err, sharedIDs(lr))
+	}
+	if err := lr.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var overHops, stale, checks, taken int64
+	var twins uint64
+	for _, n := range lr.Nodes {
+		twins += n.ring.Counters().Twins
+		overHops += n.counters.overHops.Load()
+		checks += n.counters.ownerChecks.Load()
+		taken += n.counters.takenOver.Load()
+		stale += n.crawler.Stats().PassedOn
+	}
+	got := requestsPerURL(web)
+	for u, c := range got {
+		if c > 1 {
+			dups++
+			if dups <= 5 {
+				var when []string
+				for _, r := range web.Requests() {
+					if "http://"+r.Host+r.Path == u {
+						when = append(when, fmt.Sprintf("%s cond=%v %d", r.Time.Format("05.000"), r.Conditional, r.Status))
+					}
+				}
+				t.Logf("round %d: %s requested %d times: %v", seed, u, c, when)
+			}
+		}
+	}
+	t.Logf("round %d: %d nodes, joins after %v: %d URLs, %d requested more than once; %d links queued at the hop limit, %d fetch-time checks asked the ring, %d entries passed on, %d vnodes moved off a twin's id, %d URLs queued by mid-day take-overs",
+		seed, count, delays, len(got), dups, overHops, checks, stale, twins, taken)
+	return len(got), dups
+}
+
+// sharedIDs lists the virtual-server ids that more than one node runs.
+func sharedIDs(lr *LocalRing) []string {
+	by := map[string]int{}
+	for _, n := range lr.Nodes {
+		for _, v := range n.ring.Vnodes() {
+			by[v.ID.Short()]++
+		}
+	}
+	var out []string
+	for k, c := range by {
+		if c > 1 {
+			out = append(out, fmt.Sprintf("%s×%d", k, c))
+		}
+	}
+	return out
+}

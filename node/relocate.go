@@ -1,0 +1,55 @@
+package node
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/herod-archive/herod/crawl"
+	"github.com/herod-archive/herod/internal/id"
+)
+
+// relocator is the crawler's Forwarder: the node's forwarder, plus the
+// fetch-time ownership check (crawl.Relocator). A URL queued while this
+// node owned it is fetched only if the node still owns it; one whose
+// range moved to another node (a node joined in front of one of ours)
+// is passed on to its owner instead, so at most one node fetches it.
+type relocator struct {
+	*forwarder
+	n *Node
+}
+
+var _ crawl.Relocator = relocator{}
+
+// Moved reports whether another node owns url now. When a local virtual
+// server owns the key by this node's view (the common case) it costs a
+// map-free range test under the ring's lock; otherwise it asks the ring:
+// a closer owner known to a local virtual server, or a lookup. A failed
+// lookup counts as not moved: the URL is fetched here rather than lost.
+// With LinkReplicas > 1 nothing moves: replica links are queued on
+// purpose at nodes that do not own them, to be crawled there too.
+func (r relocator) Moved(ctx context.Context, url string) bool {
+	key := id.OfString(url)
+	if r.n.cfg.LinkReplicas > 1 || r.n.ring.Owns(key) {
+		return false
+	}
+	r.n.counters.ownerChecks.Add(1)
+	if p, ok := r.n.ring.CloserOwner(key); ok {
+		return p.Peer != r.n.self.Peer
+	}
+	owner, err := r.n.ring.Lookup(ctx, key)
+	if err != nil {
+		r.n.log.Debug("fetch-time owner lookup failed; fetching here", "url", url, "err", err)
+		return false
+	}
+	return owner.Peer != r.n.self.Peer
+}
+
+// PassOn queues url for its owner as a link passed on once (hops 1), so
+// the forwarder's per-day dedupe of this node's own links does not drop
+// it.
+func (r relocator) PassOn(_ context.Context, url string) error {
+	if err := r.enqueue([]string{url}, 1, nil); err != nil {
+		return fmt.Errorf("pass on %s: %w", url, err)
+	}
+	return nil
+}
