@@ -224,13 +224,7 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLeas
 		c.count(KindForward, raw, fwdErr)
 		return true
 	}
-	c.mu.Lock()
-	if added {
-		c.st.newVersions++
-	} else {
-		c.st.unchanged++
-	}
-	c.mu.Unlock()
+	c.countStored(added)
 	return true
 }
 
@@ -405,12 +399,17 @@ func (c *Crawler) recordUnkept(ctx context.Context, raw string, resp *http.Respo
 	if err != nil {
 		return c.archiveErr(ctx, raw, err)
 	}
+	c.countStored(added)
+	return true
+}
+
+// countStored counts a Put: a new version, or an answer equal to the newest.
+func (c *Crawler) countStored(added bool) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if added {
 		c.st.newVersions++
 	} else {
 		c.st.unchanged++
 	}
-	c.mu.Unlock()
-	return true
 }

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,20 +32,7 @@ func requestsPerURL(web *sampleweb.Web) map[string]int {
 // once and nothing else was.
 func checkOncePerURL(t *testing.T, event string, known []string, got map[string]int) {
 	t.Helper()
-	var missing, twice, extra []string
-	for _, u := range known {
-		switch n := got[u]; {
-		case n == 0:
-			missing = append(missing, u)
-		case n > 1:
-			twice = append(twice, fmt.Sprintf("%s (%d)", u, n))
-		}
-	}
-	for u := range got {
-		if _, ok := slices.BinarySearch(known, u); !ok {
-			extra = append(extra, u)
-		}
-	}
+	missing, twice, extra := sampleweb.OncePerURL(known, got)
 	checked := len(known) - len(missing)
 	t.Logf("%s: %d of %d known URLs requested on the next day (%.3f), %d more than once, %d unknown",
 		event, checked, len(known), float64(checked)/float64(len(known)), len(twice), len(extra))

@@ -1,6 +1,10 @@
 package sampleweb
 
-import "sort"
+import (
+	"fmt"
+	"slices"
+	"sort"
+)
 
 // versions.go answers, per day, what a complete crawl reaches and which of
 // those URLs it stores a new version of.
@@ -132,4 +136,26 @@ func (w *Web) changedOn(d int, rawURL string) bool {
 		return true
 	}
 	return res.status == 200 && res.lastMod == d
+}
+
+// OncePerURL compares the requests a crawl made per URL (got) with the
+// URLs it should have requested exactly once (want, sorted): it returns
+// those of want not requested, those requested more than once (with
+// their count), and the requested URLs not in want.
+func OncePerURL(want []string, got map[string]int) (missing, twice, unknown []string) {
+	for _, u := range want {
+		switch n := got[u]; {
+		case n == 0:
+			missing = append(missing, u)
+		case n > 1:
+			twice = append(twice, fmt.Sprintf("%s (%d)", u, n))
+		}
+	}
+	for u := range got {
+		if _, ok := slices.BinarySearch(want, u); !ok {
+			unknown = append(unknown, u)
+		}
+	}
+	slices.Sort(unknown)
+	return missing, twice, unknown
 }
