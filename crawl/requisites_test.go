@@ -209,8 +209,10 @@ func TestRequisiteCaps(t *testing.T) {
 			others++
 		}
 	}
-	if imgs != 50 || others != 2 {
-		t.Errorf("fetched %d images of p.html (cap 50 a page) and %d of q.html (52 a host a day): want 50 and 2", imgs, others)
+	// The two pages are processed concurrently: which of their requisites
+	// the host's day cap leaves out depends on the order.
+	if imgs > 50 || others > 3 || imgs+others != 52 {
+		t.Errorf("fetched %d images of p.html (cap 50 a page) and %d of q.html (52 a host a day): want at most 50 and 3, 52 in all", imgs, others)
 	}
 	if n := c.Stats().ErrorsByKind[KindRequisites]; n != 2 {
 		t.Errorf("requisite_cap counted %d times, want 2 (one page over, one requisite over the host's day)", n)
