@@ -63,6 +63,15 @@ func (c *Crawler) runHost(host string, h *hostState) {
 			case h.gen != gen || c.epoch != epoch:
 				c.mu.Unlock()
 				continue
+			case h.inflight == 0 && after != nil:
+				// Concurrent adds commit out of order, so an entry may
+				// sit behind the cursor (a lower sequence number written
+				// after a higher one was read). Nothing of this host is in
+				// flight, so every entry still queued is undispatched:
+				// read once more from the start before leaving.
+				after = nil
+				c.mu.Unlock()
+				continue
 			case h.inflight == 0:
 				c.doneLocked(host)
 				c.mu.Unlock()

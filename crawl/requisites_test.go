@@ -175,13 +175,6 @@ func TestRequisitesWithQuery(t *testing.T) {
 // PageRequisites has the first ones fetched and the rest counted;
 // HostRequisites bounds what one host gets in a day across pages.
 func TestRequisiteCaps(t *testing.T) {
-	if raceEnabled {
-		// Under the race detector's timing this crawl stalls now and then
-		// with entries queued and no host loop running (a lost wake-up in
-		// the host scheduling, not found yet): reproduce with
-		// go test -race ./crawl -run TestRequisiteCaps -count=30 -timeout 12s
-		t.Skip("skipped under -race: a known stall of the host scheduling, see the comment")
-	}
 	var b strings.Builder
 	for i := range 80 {
 		fmt.Fprintf(&b, `<img src="/img.png?n=%02d">`, i)
