@@ -19,28 +19,32 @@ import (
 // per holder. The first error stops it; the crawler tries again the next
 // day.
 func (n *Node) shareKnown(ctx context.Context, urls []string) error {
-	byKey := make([]string, len(urls))
-	copy(byKey, urls)
-	slices.SortFunc(byKey, func(a, b string) int { return id.OfString(a).Cmp(id.OfString(b)) })
-	for len(byKey) > 0 {
-		holders, err := n.ring.Successors(ctx, id.OfString(byKey[0]), ReplicationFactor)
+	type keyed struct {
+		key id.ID
+		url string
+	}
+	ks := make([]keyed, len(urls))
+	for i, u := range urls {
+		ks[i] = keyed{id.OfString(u), u}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int { return a.key.Cmp(b.key) })
+	for len(ks) > 0 {
+		holders, err := n.ring.Successors(ctx, ks[0].key, ReplicationFactor)
 		if err != nil {
 			return fmt.Errorf("share known: %w", err)
 		}
-		owner := holders[0]
 		// The owner's range ends at its id: the run of keys up to it is
 		// one group (keys sorted clockwise from the first).
-		first := id.OfString(byKey[0])
+		first, owner := ks[0].key, holders[0]
 		end := 1
-		for end < len(byKey) {
-			k := id.OfString(byKey[end])
-			if !id.InHalfOpen(k, prevKey(first), owner.ID) {
-				break
-			}
+		for end < len(ks) && id.InHalfOpen(ks[end].key, prevKey(first), owner.ID) {
 			end++
 		}
-		group := byKey[:end]
-		byKey = byKey[end:]
+		group := make([]string, end)
+		for i := range group {
+			group[i] = ks[i].url
+		}
+		ks = ks[end:]
 		for _, h := range holders {
 			if h.Peer == n.self.Peer {
 				continue

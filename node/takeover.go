@@ -60,7 +60,8 @@ func (n *Node) takeOverLoop(ctx context.Context, events <-chan ring.Event) {
 				continue
 			}
 			q, err := n.crawler.TakeOver(ctx, func(u string) bool {
-				return g.Contains(id.OfString(u)) && n.ownsURL(u)
+				k := id.OfString(u)
+				return g.Contains(k) && n.ring.Owns(k)
 			})
 			if err != nil {
 				if ctx.Err() == nil {
