@@ -94,12 +94,10 @@ func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
 // interfaces or on a private address asks its router for a port mapping
 // (UPnP IGD or NAT-PMP, libp2p.NATPortMap); every host runs AutoNAT v2
 // (client and server: members tell each other which of their addresses
-// are dialable), the circuit relay v2 client and hole punching (DCUtR);
-// unless relayService is false it also serves as a relay for other
-// members, under libp2p's default relay resource limits (relayv2
-// DefaultResources: 2 minutes and 128 KiB per relayed connection, 128
-// reservations, 16 circuits per peer).
-func newHost(listen string, key crypto.PrivKey, bwc metrics.Reporter, relayService bool) (host.Host, error) {
+// are dialable), the circuit relay v2 client and hole punching (DCUtR).
+// The relay service a reachable member runs for others starts once the
+// node knows its ring address (startRelayService, relayed.go).
+func newHost(listen string, key crypto.PrivKey, bwc metrics.Reporter) (host.Host, error) {
 	ip, port, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen address %q: %w", listen, err)
@@ -143,9 +141,6 @@ func newHost(listen string, key crypto.PrivKey, bwc metrics.Reporter, relayServi
 		libp2p.EnableAutoNATv2(),
 		libp2p.DisableMetrics(),
 		libp2p.BandwidthReporter(bwc),
-	}
-	if relayService {
-		opts = append(opts, libp2p.EnableRelayService())
 	}
 	if wantsPortMap(listen) {
 		opts = append(opts, libp2p.NATPortMap())

@@ -129,11 +129,15 @@ func (n *Node) checkMember(ctx context.Context, p peer.ID, remote ma.Multiaddr) 
 		}
 		return v, nil
 	}
-	addr, ok := contactAddr(remote, n.host.Peerstore().Addrs(p))
+	c, ok := relayContactOf(remote, ps)
 	if !ok {
-		return ring.Node{}, fmt.Errorf("no ip:port for %s", remote)
+		addr, found := contactAddr(remote, n.host.Peerstore().Addrs(p))
+		if !found {
+			return ring.Node{}, fmt.Errorf("no ip:port for %s", remote)
+		}
+		c = ring.Contact{Peer: ps, Addr: addr}
 	}
-	rep, err := n.tr.Call(ctx, ring.Contact{Peer: ps, Addr: addr}, &ring.Message{Op: ring.OpStep})
+	rep, err := n.tr.Call(ctx, c, &ring.Message{Op: ring.OpStep})
 	if err != nil {
 		return ring.Node{}, fmt.Errorf("ask for a virtual server: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/metrics"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/herod-archive/herod/archive"
@@ -58,9 +59,11 @@ type Node struct {
 	started atomic.Bool
 	closed  atomic.Bool
 
-	reach       string      // how the ring reaches this node: ReachListen, ReachMapped or ReachAnnounced
-	lan         io.Closer   // mDNS on the LAN, behind a home router
-	addrChanged chan string // AddressChanged
+	reach       string              // how the ring reaches this node: ReachListen, ReachMapped or ReachAnnounced
+	lan         io.Closer           // mDNS on the LAN, behind a home router
+	addrChanged chan string         // AddressChanged
+	rsvp        *client.Reservation // the relay slot of a ReachRelayed node
+	relaySvc    io.Closer           // the circuit relay this node runs for others
 	counters    struct {
 		linksReceived, badFrames, badLinks, overHops atomic.Int64
 		takenOver                                    atomic.Int64 // URLs queued by mid-day take-overs
@@ -96,13 +99,27 @@ func New(cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	n.bwc = metrics.NewBandwidthCounter()
-	if n.host, err = newHost(cfg.Listen, key, n.bwc, !cfg.NoRelayService); err != nil {
+	if n.host, err = newHost(cfg.Listen, key, n.bwc); err != nil {
 		return nil, err
 	}
 	if err := limitProtocols(n.host); err != nil {
 		return nil, err
 	}
+	tr := p2p.New(n.host, cfg.Logger.With("sub", "ring"))
+	n.tr = tr
 	addr, how, err := ringAddress(context.Background(), n.host, cfg.Listen, cfg.Announce, cfg.AddrTimeout)
+	var relay string
+	if errors.Is(err, errNoPublicAddr) && len(cfg.Join) > 0 {
+		// Nobody can dial this node: it joins through a relay.
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.AddrTimeout)
+		var rerr error
+		addr, relay, n.rsvp, rerr = n.relayedAddress(ctx, cfg.Join)
+		cancel()
+		if rerr != nil {
+			return nil, fmt.Errorf("node: ring address: %w; and %w", err, rerr)
+		}
+		how, err = ReachRelayed, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("node: ring address: %w", err)
 	}
@@ -112,13 +129,16 @@ func New(cfg Config) (n *Node, err error) {
 		}
 		how = ReachListen
 	} else {
-		n.self = ring.Contact{Peer: n.host.ID().String(), Addr: addr}
+		n.self = ring.Contact{Peer: n.host.ID().String(), Addr: addr, Relay: relay}
 	}
 	n.reach = how
 	n.log = cfg.Logger.With("node", n.self.Addr)
-	tr := p2p.New(n.host, n.log.With("sub", "ring"))
 	tr.SetSelf(n.self.Addr)
-	n.tr = tr
+	if how != ReachRelayed && !cfg.NoRelayService {
+		if err := n.startRelayService(); err != nil {
+			return nil, err
+		}
+	}
 	saved, err := loadIndexes(cfg.DataDir, cfg.VirtualServers)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -198,7 +218,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.host.SetStreamHandler(linksProtocol, n.handleLinks)
 	n.host.SetStreamHandler(archiveProtocol, n.handleArchive)
-	if n.reach == ReachMapped {
+	if n.reach == ReachMapped || n.reach == ReachRelayed {
 		// Behind a home router: find the household's other nodes on the
 		// LAN (see lanFinder).
 		lan, err := startLAN(n.ctx, n.host)
@@ -209,7 +229,11 @@ func (n *Node) Start(ctx context.Context) error {
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
-			n.watchAddress(n.ctx)
+			if n.reach == ReachRelayed {
+				n.keepRelayed(n.ctx, n.rsvp)
+			} else {
+				n.watchAddress(n.ctx)
+			}
 		}()
 	}
 	if err := n.ring.Start(n.ctx); err != nil {
@@ -330,6 +354,9 @@ func (n *Node) closeAll() error {
 	if n.lan != nil {
 		errs = append(errs, n.lan.Close())
 	}
+	if n.relaySvc != nil {
+		errs = append(errs, n.relaySvc.Close())
+	}
 	if n.ring != nil {
 		errs = append(errs, n.ring.Close())
 	}
@@ -380,10 +407,16 @@ func (n *Node) Ring() *ring.Ring { return n.ring }
 
 // ParseContact reads a member address as given to --join: a multiaddr with
 // a /p2p/ component and an IP and TCP port.
+//
+// A circuit address (.../p2p/RELAY/p2p-circuit/p2p/PEER) names a member
+// reached through a relay: the contact is dialed through it.
 func ParseContact(s string) (ring.Contact, error) {
 	m, err := ma.NewMultiaddr(s)
 	if err != nil {
 		return ring.Contact{}, fmt.Errorf("member address %q: %w", s, err)
+	}
+	if c, ok := relayContactOf(m, ""); ok {
+		return c, nil
 	}
 	ai, err := peer.AddrInfoFromP2pAddr(m)
 	if err != nil {

@@ -5,19 +5,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
 	"github.com/libp2p/go-libp2p/core/protocol"
-	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/ring"
+	"github.com/herod-archive/herod/ring/p2p"
 )
 
 // Protocol ids of the node-to-node services. The ring protocol itself lives
@@ -66,26 +65,9 @@ type captureHeader struct {
 // errRemote reports an error the remote node returned.
 var errRemote = errors.New("node: remote error")
 
-// addrInfo returns the libp2p address of the real node behind c.
-func addrInfo(c ring.Contact) (peer.AddrInfo, error) {
-	pid, err := peer.Decode(c.Peer)
-	if err != nil {
-		return peer.AddrInfo{}, fmt.Errorf("peer id %q: %w", c.Peer, err)
-	}
-	ip, port, err := net.SplitHostPort(c.Addr)
-	if err != nil {
-		return peer.AddrInfo{}, fmt.Errorf("peer addr %q: %w", c.Addr, err)
-	}
-	fam := "ip4"
-	if p := net.ParseIP(ip); p != nil && p.To4() == nil {
-		fam = "ip6"
-	}
-	m, err := ma.NewMultiaddr(fmt.Sprintf("/%s/%s/tcp/%s", fam, ip, port))
-	if err != nil {
-		return peer.AddrInfo{}, fmt.Errorf("peer addr %q: %w", c.Addr, err)
-	}
-	return peer.AddrInfo{ID: pid, Addrs: []ma.Multiaddr{m}}, nil
-}
+// addrInfo returns the libp2p address of the real node behind c: its
+// ip:port, or the circuit through its relay.
+func addrInfo(c ring.Contact) (peer.AddrInfo, error) { return p2p.AddrInfo(c) }
 
 // openStream opens a stream to the real node behind c with a deadline.
 func (n *Node) openStream(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error) {

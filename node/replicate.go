@@ -411,9 +411,10 @@ func (r *replicator) handle(s network.Stream) {
 func (r *replicator) accept(ctx context.Context, m ring.Node, q replicate.Request) error {
 	from := ring.Node{ID: q.B, Contact: ring.Contact{Peer: q.From.Peer, Addr: q.From.Addr}, Index: q.From.Index}
 	err := ring.CheckID(from, ring.DefaultMaxVirtualServers)
-	if err == nil && from.Contact != m.Contact {
+	if err == nil && (from.Peer != m.Peer || from.Addr != m.Addr) {
 		err = fmt.Errorf("%w: pull request for %s sent by member %s", errRole, from.Contact, m.Contact)
 	}
+	from.Contact = m.Contact // with its relay, if it has one
 	if err == nil {
 		err = r.pullRole(ctx, q.A, from)
 	}

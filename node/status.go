@@ -18,8 +18,15 @@ type Status struct {
 	Gateway   string `json:"gateway"`
 	// Reach is how the ring reaches this node at Addr: "listen" (its own
 	// address), "mapped" (its router's public address, mapped by UPnP
-	// IGD or NAT-PMP) or "announced" (a port its operator forwarded).
-	Reach       string           `json:"reach"`
+	// IGD or NAT-PMP), "announced" (a port its operator forwarded) or
+	// "relayed" (nobody can dial it: Addr is the public IP members observe,
+	// and the ring reaches it through Relay).
+	Reach string `json:"reach"`
+	// Relay is the circuit relay a "relayed" node is reached through.
+	Relay string `json:"relay,omitempty"`
+	// RingCalls counts the ring calls this node made and how many of them
+	// ran over a relayed connection.
+	RingCalls   RingCallStats    `json:"ringCalls"`
 	Replay      string           `json:"replay"`
 	Idle        bool             `json:"idle"`
 	Ring        ring.Status      `json:"ring"`
@@ -58,6 +65,12 @@ func (n *Node) wire() []WireStats {
 	return out
 }
 
+// RingCallStats counts ring calls (lookup steps, stabilization, pings).
+type RingCallStats struct {
+	Calls   uint64 `json:"calls"`
+	Relayed uint64 `json:"relayed"`
+}
+
 // LinkStats counts links other nodes sent to this one.
 type LinkStats struct {
 	Received  int64 `json:"received"`
@@ -94,6 +107,8 @@ func (n *Node) Status() Status {
 		Multiaddr: n.Multiaddr(),
 		Gateway:   n.GatewayURL(),
 		Reach:     n.reach,
+		Relay:     n.self.Relay,
+		RingCalls: n.ringCalls(),
 		Replay:    n.ReplayURL(),
 		Idle:      n.Idle(),
 		Ring:      n.ring.Status(),
@@ -115,4 +130,10 @@ func (n *Node) Status() Status {
 		Wire:        n.wire(),
 		Processing:  cpugate.Shared().Stats(),
 	}
+}
+
+// ringCalls returns the transport's call counts.
+func (n *Node) ringCalls() RingCallStats {
+	c, r := n.tr.CallStats()
+	return RingCallStats{Calls: c, Relayed: r}
 }

@@ -16,10 +16,23 @@ import (
 type Contact struct {
 	Peer string `json:"peer"`
 	Addr string `json:"addr"`
+	// Relay, when set, is the libp2p multiaddr (ending in /p2p/ID) of the
+	// circuit relay through which the node is reached: a volunteer behind
+	// a router that maps no port. Addr then carries the node's public IP as
+	// members observe its outbound connections (the port is nominal), and
+	// its virtual-server ids derive from that IP as for any node; the
+	// Transport verifies a relayed contact by that observation instead of
+	// by dialing Addr (docs/ring.md, "Home volunteers").
+	Relay string `json:"relay,omitempty"`
 }
 
 // String returns "peer@addr" for logs.
-func (c Contact) String() string { return c.Peer + "@" + c.Addr }
+func (c Contact) String() string {
+	if c.Relay != "" {
+		return c.Peer + "@" + c.Addr + "~relay"
+	}
+	return c.Peer + "@" + c.Addr
+}
 
 // Node is one virtual server: its ring id, the real node that runs it and
 // its index on that real node. A valid Node satisfies

@@ -124,6 +124,14 @@ func (l *netlab) close() {
 // NAT-PMP to the LAN.
 func (l *netlab) router(ns, wanAddr, lanNet string, upnp bool) {
 	l.t.Helper()
+	l.natRouter(ns, wanAddr, lanNet, upnp, false)
+}
+
+// natRouter is router; a symmetric router masquerades to a random source
+// port per connection (nftables fully-random), as carrier-grade and some
+// home NATs do, so that no peer can predict the port a hole punch needs.
+func (l *netlab) natRouter(ns, wanAddr, lanNet string, upnp, symmetric bool) {
+	l.t.Helper()
 	l.addNS(ns)
 	l.link(ns, "wan", wanAddr+"/24", "pub", ns+"w", "")
 	l.in("pub", "ip", "link", "set", ns+"w", "master", "br0")
@@ -147,13 +155,13 @@ func (l *netlab) router(ns, wanAddr, lanNet string, upnp bool) {
   chain postrouting {
     type nat hook postrouting priority 100; policy accept;
     jump postrouting_miniupnpd
-    oifname "wan" masquerade
+    oifname "wan" masquerade%[2]s
     ip saddr %[1]s.0/24 ip daddr %[1]s.0/24 ct status dnat masquerade
   }
   chain postrouting_miniupnpd {
   }
 }
-`, lanNet)
+`, lanNet, map[bool]string{true: " fully-random"}[symmetric])
 	f := filepath.Join(l.dir, ns+".nft")
 	if err := os.WriteFile(f, []byte(rules), 0o644); err != nil {
 		l.t.Fatal(err)
@@ -360,9 +368,11 @@ func TestHomeNetworks(t *testing.T) {
 	l.home("h2", "r1", homeSubnet, homeSubnet+".11")
 	l.router("r2", netPublic+".3", "192.168.2", false)
 	l.home("h3", "r2", "192.168.2", "192.168.2.10")
+	l.natRouter("r3", netPublic+".5", "192.168.3", false, true)
+	l.home("h4", "r3", "192.168.3", "192.168.3.10")
 
 	site := t.TempDir()
-	urls := siteFiles(t, site, 40)
+	urls := siteFiles(t, site, 120)
 	l.spawn("pub", "site", filepath.Join(l.dir, "site.log"), "python3", "-m", "http.server", "80", "--bind", "16.0.0.100", "--directory", site)
 
 	member, err := l.startHerod(bin, "pub", "--listen", netPublic+".1:4001", "--gateway", "0.0.0.0:5001", "--public-status")
@@ -441,10 +451,34 @@ func TestHomeNetworks(t *testing.T) {
 		}
 	}
 
-	// A node behind a router without UPnP finds no public address and
-	// says what to do.
-	if _, err := l.startHerod(bin, "h3", "--listen", "0.0.0.0:4001", "--join", member.multiaddr); err == nil || !strings.Contains(err.Error(), "--announce") {
-		t.Errorf("node without UPnP: %v, want an error naming --announce", err)
+	// Nodes behind a router without UPnP (h3) and behind a symmetric NAT
+	// (h4) find no port mapping; they learn their public IP from the
+	// member, reserve a relay slot on it and join as relayed members, ids
+	// from their router's IP, verified by the IP their own connections
+	// come from.
+	for _, e := range []struct{ ns, ip string }{{"h3", netPublic + ".3"}, {"h4", netPublic + ".5"}} {
+		began := time.Now()
+		h, err := l.startHerod(bin, e.ns, "--listen", "0.0.0.0:4001", "--join", member.multiaddr, "--addr-timeout", "5s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ap, perr := netip.ParseAddrPort(h.addr)
+		if perr != nil || ap.Addr().String() != e.ip || h.reach != "relayed" {
+			t.Fatalf("%s: ring address %q (%s), want %s, relayed", e.ns, h.addr, h.reach, e.ip)
+		}
+		waitUntil(t, 60*time.Second, "the member admits "+e.ns, func() bool {
+			rs, _ := l.ringStatus("pub", netPublic+".1:5001")
+			for _, v := range rs.Vnodes {
+				for _, n := range ringNodes(v) {
+					if n.Addr == h.addr && n.Relay != "" && ring.CheckID(n, 64) == nil {
+						return true
+					}
+				}
+			}
+			return false
+		})
+		t.Logf("%s: ring address %s (%s), member %s after its start", e.ns, h.addr, h.reach, time.Since(began).Round(100*time.Millisecond))
+		homes = append(homes, h)
 	}
 
 	// A liar on the public subnet claims the router's address: the
@@ -481,24 +515,58 @@ func TestHomeNetworks(t *testing.T) {
 	if out, err := seed.CombinedOutput(); err != nil {
 		t.Fatalf("seed: %v\n%s", err, out)
 	}
-	waitUntil(t, 90*time.Second, "every page archived", func() bool {
-		for _, u := range urls {
-			if code, _ := l.get("h1", "http://127.0.0.1:5001/web/2099id_/"+u); code != 200 {
-				return false
+	for _, ns := range []string{"h1", "h3"} {
+		waitUntil(t, 90*time.Second, "every page served by "+ns, func() bool {
+			for _, u := range urls {
+				if code, _ := l.get(ns, "http://127.0.0.1:5001/web/2099id_/"+u); code != 200 {
+					return false
+				}
 			}
-		}
-		return true
-	})
+			return true
+		})
+	}
 	for _, h := range homes {
 		_, st := l.ringStatus(h.ns, "127.0.0.1:5001")
 		var cs struct {
 			NewVersions int64 `json:"newVersions"`
 		}
 		json.Unmarshal(st["crawl"], &cs)
-		t.Logf("%s stored %d of %d pages", h.ns, cs.NewVersions, len(urls))
+		var calls struct {
+			Calls, Relayed uint64
+		}
+		json.Unmarshal(st["ringCalls"], &calls)
+		t.Logf("%s (%s) stored %d of %d pages; %d of %d ring calls relayed", h.ns, h.reach, cs.NewVersions, len(urls), calls.Relayed, calls.Calls)
 		if cs.NewVersions == 0 {
 			t.Errorf("%s crawled none of its share", h.ns)
 		}
+	}
+	// Lookups that needed a relay, ring-wide, and the bytes the member
+	// relayed per crawled page.
+	var allCalls, relayedCalls uint64
+	for _, e := range []struct{ ns, gw string }{{"pub", netPublic + ".1:5001"}, {"h1", "127.0.0.1:5001"}, {"h2", "127.0.0.1:5001"}, {"h3", "127.0.0.1:5001"}, {"h4", "127.0.0.1:5001"}} {
+		_, st := l.ringStatus(e.ns, e.gw)
+		var calls struct {
+			Calls, Relayed uint64
+		}
+		json.Unmarshal(st["ringCalls"], &calls)
+		allCalls += calls.Calls
+		relayedCalls += calls.Relayed
+	}
+	_, st := l.ringStatus("pub", netPublic+".1:5001")
+	var wire []struct {
+		Protocol string
+		In, Out  int64
+	}
+	json.Unmarshal(st["wire"], &wire)
+	var relayBytes int64
+	for _, w := range wire {
+		if strings.HasSuffix(w.Protocol, "/hop") {
+			relayBytes += w.In + w.Out
+		}
+	}
+	if allCalls > 0 {
+		t.Logf("relay: %d of %d ring calls relayed (%.3f); the member relayed %d bytes, %.0f per crawled page",
+			relayedCalls, allCalls, float64(relayedCalls)/float64(allCalls), relayBytes, float64(relayBytes)/float64(len(urls)))
 	}
 	// How often the site saw each page (python's http.server logs every
 	// request): once each, unless ownership moved while the ring formed
@@ -524,13 +592,20 @@ func TestHomeNetworks(t *testing.T) {
 	// The home connection's IP changes: the router's WAN address moves to
 	// .4. The home nodes see the router's new address, leave, and join
 	// again with ids of the new IP; no version is lost.
+	// The relayed node's router (r2) changes its address too.
 	changed := time.Now()
 	l.in("r1", "ip", "addr", "del", netPublic+".2/24", "dev", "wan")
 	l.in("r1", "ip", "addr", "add", netPublic+".4/24", "dev", "wan")
-	for _, h := range homes {
+	l.in("r2", "ip", "addr", "del", netPublic+".3/24", "dev", "wan")
+	l.in("r2", "ip", "addr", "add", netPublic+".6/24", "dev", "wan")
+	for i, h := range homes[:3] {
+		want := netPublic + ".4:"
+		if i == 2 {
+			want = netPublic + ".6:"
+		}
 		select {
 		case a := <-h.rejoined:
-			if !strings.HasPrefix(a, netPublic+".4:") {
+			if !strings.HasPrefix(a, want) {
 				t.Fatalf("%s rejoined at %s, want the router's new IP", h.ns, a)
 			}
 			t.Logf("%s: rejoined at %s %s after the change", h.ns, a, time.Since(changed).Round(100*time.Millisecond))

@@ -67,6 +67,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlagSet("run", "run [flags]", stderr)
 	data := fs.String("data", defaultDataDir(), "data directory: archive, crawl queue, identity, admin token")
 	listen := fs.String("listen", node.DefaultListen, "ring address ip:port (TCP, and QUIC on the same port); virtual-server ids derive from it")
+	addrTimeout := fs.Duration("addr-timeout", node.DefaultAddrTimeout, "with --listen 0.0.0.0:PORT, how long to wait for the router's UPnP/NAT-PMP port mapping before joining through a relay")
 	announce := fs.String("announce", "", "public ip:port other members reach this node at, for a port forwarded by hand (default: --listen, or the port the router maps by UPnP/NAT-PMP when --listen is 0.0.0.0:PORT)")
 	noRelay := fs.Bool("no-relay-service", false, "do not relay connections for other members (circuit relay v2)")
 	var join, seeds listFlag
@@ -97,7 +98,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	cfg := node.Config{
-		DataDir: *data, Listen: *listen, Announce: *announce, NoRelayService: *noRelay, Join: join, VirtualServers: *vnodes,
+		DataDir: *data, Listen: *listen, Announce: *announce, AddrTimeout: *addrTimeout, NoRelayService: *noRelay, Join: join, VirtualServers: *vnodes,
 		Seeds: seeds, Gateway: *gw, GatewayOffset: *offset, DayLength: *day,
 		Replay: *replay, GatewayOrigin: *gwOrigin, ReplayOrigin: *rpOrigin,
 		PublicStatus: *publicStatus, Frameless: *frameless,

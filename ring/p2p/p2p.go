@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
@@ -51,6 +52,9 @@ type Transport struct {
 	handler   ring.Handler
 	protected map[peer.ID]bool
 	self      string // the ring address this host answers at, when set by SetSelf
+	dialed    dialbacks
+
+	calls, relayedCalls atomic.Uint64
 }
 
 var (
@@ -63,7 +67,16 @@ func New(h host.Host, log *slog.Logger) *Transport {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Transport{h: h, log: log, protected: make(map[peer.ID]bool)}
+	t := &Transport{h: h, log: log, protected: make(map[peer.ID]bool)}
+	h.SetStreamHandler(ObserveProtocol, t.serveObserve)
+	h.SetStreamHandler(DialbackProtocol, t.serveDialback)
+	return t
+}
+
+// CallStats returns how many ring calls this transport made and how many
+// of them ran over a relayed connection.
+func (t *Transport) CallStats() (calls, relayed uint64) {
+	return t.calls.Load(), t.relayedCalls.Load()
 }
 
 // SetSelf records the ring address ("ip:port") this host answers at when
@@ -122,15 +135,11 @@ func multiaddr(addr string) (ma.Multiaddr, error) {
 }
 
 func target(c ring.Contact) (peer.ID, ma.Multiaddr, error) {
-	pid, err := peer.Decode(c.Peer)
-	if err != nil {
-		return "", nil, fmt.Errorf("p2p: peer id %q: %w", c.Peer, err)
-	}
-	a, err := multiaddr(c.Addr)
+	ai, err := AddrInfo(c)
 	if err != nil {
 		return "", nil, err
 	}
-	return pid, a, nil
+	return ai.ID, ai.Addrs[0], nil
 }
 
 // Handle installs h as the handler of incoming ring streams; nil removes it.
@@ -167,6 +176,10 @@ func (t *Transport) Call(ctx context.Context, c ring.Contact, m *ring.Message) (
 		return nil, fmt.Errorf("p2p call %s: %w: %w", c, ring.ErrUnreachable, err)
 	}
 	defer s.Close()
+	t.calls.Add(1)
+	if IsRelayed(s.Conn()) {
+		t.relayedCalls.Add(1)
+	}
 	if err := s.SetDeadline(deadline(ctx)); err != nil {
 		s.Reset()
 		return nil, fmt.Errorf("p2p call %s: %w", c, err)
@@ -246,6 +259,9 @@ func (t *Transport) Verify(ctx context.Context, c ring.Contact) error {
 		// A node claiming this host's own public IP is behind the same
 		// router, which may not loop a mapped port back to its LAN.
 		return t.verifyNeighbour(ctx, pid, c)
+	}
+	if c.Relay != "" {
+		return t.verifyRelayed(ctx, pid, c)
 	}
 	sw, ok := t.h.Network().(*swarm.Swarm)
 	if !ok {

@@ -1,0 +1,228 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
+	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/herod-archive/herod/ring"
+)
+
+// ReachRelayed: the node's router maps no port (no UPnP IGD or NAT-PMP,
+// or a symmetric NAT) and none was forwarded by hand, so nobody can dial
+// it. It is a full member all the same: it holds its virtual servers,
+// crawls and stores its share, and serves its gateway. Its ids derive
+// from the public IP a member observes on its outbound connection, and
+// the ring reaches it through a circuit relay on a public member
+// (ring.Contact.Relay), or directly once hole punching (DCUtR) or its own
+// outbound connections open a path.
+const ReachRelayed = "relayed"
+
+// Relay service limits. A member that others can dial relays for members
+// that nobody can (unless --no-relay-service). Ring traffic — lookups,
+// links, replication — runs over the relayed connections, so a circuit
+// has no time or byte cut (libp2p's default, 2 minutes and 128 KiB, is
+// meant for hole-punch coordination only); what bounds a relay is the
+// number of reservations and circuits, and the relayed members' own
+// bandwidth.
+const (
+	relayReservations      = 64
+	relayReservationsPerIP = 8
+	relayCircuits          = 16
+	relayReservationTTL    = time.Hour
+)
+
+// relayCheckEvery is how often a relayed node checks its reservation and
+// its public IP.
+const relayCheckEvery = 30 * time.Second
+
+// startRelayService makes this node a circuit relay for ring members
+// behind routers that map no port. libp2p's own relay manager starts a
+// relay only once AutoNAT v1 reports public reachability, which needs
+// AutoNAT v1 servers herod does not run; the node knows better: its ring
+// address was given, listened on or mapped, and members verify it by
+// dialing it.
+func (n *Node) startRelayService() error {
+	res := relayv2.DefaultResources()
+	res.Limit = nil
+	res.MaxReservations = relayReservations
+	res.MaxReservationsPerIP = relayReservationsPerIP
+	res.MaxCircuits = relayCircuits
+	res.ReservationTTL = relayReservationTTL
+	r, err := relayv2.New(n.host, relayv2.WithResources(res))
+	if err != nil {
+		return fmt.Errorf("node: relay service: %w", err)
+	}
+	n.relaySvc = r
+	return nil
+}
+
+// relayedAddress makes a node nobody can dial reachable through a member:
+// for each join member in turn it asks which IP the member sees this
+// host's connection come from (the router's public IP) and reserves a
+// relay slot on it. It returns the ring address — that IP with the listen
+// port, which is nominal: ids hash the IP only — the relay's multiaddr and
+// the reservation.
+func (n *Node) relayedAddress(ctx context.Context, join []string) (string, string, *client.Reservation, error) {
+	_, port, err := net.SplitHostPort(n.cfg.Listen)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("listen %q: %w", n.cfg.Listen, err)
+	}
+	var errs []error
+	for _, j := range join {
+		c, err := ParseContact(j)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if c.Relay != "" {
+			continue // a relayed member can neither observe nor relay
+		}
+		ip, err := n.tr.Observe(ctx, c)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ai, err := addrInfo(c)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		rsvp, err := client.Reserve(ctx, n.host, ai)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("relay reservation on %s: %w", c, err))
+			continue
+		}
+		relay, err := relayAddr(ai)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n.host.ConnManager().Protect(ai.ID, "herod-relay")
+		return netip.AddrPortFrom(ip, mustPort(port)).String(), relay, rsvp, nil
+	}
+	if len(errs) == 0 {
+		return "", "", nil, errors.New("no member to relay through: give --join")
+	}
+	return "", "", nil, fmt.Errorf("no member observed this node and relays for it: %w", errors.Join(errs...))
+}
+
+// relayAddr returns the relay's first address with its peer id.
+func relayAddr(ai peer.AddrInfo) (string, error) {
+	addrs, err := peer.AddrInfoToP2pAddrs(&ai)
+	if err != nil || len(addrs) == 0 {
+		return "", fmt.Errorf("relay %s: no address", ai.ID)
+	}
+	return addrs[0].String(), nil
+}
+
+// mustPort parses a port already checked by the host's listen.
+func mustPort(s string) uint16 {
+	ap, err := netip.ParseAddrPort("0.0.0.0:" + s)
+	if err != nil {
+		return 0
+	}
+	return ap.Port()
+}
+
+// keepRelayed keeps a relayed node reachable: it renews its reservation
+// before it expires and whenever the connection to the relay drops, and
+// asks the relay which IP it sees this node at. When the reservation
+// cannot be renewed, or the public IP changed (a home connection's IP
+// changes overnight), it signals AddressChanged once: the node's owner
+// joins again, through another relay or at the new IP.
+func (n *Node) keepRelayed(ctx context.Context, rsvp *client.Reservation) {
+	relay, err := ma.NewMultiaddr(n.self.Relay)
+	if err != nil {
+		return
+	}
+	ai, err := peer.AddrInfoFromP2pAddr(relay)
+	if err != nil {
+		return
+	}
+	relayContact, err := ParseContact(n.self.Relay)
+	if err != nil {
+		return
+	}
+	expires := rsvp.Expiration
+	tick := time.NewTicker(relayCheckEvery)
+	defer tick.Stop()
+	failures := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		renew := time.Until(expires) < relayReservationTTL/4 || n.host.Network().Connectedness(ai.ID) != network.Connected
+		ok := true
+		if renew {
+			rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			r, err := client.Reserve(rctx, n.host, *ai)
+			cancel()
+			if err != nil {
+				n.log.Warn("relay reservation not renewed", "relay", ai.ID, "err", err)
+				ok = false
+			} else {
+				expires = r.Expiration
+			}
+		}
+		if ok {
+			octx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			ip, err := n.tr.Observe(octx, relayContact)
+			cancel()
+			if err == nil {
+				if old, perr := netip.ParseAddrPort(n.self.Addr); perr == nil && ip != old.Addr() {
+					n.log.Warn("the public IP changed: this node's ring ids derive from the old one", "old", old.Addr(), "new", ip)
+					n.addrChanged <- netip.AddrPortFrom(ip, old.Port()).String()
+					return
+				}
+			} else {
+				ok = false
+			}
+		}
+		if ok {
+			failures = 0
+			continue
+		}
+		if failures++; failures >= 3 {
+			n.log.Warn("the relay no longer serves this node: joining again", "relay", ai.ID)
+			n.addrChanged <- n.self.Addr
+			return
+		}
+	}
+}
+
+// relayContactOf returns the contact of a member reached through a relay
+// from a circuit multiaddr .../p2p/RELAY/p2p-circuit[/p2p/PEER]; pid names
+// the peer when the address does not (a relayed connection's remote
+// address ends at p2p-circuit).
+func relayContactOf(m ma.Multiaddr, pid string) (ring.Contact, bool) {
+	relay, rest := ma.SplitFunc(m, func(c ma.Component) bool { return c.Protocol().Code == ma.P_CIRCUIT })
+	if len(rest) == 0 {
+		return ring.Contact{}, false
+	}
+	if p, err := rest.ValueForProtocol(ma.P_P2P); err == nil {
+		pid = p
+	}
+	if pid == "" {
+		return ring.Contact{}, false
+	}
+	rc, err := ParseContact(relay.String())
+	if err != nil {
+		return ring.Contact{}, false
+	}
+	// Addr is the relay's: a contact parsed from a circuit address is
+	// dialed through Relay only, and its own address is learned when it
+	// answers (its virtual servers carry it).
+	return ring.Contact{Peer: pid, Addr: rc.Addr, Relay: relay.String()}, true
+}
