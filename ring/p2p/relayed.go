@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
+	"golang.org/x/time/rate"
 
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/ring"
@@ -42,6 +43,9 @@ const (
 // dialbackEvery bounds how often a node dials back one requester: a peer
 // cannot make it dial in a loop.
 const dialbackEvery = 5 * time.Second
+
+// dialbacksPerSecond bounds the dial-backs of all requesters together.
+const dialbacksPerSecond = 10
 
 // observed is the reply of ObserveProtocol and DialbackProtocol.
 type observed struct {
@@ -206,6 +210,7 @@ func (t *Transport) observe(ctx context.Context, c ring.Contact, about string) (
 type dialbacks struct {
 	mu   sync.Mutex
 	last map[peer.ID]dialback
+	all  *rate.Limiter // every requester together: peer ids are free to make
 }
 
 type dialback struct {
@@ -223,6 +228,13 @@ func (d *dialbacks) do(p peer.ID, now time.Time, dial func(peer.ID) error) strin
 	if b, ok := d.last[p]; ok && now.Sub(b.at) < dialbackEvery {
 		d.mu.Unlock()
 		return b.err
+	}
+	if d.all == nil {
+		d.all = rate.NewLimiter(dialbacksPerSecond, dialbacksPerSecond)
+	}
+	if !d.all.AllowN(now, 1) {
+		d.mu.Unlock()
+		return "dial-backs rate-limited"
 	}
 	d.mu.Unlock()
 	var msg string
