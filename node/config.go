@@ -121,6 +121,10 @@ type Config struct {
 	// and pulls what it lacks. Default DefaultReplicationInterval; negative
 	// disables rounds (pull requests from owners are still served).
 	ReplicationInterval time.Duration
+	// RebalanceInterval is how often the node checks its share of the ring
+	// and moves a virtual server for a fairer one (ring.Rebalance).
+	// Default DefaultRebalanceInterval; negative disables it.
+	RebalanceInterval time.Duration
 	// Logger receives the node's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -152,6 +156,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.LinkReplicas == 0 {
 		c.LinkReplicas = 1
+	}
+	if c.RebalanceInterval == 0 {
+		c.RebalanceInterval = DefaultRebalanceInterval
 	}
 	if c.ReplicationInterval == 0 {
 		c.ReplicationInterval = DefaultReplicationInterval

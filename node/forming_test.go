@@ -118,7 +118,7 @@ func formingRound(t *testing.T, seed uint64) (urls, dups int) {
 	if err := lr.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var overHops, stale, checks, taken int64
+	var overHops, stale, checks, taken, claims, claimsTaken int64
 	var twins uint64
 	for _, n := range lr.Nodes {
 		twins += n.ring.Counters().Twins
@@ -126,6 +126,8 @@ func formingRound(t *testing.T, seed uint64) (urls, dups int) {
 		checks += n.counters.ownerChecks.Load()
 		taken += n.counters.takenOver.Load()
 		stale += n.crawler.Stats().PassedOn
+		claims += n.counters.claims.Load()
+		claimsTaken += n.counters.claimsTaken.Load()
 	}
 	got := requestsPerURL(web)
 	for u, c := range got {
@@ -142,8 +144,8 @@ func formingRound(t *testing.T, seed uint64) (urls, dups int) {
 			}
 		}
 	}
-	t.Logf("round %d: %d nodes, joins after %v: %d URLs, %d requested more than once; %d links queued at the hop limit, %d fetch-time checks asked the ring, %d entries passed on, %d vnodes moved off a twin's id, %d URLs queued by mid-day take-overs",
-		seed, count, delays, len(got), dups, overHops, checks, stale, twins, taken)
+	t.Logf("round %d: %d nodes, joins after %v: %d URLs, %d requested more than once; %d links queued at the hop limit, %d fetch-time checks asked the ring, %d entries passed on, %d vnodes moved off a twin's id, %d URLs queued by mid-day take-overs, %d claims sent (%d found taken)",
+		seed, count, delays, len(got), dups, overHops, checks, stale, twins, taken, claims, claimsTaken)
 	return len(got), dups
 }
 

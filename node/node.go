@@ -69,8 +69,10 @@ type Node struct {
 		takenOver                                    atomic.Int64 // URLs queued by mid-day take-overs
 		knownShared, knownReceived                   atomic.Int64 // known URLs without versions sent and remembered (known.go)
 		ownerChecks                                  atomic.Int64 // fetch-time checks that asked the ring (relocate.go)
+		claims, claimsTaken, claimsAway              atomic.Int64 // claims sent, found taken, granted (claim.go)
 	}
-	trust struct {
+	claims dayClaims // the day's fetches and claims (claim.go)
+	trust  struct {
 		notMember atomic.Int64 // streams from peers that are no verified ring member
 		role      atomic.Int64 // member requests outside the member's role
 	}
@@ -218,6 +220,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.host.SetStreamHandler(linksProtocol, n.handleLinks)
 	n.host.SetStreamHandler(archiveProtocol, n.handleArchive)
+	n.host.SetStreamHandler(claimProtocol, n.handleClaim)
 	if n.reach == ReachMapped || n.reach == ReachRelayed {
 		// Behind a home router: find the household's other nodes on the
 		// LAN (see lanFinder).
@@ -269,6 +272,11 @@ func (n *Node) Start(ctx context.Context) error {
 		}
 	}
 	n.startReplication()
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.rebalanceLoop(n.ctx)
+	}()
 	n.log.Info("node started", "peer", n.self.Peer, "ring", n.self.Addr, "gateway", n.GatewayURL())
 	return nil
 }
@@ -301,6 +309,7 @@ func (n *Node) join(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("join via %s: %w", c.Addr, err))
 			continue
 		}
+		n.tookRanges(n.crawlDay())
 		return nil
 	}
 	return fmt.Errorf("node start: %w", errors.Join(errs...))

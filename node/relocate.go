@@ -27,10 +27,17 @@ var _ crawl.Relocator = relocator{}
 // lookup counts as not moved: the URL is fetched here rather than lost.
 // With LinkReplicas > 1 nothing moves: replica links are queued on
 // purpose at nodes that do not own them, to be crawled there too.
+//
+// A URL a local virtual server owns is also checked against the day's
+// claims (claim.go): one that a newer owner claimed, or that a former
+// owner fetched today, counts as moved, and PassOn drops it.
 func (r relocator) Moved(ctx context.Context, url string) bool {
 	key := id.OfString(url)
-	if r.n.cfg.LinkReplicas > 1 || r.n.ring.Owns(key) {
+	if r.n.cfg.LinkReplicas > 1 {
 		return false
+	}
+	if v, ok := r.n.ring.OwnerVnode(key); ok {
+		return !r.n.claimToFetch(ctx, url, key, v)
 	}
 	r.n.counters.ownerChecks.Add(1)
 	if p, ok := r.n.ring.CloserOwner(key); ok {
@@ -47,7 +54,13 @@ func (r relocator) Moved(ctx context.Context, url string) bool {
 // PassOn queues url for its owner as a link passed on once (hops 1), so
 // the forwarder's per-day dedupe of this node's own links does not drop
 // it.
+//
+// A URL that is another node's for the day by a claim leaves the queue
+// without being passed on: its owner has it.
 func (r relocator) PassOn(_ context.Context, url string) error {
+	if r.n.dropClaimed(id.OfString(url)) {
+		return nil
+	}
 	if err := r.enqueue([]string{url}, 1, nil); err != nil {
 		return fmt.Errorf("pass on %s: %w", url, err)
 	}

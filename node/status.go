@@ -37,6 +37,7 @@ type Status struct {
 	Politeness  PolitenessStats  `json:"politeness"`
 	Replication ReplicationStats `json:"replication"`
 	Trust       TrustStats       `json:"trust"`
+	Claims      ClaimStats       `json:"claims"`
 	// TakenOver counts the URLs queued because a range grew in the middle
 	// of a day (a predecessor died or left), since the node started.
 	TakenOver int64       `json:"takenOver"`
@@ -87,6 +88,14 @@ type LinkStats struct {
 	KnownReceived int64 `json:"knownReceived"`
 }
 
+// ClaimStats counts the claims of a node that took ranges today
+// (claim.go), since it started.
+type ClaimStats struct {
+	Sent  int64 `json:"sent"`  // claims this node sent to former owners
+	Taken int64 `json:"taken"` // of those, URLs a former owner had fetched today: not fetched here
+	Away  int64 `json:"away"`  // URLs newer owners claimed from this node
+}
+
 // TrustStats counts requests refused at the trust boundary (member.go).
 type TrustStats struct {
 	// NotMember counts peers refused because they are not verified ring
@@ -114,7 +123,12 @@ func (n *Node) Status() Status {
 		Ring:      n.ring.Status(),
 		Crawl:     n.crawler.Stats(),
 		Archive:   n.store.Stats(),
-		Forward:   n.fwd.Stats(),
+		Claims: ClaimStats{
+			Sent:  n.counters.claims.Load(),
+			Taken: n.counters.claimsTaken.Load(),
+			Away:  n.counters.claimsAway.Load(),
+		},
+		Forward: n.fwd.Stats(),
 		Links: LinkStats{
 			Received:      n.counters.linksReceived.Load(),
 			BadLinks:      n.counters.badLinks.Load(),

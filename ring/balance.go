@@ -14,6 +14,10 @@ import (
 type Candidate struct {
 	Index          int
 	ID, Pred, Succ id.ID
+	// SuccPeer is the real node whose virtual server Succ would give the
+	// range (Pred, ID] up (Rebalance), when known.
+	SuccPeer string
+	succ     Node
 }
 
 // score is how evenly the candidate splits its gap: the smaller of the
@@ -86,7 +90,7 @@ func (r *Ring) candidates(ctx context.Context, via Contact, skip map[int]bool) (
 		if owner.ID == x && owner.Peer != r.cfg.Self.Peer {
 			continue // another node at this IP runs index i
 		}
-		c := Candidate{Index: i, ID: x, Pred: owner.ID, Succ: owner.ID}
+		c := Candidate{Index: i, ID: x, Pred: owner.ID, Succ: owner.ID, SuccPeer: owner.Peer, succ: owner}
 		if pred != nil {
 			c.Pred = pred.ID
 		}

@@ -14,12 +14,13 @@ import (
 
 // cluster is a set of real nodes on one memnet, driven round by round.
 type cluster struct {
-	t     *testing.T
-	net   *memnet.Network
-	clock *memnet.Clock
-	rings []*ring.Ring
-	dead  map[int]bool
-	vn    int
+	t      *testing.T
+	net    *memnet.Network
+	clock  *memnet.Clock
+	rings  []*ring.Ring
+	dead   map[int]bool
+	vn     int
+	choose bool
 }
 
 func contactOf(i int) ring.Contact {
@@ -28,17 +29,24 @@ func contactOf(i int) ring.Contact {
 
 func newCluster(t *testing.T, n, vn int) *cluster {
 	t.Helper()
-	c := &cluster{t: t, net: memnet.New(memnet.Config{Seed: 1}), clock: memnet.NewClock(time.Unix(1e9, 0)),
-		dead: map[int]bool{}, vn: vn}
+	c := &cluster{t: t}
+	c.init(n, vn, false)
+	return c
+}
+
+// init starts n nodes of vn virtual servers; with choose they pick their
+// indexes at join (Config.ChooseIndexes).
+func (c *cluster) init(n, vn int, choose bool) {
+	c.net, c.clock = memnet.New(memnet.Config{Seed: 1}), memnet.NewClock(time.Unix(1e9, 0))
+	c.dead, c.vn, c.choose = map[int]bool{}, vn, choose
 	for i := range n {
 		c.add(contactOf(i))
 	}
-	return c
 }
 
 func (c *cluster) add(self ring.Contact) *ring.Ring {
 	c.t.Helper()
-	r, err := ring.New(ring.Config{Self: self, VirtualServers: c.vn, Clock: c.clock}, c.net.Transport(self))
+	r, err := ring.New(ring.Config{Self: self, VirtualServers: c.vn, Clock: c.clock, ChooseIndexes: c.choose}, c.net.Transport(self))
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -106,6 +106,8 @@ func (r *Ring) handle(ctx context.Context, from string, m *Message) *Message {
 		return r.handleLeave(ctx, from, m)
 	case OpSuggest:
 		return r.handleSuggest(ctx, from, m)
+	case OpShare:
+		return r.handleShare()
 	}
 	return &Message{Err: ErrCodeBadOp}
 }

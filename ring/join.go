@@ -25,6 +25,8 @@ func (r *Ring) Join(ctx context.Context, via Contact) error {
 	if via.Peer == r.cfg.Self.Peer {
 		return nil
 	}
+	r.moving.Lock()
+	defer r.moving.Unlock()
 	r.mu.Lock()
 	choose := r.cfg.ChooseIndexes && !r.joined
 	r.mu.Unlock()

@@ -151,6 +151,9 @@ type Ring struct {
 	left    bool
 	joined  bool // Join succeeded once
 	ver     verifier
+	// moving is held while local virtual servers join or move (Join,
+	// moveTwins, Rebalance): one change of the local set at a time.
+	moving sync.Mutex
 	events  eventBus
 
 	n counters

@@ -25,8 +25,15 @@ func (r *Ring) Maintain(ctx context.Context) {
 	vs := slices.Clone(r.vnodes)
 	r.mu.Unlock()
 	r.n.rounds.Add(1)
+	var twins []id.ID
+	var via Contact
 	for _, v := range vs {
-		r.stabilize(ctx, v)
+		if succ, twin := r.stabilize(ctx, v); twin {
+			twins, via = append(twins, v.self.ID), succ
+		}
+	}
+	if len(twins) > 0 {
+		r.moveTwins(ctx, via, twins)
 	}
 	r.checkPredecessors(ctx)
 	for _, v := range vs {
@@ -38,7 +45,11 @@ func (r *Ring) Maintain(ctx context.Context) {
 }
 
 // stabilize refreshes v's successor list from its first live successor.
-func (r *Ring) stabilize(ctx context.Context, v *vnode) {
+// It reports a twin: the successor holds, as its predecessor, another
+// peer's virtual server with v's id (two nodes at one IP chose one index
+// at once and joined through different successors); the successor keeps
+// the first notifier, so v is the one to move (moveTwins).
+func (r *Ring) stabilize(ctx context.Context, v *vnode) (Contact, bool) {
 	r.mu.Lock()
 	self := v.self
 	succs := slices.Clone(v.succs)
@@ -62,6 +73,9 @@ func (r *Ring) stabilize(ctx context.Context, v *vnode) {
 		if err != nil {
 			continue
 		}
+		if pred != nil && pred.ID == self.ID && pred.Peer != r.cfg.Self.Peer && r.cfg.ChooseIndexes {
+			return s.Contact, true
+		}
 		list = append([]Node{s}, ss...)
 		if pred != nil && id.InOpen(pred.ID, self.ID, s.ID) {
 			list = append([]Node{*pred}, list...)
@@ -83,7 +97,7 @@ func (r *Ring) stabilize(ctx context.Context, v *vnode) {
 	list = r.trim(sortFrom(self.ID, append(list, r.localNodes()...)))
 	if r.local(self.ID) != v || r.left {
 		r.mu.Unlock()
-		return
+		return Contact{}, false
 	}
 	v.setSuccs(list, &ev)
 	succ := v.succs[0]
@@ -91,6 +105,29 @@ func (r *Ring) stabilize(ctx context.Context, v *vnode) {
 	r.events.publish(ev)
 	if succ.ID != self.ID {
 		_, _ = r.call(ctx, succ.Contact, &Message{Op: OpNotify, To: succ.ID, From: &self})
+	}
+	return Contact{}, false
+}
+
+// moveTwins moves local virtual servers that another node at this IP runs
+// too to free indexes, and joins them there through via.
+func (r *Ring) moveTwins(ctx context.Context, via Contact, twins []id.ID) {
+	if !r.moving.TryLock() {
+		return // a join or move is under way: look again next round
+	}
+	defer r.moving.Unlock()
+	r.mu.Lock()
+	joined := r.joined
+	r.mu.Unlock()
+	if !joined {
+		return
+	}
+	if err := r.replaceIndexes(ctx, via, twins); err != nil {
+		r.log.Warn("ring: cannot move twin virtual servers", "err", err)
+		return
+	}
+	if _, err := r.joinVnodes(ctx, via); err != nil {
+		r.log.Warn("ring: cannot join moved virtual servers", "err", err)
 	}
 }
 

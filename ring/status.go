@@ -10,7 +10,7 @@ type counters struct {
 	lookups, lookupFailures, hops, timeouts atomic.Uint64
 	calls, callErrors, rounds               atomic.Uint64
 	refused, verified, notifies, leaves     atomic.Uint64
-	merges, twins                           atomic.Uint64
+	merges, twins, rebalances               atomic.Uint64
 }
 
 // Counters is a snapshot of the ring's counters.
@@ -38,6 +38,9 @@ type Counters struct {
 	// its join because another node at its IP had chosen the same one at
 	// the same moment (Join).
 	Twins uint64 `json:"twins"`
+	// Rebalances counts virtual servers this node moved to another index
+	// for a fairer share (Rebalance).
+	Rebalances uint64 `json:"rebalances"`
 }
 
 // VnodeStatus is one local virtual server's routing state.
@@ -90,5 +93,6 @@ func (r *Ring) Counters() Counters {
 		Timeouts: n.timeouts.Load(), Calls: n.calls.Load(), CallErrors: n.callErrors.Load(),
 		Rounds: n.rounds.Load(), Refused: n.refused.Load(), Verified: n.verified.Load(),
 		Notifies: n.notifies.Load(), Leaves: n.leaves.Load(), Merges: n.merges.Load(), Twins: n.twins.Load(),
+		Rebalances: n.rebalances.Load(),
 	}
 }

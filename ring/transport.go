@@ -32,6 +32,10 @@ const (
 	// OpLeave tells vnode To that From is leaving: From's predecessor is
 	// Pred and its successor list is Nodes.
 	OpLeave Op = "leave"
+	// OpShare asks a real node for its part of the circle. Reply: its
+	// virtual servers (Nodes) and their predecessors (Owners), for those
+	// whose predecessor it knows.
+	OpShare Op = "share"
 )
 
 // Message is the single request and reply type of the ring protocol.

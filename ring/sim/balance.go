@@ -83,3 +83,83 @@ func LoadBalance(realNodes, vnodes, maxVS, keys int, choose bool) Balance {
 		Min: float64(count[0]) / mean,
 	}
 }
+
+// Rebalanced is LoadBalance after rounds of ring.Rebalance: in each round
+// every node, in turn, makes the move ring.BestSwap picks (with exact
+// knowledge of every share, where live nodes ask the nodes concerned).
+// Moves counts the virtual servers moved in all.
+func Rebalanced(realNodes, vnodes, maxVS, keys, rounds int) (Balance, int) {
+	ps := placements(realNodes, vnodes, maxVS, true)
+	addrs := make([]string, realNodes)
+	peers := make([]string, realNodes)
+	for n := range realNodes {
+		c := Contact(n)
+		addrs[n], peers[n] = c.Addr, c.Peer
+	}
+	index := map[id.ID]int{}
+	for n := range realNodes {
+		for i := range maxVS {
+			index[ring.VirtualID(addrs[n], i)] = i
+		}
+	}
+	unit := 1 / float64(len(ps))
+	moves := 0
+	for range rounds {
+		for n := range realNodes {
+			parts := make([]float64, realNodes)
+			weight := make([]int, realNodes)
+			for j, p := range ps {
+				parts[p.node] += ring.Frac(ps[(j-1+len(ps))%len(ps)].id, p.id)
+				weight[p.node]++
+			}
+			shares := map[string]ring.Share{}
+			for j := range realNodes {
+				shares[peers[j]] = ring.Share{Part: parts[j], Weight: weight[j]}
+			}
+			var own []ring.OwnVnode
+			used := map[int]bool{}
+			for j, p := range ps {
+				if p.node != n {
+					continue
+				}
+				used[index[p.id]] = true
+				own = append(own, ring.OwnVnode{Index: index[p.id], ID: p.id,
+					Arc: ring.Frac(ps[(j-1+len(ps))%len(ps)].id, p.id), Heir: peers[ps[(j+1)%len(ps)].node]})
+			}
+			var cands []ring.Candidate
+			for i := range maxVS {
+				if used[i] {
+					continue
+				}
+				x := ring.VirtualID(addrs[n], i)
+				j := search(ps, x)
+				succ := ps[j%len(ps)]
+				cands = append(cands, ring.Candidate{Index: i, ID: x, Pred: ps[(j-1+len(ps))%len(ps)].id,
+					Succ: succ.id, SuccPeer: peers[succ.node]})
+			}
+			sw, ok := ring.BestSwap(peers[n], own, cands, shares, unit)
+			if !ok {
+				continue
+			}
+			old := ring.VirtualID(addrs[n], sw.From)
+			ps = slices.DeleteFunc(ps, func(p pos) bool { return p.id == old })
+			x := ring.VirtualID(addrs[n], sw.To)
+			ps = slices.Insert(ps, search(ps, x), pos{x, n})
+			moves++
+		}
+	}
+	count := make([]int, realNodes)
+	for k := range keys {
+		key := id.OfString(fmt.Sprintf("key-%d", k))
+		count[ps[search(ps, key)%len(ps)].node]++
+	}
+	slices.Sort(count)
+	mean := float64(keys) / float64(realNodes)
+	return Balance{
+		RealNodes: realNodes, Vnodes: vnodes, Keys: keys, Chosen: true,
+		Max: float64(count[len(count)-1]) / mean,
+		P99: float64(count[len(count)*99/100]) / mean,
+		P1:  float64(count[len(count)/100]) / mean,
+		Min: float64(count[0]) / mean,
+	}, moves
+}

@@ -77,3 +77,28 @@ func TestSharesCapacity(t *testing.T) {
 		t.Logf("| %d | %.2f |", n, float64(count[big])/others)
 	}
 }
+
+// TestSharesRebalanced prints the share table after rounds of
+// ring.Rebalance (issue 17: max ≤ 1.3 and min ≥ 0.7 of the mean at 5, 20
+// and 100 nodes) and checks the targets at 5, 20 and 100 nodes. The
+// 1,000-node row runs with -sim.
+func TestSharesRebalanced(t *testing.T) {
+	sizes := []int{5, 20, 100}
+	if *full {
+		sizes = append(sizes, 1000)
+	}
+	for _, n := range sizes {
+		for _, v := range []int{4, 8} {
+			keys := 200_000
+			if n >= 1000 {
+				keys = 2_000_000
+			}
+			before := LoadBalance(n, v, 64, keys, true)
+			b, moves := Rebalanced(n, v, 64, keys, 4)
+			t.Logf("| %d | %d | %.2f / %.2f | %.2f / %.2f | %.2f |", n, v, before.Max, before.Min, b.Max, b.Min, float64(moves)/float64(n))
+			if n <= 100 && (b.Max > 1.3 || b.Min < 0.7) {
+				t.Errorf("%d nodes, %d virtual servers: max %.2f, min %.2f of the mean after rebalancing", n, v, b.Max, b.Min)
+			}
+		}
+	}
+}

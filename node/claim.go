@@ -1,0 +1,306 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/ring"
+)
+
+// One fetch per URL and day while the ring forms. A node that joins takes
+// each of its virtual servers' ranges from the node that held it — the
+// virtual server's successor at the join — and that former owner may have
+// fetched some of the range's URLs earlier the same day. The day's
+// URL-seen set stays with the former owner, so without help the joiner
+// fetches such a URL again when another page links to it later that day.
+//
+// The joiner therefore claims, for the rest of its join day, every URL of
+// a range it took before fetching it (claimProtocol): the former owner
+// answers "taken" if it fetched or is fetching the URL today, or took the
+// range from another node today and that one answers "taken" (the claim
+// follows the chain of joins); otherwise it records the URL as claimed
+// away and answers "yours". Both sides decide under one mutex per node
+// (dayClaims), and a node marks a URL as its own just before each fetch
+// (relocator.Moved), so of two nodes that believe they own a URL at once
+// exactly one fetches it. A URL claimed away is dropped from the former
+// owner's queue; a URL found taken is dropped from the joiner's (its
+// version reaches the joiner by replication).
+//
+// Cost: one round trip per URL fetched in a taken range, on the join day
+// only; nothing otherwise (a map insert per fetch).
+
+const claimProtocol protocol.ID = "/herod/claim/1.0.0"
+
+// claimTimeout bounds one claim; a former owner that does not answer in
+// time leaves the URL to the joiner (fetched rather than lost).
+const claimTimeout = 10 * time.Second
+
+// maxClaimFrame bounds a claim request or reply.
+const maxClaimFrame = 16 << 10
+
+// claimRequest claims URL for day Day for the claimer's virtual server
+// Vnode, which must lie between the URL's key and the answering node's
+// virtual servers.
+type claimRequest struct {
+	URL   string    `json:"url"`
+	Day   int64     `json:"day"`
+	Vnode ring.Node `json:"vnode"`
+}
+
+// claimReply answers a claim.
+type claimReply struct {
+	Taken bool   `json:"taken,omitempty"` // fetched today by the former owner (or before it)
+	Err   string `json:"err,omitempty"`
+}
+
+// dayClaims is one node's record of the day's fetches and claims.
+type dayClaims struct {
+	mu     sync.Mutex
+	day    int64
+	mine   map[id.ID]bool      // keys this node fetched or is fetching today
+	away   map[id.ID]bool      // keys a newer owner claimed today
+	taken  map[id.ID]bool      // keys a former owner had fetched today
+	former map[id.ID]ring.Node // per local vnode id: the former owner of its range
+	since  map[id.ID]int64     // per local vnode id: the day it took its range
+}
+
+// roll resets the day's sets when day is a new one; the caller holds mu.
+func (c *dayClaims) roll(day int64) {
+	if c.mine != nil && c.day == day {
+		return
+	}
+	c.day = day
+	c.mine = make(map[id.ID]bool)
+	c.away = make(map[id.ID]bool)
+	c.taken = make(map[id.ID]bool)
+	if c.former == nil {
+		c.former = make(map[id.ID]ring.Node)
+		c.since = make(map[id.ID]int64)
+	}
+}
+
+// tookRanges records, after a join on day, each local virtual server's
+// former owner: its first successor on another node.
+func (n *Node) tookRanges(day int64) {
+	c := &n.claims
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.roll(day)
+	for _, v := range n.ring.Status().Vnodes {
+		for _, s := range v.Successors {
+			if s.Peer != n.self.Peer {
+				c.former[v.Node.ID] = s
+				c.since[v.Node.ID] = day
+				break
+			}
+		}
+	}
+}
+
+// tookRange records that local virtual server v took its range on day
+// from former (a move for a fairer share, ring.Rebalance).
+func (n *Node) tookRange(v id.ID, former ring.Node, day int64) {
+	c := &n.claims
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.roll(day)
+	if former.Peer != "" && former.Peer != n.self.Peer {
+		c.former[v] = former
+		c.since[v] = day
+	}
+}
+
+// formerOwner returns the node that held v's range before this node took
+// it today, if it did.
+func (c *dayClaims) formerOwner(v id.ID, day int64) (ring.Node, bool) {
+	if c.since[v] != day {
+		return ring.Node{}, false
+	}
+	f, ok := c.former[v]
+	return f, ok
+}
+
+// claimToFetch decides, just before a fetch, whether this node fetches
+// url, owned by its virtual server v: false when a newer owner claimed it
+// today or a former owner fetched it today. A URL it may fetch is marked
+// as its own for the day.
+func (n *Node) claimToFetch(ctx context.Context, url string, key id.ID, v ring.Node) bool {
+	day := n.crawlDay()
+	c := &n.claims
+	c.mu.Lock()
+	c.roll(day)
+	switch {
+	case c.away[key] || c.taken[key]:
+		c.mu.Unlock()
+		return false
+	case c.mine[key]:
+		c.mu.Unlock()
+		return true
+	}
+	former, ok := c.formerOwner(v.ID, day)
+	c.mu.Unlock()
+	if ok {
+		taken, err := n.claimFrom(ctx, former, url, day, v)
+		if err != nil {
+			n.log.Debug("claim: former owner did not answer; fetching here", "url", url, "former", former, "err", err)
+		}
+		if taken {
+			c.mu.Lock()
+			c.roll(day)
+			c.taken[key] = true
+			c.mu.Unlock()
+			n.counters.claimsTaken.Add(1)
+			return false
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.roll(day)
+	if c.away[key] {
+		return false // claimed away while we asked
+	}
+	c.mine[key] = true
+	return true
+}
+
+// dropClaimed reports whether url is another node's for today (claimed
+// away, or fetched today by a former owner): it leaves the queue without
+// being passed on.
+func (n *Node) dropClaimed(key id.ID) bool {
+	c := &n.claims
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.roll(n.crawlDay())
+	return c.away[key] || c.taken[key]
+}
+
+// claimFrom asks the former owner f whether this node may fetch url today.
+func (n *Node) claimFrom(ctx context.Context, f ring.Node, url string, day int64, v ring.Node) (bool, error) {
+	n.counters.claims.Add(1)
+	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
+	defer cancel()
+	s, err := n.openStream(ctx, f.Contact, claimProtocol)
+	if err != nil {
+		return false, err
+	}
+	defer s.Close()
+	if err := wire.WriteJSON(s, claimRequest{URL: url, Day: day, Vnode: v}); err != nil {
+		s.Reset()
+		return false, fmt.Errorf("claim %s: %w", url, err)
+	}
+	if err := s.CloseWrite(); err != nil {
+		s.Reset()
+		return false, fmt.Errorf("claim %s: %w", url, err)
+	}
+	var rep claimReply
+	if err := wire.ReadJSON(bufio.NewReader(s), maxClaimFrame, &rep); err != nil {
+		s.Reset()
+		return false, fmt.Errorf("claim %s: %w", url, err)
+	}
+	if rep.Err != "" {
+		return false, fmt.Errorf("claim %s: %w: %s", url, errRemote, rep.Err)
+	}
+	return rep.Taken, nil
+}
+
+// handleClaim answers a claim from a member whose virtual server took the
+// URL's range: taken when this node fetched or is fetching the URL today
+// (or its own former owner says so), else the URL is recorded as claimed
+// away and the answer is "yours".
+func (n *Node) handleClaim(s network.Stream) {
+	defer s.Close()
+	_ = s.SetDeadline(time.Now().Add(claimTimeout))
+	m, ok := n.gate(s)
+	if !ok {
+		return
+	}
+	var q claimRequest
+	if err := wire.ReadJSON(bufio.NewReader(s), maxClaimFrame, &q); err != nil {
+		n.counters.badFrames.Add(1)
+		s.Reset()
+		return
+	}
+	taken, err := n.answerClaim(n.ctx, m, q)
+	rep := claimReply{Taken: taken}
+	if err != nil {
+		rep.Err = err.Error()
+		if errors.Is(err, errRole) {
+			n.refuseRole(m, string(claimProtocol), err)
+		}
+	}
+	if err := wire.WriteJSON(s, rep); err != nil {
+		s.Reset()
+	}
+}
+
+// answerClaim implements handleClaim. The claimer's virtual server must be
+// its own, verified, and lie between the URL's key and every virtual
+// server of this node (it is the URL's owner, not this node).
+func (n *Node) answerClaim(ctx context.Context, m ring.Node, q claimRequest) (bool, error) {
+	key := id.OfString(q.URL)
+	if q.Vnode.Peer != m.Peer || q.Vnode.Addr != m.Addr {
+		return false, fmt.Errorf("%w: claim for %s sent by %s", errRole, q.Vnode, m.Contact)
+	}
+	if err := ring.CheckID(q.Vnode, ring.DefaultMaxVirtualServers); err != nil {
+		return false, fmt.Errorf("%w: %w", errRole, err)
+	}
+	var ours ring.Node
+	found := false
+	for _, v := range n.ring.Vnodes() {
+		if v.ID == key || (v.ID != q.Vnode.ID && id.InHalfOpen(v.ID, key, q.Vnode.ID)) {
+			return false, fmt.Errorf("%w: this node's %s lies between %s and the claimer", errRole, v, q.URL)
+		}
+		if !found || id.InHalfOpen(v.ID, key, ours.ID) {
+			ours, found = v, true
+		}
+	}
+	day := n.crawlDay()
+	if q.Day != day {
+		return false, nil // another day: nothing recorded for it here
+	}
+	c := &n.claims
+	c.mu.Lock()
+	c.roll(day)
+	if c.mine[key] || c.taken[key] {
+		c.mu.Unlock()
+		return true, nil
+	}
+	former, chained := c.formerOwner(ours.ID, day)
+	c.mu.Unlock()
+	if chained && former.Peer != m.Peer {
+		// This node took the range today too: the URL may be its former
+		// owner's.
+		if taken, err := n.claimFrom(ctx, former, q.URL, day, ours); err == nil && taken {
+			c.mu.Lock()
+			c.roll(day)
+			c.taken[key] = true
+			c.mu.Unlock()
+			return true, nil
+		}
+	}
+	if st, err := n.store.State(ctx, q.URL); err == nil && !st.Checked.IsZero() && n.store.DayOf(st.Checked) == day {
+		c.mu.Lock()
+		c.roll(day)
+		c.mine[key] = true // fetched here today, before a restart
+		c.mu.Unlock()
+		return true, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.roll(day)
+	if c.mine[key] {
+		return true, nil
+	}
+	c.away[key] = true
+	n.counters.claimsAway.Add(1)
+	return false, nil
+}
