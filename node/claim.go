@@ -54,7 +54,11 @@ type claimRequest struct {
 	URL   string    `json:"url"`
 	Day   int64     `json:"day"`
 	Vnode ring.Node `json:"vnode"`
+	Hops  int       `json:"hops,omitempty"` // former owners asked before this one
 }
+
+// maxClaimHops bounds the chain of former owners one claim follows.
+const maxClaimHops = 4
 
 // claimReply answers a claim.
 type claimReply struct {
@@ -88,19 +92,25 @@ func (c *dayClaims) roll(day int64) {
 	}
 }
 
-// tookRanges records, after a join on day, each local virtual server's
-// former owner: its first successor on another node.
-func (n *Node) tookRanges(day int64) {
-	c := &n.claims
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.roll(day)
+// tookRanges records, after a join, each local virtual server's former
+// owner: its first successor on another node.
+func (n *Node) tookRanges() {
 	for _, v := range n.ring.Status().Vnodes {
-		for _, s := range v.Successors {
+		n.tookFromSuccessor(v.Node.ID)
+	}
+}
+
+// tookFromSuccessor records that local virtual server v took its range
+// today from its first successor on another node.
+func (n *Node) tookFromSuccessor(v id.ID) {
+	for _, st := range n.ring.Status().Vnodes {
+		if st.Node.ID != v {
+			continue
+		}
+		for _, s := range st.Successors {
 			if s.Peer != n.self.Peer {
-				c.former[v.Node.ID] = s
-				c.since[v.Node.ID] = day
-				break
+				n.tookRange(v, s, n.crawlDay())
+				return
 			}
 		}
 	}
@@ -116,6 +126,20 @@ func (n *Node) tookRange(v id.ID, former ring.Node, day int64) {
 	if former.Peer != "" && former.Peer != n.self.Peer {
 		c.former[v] = former
 		c.since[v] = day
+	}
+}
+
+// release forgets the claims newer owners made in g today: the range came
+// back to this node (its predecessor died or left), and a URL claimed by a
+// node that is gone would otherwise be fetched by no one.
+func (n *Node) release(g ring.Range) {
+	c := &n.claims
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.away {
+		if g.Contains(k) {
+			delete(c.away, k)
+		}
 	}
 }
 
@@ -149,7 +173,7 @@ func (n *Node) claimToFetch(ctx context.Context, url string, key id.ID, v ring.N
 	former, ok := c.formerOwner(v.ID, day)
 	c.mu.Unlock()
 	if ok {
-		taken, err := n.claimFrom(ctx, former, url, day, v)
+		taken, err := n.claimFrom(ctx, former, url, day, v, 0)
 		if err != nil {
 			n.log.Debug("claim: former owner did not answer; fetching here", "url", url, "former", former, "err", err)
 		}
@@ -184,7 +208,7 @@ func (n *Node) dropClaimed(key id.ID) bool {
 }
 
 // claimFrom asks the former owner f whether this node may fetch url today.
-func (n *Node) claimFrom(ctx context.Context, f ring.Node, url string, day int64, v ring.Node) (bool, error) {
+func (n *Node) claimFrom(ctx context.Context, f ring.Node, url string, day int64, v ring.Node, hops int) (bool, error) {
 	n.counters.claims.Add(1)
 	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
 	defer cancel()
@@ -193,7 +217,7 @@ func (n *Node) claimFrom(ctx context.Context, f ring.Node, url string, day int64
 		return false, err
 	}
 	defer s.Close()
-	if err := wire.WriteJSON(s, claimRequest{URL: url, Day: day, Vnode: v}); err != nil {
+	if err := wire.WriteJSON(s, claimRequest{URL: url, Day: day, Vnode: v, Hops: hops}); err != nil {
 		s.Reset()
 		return false, fmt.Errorf("claim %s: %w", url, err)
 	}
@@ -267,6 +291,12 @@ func (n *Node) answerClaim(ctx context.Context, m ring.Node, q claimRequest) (bo
 	if q.Day != day {
 		return false, nil // another day: nothing recorded for it here
 	}
+	if n.twinOf(ours.ID, q.Vnode) {
+		// Another peer at the claimer's IP runs the same virtual server id
+		// and is our predecessor: the claimer is the twin that will move
+		// away (ring), so the URL is not its to fetch.
+		return true, nil
+	}
 	c := &n.claims
 	c.mu.Lock()
 	c.roll(day)
@@ -276,10 +306,10 @@ func (n *Node) answerClaim(ctx context.Context, m ring.Node, q claimRequest) (bo
 	}
 	former, chained := c.formerOwner(ours.ID, day)
 	c.mu.Unlock()
-	if chained && former.Peer != m.Peer {
+	if chained && former.Peer != m.Peer && q.Hops < maxClaimHops {
 		// This node took the range today too: the URL may be its former
 		// owner's.
-		if taken, err := n.claimFrom(ctx, former, q.URL, day, ours); err == nil && taken {
+		if taken, err := n.claimFrom(ctx, former, q.URL, day, ours, q.Hops+1); err == nil && taken {
 			c.mu.Lock()
 			c.roll(day)
 			c.taken[key] = true
@@ -303,4 +333,15 @@ func (n *Node) answerClaim(ctx context.Context, m ring.Node, q claimRequest) (bo
 	c.away[key] = true
 	n.counters.claimsAway.Add(1)
 	return false, nil
+}
+
+// twinOf reports whether local virtual server ours has, as predecessor,
+// another peer's virtual server with v's id.
+func (n *Node) twinOf(ours id.ID, v ring.Node) bool {
+	for _, st := range n.ring.Status().Vnodes {
+		if st.Node.ID == ours && st.Predecessor != nil {
+			return st.Predecessor.ID == v.ID && st.Predecessor.Peer != v.Peer
+		}
+	}
+	return false
 }

@@ -309,7 +309,7 @@ func (n *Node) join(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("join via %s: %w", c.Addr, err))
 			continue
 		}
-		n.tookRanges(n.crawlDay())
+		n.tookRanges()
 		return nil
 	}
 	return fmt.Errorf("node start: %w", errors.Join(errs...))

@@ -2,8 +2,10 @@ package ring
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/herod-archive/herod/internal/id"
 )
@@ -35,8 +37,21 @@ func (r *Ring) Join(ctx context.Context, via Contact) error {
 			return fmt.Errorf("ring join via %s: %w", via, err)
 		}
 	}
-	for attempt := 0; ; attempt++ {
+	for attempt, retries := 0, 0; ; attempt++ {
 		lost, err := r.joinVnodes(ctx, via)
+		var re *RemoteError
+		if errors.As(err, &re) && re.Code == ErrCodeNoVnode && retries < maxJoinRetries {
+			// A virtual server on the way moved or left while we looked
+			// (another node's twin or rebalancing move): look again.
+			retries++
+			attempt--
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(time.Duration(retries) * r.cfg.StabilizeInterval):
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -48,10 +63,18 @@ func (r *Ring) Join(ctx context.Context, via Contact) error {
 			return nil
 		}
 		if err := r.replaceIndexes(ctx, via, lost); err != nil {
+			if errors.As(err, &re) && re.Code == ErrCodeNoVnode && retries < maxJoinRetries {
+				retries++
+				continue
+			}
 			return fmt.Errorf("ring join via %s: %w", via, err)
 		}
 	}
 }
+
+// maxJoinRetries bounds how often Join looks again after a virtual server
+// on its way moved away.
+const maxJoinRetries = 5
 
 // maxTwinMoves bounds how often one Join moves vnodes whose index another
 // node at the IP took at the same moment.

@@ -154,7 +154,7 @@ type Ring struct {
 	// moving is held while local virtual servers join or move (Join,
 	// moveTwins, Rebalance): one change of the local set at a time.
 	moving sync.Mutex
-	events  eventBus
+	events eventBus
 
 	n counters
 
