@@ -72,4 +72,25 @@ func TestJoinerDoesNotRefetch(t *testing.T) {
 		t.Errorf("the joiner claimed %d URLs, %d taken: it should have claimed its range's URLs", st.Sent, st.Taken)
 	}
 	checkOncePerURL(t, "after the join", known, requestsPerURL(web))
+
+	// The joiner receives its range's versions from the former owner by
+	// replication, not by fetching them: it ends with every version (two
+	// nodes: each holds the other's range as a replica), and the bytes
+	// moved are about the data they carry.
+	for _, n := range lr.Nodes {
+		n.SetReplicationInterval(200 * time.Millisecond)
+	}
+	waitReplicated(ctx, t, lr)
+	as, bs := a.Status(), b.Status()
+	if bs.Archive.Versions != as.Archive.Versions {
+		t.Errorf("the joiner holds %d versions, the former owner %d", bs.Archive.Versions, as.Archive.Versions)
+	}
+	var moved int64
+	for _, w := range bs.Wire {
+		if w.Protocol == string(replicateProtocol) {
+			moved += w.In + w.Out
+		}
+	}
+	t.Logf("join: %d versions, %d bytes on disk, %d bytes of replication traffic (%.2f× the data)",
+		bs.Archive.Versions, bs.Archive.Bytes, moved, float64(moved)/float64(max(bs.Archive.Bytes, 1)))
 }
