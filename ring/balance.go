@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/herod-archive/herod/internal/id"
 )
@@ -62,6 +63,13 @@ func (r *Ring) chooseIndexes(ctx context.Context, via Contact) error {
 			"addr", r.cfg.Self.Addr, "free", len(cands), "asked", r.cfg.VirtualServers)
 	}
 	idx := PickIndexes(cands, r.cfg.VirtualServers)
+	if len(cands) < r.cfg.MaxVirtualServers {
+		// Other nodes run at this IP: those joining at this moment see the
+		// same ring and would pick the same best indexes (twins). Each
+		// picks among the 2k best by an order of its own instead;
+		// rebalancing evens out what this costs.
+		idx = pickSpread(cands, r.cfg.VirtualServers, r.cfg.Self.Peer)
+	}
 	r.mu.Lock()
 	r.setVnodes(idx)
 	r.mu.Unlock()
@@ -150,4 +158,17 @@ func (r *Ring) replaceIndexes(ctx context.Context, via Contact, lost []id.ID) er
 	r.log.Warn("ring: another node at this IP chose the same virtual server index at the same moment; moved to other indexes",
 		"lost", len(lost), "indexes", idx)
 	return nil
+}
+
+// pickSpread returns want indexes among the 2·want best candidates (by
+// PickIndexes' score), chosen in an order derived from peer: two nodes at
+// one IP that join at once rarely pick the same.
+func pickSpread(cands []Candidate, want int, peer string) []int {
+	best := PickIndexes(cands, min(2*want, len(cands)))
+	slices.SortFunc(best, func(a, b int) int {
+		return id.OfString(peer + "#" + strconv.Itoa(a)).Cmp(id.OfString(peer + "#" + strconv.Itoa(b)))
+	})
+	best = best[:min(want, len(best))]
+	slices.Sort(best)
+	return best
 }
