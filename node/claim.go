@@ -71,7 +71,7 @@ type dayClaims struct {
 	mu     sync.Mutex
 	day    int64
 	mine   map[id.ID]bool      // keys this node fetched or is fetching today
-	away   map[id.ID]bool      // keys a newer owner claimed today
+	away   map[id.ID]string    // keys a newer owner claimed today, and its peer id
 	taken  map[id.ID]bool      // keys a former owner had fetched today
 	former map[id.ID]ring.Node // per local vnode id: the former owner of its range
 	since  map[id.ID]int64     // per local vnode id: the day it took its range
@@ -84,7 +84,7 @@ func (c *dayClaims) roll(day int64) {
 	}
 	c.day = day
 	c.mine = make(map[id.ID]bool)
-	c.away = make(map[id.ID]bool)
+	c.away = make(map[id.ID]string)
 	c.taken = make(map[id.ID]bool)
 	if c.former == nil {
 		c.former = make(map[id.ID]ring.Node)
@@ -163,7 +163,7 @@ func (n *Node) claimToFetch(ctx context.Context, url string, key id.ID, v ring.N
 	c.mu.Lock()
 	c.roll(day)
 	switch {
-	case c.away[key] || c.taken[key]:
+	case c.away[key] != "" || c.taken[key]:
 		c.mu.Unlock()
 		return false
 	case c.mine[key]:
@@ -189,7 +189,7 @@ func (n *Node) claimToFetch(ctx context.Context, url string, key id.ID, v ring.N
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.roll(day)
-	if c.away[key] {
+	if c.away[key] != "" {
 		return false // claimed away while we asked
 	}
 	c.mine[key] = true
@@ -204,7 +204,7 @@ func (n *Node) dropClaimed(key id.ID) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.roll(n.crawlDay())
-	return c.away[key] || c.taken[key]
+	return c.away[key] != "" || c.taken[key]
 }
 
 // claimFrom asks the former owner f whether this node may fetch url today.
@@ -300,7 +300,10 @@ func (n *Node) answerClaim(ctx context.Context, m ring.Node, q claimRequest) (bo
 	c := &n.claims
 	c.mu.Lock()
 	c.roll(day)
-	if c.mine[key] || c.taken[key] {
+	if p := c.away[key]; c.mine[key] || c.taken[key] || (p != "" && p != m.Peer) {
+		// Fetched here, or by a former owner, or granted to another
+		// claimer today (two nodes that both took the range: twins, or a
+		// view that changed): not the claimer's to fetch.
 		c.mu.Unlock()
 		return true, nil
 	}
@@ -327,10 +330,10 @@ func (n *Node) answerClaim(ctx context.Context, m ring.Node, q claimRequest) (bo
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.roll(day)
-	if c.mine[key] {
+	if p := c.away[key]; c.mine[key] || (p != "" && p != m.Peer) {
 		return true, nil
 	}
-	c.away[key] = true
+	c.away[key] = m.Peer
 	n.counters.claimsAway.Add(1)
 	return false, nil
 }
