@@ -54,10 +54,7 @@ func putFile(t *testing.T, signer Signer, c Capture) (string, []byte) {
 	t.Helper()
 	s := openTest(t, Options{Signer: signer})
 	v, _ := mustPut(t, s, c)
-	e, err := parsePath(v.File)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := v.Entry()
 	data, err := s.ReadFile(context.Background(), e)
 	if err != nil {
 		t.Fatal(err)
@@ -160,8 +157,8 @@ func TestPurgePeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Purged) != 3 || rep.Files != 6 {
-		t.Fatalf("purge report %+v: want 3 of 6 files purged", rep)
+	if rep.Purged != 3 {
+		t.Fatalf("purge report %+v: want 3 versions purged", rep)
 	}
 	if frep, err := Fsck(ctx, dir, o); err != nil || !frep.OK() {
 		t.Fatalf("fsck after purge: %+v, %v", frep, err)
@@ -234,7 +231,7 @@ func BenchmarkProvenance(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				e, _ := parsePath(v.File)
+				e := v.Entry()
 				names[i] = e.Name()
 				if files[i], err = src.ReadFile(ctx, e); err != nil {
 					b.Fatal(err)
