@@ -191,6 +191,47 @@ func TestPurgePeer(t *testing.T) {
 	}
 }
 
+// TestPurgePeerOpen purges on an open store: the peer's versions leave
+// the index, sums and totals at once, the peer is refused, Fsck agrees.
+func TestPurgePeerOpen(t *testing.T) {
+	ctx := context.Background()
+	good, bad := newEdSigner(6), newEdSigner(5)
+	dir := t.TempDir()
+	o := Options{Verifier: edVerifier{}}
+	s, err := Open(dir, o)
+	must(t, err)
+	for i := range 4 {
+		signer := good
+		if i%2 == 0 {
+			signer = bad
+		}
+		name, data := putFile(t, signer, capture(fmt.Sprintf("http://example.org/p%d", i), t0, fmt.Sprint("page ", i)))
+		if _, _, err := s.Import(ctx, name, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := s.PurgePeer(ctx, bad.Peer())
+	if err != nil || n != 2 || !s.Refuses(bad.Peer()) || s.Refuses(good.Peer()) {
+		t.Fatalf("PurgePeer: %d, %v; refuses bad %v, good %v", n, err, s.Refuses(bad.Peer()), s.Refuses(good.Peer()))
+	}
+	if st := s.Stats(); st.Versions != 2 || st.URLs != 2 {
+		t.Fatalf("stats after purge: %+v", st)
+	}
+	if sum, _ := s.RangeSum(ctx, id.ID{}, id.ID{}); sum.Count != 2 {
+		t.Fatalf("range sum after purge: %+v", sum)
+	}
+	if v, _ := s.Versions(ctx, "http://example.org/p1"); len(v) != 1 || v[0].Peer != good.Peer() {
+		t.Fatalf("kept version: %+v", v)
+	}
+	if n, err := s.PurgePeer(ctx, bad.Peer()); n != 0 || err != nil {
+		t.Fatalf("second purge: %d %v", n, err)
+	}
+	must(t, s.Close())
+	if rep, err := Fsck(ctx, dir, o); err != nil || !rep.OK() {
+		t.Fatalf("fsck after purge: %+v %v", rep, err)
+	}
+}
+
 // BenchmarkProvenance measures what signatures cost: Puts of distinct
 // 10-30 KB pages (no fsync, gzip 6) unsigned and signed (Ed25519, as a
 // node's libp2p key), with the bytes each version file takes, and Imports
