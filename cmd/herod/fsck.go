@@ -22,7 +22,7 @@ func fsckCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlagSet("fsck", "fsck --data DIR [--repair]", stderr)
 	home, _ := os.UserHomeDir()
 	data := fs.String("data", filepath.Join(home, ".herod"), "data directory of the node (the node must be stopped)")
-	repair := fs.Bool("repair", false, "rebuild the index from the version files, moving corrupt files to quarantine/")
+	repair := fs.Bool("repair", false, "rebuild the index from the segments, cutting damaged tails (kept in quarantine/)")
 	day := fs.Duration("day", node.DefaultDayLength, "crawl day length the node runs with")
 	verbose := fs.Bool("v", false, "verbose logs")
 	if err := parse(fs, args); err != nil {
