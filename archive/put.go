@@ -84,7 +84,7 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 		return Version{}, false, fmt.Errorf("archive put: %w", err)
 	}
 	if err := checkCapture(&c); err != nil {
-		return Version{}, false, fmt.Errorf("archive put: %w", err)
+		return Version{}, false, fmt.Errorf("archive put: %w: %w", ErrBadCapture, err)
 	}
 	var state []byte
 	if c.State != nil {

@@ -18,6 +18,10 @@ var (
 	ErrQuota = errors.New("archive: quota reached")
 	// ErrTooMany reports a listing stopped at its bound (Store.EntriesUpTo).
 	ErrTooMany = errors.New("archive: too many entries")
+	// ErrBadCapture reports a capture Put cannot store faithfully (a URL
+	// with whitespace, a time out of range, a payload too large): trying
+	// again cannot help, unlike other Put errors.
+	ErrBadCapture = errors.New("archive: capture cannot be stored")
 )
 
 // Capture is one HTTP response as fetched from its origin server.

@@ -262,7 +262,7 @@ func TestRingQueryExport(t *testing.T) {
 // sameVersion compares the fields a query returns.
 func sameVersion(a, b archive.Version) bool {
 	return a.URL == b.URL && a.Time.Equal(b.Time) && a.Digest == b.Digest && a.Key == b.Key &&
-		a.Status == b.Status && a.Length == b.Length && a.File == b.File
+		a.Status == b.Status && a.Length == b.Length && a.Entry() == b.Entry()
 }
 
 func keyOf(v archive.Version) exportKey {
