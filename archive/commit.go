@@ -133,7 +133,7 @@ func (s *Store) enqueueLocked(v Version, seg *segment, first bool, state []byte)
 		g.ends[seg] = end
 	}
 	if first {
-		g.b.Put(hostKey(hostOf(v.URL), v.URL), v.Key[:])
+		g.b.Put(hostKey(hostOf(v.URL), v.URL), nil)
 	}
 	if state != nil {
 		g.b.Put(stateKey(v.Key), state)

@@ -14,7 +14,7 @@ import (
 // what the crawler observed without storing a version.
 const (
 	pVersion = 'v' // v key(20) time(8) digest(20)  -> versionValue
-	pHost    = 'n' // n host 0x00 url               -> key(20)
+	pHost    = 'n' // n host 0x00 url               -> empty (the one-file layout stored key(20))
 	pHash    = 'h' // h level(1) prefix(level)      -> sum(20) count(uvarint)
 	pMeta    = 'm' // m "stats" -> counters; m 'e' segment(4) -> durable end (uvarint)
 	pState   = 's' // s key(20)                     -> JSON stateRecord

@@ -285,7 +285,7 @@ func (s *Store) rebuildRecord(st *rebuildState, rep *Report, n uint32, off int64
 	if !st.hasURL(v.Key) {
 		st.ctr.urls++
 	}
-	st.batch.Put(hk, v.Key[:])
+	st.batch.Put(hk, nil)
 	st.ctr.versions++
 	st.ctr.bytes += v.Size
 	st.ctr.payload += v.Length
@@ -553,7 +553,11 @@ func compareIndexes(live, rebuilt *leveldb.DB, rep *Report) error {
 // with their peers' names, since the interned numbers depend on the order
 // in which the peers were first seen.
 func sameValue(pa, pb *peerTable, key, a, b []byte) bool {
-	if key[0] != pVersion {
+	switch key[0] {
+	case pHost:
+		return true // the value carries nothing (older stores: the key)
+	case pVersion:
+	default:
 		return bytes.Equal(a, b)
 	}
 	va, errA := decodeStored(key, a)
