@@ -26,8 +26,10 @@ import (
 //     and only then are the files removed. Names, directory sums and
 //     totals do not change: a record is its file's bytes.
 //  2. Files the index did not name (a crash of the old layout between the
-//     rename and the index write) are imported like a replica's records,
-//     then removed; those that fail verification go to quarantine/.
+//     rename and the index write, or a lost index) are imported like a
+//     replica's records but without the signature check (they are this
+//     node's own), then removed; those that fail verification go to
+//     quarantine/.
 //  3. The deferred-compression list is dropped (a deferred file is a
 //     valid gzip member; it is kept as it is), then objects/ and tmp/.
 //
@@ -222,14 +224,14 @@ func (s *Store) migrateLoose(ctx context.Context, objects string) (int, error) {
 		if err != nil {
 			return err
 		}
-		_, added, err := s.Import(ctx, d.Name(), data)
+		_, added, err := s.importRecord(ctx, d.Name(), data, false)
 		switch {
 		case err == nil:
 			if added {
 				n++
 			}
 			return os.Remove(path)
-		case errors.Is(err, ErrCorrupt) || errors.Is(err, ErrRefusedPeer):
+		case errors.Is(err, ErrCorrupt) || errors.Is(err, ErrBadCapture):
 			s.log.Error("migrate: unindexed file refused; quarantined", "file", rel, "err", err)
 			return s.quarantineFile(filepath.ToSlash(rel))
 		default:
