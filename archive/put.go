@@ -174,7 +174,12 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 // nextSeq returns the Seq of a new version of k with digest d on day:
 // one more than the highest of those the index holds, 0 if none.
 func (s *Store) nextSeq(k id.ID, d id.ID, day int64) (int, error) {
-	it := s.db.NewIterator(util.BytesPrefix(versionPrefix(k)), nil)
+	// Only the versions captured that day can share its (digest, day).
+	from := time.Unix(day*s.day, 0)
+	it := s.db.NewIterator(&util.Range{
+		Start: encTime(versionPrefix(k), from),
+		Limit: encTime(versionPrefix(k), from.Add(time.Duration(s.day)*time.Second)),
+	}, nil)
 	defer it.Release()
 	seq := 0
 	for it.Next() {
