@@ -217,6 +217,8 @@ func (s *Store) lastSegmentID() uint32 {
 
 // closeSegments closes every segment handle.
 func (s *Store) closeSegments() error {
+	s.segs.mu.Lock() // no append is under way, and none starts (closed)
+	defer s.segs.mu.Unlock()
 	s.segs.rmu.Lock()
 	defer s.segs.rmu.Unlock()
 	var first error
@@ -240,6 +242,9 @@ func (s *Store) appendRecord(data []byte) (*segment, int64, error) {
 	ss := &s.segs
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	if s.closed.Load() {
+		return nil, 0, errStoreClosed
+	}
 	day := s.DayOf(s.now())
 	if g := ss.cur; g == nil || g.day != day || (g.size > 0 && g.size+int64(len(data)) > ss.max) {
 		if err := s.rollLocked(day); err != nil {
