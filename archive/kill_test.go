@@ -23,8 +23,9 @@ const killChildEnv = "HEROD_KILL_CHILD_DIR"
 // TestKillNine runs a real process that writes versions with 4 concurrent
 // writers and prints each one once Put acknowledged it, kills it with
 // SIGKILL at a random moment, and checks that every acknowledged version
-// reads back after reopening and that Fsck finds the store consistent;
-// the same store is written and killed again each round. 3 rounds by
+// reads back after reopening and that Fsck finds the store consistent
+// (every 10th round and the last); the same store is written and killed
+// again each round. 3 rounds by
 // default; HEROD_KILL_ROUNDS sets more (the long version: 200).
 func TestKillNine(t *testing.T) {
 	if dir := os.Getenv(killChildEnv); dir != "" {
@@ -84,9 +85,11 @@ func TestKillNine(t *testing.T) {
 		if st.URLs < int64(len(acked)) {
 			t.Fatalf("round %d: %d URLs, %d acknowledged", round, st.URLs, len(acked))
 		}
-		rep, err := Fsck(ctx, dir, Options{})
-		if err != nil || !rep.OK() {
-			t.Fatalf("round %d: fsck after kill -9: %+v %v", round, rep, err)
+		if round%10 == 9 || round == rounds-1 { // a full scan: not every round
+			rep, err := Fsck(ctx, dir, Options{})
+			if err != nil || !rep.OK() {
+				t.Fatalf("round %d: fsck after kill -9: %+v %v", round, rep, err)
+			}
 		}
 	}
 	t.Logf("%d rounds, %d versions acknowledged and found", rounds, len(acked))
