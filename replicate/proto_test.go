@@ -145,7 +145,13 @@ func FuzzDecodeReply(f *testing.F) {
 	f.Add(errorReply(errors.New("boom")))
 	f.Add([]byte{statusNotFound})
 	f.Add([]byte{statusOK, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Add([]byte{statusOK, 3, batchOK, 2, 'h', 'i', batchNotFound, batchOmitted})
 	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, n := range []int{1, 3} {
+			if got, err := DecodeFiles(b, n); err == nil && len(got) != n {
+				t.Fatalf("%d records for %d", len(got), n)
+			}
+		}
 		if sums, err := DecodeSums(b, 1); err == nil && len(sums) != 1 {
 			t.Fatalf("%d sums", len(sums))
 		}
