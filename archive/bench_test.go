@@ -5,11 +5,8 @@ package archive
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -264,80 +261,5 @@ func BenchmarkAt(b *testing.B) {
 			}
 			reportRates(b, "lookups", cpu0)
 		})
-	}
-}
-
-// BenchmarkDiskPerHTMLByte stores 500 distinct pages of 10-30 KB and
-// reports bytes on disk per byte of HTML payload: apparent file size
-// (disk/html) and allocated blocks as du counts them (alloc/html). The
-// thesis target is <= 0.30 (WebBase: 0.27).
-//
-// The generated pages are prose-heavy with a random vocabulary, which
-// gzip compresses worse than typical HTML; set HEROD_HTML_CORPUS to a
-// directory of real .html files to measure those too (files of 10-30 KB,
-// at most 500, e.g. /usr/share/doc).
-func BenchmarkDiskPerHTMLByte(b *testing.B) {
-	pages := benchPages(500)
-	b.Run("generated/gzip9", func(b *testing.B) { diskPerHTMLByte(b, pages, 9) })
-	b.Run("generated/gzip6", func(b *testing.B) { diskPerHTMLByte(b, pages, 6) })
-	corpus := func(b *testing.B) [][]byte {
-		dir := os.Getenv("HEROD_HTML_CORPUS")
-		if dir == "" {
-			b.Skip("HEROD_HTML_CORPUS not set")
-		}
-		var pages [][]byte
-		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".html") || len(pages) >= 500 {
-				return err
-			}
-			if data, err := os.ReadFile(p); err == nil && len(data) >= 10<<10 && len(data) <= 30<<10 {
-				pages = append(pages, data)
-			}
-			return nil
-		})
-		if err != nil || len(pages) == 0 {
-			b.Fatalf("corpus %s: %d pages, %v", dir, len(pages), err)
-		}
-		return pages
-	}
-	b.Run("corpus/gzip9", func(b *testing.B) { diskPerHTMLByte(b, corpus(b), 9) })
-	b.Run("corpus/gzip6", func(b *testing.B) { diskPerHTMLByte(b, corpus(b), 6) })
-}
-
-func diskPerHTMLByte(b *testing.B, pages [][]byte, level int) {
-	for n := 0; n < b.N; n++ {
-		s := openTest(b, Options{NoSync: true, GzipLevel: level})
-		ctx := context.Background()
-		var payload int64
-		for i, p := range pages {
-			if _, _, err := s.Put(ctx, benchCapture(i, p, t0)); err != nil {
-				b.Fatal(err)
-			}
-			payload += int64(len(p))
-		}
-		var apparent, alloc int64
-		err := filepath.WalkDir(filepath.Join(s.Dir(), objectsDir), func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			info, err := d.Info()
-			if err != nil {
-				return err
-			}
-			apparent += info.Size()
-			if st, ok := info.Sys().(*syscall.Stat_t); ok {
-				alloc += st.Blocks * 512
-			}
-			return nil
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if apparent != s.Stats().Bytes {
-			b.Fatalf("Stats.Bytes %d, files %d", s.Stats().Bytes, apparent)
-		}
-		b.ReportMetric(float64(apparent)/float64(payload), "disk/html")
-		b.ReportMetric(float64(alloc)/float64(payload), "alloc/html")
-		b.ReportMetric(float64(payload)/float64(len(pages)), "htmlbytes/page")
 	}
 }

@@ -1,9 +1,9 @@
 package archive
 
 import (
+	"encoding/binary"
 	"errors"
-	"os"
-	"slices"
+	"fmt"
 	"sync"
 	"time"
 
@@ -29,15 +29,15 @@ import (
 // indexGroup is one group commit: the batches of the Puts that arrived
 // while the previous group was being written.
 type indexGroup struct {
-	b     leveldb.Batch
-	files []*pendingFile // written unsynced; synced and renamed before b
-	gen   uint64         // position in the commit order, from 1
-	delta counters       // what the group adds to the totals
-	// deferred is how many files the group adds to the list of files
-	// awaiting recompression (negative: takes off; deferred.go).
-	deferred int64
-	done     chan struct{}
-	err      error
+	b leveldb.Batch
+	// ends holds, for each segment the group's records went to, the end
+	// of the last of them: the committer syncs those segments before it
+	// writes b, and records the ends in b.
+	ends  map[*segment]int64
+	gen   uint64   // position in the commit order, from 1
+	delta counters // what the group adds to the totals
+	done  chan struct{}
+	err   error
 }
 
 // pendingSum is a directory sum written to a group not committed yet.
@@ -94,25 +94,17 @@ func (s *Store) stopCommitter() {
 	<-s.gc.stopped
 }
 
-// index records a written version: version key, host entry, directory
-// hashes and totals, and the encoded crawl state if not nil, in the index
-// group forming, and waits until the group is written (and synced, unless
-// NoSync). mv, if not nil, is the version's file still in dir/tmp: the
-// group syncs and renames it first (committer).
-func (s *Store) index(v Version, e Entry, size int64, first, deferred bool, mv *pendingFile, state []byte) error {
+// index records a version whose record was appended to seg at v.Offset:
+// version key, host entry, directory hashes and totals, and the encoded
+// crawl state if not nil, in the index group forming, and waits until the
+// group is committed (its segments and its index write synced, unless
+// NoSync).
+func (s *Store) index(v Version, seg *segment, first bool, state []byte) error {
 	s.mu.Lock()
-	g, err := s.enqueueLocked(v, e, size, first, deferred, state)
-	if err == nil && mv != nil {
-		g.files = append(g.files, mv)
-	}
+	g, err := s.enqueueLocked(v, seg, first, state)
 	s.mu.Unlock()
 	if err != nil {
-		if mv != nil {
-			os.Remove(mv.tmp) // never placed: nothing to reindex
-			s.log.Error("index write failed; version file dropped", "file", v.File, "err", err)
-		} else {
-			s.log.Error("index write failed; the file is stored and reindex will find it", "file", v.File, "err", err)
-		}
+		s.log.Error("index write failed; the record stays unindexed in its segment", "file", v.File, "offset", v.Offset, "err", err)
 		return err
 	}
 	<-g.done
@@ -121,48 +113,76 @@ func (s *Store) index(v Version, e Entry, size int64, first, deferred bool, mv *
 
 // enqueueLocked appends the index batch of a written version (and its
 // encoded crawl state, if not nil) to the group forming and returns that
-// group; deferred lists the file for recompression. The caller holds s.mu.
-func (s *Store) enqueueLocked(v Version, e Entry, size int64, first, deferred bool, state []byte) (*indexGroup, error) {
-	s.pending -= size
+// group. The caller holds s.mu.
+func (s *Store) enqueueLocked(v Version, seg *segment, first bool, state []byte) (*indexGroup, error) {
+	s.pending -= v.Size
 	s.endWriteLocked()
 	if s.gc.closing || s.gc.stopped == nil {
 		return nil, errStoreClosed
 	}
+	if err := s.failure(); err != nil {
+		return nil, err
+	}
+	keys, sums, err := s.sumsLocked(v.Entry(), 1)
+	if err != nil {
+		return nil, err
+	}
+	g := s.formingLocked()
+	g.b.Put(versionKey(v.Key, v.Time, v.Digest), encodeVersion(v, seg.id, s.peers.number(v.Peer, &g.b)))
+	if end := v.Offset + v.Size; end > g.ends[seg] {
+		g.ends[seg] = end
+	}
+	if first {
+		g.b.Put(hostKey(hostOf(v.URL), v.URL), nil)
+	}
+	if state != nil {
+		g.b.Put(stateKey(v.Key), state)
+	}
+	s.putSumsLocked(g, keys, sums)
+	d := counters{versions: 1, bytes: v.Size, payload: v.Length}
+	if first {
+		d.urls = 1
+	}
+	s.countLocked(g, d)
+	return g, nil
+}
+
+// sumsLocked returns the keys and current sums of e's leaf, level-1 and
+// root directories with e added (delta 1) or taken out (delta -1): XOR
+// adds and removes alike. The caller holds s.mu.
+func (s *Store) sumsLocked(e Entry, delta int64) ([LeafLevel + 1][]byte, [LeafLevel + 1]DirSum, error) {
 	var keys [LeafLevel + 1][]byte
 	var sums [LeafLevel + 1]DirSum
 	for level := RootLevel; level <= LeafLevel; level++ {
 		keys[level] = hashKey(level, e.Key[:])
 		d, err := s.sumLocked(keys[level])
 		if err != nil {
-			return nil, err
+			return keys, sums, err
 		}
-		d.add(entrySum(e))
+		d.add(DirSum{Sum: e.hash(), Count: delta})
 		sums[level] = d
 	}
-	g := s.formingLocked()
-	g.b.Put(versionKey(v.Key, v.Time, v.Digest), encodeVersion(v, e.Seq))
-	if deferred {
-		g.b.Put(deferredKey(e), deferredValue(size))
-		g.deferred++
-	}
-	if first {
-		g.b.Put(hostKey(hostOf(v.URL), v.URL), v.Key[:])
-	}
-	if state != nil {
-		g.b.Put(stateKey(v.Key), state)
-	}
+	return keys, sums, nil
+}
+
+// putSumsLocked writes sums to the group g and to the overlay of
+// uncommitted sums. The caller holds s.mu.
+func (s *Store) putSumsLocked(g *indexGroup, keys [LeafLevel + 1][]byte, sums [LeafLevel + 1]DirSum) {
 	for level := RootLevel; level <= LeafLevel; level++ {
-		g.b.Put(keys[level], sums[level].encode())
+		if sums[level].Count == 0 {
+			g.b.Delete(keys[level])
+		} else {
+			g.b.Put(keys[level], sums[level].encode())
+		}
 		s.gc.sums[string(keys[level])] = pendingSum{sum: sums[level], gen: g.gen}
 	}
-	d := counters{versions: 1, bytes: size, payload: v.Length}
-	if first {
-		d.urls = 1
-	}
+}
+
+// countLocked adds d to the totals and records them in g.
+func (s *Store) countLocked(g *indexGroup, d counters) {
 	g.delta.addCounters(d)
 	s.ctr.addCounters(d)
 	g.b.Put(metaStatsKey, s.ctr.encode())
-	return g, nil
 }
 
 // formingLocked returns the group forming, starting one if there is
@@ -171,7 +191,7 @@ func (s *Store) formingLocked() *indexGroup {
 	g := s.gc.cur
 	if g == nil {
 		s.gc.gen++
-		g = &indexGroup{gen: s.gc.gen, done: make(chan struct{})}
+		g = &indexGroup{gen: s.gc.gen, ends: make(map[*segment]int64), done: make(chan struct{})}
 		s.gc.cur = g
 		s.gc.cond.Signal()
 	}
@@ -187,14 +207,15 @@ func (s *Store) sumLocked(key []byte) (DirSum, error) {
 	return s.getSum(key)
 }
 
-// committer writes the groups in order, one synced write each, until
-// stopCommitter; with a CPU gate it runs on a thread of its own at the
-// gate's workers' lower priority (startCommitter). With group sync it first makes the group's version files
-// durable with one syncfs and renames them into place, so the index never
-// names a file that a crash could leave partial, and one flush of the
-// filesystem stands for an fsync per file. A failed write fails every Put
-// of its group; files already renamed stay in place for Reindex, the
-// others are removed, and the totals in memory drop the group.
+// committer commits the groups in order until stopCommitter; with a CPU
+// gate it runs on a thread of its own at the gate's workers' lower
+// priority (startCommitter). A group's commit fsyncs the segments its
+// records went to, then writes its index batch (with the segments' new
+// durable ends) in one synced write, so the index never names a record
+// that a crash could lose. A failed sync or write fails the store
+// (segment.go): that group and every later one fail without writing, so
+// no group built on a failed one's sums and totals is ever committed, and
+// the totals in memory drop them.
 func (s *Store) committer() {
 	defer close(s.gc.stopped)
 	for {
@@ -225,32 +246,15 @@ func (s *Store) committer() {
 		if g == nil {
 			return
 		}
-		if len(g.files) > 0 {
-			g.err = s.placeGroup(g.files)
-		}
-		if g.err == nil {
-			g.err = s.db.Write(&g.b, s.wo)
-		}
-		if g.err != nil {
-			s.log.Error("index group not committed; files already in place stay for reindex",
-				"versions", g.delta.versions, "err", g.err)
-		}
+		g.err = s.commitGroup(g)
 		s.mu.Lock()
 		for k, p := range s.gc.sums {
 			if p.gen <= g.gen {
-				delete(s.gc.sums, k) // committed (or failed: the index has the older sum)
+				delete(s.gc.sums, k) // committed (or failed: the store refuses writes now)
 			}
 		}
 		if g.err != nil {
 			s.ctr.addCounters(g.delta.negate())
-		} else if g.deferred != 0 {
-			s.rc.n.Add(g.deferred)
-			if g.deferred > 0 {
-				select {
-				case s.rc.wake <- struct{}{}:
-				default:
-				}
-			}
 		}
 		s.gc.commits++
 		s.mu.Unlock()
@@ -258,31 +262,26 @@ func (s *Store) committer() {
 	}
 }
 
-// syncFS flushes the filesystem of a directory; a variable so that tests
-// can make it fail.
-var syncFS = syncFilesystem
-
-// placeGroup syncs the temporary files of a group (unless every one is
-// synced already) and renames them into place. On error it removes the
-// temporary files it did not rename.
-func (s *Store) placeGroup(files []*pendingFile) error {
-	// Replacements written without group sync are synced already
-	// (writeReplacement); a group of those alone needs no syncfs.
-	if slices.ContainsFunc(files, func(f *pendingFile) bool { return !f.synced }) {
-		if err := syncFS(s.dir); err != nil {
-			for _, f := range files {
-				os.Remove(f.tmp)
+// commitGroup syncs g's segments and writes its batch.
+func (s *Store) commitGroup(g *indexGroup) error {
+	if err := s.failure(); err != nil {
+		return err
+	}
+	for seg, end := range g.ends {
+		if !s.noSync {
+			if err := seg.f.Sync(); err != nil {
+				return s.fail(fmt.Errorf("sync segment %s: %w", SegmentName(seg.id), err))
 			}
-			return err
+		}
+		if end > seg.durable {
+			g.b.Put(segEndKey(seg.id), binary.AppendUvarint(nil, uint64(end)))
 		}
 	}
-	for i, f := range files {
-		if err := renameFile(f.tmp, f.final); err != nil {
-			for _, g := range files[i:] {
-				os.Remove(g.tmp)
-			}
-			return err
-		}
+	if err := s.db.Write(&g.b, s.wo); err != nil {
+		return s.fail(fmt.Errorf("index write: %w", err))
+	}
+	for seg, end := range g.ends {
+		seg.durable = max(seg.durable, end)
 	}
 	return nil
 }
@@ -297,8 +296,3 @@ func (c *counters) addCounters(d counters) {
 func (c counters) negate() counters {
 	return counters{-c.versions, -c.urls, -c.bytes, -c.payload}
 }
-
-// syncKey was rewritten (empty) by every index sync before groups were
-// committed with one synced write; stores written then still hold it, and
-// it carries no data (compareIndexes skips it).
-var syncKey = []byte{pMeta, 's', 'y', 'n', 'c'}

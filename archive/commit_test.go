@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -55,10 +53,7 @@ func TestGroupCommitConsistent(t *testing.T) {
 	want := map[string]DirSum{}
 	var bytes, payload int64
 	for _, v := range vs {
-		e, err := parsePath(v.File)
-		if err != nil {
-			t.Fatal(err)
-		}
+		e := v.Entry()
 		for level := RootLevel; level <= LeafLevel; level++ {
 			k := string(hashKey(level, e.Key[:]))
 			d := want[k]
@@ -173,56 +168,9 @@ func TestCloseWhilePutting(t *testing.T) {
 func TestIndexAfterCloseFails(t *testing.T) {
 	s := openTest(t, Options{NoSync: true})
 	v, _ := mustPut(t, s, capture("http://a.example/", t0, "a"))
-	e, err := parsePath(v.File)
-	if err != nil {
-		t.Fatal(err)
-	}
 	s.stopCommitter()
-	if err := s.index(v, e, 1, false, false, nil, nil); !errors.Is(err, errStoreClosed) {
+	if err := s.index(v, s.segs.cur, false, nil); !errors.Is(err, errStoreClosed) {
 		t.Fatalf("index after stop: %v, want %v", err, errStoreClosed)
-	}
-}
-
-// TestGroupSyncFailure makes the group's filesystem sync fail: the Put
-// fails, its temporary file is gone, no file is in place and nothing is
-// indexed or counted; the next Put of the same page succeeds.
-func TestGroupSyncFailure(t *testing.T) {
-	if !groupFileSync {
-		t.Skip("no syncfs here: files are fsynced one by one")
-	}
-	s := openTest(t, Options{})
-	boom := errors.New("disk gone")
-	syncFS = func(string) error { return boom }
-	defer func() { syncFS = syncFilesystem }()
-	c := capture("http://a.example/page", t0, "a page")
-	if _, _, err := s.Put(context.Background(), c); !errors.Is(err, boom) {
-		t.Fatalf("put with failing sync: %v, want %v", err, boom)
-	}
-	for _, sub := range []string{"tmp", objectsDir} {
-		n := 0
-		err := filepath.WalkDir(filepath.Join(s.Dir(), sub), func(_ string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() {
-				n++
-			}
-			return err
-		})
-		if err != nil || n != 0 {
-			t.Fatalf("%s holds %d files after the failed group (%v), want 0", sub, n, err)
-		}
-	}
-	if st := s.Stats(); st.Versions != 0 || st.Bytes != 0 {
-		t.Fatalf("stats after the failed group: %+v", st)
-	}
-	if vs, err := s.Versions(context.Background(), c.URL); len(vs) != 0 || (err != nil && !errors.Is(err, ErrNotFound)) {
-		t.Fatalf("versions after the failed group: %v, %v; want none", vs, err)
-	}
-	syncFS = syncFilesystem
-	v, added, err := s.Put(context.Background(), c)
-	if err != nil || !added {
-		t.Fatalf("put after recovery: added %v, %v", added, err)
-	}
-	if _, err := s.Read(context.Background(), v); err != nil {
-		t.Fatalf("read after recovery: %v", err)
 	}
 }
 

@@ -62,21 +62,6 @@ func decodeDirSum(val []byte) (DirSum, error) {
 	return d, nil
 }
 
-// addHashes adds e to its leaf, level-1 and root sums in batch b. The
-// caller holds s.mu.
-func (s *Store) addHashes(b *leveldb.Batch, e Entry) error {
-	for level := RootLevel; level <= LeafLevel; level++ {
-		key := hashKey(level, e.Key[:])
-		d, err := s.getSum(key)
-		if err != nil {
-			return err
-		}
-		d.add(entrySum(e))
-		b.Put(key, d.encode())
-	}
-	return nil
-}
-
 func (s *Store) getSum(key []byte) (DirSum, error) {
 	val, err := s.db.Get(key, nil)
 	if errors.Is(err, leveldb.ErrNotFound) {
@@ -282,15 +267,11 @@ func (s *Store) scanKeys(ctx context.Context, r keyRange, fn func(Version, Entry
 				return err
 			}
 		}
-		v, err := decodeVersion(it.Key(), it.Value())
+		v, err := s.decodeVersion(it.Key(), it.Value())
 		if err != nil {
 			return err
 		}
-		e, err := parsePath(v.File)
-		if err != nil {
-			return err
-		}
-		if err := fn(v, e); err != nil {
+		if err := fn(v, v.Entry()); err != nil {
 			return err
 		}
 	}

@@ -224,8 +224,8 @@ func (s *Store) exportOne(ctx context.Context, cw *countingWriter, ev exportEven
 	v := ev.v
 	head, data, err := s.exportHead(ctx, v, heads, !ev.revisit)
 	if err != nil {
-		st.Corrupt = append(st.Corrupt, v.File)
-		s.log.Error("export: skipping corrupt version file", "file", v.File, "err", err)
+		st.Corrupt = append(st.Corrupt, fmt.Sprintf("%s+%d", v.File, v.Offset))
+		s.log.Error("export: skipping corrupt record", "file", v.File, "offset", v.Offset, "err", err)
 		return nil, nil
 	}
 	line := &cdxjLine{URL: v.URL, Status: strconv.Itoa(v.Status), Digest: warcDigest(v.Digest)[5:]}
@@ -255,23 +255,19 @@ func (s *Store) exportOne(ctx context.Context, cw *countingWriter, ev exportEven
 // exportHead reads and verifies the file of v, returning its HTTP head
 // (cached per file for later revisits) and raw bytes.
 func (s *Store) exportHead(ctx context.Context, v Version, heads map[string][]byte, needData bool) ([]byte, []byte, error) {
-	if h, ok := heads[v.File]; ok && !needData {
+	at := fmt.Sprintf("%s+%d", v.File, v.Offset)
+	if h, ok := heads[at]; ok && !needData {
 		return h, nil, nil
 	}
-	data, f, err := s.readVerified(ctx, mustEntry(v))
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	data, f, err := s.readVersion(v)
 	if err != nil {
 		return nil, nil, err
 	}
-	heads[v.File] = f.head
+	heads[at] = f.head
 	return f.head, data, nil
-}
-
-func mustEntry(v Version) Entry {
-	e, err := parsePath(v.File)
-	if err != nil {
-		return Entry{Key: v.Key, Digest: v.Digest, Day: v.Day}
-	}
-	return e
 }
 
 func writeCDXJ(w io.Writer, lines []cdxjLine) error {

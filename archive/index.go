@@ -10,16 +10,26 @@ import (
 )
 
 // Index key spaces (first byte of every goleveldb key). The index is a
-// function of the version files except for the 's' and 't' spaces, which
-// hold what the crawler observed without storing a version.
+// function of the segments except for the 's' and 't' spaces, which hold
+// what the crawler observed without storing a version.
 const (
-	pVersion  = 'v' // v key(20) time(8) digest(20)  -> versionValue
-	pHost     = 'n' // n host 0x00 url               -> key(20)
-	pHash     = 'h' // h level(1) prefix(level)      -> sum(20) count(uvarint)
-	pMeta     = 'm' // m "stats"                     -> counters
-	pState    = 's' // s key(20)                     -> JSON stateRecord
-	pTouch    = 't' // t key(20) day(8)              -> time(8)
-	pDeferred = 'd' // d file name                   -> its size (uvarint): deferred.go
+	pVersion = 'v' // v key(20) time(8) digest(20)  -> versionValue
+	pHost    = 'n' // n host 0x00 url               -> empty (the one-file layout stored key(20))
+	pHash    = 'h' // h level(1) prefix(level)      -> sum(20) count(uvarint)
+	pMeta    = 'm' // m "stats" -> counters; m 'e' segment(4) -> durable end (uvarint)
+	pState   = 's' // s key(20)                     -> JSON stateRecord
+	pTouch   = 't' // t key(20) day(8)              -> time(8)
+	pPeer    = 'p' // p number(4)                   -> signing peer id (interned)
+	// pDeferred listed files awaiting recompression in the one-file
+	// layout; migration drops the space.
+	pDeferred = 'd'
+)
+
+// Version value formats: 1 named a version file (the one-file layout,
+// read only by migration), 2 a record in a segment.
+const (
+	formatFile    = 1
+	formatSegment = 2
 )
 
 var metaStatsKey = []byte{pMeta, 's', 't', 'a', 't', 's'}
@@ -54,11 +64,11 @@ func versionKey(k id.ID, t time.Time, d id.ID) []byte {
 	return append(b, d[:]...)
 }
 
-// versionValue is what a version key maps to; key, time and digest come
-// from the key itself.
-func encodeVersion(v Version, seq int) []byte {
-	b := make([]byte, 0, 32+len(v.URL)+len(v.ContentType))
-	b = append(b, 1) // format version
+// encodeVersion is what a version key maps to; key, time and digest come
+// from the key itself, the peer is its interned number (peer.go).
+func encodeVersion(v Version, seg uint32, peer uint64) []byte {
+	b := make([]byte, 0, 40+len(v.URL)+len(v.ContentType))
+	b = append(b, formatSegment)
 	b = binary.AppendUvarint(b, uint64(len(v.URL)))
 	b = append(b, v.URL...)
 	b = binary.AppendVarint(b, v.Day)
@@ -66,17 +76,32 @@ func encodeVersion(v Version, seq int) []byte {
 	b = binary.AppendUvarint(b, uint64(len(v.ContentType)))
 	b = append(b, v.ContentType...)
 	b = binary.AppendVarint(b, v.Length)
-	return binary.AppendUvarint(b, uint64(seq))
+	b = binary.AppendUvarint(b, uint64(v.Seq))
+	b = binary.AppendUvarint(b, peer)
+	b = binary.AppendUvarint(b, uint64(seg))
+	b = binary.AppendUvarint(b, uint64(v.Offset))
+	return binary.AppendUvarint(b, uint64(v.Size))
 }
 
 var errBadValue = errors.New("bad index value")
 
-// decodeVersion rebuilds a Version from an index key and value.
-func decodeVersion(key, val []byte) (Version, error) {
-	var v Version
-	if len(key) != versionKeyLen || key[0] != pVersion || len(val) == 0 || val[0] != 1 {
-		return v, fmt.Errorf("%w: %w", ErrCorrupt, errBadValue)
+// storedVersion is a decoded index entry: the Version and the numbers
+// the value holds.
+type storedVersion struct {
+	Version
+	format int
+	peer   uint64 // interned peer number, 0 for none
+	seg    uint32
+}
+
+// decodeStored decodes a version entry of either format.
+func decodeStored(key, val []byte) (storedVersion, error) {
+	var sv storedVersion
+	if len(key) != versionKeyLen || key[0] != pVersion || len(val) == 0 || (val[0] != formatFile && val[0] != formatSegment) {
+		return sv, fmt.Errorf("%w: %w", ErrCorrupt, errBadValue)
 	}
+	sv.format = int(val[0])
+	v := &sv.Version
 	copy(v.Key[:], key[1:1+id.Size])
 	v.Time = decTime(key[1+id.Size:])
 	copy(v.Digest[:], key[1+id.Size+8:])
@@ -86,12 +111,38 @@ func decodeVersion(key, val []byte) (Version, error) {
 	v.Status = int(r.uvarint())
 	v.ContentType = r.str()
 	v.Length = r.varint()
-	seq := int(r.uvarint())
-	if r.err || len(r.b) != 0 {
-		return Version{}, fmt.Errorf("%w: %w", ErrCorrupt, errBadValue)
+	v.Seq = int(r.uvarint())
+	if sv.format == formatSegment {
+		sv.peer = r.uvarint()
+		seg := r.uvarint()
+		v.Offset = int64(r.uvarint())
+		v.Size = int64(r.uvarint())
+		if seg == 0 || seg > 1<<32-1 {
+			r.err = true
+		}
+		sv.seg = uint32(seg)
+		v.File = segmentRel(sv.seg)
+	} else {
+		v.File = v.Entry().Path()
 	}
-	v.File = Entry{Key: v.Key, Digest: v.Digest, Day: v.Day, Seq: seq}.Path()
-	return v, nil
+	if r.err || len(r.b) != 0 {
+		return storedVersion{}, fmt.Errorf("%w: %w", ErrCorrupt, errBadValue)
+	}
+	return sv, nil
+}
+
+// decodeVersion rebuilds a Version, with its peer's name, from an index
+// key and value of the segment format.
+func (s *Store) decodeVersion(key, val []byte) (Version, error) {
+	sv, err := decodeStored(key, val)
+	if err == nil && sv.format != formatSegment {
+		err = fmt.Errorf("%w: version of the one-file layout not migrated", ErrCorrupt)
+	}
+	if err != nil {
+		return Version{}, err
+	}
+	sv.Peer = s.peers.name(sv.peer)
+	return sv.Version, nil
 }
 
 // reader decodes the varint fields of index values; err latches.

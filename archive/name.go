@@ -11,16 +11,19 @@ import (
 	"github.com/herod-archive/herod/internal/id"
 )
 
-// FileExt is the extension of every version file.
+// FileExt is the extension of segment files (and of the one-file
+// layout's version files).
 const FileExt = ".warc.gz"
 
-// objectsDir is the directory, relative to the store root, holding the
-// version files.
+// objectsDir is the directory, relative to the store root, of the
+// one-file layout's version files (migrate.go).
 const objectsDir = "objects"
 
-// Entry names one version file: the thesis's (SHA-1(url), SHA-1(content),
-// day) triple, plus a sequence number that is non-zero only when the same
-// content came back the same day after a different one (A, B, A).
+// Entry names one version for replication: the thesis's (SHA-1(url),
+// SHA-1(content), day) triple, plus a sequence number that is non-zero
+// only when the same content came back the same day after a different one
+// (A, B, A). Its Name was a file name in the one-file layout; it is now
+// what replicas list, compare (DirSum) and ask for.
 type Entry struct {
 	Key    id.ID `json:"key"`
 	Digest id.ID `json:"digest"`
@@ -44,7 +47,8 @@ func (e Entry) Name() string {
 	return b.String()
 }
 
-// Path returns the file's path relative to the store root:
+// Path returns the one-file layout's path of the version, relative to the
+// store root (what migration reads):
 // objects/<hex key[0]>/<hex key[1]>/<Name>.
 func (e Entry) Path() string {
 	return path.Join(objectsDir, leafDir(e.Key), e.Name())
@@ -82,21 +86,6 @@ func ParseName(name string) (Entry, error) {
 			return Entry{}, fmt.Errorf("archive: bad sequence in file name %q", name)
 		}
 		e.Seq = seq
-	}
-	return e, nil
-}
-
-// parsePath parses a path relative to the store root and checks that the
-// directories match the key, so that a Version.File can never point
-// outside the objects tree.
-func parsePath(p string) (Entry, error) {
-	dir, name := path.Split(p)
-	e, err := ParseName(name)
-	if err != nil {
-		return e, err
-	}
-	if dir != objectsDir+"/"+leafDir(e.Key)+"/" {
-		return Entry{}, fmt.Errorf("archive: file %q is not in its directory", p)
 	}
 	return e, nil
 }

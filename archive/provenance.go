@@ -150,6 +150,15 @@ func (p *peerSet) has(peer string) bool {
 	return p.m[peer]
 }
 
+func (p *peerSet) add(peer string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]bool{}
+	}
+	p.m[peer] = true
+}
+
 // loadRefused reads dir's refused-peers file; a missing file is an empty
 // set.
 func loadRefused(dir string) (map[string]bool, error) {
@@ -171,7 +180,8 @@ func loadRefused(dir string) (map[string]bool, error) {
 	return m, sc.Err()
 }
 
-// addRefused appends peer to dir's refused-peers file, synced.
+// addRefused appends peer to dir's refused-peers file, synced, and the
+// file's creation with a sync of dir.
 func addRefused(dir, peer string) error {
 	m, err := loadRefused(dir)
 	if err != nil {
@@ -192,5 +202,8 @@ func addRefused(dir, peer string) error {
 		f.Close()
 		return err
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return syncDir(dir)
 }

@@ -54,10 +54,7 @@ func putFile(t *testing.T, signer Signer, c Capture) (string, []byte) {
 	t.Helper()
 	s := openTest(t, Options{Signer: signer})
 	v, _ := mustPut(t, s, c)
-	e, err := parsePath(v.File)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := v.Entry()
 	data, err := s.ReadFile(context.Background(), e)
 	if err != nil {
 		t.Fatal(err)
@@ -160,8 +157,8 @@ func TestPurgePeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Purged) != 3 || rep.Files != 6 {
-		t.Fatalf("purge report %+v: want 3 of 6 files purged", rep)
+	if rep.Purged != 3 {
+		t.Fatalf("purge report %+v: want 3 versions purged", rep)
 	}
 	if frep, err := Fsck(ctx, dir, o); err != nil || !frep.OK() {
 		t.Fatalf("fsck after purge: %+v, %v", frep, err)
@@ -191,6 +188,47 @@ func TestPurgePeer(t *testing.T) {
 		if _, _, err := s.Import(ctx, f.name, f.data); !errors.Is(err, ErrRefusedPeer) {
 			t.Fatalf("re-import of a purged peer's record: %v, want ErrRefusedPeer", err)
 		}
+	}
+}
+
+// TestPurgePeerOpen purges on an open store: the peer's versions leave
+// the index, sums and totals at once, the peer is refused, Fsck agrees.
+func TestPurgePeerOpen(t *testing.T) {
+	ctx := context.Background()
+	good, bad := newEdSigner(6), newEdSigner(5)
+	dir := t.TempDir()
+	o := Options{Verifier: edVerifier{}}
+	s, err := Open(dir, o)
+	must(t, err)
+	for i := range 4 {
+		signer := good
+		if i%2 == 0 {
+			signer = bad
+		}
+		name, data := putFile(t, signer, capture(fmt.Sprintf("http://example.org/p%d", i), t0, fmt.Sprint("page ", i)))
+		if _, _, err := s.Import(ctx, name, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := s.PurgePeer(ctx, bad.Peer())
+	if err != nil || n != 2 || !s.Refuses(bad.Peer()) || s.Refuses(good.Peer()) {
+		t.Fatalf("PurgePeer: %d, %v; refuses bad %v, good %v", n, err, s.Refuses(bad.Peer()), s.Refuses(good.Peer()))
+	}
+	if st := s.Stats(); st.Versions != 2 || st.URLs != 2 {
+		t.Fatalf("stats after purge: %+v", st)
+	}
+	if sum, _ := s.RangeSum(ctx, id.ID{}, id.ID{}); sum.Count != 2 {
+		t.Fatalf("range sum after purge: %+v", sum)
+	}
+	if v, _ := s.Versions(ctx, "http://example.org/p1"); len(v) != 1 || v[0].Peer != good.Peer() {
+		t.Fatalf("kept version: %+v", v)
+	}
+	if n, err := s.PurgePeer(ctx, bad.Peer()); n != 0 || err != nil {
+		t.Fatalf("second purge: %d %v", n, err)
+	}
+	must(t, s.Close())
+	if rep, err := Fsck(ctx, dir, o); err != nil || !rep.OK() {
+		t.Fatalf("fsck after purge: %+v %v", rep, err)
 	}
 }
 
@@ -234,7 +272,7 @@ func BenchmarkProvenance(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				e, _ := parsePath(v.File)
+				e := v.Entry()
 				names[i] = e.Name()
 				if files[i], err = src.ReadFile(ctx, e); err != nil {
 					b.Fatal(err)

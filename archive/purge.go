@@ -4,123 +4,161 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path"
-	"path/filepath"
 
-	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/util"
 
 	"github.com/herod-archive/herod/internal/id"
 )
 
 // PurgeReport is what Purge did.
 type PurgeReport struct {
-	Peer   string   `json:"peer"`
-	Files  int      `json:"files"`  // version files examined
-	Purged []string `json:"purged"` // files moved to purged/ (relative paths)
-	Index  Report   `json:"index"`  // the rebuild of the index that followed
+	Peer   string `json:"peer"`
+	Purged int    `json:"purged"` // versions taken out of the index
 }
 
-// Purge removes from the store in dir every version signed by peer and
-// refuses that peer's records from then on: the peer is added to the
-// store's refused-peers file first (Import refuses its records even if
-// Purge is interrupted), each of its version files is moved to
-// dir/purged/ (same relative path: kept for inspection, never served or
-// replicated), the crawl states of its URLs are dropped (they may name
-// its payloads), and the index is rebuilt from the remaining files
-// (Reindex), which recomputes the directory hashes that replication
-// compares. The store must not be open. Replicas that hold the same files
-// keep them until their operators purge the peer too.
+// Purge is PurgePeer on the store in dir, which must not be open (herod
+// purge on a stopped node).
 func Purge(ctx context.Context, dir, peer string, o Options) (PurgeReport, error) {
 	rep := PurgeReport{Peer: peer}
+	s, err := Open(dir, o)
+	if err != nil {
+		return rep, fmt.Errorf("archive purge: %w", err)
+	}
+	rep.Purged, err = s.PurgePeer(ctx, peer)
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	return rep, err
+}
+
+// Refuses reports whether the store refuses peer's records (PurgePeer).
+func (s *Store) Refuses(peer string) bool { return s.refused.has(peer) }
+
+// PurgePeer refuses peer's records from now on and takes every version it
+// signed out of the index, returning how many. The peer is first added,
+// durably, to the store's refused-peers file, so that Import refuses its
+// records even if the purge is interrupted; then its versions are removed
+// in one index group — version entries, the directory sums and totals
+// replication compares, and, for a URL left without versions, its host
+// entry and checks; the crawl state of every URL concerned, which may
+// name a purged payload — so they are no longer served, exported,
+// replicated or counted. Their records stay in their segments, unindexed,
+// until the segment is rewritten (Reindex does not bring them back: it
+// skips refused peers). Puts and Imports wait while it runs. A second call
+// for the same peer returns 0.
+func (s *Store) PurgePeer(ctx context.Context, peer string) (int, error) {
 	if peer == "" {
-		return rep, errors.New("archive purge: no peer")
+		return 0, errors.New("archive purge: no peer")
 	}
-	s, err := newStore(dir, o, false)
+	if s.closed.Load() {
+		return 0, errors.New("archive purge: store closed")
+	}
+	if err := addRefused(s.dir, peer); err != nil {
+		return 0, fmt.Errorf("archive purge: refuse %s: %w", peer, err)
+	}
+	s.refused.add(peer)
+	num, ok := s.peers.lookup(peer)
+	if !ok {
+		return 0, nil // it signed nothing here
+	}
+	for i := range s.keyLocks {
+		s.keyLocks[i].Lock()
+		defer s.keyLocks[i].Unlock()
+	}
+	victims, err := s.versionsOf(ctx, num)
+	if err != nil || len(victims) == 0 {
+		return 0, err
+	}
+	s.mu.Lock()
+	g, err := s.removeLocked(victims)
+	s.mu.Unlock()
 	if err != nil {
-		return rep, fmt.Errorf("archive purge: %w", err)
+		return 0, fmt.Errorf("archive purge: %w", err)
 	}
-	if err := addRefused(dir, peer); err != nil {
-		return rep, fmt.Errorf("archive purge: %w", err)
+	<-g.done
+	if g.err != nil {
+		return 0, fmt.Errorf("archive purge: %w", g.err)
 	}
-	keys := map[id.ID]bool{}
-	root := filepath.Join(dir, objectsDir)
-	l1, err := readDirNames(root)
-	if err != nil {
-		return rep, fmt.Errorf("archive purge: %w", err)
-	}
-	for _, a := range l1 {
-		l2, err := readDirNames(filepath.Join(root, a))
-		if err != nil {
-			return rep, fmt.Errorf("archive purge: %w", err)
+	s.log.Info("purged a peer's versions", "peer", peer, "versions", len(victims))
+	return len(victims), nil
+}
+
+// victim is a version to remove and whether it is its URL's last.
+type victim struct {
+	v    Version
+	last bool
+}
+
+// versionsOf lists the versions signed by peer number num, marking those
+// that leave their URL without versions.
+func (s *Store) versionsOf(ctx context.Context, num uint64) ([]victim, error) {
+	it := s.db.NewIterator(util.BytesPrefix([]byte{pVersion}), nil)
+	defer it.Release()
+	var out []victim
+	var key id.ID
+	kept := false // key has a version not signed by num
+	flush := func(from int) {
+		for i := from; i < len(out); i++ {
+			out[i].last = !kept
 		}
-		for _, b := range l2 {
+	}
+	start := 0
+	for n := 0; it.Next(); n++ {
+		if n%4096 == 0 {
 			if err := ctx.Err(); err != nil {
-				return rep, fmt.Errorf("archive purge: %w", err)
-			}
-			leaf := path.Join(objectsDir, a, b)
-			ents, err := os.ReadDir(filepath.Join(dir, filepath.FromSlash(leaf)))
-			if err != nil {
-				return rep, fmt.Errorf("archive purge: %w", err)
-			}
-			for _, de := range ents {
-				rel := path.Join(leaf, de.Name())
-				rep.Files++
-				data, err := s.readRaw(rel)
-				if err != nil {
-					return rep, fmt.Errorf("archive purge: %w", err)
-				}
-				f, err := decodeMember(data)
-				if err != nil || f.capture.Peer != peer {
-					continue // not the peer's (a corrupt file is Reindex's to quarantine)
-				}
-				if err := s.moveTo("purged", rel); err != nil {
-					return rep, fmt.Errorf("archive purge: %w", err)
-				}
-				keys[id.OfString(f.capture.URL)] = true
-				rep.Purged = append(rep.Purged, rel)
+				return nil, err
 			}
 		}
+		sv, err := decodeStored(it.Key(), it.Value())
+		if err != nil {
+			return nil, err
+		}
+		if sv.Key != key {
+			flush(start)
+			key, kept, start = sv.Key, false, len(out)
+		}
+		if sv.peer != num || sv.format != formatSegment {
+			kept = true
+			continue
+		}
+		out = append(out, victim{v: sv.Version})
 	}
-	if err := dropStates(filepath.Join(dir, "index"), keys); err != nil {
-		return rep, fmt.Errorf("archive purge: %w", err)
-	}
-	if rep.Index, err = Reindex(ctx, dir, o); err != nil {
-		return rep, fmt.Errorf("archive purge: %w", err)
-	}
-	s.log.Info("purged a peer's versions", "peer", peer, "files", len(rep.Purged))
-	return rep, nil
+	flush(start)
+	return out, it.Error()
 }
 
-// moveTo moves the file rel out of objects/ to dir/<to>/rel.
-func (s *Store) moveTo(to, rel string) error {
-	dst := filepath.Join(s.dir, to, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
+// removeLocked takes victims out of the index in the group forming and
+// returns that group. The caller holds s.mu and every key lock.
+func (s *Store) removeLocked(victims []victim) (*indexGroup, error) {
+	if s.gc.closing || s.gc.stopped == nil {
+		return nil, errStoreClosed
 	}
-	return os.Rename(filepath.Join(s.dir, filepath.FromSlash(rel)), dst)
-}
-
-// dropStates deletes the crawl states of keys from the index at dir, if
-// there is one.
-func dropStates(dir string, keys map[id.ID]bool) error {
-	if len(keys) == 0 {
-		return nil
+	if err := s.failure(); err != nil {
+		return nil, err
 	}
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		return nil
+	g := s.formingLocked()
+	gone := map[id.ID]bool{}
+	for _, vc := range victims {
+		v := vc.v
+		keys, sums, err := s.sumsLocked(v.Entry(), -1)
+		if err != nil {
+			return nil, s.fail(fmt.Errorf("read sums: %w", err)) // the group holds earlier removals
+		}
+		s.putSumsLocked(g, keys, sums)
+		g.b.Delete(versionKey(v.Key, v.Time, v.Digest))
+		g.b.Delete(stateKey(v.Key)) // it may name the purged payload
+		d := counters{versions: -1, bytes: -v.Size, payload: -v.Length}
+		if vc.last && !gone[v.Key] {
+			gone[v.Key] = true
+			d.urls = -1
+			g.b.Delete(hostKey(hostOf(v.URL), v.URL))
+			it := s.db.NewIterator(util.BytesPrefix(append([]byte{pTouch}, v.Key[:]...)), nil)
+			for it.Next() {
+				g.b.Delete(append([]byte(nil), it.Key()...))
+			}
+			it.Release()
+		}
+		s.countLocked(g, d)
 	}
-	db, err := leveldb.OpenFile(dir, nil)
-	if err != nil {
-		return err
-	}
-	var b leveldb.Batch
-	for k := range keys {
-		b.Delete(stateKey(k))
-	}
-	if err := db.Write(&b, nil); err != nil {
-		db.Close()
-		return err
-	}
-	return db.Close()
+	return g, nil
 }

@@ -5,16 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"mime"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/util"
 
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/id"
@@ -68,11 +66,13 @@ func contentType(v string) string {
 // Put stores c as a new version unless its payload SHA-1 and HTTP status
 // equal those of the newest stored version of c.URL (a page that turns into
 // a 404 with the same body is a new version: its deletion); then it stores
-// no file (0 new bytes), records the check as Touch does, and returns that newest version
-// with added == false. A new version is written atomically (temporary file,
-// fsync or its group's syncfs, rename) before the index learns about it, so the index never
-// points at a partial file. It returns ErrQuota, storing nothing, when the
-// new file would exceed Options.Quota.
+// nothing (0 new bytes), records the check as Touch does, and returns that
+// newest version with added == false. A new version is appended to the
+// active segment and made durable (its group's fsync of the segment)
+// before the index learns about it, so the index never names a partial
+// record. It returns ErrQuota, storing nothing, when the new record would
+// exceed Options.Quota, and an error wrapping ErrFailed once a write or
+// sync has failed (the store must be reopened).
 func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return Version{}, false, fmt.Errorf("archive put: %w", err)
@@ -80,8 +80,11 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 	if s.closed.Load() {
 		return Version{}, false, errors.New("archive put: store closed")
 	}
-	if err := checkCapture(&c); err != nil {
+	if err := s.failure(); err != nil {
 		return Version{}, false, fmt.Errorf("archive put: %w", err)
+	}
+	if err := checkCapture(&c); err != nil {
+		return Version{}, false, fmt.Errorf("archive put: %w: %w", ErrBadCapture, err)
 	}
 	var state []byte
 	if c.State != nil {
@@ -140,21 +143,86 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 	if err := sign(s.signer, &c, t, d); err != nil {
 		return Version{}, false, fmt.Errorf("archive put %s: %w", c.URL, err)
 	}
-	e := Entry{Key: k, Digest: d, Day: s.DayOf(t)}
-	size, deferred, mv, err := s.write(ctx, &c, t, &e)
+	v := Version{
+		URL: c.URL, Key: k, Digest: d, Day: s.DayOf(t), Time: t, Status: c.Status,
+		ContentType: contentType(c.Header.Get("Content-Type")),
+		Length:      int64(len(c.Body)), Peer: c.Peer,
+	}
+	if !first {
+		if v.Seq, err = s.nextSeq(k, d, v.Day); err != nil {
+			return Version{}, false, fmt.Errorf("archive put: %w", err)
+		}
+	}
+	var data []byte
+	if err := s.cpu.Do(ctx, func() { data, err = s.encode(&c, t, d) }); err != nil {
+		return Version{}, false, fmt.Errorf("archive put %s: %w", c.URL, err)
+	}
 	if err != nil {
 		return Version{}, false, fmt.Errorf("archive put %s: %w", c.URL, err)
 	}
-	v := Version{
-		URL: c.URL, Key: k, Digest: d, Day: e.Day, Time: t, Status: c.Status,
-		ContentType: contentType(c.Header.Get("Content-Type")),
-		Length:      int64(len(c.Body)), File: e.Path(),
+	seg, err := s.store(&v, data)
+	if err != nil {
+		return Version{}, false, fmt.Errorf("archive put %s: %w", c.URL, err)
 	}
 	indexed = true // index ends the write, whatever it returns
-	if err := s.index(v, e, size, first, deferred, mv, state); err != nil {
+	if err := s.index(v, seg, first, state); err != nil {
 		return Version{}, false, fmt.Errorf("archive put: %w", err)
 	}
 	return v, true, nil
+}
+
+// nextSeq returns the Seq of a new version of k with digest d on day:
+// one more than the highest of those the index holds, 0 if none.
+func (s *Store) nextSeq(k id.ID, d id.ID, day int64) (int, error) {
+	// Only the versions captured that day can share its (digest, day).
+	from := time.Unix(day*s.day, 0)
+	it := s.db.NewIterator(&util.Range{
+		Start: encTime(versionPrefix(k), from),
+		Limit: encTime(versionPrefix(k), from.Add(time.Duration(s.day)*time.Second)),
+	}, nil)
+	defer it.Release()
+	seq := 0
+	for it.Next() {
+		if !bytes.Equal(it.Key()[1+id.Size+8:], d[:]) {
+			continue
+		}
+		sv, err := decodeStored(it.Key(), it.Value())
+		if err != nil {
+			return 0, err
+		}
+		if sv.Day == day {
+			seq = max(seq, sv.Seq+1)
+		}
+	}
+	return seq, it.Error()
+}
+
+// encode returns c as one gzip member holding its WARC response record.
+func (s *Store) encode(c *Capture, t time.Time, d id.ID) ([]byte, error) {
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer bufPool.Put(buf)
+	if err := s.gz.encodeResponse(buf, c, t, d); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(buf.Bytes()), nil
+}
+
+// store claims the record's size from the quota and appends it to the
+// active segment, setting v's File, Offset and Size. The quota claim ends
+// when the version is indexed (enqueueLocked) or, on error, here.
+func (s *Store) store(v *Version, data []byte) (*segment, error) {
+	size := int64(len(data))
+	if err := s.reserve(size); err != nil {
+		return nil, err
+	}
+	seg, off, err := s.appendRecord(data)
+	if err != nil {
+		s.unreserve(size)
+		return nil, err
+	}
+	v.File, v.Offset, v.Size = segmentRel(seg.id), off, size
+	return seg, nil
 }
 
 // putState writes an encoded crawl state of k (nothing when nil), unsynced
@@ -166,77 +234,11 @@ func (s *Store) putState(k id.ID, state []byte) error {
 	return s.db.Put(stateKey(k), state, nil)
 }
 
-// write encodes c as the version file of e, claims its size from the
-// quota and writes it unsynced to tmp/ (see placeFile), all of it on the
-// CPU gate; e.Seq is raised past the files of the same name already
-// there. It returns the file's size, whether its compression was
-// deferred (deferred.go) and its pending rename.
-func (s *Store) write(ctx context.Context, c *Capture, t time.Time, e *Entry) (size int64, deferred bool, mv *pendingFile, err error) {
-	if gerr := s.cpu.Do(ctx, func() { size, deferred, mv, err = s.encodeAndPlace(c, t, e) }); gerr != nil {
-		return 0, false, nil, gerr
-	}
-	return size, deferred, mv, err
-}
-
-// encodeAndPlace is write's work, on the gate. It defers the compression
-// when other processing is waiting for the gate at that moment.
-func (s *Store) encodeAndPlace(c *Capture, t time.Time, e *Entry) (int64, bool, *pendingFile, error) {
-	buf := bufPool.Get().(*bytes.Buffer)
-	buf.Reset()
-	defer bufPool.Put(buf)
-	deferred := s.shouldDefer()
-	if err := s.gz.encodeResponse(buf, c, t, e.Digest, deferred); err != nil {
-		return 0, false, nil, err
-	}
-	size := int64(buf.Len())
-	err := s.reserveOr(size, deferred)
-	if errors.Is(err, ErrQuota) && deferred {
-		// Stored uncompressed, the version would not fit; compressed it
-		// might: the quota refuses only what cannot be stored at all.
-		deferred = false
-		buf.Reset()
-		if err := s.gz.encodeResponse(buf, c, t, e.Digest, false); err != nil {
-			return 0, false, nil, err
-		}
-		size = int64(buf.Len())
-		err = s.reserve(size)
-	}
-	if err != nil {
-		return 0, false, nil, err
-	}
-	if deferred {
-		s.noteDeferred()
-	}
-	created, err := s.ensureDir(e.Path())
-	if err != nil {
-		s.unreserve(size)
-		return 0, false, nil, err
-	}
-	// A directory this Put just made holds no file of this key (Puts of
-	// one key are serialized), so only an older one needs looking at.
-	for !created && s.exists(e.Path()) {
-		e.Seq++
-	}
-	mv, err := s.placeFile(e.Path(), buf.Bytes())
-	if err != nil {
-		s.unreserve(size)
-		return 0, false, nil, err
-	}
-	return size, deferred, mv, nil
-}
-
-// reserve claims size bytes of the quota for a file about to be written.
-func (s *Store) reserve(size int64) error { return s.reserveOr(size, false) }
-
-// reserveOr is reserve; with retry set, a refusal is not counted or
-// logged, because the caller will try a smaller encoding.
-func (s *Store) reserveOr(size int64, retry bool) error {
+// reserve claims size bytes of the quota for a record about to be written.
+func (s *Store) reserve(size int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.quota > 0 && s.ctr.bytes+s.pending+size > s.quota {
-		if retry {
-			return ErrQuota
-		}
 		s.refusedN.Add(1)
 		if !s.quotaHit.Swap(true) {
 			s.log.Warn("disk quota reached: no new versions will be stored",
@@ -281,75 +283,6 @@ func (s *Store) endWriteLocked() {
 	}
 }
 
-func (s *Store) exists(rel string) bool {
-	_, err := os.Lstat(filepath.Join(s.dir, filepath.FromSlash(rel)))
-	return err == nil
-}
-
-// ensureDir makes the directory of the file rel unless this store made or
-// saw it before, and reports whether this call created it. One mkdir
-// suffices when the parent exists (the usual case): no stat first.
-func (s *Store) ensureDir(rel string) (bool, error) {
-	dir := filepath.Dir(filepath.Join(s.dir, filepath.FromSlash(rel)))
-	if _, ok := s.dirs.Load(dir); ok {
-		return false, nil
-	}
-	created := true
-	err := os.Mkdir(dir, 0o755)
-	switch {
-	case errors.Is(err, fs.ErrExist):
-		created, err = false, nil
-	case errors.Is(err, fs.ErrNotExist):
-		err = os.MkdirAll(dir, 0o755) // the parent is missing too
-	}
-	if err != nil {
-		return false, err
-	}
-	s.dirs.Store(dir, struct{}{})
-	return created, nil
-}
-
-// pendingFile is a version file written to dir/tmp that its index group
-// renames to final once the group's files are durable: by the group's
-// syncfs, or already (synced) when written without group sync.
-type pendingFile struct {
-	tmp, final string
-	synced     bool
-}
-
-// placeFile stores data as the file rel, whose directory the caller has
-// made (ensureDir). It writes a temporary file in dir/tmp; with group sync
-// it returns that file unsynced, for the index group to sync and rename
-// (commit.go); otherwise it fsyncs it (unless NoSync), renames it into
-// place and returns nil. The rename itself is made durable by the synced
-// index write that follows it (see doc.go). On error it leaves no file.
-func (s *Store) placeFile(rel string, data []byte) (*pendingFile, error) {
-	f, err := os.CreateTemp(filepath.Join(s.dir, "tmp"), filepath.Base(rel)+".*")
-	if err != nil {
-		return nil, err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil && !s.groupSync && !s.noSync {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	final := filepath.Join(s.dir, filepath.FromSlash(rel))
-	switch {
-	case err != nil:
-	case s.groupSync:
-		return &pendingFile{tmp: tmp, final: final}, nil
-	default:
-		err = renameFile(tmp, final)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return nil, err
-}
-
 // Touch records that url was checked at t and found unchanged (for
 // example a 304 answer), so that exports can emit a revisit record for
 // that day. It keeps the last check per URL and day; exports ignore checks
@@ -389,5 +322,5 @@ func (s *Store) versionAt(k id.ID, t time.Time, d id.ID) (Version, error) {
 	if err != nil {
 		return Version{}, err
 	}
-	return decodeVersion(key, val)
+	return s.decodeVersion(key, val)
 }

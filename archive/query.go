@@ -117,7 +117,7 @@ func (s *Store) scanURL(ctx context.Context, u string, q Query, fn func(Version)
 	it := s.db.NewIterator(r, nil)
 	defer it.Release()
 	for it.Next() {
-		v, err := decodeVersion(it.Key(), it.Value())
+		v, err := s.decodeVersion(it.Key(), it.Value())
 		if err != nil {
 			return fmt.Errorf("archive scan: %w", err)
 		}

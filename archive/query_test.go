@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -144,8 +142,9 @@ func TestImportAndReadFile(t *testing.T) {
 	if st := fresh.Stats(); st.Versions != 0 || st.Bytes != 0 {
 		t.Fatalf("bad imports stored something: %+v", st)
 	}
-	os.Remove(filepath.Join(src.Dir(), ents[2].Path()))
-	if _, err := src.ReadFile(ctx, ents[2]); !errors.Is(err, ErrNotFound) {
+	missing := ents[2]
+	missing.Seq = 7
+	if _, err := src.ReadFile(ctx, missing); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("ReadFile of a missing file: %v", err)
 	}
 }
@@ -154,7 +153,7 @@ func TestImportRespectsQuota(t *testing.T) {
 	ctx := context.Background()
 	src := openTest(t, Options{NoSync: true})
 	v, _ := mustPut(t, src, capture("http://q.example/", t0, "payload"))
-	e, _ := parsePath(v.File)
+	e := v.Entry()
 	data, _ := src.ReadFile(ctx, e)
 	dst := openTest(t, Options{NoSync: true, Quota: int64(len(data)) - 1})
 	if _, _, err := dst.Import(ctx, e.Name(), data); !errors.Is(err, ErrQuota) {

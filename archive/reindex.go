@@ -1,14 +1,17 @@
 package archive
 
 import (
+	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 
@@ -23,25 +26,27 @@ import (
 
 // Report is what Reindex and Fsck found.
 type Report struct {
-	Files    int   `json:"files"`    // files examined under objects/
-	Versions int   `json:"versions"` // valid version files
-	Bytes    int64 `json:"bytes"`    // apparent size of the valid files
-	// Corrupt lists files (relative paths) that failed verification or are
-	// not version files. Reindex moves them to quarantine/ (same relative
-	// path); Fsck leaves them in place.
-	Corrupt   []string `json:"corrupt,omitempty"`
-	TempFiles int      `json:"tempFiles"` // leftovers of interrupted writes in tmp/
-	// Unindexed lists valid files the live index does not know (Fsck).
+	Files    int   `json:"files"`    // segment files examined
+	Versions int   `json:"versions"` // valid records indexed
+	Bytes    int64 `json:"bytes"`    // bytes of those records
+	// Corrupt lists where damaged bytes start
+	// ("segments/<id>.warc.gz+<offset>"): before a later valid record
+	// (left in place, skipped) or a tail with none (a torn write), which
+	// Reindex copies to quarantine/<segment>.<offset> and cuts; Fsck
+	// changes nothing.
+	Corrupt []string `json:"corrupt,omitempty"`
+	// Skipped counts valid records not indexed: duplicates of a version
+	// already seen and versions of refused (purged) peers.
+	Skipped int `json:"skipped"`
+	// Unindexed lists records the live index does not know (Fsck).
 	Unindexed []string `json:"unindexed,omitempty"`
-	// Missing lists files the live index names but that are absent or
-	// corrupt (Fsck).
+	// Missing lists versions the live index names but that no valid
+	// record holds (Fsck).
 	Missing []string `json:"missing,omitempty"`
 	// Mismatched counts other index entries (directory hashes, counters,
-	// host entries) that differ between the live and the rebuilt index
-	// (Fsck).
+	// host entries, segment ends) that differ between the live and the
+	// rebuilt index (Fsck).
 	Mismatched int `json:"mismatched"`
-
-	paths []string // valid files, for Fsck without an index
 }
 
 // OK reports whether Fsck found the store consistent.
@@ -49,26 +54,31 @@ func (r Report) OK() bool {
 	return len(r.Corrupt) == 0 && len(r.Unindexed) == 0 && len(r.Missing) == 0 && r.Mismatched == 0
 }
 
-// Reindex rebuilds the index of the store in dir from its version files
-// alone, moving files that fail verification to dir/quarantine/. Crawl
-// states and unchanged checks, which no file records, are copied from the
-// old index when it can still be read; without one, each URL's crawl state
-// is derived from its newest version (ETag, Last-Modified, digest, time;
-// no outlinks) and the checks are lost. The store must not be open.
+// Reindex rebuilds the index of the store in dir from its segments alone,
+// cutting each segment after its last valid record (the cut tail is kept
+// in dir/quarantine/). Crawl states and unchanged checks, which no record
+// holds, are copied from the old index when it can still be read;
+// without one, each URL's crawl state is derived from its newest version
+// (ETag, Last-Modified, digest, time; no outlinks) and the checks are
+// lost. Versions of refused peers (PurgePeer) are left out. The new index
+// replaces the old one by a swap that a crash at any step leaves
+// recoverable (swap.go). The store must not be open.
 func Reindex(ctx context.Context, dir string, o Options) (Report, error) {
-	s, err := newStore(dir, o, true)
+	s, err := newStore(dir, o)
 	if err != nil {
 		return Report{}, fmt.Errorf("archive reindex: %w", err)
 	}
-	live := filepath.Join(dir, "index")
-	old, err := openOld(live)
+	if err := recoverSwap(dir); err != nil {
+		return Report{}, fmt.Errorf("archive reindex: %w", err)
+	}
+	old, err := openOld(filepath.Join(dir, "index"))
 	if err != nil {
 		return Report{}, fmt.Errorf("archive reindex: %w", err)
 	}
 	if old != nil {
 		defer old.Close()
 	}
-	dst := filepath.Join(dir, "index.rebuild")
+	dst := filepath.Join(dir, indexNew)
 	rep, err := s.build(ctx, dst, old, true)
 	if err != nil {
 		os.RemoveAll(dst)
@@ -77,32 +87,27 @@ func Reindex(ctx context.Context, dir string, o Options) (Report, error) {
 	if old != nil {
 		old.Close()
 	}
-	trash := filepath.Join(dir, "index.old")
-	os.RemoveAll(trash)
-	if err := os.Rename(live, trash); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return rep, fmt.Errorf("archive reindex: %w", err)
-	}
-	if err := os.Rename(dst, live); err != nil {
-		return rep, fmt.Errorf("archive reindex: %w", err)
-	}
-	if err := os.RemoveAll(trash); err != nil {
+	if err := swapIndex(dir); err != nil {
 		return rep, fmt.Errorf("archive reindex: %w", err)
 	}
 	s.log.Info("reindexed", "versions", rep.Versions, "bytes", rep.Bytes, "corrupt", len(rep.Corrupt))
 	return rep, nil
 }
 
-// Fsck verifies every version file of the store in dir and compares the
-// index the files imply with the live index, changing nothing. The store
+// Fsck verifies every record of the store in dir and compares the index
+// the segments imply with the live index, changing nothing. The store
 // must not be open.
 func Fsck(ctx context.Context, dir string, o Options) (Report, error) {
-	s, err := newStore(dir, o, false)
+	s, err := newStore(dir, o)
 	if err != nil {
 		return Report{}, fmt.Errorf("archive fsck: %w", err)
 	}
 	old, err := openOld(filepath.Join(dir, "index"))
 	if err != nil {
 		return Report{}, fmt.Errorf("archive fsck: %w", err)
+	}
+	if old != nil {
+		defer old.Close()
 	}
 	tmp, err := os.MkdirTemp(dir, "fsck-")
 	if err != nil {
@@ -111,29 +116,30 @@ func Fsck(ctx context.Context, dir string, o Options) (Report, error) {
 	defer os.RemoveAll(tmp)
 	rep, err := s.build(ctx, filepath.Join(tmp, "index"), nil, false)
 	if err != nil {
-		if old != nil {
-			old.Close()
-		}
 		return rep, fmt.Errorf("archive fsck: %w", err)
 	}
-	if old == nil {
-		rep.Unindexed = slices.Clone(rep.paths)
-		return rep, nil
-	}
-	defer old.Close()
 	rebuilt, err := leveldb.OpenFile(filepath.Join(tmp, "index"), &opt.Options{ErrorIfMissing: true})
 	if err != nil {
 		return rep, fmt.Errorf("archive fsck: %w", err)
 	}
 	defer rebuilt.Close()
-	if err := compareIndexes(old, rebuilt, &rep); err != nil {
+	live := old
+	if live == nil {
+		empty, err := leveldb.OpenFile(filepath.Join(tmp, "empty"), nil)
+		if err != nil {
+			return rep, fmt.Errorf("archive fsck: %w", err)
+		}
+		defer empty.Close()
+		live = empty
+	}
+	if err := compareIndexes(live, rebuilt, &rep); err != nil {
 		return rep, fmt.Errorf("archive fsck: %w", err)
 	}
 	return rep, nil
 }
 
-// openOld opens an existing index for reading its crawl states; it returns
-// nil, nil if there is none or it cannot be recovered.
+// openOld opens an existing index for reading; it returns nil, nil if
+// there is none or it cannot be recovered.
 func openOld(path string) (*leveldb.DB, error) {
 	db, err := leveldb.OpenFile(path, &opt.Options{ErrorIfMissing: true})
 	if ldberrors.IsCorrupted(err) {
@@ -149,22 +155,26 @@ func openOld(path string) (*leveldb.DB, error) {
 	}
 }
 
-// rebuildState accumulates what the files imply while build walks them.
+// rebuildState accumulates what the segments imply while build scans them.
 type rebuildState struct {
-	leaf  map[[2]byte]DirSum
-	level [256]DirSum
-	root  DirSum
-	ctr   counters
+	db     *leveldb.DB
+	batch  leveldb.Batch
+	leaf   map[[2]byte]DirSum
+	level  [256]DirSum
+	root   DirSum
+	ctr    counters
+	peers  peerTable
+	seen   map[string]bool       // version keys indexed
+	seqs   map[string]int        // next Seq per (key, digest, day)
+	newest map[id.ID]stateRecord // derived crawl states
+	derive bool
 }
 
-// build walks objects/ and writes the implied index to a new goleveldb at
-// dst, copying crawl states and checks from old if non-nil. With
-// quarantine set, corrupt files are moved out of objects/.
-func (s *Store) build(ctx context.Context, dst string, old *leveldb.DB, quarantine bool) (Report, error) {
+// build scans the segments and writes the implied index to a new
+// goleveldb at dst, synced, copying crawl states and checks from old if
+// non-nil. With cut set, each segment is cut after its last valid record.
+func (s *Store) build(ctx context.Context, dst string, old *leveldb.DB, cut bool) (Report, error) {
 	var rep Report
-	if ents, err := os.ReadDir(filepath.Join(s.dir, "tmp")); err == nil {
-		rep.TempFiles = len(ents)
-	}
 	if err := os.RemoveAll(dst); err != nil {
 		return rep, err
 	}
@@ -173,44 +183,65 @@ func (s *Store) build(ctx context.Context, dst string, old *leveldb.DB, quaranti
 		return rep, err
 	}
 	defer db.Close()
-	st := rebuildState{leaf: make(map[[2]byte]DirSum)}
-	root := filepath.Join(s.dir, objectsDir)
-	l1, err := readDirNames(root)
+	st := &rebuildState{
+		db: db, leaf: make(map[[2]byte]DirSum), seen: make(map[string]bool), seqs: make(map[string]int),
+		newest: make(map[id.ID]stateRecord), derive: old == nil && cut,
+	}
+	st.peers.nums = make(map[string]uint64)
+	ids, err := listSegments(s.dir)
 	if err != nil {
 		return rep, err
 	}
-	for _, a := range l1 {
-		l2, err := readDirNames(filepath.Join(root, a))
+	for _, n := range ids {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		rep.Files++
+		end, damaged, err := s.scanSegment(n, func(off int64, data []byte, f *decodedFile) error {
+			return s.rebuildRecord(st, &rep, n, off, data, f)
+		})
 		if err != nil {
 			return rep, err
 		}
-		for _, b := range l2 {
-			if err := ctx.Err(); err != nil {
-				return rep, err
-			}
-			if err := s.buildLeaf(db, path.Join(objectsDir, a, b), &st, &rep, quarantine, old == nil && quarantine); err != nil {
-				return rep, err
-			}
+		rep.Corrupt = append(rep.Corrupt, damaged...)
+		if err := s.cutTail(n, end, cut, &rep); err != nil {
+			return rep, err
+		}
+		if end > 0 {
+			st.batch.Put(segEndKey(n), binary.AppendUvarint(nil, uint64(end)))
+		}
+		if err := st.flush(); err != nil {
+			return rep, err
 		}
 	}
-	var batch leveldb.Batch
+	b := &st.batch
 	for p, d := range st.leaf {
-		batch.Put(hashKey(LeafLevel, p[:]), d.encode())
+		b.Put(hashKey(LeafLevel, p[:]), d.encode())
 	}
 	for i, d := range st.level {
 		if d.Count > 0 {
-			batch.Put(hashKey(1, []byte{byte(i)}), d.encode())
+			b.Put(hashKey(1, []byte{byte(i)}), d.encode())
 		}
 	}
 	if st.root.Count > 0 {
-		batch.Put(hashKey(RootLevel, nil), st.root.encode())
-		batch.Put(metaStatsKey, st.ctr.encode())
+		b.Put(hashKey(RootLevel, nil), st.root.encode())
+		b.Put(metaStatsKey, st.ctr.encode())
+	}
+	for k, rec := range st.newest {
+		if !st.derive {
+			break
+		}
+		val, err := json.Marshal(rec)
+		if err != nil {
+			return rep, err
+		}
+		b.Put(stateKey(k), val)
 	}
 	if old != nil {
 		for _, p := range []byte{pState, pTouch} {
 			it := old.NewIterator(util.BytesPrefix([]byte{p}), nil)
 			for it.Next() {
-				batch.Put(slices.Clone(it.Key()), slices.Clone(it.Value()))
+				b.Put(slices.Clone(it.Key()), slices.Clone(it.Value()))
 			}
 			it.Release()
 			if err := it.Error(); err != nil {
@@ -218,123 +249,71 @@ func (s *Store) build(ctx context.Context, dst string, old *leveldb.DB, quaranti
 			}
 		}
 	}
-	return rep, db.Write(&batch, &opt.WriteOptions{Sync: true})
+	return rep, db.Write(b, &opt.WriteOptions{Sync: true})
 }
 
-// readDirNames returns the sorted names in dir; non-directories and
-// missing dirs yield nothing.
-func readDirNames(dir string) ([]string, error) {
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+// flush writes the pending batch (unsynced: build syncs its last write).
+func (st *rebuildState) flush() error {
+	if st.batch.Len() == 0 {
+		return nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range ents {
-		if e.IsDir() {
-			out = append(out, e.Name())
-		}
-	}
-	return out, nil
+	err := st.db.Write(&st.batch, nil)
+	st.batch.Reset()
+	return err
 }
 
-// buildLeaf indexes the files of one leaf directory (rel "objects/ab/cd").
-// With derive set it also writes the crawl state the newest version of
-// each URL implies.
-func (s *Store) buildLeaf(db *leveldb.DB, rel string, st *rebuildState, rep *Report, quarantine, derive bool) error {
-	ents, err := os.ReadDir(filepath.Join(s.dir, filepath.FromSlash(rel)))
-	if err != nil {
-		return err
-	}
-	var batch leveldb.Batch
-	keys := make(map[id.ID]bool)
-	seen := make(map[string]bool)
-	newest := make(map[id.ID]stateRecord)
-	for _, de := range ents {
-		p := path.Join(rel, de.Name())
-		rep.Files++
-		v, e, h, size, deferred, err := s.verifyFile(p)
-		if err == nil && seen[string(versionKey(v.Key, v.Time, v.Digest))] {
-			err = fmt.Errorf("%w: duplicate of another file's version", ErrCorrupt)
-		}
-		if err != nil {
-			s.log.Warn("corrupt version file", "file", p, "err", err)
-			rep.Corrupt = append(rep.Corrupt, p)
-			if quarantine {
-				if err := s.quarantine(p); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		vk := versionKey(v.Key, v.Time, v.Digest)
-		seen[string(vk)] = true
-		batch.Put(vk, encodeVersion(v, e.Seq))
-		batch.Put(hostKey(hostOf(v.URL), v.URL), v.Key[:])
-		if deferred {
-			batch.Put(deferredKey(e), deferredValue(size))
-		}
-		if !keys[v.Key] {
-			keys[v.Key] = true
-			st.ctr.urls++
-		}
-		st.ctr.versions++
-		st.ctr.bytes += size
-		st.ctr.payload += v.Length
-		es := entrySum(e)
-		leaf := st.leaf[[2]byte{e.Key[0], e.Key[1]}]
-		leaf.add(es)
-		st.leaf[[2]byte{e.Key[0], e.Key[1]}] = leaf
-		st.level[e.Key[0]].add(es)
-		st.root.add(es)
-		rep.Versions++
-		rep.Bytes += size
-		rep.paths = append(rep.paths, p)
-		if derive {
-			if n, ok := newest[v.Key]; !ok || n.State.Checked.Before(v.Time) {
-				newest[v.Key] = derivedState(v, h)
-			}
-		}
-	}
-	for k, rec := range newest {
-		val, err := json.Marshal(rec)
-		if err != nil {
-			return err
-		}
-		batch.Put(stateKey(k), val)
-	}
-	return db.Write(&batch, nil)
-}
-
-// verifyFile reads and checks one version file, returning its version,
-// entry, HTTP header, size and whether its compression is deferred.
-func (s *Store) verifyFile(rel string) (Version, Entry, http.Header, int64, bool, error) {
-	e, err := parsePath(rel)
-	if err != nil {
-		return Version{}, e, nil, 0, false, fmt.Errorf("%w: %v", ErrCorrupt, err)
-	}
-	data, err := s.readRaw(rel)
-	if err != nil {
-		return Version{}, e, nil, 0, false, err
-	}
-	f, err := decodeMember(data)
-	if err == nil {
-		err = checkEntry(e, f, "")
-	}
-	if err != nil {
-		return Version{}, e, nil, 0, false, err
-	}
+// rebuildRecord indexes one valid record found at off in segment n.
+func (s *Store) rebuildRecord(st *rebuildState, rep *Report, n uint32, off int64, data []byte, f *decodedFile) error {
 	c := &f.capture
-	return Version{
-		URL: c.URL, Key: e.Key, Digest: e.Digest, Day: e.Day, Time: c.Time, Status: c.Status,
+	v := Version{
+		URL: c.URL, Key: id.OfString(c.URL), Digest: f.digest, Day: s.DayOf(c.Time), Time: c.Time, Status: c.Status,
 		ContentType: contentType(c.Header.Get("Content-Type")),
-		Length:      int64(len(c.Body)), File: rel,
-	}, e, c.Header, int64(len(data)), f.deferred, nil
+		Length:      int64(len(c.Body)), Peer: c.Peer,
+		File: segmentRel(n), Offset: off, Size: int64(len(data)),
+	}
+	vk := versionKey(v.Key, v.Time, v.Digest)
+	if st.seen[string(vk)] || (v.Peer != "" && s.refused.has(v.Peer)) {
+		rep.Skipped++
+		return nil
+	}
+	st.seen[string(vk)] = true
+	sk := string(encDay(append(v.Key[:], v.Digest[:]...), v.Day))
+	v.Seq = st.seqs[sk]
+	st.seqs[sk] = v.Seq + 1
+	st.batch.Put(vk, encodeVersion(v, n, st.peers.number(v.Peer, &st.batch)))
+	hk := hostKey(hostOf(v.URL), v.URL)
+	if !st.hasURL(v.Key) {
+		st.ctr.urls++
+	}
+	st.batch.Put(hk, nil)
+	st.ctr.versions++
+	st.ctr.bytes += v.Size
+	st.ctr.payload += v.Length
+	es := entrySum(v.Entry())
+	leaf := st.leaf[[2]byte{v.Key[0], v.Key[1]}]
+	leaf.add(es)
+	st.leaf[[2]byte{v.Key[0], v.Key[1]}] = leaf
+	st.level[v.Key[0]].add(es)
+	st.root.add(es)
+	rep.Versions++
+	rep.Bytes += v.Size
+	if n, ok := st.newest[v.Key]; !ok || n.State.Checked.Before(v.Time) {
+		st.newest[v.Key] = derivedState(v, c.Header)
+	}
+	if st.batch.Len() >= 4096 {
+		return st.flush()
+	}
+	return nil
 }
 
-// derivedState is the crawl state a version file implies when no index
+// hasURL reports whether a version of k was indexed before (newest holds
+// every key seen, derived or not).
+func (st *rebuildState) hasURL(k id.ID) bool {
+	_, ok := st.newest[k]
+	return ok
+}
+
+// derivedState is the crawl state a record implies when no index
 // remembers better: validators and digest of the newest version. Outlinks
 // stay empty, so the next crawl forwards all links of the page once.
 func derivedState(v Version, h http.Header) stateRecord {
@@ -343,19 +322,182 @@ func derivedState(v Version, h http.Header) stateRecord {
 	}}
 }
 
-// quarantine moves a bad file out of objects/ without deleting it.
-func (s *Store) quarantine(rel string) error {
-	dst := filepath.Join(s.dir, "quarantine", filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+// scanSegment calls fn for each valid record of segment n, in order,
+// and returns the end of the last one (past it the segment holds no
+// valid record) and the extents of damaged bytes before that end: after
+// a bad record the scan resumes at the next gzip header that starts a
+// valid record.
+func (s *Store) scanSegment(n uint32, fn func(off int64, data []byte, f *decodedFile) error) (int64, []string, error) {
+	f, err := os.Open(filepath.Join(s.dir, segmentsDir, SegmentName(n)))
+	if err != nil {
+		return 0, nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, nil, err
+	}
+	var good int64
+	var damaged []string
+	pos := int64(0)
+	for pos < fi.Size() {
+		end, err := scanFrom(f, pos, func(off int64, data []byte, d *decodedFile) error {
+			if off > good {
+				damaged = append(damaged, fmt.Sprintf("%s+%d", segmentRel(n), good))
+			}
+			good = off + int64(len(data))
+			return fn(off, data, d)
+		})
+		if err != nil {
+			return good, damaged, err
+		}
+		if end >= fi.Size() {
+			break
+		}
+		// A bad record at end: look for the next gzip header.
+		if pos, err = nextMagic(f, end+1, fi.Size()); err != nil {
+			return good, damaged, err
+		}
+	}
+	return good, damaged, nil
+}
+
+// scanFrom decodes records from off on until one fails, calling fn for
+// each, and returns where the failing one starts (the size at EOF).
+func scanFrom(f *os.File, off int64, fn func(off int64, data []byte, d *decodedFile) error) (int64, error) {
+	cr := &countingReader{r: bufio.NewReaderSize(io.NewSectionReader(f, off, 1<<62), 1<<20), n: off}
+	var zr gzip.Reader
+	for {
+		start := cr.n
+		if _, err := cr.r.Peek(1); err == io.EOF {
+			return start, nil
+		}
+		if err := zr.Reset(cr); err != nil {
+			return start, nil
+		}
+		zr.Multistream(false)
+		if _, err := io.Copy(io.Discard, &zr); err != nil {
+			return start, nil
+		}
+		size := cr.n - start
+		if size > 2*maxBlock {
+			return start, nil
+		}
+		data := make([]byte, size)
+		if _, err := f.ReadAt(data, start); err != nil {
+			return start, err
+		}
+		d, err := decodeMember(data)
+		if err != nil {
+			return start, nil
+		}
+		if err := fn(start, data, d); err != nil {
+			return start, err
+		}
+	}
+}
+
+// nextMagic returns the offset of the next gzip header (1f 8b 08) at or
+// after off, or size if there is none.
+func nextMagic(f *os.File, off, size int64) (int64, error) {
+	buf := make([]byte, 64<<10)
+	for off < size {
+		k, err := f.ReadAt(buf, off)
+		if k == 0 && err != nil {
+			return size, nil
+		}
+		if i := bytes.Index(buf[:k], []byte{0x1f, 0x8b, 0x08}); i >= 0 {
+			return off + int64(i), nil
+		}
+		if k < 3 {
+			return size, nil
+		}
+		off += int64(k) - 2
+	}
+	return size, nil
+}
+
+// countingReader counts the bytes gzip consumed; as a ByteReader it keeps
+// gzip from reading ahead, so the count is the exact end of each member.
+type countingReader struct {
+	r *bufio.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	c.n += int64(k)
+	return k, err
+}
+
+func (c *countingReader) ReadByte() (byte, error) {
+	b, err := c.r.ReadByte()
+	if err == nil {
+		c.n++
+	}
+	return b, err
+}
+
+// cutTail reports, and with cut set removes, the bytes of segment n past
+// end: they are copied to quarantine/<segment>.<end> (synced) before the
+// segment is truncated, so nothing is lost.
+func (s *Store) cutTail(n uint32, end int64, cut bool, rep *Report) error {
+	path := filepath.Join(s.dir, segmentsDir, SegmentName(n))
+	fi, err := os.Stat(path)
+	if err != nil {
 		return err
 	}
-	return os.Rename(filepath.Join(s.dir, filepath.FromSlash(rel)), dst)
+	if fi.Size() <= end {
+		return nil
+	}
+	rep.Corrupt = append(rep.Corrupt, fmt.Sprintf("%s+%d", segmentRel(n), end))
+	s.log.Warn("segment holds no valid record past an offset", "segment", SegmentName(n), "offset", end, "size", fi.Size())
+	if !cut {
+		return nil
+	}
+	qdir := filepath.Join(s.dir, "quarantine")
+	if err := os.MkdirAll(qdir, 0o755); err != nil {
+		return err
+	}
+	src, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.Create(filepath.Join(qdir, fmt.Sprintf("%s.%d", SegmentName(n), end)))
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(dst, io.NewSectionReader(src, end, fi.Size()-end))
+	if err == nil {
+		err = dst.Sync()
+	}
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = syncDir(qdir)
+	}
+	if err == nil {
+		err = src.Truncate(end)
+	}
+	if err == nil {
+		err = src.Sync()
+	}
+	return err
 }
 
 // compareIndexes merges the live and rebuilt indexes in key order and
 // records their differences in rep. Crawl states and checks are skipped:
 // no file records them.
 func compareIndexes(live, rebuilt *leveldb.DB, rep *Report) error {
+	var livePeers, rebuiltPeers peerTable
+	if err := livePeers.load(live); err != nil {
+		return err
+	}
+	if err := rebuiltPeers.load(rebuilt); err != nil {
+		return err
+	}
 	a := live.NewIterator(nil, nil)
 	defer a.Release()
 	b := rebuilt.NewIterator(nil, nil)
@@ -374,28 +516,28 @@ func compareIndexes(live, rebuilt *leveldb.DB, rep *Report) error {
 		switch {
 		case c < 0: // only in the live index
 			if a.Key()[0] == pVersion {
-				v, err := decodeVersion(a.Key(), a.Value())
+				sv, err := decodeStored(a.Key(), a.Value())
 				if err != nil {
 					return err
 				}
-				rep.Missing = append(rep.Missing, v.File)
+				rep.Missing = append(rep.Missing, fmt.Sprintf("%s+%d %s", sv.File, sv.Offset, sv.URL))
 			} else {
 				rep.Mismatched++
 			}
 			okA = nextDerived(a)
 		case c > 0: // only in the files
 			if b.Key()[0] == pVersion {
-				v, err := decodeVersion(b.Key(), b.Value())
+				sv, err := decodeStored(b.Key(), b.Value())
 				if err != nil {
 					return err
 				}
-				rep.Unindexed = append(rep.Unindexed, v.File)
+				rep.Unindexed = append(rep.Unindexed, fmt.Sprintf("%s+%d %s", sv.File, sv.Offset, sv.URL))
 			} else {
 				rep.Mismatched++
 			}
 			okB = nextDerived(b)
 		default:
-			if !bytes.Equal(a.Value(), b.Value()) {
+			if !sameValue(&livePeers, &rebuiltPeers, a.Key(), a.Value(), b.Value()) {
 				rep.Mismatched++
 			}
 			okA, okB = nextDerived(a), nextDerived(b)
@@ -407,10 +549,31 @@ func compareIndexes(live, rebuilt *leveldb.DB, rep *Report) error {
 	return b.Error()
 }
 
-// nextDerived advances it to the next key that the files determine.
+// sameValue compares two values of one key; version values are compared
+// with their peers' names, since the interned numbers depend on the order
+// in which the peers were first seen.
+func sameValue(pa, pb *peerTable, key, a, b []byte) bool {
+	switch key[0] {
+	case pHost:
+		return true // the value carries nothing (older stores: the key)
+	case pVersion:
+	default:
+		return bytes.Equal(a, b)
+	}
+	va, errA := decodeStored(key, a)
+	vb, errB := decodeStored(key, b)
+	if errA != nil || errB != nil {
+		return false
+	}
+	va.Peer, vb.Peer = pa.name(va.peer), pb.name(vb.peer)
+	return va.Version == vb.Version
+}
+
+// nextDerived advances it to the next key that the segments determine:
+// not crawl states, checks or the peer table.
 func nextDerived(it iterator.Iterator) bool {
 	for it.Next() {
-		if k := it.Key(); len(k) > 0 && k[0] != pState && k[0] != pTouch && !bytes.Equal(k, syncKey) {
+		if k := it.Key(); len(k) > 0 && k[0] != pState && k[0] != pTouch && k[0] != pPeer {
 			return true
 		}
 	}

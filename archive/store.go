@@ -32,25 +32,20 @@ type Options struct {
 	// Time.Unix() divided by it (rounded toward minus infinity). All
 	// replicas of a ring must use the same value.
 	DayLength time.Duration
-	// Quota bounds the bytes of version files on disk (apparent size); zero
+	// Quota bounds the bytes of the records of stored versions; zero
 	// means unlimited. A Put or Import that would exceed it returns ErrQuota
 	// and stores nothing.
 	Quota int64
-	// NoSync skips the fsync of each version file and of each index write.
-	// Only for bulk loads and benchmarks: a power loss may then lose or
-	// truncate recent files (Fsck reports them, Reindex quarantines them).
+	// NoSync skips the fsyncs of segments, of their directory and of index
+	// writes. Only for bulk loads and benchmarks: a power loss may then
+	// lose recent versions (Open cuts segments to what the index commits).
 	NoSync bool
-	// GzipLevel is the gzip level of new version files (1-9); zero means
+	// GzipLevel is the gzip level of new records (1-9); zero means
 	// DefaultGzipLevel.
 	GzipLevel int
-	// CompressNow makes every Put compress at GzipLevel, even when the
-	// CPU gate is behind (no deferred compression; see deferred.go).
-	CompressNow bool
-	// RecompressAfter is how long the store must have written no deferred
-	// file, with nothing waiting for the gate, before its background loop
-	// recompresses deferred files; zero means DefaultRecompressAfter, a
-	// negative value runs no loop (Recompress must then be called).
-	RecompressAfter time.Duration
+	// SegmentSize bounds a segment file: a record that would take it past
+	// this size goes to a new segment. Zero means DefaultSegmentSize.
+	SegmentSize int64
 	// CommitWindow bounds how long an index group waits for the Puts and
 	// Imports already under way when it is about to be synced: they join
 	// it, so that concurrent writers share one sync instead of the first
@@ -58,8 +53,8 @@ type Options struct {
 	// way, so a lone writer never waits. Zero means DefaultCommitWindow;
 	// negative means never wait; with NoSync groups never wait.
 	CommitWindow time.Duration
-	// CPU, if set, runs a Put's hashing, compressing and writing of its
-	// version file on the gate's low-priority workers; the Put waits for
+	// CPU, if set, runs a Put's hashing and compressing of its record
+	// on the gate's low-priority workers; the Put waits for
 	// locks and its index group in its own goroutine, so that a crawler
 	// can leave a processor to its fetches (see package cpugate). Nil: all
 	// in the caller.
@@ -74,59 +69,57 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives the store's events; nil discards them.
 	Logger *slog.Logger
+
+	// fs is the file system of segments; nil means the operating
+	// system's (tests inject faults through it).
+	fs fileSystem
 }
 
 // Stats is a snapshot of the store's totals, JSON-serializable for status
 // pages.
 type Stats struct {
-	Versions     int64 `json:"versions"`     // stored versions (= version files)
+	Versions     int64 `json:"versions"`     // stored versions
 	URLs         int64 `json:"urls"`         // URLs with at least one version
-	Bytes        int64 `json:"bytes"`        // apparent size of all version files
+	Bytes        int64 `json:"bytes"`        // bytes of the records of all versions
 	PayloadBytes int64 `json:"payloadBytes"` // sum of payload lengths
 	Quota        int64 `json:"quota"`        // configured quota, 0 = unlimited
 	QuotaReached bool  `json:"quotaReached"` // a version was refused for lack of quota
 	Refused      int64 `json:"refused"`      // versions refused by the quota since Open
 	Unchanged    int64 `json:"unchanged"`    // Puts whose payload equalled the newest version, since Open
 	Corrupt      int64 `json:"corrupt"`      // Reads that failed verification since Open
-	// Deferred counts version files stored with deferred compression
-	// (uncompressed, while the processing was behind) that await
-	// recompression at the store's level (deferred.go).
-	Deferred int64 `json:"deferred"`
+	Segments     int   `json:"segments"`     // segment files
+	// Failed is the error that made the store refuse writes ("" if none).
+	Failed string `json:"failed,omitempty"`
 }
 
-// Store is a directory of version files plus their goleveldb index. See
+// Store is a directory of segment files plus their goleveldb index. See
 // doc.go for the layout and the concurrency contract.
 type Store struct {
 	dir    string
 	day    int64 // day length in seconds
 	quota  int64
 	noSync bool
-	// groupSync: version files are written unsynced to dir/tmp and the
-	// committer makes each index group's files durable with one syncfs
-	// before renaming them into place (commit.go).
-	groupSync bool
-	log       *slog.Logger
-	db        *leveldb.DB
-	wo        *opt.WriteOptions
-	gz        *gzipPool
-	cpu       *cpugate.Gate
+	log    *slog.Logger
+	db     *leveldb.DB
+	wo     *opt.WriteOptions
+	gz     *gzipPool
+	cpu    *cpugate.Gate
+	fs     fileSystem
 
 	signer   Signer           // Options.Signer
 	verifier Verifier         // Options.Verifier
 	now      func() time.Time // Options.Now, defaulted
 	refused  peerSet          // peers whose records Import refuses (refused-peers)
+	peers    peerTable        // interned signing peers of versions
 
-	compressNow bool          // Options.CompressNow
-	after       time.Duration // Options.RecompressAfter, defaulted
-	busy        func() bool   // the processing is behind: defer compression (deferred.go)
-	rc          deferredState
+	segs   segSet
+	failed atomic.Pointer[error] // set by fail: writes are refused
 
 	keyLocks [256]sync.Mutex // serialize Puts of one key (striped by key[19])
-	dirs     sync.Map        // leaf directories known to exist
 
 	mu      sync.Mutex    // guards ctr, pending, writing, gc, and the read-modify-write of dir hashes
 	ctr     counters      // totals, including index groups not yet committed
-	pending int64         // bytes of files being written, reserved against the quota
+	pending int64         // bytes of records being written, reserved against the quota
 	writing int           // Puts and Imports in progress whose version is not yet in an index group (beginWrite)
 	window  time.Duration // Options.CommitWindow; 0 with NoSync (no sync to share)
 	gc      groupCommit
@@ -138,18 +131,23 @@ type Store struct {
 	closed    atomic.Bool
 }
 
-// Open opens or creates the store in dir: dir/objects holds the version
-// files, dir/index the goleveldb index, dir/tmp files being written.
-// Leftover temporary files of a crash are removed, and a missing index is
-// rebuilt from the files (see Reindex).
+// Open opens or creates the store in dir: dir/segments holds the segment
+// files, dir/index the goleveldb index. Open finishes an index swap a
+// crash interrupted (swap.go), rebuilds a missing index from the segments
+// (Reindex), cuts each segment to the end its index commits (segment.go)
+// and moves the version files of the one-file layout, if any, into
+// segments (migrate.go).
 func Open(dir string, o Options) (*Store, error) {
-	s, err := newStore(dir, o, true)
+	s, err := newStore(dir, o)
 	if err != nil {
 		return nil, err
 	}
+	if err := recoverSwap(dir); err != nil {
+		return nil, fmt.Errorf("archive open: %w", err)
+	}
 	if _, err := os.Stat(filepath.Join(dir, "index")); errors.Is(err, os.ErrNotExist) {
-		if ents, _ := os.ReadDir(filepath.Join(dir, objectsDir)); len(ents) > 0 {
-			s.log.Warn("index missing: rebuilding it from the version files", "dir", dir)
+		if ids, _ := listSegments(dir); len(ids) > 0 {
+			s.log.Warn("index missing: rebuilding it from the segments", "dir", dir)
 			if _, err := Reindex(context.Background(), dir, o); err != nil {
 				return nil, fmt.Errorf("archive open: %w", err)
 			}
@@ -158,12 +156,15 @@ func Open(dir string, o Options) (*Store, error) {
 	if err := s.openIndex(filepath.Join(dir, "index")); err != nil {
 		return nil, err
 	}
+	if err := s.migrate(context.Background()); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("archive open: migrate the one-file layout: %w", err)
+	}
 	return s, nil
 }
 
-// newStore checks o and prepares dir; clean removes leftover temporary
-// files.
-func newStore(dir string, o Options, clean bool) (*Store, error) {
+// newStore checks o and prepares dir.
+func newStore(dir string, o Options) (*Store, error) {
 	if o.DayLength == 0 {
 		o.DayLength = 24 * time.Hour
 	}
@@ -179,42 +180,45 @@ func newStore(dir string, o Options, clean bool) (*Store, error) {
 	if o.Quota < 0 {
 		return nil, fmt.Errorf("archive open: negative quota %d", o.Quota)
 	}
+	if o.SegmentSize == 0 {
+		o.SegmentSize = DefaultSegmentSize
+	}
+	if o.SegmentSize < 0 {
+		return nil, fmt.Errorf("archive open: negative segment size %d", o.SegmentSize)
+	}
 	if o.CommitWindow == 0 {
 		o.CommitWindow = DefaultCommitWindow
 	}
 	if o.NoSync {
 		o.CommitWindow = 0
 	}
-	if o.RecompressAfter == 0 {
-		o.RecompressAfter = DefaultRecompressAfter
-	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Store{
-		dir:       dir,
-		day:       int64(o.DayLength / time.Second),
-		quota:     o.Quota,
-		noSync:    o.NoSync,
-		groupSync: groupFileSync && !o.NoSync,
-		log:       log,
-		wo:        &opt.WriteOptions{Sync: !o.NoSync},
-		gz:        newGzipPool(o.GzipLevel),
-		cpu:       o.CPU,
-		window:    o.CommitWindow,
-
-		compressNow: o.CompressNow,
-		after:       o.RecompressAfter,
-		signer:      o.Signer,
-		verifier:    o.Verifier,
-		now:         o.Now,
+		dir:      dir,
+		day:      int64(o.DayLength / time.Second),
+		quota:    o.Quota,
+		noSync:   o.NoSync,
+		log:      log,
+		wo:       &opt.WriteOptions{Sync: !o.NoSync},
+		gz:       newGzipPool(o.GzipLevel),
+		cpu:      o.CPU,
+		fs:       o.fs,
+		window:   o.CommitWindow,
+		signer:   o.Signer,
+		verifier: o.Verifier,
+		now:      o.Now,
+	}
+	s.segs.max = o.SegmentSize
+	if s.fs == nil {
+		s.fs = osFS{}
 	}
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.busy = func() bool { return s.cpu.Waiting() > 0 }
-	for _, d := range []string{dir, filepath.Join(dir, objectsDir), filepath.Join(dir, "tmp")} {
+	for _, d := range []string{dir, filepath.Join(dir, segmentsDir)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("archive open: %w", err)
 		}
@@ -224,38 +228,13 @@ func newStore(dir string, o Options, clean bool) (*Store, error) {
 		return nil, fmt.Errorf("archive open: %w", err)
 	}
 	s.refused.m = refused
-	if !clean {
-		return s, nil
-	}
-	if err := s.cleanTemp(); err != nil {
-		return nil, fmt.Errorf("archive open: %w", err)
-	}
 	return s, nil
-}
-
-// cleanTemp removes files a crash left in dir/tmp: they were never renamed
-// into place, so nothing refers to them.
-func (s *Store) cleanTemp() error {
-	tmp := filepath.Join(s.dir, "tmp")
-	ents, err := os.ReadDir(tmp)
-	if err != nil {
-		return err
-	}
-	for _, e := range ents {
-		if err := os.RemoveAll(filepath.Join(tmp, e.Name())); err != nil {
-			return err
-		}
-	}
-	if len(ents) > 0 {
-		s.log.Info("removed temporary files of an interrupted write", "count", len(ents))
-	}
-	return nil
 }
 
 func (s *Store) openIndex(path string) error {
 	db, err := leveldb.OpenFile(path, nil)
 	if ldberrors.IsCorrupted(err) {
-		s.log.Warn("index corrupted, recovering; run reindex to rebuild it from the files", "err", err)
+		s.log.Warn("index corrupted, recovering; run reindex to rebuild it from the segments", "err", err)
 		db, err = leveldb.RecoverFile(path, nil)
 	}
 	if err != nil {
@@ -274,29 +253,35 @@ func (s *Store) openIndex(path string) error {
 			return fmt.Errorf("archive open index: %w", err)
 		}
 	}
+	if err := s.peers.load(db); err != nil {
+		db.Close()
+		return fmt.Errorf("archive open index: %w", err)
+	}
+	if err := s.openSegments(); err != nil {
+		s.closeSegments()
+		db.Close()
+		return fmt.Errorf("archive open segments: %w", err)
+	}
 	if s.quota > 0 && s.ctr.bytes >= s.quota {
 		s.quotaHit.Store(true)
 		s.log.Warn("disk quota reached: no new versions will be stored", "bytes", s.ctr.bytes, "quota", s.quota)
 	}
-	if err := s.countDeferred(); err != nil {
-		db.Close()
-		return fmt.Errorf("archive open index: %w", err)
-	}
 	s.startCommitter()
-	s.startRecompressor()
 	return nil
 }
 
-// Close closes the index. Calls after Close fail; Close is idempotent.
+// Close writes the index group forming, closes the segments and the index.
+// Calls after Close fail; Close is idempotent.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	s.stopRecompressor()
-	s.rc.mu.Lock() // a Recompress a caller started ends first
-	s.rc.mu.Unlock()
 	s.stopCommitter()
-	if err := s.db.Close(); err != nil {
+	err := s.closeSegments()
+	if cerr := s.db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("archive close: %w", err)
 	}
 	return nil
@@ -320,6 +305,10 @@ func (s *Store) Stats() Stats {
 	s.mu.Lock()
 	c := s.ctr
 	s.mu.Unlock()
+	failed := ""
+	if err := s.failure(); err != nil {
+		failed = err.Error()
+	}
 	return Stats{
 		Versions:     c.versions,
 		URLs:         c.urls,
@@ -330,8 +319,15 @@ func (s *Store) Stats() Stats {
 		Refused:      s.refusedN.Load(),
 		Unchanged:    s.unchanged.Load(),
 		Corrupt:      s.corrupt.Load(),
-		Deferred:     s.rc.n.Load(),
+		Segments:     s.segmentCount(),
+		Failed:       failed,
 	}
+}
+
+func (s *Store) segmentCount() int {
+	s.segs.rmu.RLock()
+	defer s.segs.rmu.RUnlock()
+	return len(s.segs.open)
 }
 
 // Versions returns the versions of url, oldest first; an empty slice and
@@ -344,7 +340,7 @@ func (s *Store) Versions(ctx context.Context, url string) ([]Version, error) {
 	defer it.Release()
 	var vs []Version
 	for it.Next() {
-		v, err := decodeVersion(it.Key(), it.Value())
+		v, err := s.decodeVersion(it.Key(), it.Value())
 		if err != nil {
 			return nil, fmt.Errorf("archive versions: %w", err)
 		}
@@ -382,7 +378,7 @@ func (s *Store) At(ctx context.Context, url string, t time.Time) (Version, error
 	if !ok {
 		return Version{}, ErrNotFound
 	}
-	v, err := decodeVersion(it.Key(), it.Value())
+	v, err := s.decodeVersion(it.Key(), it.Value())
 	if err != nil {
 		return Version{}, fmt.Errorf("archive at: %w", err)
 	}
@@ -423,57 +419,59 @@ func (s *Store) newest(k id.ID) (Version, error) {
 		}
 		return Version{}, ErrNotFound
 	}
-	return decodeVersion(it.Key(), it.Value())
+	return s.decodeVersion(it.Key(), it.Value())
 }
 
-// Read reads the file of v and verifies it: gzip and WARC framing, block
-// and payload digests, and that it is the capture v describes. A mismatch
-// returns an error wrapping ErrCorrupt; a missing file ErrNotFound.
+// Read reads the record of v (one pread of Size bytes at Offset in its
+// segment) and verifies it: gzip and WARC framing, block and payload
+// digests, and that it is the capture v describes. A mismatch returns an
+// error wrapping ErrCorrupt; a missing segment ErrNotFound.
 func (s *Store) Read(ctx context.Context, v Version) (*Capture, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("archive read: %w", err)
 	}
-	e, err := parsePath(v.File)
+	_, f, err := s.readVersion(v)
 	if err != nil {
 		return nil, fmt.Errorf("archive read: %w", err)
-	}
-	data, err := os.ReadFile(filepath.Join(s.dir, filepath.FromSlash(v.File)))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("archive read %s: %w", v.File, ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("archive read: %w", err)
-	}
-	f, err := decodeMember(data)
-	if err == nil {
-		err = checkEntry(e, f, v.URL)
-	}
-	if err != nil {
-		s.corrupt.Add(1)
-		s.log.Error("corrupt version file", "file", v.File, "err", err)
-		return nil, fmt.Errorf("archive read %s: %w", v.File, err)
 	}
 	return &f.capture, nil
 }
 
-// checkEntry verifies that a decoded file is the one its name promises.
-func checkEntry(e Entry, f *decodedFile, url string) error {
-	if id.OfString(f.capture.URL) != e.Key || (url != "" && f.capture.URL != url) {
-		return fmt.Errorf("%w: file holds %q", ErrCorrupt, f.capture.URL)
+// readVersion reads and verifies the record of v, returning its bytes and
+// decoding.
+func (s *Store) readVersion(v Version) ([]byte, *decodedFile, error) {
+	n, err := parseSegment(v.File)
+	if err != nil {
+		return nil, nil, err
 	}
-	if f.digest != e.Digest {
-		return fmt.Errorf("%w: payload digest differs from file name", ErrCorrupt)
+	data, err := s.readRecord(n, v.Offset, v.Size)
+	if err != nil {
+		if !errors.Is(err, ErrNotFound) {
+			s.corrupt.Add(1)
+		}
+		return nil, nil, fmt.Errorf("%s %s+%d: %w", v.URL, v.File, v.Offset, err)
 	}
-	return nil
+	f, err := decodeMember(data)
+	if err == nil {
+		err = checkEntry(v.Entry(), f, v.URL)
+	}
+	if err != nil {
+		s.corrupt.Add(1)
+		s.log.Error("corrupt record", "file", v.File, "offset", v.Offset, "url", v.URL, "err", err)
+		return nil, nil, fmt.Errorf("%s %s+%d: %w", v.URL, v.File, v.Offset, err)
+	}
+	return data, f, nil
 }
 
-// readRaw returns the bytes of a version file.
-func (s *Store) readRaw(rel string) ([]byte, error) {
-	data, err := os.ReadFile(filepath.Join(s.dir, filepath.FromSlash(rel)))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, ErrNotFound
+// checkEntry verifies that a decoded record is the version e names.
+func checkEntry(e Entry, f *decodedFile, url string) error {
+	if id.OfString(f.capture.URL) != e.Key || (url != "" && f.capture.URL != url) {
+		return fmt.Errorf("%w: record holds %q", ErrCorrupt, f.capture.URL)
 	}
-	return data, err
+	if f.digest != e.Digest {
+		return fmt.Errorf("%w: payload digest differs from the index", ErrCorrupt)
+	}
+	return nil
 }
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}

@@ -55,8 +55,8 @@ func TestPutReadRoundTrip(t *testing.T) {
 		t.Fatal("first put not added")
 	}
 	want := Entry{Key: id.OfString(c.URL), Digest: id.Sum(c.Body), Day: t0.Unix() / 86400}
-	if v.File != want.Path() || v.Day != want.Day || v.ContentType != "text/html" || v.Length != int64(len(c.Body)) {
-		t.Fatalf("version %+v, want file %s", v, want.Path())
+	if v.Entry() != want || v.File != "segments/00000001.warc.gz" || v.Offset != 0 || v.ContentType != "text/html" || v.Length != int64(len(c.Body)) {
+		t.Fatalf("version %+v, want entry %+v at the start of the first segment", v, want)
 	}
 	got, err := s.Read(ctx, v)
 	if err != nil {
@@ -104,8 +104,8 @@ func TestPutDedupAndVersions(t *testing.T) {
 	if err != nil || len(vs) != 4 {
 		t.Fatalf("versions %d, %v", len(vs), err)
 	}
-	if e, _ := parsePath(vs[3].File); e.Seq != 1 {
-		t.Fatalf("A,B,A,B on one day: last file %s has no sequence", vs[3].File)
+	if vs[3].Seq != 1 {
+		t.Fatalf("A,B,A,B on one day: last version %+v has no sequence", vs[3])
 	}
 	for _, v := range vs {
 		if _, err := s.Read(ctx, v); err != nil {
@@ -186,16 +186,19 @@ func TestOpenCleansTempAndReopens(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	tmp := filepath.Join(dir, "tmp", "partial.warc.gz.123")
-	if err := os.WriteFile(tmp, []byte("half a rec"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	// A torn record after the committed end is cut at Open.
+	seg := filepath.Join(dir, v.File)
+	f, err := os.OpenFile(seg, os.O_APPEND|os.O_WRONLY, 0)
+	must(t, err)
+	_, err = f.Write([]byte("\x1f\x8b\x08half a rec"))
+	must(t, err)
+	must(t, f.Close())
 	s, err = Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("temp file survived Open: %v", err)
+	if fi, err := os.Stat(seg); err != nil || fi.Size() != v.Offset+v.Size {
+		t.Fatalf("torn tail survived Open: %v %v", fi.Size(), err)
 	}
 	got, err := s.At(context.Background(), v.URL, t0)
 	if err != nil || !reflect.DeepEqual(got, v) {
@@ -221,12 +224,12 @@ func TestReadDetectsCorruption(t *testing.T) {
 	s := openTest(t, Options{NoSync: true})
 	v, _ := mustPut(t, s, capture("http://a.example/", t0, "<p>some body text</p>"))
 	path := filepath.Join(s.Dir(), v.File)
-	orig, err := os.ReadFile(path)
+	orig, err := s.ReadFile(context.Background(), v.Entry())
 	if err != nil {
 		t.Fatal(err)
 	}
 	other, _ := mustPut(t, s, capture("http://b.example/", t0, "<p>other</p>"))
-	otherData, _ := os.ReadFile(filepath.Join(s.Dir(), other.File))
+	otherData, _ := s.ReadFile(context.Background(), other.Entry())
 	cases := map[string][]byte{
 		"truncated":    orig[:len(orig)/2],
 		"empty":        {},
@@ -236,20 +239,25 @@ func TestReadDetectsCorruption(t *testing.T) {
 	}
 	for name, data := range cases {
 		t.Run(name, func(t *testing.T) {
-			if err := os.WriteFile(path, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.Read(context.Background(), v); !errors.Is(err, ErrCorrupt) {
+			f, err := os.OpenFile(path, os.O_WRONLY, 0)
+			must(t, err)
+			_, err = f.WriteAt(data, v.Offset)
+			must(t, err)
+			must(t, f.Close())
+			w := v
+			w.Size = int64(len(data))
+			if _, err := s.Read(context.Background(), w); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("read = %v, want ErrCorrupt", err)
 			}
 		})
 	}
-	os.Remove(path)
-	if _, err := s.Read(context.Background(), v); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("missing file: %v", err)
+	gone := v
+	gone.File = segmentRel(99)
+	if _, err := s.Read(context.Background(), gone); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing segment: %v", err)
 	}
 	bad := v
-	bad.File = "objects/../../etc/passwd"
+	bad.File = "segments/../../etc/passwd"
 	if _, err := s.Read(context.Background(), bad); err == nil {
 		t.Fatal("read outside objects/ accepted")
 	}

@@ -18,6 +18,10 @@ var (
 	ErrQuota = errors.New("archive: quota reached")
 	// ErrTooMany reports a listing stopped at its bound (Store.EntriesUpTo).
 	ErrTooMany = errors.New("archive: too many entries")
+	// ErrBadCapture reports a capture Put cannot store faithfully (a URL
+	// with whitespace, a time out of range, a payload too large): trying
+	// again cannot help, unlike other Put errors.
+	ErrBadCapture = errors.New("archive: capture cannot be stored")
 )
 
 // Capture is one HTTP response as fetched from its origin server.
@@ -53,7 +57,7 @@ type Capture struct {
 }
 
 // Version describes one stored capture: what the index knows without
-// opening the file.
+// reading its record.
 type Version struct {
 	URL         string    `json:"url"`
 	Key         id.ID     `json:"key"`    // SHA-1 of URL: the ring key
@@ -63,7 +67,23 @@ type Version struct {
 	Status      int       `json:"status"`
 	ContentType string    `json:"type,omitempty"`
 	Length      int64     `json:"length"` // payload bytes
-	File        string    `json:"file"`   // path relative to the store root
+	// Seq tells apart versions of one URL with the same payload on the
+	// same day (A, B, A): 0 for the first, then 1, 2... (Entry.Seq).
+	Seq int `json:"seq,omitempty"`
+	// Peer is the libp2p peer id that fetched and signed the version ("" if
+	// unsigned).
+	Peer string `json:"peer"`
+	// File, Offset and Size locate the version's record: Size bytes at
+	// Offset in the segment File (a path relative to the store root, e.g.
+	// "segments/00000001.warc.gz"), one gzip member.
+	File   string `json:"file"`
+	Offset int64  `json:"offset"`
+	Size   int64  `json:"size"`
+}
+
+// Entry returns the version's replication name (see Entry).
+func (v Version) Entry() Entry {
+	return Entry{Key: v.Key, Digest: v.Digest, Day: v.Day, Seq: v.Seq}
 }
 
 // CrawlState is what the crawler remembers about a URL between visits.

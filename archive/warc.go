@@ -37,22 +37,16 @@ const (
 // 2.5 times the CPU per Put; see BenchmarkPut and BenchmarkDiskPerHTMLByte.
 const DefaultGzipLevel = 6
 
-// gzipPool hands out gzip writers of one level, and of the deferred
-// encoding (deferred.go).
+// gzipPool hands out gzip writers of one level.
 type gzipPool struct {
 	level int
 	pool  sync.Pool // writers at level
-	fast  sync.Pool // writers of stored (uncompressed) deflate blocks, for deferred compression
 }
 
 func newGzipPool(level int) *gzipPool {
 	p := &gzipPool{level: level}
 	p.pool.New = func() any {
 		w, _ := gzip.NewWriterLevel(io.Discard, level)
-		return w
-	}
-	p.fast.New = func() any {
-		w, _ := gzip.NewWriterLevel(io.Discard, gzip.NoCompression)
 		return w
 	}
 	return p
@@ -168,20 +162,12 @@ func writeRecordTo(w io.Writer, fields []warcHeader, head, payload []byte) error
 	return nil
 }
 
-// member compresses one record (written by fn) into a single gzip member:
-// at the pool's level, or with fast set in stored (uncompressed) deflate
-// blocks and marked as deferred in the gzip header (deferred.go).
-func (p *gzipPool) member(dst *bytes.Buffer, fast bool, fn func(io.Writer) error) error {
-	pool := &p.pool
-	if fast {
-		pool = &p.fast
-	}
-	zw := pool.Get().(*gzip.Writer)
-	defer pool.Put(zw)
+// member compresses one record (written by fn) into a single gzip member
+// at the pool's level.
+func (p *gzipPool) member(dst *bytes.Buffer, fn func(io.Writer) error) error {
+	zw := p.pool.Get().(*gzip.Writer)
+	defer p.pool.Put(zw)
 	zw.Reset(dst) // also clears the header
-	if fast {
-		zw.Extra = deferredExtra
-	}
 	if err := fn(zw); err != nil {
 		return err
 	}
@@ -205,13 +191,13 @@ func sumInto(h hash.Hash, parts ...[]byte) id.ID {
 
 // encodeResponse renders c as one gzip member holding a WARC/1.1 response
 // record into dst. t is the normalized capture time and digest the SHA-1
-// of c.Body; fast selects the deferred encoding (see member).
-func (p *gzipPool) encodeResponse(dst *bytes.Buffer, c *Capture, t time.Time, digest id.ID, fast bool) error {
+// of c.Body.
+func (p *gzipPool) encodeResponse(dst *bytes.Buffer, c *Capture, t time.Time, digest id.ID) error {
 	fields, head, err := responseRecord(c, t, digest)
 	if err != nil {
 		return err
 	}
-	return p.member(dst, fast, func(w io.Writer) error { return writeRecordTo(w, fields, head, c.Body) })
+	return p.member(dst, func(w io.Writer) error { return writeRecordTo(w, fields, head, c.Body) })
 }
 
 // responseRecord returns the WARC fields and HTTP head of c's record.
@@ -253,5 +239,5 @@ func (p *gzipPool) encodeRevisit(dst *bytes.Buffer, v Version, t time.Time, head
 		{"WARC-Payload-Digest", warcDigest(v.Digest)},
 		{"WARC-Block-Digest", warcDigest(sha1Of(head))},
 	}
-	return p.member(dst, false, func(w io.Writer) error { return writeRecordTo(w, fields, head, nil) })
+	return p.member(dst, func(w io.Writer) error { return writeRecordTo(w, fields, head, nil) })
 }

@@ -161,7 +161,7 @@ func FuzzReadRecord(f *testing.F) {
 			return
 		}
 		var buf bytes.Buffer
-		if err := newGzipPool(DefaultGzipLevel).encodeResponse(&buf, &c, c.Time, f1.digest, false); err != nil {
+		if err := newGzipPool(DefaultGzipLevel).encodeResponse(&buf, &c, c.Time, f1.digest); err != nil {
 			return // headers the writer refuses (e.g. invalid field values)
 		}
 		f2, err := decodeMember(buf.Bytes())
@@ -179,7 +179,7 @@ func FuzzReadRecord(f *testing.F) {
 func FuzzDecodeMember(f *testing.F) {
 	var buf bytes.Buffer
 	c := goldenCapture()
-	if err := newGzipPool(DefaultGzipLevel).encodeResponse(&buf, c, c.Time, id.Sum(c.Body), false); err != nil {
+	if err := newGzipPool(DefaultGzipLevel).encodeResponse(&buf, c, c.Time, id.Sum(c.Body)); err != nil {
 		f.Fatal(err)
 	}
 	f.Add(buf.Bytes())

@@ -189,9 +189,6 @@ type decodedFile struct {
 	capture Capture
 	digest  id.ID
 	head    []byte
-	// deferred: the gzip header carries the deferred-compression mark
-	// (deferred.go).
-	deferred bool
 }
 
 // decodeMember reads data as exactly one gzip member holding one WARC
@@ -240,7 +237,6 @@ func decodeMemberTo(data []byte, raw *bytes.Buffer) (*decodedFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.deferred = isDeferred(zr.Header.Extra)
 	return f, nil
 }
 

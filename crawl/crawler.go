@@ -129,6 +129,7 @@ type Crawler struct {
 	keepAlive chan struct{}       // connections kept open between requests: Concurrency
 	openConns atomic.Int64        // the crawler's own connections open now
 	proc      chan struct{}       // fetches in progress, body processing included: procFactor*Concurrency
+	retry     storeRetry          // back-off after failed Puts (storeretry.go)
 	bodies    *semaphore.Weighted // bytes of bodies in processing: procBodyFactor*MaxBody
 
 	ctx    context.Context

@@ -243,16 +243,27 @@ func (c *Crawler) clientFor(req *http.Request) *http.Client {
 	return nil
 }
 
+// archiveErr handles a failed Put of raw's page and returns whether the
+// entry is finished. A full quota or a capture the archive cannot store
+// finishes it (counted); any other error may pass (a disk that fills and
+// empties, a store being reopened), so the entry stays queued, to be
+// fetched again when the host's queue is read once more, after a back-off
+// that doubles with each failure in a row (storeretry.go).
 func (c *Crawler) archiveErr(ctx context.Context, raw string, err error) bool {
 	if ctx.Err() != nil {
 		return false
 	}
-	kind := KindArchive
-	if errors.Is(err, archive.ErrQuota) {
-		kind = KindQuota
+	switch {
+	case errors.Is(err, archive.ErrQuota):
+		c.count(KindQuota, raw, err)
+		return true
+	case errors.Is(err, archive.ErrBadCapture):
+		c.count(KindArchive, raw, err)
+		return true
 	}
-	c.count(kind, raw, err)
-	return true
+	c.count(KindArchive, raw, err)
+	c.retry.wait(ctx, c.retry.failed())
+	return false
 }
 
 // drain reads a little of an unwanted body so that the connection can be
@@ -405,6 +416,7 @@ func (c *Crawler) recordUnkept(ctx context.Context, raw string, resp *http.Respo
 
 // countStored counts a Put: a new version, or an answer equal to the newest.
 func (c *Crawler) countStored(added bool) {
+	c.retry.ok()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if added {

@@ -267,8 +267,8 @@ func fields(v archive.Version) cdxFields {
 		Mime:     mediaType(v.ContentType),
 		Status:   strconv.Itoa(v.Status),
 		Digest:   "sha1:" + base32.StdEncoding.EncodeToString(v.Digest[:]),
-		Length:   strconv.FormatInt(v.Length, 10),
-		Offset:   "0", // one record per file
+		Length:   strconv.FormatInt(v.Size, 10),   // the record's bytes in Filename
+		Offset:   strconv.FormatInt(v.Offset, 10), // where it starts in its segment
 		Filename: v.File,
 	}
 }

@@ -92,11 +92,6 @@ type Config struct {
 	// GzipLevel is the gzip level of new version files (1-9); 0 means
 	// archive.DefaultGzipLevel. Lower levels cost less CPU and more disk.
 	GzipLevel int
-	// CompressNow compresses every version at GzipLevel as it is stored.
-	// By default a version stored while page processing is behind is
-	// written uncompressed and recompressed once the node is quiet
-	// (archive.Options.CompressNow, deferred compression).
-	CompressNow bool
 	// NoSync stores versions without syncing files or the index. It is for
 	// benchmarks and bulk loads only: a crash may lose versions the node
 	// had acknowledged, and their replicas may be all that is left.

@@ -41,19 +41,18 @@ import (
 //	go test ./node -run TestCrawlRate -crawlbench -v
 
 var (
-	crawlBench            = flag.Bool("crawlbench", false, "run TestCrawlRate: herod vs wget -r pages/s on a loopback static site")
-	crawlBenchPages       = flag.Int("crawlbench.pages", 3000, "HTML pages in the static site (images, CSS and scripts come on top)")
-	crawlBenchRounds      = flag.Int("crawlbench.rounds", 3, "interleaved rounds; the median of each contestant is reported")
-	crawlBenchRing        = flag.Int("crawlbench.ring", 4, "nodes in the multi-node ring")
-	crawlBenchConns       = flag.Int("crawlbench.hostconns", 1, "herod crawl.Config.HostConns per node (wget uses one connection)")
-	crawlBenchBudget      = flag.String("crawlbench.budget", "ring", `herod's per-host pacing: "ring" (the shipped ring-wide budget at HostRate 1e9) or "none" (no pacing at all)`)
-	crawlBenchFlush       = flag.Duration("crawlbench.flush", 0, "herod Config.FlushInterval (0: the node default)")
-	crawlBenchGzip        = flag.Int("crawlbench.gzip", 0, "herod Config.GzipLevel (0: the archive default)")
-	crawlBenchCompressNow = flag.Bool("crawlbench.compressnow", false, "herod Config.CompressNow: no deferred compression")
-	crawlBenchNoSync      = flag.Bool("crawlbench.nosync", false, "herod Config.NoSync: no file or index syncs (not durable; shows what syncing costs)")
-	crawlBenchInProc      = flag.Bool("crawlbench.inproc", false, "serve the site from the test process (default: a process of its own, as for wget)")
-	crawlBenchSpare       = flag.Bool("crawlbench.spare", true, "cpugate.ReserveProcessors and TuneGC, as cmd/herod does: processors (GOMAXPROCS) beyond the CPUs for the fetches, GOGC 400")
-	crawlBenchOnly        = flag.String("crawlbench.only", "", "comma-separated contestants to run (wget, goget, gogetbusy, herod1, herodN), e.g. for -cpuprofile")
+	crawlBench       = flag.Bool("crawlbench", false, "run TestCrawlRate: herod vs wget -r pages/s on a loopback static site")
+	crawlBenchPages  = flag.Int("crawlbench.pages", 3000, "HTML pages in the static site (images, CSS and scripts come on top)")
+	crawlBenchRounds = flag.Int("crawlbench.rounds", 3, "interleaved rounds; the median of each contestant is reported")
+	crawlBenchRing   = flag.Int("crawlbench.ring", 4, "nodes in the multi-node ring")
+	crawlBenchConns  = flag.Int("crawlbench.hostconns", 1, "herod crawl.Config.HostConns per node (wget uses one connection)")
+	crawlBenchBudget = flag.String("crawlbench.budget", "ring", `herod's per-host pacing: "ring" (the shipped ring-wide budget at HostRate 1e9) or "none" (no pacing at all)`)
+	crawlBenchFlush  = flag.Duration("crawlbench.flush", 0, "herod Config.FlushInterval (0: the node default)")
+	crawlBenchGzip   = flag.Int("crawlbench.gzip", 0, "herod Config.GzipLevel (0: the archive default)")
+	crawlBenchNoSync = flag.Bool("crawlbench.nosync", false, "herod Config.NoSync: no file or index syncs (not durable; shows what syncing costs)")
+	crawlBenchInProc = flag.Bool("crawlbench.inproc", false, "serve the site from the test process (default: a process of its own, as for wget)")
+	crawlBenchSpare  = flag.Bool("crawlbench.spare", true, "cpugate.ReserveProcessors and TuneGC, as cmd/herod does: processors (GOMAXPROCS) beyond the CPUs for the fetches, GOGC 400")
+	crawlBenchOnly   = flag.String("crawlbench.only", "", "comma-separated contestants to run (wget, goget, gogetbusy, herod1, herodN), e.g. for -cpuprofile")
 )
 
 // benchSeed fixes the static site's bytes.
@@ -304,7 +303,7 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int, 
 	default:
 		t.Fatalf("-crawlbench.budget %q: want ring or none", *crawlBenchBudget)
 	}
-	lr, err := StartLocalRing(ctx, dir, count, Config{Crawl: cc, FlushInterval: *crawlBenchFlush, GzipLevel: *crawlBenchGzip, CompressNow: *crawlBenchCompressNow, NoSync: *crawlBenchNoSync})
+	lr, err := StartLocalRing(ctx, dir, count, Config{Crawl: cc, FlushInterval: *crawlBenchFlush, GzipLevel: *crawlBenchGzip, NoSync: *crawlBenchNoSync})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +352,6 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int, 
 	if n != int64(want) {
 		t.Errorf("herod x%d stored %d versions, want %d", count, n, want)
 	}
-	logDeferred(ctx, t, lr, count)
 	for _, nd := range lr.Nodes {
 		if errs := nd.crawler.Stats().ErrorsByKind; len(errs) > 0 {
 			t.Errorf("herod x%d: crawl errors %v", count, errs)
@@ -406,35 +404,6 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int, 
 		t.Logf("close ring: %v", err)
 	}
 	return crawlResult{elapsed: elapsed, cpu: cpu, rec: rec, busy: busy}
-}
-
-// logDeferred logs how many versions the crawl stored with deferred
-// compression, then recompresses them (the work a node does once it is
-// quiet) and logs what that took, so that the crawl's figures can be read
-// with the work they left for later.
-func logDeferred(ctx context.Context, t *testing.T, lr *LocalRing, count int) {
-	t.Helper()
-	var deferred, bytes0, stored int64
-	for _, nd := range lr.Nodes {
-		st := nd.store.Stats()
-		deferred, bytes0, stored = deferred+st.Deferred, bytes0+st.Bytes, stored+st.Versions
-	}
-	if deferred == 0 {
-		t.Logf("herod x%d deferred compression: none of %d versions", count, stored)
-		return
-	}
-	cpu0, start := processCPU(), time.Now()
-	var bytes1 int64
-	for _, nd := range lr.Nodes {
-		if _, err := nd.store.Recompress(ctx, 0); err != nil {
-			t.Fatalf("herod x%d recompress: %v", count, err)
-		}
-		bytes1 += nd.store.Stats().Bytes
-	}
-	cpu, elapsed := processCPU()-cpu0, time.Since(start)
-	t.Logf("herod x%d deferred compression: %d of %d versions (%.0f%%), %.2f MB; recompressing them afterwards took %v (%.0f us CPU each, %.0f us per stored version), %.2f MB after",
-		count, deferred, stored, 100*float64(deferred)/float64(stored), float64(bytes0)/1e6, elapsed.Round(time.Millisecond),
-		float64(cpu.Microseconds())/float64(deferred), float64(cpu.Microseconds())/float64(stored), float64(bytes1)/1e6)
 }
 
 // logRepeats logs, for URLs fetched more than once ("/path xN"), which

@@ -106,8 +106,8 @@ func TestEndToEnd(t *testing.T) {
 	if p := st.Processing; p.Slots < 1 || p.GOMAXPROCS < 1 || p.Entries == 0 || (runtime.GOOS == "linux" && !p.LowPrio) {
 		t.Fatalf("status processing %+v after a crawl", p)
 	}
-	if m, _ := get(t, a.GatewayURL()+"metrics"); !strings.Contains(m, "herod_processing_waits_total") || !strings.Contains(m, "herod_archive_deferred") {
-		t.Fatal("metrics without herod_processing_waits_total or herod_archive_deferred")
+	if m, _ := get(t, a.GatewayURL()+"metrics"); !strings.Contains(m, "herod_processing_waits_total") || !strings.Contains(m, "herod_archive_segments") {
+		t.Fatal("metrics without herod_processing_waits_total or herod_archive_segments")
 	}
 
 	// Day 1: only the pages that changed are stored again.

@@ -106,14 +106,19 @@ func TestMergeExports(t *testing.T) {
 func TestMergeReportsSkipped(t *testing.T) {
 	a := storeNode(t, "http://h.example/1")
 	b := storeNode(t, "http://h.example/2")
-	var victim string
+	var victim archive.Version
 	b.store.Scan(context.Background(), archive.Query{}, func(v archive.Version) error {
-		victim = v.File
+		victim = v
 		return nil
 	})
-	if err := os.WriteFile(filepath.Join(b.store.Dir(), victim), []byte("garbage"), 0o644); err != nil {
+	f, err := os.OpenFile(filepath.Join(b.store.Dir(), victim.File), os.O_WRONLY, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := f.WriteAt([]byte("garbage"), victim.Offset); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
 	var ms []*memberExport
 	for _, n := range []*Node{a, b} {
 		m, err := member(reply(t, n, "h.example", ""), "h.example")
@@ -124,7 +129,7 @@ func TestMergeReportsSkipped(t *testing.T) {
 	}
 	var got bytes.Buffer
 	n := 0
-	err := mergeExports(ms, &got, func(string) { n++ })
+	err = mergeExports(ms, &got, func(string) { n++ })
 	if !errors.Is(err, errPartial) || !strings.Contains(err.Error(), "1 corrupt") || n != 3 {
 		t.Fatalf("merge with a corrupt file: %d records, %v; want 3 and a partial error", n, err)
 	}

@@ -29,8 +29,8 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 
 var (
 	mVersions      = desc("archive_versions", "Versions stored.")
-	mArchiveBytes  = desc("archive_bytes", "Bytes of version files on disk.")
-	mDeferred      = desc("archive_deferred", "Version files stored uncompressed while processing was behind, awaiting recompression.")
+	mArchiveBytes  = desc("archive_bytes", "Bytes of the records of stored versions.")
+	mSegments      = desc("archive_segments", "Segment files of the archive.")
 	mFwdPending    = desc("forward_pending", "Links waiting for delivery to their owners.")
 	mFwdSent       = desc("forward_sent_total", "Links delivered to other nodes.")
 	mFwdFailures   = desc("forward_failures_total", "Link deliveries that failed and were retried.")
@@ -42,7 +42,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{mVersions, mArchiveBytes, mDeferred, mFwdPending, mFwdSent,
+	for _, d := range []*prometheus.Desc{mVersions, mArchiveBytes, mSegments, mFwdPending, mFwdSent,
 		mFwdFailures, mLinksReceived, mBadFrames, mProcWaits, mProcWaited} {
 		ch <- d
 	}
@@ -59,7 +59,7 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(mVersions, float64(st.Archive.Versions))
 	gauge(mArchiveBytes, float64(st.Archive.Bytes))
-	gauge(mDeferred, float64(st.Archive.Deferred))
+	gauge(mSegments, float64(st.Archive.Segments))
 	gauge(mFwdPending, float64(st.Forward.Pending))
 	counter(mFwdSent, float64(st.Forward.Sent))
 	counter(mFwdFailures, float64(st.Forward.Failures))

@@ -159,15 +159,14 @@ func New(cfg Config) (n *Node, err error) {
 	}
 	gate := cpugate.Shared() // page processing: crawler and archive share it
 	n.store, err = archive.Open(filepath.Join(cfg.DataDir, "archive"), archive.Options{
-		DayLength:   cfg.DayLength,
-		Quota:       cfg.Quota,
-		GzipLevel:   cfg.GzipLevel,
-		CompressNow: cfg.CompressNow,
-		NoSync:      cfg.NoSync,
-		CPU:         gate,
-		Signer:      keySigner{key: key, peer: n.self.Peer},
-		Verifier:    peerVerifier{},
-		Logger:      n.log.With("sub", "archive"),
+		DayLength: cfg.DayLength,
+		Quota:     cfg.Quota,
+		GzipLevel: cfg.GzipLevel,
+		NoSync:    cfg.NoSync,
+		CPU:       gate,
+		Signer:    keySigner{key: key, peer: n.self.Peer},
+		Verifier:  peerVerifier{},
+		Logger:    n.log.With("sub", "archive"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)

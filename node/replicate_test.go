@@ -242,8 +242,8 @@ func (lr *LocalRing) allVersions(ctx context.Context, t *testing.T) map[string][
 	seen := map[string]bool{}
 	for _, n := range lr.Nodes {
 		err := n.Store().Range(ctx, id.ID{}, id.ID{}, func(v archive.Version) error {
-			if !seen[v.File] {
-				seen[v.File] = true
+			if name := v.Entry().Name(); !seen[name] {
+				seen[name] = true
 				out[v.URL] = append(out[v.URL], v)
 			}
 			return nil

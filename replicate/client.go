@@ -121,6 +121,24 @@ func (c *Client) ReadFile(ctx context.Context, e archive.Entry) ([]byte, error) 
 	return data, nil
 }
 
+// ReadFiles asks for up to MaxBatch records in one round trip; the i-th
+// answer is the i-th entry's. The bytes are whatever the peer sent: the
+// caller verifies them (Local.Import does).
+func (c *Client) ReadFiles(ctx context.Context, es []archive.Entry) ([]Fetched, error) {
+	if len(es) < 1 || len(es) > MaxBatch {
+		return nil, fmt.Errorf("replicate read batch: %d entries, want 1-%d", len(es), MaxBatch)
+	}
+	rep, err := c.call(ctx, Request{Op: OpReadBatch, Entries: es})
+	if err != nil {
+		return nil, fmt.Errorf("replicate read batch: %w", err)
+	}
+	out, err := DecodeFiles(rep, len(es))
+	if err != nil {
+		return nil, fmt.Errorf("replicate read batch: %w", err)
+	}
+	return out, nil
+}
+
 // Pull asks the peer to pull the range (a, b] from the member from.
 func (c *Client) Pull(ctx context.Context, a, b id.ID, from Contact) error {
 	rep, err := c.call(ctx, Request{Op: OpPull, A: a, B: b, From: from})

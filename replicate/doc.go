@@ -14,10 +14,13 @@
 //     sub-ranges by id arithmetic (Split), the peer answers all 16 sums in
 //     one round trip, and Sync recurses into the sub-ranges whose sums
 //     differ, down to ranges of at most ListMax (8) peer files, which are
-//     listed on both sides. Files only the peer holds are read from it and
-//     stored with Local.Import, which verifies them against their names.
-//   - The wire protocol (Request, Server, Client): four operations —
-//     OpSums, OpEntries, OpRead, OpPull — in a compact binary encoding,
+//     listed on both sides. Records only the peer holds are read from it,
+//     up to MaxBatch (64) a round trip from a BatchReader peer such as
+//     *Client (OpReadBatch; a reply that would pass MaxReply leaves the
+//     rest out and they are asked for again), and stored with
+//     Local.Import, which verifies each against its name.
+//   - The wire protocol (Request, Server, Client): five operations —
+//     OpSums, OpEntries, OpRead, OpReadBatch, OpPull — in a compact binary encoding,
 //     one request and one reply per round trip, every message bounded
 //     (MaxRequest, MaxReply, MaxEntries, MaxFanout).
 //
@@ -42,7 +45,7 @@
 // In sync: one round trip of 67 bytes (45-byte request, 22-byte reply,
 // with framing). With d differing files among n: about d·log16(n/8)
 // round trips of ~400 bytes, plus listings of at most 8 entries (45 bytes
-// each) per differing leaf and one read per missing file — proportional
+// each) per differing leaf and one read per 64 missing records — proportional
 // to the difference, not to n (TestSyncConverges logs the figures). A flat
 // directory listing would cost about 45·n bytes per round.
 //

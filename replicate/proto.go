@@ -28,6 +28,11 @@ const (
 	// whose ring contact the request names: how an owner tells its
 	// replicas that they should hold its range.
 	OpPull Op = 4
+	// OpReadBatch asks for the verified bytes of up to MaxBatch records
+	// in one round trip; the reply answers each in order: its bytes, not
+	// found, an error, or "omitted" once the reply would pass MaxReply
+	// (the client asks for those again).
+	OpReadBatch Op = 5
 )
 
 // Protocol limits: a hostile peer cannot make either side buffer or
@@ -37,6 +42,8 @@ const (
 	MaxFanout = 16
 	// MaxEntries bounds the entries in one OpEntries reply.
 	MaxEntries = 4096
+	// MaxBatch bounds the entries of one OpReadBatch request.
+	MaxBatch = 64
 	// MaxRequest bounds an encoded request.
 	MaxRequest = 4 << 10
 	// MaxReply bounds an encoded reply (a version file plus a status byte).
@@ -66,7 +73,9 @@ type Request struct {
 	N     int           // OpSums: number of sub-ranges
 	A, B  id.ID         // OpSums, OpEntries, OpPull: the range (A, B]
 	Entry archive.Entry // OpRead
-	From  Contact       // OpPull: whom to pull from
+	// Entries are the records an OpReadBatch asks for (1..MaxBatch).
+	Entries []archive.Entry
+	From    Contact // OpPull: whom to pull from
 }
 
 // Contact names a ring member: its libp2p peer id, ring address and the
@@ -87,6 +96,11 @@ func (r Request) Encode() []byte {
 		b = append(append(b, r.A[:]...), r.B[:]...)
 	case OpRead:
 		b = appendEntry(b, r.Entry)
+	case OpReadBatch:
+		b = binary.AppendUvarint(b, uint64(len(r.Entries)))
+		for _, e := range r.Entries {
+			b = appendEntry(b, e)
+		}
 	case OpPull:
 		b = append(append(b, r.A[:]...), r.B[:]...)
 		b = appendString(b, r.From.Peer)
@@ -115,6 +129,14 @@ func DecodeRequest(b []byte) (Request, error) {
 		r.A, r.B = d.id(), d.id()
 	case OpRead:
 		r.Entry = d.entry()
+	case OpReadBatch:
+		n := d.uvarint()
+		if d.err == nil && (n < 1 || n > MaxBatch) {
+			return Request{}, fmt.Errorf("%w: batch of %d", ErrProtocol, n)
+		}
+		for i := uint64(0); i < n && d.err == nil; i++ {
+			r.Entries = append(r.Entries, d.entry())
+		}
 	case OpPull:
 		r.A, r.B = d.id(), d.id()
 		r.From.Peer, r.From.Addr = d.string(), d.string()

@@ -21,6 +21,7 @@ func sampleRequests() []Request {
 		{Op: OpRead, Entry: archive.Entry{Key: a, Digest: b, Day: 20412}},
 		{Op: OpRead, Entry: archive.Entry{Key: a, Digest: b, Day: -3, Seq: 2}},
 		{Op: OpPull, A: a, B: b, From: Contact{Peer: "12D3KooWabc", Addr: "127.0.0.1:4001", Index: 3}},
+		{Op: OpReadBatch, Entries: []archive.Entry{{Key: a, Digest: b, Day: 1}, {Key: b, Digest: a, Day: 2, Seq: 1}}},
 	}
 }
 
@@ -98,6 +99,14 @@ func TestServerReplies(t *testing.T) {
 	if _, err := cl.ReadFile(ctx, missing); !errors.Is(err, archive.ErrNotFound) || !errors.Is(err, ErrRemote) {
 		t.Fatalf("read of a missing file: %v", err)
 	}
+	got, err := cl.ReadFiles(ctx, []archive.Entry{ents[1], missing, ents[2]})
+	if err != nil || len(got) != 3 || !bytes.Equal(got[0].Data, c.data[ents[1]]) || !bytes.Equal(got[2].Data, c.data[ents[2]]) ||
+		!errors.Is(got[1].Err, archive.ErrNotFound) || got[1].Data != nil {
+		t.Fatalf("batch read: %+v, %v", got, err)
+	}
+	if _, err := cl.ReadFiles(ctx, make([]archive.Entry, MaxBatch+1)); err == nil {
+		t.Fatal("batch over MaxBatch sent")
+	}
 	from := Contact{Peer: "p", Addr: "127.0.0.1:1", Index: 1}
 	if err := cl.Pull(ctx, id.ID{}, ents[0].Key, from); err != nil || len(pulled) != 1 || pulled[0].From != from {
 		t.Fatalf("pull: %v %+v", err, pulled)
@@ -136,7 +145,13 @@ func FuzzDecodeReply(f *testing.F) {
 	f.Add(errorReply(errors.New("boom")))
 	f.Add([]byte{statusNotFound})
 	f.Add([]byte{statusOK, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Add([]byte{statusOK, 3, batchOK, 2, 'h', 'i', batchNotFound, batchOmitted})
 	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, n := range []int{1, 3} {
+			if got, err := DecodeFiles(b, n); err == nil && len(got) != n {
+				t.Fatalf("%d records for %d", len(got), n)
+			}
+		}
 		if sums, err := DecodeSums(b, 1); err == nil && len(sums) != 1 {
 			t.Fatalf("%d sums", len(sums))
 		}

@@ -38,10 +38,17 @@ type Source interface {
 	ReadFile(ctx context.Context, e archive.Entry) ([]byte, error)
 }
 
+// BatchReader is a Peer that can send many records in one round trip;
+// Sync uses it when the peer has it (*Client does).
+type BatchReader interface {
+	ReadFiles(ctx context.Context, es []archive.Entry) ([]Fetched, error)
+}
+
 var (
-	_ Local  = (*archive.Store)(nil)
-	_ Source = (*archive.Store)(nil)
-	_ Peer   = (*Client)(nil)
+	_ BatchReader = (*Client)(nil)
+	_ Local       = (*archive.Store)(nil)
+	_ Source      = (*archive.Store)(nil)
+	_ Peer        = (*Client)(nil)
 )
 
 // Server answers requests from a Source. Pull, when set, is called for
@@ -98,6 +105,31 @@ func (s *Server) answer(ctx context.Context, r Request) ([]byte, error) {
 			return nil, err
 		}
 		b = append(b, data...)
+	case OpReadBatch:
+		b = binary.AppendUvarint(b, uint64(len(r.Entries)))
+		full := false
+		for _, e := range r.Entries {
+			if full {
+				b = append(b, batchOmitted)
+				continue
+			}
+			data, err := s.Source.ReadFile(ctx, e)
+			switch {
+			case ctx.Err() != nil:
+				return nil, ctx.Err()
+			case errors.Is(err, archive.ErrNotFound):
+				b = append(b, batchNotFound)
+			case err != nil:
+				b = append(b, batchError)
+			case len(b)+len(data)+2*binary.MaxVarintLen64+MaxBatch > MaxReply:
+				full = true
+				b = append(b, batchOmitted)
+			default:
+				b = append(b, batchOK)
+				b = binary.AppendUvarint(b, uint64(len(data)))
+				b = append(b, data...)
+			}
+		}
 	case OpPull:
 		if s.Pull == nil {
 			return nil, errors.New("pull requests not accepted")
@@ -189,6 +221,60 @@ func DecodeFile(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	return d.b, nil
+}
+
+// Per-record status bytes of an OpReadBatch reply.
+const (
+	batchOK       = 0
+	batchNotFound = 1
+	batchError    = 2 // the peer could not read it (a corrupt record, say)
+	batchOmitted  = 3 // left out to keep the reply under MaxReply
+)
+
+// ErrOmitted reports a record a batch reply left out for size: ask again.
+var ErrOmitted = errors.New("replicate: left out of a full batch")
+
+// Fetched is one record of an OpReadBatch reply: its bytes (not yet
+// verified: Import does that), or why there are none.
+type Fetched struct {
+	Data []byte
+	Err  error // wraps archive.ErrNotFound, ErrRemote or ErrOmitted
+}
+
+// DecodeFiles parses the reply to an OpReadBatch request for n records.
+func DecodeFiles(b []byte, n int) ([]Fetched, error) {
+	d, err := decodeReply(b)
+	if err != nil {
+		return nil, err
+	}
+	if k := d.uvarint(); d.err == nil && k != uint64(n) {
+		return nil, fmt.Errorf("%w: %d records for %d asked", ErrProtocol, k, n)
+	}
+	out := make([]Fetched, 0, min(n, MaxBatch))
+	for i := 0; i < n && d.err == nil; i++ {
+		switch st := d.byte(); st {
+		case batchOK:
+			k := d.uvarint()
+			if d.err != nil || k > uint64(len(d.b)) {
+				d.fail("record length")
+				break
+			}
+			out = append(out, Fetched{Data: d.b[:k:k]})
+			d.b = d.b[k:]
+		case batchNotFound:
+			out = append(out, Fetched{Err: fmt.Errorf("%w: %w", ErrRemote, archive.ErrNotFound)})
+		case batchError:
+			out = append(out, Fetched{Err: fmt.Errorf("%w: record unreadable", ErrRemote)})
+		case batchOmitted:
+			out = append(out, Fetched{Err: ErrOmitted})
+		default:
+			d.fail("record status")
+		}
+	}
+	if err := d.end(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // DecodeAck parses the reply to an OpPull request.

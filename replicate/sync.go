@@ -235,6 +235,7 @@ func (s *syncer) list(ctx context.Context, a, b id.ID) error {
 	for _, e := range mine {
 		have[e] = true
 	}
+	var want []archive.Entry
 	for _, e := range remote {
 		if have[e] {
 			continue
@@ -244,9 +245,53 @@ func (s *syncer) list(ctx context.Context, a, b id.ID) error {
 			s.st.Rejected++
 			continue
 		}
+		want = append(want, e)
+	}
+	if br, ok := s.peer.(BatchReader); ok {
+		return s.pullBatches(ctx, br, want)
+	}
+	for _, e := range want {
 		if err := s.pull(ctx, e); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// pullBatches copies the records es from the peer, MaxBatch a round
+// trip; those a full reply left out are asked for again.
+func (s *syncer) pullBatches(ctx context.Context, br BatchReader, es []archive.Entry) error {
+	for len(es) > 0 {
+		if err := s.spend(); err != nil {
+			return err
+		}
+		n := min(len(es), MaxBatch)
+		got, err := br.ReadFiles(ctx, es[:n])
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			s.st.Failed += int64(n)
+			es = es[n:]
+			continue
+		}
+		var again []archive.Entry
+		for i, f := range got {
+			switch {
+			case errors.Is(f.Err, ErrOmitted):
+				again = append(again, es[i])
+			case f.Err != nil:
+				s.st.Failed++
+			default:
+				if err := s.store(ctx, es[i], f.Data); err != nil {
+					return err
+				}
+			}
+		}
+		if len(again) == n {
+			return fmt.Errorf("%w: a batch reply held no record", ErrProtocol)
+		}
+		es = append(again, es[n:]...)
 	}
 	return nil
 }
@@ -265,6 +310,11 @@ func (s *syncer) pull(ctx context.Context, e archive.Entry) error {
 		s.st.Failed++
 		return nil
 	}
+	return s.store(ctx, e, data)
+}
+
+// store imports a record read from the peer, which Import verifies.
+func (s *syncer) store(ctx context.Context, e archive.Entry, data []byte) error {
 	_, added, err := s.local.Import(ctx, e.Name(), data)
 	switch {
 	case errors.Is(err, archive.ErrCorrupt):

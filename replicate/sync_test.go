@@ -169,6 +169,9 @@ func TestSyncConverges(t *testing.T) {
 			if overhead > tc.perDiff*int64(diff)+1024 {
 				t.Errorf("protocol bytes %d exceed %d per differing file", overhead, tc.perDiff)
 			}
+			if tc.wantPulled >= MaxBatch && st.Traffic.Requests >= int64(tc.wantPulled) {
+				t.Errorf("%d round trips for %d records: not batched", st.Traffic.Requests, tc.wantPulled)
+			}
 			if diff <= 4 && overhead >= flat/2 {
 				t.Errorf("protocol bytes %d not below half a flat listing's %d", overhead, flat)
 			}
@@ -177,6 +180,43 @@ func TestSyncConverges(t *testing.T) {
 				t.Fatalf("second sync: %+v, %v", again, err)
 			}
 		})
+	}
+}
+
+// halfBatches is a peer whose batch replies leave out the second half of
+// every batch, as a full reply does.
+type halfBatches struct {
+	*archive.Store
+	calls int
+}
+
+func (h *halfBatches) ReadFiles(ctx context.Context, es []archive.Entry) ([]Fetched, error) {
+	h.calls++
+	out := make([]Fetched, len(es))
+	for i, e := range es {
+		if i > 0 && i >= len(es)/2 {
+			out[i].Err = ErrOmitted
+			continue
+		}
+		out[i].Data, out[i].Err = h.Store.ReadFile(ctx, e)
+	}
+	return out, nil
+}
+
+// TestSyncBatchOmitted: records a batch reply left out are asked for
+// again until every one arrived.
+func TestSyncBatchOmitted(t *testing.T) {
+	ctx := context.Background()
+	c := makeCorpus(t, 40)
+	a, b := openStore(t), openStore(t)
+	fill(t, b, c, func(int) bool { return true })
+	peer := &halfBatches{Store: b}
+	st, err := Sync(ctx, a, peer, id.ID{}, id.ID{}, Options{})
+	if err != nil || st.Pulled != 40 || st.Failed != 0 {
+		t.Fatalf("sync with half batches: %+v, %v", st, err)
+	}
+	if peer.calls < 2 {
+		t.Fatalf("%d batch calls", peer.calls)
 	}
 }
 

@@ -18,8 +18,7 @@
 # (ring: the shipped ring-wide host budget; none: no pacing at all), ONLY
 # (comma-separated subset of wget,goget,gogetbusy,herod1,herod$RING), INPROC (1: serve the
 # site from herod's test process instead of a process of its own), GZIP
-# (herod's gzip level; 0: default), COMPRESSNOW (1: no deferred compression:
-# every version compressed at the gzip level as it is stored), NOSYNC (1: herod syncs nothing; not
+# (herod's gzip level; 0: default), NOSYNC (1: herod syncs nothing; not
 # durable, shows what syncing costs), SPARE (1, the default: cpugate.TuneGC and cpugate.Reserved processors
 # beyond the CPUs for herod's fetches, as cmd/herod runs; 0: GOMAXPROCS as
 # the runtime sets it), SCRATCH (directory for the site and
@@ -44,7 +43,6 @@ ONLY=${ONLY:-}
 INPROC=${INPROC:-}
 GZIP=${GZIP:-0}
 NOSYNC=${NOSYNC:-}
-COMPRESSNOW=${COMPRESSNOW:-}
 SPARE=${SPARE:-1}
 SCRATCH=${SCRATCH:-}
 LOOPFS=${LOOPFS:-}
@@ -79,14 +77,14 @@ journal="no journal"
 if ls /proc/fs/jbd2 2>/dev/null | grep -q "^$(basename "$dev")-"; then journal="journal"; fi
 fsinfo="$(df --output=fstype "$scratch" | tail -1) on $dev ($journal)"
 
-echo "bench-crawl: $PAGES pages, $ROUNDS rounds, ring of $RING, HostConns $HOSTCONNS, host budget $BUDGET, site in-process ${INPROC:-no}, gzip ${GZIP}, compress now ${COMPRESSNOW:-no}, nosync ${NOSYNC:-no}; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "bench-crawl: $PAGES pages, $ROUNDS rounds, ring of $RING, HostConns $HOSTCONNS, host budget $BUDGET, site in-process ${INPROC:-no}, gzip ${GZIP}, nosync ${NOSYNC:-no}; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "bench-crawl: wget $(wget --version | head -1 | cut -d' ' -f3), $(go version | cut -d' ' -f3); files in $scratch: $fsinfo; log in $LOG"
 set +e
 TMPDIR="$scratch" GOTMPDIR="$scratch" go test ./node -run '^TestCrawlRate$' -count=1 -timeout 60m -v \
 	-crawlbench -crawlbench.pages "$PAGES" -crawlbench.rounds "$ROUNDS" \
 	-crawlbench.ring "$RING" -crawlbench.hostconns "$HOSTCONNS" -crawlbench.budget "$BUDGET" -crawlbench.only "$ONLY" \
 	-crawlbench.inproc="$([ -n "$INPROC" ] && echo true || echo false)" \
-	-crawlbench.gzip "$GZIP" -crawlbench.compressnow="$([ -n "$COMPRESSNOW" ] && echo true || echo false)" -crawlbench.nosync="$([ -n "$NOSYNC" ] && echo true || echo false)" \
+	-crawlbench.gzip "$GZIP" -crawlbench.nosync="$([ -n "$NOSYNC" ] && echo true || echo false)" \
 	-crawlbench.spare="$([ "$SPARE" = 1 ] && echo true || echo false)" \
 	"$@" >"$LOG" 2>&1
 status=$?

@@ -140,7 +140,7 @@ func printStatus(w io.Writer, st node.Status) {
 		fmt.Fprintf(tw, "errors: %s\t%d\n", k, v)
 	}
 	fmt.Fprintf(tw, "archive versions\t%d\n", st.Archive.Versions)
-	fmt.Fprintf(tw, "archive files awaiting recompression\t%d\n", st.Archive.Deferred)
+	fmt.Fprintf(tw, "archive segments\t%d\n", st.Archive.Segments)
 	fmt.Fprintf(tw, "links forwarded / pending\t%d / %d\n", st.Forward.Sent, st.Forward.Pending)
 	fmt.Fprintf(tw, "links not sent again (owner has them)\t%d\n", st.Forward.Skipped)
 	fmt.Fprintf(tw, "links received / queued here after too many hops\t%d / %d\n", st.Links.Received, st.Links.OverHops)

@@ -301,25 +301,22 @@ func TestExportGatewayResume(t *testing.T) {
 
 func TestFsck(t *testing.T) {
 	data := makeData(t)
-	if msg, err := run(t, fsckCmd, "--data", data); err != nil || !strings.Contains(msg, "fsck: ok: 10 files, 10 valid versions") {
+	if msg, err := run(t, fsckCmd, "--data", data); err != nil || !strings.Contains(msg, "fsck: ok: 1 segments, 10 valid versions") {
 		t.Fatalf("fsck of a good archive: %v\n%s", err, msg)
 	}
-	// Corrupt one version file.
-	var victim string
-	filepath.WalkDir(filepath.Join(data, "archive", "objects"), func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && victim == "" {
-			victim = p
-		}
-		return nil
-	})
-	if victim == "" {
-		t.Fatal("no version file")
-	}
-	if err := os.WriteFile(victim, []byte("not a gzip member"), 0o644); err != nil {
+	// Damage the last record of the segment.
+	seg := filepath.Join(data, "archive", "segments", archive.SegmentName(1))
+	f, err := os.OpenFile(seg, os.O_RDWR, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
+	fi, _ := f.Stat()
+	if _, err := f.WriteAt([]byte("not a gzip member"), fi.Size()-20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
 	msg, err := run(t, fsckCmd, "--data", data)
-	if !errors.Is(err, errProblems) || !strings.Contains(msg, "1 corrupt") {
+	if !errors.Is(err, errProblems) || !strings.Contains(msg, "1 damaged extents") || !strings.Contains(msg, "1 missing") {
 		t.Fatalf("fsck of a corrupt archive: %v\n%s", err, msg)
 	}
 	if msg, err := run(t, fsckCmd, "--data", data, "--repair"); err != nil || !strings.Contains(msg, "fsck after repair: ok") {

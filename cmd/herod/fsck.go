@@ -22,7 +22,7 @@ func fsckCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlagSet("fsck", "fsck --data DIR [--repair]", stderr)
 	home, _ := os.UserHomeDir()
 	data := fs.String("data", filepath.Join(home, ".herod"), "data directory of the node (the node must be stopped)")
-	repair := fs.Bool("repair", false, "rebuild the index from the version files, moving corrupt files to quarantine/")
+	repair := fs.Bool("repair", false, "rebuild the index from the segments, cutting damaged tails (kept in quarantine/)")
 	day := fs.Duration("day", node.DefaultDayLength, "crawl day length the node runs with")
 	verbose := fs.Bool("v", false, "verbose logs")
 	if err := parse(fs, args); err != nil {
@@ -33,6 +33,15 @@ func fsckCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("--data %s: no archive: %w", *data, err)
 	}
 	opt := archive.Options{DayLength: *day, Logger: logger(stderr, *verbose)}
+	// Opening the store migrates the one-file layout into segments (and
+	// resumes a migration a crash interrupted) and cuts uncommitted tails.
+	st, err := archive.Open(dir, opt)
+	if err != nil {
+		return fmt.Errorf("%w (is the node still running?)", err)
+	}
+	if err := st.Close(); err != nil {
+		return err
+	}
 	rep, err := archive.Fsck(ctx, dir, opt)
 	if err != nil {
 		return fmt.Errorf("%w (is the node still running?)", err)
@@ -68,8 +77,8 @@ func printReport(w io.Writer, title string, r archive.Report) {
 	if !r.OK() {
 		status = "PROBLEMS"
 	}
-	fmt.Fprintf(w, "%s: %s: %d files, %d valid versions, %d bytes, %d temp files, %d corrupt, %d unindexed, %d missing, %d mismatched index entries\n",
-		title, status, r.Files, r.Versions, r.Bytes, r.TempFiles, len(r.Corrupt), len(r.Unindexed), len(r.Missing), r.Mismatched)
+	fmt.Fprintf(w, "%s: %s: %d segments, %d valid versions, %d bytes, %d skipped, %d damaged extents, %d unindexed, %d missing, %d mismatched index entries\n",
+		title, status, r.Files, r.Versions, r.Bytes, r.Skipped, len(r.Corrupt), len(r.Unindexed), len(r.Missing), r.Mismatched)
 	for _, l := range []struct {
 		name  string
 		files []string

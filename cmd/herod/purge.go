@@ -37,15 +37,6 @@ func purgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("%w (is the node still running?)", err)
 	}
-	fmt.Fprintf(stdout, "purge %s: %d of %d version files removed (moved to %s), peer refused from now on\n",
-		*who, len(rep.Purged), rep.Files, filepath.Join(dir, "purged"))
-	for i, f := range rep.Purged {
-		if i == maxListed {
-			fmt.Fprintf(stdout, "  … and %d more\n", len(rep.Purged)-maxListed)
-			break
-		}
-		fmt.Fprintf(stdout, "  %s\n", f)
-	}
-	printReport(stdout, "reindex", rep.Index)
+	fmt.Fprintf(stdout, "purge %s: %d versions removed from the index, peer refused from now on\n", *who, rep.Purged)
 	return nil
 }

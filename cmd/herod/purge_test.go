@@ -62,7 +62,7 @@ func TestPurgeCmd(t *testing.T) {
 	if err := purgeCmd(ctx, []string{"--data", data, "--peer", bad.id}, &out, &errOut); err != nil {
 		t.Fatalf("purge: %v\n%s", err, errOut.String())
 	}
-	if !strings.Contains(out.String(), "2 of 3 version files removed") {
+	if !strings.Contains(out.String(), "2 versions removed from the index") {
 		t.Fatalf("purge output:\n%s", out.String())
 	}
 	s, err := archive.Open(dir, archive.Options{})

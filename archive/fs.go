@@ -1,0 +1,56 @@
+package archive
+
+import (
+	"io"
+	"os"
+)
+
+// fileSystem is the file-system layer that segments and their directory
+// go through: the operating system's in production, a fault-injecting one
+// in tests (faultfs_test.go), which fails syncs and writes or "crashes"
+// between any two of them.
+type fileSystem interface {
+	// OpenFile opens a segment file (os.OpenFile's contract).
+	OpenFile(name string, flag int, perm os.FileMode) (segFile, error)
+	// SyncDir makes the entries of dir (files created, renamed or
+	// removed in it) durable.
+	SyncDir(dir string) error
+	// Remove removes a file.
+	Remove(name string) error
+}
+
+// segFile is what the store does with a segment file.
+type segFile interface {
+	io.ReaderAt
+	io.WriterAt
+	Sync() error
+	Truncate(size int64) error
+	Stat() (os.FileInfo, error)
+	Close() error
+}
+
+// osFS is the operating system's file system.
+type osFS struct{}
+
+func (osFS) OpenFile(name string, flag int, perm os.FileMode) (segFile, error) {
+	return os.OpenFile(name, flag, perm)
+}
+
+func (osFS) Remove(name string) error { return os.Remove(name) }
+
+func (osFS) SyncDir(dir string) error { return syncDir(dir) }
+
+// syncDir fsyncs a directory, making the creation, rename or removal of
+// its entries durable (POSIX requires it; ext4's data=ordered merely
+// happens to order them).
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

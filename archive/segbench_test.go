@@ -1,0 +1,290 @@
+//go:build unix
+
+package archive
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/herod-archive/herod/internal/sampleweb"
+)
+
+// duBytes returns the bytes allocated (du) to the files under dir.
+func duBytes(tb testing.TB, dir string) int64 {
+	tb.Helper()
+	var n int64
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			n += st.Blocks * 512
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+// sampleWebPages returns the HTML pages of a sample web of n pages
+// (internal/sampleweb: made-up prose, links, navigation, 2.5-27 KB) as
+// captures of day 0, with the headers the web sends.
+func sampleWebPages(tb testing.TB, n int) []Capture {
+	tb.Helper()
+	w := sampleweb.New(sampleweb.Config{Pages: n})
+	if err := w.Start(context.Background()); err != nil {
+		tb.Skipf("sample web: %v", err)
+	}
+	defer w.Close()
+	at := time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC)
+	var out []Capture
+	for i, u := range w.Reachable(0) {
+		if !strings.HasSuffix(u, ".html") && !strings.HasSuffix(u, "/") {
+			continue
+		}
+		st, body := w.Body(0, u)
+		if st != 200 {
+			continue
+		}
+		out = append(out, Capture{URL: u, Time: at.Add(time.Duration(i) * time.Millisecond), Status: 200, Body: body,
+			Header: http.Header{
+				"Content-Type":  {"text/html; charset=utf-8"},
+				"Etag":          {fmt.Sprintf(`"%x"`, i)},
+				"Last-Modified": {at.Add(-time.Hour).Format(http.TimeFormat)},
+				"Server":        {"sampleweb"},
+			}})
+	}
+	return out
+}
+
+// corpusPages returns up to n captures of the .html files of 2.5-100 KB
+// under dir, in path order.
+func corpusPages(tb testing.TB, dir string, n int) []Capture {
+	tb.Helper()
+	at := time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC)
+	var out []Capture
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".html") || len(out) >= n {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil || len(data) < 2500 || len(data) > 100<<10 {
+			return err
+		}
+		i := len(out)
+		out = append(out, Capture{URL: "http://corpus.example/" + filepath.ToSlash(strings.TrimPrefix(p, dir)),
+			Time: at.Add(time.Duration(i) * time.Millisecond), Status: 200, Body: data,
+			Header: http.Header{
+				"Content-Type":  {"text/html; charset=utf-8"},
+				"Etag":          {fmt.Sprintf(`"%x"`, i)},
+				"Last-Modified": {at.Add(-time.Hour).Format(http.TimeFormat)},
+				"Server":        {"nginx/1.24.0"},
+			}})
+		return nil
+	})
+	if err != nil || len(out) == 0 {
+		tb.Fatalf("corpus %s: %d pages, %v", dir, len(out), err)
+	}
+	return out
+}
+
+// BenchmarkSegmentDisk stores 3,300 HTML pages with syncs on — the .html
+// files of 2.5-100 KB under HEROD_HTML_CORPUS if set (for example a Rust
+// toolchain's documentation), else a 3,300-page sample web
+// (internal/sampleweb: made-up words, which compress worse than real
+// text) — then closes and reopens the store (so that the index holds
+// tables, not its write-ahead log) and reports the bytes the whole data
+// directory takes in allocated blocks (du, index included) per payload
+// byte (alloc/html; target <= 0.27, WebBase), the records' bytes per
+// payload byte (records/html), and the index's allocated bytes per
+// version (index-bytes/version; target <= 150).
+func BenchmarkSegmentDisk(b *testing.B) {
+	var pages []Capture
+	if dir := os.Getenv("HEROD_HTML_CORPUS"); dir != "" {
+		pages = corpusPages(b, dir, 3300)
+	} else {
+		pages = sampleWebPages(b, 3300)
+	}
+	for range b.N {
+		dir := b.TempDir()
+		s, err := Open(dir, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		var payload int64
+		for _, c := range pages {
+			if _, _, err := s.Put(ctx, c); err != nil {
+				b.Fatal(err)
+			}
+			payload += int64(len(c.Body))
+		}
+		st := s.Stats()
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+		if s, err = Open(dir, Options{}); err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		b.ReportMetric(float64(oneFileAlloc(b, s, dir))/float64(payload), "onefile-alloc/html")
+		b.ReportMetric(float64(len(pages)), "pages")
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(duBytes(b, dir))/float64(payload), "alloc/html")
+		b.ReportMetric(float64(st.Bytes)/float64(payload), "records/html")
+		b.ReportMetric(float64(duBytes(b, filepath.Join(dir, "index")))/float64(st.Versions), "index-bytes/version")
+	}
+}
+
+// oneFileAlloc writes every record of s as a file of the one-file layout
+// (objects/ab/cd/<name>.warc.gz, in a directory beside dir) and returns
+// the allocated bytes of that tree: the baseline the segments replace,
+// measured on the same file system in the same run (its goleveldb index,
+// ~850 bytes a version, not included).
+func oneFileAlloc(b *testing.B, s *Store, dir string) int64 {
+	b.Helper()
+	base := dir + ".onefile"
+	defer os.RemoveAll(base)
+	ctx := context.Background()
+	err := s.Range(ctx, id0, id0, func(v Version) error {
+		data, err := s.ReadFile(ctx, v.Entry())
+		if err != nil {
+			return err
+		}
+		p := filepath.Join(base, filepath.FromSlash(v.Entry().Path()))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(p, data, 0o644)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return duBytes(b, base)
+}
+
+// BenchmarkAppendDurable measures the store's own work per durable
+// addition, as WebBase's 6,100 additions/s did (its pages arrived
+// compressed): 8 concurrent writers append ready records (Import of
+// verified gzip WARC records, the replication path, which decompresses
+// and hashes each to verify it) with syncs on, so every add is durable
+// when it returns.
+func BenchmarkAppendDurable(b *testing.B) {
+	pages := benchPages(256)
+	src := openTest(b, Options{NoSync: true})
+	ctx := context.Background()
+	type rec struct {
+		name string
+		data []byte
+	}
+	var recs []rec
+	for i := range 4096 {
+		v, _, err := src.Put(ctx, benchCapture(i, pages[i%len(pages)], t0.Add(time.Duration(i)*time.Second)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		data, err := src.ReadFile(ctx, v.Entry())
+		if err != nil {
+			b.Fatal(err)
+		}
+		recs = append(recs, rec{v.Entry().Name(), data})
+	}
+	for _, sync := range []bool{true, false} {
+		name := "fsync"
+		if !sync {
+			name = "nosync"
+		}
+		b.Run(name, func(b *testing.B) {
+			if b.N > len(recs) {
+				b.Fatalf("at most %d records", len(recs))
+			}
+			s := openTest(b, Options{NoSync: !sync})
+			var next atomic.Int64
+			b.SetParallelism(4)
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					r := recs[next.Add(1)-1]
+					if _, added, err := s.Import(ctx, r.name, r.data); err != nil || !added {
+						b.Errorf("import: %v %v", added, err)
+						return
+					}
+				}
+			})
+			reportRates(b, "adds", cpu0)
+		})
+	}
+}
+
+// BenchmarkLookupMillion measures dated lookup + verified read latency on
+// a store of 1M versions (200,000 URLs, 5 versions each, small pages so
+// that loading takes minutes, not hours): p50 and p99 over 20,000 random
+// (URL, date) pairs; and the index's allocated bytes per version. It needs HEROD_BENCH_MILLION=1 (a few minutes and
+// about 1 GB of disk).
+func BenchmarkLookupMillion(b *testing.B) {
+	if os.Getenv("HEROD_BENCH_MILLION") == "" {
+		b.Skip("HEROD_BENCH_MILLION not set")
+	}
+	const urls, versions = 200_000, 5
+	s := openTest(b, Options{NoSync: true})
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(7, 7))
+	body := func(u, v int) []byte {
+		return fmt.Appendf(nil, "<html><body><h1>page %d</h1><p>version %d %x</p></body></html>", u, v, rng.Uint64())
+	}
+	for v := range versions {
+		for u := range urls {
+			c := Capture{URL: fmt.Sprintf("http://h%d.example/p/%d", u%1000, u), Time: t0.Add(time.Duration(v) * day),
+				Status: 200, Header: http.Header{"Content-Type": {"text/html"}}, Body: body(u, v)}
+			if _, _, err := s.Put(ctx, c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if st := s.Stats(); st.Versions != urls*versions {
+		b.Fatalf("%d versions", st.Versions)
+	}
+	// Reopened, the index holds tables rather than its write-ahead log.
+	dir := s.Dir()
+	must(b, s.Close())
+	s, err := Open(dir, Options{NoSync: true})
+	must(b, err)
+	defer s.Close()
+	b.ReportMetric(float64(duBytes(b, filepath.Join(dir, "index")))/float64(urls*versions), "index-bytes/version")
+	for range b.N {
+		lat := make([]time.Duration, 20_000)
+		for i := range lat {
+			n := rng.IntN(urls)
+			u := fmt.Sprintf("http://h%d.example/p/%d", n%1000, n)
+			at := t0.Add(time.Duration(rng.IntN(versions*24)) * time.Hour)
+			start := time.Now()
+			if _, _, err := s.Get(ctx, u, at); err != nil {
+				b.Fatal(err)
+			}
+			lat[i] = time.Since(start)
+		}
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-us")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-us")
+	}
+}
