@@ -48,6 +48,13 @@ type PurgeOrder struct {
 	Sig    []byte    `json:"sig"`    // Issuer's signature of purgeMessage
 }
 
+// purgeRecord is one line of the orders file: an order when it is taken,
+// and again with Done once the store has carried it out.
+type purgeRecord struct {
+	PurgeOrder
+	Done bool `json:"done,omitempty"`
+}
+
 // Bounds of the purge protocol and of the orders a node keeps.
 const (
 	// maxPurgeOrders bounds the orders a node keeps and sends: enough for
@@ -117,10 +124,10 @@ func (n *Node) setupPurge() error {
 	if err != nil {
 		return fmt.Errorf("node: purge orders: %w", err)
 	}
-	for _, o := range orders {
-		p.orders[o.Peer] = o
-		if !n.store.Refuses(o.Peer) { // cut short before the store took it
-			if _, err := n.store.PurgePeer(context.Background(), o.Peer); err != nil {
+	for _, r := range orders {
+		p.orders[r.Peer] = r.PurgeOrder
+		if !r.Done { // cut short: finish it
+			if err := p.carryOut(context.Background(), r.PurgeOrder); err != nil {
 				return fmt.Errorf("node: purge orders: %w", err)
 			}
 		}
@@ -211,24 +218,40 @@ func (p *purger) take(ctx context.Context, o PurgeOrder) (int, bool, error) {
 		return 0, false, fmt.Errorf("node: %d purge orders kept already", maxPurgeOrders)
 	}
 	// Kept first: a crash during the purge finishes it at the next start.
-	if err := appendPurgeOrder(filepath.Join(p.n.cfg.DataDir, purgeOrdersFile), o); err != nil {
+	if err := appendPurgeRecord(filepath.Join(p.n.cfg.DataDir, purgeOrdersFile), purgeRecord{PurgeOrder: o}); err != nil {
 		return 0, false, fmt.Errorf("node: keep purge order: %w", err)
 	}
 	p.importMu.Lock()
 	removed, err := p.n.store.PurgePeer(ctx, o.Peer)
 	p.importMu.Unlock()
+	pid, _ := peer.Decode(o.Peer)
+	p.n.memberOK.forget(pid)
+	if err == nil {
+		err = appendPurgeRecord(filepath.Join(p.n.cfg.DataDir, purgeOrdersFile), purgeRecord{PurgeOrder: o, Done: true})
+	}
+	if err != nil {
+		// Not kept in memory: the next exchange offers it again, and the
+		// purge (idempotent) runs again; a restart finishes it too.
+		return removed, true, fmt.Errorf("node: purge %s: %w", o.Peer, err)
+	}
 	p.mu.Lock()
 	p.orders[o.Peer] = o
 	p.versions += int64(removed)
 	p.mu.Unlock()
-	pid, _ := peer.Decode(o.Peer)
-	p.n.memberOK.forget(pid)
-	if err != nil {
-		return removed, true, err
-	}
 	p.n.log.Info("carried out a purge order", "peer", o.Peer, "issuer", o.Issuer, "versions", removed)
 	p.n.spreadPurge()
 	return removed, true, nil
+}
+
+// carryOut runs the store's purge of an order kept but not done (a crash
+// cut it short) and records it done.
+func (p *purger) carryOut(ctx context.Context, o PurgeOrder) error {
+	n, err := p.n.store.PurgePeer(ctx, o.Peer)
+	if err != nil {
+		return err
+	}
+	p.n.log.Info("finished a purge cut short", "peer", o.Peer, "versions", n)
+	return appendPurgeRecord(filepath.Join(p.n.cfg.DataDir, purgeOrdersFile), purgeRecord{PurgeOrder: o, Done: true})
 }
 
 // list returns the orders kept, sorted by purged peer, and their digest.
@@ -250,8 +273,10 @@ func (p *purger) list() ([]PurgeOrder, string) {
 	return out, hex.EncodeToString(h.Sum(nil))
 }
 
-// loadPurgeOrders reads the orders file; a missing file holds none.
-func loadPurgeOrders(path string) ([]PurgeOrder, error) {
+// loadPurgeOrders reads the orders file, one record per peer (the last
+// one written), and cuts off a last line a crash left incomplete; a
+// missing file holds none.
+func loadPurgeOrders(path string) ([]purgeRecord, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -259,23 +284,38 @@ func loadPurgeOrders(path string) ([]PurgeOrder, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []PurgeOrder
-	for i, l := range bytes.Split(b, []byte("\n")) {
+	last := map[string]int{} // peer -> index in out
+	var out []purgeRecord
+	lines := bytes.Split(b, []byte("\n"))
+	for i, l := range lines {
 		if len(bytes.TrimSpace(l)) == 0 {
 			continue
 		}
-		var o PurgeOrder
-		if err := json.Unmarshal(l, &o); err != nil {
+		var r purgeRecord
+		if err := json.Unmarshal(l, &r); err != nil {
+			if i == len(lines)-1 {
+				// A line a crash cut short (its order was never carried
+				// out): cut it off, so the next record starts a line.
+				if err := os.Truncate(path, int64(len(b)-len(l))); err != nil {
+					return nil, err
+				}
+				break
+			}
 			return nil, fmt.Errorf("%s line %d: %w", path, i+1, err)
 		}
-		out = append(out, o)
+		if j, ok := last[r.Peer]; ok {
+			out[j] = r
+			continue
+		}
+		last[r.Peer] = len(out)
+		out = append(out, r)
 	}
 	return out, nil
 }
 
-// appendPurgeOrder appends o to the orders file, synced.
-func appendPurgeOrder(path string, o PurgeOrder) error {
-	b, err := json.Marshal(o)
+// appendPurgeRecord appends r to the orders file, synced.
+func appendPurgeRecord(path string, r purgeRecord) error {
+	b, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}

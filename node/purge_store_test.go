@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -144,5 +145,66 @@ func TestStorePurgePeer(t *testing.T) {
 	defer s2.Close()
 	if !s2.Refuses(bad.Peer()) {
 		t.Error("peer not refused after a restart")
+	}
+}
+
+// TestPurgeOrderFinishedAtStart: a node that crashed after keeping an
+// order and before its purge ended finishes the purge when it starts
+// again, and records it done; a torn last line of the orders file is
+// ignored.
+func TestPurgeOrderFinishedAtStart(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	x := testKeySigner(t)
+	src, err := archive.Open(filepath.Join(t.TempDir(), "x"), archive.Options{Signer: x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var urls []string
+	for i := range 5 {
+		u := fmt.Sprintf("http://example.org/x%d", i)
+		urls = append(urls, u)
+		c := archive.Capture{URL: u, Time: time.Now().Add(-time.Hour), Status: 200,
+			Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(fmt.Sprint("x ", i))}
+		if _, _, err := src.Put(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := archive.Open(filepath.Join(data, "archive"), archive.Options{Verifier: peerVerifier{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyAll(t, ctx, s, src)
+	s.Close()
+	o := PurgeOrder{Peer: x.Peer(), Issuer: x.Peer(), Time: time.Now()} // a retraction
+	if o.Sig, err = x.Sign(purgeMessage(o)); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(data, purgeOrdersFile)
+	if err := appendPurgeRecord(path, purgeRecord{PurgeOrder: o}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"peer":"12D3Koo`) // torn
+	f.Close()
+
+	n, err := New(Config{DataDir: data, Listen: "127.0.0.1:0", Gateway: "127.0.0.1:0", VirtualServers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if got := versionsOf(t, ctx, n.store, urls); got != 0 || !n.store.Refuses(x.Peer()) {
+		t.Errorf("after the restart: %d versions of the retracted peer, refused %v", got, n.store.Refuses(x.Peer()))
+	}
+	if st := n.PurgeStats(); st.Orders != 1 {
+		t.Errorf("orders %+v, want 1", st)
+	}
+	recs, err := loadPurgeOrders(path)
+	if err != nil || len(recs) != 1 || !recs[0].Done {
+		t.Errorf("orders file after the restart: %+v, %v; want the order, done", recs, err)
 	}
 }
