@@ -102,7 +102,7 @@ type purger struct {
 
 	mu       sync.Mutex
 	orders   map[string]PurgeOrder // by purged peer
-	bad      map[string]error      // refused orders by signature, so a replica's are not checked each round
+	bad      map[string]error      // refused orders (message and signature), so a replica's are not checked each round
 	versions int64
 	refused  int64
 }
@@ -189,7 +189,9 @@ func (p *purger) check(o PurgeOrder) error {
 // take checks o and, if it is new, carries it out, keeps it and passes
 // it on. It returns the versions removed and whether o was new.
 func (p *purger) take(ctx context.Context, o PurgeOrder) (int, bool, error) {
-	sig := string(o.Sig)
+	// Keyed by the whole order, not its signature alone: an order altered
+	// by someone else must not get the authentic one refused.
+	sig := string(purgeMessage(o)) + "\n" + string(o.Sig)
 	p.mu.Lock()
 	err, known := p.bad[sig]
 	p.mu.Unlock()
