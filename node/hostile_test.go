@@ -94,7 +94,7 @@ func TestHostilePeers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real libp2p nodes in -short mode")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	// The target's crawler may reach 127.0.0.2 (a stand-in for a public
 	// site, so that a redirect from it to another internal address is
@@ -284,10 +284,28 @@ func TestHostilePeers(t *testing.T) {
 	}
 
 	// More entries than one listing may hold (replicate.MaxEntries).
+	// (Four writers: under -race on a loaded machine one took minutes.)
+	fill := make(chan int)
+	fillErr := make(chan error, 4)
+	for range 4 {
+		go func() {
+			var err error
+			for i := range fill {
+				c := archive.Capture{URL: fmt.Sprintf("http://example.invalid/fill%d", i), Time: time.Now().Add(-time.Hour), Status: 200,
+					Header: http.Header{"Content-Type": {"text/plain"}}, Body: []byte(fmt.Sprint("fill ", i))}
+				if _, _, perr := target.store.Put(ctx, c); perr != nil && err == nil {
+					err = perr
+				}
+			}
+			fillErr <- err
+		}()
+	}
 	for i := range replicate.MaxEntries + 4 {
-		c := archive.Capture{URL: fmt.Sprintf("http://example.invalid/fill%d", i), Time: time.Now().Add(-time.Hour), Status: 200,
-			Header: http.Header{"Content-Type": {"text/plain"}}, Body: []byte(fmt.Sprint("fill ", i))}
-		if _, _, err := target.store.Put(ctx, c); err != nil {
+		fill <- i
+	}
+	close(fill)
+	for range 4 {
+		if err := <-fillErr; err != nil {
 			t.Fatal(err)
 		}
 	}
