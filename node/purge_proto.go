@@ -105,33 +105,41 @@ func (n *Node) callPurge(ctx context.Context, c ring.Contact, req purgeRequest) 
 
 // exchangePurge brings this node's orders and c's together: it takes the
 // orders c holds that it lacks (those it trusts), then pushes its own if
-// c still lacks some.
-func (n *Node) exchangePurge(ctx context.Context, c ring.Contact) error {
+// c still lacks some. It returns the digest both hold afterwards, or ""
+// when they still differ (c holds an order this node refuses, or the
+// other way round).
+func (n *Node) exchangePurge(ctx context.Context, c ring.Contact) (string, error) {
 	_, digest := n.purge.list()
 	rep, err := n.callPurge(ctx, c, purgeRequest{Digest: digest})
 	if err != nil {
-		return err
+		return "", err
 	}
 	if len(rep.Orders) > maxPurgeOrders {
-		return fmt.Errorf("purge reply from %s: %d orders, at most %d", c.Addr, len(rep.Orders), maxPurgeOrders)
+		return "", fmt.Errorf("purge reply from %s: %d orders, at most %d", c.Addr, len(rep.Orders), maxPurgeOrders)
 	}
 	for _, o := range rep.Orders {
 		if _, _, err := n.purge.take(ctx, o); err != nil && ctx.Err() != nil {
-			return err
+			return "", err
 		}
 	}
 	mine, digest := n.purge.list()
-	if digest == rep.Digest || len(mine) == 0 {
-		return nil
+	if digest == rep.Digest {
+		return digest, nil
+	}
+	if len(mine) == 0 {
+		return "", nil
 	}
 	rep, err = n.callPurge(ctx, c, purgeRequest{Digest: digest, Orders: mine})
 	if err != nil {
-		return err
+		return "", err
 	}
 	if rep.Refused > 0 {
 		n.log.Debug("a replica refused purge orders", "peer", c.Peer, "refused", rep.Refused, "err", rep.Error)
 	}
-	return nil
+	if rep.Digest == digest {
+		return digest, nil
+	}
+	return "", nil
 }
 
 // spreadPurge asks the spreading loop to push this node's orders to the
@@ -208,9 +216,28 @@ var _ replicate.Local = gatedStore{}
 // replicaStore returns the store replication syncs into.
 func (n *Node) replicaStore() replicate.Local { return gatedStore{n.store, n.purge} }
 
+// purgeRecheck is how many rounds a node goes without exchanging orders
+// with a replica it last agreed with, while its own orders have not
+// changed. A replica that missed an order is reached sooner: the nodes
+// that took it hold a new digest and exchange with it in their next round,
+// and a restarted node, which remembers no agreement, exchanges in its
+// first.
+const purgeRecheck = 10
+
+// purgeAgreement is the last exchange of orders with one replica.
+type purgeAgreement struct {
+	digest string // the digest both held
+	round  int64  // the round it was reached in
+}
+
 // purgeRound exchanges orders with the replicas of the ranges this round
-// syncs, before any file moves.
+// syncs, before any file moves, unless this node agreed with a replica on
+// its current orders fewer than purgeRecheck rounds ago.
 func (r *replicator) purgeRound(ctx context.Context, vs []ring.VnodeStatus) {
+	_, digest := r.n.purge.list()
+	r.mu.Lock()
+	round := r.st.Rounds
+	r.mu.Unlock()
 	seen := map[string]bool{}
 	for _, v := range vs {
 		if !v.Range.Known {
@@ -221,9 +248,29 @@ func (r *replicator) purgeRound(ctx context.Context, vs []ring.VnodeStatus) {
 				continue
 			}
 			seen[c.Peer] = true
-			if err := r.n.exchangePurge(ctx, c); err != nil && ctx.Err() == nil {
-				r.fail(fmt.Errorf("purge orders with %s: %w", c.Addr, err))
+			r.purgeMu.Lock()
+			a, ok := r.purgeAgreed[c.Peer]
+			r.purgeMu.Unlock()
+			if ok && a.digest == digest && round-a.round < purgeRecheck {
+				continue
 			}
+			agreed, err := r.n.exchangePurge(ctx, c)
+			if err != nil {
+				if ctx.Err() == nil {
+					r.fail(fmt.Errorf("purge orders with %s: %w", c.Addr, err))
+				}
+				continue
+			}
+			r.purgeMu.Lock()
+			if agreed == "" {
+				delete(r.purgeAgreed, c.Peer)
+			} else {
+				if len(r.purgeAgreed) >= maxMemberCache {
+					r.purgeAgreed = map[string]purgeAgreement{}
+				}
+				r.purgeAgreed[c.Peer] = purgeAgreement{digest: agreed, round: round}
+			}
+			r.purgeMu.Unlock()
 		}
 	}
 }

@@ -83,6 +83,9 @@ type replicator struct {
 	jobs     chan pullJob
 	roundMu  sync.Mutex // one round at a time
 
+	purgeMu     sync.Mutex                // guards purgeAgreed
+	purgeAgreed map[string]purgeAgreement // by replica peer: purge_proto.go
+
 	// succs and selfPeer stand in for the node's ring in unit tests.
 	succs    func(ctx context.Context, key id.ID, k int) ([]ring.Node, error)
 	selfPeer string
@@ -151,7 +154,7 @@ func (n *Node) replicator() *replicator { return n.repl }
 func newReplicator(n *Node) *replicator {
 	r := &replicator{
 		n: n, kick: make(chan struct{}, 1), jobs: make(chan pullJob, pullQueueLen),
-		queued: map[pullJob]bool{},
+		queued: map[pullJob]bool{}, purgeAgreed: map[string]purgeAgreement{},
 	}
 	r.interval.Store(int64(n.cfg.ReplicationInterval))
 	return r
