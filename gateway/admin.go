@@ -140,23 +140,7 @@ func (s *Server) serveSeed(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusNotFound, "There is no page at this address.", "")
 		return
 	}
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "gateway: POST URLs, one per line", http.StatusMethodNotAllowed)
-		return
-	}
-	if s.crossSite(r) {
-		s.stats.refused.Add(1)
-		s.log.Warn("gateway: seed refused: cross-site request", "origin", r.Header.Get("Origin"),
-			"site", r.Header.Get("Sec-Fetch-Site"), "remote", r.RemoteAddr)
-		http.Error(w, "gateway: admin requests are not accepted from web pages", http.StatusForbidden)
-		return
-	}
-	if !s.hasToken(r) {
-		s.stats.refused.Add(1)
-		w.Header().Set("WWW-Authenticate", `Bearer realm="herod admin"`)
-		http.Error(w, "gateway: the admin token is required (Authorization: Bearer, from the data directory's "+
-			AdminTokenFile+"; herod seed sends it)", http.StatusUnauthorized)
+	if !s.adminAllowed(w, r, "POST URLs, one per line", "herod seed") {
 		return
 	}
 	urls, err := readLines(http.MaxBytesReader(w, r.Body, maxSeedBody))
@@ -171,6 +155,63 @@ func (s *Server) serveSeed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)
+}
+
+// purgePath is the admin endpoint that orders the purge of a peer's
+// captures.
+const purgePath = "/api/purge"
+
+// servePurge answers POST /api/purge: the body is one peer id, whose
+// captures the node removes (and orders removed ring-wide, Config.Purge),
+// from the operator (the admin token) only. The reply is JSON
+// {"peer": id, "versions": n}, the versions this node removed.
+func (s *Server) servePurge(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Purge == nil || s.cfg.AdminToken == "" {
+		s.errorPage(w, r, http.StatusNotFound, "There is no page at this address.", "")
+		return
+	}
+	if !s.adminAllowed(w, r, "POST a peer id", "herod purge") {
+		return
+	}
+	lines, err := readLines(http.MaxBytesReader(w, r.Body, 4096))
+	if err != nil || len(lines) != 1 {
+		http.Error(w, "gateway: purge: the body must be one peer id", http.StatusBadRequest)
+		return
+	}
+	// A purge scans the whole archive: it is not bounded by the
+	// gateway's usual deadline, only by the client going away.
+	n, err := s.cfg.Purge(r.Context(), lines[0])
+	if err != nil {
+		http.Error(w, "gateway: purge: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	writeJSON(w, s.log, map[string]any{"peer": lines[0], "versions": n})
+}
+
+// adminAllowed checks an admin request: POST, not cross-site, with the
+// admin token. Otherwise it answers the request and returns false; what
+// and tool describe the endpoint in the refusals.
+func (s *Server) adminAllowed(w http.ResponseWriter, r *http.Request, what, tool string) bool {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "gateway: "+what, http.StatusMethodNotAllowed)
+		return false
+	}
+	if s.crossSite(r) {
+		s.stats.refused.Add(1)
+		s.log.Warn("gateway: admin request refused: cross-site request", "path", r.URL.Path, "origin", r.Header.Get("Origin"),
+			"site", r.Header.Get("Sec-Fetch-Site"), "remote", r.RemoteAddr)
+		http.Error(w, "gateway: admin requests are not accepted from web pages", http.StatusForbidden)
+		return false
+	}
+	if !s.hasToken(r) {
+		s.stats.refused.Add(1)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="herod admin"`)
+		http.Error(w, "gateway: the admin token is required (Authorization: Bearer, from the data directory's "+
+			AdminTokenFile+"; "+tool+" sends it)", http.StatusUnauthorized)
+		return false
+	}
+	return true
 }
 
 // fromLoopback reports whether r comes from this machine.

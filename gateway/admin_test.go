@@ -166,3 +166,55 @@ func TestPrivateStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestPurgeNeedsToken: POST /api/purge reaches Config.Purge only with the
+// admin token, never from a page, with exactly one peer id.
+func TestPurgeNeedsToken(t *testing.T) {
+	const token = "s3cret"
+	var got []string
+	s := newServer(t, newFake(), func(c *Config) {
+		c.AdminToken = token
+		c.Purge = func(_ context.Context, peer string) (int, error) {
+			got = append(got, peer)
+			return 7, nil
+		}
+	})
+	purge := func(body string, hdr ...string) (int, string) {
+		r := httptest.NewRequest(http.MethodPost, uiOrigin+"/api/purge", strings.NewReader(body))
+		r.RemoteAddr = "127.0.0.1:5555"
+		for i := 0; i+1 < len(hdr); i += 2 {
+			r.Header.Set(hdr[i], hdr[i+1])
+		}
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		return w.Code, w.Body.String()
+	}
+	bearer := "Bearer " + token
+	for _, tc := range []struct {
+		name string
+		body string
+		hdr  []string
+		want int
+	}{
+		{"no token", "12D3KooWpeer", nil, http.StatusUnauthorized},
+		{"token, from another site", "12D3KooWpeer", []string{"Authorization", bearer, "Sec-Fetch-Site", "cross-site"}, http.StatusForbidden},
+		{"token, two lines", "12D3KooWa\n12D3KooWb", []string{"Authorization", bearer}, http.StatusBadRequest},
+		{"token, empty", "", []string{"Authorization", bearer}, http.StatusBadRequest},
+		{"token (herod purge)", " 12D3KooWpeer \n", []string{"Authorization", bearer}, http.StatusOK},
+	} {
+		code, body := purge(tc.body, tc.hdr...)
+		if code != tc.want {
+			t.Errorf("%s: %d, want %d (%s)", tc.name, code, tc.want, body)
+		}
+		if code == http.StatusOK && !strings.Contains(body, `"versions": 7`) {
+			t.Errorf("%s: reply %q", tc.name, body)
+		}
+	}
+	if !slices.Equal(got, []string{"12D3KooWpeer"}) {
+		t.Errorf("purged %q, want the one accepted request's peer", got)
+	}
+	s = newServer(t, newFake(), func(c *Config) { c.AdminToken = token })
+	if code, _ := purge("12D3KooWpeer", "Authorization", bearer); code != http.StatusNotFound {
+		t.Errorf("without Config.Purge: %d, want 404", code)
+	}
+}

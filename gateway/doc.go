@@ -44,6 +44,7 @@
 //	/api/banner?url=…&ts=…           the banner of a capture, JSON, for the framed page
 //	/static/ui.js                    the framed page's script
 //	POST /api/seed                   URLs to crawl (Config.Seed), with the admin token
+//	POST /api/purge                  a peer id: remove and refuse its captures ring-wide (Config.Purge), with the admin token
 //
 // On the content origin:
 //

@@ -156,6 +156,10 @@ type Config struct {
 	// Seed hands URLs to the crawl, for POST /api/seed; nil means the
 	// endpoint is absent (404).
 	Seed func(ctx context.Context, urls []string) error
+	// Purge removes every capture a peer signed and orders it removed
+	// ring-wide, for POST /api/purge (admin token); it returns the
+	// versions removed here. Nil means the endpoint is absent (404).
+	Purge func(ctx context.Context, peer string) (int, error)
 	// PublicStatus serves /api/status, /ring and /metrics to anyone. By
 	// default they answer only requests from a loopback address (made
 	// to an IP or localhost host name, never from another site) and

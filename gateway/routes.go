@@ -24,6 +24,10 @@ func (s *Server) serveUI(w http.ResponseWriter, r *http.Request) {
 		s.serveSeed(w, r)
 		return
 	}
+	if p == purgePath {
+		s.servePurge(w, r)
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		s.errorPage(w, r, http.StatusMethodNotAllowed, "Only GET and HEAD are supported.", "")

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/herod-archive/herod/crawl"
 )
 
@@ -120,6 +122,12 @@ type Config struct {
 	// and moves a virtual server for a fairer one (ring.Rebalance).
 	// Default DefaultRebalanceInterval; negative disables it.
 	RebalanceInterval time.Duration
+	// PurgeAuthorities lists the peer ids whose purge orders this node
+	// carries out for any peer (herod run --purge-authority): the nodes
+	// the ring's operator orders purges from. Without them the node
+	// carries out only a peer's retraction of its own captures and its
+	// own operator's orders (Node.Purge; purge.go).
+	PurgeAuthorities []string
 	// Logger receives the node's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -160,6 +168,11 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	for _, a := range c.PurgeAuthorities {
+		if _, err := peer.Decode(a); err != nil {
+			return c, fmt.Errorf("node config: purge authority %q is not a peer id: %w", a, err)
+		}
 	}
 	return c, nil
 }

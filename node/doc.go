@@ -20,6 +20,11 @@
 //   - /herod/robots/1.0.0 and /herod/budget/1.0.0 make politeness hold for
 //     the ring: the owner of a host's robots.txt fetches it for everyone,
 //     and the owner of the host hands out its request slots.
+//   - /herod/purge/1.0.0 exchanges signed purge orders: a peer's captures
+//     are removed and refused ring-wide when a purge authority the
+//     operator listed (or the peer itself) orders it; orders flood the
+//     ring and are exchanged again at the start of each replication round
+//     (purge.go).
 //
 // Links travel by ring walks: a node's forwarder sorts its buffer by key,
 // looks up the owner of the first, and each recipient answers with its

@@ -53,6 +53,7 @@ func (n *Node) setupGateway() error {
 		Frameless:     cfg.Frameless,
 		AdminToken:    token,
 		Seed:          n.Seed,
+		Purge:         n.Purge,
 		PublicStatus:  cfg.PublicStatus,
 	})
 	if err != nil {

@@ -4,9 +4,14 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/netip"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +20,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
@@ -59,6 +65,11 @@ func rawJSON(ctx context.Context, h host.Host, p peer.ID, proto protocol.ID, req
 	return wire.ReadJSON(bufio.NewReader(s), 4<<20, rep)
 }
 
+// hostileHeapBound bounds the heap growth of the whole process (the ring
+// of 3 nodes and the attackers) over three passes of the attacks of
+// TestHostilePeers: refused requests leave nothing behind.
+const hostileHeapBound = 4 << 20
+
 // attack is one hostile request and what must come of it.
 type attack struct {
 	name string
@@ -70,17 +81,27 @@ type attack struct {
 
 // TestHostilePeers: a non-member (a bare libp2p host, and a node running
 // a ring of its own at a real, verifiable address) and a member acting
-// outside its role try every protocol. Each attempt is refused, and the
-// target stores nothing, queues no pull and no URL. A member acting
-// within its role is served (the control).
+// outside its role try every protocol — pulls, entries (a whole-ring
+// listing over its bound), links, robots (an internal origin, and an
+// origin whose robots.txt redirects to an internal server), budget,
+// archive, query, and purge orders (unauthorized, forged, altered,
+// future-dated, oversized). Each attempt is refused, and the target
+// stores nothing, queues no pull and no URL, carries out no order, never
+// reaches the internal server, and its heap does not grow over three
+// passes of the attacks (hostileHeapBound). A member acting within its
+// role is served (the control).
 func TestHostilePeers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real libp2p nodes in -short mode")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	// The target's crawler may reach 127.0.0.2 (a stand-in for a public
+	// site, so that a redirect from it to another internal address is
+	// what gets refused), nothing else internal.
 	lr, err := StartLocalRing(ctx, t.TempDir(), 3, Config{VirtualServers: 2, StabilizeInterval: 100 * time.Millisecond,
-		LinkReplicas: 2, ReplicationInterval: -1})
+		LinkReplicas: 2, ReplicationInterval: -1, NoSync: true,
+		Crawl: crawl.Config{AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.2/32")}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,6 +239,123 @@ func TestHostilePeers(t *testing.T) {
 		}
 	}
 
+	// An internal server that must never be reached, and an origin the
+	// target owns whose robots.txt redirects to it.
+	var internalHits atomic.Int64
+	internal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		internalHits.Add(1)
+		fmt.Fprint(w, "secret: internal keys")
+	}))
+	defer internal.Close()
+	redirectOrigin := ""
+	for i := 0; redirectOrigin == ""; i++ {
+		if i == 200 {
+			t.Fatal("no 127.0.0.2 port whose robots.txt the target owns in 200 tries")
+		}
+		ln, err := net.Listen("tcp", "127.0.0.2:0")
+		if err != nil {
+			t.Skipf("cannot listen on 127.0.0.2: %v", err)
+		}
+		o := "http://" + ln.Addr().String()
+		if k, _ := robotsKey(o); lr.Owner(k) != target {
+			ln.Close()
+			continue
+		}
+		redirectOrigin = o
+		srv := &http.Server{Handler: http.RedirectHandler(internal.URL+"/admin/keys", http.StatusFound)}
+		go srv.Serve(ln)
+		defer srv.Close()
+	}
+	robotsRedirect := func(h host.Host) func(ctx context.Context) error {
+		return func(ctx context.Context) error {
+			var rep robotsReply
+			err := rawJSON(ctx, h, tid, robotsProtocol, robotsRequest{Origin: redirectOrigin}, &rep)
+			if internalHits.Load() > 0 || strings.Contains(string(rep.Record.Body), "secret") {
+				return nil // the internal server was reached
+			}
+			if err == nil && rep.Error == "" {
+				return fmt.Errorf("redirect not followed: status %d", rep.Record.Status)
+			}
+			if err == nil {
+				err = fmt.Errorf("%s", rep.Error)
+			}
+			return err
+		}
+	}
+
+	// More entries than one listing may hold (replicate.MaxEntries).
+	// (Four writers: under -race on a loaded machine one took minutes.)
+	fill := make(chan int)
+	fillErr := make(chan error, 4)
+	for range 4 {
+		go func() {
+			var err error
+			for i := range fill {
+				c := archive.Capture{URL: fmt.Sprintf("http://example.invalid/fill%d", i), Time: time.Now().Add(-time.Hour), Status: 200,
+					Header: http.Header{"Content-Type": {"text/plain"}}, Body: []byte(fmt.Sprint("fill ", i))}
+				if _, _, perr := target.store.Put(ctx, c); perr != nil && err == nil {
+					err = perr
+				}
+			}
+			fillErr <- err
+		}()
+	}
+	for i := range replicate.MaxEntries + 4 {
+		fill <- i
+	}
+	close(fill)
+	for range 4 {
+		if err := <-fillErr; err != nil {
+			t.Fatal(err)
+		}
+	}
+	memberEntries := func(ctx context.Context) error {
+		var zero id.ID
+		rep, err := rawReplicate(ctx, member.host, tid, replicate.Request{Op: replicate.OpEntries, A: zero, B: zero})
+		if err != nil {
+			return err
+		}
+		_, err = replicate.DecodeEntries(rep)
+		return err // nil: listed
+	}
+
+	// Purge orders: the target trusts no authority, so only a peer's
+	// retraction of its own captures (or its own operator) would do.
+	honest := lr.Nodes[2].self.Peer
+	order := func(signer keySigner, issuer, victim string, at time.Time) PurgeOrder {
+		o := PurgeOrder{Peer: victim, Issuer: issuer, Time: at}
+		sig, err := signer.Sign(purgeMessage(o))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Sig = sig
+		return o
+	}
+	push := func(h host.Host, orders ...PurgeOrder) func(ctx context.Context) error {
+		return func(ctx context.Context) error {
+			var rep purgeReply
+			if err := rawJSON(ctx, h, tid, purgeProtocol, purgeRequest{Orders: orders}, &rep); err != nil {
+				return err
+			}
+			if rep.Error != "" || rep.Refused > 0 {
+				return fmt.Errorf("%d refused: %s", rep.Refused, rep.Error)
+			}
+			return nil
+		}
+	}
+	ms := member.identity
+	many := make([]PurgeOrder, maxPurgeOrders+1)
+	for i := range many {
+		many[i] = order(ms, ms.peer, ms.peer, time.Now())
+	}
+	honestBefore := target.store.Stats().Versions
+
+	// The attackers' links encoder (shared by this process) allocates its
+	// ~20 MiB of tables once, on first use: before the measure.
+	_ = encodeLinks([]string{"http://example.invalid/"})
+	runtime.GC()
+	var m0 runtime.MemStats
+	runtime.ReadMemStats(&m0)
 	before := target.store.Stats().Versions
 	knownBefore := target.crawler.Stats().KnownURLs
 	attacks := []attack{
@@ -236,18 +374,54 @@ func TestHostilePeers(t *testing.T) {
 		{"member: replica links for a range the target does not replicate (its own)", links(member.host, true, foreignURL), errRole.Error()},
 		{"member: replica links spanning two owners' ranges", links(member.host, true, replicaURL, foreignURL), errRole.Error()},
 		{"member: robots.txt of an internal origin the target owns", robots(member.host, internalOrigin), "internal address"},
+		{"member: robots.txt of an origin the target owns, redirecting to an internal address", robotsRedirect(member.host), ""},
+		{"non-member: robots.txt redirecting to an internal address", robotsRedirect(lone.host), ""},
+		{"member: whole-ring entries request over 4,096 entries", memberEntries, "too many"},
+		{"non-member: purge order (its own retraction)", push(bare, order(ms, ms.peer, ms.peer, time.Now())), ""},
+		{"member: purge order for another member's captures, signed by itself", push(member.host, order(ms, ms.peer, honest, time.Now())), "does not trust"},
+		{"member: purge order in the target's own name", push(member.host, order(ms, target.self.Peer, honest, time.Now())), "bad signature"},
+		{"member: authentic order with the purged peer changed", push(member.host, func() PurgeOrder {
+			o := order(ms, ms.peer, ms.peer, time.Now())
+			o.Peer = honest
+			return o
+		}()), "bad signature"},
+		{"member: future-dated purge order", push(member.host, order(ms, ms.peer, ms.peer, time.Now().Add(time.Hour))), "future"},
+		{"member: 1,025 purge orders in one request", push(member.host, many...), "at most"},
 	}
+	// Every attack three times; the heap of the whole process may not
+	// grow by more than hostileHeapBound from before the first pass to
+	// after the last.
 	refused := 0
-	for _, a := range attacks {
-		err := a.run(ctx)
-		switch {
-		case err == nil:
-			t.Errorf("%s: served", a.name)
-		case a.wantText != "" && !strings.Contains(err.Error(), a.wantText):
-			t.Errorf("%s: refused with %v, want %q", a.name, err, a.wantText)
-		default:
-			refused++
+	heap := func() int64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapAlloc)
+	}
+	var passHeap []int64
+	for pass := range 3 {
+		for _, a := range attacks {
+			err := a.run(ctx)
+			if pass > 0 {
+				continue // counted once; a served repeat shows in what is stored
+			}
+			switch {
+			case err == nil:
+				t.Errorf("%s: served", a.name)
+			case a.wantText != "" && !strings.Contains(err.Error(), a.wantText):
+				t.Errorf("%s: refused with %v, want %q", a.name, err, a.wantText)
+			default:
+				refused++
+			}
 		}
+		passHeap = append(passHeap, heap())
+	}
+	growth := passHeap[2] - int64(m0.HeapAlloc)
+	t.Logf("heap after each pass of the attacks: %.1f, %.1f, %.1f MiB (%.1f before); growth: %.2f MiB, bound %d MiB",
+		float64(passHeap[0])/(1<<20), float64(passHeap[1])/(1<<20), float64(passHeap[2])/(1<<20), float64(m0.HeapAlloc)/(1<<20),
+		float64(growth)/(1<<20), hostileHeapBound>>20)
+	if growth > hostileHeapBound {
+		t.Errorf("heap grew by %d bytes over three passes of the attacks, bound %d", growth, hostileHeapBound)
 	}
 
 	// Within its role, the member serves two captures of its range that
@@ -293,6 +467,15 @@ func TestHostilePeers(t *testing.T) {
 		t.Errorf("member's replica links for a range the target replicates refused: %v", err)
 	}
 	t.Logf("attacks tried %d, refused %d", len(attacks)+2, refused)
+	if n := internalHits.Load(); n != 0 {
+		t.Errorf("the internal server got %d requests", n)
+	}
+	if st := target.PurgeStats(); st.Orders != 0 || st.Versions != 0 || target.store.Refuses(honest) {
+		t.Errorf("purge orders carried out: %+v", st)
+	}
+	if got := target.store.Stats().Versions; got < honestBefore {
+		t.Errorf("versions fell from %d to %d", honestBefore, got)
+	}
 	if got := target.store.Stats().Versions; got != before {
 		t.Errorf("target stored %d versions during the attacks", got-before)
 	}

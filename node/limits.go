@@ -28,6 +28,7 @@ var protocolLimits = map[protocol.ID]struct{ in, out int }{
 	robotsProtocol:    {in: 64, out: 64},   // may fetch a robots.txt (≤ 500 KiB)
 	queryProtocol:     {in: 64, out: 64},   // list/export; 32 served at once (maxServing)
 	claimProtocol:     {in: 256, out: 256}, // one small frame each way (claim.go)
+	purgeProtocol:     {in: 16, out: 16},   // a new order runs a purge (a scan of the archive) before the reply
 }
 
 // limitProtocols sets protocolLimits on h's resource manager, keeping the

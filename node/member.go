@@ -87,6 +87,13 @@ func (c *memberCache) put(p peer.ID, e memberEntry) {
 	c.m[p] = e
 }
 
+// forget drops the cached answer for p.
+func (c *memberCache) forget(p peer.ID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, p)
+}
+
 // member returns the ring virtual server through which the peer of s is
 // a verified member of this node's ring, or an error wrapping
 // errNotMember. It is the gate every protocol handler passes first.
@@ -122,6 +129,9 @@ func (n *Node) checkMember(ctx context.Context, p peer.ID, remote ma.Multiaddr) 
 	ps := p.String()
 	if ps == n.self.Peer {
 		return ring.Node{}, errors.New("this node's own identity")
+	}
+	if n.store.Refuses(ps) {
+		return ring.Node{}, errors.New("purged: its captures are refused")
 	}
 	if v, ok := n.knownVnode(ps); ok {
 		if err := n.ring.Admit(ctx, v); err != nil {

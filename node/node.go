@@ -40,6 +40,8 @@ type Node struct {
 	ring     *ring.Ring
 	tr       *p2p.Transport
 	memberOK memberCache // membership answers of member.go
+	identity keySigner   // signs versions and purge orders
+	purge    *purger     // purge orders (purge.go)
 	store    *archive.Store
 	crawler  *crawl.Crawler
 	fwd      *forwarder
@@ -157,6 +159,7 @@ func New(cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: ring: %w", err)
 	}
+	n.identity = keySigner{key: key, peer: n.self.Peer}
 	gate := cpugate.Shared() // page processing: crawler and archive share it
 	n.store, err = archive.Open(filepath.Join(cfg.DataDir, "archive"), archive.Options{
 		DayLength: cfg.DayLength,
@@ -164,12 +167,15 @@ func New(cfg Config) (n *Node, err error) {
 		GzipLevel: cfg.GzipLevel,
 		NoSync:    cfg.NoSync,
 		CPU:       gate,
-		Signer:    keySigner{key: key, peer: n.self.Peer},
+		Signer:    n.identity,
 		Verifier:  peerVerifier{},
 		Logger:    n.log.With("sub", "archive"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
+	}
+	if err := n.setupPurge(); err != nil {
+		return nil, err
 	}
 	if n.outbox, err = openOutbox(filepath.Join(cfg.DataDir, "outbox")); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -275,6 +281,11 @@ func (n *Node) Start(ctx context.Context) error {
 	go func() {
 		defer n.wg.Done()
 		n.rebalanceLoop(n.ctx)
+	}()
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.spreadLoop(n.ctx)
 	}()
 	n.log.Info("node started", "peer", n.self.Peer, "ring", n.self.Addr, "gateway", n.GatewayURL())
 	return nil

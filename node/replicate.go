@@ -83,6 +83,9 @@ type replicator struct {
 	jobs     chan pullJob
 	roundMu  sync.Mutex // one round at a time
 
+	purgeMu     sync.Mutex                // guards purgeAgreed
+	purgeAgreed map[string]purgeAgreement // by replica peer: purge_proto.go
+
 	// succs and selfPeer stand in for the node's ring in unit tests.
 	succs    func(ctx context.Context, key id.ID, k int) ([]ring.Node, error)
 	selfPeer string
@@ -151,7 +154,7 @@ func (n *Node) replicator() *replicator { return n.repl }
 func newReplicator(n *Node) *replicator {
 	r := &replicator{
 		n: n, kick: make(chan struct{}, 1), jobs: make(chan pullJob, pullQueueLen),
-		queued: map[pullJob]bool{},
+		queued: map[pullJob]bool{}, purgeAgreed: map[string]purgeAgreement{},
 	}
 	r.interval.Store(int64(n.cfg.ReplicationInterval))
 	return r
@@ -263,7 +266,9 @@ func (r *replicator) round(ctx context.Context) error {
 	n := r.n
 	var errs []error
 	pairs := 0
-	for _, v := range n.ring.Status().Vnodes {
+	vs := n.ring.Status().Vnodes
+	r.purgeRound(ctx, vs)
+	for _, v := range vs {
 		if !v.Range.Known {
 			continue
 		}
@@ -290,7 +295,7 @@ func (r *replicator) round(ctx context.Context) error {
 func (r *replicator) syncPair(ctx context.Context, v ring.VnodeStatus, c ring.Contact) error {
 	n := r.n
 	a, b := v.Range.Start, v.Range.End
-	st, err := replicate.Sync(ctx, n.store, r.client(c), a, b, replicate.Options{})
+	st, err := replicate.Sync(ctx, n.replicaStore(), r.client(c), a, b, replicate.Options{})
 	r.record(st)
 	if err != nil {
 		return fmt.Errorf("replicate %s from %s: %w", v.Node, c.Addr, err)
@@ -455,7 +460,7 @@ func (r *replicator) work(ctx context.Context) {
 			delete(r.queued, job)
 			r.busy++
 			r.mu.Unlock()
-			st, err := replicate.Sync(ctx, r.n.store, r.client(job.from), job.a, job.b, replicate.Options{})
+			st, err := replicate.Sync(ctx, r.n.replicaStore(), r.client(job.from), job.a, job.b, replicate.Options{})
 			r.record(st)
 			if err != nil && ctx.Err() == nil {
 				r.fail(fmt.Errorf("replicate (%s, %s] from %s: %w", job.a.Short(), job.b.Short(), job.from.Addr, err))

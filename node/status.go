@@ -38,6 +38,7 @@ type Status struct {
 	Replication ReplicationStats `json:"replication"`
 	Trust       TrustStats       `json:"trust"`
 	Claims      ClaimStats       `json:"claims"`
+	Purge       PurgeStats       `json:"purge"`
 	// TakenOver counts the URLs queued because a range grew in the middle
 	// of a day (a predecessor died or left), since the node started.
 	TakenOver int64       `json:"takenOver"`
@@ -140,6 +141,7 @@ func (n *Node) Status() Status {
 		Politeness:  n.PolitenessStats(),
 		Replication: n.ReplicationStats(),
 		Trust:       TrustStats{NotMember: n.trust.notMember.Load(), Role: n.trust.role.Load()},
+		Purge:       n.PurgeStats(),
 		TakenOver:   n.counters.takenOver.Load(),
 		Wire:        n.wire(),
 		Processing:  cpugate.Shared().Stats(),

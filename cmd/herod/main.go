@@ -39,7 +39,7 @@ var commands = []command{
 	{"status", "show the state of a running node", statusCmd},
 	{"export", "write WARC and CDXJ of a host, URL prefix or URL (from disk or ring-wide)", exportCmd},
 	{"fsck", "verify a stopped node's archive; --repair rebuilds its index", fsckCmd},
-	{"purge", "remove from a stopped node's archive every version a peer signed, and refuse that peer", purgeCmd},
+	{"purge", "remove every version a peer signed and refuse that peer: on the running node, ordered ring-wide (or --offline on a stopped one)", purgeCmd},
 }
 
 func main() {

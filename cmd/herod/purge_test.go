@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/gateway"
 )
 
 // testSigner signs with a libp2p key, as a node does.
@@ -75,5 +78,40 @@ func TestPurgeCmd(t *testing.T) {
 	}
 	if err := purgeCmd(ctx, []string{"--data", data, "--peer", "not-a-peer"}, &out, &errOut); err == nil {
 		t.Fatal("purge accepted a malformed peer id")
+	}
+}
+
+// TestPurgeCmdRunning: herod purge asks a running node through its admin
+// API with the token of its data directory; with --node given, a node
+// that does not answer is an error, not an offline purge.
+func TestPurgeCmdRunning(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	token, err := gateway.LoadAdminToken(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	who := newTestSigner(t).id
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/api/purge" || r.Header.Get("Authorization") != "Bearer "+token {
+			http.Error(w, "refused", http.StatusUnauthorized)
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		got = string(b)
+		fmt.Fprintf(w, `{"peer": %q, "versions": 3}`, got)
+	}))
+	defer srv.Close()
+	var out, errOut bytes.Buffer
+	if err := purgeCmd(ctx, []string{"--node", srv.URL, "--data", data, "--peer", who}, &out, &errOut); err != nil {
+		t.Fatalf("purge: %v\n%s", err, errOut.String())
+	}
+	if got != who || !strings.Contains(out.String(), "3 versions removed from the running node") {
+		t.Fatalf("node got %q; output:\n%s", got, out.String())
+	}
+	srv.Close()
+	if err := purgeCmd(ctx, []string{"--node", srv.URL, "--data", data, "--peer", who}, &out, &errOut); err == nil {
+		t.Fatal("purge against a stopped --node succeeded")
 	}
 }

@@ -70,7 +70,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	addrTimeout := fs.Duration("addr-timeout", node.DefaultAddrTimeout, "with --listen 0.0.0.0:PORT, how long to wait for the router's UPnP/NAT-PMP port mapping before joining through a relay")
 	announce := fs.String("announce", "", "public ip:port other members reach this node at, for a port forwarded by hand (default: --listen, or the port the router maps by UPnP/NAT-PMP when --listen is 0.0.0.0:PORT)")
 	noRelay := fs.Bool("no-relay-service", false, "do not relay connections for other members (circuit relay v2)")
-	var join, seeds listFlag
+	var join, seeds, authorities listFlag
+	fs.Var(&authorities, "purge-authority", "peer id whose purge orders this node carries out for any peer (repeatable; default: only a peer's retraction of its own captures, and this node's own herod purge)")
 	fs.Var(&join, "join", "multiaddr of a ring member to join through (repeatable)")
 	fs.Var(&seeds, "seed", "URL to start crawling from (repeatable)")
 	vnodes := fs.Int("vnodes", node.DefaultVirtualServers, "virtual servers: ring positions, in proportion to disk and bandwidth")
@@ -101,7 +102,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		DataDir: *data, Listen: *listen, Announce: *announce, AddrTimeout: *addrTimeout, NoRelayService: *noRelay, Join: join, VirtualServers: *vnodes,
 		Seeds: seeds, Gateway: *gw, GatewayOffset: *offset, DayLength: *day,
 		Replay: *replay, GatewayOrigin: *gwOrigin, ReplayOrigin: *rpOrigin,
-		PublicStatus: *publicStatus, Frameless: *frameless,
+		PublicStatus: *publicStatus, Frameless: *frameless, PurgeAuthorities: authorities,
 		Quota: *quota, ReplicationInterval: *replInterval, Crawl: cc, Logger: logger(stderr, *verbose),
 	}
 	for {

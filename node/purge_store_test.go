@@ -1,0 +1,270 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/internal/id"
+)
+
+// copyAll imports every file of src into dst.
+func copyAll(t *testing.T, ctx context.Context, dst, src *archive.Store) {
+	t.Helper()
+	var zero id.ID
+	ents, err := src.Entries(ctx, zero, zero)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		data, err := src.ReadFile(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := dst.Import(ctx, e.Name(), data); err != nil {
+			t.Fatalf("import %s: %v", e.Name(), err)
+		}
+	}
+}
+
+// TestStorePurgePeer checks archive.Store.PurgePeer through the public
+// API only, so that it holds for any store layout: on an open store that
+// holds versions signed by two peers, purging one removes exactly its
+// versions (the totals, the directory sums and a rebuilt index all agree
+// with a store that never held them), refuses its records from then on,
+// and a second purge removes nothing.
+func TestStorePurgePeer(t *testing.T) {
+	ctx := context.Background()
+	bad, good := testKeySigner(t), testKeySigner(t)
+	open := func(name string, signer archive.Signer) *archive.Store {
+		s, err := archive.Open(filepath.Join(t.TempDir(), name), archive.Options{Signer: signer, Verifier: peerVerifier{},
+			Now: func() time.Time { return time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	srcBad, srcGood := open("bad", bad), open("good", good)
+	put := func(s *archive.Store, u string, day int, body string) {
+		c := archive.Capture{URL: u, Time: time.Date(2026, 11, 20+day, 0, 0, 0, 0, time.UTC), Status: 200,
+			Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(body)}
+		if _, _, err := s.Put(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Only the bad peer's: p0..p19. Both: shared (one version each). Only
+	// the good peer's: g0..g9.
+	for i := range 20 {
+		put(srcBad, fmt.Sprintf("http://example.org/p%d", i), 0, fmt.Sprint("forged ", i))
+		put(srcBad, fmt.Sprintf("http://example.org/p%d", i), 1, fmt.Sprint("forged again ", i))
+	}
+	put(srcBad, "http://example.org/shared", 0, "forged shared")
+	put(srcGood, "http://example.org/shared", 1, "true shared")
+	for i := range 10 {
+		put(srcGood, fmt.Sprintf("http://example.org/g%d", i), 0, fmt.Sprint("true ", i))
+	}
+
+	s, want := open("s", nil), open("want", nil)
+	copyAll(t, ctx, s, srcBad)
+	copyAll(t, ctx, s, srcGood)
+	copyAll(t, ctx, want, srcGood)
+	if got := s.Stats().Versions; got != 52 {
+		t.Fatalf("%d versions before the purge, want 52", got)
+	}
+	if s.Refuses(bad.Peer()) {
+		t.Fatal("peer refused before its purge")
+	}
+
+	n, err := s.PurgePeer(ctx, bad.Peer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 41 {
+		t.Errorf("purged %d versions, want 41", n)
+	}
+	if !s.Refuses(bad.Peer()) || s.Refuses(good.Peer()) {
+		t.Errorf("refuses bad %v, good %v; want true, false", s.Refuses(bad.Peer()), s.Refuses(good.Peer()))
+	}
+	got, exp := s.Stats(), want.Stats()
+	if got.Versions != exp.Versions || got.URLs != exp.URLs || got.Bytes != exp.Bytes || got.PayloadBytes != exp.PayloadBytes {
+		t.Errorf("totals after the purge %+v, want those of a store that never held the peer's %+v", got, exp)
+	}
+	gs, err := s.DirHash(ctx, archive.RootLevel, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, _ := want.DirHash(ctx, archive.RootLevel, nil)
+	if gs != ws {
+		t.Errorf("root sum %+v after the purge, want %+v", gs, ws)
+	}
+	if vs, err := s.Versions(ctx, "http://example.org/p3"); err != nil || len(vs) != 0 {
+		t.Errorf("purged URL: %d versions, %v", len(vs), err)
+	}
+	if _, c, err := s.Get(ctx, "http://example.org/shared", time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)); err != nil || string(c.Body) != "true shared" {
+		t.Errorf("shared URL at the purged version's time: %v, want the good peer's version", err)
+	}
+	if vs, _ := s.Versions(ctx, "http://example.org/shared"); len(vs) != 1 {
+		t.Errorf("shared URL: %d versions, want the good peer's 1", len(vs))
+	}
+	// Replication must not bring the versions back.
+	var zero id.ID
+	ents, _ := srcBad.Entries(ctx, zero, zero)
+	data, _ := srcBad.ReadFile(ctx, ents[0])
+	if _, _, err := s.Import(ctx, ents[0].Name(), data); !errors.Is(err, archive.ErrRefusedPeer) {
+		t.Errorf("import of a purged peer's file: %v, want ErrRefusedPeer", err)
+	}
+	if n, err := s.PurgePeer(ctx, bad.Peer()); err != nil || n != 0 {
+		t.Errorf("second purge: %d, %v; want 0, nil", n, err)
+	}
+	if _, err := s.PurgePeer(ctx, ""); err == nil {
+		t.Error("purge of no peer accepted")
+	}
+
+	// The index agrees with the files left, and the refusal survives a
+	// restart.
+	dir := s.Dir()
+	s.Close()
+	rep, err := archive.Fsck(ctx, dir, archive.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || rep.Versions != int(exp.Versions) {
+		t.Errorf("fsck after the purge: %+v", rep)
+	}
+	s2, err := archive.Open(dir, archive.Options{Verifier: peerVerifier{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if !s2.Refuses(bad.Peer()) {
+		t.Error("peer not refused after a restart")
+	}
+}
+
+// TestPurgeOrderFinishedAtStart: a node that crashed after keeping an
+// order and before its purge ended finishes the purge when it starts
+// again, and records it done; a torn last line of the orders file is
+// ignored.
+func TestPurgeOrderFinishedAtStart(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	x := testKeySigner(t)
+	src, err := archive.Open(filepath.Join(t.TempDir(), "x"), archive.Options{Signer: x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var urls []string
+	for i := range 5 {
+		u := fmt.Sprintf("http://example.org/x%d", i)
+		urls = append(urls, u)
+		c := archive.Capture{URL: u, Time: time.Now().Add(-time.Hour), Status: 200,
+			Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(fmt.Sprint("x ", i))}
+		if _, _, err := src.Put(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := archive.Open(filepath.Join(data, "archive"), archive.Options{Verifier: peerVerifier{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyAll(t, ctx, s, src)
+	s.Close()
+	o := PurgeOrder{Peer: x.Peer(), Issuer: x.Peer(), Time: time.Now()} // a retraction
+	if o.Sig, err = x.Sign(purgeMessage(o)); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(data, purgeOrdersFile)
+	if err := appendPurgeRecord(path, purgeRecord{PurgeOrder: o}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"peer":"12D3Koo`) // torn
+	f.Close()
+
+	n, err := New(Config{DataDir: data, Listen: "127.0.0.1:0", Gateway: "127.0.0.1:0", VirtualServers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if got := versionsOf(t, ctx, n.store, urls); got != 0 || !n.store.Refuses(x.Peer()) {
+		t.Errorf("after the restart: %d versions of the retracted peer, refused %v", got, n.store.Refuses(x.Peer()))
+	}
+	if st := n.PurgeStats(); st.Orders != 1 {
+		t.Errorf("orders %+v, want 1", st)
+	}
+	recs, err := loadPurgeOrders(path)
+	if err != nil || len(recs) != 1 || !recs[0].Done {
+		t.Errorf("orders file after the restart: %+v, %v; want the order, done", recs, err)
+	}
+}
+
+// TestPurgeOrderChecks: which orders a node carries out, without a
+// network: an authority's, a peer's retraction, its own; not another
+// member's, nor a forged, altered or future-dated one. An altered copy
+// refused first does not get the authentic order refused.
+func TestPurgeOrderChecks(t *testing.T) {
+	ctx := context.Background()
+	self, auth, member, victim := testKeySigner(t), testKeySigner(t), testKeySigner(t), testKeySigner(t)
+	data := t.TempDir()
+	s, err := archive.Open(filepath.Join(data, "archive"), archive.Options{Verifier: peerVerifier{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	n := &Node{cfg: Config{DataDir: data}, log: slog.New(slog.DiscardHandler), store: s}
+	n.self.Peer = self.Peer()
+	p := &purger{n: n, authorities: map[string]bool{auth.Peer(): true}, orders: map[string]PurgeOrder{},
+		bad: map[string]error{}, spread: make(chan struct{}, 1)}
+	n.purge = p
+	order := func(signer keySigner, issuer, peer string, at time.Time) PurgeOrder {
+		o := PurgeOrder{Peer: peer, Issuer: issuer, Time: at}
+		if o.Sig, err = signer.Sign(purgeMessage(o)); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	now := time.Now()
+	genuine := order(auth, auth.Peer(), victim.Peer(), now)
+	altered := genuine
+	altered.Peer = member.Peer()
+	for _, tc := range []struct {
+		name string
+		o    PurgeOrder
+		want error // nil: carried out
+	}{
+		{"another member's order", order(member, member.Peer(), victim.Peer(), now), errPurgeUnauthorized},
+		{"in the authority's name, signed by a member", order(member, auth.Peer(), victim.Peer(), now), errPurgeInvalid},
+		{"in this node's name, signed by a member", order(member, self.Peer(), victim.Peer(), now), errPurgeInvalid},
+		{"the authority's order with the peer changed", altered, errPurgeInvalid},
+		{"the authority's order, dated in an hour", order(auth, auth.Peer(), victim.Peer(), now.Add(time.Hour)), errPurgeInvalid},
+		{"not a peer id", order(auth, auth.Peer(), "victim", now), errPurgeInvalid},
+		{"the authority's order", genuine, nil},
+		{"a retraction", order(member, member.Peer(), member.Peer(), now), nil},
+		{"this node's own order", order(self, self.Peer(), auth.Peer(), now), nil},
+	} {
+		_, _, err := p.take(ctx, tc.o)
+		if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	if st := n.PurgeStats(); st.Orders != 3 || st.Refused != 6 {
+		t.Errorf("stats %+v, want 3 orders, 6 refused", st)
+	}
+	for _, peer := range []string{victim.Peer(), member.Peer(), auth.Peer()} {
+		if !s.Refuses(peer) {
+			t.Errorf("%s not refused after its order", peer)
+		}
+	}
+}
