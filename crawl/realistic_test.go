@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
-	"github.com/herod-archive/herod/internal/cpugate"
 	"github.com/herod-archive/herod/internal/realweb"
 )
 
@@ -30,11 +29,10 @@ import (
 //	HEROD_REALWEB_POLITE=0          no per-host budget (default 1 req/s per host)
 //	HEROD_REALWEB_CONCURRENCY=n     Config.Concurrency (default: the crawler's default)
 //	HEROD_REALWEB_HOSTS, _PAGES     the web's size (default realweb's)
-//	HEROD_REALWEB_VARIANT=a,b,...   the machinery in use (default none):
-//	    own       the crawler's own HTTP/1.1 connections instead of a net/http Transport
-//	    gate      a cpugate.Gate for the crawler and the archive, with its spare processors
-//	    gc        cpugate.TuneGC instead of the runtime's default GC
-//	    deferred  deferred compression (without it, archive.Options.CompressNow)
+//
+// Until commit 7b4cbd2 it also switched the special machinery since
+// removed (an own HTTP/1.1 client, cpugate, TuneGC, deferred
+// compression); docs/crawl.md has what it measured.
 //
 // It logs one line "realweb: key=value ..." with pages/s, CPU seconds per
 // 1,000 pages, peak RSS, and three ratios to the wall time: politeness
@@ -102,12 +100,6 @@ func TestRealisticCrawl(t *testing.T) {
 	if os.Getenv("HEROD_REALWEB") != "1" {
 		t.Skip("the realistic crawl benchmark: HEROD_REALWEB=1 (scripts/bench-realistic.sh)")
 	}
-	variant := map[string]bool{}
-	for _, v := range strings.Split(os.Getenv("HEROD_REALWEB_VARIANT"), ",") {
-		if v = strings.TrimSpace(v); v != "" {
-			variant[v] = true
-		}
-	}
 	polite := os.Getenv("HEROD_REALWEB_POLITE") != "0"
 	wcfg := realwebConfig()
 	seeds := spawnRealweb(t)
@@ -119,20 +111,8 @@ func TestRealisticCrawl(t *testing.T) {
 		cfg.HostRate = DefaultHostRate
 		cfg.Budget = nil
 	}
-	var gate *cpugate.Gate
-	if variant["gate"] {
-		cpugate.ReserveProcessors()
-		gate = cpugate.Shared()
-		cfg.CPU = gate
-	}
-	if variant["gc"] {
-		cpugate.TuneGC()
-	}
-	if !variant["own"] {
-		cfg.Client = NewClient(cfg.Concurrency, cfg.Timeout, loopback...)
-	}
 	dir := t.TempDir()
-	st, err := archive.Open(filepath.Join(dir, "archive"), archive.Options{CPU: gate, CompressNow: !variant["deferred"]})
+	st, err := archive.Open(filepath.Join(dir, "archive"), archive.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,12 +154,8 @@ func TestRealisticCrawl(t *testing.T) {
 	cpuBound := cpu.Seconds() / float64(runtime.NumCPU())
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	vs := os.Getenv("HEROD_REALWEB_VARIANT")
-	if vs == "" {
-		vs = "plain"
-	}
-	t.Logf("realweb: variant=%s polite=%t concurrency=%d pages=%d wall_s=%.2f pages_per_s=%.1f cpu_s_per_1000=%.3f peak_rss_mb=%.0f politeness=%.2f latency=%.2f cpu=%.2f",
-		vs, polite, cfg.Concurrency, int(n), wall.Seconds(), n/wall.Seconds(), cpu.Seconds()/n*1000, float64(ru.Maxrss)/1024,
+	t.Logf("realweb: variant=plain polite=%t concurrency=%d pages=%d wall_s=%.2f pages_per_s=%.1f cpu_s_per_1000=%.3f peak_rss_mb=%.0f politeness=%.2f latency=%.2f cpu=%.2f",
+		polite, cfg.Concurrency, int(n), wall.Seconds(), n/wall.Seconds(), cpu.Seconds()/n*1000, float64(ru.Maxrss)/1024,
 		politeBound/wall.Seconds(), latencyBound/wall.Seconds(), cpuBound/wall.Seconds())
 }
 
