@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/herod-archive/herod/politeness"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -157,8 +158,8 @@ func TestHostilePeers(t *testing.T) {
 	}
 	robots := func(h host.Host, origin string) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
-			var rep robotsReply
-			if err := rawJSON(ctx, h, tid, robotsProtocol, robotsRequest{Origin: origin}, &rep); err != nil {
+			var rep politeness.RobotsReply
+			if err := rawJSON(ctx, h, tid, politeness.RobotsProtocol, politeness.RobotsRequest{Origin: origin}, &rep); err != nil {
 				return err
 			}
 			if rep.Error != "" {
@@ -169,8 +170,8 @@ func TestHostilePeers(t *testing.T) {
 	}
 	budget := func(h host.Host) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
-			var rep budgetReply
-			return rawJSON(ctx, h, tid, budgetProtocol, budgetRequest{Host: "example.org", Slots: 1, Interval: time.Second}, &rep)
+			var rep politeness.BudgetReply
+			return rawJSON(ctx, h, tid, politeness.BudgetProtocol, politeness.BudgetRequest{Host: "example.org", Slots: 1, Interval: time.Second}, &rep)
 		}
 	}
 	archiveGet := func(h host.Host) func(ctx context.Context) error {
@@ -213,7 +214,7 @@ func TestHostilePeers(t *testing.T) {
 			foreignURL = u
 		}
 		o := fmt.Sprintf("http://127.0.0.1:%d", 1000+i)
-		if k, _ := robotsKey(o); internalOrigin == "" && lr.Owner(k) == target {
+		if k, _ := politeness.RobotsKey(o); internalOrigin == "" && lr.Owner(k) == target {
 			internalOrigin = o
 		}
 	}
