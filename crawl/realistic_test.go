@@ -30,7 +30,7 @@ import (
 //	HEROD_REALWEB_CONCURRENCY=n     Config.Concurrency (default: the crawler's default)
 //	HEROD_REALWEB_HOSTS, _PAGES     the web's size (default realweb's)
 //
-// Until commit 7b4cbd2 it also switched the special machinery since
+// Until commit 57b3fd7 it also switched the special machinery since
 // removed (an own HTTP/1.1 client, cpugate, TuneGC, deferred
 // compression); docs/crawl.md has what it measured.
 //
