@@ -101,8 +101,9 @@
 // HostBudget: NewSharedBudget divides the per-host rate by the ring size
 // estimate, so the aggregate of all nodes stays within the budget without
 // any message (at most one request per node can coincide at the start).
-// A node may instead lease tokens from the host's owner; the interface
-// leaves room for that.
+// Package politeness implements both hooks for a ring: one robots.txt
+// fetch and one leased request schedule per host, kept by the node that
+// owns the host's key.
 //
 // # Concurrency
 //
