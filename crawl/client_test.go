@@ -317,9 +317,9 @@ func TestKeptAliveConnectionsBounded(t *testing.T) {
 	if serverMost > 2*conc+2 {
 		t.Fatalf("%d page connections open at once at the servers", serverMost)
 	}
-	if total >= hosts*pages {
-		t.Fatalf("%d connections for %d pages: none kept alive", total, hosts*pages)
-	}
+	// Whether any is reused depends on how the hosts' turns interleave
+	// (the Transport closes the least recently used idle connection over
+	// the bound); TestConnKeptAlive checks reuse.
 	t.Logf("%d connections for %d pages, at most %d open (%d seen by the servers)", total, hosts*pages, most, serverMost)
 }
 
