@@ -1,14 +1,16 @@
 package crawl
 
 import (
+	"context"
 	"crypto/tls"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/herod-archive/herod/internal/cpugate"
 )
 
 // Defaults applied by New to zero Config fields.
@@ -131,11 +133,10 @@ type Config struct {
 	// copy whose connections are checked against AllowPrivate as the
 	// crawler's own are (see guard.guardClient). A supplied
 	// client should not follow redirects: the crawler stores a redirect as
-	// a version and forwards its target as a link. Nil: the crawler fetches
-	// pages over HTTP/1.1 connections of its own, HostConns per host, each
-	// kept alive from one fetch to the next (see conn.go), and uses a
-	// default client (NewClient) for robots.txt and for requests the
-	// environment routes through a proxy.
+	// a version and forwards its target as a link. Nil: a net/http client
+	// of the crawler's own (NewClient: HTTP/1.1 or HTTP/2, proxies from the
+	// environment, at most HostConns connections per host and Concurrency
+	// kept alive between requests, counted in Stats.Connections).
 	Client *http.Client
 	// AllowPrivate lists the special-purpose address ranges (see
 	// IsInternal: loopback, RFC 1918 and fc00::/7, link-local, CGNAT,
@@ -144,16 +145,10 @@ type Config struct {
 	// connection, robots.txt and redirects included, to such an address
 	// after DNS resolution is refused and counted as KindInternal.
 	AllowPrivate []netip.Prefix
-	// TLS configures https on the crawler's own connections (its RootCAs,
-	// say); nil means the system's defaults. A Client brings its own.
+	// TLS configures https on the default client's connections (its
+	// RootCAs, say); nil means the system's defaults. A Client brings its
+	// own.
 	TLS *tls.Config
-	// CPU, if set, runs the crawler's computing on a fetched body
-	// (content sniffing, SHA-1, link extraction and scoping) on its
-	// low-priority workers; storing, forwarding and waiting stay in the
-	// fetch's goroutine, so that the fetches keep a processor and come
-	// first when they wake (see package cpugate). The node shares one gate
-	// between its crawler and its archive. Nil: all in the caller.
-	CPU *cpugate.Gate
 	// Clock tells the time. Default time.Now.
 	Clock func() time.Time
 	// Logger receives the crawler's logs. Nil discards them.
@@ -217,40 +212,53 @@ func (cfg Config) withDefaults() Config {
 	return cfg
 }
 
-// NewClient returns the default fetch client: bounded connection pools,
-// header and dial timeouts, no cookie jar, no redirect following, and no
-// connection to a special-purpose address (IsInternal) outside allow,
-// checked on the resolved address of every connection.
+// NewClient returns the default fetch client: at most conns connections
+// kept alive between requests and per host, header and dial timeouts, no
+// cookie jar, no redirect following, and no connection to a
+// special-purpose address (IsInternal) outside allow, checked on the
+// resolved address of every connection.
 func NewClient(conns int, timeout time.Duration, allow ...netip.Prefix) *http.Client {
-	return newClient(conns, timeout, newGuard(allow))
+	return newClient(conns, conns, timeout, newGuard(allow), nil)
 }
 
 // clientWith returns the client of a crawler with guard g: cfg.Client
-// guarded (guard.guardClient), or a new default client.
-func (cfg Config) clientWith(g *guard) *http.Client {
+// guarded (guard.guardClient), or a new default client whose open
+// connections are counted in open.
+func (cfg Config) clientWith(g *guard, open *atomic.Int64) *http.Client {
 	if cfg.Client != nil {
 		return g.guardClient(cfg.Client)
 	}
-	c := newClient(cfg.Concurrency, cfg.Timeout, g)
+	c := newClient(cfg.Concurrency, cfg.HostConns, cfg.Timeout, g, open)
 	if cfg.TLS != nil {
 		c.Transport.(*http.Transport).TLSClientConfig = cfg.TLS.Clone()
 	}
 	return c
 }
 
-func newClient(conns int, timeout time.Duration, g *guard) *http.Client {
-	if conns <= 0 {
-		conns = DefaultConcurrency
+// newClient returns a client keeping at most idle connections alive
+// between requests, with at most perHost per host, counting its open
+// connections in open when it is not nil.
+func newClient(idle, perHost int, timeout time.Duration, g *guard, open *atomic.Int64) *http.Client {
+	if idle <= 0 {
+		idle = DefaultConcurrency
+	}
+	if perHost <= 0 {
+		perHost = idle
 	}
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
+	dial := g.dialContext
+	if open != nil {
+		dial = countConns(dial, open)
+	}
 	tr := &http.Transport{
 		Proxy:                  g.proxy(http.ProxyFromEnvironment),
-		DialContext:            g.dialContext,
-		MaxIdleConns:           4 * conns,
-		MaxIdleConnsPerHost:    conns,
-		MaxConnsPerHost:        conns,
+		DialContext:            dial,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           idle,
+		MaxIdleConnsPerHost:    perHost,
+		MaxConnsPerHost:        perHost,
 		IdleConnTimeout:        90 * time.Second,
 		TLSHandshakeTimeout:    10 * time.Second,
 		ResponseHeaderTimeout:  timeout,
@@ -273,4 +281,29 @@ func productToken(ua string) string {
 		ua = ua[:i]
 	}
 	return strings.ToLower(ua)
+}
+
+// countConns wraps dial so that every connection it opens counts in open
+// until it is closed.
+func countConns(dial func(ctx context.Context, network, addr string) (net.Conn, error), open *atomic.Int64) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		open.Add(1)
+		return &countedConn{Conn: nc, open: open}, nil
+	}
+}
+
+// countedConn is a connection counted in open until its first Close.
+type countedConn struct {
+	net.Conn
+	open *atomic.Int64
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.open.Add(-1) })
+	return c.Conn.Close()
 }

@@ -116,7 +116,6 @@ const procBodyFactor = 4
 // documentation for its contract.
 type Crawler struct {
 	cfg       Config
-	ownClient bool   // cfg.Client was supplied: it does every fetch
 	guard     *guard // refuses internal addresses on every connection (netguard.go)
 	log       *slog.Logger
 	a         Archive
@@ -126,8 +125,7 @@ type Crawler struct {
 	robots    *robotsCache        // what the crawler obeys: Config.Robots, or local
 	local     *robotsCache        // fetched from the origins by this node: served to peers
 	sem       chan struct{}       // request slots: Concurrency
-	keepAlive chan struct{}       // connections kept open between requests: Concurrency
-	openConns atomic.Int64        // the crawler's own connections open now
+	openConns atomic.Int64        // connections of the default client open now
 	proc      chan struct{}       // fetches in progress, body processing included: procFactor*Concurrency
 	retry     storeRetry          // back-off after failed Puts (storeretry.go)
 	bodies    *semaphore.Weighted // bytes of bodies in processing: procBodyFactor*MaxBody
@@ -164,10 +162,10 @@ func New(dir string, cfg Config, a Archive, f Forwarder) (*Crawler, error) {
 	if a == nil || f == nil {
 		return nil, errors.New("crawl: New needs an Archive and a Forwarder")
 	}
-	ownClient := cfg.Client != nil
 	cfg = cfg.withDefaults()
 	g := newGuard(cfg.AllowPrivate)
-	cfg.Client = cfg.clientWith(g)
+	c := &Crawler{}
+	cfg.Client = cfg.clientWith(g, &c.openConns)
 	q, err := openQueue(dir)
 	if err != nil {
 		return nil, err
@@ -190,26 +188,18 @@ func New(dir string, cfg Config, a Archive, f Forwarder) (*Crawler, error) {
 	if cfg.Robots != nil {
 		robots = newRobotsCache(cfg.Robots, agent, cfg.RobotsTTL, cfg.Clock)
 	}
-	c := &Crawler{
-		cfg:       cfg,
-		ownClient: ownClient,
-		guard:     g,
-		log:       cfg.Logger,
-		a:         a,
-		f:         f,
-		q:         q,
-		scope:     newScope(cfg),
-		robots:    robots,
-		local:     local,
-		sem:       sem,
-		keepAlive: make(chan struct{}, cfg.Concurrency),
-		proc:      make(chan struct{}, procFactor*cfg.Concurrency),
-		bodies:    semaphore.NewWeighted(procBodyFactor * cfg.MaxBody),
-		hosts:     make(map[string]*hostState),
-		pending:   pending,
-		known:     known,
-		logged:    make(map[string]bool),
-	}
+	c.cfg = cfg
+	c.guard = g
+	c.log = cfg.Logger
+	c.a, c.f, c.q = a, f, q
+	c.scope = newScope(cfg)
+	c.robots, c.local = robots, local
+	c.sem = sem
+	c.proc = make(chan struct{}, procFactor*cfg.Concurrency)
+	c.bodies = semaphore.NewWeighted(procBodyFactor * cfg.MaxBody)
+	c.hosts = make(map[string]*hostState)
+	c.pending, c.known = pending, known
+	c.logged = make(map[string]bool)
 	c.st.reset()
 	return c, nil
 }

@@ -427,7 +427,7 @@ func TestReadBody(t *testing.T) {
 		{name: "unknown, over", body: "abcdefghijklm", cl: -1, max: 10, want: "abcdefghijk"},
 		{name: "announced over presize", body: "abc", cl: presize + 1, max: 2 * presize, want: "abc"}, // not allocated up front
 	} {
-		got, err := readBody(strings.NewReader(tc.body), tc.cl, tc.max)
+		got, err := readLimited(strings.NewReader(tc.body), tc.cl, tc.max)
 		if string(got) != tc.want || (err != nil) != tc.short || (tc.short && !errors.Is(err, io.ErrUnexpectedEOF)) {
 			t.Errorf("%s: %q, %v; want %q, short %v", tc.name, got, err, tc.want, tc.short)
 		}

@@ -1,6 +1,15 @@
 // Package crawl fetches the URLs a node owns, once per day, politely, and
 // hands every link it finds to a Forwarder.
 //
+// Requests go through a net/http client (NewClient; Config.Client), whose
+// dialer refuses internal addresses (netguard.go). There is no special
+// machinery for speed: on the realistic benchmark (many hosts, 20-80 ms
+// a request; scripts/bench-realistic.sh) a hand-written HTTP/1.1 client,
+// low-priority processing workers, spare processors and a tuned garbage
+// collector each cost CPU per page rather than saved it, and none raised
+// pages/s by 10% (docs/crawl.md, "Measured"), so the crawler computes in
+// its fetch goroutines with the runtime's defaults.
+//
 // It owns the node's crawl queue and URL-seen set (one goleveldb database
 // in the directory given to New), the fetch loop, robots.txt handling,
 // per-host pacing, the URL scope rules and link extraction. It does not
@@ -92,8 +101,9 @@
 // HostBudget: NewSharedBudget divides the per-host rate by the ring size
 // estimate, so the aggregate of all nodes stays within the budget without
 // any message (at most one request per node can coincide at the start).
-// A node may instead lease tokens from the host's owner; the interface
-// leaves room for that.
+// Package politeness implements both hooks for a ring: one robots.txt
+// fetch and one leased request schedule per host, kept by the node that
+// owns the host's key.
 //
 // # Concurrency
 //
@@ -101,16 +111,13 @@
 // goroutine per host with pending URLs, at most MaxActiveHosts at a time
 // (a loop exits when its host has nothing pending, and yields its turn
 // after each batch of 32 URLs when other hosts wait),
-// fetch goroutines (at most Concurrency holding a connection, at most
-// 64*Concurrency in all, holding at most 4*MaxBody bytes of bodies while
-// they process them: storing and forwarding happen after the connection
-// is released; per connection of a host, one more fetch reads its crawl
-// state and builds its request while the connection is busy, and takes
-// it when it is handed over; the fetch goroutine yields right after the
-// release, so that fetch sends its request before this page is stored and
-// parsed, while the page still counts in Stats.InFlight, keeps Idle false
-// and keeps its queue entry until processing finished), a day timer, and
-// the queue's committer; Close cancels
+// fetch goroutines (at most Concurrency with a request under way, at most
+// HostConns per host, at most 64*Concurrency in all, holding at most
+// 4*MaxBody bytes of bodies while they process them: hashing, link
+// extraction, storing and forwarding happen in the fetch's goroutine
+// after its request slot is released, while the page still counts in
+// Stats.InFlight, keeps Idle false and keeps its queue entry), a day
+// timer, and the queue's committer; Close cancels
 // them, waits for them and closes the database. Forward is called from
 // fetch goroutines, without any crawler lock held, so a Forwarder may call
 // Add.

@@ -14,52 +14,95 @@ import (
 	"github.com/herod-archive/herod/internal/id"
 )
 
+// outcome is how a fetch ended.
+type outcome uint8
+
+const (
+	// abandoned: ctx ended before an outcome was recorded; the entry must
+	// stay queued.
+	abandoned outcome = iota
+	// failed: an error was counted (Stats.ErrorsByKind) and nothing stored.
+	failed
+	// refreshed: a 304, or the same status and payload as the newest
+	// version; only the crawl state changed.
+	refreshed
+	// stored: the answer went to the archive as a version (the archive
+	// may find it equal to the newest one and add nothing).
+	stored
+	// deferred: the archive failed in a way that may pass; the error was
+	// counted and the entry stays queued, retried after a back-off.
+	deferred
+)
+
+// finished reports whether the entry may leave the queue.
+func (o outcome) finished() bool { return o != abandoned && o != deferred }
+
+// class is the crawler's reading of a response status.
+type class uint8
+
+const (
+	classPage        class = iota // 2xx: stored, its links followed
+	classRedirect                 // 3xx but 304: stored, its target forwarded
+	classNotModified              // 304 to a conditional GET: the state is refreshed
+	classError                    // 4xx, 5xx: stored, counted, its links not followed
+	classOther                    // anything else (1xx, 304 unasked, 6xx+): counted
+)
+
+// classify returns the class of status code; conditional tells whether the
+// request carried validators.
+func classify(code int, conditional bool) class {
+	switch {
+	case code == http.StatusNotModified && conditional:
+		return classNotModified
+	case code == http.StatusNotModified:
+		return classOther
+	case code >= 200 && code < 300:
+		return classPage
+	case code >= 300 && code < 400:
+		return classRedirect
+	case code >= 400 && code < 600:
+		return classError
+	}
+	return classOther
+}
+
 // fetch fetches one URL conditionally and records the outcome: a new
 // version is stored and its new links forwarded; a 304 or an unchanged
-// payload only refreshes the crawl state. It prepares the request, then
-// takes a connection of the host's from l, and releases it once the
-// response is read, so that the next fetch sends its request while the
-// archive and the forwarder do their part. It returns false only when ctx
-// was cancelled before an outcome was recorded (the entry must stay
-// queued).
-func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLease) bool {
+// payload only refreshes the crawl state. It holds l's request slots
+// from sending the request until the body is read, so that the next
+// fetch of the host goes out while the archive and the forwarder do their
+// part. The steps: the prior crawl state and the request (newRequest),
+// the response's class (classify), the body (readBody) and the page's
+// digest and links (process), then storing and forwarding (store).
+func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *hostLease) outcome {
 	st, err := c.state(ctx, raw)
 	hasState := err == nil
 	if err != nil && !errors.Is(err, archive.ErrNotFound) {
 		if ctx.Err() != nil {
-			return false
+			return abandoned
 		}
 		c.count(KindArchive, raw, fmt.Errorf("crawl state: %w", err))
-		return true
+		return failed
 	}
 	reqCtx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(reqCtx, http.MethodGet, raw, nil)
+	req, err := c.newRequest(reqCtx, raw, st, hasState)
 	if err != nil {
 		c.count(KindBadURL, raw, err)
-		return true
-	}
-	setIdentity(req, c.cfg.UserAgent, c.cfg.From)
-	if hasState {
-		if st.ETag != "" {
-			req.Header.Set("If-None-Match", st.ETag)
-		}
-		if st.LastModified != "" {
-			req.Header.Set("If-Modified-Since", st.LastModified)
-		}
+		return failed
 	}
 	if !l.acquire(ctx) {
-		return false
+		return abandoned
 	}
 	defer l.release()
 	sent := time.Now()
-	resp, err := l.do(req, c.clientFor(req), c.cfg.TLS, c.guard)
+	resp, err := c.cfg.Client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return false
+			return abandoned
 		}
 		c.count(errKind(err), raw, err)
-		return true
+		return failed
 	}
 	defer resp.Body.Close()
 	took := time.Since(sent)
@@ -70,24 +113,15 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLeas
 	c.mu.Unlock()
 
 	code := resp.StatusCode
-	switch {
-	case code == http.StatusNotModified && hasState:
+	cl := classify(code, hasState)
+	switch cl {
+	case classNotModified:
 		l.release()
-		st.Checked = now
-		if err := c.a.SetState(ctx, raw, st); err != nil {
-			return c.archiveErr(ctx, raw, err)
-		}
-		if t, ok := c.a.(Toucher); ok {
-			if err := t.Touch(ctx, raw, now); err != nil && !errors.Is(err, archive.ErrNotFound) {
-				return c.archiveErr(ctx, raw, err)
-			}
-		}
-		c.mu.Lock()
-		c.st.notModified++
-		c.mu.Unlock()
-		return true
-	case code >= 200 && code < 400 && code != http.StatusNotModified:
-	case code >= 400 && code < 600:
+		return c.refresh(ctx, raw, st, now)
+	case classOther:
+		c.count(KindStatusOther, raw, fmt.Errorf("status %d", code))
+		return failed
+	case classError:
 		// An error answer is the archive's record of the URL that day (a
 		// deleted page replays as its 404 from then on) and keeps the URL
 		// known to whoever holds the range next; its links are not followed.
@@ -96,91 +130,149 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLeas
 			kind = KindStatus5xx
 		}
 		c.count(kind, raw, fmt.Errorf("status %d", code))
-	default:
-		c.count(KindStatusOther, raw, fmt.Errorf("status %d", code))
-		return true
 	}
 
-	redirect := code >= 300 && code < 400
-	failed := code >= 400
-	ct := resp.Header.Get("Content-Type")
-	if !redirect && !failed && ct != "" && !c.typeAllowed(ct) {
-		c.count(KindContentType, raw, fmt.Errorf("content type %q", ct))
-		return c.recordUnkept(ctx, raw, resp, now, truncatedType, st, hasState)
-	}
-	if resp.ContentLength > c.cfg.MaxBody {
-		c.count(KindTooLarge, raw, fmt.Errorf("Content-Length %d over %d bytes", resp.ContentLength, c.cfg.MaxBody))
-		return c.recordUnkept(ctx, raw, resp, now, truncatedLength, st, hasState)
-	}
-	body, err := readBody(resp.Body, resp.ContentLength, c.cfg.MaxBody)
+	body, unkept, err := c.readBody(raw, resp, cl)
 	l.release()
-	c.mu.Lock()
-	c.st.bytes += int64(len(body))
-	c.mu.Unlock()
 	if err != nil {
 		if ctx.Err() != nil {
-			return false
+			return abandoned
 		}
 		c.count(errKind(err), raw, err)
-		return true
+		return failed
 	}
-	if int64(len(body)) > c.cfg.MaxBody {
-		c.count(KindTooLarge, raw, fmt.Errorf("body over %d bytes", c.cfg.MaxBody))
-		return c.recordUnkept(ctx, raw, resp, now, truncatedLength, st, hasState)
+	if unkept != "" {
+		return c.recordUnkept(ctx, raw, resp, now, unkept, st, hasState)
 	}
 	// Hold the body's bytes (at most MaxBody) against the processing budget
 	// until done.
 	if err := c.bodies.Acquire(ctx, int64(len(body))); err != nil {
-		return false // shutting down: the entry stays queued
+		return abandoned
 	}
 	defer c.bodies.Release(int64(len(body)))
-	// One job on the CPU gate computes everything the page needs: the
-	// sniffed type, the digest and, for a page that is allowed and
-	// changed, its links.
-	var (
-		digest       id.ID
-		refused      bool // the sniffed type is not allowed
-		links, fresh []string
-		reqs         []string // the requisites among links
-		unchanged    bool
-	)
-	if err := c.cfg.CPU.Do(ctx, func() {
-		if !redirect && !failed && ct == "" {
-			ct = http.DetectContentType(body)
-			if refused = !c.typeAllowed(ct); refused {
-				return
-			}
-		}
-		digest = id.Sum(body)
-		if unchanged = hasState && digest == st.Digest && st.LastStatus() == code; unchanged {
-			return
-		}
-		switch {
-		case failed: // an error page's links are not followed
-		case redirect:
-			if loc := resp.Header.Get("Location"); loc != "" {
-				links = c.inScope(ExtractLocation(u, loc))
-			}
-		default:
-			links, reqs = c.pageLinks(u, ct, body)
-		}
-		fresh = newLinks(links, st.Outlinks)
-	}); err != nil {
-		return false
-	}
-	if refused {
-		c.count(KindContentType, raw, fmt.Errorf("sniffed content type %q", ct))
+	p := c.process(u, resp, cl, body, st, hasState)
+	if p.refused {
+		c.count(KindContentType, raw, fmt.Errorf("sniffed content type %q", p.ctype))
 		return c.recordUnkept(ctx, raw, resp, now, truncatedType, st, hasState)
 	}
+	return c.store(ctx, raw, resp, body, p, st, now)
+}
+
+// newRequest builds the conditional GET of raw: the crawler's identity,
+// and the validators of its crawl state when it has one.
+func (c *Crawler) newRequest(ctx context.Context, raw string, st archive.CrawlState, hasState bool) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
+	if err != nil {
+		return nil, err
+	}
+	setIdentity(req, c.cfg.UserAgent, c.cfg.From)
+	if hasState {
+		if st.ETag != "" {
+			req.Header.Set("If-None-Match", st.ETag)
+		}
+		if st.LastModified != "" {
+			req.Header.Set("If-Modified-Since", st.LastModified)
+		}
+	}
+	return req, nil
+}
+
+// refresh records a 304: the check's time, in the crawl state and, when
+// the archive keeps them, as a revisit.
+func (c *Crawler) refresh(ctx context.Context, raw string, st archive.CrawlState, now time.Time) outcome {
+	st.Checked = now
+	if err := c.a.SetState(ctx, raw, st); err != nil {
+		return c.archiveErr(ctx, raw, err)
+	}
+	if t, ok := c.a.(Toucher); ok {
+		if err := t.Touch(ctx, raw, now); err != nil && !errors.Is(err, archive.ErrNotFound) {
+			return c.archiveErr(ctx, raw, err)
+		}
+	}
+	c.mu.Lock()
+	c.st.notModified++
+	c.mu.Unlock()
+	return refreshed
+}
+
+// readBody reads the body of a response of class cl. A body the crawler
+// does not keep — a type the operator does not keep, or over MaxBody — is
+// not read (or not kept) and its WARC-Truncated reason returned instead.
+func (c *Crawler) readBody(raw string, resp *http.Response, cl class) (body []byte, unkept string, err error) {
+	ct := resp.Header.Get("Content-Type")
+	if cl == classPage && ct != "" && !c.typeAllowed(ct) {
+		c.count(KindContentType, raw, fmt.Errorf("content type %q", ct))
+		return nil, truncatedType, nil
+	}
+	if resp.ContentLength > c.cfg.MaxBody {
+		c.count(KindTooLarge, raw, fmt.Errorf("Content-Length %d over %d bytes", resp.ContentLength, c.cfg.MaxBody))
+		return nil, truncatedLength, nil
+	}
+	body, err = readLimited(resp.Body, resp.ContentLength, c.cfg.MaxBody)
+	c.mu.Lock()
+	c.st.bytes += int64(len(body))
+	c.mu.Unlock()
+	if err != nil {
+		return nil, "", err
+	}
+	if int64(len(body)) > c.cfg.MaxBody {
+		c.count(KindTooLarge, raw, fmt.Errorf("body over %d bytes", c.cfg.MaxBody))
+		return nil, truncatedLength, nil
+	}
+	return body, "", nil
+}
+
+// processed is what process computes from a body.
+type processed struct {
+	ctype     string
+	refused   bool // the sniffed type is not allowed
+	digest    id.ID
+	unchanged bool     // same status and payload as the newest version
+	links     []string // in scope, sorted
+	fresh     []string // links absent from the previous version's
+	reqs      []string // the requisites among links
+}
+
+// process computes what a body means for the crawl: its sniffed type
+// when the server named none, its digest, whether it changed, and for a
+// changed page its links (a redirect's target; none for an error answer).
+func (c *Crawler) process(u *url.URL, resp *http.Response, cl class, body []byte, st archive.CrawlState, hasState bool) processed {
+	p := processed{ctype: resp.Header.Get("Content-Type")}
+	if cl == classPage && p.ctype == "" {
+		p.ctype = http.DetectContentType(body)
+		if p.refused = !c.typeAllowed(p.ctype); p.refused {
+			return p
+		}
+	}
+	p.digest = id.Sum(body)
+	if p.unchanged = hasState && p.digest == st.Digest && st.LastStatus() == resp.StatusCode; p.unchanged {
+		return p
+	}
+	switch cl {
+	case classRedirect:
+		if loc := resp.Header.Get("Location"); loc != "" {
+			p.links = c.inScope(ExtractLocation(u, loc))
+		}
+	case classPage:
+		p.links, p.reqs = c.pageLinks(u, p.ctype, body)
+	}
+	p.fresh = newLinks(p.links, st.Outlinks)
+	return p
+}
+
+// store records a processed answer: an unchanged one refreshes the crawl
+// state; a changed one forwards its new links, then goes to the archive
+// with its crawl state.
+func (c *Crawler) store(ctx context.Context, raw string, resp *http.Response, body []byte, p processed, st archive.CrawlState, now time.Time) outcome {
 	next := archive.CrawlState{
 		ETag:         resp.Header.Get("ETag"),
 		LastModified: resp.Header.Get("Last-Modified"),
-		Status:       code,
-		Digest:       digest,
+		Status:       resp.StatusCode,
+		Digest:       p.digest,
 		Outlinks:     st.Outlinks,
 		Checked:      now,
 	}
-	if unchanged {
+	if p.unchanged {
 		// The server answered a conditional GET with the same bytes.
 		if err := c.a.SetState(ctx, raw, next); err != nil {
 			return c.archiveErr(ctx, raw, err)
@@ -188,7 +280,7 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLeas
 		c.mu.Lock()
 		c.st.unchanged++
 		c.mu.Unlock()
-		return true
+		return refreshed
 	}
 
 	// The links travel before the version is stored: Put waits for its
@@ -196,80 +288,57 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLeas
 	// fails, the state keeps the old outlinks, so the next visit forwards
 	// the links again; their owners' seen tests absorb the repeat.
 	var fwdErr error
-	if len(fresh) > 0 {
-		if fwdErr = c.forward(ctx, fresh, reqs); fwdErr != nil && ctx.Err() != nil {
-			return false
+	if len(p.fresh) > 0 {
+		if fwdErr = c.forward(ctx, p.fresh, p.reqs); fwdErr != nil && ctx.Err() != nil {
+			return abandoned
 		}
 		if fwdErr == nil {
 			c.mu.Lock()
-			c.st.forwarded += int64(len(fresh))
+			c.st.forwarded += int64(len(p.fresh))
 			c.mu.Unlock()
 		}
 	}
-
-	// The crawl state travels with the version (one index write).
-	next.Outlinks = links
+	next.Outlinks = p.links
 	if fwdErr != nil {
 		// Keep the old state (digest, validators, outlinks): the next
 		// visit sees a change again and forwards the links then.
 		next = st
 		next.Checked = now
 	}
-	capture := archive.Capture{URL: raw, Time: now, Status: code, Header: resp.Header, Body: body, Digest: digest, State: &next}
+	capture := archive.Capture{URL: raw, Time: now, Status: resp.StatusCode, Header: resp.Header, Body: body, Digest: p.digest, State: &next}
 	_, added, err := c.a.Put(ctx, capture)
 	if err != nil {
 		return c.archiveErr(ctx, raw, err)
 	}
 	if fwdErr != nil {
 		c.count(KindForward, raw, fwdErr)
-		return true
+		return failed
 	}
 	c.countStored(added)
-	return true
+	return stored
 }
 
-// clientFor returns the client that must send req, or nil when the
-// crawler's own connections do: a crawler given a Config.Client uses it for
-// everything, and a request that the environment sends through a proxy
-// (HTTP_PROXY, HTTPS_PROXY, NO_PROXY) goes through the default client,
-// which speaks to proxies.
-func (c *Crawler) clientFor(req *http.Request) *http.Client {
-	if c.ownClient {
-		return c.cfg.Client
-	}
-	if p, err := http.ProxyFromEnvironment(req); err != nil || p != nil {
-		return c.cfg.Client
-	}
-	return nil
-}
-
-// archiveErr handles a failed Put of raw's page and returns whether the
-// entry is finished. A full quota or a capture the archive cannot store
-// finishes it (counted); any other error may pass (a disk that fills and
-// empties, a store being reopened), so the entry stays queued, to be
-// fetched again when the host's queue is read once more, after a back-off
-// that doubles with each failure in a row (storeretry.go).
-func (c *Crawler) archiveErr(ctx context.Context, raw string, err error) bool {
+// archiveErr handles a failed Put of raw's page. A full quota or a
+// capture the archive cannot store finishes the entry (failed, counted);
+// any other error may pass (a disk that fills and empties, a store being
+// reopened), so the entry stays queued (deferred), to be fetched again
+// when the host's queue is read once more, after a back-off that doubles
+// with each failure in a row (storeretry.go).
+func (c *Crawler) archiveErr(ctx context.Context, raw string, err error) outcome {
 	if ctx.Err() != nil {
-		return false
+		return abandoned
 	}
 	switch {
 	case errors.Is(err, archive.ErrQuota):
 		c.count(KindQuota, raw, err)
-		return true
+		return failed
 	case errors.Is(err, archive.ErrBadCapture):
 		c.count(KindArchive, raw, err)
-		return true
+		return failed
 	}
 	c.count(KindArchive, raw, err)
 	c.retry.wait(ctx, c.retry.failed())
-	return false
-}
-
-// drain reads a little of an unwanted body so that the connection can be
-// reused; a longer body is cut off with the connection.
-func drain(resp *http.Response) {
-	io.CopyN(io.Discard, resp.Body, 4<<10)
+	return deferred
 }
 
 // keepLink admits a canonical link, parsed, that the scope admits.
@@ -323,16 +392,17 @@ func newLinks(cur, prev []string) []string {
 	return out
 }
 
-// presize is the largest Content-Length readBody allocates for before the
+// presize is the largest Content-Length readLimited allocates for before the
 // bytes arrive: a server that announces MaxBody and trickles would
 // otherwise make every fetch in flight hold MaxBody.
 const presize = 1 << 20
 
-// readBody reads a response body of at most max bytes (one more tells the
-// caller it was over). With a Content-Length of at most max and presize it
-// reads into one buffer of that size instead of growing one as io.ReadAll
-// does; a body shorter than its Content-Length is io.ErrUnexpectedEOF.
-func readBody(r io.Reader, contentLength, max int64) ([]byte, error) {
+// readLimited reads a response body of at most max bytes (one more tells
+// the caller it was over). With a Content-Length of at most max and
+// presize it reads into one buffer of that size instead of growing one as
+// io.ReadAll does; a body shorter than its Content-Length is
+// io.ErrUnexpectedEOF.
+func readLimited(r io.Reader, contentLength, max int64) ([]byte, error) {
 	if contentLength < 0 || contentLength > max || contentLength > presize {
 		return io.ReadAll(io.LimitReader(r, max+1))
 	}
@@ -391,9 +461,8 @@ const (
 // WARC-Truncated reason: the URL's answer that day is kept, and the URL
 // travels with its range like any stored one. An answer with the same
 // status and headers' validators as the last one stores nothing new (the
-// archive compares status and the empty payload). It returns false only
-// when ctx was cancelled.
-func (c *Crawler) recordUnkept(ctx context.Context, raw string, resp *http.Response, now time.Time, reason string, st archive.CrawlState, hasState bool) bool {
+// archive compares status and the empty payload).
+func (c *Crawler) recordUnkept(ctx context.Context, raw string, resp *http.Response, now time.Time, reason string, st archive.CrawlState, hasState bool) outcome {
 	next := archive.CrawlState{
 		ETag:         resp.Header.Get("ETag"),
 		LastModified: resp.Header.Get("Last-Modified"),
@@ -411,7 +480,7 @@ func (c *Crawler) recordUnkept(ctx context.Context, raw string, resp *http.Respo
 		return c.archiveErr(ctx, raw, err)
 	}
 	c.countStored(added)
-	return true
+	return stored
 }
 
 // countStored counts a Put: a new version, or an answer equal to the newest.

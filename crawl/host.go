@@ -2,15 +2,10 @@ package crawl
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
-	"runtime"
 	"sync"
-	"sync/atomic"
-	"time"
 )
 
 // runHost fetches the pending entries of one host in queue order, paced
@@ -26,12 +21,9 @@ import (
 func (c *Crawler) runHost(host string, h *hostState) {
 	defer c.wg.Done()
 	ctx := c.ctx
-	hs := newHostSlots(c.cfg.HostConns, c.sem, c.keepAlive, &c.openConns)
+	hs := newHostSlots(c.cfg.HostConns, c.sem)
 	var inflight sync.WaitGroup
-	defer func() {
-		inflight.Wait()
-		hs.close()
-	}()
+	defer inflight.Wait()
 	var after []byte
 	c.mu.Lock()
 	epoch := c.epoch
@@ -94,57 +86,23 @@ func (c *Crawler) runHost(host string, h *hostState) {
 			}
 			after = e.key
 			e.epoch = epoch
-			u, err := url.Parse(e.url)
-			if err != nil {
-				c.count(KindBadURL, e.url, err)
-				c.finish(e, false, true)
-				continue
-			}
-			rules, err := c.robots.get(ctx, u.Scheme+"://"+u.Host)
-			if err != nil || ctx.Err() != nil {
-				return // shutting down: the entry stays queued
-			}
-			if rules.err != nil {
-				kind := KindRobots
-				if errors.Is(rules.err, ErrInternalAddress) {
-					kind = KindInternal
-				}
-				c.count(kind, e.url, rules.err)
-				c.finish(e, false, true)
-				continue
-			}
-			if !rules.rules.Allowed(pathQuery(u)) {
-				var why error // nil: the site's rules say so
-				if st := rules.rec.Status; st < 200 || st >= 300 {
-					why = fmt.Errorf("robots.txt unavailable (status %d): everything disallowed", st)
-				}
-				c.count(KindRobots, e.url, why)
-				c.finish(e, false, true)
-				continue
-			}
 			// At most one fetch per connection gets ready (crawl state
-			// read, request built) while the connections are busy; it
-			// takes the first one freed.
+			// read, request built) while the connections are busy.
 			if !acquire(ctx, hs.ahead) {
 				return
-			}
-			if err := c.cfg.Budget.Wait(ctx, host, rules.rules.CrawlDelay()); err != nil {
-				<-hs.ahead
-				if ctx.Err() != nil {
-					return
-				}
-				c.count(KindFetch, e.url, err)
-				c.finish(e, false, true)
-				continue
 			}
 			if !acquire(ctx, c.proc) {
 				<-hs.ahead
 				return
 			}
-			if !c.owned(ctx, e.url) {
+			u, verdict := c.admit(ctx, host, e)
+			if verdict != admitted {
 				<-c.proc
 				<-hs.ahead
-				c.finish(e, false, c.passOn(ctx, e.url))
+				if verdict == shuttingDown {
+					return
+				}
+				c.finish(e, false, verdict == dropped)
 				continue
 			}
 			c.mu.Lock()
@@ -164,9 +122,9 @@ func (c *Crawler) runHost(host string, h *hostState) {
 					h.signal()
 				}()
 				defer func() { <-c.proc }()
-				l := &connLease{s: hs}
+				l := &hostLease{s: hs}
 				defer l.release()
-				c.finish(e, true, c.fetch(ctx, e.url, u, l))
+				c.finish(e, true, c.fetch(ctx, e.url, u, l).finished())
 			}(e, u)
 		}
 		if c.othersWaiting() {
@@ -182,138 +140,111 @@ func (c *Crawler) runHost(host string, h *hostState) {
 	}
 }
 
-// hostSlots are a host loop's connections and the slots that bound its
-// fetches.
-type hostSlots struct {
-	conns chan *hostConn // HostConns entries: an open connection (holding an idle token), or nil
-	ahead chan struct{}  // fetches started and not done with their connection: 2*HostConns
-	sem   chan struct{}  // the crawler's request slots (Concurrency), shared by all hosts
-	idle  chan struct{}  // the crawler's kept-alive connections between requests (Concurrency), shared
-	open  *atomic.Int64  // the crawler's connections open now
+// verdict is admit's decision on a queue entry.
+type verdict uint8
+
+const (
+	admitted     verdict = iota // fetch it
+	dropped                     // not to be fetched: counted, the entry leaves the queue
+	kept                        // not fetched now: the entry stays queued (passing it on failed)
+	shuttingDown                // the crawler is closing: the entry stays queued
+)
+
+// admit is the one check before a fetch of host's entry e: the URL
+// parses, the site's robots.txt allows it, the host's budget gives it a
+// slot (waiting for it), and this node still owns it (otherwise it is
+// passed on to its owner). It returns the parsed URL when admitted.
+func (c *Crawler) admit(ctx context.Context, host string, e entry) (*url.URL, verdict) {
+	u, err := url.Parse(e.url)
+	if err != nil {
+		c.count(KindBadURL, e.url, err)
+		return nil, dropped
+	}
+	rules, err := c.robots.get(ctx, u.Scheme+"://"+u.Host)
+	if err != nil || ctx.Err() != nil {
+		return nil, shuttingDown
+	}
+	if rules.err != nil {
+		kind := KindRobots
+		if errors.Is(rules.err, ErrInternalAddress) {
+			kind = KindInternal
+		}
+		c.count(kind, e.url, rules.err)
+		return nil, dropped
+	}
+	if !rules.rules.Allowed(pathQuery(u)) {
+		var why error // nil: the site's rules say so
+		if st := rules.rec.Status; st < 200 || st >= 300 {
+			why = fmt.Errorf("robots.txt unavailable (status %d): everything disallowed", st)
+		}
+		c.count(KindRobots, e.url, why)
+		return nil, dropped
+	}
+	if err := c.cfg.Budget.Wait(ctx, host, rules.rules.CrawlDelay()); err != nil {
+		if ctx.Err() != nil {
+			return nil, shuttingDown
+		}
+		c.count(KindFetch, e.url, err)
+		return nil, dropped
+	}
+	if !c.owned(ctx, e.url) {
+		if c.passOn(ctx, e.url) {
+			return nil, dropped
+		}
+		return nil, kept
+	}
+	return u, admitted
 }
 
-func newHostSlots(conns int, sem, idle chan struct{}, open *atomic.Int64) *hostSlots {
-	hs := &hostSlots{
-		conns: make(chan *hostConn, conns),
+// hostSlots bound a host loop's fetches.
+type hostSlots struct {
+	conns chan struct{} // fetches with a request to the host under way: HostConns
+	ahead chan struct{} // fetches started and not done with the host: 2*HostConns
+	sem   chan struct{} // the crawler's request slots (Concurrency), shared by all hosts
+}
+
+func newHostSlots(conns int, sem chan struct{}) *hostSlots {
+	return &hostSlots{
+		conns: make(chan struct{}, conns),
 		ahead: make(chan struct{}, 2*conns),
 		sem:   sem,
-		idle:  idle,
-		open:  open,
-	}
-	for range conns {
-		hs.conns <- nil
-	}
-	return hs
-}
-
-// close closes the open connections; every fetch must have released its
-// lease.
-func (hs *hostSlots) close() {
-	for range cap(hs.conns) {
-		if hc := <-hs.conns; hc != nil {
-			hs.wake(hc)
-			hc.Close()
-		}
 	}
 }
 
-// keep parks hc between requests if the crawler keeps fewer than
-// Concurrency such connections (it then holds an idle token, as every
-// connection in conns does); otherwise it closes hc and returns nil.
-func (hs *hostSlots) keep(hc *hostConn) *hostConn {
-	select {
-	case hs.idle <- struct{}{}:
-		return hc
-	default:
-		hc.Close()
-		return nil
-	}
-}
-
-// wake gives back the idle token of hc, a connection taken from conns
-// for a request (nothing for nil).
-func (hs *hostSlots) wake(hc *hostConn) {
-	if hc != nil {
-		<-hs.idle
-	}
-}
-
-// connLease is one fetch's hold on a connection of its host loop: the
-// ahead slot the loop took for it, then (acquire) a connection and a slot
-// of the crawler's, until release.
-type connLease struct {
+// hostLease is one fetch's hold on its host: the ahead slot the loop took
+// for it, then (acquire) one of the host's request slots and one of the
+// crawler's, until release.
+type hostLease struct {
 	s    *hostSlots
-	hc   *hostConn      // the connection acquired, until an exchange takes it (nil: none open)
-	ex   *exchange      // the exchange on the crawler's own connection
-	resp *http.Response // the response when a Client did the exchange
-	held bool           // a connection and a crawler slot are held
+	held bool // a host slot and a crawler slot are held
 	done bool
 }
 
-// acquire waits for a free connection of the host and a free slot of the
-// crawler's; false means ctx ended first.
-func (l *connLease) acquire(ctx context.Context) bool {
-	select {
-	case l.hc = <-l.s.conns:
-	case <-ctx.Done():
+// acquire waits for a request slot of the host and one of the crawler's;
+// false means ctx ended first.
+func (l *hostLease) acquire(ctx context.Context) bool {
+	if !acquire(ctx, l.s.conns) {
 		return false
 	}
 	if !acquire(ctx, l.s.sem) {
-		l.s.conns <- l.hc
-		l.hc = nil
+		<-l.s.conns
 		return false
 	}
-	// Counted as kept alive until its request is let through.
-	l.s.wake(l.hc)
 	l.held = true
 	return true
 }
 
-// do sends req on the leased connection, or through client when it is not
-// nil (its connections are guarded already), with g checking the
-// addresses of the lease's own, and returns the response, whose body must be read before release.
-func (l *connLease) do(req *http.Request, client *http.Client, tlsConf *tls.Config, g *guard) (*http.Response, error) {
-	if client != nil {
-		resp, err := client.Do(req)
-		l.resp = resp
-		return resp, err
-	}
-	hc := l.hc
-	l.hc = nil
-	ex, err := roundTrip(req, hc, tlsConf, g, time.Now(), l.s.open)
-	if err != nil {
-		return nil, err
-	}
-	l.ex = ex
-	return ex.resp, nil
-}
-
-// release ends the exchange, gives back the connection (kept alive when
-// the response allows it) and the slots; calls after the first do nothing.
-func (l *connLease) release() {
+// release gives back the slots; calls after the first do nothing.
+func (l *hostLease) release() {
 	if l.done {
 		return
 	}
 	l.done = true
 	if l.held {
-		hc := l.hc
-		if l.ex != nil {
-			hc = l.ex.finish(time.Now())
-		}
-		if hc != nil {
-			hc = l.s.keep(hc)
-		}
-		if l.resp != nil {
-			l.resp.Body.Close()
-		}
-		l.s.conns <- hc
+		<-l.s.conns
 		<-l.s.sem
 	}
 	<-l.s.ahead
-	// Let the fetch just handed the connection send its request before
-	// this goroutine stores and parses its page: with few cores it would
-	// otherwise wait behind the processing, and the connection would idle.
-	runtime.Gosched()
 }
 
 // finish records the end of an entry. A finished entry leaves the queue;

@@ -164,6 +164,9 @@ func (g *guard) control(_, address string, _ syscall.RawConn) error {
 	return g.checkAddr(address)
 }
 
+// dialTimeout bounds the dialling of a connection.
+const dialTimeout = 10 * time.Second
+
 // dialer returns the crawler's dialer: dial timeout, keep-alive, and the
 // address check.
 func (g *guard) dialer() *net.Dialer {

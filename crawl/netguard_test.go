@@ -230,7 +230,7 @@ func TestRobotsRedirectToInternal(t *testing.T) {
 }
 
 // TestSuppliedClientGuarded: a client the crawler is given is checked on
-// the address it connects to, as the crawler's own connections are.
+// the address it connects to, as the default client's connections are.
 func TestSuppliedClientGuarded(t *testing.T) {
 	srv, hits := serveOn(t, "127.0.0.3", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
-	"github.com/herod-archive/herod/internal/cpugate"
 )
 
 // blockingArchive holds every Put until release is closed (or the crawl
@@ -147,53 +146,6 @@ func TestProcessingBoundedByBodyBytes(t *testing.T) {
 	}
 }
 
-// TestCrawlerSharesCPUGateWithArchive: the crawler computes on a page only
-// on a worker of Config.CPU, and not while it stores the page, so a
-// crawler and an archive sharing a one-worker gate (as a node's do) crawl
-// a site to the end.
-func TestCrawlerSharesCPUGateWithArchive(t *testing.T) {
-	s := newSite(t, map[string]string{
-		"/":  links(nil, "/a", "/b"),
-		"/a": links(nil, "/b", "/c"),
-		"/b": "<html>b</html>",
-		"/c": "<html>c</html>",
-	})
-	gate := cpugate.New(1)
-	t.Cleanup(gate.Close)
-	st, err := archive.Open(t.TempDir(), archive.Options{CPU: gate})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	cfg := testConfig(newClock())
-	cfg.CPU = gate
-	c, _ := startCrawler(t, t.TempDir(), cfg, st)
-
-	// With the slot held elsewhere the first page is fetched but neither
-	// parsed nor stored.
-	ctx := context.Background()
-	release := holdGate(gate)
-	if err := c.Add(ctx, []string{s.url("/")}); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for len(s.requests("/")) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("first page not fetched")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(50 * time.Millisecond)
-	if n := st.Stats().Versions; n != 0 || c.Idle() {
-		t.Fatalf("with the gate held: %d versions stored, crawler idle %v", n, c.Idle())
-	}
-	release()
-	waitIdle(t, c)
-	if n := st.Stats().Versions; n != 4 {
-		t.Fatalf("stored %d versions, want 4", n)
-	}
-}
-
 // TestLinksForwardedBeforeStoreEnds: a page's new links are forwarded
 // while its version is still being stored (a Put waits for its index
 // group's sync), so the crawl's frontier does not wait for the disk; the
@@ -230,15 +182,4 @@ func TestLinksForwardedBeforeStoreEnds(t *testing.T) {
 	if err != nil || !slices.Equal(st.Outlinks, want) {
 		t.Fatalf("state after the store: %+v, %v", st, err)
 	}
-}
-
-// holdGate occupies a one-worker gate until the returned function is
-// called.
-func holdGate(gate *cpugate.Gate) (release func()) {
-	ch := make(chan struct{})
-	go gate.Do(context.Background(), func() { <-ch })
-	for gate.Stats().Busy == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	return func() { close(ch) }
 }

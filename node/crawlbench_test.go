@@ -51,7 +51,6 @@ var (
 	crawlBenchGzip   = flag.Int("crawlbench.gzip", 0, "herod Config.GzipLevel (0: the archive default)")
 	crawlBenchNoSync = flag.Bool("crawlbench.nosync", false, "herod Config.NoSync: no file or index syncs (not durable; shows what syncing costs)")
 	crawlBenchInProc = flag.Bool("crawlbench.inproc", false, "serve the site from the test process (default: a process of its own, as for wget)")
-	crawlBenchSpare  = flag.Bool("crawlbench.spare", true, "cpugate.ReserveProcessors and TuneGC, as cmd/herod does: processors (GOMAXPROCS) beyond the CPUs for the fetches, GOGC 400")
 	crawlBenchOnly   = flag.String("crawlbench.only", "", "comma-separated contestants to run (wget, goget, gogetbusy, herod1, herodN), e.g. for -cpuprofile")
 )
 
@@ -92,10 +91,6 @@ func TestCrawlRate(t *testing.T) {
 	wget, err := exec.LookPath("wget")
 	if err != nil {
 		t.Fatal("wget not installed (scripts/bench-crawl.sh installs it)")
-	}
-	if *crawlBenchSpare {
-		cpugate.ReserveProcessors()
-		cpugate.TuneGC()
 	}
 	t.Logf("GOMAXPROCS %d on %d CPUs, processing gate %d slots", runtime.GOMAXPROCS(0), runtime.NumCPU(), cpugate.Shared().Stats().Slots)
 	dir := t.TempDir()

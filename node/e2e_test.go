@@ -245,7 +245,7 @@ func between(s, start, end string) string {
 // stable local ring of n nodes configured for quick tests (4 virtual
 // servers each, 100 ms stabilization, 20 ms link flushes, a host rate that
 // does not slow the crawl); both stop when the test ends.
-func startWebAndRing(ctx context.Context, t *testing.T, n int, webCfg sampleweb.Config, tweak ...func(*crawl.Config)) (*sampleweb.Web, *LocalRing) {
+func startWebAndRing(ctx context.Context, t testing.TB, n int, webCfg sampleweb.Config, tweak ...func(*crawl.Config)) (*sampleweb.Web, *LocalRing) {
 	t.Helper()
 	cc := crawl.Config{HostRate: 2000, Concurrency: 16, AllowPrivate: loopback}
 	for _, f := range tweak {

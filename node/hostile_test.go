@@ -24,6 +24,7 @@ import (
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/politeness"
 	"github.com/herod-archive/herod/replicate"
 	"github.com/herod-archive/herod/ring"
 )
@@ -178,8 +179,8 @@ func TestHostilePeers(t *testing.T) {
 	}
 	robots := func(h host.Host, origin string) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
-			var rep robotsReply
-			if err := rawJSON(ctx, h, tid, robotsProtocol, robotsRequest{Origin: origin}, &rep); err != nil {
+			var rep politeness.RobotsReply
+			if err := rawJSON(ctx, h, tid, politeness.RobotsProtocol, politeness.RobotsRequest{Origin: origin}, &rep); err != nil {
 				return err
 			}
 			if rep.Error != "" {
@@ -190,8 +191,8 @@ func TestHostilePeers(t *testing.T) {
 	}
 	budget := func(h host.Host) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
-			var rep budgetReply
-			return rawJSON(ctx, h, tid, budgetProtocol, budgetRequest{Host: "example.org", Slots: 1, Interval: time.Second}, &rep)
+			var rep politeness.BudgetReply
+			return rawJSON(ctx, h, tid, politeness.BudgetProtocol, politeness.BudgetRequest{Host: "example.org", Slots: 1, Interval: time.Second}, &rep)
 		}
 	}
 	archiveGet := func(h host.Host) func(ctx context.Context) error {
@@ -234,7 +235,7 @@ func TestHostilePeers(t *testing.T) {
 			foreignURL = u
 		}
 		o := fmt.Sprintf("http://127.0.0.1:%d", 1000+i)
-		if k, _ := robotsKey(o); internalOrigin == "" && lr.Owner(k) == target {
+		if k, _ := politeness.RobotsKey(o); internalOrigin == "" && lr.Owner(k) == target {
 			internalOrigin = o
 		}
 	}
@@ -257,7 +258,7 @@ func TestHostilePeers(t *testing.T) {
 			t.Skipf("cannot listen on 127.0.0.2: %v", err)
 		}
 		o := "http://" + ln.Addr().String()
-		if k, _ := robotsKey(o); lr.Owner(k) != target {
+		if k, _ := politeness.RobotsKey(o); lr.Owner(k) != target {
 			ln.Close()
 			continue
 		}
@@ -268,8 +269,8 @@ func TestHostilePeers(t *testing.T) {
 	}
 	robotsRedirect := func(h host.Host) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
-			var rep robotsReply
-			err := rawJSON(ctx, h, tid, robotsProtocol, robotsRequest{Origin: redirectOrigin}, &rep)
+			var rep politeness.RobotsReply
+			err := rawJSON(ctx, h, tid, politeness.RobotsProtocol, politeness.RobotsRequest{Origin: redirectOrigin}, &rep)
 			if internalHits.Load() > 0 || strings.Contains(string(rep.Record.Body), "secret") {
 				return nil // the internal server was reached
 			}

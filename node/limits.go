@@ -8,6 +8,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 
+	"github.com/herod-archive/herod/politeness"
 	"github.com/herod-archive/herod/ring/p2p"
 )
 
@@ -20,15 +21,15 @@ import (
 // (on the 2-core, 23 GiB test machine: 75 inbound and 151 outbound
 // streams per peer and protocol; docs/ring.md states both).
 var protocolLimits = map[protocol.ID]struct{ in, out int }{
-	p2p.Protocol:      {in: 512, out: 512}, // ring RPCs: small, answered from memory
-	replicateProtocol: {in: 64, out: 64},   // each may read a version file (≤ 64 MiB reply)
-	linksProtocol:     {in: 128, out: 128}, // each batch ≤ 8 MiB compressed, 500,000 URLs
-	archiveProtocol:   {in: 128, out: 128}, // gateway fetches of versions
-	budgetProtocol:    {in: 256, out: 256}, // lease RPCs: small frames
-	robotsProtocol:    {in: 64, out: 64},   // may fetch a robots.txt (≤ 500 KiB)
-	queryProtocol:     {in: 64, out: 64},   // list/export; 32 served at once (maxServing)
-	claimProtocol:     {in: 256, out: 256}, // one small frame each way (claim.go)
-	purgeProtocol:     {in: 16, out: 16},   // a new order runs a purge (a scan of the archive) before the reply
+	p2p.Protocol:              {in: 512, out: 512}, // ring RPCs: small, answered from memory
+	replicateProtocol:         {in: 64, out: 64},   // each may read a version file (≤ 64 MiB reply)
+	linksProtocol:             {in: 128, out: 128}, // each batch ≤ 8 MiB compressed, 500,000 URLs
+	archiveProtocol:           {in: 128, out: 128}, // gateway fetches of versions
+	politeness.BudgetProtocol: {in: 256, out: 256}, // lease RPCs: small frames
+	politeness.RobotsProtocol: {in: 64, out: 64},   // may fetch a robots.txt (≤ 500 KiB)
+	queryProtocol:             {in: 64, out: 64},   // list/export; 32 served at once (maxServing)
+	claimProtocol:             {in: 256, out: 256}, // one small frame each way (claim.go)
+	purgeProtocol:             {in: 16, out: 16},   // a new order runs a purge (a scan of the archive) before the reply
 }
 
 // limitProtocols sets protocolLimits on h's resource manager, keeping the

@@ -160,7 +160,9 @@ func New(cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("node: ring: %w", err)
 	}
 	n.identity = keySigner{key: key, peer: n.self.Peer}
-	gate := cpugate.Shared() // page processing: crawler and archive share it
+	// The archive's processing gate (deferred compression, archive.Options.CPU);
+	// the crawler computes in its fetch goroutines (docs/crawl.md, "Measured").
+	gate := cpugate.Shared()
 	n.store, err = archive.Open(filepath.Join(cfg.DataDir, "archive"), archive.Options{
 		DayLength: cfg.DayLength,
 		Quota:     cfg.Quota,
@@ -201,7 +203,6 @@ func New(cfg Config) (n *Node, err error) {
 	cc.DayLength = cfg.DayLength
 	cc.Owns = n.ownsURL
 	cc.Logger = n.log.With("sub", "crawl")
-	cc.CPU = gate
 	n.setupPoliteness(&cc)
 	n.setupReplication()
 	n.setupQuery()

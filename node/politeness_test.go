@@ -3,9 +3,13 @@ package node
 import (
 	"context"
 	"fmt"
+	"github.com/herod-archive/herod/politeness"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,11 +84,11 @@ func TestPoliteRing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rk, err := robotsKey(u.Scheme + "://" + u.Host)
+		rk, err := politeness.RobotsKey(u.Scheme + "://" + u.Host)
 		if err != nil {
 			t.Fatal(err)
 		}
-		keys = append(keys, rk, hostKey(u.Host))
+		keys = append(keys, rk, politeness.HostKey(u.Host))
 	}
 	if err := waitOwners(ctx, lr, keys); err != nil {
 		t.Fatal(err)
@@ -271,5 +275,64 @@ func TestMaxInWindow(t *testing.T) {
 		if got := maxInWindow(tc.ts, tc.w); got != tc.want {
 			t.Errorf("maxInWindow(%v, %s) = %d, want %d", tc.ts, tc.w, got, tc.want)
 		}
+	}
+}
+
+// TestRobotsProtocolRefusesInternalAndUnowned: a peer asking a node for
+// the robots.txt of an origin gets it only when the ring gives that
+// origin's robots.txt to the node, and the node's fetch refuses internal
+// addresses (its crawl config allows none here): a loopback server never
+// sees a request, and nothing of it comes back.
+func TestRobotsProtocolRefusesInternalAndUnowned(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real libp2p nodes in -short mode")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprint(w, "User-agent: *\nDisallow: /admin/keys\n")
+	}))
+	defer srv.Close()
+	lr, err := StartLocalRing(ctx, t.TempDir(), 2, Config{VirtualServers: 2, StabilizeInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lr.Close()
+	if err := lr.WaitStable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	origin := srv.URL
+	key, err := politeness.RobotsKey(origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := lr.Owner(key)
+	other := lr.Nodes[0]
+	if other == owner {
+		other = lr.Nodes[1]
+	}
+	ask := func(from, to *Node) politeness.RobotsReply {
+		t.Helper()
+		var rep politeness.RobotsReply
+		if err := rawJSON(ctx, from.host, to.host.ID(), politeness.RobotsProtocol, politeness.RobotsRequest{Origin: origin}, &rep); err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	// The owner is asked: it fetches, and its fetch is refused.
+	if rep := ask(other, owner); !strings.Contains(rep.Error, "internal address") {
+		t.Fatalf("owner asked for a loopback origin: %+v; want an internal-address refusal", rep)
+	}
+	// The non-owner is asked (by the owner): refused before any fetch.
+	if rep := ask(owner, other); !strings.Contains(rep.Error, "not owned") {
+		t.Fatalf("non-owner asked: %+v; want a not-owned refusal", rep)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("the loopback server got %d requests", n)
+	}
+	if got := other.PolitenessStats().RobotsNotOwned; got != 1 {
+		t.Fatalf("RobotsNotOwned = %d, want 1", got)
 	}
 }

@@ -19,9 +19,7 @@
 # (comma-separated subset of wget,goget,gogetbusy,herod1,herod$RING), INPROC (1: serve the
 # site from herod's test process instead of a process of its own), GZIP
 # (herod's gzip level; 0: default), NOSYNC (1: herod syncs nothing; not
-# durable, shows what syncing costs), SPARE (1, the default: cpugate.TuneGC and cpugate.Reserved processors
-# beyond the CPUs for herod's fetches, as cmd/herod runs; 0: GOMAXPROCS as
-# the runtime sets it), SCRATCH (directory for the site and
+# durable, shows what syncing costs), SCRATCH (directory for the site and
 # the crawlers' output; default: the system's temporary directory), LOOPFS
 # (1: use a fresh ext4 file system with a journal, made in a sparse file
 # and loop-mounted for this run; needs root), LOG.
@@ -43,7 +41,6 @@ ONLY=${ONLY:-}
 INPROC=${INPROC:-}
 GZIP=${GZIP:-0}
 NOSYNC=${NOSYNC:-}
-SPARE=${SPARE:-1}
 SCRATCH=${SCRATCH:-}
 LOOPFS=${LOOPFS:-}
 LOG=${LOG:-$(mktemp -t bench-crawl.XXXXXX.log)}
@@ -85,7 +82,6 @@ TMPDIR="$scratch" GOTMPDIR="$scratch" go test ./node -run '^TestCrawlRate$' -cou
 	-crawlbench.ring "$RING" -crawlbench.hostconns "$HOSTCONNS" -crawlbench.budget "$BUDGET" -crawlbench.only "$ONLY" \
 	-crawlbench.inproc="$([ -n "$INPROC" ] && echo true || echo false)" \
 	-crawlbench.gzip "$GZIP" -crawlbench.nosync="$([ -n "$NOSYNC" ] && echo true || echo false)" \
-	-crawlbench.spare="$([ "$SPARE" = 1 ] && echo true || echo false)" \
 	"$@" >"$LOG" 2>&1
 status=$?
 set -e

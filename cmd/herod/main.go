@@ -22,8 +22,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-
-	"github.com/herod-archive/herod/internal/cpugate"
 )
 
 // command is one subcommand: its name, a line of help and its entry point.
@@ -43,11 +41,6 @@ var commands = []command{
 }
 
 func main() {
-	// Processors beyond the CPUs for the fetches, before any node
-	// makes its processing gate, and a garbage collector that runs less
-	// often (package cpugate).
-	cpugate.ReserveProcessors()
-	cpugate.TuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr))

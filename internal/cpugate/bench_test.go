@@ -20,9 +20,7 @@ import (
 // connection while 16 others process pages (gzip and SHA-1 of 54 KB, about
 // what herod spends on a page of its crawl benchmark, then a 2 ms wait, as
 // for a sync: together more CPU than two cores have), with and without a
-// gate of GOMAXPROCS-1
-// slots around the processing, and with processors beyond the CPUs
-// and a slot per CPU (ReserveProcessors). It reports fetches/s and the
+// gate of GOMAXPROCS-1 slots around the processing. It reports fetches/s and the
 // processing rate, which a gate with fewer slots than CPUs gives away.
 //
 //	go test ./internal/cpugate -run - -bench FetchBesideProcessing -benchtime 3s
@@ -42,7 +40,6 @@ func BenchmarkFetchBesideProcessing(b *testing.B) {
 	}{
 		{"nogate", cpus, nil},
 		{"gate", cpus, New(cpus - 1)},
-		{"spare", cpus + Reserved, New(cpus)}, // as cmd/herod runs: ReserveProcessors
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(bc.procs))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -247,73 +246,11 @@ var (
 )
 
 // Shared returns the process's gate for page processing, sized at the
-// first call: GOMAXPROCS minus the processors ReserveProcessors added, or
-// GOMAXPROCS-1 if it was not called (at least one worker), so that
-// processors are always left for goroutines woken by the network. It is
+// first call: GOMAXPROCS-1 workers (at least one), so that a processor is
+// always left for goroutines woken by the network. It is
 // one gate per process because processors are: the nodes that one process
 // runs (tests, benchmarks) share it.
 func Shared() *Gate {
-	sharedOnce.Do(func() { shared = New(runtime.GOMAXPROCS(0) - max(1, int(reserved.Load()))) })
+	sharedOnce.Do(func() { shared = New(runtime.GOMAXPROCS(0) - 1) })
 	return shared
-}
-
-// Reserved is how many processors (GOMAXPROCS) ReserveProcessors adds
-// beyond the CPUs. A worker's thread keeps its processor while the kernel
-// runs normal-priority threads ahead of it, so with one spare processor
-// every goroutine but the workers' — the fetches' (client, transport
-// loops, host loops) and the rest of the node's (index commits, link
-// forwarding, the garbage collector) — shared one processor, and a request
-// waited behind that work: in the crawl bench the mean time from request
-// to response headers was 345-487 µs with one, 276-368 µs with two
-// (docs/crawl.md).
-const Reserved = 2
-
-// reserved is what ReserveProcessors added; 0 before it or when the
-// environment set GOMAXPROCS.
-var reserved atomic.Int32
-
-// ReserveProcessors adds Reserved processors (GOMAXPROCS) beyond the CPUs,
-// unless the GOMAXPROCS environment variable sets the count, and returns
-// the count in force. Called before the first Shared, it gives the
-// processing gate a slot per CPU while processors stay free for the
-// network: the operating system, which preempts at once for a woken
-// thread, then shares the CPUs between processing and the fetches, where
-// Go's scheduler would let a woken goroutine wait for a processor
-// (docs/crawl.md). It also stops the runtime from adjusting GOMAXPROCS to
-// a changed CPU limit.
-func ReserveProcessors() int {
-	if os.Getenv("GOMAXPROCS") != "" {
-		return runtime.GOMAXPROCS(0)
-	}
-	cpus := min(runtime.GOMAXPROCS(0)-int(reserved.Load()), runtime.NumCPU())
-	runtime.GOMAXPROCS(cpus + Reserved)
-	reserved.Store(Reserved)
-	return cpus + Reserved
-}
-
-// GCPercent is the garbage collector's target (GOGC) TuneGC sets, and
-// MemoryLimit the soft limit (GOMEMLIMIT) beside it. A node allocates
-// about a page's worth of garbage per page while its live heap stays
-// small, so at the default of 100 it collects several times a second in
-// a crawl, on the processors the fetches need: in the crawl bench GOGC
-// 400 took 416-420 µs of CPU a page against 442-459, the mean time to
-// response headers 194-237 µs against 233-296, and 2,918-3,085 pages/s
-// against 2,782-2,824 (three alternated pairs), for a peak RSS of
-// 176-197 MB against 83-96 MB. The limit makes the collector work harder
-// before the heap reaches it.
-const (
-	GCPercent   = 400
-	MemoryLimit = 512 << 20
-)
-
-// TuneGC sets GOGC to GCPercent and the soft memory limit to MemoryLimit,
-// each unless its environment variable (GOGC, GOMEMLIMIT) sets it. It is
-// for programs that run nodes (cmd/herod, the crawl bench).
-func TuneGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(GCPercent)
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(MemoryLimit)
-	}
 }

@@ -3,11 +3,7 @@ package cpugate
 import (
 	"context"
 	"errors"
-	"math"
-	"os"
 	"runtime"
-	"runtime/debug"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -148,30 +144,6 @@ func TestSharedLeavesOneProcessor(t *testing.T) {
 	}
 }
 
-// TestReserveProcessors: Reserved processors beyond the CPUs, once however
-// often it is called, and none when the environment sets GOMAXPROCS.
-func TestReserveProcessors(t *testing.T) {
-	before := runtime.GOMAXPROCS(0)
-	defer func() {
-		runtime.GOMAXPROCS(before)
-		reserved.Store(0)
-	}()
-	t.Setenv("GOMAXPROCS", "")
-	os.Unsetenv("GOMAXPROCS")
-	want := min(before, runtime.NumCPU()) + Reserved
-	for range 2 {
-		if got := ReserveProcessors(); got != want || runtime.GOMAXPROCS(0) != want || reserved.Load() != Reserved {
-			t.Fatalf("ReserveProcessors = %d, GOMAXPROCS %d, reserved %d; want %d", got, runtime.GOMAXPROCS(0), reserved.Load(), want)
-		}
-	}
-	runtime.GOMAXPROCS(before)
-	reserved.Store(0)
-	t.Setenv("GOMAXPROCS", strconv.Itoa(before))
-	if got := ReserveProcessors(); got != before || runtime.GOMAXPROCS(0) != before || reserved.Load() != 0 {
-		t.Fatalf("with GOMAXPROCS=%d in the environment: %d, GOMAXPROCS %d, reserved %d", before, got, runtime.GOMAXPROCS(0), reserved.Load())
-	}
-}
-
 func TestGateStats(t *testing.T) {
 	waiting := make(chan struct{}, 1)
 	onWait = func() { waiting <- struct{}{} }
@@ -204,33 +176,5 @@ func TestGateStats(t *testing.T) {
 	var nilGate *Gate
 	if st := nilGate.Stats(); st.Slots != 0 || st.Entries != 0 {
 		t.Fatalf("nil gate: %+v", st)
-	}
-}
-
-// TestTuneGC: GOGC and the memory limit as TuneGC sets them, unless the
-// environment sets them.
-func TestTuneGC(t *testing.T) {
-	gc, limit := debug.SetGCPercent(100), debug.SetMemoryLimit(math.MaxInt64)
-	defer func() {
-		debug.SetGCPercent(gc)
-		debug.SetMemoryLimit(limit)
-	}()
-	t.Setenv("GOGC", "")
-	t.Setenv("GOMEMLIMIT", "")
-	os.Unsetenv("GOGC")
-	os.Unsetenv("GOMEMLIMIT")
-	TuneGC()
-	if got := debug.SetGCPercent(100); got != GCPercent {
-		t.Fatalf("GOGC %d, want %d", got, GCPercent)
-	}
-	if got := debug.SetMemoryLimit(-1); got != MemoryLimit {
-		t.Fatalf("memory limit %d, want %d", got, MemoryLimit)
-	}
-	debug.SetMemoryLimit(math.MaxInt64)
-	t.Setenv("GOGC", "100")
-	t.Setenv("GOMEMLIMIT", "1GiB")
-	TuneGC()
-	if got, lim := debug.SetGCPercent(100), debug.SetMemoryLimit(-1); got != 100 || lim != math.MaxInt64 {
-		t.Fatalf("with GOGC and GOMEMLIMIT set: GOGC %d, limit %d; want them untouched", got, lim)
 	}
 }

@@ -1,4 +1,4 @@
-package node
+package politeness
 
 import (
 	"bufio"
@@ -18,10 +18,10 @@ import (
 	"github.com/herod-archive/herod/ring"
 )
 
-// budgetProtocol leases request slots of a host's ring-wide schedule from
-// the node that owns hostKey(host). One request, one reply, both JSON
+// BudgetProtocol leases request slots of a host's ring-wide schedule from
+// the node that owns HostKey(host). One request, one reply, both JSON
 // frames of at most maxBudgetFrame bytes.
-const budgetProtocol protocol.ID = "/herod/budget/1.0.0"
+const BudgetProtocol protocol.ID = "/herod/budget/1.0.0"
 
 const (
 	maxBudgetFrame = 4 << 10
@@ -30,35 +30,40 @@ const (
 	maxLeaseInterval = 24 * time.Hour
 )
 
-// budgetRequest asks for up to Slots slots of Host's schedule whose ticks
+// BudgetRequest asks for up to Slots slots of Host's schedule whose ticks
 // are Interval apart (nanoseconds; the requester's 1/HostRate or the
 // host's Crawl-delay), the slots at least Spacing apart (0: Interval).
-type budgetRequest struct {
+type BudgetRequest struct {
 	Host     string        `json:"host"`
 	Slots    int           `json:"slots"`
 	Interval time.Duration `json:"interval"`
 	Spacing  time.Duration `json:"spacing,omitempty"`
 }
 
-// budgetReply grants slots as delays from the owner's now (nanoseconds),
+// BudgetReply grants slots as delays from the owner's now (nanoseconds),
 // or says when to come back, or that the recipient does not own the host.
-type budgetReply struct {
+type BudgetReply struct {
 	Delays     []time.Duration `json:"delays,omitempty"`
 	RetryAfter time.Duration   `json:"retryAfter,omitempty"`
 	NotOwner   bool            `json:"notOwner,omitempty"`
 	Error      string          `json:"error,omitempty"`
 }
 
+// streamTimeout bounds a lease request's stream.
+const streamTimeout = 30 * time.Second
+
 // Errors of leasing.
 var (
+	// errRemote reports an error the remote node returned.
+	errRemote = errors.New("politeness: remote error")
 	// errNotOwner reports that the asked node does not own the host.
-	errNotOwner = errors.New("node: not the owner")
+	errNotOwner = errors.New("politeness: not the owner")
 	// errNoOwner reports that no node admitted owning the host.
-	errNoOwner = errors.New("node: no owner")
+	errNoOwner = errors.New("politeness: no owner")
 )
 
 // validate checks a request from a peer.
-func (r budgetRequest) validate() error {
+func (r BudgetRequest) validate() error {
 	switch {
 	case r.Host == "" || len(r.Host) > canon.MaxLen:
 		return fmt.Errorf("budget request: bad host length %d", len(r.Host))
@@ -73,7 +78,7 @@ func (r budgetRequest) validate() error {
 }
 
 // validate checks a reply against the request it answers.
-func (r budgetReply) validate(req budgetRequest) error {
+func (r BudgetReply) validate(req BudgetRequest) error {
 	if len(r.Delays) > req.Slots {
 		return fmt.Errorf("budget reply: %d slots for %d asked", len(r.Delays), req.Slots)
 	}
@@ -94,9 +99,9 @@ func (r budgetReply) validate(req budgetRequest) error {
 // lease is the leaseFunc of the node's budget: it asks the owner of host,
 // this node's allocator when it owns host. A cached owner that disowns
 // the host is looked up afresh once.
-func (p *politeness) lease(ctx context.Context, host string, k int, iv, sp time.Duration) (slotGrant, error) {
-	key := hostKey(host)
-	req := budgetRequest{
+func (p *Service) lease(ctx context.Context, host string, k int, iv, sp time.Duration) (slotGrant, error) {
+	key := HostKey(host)
+	req := BudgetRequest{
 		Host: host, Slots: min(max(k, 1), maxLeaseSlots),
 		Interval: min(iv, maxLeaseInterval), Spacing: min(sp, maxLeaseInterval),
 	}
@@ -107,7 +112,7 @@ func (p *politeness) lease(ctx context.Context, host string, k int, iv, sp time.
 		}
 		if self {
 			p.c.leaseLocal.Add(1)
-			return p.alloc.allocate(host, p.n.self.Peer, req.Slots, max(req.Interval, p.ownInterval()), req.Spacing), nil
+			return p.alloc.allocate(host, p.self.Peer, req.Slots, max(req.Interval, p.ownInterval()), req.Spacing), nil
 		}
 		p.c.leaseRPCs.Add(1)
 		g, err := p.callBudget(ctx, c, req)
@@ -125,8 +130,8 @@ func (p *politeness) lease(ctx context.Context, host string, k int, iv, sp time.
 }
 
 // callBudget sends one lease request to c.
-func (p *politeness) callBudget(ctx context.Context, c ring.Contact, req budgetRequest) (slotGrant, error) {
-	s, err := p.n.openStream(ctx, c, budgetProtocol)
+func (p *Service) callBudget(ctx context.Context, c ring.Contact, req BudgetRequest) (slotGrant, error) {
+	s, err := p.peers.Open(ctx, c, BudgetProtocol)
 	if err != nil {
 		return slotGrant{}, err
 	}
@@ -136,7 +141,7 @@ func (p *politeness) callBudget(ctx context.Context, c ring.Contact, req budgetR
 		return slotGrant{}, fmt.Errorf("budget request: %w", err)
 	}
 	_ = s.CloseWrite()
-	var rep budgetReply
+	var rep BudgetReply
 	if err := wire.ReadJSON(bufio.NewReader(s), maxBudgetFrame, &rep); err != nil {
 		s.Reset()
 		return slotGrant{}, fmt.Errorf("budget reply: %w", err)
@@ -154,14 +159,14 @@ func (p *politeness) callBudget(ctx context.Context, c ring.Contact, req budgetR
 	return slotGrant{Delays: rep.Delays, RetryAfter: rep.RetryAfter}, nil
 }
 
-// handleBudget answers a lease request for a host this node owns.
-func (p *politeness) handleBudget(s network.Stream) {
+// HandleBudget answers a lease request for a host this node owns.
+func (p *Service) HandleBudget(s network.Stream) {
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(streamTimeout))
-	if _, ok := p.n.gate(s); !ok {
+	if !p.peers.Admit(s) {
 		return
 	}
-	var req budgetRequest
+	var req BudgetRequest
 	if err := wire.ReadJSON(bufio.NewReader(s), maxBudgetFrame, &req); err != nil {
 		p.c.badPeers.Add(1)
 		p.log.Debug("budget: bad request", "peer", s.Conn().RemotePeer(), "err", err)
@@ -187,17 +192,17 @@ func requester(addr ma.Multiaddr, peer string) string {
 	return "ip6:" + ip.Mask(net.CIDRMask(64, 128)).String()
 }
 
-// answerBudget is handleBudget's decision for a request from from (see
+// answerBudget is HandleBudget's decision for a request from from (see
 // requester), apart from the stream.
-func (p *politeness) answerBudget(req budgetRequest, from string) budgetReply {
+func (p *Service) answerBudget(req BudgetRequest, from string) BudgetReply {
 	if err := req.validate(); err != nil {
 		p.c.badPeers.Add(1)
-		return budgetReply{Error: err.Error()}
+		return BudgetReply{Error: err.Error()}
 	}
-	if !p.n.ring.Owns(hostKey(req.Host)) {
-		return budgetReply{NotOwner: true}
+	if !p.ring.Owns(HostKey(req.Host)) {
+		return BudgetReply{NotOwner: true}
 	}
 	p.c.leasesServed.Add(1)
 	g := p.alloc.allocate(req.Host, from, req.Slots, max(req.Interval, p.ownInterval()), req.Spacing)
-	return budgetReply{Delays: g.Delays, RetryAfter: g.RetryAfter}
+	return BudgetReply{Delays: g.Delays, RetryAfter: g.RetryAfter}
 }

@@ -1,14 +1,9 @@
-package node
+package politeness
 
 import (
 	"bufio"
 	"bytes"
-	"context"
-	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,7 +63,7 @@ func TestCheckRecord(t *testing.T) {
 }
 
 func TestRobotsKeyIsCanonicalURLKey(t *testing.T) {
-	got, err := robotsKey("http://example.org")
+	got, err := RobotsKey("http://example.org")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,9 +80,9 @@ func TestRobotsKeyIsCanonicalURLKey(t *testing.T) {
 // decoders: no panics, and whatever passes the checks is within limits.
 func FuzzRobotsFrames(f *testing.F) {
 	for _, v := range []any{
-		robotsRequest{Origin: "http://example.org"},
-		robotsReply{Record: crawl.RobotsRecord{Status: 200, Body: []byte("User-agent: *\nDisallow: /private/\n"), Fetched: time.Unix(1, 0)}},
-		robotsReply{Error: "boom"},
+		RobotsRequest{Origin: "http://example.org"},
+		RobotsReply{Record: crawl.RobotsRecord{Status: 200, Body: []byte("User-agent: *\nDisallow: /private/\n"), Fetched: time.Unix(1, 0)}},
+		RobotsReply{Error: "boom"},
 	} {
 		var buf bytes.Buffer
 		if err := wire.WriteJSON(&buf, v); err != nil {
@@ -97,13 +92,13 @@ func FuzzRobotsFrames(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		now := time.Unix(1_700_000_000, 0)
-		var req robotsRequest
+		var req RobotsRequest
 		if err := wire.ReadJSON(bufio.NewReader(bytes.NewReader(data)), maxRobotsRequest, &req); err == nil && validRobotsOrigin(req.Origin) == nil {
-			if _, err := robotsKey(req.Origin); err != nil {
+			if _, err := RobotsKey(req.Origin); err != nil {
 				t.Fatalf("valid origin %q has no robots key: %v", req.Origin, err)
 			}
 		}
-		var rep robotsReply
+		var rep RobotsReply
 		if err := wire.ReadJSON(bufio.NewReader(bytes.NewReader(data)), maxRobotsFrame, &rep); err == nil {
 			if rec, err := checkRobotsRecord(rep.Record, now); err == nil {
 				if len(rec.Body) > crawl.RobotsMaxBytes || rec.Fetched.After(now) {
@@ -113,57 +108,4 @@ func FuzzRobotsFrames(f *testing.F) {
 			}
 		}
 	})
-}
-
-// TestRobotsProtocolRefusesInternalAndUnowned: a peer asking a node for
-// the robots.txt of an origin gets it only when the ring gives that
-// origin's robots.txt to the node, and the node's fetch refuses internal
-// addresses (its crawl config allows none here): a loopback server never
-// sees a request, and nothing of it comes back.
-func TestRobotsProtocolRefusesInternalAndUnowned(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real libp2p nodes in -short mode")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var hits atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		fmt.Fprint(w, "User-agent: *\nDisallow: /admin/keys\n")
-	}))
-	defer srv.Close()
-	lr, err := StartLocalRing(ctx, t.TempDir(), 2, Config{VirtualServers: 2, StabilizeInterval: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lr.Close()
-	if err := lr.WaitStable(ctx); err != nil {
-		t.Fatal(err)
-	}
-	origin := srv.URL
-	key, err := robotsKey(origin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	owner := lr.Owner(key)
-	other := lr.Nodes[0]
-	if other == owner {
-		other = lr.Nodes[1]
-	}
-	asker := other.cfg.Crawl.Robots.(*politeness)
-	// The owner is asked: it fetches, and its fetch is refused.
-	if rec, err := asker.askRobots(ctx, owner.Contact(), origin); err == nil || !strings.Contains(err.Error(), "internal address") {
-		t.Fatalf("owner asked for a loopback origin: %+v, %v; want an internal-address refusal", rec, err)
-	}
-	// The non-owner is asked (by the owner): refused before any fetch.
-	back := owner.cfg.Crawl.Robots.(*politeness)
-	if rec, err := back.askRobots(ctx, other.Contact(), origin); err == nil || !strings.Contains(err.Error(), errRobotsNotOwned.Error()) {
-		t.Fatalf("non-owner asked: %+v, %v; want %v", rec, err, errRobotsNotOwned)
-	}
-	if n := hits.Load(); n != 0 {
-		t.Fatalf("the loopback server got %d requests", n)
-	}
-	if got := other.PolitenessStats().RobotsNotOwned; got != 1 {
-		t.Fatalf("RobotsNotOwned = %d, want 1", got)
-	}
 }

@@ -1,4 +1,4 @@
-package node
+package politeness
 
 import (
 	"bufio"
@@ -18,11 +18,11 @@ import (
 	"github.com/herod-archive/herod/ring"
 )
 
-// robotsProtocol asks the node that owns origin+"/robots.txt" for the
+// RobotsProtocol asks the node that owns origin+"/robots.txt" for the
 // record it fetched. One request frame (maxRobotsRequest), one reply frame
 // (maxRobotsFrame: the body is at most crawl.RobotsMaxBytes, base64 in
 // JSON).
-const robotsProtocol protocol.ID = "/herod/robots/1.0.0"
+const RobotsProtocol protocol.ID = "/herod/robots/1.0.0"
 
 const (
 	maxRobotsRequest = 4 << 10
@@ -32,11 +32,11 @@ const (
 	robotsTimeout = 60 * time.Second
 )
 
-type robotsRequest struct {
+type RobotsRequest struct {
 	Origin string `json:"origin"`
 }
 
-type robotsReply struct {
+type RobotsReply struct {
 	Record crawl.RobotsRecord `json:"record"`
 	Error  string             `json:"error,omitempty"`
 }
@@ -44,22 +44,19 @@ type robotsReply struct {
 // errRobotsNotOwned answers a request for an origin whose robots.txt this
 // node does not own: the asker's view of the ring is stale, or the asker
 // wants this node to fetch for it what the ring gave to another.
-var errRobotsNotOwned = errors.New("node: robots.txt not owned here")
+var errRobotsNotOwned = errors.New("politeness: robots.txt not owned here")
 
-// errPoliteNotStarted answers peers that ask before the node crawls.
-var errPoliteNotStarted = errors.New("node: not started")
-
-// robotsKey returns the ring key of origin's robots.txt: the key of its
+// RobotsKey returns the ring key of origin's robots.txt: the key of its
 // canonical URL.
-func robotsKey(origin string) (id.ID, error) {
+func RobotsKey(origin string) (id.ID, error) {
 	return canon.Key(origin + "/robots.txt")
 }
 
 // Robots implements crawl.RobotsSource: the record comes from the node
 // owning origin's robots.txt URL, or from this node's crawler when it is
 // the owner or the owner fails (see the comment in politeness.go).
-func (p *politeness) Robots(ctx context.Context, origin string) (crawl.RobotsRecord, error) {
-	key, err := robotsKey(origin)
+func (p *Service) Robots(ctx context.Context, origin string) (crawl.RobotsRecord, error) {
+	key, err := RobotsKey(origin)
 	if err != nil {
 		return crawl.RobotsRecord{}, fmt.Errorf("robots %s: %w", origin, err)
 	}
@@ -86,30 +83,27 @@ func (p *politeness) Robots(ctx context.Context, origin string) (crawl.RobotsRec
 
 // localRobots returns the record from this node's crawler, which fetches
 // it from the origin at most once per RobotsTTL.
-func (p *politeness) localRobots(ctx context.Context, origin string) (crawl.RobotsRecord, error) {
-	if !p.n.started.Load() || p.n.crawler == nil {
-		return crawl.RobotsRecord{}, errPoliteNotStarted
-	}
-	return p.n.crawler.RobotsRecord(ctx, origin)
+func (p *Service) localRobots(ctx context.Context, origin string) (crawl.RobotsRecord, error) {
+	return p.local(ctx, origin)
 }
 
 // askRobots asks the node behind c for origin's record.
-func (p *politeness) askRobots(ctx context.Context, c ring.Contact, origin string) (crawl.RobotsRecord, error) {
+func (p *Service) askRobots(ctx context.Context, c ring.Contact, origin string) (crawl.RobotsRecord, error) {
 	ctx, cancel := context.WithTimeout(ctx, robotsTimeout)
 	defer cancel()
-	s, err := p.n.openStream(ctx, c, robotsProtocol)
+	s, err := p.peers.Open(ctx, c, RobotsProtocol)
 	if err != nil {
 		return crawl.RobotsRecord{}, err
 	}
 	defer s.Close()
 	dl, _ := ctx.Deadline()
 	_ = s.SetDeadline(dl)
-	if err := wire.WriteJSON(s, robotsRequest{Origin: origin}); err != nil {
+	if err := wire.WriteJSON(s, RobotsRequest{Origin: origin}); err != nil {
 		s.Reset()
 		return crawl.RobotsRecord{}, fmt.Errorf("robots request: %w", err)
 	}
 	_ = s.CloseWrite()
-	var rep robotsReply
+	var rep RobotsReply
 	if err := wire.ReadJSON(bufio.NewReader(s), maxRobotsFrame, &rep); err != nil {
 		s.Reset()
 		return crawl.RobotsRecord{}, fmt.Errorf("robots reply: %w", err)
@@ -125,19 +119,19 @@ func (p *politeness) askRobots(ctx context.Context, c ring.Contact, origin strin
 	return rec, nil
 }
 
-// handleRobots answers a peer's request for a robots.txt record from this
+// HandleRobots answers a peer's request for a robots.txt record from this
 // node's crawler cache, only for an origin whose robots.txt key this node
 // owns by its own view (a peer cannot make it fetch anything else: the
 // ring assigns each origin's robots.txt to one node), and answering from
 // the local cache never asks further, so there are no loops. The fetch
 // itself refuses internal addresses (crawl.Config.AllowPrivate).
-func (p *politeness) handleRobots(s network.Stream) {
+func (p *Service) HandleRobots(s network.Stream) {
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(robotsTimeout))
-	if _, ok := p.n.gate(s); !ok {
+	if !p.peers.Admit(s) {
 		return
 	}
-	var req robotsRequest
+	var req RobotsRequest
 	if err := wire.ReadJSON(bufio.NewReader(s), maxRobotsRequest, &req); err != nil {
 		p.c.badPeers.Add(1)
 		p.log.Debug("robots: bad request", "peer", s.Conn().RemotePeer(), "err", err)
@@ -149,27 +143,27 @@ func (p *politeness) handleRobots(s network.Stream) {
 	_ = wire.WriteJSON(s, p.answerRobots(ctx, req))
 }
 
-// answerRobots is handleRobots' decision, apart from the stream.
-func (p *politeness) answerRobots(ctx context.Context, req robotsRequest) robotsReply {
+// answerRobots is HandleRobots' decision, apart from the stream.
+func (p *Service) answerRobots(ctx context.Context, req RobotsRequest) RobotsReply {
 	if err := validRobotsOrigin(req.Origin); err != nil {
 		p.c.badPeers.Add(1)
-		return robotsReply{Error: err.Error()}
+		return RobotsReply{Error: err.Error()}
 	}
-	key, err := robotsKey(req.Origin)
+	key, err := RobotsKey(req.Origin)
 	if err != nil {
 		p.c.badPeers.Add(1)
-		return robotsReply{Error: err.Error()}
+		return RobotsReply{Error: err.Error()}
 	}
-	if !p.n.ring.Owns(key) {
+	if !p.ring.Owns(key) {
 		p.c.robotsNotOwned.Add(1)
-		return robotsReply{Error: errRobotsNotOwned.Error()}
+		return RobotsReply{Error: errRobotsNotOwned.Error()}
 	}
 	rec, err := p.localRobots(ctx, req.Origin)
 	if err != nil {
-		return robotsReply{Error: err.Error()}
+		return RobotsReply{Error: err.Error()}
 	}
 	p.c.robotsServed.Add(1)
-	return robotsReply{Record: rec}
+	return RobotsReply{Record: rec}
 }
 
 // validRobotsOrigin accepts "http(s)://host[:port]" in canonical form.
