@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"regexp"
 	"strings"
@@ -31,7 +32,7 @@ const importHook = `(globalThis.__herodImport||function(b,u,o){return o===undefi
 // script, which resolves its specifier against the script's archived URL
 // at run time. All other bytes are kept.
 func (rw *Rewriter) JS(js []byte) []byte {
-	if rw.identity || (!strings.Contains(string(js), "import") && !strings.Contains(string(js), "export")) {
+	if rw.identity || (!bytes.Contains(js, []byte("import")) && !bytes.Contains(js, []byte("export"))) {
 		return js
 	}
 	out := make([]byte, 0, len(js)+256)
@@ -61,7 +62,7 @@ func (rw *Rewriter) JS(js []byte) []byte {
 	}
 	hook := importHook + string(base) + ","
 	return dynamicImport.ReplaceAllFunc(out, func(m []byte) []byte {
-		i := strings.Index(string(m), "import")
+		i := bytes.Index(m, []byte("import"))
 		return append(append([]byte(nil), m[:i]...), hook...)
 	})
 }
