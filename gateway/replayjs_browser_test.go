@@ -123,8 +123,21 @@ func TestScriptedPagesInBrowser(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.page, func(t *testing.T) {
-			before := len(log.uris("content"))
-			dom, console := browser.Load(t, content+at+"/http://example.com/"+tc.page)
+			// Workers run in real time, outside the browser's virtual
+			// time: on a loaded machine their answers can miss the DOM
+			// dump. A page whose DOM lacks a result is loaded again (up
+			// to three times); the requests and console of the last load
+			// are checked.
+			var dom string
+			var console []string
+			var before int
+			for try := 0; try < 3; try++ {
+				before = len(log.uris("content"))
+				dom, console = browser.Load(t, content+at+"/http://example.com/"+tc.page)
+				if !slices.ContainsFunc(tc.dom, func(w string) bool { return !strings.Contains(dom, w) }) {
+					break
+				}
+			}
 			for _, m := range console {
 				t.Errorf("console: %s", m) // CSP refusals, uncaught errors
 			}
