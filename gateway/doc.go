@@ -66,19 +66,27 @@
 // two-letter modifier (im_, cs_, js_, mp_…) is accepted and rewrites, with
 // the banner (frameless mode only) for "" and mp_.
 //
+// Scripts (and inline JavaScript <script>s) keep every byte but the
+// specifiers of static module imports that would leave the archive, which
+// point into it, and each dynamic import(, which calls the replay script
+// with the importing script's archived URL (Rewriter.JS).
+//
 // Every rewritten HTML reply loads the replay script (replay.js, served at
 // /static/replay.js) before its first element that can run a script. In
 // framed replay it also answers the framed page's nonce-bearing question
 // about where the frame is (see ui.js) and refuses service worker
-// registrations. It
-// rewrites the URLs the page's scripts make at run time (fetch and
-// XMLHttpRequest get id_, history.pushState and window.open the page's own
-// modifier or none, element src/href/… properties and setAttribute as the
-// server would) so that they too are answered from the archive at the
-// same timestamp. A request for a path that is not the gateway's own, whose
-// Referer is a replayed page of this gateway, is redirected (307) to that
-// path on the page's archived site at the page's timestamp: root-relative
-// URLs in markup that scripts write land in the archive too.
+// registrations. It rewrites the URLs the page's scripts make at run time
+// so that they too are answered from the archive at the same timestamp:
+// fetch, XMLHttpRequest and sendBeacon get id_; import() resolves against
+// the importing script; navigations of the document (location
+// assignments, seen through the Navigation API), history.pushState and
+// window.open keep to the archive; element src/href/... properties,
+// setAttribute, markup written with innerHTML, outerHTML,
+// insertAdjacentHTML and document.write, and Worker and SharedWorker
+// script URLs are rewritten as the server would. A request for a path
+// that is not the gateway's own, whose Referer is a replayed page of this
+// gateway, is redirected (307) to that path on the page's archived site
+// at the page's timestamp.
 //
 // The <url> part may arrive with "http://" collapsed to "http:/" by proxies
 // or path cleaners, or with no scheme at all (http is assumed), as Wayback
@@ -127,8 +135,8 @@
 //     allows only the content origin (plus inline, data: and blob:
 //     resources), no plugins, forms within the archive, and framing by
 //     the archive and the UI origin only: what neither the rewriting nor
-//     the replay script reaches, such as markup scripts write as text, is
-//     blocked, never fetched from the live web. Documents that do not run
+//     the replay script reaches (URLs that workers' own scripts make,
+//     say) is blocked, never fetched from the live web. Documents that do not run
 //     the replay script (id_ payloads, SVG, XML, error pages) are
 //     sandboxed without scripts; programs are attachments, never sniffed;
 //     service worker scripts are refused (403).

@@ -16,8 +16,9 @@ const maxNoscriptDepth = 2
 
 // HTML returns doc with the URLs of links and embedded objects rewritten:
 // href, src, srcset, action, formaction, background, poster, object data,
-// style attributes, <style> blocks, <meta http-equiv=refresh> and
-// <base href> (which also moves the base of later references). When script
+// style attributes, <style> blocks, module imports in inline scripts (see
+// JS), <meta http-equiv=refresh> and <base href> (which also moves the base
+// of later references). When script
 // is non-nil it is inserted before the first element that can run a script
 // (the first start tag other than html, head, meta, title, base, link and
 // style), or before the first </head>, </body> or </html> when that comes
@@ -110,11 +111,16 @@ func (h *htmlRewriter) run(doc []byte, depth int) {
 			raw = ""
 			if tt == xhtml.StartTagToken && rawTextTags[tag] {
 				raw = tag
+				if tag == "script" && !isScript(scriptType(b)) {
+					raw = "data" // a data block (JSON, a template): kept as is
+				}
 			}
 		case xhtml.TextToken:
 			switch {
 			case raw == "style":
 				h.out = append(h.out, h.rw.CSS(b)...)
+			case raw == "script" && h.templates == 0:
+				h.out = append(h.out, h.rw.JS(b)...)
 			case raw == "noscript" && depth < maxNoscriptDepth:
 				h.run(b, depth+1)
 			case raw != "":
@@ -187,6 +193,17 @@ func firstBase(doc []byte) (string, bool) {
 			}
 		}
 	}
+}
+
+// scriptType returns the type attribute of the raw <script> start tag b
+// ("" when it has none).
+func scriptType(b []byte) string {
+	for _, a := range scanAttrs(b) {
+		if a.first && a.key == "type" {
+			return html.UnescapeString(string(b[a.vs:a.ve]))
+		}
+	}
+	return ""
 }
 
 func (h *htmlRewriter) insertBanner() {

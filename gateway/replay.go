@@ -137,6 +137,9 @@ func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
 		case mt == "text/css":
 			body = rw.CSS(body)
 			s.stats.rewritten.Add(1)
+		case scriptMedia[mt]:
+			body = rw.JS(body)
+			s.stats.rewritten.Add(1)
 		}
 	}
 	writeBody(w, r, status, body)

@@ -1,20 +1,28 @@
 // herod replay script. The gateway inserts it, as
 //   <script src="/static/replay.js" data-herod-url="URL" data-herod-ts="TS">,
 // before the first element of a replayed HTML document that can run a
-// script. The server rewrote the document's markup; this rewrites the URLs
-// the page's scripts make while they run, so that they are answered from
-// the archive at the same timestamp instead of being refused by the replay's
-// Content-Security-Policy (or, for a root-relative URL such as "/api",
-// reaching the gateway's own pages):
+// script. The server rewrote the document's markup, and the URLs of static
+// module imports and dynamic import() in its scripts; this rewrites the
+// URLs the page's scripts make while they run, so that they are answered
+// from the archive at the same timestamp instead of being refused by the
+// replay's Content-Security-Policy (or, for a root-relative URL such as
+// "/api", reaching the gateway's own pages):
 //
-//   - fetch() and XMLHttpRequest.open: the archived bytes (modifier id_);
+//   - fetch(), XMLHttpRequest.open and navigator.sendBeacon: the archived
+//     bytes (modifier id_);
+//   - dynamic import(), which the server turned into a call of
+//     __herodImport with the importing script's archived URL;
 //   - history.pushState / replaceState and window.open: archive pages;
+//   - navigations of the document (location.href = ..., location.assign,
+//     a scripted click), caught by the Navigation API's navigate event;
 //   - the src, href, action, data, poster and srcset properties of elements
-//     and the same attributes set with setAttribute (frames get if_).
+//     and the same attributes set with setAttribute (frames get if_);
+//   - markup that scripts write as text: innerHTML, outerHTML,
+//     insertAdjacentHTML, document.write and writeln (the same attributes,
+//     style attributes, <style> blocks and <meta http-equiv=refresh>);
+//   - the script URLs of new Worker and SharedWorker.
 //
-// Markup that scripts write as text (innerHTML, document.write) is not
-// rewritten; the Content-Security-Policy still keeps what it loads from the
-// live web. A URL already in the archive keeps its target and timestamp.
+// A URL already in the archive keeps its target and timestamp.
 //
 // It also confines the page: navigator.serviceWorker.register is refused
 // (the content origin answers 403 to service worker scripts anyway). In
@@ -95,10 +103,11 @@
 
   // archiveURL returns the gateway URL that replays ref, a URL the page's
   // script made, with modifier mod; ref itself when it is not an http(s)
-  // URL. A relative URL resolves against the archived page (or its
+  // URL. A relative URL resolves against base, an archived URL, when given
+  // (the script that made it), else against the archived page (or its
   // archived <base>), as the server resolves the page's own links: against
   // the gateway's address, "../" would climb into "/web/<ts>/".
-  function archiveURL(ref, mod) {
+  function archiveURL(ref, mod, base) {
     if (ref === null || ref === undefined) {
       return ref;
     }
@@ -115,7 +124,7 @@
       } else if (/^\s*[\/\\]/.test(s)) {
         u = new URL(s, origin); // "/x": an archive path or the site's root, below
       } else {
-        u = new URL(s, archivedBase());
+        u = new URL(s, base || archivedBase());
       }
     } catch (e) {
       return ref;
@@ -135,7 +144,7 @@
       } else {
         // A root-relative URL ("/api") means the archived site's root.
         try {
-          target = new URL(u.pathname + u.search + u.hash, archivedBase()).href;
+          target = new URL(u.pathname + u.search + u.hash, base || archivedBase()).href;
         } catch (e) {
           return ref;
         }
@@ -319,5 +328,198 @@
       }
       return setAttribute.call(this, name, value);
     };
+  }
+  if (typeof Navigator === "function" && typeof Navigator.prototype.sendBeacon === "function") {
+    var beacon = Navigator.prototype.sendBeacon;
+    Navigator.prototype.sendBeacon = function (url, data) {
+      var args = Array.prototype.slice.call(arguments);
+      args[0] = archiveURL(url, "id_");
+      return beacon.apply(this, args);
+    };
+  }
+
+  // Dynamic import(): the server rewrote "import(x" in scripts to
+  // "(globalThis.__herodImport||...)(<the script's archived URL>, x", so a
+  // relative specifier resolves against the script, as it would live. A
+  // bare specifier ("lodash") is left to the page's import map.
+  var bare = /^\s*[^.\/\\\s][^:]*$/;
+  Object.defineProperty(window, "__herodImport", {
+    configurable: false,
+    writable: false,
+    value: function (base, spec, opts) {
+      var s = String(spec);
+      var to = bare.test(s) ? s : archiveURL(s, "", base);
+      return opts === undefined ? import(to) : import(to, opts);
+    }
+  });
+
+  ["Worker", "SharedWorker"].forEach(function (name) {
+    var W = window[name];
+    if (typeof W !== "function") {
+      return;
+    }
+    var wrapped = function (url, opts) {
+      if (!(this instanceof wrapped)) {
+        return W(url, opts); // throws as the native one does
+      }
+      var args = Array.prototype.slice.call(arguments);
+      args[0] = archiveURL(url, "");
+      return Reflect.construct(W, args, new.target === wrapped ? W : new.target);
+    };
+    wrapped.prototype = W.prototype;
+    Object.setPrototypeOf(wrapped, W);
+    window[name] = wrapped;
+  });
+
+  // Navigations of this document that no property setter sees
+  // (location.href = ..., location.assign/replace, a scripted click on a
+  // link a script made): the Navigation API's navigate event reports each
+  // before it starts; one that leaves the archive is cancelled and made
+  // again to the archived URL. Where the API is missing, the framed page's
+  // frame-src (or the content origin's Referer redirect) still keeps the
+  // page from reaching the live web.
+  if (typeof navigation === "object" && navigation !== null && typeof navigation.addEventListener === "function") {
+    navigation.addEventListener("navigate", function (e) {
+      if (!e.cancelable || e.hashChange || e.formData || e.downloadRequest || e.navigationType === "traverse" || e.navigationType === "reload") {
+        return;
+      }
+      var to;
+      try {
+        to = new URL(e.destination.url);
+      } catch (x) {
+        return;
+      }
+      if (to.origin === origin && webPath.test(to.pathname)) {
+        return; // already in the archive
+      }
+      var dest = archiveURL(to.origin === origin ? to.pathname + to.search + to.hash : to.href, pageMod === "if_" || pageMod === "fr_" ? pageMod : "");
+      if (dest === to.href || typeof dest !== "string" || dest.indexOf(origin + "/web/") !== 0) {
+        return;
+      }
+      e.preventDefault();
+      if (e.navigationType === "replace") {
+        location.replace(dest);
+      } else {
+        location.assign(dest);
+      }
+    });
+  }
+
+  // Markup written as text. The attributes the server rewrites are
+  // rewritten in each start tag, <style> blocks and style attributes as
+  // CSS; every other byte is kept, so partial markup written in pieces
+  // (document.write("<scr" + "ipt src=...>")) stays as it was written.
+  var cssURL = /url\(\s*(?:"([^"\n]*)"|'([^'\n]*)'|([^)"'\s]*))\s*\)|@import\s*(?:"([^"\n]*)"|'([^'\n]*)')/gi;
+  function archiveCSS(css) {
+    return String(css).replace(cssURL, function (m, a, b, c, d, f) {
+      var v = a !== undefined ? a : b !== undefined ? b : c !== undefined ? c : d !== undefined ? d : f;
+      if (v === undefined || v === "") {
+        return m;
+      }
+      var i = m.indexOf(v, m.charAt(0) === "@" ? 7 : 4);
+      return m.slice(0, i) + archiveURL(v, "") + m.slice(i + v.length);
+    });
+  }
+  var styleBlock = /(<style\b[^>]*>)([\s\S]*?)(<\/style|$)/gi;
+  var startTag = /<([a-zA-Z][^\s\/>]*)((?:[^>"']|"[^"]*"|'[^']*')*)>/g;
+  var attrPair = /([^\s"'>\/=]+)(\s*=\s*)(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))/g;
+  function unescapeAttr(v) {
+    return v.replace(/&(amp|quot|#39|#x27|lt|gt);/gi, function (m, n) {
+      return { amp: "&", quot: "\"", "#39": "'", "#x27": "'", lt: "<", gt: ">" }[n.toLowerCase()];
+    });
+  }
+  function escapeAttr(v, q) {
+    v = v.replace(/&/g, "&amp;");
+    return q === "\"" ? v.replace(/"/g, "&quot;") : q === "'" ? v.replace(/'/g, "&#39;") : v;
+  }
+  function archiveTag(m, tag, attrs) {
+    var t = tag.toLowerCase();
+    var refresh = t === "meta" && /http-equiv\s*=\s*["']?\s*refresh/i.test(attrs);
+    var na = attrs.replace(attrPair, function (p, name, eq, dq, sq, uq) {
+      var n = name.toLowerCase();
+      var raw = dq !== undefined ? dq : sq !== undefined ? sq : uq;
+      var q = dq !== undefined ? "\"" : sq !== undefined ? "'" : "";
+      var v = unescapeAttr(raw);
+      var nv = v;
+      if (n === "srcset" || n === "imagesrcset") {
+        nv = archiveSrcset(v);
+      } else if (n === "style") {
+        nv = archiveCSS(v);
+      } else if (n === "content" && refresh) {
+        nv = v.replace(/(url\s*=\s*["']?)([^"';]+)/i, function (x, pre, u) {
+          return pre + archiveURL(u.trim(), "");
+        });
+      } else if (urlAttrs[n] === 1 && (n !== "data" || t === "object")) {
+        nv = archiveURL(v, t === "iframe" || t === "frame" ? (n === "src" ? "if_" : "") : "");
+      }
+      if (nv === v) {
+        return p;
+      }
+      if (q === "") {
+        q = "\"";
+      }
+      return name + eq + q + escapeAttr(nv, q) + q;
+    });
+    return na === attrs ? m : "<" + tag + na + ">";
+  }
+  function archiveMarkup(markup) {
+    if (markup === null || markup === undefined || (typeof markup !== "string" && typeof markup !== "object")) {
+      return markup;
+    }
+    var s = String(markup);
+    if (s.indexOf("<") < 0) {
+      return s;
+    }
+    s = s.replace(styleBlock, function (m, open, css, close) {
+      return open + archiveCSS(css) + close;
+    });
+    return s.replace(startTag, archiveTag);
+  }
+  // markupFor rewrites markup set as the content of el: CSS for a <style>.
+  function markupFor(el, v) {
+    if (el && el.tagName && String(el.tagName).toLowerCase() === "style") {
+      return v === null || v === undefined ? v : archiveCSS(v);
+    }
+    return archiveMarkup(v);
+  }
+
+  [[typeof Element === "function" && Element.prototype, ["innerHTML", "outerHTML"]],
+    [typeof ShadowRoot === "function" && ShadowRoot.prototype, ["innerHTML"]]].forEach(function (p) {
+    var proto = p[0];
+    if (!proto) {
+      return;
+    }
+    p[1].forEach(function (name) {
+      var d = Object.getOwnPropertyDescriptor(proto, name);
+      if (!d || typeof d.set !== "function" || !d.configurable) {
+        return;
+      }
+      Object.defineProperty(proto, name, {
+        configurable: true,
+        enumerable: d.enumerable,
+        get: d.get,
+        set: function (v) {
+          d.set.call(this, name === "innerHTML" ? markupFor(this, v) : archiveMarkup(v));
+        }
+      });
+    });
+  });
+  if (typeof Element === "function" && typeof Element.prototype.insertAdjacentHTML === "function") {
+    var insertAdjacentHTML = Element.prototype.insertAdjacentHTML;
+    Element.prototype.insertAdjacentHTML = function (where, markup) {
+      return insertAdjacentHTML.call(this, where, archiveMarkup(markup));
+    };
+  }
+  if (typeof Document === "function") {
+    ["write", "writeln"].forEach(function (name) {
+      var orig = Document.prototype[name];
+      if (typeof orig !== "function") {
+        return;
+      }
+      Document.prototype[name] = function () {
+        var args = Array.prototype.map.call(arguments, archiveMarkup);
+        return orig.apply(this, args);
+      };
+    });
   }
 })();

@@ -180,8 +180,8 @@ const pixel = "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x
 // archive: a fetch and an XHR of absolute URLs (which the
 // Content-Security-Policy would block), an image whose src a
 // script set, a pushState that keeps the address inside the archive, and
-// an image in markup a script wrote (no script rewrites it: the gateway
-// redirects its root-relative URL by the Referer).
+// an image in markup a script wrote (innerHTML, rewritten by the script;
+// TestScriptedPagesInBrowser has a page for each of the other ways).
 // It is skipped where no Chromium is installed.
 func TestReplayJSInBrowser(t *testing.T) {
 	browser := browsertest.Find(t)
@@ -201,7 +201,7 @@ func TestReplayJSInBrowser(t *testing.T) {
 		`<p id="xhr">xhr:XHR</p>`,
 		`<p id="img">img:1</p>`,
 		`<p id="loc">loc:/web/20210615000000/http://example.com/app.html?tab=2</p>`,
-		`<p id="inner-out">inner:1</p>`, // markup a script wrote: the gateway follows the Referer
+		`<p id="inner-out">inner:1</p>`, // markup a script wrote
 	} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("replayed page lacks %s\n%s", want, dom)
@@ -212,8 +212,7 @@ func TestReplayJSInBrowser(t *testing.T) {
 		"/static/replay.js?v=" + replayJSHash,
 		"/web/20210615000000id_/http://example.com/api/data.json", // fetch: the archived bytes
 		"/web/20210615000000id_/https://example.com/xhr.txt",
-		"/web/20210615000000/http://example.com/pixel.png", // the image a script set
-		"/pixel.png", // the image in written markup, redirected by its Referer
+		"/web/20210615000000/http://example.com/pixel.png", // the images a script set and wrote
 	} {
 		if !slices.Contains(requested, want) {
 			t.Errorf("the browser did not request %s; it requested %q", want, requested)

@@ -38,6 +38,10 @@ func Find(t testing.TB) *Browser {
 	return nil
 }
 
+// Path returns the browser's executable, for tests that drive it
+// themselves (over the DevTools protocol, say).
+func (b *Browser) Path() string { return b.path }
+
 // console matches Chromium's log entries for console messages, uncaught
 // exceptions and CSP refusals, `[pid:tid:date:INFO:CONSOLE:line] "message",
 // source: url (line)`, messages of several lines included.

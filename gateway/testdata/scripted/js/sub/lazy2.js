@@ -1,0 +1,1 @@
+export const lazy2 = "L2";

@@ -1,0 +1,1 @@
+onmessage = function (e) { postMessage("W:" + e.data); };

@@ -1,0 +1,1 @@
+document.getElementById("write") && 0; window.written = "W";
