@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/internal/cpugate"
+	"github.com/herod-archive/herod/internal/throttle"
 )
 
 // Defaults applied by New to zero Config fields.
@@ -156,6 +157,9 @@ type Config struct {
 	CPU *cpugate.Gate
 	// Clock tells the time. Default time.Now.
 	Clock func() time.Time
+	// Download caps the bytes per second of the response bodies this
+	// crawler reads, shared by all its fetches. Nil: no cap.
+	Download *throttle.Limiter
 	// Logger receives the crawler's logs. Nil discards them.
 	Logger *slog.Logger
 }

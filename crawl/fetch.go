@@ -12,6 +12,7 @@ import (
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/throttle"
 )
 
 // fetch fetches one URL conditionally and records the outcome: a new
@@ -112,7 +113,7 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *connLeas
 		c.count(KindTooLarge, raw, fmt.Errorf("Content-Length %d over %d bytes", resp.ContentLength, c.cfg.MaxBody))
 		return c.recordUnkept(ctx, raw, resp, now, truncatedLength, st, hasState)
 	}
-	body, err := readBody(resp.Body, resp.ContentLength, c.cfg.MaxBody)
+	body, err := readBody(throttle.Reader(ctx, resp.Body, c.cfg.Download), resp.ContentLength, c.cfg.MaxBody)
 	l.release()
 	c.mu.Lock()
 	c.st.bytes += int64(len(body))

@@ -36,6 +36,7 @@ type Node struct {
 	log      *slog.Logger
 	host     host.Host
 	bwc      *metrics.BandwidthCounter
+	bw       bandwidth // byte-rate caps (bandwidth.go)
 	ring     *ring.Ring
 	tr       *p2p.Transport
 	memberOK memberCache // membership answers of member.go
@@ -85,6 +86,9 @@ func New(cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("node: data dir: %w", err)
 	}
 	n = &Node{cfg: cfg, log: cfg.Logger, addrChanged: make(chan string, 1)}
+	if n.bw, err = newBandwidth(cfg); err != nil {
+		return nil, err
+	}
 	built := n // the returns below set n to nil
 	defer func() {
 		if err != nil {
@@ -175,6 +179,7 @@ func New(cfg Config) (n *Node, err error) {
 	cc.Owns = n.ownsURL
 	cc.Logger = n.log.With("sub", "crawl")
 	cc.CPU = gate
+	cc.Download = n.bw.down
 	n.setupPoliteness(&cc)
 	n.setupReplication()
 	n.setupQuery()

@@ -13,12 +13,13 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/throttle"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/replicate"
 	"github.com/herod-archive/herod/ring"
 )
 
-// Replication places every key on k = ReplicationFactor real nodes: the
+// Replication places every key on k = Config.Replicas real nodes: the
 // owner of the key (the real node running the virtual server whose range
 // (pred, v] holds it) and the next k-1 distinct real nodes clockwise from
 // v, skipping further virtual servers of nodes already counted — the
@@ -52,7 +53,7 @@ const replicateProtocol protocol.ID = "/herod/replicate/1.0.0"
 
 // Replication defaults.
 const (
-	// ReplicationFactor is k: every key is held by its owner and by the
+	// ReplicationFactor is the default k (Config.Replicas): every key is held by its owner and by the
 	// next k-1 distinct real nodes clockwise (skipping further virtual
 	// servers of nodes already counted), so any k-1 real nodes may die at
 	// once without losing a file.
@@ -318,7 +319,7 @@ func (r *replicator) replicasOf(ctx context.Context, v ring.VnodeStatus) []ring.
 		if !seen[s.Peer] {
 			seen[s.Peer] = true
 			out = append(out, s.Contact)
-			if len(out) == ReplicationFactor-1 {
+			if len(out) == r.k()-1 {
 				return out
 			}
 		}
@@ -326,7 +327,7 @@ func (r *replicator) replicasOf(ctx context.Context, v ring.VnodeStatus) []ring.
 	if len(v.Successors) < ring.DefaultSuccessorListLen {
 		return out // the list holds the whole ring: there are no more nodes
 	}
-	succs, err := r.n.ring.Successors(ctx, v.ID, ReplicationFactor)
+	succs, err := r.n.ring.Successors(ctx, v.ID, r.k())
 	if err != nil {
 		r.fail(fmt.Errorf("replicas of %s: %w", v.Node, err))
 		return out
@@ -361,7 +362,7 @@ func (n *Node) roundTrip(ctx context.Context, c ring.Contact, req []byte) ([]byt
 		return nil, fmt.Errorf("replicate request: %w", err)
 	}
 	_ = s.CloseWrite()
-	rep, err := wire.ReadFrame(bufio.NewReader(s), replicate.MaxReply)
+	rep, err := wire.ReadFrame(bufio.NewReader(throttle.Reader(ctx, s, n.bw.replDown, n.bw.down)), replicate.MaxReply)
 	if err != nil {
 		s.Reset()
 		return nil, fmt.Errorf("replicate reply: %w", err)
@@ -394,7 +395,8 @@ func (r *replicator) handle(s network.Stream) {
 	if errors.Is(err, replicate.ErrProtocol) {
 		n.counters.badFrames.Add(1)
 	}
-	if err := wire.WriteFrame(s, rep); err != nil {
+	w := n.bw.replyWriter(s, len(rep))
+	if err := wire.WriteFrame(w, rep); err != nil {
 		s.Reset()
 	}
 }
@@ -468,7 +470,7 @@ func (r *replicator) work(ctx context.Context) {
 
 // pullRole checks that (a, from.ID] lies in the range of from's virtual
 // server and that this node replicates that range: the owner of a+1 must
-// be from itself, and this node one of the next ReplicationFactor-1
+// be from itself, and this node one of the next k-1
 // distinct real nodes (ring.Ring.Successors). An error that does not wrap
 // errRole means the ring could not tell (a lookup failed): the owner asks
 // again next round.
@@ -476,7 +478,7 @@ func (r *replicator) pullRole(ctx context.Context, a id.ID, from ring.Node) erro
 	if a == from.ID {
 		return fmt.Errorf("%w: (%s, %s] is the whole ring", errRole, a.Short(), from.ID.Short())
 	}
-	succs, err := r.successors(ctx, a.AddPow2(0), ReplicationFactor)
+	succs, err := r.successors(ctx, a.AddPow2(0), r.k())
 	if err != nil {
 		return fmt.Errorf("pull request: check range: %w", err)
 	}
@@ -497,6 +499,15 @@ func (r *replicator) successors(ctx context.Context, key id.ID, k int) ([]ring.N
 		return r.succs(ctx, key, k)
 	}
 	return r.n.ring.Successors(ctx, key, k)
+}
+
+// k is the replication factor: Config.Replicas (ReplicationFactor in
+// unit tests without a node).
+func (r *replicator) k() int {
+	if r.n == nil {
+		return ReplicationFactor
+	}
+	return r.n.cfg.Replicas
 }
 
 // self is this node's peer id.
