@@ -106,8 +106,13 @@ func TestEndToEnd(t *testing.T) {
 	if p := st.Processing; p.Slots < 1 || p.GOMAXPROCS < 1 || p.Entries == 0 || (runtime.GOOS == "linux" && !p.LowPrio) {
 		t.Fatalf("status processing %+v after a crawl", p)
 	}
-	if m, _ := get(t, a.GatewayURL()+"metrics"); !strings.Contains(m, "herod_processing_waits_total") || !strings.Contains(m, "herod_archive_deferred") {
-		t.Fatal("metrics without herod_processing_waits_total or herod_archive_deferred")
+	m, _ := get(t, a.GatewayURL()+"metrics")
+	for _, name := range []string{"herod_processing_waits_total", "herod_archive_deferred", "herod_crawl_", "herod_forward_sent_total",
+		"herod_replication_below_k", "herod_replication_lag_seconds", "herod_politeness_leases_total", "herod_wire_bytes_total",
+		"herod_bandwidth_cap_bytes_per_second", "libp2p_swarm_"} {
+		if !strings.Contains(m, name) {
+			t.Errorf("metrics without %s", name)
+		}
 	}
 
 	// Day 1: only the pages that changed are stored again.

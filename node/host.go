@@ -23,6 +23,7 @@ import (
 	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	"github.com/libp2p/go-libp2p/x/rate"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // identityFile holds the node's libp2p private key inside the data directory,
@@ -99,7 +100,7 @@ func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
 // members, under libp2p's default relay resource limits (relayv2
 // DefaultResources: 2 minutes and 128 KiB per relayed connection, 128
 // reservations, 16 circuits per peer).
-func newHost(listen string, key crypto.PrivKey, bwc metrics.Reporter, relayService bool) (host.Host, error) {
+func newHost(listen string, key crypto.PrivKey, bwc metrics.Reporter, reg prometheus.Registerer, relayService bool) (host.Host, error) {
 	ip, port, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen address %q: %w", listen, err)
@@ -141,7 +142,7 @@ func newHost(listen string, key crypto.PrivKey, bwc metrics.Reporter, relayServi
 		libp2p.EnableRelay(),
 		libp2p.EnableHolePunching(),
 		libp2p.EnableAutoNATv2(),
-		libp2p.DisableMetrics(),
+		libp2p.PrometheusRegisterer(reg), // libp2p's own metrics, on the node's /metrics
 		libp2p.BandwidthReporter(bwc),
 	}
 	if relayService {

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/metrics"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -36,7 +38,8 @@ type Node struct {
 	log      *slog.Logger
 	host     host.Host
 	bwc      *metrics.BandwidthCounter
-	bw       bandwidth // byte-rate caps (bandwidth.go)
+	bw       bandwidth            // byte-rate caps (bandwidth.go)
+	metrics  *prometheus.Registry // the node's own and its libp2p host's (metrics.go)
 	ring     *ring.Ring
 	tr       *p2p.Transport
 	memberOK memberCache // membership answers of member.go
@@ -100,7 +103,8 @@ func New(cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	n.bwc = metrics.NewBandwidthCounter()
-	if n.host, err = newHost(cfg.Listen, key, n.bwc, !cfg.NoRelayService); err != nil {
+	n.metrics = prometheus.NewRegistry()
+	if n.host, err = newHost(cfg.Listen, key, n.bwc, n.metrics, !cfg.NoRelayService); err != nil {
 		return nil, err
 	}
 	if err := limitProtocols(n.host); err != nil {

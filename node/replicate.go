@@ -89,6 +89,7 @@ type replicator struct {
 	selfPeer string
 
 	mu      sync.Mutex
+	health  rangeHealth // per local range, from the last round
 	queued  map[pullJob]bool
 	busy    int // pull jobs being served
 	st      ReplicationStats
@@ -120,6 +121,8 @@ type ReplicationStats struct {
 	Dropped      int64  `json:"dropped"`
 	Errors       int64  `json:"errors"`
 	LastError    string `json:"last_error,omitempty"`
+	// Health is the state of this node's own ranges at the last round.
+	Health ReplicationHealth `json:"health"`
 }
 
 // setupReplication registers the replication protocol handler. Called
@@ -176,6 +179,7 @@ func (n *Node) ReplicationStats() ReplicationStats {
 	defer r.mu.Unlock()
 	st := r.st
 	st.Interval = time.Duration(r.interval.Load())
+	st.Health = r.health.snapshot(time.Now())
 	if r.lastErr != nil {
 		st.LastError = r.lastErr.Error()
 	}
@@ -257,55 +261,78 @@ func (r *replicator) record(st replicate.Stats) {
 	r.mu.Unlock()
 }
 
-// round syncs every known local range with its replicas, both ways.
+// round syncs every known local range with its replicas, both ways, and
+// records each range's health (health.go).
 func (r *replicator) round(ctx context.Context) error {
 	r.roundMu.Lock()
 	defer r.roundMu.Unlock()
 	n := r.n
 	var errs []error
 	pairs := 0
+	seen := map[id.ID]rangeCheck{}
 	for _, v := range n.ring.Status().Vnodes {
 		if !v.Range.Known {
 			continue
 		}
-		for _, c := range r.replicasOf(ctx, v) {
+		reps := r.replicasOf(ctx, v)
+		chk := rangeCheck{replicas: len(reps), want: r.k() - 1, inSync: true}
+		for _, c := range reps {
 			pairs++
-			if err := r.syncPair(ctx, v, c); err != nil {
+			p, err := r.syncPair(ctx, v, c)
+			if err != nil {
 				errs = append(errs, r.fail(err))
+				p = pairCheck{lacking: -1}
 			}
+			chk.add(p)
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 		}
+		if chk.replicas < chk.want || chk.unknown {
+			// Too few replicas, or one did not answer: every version of
+			// the range may lack a copy.
+			if sum, err := n.store.RangeSum(ctx, v.Range.Start, v.Range.End); err == nil {
+				chk.belowK = sum.Count
+			}
+		}
+		seen[v.ID] = chk
 	}
 	r.mu.Lock()
 	r.st.Rounds++
 	r.st.Pairs += int64(pairs)
+	r.health.update(seen, time.Now())
 	r.mu.Unlock()
 	return errors.Join(errs...)
 }
 
 // syncPair pulls v's range from replica c, then, unless the two sums of
-// the range were equal, asks c to pull it from us. In sync, a pair thus
-// costs one round trip.
-func (r *replicator) syncPair(ctx context.Context, v ring.VnodeStatus, c ring.Contact) error {
+// the range were equal, counts the versions c lacks (our count after the
+// pull less c's: one more round trip) and asks c to pull the range from
+// us. In sync, a pair thus costs one round trip.
+func (r *replicator) syncPair(ctx context.Context, v ring.VnodeStatus, c ring.Contact) (pairCheck, error) {
 	n := r.n
 	a, b := v.Range.Start, v.Range.End
 	st, err := replicate.Sync(ctx, n.store, r.client(c), a, b, replicate.Options{})
 	r.record(st)
 	if err != nil {
-		return fmt.Errorf("replicate %s from %s: %w", v.Node, c.Addr, err)
+		return pairCheck{}, fmt.Errorf("replicate %s from %s: %w", v.Node, c.Addr, err)
 	}
 	if st.InSync == 1 {
-		return nil // equal sums: c holds exactly what we hold
+		return pairCheck{inSync: true}, nil // equal sums: c holds exactly what we hold
 	}
 	cl := r.client(c)
+	p := pairCheck{lacking: -1}
+	if theirs, err := cl.RangeSum(ctx, a, b); err == nil {
+		if ours, err := n.store.RangeSum(ctx, a, b); err == nil {
+			p.lacking = max(0, ours.Count-theirs.Count)
+		}
+	}
 	err = cl.Pull(ctx, a, b, replicate.Contact{Peer: n.self.Peer, Addr: n.self.Addr, Index: v.Index})
 	r.record(replicate.Stats{Traffic: cl.Traffic()})
 	if err != nil {
-		return fmt.Errorf("replicate %s to %s: %w", v.Node, c.Addr, err)
+		return p, fmt.Errorf("replicate %s to %s: %w", v.Node, c.Addr, err)
 	}
-	return nil
+	return p, nil
 }
 
 // replicasOf returns the real nodes that hold replicas of v's range: the
