@@ -114,6 +114,20 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("metrics without %s", name)
 		}
 	}
+	// The ring page has every node's summary, asked over the ring.
+	ringBody, _ := get(t, a.GatewayURL()+"ring?format=json")
+	var rv gateway.RingView
+	if err := json.Unmarshal([]byte(ringBody), &rv); err != nil {
+		t.Fatal(err)
+	}
+	if len(rv.Peers) != len(lr.Nodes) {
+		t.Errorf("ring page summarizes %d nodes, want %d", len(rv.Peers), len(lr.Nodes))
+	}
+	for _, p := range rv.Peers {
+		if p.State != "up" || p.Reach != ReachListen || p.Versions == 0 || p.Relayed {
+			t.Errorf("ring page: summary %+v, want up, reached at its listen address, with versions, not relayed", p)
+		}
+	}
 
 	// Day 1: only the pages that changed are stored again.
 	web.SetDay(1)

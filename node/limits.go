@@ -27,6 +27,7 @@ var protocolLimits = map[protocol.ID]struct{ in, out int }{
 	budgetProtocol:    {in: 256, out: 256}, // lease RPCs: small frames
 	robotsProtocol:    {in: 64, out: 64},   // may fetch a robots.txt (≤ 500 KiB)
 	queryProtocol:     {in: 64, out: 64},   // list/export; 32 served at once (maxServing)
+	summaryProtocol:   {in: 64, out: 64},   // /ring summaries: small JSON
 }
 
 // limitProtocols sets protocolLimits on h's resource manager, keeping the

@@ -207,6 +207,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.host.SetStreamHandler(linksProtocol, n.handleLinks)
 	n.host.SetStreamHandler(archiveProtocol, n.handleArchive)
+	n.host.SetStreamHandler(summaryProtocol, n.handleSummary)
 	if n.reach == ReachMapped {
 		// Behind a home router: find the household's other nodes on the
 		// LAN (see lanFinder).
