@@ -7,6 +7,7 @@
 //	herod status   show a running node's state
 //	herod export   write WARC and CDXJ for a host, prefix or date range
 //	herod fsck     check (and repair) a node's archive
+//	herod sim      the ring simulator's report
 //	herod purge    remove and refuse the versions a peer signed
 //
 // Run "herod <command> --help" for each command's flags.
@@ -41,6 +42,7 @@ var commands = []command{
 	{"status", "show the state of a running node", statusCmd},
 	{"export", "write WARC and CDXJ of a host, URL prefix or URL (from disk or ring-wide)", exportCmd},
 	{"fsck", "verify a stopped node's archive; --repair rebuilds its index", fsckCmd},
+	{"sim", "simulate a ring of up to 10,000 virtual servers in memory and report hops, balance, failures, churn", simCmd},
 	{"purge", "remove from a stopped node's archive every version a peer signed, and refuse that peer", purgeCmd},
 }
 
