@@ -33,7 +33,9 @@ func fsckCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("--data %s: no archive: %w", *data, err)
 	}
 	opt := archive.Options{DayLength: *day, Logger: logger(stderr, *verbose)}
-	rep, err := archive.Fsck(ctx, dir, opt)
+	// The archive reports no counts while it checks: the line shows the
+	// step and the time it has taken so far.
+	rep, err := withProgress(ctx, stderr, "fsck: checking every version file", func() (archive.Report, error) { return archive.Fsck(ctx, dir, opt) })
 	if err != nil {
 		return fmt.Errorf("%w (is the node still running?)", err)
 	}
@@ -44,12 +46,12 @@ func fsckCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if !*repair {
 		return fmt.Errorf("%w; run with --repair to rebuild the index", errProblems)
 	}
-	rrep, err := archive.Reindex(ctx, dir, opt)
+	rrep, err := withProgress(ctx, stderr, "fsck: rebuilding the index", func() (archive.Report, error) { return archive.Reindex(ctx, dir, opt) })
 	if err != nil {
 		return err
 	}
 	printReport(stdout, "reindex", rrep)
-	if rep, err = archive.Fsck(ctx, dir, opt); err != nil {
+	if rep, err = withProgress(ctx, stderr, "fsck: checking again", func() (archive.Report, error) { return archive.Fsck(ctx, dir, opt) }); err != nil {
 		return err
 	}
 	printReport(stdout, "fsck after repair", rep)
@@ -57,6 +59,17 @@ func fsckCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("%w after repair", errProblems)
 	}
 	return nil
+}
+
+// withProgress runs step with an elapsed-time line on a terminal.
+func withProgress(ctx context.Context, w io.Writer, what string, step func() (archive.Report, error)) (archive.Report, error) {
+	prog := newProgress(w, what)
+	ctx, cancel := context.WithCancel(ctx)
+	prog.tick(ctx)
+	rep, err := step()
+	cancel()
+	prog.done()
+	return rep, err
 }
 
 // maxListed bounds the file names printed per list of a report.
