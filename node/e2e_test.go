@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -112,6 +113,16 @@ func TestEndToEnd(t *testing.T) {
 		"herod_bandwidth_cap_bytes_per_second", "libp2p_swarm_"} {
 		if !strings.Contains(m, name) {
 			t.Errorf("metrics without %s", name)
+		}
+	}
+	// Every herod metric the Grafana dashboard plots is served.
+	dash, err := os.ReadFile("../scripts/grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range regexp.MustCompile(`herod_[a-z_]+`).FindAllString(string(dash), -1) {
+		if !strings.Contains(m, name) {
+			t.Errorf("the dashboard plots %s, which /metrics lacks", name)
 		}
 	}
 	// The ring page has every node's summary, asked over the ring.
