@@ -139,3 +139,15 @@ func values(s string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestSampleConfig checks that the sample configuration the systemd unit
+// ships with is accepted.
+func TestSampleConfig(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := dispatch(context.Background(), []string{"config", "--config", "../../scripts/systemd/herod.toml"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), `listen = "0.0.0.0:4001"`) {
+		t.Errorf("sample settings not read:\n%s", out.String())
+	}
+}
