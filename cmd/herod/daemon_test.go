@@ -152,7 +152,8 @@ func TestProcessesDaemonShort(t *testing.T) {
 // TestProcessesDaemon is issue 21's acceptance with the built binary: five
 // herod processes with one-minute crawl days crawl a sample web that
 // changes on day 1; on day 1, once its crawl is done, one is killed -9 and
-// restarted, one leaves with SIGTERM and a new one joins. Afterwards every
+// restarted, one leaves with SIGTERM (30 s into the day) and a new one
+// joins (42 s). Afterwards every
 // version is held by k=3 of the running nodes, every gateway serves every
 // page at both dates (the day-0 version at a day-0 time, the newest at
 // now), and the site saw each URL fetched once on day 0, on day 1 and on
@@ -208,13 +209,32 @@ func TestProcessesDaemon(t *testing.T) {
 	startOfDay(dayLen)
 	d1 := d0 + 1
 	settle("the day-1 crawl", d1)
+	// The events, apart in time, so that a second fetch of a URL on day 1
+	// can be told apart by when it came (logged below).
+	dayStart := time.Unix(d1*int64(dayLen/time.Second), 0)
+	at := func(sec int) { time.Sleep(time.Until(dayStart.Add(time.Duration(sec) * time.Second))) }
+	type dayEvent struct {
+		name string
+		at   time.Time
+	}
+	var events []dayEvent
+	event := func(name string) { events = append(events, dayEvent{name, time.Now()}) }
+	event("kill -9 and restart")
 	r.remove(nodes[1], syscall.SIGKILL)
 	time.Sleep(3 * time.Second)
 	r.start(nodes[1], first.multiaddr)
+	at(30)
+	event("SIGTERM leave")
 	r.remove(nodes[2], syscall.SIGTERM)
+	at(42)
+	event("join")
 	r.start(nil, first.multiaddr)
-	t.Logf("day 1: killed -9 and restarted %s, %s left, a sixth node joined, %s into the day",
-		nodes[1].listen, nodes[2].listen, time.Since(time.Unix(d1*int64(dayLen/time.Second), 0)).Round(time.Second))
+	for _, e := range events {
+		t.Logf("day 1: %s at %s into the day", e.name, e.at.Sub(dayStart).Round(time.Second))
+	}
+	if time.Since(dayStart) > dayLen {
+		t.Fatalf("the events ran past day %d", d1)
+	}
 	d2 := waitWholeDayAfter(time.Now(), dayLen)
 	if d2 != d1+1 {
 		t.Fatalf("the events ended on day %d, after day %d", d2-1, d1)
@@ -233,6 +253,25 @@ func TestProcessesDaemon(t *testing.T) {
 	}
 	slices.Sort(want1)
 	checkOnce(t, "day 1 (the events)", want1, day1)
+	// Which event each second fetch on day 1 followed.
+	seen, after := map[string]int{}, map[string]int{}
+	for _, rq := range web.Requests() {
+		u := "http://" + rq.Host + rq.Path
+		if rq.Path == "/robots.txt" || dayOf(rq.Time, dayLen) != d1 {
+			continue
+		}
+		if seen[u]++; seen[u] < 2 {
+			continue
+		}
+		name := "before the events"
+		for _, e := range events {
+			if !rq.Time.Before(e.at) {
+				name = e.name
+			}
+		}
+		after[name]++
+	}
+	t.Logf("day 1: fetches beyond the first of a URL, by the event they followed: %v", after)
 	checkOnce(t, "day 2 (the first whole day after)", want1, perURLOnDay(web, d2, dayLen))
 
 	// k copies: every running node has run a round since that found its
