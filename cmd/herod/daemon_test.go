@@ -86,7 +86,7 @@ func listens(ps []*proc) []string {
 // --config file and HEROD_* variables; they crawl a small sample web and
 // replicate it to k=2 copies; one is killed -9 and restarted, one leaves
 // with SIGTERM, and the ring page and herod status follow each event. It
-// takes about half a minute (skipped with -short).
+// takes about 40 s, 17 of them building herod (skipped with -short).
 func TestProcessesDaemonShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs herod processes for half a minute")
@@ -97,7 +97,9 @@ func TestProcessesDaemonShort(t *testing.T) {
 		t.Skipf("sample web cannot listen on 127.0.0.2-3: %v", err)
 	}
 	defer web.Close()
+	began := time.Now()
 	r := newProcRing(t, time.Hour)
+	t.Logf("built herod in %s", time.Since(began).Round(100*time.Millisecond))
 	conf := filepath.Join(r.dir, "herod.toml")
 	os.WriteFile(conf, []byte("replicas = 2\nlog-format = \"json\"\nupload-rate = \"50M\"\n"), 0o644)
 	r.extra = []string{"--config", conf}
@@ -115,6 +117,7 @@ func TestProcessesDaemonShort(t *testing.T) {
 	waitFor(t, "the crawl", time.Minute, func() bool { return r.versions() >= int64(want) })
 	since := time.Now()
 	waitFor(t, "k=2 copies of every version", time.Minute, func() bool { return r.replicatedSince(since) })
+	t.Logf("crawled %d URLs, replicated: %s", want, time.Since(began).Round(100*time.Millisecond))
 	if v := r.versions(); v < 2*int64(want) {
 		t.Errorf("%d versions on the nodes, want at least 2 × %d", v, want)
 	}
@@ -138,11 +141,13 @@ func TestProcessesDaemonShort(t *testing.T) {
 	waitFor(t, "the restarted node on the ring page", time.Minute, func() bool {
 		return slices.Equal(upPeers(first), listens(r.live()))
 	})
+	t.Logf("restarted after kill -9, back on the ring page: %s", time.Since(began).Round(100*time.Millisecond))
 	// SIGTERM: the node leaves; the others' ring pages stop showing it up.
 	r.remove(third, syscall.SIGTERM)
 	waitFor(t, "the ring page without the node that left", time.Minute, func() bool {
 		return slices.Equal(upPeers(first), listens(r.live())) && slices.Equal(upPeers(second), listens(r.live()))
 	})
+	t.Logf("left, gone from the ring pages: %s", time.Since(began).Round(100*time.Millisecond))
 	out, err := exec.Command(r.bin, "status", "--node", "http://"+first.gateway+"/", "--data", first.data).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "(this node)") || strings.Count(string(out), " up ") != 2 {
 		t.Errorf("herod status: %v\n%s", err, out)
