@@ -4,7 +4,7 @@
 //	herod config   the settings run would use, and their sources
 //	herod demo     a local 3-node ring crawling a built-in sample web
 //	herod seed     hand URLs to a running node
-//	herod status   show a running node's state
+//	herod status   show a running node's state and its ring (--watch)
 //	herod export   write WARC and CDXJ for a host, prefix or date range
 //	herod fsck     check (and repair) a node's archive
 //	herod sim      the ring simulator's report
@@ -39,7 +39,7 @@ var commands = []command{
 	{"config", "print the settings run would use (flags, HEROD_* variables, --config file) and where each came from", configCmd},
 	{"demo", "run a local 3-node ring that crawls a built-in sample web", demoCmd},
 	{"seed", "hand URLs to a running node for crawling", seedCmd},
-	{"status", "show the state of a running node", statusCmd},
+	{"status", "show the state of a running node and of its ring; --watch to follow it", statusCmd},
 	{"export", "write WARC and CDXJ of a host, URL prefix or URL (from disk or ring-wide)", exportCmd},
 	{"fsck", "verify a stopped node's archive; --repair rebuilds its index", fsckCmd},
 	{"sim", "simulate a ring of up to 10,000 virtual servers in memory and report hops, balance, failures, churn", simCmd},
