@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/herod-archive/herod/internal/throttle"
 )
 
 // Defaults applied by New to zero Config fields.
@@ -151,6 +153,9 @@ type Config struct {
 	TLS *tls.Config
 	// Clock tells the time. Default time.Now.
 	Clock func() time.Time
+	// Download caps the bytes per second of the response bodies this
+	// crawler reads, shared by all its fetches. Nil: no cap.
+	Download *throttle.Limiter
 	// Logger receives the crawler's logs. Nil discards them.
 	Logger *slog.Logger
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/throttle"
 )
 
 // outcome is how a fetch ended.
@@ -132,7 +133,7 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *hostLeas
 		c.count(kind, raw, fmt.Errorf("status %d", code))
 	}
 
-	body, unkept, err := c.readBody(raw, resp, cl)
+	body, unkept, err := c.readBody(ctx, raw, resp, cl)
 	l.release()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -198,7 +199,7 @@ func (c *Crawler) refresh(ctx context.Context, raw string, st archive.CrawlState
 // readBody reads the body of a response of class cl. A body the crawler
 // does not keep — a type the operator does not keep, or over MaxBody — is
 // not read (or not kept) and its WARC-Truncated reason returned instead.
-func (c *Crawler) readBody(raw string, resp *http.Response, cl class) (body []byte, unkept string, err error) {
+func (c *Crawler) readBody(ctx context.Context, raw string, resp *http.Response, cl class) (body []byte, unkept string, err error) {
 	ct := resp.Header.Get("Content-Type")
 	if cl == classPage && ct != "" && !c.typeAllowed(ct) {
 		c.count(KindContentType, raw, fmt.Errorf("content type %q", ct))
@@ -208,7 +209,7 @@ func (c *Crawler) readBody(raw string, resp *http.Response, cl class) (body []by
 		c.count(KindTooLarge, raw, fmt.Errorf("Content-Length %d over %d bytes", resp.ContentLength, c.cfg.MaxBody))
 		return nil, truncatedLength, nil
 	}
-	body, err = readLimited(resp.Body, resp.ContentLength, c.cfg.MaxBody)
+	body, err = readLimited(throttle.Reader(ctx, resp.Body, c.cfg.Download), resp.ContentLength, c.cfg.MaxBody)
 	c.mu.Lock()
 	c.st.bytes += int64(len(body))
 	c.mu.Unlock()

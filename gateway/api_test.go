@@ -248,13 +248,18 @@ func TestRingPage(t *testing.T) {
 				Successors: []string{"8000000000000000000000000000000000000000"}}, // wrong: should be 4000…
 			{ID: "not-hex", Peer: "peerC"},
 		},
-		Peers: []PeerSummary{{Peer: "peerA", Fetched: 12, Stored: 10}},
+		Peers: []PeerSummary{
+			{Peer: "peerA", State: "up", Reach: "listen", Fetched: 12, Stored: 10, Day: 20417, BelowK: 7, LagSec: 42},
+			{Peer: "peerB<script>", State: "up", Reach: "mapped", Relayed: true, Versions: 99},
+			{Peer: "peerC", State: "unreachable"},
+		},
 	}
 	s := newServer(t, newFake(), func(c *Config) { c.Ring, c.PublicStatus = func(context.Context) RingView { return view }, true })
 	w := get(t, s, "/ring")
 	body := w.Body.String()
-	for _, want := range []string{"<svg", "3 virtual servers on 2 nodes", "1 successor pointer disagree", "successor should be 40000000",
-		"peerB&lt;script&gt;", "(this node)", "<path d=\"M"} {
+	for _, want := range []string{"<svg", "3 virtual servers on 3 nodes", "1 successor pointer disagree", "successor should be 40000000",
+		"peerB&lt;script&gt;", "(this node)", "<path d=\"M", "<td>20417</td>", "<td>7</td><td>42 s</td>",
+		"<b>relayed</b>, behind NAT (mapped)", "<b>unreachable</b>", "no answer"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("ring page lacks %q", want)
 		}

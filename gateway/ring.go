@@ -30,16 +30,38 @@ type RingNode struct {
 	Local       bool     `json:"local"`                 // runs in this process
 }
 
-// PeerSummary is the crawl and storage summary of one real node.
+// PeerSummary is the state, crawl and storage summary of one real node.
 type PeerSummary struct {
-	Peer     string `json:"peer"`
-	Addr     string `json:"addr,omitempty"`
-	Queued   int64  `json:"queued"`   // URLs waiting in today's queue
-	Fetched  int64  `json:"fetched"`  // fetches today
-	Stored   int64  `json:"stored"`   // new versions stored today
-	Errors   int64  `json:"errors"`   // failed fetches today
-	Versions int64  `json:"versions"` // versions held
-	Bytes    int64  `json:"bytes"`    // bytes on disk
+	Peer string `json:"peer"`
+	Addr string `json:"addr,omitempty"`
+	// State is "up" (it answered), "unreachable" (it did not: down,
+	// leaving, or not reachable from this node) or "" (not asked).
+	State string `json:"state,omitempty"`
+	// Reach is how the ring reaches the node, as it says: "listen" (its
+	// own address), "mapped" (behind a router, by UPnP/NAT-PMP),
+	// "announced" (behind a router, a port forwarded by hand) or
+	// "relayed" (behind a router that maps no port: reached through a
+	// circuit relay on a member).
+	Reach string `json:"reach,omitempty"`
+	// Relayed: this node reaches it only through a circuit relay.
+	Relayed  bool  `json:"relayed,omitempty"`
+	Day      int64 `json:"day"`      // its crawl day
+	Queued   int64 `json:"queued"`   // URLs waiting in today's queue
+	Fetched  int64 `json:"fetched"`  // fetches today
+	Stored   int64 `json:"stored"`   // new versions stored today
+	Errors   int64 `json:"errors"`   // failed fetches today
+	Versions int64 `json:"versions"` // versions held
+	Bytes    int64 `json:"bytes"`    // bytes on disk
+	// BelowK counts versions of its ranges lacking a copy on one of their
+	// replicas, LagSec its replication lag, at its last round.
+	BelowK int64   `json:"below_k"`
+	LagSec float64 `json:"lag_sec"`
+}
+
+// NAT tells whether the node sits behind a router (mapped, announced or
+// relayed).
+func (p PeerSummary) NAT() bool {
+	return p.Reach == "mapped" || p.Reach == "announced" || p.Reach == "relayed"
 }
 
 // ringSize is the side of the SVG picture, in pixels; ringRadius the circle.
@@ -185,7 +207,7 @@ func buildRing(v RingView) ringData {
 	seen := map[string]bool{}
 	for _, p := range v.Peers {
 		seen[p.Peer] = true
-		d.Peers = append(d.Peers, ringPeer{PeerSummary: p, Color: colors[p.Peer], VNodes: count[p.Peer], Known: true})
+		d.Peers = append(d.Peers, ringPeer{PeerSummary: p, Color: colors[p.Peer], VNodes: count[p.Peer], Known: p.State != "unreachable"})
 	}
 	for _, n := range nodes {
 		if !seen[n.Peer] {

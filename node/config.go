@@ -20,6 +20,11 @@ const (
 	DefaultDayLength      = 24 * time.Hour
 	DefaultFlushInterval  = 250 * time.Millisecond
 	DefaultWalkPerVnode   = 64
+	// DefaultReplicationShare is the part of each bandwidth cap that
+	// replication streams may use.
+	DefaultReplicationShare = 0.5
+	// MaxReplicas bounds Config.Replicas.
+	MaxReplicas = 16
 )
 
 // Config configures one herod node. The zero value of every field but
@@ -128,6 +133,20 @@ type Config struct {
 	// carries out only a peer's retraction of its own captures and its
 	// own operator's orders (Node.Purge; purge.go).
 	PurgeAuthorities []string
+	// Replicas is k, the real nodes that hold every version: its owner
+	// and the next k-1 distinct real nodes clockwise. It must be the
+	// same on every node of a ring (a replica checks a pull request
+	// against its own k). Default ReplicationFactor; at most MaxReplicas.
+	Replicas int
+	// DownloadRate and UploadRate cap the bytes per second this node
+	// receives and sends: DownloadRate the crawler's response bodies and
+	// the replication files it pulls, UploadRate the replication replies
+	// it serves. 0 means no cap.
+	DownloadRate, UploadRate int64
+	// ReplicationShare is the part (0, 1] of each cap that replication
+	// streams may use, so that catching up on copies leaves the rest of
+	// the download cap to the crawl. Default DefaultReplicationShare.
+	ReplicationShare float64
 	// Logger receives the node's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -165,6 +184,21 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ReplicationInterval == 0 {
 		c.ReplicationInterval = DefaultReplicationInterval
+	}
+	if c.Replicas == 0 {
+		c.Replicas = ReplicationFactor
+	}
+	if c.Replicas < 1 || c.Replicas > MaxReplicas {
+		return c, fmt.Errorf("node config: Replicas %d: want 1 to %d", c.Replicas, MaxReplicas)
+	}
+	if c.DownloadRate < 0 || c.UploadRate < 0 {
+		return c, fmt.Errorf("node config: bandwidth caps %d/%d bytes/s: want 0 (no cap) or more", c.DownloadRate, c.UploadRate)
+	}
+	if c.ReplicationShare == 0 {
+		c.ReplicationShare = DefaultReplicationShare
+	}
+	if !(c.ReplicationShare > 0 && c.ReplicationShare <= 1) {
+		return c, fmt.Errorf("node config: ReplicationShare %v: want more than 0, at most 1", c.ReplicationShare)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

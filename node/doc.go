@@ -25,6 +25,14 @@
 //     operator listed (or the peer itself) orders it; orders flood the
 //     ring and are exchanged again at the start of each replication round
 //     (purge.go).
+//   - /herod/summary/1.0.0 answers a member's /ring page with this node's
+//     state, crawl day, versions and replication health (summary.go).
+//
+// Each replication round records, per local range, whether its k-1
+// replicas were in sync and how many versions one lacked (health.go);
+// /metrics exports that with the node's other counters and libp2p's own
+// metrics (metrics.go). Download and upload caps throttle the crawler's
+// response bodies and the replication streams (bandwidth.go).
 //
 // Links travel by ring walks: a node's forwarder sorts its buffer by key,
 // looks up the owner of the first, and each recipient answers with its

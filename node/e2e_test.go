@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -106,8 +107,37 @@ func TestEndToEnd(t *testing.T) {
 	if p := st.Processing; p.Slots < 1 || p.GOMAXPROCS < 1 || p.Entries == 0 || (runtime.GOOS == "linux" && !p.LowPrio) {
 		t.Fatalf("status processing %+v after a crawl", p)
 	}
-	if m, _ := get(t, a.GatewayURL()+"metrics"); !strings.Contains(m, "herod_processing_waits_total") || !strings.Contains(m, "herod_archive_segments") {
-		t.Fatal("metrics without herod_processing_waits_total or herod_archive_segments")
+	m, _ := get(t, a.GatewayURL()+"metrics")
+	for _, name := range []string{"herod_processing_waits_total", "herod_archive_segments", "herod_crawl_", "herod_forward_sent_total",
+		"herod_replication_below_k", "herod_replication_lag_seconds", "herod_politeness_leases_total", "herod_wire_bytes_total",
+		"herod_bandwidth_cap_bytes_per_second", "libp2p_swarm_"} {
+		if !strings.Contains(m, name) {
+			t.Errorf("metrics without %s", name)
+		}
+	}
+	// Every herod metric the Grafana dashboard plots is served.
+	dash, err := os.ReadFile("../scripts/grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range regexp.MustCompile(`herod_[a-z_]+`).FindAllString(string(dash), -1) {
+		if !strings.Contains(m, name) {
+			t.Errorf("the dashboard plots %s, which /metrics lacks", name)
+		}
+	}
+	// The ring page has every node's summary, asked over the ring.
+	ringBody, _ := get(t, a.GatewayURL()+"ring?format=json")
+	var rv gateway.RingView
+	if err := json.Unmarshal([]byte(ringBody), &rv); err != nil {
+		t.Fatal(err)
+	}
+	if len(rv.Peers) != len(lr.Nodes) {
+		t.Errorf("ring page summarizes %d nodes, want %d", len(rv.Peers), len(lr.Nodes))
+	}
+	for _, p := range rv.Peers {
+		if p.State != "up" || p.Reach != ReachListen || p.Versions == 0 || p.Relayed {
+			t.Errorf("ring page: summary %+v, want up, reached at its listen address, with versions, not relayed", p)
+		}
 	}
 
 	// Day 1: only the pages that changed are stored again.

@@ -23,6 +23,7 @@ import (
 	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	"github.com/libp2p/go-libp2p/x/rate"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // identityFile holds the node's libp2p private key inside the data directory,
@@ -97,7 +98,7 @@ func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
 // are dialable), the circuit relay v2 client and hole punching (DCUtR).
 // The relay service a reachable member runs for others starts once the
 // node knows its ring address (startRelayService, relayed.go).
-func newHost(listen string, key crypto.PrivKey, bwc metrics.Reporter) (host.Host, error) {
+func newHost(listen string, key crypto.PrivKey, bwc metrics.Reporter, reg prometheus.Registerer) (host.Host, error) {
 	ip, port, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen address %q: %w", listen, err)
@@ -139,7 +140,7 @@ func newHost(listen string, key crypto.PrivKey, bwc metrics.Reporter) (host.Host
 		libp2p.EnableRelay(),
 		libp2p.EnableHolePunching(),
 		libp2p.EnableAutoNATv2(),
-		libp2p.DisableMetrics(),
+		libp2p.PrometheusRegisterer(reg), // libp2p's own metrics, on the node's /metrics
 		libp2p.BandwidthReporter(bwc),
 	}
 	if wantsPortMap(listen) {

@@ -13,7 +13,7 @@ import (
 
 // shareKnown implements crawl.KnownSharer: it sends each URL to the real
 // nodes that hold its range — its owner and the owner's next
-// ReplicationFactor-1 distinct real nodes — other than this one, to be
+// k-1 (Config.Replicas) distinct real nodes — other than this one, to be
 // remembered there (the links protocol with Known set). URLs are grouped
 // by owner: one ring look-up and one successor walk per owner, one message
 // per holder. The first error stops it; the crawler tries again the next
@@ -29,7 +29,7 @@ func (n *Node) shareKnown(ctx context.Context, urls []string) error {
 	}
 	slices.SortFunc(ks, func(a, b keyed) int { return a.key.Cmp(b.key) })
 	for len(ks) > 0 {
-		holders, err := n.ring.Successors(ctx, ks[0].key, ReplicationFactor)
+		holders, err := n.ring.Successors(ctx, ks[0].key, n.cfg.Replicas)
 		if err != nil {
 			return fmt.Errorf("share known: %w", err)
 		}
@@ -99,7 +99,7 @@ func (n *Node) sendKnown(ctx context.Context, h ring.Node, urls []string) error 
 
 // rememberKnown takes a batch of known URLs from another member: it
 // remembers those whose range this node holds — it owns them or is one of
-// the next ReplicationFactor-1 distinct real nodes after their owner — so
+// the next k-1 (Config.Replicas) distinct real nodes after their owner — so
 // that it crawls them once it owns them. The sender groups a batch by
 // owner, so one successor walk decides for the batch; a batch for a range
 // this node does not hold is refused as outside the sender's role.
@@ -107,7 +107,7 @@ func (n *Node) rememberKnown(ctx context.Context, urls []string) error {
 	if len(urls) == 0 {
 		return nil
 	}
-	holders, err := n.ring.Successors(ctx, id.OfString(urls[0]), ReplicationFactor)
+	holders, err := n.ring.Successors(ctx, id.OfString(urls[0]), n.cfg.Replicas)
 	if err != nil {
 		return fmt.Errorf("known links: %w", err)
 	}

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/metrics"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -37,6 +39,8 @@ type Node struct {
 	log      *slog.Logger
 	host     host.Host
 	bwc      *metrics.BandwidthCounter
+	bw       bandwidth            // byte-rate caps (bandwidth.go)
+	metrics  *prometheus.Registry // the node's own and its libp2p host's (metrics.go)
 	ring     *ring.Ring
 	tr       *p2p.Transport
 	memberOK memberCache // membership answers of member.go
@@ -92,6 +96,9 @@ func New(cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("node: data dir: %w", err)
 	}
 	n = &Node{cfg: cfg, log: cfg.Logger, addrChanged: make(chan string, 1)}
+	if n.bw, err = newBandwidth(cfg); err != nil {
+		return nil, err
+	}
 	built := n // the returns below set n to nil
 	defer func() {
 		if err != nil {
@@ -103,7 +110,8 @@ func New(cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	n.bwc = metrics.NewBandwidthCounter()
-	if n.host, err = newHost(cfg.Listen, key, n.bwc); err != nil {
+	n.metrics = prometheus.NewRegistry()
+	if n.host, err = newHost(cfg.Listen, key, n.bwc, n.metrics); err != nil {
 		return nil, err
 	}
 	if err := limitProtocols(n.host); err != nil {
@@ -203,6 +211,7 @@ func New(cfg Config) (n *Node, err error) {
 	cc.DayLength = cfg.DayLength
 	cc.Owns = n.ownsURL
 	cc.Logger = n.log.With("sub", "crawl")
+	cc.Download = n.bw.down
 	n.setupPoliteness(&cc)
 	n.setupReplication()
 	n.setupQuery()
@@ -227,6 +236,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.host.SetStreamHandler(linksProtocol, n.handleLinks)
 	n.host.SetStreamHandler(archiveProtocol, n.handleArchive)
 	n.host.SetStreamHandler(claimProtocol, n.handleClaim)
+	n.host.SetStreamHandler(summaryProtocol, n.handleSummary)
 	if n.reach == ReachMapped || n.reach == ReachRelayed {
 		// Behind a home router: find the household's other nodes on the
 		// LAN (see lanFinder).

@@ -13,12 +13,13 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/throttle"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/replicate"
 	"github.com/herod-archive/herod/ring"
 )
 
-// Replication places every key on k = ReplicationFactor real nodes: the
+// Replication places every key on k = Config.Replicas real nodes: the
 // owner of the key (the real node running the virtual server whose range
 // (pred, v] holds it) and the next k-1 distinct real nodes clockwise from
 // v, skipping further virtual servers of nodes already counted — the
@@ -52,7 +53,7 @@ const replicateProtocol protocol.ID = "/herod/replicate/1.0.0"
 
 // Replication defaults.
 const (
-	// ReplicationFactor is k: every key is held by its owner and by the
+	// ReplicationFactor is the default k (Config.Replicas): every key is held by its owner and by the
 	// next k-1 distinct real nodes clockwise (skipping further virtual
 	// servers of nodes already counted), so any k-1 real nodes may die at
 	// once without losing a file.
@@ -91,6 +92,7 @@ type replicator struct {
 	selfPeer string
 
 	mu      sync.Mutex
+	health  rangeHealth // per local range, from the last round
 	queued  map[pullJob]bool
 	busy    int // pull jobs being served
 	st      ReplicationStats
@@ -122,6 +124,8 @@ type ReplicationStats struct {
 	Dropped      int64  `json:"dropped"`
 	Errors       int64  `json:"errors"`
 	LastError    string `json:"last_error,omitempty"`
+	// Health is the state of this node's own ranges at the last round.
+	Health ReplicationHealth `json:"health"`
 }
 
 // setupReplication registers the replication protocol handler. Called
@@ -178,6 +182,7 @@ func (n *Node) ReplicationStats() ReplicationStats {
 	defer r.mu.Unlock()
 	st := r.st
 	st.Interval = time.Duration(r.interval.Load())
+	st.Health = r.health.snapshot(time.Now())
 	if r.lastErr != nil {
 		st.LastError = r.lastErr.Error()
 	}
@@ -259,7 +264,8 @@ func (r *replicator) record(st replicate.Stats) {
 	r.mu.Unlock()
 }
 
-// round syncs every known local range with its replicas, both ways.
+// round syncs every known local range with its replicas, both ways, and
+// records each range's health (health.go).
 func (r *replicator) round(ctx context.Context) error {
 	r.roundMu.Lock()
 	defer r.roundMu.Unlock()
@@ -268,48 +274,70 @@ func (r *replicator) round(ctx context.Context) error {
 	pairs := 0
 	vs := n.ring.Status().Vnodes
 	r.purgeRound(ctx, vs)
+	seen := map[id.ID]rangeCheck{}
 	for _, v := range vs {
 		if !v.Range.Known {
 			continue
 		}
-		for _, c := range r.replicasOf(ctx, v) {
+		reps := r.replicasOf(ctx, v)
+		chk := rangeCheck{replicas: len(reps), want: r.k() - 1, inSync: true}
+		for _, c := range reps {
 			pairs++
-			if err := r.syncPair(ctx, v, c); err != nil {
+			p, err := r.syncPair(ctx, v, c)
+			if err != nil {
 				errs = append(errs, r.fail(err))
+				p = pairCheck{lacking: -1}
 			}
+			chk.add(p)
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 		}
+		if chk.replicas < chk.want || chk.unknown {
+			// Too few replicas, or one did not answer: every version of
+			// the range may lack a copy.
+			if sum, err := n.store.RangeSum(ctx, v.Range.Start, v.Range.End); err == nil {
+				chk.belowK = sum.Count
+			}
+		}
+		seen[v.ID] = chk
 	}
 	r.mu.Lock()
 	r.st.Rounds++
 	r.st.Pairs += int64(pairs)
+	r.health.update(seen, time.Now())
 	r.mu.Unlock()
 	return errors.Join(errs...)
 }
 
 // syncPair pulls v's range from replica c, then, unless the two sums of
-// the range were equal, asks c to pull it from us. In sync, a pair thus
-// costs one round trip.
-func (r *replicator) syncPair(ctx context.Context, v ring.VnodeStatus, c ring.Contact) error {
+// the range were equal, counts the versions c lacks (our count after the
+// pull less c's: one more round trip) and asks c to pull the range from
+// us. In sync, a pair thus costs one round trip.
+func (r *replicator) syncPair(ctx context.Context, v ring.VnodeStatus, c ring.Contact) (pairCheck, error) {
 	n := r.n
 	a, b := v.Range.Start, v.Range.End
 	st, err := replicate.Sync(ctx, n.replicaStore(), r.client(c), a, b, replicate.Options{})
 	r.record(st)
 	if err != nil {
-		return fmt.Errorf("replicate %s from %s: %w", v.Node, c.Addr, err)
+		return pairCheck{}, fmt.Errorf("replicate %s from %s: %w", v.Node, c.Addr, err)
 	}
 	if st.InSync == 1 {
-		return nil // equal sums: c holds exactly what we hold
+		return pairCheck{inSync: true}, nil // equal sums: c holds exactly what we hold
 	}
 	cl := r.client(c)
+	p := pairCheck{lacking: -1}
+	if theirs, err := cl.RangeSum(ctx, a, b); err == nil {
+		if ours, err := n.store.RangeSum(ctx, a, b); err == nil {
+			p.lacking = max(0, ours.Count-theirs.Count)
+		}
+	}
 	err = cl.Pull(ctx, a, b, replicate.Contact{Peer: n.self.Peer, Addr: n.self.Addr, Index: v.Index})
 	r.record(replicate.Stats{Traffic: cl.Traffic()})
 	if err != nil {
-		return fmt.Errorf("replicate %s to %s: %w", v.Node, c.Addr, err)
+		return p, fmt.Errorf("replicate %s to %s: %w", v.Node, c.Addr, err)
 	}
-	return nil
+	return p, nil
 }
 
 // replicasOf returns the real nodes that hold replicas of v's range: the
@@ -323,7 +351,7 @@ func (r *replicator) replicasOf(ctx context.Context, v ring.VnodeStatus) []ring.
 		if !seen[s.Peer] {
 			seen[s.Peer] = true
 			out = append(out, s.Contact)
-			if len(out) == ReplicationFactor-1 {
+			if len(out) == r.k()-1 {
 				return out
 			}
 		}
@@ -331,7 +359,7 @@ func (r *replicator) replicasOf(ctx context.Context, v ring.VnodeStatus) []ring.
 	if len(v.Successors) < ring.DefaultSuccessorListLen {
 		return out // the list holds the whole ring: there are no more nodes
 	}
-	succs, err := r.n.ring.Successors(ctx, v.ID, ReplicationFactor)
+	succs, err := r.n.ring.Successors(ctx, v.ID, r.k())
 	if err != nil {
 		r.fail(fmt.Errorf("replicas of %s: %w", v.Node, err))
 		return out
@@ -366,7 +394,7 @@ func (n *Node) roundTrip(ctx context.Context, c ring.Contact, req []byte) ([]byt
 		return nil, fmt.Errorf("replicate request: %w", err)
 	}
 	_ = s.CloseWrite()
-	rep, err := wire.ReadFrame(bufio.NewReader(s), replicate.MaxReply)
+	rep, err := wire.ReadFrame(bufio.NewReader(throttle.Reader(ctx, s, n.bw.replDown, n.bw.down)), replicate.MaxReply)
 	if err != nil {
 		s.Reset()
 		return nil, fmt.Errorf("replicate reply: %w", err)
@@ -399,7 +427,8 @@ func (r *replicator) handle(s network.Stream) {
 	if errors.Is(err, replicate.ErrProtocol) {
 		n.counters.badFrames.Add(1)
 	}
-	if err := wire.WriteFrame(s, rep); err != nil {
+	w := n.bw.replyWriter(s, len(rep))
+	if err := wire.WriteFrame(w, rep); err != nil {
 		s.Reset()
 	}
 }
@@ -474,7 +503,7 @@ func (r *replicator) work(ctx context.Context) {
 
 // pullRole checks that (a, from.ID] lies in the range of from's virtual
 // server and that this node replicates that range: the owner of a+1 must
-// be from itself, and this node one of the next ReplicationFactor-1
+// be from itself, and this node one of the next k-1
 // distinct real nodes (ring.Ring.Successors). An error that does not wrap
 // errRole means the ring could not tell (a lookup failed): the owner asks
 // again next round.
@@ -482,7 +511,7 @@ func (r *replicator) pullRole(ctx context.Context, a id.ID, from ring.Node) erro
 	if a == from.ID {
 		return fmt.Errorf("%w: (%s, %s] is the whole ring", errRole, a.Short(), from.ID.Short())
 	}
-	succs, err := r.successors(ctx, a.AddPow2(0), ReplicationFactor)
+	succs, err := r.successors(ctx, a.AddPow2(0), r.k())
 	if err != nil {
 		return fmt.Errorf("pull request: check range: %w", err)
 	}
@@ -503,6 +532,15 @@ func (r *replicator) successors(ctx context.Context, key id.ID, k int) ([]ring.N
 		return r.succs(ctx, key, k)
 	}
 	return r.n.ring.Successors(ctx, key, k)
+}
+
+// k is the replication factor: Config.Replicas (ReplicationFactor in
+// unit tests without a node).
+func (r *replicator) k() int {
+	if r.n == nil {
+		return ReplicationFactor
+	}
+	return r.n.cfg.Replicas
 }
 
 // self is this node's peer id.

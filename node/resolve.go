@@ -80,7 +80,7 @@ const maxHolderSteps = 32
 // (it is down, or it has just taken the range over and is not yet synced),
 // this node's own store, which holds the versions of the ranges it
 // replicates; then the owner's successors on other real nodes, the
-// replicas, up to ReplicationFactor real nodes in all. local and remote
+// replicas, up to k (Config.Replicas) real nodes in all. local and remote
 // ask this node or another; each returns an error wrapping
 // archive.ErrNotFound when the holder has nothing. askHolders returns nil
 // once one succeeds, an error wrapping archive.ErrNotFound when every
@@ -132,7 +132,7 @@ func (n *Node) askHolders(ctx context.Context, url string, local func(c string) 
 	}
 	if lerr == nil {
 		cur := owner
-		for step := 0; step < maxHolderSteps && len(asked) < ReplicationFactor+1; step++ {
+		for step := 0; step < maxHolderSteps && len(asked) < n.cfg.Replicas+1; step++ {
 			next, err := n.ring.Lookup(ctx, cur.ID.AddPow2(0))
 			if err != nil || next.ID == owner.ID {
 				break

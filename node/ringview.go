@@ -9,8 +9,9 @@ import (
 
 // ringView is what the gateway's /ring page draws: this node's virtual
 // servers with their routing state, and every other virtual server they
-// know of through successor lists, predecessors and fingers.
-func (n *Node) ringView(_ context.Context) gateway.RingView {
+// know of through successor lists, predecessors and fingers, and a summary
+// of every real node among them, asked over summaryProtocol.
+func (n *Node) ringView(ctx context.Context) gateway.RingView {
 	st := n.ring.Status()
 	view := gateway.RingView{Self: st.Self.Peer}
 	seen := map[string]bool{}
@@ -46,14 +47,13 @@ func (n *Node) ringView(_ context.Context) gateway.RingView {
 			add(f.Node)
 		}
 	}
-	cs, as := n.crawler.Stats(), n.store.Stats()
-	var errs int64
-	for _, e := range cs.ErrorsByKind {
-		errs += e
+	// Every real node met above, asked for its summary.
+	var others []ring.Contact
+	for _, x := range view.Nodes {
+		if !x.Local && x.Addr != "" {
+			others = append(others, ring.Contact{Peer: x.Peer, Addr: x.Addr})
+		}
 	}
-	view.Peers = []gateway.PeerSummary{{
-		Peer: st.Self.Peer, Addr: st.Self.Addr, Queued: int64(cs.Queued), Fetched: cs.FetchedToday,
-		Stored: cs.NewVersions, Errors: errs, Versions: as.Versions, Bytes: as.Bytes,
-	}}
+	view.Peers = n.summaries(ctx, others)
 	return view
 }

@@ -76,52 +76,130 @@ func seedCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("status", "status [--node URL] [--data DIR] [--json]", stderr)
+	fs := newFlagSet("status", "status [--node URL] [--data DIR] [--json] [--watch INTERVAL]", stderr)
 	nodeURL := fs.String("node", defaultNode, "gateway URL of the node")
 	data := fs.String("data", defaultDataDir(), "the node's data directory: its admin token reads a private status from another machine")
 	asJSON := fs.Bool("json", false, "print the raw JSON status")
+	watch := fs.Duration("watch", 0, "show the status again every interval (like 2s) until interrupted; the screen is redrawn on a terminal")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	ep, err := endpoint(*nodeURL, "/api/status")
+	if *watch < 0 || (*watch > 0 && *watch < 100*time.Millisecond) {
+		return fmt.Errorf("--watch %s: want 100ms or more", *watch)
+	}
+	token, _ := gateway.ReadAdminToken(*data)
+	tty := isTerminal(stdout)
+	for {
+		var b strings.Builder
+		err := showStatus(ctx, &b, *nodeURL, token, *asJSON)
+		if *watch == 0 {
+			if err != nil {
+				return err
+			}
+			_, err = io.WriteString(stdout, b.String())
+			return err
+		}
+		if tty {
+			io.WriteString(stdout, "\x1b[H\x1b[2J") // home, clear
+		}
+		fmt.Fprintf(stdout, "%s  every %s (Ctrl-C to stop)\n", time.Now().Format(time.TimeOnly), *watch)
+		if err != nil {
+			fmt.Fprintf(stdout, "%v\n", err) // the node may be restarting: keep watching
+		}
+		io.WriteString(stdout, b.String())
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(*watch):
+		}
+	}
+}
+
+// getJSON reads path from the node at base, with the admin token if any.
+func getJSON(ctx context.Context, base, path, token string) ([]byte, error) {
+	ep, err := endpoint(base, path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep, nil)
 	if err != nil {
-		return fmt.Errorf("status: %w", err)
+		return nil, fmt.Errorf("status: %w", err)
 	}
-	if token, err := gateway.ReadAdminToken(*data); err == nil {
+	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("status: %w", err)
+		return nil, fmt.Errorf("status: %w", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		return fmt.Errorf("status: %w", err)
+		return nil, fmt.Errorf("status: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("status: %s", resp.Status)
+		return nil, fmt.Errorf("status: %s: %s", ep, resp.Status)
 	}
-	if *asJSON {
-		_, err := stdout.Write(body)
+	return body, nil
+}
+
+// showStatus writes the node's status and its ring's nodes to w.
+func showStatus(ctx context.Context, w io.Writer, base, token string, asJSON bool) error {
+	body, err := getJSON(ctx, base, "/api/status", token)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		_, err := w.Write(body)
 		return err
 	}
 	var st node.Status
 	if err := json.Unmarshal(body, &st); err != nil {
 		return fmt.Errorf("status: decode: %w", err)
 	}
-	printStatus(stdout, st)
+	printStatus(w, st)
+	body, err = getJSON(ctx, base, "/ring?format=json", token)
+	if err != nil {
+		return err
+	}
+	var rv gateway.RingView
+	if err := json.Unmarshal(body, &rv); err != nil {
+		return fmt.Errorf("ring: decode: %w", err)
+	}
+	printRing(w, rv)
 	return nil
+}
+
+// printRing writes a table of the ring's real nodes.
+func printRing(w io.Writer, rv gateway.RingView) {
+	fmt.Fprintf(w, "\nring: %d virtual servers on %d nodes known here\n", len(rv.Nodes), len(rv.Peers))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "address\tstate\treached\tday\tqueued\tfetched\tversions\tbelow k\trepl. lag\tpeer")
+	for _, p := range rv.Peers {
+		reached := p.Reach
+		if p.NAT() {
+			reached = "NAT (" + p.Reach + ")"
+		}
+		if p.Relayed {
+			reached = "relayed " + reached
+		}
+		peer := p.Peer
+		if p.Peer == rv.Self {
+			peer += " (this node)"
+		}
+		if p.State != "up" {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\t\t\t%s\n", p.Addr, p.State, reached, peer)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.0fs\t%s\n", p.Addr, p.State, reached, p.Day, p.Queued, p.Fetched, p.Versions, p.BelowK, p.LagSec, peer)
+	}
+	tw.Flush()
 }
 
 func printStatus(w io.Writer, st node.Status) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "peer\t%s\n", st.Peer)
-	fmt.Fprintf(tw, "ring address\t%s\n", st.Addr)
+	fmt.Fprintf(tw, "ring address\t%s (reached: %s)\n", st.Addr, st.Reach)
 	fmt.Fprintf(tw, "join with\t--join %s\n", st.Multiaddr)
 	fmt.Fprintf(tw, "gateway\t%s\n", st.Gateway)
 	fmt.Fprintf(tw, "archived pages served from\t%s\n", st.Replay)
@@ -152,6 +230,10 @@ func printStatus(w io.Writer, st node.Status) {
 	}
 	fmt.Fprintf(tw, "page processing workers / processors\t%d / %d (%s)\n", pr.Slots, pr.GOMAXPROCS, prio)
 	fmt.Fprintf(tw, "page processing waits\t%d of %d (%.1f s in all)\n", pr.Waits, pr.Entries, pr.WaitedSec)
+	h := st.Replication.Health
+	fmt.Fprintf(tw, "replication: ranges behind / checked\t%d / %d\n", h.Behind, h.Ranges)
+	fmt.Fprintf(tw, "replication: versions below k copies\t%d\n", h.BelowK)
+	fmt.Fprintf(tw, "replication lag\t%.0f s\n", h.LagSec)
 	fmt.Fprintf(tw, "idle\t%v\n", st.Idle)
 	tw.Flush()
 }

@@ -5,11 +5,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/node"
 )
 
 // TestSeedSendsToken runs herod seed against a gateway with an admin
@@ -61,4 +63,52 @@ func (emptyArchive) Versions(context.Context, string) ([]archive.Version, error)
 
 func (emptyArchive) Get(context.Context, string, time.Time) (archive.Version, *archive.Capture, error) {
 	return archive.Version{}, nil, archive.ErrNotFound
+}
+
+// TestStatusWatch runs herod status --watch against a gateway and checks
+// that it shows the status and the ring's nodes (their state, NAT and
+// relay, replication) again every interval until interrupted, and that a
+// failing node does not end the watch.
+func TestStatusWatch(t *testing.T) {
+	var calls atomic.Int64
+	gw, err := gateway.New(gateway.Config{
+		Archive: emptyArchive{}, UIOrigin: "http://gw.test", ContentOrigin: "http://content.test",
+		PublicStatus: true,
+		Status: func(context.Context) any {
+			st := node.Status{Peer: "peerA", Addr: "127.0.0.1:4001", Reach: node.ReachListen}
+			st.Crawl.Day = calls.Add(1)
+			st.Replication.Health = node.ReplicationHealth{Ranges: 4, Behind: 1, BelowK: 12, LagSec: 31}
+			return st
+		},
+		Ring: func(context.Context) gateway.RingView {
+			return gateway.RingView{Self: "peerA", Peers: []gateway.PeerSummary{
+				{Peer: "peerA", Addr: "127.0.0.1:4001", State: "up", Reach: "listen", Versions: 10, BelowK: 12, LagSec: 31},
+				{Peer: "peerB", Addr: "198.51.100.7:4001", State: "up", Reach: "mapped", Relayed: true, Versions: 9},
+				{Peer: "peerC", Addr: "203.0.113.9:4001", State: "unreachable"},
+			}}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gw)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 450*time.Millisecond)
+	defer cancel()
+	var out, errb strings.Builder
+	if err := statusCmd(ctx, []string{"--node", srv.URL, "--data", t.TempDir(), "--watch", "100ms"}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Join(strings.Fields(out.String()), " ") // tabwriter's alignment aside
+	if n := strings.Count(s, "every 100ms"); n < 3 {
+		t.Errorf("%d refreshes in 450ms, want 3 or more:\n%s", n, s)
+	}
+	for _, want := range []string{"versions below k copies 12", "replication lag 31 s", "relayed NAT (mapped)", "unreachable", "peerA (this node)", "crawl day 3"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+	if _, err := run(t, statusCmd, "--node", srv.URL, "--watch", "1ms"); err == nil {
+		t.Error("--watch 1ms accepted")
+	}
 }

@@ -200,7 +200,10 @@ func (f *exportFlags) fromDisk(ctx context.Context, w io.Writer, stderr io.Write
 	if f.out != "-" {
 		name = filepath.Base(f.out)
 	}
-	st, err := s.Export(ctx, archive.ExportOptions{Query: q, Revisits: f.revisits, Filename: name, After: f.resume}, w, cdx)
+	prog := newProgress(stderr, "export")
+	st, err := s.Export(ctx, archive.ExportOptions{Query: q, Revisits: f.revisits, Filename: name, After: f.resume,
+		Progress: func(cursor string) { prog.add(1, 0, cursor) }}, countingWriter{w, prog}, cdx)
+	prog.done()
 	if err != nil {
 		return resumeHint(err, st.Cursor)
 	}
@@ -252,7 +255,9 @@ func (f *exportFlags) fromGateway(ctx context.Context, w io.Writer, stderr io.Wr
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 		return fmt.Errorf("export: %s: %s", resp.Status, strings.TrimSpace(string(b)))
 	}
-	n, cursor, err := copyRecords(w, resp.Body)
+	prog := newProgress(stderr, "export")
+	n, cursor, err := copyRecords(countingWriter{w, prog}, resp.Body, func(cursor string) { prog.add(1, 0, cursor) })
+	prog.done()
 	if cursor == "" {
 		cursor = f.resume
 	}
@@ -295,9 +300,10 @@ func (t *memberTee) ReadByte() (byte, error) {
 
 // copyRecords copies the complete, well-formed gzip members of a .warc.gz
 // stream from r to w, one WARC record each, and returns how many it
-// copied and the cursor that resumes after the last one. A truncated or
-// malformed member is not copied.
-func copyRecords(w io.Writer, r io.Reader) (int, string, error) {
+// copied and the cursor that resumes after the last one, which it also
+// passes to copied after each record. A truncated or malformed member is
+// not copied.
+func copyRecords(w io.Writer, r io.Reader, copied func(cursor string)) (int, string, error) {
 	t := &memberTee{r: bufio.NewReaderSize(r, 64<<10)}
 	var zr gzip.Reader
 	n, cursor := 0, ""
@@ -324,6 +330,7 @@ func copyRecords(w io.Writer, r io.Reader) (int, string, error) {
 		}
 		n++
 		cursor = recordCursor(rec)
+		copied(cursor)
 	}
 }
 

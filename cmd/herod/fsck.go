@@ -42,7 +42,9 @@ func fsckCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := st.Close(); err != nil {
 		return err
 	}
-	rep, err := archive.Fsck(ctx, dir, opt)
+	// The archive reports no counts while it checks: the line shows the
+	// step and the time it has taken so far.
+	rep, err := withProgress(ctx, stderr, "fsck: checking every segment", func() (archive.Report, error) { return archive.Fsck(ctx, dir, opt) })
 	if err != nil {
 		return fmt.Errorf("%w (is the node still running?)", err)
 	}
@@ -53,12 +55,12 @@ func fsckCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if !*repair {
 		return fmt.Errorf("%w; run with --repair to rebuild the index", errProblems)
 	}
-	rrep, err := archive.Reindex(ctx, dir, opt)
+	rrep, err := withProgress(ctx, stderr, "fsck: rebuilding the index", func() (archive.Report, error) { return archive.Reindex(ctx, dir, opt) })
 	if err != nil {
 		return err
 	}
 	printReport(stdout, "reindex", rrep)
-	if rep, err = archive.Fsck(ctx, dir, opt); err != nil {
+	if rep, err = withProgress(ctx, stderr, "fsck: checking again", func() (archive.Report, error) { return archive.Fsck(ctx, dir, opt) }); err != nil {
 		return err
 	}
 	printReport(stdout, "fsck after repair", rep)
@@ -66,6 +68,17 @@ func fsckCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("%w after repair", errProblems)
 	}
 	return nil
+}
+
+// withProgress runs step with an elapsed-time line on a terminal.
+func withProgress(ctx context.Context, w io.Writer, what string, step func() (archive.Report, error)) (archive.Report, error) {
+	prog := newProgress(w, what)
+	ctx, cancel := context.WithCancel(ctx)
+	prog.tick(ctx)
+	rep, err := step()
+	cancel()
+	prog.done()
+	return rep, err
 }
 
 // maxListed bounds the file names printed per list of a report.

@@ -1,11 +1,13 @@
 // Command herod runs a node of the herod peer-to-peer web archive.
 //
 //	herod run      a volunteer node
+//	herod config   the settings run would use, and their sources
 //	herod demo     a local 3-node ring crawling a built-in sample web
 //	herod seed     hand URLs to a running node
-//	herod status   show a running node's state
+//	herod status   show a running node's state and its ring (--watch)
 //	herod export   write WARC and CDXJ for a host, prefix or date range
 //	herod fsck     check (and repair) a node's archive
+//	herod sim      the ring simulator's report
 //	herod purge    remove and refuse the versions a peer signed
 //
 // Run "herod <command> --help" for each command's flags.
@@ -32,11 +34,13 @@ type command struct {
 
 var commands = []command{
 	{"run", "run a volunteer node", runCmd},
+	{"config", "print the settings run would use (flags, HEROD_* variables, --config file) and where each came from", configCmd},
 	{"demo", "run a local 3-node ring that crawls a built-in sample web", demoCmd},
 	{"seed", "hand URLs to a running node for crawling", seedCmd},
-	{"status", "show the state of a running node", statusCmd},
+	{"status", "show the state of a running node and of its ring; --watch to follow it", statusCmd},
 	{"export", "write WARC and CDXJ of a host, URL prefix or URL (from disk or ring-wide)", exportCmd},
 	{"fsck", "verify a stopped node's archive; --repair rebuilds its index", fsckCmd},
+	{"sim", "simulate a ring of up to 10,000 virtual servers in memory and report hops, balance, failures, churn", simCmd},
 	{"purge", "remove every version a peer signed and refuse that peer: on the running node, ordered ring-wide (or --offline on a stopped one)", purgeCmd},
 }
 
@@ -123,18 +127,19 @@ func parse(fs *flag.FlagSet, args []string) error {
 }
 
 // logger returns a text logger on w: warnings only, or everything with verbose.
-func logger(w io.Writer, verbose bool) *slog.Logger {
-	level := slog.LevelWarn
-	if verbose {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
-}
+func logger(w io.Writer, verbose bool) *slog.Logger { return newLogger(w, "text", verbose) }
 
 // listFlag is a repeatable flag that also splits on commas.
 type listFlag []string
 
 func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+// Get returns the values, for herod config.
+func (l *listFlag) Get() any { return []string(*l) }
+
+// IsList marks the flag repeatable (settings.Lister): a TOML array sets it.
+func (l *listFlag) IsList() bool { return true }
+
 func (l *listFlag) Set(s string) error {
 	for _, p := range strings.Split(s, ",") {
 		if p = strings.TrimSpace(p); p != "" {

@@ -41,6 +41,8 @@ type procRing struct {
 	mu      sync.Mutex
 	procs   []*proc
 	started int
+	// extra are more flags for every node; env more environment.
+	extra, env []string
 }
 
 func newProcRing(t *testing.T, day time.Duration) *procRing {
@@ -103,7 +105,9 @@ func (r *procRing) start(p *proc, join string) *proc {
 	if join != "" {
 		args = append(args, "--join", join)
 	}
+	args = append(args, r.extra...)
 	cmd := exec.Command(r.bin, append(args, "-v")...)
+	cmd.Env = append(os.Environ(), r.env...)
 	logDir := r.dir
 	if d := os.Getenv("HEROD_PROCESS_LOGS"); d != "" {
 		logDir = d // kept after the test, for a look at what the nodes did

@@ -10,6 +10,7 @@ import (
 
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/settings"
 	"github.com/herod-archive/herod/node"
 )
 
@@ -65,46 +66,19 @@ func (c *crawlFlags) config() (crawl.Config, error) {
 
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run", "run [flags]", stderr)
-	data := fs.String("data", defaultDataDir(), "data directory: archive, crawl queue, identity, admin token")
-	listen := fs.String("listen", node.DefaultListen, "ring address ip:port (TCP, and QUIC on the same port); virtual-server ids derive from it")
-	addrTimeout := fs.Duration("addr-timeout", node.DefaultAddrTimeout, "with --listen 0.0.0.0:PORT, how long to wait for the router's UPnP/NAT-PMP port mapping before joining through a relay")
-	announce := fs.String("announce", "", "public ip:port other members reach this node at, for a port forwarded by hand (default: --listen, or the port the router maps by UPnP/NAT-PMP when --listen is 0.0.0.0:PORT)")
-	noRelay := fs.Bool("no-relay-service", false, "do not relay connections for other members (circuit relay v2)")
-	var join, seeds, authorities listFlag
-	fs.Var(&authorities, "purge-authority", "peer id whose purge orders this node carries out for any peer (repeatable; default: only a peer's retraction of its own captures, and this node's own herod purge)")
-	fs.Var(&join, "join", "multiaddr of a ring member to join through (repeatable)")
-	fs.Var(&seeds, "seed", "URL to start crawling from (repeatable)")
-	vnodes := fs.Int("vnodes", node.DefaultVirtualServers, "virtual servers: ring positions, in proportion to disk and bandwidth")
-	gw := fs.String("gateway", "", "gateway listen address (default: ring ip, ring port + gateway-offset)")
-	offset := fs.Int("gateway-offset", node.DefaultGatewayOffset, "gateway port = ring port + this")
-	replay := fs.String("replay-addr", "", "listen address of the origin that serves archived pages (default: gateway ip, gateway port + 1)")
-	gwOrigin := fs.String("gateway-origin", "", "origin browsers reach the gateway at, http://host:port, when not its listen address (default: the host name each request came with)")
-	rpOrigin := fs.String("replay-origin", "", "origin browsers reach the replay address at, http://host:port (default: the host name each request came with)")
-	publicStatus := fs.Bool("public-status", false, "serve /api/status, /ring and /metrics to anyone (default: this machine and holders of the admin token only)")
-	frameless := fs.Bool("frameless", false, "replay pages without the gateway's frame, the banner inside the archived page (where its scripts can reach it)")
-	day := fs.Duration("day", node.DefaultDayLength, "length of a crawl day: every known URL is fetched again once per day")
-	quota := fs.Int64("quota", 0, "archive disk quota in bytes (0: unlimited)")
-	replInterval := fs.Duration("replication-interval", node.DefaultReplicationInterval, "period of replication rounds with the ring neighbours (a ring change starts one sooner)")
-	verbose := fs.Bool("v", false, "verbose logs")
-	var cf crawlFlags
-	cf.register(fs, 1)
+	var rs runSettings
+	rs.register(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *replInterval <= 0 {
-		return fmt.Errorf("--replication-interval %s: want a positive duration", *replInterval)
+	if err := rs.resolve(fs, settings.LookupEnv); err != nil {
+		return err
 	}
-	cc, err := cf.config()
+	cfg, err := rs.nodeConfig(stderr)
 	if err != nil {
 		return err
 	}
-	cfg := node.Config{
-		DataDir: *data, Listen: *listen, Announce: *announce, AddrTimeout: *addrTimeout, NoRelayService: *noRelay, Join: join, VirtualServers: *vnodes,
-		Seeds: seeds, Gateway: *gw, GatewayOffset: *offset, DayLength: *day,
-		Replay: *replay, GatewayOrigin: *gwOrigin, ReplayOrigin: *rpOrigin,
-		PublicStatus: *publicStatus, Frameless: *frameless, PurgeAuthorities: authorities,
-		Quota: *quota, ReplicationInterval: *replInterval, Crawl: cc, Logger: logger(stderr, *verbose),
-	}
+	join, data := rs.join, rs.data
 	for {
 		n, err := node.New(cfg)
 		if err != nil {
@@ -115,7 +89,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 		fmt.Fprintf(stdout, "herod node running\n  ring:    %s (%s)\n  gateway: %s (archived pages from %s)\n  admin token: %s\n  others join with: --join %s\n",
-			n.Contact().Addr, n.Status().Reach, n.GatewayURL(), n.ReplayURL(), filepath.Join(*data, gateway.AdminTokenFile), n.Multiaddr())
+			n.Contact().Addr, n.Status().Reach, n.GatewayURL(), n.ReplayURL(), filepath.Join(data, gateway.AdminTokenFile), n.Multiaddr())
 		select {
 		case <-ctx.Done():
 			fmt.Fprintln(stdout, "leaving the ring…")

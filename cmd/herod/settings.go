@@ -1,0 +1,259 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/internal/settings"
+	"github.com/herod-archive/herod/node"
+	"github.com/herod-archive/herod/ring"
+)
+
+// envPrefix starts the environment variable of every setting of herod
+// run: --host-rate is HEROD_HOST_RATE.
+const envPrefix = "HEROD_"
+
+// runSettings are the flags of herod run (and herod config, which prints
+// them), each also settable from the environment and the --config file.
+type runSettings struct {
+	config                  string
+	data, listen, announce  string
+	addrTimeout             time.Duration
+	noRelay                 bool
+	join, seeds, purgeAuth  listFlag
+	rebalance               time.Duration
+	vnodes                  int
+	gateway, replay         string
+	offset                  int
+	gwOrigin, rpOrigin      string
+	publicStatus, frameless bool
+	day                     time.Duration
+	quota                   int64
+	replInterval            time.Duration
+	replicas                int
+	download, upload        byteRate
+	replShare               float64
+	logFormat               string
+	verbose                 bool
+	crawl                   crawlFlags
+	resolved                []settings.Setting
+	sourceOf                map[string]settings.Setting
+}
+
+func (s *runSettings) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.config, "config", "", "TOML file of settings: keys are flag names (host-rate = 2); flags win over HEROD_* variables, which win over the file")
+	fs.StringVar(&s.data, "data", defaultDataDir(), "data directory: archive, crawl queue, identity, admin token")
+	fs.StringVar(&s.listen, "listen", node.DefaultListen, "ring address ip:port (TCP, and QUIC on the same port); virtual-server ids derive from it")
+	fs.StringVar(&s.announce, "announce", "", "public ip:port other members reach this node at, for a port forwarded by hand (default: --listen, or the port the router maps by UPnP/NAT-PMP when --listen is 0.0.0.0:PORT)")
+	fs.DurationVar(&s.addrTimeout, "addr-timeout", node.DefaultAddrTimeout, "with --listen 0.0.0.0:PORT, how long to wait for the router's UPnP/NAT-PMP port mapping before joining through a relay")
+	fs.BoolVar(&s.noRelay, "no-relay-service", false, "do not relay connections for other members (circuit relay v2)")
+	fs.Var(&s.purgeAuth, "purge-authority", "peer id whose purge orders this node carries out for any peer (repeatable; default: only a peer's retraction of its own captures, and this node's own herod purge)")
+	fs.DurationVar(&s.rebalance, "rebalance-interval", node.DefaultRebalanceInterval, "how often the node checks its share of the ring and moves a virtual server for a fairer one (negative: never)")
+	fs.Var(&s.join, "join", "multiaddr of a ring member to join through (repeatable)")
+	fs.Var(&s.seeds, "seed", "URL to start crawling from (repeatable)")
+	fs.IntVar(&s.vnodes, "vnodes", node.DefaultVirtualServers, "virtual servers: ring positions, in proportion to disk and bandwidth")
+	fs.StringVar(&s.gateway, "gateway", "", "gateway listen address host:port, apart from the ring's (default: ring ip, ring port + gateway-offset)")
+	fs.IntVar(&s.offset, "gateway-offset", node.DefaultGatewayOffset, "gateway port = ring port + this")
+	fs.StringVar(&s.replay, "replay-addr", "", "listen address of the origin that serves archived pages (default: gateway ip, gateway port + 1)")
+	fs.StringVar(&s.gwOrigin, "gateway-origin", "", "origin browsers reach the gateway at, http://host:port, when not its listen address (default: the host name each request came with)")
+	fs.StringVar(&s.rpOrigin, "replay-origin", "", "origin browsers reach the replay address at, http://host:port (default: the host name each request came with)")
+	fs.BoolVar(&s.publicStatus, "public-status", false, "serve /api/status, /ring and /metrics to anyone (default: this machine and holders of the admin token only)")
+	fs.BoolVar(&s.frameless, "frameless", false, "replay pages without the gateway's frame, the banner inside the archived page (where its scripts can reach it)")
+	fs.DurationVar(&s.day, "day", node.DefaultDayLength, "length of a crawl day: every known URL is fetched again once per day")
+	fs.Int64Var(&s.quota, "quota", 0, "archive disk quota in bytes (0: unlimited)")
+	fs.DurationVar(&s.replInterval, "replication-interval", node.DefaultReplicationInterval, "period of replication rounds with the ring neighbours (a ring change starts one sooner)")
+	fs.IntVar(&s.replicas, "replicas", node.ReplicationFactor, fmt.Sprintf("k: real nodes holding every version, 1 to %d; the same on every node of the ring", node.MaxReplicas))
+	fs.Var(&s.download, "download-rate", "download cap in bytes/s (k, M, G suffixes: 2M is 2,000,000 bytes/s) for crawled bodies and replication pulls; 0: none")
+	fs.Var(&s.upload, "upload-rate", "upload cap in bytes/s (k, M, G suffixes) for replication replies; 0: none")
+	fs.Float64Var(&s.replShare, "replication-share", node.DefaultReplicationShare, "part of each bandwidth cap replication may use, more than 0 and at most 1")
+	fs.StringVar(&s.logFormat, "log-format", "text", "log format on stderr: text or json")
+	fs.BoolVar(&s.verbose, "v", false, "verbose logs")
+	s.crawl.register(fs, 1)
+}
+
+// resolve reads the settings not given as flags from the environment
+// (lookup) and the --config file, and validates them all.
+func (s *runSettings) resolve(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
+	if !s.isSet(fs, "config") {
+		if v, ok := lookup(settings.EnvName(envPrefix, "config")); ok {
+			s.config = v
+		}
+	}
+	res, err := settings.Resolve(fs, envPrefix, s.config, lookup, "config")
+	if err != nil {
+		return err
+	}
+	s.resolved = res
+	s.sourceOf = map[string]settings.Setting{}
+	for _, st := range res {
+		s.sourceOf[st.Name] = st
+	}
+	return s.validate()
+}
+
+func (s *runSettings) isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// bad reports a refused value, naming the setting, its value and source.
+func (s *runSettings) bad(name, why string) error {
+	st, ok := s.sourceOf[name]
+	if !ok {
+		return fmt.Errorf("setting %s: %s", name, why)
+	}
+	from := string(st.Source)
+	if st.Origin != "" {
+		from += " " + st.Origin
+	}
+	return fmt.Errorf("setting %s = %s (from %s): %s", name, settings.TOML(st), from, why)
+}
+
+// validate refuses values herod cannot run with, each error naming its
+// setting; all of them are reported at once.
+func (s *runSettings) validate() error {
+	var errs []error
+	check := func(ok bool, name, why string) {
+		if !ok {
+			errs = append(errs, s.bad(name, why))
+		}
+	}
+	check(s.data != "", "data", "want a directory")
+	check(hostPort(s.listen, true) == nil, "listen", "want ip:port, like 0.0.0.0:4001")
+	check(s.announce == "" || hostPort(s.announce, true) == nil, "announce", "want the public ip:port")
+	check(s.gateway == "" || hostPort(s.gateway, false) == nil, "gateway", "want host:port")
+	check(s.replay == "" || hostPort(s.replay, false) == nil, "replay-addr", "want host:port")
+	check(s.offset > 0 && s.offset < 65536, "gateway-offset", "want 1 to 65535")
+	check(originOK(s.gwOrigin), "gateway-origin", "want http://host:port or https://host")
+	check(originOK(s.rpOrigin), "replay-origin", "want http://host:port or https://host")
+	check(s.vnodes >= 1 && s.vnodes <= ring.DefaultMaxVirtualServers, "vnodes", fmt.Sprintf("want 1 to %d", ring.DefaultMaxVirtualServers))
+	check(s.day >= time.Second, "day", "want 1s or more")
+	check(s.quota >= 0, "quota", "want bytes, 0 for no quota")
+	check(s.replInterval > 0, "replication-interval", "want a positive duration")
+	check(s.addrTimeout > 0, "addr-timeout", "want a positive duration")
+	check(s.replicas >= 1 && s.replicas <= node.MaxReplicas, "replicas", fmt.Sprintf("want 1 to %d", node.MaxReplicas))
+	check(s.replShare > 0 && s.replShare <= 1, "replication-share", "want more than 0, at most 1")
+	check(s.logFormat == "text" || s.logFormat == "json", "log-format", "want text or json")
+	check(s.crawl.hostRate > 0 && !math.IsInf(s.crawl.hostRate, 0), "host-rate", "want requests per second, more than 0")
+	check(s.crawl.concurrency >= 1, "concurrency", "want 1 or more")
+	check(s.crawl.timeout > 0, "timeout", "want a positive duration")
+	check(s.crawl.maxBody > 0, "max-body", "want bytes, more than 0")
+	for _, j := range s.join {
+		if _, err := node.ParseContact(j); err != nil {
+			errs = append(errs, s.bad("join", err.Error()))
+		}
+	}
+	for _, u := range s.seeds {
+		if _, err := canon.Canonical(u); err != nil {
+			errs = append(errs, s.bad("seed", err.Error()))
+		}
+	}
+	if _, err := s.crawl.config(); err != nil {
+		errs = append(errs, s.bad("allow-private", err.Error()))
+	}
+	return errors.Join(errs...)
+}
+
+// hostPort checks "host:port"; ipOnly wants an IP address for host.
+func hostPort(s string, ipOnly bool) error {
+	h, p, err := net.SplitHostPort(s)
+	if err != nil {
+		return err
+	}
+	if n, err := strconv.Atoi(p); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("port %q", p)
+	}
+	if ipOnly && net.ParseIP(h) == nil {
+		return fmt.Errorf("%q is not an IP address", h)
+	}
+	return nil
+}
+
+func originOK(s string) bool {
+	if s == "" {
+		return true
+	}
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && (u.Path == "" || u.Path == "/")
+}
+
+// nodeConfig is the node.Config of the resolved settings, logging to w.
+func (s *runSettings) nodeConfig(w io.Writer) (node.Config, error) {
+	cc, err := s.crawl.config()
+	if err != nil {
+		return node.Config{}, err
+	}
+	return node.Config{
+		DataDir: s.data, Listen: s.listen, Announce: s.announce, AddrTimeout: s.addrTimeout, NoRelayService: s.noRelay, Join: s.join,
+		PurgeAuthorities: s.purgeAuth, RebalanceInterval: s.rebalance,
+		VirtualServers: s.vnodes, Seeds: s.seeds, Gateway: s.gateway, GatewayOffset: s.offset, DayLength: s.day,
+		Replay: s.replay, GatewayOrigin: s.gwOrigin, ReplayOrigin: s.rpOrigin,
+		PublicStatus: s.publicStatus, Frameless: s.frameless, Quota: s.quota,
+		ReplicationInterval: s.replInterval, Replicas: s.replicas,
+		DownloadRate: int64(s.download), UploadRate: int64(s.upload), ReplicationShare: s.replShare,
+		Crawl: cc, Logger: newLogger(w, s.logFormat, s.verbose),
+	}, nil
+}
+
+// newLogger returns a logger on w in format "text" or "json": warnings
+// only, or everything with verbose.
+func newLogger(w io.Writer, format string, verbose bool) *slog.Logger {
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelDebug
+	}
+	opt := &slog.HandlerOptions{Level: level}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opt))
+	}
+	return slog.New(slog.NewTextHandler(w, opt))
+}
+
+// byteRate is a flag of bytes per second with an optional decimal suffix
+// k, M or G (2M is 2,000,000); 0 means no cap.
+type byteRate int64
+
+func (b *byteRate) String() string {
+	v := int64(*b)
+	for _, u := range []struct {
+		s string
+		n int64
+	}{{"G", 1e9}, {"M", 1e6}, {"k", 1e3}} {
+		if v != 0 && v%u.n == 0 {
+			return strconv.FormatInt(v/u.n, 10) + u.s
+		}
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+func (b *byteRate) Set(s string) error {
+	t := strings.TrimSpace(s)
+	mult := 1.0
+	for suf, m := range map[string]float64{"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9} {
+		if rest, ok := strings.CutSuffix(t, suf); ok {
+			t, mult = rest, m
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
+	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) || f*mult > math.MaxInt64/2 {
+		return fmt.Errorf("%q: want bytes per second, like 500k or 2M", s)
+	}
+	*b = byteRate(math.Round(f * mult))
+	return nil
+}
+
+// Get returns the value as String writes it, so that herod config
+// prints "2M" rather than 2000000.
+func (b *byteRate) Get() any { return b.String() }
