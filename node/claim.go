@@ -348,3 +348,133 @@ func (n *Node) twinOf(ours id.ID, v ring.Node) bool {
 	}
 	return false
 }
+
+// handoverProtocol carries, when a node leaves gracefully, the keys it
+// fetched today in each of its ranges to the range's heir, which records
+// them as fetched by a former owner: the heir takes the range over
+// (takeover.go) without fetching them again that day.
+const handoverProtocol protocol.ID = "/herod/handover/1.0.0"
+
+// maxHandoverKeys bounds the keys of one handover (hex JSON within
+// maxHeaderFrame).
+const maxHandoverKeys = 90_000
+
+// handover is the request of handoverProtocol.
+type handover struct {
+	Day   int64     `json:"day"`
+	Vnode ring.Node `json:"vnode"` // the leaving virtual server
+	Keys  []id.ID   `json:"keys"`
+}
+
+// handOver sends, before the node leaves, each local virtual server's keys
+// fetched today to the first successor on another node, which inherits
+// its range. Failures are logged: the heir then fetches those URLs again.
+func (n *Node) handOver(ctx context.Context) {
+	day := n.crawlDay()
+	c := &n.claims
+	for _, v := range n.ring.Status().Vnodes {
+		if !v.Range.Known {
+			continue
+		}
+		var heir *ring.Node
+		for _, s := range v.Successors {
+			if s.Peer != n.self.Peer {
+				heir = &s
+				break
+			}
+		}
+		if heir == nil {
+			continue
+		}
+		c.mu.Lock()
+		c.roll(day)
+		var keys []id.ID
+		for k := range c.mine {
+			if v.Range.Contains(k) && len(keys) < maxHandoverKeys {
+				keys = append(keys, k)
+			}
+		}
+		c.mu.Unlock()
+		if len(keys) == 0 {
+			continue
+		}
+		if err := n.sendHandover(ctx, *heir, handover{Day: day, Vnode: v.Node, Keys: keys}); err != nil {
+			n.log.Debug("handover of the day's fetches failed", "heir", heir, "err", err)
+		}
+	}
+}
+
+func (n *Node) sendHandover(ctx context.Context, to ring.Node, h handover) error {
+	s, err := n.openStream(ctx, to.Contact, handoverProtocol)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if err := wire.WriteJSON(s, h); err != nil {
+		s.Reset()
+		return fmt.Errorf("handover: %w", err)
+	}
+	if err := s.CloseWrite(); err != nil {
+		s.Reset()
+		return fmt.Errorf("handover: %w", err)
+	}
+	var rep claimReply
+	if err := wire.ReadJSON(bufio.NewReader(s), maxClaimFrame, &rep); err != nil {
+		s.Reset()
+		return fmt.Errorf("handover: %w", err)
+	}
+	if rep.Err != "" {
+		return fmt.Errorf("handover: %w: %s", errRemote, rep.Err)
+	}
+	return nil
+}
+
+// handleHandover records the keys a leaving member fetched today. Only
+// keys its virtual server owned by this node's view count: the leaving
+// virtual server lies between the key and this node's first virtual
+// server after it, with none of this node's in between.
+func (n *Node) handleHandover(s network.Stream) {
+	defer s.Close()
+	_ = s.SetDeadline(time.Now().Add(claimTimeout))
+	m, ok := n.gate(s)
+	if !ok {
+		return
+	}
+	var h handover
+	if err := wire.ReadJSON(bufio.NewReader(s), maxHeaderFrame, &h); err != nil || len(h.Keys) > maxHandoverKeys {
+		n.counters.badFrames.Add(1)
+		s.Reset()
+		return
+	}
+	var rep claimReply
+	if h.Vnode.Peer != m.Peer || h.Vnode.Addr != m.Addr || ring.CheckID(h.Vnode, ring.DefaultMaxVirtualServers) != nil {
+		rep.Err = fmt.Sprintf("%v: handover for %s sent by %s", errRole, h.Vnode, m.Contact)
+		n.refuseRole(m, string(handoverProtocol), errRole)
+	} else if h.Day == n.crawlDay() {
+		vs := n.ring.Vnodes()
+		c := &n.claims
+		c.mu.Lock()
+		c.roll(h.Day)
+		for _, k := range h.Keys {
+			if handedOver(k, h.Vnode.ID, vs) {
+				c.taken[k] = true
+			}
+		}
+		c.mu.Unlock()
+	}
+	if err := wire.WriteJSON(s, rep); err != nil {
+		s.Reset()
+	}
+}
+
+// handedOver reports whether key k was owned by the virtual server v by
+// the view of a node running vs: v lies at or after k, and none of vs lies
+// in [k, v).
+func handedOver(k, v id.ID, vs []ring.Node) bool {
+	for _, u := range vs {
+		if u.ID == k || (u.ID != v && id.InHalfOpen(u.ID, k, v)) {
+			return false
+		}
+	}
+	return true
+}

@@ -94,3 +94,75 @@ func TestJoinerDoesNotRefetch(t *testing.T) {
 	t.Logf("join: %d versions, %d bytes on disk, %d bytes of replication traffic (%.2f× the data)",
 		bs.Archive.Versions, bs.Archive.Bytes, moved, float64(moved)/float64(max(bs.Archive.Bytes, 1)))
 }
+
+// TestLeaverHandsOverFetches: two nodes crawl a site; one leaves
+// gracefully the same day. Its successor takes its range over and queues
+// the range's known URLs (it holds their versions as replicas), but the
+// leaver handed over the keys it fetched that day, so none is fetched
+// again.
+func TestLeaverHandsOverFetches(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	web := sampleweb.New(sampleweb.Config{Hosts: 2, Pages: 40, Seed: 6})
+	if err := web.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	dir := t.TempDir()
+	start := func(name, ip, join string) *Node {
+		cfg := Config{
+			DataDir: filepath.Join(dir, name), Listen: ip + ":0", Gateway: "127.0.0.1:0",
+			VirtualServers: 4, StabilizeInterval: 100 * time.Millisecond, FlushInterval: 20 * time.Millisecond,
+			RebalanceInterval: -1, ReplicationInterval: 200 * time.Millisecond,
+			Crawl: crawl.Config{HostRate: 200, Concurrency: 16, AllowPrivate: loopback},
+		}
+		if join != "" {
+			cfg.Join = []string{join}
+		}
+		n, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Start(ctx); err != nil {
+			n.Close()
+			t.Fatal(err)
+		}
+		return n
+	}
+	a := start("a", "127.0.0.63", "")
+	b := start("b", "127.0.0.64", a.Multiaddr())
+	lr := &LocalRing{Nodes: []*Node{a, b}}
+	defer func() { lr.Close() }()
+	if err := lr.WaitStable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Seed(ctx, web.Seeds()); err != nil {
+		t.Fatal(err)
+	}
+	if err := lr.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitReplicated(ctx, t, lr)
+	known := sortedKeys(requestsPerURL(web))
+	if b.crawler.Stats().FetchedToday == 0 {
+		t.Fatal("the leaver fetched nothing")
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lr.Nodes = lr.Nodes[:1]
+	if err := lr.WaitStable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for a.counters.takenOver.Load() == 0 { // the take-over queues the range's URLs
+		if ctx.Err() != nil {
+			t.Fatal("no take-over after the leave")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := lr.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("take-over queued %d URLs", a.counters.takenOver.Load())
+	checkOncePerURL(t, "after the leave", known, requestsPerURL(web))
+}

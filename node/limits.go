@@ -29,6 +29,7 @@ var protocolLimits = map[protocol.ID]struct{ in, out int }{
 	politeness.RobotsProtocol: {in: 64, out: 64},   // may fetch a robots.txt (≤ 500 KiB)
 	queryProtocol:             {in: 64, out: 64},   // list/export; 32 served at once (maxServing)
 	claimProtocol:             {in: 256, out: 256}, // one small frame each way (claim.go)
+	handoverProtocol:          {in: 16, out: 16},   // a leaving node's fetched keys, ≤ 4 MiB
 	purgeProtocol:             {in: 16, out: 16},   // a new order runs a purge (a scan of the archive) before the reply
 	summaryProtocol:           {in: 64, out: 64},   // /ring summaries: small JSON
 }

@@ -236,6 +236,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.host.SetStreamHandler(linksProtocol, n.handleLinks)
 	n.host.SetStreamHandler(archiveProtocol, n.handleArchive)
 	n.host.SetStreamHandler(claimProtocol, n.handleClaim)
+	n.host.SetStreamHandler(handoverProtocol, n.handleHandover)
 	n.host.SetStreamHandler(summaryProtocol, n.handleSummary)
 	if n.reach == ReachMapped || n.reach == ReachRelayed {
 		// Behind a home router: find the household's other nodes on the
@@ -363,6 +364,7 @@ func (n *Node) Close() error {
 	}
 	if n.started.Load() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		n.handOver(ctx)
 		if err := n.ring.Leave(ctx); err != nil {
 			n.log.Debug("ring leave", "err", err)
 		}
