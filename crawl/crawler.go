@@ -213,6 +213,10 @@ func (c *Crawler) Day(t time.Time) int64 {
 // starts its new day (and resets its URL-seen set) when this changes.
 func (c *Crawler) Today() int64 { return c.Day(c.cfg.Clock()) }
 
+// CurrentDay returns the day the crawler is crawling: Today, or later
+// when NewDay was called before the clock's day changed.
+func (c *Crawler) CurrentDay() int64 { return c.q.currentDay() }
+
 // Start starts the fetch loops of every host with pending URLs and the day
 // timer. If the stored day is older than the clock's day (the node was down
 // across a day boundary) or a NewDay was interrupted, a new day starts

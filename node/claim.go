@@ -109,7 +109,7 @@ func (n *Node) tookFromSuccessor(v id.ID) {
 		}
 		for _, s := range st.Successors {
 			if s.Peer != n.self.Peer {
-				n.tookRange(v, s, n.crawlDay())
+				n.tookRange(v, s, n.claimDay())
 				return
 			}
 		}
@@ -158,7 +158,7 @@ func (c *dayClaims) formerOwner(v id.ID, day int64) (ring.Node, bool) {
 // today or a former owner fetched it today. A URL it may fetch is marked
 // as its own for the day.
 func (n *Node) claimToFetch(ctx context.Context, url string, key id.ID, v ring.Node) bool {
-	day := n.crawlDay()
+	day := n.claimDay()
 	c := &n.claims
 	c.mu.Lock()
 	c.roll(day)
@@ -203,7 +203,7 @@ func (n *Node) dropClaimed(key id.ID) bool {
 	c := &n.claims
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.roll(n.crawlDay())
+	c.roll(n.claimDay())
 	return c.away[key] != "" || c.taken[key]
 }
 
@@ -287,7 +287,7 @@ func (n *Node) answerClaim(ctx context.Context, m ring.Node, q claimRequest) (bo
 			ours, found = v, true
 		}
 	}
-	day := n.crawlDay()
+	day := n.claimDay()
 	if q.Day != day {
 		return false, nil // another day: nothing recorded for it here
 	}
@@ -370,7 +370,7 @@ type handover struct {
 // fetched today to the first successor on another node, which inherits
 // its range. Failures are logged: the heir then fetches those URLs again.
 func (n *Node) handOver(ctx context.Context) {
-	day := n.crawlDay()
+	day := n.claimDay()
 	c := &n.claims
 	for _, v := range n.ring.Status().Vnodes {
 		if !v.Range.Known {
@@ -450,7 +450,7 @@ func (n *Node) handleHandover(s network.Stream) {
 	if h.Vnode.Peer != m.Peer || h.Vnode.Addr != m.Addr || ring.CheckID(h.Vnode, ring.DefaultMaxVirtualServers) != nil {
 		rep.Err = fmt.Sprintf("%v: handover for %s sent by %s", errRole, h.Vnode, m.Contact)
 		n.refuseRole(m, string(handoverProtocol), errRole)
-	} else if h.Day == n.crawlDay() {
+	} else if h.Day == n.claimDay() {
 		vs := n.ring.Vnodes()
 		c := &n.claims
 		c.mu.Lock()
@@ -478,3 +478,8 @@ func handedOver(k, v id.ID, vs []ring.Node) bool {
 	}
 	return true
 }
+
+// claimDay is the day claims are made for: the crawler's current day (a
+// day started by NewDay before the clock's changed is a new day for
+// claims too), or the clock's before the crawler started its first.
+func (n *Node) claimDay() int64 { return max(n.crawler.Today(), n.crawler.CurrentDay()) }

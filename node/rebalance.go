@@ -32,7 +32,7 @@ func (n *Node) rebalanceLoop(ctx context.Context) {
 			continue
 		}
 		for _, m := range moves {
-			n.tookRange(m.To.ID, m.Former, n.crawlDay())
+			n.tookRange(m.To.ID, m.Former, n.claimDay())
 		}
 		if len(moves) > 0 {
 			if err := saveIndexes(n.cfg.DataDir, n.ring.Indexes()); err != nil {
