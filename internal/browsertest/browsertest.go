@@ -68,3 +68,7 @@ func (b *Browser) Load(t testing.TB, url string) (dom string, messages []string)
 	}
 	return string(out), messages
 }
+
+// Path returns the browser's executable, for tests that drive it
+// themselves (a page that reports back over HTTP, say).
+func (b *Browser) Path() string { return b.path }
