@@ -17,6 +17,8 @@ type TextLine struct {
 	Peer      string `json:"peer,omitempty"`
 	Title     string `json:"title,omitempty"`
 	Text      string `json:"text"`
+	// Cursor resumes the stream after this line (Member.Cursor).
+	Cursor string `json:"cursor"`
 }
 
 // BulkStats counts what Links or Texts wrote.
@@ -94,7 +96,7 @@ func Texts(r io.Reader, w io.Writer, progress func(*Member)) (BulkStats, error) 
 		st.Versions++
 		p := ParseHTML(m.URL(), payload)
 		line := TextLine{URL: m.URL(), Timestamp: timestamp14(m.Time()), Digest: m.Record.Header.Get("Warc-Payload-Digest"),
-			Peer: m.Peer(), Title: p.Title, Text: p.Text}
+			Peer: m.Peer(), Title: p.Title, Text: p.Text, Cursor: m.Cursor()}
 		if err := enc.Encode(line); err != nil {
 			return err
 		}

@@ -3,10 +3,13 @@ package exchange
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/herod-archive/herod/archive"
 )
 
 func TestLinks(t *testing.T) {
@@ -104,4 +107,30 @@ func FuzzRecords(f *testing.F) {
 			return nil
 		})
 	})
+}
+
+func TestMemberCursor(t *testing.T) {
+	s := fixtureStore(t)
+	warc := exportWARC(t, s)
+	var cursors []string
+	if err := Records(bytes.NewReader(warc), func(m *Member) error {
+		cursors = append(cursors, m.Cursor())
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Resuming after each record's cursor gives exactly the records after it.
+	for i, c := range cursors {
+		var rest bytes.Buffer
+		if _, err := s.Export(context.Background(), archive.ExportOptions{Revisits: true, After: c}, &rest, nil); err != nil {
+			t.Fatalf("resume after %q: %v", c, err)
+		}
+		var got []string
+		if err := Records(&rest, func(m *Member) error { got = append(got, m.Cursor()); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, cursors[i+1:]) {
+			t.Errorf("after %q: %v, want %v", c, got, cursors[i+1:])
+		}
+	}
 }

@@ -3,6 +3,8 @@ package exchange
 import (
 	"bufio"
 	"bytes"
+	"encoding/base32"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -42,6 +44,19 @@ func (m *Member) Time() time.Time {
 // (archive.HeaderPeer), "" for a record without provenance. It is the one
 // place exports learn a version's peer.
 func (m *Member) Peer() string { return m.Record.Header.Get(archive.HeaderPeer) }
+
+// Cursor returns the record's exact resume cursor in archive.Export's
+// form, "<url> <RFC 3339 time> <payload digest, hex>": an export resumed
+// after it continues with the next record. A record without a SHA-1
+// payload digest gets the Wayback form "<url> <YYYYMMDDhhmmss>".
+func (m *Member) Cursor() string {
+	label, val, _ := strings.Cut(m.Record.Header.Get("Warc-Payload-Digest"), ":")
+	d, err := base32.StdEncoding.DecodeString(strings.ToUpper(val))
+	if !strings.EqualFold(label, "sha1") || err != nil || len(d) != 20 {
+		return m.URL() + " " + timestamp14(m.Time())
+	}
+	return m.URL() + " " + m.Time().Format(time.RFC3339Nano) + " " + hex.EncodeToString(d)
+}
 
 // HTTP parses the record's block as an HTTP response: its status, headers
 // and payload (empty for a revisit, which stores the head only).
