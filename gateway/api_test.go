@@ -108,7 +108,6 @@ func TestPrefixListing(t *testing.T) {
 	}
 }
 
-
 // exportRequest runs an export through a real HTTP server, so that
 // trailers travel as they would to a client.
 func exportRequest(t *testing.T, s http.Handler, q string) (int, []string, http.Header) {
