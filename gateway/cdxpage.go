@@ -134,28 +134,35 @@ func (p listPager) Page(ctx context.Context, req PageRequest) ([]CDXRow, bool, e
 	if err != nil {
 		return nil, false, err
 	}
-	var rows []CDXRow
+	type keyed struct {
+		k   CDXKey
+		row CDXRow
+	}
+	var ks []keyed
 	for _, v := range vs {
 		if !req.Query.Contains(v) {
 			continue
 		}
+		k := KeyOf(v) // once per row: a SURT costs a URL parse
 		if req.After != nil {
-			c := KeyOf(v).Compare(*req.After)
+			c := k.Compare(*req.After)
 			if (!req.Reverse && c <= 0) || (req.Reverse && c >= 0) {
 				continue
 			}
 		}
-		rows = append(rows, CDXRow{Version: v})
+		ks = append(ks, keyed{k: k, row: CDXRow{Version: v}})
 	}
-	slices.SortFunc(rows, func(a, b CDXRow) int {
-		c := KeyOf(a.Version).Compare(KeyOf(b.Version))
+	slices.SortFunc(ks, func(a, b keyed) int {
 		if req.Reverse {
-			return -c
+			return b.k.Compare(a.k)
 		}
-		return c
+		return a.k.Compare(b.k)
 	})
-	more := len(rows) > req.N
-	rows = rows[:min(len(rows), req.N)]
+	more := len(ks) > req.N
+	rows := make([]CDXRow, 0, min(len(ks), req.N))
+	for _, k := range ks[:min(len(ks), req.N)] {
+		rows = append(rows, k.row)
+	}
 	if req.Peers {
 		for i := range rows {
 			_, c, err := p.a.Get(ctx, rows[i].URL, rows[i].Time)

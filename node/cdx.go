@@ -67,23 +67,51 @@ func pageQuery(q archive.Query, pr pageRequest) (gateway.Query, error) {
 	return gatewayQuery(q)
 }
 
-// rowOrder compares rows in the page's order.
-func rowOrder(reverse bool) func(a, b gateway.CDXRow) int {
-	return func(a, b gateway.CDXRow) int {
-		c := gateway.KeyOf(a.Version).Compare(gateway.KeyOf(b.Version))
+// keyedRow is a row with its CDX key, computed once: a SURT costs a URL
+// parse, too much to repeat in every comparison of a sort.
+type keyedRow struct {
+	k   gateway.CDXKey
+	row gateway.CDXRow
+}
+
+// sortRows sorts rows in the page's order and drops duplicates (the same
+// version from two replicas).
+func sortRows(rows []keyedRow, reverse bool) []keyedRow {
+	slices.SortFunc(rows, func(a, b keyedRow) int {
+		c := a.k.Compare(b.k)
 		if reverse {
 			return -c
 		}
 		return c
-	}
+	})
+	return slices.CompactFunc(rows, func(a, b keyedRow) bool { return a.k.Compare(b.k) == 0 })
 }
 
-// beyond reports whether v comes after the key in the page's order.
-func beyond(v archive.Version, after *gateway.CDXKey, reverse bool) bool {
+// keyRows keys rows.
+func keyRows(rows []gateway.CDXRow) []keyedRow {
+	out := make([]keyedRow, len(rows))
+	for i, r := range rows {
+		out[i] = keyedRow{k: gateway.KeyOf(r.Version), row: r}
+	}
+	return out
+}
+
+// unkey returns the rows of keyed rows.
+func unkey(rows []keyedRow) []gateway.CDXRow {
+	out := make([]gateway.CDXRow, len(rows))
+	for i, r := range rows {
+		out[i] = r.row
+	}
+	return out
+}
+
+// beyond reports whether key k comes after the resume key in the page's
+// order.
+func beyond(k gateway.CDXKey, after *gateway.CDXKey, reverse bool) bool {
 	if after == nil {
 		return true
 	}
-	c := gateway.KeyOf(v).Compare(*after)
+	c := k.Compare(*after)
 	return (!reverse && c > 0) || (reverse && c < 0)
 }
 
@@ -98,17 +126,16 @@ func (n *Node) localPage(ctx context.Context, q archive.Query, pr pageRequest) (
 	}
 	ctx, cancel := context.WithTimeout(ctx, streamTimeout)
 	defer cancel()
-	order := rowOrder(pr.Reverse)
-	var out []gateway.CDXRow
+	var out []keyedRow
 	more := false
 	add := func(v archive.Version) error {
-		if !beyond(v, pr.After, pr.Reverse) {
+		k := gateway.KeyOf(v)
+		if !beyond(k, pr.After, pr.Reverse) {
 			return nil
 		}
-		out = append(out, gateway.CDXRow{Version: v})
+		out = append(out, keyedRow{k: k, row: gateway.CDXRow{Version: v}})
 		if len(out) >= 2*pr.N {
-			slices.SortFunc(out, order)
-			out, more = out[:pr.N], true
+			out, more = sortRows(out, pr.Reverse)[:pr.N], true
 		}
 		return nil
 	}
@@ -125,18 +152,19 @@ func (n *Node) localPage(ctx context.Context, q archive.Query, pr pageRequest) (
 	if err != nil {
 		return nil, false, fmt.Errorf("cdx page: %w", err)
 	}
-	slices.SortFunc(out, order)
+	out = sortRows(out, pr.Reverse)
 	if len(out) > pr.N {
 		out, more = out[:pr.N], true
 	}
+	rows := unkey(out)
 	if pr.Peers {
-		for i := range out {
-			if out[i].Peer, err = n.versionPeer(ctx, out[i].Version); err != nil {
-				return nil, false, fmt.Errorf("cdx page: peer of %s: %w", out[i].URL, err)
+		for i := range rows {
+			if rows[i].Peer, err = n.versionPeer(ctx, rows[i].Version); err != nil {
+				return nil, false, fmt.Errorf("cdx page: peer of %s: %w", rows[i].URL, err)
 			}
 		}
 	}
-	return out, more, nil
+	return rows, more, nil
 }
 
 // servePage answers op "page" in batches of listBatchSize rows.
@@ -193,7 +221,7 @@ func (n *Node) remotePage(ctx context.Context, c ring.Contact, q archive.Query, 
 			return nil, false, fmt.Errorf("cdx page reply: %w: %.200s", errRemote, b.Error)
 		}
 		for _, row := range b.Rows {
-			if !gq.Contains(row.Version) || row.Key != id.OfString(row.URL) || !beyond(row.Version, pr.After, pr.Reverse) {
+			if !gq.Contains(row.Version) || row.Key != id.OfString(row.URL) || !beyond(gateway.KeyOf(row.Version), pr.After, pr.Reverse) {
 				s.Reset()
 				return nil, false, fmt.Errorf("cdx page reply: %w: capture of %.100q does not match the request", errBadReply, row.URL)
 			}
@@ -267,14 +295,11 @@ func (r *resolver) Page(ctx context.Context, req gateway.PageRequest) ([]gateway
 	if len(errs) > 0 {
 		return nil, false, fmt.Errorf("node cdx page: %w: %w", errPartial, errors.Join(errs...))
 	}
-	slices.SortFunc(all, rowOrder(req.Reverse))
-	all = slices.CompactFunc(all, func(a, b gateway.CDXRow) bool {
-		return a.URL == b.URL && a.Time.Equal(b.Time) && a.Digest == b.Digest
-	})
-	if len(all) > req.N {
-		all, more = all[:req.N], true
+	keyed := sortRows(keyRows(all), req.Reverse)
+	if len(keyed) > req.N {
+		keyed, more = keyed[:req.N], true
 	}
-	return all, more, nil
+	return unkey(keyed), more, nil
 }
 
 var _ gateway.Pager = (*resolver)(nil)
