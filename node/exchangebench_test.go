@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,12 +25,6 @@ type exchangeBench struct {
 	lr       *LocalRing
 	versions int
 }
-
-var (
-	benchOnce sync.Once
-	benchData *exchangeBench
-	benchErr  error
-)
 
 // benchHost is the host of BenchmarkExchange's data.
 const benchHost = "bench.example"
@@ -57,50 +50,39 @@ func benchPage(i, day int) []byte {
 	return append(b, "</body></html>"...)
 }
 
+// setupExchangeBench loads the data; b's cleanup removes it.
 func setupExchangeBench(b *testing.B) *exchangeBench {
-	benchOnce.Do(func() {
-		ctx := context.Background()
-		dir, err := os.MkdirTemp("", "herod-exchange-bench-")
-		if err != nil {
-			benchErr = err
-			return
-		}
-		n := benchVersions()
-		single, err := archive.Open(filepath.Join(dir, "single"), archive.Options{NoSync: true})
-		if err != nil {
-			benchErr = err
-			return
-		}
-		lr, err := StartLocalRing(ctx, filepath.Join(dir, "ring"), 4, Config{VirtualServers: 4, StabilizeInterval: 100 * time.Millisecond, NoSync: true})
-		if err != nil {
-			benchErr = err
-			return
-		}
-		if err := lr.WaitStable(ctx); err != nil {
-			benchErr = err
-			return
-		}
-		t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-		const days = 4
-		for i := 0; i < n; i++ {
-			page, day := i/days, i%days
-			c := archive.Capture{
-				URL: fmt.Sprintf("http://%s/p/%d", benchHost, page), Time: t0.Add(time.Duration(day)*24*time.Hour + time.Duration(page)*time.Millisecond),
-				Status: 200, Header: http.Header{"Content-Type": {"text/html; charset=utf-8"}}, Body: benchPage(page, day),
-			}
-			for _, s := range []*archive.Store{single, lr.Nodes[page%len(lr.Nodes)].store} {
-				if _, _, err := s.Put(ctx, c); err != nil {
-					benchErr = err
-					return
-				}
-			}
-		}
-		benchData = &exchangeBench{single: single, lr: lr, versions: n}
-	})
-	if benchErr != nil {
-		b.Fatal(benchErr)
+	ctx := context.Background()
+	dir := b.TempDir()
+	n := benchVersions()
+	single, err := archive.Open(filepath.Join(dir, "single"), archive.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
 	}
-	return benchData
+	b.Cleanup(func() { single.Close() })
+	lr, err := StartLocalRing(ctx, filepath.Join(dir, "ring"), 4, Config{VirtualServers: 4, StabilizeInterval: 100 * time.Millisecond, NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { lr.Close() })
+	if err := lr.WaitStable(ctx); err != nil {
+		b.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const days = 4
+	for i := 0; i < n; i++ {
+		page, day := i/days, i%days
+		c := archive.Capture{
+			URL: fmt.Sprintf("http://%s/p/%d", benchHost, page), Time: t0.Add(time.Duration(day)*24*time.Hour + time.Duration(page)*time.Millisecond),
+			Status: 200, Header: http.Header{"Content-Type": {"text/html; charset=utf-8"}}, Body: benchPage(page, day),
+		}
+		for _, s := range []*archive.Store{single, lr.Nodes[page%len(lr.Nodes)].store} {
+			if _, _, err := s.Put(ctx, c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return &exchangeBench{single: single, lr: lr, versions: n}
 }
 
 // countingDiscard counts bytes.
