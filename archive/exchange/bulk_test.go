@@ -134,3 +134,16 @@ func TestMemberCursor(t *testing.T) {
 		}
 	}
 }
+
+func TestTitle(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{homeHTML(), homeTitle},
+		{"<title>a <b>x</b>\n b</title><title>second</title>", "a <b>x</b> b"},
+		{"<body><title>late</title>", ""},
+		{"<title>unterminated", "unterminated"},
+	} {
+		if got := Title([]byte(tc.in)); got != tc.want {
+			t.Errorf("Title(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

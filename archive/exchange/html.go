@@ -119,3 +119,32 @@ func collapse(s string) string {
 	}
 	return s
 }
+
+// Title returns the <title> of an HTML payload, reading no further than
+// the title's end or the start of the body: pages.jsonl needs no more.
+func Title(payload []byte) string {
+	z := xhtml.NewTokenizer(bytes.NewReader(payload))
+	var title strings.Builder
+	in := false
+	for {
+		switch z.Next() {
+		case xhtml.ErrorToken:
+			return collapse(title.String())
+		case xhtml.TextToken:
+			if in {
+				title.Write(z.Text())
+			}
+		case xhtml.StartTagToken, xhtml.EndTagToken, xhtml.SelfClosingTagToken:
+			name, _ := z.TagName()
+			switch string(name) {
+			case "title":
+				if in {
+					return collapse(title.String())
+				}
+				in = true
+			case "body":
+				return collapse(title.String())
+			}
+		}
+	}
+}

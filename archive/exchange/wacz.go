@@ -229,8 +229,7 @@ func (z *WACZ) index(m *Member) error {
 	}
 	z.lines = append(z.lines, l)
 	if typ == "response" && status == 200 && IsHTML(MediaType(h.Get("Content-Type"))) {
-		p := ParseHTML(u, payload)
-		z.pages = append(z.pages, pageLine{ID: fmt.Sprintf("%s-%d", l.ts, m.Offset), URL: u, TS: t.Format(time.RFC3339), Title: p.Title})
+		z.pages = append(z.pages, pageLine{ID: fmt.Sprintf("%s-%d", l.ts, m.Offset), URL: u, TS: t.Format(time.RFC3339), Title: Title(payload)})
 		z.st.Pages++
 	}
 	return nil
