@@ -97,6 +97,9 @@ const timer = setInterval(() => {
 }, 250);
 `
 
+// replayBudget bounds the wait for the replayed page.
+const replayBudget = 4 * time.Minute
+
 // replayResult is what findScript posts.
 type replayResult struct {
 	Done      bool     `json:"done"`
@@ -158,9 +161,10 @@ func TestReplayWebPage(t *testing.T) {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// The player loads in seconds; the budget is for a loaded machine.
+	ctx, cancel := context.WithTimeout(context.Background(), replayBudget)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, browser.Path(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+	cmd := exec.Command(browser.Path(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
 		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--disable-dev-shm-usage", "--user-data-dir="+t.TempDir(), "--remote-debugging-port=0",
 		"http://"+ln.Addr().String()+"/")
@@ -170,10 +174,11 @@ func TestReplayWebPage(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
+	stop := func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the browser and its helpers
 		_ = cmd.Wait()
-	}()
+	}
+	defer stop()
 	var last replayResult
 	for {
 		select {
@@ -191,7 +196,8 @@ func TestReplayWebPage(t *testing.T) {
 			t.Logf("ReplayWeb.page replayed %s: %q, image %s %dx%d", res.URL, res.Text, res.ImgSrc, res.ImgWidth, res.ImgHeight)
 			return
 		case <-ctx.Done():
-			t.Fatalf("ReplayWeb.page did not show the archived page within 2 minutes; frames seen: %v\nbrowser log:\n%s", last.Frames, tail(stderr.Bytes(), 4000))
+			stop() // before reading what it wrote
+			t.Fatalf("ReplayWeb.page did not show the archived page within %s; frames seen: %v\nbrowser log:\n%s", replayBudget, last.Frames, tail(stderr.Bytes(), 4000))
 		}
 	}
 }
