@@ -1,178 +1,279 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/base32"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/herod-archive/herod/archive"
-	"github.com/herod-archive/herod/internal/canon"
+	"time"
 )
 
-// The CDX API is the subset of pywb's CDX server API that researchers'
-// tools use:
+// The CDX API answers the queries of the Wayback CDX server and pywb,
+// ring-wide:
 //
-//	/cdx?url=<url>[&matchType=exact|prefix|host][&from=<ts>][&to=<ts>]
-//	     [&output=json|text][&limit=<n>][&filter=[!][=|~]<field>:<expr>]…
+//	/cdx?url=<url>[&matchType=exact|prefix|host|domain][&from=<ts>][&to=<ts>]
+//	     [&limit=<n>][&fl=<field>,…][&filter=[!][=|~]<field>:<expr>]…
+//	     [&collapse=<field>[:<n>]][&sort=reverse|closest&closest=<ts>]
+//	     [&output=cdxj|text|json|ndjson|link][&showResumeKey=true][&resumeKey=<key>]
 //
-// url ending in "*" means matchType=prefix. from pads down and to pads up
-// ("from=2014&to=2014" is the whole year). output=text (the default) writes
-// CDXJ lines, "<urlkey> <timestamp> <json>"; output=json writes one JSON
-// object per line. Exact matches work on any Archive; prefix and host
-// matches need a Lister (501 without one). Each filter (they combine with
-// AND) tests the field url, mime or status: by default expr is a regular
-// expression that must match the whole value, "=" asks for equality, "~"
-// for a substring, and a leading "!" negates.
+//   - url "example.com/*" means matchType=prefix, "*.example.com" domain.
+//   - from pads down and to pads up ("from=2014&to=2014" is the year).
+//   - limit=N gives the first N rows, limit=-N the last N (in ascending
+//     order).
+//   - Fields (fl, filter, collapse): urlkey, timestamp, original (url),
+//     mimetype (mime), statuscode (status), digest (base32 SHA-1 of the
+//     payload), length (payload bytes), offset, filename (the version's
+//     file), and herod's peer (the node that fetched it).
+//   - filter: a regular expression that must match the whole value; "="
+//     asks for equality, "~" for a substring, a leading "!" negates.
+//     Filters combine with AND.
+//   - collapse=field[:N] drops a row whose field (its first N characters)
+//     equals that of the row before it: collapse=timestamp:8 keeps one
+//     capture per day. With sort=reverse or limit<0 the latest of each
+//     run is kept.
+//   - sort=reverse lists in descending order; sort=closest&closest=<ts>
+//     (exact matches only) by distance from that time.
+//   - output: cdxj (the default, pywb's "<urlkey> <timestamp> <json>"),
+//     text (the Wayback CDX server's space-separated fields, the default
+//     when fl is given), json (the Wayback CDX server's array of arrays,
+//     field names first), ndjson (pywb's JSON object per line), link
+//     (application/link-format mementos, as Memento TimeMaps).
+//   - showResumeKey=true ends a partial result with the key that resumes
+//     it (text, cdxj, ndjson: an empty line then the key; json: [] then
+//     [key]); resumeKey=<key> continues after it.
+//
+// One request examines at most MaxCDXLimit captures. A query that matches
+// more, without showResumeKey, is refused with a message saying how to
+// narrow or page it: the gateway never does unbounded work.
 
-// MaxCDXLimit bounds the lines one CDX request returns.
+// MaxCDXLimit bounds the captures one CDX request examines.
 const MaxCDXLimit = 100000
 
 // ErrQuery reports a malformed CDX or export query.
 var ErrQuery = errors.New("gateway: malformed query")
 
-// ParseQuery reads a Query from CDX API parameters (url, matchType, from,
-// to, limit). It returns ErrQuery (wrapped) for bad input.
-func ParseQuery(p url.Values) (Query, error) {
-	var q Query
+// cdxPageSize is the page the CDX API asks its Pager for when it needs
+// more rows than the limit (filters and collapse drop some).
+const cdxPageSize = 1000
+
+// cdxFieldNames are the canonical CDX field names, in Wayback order.
+var cdxFieldNames = []string{"urlkey", "timestamp", "original", "mimetype", "statuscode", "digest", "length", "offset", "filename", "peer"}
+
+// cdxAliases maps pywb's field names to the canonical ones.
+var cdxAliases = map[string]string{"url": "original", "mime": "mimetype", "status": "statuscode"}
+
+// pywbNames are the JSON names of pywb's cdxj and ndjson output.
+var pywbNames = map[string]string{"original": "url", "mimetype": "mime", "statuscode": "status"}
+
+// waybackDefaultFields are the Wayback CDX server's default fields.
+var waybackDefaultFields = []string{"urlkey", "timestamp", "original", "mimetype", "statuscode", "digest", "length"}
+
+// cdxjDefaultFields are the JSON fields of pywb's cdxj output.
+var cdxjDefaultFields = []string{"original", "mimetype", "statuscode", "digest", "length", "offset", "filename"}
+
+// cdxField returns the canonical name of a field, or "" if unknown.
+func cdxField(name string) string {
+	if a, ok := cdxAliases[name]; ok {
+		return a
+	}
+	if slices.Contains(cdxFieldNames, name) {
+		return name
+	}
+	return ""
+}
+
+// cdxRequest is a parsed CDX API request.
+type cdxRequest struct {
+	q             Query
+	limit         int // 0: none; < 0: the last -limit rows
+	fl            []string
+	flSet         bool
+	filters       cdxFilters
+	collapse      string
+	collapseN     int // 0: whole value
+	reverse       bool
+	closest       time.Time
+	hasClosest    bool
+	output        string
+	showResumeKey bool
+	after         *CDXKey
+}
+
+// parseCDX reads a CDX API request. Errors wrap ErrQuery.
+func parseCDX(p url.Values) (*cdxRequest, error) {
+	r := &cdxRequest{}
 	raw := strings.TrimSpace(p.Get("url"))
 	if raw == "" {
-		return q, fmt.Errorf("%w: url is required", ErrQuery)
+		return nil, fmt.Errorf("%w: url is required", ErrQuery)
 	}
 	mt := p.Get("matchType")
-	if strings.HasSuffix(raw, "*") && mt == "" {
-		mt = "prefix"
-		raw = strings.TrimSuffix(raw, "*")
+	switch {
+	case mt == "" && strings.HasPrefix(raw, "*."):
+		mt, raw = "domain", strings.TrimPrefix(raw, "*.")
+	case mt == "" && strings.HasSuffix(raw, "*"):
+		mt, raw = "prefix", strings.TrimSuffix(raw, "*")
 	}
 	switch mt {
 	case "", "exact":
-		q.Match = MatchExact
+		r.q.Match = MatchExact
 	case "prefix":
-		q.Match = MatchPrefix
+		r.q.Match = MatchPrefix
 	case "host":
-		q.Match = MatchHost
+		r.q.Match = MatchHost
+	case "domain":
+		r.q.Match = MatchDomain
 	default:
-		return q, fmt.Errorf("%w: matchType %.20q (use exact, prefix or host)", ErrQuery, mt)
+		return nil, fmt.Errorf("%w: matchType %.20q (use exact, prefix, host or domain)", ErrQuery, mt)
 	}
 	u, err := ArchivedURL(raw)
 	if err != nil {
-		return q, fmt.Errorf("%w: %v", ErrQuery, err)
+		return nil, fmt.Errorf("%w: %v", ErrQuery, err)
 	}
-	q.URL = u
-	if q.Match == MatchHost {
-		q.URL = hostOf(u)
+	r.q.URL = u
+	if r.q.Match == MatchHost || r.q.Match == MatchDomain {
+		r.q.URL = strings.ToLower(hostOf(u))
 	}
 	if f := p.Get("from"); f != "" {
-		if q.From, err = ParseTimestampFrom(f); err != nil {
-			return q, fmt.Errorf("%w: from: %v", ErrQuery, err)
+		if r.q.From, err = ParseTimestampFrom(f); err != nil {
+			return nil, fmt.Errorf("%w: from: %v", ErrQuery, err)
 		}
 	}
 	if t := p.Get("to"); t != "" {
-		if q.To, err = ParseTimestamp(t); err != nil {
-			return q, fmt.Errorf("%w: to: %v", ErrQuery, err)
+		if r.q.To, err = ParseTimestamp(t); err != nil {
+			return nil, fmt.Errorf("%w: to: %v", ErrQuery, err)
 		}
 	}
 	if l := p.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 0 {
-			return q, fmt.Errorf("%w: limit %.20q", ErrQuery, l)
+		if r.limit, err = strconv.Atoi(l); err != nil || r.limit > MaxCDXLimit || r.limit < -MaxCDXLimit {
+			return nil, fmt.Errorf("%w: limit %.20q (an integer from -%d to %d)", ErrQuery, l, MaxCDXLimit, MaxCDXLimit)
 		}
-		q.Limit = n
 	}
-	if q.Limit == 0 || q.Limit > MaxCDXLimit {
-		q.Limit = MaxCDXLimit
+	if err := r.parseFields(p); err != nil {
+		return nil, err
 	}
-	return q, nil
+	if err := r.parseOrder(p); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
-// hostOf returns the host (with port) of a canonical URL, "" if none.
-func hostOf(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return ""
-	}
-	return p.Host
-}
-
-// serveCDX answers /cdx.
-func (s *Server) serveCDX(w http.ResponseWriter, r *http.Request) {
-	p := r.URL.Query()
-	q, err := ParseQuery(p)
-	if err != nil {
-		s.badRequest(w, err.Error())
-		return
-	}
-	filters, err := parseFilters(p["filter"])
-	if err != nil {
-		s.badRequest(w, err.Error())
-		return
-	}
-	out := p.Get("output")
-	if out != "" && out != "json" && out != "text" {
-		s.badRequest(w, "gateway: output must be json or text")
-		return
-	}
-	ctx, cancel := s.ctx(r)
-	defer cancel()
-	var vs []archive.Version
-	switch {
-	case q.Match == MatchExact:
-		vs, err = s.cfg.Archive.Versions(ctx, q.URL)
-	case s.list != nil:
-		lq := q
-		if len(filters) > 0 {
-			lq.Limit = MaxCDXLimit // filters apply after listing
+// parseFields reads fl, filter, collapse and output.
+func (r *cdxRequest) parseFields(p url.Values) error {
+	if fl := p.Get("fl"); fl != "" {
+		r.flSet = true
+		for _, f := range strings.Split(fl, ",") {
+			c := cdxField(strings.TrimSpace(f))
+			if c == "" {
+				return fmt.Errorf("%w: fl field %.30q (use %s)", ErrQuery, f, strings.Join(cdxFieldNames, ", "))
+			}
+			r.fl = append(r.fl, c)
 		}
-		vs, err = s.list.List(ctx, lq)
+	}
+	var err error
+	if r.filters, err = parseFilters(p["filter"]); err != nil {
+		return err
+	}
+	if c := p.Get("collapse"); c != "" {
+		name, n, hasN := strings.Cut(c, ":")
+		if r.collapse = cdxField(name); r.collapse == "" {
+			return fmt.Errorf("%w: collapse field %.30q", ErrQuery, name)
+		}
+		if hasN {
+			if r.collapseN, err = strconv.Atoi(n); err != nil || r.collapseN <= 0 {
+				return fmt.Errorf("%w: collapse length %.20q", ErrQuery, n)
+			}
+		}
+	}
+	r.output = p.Get("output")
+	switch r.output {
+	case "":
+		r.output = "cdxj"
+		if r.flSet {
+			r.output = "text"
+		}
+	case "cdxj", "text", "json", "ndjson", "link":
 	default:
-		http.Error(w, "gateway: this node cannot answer "+q.Match.String()+
-			" queries (its archive does not list URLs); use matchType=exact", http.StatusNotImplemented)
-		return
+		return fmt.Errorf("%w: output %.20q (use cdxj, text, json, ndjson or link)", ErrQuery, r.output)
 	}
-	if err != nil {
-		s.stats.archiveErrors.Add(1)
-		s.log.Warn("gateway: cdx", "url", q.URL, "err", err)
-		http.Error(w, "gateway: cdx: "+err.Error(), http.StatusBadGateway)
-		return
-	}
-	var b bytes.Buffer
-	n := 0
-	for _, v := range vs {
-		if !q.Contains(v) || !filters.match(v) {
-			continue
-		}
-		if n++; n > q.Limit {
-			break
-		}
-		if out == "json" {
-			writeCDXJSON(&b, v)
-		} else {
-			writeCDXJ(&b, v)
+	if !r.flSet {
+		r.fl = waybackDefaultFields
+		if r.output == "cdxj" || r.output == "ndjson" {
+			r.fl = append([]string{"urlkey", "timestamp"}, cdxjDefaultFields...)
 		}
 	}
-	if out == "json" {
-		w.Header().Set("Content-Type", "text/x-ndjson")
-	} else {
-		w.Header().Set("Content-Type", "text/x-cdxj")
-	}
-	writeBody(w, r, http.StatusOK, b.Bytes())
+	return nil
 }
 
-// badRequest answers an API request with 400 and a plain-text reason.
-func (s *Server) badRequest(w http.ResponseWriter, msg string) {
-	s.countStatus(http.StatusBadRequest)
-	http.Error(w, msg, http.StatusBadRequest)
+// parseOrder reads sort, closest, showResumeKey and resumeKey.
+func (r *cdxRequest) parseOrder(p url.Values) error {
+	switch p.Get("showResumeKey") {
+	case "", "false", "0":
+	case "true", "1":
+		r.showResumeKey = true
+	default:
+		return fmt.Errorf("%w: showResumeKey=%.20q (true or false)", ErrQuery, p.Get("showResumeKey"))
+	}
+	if k := p.Get("resumeKey"); k != "" {
+		key, err := ParseCDXKey(k)
+		if err != nil {
+			return err
+		}
+		r.after = &key
+	}
+	if c := p.Get("closest"); c != "" {
+		t, err := ParseTimestampFrom(c)
+		if err != nil {
+			return fmt.Errorf("%w: closest: %v", ErrQuery, err)
+		}
+		r.closest, r.hasClosest = t, true
+	}
+	switch s := p.Get("sort"); s {
+	case "", "default":
+		if r.hasClosest {
+			return fmt.Errorf("%w: closest= needs sort=closest", ErrQuery)
+		}
+	case "reverse":
+		if r.limit < 0 {
+			return fmt.Errorf("%w: sort=reverse with a negative limit: use sort=reverse&limit=%d for the last rows, newest first", ErrQuery, -r.limit)
+		}
+		r.reverse = true
+	case "closest":
+		switch {
+		case !r.hasClosest:
+			return fmt.Errorf("%w: sort=closest needs closest=<timestamp>", ErrQuery)
+		case r.q.Match != MatchExact:
+			return fmt.Errorf("%w: sort=closest needs matchType=exact", ErrQuery)
+		case r.after != nil || r.showResumeKey || r.limit < 0:
+			return fmt.Errorf("%w: sort=closest cannot page or take the last rows", ErrQuery)
+		}
+	default:
+		return fmt.Errorf("%w: sort %.20q (use reverse or closest)", ErrQuery, s)
+	}
+	if r.showResumeKey && r.output == "link" {
+		return fmt.Errorf("%w: output=link cannot show a resume key", ErrQuery)
+	}
+	if r.limit < 0 {
+		r.reverse = true
+	}
+	return nil
+}
+
+// needsPeers reports whether the request shows or filters on the peer.
+func (r *cdxRequest) needsPeers() bool {
+	if slices.Contains(r.fl, "peer") || r.collapse == "peer" {
+		return true
+	}
+	return slices.ContainsFunc(r.filters, func(f cdxFilter) bool { return f.field == "peer" })
 }
 
 // cdxFilter is one filter= parameter.
 type cdxFilter struct {
-	field  string // url, mime or status
+	field  string // canonical name
 	not    bool
 	mode   byte // 0 regexp, '=' equal, '~' contains
 	value  string
@@ -184,7 +285,7 @@ type cdxFilters []cdxFilter
 // maxFilters bounds the filter parameters of one request.
 const maxFilters = 16
 
-// parseFilters reads pywb filter parameters.
+// parseFilters reads filter parameters: [!][=|~]field:value.
 func parseFilters(fs []string) (cdxFilters, error) {
 	if len(fs) > maxFilters {
 		return nil, fmt.Errorf("%w: more than %d filters", ErrQuery, maxFilters)
@@ -199,15 +300,10 @@ func parseFilters(fs []string) (cdxFilters, error) {
 			c.mode, f = f[0], f[1:]
 		}
 		field, value, ok := strings.Cut(f, ":")
-		switch field {
-		case "url", "original", "mime", "mimetype", "status", "statuscode":
-		default:
-			ok = false
+		if c.field = cdxField(field); c.field == "" || !ok {
+			return nil, fmt.Errorf("%w: filter %.40q (use [!][=|~]<field>:<value>, field one of %s)", ErrQuery, f, strings.Join(cdxFieldNames, ", "))
 		}
-		if !ok {
-			return nil, fmt.Errorf("%w: filter %.40q (use [!][=|~]url|mime|status:<value>)", ErrQuery, f)
-		}
-		c.field, c.value = field, value
+		c.value = value
 		if c.mode == 0 {
 			re, err := regexp.Compile("^(?:" + value + ")$")
 			if err != nil {
@@ -220,18 +316,10 @@ func parseFilters(fs []string) (cdxFilters, error) {
 	return out, nil
 }
 
-// match reports whether v passes every filter.
-func (fs cdxFilters) match(v archive.Version) bool {
+// match reports whether row passes every filter.
+func (fs cdxFilters) match(row *cdxValues) bool {
 	for _, f := range fs {
-		var got string
-		switch f.field {
-		case "url", "original":
-			got = v.URL
-		case "mime", "mimetype":
-			got = mediaType(v.ContentType)
-		default:
-			got = strconv.Itoa(v.Status)
-		}
+		got := row.get(f.field)
 		var ok bool
 		switch f.mode {
 		case '=':
@@ -248,63 +336,72 @@ func (fs cdxFilters) match(v archive.Version) bool {
 	return true
 }
 
-// cdxFields are the JSON fields of a CDX line, named as pywb names them.
-type cdxFields struct {
-	URLKey    string `json:"urlkey,omitempty"`
-	Timestamp string `json:"timestamp,omitempty"`
-	URL       string `json:"url"`
-	Mime      string `json:"mime,omitempty"`
-	Status    string `json:"status"`
-	Digest    string `json:"digest"`
-	Length    string `json:"length"`
-	Offset    string `json:"offset"`
-	Filename  string `json:"filename"`
+// cdxValues are a row's field values, computed on first use.
+type cdxValues struct {
+	row  CDXRow
+	surt string
 }
 
-func fields(v archive.Version) cdxFields {
-	return cdxFields{
-		URL:      v.URL,
-		Mime:     mediaType(v.ContentType),
-		Status:   strconv.Itoa(v.Status),
-		Digest:   "sha1:" + base32.StdEncoding.EncodeToString(v.Digest[:]),
-		Length:   strconv.FormatInt(v.Size, 10),   // the record's bytes in Filename
-		Offset:   strconv.FormatInt(v.Offset, 10), // where it starts in its segment
-		Filename: v.File,
+func (c *cdxValues) get(field string) string {
+	v := c.row.Version
+	switch field {
+	case "urlkey":
+		return c.surt
+	case "timestamp":
+		return FormatTimestamp(v.Time)
+	case "original":
+		return v.URL
+	case "mimetype":
+		return mediaType(v.ContentType)
+	case "statuscode":
+		return strconv.Itoa(v.Status)
+	case "digest":
+		return base32.StdEncoding.EncodeToString(v.Digest[:])
+	case "length":
+		return strconv.FormatInt(v.Size, 10) // the record's bytes in filename
+	case "offset":
+		return strconv.FormatInt(v.Offset, 10) // where it starts in its segment
+	case "filename":
+		return v.File
+	case "peer":
+		return c.row.Peer
 	}
+	return ""
 }
 
-// writeCDXJ writes v as one CDXJ line.
-func writeCDXJ(b *bytes.Buffer, v archive.Version) {
-	j, _ := json.Marshal(fields(v)) // plain strings: cannot fail
-	fmt.Fprintf(b, "%s %s %s\n", SURT(v.URL), FormatTimestamp(v.Time), j)
+// collapseKey is the value collapse compares.
+func (r *cdxRequest) collapseKey(c *cdxValues) string {
+	v := c.get(r.collapse)
+	if r.collapseN > 0 && len(v) > r.collapseN {
+		v = v[:r.collapseN]
+	}
+	return v
 }
 
-// writeCDXJSON writes v as one JSON object line.
-func writeCDXJSON(b *bytes.Buffer, v archive.Version) {
-	f := fields(v)
-	f.URLKey, f.Timestamp = SURT(v.URL), FormatTimestamp(v.Time)
-	j, _ := json.Marshal(f)
-	b.Write(j)
-	b.WriteByte('\n')
-}
-
-// SURT returns the sort-friendly URL key CDX indexes use: the host's labels
-// reversed and comma-joined (a leading "www." dropped), the port if any,
-// ")" and the path and query: "http://www.example.com/a?b" becomes
-// "com,example)/a?b". A URL that does not parse is returned as is.
-func SURT(u string) string {
-	p, err := canon.Parse(u)
+// serveCDX answers /cdx.
+func (s *Server) serveCDX(w http.ResponseWriter, r *http.Request) {
+	req, err := parseCDX(r.URL.Query())
 	if err != nil {
-		return u
+		s.badRequest(w, err.Error())
+		return
 	}
-	host := strings.TrimPrefix(p.Hostname(), "www.")
-	labels := strings.Split(host, ".")
-	for i, j := 0, len(labels)-1; i < j; i, j = i+1, j-1 {
-		labels[i], labels[j] = labels[j], labels[i]
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	res, err := s.runCDX(ctx, req)
+	switch {
+	case errors.Is(err, errCDXCap):
+		s.badRequest(w, err.Error())
+		return
+	case errors.Is(err, ErrNoListing):
+		http.Error(w, err.Error(), http.StatusNotImplemented)
+		return
+	case err != nil:
+		s.stats.archiveErrors.Add(1)
+		s.log.Warn("gateway: cdx", "url", req.q.URL, "err", err)
+		http.Error(w, "gateway: cdx: "+err.Error(), http.StatusBadGateway)
+		return
 	}
-	key := strings.Join(labels, ",")
-	if port := p.Port(); port != "" {
-		key += ":" + port
-	}
-	return key + ")" + p.RequestURI()
+	body, ctype := req.render(res, s.uiOrigin(r))
+	w.Header().Set("Content-Type", ctype)
+	writeBody(w, r, http.StatusOK, body)
 }

@@ -36,8 +36,9 @@
 //	/web/<url>                       302 to the newest capture
 //	/timemap/link/<url>              RFC 7089 TimeMap (application/link-format)
 //	/timegate/<url>                  RFC 7089 TimeGate (Accept-Datetime)
-//	/cdx?url=…                       pywb CDX server API subset
-//	/export?host=…|prefix=…          WARC stream (with an Exporter; &revisits=1 adds revisit records)
+//	/cdx?url=…                       CDX API of the Wayback CDX server and pywb (cdx.go)
+//	/export?host=…|prefix=…          WARC stream (with an Exporter; &revisits=1 adds revisit records;
+//	                                 &format=wacz|links|text converts it, exportformats.go)
 //	/ring                            the ring: SVG picture and table (private by default)
 //	/api/status                      JSON from Config.Status (private by default)
 //	/metrics                         Config.Metrics (private by default)

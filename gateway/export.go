@@ -20,6 +20,9 @@ import (
 // where it stopped:
 //
 //	/export?host=<host>|prefix=<url>|url=<url>[&from=<ts>][&to=<ts>][&revisits=1][&after=<cursor>]
+//	       [&format=warc|wacz|links|text]
+//
+// (exportformats.go converts the stream to the other formats.)
 //
 // With revisits=1 the stream also holds a WARC revisit record
 // (identical-payload-digest profile) for each day a URL was checked and
@@ -158,6 +161,15 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request) {
 			s.badRequest(w, err.Error())
 			return
 		}
+	}
+	format, err := parseFormat(p.Get("format"))
+	if err != nil {
+		s.badRequest(w, err.Error())
+		return
+	}
+	if format != FormatWARC {
+		s.serveConverted(w, r, q, after, format)
+		return
 	}
 	s.stats.exports.Add(1)
 	h := w.Header()

@@ -38,6 +38,9 @@ const (
 	// MatchHost selects the URLs whose host (with a non-default port, as in
 	// the canonical form) equals Query.URL, whatever their scheme.
 	MatchHost
+	// MatchDomain selects the URLs of host Query.URL and of its
+	// subdomains (the CDX API's matchType=domain; cdxpage.go).
+	MatchDomain
 )
 
 // String returns the pywb name of the match type.
@@ -47,6 +50,8 @@ func (m MatchType) String() string {
 		return "prefix"
 	case MatchHost:
 		return "host"
+	case MatchDomain:
+		return "domain"
 	default:
 		return "exact"
 	}
@@ -78,6 +83,8 @@ func (q Query) Contains(v archive.Version) bool {
 		return strings.HasPrefix(v.URL, q.URL)
 	case MatchHost:
 		return hostOf(v.URL) == q.URL
+	case MatchDomain:
+		return InDomain(hostOf(v.URL), q.URL)
 	default:
 		return v.URL == q.URL
 	}
@@ -87,7 +94,9 @@ func (q Query) Contains(v archive.Version) bool {
 // CDX API needs it for prefix and host matches (it answers 501 without it).
 type Lister interface {
 	// List returns the versions selected by q, ordered by URL and then by
-	// time, at most q.Limit of them when q.Limit > 0.
+	// time, at most q.Limit of them when q.Limit > 0. The gateway asks
+	// for MatchDomain only on behalf of the CDX API, and only of an
+	// archive that is not a Pager.
 	List(ctx context.Context, q Query) ([]archive.Version, error)
 }
 

@@ -61,6 +61,8 @@ type queryRequest struct {
 	// Revisits, in an export, asks for revisit records of the days a URL
 	// was checked unchanged (archive.ExportOptions.Revisits).
 	Revisits bool `json:"revisits,omitempty"`
+	// Page holds the rest of an op "page" request (cdx.go).
+	Page *pageRequest `json:"page,omitempty"`
 }
 
 // listBatch is one reply frame of op "list".
@@ -154,6 +156,8 @@ func (n *Node) handleQuery(s network.Stream) {
 		err = n.serveList(ctx, req, s)
 	case "export":
 		err = n.serveExport(ctx, req, &deadlineWriter{s: s})
+	case "page":
+		err = n.servePage(ctx, req, s)
 	default:
 		err = wire.WriteJSON(s, listBatch{Done: true, Error: fmt.Sprintf("unknown op %.20q", req.Op)})
 	}

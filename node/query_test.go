@@ -81,7 +81,7 @@ func TestRingQueryExport(t *testing.T) {
 			t.Fatalf("List with limit 7 = %d versions, %v; want the first 7", len(lim), err)
 		}
 		// The same through the gateway's CDX API.
-		body, _ := httpGet(t, lr.Nodes[0].GatewayURL()+"cdx?output=json&matchType=host&url="+url.QueryEscape("http://"+host+"/"))
+		body, _ := httpGet(t, lr.Nodes[0].GatewayURL()+"cdx?output=ndjson&matchType=host&url="+url.QueryEscape("http://"+host+"/"))
 		var urls []string
 		for _, line := range strings.Split(strings.TrimSpace(body), "\n") {
 			var f struct{ URL, Timestamp string }

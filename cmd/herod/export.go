@@ -31,6 +31,8 @@ type exportFlags struct {
 	out, cdx, resume  string
 	revisits, verbose bool
 	day               time.Duration
+	format            string // "" or warc, wacz, links, text (export_formats.go)
+	wacz, sign        bool
 }
 
 // exportCmd writes WARC (and, from disk, CDXJ) for a host, URL prefix or
@@ -57,6 +59,7 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.BoolVar(&f.revisits, "revisits", false, "add revisit records for days a page was checked unchanged")
 	fs.DurationVar(&f.day, "day", node.DefaultDayLength, "crawl day length the node runs with (--data only)")
 	fs.BoolVar(&f.verbose, "v", false, "verbose logs")
+	f.formatFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -64,6 +67,9 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stderr, "herod export: %v\n", err)
 		fs.Usage()
 		return errUsage
+	}
+	if f.format != gateway.FormatWARC {
+		return f.convert(ctx, stdout, stderr)
 	}
 	w, closeOut, err := f.openOutput(stdout)
 	if err != nil {
@@ -99,6 +105,9 @@ func (f *exportFlags) check() error {
 		return errors.New("--cdx cannot be combined with --resume: the offsets would not match the appended file")
 	case f.resume != "" && f.out == "-":
 		return errors.New("--resume appends to the -o file of the interrupted export")
+	}
+	if err := f.checkFormat(); err != nil {
+		return err
 	}
 	if f.resume != "" {
 		if _, _, err := gateway.ParseCursor(f.resume); err != nil {

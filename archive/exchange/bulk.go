@@ -1,0 +1,119 @@
+package exchange
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// TextLine is one line of the plain-text export: an archived HTML version
+// and the text a reader sees in it.
+type TextLine struct {
+	URL       string `json:"url"`
+	Timestamp string `json:"timestamp"` // YYYYMMDDhhmmss, UTC
+	Digest    string `json:"digest"`    // WARC-Payload-Digest
+	Peer      string `json:"peer,omitempty"`
+	Title     string `json:"title,omitempty"`
+	Text      string `json:"text"`
+	// Cursor resumes the stream after this line (Member.Cursor).
+	Cursor string `json:"cursor"`
+}
+
+// BulkStats counts what Links or Texts wrote.
+type BulkStats struct {
+	Versions int `json:"versions"` // HTML versions read
+	Lines    int `json:"lines"`    // lines written
+}
+
+// htmlVersions calls fn for each response record of r whose payload is
+// HTML, with the record's member, URL and payload.
+func htmlVersions(r io.Reader, fn func(m *Member, payload []byte) error) error {
+	return Records(r, func(m *Member) error {
+		if m.Type() != "response" {
+			return nil // revisits repeat a version's links and text
+		}
+		_, h, payload, err := m.HTTP()
+		if err != nil {
+			return err
+		}
+		if !IsHTML(MediaType(h.Get("Content-Type"))) {
+			return nil
+		}
+		return fn(m, payload)
+	})
+}
+
+// Links reads a .warc.gz stream and writes its link graph to w: for every
+// HTML version, one "source<TAB>target<TAB>YYYY-MM-DD" line per distinct
+// canonical http(s) link (the day of the capture, UTC), in stream order.
+// progress, if non-nil, is called with each version's member after its
+// lines are written.
+func Links(r io.Reader, w io.Writer, progress func(*Member)) (BulkStats, error) {
+	var st BulkStats
+	bw := bufio.NewWriterSize(w, 64<<10)
+	err := htmlVersions(r, func(m *Member, payload []byte) error {
+		st.Versions++
+		u, day := m.URL(), m.Time().Format("2006-01-02")
+		for _, l := range ParseHTML(u, payload).Links {
+			if _, err := fmt.Fprintf(bw, "%s\t%s\t%s\n", tsvField(u), tsvField(l), day); err != nil {
+				return err
+			}
+			st.Lines++
+		}
+		if progress != nil {
+			if err := bw.Flush(); err != nil {
+				return err
+			}
+			progress(m)
+		}
+		return nil
+	})
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		return st, fmt.Errorf("exchange links: %w", err)
+	}
+	return st, nil
+}
+
+// tsvField keeps a URL on its line and in its column (canonical URLs
+// escape both, so this only guards).
+func tsvField(s string) string {
+	return strings.NewReplacer("\t", "%09", "\n", "%0A", "\r", "%0D").Replace(s)
+}
+
+// Texts reads a .warc.gz stream and writes one JSON line (TextLine) per
+// HTML version to w, in stream order. progress is as for Links.
+func Texts(r io.Reader, w io.Writer, progress func(*Member)) (BulkStats, error) {
+	var st BulkStats
+	bw := bufio.NewWriterSize(w, 64<<10)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	err := htmlVersions(r, func(m *Member, payload []byte) error {
+		st.Versions++
+		p := ParseHTML(m.URL(), payload)
+		line := TextLine{URL: m.URL(), Timestamp: timestamp14(m.Time()), Digest: m.Record.Header.Get("Warc-Payload-Digest"),
+			Peer: m.Peer(), Title: p.Title, Text: p.Text, Cursor: m.Cursor()}
+		if err := enc.Encode(line); err != nil {
+			return err
+		}
+		st.Lines++
+		if progress != nil {
+			if err := bw.Flush(); err != nil {
+				return err
+			}
+			progress(m)
+		}
+		return nil
+	})
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		return st, fmt.Errorf("exchange texts: %w", err)
+	}
+	return st, nil
+}

@@ -1,0 +1,156 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/exchange"
+)
+
+// Besides the WARC stream, /export converts the same ring-wide stream on
+// the fly (format=):
+//
+//	wacz   a WACZ 1.1.1 package (archive/exchange) of the selection;
+//	       not resumable (after= is refused), signed when the archive is a
+//	       WACZSigner
+//	links  the link graph, "source<TAB>target<TAB>YYYY-MM-DD" per link of
+//	       each HTML version (text/tab-separated-values)
+//	text   one JSON line per HTML version: url, timestamp, digest, peer,
+//	       title, text (application/x-ndjson)
+//
+// links and text resume like the WARC stream: after=<cursor>, with the
+// exact cursor of the last version converted from the Herod-Export-Cursor
+// trailer or, for text, from the "cursor" field of the last line received.
+// Every stream ends with the Herod-Export-Status trailer.
+
+// Export formats.
+const (
+	FormatWARC  = "warc"
+	FormatWACZ  = "wacz"
+	FormatLinks = "links"
+	FormatText  = "text"
+)
+
+// WACZSigner is implemented by archives whose WACZ exports carry a
+// signature (exchange.WACZOptions.Signer): herod's node signs with its
+// identity key.
+type WACZSigner interface {
+	ExportSigner() archive.Signer
+}
+
+// exportFormat describes one converted format.
+type exportFormat struct {
+	contentType, ext string
+	resumable        bool
+}
+
+var exportFormats = map[string]exportFormat{
+	FormatWACZ:  {contentType: "application/zip", ext: ".wacz"},
+	FormatLinks: {contentType: "text/tab-separated-values; charset=utf-8", ext: ".links.tsv", resumable: true},
+	FormatText:  {contentType: "application/x-ndjson", ext: ".text.jsonl", resumable: true},
+}
+
+// parseFormat reads format=; "" means the WARC stream.
+func parseFormat(v string) (string, error) {
+	switch v {
+	case "", FormatWARC:
+		return FormatWARC, nil
+	}
+	if _, ok := exportFormats[v]; !ok {
+		return "", fmt.Errorf("%w: format=%.20q: want warc, wacz, links or text", ErrQuery, v)
+	}
+	return v, nil
+}
+
+// serveConverted streams the export of q after the cursor after,
+// converted to format, which is not FormatWARC.
+func (s *Server) serveConverted(w http.ResponseWriter, r *http.Request, q Query, after, format string) {
+	f := exportFormats[format]
+	if after != "" && !f.resumable {
+		s.badRequest(w, "gateway: format="+format+" cannot resume: export it again whole, or export WARC with after=")
+		return
+	}
+	s.stats.exports.Add(1)
+	h := w.Header()
+	h.Set("Content-Type", f.contentType)
+	h.Set("Content-Disposition", `attachment; filename="`+strings.TrimSuffix(exportName(q), ".warc.gz")+f.ext+`"`)
+	h.Set("Trailer", TrailerExportStatus+", "+TrailerExportError+", "+TrailerExportCursor)
+	if r.Method == http.MethodHead {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	bw := bufio.NewWriterSize(w, exportBuffer)
+	cw := &countingWriter{w: bw}
+	last := ""
+	err := s.convert(r.Context(), q, after, format, cw, func(c string) { last = c })
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		s.stats.exportErrors.Add(1)
+	}
+	if err != nil && cw.n == 0 {
+		s.log.Warn("gateway: export", "query", q.URL, "format", format, "err", err)
+		h.Del("Trailer")
+		h.Del("Content-Disposition")
+		http.Error(w, "gateway: export: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	if last != "" {
+		h.Set(TrailerExportCursor, last)
+	}
+	if err != nil {
+		s.log.Warn("gateway: export interrupted", "query", q.URL, "format", format, "bytes", cw.n, "err", err)
+		_ = bw.Flush()
+		h.Set(TrailerExportStatus, "error")
+		h.Set(TrailerExportError, strings.ReplaceAll(err.Error(), "\n", " "))
+		return
+	}
+	h.Set(TrailerExportStatus, "complete")
+}
+
+// convert runs the Exporter into a pipe and the converter of format on
+// the other end, writing to w. progress gets the exact resume cursor of
+// each converted version.
+func (s *Server) convert(ctx context.Context, q Query, after, format string, w io.Writer, progress func(string)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := s.exp.Export(ctx, q, pw, after)
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	cursor := func(m *exchange.Member) { progress(m.Cursor()) }
+	var err error
+	switch format {
+	case FormatLinks:
+		_, err = exchange.Links(pr, w, cursor)
+	case FormatText:
+		_, err = exchange.Texts(pr, w, cursor)
+	default:
+		o := exchange.WACZOptions{Title: "herod export of " + q.Match.String() + " " + q.URL}
+		if sg, ok := s.cfg.Archive.(WACZSigner); ok {
+			o.Signer = sg.ExportSigner()
+		}
+		z := exchange.NewWACZ(w, o)
+		if _, err = z.AddWARC(pr); err == nil {
+			err = z.Close()
+		}
+	}
+	pr.CloseWithError(errConverterDone)
+	cancel()
+	if eerr := <-done; eerr != nil && err == nil {
+		err = eerr
+	}
+	return err
+}
+
+// errConverterDone stops an Exporter whose converter has finished early.
+var errConverterDone = fmt.Errorf("gateway: export converter stopped")
