@@ -6,12 +6,11 @@
 //     them; the reply acknowledges that they are durably queued. With
 //     "known" set it hands the holders of a range the known URLs that no
 //     version carries, to be remembered, not crawled (known.go).
-//
-// When a range grows in the middle of a day (a predecessor died or left)
-// the crawler queues its known URLs at once (takeover.go). Behind a home
-// router the node takes the public address the router maps to it
-// (reach.go), finds its household's other nodes on the LAN (lan.go), and
-// leaves and joins again when that address changes.
+//   - /herod/claim/1.0.0 and /herod/handover/1.0.0 keep one fetch per URL
+//     and day while ranges move: a node that took a range today claims
+//     each URL from the former owner before fetching it, and a node that
+//     leaves hands the keys it fetched today to its ranges' heirs
+//     (claim.go).
 //   - /herod/archive/1.0.0 answers "versions of u" and "the capture of u at
 //     t" for URLs the node stores, so that any gateway answers any URL.
 //   - /herod/query/1.0.0 lists or exports (as WARC) the versions a node
@@ -27,6 +26,15 @@
 //     (purge.go).
 //   - /herod/summary/1.0.0 answers a member's /ring page with this node's
 //     state, crawl day, versions and replication health (summary.go).
+//
+// When a range grows in the middle of a day (a predecessor died or left)
+// the crawler queues its known URLs at once (takeover.go). Behind a home
+// router the node takes the public address the router maps to it
+// (reach.go), or, when nothing is mapped, joins through a circuit relay on
+// a member (relayed.go); it finds its household's other nodes on the LAN
+// (lan.go), and leaves and joins again when its public address changes.
+// Every few minutes the node checks its share of the ring and moves a
+// virtual server for a fairer one (rebalance.go, ring.Rebalance).
 //
 // Each replication round records, per local range, whether its k-1
 // replicas were in sync and how many versions one lacked (health.go);
