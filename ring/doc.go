@@ -15,7 +15,12 @@
 // the MaxVirtualServers allowed indexes it runs (PickIndexes: the ids
 // that best split the ring's current gaps), which keeps keys per real
 // node near the mean; Ring.Indexes reports them for restarts
-// (Config.Indexes).
+// (Config.Indexes). Rebalance, run from time to time by its owner, moves
+// one virtual server to another allowed index when the node's part of the
+// circle is off its target, choosing the move that most reduces the
+// squared deviation of every node it touches (rebalance.go, OpShare); a
+// virtual server found running the same id as another peer's (two nodes
+// at one IP joined at once) moves at its next stabilization.
 //
 // Each virtual server keeps a predecessor, a successor list of length r
 // (SuccessorListLen) and a finger table (finger i = successor(id+2^i)).
