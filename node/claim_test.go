@@ -25,24 +25,7 @@ func TestJoinerDoesNotRefetch(t *testing.T) {
 	defer web.Close()
 	dir := t.TempDir()
 	start := func(name, ip, join string) *Node {
-		cfg := Config{
-			DataDir: filepath.Join(dir, name), Listen: ip + ":0", Gateway: "127.0.0.1:0",
-			VirtualServers: 4, StabilizeInterval: 100 * time.Millisecond, FlushInterval: 20 * time.Millisecond,
-			RebalanceInterval: -1,
-			Crawl:             crawl.Config{HostRate: 200, Concurrency: 16, AllowPrivate: loopback},
-		}
-		if join != "" {
-			cfg.Join = []string{join}
-		}
-		n, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := n.Start(ctx); err != nil {
-			n.Close()
-			t.Fatal(err)
-		}
-		return n
+		return startClaimNode(ctx, t, filepath.Join(dir, name), ip, join, 0)
 	}
 	a := start("a", "127.0.0.61", "")
 	lr := &LocalRing{Nodes: []*Node{a}}
@@ -110,24 +93,7 @@ func TestLeaverHandsOverFetches(t *testing.T) {
 	defer web.Close()
 	dir := t.TempDir()
 	start := func(name, ip, join string) *Node {
-		cfg := Config{
-			DataDir: filepath.Join(dir, name), Listen: ip + ":0", Gateway: "127.0.0.1:0",
-			VirtualServers: 4, StabilizeInterval: 100 * time.Millisecond, FlushInterval: 20 * time.Millisecond,
-			RebalanceInterval: -1, ReplicationInterval: 200 * time.Millisecond,
-			Crawl: crawl.Config{HostRate: 200, Concurrency: 16, AllowPrivate: loopback},
-		}
-		if join != "" {
-			cfg.Join = []string{join}
-		}
-		n, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := n.Start(ctx); err != nil {
-			n.Close()
-			t.Fatal(err)
-		}
-		return n
+		return startClaimNode(ctx, t, filepath.Join(dir, name), ip, join, 200*time.Millisecond)
 	}
 	a := start("a", "127.0.0.63", "")
 	b := start("b", "127.0.0.64", a.Multiaddr())
@@ -165,4 +131,29 @@ func TestLeaverHandsOverFetches(t *testing.T) {
 	}
 	t.Logf("take-over queued %d URLs", a.counters.takenOver.Load())
 	checkOncePerURL(t, "after the leave", known, requestsPerURL(web))
+}
+
+// startClaimNode starts a node of the claim tests in dir, listening on ip,
+// joined through join unless it is empty, with fast maintenance, no
+// rebalancing, and replication rounds every repl (0: the default).
+func startClaimNode(ctx context.Context, t *testing.T, dir, ip, join string, repl time.Duration) *Node {
+	t.Helper()
+	cfg := Config{
+		DataDir: dir, Listen: ip + ":0", Gateway: "127.0.0.1:0",
+		VirtualServers: 4, StabilizeInterval: 100 * time.Millisecond, FlushInterval: 20 * time.Millisecond,
+		RebalanceInterval: -1, ReplicationInterval: repl,
+		Crawl: crawl.Config{HostRate: 200, Concurrency: 16, AllowPrivate: loopback},
+	}
+	if join != "" {
+		cfg.Join = []string{join}
+	}
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(ctx); err != nil {
+		n.Close()
+		t.Fatal(err)
+	}
+	return n
 }

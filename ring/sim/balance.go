@@ -67,7 +67,13 @@ func placements(realNodes, vnodes, maxVS int, choose bool) []pos {
 // (SHA-1 of "key-i", as URLs are hashed) to their successor — the ring's
 // owner rule — and reports keys per real node over the mean.
 func LoadBalance(realNodes, vnodes, maxVS, keys int, choose bool) Balance {
-	ps := placements(realNodes, vnodes, maxVS, choose)
+	return balanceOf(placements(realNodes, vnodes, maxVS, choose), realNodes, vnodes, keys, choose)
+}
+
+// balanceOf assigns keys keys (SHA-1 of "key-i") to their owners among
+// the positions ps of realNodes nodes and reports keys per real node over
+// the mean.
+func balanceOf(ps []pos, realNodes, vnodes, keys int, chosen bool) Balance {
 	count := make([]int, realNodes)
 	for k := range keys {
 		key := id.OfString(fmt.Sprintf("key-%d", k))
@@ -76,7 +82,7 @@ func LoadBalance(realNodes, vnodes, maxVS, keys int, choose bool) Balance {
 	slices.Sort(count)
 	mean := float64(keys) / float64(realNodes)
 	return Balance{
-		RealNodes: realNodes, Vnodes: vnodes, Keys: keys, Chosen: choose,
+		RealNodes: realNodes, Vnodes: vnodes, Keys: keys, Chosen: chosen,
 		Max: float64(count[len(count)-1]) / mean,
 		P99: float64(count[len(count)*99/100]) / mean,
 		P1:  float64(count[len(count)/100]) / mean,
@@ -148,18 +154,5 @@ func Rebalanced(realNodes, vnodes, maxVS, keys, rounds int) (Balance, int) {
 			moves++
 		}
 	}
-	count := make([]int, realNodes)
-	for k := range keys {
-		key := id.OfString(fmt.Sprintf("key-%d", k))
-		count[ps[search(ps, key)%len(ps)].node]++
-	}
-	slices.Sort(count)
-	mean := float64(keys) / float64(realNodes)
-	return Balance{
-		RealNodes: realNodes, Vnodes: vnodes, Keys: keys, Chosen: true,
-		Max: float64(count[len(count)-1]) / mean,
-		P99: float64(count[len(count)*99/100]) / mean,
-		P1:  float64(count[len(count)/100]) / mean,
-		Min: float64(count[0]) / mean,
-	}, moves
+	return balanceOf(ps, realNodes, vnodes, keys, true), moves
 }
