@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/base32"
 	"encoding/hex"
@@ -16,9 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
-
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/exchange"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/node"
 )
@@ -284,63 +281,23 @@ func (f *exportFlags) fromGateway(ctx context.Context, w io.Writer, stderr io.Wr
 	return nil
 }
 
-// memberTee records the bytes a gzip reader consumes, so each gzip member
-// can be copied out verbatim once it has been read and checked. It is a
-// flate.Reader (with ReadByte), so the gzip reader reads no further than
-// the end of its member.
-type memberTee struct {
-	r   *bufio.Reader
-	buf bytes.Buffer
-}
-
-func (t *memberTee) Read(p []byte) (int, error) {
-	n, err := t.r.Read(p)
-	t.buf.Write(p[:n])
-	return n, err
-}
-
-func (t *memberTee) ReadByte() (byte, error) {
-	b, err := t.r.ReadByte()
-	if err == nil {
-		t.buf.WriteByte(b)
-	}
-	return b, err
-}
-
 // copyRecords copies the complete, well-formed gzip members of a .warc.gz
 // stream from r to w, one WARC record each, and returns how many it
 // copied and the cursor that resumes after the last one, which it also
 // passes to copied after each record. A truncated or malformed member is
 // not copied.
 func copyRecords(w io.Writer, r io.Reader, copied func(cursor string)) (int, string, error) {
-	t := &memberTee{r: bufio.NewReaderSize(r, 64<<10)}
-	var zr gzip.Reader
 	n, cursor := 0, ""
-	for {
-		if _, err := t.r.Peek(1); err == io.EOF {
-			return n, cursor, nil
-		} else if err != nil {
-			return n, cursor, err
-		}
-		t.buf.Reset()
-		if err := zr.Reset(t); err != nil {
-			return n, cursor, fmt.Errorf("record %d: %w", n+1, err)
-		}
-		zr.Multistream(false)
-		rec, err := archive.ReadRecord(bufio.NewReader(&zr))
-		if err != nil {
-			return n, cursor, fmt.Errorf("record %d: %w", n+1, err)
-		}
-		if _, err := io.Copy(io.Discard, &zr); err != nil {
-			return n, cursor, fmt.Errorf("record %d: %w", n+1, err)
-		}
-		if _, err := w.Write(t.buf.Bytes()); err != nil {
-			return n, cursor, fmt.Errorf("output: %w", err)
+	err := exchange.Records(r, func(m *exchange.Member) error {
+		if _, err := w.Write(m.Raw); err != nil {
+			return fmt.Errorf("output: %w", err)
 		}
 		n++
-		cursor = recordCursor(rec)
+		cursor = recordCursor(m.Record)
 		copied(cursor)
-	}
+		return nil
+	})
+	return n, cursor, err
 }
 
 // recordCursor is the exact resume cursor of a record: its URI, date and
