@@ -19,6 +19,7 @@ import (
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/sampleweb"
 	"github.com/herod-archive/herod/node"
+	"github.com/herod-archive/herod/ring"
 )
 
 // getInto decodes the JSON at path of p's gateway into v.
@@ -397,4 +398,60 @@ func servedOn(u string, day int64, dayLen time.Duration) error {
 		return fmt.Errorf("capture of %s (day %d), want day %d", md, got, day)
 	}
 	return nil
+}
+
+// TestProcessesShares is issue 17's real-process check of fair shares:
+// five herod processes with the default virtual servers, rebalancing every
+// few seconds, end with every node's part of the ring within [0.7, 1.3]
+// of the mean. It runs with HEROD_PROCESS_TESTS=1.
+func TestProcessesShares(t *testing.T) {
+	if os.Getenv(processTestsEnv) == "" {
+		t.Skipf("five herod processes rebalancing for a minute: set %s=1", processTestsEnv)
+	}
+	r := newProcRing(t, time.Hour)
+	r.extra = []string{"--rebalance-interval", "2s"}
+	first := r.start(nil, "")
+	for range 4 {
+		r.start(nil, first.multiaddr)
+	}
+	shares := func() (lo, hi float64, ok bool) {
+		lo, hi = 10, 0
+		for _, p := range r.live() {
+			var st node.Status
+			if err := getInto(p, "/api/status", &st); err != nil {
+				return 0, 0, false
+			}
+			var part float64
+			for _, v := range st.Ring.Vnodes {
+				if !v.Range.Known {
+					return 0, 0, false
+				}
+				part += ring.Frac(v.Range.Start, v.Range.End)
+			}
+			part *= float64(len(r.live()))
+			lo, hi = min(lo, part), max(hi, part)
+		}
+		return lo, hi, true
+	}
+	var lo0, hi0 float64
+	waitFor(t, "every range known", time.Minute, func() bool {
+		var ok bool
+		lo0, hi0, ok = shares()
+		return ok
+	})
+	var lo, hi float64
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		if l, h, ok := shares(); ok {
+			lo, hi = l, h
+			if lo >= 0.7 && hi <= 1.3 {
+				break
+			}
+		}
+		time.Sleep(2 * time.Second)
+	}
+	t.Logf("5 processes: max/min part of the ring over the mean %.2f/%.2f after the joins, %.2f/%.2f after rebalancing", hi0, lo0, hi, lo)
+	if lo < 0.7 || hi > 1.3 {
+		t.Errorf("shares after rebalancing: max %.2f, min %.2f of the mean", hi, lo)
+	}
 }
