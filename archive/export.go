@@ -109,9 +109,10 @@ func (c cursor) compare(o cursor) int {
 // exportEvent is one record to write: a stored version, or a revisit of
 // ref at time t.
 type exportEvent struct {
-	v       Version
-	revisit bool
-	t       time.Time
+	v           Version
+	revisit     bool
+	notModified bool // the revisit was a 304 (server-not-modified)
+	t           time.Time
 }
 
 // Export writes the versions selected by o as one WARC stream to warc
@@ -195,11 +196,12 @@ func (s *Store) urlEvents(ctx context.Context, u string, o ExportOptions) ([]exp
 	if !o.Revisits || len(vs) == 0 {
 		return out, nil
 	}
-	checks, err := s.Checks(ctx, u)
+	checks, err := s.CheckKinds(ctx, u)
 	if err != nil {
 		return nil, err
 	}
-	for _, c := range checks {
+	for _, ck := range checks {
+		c := ck.Time
 		if days[s.DayOf(c)] || !o.contains(c) {
 			continue
 		}
@@ -212,7 +214,7 @@ func (s *Store) urlEvents(ctx context.Context, u string, o ExportOptions) ([]exp
 		if i == 0 {
 			continue // checked before the first version: nothing to refer to
 		}
-		out = append(out, exportEvent{v: vs[i-1], revisit: true, t: c})
+		out = append(out, exportEvent{v: vs[i-1], revisit: true, notModified: ck.NotModified, t: c})
 	}
 	slices.SortStableFunc(out, func(a, b exportEvent) int { return a.t.Compare(b.t) })
 	return out, nil
@@ -233,11 +235,14 @@ func (s *Store) exportOne(ctx context.Context, cw *countingWriter, ev exportEven
 		buf := bufPool.Get().(*bytes.Buffer)
 		defer bufPool.Put(buf)
 		buf.Reset()
-		if err := s.gz.encodeRevisit(buf, v, ev.t, head); err != nil {
+		if err := s.gz.encodeRevisit(buf, v, ev.t, head, ev.notModified); err != nil {
 			return nil, err
 		}
 		data = buf.Bytes()
 		line.Mime = "warc/revisit"
+		if ev.notModified {
+			line.Status = "304" // the record's HTTP head, as indexers read it
+		}
 		st.Revisits++
 	} else {
 		line.Mime = v.ContentType

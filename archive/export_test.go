@@ -302,3 +302,28 @@ func FuzzSurt(f *testing.F) {
 		}
 	})
 }
+
+// TestExportRevisitProfiles: a day a page was answered 304 (Touch) is
+// exported as a server-not-modified revisit with a 304 head, a day it was
+// sent again unchanged (Put) as an identical-payload-digest revisit.
+func TestExportRevisitProfiles(t *testing.T) {
+	s := exportStore(t)
+	var out bytes.Buffer
+	if _, err := s.Export(context.Background(), ExportOptions{Revisits: true}, &out, nil); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, r := range readWARC(t, out.Bytes()) {
+		if r.Header.Get("Warc-Type") != "revisit" {
+			continue
+		}
+		p := r.Header.Get("Warc-Profile")
+		counts[p]++
+		if p == NotModifiedProfile && !bytes.HasPrefix(r.Block, []byte("HTTP/1.1 304 Not Modified\r\n")) {
+			t.Errorf("server-not-modified revisit of %s with head %.60q", r.Header.Get("Warc-Target-Uri"), r.Block)
+		}
+	}
+	if counts[NotModifiedProfile] != 1 || counts[RevisitProfile] == 0 {
+		t.Errorf("revisit profiles %v, want 1 server-not-modified (the Touch) and identical-payload-digest for the unchanged Puts", counts)
+	}
+}

@@ -120,7 +120,7 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 	}
 	if !first && prev.Digest == d && prev.Status == c.Status {
 		s.unchanged.Add(1)
-		if err := s.touch(k, t); err != nil {
+		if err := s.touch(k, t, false); err != nil {
 			return Version{}, false, fmt.Errorf("archive put: %w", err)
 		}
 		if err := s.putState(k, state); err != nil {
@@ -299,16 +299,21 @@ func (s *Store) Touch(ctx context.Context, url string, t time.Time) error {
 	if _, err := s.newest(k); err != nil {
 		return fmt.Errorf("archive touch: %w", err)
 	}
-	if err := s.touch(k, t.UTC().Round(0)); err != nil {
+	if err := s.touch(k, t.UTC().Round(0), true); err != nil {
 		return fmt.Errorf("archive touch: %w", err)
 	}
 	return nil
 }
 
-// touch writes the check record; the crawler's checks are cheap to lose,
-// so the write is not synced.
-func (s *Store) touch(k id.ID, t time.Time) error {
-	return s.db.Put(touchKey(k, s.DayOf(t)), encTime(nil, t), nil)
+// touch writes the check record — its time, and a byte 1 when the server
+// answered 304 Not Modified; the crawler's checks are cheap to lose, so
+// the write is not synced.
+func (s *Store) touch(k id.ID, t time.Time, notModified bool) error {
+	v := encTime(nil, t)
+	if notModified {
+		v = append(v, 1)
+	}
+	return s.db.Put(touchKey(k, s.DayOf(t)), v, nil)
 }
 
 // versionAt returns the version of k captured at t with payload digest d,

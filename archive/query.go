@@ -140,18 +140,37 @@ func (s *Store) scanURL(ctx context.Context, u string, q Query, fn func(Version)
 // Checks returns the times at which url was found unchanged (Put of an
 // identical payload, or Touch), one per crawl day, oldest first.
 func (s *Store) Checks(ctx context.Context, url string) ([]time.Time, error) {
+	cs, err := s.CheckKinds(ctx, url)
+	out := make([]time.Time, len(cs))
+	for i, c := range cs {
+		out[i] = c.Time
+	}
+	return out, err
+}
+
+// Check is a day a URL was found unchanged: NotModified when the server
+// answered a conditional GET with 304 (Touch), not when it sent the same
+// payload again (Put).
+type Check struct {
+	Time        time.Time
+	NotModified bool
+}
+
+// CheckKinds is Checks with how each check was answered.
+func (s *Store) CheckKinds(ctx context.Context, url string) ([]Check, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("archive checks: %w", err)
 	}
 	k := id.OfString(url)
 	it := s.db.NewIterator(util.BytesPrefix(append([]byte{pTouch}, k[:]...)), nil)
 	defer it.Release()
-	var out []time.Time
+	var out []Check
 	for it.Next() {
-		if len(it.Value()) != 8 {
+		v := it.Value()
+		if len(v) != 8 && len(v) != 9 {
 			return nil, fmt.Errorf("archive checks: %w: %w", ErrCorrupt, errBadValue)
 		}
-		out = append(out, decTime(it.Value()))
+		out = append(out, Check{Time: decTime(v), NotModified: len(v) == 9 && v[8] == 1})
 	}
 	if err := it.Error(); err != nil {
 		return nil, fmt.Errorf("archive checks: %w", err)

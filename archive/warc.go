@@ -29,6 +29,9 @@ const (
 	origPrefix = "X-Archive-Orig-"
 	// RevisitProfile is the WARC 1.1 profile of exported revisit records.
 	RevisitProfile = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+	// NotModifiedProfile is the WARC-Profile of a revisit record for a
+	// conditional GET answered 304 Not Modified.
+	NotModifiedProfile = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 )
 
 // DefaultGzipLevel is the compression level of version files when
@@ -222,16 +225,23 @@ func responseRecord(c *Capture, t time.Time, digest id.ID) ([]warcHeader, []byte
 	}, truncated...), provenanceHeaders(c)...), head, nil
 }
 
-// encodeRevisit renders an identical-payload-digest revisit record for a
-// check at time t of the stored version v, whose HTTP head is head.
-func (p *gzipPool) encodeRevisit(dst *bytes.Buffer, v Version, t time.Time, head []byte) error {
+// encodeRevisit renders a revisit record for a check at time t of the
+// stored version v, whose HTTP head is head: server-not-modified when the
+// check was answered 304 (its block is a 304 head with the stored
+// version's validators), identical-payload-digest otherwise (its block is
+// the stored head).
+func (p *gzipPool) encodeRevisit(dst *bytes.Buffer, v Version, t time.Time, head []byte, notModified bool) error {
 	date := formatWarcDate(t)
+	profile := RevisitProfile
+	if notModified {
+		profile, head = NotModifiedProfile, notModifiedHead(head)
+	}
 	fields := []warcHeader{
 		{"WARC-Type", "revisit"},
 		{"WARC-Record-ID", recordID("revisit", v.URL, date, v.Digest.String())},
 		{"WARC-Date", date},
 		{"WARC-Target-URI", v.URL},
-		{"WARC-Profile", RevisitProfile},
+		{"WARC-Profile", profile},
 		{"WARC-Refers-To-Target-URI", v.URL},
 		{"WARC-Refers-To-Date", formatWarcDate(v.Time)},
 		{"WARC-Refers-To", recordID("response", v.URL, formatWarcDate(v.Time), v.Digest.String())},
@@ -240,4 +250,25 @@ func (p *gzipPool) encodeRevisit(dst *bytes.Buffer, v Version, t time.Time, head
 		{"WARC-Block-Digest", warcDigest(sha1Of(head))},
 	}
 	return p.member(dst, func(w io.Writer) error { return writeRecordTo(w, fields, head, nil) })
+}
+
+// notModifiedHead returns a 304 response head carrying the validators and
+// caching fields of the stored head (herod keeps no 304's own headers).
+func notModifiedHead(head []byte) []byte {
+	var b bytes.Buffer
+	b.WriteString("HTTP/1.1 304 Not Modified\r\n")
+	lines := bytes.Split(head, []byte("\r\n"))
+	for _, l := range lines[min(1, len(lines)):] {
+		name, _, ok := bytes.Cut(l, []byte(":"))
+		if !ok {
+			continue
+		}
+		switch strings.ToLower(string(bytes.TrimSpace(name))) {
+		case "etag", "last-modified", "cache-control", "expires", "vary", "content-location":
+			b.Write(l)
+			b.WriteString("\r\n")
+		}
+	}
+	b.WriteString("\r\n")
+	return b.Bytes()
 }

@@ -277,7 +277,7 @@ func checkRecord(body []byte, h recordHeader, revisits bool) error {
 			want += " or revisit"
 		}
 		return fmt.Errorf("record of %.100q: type %.20q, want %s", h.URL, typ, want)
-	case revisit && hd.Get("Warc-Profile") != archive.RevisitProfile:
+	case revisit && hd.Get("Warc-Profile") != archive.RevisitProfile && hd.Get("Warc-Profile") != archive.NotModifiedProfile:
 		return fmt.Errorf("record of %.100q: revisit profile %.100q", h.URL, hd.Get("Warc-Profile"))
 	case hd.Get("Warc-Target-Uri") != h.URL:
 		return fmt.Errorf("record of %.100q: target %.100q", h.URL, hd.Get("Warc-Target-Uri"))

@@ -81,8 +81,12 @@ for (const [i, { rec, content }] of parsed.entries()) {
     seen.get(uri).add(digest);
   } else if (rec.warcType === "revisit") {
     summary.revisits++;
-    if (!rec.warcHeader("WARC-Profile")?.endsWith("/revisit/identical-payload-digest")) {
-      errors.push(`${where}: revisit without identical-payload-digest profile`);
+    const profile = rec.warcHeader("WARC-Profile") || "";
+    if (profile.endsWith("/revisit/server-not-modified")) {
+      summary.notModified = (summary.notModified || 0) + 1;
+      if (status !== 304) errors.push(`${where}: server-not-modified revisit whose HTTP head is not a 304`);
+    } else if (!profile.endsWith("/revisit/identical-payload-digest")) {
+      errors.push(`${where}: revisit without an identical-payload-digest or server-not-modified profile`);
     }
     if (rec.warcHeader("WARC-Refers-To-Target-URI") !== uri || !rec.warcHeader("WARC-Refers-To-Date")) {
       errors.push(`${where}: revisit does not name its target`);
