@@ -105,8 +105,8 @@
 // PurgePeer(peer) adds the peer to refused-peers (synced) and takes every
 // version it signed out of the index in one group: they are no longer
 // served, exported, replicated or counted. Their records stay in their
-// segments until compaction (not implemented: purged bytes remain on
-// disk), and Reindex leaves refused peers' records out.
+// segments: the store never rewrites a segment, so purged bytes remain on
+// disk; Reindex leaves refused peers' records out.
 //
 // # Export
 //
