@@ -235,32 +235,11 @@ func resumeHint(err error, cursor string) error {
 
 // fromGateway streams a ring-wide export from a gateway's /export.
 func (f *exportFlags) fromGateway(ctx context.Context, w io.Writer, stderr io.Writer) error {
-	ep, err := endpoint(f.nodeURL, "/export")
+	resp, err := f.openGatewayExport(ctx, "")
 	if err != nil {
 		return err
-	}
-	p := url.Values{}
-	for k, v := range map[string]string{"host": f.host, "prefix": f.prefix, "url": f.url, "from": f.from, "to": f.to, "after": f.resume} {
-		if v != "" {
-			p.Set(k, v)
-		}
-	}
-	if f.revisits {
-		p.Set("revisits", "1")
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep+"?"+p.Encode(), nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req) // no overall timeout: exports are long
-	if err != nil {
-		return fmt.Errorf("export: %w", err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return fmt.Errorf("export: %s: %s", resp.Status, strings.TrimSpace(string(b)))
-	}
 	prog := newProgress(stderr, "export")
 	n, cursor, err := copyRecords(countingWriter{w, prog}, resp.Body, func(cursor string) { prog.add(1, 0, cursor) })
 	prog.done()
@@ -314,4 +293,40 @@ func recordCursor(rec *archive.Record) string {
 		return gateway.Cursor(u, t)
 	}
 	return u + " " + t.Format(time.RFC3339Nano) + " " + hex.EncodeToString(d)
+}
+
+// openGatewayExport asks the node's gateway for /export of the flags'
+// selection, in format ("" for WARC), and returns the response once it
+// is a 200; the caller closes its body.
+func (f *exportFlags) openGatewayExport(ctx context.Context, format string) (*http.Response, error) {
+	ep, err := endpoint(f.nodeURL, "/export")
+	if err != nil {
+		return nil, err
+	}
+	p := url.Values{}
+	if format != "" {
+		p.Set("format", format)
+	}
+	for k, v := range map[string]string{"host": f.host, "prefix": f.prefix, "url": f.url, "from": f.from, "to": f.to, "after": f.resume} {
+		if v != "" {
+			p.Set(k, v)
+		}
+	}
+	if f.revisits {
+		p.Set("revisits", "1")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep+"?"+p.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req) // no overall timeout: exports are long
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		resp.Body.Close()
+		return nil, fmt.Errorf("export: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	return resp, nil
 }

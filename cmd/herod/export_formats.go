@@ -6,11 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/archive/exchange"
@@ -143,32 +140,11 @@ func (f *exportFlags) convertDisk(ctx context.Context, w io.Writer, stderr io.Wr
 
 // convertGateway asks the gateway for the converted stream and copies it.
 func (f *exportFlags) convertGateway(ctx context.Context, w io.Writer, stderr io.Writer) error {
-	ep, err := endpoint(f.nodeURL, "/export")
+	resp, err := f.openGatewayExport(ctx, f.format)
 	if err != nil {
 		return err
-	}
-	p := url.Values{"format": {f.format}}
-	for k, v := range map[string]string{"host": f.host, "prefix": f.prefix, "url": f.url, "from": f.from, "to": f.to, "after": f.resume} {
-		if v != "" {
-			p.Set(k, v)
-		}
-	}
-	if f.revisits {
-		p.Set("revisits", "1")
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep+"?"+p.Encode(), nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req) // no overall timeout: exports are long
-	if err != nil {
-		return fmt.Errorf("export: %w", err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return fmt.Errorf("export: %s: %s", resp.Status, strings.TrimSpace(string(b)))
-	}
 	n, err := io.Copy(w, resp.Body)
 	cursor := resp.Trailer.Get(gateway.TrailerExportCursor)
 	if err == nil && resp.Trailer.Get(gateway.TrailerExportStatus) != "complete" {
