@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/libp2p/go-libp2p/core/network"
 
@@ -258,43 +257,19 @@ func (r *resolver) Page(ctx context.Context, req gateway.PageRequest) ([]gateway
 	if _, err := pageQuery(q, pr); err != nil {
 		return nil, false, fmt.Errorf("node cdx page: %w", err)
 	}
-	ms, merr := n.members(ctx)
-	var (
-		mu   sync.Mutex
-		all  []gateway.CDXRow
-		more bool
-		errs []error
-		wg   sync.WaitGroup
-		sem  = make(chan struct{}, queryFanout)
-	)
-	if merr != nil {
-		errs = append(errs, merr)
-	}
-	for _, m := range ms {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			var rows []gateway.CDXRow
-			var mmore bool
-			var err error
-			if m.Peer == n.self.Peer {
-				rows, mmore, err = n.localPage(ctx, q, pr)
-			} else {
-				rows, mmore, err = n.remotePage(ctx, m, q, pr)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, fmt.Errorf("member %s: %w", m.Addr, err))
-				return
-			}
-			all = append(all, rows...)
-			more = more || mmore
-		}()
-	}
-	wg.Wait()
+	var all []gateway.CDXRow
+	var more bool
+	errs := n.eachMember(ctx, func(m ring.Contact) (func(), error) {
+		var rows []gateway.CDXRow
+		var mmore bool
+		var err error
+		if m.Peer == n.self.Peer {
+			rows, mmore, err = n.localPage(ctx, q, pr)
+		} else {
+			rows, mmore, err = n.remotePage(ctx, m, q, pr)
+		}
+		return func() { all, more = append(all, rows...), more || mmore }, err
+	})
 	if len(errs) > 0 {
 		return nil, false, fmt.Errorf("node cdx page: %w: %w", errPartial, errors.Join(errs...))
 	}

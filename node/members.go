@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/herod-archive/herod/ring"
 )
@@ -64,4 +65,39 @@ func (n *Node) members(ctx context.Context) ([]ring.Contact, error) {
 		return out, fmt.Errorf("ring members: %w: no virtual servers", errPartial)
 	}
 	return out, nil
+}
+
+// eachMember runs fn once per ring member (n.members), queryFanout at a
+// time, fn's calls under one mutex once they return (so they may append
+// to shared results), and returns the members' errors, the listing's
+// first.
+func (n *Node) eachMember(ctx context.Context, fn func(m ring.Contact) (func(), error)) []error {
+	ms, merr := n.members(ctx)
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, queryFanout)
+	)
+	if merr != nil {
+		errs = append(errs, merr)
+	}
+	for _, m := range ms {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			merge, err := fn(m)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("member %s: %w", m.Addr, err))
+				return
+			}
+			merge()
+		}()
+	}
+	wg.Wait()
+	return errs
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -287,40 +286,17 @@ func (r *resolver) List(ctx context.Context, q gateway.Query) ([]archive.Version
 	if _, err := gatewayQuery(aq); err != nil {
 		return nil, fmt.Errorf("node list: %w", err)
 	}
-	ms, merr := n.members(ctx)
-	var (
-		mu   sync.Mutex
-		all  []archive.Version
-		errs []error
-		wg   sync.WaitGroup
-		sem  = make(chan struct{}, queryFanout)
-	)
-	if merr != nil {
-		errs = append(errs, merr)
-	}
-	for _, m := range ms {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			var vs []archive.Version
-			var err error
-			if m.Peer == n.self.Peer {
-				vs, err = n.localList(ctx, aq, limit)
-			} else {
-				vs, err = n.remoteList(ctx, m, aq, limit)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, fmt.Errorf("member %s: %w", m.Addr, err))
-				return
-			}
-			all = append(all, vs...)
-		}()
-	}
-	wg.Wait()
+	var all []archive.Version
+	errs := n.eachMember(ctx, func(m ring.Contact) (func(), error) {
+		var vs []archive.Version
+		var err error
+		if m.Peer == n.self.Peer {
+			vs, err = n.localList(ctx, aq, limit)
+		} else {
+			vs, err = n.remoteList(ctx, m, aq, limit)
+		}
+		return func() { all = append(all, vs...) }, err
+	})
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("node list: %w: %w", errPartial, errors.Join(errs...))
 	}
