@@ -1,7 +1,13 @@
 package node
 
 import (
+	"fmt"
+	"os"
+	"slices"
+
 	"context"
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/internal/id"
 	"path/filepath"
 	"testing"
 	"time"
@@ -156,4 +162,99 @@ func startClaimNode(ctx context.Context, t *testing.T, dir, ip, join string, rep
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestJoinerGetsItsRange: four nodes crawl a site and replicate; a fifth
+// joins the same day and every URL is seeded again. Nothing is fetched
+// twice, and once replication settles the joiner holds exactly the
+// versions whose holders (owner and successors, ReplicationFactor real
+// nodes) include it, received from the former holders. The bytes moved
+// into it are reported against the data it ends with.
+func TestJoinerGetsItsRange(t *testing.T) {
+	if os.Getenv("HEROD_RING_LONG") == "" {
+		t.Skip("five-node join with replication (about a minute): set HEROD_RING_LONG=1 to run it")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	web := sampleweb.New(sampleweb.Config{Hosts: 3, Pages: 60, Seed: 7})
+	if err := web.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	dir := t.TempDir()
+	first := startClaimNode(ctx, t, filepath.Join(dir, "n0"), "127.0.0.65", "", 200*time.Millisecond)
+	lr := &LocalRing{Nodes: []*Node{first}}
+	defer func() { lr.Close() }()
+	for i := 1; i < 4; i++ {
+		lr.Nodes = append(lr.Nodes, startClaimNode(ctx, t, filepath.Join(dir, fmt.Sprintf("n%d", i)),
+			fmt.Sprintf("127.0.0.%d", 65+i), first.Multiaddr(), 200*time.Millisecond))
+	}
+	if err := lr.WaitStable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Seed(ctx, web.Seeds()); err != nil {
+		t.Fatal(err)
+	}
+	if err := lr.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitReplicated(ctx, t, lr)
+	known := sortedKeys(requestsPerURL(web))
+
+	j := startClaimNode(ctx, t, filepath.Join(dir, "joiner"), "127.0.0.70", first.Multiaddr(), 200*time.Millisecond)
+	lr.Nodes = append(lr.Nodes, j)
+	if err := lr.WaitStable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Seed(ctx, known); err != nil {
+		t.Fatal(err)
+	}
+	if err := lr.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkOncePerURL(t, "after the join", known, requestsPerURL(web))
+	waitReplicated(ctx, t, lr)
+
+	all := map[archive.Entry]bool{}
+	for _, n := range lr.Nodes {
+		ents, err := n.Store().Entries(ctx, id.ID{}, id.ID{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			all[e] = true
+		}
+	}
+	ents, err := j.Store().Entries(ctx, id.ID{}, id.ID{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := map[archive.Entry]bool{}
+	for _, e := range ents {
+		held[e] = true
+	}
+	var want, extra, missing int
+	for e := range all {
+		holder := slices.Contains(lr.holders(e.Key, ReplicationFactor), j)
+		switch {
+		case holder && held[e]:
+			want++
+		case holder:
+			missing++
+		case held[e]:
+			extra++
+		}
+	}
+	if missing > 0 || extra > 0 || want == 0 {
+		t.Errorf("the joiner holds %d of its %d versions and %d it does not hold by the ring", want, want+missing, extra)
+	}
+	st := j.Status()
+	var in int64
+	for _, w := range st.Wire {
+		if w.Protocol == string(replicateProtocol) {
+			in += w.In
+		}
+	}
+	t.Logf("join: the joiner holds %d of %d versions (%d bytes); %d bytes of replication traffic came in (%.2f× the data)",
+		want, len(all), st.Archive.Bytes, in, float64(in)/float64(max(st.Archive.Bytes, 1)))
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/cpugate"
 	"github.com/herod-archive/herod/ring"
+	"github.com/herod-archive/herod/ring/claim"
 	"github.com/herod-archive/herod/ring/p2p"
 )
 
@@ -75,9 +76,8 @@ type Node struct {
 		takenOver                                    atomic.Int64 // URLs queued by mid-day take-overs
 		knownShared, knownReceived                   atomic.Int64 // known URLs without versions sent and remembered (known.go)
 		ownerChecks                                  atomic.Int64 // fetch-time checks that asked the ring (relocate.go)
-		claims, claimsTaken, claimsAway              atomic.Int64 // claims sent, found taken, granted (claim.go)
 	}
-	claims dayClaims // the day's fetches and claims (claim.go)
+	claims *claim.Claims // the day's fetches and claims (claim.go)
 	trust  struct {
 		notMember atomic.Int64 // streams from peers that are no verified ring member
 		role      atomic.Int64 // member requests outside the member's role
@@ -162,11 +162,13 @@ func New(cfg Config) (n *Node, err error) {
 		ChooseIndexes:     !cfg.FixedIndexes,
 		StabilizeInterval: cfg.StabilizeInterval,
 		Resolver:          (*dhtResolver)(n),
+		Took:              n.tookRange,
 		Logger:            n.log.With("sub", "ring"),
 	}, tr)
 	if err != nil {
 		return nil, fmt.Errorf("node: ring: %w", err)
 	}
+	n.claims = n.newClaims()
 	n.identity = keySigner{key: key, peer: n.self.Peer}
 	// The archive's processing gate (deferred compression, archive.Options.CPU);
 	// the crawler computes in its fetch goroutines (docs/crawl.md, "Measured").
@@ -331,7 +333,6 @@ func (n *Node) join(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("join via %s: %w", c.Addr, err))
 			continue
 		}
-		n.tookRanges()
 		return nil
 	}
 	return fmt.Errorf("node start: %w", errors.Join(errs...))

@@ -13,7 +13,8 @@ const DefaultRebalanceInterval = 10 * time.Minute
 // rebalanceLoop runs ring.Rebalance every RebalanceInterval, with ±25 %
 // jitter so that neighbours do not move at the same moment. A moved
 // virtual server's new range is claimed from its former owner for the
-// rest of the day (claim.go), and the new indexes are saved.
+// rest of the day (the ring reports it through Config.Took; claim.go),
+// and the new indexes are saved.
 func (n *Node) rebalanceLoop(ctx context.Context) {
 	every := n.cfg.RebalanceInterval
 	if every <= 0 {
@@ -30,9 +31,6 @@ func (n *Node) rebalanceLoop(ctx context.Context) {
 		if err != nil {
 			n.log.Debug("rebalance", "err", err)
 			continue
-		}
-		for _, m := range moves {
-			n.tookRange(m.To.ID, m.Former, n.claimDay())
 		}
 		if len(moves) > 0 {
 			if err := saveIndexes(n.cfg.DataDir, n.ring.Indexes()); err != nil {

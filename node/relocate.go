@@ -6,6 +6,7 @@ import (
 
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/ring/claim"
 )
 
 // relocator is the crawler's Forwarder: the node's forwarder, plus the
@@ -37,18 +38,23 @@ func (r relocator) Moved(ctx context.Context, url string) bool {
 		return false
 	}
 	if v, ok := r.n.ring.OwnerVnode(key); ok {
-		return !r.n.claimToFetch(ctx, url, key, v)
+		return r.n.claims.ToFetch(ctx, url, key, v, r.n.claimDay()) != claim.Fetch
 	}
 	r.n.counters.ownerChecks.Add(1)
-	if p, ok := r.n.ring.CloserOwner(key); ok {
-		return p.Peer != r.n.self.Peer
+	owner, ok := r.n.ring.CloserOwner(key)
+	if !ok {
+		var err error
+		if owner, err = r.n.ring.Lookup(ctx, key); err != nil {
+			r.n.log.Debug("fetch-time owner lookup failed; fetching here", "url", url, "err", err)
+			return false
+		}
 	}
-	owner, err := r.n.ring.Lookup(ctx, key)
-	if err != nil {
-		r.n.log.Debug("fetch-time owner lookup failed; fetching here", "url", url, "err", err)
-		return false
+	if owner.Peer != r.n.self.Peer {
+		return true
 	}
-	return owner.Peer != r.n.self.Peer
+	// Another view of the ring says a local virtual server owns it: the
+	// claims decide as for any URL of ours, and mark it as fetched here.
+	return r.n.claims.ToFetch(ctx, url, key, owner, r.n.claimDay()) != claim.Fetch
 }
 
 // PassOn queues url for its owner as a link passed on once (hops 1), so
@@ -58,7 +64,7 @@ func (r relocator) Moved(ctx context.Context, url string) bool {
 // A URL that is another node's for the day by a claim leaves the queue
 // without being passed on: its owner has it.
 func (r relocator) PassOn(_ context.Context, url string) error {
-	if r.n.dropClaimed(id.OfString(url)) {
+	if r.n.claimedAway(id.OfString(url)) {
 		return nil
 	}
 	if err := r.enqueue([]string{url}, 1, nil); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/cpugate"
 	"github.com/herod-archive/herod/ring"
+	"github.com/herod-archive/herod/ring/claim"
 )
 
 // Status is a node's state as /api/status and `herod status` show it.
@@ -37,7 +38,7 @@ type Status struct {
 	Politeness  PolitenessStats  `json:"politeness"`
 	Replication ReplicationStats `json:"replication"`
 	Trust       TrustStats       `json:"trust"`
-	Claims      ClaimStats       `json:"claims"`
+	Claims      claim.Stats      `json:"claims"`
 	Purge       PurgeStats       `json:"purge"`
 	// TakenOver counts the URLs queued because a range grew in the middle
 	// of a day (a predecessor died or left), since the node started.
@@ -89,14 +90,6 @@ type LinkStats struct {
 	KnownReceived int64 `json:"knownReceived"`
 }
 
-// ClaimStats counts the claims of a node that took ranges today
-// (claim.go), since it started.
-type ClaimStats struct {
-	Sent  int64 `json:"sent"`  // claims this node sent to former owners
-	Taken int64 `json:"taken"` // of those, URLs a former owner had fetched today: not fetched here
-	Away  int64 `json:"away"`  // URLs newer owners claimed from this node
-}
-
 // TrustStats counts requests refused at the trust boundary (member.go).
 type TrustStats struct {
 	// NotMember counts peers refused because they are not verified ring
@@ -124,12 +117,8 @@ func (n *Node) Status() Status {
 		Ring:      n.ring.Status(),
 		Crawl:     n.crawler.Stats(),
 		Archive:   n.store.Stats(),
-		Claims: ClaimStats{
-			Sent:  n.counters.claims.Load(),
-			Taken: n.counters.claimsTaken.Load(),
-			Away:  n.counters.claimsAway.Load(),
-		},
-		Forward: n.fwd.Stats(),
+		Claims:    n.claims.Stats(),
+		Forward:   n.fwd.Stats(),
 		Links: LinkStats{
 			Received:      n.counters.linksReceived.Load(),
 			BadLinks:      n.counters.badLinks.Load(),

@@ -55,16 +55,12 @@ func (n *Node) takeOverLoop(ctx context.Context, events <-chan ring.Event) {
 			if !ok {
 				return
 			}
-			if _, seen := rt[ev.Vnode.ID]; !seen && ev.Kind == ring.RangeChanged && ev.NewRange.Known && !ev.OldRange.Known {
-				// A virtual server's first range: it joined or moved here
-				// just now, and its successor held the range until then.
-				n.tookFromSuccessor(ev.Vnode.ID)
-			}
 			g, ok := rt.gained(ev)
 			if !ok {
 				continue
 			}
-			n.release(g)
+			// Claims made in g by newer owners that are gone are void now.
+			n.claims.Release(ctx, g, n.claimDay())
 			q, err := n.crawler.TakeOver(ctx, func(u string) bool {
 				k := id.OfString(u)
 				return g.Contains(k) && n.ring.Owns(k)

@@ -133,6 +133,14 @@ func (r *Ring) joinVnodes(ctx context.Context, via Contact) ([]id.ID, error) {
 			}
 		}
 		v.setPred(pred, &ev)
+		if r.cfg.Took != nil {
+			for _, s := range v.succs {
+				if s.Peer != r.cfg.Self.Peer {
+					r.cfg.Took(p.self, s)
+					break
+				}
+			}
+		}
 	}
 	r.mu.Unlock()
 	r.events.publish(ev)

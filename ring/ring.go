@@ -47,6 +47,13 @@ type Config struct {
 	// answering at its old address (ring/p2p.DHT does it over kad-dht), so
 	// that rings reconnect after a member's address changed.
 	Resolver Resolver
+	// Took, when set, is called each time a local virtual server joins
+	// the ring (Join, a twin's move, a move for a fairer share) with the
+	// virtual server and its first successor on another node: the node
+	// that held its range until then. It is called with the ring's lock
+	// held, before the virtual server answers for its range, so it must
+	// not call the Ring.
+	Took func(v, former Node)
 	// Logger receives debug and warning logs; nil discards them.
 	Logger *slog.Logger
 }

@@ -1,0 +1,440 @@
+package claim
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/ring"
+)
+
+// Request claims URL on day Day for the claimer's virtual server Vnode,
+// which must lie between the URL's key and the answering node's virtual
+// servers.
+type Request struct {
+	URL   string    `json:"url"`
+	Day   int64     `json:"day"`
+	Vnode ring.Node `json:"vnode"`
+	// To is the answering node's virtual server the claimer took the
+	// range from, as the claimer recorded it.
+	To   id.ID `json:"to"`
+	Hops int   `json:"hops,omitempty"` // former owners asked before this one
+}
+
+// Reply answers a Request.
+type Reply struct {
+	// Taken: the URL was fetched today by the answering node or one
+	// before it, or granted to another claimer; the claimer drops it.
+	Taken bool `json:"taken,omitempty"`
+	// Elsewhere: by the answering node's view the URL's owner is not the
+	// claimer — one of the answering node's virtual servers lies between
+	// the URL's key and the claimer's. The claimer's view is behind; it
+	// passes the URL on instead of fetching it.
+	Elsewhere bool   `json:"elsewhere,omitempty"`
+	Err       string `json:"err,omitempty"`
+}
+
+// ErrRole reports a claim or handover its sender had no right to make: a
+// virtual server not its own, or not a valid id.
+var ErrRole = errors.New("claim: outside the sender's role")
+
+// Transport carries claims to other nodes.
+type Transport interface {
+	// Claim sends q to the node running former and returns its reply. An
+	// error means no reply arrived.
+	Claim(ctx context.Context, former ring.Node, q Request) (Reply, error)
+	// Alive reports whether the node with this peer id answers now.
+	Alive(ctx context.Context, peer string) bool
+}
+
+// Ring is what claims need of the local ring (ring.Ring has it).
+type Ring interface {
+	Vnodes() []ring.Node
+	Status() ring.Status
+}
+
+// History reports whether this node fetched url on day before it last
+// started (its store's crawl state): what a node that restarted during the
+// day no longer holds in memory. It may be nil.
+type History func(ctx context.Context, url string, day int64) bool
+
+// Config configures Claims. Peer, Ring and Transport are required.
+type Config struct {
+	Peer      string // this node's peer id
+	Ring      Ring
+	Transport Transport
+	History   History
+	// MaxVirtualServers bounds the virtual-server indexes a claimer may
+	// use (ring.CheckID). Default ring.DefaultMaxVirtualServers.
+	MaxVirtualServers int
+	// MaxHops bounds the chain of former owners one claim follows.
+	// Default 4.
+	MaxHops int
+	// Attempts is how often a claim is sent before the URL is fetched
+	// without an answer. Default 3.
+	Attempts int
+	// Wait returns after the pause before retry attempt a (1, 2, …) or
+	// when ctx ends. Default: a real timer of a × 500 ms.
+	Wait   func(ctx context.Context, attempt int) error
+	Logger *slog.Logger
+}
+
+// Stats counts a node's claims since it started.
+type Stats struct {
+	Sent       int64 `json:"sent"`       // claims this node sent to former owners
+	Taken      int64 `json:"taken"`      // of those, answered "taken": not fetched here
+	Away       int64 `json:"away"`       // claims this node granted to newer owners
+	Elsewhere  int64 `json:"elsewhere"`  // claims answered "not yours": passed on
+	Unanswered int64 `json:"unanswered"` // claims that got no answer: fetched here
+}
+
+// short is a URL key's first 8 bytes, what the day's sets hold.
+type short uint64
+
+func shortOf(k id.ID) short { return short(binary.BigEndian.Uint64(k[:8])) }
+
+// long widens a short key back to an id (the rest zero), close enough for
+// range tests: it lands on the key's side of any range boundary unless
+// the boundary shares its first 8 bytes.
+func (s short) long() id.ID {
+	var k id.ID
+	binary.BigEndian.PutUint64(k[:8], uint64(s))
+	return k
+}
+
+// awayClaim is a URL key a newer owner claimed, and that owner's peer id.
+type awayClaim struct {
+	key  id.ID
+	peer string
+}
+
+// Claims is one node's record of the day's fetches and claims.
+type Claims struct {
+	cfg Config
+	log *slog.Logger
+
+	sent, taken, away, elsewhere, unanswered atomic.Int64
+
+	mu     sync.Mutex
+	day    int64
+	rolled bool
+	mine   map[short]struct{}  // keys this node fetched or is fetching today
+	gone   map[short]awayClaim // keys a newer owner claimed today
+	had    map[short]struct{}  // keys a former owner had fetched today
+	former map[id.ID]ring.Node // per local vnode id: the former owner of its range
+	since  map[id.ID]int64     // per local vnode id: the day it took its range
+}
+
+// New returns an empty Claims.
+func New(cfg Config) *Claims {
+	if cfg.MaxVirtualServers <= 0 {
+		cfg.MaxVirtualServers = ring.DefaultMaxVirtualServers
+	}
+	if cfg.MaxHops <= 0 {
+		cfg.MaxHops = 4
+	}
+	if cfg.Attempts <= 0 {
+		cfg.Attempts = 3
+	}
+	if cfg.Wait == nil {
+		cfg.Wait = func(ctx context.Context, a int) error {
+			t := time.NewTimer(time.Duration(a) * 500 * time.Millisecond)
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-t.C:
+				return nil
+			}
+		}
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Claims{cfg: cfg, log: log,
+		former: make(map[id.ID]ring.Node), since: make(map[id.ID]int64)}
+}
+
+// Stats returns the counters.
+func (c *Claims) Stats() Stats {
+	return Stats{Sent: c.sent.Load(), Taken: c.taken.Load(), Away: c.away.Load(),
+		Elsewhere: c.elsewhere.Load(), Unanswered: c.unanswered.Load()}
+}
+
+// rollLocked resets the day's sets when day is a new one.
+func (c *Claims) rollLocked(day int64) {
+	if c.rolled && c.day == day {
+		return
+	}
+	c.day, c.rolled = day, true
+	c.mine = make(map[short]struct{})
+	c.gone = make(map[short]awayClaim)
+	c.had = make(map[short]struct{})
+}
+
+// Took records that local virtual server v took its range on day from
+// former: a join, a twin's move or a move for a fairer share. A former
+// owner on this node itself is not recorded (nothing to claim).
+func (c *Claims) Took(v id.ID, former ring.Node, day int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rollLocked(day)
+	if former.Peer != "" && former.Peer != c.cfg.Peer {
+		c.former[v] = former
+		c.since[v] = day
+		c.log.Debug("claim: took a range", "vnode", v.Short(), "former", former.String())
+	}
+}
+
+// formerLocked returns the node that held v's range before this node took
+// it on day, if it did.
+func (c *Claims) formerLocked(v id.ID, day int64) (ring.Node, bool) {
+	if c.since[v] != day {
+		return ring.Node{}, false
+	}
+	f, ok := c.former[v]
+	return f, ok
+}
+
+// Release forgets the claims in g that newer owners made on day, when
+// those owners are gone: the range came back to this node (its
+// predecessor died or left), and a URL claimed by a node that is gone
+// would otherwise be fetched by no one. Claims of owners that still answer
+// stay: a range can come back for a moment only, while the ring learns of
+// a joiner again, and their URLs are theirs.
+func (c *Claims) Release(ctx context.Context, g ring.Range, day int64) int {
+	c.mu.Lock()
+	c.rollLocked(day)
+	peers := map[string]bool{}
+	for _, a := range c.gone {
+		if g.Contains(a.key) {
+			peers[a.peer] = true
+		}
+	}
+	c.mu.Unlock()
+	for p := range peers {
+		peers[p] = c.cfg.Transport.Alive(ctx, p)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rollLocked(day)
+	n := 0
+	for s, a := range c.gone {
+		if alive, asked := peers[a.peer]; asked && !alive && g.Contains(a.key) {
+			delete(c.gone, s)
+			n++
+		}
+	}
+	return n
+}
+
+// Outcome is ToFetch's decision.
+type Outcome int
+
+const (
+	// Fetch: the URL is this node's to fetch today; it is marked as such.
+	Fetch Outcome = iota
+	// Drop: a newer owner claimed it, or a former owner fetched it today.
+	Drop
+	// PassOn: by a former owner's view the URL is not this node's; pass
+	// it to its owner.
+	PassOn
+)
+
+// ToFetch decides, just before a fetch on day, whether this node fetches
+// url (key), owned by its virtual server v by its view. A URL it may
+// fetch is marked as its own for the day.
+func (c *Claims) ToFetch(ctx context.Context, url string, key id.ID, v ring.Node, day int64) Outcome {
+	s := shortOf(key)
+	c.mu.Lock()
+	c.rollLocked(day)
+	if _, ok := c.mine[s]; ok {
+		c.mu.Unlock()
+		return Fetch
+	}
+	if _, ok := c.gone[s]; ok {
+		c.mu.Unlock()
+		return Drop
+	}
+	if _, ok := c.had[s]; ok {
+		c.mu.Unlock()
+		return Drop
+	}
+	former, ok := c.formerLocked(v.ID, day)
+	c.mu.Unlock()
+	if ok {
+		rep, err := c.ask(ctx, former, Request{URL: url, Day: day, Vnode: v, To: former.ID})
+		c.log.Debug("claim: asked", "url", url, "vnode", v.ID.Short(), "former", former.String(),
+			"taken", rep.Taken, "elsewhere", rep.Elsewhere, "err", err)
+		switch {
+		case err != nil:
+			c.unanswered.Add(1)
+			c.log.Debug("claim: former owner did not answer; fetching here", "url", url, "former", former, "err", err)
+		case rep.Taken:
+			c.taken.Add(1)
+			c.mu.Lock()
+			c.rollLocked(day)
+			c.had[s] = struct{}{}
+			c.mu.Unlock()
+			return Drop
+		case rep.Elsewhere:
+			c.elsewhere.Add(1)
+			return PassOn
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rollLocked(day)
+	if _, ok := c.gone[s]; ok {
+		return Drop // claimed away while we asked
+	}
+	c.mine[s] = struct{}{}
+	c.log.Debug("claim: fetch", "url", url, "vnode", v.ID.Short(), "claimed", ok)
+	return Fetch
+}
+
+// ask sends q to former, up to Attempts times while no reply arrives.
+func (c *Claims) ask(ctx context.Context, former ring.Node, q Request) (Reply, error) {
+	var err error
+	for a := 0; a < c.cfg.Attempts; a++ {
+		if a > 0 {
+			if werr := c.cfg.Wait(ctx, a); werr != nil {
+				return Reply{}, fmt.Errorf("claim %s: %w", q.URL, werr)
+			}
+		}
+		c.sent.Add(1)
+		var rep Reply
+		rep, err = c.cfg.Transport.Claim(ctx, former, q)
+		if err == nil && rep.Err == "" {
+			return rep, nil
+		}
+		if err == nil {
+			return Reply{}, fmt.Errorf("claim %s: %s", q.URL, rep.Err)
+		}
+	}
+	return Reply{}, fmt.Errorf("claim %s: %w", q.URL, err)
+}
+
+// Dropped reports whether key is another node's for day (claimed away, or
+// fetched by a former owner): it leaves the queue without being passed on.
+func (c *Claims) Dropped(key id.ID, day int64) bool {
+	s := shortOf(key)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rollLocked(day)
+	_, gone := c.gone[s]
+	_, had := c.had[s]
+	return gone || had
+}
+
+// Answer answers a claim on day from the member from, whose virtual
+// server took the URL's range: taken when this node fetched or is
+// fetching the URL today (or its own former owner says so), else the URL
+// is recorded as claimed away and the answer is "yours". A claim its
+// sender had no right to make fails with ErrRole.
+func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int64) (Reply, error) {
+	key := id.OfString(q.URL)
+	if q.Vnode.Peer != from.Peer || q.Vnode.Addr != from.Addr {
+		return Reply{}, fmt.Errorf("%w: claim for %s sent by %s", ErrRole, q.Vnode, from.Contact)
+	}
+	if err := ring.CheckID(q.Vnode, c.cfg.MaxVirtualServers); err != nil {
+		return Reply{}, fmt.Errorf("%w: %w", ErrRole, err)
+	}
+	// ours is the virtual server the claimer took the range from: the
+	// one it names if it is still here, else our first one after the key.
+	var ours, named ring.Node
+	found, isNamed := false, false
+	for _, v := range c.cfg.Ring.Vnodes() {
+		if q.Hops == 0 && (v.ID == key || (v.ID != q.Vnode.ID && id.InHalfOpen(v.ID, key, q.Vnode.ID))) {
+			// By our view the URL's owner lies before the claimer. (A
+			// claim passed on along a chain of former owners asks only
+			// what this node fetched: the claimer it serves may be one of
+			// our own virtual servers.)
+			return Reply{Elsewhere: true}, nil
+		}
+		if v.ID == q.To {
+			named, isNamed = v, true
+		}
+		if !found || id.InHalfOpen(v.ID, key, ours.ID) {
+			ours, found = v, true
+		}
+	}
+	if isNamed {
+		ours = named
+	}
+	if q.Day != day {
+		return Reply{}, nil // another day: nothing recorded for it here
+	}
+	if c.twinOf(ours.ID, q.Vnode) {
+		// Another peer at the claimer's IP runs the same virtual server id
+		// and is our predecessor: the claimer is the twin that will move
+		// away (ring), so the URL is not its to fetch.
+		return Reply{Taken: true}, nil
+	}
+	s := shortOf(key)
+	taken := func() bool {
+		_, mine := c.mine[s]
+		_, had := c.had[s]
+		a, gone := c.gone[s]
+		return mine || had || (gone && a.peer != from.Peer)
+	}
+	c.mu.Lock()
+	c.rollLocked(day)
+	if taken() {
+		// Fetched here, or by a former owner, or granted to another
+		// claimer today (two nodes that both took the range: twins, or a
+		// view that changed): not the claimer's to fetch.
+		c.mu.Unlock()
+		return Reply{Taken: true}, nil
+	}
+	former, chained := c.formerLocked(ours.ID, day)
+	c.mu.Unlock()
+	if chained && q.Hops < c.cfg.MaxHops {
+		// This node took the range today too: the URL may be its former
+		// owner's (which may be the claimer's node, by another of its
+		// virtual servers).
+		c.sent.Add(1)
+		if rep, err := c.cfg.Transport.Claim(ctx, former, Request{URL: q.URL, Day: day, Vnode: ours, To: former.ID, Hops: q.Hops + 1}); err == nil && rep.Taken {
+			c.mu.Lock()
+			c.rollLocked(day)
+			c.had[s] = struct{}{}
+			c.mu.Unlock()
+			return Reply{Taken: true}, nil
+		}
+	}
+	if c.cfg.History != nil && c.cfg.History(ctx, q.URL, day) {
+		c.mu.Lock()
+		c.rollLocked(day)
+		c.mine[s] = struct{}{} // fetched here today, before a restart
+		c.mu.Unlock()
+		return Reply{Taken: true}, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rollLocked(day)
+	if taken() {
+		return Reply{Taken: true}, nil
+	}
+	c.gone[s] = awayClaim{key: key, peer: from.Peer}
+	c.away.Add(1)
+	c.log.Debug("claim: granted", "url", q.URL, "to", q.Vnode.String(), "ours", ours.ID.Short(), "chained", chained)
+	return Reply{}, nil
+}
+
+// twinOf reports whether local virtual server ours has, as predecessor,
+// another peer's virtual server with v's id.
+func (c *Claims) twinOf(ours id.ID, v ring.Node) bool {
+	for _, st := range c.cfg.Ring.Status().Vnodes {
+		if st.Node.ID == ours && st.Predecessor != nil {
+			return st.Predecessor.ID == v.ID && st.Predecessor.Peer != v.Peer
+		}
+	}
+	return false
+}

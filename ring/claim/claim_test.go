@@ -1,0 +1,318 @@
+package claim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/ring"
+)
+
+// fakeRing is a node's ring view: its virtual servers, each with a
+// predecessor.
+type fakeRing struct {
+	vnodes []ring.Node
+	preds  map[id.ID]*ring.Node
+}
+
+func (f *fakeRing) Vnodes() []ring.Node { return f.vnodes }
+
+func (f *fakeRing) Status() ring.Status {
+	var st ring.Status
+	for _, v := range f.vnodes {
+		st.Vnodes = append(st.Vnodes, ring.VnodeStatus{Node: v, Predecessor: f.preds[v.ID]})
+	}
+	return st
+}
+
+// net carries claims between test nodes by function calls.
+type net struct {
+	nodes map[string]*Claims
+	dead  map[string]bool
+	fail  map[string]int // replies to drop per answering peer
+	calls int
+}
+
+func (n *net) Claim(ctx context.Context, to ring.Node, q Request) (Reply, error) {
+	n.calls++
+	c := n.nodes[to.Peer]
+	if c == nil || n.dead[to.Peer] {
+		return Reply{}, fmt.Errorf("%s is gone", to.Peer)
+	}
+	if n.fail[to.Peer] > 0 {
+		n.fail[to.Peer]--
+		return Reply{}, errors.New("timeout")
+	}
+	return c.Answer(ctx, ring.Node{Contact: q.Vnode.Contact}, q, q.Day)
+}
+
+func (n *net) Alive(_ context.Context, peer string) bool {
+	return n.nodes[peer] != nil && !n.dead[peer]
+}
+
+type testNode struct {
+	v     ring.Node
+	ring  *fakeRing
+	c     *Claims
+	waits int
+}
+
+func vnode(i int) ring.Node {
+	c := ring.Contact{Peer: fmt.Sprintf("peer-%d", i), Addr: fmt.Sprintf("10.0.0.%d:4001", i)}
+	return ring.Node{ID: ring.VirtualID(c.Addr, 0), Contact: c, Index: 0}
+}
+
+func newNet(count int) (*net, []*testNode) {
+	nw := &net{nodes: map[string]*Claims{}, dead: map[string]bool{}, fail: map[string]int{}}
+	var ns []*testNode
+	for i := range count {
+		v := vnode(i + 1)
+		tn := &testNode{v: v, ring: &fakeRing{vnodes: []ring.Node{v}, preds: map[id.ID]*ring.Node{}}}
+		tn.c = New(Config{Peer: v.Peer, Ring: tn.ring, Transport: nw,
+			Wait: func(context.Context, int) error { tn.waits++; return nil }})
+		nw.nodes[v.Peer] = tn.c
+		ns = append(ns, tn)
+	}
+	return nw, ns
+}
+
+// urlIn returns a URL whose key lies in (a, b).
+func urlIn(t *testing.T, a, b id.ID) (string, id.ID) {
+	t.Helper()
+	for i := range 100000 {
+		u := fmt.Sprintf("http://site.example/%d", i)
+		if k := id.OfString(u); id.InOpen(k, a, b) {
+			return u, k
+		}
+	}
+	t.Fatal("no URL in range")
+	return "", id.ID{}
+}
+
+// joined makes joiner's vnode the taker of a range from former's, today.
+func joined(joiner, former *testNode, day int64) {
+	joiner.c.Took(joiner.v.ID, former.v, day)
+}
+
+const day = 7
+
+func TestFormerOwnerFetchedFirst(t *testing.T) {
+	ctx := context.Background()
+	_, ns := newNet(2)
+	old, joiner := ns[0], ns[1]
+	u, k := urlIn(t, old.v.ID, joiner.v.ID)
+	if got := old.c.ToFetch(ctx, u, k, old.v, day); got != Fetch {
+		t.Fatalf("owner without a former owner: %v, want Fetch", got)
+	}
+	joined(joiner, old, day)
+	if got := joiner.c.ToFetch(ctx, u, k, joiner.v, day); got != Drop {
+		t.Fatalf("joiner claiming a URL its former owner fetched: %v, want Drop", got)
+	}
+	if !joiner.c.Dropped(k, day) {
+		t.Error("Dropped: the URL is not the joiner's today")
+	}
+	if st := joiner.c.Stats(); st.Sent != 1 || st.Taken != 1 {
+		t.Errorf("joiner stats %+v, want 1 sent, 1 taken", st)
+	}
+}
+
+func TestClaimGrantedOnce(t *testing.T) {
+	ctx := context.Background()
+	_, ns := newNet(3)
+	old, a, b := ns[0], ns[1], ns[2]
+	// Two nodes both believe they took the same range (twins at one IP
+	// look the same): the first claim wins, the second finds it taken.
+	b.v.ID = a.v.ID
+	u, k := urlIn(t, old.v.ID, a.v.ID)
+	joined(a, old, day)
+	joined(b, old, day)
+	if got := a.c.ToFetch(ctx, u, k, a.v, day); got != Fetch {
+		t.Fatalf("first claimer: %v, want Fetch", got)
+	}
+	if got := a.c.ToFetch(ctx, u, k, a.v, day); got != Fetch {
+		t.Fatalf("first claimer again: %v, want Fetch (its own)", got)
+	}
+	if got := old.c.ToFetch(ctx, u, k, old.v, day); got != Drop {
+		t.Fatalf("former owner after granting: %v, want Drop", got)
+	}
+	if st := old.c.Stats(); st.Away != 1 {
+		t.Errorf("former owner granted %d claims, want 1", st.Away)
+	}
+}
+
+func TestClaimFollowsChain(t *testing.T) {
+	ctx := context.Background()
+	_, ns := newNet(3)
+	// Clockwise last < mid < first: first held the range, mid joined in
+	// front of it, then last in front of mid. The key lies before last.
+	slices.SortFunc(ns, func(a, b *testNode) int { return a.v.ID.Cmp(b.v.ID) })
+	last, mid, first := ns[0], ns[1], ns[2]
+	u, k := urlIn(t, first.v.ID, last.v.ID)
+	first.c.ToFetch(ctx, u, k, first.v, day)
+	joined(mid, first, day)
+	joined(last, mid, day)
+	if got := last.c.ToFetch(ctx, u, k, last.v, day); got != Drop {
+		t.Fatalf("claim along the chain: %v, want Drop", got)
+	}
+	if st := mid.c.Stats(); st.Sent != 1 {
+		t.Errorf("mid asked its former owner %d times, want 1", st.Sent)
+	}
+}
+
+func TestClaimElsewhere(t *testing.T) {
+	ctx := context.Background()
+	_, ns := newNet(2)
+	old, joiner := ns[0], ns[1]
+	u, k := urlIn(t, old.v.ID, joiner.v.ID)
+	// By the former owner's view one of its virtual servers lies between
+	// the key and the joiner: the joiner's view is behind.
+	extra := ring.Node{ID: k, Contact: old.v.Contact} // at the key itself
+	old.ring.vnodes = append(old.ring.vnodes, extra)
+	joined(joiner, old, day)
+	if got := joiner.c.ToFetch(ctx, u, k, joiner.v, day); got != PassOn {
+		t.Fatalf("claim answered elsewhere: %v, want PassOn", got)
+	}
+}
+
+func TestUnansweredClaim(t *testing.T) {
+	ctx := context.Background()
+	nw, ns := newNet(2)
+	old, joiner := ns[0], ns[1]
+	u, k := urlIn(t, old.v.ID, joiner.v.ID)
+	joined(joiner, old, day)
+	nw.fail[old.v.Peer] = 1 // one lost reply: the retry gets through
+	if got := joiner.c.ToFetch(ctx, u, k, joiner.v, day); got != Fetch || joiner.waits != 1 {
+		t.Fatalf("after one lost reply: %v with %d waits, want Fetch after 1", got, joiner.waits)
+	}
+	if got := old.c.ToFetch(ctx, u, k, old.v, day); got != Drop {
+		t.Fatalf("former owner after the retried grant: %v, want Drop", got)
+	}
+	u2, k2 := urlIn(t, k, joiner.v.ID)
+	nw.dead[old.v.Peer] = true
+	if got := joiner.c.ToFetch(ctx, u2, k2, joiner.v, day); got != Fetch {
+		t.Fatalf("former owner gone: %v, want Fetch (rather than lost)", got)
+	}
+	if st := joiner.c.Stats(); st.Unanswered != 1 {
+		t.Errorf("unanswered %d, want 1", st.Unanswered)
+	}
+}
+
+func TestReleaseOnlyGoneClaimers(t *testing.T) {
+	ctx := context.Background()
+	nw, ns := newNet(3)
+	old, live, gone := ns[0], ns[1], ns[2]
+	u1, k1 := urlIn(t, old.v.ID, live.v.ID)
+	u2, k2 := urlIn(t, old.v.ID, gone.v.ID)
+	joined(live, old, day)
+	joined(gone, old, day)
+	live.c.ToFetch(ctx, u1, k1, live.v, day)
+	gone.c.ToFetch(ctx, u2, k2, gone.v, day)
+	nw.dead[gone.v.Peer] = true
+	whole := ring.Range{Start: old.v.ID, End: old.v.ID, Known: true} // the whole ring
+	if n := old.c.Release(ctx, whole, day); n != 1 {
+		t.Fatalf("released %d claims, want 1 (the gone claimer's)", n)
+	}
+	if !old.c.Dropped(k1, day) {
+		t.Error("a live claimer's URL was released")
+	}
+	if old.c.Dropped(k2, day) {
+		t.Error("a gone claimer's URL is still claimed away")
+	}
+}
+
+func TestHandover(t *testing.T) {
+	ctx := context.Background()
+	_, ns := newNet(2)
+	leaver, heir := ns[0], ns[1]
+	u, k := urlIn(t, heir.v.ID, leaver.v.ID)
+	leaver.c.ToFetch(ctx, u, k, leaver.v, day)
+	r := ring.Range{Start: heir.v.ID, End: leaver.v.ID, Known: true}
+	keys := leaver.c.Fetched(r, day)
+	if len(keys) != 1 {
+		t.Fatalf("handover of %d keys, want 1", len(keys))
+	}
+	h := Handover{Day: day, Vnode: leaver.v, Keys: keys}
+	if err := heir.c.HandedOver(ring.Node{Contact: vnode(9).Contact}, h, day); !errors.Is(err, ErrRole) {
+		t.Fatalf("handover from another peer: %v, want ErrRole", err)
+	}
+	if err := heir.c.HandedOver(ring.Node{Contact: leaver.v.Contact}, h, day); err != nil {
+		t.Fatal(err)
+	}
+	if got := heir.c.ToFetch(ctx, u, k, heir.v, day); got != Drop {
+		t.Fatalf("heir after the handover: %v, want Drop", got)
+	}
+}
+
+func TestClaimRole(t *testing.T) {
+	ctx := context.Background()
+	_, ns := newNet(2)
+	old, joiner := ns[0], ns[1]
+	u, _ := urlIn(t, old.v.ID, joiner.v.ID)
+	for _, tc := range []struct {
+		name  string
+		from  ring.Contact
+		vnode ring.Node
+	}{
+		{"someone else's virtual server", vnode(9).Contact, joiner.v},
+		{"an id the sender cannot run", joiner.v.Contact, ring.Node{ID: id.OfString("free"), Contact: joiner.v.Contact}},
+	} {
+		_, err := old.c.Answer(ctx, ring.Node{Contact: tc.from}, Request{URL: u, Day: day, Vnode: tc.vnode}, day)
+		if !errors.Is(err, ErrRole) {
+			t.Errorf("%s: %v, want ErrRole", tc.name, err)
+		}
+	}
+}
+
+func TestNewDayForgets(t *testing.T) {
+	ctx := context.Background()
+	_, ns := newNet(2)
+	old, joiner := ns[0], ns[1]
+	u, k := urlIn(t, old.v.ID, joiner.v.ID)
+	old.c.ToFetch(ctx, u, k, old.v, day)
+	joined(joiner, old, day)
+	if got := joiner.c.ToFetch(ctx, u, k, joiner.v, day+1); got != Fetch {
+		t.Fatalf("the next day: %v, want Fetch (the range was taken the day before)", got)
+	}
+}
+
+// TestChainThroughClaimersNode: the chain of former owners passes through
+// another virtual server of the claimer's own node. B's b1 took the range
+// from A, C's c took part of it from b1, then B's b2 took part of c's; A
+// had fetched the URL. b2's claim goes to C, C asks b1 on B, B asks A.
+func TestChainThroughClaimersNode(t *testing.T) {
+	ctx := context.Background()
+	nw, ns := newNet(3)
+	a, b, c := ns[0], ns[1], ns[2]
+	// Find indexes for B such that, clockwise, b2 < c < b1 < a.
+	var b1, b2 ring.Node
+	ok := false
+	for i := 0; i < 64 && !ok; i++ {
+		for j := 0; j < 64 && !ok; j++ {
+			x := ring.Node{ID: ring.VirtualID(b.v.Addr, i), Contact: b.v.Contact, Index: i}
+			y := ring.Node{ID: ring.VirtualID(b.v.Addr, j), Contact: b.v.Contact, Index: j}
+			if i != j && id.InOpen(c.v.ID, y.ID, x.ID) && id.InOpen(x.ID, c.v.ID, a.v.ID) {
+				b1, b2, ok = x, y, true
+			}
+		}
+	}
+	if !ok {
+		t.Fatal("no index layout found")
+	}
+	b.ring.vnodes = []ring.Node{b1, b2}
+	u, k := urlIn(t, a.v.ID, b2.ID)
+	if got := a.c.ToFetch(ctx, u, k, a.v, day); got != Fetch {
+		t.Fatalf("founder: %v, want Fetch", got)
+	}
+	b.c.Took(b1.ID, a.v, day)
+	c.c.Took(c.v.ID, b1, day)
+	b.c.Took(b2.ID, c.v, day)
+	if got := b.c.ToFetch(ctx, u, k, b2, day); got != Drop {
+		t.Fatalf("claim along a chain through the claimer's node: %v, want Drop", got)
+	}
+	if nw.calls != 3 {
+		t.Errorf("%d claims sent, want 3 (B→C, C→B, B→A)", nw.calls)
+	}
+}

@@ -1,0 +1,40 @@
+// Package claim keeps one fetch per URL and day while the ring's ranges
+// move: joins, twin moves, moves for a fairer share, leaves.
+//
+// A virtual server that takes a range during a day takes it from the
+// node that held it (its successor at that moment), and that former owner
+// may have fetched some of the range's URLs earlier the same day. The
+// day's URL-seen sets stay with the former owner, so without help the new
+// owner fetches such a URL again when another page links to it later.
+//
+// A Claims is one node's record of the day: the URLs it fetched or is
+// fetching (mine), those a newer owner claimed from it (away), those a
+// former owner had fetched (taken), and, per local virtual server that
+// took its range today, that range's former owner. Before fetching a URL
+// of such a range the node claims it from the former owner (ToFetch): the
+// former owner answers "taken" if it fetched or is fetching the URL today,
+// or granted it to another claimer, or took the range today itself and
+// its own former owner answers "taken" (the claim follows the chain, at
+// most MaxHops owners); otherwise it records the URL as claimed away and
+// answers "yours" (Answer). Both sides decide under one mutex per node,
+// and a node marks a URL as its own just before each fetch, so of two
+// nodes that believe they own a URL at once exactly one fetches it.
+//
+// What it costs: one round trip per URL fetched in a range taken today,
+// on that day only; otherwise a map insert per fetch. The sets hold the
+// first 8 bytes of each key (about 24 bytes per URL fetched that day,
+// freed when the day changes); two URLs sharing them on one day would
+// make the second count as fetched — at a million URLs a day the chance
+// is about 3·10⁻⁸.
+//
+// When a claim cannot be answered (the former owner does not answer in
+// time, after Retries attempts), the URL is fetched rather than lost for
+// the day: a former owner that is gone cannot fetch it either.
+//
+// The package holds the decisions only; a Transport carries claims (the
+// node's is a libp2p protocol, the simulator's a function call), so the
+// same code runs on real hosts and in ring/sim.
+//
+// Concurrency: all methods are safe for concurrent use. No method holds
+// the mutex while it calls the Transport or the Ring.
+package claim
