@@ -139,6 +139,8 @@ type Crawler struct {
 	// every batch a host loop reads, and every Add's pending count,
 	// belongs wholly to one epoch.
 	dayMu sync.RWMutex
+	// catchUp serializes catchUpDay.
+	catchUp sync.Mutex
 
 	mu          sync.Mutex
 	started     bool
@@ -235,19 +237,8 @@ func (c *Crawler) Start(ctx context.Context) error {
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	c.mu.Unlock()
 
-	interrupted, err := c.q.interruptedNewDay()
-	if err != nil {
+	if err := c.catchUpDay(c.ctx); err != nil {
 		return err
-	}
-	switch {
-	case interrupted != 0:
-		if err := c.startDay(c.ctx, interrupted); err != nil {
-			return err
-		}
-	case c.Today() > c.q.currentDay():
-		if err := c.NewDay(c.ctx); err != nil {
-			return err
-		}
 	}
 	hosts, _, err := c.q.pending()
 	if err != nil {
@@ -260,6 +251,27 @@ func (c *Crawler) Start(ctx context.Context) error {
 	c.wg.Add(1)
 	c.mu.Unlock()
 	go c.dayTimer()
+	return nil
+}
+
+// catchUpDay finishes an interrupted NewDay, or starts the clock's day
+// when the queue's is older (the node was down across a day boundary, or
+// its queue is new). Start runs it, and so does the first Add before
+// Start: a node's links can arrive between its ring join and Start, and
+// the day Start would begin after them would drop them.
+func (c *Crawler) catchUpDay(ctx context.Context) error {
+	c.catchUp.Lock()
+	defer c.catchUp.Unlock()
+	interrupted, err := c.q.interruptedNewDay()
+	if err != nil {
+		return err
+	}
+	switch {
+	case interrupted != 0:
+		return c.startDay(ctx, interrupted)
+	case c.Today() > c.q.currentDay():
+		return c.NewDay(ctx)
+	}
 	return nil
 }
 
@@ -283,10 +295,15 @@ func (c *Crawler) addChecked(ctx context.Context, urls []string, check func(stri
 		return 0, err
 	}
 	c.mu.Lock()
-	closed := c.closed
+	closed, started := c.closed, c.started
 	c.mu.Unlock()
 	if closed {
 		return 0, ErrClosed
+	}
+	if !started {
+		if err := c.catchUpDay(ctx); err != nil {
+			return 0, err
+		}
 	}
 	ok := make([]string, 0, len(urls))
 	for _, raw := range urls {

@@ -68,3 +68,42 @@ func (f *relocForwarder) PassOn(_ context.Context, u string) error {
 	f.passed = append(f.passed, u)
 	return nil
 }
+
+// TestLinksBeforeStartKept: a new node's links can arrive between its
+// ring join and Start. The day Start would begin then must not drop them:
+// one this node no longer owns by then is passed on, not lost.
+func TestLinksBeforeStartKept(t *testing.T) {
+	s := newSite(t, map[string]string{"/kept": "k", "/moved": "m"})
+	clock := newClock()
+	cfg := testConfig(clock)
+	moved := s.url("/moved")
+	cfg.Owns = func(u string) bool { return u != moved }
+	f := &relocForwarder{moved: moved}
+	c, err := New(t.TempDir(), cfg, newMemArchive(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.Add(ctx, []string{s.url("/kept"), moved}); err != nil {
+		t.Fatal(err)
+	}
+	f.on.Store(true)
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil && !errors.Is(err, ErrClosed) {
+			t.Error(err)
+		}
+	})
+	waitIdle(t, c)
+	if n := len(s.requests("/kept")); n != 1 {
+		t.Errorf("/kept requested %d times, want 1", n)
+	}
+	f.mu.Lock()
+	passed := slices.Clone(f.passed)
+	f.mu.Unlock()
+	if !slices.Equal(passed, []string{moved}) {
+		t.Errorf("passed on %v, want /moved (dropped at Start otherwise)", passed)
+	}
+}

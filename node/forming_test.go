@@ -171,6 +171,19 @@ func formingRound(t *testing.T, seed uint64) (urls, dups, missing int) {
 	left, _, _ := sampleweb.OncePerURL(web.Reachable(0), got)
 	if len(left) > 0 {
 		t.Logf("round %d: %d reachable URLs never requested, e.g. %v", seed, len(left), left[:min(len(left), 3)])
+		for i, n := range lr.Nodes {
+			cs := n.crawler.Stats()
+			t.Logf("  node %d: queued %d, in flight %d, pending %v, errors %v", i, cs.Queued, cs.InFlight, n.crawler.Queued(), cs.ErrorsByKind)
+		}
+		if trace != nil {
+			for _, u := range left[:min(len(left), 3)] {
+				for _, l := range trace.lines() {
+					if strings.Contains(l, u) {
+						t.Log("  ", l)
+					}
+				}
+			}
+		}
 	}
 	return len(got), dups, len(left)
 }
