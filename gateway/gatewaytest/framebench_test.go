@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // BenchmarkFramingCost measures what framing costs the gateway per page
