@@ -59,10 +59,10 @@ self.addEventListener("fetch", function (e) {
   if (!m) {
     return;
   }
-  var url = m[2] + u.search;
-  var page = HEROD.shell
-    .split("@@SRC@@").join(escapeHTML(HEROD.content + u.pathname + u.search))
-    .split("@@URL@@").join(escapeHTML(url))
-    .split("@@TS@@").join(escapeHTML(m[1]));
+  var values = { SRC: HEROD.content + u.pathname + u.search, URL: m[2] + u.search, TS: m[1] };
+  // One pass: a URL holding "@@TS@@" stays as it is.
+  var page = HEROD.shell.replace(/@@(SRC|URL|TS)@@/g, function (_, k) {
+    return escapeHTML(values[k]);
+  });
   e.respondWith(new Response(page, { status: 200, headers: HEROD.headers }));
 });
