@@ -112,6 +112,17 @@ func TestFramedPageByWorker(t *testing.T) {
 		t.Error("the content origin never replayed the frame's capture")
 	}
 
+	// The worker writes the navigation's URL as text: a placeholder of
+	// its shell in the URL stays as it is, markup is escaped.
+	odd := ui + "/web/" + ts + "/" + site.URL + `/secret.html?a=@@TS@@&b="><b id=x>`
+	if err := chromedp.Do(tab, chromedp.Navigate(odd)); err != nil {
+		t.Fatal(err)
+	}
+	src, err := chromedp.Run(tab, chromedp.Evaluate[string](`document.getElementById("herod-frame").getAttribute("src") + " " + !!document.getElementById("x")`))
+	if want := content + "/web/" + ts + "/" + site.URL + `/secret.html?a=@@TS@@&b=%22%3E%3Cb%20id=x%3E false`; err != nil || src != want {
+		t.Errorf("frame of %s: %q (%v), want %q", odd, src, err, want)
+	}
+
 	// Another page framing a replay page (here the content origin's: the
 	// same site, so the same worker) gets the gateway's page, which no
 	// page may frame.
