@@ -43,7 +43,8 @@
 //	/api/status                      JSON from Config.Status (private by default)
 //	/metrics                         Config.Metrics (private by default)
 //	/api/banner?url=…&ts=…           the banner of a capture, JSON, for the framed page
-//	/static/ui.js                    the framed page's script
+//	/static/ui.js                    the UI pages' script: framed page banner, worker registration
+//	/sw.js                           service worker (scope /web/) writing framed pages in the browser (sw.go)
 //	POST /api/seed                   URLs to crawl (Config.Seed), with the admin token
 //	POST /api/purge                  a peer id: remove and refuse its captures ring-wide (Config.Purge), with the admin token
 //

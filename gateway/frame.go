@@ -63,12 +63,14 @@ html,body{height:100%;margin:0}body{display:flex;flex-direction:column;font:13px
 
 // framePage returns the framed replay page: the banner of capture d, the
 // form, and the frame of src (the content origin's replay of d.URL at ts,
-// the timestamp as the reader wrote it). It is written by hand rather
-// than by html/template, which cost as much as the rest of the request:
-// every value is a canonical http(s) URL, a timestamp or a date, each
-// escaped with html.EscapeString (a canonical URL cannot start a
-// javascript: or data: URL).
-func framePage(d bannerData, src, content, ts string) []byte {
+// the timestamp as the reader wrote it). A pending page (the service
+// worker's shell, sw.go) shows the URL alone and marks the frame
+// data-banner="pending": ui.js asks /api/banner for the rest. It is
+// written by hand rather than by html/template, which cost as much as the
+// rest of the request: every value is a canonical http(s) URL, a
+// timestamp or a date, each escaped with html.EscapeString (a canonical
+// URL cannot start a javascript: or data: URL).
+func framePage(d bannerData, src, content, ts string, pending bool) []byte {
 	e := html.EscapeString
 	u := e(d.URL)
 	var b strings.Builder
@@ -95,20 +97,26 @@ func framePage(d bannerData, src, content, ts string) []byte {
 	}
 	neighbour("herod-prev", d.PrevTS, d.PrevLabel, true)
 	neighbour("herod-next", d.NextTS, d.NextLabel, false)
-	captures := " captures"
-	if d.Count == 1 {
-		captures = " capture"
+	captures := strconv.Itoa(d.Count) + " captures"
+	switch {
+	case pending:
+		captures = "all dates"
+	case d.Count == 1:
+		captures = "1 capture"
 	}
-	b.WriteString(`<a id="herod-dates" href="/web/*/` + u + `">` + strconv.Itoa(d.Count) + captures + `</a>
+	b.WriteString(`<a id="herod-dates" href="/web/*/` + u + `">` + captures + `</a>
 <form method="get" action="/"><input name="url" value="` + u + `" aria-label="URL" size="30"><input name="date" value="` + e(ts) +
 		`" aria-label="date" size="14"><button type="submit">Go</button></form>
 </div>
 <iframe id="herod-frame" title="archived page" src="` + e(src) + `" sandbox="` + frameSandbox + `" allow="fullscreen"
- data-content-origin="` + e(content) + `" data-url="` + u + `" data-ts="` + e(ts) + `"></iframe>
+ data-content-origin="` + e(content) + `" data-url="` + u + `" data-ts="` + e(ts) + `"` + pendingAttr[pending] + `></iframe>
 </body></html>
 `)
 	return []byte(b.String())
 }
+
+// pendingAttr marks the frame of a page whose banner ui.js fills in.
+var pendingAttr = map[bool]string{true: ` data-banner="pending"`}
 
 // serveFrame answers /web/<ts>/<url> on the UI origin with the framed
 // replay page: the banner of the capture t selects and a frame replaying
@@ -132,7 +140,7 @@ func (s *Server) serveFrame(w http.ResponseWriter, r *http.Request, t Target) {
 	s.stats.frames.Add(1)
 	content := s.contentOrigin(r)
 	i := selectVersion(vs, t.Time)
-	page := framePage(bannerOf(t.URL, doc, vs, i), content+webPath(t.TS, "", t.URL), content, t.TS)
+	page := framePage(bannerOf(t.URL, doc, vs, i), content+webPath(t.TS, "", t.URL), content, t.TS, false)
 	// The framed page stands for the memento, as the replay did before
 	// framing: Memento clients following a TimeGate land here.
 	s.mementoHeaders(w.Header(), s.uiOrigin(r), t.URL, vs[i].Time)

@@ -31,7 +31,9 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 		return
 	}
 	out := b.Bytes()
-	if s.content.matches(r) {
+	if !s.content.matches(r) {
+		out = s.uiHead(w, r, out)
+	} else {
 		// A page of the UI shown in the content frame (an error):
 		// its links and form lead to the UI origin, in the top window.
 		ui := s.uiOrigin(r)
@@ -41,6 +43,21 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	writeBody(w, r, status, out)
+}
+
+// uiHead readies a page of the UI origin for the reader's next step, a
+// replay: the browser opens a connection to the content origin while the
+// reader reads (a preconnect link and header), and, when replays are
+// framed, ui.js registers the service worker that writes the framed page
+// without a round trip (sw.go).
+func (s *Server) uiHead(w http.ResponseWriter, r *http.Request, page []byte) []byte {
+	content := s.contentOrigin(r)
+	w.Header().Add("Link", "<"+content+">; rel=preconnect")
+	head := `<link rel="preconnect" href="` + html.EscapeString(content) + `">`
+	if !s.cfg.Frameless {
+		head += `<script src="` + uiJSPath + `?v=` + uiJSHash + `" defer></script>`
+	}
+	return bytes.Replace(page, []byte("</head>"), []byte(head+"</head>"), 1)
 }
 
 type formData struct{ URL, Date string }

@@ -44,6 +44,8 @@ func (s *Server) serveUI(w http.ResponseWriter, r *http.Request) {
 		s.serveTimegate(w, r, strings.TrimPrefix(p, "/timegate/"))
 	case p == uiJSPath:
 		serveScript(w, r, uiJS, uiJSTag)
+	case p == swPath:
+		s.serveSW(w, r)
 	case p == bannerPath:
 		s.serveBannerJSON(w, r)
 	case p == "/cdx":

@@ -1,4 +1,7 @@
-// herod framed replay page script. The page at /web/<ts>/<url> on the UI
+// herod UI script. On every page of the UI origin (framed gateways) it
+// registers the service worker (sw.js) that writes framed replay pages
+// without a round trip to the gateway. On the framed replay page it
+// keeps the banner in step with the frame. The page at /web/<ts>/<url> on the UI
 // origin holds the banner and an iframe (#herod-frame) showing the capture
 // from the content origin. The frame's document belongs to someone else:
 // this script believes only what the replay script (replay.js, the first
@@ -19,8 +22,16 @@
 // own /api/banner) and keeps the address bar at /web/<ts>/<url>
 // (history.replaceState: the frame's navigations are already entries of
 // the tab's history).
+// A framed page the service worker wrote (data-banner="pending") shows
+// the URL alone until the answer of /api/banner comes.
 (function () {
   "use strict";
+  if (navigator.serviceWorker && window.isSecureContext) {
+    navigator.serviceWorker.register("/sw.js", { scope: "/web/", updateViaCache: "none" }).catch(function () {
+      // no worker (a private window, a refusing browser): the gateway
+      // writes the framed pages itself
+    });
+  }
   var frame = document.getElementById("herod-frame");
   if (!frame || !window.crypto || !window.fetch) {
     return;
@@ -75,6 +86,12 @@
       return;
     }
     current = { url: url, ts: ts };
+    fill(url, ts);
+  }
+
+  // fill shows url at ts in the banner and the address bar and asks the
+  // gateway for the capture's date and neighbours.
+  function fill(url, ts) {
     text("herod-url", url);
     try {
       history.replaceState(null, "", "/web/" + ts + "/" + url);
@@ -109,6 +126,10 @@
       link("herod-next", "", "");
       text("herod-dates", "all dates");
     });
+  }
+
+  if (frame.getAttribute("data-banner") === "pending") {
+    fill(current.url, current.ts);
   }
 
   frame.addEventListener("load", function () {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"github.com/herod-archive/herod/gateway"
@@ -91,57 +92,162 @@ func delayCopy(dst, src net.Conn, delay, extra time.Duration) {
 	src.Close()
 }
 
-// delayedGateway serves a gateway over a on two loopback listeners
-// reached through delay proxies, whose addresses are its origins, and
-// returns the proxies' base URLs (UI, content).
-func delayedGateway(tb testing.TB, a gateway.Archive, frameless bool, delay time.Duration) (ui, content string) {
+// delayedGateway serves a framed gateway over a on two loopback
+// listeners reached through delay proxies, whose addresses are its
+// origins, and returns the UI origin's base URL and the gateway.
+func delayedGateway(tb testing.TB, a gateway.Archive, delay time.Duration) (string, *gateway.Server) {
 	tb.Helper()
 	var proxies [2]*delayProxy
 	var lns [2]net.Listener
 	for i := range lns {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		lns[i] = ln
-		proxies[i] = newDelayProxy(tb, ln.Addr().String(), delay)
+		lns[i] = listen(tb)
+		proxies[i] = newDelayProxy(tb, lns[i].Addr().String(), delay)
 	}
-	port := func(p *delayProxy) string { return strconv.Itoa(p.ln.Addr().(*net.TCPAddr).Port) }
-	gw, err := gateway.New(gateway.Config{Archive: a, Frameless: frameless,
-		UIOrigin: ":" + port(proxies[0]), ContentOrigin: ":" + port(proxies[1])})
+	gw, err := gateway.New(gateway.Config{Archive: a,
+		UIOrigin: ":" + port(proxies[0].ln), ContentOrigin: ":" + port(proxies[1].ln)})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	for i, h := range []http.Handler{gw.UI(), gw.Content()} {
-		srv := &httptest.Server{Listener: lns[i], Config: &http.Server{Handler: h}}
-		srv.Start()
-		tb.Cleanup(srv.Close)
+		serve(tb, lns[i], h)
 	}
-	return "http://" + proxies[0].ln.Addr().String(), "http://" + proxies[1].ln.Addr().String()
+	return "http://" + proxies[0].ln.Addr().String(), gw
 }
 
-// loadTime opens url in a new tab and returns the time to its load event
-// (the page, its frames and their embedded objects). A cold load opens
-// the tab in a browser context of its own: no connection, cache or
-// cookie of an earlier load.
-func (c *chrome) loadTime(tb testing.TB, url string, cold bool) time.Duration {
+// delayedSingleOrigin serves a through a delay proxy from one origin
+// (singleOriginServer) and returns its base URL.
+func delayedSingleOrigin(tb testing.TB, a gateway.Archive, delay time.Duration) string {
+	tb.Helper()
+	ln := listen(tb)
+	p := newDelayProxy(tb, ln.Addr().String(), delay)
+	return singleOriginServer(tb, a, ln, p.ln.Addr().String())
+}
+
+// singleOriginServer serves a on ln from one origin, as the gateway did
+// before it had two: the form and the dates, and the replays with the
+// banner inserted in the page (a frameless gateway's content handler),
+// all on one host and port, addr (ln's address when ""). It returns the
+// origin's base URL.
+func singleOriginServer(tb testing.TB, a gateway.Archive, ln net.Listener, addr string) string {
+	tb.Helper()
+	if addr == "" {
+		addr = ln.Addr().String()
+	}
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// Two spellings of one origin: the gateway refuses equal specs.
+	gw, err := gateway.New(gateway.Config{Archive: a, Frameless: true, UIOrigin: ":" + p, ContentOrigin: "http://" + addr})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	serve(tb, ln, singleOrigin(gw))
+	return "http://" + addr
+}
+
+// singleOrigin routes what the content origin serves (replays and the
+// replay script) to gw's content handler and every other path to its UI.
+func singleOrigin(gw *gateway.Server) http.Handler {
+	ui, content := gw.UI(), gw.Content()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.EscapedPath()
+		if strings.HasPrefix(p, "/static/replay") {
+			content.ServeHTTP(w, r)
+			return
+		}
+		if rest, ok := strings.CutPrefix(p, "/web/"); ok {
+			if t, err := gateway.ParseWebPath(rest, r.URL.RawQuery); err == nil && t.Kind == gateway.KindReplay {
+				content.ServeHTTP(w, r)
+				return
+			}
+		}
+		ui.ServeHTTP(w, r)
+	})
+}
+
+func listen(tb testing.TB) net.Listener {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ln
+}
+
+func port(ln net.Listener) string { return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port) }
+
+func serve(tb testing.TB, ln net.Listener, h http.Handler) {
+	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: h}}
+	srv.Start()
+	tb.Cleanup(srv.Close)
+}
+
+// arrival is how a reader comes to an archived page.
+type arrival struct {
+	name string
+	// cold: in a browser context of its own (no connection, cache or
+	// cookie of an earlier view); else in one context all views share.
+	cold bool
+	// calendar: from the dates of the URL (/web/*/<url>, loaded first,
+	// not timed), by a click on the capture; else by typing the URL.
+	calendar bool
+	// noWorker: the tab bypasses service workers (the gateway writes
+	// every framed page).
+	noWorker bool
+}
+
+var arrivals = []arrival{
+	{name: "typed-cold", cold: true},
+	{name: "typed-warm"},
+	{name: "calendar-cold", cold: true, calendar: true},
+	{name: "calendar-warm", calendar: true},
+}
+
+// loadTime opens an archived page in a new tab, as arrival a says, and
+// returns the time from the start of its navigation to the end of its
+// load event (the page, its frames and their embedded objects), as the
+// browser's Navigation Timing reports it.
+func (c *chrome) loadTime(tb testing.TB, base, ts, page string, a arrival) time.Duration {
 	tb.Helper()
 	var opts []chromedp.ContextOption
-	if cold {
+	if a.cold {
 		opts = append(opts, chromedp.WithNewBrowserContext())
 	}
 	tab, cancel := chromedp.NewContext(c.ctx, opts...)
 	defer cancel()
 	ctx, cancelT := context.WithTimeout(tab, 60*time.Second)
 	defer cancelT()
-	if err := chromedp.Do(ctx); err != nil {
+	if _, err := chromedp.Call(ctx, network.SetBypassServiceWorker, network.SetBypassServiceWorkerParams{Bypass: a.noWorker}); err != nil {
 		tb.Fatal(err)
 	}
-	start := time.Now()
-	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
-		tb.Fatalf("load %s: %v", url, err)
+	target := base + "/web/" + ts + "/" + page
+	if a.calendar {
+		if err := chromedp.Do(ctx, chromedp.Navigate(base+"/web/*/"+page)); err != nil {
+			tb.Fatalf("load the dates of %s: %v", page, err)
+		}
+		// Let the dates page settle (what it preconnects or installs)
+		// as it would while the reader looks for a date.
+		time.Sleep(300 * time.Millisecond)
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`.caps a`))); err != nil {
+			tb.Fatalf("click a capture of %s: %v", page, err)
+		}
+	} else if err := chromedp.Do(ctx, chromedp.Navigate(target)); err != nil {
+		tb.Fatalf("load %s: %v", target, err)
 	}
-	return time.Since(start)
+	// Navigation Timing of the top document: its loadEventEnd waits for
+	// the frames' load events, which wait for their embedded objects.
+	const js = `(function(){var n=performance.getEntriesByType("navigation")[0];` +
+		`return n&&n.loadEventEnd>0&&location.pathname.indexOf("/web/*/")<0?n.loadEventEnd:0})()`
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if end, err := chromedp.Run(ctx, chromedp.Evaluate[float64](js)); err == nil && end > 0 {
+			return time.Duration(end * float64(time.Millisecond))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tb.Fatalf("%s: no load event within 30 s", target)
+	return 0
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -151,17 +257,20 @@ func median(ds []time.Duration) time.Duration {
 }
 
 // TestReplayLatency measures what framing costs a reader (issue 18): the
-// time from opening an archived page to its load event, in headless
-// Chromium, through links with a round-trip time of 0, 20 and 80 ms
-// (HEROD_RTT_MS, a comma-separated list) between the browser and the
-// gateway. The base is the page alone, served with its banner by one
-// origin (a frameless gateway's content origin: what the single-origin
-// gateway served); framed is the framed replay page a reader opens on the
-// UI origin, its content frame, and the frame's embedded objects. Cold
-// views start in a fresh browser context (a reader's first view: new
-// connections to both origins); warm views reuse one (the reader's next
-// views). It runs when HEROD_REPLAY_LATENCY is set (HEROD_VIEWS views of
-// each kind, default 9) and fails only when a page does not load.
+// time from the start of a navigation to an archived page to the end of
+// its load event (Navigation Timing), in headless Chromium, through
+// links with a round-trip time of 0, 20 and 80 ms (HEROD_RTT_MS, a
+// comma-separated list) between the browser and the gateway. The base is
+// a single-origin gateway (delayedSingleOrigin: the page with its banner
+// and the dates on one origin, as before framing); framed is the gateway
+// as a node runs it, measured as a reader's browser meets it and with
+// the UI origin's service worker bypassed (the gateway then writes every
+// framed page). Each arrival (typed URL or a click on the dates page; in
+// a fresh browser context or one shared by all views) is measured
+// HEROD_VIEWS times (default 9) each way, in rotation. It prints the
+// medians, the fastest views and the median difference within rounds,
+// and runs when HEROD_REPLAY_LATENCY is set; it fails only when a page
+// does not load.
 func TestReplayLatency(t *testing.T) {
 	if os.Getenv("HEROD_REPLAY_LATENCY") == "" {
 		t.Skip("the replay latency benchmark runs when HEROD_REPLAY_LATENCY is set")
@@ -189,43 +298,55 @@ func TestReplayLatency(t *testing.T) {
 	const ts = "20240102"
 	for _, rtt := range rtts {
 		delay := time.Duration(rtt) * time.Millisecond / 2
-		_, single := delayedGateway(t, m, true, delay)
-		ui, _ := delayedGateway(t, m, false, delay)
-		for _, cold := range []bool{true, false} {
-			var base, framed []time.Duration
-			if !cold { // one view of each first: the connections a reader already has
-				br.loadTime(t, single+"/web/"+ts+"/"+pages[0], false)
-				br.loadTime(t, ui+"/web/"+ts+"/"+pages[0], false)
+		single := delayedSingleOrigin(t, m, delay)
+		framed, gw := delayedGateway(t, m, delay)
+		for _, a := range arrivals {
+			nw := a
+			nw.noWorker = true
+			// Three ways to one page: the single-origin gateway, the
+			// framed one as a reader's browser meets it, and the framed
+			// one without its service worker.
+			ways := []func(p string) time.Duration{
+				func(p string) time.Duration { return br.loadTime(t, single, ts, p, a) },
+				func(p string) time.Duration { return br.loadTime(t, framed, ts, p, a) },
+				func(p string) time.Duration { return br.loadTime(t, framed, ts, p, nw) },
 			}
-			for i := range views {
-				p := pages[(i*7+1)%len(pages)]
-				// Alternate which goes first, so that neither always
-				// meets a machine the other has just warmed.
-				if i%2 == 0 {
-					base = append(base, br.loadTime(t, single+"/web/"+ts+"/"+p, cold))
-					framed = append(framed, br.loadTime(t, ui+"/web/"+ts+"/"+p, cold))
-				} else {
-					framed = append(framed, br.loadTime(t, ui+"/web/"+ts+"/"+p, cold))
-					base = append(base, br.loadTime(t, single+"/web/"+ts+"/"+p, cold))
+			var times [3][]time.Duration
+			if !a.cold { // one view of each first: the connections and cache a reader already has
+				for _, way := range ways {
+					way(pages[0])
 				}
 			}
-			kind := "warm"
-			if cold {
-				kind = "cold"
+			frames := gw.Stats().Frames
+			for i := range views {
+				p := pages[(i*7+1)%len(pages)]
+				// Rotate which goes first, so that none always meets a
+				// machine another has just warmed.
+				for k := range ways {
+					w := (i + k) % len(ways)
+					times[w] = append(times[w], ways[w](p))
+				}
 			}
 			// The machine is shared: a view's time swings with the load
-			// of others. Report the medians, the fastest views (the
-			// least disturbed) and the median of the differences within
-			// pairs (a pair's two views ran back to back).
-			diffs := make([]time.Duration, len(base))
-			for i := range base {
-				diffs[i] = framed[i] - base[i]
+			// of others. Report the medians and the median of the
+			// differences within rounds (a round's views ran back to
+			// back).
+			diff := func(w int) time.Duration {
+				d := make([]time.Duration, views)
+				for i := range d {
+					d[i] = times[w][i] - times[0][i]
+				}
+				return median(d)
 			}
-			mb, mf, md := median(base), median(framed), median(diffs)
-			fb, ff := slices.Min(base), slices.Min(framed)
-			line := fmt.Sprintf("latency: rtt %d ms %s views %d median page-alone %.1f ms framed %.1f ms framed/alone %.3f; "+
-				"fastest %.1f / %.1f ms framed/alone %.3f; paired difference %+.1f ms (%+.2f RTT)",
-				rtt, kind, views, ms(mb), ms(mf), ms(mf)/ms(mb), ms(fb), ms(ff), ms(ff)/ms(fb), ms(md), ms(md)/float64(max(rtt, 1)))
+			// The fastest views are the least disturbed.
+			mb, mf, mn := median(times[0]), median(times[1]), median(times[2])
+			fb, ff, fn := slices.Min(times[0]), slices.Min(times[1]), slices.Min(times[2])
+			line := fmt.Sprintf("latency: rtt %d ms %-13s views %d single-origin median %.1f ms fastest %.1f ms | "+
+				"framed median %.1f ms (%.3f) fastest %.1f ms (%.3f) paired %+.1f ms (%+.2f RTT) | "+
+				"framed without worker median %.1f ms (%.3f) fastest %.1f ms (%.3f) paired %+.1f ms | framed pages the gateway wrote %d",
+				rtt, a.name, views, ms(mb), ms(fb),
+				ms(mf), ms(mf)/ms(mb), ms(ff), ms(ff)/ms(fb), ms(diff(1)), ms(diff(1))/float64(max(rtt, 1)),
+				ms(mn), ms(mn)/ms(mb), ms(fn), ms(fn)/ms(fb), ms(diff(2)), gw.Stats().Frames-frames)
 			t.Log(line)
 			fmt.Println(line)
 		}

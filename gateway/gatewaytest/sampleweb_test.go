@@ -216,8 +216,9 @@ func TestSampleWebInBrowser(t *testing.T) {
 			failed[r.Origin+" "+r.URI] = r.Status
 		}
 		if r.Origin == "ui" {
-			// The framed page, its script, and the banner.
-			if !strings.HasPrefix(path, "/web/") && path != "/static/ui.js" && path != "/api/banner" && !favicon {
+			// The framed page, its script, the service worker it
+			// registers, and the banner.
+			if !strings.HasPrefix(path, "/web/") && path != "/static/ui.js" && path != "/sw.js" && path != "/api/banner" && !favicon {
 				outside = append(outside, "ui "+r.URI)
 			}
 			continue
