@@ -48,7 +48,8 @@ func newChrome(tb testing.TB) *chrome {
 // request is what a page asked for and how it ended.
 type request struct {
 	URL    string
-	Status int64 // 0: failed or blocked before a response
+	Status int64  // 0: failed or blocked before a response
+	Type   string // the response's MIME type, as Chromium read it
 	Failed string
 }
 
@@ -92,7 +93,7 @@ func (c *chrome) load(tb testing.TB, pageURL string, w, h int64, framed bool, qu
 			pending[e.RequestID] = true
 		case *network.EventResponseReceived:
 			if i, ok := byID[e.RequestID]; ok {
-				reqs[i].Status = e.Response.Status
+				reqs[i].Status, reqs[i].Type = e.Response.Status, e.Response.MimeType
 			}
 		case *network.EventLoadingFinished:
 			delete(pending, e.RequestID)
