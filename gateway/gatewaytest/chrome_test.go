@@ -63,9 +63,10 @@ type visit struct {
 
 // load opens pageURL in a new tab with a viewport of w×h (h more for the
 // banner when framed is set: the content frame then is w×h), waits for
-// the load event and for the network to be quiet for quiet, and returns
-// what the tab requested, the time to the load event and a screenshot of
-// the page (of the content frame when framed).
+// the load event, for the network to be quiet for quiet and for the page
+// to look the same in two screenshots quiet apart, and returns what the
+// tab requested, the time to the load event and a screenshot of the page
+// (of the content frame when framed).
 func (c *chrome) load(tb testing.TB, pageURL string, w, h int64, framed bool, quiet time.Duration) visit {
 	tb.Helper()
 	tab, cancel := chromedp.NewContext(c.ctx)
@@ -148,9 +149,25 @@ func (c *chrome) load(tb testing.TB, pageURL string, w, h int64, framed bool, qu
 		}
 		waitQuiet()
 	}
+	// A quiet network does not mean a settled page: a script may still
+	// be between a response and the request it leads to (on a loaded
+	// machine, for longer than quiet). The page is settled when two
+	// screenshots, quiet apart, are the same.
 	shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		tb.Fatal(err)
+	}
+	for range 10 {
+		time.Sleep(quiet)
+		waitQuiet()
+		next, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if bytes.Equal(next, shot) {
+			break
+		}
+		shot = next
 	}
 	img, err := png.Decode(bytes.NewReader(shot))
 	if err != nil {
