@@ -285,7 +285,9 @@ func tokenRefs(body []byte, host string) (refs []ref, baseHref *string) {
 					content = string(v)
 				}
 			}
-			inScript = tag == "script" && tt == html.StartTagToken && !hasSrc && isScriptType(typ)
+			// As for <style/>, "<script/>" opens a script element: the
+			// tree reads the text after it as the script's.
+			inScript = tag == "script" && !hasSrc && isScriptType(typ)
 			embed := isEmbedRel(rel)
 			for _, h := range linkHref {
 				refs = append(refs, ref{h, embed})

@@ -152,3 +152,16 @@ func FuzzJSRefs(f *testing.F) {
 		}
 	})
 }
+
+// TestInlineScriptSelfClosing: "<script/>" opens a script element, and
+// the token path reads the text after it as the tree does.
+func TestInlineScriptSelfClosing(t *testing.T) {
+	base, _ := url.Parse("http://example.org/")
+	for _, page := range []string{`<p><script/>"/a.png"</script></p>`, `<script/>"/a.png"<b>x</b></script>`} {
+		_, tok := ExtractRequisites(base, "text/html", []byte(page))
+		_, tree := ExtractRequisites(base, "text/html", []byte("<svg></svg>"+page))
+		if !slices.Equal(tok, tree) || !slices.Equal(tok, []string{"http://example.org/a.png"}) {
+			t.Errorf("%s: tokens %q, tree %q, want the image", page, tok, tree)
+		}
+	}
+}
