@@ -76,7 +76,12 @@ func (c *chrome) load(tb testing.TB, pageURL string, w, h int64, framed bool, qu
 	var mu sync.Mutex
 	var reqs []request
 	byID := map[network.RequestID]int{}
-	pending := map[network.RequestID]bool{}
+	// Requests in flight, with when they were sent. A worker's script and
+	// the PDF viewer's page are answered to another DevTools target: the
+	// tab never sees them end, so a request with no answer after
+	// unanswered is no longer waited for.
+	const unanswered = 3 * time.Second
+	pending := map[network.RequestID]time.Time{}
 	last := time.Now()
 	if _, err := chromedp.Call(ctx, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: true}); err != nil {
 		tb.Fatal(err)
@@ -91,7 +96,7 @@ func (c *chrome) load(tb testing.TB, pageURL string, w, h int64, framed bool, qu
 			}
 			byID[e.RequestID] = len(reqs)
 			reqs = append(reqs, request{URL: e.Request.URL + e.Request.URLFragment})
-			pending[e.RequestID] = true
+			pending[e.RequestID] = time.Now()
 		case *network.EventResponseReceived:
 			if i, ok := byID[e.RequestID]; ok {
 				reqs[i].Status, reqs[i].Type = e.Response.Status, e.Response.MimeType
@@ -129,13 +134,17 @@ func (c *chrome) load(tb testing.TB, pageURL string, w, h int64, framed bool, qu
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {
 			mu.Lock()
-			done := len(pending) == 0 && time.Since(last) >= quiet
+			done := time.Since(last) >= quiet
+			for _, sent := range pending {
+				done = done && time.Since(sent) >= unanswered
+			}
 			mu.Unlock()
 			if done {
 				return
 			}
 			time.Sleep(quiet / 4)
 		}
+
 	}
 	waitQuiet()
 	if framed {
