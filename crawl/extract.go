@@ -79,9 +79,12 @@ func isNavAttr(tag, key string) bool {
 // data; background attributes; url() and @import in style attributes and
 // <style> elements; the target of a meta refresh; a <base href> moves the
 // resolution base.
-// CSS (text/css) yields its url() and @import targets; JavaScript its
-// static import and export-from specifiers that are URLs or relative
-// paths (jsImports). Other types yield nothing. Links that do not resolve to a valid http(s) URL are skipped.
+// Inline scripts and script files (text/javascript and the like) yield
+// what jsRefs finds: static imports and re-exports, string specifiers of
+// import(), new URL(…, import.meta.url) and workers, and string literals
+// naming a resource of the script's own host by its path.
+// CSS (text/css) yields its url() and @import targets. Other types yield
+// nothing. Links that do not resolve to a valid http(s) URL are skipped.
 // At most MaxLinks links are returned. ExtractLinks never panics, whatever
 // the input.
 func ExtractLinks(base *url.URL, contentType string, body []byte) []string {
@@ -116,7 +119,7 @@ func extractLinks(base *url.URL, contentType string, body []byte, keep, keepReq 
 	case isCSS(mt):
 		refs = cssRefs(body, nil)
 	case isJS(mt):
-		refs = jsImports(body, nil)
+		refs = jsRefs(body, base.Host, false, nil)
 	default:
 		return nil, nil
 	}
@@ -200,7 +203,7 @@ func htmlRefs(base *url.URL, body []byte) ([]ref, *url.URL) {
 	if hasForeign(body) {
 		return treeRefs(base, body)
 	}
-	refs, href := tokenRefs(body)
+	refs, href := tokenRefs(body, base.Host)
 	if href != nil {
 		base = resolveBase(base, *href)
 	}
@@ -213,22 +216,26 @@ func hasForeign(body []byte) bool { return canon.MayHaveTag(body, "svg", "math")
 
 // tokenRefs returns the raw references of an HTML document without SVG or
 // MathML content (hasForeign) and the value of its first <base href>, if
-// any, from the token stream. Where the tree builder renames what it
-// reads, this follows it: <image> is an <img>.
-func tokenRefs(body []byte) (refs []ref, baseHref *string) {
+// any, from the token stream; host is the document's (see jsRefs). Where
+// the tree builder renames what it reads, this follows it: <image> is an
+// <img>.
+func tokenRefs(body []byte, host string) (refs []ref, baseHref *string) {
 	z := html.NewTokenizer(bytes.NewReader(body))
-	inStyle := false
+	inStyle, inScript := false, false
 	templates := 0 // open <template> elements: a <base> inside one is inert
 	for {
 		tt := z.Next()
-		wasStyle := inStyle
-		inStyle = false
+		wasStyle, wasScript := inStyle, inScript
+		inStyle, inScript = false, false
 		switch tt {
 		case html.ErrorToken:
 			return refs, baseHref
 		case html.TextToken:
-			if wasStyle {
+			switch {
+			case wasStyle:
 				refs = cssRefs(z.Text(), refs)
+			case wasScript && templates == 0:
+				refs = jsRefs(z.Text(), host, true, refs)
 			}
 		case html.EndTagToken:
 			if name, _ := z.TagName(); string(name) == "template" && templates > 0 {
@@ -248,7 +255,8 @@ func tokenRefs(body []byte) (refs []ref, baseHref *string) {
 				templates++
 			}
 			keys := linkAttrs[tag]
-			var equiv, content, rel string
+			var equiv, content, rel, typ string
+			hasSrc := false
 			var linkHref []string // a <link>'s href, classified by its rel at the end of the tag
 			for more {
 				var k, v []byte
@@ -263,7 +271,10 @@ func tokenRefs(body []byte) (refs []ref, baseHref *string) {
 					linkHref = append(linkHref, string(v))
 				case tag == "link" && key == "rel":
 					rel = string(v)
+				case tag == "script" && key == "type":
+					typ = string(v)
 				case slices.Contains(keys, key):
+					hasSrc = hasSrc || key == "src"
 					refs = append(refs, ref{string(v), !isNavAttr(tag, key)})
 				case tag == "base" && key == "href" && baseHref == nil && templates == 0:
 					h := string(v)
@@ -274,6 +285,9 @@ func tokenRefs(body []byte) (refs []ref, baseHref *string) {
 					content = string(v)
 				}
 			}
+			// As for <style/>, "<script/>" opens a script element: the
+			// tree reads the text after it as the script's.
+			inScript = tag == "script" && !hasSrc && isScriptType(typ)
 			embed := isEmbedRel(rel)
 			for _, h := range linkHref {
 				refs = append(refs, ref{h, embed})
@@ -297,6 +311,7 @@ func treeRefs(base *url.URL, body []byte) ([]ref, *url.URL) {
 	}
 	var refs []ref
 	baseSet := false
+	host := base.Host // the document's, as tokenRefs has it, whatever <base> says
 	for n := doc.Nodes[0]; n != nil; n = nextNode(n) {
 		if n.Type != html.ElementNode {
 			continue
@@ -330,6 +345,15 @@ func treeRefs(base *url.URL, body []byte) ([]ref, *url.URL) {
 					refs = cssRefs([]byte(c.Data), refs)
 				}
 			}
+		case "script":
+			typ, _ := attr(n, "type")
+			if _, src := attr(n, "src"); !src && isScriptType(typ) && !inTemplate(n) {
+				for c := n.FirstChild; c != nil; c = c.NextSibling {
+					if c.Type == html.TextNode {
+						refs = jsRefs([]byte(c.Data), host, true, refs)
+					}
+				}
+			}
 		case "meta":
 			if v, _ := attr(n, "http-equiv"); strings.EqualFold(strings.TrimSpace(v), "refresh") {
 				c, _ := attr(n, "content")
@@ -340,6 +364,13 @@ func treeRefs(base *url.URL, body []byte) ([]ref, *url.URL) {
 		}
 	}
 	return refs, base
+}
+
+// isScriptType reports whether a <script>'s type attribute makes it
+// JavaScript that runs (classic or a module) rather than a data block.
+func isScriptType(typ string) bool {
+	typ = strings.ToLower(strings.TrimSpace(typ))
+	return typ == "" || typ == "module" || isJS(mediaType(typ))
 }
 
 // resolveBase returns the base URL a <base href> value sets in a document

@@ -252,7 +252,7 @@ func (c *Crawler) process(u *url.URL, resp *http.Response, cl class, body []byte
 	switch cl {
 	case classRedirect:
 		if loc := resp.Header.Get("Location"); loc != "" {
-			p.links = c.inScope(ExtractLocation(u, loc))
+			p.links, p.reqs = c.redirectLinks(u, ExtractLocation(u, loc))
 		}
 	case classPage:
 		p.links, p.reqs = c.pageLinks(u, p.ctype, body)

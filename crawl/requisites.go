@@ -100,6 +100,37 @@ func (c *Crawler) pageLinks(base *url.URL, ct string, body []byte) (all, reqs []
 	return all, reqs
 }
 
+// redirectLinks returns the target of a redirect from u (target: none
+// or one canonical URL) that the scope admits, and the same as a
+// requisite when the redirect is a requisite's: u is dynamic while
+// AllowDynamic is off (the scope admitted it as a requisite only), or u
+// or the target names a resource by its path (isResourcePath: an image,
+// a stylesheet, a script, a font…). A requisite's target is admitted
+// with its query and travels to its owner's AddRequisites, which counts
+// it against HostRequisites, so that a requisite's redirect chain is
+// archived the same day, hop by hop, as the page that embeds it needs.
+func (c *Crawler) redirectLinks(u *url.URL, target []string) (links, reqs []string) {
+	if len(target) == 0 {
+		return nil, nil
+	}
+	if c.scope.allowDynamic || c.cfg.PageRequisites < 0 {
+		return c.inScope(target), nil
+	}
+	t, err := url.Parse(target[0])
+	if err != nil {
+		return nil, nil
+	}
+	req := isDynamic(u) || isResourcePath(u.Path, "", false) || isResourcePath(t.Path, "", false)
+	if !req {
+		return c.inScope(target), nil
+	}
+	s, kind := c.scope.checkRequisite(t, target[0])
+	if kind != "" {
+		return nil, nil
+	}
+	return []string{s}, []string{s}
+}
+
 // forward hands a page's fresh links to the Forwarder: the requisites
 // among them (reqs, sorted) through ForwardRequisites when it is a
 // RequisiteForwarder, everything else through Forward.

@@ -109,8 +109,12 @@ export const k = 1;
 if (x) { import("./lazy.js") }
 `
 	l, r := ExtractRequisites(base, "text/javascript", []byte(js))
+	// import() with a string specifier is a requisite too (jsLoads);
+	// reimport( is not import(, and a relative path in a string of a
+	// script file is not taken (jsLiterals).
 	want := []string{"http://example.org/b.js", "http://example.org/d.mjs?x=2", "http://example.org/js/a.js?v=1",
-		"http://example.org/js/e.js", "http://example.org/js/side.js", "https://cdn.example.org/f.js"}
+		"http://example.org/js/dynamic.js", "http://example.org/js/e.js", "http://example.org/js/lazy.js",
+		"http://example.org/js/side.js", "https://cdn.example.org/f.js"}
 	if len(l) != 0 || !slices.Equal(r, want) {
 		t.Errorf("links %q requisites %q\nwant %q", l, r, want)
 	}

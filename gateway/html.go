@@ -224,8 +224,57 @@ type attr struct {
 	changed, ren bool
 }
 
+// rewriteKind is what the HTML rewriter does with an attribute's value.
+type rewriteKind uint8
+
+const (
+	rewriteNone      rewriteKind = iota // kept as is
+	rewriteURL                          // one URL, into the archive at the page's date (Rewriter.URL)
+	rewriteFrameURL                     // a frame's document: rewriteURL with ModIframe
+	rewriteSrcset                       // a srcset list of URLs and sizes (Rewriter.Srcset)
+	rewriteCSS                          // a style attribute (Rewriter.CSS)
+	rewriteRefresh                      // a <meta> content, when its http-equiv is refresh (Rewriter.Refresh)
+	rewriteIntegrity                    // renamed data-herod-integrity: a rewritten resource no longer matches its hash
+)
+
+// attrKey is an attribute (lower case) of an element; tag "*" stands
+// for any element.
+type attrKey struct{ tag, attr string }
+
+// attrRewrites says how the rewriter treats each attribute of each
+// element: an entry for the element wins over the one for "*"; an
+// attribute with neither is kept as is. Only the first occurrence of an
+// attribute in a tag is rewritten: it is the one browsers use.
+var attrRewrites = map[attrKey]rewriteKind{
+	{"*", "href"}:           rewriteURL,
+	{"*", "xlink:href"}:     rewriteURL,
+	{"*", "src"}:            rewriteURL,
+	{"iframe", "src"}:       rewriteFrameURL,
+	{"frame", "src"}:        rewriteFrameURL,
+	{"*", "srcset"}:         rewriteSrcset,
+	{"*", "imagesrcset"}:    rewriteSrcset,
+	{"*", "action"}:         rewriteURL,
+	{"*", "formaction"}:     rewriteURL,
+	{"*", "background"}:     rewriteURL,
+	{"*", "poster"}:         rewriteURL,
+	{"object", "data"}:      rewriteURL,
+	{"*", "style"}:          rewriteCSS,
+	{"meta", "content"}:     rewriteRefresh,
+	{"link", "integrity"}:   rewriteIntegrity,
+	{"script", "integrity"}: rewriteIntegrity,
+}
+
+// attrRewrite returns what attrRewrites says of attribute key of
+// element tag.
+func attrRewrite(tag, key string) rewriteKind {
+	if k, ok := attrRewrites[attrKey{tag, key}]; ok {
+		return k
+	}
+	return attrRewrites[attrKey{"*", key}]
+}
+
 // tag returns the raw start tag b of element name with its URL-bearing
-// attributes rewritten; b itself when nothing changes.
+// attributes (attrRewrites) rewritten; b itself when nothing changes.
 func (h *htmlRewriter) tag(name string, b []byte) []byte {
 	attrs := scanAttrs(b)
 	if len(attrs) == 0 {
@@ -246,37 +295,31 @@ func (h *htmlRewriter) tag(name string, b []byte) []byte {
 		if !a.first || !a.hasVal {
 			continue
 		}
+		kind := attrRewrite(name, a.key)
+		if kind == rewriteNone {
+			continue
+		}
 		v := html.UnescapeString(string(b[a.vs:a.ve]))
-		nv, ok := "", false
-		switch a.key {
-		case "href", "xlink:href":
-			nv, ok = rw.URL(v, ""), true
-		case "src":
-			mod := ""
-			if name == "iframe" || name == "frame" {
-				mod = ModIframe
+		nv, ok := "", true
+		switch kind {
+		case rewriteURL:
+			nv = rw.URL(v, "")
+		case rewriteFrameURL:
+			nv = rw.URL(v, ModIframe)
+		case rewriteSrcset:
+			nv = rw.Srcset(v)
+		case rewriteCSS:
+			nv = string(rw.CSS([]byte(v)))
+		case rewriteRefresh:
+			he, _ := get("http-equiv")
+			if ok = strings.EqualFold(strings.TrimSpace(he), "refresh"); ok {
+				nv = rw.Refresh(v)
 			}
-			nv, ok = rw.URL(v, mod), true
-		case "srcset", "imagesrcset":
-			nv, ok = rw.Srcset(v), true
-		case "action", "formaction", "background", "poster":
-			nv, ok = rw.URL(v, ""), true
-		case "data":
-			if name == "object" {
-				nv, ok = rw.URL(v, ""), true
-			}
-		case "style":
-			nv, ok = string(rw.CSS([]byte(v))), true
-		case "content":
-			if name == "meta" {
-				if he, _ := get("http-equiv"); strings.EqualFold(strings.TrimSpace(he), "refresh") {
-					nv, ok = rw.Refresh(v), true
-				}
-			}
-		case "integrity":
+		case rewriteIntegrity:
 			// The rewritten resource no longer matches its hash: keep
 			// the value under a name browsers do not enforce.
-			if (name == "link" || name == "script") && !rw.identity {
+			ok = false
+			if !rw.identity {
 				a.newKey, a.ren, dirty = "data-herod-integrity", true, true
 			}
 		}

@@ -5,9 +5,9 @@
 # headless Chromium (gateway/gatewaytest TestFidelity).
 #
 # Usage: scripts/bench-fidelity.sh [BASE [PAGES]]
-#   BASE   the commit to compare with (default a8a8df0: before the replay
-#          script rewrote module imports, import(), location, written
-#          markup, workers and beacons)
+#   BASE   the commit to compare with (default 6b913a3: before the
+#          crawler archived what scripts load and requisites' redirect
+#          targets, issue 19's last step)
 #   PAGES  pages of the sample site (default 20; 3 more URLs are loaded:
 #          a page by a redirecting URL, a plain-text file and a PDF)
 #
@@ -17,7 +17,7 @@
 # $out/<side>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-base=${1:-a8a8df0}
+base=${1:-6b913a3}
 pages=${2:-20}
 
 wt=$(mktemp -d -t bench-fidelity.XXXXXX)

@@ -48,7 +48,8 @@ func newChrome(tb testing.TB) *chrome {
 // request is what a page asked for and how it ended.
 type request struct {
 	URL    string
-	Status int64 // 0: failed or blocked before a response
+	Status int64  // 0: failed or blocked before a response
+	Type   string // the response's MIME type, as Chromium read it
 	Failed string
 }
 
@@ -62,9 +63,10 @@ type visit struct {
 
 // load opens pageURL in a new tab with a viewport of w×h (h more for the
 // banner when framed is set: the content frame then is w×h), waits for
-// the load event and for the network to be quiet for quiet, and returns
-// what the tab requested, the time to the load event and a screenshot of
-// the page (of the content frame when framed).
+// the load event, for the network to be quiet for quiet and for the page
+// to look the same in two screenshots quiet apart, and returns what the
+// tab requested, the time to the load event and a screenshot of the page
+// (of the content frame when framed).
 func (c *chrome) load(tb testing.TB, pageURL string, w, h int64, framed bool, quiet time.Duration) visit {
 	tb.Helper()
 	tab, cancel := chromedp.NewContext(c.ctx)
@@ -74,7 +76,12 @@ func (c *chrome) load(tb testing.TB, pageURL string, w, h int64, framed bool, qu
 	var mu sync.Mutex
 	var reqs []request
 	byID := map[network.RequestID]int{}
-	pending := map[network.RequestID]bool{}
+	// Requests in flight, with when they were sent. A worker's script and
+	// the PDF viewer's page are answered to another DevTools target: the
+	// tab never sees them end, so a request with no answer after
+	// unanswered is no longer waited for.
+	const unanswered = 3 * time.Second
+	pending := map[network.RequestID]time.Time{}
 	last := time.Now()
 	if _, err := chromedp.Call(ctx, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: true}); err != nil {
 		tb.Fatal(err)
@@ -89,10 +96,10 @@ func (c *chrome) load(tb testing.TB, pageURL string, w, h int64, framed bool, qu
 			}
 			byID[e.RequestID] = len(reqs)
 			reqs = append(reqs, request{URL: e.Request.URL + e.Request.URLFragment})
-			pending[e.RequestID] = true
+			pending[e.RequestID] = time.Now()
 		case *network.EventResponseReceived:
 			if i, ok := byID[e.RequestID]; ok {
-				reqs[i].Status = e.Response.Status
+				reqs[i].Status, reqs[i].Type = e.Response.Status, e.Response.MimeType
 			}
 		case *network.EventLoadingFinished:
 			delete(pending, e.RequestID)
@@ -127,13 +134,17 @@ func (c *chrome) load(tb testing.TB, pageURL string, w, h int64, framed bool, qu
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {
 			mu.Lock()
-			done := len(pending) == 0 && time.Since(last) >= quiet
+			done := time.Since(last) >= quiet
+			for _, sent := range pending {
+				done = done && time.Since(sent) >= unanswered
+			}
 			mu.Unlock()
 			if done {
 				return
 			}
 			time.Sleep(quiet / 4)
 		}
+
 	}
 	waitQuiet()
 	if framed {
@@ -147,9 +158,25 @@ func (c *chrome) load(tb testing.TB, pageURL string, w, h int64, framed bool, qu
 		}
 		waitQuiet()
 	}
+	// A quiet network does not mean a settled page: a script may still
+	// be between a response and the request it leads to (on a loaded
+	// machine, for longer than quiet). The page is settled when two
+	// screenshots, quiet apart, are the same.
 	shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		tb.Fatal(err)
+	}
+	for range 10 {
+		time.Sleep(quiet)
+		waitQuiet()
+		next, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if bytes.Equal(next, shot) {
+			break
+		}
+		shot = next
 	}
 	img, err := png.Decode(bytes.NewReader(shot))
 	if err != nil {

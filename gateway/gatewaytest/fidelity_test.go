@@ -168,7 +168,10 @@ func inArchive(ctx context.Context, m *crawlMem, u string) bool {
 // crawler archives the fidelity sample site (internal/fidelityweb), then
 // headless Chromium loads each page live and through the gateway (framed,
 // as a reader sees it) and the test reports the share of the
-// subresources loaded live that also loaded in replay, the share of pages
+// subresources loaded live that also loaded in replay (the page's own
+// http(s) requests: not the browser's PDF viewer or /favicon.ico), why
+// the others are missing (never archived; archived but not loaded in
+// replay; loaded with another type), the share of pages
 // whose replay differs from the live page in less than 2% of pixels (the
 // content frame against the live viewport: the banner excluded), the
 // requests that reached the live site during the replays, and the
@@ -208,6 +211,7 @@ func TestFidelity(t *testing.T) {
 
 	const w, h = 1024, 768
 	var liveSubs, replayed, archived, archivedReplayed, equal, left, outside int
+	var notArchived, notLoaded, wrongType int // why live subresources are missing in replay
 	var liveLoad, replayLoad time.Duration
 	for _, p := range pages {
 		live := br.load(t, p, w, h, false, 300*time.Millisecond)
@@ -217,14 +221,14 @@ func TestFidelity(t *testing.T) {
 		liveLoad += live.Load
 		replayLoad += rep.Load
 
-		got := map[string]bool{}
+		got := map[string]string{} // resource → its type in replay
 		for _, r := range rep.Requests {
 			host := hostOf(r.URL)
 			switch {
 			case host == hostOf(ui):
 			case host == hostOf(content):
 				if a := archivedURL(r.URL, content); a != "" && r.Status >= 200 && r.Status < 400 {
-					got[resourceKey(a)] = true
+					got[resourceKey(a)] = r.Type
 				}
 			case strings.HasPrefix(r.URL, "http"):
 				outside++ // blocked by the content policy, or it reached a live host
@@ -238,7 +242,9 @@ func TestFidelity(t *testing.T) {
 				doc = r.Status >= 300 && r.Status < 400
 				continue
 			}
-			if r.Status < 200 || r.Status >= 400 || strings.HasSuffix(r.URL, "/favicon.ico") {
+			// Not the page's: the browser's own (its PDF viewer is a
+			// chrome-extension: page), a favicon it asks of any site.
+			if r.Status < 200 || r.Status >= 400 || !strings.HasPrefix(r.URL, "http") || strings.HasSuffix(r.URL, "/favicon.ico") {
 				continue
 			}
 			subs++
@@ -246,13 +252,22 @@ func TestFidelity(t *testing.T) {
 			if held {
 				archived++
 			}
-			if got[resourceKey(r.URL)] {
+			typ, ok := got[resourceKey(r.URL)]
+			switch {
+			case ok && r.Status < 300 && typ != r.Type: // a redirect has no type to compare
+				wrongType++
+				missing = append(missing, r.URL+" (replayed as "+typ+", live "+r.Type+")")
+			case ok:
 				replayed++
 				if held {
 					archivedReplayed++
 				}
-			} else {
-				missing = append(missing, r.URL)
+			case held:
+				notLoaded++
+				missing = append(missing, r.URL+" (archived, not loaded in replay)")
+			default:
+				notArchived++
+				missing = append(missing, r.URL+" (never archived)")
 			}
 		}
 		liveSubs += subs
@@ -273,11 +288,13 @@ func TestFidelity(t *testing.T) {
 			rep.Load.Round(time.Millisecond), missing)
 	}
 	np := len(pages)
-	summary := fmt.Sprintf("fidelity: pages %d subresources %d/%d (%.1f%%) of-archived %d/%d (%.1f%%) visually-equal %d/%d (%.1f%%) "+
+	summary := fmt.Sprintf("fidelity: pages %d subresources %d/%d (%.1f%%) of-archived %d/%d (%.1f%%) "+
+		"missing: never-archived %d archived-not-loaded %d wrong-type %d visually-equal %d/%d (%.1f%%) "+
 		"reached-live %d blocked-outside %d fetches/page %.2f extra-fetches/page %.2f archive-bytes/page %.0f "+
 		"load-ms/page live %.1f replay %.1f",
 		np, replayed, liveSubs, 100*float64(replayed)/float64(max(liveSubs, 1)),
-		archivedReplayed, archived, 100*float64(archivedReplayed)/float64(max(archived, 1)), equal, np, 100*float64(equal)/float64(np),
+		archivedReplayed, archived, 100*float64(archivedReplayed)/float64(max(archived, 1)),
+		notArchived, notLoaded, wrongType, equal, np, 100*float64(equal)/float64(np),
 		left, outside, float64(stats.FetchedToday)/float64(n), float64(stats.FetchedToday-without.FetchedToday)/float64(n),
 		float64(m.bytes)/float64(n), float64(liveLoad.Milliseconds())/float64(np), float64(replayLoad.Milliseconds())/float64(np))
 	t.Log(summary)

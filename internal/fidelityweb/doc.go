@@ -11,6 +11,8 @@
 //     absolute, root-relative and relative URLs, imports one more with
 //     import(), fetches the page's JSON (announced by <link rel=preload>)
 //     with a timestamp cache-buster, and builds part of the page from it;
+//     the imported module adds an image by a URL relative to its own
+//     (new URL(…, import.meta.url)) and starts a worker;
 //   - links to a plain-text file and a PDF, and to the next page by a URL
 //     that redirects.
 //

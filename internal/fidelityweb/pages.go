@@ -73,7 +73,15 @@ import("./lib/widget.js?v=2024.1").then((m) => m.fill(document.getElementById("w
   i.width = 240; i.height = 80; i.alt = "widget";
   i.src = "SITE/img/widget.png?v=1";
   el.appendChild(i);
+  const badge = new Image(80, 80);
+  badge.alt = "badge";
+  badge.src = new URL("../../img/badge.png?v=2", import.meta.url);
+  el.appendChild(badge);
+  const w = new Worker("/static/worker.js?v=1");
+  w.onmessage = (e) => { el.appendChild(document.createTextNode(" · " + e.data)); };
 }
+`,
+	"/static/worker.js": `postMessage("worker ready");
 `,
 }
 

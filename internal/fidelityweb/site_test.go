@@ -31,6 +31,8 @@ func TestSite(t *testing.T) {
 		{"/img/new.png?v=1", "image/png", 200, "\x89PNG"},
 		{"/static/site.css?v=2024.1", "text/css", 200, `@import url("theme.css?v=7")`},
 		{"/static/app.js?v=2024.1", "text/javascript", 200, `from "` + s.URL() + `/static/lib/fmt.js?v=2024.1"`},
+		{"/static/lib/widget.js?v=2024.1", "text/javascript", 200, `new URL("../../img/badge.png?v=2", import.meta.url)`},
+		{"/static/worker.js?v=1", "text/javascript", 200, `postMessage("worker ready")`},
 		{"/api/page-1.json?_=1700000000000", "application/json", 200, `"alpha 1"`},
 		{"/static/font.ttf?v=7", "font/ttf", 200, ""},
 		{"/docs/notes.txt", "text/plain; charset=utf-8", 200, "Plain-text notes"},
@@ -49,7 +51,7 @@ func TestSite(t *testing.T) {
 	if got := len(s.Pages()); got != 6 {
 		t.Errorf("%d URLs to load, want 3 pages and 3 more", got)
 	}
-	if s.Requests() != 11 {
-		t.Errorf("counted %d requests, want 11", s.Requests())
+	if s.Requests() != 13 {
+		t.Errorf("counted %d requests, want 13", s.Requests())
 	}
 }
