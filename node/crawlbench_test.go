@@ -28,7 +28,6 @@ import (
 
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/benchsite"
-	"github.com/herod-archive/herod/internal/cpugate"
 	"github.com/herod-archive/herod/internal/sampleweb"
 )
 
@@ -92,7 +91,7 @@ func TestCrawlRate(t *testing.T) {
 	if err != nil {
 		t.Fatal("wget not installed (scripts/bench-crawl.sh installs it)")
 	}
-	t.Logf("GOMAXPROCS %d on %d CPUs, processing gate %d slots", runtime.GOMAXPROCS(0), runtime.NumCPU(), cpugate.Shared().Stats().Slots)
+	t.Logf("GOMAXPROCS %d on %d CPUs", runtime.GOMAXPROCS(0), runtime.NumCPU())
 	dir := t.TempDir()
 	site := filepath.Join(dir, "site")
 	if err := sampleweb.WriteStaticSite(site, *crawlBenchPages, benchSeed); err != nil {

@@ -26,7 +26,6 @@ import (
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/canon"
-	"github.com/herod-archive/herod/internal/cpugate"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/p2p"
 )
@@ -168,15 +167,11 @@ func New(cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("node: ring: %w", err)
 	}
 	n.identity = keySigner{key: key, peer: n.self.Peer}
-	// The archive's processing gate (deferred compression, archive.Options.CPU);
-	// the crawler computes in its fetch goroutines (docs/crawl.md, "Measured").
-	gate := cpugate.Shared()
 	n.store, err = archive.Open(filepath.Join(cfg.DataDir, "archive"), archive.Options{
 		DayLength: cfg.DayLength,
 		Quota:     cfg.Quota,
 		GzipLevel: cfg.GzipLevel,
 		NoSync:    cfg.NoSync,
-		CPU:       gate,
 		Signer:    n.identity,
 		Verifier:  peerVerifier{},
 		Logger:    n.log.With("sub", "archive"),
