@@ -23,7 +23,7 @@
 //     are removed and refused ring-wide when a purge authority the
 //     operator listed (or the peer itself) orders it; orders flood the
 //     ring and are exchanged again at the start of each replication round
-//     (purge.go).
+//     (purge.go, package purge).
 //   - /herod/summary/1.0.0 answers a member's /ring page with this node's
 //     state, crawl day, versions and replication health (summary.go).
 //

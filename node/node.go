@@ -26,6 +26,7 @@ import (
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/purge"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/p2p"
 )
@@ -34,29 +35,30 @@ import (
 // the ring, the archive it keeps, the crawler that fills it and the gateway
 // that serves it.
 type Node struct {
-	cfg      Config
-	log      *slog.Logger
-	host     host.Host
-	bwc      *metrics.BandwidthCounter
-	bw       bandwidth            // byte-rate caps (bandwidth.go)
-	metrics  *prometheus.Registry // the node's own and its libp2p host's (metrics.go)
-	ring     *ring.Ring
-	tr       *p2p.Transport
-	memberOK memberCache // membership answers of member.go
-	identity keySigner   // signs versions and purge orders
-	purge    *purger     // purge orders (purge.go)
-	store    *archive.Store
-	crawler  *crawl.Crawler
-	fwd      *forwarder
-	outbox   *outbox
-	dht      atomic.Pointer[p2p.DHT]
-	repl     *replicator
-	gw       *gateway.Server
-	httpSrv  *http.Server // the gateway's UI origin
-	gwLn     net.Listener
-	rpSrv    *http.Server // the gateway's content (replay) origin
-	rpLn     net.Listener
-	self     ring.Contact
+	cfg         Config
+	log         *slog.Logger
+	host        host.Host
+	bwc         *metrics.BandwidthCounter
+	bw          bandwidth            // byte-rate caps (bandwidth.go)
+	metrics     *prometheus.Registry // the node's own and its libp2p host's (metrics.go)
+	ring        *ring.Ring
+	tr          *p2p.Transport
+	memberOK    memberCache   // membership answers of member.go
+	identity    keySigner     // signs versions and purge orders
+	purge       *purge.Book   // purge orders (purge.go)
+	purgeSpread chan struct{} // a token: push the purge orders to the neighbours (spreadLoop)
+	store       *archive.Store
+	crawler     *crawl.Crawler
+	fwd         *forwarder
+	outbox      *outbox
+	dht         atomic.Pointer[p2p.DHT]
+	repl        *replicator
+	gw          *gateway.Server
+	httpSrv     *http.Server // the gateway's UI origin
+	gwLn        net.Listener
+	rpSrv       *http.Server // the gateway's content (replay) origin
+	rpLn        net.Listener
+	self        ring.Contact
 
 	ctx     context.Context // lives from Start to Close
 	cancel  context.CancelFunc
