@@ -30,7 +30,7 @@
 // When a range grows in the middle of a day (a predecessor died or left)
 // the crawler queues its known URLs at once (takeover.go). Behind a home
 // router the node takes the public address the router maps to it
-// (reach.go), or, when nothing is mapped, joins through a circuit relay on
+// (package reach), or, when nothing is mapped, joins through a circuit relay on
 // a member (relayed.go); it finds its household's other nodes on the LAN
 // (lan.go), and leaves and joins again when its public address changes.
 // Every few minutes the node checks its share of the ring and moves a

@@ -27,6 +27,7 @@ import (
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/purge"
+	"github.com/herod-archive/herod/reach"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/p2p"
 )
@@ -120,9 +121,9 @@ func New(cfg Config) (n *Node, err error) {
 	}
 	tr := p2p.New(n.host, cfg.Logger.With("sub", "ring"))
 	n.tr = tr
-	addr, how, err := ringAddress(context.Background(), n.host, cfg.Listen, cfg.Announce, cfg.AddrTimeout)
+	addr, how, err := reach.RingAddress(context.Background(), n.host, cfg.Listen, cfg.Announce, cfg.AddrTimeout)
 	var relay string
-	if errors.Is(err, errNoPublicAddr) && len(cfg.Join) > 0 {
+	if errors.Is(err, reach.ErrNoPublicAddr) && len(cfg.Join) > 0 {
 		// Nobody can dial this node: it joins through a relay.
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.AddrTimeout)
 		var rerr error
