@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/export"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
@@ -143,7 +144,7 @@ func (n *Node) localPage(ctx context.Context, q archive.Query, pr pageRequest) (
 	}
 	if pr.Domain != "" {
 		err = n.store.URLs(ctx, archive.Query{}, func(u string) error {
-			if !gateway.InDomain(lowerHost(u), gq.URL) {
+			if !gateway.InDomain(export.LowerHost(u), gq.URL) {
 				return nil
 			}
 			return n.store.Scan(ctx, archive.Query{URL: u, From: q.From, To: q.To}, add)

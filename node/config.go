@@ -131,7 +131,7 @@ type Config struct {
 	// carries out for any peer (herod run --purge-authority): the nodes
 	// the ring's operator orders purges from. Without them the node
 	// carries out only a peer's retraction of its own captures and its
-	// own operator's orders (Node.Purge; purge.go).
+	// own operator's orders (Node.Purge; package purge).
 	PurgeAuthorities []string
 	// Replicas is k, the real nodes that hold every version: its owner
 	// and the next k-1 distinct real nodes clockwise. It must be the

@@ -28,7 +28,6 @@ import (
 
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/benchsite"
-	"github.com/herod-archive/herod/internal/cpugate"
 	"github.com/herod-archive/herod/internal/sampleweb"
 )
 
@@ -45,7 +44,7 @@ var (
 	crawlBenchPages  = flag.Int("crawlbench.pages", 3000, "HTML pages in the static site (images, CSS and scripts come on top)")
 	crawlBenchRounds = flag.Int("crawlbench.rounds", 3, "interleaved rounds; the median of each contestant is reported")
 	crawlBenchRing   = flag.Int("crawlbench.ring", 4, "nodes in the multi-node ring")
-	crawlBenchConns  = flag.Int("crawlbench.hostconns", 1, "herod crawl.Config.HostConns per node (wget uses one connection)")
+	crawlBenchConns  = flag.Int("crawlbench.hostconns", 2, "herod crawl.Config.HostConns per node (wget uses one connection)")
 	crawlBenchBudget = flag.String("crawlbench.budget", "ring", `herod's per-host pacing: "ring" (the shipped ring-wide budget at HostRate 1e9) or "none" (no pacing at all)`)
 	crawlBenchFlush  = flag.Duration("crawlbench.flush", 0, "herod Config.FlushInterval (0: the node default)")
 	crawlBenchGzip   = flag.Int("crawlbench.gzip", 0, "herod Config.GzipLevel (0: the archive default)")
@@ -77,7 +76,7 @@ func (c crawlResult) rate() float64 { return float64(len(c.rec.Paths)) / c.elaps
 // each contestant's median. herod runs with storing, hashing, indexing and
 // link forwarding as shipped, but with no per-host rate limit (HostRate
 // 1e9) so that it is compared with wget, which has none either; each node
-// keeps HostConns connections to the site (default 1, like wget). With
+// keeps HostConns connections to the site (-crawlbench.hostconns, default 2; wget uses one). With
 // -crawlbench.budget=none the node's ring-wide host budget is replaced by
 // one that never waits, which shows what the budget itself costs.
 //
@@ -92,7 +91,7 @@ func TestCrawlRate(t *testing.T) {
 	if err != nil {
 		t.Fatal("wget not installed (scripts/bench-crawl.sh installs it)")
 	}
-	t.Logf("GOMAXPROCS %d on %d CPUs, processing gate %d slots", runtime.GOMAXPROCS(0), runtime.NumCPU(), cpugate.Shared().Stats().Slots)
+	t.Logf("GOMAXPROCS %d on %d CPUs", runtime.GOMAXPROCS(0), runtime.NumCPU())
 	dir := t.TempDir()
 	site := filepath.Join(dir, "site")
 	if err := sampleweb.WriteStaticSite(site, *crawlBenchPages, benchSeed); err != nil {

@@ -15,7 +15,8 @@
 //     t" for URLs the node stores, so that any gateway answers any URL.
 //   - /herod/query/1.0.0 lists or exports (as WARC) the versions a node
 //     holds for a host, prefix or date range; the gateway's /cdx and
-//     /export ask every real node, found by walking the ring, and merge.
+//     /export ask every real node, found by walking the ring, and merge
+//     (the export stream: package export).
 //   - /herod/robots/1.0.0 and /herod/budget/1.0.0 make politeness hold for
 //     the ring: the owner of a host's robots.txt fetches it for everyone,
 //     and the owner of the host hands out its request slots.
@@ -23,14 +24,14 @@
 //     are removed and refused ring-wide when a purge authority the
 //     operator listed (or the peer itself) orders it; orders flood the
 //     ring and are exchanged again at the start of each replication round
-//     (purge.go).
+//     (purge.go, package purge).
 //   - /herod/summary/1.0.0 answers a member's /ring page with this node's
 //     state, crawl day, versions and replication health (summary.go).
 //
 // When a range grows in the middle of a day (a predecessor died or left)
 // the crawler queues its known URLs at once (takeover.go). Behind a home
 // router the node takes the public address the router maps to it
-// (reach.go), or, when nothing is mapped, joins through a circuit relay on
+// (package reach), or, when nothing is mapped, joins through a circuit relay on
 // a member (relayed.go); it finds its household's other nodes on the LAN
 // (lan.go), and leaves and joins again when its public address changes.
 // Every few minutes the node checks its share of the ring and moves a

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -98,17 +97,8 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("image %s replayed as %q", img, ctype)
 	}
 
-	// The status page and the metrics show the processing gate at work.
-	stBody, _ := get(t, a.GatewayURL()+"api/status")
-	var st Status
-	if err := json.Unmarshal([]byte(stBody), &st); err != nil {
-		t.Fatal(err)
-	}
-	if p := st.Processing; p.Slots < 1 || p.GOMAXPROCS < 1 || p.Entries == 0 || (runtime.GOOS == "linux" && !p.LowPrio) {
-		t.Fatalf("status processing %+v after a crawl", p)
-	}
 	m, _ := get(t, a.GatewayURL()+"metrics")
-	for _, name := range []string{"herod_processing_waits_total", "herod_archive_segments", "herod_crawl_", "herod_forward_sent_total",
+	for _, name := range []string{"herod_archive_segments", "herod_crawl_", "herod_forward_sent_total",
 		"herod_replication_below_k", "herod_replication_lag_seconds", "herod_politeness_leases_total", "herod_wire_bytes_total",
 		"herod_bandwidth_cap_bytes_per_second", "libp2p_swarm_"} {
 		if !strings.Contains(m, name) {

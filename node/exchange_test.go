@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/archive/exchange"
+	"github.com/herod-archive/herod/export"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/sampleweb"
 )
@@ -39,7 +41,7 @@ func TestRingExchange(t *testing.T) {
 	if err := lr.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	host := lowerHost(web.Seeds()[0])
+	host := export.LowerHost(web.Seeds()[0])
 	want, holders := unionOf(ctx, t, lr, archive.Query{Host: host})
 	if len(want) < 20 || holders < 2 {
 		t.Fatalf("host %s: %d versions on %d nodes; the test needs a spread host", host, len(want), holders)
@@ -77,7 +79,7 @@ func TestRingExchange(t *testing.T) {
 				t.Fatalf("page %d header %q", pages, rows)
 			}
 			for _, r := range rows[1:] {
-				d, err := b32.DecodeString(r[2])
+				d, err := base32.StdEncoding.DecodeString(r[2])
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/herod-archive/herod/reach"
 	"io/fs"
 	"net"
 	"net/netip"
@@ -143,7 +144,7 @@ func newHost(listen string, key crypto.PrivKey, bwc metrics.Reporter, reg promet
 		libp2p.PrometheusRegisterer(reg), // libp2p's own metrics, on the node's /metrics
 		libp2p.BandwidthReporter(bwc),
 	}
-	if wantsPortMap(listen) {
+	if reach.WantsPortMap(listen) {
 		opts = append(opts, libp2p.NATPortMap())
 	}
 	h, err := libp2p.New(opts...)

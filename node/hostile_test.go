@@ -25,6 +25,7 @@ import (
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/politeness"
+	"github.com/herod-archive/herod/purge"
 	"github.com/herod-archive/herod/replicate"
 	"github.com/herod-archive/herod/ring"
 )
@@ -323,16 +324,16 @@ func TestHostilePeers(t *testing.T) {
 	// Purge orders: the target trusts no authority, so only a peer's
 	// retraction of its own captures (or its own operator) would do.
 	honest := lr.Nodes[2].self.Peer
-	order := func(signer keySigner, issuer, victim string, at time.Time) PurgeOrder {
-		o := PurgeOrder{Peer: victim, Issuer: issuer, Time: at}
-		sig, err := signer.Sign(purgeMessage(o))
+	order := func(signer keySigner, issuer, victim string, at time.Time) purge.Order {
+		o := purge.Order{Peer: victim, Issuer: issuer, Time: at}
+		sig, err := signer.Sign(purge.Message(o))
 		if err != nil {
 			t.Fatal(err)
 		}
 		o.Sig = sig
 		return o
 	}
-	push := func(h host.Host, orders ...PurgeOrder) func(ctx context.Context) error {
+	push := func(h host.Host, orders ...purge.Order) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
 			var rep purgeReply
 			if err := rawJSON(ctx, h, tid, purgeProtocol, purgeRequest{Orders: orders}, &rep); err != nil {
@@ -345,7 +346,7 @@ func TestHostilePeers(t *testing.T) {
 		}
 	}
 	ms := member.identity
-	many := make([]PurgeOrder, maxPurgeOrders+1)
+	many := make([]purge.Order, purge.MaxOrders+1)
 	for i := range many {
 		many[i] = order(ms, ms.peer, ms.peer, time.Now())
 	}
@@ -381,7 +382,7 @@ func TestHostilePeers(t *testing.T) {
 		{"non-member: purge order (its own retraction)", push(bare, order(ms, ms.peer, ms.peer, time.Now())), ""},
 		{"member: purge order for another member's captures, signed by itself", push(member.host, order(ms, ms.peer, honest, time.Now())), "does not trust"},
 		{"member: purge order in the target's own name", push(member.host, order(ms, target.self.Peer, honest, time.Now())), "bad signature"},
-		{"member: authentic order with the purged peer changed", push(member.host, func() PurgeOrder {
+		{"member: authentic order with the purged peer changed", push(member.host, func() purge.Order {
 			o := order(ms, ms.peer, ms.peer, time.Now())
 			o.Peer = honest
 			return o

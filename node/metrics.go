@@ -84,9 +84,6 @@ var (
 		gauge("ring_vnodes", "Virtual servers this node runs.", func(st *Status) float64 { return float64(len(st.Ring.Vnodes)) }),
 		gauge("ring_suspects", "Peers this node suspects of having failed.", func(st *Status) float64 { return float64(len(st.Ring.Suspects)) }),
 		counter("trust_refused_total", "Streams refused from peers that are no verified ring member.", func(st *Status) float64 { return float64(st.Trust.NotMember) }),
-		// processing
-		counter("processing_waits_total", "Page processing that waited for a worker of the process's CPU gate.", func(st *Status) float64 { return float64(st.Processing.Waits) }),
-		counter("processing_wait_seconds_total", "Seconds page processing waited for the CPU gate.", func(st *Status) float64 { return st.Processing.WaitedSec }),
 	}
 	mWire  = desc("wire_bytes_total", "Stream bytes by libp2p protocol and direction (muxer and encryption framing excluded).", "protocol", "dir")
 	mReach = desc("reach", "How the ring reaches this node: 1 for the current way (listen, mapped by the router, announced).", "how")

@@ -26,7 +26,8 @@ import (
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/canon"
-	"github.com/herod-archive/herod/internal/cpugate"
+	"github.com/herod-archive/herod/purge"
+	"github.com/herod-archive/herod/reach"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/claim"
 	"github.com/herod-archive/herod/ring/p2p"
@@ -36,29 +37,30 @@ import (
 // the ring, the archive it keeps, the crawler that fills it and the gateway
 // that serves it.
 type Node struct {
-	cfg      Config
-	log      *slog.Logger
-	host     host.Host
-	bwc      *metrics.BandwidthCounter
-	bw       bandwidth            // byte-rate caps (bandwidth.go)
-	metrics  *prometheus.Registry // the node's own and its libp2p host's (metrics.go)
-	ring     *ring.Ring
-	tr       *p2p.Transport
-	memberOK memberCache // membership answers of member.go
-	identity keySigner   // signs versions and purge orders
-	purge    *purger     // purge orders (purge.go)
-	store    *archive.Store
-	crawler  *crawl.Crawler
-	fwd      *forwarder
-	outbox   *outbox
-	dht      atomic.Pointer[p2p.DHT]
-	repl     *replicator
-	gw       *gateway.Server
-	httpSrv  *http.Server // the gateway's UI origin
-	gwLn     net.Listener
-	rpSrv    *http.Server // the gateway's content (replay) origin
-	rpLn     net.Listener
-	self     ring.Contact
+	cfg         Config
+	log         *slog.Logger
+	host        host.Host
+	bwc         *metrics.BandwidthCounter
+	bw          bandwidth            // byte-rate caps (bandwidth.go)
+	metrics     *prometheus.Registry // the node's own and its libp2p host's (metrics.go)
+	ring        *ring.Ring
+	tr          *p2p.Transport
+	memberOK    memberCache   // membership answers of member.go
+	identity    keySigner     // signs versions and purge orders
+	purge       *purge.Book   // purge orders (purge.go)
+	purgeSpread chan struct{} // a token: push the purge orders to the neighbours (spreadLoop)
+	store       *archive.Store
+	crawler     *crawl.Crawler
+	fwd         *forwarder
+	outbox      *outbox
+	dht         atomic.Pointer[p2p.DHT]
+	repl        *replicator
+	gw          *gateway.Server
+	httpSrv     *http.Server // the gateway's UI origin
+	gwLn        net.Listener
+	rpSrv       *http.Server // the gateway's content (replay) origin
+	rpLn        net.Listener
+	self        ring.Contact
 
 	ctx     context.Context // lives from Start to Close
 	cancel  context.CancelFunc
@@ -119,9 +121,9 @@ func New(cfg Config) (n *Node, err error) {
 	}
 	tr := p2p.New(n.host, cfg.Logger.With("sub", "ring"))
 	n.tr = tr
-	addr, how, err := ringAddress(context.Background(), n.host, cfg.Listen, cfg.Announce, cfg.AddrTimeout)
+	addr, how, err := reach.RingAddress(context.Background(), n.host, cfg.Listen, cfg.Announce, cfg.AddrTimeout)
 	var relay string
-	if errors.Is(err, errNoPublicAddr) && len(cfg.Join) > 0 {
+	if errors.Is(err, reach.ErrNoPublicAddr) && len(cfg.Join) > 0 {
 		// Nobody can dial this node: it joins through a relay.
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.AddrTimeout)
 		var rerr error
@@ -170,15 +172,11 @@ func New(cfg Config) (n *Node, err error) {
 	}
 	n.claims = n.newClaims()
 	n.identity = keySigner{key: key, peer: n.self.Peer}
-	// The archive's processing gate (deferred compression, archive.Options.CPU);
-	// the crawler computes in its fetch goroutines (docs/crawl.md, "Measured").
-	gate := cpugate.Shared()
 	n.store, err = archive.Open(filepath.Join(cfg.DataDir, "archive"), archive.Options{
 		DayLength: cfg.DayLength,
 		Quota:     cfg.Quota,
 		GzipLevel: cfg.GzipLevel,
 		NoSync:    cfg.NoSync,
-		CPU:       gate,
 		Signer:    n.identity,
 		Verifier:  peerVerifier{},
 		Logger:    n.log.With("sub", "archive"),

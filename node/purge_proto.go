@@ -11,6 +11,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/purge"
 	"github.com/herod-archive/herod/replicate"
 	"github.com/herod-archive/herod/ring"
 )
@@ -19,27 +20,30 @@ import (
 // (the sender's digest of its orders, and orders it pushes), one JSON
 // reply (the receiver's digest, and all its orders when the digests
 // differ). Members only; a request or reply is at most maxPurgeFrame and
-// holds at most maxPurgeOrders orders.
+// holds at most purge.MaxOrders orders.
 const purgeProtocol protocol.ID = "/herod/purge/1.0.0"
 
 // purgeRequest is a purge protocol request.
 type purgeRequest struct {
-	Digest string       `json:"digest"`
-	Orders []PurgeOrder `json:"orders,omitempty"`
+	Digest string        `json:"digest"`
+	Orders []purge.Order `json:"orders,omitempty"`
 }
 
 // purgeReply answers a purgeRequest. Refused counts the pushed orders
 // the receiver refused, Error names the first refusal.
 type purgeReply struct {
-	Digest  string       `json:"digest"`
-	Orders  []PurgeOrder `json:"orders,omitempty"`
-	Refused int          `json:"refused,omitempty"`
-	Error   string       `json:"error,omitempty"`
+	Digest  string        `json:"digest"`
+	Orders  []purge.Order `json:"orders,omitempty"`
+	Refused int           `json:"refused,omitempty"`
+	Error   string        `json:"error,omitempty"`
 }
 
 // purgeTimeout bounds one exchange: the receiver carries out new orders
 // before it answers, which scans its archive.
 const purgeTimeout = 5 * time.Minute
+
+// maxPurgeFrame bounds one request or reply of the purge protocol.
+const maxPurgeFrame = 512 << 10
 
 // handlePurge answers a member's purge exchange.
 func (n *Node) handlePurge(s network.Stream) {
@@ -55,22 +59,22 @@ func (n *Node) handlePurge(s network.Stream) {
 		return
 	}
 	var rep purgeReply
-	if len(req.Orders) > maxPurgeOrders {
-		rep.Error = fmt.Sprintf("node: %d purge orders in one request, at most %d", len(req.Orders), maxPurgeOrders)
+	if len(req.Orders) > purge.MaxOrders {
+		rep.Error = fmt.Sprintf("node: %d purge orders in one request, at most %d", len(req.Orders), purge.MaxOrders)
 		_ = wire.WriteJSON(s, rep)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), purgeTimeout)
 	defer cancel()
 	for _, o := range req.Orders {
-		if _, _, err := n.purge.take(ctx, o); err != nil {
+		if _, _, err := n.purge.Take(ctx, o); err != nil {
 			rep.Refused++
 			if rep.Error == "" {
 				rep.Error = err.Error()
 			}
 		}
 	}
-	orders, digest := n.purge.list()
+	orders, digest := n.purge.List()
 	rep.Digest = digest
 	if req.Digest != digest {
 		rep.Orders = orders
@@ -109,20 +113,20 @@ func (n *Node) callPurge(ctx context.Context, c ring.Contact, req purgeRequest) 
 // when they still differ (c holds an order this node refuses, or the
 // other way round).
 func (n *Node) exchangePurge(ctx context.Context, c ring.Contact) (string, error) {
-	_, digest := n.purge.list()
+	_, digest := n.purge.List()
 	rep, err := n.callPurge(ctx, c, purgeRequest{Digest: digest})
 	if err != nil {
 		return "", err
 	}
-	if len(rep.Orders) > maxPurgeOrders {
-		return "", fmt.Errorf("purge reply from %s: %d orders, at most %d", c.Addr, len(rep.Orders), maxPurgeOrders)
+	if len(rep.Orders) > purge.MaxOrders {
+		return "", fmt.Errorf("purge reply from %s: %d orders, at most %d", c.Addr, len(rep.Orders), purge.MaxOrders)
 	}
 	for _, o := range rep.Orders {
-		if _, _, err := n.purge.take(ctx, o); err != nil && ctx.Err() != nil {
+		if _, _, err := n.purge.Take(ctx, o); err != nil && ctx.Err() != nil {
 			return "", err
 		}
 	}
-	mine, digest := n.purge.list()
+	mine, digest := n.purge.List()
 	if digest == rep.Digest {
 		return digest, nil
 	}
@@ -146,7 +150,7 @@ func (n *Node) exchangePurge(ctx context.Context, c ring.Contact) (string, error
 // peers in its routing state.
 func (n *Node) spreadPurge() {
 	select {
-	case n.purge.spread <- struct{}{}:
+	case n.purgeSpread <- struct{}{}:
 	default:
 	}
 }
@@ -161,9 +165,9 @@ func (n *Node) spreadLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-n.purge.spread:
+		case <-n.purgeSpread:
 		}
-		mine, digest := n.purge.list()
+		mine, digest := n.purge.List()
 		if len(mine) == 0 {
 			continue
 		}
@@ -198,17 +202,16 @@ func (n *Node) spreadLoop(ctx context.Context) {
 }
 
 // gatedStore is the store replication imports into: imports wait while
-// a purge runs (purger.importMu).
+// a purge runs (purge.Book.Importing).
 type gatedStore struct {
 	*archive.Store
-	p *purger
+	p *purge.Book
 }
 
 // Import implements replicate.Local.
-func (g gatedStore) Import(ctx context.Context, name string, data []byte) (archive.Version, bool, error) {
-	g.p.importMu.RLock()
-	defer g.p.importMu.RUnlock()
-	return g.Store.Import(ctx, name, data)
+func (g gatedStore) Import(ctx context.Context, name string, data []byte) (v archive.Version, added bool, err error) {
+	g.p.Importing(func() { v, added, err = g.Store.Import(ctx, name, data) })
+	return v, added, err
 }
 
 var _ replicate.Local = gatedStore{}
@@ -234,7 +237,7 @@ type purgeAgreement struct {
 // syncs, before any file moves, unless this node agreed with a replica on
 // its current orders fewer than purgeRecheck rounds ago.
 func (r *replicator) purgeRound(ctx context.Context, vs []ring.VnodeStatus) {
-	_, digest := r.n.purge.list()
+	_, digest := r.n.purge.List()
 	r.mu.Lock()
 	round := r.st.Rounds
 	r.mu.Unlock()

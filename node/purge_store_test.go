@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -146,125 +144,5 @@ func TestStorePurgePeer(t *testing.T) {
 	defer s2.Close()
 	if !s2.Refuses(bad.Peer()) {
 		t.Error("peer not refused after a restart")
-	}
-}
-
-// TestPurgeOrderFinishedAtStart: a node that crashed after keeping an
-// order and before its purge ended finishes the purge when it starts
-// again, and records it done; a torn last line of the orders file is
-// ignored.
-func TestPurgeOrderFinishedAtStart(t *testing.T) {
-	ctx := context.Background()
-	data := t.TempDir()
-	x := testKeySigner(t)
-	src, err := archive.Open(filepath.Join(t.TempDir(), "x"), archive.Options{Signer: x})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	var urls []string
-	for i := range 5 {
-		u := fmt.Sprintf("http://example.org/x%d", i)
-		urls = append(urls, u)
-		c := archive.Capture{URL: u, Time: time.Now().Add(-time.Hour), Status: 200,
-			Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(fmt.Sprint("x ", i))}
-		if _, _, err := src.Put(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s, err := archive.Open(filepath.Join(data, "archive"), archive.Options{Verifier: peerVerifier{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	copyAll(t, ctx, s, src)
-	s.Close()
-	o := PurgeOrder{Peer: x.Peer(), Issuer: x.Peer(), Time: time.Now()} // a retraction
-	if o.Sig, err = x.Sign(purgeMessage(o)); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(data, purgeOrdersFile)
-	if err := appendPurgeRecord(path, purgeRecord{PurgeOrder: o}); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString(`{"peer":"12D3Koo`) // torn
-	f.Close()
-
-	n, err := New(Config{DataDir: data, Listen: "127.0.0.1:0", Gateway: "127.0.0.1:0", VirtualServers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	if got := versionsOf(t, ctx, n.store, urls); got != 0 || !n.store.Refuses(x.Peer()) {
-		t.Errorf("after the restart: %d versions of the retracted peer, refused %v", got, n.store.Refuses(x.Peer()))
-	}
-	if st := n.PurgeStats(); st.Orders != 1 {
-		t.Errorf("orders %+v, want 1", st)
-	}
-	recs, err := loadPurgeOrders(path)
-	if err != nil || len(recs) != 1 || !recs[0].Done {
-		t.Errorf("orders file after the restart: %+v, %v; want the order, done", recs, err)
-	}
-}
-
-// TestPurgeOrderChecks: which orders a node carries out, without a
-// network: an authority's, a peer's retraction, its own; not another
-// member's, nor a forged, altered or future-dated one. An altered copy
-// refused first does not get the authentic order refused.
-func TestPurgeOrderChecks(t *testing.T) {
-	ctx := context.Background()
-	self, auth, member, victim := testKeySigner(t), testKeySigner(t), testKeySigner(t), testKeySigner(t)
-	data := t.TempDir()
-	s, err := archive.Open(filepath.Join(data, "archive"), archive.Options{Verifier: peerVerifier{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	n := &Node{cfg: Config{DataDir: data}, log: slog.New(slog.DiscardHandler), store: s}
-	n.self.Peer = self.Peer()
-	p := &purger{n: n, authorities: map[string]bool{auth.Peer(): true}, orders: map[string]PurgeOrder{},
-		bad: map[string]error{}, spread: make(chan struct{}, 1)}
-	n.purge = p
-	order := func(signer keySigner, issuer, peer string, at time.Time) PurgeOrder {
-		o := PurgeOrder{Peer: peer, Issuer: issuer, Time: at}
-		if o.Sig, err = signer.Sign(purgeMessage(o)); err != nil {
-			t.Fatal(err)
-		}
-		return o
-	}
-	now := time.Now()
-	genuine := order(auth, auth.Peer(), victim.Peer(), now)
-	altered := genuine
-	altered.Peer = member.Peer()
-	for _, tc := range []struct {
-		name string
-		o    PurgeOrder
-		want error // nil: carried out
-	}{
-		{"another member's order", order(member, member.Peer(), victim.Peer(), now), errPurgeUnauthorized},
-		{"in the authority's name, signed by a member", order(member, auth.Peer(), victim.Peer(), now), errPurgeInvalid},
-		{"in this node's name, signed by a member", order(member, self.Peer(), victim.Peer(), now), errPurgeInvalid},
-		{"the authority's order with the peer changed", altered, errPurgeInvalid},
-		{"the authority's order, dated in an hour", order(auth, auth.Peer(), victim.Peer(), now.Add(time.Hour)), errPurgeInvalid},
-		{"not a peer id", order(auth, auth.Peer(), "victim", now), errPurgeInvalid},
-		{"the authority's order", genuine, nil},
-		{"a retraction", order(member, member.Peer(), member.Peer(), now), nil},
-		{"this node's own order", order(self, self.Peer(), auth.Peer(), now), nil},
-	} {
-		_, _, err := p.take(ctx, tc.o)
-		if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
-			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
-		}
-	}
-	if st := n.PurgeStats(); st.Orders != 3 || st.Refused != 6 {
-		t.Errorf("stats %+v, want 3 orders, 6 refused", st)
-	}
-	for _, peer := range []string{victim.Peer(), member.Peer(), auth.Peer()} {
-		if !s.Refuses(peer) {
-			t.Errorf("%s not refused after its order", peer)
-		}
 	}
 }

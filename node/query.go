@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/export"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/id"
@@ -46,9 +47,8 @@ const (
 	// scans and export streams); more are refused with a "busy" reply.
 	maxServing = 32
 	// exportIdle bounds the wait for one frame of an export stream, either
-	// way. A member whose records come late in the merged order waits for
-	// the others, so it is longer than streamTimeout.
-	exportIdle = 5 * time.Minute
+	// way (longer than streamTimeout; see export.Idle).
+	exportIdle = export.Idle
 )
 
 // queryRequest is the request frame of the query protocol.

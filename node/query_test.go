@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base32"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/export"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/sampleweb"
 	"github.com/herod-archive/herod/internal/warciotest"
@@ -60,7 +62,7 @@ func TestRingQueryExport(t *testing.T) {
 		}
 	}
 
-	host := lowerHost(web.Seeds()[0])
+	host := export.LowerHost(web.Seeds()[0])
 	want, holders := unionOf(ctx, t, lr, archive.Query{Host: host})
 	if len(want) < 20 || holders < 2 {
 		t.Fatalf("host %s: %d versions on %d nodes; the test needs a spread host", host, len(want), holders)
@@ -110,13 +112,13 @@ func TestRingQueryExport(t *testing.T) {
 	}
 	recs := readRecords(t, []byte(full))
 	exportOrder := slices.Clone(want)
-	slices.SortFunc(exportOrder, func(a, b archive.Version) int { return keyOf(a).compare(keyOf(b)) })
+	slices.SortFunc(exportOrder, func(a, b archive.Version) int { return keyOf(a).Compare(keyOf(b)) })
 	if len(recs) != len(exportOrder) {
 		t.Fatalf("export has %d records, union has %d versions", len(recs), len(exportOrder))
 	}
 	for i, v := range exportOrder {
-		if recs[i].cursor != exactCursor(v.URL, v.Time, v.Digest) {
-			t.Fatalf("record %d is %s, want %s", i, recs[i].cursor, exactCursor(v.URL, v.Time, v.Digest))
+		if recs[i].cursor != export.Cursor(v.URL, v.Time, v.Digest) {
+			t.Fatalf("record %d is %s, want %s", i, recs[i].cursor, export.Cursor(v.URL, v.Time, v.Digest))
 		}
 	}
 	if got := trailer.Get(gateway.TrailerExportCursor); got != recs[len(recs)-1].cursor {
@@ -265,8 +267,8 @@ func sameVersion(a, b archive.Version) bool {
 		a.Status == b.Status && a.Length == b.Length && a.Entry() == b.Entry()
 }
 
-func keyOf(v archive.Version) exportKey {
-	return exportKey{host: lowerHost(v.URL), url: v.URL, t: v.Time, d: v.Digest}
+func keyOf(v archive.Version) export.Key {
+	return export.KeyOf(v.URL, v.Time, v.Digest)
 }
 
 // unionOf returns every version selected by q on every node of lr, and
@@ -353,7 +355,7 @@ func readRecords(t *testing.T, data []byte) []exportedRecord {
 // digestOf turns "sha1:BASE32" into hex.
 func digestOf(v string) (string, error) {
 	_, val, ok := strings.Cut(v, ":")
-	b, err := b32.DecodeString(val)
+	b, err := base32.StdEncoding.DecodeString(val)
 	if !ok || err != nil || len(b) != 20 {
 		return "", fmt.Errorf("bad digest %q", v)
 	}

@@ -17,16 +17,6 @@ import (
 	"github.com/herod-archive/herod/ring"
 )
 
-// ReachRelayed: the node's router maps no port (no UPnP IGD or NAT-PMP,
-// or a symmetric NAT) and none was forwarded by hand, so nobody can dial
-// it. It is a full member all the same: it holds its virtual servers,
-// crawls and stores its share, and serves its gateway. Its ids derive
-// from the public IP a member observes on its outbound connection, and
-// the ring reaches it through a circuit relay on a public member
-// (ring.Contact.Relay), or directly once hole punching (DCUtR) or its own
-// outbound connections open a path.
-const ReachRelayed = "relayed"
-
 // Relay service limits. A member that others can dial relays for members
 // that nobody can (unless --no-relay-service). Ring traffic — lookups,
 // links, replication — runs over the relayed connections, so a circuit

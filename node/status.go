@@ -6,7 +6,6 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/crawl"
-	"github.com/herod-archive/herod/internal/cpugate"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/claim"
 )
@@ -44,9 +43,6 @@ type Status struct {
 	// of a day (a predecessor died or left), since the node started.
 	TakenOver int64       `json:"takenOver"`
 	Wire      []WireStats `json:"wire"`
-	// Processing is the process's CPU gate for page processing (shared by
-	// every node the process runs): how often work waited for a slot.
-	Processing cpugate.Stats `json:"processing"`
 }
 
 // WireStats counts the stream bytes this node sent and received under one
@@ -133,7 +129,6 @@ func (n *Node) Status() Status {
 		Purge:       n.PurgeStats(),
 		TakenOver:   n.counters.takenOver.Load(),
 		Wire:        n.wire(),
-		Processing:  cpugate.Shared().Stats(),
 	}
 }
 

@@ -11,10 +11,13 @@
 #
 # herod runs as shipped (storing, SHA-1, gzip, index, link forwarding) but
 # without a per-host rate limit (HostRate 1e9), since wget has none either;
-# each node keeps HOSTCONNS connections to the site (default 1, like wget).
+# each node keeps HOSTCONNS connections to the site (default 2; wget uses
+# one: with one, every request waits for the previous answer's hand-offs
+# between net/http's goroutines, which on a loaded machine each wait for
+# the kernel, docs/crawl.md).
 #
 # Usage: scripts/bench-crawl.sh [extra go test flags, e.g. -cpuprofile cpu.prof]
-# Environment: PAGES (3000), ROUNDS (3), RING (4), HOSTCONNS (1), BUDGET
+# Environment: PAGES (3000), ROUNDS (3), RING (4), HOSTCONNS (2), BUDGET
 # (ring: the shipped ring-wide host budget; none: no pacing at all), ONLY
 # (comma-separated subset of wget,goget,gogetbusy,herod1,herod$RING), INPROC (1: serve the
 # site from herod's test process instead of a process of its own), GZIP
@@ -35,7 +38,7 @@ cd "$(dirname "$0")/.."
 PAGES=${PAGES:-3000}
 ROUNDS=${ROUNDS:-3}
 RING=${RING:-4}
-HOSTCONNS=${HOSTCONNS:-1}
+HOSTCONNS=${HOSTCONNS:-2}
 BUDGET=${BUDGET:-ring}
 ONLY=${ONLY:-}
 INPROC=${INPROC:-}

@@ -223,13 +223,6 @@ func printStatus(w io.Writer, st node.Status) {
 	fmt.Fprintf(tw, "links not sent again (owner has them)\t%d\n", st.Forward.Skipped)
 	fmt.Fprintf(tw, "links received / queued here after too many hops\t%d / %d\n", st.Links.Received, st.Links.OverHops)
 	fmt.Fprintf(tw, "links passed straight to a closer owner\t%d\n", st.Forward.Direct)
-	pr := st.Processing
-	prio := "normal priority"
-	if pr.LowPrio {
-		prio = "lower priority"
-	}
-	fmt.Fprintf(tw, "page processing workers / processors\t%d / %d (%s)\n", pr.Slots, pr.GOMAXPROCS, prio)
-	fmt.Fprintf(tw, "page processing waits\t%d of %d (%.1f s in all)\n", pr.Waits, pr.Entries, pr.WaitedSec)
 	h := st.Replication.Health
 	fmt.Fprintf(tw, "replication: ranges behind / checked\t%d / %d\n", h.Behind, h.Ranges)
 	fmt.Fprintf(tw, "replication: versions below k copies\t%d\n", h.BelowK)

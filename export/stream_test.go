@@ -1,4 +1,4 @@
-package node
+package export
 
 import (
 	"bufio"
@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
@@ -22,9 +25,25 @@ import (
 
 var q0 = time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)
 
-// storeNode returns a node that has only a store holding, for each URL,
-// versions on days 0 and 1.
-func storeNode(t testing.TB, urls ...string) *Node {
+// testNode is a member with only a store.
+type testNode struct{ store *archive.Store }
+
+// queryRequest is the part of the node's query request an export reads.
+type queryRequest struct {
+	Op       string
+	Query    archive.Query
+	After    string
+	Revisits bool
+}
+
+// serveExport answers an export request as a member does.
+func (n *testNode) serveExport(ctx context.Context, req queryRequest, w io.Writer) error {
+	return Serve(ctx, n.store, archive.ExportOptions{Query: req.Query, Revisits: req.Revisits, After: req.After}, w)
+}
+
+// storeNode returns a member whose store holds, for each URL, versions on
+// days 0 and 1.
+func storeNode(t testing.TB, urls ...string) *testNode {
 	t.Helper()
 	s, err := archive.Open(filepath.Join(t.TempDir(), "archive"), archive.Options{NoSync: true})
 	if err != nil {
@@ -43,11 +62,11 @@ func storeNode(t testing.TB, urls ...string) *Node {
 			}
 		}
 	}
-	return &Node{store: s}
+	return &testNode{store: s}
 }
 
 // reply returns n's export reply frames for a host query.
-func reply(t testing.TB, n *Node, host, after string) []byte {
+func reply(t testing.TB, n *testNode, host, after string) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	req := queryRequest{Op: "export", Query: archive.Query{Host: host}, After: after}
@@ -57,9 +76,9 @@ func reply(t testing.TB, n *Node, host, after string) []byte {
 	return b.Bytes()
 }
 
-// member reads a reply as memberExport does, positioned on its first record.
-func member(data []byte, host string) (*memberExport, error) {
-	m := &memberExport{name: "test", r: bufio.NewReader(bytes.NewReader(data)), q: gateway.Query{URL: host, Match: gateway.MatchHost}}
+// member reads a reply as Member does, positioned on its first record.
+func member(data []byte, host string) (*Member, error) {
+	m := &Member{name: "test", r: bufio.NewReader(bytes.NewReader(data)), q: gateway.Query{URL: host, Match: gateway.MatchHost}}
 	return m, m.next()
 }
 
@@ -75,8 +94,8 @@ func TestMergeExports(t *testing.T) {
 		t.Fatal(err)
 	}
 	empty := storeNode(t, "http://other.example/")
-	var ms []*memberExport
-	for _, n := range []*Node{a, empty, b} {
+	var ms []*Member
+	for _, n := range []*testNode{a, empty, b} {
 		m, err := member(reply(t, n, "h.example", ""), "h.example")
 		if err != nil {
 			t.Fatal(err)
@@ -85,16 +104,16 @@ func TestMergeExports(t *testing.T) {
 	}
 	var got bytes.Buffer
 	var cursors []string
-	if err := mergeExports(ms, &got, func(c string) { cursors = append(cursors, c) }); err != nil {
+	if err := Merge(ms, &got, func(c string) { cursors = append(cursors, c) }); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got.Bytes(), want.Bytes()) || len(cursors) != 6 {
 		t.Fatalf("merged %d bytes with %d cursors, want the union's %d bytes and 6", got.Len(), len(cursors), want.Len())
 	}
 	if !slices.IsSortedFunc(cursors, func(x, y string) int {
-		kx, _ := parseResume(x)
-		ky, _ := parseResume(y)
-		return kx.compare(ky)
+		kx, _ := ParseResume(x)
+		ky, _ := ParseResume(y)
+		return kx.Compare(ky)
 	}) {
 		t.Fatalf("cursors out of order: %q", cursors)
 	}
@@ -119,8 +138,8 @@ func TestMergeReportsSkipped(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	var ms []*memberExport
-	for _, n := range []*Node{a, b} {
+	var ms []*Member
+	for _, n := range []*testNode{a, b} {
 		m, err := member(reply(t, n, "h.example", ""), "h.example")
 		if err != nil {
 			t.Fatal(err)
@@ -129,13 +148,13 @@ func TestMergeReportsSkipped(t *testing.T) {
 	}
 	var got bytes.Buffer
 	n := 0
-	err = mergeExports(ms, &got, func(string) { n++ })
-	if !errors.Is(err, errPartial) || !strings.Contains(err.Error(), "1 corrupt") || n != 3 {
+	err = Merge(ms, &got, func(string) { n++ })
+	if !errors.Is(err, ErrPartial) || !strings.Contains(err.Error(), "1 corrupt") || n != 3 {
 		t.Fatalf("merge with a corrupt file: %d records, %v; want 3 and a partial error", n, err)
 	}
 }
 
-// TestMemberExportChecks feeds memberExport replies that break the
+// TestMemberExportChecks feeds Member replies that break the
 // protocol in one way each; every one must be refused.
 func TestMemberExportChecks(t *testing.T) {
 	n := storeNode(t, "http://h.example/1", "http://h.example/2")
@@ -145,13 +164,13 @@ func TestMemberExportChecks(t *testing.T) {
 	var bodies [][]byte
 	for {
 		var h recordHeader
-		if err := wire.ReadJSON(r, maxRequestFrame, &h); err != nil {
+		if err := wire.ReadJSON(r, maxHeaderFrame, &h); err != nil {
 			t.Fatal(err)
 		}
 		if h.End {
 			break
 		}
-		b, err := wire.ReadFrame(r, maxBodyFrame)
+		b, err := wire.ReadFrame(r, MaxRecordFrame)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -189,11 +208,11 @@ func TestMemberExportChecks(t *testing.T) {
 		}, end)},
 		{"other host", build(func(h []recordHeader, b [][]byte) ([]recordHeader, [][]byte) {
 			h[0].URL = "http://evil.example/1"
-			h[0].Cursor = exactCursor(h[0].URL, h[0].Time, h[0].Digest)
+			h[0].Cursor = Cursor(h[0].URL, h[0].Time, h[0].Digest)
 			return h, b
 		}, end)},
 		{"cursor mismatch", build(func(h []recordHeader, b [][]byte) ([]recordHeader, [][]byte) {
-			h[0].Cursor = exactCursor(h[0].URL, h[0].Time.Add(time.Hour), h[0].Digest)
+			h[0].Cursor = Cursor(h[0].URL, h[0].Time.Add(time.Hour), h[0].Digest)
 			return h, b
 		}, end)},
 		{"body of another record", build(func(h []recordHeader, b [][]byte) ([]recordHeader, [][]byte) {
@@ -202,7 +221,7 @@ func TestMemberExportChecks(t *testing.T) {
 		}, end)},
 		{"wrong digest", build(func(h []recordHeader, b [][]byte) ([]recordHeader, [][]byte) {
 			h[0].Digest = id.Sum([]byte("other"))
-			h[0].Cursor = exactCursor(h[0].URL, h[0].Time, h[0].Digest)
+			h[0].Cursor = Cursor(h[0].URL, h[0].Time, h[0].Digest)
 			return h, b
 		}, end)},
 		{"two members in one body", build(func(h []recordHeader, b [][]byte) ([]recordHeader, [][]byte) {
@@ -230,7 +249,7 @@ func TestMemberExportChecks(t *testing.T) {
 		})
 	}
 	// Resuming: a member must not send records up to the cursor.
-	after, _ := parseResume(heads[1].Cursor)
+	after, _ := ParseResume(heads[1].Cursor)
 	if err := drain(good, "h.example", &after); err == nil {
 		t.Fatal("records before the resume cursor accepted")
 	}
@@ -257,7 +276,7 @@ func TestMemberExportRevisits(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := b.Bytes()
-	m := &memberExport{name: "test", r: bufio.NewReader(bytes.NewReader(data)), q: gateway.Query{URL: "h.example", Match: gateway.MatchHost, Revisits: true}}
+	m := &Member{name: "test", r: bufio.NewReader(bytes.NewReader(data)), q: gateway.Query{URL: "h.example", Match: gateway.MatchHost, Revisits: true}}
 	var types []string
 	var revisit recordHeader
 	var revisitBody []byte
@@ -268,9 +287,9 @@ func TestMemberExportRevisits(t *testing.T) {
 		if m.done {
 			break
 		}
-		rec := readRecords(t, m.body)
-		types = append(types, rec[0].url+" "+rec[0].typ)
-		if rec[0].typ == "revisit" {
+		u, typ := recordOf(t, m.body)
+		types = append(types, u+" "+typ)
+		if typ == "revisit" {
 			revisit, revisitBody = m.head, m.body
 		}
 	}
@@ -297,8 +316,8 @@ func TestMemberExportRevisits(t *testing.T) {
 }
 
 // drain reads a whole reply, returning the first error.
-func drain(data []byte, host string, after *exportKey) error {
-	m := &memberExport{name: "test", r: bufio.NewReader(bytes.NewReader(data)), q: gateway.Query{URL: host, Match: gateway.MatchHost}}
+func drain(data []byte, host string, after *Key) error {
+	m := &Member{name: "test", r: bufio.NewReader(bytes.NewReader(data)), q: gateway.Query{URL: host, Match: gateway.MatchHost}}
 	if after != nil {
 		m.last, m.hasLast = *after, true
 	}
@@ -313,46 +332,24 @@ func drain(data []byte, host string, after *exportKey) error {
 	return errors.New("reply never ends")
 }
 
-func TestLocalList(t *testing.T) {
-	n := storeNode(t, "http://h.example/b", "http://h.example/a", "http://www.h.example/c", "https://h.example/a", "http://x.example/")
-	all, err := n.localList(context.Background(), archive.Query{Host: "h.example"}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(all) != 6 || !slices.IsSortedFunc(all, cdxCompare) {
-		t.Fatalf("list = %d versions (sorted: %v), want 6 in CDX order", len(all), slices.IsSortedFunc(all, cdxCompare))
-	}
-	for limit := 1; limit <= 7; limit++ {
-		got, err := n.localList(context.Background(), archive.Query{Host: "h.example"}, limit)
-		if err != nil || !slices.EqualFunc(got, all[:min(limit, 6)], sameVersion) {
-			t.Fatalf("limit %d: %d versions, %v", limit, len(got), err)
-		}
-	}
-	for _, q := range []archive.Query{{}, {Host: "h.example", URL: "http://h.example/a"}, {Host: "h", From: q0, To: q0.Add(-time.Hour)}} {
-		if _, err := n.localList(context.Background(), q, 0); err == nil {
-			t.Errorf("query %+v accepted", q)
-		}
-	}
-}
-
 func TestParseResume(t *testing.T) {
 	d := id.Sum([]byte("x"))
 	tests := []struct {
 		in   string
-		want exportKey
+		want Key
 		ok   bool
 	}{
-		{exactCursor("http://H.example/a", q0, d), exportKey{"h.example", "http://H.example/a", q0, d}, true},
-		{"http://h.example/a 20260501080000", exportKey{"h.example", "http://h.example/a", q0.Add(time.Second - 1), id.ID{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}, true},
-		{"http://h.example/a", exportKey{}, false},
-		{"http://h.example/a 2026-05-01T08:00:00Z", exportKey{}, false},
-		{"http://h.example/a 2026-05-01T08:00:00Z zz", exportKey{}, false},
-		{"", exportKey{}, false},
+		{Cursor("http://H.example/a", q0, d), Key{"h.example", "http://H.example/a", q0, d}, true},
+		{"http://h.example/a 20260501080000", Key{"h.example", "http://h.example/a", q0.Add(time.Second - 1), id.ID{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}, true},
+		{"http://h.example/a", Key{}, false},
+		{"http://h.example/a 2026-05-01T08:00:00Z", Key{}, false},
+		{"http://h.example/a 2026-05-01T08:00:00Z zz", Key{}, false},
+		{"", Key{}, false},
 	}
 	for _, tc := range tests {
-		got, err := parseResume(tc.in)
-		if (err == nil) != tc.ok || (tc.ok && got.compare(tc.want) != 0) {
-			t.Errorf("parseResume(%q) = %+v, %v", tc.in, got, err)
+		got, err := ParseResume(tc.in)
+		if (err == nil) != tc.ok || (tc.ok && got.Compare(tc.want) != 0) {
+			t.Errorf("ParseResume(%q) = %+v, %v", tc.in, got, err)
 		}
 	}
 }
@@ -367,7 +364,7 @@ func FuzzMemberExport(f *testing.F) {
 	f.Add(good[:len(good)/2])
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m := &memberExport{name: "fuzz", r: bufio.NewReader(bytes.NewReader(data)), q: gateway.Query{URL: "h.example", Match: gateway.MatchHost}}
+		m := &Member{name: "fuzz", r: bufio.NewReader(bytes.NewReader(data)), q: gateway.Query{URL: "h.example", Match: gateway.MatchHost}}
 		for i := 0; i < 100; i++ {
 			if err := m.next(); err != nil || m.done {
 				return
@@ -380,13 +377,27 @@ func FuzzMemberExport(f *testing.F) {
 }
 
 func FuzzParseResume(f *testing.F) {
-	f.Add(exactCursor("http://h.example/a", q0, id.Sum(nil)))
+	f.Add(Cursor("http://h.example/a", q0, id.Sum(nil)))
 	f.Add("http://h.example/a 20260501080000")
 	f.Add("x y z")
 	f.Fuzz(func(t *testing.T, s string) {
-		k, err := parseResume(s)
+		k, err := ParseResume(s)
 		if err == nil && k.url == "" {
-			t.Fatalf("parseResume(%q) accepted an empty URL", s)
+			t.Fatalf("ParseResume(%q) accepted an empty URL", s)
 		}
 	})
+}
+
+// recordOf returns the target URI and type of the one record in body.
+func recordOf(t *testing.T, body []byte) (string, string) {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := archive.ReadRecord(bufio.NewReader(zr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec.Header.Get("Warc-Target-Uri"), rec.Header.Get("Warc-Type")
 }

@@ -1,0 +1,26 @@
+// Package export is the ring-wide export stream: how one member answers
+// an export request from its archive (Serve), how the asking node reads
+// and checks that reply (Open, Member), and how it merges the members'
+// replies into one .warc.gz in the archive's export order (Merge).
+//
+// A reply is a sequence of frames (internal/wire): per record a JSON
+// header (URL, capture time, payload digest, exact cursor) and a frame
+// holding the record as one gzip member; then an end header, carrying
+// the versions the member skipped as corrupt and, if it stopped early,
+// why. Opening the streams to the members and the fan-out are the node's
+// (node/export.go).
+//
+// Invariants: a record is merged only after its header matched the query
+// and came strictly after the previous one (and after the resume cursor),
+// and its body proved to be exactly one gzip member holding one WARC
+// response record (or, when asked for, a revisit) whose target, date and
+// block and payload digests agree with the header; a record equal to the
+// one just written (the same version from two replicas) is dropped; a
+// member's failure or skipped versions end the merge with an error
+// wrapping ErrPartial, never silently. What was written before an error
+// is a correct prefix of the full export, so resuming after the last
+// cursor gives exactly the rest.
+//
+// Concurrency: a Member is read by one goroutine; Serve, Open and Merge
+// keep no shared state.
+package export

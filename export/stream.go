@@ -1,0 +1,417 @@
+package export
+
+import (
+	"bufio"
+	"bytes"
+	"container/heap"
+	"context"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/wire"
+)
+
+// Bounds of the stream.
+const (
+	// Idle bounds the wait for one frame of an export stream, either way.
+	// A member whose records come late in the merged order waits for the
+	// others, so it is long.
+	Idle = 5 * time.Minute
+	// maxHeaderFrame bounds a record header.
+	maxHeaderFrame = 64 << 10
+	// MaxRecordFrame bounds one record (a gzip member).
+	MaxRecordFrame = 64 << 20
+)
+
+// Errors of a member's reply.
+var (
+	// ErrBadReply: the member broke the protocol (a record outside the
+	// query, out of order, or not matching its header).
+	ErrBadReply = errors.New("export: bad reply")
+	// ErrRemote: the member reported an error.
+	ErrRemote = errors.New("export: remote error")
+	// ErrPartial: the merged stream misses a member's records from some
+	// point on, or versions a member skipped as corrupt.
+	ErrPartial = errors.New("export: partial export")
+)
+
+// KeyOf returns the export-order key of a version.
+func KeyOf(u string, t time.Time, d id.ID) Key {
+	return Key{host: LowerHost(u), url: u, t: t, d: d}
+}
+
+// recordHeader precedes each record of an export reply; the last header
+// of a reply has End set and no record follows it.
+type recordHeader struct {
+	URL    string    `json:"url,omitempty"`
+	Time   time.Time `json:"time,omitzero"`
+	Digest id.ID     `json:"digest,omitzero"` // payload digest
+	Cursor string    `json:"cursor,omitempty"`
+	End    bool      `json:"end,omitempty"`
+	Error  string    `json:"error,omitempty"` // with End: why the export stopped early
+	// Skipped, with End, counts version files the member left out because
+	// they failed verification (its log names them; herod fsck finds them).
+	Skipped int `json:"skipped,omitempty"`
+}
+
+// Key is a position in export order, the order of archive.Export:
+// host, URL, capture time, payload digest.
+type Key struct {
+	host, url string
+	t         time.Time
+	d         id.ID
+}
+
+// Compare orders keys in export order.
+func (k Key) Compare(o Key) int {
+	if c := strings.Compare(k.host, o.host); c != 0 {
+		return c
+	}
+	if c := strings.Compare(k.url, o.url); c != 0 {
+		return c
+	}
+	if c := k.t.Compare(o.t); c != 0 {
+		return c
+	}
+	return k.d.Cmp(o.d)
+}
+
+// Cursor is the archive's exact cursor of a record.
+func Cursor(u string, t time.Time, d id.ID) string {
+	return u + " " + t.Format(time.RFC3339Nano) + " " + d.String()
+}
+
+// LowerHost is the host of u as the archive orders it.
+func LowerHost(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(p.Host)
+}
+
+// ParseResume reads a resume cursor in either form gateway.ParseCursor
+// accepts. The Wayback form resumes after every record of its URL up to
+// the end of its second, as archive.Export does.
+func ParseResume(c string) (Key, error) {
+	u, t, err := gateway.ParseCursor(c)
+	if err != nil {
+		return Key{}, err
+	}
+	k := Key{host: LowerHost(u), url: u, t: t}
+	if rest := c[len(u)+1:]; len(rest) == 14 {
+		k.t = t.Add(time.Second - 1)
+		for i := range k.d {
+			k.d[i] = 0xff
+		}
+	} else {
+		d, err := id.Parse(rest[strings.LastIndexByte(rest, ' ')+1:])
+		if err != nil {
+			return Key{}, fmt.Errorf("cursor digest: %w", err)
+		}
+		k.d = d
+	}
+	return k, nil
+}
+
+// recordFramer sits between archive.Export and the reply: it collects the
+// bytes of each record and, when Export reports the record done through
+// Progress, sends its header and body frames.
+type recordFramer struct {
+	w       *bufio.Writer
+	pending bytes.Buffer
+	err     error
+}
+
+func (f *recordFramer) Write(p []byte) (int, error) {
+	if f.err != nil {
+		return 0, f.err
+	}
+	if f.pending.Len()+len(p) > MaxRecordFrame {
+		f.err = fmt.Errorf("record larger than %d bytes", MaxRecordFrame)
+		return 0, f.err
+	}
+	return f.pending.Write(p)
+}
+
+// progress sends the collected record; Export calls it with the record's
+// exact cursor, from which the header's fields are taken.
+func (f *recordFramer) progress(cursor string) {
+	if f.err != nil {
+		return
+	}
+	k, err := ParseResume(cursor)
+	if err != nil {
+		f.err = fmt.Errorf("export cursor %.100q: %w", cursor, err)
+		return
+	}
+	h := recordHeader{URL: k.url, Time: k.t, Digest: k.d, Cursor: cursor}
+	if err := wire.WriteJSON(f.w, h); err != nil {
+		f.err = err
+		return
+	}
+	if err := wire.WriteFrame(f.w, f.pending.Bytes()); err != nil {
+		f.err = err
+		return
+	}
+	f.pending.Reset()
+	f.err = f.w.Flush()
+}
+
+// Serve writes the reply of an archive export to w: a header and a body
+// frame per record, then an end header carrying the versions the store
+// skipped as corrupt and, if it stopped early, why. An error means w is
+// broken and the reply incomplete.
+func Serve(ctx context.Context, s Exporter, opts archive.ExportOptions, w io.Writer) error {
+	f := &recordFramer{w: bufio.NewWriterSize(w, 64<<10)}
+	end := recordHeader{End: true}
+	opts.Progress = f.progress
+	st, err := s.Export(ctx, opts, f, nil)
+	if f.err != nil {
+		return f.err // the stream is broken: nothing more can be sent
+	}
+	end.Skipped = len(st.Corrupt)
+	if err != nil {
+		end.Error = err.Error()
+	}
+	if err := wire.WriteJSON(f.w, end); err != nil {
+		return err
+	}
+	return f.w.Flush()
+}
+
+// WriteError writes a reply that refuses the request: an end header
+// carrying err.
+func WriteError(w io.Writer, err error) error {
+	return wire.WriteJSON(w, recordHeader{End: true, Error: err.Error()})
+}
+
+// Exporter is the archive a member exports from: archive.Store's method.
+type Exporter interface {
+	Export(ctx context.Context, opts archive.ExportOptions, warc, cdxj io.Writer) (archive.ExportStats, error)
+}
+
+// Member reads one member's export reply and checks every record
+// before it is merged: the header must match the query, come strictly
+// after the previous one (and after the resume cursor), and the body must
+// be one gzip member holding one WARC response record (or, when the query
+// asked for them, a revisit record) whose target URI, date and digests
+// agree with the header.
+type Member struct {
+	name    string // member address, for errors
+	r       *bufio.Reader
+	setRD   func(time.Time) // read deadline per frame; nil for a local pipe
+	q       gateway.Query
+	last    Key
+	hasLast bool
+
+	head    recordHeader // current record
+	key     Key
+	body    []byte
+	done    bool
+	skipped int // corrupt files the member reported at the end
+}
+
+// next reads the member's next record into head, key and body, or sets
+// done at the end of a complete reply.
+func (m *Member) next() error {
+	if m.setRD != nil {
+		m.setRD(time.Now().Add(Idle))
+	}
+	var h recordHeader
+	if err := wire.ReadJSON(m.r, maxHeaderFrame, &h); err != nil {
+		return fmt.Errorf("member %s: export header: %w", m.name, err)
+	}
+	if h.End {
+		if h.Error != "" {
+			return fmt.Errorf("member %s: export: %w: %.300s", m.name, ErrRemote, h.Error)
+		}
+		m.done, m.skipped = true, max(h.Skipped, 0)
+		return nil
+	}
+	k := Key{host: LowerHost(h.URL), url: h.URL, t: h.Time, d: h.Digest}
+	switch {
+	case !m.q.Contains(archive.Version{URL: h.URL, Time: h.Time}):
+		return fmt.Errorf("member %s: %w: record of %.100q outside the query", m.name, ErrBadReply, h.URL)
+	case h.Cursor != Cursor(h.URL, h.Time, h.Digest):
+		return fmt.Errorf("member %s: %w: cursor %.100q does not match its record", m.name, ErrBadReply, h.Cursor)
+	case m.hasLast && k.Compare(m.last) <= 0:
+		return fmt.Errorf("member %s: %w: record of %.100q out of order", m.name, ErrBadReply, h.URL)
+	}
+	body, err := wire.ReadFrame(m.r, MaxRecordFrame)
+	if err != nil {
+		return fmt.Errorf("member %s: export record: %w", m.name, err)
+	}
+	if err := checkRecord(body, h, m.q.Revisits); err != nil {
+		return fmt.Errorf("member %s: %w: %w", m.name, ErrBadReply, err)
+	}
+	m.head, m.key, m.body = h, k, body
+	m.last, m.hasLast = k, true
+	return nil
+}
+
+// b32 is the digest encoding of WARC-*-Digest fields.
+var b32 = base32.StdEncoding
+
+// checkRecord verifies that body is exactly one gzip member holding one
+// WARC response record of h's URL, time and payload digest, whose block
+// and payload digests hold. With revisits it also accepts a revisit record
+// of the identical-payload-digest profile: its block (the HTTP head, no
+// payload) must match its block digest and its payload digest must be
+// the header's, the digest of the version it refers to, which cannot be
+// checked here without that version.
+func checkRecord(body []byte, h recordHeader, revisits bool) error {
+	rd := bytes.NewReader(body)
+	zr, err := gzip.NewReader(rd)
+	if err != nil {
+		return fmt.Errorf("record of %.100q: %w", h.URL, err)
+	}
+	zr.Multistream(false)
+	br := bufio.NewReader(zr)
+	rec, err := archive.ReadRecord(br)
+	if err != nil {
+		return fmt.Errorf("record of %.100q: %w", h.URL, err)
+	}
+	switch _, err := br.Peek(1); {
+	case err == nil:
+		return fmt.Errorf("record of %.100q: more than one record in its gzip member", h.URL)
+	case err != io.EOF:
+		return fmt.Errorf("record of %.100q: %w", h.URL, err)
+	}
+	if _, err := io.Copy(io.Discard, zr); err != nil {
+		return fmt.Errorf("record of %.100q: %w", h.URL, err)
+	}
+	if rd.Len() != 0 {
+		return fmt.Errorf("record of %.100q: %d bytes after its gzip member", h.URL, rd.Len())
+	}
+	hd := rec.Header
+	when, err := time.Parse(time.RFC3339Nano, hd.Get("Warc-Date"))
+	typ := hd.Get("Warc-Type")
+	revisit := revisits && typ == "revisit"
+	switch {
+	case typ != "response" && !revisit:
+		want := "response"
+		if revisits {
+			want += " or revisit"
+		}
+		return fmt.Errorf("record of %.100q: type %.20q, want %s", h.URL, typ, want)
+	case revisit && hd.Get("Warc-Profile") != archive.RevisitProfile && hd.Get("Warc-Profile") != archive.NotModifiedProfile:
+		return fmt.Errorf("record of %.100q: revisit profile %.100q", h.URL, hd.Get("Warc-Profile"))
+	case hd.Get("Warc-Target-Uri") != h.URL:
+		return fmt.Errorf("record of %.100q: target %.100q", h.URL, hd.Get("Warc-Target-Uri"))
+	case err != nil || !when.Equal(h.Time):
+		return fmt.Errorf("record of %.100q: date %.40q, want %s", h.URL, hd.Get("Warc-Date"), h.Time.Format(time.RFC3339Nano))
+	case !digestIs(hd.Get("Warc-Block-Digest"), id.Sum(rec.Block)):
+		return fmt.Errorf("record of %.100q: block digest mismatch", h.URL)
+	case !digestIs(hd.Get("Warc-Payload-Digest"), h.Digest):
+		return fmt.Errorf("record of %.100q: payload digest is not the header's", h.URL)
+	case revisit:
+		return nil // no payload to check
+	}
+	i := bytes.Index(rec.Block, []byte("\r\n\r\n"))
+	if i < 0 || id.Sum(rec.Block[i+4:]) != h.Digest {
+		return fmt.Errorf("record of %.100q: payload digest mismatch", h.URL)
+	}
+	return nil
+}
+
+// digestIs reports whether the WARC digest field v ("sha1:BASE32") is d.
+func digestIs(v string, d id.ID) bool {
+	label, val, ok := strings.Cut(v, ":")
+	return ok && strings.EqualFold(label, "sha1") && strings.EqualFold(val, b32.EncodeToString(d[:]))
+}
+
+// Open reads the first record of a member's reply from r, checked
+// against q and, when after is set, required to come after it. name
+// names the member in errors; setRD, if set, is called with a read
+// deadline before each frame.
+func Open(name string, r io.Reader, setRD func(time.Time), q gateway.Query, after *Key) (*Member, error) {
+	m := &Member{name: name, r: bufio.NewReader(r), setRD: setRD, q: q}
+	if after != nil {
+		m.last, m.hasLast = *after, true
+	}
+	if err := m.next(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Done reports whether the member's reply ended, all of it merged.
+func (m *Member) Done() bool { return m.done }
+
+// memberHeap orders the members' current records.
+type memberHeap []*Member
+
+func (h memberHeap) Len() int           { return len(h) }
+func (h memberHeap) Less(i, j int) bool { return h[i].key.Compare(h[j].key) < 0 }
+func (h memberHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *memberHeap) Push(x any)        { *h = append(*h, x.(*Member)) }
+func (h *memberHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// Merge writes the records of the members, each positioned on its
+// first record or done, in global export order, dropping a record equal to
+// the one just written (the same version held by two members). It calls
+// progress, if non-nil, with each written record's cursor. A member's
+// failure stops the merge with an error wrapping ErrPartial.
+//
+// Versions a member skipped as corrupt are reported once the merge is
+// done, as an error wrapping ErrPartial: the stream is then complete but
+// for them.
+func Merge(all []*Member, w io.Writer, progress func(cursor string)) error {
+	var h memberHeap
+	for _, m := range all {
+		if !m.done {
+			h = append(h, m)
+		}
+	}
+	heap.Init(&h)
+	var last Key
+	wrote := false
+	for h.Len() > 0 {
+		m := h[0]
+		if !wrote || m.key.Compare(last) != 0 {
+			if _, err := w.Write(m.body); err != nil {
+				return err
+			}
+			last, wrote = m.key, true
+			if progress != nil {
+				progress(m.head.Cursor)
+			}
+		}
+		if err := m.next(); err != nil {
+			return fmt.Errorf("%w: %w", ErrPartial, err)
+		}
+		if m.done {
+			heap.Pop(&h)
+		} else {
+			heap.Fix(&h, 0)
+		}
+	}
+	var errs []error
+	for _, m := range all {
+		if m.skipped > 0 {
+			errs = append(errs, fmt.Errorf("member %s left out %d corrupt version files", m.name, m.skipped))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrPartial, errors.Join(errs...))
+	}
+	return nil
+}
+
+var _ Exporter = (*archive.Store)(nil)

@@ -1,0 +1,61 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/herod-archive/herod/archive"
+)
+
+var q0 = time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)
+
+// storeNode returns a node that has only a store holding, for each URL,
+// versions on days 0 and 1.
+func storeNode(t testing.TB, urls ...string) *Node {
+	t.Helper()
+	s, err := archive.Open(filepath.Join(t.TempDir(), "archive"), archive.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for _, u := range urls {
+		for d := 0; d < 2; d++ {
+			c := archive.Capture{
+				URL: u, Time: q0.Add(time.Duration(d) * 24 * time.Hour), Status: 200,
+				Header: http.Header{"Content-Type": {"text/html"}},
+				Body:   []byte(fmt.Sprintf("<p>%s on day %d</p>", u, d)),
+			}
+			if _, _, err := s.Put(context.Background(), c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return &Node{store: s}
+}
+
+func TestLocalList(t *testing.T) {
+	n := storeNode(t, "http://h.example/b", "http://h.example/a", "http://www.h.example/c", "https://h.example/a", "http://x.example/")
+	all, err := n.localList(context.Background(), archive.Query{Host: "h.example"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 6 || !slices.IsSortedFunc(all, cdxCompare) {
+		t.Fatalf("list = %d versions (sorted: %v), want 6 in CDX order", len(all), slices.IsSortedFunc(all, cdxCompare))
+	}
+	for limit := 1; limit <= 7; limit++ {
+		got, err := n.localList(context.Background(), archive.Query{Host: "h.example"}, limit)
+		if err != nil || !slices.EqualFunc(got, all[:min(limit, 6)], sameVersion) {
+			t.Fatalf("limit %d: %d versions, %v", limit, len(got), err)
+		}
+	}
+	for _, q := range []archive.Query{{}, {Host: "h.example", URL: "http://h.example/a"}, {Host: "h", From: q0, To: q0.Add(-time.Hour)}} {
+		if _, err := n.localList(context.Background(), q, 0); err == nil {
+			t.Errorf("query %+v accepted", q)
+		}
+	}
+}

@@ -1,0 +1,222 @@
+package purge
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// testSigner signs with a fresh libp2p identity.
+type testSigner struct {
+	key  crypto.PrivKey
+	peer string
+}
+
+func newTestSigner(t *testing.T) testSigner {
+	t.Helper()
+	k, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := peer.IDFromPrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testSigner{key: k, peer: pid.String()}
+}
+
+func (s testSigner) Peer() string                    { return s.peer }
+func (s testSigner) Sign(msg []byte) ([]byte, error) { return s.key.Sign(msg) }
+
+// idVerifier checks a signature with the public key a peer id embeds.
+type idVerifier struct{}
+
+func (idVerifier) Verify(p string, msg, sig []byte) error {
+	pid, err := peer.Decode(p)
+	if err != nil {
+		return err
+	}
+	pub, err := pid.ExtractPublicKey()
+	if err != nil {
+		return err
+	}
+	if ok, err := pub.Verify(msg, sig); err != nil || !ok {
+		return fmt.Errorf("bad signature by %s (%v)", p, err)
+	}
+	return nil
+}
+
+// fakeStore records the peers purged.
+type fakeStore struct {
+	mu     sync.Mutex
+	purged map[string]int
+}
+
+func (s *fakeStore) PurgePeer(_ context.Context, p string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.purged == nil {
+		s.purged = map[string]int{}
+	}
+	s.purged[p]++
+	return 5, nil
+}
+
+func (s *fakeStore) times(p string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.purged[p]
+}
+
+func order(t *testing.T, signer testSigner, issuer, p string, at time.Time) Order {
+	t.Helper()
+	o := Order{Peer: p, Issuer: issuer, Time: at}
+	sig, err := signer.Sign(Message(o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Sig = sig
+	return o
+}
+
+// TestOrderChecks: which orders a Book carries out: an authority's, a
+// peer's retraction, its own; not another member's, nor a forged,
+// altered or future-dated one. An altered copy refused first does not get
+// the authentic order refused.
+func TestOrderChecks(t *testing.T) {
+	ctx := context.Background()
+	self, auth, member, victim := newTestSigner(t), newTestSigner(t), newTestSigner(t), newTestSigner(t)
+	store := &fakeStore{}
+	var taken []string
+	b, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "orders"), Self: self.Peer(),
+		Authorities: []string{auth.Peer()}, Store: store, Verifier: idVerifier{}, Skew: time.Minute,
+		Taken: func(p string) { taken = append(taken, p) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	genuine := order(t, auth, auth.Peer(), victim.Peer(), now)
+	altered := genuine
+	altered.Peer = member.Peer()
+	for _, tc := range []struct {
+		name string
+		o    Order
+		want error // nil: carried out
+	}{
+		{"another member's order", order(t, member, member.Peer(), victim.Peer(), now), ErrUnauthorized},
+		{"in the authority's name, signed by a member", order(t, member, auth.Peer(), victim.Peer(), now), ErrInvalid},
+		{"in this node's name, signed by a member", order(t, member, self.Peer(), victim.Peer(), now), ErrInvalid},
+		{"the authority's order with the peer changed", altered, ErrInvalid},
+		{"the authority's order, dated in an hour", order(t, auth, auth.Peer(), victim.Peer(), now.Add(time.Hour)), ErrInvalid},
+		{"not a peer id", order(t, auth, auth.Peer(), "victim", now), ErrInvalid},
+		{"the authority's order", genuine, nil},
+		{"a retraction", order(t, member, member.Peer(), member.Peer(), now), nil},
+		{"this node's own order", order(t, self, self.Peer(), auth.Peer(), now), nil},
+	} {
+		_, _, err := b.Take(ctx, tc.o)
+		if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	if st := b.Stats(); st.Orders != 3 || st.Refused != 6 || st.Versions != 15 {
+		t.Errorf("stats %+v, want 3 orders, 6 refused, 15 versions", st)
+	}
+	for _, p := range []string{victim.Peer(), member.Peer(), auth.Peer()} {
+		if store.times(p) != 1 {
+			t.Errorf("%s purged %d times, want once", p, store.times(p))
+		}
+	}
+	if len(taken) != 3 {
+		t.Errorf("Taken called for %v, want the 3 orders carried out", taken)
+	}
+	// Taking a kept order again does nothing.
+	if _, isNew, err := b.Take(ctx, genuine); err != nil || isNew {
+		t.Errorf("the authority's order again: new %v, %v", isNew, err)
+	}
+	if store.times(victim.Peer()) != 1 {
+		t.Error("an order taken twice purged twice")
+	}
+}
+
+// TestOrderFinishedAtOpen: a node that crashed after keeping an order and
+// before its purge ended finishes the purge when it opens its Book again,
+// and records it done; a torn last line of the orders file is ignored and
+// cut off.
+func TestOrderFinishedAtOpen(t *testing.T) {
+	ctx := context.Background()
+	x := newTestSigner(t)
+	path := filepath.Join(t.TempDir(), "orders")
+	o := order(t, x, x.Peer(), x.Peer(), time.Now()) // a retraction
+	if err := appendRecord(path, record{Order: o}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"peer":"12D3Koo`) // torn
+	f.Close()
+
+	store := &fakeStore{}
+	b, err := Open(ctx, Config{Path: path, Self: newTestSigner(t).Peer(), Store: store, Verifier: idVerifier{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if store.times(x.Peer()) != 1 {
+		t.Errorf("the order cut short was purged %d times at Open, want once", store.times(x.Peer()))
+	}
+	if st := b.Stats(); st.Orders != 1 {
+		t.Errorf("orders %+v, want 1", st)
+	}
+	recs, err := loadRecords(path)
+	if err != nil || len(recs) != 1 || !recs[0].Done {
+		t.Errorf("orders file after Open: %+v, %v; want the order, done", recs, err)
+	}
+	// Opened again, nothing is left to finish.
+	if _, err := Open(ctx, Config{Path: path, Self: x.Peer(), Store: store, Verifier: idVerifier{}}); err != nil {
+		t.Fatal(err)
+	}
+	if store.times(x.Peer()) != 1 {
+		t.Error("an order done was purged again at the next Open")
+	}
+}
+
+// TestListDigest: equal orders give equal digests whatever the order
+// they were taken in; different ones differ.
+func TestListDigest(t *testing.T) {
+	ctx := context.Background()
+	a, c := newTestSigner(t), newTestSigner(t)
+	oa := order(t, a, a.Peer(), a.Peer(), time.Now())
+	oc := order(t, c, c.Peer(), c.Peer(), time.Now())
+	open := func() *Book {
+		b, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "orders"), Self: newTestSigner(t).Peer(), Store: &fakeStore{}, Verifier: idVerifier{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	b1, b2, b3 := open(), open(), open()
+	for _, step := range []struct {
+		b *Book
+		o Order
+	}{{b1, oa}, {b1, oc}, {b2, oc}, {b2, oa}, {b3, oa}} {
+		if _, _, err := step.b.Take(ctx, step.o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l1, d1 := b1.List()
+	_, d2 := b2.List()
+	_, d3 := b3.List()
+	if d1 != d2 || d1 == d3 || len(l1) != 2 || l1[0].Peer > l1[1].Peer {
+		t.Errorf("digests %s %s %s, list %v", d1, d2, d3, l1)
+	}
+}

@@ -1,0 +1,28 @@
+// Package purge keeps a node's ring-wide purge orders. A purge order
+// names a peer whose captures every node removes and refuses from then on
+// (archive.Store.PurgePeer). It is signed by the node that issued it,
+// with its libp2p identity key, and a Book carries out only an order
+// whose issuer it trusts for that:
+//
+//   - a purge authority: a peer id the node's operator listed
+//     (herod run --purge-authority), typically the node the ring's
+//     operator runs `herod purge` on;
+//   - the purged peer itself (a retraction of everything it signed);
+//   - this node (its own operator's order, through the admin API).
+//
+// So a member, hostile or not, can erase only its own captures; an order
+// from anyone else is refused (Stats.Refused) and not passed on. How
+// orders travel between nodes (/herod/purge/1.0.0, exchanged at the start
+// of each replication round and pushed to the routing state when one is
+// new) is the node's wiring; this package decides, records and carries
+// out.
+//
+// Invariants: an order is written to the orders file (synced) before its
+// purge starts and again, marked done, after it ends, so a crash in
+// between finishes the purge at the next Open; no replication import
+// runs while a purge scans the store (Book.Importing), so a record that
+// passed its check before the peer was refused cannot land after the
+// scan; at most MaxOrders orders are kept.
+//
+// Concurrency: a Book is safe for concurrent use.
+package purge
