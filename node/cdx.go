@@ -10,10 +10,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 
 	"github.com/herod-archive/herod/archive"
-	"github.com/herod-archive/herod/export"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/node/export"
 	"github.com/herod-archive/herod/ring"
 )
 

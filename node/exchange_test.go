@@ -20,9 +20,9 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/archive/exchange"
-	"github.com/herod-archive/herod/export"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/sampleweb"
+	"github.com/herod-archive/herod/node/export"
 )
 
 // TestRingExchange runs the researcher-facing exports on a ring of four

@@ -4,7 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"github.com/herod-archive/herod/reach"
+	"github.com/herod-archive/herod/node/reach"
 	"io/fs"
 	"net"
 	"net/netip"

@@ -24,8 +24,8 @@ import (
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
-	"github.com/herod-archive/herod/politeness"
-	"github.com/herod-archive/herod/purge"
+	"github.com/herod-archive/herod/node/politeness"
+	"github.com/herod-archive/herod/node/purge"
 	"github.com/herod-archive/herod/replicate"
 	"github.com/herod-archive/herod/ring"
 )

@@ -8,7 +8,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 
-	"github.com/herod-archive/herod/politeness"
+	"github.com/herod-archive/herod/node/politeness"
 	"github.com/herod-archive/herod/ring/p2p"
 )
 

@@ -8,7 +8,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/herod-archive/herod/crawl"
-	"github.com/herod-archive/herod/politeness"
+	"github.com/herod-archive/herod/node/politeness"
 	"github.com/herod-archive/herod/ring"
 )
 

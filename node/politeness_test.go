@@ -3,7 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
-	"github.com/herod-archive/herod/politeness"
+	"github.com/herod-archive/herod/node/politeness"
 	"net/http"
 	"net/http/httptest"
 	"net/url"

@@ -10,7 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/herod-archive/herod/archive"
-	"github.com/herod-archive/herod/purge"
+	"github.com/herod-archive/herod/node/purge"
 )
 
 // Ring-wide purge: package purge checks, records and carries out orders;

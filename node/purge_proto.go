@@ -11,7 +11,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/wire"
-	"github.com/herod-archive/herod/purge"
+	"github.com/herod-archive/herod/node/purge"
 	"github.com/herod-archive/herod/replicate"
 	"github.com/herod-archive/herod/ring"
 )

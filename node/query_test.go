@@ -22,10 +22,10 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/herod-archive/herod/archive"
-	"github.com/herod-archive/herod/export"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/sampleweb"
 	"github.com/herod-archive/herod/internal/warciotest"
+	"github.com/herod-archive/herod/node/export"
 	"github.com/herod-archive/herod/ring"
 )
 

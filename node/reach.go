@@ -5,7 +5,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/herod-archive/herod/reach"
+	"github.com/herod-archive/herod/node/reach"
 	"github.com/herod-archive/herod/ring"
 )
 
