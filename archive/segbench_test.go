@@ -298,8 +298,9 @@ func BenchmarkAppendDurable(b *testing.B) {
 // BenchmarkLookupMillion measures dated lookup + verified read latency on
 // a store of 1M versions (200,000 URLs, 5 versions each, small pages so
 // that loading takes minutes, not hours): p50 and p99 over 20,000 random
-// (URL, date) pairs; and the index's allocated bytes per version. It needs HEROD_BENCH_MILLION=1 (a few minutes and
-// about 1 GB of disk).
+// (URL, date) pairs; the index's allocated bytes per version; and how
+// long Close takes (close-ms, its index compaction included). It needs
+// HEROD_BENCH_MILLION=1 (a few minutes and about 1 GB of disk).
 func BenchmarkLookupMillion(b *testing.B) {
 	if os.Getenv("HEROD_BENCH_MILLION") == "" {
 		b.Skip("HEROD_BENCH_MILLION not set")
@@ -325,7 +326,9 @@ func BenchmarkLookupMillion(b *testing.B) {
 	}
 	// Reopened, the index holds tables rather than its write-ahead log.
 	dir := s.Dir()
-	must(b, s.Close())
+	closing := time.Now()
+	must(b, s.Close()) // with its compaction of the sums and totals
+	b.ReportMetric(float64(time.Since(closing).Milliseconds()), "close-ms")
 	s, err := Open(dir, Options{NoSync: true})
 	must(b, err)
 	defer s.Close()
@@ -345,5 +348,43 @@ func BenchmarkLookupMillion(b *testing.B) {
 		slices.Sort(lat)
 		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-us")
 		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-us")
+	}
+}
+
+// BenchmarkGzipLevels measures what a record's compression costs, alone:
+// the pages of BenchmarkPut (10-30 KB), or the .html files under
+// HEROD_HTML_CORPUS, each gzipped as one member at levels 1, 6 (the
+// default) and 9 — CPU per page (us/page) and compressed bytes per page
+// byte (gzip/html).
+func BenchmarkGzipLevels(b *testing.B) {
+	var pages [][]byte
+	if dir := os.Getenv("HEROD_HTML_CORPUS"); dir != "" {
+		for _, c := range corpusPages(b, dir, 3300) {
+			pages = append(pages, c.Body)
+		}
+	} else {
+		pages = benchPages(256)
+	}
+	for _, level := range []int{1, 6, 9} {
+		b.Run(fmt.Sprintf("gzip%d", level), func(b *testing.B) {
+			var in, out int64
+			var buf bytes.Buffer
+			w, err := gzip.NewWriterLevel(&buf, level)
+			must(b, err)
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			for i := range b.N {
+				p := pages[i%len(pages)]
+				buf.Reset()
+				w.Reset(&buf) // as the store's pool does
+				_, err := w.Write(p)
+				must(b, err)
+				must(b, w.Close())
+				in += int64(len(p))
+				out += int64(buf.Len())
+			}
+			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "us/page")
+			b.ReportMetric(float64(out)/float64(in), "gzip/html")
+		})
 	}
 }
