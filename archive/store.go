@@ -241,6 +241,7 @@ func (s *Store) openIndex(path string) error {
 		return fmt.Errorf("archive open index: %w", err)
 	}
 	s.db = db
+	s.compactChurn()
 	val, err := db.Get(metaStatsKey, nil)
 	switch {
 	case errors.Is(err, leveldb.ErrNotFound):
@@ -270,15 +271,13 @@ func (s *Store) openIndex(path string) error {
 	return nil
 }
 
-// Close writes the index group forming, compacts the index's directory
-// sums and totals (compactChurn), closes the segments and the index.
+// Close writes the index group forming, closes the segments and the index.
 // Calls after Close fail; Close is idempotent.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
 	s.stopCommitter()
-	s.compactChurn()
 	err := s.closeSegments()
 	if cerr := s.db.Close(); err == nil {
 		err = cerr
@@ -289,15 +288,17 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// compactChurn has goleveldb compact the keys every group rewrites — the
-// directory sums ('h') and the totals ('m') — so that a stopped store
-// keeps one copy of each rather than one per group: a store of a few
-// thousand versions never reaches a compaction by itself, and those
+// compactChurn, on Open, has goleveldb compact the keys every group
+// rewrites — the directory sums ('h') and the totals ('m') — so that the
+// index keeps one copy of each rather than one per group: a store of a
+// few thousand versions never reaches a compaction by itself, and those
 // copies were 40% of its index. It does so only while the index has no
 // table below level 0 (it never compacted), so the work is that of the
-// unflushed writes and a few small tables; a larger index compacts by
-// itself (and compacting it at Close took 12 s at 1M versions). A
-// failure costs only space; it is logged.
+// replayed journal and a few small tables; a larger index compacts by
+// itself (compacting it anyway took 12 s at 1M versions). On Open rather
+// than Close: a slower Close delayed a node's shutdown enough to change
+// the timing of the ring's take-over tests. A failure costs only space;
+// it is logged.
 func (s *Store) compactChurn() {
 	if s.failure() != nil {
 		return
