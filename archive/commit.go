@@ -33,7 +33,14 @@ type indexGroup struct {
 	// ends holds, for each segment the group's records went to, the end
 	// of the last of them: the committer syncs those segments before it
 	// writes b, and records the ends in b.
-	ends  map[*segment]int64
+	ends map[*segment]int64
+	// sums holds the newest sum of each directory the group changed and
+	// stats the totals after its last version (nil if it counted
+	// nothing): the committer writes each once, however many of the
+	// group's versions changed it, so the index does not keep an
+	// obsolete root sum and totals per version until goleveldb compacts.
+	sums  map[string]DirSum
+	stats []byte
 	gen   uint64   // position in the commit order, from 1
 	delta counters // what the group adds to the totals
 	done  chan struct{}
@@ -165,15 +172,11 @@ func (s *Store) sumsLocked(e Entry, delta int64) ([LeafLevel + 1][]byte, [LeafLe
 	return keys, sums, nil
 }
 
-// putSumsLocked writes sums to the group g and to the overlay of
-// uncommitted sums. The caller holds s.mu.
+// putSumsLocked records sums in the group g (written when it commits)
+// and in the overlay of uncommitted sums. The caller holds s.mu.
 func (s *Store) putSumsLocked(g *indexGroup, keys [LeafLevel + 1][]byte, sums [LeafLevel + 1]DirSum) {
 	for level := RootLevel; level <= LeafLevel; level++ {
-		if sums[level].Count == 0 {
-			g.b.Delete(keys[level])
-		} else {
-			g.b.Put(keys[level], sums[level].encode())
-		}
+		g.sums[string(keys[level])] = sums[level]
 		s.gc.sums[string(keys[level])] = pendingSum{sum: sums[level], gen: g.gen}
 	}
 }
@@ -182,7 +185,21 @@ func (s *Store) putSumsLocked(g *indexGroup, keys [LeafLevel + 1][]byte, sums [L
 func (s *Store) countLocked(g *indexGroup, d counters) {
 	g.delta.addCounters(d)
 	s.ctr.addCounters(d)
-	g.b.Put(metaStatsKey, s.ctr.encode())
+	g.stats = s.ctr.encode()
+}
+
+// finish adds to g's batch the sums and totals it changed, once each.
+func (g *indexGroup) finish() {
+	for k, d := range g.sums {
+		if d.Count == 0 {
+			g.b.Delete([]byte(k))
+		} else {
+			g.b.Put([]byte(k), d.encode())
+		}
+	}
+	if g.stats != nil {
+		g.b.Put(metaStatsKey, g.stats)
+	}
 }
 
 // formingLocked returns the group forming, starting one if there is
@@ -191,7 +208,7 @@ func (s *Store) formingLocked() *indexGroup {
 	g := s.gc.cur
 	if g == nil {
 		s.gc.gen++
-		g = &indexGroup{gen: s.gc.gen, ends: make(map[*segment]int64), done: make(chan struct{})}
+		g = &indexGroup{gen: s.gc.gen, ends: make(map[*segment]int64), sums: make(map[string]DirSum), done: make(chan struct{})}
 		s.gc.cur = g
 		s.gc.cond.Signal()
 	}
@@ -267,6 +284,7 @@ func (s *Store) commitGroup(g *indexGroup) error {
 	if err := s.failure(); err != nil {
 		return err
 	}
+	g.finish()
 	for seg, end := range g.ends {
 		if !s.noSync {
 			if err := seg.f.Sync(); err != nil {

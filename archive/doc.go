@@ -105,8 +105,11 @@
 // PurgePeer(peer) adds the peer to refused-peers (synced) and takes every
 // version it signed out of the index in one group: they are no longer
 // served, exported, replicated or counted. Their records stay in their
-// segments: the store never rewrites a segment, so purged bytes remain on
-// disk; Reindex leaves refused peers' records out.
+// segments as dead bytes (Reindex leaves refused peers' records out)
+// until Compact(dir) rewrites each segment whose dead share reaches
+// CompactOptions.MinDead without them, under the same id, through a
+// .compact file, one synced index write and a rename that Open finishes
+// if a crash interrupted it (compact.go).
 //
 // # Export
 //
@@ -143,5 +146,5 @@
 // No lock is held across an fsync. Readers never block writers (goleveldb
 // snapshots, pread). PurgePeer holds every key lock while it runs. Only
 // one process may open a store at a time (goleveldb's lock enforces it);
-// Reindex and Fsck need the store closed.
+// Reindex, Fsck and Compact need the store closed.
 package archive

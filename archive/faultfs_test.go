@@ -70,6 +70,13 @@ func (f *faultFS) Remove(name string) error {
 	return os.Remove(name)
 }
 
+func (f *faultFS) Rename(from, to string) error {
+	if err := f.step(); err != nil {
+		return err
+	}
+	return os.Rename(from, to)
+}
+
 func (f *faultFS) SyncDir(dir string) error {
 	if err := f.step(); err != nil {
 		return err

@@ -17,6 +17,8 @@ type fileSystem interface {
 	SyncDir(dir string) error
 	// Remove removes a file.
 	Remove(name string) error
+	// Rename renames a file (os.Rename's contract).
+	Rename(from, to string) error
 }
 
 // segFile is what the store does with a segment file.
@@ -39,6 +41,8 @@ func (osFS) OpenFile(name string, flag int, perm os.FileMode) (segFile, error) {
 func (osFS) Remove(name string) error { return os.Remove(name) }
 
 func (osFS) SyncDir(dir string) error { return syncDir(dir) }
+
+func (osFS) Rename(from, to string) error { return os.Rename(from, to) }
 
 // syncDir fsyncs a directory, making the creation, rename or removal of
 // its entries durable (POSIX requires it; ext4's data=ordered merely

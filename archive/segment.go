@@ -122,6 +122,9 @@ func listSegments(dir string) ([]uint32, error) {
 // end the index records, removing segments it records nothing of: what
 // lies past the end was never acknowledged.
 func (s *Store) openSegments() error {
+	if err := s.recoverCompactions(); err != nil {
+		return err
+	}
 	ids, err := listSegments(s.dir)
 	if err != nil {
 		return err

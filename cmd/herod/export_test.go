@@ -304,6 +304,12 @@ func TestFsck(t *testing.T) {
 	if msg, err := run(t, fsckCmd, "--data", data); err != nil || !strings.Contains(msg, "fsck: ok: 1 segments, 10 valid versions") {
 		t.Fatalf("fsck of a good archive: %v\n%s", err, msg)
 	}
+	if msg, err := run(t, fsckCmd, "--data", data, "--compact"); err != nil || !strings.Contains(msg, "compact: 1 segments, 0 rewritten, 0 removed") {
+		t.Fatalf("fsck --compact of an archive without dead records: %v\n%s", err, msg)
+	}
+	if _, err := run(t, fsckCmd, "--data", data, "--compact", "--min-dead", "3"); err == nil {
+		t.Fatal("fsck --compact --min-dead 3 accepted")
+	}
 	// Damage the last record of the segment.
 	seg := filepath.Join(data, "archive", "segments", archive.SegmentName(1))
 	f, err := os.OpenFile(seg, os.O_RDWR, 0)

@@ -17,12 +17,16 @@ var errProblems = errors.New("the archive has problems")
 
 // fsckCmd verifies a stopped node's archive against its files and, with
 // --repair, rebuilds the index from the files (quarantining corrupt ones)
-// and verifies again. It fails if problems remain.
+// and verifies again; with --compact it first rewrites the segments whose
+// purged records take at least --min-dead of their bytes. It fails if
+// problems remain.
 func fsckCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("fsck", "fsck --data DIR [--repair]", stderr)
+	fs := newFlagSet("fsck", "fsck --data DIR [--repair] [--compact [--min-dead F]]", stderr)
 	home, _ := os.UserHomeDir()
 	data := fs.String("data", filepath.Join(home, ".herod"), "data directory of the node (the node must be stopped)")
 	repair := fs.Bool("repair", false, "rebuild the index from the segments, cutting damaged tails (kept in quarantine/)")
+	compact := fs.Bool("compact", false, "rewrite segments without the records of purged versions")
+	minDead := fs.Float64("min-dead", archive.DefaultCompactMinDead, "with --compact, the share of a segment's bytes that must be dead for it to be rewritten (0-1]")
 	day := fs.Duration("day", node.DefaultDayLength, "crawl day length the node runs with")
 	verbose := fs.Bool("v", false, "verbose logs")
 	if err := parse(fs, args); err != nil {
@@ -41,6 +45,14 @@ func fsckCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if err := st.Close(); err != nil {
 		return err
+	}
+	if *compact {
+		crep, err := archive.Compact(ctx, dir, opt, archive.CompactOptions{MinDead: *minDead})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "compact: %d segments, %d rewritten, %d removed, %d bytes -> %d\n",
+			crep.Segments, crep.Rewritten, crep.Removed, crep.Before, crep.After)
 	}
 	// The archive reports no counts while it checks: the line shows the
 	// step and the time it has taken so far.
