@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/syndtr/goleveldb/leveldb"
-
-	"github.com/herod-archive/herod/internal/cpugate"
 )
 
 // Group commit of index batches. Every new version updates shared keys
@@ -76,15 +74,7 @@ func (s *Store) startCommitter() {
 		joined:  make(chan struct{}, 1),
 		stopped: make(chan struct{}),
 	}
-	if s.cpu == nil {
-		go s.committer()
-		return
-	}
-	// Its renames, syncs and index writes wait on the disk and are never
-	// urgent: behind the fetches, as the gate's workers are. In the crawl
-	// bench, four alternated pairs: mean time to response headers 231-276
-	// µs against 239-320, pages/s +2% (inside the noise, docs/crawl.md).
-	cpugate.GoLowPriority(s.committer)
+	go s.committer()
 }
 
 // stopCommitter lets the committer write the group forming, if any, and

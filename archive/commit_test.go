@@ -7,8 +7,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/herod-archive/herod/internal/cpugate"
 )
 
 // TestGroupCommitConsistent runs concurrent synced Puts, so that index
@@ -263,61 +261,5 @@ func TestCommitWindow(t *testing.T) {
 	}
 	if d := time.Since(start); d < 50*time.Millisecond || d > time.Minute {
 		t.Errorf("Put beside a stuck write returned after %v, want the 50ms window", d)
-	}
-}
-
-// TestPutHoldsCPUGateOnlyWhileComputing: a Put waits for a worker of
-// Options.CPU to hash and compress (and gives up, storing nothing, when
-// its context ends first), and does not hold one while it waits for its
-// index group.
-func TestPutHoldsCPUGateOnlyWhileComputing(t *testing.T) {
-	gate := cpugate.New(1)
-	defer gate.Close()
-	s, err := Open(t.TempDir(), Options{CommitWindow: time.Hour, CPU: gate})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ctx := context.Background()
-
-	held := make(chan struct{})
-	go gate.Do(ctx, func() { <-held })
-	for gate.Stats().Busy == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	_, _, err = s.Put(short, capture("http://gate.example/a", t0, "a"))
-	cancel()
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Put with the gate held elsewhere: %v, want a deadline error", err)
-	}
-	if st := s.Stats(); st.Versions != 0 {
-		t.Fatalf("a Put that never got the gate stored %d versions", st.Versions)
-	}
-	close(held)
-
-	// A write under way keeps the group open, so the Put below waits for
-	// its group; meanwhile the gate is free.
-	giveUp := s.beginWrite()
-	done := make(chan error, 1)
-	go func() {
-		_, _, err := s.Put(ctx, capture("http://gate.example/b", t0, "b"))
-		done <- err
-	}()
-	for pendingGroup(s) == nil {
-		time.Sleep(time.Millisecond)
-	}
-	free, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err = gate.Do(free, func() {})
-	cancel()
-	if err != nil {
-		t.Fatalf("the gate stayed held while a Put waited for its index group: %v", err)
-	}
-	giveUp()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if st := s.Stats(); st.Versions != 1 {
-		t.Fatalf("stored %d versions, want 1", st.Versions)
 	}
 }

@@ -97,9 +97,7 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 	k := id.OfString(c.URL)
 	d := c.Digest
 	if d.IsZero() {
-		if err := s.cpu.DoBytes(ctx, len(c.Body), func() { d = id.Sum(c.Body) }); err != nil {
-			return Version{}, false, fmt.Errorf("archive put: %w", err)
-		}
+		d = id.Sum(c.Body)
 	}
 	lk := &s.keyLocks[k[id.Size-1]]
 	lk.Lock()
@@ -153,10 +151,7 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 			return Version{}, false, fmt.Errorf("archive put: %w", err)
 		}
 	}
-	var data []byte
-	if err := s.cpu.Do(ctx, func() { data, err = s.encode(&c, t, d) }); err != nil {
-		return Version{}, false, fmt.Errorf("archive put %s: %w", c.URL, err)
-	}
+	data, err := s.encode(&c, t, d)
 	if err != nil {
 		return Version{}, false, fmt.Errorf("archive put %s: %w", c.URL, err)
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/syndtr/goleveldb/leveldb/opt"
 	"github.com/syndtr/goleveldb/leveldb/util"
 
-	"github.com/herod-archive/herod/internal/cpugate"
 	"github.com/herod-archive/herod/internal/id"
 )
 
@@ -53,12 +52,6 @@ type Options struct {
 	// way, so a lone writer never waits. Zero means DefaultCommitWindow;
 	// negative means never wait; with NoSync groups never wait.
 	CommitWindow time.Duration
-	// CPU, if set, runs a Put's hashing and compressing of its record
-	// on the gate's low-priority workers; the Put waits for
-	// locks and its index group in its own goroutine, so that a crawler
-	// can leave a processor to its fetches (see package cpugate). Nil: all
-	// in the caller.
-	CPU *cpugate.Gate
 	// Signer, if set, signs every version Put adds (provenance.go).
 	Signer Signer
 	// Verifier, if set, makes Import refuse records that are not signed
@@ -103,7 +96,6 @@ type Store struct {
 	db     *leveldb.DB
 	wo     *opt.WriteOptions
 	gz     *gzipPool
-	cpu    *cpugate.Gate
 	fs     fileSystem
 
 	signer   Signer           // Options.Signer
@@ -204,7 +196,6 @@ func newStore(dir string, o Options) (*Store, error) {
 		log:      log,
 		wo:       &opt.WriteOptions{Sync: !o.NoSync},
 		gz:       newGzipPool(o.GzipLevel),
-		cpu:      o.CPU,
 		fs:       o.fs,
 		window:   o.CommitWindow,
 		signer:   o.Signer,
