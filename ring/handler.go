@@ -78,10 +78,12 @@ func (r *Ring) handle(ctx context.Context, from string, m *Message) *Message {
 	}
 	switch m.Op {
 	case OpPing:
+		// A ping To a virtual server asks whether this node still runs
+		// it (checkPredecessors); without To, whether the node is up.
 		r.mu.Lock()
-		left := r.left
+		gone := r.left || (!m.To.IsZero() && r.local(m.To) == nil)
 		r.mu.Unlock()
-		if left {
+		if gone {
 			return &Message{Err: ErrCodeNoVnode}
 		}
 		return &Message{Op: OpPing}

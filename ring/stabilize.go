@@ -23,7 +23,16 @@ func (r *Ring) Maintain(ctx context.Context) {
 		return
 	}
 	vs := slices.Clone(r.vnodes)
+	// Entries in this node's name for a virtual server it does not run
+	// (its own before a restart with other indexes, or before a move,
+	// learned back from others' tables) are stale: drop them, or one held
+	// as a predecessor refuses the true predecessor's notify.
+	var ev []Event
+	for _, v := range r.vnodes {
+		v.forget(func(n Node) bool { return n.Peer == r.cfg.Self.Peer && r.local(n.ID) == nil }, &ev)
+	}
 	r.mu.Unlock()
+	r.events.publish(ev)
 	r.n.rounds.Add(1)
 	var twins []id.ID
 	var via Contact
@@ -135,17 +144,22 @@ func (r *Ring) moveTwins(ctx context.Context, via Contact, twins []id.ID) {
 // it (through strikes and markDead).
 func (r *Ring) checkPredecessors(ctx context.Context) {
 	r.mu.Lock()
-	seen := map[string]bool{r.cfg.Self.Peer: true}
-	var preds []Contact
+	seen := map[id.ID]bool{}
+	var preds []Node
 	for _, v := range r.vnodes {
-		if v.pred != nil && !seen[v.pred.Peer] {
-			seen[v.pred.Peer] = true
-			preds = append(preds, v.pred.Contact)
+		if p := v.pred; p != nil && p.Peer != r.cfg.Self.Peer && !seen[p.ID] {
+			seen[p.ID] = true
+			preds = append(preds, *p)
 		}
 	}
 	r.mu.Unlock()
-	for _, c := range preds {
-		_, _ = r.callRetry(ctx, c, &Message{Op: OpPing})
+	// Each predecessor is pinged as a virtual server, not only as a peer:
+	// a peer that answers may no longer run it (it came back with other
+	// indexes, or moved it and the leave was lost). Its "no such virtual
+	// server" makes call forget it, and the true predecessor's next
+	// notify is taken; kept, the ghost would refuse that notify forever.
+	for _, p := range preds {
+		_, _ = r.callRetry(ctx, p.Contact, &Message{Op: OpPing, To: p.ID})
 	}
 }
 
