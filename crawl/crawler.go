@@ -215,7 +215,8 @@ func (c *Crawler) Day(t time.Time) int64 {
 // starts its new day (and resets its URL-seen set) when this changes.
 func (c *Crawler) Today() int64 { return c.Day(c.cfg.Clock()) }
 
-// CurrentDay returns the day the crawler is crawling: Today, or later
+// CurrentDay returns the day the crawler is crawling (without taking a
+// lock, so callers may hold their own): Today, or later
 // when NewDay was called before the clock's day changed.
 func (c *Crawler) CurrentDay() int64 { return c.q.currentDay() }
 

@@ -122,5 +122,6 @@ func (q *queue) newDay(day int64, owns func(string) bool, more func(yield func(s
 		return nil, 0, 0, fmt.Errorf("crawl queue new day: %w", err)
 	}
 	q.seq, q.day = seq, day
+	q.dayNow.Store(day)
 	return hosts, n, fresh, nil
 }

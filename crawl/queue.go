@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/syndtr/goleveldb/leveldb"
 	lerrors "github.com/syndtr/goleveldb/leveldb/errors"
@@ -67,9 +68,13 @@ type queue struct {
 	closing bool
 	stopped chan struct{}
 
-	mu      sync.Mutex
-	seq     uint64
-	day     int64
+	mu  sync.Mutex
+	seq uint64
+	day int64
+	// dayNow mirrors day for currentDay, which takes no lock: the node
+	// asks it while holding the ring's lock, and newDay holds mu while it
+	// asks the ring who owns a URL.
+	dayNow  atomic.Int64
 	writing map[string]struct{}
 }
 
@@ -101,6 +106,7 @@ func openQueue(dir string) (*queue, error) {
 		return nil, err
 	}
 	q.seq, q.day = seq, int64(day)
+	q.dayNow.Store(q.day)
 	q.gcond = sync.NewCond(&q.gmu)
 	q.stopped = make(chan struct{})
 	go q.committer()
@@ -158,12 +164,8 @@ func hostOf(u string) string {
 	return rest
 }
 
-// currentDay returns the day the seen set belongs to.
-func (q *queue) currentDay() int64 {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.day
-}
+// currentDay returns the day the seen set belongs to. It takes no lock.
+func (q *queue) currentDay() int64 { return q.dayNow.Load() }
 
 // add queues the URLs not seen today and returns the new entries and how
 // many of them were never known before. The write is synced to disk

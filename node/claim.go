@@ -59,7 +59,10 @@ func (n *Node) fetchedOn(ctx context.Context, url string, day int64) bool {
 func (n *Node) claimDay() int64 { return max(n.crawler.Today(), n.crawler.CurrentDay()) }
 
 // tookRange records that local virtual server v took its range from
-// former: the ring's Config.Took, at every join of a virtual server.
+// former: the ring's Config.Took, at every join of a virtual server. It
+// runs under the ring's lock, so it takes no lock the crawler holds while
+// it asks the ring (claimDay reads the clock and the queue's day without
+// one; a new day asks the ring who owns each URL under the queue's lock).
 func (n *Node) tookRange(v, former ring.Node) {
 	if n.claims != nil {
 		n.claims.Took(v.ID, former, n.claimDay())
