@@ -52,7 +52,8 @@ type Config struct {
 	// virtual server and its first successor on another node: the node
 	// that held its range until then. It is called with the ring's lock
 	// held, before the virtual server answers for its range, so it must
-	// not call the Ring.
+	// not call the Ring, nor wait for a lock that anyone holds while
+	// calling it.
 	Took func(v, former Node)
 	// Logger receives debug and warning logs; nil discards them.
 	Logger *slog.Logger
