@@ -1,7 +1,10 @@
 // Package sim runs the real ring code (package ring) over the in-memory
 // network (ring/memnet) at sizes one machine can hold, and measures what
 // issue 3 asks: lookup hops, load balance, recovery from mass failure,
-// lookups under churn, and ring merging after a partition.
+// lookups under churn, and ring merging after a partition. RunFetch
+// models one crawl day on a ring that forms while it crawls, with the
+// real claim code (ring/claim), and counts the pages fetched twice or
+// never (issue 17).
 //
 // A Sim is a set of ring.Ring nodes on one memnet.Network with a fake
 // clock, driven round by round from a single goroutine: every live node
@@ -31,6 +34,7 @@
 //	go test ./ring/sim -run TestSim -v -sim -timeout 30m   # full scale, ~4 min on 2 cores
 //	go test ./ring/sim                                     # small scale, seconds, same checks
 //	go test ./ring/sim -run XXX -bench Lookup -benchtime 5000x
+//	HEROD_SIM_FETCH_RUNS=150 go test ./ring/sim -run TestFetchOncePerDay -v
 //
 // # Results (FullScale, seed 1)
 //
