@@ -27,9 +27,13 @@
 // make the second count as fetched — at a million URLs a day the chance
 // is about 3·10⁻⁸.
 //
-// When a claim cannot be answered (the former owner does not answer in
-// time, after Retries attempts), the URL is fetched rather than lost for
-// the day: a former owner that is gone cannot fetch it either.
+// A former owner that has a virtual server between the URL's key and the
+// claimer answers "elsewhere": the claimer's view is behind, and it passes
+// the URL on instead. When a claim cannot be answered (no reply after
+// Config.Attempts tries), the URL is fetched rather than lost for the
+// day: a former owner that is gone cannot fetch it either. A range that
+// comes back to a node voids the claims made in it only by nodes that no
+// longer answer (Release).
 //
 // The package holds the decisions only; a Transport carries claims (the
 // node's is a libp2p protocol, the simulator's a function call), so the
