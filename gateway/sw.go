@@ -26,7 +26,7 @@ const (
 	swScope = "/web/"
 )
 
-// Placeholders of the shell, replaced by the worker with the escaped
+// Fields of the shell's template that the worker fills with the escaped
 // frame source, URL and timestamp of the navigation.
 const (
 	shellSrc = "@@SRC@@"

@@ -112,8 +112,8 @@ func TestFramedPageByWorker(t *testing.T) {
 		t.Error("the content origin never replayed the frame's capture")
 	}
 
-	// The worker writes the navigation's URL as text: a placeholder of
-	// its shell in the URL stays as it is, markup is escaped.
+	// The worker writes the navigation's URL as text: a template field
+	// of its shell written in the URL stays as it is, markup is escaped.
 	odd := ui + "/web/" + ts + "/" + site.URL + `/secret.html?a=@@TS@@&b="><b id=x>`
 	if err := chromedp.Do(tab, chromedp.Navigate(odd)); err != nil {
 		t.Fatal(err)
