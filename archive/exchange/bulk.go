@@ -51,16 +51,35 @@ func htmlVersions(r io.Reader, fn func(m *Member, payload []byte) error) error {
 // progress, if non-nil, is called with each version's member after its
 // lines are written.
 func Links(r io.Reader, w io.Writer, progress func(*Member)) (BulkStats, error) {
+	st, err := eachHTML(r, w, progress, func(bw *bufio.Writer, m *Member, payload []byte) (int, error) {
+		u, day := m.URL(), m.Time().Format("2006-01-02")
+		n := 0
+		for _, l := range ParseHTML(u, payload).Links {
+			if _, err := fmt.Fprintf(bw, "%s\t%s\t%s\n", tsvField(u), tsvField(l), day); err != nil {
+				return n, err
+			}
+			n++
+		}
+		return n, nil
+	})
+	if err != nil {
+		return st, fmt.Errorf("exchange links: %w", err)
+	}
+	return st, nil
+}
+
+// eachHTML runs write for every HTML version of r with a buffered w,
+// counting versions and the lines write reports, and flushes before each
+// progress call and at the end.
+func eachHTML(r io.Reader, w io.Writer, progress func(*Member), write func(*bufio.Writer, *Member, []byte) (int, error)) (BulkStats, error) {
 	var st BulkStats
 	bw := bufio.NewWriterSize(w, 64<<10)
 	err := htmlVersions(r, func(m *Member, payload []byte) error {
 		st.Versions++
-		u, day := m.URL(), m.Time().Format("2006-01-02")
-		for _, l := range ParseHTML(u, payload).Links {
-			if _, err := fmt.Fprintf(bw, "%s\t%s\t%s\n", tsvField(u), tsvField(l), day); err != nil {
-				return err
-			}
-			st.Lines++
+		n, err := write(bw, m, payload)
+		st.Lines += n
+		if err != nil {
+			return err
 		}
 		if progress != nil {
 			if err := bw.Flush(); err != nil {
@@ -73,10 +92,7 @@ func Links(r io.Reader, w io.Writer, progress func(*Member)) (BulkStats, error) 
 	if err == nil {
 		err = bw.Flush()
 	}
-	if err != nil {
-		return st, fmt.Errorf("exchange links: %w", err)
-	}
-	return st, nil
+	return st, err
 }
 
 // tsvField keeps a URL on its line and in its column (canonical URLs
@@ -88,30 +104,17 @@ func tsvField(s string) string {
 // Texts reads a .warc.gz stream and writes one JSON line (TextLine) per
 // HTML version to w, in stream order. progress is as for Links.
 func Texts(r io.Reader, w io.Writer, progress func(*Member)) (BulkStats, error) {
-	var st BulkStats
-	bw := bufio.NewWriterSize(w, 64<<10)
-	enc := json.NewEncoder(bw)
-	enc.SetEscapeHTML(false)
-	err := htmlVersions(r, func(m *Member, payload []byte) error {
-		st.Versions++
+	st, err := eachHTML(r, w, progress, func(bw *bufio.Writer, m *Member, payload []byte) (int, error) {
 		p := ParseHTML(m.URL(), payload)
 		line := TextLine{URL: m.URL(), Timestamp: timestamp14(m.Time()), Digest: m.Record.Header.Get("Warc-Payload-Digest"),
 			Peer: m.Peer(), Title: p.Title, Text: p.Text, Cursor: m.Cursor()}
+		enc := json.NewEncoder(bw)
+		enc.SetEscapeHTML(false)
 		if err := enc.Encode(line); err != nil {
-			return err
+			return 0, err
 		}
-		st.Lines++
-		if progress != nil {
-			if err := bw.Flush(); err != nil {
-				return err
-			}
-			progress(m)
-		}
-		return nil
+		return 1, nil
 	})
-	if err == nil {
-		err = bw.Flush()
-	}
 	if err != nil {
 		return st, fmt.Errorf("exchange texts: %w", err)
 	}
