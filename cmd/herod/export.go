@@ -178,19 +178,29 @@ func (f *exportFlags) archiveQuery() (archive.Query, error) {
 	return q, nil
 }
 
+// openArchive opens the archive in the node's data directory, which the
+// node must not be running on.
+func (f *exportFlags) openArchive(stderr io.Writer) (*archive.Store, error) {
+	dir := filepath.Join(f.data, "archive")
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("--data %s: no archive: %w", f.data, err)
+	}
+	s, err := archive.Open(dir, archive.Options{DayLength: f.day, Logger: logger(stderr, f.verbose)})
+	if err != nil {
+		return nil, fmt.Errorf("%w (is the node still running?)", err)
+	}
+	return s, nil
+}
+
 // fromDisk exports from the archive in the node's data directory.
 func (f *exportFlags) fromDisk(ctx context.Context, w io.Writer, stderr io.Writer) error {
 	q, err := f.archiveQuery()
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(f.data, "archive")
-	if _, err := os.Stat(dir); err != nil {
-		return fmt.Errorf("--data %s: no archive: %w", f.data, err)
-	}
-	s, err := archive.Open(dir, archive.Options{DayLength: f.day, Logger: logger(stderr, f.verbose)})
+	s, err := f.openArchive(stderr)
 	if err != nil {
-		return fmt.Errorf("%w (is the node still running?)", err)
+		return err
 	}
 	defer s.Close()
 	var cdx io.Writer

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/archive/exchange"
@@ -80,13 +79,9 @@ func (f *exportFlags) convertDisk(ctx context.Context, w io.Writer, stderr io.Wr
 			return err
 		}
 	}
-	dir := filepath.Join(f.data, "archive")
-	if _, err := os.Stat(dir); err != nil {
-		return fmt.Errorf("--data %s: no archive: %w", f.data, err)
-	}
-	s, err := archive.Open(dir, archive.Options{DayLength: f.day, Logger: logger(stderr, f.verbose)})
+	s, err := f.openArchive(stderr)
 	if err != nil {
-		return fmt.Errorf("%w (is the node still running?)", err)
+		return err
 	}
 	defer s.Close()
 	ctx, cancel := context.WithCancel(ctx)
