@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
-	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/node/identity"
 )
 
 // ExportSigner implements gateway.WACZSigner: WACZ packages exported
@@ -22,7 +22,11 @@ func (r *resolver) ExportSigner() archive.Signer {
 	if key == nil {
 		return nil
 	}
-	return keySigner{key: key, peer: n.self.Peer}
+	s, err := identity.NewSigner(key)
+	if err != nil {
+		return nil
+	}
+	return s
 }
 
 var _ gateway.WACZSigner = (*resolver)(nil)
@@ -40,9 +44,9 @@ func DataDirSigner(dir string) (archive.Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node identity %s: %w", filepath.Join(dir, identityFile), err)
 	}
-	p, err := peer.IDFromPrivateKey(k)
+	s, err := identity.NewSigner(k)
 	if err != nil {
 		return nil, fmt.Errorf("node identity: %w", err)
 	}
-	return keySigner{key: k, peer: p.String()}, nil
+	return s, nil
 }

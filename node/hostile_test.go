@@ -24,6 +24,7 @@ import (
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/node/identity"
 	"github.com/herod-archive/herod/node/politeness"
 	"github.com/herod-archive/herod/node/purge"
 	"github.com/herod-archive/herod/replicate"
@@ -324,7 +325,7 @@ func TestHostilePeers(t *testing.T) {
 	// Purge orders: the target trusts no authority, so only a peer's
 	// retraction of its own captures (or its own operator) would do.
 	honest := lr.Nodes[2].self.Peer
-	order := func(signer keySigner, issuer, victim string, at time.Time) purge.Order {
+	order := func(signer identity.Signer, issuer, victim string, at time.Time) purge.Order {
 		o := purge.Order{Peer: victim, Issuer: issuer, Time: at}
 		sig, err := signer.Sign(purge.Message(o))
 		if err != nil {
@@ -348,7 +349,7 @@ func TestHostilePeers(t *testing.T) {
 	ms := member.identity
 	many := make([]purge.Order, purge.MaxOrders+1)
 	for i := range many {
-		many[i] = order(ms, ms.peer, ms.peer, time.Now())
+		many[i] = order(ms, ms.Peer(), ms.Peer(), time.Now())
 	}
 	honestBefore := target.store.Stats().Versions
 
@@ -379,15 +380,15 @@ func TestHostilePeers(t *testing.T) {
 		{"member: robots.txt of an origin the target owns, redirecting to an internal address", robotsRedirect(member.host), ""},
 		{"non-member: robots.txt redirecting to an internal address", robotsRedirect(lone.host), ""},
 		{"member: whole-ring entries request over 4,096 entries", memberEntries, "too many"},
-		{"non-member: purge order (its own retraction)", push(bare, order(ms, ms.peer, ms.peer, time.Now())), ""},
-		{"member: purge order for another member's captures, signed by itself", push(member.host, order(ms, ms.peer, honest, time.Now())), "does not trust"},
+		{"non-member: purge order (its own retraction)", push(bare, order(ms, ms.Peer(), ms.Peer(), time.Now())), ""},
+		{"member: purge order for another member's captures, signed by itself", push(member.host, order(ms, ms.Peer(), honest, time.Now())), "does not trust"},
 		{"member: purge order in the target's own name", push(member.host, order(ms, target.self.Peer, honest, time.Now())), "bad signature"},
 		{"member: authentic order with the purged peer changed", push(member.host, func() purge.Order {
-			o := order(ms, ms.peer, ms.peer, time.Now())
+			o := order(ms, ms.Peer(), ms.Peer(), time.Now())
 			o.Peer = honest
 			return o
 		}()), "bad signature"},
-		{"member: future-dated purge order", push(member.host, order(ms, ms.peer, ms.peer, time.Now().Add(time.Hour))), "future"},
+		{"member: future-dated purge order", push(member.host, order(ms, ms.Peer(), ms.Peer(), time.Now().Add(time.Hour))), "future"},
 		{"member: 1,025 purge orders in one request", push(member.host, many...), "at most"},
 	}
 	// Every attack three times; the heap of the whole process may not

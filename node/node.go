@@ -26,6 +26,7 @@ import (
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/node/identity"
 	"github.com/herod-archive/herod/node/purge"
 	"github.com/herod-archive/herod/node/reach"
 	"github.com/herod-archive/herod/ring"
@@ -45,10 +46,10 @@ type Node struct {
 	metrics     *prometheus.Registry // the node's own and its libp2p host's (metrics.go)
 	ring        *ring.Ring
 	tr          *p2p.Transport
-	memberOK    memberCache   // membership answers of member.go
-	identity    keySigner     // signs versions and purge orders
-	purge       *purge.Book   // purge orders (purge.go)
-	purgeSpread chan struct{} // a token: push the purge orders to the neighbours (spreadLoop)
+	memberOK    memberCache     // membership answers of member.go
+	identity    identity.Signer // signs versions and purge orders
+	purge       *purge.Book     // purge orders (purge.go)
+	purgeSpread chan struct{}   // a token: push the purge orders to the neighbours (spreadLoop)
 	store       *archive.Store
 	crawler     *crawl.Crawler
 	fwd         *forwarder
@@ -171,14 +172,16 @@ func New(cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("node: ring: %w", err)
 	}
 	n.claims = n.newClaims()
-	n.identity = keySigner{key: key, peer: n.self.Peer}
+	if n.identity, err = identity.NewSigner(key); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	n.store, err = archive.Open(filepath.Join(cfg.DataDir, "archive"), archive.Options{
 		DayLength: cfg.DayLength,
 		Quota:     cfg.Quota,
 		GzipLevel: cfg.GzipLevel,
 		NoSync:    cfg.NoSync,
 		Signer:    n.identity,
-		Verifier:  peerVerifier{},
+		Verifier:  identity.Verifier{},
 		Logger:    n.log.With("sub", "archive"),
 	})
 	if err != nil {

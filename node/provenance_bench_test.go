@@ -14,6 +14,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/node/identity"
 )
 
 // The cost of provenance: what signing adds to a stored version (bytes,
@@ -140,7 +141,7 @@ func BenchmarkProvenanceImport(b *testing.B) {
 		}
 	}
 	plain := benchStore(b, filepath.Join(b.TempDir(), "plain"), archive.Options{})
-	verified := benchStore(b, filepath.Join(b.TempDir(), "verified"), archive.Options{Verifier: peerVerifier{}})
+	verified := benchStore(b, filepath.Join(b.TempDir(), "verified"), archive.Options{Verifier: identity.Verifier{}})
 	imp := func(s *archive.Store) func(int) {
 		return func(i int) {
 			if _, _, err := s.Import(ctx, ents[i].Name(), files[i]); err != nil {

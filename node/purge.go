@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/node/identity"
 	"github.com/herod-archive/herod/node/purge"
 )
 
@@ -38,7 +39,7 @@ func (n *Node) setupPurge() error {
 		Self:        n.self.Peer,
 		Authorities: n.cfg.PurgeAuthorities,
 		Store:       n.store,
-		Verifier:    peerVerifier{},
+		Verifier:    identity.Verifier{},
 		Skew:        archive.MaxClockSkew,
 		Taken: func(p string) {
 			if pid, err := peer.Decode(p); err == nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/node/identity"
 )
 
 // copyAll imports every file of src into dst.
@@ -42,7 +43,7 @@ func TestStorePurgePeer(t *testing.T) {
 	ctx := context.Background()
 	bad, good := testKeySigner(t), testKeySigner(t)
 	open := func(name string, signer archive.Signer) *archive.Store {
-		s, err := archive.Open(filepath.Join(t.TempDir(), name), archive.Options{Signer: signer, Verifier: peerVerifier{},
+		s, err := archive.Open(filepath.Join(t.TempDir(), name), archive.Options{Signer: signer, Verifier: identity.Verifier{},
 			Now: func() time.Time { return time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC) }})
 		if err != nil {
 			t.Fatal(err)
@@ -137,7 +138,7 @@ func TestStorePurgePeer(t *testing.T) {
 	if !rep.OK() || rep.Versions != int(exp.Versions) {
 		t.Errorf("fsck after the purge: %+v", rep)
 	}
-	s2, err := archive.Open(dir, archive.Options{Verifier: peerVerifier{}})
+	s2, err := archive.Open(dir, archive.Options{Verifier: identity.Verifier{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"fmt"
+	"github.com/herod-archive/herod/node/identity"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,34 +13,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/crypto"
-	"github.com/libp2p/go-libp2p/core/peer"
-
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
 )
 
-// testSigner signs with a libp2p key, as a node does.
-type testSigner struct {
-	key crypto.PrivKey
-	id  string
-}
-
-func newTestSigner(t *testing.T) testSigner {
+// newTestSigner returns the signer of a fresh node identity.
+func newTestSigner(t *testing.T) identity.Signer {
 	t.Helper()
-	k, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	s, err := identity.Generate()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, err := peer.IDFromPrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return testSigner{key: k, id: pid.String()}
+	return s
 }
-
-func (s testSigner) Peer() string                    { return s.id }
-func (s testSigner) Sign(msg []byte) ([]byte, error) { return s.key.Sign(msg) }
 
 // TestPurgeCmd: herod purge removes the versions one peer signed from a
 // stopped node's archive and leaves the others.
@@ -49,7 +34,7 @@ func TestPurgeCmd(t *testing.T) {
 	data := t.TempDir()
 	dir := filepath.Join(data, "archive")
 	bad, good := newTestSigner(t), newTestSigner(t)
-	for i, signer := range []testSigner{bad, good, bad} {
+	for i, signer := range []identity.Signer{bad, good, bad} {
 		s, err := archive.Open(dir, archive.Options{Signer: signer})
 		if err != nil {
 			t.Fatal(err)
@@ -62,7 +47,7 @@ func TestPurgeCmd(t *testing.T) {
 		s.Close()
 	}
 	var out, errOut bytes.Buffer
-	if err := purgeCmd(ctx, []string{"--data", data, "--peer", bad.id}, &out, &errOut); err != nil {
+	if err := purgeCmd(ctx, []string{"--data", data, "--peer", bad.Peer()}, &out, &errOut); err != nil {
 		t.Fatalf("purge: %v\n%s", err, errOut.String())
 	}
 	if !strings.Contains(out.String(), "2 versions removed from the index") {
@@ -91,7 +76,7 @@ func TestPurgeCmdRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	who := newTestSigner(t).id
+	who := newTestSigner(t).Peer()
 	var got string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.URL.Path != "/api/purge" || r.Header.Get("Authorization") != "Bearer "+token {

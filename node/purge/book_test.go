@@ -2,57 +2,23 @@ package purge
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
-	"fmt"
+	"github.com/herod-archive/herod/node/identity"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/libp2p/go-libp2p/core/crypto"
-	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// testSigner signs with a fresh libp2p identity.
-type testSigner struct {
-	key  crypto.PrivKey
-	peer string
-}
-
-func newTestSigner(t *testing.T) testSigner {
+// newTestSigner returns the signer of a fresh node identity.
+func newTestSigner(t *testing.T) identity.Signer {
 	t.Helper()
-	k, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	s, err := identity.Generate()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, err := peer.IDFromPrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return testSigner{key: k, peer: pid.String()}
-}
-
-func (s testSigner) Peer() string                    { return s.peer }
-func (s testSigner) Sign(msg []byte) ([]byte, error) { return s.key.Sign(msg) }
-
-// idVerifier checks a signature with the public key a peer id embeds.
-type idVerifier struct{}
-
-func (idVerifier) Verify(p string, msg, sig []byte) error {
-	pid, err := peer.Decode(p)
-	if err != nil {
-		return err
-	}
-	pub, err := pid.ExtractPublicKey()
-	if err != nil {
-		return err
-	}
-	if ok, err := pub.Verify(msg, sig); err != nil || !ok {
-		return fmt.Errorf("bad signature by %s (%v)", p, err)
-	}
-	return nil
+	return s
 }
 
 // fakeStore records the peers purged.
@@ -77,7 +43,7 @@ func (s *fakeStore) times(p string) int {
 	return s.purged[p]
 }
 
-func order(t *testing.T, signer testSigner, issuer, p string, at time.Time) Order {
+func order(t *testing.T, signer identity.Signer, issuer, p string, at time.Time) Order {
 	t.Helper()
 	o := Order{Peer: p, Issuer: issuer, Time: at}
 	sig, err := signer.Sign(Message(o))
@@ -98,7 +64,7 @@ func TestOrderChecks(t *testing.T) {
 	store := &fakeStore{}
 	var taken []string
 	b, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "orders"), Self: self.Peer(),
-		Authorities: []string{auth.Peer()}, Store: store, Verifier: idVerifier{}, Skew: time.Minute,
+		Authorities: []string{auth.Peer()}, Store: store, Verifier: identity.Verifier{}, Skew: time.Minute,
 		Taken: func(p string) { taken = append(taken, p) }})
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +133,7 @@ func TestOrderFinishedAtOpen(t *testing.T) {
 	f.Close()
 
 	store := &fakeStore{}
-	b, err := Open(ctx, Config{Path: path, Self: newTestSigner(t).Peer(), Store: store, Verifier: idVerifier{}})
+	b, err := Open(ctx, Config{Path: path, Self: newTestSigner(t).Peer(), Store: store, Verifier: identity.Verifier{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +148,7 @@ func TestOrderFinishedAtOpen(t *testing.T) {
 		t.Errorf("orders file after Open: %+v, %v; want the order, done", recs, err)
 	}
 	// Opened again, nothing is left to finish.
-	if _, err := Open(ctx, Config{Path: path, Self: x.Peer(), Store: store, Verifier: idVerifier{}}); err != nil {
+	if _, err := Open(ctx, Config{Path: path, Self: x.Peer(), Store: store, Verifier: identity.Verifier{}}); err != nil {
 		t.Fatal(err)
 	}
 	if store.times(x.Peer()) != 1 {
@@ -198,7 +164,7 @@ func TestListDigest(t *testing.T) {
 	oa := order(t, a, a.Peer(), a.Peer(), time.Now())
 	oc := order(t, c, c.Peer(), c.Peer(), time.Now())
 	open := func() *Book {
-		b, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "orders"), Self: newTestSigner(t).Peer(), Store: &fakeStore{}, Verifier: idVerifier{}})
+		b, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "orders"), Self: newTestSigner(t).Peer(), Store: &fakeStore{}, Verifier: identity.Verifier{}})
 		if err != nil {
 			t.Fatal(err)
 		}
