@@ -1,0 +1,9 @@
+// Package identity signs and verifies with libp2p identity keys: a node
+// signs every version it fetches, and every purge order it issues, with
+// the key behind its peer id (Signer); anyone verifies a signature from
+// the peer id alone, since Ed25519 ids embed the public key (Verifier),
+// so no key directory is needed. See archive/provenance.go for what a
+// signature proves.
+//
+// Signer and Verifier are values safe for concurrent use.
+package identity
