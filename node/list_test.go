@@ -2,9 +2,7 @@ package node
 
 import (
 	"context"
-	"fmt"
-	"net/http"
-	"path/filepath"
+	"github.com/herod-archive/herod/internal/archivetest"
 	"slices"
 	"testing"
 	"time"
@@ -18,23 +16,7 @@ var q0 = time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)
 // versions on days 0 and 1.
 func storeNode(t testing.TB, urls ...string) *Node {
 	t.Helper()
-	s, err := archive.Open(filepath.Join(t.TempDir(), "archive"), archive.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	for _, u := range urls {
-		for d := 0; d < 2; d++ {
-			c := archive.Capture{
-				URL: u, Time: q0.Add(time.Duration(d) * 24 * time.Hour), Status: 200,
-				Header: http.Header{"Content-Type": {"text/html"}},
-				Body:   []byte(fmt.Sprintf("<p>%s on day %d</p>", u, d)),
-			}
-			if _, _, err := s.Put(context.Background(), c); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	s := archivetest.TwoDays(t, q0, urls...)
 	return &Node{store: s}
 }
 

@@ -5,9 +5,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
+	"github.com/herod-archive/herod/internal/archivetest"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -45,23 +44,7 @@ func (n *testNode) serveExport(ctx context.Context, req queryRequest, w io.Write
 // days 0 and 1.
 func storeNode(t testing.TB, urls ...string) *testNode {
 	t.Helper()
-	s, err := archive.Open(filepath.Join(t.TempDir(), "archive"), archive.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	for _, u := range urls {
-		for d := 0; d < 2; d++ {
-			c := archive.Capture{
-				URL: u, Time: q0.Add(time.Duration(d) * 24 * time.Hour), Status: 200,
-				Header: http.Header{"Content-Type": {"text/html"}},
-				Body:   []byte(fmt.Sprintf("<p>%s on day %d</p>", u, d)),
-			}
-			if _, _, err := s.Put(context.Background(), c); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	s := archivetest.TwoDays(t, q0, urls...)
 	return &testNode{store: s}
 }
 
