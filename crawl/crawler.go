@@ -139,8 +139,9 @@ type Crawler struct {
 	// every batch a host loop reads, and every Add's pending count,
 	// belongs wholly to one epoch.
 	dayMu sync.RWMutex
-	// catchUp serializes catchUpDay.
-	catchUp sync.Mutex
+	// catchUp serializes catchUpDay; caughtUp records that it ran.
+	catchUp  sync.Mutex
+	caughtUp bool
 
 	mu          sync.Mutex
 	started     bool
@@ -263,17 +264,23 @@ func (c *Crawler) Start(ctx context.Context) error {
 func (c *Crawler) catchUpDay(ctx context.Context) error {
 	c.catchUp.Lock()
 	defer c.catchUp.Unlock()
+	if c.caughtUp {
+		return nil // once per process: later days start on the day timer
+	}
 	interrupted, err := c.q.interruptedNewDay()
 	if err != nil {
 		return err
 	}
 	switch {
 	case interrupted != 0:
-		return c.startDay(ctx, interrupted)
+		err = c.startDay(ctx, interrupted)
 	case c.Today() > c.q.currentDay():
-		return c.NewDay(ctx)
+		err = c.NewDay(ctx)
 	}
-	return nil
+	if err == nil {
+		c.caughtUp = true
+	}
+	return err
 }
 
 // Add offers links that arrived for this node. Each is canonicalized and
