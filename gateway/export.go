@@ -189,6 +189,15 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request) {
 	} else {
 		err = s.exp.Export(r.Context(), q, cw, after)
 	}
+	s.endExport(w, bw, cw, q, FormatWARC, last, err)
+}
+
+// endExport finishes an export of q in format that wrote through bw into
+// cw and ended with err: nothing sent yet, a plain error status; else the
+// trailers say where it stopped (the cursor of the last version written)
+// and whether it is complete.
+func (s *Server) endExport(w http.ResponseWriter, bw *bufio.Writer, cw *countingWriter, q Query, format, last string, err error) {
+	h := w.Header()
 	if err == nil {
 		err = bw.Flush()
 	}
@@ -197,7 +206,7 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil && cw.n == 0 {
 		// Nothing reached the client: answer with a plain error status.
-		s.log.Warn("gateway: export", "query", q.URL, "err", err)
+		s.log.Warn("gateway: export", "query", q.URL, "format", format, "err", err)
 		h.Del("Trailer")
 		h.Del("Content-Disposition")
 		http.Error(w, "gateway: export: "+err.Error(), http.StatusBadGateway)
@@ -207,7 +216,7 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request) {
 		h.Set(TrailerExportCursor, last)
 	}
 	if err != nil {
-		s.log.Warn("gateway: export interrupted", "query", q.URL, "bytes", cw.n, "err", err)
+		s.log.Warn("gateway: export interrupted", "query", q.URL, "format", format, "bytes", cw.n, "err", err)
 		_ = bw.Flush()
 		h.Set(TrailerExportStatus, "error")
 		h.Set(TrailerExportError, strings.ReplaceAll(err.Error(), "\n", " "))

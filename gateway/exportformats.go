@@ -88,30 +88,7 @@ func (s *Server) serveConverted(w http.ResponseWriter, r *http.Request, q Query,
 	cw := &countingWriter{w: bw}
 	last := ""
 	err := s.convert(r.Context(), q, after, format, cw, func(c string) { last = c })
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err != nil {
-		s.stats.exportErrors.Add(1)
-	}
-	if err != nil && cw.n == 0 {
-		s.log.Warn("gateway: export", "query", q.URL, "format", format, "err", err)
-		h.Del("Trailer")
-		h.Del("Content-Disposition")
-		http.Error(w, "gateway: export: "+err.Error(), http.StatusBadGateway)
-		return
-	}
-	if last != "" {
-		h.Set(TrailerExportCursor, last)
-	}
-	if err != nil {
-		s.log.Warn("gateway: export interrupted", "query", q.URL, "format", format, "bytes", cw.n, "err", err)
-		_ = bw.Flush()
-		h.Set(TrailerExportStatus, "error")
-		h.Set(TrailerExportError, strings.ReplaceAll(err.Error(), "\n", " "))
-		return
-	}
-	h.Set(TrailerExportStatus, "complete")
+	s.endExport(w, bw, cw, q, format, last, err)
 }
 
 // convert runs the Exporter into a pipe and the converter of format on
