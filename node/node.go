@@ -80,8 +80,9 @@ type Node struct {
 		knownShared, knownReceived                   atomic.Int64 // known URLs without versions sent and remembered (known.go)
 		ownerChecks                                  atomic.Int64 // fetch-time checks that asked the ring (relocate.go)
 	}
-	claims *claim.Claims // the day's fetches and claims (claim.go)
-	trust  struct {
+	claims   *claim.Claims // the day's fetches and claims (claim.go)
+	takeOver takeOver      // ranges taken over mid-day (takeover.go)
+	trust    struct {
 		notMember atomic.Int64 // streams from peers that are no verified ring member
 		role      atomic.Int64 // member requests outside the member's role
 	}
@@ -277,11 +278,12 @@ func (n *Node) Start(ctx context.Context) error {
 	// Subscribed before the crawl starts, so that no range this node takes
 	// over from then on goes unnoticed.
 	sub := n.ring.Subscribe(64)
+	n.takeOver.sub.Store(sub)
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
 		defer sub.Unsubscribe()
-		n.takeOverLoop(n.ctx, sub.C)
+		n.takeOverLoop(n.ctx, sub)
 	}()
 	if err := n.crawler.Start(n.ctx); err != nil {
 		return fmt.Errorf("node start: crawl: %w", err)
@@ -425,9 +427,12 @@ func (n *Node) Multiaddr() string {
 	return addrs[0].String()
 }
 
-// Idle reports whether the node has no crawl work queued or in flight and no
-// links waiting for delivery.
-func (n *Node) Idle() bool { return n.crawler.Idle() && !n.fwd.Busy() }
+// Idle reports whether the node has no crawl work queued or in flight, no
+// links waiting for delivery and no range taken over whose URLs are not
+// queued yet.
+func (n *Node) Idle() bool {
+	return n.crawler.Idle() && !n.fwd.Busy() && n.takeOver.idle()
+}
 
 // NewDay starts a new crawl day now (the crawler also does this on its own
 // when the day length elapses).

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/ring"
@@ -9,35 +10,51 @@ import (
 
 // rangeTracker remembers the last known start of each local virtual
 // server's range, to tell when a range grew: Chord forgets a dead
-// predecessor before it learns the next one, so a take-over shows as two
-// changes, known → unknown → known with an earlier start.
+// predecessor before it learns the next one, so a take-over shows as
+// known → unknown → known with an earlier start.
 type rangeTracker map[id.ID]id.ID
 
-// gained returns the keys a virtual server took over with ev: when its
-// range grew at the front — its predecessor died or left — from
-// (old, End] to (new, End], the keys (new, old]. ok is false for any
-// other change: a range first known (this node's own join), one that
-// shrank (a node joined in front of it), or one not known now.
-func (rt rangeTracker) gained(ev ring.Event) (ring.Range, bool) {
-	if ev.Kind != ring.RangeChanged {
-		return ring.Range{}, false
-	}
-	old, seen := rt[ev.Vnode.ID]
-	if ev.OldRange.Known {
-		old, seen = ev.OldRange.Start, true
-	}
-	nw := ev.NewRange
-	if !nw.Known {
-		if seen {
-			rt[ev.Vnode.ID] = old
+// update compares the local virtual servers' ranges now (vs) with the
+// last ones seen and returns the key ranges they grew by at the front —
+// a predecessor died or left, so (old, End] became (new, End] and the
+// keys (new, old] are this node's now. A range first seen (this node's
+// own join, a virtual server that moved), one that shrank (a node joined
+// in front of it) or one not known now gains nothing; an unknown range
+// keeps its last known start. It reads states, not events, so a change
+// is seen however many events a burst dropped.
+func (rt rangeTracker) update(vs []ring.VnodeStatus) []ring.Range {
+	var out []ring.Range
+	live := make(map[id.ID]bool, len(vs))
+	for _, v := range vs {
+		live[v.ID] = true
+		nw := v.Range
+		if !nw.Known {
+			continue
 		}
-		return ring.Range{}, false
+		old, seen := rt[v.ID]
+		rt[v.ID] = nw.Start
+		if seen && old != nw.Start && id.InOpen(old, nw.Start, nw.End) {
+			out = append(out, ring.Range{Start: nw.Start, End: old, Known: true})
+		}
 	}
-	rt[ev.Vnode.ID] = nw.Start
-	if !seen || old == nw.Start || !id.InOpen(old, nw.Start, nw.End) {
-		return ring.Range{}, false
+	for v := range rt {
+		if !live[v] {
+			delete(rt, v)
+		}
 	}
-	return ring.Range{Start: nw.Start, End: old, Known: true}, true
+	return out
+}
+
+// takeOver is the state of the take-over loop that Idle reads.
+type takeOver struct {
+	busy atomic.Bool                       // a ring change is being handled
+	sub  atomic.Pointer[ring.Subscription] // set by Start
+}
+
+// idle reports whether no ring change waits to be handled.
+func (t *takeOver) idle() bool {
+	s := t.sub.Load()
+	return s == nil || (!t.busy.Load() && len(s.C) == 0)
 }
 
 // takeOverLoop watches the ring for ranges this node takes over in the
@@ -45,34 +62,54 @@ func (rt rangeTracker) gained(ev ring.Event) (ring.Range, bool) {
 // (crawl.Crawler.TakeOver): a node that dies just before or after a day
 // starts would otherwise leave its range unfetched until the next day.
 // URLs the dead node had already fetched today are fetched again, once.
-func (n *Node) takeOverLoop(ctx context.Context, events <-chan ring.Event) {
+// Events only wake it: it compares the ranges it sees now with the last
+// ones, so a dropped event loses nothing.
+func (n *Node) takeOverLoop(ctx context.Context, sub *ring.Subscription) {
+	t := &n.takeOver
 	rt := rangeTracker{}
+	rt.update(n.ring.Status().Vnodes)
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case ev, ok := <-events:
+		case _, ok := <-sub.C:
 			if !ok {
 				return
 			}
-			g, ok := rt.gained(ev)
-			if !ok {
-				continue
-			}
-			// Claims made in g by newer owners that are gone are void now.
-			n.claims.Release(ctx, g, n.claimDay())
-			q, err := n.crawler.TakeOver(ctx, func(u string) bool {
-				k := id.OfString(u)
-				return g.Contains(k) && n.ring.Owns(k)
-			})
-			if err != nil {
-				if ctx.Err() == nil {
-					n.log.Warn("taking over a range's URLs failed; they are queued at the next day", "vnode", ev.Vnode.ID.Short(), "err", err)
-				}
-				continue
-			}
-			n.counters.takenOver.Add(int64(q))
-			n.log.Info("took over a range", "vnode", ev.Vnode.ID.Short(), "from", g.Start.Short(), "to", g.End.Short(), "queued", q)
 		}
+		t.busy.Store(true)
+	drain:
+		for {
+			select {
+			case _, ok := <-sub.C:
+				if !ok {
+					return
+				}
+			default:
+				break drain
+			}
+		}
+		for _, g := range rt.update(n.ring.Status().Vnodes) {
+			n.takeOverRange(ctx, g)
+		}
+		t.busy.Store(false)
 	}
+}
+
+// takeOverRange queues the known URLs of g, a range this node took over.
+func (n *Node) takeOverRange(ctx context.Context, g ring.Range) {
+	// Claims made in g by newer owners that are gone are void now.
+	n.claims.Release(ctx, g, n.claimDay())
+	q, err := n.crawler.TakeOver(ctx, func(u string) bool {
+		k := id.OfString(u)
+		return g.Contains(k) && n.ring.Owns(k)
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			n.log.Warn("taking over a range's URLs failed; they are queued at the next day", "from", g.Start.Short(), "to", g.End.Short(), "err", err)
+		}
+		return
+	}
+	n.counters.takenOver.Add(int64(q))
+	n.log.Info("took over a range", "from", g.Start.Short(), "to", g.End.Short(), "queued", q)
 }

@@ -273,32 +273,31 @@ func sortedKeys(m map[string]int) []string {
 func TestGained(t *testing.T) {
 	k := func(b byte) id.ID { var x id.ID; x[0] = b; return x }
 	rg := func(a, b byte) ring.Range { return ring.Range{Start: k(a), End: k(b), Known: true} }
-	vn := ring.Node{ID: k(0x80)}
-	ev := func(o, n ring.Range) ring.Event {
-		return ring.Event{Kind: ring.RangeChanged, Vnode: vn, OldRange: o, NewRange: n}
+	at := func(r ring.Range) []ring.VnodeStatus {
+		return []ring.VnodeStatus{{Node: ring.Node{ID: k(0x80)}, Range: r}}
 	}
 	for _, tc := range []struct {
 		name   string
-		events []ring.Event
-		want   ring.Range
-		ok     bool
+		states [][]ring.VnodeStatus
+		want   []ring.Range
 	}{
-		{"predecessor died", []ring.Event{ev(rg(0x40, 0x80), rg(0x20, 0x80))}, rg(0x20, 0x40), true},
+		{"predecessor died", [][]ring.VnodeStatus{at(rg(0x40, 0x80)), at(rg(0x20, 0x80))}, []ring.Range{rg(0x20, 0x40)}},
 		{"predecessor forgotten, then the next one learnt",
-			[]ring.Event{ev(rg(0x40, 0x80), ring.Range{}), ev(ring.Range{}, rg(0x20, 0x80))}, rg(0x20, 0x40), true},
-		{"across zero", []ring.Event{ev(rg(0x10, 0x80), rg(0xf0, 0x80))}, rg(0xf0, 0x10), true},
-		{"a node joined in front", []ring.Event{ev(rg(0x20, 0x80), rg(0x40, 0x80))}, ring.Range{}, false},
-		{"first known (own join)", []ring.Event{ev(ring.Range{}, rg(0x20, 0x80))}, ring.Range{}, false},
-		{"successors changed", []ring.Event{{Kind: ring.SuccessorsChanged, Vnode: vn}}, ring.Range{}, false},
+			[][]ring.VnodeStatus{at(rg(0x40, 0x80)), at(ring.Range{}), at(rg(0x20, 0x80))}, []ring.Range{rg(0x20, 0x40)}},
+		{"across zero", [][]ring.VnodeStatus{at(rg(0x10, 0x80)), at(rg(0xf0, 0x80))}, []ring.Range{rg(0xf0, 0x10)}},
+		{"a node joined in front", [][]ring.VnodeStatus{at(rg(0x20, 0x80)), at(rg(0x40, 0x80))}, nil},
+		{"first known (own join)", [][]ring.VnodeStatus{at(ring.Range{}), at(rg(0x20, 0x80))}, nil},
+		{"unchanged", [][]ring.VnodeStatus{at(rg(0x20, 0x80)), at(rg(0x20, 0x80))}, nil},
+		{"virtual server gone, then back: first known again",
+			[][]ring.VnodeStatus{at(rg(0x40, 0x80)), nil, at(rg(0x20, 0x80))}, nil},
 	} {
 		rt := rangeTracker{}
-		var got ring.Range
-		var ok bool
-		for _, e := range tc.events {
-			got, ok = rt.gained(e)
+		var got []ring.Range
+		for _, st := range tc.states {
+			got = rt.update(st)
 		}
-		if ok != tc.ok || got != tc.want {
-			t.Errorf("%s: gained %+v, %v; want %+v, %v", tc.name, got, ok, tc.want, tc.ok)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: gained %+v; want %+v", tc.name, got, tc.want)
 		}
 	}
 }
