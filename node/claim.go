@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
-	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
-	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
@@ -97,16 +95,12 @@ func (t claimTransport) Claim(ctx context.Context, f ring.Node, q claim.Request)
 	return rep, nil
 }
 
-// Alive implements claim.Transport with a libp2p ping.
-func (t claimTransport) Alive(ctx context.Context, p string) bool {
-	pid, err := peer.Decode(p)
-	if err != nil {
-		return false
-	}
+// Runs implements claim.Transport with the ring's ping of a virtual
+// server.
+func (t claimTransport) Runs(ctx context.Context, v ring.Node) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
 	defer cancel()
-	res, ok := <-ping.Ping(ctx, t.n.host, pid)
-	return ok && res.Error == nil
+	return t.n.ring.Runs(ctx, v)
 }
 
 // handleClaim answers a claim from a member whose virtual server took a

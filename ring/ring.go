@@ -292,6 +292,22 @@ func (r *Ring) Vnodes() []Node {
 	return r.localNodes()
 }
 
+// Runs asks v's node whether it still runs virtual server v: true if it
+// does; false with a nil error if the node answered that it does not (it
+// moved v to another index, came back with others, or left); an error if
+// no answer came.
+func (r *Ring) Runs(ctx context.Context, v Node) (bool, error) {
+	_, err := r.call(ctx, v.Contact, &Message{Op: OpPing, To: v.ID})
+	var re *RemoteError
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &re) && re.Code == ErrCodeNoVnode:
+		return false, nil
+	}
+	return false, err
+}
+
 // Owns reports, from local knowledge only, whether key lies in
 // (pred(v), v] for one of the local virtual servers v. A virtual server
 // whose predecessor is unknown owns nothing.

@@ -25,6 +25,11 @@ type Request struct {
 	// range from, as the claimer recorded it.
 	To   id.ID `json:"to"`
 	Hops int   `json:"hops,omitempty"` // former owners asked before this one
+	// Origin is the virtual server whose claim started the chain (Vnode
+	// when Hops is 0). A chain can come back to the origin's node, which
+	// then answers "yours" without recording a grant: the URL is its own
+	// claimer's.
+	Origin ring.Node `json:"origin,omitzero"`
 }
 
 // Reply answers a Request.
@@ -49,8 +54,10 @@ type Transport interface {
 	// Claim sends q to the node running former and returns its reply. An
 	// error means no reply arrived.
 	Claim(ctx context.Context, former ring.Node, q Request) (Reply, error)
-	// Alive reports whether the node with this peer id answers now.
-	Alive(ctx context.Context, peer string) bool
+	// Runs asks v's node whether it still runs virtual server v: false
+	// with a nil error when it answered that it does not, an error when no
+	// answer came (ring.Ring.Runs).
+	Runs(ctx context.Context, v ring.Node) (bool, error)
 }
 
 // Ring is what claims need of the local ring (ring.Ring has it).
@@ -108,10 +115,11 @@ func (s short) long() id.ID {
 	return k
 }
 
-// awayClaim is a URL key a newer owner claimed, and that owner's peer id.
+// awayClaim is a URL key a newer owner claimed, and the newer owner's
+// virtual server that claimed it.
 type awayClaim struct {
-	key  id.ID
-	peer string
+	key   id.ID
+	vnode ring.Node
 }
 
 // Claims is one node's record of the day's fetches and claims.
@@ -204,35 +212,56 @@ func (c *Claims) formerLocked(v id.ID, day int64) (ring.Node, bool) {
 }
 
 // Release forgets the claims in g that newer owners made on day, when
-// those owners are gone: the range came back to this node (its
-// predecessor died or left), and a URL claimed by a node that is gone
-// would otherwise be fetched by no one. Claims of owners that still answer
-// stay: a range can come back for a moment only, while the ring learns of
-// a joiner again, and their URLs are theirs.
+// their virtual servers are gone: the range came back to this node (its
+// predecessor died, left or moved), and a URL claimed by a virtual server
+// that is gone would otherwise be fetched by no one. Claims of virtual
+// servers that still run stay: a range can come back for a moment only,
+// while the ring learns of a joiner again, and their URLs are theirs.
 func (c *Claims) Release(ctx context.Context, g ring.Range, day int64) int {
 	c.mu.Lock()
 	c.rollLocked(day)
-	peers := map[string]bool{}
+	vnodes := map[ring.Node]bool{}
 	for _, a := range c.gone {
 		if g.Contains(a.key) {
-			peers[a.peer] = true
+			vnodes[a.vnode] = true
 		}
 	}
 	c.mu.Unlock()
-	for p := range peers {
-		peers[p] = c.cfg.Transport.Alive(ctx, p)
+	for v := range vnodes {
+		runs, _ := c.cfg.Transport.Runs(ctx, v)
+		vnodes[v] = runs
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rollLocked(day)
 	n := 0
 	for s, a := range c.gone {
-		if alive, asked := peers[a.peer]; asked && !alive && g.Contains(a.key) {
+		if runs, asked := vnodes[a.vnode]; asked && !runs && g.Contains(a.key) {
 			delete(c.gone, s)
 			n++
 		}
 	}
 	return n
+}
+
+// stillAway reports whether the claim a on key s still holds: its
+// virtual server runs, or its node did not answer (a node that is gone
+// has its claims voided when the range comes back, by Release). A claim
+// whose node answers that it no longer runs the claiming virtual server
+// (it moved to another index) is forgotten: the URL is this node's again.
+func (c *Claims) stillAway(ctx context.Context, s short, a awayClaim, day int64) bool {
+	runs, err := c.cfg.Transport.Runs(ctx, a.vnode)
+	if runs || err != nil {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rollLocked(day)
+	if cur, ok := c.gone[s]; ok && cur == a {
+		delete(c.gone, s)
+	}
+	c.log.Debug("claim: void, the claimer moved", "key", a.key.Short(), "claimer", a.vnode.String())
+	return false
 }
 
 // Outcome is ToFetch's decision.
@@ -259,18 +288,22 @@ func (c *Claims) ToFetch(ctx context.Context, url string, key id.ID, v ring.Node
 		c.mu.Unlock()
 		return Fetch
 	}
-	if _, ok := c.gone[s]; ok {
-		c.mu.Unlock()
-		return Drop
-	}
 	if _, ok := c.had[s]; ok {
 		c.mu.Unlock()
 		return Drop
 	}
+	if a, ok := c.gone[s]; ok {
+		c.mu.Unlock()
+		if c.stillAway(ctx, s, a, day) {
+			return Drop
+		}
+		c.mu.Lock()
+		c.rollLocked(day)
+	}
 	former, ok := c.formerLocked(v.ID, day)
 	c.mu.Unlock()
 	if ok {
-		rep, err := c.ask(ctx, former, Request{URL: url, Day: day, Vnode: v, To: former.ID})
+		rep, err := c.ask(ctx, former, Request{URL: url, Day: day, Vnode: v, To: former.ID, Origin: v})
 		c.log.Debug("claim: asked", "url", url, "vnode", v.ID.Short(), "former", former.String(),
 			"taken", rep.Taken, "elsewhere", rep.Elsewhere, "err", err)
 		switch {
@@ -383,7 +416,7 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 		_, mine := c.mine[s]
 		_, had := c.had[s]
 		a, gone := c.gone[s]
-		return mine || had || (gone && a.peer != from.Peer)
+		return mine || had || (gone && a.vnode.Peer != from.Peer)
 	}
 	c.mu.Lock()
 	c.rollLocked(day)
@@ -396,12 +429,16 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 	}
 	former, chained := c.formerLocked(ours.ID, day)
 	c.mu.Unlock()
+	origin := q.Origin
+	if origin.Peer == "" {
+		origin = q.Vnode
+	}
 	if chained && q.Hops < c.cfg.MaxHops {
 		// This node took the range today too: the URL may be its former
 		// owner's (which may be the claimer's node, by another of its
 		// virtual servers).
 		c.sent.Add(1)
-		if rep, err := c.cfg.Transport.Claim(ctx, former, Request{URL: q.URL, Day: day, Vnode: ours, To: former.ID, Hops: q.Hops + 1}); err == nil && rep.Taken {
+		if rep, err := c.cfg.Transport.Claim(ctx, former, Request{URL: q.URL, Day: day, Vnode: ours, To: former.ID, Hops: q.Hops + 1, Origin: origin}); err == nil && rep.Taken {
 			c.mu.Lock()
 			c.rollLocked(day)
 			c.had[s] = struct{}{}
@@ -422,7 +459,13 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 	if taken() {
 		return Reply{Taken: true}, nil
 	}
-	c.gone[s] = awayClaim{key: key, peer: from.Peer}
+	if q.Hops > 0 && origin.Peer == c.cfg.Peer {
+		// The chain came back to the claim's origin, this node, and no
+		// owner before it fetched the URL: it is the origin's, so nothing
+		// is granted here (a grant would make the origin drop its own URL).
+		return Reply{}, nil
+	}
+	c.gone[s] = awayClaim{key: key, vnode: q.Vnode}
 	c.away.Add(1)
 	c.log.Debug("claim: granted", "url", q.URL, "to", q.Vnode.String(), "ours", ours.ID.Short(), "chained", chained)
 	return Reply{}, nil

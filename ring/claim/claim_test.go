@@ -33,6 +33,7 @@ type net struct {
 	nodes map[string]*Claims
 	dead  map[string]bool
 	fail  map[string]int // replies to drop per answering peer
+	moved map[id.ID]bool // virtual servers their nodes no longer run
 	calls int
 }
 
@@ -49,8 +50,11 @@ func (n *net) Claim(ctx context.Context, to ring.Node, q Request) (Reply, error)
 	return c.Answer(ctx, ring.Node{Contact: q.Vnode.Contact}, q, q.Day)
 }
 
-func (n *net) Alive(_ context.Context, peer string) bool {
-	return n.nodes[peer] != nil && !n.dead[peer]
+func (n *net) Runs(_ context.Context, v ring.Node) (bool, error) {
+	if n.nodes[v.Peer] == nil || n.dead[v.Peer] {
+		return false, fmt.Errorf("%s is gone", v.Peer)
+	}
+	return !n.moved[v.ID], nil
 }
 
 type testNode struct {
@@ -66,7 +70,7 @@ func vnode(i int) ring.Node {
 }
 
 func newNet(count int) (*net, []*testNode) {
-	nw := &net{nodes: map[string]*Claims{}, dead: map[string]bool{}, fail: map[string]int{}}
+	nw := &net{nodes: map[string]*Claims{}, dead: map[string]bool{}, fail: map[string]int{}, moved: map[id.ID]bool{}}
 	var ns []*testNode
 	for i := range count {
 		v := vnode(i + 1)
@@ -314,5 +318,81 @@ func TestChainThroughClaimersNode(t *testing.T) {
 	}
 	if nw.calls != 3 {
 		t.Errorf("%d claims sent, want 3 (B→C, C→B, B→A)", nw.calls)
+	}
+}
+
+// TestChainBackToOrigin: the chain of former owners comes back to the
+// claimer's own node before any owner fetched the URL. B's b1 held the
+// range, D's d took it from b1, then B's b2 took it from d. b2's claim
+// goes to D, D asks b1 on B: B must not grant the URL to D (a grant
+// would make b2 drop its own URL while D grants it to b2: nobody would
+// fetch it). Exactly one fetch follows, b2's.
+func TestChainBackToOrigin(t *testing.T) {
+	ctx := context.Background()
+	nw, ns := newNet(2)
+	b, d := ns[0], ns[1]
+	// Indexes for B such that, clockwise, b2 < d < b1.
+	var b1, b2 ring.Node
+	ok := false
+	for i := 0; i < 64 && !ok; i++ {
+		for j := 0; j < 64 && !ok; j++ {
+			x := ring.Node{ID: ring.VirtualID(b.v.Addr, i), Contact: b.v.Contact, Index: i}
+			y := ring.Node{ID: ring.VirtualID(b.v.Addr, j), Contact: b.v.Contact, Index: j}
+			if i != j && id.InOpen(d.v.ID, y.ID, x.ID) {
+				b1, b2, ok = x, y, true
+			}
+		}
+	}
+	if !ok {
+		t.Fatal("no index layout found")
+	}
+	b.ring.vnodes = []ring.Node{b1, b2}
+	u, k := urlIn(t, b1.ID, b2.ID) // the key lies before b2
+	d.c.Took(d.v.ID, b1, day)
+	b.c.Took(b2.ID, d.v, day)
+	if got := b.c.ToFetch(ctx, u, k, b2, day); got != Fetch {
+		t.Fatalf("claim whose chain comes back to the claimer's node: %v, want Fetch", got)
+	}
+	if nw.calls != 2 {
+		t.Errorf("%d claims sent, want 2 (B→D, D→B)", nw.calls)
+	}
+	if got := d.c.ToFetch(ctx, u, k, d.v, day); got != Drop {
+		t.Errorf("the former owner after its grant: %v, want Drop", got)
+	}
+}
+
+// TestMovedClaimerVoided: a claim holds while the claiming virtual server
+// runs; once its node moved it to another index (a twin's or a fairer
+// share's move), the URL is the former owner's again, when it comes back
+// to be fetched and when the range comes back (Release).
+func TestMovedClaimerVoided(t *testing.T) {
+	ctx := context.Background()
+	nw, ns := newNet(2)
+	old, joiner := ns[0], ns[1]
+	u, k := urlIn(t, old.v.ID, joiner.v.ID)
+	joined(joiner, old, day)
+	if got := joiner.c.ToFetch(ctx, u, k, joiner.v, day); got != Fetch {
+		t.Fatalf("joiner: %v, want Fetch", got)
+	}
+	if got := old.c.ToFetch(ctx, u, k, old.v, day); got != Drop {
+		t.Fatalf("former owner, claimer running: %v, want Drop", got)
+	}
+	nw.moved[joiner.v.ID] = true
+	if got := old.c.ToFetch(ctx, u, k, old.v, day); got != Fetch {
+		t.Fatalf("former owner, claimer moved: %v, want Fetch", got)
+	}
+
+	u2, k2 := urlIn(t, k, joiner.v.ID)
+	delete(nw.moved, joiner.v.ID)
+	if got := joiner.c.ToFetch(ctx, u2, k2, joiner.v, day); got != Fetch {
+		t.Fatalf("joiner, second URL: %v, want Fetch", got)
+	}
+	whole := ring.Range{Start: joiner.v.ID, End: joiner.v.ID, Known: true}
+	if n := old.c.Release(ctx, whole, day); n != 0 {
+		t.Fatalf("released %d claims of a running claimer", n)
+	}
+	nw.moved[joiner.v.ID] = true
+	if n := old.c.Release(ctx, whole, day); n != 1 || old.c.Dropped(k2, day) {
+		t.Fatalf("released %d claims of a moved claimer (want 1); still dropped: %v", n, old.c.Dropped(k2, day))
 	}
 }
