@@ -82,6 +82,7 @@ type Node struct {
 	}
 	claims   *claim.Claims // the day's fetches and claims (claim.go)
 	takeOver takeOver      // ranges taken over mid-day (takeover.go)
+	size     sizeEstimate  // the ring's size, for the forwarder (estimate.go)
 	trust    struct {
 		notMember atomic.Int64 // streams from peers that are no verified ring member
 		role      atomic.Int64 // member requests outside the member's role

@@ -308,6 +308,17 @@ func (r *Ring) Runs(ctx context.Context, v Node) (bool, error) {
 	return false, err
 }
 
+// Predecessor returns the predecessor of this node's virtual server v,
+// if v runs here and its predecessor is known.
+func (r *Ring) Predecessor(v id.ID) (Node, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if lv := r.local(v); lv != nil && lv.pred != nil {
+		return *lv.pred, true
+	}
+	return Node{}, false
+}
+
 // Owns reports, from local knowledge only, whether key lies in
 // (pred(v), v] for one of the local virtual servers v. A virtual server
 // whose predecessor is unknown owns nothing.

@@ -63,7 +63,9 @@ type Transport interface {
 // Ring is what claims need of the local ring (ring.Ring has it).
 type Ring interface {
 	Vnodes() []ring.Node
-	Status() ring.Status
+	// Predecessor returns the predecessor of local virtual server v, if
+	// known.
+	Predecessor(v id.ID) (ring.Node, bool)
 }
 
 // History reports whether this node fetched url on day before it last
@@ -474,10 +476,6 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 // twinOf reports whether local virtual server ours has, as predecessor,
 // another peer's virtual server with v's id.
 func (c *Claims) twinOf(ours id.ID, v ring.Node) bool {
-	for _, st := range c.cfg.Ring.Status().Vnodes {
-		if st.Node.ID == ours && st.Predecessor != nil {
-			return st.Predecessor.ID == v.ID && st.Predecessor.Peer != v.Peer
-		}
-	}
-	return false
+	p, ok := c.cfg.Ring.Predecessor(ours)
+	return ok && p.ID == v.ID && p.Peer != v.Peer
 }

@@ -20,12 +20,11 @@ type fakeRing struct {
 
 func (f *fakeRing) Vnodes() []ring.Node { return f.vnodes }
 
-func (f *fakeRing) Status() ring.Status {
-	var st ring.Status
-	for _, v := range f.vnodes {
-		st.Vnodes = append(st.Vnodes, ring.VnodeStatus{Node: v, Predecessor: f.preds[v.ID]})
+func (f *fakeRing) Predecessor(v id.ID) (ring.Node, bool) {
+	if p := f.preds[v]; p != nil {
+		return *p, true
 	}
-	return st
+	return ring.Node{}, false
 }
 
 // net carries claims between test nodes by function calls.
