@@ -149,13 +149,30 @@ func (n *Node) handOver(ctx context.Context) {
 		if heir == nil {
 			continue
 		}
-		keys := n.claims.Fetched(v.Range, day)
-		if len(keys) == 0 {
-			continue
-		}
-		if err := n.sendHandover(ctx, *heir, claim.Handover{Day: day, Vnode: v.Node, Keys: keys}); err != nil {
-			n.log.Debug("handover of the day's fetches failed", "heir", heir, "err", err)
-		}
+		n.handOverRange(ctx, v.Node, v.Range, *heir, day)
+	}
+}
+
+// movingVnode is the ring's Config.Moving: before local virtual server v
+// leaves its index for another, the keys fetched today in its range r go
+// to heir, which inherits the range, so that its take-over does not fetch
+// them again.
+func (n *Node) movingVnode(ctx context.Context, v ring.Node, r ring.Range, heir ring.Node) {
+	if n.claims == nil {
+		return
+	}
+	n.handOverRange(ctx, v, r, heir, n.claimDay())
+}
+
+// handOverRange sends heir the keys fetched on day within r, which v owned.
+// A failure is logged: the heir then fetches those URLs again.
+func (n *Node) handOverRange(ctx context.Context, v ring.Node, r ring.Range, heir ring.Node, day int64) {
+	keys := n.claims.Fetched(r, day)
+	if len(keys) == 0 {
+		return
+	}
+	if err := n.sendHandover(ctx, heir, claim.Handover{Day: day, Vnode: v, Keys: keys}); err != nil {
+		n.log.Debug("handover of the day's fetches failed", "heir", heir, "err", err)
 	}
 }
 

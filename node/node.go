@@ -168,6 +168,7 @@ func New(cfg Config) (n *Node, err error) {
 		StabilizeInterval: cfg.StabilizeInterval,
 		Resolver:          (*dhtResolver)(n),
 		Took:              n.tookRange,
+		Moving:            n.movingVnode,
 		Logger:            n.log.With("sub", "ring"),
 	}, tr)
 	if err != nil {
@@ -220,7 +221,7 @@ func New(cfg Config) (n *Node, err error) {
 	n.setupPoliteness(&cc)
 	n.setupReplication()
 	n.setupQuery()
-	n.crawler, err = crawl.New(filepath.Join(cfg.DataDir, "crawl"), cc, n.store, relocator{n.fwd, n})
+	n.crawler, err = crawl.New(filepath.Join(cfg.DataDir, "crawl"), cc, n.store, relocator{n.fwd, n, &passVia{}})
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}

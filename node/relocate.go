@@ -3,9 +3,11 @@ package node
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/claim"
 )
 
@@ -16,7 +18,39 @@ import (
 // is passed on to its owner instead, so at most one node fetches it.
 type relocator struct {
 	*forwarder
-	n *Node
+	n   *Node
+	via *passVia
+}
+
+// passVia remembers, between Moved and PassOn of one entry, the former
+// owner that answered a claim with "elsewhere": the URL is passed on
+// through it, whose view is ahead (a lookup from this node's own tables
+// would find this node again, which has seen the URL today and would
+// drop it).
+type passVia struct {
+	mu sync.Mutex
+	to map[string]ring.Node
+}
+
+// maxPassVia bounds passVia: entries are taken at once by PassOn, so more
+// than this means they were not, and the oldest hints are let go.
+const maxPassVia = 1024
+
+func (p *passVia) put(url string, n ring.Node) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.to == nil || len(p.to) >= maxPassVia {
+		p.to = make(map[string]ring.Node)
+	}
+	p.to[url] = n
+}
+
+func (p *passVia) take(url string) (ring.Node, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n, ok := p.to[url]
+	delete(p.to, url)
+	return n, ok
 }
 
 var _ crawl.Relocator = relocator{}
@@ -38,7 +72,7 @@ func (r relocator) Moved(ctx context.Context, url string) bool {
 		return false
 	}
 	if v, ok := r.n.ring.OwnerVnode(key); ok {
-		return r.n.claims.ToFetch(ctx, url, key, v, r.n.claimDay()) != claim.Fetch
+		return r.toFetch(ctx, url, key, v)
 	}
 	r.n.counters.ownerChecks.Add(1)
 	owner, ok := r.n.ring.CloserOwner(key)
@@ -54,7 +88,17 @@ func (r relocator) Moved(ctx context.Context, url string) bool {
 	}
 	// Another view of the ring says a local virtual server owns it: the
 	// claims decide as for any URL of ours, and mark it as fetched here.
-	return r.n.claims.ToFetch(ctx, url, key, owner, r.n.claimDay()) != claim.Fetch
+	return r.toFetch(ctx, url, key, owner)
+}
+
+// toFetch asks the day's claims whether the local virtual server v
+// fetches url, and reports whether it does not (Moved).
+func (r relocator) toFetch(ctx context.Context, url string, key id.ID, v ring.Node) bool {
+	out, via := r.n.claims.ToFetchVia(ctx, url, key, v, r.n.claimDay())
+	if out == claim.PassOn && via.Peer != "" {
+		r.via.put(url, via)
+	}
+	return out != claim.Fetch
 }
 
 // PassOn queues url for its owner as a link passed on once (hops 1), so
@@ -67,7 +111,11 @@ func (r relocator) PassOn(_ context.Context, url string) error {
 	if r.n.claimedAway(id.OfString(url)) {
 		return nil
 	}
-	if err := r.enqueue([]string{url}, 1, nil); err != nil {
+	var via *ring.Node
+	if n, ok := r.via.take(url); ok {
+		via = &n
+	}
+	if err := r.enqueue([]string{url}, 1, via); err != nil {
 		return fmt.Errorf("pass on %s: %w", url, err)
 	}
 	return nil

@@ -21,6 +21,7 @@ type cluster struct {
 	dead   map[int]bool
 	vn     int
 	choose bool
+	moving func(ctx context.Context, v ring.Node, r ring.Range, heir ring.Node) // Config.Moving of every ring
 }
 
 func contactOf(i int) ring.Contact {
@@ -46,7 +47,7 @@ func (c *cluster) init(n, vn int, choose bool) {
 
 func (c *cluster) add(self ring.Contact) *ring.Ring {
 	c.t.Helper()
-	r, err := ring.New(ring.Config{Self: self, VirtualServers: c.vn, Clock: c.clock, ChooseIndexes: c.choose}, c.net.Transport(self))
+	r, err := ring.New(ring.Config{Self: self, VirtualServers: c.vn, Clock: c.clock, ChooseIndexes: c.choose, Moving: c.moving}, c.net.Transport(self))
 	if err != nil {
 		c.t.Fatal(err)
 	}

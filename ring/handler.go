@@ -37,7 +37,7 @@ func (r *Ring) call(ctx context.Context, c Contact, m *Message) (*Message, error
 	r.mu.Unlock()
 	if reply.Err != "" {
 		if reply.Err == ErrCodeNoVnode {
-			r.forgetID(m.To)
+			r.forgetID(m.To, c.Peer)
 		}
 		return nil, fmt.Errorf("ring %s to %s: %w", m.Op, c, &RemoteError{Code: reply.Err})
 	}
@@ -246,12 +246,13 @@ func (r *Ring) bury(n Node) {
 	r.grave = append(r.grave, e)
 }
 
-// forgetID drops one vnode id (a vnode that left) from every table.
-func (r *Ring) forgetID(x id.ID) {
+// forgetID drops the virtual server x of peer (one it no longer runs)
+// from every table; a twin with the same id on another peer stays.
+func (r *Ring) forgetID(x id.ID, peer string) {
 	var ev []Event
 	r.mu.Lock()
 	for _, v := range r.vnodes {
-		v.forget(func(n Node) bool { return n.ID == x && n.Peer != r.cfg.Self.Peer }, &ev)
+		v.forget(func(n Node) bool { return n.ID == x && n.Peer == peer && n.Peer != r.cfg.Self.Peer }, &ev)
 	}
 	r.mu.Unlock()
 	r.events.publish(ev)

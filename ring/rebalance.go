@@ -306,8 +306,18 @@ func (r *Ring) moveIndex(ctx context.Context, via Contact, old id.ID, idx int) e
 		r.mu.Unlock()
 		return fmt.Errorf("no local virtual server %s", old.Short())
 	}
-	self, pred, succs := v.self, v.pred, slices.Clone(v.succs)
+	self, pred, succs, rg := v.self, v.pred, slices.Clone(v.succs), v.rangeOf()
 	r.mu.Unlock()
+	if r.cfg.Moving != nil && rg.Known {
+		for _, s := range succs {
+			if s.ID != self.ID {
+				if s.Peer != r.cfg.Self.Peer {
+					r.cfg.Moving(ctx, self, rg, s)
+				}
+				break
+			}
+		}
+	}
 	r.leaveVnode(ctx, self, pred, succs)
 	var ev []Event
 	r.mu.Lock()

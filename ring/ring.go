@@ -55,6 +55,12 @@ type Config struct {
 	// not call the Ring, nor wait for a lock that anyone holds while
 	// calling it.
 	Took func(v, former Node)
+	// Moving, when set, is called before a local virtual server leaves its
+	// index for another (a move for a fairer share), with the virtual
+	// server, the range it owns and the successor on another node that
+	// inherits it, without the ring's lock: the node hands that heir what
+	// it fetched there today.
+	Moving func(ctx context.Context, v Node, r Range, heir Node)
 	// Logger receives debug and warning logs; nil discards them.
 	Logger *slog.Logger
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,11 +26,12 @@ type Request struct {
 	// range from, as the claimer recorded it.
 	To   id.ID `json:"to"`
 	Hops int   `json:"hops,omitempty"` // former owners asked before this one
-	// Origin is the virtual server whose claim started the chain (Vnode
-	// when Hops is 0). A chain can come back to the origin's node, which
-	// then answers "yours" without recording a grant: the URL is its own
-	// claimer's.
-	Origin ring.Node `json:"origin,omitzero"`
+	// Chain lists the peers that asked along the chain of former owners,
+	// the claimer's first (empty when Hops is 0). A chain can come back to
+	// one of them (ranges taken back and forth on one day); that node then
+	// answers "yours" without recording a grant: the URL belongs to the
+	// claim that passed through it, and a grant would make it drop it.
+	Chain []string `json:"chain,omitempty"`
 }
 
 // Reply answers a Request.
@@ -214,11 +216,14 @@ func (c *Claims) formerLocked(v id.ID, day int64) (ring.Node, bool) {
 }
 
 // Release forgets the claims in g that newer owners made on day, when
-// their virtual servers are gone: the range came back to this node (its
-// predecessor died, left or moved), and a URL claimed by a virtual server
-// that is gone would otherwise be fetched by no one. Claims of virtual
-// servers that still run stay: a range can come back for a moment only,
-// while the ring learns of a joiner again, and their URLs are theirs.
+// their nodes no longer answer: the range came back to this node (its
+// predecessor died or left), and a URL claimed by a node that is gone
+// would otherwise be fetched by no one. Claims of nodes that answer stay,
+// whether or not they still run the claiming virtual server: a range can
+// come back for a moment only, while the ring learns of a joiner again,
+// and a claimer fetches a URL as soon as it is granted, so one that moved
+// its virtual server since has it (and handed it over, Config.Moving in
+// package ring).
 func (c *Claims) Release(ctx context.Context, g ring.Range, day int64) int {
 	c.mu.Lock()
 	c.rollLocked(day)
@@ -230,40 +235,20 @@ func (c *Claims) Release(ctx context.Context, g ring.Range, day int64) int {
 	}
 	c.mu.Unlock()
 	for v := range vnodes {
-		runs, _ := c.cfg.Transport.Runs(ctx, v)
-		vnodes[v] = runs
+		_, err := c.cfg.Transport.Runs(ctx, v)
+		vnodes[v] = err == nil // the node answered
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rollLocked(day)
 	n := 0
 	for s, a := range c.gone {
-		if runs, asked := vnodes[a.vnode]; asked && !runs && g.Contains(a.key) {
+		if answers, asked := vnodes[a.vnode]; asked && !answers && g.Contains(a.key) {
 			delete(c.gone, s)
 			n++
 		}
 	}
 	return n
-}
-
-// stillAway reports whether the claim a on key s still holds: its
-// virtual server runs, or its node did not answer (a node that is gone
-// has its claims voided when the range comes back, by Release). A claim
-// whose node answers that it no longer runs the claiming virtual server
-// (it moved to another index) is forgotten: the URL is this node's again.
-func (c *Claims) stillAway(ctx context.Context, s short, a awayClaim, day int64) bool {
-	runs, err := c.cfg.Transport.Runs(ctx, a.vnode)
-	if runs || err != nil {
-		return true
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.rollLocked(day)
-	if cur, ok := c.gone[s]; ok && cur == a {
-		delete(c.gone, s)
-	}
-	c.log.Debug("claim: void, the claimer moved", "key", a.key.Short(), "claimer", a.vnode.String())
-	return false
 }
 
 // Outcome is ToFetch's decision.
@@ -283,56 +268,71 @@ const (
 // url (key), owned by its virtual server v by its view. A URL it may
 // fetch is marked as its own for the day.
 func (c *Claims) ToFetch(ctx context.Context, url string, key id.ID, v ring.Node, day int64) Outcome {
+	o, _ := c.ToFetchVia(ctx, url, key, v, day)
+	return o
+}
+
+// ToFetchVia is ToFetch that also returns, with PassOn, the former owner
+// that answered "elsewhere": its view of the ring is ahead of this node's,
+// so the URL is best passed on through it (a lookup from this node's own
+// tables would find this node again).
+func (c *Claims) ToFetchVia(ctx context.Context, url string, key id.ID, v ring.Node, day int64) (Outcome, ring.Node) {
 	s := shortOf(key)
 	c.mu.Lock()
 	c.rollLocked(day)
 	if _, ok := c.mine[s]; ok {
 		c.mu.Unlock()
-		return Fetch
+		return Fetch, ring.Node{}
 	}
 	if _, ok := c.had[s]; ok {
 		c.mu.Unlock()
-		return Drop
+		return Drop, ring.Node{}
 	}
-	if a, ok := c.gone[s]; ok {
+	if _, ok := c.gone[s]; ok {
 		c.mu.Unlock()
-		if c.stillAway(ctx, s, a, day) {
-			return Drop
-		}
-		c.mu.Lock()
-		c.rollLocked(day)
+		return Drop, ring.Node{}
 	}
 	former, ok := c.formerLocked(v.ID, day)
 	c.mu.Unlock()
 	if ok {
-		rep, err := c.ask(ctx, former, Request{URL: url, Day: day, Vnode: v, To: former.ID, Origin: v})
+		rep, err := c.ask(ctx, former, Request{URL: url, Day: day, Vnode: v, To: former.ID})
 		c.log.Debug("claim: asked", "url", url, "vnode", v.ID.Short(), "former", former.String(),
 			"taken", rep.Taken, "elsewhere", rep.Elsewhere, "err", err)
 		switch {
 		case err != nil:
 			c.unanswered.Add(1)
 			c.log.Debug("claim: former owner did not answer; fetching here", "url", url, "former", former, "err", err)
+			// A former owner that answered none of the attempts is asked
+			// no more today: the rest of the range is fetched without
+			// claims, instead of each URL waiting for the same silence.
+			c.mu.Lock()
+			if f, still := c.formerLocked(v.ID, day); still && f == former {
+				delete(c.former, v.ID)
+			}
+			c.mu.Unlock()
 		case rep.Taken:
 			c.taken.Add(1)
 			c.mu.Lock()
 			c.rollLocked(day)
 			c.had[s] = struct{}{}
 			c.mu.Unlock()
-			return Drop
+			return Drop, ring.Node{}
 		case rep.Elsewhere:
 			c.elsewhere.Add(1)
-			return PassOn
+			return PassOn, former
 		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rollLocked(day)
-	if _, ok := c.gone[s]; ok {
-		return Drop // claimed away while we asked
+	_, gone := c.gone[s]
+	_, had := c.had[s]
+	if gone || had {
+		return Drop, ring.Node{} // claimed away, or handed over, while we asked
 	}
 	c.mine[s] = struct{}{}
 	c.log.Debug("claim: fetch", "url", url, "vnode", v.ID.Short(), "claimed", ok)
-	return Fetch
+	return Fetch, ring.Node{}
 }
 
 // ask sends q to former, up to Attempts times while no reply arrives.
@@ -381,6 +381,9 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 	}
 	if err := ring.CheckID(q.Vnode, c.cfg.MaxVirtualServers); err != nil {
 		return Reply{}, fmt.Errorf("%w: %w", ErrRole, err)
+	}
+	if len(q.Chain) > c.cfg.MaxHops+1 {
+		return Reply{}, fmt.Errorf("%w: a chain of %d former owners (at most %d)", ErrRole, len(q.Chain), c.cfg.MaxHops+1)
 	}
 	// ours is the virtual server the claimer took the range from: the
 	// one it names if it is still here, else our first one after the key.
@@ -431,16 +434,12 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 	}
 	former, chained := c.formerLocked(ours.ID, day)
 	c.mu.Unlock()
-	origin := q.Origin
-	if origin.Peer == "" {
-		origin = q.Vnode
-	}
 	if chained && q.Hops < c.cfg.MaxHops {
 		// This node took the range today too: the URL may be its former
 		// owner's (which may be the claimer's node, by another of its
 		// virtual servers).
 		c.sent.Add(1)
-		if rep, err := c.cfg.Transport.Claim(ctx, former, Request{URL: q.URL, Day: day, Vnode: ours, To: former.ID, Hops: q.Hops + 1, Origin: origin}); err == nil && rep.Taken {
+		if rep, err := c.cfg.Transport.Claim(ctx, former, Request{URL: q.URL, Day: day, Vnode: ours, To: former.ID, Hops: q.Hops + 1, Chain: chainOf(q, c.cfg.Peer)}); err == nil && rep.Taken {
 			c.mu.Lock()
 			c.rollLocked(day)
 			c.had[s] = struct{}{}
@@ -461,16 +460,28 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 	if taken() {
 		return Reply{Taken: true}, nil
 	}
-	if q.Hops > 0 && origin.Peer == c.cfg.Peer {
-		// The chain came back to the claim's origin, this node, and no
-		// owner before it fetched the URL: it is the origin's, so nothing
-		// is granted here (a grant would make the origin drop its own URL).
+	if slices.Contains(q.Chain, c.cfg.Peer) {
+		// The chain of former owners came back to this node, which asked
+		// along it, and no owner it reached fetched the URL: it belongs to
+		// the claim that passed through here, so nothing is granted (a
+		// grant would make this node drop it when the chain unwinds).
 		return Reply{}, nil
 	}
 	c.gone[s] = awayClaim{key: key, vnode: q.Vnode}
 	c.away.Add(1)
 	c.log.Debug("claim: granted", "url", q.URL, "to", q.Vnode.String(), "ours", ours.ID.Short(), "chained", chained)
 	return Reply{}, nil
+}
+
+// chainOf is the Chain of the claim that node self sends on to its own
+// former owner while it answers q: q's chain (the claimer alone at the
+// first hop) and self.
+func chainOf(q Request, self string) []string {
+	ch := slices.Clone(q.Chain)
+	if len(ch) == 0 {
+		ch = append(ch, q.Vnode.Peer)
+	}
+	return append(ch, self)
 }
 
 // twinOf reports whether local virtual server ours has, as predecessor,

@@ -201,6 +201,13 @@ func TestUnansweredClaim(t *testing.T) {
 	if st := joiner.c.Stats(); st.Unanswered != 1 {
 		t.Errorf("unanswered %d, want 1", st.Unanswered)
 	}
+	// A former owner that answered none of the attempts is asked no more
+	// that day: the range's next URL is fetched without a claim.
+	calls := nw.calls
+	u3, k3 := urlIn(t, k2, joiner.v.ID)
+	if got := joiner.c.ToFetch(ctx, u3, k3, joiner.v, day); got != Fetch || nw.calls != calls {
+		t.Fatalf("after an unanswered former owner: %v with %d more claims, want Fetch with none", got, nw.calls-calls)
+	}
 }
 
 func TestReleaseOnlyGoneClaimers(t *testing.T) {
@@ -360,11 +367,13 @@ func TestChainBackToOrigin(t *testing.T) {
 	}
 }
 
-// TestMovedClaimerVoided: a claim holds while the claiming virtual server
-// runs; once its node moved it to another index (a twin's or a fairer
-// share's move), the URL is the former owner's again, when it comes back
-// to be fetched and when the range comes back (Release).
-func TestMovedClaimerVoided(t *testing.T) {
+// TestMovedClaimerKeepsClaim: a claimer fetches a URL as soon as it is
+// granted, so its claim holds after its node moved the claiming virtual
+// server to another index (it answers "not mine" for the old id): the
+// former owner does not fetch the URL again, when it comes back to it nor
+// when the range comes back. Only a node that no longer answers loses its
+// claims (TestReleaseOnlyGoneClaimers).
+func TestMovedClaimerKeepsClaim(t *testing.T) {
 	ctx := context.Background()
 	nw, ns := newNet(2)
 	old, joiner := ns[0], ns[1]
@@ -373,25 +382,36 @@ func TestMovedClaimerVoided(t *testing.T) {
 	if got := joiner.c.ToFetch(ctx, u, k, joiner.v, day); got != Fetch {
 		t.Fatalf("joiner: %v, want Fetch", got)
 	}
-	if got := old.c.ToFetch(ctx, u, k, old.v, day); got != Drop {
-		t.Fatalf("former owner, claimer running: %v, want Drop", got)
-	}
 	nw.moved[joiner.v.ID] = true
-	if got := old.c.ToFetch(ctx, u, k, old.v, day); got != Fetch {
-		t.Fatalf("former owner, claimer moved: %v, want Fetch", got)
-	}
-
-	u2, k2 := urlIn(t, k, joiner.v.ID)
-	delete(nw.moved, joiner.v.ID)
-	if got := joiner.c.ToFetch(ctx, u2, k2, joiner.v, day); got != Fetch {
-		t.Fatalf("joiner, second URL: %v, want Fetch", got)
+	if got := old.c.ToFetch(ctx, u, k, old.v, day); got != Drop {
+		t.Fatalf("former owner, claimer moved: %v, want Drop (the claimer fetched it)", got)
 	}
 	whole := ring.Range{Start: joiner.v.ID, End: joiner.v.ID, Known: true}
-	if n := old.c.Release(ctx, whole, day); n != 0 {
-		t.Fatalf("released %d claims of a running claimer", n)
+	if n := old.c.Release(ctx, whole, day); n != 0 || !old.c.Dropped(k, day) {
+		t.Fatalf("released %d claims of a moved claimer that answers, want 0", n)
 	}
-	nw.moved[joiner.v.ID] = true
-	if n := old.c.Release(ctx, whole, day); n != 1 || old.c.Dropped(k2, day) {
-		t.Fatalf("released %d claims of a moved claimer (want 1); still dropped: %v", n, old.c.Dropped(k2, day))
+}
+
+// TestChainLoopBetweenTwoNodes: B took the range from D today and D took
+// it back from B, and O took it from B. O's claim goes to B, B asks D, D
+// asks B again: the chain must not grant the URL back and forth between B
+// and D, or O is told "taken" while B and D each believe the other has it
+// and nobody fetches it.
+func TestChainLoopBetweenTwoNodes(t *testing.T) {
+	ctx := context.Background()
+	_, ns := newNet(3)
+	o, b, d := ns[0], ns[1], ns[2]
+	u, k := urlIn(t, b.v.ID, o.v.ID) // no B virtual server between the key and O's
+	b.c.Took(b.v.ID, d.v, day)
+	d.c.Took(d.v.ID, b.v, day)
+	o.c.Took(o.v.ID, b.v, day)
+	if got := o.c.ToFetch(ctx, u, k, o.v, day); got != Fetch {
+		t.Fatalf("claim whose chain loops between two former owners: %v, want Fetch", got)
+	}
+	if got := b.c.ToFetch(ctx, u, k, b.v, day); got != Drop {
+		t.Errorf("B after granting: %v, want Drop", got)
+	}
+	if got := d.c.ToFetch(ctx, u, k, d.v, day); got != Drop {
+		t.Errorf("D after granting: %v, want Drop", got)
 	}
 }

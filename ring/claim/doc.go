@@ -29,15 +29,16 @@
 //
 // A former owner that has a virtual server between the URL's key and the
 // claimer answers "elsewhere": the claimer's view is behind, and it passes
-// the URL on instead. When a claim cannot be answered (no reply after
-// Config.Attempts tries), the URL is fetched rather than lost for the
-// day: a former owner that is gone cannot fetch it either. A claim lasts
-// while the claiming virtual server runs: a range that comes back to a
-// node voids the claims made in it by virtual servers that are gone
-// (Release), and a URL claimed away by one that its node moved to
-// another index is the former owner's again when it comes back to be
-// fetched (Transport.Runs asks). A chain of former owners that comes back
-// to the claimer's own node (Request.Origin) grants nothing there.
+// the URL on through that former owner (ToFetchVia). When a claim cannot
+// be answered (no reply after Config.Attempts tries), the URL is fetched
+// rather than lost for the day — a former owner that is gone cannot fetch
+// it either — and that former owner is asked no more that day. A range
+// that comes back to a node voids the claims made in it by nodes that no
+// longer answer (Release); a claimer that answers keeps its claims even
+// if it moved the claiming virtual server, since it fetched each URL when
+// it was granted (a move hands the day's fetches to the range's heir). A
+// chain of former owners that comes back to a node that asked along it
+// (Request.Chain) grants nothing there.
 //
 // The package holds the decisions only; a Transport carries claims (the
 // node's is a libp2p protocol, the simulator's a function call), so the

@@ -227,8 +227,9 @@ func (m *fetchModel) handle(ctx context.Context, f *fetcher, u string) {
 	key := id.OfString(u)
 	self := f.r.Self().Peer
 	var out claim.Outcome
+	var via ring.Node // the former owner that answered "elsewhere"
 	if v, ok := f.r.OwnerVnode(key); ok {
-		out = f.claims.ToFetch(ctx, u, key, v, fetchDay)
+		out, via = f.claims.ToFetchVia(ctx, u, key, v, fetchDay)
 	} else {
 		owner, ok := f.r.CloserOwner(key)
 		if !ok {
@@ -238,7 +239,7 @@ func (m *fetchModel) handle(ctx context.Context, f *fetcher, u string) {
 			}
 		}
 		if owner.Peer == self {
-			out = f.claims.ToFetch(ctx, u, key, owner, fetchDay)
+			out, via = f.claims.ToFetchVia(ctx, u, key, owner, fetchDay)
 		} else {
 			out = claim.PassOn
 		}
@@ -248,6 +249,10 @@ func (m *fetchModel) handle(ctx context.Context, f *fetcher, u string) {
 		return
 	case claim.PassOn:
 		if f.claims.Dropped(key, fetchDay) {
+			return
+		}
+		if through := m.byPeer[via.Peer]; through != nil {
+			m.deliver(ctx, through, u) // as the node passes it on through via
 			return
 		}
 		m.deliver(ctx, f, u)
