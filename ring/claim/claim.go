@@ -302,14 +302,6 @@ func (c *Claims) ToFetchVia(ctx context.Context, url string, key id.ID, v ring.N
 		case err != nil:
 			c.unanswered.Add(1)
 			c.log.Debug("claim: former owner did not answer; fetching here", "url", url, "former", former, "err", err)
-			// A former owner that answered none of the attempts is asked
-			// no more today: the rest of the range is fetched without
-			// claims, instead of each URL waiting for the same silence.
-			c.mu.Lock()
-			if f, still := c.formerLocked(v.ID, day); still && f == former {
-				delete(c.former, v.ID)
-			}
-			c.mu.Unlock()
 		case rep.Taken:
 			c.taken.Add(1)
 			c.mu.Lock()

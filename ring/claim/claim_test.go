@@ -201,13 +201,6 @@ func TestUnansweredClaim(t *testing.T) {
 	if st := joiner.c.Stats(); st.Unanswered != 1 {
 		t.Errorf("unanswered %d, want 1", st.Unanswered)
 	}
-	// A former owner that answered none of the attempts is asked no more
-	// that day: the range's next URL is fetched without a claim.
-	calls := nw.calls
-	u3, k3 := urlIn(t, k2, joiner.v.ID)
-	if got := joiner.c.ToFetch(ctx, u3, k3, joiner.v, day); got != Fetch || nw.calls != calls {
-		t.Fatalf("after an unanswered former owner: %v with %d more claims, want Fetch with none", got, nw.calls-calls)
-	}
 }
 
 func TestReleaseOnlyGoneClaimers(t *testing.T) {

@@ -31,8 +31,8 @@
 // claimer answers "elsewhere": the claimer's view is behind, and it passes
 // the URL on through that former owner (ToFetchVia). When a claim cannot
 // be answered (no reply after Config.Attempts tries), the URL is fetched
-// rather than lost for the day — a former owner that is gone cannot fetch
-// it either — and that former owner is asked no more that day. A range
+// rather than lost for the day: a former owner that is gone cannot fetch
+// it either. A range
 // that comes back to a node voids the claims made in it by nodes that no
 // longer answer (Release); a claimer that answers keeps its claims even
 // if it moved the claiming virtual server, since it fetched each URL when
