@@ -135,7 +135,7 @@ func formingRound(t *testing.T, seed uint64) (urls, dups, missing int) {
 	if err := lr.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var overHops, stale, checks, taken, claims, claimsTaken, unanswered, elsewhere int64
+	var overHops, stale, checks, taken, claims, claimsTaken, unanswered, elsewhere, cut int64
 	var twins uint64
 	for _, n := range lr.Nodes {
 		twins += n.ring.Counters().Twins
@@ -148,6 +148,7 @@ func formingRound(t *testing.T, seed uint64) (urls, dups, missing int) {
 		claimsTaken += cs.Taken
 		unanswered += cs.Unanswered
 		elsewhere += cs.Elsewhere
+		cut += cs.Cut
 	}
 	got := requestsPerURL(web)
 	for u, c := range got {
@@ -171,8 +172,8 @@ func formingRound(t *testing.T, seed uint64) (urls, dups, missing int) {
 			}
 		}
 	}
-	t.Logf("round %d: %d nodes, joins after %v: %d URLs, %d requested more than once; %d links queued at the hop limit, %d fetch-time checks asked the ring, %d entries passed on, %d vnodes moved off a twin's id, %d URLs queued by mid-day take-overs, %d claims sent (%d found taken, %d unanswered, %d answered elsewhere)",
-		seed, count, delays, len(got), dups, overHops, checks, stale, twins, taken, claims, claimsTaken, unanswered, elsewhere)
+	t.Logf("round %d: %d nodes, joins after %v: %d URLs, %d requested more than once; %d links queued at the hop limit, %d fetch-time checks asked the ring, %d entries passed on, %d vnodes moved off a twin's id, %d URLs queued by mid-day take-overs, %d claims sent (%d found taken, %d unanswered, %d answered elsewhere, %d chains cut at the hop limit)",
+		seed, count, delays, len(got), dups, overHops, checks, stale, twins, taken, claims, claimsTaken, unanswered, elsewhere, cut)
 	// And none is left out: every page reachable from the seeds is
 	// fetched on the day.
 	left, _, _ := sampleweb.OncePerURL(web.Reachable(0), got)

@@ -85,7 +85,8 @@ type Config struct {
 	// use (ring.CheckID). Default ring.DefaultMaxVirtualServers.
 	MaxVirtualServers int
 	// MaxHops bounds the chain of former owners one claim follows.
-	// Default 4.
+	// Default 4. A chain cut short before the owner that fetched the URL
+	// lets the claimer fetch it again; Stats.Cut counts them.
 	MaxHops int
 	// Attempts is how often a claim is sent before the URL is fetched
 	// without an answer. Default 3.
@@ -103,6 +104,7 @@ type Stats struct {
 	Away       int64 `json:"away"`       // claims this node granted to newer owners
 	Elsewhere  int64 `json:"elsewhere"`  // claims answered "not yours": passed on
 	Unanswered int64 `json:"unanswered"` // claims that got no answer: fetched here
+	Cut        int64 `json:"cut"`        // chains of former owners cut at MaxHops
 }
 
 // short is a URL key's first 8 bytes, what the day's sets hold.
@@ -131,7 +133,7 @@ type Claims struct {
 	cfg Config
 	log *slog.Logger
 
-	sent, taken, away, elsewhere, unanswered atomic.Int64
+	sent, taken, away, elsewhere, unanswered, cut atomic.Int64
 
 	mu     sync.Mutex
 	day    int64
@@ -177,7 +179,7 @@ func New(cfg Config) *Claims {
 // Stats returns the counters.
 func (c *Claims) Stats() Stats {
 	return Stats{Sent: c.sent.Load(), Taken: c.taken.Load(), Away: c.away.Load(),
-		Elsewhere: c.elsewhere.Load(), Unanswered: c.unanswered.Load()}
+		Elsewhere: c.elsewhere.Load(), Unanswered: c.unanswered.Load(), Cut: c.cut.Load()}
 }
 
 // rollLocked resets the day's sets when day is a new one.
@@ -426,6 +428,10 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 	}
 	former, chained := c.formerLocked(ours.ID, day)
 	c.mu.Unlock()
+	if chained && q.Hops >= c.cfg.MaxHops {
+		c.cut.Add(1)
+		c.log.Debug("claim: chain of former owners cut", "url", q.URL, "hops", q.Hops)
+	}
 	if chained && q.Hops < c.cfg.MaxHops {
 		// This node took the range today too: the URL may be its former
 		// owner's (which may be the claimer's node, by another of its
