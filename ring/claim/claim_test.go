@@ -289,21 +289,10 @@ func TestChainThroughClaimersNode(t *testing.T) {
 	ctx := context.Background()
 	nw, ns := newNet(3)
 	a, b, c := ns[0], ns[1], ns[2]
-	// Find indexes for B such that, clockwise, b2 < c < b1 < a.
-	var b1, b2 ring.Node
-	ok := false
-	for i := 0; i < 64 && !ok; i++ {
-		for j := 0; j < 64 && !ok; j++ {
-			x := ring.Node{ID: ring.VirtualID(b.v.Addr, i), Contact: b.v.Contact, Index: i}
-			y := ring.Node{ID: ring.VirtualID(b.v.Addr, j), Contact: b.v.Contact, Index: j}
-			if i != j && id.InOpen(c.v.ID, y.ID, x.ID) && id.InOpen(x.ID, c.v.ID, a.v.ID) {
-				b1, b2, ok = x, y, true
-			}
-		}
-	}
-	if !ok {
-		t.Fatal("no index layout found")
-	}
+	// Indexes for B such that, clockwise, b2 < c < b1 < a.
+	b1, b2 := twoVnodes(t, b, func(x, y id.ID) bool {
+		return id.InOpen(c.v.ID, y, x) && id.InOpen(x, c.v.ID, a.v.ID)
+	})
 	b.ring.vnodes = []ring.Node{b1, b2}
 	u, k := urlIn(t, a.v.ID, b2.ID)
 	if got := a.c.ToFetch(ctx, u, k, a.v, day); got != Fetch {
@@ -331,20 +320,7 @@ func TestChainBackToOrigin(t *testing.T) {
 	nw, ns := newNet(2)
 	b, d := ns[0], ns[1]
 	// Indexes for B such that, clockwise, b2 < d < b1.
-	var b1, b2 ring.Node
-	ok := false
-	for i := 0; i < 64 && !ok; i++ {
-		for j := 0; j < 64 && !ok; j++ {
-			x := ring.Node{ID: ring.VirtualID(b.v.Addr, i), Contact: b.v.Contact, Index: i}
-			y := ring.Node{ID: ring.VirtualID(b.v.Addr, j), Contact: b.v.Contact, Index: j}
-			if i != j && id.InOpen(d.v.ID, y.ID, x.ID) {
-				b1, b2, ok = x, y, true
-			}
-		}
-	}
-	if !ok {
-		t.Fatal("no index layout found")
-	}
+	b1, b2 := twoVnodes(t, b, func(x, y id.ID) bool { return id.InOpen(d.v.ID, y, x) })
 	b.ring.vnodes = []ring.Node{b1, b2}
 	u, k := urlIn(t, b1.ID, b2.ID) // the key lies before b2
 	d.c.Took(d.v.ID, b1, day)
@@ -407,4 +383,21 @@ func TestChainLoopBetweenTwoNodes(t *testing.T) {
 	if got := d.c.ToFetch(ctx, u, k, d.v, day); got != Drop {
 		t.Errorf("D after granting: %v, want Drop", got)
 	}
+}
+
+// twoVnodes returns two virtual servers of tn's node, at distinct
+// indexes, whose ids x and y satisfy layout.
+func twoVnodes(t *testing.T, tn *testNode, layout func(x, y id.ID) bool) (ring.Node, ring.Node) {
+	t.Helper()
+	for i := range 64 {
+		for j := range 64 {
+			x := ring.Node{ID: ring.VirtualID(tn.v.Addr, i), Contact: tn.v.Contact, Index: i}
+			y := ring.Node{ID: ring.VirtualID(tn.v.Addr, j), Contact: tn.v.Contact, Index: j}
+			if i != j && layout(x.ID, y.ID) {
+				return x, y
+			}
+		}
+	}
+	t.Fatal("no index layout found")
+	return ring.Node{}, ring.Node{}
 }
