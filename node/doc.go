@@ -29,7 +29,11 @@
 //     state, crawl day, versions and replication health (summary.go).
 //
 // When a range grows in the middle of a day (a predecessor died or left)
-// the crawler queues its known URLs at once (takeover.go). Behind a home
+// the crawler queues its known URLs at once (takeover.go): ring events
+// wake the loop, which compares the ranges it sees with the last ones, so
+// a dropped event loses nothing, and Idle is false until they are queued.
+// A virtual server that moves for a fairer share first hands the day's
+// fetches in its range to the heir (claim.go, ring.Config.Moving). Behind a home
 // router the node takes the public address the router maps to it
 // (package reach), or, when nothing is mapped, joins through a circuit relay on
 // a member (relayed.go); it finds its household's other nodes on the LAN
