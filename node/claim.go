@@ -95,12 +95,11 @@ func (t claimTransport) Claim(ctx context.Context, f ring.Node, q claim.Request)
 	return rep, nil
 }
 
-// Runs implements claim.Transport with the ring's ping of a virtual
-// server.
-func (t claimTransport) Runs(ctx context.Context, v ring.Node) (bool, error) {
+// Alive implements claim.Transport with the ring's ping.
+func (t claimTransport) Alive(ctx context.Context, v ring.Node) bool {
 	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
 	defer cancel()
-	return t.n.ring.Runs(ctx, v)
+	return t.n.ring.Answers(ctx, v)
 }
 
 // handleClaim answers a claim from a member whose virtual server took a

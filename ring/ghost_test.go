@@ -32,3 +32,24 @@ func TestGhostPredecessorForgotten(t *testing.T) {
 	}
 	waitConsistent(t, c, 60)
 }
+
+// TestAnswers: a node answers a ping naming one of its virtual servers,
+// and one it no longer runs (it moved it); a dead node does not.
+func TestAnswers(t *testing.T) {
+	c := newCluster(t, 3, 2)
+	c.joinAll()
+	waitConsistent(t, c, 60)
+	ctx := context.Background()
+	v := c.rings[1].Vnodes()[0]
+	if !c.rings[0].Answers(ctx, v) {
+		t.Errorf("a live node's virtual server %s: no answer", v)
+	}
+	moved := ring.Node{ID: ring.VirtualID(v.Addr, 40), Contact: v.Contact, Index: 40}
+	if !c.rings[0].Answers(ctx, moved) {
+		t.Errorf("a live node asked about a virtual server it does not run: no answer")
+	}
+	c.kill(2)
+	if c.rings[0].Answers(ctx, c.rings[2].Vnodes()[0]) {
+		t.Errorf("a dead node answered")
+	}
+}

@@ -298,20 +298,13 @@ func (r *Ring) Vnodes() []Node {
 	return r.localNodes()
 }
 
-// Runs asks v's node whether it still runs virtual server v: true if it
-// does; false with a nil error if the node answered that it does not (it
-// moved v to another index, came back with others, or left); an error if
-// no answer came.
-func (r *Ring) Runs(ctx context.Context, v Node) (bool, error) {
+// Answers reports whether v's node answers a ping now. The ping names v:
+// a node that no longer runs v (it moved v to another index) still
+// answers, and v is forgotten from this node's tables.
+func (r *Ring) Answers(ctx context.Context, v Node) bool {
 	_, err := r.call(ctx, v.Contact, &Message{Op: OpPing, To: v.ID})
 	var re *RemoteError
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.As(err, &re) && re.Code == ErrCodeNoVnode:
-		return false, nil
-	}
-	return false, err
+	return err == nil || (errors.As(err, &re) && re.Code == ErrCodeNoVnode)
 }
 
 // Predecessor returns the predecessor of this node's virtual server v,

@@ -56,10 +56,9 @@ type Transport interface {
 	// Claim sends q to the node running former and returns its reply. An
 	// error means no reply arrived.
 	Claim(ctx context.Context, former ring.Node, q Request) (Reply, error)
-	// Runs asks v's node whether it still runs virtual server v: false
-	// with a nil error when it answered that it does not, an error when no
-	// answer came (ring.Ring.Runs).
-	Runs(ctx context.Context, v ring.Node) (bool, error)
+	// Alive reports whether the node running (or that ran) virtual
+	// server v answers now (ring.Ring.Answers).
+	Alive(ctx context.Context, v ring.Node) bool
 }
 
 // Ring is what claims need of the local ring (ring.Ring has it).
@@ -229,23 +228,23 @@ func (c *Claims) formerLocked(v id.ID, day int64) (ring.Node, bool) {
 func (c *Claims) Release(ctx context.Context, g ring.Range, day int64) int {
 	c.mu.Lock()
 	c.rollLocked(day)
-	vnodes := map[ring.Node]bool{}
+	probe := map[string]ring.Node{} // one virtual server to ping per claiming node
 	for _, a := range c.gone {
 		if g.Contains(a.key) {
-			vnodes[a.vnode] = true
+			probe[a.vnode.Peer] = a.vnode
 		}
 	}
 	c.mu.Unlock()
-	for v := range vnodes {
-		_, err := c.cfg.Transport.Runs(ctx, v)
-		vnodes[v] = err == nil // the node answered
+	alive := make(map[string]bool, len(probe))
+	for p, v := range probe {
+		alive[p] = c.cfg.Transport.Alive(ctx, v)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rollLocked(day)
 	n := 0
 	for s, a := range c.gone {
-		if answers, asked := vnodes[a.vnode]; asked && !answers && g.Contains(a.key) {
+		if answers, asked := alive[a.vnode.Peer]; asked && !answers && g.Contains(a.key) {
 			delete(c.gone, s)
 			n++
 		}

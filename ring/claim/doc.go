@@ -32,13 +32,12 @@
 // the URL on through that former owner (ToFetchVia). When a claim cannot
 // be answered (no reply after Config.Attempts tries), the URL is fetched
 // rather than lost for the day: a former owner that is gone cannot fetch
-// it either. A range
-// that comes back to a node voids the claims made in it by nodes that no
-// longer answer (Release); a claimer that answers keeps its claims even
-// if it moved the claiming virtual server, since it fetched each URL when
-// it was granted (a move hands the day's fetches to the range's heir). A
-// chain of former owners that comes back to a node that asked along it
-// (Request.Chain) grants nothing there.
+// it either. A range that comes back to a node voids the claims made in
+// it by nodes that no longer answer (Release); a claimer that answers
+// keeps its claims even if it moved the claiming virtual server, since it
+// fetched each URL when it was granted (a move hands the day's fetches to
+// the range's heir). A chain of former owners that comes back to a node
+// that asked along it (Request.Chain) grants nothing there.
 //
 // The package holds the decisions only; a Transport carries claims (the
 // node's is a libp2p protocol, the simulator's a function call), so the

@@ -291,15 +291,7 @@ func (t simClaims) Claim(ctx context.Context, former ring.Node, q claim.Request)
 	return f.claims.Answer(ctx, ring.Node{Contact: from.r.Self()}, q, fetchDay)
 }
 
-func (t simClaims) Runs(_ context.Context, v ring.Node) (bool, error) {
+func (t simClaims) Alive(_ context.Context, v ring.Node) bool {
 	f := t.m.byPeer[v.Peer]
-	if f == nil || !t.m.s.Net.Alive(f.r.Self().Addr) {
-		return false, fmt.Errorf("sim runs: %s is gone", v)
-	}
-	for _, u := range f.r.Vnodes() {
-		if u.ID == v.ID {
-			return true, nil
-		}
-	}
-	return false, nil
+	return f != nil && t.m.s.Net.Alive(f.r.Self().Addr)
 }
