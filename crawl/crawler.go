@@ -443,9 +443,13 @@ func (c *Crawler) Idle() bool {
 	return c.pending == 0 && c.st.inFlight == 0
 }
 
-// Close stops the crawler, waits for in-flight fetches to end (they are
-// cancelled; their queue entries stay for the next start) and closes the
-// queue database.
+// testHookClosing, when set by a test, runs in Close once the crawler is
+// marked closed, before Close waits for its work and closes the queue.
+var testHookClosing func()
+
+// Close stops the crawler, waits for in-flight fetches and take-overs to
+// end (fetches are cancelled; their queue entries stay for the next start)
+// and closes the queue database.
 func (c *Crawler) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -457,6 +461,9 @@ func (c *Crawler) Close() error {
 		c.cancel()
 	}
 	c.mu.Unlock()
+	if testHookClosing != nil {
+		testHookClosing()
+	}
 	c.wg.Wait()
 	if err := c.q.close(); err != nil {
 		return fmt.Errorf("crawl close: %w", err)
@@ -490,6 +497,16 @@ const takeOverBatch = 4096
 // fetched today rather than from the next day on. It returns how many URLs
 // it queued.
 func (c *Crawler) TakeOver(ctx context.Context, in func(url string) bool) (int, error) {
+	// Close waits for a take-over before it closes the queue's database,
+	// which the take-over reads through a snapshot.
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return 0, ErrClosed
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	defer c.wg.Done()
 	var batch []string
 	var queued int
 	flush := func() error {

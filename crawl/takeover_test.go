@@ -2,6 +2,8 @@ package crawl
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"testing"
@@ -143,4 +145,52 @@ type stateless struct{ *archive.Store }
 
 func (stateless) State(context.Context, string) (archive.CrawlState, error) {
 	return archive.CrawlState{}, archive.ErrNotFound
+}
+
+// A take-over under way when the crawler closes (a node shutting down
+// while it takes over a range) ends, with ErrClosed at its next batch,
+// before the queue's database closes: it used to read a closed database's
+// snapshot and crash the process.
+func TestCloseWaitsForTakeOver(t *testing.T) {
+	ctx := context.Background()
+	s := newSite(t, map[string]string{"/": "<p>home</p>"})
+	c, _ := startCrawler(t, t.TempDir(), testConfig(newClock()), newMemArchive())
+	var urls []string
+	for i := range 2000 { // a queue database of several blocks
+		urls = append(urls, s.url(fmt.Sprintf("/p%d", i)))
+	}
+	if err := c.Add(ctx, urls); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	closing := make(chan struct{})
+	testHookClosing = func() { close(closing) }
+	defer func() { testHookClosing = nil }()
+	closed := make(chan error, 1)
+	first := true
+	n, err := c.TakeOver(ctx, func(string) bool {
+		if first { // close the crawler in the middle of the walk
+			first = false
+			go func() { closed <- c.Close() }()
+			<-closing
+			// Close must now wait for this walk; give it time to close
+			// the database if it does not.
+			select {
+			case err := <-closed:
+				t.Errorf("Close returned (%v) while a take-over was reading the queue", err)
+				closed <- err
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		return true
+	})
+	if err != nil && !errors.Is(err, ErrClosed) {
+		t.Fatalf("take-over while closing: %d queued, %v; want nil or ErrClosed", n, err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if _, err := c.TakeOver(ctx, func(string) bool { return true }); !errors.Is(err, ErrClosed) {
+		t.Fatalf("take-over after close: %v, want ErrClosed", err)
+	}
 }
