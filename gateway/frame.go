@@ -3,6 +3,7 @@ package gateway
 import (
 	"crypto/sha256"
 	_ "embed"
+	"encoding/base64"
 	"fmt"
 	"html"
 	"net/http"
@@ -27,10 +28,14 @@ var uiJS []byte
 const uiJSPath = "/static/ui.js"
 
 // uiJSHash and uiJSTag version uiJS as replayJSHash and replayJSTag do
-// replayJS.
+// replayJS; uiJSSource is the CSP source that allows uiJS inline.
 var (
-	uiJSHash = fmt.Sprintf("%x", sha256.Sum256(uiJS))[:16]
-	uiJSTag  = `"` + uiJSHash + `"`
+	uiJSHash   = fmt.Sprintf("%x", sha256.Sum256(uiJS))[:16]
+	uiJSTag    = `"` + uiJSHash + `"`
+	uiJSSource = func() string {
+		sum := sha256.Sum256(uiJS)
+		return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+	}()
 )
 
 // bannerPath answers the framed page's script with the banner of a
@@ -65,8 +70,9 @@ html,body{height:100%;margin:0}body{display:flex;flex-direction:column;font:13px
 // form, and the frame of src (the content origin's replay of d.URL at ts,
 // the timestamp as the reader wrote it). A pending page (the service
 // worker's shell, sw.go) shows the URL alone and marks the frame
-// data-banner="pending": ui.js asks /api/banner for the rest. It is
-// written by hand rather than by html/template, which cost as much as the
+// data-banner="pending": ui.js asks /api/banner for the rest. ui.js is
+// inline, after the frame (allowed by its hash, uiCSP), so that the page
+// needs no second resource before its load event. It is written by hand rather than by html/template, which cost as much as the
 // rest of the request: every value is a canonical http(s) URL, a
 // timestamp or a date, each escaped with html.EscapeString (a canonical
 // URL cannot start a javascript: or data: URL).
@@ -74,11 +80,10 @@ func framePage(d bannerData, src, content, ts string, pending bool) []byte {
 	e := html.EscapeString
 	u := e(d.URL)
 	var b strings.Builder
-	b.Grow(2048 + 6*len(u))
+	b.Grow(2048 + len(uiJS) + 6*len(u))
 	b.WriteString(frameHead)
 	b.WriteString(u + " · " + e(d.Date) + " · herod</title>\n" + frameStyle)
-	b.WriteString(`<script src="` + uiJSPath + `?v=` + uiJSHash + `" defer></script>
-</head><body>
+	b.WriteString(`</head><body>
 <div id="herod-banner" role="banner">
 <a class="home" href="/">herod</a>
 <span>captured <span id="herod-date">` + e(d.Date) + `</span> UTC</span>
@@ -110,8 +115,9 @@ func framePage(d bannerData, src, content, ts string, pending bool) []byte {
 </div>
 <iframe id="herod-frame" title="archived page" src="` + e(src) + `" sandbox="` + frameSandbox + `" allow="fullscreen"
  data-content-origin="` + e(content) + `" data-url="` + u + `" data-ts="` + e(ts) + `"` + pendingAttr[pending] + `></iframe>
-</body></html>
-`)
+<script>`)
+	b.Write(uiJS)
+	b.WriteString("</script>\n</body></html>\n")
 	return []byte(b.String())
 }
 

@@ -29,10 +29,10 @@ func contentCSP(ui string) string {
 const sandboxCSP = "; sandbox allow-forms allow-popups allow-popups-to-escape-sandbox"
 
 // uiCSP returns the Content-Security-Policy of the UI origin's pages: its
-// own scripts and styles (and inline styles), frames from the content
-// origin only, never framed itself.
+// own scripts and styles (and inline styles), ui.js inline by its hash
+// (framePage), frames from the content origin only, never framed itself.
 func uiCSP(content string) string {
-	return "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-src " + content +
+	return "default-src 'self'; script-src 'self' " + uiJSSource + "; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-src " + content +
 		"; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 }
 

@@ -51,7 +51,7 @@ func TestServiceWorkerScript(t *testing.T) {
 		`data-content-origin="` + contentOrigin + `" data-url="` + shellURL + `" data-ts="` + shellTS + `" data-banner="pending"`,
 		`<span id="herod-url">` + shellURL + `</span>`,
 		`<a id="herod-dates" href="/web/*/` + shellURL + `">all dates</a>`,
-		`<script src="` + uiJSPath + `?v=` + uiJSHash + `" defer>`,
+		"<script>" + string(uiJS) + "</script>",
 	} {
 		if !strings.Contains(cfg.Shell, want) {
 			t.Errorf("shell lacks %s\n%s", want, cfg.Shell)
@@ -59,7 +59,7 @@ func TestServiceWorkerScript(t *testing.T) {
 	}
 	// The server's framed page is the same page with the banner filled in.
 	page := getUI(t, s, "/web/2021/"+page).Body.String()
-	if strings.Contains(page, "data-banner") || !strings.Contains(page, `>3 captures</a>`) {
+	if strings.Contains(page, `data-banner="pending"></iframe>`) || !strings.Contains(page, `>3 captures</a>`) {
 		t.Errorf("the gateway's framed page is not complete:\n%s", page)
 	}
 

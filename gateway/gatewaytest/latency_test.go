@@ -3,6 +3,7 @@ package gatewaytest
 import (
 	"context"
 	"fmt"
+	"html"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -121,6 +122,30 @@ func delayedSingleOrigin(tb testing.TB, a gateway.Archive, delay time.Duration) 
 	ln := listen(tb)
 	p := newDelayProxy(tb, ln.Addr().String(), delay)
 	return singleOriginServer(tb, a, ln, p.ln.Addr().String())
+}
+
+// delayedBareFrame serves, through a delay proxy from an origin of its
+// own, /web/<rest> as a page holding nothing but an iframe of
+// single+"/web/<rest>": the single-origin replay in a frame, with no
+// banner, style or script around it. It is the floor of any framed
+// replay (what the browser charges for a second document in a frame of
+// another origin), and returns the origin's base URL.
+func delayedBareFrame(tb testing.TB, single string, delay time.Duration) string {
+	tb.Helper()
+	ln := listen(tb)
+	p := newDelayProxy(tb, ln.Addr().String(), delay)
+	serve(tb, ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rest, ok := strings.CutPrefix(r.URL.RequestURI(), "/web/")
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>frame</title></head>"+
+			"<body style=\"margin:0\"><iframe src=\"%s/web/%s\" style=\"border:0;width:100%%;height:100vh\"></iframe></body></html>\n",
+			single, html.EscapeString(rest))
+	}))
+	return "http://" + p.ln.Addr().String()
 }
 
 // singleOriginServer serves a on ln from one origin, as the gateway did
@@ -265,7 +290,9 @@ func median(ds []time.Duration) time.Duration {
 // and the dates on one origin, as before framing); framed is the gateway
 // as a node runs it, measured as a reader's browser meets it and with
 // the UI origin's service worker bypassed (the gateway then writes every
-// framed page). Each arrival (typed URL or a click on the dates page; in
+// framed page). The floor of any framed replay is the single-origin
+// page in a bare frame of another origin (delayedBareFrame), measured
+// for typed arrivals. Each arrival (typed URL or a click on the dates page; in
 // a fresh browser context or one shared by all views) is measured
 // HEROD_VIEWS times (default 9) each way, in rotation. It prints the
 // medians, the fastest views and the median difference within rounds,
@@ -299,19 +326,24 @@ func TestReplayLatency(t *testing.T) {
 	for _, rtt := range rtts {
 		delay := time.Duration(rtt) * time.Millisecond / 2
 		single := delayedSingleOrigin(t, m, delay)
+		bare := delayedBareFrame(t, single, delay)
 		framed, gw := delayedGateway(t, m, delay)
 		for _, a := range arrivals {
 			nw := a
 			nw.noWorker = true
-			// Three ways to one page: the single-origin gateway, the
-			// framed one as a reader's browser meets it, and the framed
-			// one without its service worker.
+			// Ways to one page: the single-origin gateway, the framed one
+			// as a reader's browser meets it, the framed one without its
+			// service worker, and (typed arrivals only: the bare frame
+			// has no dates page) the single-origin page in a bare frame.
 			ways := []func(p string) time.Duration{
 				func(p string) time.Duration { return br.loadTime(t, single, ts, p, a) },
 				func(p string) time.Duration { return br.loadTime(t, framed, ts, p, a) },
 				func(p string) time.Duration { return br.loadTime(t, framed, ts, p, nw) },
 			}
-			var times [3][]time.Duration
+			if !a.calendar {
+				ways = append(ways, func(p string) time.Duration { return br.loadTime(t, bare, ts, p, a) })
+			}
+			times := make([][]time.Duration, len(ways))
 			if !a.cold { // one view of each first: the connections and cache a reader already has
 				for _, way := range ways {
 					way(pages[0])
@@ -331,10 +363,10 @@ func TestReplayLatency(t *testing.T) {
 			// of others. Report the medians and the median of the
 			// differences within rounds (a round's views ran back to
 			// back).
-			diff := func(w int) time.Duration {
+			diff := func(w, base int) time.Duration {
 				d := make([]time.Duration, views)
 				for i := range d {
-					d[i] = times[w][i] - times[0][i]
+					d[i] = times[w][i] - times[base][i]
 				}
 				return median(d)
 			}
@@ -345,8 +377,16 @@ func TestReplayLatency(t *testing.T) {
 				"framed median %.1f ms (%.3f) fastest %.1f ms (%.3f) paired %+.1f ms (%+.2f RTT) | "+
 				"framed without worker median %.1f ms (%.3f) fastest %.1f ms (%.3f) paired %+.1f ms | framed pages the gateway wrote %d",
 				rtt, a.name, views, ms(mb), ms(fb),
-				ms(mf), ms(mf)/ms(mb), ms(ff), ms(ff)/ms(fb), ms(diff(1)), ms(diff(1))/float64(max(rtt, 1)),
-				ms(mn), ms(mn)/ms(mb), ms(fn), ms(fn)/ms(fb), ms(diff(2)), gw.Stats().Frames-frames)
+				ms(mf), ms(mf)/ms(mb), ms(ff), ms(ff)/ms(fb), ms(diff(1, 0)), ms(diff(1, 0))/float64(max(rtt, 1)),
+				ms(mn), ms(mn)/ms(mb), ms(fn), ms(fn)/ms(fb), ms(diff(2, 0)), gw.Stats().Frames-frames)
+			if len(ways) > 3 {
+				// What framing costs beyond the frame itself: the framed
+				// replay against the same page in a bare frame.
+				mz := median(times[3])
+				line += fmt.Sprintf(" | bare frame median %.1f ms (%.3f of single-origin) paired %+.1f ms; "+
+					"framed over bare frame %.3f paired %+.1f ms, without worker %.3f paired %+.1f ms",
+					ms(mz), ms(mz)/ms(mb), ms(diff(3, 0)), ms(mf)/ms(mz), ms(diff(1, 3)), ms(mn)/ms(mz), ms(diff(2, 3)))
+			}
 			t.Log(line)
 			fmt.Println(line)
 		}
