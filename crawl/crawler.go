@@ -346,6 +346,11 @@ func (c *Crawler) addChecked(ctx context.Context, urls []string, check func(stri
 // their ranges' holders (KnownSharer). The new day is the clock's day, or the stored day plus one
 // if that is not later.
 func (c *Crawler) NewDay(ctx context.Context) error {
+	done, err := c.begin()
+	if err != nil {
+		return err
+	}
+	defer done()
 	day := max(c.Today(), c.q.currentDay()+1)
 	if err := c.startDay(ctx, day); err != nil {
 		return err
@@ -443,13 +448,28 @@ func (c *Crawler) Idle() bool {
 	return c.pending == 0 && c.st.inFlight == 0
 }
 
+// begin registers work that reads the queue's database from outside the
+// crawler's own goroutines (NewDay, TakeOver: their walks read it through
+// a snapshot, which must not outlive the database), so that Close waits
+// for it; it fails with ErrClosed once the crawler is closed. The caller
+// calls done when the work ends.
+func (c *Crawler) begin() (done func(), err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	c.wg.Add(1)
+	return c.wg.Done, nil
+}
+
 // testHookClosing, when set by a test, runs in Close once the crawler is
 // marked closed, before Close waits for its work and closes the queue.
 var testHookClosing func()
 
-// Close stops the crawler, waits for in-flight fetches and take-overs to
-// end (fetches are cancelled; their queue entries stay for the next start)
-// and closes the queue database.
+// Close stops the crawler, waits for in-flight fetches, new days and
+// take-overs to end (fetches are cancelled; their queue entries stay for
+// the next start) and closes the queue database.
 func (c *Crawler) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -497,16 +517,11 @@ const takeOverBatch = 4096
 // fetched today rather than from the next day on. It returns how many URLs
 // it queued.
 func (c *Crawler) TakeOver(ctx context.Context, in func(url string) bool) (int, error) {
-	// Close waits for a take-over before it closes the queue's database,
-	// which the take-over reads through a snapshot.
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return 0, ErrClosed
+	done, err := c.begin()
+	if err != nil {
+		return 0, err
 	}
-	c.wg.Add(1)
-	c.mu.Unlock()
-	defer c.wg.Done()
+	defer done()
 	var batch []string
 	var queued int
 	flush := func() error {
