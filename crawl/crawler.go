@@ -329,6 +329,17 @@ func (c *Crawler) addChecked(ctx context.Context, urls []string, check func(stri
 		c.count(KindQueue, "", err)
 		return 0, err
 	}
+	if len(added) < len(ok) && c.log.Enabled(ctx, slog.LevelDebug) {
+		queued := make(map[string]bool, len(added))
+		for _, e := range added {
+			queued[e.url] = true
+		}
+		for _, u := range ok {
+			if !queued[u] {
+				c.log.Debug("crawl: not queued: seen today", "url", u)
+			}
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.pending += int64(len(added))

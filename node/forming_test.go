@@ -70,7 +70,10 @@ func formingRound(t *testing.T, seed uint64) (urls, dups, missing int) {
 	}
 	defer web.Close()
 	dir := t.TempDir()
-	// HEROD_FORMING_TRACE=1 logs the claims' decisions of each duplicate.
+	// HEROD_FORMING_TRACE=1 logs, for each duplicate and each URL never
+	// fetched, the debug lines that name it: claims and their answers,
+	// links sent and received, entries passed on, links not queued or not
+	// sent because seen today.
 	var trace *lockedBuffer
 	if os.Getenv("HEROD_FORMING_TRACE") != "" {
 		trace = &lockedBuffer{}

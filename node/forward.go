@@ -212,6 +212,17 @@ func (f *forwarder) enqueueKind(urls []string, hops int, via *ring.Node, req boo
 		return done && (asReq || !req) && hops == 0
 	})
 	f.mu.Unlock()
+	if len(links) < len(urls) && f.log.Enabled(context.Background(), slog.LevelDebug) {
+		kept := make(map[string]bool, len(links))
+		for _, l := range links {
+			kept[l.url] = true
+		}
+		for _, u := range urls {
+			if !kept[u] {
+				f.log.Debug("forward: not sent: waiting, or delivered today", "url", u)
+			}
+		}
+	}
 	if skipped := len(urls) - len(links); skipped > 0 {
 		f.skipped.Add(int64(skipped))
 	}

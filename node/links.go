@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"slices"
 	"strings"
@@ -99,6 +100,11 @@ func decodeLinks(b []byte, n int) ([]string, error) {
 // successors: locally when to is one of this node's virtual servers,
 // otherwise over the links protocol.
 func (n *Node) deliver(ctx context.Context, to ring.Node, b linkBatch) ([]ring.Node, error) {
+	if n.log.Enabled(ctx, slog.LevelDebug) {
+		for _, u := range b.URLs {
+			n.log.Debug("links: sending", "url", u, "to", to.String(), "hops", b.Hops)
+		}
+	}
 	if to.Peer == n.self.Peer {
 		if err := n.receiveLinksKind(ctx, b.URLs, b.Hops, b.Replica, b.Requisites); err != nil {
 			return nil, err
@@ -232,11 +238,15 @@ func (n *Node) receiveLinks(ctx context.Context, urls []string, hops int, replic
 func (n *Node) receiveLinksKind(ctx context.Context, urls []string, hops int, replica, req bool) error {
 	var mine, others []string
 	closer := map[ring.Node][]string{}
+	debug := n.log.Enabled(ctx, slog.LevelDebug)
 	for _, u := range urls {
 		c, err := canon.Canonical(u)
 		if err != nil || c != u {
 			n.counters.badLinks.Add(1)
 			continue
+		}
+		if debug {
+			n.log.Debug("links: received", "url", c, "hops", hops, "owned", n.ownsURL(c))
 		}
 		switch {
 		case replica || n.ownsURL(c):

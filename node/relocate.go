@@ -109,6 +109,7 @@ func (r relocator) toFetch(ctx context.Context, url string, key id.ID, v ring.No
 // without being passed on: its owner has it.
 func (r relocator) PassOn(_ context.Context, url string) error {
 	if r.n.claimedAway(id.OfString(url)) {
+		r.n.log.Debug("relocate: dropped: another node's today by a claim", "url", url)
 		return nil
 	}
 	var via *ring.Node

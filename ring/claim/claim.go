@@ -404,6 +404,7 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 		return Reply{}, nil // another day: nothing recorded for it here
 	}
 	if c.twinOf(ours.ID, q.Vnode) {
+		c.log.Debug("claim: taken: the sender is a twin of our predecessor", "url", q.URL, "hops", q.Hops, "from", q.Vnode.String(), "ours", ours.String())
 		// Another peer at the claimer's IP runs the same virtual server id
 		// and is our predecessor: the claimer is the twin that will move
 		// away (ring), so the URL is not its to fetch.
@@ -422,7 +423,10 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 		// Fetched here, or by a former owner, or granted to another
 		// claimer today (two nodes that both took the range: twins, or a
 		// view that changed): not the claimer's to fetch.
+		_, mine := c.mine[s]
+		a, gone := c.gone[s]
 		c.mu.Unlock()
+		c.log.Debug("claim: taken", "url", q.URL, "hops", q.Hops, "mine", mine, "granted", gone, "to", a.vnode.String(), "from", q.Vnode.String())
 		return Reply{Taken: true}, nil
 	}
 	former, chained := c.formerLocked(ours.ID, day)
@@ -437,6 +441,7 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 		// virtual servers).
 		c.sent.Add(1)
 		if rep, err := c.cfg.Transport.Claim(ctx, former, Request{URL: q.URL, Day: day, Vnode: ours, To: former.ID, Hops: q.Hops + 1, Chain: chainOf(q, c.cfg.Peer)}); err == nil && rep.Taken {
+			c.log.Debug("claim: taken along the chain", "url", q.URL, "hops", q.Hops, "former", former.String())
 			c.mu.Lock()
 			c.rollLocked(day)
 			c.had[s] = struct{}{}
