@@ -353,20 +353,29 @@ func BenchmarkLookupMillion(b *testing.B) {
 	}
 }
 
+// compressionPages returns the payloads the compression benchmarks use:
+// the .html files of 2.5-100 KB under HEROD_HTML_CORPUS (the first 3,300),
+// else 256 pages of BenchmarkPut (10-30 KB).
+func compressionPages(tb testing.TB) [][]byte {
+	tb.Helper()
+	dir := os.Getenv("HEROD_HTML_CORPUS")
+	if dir == "" {
+		return benchPages(256)
+	}
+	var pages [][]byte
+	for _, c := range corpusPages(tb, dir, 3300) {
+		pages = append(pages, c.Body)
+	}
+	return pages
+}
+
 // BenchmarkGzipLevels measures what a record's compression costs, alone:
 // the pages of BenchmarkPut (10-30 KB), or the .html files under
 // HEROD_HTML_CORPUS, each gzipped as one member at levels 1, 6 (the
 // default) and 9 — CPU per page (us/page) and compressed bytes per page
 // byte (gzip/html).
 func BenchmarkGzipLevels(b *testing.B) {
-	var pages [][]byte
-	if dir := os.Getenv("HEROD_HTML_CORPUS"); dir != "" {
-		for _, c := range corpusPages(b, dir, 3300) {
-			pages = append(pages, c.Body)
-		}
-	} else {
-		pages = benchPages(256)
-	}
+	pages := compressionPages(b)
 	for _, level := range []int{1, 6, 9} {
 		b.Run(fmt.Sprintf("gzip%d", level), func(b *testing.B) {
 			var in, out int64
@@ -401,14 +410,7 @@ func BenchmarkGzipLevels(b *testing.B) {
 // (out/html) and the dictionary's size (dict-bytes). The store does not
 // use it: segments hold gzip members, which every WARC reader reads.
 func BenchmarkZstdDict(b *testing.B) {
-	var pages [][]byte
-	if dir := os.Getenv("HEROD_HTML_CORPUS"); dir != "" {
-		for _, c := range corpusPages(b, dir, 3300) {
-			pages = append(pages, c.Body)
-		}
-	} else {
-		pages = benchPages(256)
-	}
+	pages := compressionPages(b)
 	train := min(300, len(pages)/4)
 	d, err := dict.BuildZstdDict(pages[:train], dict.Options{MaxDictSize: 64 << 10, HashBytes: 6, ZstdDictID: 1})
 	must(b, err)
