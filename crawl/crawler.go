@@ -156,6 +156,10 @@ type Crawler struct {
 	reqHosts    map[string]hostReqs // dynamic requisites queued per host today (AddRequisites)
 	st          counters
 	logged      map[string]bool
+
+	// closing, when a test sets it, runs in Close once the crawler is
+	// marked closed, before Close waits for its work and closes the queue.
+	closing func()
 }
 
 // New opens (or creates) the queue and URL-seen set in dir and returns a
@@ -474,10 +478,6 @@ func (c *Crawler) begin() (done func(), err error) {
 	return c.wg.Done, nil
 }
 
-// testHookClosing, when set by a test, runs in Close once the crawler is
-// marked closed, before Close waits for its work and closes the queue.
-var testHookClosing func()
-
 // Close stops the crawler, waits for in-flight fetches, new days and
 // take-overs to end (fetches are cancelled; their queue entries stay for
 // the next start) and closes the queue database.
@@ -492,8 +492,8 @@ func (c *Crawler) Close() error {
 		c.cancel()
 	}
 	c.mu.Unlock()
-	if testHookClosing != nil {
-		testHookClosing()
+	if c.closing != nil {
+		c.closing()
 	}
 	c.wg.Wait()
 	if err := c.q.close(); err != nil {

@@ -164,8 +164,7 @@ func TestCloseWaitsForTakeOver(t *testing.T) {
 	}
 	waitIdle(t, c)
 	closing := make(chan struct{})
-	testHookClosing = func() { close(closing) }
-	defer func() { testHookClosing = nil }()
+	c.closing = func() { close(closing) }
 	closed := make(chan error, 1)
 	first := true
 	n, err := c.TakeOver(ctx, func(string) bool {
