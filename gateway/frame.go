@@ -72,10 +72,12 @@ html,body{height:100%;margin:0}body{display:flex;flex-direction:column;font:13px
 // worker's shell, sw.go) shows the URL alone and marks the frame
 // data-banner="pending": ui.js asks /api/banner for the rest. ui.js is
 // inline, after the frame (allowed by its hash, uiCSP), so that the page
-// needs no second resource before its load event. It is written by hand rather than by html/template, which cost as much as the
-// rest of the request: every value is a canonical http(s) URL, a
-// timestamp or a date, each escaped with html.EscapeString (a canonical
-// URL cannot start a javascript: or data: URL).
+// needs no second resource before its load event; it holds no "</script"
+// (TestServiceWorkerScript). The page is written by hand rather than by
+// html/template, which cost as much as the rest of the request: every
+// value is a canonical http(s) URL, a timestamp or a date, each escaped
+// with html.EscapeString (a canonical URL cannot start a javascript: or
+// data: URL).
 func framePage(d bannerData, src, content, ts string, pending bool) []byte {
 	e := html.EscapeString
 	u := e(d.URL)

@@ -57,6 +57,10 @@ func TestServiceWorkerScript(t *testing.T) {
 			t.Errorf("shell lacks %s\n%s", want, cfg.Shell)
 		}
 	}
+	// ui.js is inline: nothing in it may end the script element early.
+	if strings.Contains(strings.ToLower(string(uiJS)), "</script") {
+		t.Error(`ui.js holds "</script", which would end its inline script element`)
+	}
 	// The server's framed page is the same page with the banner filled in.
 	page := getUI(t, s, "/web/2021/"+page).Body.String()
 	if strings.Contains(page, `data-banner="pending"></iframe>`) || !strings.Contains(page, `>3 captures</a>`) {
