@@ -404,7 +404,7 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 		return Reply{}, nil // another day: nothing recorded for it here
 	}
 	if c.twinOf(ours.ID, q.Vnode) {
-		c.log.Debug("claim: taken: the sender is a twin of our predecessor", "url", q.URL, "hops", q.Hops, "from", q.Vnode.String(), "ours", ours.String())
+		c.log.Debug("claim: taken: the sender is a twin of our predecessor", "url", q.URL, "hops", q.Hops, "from", q.Vnode, "ours", ours)
 		// Another peer at the claimer's IP runs the same virtual server id
 		// and is our predecessor: the claimer is the twin that will move
 		// away (ring), so the URL is not its to fetch.
@@ -426,7 +426,7 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 		_, mine := c.mine[s]
 		a, gone := c.gone[s]
 		c.mu.Unlock()
-		c.log.Debug("claim: taken", "url", q.URL, "hops", q.Hops, "mine", mine, "granted", gone, "to", a.vnode.String(), "from", q.Vnode.String())
+		c.log.Debug("claim: taken", "url", q.URL, "hops", q.Hops, "mine", mine, "granted", gone, "to", a.vnode, "from", q.Vnode)
 		return Reply{Taken: true}, nil
 	}
 	former, chained := c.formerLocked(ours.ID, day)
@@ -441,7 +441,7 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 		// virtual servers).
 		c.sent.Add(1)
 		if rep, err := c.cfg.Transport.Claim(ctx, former, Request{URL: q.URL, Day: day, Vnode: ours, To: former.ID, Hops: q.Hops + 1, Chain: chainOf(q, c.cfg.Peer)}); err == nil && rep.Taken {
-			c.log.Debug("claim: taken along the chain", "url", q.URL, "hops", q.Hops, "former", former.String())
+			c.log.Debug("claim: taken along the chain", "url", q.URL, "hops", q.Hops, "former", former)
 			c.mu.Lock()
 			c.rollLocked(day)
 			c.had[s] = struct{}{}
