@@ -33,7 +33,8 @@ type passVia struct {
 }
 
 // maxPassVia bounds passVia: entries are taken at once by PassOn, so more
-// than this means they were not, and the oldest hints are let go.
+// than this means they were not, and every hint held is let go (a URL
+// without one is passed on by a lookup).
 const maxPassVia = 1024
 
 func (p *passVia) put(url string, n ring.Node) {

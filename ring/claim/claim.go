@@ -285,11 +285,7 @@ func (c *Claims) ToFetchVia(ctx context.Context, url string, key id.ID, v ring.N
 		c.mu.Unlock()
 		return Fetch, ring.Node{}
 	}
-	if _, ok := c.had[s]; ok {
-		c.mu.Unlock()
-		return Drop, ring.Node{}
-	}
-	if _, ok := c.gone[s]; ok {
+	if c.droppedLocked(s) {
 		c.mu.Unlock()
 		return Drop, ring.Node{}
 	}
@@ -318,9 +314,7 @@ func (c *Claims) ToFetchVia(ctx context.Context, url string, key id.ID, v ring.N
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rollLocked(day)
-	_, gone := c.gone[s]
-	_, had := c.had[s]
-	if gone || had {
+	if c.droppedLocked(s) {
 		return Drop, ring.Node{} // claimed away, or handed over, while we asked
 	}
 	c.mine[s] = struct{}{}
@@ -353,10 +347,15 @@ func (c *Claims) ask(ctx context.Context, former ring.Node, q Request) (Reply, e
 // Dropped reports whether key is another node's for day (claimed away, or
 // fetched by a former owner): it leaves the queue without being passed on.
 func (c *Claims) Dropped(key id.ID, day int64) bool {
-	s := shortOf(key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rollLocked(day)
+	return c.droppedLocked(shortOf(key))
+}
+
+// droppedLocked reports whether s is another node's today: claimed away,
+// or fetched (or handed over) by another node.
+func (c *Claims) droppedLocked(s short) bool {
 	_, gone := c.gone[s]
 	_, had := c.had[s]
 	return gone || had
@@ -423,10 +422,12 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 		// Fetched here, or by a former owner, or granted to another
 		// claimer today (two nodes that both took the range: twins, or a
 		// view that changed): not the claimer's to fetch.
-		_, mine := c.mine[s]
-		a, gone := c.gone[s]
+		if c.log.Enabled(ctx, slog.LevelDebug) {
+			_, mine := c.mine[s]
+			a, gone := c.gone[s]
+			c.log.Debug("claim: taken", "url", q.URL, "hops", q.Hops, "mine", mine, "granted", gone, "to", a.vnode, "from", q.Vnode)
+		}
 		c.mu.Unlock()
-		c.log.Debug("claim: taken", "url", q.URL, "hops", q.Hops, "mine", mine, "granted", gone, "to", a.vnode, "from", q.Vnode)
 		return Reply{Taken: true}, nil
 	}
 	former, chained := c.formerLocked(ours.ID, day)

@@ -91,6 +91,16 @@ func urlIn(t *testing.T, a, b id.ID) (string, id.ID) {
 	return "", id.ID{}
 }
 
+// formerAndJoiner returns a network of two nodes, a former owner and a
+// joiner (not yet joined), and a URL and its key in the joiner's range.
+func formerAndJoiner(t *testing.T) (*net, *testNode, *testNode, string, id.ID) {
+	t.Helper()
+	nw, ns := newNet(2)
+	old, joiner := ns[0], ns[1]
+	u, k := urlIn(t, old.v.ID, joiner.v.ID)
+	return nw, old, joiner, u, k
+}
+
 // joined makes joiner's vnode the taker of a range from former's, today.
 func joined(joiner, former *testNode, day int64) {
 	joiner.c.Took(joiner.v.ID, former.v, day)
@@ -100,9 +110,7 @@ const day = 7
 
 func TestFormerOwnerFetchedFirst(t *testing.T) {
 	ctx := context.Background()
-	_, ns := newNet(2)
-	old, joiner := ns[0], ns[1]
-	u, k := urlIn(t, old.v.ID, joiner.v.ID)
+	_, old, joiner, u, k := formerAndJoiner(t)
 	if got := old.c.ToFetch(ctx, u, k, old.v, day); got != Fetch {
 		t.Fatalf("owner without a former owner: %v, want Fetch", got)
 	}
@@ -163,9 +171,7 @@ func TestClaimFollowsChain(t *testing.T) {
 
 func TestClaimElsewhere(t *testing.T) {
 	ctx := context.Background()
-	_, ns := newNet(2)
-	old, joiner := ns[0], ns[1]
-	u, k := urlIn(t, old.v.ID, joiner.v.ID)
+	_, old, joiner, u, k := formerAndJoiner(t)
 	// By the former owner's view one of its virtual servers lies between
 	// the key and the joiner: the joiner's view is behind.
 	extra := ring.Node{ID: k, Contact: old.v.Contact} // at the key itself
@@ -178,9 +184,7 @@ func TestClaimElsewhere(t *testing.T) {
 
 func TestUnansweredClaim(t *testing.T) {
 	ctx := context.Background()
-	nw, ns := newNet(2)
-	old, joiner := ns[0], ns[1]
-	u, k := urlIn(t, old.v.ID, joiner.v.ID)
+	nw, old, joiner, u, k := formerAndJoiner(t)
 	joined(joiner, old, day)
 	nw.fail[old.v.Peer] = 1 // one lost reply: the retry gets through
 	if got := joiner.c.ToFetch(ctx, u, k, joiner.v, day); got != Fetch || joiner.waits != 1 {
@@ -247,9 +251,7 @@ func TestHandover(t *testing.T) {
 
 func TestClaimRole(t *testing.T) {
 	ctx := context.Background()
-	_, ns := newNet(2)
-	old, joiner := ns[0], ns[1]
-	u, _ := urlIn(t, old.v.ID, joiner.v.ID)
+	_, old, joiner, u, _ := formerAndJoiner(t)
 	for _, tc := range []struct {
 		name  string
 		from  ring.Contact
@@ -267,9 +269,7 @@ func TestClaimRole(t *testing.T) {
 
 func TestNewDayForgets(t *testing.T) {
 	ctx := context.Background()
-	_, ns := newNet(2)
-	old, joiner := ns[0], ns[1]
-	u, k := urlIn(t, old.v.ID, joiner.v.ID)
+	_, old, joiner, u, k := formerAndJoiner(t)
 	old.c.ToFetch(ctx, u, k, old.v, day)
 	joined(joiner, old, day)
 	if got := joiner.c.ToFetch(ctx, u, k, joiner.v, day+1); got != Fetch {
@@ -340,9 +340,7 @@ func TestChainBackToOrigin(t *testing.T) {
 // claims (TestReleaseOnlyGoneClaimers).
 func TestMovedClaimerKeepsClaim(t *testing.T) {
 	ctx := context.Background()
-	_, ns := newNet(2)
-	old, joiner := ns[0], ns[1]
-	u, k := urlIn(t, old.v.ID, joiner.v.ID)
+	_, old, joiner, u, k := formerAndJoiner(t)
 	joined(joiner, old, day)
 	if got := joiner.c.ToFetch(ctx, u, k, joiner.v, day); got != Fetch {
 		t.Fatalf("joiner: %v, want Fetch", got)
