@@ -134,17 +134,22 @@ func benchCapture(i int, page []byte, at time.Time) Capture {
 }
 
 // BenchmarkPut measures version additions (distinct pages of 10-30 KB):
-// adds/s, with and without the per-file fsync, at gzip levels 6 (the
-// default) and 9.
+// adds/s, with and without the per-file fsync, as gzip members at levels 6
+// and 9 (a store without a dictionary) and as zstd frames with a trained
+// dictionary (dict; the default store once it has 300 records).
 func BenchmarkPut(b *testing.B) {
 	pages := benchPages(256)
 	for _, mode := range []struct {
 		name   string
 		noSync bool
 		level  int
-	}{{"fsync/gzip9", false, 9}, {"nosync/gzip9", true, 9}, {"fsync/gzip6", false, 6}, {"nosync/gzip6", true, 6}} {
+	}{{"fsync/gzip9", false, 9}, {"nosync/gzip9", true, 9}, {"fsync/gzip6", false, 6}, {"nosync/gzip6", true, 6},
+		{"fsync/dict", false, 0}, {"nosync/dict", true, 0}} {
 		b.Run(mode.name, func(b *testing.B) {
-			s := openTest(b, Options{NoSync: mode.noSync, GzipLevel: mode.level})
+			s := openTest(b, Options{NoSync: mode.noSync, GzipLevel: mode.level, DictSamples: -1})
+			if mode.level == 0 {
+				withDict(b, s)
+			}
 			ctx := context.Background()
 			var bytes int64
 			b.ResetTimer()
@@ -165,15 +170,20 @@ func BenchmarkPut(b *testing.B) {
 // BenchmarkPutParallel measures additions from 8 concurrent writers (a
 // crawler's workers) with syncs on: files and index are made durable a
 // group at a time, with the default commit window and with none (a group
-// syncs as soon as the previous one is done).
+// syncs as soon as the previous one is done); gzip records, and zstd
+// frames with a dictionary (window/dict).
 func BenchmarkPutParallel(b *testing.B) {
 	pages := benchPages(256)
 	for _, mode := range []struct {
 		name   string
 		window time.Duration
-	}{{"window", 0}, {"nowindow", -1}} {
+		dict   bool
+	}{{"window", 0, false}, {"nowindow", -1, false}, {"window/dict", 0, true}} {
 		b.Run(mode.name, func(b *testing.B) {
-			s := openTest(b, Options{CommitWindow: mode.window})
+			s := openTest(b, Options{CommitWindow: mode.window, DictSamples: -1})
+			if mode.dict {
+				withDict(b, s)
+			}
 			ctx := context.Background()
 			var next atomic.Int64
 			b.SetParallelism(4) // 4 x GOMAXPROCS goroutines
@@ -199,7 +209,7 @@ func BenchmarkPutParallel(b *testing.B) {
 // (the daily recrawl of a page that did not change).
 func BenchmarkPutUnchanged(b *testing.B) {
 	pages := benchPages(64)
-	s := openTest(b, Options{})
+	s := openTest(b, Options{DictSamples: -1})
 	ctx := context.Background()
 	for i := range pages {
 		if _, _, err := s.Put(ctx, benchCapture(i, pages[i], t0)); err != nil {
@@ -224,7 +234,7 @@ func BenchmarkPutUnchanged(b *testing.B) {
 // the file.
 func BenchmarkAt(b *testing.B) {
 	pages := benchPages(128)
-	s := openTest(b, Options{NoSync: true})
+	s := openTest(b, Options{NoSync: true, DictSamples: -1})
 	ctx := context.Background()
 	const urls, versions = 2000, 3
 	var us []string

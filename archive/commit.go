@@ -278,7 +278,7 @@ func (s *Store) commitGroup(g *indexGroup) error {
 	for seg, end := range g.ends {
 		if !s.noSync {
 			if err := seg.f.Sync(); err != nil {
-				return s.fail(fmt.Errorf("sync segment %s: %w", SegmentName(seg.id), err))
+				return s.fail(fmt.Errorf("sync segment %s: %w", seg.name(), err))
 			}
 		}
 		if end > seg.durable {

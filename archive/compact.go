@@ -137,8 +137,9 @@ func (s *Store) compact(ctx context.Context, minDead float64) (CompactReport, er
 		for _, r := range live[n] {
 			liveBytes += r.size
 		}
-		dead := g.size - liveBytes
-		if dead <= 0 || (liveBytes > 0 && float64(dead) < minDead*float64(g.size)) {
+		records := g.size - int64(len(g.dictFrame())) // a .warc.zst's frame is neither live nor dead
+		dead := records - liveBytes
+		if dead <= 0 || (liveBytes > 0 && float64(dead) < minDead*float64(records)) {
 			continue
 		}
 		if liveBytes == 0 && n == s.segs.last {
@@ -148,7 +149,7 @@ func (s *Store) compact(ctx context.Context, minDead float64) (CompactReport, er
 		}
 		rep.Before += g.size
 		if err := s.rewriteSegment(g, live[n]); err != nil {
-			return rep, fmt.Errorf("segment %s: %w", SegmentName(n), err)
+			return rep, fmt.Errorf("segment %s: %w", g.name(), err)
 		}
 		if len(live[n]) == 0 {
 			rep.Removed++
@@ -164,7 +165,7 @@ func (s *Store) compact(ctx context.Context, minDead float64) (CompactReport, er
 // removes it if there are none.
 func (s *Store) rewriteSegment(g *segment, live []liveRecord) error {
 	segDir := filepath.Join(s.dir, segmentsDir)
-	name := filepath.Join(segDir, SegmentName(g.id))
+	name := filepath.Join(segDir, g.name())
 	sync := &opt.WriteOptions{Sync: true}
 	if len(live) == 0 {
 		// Forgetting its end first: a crash before the removal leaves a
@@ -195,8 +196,14 @@ func (s *Store) rewriteSegment(g *segment, live []liveRecord) error {
 	}()
 	var b leveldb.Batch
 	var end int64
+	if frame := g.dictFrame(); frame != nil {
+		if _, err := f.WriteAt(frame, 0); err != nil {
+			return fmt.Errorf("write %s: %w", filepath.Base(tmp), err)
+		}
+		end = int64(len(frame))
+	}
 	for _, r := range live {
-		data, err := s.readRecord(g.id, r.off, r.size)
+		data, _, err := s.readRecord(g.id, r.off, r.size)
 		if err != nil {
 			return err
 		}
@@ -226,15 +233,16 @@ func (s *Store) rewriteSegment(g *segment, live []liveRecord) error {
 	g.f, g.size, g.durable = f, end, end
 	s.segs.rmu.Unlock()
 	old.Close()
-	return s.finishCompaction(g.id)
+	return s.finishCompaction(g.id, g.name())
 }
 
-// finishCompaction does step 3 for segment n, whose step 2 is done: the
-// rename of its .compact file, if still there, over the segment, the
-// directory's sync and the deletion of the compaction's record.
-func (s *Store) finishCompaction(n uint32) error {
+// finishCompaction does step 3 for segment n, of file name base, whose
+// step 2 is done: the rename of its .compact file, if still there, over
+// the segment, the directory's sync and the deletion of the compaction's
+// record.
+func (s *Store) finishCompaction(n uint32, base string) error {
 	segDir := filepath.Join(s.dir, segmentsDir)
-	name := filepath.Join(segDir, SegmentName(n))
+	name := filepath.Join(segDir, base)
 	err := s.fs.Rename(name+compactExt, name)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
@@ -260,13 +268,19 @@ func (s *Store) recoverCompactions() error {
 	if err := it.Error(); err != nil {
 		return err
 	}
+	segDir := filepath.Join(s.dir, segmentsDir)
 	for _, n := range done {
-		s.log.Warn("finishing a compaction a crash interrupted", "segment", SegmentName(n))
-		if err := s.finishCompaction(n); err != nil {
-			return fmt.Errorf("finish compaction of %s: %w", SegmentName(n), err)
+		base := SegmentName(n)
+		for _, p := range []string{segmentName(n, true), segmentName(n, true) + compactExt} {
+			if _, err := os.Stat(filepath.Join(segDir, p)); err == nil {
+				base = segmentName(n, true)
+			}
+		}
+		s.log.Warn("finishing a compaction a crash interrupted", "segment", base)
+		if err := s.finishCompaction(n, base); err != nil {
+			return fmt.Errorf("finish compaction of %s: %w", base, err)
 		}
 	}
-	segDir := filepath.Join(s.dir, segmentsDir)
 	ents, err := os.ReadDir(segDir)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,13 +16,19 @@ import (
 // purgedStore fills dir with 12 versions signed by two peers, in segments
 // of about three records, and purges one peer's; it returns the kept
 // versions, the URLs of the purged ones and the options to open it with.
-func purgedStore(t *testing.T, dir string) (kept []Version, purged []string, o Options) {
+func purgedStore(t *testing.T, dir string, dict bool) (kept []Version, purged []string, o Options) {
 	t.Helper()
 	ctx := context.Background()
 	good, bad := newEdSigner(6), newEdSigner(5)
 	o = Options{Verifier: edVerifier{}, SegmentSize: 1200}
+	if dict { // room for the dictionary frame too
+		o.SegmentSize += int64(len(testDictFrame()))
+	}
 	s, err := Open(dir, o)
 	must(t, err)
+	if dict {
+		withDict(t, s)
+	}
 	for i := range 12 {
 		signer := good
 		// Segments hold records 0-2, 3-5, ...: 3-5 are all purged (the
@@ -94,9 +101,15 @@ func rangeSum(t *testing.T, dir string, o Options) DirSum {
 // records, removes the one left empty, and the store holds exactly the
 // kept versions in fewer bytes; a second Compact finds nothing to do.
 func TestCompact(t *testing.T) {
+	for _, dict := range []bool{false, true} {
+		t.Run(fmt.Sprintf("dict=%v", dict), func(t *testing.T) { testCompact(t, dict) })
+	}
+}
+
+func testCompact(t *testing.T, dict bool) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	kept, purged, o := purgedStore(t, dir)
+	kept, purged, o := purgedStore(t, dir, dict)
 	sum := rangeSum(t, dir, o)
 	before := duBytes(t, filepath.Join(dir, segmentsDir))
 	rep, err := Compact(ctx, dir, o, CompactOptions{MinDead: 0.1})
@@ -117,6 +130,16 @@ func TestCompact(t *testing.T) {
 		fi, err := e.Info()
 		must(t, err)
 		size += fi.Size()
+		if r, err := parseSegment(e.Name()); err == nil && r.zst {
+			raw, frame, err := readDictFrame(io.NewSectionReader(mustOpen(t, filepath.Join(dir, segmentsDir, e.Name())), 0, fi.Size()), fi.Size())
+			if err != nil || len(raw) == 0 {
+				t.Fatalf("%s: dictionary frame: %v", e.Name(), err)
+			}
+			size -= frame
+		}
+	}
+	if _, zst := segmentFiles(t, dir); (zst > 0) != dict {
+		t.Fatalf("%d .warc.zst segments, dictionary %v", zst, dict)
 	}
 	var live int64
 	for _, v := range kept {
@@ -148,9 +171,15 @@ func TestCompact(t *testing.T) {
 // nothing purged returns, Fsck finds the store consistent, and a second
 // compaction completes.
 func TestCompactCrash(t *testing.T) {
+	for _, dict := range []bool{false, true} {
+		t.Run(fmt.Sprintf("dict=%v", dict), func(t *testing.T) { testCompactCrash(t, dict) })
+	}
+}
+
+func testCompactCrash(t *testing.T, dict bool) {
 	ctx := context.Background()
 	tmpl := t.TempDir()
-	kept, purged, o := purgedStore(t, tmpl)
+	kept, purged, o := purgedStore(t, tmpl, dict)
 	sum := rangeSum(t, tmpl, o)
 	// A run without a crash counts the operations.
 	count := &faultFS{}
@@ -182,6 +211,15 @@ func TestCompactCrash(t *testing.T) {
 			checkCompacted(t, dir, kept, purged, o, sum, false)
 		})
 	}
+}
+
+// mustOpen opens path for reading until the test ends.
+func mustOpen(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.Open(path)
+	must(t, err)
+	t.Cleanup(func() { f.Close() })
+	return f
 }
 
 // copyDir copies the directory tree src to a new temporary directory.

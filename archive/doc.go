@@ -1,5 +1,6 @@
 // Package archive stores every fetched version of every URL a node is
-// responsible for, as gzip WARC records appended to segment files, with a
+// responsible for, as WARC records appended to segment files (gzip
+// members, or zstd frames with a trained dictionary: zstd.go), with a
 // goleveldb index that answers dated lookups, replication range queries
 // and researcher exports.
 //
@@ -8,27 +9,29 @@
 // A store is a directory:
 //
 //	segments/<id>.warc.gz   append-only segments, 8-digit ids from 1 (segment.go)
+//	segments/<id>.warc.zst  the same, once the store has its dictionary (zstd.go)
 //	index/                  goleveldb index
 //	refused-peers           peers whose records are refused (PurgePeer)
 //	quarantine/             damaged segment tails cut by Reindex; files migration refused
 //
-// Each version is one gzip member holding one WARC/1.1 "response"
-// record: WARC-Type, WARC-Record-ID (a deterministic urn:uuid derived
-// from URL, date and digest), WARC-Date (UTC, nanoseconds when present),
-// WARC-Target-URI, Content-Type application/http;msgtype=response,
-// WARC-Payload-Digest and WARC-Block-Digest (sha1:BASE32), and, for a
-// store with a Signer, the version's provenance: WARC-Herod-Peer and
-// WARC-Herod-Signature (provenance.go; Import checks them with a
-// Verifier, and always refuses capture times in the future). The block is
-// the HTTP status line, the headers as received (sorted) and the decoded
-// payload. To keep the record self-consistent the writer drops
-// Transfer-Encoding and sets Content-Length to the stored payload length;
-// the original values survive as X-Archive-Orig-Transfer-Encoding and
-// X-Archive-Orig-Content-Length (the pywb/warcio convention). Content-Encoding
-// is kept as received, so a caller that decodes a gzip body must drop that
-// header (net/http does so when it decompresses transparently).
-// A segment is therefore a valid .warc.gz, and so is any concatenation of
-// records, which is how Export writes WARC.
+// Each version is one gzip member (or zstd frame) holding one WARC/1.1
+// "response" record: WARC-Type, WARC-Record-ID (a deterministic urn:uuid
+// derived from URL, date and digest), WARC-Date (UTC, nanoseconds when
+// present), WARC-Target-URI, Content-Type
+// application/http;msgtype=response, WARC-Payload-Digest and
+// WARC-Block-Digest (sha1:BASE32), and, for a store with a Signer, the
+// version's provenance: WARC-Herod-Peer and WARC-Herod-Signature
+// (provenance.go; Import checks them with a Verifier, and always refuses
+// capture times in the future). The block is the HTTP status line, the
+// headers as received (sorted) and the decoded payload. To keep the record
+// self-consistent the writer drops Transfer-Encoding and sets
+// Content-Length to the stored payload length; the original values survive
+// as X-Archive-Orig-Transfer-Encoding and X-Archive-Orig-Content-Length
+// (the pywb/warcio convention). Content-Encoding is kept as received, so a
+// caller that decodes a gzip body must drop that header (net/http does so
+// when it decompresses transparently). A .warc.gz segment is therefore a
+// valid .warc.gz, and so is any concatenation of gzip records, which is
+// how Export writes WARC.
 //
 // Segments roll by size (Options.SegmentSize, 1 GiB by default) and by
 // day. The index maps each version — key SHA-1(url), capture time, payload
@@ -68,9 +71,9 @@
 //   - Index swaps (Reindex) go through index.new, index.ready and
 //     index.old with a directory fsync after each rename; Open completes
 //     or undoes a swap a crash interrupted (swap.go).
-//   - Every read verifies gzip framing, WARC framing, block digest, payload
-//     digest and that the record is the version the index names
-//     (ErrCorrupt).
+//   - Every read verifies gzip (zstd) framing, WARC framing, block
+//     digest, payload digest and that the record is the version the
+//     index names (ErrCorrupt).
 //   - Directory hashes (DirSum: XOR of SHA-1 of entry names, and a count)
 //     for the root, the 256 first-level and the 65,536 leaf buckets of the
 //     key space are updated in the same index batch as the version they
@@ -97,8 +100,9 @@
 // gives one sum for any ring range (a, b]: whole buckets inside the range
 // are read from their stored sums, the two boundary leaves are scanned.
 // On a mismatch the peers bisect, list Entries of the differing ranges,
-// fetch missing records with ReadFile and store them with Import, which
-// verifies the bytes against the name before appending them unchanged.
+// fetch missing records with ReadFile (a gzip member) and store them with
+// Import, which verifies the bytes against the name before appending them
+// (compressed again with the store's dictionary, if it has one).
 //
 // # Purge
 //
@@ -125,9 +129,10 @@
 // # Reindex, fsck and migration
 //
 // Reindex(dir) rebuilds the index from the segments, resynchronizing at
-// the next gzip header after a damaged record and cutting a damaged tail
-// (kept in quarantine/); Fsck(dir) verifies every record and compares the
-// implied index with the live one without changing anything.
+// the next gzip header (zstd frame) after a damaged record and cutting a
+// damaged tail (kept in quarantine/); Fsck(dir) verifies every record
+// and compares the implied index with the live one without changing
+// anything.
 // TestReindexEqualsLiveIndex proves the rebuilt index equals the live
 // one. Open rebuilds a missing index by itself, and moves a store of the
 // one-file layout (objects/ab/cd/<name>.warc.gz) into segments, resumably

@@ -116,7 +116,8 @@ type exportEvent struct {
 }
 
 // Export writes the versions selected by o as one WARC stream to warc
-// (each stored file verbatim, so every record is its own gzip member)
+// (every record its own gzip member: those of .warc.gz segments verbatim,
+// those of .warc.zst segments gzipped again)
 // and, if cdxj is non-nil, a sorted CDXJ index of that stream. Records
 // come in host, URL, time order. A file that fails verification is
 // skipped, logged and listed in ExportStats.Corrupt.
@@ -267,7 +268,7 @@ func (s *Store) exportHead(ctx context.Context, v Version, heads map[string][]by
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	data, f, err := s.readVersion(v)
+	data, f, err := s.readMember(v)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -180,13 +180,17 @@ func TestSyncFailureFailsStore(t *testing.T) {
 // the store consistent, and the store takes new versions.
 func TestCrashBetweenWrites(t *testing.T) {
 	ctx := context.Background()
-	for _, torn := range []bool{false, true} {
+	for _, c := range []struct{ torn, dict bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		torn := c.torn
 		for k := 1; k <= 14; k++ {
-			t.Run(fmt.Sprintf("torn=%v/op%d", torn, k), func(t *testing.T) {
+			t.Run(fmt.Sprintf("torn=%v/dict=%v/op%d", torn, c.dict, k), func(t *testing.T) {
 				dir := t.TempDir()
 				ffs := &faultFS{crashAt: k, keepTorn: torn}
 				s, err := Open(dir, Options{fs: ffs, SegmentSize: 1500})
 				must(t, err)
+				if c.dict { // each record in a .warc.zst segment of its own
+					withDict(t, s)
+				}
 				var acked []Version
 				for i := 0; i < 8; i++ {
 					v, _, err := s.Put(ctx, capture(fmt.Sprintf("http://c.example/%d", i), t0, fmt.Sprintf("page %d body", i)))
@@ -236,7 +240,7 @@ func FuzzScanSegment(f *testing.F) {
 		st, err := newStore(dir, Options{})
 		must(t, err)
 		last := int64(0)
-		end, _, err := st.scanSegment(1, func(off int64, rec []byte, _ *decodedFile) error {
+		end, _, err := st.scanSegment(segRef{id: 1}, func(off int64, rec []byte, _ *decodedFile) error {
 			if off < last || off+int64(len(rec)) > int64(len(data)) {
 				t.Fatalf("record at %d+%d out of order or outside %d bytes", off, len(rec), len(data))
 			}

@@ -142,6 +142,7 @@ func (s *Store) decodeVersion(key, val []byte) (Version, error) {
 		return Version{}, err
 	}
 	sv.Peer = s.peers.name(sv.peer)
+	sv.File = s.segmentRel(sv.seg)
 	return sv.Version, nil
 }
 

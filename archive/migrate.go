@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -129,6 +130,7 @@ func (s *Store) migrateIndexed(ctx context.Context) (int, []victim, error) {
 	var b leveldb.Batch
 	ends := map[*segment]int64{}
 	var done []string
+	var raw bytes.Buffer
 	moved := 0
 	for _, sv := range todo {
 		rel := sv.Entry().Path()
@@ -136,7 +138,8 @@ func (s *Store) migrateIndexed(ctx context.Context) (int, []victim, error) {
 		data, err := os.ReadFile(path)
 		var f *decodedFile
 		if err == nil {
-			if f, err = decodeMember(data); err == nil {
+			raw.Reset()
+			if f, err = decodeMemberTo(data, &raw); err == nil {
 				err = checkEntry(sv.Entry(), f, sv.URL)
 			}
 		}
@@ -152,12 +155,13 @@ func (s *Store) migrateIndexed(ctx context.Context) (int, []victim, error) {
 			bad = append(bad, victim{v: v, last: false})
 			continue
 		}
-		seg, off, err := s.appendRecord(data)
+		rec := &record{plain: raw.Bytes(), data: data}
+		seg, off, err := s.appendRecord(rec)
 		if err != nil {
 			return 0, nil, err
 		}
 		v := sv.Version
-		v.Peer, v.Offset, v.Size = f.capture.Peer, off, int64(len(data))
+		v.Peer, v.Offset, v.Size = f.capture.Peer, off, int64(len(rec.data))
 		b.Put(versionKey(v.Key, v.Time, v.Digest), encodeVersion(v, seg.id, s.peers.number(v.Peer, &b)))
 		ends[seg] = max(ends[seg], off+v.Size)
 		done = append(done, path)
@@ -166,7 +170,7 @@ func (s *Store) migrateIndexed(ctx context.Context) (int, []victim, error) {
 	for seg, end := range ends {
 		if !s.noSync {
 			if err := seg.f.Sync(); err != nil {
-				return 0, nil, s.fail(fmt.Errorf("sync segment %s: %w", SegmentName(seg.id), err))
+				return 0, nil, s.fail(fmt.Errorf("sync segment %s: %w", seg.name(), err))
 			}
 		}
 		b.Put(segEndKey(seg.id), binary.AppendUvarint(nil, uint64(end)))

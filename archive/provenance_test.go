@@ -246,7 +246,7 @@ func BenchmarkProvenance(b *testing.B) {
 			name, signer = "put/signed", newEdSigner(7)
 		}
 		b.Run(name, func(b *testing.B) {
-			s := openTest(b, Options{NoSync: true, GzipLevel: 6, Signer: signer})
+			s := openTest(b, Options{NoSync: true, GzipLevel: 6, Signer: signer, DictSamples: -1})
 			b.ResetTimer()
 			cpu0 := cpuTime()
 			for i := 0; i < b.N; i++ {
@@ -265,7 +265,7 @@ func BenchmarkProvenance(b *testing.B) {
 			name, verifier = "import/verified", edVerifier{}
 		}
 		b.Run(name, func(b *testing.B) {
-			src := openTest(b, Options{NoSync: true, GzipLevel: 6, Signer: newEdSigner(8)})
+			src := openTest(b, Options{NoSync: true, GzipLevel: 6, Signer: newEdSigner(8), DictSamples: -1})
 			names, files := make([]string, b.N), make([][]byte, b.N)
 			for i := 0; i < b.N; i++ {
 				v, _, err := src.Put(ctx, benchCapture(i, pages[i%len(pages)], t0.Add(time.Duration(i)*time.Second)))
@@ -278,7 +278,7 @@ func BenchmarkProvenance(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			dst := openTest(b, Options{NoSync: true, Verifier: verifier})
+			dst := openTest(b, Options{NoSync: true, Verifier: verifier, DictSamples: -1})
 			b.ResetTimer()
 			cpu0 := cpuTime()
 			for i := 0; i < b.N; i++ {

@@ -151,11 +151,11 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 			return Version{}, false, fmt.Errorf("archive put: %w", err)
 		}
 	}
-	data, err := s.encode(&c, t, d)
+	rec, err := s.encode(&c, t, d)
 	if err != nil {
 		return Version{}, false, fmt.Errorf("archive put %s: %w", c.URL, err)
 	}
-	seg, err := s.store(&v, data)
+	seg, err := s.store(&v, rec)
 	if err != nil {
 		return Version{}, false, fmt.Errorf("archive put %s: %w", c.URL, err)
 	}
@@ -192,31 +192,61 @@ func (s *Store) nextSeq(k id.ID, d id.ID, day int64) (int, error) {
 	return seq, it.Error()
 }
 
-// encode returns c as one gzip member holding its WARC response record.
-func (s *Store) encode(c *Capture, t time.Time, d id.ID) ([]byte, error) {
+// encode returns c's WARC response record, compressed for the active
+// segments, and offers it to the dictionary trainer.
+func (s *Store) encode(c *Capture, t time.Time, d id.ID) (*record, error) {
+	plain, err := plainResponse(c, t, d)
+	if err != nil {
+		return nil, err
+	}
+	s.trainer.offer(plain)
+	return s.compress(plain, s.zd.Load()), nil
+}
+
+// record is one WARC record on its way to a segment: uncompressed, and
+// compressed for segments of dictionary zd (nil: as a gzip member, for
+// .warc.gz segments).
+type record struct {
+	plain []byte
+	data  []byte
+	zd    *zdict
+}
+
+// compress returns plain compressed for segments of dictionary zd.
+func (s *Store) compress(plain []byte, zd *zdict) *record {
+	r := &record{plain: plain, zd: zd}
+	if zd != nil {
+		r.data = zd.enc.EncodeAll(plain, make([]byte, 0, len(plain)/4+64))
+		return r
+	}
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
 	defer bufPool.Put(buf)
-	if err := s.gz.encodeResponse(buf, c, t, d); err != nil {
-		return nil, err
-	}
-	return bytes.Clone(buf.Bytes()), nil
+	// Writing to a bytes.Buffer cannot fail.
+	_ = s.gz.compress(buf, plain)
+	r.data = bytes.Clone(buf.Bytes())
+	return r
 }
 
 // store claims the record's size from the quota and appends it to the
 // active segment, setting v's File, Offset and Size. The quota claim ends
 // when the version is indexed (enqueueLocked) or, on error, here.
-func (s *Store) store(v *Version, data []byte) (*segment, error) {
-	size := int64(len(data))
+func (s *Store) store(v *Version, rec *record) (*segment, error) {
+	size := int64(len(rec.data))
 	if err := s.reserve(size); err != nil {
 		return nil, err
 	}
-	seg, off, err := s.appendRecord(data)
+	seg, off, err := s.appendRecord(rec)
 	if err != nil {
 		s.unreserve(size)
 		return nil, err
 	}
-	v.File, v.Offset, v.Size = segmentRel(seg.id), off, size
+	if n := int64(len(rec.data)); n != size {
+		// Compressed again for a segment of another dictionary.
+		s.unreserve(size - n)
+		size = n
+	}
+	v.File, v.Offset, v.Size = seg.rel(), off, size
 	return seg, nil
 }
 

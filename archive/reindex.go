@@ -68,6 +68,7 @@ func Reindex(ctx context.Context, dir string, o Options) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("archive reindex: %w", err)
 	}
+	defer s.closeDicts()
 	if err := recoverSwap(dir); err != nil {
 		return Report{}, fmt.Errorf("archive reindex: %w", err)
 	}
@@ -102,6 +103,7 @@ func Fsck(ctx context.Context, dir string, o Options) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("archive fsck: %w", err)
 	}
+	defer s.closeDicts()
 	old, err := openOld(filepath.Join(dir, "index"))
 	if err != nil {
 		return Report{}, fmt.Errorf("archive fsck: %w", err)
@@ -132,7 +134,15 @@ func Fsck(ctx context.Context, dir string, o Options) (Report, error) {
 		defer empty.Close()
 		live = empty
 	}
-	if err := compareIndexes(live, rebuilt, &rep); err != nil {
+	refs, err := listSegments(dir)
+	if err != nil {
+		return rep, fmt.Errorf("archive fsck: %w", err)
+	}
+	files := make(map[uint32]string, len(refs))
+	for _, r := range refs {
+		files[r.id] = r.rel()
+	}
+	if err := compareIndexes(live, rebuilt, files, &rep); err != nil {
 		return rep, fmt.Errorf("archive fsck: %w", err)
 	}
 	return rep, nil
@@ -188,11 +198,11 @@ func (s *Store) build(ctx context.Context, dst string, old *leveldb.DB, cut bool
 		newest: make(map[id.ID]stateRecord), derive: old == nil && cut,
 	}
 	st.peers.nums = make(map[string]uint64)
-	ids, err := listSegments(s.dir)
+	refs, err := listSegments(s.dir)
 	if err != nil {
 		return rep, err
 	}
-	for _, n := range ids {
+	for _, n := range refs {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
@@ -208,7 +218,7 @@ func (s *Store) build(ctx context.Context, dst string, old *leveldb.DB, cut bool
 			return rep, err
 		}
 		if end > 0 {
-			st.batch.Put(segEndKey(n), binary.AppendUvarint(nil, uint64(end)))
+			st.batch.Put(segEndKey(n.id), binary.AppendUvarint(nil, uint64(end)))
 		}
 		if err := st.flush(); err != nil {
 			return rep, err
@@ -263,13 +273,13 @@ func (st *rebuildState) flush() error {
 }
 
 // rebuildRecord indexes one valid record found at off in segment n.
-func (s *Store) rebuildRecord(st *rebuildState, rep *Report, n uint32, off int64, data []byte, f *decodedFile) error {
+func (s *Store) rebuildRecord(st *rebuildState, rep *Report, n segRef, off int64, data []byte, f *decodedFile) error {
 	c := &f.capture
 	v := Version{
 		URL: c.URL, Key: id.OfString(c.URL), Digest: f.digest, Day: s.DayOf(c.Time), Time: c.Time, Status: c.Status,
 		ContentType: contentType(c.Header.Get("Content-Type")),
 		Length:      int64(len(c.Body)), Peer: c.Peer,
-		File: segmentRel(n), Offset: off, Size: int64(len(data)),
+		File: n.rel(), Offset: off, Size: int64(len(data)),
 	}
 	vk := versionKey(v.Key, v.Time, v.Digest)
 	if st.seen[string(vk)] || (v.Peer != "" && s.refused.has(v.Peer)) {
@@ -280,7 +290,7 @@ func (s *Store) rebuildRecord(st *rebuildState, rep *Report, n uint32, off int64
 	sk := string(encDay(append(v.Key[:], v.Digest[:]...), v.Day))
 	v.Seq = st.seqs[sk]
 	st.seqs[sk] = v.Seq + 1
-	st.batch.Put(vk, encodeVersion(v, n, st.peers.number(v.Peer, &st.batch)))
+	st.batch.Put(vk, encodeVersion(v, n.id, st.peers.number(v.Peer, &st.batch)))
 	hk := hostKey(hostOf(v.URL), v.URL)
 	if !st.hasURL(v.Key) {
 		st.ctr.urls++
@@ -322,13 +332,14 @@ func derivedState(v Version, h http.Header) stateRecord {
 	}}
 }
 
-// scanSegment calls fn for each valid record of segment n, in order,
+// scanSegment calls fn for each valid record of segment r, in order,
 // and returns the end of the last one (past it the segment holds no
 // valid record) and the extents of damaged bytes before that end: after
-// a bad record the scan resumes at the next gzip header that starts a
-// valid record.
-func (s *Store) scanSegment(n uint32, fn func(off int64, data []byte, f *decodedFile) error) (int64, []string, error) {
-	f, err := os.Open(filepath.Join(s.dir, segmentsDir, SegmentName(n)))
+// a bad record the scan resumes at the next gzip header (zstd frame
+// magic) that starts a valid record. A .warc.zst segment whose dictionary
+// frame is damaged holds no valid record.
+func (s *Store) scanSegment(r segRef, fn func(off int64, data []byte, f *decodedFile) error) (int64, []string, error) {
+	f, err := os.Open(filepath.Join(s.dir, segmentsDir, r.name()))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -337,13 +348,25 @@ func (s *Store) scanSegment(n uint32, fn func(off int64, data []byte, f *decoded
 	if err != nil {
 		return 0, nil, err
 	}
-	var good int64
+	scan, magic := scanMembers, []byte{0x1f, 0x8b, 0x08}
+	var good, pos int64
+	if r.zst {
+		zd, err := s.segmentDict(f, fi.Size())
+		if err != nil {
+			s.log.Error("segment's dictionary frame is damaged", "segment", r.name(), "err", err)
+			return 0, nil, nil
+		}
+		good, pos = int64(len(zd.frame)), int64(len(zd.frame))
+		scan = func(f *os.File, off int64, fn func(int64, []byte, *decodedFile) error) (int64, error) {
+			return scanFrames(f, zd, off, fi.Size(), fn)
+		}
+		magic = binary.LittleEndian.AppendUint32(nil, zstdMagic)
+	}
 	var damaged []string
-	pos := int64(0)
 	for pos < fi.Size() {
-		end, err := scanFrom(f, pos, func(off int64, data []byte, d *decodedFile) error {
+		end, err := scan(f, pos, func(off int64, data []byte, d *decodedFile) error {
 			if off > good {
-				damaged = append(damaged, fmt.Sprintf("%s+%d", segmentRel(n), good))
+				damaged = append(damaged, fmt.Sprintf("%s+%d", r.rel(), good))
 			}
 			good = off + int64(len(data))
 			return fn(off, data, d)
@@ -354,17 +377,17 @@ func (s *Store) scanSegment(n uint32, fn func(off int64, data []byte, f *decoded
 		if end >= fi.Size() {
 			break
 		}
-		// A bad record at end: look for the next gzip header.
-		if pos, err = nextMagic(f, end+1, fi.Size()); err != nil {
+		// A bad record at end: look for the next record's magic.
+		if pos, err = nextMagic(f, magic, end+1, fi.Size()); err != nil {
 			return good, damaged, err
 		}
 	}
 	return good, damaged, nil
 }
 
-// scanFrom decodes records from off on until one fails, calling fn for
-// each, and returns where the failing one starts (the size at EOF).
-func scanFrom(f *os.File, off int64, fn func(off int64, data []byte, d *decodedFile) error) (int64, error) {
+// scanMembers decodes gzip records from off on until one fails, calling
+// fn for each, and returns where the failing one starts (the size at EOF).
+func scanMembers(f *os.File, off int64, fn func(off int64, data []byte, d *decodedFile) error) (int64, error) {
 	cr := &countingReader{r: bufio.NewReaderSize(io.NewSectionReader(f, off, 1<<62), 1<<20), n: off}
 	var zr gzip.Reader
 	for {
@@ -397,22 +420,46 @@ func scanFrom(f *os.File, off int64, fn func(off int64, data []byte, d *decodedF
 	}
 }
 
-// nextMagic returns the offset of the next gzip header (1f 8b 08) at or
+// scanFrames is scanMembers for the zstd frames of a segment of
+// dictionary zd and size bytes.
+func scanFrames(f *os.File, zd *zdict, off, size int64, fn func(off int64, data []byte, d *decodedFile) error) (int64, error) {
+	for off < size {
+		end, _, err := zstdFrameEnd(f, off, size)
+		if err != nil || end-off > 2*maxBlock {
+			return off, nil
+		}
+		data := make([]byte, end-off)
+		if _, err := f.ReadAt(data, off); err != nil {
+			return off, err
+		}
+		d, err := decodeFrame(zd, data, nil)
+		if err != nil {
+			return off, nil
+		}
+		if err := fn(off, data, d); err != nil {
+			return off, err
+		}
+		off = end
+	}
+	return size, nil
+}
+
+// nextMagic returns the offset of the next occurrence of magic at or
 // after off, or size if there is none.
-func nextMagic(f *os.File, off, size int64) (int64, error) {
+func nextMagic(f *os.File, magic []byte, off, size int64) (int64, error) {
 	buf := make([]byte, 64<<10)
 	for off < size {
 		k, err := f.ReadAt(buf, off)
 		if k == 0 && err != nil {
 			return size, nil
 		}
-		if i := bytes.Index(buf[:k], []byte{0x1f, 0x8b, 0x08}); i >= 0 {
+		if i := bytes.Index(buf[:k], magic); i >= 0 {
 			return off + int64(i), nil
 		}
-		if k < 3 {
+		if k < len(magic) {
 			return size, nil
 		}
-		off += int64(k) - 2
+		off += int64(k - len(magic) + 1)
 	}
 	return size, nil
 }
@@ -441,8 +488,8 @@ func (c *countingReader) ReadByte() (byte, error) {
 // cutTail reports, and with cut set removes, the bytes of segment n past
 // end: they are copied to quarantine/<segment>.<end> (synced) before the
 // segment is truncated, so nothing is lost.
-func (s *Store) cutTail(n uint32, end int64, cut bool, rep *Report) error {
-	path := filepath.Join(s.dir, segmentsDir, SegmentName(n))
+func (s *Store) cutTail(n segRef, end int64, cut bool, rep *Report) error {
+	path := filepath.Join(s.dir, segmentsDir, n.name())
 	fi, err := os.Stat(path)
 	if err != nil {
 		return err
@@ -450,8 +497,8 @@ func (s *Store) cutTail(n uint32, end int64, cut bool, rep *Report) error {
 	if fi.Size() <= end {
 		return nil
 	}
-	rep.Corrupt = append(rep.Corrupt, fmt.Sprintf("%s+%d", segmentRel(n), end))
-	s.log.Warn("segment holds no valid record past an offset", "segment", SegmentName(n), "offset", end, "size", fi.Size())
+	rep.Corrupt = append(rep.Corrupt, fmt.Sprintf("%s+%d", n.rel(), end))
+	s.log.Warn("segment holds no valid record past an offset", "segment", n.name(), "offset", end, "size", fi.Size())
 	if !cut {
 		return nil
 	}
@@ -464,7 +511,7 @@ func (s *Store) cutTail(n uint32, end int64, cut bool, rep *Report) error {
 		return err
 	}
 	defer src.Close()
-	dst, err := os.Create(filepath.Join(qdir, fmt.Sprintf("%s.%d", SegmentName(n), end)))
+	dst, err := os.Create(filepath.Join(qdir, fmt.Sprintf("%s.%d", n.name(), end)))
 	if err != nil {
 		return err
 	}
@@ -488,9 +535,15 @@ func (s *Store) cutTail(n uint32, end int64, cut bool, rep *Report) error {
 }
 
 // compareIndexes merges the live and rebuilt indexes in key order and
-// records their differences in rep. Crawl states and checks are skipped:
-// no file records them.
-func compareIndexes(live, rebuilt *leveldb.DB, rep *Report) error {
+// records their differences in rep, naming segments by files (id → path).
+// Crawl states and checks are skipped: no file records them.
+func compareIndexes(live, rebuilt *leveldb.DB, files map[uint32]string, rep *Report) error {
+	where := func(sv storedVersion) string {
+		if f, ok := files[sv.seg]; ok {
+			return fmt.Sprintf("%s+%d %s", f, sv.Offset, sv.URL)
+		}
+		return fmt.Sprintf("%s+%d %s", sv.File, sv.Offset, sv.URL)
+	}
 	var livePeers, rebuiltPeers peerTable
 	if err := livePeers.load(live); err != nil {
 		return err
@@ -520,7 +573,7 @@ func compareIndexes(live, rebuilt *leveldb.DB, rep *Report) error {
 				if err != nil {
 					return err
 				}
-				rep.Missing = append(rep.Missing, fmt.Sprintf("%s+%d %s", sv.File, sv.Offset, sv.URL))
+				rep.Missing = append(rep.Missing, where(sv))
 			} else {
 				rep.Mismatched++
 			}
@@ -531,7 +584,7 @@ func compareIndexes(live, rebuilt *leveldb.DB, rep *Report) error {
 				if err != nil {
 					return err
 				}
-				rep.Unindexed = append(rep.Unindexed, fmt.Sprintf("%s+%d %s", sv.File, sv.Offset, sv.URL))
+				rep.Unindexed = append(rep.Unindexed, where(sv))
 			} else {
 				rep.Mismatched++
 			}

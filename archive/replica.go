@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,8 +9,8 @@ import (
 	"github.com/syndtr/goleveldb/leveldb/util"
 )
 
-// ReadFile returns the bytes of the record of the version e names,
-// verified as Read verifies them, for sending to a replica. It returns
+// ReadFile returns the record of the version e names as one gzip member,
+// verified as Read verifies it, for sending to a replica. It returns
 // ErrNotFound if the store does not hold that version.
 func (s *Store) ReadFile(ctx context.Context, e Entry) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
@@ -19,7 +20,7 @@ func (s *Store) ReadFile(ctx context.Context, e Entry) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("archive read file %s: %w", e.Name(), err)
 	}
-	data, _, err := s.readVersion(v)
+	data, _, err := s.readMember(v)
 	if err != nil {
 		return nil, fmt.Errorf("archive read file %s: %w", e.Name(), err)
 	}
@@ -50,11 +51,12 @@ func (s *Store) lookupEntry(e Entry) (Version, error) {
 // name that matches its URL, payload and day (so replicas must share the
 // day length), a capture time not in the future, and, with
 // Options.Verifier, its fetcher's signature by a peer not refused
-// (provenance.go). The bytes are appended to the active segment as they
-// are. It does not deduplicate against the newest version: replicas hold
-// exactly the versions their peers hold. It returns added == false if the
-// version is already stored, ErrCorrupt for a record that fails
-// verification, ErrQuota when the quota is reached.
+// (provenance.go). The record is appended to the active segment, as it is
+// in a .warc.gz segment, compressed again in a .warc.zst one. It does not
+// deduplicate against the newest version: replicas hold exactly the
+// versions their peers hold. It returns added == false if the version is
+// already stored, ErrCorrupt for a record that fails verification,
+// ErrQuota when the quota is reached.
 func (s *Store) Import(ctx context.Context, name string, data []byte) (Version, bool, error) {
 	return s.importRecord(ctx, name, data, true)
 }
@@ -75,7 +77,8 @@ func (s *Store) importRecord(ctx context.Context, name string, data []byte, prov
 	if err != nil {
 		return Version{}, false, fmt.Errorf("archive import: %w", err)
 	}
-	f, err := decodeMember(data)
+	var raw bytes.Buffer
+	f, err := decodeMemberTo(data, &raw)
 	if err == nil {
 		err = checkEntry(e, f, "")
 	}
@@ -114,7 +117,12 @@ func (s *Store) importRecord(ctx context.Context, name string, data []byte, prov
 			giveUp()
 		}
 	}()
-	seg, err := s.store(&v, data)
+	s.trainer.offer(raw.Bytes())
+	rec := &record{plain: raw.Bytes(), data: data}
+	if zd := s.zd.Load(); zd != nil {
+		rec = s.compress(rec.plain, zd)
+	}
+	seg, err := s.store(&v, rec)
 	if err != nil {
 		return Version{}, false, fmt.Errorf("archive import %s: %w", name, err)
 	}

@@ -1,9 +1,12 @@
 package archive
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -16,13 +19,14 @@ import (
 )
 
 // Segments. Versions are appended, one gzip member each, to the active
-// segment file segments/<id>.warc.gz (ids count from 1, zero-padded to 8
-// digits so that names sort as ids). A segment is rolled — the next Put
-// opens the next id — once it would exceed Options.SegmentSize or when the
-// day (of the store's clock and day length) changes, so that a day's
-// crawl is a few whole files. Segments are never rewritten in place; the
-// only change to one is the cut of a tail that no committed index entry
-// covers (Open, Reindex).
+// segment file segments/<id>.warc.gz, or, once the store has trained its
+// dictionary, one zstd frame each to segments/<id>.warc.zst (zstd.go) (ids
+// count from 1, zero-padded to 8 digits so that names sort as ids). A
+// segment is rolled — the next Put opens the next id — once it would
+// exceed Options.SegmentSize or when the day (of the store's clock and day
+// length) changes, so that a day's crawl is a few whole files. Segments
+// are never rewritten in place; the only change to one is the cut of a
+// tail that no committed index entry covers (Open, Reindex).
 //
 // Durability: a record is written (pwrite) before its index entry is
 // queued; the committer fsyncs every segment a group wrote to, then writes
@@ -53,13 +57,22 @@ var ErrFailed = errors.New("archive: store failed a write or sync; reopen it")
 type segment struct {
 	id  uint32
 	f   segFile
-	day int64 // the day it was opened for appends (0 for old segments)
+	zst bool   // a .warc.zst segment
+	zd  *zdict // its dictionary (nil: damaged frame, records unreadable)
+	day int64  // the day it was opened for appends (0 for old segments)
 	// size is the offset of the next record, guarded by segs.mu.
 	size int64
 	// durable is the end recorded in the index, owned by the committer
 	// once the store is open.
 	durable int64
 }
+
+// name returns the segment's file name.
+func (g *segment) name() string { return segmentName(g.id, g.zst) }
+
+// rel returns the segment's path relative to the store root, as
+// Version.File holds it.
+func (g *segment) rel() string { return path.Join(segmentsDir, g.name()) }
 
 // segSet is the store's segments.
 type segSet struct {
@@ -72,26 +85,62 @@ type segSet struct {
 	max  int64               // Options.SegmentSize
 }
 
-// SegmentName returns the file name of segment id.
-func SegmentName(id uint32) string { return fmt.Sprintf("%08d%s", id, FileExt) }
+// SegmentName returns the file name of segment id in gzip records
+// (FileExt); a segment of zstd records with a dictionary ends in .warc.zst
+// instead (zstd.go).
+func SegmentName(id uint32) string { return segmentName(id, false) }
 
-// segmentRel returns the path of segment id relative to the store root;
-// it is what Version.File holds.
-func segmentRel(id uint32) string { return path.Join(segmentsDir, SegmentName(id)) }
+func segmentName(id uint32, zst bool) string {
+	if zst {
+		return fmt.Sprintf("%08d%s", id, zstExt)
+	}
+	return fmt.Sprintf("%08d%s", id, FileExt)
+}
+
+// segRef names a segment file: its id and whether it is a .warc.zst.
+type segRef struct {
+	id  uint32
+	zst bool
+}
+
+func (r segRef) name() string { return segmentName(r.id, r.zst) }
+func (r segRef) rel() string  { return path.Join(segmentsDir, r.name()) }
+
+// segmentRel returns the path of gzip segment id relative to the store
+// root.
+func segmentRel(id uint32) string { return segRef{id: id}.rel() }
+
+// segmentRel returns the path of segment n relative to the store root:
+// that of the open segment, else of a gzip one.
+func (s *Store) segmentRel(n uint32) string {
+	s.segs.rmu.RLock()
+	g := s.segs.open[n]
+	s.segs.rmu.RUnlock()
+	if g != nil {
+		return g.rel()
+	}
+	return segmentRel(n)
+}
 
 // parseSegment parses a segment file's path relative to the store root
 // (or its base name).
-func parseSegment(rel string) (uint32, error) {
+func parseSegment(rel string) (segRef, error) {
 	dir, name := path.Split(rel)
 	if dir != "" && dir != segmentsDir+"/" {
-		return 0, fmt.Errorf("archive: %q is not a segment", rel)
+		return segRef{}, fmt.Errorf("archive: %q is not a segment", rel)
 	}
+	var r segRef
 	digits, ok := strings.CutSuffix(name, FileExt)
-	n, err := strconv.ParseUint(digits, 10, 32)
-	if !ok || err != nil || n == 0 || SegmentName(uint32(n)) != name {
-		return 0, fmt.Errorf("archive: %q is not a segment", rel)
+	if !ok {
+		digits, ok = strings.CutSuffix(name, zstExt)
+		r.zst = true
 	}
-	return uint32(n), nil
+	n, err := strconv.ParseUint(digits, 10, 32)
+	r.id = uint32(n)
+	if !ok || err != nil || n == 0 || r.name() != name {
+		return segRef{}, fmt.Errorf("archive: %q is not a segment", rel)
+	}
+	return r, nil
 }
 
 // segEndKey is the index key of a segment's durable end.
@@ -99,8 +148,9 @@ func segEndKey(id uint32) []byte {
 	return binary.BigEndian.AppendUint32([]byte{pMeta, 'e'}, id)
 }
 
-// listSegments returns the ids of dir's segment files, ascending.
-func listSegments(dir string) ([]uint32, error) {
+// listSegments returns dir's segment files, by ascending id. Two files
+// of one id (.warc.gz and .warc.zst) are an error.
+func listSegments(dir string) ([]segRef, error) {
 	ents, err := os.ReadDir(filepath.Join(dir, segmentsDir))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -108,36 +158,45 @@ func listSegments(dir string) ([]uint32, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ids []uint32
+	var refs []segRef
 	for _, e := range ents {
-		if n, err := parseSegment(e.Name()); err == nil && e.Type().IsRegular() {
-			ids = append(ids, n)
+		if r, err := parseSegment(e.Name()); err == nil && e.Type().IsRegular() {
+			refs = append(refs, r)
 		}
 	}
-	slices.Sort(ids)
-	return ids, nil
+	slices.SortFunc(refs, func(a, b segRef) int { return cmp.Compare(a.id, b.id) })
+	for i := 1; i < len(refs); i++ {
+		if refs[i].id == refs[i-1].id {
+			return nil, fmt.Errorf("%w: both %s and %s exist", ErrCorrupt, refs[i-1].name(), refs[i].name())
+		}
+	}
+	return refs, nil
 }
 
 // openSegments opens the segments of an open index and cuts each to the
 // end the index records, removing segments it records nothing of: what
-// lies past the end was never acknowledged.
+// lies past the end was never acknowledged. It loads the dictionary of
+// each .warc.zst segment; the newest one's is the store's for new
+// records unless Options.DictSamples is negative.
 func (s *Store) openSegments() error {
 	if err := s.recoverCompactions(); err != nil {
 		return err
 	}
-	ids, err := listSegments(s.dir)
+	refs, err := listSegments(s.dir)
 	if err != nil {
 		return err
 	}
 	s.segs.open = make(map[uint32]*segment)
 	segDir := filepath.Join(s.dir, segmentsDir)
 	removed := false
-	for _, n := range ids {
+	var newest *zdict
+	for _, r := range refs {
+		n := r.id
 		end, err := s.segmentEnd(n)
 		if err != nil {
 			return err
 		}
-		name := filepath.Join(segDir, SegmentName(n))
+		name := filepath.Join(segDir, r.name())
 		f, err := s.fs.OpenFile(name, os.O_RDWR, 0)
 		if err != nil {
 			return err
@@ -148,18 +207,18 @@ func (s *Store) openSegments() error {
 			return err
 		}
 		if fi.Size() > end {
-			s.log.Warn("cutting a segment's uncommitted tail", "segment", SegmentName(n),
+			s.log.Warn("cutting a segment's uncommitted tail", "segment", r.name(),
 				"size", fi.Size(), "committed", end)
 			if err := f.Truncate(end); err != nil {
 				f.Close()
-				return fmt.Errorf("cut segment %s: %w", SegmentName(n), err)
+				return fmt.Errorf("cut segment %s: %w", r.name(), err)
 			}
 			if err := f.Sync(); err != nil {
 				f.Close()
-				return fmt.Errorf("cut segment %s: %w", SegmentName(n), err)
+				return fmt.Errorf("cut segment %s: %w", r.name(), err)
 			}
 		} else if fi.Size() < end {
-			s.log.Error("segment shorter than its committed end: run fsck", "segment", SegmentName(n),
+			s.log.Error("segment shorter than its committed end: run fsck", "segment", r.name(),
 				"size", fi.Size(), "committed", end)
 		}
 		if end == 0 {
@@ -170,7 +229,16 @@ func (s *Store) openSegments() error {
 			removed = true
 			continue
 		}
-		s.segs.open[n] = &segment{id: n, f: f, size: end, durable: end}
+		g := &segment{id: n, f: f, zst: r.zst, size: end, durable: end}
+		if r.zst {
+			if g.zd, err = s.segmentDict(f, min(end, fi.Size())); err != nil {
+				// Its records fail their reads; fsck --repair quarantines it.
+				s.log.Error("segment's dictionary unreadable: run fsck", "segment", r.name(), "err", err)
+			} else {
+				newest = g.zd
+			}
+		}
+		s.segs.open[n] = g
 		s.segs.last = max(s.segs.last, n)
 	}
 	if removed {
@@ -181,7 +249,52 @@ func (s *Store) openSegments() error {
 	// Ids are never reused, even those of removed segments: a replica or
 	// an export may still name them.
 	s.segs.last = max(s.segs.last, s.lastSegmentID())
+	if newest != nil && s.trainer.want > 0 {
+		s.useDict(newest)
+	}
 	return nil
+}
+
+// segmentDict reads the dictionary frame at the start of a .warc.zst
+// segment of size bytes and returns the store's zdict for it, loading it
+// once per dictionary id.
+func (s *Store) segmentDict(r io.ReaderAt, size int64) (*zdict, error) {
+	raw, _, err := readDictFrame(r, size)
+	if err != nil {
+		return nil, err
+	}
+	s.dictMu.Lock()
+	defer s.dictMu.Unlock()
+	zd, err := newZdict(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	if have := s.dicts[zd.id]; have != nil {
+		zd.close()
+		return have, nil
+	}
+	if s.dicts == nil {
+		s.dicts = make(map[uint32]*zdict)
+	}
+	s.dicts[zd.id] = zd
+	return zd, nil
+}
+
+// useDict makes zd the dictionary of the records written from now on:
+// the next append rolls to a new .warc.zst segment.
+func (s *Store) useDict(zd *zdict) {
+	s.dictMu.Lock()
+	if s.dicts == nil {
+		s.dicts = make(map[uint32]*zdict)
+	}
+	if have := s.dicts[zd.id]; have != nil && have != zd {
+		zd.close()
+		zd = have
+	}
+	s.dicts[zd.id] = zd
+	s.dictMu.Unlock()
+	s.trainer.off.Store(true)
+	s.zd.Store(zd)
 }
 
 // segmentEnd returns the durable end of segment n recorded in the index
@@ -235,10 +348,13 @@ func (s *Store) closeSegments() error {
 }
 
 // appendRecord writes one record at the end of the active segment,
-// rolling to a new segment first when the record would not fit or the
-// day changed, and returns where it went. The record is not durable until
-// its index group commits. A write error fails the store.
-func (s *Store) appendRecord(data []byte) (*segment, int64, error) {
+// rolling to a new segment first when the record would not fit, the day
+// changed or the store's dictionary did, and returns where it went. A
+// record compressed for segments of another dictionary is compressed
+// again (rec.data changes; only when the dictionary just changed). The
+// record is not durable until its index group commits. A write error
+// fails the store.
+func (s *Store) appendRecord(rec *record) (*segment, int64, error) {
 	if err := s.failure(); err != nil {
 		return nil, 0, err
 	}
@@ -249,8 +365,13 @@ func (s *Store) appendRecord(data []byte) (*segment, int64, error) {
 		return nil, 0, errStoreClosed
 	}
 	day := s.DayOf(s.now())
-	if g := ss.cur; g == nil || g.day != day || (g.size > 0 && g.size+int64(len(data)) > ss.max) {
-		if err := s.rollLocked(day); err != nil {
+	zd := s.zd.Load()
+	if rec.zd != zd {
+		*rec = *s.compress(rec.plain, zd)
+	}
+	data := rec.data
+	if g := ss.cur; g == nil || g.day != day || g.zd != zd || (g.size > int64(len(g.dictFrame())) && g.size+int64(len(data)) > ss.max) {
+		if err := s.rollLocked(day, zd); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -258,54 +379,90 @@ func (s *Store) appendRecord(data []byte) (*segment, int64, error) {
 	off := g.size
 	if _, err := g.f.WriteAt(data, off); err != nil {
 		// The bytes may be partly there: nothing may follow them.
-		return nil, 0, s.fail(fmt.Errorf("write segment %s: %w", SegmentName(g.id), err))
+		return nil, 0, s.fail(fmt.Errorf("write segment %s: %w", g.name(), err))
 	}
 	g.size += int64(len(data))
 	return g, off, nil
 }
 
-// rollLocked creates the next segment, durable in its directory, and makes
-// it the active one. The caller holds segs.mu.
-func (s *Store) rollLocked(day int64) error {
+// dictFrame returns the dictionary frame a segment starts with (none for
+// gzip segments).
+func (g *segment) dictFrame() []byte {
+	if g.zd == nil {
+		return nil
+	}
+	return g.zd.frame
+}
+
+// rollLocked creates the next segment, for records of dictionary zd (nil:
+// gzip), durable in its directory, and makes it the active one. A
+// .warc.zst segment starts with zd's frame, which becomes durable with the
+// segment's first record. The caller holds segs.mu.
+func (s *Store) rollLocked(day int64, zd *zdict) error {
 	ss := &s.segs
-	n := ss.last + 1
+	g := &segment{id: ss.last + 1, day: day, zst: zd != nil, zd: zd}
 	segDir := filepath.Join(s.dir, segmentsDir)
-	f, err := s.fs.OpenFile(filepath.Join(segDir, SegmentName(n)), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := s.fs.OpenFile(filepath.Join(segDir, g.name()), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("create segment: %w", err)
 	}
 	if !s.noSync {
 		if err := s.fs.SyncDir(segDir); err != nil {
 			f.Close()
-			return s.fail(fmt.Errorf("create segment %s: %w", SegmentName(n), err))
+			return s.fail(fmt.Errorf("create segment %s: %w", g.name(), err))
 		}
 	}
-	g := &segment{id: n, f: f, day: day}
-	ss.last = n
+	g.f = f
+	if frame := g.dictFrame(); frame != nil {
+		if _, err := f.WriteAt(frame, 0); err != nil {
+			f.Close()
+			return s.fail(fmt.Errorf("write segment %s: %w", g.name(), err))
+		}
+		g.size = int64(len(frame))
+	}
+	ss.last = g.id
 	ss.cur = g
 	ss.rmu.Lock()
-	ss.open[n] = g
+	ss.open[g.id] = g
 	ss.rmu.Unlock()
 	return nil
 }
 
-// readRecord reads size bytes at off in segment n: one pread.
-func (s *Store) readRecord(n uint32, off, size int64) ([]byte, error) {
+// readRecord reads size bytes at off in segment n (one pread) and
+// returns them with the segment's dictionary (nil for gzip records).
+func (s *Store) readRecord(n uint32, off, size int64) ([]byte, *zdict, error) {
 	s.segs.rmu.RLock()
 	g := s.segs.open[n]
+	var f segFile
+	var zd *zdict
+	if g != nil {
+		f, zd = g.f, g.zd
+	}
 	s.segs.rmu.RUnlock()
 	if g == nil {
-		return nil, fmt.Errorf("segment %s: %w", SegmentName(n), ErrNotFound)
+		return nil, nil, fmt.Errorf("segment %s: %w", s.segmentRel(n), ErrNotFound)
+	}
+	if g.zst && zd == nil {
+		return nil, nil, fmt.Errorf("segment %s: %w: dictionary frame unreadable", g.name(), ErrCorrupt)
 	}
 	if size <= 0 || size > 2*maxBlock || off < 0 {
-		return nil, fmt.Errorf("%w: bad record extent %d+%d", ErrCorrupt, off, size)
+		return nil, nil, fmt.Errorf("%w: bad record extent %d+%d", ErrCorrupt, off, size)
 	}
 	buf := make([]byte, size)
-	k, err := g.f.ReadAt(buf, off)
+	k, err := f.ReadAt(buf, off)
 	if k == len(buf) {
-		return buf, nil
+		return buf, zd, nil
 	}
-	return nil, fmt.Errorf("read segment %s at %d: %w (%d of %d bytes: %w)", SegmentName(n), off, err, k, size, ErrCorrupt)
+	return nil, nil, fmt.Errorf("read segment %s at %d: %w (%d of %d bytes: %w)", g.name(), off, err, k, size, ErrCorrupt)
+}
+
+// decodeRecord verifies data, a record of a segment of dictionary zd
+// (nil: gzip), appending its uncompressed bytes to raw if not nil.
+func decodeRecord(zd *zdict, data []byte, raw *bytes.Buffer) (*decodedFile, error) {
+	if zd == nil {
+		return decodeMemberTo(data, raw)
+	}
+	return decodeFrame(zd, data, raw)
 }
 
 // fail makes the store refuse writes from now on and returns err wrapped

@@ -39,9 +39,15 @@ type Options struct {
 	// writes. Only for bulk loads and benchmarks: a power loss may then
 	// lose recent versions (Open cuts segments to what the index commits).
 	NoSync bool
-	// GzipLevel is the gzip level of new records (1-9); zero means
+	// GzipLevel is the gzip level of new records in .warc.gz segments and
+	// of records leaving the store (replication, export) (1-9); zero means
 	// DefaultGzipLevel.
 	GzipLevel int
+	// DictSamples is the number of records the store writes before it
+	// trains the zstd dictionary of its .warc.zst segments on them
+	// (zstd.go); zero means DefaultDictSamples, negative means never (new
+	// records go to .warc.gz segments).
+	DictSamples int
 	// SegmentSize bounds a segment file: a record that would take it past
 	// this size goes to a new segment. Zero means DefaultSegmentSize.
 	SegmentSize int64
@@ -106,6 +112,11 @@ type Store struct {
 
 	segs   segSet
 	failed atomic.Pointer[error] // set by fail: writes are refused
+
+	zd      atomic.Pointer[zdict] // dictionary of new records; nil: gzip
+	trainer dictTrainer           // trains zd from the first records
+	dictMu  sync.Mutex            // guards dicts
+	dicts   map[uint32]*zdict     // dictionaries of open .warc.zst segments, by id
 
 	keyLocks [256]sync.Mutex // serialize Puts of one key (striped by key[19])
 
@@ -203,6 +214,15 @@ func newStore(dir string, o Options) (*Store, error) {
 		now:      o.Now,
 	}
 	s.segs.max = o.SegmentSize
+	s.trainer.log, s.trainer.done = log, s.useDict
+	switch {
+	case o.DictSamples == 0:
+		s.trainer.want = DefaultDictSamples
+	case o.DictSamples > 0:
+		s.trainer.want = o.DictSamples
+	default:
+		s.trainer.off.Store(true)
+	}
 	if s.fs == nil {
 		s.fs = osFS{}
 	}
@@ -273,10 +293,21 @@ func (s *Store) Close() error {
 	if cerr := s.db.Close(); err == nil {
 		err = cerr
 	}
+	s.closeDicts()
 	if err != nil {
 		return fmt.Errorf("archive close: %w", err)
 	}
 	return nil
+}
+
+// closeDicts releases the dictionaries' encoders and decoders.
+func (s *Store) closeDicts() {
+	s.dictMu.Lock()
+	defer s.dictMu.Unlock()
+	for _, zd := range s.dicts {
+		zd.close()
+	}
+	s.dicts = nil
 }
 
 // compactChurn, on Open, has goleveldb compact the keys every group
@@ -451,37 +482,55 @@ func (s *Store) Read(ctx context.Context, v Version) (*Capture, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("archive read: %w", err)
 	}
-	_, f, err := s.readVersion(v)
+	_, _, f, err := s.readVersion(v, nil)
 	if err != nil {
 		return nil, fmt.Errorf("archive read: %w", err)
 	}
 	return &f.capture, nil
 }
 
-// readVersion reads and verifies the record of v, returning its bytes and
-// decoding.
-func (s *Store) readVersion(v Version) ([]byte, *decodedFile, error) {
-	n, err := parseSegment(v.File)
+// readVersion reads and verifies the record of v, returning its bytes,
+// its segment's dictionary (nil: a gzip member) and its decoding; the
+// uncompressed record is appended to raw if not nil.
+func (s *Store) readVersion(v Version, raw *bytes.Buffer) ([]byte, *zdict, *decodedFile, error) {
+	ref, err := parseSegment(v.File)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	data, err := s.readRecord(n, v.Offset, v.Size)
+	data, zd, err := s.readRecord(ref.id, v.Offset, v.Size)
 	if err != nil {
 		if !errors.Is(err, ErrNotFound) {
 			s.corrupt.Add(1)
 		}
-		return nil, nil, fmt.Errorf("%s %s+%d: %w", v.URL, v.File, v.Offset, err)
+		return nil, nil, nil, fmt.Errorf("%s %s+%d: %w", v.URL, v.File, v.Offset, err)
 	}
-	f, err := decodeMember(data)
+	f, err := decodeRecord(zd, data, raw)
 	if err == nil {
 		err = checkEntry(v.Entry(), f, v.URL)
 	}
 	if err != nil {
 		s.corrupt.Add(1)
 		s.log.Error("corrupt record", "file", v.File, "offset", v.Offset, "url", v.URL, "err", err)
-		return nil, nil, fmt.Errorf("%s %s+%d: %w", v.URL, v.File, v.Offset, err)
+		return nil, nil, nil, fmt.Errorf("%s %s+%d: %w", v.URL, v.File, v.Offset, err)
 	}
-	return data, f, nil
+	return data, zd, f, nil
+}
+
+// readMember is readVersion that returns the record as a gzip member,
+// compressing a .warc.zst segment's record again: what leaves the store
+// (replication, export) is what every WARC reader reads.
+func (s *Store) readMember(v Version) ([]byte, *decodedFile, error) {
+	var raw bytes.Buffer
+	data, zd, f, err := s.readVersion(v, &raw)
+	if err != nil || zd == nil {
+		return data, f, err
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(data) * 3 / 2)
+	if err := s.gz.compress(&buf, raw.Bytes()); err != nil {
+		return nil, nil, err
+	}
+	return buf.Bytes(), f, nil
 }
 
 // checkEntry verifies that a decoded record is the version e names.

@@ -196,11 +196,33 @@ func sumInto(h hash.Hash, parts ...[]byte) id.ID {
 // record into dst. t is the normalized capture time and digest the SHA-1
 // of c.Body.
 func (p *gzipPool) encodeResponse(dst *bytes.Buffer, c *Capture, t time.Time, digest id.ID) error {
-	fields, head, err := responseRecord(c, t, digest)
+	plain, err := plainResponse(c, t, digest)
 	if err != nil {
 		return err
 	}
-	return p.member(dst, func(w io.Writer) error { return writeRecordTo(w, fields, head, c.Body) })
+	return p.compress(dst, plain)
+}
+
+// compress writes plain as one gzip member into dst.
+func (p *gzipPool) compress(dst *bytes.Buffer, plain []byte) error {
+	return p.member(dst, func(w io.Writer) error {
+		_, err := w.Write(plain)
+		return err
+	})
+}
+
+// plainResponse renders c as an uncompressed WARC/1.1 response record.
+func plainResponse(c *Capture, t time.Time, digest id.ID) ([]byte, error) {
+	fields, head, err := responseRecord(c, t, digest)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.Grow(len(head) + len(c.Body) + 1024)
+	if err := writeRecordTo(&b, fields, head, c.Body); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // responseRecord returns the WARC fields and HTTP head of c's record.

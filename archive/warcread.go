@@ -214,6 +214,37 @@ func decodeMemberTo(data []byte, raw *bytes.Buffer) (*decodedFile, error) {
 		br.Reset(zr)
 	}
 	defer br.Reset(nil) // drop the reference to data
+	rec, err := readOnly(br)
+	if err != nil {
+		return nil, err
+	}
+	if err := zr.Close(); err != nil {
+		return nil, fmt.Errorf("%w: gzip: %v", ErrCorrupt, err)
+	}
+	if src.Len() != 0 {
+		return nil, fmt.Errorf("%w: %d bytes after the gzip member", ErrCorrupt, src.Len())
+	}
+	return decodeResponse(rec)
+}
+
+// decodePlain reads plain as exactly one uncompressed WARC response
+// record and verifies it as decodeMember does.
+func decodePlain(plain []byte) (*decodedFile, error) {
+	d := readerPool.Get().(*memberReader)
+	defer readerPool.Put(d)
+	br := d.br
+	br.Reset(bytes.NewReader(plain))
+	defer br.Reset(nil)
+	rec, err := readOnly(br)
+	if err != nil {
+		return nil, err
+	}
+	return decodeResponse(rec)
+}
+
+// readOnly reads the one record br holds; anything after it is an error.
+// Every failure wraps ErrCorrupt.
+func readOnly(br *bufio.Reader) (*Record, error) {
 	rec, err := ReadRecord(br)
 	if err == io.EOF {
 		return nil, malformed("empty file")
@@ -225,19 +256,9 @@ func decodeMemberTo(data []byte, raw *bytes.Buffer) (*decodedFile, error) {
 		return nil, err
 	}
 	if _, err := br.ReadByte(); err != io.EOF {
-		return nil, fmt.Errorf("%w: trailing data or bad gzip member: %v", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: trailing data or bad compression: %v", ErrCorrupt, err)
 	}
-	if err := zr.Close(); err != nil {
-		return nil, fmt.Errorf("%w: gzip: %v", ErrCorrupt, err)
-	}
-	if src.Len() != 0 {
-		return nil, fmt.Errorf("%w: %d bytes after the gzip member", ErrCorrupt, src.Len())
-	}
-	f, err := decodeResponse(rec)
-	if err != nil {
-		return nil, err
-	}
-	return f, nil
+	return rec, nil
 }
 
 // decodeResponse checks a response record and returns its capture.
