@@ -43,8 +43,14 @@ type Reply struct {
 	// claimer — one of the answering node's virtual servers lies between
 	// the URL's key and the claimer's. The claimer's view is behind; it
 	// passes the URL on instead of fetching it.
-	Elsewhere bool   `json:"elsewhere,omitempty"`
-	Err       string `json:"err,omitempty"`
+	Elsewhere bool `json:"elsewhere,omitempty"`
+	// Next, with neither Taken nor Elsewhere: the chain of former owners
+	// was cut at MaxHops and goes on at Next, which the claimer asks in
+	// turn (with Chain, the peers asked so far). The nodes that answered
+	// have granted the URL; if Next says "taken", nobody else fetches it.
+	Next  *ring.Node `json:"next,omitempty"`
+	Chain []string   `json:"chain,omitempty"`
+	Err   string     `json:"err,omitempty"`
 }
 
 // ErrRole reports a claim or handover its sender had no right to make: a
@@ -83,9 +89,11 @@ type Config struct {
 	// MaxVirtualServers bounds the virtual-server indexes a claimer may
 	// use (ring.CheckID). Default ring.DefaultMaxVirtualServers.
 	MaxVirtualServers int
-	// MaxHops bounds the chain of former owners one claim follows.
-	// Default 4. A chain cut short before the owner that fetched the URL
-	// lets the claimer fetch it again; Stats.Cut counts them.
+	// MaxHops bounds the chain of former owners one claim follows before
+	// the answer sends the claimer on to the rest (Reply.Next). Default 4.
+	// A claimer asks at most maxRounds such chains; one still cut after
+	// them lets the claimer fetch a URL a former owner may have fetched
+	// (Stats.Cut counts the cuts).
 	MaxHops int
 	// Attempts is how often a claim is sent before the URL is fetched
 	// without an answer. Default 3.
@@ -105,6 +113,10 @@ type Stats struct {
 	Unanswered int64 `json:"unanswered"` // claims that got no answer: fetched here
 	Cut        int64 `json:"cut"`        // chains of former owners cut at MaxHops
 }
+
+// maxRounds bounds the chains of at most MaxHops former owners one claim
+// asks in turn (Reply.Next).
+const maxRounds = 4
 
 // short is a URL key's first 8 bytes, what the day's sets hold.
 type short uint64
@@ -295,6 +307,19 @@ func (c *Claims) ToFetchVia(ctx context.Context, url string, key id.ID, v ring.N
 		rep, err := c.ask(ctx, former, Request{URL: url, Day: day, Vnode: v, To: former.ID})
 		c.log.Debug("claim: asked", "url", url, "vnode", v.ID.Short(), "former", former.String(),
 			"taken", rep.Taken, "elsewhere", rep.Elsewhere, "err", err)
+		for round := 1; err == nil && rep.Next != nil && !rep.Taken && !rep.Elsewhere; round++ {
+			next := *rep.Next
+			if round >= maxRounds || slices.Contains(rep.Chain, next.Peer) {
+				// Back at a node of the chain (this one, first): no owner
+				// it reached fetched the URL.
+				break
+			}
+			// The chain goes on past MaxHops: ask the rest of it, as a
+			// former owner further along would (Hops > 0).
+			rep, err = c.ask(ctx, next, Request{URL: url, Day: day, Vnode: v, To: next.ID, Hops: 1, Chain: rep.Chain})
+			c.log.Debug("claim: asked further along the chain", "url", url, "former", next.String(),
+				"taken", rep.Taken, "err", err)
+		}
 		switch {
 		case err != nil:
 			c.unanswered.Add(1)
@@ -374,8 +399,8 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 	if err := ring.CheckID(q.Vnode, c.cfg.MaxVirtualServers); err != nil {
 		return Reply{}, fmt.Errorf("%w: %w", ErrRole, err)
 	}
-	if len(q.Chain) > c.cfg.MaxHops+1 {
-		return Reply{}, fmt.Errorf("%w: a chain of %d former owners (at most %d)", ErrRole, len(q.Chain), c.cfg.MaxHops+1)
+	if most := maxRounds * (c.cfg.MaxHops + 1); len(q.Chain) > most {
+		return Reply{}, fmt.Errorf("%w: a chain of %d former owners (at most %d)", ErrRole, len(q.Chain), most)
 	}
 	// ours is the virtual server the claimer took the range from: the
 	// one it names if it is still here, else our first one after the key.
@@ -432,22 +457,32 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 	}
 	former, chained := c.formerLocked(ours.ID, day)
 	c.mu.Unlock()
-	if chained && q.Hops >= c.cfg.MaxHops {
+	// further is what this node's answer tells the claimer of a chain
+	// cut here or further along: where it goes on.
+	var further Reply
+	if ch := chainOf(q, c.cfg.Peer); chained && q.Hops >= c.cfg.MaxHops && !slices.Contains(ch, former.Peer) {
+		// (A former owner already in the chain is a loop: ranges taken
+		// back and forth, TestChainLoopBetweenTwoNodes.)
 		c.cut.Add(1)
-		c.log.Debug("claim: chain of former owners cut", "url", q.URL, "hops", q.Hops)
+		c.log.Debug("claim: chain of former owners cut; the claimer asks on", "url", q.URL, "hops", q.Hops, "next", former)
+		further = Reply{Next: &former, Chain: ch}
 	}
 	if chained && q.Hops < c.cfg.MaxHops {
 		// This node took the range today too: the URL may be its former
 		// owner's (which may be the claimer's node, by another of its
 		// virtual servers).
 		c.sent.Add(1)
-		if rep, err := c.cfg.Transport.Claim(ctx, former, Request{URL: q.URL, Day: day, Vnode: ours, To: former.ID, Hops: q.Hops + 1, Chain: chainOf(q, c.cfg.Peer)}); err == nil && rep.Taken {
+		rep, err := c.cfg.Transport.Claim(ctx, former, Request{URL: q.URL, Day: day, Vnode: ours, To: former.ID, Hops: q.Hops + 1, Chain: chainOf(q, c.cfg.Peer)})
+		if err == nil && rep.Taken {
 			c.log.Debug("claim: taken along the chain", "url", q.URL, "hops", q.Hops, "former", former)
 			c.mu.Lock()
 			c.rollLocked(day)
 			c.had[s] = struct{}{}
 			c.mu.Unlock()
 			return Reply{Taken: true}, nil
+		}
+		if err == nil && rep.Next != nil {
+			further = Reply{Next: rep.Next, Chain: rep.Chain}
 		}
 	}
 	if c.cfg.History != nil && c.cfg.History(ctx, q.URL, day) {
@@ -468,12 +503,12 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 		// along it, and no owner it reached fetched the URL: it belongs to
 		// the claim that passed through here, so nothing is granted (a
 		// grant would make this node drop it when the chain unwinds).
-		return Reply{}, nil
+		return further, nil
 	}
 	c.gone[s] = awayClaim{key: key, vnode: q.Vnode}
 	c.away.Add(1)
 	c.log.Debug("claim: granted", "url", q.URL, "to", q.Vnode.String(), "ours", ours.ID.Short(), "chained", chained)
-	return Reply{}, nil
+	return further, nil
 }
 
 // chainOf is the Chain of the claim that node self sends on to its own

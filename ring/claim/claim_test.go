@@ -169,6 +169,40 @@ func TestClaimFollowsChain(t *testing.T) {
 	}
 }
 
+// TestClaimPastMaxHops: a range moved six times today, the first holder
+// fetched the URL. The chain of former owners is cut at MaxHops (4); the
+// claimer asks the rest of it (Reply.Next) and drops the URL, and the
+// owners between granted it: exactly one fetch.
+func TestClaimPastMaxHops(t *testing.T) {
+	ctx := context.Background()
+	nw, ns := newNet(7)
+	// Clockwise ns[0] < … < ns[6]: ns[6] held the range and each ns[i]
+	// took it from ns[i+1]. The key lies before ns[0].
+	slices.SortFunc(ns, func(a, b *testNode) int { return a.v.ID.Cmp(b.v.ID) })
+	first, claimer := ns[6], ns[0]
+	u, k := urlIn(t, first.v.ID, claimer.v.ID)
+	if got := first.c.ToFetch(ctx, u, k, first.v, day); got != Fetch {
+		t.Fatalf("first holder: %v, want Fetch", got)
+	}
+	for i := range 6 {
+		joined(ns[i], ns[i+1], day)
+	}
+	if got := claimer.c.ToFetch(ctx, u, k, claimer.v, day); got != Drop {
+		t.Fatalf("claim along a chain of 6 former owners: %v, want Drop", got)
+	}
+	if nw.calls != 6 {
+		t.Errorf("%d claims sent, want 6 (5 along the first chain, 1 past its cut)", nw.calls)
+	}
+	if st := ns[5].c.Stats(); st.Cut != 1 {
+		t.Errorf("the fifth former owner cut %d chains, want 1", st.Cut)
+	}
+	for _, n := range ns[1:6] {
+		if got := n.c.ToFetch(ctx, u, k, n.v, day); got != Drop {
+			t.Errorf("former owner %s after the claim: %v, want Drop", n.v.Peer, got)
+		}
+	}
+}
+
 func TestClaimElsewhere(t *testing.T) {
 	ctx := context.Background()
 	_, old, joiner, u, k := formerAndJoiner(t)

@@ -14,8 +14,9 @@
 // of such a range the node claims it from the former owner (ToFetch): the
 // former owner answers "taken" if it fetched or is fetching the URL today,
 // or granted it to another claimer, or took the range today itself and
-// its own former owner answers "taken" (the claim follows the chain, at
-// most MaxHops owners); otherwise it records the URL as claimed away and
+// its own former owner answers "taken" (the claim follows the chain; past
+// MaxHops owners the answer names the next one, Reply.Next, which the
+// claimer asks in turn); otherwise it records the URL as claimed away and
 // answers "yours" (Answer). Both sides decide under one mutex per node,
 // and a node marks a URL as its own just before each fetch, so of two
 // nodes that believe they own a URL at once exactly one fetches it.
