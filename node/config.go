@@ -96,9 +96,14 @@ type Config struct {
 	DayLength time.Duration
 	// Quota bounds the archive's bytes on disk; 0 means unlimited.
 	Quota int64
-	// GzipLevel is the gzip level of new version files (1-9); 0 means
+	// GzipLevel is the gzip level of gzip records (1-9): before the
+	// archive's dictionary, and those leaving it; 0 means
 	// archive.DefaultGzipLevel. Lower levels cost less CPU and more disk.
 	GzipLevel int
+	// DictSamples is archive.Options.DictSamples: the records after which
+	// the archive trains its zstd dictionary (0: the default, 300;
+	// negative: never, records stay gzip).
+	DictSamples int
 	// NoSync stores versions without syncing files or the index. It is for
 	// benchmarks and bulk loads only: a crash may lose versions the node
 	// had acknowledged, and their replicas may be all that is left.

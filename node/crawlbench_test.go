@@ -48,6 +48,7 @@ var (
 	crawlBenchBudget = flag.String("crawlbench.budget", "ring", `herod's per-host pacing: "ring" (the shipped ring-wide budget at HostRate 1e9) or "none" (no pacing at all)`)
 	crawlBenchFlush  = flag.Duration("crawlbench.flush", 0, "herod Config.FlushInterval (0: the node default)")
 	crawlBenchGzip   = flag.Int("crawlbench.gzip", 0, "herod Config.GzipLevel (0: the archive default)")
+	crawlBenchDict   = flag.Int("crawlbench.dict", 0, "herod Config.DictSamples (0: the archive default; -1: no dictionary, gzip records)")
 	crawlBenchNoSync = flag.Bool("crawlbench.nosync", false, "herod Config.NoSync: no file or index syncs (not durable; shows what syncing costs)")
 	crawlBenchInProc = flag.Bool("crawlbench.inproc", false, "serve the site from the test process (default: a process of its own, as for wget)")
 	crawlBenchOnly   = flag.String("crawlbench.only", "", "comma-separated contestants to run (wget, goget, gogetbusy, herod1, herodN), e.g. for -cpuprofile")
@@ -297,7 +298,7 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int, 
 	default:
 		t.Fatalf("-crawlbench.budget %q: want ring or none", *crawlBenchBudget)
 	}
-	lr, err := StartLocalRing(ctx, dir, count, Config{Crawl: cc, FlushInterval: *crawlBenchFlush, GzipLevel: *crawlBenchGzip, NoSync: *crawlBenchNoSync})
+	lr, err := StartLocalRing(ctx, dir, count, Config{Crawl: cc, FlushInterval: *crawlBenchFlush, GzipLevel: *crawlBenchGzip, DictSamples: *crawlBenchDict, NoSync: *crawlBenchNoSync})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -179,13 +179,14 @@ func New(cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.store, err = archive.Open(filepath.Join(cfg.DataDir, "archive"), archive.Options{
-		DayLength: cfg.DayLength,
-		Quota:     cfg.Quota,
-		GzipLevel: cfg.GzipLevel,
-		NoSync:    cfg.NoSync,
-		Signer:    n.identity,
-		Verifier:  identity.Verifier{},
-		Logger:    n.log.With("sub", "archive"),
+		DayLength:   cfg.DayLength,
+		Quota:       cfg.Quota,
+		GzipLevel:   cfg.GzipLevel,
+		DictSamples: cfg.DictSamples,
+		NoSync:      cfg.NoSync,
+		Signer:      n.identity,
+		Verifier:    identity.Verifier{},
+		Logger:      n.log.With("sub", "archive"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
