@@ -49,8 +49,9 @@
 //
 // Links travel by ring walks: a node's forwarder sorts its buffer by key,
 // looks up the owner of the first, and each recipient answers with its
-// successors (see walk.go); a durable outbox keeps links until their owner
-// acknowledges them.
+// successors; a durable outbox keeps links until their owner acknowledges
+// them (package forward, which also holds the links protocol's wire
+// format; links.go sends and receives its batches).
 //
 // Invariants: a link is never dropped while in a node's forwarder — it
 // leaves only when its owner acknowledges it; every payload that crosses

@@ -24,6 +24,7 @@ import (
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/node/identity"
 	"github.com/herod-archive/herod/node/politeness"
 	"github.com/herod-archive/herod/node/purge"
@@ -169,8 +170,8 @@ func TestHostilePeers(t *testing.T) {
 	}
 	links := func(h host.Host, replica bool, urls ...string) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
-			var rep linksReply
-			if err := rawJSON(ctx, h, tid, linksProtocol, linksHeader{VS: target.ring.Vnodes()[0].Index, Replica: replica, N: len(urls)}, &rep, encodeLinks(urls)); err != nil {
+			var rep forward.Reply
+			if err := rawJSON(ctx, h, tid, linksProtocol, forward.Header{VS: target.ring.Vnodes()[0].Index, Replica: replica, N: len(urls)}, &rep, forward.EncodeLinks(urls)); err != nil {
 				return err
 			}
 			if rep.Error != "" {
@@ -355,7 +356,7 @@ func TestHostilePeers(t *testing.T) {
 
 	// The attackers' links encoder (shared by this process) allocates its
 	// ~20 MiB of tables once, on first use: before the measure.
-	_ = encodeLinks([]string{"http://example.invalid/"})
+	_ = forward.EncodeLinks([]string{"http://example.invalid/"})
 	runtime.GC()
 	var m0 runtime.MemStats
 	runtime.ReadMemStats(&m0)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -76,18 +77,18 @@ func (n *Node) sendKnown(ctx context.Context, h ring.Node, urls []string) error 
 		return err
 	}
 	defer s.Close()
-	hdr := linksHeader{VS: h.Index, Known: true, N: len(urls), Want: wantNone}
+	hdr := forward.Header{VS: h.Index, Known: true, N: len(urls), Want: forward.WantNone}
 	if err := wire.WriteJSON(s, hdr); err != nil {
 		s.Reset()
 		return err
 	}
-	if err := wire.WriteFrame(s, encodeLinks(urls)); err != nil {
+	if err := wire.WriteFrame(s, forward.EncodeLinks(urls)); err != nil {
 		s.Reset()
 		return err
 	}
 	_ = s.CloseWrite()
-	var rep linksReply
-	if err := wire.ReadJSON(bufio.NewReader(s), maxLinksHeader+replySuccessors*512, &rep); err != nil {
+	var rep forward.Reply
+	if err := wire.ReadJSON(bufio.NewReader(s), forward.MaxReply, &rep); err != nil {
 		s.Reset()
 		return fmt.Errorf("reply: %w", err)
 	}

@@ -7,99 +7,30 @@ import (
 	"fmt"
 	"log/slog"
 	"math/big"
-	"slices"
-	"strings"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
 	"github.com/libp2p/go-libp2p/core/network"
 
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/ring"
 )
 
-// The links protocol: one hop of a ring walk.
-//
-//	request  frame 1: JSON linksHeader
-//	         frame 2: zstd of the URLs, sorted, separated by '\n'
-//	reply    frame 1: JSON linksReply, with the recipient's successors
-//
-// URLs are sorted lexicographically inside a batch (the walk's order by
-// key is of no use to the recipient), so that URLs of one host sit together
-// and compress well.
-type linksHeader struct {
-	VS      int  `json:"vs"`                // recipient virtual server index
-	Hops    int  `json:"hops,omitempty"`    // times passed on by non-owners
-	Replica bool `json:"replica,omitempty"` // links of a predecessor's range
-	// Known asks the recipient to remember the URLs without crawling them
-	// (Node.shareKnown): no stored version carries them to the range's
-	// next owner.
-	Known bool `json:"known,omitempty"`
-	Req   bool `json:"req,omitempty"` // page requisites (linkBatch.Requisites)
-	N     int  `json:"n"`             // number of URLs in frame 2
-	// Want and Next select the successors of the reply (linkBatch.Want);
-	// a sender that sets neither gets replySuccessors of them.
-	Want int   `json:"want,omitempty"`
-	Next id.ID `json:"next,omitzero"`
-}
-
-type linksReply struct {
-	Accepted   int         `json:"accepted"`
-	Error      string      `json:"error,omitempty"`
-	Successors []ring.Node `json:"succ,omitempty"`
-}
-
-const (
-	maxLinksHeader   = 4 << 10
-	maxLinksBody     = 8 << 20  // compressed
-	maxLinksExpanded = 64 << 20 // decompressed: a zstd bomb stops here
-	maxLinksPerBatch = 500_000
-	// replySuccessors is how many successors a recipient returns: enough
-	// for the walk to step over stretches of the ring without links.
-	replySuccessors = 4
-)
-
-var (
-	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBetterCompression), zstd.WithEncoderConcurrency(1))
-	zdec, _ = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxLinksExpanded), zstd.WithDecoderConcurrency(1))
-)
-
-// encodeLinks compresses urls as frame 2 of a links request.
-func encodeLinks(urls []string) []byte {
-	s := slices.Clone(urls)
-	slices.Sort(s)
-	return zenc.EncodeAll([]byte(strings.Join(s, "\n")), nil)
-}
-
-// decodeLinks reverses encodeLinks, refusing more than n URLs or anything
-// larger than maxLinksExpanded.
-func decodeLinks(b []byte, n int) ([]string, error) {
-	if n < 0 || n > maxLinksPerBatch {
-		return nil, fmt.Errorf("links: %d URLs in one batch", n)
+// crawlDay is the forwarder's Day: the crawler's day now (0 before the
+// crawler exists, which is only while the node is being built).
+func (n *Node) crawlDay() int64 {
+	if n.crawler == nil {
+		return 0
 	}
-	raw, err := zdec.DecodeAll(b, nil)
-	if err != nil {
-		return nil, fmt.Errorf("links: decompress: %w", err)
-	}
-	if n == 0 {
-		if len(raw) != 0 {
-			return nil, errors.New("links: data in an empty batch")
-		}
-		return nil, nil
-	}
-	out := strings.Split(string(raw), "\n")
-	if len(out) != n {
-		return nil, fmt.Errorf("links: header says %d URLs, body has %d", n, len(out))
-	}
-	return out, nil
+	return n.crawler.Today()
 }
 
 // deliver hands a batch to the virtual server to and returns to's
 // successors: locally when to is one of this node's virtual servers,
 // otherwise over the links protocol.
-func (n *Node) deliver(ctx context.Context, to ring.Node, b linkBatch) ([]ring.Node, error) {
+func (n *Node) deliver(ctx context.Context, to ring.Node, b forward.Batch) ([]ring.Node, error) {
 	if n.log.Enabled(ctx, slog.LevelDebug) {
 		for _, u := range b.URLs {
 			n.log.Debug("links: sending", "url", u, "to", to.String(), "hops", b.Hops)
@@ -116,18 +47,18 @@ func (n *Node) deliver(ctx context.Context, to ring.Node, b linkBatch) ([]ring.N
 		return nil, err
 	}
 	defer s.Close()
-	hdr := linksHeader{VS: to.Index, Hops: b.Hops, Replica: b.Replica, Req: b.Requisites, N: len(b.URLs), Want: b.Want, Next: b.Next}
+	hdr := forward.Header{VS: to.Index, Hops: b.Hops, Replica: b.Replica, Req: b.Requisites, N: len(b.URLs), Want: b.Want, Next: b.Next}
 	if err := wire.WriteJSON(s, hdr); err != nil {
 		s.Reset()
 		return nil, fmt.Errorf("send links: %w", err)
 	}
-	if err := wire.WriteFrame(s, encodeLinks(b.URLs)); err != nil {
+	if err := wire.WriteFrame(s, forward.EncodeLinks(b.URLs)); err != nil {
 		s.Reset()
 		return nil, fmt.Errorf("send links: %w", err)
 	}
 	_ = s.CloseWrite()
-	var rep linksReply
-	if err := wire.ReadJSON(bufio.NewReader(s), maxLinksHeader+replySuccessors*512, &rep); err != nil {
+	var rep forward.Reply
+	if err := wire.ReadJSON(bufio.NewReader(s), forward.MaxReply, &rep); err != nil {
 		s.Reset()
 		return nil, fmt.Errorf("send links: reply: %w", err)
 	}
@@ -146,15 +77,15 @@ func (n *Node) handleLinks(s network.Stream) {
 		return
 	}
 	r := bufio.NewReader(s)
-	var hdr linksHeader
-	err := wire.ReadJSON(r, maxLinksHeader, &hdr)
+	var hdr forward.Header
+	err := wire.ReadJSON(r, forward.MaxHeader, &hdr)
 	var body []byte
 	if err == nil {
-		body, err = wire.ReadFrame(r, maxLinksBody)
+		body, err = wire.ReadFrame(r, forward.MaxBody)
 	}
 	var urls []string
 	if err == nil {
-		urls, err = decodeLinks(body, hdr.N)
+		urls, err = forward.DecodeLinks(body, hdr.N)
 	}
 	if err != nil {
 		n.counters.badFrames.Add(1)
@@ -164,13 +95,13 @@ func (n *Node) handleLinks(s network.Stream) {
 	}
 	ctx, cancel := context.WithTimeout(n.ctx, streamTimeout)
 	defer cancel()
-	rep := linksReply{Accepted: len(urls)}
+	rep := forward.Reply{Accepted: len(urls)}
 	if hdr.Known {
 		if err := n.rememberKnown(ctx, urls); err != nil {
 			if errors.Is(err, errRole) {
 				n.refuseRole(m, string(linksProtocol), err)
 			}
-			_ = wire.WriteJSON(s, linksReply{Error: err.Error()})
+			_ = wire.WriteJSON(s, forward.Reply{Error: err.Error()})
 			return
 		}
 		_ = wire.WriteJSON(s, rep)
@@ -181,12 +112,12 @@ func (n *Node) handleLinks(s network.Stream) {
 			if errors.Is(err, errRole) {
 				n.refuseRole(m, string(linksProtocol), err)
 			}
-			_ = wire.WriteJSON(s, linksReply{Error: err.Error()})
+			_ = wire.WriteJSON(s, forward.Reply{Error: err.Error()})
 			return
 		}
 	}
 	if err := n.receiveLinksKind(ctx, urls, hdr.Hops, hdr.Replica, hdr.Req); err != nil {
-		rep = linksReply{Error: err.Error()}
+		rep = forward.Reply{Error: err.Error()}
 	} else {
 		n.counters.linksReceived.Add(int64(len(urls)))
 		rep.Successors = n.replySuccessorsOf(hdr.VS, hdr.Want, hdr.Next)
@@ -195,30 +126,14 @@ func (n *Node) handleLinks(s network.Stream) {
 }
 
 // replySuccessorsOf returns the successors the sender of a batch to the
-// local virtual server index asked for (linkBatch.Want).
+// local virtual server index asked for (forward.Batch.Want).
 func (n *Node) replySuccessorsOf(index, want int, next id.ID) []ring.Node {
-	if want == wantNone {
+	if want == forward.WantNone {
 		return nil // most batches: no need for the ring's status
 	}
 	for _, v := range n.ring.Status().Vnodes {
 		if v.Index == index {
-			return pickSuccessors(v.Node.ID, v.Successors, want, next)
-		}
-	}
-	return nil
-}
-
-// pickSuccessors selects from succs, the successor list of the virtual
-// server self, what want asks for: the first replySuccessors (wantAll),
-// none (wantNone), or only the one that owns next, searched in the whole
-// list, none if the list does not reach it (wantNext).
-func pickSuccessors(self id.ID, succs []ring.Node, want int, next id.ID) []ring.Node {
-	switch want {
-	case wantAll:
-		return succs[:min(len(succs), replySuccessors)]
-	case wantNext:
-		if o, ok := nextOwner(self, succs, next); ok {
-			return []ring.Node{o}
+			return forward.PickSuccessors(v.Node.ID, v.Successors, want, next)
 		}
 	}
 	return nil
@@ -270,11 +185,11 @@ func (n *Node) receiveLinksKind(ctx context.Context, urls []string, hops int, re
 		}
 	}
 	for p, us := range closer {
-		if err := n.fwd.enqueueKind(us, hops+1, &p, req); err != nil {
+		if err := n.fwd.Enqueue(us, hops+1, &p, req); err != nil {
 			return err
 		}
 	}
-	if err := n.fwd.enqueueKind(others, hops+1, nil, req); err != nil {
+	if err := n.fwd.Enqueue(others, hops+1, nil, req); err != nil {
 		return err
 	}
 	if req {

@@ -26,6 +26,7 @@ import (
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/node/identity"
 	"github.com/herod-archive/herod/node/purge"
 	"github.com/herod-archive/herod/node/reach"
@@ -52,8 +53,8 @@ type Node struct {
 	purgeSpread chan struct{}   // a token: push the purge orders to the neighbours (spreadLoop)
 	store       *archive.Store
 	crawler     *crawl.Crawler
-	fwd         *forwarder
-	outbox      *outbox
+	fwd         *forward.Forwarder
+	outbox      *forward.Outbox
 	dht         atomic.Pointer[p2p.DHT]
 	repl        *replicator
 	gw          *gateway.Server
@@ -193,10 +194,10 @@ func New(cfg Config) (n *Node, err error) {
 	if err := n.setupPurge(); err != nil {
 		return nil, err
 	}
-	if n.outbox, err = openOutbox(filepath.Join(cfg.DataDir, "outbox")); err != nil {
+	if n.outbox, err = forward.OpenOutbox(filepath.Join(cfg.DataDir, "outbox")); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	n.fwd, err = newForwarder(forwarderConfig{
+	n.fwd, err = forward.New(forward.Config{
 		Ring:       n.ring,
 		Deliver:    n.deliver,
 		Outbox:     n.outbox,
@@ -275,7 +276,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		n.fwd.run(n.ctx)
+		n.fwd.Run(n.ctx)
 	}()
 	// Subscribed before the crawl starts, so that no range this node takes
 	// over from then on goes unnoticed.
@@ -408,7 +409,7 @@ func (n *Node) closeAll() error {
 		errs = append(errs, n.store.Close())
 	}
 	if n.outbox != nil {
-		errs = append(errs, n.outbox.close())
+		errs = append(errs, n.outbox.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/p2p"
 )
@@ -22,7 +23,7 @@ import (
 // Protocol ids of the node-to-node services. The ring protocol itself lives
 // in ring/p2p.
 const (
-	linksProtocol   protocol.ID = "/herod/links/1.0.0"
+	linksProtocol               = forward.Protocol
 	archiveProtocol protocol.ID = "/herod/archive/1.0.0"
 )
 

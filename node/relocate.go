@@ -7,6 +7,7 @@ import (
 
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/claim"
 )
@@ -17,7 +18,7 @@ import (
 // range moved to another node (a node joined in front of one of ours)
 // is passed on to its owner instead, so at most one node fetches it.
 type relocator struct {
-	*forwarder
+	*forward.Forwarder
 	n   *Node
 	via *passVia
 }
@@ -117,7 +118,7 @@ func (r relocator) PassOn(_ context.Context, url string) error {
 	if n, ok := r.via.take(url); ok {
 		via = &n
 	}
-	if err := r.enqueue([]string{url}, 1, via); err != nil {
+	if err := r.Enqueue([]string{url}, 1, via, false); err != nil {
 		return fmt.Errorf("pass on %s: %w", url, err)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/crawl"
+	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/claim"
 )
@@ -44,6 +45,9 @@ type Status struct {
 	TakenOver int64       `json:"takenOver"`
 	Wire      []WireStats `json:"wire"`
 }
+
+// ForwardStats reports the link forwarder's progress (forward.Stats).
+type ForwardStats = forward.Stats
 
 // WireStats counts the stream bytes this node sent and received under one
 // libp2p protocol ("" is protocol negotiation). Muxer and encryption framing

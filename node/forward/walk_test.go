@@ -1,4 +1,4 @@
-package node
+package forward
 
 import (
 	"context"
@@ -22,7 +22,7 @@ type fakeRing struct {
 	hopsOf    map[string]int     // hop count each URL was last delivered with
 	replicaOf map[string][]string
 	lookups   int
-	wants     []int // linkBatch.Want of each primary delivery
+	wants     []int // Batch.Want of each primary delivery
 }
 
 func newFakeRing(peers, vnodes int) *fakeRing {
@@ -51,7 +51,7 @@ func (fr *fakeRing) Lookup(_ context.Context, k id.ID) (ring.Node, error) {
 	return fr.nodes[fr.ownerIndex(k)], nil
 }
 
-func (fr *fakeRing) deliver(_ context.Context, to ring.Node, b linkBatch) ([]ring.Node, error) {
+func (fr *fakeRing) deliver(_ context.Context, to ring.Node, b Batch) ([]ring.Node, error) {
 	if fr.down[to.Peer] {
 		return nil, errors.New("connection refused")
 	}
@@ -65,13 +65,13 @@ func (fr *fakeRing) deliver(_ context.Context, to ring.Node, b linkBatch) ([]rin
 	}
 	i := slices.IndexFunc(fr.nodes, func(n ring.Node) bool { return n.ID == to.ID })
 	var succs []ring.Node
-	for j := 1; j <= replySuccessors; j++ {
+	for j := 1; j <= ReplySuccessors; j++ {
 		succs = append(succs, fr.nodes[(i+j)%len(fr.nodes)])
 	}
 	if !b.Replica {
 		fr.wants = append(fr.wants, b.Want)
 	}
-	return pickSuccessors(to.ID, succs, b.Want, b.Next), nil
+	return PickSuccessors(to.ID, succs, b.Want, b.Next), nil
 }
 
 func testLinks(n int) []pendingLink {
@@ -84,8 +84,8 @@ func testLinks(n int) []pendingLink {
 	return ls
 }
 
-func newTestForwarder(fr *fakeRing, replicas int) *forwarder {
-	f, err := newForwarder(forwarderConfig{Ring: fr, Deliver: fr.deliver, Replicas: replicas, PerVnode: 1, LocalPeer: "peer0"})
+func newTestForwarder(fr *fakeRing, replicas int) *Forwarder {
+	f, err := New(Config{Ring: fr, Deliver: fr.deliver, Replicas: replicas, PerVnode: 1, LocalPeer: "peer0"})
 	if err != nil {
 		panic(err)
 	}
@@ -181,7 +181,7 @@ func TestWalkReplicaMode(t *testing.T) {
 func (fr *fakeRing) replicaPeers(i, k int) []string {
 	holders := map[string]bool{fr.nodes[i].Peer: true}
 	var out []string
-	for j := 1; len(holders) < k && j <= replySuccessors; j++ {
+	for j := 1; len(holders) < k && j <= ReplySuccessors; j++ {
 		p := fr.nodes[(i+j)%len(fr.nodes)].Peer
 		if !holders[p] {
 			holders[p] = true
@@ -226,13 +226,13 @@ func TestForwarderRetriesUntilAcknowledged(t *testing.T) {
 // day every link travels again.
 func TestForwarderSendsLinksOncePerDay(t *testing.T) {
 	fr := newFakeRing(3, 2)
-	ob, err := openOutbox(t.TempDir())
+	ob, err := OpenOutbox(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ob.close()
+	defer ob.Close()
 	day := int64(7)
-	f, err := newForwarder(forwarderConfig{Ring: fr, Deliver: fr.deliver, Outbox: ob, PerVnode: 1000,
+	f, err := New(Config{Ring: fr, Deliver: fr.deliver, Outbox: ob, PerVnode: 1000,
 		LocalPeer: "peer0", Day: func() int64 { return day }})
 	if err != nil {
 		t.Fatal(err)
@@ -435,7 +435,7 @@ func TestForwarderSendsToCloserOwner(t *testing.T) {
 func TestForwarderWalksAtOnceWhenCrawlerIdle(t *testing.T) {
 	fr := newFakeRing(2, 2)
 	var idle atomic.Bool
-	f, err := newForwarder(forwarderConfig{Ring: fr, Deliver: fr.deliver, PerVnode: 1000, Every: time.Hour,
+	f, err := New(Config{Ring: fr, Deliver: fr.deliver, PerVnode: 1000, Every: time.Hour,
 		LocalPeer: "peer0", Idle: idle.Load})
 	if err != nil {
 		t.Fatal(err)
@@ -457,7 +457,7 @@ func TestForwarderWalksAtOnceWhenCrawlerIdle(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
-	go func() { defer close(stopped); f.run(ctx) }()
+	go func() { defer close(stopped); f.Run(ctx) }()
 	defer func() { cancel(); <-stopped }()
 	if err := f.Forward(context.Background(), urls(ls[20:])); err != nil {
 		t.Fatal(err)
@@ -510,28 +510,28 @@ func TestPickSuccessors(t *testing.T) {
 	fr := newFakeRing(3, 2) // 6 virtual servers
 	self := fr.nodes[0]
 	succs := fr.nodes[1:5]
-	if got := pickSuccessors(self.ID, succs, wantAll, id.ID{}); len(got) != replySuccessors {
-		t.Fatalf("wantAll: %d successors", len(got))
+	if got := PickSuccessors(self.ID, succs, WantAll, id.ID{}); len(got) != ReplySuccessors {
+		t.Fatalf("WantAll: %d successors", len(got))
 	}
-	if got := pickSuccessors(self.ID, succs, wantNone, fr.nodes[2].ID); got != nil {
-		t.Fatalf("wantNone: %v", got)
+	if got := PickSuccessors(self.ID, succs, WantNone, fr.nodes[2].ID); got != nil {
+		t.Fatalf("WantNone: %v", got)
 	}
 	for i := 1; i <= 4; i++ {
 		// A key just past node i-1 is owned by node i.
 		key := fr.nodes[i-1].ID.AddPow2(0)
-		got := pickSuccessors(self.ID, succs, wantNext, key)
+		got := PickSuccessors(self.ID, succs, WantNext, key)
 		if len(got) != 1 || got[0].ID != fr.nodes[i].ID {
-			t.Fatalf("wantNext for a key owned by successor %d: %v", i, got)
+			t.Fatalf("WantNext for a key owned by successor %d: %v", i, got)
 		}
 	}
 	// The owner of a key past the list's reach is not in it.
-	if got := pickSuccessors(self.ID, succs, wantNext, fr.nodes[4].ID.AddPow2(0)); got != nil {
-		t.Fatalf("wantNext beyond the list: %v", got)
+	if got := PickSuccessors(self.ID, succs, WantNext, fr.nodes[4].ID.AddPow2(0)); got != nil {
+		t.Fatalf("WantNext beyond the list: %v", got)
 	}
-	// wantNext searches the whole list, past the first replySuccessors.
+	// WantNext searches the whole list, past the first ReplySuccessors.
 	long := fr.nodes[1:6]
-	if got := pickSuccessors(self.ID, long, wantNext, fr.nodes[4].ID.AddPow2(0)); len(got) != 1 || got[0].ID != fr.nodes[5].ID {
-		t.Fatalf("wantNext for the fifth successor: %v", got)
+	if got := PickSuccessors(self.ID, long, WantNext, fr.nodes[4].ID.AddPow2(0)); len(got) != 1 || got[0].ID != fr.nodes[5].ID {
+		t.Fatalf("WantNext for the fifth successor: %v", got)
 	}
 }
 
@@ -551,7 +551,7 @@ func TestWalkAsksOnlyForTheNextOwner(t *testing.T) {
 	}
 	for i, w := range fr.wants {
 		last := i == len(fr.wants)-1
-		if (last && w != wantNone) || (!last && w != wantNext) {
+		if (last && w != WantNone) || (!last && w != WantNext) {
 			t.Fatalf("delivery %d of %d asked for %d", i, len(fr.wants), w)
 		}
 	}
@@ -559,7 +559,7 @@ func TestWalkAsksOnlyForTheNextOwner(t *testing.T) {
 	f2 := newTestForwarder(fr2, 3)
 	f2.walk(context.Background(), testLinks(300))
 	for _, w := range fr2.wants[:1] {
-		if w != wantAll {
+		if w != WantAll {
 			t.Fatalf("replica mode: a primary delivery asked for %d, want all", w)
 		}
 	}
@@ -579,7 +579,7 @@ func TestWalkReplicaModeMixedHops(t *testing.T) {
 		t.Fatalf("%d failed", len(failed))
 	}
 	for i, w := range fr.wants {
-		if w != wantAll {
+		if w != WantAll {
 			t.Fatalf("primary delivery %d asked for %d, want the successor list", i, w)
 		}
 	}

@@ -1,4 +1,4 @@
-package node
+package forward
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // mode the whole list, and nextOwner picks from it). Only when the recipient's
 // list does not reach the key — a long stretch of the ring without links,
 // or a failed recipient — does the walk spend another lookup.
-func (f *forwarder) walk(ctx context.Context, sorted []pendingLink) (done, failed []pendingLink) {
+func (f *Forwarder) walk(ctx context.Context, sorted []pendingLink) (done, failed []pendingLink) {
 	f.walks.Add(1)
 	var (
 		cur   ring.Node
@@ -74,21 +74,21 @@ func (f *forwarder) walk(ctx context.Context, sorted []pendingLink) (done, faile
 // what it does not own with that count plus one (and keeps links at
 // maxHops): a fresh link must not travel with the count of a link that
 // was passed on before. The last batch asks for the successor that owns
-// next (wantNext), if there is a next key; in replica mode every batch
+// next (WantNext), if there is a next key; in replica mode every batch
 // asks for owner's successor list instead, and what owner acknowledged is
 // handed to the replicas chosen from it (replicate). It returns the
 // successor list of the recipient's last answer, the links delivered and,
 // after a failed delivery, err and the links not delivered.
-func (f *forwarder) deliverRun(ctx context.Context, owner ring.Node, run []pendingLink, next *id.ID) (succs []ring.Node, sent, rest []pendingLink, err error) {
+func (f *Forwarder) deliverRun(ctx context.Context, owner ring.Node, run []pendingLink, next *id.ID) (succs []ring.Node, sent, rest []pendingLink, err error) {
 	replicas := f.cfg.Replicas > 1
 	parts := byHops(run)
 	for n, part := range parts {
-		b := linkBatch{URLs: urls(part), Hops: part[0].hops, Requisites: part[0].req, Want: wantNone}
+		b := Batch{URLs: urls(part), Hops: part[0].hops, Requisites: part[0].req, Want: WantNone}
 		switch {
 		case replicas:
-			b.Want = wantAll
+			b.Want = WantAll
 		case n == len(parts)-1 && next != nil:
-			b.Want, b.Next = wantNext, *next
+			b.Want, b.Next = WantNext, *next
 		}
 		var ss []ring.Node
 		if ss, err = f.cfg.Deliver(ctx, owner, b); err != nil {
@@ -108,7 +108,7 @@ func (f *forwarder) deliverRun(ctx context.Context, owner ring.Node, run []pendi
 }
 
 // countDelivered counts links delivered to to: on this node or another.
-func (f *forwarder) countDelivered(to ring.Node, links []pendingLink) {
+func (f *Forwarder) countDelivered(to ring.Node, links []pendingLink) {
 	if to.Peer == f.cfg.LocalPeer {
 		f.local.Add(int64(len(links)))
 	} else {
@@ -166,7 +166,7 @@ func byHops(links []pendingLink) [][]pendingLink {
 // each page exists from the first day. A failure is counted and not
 // retried: the owner holds the links, and replication of the archive
 // repairs what a missed replica crawl leaves out.
-func (f *forwarder) replicate(ctx context.Context, owner ring.Node, succs []ring.Node, run []pendingLink) {
+func (f *Forwarder) replicate(ctx context.Context, owner ring.Node, succs []ring.Node, run []pendingLink) {
 	seen := map[string]bool{owner.Peer: true}
 	need := f.cfg.Replicas - 1
 	for _, s := range succs {
@@ -183,7 +183,7 @@ func (f *forwarder) replicate(ctx context.Context, owner ring.Node, succs []ring
 			if len(part) == 0 {
 				continue
 			}
-			if _, err := f.cfg.Deliver(ctx, s, linkBatch{URLs: urls(part), Hops: highestHops(part), Replica: true, Requisites: req, Want: wantNone}); err != nil {
+			if _, err := f.cfg.Deliver(ctx, s, Batch{URLs: urls(part), Hops: highestHops(part), Replica: true, Requisites: req, Want: WantNone}); err != nil {
 				f.note(fmt.Errorf("replica to %s: %w", s.Addr, err))
 				continue
 			}

@@ -1,4 +1,4 @@
-package node
+package forward
 
 import (
 	"path/filepath"
@@ -10,7 +10,7 @@ import (
 // process dies are walked again after a restart.
 func TestOutboxSurvivesRestart(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "outbox")
-	ob, err := openOutbox(dir)
+	ob, err := OpenOutbox(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,14 +21,14 @@ func TestOutboxSurvivesRestart(t *testing.T) {
 	if err := ob.remove(links[:20]); err != nil {
 		t.Fatal(err)
 	}
-	ob.close()
+	ob.Close()
 
-	ob, err = openOutbox(dir)
+	ob, err = OpenOutbox(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ob.close()
-	f, err := newForwarder(forwarderConfig{Ring: newFakeRing(1, 1), Outbox: ob})
+	defer ob.Close()
+	f, err := New(Config{Ring: newFakeRing(1, 1), Outbox: ob})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package node
+package forward
 
 import (
 	"context"
@@ -28,8 +28,8 @@ type pendingLink struct {
 	via *ring.Node
 }
 
-// linkBatch is what one hop of a ring walk hands to one virtual server.
-type linkBatch struct {
+// Batch is what one hop of a ring walk hands to one virtual server.
+type Batch struct {
 	URLs    []string
 	Hops    int  // how often these links were passed on by non-owners
 	Replica bool // the recipient keeps them as a replica of its predecessor's range
@@ -37,8 +37,8 @@ type linkBatch struct {
 	// queues them with crawl.Crawler.AddRequisites.
 	Requisites bool
 	// Want says which of its successors the recipient answers with: 0 its
-	// first replySuccessors (what replica mode needs), wantNone none, and
-	// wantNext only the one that owns Next, if its list reaches that far
+	// first ReplySuccessors (what replica mode needs), WantNone none, and
+	// WantNext only the one that owns Next, if its list reaches that far
 	// (the thesis's "the owner answers with its successor": the walk
 	// needs no more, and four successors cost more bytes than a dozen
 	// compressed links).
@@ -46,23 +46,23 @@ type linkBatch struct {
 	Next id.ID
 }
 
-// Values of linkBatch.Want (and linksHeader.Want).
+// Values of Batch.Want (and Header.Want).
 const (
-	wantAll  = 0
-	wantNone = -1
-	wantNext = 1
+	WantAll  = 0  // the first ReplySuccessors successors
+	WantNone = -1 // no successors
+	WantNext = 1  // only the successor that owns Batch.Next
 )
 
-// deliverFunc hands a batch to the virtual server to, on this node or
+// DeliverFunc hands a batch to the virtual server to, on this node or
 // another, and returns to's successor list (nearest first), which the walk
 // follows. It returns only once the recipient has queued the links.
-type deliverFunc func(ctx context.Context, to ring.Node, b linkBatch) ([]ring.Node, error)
+type DeliverFunc func(ctx context.Context, to ring.Node, b Batch) ([]ring.Node, error)
 
-// forwarderConfig configures a forwarder.
-type forwarderConfig struct {
-	Ring      router
-	Deliver   deliverFunc
-	Outbox    *outbox       // durable copy of the buffer; nil keeps it in memory only
+// Config configures a Forwarder.
+type Config struct {
+	Ring      Router
+	Deliver   DeliverFunc
+	Outbox    *Outbox       // durable copy of the buffer; nil keeps it in memory only
 	Every     time.Duration // walk at least this often while links wait
 	PerVnode  int           // walk once the buffer holds PerVnode × ring size links
 	RingSize  func() int    // estimated virtual servers in the ring
@@ -89,20 +89,20 @@ type forwarderConfig struct {
 // costs sending some links again.
 const maxDelivered = 1 << 18
 
-// router finds the owner of a key; *ring.Ring implements it.
-type router interface {
+// Router finds the owner of a key; *ring.Ring implements it.
+type Router interface {
 	Lookup(ctx context.Context, key id.ID) (ring.Node, error)
 }
 
-// forwarder buffers extracted links and ships them to their owners by
+// Forwarder buffers extracted links and ships them to their owners by
 // walking the ring, the thesis's ring forwarding: links are sorted by key,
 // one lookup finds the owner of the first, and from then on each recipient
 // answers with the successor that owns the next key, so a walk costs one
 // lookup however many links and owners it serves. A link leaves the buffer
 // (and the durable outbox) only when its owner has acknowledged it; a
 // failed delivery puts it back for the next walk.
-type forwarder struct {
-	cfg forwarderConfig
+type Forwarder struct {
+	cfg Config
 	log *slog.Logger
 
 	mu           sync.Mutex
@@ -116,8 +116,8 @@ type forwarder struct {
 	lastErr                                                                atomic.Pointer[string]
 }
 
-// ForwardStats reports the forwarder's progress.
-type ForwardStats struct {
+// Stats reports the forwarder's progress.
+type Stats struct {
 	Pending   int    `json:"pending"`  // links waiting for delivery
 	InFlight  int    `json:"inFlight"` // links in a walk under way
 	Sent      int64  `json:"sent"`     // links delivered to other nodes
@@ -132,14 +132,16 @@ type ForwardStats struct {
 	LastError string `json:"lastError,omitempty"`
 }
 
-func newForwarder(cfg forwarderConfig) (*forwarder, error) {
+// New returns a forwarder for cfg. With cfg.Outbox set it resumes the
+// links the outbox holds from the last run; it walks only once Run runs.
+func New(cfg Config) (*Forwarder, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Replicas < 1 {
 		cfg.Replicas = 1
 	}
-	f := &forwarder{cfg: cfg, log: cfg.Logger, pending: map[string]pendingLink{},
+	f := &Forwarder{cfg: cfg, log: cfg.Logger, pending: map[string]pendingLink{},
 		delivered: map[id.ID]bool{}, kick: make(chan struct{}, 1)}
 	if cfg.Outbox != nil {
 		links, err := cfg.Outbox.load()
@@ -162,12 +164,12 @@ func newForwarder(cfg forwarderConfig) (*forwarder, error) {
 // day, is not queued again: its owner has it (the thesis runs the URL-seen
 // test at the owner, and that test would drop it), and most links on a
 // site are the same few navigation targets on every page.
-func (f *forwarder) Forward(_ context.Context, urls []string) error {
+func (f *Forwarder) Forward(_ context.Context, urls []string) error {
 	return f.enqueue(urls, 0, nil)
 }
 
-// ShareKnown implements crawl.KnownSharer through the node (Node.shareKnown).
-func (f *forwarder) ShareKnown(ctx context.Context, urls []string) error {
+// ShareKnown implements crawl.KnownSharer through Config.ShareKnown.
+func (f *Forwarder) ShareKnown(ctx context.Context, urls []string) error {
 	if f.cfg.ShareKnown == nil {
 		return errors.New("forwarder: no known-URL sharing")
 	}
@@ -179,18 +181,21 @@ func (f *forwarder) ShareKnown(ctx context.Context, urls []string) error {
 // crawl.RequisiteForwarder. A URL waiting or delivered today as a plain
 // link travels again as a requisite (the owner may have refused it as
 // dynamic).
-func (f *forwarder) ForwardRequisites(_ context.Context, urls []string) error {
-	return f.enqueueKind(urls, 0, nil, true)
+func (f *Forwarder) ForwardRequisites(_ context.Context, urls []string) error {
+	return f.Enqueue(urls, 0, nil, true)
 }
 
 // enqueue buffers urls, passed on hops times so far, for the next walk;
 // with via set they go straight to via instead.
-func (f *forwarder) enqueue(urls []string, hops int, via *ring.Node) error {
-	return f.enqueueKind(urls, hops, via, false)
+func (f *Forwarder) enqueue(urls []string, hops int, via *ring.Node) error {
+	return f.Enqueue(urls, hops, via, false)
 }
 
-// enqueueKind is enqueue for links (req false) or requisites (req true).
-func (f *forwarder) enqueueKind(urls []string, hops int, via *ring.Node, req bool) error {
+// Enqueue is enqueue for links (req false) or requisites (req true): it
+// buffers urls, passed on hops times so far, for the next walk, or with
+// via set sends them straight to via. The links are durable (in the
+// outbox) when it returns.
+func (f *Forwarder) Enqueue(urls []string, hops int, via *ring.Node, req bool) error {
 	if len(urls) == 0 {
 		return nil
 	}
@@ -251,7 +256,7 @@ func (f *forwarder) enqueueKind(urls []string, hops int, via *ring.Node, req boo
 
 // threshold is the buffer size that starts a walk: PerVnode links per
 // virtual server in the ring, so each hop carries enough to amortize it.
-func (f *forwarder) threshold() int {
+func (f *Forwarder) threshold() int {
 	n := 1
 	if f.cfg.RingSize != nil {
 		n = max(f.cfg.RingSize(), 1)
@@ -260,16 +265,16 @@ func (f *forwarder) threshold() int {
 }
 
 // Busy reports whether links are waiting or in a walk.
-func (f *forwarder) Busy() bool {
+func (f *Forwarder) Busy() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.pending)+f.inflight > 0
 }
 
 // Stats returns a snapshot of the forwarder's counters.
-func (f *forwarder) Stats() ForwardStats {
+func (f *Forwarder) Stats() Stats {
 	f.mu.Lock()
-	st := ForwardStats{Pending: len(f.pending), InFlight: f.inflight}
+	st := Stats{Pending: len(f.pending), InFlight: f.inflight}
 	f.mu.Unlock()
 	st.Sent, st.Local, st.Walks, st.Hops = f.sent.Load(), f.local.Load(), f.walks.Load(), f.hops.Load()
 	st.Lookups, st.Failures, st.Replicas = f.lookups.Load(), f.failures.Load(), f.replicas.Load()
@@ -280,9 +285,9 @@ func (f *forwarder) Stats() ForwardStats {
 	return st
 }
 
-// run walks the ring every interval while links wait, or at once when the
+// Run walks the ring every interval while links wait, or at once when the
 // buffer passes the threshold, until ctx ends.
-func (f *forwarder) run(ctx context.Context) {
+func (f *Forwarder) Run(ctx context.Context) {
 	t := time.NewTicker(f.cfg.Every)
 	defer t.Stop()
 	for {
@@ -296,8 +301,12 @@ func (f *forwarder) run(ctx context.Context) {
 	}
 }
 
+// Flush walks the ring now with every link waiting and returns when the
+// walk ends (Run does this on its own; Flush is for walks by hand).
+func (f *Forwarder) Flush(ctx context.Context) { f.flush(ctx) }
+
 // flush takes everything pending and walks the ring with it.
-func (f *forwarder) flush(ctx context.Context) {
+func (f *Forwarder) flush(ctx context.Context) {
 	f.mu.Lock()
 	batch := make([]pendingLink, 0, len(f.pending))
 	for _, l := range f.pending {
@@ -349,7 +358,7 @@ func (f *forwarder) flush(ctx context.Context) {
 // a walk (deliverRun: one batch per hop count, and in replica mode to its
 // successors, as for a walk). Links it could not deliver come back without
 // via, to be walked next time.
-func (f *forwarder) sendDirect(ctx context.Context, links []pendingLink) (done, failed []pendingLink) {
+func (f *Forwarder) sendDirect(ctx context.Context, links []pendingLink) (done, failed []pendingLink) {
 	groups := map[ring.Node][]pendingLink{}
 	var order []ring.Node
 	for _, l := range links {
@@ -376,7 +385,7 @@ func (f *forwarder) sendDirect(ctx context.Context, links []pendingLink) (done, 
 
 // rollDayLocked forgets the links delivered on an earlier day: owners
 // reset their URL-seen sets at the start of a day.
-func (f *forwarder) rollDayLocked() {
+func (f *Forwarder) rollDayLocked() {
 	if f.cfg.Day == nil {
 		return
 	}
@@ -388,19 +397,10 @@ func (f *forwarder) rollDayLocked() {
 
 // note records a delivery problem: counted, kept for status, logged once
 // per distinct message.
-func (f *forwarder) note(err error) {
+func (f *Forwarder) note(err error) {
 	f.failures.Add(1)
 	msg := err.Error()
 	if prev := f.lastErr.Swap(&msg); prev == nil || *prev != msg {
 		f.log.Warn("forward: delivery failed; links kept for the next walk", "err", err)
 	}
-}
-
-// crawlDay is the forwarder's Day: the crawler's day now (0 before the
-// crawler exists, which is only while the node is being built).
-func (n *Node) crawlDay() int64 {
-	if n.crawler == nil {
-		return 0
-	}
-	return n.crawler.Today()
 }

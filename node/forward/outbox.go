@@ -1,4 +1,4 @@
-package node
+package forward
 
 import (
 	"encoding/binary"
@@ -9,7 +9,7 @@ import (
 	"github.com/herod-archive/herod/internal/id"
 )
 
-// outbox is the forwarder's buffer on disk: every link waiting for its
+// Outbox is the forwarder's buffer on disk: every link waiting for its
 // owner's acknowledgement, so that a node killed mid-walk forwards the links
 // again when it restarts. Without it a crash would lose links for good: the
 // page they came from is already marked as crawled, and tomorrow it will be
@@ -19,16 +19,17 @@ import (
 // (nothing for a plain link). Writes are not fsynced: goleveldb
 // writes its log before returning, so a killed process loses nothing; only a
 // machine crash can lose the last moments, as for the crawl queue.
-type outbox struct {
+type Outbox struct {
 	db *leveldb.DB
 }
 
-func openOutbox(dir string) (*outbox, error) {
+// OpenOutbox opens (or creates) the outbox in dir.
+func OpenOutbox(dir string) (*Outbox, error) {
 	db, err := leveldb.OpenFile(dir, nil)
 	if err != nil {
 		return nil, fmt.Errorf("outbox %s: %w", dir, err)
 	}
-	return &outbox{db: db}, nil
+	return &Outbox{db: db}, nil
 }
 
 func outboxKey(l pendingLink) []byte {
@@ -37,7 +38,7 @@ func outboxKey(l pendingLink) []byte {
 	return append(k, l.url...)
 }
 
-func (o *outbox) add(links []pendingLink) error {
+func (o *Outbox) add(links []pendingLink) error {
 	var b leveldb.Batch
 	var v [binary.MaxVarintLen64]byte
 	for _, l := range links {
@@ -54,7 +55,7 @@ func (o *outbox) add(links []pendingLink) error {
 	return nil
 }
 
-func (o *outbox) remove(links []pendingLink) error {
+func (o *Outbox) remove(links []pendingLink) error {
 	var b leveldb.Batch
 	for _, l := range links {
 		b.Delete(outboxKey(l))
@@ -67,7 +68,7 @@ func (o *outbox) remove(links []pendingLink) error {
 
 // load returns every link in the outbox. Records that do not parse are
 // skipped and reported in the error count of the caller's log.
-func (o *outbox) load() ([]pendingLink, error) {
+func (o *Outbox) load() ([]pendingLink, error) {
 	it := o.db.NewIterator(nil, nil)
 	defer it.Release()
 	var out []pendingLink
@@ -96,4 +97,5 @@ func (o *outbox) load() ([]pendingLink, error) {
 	return out, nil
 }
 
-func (o *outbox) close() error { return o.db.Close() }
+// Close closes the outbox's database.
+func (o *Outbox) Close() error { return o.db.Close() }
