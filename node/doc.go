@@ -16,7 +16,7 @@
 //   - /herod/query/1.0.0 lists or exports (as WARC) the versions a node
 //     holds for a host, prefix or date range; the gateway's /cdx and
 //     /export ask every real node, found by walking the ring, and merge
-//     (the export stream: package export).
+//     (package query; the export stream: package export).
 //   - /herod/robots/1.0.0 and /herod/budget/1.0.0 make politeness hold for
 //     the ring: the owner of a host's robots.txt fetches it for everyone,
 //     and the owner of the host hands out its request slots.

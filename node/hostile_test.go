@@ -21,13 +21,13 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/crawl"
-	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/node/identity"
 	"github.com/herod-archive/herod/node/politeness"
 	"github.com/herod-archive/herod/node/purge"
+	"github.com/herod-archive/herod/node/query"
 	"github.com/herod-archive/herod/replicate"
 	"github.com/herod-archive/herod/ring"
 )
@@ -206,8 +206,8 @@ func TestHostilePeers(t *testing.T) {
 	}
 	query := func(h host.Host) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
-			var rep listBatch
-			if err := rawJSON(ctx, h, tid, queryProtocol, queryRequest{Op: "list", Query: archiveQuery(gateway.Query{URL: "example.org", Match: gateway.MatchHost})}, &rep); err != nil {
+			var rep query.ListBatch
+			if err := rawJSON(ctx, h, tid, queryProtocol, query.Request{Op: "list", Query: archive.Query{Host: "example.org"}}, &rep); err != nil {
 				return err
 			}
 			if rep.Error != "" {

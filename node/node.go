@@ -29,6 +29,7 @@ import (
 	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/node/identity"
 	"github.com/herod-archive/herod/node/purge"
+	"github.com/herod-archive/herod/node/query"
 	"github.com/herod-archive/herod/node/reach"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/claim"
@@ -57,6 +58,7 @@ type Node struct {
 	outbox      *forward.Outbox
 	dht         atomic.Pointer[p2p.DHT]
 	repl        *replicator
+	query       *query.Service // ring-wide queries (query.go)
 	gw          *gateway.Server
 	httpSrv     *http.Server // the gateway's UI origin
 	gwLn        net.Listener

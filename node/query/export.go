@@ -1,4 +1,4 @@
-package node
+package query
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 )
 
 // The ring-wide export: package export frames, checks and merges the
-// members' replies; the node answers op "export" of the query protocol
+// members' replies; a Service answers op "export" of the query protocol
 // from its store and opens one reply per real node of the ring.
 
 // deadlineWriter extends the write deadline of a stream before each write,
@@ -32,18 +32,18 @@ func (w *deadlineWriter) Write(p []byte) (int, error) {
 
 // serveExport answers op "export" from the local store, writing the reply
 // frames to w.
-func (n *Node) serveExport(ctx context.Context, req queryRequest, w io.Writer) error {
+func (svc *Service) serveExport(ctx context.Context, req Request, w io.Writer) error {
 	if _, err := gatewayQuery(req.Query); err != nil {
 		return export.WriteError(w, err)
 	}
-	return export.Serve(ctx, n.store, archive.ExportOptions{Query: req.Query, Revisits: req.Revisits, After: req.After}, w)
+	return export.Serve(ctx, svc.Store, archive.ExportOptions{Query: req.Query, Revisits: req.Revisits, After: req.After}, w)
 }
 
 // openExport starts member c's export of q after the cursor after and
 // reads its first record. For this node it runs the export in a goroutine
 // feeding a pipe, so both cases share the checks of memberExport. The
 // returned stop function releases the stream and must be called.
-func (n *Node) openExport(ctx context.Context, c ring.Contact, q gateway.Query, req queryRequest, after *export.Key) (*export.Member, func(), error) {
+func (svc *Service) openExport(ctx context.Context, c ring.Contact, q gateway.Query, req Request, after *export.Key) (*export.Member, func(), error) {
 	var (
 		m     *export.Member
 		stop  func()
@@ -51,12 +51,12 @@ func (n *Node) openExport(ctx context.Context, c ring.Contact, q gateway.Query, 
 		r     io.Reader
 		setRD func(time.Time)
 	)
-	if c.Peer == n.self.Peer {
+	if c.Peer == svc.Self.Peer {
 		pr, pw := io.Pipe()
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			pw.CloseWithError(n.serveExport(ctx, req, pw))
+			pw.CloseWithError(svc.serveExport(ctx, req, pw))
 		}()
 		stop = func() {
 			pr.CloseWithError(errExportStopped)
@@ -64,7 +64,7 @@ func (n *Node) openExport(ctx context.Context, c ring.Contact, q gateway.Query, 
 		}
 		name, r = "self", pr
 	} else {
-		s, err := n.openStream(ctx, c, queryProtocol)
+		s, err := svc.Open(ctx, c, Protocol)
 		if err != nil {
 			return nil, func() {}, fmt.Errorf("member %s: %w", c.Addr, err)
 		}
@@ -95,8 +95,8 @@ func (n *Node) openExport(ctx context.Context, c ring.Contact, q gateway.Query, 
 var errExportStopped = errors.New("node: export stopped")
 
 // Export implements gateway.Exporter; see ExportProgress.
-func (r *resolver) Export(ctx context.Context, q gateway.Query, w io.Writer, resumeAfter string) error {
-	return r.ExportProgress(ctx, q, w, resumeAfter, nil)
+func (svc *Service) Export(ctx context.Context, q gateway.Query, w io.Writer, resumeAfter string) error {
+	return svc.ExportProgress(ctx, q, w, resumeAfter, nil)
 }
 
 // ExportProgress implements gateway.ProgressExporter. It opens an export
@@ -112,13 +112,12 @@ func (r *resolver) Export(ctx context.Context, q gateway.Query, w io.Writer, res
 // Partial failure is never silent: if the ring cannot be enumerated
 // completely, or a member cannot be reached, fails, or breaks the
 // protocol, ExportProgress stops and returns an error naming the member
-// (wrapping errPartial). What was written before is a correct prefix of
+// (wrapping ErrPartial). What was written before is a correct prefix of
 // the full export, so the gateway ends the response with its
 // Herod-Export-Status "error" trailer (or a 502 if nothing was written)
 // and the client resumes from the last cursor once the member is back.
-func (r *resolver) ExportProgress(ctx context.Context, q gateway.Query, w io.Writer, resumeAfter string, progress func(cursor string)) error {
-	n := (*Node)(r)
-	req := queryRequest{Op: "export", Query: archiveQuery(q), After: resumeAfter, Revisits: q.Revisits}
+func (svc *Service) ExportProgress(ctx context.Context, q gateway.Query, w io.Writer, resumeAfter string, progress func(cursor string)) error {
+	req := Request{Op: "export", Query: archiveQuery(q), After: resumeAfter, Revisits: q.Revisits}
 	if _, err := gatewayQuery(req.Query); err != nil {
 		return fmt.Errorf("node export: %w", err)
 	}
@@ -130,7 +129,7 @@ func (r *resolver) ExportProgress(ctx context.Context, q gateway.Query, w io.Wri
 		}
 		after = &k
 	}
-	ms, err := n.members(ctx)
+	ms, err := svc.Members(ctx)
 	if err != nil {
 		return fmt.Errorf("node export: %w", err)
 	}
@@ -156,7 +155,7 @@ func (r *resolver) ExportProgress(ctx context.Context, q gateway.Query, w io.Wri
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			m, stop, err := n.openExport(ctx, c, q, req, after)
+			m, stop, err := svc.openExport(ctx, c, q, req, after)
 			mu.Lock()
 			defer mu.Unlock()
 			stops = append(stops, stop)
@@ -170,15 +169,15 @@ func (r *resolver) ExportProgress(ctx context.Context, q gateway.Query, w io.Wri
 	}
 	wg.Wait()
 	if len(errs) > 0 {
-		return fmt.Errorf("node export: %w: %w", errPartial, errors.Join(errs...))
+		return fmt.Errorf("node export: %w: %w", ErrPartial, errors.Join(errs...))
 	}
 	if err := export.Merge(opened, w, progress); err != nil {
 		if errors.Is(err, export.ErrPartial) {
-			return fmt.Errorf("node export: %w: %w", errPartial, err)
+			return fmt.Errorf("node export: %w: %w", ErrPartial, err)
 		}
 		return fmt.Errorf("node export: %w", err)
 	}
 	return nil
 }
 
-var _ gateway.ProgressExporter = (*resolver)(nil)
+var _ gateway.ProgressExporter = (*Service)(nil)

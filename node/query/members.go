@@ -1,4 +1,4 @@
-package node
+package query
 
 import (
 	"context"
@@ -16,12 +16,12 @@ import (
 // partial.
 const maxMembers = 1024
 
-// errPartial is wrapped by the error of a ring-wide query that could not
+// ErrPartial is wrapped by the error of a ring-wide query that could not
 // ask every real node: the ring has more than maxMembers, or a member did
 // not answer. The results of the members that did answer are still given.
-var errPartial = errors.New("node: partial answer")
+var ErrPartial = errors.New("node: partial answer")
 
-// members enumerates the real nodes of the ring, this one first, then the
+// Members enumerates the real nodes of the ring, this one first, then the
 // others in the clockwise order of the walk. It walks the ring with
 // ring.Successors, which follows successor lists from the owner of a key
 // until it wraps around or has found k real nodes. The walk starts at this
@@ -29,17 +29,17 @@ var errPartial = errors.New("node: partial answer")
 // answer) it is retried from the next virtual server, and the nodes of all
 // walks are merged, so a single unreachable node rarely hides the others.
 //
-// The returned error wraps errPartial when the list may be incomplete: the
+// The returned error wraps ErrPartial when the list may be incomplete: the
 // ring has more than maxMembers real nodes, or every walk broke. The list
 // is never empty: it holds at least this node.
-func (n *Node) members(ctx context.Context) ([]ring.Contact, error) {
-	self := n.self
+func (svc *Service) Members(ctx context.Context) ([]ring.Contact, error) {
+	self := svc.Self
 	out := []ring.Contact{self}
 	seen := map[string]bool{self.Peer: true}
 	var errs []error
 	complete := false
-	for _, v := range n.ring.Vnodes() {
-		nodes, err := n.ring.Successors(ctx, v.ID, maxMembers+1)
+	for _, v := range svc.Ring.Vnodes() {
+		nodes, err := svc.Ring.Successors(ctx, v.ID, maxMembers+1)
 		for _, x := range nodes {
 			if !seen[x.Peer] && x.Peer != "" {
 				seen[x.Peer] = true
@@ -58,21 +58,21 @@ func (n *Node) members(ctx context.Context) ([]ring.Contact, error) {
 	switch {
 	case len(out) > maxMembers:
 		out = out[:maxMembers]
-		return out, fmt.Errorf("ring members: %w: more than %d real nodes, asking the first %d", errPartial, maxMembers, maxMembers)
+		return out, fmt.Errorf("ring members: %w: more than %d real nodes, asking the first %d", ErrPartial, maxMembers, maxMembers)
 	case !complete && len(errs) > 0:
-		return out, fmt.Errorf("ring members: %w: walk broke: %w", errPartial, errors.Join(errs...))
+		return out, fmt.Errorf("ring members: %w: walk broke: %w", ErrPartial, errors.Join(errs...))
 	case !complete:
-		return out, fmt.Errorf("ring members: %w: no virtual servers", errPartial)
+		return out, fmt.Errorf("ring members: %w: no virtual servers", ErrPartial)
 	}
 	return out, nil
 }
 
-// eachMember runs fn once per ring member (n.members), queryFanout at a
+// eachMember runs fn once per ring member (Members), queryFanout at a
 // time, fn's calls under one mutex once they return (so they may append
 // to shared results), and returns the members' errors, the listing's
 // first.
-func (n *Node) eachMember(ctx context.Context, fn func(m ring.Contact) (func(), error)) []error {
-	ms, merr := n.members(ctx)
+func (svc *Service) eachMember(ctx context.Context, fn func(m ring.Contact) (func(), error)) []error {
+	ms, merr := svc.Members(ctx)
 	var (
 		mu   sync.Mutex
 		errs []error

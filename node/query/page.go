@@ -1,4 +1,4 @@
-package node
+package query
 
 import (
 	"bufio"
@@ -17,7 +17,7 @@ import (
 	"github.com/herod-archive/herod/ring"
 )
 
-// The CDX API's pages, ring-wide (op "page" of queryProtocol): the asking
+// The CDX API's pages, ring-wide (op "page" of Protocol): the asking
 // node sends every real node the query, the resume key and the page size
 // N; each answers with its first N captures after the key in CDX order
 // and whether it has more; the asker merges them, drops replicas and
@@ -26,7 +26,7 @@ import (
 // once. A member scans all its captures of the query for each page
 // (memory O(N)): the cost of a page is the number of matches, not N.
 
-// pageRequest is the op-"page" part of a queryRequest.
+// pageRequest is the op-"page" part of a Request.
 type pageRequest struct {
 	Domain  string          `json:"domain,omitempty"` // matchType=domain (Query is then empty)
 	After   *gateway.CDXKey `json:"after,omitempty"`
@@ -48,11 +48,11 @@ const maxPage = gateway.MaxCDXLimit
 
 // versionPeer returns the peer that fetched v: the index's record of it,
 // or, for a version indexed without one, its record's header.
-func (n *Node) versionPeer(ctx context.Context, v archive.Version) (string, error) {
+func (svc *Service) versionPeer(ctx context.Context, v archive.Version) (string, error) {
 	if v.Peer != "" {
 		return v.Peer, nil
 	}
-	c, err := n.store.Read(ctx, v)
+	c, err := svc.Store.Read(ctx, v)
 	if err != nil {
 		return "", err
 	}
@@ -119,7 +119,7 @@ func beyond(k gateway.CDXKey, after *gateway.CDXKey, reverse bool) bool {
 }
 
 // localPage answers a page request from this node's store.
-func (n *Node) localPage(ctx context.Context, q archive.Query, pr pageRequest) ([]gateway.CDXRow, bool, error) {
+func (svc *Service) localPage(ctx context.Context, q archive.Query, pr pageRequest) ([]gateway.CDXRow, bool, error) {
 	gq, err := pageQuery(q, pr)
 	if err != nil {
 		return nil, false, fmt.Errorf("cdx page: %w", err)
@@ -143,14 +143,14 @@ func (n *Node) localPage(ctx context.Context, q archive.Query, pr pageRequest) (
 		return nil
 	}
 	if pr.Domain != "" {
-		err = n.store.URLs(ctx, archive.Query{}, func(u string) error {
+		err = svc.Store.URLs(ctx, archive.Query{}, func(u string) error {
 			if !gateway.InDomain(export.LowerHost(u), gq.URL) {
 				return nil
 			}
-			return n.store.Scan(ctx, archive.Query{URL: u, From: q.From, To: q.To}, add)
+			return svc.Store.Scan(ctx, archive.Query{URL: u, From: q.From, To: q.To}, add)
 		})
 	} else {
-		err = n.store.Scan(ctx, q, add)
+		err = svc.Store.Scan(ctx, q, add)
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("cdx page: %w", err)
@@ -162,7 +162,7 @@ func (n *Node) localPage(ctx context.Context, q archive.Query, pr pageRequest) (
 	rows := unkey(out)
 	if pr.Peers {
 		for i := range rows {
-			if rows[i].Peer, err = n.versionPeer(ctx, rows[i].Version); err != nil {
+			if rows[i].Peer, err = svc.versionPeer(ctx, rows[i].Version); err != nil {
 				return nil, false, fmt.Errorf("cdx page: peer of %s: %w", rows[i].URL, err)
 			}
 		}
@@ -171,12 +171,12 @@ func (n *Node) localPage(ctx context.Context, q archive.Query, pr pageRequest) (
 }
 
 // servePage answers op "page" in batches of listBatchSize rows.
-func (n *Node) servePage(ctx context.Context, req queryRequest, s network.Stream) error {
+func (svc *Service) servePage(ctx context.Context, req Request, s network.Stream) error {
 	var pr pageRequest
 	if req.Page != nil {
 		pr = *req.Page
 	}
-	rows, more, err := n.localPage(ctx, req.Query, pr)
+	rows, more, err := svc.localPage(ctx, req.Query, pr)
 	if err != nil {
 		return wire.WriteJSON(s, pageBatch{Done: true, Error: err.Error()})
 	}
@@ -197,17 +197,17 @@ func (n *Node) servePage(ctx context.Context, req queryRequest, s network.Stream
 // remotePage asks member c for a page and checks every row: it must match
 // the query, its key must be the SHA-1 of its URL, it must come after the
 // resume key in order, and there must be no more than N.
-func (n *Node) remotePage(ctx context.Context, c ring.Contact, q archive.Query, pr pageRequest) ([]gateway.CDXRow, bool, error) {
+func (svc *Service) remotePage(ctx context.Context, c ring.Contact, q archive.Query, pr pageRequest) ([]gateway.CDXRow, bool, error) {
 	gq, err := pageQuery(q, pr)
 	if err != nil {
 		return nil, false, err
 	}
-	s, err := n.openStream(ctx, c, queryProtocol)
+	s, err := svc.Open(ctx, c, Protocol)
 	if err != nil {
 		return nil, false, err
 	}
 	defer s.Close()
-	if err := wire.WriteJSON(s, queryRequest{Op: "page", Query: q, Page: &pr}); err != nil {
+	if err := wire.WriteJSON(s, Request{Op: "page", Query: q, Page: &pr}); err != nil {
 		s.Reset()
 		return nil, false, fmt.Errorf("cdx page request: %w", err)
 	}
@@ -244,10 +244,9 @@ func (n *Node) remotePage(ctx context.Context, c ring.Contact, q archive.Query, 
 // most queryFanout at a time) for its first req.N captures after the
 // resume key and merges them. If a member fails, or the ring could not be
 // enumerated completely, it returns an error naming them (wrapping
-// errPartial) and no rows, so the CDX API never pages past captures it
+// ErrPartial) and no rows, so the CDX API never pages past captures it
 // could not see.
-func (r *resolver) Page(ctx context.Context, req gateway.PageRequest) ([]gateway.CDXRow, bool, error) {
-	n := (*Node)(r)
+func (svc *Service) Page(ctx context.Context, req gateway.PageRequest) ([]gateway.CDXRow, bool, error) {
 	var q archive.Query
 	pr := pageRequest{After: req.After, Reverse: req.Reverse, N: req.N, Peers: req.Peers}
 	if req.Query.Match == gateway.MatchDomain {
@@ -260,19 +259,19 @@ func (r *resolver) Page(ctx context.Context, req gateway.PageRequest) ([]gateway
 	}
 	var all []gateway.CDXRow
 	var more bool
-	errs := n.eachMember(ctx, func(m ring.Contact) (func(), error) {
+	errs := svc.eachMember(ctx, func(m ring.Contact) (func(), error) {
 		var rows []gateway.CDXRow
 		var mmore bool
 		var err error
-		if m.Peer == n.self.Peer {
-			rows, mmore, err = n.localPage(ctx, q, pr)
+		if m.Peer == svc.Self.Peer {
+			rows, mmore, err = svc.localPage(ctx, q, pr)
 		} else {
-			rows, mmore, err = n.remotePage(ctx, m, q, pr)
+			rows, mmore, err = svc.remotePage(ctx, m, q, pr)
 		}
 		return func() { all, more = append(all, rows...), more || mmore }, err
 	})
 	if len(errs) > 0 {
-		return nil, false, fmt.Errorf("node cdx page: %w: %w", errPartial, errors.Join(errs...))
+		return nil, false, fmt.Errorf("node cdx page: %w: %w", ErrPartial, errors.Join(errs...))
 	}
 	keyed := sortRows(keyRows(all), req.Reverse)
 	if len(keyed) > req.N {
@@ -281,4 +280,4 @@ func (r *resolver) Page(ctx context.Context, req gateway.PageRequest) ([]gateway
 	return unkey(keyed), more, nil
 }
 
-var _ gateway.Pager = (*resolver)(nil)
+var _ gateway.Pager = (*Service)(nil)
