@@ -337,8 +337,8 @@ func TestHostilePeers(t *testing.T) {
 	}
 	push := func(h host.Host, orders ...purge.Order) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
-			var rep purgeReply
-			if err := rawJSON(ctx, h, tid, purgeProtocol, purgeRequest{Orders: orders}, &rep); err != nil {
+			var rep purge.Reply
+			if err := rawJSON(ctx, h, tid, purgeProtocol, purge.Request{Orders: orders}, &rep); err != nil {
 				return err
 			}
 			if rep.Error != "" || rep.Refused > 0 {

@@ -27,7 +27,7 @@ var protocolLimits = map[protocol.ID]struct{ in, out int }{
 	archiveProtocol:           {in: 128, out: 128}, // gateway fetches of versions
 	politeness.BudgetProtocol: {in: 256, out: 256}, // lease RPCs: small frames
 	politeness.RobotsProtocol: {in: 64, out: 64},   // may fetch a robots.txt (≤ 500 KiB)
-	queryProtocol:             {in: 64, out: 64},   // list/export; 32 served at once (maxServing)
+	queryProtocol:             {in: 64, out: 64},   // list/export; 32 served at once (query.MaxServing)
 	claimProtocol:             {in: 256, out: 256}, // one small frame each way (claim.go)
 	handoverProtocol:          {in: 16, out: 16},   // a leaving node's fetched keys, ≤ 4 MiB
 	purgeProtocol:             {in: 16, out: 16},   // a new order runs a purge (a scan of the archive) before the reply

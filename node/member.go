@@ -222,6 +222,16 @@ func (n *Node) gate(s network.Stream) (ring.Node, bool) {
 	return m, true
 }
 
+// admit is gate for the handlers of the node's subpackages, which need
+// no member: it reports whether s comes from one (else s is reset).
+func (n *Node) admit(s network.Stream) bool {
+	_, ok := n.gate(s)
+	return ok
+}
+
+// badFrame counts an inbound request that did not parse (Status.Links).
+func (n *Node) badFrame() { n.counters.badFrames.Add(1) }
+
 // refuseRole counts and logs a member's request outside its role.
 func (n *Node) refuseRole(m ring.Node, proto string, err error) {
 	n.trust.role.Add(1)

@@ -40,31 +40,31 @@ import (
 // the ring, the archive it keeps, the crawler that fills it and the gateway
 // that serves it.
 type Node struct {
-	cfg         Config
-	log         *slog.Logger
-	host        host.Host
-	bwc         *metrics.BandwidthCounter
-	bw          bandwidth            // byte-rate caps (bandwidth.go)
-	metrics     *prometheus.Registry // the node's own and its libp2p host's (metrics.go)
-	ring        *ring.Ring
-	tr          *p2p.Transport
-	memberOK    memberCache     // membership answers of member.go
-	identity    identity.Signer // signs versions and purge orders
-	purge       *purge.Book     // purge orders (purge.go)
-	purgeSpread chan struct{}   // a token: push the purge orders to the neighbours (spreadLoop)
-	store       *archive.Store
-	crawler     *crawl.Crawler
-	fwd         *forward.Forwarder
-	outbox      *forward.Outbox
-	dht         atomic.Pointer[p2p.DHT]
-	repl        *replicator
-	query       *query.Service // ring-wide queries (query.go)
-	gw          *gateway.Server
-	httpSrv     *http.Server // the gateway's UI origin
-	gwLn        net.Listener
-	rpSrv       *http.Server // the gateway's content (replay) origin
-	rpLn        net.Listener
-	self        ring.Contact
+	cfg      Config
+	log      *slog.Logger
+	host     host.Host
+	bwc      *metrics.BandwidthCounter
+	bw       bandwidth            // byte-rate caps (bandwidth.go)
+	metrics  *prometheus.Registry // the node's own and its libp2p host's (metrics.go)
+	ring     *ring.Ring
+	tr       *p2p.Transport
+	memberOK memberCache      // membership answers of member.go
+	identity identity.Signer  // signs versions and purge orders
+	purge    *purge.Book      // purge orders (purge.go)
+	purgeX   *purge.Exchanger // carries the orders between members (purge.go)
+	store    *archive.Store
+	crawler  *crawl.Crawler
+	fwd      *forward.Forwarder
+	outbox   *forward.Outbox
+	dht      atomic.Pointer[p2p.DHT]
+	repl     *replicator
+	query    *query.Service // ring-wide queries (query.go)
+	gw       *gateway.Server
+	httpSrv  *http.Server // the gateway's UI origin
+	gwLn     net.Listener
+	rpSrv    *http.Server // the gateway's content (replay) origin
+	rpLn     net.Listener
+	self     ring.Contact
 
 	ctx     context.Context // lives from Start to Close
 	cancel  context.CancelFunc
@@ -307,7 +307,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		n.spreadLoop(n.ctx)
+		n.purgeX.SpreadLoop(n.ctx)
 	}()
 	n.log.Info("node started", "peer", n.self.Peer, "ring", n.self.Addr, "gateway", n.GatewayURL())
 	return nil

@@ -4,8 +4,6 @@ import (
 	"context"
 	"io"
 
-	"github.com/libp2p/go-libp2p/core/network"
-
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/node/query"
@@ -23,15 +21,12 @@ var querySlots = make(chan struct{}, query.MaxServing)
 // the host. The handler does not depend on Start: it needs only the store.
 func (n *Node) setupQuery() {
 	n.query = &query.Service{
-		Store: n.store,
-		Self:  n.self,
-		Ring:  n.ring,
-		Open:  n.openStream,
-		Gate: func(s network.Stream) bool {
-			_, ok := n.gate(s)
-			return ok
-		},
-		BadFrame: func() { n.counters.badFrames.Add(1) },
+		Store:    n.store,
+		Self:     n.self,
+		Ring:     n.ring,
+		Open:     n.openStream,
+		Gate:     n.admit,
+		BadFrame: n.badFrame,
 		Slots:    querySlots,
 		Logger:   n.log,
 	}

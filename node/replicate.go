@@ -85,7 +85,7 @@ type replicator struct {
 	roundMu  sync.Mutex // one round at a time
 
 	purgeMu     sync.Mutex                // guards purgeAgreed
-	purgeAgreed map[string]purgeAgreement // by replica peer: purge_proto.go
+	purgeAgreed map[string]purgeAgreement // by replica peer: purge.go
 
 	// succs and selfPeer stand in for the node's ring in unit tests.
 	succs    func(ctx context.Context, key id.ID, k int) ([]ring.Node, error)
