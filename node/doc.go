@@ -36,8 +36,9 @@
 // fetches in its range to the heir (claim.go, ring.Config.Moving). Behind a home
 // router the node takes the public address the router maps to it
 // (package reach), or, when nothing is mapped, joins through a circuit relay on
-// a member (relayed.go); it finds its household's other nodes on the LAN
-// (lan.go), and leaves and joins again when its public address changes.
+// a member; it finds its household's other nodes on the LAN (both: package
+// p2phost, which also builds the libp2p host), and leaves and joins again
+// when its public address changes.
 // Every few minutes the node checks its share of the ring and moves a
 // virtual server for a fairer one (rebalance.go, ring.Rebalance).
 //

@@ -13,6 +13,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
 
+	"github.com/herod-archive/herod/node/p2phost"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -139,7 +140,7 @@ func (n *Node) checkMember(ctx context.Context, p peer.ID, remote ma.Multiaddr) 
 		}
 		return v, nil
 	}
-	c, ok := relayContactOf(remote, ps)
+	c, ok := p2phost.RelayContactOf(remote, ps)
 	if !ok {
 		addr, found := contactAddr(remote, n.host.Peerstore().Addrs(p))
 		if !found {

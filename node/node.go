@@ -20,7 +20,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/metrics"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
-	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/crawl"
@@ -28,6 +27,7 @@ import (
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/node/identity"
+	"github.com/herod-archive/herod/node/p2phost"
 	"github.com/herod-archive/herod/node/purge"
 	"github.com/herod-archive/herod/node/query"
 	"github.com/herod-archive/herod/node/reach"
@@ -119,10 +119,10 @@ func New(cfg Config) (n *Node, err error) {
 	}
 	n.bwc = metrics.NewBandwidthCounter()
 	n.metrics = prometheus.NewRegistry()
-	if n.host, err = newHost(cfg.Listen, key, n.bwc, n.metrics); err != nil {
+	if n.host, err = p2phost.New(cfg.Listen, key, n.bwc, n.metrics); err != nil {
 		return nil, err
 	}
-	if err := limitProtocols(n.host); err != nil {
+	if err := p2phost.LimitProtocols(n.host, protocolLimits); err != nil {
 		return nil, err
 	}
 	tr := p2p.New(n.host, cfg.Logger.With("sub", "ring"))
@@ -133,7 +133,7 @@ func New(cfg Config) (n *Node, err error) {
 		// Nobody can dial this node: it joins through a relay.
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.AddrTimeout)
 		var rerr error
-		addr, relay, n.rsvp, rerr = n.relayedAddress(ctx, cfg.Join)
+		addr, relay, n.rsvp, rerr = p2phost.RelayedAddress(ctx, n.host, cfg.Listen, cfg.Join, tr.Observe)
 		cancel()
 		if rerr != nil {
 			return nil, fmt.Errorf("node: ring address: %w; and %w", err, rerr)
@@ -155,7 +155,7 @@ func New(cfg Config) (n *Node, err error) {
 	n.log = cfg.Logger.With("node", n.self.Addr)
 	tr.SetSelf(n.self.Addr)
 	if how != ReachRelayed && !cfg.NoRelayService {
-		if err := n.startRelayService(); err != nil {
+		if n.relaySvc, err = p2phost.StartRelayService(n.host); err != nil {
 			return nil, err
 		}
 	}
@@ -249,8 +249,8 @@ func (n *Node) Start(ctx context.Context) error {
 	n.host.SetStreamHandler(summaryProtocol, n.handleSummary)
 	if n.reach == ReachMapped || n.reach == ReachRelayed {
 		// Behind a home router: find the household's other nodes on the
-		// LAN (see lanFinder).
-		lan, err := startLAN(n.ctx, n.host)
+		// LAN (see p2phost.StartLAN).
+		lan, err := p2phost.StartLAN(n.ctx, n.host)
 		if err != nil {
 			return fmt.Errorf("node start: mDNS: %w", err)
 		}
@@ -259,7 +259,7 @@ func (n *Node) Start(ctx context.Context) error {
 		go func() {
 			defer n.wg.Done()
 			if n.reach == ReachRelayed {
-				n.keepRelayed(n.ctx, n.rsvp)
+				p2phost.KeepRelayed(n.ctx, n.host, n.self, n.rsvp, n.tr.Observe, n.log, n.addrChanged)
 			} else {
 				n.watchAddress(n.ctx)
 			}
@@ -450,35 +450,6 @@ func (n *Node) Store() *archive.Store { return n.store }
 func (n *Node) Ring() *ring.Ring { return n.ring }
 
 // ParseContact reads a member address as given to --join: a multiaddr with
-// a /p2p/ component and an IP and TCP port.
-//
-// A circuit address (.../p2p/RELAY/p2p-circuit/p2p/PEER) names a member
-// reached through a relay: the contact is dialed through it.
-func ParseContact(s string) (ring.Contact, error) {
-	m, err := ma.NewMultiaddr(s)
-	if err != nil {
-		return ring.Contact{}, fmt.Errorf("member address %q: %w", s, err)
-	}
-	if c, ok := relayContactOf(m, ""); ok {
-		return c, nil
-	}
-	ai, err := peer.AddrInfoFromP2pAddr(m)
-	if err != nil {
-		return ring.Contact{}, fmt.Errorf("member address %q: %w", s, err)
-	}
-	for _, a := range ai.Addrs {
-		ip, err := a.ValueForProtocol(ma.P_IP4)
-		if err != nil {
-			ip, err = a.ValueForProtocol(ma.P_IP6)
-		}
-		if err != nil {
-			continue
-		}
-		port, err := a.ValueForProtocol(ma.P_TCP)
-		if err != nil {
-			continue
-		}
-		return ring.Contact{Peer: ai.ID.String(), Addr: net.JoinHostPort(ip, port)}, nil
-	}
-	return ring.Contact{}, fmt.Errorf("member address %q: no IP and TCP port", s)
-}
+// a /p2p/ component and an IP and TCP port, or a circuit address
+// (p2phost.ParseContact).
+func ParseContact(s string) (ring.Contact, error) { return p2phost.ParseContact(s) }

@@ -1,15 +1,9 @@
-package node
+package p2phost
 
 import (
-	"crypto/rand"
-	"errors"
 	"fmt"
-	"github.com/herod-archive/herod/node/reach"
-	"io/fs"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -18,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/metrics"
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/protocol"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
@@ -25,70 +20,11 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	"github.com/libp2p/go-libp2p/x/rate"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/herod-archive/herod/node/reach"
 )
 
-// identityFile holds the node's libp2p private key inside the data directory,
-// so that its peer id (and with it the ids of its virtual servers) survives
-// restarts.
-const identityFile = "identity.key"
-
-// loadIdentity reads the node's private key from dir, creating and saving a
-// new Ed25519 key on first use. The write is atomic: a crash leaves either no
-// key or a complete one.
-func loadIdentity(dir string) (crypto.PrivKey, error) {
-	p := filepath.Join(dir, identityFile)
-	b, err := os.ReadFile(p)
-	if err == nil {
-		k, err := crypto.UnmarshalPrivateKey(b)
-		if err != nil {
-			return nil, fmt.Errorf("node identity %s: %w", p, err)
-		}
-		return k, nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("node identity: %w", err)
-	}
-	k, _, err := crypto.GenerateEd25519Key(rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("node identity: generate: %w", err)
-	}
-	b, err = crypto.MarshalPrivateKey(k)
-	if err != nil {
-		return nil, fmt.Errorf("node identity: marshal: %w", err)
-	}
-	if err := writeFileAtomic(p, b, 0o600); err != nil {
-		return nil, fmt.Errorf("node identity: %w", err)
-	}
-	return k, nil
-}
-
-// writeFileAtomic writes b to path through a synced temporary file and a rename.
-func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after a successful rename
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
-// newHost starts a libp2p host listening on the TCP address listen
+// New starts a libp2p host listening on the TCP address listen
 // ("ip:port") and on QUIC at the same ip and port, authenticated with Noise.
 // bwc counts the bytes of every stream by protocol.
 //
@@ -98,8 +34,8 @@ func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
 // (client and server: members tell each other which of their addresses
 // are dialable), the circuit relay v2 client and hole punching (DCUtR).
 // The relay service a reachable member runs for others starts once the
-// node knows its ring address (startRelayService, relayed.go).
-func newHost(listen string, key crypto.PrivKey, bwc metrics.Reporter, reg prometheus.Registerer) (host.Host, error) {
+// node knows its ring address (StartRelayService).
+func New(listen string, key crypto.PrivKey, bwc metrics.Reporter, reg prometheus.Registerer) (host.Host, error) {
 	ip, port, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen address %q: %w", listen, err)
@@ -187,4 +123,34 @@ func newResourceManager() (network.ResourceManager, error) {
 		return nil, fmt.Errorf("libp2p resource manager: %w", err)
 	}
 	return rm, nil
+}
+
+// StreamLimit is how many streams of one protocol a host may hold open
+// at once, all peers together, each way.
+type StreamLimit struct{ In, Out int }
+
+// LimitProtocols sets limits on h's resource manager, keeping the memory
+// limit each protocol had: a stream over its protocol's limit is reset
+// before its handler runs.
+func LimitProtocols(h host.Host, limits map[protocol.ID]StreamLimit) error {
+	rm := h.Network().ResourceManager()
+	for p, l := range limits {
+		err := rm.ViewProtocol(p, func(s network.ProtocolScope) error {
+			sl, ok := s.(rcmgr.ResourceScopeLimiter)
+			if !ok {
+				return fmt.Errorf("resource manager %T cannot set limits", rm)
+			}
+			sl.SetLimit(&rcmgr.BaseLimit{
+				StreamsInbound:  l.In,
+				StreamsOutbound: l.Out,
+				Streams:         l.In + l.Out,
+				Memory:          sl.Limit().GetMemoryLimit(),
+			})
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("node: limit protocol %s: %w", p, err)
+		}
+	}
+	return nil
 }

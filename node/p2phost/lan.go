@@ -1,4 +1,4 @@
-package node
+package p2phost
 
 import (
 	"context"
@@ -35,9 +35,9 @@ func (f lanFinder) HandlePeerFound(ai peer.AddrInfo) {
 	f.h.Connect(ctx, ai) // best effort: Verify connects again when it needs to
 }
 
-// startLAN announces this node on its LAN and connects to the others
+// StartLAN announces h on its LAN and connects to the other herod nodes
 // there, until ctx ends; the returned closer stops it.
-func startLAN(ctx context.Context, h host.Host) (io.Closer, error) {
+func StartLAN(ctx context.Context, h host.Host) (io.Closer, error) {
 	s := mdns.NewMdnsService(h, lanService, lanFinder{h: h, ctx: ctx})
 	if err := s.Start(); err != nil {
 		return nil, err

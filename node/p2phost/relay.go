@@ -1,13 +1,16 @@
-package node
+package p2phost
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"net/netip"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
@@ -15,6 +18,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/herod-archive/herod/ring"
+	"github.com/herod-archive/herod/ring/p2p"
 )
 
 // Relay service limits. A member that others can dial relays for members
@@ -35,37 +39,41 @@ const (
 // its public IP.
 const relayCheckEvery = 30 * time.Second
 
-// startRelayService makes this node a circuit relay for ring members
-// behind routers that map no port. libp2p's own relay manager starts a
-// relay only once AutoNAT v1 reports public reachability, which needs
-// AutoNAT v1 servers herod does not run; the node knows better: its ring
-// address was given, listened on or mapped, and members verify it by
-// dialing it.
-func (n *Node) startRelayService() error {
+// StartRelayService makes h a circuit relay for ring members behind
+// routers that map no port; closing the result stops it. libp2p's own
+// relay manager starts a relay only once AutoNAT v1 reports public
+// reachability, which needs AutoNAT v1 servers herod does not run; the
+// node knows better: its ring address was given, listened on or mapped,
+// and members verify it by dialing it.
+func StartRelayService(h host.Host) (io.Closer, error) {
 	res := relayv2.DefaultResources()
 	res.Limit = nil
 	res.MaxReservations = relayReservations
 	res.MaxReservationsPerIP = relayReservationsPerIP
 	res.MaxCircuits = relayCircuits
 	res.ReservationTTL = relayReservationTTL
-	r, err := relayv2.New(n.host, relayv2.WithResources(res))
+	r, err := relayv2.New(h, relayv2.WithResources(res))
 	if err != nil {
-		return fmt.Errorf("node: relay service: %w", err)
+		return nil, fmt.Errorf("node: relay service: %w", err)
 	}
-	n.relaySvc = r
-	return nil
+	return r, nil
 }
 
-// relayedAddress makes a node nobody can dial reachable through a member:
-// for each join member in turn it asks which IP the member sees this
-// host's connection come from (the router's public IP) and reserves a
-// relay slot on it. It returns the ring address — that IP with the listen
+// Observer asks member c which IP it sees this host's connection come
+// from; ring/p2p's Transport.Observe implements it.
+type Observer func(ctx context.Context, c ring.Contact) (netip.Addr, error)
+
+// RelayedAddress makes h, which listens on listen and nobody can dial,
+// reachable through a member: for each join member (an address as given
+// to --join) in turn it asks which IP the member sees this host's
+// connection come from (the router's public IP) and reserves a relay
+// slot on it. It returns the ring address — that IP with the listen
 // port, which is nominal: ids hash the IP only — the relay's multiaddr and
 // the reservation.
-func (n *Node) relayedAddress(ctx context.Context, join []string) (string, string, *client.Reservation, error) {
-	_, port, err := net.SplitHostPort(n.cfg.Listen)
+func RelayedAddress(ctx context.Context, h host.Host, listen string, join []string, observe Observer) (string, string, *client.Reservation, error) {
+	_, port, err := net.SplitHostPort(listen)
 	if err != nil {
-		return "", "", nil, fmt.Errorf("listen %q: %w", n.cfg.Listen, err)
+		return "", "", nil, fmt.Errorf("listen %q: %w", listen, err)
 	}
 	var errs []error
 	for _, j := range join {
@@ -77,17 +85,17 @@ func (n *Node) relayedAddress(ctx context.Context, join []string) (string, strin
 		if c.Relay != "" {
 			continue // a relayed member can neither observe nor relay
 		}
-		ip, err := n.tr.Observe(ctx, c)
+		ip, err := observe(ctx, c)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		ai, err := addrInfo(c)
+		ai, err := p2p.AddrInfo(c)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		rsvp, err := client.Reserve(ctx, n.host, ai)
+		rsvp, err := client.Reserve(ctx, h, ai)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("relay reservation on %s: %w", c, err))
 			continue
@@ -97,7 +105,7 @@ func (n *Node) relayedAddress(ctx context.Context, join []string) (string, strin
 			errs = append(errs, err)
 			continue
 		}
-		n.host.ConnManager().Protect(ai.ID, "herod-relay")
+		h.ConnManager().Protect(ai.ID, "herod-relay")
 		return netip.AddrPortFrom(ip, mustPort(port)).String(), relay, rsvp, nil
 	}
 	if len(errs) == 0 {
@@ -124,14 +132,15 @@ func mustPort(s string) uint16 {
 	return ap.Port()
 }
 
-// keepRelayed keeps a relayed node reachable: it renews its reservation
-// before it expires and whenever the connection to the relay drops, and
-// asks the relay which IP it sees this node at. When the reservation
-// cannot be renewed, or the public IP changed (a home connection's IP
-// changes overnight), it signals AddressChanged once: the node's owner
+// KeepRelayed keeps a relayed node, h at contact self, reachable until
+// ctx ends: it renews its reservation rsvp before it expires and whenever
+// the connection to the relay drops, and asks the relay which IP it sees
+// this node at. When the reservation cannot be renewed, or the public IP
+// changed (a home connection's IP changes overnight), it sends the
+// address to join at on changed, once, and returns: the node's owner
 // joins again, through another relay or at the new IP.
-func (n *Node) keepRelayed(ctx context.Context, rsvp *client.Reservation) {
-	relay, err := ma.NewMultiaddr(n.self.Relay)
+func KeepRelayed(ctx context.Context, h host.Host, self ring.Contact, rsvp *client.Reservation, observe Observer, log *slog.Logger, changed chan<- string) {
+	relay, err := ma.NewMultiaddr(self.Relay)
 	if err != nil {
 		return
 	}
@@ -139,7 +148,7 @@ func (n *Node) keepRelayed(ctx context.Context, rsvp *client.Reservation) {
 	if err != nil {
 		return
 	}
-	relayContact, err := ParseContact(n.self.Relay)
+	relayContact, err := ParseContact(self.Relay)
 	if err != nil {
 		return
 	}
@@ -153,14 +162,14 @@ func (n *Node) keepRelayed(ctx context.Context, rsvp *client.Reservation) {
 			return
 		case <-tick.C:
 		}
-		renew := time.Until(expires) < relayReservationTTL/4 || n.host.Network().Connectedness(ai.ID) != network.Connected
+		renew := time.Until(expires) < relayReservationTTL/4 || h.Network().Connectedness(ai.ID) != network.Connected
 		ok := true
 		if renew {
 			rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-			r, err := client.Reserve(rctx, n.host, *ai)
+			r, err := client.Reserve(rctx, h, *ai)
 			cancel()
 			if err != nil {
-				n.log.Warn("relay reservation not renewed", "relay", ai.ID, "err", err)
+				log.Warn("relay reservation not renewed", "relay", ai.ID, "err", err)
 				ok = false
 			} else {
 				expires = r.Expiration
@@ -168,12 +177,12 @@ func (n *Node) keepRelayed(ctx context.Context, rsvp *client.Reservation) {
 		}
 		if ok {
 			octx, cancel := context.WithTimeout(ctx, 15*time.Second)
-			ip, err := n.tr.Observe(octx, relayContact)
+			ip, err := observe(octx, relayContact)
 			cancel()
 			if err == nil {
-				if old, perr := netip.ParseAddrPort(n.self.Addr); perr == nil && ip != old.Addr() {
-					n.log.Warn("the public IP changed: this node's ring ids derive from the old one", "old", old.Addr(), "new", ip)
-					n.addrChanged <- netip.AddrPortFrom(ip, old.Port()).String()
+				if old, perr := netip.ParseAddrPort(self.Addr); perr == nil && ip != old.Addr() {
+					log.Warn("the public IP changed: this node's ring ids derive from the old one", "old", old.Addr(), "new", ip)
+					changed <- netip.AddrPortFrom(ip, old.Port()).String()
 					return
 				}
 			} else {
@@ -185,18 +194,18 @@ func (n *Node) keepRelayed(ctx context.Context, rsvp *client.Reservation) {
 			continue
 		}
 		if failures++; failures >= 3 {
-			n.log.Warn("the relay no longer serves this node: joining again", "relay", ai.ID)
-			n.addrChanged <- n.self.Addr
+			log.Warn("the relay no longer serves this node: joining again", "relay", ai.ID)
+			changed <- self.Addr
 			return
 		}
 	}
 }
 
-// relayContactOf returns the contact of a member reached through a relay
+// RelayContactOf returns the contact of a member reached through a relay
 // from a circuit multiaddr .../p2p/RELAY/p2p-circuit[/p2p/PEER]; pid names
 // the peer when the address does not (a relayed connection's remote
 // address ends at p2p-circuit).
-func relayContactOf(m ma.Multiaddr, pid string) (ring.Contact, bool) {
+func RelayContactOf(m ma.Multiaddr, pid string) (ring.Contact, bool) {
 	relay, rest := ma.SplitFunc(m, func(c ma.Component) bool { return c.Protocol().Code == ma.P_CIRCUIT })
 	if len(rest) == 0 {
 		return ring.Contact{}, false
