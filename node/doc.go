@@ -43,7 +43,8 @@
 // virtual server for a fairer one (rebalance.go, ring.Rebalance).
 //
 // Each replication round records, per local range, whether its k-1
-// replicas were in sync and how many versions one lacked (health.go);
+// replicas were in sync and how many versions one lacked (package
+// replication, which runs the rounds);
 // /metrics exports that with the node's other counters and libp2p's own
 // metrics (metrics.go). Download and upload caps throttle the crawler's
 // response bodies and the replication streams (bandwidth.go).

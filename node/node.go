@@ -31,6 +31,7 @@ import (
 	"github.com/herod-archive/herod/node/purge"
 	"github.com/herod-archive/herod/node/query"
 	"github.com/herod-archive/herod/node/reach"
+	"github.com/herod-archive/herod/node/replication"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/claim"
 	"github.com/herod-archive/herod/ring/p2p"
@@ -57,7 +58,7 @@ type Node struct {
 	fwd      *forward.Forwarder
 	outbox   *forward.Outbox
 	dht      atomic.Pointer[p2p.DHT]
-	repl     *replicator
+	repl     *replication.Replicator
 	query    *query.Service // ring-wide queries (query.go)
 	gw       *gateway.Server
 	httpSrv  *http.Server // the gateway's UI origin

@@ -120,6 +120,12 @@ func (x *Exchanger) Handle(s network.Stream) {
 	}
 }
 
+// Digest names the orders the Book holds (Book.List).
+func (x *Exchanger) Digest() string {
+	_, d := x.Book.List()
+	return d
+}
+
 // call sends one purge request to c.
 func (x *Exchanger) call(ctx context.Context, c ring.Contact, req Request) (Reply, error) {
 	var rep Reply

@@ -1,4 +1,4 @@
-package node
+package replication
 
 import (
 	"time"
@@ -6,9 +6,9 @@ import (
 	"github.com/herod-archive/herod/internal/id"
 )
 
-// ReplicationHealth tells how far this node's own ranges are from k
+// Health tells how far this node's own ranges are from k
 // copies, as its last replication round found them.
-type ReplicationHealth struct {
+type Health struct {
 	// Ranges is the number of local ranges the round checked; Behind
 	// those not in sync with all their k-1 replicas.
 	Ranges int `json:"ranges"`
@@ -52,7 +52,7 @@ func (c *rangeCheck) add(p pairCheck) {
 }
 
 // rangeHealth keeps, per local virtual server, the last round's check and
-// when its range was last in sync. Guarded by replicator.mu.
+// when its range was last in sync. Guarded by Replicator.mu.
 type rangeHealth struct {
 	last      map[id.ID]rangeCheck
 	syncedAt  map[id.ID]time.Time // last round that found the range in sync, or its first check
@@ -74,8 +74,8 @@ func (h *rangeHealth) update(checks map[id.ID]rangeCheck, now time.Time) {
 }
 
 // snapshot summarizes the health at now.
-func (h *rangeHealth) snapshot(now time.Time) ReplicationHealth {
-	out := ReplicationHealth{Ranges: len(h.last), LastRound: h.lastRound}
+func (h *rangeHealth) snapshot(now time.Time) Health {
+	out := Health{Ranges: len(h.last), LastRound: h.lastRound}
 	for v, c := range h.last {
 		if c.inSync && c.replicas >= c.want {
 			continue
