@@ -10,7 +10,7 @@
 //     and day while ranges move: a node that took a range today claims
 //     each URL from the former owner before fetching it, and a node that
 //     leaves hands the keys it fetched today to its ranges' heirs
-//     (claim.go).
+//     (package dayclaim; claim.go wires it).
 //   - /herod/archive/1.0.0 answers "versions of u" and "the capture of u at
 //     t" for URLs the node stores, so that any gateway answers any URL.
 //   - /herod/query/1.0.0 lists or exports (as WARC) the versions a node
@@ -29,7 +29,7 @@
 //     state, crawl day, versions and replication health (summary.go).
 //
 // When a range grows in the middle of a day (a predecessor died or left)
-// the crawler queues its known URLs at once (takeover.go): ring events
+// the crawler queues its known URLs at once (dayclaim.TakeOver): ring events
 // wake the loop, which compares the ranges it sees with the last ones, so
 // a dropped event loses nothing, and Idle is false until they are queued.
 // A virtual server that moves for a fairer share first hands the day's

@@ -144,7 +144,7 @@ func formingRound(t *testing.T, seed uint64) (urls, dups, missing int) {
 		twins += n.ring.Counters().Twins
 		overHops += n.counters.overHops.Load()
 		checks += n.counters.ownerChecks.Load()
-		taken += n.counters.takenOver.Load()
+		taken += n.takeOver.Taken()
 		stale += n.crawler.Stats().PassedOn
 		cs := n.claims.Stats()
 		claims += cs.Sent

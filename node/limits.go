@@ -24,7 +24,7 @@ var protocolLimits = map[protocol.ID]p2phost.StreamLimit{
 	politeness.BudgetProtocol: {In: 256, Out: 256}, // lease RPCs: small frames
 	politeness.RobotsProtocol: {In: 64, Out: 64},   // may fetch a robots.txt (≤ 500 KiB)
 	queryProtocol:             {In: 64, Out: 64},   // list/export; 32 served at once (query.MaxServing)
-	claimProtocol:             {In: 256, Out: 256}, // one small frame each way (claim.go)
+	claimProtocol:             {In: 256, Out: 256}, // one small frame each way (package dayclaim)
 	handoverProtocol:          {In: 16, Out: 16},   // a leaving node's fetched keys, ≤ 4 MiB
 	purgeProtocol:             {In: 16, Out: 16},   // a new order runs a purge (a scan of the archive) before the reply
 	summaryProtocol:           {In: 64, Out: 64},   // /ring summaries: small JSON

@@ -25,6 +25,7 @@ import (
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/node/dayclaim"
 	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/node/identity"
 	"github.com/herod-archive/herod/node/p2phost"
@@ -80,13 +81,13 @@ type Node struct {
 	relaySvc    io.Closer           // the circuit relay this node runs for others
 	counters    struct {
 		linksReceived, badFrames, badLinks, overHops atomic.Int64
-		takenOver                                    atomic.Int64 // URLs queued by mid-day take-overs
 		knownShared, knownReceived                   atomic.Int64 // known URLs without versions sent and remembered (known.go)
 		ownerChecks                                  atomic.Int64 // fetch-time checks that asked the ring (relocate.go)
 	}
-	claims   *claim.Claims // the day's fetches and claims (claim.go)
-	takeOver takeOver      // ranges taken over mid-day (takeover.go)
-	size     sizeEstimate  // the ring's size, for the forwarder (estimate.go)
+	claims   *claim.Claims      // the day's fetches and claims (claim.go)
+	dayclaim *dayclaim.Service  // claim and handover streams
+	takeOver *dayclaim.TakeOver // ranges taken over mid-day
+	size     sizeEstimate       // the ring's size, for the forwarder (estimate.go)
 	trust    struct {
 		notMember atomic.Int64 // streams from peers that are no verified ring member
 		role      atomic.Int64 // member requests outside the member's role
@@ -178,7 +179,7 @@ func New(cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: ring: %w", err)
 	}
-	n.claims = n.newClaims()
+	n.setupClaims()
 	if n.identity, err = identity.NewSigner(key); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -245,8 +246,8 @@ func (n *Node) Start(ctx context.Context) error {
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.host.SetStreamHandler(linksProtocol, n.handleLinks)
 	n.host.SetStreamHandler(archiveProtocol, n.handleArchive)
-	n.host.SetStreamHandler(claimProtocol, n.handleClaim)
-	n.host.SetStreamHandler(handoverProtocol, n.handleHandover)
+	n.host.SetStreamHandler(claimProtocol, n.dayclaim.HandleClaim)
+	n.host.SetStreamHandler(handoverProtocol, n.dayclaim.HandleHandover)
 	n.host.SetStreamHandler(summaryProtocol, n.handleSummary)
 	if n.reach == ReachMapped || n.reach == ReachRelayed {
 		// Behind a home router: find the household's other nodes on the
@@ -284,12 +285,12 @@ func (n *Node) Start(ctx context.Context) error {
 	// Subscribed before the crawl starts, so that no range this node takes
 	// over from then on goes unnoticed.
 	sub := n.ring.Subscribe(64)
-	n.takeOver.sub.Store(sub)
+	n.takeOver.Watch(sub)
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
 		defer sub.Unsubscribe()
-		n.takeOverLoop(n.ctx, sub)
+		n.takeOver.Run(n.ctx)
 	}()
 	if err := n.crawler.Start(n.ctx); err != nil {
 		return fmt.Errorf("node start: crawl: %w", err)
@@ -374,7 +375,7 @@ func (n *Node) Close() error {
 	}
 	if n.started.Load() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		n.handOver(ctx)
+		n.dayclaim.HandOver(ctx, n.ring.Status().Vnodes)
 		if err := n.ring.Leave(ctx); err != nil {
 			n.log.Debug("ring leave", "err", err)
 		}
@@ -437,7 +438,7 @@ func (n *Node) Multiaddr() string {
 // links waiting for delivery and no range taken over whose URLs are not
 // queued yet.
 func (n *Node) Idle() bool {
-	return n.crawler.Idle() && !n.fwd.Busy() && n.takeOver.idle()
+	return n.crawler.Idle() && !n.fwd.Busy() && n.takeOver.Idle()
 }
 
 // NewDay starts a new crawl day now (the crawler also does this on its own

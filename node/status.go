@@ -131,7 +131,7 @@ func (n *Node) Status() Status {
 		Replication: n.ReplicationStats(),
 		Trust:       TrustStats{NotMember: n.trust.notMember.Load(), Role: n.trust.role.Load()},
 		Purge:       n.PurgeStats(),
-		TakenOver:   n.counters.takenOver.Load(),
+		TakenOver:   n.takeOver.Taken(),
 		Wire:        n.wire(),
 	}
 }
