@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 
-	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/node/dayclaim"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/claim"
@@ -12,7 +11,8 @@ import (
 // One fetch per URL and day while the ring forms and changes: the
 // decisions are ring/claim's; package dayclaim carries them over libp2p
 // (claimProtocol, handoverProtocol) and queues the ranges taken over
-// mid-day; this file wires them to the crawler (relocate.go) and the
+// mid-day, and checks at fetch time that a URL is still this node's
+// (dayclaim.Relocator); this file wires them to the crawler and the
 // ring's joins (Config.Took) and moves (Config.Moving).
 
 const (
@@ -84,6 +84,3 @@ func (n *Node) movingVnode(ctx context.Context, v ring.Node, r ring.Range, heir 
 	}
 	n.dayclaim.HandOverRange(ctx, v, r, heir, n.claimDay())
 }
-
-// claimedAway reports whether key is another node's today by a claim.
-func (n *Node) claimedAway(key id.ID) bool { return n.claims.Dropped(key, n.claimDay()) }

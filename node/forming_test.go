@@ -143,7 +143,7 @@ func formingRound(t *testing.T, seed uint64) (urls, dups, missing int) {
 	for _, n := range lr.Nodes {
 		twins += n.ring.Counters().Twins
 		overHops += n.counters.overHops.Load()
-		checks += n.counters.ownerChecks.Load()
+		checks += n.reloc.OwnerChecks()
 		taken += n.takeOver.Taken()
 		stale += n.crawler.Stats().PassedOn
 		cs := n.claims.Stats()

@@ -82,12 +82,12 @@ type Node struct {
 	counters    struct {
 		linksReceived, badFrames, badLinks, overHops atomic.Int64
 		knownShared, knownReceived                   atomic.Int64 // known URLs without versions sent and remembered (known.go)
-		ownerChecks                                  atomic.Int64 // fetch-time checks that asked the ring (relocate.go)
 	}
-	claims   *claim.Claims      // the day's fetches and claims (claim.go)
-	dayclaim *dayclaim.Service  // claim and handover streams
-	takeOver *dayclaim.TakeOver // ranges taken over mid-day
-	size     sizeEstimate       // the ring's size, for the forwarder (estimate.go)
+	claims   *claim.Claims       // the day's fetches and claims (claim.go)
+	dayclaim *dayclaim.Service   // claim and handover streams
+	takeOver *dayclaim.TakeOver  // ranges taken over mid-day
+	reloc    *dayclaim.Relocator // the crawler's forwarder, with the fetch-time ownership check
+	size     sizeEstimate        // the ring's size, for the forwarder (estimate.go)
 	trust    struct {
 		notMember atomic.Int64 // streams from peers that are no verified ring member
 		role      atomic.Int64 // member requests outside the member's role
@@ -226,7 +226,9 @@ func New(cfg Config) (n *Node, err error) {
 	n.setupPoliteness(&cc)
 	n.setupReplication()
 	n.setupQuery()
-	n.crawler, err = crawl.New(filepath.Join(cfg.DataDir, "crawl"), cc, n.store, relocator{n.fwd, n, &passVia{}})
+	n.reloc = &dayclaim.Relocator{Forwarder: n.fwd, Ring: n.ring, Claims: n.claims, Self: n.self.Peer,
+		Day: n.claimDay, Replicas: cfg.LinkReplicas, Logger: n.log}
+	n.crawler, err = crawl.New(filepath.Join(cfg.DataDir, "crawl"), cc, n.store, n.reloc)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}

@@ -15,6 +15,11 @@
 // events wake it, and it compares the ranges it sees with the last ones,
 // so a dropped event loses nothing; Idle is false until they are queued.
 //
+// Relocator is the crawler's forwarder with the fetch-time ownership
+// check (crawl.Relocator): a URL whose range moved to another node since
+// it was queued, or that a claim made another node's today, is passed on
+// or dropped instead of fetched.
+//
 // The decisions (who fetches, what a claim answers, which handovers to
 // accept) are ring/claim's; the node supplies the streams, the trust gate
 // and the crawler (node/claim.go).
@@ -24,6 +29,6 @@
 // counted and logged (Service.RefuseRole); a claim frame is at most
 // 16 KiB, a handover at most 4 MiB, and every exchange ends within 10 s.
 //
-// Concurrency: a Service and a TakeOver are safe for concurrent use once
+// Concurrency: a Service, a TakeOver and a Relocator are safe for concurrent use once
 // their fields are set; TakeOver.Run runs in one goroutine.
 package dayclaim

@@ -1,9 +1,11 @@
-package node
+package dayclaim
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/id"
@@ -12,15 +14,33 @@ import (
 	"github.com/herod-archive/herod/ring/claim"
 )
 
-// relocator is the crawler's Forwarder: the node's forwarder, plus the
+// Relocator is the crawler's Forwarder: the node's forwarder, plus the
 // fetch-time ownership check (crawl.Relocator). A URL queued while this
 // node owned it is fetched only if the node still owns it; one whose
 // range moved to another node (a node joined in front of one of ours)
 // is passed on to its owner instead, so at most one node fetches it.
-type relocator struct {
+// Every field but Logger must be set before the crawler uses it.
+type Relocator struct {
 	*forward.Forwarder
-	n   *Node
-	via *passVia
+	Ring interface {
+		// OwnerVnode returns the local virtual server that owns key, if
+		// one does by this node's view.
+		OwnerVnode(key id.ID) (ring.Node, bool)
+		// CloserOwner returns an owner of key closer than this node's
+		// routing knows, if a local virtual server's view has one.
+		CloserOwner(key id.ID) (ring.Node, bool)
+		Lookup(ctx context.Context, key id.ID) (ring.Node, error)
+	}
+	Claims *claim.Claims
+	Self   string       // this node's peer id
+	Day    func() int64 // the day claims are made for
+	// Replicas is the node's link replication (Config.LinkReplicas): above
+	// 1 nothing moves.
+	Replicas int
+	Logger   *slog.Logger // nil: discard
+
+	via    passVia
+	checks atomic.Int64 // fetch-time checks that asked the ring
 }
 
 // passVia remembers, between Moved and PassOn of one entry, the former
@@ -55,7 +75,18 @@ func (p *passVia) take(url string) (ring.Node, bool) {
 	return n, ok
 }
 
-var _ crawl.Relocator = relocator{}
+var _ crawl.Relocator = (*Relocator)(nil)
+
+// OwnerChecks returns how many fetch-time checks asked the ring (the
+// URL's owner was not a local virtual server by this node's view).
+func (r *Relocator) OwnerChecks() int64 { return r.checks.Load() }
+
+func (r *Relocator) log() *slog.Logger {
+	if r.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return r.Logger
+}
 
 // Moved reports whether another node owns url now. When a local virtual
 // server owns the key by this node's view (the common case) it costs a
@@ -66,26 +97,26 @@ var _ crawl.Relocator = relocator{}
 // purpose at nodes that do not own them, to be crawled there too.
 //
 // A URL a local virtual server owns is also checked against the day's
-// claims (claim.go): one that a newer owner claimed, or that a former
+// claims: one that a newer owner claimed, or that a former
 // owner fetched today, counts as moved, and PassOn drops it.
-func (r relocator) Moved(ctx context.Context, url string) bool {
+func (r *Relocator) Moved(ctx context.Context, url string) bool {
 	key := id.OfString(url)
-	if r.n.cfg.LinkReplicas > 1 {
+	if r.Replicas > 1 {
 		return false
 	}
-	if v, ok := r.n.ring.OwnerVnode(key); ok {
+	if v, ok := r.Ring.OwnerVnode(key); ok {
 		return r.toFetch(ctx, url, key, v)
 	}
-	r.n.counters.ownerChecks.Add(1)
-	owner, ok := r.n.ring.CloserOwner(key)
+	r.checks.Add(1)
+	owner, ok := r.Ring.CloserOwner(key)
 	if !ok {
 		var err error
-		if owner, err = r.n.ring.Lookup(ctx, key); err != nil {
-			r.n.log.Debug("fetch-time owner lookup failed; fetching here", "url", url, "err", err)
+		if owner, err = r.Ring.Lookup(ctx, key); err != nil {
+			r.log().Debug("fetch-time owner lookup failed; fetching here", "url", url, "err", err)
 			return false
 		}
 	}
-	if owner.Peer != r.n.self.Peer {
+	if owner.Peer != r.Self {
 		return true
 	}
 	// Another view of the ring says a local virtual server owns it: the
@@ -95,8 +126,8 @@ func (r relocator) Moved(ctx context.Context, url string) bool {
 
 // toFetch asks the day's claims whether the local virtual server v
 // fetches url, and reports whether it does not (Moved).
-func (r relocator) toFetch(ctx context.Context, url string, key id.ID, v ring.Node) bool {
-	out, via := r.n.claims.ToFetchVia(ctx, url, key, v, r.n.claimDay())
+func (r *Relocator) toFetch(ctx context.Context, url string, key id.ID, v ring.Node) bool {
+	out, via := r.Claims.ToFetchVia(ctx, url, key, v, r.Day())
 	if out == claim.PassOn && via.Peer != "" {
 		r.via.put(url, via)
 	}
@@ -109,9 +140,9 @@ func (r relocator) toFetch(ctx context.Context, url string, key id.ID, v ring.No
 //
 // A URL that is another node's for the day by a claim leaves the queue
 // without being passed on: its owner has it.
-func (r relocator) PassOn(_ context.Context, url string) error {
-	if r.n.claimedAway(id.OfString(url)) {
-		r.n.log.Debug("relocate: dropped: another node's today by a claim", "url", url)
+func (r *Relocator) PassOn(_ context.Context, url string) error {
+	if r.Claims.Dropped(id.OfString(url), r.Day()) { // another node's today by a claim
+		r.log().Debug("relocate: dropped: another node's today by a claim", "url", url)
 		return nil
 	}
 	var via *ring.Node
