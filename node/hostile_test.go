@@ -28,6 +28,7 @@ import (
 	"github.com/herod-archive/herod/node/politeness"
 	"github.com/herod-archive/herod/node/purge"
 	"github.com/herod-archive/herod/node/query"
+	"github.com/herod-archive/herod/node/resolve"
 	"github.com/herod-archive/herod/replicate"
 	"github.com/herod-archive/herod/ring"
 )
@@ -200,8 +201,8 @@ func TestHostilePeers(t *testing.T) {
 	}
 	archiveGet := func(h host.Host) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
-			var rep archiveReply
-			return rawJSON(ctx, h, tid, archiveProtocol, archiveRequest{Op: "versions", URL: "http://example.org/"}, &rep)
+			var rep resolve.Reply
+			return rawJSON(ctx, h, tid, archiveProtocol, resolve.Request{Op: "versions", URL: "http://example.org/"}, &rep)
 		}
 	}
 	query := func(h host.Host) func(ctx context.Context) error {

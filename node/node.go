@@ -33,6 +33,7 @@ import (
 	"github.com/herod-archive/herod/node/query"
 	"github.com/herod-archive/herod/node/reach"
 	"github.com/herod-archive/herod/node/replication"
+	"github.com/herod-archive/herod/node/resolve"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/claim"
 	"github.com/herod-archive/herod/ring/p2p"
@@ -60,7 +61,8 @@ type Node struct {
 	outbox   *forward.Outbox
 	dht      atomic.Pointer[p2p.DHT]
 	repl     *replication.Replicator
-	query    *query.Service // ring-wide queries (query.go)
+	query    *query.Service   // ring-wide queries (query.go)
+	resolve  *resolve.Service // any URL, from its holders (resolve.go)
 	gw       *gateway.Server
 	httpSrv  *http.Server // the gateway's UI origin
 	gwLn     net.Listener
@@ -226,6 +228,7 @@ func New(cfg Config) (n *Node, err error) {
 	n.setupPoliteness(&cc)
 	n.setupReplication()
 	n.setupQuery()
+	n.setupResolve()
 	n.reloc = &dayclaim.Relocator{Forwarder: n.fwd, Ring: n.ring, Claims: n.claims, Self: n.self.Peer,
 		Day: n.claimDay, Replicas: cfg.LinkReplicas, Logger: n.log}
 	n.crawler, err = crawl.New(filepath.Join(cfg.DataDir, "crawl"), cc, n.store, n.reloc)
@@ -247,7 +250,7 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.host.SetStreamHandler(linksProtocol, n.handleLinks)
-	n.host.SetStreamHandler(archiveProtocol, n.handleArchive)
+	n.host.SetStreamHandler(archiveProtocol, n.resolve.Handle)
 	n.host.SetStreamHandler(claimProtocol, n.dayclaim.HandleClaim)
 	n.host.SetStreamHandler(handoverProtocol, n.dayclaim.HandleHandover)
 	n.host.SetStreamHandler(summaryProtocol, n.handleSummary)
