@@ -5,7 +5,8 @@
 //   - /herod/links/1.0.0 delivers a batch of links to the node that owns
 //     them; the reply acknowledges that they are durably queued. With
 //     "known" set it hands the holders of a range the known URLs that no
-//     version carries, to be remembered, not crawled (known.go).
+//     version carries, to be remembered, not crawled (package forward,
+//     Links; links.go wires it).
 //   - /herod/claim/1.0.0 and /herod/handover/1.0.0 keep one fetch per URL
 //     and day while ranges move: a node that took a range today claims
 //     each URL from the former owner before fetching it, and a node that
@@ -53,8 +54,8 @@
 // Links travel by ring walks: a node's forwarder sorts its buffer by key,
 // looks up the owner of the first, and each recipient answers with its
 // successors; a durable outbox keeps links until their owner acknowledges
-// them (package forward, which also holds the links protocol's wire
-// format; links.go sends and receives its batches).
+// them (package forward, which also sends and receives the links
+// protocol's batches).
 //
 // Invariants: a link is never dropped while in a node's forwarder — it
 // leaves only when its owner acknowledges it; every payload that crosses

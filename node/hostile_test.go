@@ -28,6 +28,7 @@ import (
 	"github.com/herod-archive/herod/node/politeness"
 	"github.com/herod-archive/herod/node/purge"
 	"github.com/herod-archive/herod/node/query"
+	"github.com/herod-archive/herod/node/replication"
 	"github.com/herod-archive/herod/node/resolve"
 	"github.com/herod-archive/herod/replicate"
 	"github.com/herod-archive/herod/ring"
@@ -373,11 +374,11 @@ func TestHostilePeers(t *testing.T) {
 		{"non-member: budget lease", budget(bare), ""},
 		{"non-member: archive read", archiveGet(lone.host), ""},
 		{"non-member: ring-wide query", query(bare), ""},
-		{"member: whole-ring pull (A == B)", ack(member.host, pull(mv.ID, mv.ID, mv.Node)), errRole.Error()},
-		{"member: pull of a range wider than its own", ack(member.host, pull(mv.ID.AddPow2(0), mv.ID, mv.Node)), errRole.Error()},
-		{"member: pull naming another member", ack(member.host, pull(loneV.ID, loneV.ID, loneV)), errRole.Error()},
-		{"member: replica links for a range the target does not replicate (its own)", links(member.host, true, foreignURL), errRole.Error()},
-		{"member: replica links spanning two owners' ranges", links(member.host, true, replicaURL, foreignURL), errRole.Error()},
+		{"member: whole-ring pull (A == B)", ack(member.host, pull(mv.ID, mv.ID, mv.Node)), replication.ErrRole.Error()},
+		{"member: pull of a range wider than its own", ack(member.host, pull(mv.ID.AddPow2(0), mv.ID, mv.Node)), replication.ErrRole.Error()},
+		{"member: pull naming another member", ack(member.host, pull(loneV.ID, loneV.ID, loneV)), replication.ErrRole.Error()},
+		{"member: replica links for a range the target does not replicate (its own)", links(member.host, true, foreignURL), forward.ErrRole.Error()},
+		{"member: replica links spanning two owners' ranges", links(member.host, true, replicaURL, foreignURL), forward.ErrRole.Error()},
 		{"member: robots.txt of an internal origin the target owns", robots(member.host, internalOrigin), "internal address"},
 		{"member: robots.txt of an origin the target owns, redirecting to an internal address", robotsRedirect(member.host), ""},
 		{"non-member: robots.txt redirecting to an internal address", robotsRedirect(lone.host), ""},

@@ -161,7 +161,7 @@ func TestLinkForwardingBandwidth(t *testing.T) {
 	// forwarder like the node's but without its Idle: the node's crawler
 	// has nothing queued, which would start a walk in the background at
 	// once (forward.Config.Idle).
-	fwd, err := forward.New(forward.Config{Ring: src.ring, Deliver: src.deliver, Every: time.Hour,
+	fwd, err := forward.New(forward.Config{Ring: src.ring, Deliver: src.links.Deliver, Every: time.Hour,
 		PerVnode: 1 << 30, Replicas: src.cfg.LinkReplicas, LocalPeer: src.self.Peer})
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +196,7 @@ func TestLinkForwardingBandwidth(t *testing.T) {
 		if owners[k].Peer == src.self.Peer {
 			continue
 		}
-		if _, err := src.deliver(ctx, owners[k], forward.Batch{URLs: us, Want: forward.WantNone}); err != nil {
+		if _, err := src.links.Deliver(ctx, owners[k], forward.Batch{URLs: us, Want: forward.WantNone}); err != nil {
 			t.Fatal(err)
 		}
 		batches++

@@ -43,10 +43,11 @@ import (
 // verified ring member.
 var errNotMember = errors.New("node: not a ring member")
 
-// errRole is the refusal of a member's request outside the role the ring
-// gives it (a pull for a range it does not own, replica links for a range
-// this node does not replicate, a robots.txt this node does not own).
-var errRole = errors.New("node: outside the sender's role")
+// A member's request outside the role the ring gives it (a pull for a
+// range it does not own, replica links for a range this node does not
+// replicate, a robots.txt this node does not own) is refused by the
+// package that serves it, with an error wrapping that package's ErrRole,
+// and reported to refuseRole.
 
 const (
 	memberTTL     = time.Minute

@@ -58,6 +58,7 @@ type Node struct {
 	store    *archive.Store
 	crawler  *crawl.Crawler
 	fwd      *forward.Forwarder
+	links    *forward.Links // the links protocol (links.go)
 	outbox   *forward.Outbox
 	dht      atomic.Pointer[p2p.DHT]
 	repl     *replication.Replicator
@@ -82,8 +83,7 @@ type Node struct {
 	rsvp        *client.Reservation // the relay slot of a ReachRelayed node
 	relaySvc    io.Closer           // the circuit relay this node runs for others
 	counters    struct {
-		linksReceived, badFrames, badLinks, overHops atomic.Int64
-		knownShared, knownReceived                   atomic.Int64 // known URLs without versions sent and remembered (known.go)
+		badFrames atomic.Int64 // inbound requests that did not parse, every protocol
 	}
 	claims   *claim.Claims       // the day's fetches and claims (claim.go)
 	dayclaim *dayclaim.Service   // claim and handover streams
@@ -203,9 +203,10 @@ func New(cfg Config) (n *Node, err error) {
 	if n.outbox, err = forward.OpenOutbox(filepath.Join(cfg.DataDir, "outbox")); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	n.setupLinks()
 	n.fwd, err = forward.New(forward.Config{
 		Ring:       n.ring,
-		Deliver:    n.deliver,
+		Deliver:    n.links.Deliver,
 		Outbox:     n.outbox,
 		Every:      cfg.FlushInterval,
 		PerVnode:   cfg.WalkPerVnode,
@@ -215,11 +216,12 @@ func New(cfg Config) (n *Node, err error) {
 		LocalPeer:  n.self.Peer,
 		Day:        n.crawlDay,
 		Idle:       func() bool { return n.crawler != nil && n.crawler.Queued() == 0 },
-		ShareKnown: n.shareKnown,
+		ShareKnown: n.links.ShareKnown,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	n.links.Forwarder = n.fwd
 	cc := cfg.Crawl
 	cc.DayLength = cfg.DayLength
 	cc.Owns = n.ownsURL
@@ -235,6 +237,7 @@ func New(cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	n.links.Crawler = n.crawler
 	if err := n.setupGateway(); err != nil {
 		return nil, err
 	}
@@ -249,7 +252,7 @@ func (n *Node) Start(ctx context.Context) error {
 		return errors.New("node: already started")
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	n.host.SetStreamHandler(linksProtocol, n.handleLinks)
+	n.host.SetStreamHandler(linksProtocol, n.links.Handle)
 	n.host.SetStreamHandler(archiveProtocol, n.resolve.Handle)
 	n.host.SetStreamHandler(claimProtocol, n.dayclaim.HandleClaim)
 	n.host.SetStreamHandler(handoverProtocol, n.dayclaim.HandleHandover)

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/peerstore"
 	"github.com/libp2p/go-libp2p/core/protocol"
 
-	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/node/resolve"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/p2p"
@@ -19,23 +17,10 @@ import (
 
 // Protocol ids of the node-to-node services. The ring protocol itself lives
 // in ring/p2p.
-const (
-	linksProtocol   = forward.Protocol
-	archiveProtocol = resolve.Protocol
-)
+const archiveProtocol = resolve.Protocol
 
-// Limits of the node's own streams: each exchange ends within streamTimeout;
-// a batch of links travels at most maxHops times.
-const (
-	streamTimeout = 30 * time.Second
-	// maxHops bounds how often a batch of links is passed on by nodes that
-	// do not own them (while the ring is still settling) before the last
-	// recipient keeps them anyway rather than lose them.
-	maxHops = 4
-)
-
-// errRemote reports an error the remote node returned.
-var errRemote = errors.New("node: remote error")
+// streamTimeout bounds each exchange of the node's own streams.
+const streamTimeout = 30 * time.Second
 
 // addrInfo returns the libp2p address of the real node behind c: its
 // ip:port, or the circuit through its relay.

@@ -98,7 +98,7 @@ func TestHistoryNeverStops(t *testing.T) {
 	}
 	known := sortedKeys(requestsPerURL(web))
 	// The sample web's /private/ pages are refused by its robots.txt: no
-	// version carries them, so they travel only as known URLs (known.go);
+	// version carries them, so they travel only as known URLs (forward.Links.ShareKnown);
 	// every day each is checked against robots.txt once, by its owner.
 	refused := robotsRefused(lr)
 	// A day on which nothing changes: every node shares the URLs it owns
