@@ -28,7 +28,8 @@
 //     ring and are exchanged again at the start of each replication round
 //     (purge.go, package purge).
 //   - /herod/summary/1.0.0 answers a member's /ring page with this node's
-//     state, crawl day, versions and replication health (summary.go).
+//     state, crawl day, versions and replication health (package
+//     ringpage; summary.go computes it).
 //
 // When a range grows in the middle of a day (a predecessor died or left)
 // the crawler queues its known URLs at once (dayclaim.TakeOver): ring events

@@ -34,6 +34,7 @@ import (
 	"github.com/herod-archive/herod/node/reach"
 	"github.com/herod-archive/herod/node/replication"
 	"github.com/herod-archive/herod/node/resolve"
+	"github.com/herod-archive/herod/node/ringpage"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/claim"
 	"github.com/herod-archive/herod/ring/p2p"
@@ -62,8 +63,9 @@ type Node struct {
 	outbox   *forward.Outbox
 	dht      atomic.Pointer[p2p.DHT]
 	repl     *replication.Replicator
-	query    *query.Service   // ring-wide queries (query.go)
-	resolve  *resolve.Service // any URL, from its holders (resolve.go)
+	query    *query.Service    // ring-wide queries (query.go)
+	ringpage *ringpage.Service // the gateway's /ring page (summary.go)
+	resolve  *resolve.Service  // any URL, from its holders (resolve.go)
 	gw       *gateway.Server
 	httpSrv  *http.Server // the gateway's UI origin
 	gwLn     net.Listener
@@ -231,6 +233,7 @@ func New(cfg Config) (n *Node, err error) {
 	n.setupReplication()
 	n.setupQuery()
 	n.setupResolve()
+	n.setupRingPage()
 	n.reloc = &dayclaim.Relocator{Forwarder: n.fwd, Ring: n.ring, Claims: n.claims, Self: n.self.Peer,
 		Day: n.claimDay, Replicas: cfg.LinkReplicas, Logger: n.log}
 	n.crawler, err = crawl.New(filepath.Join(cfg.DataDir, "crawl"), cc, n.store, n.reloc)
@@ -256,7 +259,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.host.SetStreamHandler(archiveProtocol, n.resolve.Handle)
 	n.host.SetStreamHandler(claimProtocol, n.dayclaim.HandleClaim)
 	n.host.SetStreamHandler(handoverProtocol, n.dayclaim.HandleHandover)
-	n.host.SetStreamHandler(summaryProtocol, n.handleSummary)
+	n.host.SetStreamHandler(summaryProtocol, n.ringpage.Handle)
 	if n.reach == ReachMapped || n.reach == ReachRelayed {
 		// Behind a home router: find the household's other nodes on the
 		// LAN (see p2phost.StartLAN).
