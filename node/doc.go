@@ -63,7 +63,7 @@
 // the network is checked against its SHA-1 before use; every inbound
 // message is bounded in size and time; every handler of these protocols
 // (and of /herod/replicate/1.0.0) acts only for a verified ring member
-// (Node.member in member.go, the one place that decides) and only within
+// (package member's Gate, the one place that decides) and only within
 // the role the ring gives it (docs/ring.md, "Who may ask what"); every
 // version the node stores is signed with its identity key, and a
 // replica's version is imported only with a valid signature by its

@@ -28,6 +28,7 @@ import (
 	"github.com/herod-archive/herod/node/dayclaim"
 	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/node/identity"
+	"github.com/herod-archive/herod/node/member"
 	"github.com/herod-archive/herod/node/p2phost"
 	"github.com/herod-archive/herod/node/purge"
 	"github.com/herod-archive/herod/node/query"
@@ -52,7 +53,7 @@ type Node struct {
 	metrics  *prometheus.Registry // the node's own and its libp2p host's (metrics.go)
 	ring     *ring.Ring
 	tr       *p2p.Transport
-	memberOK memberCache      // membership answers of member.go
+	members  *member.Gate     // the trust boundary (member.go)
 	identity identity.Signer  // signs versions and purge orders
 	purge    *purge.Book      // purge orders (purge.go)
 	purgeX   *purge.Exchanger // carries the orders between members (purge.go)
@@ -92,10 +93,6 @@ type Node struct {
 	takeOver *dayclaim.TakeOver  // ranges taken over mid-day
 	reloc    *dayclaim.Relocator // the crawler's forwarder, with the fetch-time ownership check
 	size     sizeEstimate        // the ring's size, for the forwarder (estimate.go)
-	trust    struct {
-		notMember atomic.Int64 // streams from peers that are no verified ring member
-		role      atomic.Int64 // member requests outside the member's role
-	}
 }
 
 // New creates a node from cfg: it opens the archive and the crawl queue in
@@ -199,6 +196,7 @@ func New(cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	n.setupMembers()
 	if err := n.setupPurge(); err != nil {
 		return nil, err
 	}

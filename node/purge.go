@@ -50,7 +50,7 @@ func (n *Node) setupPurge() error {
 		Skew:        archive.MaxClockSkew,
 		Taken: func(p string) {
 			if pid, err := peer.Decode(p); err == nil {
-				n.memberOK.forget(pid)
+				n.members.Forget(pid)
 			}
 			x.Spread()
 		},

@@ -97,7 +97,13 @@ func (n *Node) linkStats() LinkStats {
 		OverHops: ls.OverHops, KnownShared: ls.KnownShared, KnownReceived: ls.KnownReceived}
 }
 
-// TrustStats counts requests refused at the trust boundary (member.go).
+// trustStats returns the trust gate's refusal counters.
+func (n *Node) trustStats() TrustStats {
+	ts := n.members.Stats()
+	return TrustStats{NotMember: ts.NotMember, Role: ts.Role}
+}
+
+// TrustStats counts requests refused at the trust boundary (package member).
 type TrustStats struct {
 	// NotMember counts peers refused because they are not verified ring
 	// members (each refusal is cached for a few seconds; streams refused
@@ -129,7 +135,7 @@ func (n *Node) Status() Status {
 		Links:       n.linkStats(),
 		Politeness:  n.PolitenessStats(),
 		Replication: n.ReplicationStats(),
-		Trust:       TrustStats{NotMember: n.trust.notMember.Load(), Role: n.trust.role.Load()},
+		Trust:       n.trustStats(),
 		Purge:       n.PurgeStats(),
 		TakenOver:   n.takeOver.Taken(),
 		Wire:        n.wire(),
