@@ -9,11 +9,9 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
-	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/core/protocol"
-	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/p2ptest"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/claim"
@@ -23,27 +21,8 @@ import (
 // from the first.
 func twoHosts(t *testing.T) (host.Host, host.Host, Opener) {
 	t.Helper()
-	mn := mocknet.New()
-	t.Cleanup(func() { mn.Close() })
-	a, err := mn.GenPeer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := mn.GenPeer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mn.LinkAll(); err != nil {
-		t.Fatal(err)
-	}
-	open := func(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error) {
-		pid, err := peer.Decode(c.Peer)
-		if err != nil {
-			return nil, err
-		}
-		return a.NewStream(ctx, pid, p)
-	}
-	return a, b, open
+	hs := p2ptest.Hosts(t, 2)
+	return hs[0], hs[1], p2ptest.Opener(hs[0])
 }
 
 // TestTransportClaim: a claim travels as one JSON frame each way.

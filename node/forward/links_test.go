@@ -7,11 +7,9 @@ import (
 	"testing"
 
 	"github.com/libp2p/go-libp2p/core/network"
-	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/core/protocol"
-	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/p2ptest"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -95,28 +93,11 @@ func TestReceive(t *testing.T) {
 // acknowledged; replica links to a node that takes none are refused as
 // outside the sender's role.
 func TestLinksOverTheWire(t *testing.T) {
-	mn := mocknet.New()
-	defer mn.Close()
-	ha, err := mn.GenPeer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	hb, err := mn.GenPeer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mn.LinkAll(); err != nil {
-		t.Fatal(err)
-	}
+	hs := p2ptest.Hosts(t, 2)
+	ha, hb := hs[0], hs[1]
 	a, _ := newTestLinks(t, ha.ID().String())
 	b, cb := newTestLinks(t, hb.ID().String())
-	a.Open = func(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error) {
-		pid, err := peer.Decode(c.Peer)
-		if err != nil {
-			return nil, err
-		}
-		return ha.NewStream(ctx, pid, p)
-	}
+	a.Open = p2ptest.Opener(ha)
 	var refused []string
 	b.Gate = func(network.Stream) (ring.Node, bool) {
 		return ring.Node{Contact: ring.Contact{Peer: ha.ID().String()}}, true
@@ -132,7 +113,7 @@ func TestLinksOverTheWire(t *testing.T) {
 	if len(cb.added) != 2 || b.Stats().Received != 2 {
 		t.Fatalf("recipient queued %q, counted %d", cb.added, b.Stats().Received)
 	}
-	_, err = a.Deliver(context.Background(), to, Batch{URLs: urls, Replica: true, Want: WantNone})
+	_, err := a.Deliver(context.Background(), to, Batch{URLs: urls, Replica: true, Want: WantNone})
 	if err == nil || !strings.Contains(err.Error(), "outside the sender's role") || len(refused) != 1 {
 		t.Fatalf("replica links to a node without link replicas: %v; refusals %q", err, refused)
 	}

@@ -10,10 +10,8 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
-	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/core/protocol"
-	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 
+	"github.com/herod-archive/herod/internal/p2ptest"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/node/identity"
 	"github.com/herod-archive/herod/ring"
@@ -38,33 +36,22 @@ func (m *testMember) contact() ring.Contact {
 // stream unless member is false.
 func newTestMembers(t *testing.T, n int, member bool) []*testMember {
 	t.Helper()
-	mn := mocknet.New()
-	t.Cleanup(func() { mn.Close() })
+	hs := p2ptest.Hosts(t, n)
 	var ms []*testMember
-	for i := range n {
-		h, err := mn.GenPeer()
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, h := range hs {
 		m := &testMember{signer: newTestSigner(t), store: &fakeStore{}, host: h}
 		var auth []string
 		if i > 0 {
 			auth = []string{ms[0].signer.Peer()}
 		}
 		x := NewExchanger()
+		var err error
 		m.book, err = Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "orders"), Self: m.signer.Peer(),
 			Authorities: auth, Store: m.store, Verifier: identity.Verifier{}, Taken: func(string) { x.Spread() }})
 		if err != nil {
 			t.Fatal(err)
 		}
-		x.Book, x.Self = m.book, h.ID().String()
-		x.Open = func(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error) {
-			pid, err := peer.Decode(c.Peer)
-			if err != nil {
-				return nil, err
-			}
-			return h.NewStream(ctx, pid, p)
-		}
+		x.Book, x.Self, x.Open = m.book, h.ID().String(), p2ptest.Opener(h)
 		x.Gate = func(s network.Stream) bool {
 			if !member {
 				s.Reset()
@@ -74,9 +61,6 @@ func newTestMembers(t *testing.T, n int, member bool) []*testMember {
 		m.x = x
 		h.SetStreamHandler(Protocol, x.Handle)
 		ms = append(ms, m)
-	}
-	if err := mn.LinkAll(); err != nil {
-		t.Fatal(err)
 	}
 	for _, m := range ms {
 		m.x.Neighbours = func() []ring.Contact {

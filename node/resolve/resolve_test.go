@@ -8,13 +8,11 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
-	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/core/protocol"
-	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/archivetest"
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/p2ptest"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -31,28 +29,14 @@ func (r ownerRing) Lookup(context.Context, id.ID) (ring.Node, error) { return r.
 // holding two days of its URLs; b owns every key.
 func pair(t *testing.T, aURLs, bURLs []string) (a, b *Service) {
 	t.Helper()
-	mn := mocknet.New()
-	t.Cleanup(func() { mn.Close() })
+	hs := p2ptest.Hosts(t, 2)
 	var svcs []*Service
-	for _, urls := range [][]string{aURLs, bURLs} {
-		h, err := mn.GenPeer()
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, urls := range [][]string{aURLs, bURLs} {
+		h := hs[i]
 		sv := &Service{Store: archivetest.TwoDays(t, t0, urls...), Self: ring.Contact{Peer: h.ID().String(), Addr: h.ID().ShortString()},
-			K: 3, Gate: func(network.Stream) bool { return true }, Base: context.Background}
-		sv.Open = func(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error) {
-			pid, err := peer.Decode(c.Peer)
-			if err != nil {
-				return nil, err
-			}
-			return h.NewStream(ctx, pid, p)
-		}
+			K: 3, Open: p2ptest.Opener(h), Gate: func(network.Stream) bool { return true }, Base: context.Background}
 		h.SetStreamHandler(Protocol, sv.Handle)
 		svcs = append(svcs, sv)
-	}
-	if err := mn.LinkAll(); err != nil {
-		t.Fatal(err)
 	}
 	a, b = svcs[0], svcs[1]
 	owner := ring.Node{ID: id.OfString("owner"), Contact: b.Self}

@@ -6,12 +6,10 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
-	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/core/protocol"
-	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/p2ptest"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -20,14 +18,8 @@ func newService(h host.Host, status func() ring.Status, summary gateway.PeerSumm
 		Status:  status,
 		Summary: func() gateway.PeerSummary { return summary },
 		Host:    h,
+		Open:    p2ptest.Opener(h),
 		Gate:    func(network.Stream) bool { return true },
-	}
-	sv.Open = func(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error) {
-		pid, err := peer.Decode(c.Peer)
-		if err != nil {
-			return nil, err
-		}
-		return h.NewStream(ctx, pid, p)
 	}
 	h.SetStreamHandler(Protocol, sv.Handle)
 	return sv
@@ -38,19 +30,7 @@ func newService(h host.Host, status func() ring.Status, summary gateway.PeerSumm
 // Protocol, "unreachable" when it does not answer, refused when it names
 // another peer.
 func TestView(t *testing.T) {
-	mn := mocknet.New()
-	defer mn.Close()
-	var hs []host.Host
-	for range 4 {
-		h, err := mn.GenPeer()
-		if err != nil {
-			t.Fatal(err)
-		}
-		hs = append(hs, h)
-	}
-	if err := mn.LinkAll(); err != nil {
-		t.Fatal(err)
-	}
+	hs := p2ptest.Hosts(t, 4)
 	node := func(i int) ring.Node {
 		c := ring.Contact{Peer: hs[i].ID().String(), Addr: "127.0.0." + string(rune('1'+i)) + ":4001"}
 		return ring.Node{ID: id.OfString(c.Addr), Contact: c}
