@@ -126,7 +126,7 @@ func TestLeaverHandsOverFetches(t *testing.T) {
 	if err := lr.WaitStable(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for a.counters.takenOver.Load() == 0 { // the take-over queues the range's URLs
+	for a.takeOver.Taken() == 0 { // the take-over queues the range's URLs
 		if ctx.Err() != nil {
 			t.Fatal("no take-over after the leave")
 		}
@@ -135,7 +135,7 @@ func TestLeaverHandsOverFetches(t *testing.T) {
 	if err := lr.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("take-over queued %d URLs", a.counters.takenOver.Load())
+	t.Logf("take-over queued %d URLs", a.takeOver.Taken())
 	checkOncePerURL(t, "after the leave", known, requestsPerURL(web))
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/benchsite"
 	"github.com/herod-archive/herod/internal/sampleweb"
+	"github.com/herod-archive/herod/node/forward"
 )
 
 // crawlbench_test.go is issue 5's crawl-rate benchmark: pages/s of one
@@ -371,7 +372,7 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int, 
 		remote += fs.Sent
 		walks += fs.Walks
 		hops += fs.Hops
-		overHops += nd.counters.overHops.Load()
+		overHops += nd.links.Stats().OverHops
 		direct += fs.Direct
 		for _, w := range nd.wire() {
 			if w.Protocol == string(linksProtocol) {
@@ -408,7 +409,7 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int, 
 func logRepeats(t *testing.T, lr *LocalRing, base string, repeated []string) {
 	t.Helper()
 	for i, nd := range lr.Nodes {
-		t.Logf("node %d: %d links queued after %d hops (not owned)", i, nd.counters.overHops.Load(), maxHops)
+		t.Logf("node %d: %d links queued after %d hops (not owned)", i, nd.links.Stats().OverHops, forward.MaxHops)
 	}
 	for _, r := range repeated {
 		path, _, _ := strings.Cut(r, " ")

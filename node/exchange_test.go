@@ -23,6 +23,7 @@ import (
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/sampleweb"
 	"github.com/herod-archive/herod/node/export"
+	"github.com/herod-archive/herod/node/query"
 )
 
 // TestRingExchange runs the researcher-facing exports on a ring of four
@@ -47,7 +48,7 @@ func TestRingExchange(t *testing.T) {
 		t.Fatalf("host %s: %d versions on %d nodes; the test needs a spread host", host, len(want), holders)
 	}
 	byCDX := slices.Clone(want)
-	slices.SortFunc(byCDX, cdxCompare)
+	slices.SortFunc(byCDX, query.CDXCompare)
 	var wantRows []string
 	for _, v := range byCDX {
 		wantRows = append(wantRows, v.URL+" "+gateway.FormatTimestamp(v.Time)+" "+v.Digest.String())

@@ -142,9 +142,9 @@ func formingRound(t *testing.T, seed uint64) (urls, dups, missing int) {
 	var twins uint64
 	for _, n := range lr.Nodes {
 		twins += n.ring.Counters().Twins
-		overHops += n.counters.overHops.Load()
-		checks += n.counters.ownerChecks.Load()
-		taken += n.counters.takenOver.Load()
+		overHops += n.links.Stats().OverHops
+		checks += n.reloc.OwnerChecks()
+		taken += n.takeOver.Taken()
 		stale += n.crawler.Stats().PassedOn
 		cs := n.claims.Stats()
 		claims += cs.Sent

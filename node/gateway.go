@@ -45,7 +45,7 @@ func (n *Node) setupGateway() error {
 	n.gw, err = gateway.New(gateway.Config{
 		Archive:       (*resolver)(n),
 		Status:        func(ctx context.Context) any { return n.Status() },
-		Ring:          n.ringView,
+		Ring:          n.ringpage.View,
 		Metrics:       n.metricsHandler(),
 		Logger:        n.log.With("sub", "gateway"),
 		UIOrigin:      originOf(cfg.GatewayOrigin, n.gwLn),

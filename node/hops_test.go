@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/herod-archive/herod/node/forward"
 )
 
 // TestLinksOverHopLimit: a node passes on links it does not own, unless
-// they have been passed on maxHops times already; then it queues them
+// they have been passed on forward.MaxHops times already; then it queues them
 // itself, so that they are not lost while views of the ring disagree, and
 // counts them (Status.Links.OverHops), since the owner may queue them too.
 func TestLinksOverHopLimit(t *testing.T) {
@@ -35,7 +37,7 @@ func TestLinksOverHopLimit(t *testing.T) {
 	}
 	known := a.crawler.Stats().KnownURLs
 
-	if err := a.receiveLinks(ctx, notMine[:1], maxHops-1, false); err != nil {
+	if err := a.links.Receive(ctx, notMine[:1], forward.MaxHops-1, false); err != nil {
 		t.Fatal(err)
 	}
 	if got := a.crawler.Stats().KnownURLs; got != known {
@@ -45,7 +47,7 @@ func TestLinksOverHopLimit(t *testing.T) {
 		t.Fatalf("OverHops %d after a link below the limit", n)
 	}
 
-	if err := a.receiveLinks(ctx, notMine[1:], maxHops, false); err != nil {
+	if err := a.links.Receive(ctx, notMine[1:], forward.MaxHops, false); err != nil {
 		t.Fatal(err)
 	}
 	if got := a.crawler.Stats().KnownURLs; got != known+1 {

@@ -21,12 +21,15 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/crawl"
-	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/node/identity"
 	"github.com/herod-archive/herod/node/politeness"
 	"github.com/herod-archive/herod/node/purge"
+	"github.com/herod-archive/herod/node/query"
+	"github.com/herod-archive/herod/node/replication"
+	"github.com/herod-archive/herod/node/resolve"
 	"github.com/herod-archive/herod/replicate"
 	"github.com/herod-archive/herod/ring"
 )
@@ -169,8 +172,8 @@ func TestHostilePeers(t *testing.T) {
 	}
 	links := func(h host.Host, replica bool, urls ...string) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
-			var rep linksReply
-			if err := rawJSON(ctx, h, tid, linksProtocol, linksHeader{VS: target.ring.Vnodes()[0].Index, Replica: replica, N: len(urls)}, &rep, encodeLinks(urls)); err != nil {
+			var rep forward.Reply
+			if err := rawJSON(ctx, h, tid, linksProtocol, forward.Header{VS: target.ring.Vnodes()[0].Index, Replica: replica, N: len(urls)}, &rep, forward.EncodeLinks(urls)); err != nil {
 				return err
 			}
 			if rep.Error != "" {
@@ -199,14 +202,14 @@ func TestHostilePeers(t *testing.T) {
 	}
 	archiveGet := func(h host.Host) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
-			var rep archiveReply
-			return rawJSON(ctx, h, tid, archiveProtocol, archiveRequest{Op: "versions", URL: "http://example.org/"}, &rep)
+			var rep resolve.Reply
+			return rawJSON(ctx, h, tid, archiveProtocol, resolve.Request{Op: "versions", URL: "http://example.org/"}, &rep)
 		}
 	}
 	query := func(h host.Host) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
-			var rep listBatch
-			if err := rawJSON(ctx, h, tid, queryProtocol, queryRequest{Op: "list", Query: archiveQuery(gateway.Query{URL: "example.org", Match: gateway.MatchHost})}, &rep); err != nil {
+			var rep query.ListBatch
+			if err := rawJSON(ctx, h, tid, queryProtocol, query.Request{Op: "list", Query: archive.Query{Host: "example.org"}}, &rep); err != nil {
 				return err
 			}
 			if rep.Error != "" {
@@ -336,8 +339,8 @@ func TestHostilePeers(t *testing.T) {
 	}
 	push := func(h host.Host, orders ...purge.Order) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
-			var rep purgeReply
-			if err := rawJSON(ctx, h, tid, purgeProtocol, purgeRequest{Orders: orders}, &rep); err != nil {
+			var rep purge.Reply
+			if err := rawJSON(ctx, h, tid, purgeProtocol, purge.Request{Orders: orders}, &rep); err != nil {
 				return err
 			}
 			if rep.Error != "" || rep.Refused > 0 {
@@ -355,7 +358,7 @@ func TestHostilePeers(t *testing.T) {
 
 	// The attackers' links encoder (shared by this process) allocates its
 	// ~20 MiB of tables once, on first use: before the measure.
-	_ = encodeLinks([]string{"http://example.invalid/"})
+	_ = forward.EncodeLinks([]string{"http://example.invalid/"})
 	runtime.GC()
 	var m0 runtime.MemStats
 	runtime.ReadMemStats(&m0)
@@ -371,11 +374,11 @@ func TestHostilePeers(t *testing.T) {
 		{"non-member: budget lease", budget(bare), ""},
 		{"non-member: archive read", archiveGet(lone.host), ""},
 		{"non-member: ring-wide query", query(bare), ""},
-		{"member: whole-ring pull (A == B)", ack(member.host, pull(mv.ID, mv.ID, mv.Node)), errRole.Error()},
-		{"member: pull of a range wider than its own", ack(member.host, pull(mv.ID.AddPow2(0), mv.ID, mv.Node)), errRole.Error()},
-		{"member: pull naming another member", ack(member.host, pull(loneV.ID, loneV.ID, loneV)), errRole.Error()},
-		{"member: replica links for a range the target does not replicate (its own)", links(member.host, true, foreignURL), errRole.Error()},
-		{"member: replica links spanning two owners' ranges", links(member.host, true, replicaURL, foreignURL), errRole.Error()},
+		{"member: whole-ring pull (A == B)", ack(member.host, pull(mv.ID, mv.ID, mv.Node)), replication.ErrRole.Error()},
+		{"member: pull of a range wider than its own", ack(member.host, pull(mv.ID.AddPow2(0), mv.ID, mv.Node)), replication.ErrRole.Error()},
+		{"member: pull naming another member", ack(member.host, pull(loneV.ID, loneV.ID, loneV)), replication.ErrRole.Error()},
+		{"member: replica links for a range the target does not replicate (its own)", links(member.host, true, foreignURL), forward.ErrRole.Error()},
+		{"member: replica links spanning two owners' ranges", links(member.host, true, replicaURL, foreignURL), forward.ErrRole.Error()},
 		{"member: robots.txt of an internal origin the target owns", robots(member.host, internalOrigin), "internal address"},
 		{"member: robots.txt of an origin the target owns, redirecting to an internal address", robotsRedirect(member.host), ""},
 		{"non-member: robots.txt redirecting to an internal address", robotsRedirect(lone.host), ""},

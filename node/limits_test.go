@@ -46,8 +46,8 @@ func TestProtocolStreamLimit(t *testing.T) {
 	}
 	n, h := lr.Nodes[0], lr.Nodes[1].host
 	if err := n.host.Network().ResourceManager().ViewProtocol(replicateProtocol, func(s network.ProtocolScope) error {
-		if got := s.(rcmgr.ResourceScopeLimiter).Limit().GetStreamLimit(network.DirInbound); got != protocolLimits[replicateProtocol].in {
-			t.Errorf("replicate inbound stream limit %d, want %d", got, protocolLimits[replicateProtocol].in)
+		if got := s.(rcmgr.ResourceScopeLimiter).Limit().GetStreamLimit(network.DirInbound); got != protocolLimits[replicateProtocol].In {
+			t.Errorf("replicate inbound stream limit %d, want %d", got, protocolLimits[replicateProtocol].In)
 		}
 		return nil
 	}); err != nil {
@@ -56,7 +56,7 @@ func TestProtocolStreamLimit(t *testing.T) {
 	in, out := protocolPeerLimits()
 	t.Logf("rcmgr default per peer and protocol on this machine: %d inbound, %d outbound streams", in, out)
 
-	limit := protocolLimits[replicateProtocol].in
+	limit := protocolLimits[replicateProtocol].In
 	extra := 6
 	var streams []network.Stream
 	refused := 0

@@ -11,6 +11,7 @@ import (
 
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -156,20 +157,25 @@ func TestLinkForwardingBandwidth(t *testing.T) {
 	}
 	mean := float64(allBytes) / float64(len(urls))
 
-	// Ring forwarding: one walk with everything, walked here. The node's
-	// crawler has nothing queued, which would start a walk in the
-	// background at once (forwarderConfig.Idle).
-	src.fwd.cfg.Idle = nil
-	b0, c0 := lr.wireOut()
-	if err := src.fwd.enqueue(urls, 0, nil); err != nil {
+	// Ring forwarding: one walk with everything, walked here by a
+	// forwarder like the node's but without its Idle: the node's crawler
+	// has nothing queued, which would start a walk in the background at
+	// once (forward.Config.Idle).
+	fwd, err := forward.New(forward.Config{Ring: src.ring, Deliver: src.links.Deliver, Every: time.Hour,
+		PerVnode: 1 << 30, Replicas: src.cfg.LinkReplicas, LocalPeer: src.self.Peer})
+	if err != nil {
 		t.Fatal(err)
 	}
-	src.fwd.flush(ctx)
-	if src.fwd.Busy() {
-		t.Fatalf("walk left links behind: %+v", src.fwd.Stats())
+	b0, c0 := lr.wireOut()
+	if err := fwd.Forward(ctx, urls); err != nil {
+		t.Fatal(err)
+	}
+	fwd.Flush(ctx)
+	if fwd.Busy() {
+		t.Fatalf("walk left links behind: %+v", fwd.Stats())
 	}
 	b1, c1 := lr.wireOut()
-	fs := src.fwd.Stats()
+	fs := fwd.Stats()
 	walkStreams := fs.Hops - int64(vnodes) + int64(c1-c0) // remote hops + ring RPCs
 	walkBytes := b1 - b0
 
@@ -190,7 +196,7 @@ func TestLinkForwardingBandwidth(t *testing.T) {
 		if owners[k].Peer == src.self.Peer {
 			continue
 		}
-		if _, err := src.deliver(ctx, owners[k], linkBatch{URLs: us, Want: wantNone}); err != nil {
+		if _, err := src.links.Deliver(ctx, owners[k], forward.Batch{URLs: us, Want: forward.WantNone}); err != nil {
 			t.Fatal(err)
 		}
 		batches++

@@ -1,335 +1,37 @@
 package node
 
 import (
-	"bufio"
 	"context"
-	"errors"
-	"fmt"
-	"log/slog"
-	"math/big"
-	"slices"
-	"strings"
-	"time"
 
-	"github.com/klauspost/compress/zstd"
-	"github.com/libp2p/go-libp2p/core/network"
-
-	"github.com/herod-archive/herod/internal/canon"
-	"github.com/herod-archive/herod/internal/id"
-	"github.com/herod-archive/herod/internal/wire"
-	"github.com/herod-archive/herod/ring"
+	"github.com/herod-archive/herod/node/forward"
 )
 
-// The links protocol: one hop of a ring walk.
-//
-//	request  frame 1: JSON linksHeader
-//	         frame 2: zstd of the URLs, sorted, separated by '\n'
-//	reply    frame 1: JSON linksReply, with the recipient's successors
-//
-// URLs are sorted lexicographically inside a batch (the walk's order by
-// key is of no use to the recipient), so that URLs of one host sit together
-// and compress well.
-type linksHeader struct {
-	VS      int  `json:"vs"`                // recipient virtual server index
-	Hops    int  `json:"hops,omitempty"`    // times passed on by non-owners
-	Replica bool `json:"replica,omitempty"` // links of a predecessor's range
-	// Known asks the recipient to remember the URLs without crawling them
-	// (Node.shareKnown): no stored version carries them to the range's
-	// next owner.
-	Known bool `json:"known,omitempty"`
-	Req   bool `json:"req,omitempty"` // page requisites (linkBatch.Requisites)
-	N     int  `json:"n"`             // number of URLs in frame 2
-	// Want and Next select the successors of the reply (linkBatch.Want);
-	// a sender that sets neither gets replySuccessors of them.
-	Want int   `json:"want,omitempty"`
-	Next id.ID `json:"next,omitzero"`
+// linksProtocol carries one hop of a ring walk (package forward).
+const linksProtocol = forward.Protocol
+
+// setupLinks builds the node's side of the links protocol; the forwarder
+// it sends for, and the crawler it queues at, are set once they exist.
+func (n *Node) setupLinks() {
+	n.links = &forward.Links{
+		Ring:         n.ring,
+		Owns:         n.ownsURL,
+		Self:         n.self.Peer,
+		LinkReplicas: n.cfg.LinkReplicas,
+		Replicas:     n.cfg.Replicas,
+		Open:         n.openStream,
+		Gate:         n.gate,
+		RefuseRole:   n.refuseRole,
+		Base:         func() context.Context { return n.ctx },
+		BadFrame:     n.badFrame,
+		Logger:       n.log,
+	}
 }
 
-type linksReply struct {
-	Accepted   int         `json:"accepted"`
-	Error      string      `json:"error,omitempty"`
-	Successors []ring.Node `json:"succ,omitempty"`
-}
-
-const (
-	maxLinksHeader   = 4 << 10
-	maxLinksBody     = 8 << 20  // compressed
-	maxLinksExpanded = 64 << 20 // decompressed: a zstd bomb stops here
-	maxLinksPerBatch = 500_000
-	// replySuccessors is how many successors a recipient returns: enough
-	// for the walk to step over stretches of the ring without links.
-	replySuccessors = 4
-)
-
-var (
-	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBetterCompression), zstd.WithEncoderConcurrency(1))
-	zdec, _ = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxLinksExpanded), zstd.WithDecoderConcurrency(1))
-)
-
-// encodeLinks compresses urls as frame 2 of a links request.
-func encodeLinks(urls []string) []byte {
-	s := slices.Clone(urls)
-	slices.Sort(s)
-	return zenc.EncodeAll([]byte(strings.Join(s, "\n")), nil)
-}
-
-// decodeLinks reverses encodeLinks, refusing more than n URLs or anything
-// larger than maxLinksExpanded.
-func decodeLinks(b []byte, n int) ([]string, error) {
-	if n < 0 || n > maxLinksPerBatch {
-		return nil, fmt.Errorf("links: %d URLs in one batch", n)
+// crawlDay is the forwarder's Day: the crawler's day now (0 before the
+// crawler exists, which is only while the node is being built).
+func (n *Node) crawlDay() int64 {
+	if n.crawler == nil {
+		return 0
 	}
-	raw, err := zdec.DecodeAll(b, nil)
-	if err != nil {
-		return nil, fmt.Errorf("links: decompress: %w", err)
-	}
-	if n == 0 {
-		if len(raw) != 0 {
-			return nil, errors.New("links: data in an empty batch")
-		}
-		return nil, nil
-	}
-	out := strings.Split(string(raw), "\n")
-	if len(out) != n {
-		return nil, fmt.Errorf("links: header says %d URLs, body has %d", n, len(out))
-	}
-	return out, nil
-}
-
-// deliver hands a batch to the virtual server to and returns to's
-// successors: locally when to is one of this node's virtual servers,
-// otherwise over the links protocol.
-func (n *Node) deliver(ctx context.Context, to ring.Node, b linkBatch) ([]ring.Node, error) {
-	if n.log.Enabled(ctx, slog.LevelDebug) {
-		for _, u := range b.URLs {
-			n.log.Debug("links: sending", "url", u, "to", to.String(), "hops", b.Hops)
-		}
-	}
-	if to.Peer == n.self.Peer {
-		if err := n.receiveLinksKind(ctx, b.URLs, b.Hops, b.Replica, b.Requisites); err != nil {
-			return nil, err
-		}
-		return n.replySuccessorsOf(to.Index, b.Want, b.Next), nil
-	}
-	s, err := n.openStream(ctx, to.Contact, linksProtocol)
-	if err != nil {
-		return nil, err
-	}
-	defer s.Close()
-	hdr := linksHeader{VS: to.Index, Hops: b.Hops, Replica: b.Replica, Req: b.Requisites, N: len(b.URLs), Want: b.Want, Next: b.Next}
-	if err := wire.WriteJSON(s, hdr); err != nil {
-		s.Reset()
-		return nil, fmt.Errorf("send links: %w", err)
-	}
-	if err := wire.WriteFrame(s, encodeLinks(b.URLs)); err != nil {
-		s.Reset()
-		return nil, fmt.Errorf("send links: %w", err)
-	}
-	_ = s.CloseWrite()
-	var rep linksReply
-	if err := wire.ReadJSON(bufio.NewReader(s), maxLinksHeader+replySuccessors*512, &rep); err != nil {
-		s.Reset()
-		return nil, fmt.Errorf("send links: reply: %w", err)
-	}
-	if rep.Error != "" {
-		return nil, fmt.Errorf("send links: %w: %s", errRemote, rep.Error)
-	}
-	return rep.Successors, nil
-}
-
-// handleLinks receives one hop of another node's ring walk.
-func (n *Node) handleLinks(s network.Stream) {
-	defer s.Close()
-	_ = s.SetDeadline(time.Now().Add(streamTimeout))
-	m, ok := n.gate(s)
-	if !ok {
-		return
-	}
-	r := bufio.NewReader(s)
-	var hdr linksHeader
-	err := wire.ReadJSON(r, maxLinksHeader, &hdr)
-	var body []byte
-	if err == nil {
-		body, err = wire.ReadFrame(r, maxLinksBody)
-	}
-	var urls []string
-	if err == nil {
-		urls, err = decodeLinks(body, hdr.N)
-	}
-	if err != nil {
-		n.counters.badFrames.Add(1)
-		n.log.Debug("links: bad request", "peer", s.Conn().RemotePeer(), "err", err)
-		s.Reset()
-		return
-	}
-	ctx, cancel := context.WithTimeout(n.ctx, streamTimeout)
-	defer cancel()
-	rep := linksReply{Accepted: len(urls)}
-	if hdr.Known {
-		if err := n.rememberKnown(ctx, urls); err != nil {
-			if errors.Is(err, errRole) {
-				n.refuseRole(m, string(linksProtocol), err)
-			}
-			_ = wire.WriteJSON(s, linksReply{Error: err.Error()})
-			return
-		}
-		_ = wire.WriteJSON(s, rep)
-		return
-	}
-	if hdr.Replica {
-		if err := n.replicaRole(ctx, urls); err != nil {
-			if errors.Is(err, errRole) {
-				n.refuseRole(m, string(linksProtocol), err)
-			}
-			_ = wire.WriteJSON(s, linksReply{Error: err.Error()})
-			return
-		}
-	}
-	if err := n.receiveLinksKind(ctx, urls, hdr.Hops, hdr.Replica, hdr.Req); err != nil {
-		rep = linksReply{Error: err.Error()}
-	} else {
-		n.counters.linksReceived.Add(int64(len(urls)))
-		rep.Successors = n.replySuccessorsOf(hdr.VS, hdr.Want, hdr.Next)
-	}
-	_ = wire.WriteJSON(s, rep)
-}
-
-// replySuccessorsOf returns the successors the sender of a batch to the
-// local virtual server index asked for (linkBatch.Want).
-func (n *Node) replySuccessorsOf(index, want int, next id.ID) []ring.Node {
-	if want == wantNone {
-		return nil // most batches: no need for the ring's status
-	}
-	for _, v := range n.ring.Status().Vnodes {
-		if v.Index == index {
-			return pickSuccessors(v.Node.ID, v.Successors, want, next)
-		}
-	}
-	return nil
-}
-
-// pickSuccessors selects from succs, the successor list of the virtual
-// server self, what want asks for: the first replySuccessors (wantAll),
-// none (wantNone), or only the one that owns next, searched in the whole
-// list, none if the list does not reach it (wantNext).
-func pickSuccessors(self id.ID, succs []ring.Node, want int, next id.ID) []ring.Node {
-	switch want {
-	case wantAll:
-		return succs[:min(len(succs), replySuccessors)]
-	case wantNext:
-		if o, ok := nextOwner(self, succs, next); ok {
-			return []ring.Node{o}
-		}
-	}
-	return nil
-}
-
-// receiveLinks takes links delivered to this node: it re-checks each URL,
-// queues those this node owns and passes the rest on. Replica links are
-// queued as they are: they belong to a predecessor's range. After maxHops
-// passes links are queued here rather than risk losing them.
-func (n *Node) receiveLinks(ctx context.Context, urls []string, hops int, replica bool) error {
-	return n.receiveLinksKind(ctx, urls, hops, replica, false)
-}
-
-// receiveLinksKind is receiveLinks for links (req false) or page
-// requisites (req true), which are passed on as requisites and queued
-// with crawl.Crawler.AddRequisites.
-func (n *Node) receiveLinksKind(ctx context.Context, urls []string, hops int, replica, req bool) error {
-	var mine, others []string
-	closer := map[ring.Node][]string{}
-	debug := n.log.Enabled(ctx, slog.LevelDebug)
-	for _, u := range urls {
-		c, err := canon.Canonical(u)
-		if err != nil || c != u {
-			n.counters.badLinks.Add(1)
-			continue
-		}
-		if debug {
-			n.log.Debug("links: received", "url", c, "hops", hops, "owned", n.ownsURL(c))
-		}
-		switch {
-		case replica || n.ownsURL(c):
-			mine = append(mine, c)
-		case hops >= maxHops:
-			mine = append(mine, c)
-			if n.counters.overHops.Add(1) == 1 {
-				n.log.Info("a link passed on too often is queued here though this node does not own it; ring views disagree",
-					"url", c, "hops", hops)
-			}
-		default:
-			// A lookup led here, so this node's successor-side view is what
-			// the sender's routing lacks: a predecessor between the key and
-			// the local virtual server is a closer owner (it may have just
-			// joined); a walk from here could lead straight back.
-			if p, ok := n.ring.CloserOwner(id.OfString(c)); ok {
-				closer[p] = append(closer[p], c)
-			} else {
-				others = append(others, c)
-			}
-		}
-	}
-	for p, us := range closer {
-		if err := n.fwd.enqueueKind(us, hops+1, &p, req); err != nil {
-			return err
-		}
-	}
-	if err := n.fwd.enqueueKind(others, hops+1, nil, req); err != nil {
-		return err
-	}
-	if req {
-		return n.crawler.AddRequisites(ctx, mine)
-	}
-	return n.crawler.Add(ctx, mine)
-}
-
-// replicaRole checks a batch of replica links: this node takes links as a
-// replica (Config.LinkReplicas > 1) only for keys whose owner's range it
-// replicates, i.e. it is one of the next LinkReplicas-1 distinct real
-// nodes after the owner, and every key of the batch lies in that one
-// owner's range (a walk hands a replica one owner's run at a time). Two
-// ring look-ups per batch: the owner (and its successors) of one key, and
-// the owner of the key farthest before it. An error that does not wrap
-// errRole means the ring could not tell.
-func (n *Node) replicaRole(ctx context.Context, urls []string) error {
-	if n.cfg.LinkReplicas <= 1 {
-		return fmt.Errorf("%w: this node takes no replica links (LinkReplicas 1)", errRole)
-	}
-	if len(urls) == 0 {
-		return nil
-	}
-	succs, err := n.ring.Successors(ctx, id.OfString(urls[0]), n.cfg.LinkReplicas)
-	if err != nil {
-		return fmt.Errorf("replica links: %w", err)
-	}
-	owner := succs[0]
-	mine := false
-	for _, s := range succs[1:] {
-		mine = mine || s.Peer == n.self.Peer
-	}
-	if !mine {
-		return fmt.Errorf("%w: replica links for %s's range, which this node does not replicate", errRole, owner)
-	}
-	far, farDist := id.ID{}, new(big.Int)
-	o := new(big.Int).SetBytes(owner.ID[:])
-	circle := new(big.Int).Lsh(big.NewInt(1), id.Bits)
-	for _, u := range urls {
-		k := id.OfString(u)
-		d := new(big.Int).Sub(o, new(big.Int).SetBytes(k[:]))
-		d.Mod(d, circle)
-		if d.Cmp(farDist) > 0 {
-			far, farDist = k, d
-		}
-	}
-	if farDist.Sign() == 0 {
-		return nil // every key is the owner's own id
-	}
-	got, err := n.ring.Lookup(ctx, far)
-	if err != nil {
-		return fmt.Errorf("replica links: %w", err)
-	}
-	if got.ID != owner.ID {
-		return fmt.Errorf("%w: replica links span the ranges of %s and %s", errRole, owner, got)
-	}
-	return nil
+	return n.crawler.Today()
 }

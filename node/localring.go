@@ -168,7 +168,7 @@ func (lr *LocalRing) WaitIdle(ctx context.Context) error {
 				idle = false
 			}
 			st := n.fwd.Stats()
-			progress += st.Sent + st.Local + n.counters.linksReceived.Load() + n.crawler.Stats().FetchedToday
+			progress += st.Sent + st.Local + n.links.Stats().Received + n.crawler.Stats().FetchedToday
 		}
 		if idle && progress == prev {
 			return nil

@@ -1,229 +1,37 @@
 package node
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"net/netip"
-	"sync"
-	"time"
-
 	"github.com/libp2p/go-libp2p/core/network"
-	"github.com/libp2p/go-libp2p/core/peer"
-	ma "github.com/multiformats/go-multiaddr"
-	manet "github.com/multiformats/go-multiaddr/net"
 
+	"github.com/herod-archive/herod/node/member"
 	"github.com/herod-archive/herod/ring"
 )
 
-// The trust boundary. Any libp2p peer can open a stream to a node; only a
-// ring member may make it act. member is the one place that decides who
-// is a member: every protocol handler of this package calls it first and
-// refuses the stream (errNotMember, counted in Status.Trust) when it
-// fails. Each handler then checks the member's role for what it asks
-// (docs/ring.md, "Who may ask what").
-//
-// A member is a peer whose virtual server v
-//
-//  1. passes the ring's own admission check, ring.Ring.Admit: v's id is
-//     VirtualID(address, index) and the address, dialled directly,
-//     authenticates as the stream's peer (whatever "verified" comes to
-//     mean, say for nodes behind NAT, this gate follows it); and
-//  2. is in the ring: v is in this node's routing state (predecessor,
-//     successors, fingers: the ring admitted it there), or a lookup of v's
-//     id by this node's ring finds v itself.
-//
-// A peer outside this node's routing state is asked, over the ring
-// protocol, for one of its virtual servers (a lookup step names the
-// answering one). Answers are cached per peer: a member for memberTTL, a
-// refusal for notMemberTTL.
+// The trust boundary is package member's: one Gate decides which peers
+// are ring members, and every protocol handler passes it first.
 
-// errNotMember is the refusal of a stream from a peer that is not a
-// verified ring member.
-var errNotMember = errors.New("node: not a ring member")
-
-// errRole is the refusal of a member's request outside the role the ring
-// gives it (a pull for a range it does not own, replica links for a range
-// this node does not replicate, a robots.txt this node does not own).
-var errRole = errors.New("node: outside the sender's role")
-
-const (
-	memberTTL     = time.Minute
-	notMemberTTL  = 10 * time.Second
-	memberTimeout = 10 * time.Second
-	// maxMemberCache bounds the cached answers; a full cache is cleared
-	// (a flood of identities costs checks, not memory).
-	maxMemberCache = 4096
-)
-
-// memberCache remembers recent membership answers per peer id.
-type memberCache struct {
-	mu sync.Mutex
-	m  map[peer.ID]memberEntry
+// setupMembers builds the node's trust gate. Called from New, once the
+// ring, its transport and the store exist.
+func (n *Node) setupMembers() {
+	n.members = &member.Gate{
+		Self:    n.self.Peer,
+		Ring:    n.ring,
+		Call:    n.tr.Call,
+		Addrs:   n.host.Peerstore().Addrs,
+		Refuses: n.store.Refuses,
+		Logger:  n.log,
+	}
 }
 
-type memberEntry struct {
-	node  ring.Node
-	err   error
-	until time.Time
-}
+// gate is member.Gate.Gate: the member a stream comes from, or false
+// with the stream reset.
+func (n *Node) gate(s network.Stream) (ring.Node, bool) { return n.members.Gate(s) }
 
-func (c *memberCache) get(p peer.ID, now time.Time) (memberEntry, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[p]
-	if !ok || !now.Before(e.until) {
-		return memberEntry{}, false
-	}
-	return e, true
-}
-
-func (c *memberCache) put(p peer.ID, e memberEntry) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= maxMemberCache {
-		c.m = make(map[peer.ID]memberEntry)
-	}
-	c.m[p] = e
-}
-
-// forget drops the cached answer for p.
-func (c *memberCache) forget(p peer.ID) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, p)
-}
-
-// member returns the ring virtual server through which the peer of s is
-// a verified member of this node's ring, or an error wrapping
-// errNotMember. It is the gate every protocol handler passes first.
-func (n *Node) member(s network.Stream) (ring.Node, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), memberTimeout)
-	defer cancel()
-	return n.memberPeer(ctx, s.Conn().RemotePeer(), s.Conn().RemoteMultiaddr())
-}
-
-// memberPeer is member for peer p reached at remote.
-func (n *Node) memberPeer(ctx context.Context, p peer.ID, remote ma.Multiaddr) (ring.Node, error) {
-	now := time.Now()
-	if e, ok := n.memberOK.get(p, now); ok {
-		return e.node, e.err
-	}
-	v, err := n.checkMember(ctx, p, remote)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ring.Node{}, err // not the peer's fault: not cached
-		}
-		err = fmt.Errorf("%w: %s: %w", errNotMember, p, err)
-		n.memberOK.put(p, memberEntry{err: err, until: now.Add(notMemberTTL)})
-		n.trust.notMember.Add(1)
-		n.log.Debug("refused a peer that is not a ring member", "peer", p, "err", err)
-		return ring.Node{}, err
-	}
-	n.memberOK.put(p, memberEntry{node: v, until: now.Add(memberTTL)})
-	return v, nil
-}
-
-// checkMember decides, without the cache, whether p is a member.
-func (n *Node) checkMember(ctx context.Context, p peer.ID, remote ma.Multiaddr) (ring.Node, error) {
-	ps := p.String()
-	if ps == n.self.Peer {
-		return ring.Node{}, errors.New("this node's own identity")
-	}
-	if n.store.Refuses(ps) {
-		return ring.Node{}, errors.New("purged: its captures are refused")
-	}
-	if v, ok := n.knownVnode(ps); ok {
-		if err := n.ring.Admit(ctx, v); err != nil {
-			return ring.Node{}, err
-		}
-		return v, nil
-	}
-	c, ok := relayContactOf(remote, ps)
-	if !ok {
-		addr, found := contactAddr(remote, n.host.Peerstore().Addrs(p))
-		if !found {
-			return ring.Node{}, fmt.Errorf("no ip:port for %s", remote)
-		}
-		c = ring.Contact{Peer: ps, Addr: addr}
-	}
-	rep, err := n.tr.Call(ctx, c, &ring.Message{Op: ring.OpStep})
-	if err != nil {
-		return ring.Node{}, fmt.Errorf("ask for a virtual server: %w", err)
-	}
-	if rep.Err != "" || rep.From == nil || rep.From.Peer != ps {
-		return ring.Node{}, fmt.Errorf("no virtual server of its own named (err %q)", rep.Err)
-	}
-	v := *rep.From
-	if err := n.ring.Admit(ctx, v); err != nil {
-		return ring.Node{}, err
-	}
-	owner, err := n.ring.Lookup(ctx, v.ID)
-	if err != nil {
-		return ring.Node{}, fmt.Errorf("look up %s: %w", v, err)
-	}
-	if owner.ID != v.ID || owner.Contact != v.Contact {
-		return ring.Node{}, fmt.Errorf("%s is not in the ring (its id is owned by %s)", v, owner)
-	}
-	return v, nil
-}
-
-// knownVnode returns a virtual server of peer p from this node's routing
-// state: its virtual servers' predecessors, successors and fingers.
-func (n *Node) knownVnode(p string) (ring.Node, bool) {
-	for _, v := range n.ring.Status().Vnodes {
-		if v.Predecessor != nil && v.Predecessor.Peer == p {
-			return *v.Predecessor, true
-		}
-		for _, s := range v.Successors {
-			if s.Peer == p {
-				return s, true
-			}
-		}
-		for _, f := range v.Fingers {
-			if f.Node.Peer == p {
-				return f.Node, true
-			}
-		}
-	}
-	return ring.Node{}, false
-}
-
-// contactAddr returns an ip:port to name a peer by on the ring protocol:
-// the connection's remote TCP address, or else a TCP address the peer
-// announced. (Which address is the peer's own is what Admit checks; this
-// one only routes the question over the existing connection.)
-func contactAddr(remote ma.Multiaddr, announced []ma.Multiaddr) (string, bool) {
-	for _, a := range append([]ma.Multiaddr{remote}, announced...) {
-		if a == nil {
-			continue
-		}
-		na, err := manet.ToNetAddr(a)
-		if err != nil || na.Network() != "tcp" {
-			continue
-		}
-		ap, err := netip.ParseAddrPort(na.String())
-		if err != nil || !ap.Addr().Is4() {
-			continue
-		}
-		return ap.String(), true
-	}
-	return "", false
-}
-
-// gate is member for a handler: a stream from a peer that is not a
-// member is reset, and false returned.
-func (n *Node) gate(s network.Stream) (ring.Node, bool) {
-	m, err := n.member(s)
-	if err != nil {
-		s.Reset()
-		return ring.Node{}, false
-	}
-	return m, true
-}
+// admit is member.Gate.Admit, for handlers that need no member.
+func (n *Node) admit(s network.Stream) bool { return n.members.Admit(s) }
 
 // refuseRole counts and logs a member's request outside its role.
-func (n *Node) refuseRole(m ring.Node, proto string, err error) {
-	n.trust.role.Add(1)
-	n.log.Info("refused a member's request outside its role", "protocol", proto, "member", m.String(), "err", err)
-}
+func (n *Node) refuseRole(m ring.Node, proto string, err error) { n.members.RefuseRole(m, proto, err) }
+
+// badFrame counts an inbound request that did not parse (Status.Links).
+func (n *Node) badFrame() { n.counters.badFrames.Add(1) }

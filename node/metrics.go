@@ -14,7 +14,7 @@ import (
 // the crawler's herod_crawl_*, the node's herod_* read from its Status,
 // and libp2p's own (libp2p_*: swarm connections and dials, identify,
 // relay, hole punching, AutoNAT, event bus), which the host registers in
-// the same registry (newHost). The registry is the node's, so that several
+// the same registry (p2phost.New). The registry is the node's, so that several
 // nodes in one process (demo, tests) do not collide; libp2p's collectors
 // are shared by the hosts of one process, which then report their sum.
 func (n *Node) metricsHandler() http.Handler {

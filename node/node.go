@@ -20,15 +20,22 @@ import (
 	"github.com/libp2p/go-libp2p/core/metrics"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
-	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/node/dayclaim"
+	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/node/identity"
+	"github.com/herod-archive/herod/node/member"
+	"github.com/herod-archive/herod/node/p2phost"
 	"github.com/herod-archive/herod/node/purge"
+	"github.com/herod-archive/herod/node/query"
 	"github.com/herod-archive/herod/node/reach"
+	"github.com/herod-archive/herod/node/replication"
+	"github.com/herod-archive/herod/node/resolve"
+	"github.com/herod-archive/herod/node/ringpage"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/claim"
 	"github.com/herod-archive/herod/ring/p2p"
@@ -38,30 +45,34 @@ import (
 // the ring, the archive it keeps, the crawler that fills it and the gateway
 // that serves it.
 type Node struct {
-	cfg         Config
-	log         *slog.Logger
-	host        host.Host
-	bwc         *metrics.BandwidthCounter
-	bw          bandwidth            // byte-rate caps (bandwidth.go)
-	metrics     *prometheus.Registry // the node's own and its libp2p host's (metrics.go)
-	ring        *ring.Ring
-	tr          *p2p.Transport
-	memberOK    memberCache     // membership answers of member.go
-	identity    identity.Signer // signs versions and purge orders
-	purge       *purge.Book     // purge orders (purge.go)
-	purgeSpread chan struct{}   // a token: push the purge orders to the neighbours (spreadLoop)
-	store       *archive.Store
-	crawler     *crawl.Crawler
-	fwd         *forwarder
-	outbox      *outbox
-	dht         atomic.Pointer[p2p.DHT]
-	repl        *replicator
-	gw          *gateway.Server
-	httpSrv     *http.Server // the gateway's UI origin
-	gwLn        net.Listener
-	rpSrv       *http.Server // the gateway's content (replay) origin
-	rpLn        net.Listener
-	self        ring.Contact
+	cfg      Config
+	log      *slog.Logger
+	host     host.Host
+	bwc      *metrics.BandwidthCounter
+	bw       bandwidth            // byte-rate caps (bandwidth.go)
+	metrics  *prometheus.Registry // the node's own and its libp2p host's (metrics.go)
+	ring     *ring.Ring
+	tr       *p2p.Transport
+	members  *member.Gate     // the trust boundary (member.go)
+	identity identity.Signer  // signs versions and purge orders
+	purge    *purge.Book      // purge orders (purge.go)
+	purgeX   *purge.Exchanger // carries the orders between members (purge.go)
+	store    *archive.Store
+	crawler  *crawl.Crawler
+	fwd      *forward.Forwarder
+	links    *forward.Links // the links protocol (links.go)
+	outbox   *forward.Outbox
+	dht      atomic.Pointer[p2p.DHT]
+	repl     *replication.Replicator
+	query    *query.Service    // ring-wide queries (query.go)
+	ringpage *ringpage.Service // the gateway's /ring page (summary.go)
+	resolve  *resolve.Service  // any URL, from its holders (resolve.go)
+	gw       *gateway.Server
+	httpSrv  *http.Server // the gateway's UI origin
+	gwLn     net.Listener
+	rpSrv    *http.Server // the gateway's content (replay) origin
+	rpLn     net.Listener
+	self     ring.Contact
 
 	ctx     context.Context // lives from Start to Close
 	cancel  context.CancelFunc
@@ -75,18 +86,13 @@ type Node struct {
 	rsvp        *client.Reservation // the relay slot of a ReachRelayed node
 	relaySvc    io.Closer           // the circuit relay this node runs for others
 	counters    struct {
-		linksReceived, badFrames, badLinks, overHops atomic.Int64
-		takenOver                                    atomic.Int64 // URLs queued by mid-day take-overs
-		knownShared, knownReceived                   atomic.Int64 // known URLs without versions sent and remembered (known.go)
-		ownerChecks                                  atomic.Int64 // fetch-time checks that asked the ring (relocate.go)
+		badFrames atomic.Int64 // inbound requests that did not parse, every protocol
 	}
-	claims   *claim.Claims // the day's fetches and claims (claim.go)
-	takeOver takeOver      // ranges taken over mid-day (takeover.go)
-	size     sizeEstimate  // the ring's size, for the forwarder (estimate.go)
-	trust    struct {
-		notMember atomic.Int64 // streams from peers that are no verified ring member
-		role      atomic.Int64 // member requests outside the member's role
-	}
+	claims   *claim.Claims       // the day's fetches and claims (claim.go)
+	dayclaim *dayclaim.Service   // claim and handover streams
+	takeOver *dayclaim.TakeOver  // ranges taken over mid-day
+	reloc    *dayclaim.Relocator // the crawler's forwarder, with the fetch-time ownership check
+	size     sizeEstimate        // the ring's size, for the forwarder (estimate.go)
 }
 
 // New creates a node from cfg: it opens the archive and the crawl queue in
@@ -116,10 +122,10 @@ func New(cfg Config) (n *Node, err error) {
 	}
 	n.bwc = metrics.NewBandwidthCounter()
 	n.metrics = prometheus.NewRegistry()
-	if n.host, err = newHost(cfg.Listen, key, n.bwc, n.metrics); err != nil {
+	if n.host, err = p2phost.New(cfg.Listen, key, n.bwc, n.metrics); err != nil {
 		return nil, err
 	}
-	if err := limitProtocols(n.host); err != nil {
+	if err := p2phost.LimitProtocols(n.host, protocolLimits); err != nil {
 		return nil, err
 	}
 	tr := p2p.New(n.host, cfg.Logger.With("sub", "ring"))
@@ -130,7 +136,7 @@ func New(cfg Config) (n *Node, err error) {
 		// Nobody can dial this node: it joins through a relay.
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.AddrTimeout)
 		var rerr error
-		addr, relay, n.rsvp, rerr = n.relayedAddress(ctx, cfg.Join)
+		addr, relay, n.rsvp, rerr = p2phost.RelayedAddress(ctx, n.host, cfg.Listen, cfg.Join, tr.Observe)
 		cancel()
 		if rerr != nil {
 			return nil, fmt.Errorf("node: ring address: %w; and %w", err, rerr)
@@ -152,7 +158,7 @@ func New(cfg Config) (n *Node, err error) {
 	n.log = cfg.Logger.With("node", n.self.Addr)
 	tr.SetSelf(n.self.Addr)
 	if how != ReachRelayed && !cfg.NoRelayService {
-		if err := n.startRelayService(); err != nil {
+		if n.relaySvc, err = p2phost.StartRelayService(n.host); err != nil {
 			return nil, err
 		}
 	}
@@ -174,7 +180,7 @@ func New(cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: ring: %w", err)
 	}
-	n.claims = n.newClaims()
+	n.setupClaims()
 	if n.identity, err = identity.NewSigner(key); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -191,15 +197,17 @@ func New(cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	n.setupMembers()
 	if err := n.setupPurge(); err != nil {
 		return nil, err
 	}
-	if n.outbox, err = openOutbox(filepath.Join(cfg.DataDir, "outbox")); err != nil {
+	if n.outbox, err = forward.OpenOutbox(filepath.Join(cfg.DataDir, "outbox")); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	n.fwd, err = newForwarder(forwarderConfig{
+	n.setupLinks()
+	n.fwd, err = forward.New(forward.Config{
 		Ring:       n.ring,
-		Deliver:    n.deliver,
+		Deliver:    n.links.Deliver,
 		Outbox:     n.outbox,
 		Every:      cfg.FlushInterval,
 		PerVnode:   cfg.WalkPerVnode,
@@ -209,11 +217,12 @@ func New(cfg Config) (n *Node, err error) {
 		LocalPeer:  n.self.Peer,
 		Day:        n.crawlDay,
 		Idle:       func() bool { return n.crawler != nil && n.crawler.Queued() == 0 },
-		ShareKnown: n.shareKnown,
+		ShareKnown: n.links.ShareKnown,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	n.links.Forwarder = n.fwd
 	cc := cfg.Crawl
 	cc.DayLength = cfg.DayLength
 	cc.Owns = n.ownsURL
@@ -222,10 +231,15 @@ func New(cfg Config) (n *Node, err error) {
 	n.setupPoliteness(&cc)
 	n.setupReplication()
 	n.setupQuery()
-	n.crawler, err = crawl.New(filepath.Join(cfg.DataDir, "crawl"), cc, n.store, relocator{n.fwd, n, &passVia{}})
+	n.setupResolve()
+	n.setupRingPage()
+	n.reloc = &dayclaim.Relocator{Forwarder: n.fwd, Ring: n.ring, Claims: n.claims, Self: n.self.Peer,
+		Day: n.claimDay, Replicas: cfg.LinkReplicas, Logger: n.log}
+	n.crawler, err = crawl.New(filepath.Join(cfg.DataDir, "crawl"), cc, n.store, n.reloc)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	n.links.Crawler = n.crawler
 	if err := n.setupGateway(); err != nil {
 		return nil, err
 	}
@@ -240,15 +254,15 @@ func (n *Node) Start(ctx context.Context) error {
 		return errors.New("node: already started")
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	n.host.SetStreamHandler(linksProtocol, n.handleLinks)
-	n.host.SetStreamHandler(archiveProtocol, n.handleArchive)
-	n.host.SetStreamHandler(claimProtocol, n.handleClaim)
-	n.host.SetStreamHandler(handoverProtocol, n.handleHandover)
-	n.host.SetStreamHandler(summaryProtocol, n.handleSummary)
+	n.host.SetStreamHandler(linksProtocol, n.links.Handle)
+	n.host.SetStreamHandler(archiveProtocol, n.resolve.Handle)
+	n.host.SetStreamHandler(claimProtocol, n.dayclaim.HandleClaim)
+	n.host.SetStreamHandler(handoverProtocol, n.dayclaim.HandleHandover)
+	n.host.SetStreamHandler(summaryProtocol, n.ringpage.Handle)
 	if n.reach == ReachMapped || n.reach == ReachRelayed {
 		// Behind a home router: find the household's other nodes on the
-		// LAN (see lanFinder).
-		lan, err := startLAN(n.ctx, n.host)
+		// LAN (see p2phost.StartLAN).
+		lan, err := p2phost.StartLAN(n.ctx, n.host)
 		if err != nil {
 			return fmt.Errorf("node start: mDNS: %w", err)
 		}
@@ -257,7 +271,7 @@ func (n *Node) Start(ctx context.Context) error {
 		go func() {
 			defer n.wg.Done()
 			if n.reach == ReachRelayed {
-				n.keepRelayed(n.ctx, n.rsvp)
+				p2phost.KeepRelayed(n.ctx, n.host, n.self, n.rsvp, n.tr.Observe, n.log, n.addrChanged)
 			} else {
 				n.watchAddress(n.ctx)
 			}
@@ -276,17 +290,17 @@ func (n *Node) Start(ctx context.Context) error {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		n.fwd.run(n.ctx)
+		n.fwd.Run(n.ctx)
 	}()
 	// Subscribed before the crawl starts, so that no range this node takes
 	// over from then on goes unnoticed.
 	sub := n.ring.Subscribe(64)
-	n.takeOver.sub.Store(sub)
+	n.takeOver.Watch(sub)
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
 		defer sub.Unsubscribe()
-		n.takeOverLoop(n.ctx, sub)
+		n.takeOver.Run(n.ctx)
 	}()
 	if err := n.crawler.Start(n.ctx); err != nil {
 		return fmt.Errorf("node start: crawl: %w", err)
@@ -305,7 +319,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		n.spreadLoop(n.ctx)
+		n.purgeX.SpreadLoop(n.ctx)
 	}()
 	n.log.Info("node started", "peer", n.self.Peer, "ring", n.self.Addr, "gateway", n.GatewayURL())
 	return nil
@@ -371,7 +385,7 @@ func (n *Node) Close() error {
 	}
 	if n.started.Load() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		n.handOver(ctx)
+		n.dayclaim.HandOver(ctx, n.ring.Status().Vnodes)
 		if err := n.ring.Leave(ctx); err != nil {
 			n.log.Debug("ring leave", "err", err)
 		}
@@ -409,7 +423,7 @@ func (n *Node) closeAll() error {
 		errs = append(errs, n.store.Close())
 	}
 	if n.outbox != nil {
-		errs = append(errs, n.outbox.close())
+		errs = append(errs, n.outbox.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -434,7 +448,7 @@ func (n *Node) Multiaddr() string {
 // links waiting for delivery and no range taken over whose URLs are not
 // queued yet.
 func (n *Node) Idle() bool {
-	return n.crawler.Idle() && !n.fwd.Busy() && n.takeOver.idle()
+	return n.crawler.Idle() && !n.fwd.Busy() && n.takeOver.Idle()
 }
 
 // NewDay starts a new crawl day now (the crawler also does this on its own
@@ -448,35 +462,6 @@ func (n *Node) Store() *archive.Store { return n.store }
 func (n *Node) Ring() *ring.Ring { return n.ring }
 
 // ParseContact reads a member address as given to --join: a multiaddr with
-// a /p2p/ component and an IP and TCP port.
-//
-// A circuit address (.../p2p/RELAY/p2p-circuit/p2p/PEER) names a member
-// reached through a relay: the contact is dialed through it.
-func ParseContact(s string) (ring.Contact, error) {
-	m, err := ma.NewMultiaddr(s)
-	if err != nil {
-		return ring.Contact{}, fmt.Errorf("member address %q: %w", s, err)
-	}
-	if c, ok := relayContactOf(m, ""); ok {
-		return c, nil
-	}
-	ai, err := peer.AddrInfoFromP2pAddr(m)
-	if err != nil {
-		return ring.Contact{}, fmt.Errorf("member address %q: %w", s, err)
-	}
-	for _, a := range ai.Addrs {
-		ip, err := a.ValueForProtocol(ma.P_IP4)
-		if err != nil {
-			ip, err = a.ValueForProtocol(ma.P_IP6)
-		}
-		if err != nil {
-			continue
-		}
-		port, err := a.ValueForProtocol(ma.P_TCP)
-		if err != nil {
-			continue
-		}
-		return ring.Contact{Peer: ai.ID.String(), Addr: net.JoinHostPort(ip, port)}, nil
-	}
-	return ring.Contact{}, fmt.Errorf("member address %q: no IP and TCP port", s)
-}
+// a /p2p/ component and an IP and TCP port, or a circuit address
+// (p2phost.ParseContact).
+func ParseContact(s string) (ring.Contact, error) { return p2phost.ParseContact(s) }

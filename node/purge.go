@@ -12,28 +12,35 @@ import (
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/node/identity"
 	"github.com/herod-archive/herod/node/purge"
+	"github.com/herod-archive/herod/replicate"
+	"github.com/herod-archive/herod/ring"
 )
 
-// Ring-wide purge: package purge checks, records and carries out orders;
-// the node signs its operator's orders (Node.Purge), exchanges orders with
-// every replica it is about to sync with at the start of each replication
-// round (/herod/purge/1.0.0, members only), before any file moves, and
-// pushes a new order at once to the peers in its routing state
-// (purge_proto.go). A node that was down catches up in its first round;
+// Ring-wide purge: package purge checks, records and carries out orders
+// and carries them between members (/herod/purge/1.0.0, members only,
+// purge.Exchanger); the node signs its operator's orders (Node.Purge),
+// exchanges orders with every replica it is about to sync with at the
+// start of each replication round, before any file moves (purgeRound),
+// and pushes a new order at once to the peers in its routing state
+// (neighbours). A node that was down catches up in its first round;
 // replication never brings a purged version back, because Import refuses
 // the purged peer's records from the moment its order is carried out.
 
 // PurgeStats counts a node's purge orders.
 type PurgeStats = purge.Stats
 
+// purgeProtocol exchanges purge orders between members (package purge).
+const purgeProtocol = purge.Protocol
+
 // purgeOrdersFile holds the orders a node has carried out, one JSON
 // object a line, in its data directory.
 const purgeOrdersFile = "purge-orders"
 
 // setupPurge opens the node's purge orders, finishing any whose purge
-// was cut short. Called from New, after the store opens.
+// was cut short, and registers the purge protocol. Called from New, after
+// the store opens.
 func (n *Node) setupPurge() error {
-	n.purgeSpread = make(chan struct{}, 1)
+	x := purge.NewExchanger() // made first: Taken spreads through it
 	b, err := purge.Open(context.Background(), purge.Config{
 		Path:        filepath.Join(n.cfg.DataDir, purgeOrdersFile),
 		Self:        n.self.Peer,
@@ -43,9 +50,9 @@ func (n *Node) setupPurge() error {
 		Skew:        archive.MaxClockSkew,
 		Taken: func(p string) {
 			if pid, err := peer.Decode(p); err == nil {
-				n.memberOK.forget(pid)
+				n.members.Forget(pid)
 			}
-			n.spreadPurge()
+			x.Spread()
 		},
 		Logger: n.log.With("sub", "purge"),
 	})
@@ -53,8 +60,30 @@ func (n *Node) setupPurge() error {
 		return fmt.Errorf("node: %w", err)
 	}
 	n.purge = b
-	n.host.SetStreamHandler(purgeProtocol, n.handlePurge)
+	x.Book, x.Self, x.Open, x.Gate, x.BadFrame = b, n.self.Peer, n.openStream, n.admit, n.badFrame
+	x.Neighbours, x.Logger = n.neighbours, n.log
+	n.purgeX = x
+	n.host.SetStreamHandler(purgeProtocol, x.Handle)
 	return nil
+}
+
+// neighbours returns the peers in this node's routing state, for
+// spreading purge orders: per virtual server its predecessor, successors
+// and fingers.
+func (n *Node) neighbours() []ring.Contact {
+	var cs []ring.Contact
+	for _, v := range n.ring.Status().Vnodes {
+		if v.Predecessor != nil {
+			cs = append(cs, v.Predecessor.Contact)
+		}
+		for _, s := range v.Successors {
+			cs = append(cs, s.Contact)
+		}
+		for _, f := range v.Fingers {
+			cs = append(cs, f.Node.Contact)
+		}
+	}
+	return cs
 }
 
 // Purge orders, as this node's operator, the purge of every capture peer
@@ -78,3 +107,21 @@ func (n *Node) Purge(ctx context.Context, peerID string) (int, error) {
 
 // PurgeStats returns the node's purge counters.
 func (n *Node) PurgeStats() PurgeStats { return n.purge.Stats() }
+
+// gatedStore is the store replication imports into: imports wait while
+// a purge runs (purge.Book.Importing).
+type gatedStore struct {
+	*archive.Store
+	p *purge.Book
+}
+
+// Import implements replicate.Local.
+func (g gatedStore) Import(ctx context.Context, name string, data []byte) (v archive.Version, added bool, err error) {
+	g.p.Importing(func() { v, added, err = g.Store.Import(ctx, name, data) })
+	return v, added, err
+}
+
+var _ replicate.Local = gatedStore{}
+
+// replicaStore returns the store replication syncs into.
+func (n *Node) replicaStore() replicate.Local { return gatedStore{n.store, n.purge} }

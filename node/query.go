@@ -1,310 +1,61 @@
 package node
 
 import (
-	"bufio"
-	"cmp"
 	"context"
-	"errors"
-	"fmt"
-	"slices"
-	"strings"
-	"time"
-
-	"github.com/libp2p/go-libp2p/core/network"
-	"github.com/libp2p/go-libp2p/core/protocol"
+	"io"
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
-	"github.com/herod-archive/herod/internal/canon"
-	"github.com/herod-archive/herod/internal/id"
-	"github.com/herod-archive/herod/internal/wire"
-	"github.com/herod-archive/herod/node/export"
-	"github.com/herod-archive/herod/ring"
+	"github.com/herod-archive/herod/node/query"
 )
 
-// queryProtocol serves ring-wide queries: each node answers from its own
-// store and the asking node merges the answers of every real node.
-//
-// A request is one JSON frame (queryRequest, at most maxRequestFrame).
-// For op "list" the reply is a sequence of listBatch frames (each at most
-// maxHeaderFrame), the last with Done set. For op "export" it is, per
-// record, a recordHeader frame (at most maxRequestFrame) followed by one
-// frame holding the record's gzip member (at most maxBodyFrame), and
-// finally a recordHeader with End set, carrying the error that stopped the
-// export, if any.
-const queryProtocol protocol.ID = "/herod/query/1.0.0"
+// queryProtocol serves ring-wide queries (package query).
+const queryProtocol = query.Protocol
 
-// Limits of the query protocol.
-const (
-	// maxListVersions bounds the versions one node returns for a list
-	// request, whatever the request's limit (the gateway's CDX maximum).
-	maxListVersions = gateway.MaxCDXLimit
-	// listBatchSize is the number of versions per list reply frame.
-	listBatchSize = 1000
-	// queryFanout bounds the members asked at the same time by List.
-	queryFanout = 16
-	// maxServing bounds the query requests a process serves at once (list
-	// scans and export streams); more are refused with a "busy" reply.
-	maxServing = 32
-	// exportIdle bounds the wait for one frame of an export stream, either
-	// way (longer than streamTimeout; see export.Idle).
-	exportIdle = export.Idle
-)
+// querySlots holds a slot per query request being served, in this
+// process (query.Service.Slots): process-wide rather than per node
+// because the limit protects the machine's disk and CPU.
+var querySlots = make(chan struct{}, query.MaxServing)
 
-// queryRequest is the request frame of the query protocol.
-type queryRequest struct {
-	Op    string        `json:"op"` // "list" or "export"
-	Query archive.Query `json:"query"`
-	Limit int           `json:"limit,omitempty"` // list: most versions; 0 means maxListVersions
-	After string        `json:"after,omitempty"` // export: resume after this cursor
-	// Revisits, in an export, asks for revisit records of the days a URL
-	// was checked unchanged (archive.ExportOptions.Revisits).
-	Revisits bool `json:"revisits,omitempty"`
-	// Page holds the rest of an op "page" request (cdx.go).
-	Page *pageRequest `json:"page,omitempty"`
-}
-
-// listBatch is one reply frame of op "list".
-type listBatch struct {
-	Versions []archive.Version `json:"versions,omitempty"`
-	Done     bool              `json:"done,omitempty"`
-	Error    string            `json:"error,omitempty"`
-}
-
-// serving holds a slot per query request being served, in this process.
-// It is process-wide rather than per node because the limit protects the
-// machine's disk and CPU; handlers never wait for each other, so sharing
-// it cannot deadlock.
-var serving = make(chan struct{}, maxServing)
-
-// errBusy is the reply to a request over the maxServing limit.
-const errBusy = "busy: too many queries in progress"
-
-// setupQuery registers the query protocol's handler on the host. The
-// handler does not depend on Start: it needs only the store.
+// setupQuery builds the node's query service and registers its handler on
+// the host. The handler does not depend on Start: it needs only the store.
 func (n *Node) setupQuery() {
-	n.host.SetStreamHandler(queryProtocol, n.handleQuery)
+	n.query = &query.Service{
+		Store:    n.store,
+		Self:     n.self,
+		Ring:     n.ring,
+		Open:     n.openStream,
+		Gate:     n.admit,
+		BadFrame: n.badFrame,
+		Slots:    querySlots,
+		Logger:   n.log,
+	}
+	n.host.SetStreamHandler(queryProtocol, n.query.Handle)
 }
 
-// archiveQuery translates a gateway query into the store's terms.
-func archiveQuery(q gateway.Query) archive.Query {
-	aq := archive.Query{From: q.From, To: q.To}
-	switch q.Match {
-	case gateway.MatchHost:
-		aq.Host = q.URL
-	case gateway.MatchPrefix:
-		aq.Prefix = q.URL
-	default:
-		aq.URL = q.URL
-	}
-	return aq
-}
-
-// gatewayQuery is the inverse of archiveQuery, for checking what members
-// return against the request: exactly one of URL, Prefix and Host must be
-// set (Host and Prefix together are refused: the gateway never asks it).
-func gatewayQuery(aq archive.Query) (gateway.Query, error) {
-	q := gateway.Query{From: aq.From, To: aq.To}
-	switch {
-	case aq.URL != "" && aq.Host == "" && aq.Prefix == "":
-		q.Match, q.URL = gateway.MatchExact, aq.URL
-	case aq.Prefix != "" && aq.URL == "" && aq.Host == "":
-		q.Match, q.URL = gateway.MatchPrefix, aq.Prefix
-	case aq.Host != "" && aq.URL == "" && aq.Prefix == "":
-		q.Match, q.URL = gateway.MatchHost, strings.ToLower(aq.Host)
-	default:
-		return q, errors.New("query needs exactly one of url, prefix and host")
-	}
-	if len(q.URL) > canon.MaxLen {
-		return q, fmt.Errorf("query of %d bytes", len(q.URL))
-	}
-	if !q.From.IsZero() && !q.To.IsZero() && q.To.Before(q.From) {
-		return q, errors.New("query ends before it starts")
-	}
-	return q, nil
-}
-
-// handleQuery serves one query request from the local store.
-func (n *Node) handleQuery(s network.Stream) {
-	defer s.Close()
-	_ = s.SetDeadline(time.Now().Add(streamTimeout))
-	if _, ok := n.gate(s); !ok {
-		return
-	}
-	var req queryRequest
-	if err := wire.ReadJSON(bufio.NewReader(s), maxRequestFrame, &req); err != nil {
-		n.counters.badFrames.Add(1)
-		n.log.Debug("query: bad request", "peer", s.Conn().RemotePeer(), "err", err)
-		s.Reset()
-		return
-	}
-	_ = s.CloseRead()
-	select {
-	case serving <- struct{}{}:
-		defer func() { <-serving }()
-	default:
-		// Both reply types read this as their final frame with an error.
-		_ = wire.WriteJSON(s, map[string]any{"done": true, "end": true, "error": errBusy})
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var err error
-	switch req.Op {
-	case "list":
-		err = n.serveList(ctx, req, s)
-	case "export":
-		err = n.serveExport(ctx, req, &deadlineWriter{s: s})
-	case "page":
-		err = n.servePage(ctx, req, s)
-	default:
-		err = wire.WriteJSON(s, listBatch{Done: true, Error: fmt.Sprintf("unknown op %.20q", req.Op)})
-	}
-	if err != nil {
-		n.log.Debug("query: reply", "op", req.Op, "peer", s.Conn().RemotePeer(), "err", err)
-		s.Reset()
-	}
-}
-
-// localList returns up to limit versions of the local store selected by
-// q, in CDX order (see cdxCompare). Memory stays O(limit) whatever the
-// number of matches.
-func (n *Node) localList(ctx context.Context, q archive.Query, limit int) ([]archive.Version, error) {
-	if limit <= 0 || limit > maxListVersions {
-		limit = maxListVersions
-	}
-	if _, err := gatewayQuery(q); err != nil {
-		return nil, fmt.Errorf("query list: %w", err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, streamTimeout)
-	defer cancel()
-	var out []archive.Version
-	err := n.store.Scan(ctx, q, func(v archive.Version) error {
-		out = append(out, v)
-		if len(out) >= 2*limit {
-			slices.SortFunc(out, cdxCompare)
-			out = out[:limit]
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("query list: %w", err)
-	}
-	slices.SortFunc(out, cdxCompare)
-	return out[:min(len(out), limit)], nil
-}
-
-// serveList answers op "list" in batches.
-func (n *Node) serveList(ctx context.Context, req queryRequest, s network.Stream) error {
-	vs, err := n.localList(ctx, req.Query, req.Limit)
-	if err != nil {
-		return wire.WriteJSON(s, listBatch{Done: true, Error: err.Error()})
-	}
-	for {
-		b := listBatch{Versions: vs[:min(len(vs), listBatchSize)]}
-		vs = vs[len(b.Versions):]
-		b.Done = len(vs) == 0
-		if err := wire.WriteJSON(s, b); err != nil {
-			return err
-		}
-		if b.Done {
-			return nil
-		}
-	}
-}
-
-// cdxCompare orders versions as CDX indexes do: by SURT, then by time;
-// the URL and digest break ties so the order is total.
-func cdxCompare(a, b archive.Version) int {
-	return cmp.Or(strings.Compare(archive.Surt(a.URL), archive.Surt(b.URL)),
-		a.Time.Compare(b.Time), strings.Compare(a.URL, b.URL), a.Digest.Cmp(b.Digest))
-}
-
-// remoteList asks member c for its versions selected by q and checks each
-// one: it must match q, its key must be the SHA-1 of its URL, and there
-// must be no more than limit.
-func (n *Node) remoteList(ctx context.Context, c ring.Contact, q archive.Query, limit int) ([]archive.Version, error) {
-	gq, err := gatewayQuery(q)
-	if err != nil {
-		return nil, err
-	}
-	s, err := n.openStream(ctx, c, queryProtocol)
-	if err != nil {
-		return nil, err
-	}
-	defer s.Close()
-	if err := wire.WriteJSON(s, queryRequest{Op: "list", Query: q, Limit: limit}); err != nil {
-		s.Reset()
-		return nil, fmt.Errorf("query list request: %w", err)
-	}
-	_ = s.CloseWrite()
-	r := bufio.NewReader(s)
-	var out []archive.Version
-	for {
-		var b listBatch
-		if err := wire.ReadJSON(r, maxHeaderFrame, &b); err != nil {
-			s.Reset()
-			return nil, fmt.Errorf("query list reply: %w", err)
-		}
-		if b.Error != "" {
-			return nil, fmt.Errorf("query list reply: %w: %.200s", errRemote, b.Error)
-		}
-		for _, v := range b.Versions {
-			if !gq.Contains(v) || v.Key != id.OfString(v.URL) {
-				s.Reset()
-				return nil, fmt.Errorf("query list reply: %w: version of %.100q does not match the query", errBadReply, v.URL)
-			}
-		}
-		out = append(out, b.Versions...)
-		if len(out) > limit {
-			s.Reset()
-			return nil, fmt.Errorf("query list reply: %w: more than %d versions", errBadReply, limit)
-		}
-		if b.Done {
-			return out, nil
-		}
-	}
-}
-
-// errBadReply reports a member's reply that breaks the query protocol.
-var errBadReply = errors.New("node: bad query reply")
-
-// List implements gateway.Lister: it asks every real node of the ring (at
-// most queryFanout at a time) for its versions selected by q, merges them
-// in CDX order (SURT, then time), drops duplicates (replicas) and keeps the
-// first q.Limit. If a member fails, or the ring could not be enumerated
-// completely, List returns an error naming them (wrapping errPartial) and
-// no versions: the gateway then answers 502 rather than a silently
-// incomplete index.
+// List implements gateway.Lister ring-wide (query.Service.List).
 func (r *resolver) List(ctx context.Context, q gateway.Query) ([]archive.Version, error) {
-	n := (*Node)(r)
-	limit := q.Limit
-	if limit <= 0 || limit > maxListVersions {
-		limit = maxListVersions
-	}
-	aq := archiveQuery(q)
-	if _, err := gatewayQuery(aq); err != nil {
-		return nil, fmt.Errorf("node list: %w", err)
-	}
-	var all []archive.Version
-	errs := n.eachMember(ctx, func(m ring.Contact) (func(), error) {
-		var vs []archive.Version
-		var err error
-		if m.Peer == n.self.Peer {
-			vs, err = n.localList(ctx, aq, limit)
-		} else {
-			vs, err = n.remoteList(ctx, m, aq, limit)
-		}
-		return func() { all = append(all, vs...) }, err
-	})
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("node list: %w: %w", errPartial, errors.Join(errs...))
-	}
-	slices.SortFunc(all, cdxCompare)
-	all = slices.CompactFunc(all, func(a, b archive.Version) bool {
-		return a.URL == b.URL && a.Time.Equal(b.Time) && a.Digest == b.Digest
-	})
-	return all[:min(len(all), limit)], nil
+	return r.query.List(ctx, q)
 }
 
-var _ gateway.Lister = (*resolver)(nil)
+// Page implements gateway.Pager ring-wide (query.Service.Page).
+func (r *resolver) Page(ctx context.Context, req gateway.PageRequest) ([]gateway.CDXRow, bool, error) {
+	return r.query.Page(ctx, req)
+}
+
+// Export implements gateway.Exporter ring-wide (query.Service.Export).
+func (r *resolver) Export(ctx context.Context, q gateway.Query, w io.Writer, resumeAfter string) error {
+	return r.query.Export(ctx, q, w, resumeAfter)
+}
+
+// ExportProgress implements gateway.ProgressExporter ring-wide
+// (query.Service.ExportProgress).
+func (r *resolver) ExportProgress(ctx context.Context, q gateway.Query, w io.Writer, resumeAfter string, progress func(cursor string)) error {
+	return r.query.ExportProgress(ctx, q, w, resumeAfter, progress)
+}
+
+var (
+	_ gateway.Lister           = (*resolver)(nil)
+	_ gateway.Pager            = (*resolver)(nil)
+	_ gateway.ProgressExporter = (*resolver)(nil)
+)

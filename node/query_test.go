@@ -26,6 +26,7 @@ import (
 	"github.com/herod-archive/herod/internal/sampleweb"
 	"github.com/herod-archive/herod/internal/warciotest"
 	"github.com/herod-archive/herod/node/export"
+	"github.com/herod-archive/herod/node/query"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -53,7 +54,7 @@ func TestRingQueryExport(t *testing.T) {
 	}
 	slices.Sort(peers)
 	for i, n := range lr.Nodes {
-		ms, err := n.members(ctx)
+		ms, err := n.query.Members(ctx)
 		if err != nil {
 			t.Fatalf("node %d members: %v", i, err)
 		}
@@ -74,7 +75,7 @@ func TestRingQueryExport(t *testing.T) {
 			t.Fatal(err)
 		}
 		byCDX := slices.Clone(want)
-		slices.SortFunc(byCDX, cdxCompare)
+		slices.SortFunc(byCDX, query.CDXCompare)
 		if !slices.EqualFunc(got, byCDX, sameVersion) {
 			t.Fatalf("List returned %d versions, want the %d of the union in CDX order", len(got), len(byCDX))
 		}
@@ -212,20 +213,20 @@ func TestRingQueryExport(t *testing.T) {
 	// Members over their serving limit refuse, and the refusal reaches
 	// the caller.
 	t.Run("busy", func(t *testing.T) {
-		for range maxServing {
-			serving <- struct{}{}
+		for range query.MaxServing {
+			querySlots <- struct{}{}
 		}
 		defer func() {
-			for range maxServing {
-				<-serving
+			for range query.MaxServing {
+				<-querySlots
 			}
 		}()
 		_, err := (*resolver)(lr.Nodes[0]).List(ctx, gateway.Query{URL: host, Match: gateway.MatchHost})
-		if !errors.Is(err, errPartial) || !strings.Contains(err.Error(), errBusy) {
+		if !errors.Is(err, query.ErrPartial) || !strings.Contains(err.Error(), query.BusyError) {
 			t.Fatalf("List with busy members: %v", err)
 		}
 		err = (*resolver)(lr.Nodes[0]).Export(ctx, gateway.Query{URL: host, Match: gateway.MatchHost}, io.Discard, "")
-		if !errors.Is(err, errPartial) || !strings.Contains(err.Error(), errBusy) {
+		if !errors.Is(err, query.ErrPartial) || !strings.Contains(err.Error(), query.BusyError) {
 			t.Fatalf("Export with busy members: %v", err)
 		}
 	})
@@ -235,14 +236,14 @@ func TestRingQueryExport(t *testing.T) {
 	t.Run("member down", func(t *testing.T) {
 		down := lr.Nodes[2]
 		down.host.RemoveStreamHandler(queryProtocol)
-		defer down.setupQuery()
+		defer down.host.SetStreamHandler(queryProtocol, down.query.Handle)
 		_, err := (*resolver)(lr.Nodes[0]).List(ctx, gateway.Query{URL: host, Match: gateway.MatchHost})
-		if !errors.Is(err, errPartial) || !strings.Contains(err.Error(), down.self.Addr) {
+		if !errors.Is(err, query.ErrPartial) || !strings.Contains(err.Error(), down.self.Addr) {
 			t.Fatalf("List with a member down: %v, want a partial error naming %s", err, down.self.Addr)
 		}
 		var sink bytes.Buffer
 		err = (*resolver)(lr.Nodes[0]).Export(ctx, gateway.Query{URL: host, Match: gateway.MatchHost}, &sink, "")
-		if !errors.Is(err, errPartial) || sink.Len() != 0 {
+		if !errors.Is(err, query.ErrPartial) || sink.Len() != 0 {
 			t.Fatalf("Export with a member down: %v after %d bytes, want a partial error before any", err, sink.Len())
 		}
 		for _, u := range []string{

@@ -5,17 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/herod-archive/herod/crawl"
-	"github.com/herod-archive/herod/ring"
 )
-
-var _ crawl.RequisiteForwarder = (*forwarder)(nil)
 
 // TestRequisitesReachOwners crawls a page on a three-node ring with
 // AllowDynamic off: its stylesheet with a cache-busting query, the sheet
@@ -112,70 +108,4 @@ func TestRequisitesReachOwners(t *testing.T) {
 	fuzzy := timed(srv.URL+"/_static/pydoctheme.css?2023.1", 200, srv.URL+"/_static/pydoctheme.css?2022.1")
 	miss := timed(srv.URL+"/_static/nothing.css?v=1", 404, "")
 	t.Logf("3-node ring, median of 21 replays: exact %v, fuzzy match %v, no capture at the path %v", exact, fuzzy, miss)
-}
-
-// TestForwarderRequisiteFlag: a requisite keeps its kind through the
-// outbox and travels in batches of its own; a URL already delivered
-// today as a plain link travels again as a requisite, not the reverse.
-func TestForwarderRequisiteFlag(t *testing.T) {
-	ob, err := openOutbox(filepath.Join(t.TempDir(), "outbox"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ob.close()
-	fr := newFakeRing(1, 1)
-	var reqBatches, linkBatches [][]string
-	deliver := func(ctx context.Context, to ring.Node, b linkBatch) error {
-		if b.Requisites {
-			reqBatches = append(reqBatches, b.URLs)
-		} else {
-			linkBatches = append(linkBatches, b.URLs)
-		}
-		return nil
-	}
-	f, err := newForwarder(forwarderConfig{Ring: fr, Outbox: ob, PerVnode: 1000,
-		Deliver: func(ctx context.Context, to ring.Node, b linkBatch) ([]ring.Node, error) {
-			return nil, deliver(ctx, to, b)
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := f.Forward(ctx, []string{"http://a.example/page.html", "http://a.example/x.css?v=1"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.ForwardRequisites(ctx, []string{"http://a.example/x.css?v=1", "http://a.example/y.png?v=2"}); err != nil {
-		t.Fatal(err)
-	}
-	stored, err := ob.load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var storedReqs []string
-	for _, l := range stored {
-		if l.req {
-			storedReqs = append(storedReqs, l.url)
-		}
-	}
-	slices.Sort(storedReqs)
-	if !slices.Equal(storedReqs, []string{"http://a.example/x.css?v=1", "http://a.example/y.png?v=2"}) {
-		t.Fatalf("outbox requisites %q", storedReqs)
-	}
-	f.flush(ctx)
-	if len(linkBatches) != 1 || len(reqBatches) != 1 || !slices.Equal(linkBatches[0], []string{"http://a.example/page.html"}) || len(reqBatches[0]) != 2 {
-		t.Fatalf("link batches %q, requisite batches %q", linkBatches, reqBatches)
-	}
-	// Delivered today: a plain link again is skipped, a requisite of a URL
-	// delivered as a plain link travels.
-	linkBatches, reqBatches = nil, nil
-	if err := f.Forward(ctx, []string{"http://a.example/x.css?v=1", "http://a.example/page.html"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.ForwardRequisites(ctx, []string{"http://a.example/page.html", "http://a.example/y.png?v=2"}); err != nil {
-		t.Fatal(err)
-	}
-	f.flush(ctx)
-	if len(linkBatches) != 0 || len(reqBatches) != 1 || !slices.Equal(reqBatches[0], []string{"http://a.example/page.html"}) {
-		t.Fatalf("second round: link batches %q, requisite batches %q", linkBatches, reqBatches)
-	}
 }

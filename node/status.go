@@ -6,6 +6,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/crawl"
+	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/claim"
 )
@@ -45,6 +46,9 @@ type Status struct {
 	Wire      []WireStats `json:"wire"`
 }
 
+// ForwardStats reports the link forwarder's progress (forward.Stats).
+type ForwardStats = forward.Stats
+
 // WireStats counts the stream bytes this node sent and received under one
 // libp2p protocol ("" is protocol negotiation). Muxer and encryption framing
 // are not included.
@@ -76,17 +80,30 @@ type LinkStats struct {
 	BadLinks  int64 `json:"badLinks"`  // not canonical: dropped
 	BadFrames int64 `json:"badFrames"` // malformed or oversized messages
 	// OverHops counts links queued here, though this node does not own
-	// them, because they had been passed on maxHops times: the nodes'
+	// them, because they had been passed on forward.MaxHops times: the nodes'
 	// views of the ring disagreed, and the owner may fetch them too.
 	OverHops int64 `json:"overHops"`
 	// KnownShared and KnownReceived count known URLs that no version
 	// carries, sent to their ranges' holders and remembered from others
-	// (known.go), since the node started.
+	// (forward.Links.ShareKnown), since the node started.
 	KnownShared   int64 `json:"knownShared"`
 	KnownReceived int64 `json:"knownReceived"`
 }
 
-// TrustStats counts requests refused at the trust boundary (member.go).
+// linkStats returns the links protocol's counters and the node's bad frames.
+func (n *Node) linkStats() LinkStats {
+	ls := n.links.Stats()
+	return LinkStats{Received: ls.Received, BadLinks: ls.BadLinks, BadFrames: n.counters.badFrames.Load(),
+		OverHops: ls.OverHops, KnownShared: ls.KnownShared, KnownReceived: ls.KnownReceived}
+}
+
+// trustStats returns the trust gate's refusal counters.
+func (n *Node) trustStats() TrustStats {
+	ts := n.members.Stats()
+	return TrustStats{NotMember: ts.NotMember, Role: ts.Role}
+}
+
+// TrustStats counts requests refused at the trust boundary (package member).
 type TrustStats struct {
 	// NotMember counts peers refused because they are not verified ring
 	// members (each refusal is cached for a few seconds; streams refused
@@ -101,33 +118,26 @@ type TrustStats struct {
 // Status returns a snapshot of the node's state.
 func (n *Node) Status() Status {
 	return Status{
-		Peer:      n.self.Peer,
-		Addr:      n.self.Addr,
-		Multiaddr: n.Multiaddr(),
-		Gateway:   n.GatewayURL(),
-		Reach:     n.reach,
-		Relay:     n.self.Relay,
-		RingCalls: n.ringCalls(),
-		Replay:    n.ReplayURL(),
-		Idle:      n.Idle(),
-		Ring:      n.ring.Status(),
-		Crawl:     n.crawler.Stats(),
-		Archive:   n.store.Stats(),
-		Claims:    n.claims.Stats(),
-		Forward:   n.fwd.Stats(),
-		Links: LinkStats{
-			Received:      n.counters.linksReceived.Load(),
-			BadLinks:      n.counters.badLinks.Load(),
-			BadFrames:     n.counters.badFrames.Load(),
-			OverHops:      n.counters.overHops.Load(),
-			KnownShared:   n.counters.knownShared.Load(),
-			KnownReceived: n.counters.knownReceived.Load(),
-		},
+		Peer:        n.self.Peer,
+		Addr:        n.self.Addr,
+		Multiaddr:   n.Multiaddr(),
+		Gateway:     n.GatewayURL(),
+		Reach:       n.reach,
+		Relay:       n.self.Relay,
+		RingCalls:   n.ringCalls(),
+		Replay:      n.ReplayURL(),
+		Idle:        n.Idle(),
+		Ring:        n.ring.Status(),
+		Crawl:       n.crawler.Stats(),
+		Archive:     n.store.Stats(),
+		Claims:      n.claims.Stats(),
+		Forward:     n.fwd.Stats(),
+		Links:       n.linkStats(),
 		Politeness:  n.PolitenessStats(),
 		Replication: n.ReplicationStats(),
-		Trust:       TrustStats{NotMember: n.trust.notMember.Load(), Role: n.trust.role.Load()},
+		Trust:       n.trustStats(),
 		Purge:       n.PurgeStats(),
-		TakenOver:   n.counters.takenOver.Load(),
+		TakenOver:   n.takeOver.Taken(),
 		Wire:        n.wire(),
 	}
 }

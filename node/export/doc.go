@@ -7,8 +7,8 @@
 // header (URL, capture time, payload digest, exact cursor) and a frame
 // holding the record as one gzip member; then an end header, carrying
 // the versions the member skipped as corrupt and, if it stopped early,
-// why. Opening the streams to the members and the fan-out are the node's
-// (node/export.go).
+// why. Opening the streams to the members and the fan-out are package
+// query's (node/query/export.go).
 //
 // Invariants: a record is merged only after its header matched the query
 // and came strictly after the previous one (and after the resume cursor),

@@ -11,18 +11,24 @@
 //   - this node (its own operator's order, through the admin API).
 //
 // So a member, hostile or not, can erase only its own captures; an order
-// from anyone else is refused (Stats.Refused) and not passed on. How
-// orders travel between nodes (/herod/purge/1.0.0, exchanged at the start
-// of each replication round and pushed to the routing state when one is
-// new) is the node's wiring; this package decides, records and carries
-// out.
+// from anyone else is refused (Stats.Refused) and not passed on.
+//
+// Orders travel between members over /herod/purge/1.0.0 (Protocol): an
+// Exchanger answers a member's exchange, exchanges with one replica
+// (Exchange, which the node runs at the start of each replication round)
+// and pushes the orders to the peers in the routing state when one is new
+// (Spread, SpreadLoop). The node supplies the streams, the trust gate and
+// the routing state (node/purge.go).
 //
 // Invariants: an order is written to the orders file (synced) before its
 // purge starts and again, marked done, after it ends, so a crash in
 // between finishes the purge at the next Open; no replication import
 // runs while a purge scans the store (Book.Importing), so a record that
 // passed its check before the peer was refused cannot land after the
-// scan; at most MaxOrders orders are kept.
+// scan; at most MaxOrders orders are kept; an Exchanger answers members
+// only (Exchanger.Gate) and reads at most 512 KiB and MaxOrders orders a
+// request or reply.
 //
-// Concurrency: a Book is safe for concurrent use.
+// Concurrency: a Book and an Exchanger (once its fields are set) are safe
+// for concurrent use.
 package purge

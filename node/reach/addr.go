@@ -34,7 +34,7 @@ const (
 	// IP a member observes on its outbound connection, and the ring
 	// reaches it through a circuit relay on a public member
 	// (ring.Contact.Relay), or directly once hole punching (DCUtR) or its
-	// own outbound connections open a path (node/relayed.go).
+	// own outbound connections open a path (package p2phost).
 	Relayed = "relayed"
 )
 

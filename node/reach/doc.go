@@ -4,7 +4,7 @@
 // one its router maps to it (UPnP IGD or NAT-PMP, through libp2p's port
 // mapping), or one the operator announced. It also watches a mapped
 // address for the router's public IP changing. Joining through a relay
-// when nothing is mapped is the node's wiring (node/relayed.go); Relayed
+// when nothing is mapped is package p2phost's (RelayedAddress); Relayed
 // names that way.
 //
 // It reads a libp2p host's addresses and events and keeps no state of

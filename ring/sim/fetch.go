@@ -15,7 +15,7 @@ import (
 // URL and day while nodes join", with the real ring and claim code. The
 // crawler is reduced to what decides who fetches: a per-node FIFO with a
 // URL-seen set for the day, the fetch-time check the node makes
-// (node/relocate.go: a local virtual server owns the URL by this node's
+// (node/dayclaim/relocate.go: a local virtual server owns the URL by this node's
 // view, then the claims decide; else the ring is asked, and a URL another
 // node owns is passed on to it), and links delivered to their owners by
 // lookup. Claims travel as function calls between the nodes' claim.Claims.

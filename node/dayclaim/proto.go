@@ -1,0 +1,229 @@
+package dayclaim
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/ring"
+	"github.com/herod-archive/herod/ring/claim"
+)
+
+// Protocol ids: a claim asks a URL's former owner whether it fetched the
+// URL today; a handover gives a range's heir the keys fetched today in it.
+const (
+	ClaimProtocol    protocol.ID = "/herod/claim/1.0.0"
+	HandoverProtocol protocol.ID = "/herod/handover/1.0.0"
+)
+
+// claimTimeout bounds one claim or handover exchange.
+const claimTimeout = 10 * time.Second
+
+// maxClaimFrame bounds a claim request or reply.
+const maxClaimFrame = 16 << 10
+
+// maxHandoverFrame bounds a handover request (a day's keys of a range).
+const maxHandoverFrame = 4 << 20
+
+// errRemote reports an error the remote node returned.
+var errRemote = errors.New("node: remote error")
+
+// Opener opens a stream of protocol p to the real node behind c, with a
+// deadline.
+type Opener func(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error)
+
+// Transport is claim.Transport over libp2p streams.
+type Transport struct {
+	Open Opener
+	// Answers pings virtual server v (the ring's Answers).
+	Answers func(ctx context.Context, v ring.Node) bool
+}
+
+var _ claim.Transport = Transport{}
+
+// Claim implements claim.Transport.
+func (t Transport) Claim(ctx context.Context, f ring.Node, q claim.Request) (claim.Reply, error) {
+	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
+	defer cancel()
+	s, err := t.Open(ctx, f.Contact, ClaimProtocol)
+	if err != nil {
+		return claim.Reply{}, err
+	}
+	defer s.Close()
+	if err := wire.WriteJSON(s, q); err != nil {
+		s.Reset()
+		return claim.Reply{}, fmt.Errorf("claim %s: %w", q.URL, err)
+	}
+	if err := s.CloseWrite(); err != nil {
+		s.Reset()
+		return claim.Reply{}, fmt.Errorf("claim %s: %w", q.URL, err)
+	}
+	var rep claim.Reply
+	if err := wire.ReadJSON(bufio.NewReader(s), maxClaimFrame, &rep); err != nil {
+		s.Reset()
+		return claim.Reply{}, fmt.Errorf("claim %s: %w", q.URL, err)
+	}
+	return rep, nil
+}
+
+// Alive implements claim.Transport with the ring's ping.
+func (t Transport) Alive(ctx context.Context, v ring.Node) bool {
+	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
+	defer cancel()
+	return t.Answers(ctx, v)
+}
+
+// Service answers a node's claim and handover streams from its claims
+// and hands its fetches over to heirs. Every field but BadFrame and
+// Logger must be set.
+type Service struct {
+	Claims *claim.Claims
+	Self   string       // this node's peer id
+	Day    func() int64 // the day claims are made for
+	// Base is the context claims are answered under: the node's, which
+	// ends when it closes.
+	Base func() context.Context
+	Open Opener
+	// Gate returns the verified ring member a stream comes from; for
+	// another peer it resets the stream and returns false.
+	Gate func(s network.Stream) (ring.Node, bool)
+	// RefuseRole counts and logs a member's request outside its role.
+	RefuseRole func(m ring.Node, proto string, err error)
+	BadFrame   func()       // counts a request that did not parse; nil counts nothing
+	Logger     *slog.Logger // nil: discard
+}
+
+func (sv *Service) badFrame() {
+	if sv.BadFrame != nil {
+		sv.BadFrame()
+	}
+}
+
+func (sv *Service) log() *slog.Logger {
+	if sv.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return sv.Logger
+}
+
+// HandleClaim answers a claim from a member whose virtual server took a
+// URL's range (claim.Claims.Answer): the stream handler of ClaimProtocol.
+func (sv *Service) HandleClaim(s network.Stream) {
+	defer s.Close()
+	_ = s.SetDeadline(time.Now().Add(claimTimeout))
+	m, ok := sv.Gate(s)
+	if !ok {
+		return
+	}
+	var q claim.Request
+	if err := wire.ReadJSON(bufio.NewReader(s), maxClaimFrame, &q); err != nil {
+		sv.badFrame()
+		s.Reset()
+		return
+	}
+	rep, err := sv.Claims.Answer(sv.Base(), m, q, sv.Day())
+	if err != nil {
+		rep.Err = err.Error()
+		if errors.Is(err, claim.ErrRole) {
+			sv.RefuseRole(m, string(ClaimProtocol), err)
+		}
+	}
+	if err := wire.WriteJSON(s, rep); err != nil {
+		s.Reset()
+	}
+}
+
+// HandOver sends, before the node leaves, each local virtual server's
+// keys fetched today to the first successor on another node, which
+// inherits its range; vs are the node's virtual servers (ring.Status).
+// Failures are logged: the heir then fetches those URLs again.
+func (sv *Service) HandOver(ctx context.Context, vs []ring.VnodeStatus) {
+	day := sv.Day()
+	for _, v := range vs {
+		if !v.Range.Known {
+			continue
+		}
+		var heir *ring.Node
+		for _, s := range v.Successors {
+			if s.Peer != sv.Self {
+				heir = &s
+				break
+			}
+		}
+		if heir == nil {
+			continue
+		}
+		sv.HandOverRange(ctx, v.Node, v.Range, *heir, day)
+	}
+}
+
+// HandOverRange sends heir the keys fetched on day within r, which v
+// owned. A failure is logged: the heir then fetches those URLs again.
+func (sv *Service) HandOverRange(ctx context.Context, v ring.Node, r ring.Range, heir ring.Node, day int64) {
+	keys := sv.Claims.Fetched(r, day)
+	if len(keys) == 0 {
+		return
+	}
+	if err := sv.sendHandover(ctx, heir, claim.Handover{Day: day, Vnode: v, Keys: keys}); err != nil {
+		sv.log().Debug("handover of the day's fetches failed", "heir", heir, "err", err)
+	}
+}
+
+func (sv *Service) sendHandover(ctx context.Context, to ring.Node, h claim.Handover) error {
+	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
+	defer cancel()
+	s, err := sv.Open(ctx, to.Contact, HandoverProtocol)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if err := wire.WriteJSON(s, h); err != nil {
+		s.Reset()
+		return fmt.Errorf("handover: %w", err)
+	}
+	if err := s.CloseWrite(); err != nil {
+		s.Reset()
+		return fmt.Errorf("handover: %w", err)
+	}
+	var rep claim.Reply
+	if err := wire.ReadJSON(bufio.NewReader(s), maxClaimFrame, &rep); err != nil {
+		s.Reset()
+		return fmt.Errorf("handover: %w", err)
+	}
+	if rep.Err != "" {
+		return fmt.Errorf("handover: %w: %s", errRemote, rep.Err)
+	}
+	return nil
+}
+
+// HandleHandover records the keys a leaving member fetched today
+// (claim.Claims.HandedOver): the stream handler of HandoverProtocol.
+func (sv *Service) HandleHandover(s network.Stream) {
+	defer s.Close()
+	_ = s.SetDeadline(time.Now().Add(claimTimeout))
+	m, ok := sv.Gate(s)
+	if !ok {
+		return
+	}
+	var h claim.Handover
+	if err := wire.ReadJSON(bufio.NewReader(s), maxHandoverFrame, &h); err != nil {
+		sv.badFrame()
+		s.Reset()
+		return
+	}
+	var rep claim.Reply
+	if err := sv.Claims.HandedOver(m, h, sv.Day()); err != nil {
+		rep.Err = err.Error()
+		sv.RefuseRole(m, string(HandoverProtocol), err)
+	}
+	if err := wire.WriteJSON(s, rep); err != nil {
+		s.Reset()
+	}
+}

@@ -1,0 +1,453 @@
+package forward
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/ring"
+)
+
+// MaxHops bounds how often a batch of links is passed on by nodes that do
+// not own them (while the ring is still settling) before the last
+// recipient keeps them anyway rather than lose them.
+const MaxHops = 4
+
+// streamTimeout bounds one exchange of the links protocol, as for the
+// node's other protocols.
+const streamTimeout = 30 * time.Second
+
+// ErrRole is the refusal of a member's request outside the role the ring
+// gives it (replica links for a range this node does not replicate, known
+// URLs for a range it does not hold).
+var ErrRole = errors.New("node: outside the sender's role")
+
+// errRemote reports an error the remote node returned.
+var errRemote = errors.New("node: remote error")
+
+// LinksRing is what Links needs of the ring; *ring.Ring implements it.
+type LinksRing interface {
+	Status() ring.Status
+	// CloserOwner returns an owner of key closer than this node's routing
+	// knows, if a local virtual server's view has one.
+	CloserOwner(key id.ID) (ring.Node, bool)
+	Successors(ctx context.Context, key id.ID, k int) ([]ring.Node, error)
+	Lookup(ctx context.Context, key id.ID) (ring.Node, error)
+}
+
+// Crawler is what Links hands received links to; *crawl.Crawler
+// implements it.
+type Crawler interface {
+	Add(ctx context.Context, urls []string) error
+	AddRequisites(ctx context.Context, urls []string) error
+	// Remember keeps known URLs without crawling them.
+	Remember(ctx context.Context, urls []string) error
+}
+
+// Links is a node's side of the links protocol: it sends the forwarder's
+// batches (Deliver) and known URLs (ShareKnown), and receives other
+// nodes' (Handle): it queues at the crawler the links this node owns and
+// passes the rest on through the forwarder. Every field but BadFrame and
+// Logger must be set before it sends or receives; Crawler may be set
+// after the forwarder is built.
+type Links struct {
+	Forwarder *Forwarder
+	Crawler   Crawler
+	Ring      LinksRing
+	Owns      func(url string) bool // whether this node owns the canonical url
+	Self      string                // this node's peer id
+	// LinkReplicas is how many real nodes crawl each link (the owner and
+	// its next LinkReplicas-1); Replicas is k, the real nodes that hold
+	// a range's versions.
+	LinkReplicas, Replicas int
+	// Open opens a stream of protocol p to the real node behind c, with
+	// a deadline.
+	Open func(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error)
+	// Gate returns the verified ring member a stream comes from; for
+	// another peer it resets the stream and returns false.
+	Gate func(s network.Stream) (ring.Node, bool)
+	// RefuseRole counts and logs a member's request outside its role.
+	RefuseRole func(m ring.Node, proto string, err error)
+	// Base is the context received links are queued under: the node's,
+	// which ends when it closes.
+	Base     func() context.Context
+	BadFrame func()       // counts a request that did not parse; nil counts nothing
+	Logger   *slog.Logger // nil: discard
+
+	linksReceived, badLinks, overHops, knownShared, knownReceived atomic.Int64
+}
+
+// LinksStats counts the links other nodes sent to this one.
+type LinksStats struct {
+	Received      int64 // links received and queued or passed on
+	BadLinks      int64 // not canonical: dropped
+	OverHops      int64 // queued here at MaxHops though not owned
+	KnownShared   int64 // known URLs sent to their ranges' holders
+	KnownReceived int64 // known URLs remembered from others
+}
+
+// Stats returns a snapshot of the counters.
+func (l *Links) Stats() LinksStats {
+	return LinksStats{Received: l.linksReceived.Load(), BadLinks: l.badLinks.Load(), OverHops: l.overHops.Load(),
+		KnownShared: l.knownShared.Load(), KnownReceived: l.knownReceived.Load()}
+}
+
+func (l *Links) badFrame() {
+	if l.BadFrame != nil {
+		l.BadFrame()
+	}
+}
+
+func (l *Links) log() *slog.Logger {
+	if l.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l.Logger
+}
+
+// Deliver hands a batch to the virtual server to and returns to's
+// successors: locally when to is one of this node's virtual servers,
+// otherwise over the links protocol. It is the forwarder's
+// Config.Deliver.
+func (l *Links) Deliver(ctx context.Context, to ring.Node, b Batch) ([]ring.Node, error) {
+	if l.log().Enabled(ctx, slog.LevelDebug) {
+		for _, u := range b.URLs {
+			l.log().Debug("links: sending", "url", u, "to", to.String(), "hops", b.Hops)
+		}
+	}
+	if to.Peer == l.Self {
+		if err := l.receiveKind(ctx, b.URLs, b.Hops, b.Replica, b.Requisites); err != nil {
+			return nil, err
+		}
+		return l.replySuccessorsOf(to.Index, b.Want, b.Next), nil
+	}
+	s, err := l.Open(ctx, to.Contact, Protocol)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	hdr := Header{VS: to.Index, Hops: b.Hops, Replica: b.Replica, Req: b.Requisites, N: len(b.URLs), Want: b.Want, Next: b.Next}
+	if err := wire.WriteJSON(s, hdr); err != nil {
+		s.Reset()
+		return nil, fmt.Errorf("send links: %w", err)
+	}
+	if err := wire.WriteFrame(s, EncodeLinks(b.URLs)); err != nil {
+		s.Reset()
+		return nil, fmt.Errorf("send links: %w", err)
+	}
+	_ = s.CloseWrite()
+	var rep Reply
+	if err := wire.ReadJSON(bufio.NewReader(s), MaxReply, &rep); err != nil {
+		s.Reset()
+		return nil, fmt.Errorf("send links: reply: %w", err)
+	}
+	if rep.Error != "" {
+		return nil, fmt.Errorf("send links: %w: %s", errRemote, rep.Error)
+	}
+	return rep.Successors, nil
+}
+
+// Handle receives one hop of another node's ring walk: the stream
+// handler of Protocol.
+func (l *Links) Handle(s network.Stream) {
+	defer s.Close()
+	_ = s.SetDeadline(time.Now().Add(streamTimeout))
+	m, ok := l.Gate(s)
+	if !ok {
+		return
+	}
+	r := bufio.NewReader(s)
+	var hdr Header
+	err := wire.ReadJSON(r, MaxHeader, &hdr)
+	var body []byte
+	if err == nil {
+		body, err = wire.ReadFrame(r, MaxBody)
+	}
+	var urls []string
+	if err == nil {
+		urls, err = DecodeLinks(body, hdr.N)
+	}
+	if err != nil {
+		l.badFrame()
+		l.log().Debug("links: bad request", "peer", s.Conn().RemotePeer(), "err", err)
+		s.Reset()
+		return
+	}
+	ctx, cancel := context.WithTimeout(l.Base(), streamTimeout)
+	defer cancel()
+	rep := Reply{Accepted: len(urls)}
+	if hdr.Known {
+		if err := l.rememberKnown(ctx, urls); err != nil {
+			if errors.Is(err, ErrRole) {
+				l.RefuseRole(m, string(Protocol), err)
+			}
+			_ = wire.WriteJSON(s, Reply{Error: err.Error()})
+			return
+		}
+		_ = wire.WriteJSON(s, rep)
+		return
+	}
+	if hdr.Replica {
+		if err := l.replicaRole(ctx, urls); err != nil {
+			if errors.Is(err, ErrRole) {
+				l.RefuseRole(m, string(Protocol), err)
+			}
+			_ = wire.WriteJSON(s, Reply{Error: err.Error()})
+			return
+		}
+	}
+	if err := l.receiveKind(ctx, urls, hdr.Hops, hdr.Replica, hdr.Req); err != nil {
+		rep = Reply{Error: err.Error()}
+	} else {
+		l.linksReceived.Add(int64(len(urls)))
+		rep.Successors = l.replySuccessorsOf(hdr.VS, hdr.Want, hdr.Next)
+	}
+	_ = wire.WriteJSON(s, rep)
+}
+
+// replySuccessorsOf returns the successors the sender of a batch to the
+// local virtual server index asked for (Batch.Want).
+func (l *Links) replySuccessorsOf(index, want int, next id.ID) []ring.Node {
+	if want == WantNone {
+		return nil // most batches: no need for the ring's status
+	}
+	for _, v := range l.Ring.Status().Vnodes {
+		if v.Index == index {
+			return PickSuccessors(v.Node.ID, v.Successors, want, next)
+		}
+	}
+	return nil
+}
+
+// Receive takes links delivered to this node: it re-checks each URL,
+// queues those this node owns and passes the rest on. Replica links are
+// queued as they are: they belong to a predecessor's range. After MaxHops
+// passes links are queued here rather than risk losing them.
+func (l *Links) Receive(ctx context.Context, urls []string, hops int, replica bool) error {
+	return l.receiveKind(ctx, urls, hops, replica, false)
+}
+
+// receiveKind is Receive for links (req false) or page requisites (req
+// true), which are passed on as requisites and queued with
+// crawl.Crawler.AddRequisites.
+func (l *Links) receiveKind(ctx context.Context, urls []string, hops int, replica, req bool) error {
+	var mine, others []string
+	closer := map[ring.Node][]string{}
+	debug := l.log().Enabled(ctx, slog.LevelDebug)
+	for _, u := range urls {
+		c, err := canon.Canonical(u)
+		if err != nil || c != u {
+			l.badLinks.Add(1)
+			continue
+		}
+		if debug {
+			l.log().Debug("links: received", "url", c, "hops", hops, "owned", l.Owns(c))
+		}
+		switch {
+		case replica || l.Owns(c):
+			mine = append(mine, c)
+		case hops >= MaxHops:
+			mine = append(mine, c)
+			if l.overHops.Add(1) == 1 {
+				l.log().Info("a link passed on too often is queued here though this node does not own it; ring views disagree",
+					"url", c, "hops", hops)
+			}
+		default:
+			// A lookup led here, so this node's successor-side view is what
+			// the sender's routing lacks: a predecessor between the key and
+			// the local virtual server is a closer owner (it may have just
+			// joined); a walk from here could lead straight back.
+			if p, ok := l.Ring.CloserOwner(id.OfString(c)); ok {
+				closer[p] = append(closer[p], c)
+			} else {
+				others = append(others, c)
+			}
+		}
+	}
+	for p, us := range closer {
+		if err := l.Forwarder.Enqueue(us, hops+1, &p, req); err != nil {
+			return err
+		}
+	}
+	if err := l.Forwarder.Enqueue(others, hops+1, nil, req); err != nil {
+		return err
+	}
+	if req {
+		return l.Crawler.AddRequisites(ctx, mine)
+	}
+	return l.Crawler.Add(ctx, mine)
+}
+
+// replicaRole checks a batch of replica links: this node takes links as a
+// replica (LinkReplicas > 1) only for keys whose owner's range it
+// replicates, i.e. it is one of the next LinkReplicas-1 distinct real
+// nodes after the owner, and every key of the batch lies in that one
+// owner's range (a walk hands a replica one owner's run at a time). Two
+// ring look-ups per batch: the owner (and its successors) of one key, and
+// the owner of the key farthest before it. An error that does not wrap
+// ErrRole means the ring could not tell.
+func (l *Links) replicaRole(ctx context.Context, urls []string) error {
+	if l.LinkReplicas <= 1 {
+		return fmt.Errorf("%w: this node takes no replica links (LinkReplicas 1)", ErrRole)
+	}
+	if len(urls) == 0 {
+		return nil
+	}
+	succs, err := l.Ring.Successors(ctx, id.OfString(urls[0]), l.LinkReplicas)
+	if err != nil {
+		return fmt.Errorf("replica links: %w", err)
+	}
+	owner := succs[0]
+	mine := false
+	for _, s := range succs[1:] {
+		mine = mine || s.Peer == l.Self
+	}
+	if !mine {
+		return fmt.Errorf("%w: replica links for %s's range, which this node does not replicate", ErrRole, owner)
+	}
+	far, farDist := id.ID{}, new(big.Int)
+	o := new(big.Int).SetBytes(owner.ID[:])
+	circle := new(big.Int).Lsh(big.NewInt(1), id.Bits)
+	for _, u := range urls {
+		k := id.OfString(u)
+		d := new(big.Int).Sub(o, new(big.Int).SetBytes(k[:]))
+		d.Mod(d, circle)
+		if d.Cmp(farDist) > 0 {
+			far, farDist = k, d
+		}
+	}
+	if farDist.Sign() == 0 {
+		return nil // every key is the owner's own id
+	}
+	got, err := l.Ring.Lookup(ctx, far)
+	if err != nil {
+		return fmt.Errorf("replica links: %w", err)
+	}
+	if got.ID != owner.ID {
+		return fmt.Errorf("%w: replica links span the ranges of %s and %s", ErrRole, owner, got)
+	}
+	return nil
+}
+
+// ShareKnown implements crawl.KnownSharer (it is the forwarder's
+// Config.ShareKnown): it sends each URL to the real nodes that hold its
+// range — its owner and the owner's next k-1 (Replicas) distinct real
+// nodes — other than this one, to be
+// remembered there (the links protocol with Known set). URLs are grouped
+// by owner: one ring look-up and one successor walk per owner, one message
+// per holder. The first error stops it; the crawler tries again the next
+// day.
+func (l *Links) ShareKnown(ctx context.Context, urls []string) error {
+	type keyed struct {
+		key id.ID
+		url string
+	}
+	ks := make([]keyed, len(urls))
+	for i, u := range urls {
+		ks[i] = keyed{id.OfString(u), u}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int { return a.key.Cmp(b.key) })
+	for len(ks) > 0 {
+		holders, err := l.Ring.Successors(ctx, ks[0].key, l.Replicas)
+		if err != nil {
+			return fmt.Errorf("share known: %w", err)
+		}
+		// The owner's range ends at its id: the run of keys up to it is
+		// one group (keys sorted clockwise from the first).
+		first, owner := ks[0].key, holders[0]
+		end := 1
+		for end < len(ks) && id.InHalfOpen(ks[end].key, prevKey(first), owner.ID) {
+			end++
+		}
+		group := make([]string, end)
+		for i := range group {
+			group[i] = ks[i].url
+		}
+		ks = ks[end:]
+		for _, h := range holders {
+			if h.Peer == l.Self {
+				continue
+			}
+			if err := l.sendKnown(ctx, h, group); err != nil {
+				return fmt.Errorf("share known with %s: %w", h.Addr, err)
+			}
+			l.knownShared.Add(int64(len(group)))
+		}
+	}
+	return nil
+}
+
+// prevKey returns the key just before x on the circle.
+func prevKey(x id.ID) id.ID {
+	for i := len(x) - 1; i >= 0; i-- {
+		x[i]--
+		if x[i] != 0xff {
+			break
+		}
+	}
+	return x
+}
+
+// sendKnown sends one group of known URLs to holder h.
+func (l *Links) sendKnown(ctx context.Context, h ring.Node, urls []string) error {
+	s, err := l.Open(ctx, h.Contact, Protocol)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	hdr := Header{VS: h.Index, Known: true, N: len(urls), Want: WantNone}
+	if err := wire.WriteJSON(s, hdr); err != nil {
+		s.Reset()
+		return err
+	}
+	if err := wire.WriteFrame(s, EncodeLinks(urls)); err != nil {
+		s.Reset()
+		return err
+	}
+	_ = s.CloseWrite()
+	var rep Reply
+	if err := wire.ReadJSON(bufio.NewReader(s), MaxReply, &rep); err != nil {
+		s.Reset()
+		return fmt.Errorf("reply: %w", err)
+	}
+	if rep.Error != "" {
+		return fmt.Errorf("%w: %s", errRemote, rep.Error)
+	}
+	return nil
+}
+
+// rememberKnown takes a batch of known URLs from another member: it
+// remembers those whose range this node holds — it owns them or is one of
+// the next k-1 (Replicas) distinct real nodes after their owner — so
+// that it crawls them once it owns them. The sender groups a batch by
+// owner, so one successor walk decides for the batch; a batch for a range
+// this node does not hold is refused as outside the sender's role.
+func (l *Links) rememberKnown(ctx context.Context, urls []string) error {
+	if len(urls) == 0 {
+		return nil
+	}
+	holders, err := l.Ring.Successors(ctx, id.OfString(urls[0]), l.Replicas)
+	if err != nil {
+		return fmt.Errorf("known links: %w", err)
+	}
+	if !slices.ContainsFunc(holders, func(h ring.Node) bool { return h.Peer == l.Self }) {
+		return fmt.Errorf("%w: known links for %s's range, which this node does not hold", ErrRole, holders[0])
+	}
+	if err := l.Crawler.Remember(ctx, urls); err != nil {
+		return err
+	}
+	l.knownReceived.Add(int64(len(urls)))
+	return nil
+}

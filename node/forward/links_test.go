@@ -1,0 +1,120 @@
+package forward
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/libp2p/go-libp2p/core/network"
+
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/p2ptest"
+	"github.com/herod-archive/herod/ring"
+)
+
+// stubRing knows no closer owner and no local virtual server.
+type stubRing struct{ *fakeRing }
+
+func (stubRing) Status() ring.Status                 { return ring.Status{} }
+func (stubRing) CloserOwner(id.ID) (ring.Node, bool) { return ring.Node{}, false }
+func (s stubRing) Successors(ctx context.Context, k id.ID, n int) ([]ring.Node, error) {
+	o, _ := s.Lookup(ctx, k)
+	return []ring.Node{o}, nil
+}
+
+// recCrawler records what it is handed.
+type recCrawler struct {
+	mu                    sync.Mutex
+	added, reqs, remember []string
+}
+
+func (c *recCrawler) Add(_ context.Context, urls []string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.added = append(c.added, urls...)
+	return nil
+}
+
+func (c *recCrawler) AddRequisites(_ context.Context, urls []string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reqs = append(c.reqs, urls...)
+	return nil
+}
+
+func (c *recCrawler) Remember(_ context.Context, urls []string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.remember = append(c.remember, urls...)
+	return nil
+}
+
+func newTestLinks(t *testing.T, self string) (*Links, *recCrawler) {
+	t.Helper()
+	fr := stubRing{newFakeRing(1, 1)}
+	l := &Links{Ring: fr, Self: self, LinkReplicas: 1, Replicas: 3, Base: context.Background,
+		Owns: func(u string) bool { return strings.Contains(u, "mine") }}
+	f, err := New(Config{Ring: fr, Deliver: l.Deliver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &recCrawler{}
+	l.Forwarder, l.Crawler = f, c
+	return l, c
+}
+
+// TestReceive: owned links are queued, others passed on, a link passed on
+// MaxHops times is queued here anyway, and a non-canonical one dropped.
+func TestReceive(t *testing.T) {
+	ctx := context.Background()
+	l, c := newTestLinks(t, "me")
+	if err := l.Receive(ctx, []string{"http://mine.example/", "http://other.example/", "HTTP://Upper.example/"}, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.added) != 1 || c.added[0] != "http://mine.example/" {
+		t.Fatalf("queued %q", c.added)
+	}
+	if st := l.Forwarder.Stats(); st.Pending != 1 {
+		t.Fatalf("passed on %d links, want 1", st.Pending)
+	}
+	if err := l.Receive(ctx, []string{"http://far.example/"}, MaxHops, false); err != nil {
+		t.Fatal(err)
+	}
+	if st := l.Stats(); st.BadLinks != 1 || st.OverHops != 1 || len(c.added) != 2 {
+		t.Fatalf("stats %+v, queued %q", st, c.added)
+	}
+	if err := l.receiveKind(ctx, []string{"http://mine.example/s.css?v=1"}, 0, false, true); err != nil || len(c.reqs) != 1 {
+		t.Fatalf("requisite: %v, %q", err, c.reqs)
+	}
+}
+
+// TestLinksOverTheWire: a batch sent to another node is queued there and
+// acknowledged; replica links to a node that takes none are refused as
+// outside the sender's role.
+func TestLinksOverTheWire(t *testing.T) {
+	hs := p2ptest.Hosts(t, 2)
+	ha, hb := hs[0], hs[1]
+	a, _ := newTestLinks(t, ha.ID().String())
+	b, cb := newTestLinks(t, hb.ID().String())
+	a.Open = p2ptest.Opener(ha)
+	var refused []string
+	b.Gate = func(network.Stream) (ring.Node, bool) {
+		return ring.Node{Contact: ring.Contact{Peer: ha.ID().String()}}, true
+	}
+	b.RefuseRole = func(_ ring.Node, proto string, _ error) { refused = append(refused, proto) }
+	hb.SetStreamHandler(Protocol, b.Handle)
+
+	to := ring.Node{Contact: ring.Contact{Peer: hb.ID().String(), Addr: "127.0.0.2:4001"}}
+	urls := []string{"http://mine.example/a", "http://mine.example/b"}
+	if _, err := a.Deliver(context.Background(), to, Batch{URLs: urls, Want: WantNone}); err != nil {
+		t.Fatal(err)
+	}
+	if len(cb.added) != 2 || b.Stats().Received != 2 {
+		t.Fatalf("recipient queued %q, counted %d", cb.added, b.Stats().Received)
+	}
+	_, err := a.Deliver(context.Background(), to, Batch{URLs: urls, Replica: true, Want: WantNone})
+	if err == nil || !strings.Contains(err.Error(), "outside the sender's role") || len(refused) != 1 {
+		t.Fatalf("replica links to a node without link replicas: %v; refusals %q", err, refused)
+	}
+}

@@ -1,0 +1,113 @@
+package forward
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/ring"
+)
+
+// Protocol is the links protocol: one hop of a ring walk.
+//
+//	request  frame 1: JSON Header
+//	         frame 2: zstd of the URLs, sorted, separated by '\n'
+//	reply    frame 1: JSON Reply, with the recipient's successors
+//
+// URLs are sorted lexicographically inside a batch (the walk's order by
+// key is of no use to the recipient), so that URLs of one host sit together
+// and compress well.
+const Protocol protocol.ID = "/herod/links/1.0.0"
+
+// Header is frame 1 of a links request.
+type Header struct {
+	VS      int  `json:"vs"`                // recipient virtual server index
+	Hops    int  `json:"hops,omitempty"`    // times passed on by non-owners
+	Replica bool `json:"replica,omitempty"` // links of a predecessor's range
+	// Known asks the recipient to remember the URLs without crawling them
+	// (the node's known-URL sharing): no stored version carries them to
+	// the range's next owner.
+	Known bool `json:"known,omitempty"`
+	Req   bool `json:"req,omitempty"` // page requisites (Batch.Requisites)
+	N     int  `json:"n"`             // number of URLs in frame 2
+	// Want and Next select the successors of the reply (Batch.Want);
+	// a sender that sets neither gets ReplySuccessors of them.
+	Want int   `json:"want,omitempty"`
+	Next id.ID `json:"next,omitzero"`
+}
+
+// Reply is the reply frame of a links request.
+type Reply struct {
+	Accepted   int         `json:"accepted"`
+	Error      string      `json:"error,omitempty"`
+	Successors []ring.Node `json:"succ,omitempty"`
+}
+
+// Limits of the links protocol.
+const (
+	MaxHeader        = 4 << 10  // frame 1 of a request, and the base of a reply's bound
+	MaxBody          = 8 << 20  // frame 2, compressed
+	maxLinksExpanded = 64 << 20 // decompressed: a zstd bomb stops here
+	maxLinksPerBatch = 500_000
+	// ReplySuccessors is how many successors a recipient returns: enough
+	// for the walk to step over stretches of the ring without links.
+	ReplySuccessors = 4
+	// MaxReply bounds a reply frame.
+	MaxReply = MaxHeader + ReplySuccessors*512
+)
+
+var (
+	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBetterCompression), zstd.WithEncoderConcurrency(1))
+	zdec, _ = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxLinksExpanded), zstd.WithDecoderConcurrency(1))
+)
+
+// EncodeLinks compresses urls as frame 2 of a links request.
+func EncodeLinks(urls []string) []byte {
+	s := slices.Clone(urls)
+	slices.Sort(s)
+	return zenc.EncodeAll([]byte(strings.Join(s, "\n")), nil)
+}
+
+// DecodeLinks reverses EncodeLinks, refusing more than n URLs or anything
+// larger than 64 MiB decompressed.
+func DecodeLinks(b []byte, n int) ([]string, error) {
+	if n < 0 || n > maxLinksPerBatch {
+		return nil, fmt.Errorf("links: %d URLs in one batch", n)
+	}
+	raw, err := zdec.DecodeAll(b, nil)
+	if err != nil {
+		return nil, fmt.Errorf("links: decompress: %w", err)
+	}
+	if n == 0 {
+		if len(raw) != 0 {
+			return nil, errors.New("links: data in an empty batch")
+		}
+		return nil, nil
+	}
+	out := strings.Split(string(raw), "\n")
+	if len(out) != n {
+		return nil, fmt.Errorf("links: header says %d URLs, body has %d", n, len(out))
+	}
+	return out, nil
+}
+
+// PickSuccessors selects from succs, the successor list of the virtual
+// server self, what want asks for: the first ReplySuccessors (WantAll),
+// none (WantNone), or only the one that owns next, searched in the whole
+// list, none if the list does not reach it (WantNext).
+func PickSuccessors(self id.ID, succs []ring.Node, want int, next id.ID) []ring.Node {
+	switch want {
+	case WantAll:
+		return succs[:min(len(succs), ReplySuccessors)]
+	case WantNext:
+		if o, ok := nextOwner(self, succs, next); ok {
+			return []ring.Node{o}
+		}
+	}
+	return nil
+}

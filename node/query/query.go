@@ -1,0 +1,358 @@
+package query
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/node/export"
+	"github.com/herod-archive/herod/ring"
+)
+
+// Protocol serves ring-wide queries: each node answers from its own
+// store and the asking node merges the answers of every real node.
+//
+// A request is one JSON frame (Request, at most maxRequestFrame).
+// For op "list" the reply is a sequence of ListBatch frames (each at most
+// maxHeaderFrame), the last with Done set. For op "export" it is, per
+// record, a recordHeader frame (at most maxRequestFrame) followed by one
+// frame holding the record's gzip member (at most maxBodyFrame), and
+// finally a recordHeader with End set, carrying the error that stopped the
+// export, if any.
+const Protocol protocol.ID = "/herod/query/1.0.0"
+
+// Limits of the query protocol.
+const (
+	// maxListVersions bounds the versions one node returns for a list
+	// request, whatever the request's limit (the gateway's CDX maximum).
+	maxListVersions = gateway.MaxCDXLimit
+	// listBatchSize is the number of versions per list reply frame.
+	listBatchSize = 1000
+	// queryFanout bounds the members asked at the same time by List.
+	queryFanout = 16
+	// MaxServing bounds the query requests a process serves at once (list
+	// scans and export streams): the capacity of Service.Slots; more are
+	// refused with a "busy" reply.
+	MaxServing = 32
+	// exportIdle bounds the wait for one frame of an export stream, either
+	// way (longer than streamTimeout; see export.Idle).
+	exportIdle = export.Idle
+)
+
+// Frame limits, the node's for every protocol: a hostile peer cannot make
+// a node buffer more than these.
+const (
+	maxRequestFrame = 64 << 10
+	maxHeaderFrame  = 4 << 20
+	streamTimeout   = 30 * time.Second
+)
+
+// Request is the request frame of the query protocol.
+type Request struct {
+	Op    string        `json:"op"` // "list", "page" or "export"
+	Query archive.Query `json:"query"`
+	Limit int           `json:"limit,omitempty"` // list: most versions; 0 means maxListVersions
+	After string        `json:"after,omitempty"` // export: resume after this cursor
+	// Revisits, in an export, asks for revisit records of the days a URL
+	// was checked unchanged (archive.ExportOptions.Revisits).
+	Revisits bool `json:"revisits,omitempty"`
+	// Page holds the rest of an op "page" request (page.go).
+	Page *pageRequest `json:"page,omitempty"`
+}
+
+// ListBatch is one reply frame of op "list".
+type ListBatch struct {
+	Versions []archive.Version `json:"versions,omitempty"`
+	Done     bool              `json:"done,omitempty"`
+	Error    string            `json:"error,omitempty"`
+}
+
+// BusyError is the error of the reply to a request over the Slots limit.
+const BusyError = "busy: too many queries in progress"
+
+// Ring is what a Service needs of the ring to enumerate its real nodes;
+// *ring.Ring implements it.
+type Ring interface {
+	// Vnodes returns this node's virtual servers.
+	Vnodes() []ring.Node
+	// Successors returns the owner of key and the virtual servers after
+	// it, up to k distinct real nodes.
+	Successors(ctx context.Context, key id.ID, k int) ([]ring.Node, error)
+}
+
+// Service answers the query protocol from a node's store (Handle) and
+// asks every real node of the ring for the gateway (List, Page, Export).
+// Every field but Logger and BadFrame must be set.
+type Service struct {
+	Store *archive.Store
+	Self  ring.Contact // this node: asked through Store, not the network
+	Ring  Ring
+	// Open opens a stream of protocol p to the real node behind c, with
+	// a deadline.
+	Open func(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error)
+	// Gate admits a stream from a verified ring member; a stream from
+	// another peer it resets and returns false.
+	Gate func(s network.Stream) bool
+	// BadFrame counts a request that did not parse; nil counts nothing.
+	BadFrame func()
+	// Slots holds a token per query request being served; a request that
+	// finds it full is refused with BusyError. The node shares one
+	// (capacity MaxServing) between all its nodes in a process, because
+	// the limit protects the machine's disk and CPU; handlers never wait
+	// for each other, so sharing it cannot deadlock.
+	Slots  chan struct{}
+	Logger *slog.Logger // nil: discard
+}
+
+func (svc *Service) log() *slog.Logger {
+	if svc.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return svc.Logger
+}
+
+func (svc *Service) badFrame() {
+	if svc.BadFrame != nil {
+		svc.BadFrame()
+	}
+}
+
+// archiveQuery translates a gateway query into the store's terms.
+func archiveQuery(q gateway.Query) archive.Query {
+	aq := archive.Query{From: q.From, To: q.To}
+	switch q.Match {
+	case gateway.MatchHost:
+		aq.Host = q.URL
+	case gateway.MatchPrefix:
+		aq.Prefix = q.URL
+	default:
+		aq.URL = q.URL
+	}
+	return aq
+}
+
+// gatewayQuery is the inverse of archiveQuery, for checking what members
+// return against the request: exactly one of URL, Prefix and Host must be
+// set (Host and Prefix together are refused: the gateway never asks it).
+func gatewayQuery(aq archive.Query) (gateway.Query, error) {
+	q := gateway.Query{From: aq.From, To: aq.To}
+	switch {
+	case aq.URL != "" && aq.Host == "" && aq.Prefix == "":
+		q.Match, q.URL = gateway.MatchExact, aq.URL
+	case aq.Prefix != "" && aq.URL == "" && aq.Host == "":
+		q.Match, q.URL = gateway.MatchPrefix, aq.Prefix
+	case aq.Host != "" && aq.URL == "" && aq.Prefix == "":
+		q.Match, q.URL = gateway.MatchHost, strings.ToLower(aq.Host)
+	default:
+		return q, errors.New("query needs exactly one of url, prefix and host")
+	}
+	if len(q.URL) > canon.MaxLen {
+		return q, fmt.Errorf("query of %d bytes", len(q.URL))
+	}
+	if !q.From.IsZero() && !q.To.IsZero() && q.To.Before(q.From) {
+		return q, errors.New("query ends before it starts")
+	}
+	return q, nil
+}
+
+// Handle serves one query request from the local store: the stream
+// handler of Protocol.
+func (svc *Service) Handle(s network.Stream) {
+	defer s.Close()
+	_ = s.SetDeadline(time.Now().Add(streamTimeout))
+	if !svc.Gate(s) {
+		return
+	}
+	var req Request
+	if err := wire.ReadJSON(bufio.NewReader(s), maxRequestFrame, &req); err != nil {
+		svc.badFrame()
+		svc.log().Debug("query: bad request", "peer", s.Conn().RemotePeer(), "err", err)
+		s.Reset()
+		return
+	}
+	_ = s.CloseRead()
+	select {
+	case svc.Slots <- struct{}{}:
+		defer func() { <-svc.Slots }()
+	default:
+		// Both reply types read this as their final frame with an error.
+		_ = wire.WriteJSON(s, map[string]any{"done": true, "end": true, "error": BusyError})
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var err error
+	switch req.Op {
+	case "list":
+		err = svc.serveList(ctx, req, s)
+	case "export":
+		err = svc.serveExport(ctx, req, &deadlineWriter{s: s})
+	case "page":
+		err = svc.servePage(ctx, req, s)
+	default:
+		err = wire.WriteJSON(s, ListBatch{Done: true, Error: fmt.Sprintf("unknown op %.20q", req.Op)})
+	}
+	if err != nil {
+		svc.log().Debug("query: reply", "op", req.Op, "peer", s.Conn().RemotePeer(), "err", err)
+		s.Reset()
+	}
+}
+
+// localList returns up to limit versions of the local store selected by
+// q, in CDX order (see CDXCompare). Memory stays O(limit) whatever the
+// number of matches.
+func (svc *Service) localList(ctx context.Context, q archive.Query, limit int) ([]archive.Version, error) {
+	if limit <= 0 || limit > maxListVersions {
+		limit = maxListVersions
+	}
+	if _, err := gatewayQuery(q); err != nil {
+		return nil, fmt.Errorf("query list: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, streamTimeout)
+	defer cancel()
+	var out []archive.Version
+	err := svc.Store.Scan(ctx, q, func(v archive.Version) error {
+		out = append(out, v)
+		if len(out) >= 2*limit {
+			slices.SortFunc(out, CDXCompare)
+			out = out[:limit]
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("query list: %w", err)
+	}
+	slices.SortFunc(out, CDXCompare)
+	return out[:min(len(out), limit)], nil
+}
+
+// serveList answers op "list" in batches.
+func (svc *Service) serveList(ctx context.Context, req Request, s network.Stream) error {
+	vs, err := svc.localList(ctx, req.Query, req.Limit)
+	if err != nil {
+		return wire.WriteJSON(s, ListBatch{Done: true, Error: err.Error()})
+	}
+	for {
+		b := ListBatch{Versions: vs[:min(len(vs), listBatchSize)]}
+		vs = vs[len(b.Versions):]
+		b.Done = len(vs) == 0
+		if err := wire.WriteJSON(s, b); err != nil {
+			return err
+		}
+		if b.Done {
+			return nil
+		}
+	}
+}
+
+// CDXCompare orders versions as CDX indexes do: by SURT, then by time;
+// the URL and digest break ties so the order is total.
+func CDXCompare(a, b archive.Version) int {
+	return cmp.Or(strings.Compare(archive.Surt(a.URL), archive.Surt(b.URL)),
+		a.Time.Compare(b.Time), strings.Compare(a.URL, b.URL), a.Digest.Cmp(b.Digest))
+}
+
+// remoteList asks member c for its versions selected by q and checks each
+// one: it must match q, its key must be the SHA-1 of its URL, and there
+// must be no more than limit.
+func (svc *Service) remoteList(ctx context.Context, c ring.Contact, q archive.Query, limit int) ([]archive.Version, error) {
+	gq, err := gatewayQuery(q)
+	if err != nil {
+		return nil, err
+	}
+	s, err := svc.Open(ctx, c, Protocol)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	if err := wire.WriteJSON(s, Request{Op: "list", Query: q, Limit: limit}); err != nil {
+		s.Reset()
+		return nil, fmt.Errorf("query list request: %w", err)
+	}
+	_ = s.CloseWrite()
+	r := bufio.NewReader(s)
+	var out []archive.Version
+	for {
+		var b ListBatch
+		if err := wire.ReadJSON(r, maxHeaderFrame, &b); err != nil {
+			s.Reset()
+			return nil, fmt.Errorf("query list reply: %w", err)
+		}
+		if b.Error != "" {
+			return nil, fmt.Errorf("query list reply: %w: %.200s", errRemote, b.Error)
+		}
+		for _, v := range b.Versions {
+			if !gq.Contains(v) || v.Key != id.OfString(v.URL) {
+				s.Reset()
+				return nil, fmt.Errorf("query list reply: %w: version of %.100q does not match the query", errBadReply, v.URL)
+			}
+		}
+		out = append(out, b.Versions...)
+		if len(out) > limit {
+			s.Reset()
+			return nil, fmt.Errorf("query list reply: %w: more than %d versions", errBadReply, limit)
+		}
+		if b.Done {
+			return out, nil
+		}
+	}
+}
+
+// errRemote reports an error the remote node returned.
+var errRemote = errors.New("node: remote error")
+
+// errBadReply reports a member's reply that breaks the query protocol.
+var errBadReply = errors.New("node: bad query reply")
+
+// List implements gateway.Lister: it asks every real node of the ring (at
+// most queryFanout at a time) for its versions selected by q, merges them
+// in CDX order (SURT, then time), drops duplicates (replicas) and keeps the
+// first q.Limit. If a member fails, or the ring could not be enumerated
+// completely, List returns an error naming them (wrapping ErrPartial) and
+// no versions: the gateway then answers 502 rather than a silently
+// incomplete index.
+func (svc *Service) List(ctx context.Context, q gateway.Query) ([]archive.Version, error) {
+	limit := q.Limit
+	if limit <= 0 || limit > maxListVersions {
+		limit = maxListVersions
+	}
+	aq := archiveQuery(q)
+	if _, err := gatewayQuery(aq); err != nil {
+		return nil, fmt.Errorf("node list: %w", err)
+	}
+	var all []archive.Version
+	errs := svc.eachMember(ctx, func(m ring.Contact) (func(), error) {
+		var vs []archive.Version
+		var err error
+		if m.Peer == svc.Self.Peer {
+			vs, err = svc.localList(ctx, aq, limit)
+		} else {
+			vs, err = svc.remoteList(ctx, m, aq, limit)
+		}
+		return func() { all = append(all, vs...) }, err
+	})
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("node list: %w: %w", ErrPartial, errors.Join(errs...))
+	}
+	slices.SortFunc(all, CDXCompare)
+	all = slices.CompactFunc(all, func(a, b archive.Version) bool {
+		return a.URL == b.URL && a.Time.Equal(b.Time) && a.Digest == b.Digest
+	})
+	return all[:min(len(all), limit)], nil
+}
+
+var _ gateway.Lister = (*Service)(nil)

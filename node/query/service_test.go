@@ -1,0 +1,134 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/ring"
+)
+
+// TestGatewayQueryChecks: a gateway query survives the translation to
+// the store's terms and back; a query that names no field or two, is too
+// long or ends before it starts is refused.
+func TestGatewayQueryChecks(t *testing.T) {
+	for _, q := range []gateway.Query{
+		{URL: "http://h.example/a", Match: gateway.MatchExact},
+		{URL: "http://h.example/", Match: gateway.MatchPrefix, From: q0},
+		{URL: "h.example", Match: gateway.MatchHost, To: q0},
+	} {
+		got, err := gatewayQuery(archiveQuery(q))
+		if err != nil || got != q {
+			t.Errorf("%+v came back as %+v, %v", q, got, err)
+		}
+	}
+	for _, aq := range []archive.Query{
+		{},
+		{Host: "h.example", Prefix: "http://h.example/"},
+		{URL: "http://h.example/" + strings.Repeat("a", 1<<16)},
+		{Host: "h.example", From: q0, To: q0.Add(-time.Second)},
+	} {
+		if _, err := gatewayQuery(aq); err == nil {
+			t.Errorf("%.80v accepted", aq)
+		}
+	}
+}
+
+// TestLocalPagePagesOnce: pages of two rows, each resumed after the last
+// row of the one before, give every capture of the query once, in CDX
+// order (and in reverse order the other way round).
+func TestLocalPagePagesOnce(t *testing.T) {
+	svc := storeService(t, "http://h.example/b", "http://h.example/a", "http://www.h.example/c", "http://x.example/")
+	all, err := svc.localList(context.Background(), archive.Query{Host: "h.example"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, reverse := range []bool{false, true} {
+		var got []archive.Version
+		pr := pageRequest{N: 2, Reverse: reverse}
+		for {
+			rows, more, err := svc.localPage(context.Background(), archive.Query{Host: "h.example"}, pr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range rows {
+				got = append(got, r.Version)
+			}
+			if !more {
+				break
+			}
+			k := gateway.KeyOf(rows[len(rows)-1].Version)
+			pr.After = &k
+		}
+		want := slices.Clone(all)
+		if reverse {
+			slices.Reverse(want)
+		}
+		if !slices.EqualFunc(got, want, sameVersion) {
+			t.Fatalf("reverse %v: paged %d captures, want %d in order", reverse, len(got), len(want))
+		}
+	}
+	if _, _, err := svc.localPage(context.Background(), archive.Query{Host: "h.example"}, pageRequest{N: maxPage + 1}); err == nil {
+		t.Fatal("page over maxPage accepted")
+	}
+}
+
+// fakeRing has real nodes peer0..peerN-1, one virtual server each; walks
+// from the virtual servers in broken fail with the nodes found so far.
+type fakeRing struct {
+	nodes  []ring.Node
+	self   int
+	broken map[int]bool
+}
+
+func newFakeRing(n int) *fakeRing {
+	fr := &fakeRing{broken: map[int]bool{}}
+	for i := range n {
+		c := ring.Contact{Peer: fmt.Sprintf("peer%d", i), Addr: fmt.Sprintf("10.0.0.%d:4000", i+1)}
+		fr.nodes = append(fr.nodes, ring.Node{ID: id.OfString(c.Addr), Contact: c})
+	}
+	return fr
+}
+
+func (fr *fakeRing) Vnodes() []ring.Node { return fr.nodes[fr.self : fr.self+1] }
+
+func (fr *fakeRing) Successors(_ context.Context, key id.ID, k int) ([]ring.Node, error) {
+	i := slices.IndexFunc(fr.nodes, func(n ring.Node) bool { return n.ID == key })
+	var out []ring.Node
+	for j := range min(k, len(fr.nodes)) {
+		out = append(out, fr.nodes[(i+j)%len(fr.nodes)])
+		if fr.broken[i] && j == 1 {
+			return out, errors.New("successor down")
+		}
+	}
+	return out, nil
+}
+
+func TestMembers(t *testing.T) {
+	fr := newFakeRing(5)
+	fr.self = 2
+	svc := &Service{Self: fr.nodes[2].Contact, Ring: fr}
+	ms, err := svc.Members(context.Background())
+	if err != nil || len(ms) != 5 || ms[0] != svc.Self {
+		t.Fatalf("members %v, %v: want all 5, this node first", ms, err)
+	}
+	fr.broken[2] = true
+	ms, err = svc.Members(context.Background())
+	if !errors.Is(err, ErrPartial) || len(ms) != 2 || ms[0] != svc.Self {
+		t.Fatalf("broken walk: members %v, %v: want a partial list starting with this node", ms, err)
+	}
+
+	big := newFakeRing(maxMembers + 5)
+	svc = &Service{Self: big.nodes[0].Contact, Ring: big}
+	ms, err = svc.Members(context.Background())
+	if !errors.Is(err, ErrPartial) || len(ms) != maxMembers {
+		t.Fatalf("%d real nodes: %d members, %v; want the first %d and a partial error", len(big.nodes), len(ms), err, maxMembers)
+	}
+}

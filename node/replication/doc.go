@@ -1,0 +1,27 @@
+// Package replication runs a node's side of replication: it decides
+// which ranges it compares with whom and carries package replicate's
+// requests over /herod/replicate/1.0.0 (Protocol). Every key is held by
+// its owner and the next k-1 distinct real nodes clockwise; each round
+// (Run: every Config.Interval, and Settle after a burst of ring changes)
+// the owner of each local range pulls it from each replica and, unless
+// the two sums were equal, asks the replica to pull it back (an OpPull
+// request, which Handle verifies and Work serves). Before any file moves,
+// a round exchanges purge orders with the replicas it syncs
+// (Config.Purge). Each round records, per local range, whether its k-1
+// replicas were in sync and how many versions one lacked (Health in
+// Stats).
+//
+// The node supplies the streams, the trust gate, the stores and its
+// bandwidth caps (node/replicate.go); package replicate is the sync
+// algorithm.
+//
+// Invariants: nothing is ever deleted, a sync only pulls; a pull request
+// is queued only from the member that runs the range's virtual server,
+// for its own range or a part of it, and only on a node that replicates
+// that range (refusals wrap ErrRole, go to Config.RefuseRole and are
+// counted in Stats.Refused); at most 256 pull requests wait, and a
+// repeated one is queued once; one round runs at a time.
+//
+// Concurrency: a Replicator is safe for concurrent use; Run and Work
+// each run in one goroutine.
+package replication

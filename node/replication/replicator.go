@@ -1,0 +1,592 @@
+package replication
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/replicate"
+	"github.com/herod-archive/herod/ring"
+)
+
+// Replication places every key on k = Config.K real nodes: the
+// owner of the key (the real node running the virtual server whose range
+// (pred, v] holds it) and the next k-1 distinct real nodes clockwise from
+// v, skipping further virtual servers of nodes already counted — the
+// thesis's "owner plus successors", made safe for virtual servers, where
+// the next k-1 virtual servers may well run on the owner itself.
+//
+// Why two adjacent failures (any two, in fact) lose nothing: walking
+// clockwise from a key, every virtual server met before the first one of
+// the third distinct real node belongs to one of the three holders. With
+// at most two of them dead, the first live virtual server on that walk —
+// the key's new owner once the ring has stabilized — runs on a surviving
+// holder, so lookups (and the gateway) find the files where they are.
+//
+// Each round, for each local virtual server v with a known range
+// (pred, v] and each of its replicas c, the owner
+//
+//  1. pulls (pred, v] from c (replicate.Sync: what c holds and it lacks —
+//     this is how a node that has just taken over a range gets its files),
+//  2. unless the two sums were equal, sends c an OpPull request naming
+//     (pred, v] and itself; c verifies that the range ends at one of the
+//     sender's own virtual servers and queues a Sync of (pred, v] from the
+//     owner. So each replica compares with its predecessor owner and each
+//     owner with its successors, as in the thesis, and in sync a pair costs
+//     one round trip.
+//
+// Nothing is deleted: a node that stops being a holder keeps its copies.
+
+// Protocol carries replicate's requests: one stream per request, one
+// length-prefixed frame each way.
+const Protocol protocol.ID = "/herod/replicate/1.0.0"
+
+// Replication defaults.
+const (
+	// Factor is the default k (Config.K): every key is held by its owner
+	// and by the next k-1 distinct real nodes clockwise (skipping further
+	// virtual servers of nodes already counted), so any k-1 real nodes
+	// may die at once without losing a file.
+	Factor = 3
+	// DefaultInterval is the period of replication rounds. A round costs
+	// one round trip of 67 bytes per (range, replica) pair when in sync,
+	// so the period bounds how stale a replica can be, not the bandwidth.
+	// Tests shorten it with SetInterval. The first round runs one period
+	// after Run starts, once the ring has settled.
+	DefaultInterval = 30 * time.Second
+	// Settle is how long after the last change of a local virtual
+	// server's range or successors a round runs (if sooner than the next
+	// periodic one): long enough for a failure's burst of ring changes to
+	// end, short enough that lost copies are restored quickly.
+	Settle = time.Second
+	// pullQueueLen bounds the pull requests a node has accepted and not
+	// yet served; owners repeat theirs every round.
+	pullQueueLen = 256
+	// streamTimeout bounds serving one request, as for the node's other
+	// protocols.
+	streamTimeout = 30 * time.Second
+)
+
+// ErrRole is wrapped by the refusal of a pull request outside the
+// sender's role (the text is the node's for every such refusal).
+var ErrRole = errors.New("node: outside the sender's role")
+
+// Ring is what a Replicator needs of the ring; *ring.Ring implements it.
+type Ring interface {
+	// Status returns the local virtual servers' ranges and successors.
+	Status() ring.Status
+	// Successors returns the owner of key and the virtual servers after
+	// it, up to k distinct real nodes.
+	Successors(ctx context.Context, key id.ID, k int) ([]ring.Node, error)
+}
+
+// Purge carries a node's purge orders to a replica before any file
+// moves (purge.Book and purge.Exchanger).
+type Purge interface {
+	// Digest names the orders this node holds (equal digests: the same
+	// orders).
+	Digest() string
+	// Exchange brings this node's orders and c's together and returns
+	// the digest both hold afterwards, "" if they still differ.
+	Exchange(ctx context.Context, c ring.Contact) (string, error)
+}
+
+// Config is what a Replicator needs. Every field but Purge, RefuseRole,
+// BadFrame, ReadReply, WriteReply and Logger must be set.
+type Config struct {
+	Self     ring.Contact  // this node
+	K        int           // the replication factor (Factor if 0)
+	Interval time.Duration // the period of rounds; <= 0 disables them
+	Ring     Ring
+	// Local is the store syncs import into; Source the one this node
+	// answers replicas from and sums its ranges with.
+	Local  replicate.Local
+	Source replicate.Source
+	// Open opens a stream of protocol p to the real node behind c, with
+	// a deadline.
+	Open func(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error)
+	// Gate returns the verified ring member a stream comes from; for
+	// another peer it resets the stream and returns false.
+	Gate func(s network.Stream) (ring.Node, bool)
+	// RefuseRole counts and logs a member's request outside its role.
+	RefuseRole func(m ring.Node, proto string, err error)
+	// BadFrame counts a request that did not parse or broke the protocol.
+	BadFrame func()
+	// ReadReply wraps the stream a pulled reply is read from (the
+	// node's download caps); nil reads it as it is.
+	ReadReply func(ctx context.Context, s network.Stream) io.Reader
+	// WriteReply returns the writer a reply of size bytes is written to
+	// s through (the node's upload caps); nil writes to s.
+	WriteReply func(s network.Stream, size int) io.Writer
+	// Purge, if set, exchanges purge orders at the start of each round.
+	Purge  Purge
+	Logger *slog.Logger // nil: discard
+}
+
+// Replicator runs a node's replication: a loop that, every interval, pulls
+// each of the node's ranges from its replicas and asks them to pull it from
+// the node (Run), and a worker that serves the pull requests other owners
+// send (Work), which Handle accepts.
+type Replicator struct {
+	cfg      Config
+	log      *slog.Logger
+	interval atomic.Int64 // nanoseconds; <= 0 disables rounds
+	kick     chan struct{}
+	jobs     chan pullJob
+	roundMu  sync.Mutex // one round at a time
+
+	purgeMu     sync.Mutex                // guards purgeAgreed
+	purgeAgreed map[string]purgeAgreement // by replica peer: purge.go
+
+	mu      sync.Mutex
+	health  rangeHealth // per local range, from the last round
+	queued  map[pullJob]bool
+	busy    int // pull jobs being served
+	st      Stats
+	lastErr error
+}
+
+// pullJob is a range an owner asked this node to pull from it.
+type pullJob struct {
+	a, b id.ID
+	from ring.Contact
+}
+
+// Stats counts a node's replication work since New.
+type Stats struct {
+	Interval time.Duration `json:"interval"`
+	Rounds   int64         `json:"rounds"`
+	// Pairs counts (range, replica) pairs handled by rounds: for each, one
+	// sync pulling the range from the replica and, if the range differed,
+	// one pull request asking the replica to sync it back.
+	Pairs int64 `json:"pairs"`
+	// Syncs adds up every Sync this node ran (its own ranges from their
+	// replicas, and the ranges owners asked it to hold); its Traffic also
+	// includes the pull requests this node sent.
+	Syncs replicate.Stats `json:"syncs"`
+	// PullRequests counts pull requests accepted from owners; Refused
+	// those that failed verification; Dropped those lost to a full queue.
+	PullRequests int64  `json:"pull_requests"`
+	Refused      int64  `json:"refused"`
+	Dropped      int64  `json:"dropped"`
+	Errors       int64  `json:"errors"`
+	LastError    string `json:"last_error,omitempty"`
+	// Health is the state of this node's own ranges at the last round.
+	Health Health `json:"health"`
+}
+
+// New returns a Replicator for cfg. It serves nothing until Handle is
+// registered and runs no round until Run.
+func New(cfg Config) *Replicator {
+	if cfg.K == 0 {
+		cfg.K = Factor
+	}
+	r := &Replicator{
+		cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1), jobs: make(chan pullJob, pullQueueLen),
+		queued: map[pullJob]bool{}, purgeAgreed: map[string]purgeAgreement{},
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	r.interval.Store(int64(cfg.Interval))
+	return r
+}
+
+// SetInterval sets the period of replication rounds, effective at once;
+// d <= 0 stops rounds (pull requests from owners are still served).
+func (r *Replicator) SetInterval(d time.Duration) {
+	r.interval.Store(int64(d))
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Stats returns a snapshot of the replication counters.
+func (r *Replicator) Stats() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.st
+	st.Interval = time.Duration(r.interval.Load())
+	st.Health = r.health.snapshot(time.Now())
+	if r.lastErr != nil {
+		st.LastError = r.lastErr.Error()
+	}
+	return st
+}
+
+// Idle reports whether no pull request is queued or being served.
+func (r *Replicator) Idle() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.queued) == 0 && r.busy == 0
+}
+
+// WaitRound returns once no round is running.
+func (r *Replicator) WaitRound() {
+	r.roundMu.Lock()
+	defer r.roundMu.Unlock()
+}
+
+// Round runs one replication round now (waiting for a running one to
+// finish first) and returns the first error it met; the round goes on past
+// errors, which the stats count.
+func (r *Replicator) Round(ctx context.Context) error { return r.round(ctx) }
+
+// Run runs a round every interval, and also Settle after the
+// last of a burst of ring changes (a range or successor list of a local
+// virtual server changed), so that the copies a failure took away are
+// restored within seconds rather than a period.
+//
+// Changes before the first periodic round are ignored: the first round
+// waits a whole interval after Run starts, while the node joins and the ring
+// settles.
+func (r *Replicator) Run(ctx context.Context, events <-chan ring.Event) {
+	changed, ran := false, false
+	for {
+		var tick <-chan time.Time
+		var t *time.Timer
+		if d := time.Duration(r.interval.Load()); d > 0 {
+			if changed {
+				d = min(d, Settle)
+			}
+			t = time.NewTimer(d)
+			tick = t.C
+		}
+		var fire bool
+		select {
+		case <-ctx.Done():
+		case <-r.kick: // the interval changed: restart the timer
+		case _, ok := <-events:
+			if !ok {
+				events = nil // the ring closed
+			}
+			changed = ok && ran // wait for the ring to settle, then sync
+		case <-tick:
+			fire = true
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if !fire {
+			continue
+		}
+		changed, ran = false, true
+		if err := r.round(ctx); err != nil && ctx.Err() == nil {
+			r.log.Debug("replication round", "err", err)
+		}
+	}
+}
+
+func (r *Replicator) fail(err error) error {
+	r.mu.Lock()
+	r.st.Errors++
+	r.lastErr = err
+	r.mu.Unlock()
+	return err
+}
+
+func (r *Replicator) record(st replicate.Stats) {
+	r.mu.Lock()
+	r.st.Syncs.Add(st)
+	r.mu.Unlock()
+}
+
+// round syncs every known local range with its replicas, both ways, and
+// records each range's health (health.go).
+func (r *Replicator) round(ctx context.Context) error {
+	r.roundMu.Lock()
+	defer r.roundMu.Unlock()
+	var errs []error
+	pairs := 0
+	vs := r.cfg.Ring.Status().Vnodes
+	r.purgeRound(ctx, vs)
+	seen := map[id.ID]rangeCheck{}
+	for _, v := range vs {
+		if !v.Range.Known {
+			continue
+		}
+		reps := r.replicasOf(ctx, v)
+		chk := rangeCheck{replicas: len(reps), want: r.k() - 1, inSync: true}
+		for _, c := range reps {
+			pairs++
+			p, err := r.syncPair(ctx, v, c)
+			if err != nil {
+				errs = append(errs, r.fail(err))
+				p = pairCheck{lacking: -1}
+			}
+			chk.add(p)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
+		if chk.replicas < chk.want || chk.unknown {
+			// Too few replicas, or one did not answer: every version of
+			// the range may lack a copy.
+			if sum, err := r.cfg.Source.RangeSum(ctx, v.Range.Start, v.Range.End); err == nil {
+				chk.belowK = sum.Count
+			}
+		}
+		seen[v.ID] = chk
+	}
+	r.mu.Lock()
+	r.st.Rounds++
+	r.st.Pairs += int64(pairs)
+	r.health.update(seen, time.Now())
+	r.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// syncPair pulls v's range from replica c, then, unless the two sums of
+// the range were equal, counts the versions c lacks (our count after the
+// pull less c's: one more round trip) and asks c to pull the range from
+// us. In sync, a pair thus costs one round trip.
+func (r *Replicator) syncPair(ctx context.Context, v ring.VnodeStatus, c ring.Contact) (pairCheck, error) {
+	a, b := v.Range.Start, v.Range.End
+	st, err := replicate.Sync(ctx, r.cfg.Local, r.client(c), a, b, replicate.Options{})
+	r.record(st)
+	if err != nil {
+		return pairCheck{}, fmt.Errorf("replicate %s from %s: %w", v.Node, c.Addr, err)
+	}
+	if st.InSync == 1 {
+		return pairCheck{inSync: true}, nil // equal sums: c holds exactly what we hold
+	}
+	cl := r.client(c)
+	p := pairCheck{lacking: -1}
+	if theirs, err := cl.RangeSum(ctx, a, b); err == nil {
+		if ours, err := r.cfg.Source.RangeSum(ctx, a, b); err == nil {
+			p.lacking = max(0, ours.Count-theirs.Count)
+		}
+	}
+	err = cl.Pull(ctx, a, b, replicate.Contact{Peer: r.cfg.Self.Peer, Addr: r.cfg.Self.Addr, Index: v.Index})
+	r.record(replicate.Stats{Traffic: cl.Traffic()})
+	if err != nil {
+		return p, fmt.Errorf("replicate %s to %s: %w", v.Node, c.Addr, err)
+	}
+	return p, nil
+}
+
+// replicasOf returns the real nodes that hold replicas of v's range: the
+// first k-1 distinct real nodes other than this one on v's successor list,
+// or, if that list is too short to name them, as the ring finds them.
+func (r *Replicator) replicasOf(ctx context.Context, v ring.VnodeStatus) []ring.Contact {
+	self := r.cfg.Self.Peer
+	seen := map[string]bool{self: true}
+	var out []ring.Contact
+	for _, s := range v.Successors {
+		if !seen[s.Peer] {
+			seen[s.Peer] = true
+			out = append(out, s.Contact)
+			if len(out) == r.k()-1 {
+				return out
+			}
+		}
+	}
+	if len(v.Successors) < ring.DefaultSuccessorListLen {
+		return out // the list holds the whole ring: there are no more nodes
+	}
+	succs, err := r.cfg.Ring.Successors(ctx, v.ID, r.k())
+	if err != nil {
+		r.fail(fmt.Errorf("replicas of %s: %w", v.Node, err))
+		return out
+	}
+	out = out[:0]
+	for _, s := range succs {
+		if s.Peer != self {
+			out = append(out, s.Contact)
+		}
+	}
+	return out
+}
+
+// client returns a replicate client whose requests go to c.
+func (r *Replicator) client(c ring.Contact) *replicate.Client {
+	return replicate.NewClient(replicate.RoundTripFunc(func(ctx context.Context, req []byte) ([]byte, error) {
+		return r.roundTrip(ctx, c, req)
+	}))
+}
+
+// roundTrip sends one replicate request to c and reads its reply.
+func (r *Replicator) roundTrip(ctx context.Context, c ring.Contact, req []byte) ([]byte, error) {
+	s, err := r.cfg.Open(ctx, c, Protocol)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	stop := context.AfterFunc(ctx, func() { s.Reset() }) // cancellation ends a wait for the reply
+	defer stop()
+	if err := wire.WriteFrame(s, req); err != nil {
+		s.Reset()
+		return nil, fmt.Errorf("replicate request: %w", err)
+	}
+	_ = s.CloseWrite()
+	var in io.Reader = s
+	if r.cfg.ReadReply != nil {
+		in = r.cfg.ReadReply(ctx, s)
+	}
+	rep, err := wire.ReadFrame(bufio.NewReader(in), replicate.MaxReply)
+	if err != nil {
+		s.Reset()
+		return nil, fmt.Errorf("replicate reply: %w", err)
+	}
+	return rep, nil
+}
+
+// Handle answers one replicate request from another node: the stream
+// handler of Protocol. A pull request is verified (see accept) and
+// queued for Work.
+func (r *Replicator) Handle(s network.Stream) {
+	defer s.Close()
+	m, ok := r.cfg.Gate(s)
+	if !ok {
+		return
+	}
+	_ = s.SetDeadline(time.Now().Add(streamTimeout))
+	req, err := wire.ReadFrame(bufio.NewReader(s), replicate.MaxRequest)
+	if err != nil {
+		r.badFrame()
+		s.Reset()
+		return
+	}
+	srv := replicate.Server{
+		Source: r.cfg.Source,
+		Pull:   func(ctx context.Context, q replicate.Request) error { return r.accept(ctx, m, q) },
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), streamTimeout)
+	defer cancel()
+	rep, err := srv.Handle(ctx, req)
+	if errors.Is(err, replicate.ErrProtocol) {
+		r.badFrame()
+	}
+	var w io.Writer = s
+	if r.cfg.WriteReply != nil {
+		w = r.cfg.WriteReply(s, len(rep))
+	}
+	if err := wire.WriteFrame(w, rep); err != nil {
+		s.Reset()
+	}
+}
+
+// accept verifies a pull request from member m and queues it. The rule:
+// the request names m's own verified contact and one of its virtual
+// servers B (its id derives from m's address and the index); (A, B] is
+// B's range or a part of it (no virtual server lies between A and B by
+// this node's ring, so A == B, the whole ring, never passes); and this
+// node is one of the k-1 real nodes that replicate B's
+// range. An owner can thus make its replicas copy files from it, which
+// Import verifies, only for the range it owns and only on the nodes that
+// hold its replicas.
+func (r *Replicator) accept(ctx context.Context, m ring.Node, q replicate.Request) error {
+	from := ring.Node{ID: q.B, Contact: ring.Contact{Peer: q.From.Peer, Addr: q.From.Addr}, Index: q.From.Index}
+	err := ring.CheckID(from, ring.DefaultMaxVirtualServers)
+	if err == nil && (from.Peer != m.Peer || from.Addr != m.Addr) {
+		err = fmt.Errorf("%w: pull request for %s sent by member %s", ErrRole, from.Contact, m.Contact)
+	}
+	from.Contact = m.Contact // with its relay, if it has one
+	if err == nil {
+		err = r.pullRole(ctx, q.A, from)
+	}
+	if err != nil {
+		r.mu.Lock()
+		r.st.Refused++
+		r.mu.Unlock()
+		if errors.Is(err, ErrRole) && r.cfg.RefuseRole != nil {
+			r.cfg.RefuseRole(m, string(Protocol), err)
+		}
+		return fmt.Errorf("pull request refused: %w", err)
+	}
+	job := pullJob{a: q.A, b: q.B, from: from.Contact}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.queued[job] {
+		return nil
+	}
+	select {
+	case r.jobs <- job:
+		r.queued[job] = true
+		r.st.PullRequests++
+		return nil
+	default:
+		r.st.Dropped++
+		return errors.New("pull queue full")
+	}
+}
+
+// Work serves queued pull requests one at a time, until ctx ends.
+func (r *Replicator) Work(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case job := <-r.jobs:
+			r.mu.Lock()
+			delete(r.queued, job)
+			r.busy++
+			r.mu.Unlock()
+			st, err := replicate.Sync(ctx, r.cfg.Local, r.client(job.from), job.a, job.b, replicate.Options{})
+			r.record(st)
+			if err != nil && ctx.Err() == nil {
+				r.fail(fmt.Errorf("replicate (%s, %s] from %s: %w", job.a.Short(), job.b.Short(), job.from.Addr, err))
+			}
+			r.mu.Lock()
+			r.busy--
+			r.mu.Unlock()
+		}
+	}
+}
+
+// pullRole checks that (a, from.ID] lies in the range of from's virtual
+// server and that this node replicates that range: the owner of a+1 must
+// be from itself, and this node one of the next k-1
+// distinct real nodes (ring.Ring.Successors). An error that does not wrap
+// ErrRole means the ring could not tell (a lookup failed): the owner asks
+// again next round.
+func (r *Replicator) pullRole(ctx context.Context, a id.ID, from ring.Node) error {
+	if a == from.ID {
+		return fmt.Errorf("%w: (%s, %s] is the whole ring", ErrRole, a.Short(), from.ID.Short())
+	}
+	succs, err := r.successors(ctx, a.AddPow2(0), r.k())
+	if err != nil {
+		return fmt.Errorf("pull request: check range: %w", err)
+	}
+	if len(succs) == 0 || succs[0].ID != from.ID || succs[0].Contact != from.Contact {
+		return fmt.Errorf("%w: (%s, %s] is not %s's range", ErrRole, a.Short(), from.ID.Short(), from)
+	}
+	for _, s := range succs[1:] {
+		if s.Peer == r.self() {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: this node does not replicate %s's range", ErrRole, from)
+}
+
+// successors is the ring's Successors.
+func (r *Replicator) successors(ctx context.Context, key id.ID, k int) ([]ring.Node, error) {
+	return r.cfg.Ring.Successors(ctx, key, k)
+}
+
+// k is the replication factor.
+func (r *Replicator) k() int { return r.cfg.K }
+
+// self is this node's peer id.
+func (r *Replicator) self() string { return r.cfg.Self.Peer }
+
+func (r *Replicator) badFrame() {
+	if r.cfg.BadFrame != nil {
+		r.cfg.BadFrame()
+	}
+}
