@@ -367,6 +367,9 @@ func (s *Store) appendRecord(rec *record) (*segment, int64, error) {
 	day := s.DayOf(s.now())
 	zd := s.zd.Load()
 	if rec.zd != zd {
+		if rec.plain == nil {
+			return nil, 0, errors.New("archive: a record for another segment format without its uncompressed bytes")
+		}
 		*rec = *s.compress(rec.plain, zd)
 	}
 	data := rec.data
