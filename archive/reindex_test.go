@@ -88,13 +88,28 @@ func populate(t *testing.T, s *Store) {
 }
 
 func TestReindexEqualsLiveIndex(t *testing.T) {
+	for _, dict := range []bool{false, true} {
+		t.Run(fmt.Sprintf("dict=%v", dict), func(t *testing.T) { testReindexEqualsLiveIndex(t, dict) })
+	}
+}
+
+// testReindexEqualsLiveIndex is TestReindexEqualsLiveIndex on gzip
+// segments, or (dict) on a gzip segment followed by .warc.zst ones.
+func testReindexEqualsLiveIndex(t *testing.T, dict bool) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if dict {
+		mustPut(t, s, capture("http://first.example/", t0, "before the dictionary"))
+		withDict(t, s)
+	}
 	populate(t, s)
+	if gz, zst := segmentFiles(t, dir); dict && (gz != 1 || zst == 0) {
+		t.Fatalf("%d .warc.gz and %d .warc.zst segments", gz, zst)
+	}
 	stats := s.Stats()
 	s.Close()
 	live := dumpIndex(t, dir)

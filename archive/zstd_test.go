@@ -19,7 +19,7 @@ import (
 
 // testDictRaw is a dictionary trained on benchPages, built once.
 var testDictRaw = sync.OnceValue(func() []byte {
-	zd, err := trainDict(benchPages(120))
+	zd, err := trainDict(benchPages(40))
 	if err != nil {
 		panic(err)
 	}
