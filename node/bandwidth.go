@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 
 	"github.com/herod-archive/herod/internal/throttle"
+	"github.com/herod-archive/herod/node/status"
 )
 
 // bandwidth holds a node's byte-rate caps (Config.DownloadRate,
@@ -62,4 +63,10 @@ func (b bandwidth) replyWriter(s network.Stream, size int) io.Writer {
 	extra := time.Duration(float64(size) / float64(slowest) * float64(time.Second))
 	_ = s.SetWriteDeadline(time.Now().Add(streamTimeout + extra))
 	return throttle.Writer(context.Background(), s, b.replUp, b.up)
+}
+
+// caps returns the caps as /metrics exports them (status.Collector.Caps).
+func (b bandwidth) caps() []status.Cap {
+	return []status.Cap{{Dir: "down", Use: "all", Rate: b.down.Rate()}, {Dir: "up", Use: "all", Rate: b.up.Rate()},
+		{Dir: "down", Use: "replication", Rate: b.replDown.Rate()}, {Dir: "up", Use: "replication", Rate: b.replUp.Rate()}}
 }

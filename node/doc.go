@@ -49,7 +49,8 @@
 // replicas were in sync and how many versions one lacked (package
 // replication, which runs the rounds);
 // /metrics exports that with the node's other counters and libp2p's own
-// metrics (metrics.go). Download and upload caps throttle the crawler's
+// metrics (package status, which also defines /api/status's Status;
+// metrics.go registers it). Download and upload caps throttle the crawler's
 // response bodies and the replication streams (bandwidth.go).
 //
 // Links travel by ring walks: a node's forwarder sorts its buffer by key,

@@ -12,6 +12,7 @@ import (
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/node/forward"
+	"github.com/herod-archive/herod/node/status"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -77,7 +78,7 @@ func corpusURLs(n int, seed uint64) []string {
 func (lr *LocalRing) wireOut() (bytes int64, calls uint64) {
 	read := func() (b int64, c uint64) {
 		for _, n := range lr.Nodes {
-			for _, w := range n.wire() {
+			for _, w := range status.Wire(n.bwc) {
 				b += w.Out
 			}
 			c += n.ring.Counters().Calls
