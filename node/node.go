@@ -116,7 +116,7 @@ func New(cfg Config) (n *Node, err error) {
 			built.closeAll()
 		}
 	}()
-	key, err := loadIdentity(cfg.DataDir)
+	key, err := identity.LoadKey(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +162,7 @@ func New(cfg Config) (n *Node, err error) {
 			return nil, err
 		}
 	}
-	saved, err := loadIndexes(cfg.DataDir, cfg.VirtualServers)
+	saved, err := identity.LoadIndexes(cfg.DataDir, cfg.VirtualServers)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -283,7 +283,7 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := n.join(ctx); err != nil {
 		return err
 	}
-	if err := saveIndexes(n.cfg.DataDir, n.ring.Indexes()); err != nil {
+	if err := identity.SaveIndexes(n.cfg.DataDir, n.ring.Indexes()); err != nil {
 		return fmt.Errorf("node start: %w", err)
 	}
 	n.serveGateway()
