@@ -88,11 +88,11 @@ type Node struct {
 	counters    struct {
 		badFrames atomic.Int64 // inbound requests that did not parse, every protocol
 	}
-	claims   *claim.Claims       // the day's fetches and claims (claim.go)
-	dayclaim *dayclaim.Service   // claim and handover streams
-	takeOver *dayclaim.TakeOver  // ranges taken over mid-day
-	reloc    *dayclaim.Relocator // the crawler's forwarder, with the fetch-time ownership check
-	size     sizeEstimate        // the ring's size, for the forwarder (estimate.go)
+	claims   *claim.Claims         // the day's fetches and claims (claim.go)
+	dayclaim *dayclaim.Service     // claim and handover streams
+	takeOver *dayclaim.TakeOver    // ranges taken over mid-day
+	reloc    *dayclaim.Relocator   // the crawler's forwarder, with the fetch-time ownership check
+	size     *forward.SizeEstimate // the ring's size, for the forwarder
 }
 
 // New creates a node from cfg: it opens the archive and the crawl queue in
@@ -205,13 +205,14 @@ func New(cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.setupLinks()
+	n.size = &forward.SizeEstimate{Status: n.ring.Status}
 	n.fwd, err = forward.New(forward.Config{
 		Ring:       n.ring,
 		Deliver:    n.links.Deliver,
 		Outbox:     n.outbox,
 		Every:      cfg.FlushInterval,
 		PerVnode:   cfg.WalkPerVnode,
-		RingSize:   n.ringSize,
+		RingSize:   n.size.RingSize,
 		Replicas:   cfg.LinkReplicas,
 		Logger:     n.log.With("sub", "forward"),
 		LocalPeer:  n.self.Peer,
