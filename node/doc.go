@@ -51,7 +51,7 @@
 // /metrics exports that with the node's other counters and libp2p's own
 // metrics (package status, which also defines /api/status's Status;
 // metrics.go registers it). Download and upload caps throttle the crawler's
-// response bodies and the replication streams (bandwidth.go).
+// response bodies and the replication streams (throttle.Caps).
 //
 // Links travel by ring walks: a node's forwarder sorts its buffer by key,
 // looks up the owner of the first, and each recipient answers with its

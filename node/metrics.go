@@ -19,7 +19,15 @@ import (
 // collide; libp2p's collectors are shared by the hosts of one process,
 // which then report their sum.
 func (n *Node) metricsHandler() http.Handler {
-	c := &status.Collector{Status: n.Status, Caps: n.bw.caps}
+	c := &status.Collector{Status: n.Status, Caps: n.caps}
 	n.metrics.MustRegister(collectors.NewGoCollector(), crawl.NewCollector(n.crawler), c)
 	return promhttp.HandlerFor(n.metrics, promhttp.HandlerOpts{})
+}
+
+// caps returns the node's bandwidth caps as /metrics exports them
+// (status.Collector.Caps).
+func (n *Node) caps() []status.Cap {
+	b := n.bw
+	return []status.Cap{{Dir: "down", Use: "all", Rate: b.Down.Rate()}, {Dir: "up", Use: "all", Rate: b.Up.Rate()},
+		{Dir: "down", Use: "replication", Rate: b.ReplDown.Rate()}, {Dir: "up", Use: "replication", Rate: b.ReplUp.Rate()}}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/internal/throttle"
 	"github.com/herod-archive/herod/node/dayclaim"
 	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/node/identity"
@@ -49,7 +50,7 @@ type Node struct {
 	log      *slog.Logger
 	host     host.Host
 	bwc      *metrics.BandwidthCounter
-	bw       bandwidth            // byte-rate caps (bandwidth.go)
+	bw       throttle.Caps        // byte-rate caps
 	metrics  *prometheus.Registry // the node's own and its libp2p host's (metrics.go)
 	ring     *ring.Ring
 	tr       *p2p.Transport
@@ -107,8 +108,8 @@ func New(cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("node: data dir: %w", err)
 	}
 	n = &Node{cfg: cfg, log: cfg.Logger, addrChanged: make(chan string, 1)}
-	if n.bw, err = newBandwidth(cfg); err != nil {
-		return nil, err
+	if n.bw, err = throttle.NewCaps(cfg.DownloadRate, cfg.UploadRate, cfg.ReplicationShare); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
 	}
 	built := n // the returns below set n to nil
 	defer func() {
@@ -228,7 +229,7 @@ func New(cfg Config) (n *Node, err error) {
 	cc.DayLength = cfg.DayLength
 	cc.Owns = n.ownsURL
 	cc.Logger = n.log.With("sub", "crawl")
-	cc.Download = n.bw.down
+	cc.Download = n.bw.Down
 	n.setupPoliteness(&cc)
 	n.setupReplication()
 	n.setupQuery()
