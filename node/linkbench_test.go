@@ -14,6 +14,7 @@ import (
 	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/node/status"
 	"github.com/herod-archive/herod/ring"
+	"github.com/herod-archive/herod/ring/ringcheck"
 )
 
 var linkBench = flag.Bool("linkbench", false, "run the full link-forwarding bandwidth measurement (16 nodes, 50,000 URLs)")
@@ -99,16 +100,16 @@ func (lr *LocalRing) wireOut() (bytes int64, calls uint64) {
 // converge runs maintenance rounds by hand until the ring is stable, then
 // fills every finger table, so that measurements see no background traffic.
 func (lr *LocalRing) converge(ctx context.Context, t testing.TB) {
-	keys := lr.probeKeys(32)
+	keys := ringcheck.ProbeKeys(lr.rings(), 32)
 	for round := 0; ; round++ {
 		for _, n := range lr.Nodes {
 			n.ring.Maintain(ctx)
 		}
-		if lr.checkStable(ctx, keys) == nil {
+		if ringcheck.Stable(ctx, lr.rings(), keys) == nil {
 			break
 		}
 		if round > 200 || ctx.Err() != nil {
-			t.Fatalf("ring did not converge: %v", lr.checkStable(ctx, keys))
+			t.Fatalf("ring did not converge: %v", ringcheck.Stable(ctx, lr.rings(), keys))
 		}
 	}
 	for _, n := range lr.Nodes {
