@@ -18,7 +18,6 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/metrics"
-	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
 
 	"github.com/herod-archive/herod/archive"
@@ -434,17 +433,7 @@ func (n *Node) closeAll() error {
 func (n *Node) Contact() ring.Contact { return n.self }
 
 // Multiaddr returns the address other nodes pass to --join.
-func (n *Node) Multiaddr() string {
-	ai, err := addrInfo(n.self)
-	if err != nil {
-		return ""
-	}
-	addrs, err := peer.AddrInfoToP2pAddrs(&ai)
-	if err != nil || len(addrs) == 0 {
-		return ""
-	}
-	return addrs[0].String()
-}
+func (n *Node) Multiaddr() string { return p2phost.JoinAddr(n.self) }
 
 // Idle reports whether the node has no crawl work queued or in flight, no
 // links waiting for delivery and no range taken over whose URLs are not
