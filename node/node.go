@@ -62,7 +62,7 @@ type Node struct {
 	fwd      *forward.Forwarder
 	links    *forward.Links // the links protocol (links.go)
 	outbox   *forward.Outbox
-	dht      atomic.Pointer[p2p.DHT]
+	dht      p2p.LateDHT // the ring's Resolver; starts in join
 	repl     *replication.Replicator
 	query    *query.Service    // ring-wide queries (query.go)
 	ringpage *ringpage.Service // the gateway's /ring page (summary.go)
@@ -172,7 +172,7 @@ func New(cfg Config) (n *Node, err error) {
 		Indexes:           saved,
 		ChooseIndexes:     !cfg.FixedIndexes,
 		StabilizeInterval: cfg.StabilizeInterval,
-		Resolver:          (*dhtResolver)(n),
+		Resolver:          &n.dht,
 		Took:              n.tookRange,
 		Moving:            n.movingVnode,
 		Logger:            n.log.With("sub", "ring"),
@@ -340,12 +340,12 @@ func (n *Node) join(ctx context.Context) error {
 		}
 		contacts = append(contacts, c)
 	}
-	n.startDHT(ctx, contacts)
+	n.dht.Start(ctx, n.host, contacts, n.log)
 	if len(n.cfg.Join) == 0 {
 		return nil
 	}
 	tried := map[string]bool{}
-	for _, c := range append(contacts, n.dhtContacts()...) {
+	for _, c := range append(contacts, n.dht.Peers()...) {
 		if tried[c.Peer] || c.Peer == n.self.Peer {
 			continue
 		}
@@ -414,9 +414,7 @@ func (n *Node) closeAll() error {
 	if n.ring != nil {
 		errs = append(errs, n.ring.Close())
 	}
-	if d := n.dht.Load(); d != nil {
-		errs = append(errs, d.Close())
-	}
+	errs = append(errs, n.dht.Close())
 	if n.host != nil {
 		errs = append(errs, n.host.Close())
 	}
