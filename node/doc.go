@@ -68,7 +68,7 @@
 // the role the ring gives it (docs/ring.md, "Who may ask what"); every
 // version the node stores is signed with its identity key, and a
 // replica's version is imported only with a valid signature by its
-// fetcher (provenance.go); the
+// fetcher (archive/provenance.go); the
 // crawler never connects to an internal address unless the operator
 // allowed its range (crawl.Config.AllowPrivate).
 //
