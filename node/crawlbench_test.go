@@ -30,6 +30,7 @@ import (
 	"github.com/herod-archive/herod/internal/benchsite"
 	"github.com/herod-archive/herod/internal/sampleweb"
 	"github.com/herod-archive/herod/node/forward"
+	"github.com/herod-archive/herod/node/status"
 )
 
 // crawlbench_test.go is issue 5's crawl-rate benchmark: pages/s of one
@@ -374,7 +375,7 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int, 
 		hops += fs.Hops
 		overHops += nd.links.Stats().OverHops
 		direct += fs.Direct
-		for _, w := range nd.wire() {
+		for _, w := range status.Wire(nd.bwc) {
 			if w.Protocol == string(linksProtocol) {
 				wireOut += w.Out
 			}

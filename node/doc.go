@@ -49,8 +49,9 @@
 // replicas were in sync and how many versions one lacked (package
 // replication, which runs the rounds);
 // /metrics exports that with the node's other counters and libp2p's own
-// metrics (metrics.go). Download and upload caps throttle the crawler's
-// response bodies and the replication streams (bandwidth.go).
+// metrics (package status, which also defines /api/status's Status;
+// metrics.go registers it). Download and upload caps throttle the crawler's
+// response bodies and the replication streams (throttle.Caps).
 //
 // Links travel by ring walks: a node's forwarder sorts its buffer by key,
 // looks up the owner of the first, and each recipient answers with its
@@ -67,7 +68,7 @@
 // the role the ring gives it (docs/ring.md, "Who may ask what"); every
 // version the node stores is signed with its identity key, and a
 // replica's version is imported only with a valid signature by its
-// fetcher (provenance.go); the
+// fetcher (archive/provenance.go); the
 // crawler never connects to an internal address unless the operator
 // allowed its range (crawl.Config.AllowPrivate).
 //

@@ -1,12 +1,6 @@
 package node
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
-
-	"github.com/libp2p/go-libp2p/core/crypto"
-
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/node/identity"
@@ -33,20 +27,11 @@ var _ gateway.WACZSigner = (*resolver)(nil)
 
 // DataDirSigner returns a signer with the identity key of the node whose
 // data directory is dir, for exports made from disk (herod export --data
-// --wacz). Unlike starting a node it never creates a key: a directory
-// without one is an error.
+// --wacz); it never creates a key (identity.DataDirSigner).
 func DataDirSigner(dir string) (archive.Signer, error) {
-	b, err := os.ReadFile(filepath.Join(dir, identityFile))
+	s, err := identity.DataDirSigner(dir)
 	if err != nil {
-		return nil, fmt.Errorf("node identity: %w", err)
-	}
-	k, err := crypto.UnmarshalPrivateKey(b)
-	if err != nil {
-		return nil, fmt.Errorf("node identity %s: %w", filepath.Join(dir, identityFile), err)
-	}
-	s, err := identity.NewSigner(k)
-	if err != nil {
-		return nil, fmt.Errorf("node identity: %w", err)
+		return nil, err
 	}
 	return s, nil
 }

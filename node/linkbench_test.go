@@ -12,7 +12,9 @@ import (
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/node/forward"
+	"github.com/herod-archive/herod/node/status"
 	"github.com/herod-archive/herod/ring"
+	"github.com/herod-archive/herod/ring/ringcheck"
 )
 
 var linkBench = flag.Bool("linkbench", false, "run the full link-forwarding bandwidth measurement (16 nodes, 50,000 URLs)")
@@ -77,7 +79,7 @@ func corpusURLs(n int, seed uint64) []string {
 func (lr *LocalRing) wireOut() (bytes int64, calls uint64) {
 	read := func() (b int64, c uint64) {
 		for _, n := range lr.Nodes {
-			for _, w := range n.wire() {
+			for _, w := range status.Wire(n.bwc) {
 				b += w.Out
 			}
 			c += n.ring.Counters().Calls
@@ -98,16 +100,16 @@ func (lr *LocalRing) wireOut() (bytes int64, calls uint64) {
 // converge runs maintenance rounds by hand until the ring is stable, then
 // fills every finger table, so that measurements see no background traffic.
 func (lr *LocalRing) converge(ctx context.Context, t testing.TB) {
-	keys := lr.probeKeys(32)
+	keys := ringcheck.ProbeKeys(lr.rings(), 32)
 	for round := 0; ; round++ {
 		for _, n := range lr.Nodes {
 			n.ring.Maintain(ctx)
 		}
-		if lr.checkStable(ctx, keys) == nil {
+		if ringcheck.Stable(ctx, lr.rings(), keys) == nil {
 			break
 		}
 		if round > 200 || ctx.Err() != nil {
-			t.Fatalf("ring did not converge: %v", lr.checkStable(ctx, keys))
+			t.Fatalf("ring did not converge: %v", ringcheck.Stable(ctx, lr.rings(), keys))
 		}
 	}
 	for _, n := range lr.Nodes {

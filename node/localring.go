@@ -2,8 +2,6 @@ package node
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -93,18 +91,16 @@ func (lr *LocalRing) rings() []*ring.Ring {
 	return rs
 }
 
-// WaitStable waits until the ring has converged: every virtual server
-// knows its true predecessor and its whole successor list is right, and
-// for probe keys spread over the circle (and every virtual-server id)
-// every node's lookup returns the true owning virtual server and exactly
-// its node claims the key. (Peers agreeing was not enough: a new virtual
-// server known only to its successor passes a peer-level check while
-// walks skip it.)
+// WaitStable waits until the ring has converged (ringcheck.Stable):
+// every virtual server knows its true predecessor and its whole successor
+// list is right, and for probe keys spread over the circle (and every
+// virtual-server id) every node's lookup returns the true owning virtual
+// server and exactly its node claims the key.
 func (lr *LocalRing) WaitStable(ctx context.Context) error {
-	keys := lr.probeKeys(64)
+	keys := ringcheck.ProbeKeys(lr.rings(), 64)
 	var last error
 	for {
-		if last = lr.checkStable(ctx, keys); last == nil {
+		if last = ringcheck.Stable(ctx, lr.rings(), keys); last == nil {
 			return nil
 		}
 		select {
@@ -113,47 +109,6 @@ func (lr *LocalRing) WaitStable(ctx context.Context) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-func (lr *LocalRing) probeKeys(random int) []id.ID {
-	var keys []id.ID
-	for _, n := range lr.Nodes {
-		for _, vs := range n.ring.Vnodes() {
-			v := vs.ID
-			keys = append(keys, v, v.AddPow2(0))
-		}
-	}
-	for i := 0; i < random; i++ {
-		var b [8]byte
-		binary.BigEndian.PutUint64(b[:], uint64(i))
-		keys = append(keys, id.ID(sha1.Sum(b[:])))
-	}
-	return keys
-}
-
-func (lr *LocalRing) checkStable(ctx context.Context, keys []id.ID) error {
-	rs := lr.rings()
-	if err := ringcheck.Consistent(rs); err != nil {
-		return err
-	}
-	all := ringcheck.Vnodes(rs)
-	for _, k := range keys {
-		wantV := ringcheck.Owner(all, k)
-		want := lr.nodeOf(wantV)
-		for _, n := range lr.Nodes {
-			o, err := n.ring.Lookup(ctx, k)
-			if err != nil {
-				return fmt.Errorf("lookup %s from %s: %w", k.Short(), n.self.Addr, err)
-			}
-			if o.ID != wantV.ID {
-				return fmt.Errorf("lookup %s from %s: got %s of %s, want %s of %s", k.Short(), n.self.Addr, o.ID.Short(), o.Addr, wantV.ID.Short(), want.self.Addr)
-			}
-			if owns := n.ring.Owns(k); owns != (n == want) {
-				return fmt.Errorf("%s claims %s: %v", n.self.Addr, k.Short(), owns)
-			}
-		}
-	}
-	return nil
 }
 
 // WaitIdle waits until the whole ring has nothing to crawl or forward: two

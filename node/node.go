@@ -18,13 +18,13 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/metrics"
-	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/internal/throttle"
 	"github.com/herod-archive/herod/node/dayclaim"
 	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/node/identity"
@@ -49,7 +49,7 @@ type Node struct {
 	log      *slog.Logger
 	host     host.Host
 	bwc      *metrics.BandwidthCounter
-	bw       bandwidth            // byte-rate caps (bandwidth.go)
+	bw       throttle.Caps        // byte-rate caps
 	metrics  *prometheus.Registry // the node's own and its libp2p host's (metrics.go)
 	ring     *ring.Ring
 	tr       *p2p.Transport
@@ -62,7 +62,7 @@ type Node struct {
 	fwd      *forward.Forwarder
 	links    *forward.Links // the links protocol (links.go)
 	outbox   *forward.Outbox
-	dht      atomic.Pointer[p2p.DHT]
+	dht      p2p.LateDHT // the ring's Resolver; starts in join
 	repl     *replication.Replicator
 	query    *query.Service    // ring-wide queries (query.go)
 	ringpage *ringpage.Service // the gateway's /ring page (summary.go)
@@ -88,11 +88,11 @@ type Node struct {
 	counters    struct {
 		badFrames atomic.Int64 // inbound requests that did not parse, every protocol
 	}
-	claims   *claim.Claims       // the day's fetches and claims (claim.go)
-	dayclaim *dayclaim.Service   // claim and handover streams
-	takeOver *dayclaim.TakeOver  // ranges taken over mid-day
-	reloc    *dayclaim.Relocator // the crawler's forwarder, with the fetch-time ownership check
-	size     sizeEstimate        // the ring's size, for the forwarder (estimate.go)
+	claims   *claim.Claims         // the day's fetches and claims (claim.go)
+	dayclaim *dayclaim.Service     // claim and handover streams
+	takeOver *dayclaim.TakeOver    // ranges taken over mid-day
+	reloc    *dayclaim.Relocator   // the crawler's forwarder, with the fetch-time ownership check
+	size     *forward.SizeEstimate // the ring's size, for the forwarder
 }
 
 // New creates a node from cfg: it opens the archive and the crawl queue in
@@ -107,8 +107,8 @@ func New(cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("node: data dir: %w", err)
 	}
 	n = &Node{cfg: cfg, log: cfg.Logger, addrChanged: make(chan string, 1)}
-	if n.bw, err = newBandwidth(cfg); err != nil {
-		return nil, err
+	if n.bw, err = throttle.NewCaps(cfg.DownloadRate, cfg.UploadRate, cfg.ReplicationShare); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
 	}
 	built := n // the returns below set n to nil
 	defer func() {
@@ -116,7 +116,7 @@ func New(cfg Config) (n *Node, err error) {
 			built.closeAll()
 		}
 	}()
-	key, err := loadIdentity(cfg.DataDir)
+	key, err := identity.LoadKey(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +162,7 @@ func New(cfg Config) (n *Node, err error) {
 			return nil, err
 		}
 	}
-	saved, err := loadIndexes(cfg.DataDir, cfg.VirtualServers)
+	saved, err := identity.LoadIndexes(cfg.DataDir, cfg.VirtualServers)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -172,7 +172,7 @@ func New(cfg Config) (n *Node, err error) {
 		Indexes:           saved,
 		ChooseIndexes:     !cfg.FixedIndexes,
 		StabilizeInterval: cfg.StabilizeInterval,
-		Resolver:          (*dhtResolver)(n),
+		Resolver:          &n.dht,
 		Took:              n.tookRange,
 		Moving:            n.movingVnode,
 		Logger:            n.log.With("sub", "ring"),
@@ -205,13 +205,14 @@ func New(cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.setupLinks()
+	n.size = &forward.SizeEstimate{Status: n.ring.Status}
 	n.fwd, err = forward.New(forward.Config{
 		Ring:       n.ring,
 		Deliver:    n.links.Deliver,
 		Outbox:     n.outbox,
 		Every:      cfg.FlushInterval,
 		PerVnode:   cfg.WalkPerVnode,
-		RingSize:   n.ringSize,
+		RingSize:   n.size.RingSize,
 		Replicas:   cfg.LinkReplicas,
 		Logger:     n.log.With("sub", "forward"),
 		LocalPeer:  n.self.Peer,
@@ -227,7 +228,7 @@ func New(cfg Config) (n *Node, err error) {
 	cc.DayLength = cfg.DayLength
 	cc.Owns = n.ownsURL
 	cc.Logger = n.log.With("sub", "crawl")
-	cc.Download = n.bw.down
+	cc.Download = n.bw.Down
 	n.setupPoliteness(&cc)
 	n.setupReplication()
 	n.setupQuery()
@@ -283,7 +284,7 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := n.join(ctx); err != nil {
 		return err
 	}
-	if err := saveIndexes(n.cfg.DataDir, n.ring.Indexes()); err != nil {
+	if err := identity.SaveIndexes(n.cfg.DataDir, n.ring.Indexes()); err != nil {
 		return fmt.Errorf("node start: %w", err)
 	}
 	n.serveGateway()
@@ -339,12 +340,12 @@ func (n *Node) join(ctx context.Context) error {
 		}
 		contacts = append(contacts, c)
 	}
-	n.startDHT(ctx, contacts)
+	n.dht.Start(ctx, n.host, contacts, n.log)
 	if len(n.cfg.Join) == 0 {
 		return nil
 	}
 	tried := map[string]bool{}
-	for _, c := range append(contacts, n.dhtContacts()...) {
+	for _, c := range append(contacts, n.dht.Peers()...) {
 		if tried[c.Peer] || c.Peer == n.self.Peer {
 			continue
 		}
@@ -413,9 +414,7 @@ func (n *Node) closeAll() error {
 	if n.ring != nil {
 		errs = append(errs, n.ring.Close())
 	}
-	if d := n.dht.Load(); d != nil {
-		errs = append(errs, d.Close())
-	}
+	errs = append(errs, n.dht.Close())
 	if n.host != nil {
 		errs = append(errs, n.host.Close())
 	}
@@ -432,17 +431,7 @@ func (n *Node) closeAll() error {
 func (n *Node) Contact() ring.Contact { return n.self }
 
 // Multiaddr returns the address other nodes pass to --join.
-func (n *Node) Multiaddr() string {
-	ai, err := addrInfo(n.self)
-	if err != nil {
-		return ""
-	}
-	addrs, err := peer.AddrInfoToP2pAddrs(&ai)
-	if err != nil || len(addrs) == 0 {
-		return ""
-	}
-	return addrs[0].String()
-}
+func (n *Node) Multiaddr() string { return p2phost.JoinAddr(n.self) }
 
 // Idle reports whether the node has no crawl work queued or in flight, no
 // links waiting for delivery and no range taken over whose URLs are not

@@ -2,10 +2,8 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
-	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -22,7 +20,7 @@ import (
 // exchanges orders with every replica it is about to sync with at the
 // start of each replication round, before any file moves (purgeRound),
 // and pushes a new order at once to the peers in its routing state
-// (neighbours). A node that was down catches up in its first round;
+// (purge.Neighbours). A node that was down catches up in its first round;
 // replication never brings a purged version back, because Import refuses
 // the purged peer's records from the moment its order is carried out.
 
@@ -61,29 +59,11 @@ func (n *Node) setupPurge() error {
 	}
 	n.purge = b
 	x.Book, x.Self, x.Open, x.Gate, x.BadFrame = b, n.self.Peer, n.openStream, n.admit, n.badFrame
-	x.Neighbours, x.Logger = n.neighbours, n.log
+	x.Neighbours = func() []ring.Contact { return purge.Neighbours(n.ring.Status()) }
+	x.Logger = n.log
 	n.purgeX = x
 	n.host.SetStreamHandler(purgeProtocol, x.Handle)
 	return nil
-}
-
-// neighbours returns the peers in this node's routing state, for
-// spreading purge orders: per virtual server its predecessor, successors
-// and fingers.
-func (n *Node) neighbours() []ring.Contact {
-	var cs []ring.Contact
-	for _, v := range n.ring.Status().Vnodes {
-		if v.Predecessor != nil {
-			cs = append(cs, v.Predecessor.Contact)
-		}
-		for _, s := range v.Successors {
-			cs = append(cs, s.Contact)
-		}
-		for _, f := range v.Fingers {
-			cs = append(cs, f.Node.Contact)
-		}
-	}
-	return cs
 }
 
 // Purge orders, as this node's operator, the purge of every capture peer
@@ -91,14 +71,7 @@ func (n *Node) neighbours() []ring.Contact {
 // list this node as a purge authority carry it out too (the others refuse
 // it). It returns how many versions this node removed.
 func (n *Node) Purge(ctx context.Context, peerID string) (int, error) {
-	if peerID == n.self.Peer {
-		return 0, errors.New("node purge: a node cannot purge its own captures from its running archive")
-	}
-	o, err := purge.NewOrder(n.identity, peerID, time.Now())
-	if err != nil {
-		return 0, fmt.Errorf("node purge: %w", err)
-	}
-	removed, _, err := n.purge.Take(ctx, o)
+	removed, err := n.purge.Issue(ctx, n.identity, peerID)
 	if err != nil {
 		return removed, fmt.Errorf("node purge: %w", err)
 	}
@@ -108,20 +81,6 @@ func (n *Node) Purge(ctx context.Context, peerID string) (int, error) {
 // PurgeStats returns the node's purge counters.
 func (n *Node) PurgeStats() PurgeStats { return n.purge.Stats() }
 
-// gatedStore is the store replication imports into: imports wait while
-// a purge runs (purge.Book.Importing).
-type gatedStore struct {
-	*archive.Store
-	p *purge.Book
-}
-
-// Import implements replicate.Local.
-func (g gatedStore) Import(ctx context.Context, name string, data []byte) (v archive.Version, added bool, err error) {
-	g.p.Importing(func() { v, added, err = g.Store.Import(ctx, name, data) })
-	return v, added, err
-}
-
-var _ replicate.Local = gatedStore{}
-
-// replicaStore returns the store replication syncs into.
-func (n *Node) replicaStore() replicate.Local { return gatedStore{n.store, n.purge} }
+// replicaStore returns the store replication syncs into: imports wait
+// while a purge runs (purge.Book.Gated).
+func (n *Node) replicaStore() replicate.Local { return n.purge.Gated(n.store) }

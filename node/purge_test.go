@@ -16,6 +16,7 @@ import (
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/node/identity"
 )
 
 // versionsOf returns how many versions of urls s holds.
@@ -64,7 +65,7 @@ func TestPurgeAcrossReplicas(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "node0"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	authKey, err := loadIdentity(filepath.Join(dir, "node0")) // node 0's identity, made before it starts
+	authKey, err := identity.LoadKey(filepath.Join(dir, "node0")) // node 0's identity, made before it starts
 	if err != nil {
 		t.Fatal(err)
 	}

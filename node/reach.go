@@ -3,10 +3,8 @@ package node
 import (
 	"context"
 
-	"github.com/libp2p/go-libp2p/core/peer"
-
+	"github.com/herod-archive/herod/node/p2phost"
 	"github.com/herod-archive/herod/node/reach"
-	"github.com/herod-archive/herod/ring"
 )
 
 // How a node is reached at its ring address (Status.Reach); see package
@@ -46,28 +44,6 @@ func (n *Node) watchAddress(ctx context.Context) {
 }
 
 // Members returns the multiaddrs of the ring members this node knows (its
-// virtual servers' successors and predecessors), for joining again.
-func (n *Node) Members() []string {
-	seen := map[string]bool{n.self.Peer: true}
-	var out []string
-	for _, v := range n.ring.Status().Vnodes {
-		nodes := append([]ring.Node{}, v.Successors...)
-		if v.Predecessor != nil {
-			nodes = append(nodes, *v.Predecessor)
-		}
-		for _, m := range nodes {
-			if seen[m.Peer] {
-				continue
-			}
-			seen[m.Peer] = true
-			ai, err := addrInfo(m.Contact)
-			if err != nil {
-				continue
-			}
-			if addrs, err := peer.AddrInfoToP2pAddrs(&ai); err == nil && len(addrs) > 0 {
-				out = append(out, addrs[0].String())
-			}
-		}
-	}
-	return out
-}
+// virtual servers' successors and predecessors), for joining again
+// (p2phost.Members).
+func (n *Node) Members() []string { return p2phost.Members(n.ring.Status(), n.self.Peer) }

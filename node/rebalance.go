@@ -4,6 +4,8 @@ import (
 	"context"
 	"math/rand/v2"
 	"time"
+
+	"github.com/herod-archive/herod/node/identity"
 )
 
 // DefaultRebalanceInterval is how often a node checks its share of the
@@ -33,7 +35,7 @@ func (n *Node) rebalanceLoop(ctx context.Context) {
 			continue
 		}
 		if len(moves) > 0 {
-			if err := saveIndexes(n.cfg.DataDir, n.ring.Indexes()); err != nil {
+			if err := identity.SaveIndexes(n.cfg.DataDir, n.ring.Indexes()); err != nil {
 				n.log.Warn("rebalance: cannot save the virtual-server indexes", "err", err)
 			}
 		}

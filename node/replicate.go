@@ -7,7 +7,6 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 
-	"github.com/herod-archive/herod/internal/throttle"
 	"github.com/herod-archive/herod/node/replication"
 )
 
@@ -53,11 +52,13 @@ func (n *Node) setupReplication() {
 		RefuseRole: n.refuseRole,
 		BadFrame:   n.badFrame,
 		ReadReply: func(ctx context.Context, s network.Stream) io.Reader {
-			return throttle.Reader(ctx, s, n.bw.replDown, n.bw.down)
+			return n.bw.ReplicationReader(ctx, s)
 		},
-		WriteReply: n.bw.replyWriter,
-		Purge:      n.purgeX,
-		Logger:     n.log,
+		WriteReply: func(s network.Stream, size int) io.Writer {
+			return n.bw.ReplyWriter(s, size, streamTimeout)
+		},
+		Purge:  n.purgeX,
+		Logger: n.log,
 	})
 	n.host.SetStreamHandler(replicateProtocol, n.repl.Handle)
 }

@@ -1,149 +1,57 @@
 package node
 
 import (
-	"slices"
-	"strings"
-
-	"github.com/herod-archive/herod/archive"
-	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/node/forward"
-	"github.com/herod-archive/herod/ring"
-	"github.com/herod-archive/herod/ring/claim"
+	"github.com/herod-archive/herod/node/status"
 )
 
-// Status is a node's state as /api/status and `herod status` show it.
-type Status struct {
-	Peer      string `json:"peer"`
-	Addr      string `json:"addr"`
-	Multiaddr string `json:"multiaddr"`
-	Gateway   string `json:"gateway"`
-	// Reach is how the ring reaches this node at Addr: "listen" (its own
-	// address), "mapped" (its router's public address, mapped by UPnP
-	// IGD or NAT-PMP), "announced" (a port its operator forwarded) or
-	// "relayed" (nobody can dial it: Addr is the public IP members observe,
-	// and the ring reaches it through Relay).
-	Reach string `json:"reach"`
-	// Relay is the circuit relay a "relayed" node is reached through.
-	Relay string `json:"relay,omitempty"`
-	// RingCalls counts the ring calls this node made and how many of them
-	// ran over a relayed connection.
-	RingCalls   RingCallStats    `json:"ringCalls"`
-	Replay      string           `json:"replay"`
-	Idle        bool             `json:"idle"`
-	Ring        ring.Status      `json:"ring"`
-	Crawl       crawl.Stats      `json:"crawl"`
-	Archive     archive.Stats    `json:"archive"`
-	Forward     ForwardStats     `json:"forward"`
-	Links       LinkStats        `json:"links"`
-	Politeness  PolitenessStats  `json:"politeness"`
-	Replication ReplicationStats `json:"replication"`
-	Trust       TrustStats       `json:"trust"`
-	Claims      claim.Stats      `json:"claims"`
-	Purge       PurgeStats       `json:"purge"`
-	// TakenOver counts the URLs queued because a range grew in the middle
-	// of a day (a predecessor died or left), since the node started.
-	TakenOver int64       `json:"takenOver"`
-	Wire      []WireStats `json:"wire"`
-}
+// Status is a node's state as /api/status and `herod status` show it
+// (package status).
+type Status = status.Status
 
 // ForwardStats reports the link forwarder's progress (forward.Stats).
 type ForwardStats = forward.Stats
 
 // WireStats counts the stream bytes this node sent and received under one
-// libp2p protocol ("" is protocol negotiation). Muxer and encryption framing
-// are not included.
-type WireStats struct {
-	Protocol string `json:"protocol"`
-	In       int64  `json:"in"`
-	Out      int64  `json:"out"`
-}
+// libp2p protocol (status.WireStats).
+type WireStats = status.WireStats
 
-// wire returns the node's stream bytes by protocol, sorted by protocol.
-func (n *Node) wire() []WireStats {
-	var out []WireStats
-	for p, st := range n.bwc.GetBandwidthByProtocol() {
-		out = append(out, WireStats{Protocol: string(p), In: st.TotalIn, Out: st.TotalOut})
-	}
-	slices.SortFunc(out, func(a, b WireStats) int { return strings.Compare(a.Protocol, b.Protocol) })
-	return out
-}
+// RingCallStats counts ring calls (status.RingCallStats).
+type RingCallStats = status.RingCallStats
 
-// RingCallStats counts ring calls (lookup steps, stabilization, pings).
-type RingCallStats struct {
-	Calls   uint64 `json:"calls"`
-	Relayed uint64 `json:"relayed"`
-}
+// LinkStats counts links other nodes sent to this one (status.LinkStats).
+type LinkStats = status.LinkStats
 
-// LinkStats counts links other nodes sent to this one.
-type LinkStats struct {
-	Received  int64 `json:"received"`
-	BadLinks  int64 `json:"badLinks"`  // not canonical: dropped
-	BadFrames int64 `json:"badFrames"` // malformed or oversized messages
-	// OverHops counts links queued here, though this node does not own
-	// them, because they had been passed on forward.MaxHops times: the nodes'
-	// views of the ring disagreed, and the owner may fetch them too.
-	OverHops int64 `json:"overHops"`
-	// KnownShared and KnownReceived count known URLs that no version
-	// carries, sent to their ranges' holders and remembered from others
-	// (forward.Links.ShareKnown), since the node started.
-	KnownShared   int64 `json:"knownShared"`
-	KnownReceived int64 `json:"knownReceived"`
-}
-
-// linkStats returns the links protocol's counters and the node's bad frames.
-func (n *Node) linkStats() LinkStats {
-	ls := n.links.Stats()
-	return LinkStats{Received: ls.Received, BadLinks: ls.BadLinks, BadFrames: n.counters.badFrames.Load(),
-		OverHops: ls.OverHops, KnownShared: ls.KnownShared, KnownReceived: ls.KnownReceived}
-}
-
-// trustStats returns the trust gate's refusal counters.
-func (n *Node) trustStats() TrustStats {
-	ts := n.members.Stats()
-	return TrustStats{NotMember: ts.NotMember, Role: ts.Role}
-}
-
-// TrustStats counts requests refused at the trust boundary (package member).
-type TrustStats struct {
-	// NotMember counts peers refused because they are not verified ring
-	// members (each refusal is cached for a few seconds; streams refused
-	// from the cache are not counted again).
-	NotMember int64 `json:"notMember"`
-	// Role counts members' requests outside their role: a pull for a
-	// range they do not own or this node does not replicate, replica
-	// links for a range this node does not replicate.
-	Role int64 `json:"role"`
-}
+// TrustStats counts requests refused at the trust boundary
+// (status.TrustStats).
+type TrustStats = status.TrustStats
 
 // Status returns a snapshot of the node's state.
 func (n *Node) Status() Status {
+	ls, ts := n.links.Stats(), n.members.Stats()
+	calls, relayed := n.tr.CallStats()
 	return Status{
-		Peer:        n.self.Peer,
-		Addr:        n.self.Addr,
-		Multiaddr:   n.Multiaddr(),
-		Gateway:     n.GatewayURL(),
-		Reach:       n.reach,
-		Relay:       n.self.Relay,
-		RingCalls:   n.ringCalls(),
-		Replay:      n.ReplayURL(),
-		Idle:        n.Idle(),
-		Ring:        n.ring.Status(),
-		Crawl:       n.crawler.Stats(),
-		Archive:     n.store.Stats(),
-		Claims:      n.claims.Stats(),
-		Forward:     n.fwd.Stats(),
-		Links:       n.linkStats(),
+		Peer:      n.self.Peer,
+		Addr:      n.self.Addr,
+		Multiaddr: n.Multiaddr(),
+		Gateway:   n.GatewayURL(),
+		Reach:     n.reach,
+		Relay:     n.self.Relay,
+		RingCalls: RingCallStats{Calls: calls, Relayed: relayed},
+		Replay:    n.ReplayURL(),
+		Idle:      n.Idle(),
+		Ring:      n.ring.Status(),
+		Crawl:     n.crawler.Stats(),
+		Archive:   n.store.Stats(),
+		Claims:    n.claims.Stats(),
+		Forward:   n.fwd.Stats(),
+		Links: LinkStats{Received: ls.Received, BadLinks: ls.BadLinks, BadFrames: n.counters.badFrames.Load(),
+			OverHops: ls.OverHops, KnownShared: ls.KnownShared, KnownReceived: ls.KnownReceived},
 		Politeness:  n.PolitenessStats(),
 		Replication: n.ReplicationStats(),
-		Trust:       n.trustStats(),
+		Trust:       TrustStats{NotMember: ts.NotMember, Role: ts.Role},
 		Purge:       n.PurgeStats(),
 		TakenOver:   n.takeOver.Taken(),
-		Wire:        n.wire(),
+		Wire:        status.Wire(n.bwc),
 	}
-}
-
-// ringCalls returns the transport's call counts.
-func (n *Node) ringCalls() RingCallStats {
-	c, r := n.tr.CallStats()
-	return RingCallStats{Calls: c, Relayed: r}
 }

@@ -3,7 +3,8 @@
 // and Writer wrap a stream so that it moves no faster than every limiter
 // it passes through. herod puts the crawler's response bodies behind the
 // download cap, and the replication streams behind both the node's caps
-// and the replication share of them.
+// and the replication share of them: a node's four limiters are its Caps
+// (caps.go).
 //
 // A nil *Limiter is no limit, so a disabled cap costs a nil check. A
 // Limiter is safe for concurrent use: every stream wrapped with it draws

@@ -126,3 +126,47 @@ func TestShared(t *testing.T) {
 		}
 	})
 }
+
+// TestCaps: replication's share of each cap, at least 1 byte a second,
+// and no share of a cap that is not set.
+func TestCaps(t *testing.T) {
+	c, err := NewCaps(1000, 0, 0.25)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Down.Rate() != 1000 || c.ReplDown.Rate() != 250 || c.Up != nil || c.ReplUp != nil {
+		t.Fatalf("caps %d/%d/%d/%d", c.Down.Rate(), c.ReplDown.Rate(), c.Up.Rate(), c.ReplUp.Rate())
+	}
+	if c, err = NewCaps(3, 3, 0.1); err != nil || c.ReplDown.Rate() != 1 || c.ReplUp.Rate() != 1 {
+		t.Fatalf("tiny caps: %v %d/%d", err, c.ReplDown.Rate(), c.ReplUp.Rate())
+	}
+	if _, err := NewCaps(-1, 0, 0.5); err == nil {
+		t.Fatal("a negative cap was accepted")
+	}
+}
+
+// deadlineBuffer is a DeadlineWriter that records its deadline.
+type deadlineBuffer struct {
+	bytes.Buffer
+	dl time.Time
+}
+
+func (d *deadlineBuffer) SetWriteDeadline(t time.Time) error { d.dl = t; return nil }
+
+// TestReplyWriter: with no cap the stream itself, untouched; with one,
+// the deadline moves out by the time the slowest cap needs for the reply.
+func TestReplyWriter(t *testing.T) {
+	var s deadlineBuffer
+	if w := (Caps{}).ReplyWriter(&s, 1<<20, time.Second); w != io.Writer(&s) || !s.dl.IsZero() {
+		t.Fatalf("uncapped: %T, deadline %v", w, s.dl)
+	}
+	c, err := NewCaps(0, 1<<20, 0.5) // replication may send 512 KiB/s
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	c.ReplyWriter(&s, 1<<20, time.Second) // 2 s at 512 KiB/s, plus 1 s
+	if d := s.dl.Sub(start); d < 3*time.Second || d > 4*time.Second {
+		t.Fatalf("deadline in %v, want 3 s", d)
+	}
+}

@@ -6,7 +6,9 @@
 // what an owner acknowledged is handed to its next Replicas-1 distinct
 // real nodes too. A durable Outbox keeps every link until its owner
 // acknowledges it, so a node killed mid-walk forwards them again when it
-// restarts.
+// restarts. A walk starts once the buffer holds Config.PerVnode links per
+// virtual server in the ring, whose number SizeEstimate estimates from the
+// node's successor lists (size.go).
 //
 // Links is a node's side of the links protocol (Protocol): one hop of a
 // walk. It sends a forwarder's batches (Deliver, the forwarder's
@@ -31,7 +33,7 @@
 // replicates and known URLs only for a range it holds (refusals wrap
 // ErrRole), and queues a link passed on MaxHops times rather than lose it.
 //
-// Concurrency: a Forwarder and a Links (once its fields are set) are safe
-// for concurrent use; Run walks one walk at a time. An Outbox is used by
+// Concurrency: a Forwarder, a SizeEstimate and a Links (once its fields
+// are set) are safe for concurrent use; Run walks one walk at a time. An Outbox is used by
 // one Forwarder.
 package forward

@@ -5,5 +5,11 @@
 // so no key directory is needed. See archive/provenance.go for what a
 // signature proves.
 //
+// It also keeps who a node is across restarts, in its data directory
+// (datadir.go): its private key (KeyFile: LoadKey creates it on first
+// use, DataDirSigner only reads it) and the virtual-server indexes it
+// chose on the ring (IndexesFile: LoadIndexes, SaveIndexes). Both files
+// are written atomically, through a synced temporary file and a rename.
+//
 // Signer and Verifier are values safe for concurrent use.
 package identity

@@ -56,3 +56,40 @@ func TestRelayContactOf(t *testing.T) {
 		t.Fatal("a direct address gave a relay contact")
 	}
 }
+
+// TestJoinAddr: a contact's --join address reads back as the contact,
+// direct or through its relay; a contact without a valid peer id has
+// none.
+func TestJoinAddr(t *testing.T) {
+	relay := "/ip4/203.0.113.5/tcp/4001/p2p/" + testRelay
+	for _, c := range []ring.Contact{
+		{Peer: testPeer, Addr: "192.0.2.1:4001"},
+		{Peer: testPeer, Addr: "203.0.113.5:4001", Relay: relay},
+	} {
+		a := JoinAddr(c)
+		if got, err := ParseContact(a); err != nil || got != c {
+			t.Errorf("JoinAddr(%+v) = %s, read back as %+v, %v", c, a, got, err)
+		}
+	}
+	if a := JoinAddr(ring.Contact{Peer: "nobody", Addr: "192.0.2.1:4001"}); a != "" {
+		t.Errorf("JoinAddr of a bad peer id = %q", a)
+	}
+}
+
+// TestMembers: successors then the predecessor of each virtual server,
+// each peer once, never this node, and no member without an address.
+func TestMembers(t *testing.T) {
+	self := ring.Node{Contact: ring.Contact{Peer: "12D3KooWSelf"}}
+	a := ring.Node{Contact: ring.Contact{Peer: testPeer, Addr: "192.0.2.1:4001"}}
+	b := ring.Node{Contact: ring.Contact{Peer: testRelay, Addr: "192.0.2.2:4001"}}
+	bad := ring.Node{Contact: ring.Contact{Peer: "nobody", Addr: "192.0.2.3:4001"}}
+	st := ring.Status{Vnodes: []ring.VnodeStatus{
+		{Successors: []ring.Node{self, b, bad}, Predecessor: &a},
+		{Successors: []ring.Node{a, b}, Predecessor: &self},
+	}}
+	got := Members(st, self.Peer)
+	want := []string{"/ip4/192.0.2.2/tcp/4001/p2p/" + testRelay, "/ip4/192.0.2.1/tcp/4001/p2p/" + testPeer}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("Members = %v, want %v", got, want)
+	}
+}

@@ -5,8 +5,8 @@
 // the circuit relay a reachable member runs for others
 // (StartRelayService), joining through a relay when nothing can dial the
 // node (RelayedAddress, KeepRelayed), finding the household's other nodes
-// on the LAN (StartLAN), and reading member addresses as given to --join
-// (ParseContact, RelayContactOf). Which protocols get which limits, and
+// on the LAN (StartLAN), and reading and writing member addresses as
+// given to --join (ParseContact, RelayContactOf; JoinAddr, Members). Which protocols get which limits, and
 // when a node joins through a relay, is the node's wiring (node/limits.go,
 // node/node.go); how its ring address is chosen is package reach's.
 //

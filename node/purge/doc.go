@@ -18,12 +18,14 @@
 // (Exchange, which the node runs at the start of each replication round)
 // and pushes the orders to the peers in the routing state when one is new
 // (Spread, SpreadLoop). The node supplies the streams, the trust gate and
-// the routing state (node/purge.go).
+// the routing state (Neighbours; node/purge.go). Book.Issue signs and
+// carries out the node's own operator's order (Node.Purge).
 //
 // Invariants: an order is written to the orders file (synced) before its
 // purge starts and again, marked done, after it ends, so a crash in
 // between finishes the purge at the next Open; no replication import
-// runs while a purge scans the store (Book.Importing), so a record that
+// runs while a purge scans the store (Book.Importing; Book.Gated wraps
+// the store replication imports into), so a record that
 // passed its check before the peer was refused cannot land after the
 // scan; at most MaxOrders orders are kept; an Exchanger answers members
 // only (Exchanger.Gate) and reads at most 512 KiB and MaxOrders orders a

@@ -3,6 +3,7 @@ package p2p_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -61,5 +62,36 @@ func TestDHTBootstrapAndResolve(t *testing.T) {
 	}
 	if _, err := p2p.NewDHT(ctx, newHost(t), []ring.Contact{{Peer: hosts[1].c.Peer, Addr: "127.0.0.1:1"}}); err == nil {
 		t.Fatal("bootstrap through a dead address succeeded")
+	}
+}
+
+// TestLateDHT: before Start a LateDHT resolves nothing and knows no
+// peers; a bootstrap member that does not answer leaves it running
+// without one.
+func TestLateDHT(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real hosts")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var l p2p.LateDHT
+	if _, err := l.Resolve(ctx, "x"); !errors.Is(err, p2p.ErrNoDHT) {
+		t.Fatalf("Resolve before Start: %v, want ErrNoDHT", err)
+	}
+	if l.Peers() != nil || l.Close() != nil {
+		t.Fatal("a LateDHT not started has peers or fails to close")
+	}
+	gone := newHost(t)
+	c, err := p2p.ContactOf(gone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone.Close()
+	l.Start(ctx, newHost(t), []ring.Contact{c}, slog.New(slog.DiscardHandler))
+	if _, err := l.Resolve(ctx, c.Peer); errors.Is(err, p2p.ErrNoDHT) {
+		t.Fatal("the DHT did not start without its bootstrap member")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

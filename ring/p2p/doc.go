@@ -20,7 +20,10 @@
 // "/herod" (no values, no provider records): NewDHT bootstraps from any
 // known herod node, Peers lists further members to join through, and
 // Resolve (a ring.Resolver) finds the current address of a ring peer
-// whose address changed.
+// whose address changed. A LateDHT is the ring's Resolver from its
+// creation while the DHT itself starts only when the node joins (Start,
+// which falls back to no bootstrap members when none answers).
 //
-// A Transport and a DHT are safe for concurrent use. Neither owns the host.
+// A Transport, a DHT and a LateDHT are safe for concurrent use. None owns
+// the host.
 package p2p

@@ -1,0 +1,114 @@
+package status
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Collector exposes the archive, forwarding, replication, politeness
+// and link counters of a node's Status as Prometheus metrics (herod_*),
+// read once per scrape, with its stream bytes by protocol, how the ring
+// reaches it and its bandwidth caps. The crawler's own collector exports
+// the herod_crawl_* metrics.
+type Collector struct {
+	// Status returns the node's state; Collect calls it once.
+	Status func() Status
+	// Caps returns the node's bandwidth caps, in the order they are
+	// exported.
+	Caps func() []Cap
+}
+
+// Cap is one configured bandwidth cap: its direction ("down", "up"), what
+// it applies to ("all", "replication") and its bytes per second (0: none).
+type Cap struct {
+	Dir, Use string
+	Rate     int64
+}
+
+var _ prometheus.Collector = (*Collector)(nil)
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc("herod_"+name, help, labels, nil)
+}
+
+// metric is one herod_* metric and how to read it from a Status.
+type metric struct {
+	d    *prometheus.Desc
+	kind prometheus.ValueType
+	get  func(st *Status) float64
+}
+
+func gauge(name, help string, get func(st *Status) float64) metric {
+	return metric{desc(name, help), prometheus.GaugeValue, get}
+}
+
+func counter(name, help string, get func(st *Status) float64) metric {
+	return metric{desc(name, help), prometheus.CounterValue, get}
+}
+
+var (
+	nodeMetrics = []metric{
+		// archive
+		gauge("archive_versions", "Versions stored.", func(st *Status) float64 { return float64(st.Archive.Versions) }),
+		gauge("archive_bytes", "Bytes of the records of stored versions.", func(st *Status) float64 { return float64(st.Archive.Bytes) }),
+		gauge("archive_segments", "Segment files of the archive.", func(st *Status) float64 { return float64(st.Archive.Segments) }),
+		// forwarding and links
+		gauge("forward_pending", "Links waiting for delivery to their owners.", func(st *Status) float64 { return float64(st.Forward.Pending) }),
+		counter("forward_sent_total", "Links delivered to other nodes.", func(st *Status) float64 { return float64(st.Forward.Sent) }),
+		counter("forward_failures_total", "Link deliveries that failed and were retried.", func(st *Status) float64 { return float64(st.Forward.Failures) }),
+		counter("links_received_total", "Links received from other nodes.", func(st *Status) float64 { return float64(st.Links.Received) }),
+		counter("links_over_hops_total", "Links queued here after too many hops, though another node owns them.", func(st *Status) float64 { return float64(st.Links.OverHops) }),
+		counter("bad_frames_total", "Malformed or oversized messages from peers.", func(st *Status) float64 { return float64(st.Links.BadFrames) }),
+		counter("taken_over_total", "URLs queued because this node's ranges grew in the middle of a day.", func(st *Status) float64 { return float64(st.TakenOver) }),
+		// replication
+		gauge("replication_below_k", "Versions of this node's ranges lacking a copy on one of their k-1 replicas at the last round (a lower bound).", func(st *Status) float64 { return float64(st.Replication.Health.BelowK) }),
+		gauge("replication_lag_seconds", "Longest time since a range now behind was last in sync with all its replicas; 0 when all are.", func(st *Status) float64 { return st.Replication.Health.LagSec }),
+		gauge("replication_ranges", "Local ranges checked by the last replication round.", func(st *Status) float64 { return float64(st.Replication.Health.Ranges) }),
+		gauge("replication_ranges_behind", "Local ranges not in sync with all their replicas at the last round.", func(st *Status) float64 { return float64(st.Replication.Health.Behind) }),
+		counter("replication_rounds_total", "Replication rounds run.", func(st *Status) float64 { return float64(st.Replication.Rounds) }),
+		counter("replication_pulled_total", "Version files pulled from other nodes.", func(st *Status) float64 { return float64(st.Replication.Syncs.Pulled) }),
+		counter("replication_pulled_bytes_total", "Bytes of version files pulled from other nodes.", func(st *Status) float64 { return float64(st.Replication.Syncs.PulledBytes) }),
+		counter("replication_rejected_total", "Version files refused: failed verification or outside the range.", func(st *Status) float64 { return float64(st.Replication.Syncs.Rejected) }),
+		counter("replication_errors_total", "Replication pairs or pulls that failed.", func(st *Status) float64 { return float64(st.Replication.Errors) }),
+		counter("replication_pull_requests_total", "Pull requests accepted from owners.", func(st *Status) float64 { return float64(st.Replication.PullRequests) }),
+		// politeness
+		counter("politeness_leases_total", "Host fetch-slot lease requests (local or remote).", func(st *Status) float64 { return float64(st.Politeness.Leases) }),
+		counter("politeness_lease_failures_total", "Lease requests that could not reach the host's owner.", func(st *Status) float64 { return float64(st.Politeness.Failures) }),
+		counter("politeness_slots_expired_total", "Leased slots that expired unused.", func(st *Status) float64 { return float64(st.Politeness.Expired) }),
+		counter("politeness_fallback_waits_total", "Fetches paced by the equal-share fallback because the owner was unreachable.", func(st *Status) float64 { return float64(st.Politeness.FallbackWaits) }),
+		counter("politeness_leases_served_total", "Lease requests answered for other nodes.", func(st *Status) float64 { return float64(st.Politeness.LeasesServed) }),
+		counter("politeness_robots_asked_total", "robots.txt records asked of other nodes.", func(st *Status) float64 { return float64(st.Politeness.RobotsAsked) }),
+		counter("politeness_robots_fallback_total", "robots.txt files fetched locally because their owner failed.", func(st *Status) float64 { return float64(st.Politeness.RobotsFallback) }),
+		gauge("politeness_scheduled_hosts", "Host schedules this node keeps as their owner.", func(st *Status) float64 { return float64(st.Politeness.ScheduledHosts) }),
+		// ring and trust
+		gauge("ring_vnodes", "Virtual servers this node runs.", func(st *Status) float64 { return float64(len(st.Ring.Vnodes)) }),
+		gauge("ring_suspects", "Peers this node suspects of having failed.", func(st *Status) float64 { return float64(len(st.Ring.Suspects)) }),
+		counter("trust_refused_total", "Streams refused from peers that are no verified ring member.", func(st *Status) float64 { return float64(st.Trust.NotMember) }),
+	}
+	mWire  = desc("wire_bytes_total", "Stream bytes by libp2p protocol and direction (muxer and encryption framing excluded).", "protocol", "dir")
+	mReach = desc("reach", "How the ring reaches this node: 1 for the current way (listen, mapped by the router, announced).", "how")
+	mCap   = desc("bandwidth_cap_bytes_per_second", "Configured bandwidth caps (0: none).", "dir", "use")
+)
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range nodeMetrics {
+		ch <- m.d
+	}
+	ch <- mWire
+	ch <- mReach
+	ch <- mCap
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	st := c.Status()
+	for _, m := range nodeMetrics {
+		ch <- prometheus.MustNewConstMetric(m.d, m.kind, m.get(&st))
+	}
+	for _, w := range st.Wire {
+		ch <- prometheus.MustNewConstMetric(mWire, prometheus.CounterValue, float64(w.In), w.Protocol, "in")
+		ch <- prometheus.MustNewConstMetric(mWire, prometheus.CounterValue, float64(w.Out), w.Protocol, "out")
+	}
+	ch <- prometheus.MustNewConstMetric(mReach, prometheus.GaugeValue, 1, st.Reach)
+	for _, b := range c.Caps() {
+		ch <- prometheus.MustNewConstMetric(mCap, prometheus.GaugeValue, float64(b.Rate), b.Dir, b.Use)
+	}
+}

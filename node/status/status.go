@@ -1,0 +1,106 @@
+package status
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/libp2p/go-libp2p/core/metrics"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/crawl"
+	"github.com/herod-archive/herod/node/forward"
+	"github.com/herod-archive/herod/node/politeness"
+	"github.com/herod-archive/herod/node/purge"
+	"github.com/herod-archive/herod/node/replication"
+	"github.com/herod-archive/herod/ring"
+	"github.com/herod-archive/herod/ring/claim"
+)
+
+// Status is a node's state as /api/status and `herod status` show it.
+type Status struct {
+	Peer      string `json:"peer"`
+	Addr      string `json:"addr"`
+	Multiaddr string `json:"multiaddr"`
+	Gateway   string `json:"gateway"`
+	// Reach is how the ring reaches this node at Addr: "listen" (its own
+	// address), "mapped" (its router's public address, mapped by UPnP
+	// IGD or NAT-PMP), "announced" (a port its operator forwarded) or
+	// "relayed" (nobody can dial it: Addr is the public IP members observe,
+	// and the ring reaches it through Relay).
+	Reach string `json:"reach"`
+	// Relay is the circuit relay a "relayed" node is reached through.
+	Relay string `json:"relay,omitempty"`
+	// RingCalls counts the ring calls this node made and how many of them
+	// ran over a relayed connection.
+	RingCalls   RingCallStats     `json:"ringCalls"`
+	Replay      string            `json:"replay"`
+	Idle        bool              `json:"idle"`
+	Ring        ring.Status       `json:"ring"`
+	Crawl       crawl.Stats       `json:"crawl"`
+	Archive     archive.Stats     `json:"archive"`
+	Forward     forward.Stats     `json:"forward"`
+	Links       LinkStats         `json:"links"`
+	Politeness  politeness.Stats  `json:"politeness"`
+	Replication replication.Stats `json:"replication"`
+	Trust       TrustStats        `json:"trust"`
+	Claims      claim.Stats       `json:"claims"`
+	Purge       purge.Stats       `json:"purge"`
+	// TakenOver counts the URLs queued because a range grew in the middle
+	// of a day (a predecessor died or left), since the node started.
+	TakenOver int64       `json:"takenOver"`
+	Wire      []WireStats `json:"wire"`
+}
+
+// WireStats counts the stream bytes this node sent and received under one
+// libp2p protocol ("" is protocol negotiation). Muxer and encryption framing
+// are not included.
+type WireStats struct {
+	Protocol string `json:"protocol"`
+	In       int64  `json:"in"`
+	Out      int64  `json:"out"`
+}
+
+// Wire returns the stream bytes bw counted, by protocol, sorted by
+// protocol.
+func Wire(bw metrics.Reporter) []WireStats {
+	var out []WireStats
+	for p, st := range bw.GetBandwidthByProtocol() {
+		out = append(out, WireStats{Protocol: string(p), In: st.TotalIn, Out: st.TotalOut})
+	}
+	slices.SortFunc(out, func(a, b WireStats) int { return strings.Compare(a.Protocol, b.Protocol) })
+	return out
+}
+
+// RingCallStats counts ring calls (lookup steps, stabilization, pings).
+type RingCallStats struct {
+	Calls   uint64 `json:"calls"`
+	Relayed uint64 `json:"relayed"`
+}
+
+// LinkStats counts links other nodes sent to this one.
+type LinkStats struct {
+	Received  int64 `json:"received"`
+	BadLinks  int64 `json:"badLinks"`  // not canonical: dropped
+	BadFrames int64 `json:"badFrames"` // malformed or oversized messages
+	// OverHops counts links queued here, though this node does not own
+	// them, because they had been passed on forward.MaxHops times: the nodes'
+	// views of the ring disagreed, and the owner may fetch them too.
+	OverHops int64 `json:"overHops"`
+	// KnownShared and KnownReceived count known URLs that no version
+	// carries, sent to their ranges' holders and remembered from others
+	// (forward.Links.ShareKnown), since the node started.
+	KnownShared   int64 `json:"knownShared"`
+	KnownReceived int64 `json:"knownReceived"`
+}
+
+// TrustStats counts requests refused at the trust boundary (package member).
+type TrustStats struct {
+	// NotMember counts peers refused because they are not verified ring
+	// members (each refusal is cached for a few seconds; streams refused
+	// from the cache are not counted again).
+	NotMember int64 `json:"notMember"`
+	// Role counts members' requests outside their role: a pull for a
+	// range they do not own or this node does not replicate, replica
+	// links for a range this node does not replicate.
+	Role int64 `json:"role"`
+}
