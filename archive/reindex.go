@@ -68,7 +68,6 @@ func Reindex(ctx context.Context, dir string, o Options) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("archive reindex: %w", err)
 	}
-	defer s.closeDicts()
 	if err := recoverSwap(dir); err != nil {
 		return Report{}, fmt.Errorf("archive reindex: %w", err)
 	}
@@ -103,7 +102,6 @@ func Fsck(ctx context.Context, dir string, o Options) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("archive fsck: %w", err)
 	}
-	defer s.closeDicts()
 	old, err := openOld(filepath.Join(dir, "index"))
 	if err != nil {
 		return Report{}, fmt.Errorf("archive fsck: %w", err)

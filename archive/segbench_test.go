@@ -428,7 +428,6 @@ func BenchmarkZstdDict(b *testing.B) {
 	train := min(300, len(pages)/4)
 	zd, err := trainDict(pages[:train])
 	must(b, err)
-	defer zd.close()
 	raw, _, err := readDictFrame(bytes.NewReader(zd.frame), int64(len(zd.frame)))
 	must(b, err)
 	rest := pages[train:]

@@ -265,13 +265,17 @@ func (s *Store) segmentDict(r io.ReaderAt, size int64) (*zdict, error) {
 	}
 	s.dictMu.Lock()
 	defer s.dictMu.Unlock()
+	for _, have := range s.dicts { // every segment after the first has the same one
+		if bytes.Equal(have.raw, raw) {
+			return have, nil
+		}
+	}
 	zd, err := newZdict(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	if have := s.dicts[zd.id]; have != nil {
-		zd.close()
-		return have, nil
+		return nil, fmt.Errorf("%w: two dictionaries with id %d", ErrCorrupt, zd.id)
 	}
 	if s.dicts == nil {
 		s.dicts = make(map[uint32]*zdict)
@@ -287,8 +291,7 @@ func (s *Store) useDict(zd *zdict) {
 	if s.dicts == nil {
 		s.dicts = make(map[uint32]*zdict)
 	}
-	if have := s.dicts[zd.id]; have != nil && have != zd {
-		zd.close()
+	if have := s.dicts[zd.id]; have != nil {
 		zd = have
 	}
 	s.dicts[zd.id] = zd

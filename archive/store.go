@@ -293,21 +293,10 @@ func (s *Store) Close() error {
 	if cerr := s.db.Close(); err == nil {
 		err = cerr
 	}
-	s.closeDicts()
 	if err != nil {
 		return fmt.Errorf("archive close: %w", err)
 	}
 	return nil
-}
-
-// closeDicts releases the dictionaries' encoders and decoders.
-func (s *Store) closeDicts() {
-	s.dictMu.Lock()
-	defer s.dictMu.Unlock()
-	for _, zd := range s.dicts {
-		zd.close()
-	}
-	s.dicts = nil
 }
 
 // compactChurn, on Open, has goleveldb compact the keys every group

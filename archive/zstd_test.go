@@ -23,7 +23,6 @@ var testDictRaw = sync.OnceValue(func() []byte {
 	if err != nil {
 		panic(err)
 	}
-	defer zd.close()
 	raw, _, err := readDictFrame(bytes.NewReader(zd.frame), int64(len(zd.frame)))
 	if err != nil {
 		panic(err)
@@ -37,7 +36,6 @@ func testDictFrame() []byte {
 	if err != nil {
 		panic(err)
 	}
-	defer zd.close()
 	return zd.frame
 }
 
@@ -287,7 +285,6 @@ func TestDictSegmentDamage(t *testing.T) {
 func FuzzZstdFrameEnd(f *testing.F) {
 	zd, err := newZdict(testDictRaw())
 	must(f, err)
-	defer zd.close()
 	frame := zd.enc.EncodeAll(benchPages(1)[0], nil)
 	f.Add(frame)
 	f.Add(frame[:len(frame)/2])
