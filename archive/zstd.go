@@ -43,9 +43,9 @@ const DefaultDictSamples = 300
 // samples stop at maxSampleTotal bytes (training time grows with them:
 // 0.4 s for 2 MiB of real pages, 1 s for made-up ones; 4.8 MiB would
 // pack real pages 3% smaller for 1-2.5 s), and the dictionary holds at
-// most maxDictBytes. Training that fails (too
-// few or too uniform samples) is tried again on twice as many samples,
-// at most dictTries times.
+// most maxDictBytes. Training that fails (too few or too uniform
+// samples) is tried again on new samples (twice as many records, within
+// maxSampleTotal), at most dictTries times.
 const (
 	maxSampleBytes = 16 << 10
 	maxSampleTotal = 2 << 20
