@@ -77,8 +77,13 @@ func (s *Store) importRecord(ctx context.Context, name string, data []byte, prov
 	if err != nil {
 		return Version{}, false, fmt.Errorf("archive import: %w", err)
 	}
-	var raw bytes.Buffer
-	f, err := decodeMemberTo(data, &raw)
+	// The uncompressed record is needed only to sample it or to compress
+	// it again.
+	var raw *bytes.Buffer
+	if !s.trainer.off.Load() || s.zd.Load() != nil { // this order: useDict sets zd, then off
+		raw = new(bytes.Buffer)
+	}
+	f, err := decodeMemberTo(data, raw)
 	if err == nil {
 		err = checkEntry(e, f, "")
 	}
@@ -117,10 +122,13 @@ func (s *Store) importRecord(ctx context.Context, name string, data []byte, prov
 			giveUp()
 		}
 	}()
-	s.trainer.offer(raw.Bytes())
-	rec := &record{plain: raw.Bytes(), data: data}
-	if zd := s.zd.Load(); zd != nil {
-		rec = s.compress(rec.plain, zd)
+	rec := &record{data: data}
+	if raw != nil {
+		s.trainer.offer(raw.Bytes())
+		rec.plain = raw.Bytes()
+		if zd := s.zd.Load(); zd != nil {
+			rec = s.compress(rec.plain, zd)
+		}
 	}
 	seg, err := s.store(&v, rec)
 	if err != nil {

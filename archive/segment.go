@@ -55,24 +55,16 @@ var ErrFailed = errors.New("archive: store failed a write or sync; reopen it")
 
 // segment is one segment file.
 type segment struct {
-	id  uint32
-	f   segFile
-	zst bool   // a .warc.zst segment
-	zd  *zdict // its dictionary (nil: damaged frame, records unreadable)
-	day int64  // the day it was opened for appends (0 for old segments)
+	segRef        // id, and whether it is a .warc.zst (name, rel)
+	f      segFile
+	zd     *zdict // a .warc.zst's dictionary (nil: damaged frame, records unreadable)
+	day    int64  // the day it was opened for appends (0 for old segments)
 	// size is the offset of the next record, guarded by segs.mu.
 	size int64
 	// durable is the end recorded in the index, owned by the committer
 	// once the store is open.
 	durable int64
 }
-
-// name returns the segment's file name.
-func (g *segment) name() string { return segmentName(g.id, g.zst) }
-
-// rel returns the segment's path relative to the store root, as
-// Version.File holds it.
-func (g *segment) rel() string { return path.Join(segmentsDir, g.name()) }
 
 // segSet is the store's segments.
 type segSet struct {
@@ -103,8 +95,12 @@ type segRef struct {
 	zst bool
 }
 
+// name returns the segment's file name.
 func (r segRef) name() string { return segmentName(r.id, r.zst) }
-func (r segRef) rel() string  { return path.Join(segmentsDir, r.name()) }
+
+// rel returns the segment's path relative to the store root, as
+// Version.File holds it.
+func (r segRef) rel() string { return path.Join(segmentsDir, r.name()) }
 
 // segmentRel returns the path of gzip segment id relative to the store
 // root.
@@ -229,7 +225,7 @@ func (s *Store) openSegments() error {
 			removed = true
 			continue
 		}
-		g := &segment{id: n, f: f, zst: r.zst, size: end, durable: end}
+		g := &segment{segRef: r, f: f, size: end, durable: end}
 		if r.zst {
 			if g.zd, err = s.segmentDict(f, min(end, fi.Size())); err != nil {
 				// Its records fail their reads; fsck --repair quarantines it.
@@ -296,8 +292,8 @@ func (s *Store) useDict(zd *zdict) {
 	}
 	s.dicts[zd.id] = zd
 	s.dictMu.Unlock()
+	s.zd.Store(zd) // before the trainer stops: Import reads off, then zd
 	s.trainer.off.Store(true)
-	s.zd.Store(zd)
 }
 
 // segmentEnd returns the durable end of segment n recorded in the index
@@ -406,7 +402,7 @@ func (g *segment) dictFrame() []byte {
 // segment's first record. The caller holds segs.mu.
 func (s *Store) rollLocked(day int64, zd *zdict) error {
 	ss := &s.segs
-	g := &segment{id: ss.last + 1, day: day, zst: zd != nil, zd: zd}
+	g := &segment{segRef: segRef{id: ss.last + 1, zst: zd != nil}, day: day, zd: zd}
 	segDir := filepath.Join(s.dir, segmentsDir)
 	f, err := s.fs.OpenFile(filepath.Join(segDir, g.name()), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {

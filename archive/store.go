@@ -480,8 +480,9 @@ func (s *Store) Read(ctx context.Context, v Version) (*Capture, error) {
 
 // readVersion reads and verifies the record of v, returning its bytes,
 // its segment's dictionary (nil: a gzip member) and its decoding; the
-// uncompressed record is appended to raw if not nil.
-func (s *Store) readVersion(v Version, raw *bytes.Buffer) ([]byte, *zdict, *decodedFile, error) {
+// uncompressed record of a .warc.zst segment is appended to zstRaw if not
+// nil (a gzip member needs no other form).
+func (s *Store) readVersion(v Version, zstRaw *bytes.Buffer) ([]byte, *zdict, *decodedFile, error) {
 	ref, err := parseSegment(v.File)
 	if err != nil {
 		return nil, nil, nil, err
@@ -492,6 +493,10 @@ func (s *Store) readVersion(v Version, raw *bytes.Buffer) ([]byte, *zdict, *deco
 			s.corrupt.Add(1)
 		}
 		return nil, nil, nil, fmt.Errorf("%s %s+%d: %w", v.URL, v.File, v.Offset, err)
+	}
+	var raw *bytes.Buffer
+	if zd != nil {
+		raw = zstRaw
 	}
 	f, err := decodeRecord(zd, data, raw)
 	if err == nil {

@@ -281,8 +281,8 @@ func (t *dictTrainer) offer(plain []byte) {
 	if err == nil {
 		t.log.Info("trained the segments' zstd dictionary", "samples", len(samples), "id", zd.id,
 			"frame", len(zd.frame), "took", time.Since(start))
+		t.done(zd) // the store's dictionary before off: Import reads them in that order
 		t.off.Store(true)
-		t.done(zd)
 		return
 	}
 	if t.tries++; t.tries >= dictTries {
