@@ -55,7 +55,7 @@ var ErrFailed = errors.New("archive: store failed a write or sync; reopen it")
 
 // segment is one segment file.
 type segment struct {
-	segRef        // id, and whether it is a .warc.zst (name, rel)
+	segRef // id, and whether it is a .warc.zst (name, rel)
 	f      segFile
 	zd     *zdict // a .warc.zst's dictionary (nil: damaged frame, records unreadable)
 	day    int64  // the day it was opened for appends (0 for old segments)
