@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 
+	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/node/dayclaim"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/claim"
@@ -39,8 +40,7 @@ func (n *Node) setupClaims() {
 		Open:       n.openStream,
 		Gate:       n.gate,
 		RefuseRole: n.refuseRole,
-		BadFrame:   n.badFrame,
-		Logger:     n.log,
+		Hooks:      wire.Hooks{BadFrame: n.badFrame, Logger: n.log},
 	}
 	n.takeOver = &dayclaim.TakeOver{
 		Ring:   n.ring,

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 
+	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/node/forward"
 )
 
@@ -22,8 +23,7 @@ func (n *Node) setupLinks() {
 		Gate:         n.gate,
 		RefuseRole:   n.refuseRole,
 		Base:         func() context.Context { return n.ctx },
-		BadFrame:     n.badFrame,
-		Logger:       n.log,
+		Hooks:        wire.Hooks{BadFrame: n.badFrame, Logger: n.log},
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/node/query"
 )
 
@@ -21,14 +22,13 @@ var querySlots = make(chan struct{}, query.MaxServing)
 // the host. The handler does not depend on Start: it needs only the store.
 func (n *Node) setupQuery() {
 	n.query = &query.Service{
-		Store:    n.store,
-		Self:     n.self,
-		Ring:     n.ring,
-		Open:     n.openStream,
-		Gate:     n.admit,
-		BadFrame: n.badFrame,
-		Slots:    querySlots,
-		Logger:   n.log,
+		Store: n.store,
+		Self:  n.self,
+		Ring:  n.ring,
+		Open:  n.openStream,
+		Gate:  n.admit,
+		Hooks: wire.Hooks{BadFrame: n.badFrame, Logger: n.log},
+		Slots: querySlots,
 	}
 	n.host.SetStreamHandler(queryProtocol, n.query.Handle)
 }

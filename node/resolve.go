@@ -7,6 +7,7 @@ import (
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/node/resolve"
 )
 
@@ -22,15 +23,14 @@ var _ gateway.Archive = (*resolver)(nil)
 // node's context).
 func (n *Node) setupResolve() {
 	n.resolve = &resolve.Service{
-		Store:    n.store,
-		Self:     n.self,
-		Ring:     n.ring,
-		K:        n.cfg.Replicas,
-		Open:     n.openStream,
-		Gate:     n.admit,
-		Base:     func() context.Context { return n.ctx },
-		BadFrame: n.badFrame,
-		Logger:   n.log,
+		Store: n.store,
+		Self:  n.self,
+		Ring:  n.ring,
+		K:     n.cfg.Replicas,
+		Open:  n.openStream,
+		Gate:  n.admit,
+		Base:  func() context.Context { return n.ctx },
+		Hooks: wire.Hooks{BadFrame: n.badFrame, Logger: n.log},
 	}
 }
 

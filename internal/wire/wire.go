@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 )
 
 // DefaultMax is the frame limit to use when a protocol has no better one.
@@ -72,4 +73,26 @@ func ReadJSON(r *bufio.Reader, max int, v any) error {
 		return errors.New("wire: decode: trailing data in frame")
 	}
 	return nil
+}
+
+// Hooks are what a protocol service reports through, both optional: a
+// counter of requests that did not parse and a logger. Services embed it.
+type Hooks struct {
+	BadFrame func()       // counts a request that did not parse; nil counts nothing
+	Logger   *slog.Logger // nil discards
+}
+
+// CountBadFrame counts a request that did not parse.
+func (h *Hooks) CountBadFrame() {
+	if h.BadFrame != nil {
+		h.BadFrame()
+	}
+}
+
+// Log returns the logger, one that discards if none is set.
+func (h *Hooks) Log() *slog.Logger {
+	if h.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return h.Logger
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -96,22 +95,10 @@ type Service struct {
 	Gate func(s network.Stream) (ring.Node, bool)
 	// RefuseRole counts and logs a member's request outside its role.
 	RefuseRole func(m ring.Node, proto string, err error)
-	BadFrame   func()       // counts a request that did not parse; nil counts nothing
-	Logger     *slog.Logger // nil: discard
+	wire.Hooks // BadFrame and Logger, both optional
 }
 
-func (sv *Service) badFrame() {
-	if sv.BadFrame != nil {
-		sv.BadFrame()
-	}
-}
 
-func (sv *Service) log() *slog.Logger {
-	if sv.Logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return sv.Logger
-}
 
 // HandleClaim answers a claim from a member whose virtual server took a
 // URL's range (claim.Claims.Answer): the stream handler of ClaimProtocol.
@@ -124,7 +111,7 @@ func (sv *Service) HandleClaim(s network.Stream) {
 	}
 	var q claim.Request
 	if err := wire.ReadJSON(bufio.NewReader(s), maxClaimFrame, &q); err != nil {
-		sv.badFrame()
+		sv.CountBadFrame()
 		s.Reset()
 		return
 	}
@@ -172,7 +159,7 @@ func (sv *Service) HandOverRange(ctx context.Context, v ring.Node, r ring.Range,
 		return
 	}
 	if err := sv.sendHandover(ctx, heir, claim.Handover{Day: day, Vnode: v, Keys: keys}); err != nil {
-		sv.log().Debug("handover of the day's fetches failed", "heir", heir, "err", err)
+		sv.Log().Debug("handover of the day's fetches failed", "heir", heir, "err", err)
 	}
 }
 
@@ -214,7 +201,7 @@ func (sv *Service) HandleHandover(s network.Stream) {
 	}
 	var h claim.Handover
 	if err := wire.ReadJSON(bufio.NewReader(s), maxHandoverFrame, &h); err != nil {
-		sv.badFrame()
+		sv.CountBadFrame()
 		s.Reset()
 		return
 	}

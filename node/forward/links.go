@@ -83,8 +83,7 @@ type Links struct {
 	// Base is the context received links are queued under: the node's,
 	// which ends when it closes.
 	Base     func() context.Context
-	BadFrame func()       // counts a request that did not parse; nil counts nothing
-	Logger   *slog.Logger // nil: discard
+	wire.Hooks // BadFrame and Logger, both optional
 
 	linksReceived, badLinks, overHops, knownShared, knownReceived atomic.Int64
 }
@@ -104,27 +103,16 @@ func (l *Links) Stats() LinksStats {
 		KnownShared: l.knownShared.Load(), KnownReceived: l.knownReceived.Load()}
 }
 
-func (l *Links) badFrame() {
-	if l.BadFrame != nil {
-		l.BadFrame()
-	}
-}
 
-func (l *Links) log() *slog.Logger {
-	if l.Logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return l.Logger
-}
 
 // Deliver hands a batch to the virtual server to and returns to's
 // successors: locally when to is one of this node's virtual servers,
 // otherwise over the links protocol. It is the forwarder's
 // Config.Deliver.
 func (l *Links) Deliver(ctx context.Context, to ring.Node, b Batch) ([]ring.Node, error) {
-	if l.log().Enabled(ctx, slog.LevelDebug) {
+	if l.Log().Enabled(ctx, slog.LevelDebug) {
 		for _, u := range b.URLs {
-			l.log().Debug("links: sending", "url", u, "to", to.String(), "hops", b.Hops)
+			l.Log().Debug("links: sending", "url", u, "to", to.String(), "hops", b.Hops)
 		}
 	}
 	if to.Peer == l.Self {
@@ -180,8 +168,8 @@ func (l *Links) Handle(s network.Stream) {
 		urls, err = DecodeLinks(body, hdr.N)
 	}
 	if err != nil {
-		l.badFrame()
-		l.log().Debug("links: bad request", "peer", s.Conn().RemotePeer(), "err", err)
+		l.CountBadFrame()
+		l.Log().Debug("links: bad request", "peer", s.Conn().RemotePeer(), "err", err)
 		s.Reset()
 		return
 	}
@@ -245,7 +233,7 @@ func (l *Links) Receive(ctx context.Context, urls []string, hops int, replica bo
 func (l *Links) receiveKind(ctx context.Context, urls []string, hops int, replica, req bool) error {
 	var mine, others []string
 	closer := map[ring.Node][]string{}
-	debug := l.log().Enabled(ctx, slog.LevelDebug)
+	debug := l.Log().Enabled(ctx, slog.LevelDebug)
 	for _, u := range urls {
 		c, err := canon.Canonical(u)
 		if err != nil || c != u {
@@ -253,7 +241,7 @@ func (l *Links) receiveKind(ctx context.Context, urls []string, hops int, replic
 			continue
 		}
 		if debug {
-			l.log().Debug("links: received", "url", c, "hops", hops, "owned", l.Owns(c))
+			l.Log().Debug("links: received", "url", c, "hops", hops, "owned", l.Owns(c))
 		}
 		switch {
 		case replica || l.Owns(c):
@@ -261,7 +249,7 @@ func (l *Links) receiveKind(ctx context.Context, urls []string, hops int, replic
 		case hops >= MaxHops:
 			mine = append(mine, c)
 			if l.overHops.Add(1) == 1 {
-				l.log().Info("a link passed on too often is queued here though this node does not own it; ring views disagree",
+				l.Log().Info("a link passed on too often is queued here though this node does not own it; ring views disagree",
 					"url", c, "hops", hops)
 			}
 		default:

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -61,8 +60,7 @@ type Exchanger struct {
 	// (predecessors, successors, fingers), in the order to push to;
 	// repeats and this node are skipped.
 	Neighbours func() []ring.Contact
-	BadFrame   func()       // counts a request that did not parse; nil counts nothing
-	Logger     *slog.Logger // nil: discard
+	wire.Hooks // BadFrame and Logger, both optional
 
 	spread chan struct{} // a token: push the orders to the neighbours
 }
@@ -71,12 +69,6 @@ type Exchanger struct {
 // by the caller.
 func NewExchanger() *Exchanger { return &Exchanger{spread: make(chan struct{}, 1)} }
 
-func (x *Exchanger) log() *slog.Logger {
-	if x.Logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return x.Logger
-}
 
 // Handle answers a member's purge exchange: the stream handler of
 // Protocol. It carries out the pushed orders it trusts before it replies.
@@ -88,9 +80,7 @@ func (x *Exchanger) Handle(s network.Stream) {
 	_ = s.SetDeadline(time.Now().Add(Timeout))
 	var req Request
 	if err := wire.ReadJSON(bufio.NewReader(s), maxFrame, &req); err != nil {
-		if x.BadFrame != nil {
-			x.BadFrame()
-		}
+		x.CountBadFrame()
 		s.Reset()
 		return
 	}
@@ -180,7 +170,7 @@ func (x *Exchanger) Exchange(ctx context.Context, c ring.Contact) (string, error
 		return "", err
 	}
 	if rep.Refused > 0 {
-		x.log().Debug("a replica refused purge orders", "peer", c.Peer, "refused", rep.Refused, "err", rep.Error)
+		x.Log().Debug("a replica refused purge orders", "peer", c.Peer, "refused", rep.Refused, "err", rep.Error)
 	}
 	if rep.Digest == digest {
 		return digest, nil
@@ -221,7 +211,7 @@ func (x *Exchanger) SpreadLoop(ctx context.Context) {
 			seen[c.Peer] = true
 			cctx, cancel := context.WithTimeout(ctx, Timeout)
 			if _, err := x.call(cctx, c, Request{Digest: digest, Orders: mine}); err != nil && ctx.Err() == nil {
-				x.log().Debug("purge orders not pushed", "peer", c.Peer, "err", err)
+				x.Log().Debug("purge orders not pushed", "peer", c.Peer, "err", err)
 			}
 			cancel()
 			if ctx.Err() != nil {

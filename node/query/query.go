@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -107,29 +106,16 @@ type Service struct {
 	// Gate admits a stream from a verified ring member; a stream from
 	// another peer it resets and returns false.
 	Gate func(s network.Stream) bool
-	// BadFrame counts a request that did not parse; nil counts nothing.
-	BadFrame func()
 	// Slots holds a token per query request being served; a request that
 	// finds it full is refused with BusyError. The node shares one
 	// (capacity MaxServing) between all its nodes in a process, because
 	// the limit protects the machine's disk and CPU; handlers never wait
 	// for each other, so sharing it cannot deadlock.
 	Slots  chan struct{}
-	Logger *slog.Logger // nil: discard
+	wire.Hooks // BadFrame and Logger, both optional
 }
 
-func (svc *Service) log() *slog.Logger {
-	if svc.Logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return svc.Logger
-}
 
-func (svc *Service) badFrame() {
-	if svc.BadFrame != nil {
-		svc.BadFrame()
-	}
-}
 
 // archiveQuery translates a gateway query into the store's terms.
 func archiveQuery(q gateway.Query) archive.Query {
@@ -179,8 +165,8 @@ func (svc *Service) Handle(s network.Stream) {
 	}
 	var req Request
 	if err := wire.ReadJSON(bufio.NewReader(s), maxRequestFrame, &req); err != nil {
-		svc.badFrame()
-		svc.log().Debug("query: bad request", "peer", s.Conn().RemotePeer(), "err", err)
+		svc.CountBadFrame()
+		svc.Log().Debug("query: bad request", "peer", s.Conn().RemotePeer(), "err", err)
 		s.Reset()
 		return
 	}
@@ -207,7 +193,7 @@ func (svc *Service) Handle(s network.Stream) {
 		err = wire.WriteJSON(s, ListBatch{Done: true, Error: fmt.Sprintf("unknown op %.20q", req.Op)})
 	}
 	if err != nil {
-		svc.log().Debug("query: reply", "op", req.Op, "peer", s.Conn().RemotePeer(), "err", err)
+		svc.Log().Debug("query: reply", "op", req.Op, "peer", s.Conn().RemotePeer(), "err", err)
 		s.Reset()
 	}
 }

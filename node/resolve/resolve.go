@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -62,22 +61,10 @@ type Service struct {
 	// Base is the context requests are served under: the node's, which
 	// ends when it closes.
 	Base     func() context.Context
-	BadFrame func()       // counts a request that did not parse; nil counts nothing
-	Logger   *slog.Logger // nil: discard
+	wire.Hooks // BadFrame and Logger, both optional
 }
 
-func (sv *Service) badFrame() {
-	if sv.BadFrame != nil {
-		sv.BadFrame()
-	}
-}
 
-func (sv *Service) log() *slog.Logger {
-	if sv.Logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return sv.Logger
-}
 
 // Request asks the owner of URL for its versions or for one capture.
 type Request struct {
@@ -313,8 +300,8 @@ func (sv *Service) Handle(s network.Stream) {
 	}
 	var req Request
 	if err := wire.ReadJSON(bufio.NewReader(s), maxRequestFrame, &req); err != nil {
-		sv.badFrame()
-		sv.log().Debug("archive: bad request", "peer", s.Conn().RemotePeer(), "err", err)
+		sv.CountBadFrame()
+		sv.Log().Debug("archive: bad request", "peer", s.Conn().RemotePeer(), "err", err)
 		s.Reset()
 		return
 	}
