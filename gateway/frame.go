@@ -30,12 +30,10 @@ const uiJSPath = "/static/ui.js"
 // uiJSHash and uiJSTag version uiJS as replayJSHash and replayJSTag do
 // replayJS; uiJSSource is the CSP source that allows uiJS inline.
 var (
-	uiJSHash   = fmt.Sprintf("%x", sha256.Sum256(uiJS))[:16]
+	uiJSSum    = sha256.Sum256(uiJS)
+	uiJSHash   = fmt.Sprintf("%x", uiJSSum)[:16]
 	uiJSTag    = `"` + uiJSHash + `"`
-	uiJSSource = func() string {
-		sum := sha256.Sum256(uiJS)
-		return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
-	}()
+	uiJSSource = "'sha256-" + base64.StdEncoding.EncodeToString(uiJSSum[:]) + "'"
 )
 
 // bannerPath answers the framed page's script with the banner of a
