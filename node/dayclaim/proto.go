@@ -98,8 +98,6 @@ type Service struct {
 	wire.Hooks // BadFrame and Logger, both optional
 }
 
-
-
 // HandleClaim answers a claim from a member whose virtual server took a
 // URL's range (claim.Claims.Answer): the stream handler of ClaimProtocol.
 func (sv *Service) HandleClaim(s network.Stream) {

@@ -82,7 +82,7 @@ type Links struct {
 	RefuseRole func(m ring.Node, proto string, err error)
 	// Base is the context received links are queued under: the node's,
 	// which ends when it closes.
-	Base     func() context.Context
+	Base       func() context.Context
 	wire.Hooks // BadFrame and Logger, both optional
 
 	linksReceived, badLinks, overHops, knownShared, knownReceived atomic.Int64
@@ -102,8 +102,6 @@ func (l *Links) Stats() LinksStats {
 	return LinksStats{Received: l.linksReceived.Load(), BadLinks: l.badLinks.Load(), OverHops: l.overHops.Load(),
 		KnownShared: l.knownShared.Load(), KnownReceived: l.knownReceived.Load()}
 }
-
-
 
 // Deliver hands a batch to the virtual server to and returns to's
 // successors: locally when to is one of this node's virtual servers,

@@ -69,7 +69,6 @@ type Exchanger struct {
 // by the caller.
 func NewExchanger() *Exchanger { return &Exchanger{spread: make(chan struct{}, 1)} }
 
-
 // Handle answers a member's purge exchange: the stream handler of
 // Protocol. It carries out the pushed orders it trusts before it replies.
 func (x *Exchanger) Handle(s network.Stream) {

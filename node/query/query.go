@@ -111,11 +111,9 @@ type Service struct {
 	// (capacity MaxServing) between all its nodes in a process, because
 	// the limit protects the machine's disk and CPU; handlers never wait
 	// for each other, so sharing it cannot deadlock.
-	Slots  chan struct{}
+	Slots      chan struct{}
 	wire.Hooks // BadFrame and Logger, both optional
 }
-
-
 
 // archiveQuery translates a gateway query into the store's terms.
 func archiveQuery(q gateway.Query) archive.Query {

@@ -60,11 +60,9 @@ type Service struct {
 	Gate func(s network.Stream) bool
 	// Base is the context requests are served under: the node's, which
 	// ends when it closes.
-	Base     func() context.Context
+	Base       func() context.Context
 	wire.Hooks // BadFrame and Logger, both optional
 }
-
-
 
 // Request asks the owner of URL for its versions or for one capture.
 type Request struct {
