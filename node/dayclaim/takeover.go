@@ -3,6 +3,7 @@ package dayclaim
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 
 	"github.com/herod-archive/herod/internal/id"
@@ -15,6 +16,18 @@ import (
 // predecessor before it learns the next one, so a take-over shows as
 // known → unknown → known with an earlier start.
 type rangeTracker map[id.ID]id.ID
+
+// grown reports whether update would return a range for vs, without
+// recording vs.
+func (rt rangeTracker) grown(vs []ring.VnodeStatus) bool {
+	for _, v := range vs {
+		old, seen := rt[v.ID]
+		if nw := v.Range; nw.Known && seen && old != nw.Start && id.InOpen(old, nw.Start, nw.End) {
+			return true
+		}
+	}
+	return false
+}
 
 // update compares the local virtual servers' ranges now (vs) with the
 // last ones seen and returns the key ranges they grew by at the front —
@@ -69,16 +82,31 @@ type TakeOver struct {
 	busy  atomic.Bool                       // a ring change is being handled
 	sub   atomic.Pointer[ring.Subscription] // set by Watch
 	taken atomic.Int64                      // URLs queued by take-overs
+
+	mu sync.Mutex   // guards rt
+	rt rangeTracker // the ranges last handled; nil until Run starts
 }
 
 // Watch sets the ring subscription Run reads: from then on Idle is false
 // while a ring change waits to be handled.
 func (t *TakeOver) Watch(sub *ring.Subscription) { t.sub.Store(sub) }
 
-// Idle reports whether no ring change waits to be handled.
+// Idle reports whether no ring change waits to be handled: none is being
+// handled, none waits in the subscription, and no local range has grown
+// since the last one was handled. The last check reads the ring's state,
+// so a change Run has received but not yet marked busy, or whose event
+// is still on its way, does not count as handled.
 func (t *TakeOver) Idle() bool {
 	s := t.sub.Load()
-	return s == nil || (!t.busy.Load() && len(s.C) == 0)
+	if s == nil {
+		return true
+	}
+	if t.busy.Load() || len(s.C) > 0 {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.rt == nil || !t.rt.grown(t.Ring.Status().Vnodes)
 }
 
 // Taken returns how many URLs take-overs queued since the node started.
@@ -88,8 +116,10 @@ func (t *TakeOver) Taken() int64 { return t.taken.Load() }
 // ends or the subscription closes.
 func (t *TakeOver) Run(ctx context.Context) {
 	sub := t.sub.Load()
-	rt := rangeTracker{}
-	rt.update(t.Ring.Status().Vnodes)
+	t.mu.Lock()
+	t.rt = rangeTracker{}
+	t.rt.update(t.Ring.Status().Vnodes)
+	t.mu.Unlock()
 	for {
 		select {
 		case <-ctx.Done():
@@ -111,7 +141,10 @@ func (t *TakeOver) Run(ctx context.Context) {
 				break drain
 			}
 		}
-		for _, g := range rt.update(t.Ring.Status().Vnodes) {
+		t.mu.Lock()
+		gained := t.rt.update(t.Ring.Status().Vnodes)
+		t.mu.Unlock()
+		for _, g := range gained {
 			t.takeOverRange(ctx, g)
 		}
 		t.busy.Store(false)
