@@ -58,18 +58,30 @@ func (t Transport) Claim(ctx context.Context, f ring.Node, q claim.Request) (cla
 	defer s.Close()
 	if err := wire.WriteJSON(s, q); err != nil {
 		s.Reset()
-		return claim.Reply{}, fmt.Errorf("claim %s: %w", q.URL, err)
+		return claim.Reply{}, claimErr(q, err)
 	}
 	if err := s.CloseWrite(); err != nil {
 		s.Reset()
-		return claim.Reply{}, fmt.Errorf("claim %s: %w", q.URL, err)
+		return claim.Reply{}, claimErr(q, err)
 	}
 	var rep claim.Reply
 	if err := wire.ReadJSON(bufio.NewReader(s), maxClaimFrame, &rep); err != nil {
 		s.Reset()
-		return claim.Reply{}, fmt.Errorf("claim %s: %w", q.URL, err)
+		return claim.Reply{}, claimErr(q, err)
 	}
 	return rep, nil
+}
+
+// claimErr wraps the failure of claim q on an open stream. A reset is a
+// refusal (claim.ErrRefused): the former owner is there and reset the
+// stream before it answered, as its trust gate does while it cannot place
+// the claimer in the ring yet, or its handler ran out of time. (One that
+// is gone fails the next Open instead.)
+func claimErr(q claim.Request, err error) error {
+	if errors.Is(err, network.ErrReset) {
+		return fmt.Errorf("claim %s: %w: %w", q.URL, claim.ErrRefused, err)
+	}
+	return fmt.Errorf("claim %s: %w", q.URL, err)
 }
 
 // Alive implements claim.Transport with the ring's ping.

@@ -87,3 +87,28 @@ func TestHandoverRefusals(t *testing.T) {
 		t.Fatalf("a non-member's handover: %v, want the stream reset", err)
 	}
 }
+
+// TestClaimRefusedByGate: a claim whose stream the former owner's trust
+// gate resets reaches the claimer as claim.ErrRefused: it is asked again
+// for longer, not fetched after three tries.
+func TestClaimRefusedByGate(t *testing.T) {
+	a, b, open := twoHosts(t)
+	sv := &Service{
+		Claims: claim.New(claim.Config{Peer: b.ID().String(), Ring: noVnodes{}, Transport: Transport{Open: open}}),
+		Self:   b.ID().String(),
+		Day:    func() int64 { return 1 },
+		Base:   context.Background,
+		Gate: func(s network.Stream) (ring.Node, bool) {
+			s.Reset()
+			return ring.Node{}, false
+		},
+		RefuseRole: func(ring.Node, string, error) {},
+	}
+	b.SetStreamHandler(ClaimProtocol, sv.HandleClaim)
+	tr := Transport{Open: open}
+	q := claim.Request{URL: "http://site.example/", Day: 1, Vnode: ring.Node{Contact: ring.Contact{Peer: a.ID().String(), Addr: "127.0.0.1:4001"}}}
+	_, err := tr.Claim(context.Background(), ring.Node{Contact: ring.Contact{Peer: b.ID().String()}}, q)
+	if !errors.Is(err, claim.ErrRefused) {
+		t.Fatalf("claim reset by the gate: %v, want claim.ErrRefused", err)
+	}
+}

@@ -40,11 +40,18 @@ import (
 // A peer outside this node's routing state is asked, over the ring
 // protocol, for one of its virtual servers (a lookup step names the
 // answering one). Answers are cached per peer: a member for memberTTL, a
-// refusal for notMemberTTL.
+// refusal for notMemberTTL, but one that rests on this node's view of the
+// ring (a lookup that found another node, or failed) for notPlacedTTL
+// only: while a ring forms, views lag by a stabilization round or two,
+// and a twin about to move keeps the node's other virtual servers.
 
 // ErrNotMember is the refusal of a stream from a peer that is not a
 // verified ring member.
 var ErrNotMember = errors.New("node: not a ring member")
+
+// errNotPlaced marks a refusal that rests on this node's view of the
+// ring, which may be behind: cached for notPlacedTTL.
+var errNotPlaced = errors.New("not placed in the ring by this node's view")
 
 // A member's request outside the role the ring gives it (a pull for a
 // range it does not own, replica links for a range this node does not
@@ -55,6 +62,7 @@ var ErrNotMember = errors.New("node: not a ring member")
 const (
 	memberTTL     = time.Minute
 	notMemberTTL  = 10 * time.Second
+	notPlacedTTL  = 2 * time.Second
 	memberTimeout = 10 * time.Second
 	// maxMemberCache bounds the cached answers; a full cache is cleared
 	// (a flood of identities costs checks, not memory).
@@ -168,8 +176,12 @@ func (g *Gate) memberPeer(ctx context.Context, p peer.ID, remote ma.Multiaddr) (
 		if ctx.Err() != nil {
 			return ring.Node{}, err // not the peer's fault: not cached
 		}
+		ttl := notMemberTTL
+		if errors.Is(err, errNotPlaced) {
+			ttl = notPlacedTTL
+		}
 		err = fmt.Errorf("%w: %s: %w", ErrNotMember, p, err)
-		g.cache.put(p, memberEntry{err: err, until: now.Add(notMemberTTL)})
+		g.cache.put(p, memberEntry{err: err, until: now.Add(ttl)})
 		g.notMember.Add(1)
 		g.log().Debug("refused a peer that is not a ring member", "peer", p, "err", err)
 		return ring.Node{}, err
@@ -214,10 +226,10 @@ func (g *Gate) checkMember(ctx context.Context, p peer.ID, remote ma.Multiaddr) 
 	}
 	owner, err := g.Ring.Lookup(ctx, v.ID)
 	if err != nil {
-		return ring.Node{}, fmt.Errorf("look up %s: %w", v, err)
+		return ring.Node{}, fmt.Errorf("look up %s: %w: %w", v, errNotPlaced, err)
 	}
 	if owner.ID != v.ID || owner.Contact != v.Contact {
-		return ring.Node{}, fmt.Errorf("%s is not in the ring (its id is owned by %s)", v, owner)
+		return ring.Node{}, fmt.Errorf("%s is not in the ring (its id is owned by %s): %w", v, owner, errNotPlaced)
 	}
 	return v, nil
 }

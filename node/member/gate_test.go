@@ -121,6 +121,16 @@ func TestGateDecides(t *testing.T) {
 	if st := g.Stats(); st.NotMember != 3 {
 		t.Fatalf("%d refusals counted, want 3 (the repeated one is cached)", st.NotMember)
 	}
+	// A refusal by this node's view of the ring (the stranger's virtual
+	// server is not where a lookup looks) is kept for notPlacedTTL only,
+	// a purge for notMemberTTL.
+	later := time.Now().Add(notPlacedTTL + time.Second)
+	if _, ok := g.cache.get(stranger, later); ok {
+		t.Errorf("the stranger's refusal is cached past notPlacedTTL")
+	}
+	if _, ok := g.cache.get(purged, later); !ok {
+		t.Errorf("the purged peer's refusal is not cached for notMemberTTL")
+	}
 	for p, want := range map[peer.ID]ring.Node{known: knownV, asked: askedV} {
 		if v, err := g.memberPeer(ctx, p, remote); err != nil || v != want {
 			t.Fatalf("peer %s: %v, %v; want member %v", p, v, err, want)

@@ -50,12 +50,26 @@ type Reply struct {
 	// have granted the URL; if Next says "taken", nobody else fetches it.
 	Next  *ring.Node `json:"next,omitempty"`
 	Chain []string   `json:"chain,omitempty"`
-	Err   string     `json:"err,omitempty"`
+	// Retry, with neither Taken nor Elsewhere: a former owner further
+	// along the chain refused the claim for now (ErrRefused), so the
+	// answering node granted nothing; the claimer asks again later.
+	Retry bool   `json:"retry,omitempty"`
+	Err   string `json:"err,omitempty"`
 }
 
 // ErrRole reports a claim or handover its sender had no right to make: a
 // virtual server not its own, or not a valid id.
 var ErrRole = errors.New("claim: outside the sender's role")
+
+// ErrRefused, wrapped in an error of Transport.Claim, reports a former
+// owner that is there but did not answer: it reset the stream, as a
+// node's trust gate does while it cannot yet place the claimer in the
+// ring (a ring that is forming, a twin about to move), or its handler ran
+// out of time. A refused claim is asked again up to
+// Config.RefusedAttempts times before the URL is fetched without an
+// answer, and a former owner along a chain that meets one grants nothing
+// (Reply.Retry).
+var ErrRefused = errors.New("claim: refused by the former owner")
 
 // Transport carries claims to other nodes.
 type Transport interface {
@@ -98,6 +112,11 @@ type Config struct {
 	// Attempts is how often a claim is sent before the URL is fetched
 	// without an answer. Default 3.
 	Attempts int
+	// RefusedAttempts replaces Attempts while every failure was a refusal
+	// (ErrRefused, Reply.Retry): a former owner that refuses is alive and
+	// may fetch, so the claim waits longer for it. Default 8 (about 14 s
+	// with the default Wait).
+	RefusedAttempts int
 	// Wait returns after the pause before retry attempt a (1, 2, …) or
 	// when ctx ends. Default: a real timer of a × 500 ms.
 	Wait   func(ctx context.Context, attempt int) error
@@ -112,6 +131,7 @@ type Stats struct {
 	Elsewhere  int64 `json:"elsewhere"`  // claims answered "not yours": passed on
 	Unanswered int64 `json:"unanswered"` // claims that got no answer: fetched here
 	Cut        int64 `json:"cut"`        // chains of former owners cut at MaxHops
+	Refused    int64 `json:"refused"`    // claims refused for now, and asked again
 }
 
 // maxRounds bounds the chains of at most MaxHops former owners one claim
@@ -132,11 +152,23 @@ func (s short) long() id.ID {
 	return k
 }
 
-// awayClaim is a URL key a newer owner claimed, and the newer owner's
-// virtual server that claimed it.
+// awayClaim is a URL key a newer owner claimed, the newer owner's
+// virtual server that claimed it, and the peer at the start of the claim's
+// chain of former owners (the one that fetches the URL; the newer owner's
+// own peer when it claimed for itself).
 type awayClaim struct {
-	key   id.ID
-	vnode ring.Node
+	key     id.ID
+	vnode   ring.Node
+	claimer string
+}
+
+// claimerOf returns the peer at the start of q's chain: the node that
+// fetches the URL if the claim is granted.
+func claimerOf(q Request) string {
+	if len(q.Chain) > 0 {
+		return q.Chain[0]
+	}
+	return q.Vnode.Peer
 }
 
 // Claims is one node's record of the day's fetches and claims.
@@ -144,7 +176,7 @@ type Claims struct {
 	cfg Config
 	log *slog.Logger
 
-	sent, taken, away, elsewhere, unanswered, cut atomic.Int64
+	sent, taken, away, elsewhere, unanswered, cut, refused atomic.Int64
 
 	mu     sync.Mutex
 	day    int64
@@ -152,8 +184,8 @@ type Claims struct {
 	mine   map[short]struct{}  // keys this node fetched or is fetching today
 	gone   map[short]awayClaim // keys a newer owner claimed today
 	had    map[short]struct{}  // keys a former owner had fetched today
-	former map[id.ID]ring.Node // per local vnode id: the former owner of its range
-	since  map[id.ID]int64     // per local vnode id: the day it took its range
+	former map[id.ID][]ring.Node // per local vnode id: the former owners of its range on day since, oldest first
+	since  map[id.ID]int64       // per local vnode id: the day it last took its range
 }
 
 // New returns an empty Claims.
@@ -166,6 +198,9 @@ func New(cfg Config) *Claims {
 	}
 	if cfg.Attempts <= 0 {
 		cfg.Attempts = 3
+	}
+	if cfg.RefusedAttempts < cfg.Attempts {
+		cfg.RefusedAttempts = max(8, cfg.Attempts)
 	}
 	if cfg.Wait == nil {
 		cfg.Wait = func(ctx context.Context, a int) error {
@@ -184,13 +219,14 @@ func New(cfg Config) *Claims {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Claims{cfg: cfg, log: log,
-		former: make(map[id.ID]ring.Node), since: make(map[id.ID]int64)}
+		former: make(map[id.ID][]ring.Node), since: make(map[id.ID]int64)}
 }
 
 // Stats returns the counters.
 func (c *Claims) Stats() Stats {
 	return Stats{Sent: c.sent.Load(), Taken: c.taken.Load(), Away: c.away.Load(),
-		Elsewhere: c.elsewhere.Load(), Unanswered: c.unanswered.Load(), Cut: c.cut.Load()}
+		Elsewhere: c.elsewhere.Load(), Unanswered: c.unanswered.Load(), Cut: c.cut.Load(),
+		Refused: c.refused.Load()}
 }
 
 // rollLocked resets the day's sets when day is a new one.
@@ -206,26 +242,34 @@ func (c *Claims) rollLocked(day int64) {
 
 // Took records that local virtual server v took its range on day from
 // former: a join, a twin's move or a move for a fairer share. A former
-// owner on this node itself is not recorded (nothing to claim).
+// owner on this node itself is not recorded (nothing to claim). A virtual
+// server that takes its range more than once on a day (in a forming ring:
+// a join, then a twin's move or a join in front of it) keeps every former
+// owner of the day: each may have fetched URLs of the range.
 func (c *Claims) Took(v id.ID, former ring.Node, day int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rollLocked(day)
-	if former.Peer != "" && former.Peer != c.cfg.Peer {
-		c.former[v] = former
-		c.since[v] = day
-		c.log.Debug("claim: took a range", "vnode", v.Short(), "former", former.String())
+	if former.Peer == "" || former.Peer == c.cfg.Peer {
+		return
 	}
+	if c.since[v] != day {
+		c.former[v] = nil
+	}
+	c.since[v] = day
+	if !slices.ContainsFunc(c.former[v], func(f ring.Node) bool { return f.ID == former.ID && f.Peer == former.Peer }) {
+		c.former[v] = append(c.former[v], former)
+	}
+	c.log.Debug("claim: took a range", "vnode", v.Short(), "former", former.String(), "formers", len(c.former[v]))
 }
 
-// formerLocked returns the node that held v's range before this node took
-// it on day, if it did.
-func (c *Claims) formerLocked(v id.ID, day int64) (ring.Node, bool) {
+// formersLocked returns the nodes that held v's range before this node
+// took it on day, oldest first (nil if it did not take it on day).
+func (c *Claims) formersLocked(v id.ID, day int64) []ring.Node {
 	if c.since[v] != day {
-		return ring.Node{}, false
+		return nil
 	}
-	f, ok := c.former[v]
-	return f, ok
+	return slices.Clone(c.former[v])
 }
 
 // Release forgets the claims in g that newer owners made on day, when
@@ -301,29 +345,17 @@ func (c *Claims) ToFetchVia(ctx context.Context, url string, key id.ID, v ring.N
 		c.mu.Unlock()
 		return Drop, ring.Node{}
 	}
-	former, ok := c.formerLocked(v.ID, day)
+	formers := c.formersLocked(v.ID, day)
 	c.mu.Unlock()
-	if ok {
-		rep, err := c.ask(ctx, former, Request{URL: url, Day: day, Vnode: v, To: former.ID})
-		c.log.Debug("claim: asked", "url", url, "vnode", v.ID.Short(), "former", former.String(),
-			"taken", rep.Taken, "elsewhere", rep.Elsewhere, "err", err)
-		for round := 1; err == nil && rep.Next != nil && !rep.Taken && !rep.Elsewhere; round++ {
-			next := *rep.Next
-			if round >= maxRounds || slices.Contains(rep.Chain, next.Peer) {
-				// Back at a node of the chain (this one, first): no owner
-				// it reached fetched the URL.
-				break
-			}
-			// The chain goes on past MaxHops: ask the rest of it, as a
-			// former owner further along would (Hops > 0).
-			rep, err = c.ask(ctx, next, Request{URL: url, Day: day, Vnode: v, To: next.ID, Hops: 1, Chain: rep.Chain})
-			c.log.Debug("claim: asked further along the chain", "url", url, "former", next.String(),
-				"taken", rep.Taken, "err", err)
-		}
+	// The newest former owner first: its view of the ring is the latest,
+	// so it is the one to tell the URL is elsewhere.
+	for i := len(formers) - 1; i >= 0; i-- {
+		former := formers[i]
+		rep, err := c.askChain(ctx, url, v, day, former)
 		switch {
 		case err != nil:
 			c.unanswered.Add(1)
-			c.log.Debug("claim: former owner did not answer; fetching here", "url", url, "former", former, "err", err)
+			c.log.Debug("claim: former owner did not answer; fetching here unless another says taken", "url", url, "former", former, "err", err)
 		case rep.Taken:
 			c.taken.Add(1)
 			c.mu.Lock()
@@ -343,14 +375,39 @@ func (c *Claims) ToFetchVia(ctx context.Context, url string, key id.ID, v ring.N
 		return Drop, ring.Node{} // claimed away, or handed over, while we asked
 	}
 	c.mine[s] = struct{}{}
-	c.log.Debug("claim: fetch", "url", url, "vnode", v.ID.Short(), "claimed", ok)
+	c.log.Debug("claim: fetch", "url", url, "vnode", v.ID.Short(), "claimed", len(formers) > 0)
 	return Fetch, ring.Node{}
 }
 
-// ask sends q to former, up to Attempts times while no reply arrives.
+// askChain claims url from former for local virtual server v, and asks on
+// along the chain of former owners past each cut (Reply.Next) until an
+// answer is final or maxRounds chains were asked.
+func (c *Claims) askChain(ctx context.Context, url string, v ring.Node, day int64, former ring.Node) (Reply, error) {
+	rep, err := c.ask(ctx, former, Request{URL: url, Day: day, Vnode: v, To: former.ID})
+	c.log.Debug("claim: asked", "url", url, "vnode", v.ID.Short(), "former", former.String(),
+		"taken", rep.Taken, "elsewhere", rep.Elsewhere, "err", err)
+	for round := 1; err == nil && rep.Next != nil && !rep.Taken && !rep.Elsewhere; round++ {
+		next := *rep.Next
+		if round >= maxRounds || slices.Contains(rep.Chain, next.Peer) {
+			// Back at a node of the chain (this one, first): no owner it
+			// reached fetched the URL.
+			return Reply{}, nil
+		}
+		// The chain goes on past MaxHops: ask the rest of it, as a former
+		// owner further along would (Hops > 0).
+		rep, err = c.ask(ctx, next, Request{URL: url, Day: day, Vnode: v, To: next.ID, Hops: 1, Chain: rep.Chain})
+		c.log.Debug("claim: asked further along the chain", "url", url, "former", next.String(),
+			"taken", rep.Taken, "err", err)
+	}
+	return rep, err
+}
+
+// ask sends q to former, up to Attempts times while no reply arrives, or
+// RefusedAttempts times while every failure is a refusal.
 func (c *Claims) ask(ctx context.Context, former ring.Node, q Request) (Reply, error) {
 	var err error
-	for a := 0; a < c.cfg.Attempts; a++ {
+	refusals := true
+	for a := 0; a < c.cfg.Attempts || (refusals && a < c.cfg.RefusedAttempts); a++ {
 		if a > 0 {
 			if werr := c.cfg.Wait(ctx, a); werr != nil {
 				return Reply{}, fmt.Errorf("claim %s: %w", q.URL, werr)
@@ -359,11 +416,17 @@ func (c *Claims) ask(ctx context.Context, former ring.Node, q Request) (Reply, e
 		c.sent.Add(1)
 		var rep Reply
 		rep, err = c.cfg.Transport.Claim(ctx, former, q)
-		if err == nil && rep.Err == "" {
+		if err == nil && rep.Retry {
+			err = fmt.Errorf("a former owner along the chain: %w", ErrRefused)
+		} else if err == nil && rep.Err == "" {
 			return rep, nil
-		}
-		if err == nil {
+		} else if err == nil {
 			return Reply{}, fmt.Errorf("claim %s: %s", q.URL, rep.Err)
+		}
+		if errors.Is(err, ErrRefused) {
+			c.refused.Add(1)
+		} else {
+			refusals = false
 		}
 	}
 	return Reply{}, fmt.Errorf("claim %s: %w", q.URL, err)
@@ -427,11 +490,13 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 	if q.Day != day {
 		return Reply{}, nil // another day: nothing recorded for it here
 	}
-	if c.twinOf(ours.ID, q.Vnode) {
-		c.log.Debug("claim: taken: the sender is a twin of our predecessor", "url", q.URL, "hops", q.Hops, "from", q.Vnode, "ours", ours)
+	if q.Hops == 0 && c.twinOf(ours.ID, q.Vnode) {
+		c.log.Debug("claim: taken: the sender is a twin of our predecessor", "url", q.URL, "from", q.Vnode, "ours", ours)
 		// Another peer at the claimer's IP runs the same virtual server id
 		// and is our predecessor: the claimer is the twin that will move
-		// away (ring), so the URL is not its to fetch.
+		// away (ring), so the URL is not its to fetch. (Along a chain the
+		// sender asks for a claimer in front of it, whose URL it is:
+		// TestTwinAlongTheChain.)
 		return Reply{Taken: true}, nil
 	}
 	s := shortOf(key)
@@ -439,7 +504,10 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 		_, mine := c.mine[s]
 		_, had := c.had[s]
 		a, gone := c.gone[s]
-		return mine || had || (gone && a.vnode.Peer != from.Peer)
+		// A grant to the same claimer is no obstacle: along a chain this
+		// node granted the URL to a former owner for the claimer, which
+		// may then ask here itself (a range taken twice today).
+		return mine || had || (gone && a.vnode.Peer != from.Peer && a.claimer != claimerOf(q))
 	}
 	c.mu.Lock()
 	c.rollLocked(day)
@@ -455,24 +523,40 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 		c.mu.Unlock()
 		return Reply{Taken: true}, nil
 	}
-	former, chained := c.formerLocked(ours.ID, day)
+	// The former owners of the range: those of the virtual server the
+	// claimer names, even if it has moved off its index since, and those
+	// of ours.
+	formers := c.formersLocked(q.To, day)
+	if ours.ID != q.To {
+		for _, f := range c.formersLocked(ours.ID, day) {
+			if !slices.Contains(formers, f) {
+				formers = append(formers, f)
+			}
+		}
+	}
 	c.mu.Unlock()
 	// further is what this node's answer tells the claimer of a chain
 	// cut here or further along: where it goes on.
 	var further Reply
-	if ch := chainOf(q, c.cfg.Peer); chained && q.Hops >= c.cfg.MaxHops && !slices.Contains(ch, former.Peer) {
-		// (A former owner already in the chain is a loop: ranges taken
-		// back and forth, TestChainLoopBetweenTwoNodes.)
-		c.cut.Add(1)
-		c.log.Debug("claim: chain of former owners cut; the claimer asks on", "url", q.URL, "hops", q.Hops, "next", former)
-		further = Reply{Next: &former, Chain: ch}
-	}
-	if chained && q.Hops < c.cfg.MaxHops {
-		// This node took the range today too: the URL may be its former
+	ch := chainOf(q, c.cfg.Peer)
+	refused := false
+	for _, former := range formers {
+		if q.Hops >= c.cfg.MaxHops {
+			if further.Next == nil && !slices.Contains(ch, former.Peer) {
+				// (A former owner already in the chain is a loop: ranges
+				// taken back and forth, TestChainLoopBetweenTwoNodes.)
+				c.cut.Add(1)
+				c.log.Debug("claim: chain of former owners cut; the claimer asks on", "url", q.URL, "hops", q.Hops, "next", former)
+				further = Reply{Next: &former, Chain: ch}
+			}
+			continue
+		}
+		// This node took the range today too: the URL may be a former
 		// owner's (which may be the claimer's node, by another of its
-		// virtual servers).
+		// virtual servers). The oldest first: in a forming ring it held
+		// the range longest.
 		c.sent.Add(1)
-		rep, err := c.cfg.Transport.Claim(ctx, former, Request{URL: q.URL, Day: day, Vnode: ours, To: former.ID, Hops: q.Hops + 1, Chain: chainOf(q, c.cfg.Peer)})
+		rep, err := c.cfg.Transport.Claim(ctx, former, Request{URL: q.URL, Day: day, Vnode: ours, To: former.ID, Hops: q.Hops + 1, Chain: ch})
 		if err == nil && rep.Taken {
 			c.log.Debug("claim: taken along the chain", "url", q.URL, "hops", q.Hops, "former", former)
 			c.mu.Lock()
@@ -481,10 +565,14 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 			c.mu.Unlock()
 			return Reply{Taken: true}, nil
 		}
-		if err == nil && rep.Next != nil {
+		if err == nil && rep.Next != nil && further.Next == nil {
 			further = Reply{Next: rep.Next, Chain: rep.Chain}
 		}
+		if (err != nil && errors.Is(err, ErrRefused)) || (err == nil && rep.Retry) {
+			refused = true
+		}
 	}
+	chained := len(formers) > 0
 	if c.cfg.History != nil && c.cfg.History(ctx, q.URL, day) {
 		c.mu.Lock()
 		c.rollLocked(day)
@@ -498,6 +586,12 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 	if taken() {
 		return Reply{Taken: true}, nil
 	}
+	if refused {
+		// A former owner that refused may have fetched the URL: grant
+		// nothing now, and let the claimer ask again.
+		c.log.Debug("claim: refused along the chain; the claimer asks again", "url", q.URL, "hops", q.Hops)
+		return Reply{Retry: true}, nil
+	}
 	if slices.Contains(q.Chain, c.cfg.Peer) {
 		// The chain of former owners came back to this node, which asked
 		// along it, and no owner it reached fetched the URL: it belongs to
@@ -505,7 +599,7 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 		// grant would make this node drop it when the chain unwinds).
 		return further, nil
 	}
-	c.gone[s] = awayClaim{key: key, vnode: q.Vnode}
+	c.gone[s] = awayClaim{key: key, vnode: q.Vnode, claimer: claimerOf(q)}
 	c.away.Add(1)
 	c.log.Debug("claim: granted", "url", q.URL, "to", q.Vnode.String(), "ours", ours.ID.Short(), "chained", chained)
 	return further, nil

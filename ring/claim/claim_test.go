@@ -31,8 +31,9 @@ func (f *fakeRing) Predecessor(v id.ID) (ring.Node, bool) {
 type net struct {
 	nodes map[string]*Claims
 	dead  map[string]bool
-	fail  map[string]int // replies to drop per answering peer
-	calls int
+	fail   map[string]int // replies to drop per answering peer
+	refuse map[string]int // claims to refuse (ErrRefused) per answering peer
+	calls  int
 }
 
 func (n *net) Claim(ctx context.Context, to ring.Node, q Request) (Reply, error) {
@@ -44,6 +45,10 @@ func (n *net) Claim(ctx context.Context, to ring.Node, q Request) (Reply, error)
 	if n.fail[to.Peer] > 0 {
 		n.fail[to.Peer]--
 		return Reply{}, errors.New("timeout")
+	}
+	if n.refuse[to.Peer] > 0 {
+		n.refuse[to.Peer]--
+		return Reply{}, fmt.Errorf("stream reset by the trust gate: %w", ErrRefused)
 	}
 	return c.Answer(ctx, ring.Node{Contact: q.Vnode.Contact}, q, q.Day)
 }
@@ -65,7 +70,7 @@ func vnode(i int) ring.Node {
 }
 
 func newNet(count int) (*net, []*testNode) {
-	nw := &net{nodes: map[string]*Claims{}, dead: map[string]bool{}, fail: map[string]int{}}
+	nw := &net{nodes: map[string]*Claims{}, dead: map[string]bool{}, fail: map[string]int{}, refuse: map[string]int{}}
 	var ns []*testNode
 	for i := range count {
 		v := vnode(i + 1)
@@ -427,4 +432,141 @@ func twoVnodes(t *testing.T, tn *testNode, layout func(x, y id.ID) bool) (ring.N
 	}
 	t.Fatal("no index layout found")
 	return ring.Node{}, ring.Node{}
+}
+
+// TestClaimAsksEveryFormerOfTheDay: a virtual server that took its range
+// twice on one day (in a forming ring: a join, then a twin's move in
+// front of it) asks both former owners, not only the last. Here the
+// first fetched the URL, and the last and the one after it took the
+// range from each other (a loop that never reaches the first).
+func TestClaimAsksEveryFormerOfTheDay(t *testing.T) {
+	ctx := context.Background()
+	nw, ns := newNet(4)
+	slices.SortFunc(ns, func(a, b *testNode) int { return a.v.ID.Cmp(b.v.ID) })
+	claimer, mid, other, first := ns[0], ns[1], ns[2], ns[3]
+	u, k := urlIn(t, first.v.ID, claimer.v.ID) // before every virtual server
+	if got := first.c.ToFetch(ctx, u, k, first.v, day); got != Fetch {
+		t.Fatalf("first holder: %v, want Fetch", got)
+	}
+	joined(mid, first, day)
+	joined(mid, other, day) // took again, from another former owner
+	joined(other, mid, day)
+	joined(claimer, mid, day)
+	if got := claimer.c.ToFetch(ctx, u, k, claimer.v, day); got != Drop {
+		t.Fatalf("claim of a range taken twice today: %v, want Drop (the first former owner fetched it)", got)
+	}
+	if nw.calls > 8 {
+		t.Errorf("%d claims sent, want at most 8", nw.calls)
+	}
+}
+
+// TestTwinAlongTheChain: a former owner whose predecessor is a twin of
+// the virtual server that asks it along a chain (another peer runs the
+// same id, and the asking one is the twin that will move) answers by what
+// it fetched and granted, not "taken": the claimer at the chain's start
+// took the range from that twin, and the URL is its. The twin that stays
+// then finds the URL granted.
+func TestTwinAlongTheChain(t *testing.T) {
+	ctx := context.Background()
+	_, ns := newNet(4)
+	three := ns[:3]
+	slices.SortFunc(three, func(a, b *testNode) int { return a.v.ID.Cmp(b.v.ID) })
+	claimer, twin, former, stays := three[0], three[1], three[2], ns[3]
+	stays.v.ID, stays.v.Addr = twin.v.ID, twin.v.Addr // one IP: the id checks out
+	stays.ring.vnodes = []ring.Node{stays.v}
+	former.ring.preds = map[id.ID]*ring.Node{former.v.ID: &stays.v}
+	u, k := urlIn(t, former.v.ID, claimer.v.ID)
+	joined(claimer, twin, day)
+	joined(twin, former, day)
+	joined(stays, former, day)
+	if got := claimer.c.ToFetch(ctx, u, k, claimer.v, day); got != Fetch {
+		t.Fatalf("claimer: %v, want Fetch (nobody fetched the URL)", got)
+	}
+	if got := stays.c.ToFetch(ctx, u, k, stays.v, day); got != Drop {
+		t.Fatalf("the twin that stays: %v, want Drop (granted along the chain)", got)
+	}
+}
+
+// TestClaimTwoFormersOneChain: a virtual server took its range first from
+// old, then from newer, which had taken it from old as well. Nobody
+// fetched the URL. The claim through newer reaches old, which grants it
+// for the claimer; the claimer's own claim at old then finds it granted
+// to itself, not taken, and fetches: one fetch, none lost.
+func TestClaimTwoFormersOneChain(t *testing.T) {
+	ctx := context.Background()
+	_, ns := newNet(3)
+	slices.SortFunc(ns, func(a, b *testNode) int { return a.v.ID.Cmp(b.v.ID) })
+	claimer, newer, old := ns[0], ns[1], ns[2]
+	u, k := urlIn(t, old.v.ID, claimer.v.ID)
+	joined(newer, old, day)
+	joined(claimer, old, day)
+	joined(claimer, newer, day)
+	if got := claimer.c.ToFetch(ctx, u, k, claimer.v, day); got != Fetch {
+		t.Fatalf("claimer: %v, want Fetch (nobody fetched the URL)", got)
+	}
+	for _, n := range []*testNode{newer, old} {
+		if got := n.c.ToFetch(ctx, u, k, n.v, day); got != Drop {
+			t.Errorf("former owner %s after granting: %v, want Drop", n.v.Peer, got)
+		}
+	}
+}
+
+// TestRefusedClaimWaits: a former owner that refuses claims for a while
+// (its trust gate cannot place the claimer yet) is asked again past
+// Attempts, and its "taken" is heeded: the URL is not fetched twice.
+func TestRefusedClaimWaits(t *testing.T) {
+	ctx := context.Background()
+	nw, old, joiner, u, k := formerAndJoiner(t)
+	if got := old.c.ToFetch(ctx, u, k, old.v, day); got != Fetch {
+		t.Fatalf("former owner: %v, want Fetch", got)
+	}
+	joined(joiner, old, day)
+	nw.refuse[old.v.Peer] = 5
+	if got := joiner.c.ToFetch(ctx, u, k, joiner.v, day); got != Drop {
+		t.Fatalf("claim refused 5 times, then answered: %v, want Drop", got)
+	}
+	if st := joiner.c.Stats(); st.Refused != 5 || st.Unanswered != 0 {
+		t.Errorf("joiner stats %+v, want 5 refused, 0 unanswered", st)
+	}
+	// A former owner that never stops refusing costs the URL no more than
+	// RefusedAttempts claims: it is fetched.
+	u2, k2 := urlIn(t, old.v.ID, joiner.v.ID)
+	for i := 0; u2 == u; i++ {
+		u2 = fmt.Sprintf("http://site.example/refused/%d", i)
+		if k2 = id.OfString(u2); !id.InOpen(k2, old.v.ID, joiner.v.ID) {
+			u2 = u
+		}
+	}
+	nw.refuse[old.v.Peer] = 1000
+	nw.calls = 0
+	if got := joiner.c.ToFetch(ctx, u2, k2, joiner.v, day); got != Fetch {
+		t.Fatalf("claim refused for good: %v, want Fetch", got)
+	}
+	if nw.calls != 8 {
+		t.Errorf("%d claims sent, want 8 (RefusedAttempts)", nw.calls)
+	}
+}
+
+// TestRefusedAlongTheChain: a former owner along a chain that refuses
+// the claim makes the one before it grant nothing (Reply.Retry); when it
+// answers, its "taken" reaches the claimer.
+func TestRefusedAlongTheChain(t *testing.T) {
+	ctx := context.Background()
+	nw, ns := newNet(3)
+	slices.SortFunc(ns, func(a, b *testNode) int { return a.v.ID.Cmp(b.v.ID) })
+	last, mid, first := ns[0], ns[1], ns[2]
+	u, k := urlIn(t, first.v.ID, last.v.ID)
+	first.c.ToFetch(ctx, u, k, first.v, day)
+	joined(mid, first, day)
+	joined(last, mid, day)
+	nw.refuse[first.v.Peer] = 2
+	if got := last.c.ToFetch(ctx, u, k, last.v, day); got != Drop {
+		t.Fatalf("claim along a chain refused twice: %v, want Drop", got)
+	}
+	if st := mid.c.Stats(); st.Away != 0 {
+		t.Errorf("mid granted %d claims, want 0", st.Away)
+	}
+	if st := last.c.Stats(); st.Refused != 2 {
+		t.Errorf("claimer saw %d refusals, want 2", st.Refused)
+	}
 }
