@@ -181,9 +181,9 @@ type Claims struct {
 	mu     sync.Mutex
 	day    int64
 	rolled bool
-	mine   map[short]struct{}  // keys this node fetched or is fetching today
-	gone   map[short]awayClaim // keys a newer owner claimed today
-	had    map[short]struct{}  // keys a former owner had fetched today
+	mine   map[short]struct{}    // keys this node fetched or is fetching today
+	gone   map[short]awayClaim   // keys a newer owner claimed today
+	had    map[short]struct{}    // keys a former owner had fetched today
 	former map[id.ID][]ring.Node // per local vnode id: the former owners of its range on day since, oldest first
 	since  map[id.ID]int64       // per local vnode id: the day it last took its range
 }

@@ -29,8 +29,8 @@ func (f *fakeRing) Predecessor(v id.ID) (ring.Node, bool) {
 
 // net carries claims between test nodes by function calls.
 type net struct {
-	nodes map[string]*Claims
-	dead  map[string]bool
+	nodes  map[string]*Claims
+	dead   map[string]bool
 	fail   map[string]int // replies to drop per answering peer
 	refuse map[string]int // claims to refuse (ErrRefused) per answering peer
 	calls  int
