@@ -491,13 +491,14 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 		return Reply{}, nil // another day: nothing recorded for it here
 	}
 	if q.Hops == 0 && c.twinOf(ours.ID, q.Vnode) {
-		c.log.Debug("claim: taken: the sender is a twin of our predecessor", "url", q.URL, "from", q.Vnode, "ours", ours)
+		c.log.Debug("claim: elsewhere: the sender is a twin of our predecessor", "url", q.URL, "from", q.Vnode, "ours", ours)
 		// Another peer at the claimer's IP runs the same virtual server id
 		// and is our predecessor: the claimer is the twin that will move
-		// away (ring), so the URL is not its to fetch. (Along a chain the
-		// sender asks for a claimer in front of it, whose URL it is:
-		// TestTwinAlongTheChain.)
-		return Reply{Taken: true}, nil
+		// away (ring), so the URL is not its to fetch but our
+		// predecessor's, to which the claimer passes it on through us.
+		// (Along a chain the sender asks for a claimer in front of it,
+		// whose URL it is: TestTwinAlongTheChain.)
+		return Reply{Elsewhere: true}, nil
 	}
 	s := shortOf(key)
 	taken := func() bool {

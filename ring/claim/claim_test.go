@@ -570,3 +570,31 @@ func TestRefusedAlongTheChain(t *testing.T) {
 		t.Errorf("claimer saw %d refusals, want 2", st.Refused)
 	}
 }
+
+// TestTwinClaimsElsewhere: the twin that will move (another peer runs its
+// id and is the former owner's predecessor) is told "elsewhere" and
+// passes the URL on through the former owner, which grants nothing; the
+// twin that stays then claims and fetches it.
+func TestTwinClaimsElsewhere(t *testing.T) {
+	ctx := context.Background()
+	_, ns := newNet(3)
+	two := ns[:2]
+	slices.SortFunc(two, func(a, b *testNode) int { return a.v.ID.Cmp(b.v.ID) })
+	moves, former, stays := two[0], two[1], ns[2]
+	stays.v.ID, stays.v.Addr = moves.v.ID, moves.v.Addr // one IP: the id checks out
+	stays.ring.vnodes = []ring.Node{stays.v}
+	former.ring.preds = map[id.ID]*ring.Node{former.v.ID: &stays.v}
+	u, k := urlIn(t, former.v.ID, moves.v.ID)
+	joined(moves, former, day)
+	joined(stays, former, day)
+	out, via := moves.c.ToFetchVia(ctx, u, k, moves.v, day)
+	if out != PassOn || via.Peer != former.v.Peer {
+		t.Fatalf("the twin that moves: %v via %q, want PassOn via the former owner", out, via.Peer)
+	}
+	if got := stays.c.ToFetch(ctx, u, k, stays.v, day); got != Fetch {
+		t.Fatalf("the twin that stays: %v, want Fetch", got)
+	}
+	if got := former.c.ToFetch(ctx, u, k, former.v, day); got != Drop {
+		t.Fatalf("the former owner after its grant: %v, want Drop", got)
+	}
+}

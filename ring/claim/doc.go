@@ -8,10 +8,13 @@
 // owner fetches such a URL again when another page links to it later.
 //
 // A Claims is one node's record of the day: the URLs it fetched or is
-// fetching (mine), those a newer owner claimed from it (away), those a
-// former owner had fetched (taken), and, per local virtual server that
-// took its range today, that range's former owner. Before fetching a URL
-// of such a range the node claims it from the former owner (ToFetch): the
+// fetching (mine), those a newer owner claimed from it (away, with the
+// claimer at the start of the claim's chain), those a former owner had
+// fetched (taken), and, per local virtual server that took its range
+// today, that range's former owners (every one of the day: in a forming
+// ring a virtual server takes its range again when a node joins in front
+// of it or a twin moves). Before fetching a URL of such a range the node
+// claims it from each former owner (ToFetch): the
 // former owner answers "taken" if it fetched or is fetching the URL today,
 // or granted it to another claimer, or took the range today itself and
 // its own former owner answers "taken" (the claim follows the chain; past
@@ -30,10 +33,15 @@
 //
 // A former owner that has a virtual server between the URL's key and the
 // claimer answers "elsewhere": the claimer's view is behind, and it passes
-// the URL on through that former owner (ToFetchVia). When a claim cannot
-// be answered (no reply after Config.Attempts tries), the URL is fetched
-// rather than lost for the day: a former owner that is gone cannot fetch
-// it either. A range that comes back to a node voids the claims made in
+// the URL on through that former owner (ToFetchVia). So does one whose
+// predecessor runs the claimer's virtual-server id on another peer: the
+// claimer is the twin that will move. When a claim cannot be answered (no
+// reply after Config.Attempts tries), the URL is fetched rather than lost
+// for the day: a former owner that is gone cannot fetch it either. A
+// former owner that refuses the claim (ErrRefused: its trust gate cannot
+// place the claimer yet) is alive and may have fetched the URL, so it is
+// asked up to Config.RefusedAttempts times, and one along a chain that
+// meets a refusal grants nothing (Reply.Retry). A range that comes back to a node voids the claims made in
 // it by nodes that no longer answer (Release); a claimer that answers
 // keeps its claims even if it moved the claiming virtual server, since it
 // fetched each URL when it was granted (a move hands the day's fetches to
