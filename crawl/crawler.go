@@ -154,6 +154,8 @@ type Crawler struct {
 	curInFlight int64                 // this epoch's entries in flight (st.inFlight counts all)
 	known       int64
 	reqHosts    map[string]hostReqs // dynamic requisites queued per host today (AddRequisites)
+	passed      map[string]struct{} // URLs passed on on passedDay (requeueable)
+	passedDay   int64
 	st          counters
 	logged      map[string]bool
 

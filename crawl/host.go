@@ -305,7 +305,35 @@ func (c *Crawler) passOn(ctx context.Context, url string) bool {
 		return false
 	}
 	c.log.Debug("crawl: passed on an entry whose range moved", "url", url)
+	c.requeueable(url)
 	return true
+}
+
+// maxPassed bounds the URLs requeueable remembers for a day; past it, it
+// starts afresh (a URL may then be taken out of the seen set once more).
+const maxPassed = 1 << 16
+
+// requeueable takes url, just passed on, out of today's URL-seen set the
+// first time it is passed on that day: the ring may route it back here
+// (a lookup that disagrees with the fetch-time check while a ring forms),
+// and a URL dropped as seen today would be fetched by no one. Later
+// passes leave it seen, so two disagreeing views cannot pass a URL around
+// for the rest of the day.
+func (c *Crawler) requeueable(url string) {
+	day := c.Today()
+	c.mu.Lock()
+	if c.passedDay != day || len(c.passed) >= maxPassed {
+		c.passed, c.passedDay = map[string]struct{}{}, day
+	}
+	_, again := c.passed[url]
+	c.passed[url] = struct{}{}
+	c.mu.Unlock()
+	if again {
+		return
+	}
+	if err := c.q.unsee(url); err != nil {
+		c.count(KindQueue, url, err)
+	}
 }
 
 func acquire(ctx interface{ Done() <-chan struct{} }, ch chan struct{}) bool {

@@ -60,7 +60,11 @@ type relocForwarder struct {
 	passed []string
 }
 
-func (f *relocForwarder) Moved(_ context.Context, u string) bool { return f.on.Load() && u == f.moved }
+func (f *relocForwarder) Moved(_ context.Context, u string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.on.Load() && u == f.moved
+}
 
 func (f *relocForwarder) PassOn(_ context.Context, u string) error {
 	f.mu.Lock()
@@ -105,5 +109,68 @@ func TestLinksBeforeStartKept(t *testing.T) {
 	f.mu.Unlock()
 	if !slices.Equal(passed, []string{moved}) {
 		t.Errorf("passed on %v, want /moved (dropped at Start otherwise)", passed)
+	}
+}
+
+// TestPassedOnComesBack: an entry passed on whose owner turns out to be
+// this node after all (the ring's lookup disagreed with the fetch-time
+// check while the ring formed) is queued again when it comes back, not
+// dropped as seen today, and fetched once. A URL passed on a second time
+// stays seen: two disagreeing views cannot pass it around all day.
+func TestPassedOnComesBack(t *testing.T) {
+	s := newSite(t, map[string]string{"/back": "b", "/twice": "t"})
+	clock := newClock()
+	cfg := testConfig(clock)
+	f := &relocForwarder{moved: s.url("/back")}
+	c, err := New(t.TempDir(), cfg, newMemArchive(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.Add(ctx, []string{s.url("/back")}); err != nil {
+		t.Fatal(err)
+	}
+	f.on.Store(true)
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil && !errors.Is(err, ErrClosed) {
+			t.Error(err)
+		}
+	})
+	waitIdle(t, c)
+	f.on.Store(false) // the views agree now: the URL is this node's
+	if err := c.Add(ctx, []string{s.url("/back")}); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	if n := len(s.requests("/back")); n != 1 {
+		t.Errorf("/back requested %d times after coming back, want 1", n)
+	}
+	// Passed on twice: the second return is dropped as seen today.
+	f.mu.Lock()
+	f.moved = s.url("/twice")
+	f.mu.Unlock()
+	f.on.Store(true)
+	for range 2 {
+		if err := c.Add(ctx, []string{s.url("/twice")}); err != nil {
+			t.Fatal(err)
+		}
+		waitIdle(t, c)
+	}
+	f.on.Store(false)
+	if err := c.Add(ctx, []string{s.url("/twice")}); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	f.mu.Lock()
+	passed := slices.Clone(f.passed)
+	f.mu.Unlock()
+	if want := []string{s.url("/back"), s.url("/twice"), s.url("/twice")}; !slices.Equal(passed, want) {
+		t.Errorf("passed on %v, want %v", passed, want)
+	}
+	if n := len(s.requests("/twice")); n != 0 {
+		t.Errorf("/twice requested %d times, want 0 (seen after its second pass)", n)
 	}
 }

@@ -225,6 +225,28 @@ func (q *queue) prepare(urls []string) ([][2][]byte, []entry, int, error) {
 	return kvs, added, fresh, nil
 }
 
+// unsee takes url out of today's URL-seen set (it stays known), so that
+// add queues it again. It is not synced: after a crash the URL may count
+// as seen for the rest of the day, as it did before unsee.
+func (q *queue) unsee(url string) error {
+	q.days.RLock()
+	defer q.days.RUnlock()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	uk := []byte(prefixURL + url)
+	v, err := q.db.Get(uk, nil)
+	if errors.Is(err, leveldb.ErrNotFound) || (err == nil && !bytes.Equal(v, u64(uint64(q.day)))) {
+		return nil // not seen today
+	}
+	if err == nil {
+		err = q.db.Put(uk, u64(0), nil) // a day that is never today
+	}
+	if err != nil {
+		return fmt.Errorf("crawl queue unsee: %w", err)
+	}
+	return nil
+}
+
 // maxQueuedSeq returns one more than the highest sequence number in the
 // queue, 0 when it is empty.
 func (q *queue) maxQueuedSeq() (uint64, error) {

@@ -177,11 +177,11 @@ func formingRound(t *testing.T, seed uint64) (urls, dups, missing int) {
 		}
 	}
 	if left, _, _ := sampleweb.OncePerURL(web.Reachable(0), got); trace != nil && (dups > 0 || len(left) > 0) {
-		// Refusals by the trust gate: a claim a former owner refused is
-		// fetched without its answer.
+		// Refusals by the trust gate, and virtual servers moved off a
+		// twin's id or not joined after a move.
 		n := 0
 		for _, l := range trace.lines() {
-			if strings.Contains(l, "not a ring member") && n < 10 {
+			if (strings.Contains(l, "not a ring member") || strings.Contains(l, "ring: cannot") || strings.Contains(l, "moved to other indexes")) && n < 30 {
 				t.Log("  ", l)
 				n++
 			}

@@ -127,7 +127,10 @@ func (r *Ring) replaceIndexes(ctx context.Context, via Contact, lost []id.ID) er
 	if err != nil {
 		return fmt.Errorf("ring replace indexes: %w", err)
 	}
-	idx := PickIndexes(cands, len(lost))
+	// Twins that move at the same moment see the same candidates: each
+	// picks by an order of its own, among more than a join does, or they
+	// would meet again at the same best indexes.
+	idx := pickSpreadAmong(cands, len(lost), max(2*len(lost), 8), r.cfg.Self.Peer)
 	var ev []Event
 	r.mu.Lock()
 	gone := map[id.ID]bool{}
@@ -143,7 +146,14 @@ func (r *Ring) replaceIndexes(ctx context.Context, via Contact, lost []id.ID) er
 	}
 	for _, i := range idx {
 		n := Node{ID: VirtualID(r.cfg.Self.Addr, i), Contact: r.cfg.Self, Index: i}
-		r.vnodes = append(r.vnodes, &vnode{self: n})
+		nv := &vnode{self: n}
+		for _, c := range cands {
+			if c.Index == i && c.succ.Peer != "" {
+				held := c.succ
+				nv.placed = &held
+			}
+		}
+		r.vnodes = append(r.vnodes, nv)
 	}
 	slices.SortFunc(r.vnodes, func(a, b *vnode) int { return a.self.ID.Cmp(b.self.ID) })
 	local := r.localNodes()
@@ -164,7 +174,12 @@ func (r *Ring) replaceIndexes(ctx context.Context, via Contact, lost []id.ID) er
 // PickIndexes' score), chosen in an order derived from peer: two nodes at
 // one IP that join at once rarely pick the same.
 func pickSpread(cands []Candidate, want int, peer string) []int {
-	best := PickIndexes(cands, min(2*want, len(cands)))
+	return pickSpreadAmong(cands, want, 2*want, peer)
+}
+
+// pickSpreadAmong is pickSpread among the pool best candidates.
+func pickSpreadAmong(cands []Candidate, want, pool int, peer string) []int {
+	best := PickIndexes(cands, min(pool, len(cands)))
 	slices.SortFunc(best, func(a, b int) int {
 		return id.OfString(peer + "#" + strconv.Itoa(a)).Cmp(id.OfString(peer + "#" + strconv.Itoa(b)))
 	})

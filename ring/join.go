@@ -89,6 +89,7 @@ func (r *Ring) joinVnodes(ctx context.Context, via Contact) ([]id.ID, error) {
 		self  Node
 		succs []Node
 		pred  *Node
+		owner Node
 	}
 	var plans []plan
 	for _, self := range r.Vnodes() {
@@ -97,7 +98,17 @@ func (r *Ring) joinVnodes(ctx context.Context, via Contact) ([]id.ID, error) {
 			return nil, fmt.Errorf("ring join via %s: %w", via, err)
 		}
 		if owner == self {
-			continue // already a member
+			// Already a member. One placed by a move that the ring learnt
+			// of before this join still reports the range it took.
+			r.mu.Lock()
+			if v := r.local(self.ID); v != nil && v.placed != nil {
+				if r.cfg.Took != nil {
+					r.cfg.Took(self, *v.placed)
+				}
+				v.placed = nil
+			}
+			r.mu.Unlock()
+			continue
 		}
 		if err := r.Admit(ctx, owner); err != nil {
 			return nil, fmt.Errorf("ring join via %s: %w", via, err)
@@ -106,7 +117,7 @@ func (r *Ring) joinVnodes(ctx context.Context, via Contact) ([]id.ID, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ring join via %s: %w", via, err)
 		}
-		p := plan{self: self, succs: r.admitAll(ctx, sortFrom(self.ID, append([]Node{owner}, succs...)))}
+		p := plan{self: self, owner: owner, succs: r.admitAll(ctx, sortFrom(self.ID, append([]Node{owner}, succs...)))}
 		// The owner's predecessor is ours only if we fall between them.
 		if pred != nil && id.InOpen(self.ID, pred.ID, owner.ID) && r.Admit(ctx, *pred) == nil {
 			c := *pred
@@ -134,13 +145,15 @@ func (r *Ring) joinVnodes(ctx context.Context, via Contact) ([]id.ID, error) {
 		}
 		v.setPred(pred, &ev)
 		if r.cfg.Took != nil {
-			for _, s := range v.succs {
-				if s.Peer != r.cfg.Self.Peer {
-					r.cfg.Took(p.self, s)
-					break
-				}
+			// The range's holder until now: the owner the lookup of its id
+			// found (a virtual server of this node's own included), and the
+			// one a move found before it placed the vnode.
+			r.cfg.Took(p.self, p.owner)
+			if v.placed != nil && *v.placed != p.owner {
+				r.cfg.Took(p.self, *v.placed)
 			}
 		}
+		v.placed = nil
 	}
 	r.mu.Unlock()
 	r.events.publish(ev)

@@ -286,7 +286,7 @@ func (r *Ring) Rebalance(ctx context.Context) ([]Move, error) {
 			former = c.succ
 		}
 	}
-	if err := r.moveIndex(ctx, via, from.ID, sw.To); err != nil {
+	if err := r.moveIndex(ctx, via, from.ID, sw.To, former); err != nil {
 		return nil, fmt.Errorf("ring rebalance: %w", err)
 	}
 	to := Node{ID: VirtualID(r.cfg.Self.Addr, sw.To), Contact: r.cfg.Self, Index: sw.To}
@@ -296,10 +296,10 @@ func (r *Ring) Rebalance(ctx context.Context) ([]Move, error) {
 	return []Move{{From: from, To: to, Former: former}}, nil
 }
 
-// moveIndex moves the local vnode old to index idx: it leaves the ring
-// there gracefully (its neighbours link past it, its successor inherits
-// its range) and joins at idx through via.
-func (r *Ring) moveIndex(ctx context.Context, via Contact, old id.ID, idx int) error {
+// moveIndex moves the local vnode old to index idx, whose range held
+// holds: it leaves the ring there gracefully (its neighbours link past
+// it, its successor inherits its range) and joins at idx through via.
+func (r *Ring) moveIndex(ctx context.Context, via Contact, old id.ID, idx int, held Node) error {
 	r.mu.Lock()
 	v := r.local(old)
 	if v == nil {
@@ -327,7 +327,11 @@ func (r *Ring) moveIndex(ctx context.Context, via Contact, old id.ID, idx int) e
 		u.forget(func(n Node) bool { return n.ID == old && n.Peer == r.cfg.Self.Peer }, &ev)
 	}
 	n := Node{ID: VirtualID(r.cfg.Self.Addr, idx), Contact: r.cfg.Self, Index: idx}
-	r.vnodes = append(r.vnodes, &vnode{self: n})
+	placed := &vnode{self: n}
+	if held.Peer != "" {
+		placed.placed = &held
+	}
+	r.vnodes = append(r.vnodes, placed)
 	slices.SortFunc(r.vnodes, func(a, b *vnode) int { return a.self.ID.Cmp(b.self.ID) })
 	nv := r.local(n.ID)
 	nv.setSuccs(r.trim(sortFrom(n.ID, r.localNodes())), nil)

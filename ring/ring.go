@@ -49,8 +49,10 @@ type Config struct {
 	Resolver Resolver
 	// Took, when set, is called each time a local virtual server joins
 	// the ring (Join, a twin's move, a move for a fairer share) with the
-	// virtual server and its first successor on another node: the node
-	// that held its range until then. It is called with the ring's lock
+	// virtual server and the virtual server that held its range until
+	// then (its successor at that moment, which may be one of this node's
+	// own, or a twin: another node's with the same id); for a move, also
+	// with the holder the move found when it chose the index. It is called with the ring's lock
 	// held, before the virtual server answers for its range, so it must
 	// not call the Ring, nor wait for a lock that anyone holds while
 	// calling it.

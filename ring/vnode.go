@@ -18,6 +18,11 @@ type vnode struct {
 	succs      []Node
 	fingers    [id.Bits]*Node
 	nextFinger int
+	// placed is the node that held the range of a vnode placed by a move
+	// (a twin's, a rebalancing one), found just before it, until its join
+	// reports it through Config.Took: the ring may learn of the vnode
+	// before that join, which then finds it already a member.
+	placed *Node
 }
 
 // rangeOf returns the vnode's current key range.

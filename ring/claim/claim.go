@@ -241,24 +241,35 @@ func (c *Claims) rollLocked(day int64) {
 }
 
 // Took records that local virtual server v took its range on day from
-// former: a join, a twin's move or a move for a fairer share. A former
-// owner on this node itself is not recorded (nothing to claim). A virtual
+// former: a join, a twin's move or a move for a fairer share. A virtual
 // server that takes its range more than once on a day (in a forming ring:
 // a join, then a twin's move or a join in front of it) keeps every former
-// owner of the day: each may have fetched URLs of the range.
+// owner of the day: each may have fetched URLs of the range. A former
+// owner on this node itself fetched nothing a claim could find (its
+// fetches are this node's), but its own former owners of the day may
+// have: v takes them over.
 func (c *Claims) Took(v id.ID, former ring.Node, day int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rollLocked(day)
-	if former.Peer == "" || former.Peer == c.cfg.Peer {
+	if former.Peer == "" {
 		return
+	}
+	formers := []ring.Node{former}
+	if former.Peer == c.cfg.Peer {
+		formers = c.formersLocked(former.ID, day)
+		if len(formers) == 0 {
+			return
+		}
 	}
 	if c.since[v] != day {
 		c.former[v] = nil
 	}
 	c.since[v] = day
-	if !slices.ContainsFunc(c.former[v], func(f ring.Node) bool { return f.ID == former.ID && f.Peer == former.Peer }) {
-		c.former[v] = append(c.former[v], former)
+	for _, f := range formers {
+		if !slices.ContainsFunc(c.former[v], func(g ring.Node) bool { return g.ID == f.ID && g.Peer == f.Peer }) {
+			c.former[v] = append(c.former[v], f)
+		}
 	}
 	c.log.Debug("claim: took a range", "vnode", v.Short(), "former", former.String(), "formers", len(c.former[v]))
 }

@@ -598,3 +598,39 @@ func TestTwinClaimsElsewhere(t *testing.T) {
 		t.Fatalf("the former owner after its grant: %v, want Drop", got)
 	}
 }
+
+// TestTookFromOwnVirtualServer: a virtual server that joins in front of
+// another of its node's own takes over that one's former owners of the
+// day, and claims from them; one taken from an own virtual server that
+// held its range all day records nothing.
+func TestTookFromOwnVirtualServer(t *testing.T) {
+	ctx := context.Background()
+	_, ns := newNet(2)
+	slices.SortFunc(ns, func(a, b *testNode) int { return a.v.ID.Cmp(b.v.ID) })
+	joiner, first := ns[0], ns[1]
+	// Another virtual server of the joiner's node, in front of joiner.v.
+	moved := ring.Node{Contact: joiner.v.Contact}
+	for i := 1; ; i++ {
+		moved.ID, moved.Index = ring.VirtualID(joiner.v.Addr, i), i
+		if id.InOpen(moved.ID, first.v.ID, joiner.v.ID) {
+			break
+		}
+	}
+	u, k := urlIn(t, first.v.ID, moved.ID)
+	if got := first.c.ToFetch(ctx, u, k, first.v, day); got != Fetch {
+		t.Fatalf("first holder: %v, want Fetch", got)
+	}
+	joined(joiner, first, day)
+	joiner.c.Took(moved.ID, joiner.v, day)
+	if got := joiner.c.ToFetch(ctx, u, k, moved, day); got != Drop {
+		t.Fatalf("claim of a virtual server that took its range from its node's own: %v, want Drop", got)
+	}
+	other := ring.Node{ID: id.OfString("other"), Contact: first.v.Contact, Index: 6}
+	first.c.Took(other.ID, first.v, day)
+	first.c.mu.Lock()
+	n := len(first.c.former[other.ID])
+	first.c.mu.Unlock()
+	if n != 0 {
+		t.Errorf("former owners recorded from an own virtual server without any: %d", n)
+	}
+}
