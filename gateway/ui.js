@@ -1,9 +1,9 @@
 // herod UI script. On every page of the UI origin (framed gateways) it
-// registers the service worker (sw.js) that writes framed replay pages
-// without a round trip to the gateway. On the framed replay page it
-// keeps the banner in step with the frame. The page at /web/<ts>/<url> on the UI
-// origin holds the banner and an iframe (#herod-frame) showing the capture
-// from the content origin. The frame's document belongs to someone else:
+// registers, once the page has loaded, the service worker (sw.js) that
+// writes framed replay pages without a round trip to the gateway. On the
+// framed replay page it keeps the banner in step with the frame. The page
+// at /web/<ts>/<url> on the UI origin holds the banner and an iframe
+// (#herod-frame) showing the capture from the content origin. The frame's document belongs to someone else:
 // this script believes only what the replay script (replay.js, the first
 // script of every replayed document) says, and only in answer to a
 // question:
@@ -26,11 +26,23 @@
 // the URL alone until the answer of /api/banner comes.
 (function () {
   "use strict";
-  if (navigator.serviceWorker && window.isSecureContext) {
+  // The worker is registered after the page's load event: installing it
+  // (its script, a worker thread) while the page and its frame load
+  // delayed their load event by tens of ms (TestFramingParts).
+  function register() {
     navigator.serviceWorker.register("/sw.js", { scope: "/web/", updateViaCache: "none" }).catch(function () {
       // no worker (a private window, a refusing browser): the gateway
       // writes the framed pages itself
     });
+  }
+  if (navigator.serviceWorker && window.isSecureContext) {
+    if (document.readyState === "complete") {
+      register();
+    } else {
+      window.addEventListener("load", function () {
+        setTimeout(register, 0);
+      });
+    }
   }
   var frame = document.getElementById("herod-frame");
   if (!frame || !window.crypto || !window.fetch) {

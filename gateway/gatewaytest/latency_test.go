@@ -95,8 +95,16 @@ func delayCopy(dst, src net.Conn, delay, extra time.Duration) {
 
 // delayedGateway serves a framed gateway over a on two loopback
 // listeners reached through delay proxies, whose addresses are its
-// origins, and returns the UI origin's base URL and the gateway.
+// origins, and returns the UI origin's base URL and the gateway. Under
+// /bare/ the UI origin also serves bare frames (bareFrames).
 func delayedGateway(tb testing.TB, a gateway.Archive, delay time.Duration) (string, *gateway.Server) {
+	tb.Helper()
+	return delayedGatewayWrap(tb, a, delay, nil)
+}
+
+// delayedGatewayWrap is delayedGateway with the UI handler wrapped by
+// wrap (when not nil).
+func delayedGatewayWrap(tb testing.TB, a gateway.Archive, delay time.Duration, wrap func(http.Handler) http.Handler) (string, *gateway.Server) {
 	tb.Helper()
 	var proxies [2]*delayProxy
 	var lns [2]net.Listener
@@ -109,10 +117,38 @@ func delayedGateway(tb testing.TB, a gateway.Archive, delay time.Duration) (stri
 	if err != nil {
 		tb.Fatal(err)
 	}
-	for i, h := range []http.Handler{gw.UI(), gw.Content()} {
+	ui := gw.UI()
+	if wrap != nil {
+		ui = wrap(ui)
+	}
+	ui = bareFrames(ui, "http://"+proxies[1].ln.Addr().String())
+	for i, h := range []http.Handler{ui, gw.Content()} {
 		serve(tb, lns[i], h)
 	}
 	return "http://" + proxies[0].ln.Addr().String(), gw
+}
+
+// bareFrames answers /bare/web/<rest> with a page holding nothing but an
+// iframe of content+"/web/<rest>" (the content origin's replay, the
+// document of the framed replay's frame) and every other path with ui. A
+// bare frame has no banner, style, script, sandbox or headers: it is the
+// floor of any framed replay, what the browser charges for the replay in
+// a frame of another origin. It is served by the UI origin, the only one
+// besides the content origin that the content origin's frame-ancestors
+// allows to frame it (a bare frame elsewhere shows the browser's error
+// page instead of the replay).
+func bareFrames(ui http.Handler, content string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rest, ok := strings.CutPrefix(r.URL.RequestURI(), "/bare/web/")
+		if !ok {
+			ui.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>frame</title></head>"+
+			"<body style=\"margin:0\"><iframe src=\"%s/web/%s\" style=\"border:0;width:100%%;height:100vh;display:block\"></iframe></body></html>\n",
+			content, html.EscapeString(rest))
+	})
 }
 
 // delayedSingleOrigin serves a through a delay proxy from one origin
@@ -122,30 +158,6 @@ func delayedSingleOrigin(tb testing.TB, a gateway.Archive, delay time.Duration) 
 	ln := listen(tb)
 	p := newDelayProxy(tb, ln.Addr().String(), delay)
 	return singleOriginServer(tb, a, ln, p.ln.Addr().String())
-}
-
-// delayedBareFrame serves, through a delay proxy from an origin of its
-// own, /web/<rest> as a page holding nothing but an iframe of
-// single+"/web/<rest>": the single-origin replay in a frame, with no
-// banner, style or script around it. It is the floor of any framed
-// replay (what the browser charges for a second document in a frame of
-// another origin), and returns the origin's base URL.
-func delayedBareFrame(tb testing.TB, single string, delay time.Duration) string {
-	tb.Helper()
-	ln := listen(tb)
-	p := newDelayProxy(tb, ln.Addr().String(), delay)
-	serve(tb, ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rest, ok := strings.CutPrefix(r.URL.RequestURI(), "/web/")
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprintf(w, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>frame</title></head>"+
-			"<body style=\"margin:0\"><iframe src=\"%s/web/%s\" style=\"border:0;width:100%%;height:100vh\"></iframe></body></html>\n",
-			single, html.EscapeString(rest))
-	}))
-	return "http://" + p.ln.Addr().String()
 }
 
 // singleOriginServer serves a on ln from one origin, as the gateway did
@@ -291,7 +303,7 @@ func median(ds []time.Duration) time.Duration {
 // as a node runs it, measured as a reader's browser meets it and with
 // the UI origin's service worker bypassed (the gateway then writes every
 // framed page). The floor of any framed replay is the single-origin
-// page in a bare frame of another origin (delayedBareFrame), measured
+// replay in a bare frame of the UI origin (bareFrames), measured
 // for typed arrivals. Each arrival (typed URL or a click on the dates page; in
 // a fresh browser context or one shared by all views) is measured
 // HEROD_VIEWS times (default 9) each way, in rotation. It prints the
@@ -302,39 +314,22 @@ func TestReplayLatency(t *testing.T) {
 	if os.Getenv("HEROD_REPLAY_LATENCY") == "" {
 		t.Skip("the replay latency benchmark runs when HEROD_REPLAY_LATENCY is set")
 	}
-	rtts := []int{0, 20, 80}
-	if s := os.Getenv("HEROD_RTT_MS"); s != "" {
-		rtts = nil
-		for _, f := range strings.Split(s, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n < 0 {
-				t.Fatalf("HEROD_RTT_MS=%q: want milliseconds, comma-separated", s)
-			}
-			rtts = append(rtts, n)
-		}
-	}
-	views := 9
-	if s := os.Getenv("HEROD_VIEWS"); s != "" {
-		var err error
-		if views, err = strconv.Atoi(s); err != nil || views < 1 {
-			t.Fatalf("HEROD_VIEWS=%q: want a number of views", s)
-		}
-	}
+	rtts, views := latencyEnv(t)
 	br := newChrome(t)
 	m, pages := benchPages(t)
 	const ts = "20240102"
 	for _, rtt := range rtts {
 		delay := time.Duration(rtt) * time.Millisecond / 2
 		single := delayedSingleOrigin(t, m, delay)
-		bare := delayedBareFrame(t, single, delay)
 		framed, gw := delayedGateway(t, m, delay)
+		bare := framed + "/bare"
 		for _, a := range arrivals {
 			nw := a
 			nw.noWorker = true
 			// Ways to one page: the single-origin gateway, the framed one
 			// as a reader's browser meets it, the framed one without its
 			// service worker, and (typed arrivals only: the bare frame
-			// has no dates page) the single-origin page in a bare frame.
+			// has no dates page) the replay in a bare frame.
 			ways := []func(p string) time.Duration{
 				func(p string) time.Duration { return br.loadTime(t, single, ts, p, a) },
 				func(p string) time.Duration { return br.loadTime(t, framed, ts, p, a) },
@@ -391,6 +386,32 @@ func TestReplayLatency(t *testing.T) {
 			fmt.Println(line)
 		}
 	}
+}
+
+// latencyEnv returns the round-trip times (HEROD_RTT_MS, comma-separated
+// milliseconds; default 0, 20 and 80) and the views each way
+// (HEROD_VIEWS, default 9) of the browser latency benchmarks.
+func latencyEnv(tb testing.TB) (rtts []int, views int) {
+	tb.Helper()
+	rtts = []int{0, 20, 80}
+	if s := os.Getenv("HEROD_RTT_MS"); s != "" {
+		rtts = nil
+		for _, f := range strings.Split(s, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 0 {
+				tb.Fatalf("HEROD_RTT_MS=%q: want milliseconds, comma-separated", s)
+			}
+			rtts = append(rtts, n)
+		}
+	}
+	views = 9
+	if s := os.Getenv("HEROD_VIEWS"); s != "" {
+		var err error
+		if views, err = strconv.Atoi(s); err != nil || views < 1 {
+			tb.Fatalf("HEROD_VIEWS=%q: want a number of views", s)
+		}
+	}
+	return rtts, views
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
