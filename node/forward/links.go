@@ -41,7 +41,9 @@ var errRemote = errors.New("node: remote error")
 
 // LinksRing is what Links needs of the ring; *ring.Ring implements it.
 type LinksRing interface {
-	Status() ring.Status
+	// SuccessorsOf returns local virtual server index and its successor
+	// list, if it runs here.
+	SuccessorsOf(index int) (ring.Node, []ring.Node, bool)
 	// CloserOwner returns an owner of key closer than this node's routing
 	// knows, if a local virtual server's view has one.
 	CloserOwner(key id.ID) (ring.Node, bool)
@@ -240,10 +242,8 @@ func (l *Links) replySuccessorsOf(index, want int, next id.ID) []ring.Node {
 	if want == WantNone {
 		return nil // most batches: no need for the ring's status
 	}
-	for _, v := range l.Ring.Status().Vnodes {
-		if v.Index == index {
-			return PickSuccessors(v.Node.ID, v.Successors, want, next)
-		}
+	if v, succs, ok := l.Ring.SuccessorsOf(index); ok {
+		return PickSuccessors(v.ID, succs, want, next)
 	}
 	return nil
 }
