@@ -386,10 +386,10 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int, 
 		for _, nd := range lr.Nodes {
 			ps, cs := nd.pool.Stats(), nd.claims.Stats()
 			pool.Opened, pool.Reused, pool.Retried = pool.Opened+ps.Opened, pool.Reused+ps.Reused, pool.Retried+ps.Retried
-			claims.Sent, claims.Ranges = claims.Sent+cs.Sent, claims.Ranges+cs.Ranges
+			claims.Sent, claims.Refused = claims.Sent+cs.Sent, claims.Refused+cs.Refused
 		}
-		t.Logf("herod x%d streams: ring calls %d; links and budget requests on %d streams opened, %d reused, %d sent again; claims %d, %d of them range claims granted",
-			count, calls-calls0, pool.Opened, pool.Reused, pool.Retried, claims.Sent, claims.Ranges)
+		t.Logf("herod x%d streams: ring calls %d; links and budget requests on %d streams opened, %d reused, %d sent again; claims %d, %d of them refused and asked again",
+			count, calls-calls0, pool.Opened, pool.Reused, pool.Retried, claims.Sent, claims.Refused)
 	}
 	if err := lr.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
