@@ -11,12 +11,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -30,7 +32,9 @@ import (
 	"github.com/herod-archive/herod/internal/benchsite"
 	"github.com/herod-archive/herod/internal/sampleweb"
 	"github.com/herod-archive/herod/node/forward"
+	"github.com/herod-archive/herod/node/p2phost"
 	"github.com/herod-archive/herod/node/status"
+	"github.com/herod-archive/herod/ring/claim"
 )
 
 // crawlbench_test.go is issue 5's crawl-rate benchmark: pages/s of one
@@ -53,6 +57,7 @@ var (
 	crawlBenchDict   = flag.Int("crawlbench.dict", 0, "herod Config.DictSamples (0: the archive default; -1: no dictionary, gzip records)")
 	crawlBenchNoSync = flag.Bool("crawlbench.nosync", false, "herod Config.NoSync: no file or index syncs (not durable; shows what syncing costs)")
 	crawlBenchInProc = flag.Bool("crawlbench.inproc", false, "serve the site from the test process (default: a process of its own, as for wget)")
+	crawlBenchProf   = flag.String("crawlbench.windowprofile", "", "write a CPU profile of each herod crawl's timed window (the clock's, not the run's) to <prefix>-herodN.prof")
 	crawlBenchOnly   = flag.String("crawlbench.only", "", "comma-separated contestants to run (wget, goget, gogetbusy, herod1, herodN), e.g. for -cpuprofile")
 )
 
@@ -314,6 +319,27 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int, 
 		}
 		return n
 	}
+	wire0 := map[string]int64{}
+	for _, nd := range lr.Nodes {
+		for _, w := range status.Wire(nd.bwc) {
+			wire0[w.Protocol] += w.Out
+		}
+	}
+	var calls0 uint64
+	for _, nd := range lr.Nodes {
+		c, _ := nd.tr.CallStats()
+		calls0 += c
+	}
+	if *crawlBenchProf != "" {
+		f, err := os.Create(fmt.Sprintf("%s-herod%d.prof", *crawlBenchProf, count))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+	}
 	cpu0, busy0 := processCPU(), readMachineTicks()
 	start := time.Now()
 	if err := lr.Nodes[0].Seed(ctx, []string{srv.URL()}); err != nil {
@@ -335,6 +361,36 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int, 
 		time.Sleep(5 * time.Millisecond) // polling a real crawl: 5ms is the timing resolution
 	}
 	elapsed, cpu, busy := time.Since(start), processCPU()-cpu0, readMachineTicks().busySince(busy0)
+	if *crawlBenchProf != "" {
+		pprof.StopCPUProfile()
+	}
+	{
+		wire := map[string]int64{}
+		for _, nd := range lr.Nodes {
+			for _, w := range status.Wire(nd.bwc) {
+				wire[w.Protocol] += w.Out
+			}
+		}
+		var calls uint64
+		for _, nd := range lr.Nodes {
+			c, _ := nd.tr.CallStats()
+			calls += c
+		}
+		for _, p := range slices.Sorted(maps.Keys(wire)) {
+			if d := wire[p] - wire0[p]; d > 0 {
+				t.Logf("herod x%d wire %-24s %8d bytes out, %6.1f a page", count, p, d, float64(d)/float64(want))
+			}
+		}
+		var pool p2phost.PoolStats
+		var claims claim.Stats
+		for _, nd := range lr.Nodes {
+			ps, cs := nd.pool.Stats(), nd.claims.Stats()
+			pool.Opened, pool.Reused, pool.Retried = pool.Opened+ps.Opened, pool.Reused+ps.Reused, pool.Retried+ps.Retried
+			claims.Sent, claims.Refused = claims.Sent+cs.Sent, claims.Refused+cs.Refused
+		}
+		t.Logf("herod x%d streams: ring calls %d; links and budget requests on %d streams opened, %d reused, %d sent again; claims %d, %d of them refused and asked again",
+			count, calls-calls0, pool.Opened, pool.Reused, pool.Retried, claims.Sent, claims.Refused)
+	}
 	if err := lr.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
 	}

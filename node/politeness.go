@@ -29,6 +29,7 @@ func (n *Node) setupPoliteness(cc *crawl.Config) {
 		Self:   n.self,
 		Ring:   n.ring,
 		Peers:  politePeers{n},
+		Pool:   n.pool,
 		Local:  n.robotsRecord,
 		Logger: n.log.With("sub", "politeness"),
 	})

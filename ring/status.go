@@ -85,6 +85,20 @@ func (r *Ring) Status() Status {
 	return st
 }
 
+// SuccessorsOf returns local virtual server index and a copy of its
+// successor list, if it runs here: what Status holds of it, without
+// building the rest (the links protocol asks it for every batch).
+func (r *Ring) SuccessorsOf(index int) (Node, []Node, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, v := range r.vnodes {
+		if v.self.Index == index {
+			return v.self, slices.Clone(v.succs), true
+		}
+	}
+	return Node{}, nil, false
+}
+
 // Counters returns a snapshot of the counters.
 func (r *Ring) Counters() Counters {
 	n := &r.n

@@ -16,7 +16,8 @@
 # between net/http's goroutines, which on a loaded machine each wait for
 # the kernel, docs/crawl.md).
 #
-# Usage: scripts/bench-crawl.sh [extra go test flags, e.g. -cpuprofile cpu.prof]
+# Usage: scripts/bench-crawl.sh [extra go test flags, e.g. -cpuprofile cpu.prof,
+# or -crawlbench.windowprofile /tmp/w for profiles of the timed crawls only]
 # Environment: PAGES (3000), ROUNDS (3), RING (4), HOSTCONNS (2), BUDGET
 # (ring: the shipped ring-wide host budget; none: no pacing at all), ONLY
 # (comma-separated subset of wget,goget,gogetbusy,herod1,herod$RING), INPROC (1: serve the
@@ -90,7 +91,7 @@ TMPDIR="$scratch" GOTMPDIR="$scratch" go test ./node -run '^TestCrawlRate$' -cou
 	"$@" >"$LOG" 2>&1
 status=$?
 set -e
-grep -E 'round [0-9]+ |file server|files under|GOMAXPROCS|ratio |deferred compression|response headers' "$LOG" | sed 's/^ *crawlbench_test.go:[0-9]*: /  /' || true
+grep -E 'round [0-9]+ |file server|files under|GOMAXPROCS|ratio |deferred compression|response headers|streams: ' "$LOG" | sed 's/^ *crawlbench_test.go:[0-9]*: /  /' || true
 echo
 awk '
 /^BenchmarkCrawlRate\/ratio-/ {

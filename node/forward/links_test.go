@@ -16,8 +16,8 @@ import (
 // stubRing knows no closer owner and no local virtual server.
 type stubRing struct{ *fakeRing }
 
-func (stubRing) Status() ring.Status                 { return ring.Status{} }
-func (stubRing) CloserOwner(id.ID) (ring.Node, bool) { return ring.Node{}, false }
+func (stubRing) SuccessorsOf(int) (ring.Node, []ring.Node, bool) { return ring.Node{}, nil, false }
+func (stubRing) CloserOwner(id.ID) (ring.Node, bool)             { return ring.Node{}, false }
 func (s stubRing) Successors(ctx context.Context, k id.ID, n int) ([]ring.Node, error) {
 	o, _ := s.Lookup(ctx, k)
 	return []ring.Node{o}, nil

@@ -21,7 +21,8 @@ import (
 //
 // URLs are sorted lexicographically inside a batch (the walk's order by
 // key is of no use to the recipient), so that URLs of one host sit together
-// and compress well.
+// and compress well. A stream may carry several requests in turn, each
+// after the reply to the one before (p2phost.Pool).
 const Protocol protocol.ID = "/herod/links/1.0.0"
 
 // Header is frame 1 of a links request.
@@ -61,8 +62,12 @@ const (
 	MaxReply = MaxHeader + ReplySuccessors*512
 )
 
+// zenc compresses batches at zstd's default level: on the bench site's
+// sorted URLs its output is 1.5% larger than SpeedBetterCompression's
+// at 100 URLs and 7% at 2,000, for a quarter to a twentieth of the CPU
+// (issue 23).
 var (
-	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBetterCompression), zstd.WithEncoderConcurrency(1))
+	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
 	zdec, _ = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxLinksExpanded), zstd.WithDecoderConcurrency(1))
 )
 
