@@ -228,7 +228,7 @@ func New(cfg Config) (n *Node, err error) {
 	n.links.Forwarder = n.fwd
 	cc := cfg.Crawl
 	cc.DayLength = cfg.DayLength
-	cc.Owns = n.ownsURL
+	cc.Owns = n.plansURL
 	cc.Logger = n.log.With("sub", "crawl")
 	cc.Download = n.bw.Down
 	n.setupPoliteness(&cc)

@@ -47,3 +47,10 @@ func (r *resolver) Get(ctx context.Context, url string, t time.Time) (archive.Ve
 // ownsURL reports whether this node owns the canonical url; the crawler uses
 // it to re-queue only its own URLs at the start of a day.
 func (n *Node) ownsURL(url string) bool { return n.ring.Owns(id.OfString(url)) }
+
+// plansURL reports whether the day's crawl of this node includes the
+// canonical url (the crawler's Config.Owns): owned, counting a range whose
+// predecessor is unknown for the moment as the range last known
+// (ring.Ring.OwnsLastKnown), so a new day that starts while a predecessor
+// dies does not leave the range unqueued.
+func (n *Node) plansURL(url string) bool { return n.ring.OwnsLastKnown(id.OfString(url)) }

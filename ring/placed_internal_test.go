@@ -57,3 +57,34 @@ func TestPlacedReportsTook(t *testing.T) {
 		t.Error("the placed holder is kept after its report")
 	}
 }
+
+// TestOwnsLastKnown: while a virtual server's predecessor is unknown
+// (forgotten after it stopped answering), Owns gives up its range and
+// OwnsLastKnown keeps the range it last knew.
+func TestOwnsLastKnown(t *testing.T) {
+	self := Contact{Peer: "peer-a", Addr: "10.0.0.1:4001"}
+	other := Contact{Peer: "peer-b", Addr: "10.0.0.2:4001"}
+	r, err := New(Config{Self: self, VirtualServers: 1}, offline{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	v := r.Vnodes()[0].ID
+	p := Node{ID: between(v.AddPow2(100), v), Contact: other}
+	inside, outside := between(p.ID, v), between(v, p.ID)
+	r.mu.Lock()
+	r.local(v).setPred(&p, nil)
+	r.mu.Unlock()
+	if !r.Owns(inside) || !r.OwnsLastKnown(inside) || r.OwnsLastKnown(outside) {
+		t.Fatal("with a known predecessor: want the range (p, v] by both")
+	}
+	r.mu.Lock()
+	r.local(v).setPred(nil, nil) // the predecessor stopped answering
+	r.mu.Unlock()
+	if r.Owns(inside) {
+		t.Error("Owns with the predecessor unknown: true")
+	}
+	if !r.OwnsLastKnown(inside) || r.OwnsLastKnown(outside) {
+		t.Error("OwnsLastKnown with the predecessor unknown: want the last known range")
+	}
+}

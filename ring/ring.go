@@ -341,6 +341,28 @@ func (r *Ring) OwnerVnode(key id.ID) (Node, bool) {
 	return Node{}, false
 }
 
+// OwnsLastKnown is Owns where a local virtual server whose predecessor
+// is unknown for the moment owns the range it last knew: what a day's
+// crawl is planned by (a new day queues every URL the node owns). By
+// Owns, a predecessor that died or stopped answering just as the day
+// began would drop the whole range from the day; a range that grows when
+// the next predecessor is learnt is taken over then, and one that shrank
+// (a node joined in front) is passed on at fetch time.
+func (r *Ring) OwnsLastKnown(key id.ID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, v := range r.vnodes {
+		start := v.lastPred
+		if v.pred != nil {
+			start = &v.pred.ID
+		}
+		if start != nil && id.InHalfOpen(key, *start, v.self.ID) {
+			return true
+		}
+	}
+	return false
+}
+
 // CloserOwner helps route a key that no local virtual server owns although
 // a lookup led to this node: it takes the first local virtual server v at
 // or after key and, when v's predecessor lies between key and v and is a

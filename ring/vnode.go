@@ -18,6 +18,10 @@ type vnode struct {
 	succs      []Node
 	fingers    [id.Bits]*Node
 	nextFinger int
+	// lastPred is the last predecessor the vnode knew: while pred is
+	// unknown (Chord forgets a dead or silent predecessor before it learns
+	// the next), its range is taken to start there (OwnsLastKnown).
+	lastPred *id.ID
 	// placed is the node that held the range of a vnode placed by a move
 	// (a twin's, a rebalancing one), found just before it, until its join
 	// reports it through Config.Took: the ring may learn of the vnode
@@ -62,6 +66,10 @@ func (v *vnode) setPred(p *Node, ev *[]Event) {
 		p = &c
 	}
 	v.pred = p
+	if p != nil {
+		x := p.ID
+		v.lastPred = &x
+	}
 	if ev != nil {
 		*ev = append(*ev, Event{Kind: RangeChanged, Vnode: v.self, OldRange: old, NewRange: v.rangeOf()})
 	}
