@@ -352,11 +352,7 @@ func (r *Ring) OwnsLastKnown(key id.ID) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, v := range r.vnodes {
-		start := v.lastPred
-		if v.pred != nil {
-			start = &v.pred.ID
-		}
-		if start != nil && id.InHalfOpen(key, *start, v.self.ID) {
+		if v.lastPred != nil && id.InHalfOpen(key, *v.lastPred, v.self.ID) {
 			return true
 		}
 	}

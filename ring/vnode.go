@@ -18,7 +18,8 @@ type vnode struct {
 	succs      []Node
 	fingers    [id.Bits]*Node
 	nextFinger int
-	// lastPred is the last predecessor the vnode knew: while pred is
+	// lastPred is the last predecessor the vnode knew (pred's id while
+	// pred is known, set by setPred): while pred is
 	// unknown (Chord forgets a dead or silent predecessor before it learns
 	// the next), its range is taken to start there (OwnsLastKnown).
 	lastPred *id.ID

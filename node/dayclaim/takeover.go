@@ -3,6 +3,7 @@ package dayclaim
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -17,16 +18,21 @@ import (
 // known → unknown → known with an earlier start.
 type rangeTracker map[id.ID]id.ID
 
+// grew returns the keys v's range grew by at the front since the start
+// last seen, if it did.
+func (rt rangeTracker) grew(v ring.VnodeStatus) (ring.Range, bool) {
+	old, seen := rt[v.ID]
+	nw := v.Range
+	if !nw.Known || !seen || old == nw.Start || !id.InOpen(old, nw.Start, nw.End) {
+		return ring.Range{}, false
+	}
+	return ring.Range{Start: nw.Start, End: old, Known: true}, true
+}
+
 // grown reports whether update would return a range for vs, without
 // recording vs.
 func (rt rangeTracker) grown(vs []ring.VnodeStatus) bool {
-	for _, v := range vs {
-		old, seen := rt[v.ID]
-		if nw := v.Range; nw.Known && seen && old != nw.Start && id.InOpen(old, nw.Start, nw.End) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(vs, func(v ring.VnodeStatus) bool { _, ok := rt.grew(v); return ok })
 }
 
 // update compares the local virtual servers' ranges now (vs) with the
@@ -42,15 +48,13 @@ func (rt rangeTracker) update(vs []ring.VnodeStatus) []ring.Range {
 	live := make(map[id.ID]bool, len(vs))
 	for _, v := range vs {
 		live[v.ID] = true
-		nw := v.Range
-		if !nw.Known {
+		if !v.Range.Known {
 			continue
 		}
-		old, seen := rt[v.ID]
-		rt[v.ID] = nw.Start
-		if seen && old != nw.Start && id.InOpen(old, nw.Start, nw.End) {
-			out = append(out, ring.Range{Start: nw.Start, End: old, Known: true})
+		if g, ok := rt.grew(v); ok {
+			out = append(out, g)
 		}
+		rt[v.ID] = v.Range.Start
 	}
 	for v := range rt {
 		if !live[v] {

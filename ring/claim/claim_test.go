@@ -472,9 +472,7 @@ func TestTwinAlongTheChain(t *testing.T) {
 	three := ns[:3]
 	slices.SortFunc(three, func(a, b *testNode) int { return a.v.ID.Cmp(b.v.ID) })
 	claimer, twin, former, stays := three[0], three[1], three[2], ns[3]
-	stays.v.ID, stays.v.Addr = twin.v.ID, twin.v.Addr // one IP: the id checks out
-	stays.ring.vnodes = []ring.Node{stays.v}
-	former.ring.preds = map[id.ID]*ring.Node{former.v.ID: &stays.v}
+	makeTwin(stays, twin, former)
 	u, k := urlIn(t, former.v.ID, claimer.v.ID)
 	joined(claimer, twin, day)
 	joined(twin, former, day)
@@ -581,9 +579,7 @@ func TestTwinClaimsElsewhere(t *testing.T) {
 	two := ns[:2]
 	slices.SortFunc(two, func(a, b *testNode) int { return a.v.ID.Cmp(b.v.ID) })
 	moves, former, stays := two[0], two[1], ns[2]
-	stays.v.ID, stays.v.Addr = moves.v.ID, moves.v.Addr // one IP: the id checks out
-	stays.ring.vnodes = []ring.Node{stays.v}
-	former.ring.preds = map[id.ID]*ring.Node{former.v.ID: &stays.v}
+	makeTwin(stays, moves, former)
 	u, k := urlIn(t, former.v.ID, moves.v.ID)
 	joined(moves, former, day)
 	joined(stays, former, day)
@@ -633,4 +629,13 @@ func TestTookFromOwnVirtualServer(t *testing.T) {
 	if n != 0 {
 		t.Errorf("former owners recorded from an own virtual server without any: %d", n)
 	}
+}
+
+// makeTwin gives stays the virtual-server id of moves (another peer at
+// the same IP, so the id checks out) and makes it former's predecessor:
+// the successor kept stays, and moves is the twin that will move.
+func makeTwin(stays, moves, former *testNode) {
+	stays.v.ID, stays.v.Addr = moves.v.ID, moves.v.Addr
+	stays.ring.vnodes = []ring.Node{stays.v}
+	former.ring.preds = map[id.ID]*ring.Node{former.v.ID: &stays.v}
 }
