@@ -1,17 +1,11 @@
 package crawl
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -42,58 +36,12 @@ import (
 
 // TestRealwebServe is the server process of TestRealisticCrawl.
 func TestRealwebServe(t *testing.T) {
-	if os.Getenv("HEROD_REALWEB_SERVE") != "1" {
+	if os.Getenv(realweb.ServeEnv) != "1" {
 		t.Skip("the server process of TestRealisticCrawl")
 	}
-	w, err := realweb.Start(context.Background(), realwebConfig())
-	if err != nil {
+	if err := realweb.Serve(); err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
-	b, _ := json.Marshal(w.Seeds())
-	fmt.Printf("REALWEB %s\n", b)
-	io.Copy(io.Discard, os.Stdin) // until the parent closes it
-}
-
-func realwebConfig() realweb.Config {
-	hosts, _ := strconv.Atoi(os.Getenv("HEROD_REALWEB_HOSTS"))
-	pages, _ := strconv.Atoi(os.Getenv("HEROD_REALWEB_PAGES"))
-	return realweb.Config{Hosts: hosts, Pages: pages}
-}
-
-// spawnRealweb starts the server process and returns the seeds.
-func spawnRealweb(t *testing.T) []string {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRealwebServe$")
-	cmd.Env = append(os.Environ(), "HEROD_REALWEB_SERVE=1")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		cmd.Wait()
-	})
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if line, ok := strings.CutPrefix(sc.Text(), "REALWEB "); ok {
-			var seeds []string
-			if err := json.Unmarshal([]byte(line), &seeds); err != nil {
-				t.Fatal(err)
-			}
-			go io.Copy(io.Discard, out)
-			return seeds
-		}
-	}
-	t.Fatalf("realweb server process said nothing: %v", sc.Err())
-	return nil
 }
 
 func TestRealisticCrawl(t *testing.T) {
@@ -101,8 +49,12 @@ func TestRealisticCrawl(t *testing.T) {
 		t.Skip("the realistic crawl benchmark: HEROD_REALWEB=1 (scripts/bench-realistic.sh)")
 	}
 	polite := os.Getenv("HEROD_REALWEB_POLITE") != "0"
-	wcfg := realwebConfig()
-	seeds := spawnRealweb(t)
+	wcfg := realweb.ConfigFromEnv()
+	seeds, stop, err := realweb.Spawn("TestRealwebServe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
 
 	cfg := Config{AllowPrivate: loopback, HostRate: 1e6}
 	cfg.Concurrency, _ = strconv.Atoi(os.Getenv("HEROD_REALWEB_CONCURRENCY"))

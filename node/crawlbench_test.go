@@ -59,6 +59,7 @@ var (
 	crawlBenchInProc = flag.Bool("crawlbench.inproc", false, "serve the site from the test process (default: a process of its own, as for wget)")
 	crawlBenchProf   = flag.String("crawlbench.windowprofile", "", "write a CPU profile of each herod crawl's timed window (the clock's, not the run's) to <prefix>-herodN.prof")
 	crawlBenchOnly   = flag.String("crawlbench.only", "", "comma-separated contestants to run (wget, goget, gogetbusy, herod1, herodN), e.g. for -cpuprofile")
+	crawlBenchToday  = flag.Bool("crawlbench.formedtoday", false, "crawl on the day the ring formed, when every range was taken today and each fetch is first claimed from its former owner (default: the nodes start a new day once the ring is stable, as on every day but the one a ring forms)")
 )
 
 // benchSeed fixes the static site's bytes.
@@ -313,12 +314,14 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int, 
 	if err := lr.WaitStable(ctx); err != nil {
 		t.Fatal(err)
 	}
-	stored := func() (n int64) {
-		for _, nd := range lr.Nodes {
-			n += nd.crawler.Stats().NewVersions
+	if !*crawlBenchToday {
+		// No range was taken today: no fetch is claimed from a former
+		// owner.
+		if err := lr.NewDay(ctx); err != nil {
+			t.Fatal(err)
 		}
-		return n
 	}
+	stored := lr.NewVersions
 	wire0 := map[string]int64{}
 	for _, nd := range lr.Nodes {
 		for _, w := range status.Wire(nd.bwc) {

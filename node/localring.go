@@ -91,6 +91,25 @@ func (lr *LocalRing) rings() []*ring.Ring {
 	return rs
 }
 
+// NewDay starts a new crawl day on every node (Node.NewDay): a ring
+// formed "yesterday", whose ranges nobody took today.
+func (lr *LocalRing) NewDay(ctx context.Context) error {
+	for _, n := range lr.Nodes {
+		if err := n.NewDay(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// NewVersions sums the versions the nodes' crawlers stored.
+func (lr *LocalRing) NewVersions() (sum int64) {
+	for _, n := range lr.Nodes {
+		sum += n.crawler.Stats().NewVersions
+	}
+	return sum
+}
+
 // WaitStable waits until the ring has converged (ringcheck.Stable):
 // every virtual server knows its true predecessor and its whole successor
 // list is right, and for probe keys spread over the circle (and every

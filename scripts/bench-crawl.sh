@@ -24,7 +24,9 @@
 # site from herod's test process instead of a process of its own), GZIP
 # (herod's gzip level; 0: default), DICT (records before the archive trains
 # its zstd dictionary; 0: default, -1: none, gzip records), NOSYNC (1: herod syncs nothing; not
-# durable, shows what syncing costs), SCRATCH (directory for the site and
+# durable, shows what syncing costs), FORMEDTODAY (1: the ring crawls on the
+# day it formed, claiming every fetch from the range's former owner;
+# default: the nodes start a new day once the ring is stable), SCRATCH (directory for the site and
 # the crawlers' output; default: the system's temporary directory), LOOPFS
 # (1: use a fresh ext4 file system with a journal, made in a sparse file
 # and loop-mounted for this run; needs root), LOG.
@@ -47,6 +49,7 @@ INPROC=${INPROC:-}
 GZIP=${GZIP:-0}
 DICT=${DICT:-0}
 NOSYNC=${NOSYNC:-}
+FORMEDTODAY=${FORMEDTODAY:-}
 SCRATCH=${SCRATCH:-}
 LOOPFS=${LOOPFS:-}
 LOG=${LOG:-$(mktemp -t bench-crawl.XXXXXX.log)}
@@ -80,7 +83,7 @@ journal="no journal"
 if ls /proc/fs/jbd2 2>/dev/null | grep -q "^$(basename "$dev")-"; then journal="journal"; fi
 fsinfo="$(df --output=fstype "$scratch" | tail -1) on $dev ($journal)"
 
-echo "bench-crawl: $PAGES pages, $ROUNDS rounds, ring of $RING, HostConns $HOSTCONNS, host budget $BUDGET, site in-process ${INPROC:-no}, gzip ${GZIP}, dict ${DICT}, nosync ${NOSYNC:-no}; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "bench-crawl: $PAGES pages, $ROUNDS rounds, ring of $RING, HostConns $HOSTCONNS, host budget $BUDGET, site in-process ${INPROC:-no}, gzip ${GZIP}, dict ${DICT}, nosync ${NOSYNC:-no}, formed today ${FORMEDTODAY:-no}; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "bench-crawl: wget $(wget --version | head -1 | cut -d' ' -f3), $(go version | cut -d' ' -f3); files in $scratch: $fsinfo; log in $LOG"
 set +e
 TMPDIR="$scratch" GOTMPDIR="$scratch" go test ./node -run '^TestCrawlRate$' -count=1 -timeout 60m -v \
@@ -88,6 +91,7 @@ TMPDIR="$scratch" GOTMPDIR="$scratch" go test ./node -run '^TestCrawlRate$' -cou
 	-crawlbench.ring "$RING" -crawlbench.hostconns "$HOSTCONNS" -crawlbench.budget "$BUDGET" -crawlbench.only "$ONLY" \
 	-crawlbench.inproc="$([ -n "$INPROC" ] && echo true || echo false)" \
 	-crawlbench.gzip "$GZIP" -crawlbench.dict "$DICT" -crawlbench.nosync="$([ -n "$NOSYNC" ] && echo true || echo false)" \
+	-crawlbench.formedtoday="$([ -n "$FORMEDTODAY" ] && echo true || echo false)" \
 	"$@" >"$LOG" 2>&1
 status=$?
 set -e

@@ -24,6 +24,7 @@
 // response carries an ETag and Last-Modified; robots.txt allows everything.
 // Objects returns the number of URLs a complete crawl fetches.
 //
-// Serve runs the web in a process of its own (a benchmark keeps the site's
-// CPU out of the crawler's figures); Start runs it in the caller's.
+// Spawn runs the web in a process of its own, a test binary's test that
+// calls Serve (a benchmark keeps the site's CPU out of the crawler's
+// figures); Start runs it in the caller's.
 package realweb
