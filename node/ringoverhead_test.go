@@ -30,10 +30,11 @@ func TestRealwebServe(t *testing.T) {
 // times alternated (default 2). Each ring is stable and starts a new day
 // before the clock starts, as on every day but the one a ring forms
 // (HEROD_REALWEB_FORMEDTODAY=1: it crawls on the day it formed, claiming
-// each fetch from the range's former owner); replication, which one node does not do, is off in both. Politeness is
-// the shipped 1 request a second per host, ring-wide (HEROD_REALWEB_POLITE=0:
-// no budget at all). It logs the CPU seconds per 1,000 pages of each and
-// the ring's over the single node's, the median of the rounds' ratios.
+// each fetch from the range's former owner). Replication, which one node
+// does not do, is off in both. Politeness is the shipped 1 request a
+// second per host, ring-wide (HEROD_REALWEB_POLITE=0: no budget at all).
+// It logs the CPU seconds per 1,000 pages of each and the median of the
+// rounds' ratios, ring over one node.
 func TestRingOverheadRealistic(t *testing.T) {
 	if os.Getenv("HEROD_REALWEB") != "1" {
 		t.Skip("the realistic ring overhead benchmark: HEROD_REALWEB=1 (scripts/bench-ring-realistic.sh)")
@@ -74,8 +75,8 @@ func TestRingOverheadRealistic(t *testing.T) {
 }
 
 // crawlRealweb starts a stable ring of count nodes (with newDay, on a
-// new day), seeds it with the web's roots and returns the CPU this process used until it
-// stored want versions, and the wall time.
+// new day), seeds it with the web's roots and returns the CPU this
+// process used until the ring stored want versions, and the wall time.
 func crawlRealweb(t *testing.T, count int, seeds []string, want int, polite, newDay bool) (time.Duration, time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

@@ -23,13 +23,14 @@
 # (comma-separated subset of wget,goget,gogetbusy,herod1,herod$RING), INPROC (1: serve the
 # site from herod's test process instead of a process of its own), GZIP
 # (herod's gzip level; 0: default), DICT (records before the archive trains
-# its zstd dictionary; 0: default, -1: none, gzip records), NOSYNC (1: herod syncs nothing; not
-# durable, shows what syncing costs), FORMEDTODAY (1: the ring crawls on the
-# day it formed, claiming every fetch from the range's former owner;
-# default: the nodes start a new day once the ring is stable), SCRATCH (directory for the site and
-# the crawlers' output; default: the system's temporary directory), LOOPFS
-# (1: use a fresh ext4 file system with a journal, made in a sparse file
-# and loop-mounted for this run; needs root), LOG.
+# its zstd dictionary; 0: default, -1: none, gzip records), NOSYNC (1: herod
+# syncs nothing; not durable, shows what syncing costs), FORMEDTODAY (1: the
+# ring crawls on the day it formed, claiming every fetch from the range's
+# former owner; default: the nodes start a new day once the ring is
+# stable), SCRATCH (directory for the site and the crawlers' output;
+# default: the system's temporary directory), LOOPFS (1: use a fresh ext4
+# file system with a journal, made in a sparse file and loop-mounted for
+# this run; needs root), LOG.
 #
 # Where the files go matters on some machines: on ext4 without a journal
 # (the development VM's root file system) every new inode skips the inodes
