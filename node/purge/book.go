@@ -68,6 +68,7 @@ type Book struct {
 
 	mu       sync.Mutex
 	orders   map[string]Order // by purged peer
+	taking   map[string]bool  // purged peers whose order a Take is carrying out
 	bad      map[string]error // refused orders (message and signature), so a replica's are not checked each round
 	versions int64
 	refused  int64
@@ -82,7 +83,7 @@ func Open(ctx context.Context, cfg Config) (*Book, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	b := &Book{cfg: cfg, log: cfg.Logger, authorities: map[string]bool{}, orders: map[string]Order{}, bad: map[string]error{}}
+	b := &Book{cfg: cfg, log: cfg.Logger, authorities: map[string]bool{}, orders: map[string]Order{}, taking: map[string]bool{}, bad: map[string]error{}}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}
@@ -119,7 +120,9 @@ func (b *Book) Importing(f func()) {
 }
 
 // Take checks o and, if it is new, carries it out and keeps it. It
-// returns the versions removed and whether o was new. A refused order
+// returns the versions removed and whether o was new; of concurrent Takes
+// of one peer's order only one carries it out, the others return at once
+// (not new). A refused order
 // is an error wrapping ErrInvalid or ErrUnauthorized.
 func (b *Book) Take(ctx context.Context, o Order) (int, bool, error) {
 	// Keyed by the whole order, not its signature alone: an order altered
@@ -142,9 +145,15 @@ func (b *Book) Take(ctx context.Context, o Order) (int, bool, error) {
 		b.log.Warn("refused a purge order", "peer", o.Peer, "issuer", o.Issuer, "err", err)
 		return 0, false, err
 	}
+	// One Take carries out a peer's order: the same order arrives from
+	// several peers' exchanges at once.
 	b.mu.Lock()
 	_, have := b.orders[o.Peer]
-	full := len(b.orders) >= MaxOrders
+	have = have || b.taking[o.Peer]
+	full := len(b.orders)+len(b.taking) >= MaxOrders
+	if !have && !full {
+		b.taking[o.Peer] = true
+	}
 	b.mu.Unlock()
 	if have {
 		return 0, false, nil
@@ -152,6 +161,11 @@ func (b *Book) Take(ctx context.Context, o Order) (int, bool, error) {
 	if full {
 		return 0, false, fmt.Errorf("purge: %d orders kept already", MaxOrders)
 	}
+	defer func() {
+		b.mu.Lock()
+		delete(b.taking, o.Peer)
+		b.mu.Unlock()
+	}()
 	// Kept first: a crash during the purge finishes it at the next Open.
 	if err := appendRecord(b.cfg.Path, record{Order: o}); err != nil {
 		return 0, false, fmt.Errorf("purge: keep order: %w", err)

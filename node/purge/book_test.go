@@ -6,6 +6,7 @@ import (
 	"github.com/herod-archive/herod/node/identity"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,13 +22,15 @@ func newTestSigner(t *testing.T) identity.Signer {
 	return s
 }
 
-// fakeStore records the peers purged.
+// fakeStore records the peers purged; each purge takes delay.
 type fakeStore struct {
 	mu     sync.Mutex
 	purged map[string]int
+	delay  time.Duration
 }
 
 func (s *fakeStore) PurgePeer(_ context.Context, p string) (int, error) {
+	time.Sleep(s.delay)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.purged == nil {
@@ -153,6 +156,53 @@ func TestOrderFinishedAtOpen(t *testing.T) {
 	}
 	if store.times(x.Peer()) != 1 {
 		t.Error("an order done was purged again at the next Open")
+	}
+}
+
+// TestConcurrentTakes: the same order taken by several exchanges at once
+// is carried out, kept and counted once.
+func TestConcurrentTakes(t *testing.T) {
+	ctx := context.Background()
+	x := newTestSigner(t)
+	path := filepath.Join(t.TempDir(), "orders")
+	store := &fakeStore{delay: 20 * time.Millisecond}
+	b, err := Open(ctx, Config{Path: path, Self: newTestSigner(t).Peer(), Store: store, Verifier: identity.Verifier{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := order(t, x, x.Peer(), x.Peer(), time.Now()) // a retraction
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	fresh := 0
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, isNew, err := b.Take(ctx, o)
+			if err != nil {
+				t.Error(err)
+			}
+			if isNew {
+				mu.Lock()
+				fresh++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if fresh != 1 || store.times(x.Peer()) != 1 {
+		t.Errorf("8 concurrent Takes: %d new, %d purges; want 1 and 1", fresh, store.times(x.Peer()))
+	}
+	if st := b.Stats(); st.Orders != 1 || st.Versions != 5 {
+		t.Errorf("stats %+v, want 1 order and 5 versions", st)
+	}
+	raw, err := os.ReadFile(path)
+	if lines := strings.Count(string(raw), "\n"); err != nil || lines != 2 {
+		t.Errorf("orders file: %d lines, %v; want the order and its done record", lines, err)
+	}
+	// Taken again later: known, not new.
+	if _, isNew, err := b.Take(ctx, o); err != nil || isNew {
+		t.Errorf("a kept order taken again: new %v, %v", isNew, err)
 	}
 }
 
