@@ -20,7 +20,8 @@ type Peer interface {
 }
 
 // Local is the replica Sync fills: a Peer that also imports (and
-// verifies) files. *archive.Store implements it.
+// verifies) files. Import must be safe for concurrent use: Sync imports
+// the records of a batch at once. *archive.Store implements it.
 type Local interface {
 	Peer
 	Import(ctx context.Context, name string, data []byte) (archive.Version, bool, error)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"sync"
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/id"
@@ -131,8 +132,10 @@ type syncer struct {
 	local    Local
 	peer     Peer
 	opt      Options
-	st       Stats
 	requests int
+
+	mu sync.Mutex // guards st's import counts while storeAll runs
+	st Stats
 }
 
 func (s *syncer) spend() error {
@@ -275,7 +278,8 @@ func (s *syncer) pullBatches(ctx context.Context, br BatchReader, es []archive.E
 			es = es[n:]
 			continue
 		}
-		var again []archive.Entry
+		var again, ok []archive.Entry
+		var data [][]byte
 		for i, f := range got {
 			switch {
 			case errors.Is(f.Err, ErrOmitted):
@@ -283,10 +287,11 @@ func (s *syncer) pullBatches(ctx context.Context, br BatchReader, es []archive.E
 			case f.Err != nil:
 				s.st.Failed++
 			default:
-				if err := s.store(ctx, es[i], f.Data); err != nil {
-					return err
-				}
+				ok, data = append(ok, es[i]), append(data, f.Data)
 			}
+		}
+		if err := s.storeAll(ctx, ok, data); err != nil {
+			return err
 		}
 		if len(again) == n {
 			return fmt.Errorf("%w: a batch reply held no record", ErrProtocol)
@@ -313,9 +318,44 @@ func (s *syncer) pull(ctx context.Context, e archive.Entry) error {
 	return s.store(ctx, e, data)
 }
 
-// store imports a record read from the peer, which Import verifies.
+// importers bounds the records of one batch imported at once.
+const importers = 8
+
+// storeAll imports a batch's records, importers at a time: a store syncs
+// what its writers have under way together, so concurrent imports share
+// syncs where one at a time would wait for a sync each. It returns the
+// first error that stops the sync.
+func (s *syncer) storeAll(ctx context.Context, es []archive.Entry, data [][]byte) error {
+	if len(es) == 1 {
+		return s.store(ctx, es[0], data[0])
+	}
+	errs := make([]error, len(es))
+	sem := make(chan struct{}, importers)
+	var wg sync.WaitGroup
+	for i := range es {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[i] = s.store(ctx, es[i], data[i])
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// store imports a record read from the peer, which Import verifies. It
+// may run on several goroutines at once (storeAll).
 func (s *syncer) store(ctx context.Context, e archive.Entry, data []byte) error {
 	_, added, err := s.local.Import(ctx, e.Name(), data)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	switch {
 	case errors.Is(err, archive.ErrCorrupt):
 		s.st.Rejected++
