@@ -3,7 +3,9 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -265,6 +267,10 @@ func between(s, start, end string) string {
 // stable local ring of n nodes configured for quick tests (4 virtual
 // servers each, 100 ms stabilization, 20 ms link flushes, a host rate that
 // does not slow the crawl); both stop when the test ends.
+// traceTo, when set, receives the debug log of every node startWebAndRing
+// starts (tests that trace set it before and clear it after).
+var traceTo io.Writer
+
 func startWebAndRing(ctx context.Context, t testing.TB, n int, webCfg sampleweb.Config, tweak ...func(*crawl.Config)) (*sampleweb.Web, *LocalRing) {
 	t.Helper()
 	cc := crawl.Config{HostRate: 2000, Concurrency: 16, AllowPrivate: loopback}
@@ -276,11 +282,19 @@ func startWebAndRing(ctx context.Context, t testing.TB, n int, webCfg sampleweb.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { web.Close() })
-	lr, err := StartLocalRing(ctx, t.TempDir(), n, Config{
+	base := Config{
 		VirtualServers:    4,
 		StabilizeInterval: 100 * time.Millisecond,
 		FlushInterval:     20 * time.Millisecond,
 		Crawl:             cc,
+	}
+	if traceTo != nil {
+		base.Logger = slog.New(slog.NewTextHandler(traceTo, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	// Each node names itself in its User-Agent: the site's log tells who
+	// fetched what.
+	lr, err := StartLocalRing(ctx, t.TempDir(), n, base, func(i int, c *Config) {
+		c.Crawl.UserAgent = fmt.Sprintf("herod-node%d", i)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -21,10 +21,11 @@ type LocalRing struct {
 
 // StartLocalRing starts count nodes with data directories under dir. Each
 // node gets a copy of base with its own DataDir, a free loopback port for the
-// ring and one for the gateway; every node after the first joins through the
+// ring and one for the gateway, then each function of each applied with
+// its index; every node after the first joins through the
 // first. base.Seeds is ignored: seed with Nodes[i].Seed once WaitStable
 // returns, so that links reach their true owners.
-func StartLocalRing(ctx context.Context, dir string, count int, base Config) (*LocalRing, error) {
+func StartLocalRing(ctx context.Context, dir string, count int, base Config, each ...func(i int, c *Config)) (*LocalRing, error) {
 	if count < 1 {
 		return nil, errors.New("local ring: need at least one node")
 	}
@@ -42,6 +43,9 @@ func StartLocalRing(ctx context.Context, dir string, count int, base Config) (*L
 			cfg.Join = []string{lr.Nodes[0].Multiaddr()}
 		}
 		cfg.Seeds = nil
+		for _, f := range each {
+			f(i, &cfg)
+		}
 		n, err := New(cfg)
 		if err != nil {
 			lr.Close()

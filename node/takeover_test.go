@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +24,24 @@ func requestsPerURL(web *sampleweb.Web) map[string]int {
 		out["http://"+r.Host+r.Path]++
 	}
 	return out
+}
+
+// newDayRequests counts, per URL, the requests the site saw from each
+// node (by User-Agent) since its new day began (began; a node not in it
+// counts from the start), robots.txt aside, and how many came before.
+func newDayRequests(web *sampleweb.Web, began map[string]time.Time) (map[string]int, int) {
+	out, before := map[string]int{}, 0
+	for _, r := range web.Requests() {
+		if r.Path == "/robots.txt" {
+			continue
+		}
+		if b, ok := began[r.UserAgent]; ok && r.Time.Before(b) {
+			before++
+			continue
+		}
+		out["http://"+r.Host+r.Path]++
+	}
+	return out, before
 }
 
 // checkOncePerURL fails unless every URL of known was requested exactly
@@ -86,6 +105,14 @@ func TestHistoryNeverStops(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
+	// HEROD_HISTORY_TRACE=1 logs, for URLs requested twice or never after
+	// the crash, the nodes' debug lines that name them.
+	var trace *lockedBuffer
+	if os.Getenv("HEROD_HISTORY_TRACE") != "" {
+		trace = &lockedBuffer{}
+		traceTo = trace
+		defer func() { traceTo = nil }()
+	}
 	web, lr := startWebAndRing(ctx, t, 4, sampleweb.Config{Hosts: 3, Pages: 100})
 	for _, n := range lr.Nodes {
 		n.SetReplicationInterval(200 * time.Millisecond)
@@ -134,10 +161,15 @@ func TestHistoryNeverStops(t *testing.T) {
 	// takes the range over when it does, in the middle of the day.
 	web.ResetRequests()
 	var wg sync.WaitGroup
-	for _, n := range lr.Nodes { // at once, as the nodes' clocks start a day
+	var mu sync.Mutex
+	began := map[string]time.Time{} // by User-Agent: when the node's new day began
+	for _, n := range lr.Nodes {    // at once, as the nodes' clocks start a day
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			mu.Lock()
+			began[n.cfg.Crawl.UserAgent] = time.Now()
+			mu.Unlock()
 			if err := n.NewDay(ctx); err != nil {
 				t.Error(err)
 			}
@@ -160,7 +192,13 @@ func TestHistoryNeverStops(t *testing.T) {
 	if err := lr.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	checkOncePerURL(t, "crash", known, requestsPerURL(web))
+	// A survivor that noticed the crash before its new day began took the
+	// range over on the old day: those fetches are the old day's, and the
+	// new day fetches the range again.
+	crashDay, oldDay := newDayRequests(web, began)
+	t.Logf("crash: %d requests on the old day (a take-over before that node's new day)", oldDay)
+	checkOncePerURL(t, "crash", known, crashDay)
+	traceURLs(t, trace, lr, known, crashDay)
 	checkRobotsRefused(t, "crash", lr, refused)
 	var takenOver int64
 	for _, n := range lr.Nodes {
@@ -317,5 +355,46 @@ func checkRobotsRefused(t *testing.T, event string, lr *LocalRing, want int64) {
 	t.Helper()
 	if got := robotsRefused(lr); got != want {
 		t.Errorf("%s: %d URLs checked against robots.txt and refused, want the %d known", event, got, want)
+	}
+}
+
+// traceURLs logs, with a trace, for the first URLs of known requested
+// twice or never: the URL's key, who stored versions of it (fetcher and
+// time), each node's virtual servers with their predecessors, and the
+// take-overs.
+func traceURLs(t *testing.T, trace *lockedBuffer, lr *LocalRing, known []string, got map[string]int) {
+	if trace == nil {
+		return
+	}
+	missing, twice, _ := sampleweb.OncePerURL(known, got)
+	bad := append(twice[:min(len(twice), 3)], missing[:min(len(missing), 3)]...)
+	if len(bad) == 0 {
+		return
+	}
+	ctx := context.Background()
+	for _, n := range lr.Nodes {
+		var vs []string
+		for _, v := range n.ring.Status().Vnodes {
+			pred := "?"
+			if v.Predecessor != nil {
+				pred = v.Predecessor.ID.Short() + "@" + v.Predecessor.Addr
+			}
+			vs = append(vs, v.ID.Short()+"<-"+pred)
+		}
+		t.Logf("node %s (%s): %v", n.self.Addr, n.self.Peer[len(n.self.Peer)-6:], vs)
+	}
+	for _, u := range bad {
+		t.Logf("trace of %s (key %s):", u, id.OfString(u).Short())
+		for _, n := range lr.Nodes {
+			vs, _ := n.store.Versions(ctx, u)
+			for _, v := range vs {
+				t.Logf("   stored at %s: %s by %s", n.self.Addr, v.Time.Format("05.000"), v.Peer[max(0, len(v.Peer)-6):])
+			}
+		}
+	}
+	for _, l := range trace.lines() {
+		if strings.Contains(l, "took over a range") || strings.Contains(l, "crawl: new day") || slices.ContainsFunc(bad, func(u string) bool { return strings.Contains(l, u) }) {
+			t.Log("  ", l)
+		}
 	}
 }
