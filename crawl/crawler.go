@@ -154,7 +154,7 @@ type Crawler struct {
 	curInFlight int64                 // this epoch's entries in flight (st.inFlight counts all)
 	known       int64
 	reqHosts    map[string]hostReqs // dynamic requisites queued per host today (AddRequisites)
-	passed      map[string]struct{} // URLs passed on on passedDay (requeueable)
+	passed      map[string]struct{} // URLs passed on on passedDay, a queue day (requeueable)
 	passedDay   int64
 	st          counters
 	logged      map[string]bool

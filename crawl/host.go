@@ -320,7 +320,7 @@ const maxPassed = 1 << 16
 // passes leave it seen, so two disagreeing views cannot pass a URL around
 // for the rest of the day.
 func (c *Crawler) requeueable(url string) {
-	day := c.Today()
+	day := c.CurrentDay() // the queue's day, which NewDay may set ahead of the clock's
 	c.mu.Lock()
 	if c.passedDay != day || len(c.passed) >= maxPassed {
 		c.passed, c.passedDay = map[string]struct{}{}, day

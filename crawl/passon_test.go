@@ -16,23 +16,7 @@ func TestMovedEntryPassedOn(t *testing.T) {
 	clock := newClock()
 	cfg := testConfig(clock)
 	f := &relocForwarder{moved: s.url("/moved")}
-	c, err := New(t.TempDir(), cfg, newMemArchive(), f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := c.Add(ctx, []string{s.url("/kept"), s.url("/moved")}); err != nil {
-		t.Fatal(err)
-	}
-	f.on.Store(true) // a node joined in front of ours before the fetch
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Close(); err != nil && !errors.Is(err, ErrClosed) {
-			t.Error(err)
-		}
-	})
+	c := startRelocating(t, cfg, f, s.url("/kept"), s.url("/moved")) // moved: a node joined in front of ours before the fetch
 	waitIdle(t, c)
 	if n := len(s.requests("/moved")); n != 0 {
 		t.Errorf("/moved requested %d times by a node that no longer owns it", n)
@@ -40,9 +24,7 @@ func TestMovedEntryPassedOn(t *testing.T) {
 	if n := len(s.requests("/kept")); n != 1 {
 		t.Errorf("/kept requested %d times, want 1", n)
 	}
-	f.mu.Lock()
-	passed := slices.Clone(f.passed)
-	f.mu.Unlock()
+	passed := f.passedOn()
 	if got := passed; !slices.Equal(got, []string{s.url("/moved")}) {
 		t.Errorf("passed on %v, want only /moved", got)
 	}
@@ -73,6 +55,13 @@ func (f *relocForwarder) PassOn(_ context.Context, u string) error {
 	return nil
 }
 
+// passedOn returns the URLs passed on so far.
+func (f *relocForwarder) passedOn() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.passed)
+}
+
 // TestLinksBeforeStartKept: a new node's links can arrive between its
 // ring join and Start. The day Start would begin then must not drop them:
 // one this node no longer owns by then is passed on, not lost.
@@ -83,30 +72,12 @@ func TestLinksBeforeStartKept(t *testing.T) {
 	moved := s.url("/moved")
 	cfg.Owns = func(u string) bool { return u != moved }
 	f := &relocForwarder{moved: moved}
-	c, err := New(t.TempDir(), cfg, newMemArchive(), f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := c.Add(ctx, []string{s.url("/kept"), moved}); err != nil {
-		t.Fatal(err)
-	}
-	f.on.Store(true)
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Close(); err != nil && !errors.Is(err, ErrClosed) {
-			t.Error(err)
-		}
-	})
+	c := startRelocating(t, cfg, f, s.url("/kept"), moved)
 	waitIdle(t, c)
 	if n := len(s.requests("/kept")); n != 1 {
 		t.Errorf("/kept requested %d times, want 1", n)
 	}
-	f.mu.Lock()
-	passed := slices.Clone(f.passed)
-	f.mu.Unlock()
+	passed := f.passedOn()
 	if !slices.Equal(passed, []string{moved}) {
 		t.Errorf("passed on %v, want /moved (dropped at Start otherwise)", passed)
 	}
@@ -122,23 +93,8 @@ func TestPassedOnComesBack(t *testing.T) {
 	clock := newClock()
 	cfg := testConfig(clock)
 	f := &relocForwarder{moved: s.url("/back")}
-	c, err := New(t.TempDir(), cfg, newMemArchive(), f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	if err := c.Add(ctx, []string{s.url("/back")}); err != nil {
-		t.Fatal(err)
-	}
-	f.on.Store(true)
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Close(); err != nil && !errors.Is(err, ErrClosed) {
-			t.Error(err)
-		}
-	})
+	c := startRelocating(t, cfg, f, s.url("/back"))
 	waitIdle(t, c)
 	f.on.Store(false) // the views agree now: the URL is this node's
 	if err := c.Add(ctx, []string{s.url("/back")}); err != nil {
@@ -164,13 +120,50 @@ func TestPassedOnComesBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitIdle(t, c)
-	f.mu.Lock()
-	passed := slices.Clone(f.passed)
-	f.mu.Unlock()
+	passed := f.passedOn()
 	if want := []string{s.url("/back"), s.url("/twice"), s.url("/twice")}; !slices.Equal(passed, want) {
 		t.Errorf("passed on %v, want %v", passed, want)
 	}
 	if n := len(s.requests("/twice")); n != 0 {
 		t.Errorf("/twice requested %d times, want 0 (seen after its second pass)", n)
 	}
+	// A new day started ahead of the clock's (NewDay) forgets the passes:
+	// passed on once that day, /twice comes back and is fetched.
+	f.on.Store(true)
+	if err := c.NewDay(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	f.on.Store(false)
+	if err := c.Add(ctx, []string{s.url("/twice")}); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	if n := len(s.requests("/twice")); n != 1 {
+		t.Errorf("/twice requested %d times on the next day after one pass, want 1", n)
+	}
+}
+
+// startRelocating starts a crawler of cfg with forwarder f and urls
+// queued, f passing on its moved URL from the start; Close is a cleanup.
+func startRelocating(t *testing.T, cfg Config, f *relocForwarder, urls ...string) *Crawler {
+	t.Helper()
+	c, err := New(t.TempDir(), cfg, newMemArchive(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.Add(ctx, urls); err != nil {
+		t.Fatal(err)
+	}
+	f.on.Store(true)
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil && !errors.Is(err, ErrClosed) {
+			t.Error(err)
+		}
+	})
+	return c
 }
