@@ -322,17 +322,7 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int, 
 		}
 	}
 	stored := lr.NewVersions
-	wire0 := map[string]int64{}
-	for _, nd := range lr.Nodes {
-		for _, w := range status.Wire(nd.bwc) {
-			wire0[w.Protocol] += w.Out
-		}
-	}
-	var calls0 uint64
-	for _, nd := range lr.Nodes {
-		c, _ := nd.tr.CallStats()
-		calls0 += c
-	}
+	wire0, calls0 := ringTraffic(lr)
 	if *crawlBenchProf != "" {
 		f, err := os.Create(fmt.Sprintf("%s-herod%d.prof", *crawlBenchProf, count))
 		if err != nil {
@@ -368,17 +358,7 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int, 
 		pprof.StopCPUProfile()
 	}
 	{
-		wire := map[string]int64{}
-		for _, nd := range lr.Nodes {
-			for _, w := range status.Wire(nd.bwc) {
-				wire[w.Protocol] += w.Out
-			}
-		}
-		var calls uint64
-		for _, nd := range lr.Nodes {
-			c, _ := nd.tr.CallStats()
-			calls += c
-		}
+		wire, calls := ringTraffic(lr)
 		for _, p := range slices.Sorted(maps.Keys(wire)) {
 			if d := wire[p] - wire0[p]; d > 0 {
 				t.Logf("herod x%d wire %-24s %8d bytes out, %6.1f a page", count, p, d, float64(d)/float64(want))
@@ -423,7 +403,7 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int, 
 		ps.Expired += p.Expired
 		ps.FallbackWaits += p.FallbackWaits
 	}
-	var handed, skipped, delivered, overHops, direct, remote, wireOut, walks, hops int64
+	var handed, skipped, delivered, overHops, direct, remote, walks, hops int64
 	for _, nd := range lr.Nodes {
 		fs := nd.fwd.Stats()
 		handed += nd.crawler.Stats().Forwarded
@@ -434,12 +414,9 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int, 
 		hops += fs.Hops
 		overHops += nd.links.Stats().OverHops
 		direct += fs.Direct
-		for _, w := range status.Wire(nd.bwc) {
-			if w.Protocol == string(linksProtocol) {
-				wireOut += w.Out
-			}
-		}
 	}
+	wire, _ := ringTraffic(lr)
+	wireOut := wire[string(linksProtocol)]
 	if remote > 0 {
 		t.Logf("herod x%d links on the wire: %d walks, %d batches, %d links sent to other nodes in %d bytes of %s streams, %.1f bytes a link (mean URL %.1f bytes)",
 			count, walks, hops, remote, wireOut, linksProtocol, float64(wireOut)/float64(remote), meanURLLen)
@@ -460,6 +437,21 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int, 
 		t.Logf("close ring: %v", err)
 	}
 	return crawlResult{elapsed: elapsed, cpu: cpu, rec: rec, busy: busy}
+}
+
+// ringTraffic sums over the ring's nodes the bytes sent per protocol
+// and the ring calls made, since they started.
+func ringTraffic(lr *LocalRing) (map[string]int64, uint64) {
+	wire := map[string]int64{}
+	var calls uint64
+	for _, nd := range lr.Nodes {
+		for _, w := range status.Wire(nd.bwc) {
+			wire[w.Protocol] += w.Out
+		}
+		c, _ := nd.tr.CallStats()
+		calls += c
+	}
+	return wire, calls
 }
 
 // logRepeats logs, for URLs fetched more than once ("/path xN"), which

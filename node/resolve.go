@@ -44,8 +44,8 @@ func (r *resolver) Get(ctx context.Context, url string, t time.Time) (archive.Ve
 	return r.resolve.Get(ctx, url, t)
 }
 
-// ownsURL reports whether this node owns the canonical url; the crawler uses
-// it to re-queue only its own URLs at the start of a day.
+// ownsURL reports whether this node owns the canonical url by its view
+// now: what link receipt queues (the day's plan is plansURL).
 func (n *Node) ownsURL(url string) bool { return n.ring.Owns(id.OfString(url)) }
 
 // plansURL reports whether the day's crawl of this node includes the

@@ -50,6 +50,19 @@ type noVnodes struct{}
 func (noVnodes) Vnodes() []ring.Node                 { return nil }
 func (noVnodes) Predecessor(id.ID) (ring.Node, bool) { return ring.Node{}, false }
 
+// answerer is the claim service of host b on day 1, behind gate; it
+// counts no refusal.
+func answerer(b host.Host, open Opener, gate func(network.Stream) (ring.Node, bool)) *Service {
+	return &Service{
+		Claims:     claim.New(claim.Config{Peer: b.ID().String(), Ring: noVnodes{}, Transport: Transport{Open: open}}),
+		Self:       b.ID().String(),
+		Day:        func() int64 { return 1 },
+		Base:       context.Background,
+		Gate:       gate,
+		RefuseRole: func(ring.Node, string, error) {},
+	}
+}
+
 // TestHandoverRefusals: a handover for another member's virtual server
 // is refused as outside the sender's role, and the refusal reaches the
 // sender as a remote error; a non-member's stream is reset.
@@ -57,20 +70,14 @@ func TestHandoverRefusals(t *testing.T) {
 	a, b, open := twoHosts(t)
 	member := true
 	var refused []string
-	sv := &Service{
-		Claims: claim.New(claim.Config{Peer: b.ID().String(), Ring: noVnodes{}, Transport: Transport{Open: open}}),
-		Self:   b.ID().String(),
-		Day:    func() int64 { return 1 },
-		Base:   context.Background,
-		Gate: func(s network.Stream) (ring.Node, bool) {
-			if !member {
-				s.Reset()
-				return ring.Node{}, false
-			}
-			return ring.Node{Contact: ring.Contact{Peer: a.ID().String(), Addr: "127.0.0.1:4001"}}, true
-		},
-		RefuseRole: func(m ring.Node, proto string, err error) { refused = append(refused, proto) },
-	}
+	sv := answerer(b, open, func(s network.Stream) (ring.Node, bool) {
+		if !member {
+			s.Reset()
+			return ring.Node{}, false
+		}
+		return ring.Node{Contact: ring.Contact{Peer: a.ID().String(), Addr: "127.0.0.1:4001"}}, true
+	})
+	sv.RefuseRole = func(m ring.Node, proto string, err error) { refused = append(refused, proto) }
 	b.SetStreamHandler(HandoverProtocol, sv.HandleHandover)
 	from := &Service{Open: open}
 	to := ring.Node{Contact: ring.Contact{Peer: b.ID().String()}}
@@ -93,17 +100,10 @@ func TestHandoverRefusals(t *testing.T) {
 // for longer, not fetched after three tries.
 func TestClaimRefusedByGate(t *testing.T) {
 	a, b, open := twoHosts(t)
-	sv := &Service{
-		Claims: claim.New(claim.Config{Peer: b.ID().String(), Ring: noVnodes{}, Transport: Transport{Open: open}}),
-		Self:   b.ID().String(),
-		Day:    func() int64 { return 1 },
-		Base:   context.Background,
-		Gate: func(s network.Stream) (ring.Node, bool) {
-			s.Reset()
-			return ring.Node{}, false
-		},
-		RefuseRole: func(ring.Node, string, error) {},
-	}
+	sv := answerer(b, open, func(s network.Stream) (ring.Node, bool) {
+		s.Reset()
+		return ring.Node{}, false
+	})
 	b.SetStreamHandler(ClaimProtocol, sv.HandleClaim)
 	tr := Transport{Open: open}
 	q := claim.Request{URL: "http://site.example/", Day: 1, Vnode: ring.Node{Contact: ring.Contact{Peer: a.ID().String(), Addr: "127.0.0.1:4001"}}}

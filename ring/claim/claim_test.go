@@ -27,6 +27,11 @@ func (f *fakeRing) Predecessor(v id.ID) (ring.Node, bool) {
 	return ring.Node{}, false
 }
 
+// byRing sorts ns clockwise by their virtual servers' ids.
+func byRing(ns []*testNode) {
+	slices.SortFunc(ns, func(a, b *testNode) int { return a.v.ID.Cmp(b.v.ID) })
+}
+
 // net carries claims between test nodes by function calls.
 type net struct {
 	nodes  map[string]*Claims
@@ -160,7 +165,7 @@ func TestClaimFollowsChain(t *testing.T) {
 	_, ns := newNet(3)
 	// Clockwise last < mid < first: first held the range, mid joined in
 	// front of it, then last in front of mid. The key lies before last.
-	slices.SortFunc(ns, func(a, b *testNode) int { return a.v.ID.Cmp(b.v.ID) })
+	byRing(ns)
 	last, mid, first := ns[0], ns[1], ns[2]
 	u, k := urlIn(t, first.v.ID, last.v.ID)
 	first.c.ToFetch(ctx, u, k, first.v, day)
@@ -183,7 +188,7 @@ func TestClaimPastMaxHops(t *testing.T) {
 	nw, ns := newNet(7)
 	// Clockwise ns[0] < … < ns[6]: ns[6] held the range and each ns[i]
 	// took it from ns[i+1]. The key lies before ns[0].
-	slices.SortFunc(ns, func(a, b *testNode) int { return a.v.ID.Cmp(b.v.ID) })
+	byRing(ns)
 	first, claimer := ns[6], ns[0]
 	u, k := urlIn(t, first.v.ID, claimer.v.ID)
 	if got := first.c.ToFetch(ctx, u, k, first.v, day); got != Fetch {
@@ -442,7 +447,7 @@ func twoVnodes(t *testing.T, tn *testNode, layout func(x, y id.ID) bool) (ring.N
 func TestClaimAsksEveryFormerOfTheDay(t *testing.T) {
 	ctx := context.Background()
 	nw, ns := newNet(4)
-	slices.SortFunc(ns, func(a, b *testNode) int { return a.v.ID.Cmp(b.v.ID) })
+	byRing(ns)
 	claimer, mid, other, first := ns[0], ns[1], ns[2], ns[3]
 	u, k := urlIn(t, first.v.ID, claimer.v.ID) // before every virtual server
 	if got := first.c.ToFetch(ctx, u, k, first.v, day); got != Fetch {
@@ -470,7 +475,7 @@ func TestTwinAlongTheChain(t *testing.T) {
 	ctx := context.Background()
 	_, ns := newNet(4)
 	three := ns[:3]
-	slices.SortFunc(three, func(a, b *testNode) int { return a.v.ID.Cmp(b.v.ID) })
+	byRing(three)
 	claimer, twin, former, stays := three[0], three[1], three[2], ns[3]
 	makeTwin(stays, twin, former)
 	u, k := urlIn(t, former.v.ID, claimer.v.ID)
@@ -493,7 +498,7 @@ func TestTwinAlongTheChain(t *testing.T) {
 func TestClaimTwoFormersOneChain(t *testing.T) {
 	ctx := context.Background()
 	_, ns := newNet(3)
-	slices.SortFunc(ns, func(a, b *testNode) int { return a.v.ID.Cmp(b.v.ID) })
+	byRing(ns)
 	claimer, newer, old := ns[0], ns[1], ns[2]
 	u, k := urlIn(t, old.v.ID, claimer.v.ID)
 	joined(newer, old, day)
@@ -551,7 +556,7 @@ func TestRefusedClaimWaits(t *testing.T) {
 func TestRefusedAlongTheChain(t *testing.T) {
 	ctx := context.Background()
 	nw, ns := newNet(3)
-	slices.SortFunc(ns, func(a, b *testNode) int { return a.v.ID.Cmp(b.v.ID) })
+	byRing(ns)
 	last, mid, first := ns[0], ns[1], ns[2]
 	u, k := urlIn(t, first.v.ID, last.v.ID)
 	first.c.ToFetch(ctx, u, k, first.v, day)
@@ -577,7 +582,7 @@ func TestTwinClaimsElsewhere(t *testing.T) {
 	ctx := context.Background()
 	_, ns := newNet(3)
 	two := ns[:2]
-	slices.SortFunc(two, func(a, b *testNode) int { return a.v.ID.Cmp(b.v.ID) })
+	byRing(two)
 	moves, former, stays := two[0], two[1], ns[2]
 	makeTwin(stays, moves, former)
 	u, k := urlIn(t, former.v.ID, moves.v.ID)
@@ -602,7 +607,7 @@ func TestTwinClaimsElsewhere(t *testing.T) {
 func TestTookFromOwnVirtualServer(t *testing.T) {
 	ctx := context.Background()
 	_, ns := newNet(2)
-	slices.SortFunc(ns, func(a, b *testNode) int { return a.v.ID.Cmp(b.v.ID) })
+	byRing(ns)
 	joiner, first := ns[0], ns[1]
 	// Another virtual server of the joiner's node, in front of joiner.v.
 	moved := ring.Node{Contact: joiner.v.Contact}
