@@ -32,7 +32,6 @@ import (
 	"github.com/herod-archive/herod/internal/benchsite"
 	"github.com/herod-archive/herod/internal/sampleweb"
 	"github.com/herod-archive/herod/node/forward"
-	"github.com/herod-archive/herod/node/p2phost"
 	"github.com/herod-archive/herod/node/status"
 	"github.com/herod-archive/herod/ring/claim"
 )
@@ -364,15 +363,13 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int, 
 				t.Logf("herod x%d wire %-24s %8d bytes out, %6.1f a page", count, p, d, float64(d)/float64(want))
 			}
 		}
-		var pool p2phost.PoolStats
 		var claims claim.Stats
 		for _, nd := range lr.Nodes {
-			ps, cs := nd.pool.Stats(), nd.claims.Stats()
-			pool.Opened, pool.Reused, pool.Retried = pool.Opened+ps.Opened, pool.Reused+ps.Reused, pool.Retried+ps.Retried
+			cs := nd.claims.Stats()
 			claims.Sent, claims.Refused = claims.Sent+cs.Sent, claims.Refused+cs.Refused
 		}
-		t.Logf("herod x%d streams: ring calls %d; links and budget requests on %d streams opened, %d reused, %d sent again; claims %d, %d of them refused and asked again",
-			count, calls-calls0, pool.Opened, pool.Reused, pool.Retried, claims.Sent, claims.Refused)
+		t.Logf("herod x%d streams: ring calls %d; claims %d, %d of them refused and asked again",
+			count, calls-calls0, claims.Sent, claims.Refused)
 	}
 	if err := lr.WaitIdle(ctx); err != nil {
 		t.Fatal(err)

@@ -20,7 +20,6 @@ func (n *Node) setupLinks() {
 		LinkReplicas: n.cfg.LinkReplicas,
 		Replicas:     n.cfg.Replicas,
 		Open:         n.openStream,
-		Pool:         n.pool,
 		Gate:         n.gate,
 		RefuseRole:   n.refuseRole,
 		Base:         func() context.Context { return n.ctx },

@@ -53,7 +53,6 @@ type Node struct {
 	metrics  *prometheus.Registry // the node's own and its libp2p host's (metrics.go)
 	ring     *ring.Ring
 	tr       *p2p.Transport
-	pool     *p2phost.Pool    // request-reply streams kept open between requests
 	members  *member.Gate     // the trust boundary (member.go)
 	identity identity.Signer  // signs versions and purge orders
 	purge    *purge.Book      // purge orders (purge.go)
@@ -129,7 +128,6 @@ func New(cfg Config) (n *Node, err error) {
 	if err := p2phost.LimitProtocols(n.host, protocolLimits); err != nil {
 		return nil, err
 	}
-	n.pool = p2phost.NewPool(n.openStream, streamTimeout)
 	tr := p2p.New(n.host, cfg.Logger.With("sub", "ring"))
 	n.tr = tr
 	addr, how, err := reach.RingAddress(context.Background(), n.host, cfg.Listen, cfg.Announce, cfg.AddrTimeout)
@@ -417,9 +415,6 @@ func (n *Node) closeAll() error {
 		errs = append(errs, n.ring.Close())
 	}
 	errs = append(errs, n.dht.Close())
-	if n.pool != nil {
-		n.pool.Close()
-	}
 	if n.host != nil {
 		errs = append(errs, n.host.Close())
 	}

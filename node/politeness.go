@@ -29,7 +29,6 @@ func (n *Node) setupPoliteness(cc *crawl.Config) {
 		Self:   n.self,
 		Ring:   n.ring,
 		Peers:  politePeers{n},
-		Pool:   n.pool,
 		Local:  n.robotsRecord,
 		Logger: n.log.With("sub", "politeness"),
 	})

@@ -2,7 +2,6 @@ package forward
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,7 +17,6 @@ import (
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
-	"github.com/herod-archive/herod/node/p2phost"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -79,9 +77,6 @@ type Links struct {
 	// Open opens a stream of protocol p to the real node behind c, with
 	// a deadline.
 	Open func(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error)
-	// Pool, if set, carries batches over streams kept open between them
-	// (the node's); else each batch opens a stream with Open.
-	Pool *p2phost.Pool
 	// Gate returns the verified ring member a stream comes from; for
 	// another peer it resets the stream and returns false.
 	Gate func(s network.Stream) (ring.Node, bool)
@@ -126,69 +121,42 @@ func (l *Links) Deliver(ctx context.Context, to ring.Node, b Batch) ([]ring.Node
 		}
 		return l.replySuccessorsOf(to.Index, b.Want, b.Next), nil
 	}
-	hdr := Header{VS: to.Index, Hops: b.Hops, Replica: b.Replica, Req: b.Requisites, N: len(b.URLs), Want: b.Want, Next: b.Next}
-	// Header and body go in one Write: one muxer frame.
-	var req bytes.Buffer
-	if err := wire.WriteJSON(&req, hdr); err != nil {
-		return nil, fmt.Errorf("send links: %w", err)
-	}
-	if err := wire.WriteFrame(&req, EncodeLinks(b.URLs)); err != nil {
-		return nil, fmt.Errorf("send links: %w", err)
-	}
-	var rep Reply
-	exchange := func(s network.Stream, r *bufio.Reader) error {
-		if _, err := s.Write(req.Bytes()); err != nil {
-			return fmt.Errorf("send links: %w", err)
-		}
-		if err := wire.ReadJSON(r, MaxReply, &rep); err != nil {
-			return fmt.Errorf("send links: reply: %w", err)
-		}
-		if rep.Error != "" {
-			return fmt.Errorf("send links: %w: %w: %s", p2phost.ErrAnswered, errRemote, rep.Error)
-		}
-		return nil
-	}
-	if l.Pool != nil {
-		if err := l.Pool.Do(ctx, to.Contact, Protocol, exchange); err != nil {
-			return nil, err
-		}
-		return rep.Successors, nil
-	}
 	s, err := l.Open(ctx, to.Contact, Protocol)
 	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
-	if err := exchange(s, bufio.NewReader(s)); err != nil {
-		if !errors.Is(err, p2phost.ErrAnswered) {
-			s.Reset()
-		}
-		return nil, err
+	hdr := Header{VS: to.Index, Hops: b.Hops, Replica: b.Replica, Req: b.Requisites, N: len(b.URLs), Want: b.Want, Next: b.Next}
+	if err := wire.WriteJSON(s, hdr); err != nil {
+		s.Reset()
+		return nil, fmt.Errorf("send links: %w", err)
+	}
+	if err := wire.WriteFrame(s, EncodeLinks(b.URLs)); err != nil {
+		s.Reset()
+		return nil, fmt.Errorf("send links: %w", err)
+	}
+	_ = s.CloseWrite()
+	var rep Reply
+	if err := wire.ReadJSON(bufio.NewReader(s), MaxReply, &rep); err != nil {
+		s.Reset()
+		return nil, fmt.Errorf("send links: reply: %w", err)
+	}
+	if rep.Error != "" {
+		return nil, fmt.Errorf("send links: %w: %s", errRemote, rep.Error)
 	}
 	return rep.Successors, nil
 }
 
-// Handle receives hops of another node's ring walks, one batch after
-// another until the stream ends or stays idle (p2phost.NextRequest): the
-// stream handler of Protocol.
+// Handle receives one hop of another node's ring walk: the stream
+// handler of Protocol.
 func (l *Links) Handle(s network.Stream) {
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(streamTimeout))
-	r := bufio.NewReader(s)
-	for first := true; first || p2phost.NextRequest(s, r, streamTimeout); first = false {
-		if !l.handleOne(s, r) {
-			return
-		}
-	}
-}
-
-// handleOne receives one batch on s, read through r, and answers it. It
-// reports whether the stream may carry another.
-func (l *Links) handleOne(s network.Stream, r *bufio.Reader) bool {
 	m, ok := l.Gate(s)
 	if !ok {
-		return false
+		return
 	}
+	r := bufio.NewReader(s)
 	var hdr Header
 	err := wire.ReadJSON(r, MaxHeader, &hdr)
 	var body []byte
@@ -203,7 +171,7 @@ func (l *Links) handleOne(s network.Stream, r *bufio.Reader) bool {
 		l.CountBadFrame()
 		l.Log().Debug("links: bad request", "peer", s.Conn().RemotePeer(), "err", err)
 		s.Reset()
-		return false
+		return
 	}
 	ctx, cancel := context.WithTimeout(l.Base(), streamTimeout)
 	defer cancel()
@@ -214,9 +182,10 @@ func (l *Links) handleOne(s network.Stream, r *bufio.Reader) bool {
 				l.RefuseRole(m, string(Protocol), err)
 			}
 			_ = wire.WriteJSON(s, Reply{Error: err.Error()})
-			return false
+			return
 		}
-		return wire.WriteJSON(s, rep) == nil
+		_ = wire.WriteJSON(s, rep)
+		return
 	}
 	if hdr.Replica {
 		if err := l.replicaRole(ctx, urls); err != nil {
@@ -224,7 +193,7 @@ func (l *Links) handleOne(s network.Stream, r *bufio.Reader) bool {
 				l.RefuseRole(m, string(Protocol), err)
 			}
 			_ = wire.WriteJSON(s, Reply{Error: err.Error()})
-			return false
+			return
 		}
 	}
 	if err := l.receiveKind(ctx, urls, hdr.Hops, hdr.Replica, hdr.Req); err != nil {
@@ -233,7 +202,7 @@ func (l *Links) handleOne(s network.Stream, r *bufio.Reader) bool {
 		l.linksReceived.Add(int64(len(urls)))
 		rep.Successors = l.replySuccessorsOf(hdr.VS, hdr.Want, hdr.Next)
 	}
-	return wire.WriteJSON(s, rep) == nil
+	_ = wire.WriteJSON(s, rep)
 }
 
 // replySuccessorsOf returns the successors the sender of a batch to the

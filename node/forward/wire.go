@@ -21,8 +21,7 @@ import (
 //
 // URLs are sorted lexicographically inside a batch (the walk's order by
 // key is of no use to the recipient), so that URLs of one host sit together
-// and compress well. A stream may carry several requests in turn, each
-// after the reply to the one before (p2phost.Pool).
+// and compress well.
 const Protocol protocol.ID = "/herod/links/1.0.0"
 
 // Header is frame 1 of a links request.

@@ -6,18 +6,16 @@
 // (StartRelayService), joining through a relay when nothing can dial the
 // node (RelayedAddress, KeepRelayed), finding the household's other nodes
 // on the LAN (StartLAN), and reading and writing member addresses as
-// given to --join (ParseContact, RelayContactOf; JoinAddr, Members), and
-// request-reply streams kept open between requests (Pool, NextRequest:
-// pool.go). Which protocols get which limits, and
-// when a node joins through a relay, is the node's wiring (node/limits.go,
-// node/node.go); how its ring address is chosen is package reach's.
+// given to --join (ParseContact, RelayContactOf; JoinAddr, Members).
+// Which protocols get which limits, and when a node joins through a
+// relay, is the node's wiring (node/limits.go, node/node.go); how its
+// ring address is chosen is package reach's.
 //
 // Invariants: a stream over its protocol's limit is reset before its
 // handler runs; a circuit a relay serves has no time or byte cut (ring
 // traffic runs over it), only bounds on reservations and circuits; a
 // relayed node that loses its relay or its public IP says so once, on
-// the channel KeepRelayed was given, and stops; a Pool holds at most one
-// idle stream per peer and protocol.
+// the channel KeepRelayed was given, and stops.
 //
 // Concurrency: every function is safe for concurrent use; KeepRelayed
 // runs until its context ends or it reported a change.

@@ -15,14 +15,12 @@ import (
 
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/wire"
-	"github.com/herod-archive/herod/node/p2phost"
 	"github.com/herod-archive/herod/ring"
 )
 
 // BudgetProtocol leases request slots of a host's ring-wide schedule from
 // the node that owns HostKey(host). One request, one reply, both JSON
-// frames of at most maxBudgetFrame bytes; a stream may carry several in
-// turn (p2phost.Pool).
+// frames of at most maxBudgetFrame bytes.
 const BudgetProtocol protocol.ID = "/herod/budget/1.0.0"
 
 const (
@@ -133,31 +131,20 @@ func (p *Service) lease(ctx context.Context, host string, k int, iv, sp time.Dur
 
 // callBudget sends one lease request to c.
 func (p *Service) callBudget(ctx context.Context, c ring.Contact, req BudgetRequest) (slotGrant, error) {
-	var rep BudgetReply
-	exchange := func(s network.Stream, r *bufio.Reader) error {
-		if err := wire.WriteJSON(s, req); err != nil {
-			return fmt.Errorf("budget request: %w", err)
-		}
-		if err := wire.ReadJSON(r, maxBudgetFrame, &rep); err != nil {
-			return fmt.Errorf("budget reply: %w", err)
-		}
-		return nil
+	s, err := p.peers.Open(ctx, c, BudgetProtocol)
+	if err != nil {
+		return slotGrant{}, err
 	}
-	if p.pool != nil {
-		if err := p.pool.Do(ctx, c, BudgetProtocol, exchange); err != nil {
-			return slotGrant{}, err
-		}
-	} else {
-		s, err := p.peers.Open(ctx, c, BudgetProtocol)
-		if err != nil {
-			return slotGrant{}, err
-		}
-		err = exchange(s, bufio.NewReader(s))
-		if err != nil {
-			s.Reset()
-			return slotGrant{}, err
-		}
-		_ = s.Close()
+	defer s.Close()
+	if err := wire.WriteJSON(s, req); err != nil {
+		s.Reset()
+		return slotGrant{}, fmt.Errorf("budget request: %w", err)
+	}
+	_ = s.CloseWrite()
+	var rep BudgetReply
+	if err := wire.ReadJSON(bufio.NewReader(s), maxBudgetFrame, &rep); err != nil {
+		s.Reset()
+		return slotGrant{}, fmt.Errorf("budget reply: %w", err)
 	}
 	switch {
 	case rep.NotOwner:
@@ -172,28 +159,21 @@ func (p *Service) callBudget(ctx context.Context, c ring.Contact, req BudgetRequ
 	return slotGrant{Delays: rep.Delays, RetryAfter: rep.RetryAfter}, nil
 }
 
-// HandleBudget answers lease requests for hosts this node owns, one
-// after another until the stream ends or stays idle
-// (p2phost.NextRequest).
+// HandleBudget answers a lease request for a host this node owns.
 func (p *Service) HandleBudget(s network.Stream) {
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(streamTimeout))
-	r := bufio.NewReader(s)
-	for first := true; first || p2phost.NextRequest(s, r, streamTimeout); first = false {
-		if !p.peers.Admit(s) {
-			return
-		}
-		var req BudgetRequest
-		if err := wire.ReadJSON(r, maxBudgetFrame, &req); err != nil {
-			p.c.badPeers.Add(1)
-			p.log.Debug("budget: bad request", "peer", s.Conn().RemotePeer(), "err", err)
-			s.Reset()
-			return
-		}
-		if err := wire.WriteJSON(s, p.answerBudget(req, requester(s.Conn().RemoteMultiaddr(), s.Conn().RemotePeer().String()))); err != nil {
-			return
-		}
+	if !p.peers.Admit(s) {
+		return
 	}
+	var req BudgetRequest
+	if err := wire.ReadJSON(bufio.NewReader(s), maxBudgetFrame, &req); err != nil {
+		p.c.badPeers.Add(1)
+		p.log.Debug("budget: bad request", "peer", s.Conn().RemotePeer(), "err", err)
+		s.Reset()
+		return
+	}
+	_ = wire.WriteJSON(s, p.answerBudget(req, requester(s.Conn().RemoteMultiaddr(), s.Conn().RemotePeer().String())))
 }
 
 // requester names whom a lease request from a peer at addr counts

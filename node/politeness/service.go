@@ -14,7 +14,6 @@ import (
 
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/id"
-	"github.com/herod-archive/herod/node/p2phost"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -52,9 +51,6 @@ type Config struct {
 	Self  ring.Contact // this node
 	Ring  Ring
 	Peers Peers
-	// Pool, if set, carries lease requests over streams kept open between
-	// them (the node's); else each opens a stream with Peers.Open.
-	Pool *p2phost.Pool
 	// Local returns this node's own record of origin's robots.txt (its
 	// crawler's cache, crawl.Crawler.RobotsRecord), which it fetches at
 	// most once per RobotsTTL; an error while the node is not crawling.
@@ -70,7 +66,6 @@ type Service struct {
 	self   ring.Contact
 	ring   Ring
 	peers  Peers
-	pool   *p2phost.Pool
 	local  func(ctx context.Context, origin string) (crawl.RobotsRecord, error)
 	rate   float64
 	log    *slog.Logger
@@ -113,7 +108,6 @@ func New(cfg Config) *Service {
 		self:   cfg.Self,
 		ring:   cfg.Ring,
 		peers:  cfg.Peers,
-		pool:   cfg.Pool,
 		local:  cfg.Local,
 		rate:   rate,
 		log:    log,
