@@ -79,25 +79,29 @@ html,body{height:100%;margin:0}body{display:flex;flex-direction:column;font:13px
 func framePage(d bannerData, src, content, ts string, pending bool) []byte {
 	e := html.EscapeString
 	u := e(d.URL)
-	var b strings.Builder
-	b.Grow(2048 + len(uiJS) + 6*len(u))
-	b.WriteString(frameHead)
-	b.WriteString(u + " · " + e(d.Date) + " · herod</title>\n" + frameStyle)
-	b.WriteString(`</head><body>
+	// One buffer, appended to piece by piece: joining the pieces with +
+	// first cost as much as the rest of the request.
+	b := make([]byte, 0, len(frameHead)+len(frameStyle)+len(uiJS)+2048+8*len(u)+2*len(src))
+	w := func(ss ...string) {
+		for _, s := range ss {
+			b = append(b, s...)
+		}
+	}
+	w(frameHead, u, " · ", e(d.Date), " · herod</title>\n", frameStyle)
+	w(`</head><body>
 <div id="herod-banner" role="banner">
 <a class="home" href="/">herod</a>
-<span>captured <span id="herod-date">` + e(d.Date) + `</span> UTC</span>
-<span id="herod-url">` + u + `</span>
-`)
+<span>captured <span id="herod-date">`, e(d.Date), `</span> UTC</span>
+<span id="herod-url">`, u, "</span>\n")
 	neighbour := func(id, ts, label string, prev bool) {
-		b.WriteString(`<a id="` + id + `" href="/web/` + e(ts) + `/` + u + `"`)
+		w(`<a id="`, id, `" href="/web/`, e(ts), `/`, u, `"`)
 		if ts == "" {
-			b.WriteString(` hidden`)
+			w(` hidden`)
 		}
 		if prev {
-			b.WriteString(`>&#9664; <span>` + e(label) + "</span></a>\n")
+			w(`>&#9664; <span>`, e(label), "</span></a>\n")
 		} else {
-			b.WriteString(`><span>` + e(label) + "</span> &#9654;</a>\n")
+			w(`><span>`, e(label), "</span> &#9654;</a>\n")
 		}
 	}
 	neighbour("herod-prev", d.PrevTS, d.PrevLabel, true)
@@ -109,16 +113,16 @@ func framePage(d bannerData, src, content, ts string, pending bool) []byte {
 	case d.Count == 1:
 		captures = "1 capture"
 	}
-	b.WriteString(`<a id="herod-dates" href="/web/*/` + u + `">` + captures + `</a>
-<form method="get" action="/"><input name="url" value="` + u + `" aria-label="URL" size="30"><input name="date" value="` + e(ts) +
+	w(`<a id="herod-dates" href="/web/*/`, u, `">`, captures, `</a>
+<form method="get" action="/"><input name="url" value="`, u, `" aria-label="URL" size="30"><input name="date" value="`, e(ts),
 		`" aria-label="date" size="14"><button type="submit">Go</button></form>
 </div>
-<iframe id="herod-frame" title="archived page" src="` + e(src) + `" sandbox="` + frameSandbox + `" allow="fullscreen"
- data-content-origin="` + e(content) + `" data-url="` + u + `" data-ts="` + e(ts) + `"` + pendingAttr[pending] + `></iframe>
+<iframe id="herod-frame" title="archived page" src="`, e(src), `" sandbox="`, frameSandbox, `" allow="fullscreen"
+ data-content-origin="`, e(content), `" data-url="`, u, `" data-ts="`, e(ts), `"`, pendingAttr[pending], `></iframe>
 <script>`)
-	b.Write(uiJS)
-	b.WriteString("</script>\n</body></html>\n")
-	return []byte(b.String())
+	b = append(b, uiJS...)
+	w("</script>\n</body></html>\n")
+	return b
 }
 
 // pendingAttr marks the frame of a page whose banner ui.js fills in.
