@@ -2,6 +2,7 @@ package gatewaytest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"html"
 	"net"
@@ -14,10 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/fidelityweb"
 )
 
 // delayProxy forwards TCP connections to a target, holding every chunk
@@ -232,6 +237,12 @@ type arrival struct {
 	// noWorker: the tab bypasses service workers (the gateway writes
 	// every framed page).
 	noWorker bool
+	// link: by following a link of an archived page to another page of
+	// its site (the page loaded first, not timed), as a reader browsing
+	// an archived site does; framed, only the content frame navigates.
+	// The link leads to one of links (archived pages, no error page).
+	link  bool
+	links []string
 }
 
 var arrivals = []arrival{
@@ -239,6 +250,7 @@ var arrivals = []arrival{
 	{name: "typed-warm"},
 	{name: "calendar-cold", cold: true, calendar: true},
 	{name: "calendar-warm", calendar: true},
+	{name: "link", link: true},
 }
 
 // loadTime opens an archived page in a new tab, as arrival a says, and
@@ -259,6 +271,9 @@ func (c *chrome) loadTime(tb testing.TB, base, ts, page string, a arrival) time.
 		tb.Fatal(err)
 	}
 	target := base + "/web/" + ts + "/" + page
+	if a.link {
+		return c.linkTime(tb, ctx, target, a.links)
+	}
 	if a.calendar {
 		if err := chromedp.Do(ctx, chromedp.Navigate(base+"/web/*/"+page)); err != nil {
 			tb.Fatalf("load the dates of %s: %v", page, err)
@@ -304,9 +319,13 @@ func median(ds []time.Duration) time.Duration {
 // the UI origin's service worker bypassed (the gateway then writes every
 // framed page). The floor of any framed replay is the single-origin
 // replay in a bare frame of the UI origin (bareFrames), measured
-// for typed arrivals. Each arrival (typed URL or a click on the dates page; in
-// a fresh browser context or one shared by all views) is measured
-// HEROD_VIEWS times (default 9) each way, in rotation. It prints the
+// for typed arrivals and links. Each arrival (typed URL or a click on the dates page, in
+// a fresh browser context or one shared by all views; or a link followed
+// from another page of the site, framed a navigation of the content frame
+// alone) is measured HEROD_VIEWS times (default 9) each way, in rotation
+// (HEROD_ARRIVALS, a comma-separated list of their names, keeps only
+// those), on the pages of the sample web or of the fidelity site
+// (latencyPages, HEROD_LATENCY_SITE). It prints the
 // medians, the fastest views and the median difference within rounds,
 // and runs when HEROD_REPLAY_LATENCY is set; it fails only when a page
 // does not load.
@@ -316,7 +335,7 @@ func TestReplayLatency(t *testing.T) {
 	}
 	rtts, views := latencyEnv(t)
 	br := newChrome(t)
-	m, pages := benchPages(t)
+	m, pages, links := latencyPages(t)
 	const ts = "20240102"
 	for _, rtt := range rtts {
 		delay := time.Duration(rtt) * time.Millisecond / 2
@@ -324,6 +343,10 @@ func TestReplayLatency(t *testing.T) {
 		framed, gw := delayedGateway(t, m, delay)
 		bare := framed + "/bare"
 		for _, a := range arrivals {
+			if only := os.Getenv("HEROD_ARRIVALS"); only != "" && !slices.Contains(strings.Split(only, ","), a.name) {
+				continue
+			}
+			a.links = links
 			nw := a
 			nw.noWorker = true
 			// Ways to one page: the single-origin gateway, the framed one
@@ -388,6 +411,52 @@ func TestReplayLatency(t *testing.T) {
 	}
 }
 
+// latencyPages returns the archive and pages of the browser latency
+// benchmarks, and the archived pages a followed link may lead to: the
+// sample web (benchPages), or with HEROD_LATENCY_SITE=fidelity the
+// fidelity sample site (internal/fidelityweb) as herod's crawler archived
+// it, whose pages load as real ones do, in chains (a stylesheet imports
+// another that loads a web font; ES modules import modules that fetch
+// data and add images) and link to each other through redirects.
+func latencyPages(t *testing.T) (gateway.Archive, []string, []string) {
+	t.Helper()
+	switch site := os.Getenv("HEROD_LATENCY_SITE"); site {
+	case "", "sample":
+		m, pages := benchPages(t)
+		return m, pages, pages
+	case "fidelity":
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		s := fidelityweb.New(fidelityweb.Config{})
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		m, _ := crawlSite(t, s.Seeds(), 0)
+		vs, err := m.List(ctx, gateway.Query{URL: s.URL() + "/", Match: gateway.MatchPrefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pages, links []string
+		for _, v := range vs {
+			if !strings.HasSuffix(v.URL, ".html") || v.Status >= 400 {
+				continue
+			}
+			links = append(links, v.URL)
+			if v.Status == http.StatusOK {
+				pages = append(pages, v.URL)
+			}
+		}
+		if len(pages) == 0 {
+			t.Fatal("the crawl archived no page of the fidelity site")
+		}
+		return m, pages, links
+	default:
+		t.Fatalf("HEROD_LATENCY_SITE=%q: want sample or fidelity", site)
+		return nil, nil, nil
+	}
+}
+
 // latencyEnv returns the round-trip times (HEROD_RTT_MS, comma-separated
 // milliseconds; default 0, 20 and 80) and the views each way
 // (HEROD_VIEWS, default 9) of the browser latency benchmarks.
@@ -415,3 +484,114 @@ func latencyEnv(tb testing.TB) (rtts []int, views int) {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// linkScript returns a script that clicks the first link of the
+// document to another of pages (archived URLs) and returns its URL, ""
+// when the document has none. Banner links and links with a modifier
+// (such as if_) do not count.
+func linkScript(pages []string) string {
+	list, _ := json.Marshal(pages)
+	return `(function(){var ok={};` + string(list) + `.forEach(function(p){ok[p]=1});` +
+		`var as=document.querySelectorAll("a[href]");` +
+		`for(var i=0;i<as.length;i++){var a=as[i],h=a.href,m=/\/web\/[0-9]+\/(.*)$/.exec(h);` +
+		`if(a.closest('[id^="herod"]')||h===location.href||!m||!ok[m[1]])continue;` +
+		`a.click();return h}return ""})()`
+}
+
+// navDone reads the document's Navigation Timing as JSON: its URL, time
+// origin (the start of its navigation, ms since the epoch) and load
+// event end (0 until it ended).
+const navDone = `JSON.stringify({url:location.href,origin:performance.timeOrigin,` +
+	`end:(performance.getEntriesByType("navigation")[0]||{loadEventEnd:0}).loadEventEnd})`
+
+type navTiming struct {
+	URL    string  `json:"url"`
+	Origin float64 `json:"origin"`
+	End    float64 `json:"end"`
+}
+
+// linkTime loads target in the tab (not timed), follows a link of the
+// archived page to another page of its site and returns the time from
+// the start of that navigation to the end of its load event, and framed,
+// to the moment the UI took the new page into the address bar (ui.js's
+// history.replaceState, the banner's URL with it), whichever is later.
+// Framed (a UI page or a bare frame), the link is the content frame's and
+// only the frame navigates; single-origin, the tab does. The link leads
+// to one of pages.
+func (c *chrome) linkTime(tb testing.TB, ctx context.Context, target string, pages []string) time.Duration {
+	tb.Helper()
+	if err := chromedp.Do(ctx, chromedp.Navigate(target)); err != nil {
+		tb.Fatalf("load %s: %v", target, err)
+	}
+	top := func(js string) string {
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+		if err != nil {
+			return ""
+		}
+		return s
+	}
+	framed := top(`String(!!document.getElementById("herod-frame")||location.pathname.indexOf("/bare/")===0)`) == "true"
+	var frameID cdp.FrameID
+	eval := top
+	if framed {
+		tree, err := chromedp.Call(ctx, page.GetFrameTree, cdp.Empty{})
+		if err != nil || len(tree.FrameTree.ChildFrames) == 0 {
+			tb.Fatalf("%s: no content frame (%v)", target, err)
+		}
+		frameID = tree.FrameTree.ChildFrames[0].Frame.ID
+		// The frame's document is another origin's: evaluate in an
+		// isolated world of its own (a new one for each document).
+		eval = func(js string) string {
+			w, err := chromedp.Call(ctx, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: frameID})
+			if err != nil {
+				return ""
+			}
+			r, err := chromedp.Call(ctx, runtime.Evaluate, runtime.EvaluateParams{Expression: js, ContextID: w.ExecutionContextID})
+			if err != nil || r.Result == nil {
+				return ""
+			}
+			var s string
+			if json.Unmarshal([]byte(r.Result.Value), &s) != nil {
+				return ""
+			}
+			return s
+		}
+	}
+	wait := func(what string, ok func(navTiming) bool) navTiming {
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			var n navTiming
+			if json.Unmarshal([]byte(eval(navDone)), &n) == nil && ok(n) {
+				return n
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		tb.Fatalf("%s: %s within 30 s", target, what)
+		return navTiming{}
+	}
+	first := wait("no load event", func(n navTiming) bool { return n.End > 0 })
+	// Time the UI's replaceState, which ui.js calls once the frame has
+	// told it where it is.
+	top(`(function(r){window.__herodMoved=0;history.replaceState=function(){` +
+		`window.__herodMoved=performance.timeOrigin+performance.now();return r.apply(history,arguments)}})(history.replaceState),""`)
+	if eval(linkScript(pages)) == "" {
+		tb.Fatalf("%s: no link to another page", target)
+	}
+	next := wait("the link's page did not load", func(n navTiming) bool { return n.URL != first.URL && n.End > 0 })
+	d := next.End
+	if framed && !strings.Contains(target, "/bare/") {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			moved, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`window.__herodMoved||0`))
+			if err == nil && moved > 0 {
+				d = max(d, moved-next.Origin)
+				break
+			}
+			if time.Now().After(deadline) {
+				tb.Fatalf("%s: the UI did not follow the frame to %s", target, next.URL)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return time.Duration(d * float64(time.Millisecond))
+}
