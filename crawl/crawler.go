@@ -147,6 +147,7 @@ type Crawler struct {
 	started     bool
 	closed      bool
 	epoch       uint64                // bumped by NewDay: host loops reload
+	dayStarted  time.Time             // when the epoch's day began (Stats.DayStarted)
 	hosts       map[string]*hostState // hosts with pending work: running or waiting
 	waiting     []string              // hosts waiting for a loop, FIFO
 	running     int                   // host loops running
@@ -404,7 +405,8 @@ func (c *Crawler) startDay(ctx context.Context, day int64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.known += fresh
-	c.epoch++     // host loops drop what they read before the reset
+	c.epoch++ // host loops drop what they read before the reset
+	c.dayStarted = c.cfg.Clock()
 	c.pending = n // fetches of the old day still in flight no longer count
 	c.curInFlight = 0
 	c.st.reset()

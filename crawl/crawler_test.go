@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -484,5 +485,56 @@ func TestExtractedLinksScoped(t *testing.T) {
 	}
 	if got := a.urls(); len(got) != 2 {
 		t.Fatalf("stored %v", got)
+	}
+}
+
+// gateBudget holds every Wait for host until open is closed, and tells
+// when the first one is waiting.
+type gateBudget struct {
+	host    string
+	waiting chan struct{} // closed when a Wait for host first blocks
+	open    chan struct{}
+	once    sync.Once
+}
+
+func (b *gateBudget) Wait(ctx context.Context, host string, _ time.Duration) error {
+	if host != b.host {
+		return nil
+	}
+	b.once.Do(func() { close(b.waiting) })
+	select {
+	case <-b.open:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// TestOldDayEntrySuperseded: an entry that waited for its host's budget
+// while a new day began is not fetched for the old day; the new day's
+// entry fetches the URL, once.
+func TestOldDayEntrySuperseded(t *testing.T) {
+	s := newSite(t, map[string]string{"/slow": "s"})
+	clock := newClock()
+	cfg := testConfig(clock)
+	b := &gateBudget{host: hostOf(s.url("/slow")), waiting: make(chan struct{}), open: make(chan struct{})}
+	cfg.Budget = b
+	c, _ := startCrawler(t, t.TempDir(), cfg, newMemArchive())
+	ctx := context.Background()
+	if err := c.Add(ctx, []string{s.url("/slow")}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-b.waiting:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the entry never reached its host's budget")
+	}
+	if err := c.NewDay(ctx); err != nil {
+		t.Fatal(err)
+	}
+	close(b.open)
+	waitIdle(t, c)
+	if n := len(s.requests("/slow")); n != 1 {
+		t.Errorf("/slow requested %d times, want 1 (the new day's fetch alone)", n)
 	}
 }

@@ -33,6 +33,10 @@ const (
 	// deferred: the archive failed in a way that may pass; the error was
 	// counted and the entry stays queued, retried after a back-off.
 	deferred
+	// superseded: a new day began before the request went out. Its queue
+	// holds the URL again if this node owns it, so the old day's entry
+	// ends unfetched rather than fetch the URL twice in the new day.
+	superseded
 )
 
 // finished reports whether the entry may leave the queue.
@@ -74,8 +78,9 @@ func classify(code int, conditional bool) class {
 // fetch of the host goes out while the archive and the forwarder do their
 // part. The steps: the prior crawl state and the request (newRequest),
 // the response's class (classify), the body (readBody) and the page's
-// digest and links (process), then storing and forwarding (store).
-func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *hostLease) outcome {
+// digest and links (process), then storing and forwarding (store). An
+// entry of an epoch (Crawler.epoch) a new day has ended is not fetched.
+func (c *Crawler) fetch(ctx context.Context, raw string, epoch uint64, u *url.URL, l *hostLease) outcome {
 	st, err := c.state(ctx, raw)
 	hasState := err == nil
 	if err != nil && !errors.Is(err, archive.ErrNotFound) {
@@ -96,6 +101,14 @@ func (c *Crawler) fetch(ctx context.Context, raw string, u *url.URL, l *hostLeas
 		return abandoned
 	}
 	defer l.release()
+	// The waits for the host's budget, a claim and a slot can outlast the
+	// day the entry was queued for.
+	c.mu.Lock()
+	stale := c.epoch != epoch
+	c.mu.Unlock()
+	if stale {
+		return superseded
+	}
 	sent := time.Now()
 	resp, err := c.cfg.Client.Do(req)
 	if err != nil {

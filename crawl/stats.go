@@ -10,14 +10,18 @@ import (
 // /api/status. Counters cover the current day: they reset at NewDay (and
 // at process start).
 type Stats struct {
-	Day          int64 `json:"day"`          // current crawl day number
-	Queued       int64 `json:"queued"`       // URLs waiting to be fetched
-	InFlight     int64 `json:"inFlight"`     // fetches under way
-	FetchedToday int64 `json:"fetchedToday"` // requests answered by the origin today
-	NewVersions  int64 `json:"newVersions"`  // versions the archive added
-	NotModified  int64 `json:"notModified"`  // 304 answers
-	Unchanged    int64 `json:"unchanged"`    // 200 answers whose payload equals the stored one
-	Forwarded    int64 `json:"forwarded"`    // links handed to the Forwarder
+	Day int64 `json:"day"` // current crawl day number
+	// DayStarted is when this node began crawling Day (its NewDay): a
+	// fetch of an earlier day that had not sent its request by then does
+	// not send it. Zero when the day began before the process started.
+	DayStarted   time.Time `json:"dayStarted,omitzero"`
+	Queued       int64     `json:"queued"`       // URLs waiting to be fetched
+	InFlight     int64     `json:"inFlight"`     // fetches under way
+	FetchedToday int64     `json:"fetchedToday"` // requests answered by the origin today
+	NewVersions  int64     `json:"newVersions"`  // versions the archive added
+	NotModified  int64     `json:"notModified"`  // 304 answers
+	Unchanged    int64     `json:"unchanged"`    // 200 answers whose payload equals the stored one
+	Forwarded    int64     `json:"forwarded"`    // links handed to the Forwarder
 	// PassedOn counts queued URLs handed to the Forwarder instead of
 	// fetched because, at fetch time, this node no longer owned them.
 	PassedOn     int64 `json:"passedOn"`
@@ -55,6 +59,7 @@ func (c *Crawler) Stats() Stats {
 	defer c.mu.Unlock()
 	return Stats{
 		Day:          day,
+		DayStarted:   c.dayStarted,
 		Queued:       c.queuedLocked(),
 		InFlight:     c.st.inFlight,
 		FetchedToday: c.st.fetched,
