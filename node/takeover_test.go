@@ -167,12 +167,12 @@ func TestHistoryNeverStops(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			mu.Lock()
-			began[n.cfg.Crawl.UserAgent] = time.Now()
-			mu.Unlock()
 			if err := n.NewDay(ctx); err != nil {
 				t.Error(err)
 			}
+			mu.Lock()
+			began[n.cfg.Crawl.UserAgent] = n.crawler.Stats().DayStarted
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
@@ -192,13 +192,18 @@ func TestHistoryNeverStops(t *testing.T) {
 	if err := lr.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// A survivor that noticed the crash before its new day began took the
-	// range over on the old day: those fetches are the old day's, and the
-	// new day fetches the range again.
+	// A survivor that noticed the crash before its new day began (its
+	// crawler's DayStarted) took the range over on the old day: those
+	// fetches are the old day's, and the new day fetches the range again.
 	crashDay, oldDay := newDayRequests(web, began)
+	if trace != nil {
+		for ua, b := range began {
+			t.Logf("%s: new day from %s", ua, b.Format("05.000"))
+		}
+	}
 	t.Logf("crash: %d requests on the old day (a take-over before that node's new day)", oldDay)
 	checkOncePerURL(t, "crash", known, crashDay)
-	traceURLs(t, trace, lr, known, crashDay)
+	traceURLs(t, trace, lr, web, known, crashDay)
 	checkRobotsRefused(t, "crash", lr, refused)
 	var takenOver int64
 	for _, n := range lr.Nodes {
@@ -359,11 +364,11 @@ func checkRobotsRefused(t *testing.T, event string, lr *LocalRing, want int64) {
 }
 
 // traceURLs logs, with a trace, for the first URLs of known not
-// requested exactly once: the URL's key, who stored versions of it
-// (fetcher and time), each node's virtual servers with their
-// predecessors, and the trace's lines that name the URL, take-overs and
-// new days.
-func traceURLs(t *testing.T, trace *lockedBuffer, lr *LocalRing, known []string, got map[string]int) {
+// requested exactly once: the URL's key, its requests (when, by whom),
+// who stored versions of it (fetcher and time), each node's virtual
+// servers with their predecessors, and the trace's lines that name the
+// URL, take-overs and new days.
+func traceURLs(t *testing.T, trace *lockedBuffer, lr *LocalRing, web *sampleweb.Web, known []string, got map[string]int) {
 	if trace == nil {
 		return
 	}
@@ -390,6 +395,11 @@ func traceURLs(t *testing.T, trace *lockedBuffer, lr *LocalRing, known []string,
 	}
 	for _, u := range bad {
 		t.Logf("trace of %s, requested %d times (key %s):", u, got[u], id.OfString(u).Short())
+		for _, r := range web.Requests() {
+			if "http://"+r.Host+r.Path == u {
+				t.Logf("   requested at %s by %s", r.Time.Format("05.000"), r.UserAgent)
+			}
+		}
 		for _, n := range lr.Nodes {
 			vs, _ := n.store.Versions(ctx, u)
 			for _, v := range vs {
