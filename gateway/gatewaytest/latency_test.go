@@ -530,15 +530,15 @@ func (c *chrome) linkTime(tb testing.TB, ctx context.Context, target string, pag
 		}
 		return s
 	}
-	framed := top(`String(!!document.getElementById("herod-frame")||location.pathname.indexOf("/bare/")===0)`) == "true"
-	var frameID cdp.FrameID
+	bare := strings.Contains(target, "/bare/web/")
+	framed := bare || top(`String(!!document.getElementById("herod-frame"))`) == "true"
 	eval := top
 	if framed {
 		tree, err := chromedp.Call(ctx, page.GetFrameTree, cdp.Empty{})
 		if err != nil || len(tree.FrameTree.ChildFrames) == 0 {
 			tb.Fatalf("%s: no content frame (%v)", target, err)
 		}
-		frameID = tree.FrameTree.ChildFrames[0].Frame.ID
+		frameID := tree.FrameTree.ChildFrames[0].Frame.ID
 		// The frame's document is another origin's: evaluate in an
 		// isolated world of its own (a new one for each document).
 		eval = func(js string) string {
@@ -579,7 +579,7 @@ func (c *chrome) linkTime(tb testing.TB, ctx context.Context, target string, pag
 	}
 	next := wait("the link's page did not load", func(n navTiming) bool { return n.URL != first.URL && n.End > 0 })
 	d := next.End
-	if framed && !strings.Contains(target, "/bare/") {
+	if framed && !bare { // a bare frame has no UI to follow it
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			moved, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`window.__herodMoved||0`))
