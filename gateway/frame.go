@@ -79,8 +79,8 @@ html,body{height:100%;margin:0}body{display:flex;flex-direction:column;font:13px
 func framePage(d bannerData, src, content, ts string, pending bool) []byte {
 	e := html.EscapeString
 	u := e(d.URL)
-	// One buffer, appended to piece by piece: joining the pieces with +
-	// first cost as much as the rest of the request.
+	// One buffer, appended to piece by piece: no string is built to be
+	// copied again (a quarter of the page's time went to that).
 	b := make([]byte, 0, len(frameHead)+len(frameStyle)+len(uiJS)+2048+8*len(u)+2*len(src))
 	w := func(ss ...string) {
 		for _, s := range ss {
