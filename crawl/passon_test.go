@@ -97,10 +97,7 @@ func TestPassedOnComesBack(t *testing.T) {
 	c := startRelocating(t, cfg, f, s.url("/back"))
 	waitIdle(t, c)
 	f.on.Store(false) // the views agree now: the URL is this node's
-	if err := c.Add(ctx, []string{s.url("/back")}); err != nil {
-		t.Fatal(err)
-	}
-	waitIdle(t, c)
+	addIdle(t, c, s.url("/back"))
 	if n := len(s.requests("/back")); n != 1 {
 		t.Errorf("/back requested %d times after coming back, want 1", n)
 	}
@@ -110,16 +107,10 @@ func TestPassedOnComesBack(t *testing.T) {
 	f.mu.Unlock()
 	f.on.Store(true)
 	for range 2 {
-		if err := c.Add(ctx, []string{s.url("/twice")}); err != nil {
-			t.Fatal(err)
-		}
-		waitIdle(t, c)
+		addIdle(t, c, s.url("/twice"))
 	}
 	f.on.Store(false)
-	if err := c.Add(ctx, []string{s.url("/twice")}); err != nil {
-		t.Fatal(err)
-	}
-	waitIdle(t, c)
+	addIdle(t, c, s.url("/twice"))
 	passed := f.passedOn()
 	if want := []string{s.url("/back"), s.url("/twice"), s.url("/twice")}; !slices.Equal(passed, want) {
 		t.Errorf("passed on %v, want %v", passed, want)
@@ -135,10 +126,7 @@ func TestPassedOnComesBack(t *testing.T) {
 	}
 	waitIdle(t, c)
 	f.on.Store(false)
-	if err := c.Add(ctx, []string{s.url("/twice")}); err != nil {
-		t.Fatal(err)
-	}
-	waitIdle(t, c)
+	addIdle(t, c, s.url("/twice"))
 	if n := len(s.requests("/twice")); n != 1 {
 		t.Errorf("/twice requested %d times on the next day after one pass, want 1", n)
 	}
@@ -166,4 +154,13 @@ func startRelocating(t *testing.T, cfg Config, f *relocForwarder, urls ...string
 		}
 	})
 	return c
+}
+
+// addIdle adds urls to c and waits until it is idle.
+func addIdle(t *testing.T, c *Crawler, urls ...string) {
+	t.Helper()
+	if err := c.Add(context.Background(), urls); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
 }
