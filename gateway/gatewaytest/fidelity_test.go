@@ -73,7 +73,7 @@ func (f *selfForwarder) ForwardRequisites(ctx context.Context, urls []string) er
 // one-node ring with its default scope (page requisites with their
 // queries: pageRequisites 0; -1 leaves them out), and returns the archive
 // with the crawl's fetches and archived bytes.
-func crawlSite(t *testing.T, seeds []string, pageRequisites int) (*crawlMem, crawl.Stats) {
+func crawlSite(t testing.TB, seeds []string, pageRequisites int) (*crawlMem, crawl.Stats) {
 	t.Helper()
 	a := &crawlMem{Mem: NewMem(), states: map[string]archive.CrawlState{}}
 	f := &selfForwarder{}

@@ -28,13 +28,15 @@ import (
 // would, but for the gateway's own scripts, which browsers cache). Serial
 // runs report the latency of a view (p50-ms, p99-ms) and the requests it
 // took (req/view); parallel runs (8 readers) report views/s and req/s;
-// each metric is prefixed with its variant's name.
+// each metric is prefixed with its variant's name. The pages are those of
+// TestReplayLatency (HEROD_LATENCY_SITE): the sample web's, with 7.5
+// small objects each, or the fidelity site's, built like real ones.
 func BenchmarkFramingCost(b *testing.B) {
-	m, pages := benchPages(b)
+	m, pages, _ := latencyPages(b)
 	single := singleOriginServer(b, m, listen(b), "")
 	framed := replayServers(b, m)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	const ts = "20240102"
+	ts := time.Now().UTC().AddDate(0, 0, 1).Format("20060102") // after every capture
 	src := frameSrc.FindStringSubmatch(string(fetch(b, client, framed+"/web/"+ts+"/"+pages[0])))
 	if src == nil {
 		b.Fatal("the framed page has no content frame")
@@ -81,6 +83,12 @@ func BenchmarkFramingCost(b *testing.B) {
 					lat[w] = append(lat[w], time.Since(start))
 				}
 			}
+			// A view's cost against the single-origin view of the same
+			// page in the same op: the median of these ratios is what the
+			// machine's load, which changes from op to op, skews least.
+			for w, v := range variants[1:] {
+				b.ReportMetric(pairedMedian(lat[w+1], lat[0]), v.name+"/single-paired")
+			}
 			for w, v := range variants {
 				slices.Sort(lat[w])
 				b.ReportMetric(ms(lat[w][len(lat[w])/2]), v.name+"-p50-ms")
@@ -94,6 +102,7 @@ func BenchmarkFramingCost(b *testing.B) {
 			readers := 4 * runtime.GOMAXPROCS(0)
 			const each = 4
 			wall := make([]time.Duration, len(variants))
+			ops := make([][]time.Duration, len(variants)) // each op's wall time
 			reqs := make([]int64, len(variants))
 			var next atomicCounter
 			for i := 0; i < b.N; i++ {
@@ -110,9 +119,15 @@ func BenchmarkFramingCost(b *testing.B) {
 						})
 					}
 					wg.Wait()
-					wall[w] += time.Since(start)
+					ops[w] = append(ops[w], time.Since(start))
+					wall[w] += ops[w][i]
 					reqs[w] += n.Load()
 				}
+			}
+			// views/s against single's in the same op (the inverse of
+			// the ratio of their wall times), median over ops.
+			for w, v := range variants[1:] {
+				b.ReportMetric(1/pairedMedian(ops[w+1], ops[0]), v.name+"/single-paired-views/s")
 			}
 			for w, v := range variants {
 				b.ReportMetric(float64(b.N*readers*each)/wall[w].Seconds(), v.name+"-views/s")
@@ -142,4 +157,14 @@ func viewRequests(tb testing.TB, client *http.Client, url string, objects bool) 
 		}
 	}
 	return n
+}
+
+// pairedMedian returns the median over i of a[i]/b[i].
+func pairedMedian(a, b []time.Duration) float64 {
+	r := make([]float64, len(a))
+	for i := range a {
+		r[i] = float64(a[i]) / float64(b[i])
+	}
+	slices.Sort(r)
+	return r[len(r)/2]
 }

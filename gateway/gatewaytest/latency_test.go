@@ -418,7 +418,7 @@ func TestReplayLatency(t *testing.T) {
 // it, whose pages load as real ones do, in chains (a stylesheet imports
 // another that loads a web font; ES modules import modules that fetch
 // data and add images) and link to each other through redirects.
-func latencyPages(t *testing.T) (gateway.Archive, []string, []string) {
+func latencyPages(t testing.TB) (gateway.Archive, []string, []string) {
 	t.Helper()
 	switch site := os.Getenv("HEROD_LATENCY_SITE"); site {
 	case "", "sample":
