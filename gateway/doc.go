@@ -12,7 +12,10 @@
 // the gateway's own pages and endpoints and never an archived byte; a
 // replay there is a page of its own holding the banner and a sandboxed
 // iframe of the content origin's replay (framed replay; Config.Frameless
-// puts the banner back into the archived document). The content origin
+// puts the banner back into the archived document). The frame's sandbox
+// lets no document in it open a window or navigate the top window; links,
+// forms and window.open bound there ask the framed page (herod:open in
+// ui.js), which opens archive pages alone, with no opener. The content origin
 // serves archived captures and the replay script, under a
 // Content-Security-Policy that keeps everything a page loads on the
 // content origin, and nothing else. Admin endpoints need the admin token
@@ -76,7 +79,8 @@
 // Every rewritten HTML reply loads the replay script (replay.js, served at
 // /static/replay.js) before its first element that can run a script. In
 // framed replay it also answers the framed page's nonce-bearing question
-// about where the frame is (see ui.js) and refuses service worker
+// about where the frame is (see ui.js), asks it to open what would leave
+// the frame for a new window or the top, and refuses service worker
 // registrations. It rewrites the URLs the page's scripts make at run time
 // so that they too are answered from the archive at the same timestamp:
 // fetch, XMLHttpRequest and sendBeacon get id_; import() resolves against

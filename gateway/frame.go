@@ -41,11 +41,14 @@ var (
 const bannerPath = "/api/banner"
 
 // frameSandbox is the sandbox of the content frame: its scripts, forms,
-// popups (which open framed replays) and downloads work, and it keeps its
-// own origin; it may navigate the top window only when the reader clicks
-// (an archived link to _top), never on its own.
-const frameSandbox = "allow-scripts allow-same-origin allow-forms allow-popups allow-popups-to-escape-sandbox " +
-	"allow-modals allow-downloads allow-top-navigation-by-user-activation"
+// modals and downloads work, and it keeps its own origin; it can neither
+// open a window nor navigate the top window, even when the reader clicks
+// (with a click, a page could otherwise take the tab to the live web, or
+// open another capture in a window it can script, under that capture's
+// banner). Links, forms and window.open that leave the frame for a new
+// window or the top ask ui.js instead (herod:open), which opens the
+// archive's framed page itself, with no opener.
+const frameSandbox = "allow-scripts allow-same-origin allow-forms allow-modals allow-downloads"
 
 // frameHead is the start of the framed replay page up to its title; the
 // style and script follow the title (framePage).

@@ -3,7 +3,9 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/base64"
 	"encoding/json"
 	"html"
 	"html/template"
@@ -34,12 +36,16 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	if !s.content.matches(r) {
 		out = s.uiHead(w, r, out)
 	} else {
-		// A page of the UI shown in the content frame (an error):
-		// its links and form lead to the UI origin, in the top window.
+		// A page of the UI shown in the content frame (an error): its
+		// links and form lead to the UI origin, in the top window; framed,
+		// where the frame's sandbox lets no document navigate the top,
+		// errorFrameJS asks the framed page to follow them. It runs in an
+		// opaque origin (sandboxed without allow-same-origin), allowed by
+		// its hash alone.
 		ui := s.uiOrigin(r)
-		out = bytes.Replace(out, []byte("<head>"), []byte(`<head><base href="`+html.EscapeString(ui)+`/" target="_top">`), 1)
-		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; base-uri "+ui+
-			"; form-action "+ui+"; frame-ancestors 'self' "+ui+sandboxCSP+" allow-top-navigation-by-user-activation")
+		out = bytes.Replace(out, []byte("<head>"), []byte(`<head><base href="`+html.EscapeString(ui)+`/" target="_top"><script>`+errorFrameJS+`</script>`), 1)
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src "+errorFrameJSSource+
+			"; base-uri "+ui+"; form-action "+ui+"; frame-ancestors 'self' "+ui+sandboxCSP+" allow-scripts allow-top-navigation-by-user-activation")
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	writeBody(w, r, status, out)
@@ -96,13 +102,45 @@ type errorData struct {
 	Title, Message   string
 	URL, Other, Host string
 	Form             formData
+	Framed           bool // shown in the content frame, which cannot leave for the live web
 }
+
+// errorFrameJS is the script of an error page shown in the content frame
+// (render): a click on a link or a GET form's submission asks the framed
+// page (ui.js, herod:open) to go there, as the frame's sandbox lets the
+// page navigate no other window. Unframed it does nothing.
+const errorFrameJS = `(function () {
+  if (window.top === window.self) { return; }
+  var ui = new URL(document.baseURI).origin;
+  function go(e, href) {
+    e.preventDefault();
+    window.top.postMessage({ type: "herod:open", href: href, how: "top" }, ui);
+  }
+  document.addEventListener("click", function (e) {
+    var a = e.target && e.target.closest ? e.target.closest("a[href]") : null;
+    if (a) { go(e, a.href); }
+  });
+  document.addEventListener("submit", function (e) {
+    var f = e.target;
+    if (String(f.method).toLowerCase() !== "get") { return; }
+    var u = new URL(f.action);
+    u.search = new URLSearchParams(new FormData(f)).toString();
+    go(e, u.href);
+  });
+})();`
+
+// errorFrameJSSource is the CSP source that allows errorFrameJS.
+var errorFrameJSSource = func() string {
+	sum := sha256.Sum256([]byte(errorFrameJS))
+	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+}()
 
 // errorPage renders a page explaining what went wrong; url, when set, is the
 // canonical URL the reader asked for and adds suggestions.
 func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, status int, msg, u string) {
 	s.countStatus(status)
-	d := errorData{Title: strconv.Itoa(status) + " " + http.StatusText(status), Message: msg}
+	d := errorData{Title: strconv.Itoa(status) + " " + http.StatusText(status), Message: msg,
+		Framed: !s.cfg.Frameless && s.content.matches(r)}
 	if u != "" {
 		d.URL = u
 		d.Form.URL = u

@@ -87,11 +87,18 @@ func TestContentPolicy(t *testing.T) {
 	if cd := get(t, s, "/web/2021/http://example.com/setup.exe").Header().Get("Content-Disposition"); cd != `attachment; filename=setup.exe` {
 		t.Errorf("Content-Disposition = %q", cd)
 	}
-	// Documents that do not run the replay script run no script at all.
-	for _, target := range []string{"/web/2021/http://example.com/a.svg", "/web/2021id_/" + page, "/web/2021/http://nowhere.example/"} {
+	// Documents that do not run the replay script run no script at all,
+	// but the gateway's error page, which runs its own (by its hash) in
+	// an opaque origin.
+	for _, target := range []string{"/web/2021/http://example.com/a.svg", "/web/2021id_/" + page} {
 		if got := get(t, s, target).Header().Get("Content-Security-Policy"); !strings.Contains(got, "sandbox") || strings.Contains(got, "allow-scripts") {
 			t.Errorf("%s: CSP %q, want a sandbox without scripts", target, got)
 		}
+	}
+	got := get(t, s, "/web/2021/http://nowhere.example/").Header().Get("Content-Security-Policy")
+	if !strings.Contains(got, "; script-src "+errorFrameJSSource+";") || !strings.Contains(got, "; sandbox ") ||
+		strings.Contains(got, "allow-same-origin") {
+		t.Errorf("error page: CSP %q, want its script alone, in a sandbox of an opaque origin", got)
 	}
 	if got := get(t, s, "/web/2021/"+page).Header().Get("Content-Security-Policy"); strings.Contains(got, "sandbox") {
 		t.Errorf("rewritten HTML sandboxed: %q", got)

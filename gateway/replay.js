@@ -28,8 +28,11 @@
 // (the content origin answers 403 to service worker scripts anyway). In
 // framed replay (data-herod-ui names the UI origin) it answers the framed
 // page's question "where are you?" (see ui.js) with the archived URL and
-// timestamp it was started with, and tells it of pushState moves; a
-// document opened outside the frame reopens itself inside it.
+// timestamp it was started with, tells it of pushState moves, and asks
+// it (herod:open) to open what the frame's sandbox keeps the page from
+// opening: links, GET forms and window.open bound for a new window or the
+// top window; a document opened outside the frame reopens itself inside
+// it.
 (function () {
   "use strict";
   var me = document.currentScript;
@@ -269,15 +272,147 @@
     };
   });
 
+  // Framed, the frame's sandbox lets no document in it open a window or
+  // navigate the top window. What would (a link or form whose target is a
+  // new window or the top, window.open) asks the framed page instead
+  // (herod:open, see ui.js), which opens the archive's framed page of the
+  // same URL itself: in a new tab with no opener, or in its own window.
+  // archiveTop is the document of the frame itself (this one, or the
+  // ancestor this one is nested in); null unframed.
+  var archiveTop = null;
+  if (ui !== "" && window.top !== window.self) {
+    try {
+      archiveTop = window;
+      while (archiveTop.parent !== window.top) {
+        archiveTop = archiveTop.parent;
+      }
+    } catch (e) {
+      archiveTop = null;
+    }
+  }
+
+  // frameNamed reports whether a frame of the archived page is named name.
+  function frameNamed(w, name, depth) {
+    for (var i = 0; i < w.length && depth < 16; i++) {
+      try {
+        if (w[i].name === name || frameNamed(w[i], name, depth + 1)) {
+          return true;
+        }
+      } catch (e) {
+        // another origin's frame: not searched
+      }
+    }
+    return false;
+  }
+
+  // leaves returns where a navigation of target from this document goes
+  // when it leaves the frame: "tab" (a new window), "top", or "" when it
+  // stays in the frame (its own window or a frame of the page).
+  function leaves(target) {
+    var t = target === undefined || target === null ? "" : String(target);
+    switch (t.toLowerCase()) {
+    case "":
+    case "_self":
+      return "";
+    case "_blank":
+      return "tab";
+    case "_top":
+      return "top";
+    case "_parent":
+      return window === archiveTop || window.parent === archiveTop ? "top" : "";
+    }
+    return archiveTop !== null && (archiveTop.name === t || frameNamed(archiveTop, t, 0)) ? "" : "tab";
+  }
+
+  // openInArchive asks the framed page to open href, an archive URL, as
+  // how says ("tab" or "top").
+  function openInArchive(href, how) {
+    window.top.postMessage({ type: "herod:open", href: String(href), how: how }, ui);
+  }
+
   var nativeOpen = window.open;
   if (typeof nativeOpen === "function") {
-    window.open = function (url) {
+    window.open = function (url, target) {
       var args = Array.prototype.slice.call(arguments);
       if (args.length > 0 && url !== undefined && url !== null && url !== "") {
         args[0] = archiveURL(url, "");
       }
+      if (archiveTop !== null) {
+        var how = leaves(args.length > 1 ? target : "_blank");
+        if (how !== "") {
+          if (typeof args[0] === "string" && args[0].indexOf(origin + "/web/") === 0) {
+            openInArchive(args[0], how);
+          }
+          return null;
+        }
+      }
       return nativeOpen.apply(window, args);
     };
+  }
+
+  // baseTarget is the document's default target (its first <base target>).
+  function baseTarget() {
+    var b = document.querySelector("base[target]");
+    return b ? b.getAttribute("target") : "";
+  }
+
+  // Links and forms that leave the frame, once the page's own handlers
+  // (on elements and the document) have let them go.
+  if (archiveTop !== null && typeof window.addEventListener === "function") {
+    var follow = function (e, newTab) {
+      if (e.defaultPrevented) {
+        return;
+      }
+      var path = typeof e.composedPath === "function" ? e.composedPath() : [e.target];
+      for (var i = 0; i < path.length; i++) {
+        var a = path[i];
+        var tag = a && a.tagName ? String(a.tagName).toLowerCase() : "";
+        if ((tag !== "a" && tag !== "area") || !a.hasAttribute("href")) {
+          continue;
+        }
+        if (a.hasAttribute("download")) {
+          return;
+        }
+        var how = newTab ? "tab" : leaves(a.hasAttribute("target") ? a.getAttribute("target") : baseTarget());
+        var to = how === "" ? "" : archiveURL(a.href, "");
+        if (typeof to === "string" && to.indexOf(origin + "/web/") === 0) {
+          e.preventDefault();
+          openInArchive(to, how);
+        }
+        return;
+      }
+    };
+    window.addEventListener("click", function (e) {
+      follow(e, e.button === 0 && (e.ctrlKey || e.metaKey || e.shiftKey));
+    });
+    window.addEventListener("auxclick", function (e) {
+      if (e.button === 1) {
+        follow(e, true);
+      }
+    });
+    window.addEventListener("submit", function (e) {
+      var f = e.target;
+      if (e.defaultPrevented || !f || String(f.method).toLowerCase() !== "get") {
+        return;
+      }
+      var s = e.submitter;
+      var target = s && s.hasAttribute("formtarget") ? s.getAttribute("formtarget") :
+        f.hasAttribute("target") ? f.getAttribute("target") : baseTarget();
+      var how = leaves(target);
+      if (how === "") {
+        return;
+      }
+      try {
+        var u = new URL(archiveURL(s && s.hasAttribute("formaction") ? s.formAction : f.action, ""));
+        u.search = new URLSearchParams(new FormData(f, s || null)).toString();
+        if (u.origin === origin && webPath.test(u.pathname)) {
+          e.preventDefault();
+          openInArchive(u.href, how);
+        }
+      } catch (x) {
+        // a form the browser cannot serialize: left to the sandbox
+      }
+    });
   }
 
   function modFor(el, attr) {

@@ -128,8 +128,8 @@ func (s *Server) serveContent(w http.ResponseWriter, r *http.Request) {
 		case err != nil || t.Kind != KindReplay:
 			toOrigin(w, r, ui, http.StatusFound)
 		case !s.cfg.Frameless && r.Header.Get("Sec-Fetch-Dest") == "document" && t.Mod != ModRaw:
-			// Opened on its own (a new tab, a popup, a link to _top):
-			// show it framed, under the banner.
+			// Opened on its own (a new tab or window, a link from
+			// elsewhere): show it framed, under the banner.
 			redirect(w, r, ui+webPath(t.TS, "", t.URL), http.StatusFound)
 		default:
 			s.serveReplay(w, r, t)

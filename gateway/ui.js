@@ -171,4 +171,74 @@
       show(m.url, current.ts);
     }
   });
+
+  // herod:open: a document of the frame asks for a page in a new tab or
+  // in this window, which the frame's sandbox lets it open in neither
+  // (replay.js; an error page's script). Only archive URLs of the content
+  // origin are opened, as this origin's framed pages, and this origin's
+  // own replay, dates and home pages; a new tab gets no opener. Anything
+  // else, the live web first, is refused.
+  var contentOrigin = "";
+  try {
+    contentOrigin = new URL(content).origin;
+  } catch (e) {
+    // no content origin: nothing is opened
+  }
+  var uiPaths = /^\/(?:web\/.*|ring|api\/status)?$/;
+  var archivePath = /^\/web\/([0-9]{1,17})(?:[a-z]{2}_)?\/(.+)$/;
+
+  // inFrame reports whether w is the frame's window or one nested in it.
+  function inFrame(w) {
+    for (var i = 0; w && i < 32; i++) {
+      if (w === frame.contentWindow) {
+        return true;
+      }
+      if (w.parent === w) {
+        return false;
+      }
+      w = w.parent;
+    }
+    return false;
+  }
+
+  // destination returns the path of this origin that opens href, or "".
+  function destination(href) {
+    var u;
+    try {
+      u = new URL(href);
+    } catch (e) {
+      return "";
+    }
+    if (u.origin === location.origin) {
+      return uiPaths.test(u.pathname) ? u.pathname + u.search + u.hash : "";
+    }
+    var m = u.origin === contentOrigin ? archivePath.exec(u.pathname) : null;
+    if (!m) {
+      return "";
+    }
+    var t;
+    try {
+      t = new URL(m[2] + u.search + u.hash);
+    } catch (e) {
+      return "";
+    }
+    return t.protocol === "http:" || t.protocol === "https:" ? "/web/" + m[1] + "/" + t.href : "";
+  }
+
+  window.addEventListener("message", function (e) {
+    var m = e.data;
+    if (!m || typeof m !== "object" || m.type !== "herod:open" || typeof m.href !== "string" ||
+        (e.origin !== contentOrigin && e.origin !== "null") || !inFrame(e.source)) {
+      return;
+    }
+    var dest = destination(m.href);
+    if (dest === "") {
+      return;
+    }
+    if (m.how === "top") {
+      location.assign(dest);
+    } else if (m.how === "tab") {
+      window.open(dest, "_blank", "noopener");
+    }
+  });
 })();

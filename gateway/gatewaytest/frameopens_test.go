@@ -1,0 +1,138 @@
+package gatewaytest
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/herod-archive/herod/gateway"
+)
+
+// TestFrameOpensThroughUI checks in headless Chromium that what an
+// archived page opens outside its frame, which the frame's sandbox
+// forbids, still opens, from the archive, through the framed page
+// (ui.js): a link to a new tab, window.open on a click, a form whose
+// target is a new tab, a link to the top window, and a link on the
+// gateway's error page shown in the frame. Each new tab holds the framed
+// replay of the link's capture and has no opener; the top window moves to
+// the framed replay (or, from the error page, to the UI's page).
+func TestFrameOpensThroughUI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a browser")
+	}
+	c := newChrome(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	live := &counter{}
+	liveSrv := httptest.NewServer(live)
+	t.Cleanup(liveSrv.Close)
+	site, siteHits := hostileSite(t, liveSrv.URL)
+	m := archiveHostile(ctx, t, site)
+	archivedHits := len(siteHits.seen())
+	ui, _, _, log := serveGateway(t, gateway.Config{Archive: m})
+	const ts = "20240102"
+	opens := ui + "/web/" + ts + "/" + site.URL + "/opens.html"
+
+	tab, cancelTab := chromedp.NewContext(c.ctx)
+	defer cancelTab()
+	tctx, cancelT := context.WithTimeout(tab, 90*time.Second)
+	defer cancelT()
+	// framed replays of landing.html?via=<via> the content origin served
+	// to a frame: one per opening.
+	framed := func(via string) int {
+		n := 0
+		for _, r := range log.all() {
+			if r.Origin == "content" && strings.HasSuffix(r.URI, "/landing.html?via="+via) && r.Header.Get("Sec-Fetch-Dest") == "iframe" {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(15 * time.Second); !ok(); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not after 15 s", what)
+			}
+		}
+	}
+	clickInFrame := func(sel string) {
+		t.Helper()
+		frames, err := chromedp.Run(tctx, chromedp.Nodes(chromedp.CSS("#herod-frame")))
+		if err != nil || len(frames) == 0 {
+			t.Fatalf("no content frame: %v", err)
+		}
+		if err := chromedp.Do(tctx, chromedp.Click(chromedp.CSS(sel), chromedp.FromNode(frames[0]))); err != nil {
+			t.Fatalf("click %s in the frame: %v", sel, err)
+		}
+	}
+	location := func() string {
+		t.Helper()
+		href, err := chromedp.Run(tctx, chromedp.Evaluate[string](`location.href`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return href
+	}
+	if err := chromedp.Do(tctx, chromedp.Navigate(opens)); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []struct{ sel, via string }{{"#blank", "blank"}, {"#open", "open"}, {"#submit", "form"}} {
+		clickInFrame(x.sel)
+		waitFor(x.sel+" opens a framed replay", func() bool { return framed(x.via) == 1 })
+	}
+	// The new tabs: framed replays on the UI origin, with no opener.
+	targets, err := chromedp.Targets(tctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tabs := 0
+	for _, ti := range targets {
+		if ti.Type != "page" || !strings.HasPrefix(ti.URL, ui+"/web/"+ts+"/"+site.URL+"/landing.html?via=") {
+			continue
+		}
+		tabs++
+		nt, cancelNT := chromedp.NewContext(c.ctx, chromedp.WithTargetID(ti.TargetID))
+		noOpener, err := chromedp.Run(nt, chromedp.Evaluate[bool](`window.opener === null && document.getElementById("herod-frame") !== null`))
+		cancelNT()
+		if err != nil || !noOpener {
+			t.Errorf("new tab %s: framed with no opener = %v (%v)", ti.URL, noOpener, err)
+		}
+	}
+	if tabs != 3 {
+		t.Errorf("%d new tabs of framed replays, want 3: %v", tabs, targets)
+	}
+	// A link to the top window moves the top window to the framed replay.
+	clickInFrame("#top")
+	want := ui + "/web/" + ts + "/" + site.URL + "/landing.html?via=top"
+	waitFor("the top window moves", func() bool { return location() == want && framed("top") == 1 })
+
+	// The error page in the frame: its links lead the top window to the UI.
+	if err := chromedp.Do(tctx, chromedp.Navigate(opens)); err != nil {
+		t.Fatal(err)
+	}
+	clickInFrame("#missing")
+	waitFor("the frame shows the error page", func() bool {
+		for _, r := range log.all() {
+			if r.Origin == "content" && strings.HasSuffix(r.URI, "/missing.html") && r.Status == 404 {
+				return true
+			}
+		}
+		return false
+	})
+	time.Sleep(300 * time.Millisecond) // its script runs
+	clickInFrame(`a[href^="/web/*/https:"]`)
+	other := ui + "/web/*/https://" + strings.TrimPrefix(site.URL, "http://") + "/missing.html"
+	waitFor("the error page's link moves the top window", func() bool { return location() == other })
+
+	if n := len(siteHits.seen()); n != archivedHits {
+		t.Errorf("%d requests reached the archived site", n-archivedHits)
+	}
+	if p := live.seen(); len(p) != 0 {
+		t.Errorf("requests reached the live host: %q", p)
+	}
+}
