@@ -25,7 +25,10 @@
 // A URL already in the archive keeps its target and timestamp.
 //
 // It also confines the page: navigator.serviceWorker.register is refused
-// (the content origin answers 403 to service worker scripts anyway). In
+// (the content origin answers 403 to service worker scripts anyway), and
+// localStorage, sessionStorage and document.cookie are the document's own,
+// in memory, so that no replay finds state another left on the content
+// origin all archived sites share. In
 // framed replay (data-herod-ui names the UI origin) it answers the framed
 // page's question "where are you?" (see ui.js) with the archived URL and
 // timestamp it was started with, tells it of pushState moves, and asks
@@ -66,6 +69,127 @@
       });
     } catch (e) {
       // already locked: the server refuses the worker's script
+    }
+  }
+
+  // Stored state. Every archived site replays on the content origin, so
+  // the origin's localStorage, sessionStorage and cookies would let one
+  // site's page leave state for another site's replay to find (and a
+  // hostile page poison it). Each replayed document instead starts as the
+  // crawler found its page, with nothing stored, and keeps what it stores
+  // to itself, in memory: localStorage, sessionStorage and document.cookie
+  // are its own, and the asynchronous cookieStore is withdrawn.
+  function memoryStorage() {
+    var items = new Map();
+    var api = {
+      getItem: function (k) {
+        k = String(k);
+        return items.has(k) ? items.get(k) : null;
+      },
+      setItem: function (k, v) {
+        items.set(String(k), String(v));
+      },
+      removeItem: function (k) {
+        items.delete(String(k));
+      },
+      clear: function () {
+        items.clear();
+      },
+      key: function (i) {
+        var keys = Array.from(items.keys());
+        i = Number(i);
+        return i >= 0 && i < keys.length ? keys[i] : null;
+      }
+    };
+    var target = typeof Storage === "function" ? Object.create(Storage.prototype) : {};
+    return new Proxy(target, {
+      get: function (t, p) {
+        if (p === "length") {
+          return items.size;
+        }
+        if (typeof p === "symbol") {
+          return t[p];
+        }
+        if (Object.prototype.hasOwnProperty.call(api, p)) {
+          return api[p];
+        }
+        return items.has(p) ? items.get(p) : undefined;
+      },
+      set: function (t, p, v) {
+        if (typeof p !== "symbol") {
+          items.set(p, String(v));
+        }
+        return true;
+      },
+      deleteProperty: function (t, p) {
+        items.delete(String(p));
+        return true;
+      },
+      has: function (t, p) {
+        return typeof p !== "symbol" && (items.has(p) || Object.prototype.hasOwnProperty.call(api, p) || p === "length");
+      },
+      ownKeys: function () {
+        return Array.from(items.keys());
+      },
+      getOwnPropertyDescriptor: function (t, p) {
+        return items.has(p) ? { value: items.get(p), writable: true, enumerable: true, configurable: true } : undefined;
+      }
+    });
+  }
+  ["localStorage", "sessionStorage"].forEach(function (name) {
+    var own = memoryStorage();
+    try {
+      Object.defineProperty(window, name, { configurable: true, enumerable: true, get: function () { return own; } });
+    } catch (e) {
+      // not configurable here: the origin's storage stays
+    }
+  });
+  var jar = new Map(); // the document's cookies: name -> value
+  try {
+    Object.defineProperty(document, "cookie", {
+      configurable: true,
+      enumerable: true,
+      get: function () {
+        var out = [];
+        jar.forEach(function (v, k) {
+          out.push(k === "" ? v : k + "=" + v);
+        });
+        return out.join("; ");
+      },
+      set: function (v) {
+        var parts = String(v).split(";");
+        var pair = parts[0];
+        var eq = pair.indexOf("=");
+        var name = (eq < 0 ? "" : pair.slice(0, eq)).trim();
+        var value = (eq < 0 ? pair : pair.slice(eq + 1)).trim();
+        var gone = false;
+        for (var i = 1; i < parts.length; i++) {
+          var a = parts[i].trim().toLowerCase();
+          if (/^max-age\s*=\s*(-|0+$)/.test(a)) {
+            gone = true;
+          } else if (a.indexOf("expires=") === 0) {
+            var at = Date.parse(parts[i].trim().slice(8));
+            gone = gone || (!isNaN(at) && at <= Date.now());
+          }
+        }
+        if (gone) {
+          jar.delete(name);
+        } else {
+          jar.set(name, value);
+        }
+      }
+    });
+  } catch (e) {
+    // not configurable here: the origin's cookies stay
+  }
+  if ("cookieStore" in window) {
+    try {
+      delete window.cookieStore;
+      if ("cookieStore" in window) {
+        Object.defineProperty(window, "cookieStore", { configurable: true, value: undefined });
+      }
+    } catch (e) {
+      // kept: pages that use it share the origin's cookies
     }
   }
 

@@ -104,7 +104,7 @@ func archiveHostile(ctx context.Context, t *testing.T, site *httptest.Server) *M
 	t.Helper()
 	m := NewMem()
 	day0 := time.Date(2024, 1, 1, 6, 0, 0, 0, time.UTC)
-	for _, p := range append(slices.Clone(hostilePages), "", "common.js", "secret.html", "sw.js", "tool.exe", "moves.html", "push.html", "click.html", "opens.html",
+	for _, p := range append(slices.Clone(hostilePages), "", "common.js", "secret.html", "sw.js", "tool.exe", "moves.html", "push.html", "click.html", "opens.html", "poison.html", "victim.html",
 		"landing.html?via=blank", "landing.html?via=open", "landing.html?via=top", "landing.html?via=form") {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, site.URL+"/"+p, nil)
 		if err != nil {
