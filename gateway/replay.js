@@ -445,7 +445,10 @@
     case "_parent":
       return window === archiveTop || window.parent === archiveTop ? "top" : "";
     }
-    return archiveTop !== null && (archiveTop.name === t || frameNamed(archiveTop, t, 0)) ? "" : "tab";
+    if (archiveTop !== null && archiveTop.name === t) {
+      return window === archiveTop ? "" : "top"; // the page's own top
+    }
+    return archiveTop !== null && frameNamed(archiveTop, t, 0) ? "" : "tab";
   }
 
   // openInArchive asks the framed page to open href, an archive URL, as
