@@ -36,13 +36,9 @@ func uiCSP(content string) string {
 		"; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 }
 
-// setUIHeaders sets the security headers of every UI origin reply. Its
-// pages keep no opener and are kept by none (Cross-Origin-Opener-Policy,
-// honoured where the origin is secure: https, localhost): a site that
-// opened the gateway cannot script or navigate its window.
+// setUIHeaders sets the security headers of every UI origin reply.
 func setUIHeaders(h http.Header, content string) {
 	h.Set("Content-Security-Policy", uiCSP(content))
-	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")

@@ -36,12 +36,11 @@ func TestServiceWorkerScript(t *testing.T) {
 	}
 	// The shell's response carries the framed page's security headers.
 	for k, want := range map[string]string{
-		"Content-Security-Policy":    uiCSP(contentOrigin),
-		"X-Frame-Options":            "DENY",
-		"Cross-Origin-Opener-Policy": "same-origin",
-		"X-Content-Type-Options":     "nosniff",
-		"Referrer-Policy":            "same-origin",
-		"Content-Type":               "text/html; charset=utf-8",
+		"Content-Security-Policy": uiCSP(contentOrigin),
+		"X-Frame-Options":         "DENY",
+		"X-Content-Type-Options":  "nosniff",
+		"Referrer-Policy":         "same-origin",
+		"Content-Type":            "text/html; charset=utf-8",
 	} {
 		if got := cfg.Headers[k]; got != want {
 			t.Errorf("shell header %s = %q, want %q", k, got, want)

@@ -2,10 +2,7 @@ package gatewaytest
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -137,50 +134,5 @@ func TestFrameOpensThroughUI(t *testing.T) {
 	}
 	if p := live.seen(); len(p) != 0 {
 		t.Errorf("requests reached the live host: %q", p)
-	}
-}
-
-// TestUIKeepsNoOpener checks in headless Chromium that a page of another
-// site that opens the gateway in a new window (on the reader's click)
-// keeps no hold of it: the UI's Cross-Origin-Opener-Policy puts it in a
-// browsing context group of its own, so the opener sees it closed and can
-// neither script nor navigate it.
-func TestUIKeepsNoOpener(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a browser")
-	}
-	c := newChrome(t)
-	ui, _, _, _ := serveGateway(t, gateway.Config{Archive: NewMem()})
-	result := make(chan string, 1)
-	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/result" {
-			select {
-			case result <- r.URL.Query().Get("closed"):
-			default:
-			}
-			return
-		}
-		w.Header().Set("Content-Type", "text/html")
-		io.WriteString(w, `<!DOCTYPE html><button id="go" style="width:100%;height:300px">open</button><script>
-document.getElementById("go").onclick = function () {
-  var w = window.open(`+strconv.Quote(ui+"/")+`);
-  setTimeout(function () { new Image().src = "/result?closed=" + (w === null ? "null" : w.closed); }, 2000);
-};</script>`)
-	}))
-	t.Cleanup(other.Close)
-	tab, cancelTab := chromedp.NewContext(c.ctx)
-	defer cancelTab()
-	ctx, cancel := context.WithTimeout(tab, 60*time.Second)
-	defer cancel()
-	if err := chromedp.Do(ctx, chromedp.Navigate(other.URL+"/"), chromedp.Click(chromedp.CSS("#go"))); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case got := <-result:
-		if got != "true" {
-			t.Errorf("the opener's handle on the gateway's window: closed = %s, want true", got)
-		}
-	case <-ctx.Done():
-		t.Fatal("the opener reported nothing")
 	}
 }
