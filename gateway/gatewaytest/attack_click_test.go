@@ -1,15 +1,12 @@
 package gatewaytest
 
 import (
-	"context"
-	"net/http/httptest"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/herod-archive/herod/gateway"
 )
 
 // TestAttackPagesAfterClick replays the hostile site's click.html framed
@@ -21,50 +18,22 @@ import (
 // genuine banner) and rewrite that capture's frame, and to navigate the
 // top window to the live web. Every attempt must fail.
 func TestAttackPagesAfterClick(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a browser")
-	}
-	c := newChrome(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	live := &counter{}
-	liveSrv := httptest.NewServer(live)
-	t.Cleanup(liveSrv.Close)
-	site, _ := hostileSite(t, liveSrv.URL)
-	m := archiveHostile(ctx, t, site)
-	ui, _, _, log := serveGateway(t, gateway.Config{Archive: m})
-
-	tab, cancelTab := chromedp.NewContext(c.ctx)
-	defer cancelTab()
-	tctx, cancelT := context.WithTimeout(tab, 90*time.Second)
-	defer cancelT()
-	if err := chromedp.Do(tctx, chromedp.Navigate(ui+"/web/20240102/"+site.URL+"/click.html")); err != nil {
-		t.Fatal(err)
-	}
-	waitReport := func(name string, d time.Duration) string {
-		t.Helper()
-		for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if r, ok := reports(log)[name]; ok {
-				return r
-			}
-		}
-		t.Fatalf("no report %q after %v: %v", name, d, reports(log))
-		return ""
-	}
-	waitReport("click-ready", 20*time.Second)
+	h := newHostileTab(t)
+	h.open(t, "click.html")
+	h.report(t, "click-ready", 20*time.Second)
 	for step, after := range []string{"click-popup", "popup-forge", ""} {
 		// The button fills the content frame, below the banner.
-		if err := chromedp.Do(tctx, chromedp.MouseClickXY(400, 350)); err != nil {
+		if err := chromedp.Do(h.ctx, chromedp.MouseClickXY(400, 350)); err != nil {
 			t.Fatal(err)
 		}
-		waitReport("click-"+string(rune('1'+step)), 10*time.Second)
+		h.report(t, "click-"+strconv.Itoa(step+1), 10*time.Second)
 		if after != "" {
-			waitReport(after, 15*time.Second)
+			h.report(t, after, 15*time.Second)
 		}
 	}
 	time.Sleep(2 * time.Second) // the top navigation, if it went
-	rep := reports(log)
-	reached := live.seen()
+	rep := reports(h.log)
+	reached := h.live.seen()
 	attempts := []struct {
 		name    string
 		blocked bool

@@ -1,15 +1,11 @@
 package gatewaytest
 
 import (
-	"context"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/herod-archive/herod/gateway"
 )
 
 // TestFrameOpensThroughUI checks in headless Chromium that what an
@@ -21,26 +17,11 @@ import (
 // replay of the link's capture and has no opener; the top window moves to
 // the framed replay (or, from the error page, to the UI's page).
 func TestFrameOpensThroughUI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a browser")
-	}
-	c := newChrome(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	live := &counter{}
-	liveSrv := httptest.NewServer(live)
-	t.Cleanup(liveSrv.Close)
-	site, siteHits := hostileSite(t, liveSrv.URL)
-	m := archiveHostile(ctx, t, site)
-	archivedHits := len(siteHits.seen())
-	ui, _, _, log := serveGateway(t, gateway.Config{Archive: m})
+	h := newHostileTab(t)
+	ui, site, log, tctx := h.ui, h.site, h.log, h.ctx
 	const ts = "20240102"
 	opens := ui + "/web/" + ts + "/" + site.URL + "/opens.html"
 
-	tab, cancelTab := chromedp.NewContext(c.ctx)
-	defer cancelTab()
-	tctx, cancelT := context.WithTimeout(tab, 90*time.Second)
-	defer cancelT()
 	// framed replays of landing.html?via=<via> the content origin served
 	// to a frame: one per opening.
 	framed := func(via string) int {
@@ -96,7 +77,7 @@ func TestFrameOpensThroughUI(t *testing.T) {
 			continue
 		}
 		tabs++
-		nt, cancelNT := chromedp.NewContext(c.ctx, chromedp.WithTargetID(ti.TargetID))
+		nt, cancelNT := chromedp.NewContext(h.chrome.ctx, chromedp.WithTargetID(ti.TargetID))
 		noOpener, err := chromedp.Run(nt, chromedp.Evaluate[bool](`window.opener === null && document.getElementById("herod-frame") !== null`))
 		cancelNT()
 		if err != nil || !noOpener {
@@ -129,10 +110,10 @@ func TestFrameOpensThroughUI(t *testing.T) {
 	other := ui + "/web/*/https://" + strings.TrimPrefix(site.URL, "http://") + "/missing.html"
 	waitFor("the error page's link moves the top window", func() bool { return location() == other })
 
-	if n := len(siteHits.seen()); n != archivedHits {
-		t.Errorf("%d requests reached the archived site", n-archivedHits)
+	if n := len(h.siteHits.seen()); n != h.archived {
+		t.Errorf("%d requests reached the archived site", n-h.archived)
 	}
-	if p := live.seen(); len(p) != 0 {
+	if p := h.live.seen(); len(p) != 0 {
 		t.Errorf("requests reached the live host: %q", p)
 	}
 }
