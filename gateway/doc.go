@@ -15,8 +15,8 @@
 // puts the banner back into the archived document). The frame's sandbox
 // lets no document in it open a window or navigate the top window; links,
 // forms and window.open bound there ask the framed page (herod:open in
-// ui.js), which opens archive pages alone, with no opener. The content origin
-// serves archived captures and the replay script, under a
+// ui.js), which opens archive pages alone, with no opener. The content
+// origin serves archived captures and the replay script, under a
 // Content-Security-Policy that keeps everything a page loads on the
 // content origin, and nothing else. Admin endpoints need the admin token
 // (LoadAdminToken) and refuse requests from other origins; status pages
