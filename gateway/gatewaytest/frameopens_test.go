@@ -19,8 +19,7 @@ import (
 func TestFrameOpensThroughUI(t *testing.T) {
 	h := newHostileTab(t)
 	ui, site, log, tctx := h.ui, h.site, h.log, h.ctx
-	const ts = "20240102"
-	opens := ui + "/web/" + ts + "/" + site.URL + "/opens.html"
+	const ts = hostileTS
 
 	// framed replays of landing.html?via=<via> the content origin served
 	// to a frame: one per opening.
@@ -35,11 +34,7 @@ func TestFrameOpensThroughUI(t *testing.T) {
 	}
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(15 * time.Second); !ok(); time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not after 15 s", what)
-			}
-		}
+		eventually(t, what, 15*time.Second, ok)
 	}
 	clickInFrame := func(sel string) {
 		t.Helper()
@@ -59,9 +54,7 @@ func TestFrameOpensThroughUI(t *testing.T) {
 		}
 		return href
 	}
-	if err := chromedp.Do(tctx, chromedp.Navigate(opens)); err != nil {
-		t.Fatal(err)
-	}
+	h.open(t, "opens.html")
 	for _, x := range []struct{ sel, via string }{{"#blank", "blank"}, {"#open", "open"}, {"#submit", "form"}} {
 		clickInFrame(x.sel)
 		waitFor(x.sel+" opens a framed replay", func() bool { return framed(x.via) == 1 })
@@ -93,9 +86,7 @@ func TestFrameOpensThroughUI(t *testing.T) {
 	waitFor("the top window moves", func() bool { return location() == want && framed("top") == 1 })
 
 	// The error page in the frame: its links lead the top window to the UI.
-	if err := chromedp.Do(tctx, chromedp.Navigate(opens)); err != nil {
-		t.Fatal(err)
-	}
+	h.open(t, "opens.html")
 	clickInFrame("#missing")
 	waitFor("the frame shows the error page", func() bool {
 		for _, r := range log.all() {

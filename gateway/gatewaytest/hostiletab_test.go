@@ -47,10 +47,14 @@ func newHostileTab(t *testing.T) *hostileTab {
 	return h
 }
 
+// hostileTS is the timestamp hostileTab replays the site at (archived
+// the day before).
+const hostileTS = "20240102"
+
 // open navigates the tab to the framed replay of the hostile site's page p.
 func (h *hostileTab) open(t *testing.T, p string) {
 	t.Helper()
-	if err := chromedp.Do(h.ctx, chromedp.Navigate(h.ui+"/web/20240102/"+h.site.URL+"/"+p)); err != nil {
+	if err := chromedp.Do(h.ctx, chromedp.Navigate(h.ui+"/web/"+hostileTS+"/"+h.site.URL+"/"+p)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -59,11 +63,20 @@ func (h *hostileTab) open(t *testing.T, p string) {
 // returns its result.
 func (h *hostileTab) report(t *testing.T, name string, d time.Duration) string {
 	t.Helper()
-	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if r, ok := reports(h.log)[name]; ok {
-			return r
+	var r string
+	eventually(t, "report "+name, d, func() (ok bool) {
+		r, ok = reports(h.log)[name]
+		return ok
+	})
+	return r
+}
+
+// eventually waits up to d for ok, failing t (with what) when it stays false.
+func eventually(t *testing.T, what string, d time.Duration, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !ok(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %v", what, d)
 		}
 	}
-	t.Fatalf("no report %q after %v: %v", name, d, reports(h.log))
-	return ""
 }
