@@ -3,6 +3,8 @@ package archive
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -206,5 +208,56 @@ func TestUndatedListed(t *testing.T) {
 	}
 	if got, _, err := joiner.Undated(ctx, nil, 10); err != nil || len(got) != 0 {
 		t.Fatalf("Undated after the replica's statement: %+v, %v", got, err)
+	}
+}
+
+// BenchmarkImportWitness: what a replica's statement costs on import —
+// one Ed25519 signature and one index entry a version. The sub-benchmarks
+// import the same records into a store that witnesses (a Signer) and into
+// one that does not; the ratio of their ns/op is the CPU cost, and
+// bytes/version the statement's size in the index (before goleveldb's
+// compression).
+func BenchmarkImportWitness(b *testing.B) {
+	ctx := context.Background()
+	now := time.Now()
+	src := openTest(b, Options{Signer: newEdSigner(1), NoSync: true, DictSamples: -1})
+	const n = 512
+	names, datas := make([]string, n), make([][]byte, n)
+	for i := range n {
+		v, _, err := src.Put(ctx, capture(fmt.Sprintf("http://example.org/p%d", i), now, fmt.Sprintf("<p>page %d %s</p>", i, strings.Repeat("x", 2000))))
+		if err != nil {
+			b.Fatal(err)
+		}
+		names[i] = v.Entry().Name()
+		if datas[i], err = src.ReadFile(ctx, v.Entry()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		signer Signer
+	}{{"plain", nil}, {"witness", newEdSigner(2)}} {
+		b.Run(c.name, func(b *testing.B) {
+			var bytesPer float64
+			for b.Loop() {
+				b.StopTimer()
+				dst := openTest(b, Options{Signer: c.signer, Verifier: edVerifier{}, NoSync: true, DictSamples: -1})
+				b.StartTimer()
+				for i := range n {
+					if _, _, err := dst.Import(ctx, names[i], datas[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				if c.signer != nil {
+					v, _ := dst.Versions(ctx, "http://example.org/p0")
+					ws, _ := dst.Witnesses(ctx, v[0])
+					bytesPer = float64(len(witnessPrefix(v[0].Key, v[0].Time, v[0].Digest)) + len(ws[0].Peer) + len(encodeWitness(ws[0])))
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/version")
+			b.ReportMetric(bytesPer, "witness-bytes/version")
+		})
 	}
 }
