@@ -2,6 +2,10 @@ package node
 
 import (
 	"context"
+	"time"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/gateway"
 
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
@@ -48,11 +52,29 @@ func (n *Node) holdersOf(ctx context.Context, key id.ID) ([]ring.Contact, error)
 	return cs, nil
 }
 
-// readerArchive is the archive the gateway shows readers: every URL from
-// its holders (resolver), less the versions whose date no independent
-// holder vouches for.
-func (n *Node) readerArchive() *witness.Archive {
-	return &witness.Archive{Inner: (*resolver)(n), Witness: n.witness}
+// readerArchive is the archive the gateway shows readers: the resolver
+// (every URL from its holders, ring-wide listings and exports), whose
+// Versions and Get leave out the versions whose date no independent
+// holder vouches for (witness.Archive).
+type readerArchive struct {
+	*resolver
+	dated *witness.Archive
+}
+
+var _ gateway.Archive = readerArchive{}
+
+func (n *Node) readerArchive() readerArchive {
+	return readerArchive{resolver: (*resolver)(n), dated: &witness.Archive{Inner: (*resolver)(n), Witness: n.witness}}
+}
+
+// Versions implements gateway.Archive: the dated versions of url.
+func (a readerArchive) Versions(ctx context.Context, url string) ([]archive.Version, error) {
+	return a.dated.Versions(ctx, url)
+}
+
+// Get implements gateway.Archive: the dated version of url for t.
+func (a readerArchive) Get(ctx context.Context, url string, t time.Time) (archive.Version, *archive.Capture, error) {
+	return a.dated.Get(ctx, url, t)
 }
 
 // WitnessStats reports the witness service's counters.
