@@ -230,6 +230,18 @@ func (s *Store) Date(ctx context.Context, v Version, member func(string) bool) (
 	return d, good, nil
 }
 
+// Shown reports whether the store shows v as of its date (Date's verdict,
+// without reading statements where the answer does not need them: a
+// version this store fetched, or one too recent to judge). Listings and
+// exports leave out the versions it is false for.
+func (s *Store) Shown(ctx context.Context, v Version) bool {
+	if (s.signer != nil && v.Peer == s.signer.Peer()) || s.now().Sub(v.Time) <= MaxWitnessDelay {
+		return true
+	}
+	d, _, err := s.Date(ctx, v, nil)
+	return err == nil && d.Shown()
+}
+
 // AddWitnesses stores the statements of ws about v that verify (Check)
 // and that the store does not hold yet, up to maxWitnesses a version, in
 // one synced index write; v must be a version the store holds. It

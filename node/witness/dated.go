@@ -3,50 +3,107 @@ package witness
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/id"
 )
 
-// Date judges v's capture time for this node's readers: by the statements
-// this node holds, and, when those do not date it, by the statements of
-// v's other holders (stored here too when this node holds v). Verdicts
-// are remembered: for good once a version is witnessed or fetched here,
-// until a pending one's delay runs out, negativeTTL for an unwitnessed
-// one.
+// Date judges v's capture time for this node's readers (DateAll of v).
 func (sv *Service) Date(ctx context.Context, v archive.Version) archive.Dating {
-	now := sv.now()
-	ck := cacheKey{key: v.Key, digest: v.Digest, time: v.Time.UnixNano()}
-	sv.mu.Lock()
-	if vd, ok := sv.cache[ck]; ok && (vd.until.IsZero() || now.Before(vd.until)) {
-		sv.mu.Unlock()
-		return vd.d
-	}
-	sv.mu.Unlock()
+	return sv.DateAll(ctx, []archive.Version{v})[0]
+}
 
+// DateAll judges the capture times of vs for this node's readers: by the
+// statements this node holds, and, for the versions those do not date, by
+// the statements of their other holders, asked at most MaxAsk versions a
+// request (the versions of one URL share their holders); statements about
+// versions this node holds are stored too. Verdicts are remembered: for
+// good once a version is witnessed or fetched here, until a pending one's
+// delay runs out, negativeTTL for an unwitnessed one.
+func (sv *Service) DateAll(ctx context.Context, vs []archive.Version) []archive.Dating {
+	now := sv.now()
 	rule := sv.Store.Rule(nil)
-	held, err := sv.Store.Witnesses(ctx, v)
-	if err != nil {
-		sv.log().Warn("witness: read statements", "url", v.URL, "err", err)
+	out := make([]archive.Dating, len(vs))
+	held := make([][]archive.Witness, len(vs))
+	var ask []int // indexes of vs no verdict or local statement dates
+	for i, v := range vs {
+		sv.mu.Lock()
+		vd, ok := sv.cache[keyOf(v)]
+		sv.mu.Unlock()
+		if ok && (vd.until.IsZero() || now.Before(vd.until)) {
+			out[i] = vd.d
+			continue
+		}
+		ws, err := sv.Store.Witnesses(ctx, v)
+		if err != nil {
+			sv.log().Warn("witness: read statements", "url", v.URL, "err", err)
+		}
+		held[i] = ws
+		if out[i], _ = rule.Date(v, ws, now); out[i].Shown() {
+			sv.remember(v, out[i], now)
+		} else {
+			ask = append(ask, i)
+		}
 	}
-	d, _ := rule.Date(v, held, now)
-	if !d.Shown() {
-		for _, c := range sv.others(ctx, v.Key) {
-			ws, err := sv.Ask(ctx, c, []archive.Version{v})
-			if err != nil || len(ws[0]) == 0 {
-				continue
-			}
-			if d, _ = rule.Date(v, append(held, ws[0]...), now); d.Shown() {
-				// Keep them if this node holds v (AddWitnesses refuses
-				// otherwise).
-				if added, _, err := sv.Store.AddWitnesses(ctx, v, ws[0]); err == nil {
-					sv.fetched.Add(int64(added))
+	// Ask the holders of each key about its undated versions.
+	byKey := map[id.ID][]int{}
+	var keys []id.ID
+	for _, i := range ask {
+		k := vs[i].Key
+		if byKey[k] == nil {
+			keys = append(keys, k)
+		}
+		byKey[k] = append(byKey[k], i)
+	}
+	for _, k := range keys {
+		idx := byKey[k]
+		for _, c := range sv.others(ctx, k) {
+			var left []int
+			for start := 0; start < len(idx); start += MaxAsk {
+				batch := idx[start:min(len(idx), start+MaxAsk)]
+				q := make([]archive.Version, len(batch))
+				for j, i := range batch {
+					q[j] = vs[i]
 				}
+				ws, err := sv.Ask(ctx, c, q)
+				if err != nil {
+					left = append(left, batch...)
+					continue
+				}
+				for j, i := range batch {
+					all := append(slices.Clone(held[i]), ws[j]...)
+					if out[i], _ = rule.Date(vs[i], all, now); !out[i].Shown() {
+						left = append(left, i)
+						continue
+					}
+					// Kept if this node holds the version (AddWitnesses
+					// refuses otherwise).
+					if added, _, err := sv.Store.AddWitnesses(ctx, vs[i], ws[j]); err == nil {
+						sv.fetched.Add(int64(added))
+					}
+				}
+			}
+			idx = left
+			if len(idx) == 0 {
 				break
 			}
 		}
 	}
+	for i, v := range vs {
+		sv.remember(v, out[i], now)
+	}
+	return out
+}
+
+func keyOf(v archive.Version) cacheKey {
+	return cacheKey{key: v.Key, digest: v.Digest, time: v.Time.UnixNano()}
+}
+
+// remember keeps the verdict d on v (see DateAll for how long).
+func (sv *Service) remember(v archive.Version, d archive.Dating, now time.Time) {
 	vd := verdict{d: d}
 	switch d {
 	case archive.Pending:
@@ -55,12 +112,11 @@ func (sv *Service) Date(ctx context.Context, v archive.Version) archive.Dating {
 		vd.until = now.Add(negativeTTL)
 	}
 	sv.mu.Lock()
+	defer sv.mu.Unlock()
 	if sv.cache == nil || len(sv.cache) >= cacheSize {
 		sv.cache = make(map[cacheKey]verdict) // a crude bound: start over
 	}
-	sv.cache[ck] = vd
-	sv.mu.Unlock()
-	return d
+	sv.cache[keyOf(v)] = vd
 }
 
 // Archive is a gateway archive that leaves out every version whose date
@@ -80,8 +136,9 @@ func (a *Archive) Versions(ctx context.Context, url string) ([]archive.Version, 
 		return nil, err
 	}
 	out := vs[:0:0]
-	for _, v := range vs {
-		if a.Witness.Date(ctx, v).Shown() {
+	ds := a.Witness.DateAll(ctx, vs)
+	for i, v := range vs {
+		if ds[i].Shown() {
 			out = append(out, v)
 		} else {
 			a.Witness.hidden.Add(1)
