@@ -45,6 +45,7 @@ type diskGuard struct {
 	checked time.Time
 	last    int64 // free bytes at checked
 	since   int64 // bytes admitted since checked
+	needed  int64 // the size of the last write refused, until one is admitted
 	full    atomic.Bool
 	refused atomic.Int64
 	logged  atomic.Bool
@@ -94,21 +95,25 @@ func (g *diskGuard) admit(size int64) error {
 	}
 	if n-size < g.reserve {
 		g.full.Store(true)
+		g.needed = size
 		g.refused.Add(1)
 		return fmt.Errorf("%w: %d bytes free, %d reserved", ErrDiskFull, n, g.reserve)
 	}
 	g.since += size
+	g.needed = 0
 	g.full.Store(false)
 	return nil
 }
 
-// isFull reports whether the file system is at the reserve now.
+// isFull reports whether the file system is at the reserve now, or has
+// no room for the last write refused.
 func (g *diskGuard) isFull() bool {
 	if g.reserve <= 0 {
 		return false
 	}
 	g.mu.Lock()
 	n, err := g.freeLocked(false)
+	n -= g.needed
 	g.mu.Unlock()
 	if err != nil {
 		return false
@@ -119,8 +124,9 @@ func (g *diskGuard) isFull() bool {
 }
 
 // DiskFull reports whether the store's file system has no more room than
-// its reserve (Options.DiskReserve): writes are refused with ErrDiskFull
-// until space returns. It reads the free space at most every half second.
+// its reserve (Options.DiskReserve), or not enough beyond it for the last
+// write refused: writes are refused with ErrDiskFull until space returns.
+// It reads the free space at most every half second.
 func (s *Store) DiskFull() bool {
 	full := s.disk.isFull()
 	if full && !s.disk.logged.Swap(true) {

@@ -96,10 +96,10 @@ type Stats struct {
 	// since Open.
 	DiskFull    bool  `json:"diskFull,omitempty"`
 	DiskRefused int64 `json:"diskRefused,omitempty"`
-	Refused      int64 `json:"refused"`      // versions refused by the quota since Open
-	Unchanged    int64 `json:"unchanged"`    // Puts whose payload equalled the newest version, since Open
-	Corrupt      int64 `json:"corrupt"`      // Reads that failed verification since Open
-	Segments     int   `json:"segments"`     // segment files
+	Refused     int64 `json:"refused"`   // versions refused by the quota since Open
+	Unchanged   int64 `json:"unchanged"` // Puts whose payload equalled the newest version, since Open
+	Corrupt     int64 `json:"corrupt"`   // Reads that failed verification since Open
+	Segments    int   `json:"segments"`  // segment files
 	// Failed is the error that made the store refuse writes ("" if none).
 	Failed string `json:"failed,omitempty"`
 }
