@@ -233,6 +233,9 @@ func (s *Store) compress(plain []byte, zd *zdict) *record {
 // when the version is indexed (enqueueLocked) or, on error, here.
 func (s *Store) store(v *Version, rec *record) (*segment, error) {
 	size := int64(len(rec.data))
+	if err := s.disk.admit(size); err != nil {
+		return nil, err
+	}
 	if err := s.reserve(size); err != nil {
 		return nil, err
 	}
@@ -255,6 +258,9 @@ func (s *Store) store(v *Version, rec *record) (*segment, error) {
 func (s *Store) putState(k id.ID, state []byte) error {
 	if state == nil {
 		return nil
+	}
+	if err := s.disk.admit(int64(len(state))); err != nil {
+		return err
 	}
 	return s.db.Put(stateKey(k), state, nil)
 }
@@ -337,6 +343,9 @@ func (s *Store) touch(k id.ID, t time.Time, notModified bool) error {
 	v := encTime(nil, t)
 	if notModified {
 		v = append(v, 1)
+	}
+	if err := s.disk.admit(int64(len(v))); err != nil {
+		return err
 	}
 	return s.db.Put(touchKey(k, s.DayOf(t)), v, nil)
 }

@@ -189,6 +189,7 @@ func New(cfg Config) (n *Node, err error) {
 	n.store, err = archive.Open(filepath.Join(cfg.DataDir, "archive"), archive.Options{
 		DayLength:   cfg.DayLength,
 		Quota:       cfg.Quota,
+		DiskReserve: cfg.DiskReserve,
 		GzipLevel:   cfg.GzipLevel,
 		DictSamples: cfg.DictSamples,
 		NoSync:      cfg.NoSync,
@@ -231,6 +232,7 @@ func New(cfg Config) (n *Node, err error) {
 	cc.Owns = n.plansURL
 	cc.Logger = n.log.With("sub", "crawl")
 	cc.Download = n.bw.Down
+	cc.Paused = n.crawlPaused
 	n.setupPoliteness(&cc)
 	n.setupReplication()
 	n.setupQuery()
