@@ -266,7 +266,7 @@ func newStore(dir string, o Options) (*Store, error) {
 func (s *Store) openIndex(path string) error {
 	db, err := leveldb.OpenFile(path, nil)
 	if ldberrors.IsCorrupted(err) {
-		s.log.Warn("index corrupted, recovering; run reindex to rebuild it from the segments", "err", err)
+		s.log.Warn("index corrupted, recovering; if versions are missing, stop the node and run herod fsck --repair to rebuild it from the segments", "err", err)
 		db, err = leveldb.RecoverFile(path, nil)
 	}
 	if err != nil {
