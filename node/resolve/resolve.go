@@ -168,7 +168,7 @@ func (sv *Service) Versions(ctx context.Context, url string) ([]archive.Version,
 		case a.err == nil:
 			answered = true
 			out = mergeVersions(out, a.vs)
-		case errors.Is(a.err, archive.ErrNotFound):
+		case nothing(a.err):
 			answered = true
 		default:
 			errs = append(errs, a.err)
@@ -225,7 +225,7 @@ func (sv *Service) Get(ctx context.Context, url string, t time.Time) (archive.Ve
 		err := sv.eachHolder(ctx, c, sv.K, func(h ring.Contact) bool {
 			v, capt, err := sv.remoteGet(ctx, c, t, h)
 			if err != nil {
-				if !errors.Is(err, archive.ErrNotFound) {
+				if !nothing(err) {
 					errs = append(errs, err)
 				}
 				return ctx.Err() == nil
@@ -248,6 +248,14 @@ func (sv *Service) Get(ctx context.Context, url string, t time.Time) (archive.Ve
 		return archive.Version{}, nil, errors.Join(errs...)
 	}
 	return archive.Version{}, nil, fmt.Errorf("%s: %w", c, archive.ErrNotFound)
+}
+
+// nothing reports whether err means a holder has nothing to show: it has
+// nothing, or what it sent failed verification (counted and logged by
+// then). A lie is no outage: the URL is as not found as it is when every
+// holder says so.
+func nothing(err error) bool {
+	return errors.Is(err, archive.ErrNotFound) || errors.Is(err, errRejected)
 }
 
 // better reports whether a is a better answer than b for time t: the
