@@ -2,6 +2,8 @@ package archive
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -10,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/herod-archive/herod/internal/id"
 )
@@ -171,6 +175,58 @@ func (s *Store) VerifySigned(v Version, sig []byte) error {
 		return fmt.Errorf("archive verify %.100q: %w", v.URL, err)
 	}
 	return nil
+}
+
+// Provenance returns the fetcher and signature of the stored version v,
+// read from its record's WARC header alone (the payload of a .warc.gz
+// record is not decompressed): what a listing of versions sends for the
+// asking node to check (VerifySigned). It does not verify the record
+// (Read does); a record that is not v's is ErrCorrupt.
+func (s *Store) Provenance(ctx context.Context, v Version) (string, []byte, error) {
+	if err := ctx.Err(); err != nil {
+		return "", nil, fmt.Errorf("archive provenance: %w", err)
+	}
+	ref, err := parseSegment(v.File)
+	if err != nil {
+		return "", nil, fmt.Errorf("archive provenance: %w", err)
+	}
+	data, zd, err := s.readRecord(ref.id, v.Offset, v.Size)
+	if err != nil {
+		return "", nil, fmt.Errorf("archive provenance: %w", err)
+	}
+	var br *bufio.Reader
+	if zd == nil {
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			return "", nil, fmt.Errorf("archive provenance: %w: %w", ErrCorrupt, err)
+		}
+		br = bufio.NewReaderSize(zr, 4096)
+	} else {
+		plain, err := zd.dec.DecodeAll(data, nil)
+		if err != nil {
+			return "", nil, fmt.Errorf("archive provenance: %w: zstd: %w", ErrCorrupt, err)
+		}
+		br = bufio.NewReader(bytes.NewReader(plain))
+	}
+	line, err := readLine(br)
+	if err == nil && line != "WARC/1.1" && line != "WARC/1.0" {
+		err = malformed("bad version line %q", line)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("archive provenance: %w", err)
+	}
+	h, err := readFields(br)
+	if err == nil && h.Get("Warc-Target-Uri") != v.URL {
+		err = fmt.Errorf("%w: record holds %q", ErrCorrupt, h.Get("Warc-Target-Uri"))
+	}
+	var c Capture
+	if err == nil {
+		err = parseProvenance(h, &c)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("archive provenance: %w", err)
+	}
+	return c.Peer, c.Signature, nil
 }
 
 // refusedFile lists, one per line, the peers whose records a store no

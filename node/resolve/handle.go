@@ -66,7 +66,7 @@ func (sv *Service) Handle(s network.Stream) {
 }
 
 // signedVersions returns the local versions of url, each with its
-// fetcher's signature, read from its record.
+// fetcher's signature, read from its record's header.
 func (sv *Service) signedVersions(ctx context.Context, url string) ([]SignedVersion, error) {
 	vs, err := sv.Store.Versions(ctx, url)
 	if err != nil {
@@ -74,7 +74,7 @@ func (sv *Service) signedVersions(ctx context.Context, url string) ([]SignedVers
 	}
 	out := make([]SignedVersion, 0, len(vs))
 	for _, v := range vs {
-		c, err := sv.Store.Read(ctx, v)
+		_, sig, err := sv.Store.Provenance(ctx, v)
 		if err != nil {
 			if ctx.Err() != nil {
 				return out, ctx.Err()
@@ -82,7 +82,7 @@ func (sv *Service) signedVersions(ctx context.Context, url string) ([]SignedVers
 			sv.Log().Warn("archive: version left out of a listing", "url", v.URL, "err", err)
 			continue
 		}
-		out = append(out, SignedVersion{Version: v, Signature: c.Signature})
+		out = append(out, SignedVersion{Version: v, Signature: sig})
 	}
 	return out, nil
 }

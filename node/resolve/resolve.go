@@ -56,6 +56,7 @@ type Store interface {
 	At(ctx context.Context, url string, t time.Time) (archive.Version, error)
 	Read(ctx context.Context, v archive.Version) (*archive.Capture, error)
 	ReadFile(ctx context.Context, e archive.Entry) ([]byte, error)
+	Provenance(ctx context.Context, v archive.Version) (string, []byte, error)
 	VerifyRecord(data []byte) (*archive.Capture, id.ID, error)
 	VerifySigned(v archive.Version, sig []byte) error
 	Refuses(peer string) bool

@@ -95,7 +95,7 @@ func putDays(t testing.TB, st *archive.Store, start time.Time, days int, urls ..
 // services returns n services on one mock network, the i-th holding
 // urls[i] in a signed store; services[1] owns every key (and
 // services[2], if any, succeeds it).
-func services(t *testing.T, urls ...[]string) ([]*Service, []host.Host) {
+func services(t testing.TB, urls ...[]string) ([]*Service, []host.Host) {
 	t.Helper()
 	hs := p2ptest.Hosts(t, len(urls))
 	var svcs []*Service
