@@ -18,9 +18,10 @@
 // record is merged only once it also passed the asking node's import
 // check (Verifier: the fetcher's signature, the purge book), and its
 // revisit only when it refers to a version of the same URL that passed
-// earlier in its reply — one that fails is dropped and counted
-// (Member.Dropped, Dropped), never exported; a record equal to the
-// one just written (the same version from two replicas) is dropped; a
+// earlier in its reply (or lies before the resume cursor) — one that
+// fails is dropped and counted (Member.Dropped, Dropped), never
+// exported; a record equal to the one just written (the same version
+// from two replicas) is dropped; a
 // member's failure or skipped versions end the merge with an error
 // wrapping ErrPartial, never silently. What was written before an error
 // is a correct prefix of the full export, so resuming after the last

@@ -221,7 +221,8 @@ const maxVerifiedPerURL = 4096
 // asked for them, a revisit record) whose target URI, date and digests
 // agree with the header. A remote member's records (Open with a
 // Verifier) must also pass the Verifier, and its revisits must refer to
-// a version of the same URL it sent earlier in the reply that did; a
+// a version of the same URL it sent earlier in the reply that did (or
+// one before the resume cursor); a
 // record that fails is dropped and counted (Dropped), not merged.
 type Member struct {
 	name    string // member address, for errors
@@ -232,6 +233,7 @@ type Member struct {
 	hasLast bool
 
 	verify   Verifier // nil: a local member, whose store verified its records
+	after    *Key     // the resume cursor: the reply starts after it
 	verified map[verifiedKey]bool
 	verURL   string // the URL verified holds versions of
 	dropped  int
@@ -311,7 +313,9 @@ func (m *Member) read() (bool, error) {
 // verifyRecord checks a remote member's record, checked by checkRecord
 // (refersTo is a revisit's WARC-Refers-To-Date, zero for a response),
 // with the Verifier, and remembers a verified response for the revisits
-// that follow it.
+// that follow it. A revisit carries no signature: it is admitted when the
+// version it refers to passed earlier in the reply or, in a resumed
+// export, lies before the resume cursor (in the part delivered before).
 func (m *Member) verifyRecord(body []byte, h recordHeader, refersTo time.Time) error {
 	if m.verify == nil {
 		return nil
@@ -320,7 +324,9 @@ func (m *Member) verifyRecord(body []byte, h recordHeader, refersTo time.Time) e
 		m.verURL, m.verified = h.URL, map[verifiedKey]bool{}
 	}
 	if !refersTo.IsZero() {
-		if !m.verified[verifiedKey{refersTo, h.Digest}] {
+		ref := KeyOf(h.URL, refersTo, h.Digest)
+		resumed := m.after != nil && ref.Compare(*m.after) <= 0
+		if !resumed && !m.verified[verifiedKey{refersTo, h.Digest}] {
 			return fmt.Errorf("revisit of %.100q at %s refers to no verified version", h.URL, h.Time.Format(time.RFC3339))
 		}
 		return nil
@@ -427,7 +433,7 @@ func digestIs(v string, d id.ID) bool {
 func Open(name string, r io.Reader, setRD func(time.Time), q gateway.Query, after *Key, verify Verifier) (*Member, error) {
 	m := &Member{name: name, r: bufio.NewReader(r), setRD: setRD, q: q, verify: verify}
 	if after != nil {
-		m.last, m.hasLast = *after, true
+		m.last, m.hasLast, m.after = *after, true, after
 	}
 	if err := m.next(); err != nil {
 		return nil, err

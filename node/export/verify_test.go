@@ -128,3 +128,45 @@ func TestRemoteRecordsVerified(t *testing.T) {
 		t.Fatalf("purged peer's records: exported %q, dropped %d", got, dropped)
 	}
 }
+
+// TestResumedRevisitVerified: in an export resumed after a URL's
+// responses, a remote member's revisit that refers to one of them (in
+// the part delivered before) is merged, as is one referring to a
+// response verified after the cursor.
+func TestResumedRevisitVerified(t *testing.T) {
+	key, _ := identity.Generate()
+	victimKey, _ := identity.Generate()
+	n := signedNode(t, key, "http://h.example/1")
+	victim := signedNode(t, victimKey).store
+	q := gateway.Query{URL: "h.example", Match: gateway.MatchHost, Revisits: true}
+	vs, err := n.store.Versions(context.Background(), "http://h.example/1")
+	if err != nil || len(vs) != 2 {
+		t.Fatalf("versions: %d, %v", len(vs), err)
+	}
+	for _, tc := range []struct {
+		after   archive.Version
+		records int
+	}{{vs[1], 1}, {vs[0], 2}} {
+		cursor := Cursor(tc.after.URL, tc.after.Time, tc.after.Digest)
+		var b bytes.Buffer
+		req := queryRequest{Op: "export", Query: archive.Query{Host: "h.example"}, Revisits: true, After: cursor}
+		if err := n.serveExport(context.Background(), req, &b); err != nil {
+			t.Fatal(err)
+		}
+		after, err := ParseResume(cursor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := Open("m", &b, nil, q, &after, victim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out recordWriter
+		if err := Merge([]*Member{m}, &out, nil); err != nil {
+			t.Fatal(err)
+		}
+		if d, why := m.Dropped(); len(out) != tc.records || d != 0 {
+			t.Fatalf("resumed after %s: %d records, %d dropped (%v)", cursor, len(out), d, why)
+		}
+	}
+}
