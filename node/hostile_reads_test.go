@@ -36,23 +36,23 @@ import (
 // refused leaves nothing behind.
 const hostileReadHeapBound = 8 << 20
 
-// invented marks every body a hostile member makes up.
-const invented = "INVENTED BY A HOSTILE MEMBER"
+// readsInvented marks every body a hostile member makes up.
+const readsInvented = "INVENTED BY A HOSTILE MEMBER"
 
-// lyingSigner signs with one key in the name of another peer: a record
+// readsLyingSigner signs with one key in the name of another peer: a record
 // forged in an honest member's name.
-type lyingSigner struct {
+type readsLyingSigner struct {
 	name string
 	key  identity.Signer
 }
 
-func (s lyingSigner) Peer() string                    { return s.name }
-func (s lyingSigner) Sign(msg []byte) ([]byte, error) { return s.key.Sign(msg) }
+func (s readsLyingSigner) Peer() string                    { return s.name }
+func (s readsLyingSigner) Sign(msg []byte) ([]byte, error) { return s.key.Sign(msg) }
 
-// forgery is a store of made-up captures dated 1999, as a hostile member
+// readsForgery is a store of made-up captures dated 1999, as a hostile member
 // serves them: unsigned, or signed by its own key in an honest member's
 // name.
-func forgery(t *testing.T, signer archive.Signer, urls ...string) *archive.Store {
+func readsForgery(t *testing.T, signer archive.Signer, urls ...string) *archive.Store {
 	t.Helper()
 	o := archive.Options{NoSync: true}
 	if signer != nil {
@@ -65,7 +65,7 @@ func forgery(t *testing.T, signer archive.Signer, urls ...string) *archive.Store
 	t.Cleanup(func() { st.Close() })
 	for _, u := range urls {
 		c := archive.Capture{URL: u, Time: time.Date(1999, 6, 1, 0, 0, 0, 0, time.UTC), Status: 200,
-			Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte("<p>" + invented + " " + u + "</p>")}
+			Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte("<p>" + readsInvented + " " + u + "</p>")}
 		if _, _, err := st.Put(context.Background(), c); err != nil {
 			t.Fatal(err)
 		}
@@ -73,9 +73,9 @@ func forgery(t *testing.T, signer archive.Signer, urls ...string) *archive.Store
 	return st
 }
 
-// serveArchive replaces n's handler of the archive protocol with f, which
+// readsServeArchive replaces n's handler of the archive protocol with f, which
 // answers each request with a reply and, for a capture, its record.
-func serveArchive(n *Node, asked *atomic.Int64, f func(req resolve.Request) (resolve.Reply, []byte)) {
+func readsServeArchive(n *Node, asked *atomic.Int64, f func(req resolve.Request) (resolve.Reply, []byte)) {
 	n.host.SetStreamHandler(archiveProtocol, func(s network.Stream) {
 		defer s.Close()
 		asked.Add(1)
@@ -91,10 +91,10 @@ func serveArchive(n *Node, asked *atomic.Int64, f func(req resolve.Request) (res
 	})
 }
 
-// forgedAnswers answers from store st as an honest holder would, with a
+// readsForgedAnswers answers from store st as an honest holder would, with a
 // made-up version with a genuine signature of another version added to
 // every listing.
-func forgedAnswers(t *testing.T, st *archive.Store, stolen resolve.SignedVersion) func(req resolve.Request) (resolve.Reply, []byte) {
+func readsForgedAnswers(t *testing.T, st *archive.Store, stolen resolve.SignedVersion) func(req resolve.Request) (resolve.Reply, []byte) {
 	return func(req resolve.Request) (resolve.Reply, []byte) {
 		ctx := context.Background()
 		vs, err := st.Versions(ctx, req.URL)
@@ -123,9 +123,9 @@ func forgedAnswers(t *testing.T, st *archive.Store, stolen resolve.SignedVersion
 	}
 }
 
-// serveExport replaces n's handler of the query protocol with one that
+// readsServeExport replaces n's handler of the query protocol with one that
 // answers an export from st.
-func serveExport(n *Node, st *archive.Store) {
+func readsServeExport(n *Node, st *archive.Store) {
 	n.host.SetStreamHandler(queryProtocol, func(s network.Stream) {
 		defer s.Close()
 		var req query.Request
@@ -137,8 +137,8 @@ func serveExport(n *Node, st *archive.Store) {
 	})
 }
 
-// heapWatch samples the heap in use until stopped and returns its peak.
-func heapWatch() (stop func() uint64) {
+// readsHeapWatch samples the heap in use until stopped and returns its peak.
+func readsHeapWatch() (stop func() uint64) {
 	var peak atomic.Uint64
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -163,17 +163,17 @@ func heapWatch() (stop func() uint64) {
 	return func() uint64 { close(done); wg.Wait(); return peak.Load() }
 }
 
-// heapInuse returns the heap in use after a GC.
-func heapInuse() uint64 {
+// readsHeapInuse returns the heap in use after a GC.
+func readsHeapInuse() uint64 {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapInuse
 }
 
-// exportRecords returns the response records of a .warc.gz: URL and
+// readsExportRecords returns the response records of a .warc.gz: URL and
 // payload of each.
-func exportRecords(t *testing.T, data []byte) [][2]string {
+func readsExportRecords(t *testing.T, data []byte) [][2]string {
 	t.Helper()
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
@@ -304,12 +304,12 @@ func TestHostileReads(t *testing.T) {
 			}
 		}
 		code, body := fetch(replay + "web/19990601000000id_/" + page)
-		if code != http.StatusOK || strings.Contains(body, invented) || !strings.Contains(body, "genuine") {
+		if code != http.StatusOK || strings.Contains(body, readsInvented) || !strings.Contains(body, "genuine") {
 			return fmt.Errorf("replay of %s at 1999: %d %.200q", page, code, body)
 		}
 		for _, ts := range []string{"19990601000000", now.Format("20060102150405")} {
 			code, body = fetch(replay + "web/" + ts + "id_/" + never)
-			if code != http.StatusNotFound || strings.Contains(body, invented) {
+			if code != http.StatusNotFound || strings.Contains(body, readsInvented) {
 				return fmt.Errorf("replay of a URL never crawled at %s: %d %.200q", ts, code, body)
 			}
 		}
@@ -326,9 +326,9 @@ func TestHostileReads(t *testing.T) {
 		if err := (*resolver)(victim).Export(ctx, gateway.Query{URL: "h.example", Match: gateway.MatchHost}, &b, ""); err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
-		recs := exportRecords(t, b.Bytes())
+		recs := readsExportRecords(t, b.Bytes())
 		for _, r := range recs {
-			if r[0] != page || strings.Contains(r[1], invented) || !strings.Contains(r[1], "genuine") {
+			if r[0] != page || strings.Contains(r[1], readsInvented) || !strings.Contains(r[1], "genuine") {
 				return fmt.Errorf("exported %s: %.200q", r[0], r[1])
 			}
 		}
@@ -351,8 +351,8 @@ func TestHostileReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unsigned := forgery(t, nil, page, never)
-	forged := forgery(t, lyingSigner{honest.self.Peer, hostileKey}, page, never)
+	unsigned := readsForgery(t, nil, page, never)
+	forged := readsForgery(t, readsLyingSigner{honest.self.Peer, hostileKey}, page, never)
 	var stolen resolve.SignedVersion
 	{
 		vs, err := honest.store.Versions(ctx, page)
@@ -364,7 +364,7 @@ func TestHostileReads(t *testing.T) {
 			t.Fatal(err)
 		}
 		stolen = resolve.SignedVersion{Version: vs[0], Signature: c.Signature}
-		stolen.Digest = id.Sum([]byte(invented))
+		stolen.Digest = id.Sum([]byte(readsInvented))
 	}
 	normalArchive := func() { hostile.host.SetStreamHandler(archiveProtocol, hostile.resolve.Handle) }
 	normalQuery := func() { hostile.host.SetStreamHandler(queryProtocol, hostile.query.Handle) }
@@ -375,23 +375,23 @@ func TestHostileReads(t *testing.T) {
 		check func() error
 	}{
 		{"unsigned reads", func() {
-			serveArchive(hostile, &asked, forgedAnswers(t, unsigned, resolve.SignedVersion{Version: stolen.Version}))
+			readsServeArchive(hostile, &asked, readsForgedAnswers(t, unsigned, resolve.SignedVersion{Version: stolen.Version}))
 		},
 			func() error { return reads(3, 2, 1) }},
-		{"forged reads", func() { serveArchive(hostile, &asked, forgedAnswers(t, forged, stolen)) },
+		{"forged reads", func() { readsServeArchive(hostile, &asked, readsForgedAnswers(t, forged, stolen)) },
 			func() error { return reads(3, 2, 1) }},
 		{"hiding versions", func() {
-			serveArchive(hostile, &asked, func(resolve.Request) (resolve.Reply, []byte) { return resolve.Reply{NotFound: true}, nil })
+			readsServeArchive(hostile, &asked, func(resolve.Request) (resolve.Reply, []byte) { return resolve.Reply{NotFound: true}, nil })
 		}, func() error { return reads(3, 2, 1) }},
-		{"unsigned export records", func() { normalArchive(); serveExport(hostile, unsigned) },
+		{"unsigned export records", func() { normalArchive(); readsServeExport(hostile, unsigned) },
 			func() error { return exports(3, 2, 1) }},
-		{"forged export records", func() { serveExport(hostile, forged) },
+		{"forged export records", func() { readsServeExport(hostile, forged) },
 			func() error { return exports(3, 2, 1) }},
 		{"purge evasion", func() {
 			normalQuery()
-			serveArchive(hostile, &asked, func(req resolve.Request) (resolve.Reply, []byte) {
+			readsServeArchive(hostile, &asked, func(req resolve.Request) (resolve.Reply, []byte) {
 				// Honest-looking answers from its store, signed by itself.
-				return forgedAnswers(t, hostile.store, resolve.SignedVersion{Version: stolen.Version})(req)
+				return readsForgedAnswers(t, hostile.store, resolve.SignedVersion{Version: stolen.Version})(req)
 			})
 			if _, err := victim.Purge(ctx, hostile.self.Peer); err != nil {
 				t.Fatal(err)
@@ -410,8 +410,8 @@ func TestHostileReads(t *testing.T) {
 	for _, a := range attacks {
 		a.setup()
 		rejected := victim.resolve.Stats().Rejected
-		base := heapInuse()
-		stop := heapWatch()
+		base := readsHeapInuse()
+		stop := readsHeapWatch()
 		for pass := range 3 {
 			if err := a.check(); err != nil {
 				stop()
@@ -419,7 +419,7 @@ func TestHostileReads(t *testing.T) {
 			}
 		}
 		peak := stop()
-		after := heapInuse()
+		after := readsHeapInuse()
 		t.Logf("%s: refused; heap in use %.1f MiB before, peak %+.1f MiB, %+.1f MiB after a GC; %d versions and records rejected",
 			a.name, float64(base)/(1<<20), (float64(peak)-float64(base))/(1<<20), (float64(after)-float64(base))/(1<<20),
 			victim.resolve.Stats().Rejected-rejected)
