@@ -160,7 +160,7 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 		return Version{}, false, fmt.Errorf("archive put %s: %w", c.URL, err)
 	}
 	indexed = true // index ends the write, whatever it returns
-	if err := s.index(v, seg, first, state); err != nil {
+	if err := s.index(v, seg, first, state, nil); err != nil {
 		return Version{}, false, fmt.Errorf("archive put: %w", err)
 	}
 	return v, true, nil

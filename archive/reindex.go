@@ -246,7 +246,7 @@ func (s *Store) build(ctx context.Context, dst string, old *leveldb.DB, cut bool
 		b.Put(stateKey(k), val)
 	}
 	if old != nil {
-		for _, p := range []byte{pState, pTouch} {
+		for _, p := range []byte{pState, pTouch, pWitness, pUndated} {
 			it := old.NewIterator(util.BytesPrefix([]byte{p}), nil)
 			for it.Next() {
 				b.Put(slices.Clone(it.Key()), slices.Clone(it.Value()))
@@ -624,7 +624,7 @@ func sameValue(pa, pb *peerTable, key, a, b []byte) bool {
 // not crawl states, checks or the peer table.
 func nextDerived(it iterator.Iterator) bool {
 	for it.Next() {
-		if k := it.Key(); len(k) > 0 && k[0] != pState && k[0] != pTouch && k[0] != pPeer {
+		if k := it.Key(); len(k) > 0 && k[0] != pState && k[0] != pTouch && k[0] != pPeer && k[0] != pWitness && k[0] != pUndated {
 			return true
 		}
 	}
