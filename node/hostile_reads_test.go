@@ -49,10 +49,11 @@ type readsLyingSigner struct {
 func (s readsLyingSigner) Peer() string                    { return s.name }
 func (s readsLyingSigner) Sign(msg []byte) ([]byte, error) { return s.key.Sign(msg) }
 
-// readsForgery is a store of made-up captures dated 1999, as a hostile member
-// serves them: unsigned, or signed by its own key in an honest member's
-// name.
-func readsForgery(t *testing.T, signer archive.Signer, urls ...string) *archive.Store {
+// readsForgery is a store of made-up captures of each URL, dated 1999 and
+// recent (recent enough for the witness rule to show them: only
+// verification keeps them out), as a hostile member serves them:
+// unsigned, or signed by its own key in an honest member's name.
+func readsForgery(t *testing.T, signer archive.Signer, recent time.Time, urls ...string) *archive.Store {
 	t.Helper()
 	o := archive.Options{NoSync: true}
 	if signer != nil {
@@ -64,10 +65,12 @@ func readsForgery(t *testing.T, signer archive.Signer, urls ...string) *archive.
 	}
 	t.Cleanup(func() { st.Close() })
 	for _, u := range urls {
-		c := archive.Capture{URL: u, Time: time.Date(1999, 6, 1, 0, 0, 0, 0, time.UTC), Status: 200,
-			Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte("<p>" + readsInvented + " " + u + "</p>")}
-		if _, _, err := st.Put(context.Background(), c); err != nil {
-			t.Fatal(err)
+		for _, when := range []time.Time{time.Date(1999, 6, 1, 0, 0, 0, 0, time.UTC), recent} {
+			c := archive.Capture{URL: u, Time: when, Status: 200, Header: http.Header{"Content-Type": {"text/html"}},
+				Body: []byte("<p>" + readsInvented + " " + u + " " + when.String() + "</p>")}
+			if _, _, err := st.Put(context.Background(), c); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	return st
@@ -114,12 +117,16 @@ func readsForgedAnswers(t *testing.T, st *archive.Store, stolen resolve.SignedVe
 			}
 			return resolve.Reply{Versions: out}, nil
 		}
-		data, err := st.ReadFile(ctx, vs[0].Entry())
+		v, err := st.At(ctx, req.URL, req.Time)
+		if err != nil {
+			v = vs[0]
+		}
+		data, err := st.ReadFile(ctx, v.Entry())
 		if err != nil {
 			t.Error(err)
 			return resolve.Reply{Error: err.Error()}, nil
 		}
-		return resolve.Reply{Version: vs[0], Record: true}, data
+		return resolve.Reply{Version: v, Record: true}, data
 	}
 }
 
@@ -205,7 +212,8 @@ func readsExportRecords(t *testing.T, data []byte) [][2]string {
 // hostileReadHeapBound of where it was after three passes of each.
 //
 //   - unsigned: versions and captures without signatures, of the URL and
-//     of a URL never crawled, dated 1999;
+//     of a URL never crawled, dated 1999 and half an hour ago (which the
+//     witness rule alone would show);
 //   - forged: the same, signed by the hostile member's key in the honest
 //     member's name, plus a made-up version carrying the genuine
 //     signature of another;
@@ -251,15 +259,16 @@ func TestHostileReads(t *testing.T) {
 			never = u
 		}
 	}
-	// Genuine versions: the victim holds days 3 and 2 before now, the
-	// honest replica days 3 and 1, the hostile member day 4 (each signed
-	// by its holder).
+	// Genuine versions: the victim holds those of 3 and 2 hours ago, the
+	// honest replica 3 and 1, the hostile member 4 (each signed by its
+	// holder; recent, so that the witness rule shows them all).
 	now := time.Now().UTC().Truncate(time.Second)
-	day := func(d int) time.Time { return now.Add(-time.Duration(d) * 24 * time.Hour) }
-	put := func(n *Node, days ...int) {
-		for _, d := range days {
+	day := func(h int) time.Time { return now.Add(-time.Duration(h) * time.Hour) }
+	forgedAt := now.Add(-30 * time.Minute)
+	put := func(n *Node, hours ...int) {
+		for _, d := range hours {
 			c := archive.Capture{URL: page, Time: day(d), Status: 200, Header: http.Header{"Content-Type": {"text/html"}},
-				Body: []byte(fmt.Sprintf("<p>genuine, %d days ago</p>", d))}
+				Body: []byte(fmt.Sprintf("<p>genuine, %d hours ago</p>", d))}
 			if _, _, err := n.store.Put(ctx, c); err != nil {
 				t.Fatal(err)
 			}
@@ -288,26 +297,42 @@ func TestHostileReads(t *testing.T) {
 	// timemap of page lists exactly the days want, and no raw replay
 	// serves anything made up.
 	reads := func(want ...int) error {
+		// The verification itself, under the witness rule.
+		vs, err := victim.resolve.Versions(ctx, page)
+		if err != nil || len(vs) != len(want) {
+			return fmt.Errorf("resolve: %d versions of %s, want %d: %v", len(vs), page, len(want), err)
+		}
+		for _, v := range vs {
+			if v.Time.Year() == 1999 || v.Time.Equal(forgedAt) {
+				return fmt.Errorf("resolve: made-up version of %s at %s", page, v.Time)
+			}
+		}
+		if vs, err := victim.resolve.Versions(ctx, never); err != nil || len(vs) != 0 {
+			return fmt.Errorf("resolve: %d versions of a URL never crawled: %v", len(vs), err)
+		}
 		code, tm := fetch(gw + "timemap/link/" + page)
 		if code != http.StatusOK {
 			return fmt.Errorf("timemap of %s: %d", page, code)
 		}
-		if strings.Contains(tm, "1999") {
-			return fmt.Errorf("timemap shows a made-up 1999 version:\n%s", tm)
+		if strings.Contains(tm, "1999") || strings.Contains(tm, gateway.FormatTimestamp(forgedAt)) {
+			return fmt.Errorf("timemap shows a made-up version:\n%s", tm)
 		}
 		if got := strings.Count(tm, "memento\""); got != len(want) {
 			return fmt.Errorf("timemap lists %d versions, want %d (days %v):\n%s", got, len(want), want, tm)
 		}
 		for _, d := range want {
 			if !strings.Contains(tm, day(d).Format("20060102150405")) {
-				return fmt.Errorf("timemap misses the genuine version of %d days ago:\n%s", d, tm)
+				return fmt.Errorf("timemap misses the genuine version of %d hours ago:\n%s", d, tm)
 			}
 		}
 		code, body := fetch(replay + "web/19990601000000id_/" + page)
 		if code != http.StatusOK || strings.Contains(body, readsInvented) || !strings.Contains(body, "genuine") {
 			return fmt.Errorf("replay of %s at 1999: %d %.200q", page, code, body)
 		}
-		for _, ts := range []string{"19990601000000", now.Format("20060102150405")} {
+		if code, body = fetch(replay + "web/" + gateway.FormatTimestamp(forgedAt) + "id_/" + page); code != http.StatusOK || strings.Contains(body, readsInvented) {
+			return fmt.Errorf("replay of %s half an hour ago: %d %.200q", page, code, body)
+		}
+		for _, ts := range []string{"19990601000000", gateway.FormatTimestamp(forgedAt)} {
 			code, body = fetch(replay + "web/" + ts + "id_/" + never)
 			if code != http.StatusNotFound || strings.Contains(body, readsInvented) {
 				return fmt.Errorf("replay of a URL never crawled at %s: %d %.200q", ts, code, body)
@@ -320,7 +345,7 @@ func TestHostileReads(t *testing.T) {
 		return nil
 	}
 	// exports checks the victim's ring-wide export of the host: exactly
-	// the genuine responses of days want, nothing made up.
+	// the genuine responses of the hours want, nothing made up.
 	exports := func(want ...int) error {
 		var b bytes.Buffer
 		if err := (*resolver)(victim).Export(ctx, gateway.Query{URL: "h.example", Match: gateway.MatchHost}, &b, ""); err != nil {
@@ -351,8 +376,8 @@ func TestHostileReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unsigned := readsForgery(t, nil, page, never)
-	forged := readsForgery(t, readsLyingSigner{honest.self.Peer, hostileKey}, page, never)
+	unsigned := readsForgery(t, nil, forgedAt, page, never)
+	forged := readsForgery(t, readsLyingSigner{honest.self.Peer, hostileKey}, forgedAt, page, never)
 	var stolen resolve.SignedVersion
 	{
 		vs, err := honest.store.Versions(ctx, page)
