@@ -394,24 +394,26 @@ func TestHostileReads(t *testing.T) {
 	normalArchive := func() { hostile.host.SetStreamHandler(archiveProtocol, hostile.resolve.Handle) }
 	normalQuery := func() { hostile.host.SetStreamHandler(queryProtocol, hostile.query.Handle) }
 
+	reads321 := func() error { return reads(3, 2, 1) }
+	exports321 := func() error { return exports(3, 2, 1) }
+	unverifiedReads := func(st TrustStats) int64 { return st.UnverifiedReads }
+	unverifiedExports := func(st TrustStats) int64 { return st.UnverifiedExports }
 	attacks := []struct {
 		name  string
 		setup func()
 		check func() error
+		// counted, if set, is the status counter the refusals must raise.
+		counted func(TrustStats) int64
 	}{
 		{"unsigned reads", func() {
 			readsServeArchive(hostile, &asked, readsForgedAnswers(t, unsigned, resolve.SignedVersion{Version: stolen.Version}))
-		},
-			func() error { return reads(3, 2, 1) }},
-		{"forged reads", func() { readsServeArchive(hostile, &asked, readsForgedAnswers(t, forged, stolen)) },
-			func() error { return reads(3, 2, 1) }},
+		}, reads321, unverifiedReads},
+		{"forged reads", func() { readsServeArchive(hostile, &asked, readsForgedAnswers(t, forged, stolen)) }, reads321, unverifiedReads},
 		{"hiding versions", func() {
 			readsServeArchive(hostile, &asked, func(resolve.Request) (resolve.Reply, []byte) { return resolve.Reply{NotFound: true}, nil })
-		}, func() error { return reads(3, 2, 1) }},
-		{"unsigned export records", func() { normalArchive(); readsServeExport(hostile, unsigned) },
-			func() error { return exports(3, 2, 1) }},
-		{"forged export records", func() { readsServeExport(hostile, forged) },
-			func() error { return exports(3, 2, 1) }},
+		}, reads321, nil},
+		{"unsigned export records", func() { normalArchive(); readsServeExport(hostile, unsigned) }, exports321, unverifiedExports},
+		{"forged export records", func() { readsServeExport(hostile, forged) }, exports321, unverifiedExports},
 		{"purge evasion", func() {
 			normalQuery()
 			readsServeArchive(hostile, &asked, func(req resolve.Request) (resolve.Reply, []byte) {
@@ -430,11 +432,11 @@ func TestHostileReads(t *testing.T) {
 				return fmt.Errorf("the purged member was asked %d times", n)
 			}
 			return exports(3, 2, 1)
-		}},
+		}, unverifiedExports},
 	}
 	for _, a := range attacks {
 		a.setup()
-		rejected := victim.resolve.Stats().Rejected
+		trust := victim.Status().Trust
 		base := readsHeapInuse()
 		stop := readsHeapWatch()
 		for pass := range 3 {
@@ -445,9 +447,13 @@ func TestHostileReads(t *testing.T) {
 		}
 		peak := stop()
 		after := readsHeapInuse()
-		t.Logf("%s: refused; heap in use %.1f MiB before, peak %+.1f MiB, %+.1f MiB after a GC; %d versions and records rejected",
+		now := victim.Status().Trust
+		t.Logf("%s: refused; heap in use %.1f MiB before, peak %+.1f MiB, %+.1f MiB after a GC; unverified: %d reads, %d export records",
 			a.name, float64(base)/(1<<20), (float64(peak)-float64(base))/(1<<20), (float64(after)-float64(base))/(1<<20),
-			victim.resolve.Stats().Rejected-rejected)
+			now.UnverifiedReads-trust.UnverifiedReads, now.UnverifiedExports-trust.UnverifiedExports)
+		if a.counted != nil && a.counted(now) == a.counted(trust) {
+			t.Errorf("%s: the refusals were not counted in status", a.name)
+		}
 		if after > base+hostileReadHeapBound {
 			t.Errorf("%s: heap in use grew by %d bytes over 3 passes, bound %d", a.name, after-base, hostileReadHeapBound)
 		}

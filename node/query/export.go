@@ -179,6 +179,7 @@ func (svc *Service) ExportProgress(ctx context.Context, q gateway.Query, w io.Wr
 	}
 	err = export.Merge(opened, w, progress)
 	if n, why := export.Dropped(opened); n > 0 {
+		svc.dropped.Add(int64(n))
 		svc.Log().Warn("export: records failed verification, left out", "dropped", n, "first", why)
 	}
 	if err != nil {
