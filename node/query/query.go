@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -113,7 +114,13 @@ type Service struct {
 	// for each other, so sharing it cannot deadlock.
 	Slots      chan struct{}
 	wire.Hooks // BadFrame and Logger, both optional
+
+	dropped atomic.Int64 // export records of other members that failed verification
 }
+
+// Dropped returns how many records of other members exports left out
+// because they failed verification (export.Member.Dropped).
+func (svc *Service) Dropped() int64 { return svc.dropped.Load() }
 
 // archiveQuery translates a gateway query into the store's terms.
 func archiveQuery(q gateway.Query) archive.Query {

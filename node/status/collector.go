@@ -81,6 +81,8 @@ var (
 		gauge("ring_vnodes", "Virtual servers this node runs.", func(st *Status) float64 { return float64(len(st.Ring.Vnodes)) }),
 		gauge("ring_suspects", "Peers this node suspects of having failed.", func(st *Status) float64 { return float64(len(st.Ring.Suspects)) }),
 		counter("trust_refused_total", "Streams refused from peers that are no verified ring member.", func(st *Status) float64 { return float64(st.Trust.NotMember) }),
+		counter("trust_unverified_reads_total", "Versions and captures other holders sent for the gateway that failed verification.", func(st *Status) float64 { return float64(st.Trust.UnverifiedReads) }),
+		counter("trust_unverified_exports_total", "Records other members sent for an export that failed verification.", func(st *Status) float64 { return float64(st.Trust.UnverifiedExports) }),
 	}
 	mWire  = desc("wire_bytes_total", "Stream bytes by libp2p protocol and direction (muxer and encryption framing excluded).", "protocol", "dir")
 	mReach = desc("reach", "How the ring reaches this node: 1 for the current way (listen, mapped by the router, announced).", "how")
