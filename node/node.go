@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -189,6 +190,7 @@ func New(cfg Config) (n *Node, err error) {
 	n.store, err = archive.Open(filepath.Join(cfg.DataDir, "archive"), archive.Options{
 		DayLength:   cfg.DayLength,
 		Quota:       cfg.Quota,
+		MaxBody:     cmp.Or(cfg.Crawl.MaxBody, crawl.DefaultMaxBody), // records from peers: --max-body
 		GzipLevel:   cfg.GzipLevel,
 		DictSamples: cfg.DictSamples,
 		NoSync:      cfg.NoSync,
