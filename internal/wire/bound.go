@@ -47,23 +47,27 @@ func (l *limitReader) Read(p []byte) (int, error) {
 const growStep = 32 << 10
 
 // ReadAll reads r to its end and returns its bytes, failing with an error
-// wrapping ErrTooLarge past max. Its buffer starts small and doubles as
-// bytes arrive (never beyond max), so a reader that claims much and
+// wrapping ErrTooLarge past limit. Its buffer starts small and doubles as
+// bytes arrive (never beyond limit), so a reader that claims much and
 // delivers little costs little: memory is at most about twice the bytes
-// read, and never more than max plus the last doubling's spare.
-func ReadAll(r io.Reader, max int64) ([]byte, error) {
-	if max < 0 {
-		max = 0
-	}
-	buf := make([]byte, 0, min(max, growStep))
+// read, and never more than limit.
+func ReadAll(r io.Reader, limit int64) ([]byte, error) { return ReadAllSized(r, limit, 0) }
+
+// ReadAllSized is ReadAll with a first buffer of size bytes (within limit):
+// the length the sender listed, when the caller has bounded it by what
+// arrived (a compression ratio times the compressed bytes, say), so
+// that an honest sender's bytes are read without a copy.
+func ReadAllSized(r io.Reader, limit, size int64) ([]byte, error) {
+	limit = max(limit, 0)
+	buf := make([]byte, 0, min(limit, max(size+1, growStep)))
 	for {
 		if len(buf) == cap(buf) {
-			if int64(len(buf)) >= max {
+			if int64(len(buf)) >= limit {
 				var one [1]byte
 				for {
 					k, err := r.Read(one[:])
 					if k > 0 {
-						return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, max)
+						return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
 					}
 					if err == io.EOF {
 						return buf, nil
@@ -73,7 +77,7 @@ func ReadAll(r io.Reader, max int64) ([]byte, error) {
 					}
 				}
 			}
-			next := make([]byte, len(buf), min(max, 2*int64(cap(buf))+growStep))
+			next := make([]byte, len(buf), min(limit, 2*int64(cap(buf))+growStep))
 			copy(next, buf)
 			buf = next
 		}

@@ -470,28 +470,32 @@ func (l *Links) rememberKnown(ctx context.Context, from string, urls []string) (
 // (two while views of the ring differ), and the URLs past the last walk
 // are refused unchecked.
 func (l *Links) heldKnown(ctx context.Context, urls []string) ([]string, error) {
-	ks := make([]keyed, len(urls))
+	// Keys and an order of indexes rather than keyed pairs: 24 bytes a
+	// URL instead of 40, for batches of up to 500,000.
+	keys := make([]id.ID, len(urls))
+	order := make([]int32, len(urls))
 	for i, u := range urls {
-		ks[i] = keyed{id.OfString(u), u}
+		keys[i], order[i] = id.OfString(u), int32(i)
 	}
-	slices.SortFunc(ks, func(a, b keyed) int { return a.key.Cmp(b.key) })
+	slices.SortFunc(order, func(a, b int32) int { return keys[a].Cmp(keys[b]) })
 	var held []string
-	for walks := 0; len(ks) > 0 && walks < maxKnownGroups; walks++ {
-		holders, err := l.Ring.Successors(ctx, ks[0].key, l.Replicas)
+	for walks := 0; len(order) > 0 && walks < maxKnownGroups; walks++ {
+		first := keys[order[0]]
+		holders, err := l.Ring.Successors(ctx, first, l.Replicas)
 		if err != nil {
 			return nil, fmt.Errorf("known links: %w", err)
 		}
-		first, owner := ks[0].key, holders[0]
+		owner := holders[0]
 		end := 1
-		for end < len(ks) && id.InHalfOpen(ks[end].key, prevKey(first), owner.ID) {
+		for end < len(order) && id.InHalfOpen(keys[order[end]], prevKey(first), owner.ID) {
 			end++
 		}
 		if slices.ContainsFunc(holders, func(h ring.Node) bool { return h.Peer == l.Self }) {
-			for _, k := range ks[:end] {
-				held = append(held, k.url)
+			for _, i := range order[:end] {
+				held = append(held, urls[i])
 			}
 		}
-		ks = ks[end:]
+		order = order[end:]
 	}
 	return held, nil
 }
