@@ -75,10 +75,10 @@ type Crawler interface {
 
 // Links is a node's side of the links protocol: it sends the forwarder's
 // batches (Deliver) and known URLs (ShareKnown), and receives other
-// nodes' (Handle): it queues at the crawler the links this node owns and
-// passes the rest on through the forwarder. Every field but BadFrame and
-// Logger must be set before it sends or receives; Crawler may be set
-// after the forwarder is built.
+// nodes' (Serve): it queues at the crawler the links this node owns and
+// passes the rest on through the forwarder. Every field but KnownPerDay,
+// Now and Logger must be set before it sends or receives; Crawler may be
+// set after the forwarder is built.
 type Links struct {
 	Forwarder *Forwarder
 	Crawler   Crawler

@@ -94,9 +94,9 @@ type Ring interface {
 	Successors(ctx context.Context, key id.ID, k int) ([]ring.Node, error)
 }
 
-// Service answers the query protocol from a node's store (Handle) and
+// Service answers the query protocol from a node's store (Serve) and
 // asks every real node of the ring for the gateway (List, Page, Export).
-// Every field but Logger and BadFrame must be set.
+// Every field but Logger must be set.
 type Service struct {
 	Store *archive.Store
 	Self  ring.Contact // this node: asked through Store, not the network

@@ -38,7 +38,7 @@ const (
 )
 
 // Service draws a node's /ring page (View) and answers other nodes'
-// requests for its summary (Handle). Every field but Logger must be set.
+// requests for its summary (Serve). Every field but Logger must be set.
 type Service struct {
 	// Status returns the ring as this node sees it (ring.Ring.Status).
 	Status func() ring.Status
