@@ -83,3 +83,7 @@ func (n *Node) openStream(ctx context.Context, c ring.Contact, p protocol.ID) (n
 	_ = s.SetDeadline(dl)
 	return s, nil
 }
+
+// ProtocolStats returns what the node's protocol kit refused or caught:
+// streams reset for want of a slot, handlers that panicked.
+func (n *Node) ProtocolStats() kit.Stats { return n.kit.Stats() }

@@ -188,7 +188,6 @@ func (l *Links) Serve(ctx context.Context, q *kit.Request) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", kit.ErrBadFrame, err)
 	}
-	body = nil
 	rep := Reply{Accepted: len(urls)}
 	if hdr.Known {
 		n, err := l.rememberKnown(ctx, q.Member.Peer, urls)

@@ -171,11 +171,13 @@ func (k *Kit) Limits(p protocol.ID) (Spec, bool) {
 
 // serve runs one stream of sp through the kit's steps (doc.go).
 func (k *Kit) serve(sp Spec, slots chan struct{}, s network.Stream) {
-	log := k.cfg.Logger.With("protocol", string(sp.ID), "peer", s.Conn().RemotePeer())
+	log := func() *slog.Logger {
+		return k.cfg.Logger.With("protocol", string(sp.ID), "peer", s.Conn().RemotePeer())
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			k.panics.Add(1)
-			log.Error("protocol handler panicked; stream reset", "panic", v, "stack", string(debug.Stack()))
+			log().Error("protocol handler panicked; stream reset", "panic", v, "stack", string(debug.Stack()))
 			_ = s.Reset()
 		}
 	}()
@@ -193,7 +195,7 @@ func (k *Kit) serve(sp Spec, slots chan struct{}, s network.Stream) {
 		defer func() { <-slots }()
 	case <-wait.C:
 		k.busy.Add(1)
-		log.Debug("protocol busy: stream reset")
+		log().Debug("protocol busy: stream reset")
 		_ = s.Reset()
 		return
 	}
@@ -216,10 +218,10 @@ func (k *Kit) serve(sp Spec, slots chan struct{}, s network.Stream) {
 		if k.cfg.BadFrame != nil {
 			k.cfg.BadFrame()
 		}
-		log.Debug("bad request", "err", err)
+		log().Debug("bad request", "err", err)
 		_ = s.Reset()
 	default:
-		log.Debug("request failed", "err", err)
+		log().Debug("request failed", "err", err)
 		_ = s.Reset()
 	}
 }
