@@ -71,6 +71,11 @@ type Options struct {
 	Verifier Verifier
 	// Now tells the time for that check; nil means time.Now.
 	Now func() time.Time
+	// MaxBody bounds the payload of a record Import accepts from a peer
+	// (the node's --max-body): a larger one is refused (ErrCorrupt)
+	// before it is decompressed. Zero means the reader's own bound
+	// (256 MiB).
+	MaxBody int64
 	// Logger receives the store's events; nil discards them.
 	Logger *slog.Logger
 
@@ -107,15 +112,16 @@ type Stats struct {
 // Store is a directory of segment files plus their goleveldb index. See
 // doc.go for the layout and the concurrency contract.
 type Store struct {
-	dir    string
-	day    int64 // day length in seconds
-	quota  int64
-	noSync bool
-	log    *slog.Logger
-	db     *leveldb.DB
-	wo     *opt.WriteOptions
-	gz     *gzipPool
-	fs     fileSystem
+	dir     string
+	day     int64 // day length in seconds
+	quota   int64
+	maxBody int64 // Options.MaxBody
+	noSync  bool
+	log     *slog.Logger
+	db      *leveldb.DB
+	wo      *opt.WriteOptions
+	gz      *gzipPool
+	fs      fileSystem
 
 	signer   Signer           // Options.Signer
 	verifier Verifier         // Options.Verifier
@@ -217,6 +223,7 @@ func newStore(dir string, o Options) (*Store, error) {
 		dir:      dir,
 		day:      int64(o.DayLength / time.Second),
 		quota:    o.Quota,
+		maxBody:  o.MaxBody,
 		noSync:   o.NoSync,
 		log:      log,
 		wo:       &opt.WriteOptions{Sync: !o.NoSync},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
@@ -391,8 +392,13 @@ func TestHostileReads(t *testing.T) {
 		stolen = resolve.SignedVersion{Version: vs[0], Signature: c.Signature}
 		stolen.Digest = id.Sum([]byte(readsInvented))
 	}
-	normalArchive := func() { hostile.host.SetStreamHandler(archiveProtocol, hostile.resolve.Handle) }
-	normalQuery := func() { hostile.host.SetStreamHandler(queryProtocol, hostile.query.Handle) }
+	restore := func(p protocol.ID) {
+		if err := hostile.kit.Restore(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	normalArchive := func() { restore(archiveProtocol) }
+	normalQuery := func() { restore(queryProtocol) }
 
 	reads321 := func() error { return reads(3, 2, 1) }
 	exports321 := func() error { return exports(3, 2, 1) }

@@ -40,8 +40,8 @@ func (n *Node) setupPoliteness(cc *crawl.Config) {
 	}
 	// Record the effective hooks so PolitenessStats can find them.
 	n.cfg.Crawl.Budget, n.cfg.Crawl.Robots = cc.Budget, cc.Robots
-	n.host.SetStreamHandler(politeness.BudgetProtocol, p.HandleBudget)
-	n.host.SetStreamHandler(politeness.RobotsProtocol, p.HandleRobots)
+	n.kit.MustHandle(rawSpec(politeness.BudgetProtocol, p.HandleBudget, politenessRequest, streamTimeout, 256))
+	n.kit.MustHandle(rawSpec(politeness.RobotsProtocol, p.HandleRobots, politenessRequest, robotsDeadline, 64))
 }
 
 // robotsRecord is this node's own record of origin's robots.txt, from its

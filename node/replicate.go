@@ -60,7 +60,7 @@ func (n *Node) setupReplication() {
 		Purge:  n.purgeX,
 		Logger: n.log,
 	})
-	n.host.SetStreamHandler(replicateProtocol, n.repl.Handle)
+	n.kit.MustHandle(rawSpec(replicateProtocol, n.repl.Handle, replicateRequest, streamTimeout, 64))
 }
 
 // startReplication launches the round loop and the pull worker. Called

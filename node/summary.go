@@ -17,7 +17,6 @@ func (n *Node) setupRingPage() {
 		Summary: n.summary,
 		Host:    n.host,
 		Open:    n.openStream,
-		Gate:    n.admit,
 		Logger:  n.log,
 	}
 }
