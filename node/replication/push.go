@@ -27,9 +27,10 @@ import (
 // the copy exists, and the owner records the time since the store in
 // the lag histogram (LagHistogram).
 //
-// Bound: a record waits at most PushDelay, then at most one push already
-// under way (each offer is bounded by the stream timeout); under load the
-// lag is PushDelay plus the time to copy what was stored meanwhile. What
+// Bound: a record waits at most PushDelay, then for a free one of
+// pushSlots pushes (each offer is bounded by the stream timeout); under
+// load the lag is PushDelay plus the time to copy what was stored
+// meanwhile. What
 // the push misses — a replica down or busy, a full queue, versions stored
 // by a node that does not own them — the next round repairs.
 //
@@ -48,6 +49,8 @@ const (
 	// for a push; beyond it they are dropped (counted), and rounds (for
 	// records) or the crawler's daily share (for URLs) carry them.
 	pushQueueLen = 1 << 14
+	// pushSlots bounds the pushes under way at once.
+	pushSlots = 4
 )
 
 // PushStats counts the push path since New.
@@ -91,7 +94,7 @@ type pushQueue struct {
 	recs  []pushed
 	urls  []string
 	since time.Time // when the oldest waiting item was queued
-	busy  bool      // a push is under way
+	busy  int       // pushes under way
 }
 
 func (q *pushQueue) empty() bool { return len(q.recs) == 0 && len(q.urls) == 0 }
@@ -101,8 +104,8 @@ func newLagHistogram() prometheus.Histogram {
 	return prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "herod_replication_push_lag_seconds",
 		Help: "Time from a version's store by its owner to a replica's confirmed import of it (push path), per replica.",
-		// 10 ms to ~41 s.
-		Buckets: prometheus.ExponentialBuckets(0.01, 2, 13),
+		// 10 ms to 14.8 s, each bucket 1.5 times the last.
+		Buckets: prometheus.ExponentialBuckets(0.01, 1.5, 19),
 	})
 }
 
@@ -165,13 +168,18 @@ func (r *Replicator) wakePush() {
 func (r *Replicator) PushIdle() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.pq.empty() && !r.pq.busy
+	return r.pq.empty() && r.pq.busy == 0
 }
 
 // Push sends what Notify and NotifyKnown queue, until ctx ends: a batch
 // leaves PushDelay after its oldest item was queued, or at once when
-// MaxBatch records wait; one push runs at a time.
+// MaxBatch records wait; up to pushSlots pushes run at once (while all
+// are busy, what arrives waits and goes out in one batch). Push returns
+// once the pushes it started have ended.
 func (r *Replicator) Push(ctx context.Context) {
+	slots := make(chan struct{}, pushSlots)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for {
 		r.mu.Lock()
 		ready, wait := false, time.Duration(-1) // -1: nothing waits
@@ -179,21 +187,27 @@ func (r *Replicator) Push(ctx context.Context) {
 			wait = PushDelay - time.Since(r.pq.since)
 			ready = wait <= 0 || len(r.pq.recs) >= replicate.MaxBatch
 		}
-		var recs []pushed
-		var urls []string
-		if ready {
-			recs, urls = r.pq.recs, r.pq.urls
-			r.pq.recs, r.pq.urls, r.pq.busy = nil, nil, true
-		}
 		r.mu.Unlock()
 		if ready {
-			r.push(ctx, recs, urls)
-			r.mu.Lock()
-			r.pq.busy = false
-			r.mu.Unlock()
-			if ctx.Err() != nil {
+			select { // a free slot, or wait for one while more arrives
+			case slots <- struct{}{}:
+			case <-ctx.Done():
 				return
 			}
+			r.mu.Lock()
+			recs, urls := r.pq.recs, r.pq.urls
+			r.pq.recs, r.pq.urls = nil, nil
+			r.pq.busy++
+			r.mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r.push(ctx, recs, urls)
+				r.mu.Lock()
+				r.pq.busy--
+				r.mu.Unlock()
+				<-slots
+			}()
 			continue
 		}
 		var timer *time.Timer
