@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -59,6 +60,57 @@ func listedURLs(p *proc, urls []string) map[string]bool {
 		return nil
 	}
 	return out
+}
+
+// pushLag reads the push lag histogram of every node's /metrics and
+// returns the upper bounds of the buckets holding its p50 and p99 (-1:
+// beyond the last) and the number of observations.
+func pushLag(t *testing.T, nodes []*proc) (p50, p99 float64, n float64) {
+	t.Helper()
+	cum := map[float64]float64{}
+	for _, p := range nodes {
+		resp, err := http.Get("http://" + p.gateway + "/metrics")
+		if err != nil {
+			t.Logf("metrics of %s: %v", p.listen, err)
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, line := range strings.Split(string(b), "\n") {
+			rest, ok := strings.CutPrefix(line, `herod_replication_push_lag_seconds_bucket{le="`)
+			if !ok {
+				continue
+			}
+			le, count, _ := strings.Cut(rest, `"} `)
+			var bound, c float64
+			if le == "+Inf" {
+				bound = -1
+			} else if _, err := fmt.Sscan(le, &bound); err != nil {
+				continue
+			}
+			if _, err := fmt.Sscan(count, &c); err != nil {
+				continue
+			}
+			cum[bound] += c
+		}
+	}
+	n = cum[-1]
+	var bounds []float64
+	for b := range cum {
+		if b >= 0 {
+			bounds = append(bounds, b)
+		}
+	}
+	slices.Sort(bounds)
+	q := func(f float64) float64 {
+		for _, b := range bounds {
+			if cum[b] >= f*n {
+				return b
+			}
+		}
+		return -1
+	}
+	return q(0.5), q(0.99), n
 }
 
 // ringIdle reports whether every node of nodes says it is idle.
@@ -173,6 +225,8 @@ func killAfterCrawl(t *testing.T, after time.Duration) {
 	})
 	time.Sleep(time.Until(changed.Add(after)))
 	logPush(t, nodes)
+	p50, p99, obs := pushLag(t, nodes)
+	t.Logf("push lag during the crawl: p50 ≤ %gs, p99 ≤ %gs (-1: beyond 14.8 s) over %g copies", p50, p99, obs)
 	killed := time.Now()
 	victim := nodes[1]
 	r.remove(victim, syscall.SIGKILL)

@@ -3,7 +3,9 @@ package replication
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/protocol"
@@ -86,5 +88,50 @@ func TestNotifyBounded(t *testing.T) {
 	r2.NotifyKnown([]string{"a"})
 	if !r2.PushIdle() || r2.Stats().Push.Known != 0 {
 		t.Fatal("URLs queued without ShareKnown")
+	}
+}
+
+// TestPushKnownRetriesOnce: URLs whose share fails are queued once more;
+// a second failure leaves them to the crawler's daily share.
+func TestPushKnownRetriesOnce(t *testing.T) {
+	var mu sync.Mutex
+	var calls [][]string
+	fails := 1
+	r := New(Config{ShareKnown: func(_ context.Context, urls []string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, urls)
+		if fails > 0 {
+			fails--
+			return errors.New("holder unreachable")
+		}
+		return nil
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Push(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor := func(what string, cond func(PushStats) bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !(r.PushIdle() && cond(r.Stats().Push)) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %+v", what, r.Stats().Push)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	r.NotifyKnown([]string{"http://a.example/", "http://b.example/"})
+	waitFor("shared on the second try", func(st PushStats) bool { return st.KnownShared == 2 })
+	if st := r.Stats().Push; st.KnownRetried != 2 || st.KnownFailed != 0 || len(calls) != 2 {
+		t.Fatalf("after one failure: %+v, %d calls", st, len(calls))
+	}
+	mu.Lock()
+	fails = 2
+	mu.Unlock()
+	r.NotifyKnown([]string{"http://c.example/"})
+	waitFor("given up after two tries", func(st PushStats) bool { return st.KnownFailed == 1 })
+	if st := r.Stats().Push; st.KnownRetried != 3 || st.KnownShared != 2 || len(calls) != 4 {
+		t.Fatalf("after two failures: %+v, %d calls", st, len(calls))
 	}
 }

@@ -157,8 +157,9 @@ type Replicator struct {
 	pushWake chan struct{}
 
 	mu      sync.Mutex
-	pq      pushQueue   // what waits for a push (push.go)
-	health  rangeHealth // per local range, from the last round
+	pq      pushQueue                      // what waits for a push (push.go)
+	rq      map[ring.Contact]*replicaQueue // per replica: what waits for an offer; a sender runs while present
+	health  rangeHealth                    // per local range, from the last round
 	queued  map[pullJob]bool
 	busy    int // pull jobs being served
 	st      Stats
@@ -205,7 +206,7 @@ func New(cfg Config) *Replicator {
 	r := &Replicator{
 		cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1), jobs: make(chan pullJob, pullQueueLen),
 		queued: map[pullJob]bool{}, purgeAgreed: map[string]purgeAgreement{},
-		lag: newLagHistogram(), pushWake: make(chan struct{}, 1),
+		lag: newLagHistogram(), pushWake: make(chan struct{}, 1), rq: map[ring.Contact]*replicaQueue{},
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
