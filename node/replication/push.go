@@ -113,8 +113,8 @@ func newLagHistogram() prometheus.Histogram {
 	return prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "herod_replication_push_lag_seconds",
 		Help: "Time from a version's store by its owner to a replica's confirmed import of it (push path), per replica.",
-		// 10 ms to 14.8 s, each bucket 1.5 times the last.
-		Buckets: prometheus.ExponentialBuckets(0.01, 1.5, 19),
+		// 10 ms to 60 s, each bucket 1.5 times the last.
+		Buckets: prometheus.ExponentialBuckets(0.01, 1.5, 23),
 	})
 }
 
