@@ -163,6 +163,9 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 	if err := s.index(v, seg, first, state, nil); err != nil {
 		return Version{}, false, fmt.Errorf("archive put: %w", err)
 	}
+	if fn := s.added.Load(); fn != nil {
+		(*fn)(v)
+	}
 	return v, true, nil
 }
 

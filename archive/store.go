@@ -146,12 +146,27 @@ type Store struct {
 	window  time.Duration // Options.CommitWindow; 0 with NoSync (no sync to share)
 	gc      groupCommit
 
-	disk      diskGuard // free space kept on the file system (diskfull.go)
+	disk  diskGuard                     // free space kept on the file system (diskfull.go)
+	added atomic.Pointer[func(Version)] // OnAdd's function
+
 	quotaHit  atomic.Bool
 	refusedN  atomic.Int64
 	unchanged atomic.Int64
 	corrupt   atomic.Int64
 	closed    atomic.Bool
+}
+
+// OnAdd makes the store call fn with every version Put adds, once the
+// version is durable and indexed (Put's own return), on Put's goroutine:
+// fn must not block (replication queues the version for its push). Imports
+// are not reported, nor Puts that store nothing. fn replaces the previous
+// function; nil stops the calls.
+func (s *Store) OnAdd(fn func(Version)) {
+	if fn == nil {
+		s.added.Store(nil)
+		return
+	}
+	s.added.Store(&fn)
 }
 
 // Open opens or creates the store in dir: dir/segments holds the segment

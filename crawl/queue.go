@@ -45,6 +45,7 @@ type entry struct {
 	key   []byte // queue key
 	url   string // canonical URL
 	epoch uint64 // Crawler.epoch when a host loop took it
+	fresh bool   // add made the URL known (it was not before)
 }
 
 // queue is the durable per-host FIFO and URL-seen set. Its methods are
@@ -219,7 +220,7 @@ func (q *queue) prepare(urls []string) ([][2][]byte, []entry, int, error) {
 		q.seq++
 		q.writing[u] = struct{}{}
 		kvs = append(kvs, [2][]byte{uk, day}, [2][]byte{k, []byte(u)})
-		added = append(added, entry{key: k, url: u})
+		added = append(added, entry{key: k, url: u, fresh: errors.Is(err, leveldb.ErrNotFound)})
 	}
 	kvs = append(kvs, [2][]byte{keySeq, u64(q.seq)})
 	return kvs, added, fresh, nil

@@ -237,7 +237,7 @@ func New(cfg Config) (n *Node, err error) {
 	cc.Owns = n.plansURL
 	cc.Logger = n.log.With("sub", "crawl")
 	cc.Download = n.bw.Down
-	cc.Paused = n.crawlPaused
+	cc.Paused = n.storePaused
 	n.setupPoliteness(&cc)
 	n.setupReplication()
 	n.setupQuery()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/herod-archive/herod/node/kit"
 	"github.com/herod-archive/herod/node/resolve"
+	"github.com/herod-archive/herod/replicate"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/p2p"
 )
@@ -34,8 +35,8 @@ const archiveProtocol = resolve.Protocol
 // again), and room for a second.
 const (
 	resolveRequest    = 64 << 10 // resolve's maxRequestFrame
-	replicateRequest  = 4 << 10  // replicate.MaxRequest
-	politenessRequest = 4 << 10  // politeness's maxBudgetFrame and maxRobotsRequest
+	replicateRequest  = replicate.MaxRequest
+	politenessRequest = 4 << 10 // politeness's maxBudgetFrame and maxRobotsRequest
 	robotsDeadline    = 60 * time.Second
 )
 

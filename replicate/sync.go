@@ -128,6 +128,56 @@ func Sync(ctx context.Context, local Local, peer Peer, a, b id.ID, opt Options) 
 	return s.st, nil
 }
 
+// Copy makes local hold the records es that peer offered from the range
+// (a, b] (a == b: the whole ring): it reads them from peer, MaxBatch a
+// round trip when peer is a BatchReader, and stores them with Import,
+// which verifies each — the path Sync takes for the records it lists.
+// Names outside (a, b] are refused and counted in Stats.Rejected, as are
+// records that fail verification; records already held count as Present.
+// It returns the first error that stops it: the peer unreachable, a local
+// store error, ErrBudget.
+func Copy(ctx context.Context, local Local, peer Peer, a, b id.ID, es []archive.Entry, opt Options) (Stats, error) {
+	s := &syncer{local: local, peer: peer, opt: opt.withDefaults()}
+	var before Traffic
+	m, isMetered := peer.(metered)
+	if isMetered {
+		before = m.Traffic()
+	}
+	want := make([]archive.Entry, 0, len(es))
+	seen := make(map[archive.Entry]bool, len(es))
+	for _, e := range es {
+		switch {
+		case seen[e]:
+		case a != b && !id.InHalfOpen(e.Key, a, b):
+			s.st.Rejected++
+		default:
+			want = append(want, e)
+		}
+		seen[e] = true
+	}
+	var err error
+	if br, ok := peer.(BatchReader); ok {
+		err = s.pullBatches(ctx, br, want)
+	} else {
+		for _, e := range want {
+			if err = s.pull(ctx, e); err != nil {
+				break
+			}
+		}
+	}
+	if isMetered {
+		after := m.Traffic()
+		s.st.Traffic = Traffic{
+			Requests: after.Requests - before.Requests,
+			Sent:     after.Sent - before.Sent, Received: after.Received - before.Received,
+		}
+	}
+	if err != nil {
+		return s.st, fmt.Errorf("replicate copy: %w", err)
+	}
+	return s.st, nil
+}
+
 type syncer struct {
 	local    Local
 	peer     Peer
