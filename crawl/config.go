@@ -62,7 +62,9 @@ type Config struct {
 	// others wait. Default 1024.
 	MaxActiveHosts int
 	// HostRate is requests per second per host from this node; a robots.txt
-	// Crawl-delay lowers it further. Default 1. Ignored when Budget is set.
+	// Crawl-delay lowers it further. Default 1. It also caps a Budget that
+	// is set (CapBudget): whatever a ring-wide budget grants, this node
+	// sends a host no more than HostRate requests per second.
 	HostRate float64
 	// Timeout bounds one request, body included. Default 30s.
 	Timeout time.Duration
@@ -129,7 +131,9 @@ type Config struct {
 	// a failed fetch (5xx, unreachable) is retried after RobotsTTL/24.
 	RobotsTTL time.Duration
 	// Budget paces requests per host. Nil means a LocalBudget at HostRate.
-	// The node can plug in a ring-wide budget (see SharedBudget).
+	// The node can plug in a ring-wide budget (see SharedBudget); the
+	// crawler waits for it and then for its own LocalBudget at HostRate
+	// (CapBudget).
 	Budget HostBudget
 	// Client, if set, does every fetch (pages and robots.txt), through a
 	// copy whose connections are checked against AllowPrivate as the
@@ -211,9 +215,7 @@ func (cfg Config) withDefaults() Config {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Budget == nil {
-		cfg.Budget = NewLocalBudget(cfg.HostRate, cfg.Clock)
-	}
+	cfg.Budget = CapBudget(cfg.Budget, cfg.HostRate, cfg.Clock)
 	return cfg
 }
 
