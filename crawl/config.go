@@ -31,6 +31,8 @@ const (
 	DefaultRobotsTTL      = 24 * time.Hour
 	DefaultPageRequisites = 64
 	DefaultHostRequisites = 5000
+	DefaultMaxRedirects   = 20
+	DefaultHostNewURLs    = 10_000
 	// RobotsMaxBytes is how much of a robots.txt file is parsed (RFC 9309
 	// asks for at least 500 KiB); the rest is ignored.
 	RobotsMaxBytes = 500 << 10
@@ -96,6 +98,26 @@ type Config struct {
 	// are counted as KindRequisites and dropped. Default 5000; negative:
 	// none.
 	HostRequisites int
+	// MaxRedirects caps a redirect chain: a redirect's target is followed
+	// (forwarded to its owner, which queues it) only while fewer than
+	// MaxRedirects redirects led to it, however many URLs and nodes the
+	// chain crosses (the depth travels with the target: RedirectSender).
+	// The redirect answers themselves are stored. Further targets are
+	// counted as KindRedirectChain. Default 20 (what browsers and wget
+	// follow); at most 255.
+	MaxRedirects int
+	// HostNewURLs caps the URLs never known before that this node queues
+	// per host per day (counted by the queue, in memory: a restart starts
+	// the count afresh); further ones are counted as KindHostNewURLs and
+	// not queued or remembered, so a link from another page brings them
+	// again another day. URLs already known are queued every day whatever
+	// the count. Default 10,000; negative: none.
+	HostNewURLs int
+	// Redirects delivers redirect targets with their depth to their
+	// owners (see RedirectSender). Nil: targets go to the Forwarder like
+	// links, their depth is lost, and only a chain's first MaxRedirects
+	// hops from one fetched entry are bounded: a node sets it.
+	Redirects RedirectSender
 	// MaxURLLen caps the canonical URL length in bytes. Default 1024.
 	MaxURLLen int
 	// MaxRepeat caps how often one path segment may occur in a URL path
@@ -205,6 +227,13 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.HostRequisites == 0 {
 		cfg.HostRequisites = DefaultHostRequisites
+	}
+	if cfg.MaxRedirects <= 0 {
+		cfg.MaxRedirects = DefaultMaxRedirects
+	}
+	cfg.MaxRedirects = min(cfg.MaxRedirects, maxRedirectDepth)
+	if cfg.HostNewURLs == 0 {
+		cfg.HostNewURLs = DefaultHostNewURLs
 	}
 	if cfg.RobotsTTL <= 0 {
 		cfg.RobotsTTL = DefaultRobotsTTL

@@ -124,7 +124,7 @@ func (c *Crawler) runHost(host string, h *hostState) {
 				defer func() { <-c.proc }()
 				l := &hostLease{s: hs}
 				defer l.release()
-				c.finish(e, true, c.fetch(ctx, e.url, e.epoch, u, l).finished())
+				c.finish(e, true, c.fetch(ctx, e, u, l).finished())
 			}(e, u)
 		}
 		if c.othersWaiting() {

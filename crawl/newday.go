@@ -63,8 +63,9 @@ func (q *queue) newDay(day int64, owns func(string) bool, more func(yield func(s
 			continue
 		}
 		h := hostOf(u)
-		b.Put(bytes.Clone(it.Key()), dayv)
-		b.Put(queueKey(h, seq), []byte(u))
+		_, redirects, _ := parseKnownValue(it.Value())
+		b.Put(bytes.Clone(it.Key()), knownValue(day, redirects))
+		b.Put(queueKey(h, seq), entryValue(u, redirects))
 		seq++
 		hosts[h]++
 		n++
