@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -168,12 +169,33 @@ func CapBudget(b HostBudget, perHost float64, clock func() time.Time) HostBudget
 type cappedBudget struct {
 	grant HostBudget
 	cap   *LocalBudget
+	held  atomic.Int64 // grants the cap held back (capHeld)
 }
+
+// capHeldMin is the least hold by the cap that counts as one: timer
+// jitter between honest grants stays well under it.
+const capHeldMin = 10 * time.Millisecond
 
 // Wait implements HostBudget.
 func (b *cappedBudget) Wait(ctx context.Context, host string, minInterval time.Duration) error {
 	if err := b.grant.Wait(ctx, host, minInterval); err != nil {
 		return err
 	}
-	return b.cap.Wait(ctx, host, minInterval)
+	granted := time.Now()
+	err := b.cap.Wait(ctx, host, minInterval)
+	if time.Since(granted) >= capHeldMin {
+		b.held.Add(1)
+	}
+	return err
+}
+
+// capHeld returns how many grants of budget's ring-wide part the local
+// cap held back for capHeldMin or more: a ring-wide budget granting this
+// node more than HostRate (an owner that lies, or a skewed clock). It is 0
+// for a budget that is not capped.
+func capHeld(budget HostBudget) int64 {
+	if b, ok := budget.(*cappedBudget); ok {
+		return b.held.Load()
+	}
+	return 0
 }

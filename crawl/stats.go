@@ -37,6 +37,11 @@ type Stats struct {
 	// holds open now for pages (robots.txt and proxied requests aside):
 	// at most 2*Concurrency (Config.Concurrency).
 	Connections int64 `json:"connections"`
+	// CapHeld counts, since the process started, the requests the local
+	// per-host cap (HostRate, see CapBudget) held back after the ring-wide
+	// budget had granted them: that budget granted this node more than
+	// HostRate, which an honest owner never does.
+	CapHeld int64 `json:"capHeld"`
 }
 
 // counters are the mutable day counters, guarded by Crawler.mu.
@@ -75,6 +80,7 @@ func (c *Crawler) Stats() Stats {
 		Connections:  c.openConns.Load(),
 		ActiveHosts:  c.running,
 		WaitingHosts: len(c.waiting),
+		CapHeld:      capHeld(c.cfg.Budget),
 	}
 }
 

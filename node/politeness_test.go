@@ -40,7 +40,8 @@ const (
 //   - the aggregate requests to each host stay within the per-host budget
 //     in every sliding window (plus the documented burst),
 //   - no disallowed path is fetched,
-//   - each host's robots.txt is fetched exactly once ring-wide,
+//   - each host's robots.txt is fetched at most twice ring-wide (by its
+//     owner and by the second holder that confirms the owner's answer),
 //   - every request carries the configured User-Agent and From headers.
 //
 // It also reports the achieved aggregate rate and the lease RPCs per
@@ -160,8 +161,8 @@ func TestPoliteRing(t *testing.T) {
 
 // checkPoliteRequests checks what the sample web recorded by the end of
 // day (all days so far): no disallowed path, the configured identity on
-// every request, every URL reachable on day fetched, one robots.txt fetch
-// per host, and the aggregate rate per host within budget in every 1 s
+// every request, every URL reachable on day fetched, at most two
+// robots.txt fetches per host (its owner's and its second holder's), and the aggregate rate per host within budget in every 1 s
 // and 3 s sliding window. It returns the robots.txt fetches by host.
 func checkPoliteRequests(t *testing.T, web *sampleweb.Web, day int, reqs []sampleweb.Request) map[string]int {
 	t.Helper()
@@ -196,8 +197,8 @@ func checkPoliteRequests(t *testing.T, web *sampleweb.Web, day int, reqs []sampl
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := robots[u.Host]; n != 1 {
-			t.Errorf("robots.txt of %s fetched %d times ring-wide, want 1", u.Host, n)
+		if n := robots[u.Host]; n < 1 || n > 2 {
+			t.Errorf("robots.txt of %s fetched %d times ring-wide, want 1 or 2 (owner, second holder)", u.Host, n)
 		}
 	}
 
