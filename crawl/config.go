@@ -109,9 +109,9 @@ type Config struct {
 	// HostNewURLs caps the URLs never known before that this node queues
 	// per host per day (counted by the queue, in memory: a restart starts
 	// the count afresh); further ones are counted as KindHostNewURLs and
-	// not queued or remembered, so a link from another page brings them
-	// again another day. URLs already known are queued every day whatever
-	// the count. Default 10,000; negative: none.
+	// deferred to the next days, at most 10 caps of them per host (then
+	// dropped: see deferred.go). URLs already known are queued every day
+	// whatever the count. Default 10,000; negative: none.
 	HostNewURLs int
 	// Redirects delivers redirect targets with their depth to their
 	// owners (see RedirectSender). Nil: targets go to the Forwarder like

@@ -23,6 +23,9 @@ import (
 //	"q/" + host + 0x00 + seq -> url, or 0x01 + depth (1 byte) + url for a
 //	                            redirect's target (redirect.go): a pending
 //	                            fetch, one FIFO per host
+//	"d/" + url              -> redirect depth (1 byte, or none for 0): a URL
+//	                           never known before that the per-host cap on new
+//	                           URLs deferred to a later day (deferred.go)
 //	"m/seq"                 -> next sequence number
 //	"m/day"                 -> current crawl day
 //	"m/newday"              -> day a NewDay is moving to (present only while it runs)
@@ -38,8 +41,9 @@ var (
 )
 
 const (
-	prefixURL   = "u/"
-	prefixQueue = "q/"
+	prefixURL      = "u/"
+	prefixQueue    = "q/"
+	prefixDeferred = "d/"
 	// newDayChunk is how many URLs one NewDay batch queues.
 	newDayChunk = 4096
 )
@@ -125,6 +129,8 @@ type queue struct {
 	hostNew    map[string]int
 	hostNewDay int64
 	newCap     int
+	// deferred counts the URLs of each host in the deferred set.
+	deferred map[string]int
 	// dayNow mirrors day for currentDay, which takes no lock: the node
 	// asks it while holding the ring's lock, and newDay holds mu while it
 	// asks the ring who owns a URL.
@@ -156,6 +162,10 @@ func openQueue(dir string, newCap int) (*queue, error) {
 	seq = max(seq, maxSeq)
 	day, err := q.getUint(keyDay)
 	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	if q.deferred, err = q.countDeferred(); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -223,9 +233,10 @@ func (q *queue) currentDay() int64 { return q.dayNow.Load() }
 
 // add queues the URLs not seen today, each reached through redirects
 // redirects, and returns the new entries, how many of them were never
-// known before, and the URLs never known before that it refused because
-// their host had its newCap of them today. The write is synced to disk
-// before add returns.
+// known before, and the URLs never known before that it did not queue
+// because their host had its newCap of them today (deferred to a later
+// day, or dropped past the backlog: deferred.go). The write is synced to
+// disk before add returns.
 func (q *queue) add(urls []string, redirects int) (added []entry, fresh int, capped []string, err error) {
 	q.days.RLock()
 	defer q.days.RUnlock()
@@ -290,6 +301,16 @@ func (q *queue) prepare(urls []string, redirects int) ([][2][]byte, []entry, int
 		case errors.Is(err, leveldb.ErrNotFound):
 			if !q.admitNew(hostOf(u)) {
 				capped = append(capped, u)
+				kv, derr := q.deferLocked(u, redirects)
+				if derr != nil {
+					for _, e := range added {
+						delete(q.writing, e.url)
+					}
+					return nil, nil, 0, nil, derr
+				}
+				if kv[0] != nil {
+					kvs = append(kvs, kv)
+				}
 				continue
 			}
 			fresh++

@@ -108,8 +108,10 @@ func TestRedirectTrapBounded(t *testing.T) {
 }
 
 // TestHostNewURLsCap: a host's URLs never known before are queued up to
-// HostNewURLs a day; the rest are counted as KindHostNewURLs and not
-// fetched, while other hosts are not affected.
+// HostNewURLs a day; the rest are counted as KindHostNewURLs and deferred
+// to the next days, queued there up to the cap, so every URL is fetched in
+// the end, no day fetching more than the cap of new ones; other hosts are
+// not affected.
 func TestHostNewURLsCap(t *testing.T) {
 	const links_, capN = 12, 5
 	pages := map[string]string{}
@@ -124,24 +126,96 @@ func TestHostNewURLsCap(t *testing.T) {
 	other := newSite(t, map[string]string{"/": "other"})
 	cfg := testConfig(newClock())
 	cfg.HostNewURLs = capN
-	c, _ := startCrawler(t, t.TempDir(), cfg, newMemArchive())
+	dir := t.TempDir()
+	c, _ := startCrawler(t, dir, cfg, newMemArchive())
 	if err := c.Add(context.Background(), []string{s.url("/"), other.url("/")}); err != nil {
 		t.Fatal(err)
 	}
 	waitIdle(t, c)
-	var got int
-	for _, r := range s.requests("") {
-		if r.path != "/robots.txt" {
-			got++
+	seen := map[string]bool{}
+	fetchedNew := func() int {
+		n := 0
+		for _, r := range s.requests("") {
+			if r.path != "/robots.txt" && !seen[r.path] {
+				seen[r.path] = true
+				n++
+			}
 		}
+		return n
 	}
-	if got != capN {
-		t.Errorf("%d pages of the capped host fetched, want %d", got, capN)
+	if got := fetchedNew(); got != capN {
+		t.Errorf("day 0: %d pages of the capped host fetched, want %d", got, capN)
 	}
 	if n := c.Stats().ErrorsByKind[KindHostNewURLs]; n != links_+1-capN {
-		t.Errorf("%d host_new_urls, want %d", n, links_+1-capN)
+		t.Errorf("day 0: %d host_new_urls, want %d", n, links_+1-capN)
 	}
 	if len(other.requests("/")) != 1 {
 		t.Errorf("other host: %d requests of /, want 1", len(other.requests("/")))
+	}
+	// The next days queue the deferred URLs, capN a day, until none is
+	// left.
+	for day, want := range []int{capN, links_ + 1 - 2*capN, 0} {
+		if err := c.NewDay(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		waitIdle(t, c)
+		if got := fetchedNew(); got != want {
+			t.Errorf("day %d: %d new pages fetched, want %d", day+1, got, want)
+		}
+	}
+	if len(seen) != links_+1 {
+		t.Errorf("%d pages fetched in all, want %d", len(seen), links_+1)
+	}
+}
+
+// TestDeferredBacklog: past a host's cap, new URLs are deferred up to
+// maxDeferredFactor caps and dropped beyond; the backlog survives a
+// restart and a new day queues a cap of it.
+func TestDeferredBacklog(t *testing.T) {
+	const capN = 2
+	dir := t.TempDir()
+	q, err := openQueue(dir, capN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var urls []string
+	for i := range 30 {
+		urls = append(urls, fmt.Sprintf("http://trap.example/%d", i))
+	}
+	added, fresh, capped, err := q.add(urls, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(added) != capN || fresh != capN || len(capped) != len(urls)-capN {
+		t.Fatalf("added %d, fresh %d, capped %d; want %d, %d, %d", len(added), fresh, len(capped), capN, capN, len(urls)-capN)
+	}
+	if got := q.deferred["trap.example"]; got != maxDeferredFactor*capN {
+		t.Fatalf("%d deferred, want %d", got, maxDeferredFactor*capN)
+	}
+	if err := q.close(); err != nil {
+		t.Fatal(err)
+	}
+	q, err = openQueue(dir, capN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.close()
+	if got := q.deferred["trap.example"]; got != maxDeferredFactor*capN {
+		t.Fatalf("after reopening: %d deferred, want %d", got, maxDeferredFactor*capN)
+	}
+	hosts, n, fresh2, err := q.newDay(q.currentDay()+1, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The two known URLs again, and a cap of deferred ones.
+	if hosts["trap.example"] != 2*capN || n != 2*capN || fresh2 != capN {
+		t.Fatalf("new day queued %v (%d, %d fresh), want %d of trap.example, %d fresh", hosts, n, fresh2, 2*capN, capN)
+	}
+	if got := q.deferred["trap.example"]; got != maxDeferredFactor*capN-capN {
+		t.Fatalf("after a new day: %d deferred, want %d", got, maxDeferredFactor*capN-capN)
+	}
+	// The day's cap is spent by the promoted URLs.
+	if added, _, _, err := q.add([]string{"http://trap.example/new"}, 0); err != nil || len(added) != 0 {
+		t.Fatalf("a new URL after the promoted ones: added %d, err %v; want none", len(added), err)
 	}
 }
