@@ -219,3 +219,29 @@ func TestDeferredBacklog(t *testing.T) {
 		t.Fatalf("a new URL after the promoted ones: added %d, err %v; want none", len(added), err)
 	}
 }
+
+// FuzzQueueValues: the queue and known-set values a redirect depth rides
+// in parse back to what was written, and any bytes parse without panic.
+func FuzzQueueValues(f *testing.F) {
+	f.Add("http://example.org/a", 0, []byte("http://x/"))
+	f.Add("http://example.org/r/7", 7, []byte{1, 3, 'h'})
+	f.Add("https://e/", 300, []byte{0, 0, 0, 0, 0, 0, 0, 1, 9})
+	f.Fuzz(func(t *testing.T, u string, depth int, raw []byte) {
+		parseEntryValue(raw)
+		parseKnownValue(raw)
+		parseDeferredValue(raw)
+		if !strings.HasPrefix(u, "http") {
+			return
+		}
+		want := min(max(depth, 0), maxRedirectDepth)
+		if gu, gd := parseEntryValue(entryValue(u, depth)); gu != u || gd != want {
+			t.Fatalf("entry (%q, %d) -> (%q, %d)", u, depth, gu, gd)
+		}
+		if d, gd, ok := parseKnownValue(knownValue(42, depth)); !ok || d != 42 || gd != want {
+			t.Fatalf("known (42, %d) -> (%d, %d, %v)", depth, d, gd, ok)
+		}
+		if gd := parseDeferredValue(deferredValue(depth)); gd != want {
+			t.Fatalf("deferred %d -> %d", depth, gd)
+		}
+	})
+}
