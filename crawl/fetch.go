@@ -305,8 +305,9 @@ func (c *Crawler) store(ctx context.Context, raw string, resp *http.Response, bo
 	// the links again; their owners' seen tests absorb the repeat.
 	var fwdErr error
 	if len(p.fresh) > 0 {
+		sent := len(p.fresh)
 		if classify(resp.StatusCode, false) == classRedirect {
-			fwdErr = c.followRedirect(ctx, raw, p.fresh, p.reqs, redirects)
+			sent, fwdErr = c.followRedirect(ctx, raw, p.fresh, p.reqs, redirects)
 		} else {
 			fwdErr = c.forward(ctx, p.fresh, p.reqs)
 		}
@@ -315,7 +316,7 @@ func (c *Crawler) store(ctx context.Context, raw string, resp *http.Response, bo
 		}
 		if fwdErr == nil {
 			c.mu.Lock()
-			c.st.forwarded += int64(len(p.fresh))
+			c.st.forwarded += int64(sent)
 			c.mu.Unlock()
 		}
 	}

@@ -3,6 +3,7 @@ package crawl
 import (
 	"context"
 	"fmt"
+	"slices"
 )
 
 // A redirect chain is a trap when it never ends: each answer names a new
@@ -58,26 +59,27 @@ func (c *Crawler) AddRedirect(ctx context.Context, target string, depth int, req
 // followRedirect hands on the fresh target of the redirect answer of an
 // entry reached through depth redirects: with depth+1 through
 // Config.Redirects, or through the Forwarder when none is set. A target
-// past MaxRedirects is counted and dropped.
-func (c *Crawler) followRedirect(ctx context.Context, raw string, fresh, reqs []string, depth int) error {
+// past MaxRedirects is counted and dropped. It returns how many targets
+// it handed on.
+func (c *Crawler) followRedirect(ctx context.Context, raw string, fresh, reqs []string, depth int) (int, error) {
 	if len(fresh) == 0 {
-		return nil
+		return 0, nil
 	}
 	next := depth + 1
 	if next > c.cfg.MaxRedirects {
 		for _, t := range fresh {
 			c.count(KindRedirectChain, t, fmt.Errorf("redirect of %s: chain of %d, over %d", raw, next, c.cfg.MaxRedirects))
 		}
-		return nil
+		return 0, nil
 	}
 	if c.cfg.Redirects == nil {
-		return c.forward(ctx, fresh, reqs)
+		return len(fresh), c.forward(ctx, fresh, reqs)
 	}
 	for _, t := range fresh {
-		req := len(reqs) > 0 && reqs[0] == t
+		_, req := slices.BinarySearch(reqs, t)
 		if err := c.cfg.Redirects.SendRedirect(ctx, t, next, req); err != nil {
-			return fmt.Errorf("send redirect target: %w", err)
+			return 0, fmt.Errorf("send redirect target: %w", err)
 		}
 	}
-	return nil
+	return len(fresh), nil
 }
