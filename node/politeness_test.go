@@ -142,6 +142,15 @@ func TestPoliteRing(t *testing.T) {
 		sum.RobotsFallback += st.RobotsFallback
 		sum.RobotsServed += st.RobotsServed
 	}
+	// The local cap (crawl.CapBudget) should cost an honest ring nothing:
+	// the requests it held back 10 ms or more after a grant, out of all.
+	var held, unconfirmed int64
+	for _, n := range lr.Nodes {
+		held += n.crawler.Stats().CapHeld
+		unconfirmed += n.PolitenessStats().RobotsUnconfirmed
+	}
+	t.Logf("local cap: held back %d of %d requests (%.2f%%) after an honest grant; robots.txt answers unconfirmed: %d",
+		held, len(reqs), 100*float64(held)/float64(len(reqs)), unconfirmed)
 	pages := len(reqs) - len(robots)
 	t.Logf("leasing: %d remote lease RPCs + %d local leases + %d owner lookups for %d pages: %.3f RPCs/page (%.3f with lookups); slots granted %d, used %d, expired %d; owner failures %d, fallback waits %d",
 		sum.LeaseRPCs, sum.LeaseLocal, sum.OwnerLookups, pages, float64(sum.LeaseRPCs)/float64(pages),
