@@ -154,7 +154,9 @@ func (b *LocalBudget) limiter(host string, l rate.Limit) *hostLimiter {
 // would crawl the host alone. The local wait comes after b's, so that two
 // requests are spaced by the cap however b's grants fall. Honest grants to
 // one node are already at least 1/perHost apart, so the cap delays them
-// only by timer jitter. clock is as in NewLocalBudget.
+// only when the previous one was used late (by the lateness, which a
+// leased slot's grace bounds to half an interval). clock is as in
+// NewLocalBudget.
 func CapBudget(b HostBudget, perHost float64, clock func() time.Time) HostBudget {
 	if b == nil {
 		return NewLocalBudget(perHost, clock)
@@ -190,9 +192,8 @@ func (b *cappedBudget) Wait(ctx context.Context, host string, minInterval time.D
 }
 
 // capHeld returns how many grants of budget's ring-wide part the local
-// cap held back for capHeldMin or more: a ring-wide budget granting this
-// node more than HostRate (an owner that lies, or a skewed clock). It is 0
-// for a budget that is not capped.
+// cap held back for capHeldMin or more (Stats.CapHeld). It is 0 for a
+// budget that is not capped.
 func capHeld(budget HostBudget) int64 {
 	if b, ok := budget.(*cappedBudget); ok {
 		return b.held.Load()

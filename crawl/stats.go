@@ -38,9 +38,11 @@ type Stats struct {
 	// at most 2*Concurrency (Config.Concurrency).
 	Connections int64 `json:"connections"`
 	// CapHeld counts, since the process started, the requests the local
-	// per-host cap (HostRate, see CapBudget) held back after the ring-wide
-	// budget had granted them: that budget granted this node more than
-	// HostRate, which an honest owner never does.
+	// per-host cap (HostRate, see CapBudget) held back 10 ms or more after
+	// the ring-wide budget had granted them. An honest schedule causes a
+	// few (a slot used late, up to half an interval, delays the next one:
+	// about one request in ten in TestPoliteRing); an owner granting more
+	// than HostRate makes nearly every request wait.
 	CapHeld int64 `json:"capHeld"`
 }
 

@@ -46,7 +46,8 @@ func honestRing(ctx context.Context, rate float64, nodes, waiters int, fetch, d 
 // honest ring's leased schedule sends as many requests (but the one due at
 // the deadline) with each
 // node's local cap as without: the cap binds only against grants closer
-// than the host's interval, which an honest owner never makes to one node.
+// than the host's interval, which an honest owner never makes to one node
+// (in virtual time no slot is used late).
 func TestCapKeepsHonestRingRate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const rate, nodes, waiters, d = 20.0, 4, 2, 10 * time.Second
