@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -284,16 +285,24 @@ func TestHostileRobotsOwnerLies(t *testing.T) {
 // TestRedirectChainAcrossNodes: an endless redirect chain, /r/N to
 // /r/N+1, whose URLs belong to different nodes, is followed for
 // MaxRedirects redirects ring-wide and no further: the depth travels with
-// each target (redirectProtocol).
+// each target (redirectProtocol), to link replicas too.
 func TestRedirectChainAcrossNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real libp2p nodes in -short mode")
 	}
+	for _, linkReplicas := range []int{1, 2} {
+		t.Run(fmt.Sprintf("LinkReplicas=%d", linkReplicas), func(t *testing.T) {
+			testRedirectChainAcrossNodes(t, linkReplicas)
+		})
+	}
+}
+
+func testRedirectChainAcrossNodes(t *testing.T, linkReplicas int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const maxRedirects = 6
 	var mu sync.Mutex
-	var hits []int
+	hits := map[int]int{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var n int
 		if _, err := fmt.Sscanf(r.URL.Path, "/r/%d", &n); err != nil {
@@ -301,7 +310,7 @@ func TestRedirectChainAcrossNodes(t *testing.T) {
 			return
 		}
 		mu.Lock()
-		hits = append(hits, n)
+		hits[n]++
 		mu.Unlock()
 		http.Redirect(w, r, fmt.Sprintf("/r/%d", n+1), http.StatusFound)
 	}))
@@ -311,6 +320,7 @@ func TestRedirectChainAcrossNodes(t *testing.T) {
 		StabilizeInterval:   100 * time.Millisecond,
 		FlushInterval:       20 * time.Millisecond,
 		ReplicationInterval: -1,
+		LinkReplicas:        linkReplicas,
 		NoSync:              true,
 		Crawl:               crawl.Config{HostRate: 200, MaxRedirects: maxRedirects, AllowPrivate: loopback},
 	})
@@ -339,17 +349,24 @@ func TestRedirectChainAcrossNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	mu.Lock()
-	got := slices.Clone(hits)
+	got := maps.Clone(hits)
 	mu.Unlock()
-	slices.Sort(got)
-	if want := maxRedirects + 1; len(got) != want || got[len(got)-1] != maxRedirects {
-		t.Fatalf("requests of /r/N: %v, want N = 0..%d once each", got, maxRedirects)
+	for n, c := range got {
+		if n > maxRedirects {
+			t.Fatalf("/r/%d fetched %d times, chain bound %d (requests %v)", n, c, maxRedirects, got)
+		}
+	}
+	for n := range maxRedirects + 1 {
+		if got[n] == 0 {
+			t.Errorf("/r/%d never fetched (requests %v)", n, got)
+		}
 	}
 	var cut int64
 	for _, n := range lr.Nodes {
 		cut += n.crawler.Stats().ErrorsByKind[crawl.KindRedirectChain]
 	}
-	if cut != 1 {
-		t.Errorf("redirect_chain counted %d times ring-wide, want 1", cut)
+	if cut < 1 {
+		t.Errorf("redirect_chain never counted")
 	}
+	t.Logf("requests of /r/N: %v; chain cut %d times", got, cut)
 }

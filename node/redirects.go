@@ -14,6 +14,7 @@ import (
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/ring"
 )
 
 // redirectProtocol delivers one redirect target with its redirect depth
@@ -33,6 +34,9 @@ type redirectRequest struct {
 	URL   string `json:"url"`
 	Depth int    `json:"depth"`
 	Req   bool   `json:"req,omitempty"`
+	// Replica asks the node to crawl the target as one of the
+	// LinkReplicas-1 real nodes after its owner (Config.LinkReplicas).
+	Replica bool `json:"replica,omitempty"`
 }
 
 type redirectReply struct {
@@ -42,11 +46,14 @@ type redirectReply struct {
 // errNotOwner answers a redirect target this node does not own.
 var errNotOwner = errors.New("node: redirect target not owned here")
 
-// redirectSender is the crawler's crawl.RedirectSender: a target this
-// node owns goes to its own crawler, any other to its owner over
-// redirectProtocol. An error leaves the target undelivered: the crawler
-// keeps the redirect's old crawl state, so the next day's fetch sends it
-// again (a target is never passed on without its depth).
+// redirectSender is the crawler's crawl.RedirectSender: a target goes to
+// its owner over redirectProtocol (to this node's own crawler when it is
+// the owner) and, with Config.LinkReplicas > 1, to the next real nodes,
+// which crawl links too. An error from the owner leaves the target
+// undelivered: the crawler keeps the redirect's old crawl state, so the
+// next day's fetch sends it again (a target is never passed on without
+// its depth). A replica that fails is only logged, as a walk's replica
+// delivery is.
 type redirectSender struct{ n *Node }
 
 var _ crawl.RedirectSender = redirectSender{}
@@ -54,19 +61,36 @@ var _ crawl.RedirectSender = redirectSender{}
 // SendRedirect implements crawl.RedirectSender.
 func (r redirectSender) SendRedirect(ctx context.Context, target string, depth int, req bool) error {
 	n := r.n
-	if n.ownsURL(target) {
+	k := max(n.cfg.LinkReplicas, 1)
+	if k == 1 && n.ownsURL(target) {
 		return n.addRedirect(ctx, target, depth, req)
 	}
 	ctx, cancel := context.WithTimeout(ctx, redirectTimeout)
 	defer cancel()
-	owner, err := n.ring.Lookup(ctx, id.OfString(target))
-	if err != nil {
+	succs, err := n.ring.Successors(ctx, id.OfString(target), k)
+	if err != nil && len(succs) == 0 {
 		return fmt.Errorf("redirect target owner: %w", err)
 	}
-	if owner.Peer == n.self.Peer {
-		return n.addRedirect(ctx, target, depth, req)
+	rq := redirectRequest{URL: target, Depth: depth, Req: req}
+	if err := n.sendRedirect(ctx, succs[0], rq); err != nil {
+		return err
 	}
-	s, err := n.openStream(ctx, owner.Contact, redirectProtocol)
+	rq.Replica = true
+	for _, s := range succs[1:] {
+		if err := n.sendRedirect(ctx, s, rq); err != nil {
+			n.log.Debug("redirect: replica delivery failed", "url", target, "to", s.Addr, "err", err)
+		}
+	}
+	return nil
+}
+
+// sendRedirect delivers rq to node to (this node's crawler when to is
+// this node).
+func (n *Node) sendRedirect(ctx context.Context, to ring.Node, rq redirectRequest) error {
+	if to.Peer == n.self.Peer {
+		return n.addRedirect(ctx, rq.URL, rq.Depth, rq.Req)
+	}
+	s, err := n.openStream(ctx, to.Contact, redirectProtocol)
 	if err != nil {
 		return err
 	}
@@ -74,7 +98,7 @@ func (r redirectSender) SendRedirect(ctx context.Context, target string, depth i
 	if dl, ok := ctx.Deadline(); ok {
 		_ = s.SetDeadline(dl)
 	}
-	if err := wire.WriteJSON(s, redirectRequest{URL: target, Depth: depth, Req: req}); err != nil {
+	if err := wire.WriteJSON(s, rq); err != nil {
 		s.Reset()
 		return fmt.Errorf("redirect request: %w", err)
 	}
@@ -85,7 +109,7 @@ func (r redirectSender) SendRedirect(ctx context.Context, target string, depth i
 		return fmt.Errorf("redirect reply: %w", err)
 	}
 	if rep.Error != "" {
-		return fmt.Errorf("redirect reply from %s: %s", owner.Addr, rep.Error)
+		return fmt.Errorf("redirect reply from %s: %s", to.Addr, rep.Error)
 	}
 	return nil
 }
@@ -127,11 +151,31 @@ func (n *Node) answerRedirect(ctx context.Context, req redirectRequest) redirect
 		n.badFrame()
 		return redirectReply{Error: fmt.Sprintf("bad redirect target %q at depth %d", req.URL, req.Depth)}
 	}
-	if !n.ownsURL(u) {
+	if !n.ownsURL(u) && !(req.Replica && n.linkReplicaOf(ctx, u)) {
 		return redirectReply{Error: errNotOwner.Error()}
 	}
 	if err := n.addRedirect(ctx, u, req.Depth, req.Req); err != nil {
 		return redirectReply{Error: err.Error()}
 	}
 	return redirectReply{}
+}
+
+// linkReplicaOf reports whether, by this node's view, it is one of the
+// LinkReplicas-1 real nodes after the owner of url, with one node of
+// slack for views that differ while the ring changes.
+func (n *Node) linkReplicaOf(ctx context.Context, url string) bool {
+	k := n.cfg.LinkReplicas
+	if k <= 1 {
+		return false
+	}
+	succs, err := n.ring.Successors(ctx, id.OfString(url), k+1)
+	if err != nil {
+		return false
+	}
+	for _, s := range succs[min(1, len(succs)):] {
+		if s.Peer == n.self.Peer {
+			return true
+		}
+	}
+	return false
 }
