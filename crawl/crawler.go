@@ -178,7 +178,7 @@ func New(dir string, cfg Config, a Archive, f Forwarder) (*Crawler, error) {
 	g := newGuard(cfg.AllowPrivate)
 	c := &Crawler{}
 	cfg.Client = cfg.clientWith(g, &c.openConns)
-	q, err := openQueue(dir)
+	q, err := openQueue(dir, cfg.HostNewURLs)
 	if err != nil {
 		return nil, err
 	}
@@ -308,6 +308,11 @@ func (c *Crawler) add(ctx context.Context, urls []string) (int, error) {
 
 // addChecked is add with check as the scope.
 func (c *Crawler) addChecked(ctx context.Context, urls []string, check func(string) (string, string)) (int, error) {
+	return c.addDepth(ctx, urls, check, 0)
+}
+
+// addDepth is addChecked for URLs reached through redirects redirects.
+func (c *Crawler) addDepth(ctx context.Context, urls []string, check func(string) (string, string), redirects int) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -333,7 +338,10 @@ func (c *Crawler) addChecked(ctx context.Context, urls []string, check func(stri
 	}
 	c.dayMu.RLock()
 	defer c.dayMu.RUnlock()
-	added, fresh, err := c.q.add(ok)
+	added, fresh, capped, err := c.q.add(ok, redirects)
+	for _, u := range capped {
+		c.count(KindHostNewURLs, u, fmt.Errorf("host %s had %d new URLs today", hostOf(u), c.cfg.HostNewURLs))
+	}
 	if err != nil {
 		c.count(KindQueue, "", err)
 		return 0, err

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/settings"
 	"github.com/herod-archive/herod/node"
@@ -47,6 +48,7 @@ type runSettings struct {
 	logFormat               string
 	verbose                 bool
 	crawl                   crawlFlags
+	hostNewURLs             int
 	resolved                []settings.Setting
 	sourceOf                map[string]settings.Setting
 }
@@ -81,6 +83,7 @@ func (s *runSettings) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fs.BoolVar(&s.verbose, "v", false, "verbose logs")
 	s.crawl.register(fs, 1)
+	fs.IntVar(&s.hostNewURLs, "host-new-urls", crawl.DefaultHostNewURLs, "URLs never seen before this node queues per web host per day (a crawler trap's cap; negative: none)")
 }
 
 // resolve reads the settings not given as flags from the environment
@@ -151,6 +154,7 @@ func (s *runSettings) validate() error {
 	check(s.crawl.concurrency >= 1, "concurrency", "want 1 or more")
 	check(s.crawl.timeout > 0, "timeout", "want a positive duration")
 	check(s.crawl.maxBody > 0, "max-body", "want bytes, more than 0")
+	check(s.hostNewURLs != 0, "host-new-urls", "want a number of URLs, negative for no cap")
 	for _, j := range s.join {
 		if _, err := node.ParseContact(j); err != nil {
 			errs = append(errs, s.bad("join", err.Error()))
@@ -196,6 +200,7 @@ func (s *runSettings) nodeConfig(w io.Writer) (node.Config, error) {
 	if err != nil {
 		return node.Config{}, err
 	}
+	cc.HostNewURLs = s.hostNewURLs
 	return node.Config{
 		DataDir: s.data, Listen: s.listen, Announce: s.announce, AddrTimeout: s.addrTimeout, NoRelayService: s.noRelay, Join: s.join,
 		PurgeAuthorities: s.purgeAuth, RebalanceInterval: s.rebalance,

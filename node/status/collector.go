@@ -76,6 +76,8 @@ var (
 		counter("politeness_leases_served_total", "Lease requests answered for other nodes.", func(st *Status) float64 { return float64(st.Politeness.LeasesServed) }),
 		counter("politeness_robots_asked_total", "robots.txt records asked of other nodes.", func(st *Status) float64 { return float64(st.Politeness.RobotsAsked) }),
 		counter("politeness_robots_fallback_total", "robots.txt files fetched locally because their owner failed.", func(st *Status) float64 { return float64(st.Politeness.RobotsFallback) }),
+		counter("politeness_robots_unconfirmed_total", "robots.txt records of owners that no second holder confirmed, fetched directly instead.", func(st *Status) float64 { return float64(st.Politeness.RobotsUnconfirmed) }),
+		counter("politeness_robots_disagree_total", "robots.txt records on which the owner and the second holder disagreed.", func(st *Status) float64 { return float64(st.Politeness.RobotsDisagree) }),
 		gauge("politeness_scheduled_hosts", "Host schedules this node keeps as their owner.", func(st *Status) float64 { return float64(st.Politeness.ScheduledHosts) }),
 		// ring and trust
 		gauge("ring_vnodes", "Virtual servers this node runs.", func(st *Status) float64 { return float64(len(st.Ring.Vnodes)) }),
