@@ -69,7 +69,7 @@ func parseFormat(v string) (string, error) {
 
 // serveConverted streams the export of q after the cursor after,
 // converted to format, which is not FormatWARC.
-func (s *Server) serveConverted(w http.ResponseWriter, r *http.Request, q Query, after, format string) {
+func (s *Server) serveConverted(w http.ResponseWriter, r *http.Request, q Query, after, format string, cl *client) {
 	f := exportFormats[format]
 	if after != "" && !f.resumable {
 		s.badRequest(w, "gateway: format="+format+" cannot resume: export it again whole, or export WARC with after=")
@@ -84,7 +84,7 @@ func (s *Server) serveConverted(w http.ResponseWriter, r *http.Request, q Query,
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	bw := bufio.NewWriterSize(w, exportBuffer)
+	bw := bufio.NewWriterSize(throttle(r.Context(), w, cl), exportBuffer)
 	cw := &countingWriter{w: bw}
 	last := ""
 	err := s.convert(r.Context(), q, after, format, cw, func(c string) { last = c })
