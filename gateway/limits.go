@@ -66,10 +66,10 @@ const (
 	DefaultMaxFetches     = 4
 	DefaultBusyWait       = 5 * time.Second
 	DefaultWriteProgress  = 30 * time.Second
-	DefaultSpoolThreshold = 1 << 20
+	DefaultSpoolThreshold = 256 << 10
 	DefaultMaxExports     = 8
 	DefaultClientSlots    = 2
-	DefaultExportRate     = 4 << 20
+	DefaultExportRate     = 4_000_000
 )
 
 // withDefaults returns l with its zero fields set to the defaults.
