@@ -203,6 +203,7 @@ type Server struct {
 	fetches *budget  // Archive.Get calls in flight (Limits.MaxFetches)
 	exports *budget  // exports in flight (Limits.MaxExports); nil: no limit
 	clients *clientLimits
+	replies replies // large replies shared by concurrent readers
 }
 
 // New returns a Server for cfg.
@@ -235,6 +236,7 @@ func New(cfg Config) (*Server, error) {
 		s.exports = newBudget(int64(s.lim.MaxExports))
 	}
 	s.clients = newClientLimits(s.lim.ClientSlots, s.lim.ExportRate)
+	s.replies.m = make(map[replyKey]*reply)
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

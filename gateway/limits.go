@@ -62,8 +62,8 @@ type Limits struct {
 // Defaults of Limits.
 const (
 	DefaultMaxInFlight    = 256
-	DefaultMemoryBudget   = 96 << 20
-	DefaultMaxFetches     = 4
+	DefaultMemoryBudget   = 64 << 20
+	DefaultMaxFetches     = 2
 	DefaultBusyWait       = 5 * time.Second
 	DefaultWriteProgress  = 30 * time.Second
 	DefaultSpoolThreshold = 256 << 10

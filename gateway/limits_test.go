@@ -64,11 +64,13 @@ func TestBusyPastMaxInFlight(t *testing.T) {
 	ui, content := d.ui, d.content
 	var wg sync.WaitGroup
 	codes := make(chan int, 2)
-	for range 2 {
+	for i := range 2 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := http.Get(content + "/web/20210101000000/" + page)
+			// Two addresses: the same one would wait for the
+			// first's reply (replycache.go).
+			resp, err := http.Get(content + "/web/2021010100000" + strconv.Itoa(i) + "/" + page)
 			if err != nil {
 				t.Error(err)
 				return
@@ -170,9 +172,10 @@ func (l smallSendBuffer) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// rawGet sends a GET for path to addr on a raw connection and returns it,
-// with a reader positioned at the response.
-func rawGet(t testing.TB, base, path string) (net.Conn, *bufio.Reader) {
+// rawGet sends a GET for path to base on a raw connection whose receive
+// buffer is rcvbuf bytes, and returns it with a reader positioned at the
+// response.
+func rawGet(t testing.TB, base, path string, rcvbuf int) (net.Conn, *bufio.Reader) {
 	t.Helper()
 	u, err := url.Parse(base)
 	if err != nil {
@@ -183,9 +186,8 @@ func rawGet(t testing.TB, base, path string) (net.Conn, *bufio.Reader) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A small receive buffer, so the server meets the stall soon.
 	if tc, ok := conn.(*net.TCPConn); ok {
-		tc.SetReadBuffer(16 << 10)
+		tc.SetReadBuffer(rcvbuf)
 	}
 	t.Cleanup(func() { conn.Close() })
 	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, u.Host)
@@ -202,11 +204,12 @@ func TestStalledReaderDropped(t *testing.T) {
 	big := bytes.Repeat([]byte("0123456789abcdef"), size/16)
 	f.add(t, page, "20210101000000", 200, "application/pdf", string(big))
 	d := serveDirect(t, f, func(c *Config) {
-		c.Limits.WriteProgress = 300 * time.Millisecond
+		c.Limits.WriteProgress = 800 * time.Millisecond
 		c.Limits.SpoolDir = t.TempDir()
 	})
 	stats, content := d.s.Stats, d.content
-	_, br := rawGet(t, content, "/web/20210101000000id_/"+page)
+	// A small receive buffer, so that the server meets the stall soon.
+	_, br := rawGet(t, content, "/web/20210101000000id_/"+page, 16<<10)
 	status, err := br.ReadString('\n')
 	if err != nil || !strings.Contains(status, "200") {
 		t.Fatalf("status line %q, %v", status, err)
@@ -219,9 +222,12 @@ func TestStalledReaderDropped(t *testing.T) {
 	}
 	eventually(t, "the stalled reader's connection closed", func() bool { return d.closed.Load() == 1 })
 
-	// A slow but live reader: 32 KiB every 50 ms, 1 MiB in ~1.6 s, five
-	// WriteProgress periods and more.
-	slow, sbr := rawGet(t, content, "/web/20210101000000id_/"+page)
+	// A slow but live reader: 32 KiB every 50 ms, 2 MiB in ~3.2 s, four
+	// WriteProgress periods.
+	// A receive buffer larger than the loopback's segments (64 KiB): a
+	// smaller one opens its window only on the sender's persist timer,
+	// which backs off past any short deadline.
+	slow, sbr := rawGet(t, content, "/web/20210101000000id_/"+page, 256<<10)
 	slow.SetReadDeadline(time.Now().Add(60 * time.Second))
 	resp, err := http.ReadResponse(sbr, nil)
 	if err != nil {
@@ -229,11 +235,11 @@ func TestStalledReaderDropped(t *testing.T) {
 	}
 	got := 0
 	buf := make([]byte, 32<<10)
-	for got < 1<<20 {
+	for got < 2<<20 {
 		n, err := io.ReadFull(resp.Body, buf)
 		got += n
 		if err != nil {
-			t.Fatalf("slow reader cut off after %d bytes: %v", got, err)
+			t.Fatalf("slow reader cut off after %d bytes: %v (%+v)", got, err, stats())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -44,6 +44,11 @@ func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
 	ctx, cancel := s.ctx(r)
 	defer cancel()
 	ui := s.uiOrigin(r)
+	share, served := s.shareReply(w, r, t, ui, ctx.Done())
+	if served {
+		return
+	}
+	defer share.abandon()
 	factor := int64(rewriteFactor)
 	if t.Mod == ModRaw {
 		factor = 1
@@ -109,7 +114,7 @@ func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
 			setDownload(h, t.URL)
 		}
 		c = nil
-		s.writeReply(w, r, status, body, hold)
+		s.writeReply(w, r, status, body, hold, share)
 		return
 	}
 	if gzipEncoded(c.Header, body) {
@@ -161,7 +166,7 @@ func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
 		}
 	}
 	c = nil
-	s.writeReply(w, r, status, body, hold)
+	s.writeReply(w, r, status, body, hold, share)
 }
 
 // replayJS is the script replayed pages load from replayJSPath: it

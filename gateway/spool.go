@@ -106,8 +106,9 @@ func (s *Server) get(ctx context.Context, url string, t time.Time, factor int64)
 // writeReply writes body with status, holding the share h until the body
 // is off its hands: a body of SpoolThreshold bytes or more goes to a spool
 // file first and is served from there, h released before the first byte
-// is written. h may be nil.
-func (s *Server) writeReply(w http.ResponseWriter, r *http.Request, status int, body []byte, h *held) {
+// is written, and the file shared with the readers of the same replay
+// when share is not nil. h and share may be nil.
+func (s *Server) writeReply(w http.ResponseWriter, r *http.Request, status int, body []byte, h *held, share *sharing) {
 	if h != nil {
 		defer h.done()
 	}
@@ -126,18 +127,24 @@ func (s *Server) writeReply(w http.ResponseWriter, r *http.Request, status int, 
 		writeBody(w, r, status, body)
 		return
 	}
-	defer f.Close()
 	n := int64(len(body))
 	body = nil
 	if h != nil {
 		h.done()
 	}
 	s.stats.spooled.Add(1)
+	if share != nil {
+		share.publish(status, w.Header().Clone(), f, n)
+		defer s.replies.release(share.e)
+	} else {
+		defer f.Close()
+	}
 	w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
 	w.WriteHeader(status)
-	// LimitReader hides the file's WriteTo: io.Copy writes through the
-	// response, and its deadlines, in pieces of its own buffer.
-	_, _ = io.Copy(w, io.LimitReader(f, n))
+	// A SectionReader: no WriteTo, so io.Copy writes through the
+	// response, and its deadlines, in pieces of its own buffer; and
+	// readers of a shared file do not move each other's offset.
+	_, _ = io.Copy(w, io.NewSectionReader(f, 0, n))
 }
 
 // spool writes body to an unlinked file in SpoolDir and returns it,

@@ -29,8 +29,10 @@ type Stats struct {
 	// Stalled counts replies dropped because the reader took nothing
 	// within Limits.WriteProgress.
 	Stalled int64 `json:"stalled"`
-	// Spooled counts reply bodies served from a spool file.
+	// Spooled counts reply bodies served from a spool file, and Shared
+	// the replies served from another request's spool file.
 	Spooled int64 `json:"spooled"`
+	Shared  int64 `json:"shared"`
 	// InFlight is the number of requests being handled now, and
 	// MemoryHeld the bytes of bodies charged to Limits.MemoryBudget now.
 	InFlight   int64 `json:"inFlight"`
@@ -42,7 +44,7 @@ type counters struct {
 	requests, replays, rewritten, notFound, badRequests atomic.Int64
 	archiveErrors, timeouts, exports, exportErrors      atomic.Int64
 	refused, frames, fuzzy                              atomic.Int64
-	busy, stalled, spooled                              atomic.Int64
+	busy, stalled, spooled, shared                      atomic.Int64
 }
 
 // Stats returns a snapshot of the counters. It is safe to call at any time.
@@ -64,6 +66,7 @@ func (s *Server) Stats() Stats {
 		Busy:          c.busy.Load(),
 		Stalled:       c.stalled.Load(),
 		Spooled:       c.spooled.Load(),
+		Shared:        c.shared.Load(),
 		InFlight:      s.flight.n.Load(),
 		MemoryHeld:    s.mem.inUse(),
 	}
