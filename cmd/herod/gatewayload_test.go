@@ -253,4 +253,3 @@ func procStatus(pid int, field string) uint64 {
 	}
 	return 0
 }
-
