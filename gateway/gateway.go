@@ -136,8 +136,8 @@ type Config struct {
 	// Logger receives request errors; nil discards them.
 	Logger *slog.Logger
 	// Timeout bounds each request's calls into the Archive, Lister, Status
-	// and Ring; zero means 30 seconds. Exports are bounded only by the
-	// client's connection.
+	// and Ring; zero means 30 seconds. Exports are bounded by the
+	// client's connection and the write deadlines (Limits.WriteProgress).
 	Timeout time.Duration
 	// Now returns the current time, for "latest" requests; nil means
 	// time.Now.
