@@ -227,7 +227,11 @@ func (s *Server) endExport(w http.ResponseWriter, bw *bufio.Writer, cw *counting
 		s.log.Warn("gateway: export", "query", q.URL, "format", format, "err", err)
 		h.Del("Trailer")
 		h.Del("Content-Disposition")
-		http.Error(w, "gateway: export: "+err.Error(), http.StatusBadGateway)
+		code := http.StatusBadGateway
+		if errors.Is(err, ErrWACZTooLarge) {
+			code = http.StatusBadRequest // the selection, not the ring
+		}
+		http.Error(w, "gateway: export: "+err.Error(), code)
 		return
 	}
 	if last != "" {

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/herod-archive/herod/archive"
 )
 
 // gatedExporter writes size bytes of records, and when release is set
@@ -118,4 +121,57 @@ func TestExportRate(t *testing.T) {
 		t.Errorf("uncapped %v, capped %v", free, capped)
 	}
 	t.Logf("%d bytes: capped at %d B/s %v, uncapped %v", n, rate, capped, free)
+}
+
+// storeExporter exports a real store's records (every one), for the
+// converters.
+type storeExporter struct {
+	*fakeArchive
+	st *archive.Store
+}
+
+func (e storeExporter) Export(ctx context.Context, q Query, w io.Writer, after string) error {
+	return e.ExportProgress(ctx, q, w, after, nil)
+}
+
+func (e storeExporter) ExportProgress(ctx context.Context, _ Query, w io.Writer, after string, progress func(string)) error {
+	_, err := e.st.Export(ctx, archive.ExportOptions{After: after, Progress: progress}, w, io.Discard)
+	return err
+}
+
+// TestWACZRecordCap: a WACZ export past MaxWACZRecords stops with an
+// error that says what to do instead; within it, it completes.
+func TestWACZRecordCap(t *testing.T) {
+	st, err := archive.Open(t.TempDir(), archive.Options{NoSync: true, DictSamples: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	when := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 30 {
+		c := archive.Capture{URL: fmt.Sprintf("http://example.com/%d", i), Time: when, Status: 200,
+			Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(fmt.Sprintf("<title>%d</title>", i))}
+		if _, _, err := st.Put(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		max    int
+		status string
+	}{{10, "error"}, {100, "complete"}} {
+		s := newServer(t, storeExporter{fakeArchive: newFake(), st: st}, func(c *Config) { c.Limits.MaxWACZRecords = tc.max })
+		w := askFrom(s, "192.0.2.1:1000", "/export?host=example.com&format=wacz")
+		tr := w.Result().Trailer
+		if tc.status == "error" {
+			// Nothing left the buffer yet: a plain 400 that says
+			// what to do instead (else the trailers would).
+			if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "format=warc") {
+				t.Errorf("max %d: %d %q, want 400 saying format=warc", tc.max, w.Code, w.Body.String())
+			}
+			continue
+		}
+		if w.Code != 200 || tr.Get(TrailerExportStatus) != tc.status {
+			t.Errorf("max %d: %d, status %q (%s)", tc.max, w.Code, tr.Get(TrailerExportStatus), tr.Get(TrailerExportError))
+		}
+	}
 }

@@ -57,6 +57,13 @@ type Limits struct {
 	// exports, all together. Zero means DefaultExportRate, negative no
 	// limit.
 	ExportRate int64
+	// MaxWACZRecords bounds the records of one format=wacz export: a
+	// WACZ's index and page list are written at its end, so they are held
+	// in memory (some hundred bytes per record) until then; past it the
+	// export stops with an error that says to export WARC or a narrower
+	// selection. Only applied to a ProgressExporter. Zero means
+	// DefaultMaxWACZRecords, negative no limit.
+	MaxWACZRecords int
 }
 
 // Defaults of Limits.
@@ -70,6 +77,7 @@ const (
 	DefaultMaxExports     = 8
 	DefaultClientSlots    = 2
 	DefaultExportRate     = 4_000_000
+	DefaultMaxWACZRecords = 20_000
 )
 
 // withDefaults returns l with its zero fields set to the defaults.
@@ -100,6 +108,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.ExportRate == 0 {
 		l.ExportRate = DefaultExportRate
+	}
+	if l.MaxWACZRecords == 0 {
+		l.MaxWACZRecords = DefaultMaxWACZRecords
 	}
 	return l
 }
