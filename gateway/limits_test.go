@@ -385,3 +385,94 @@ func TestBudget(t *testing.T) {
 		t.Errorf("in use %d, want 10", b.inUse())
 	}
 }
+
+// countingArchive counts Get calls.
+type countingArchive struct {
+	*fakeArchive
+	gets atomic.Int64
+}
+
+func (c *countingArchive) Get(ctx context.Context, url string, t time.Time) (archive.Version, *archive.Capture, error) {
+	c.gets.Add(1)
+	return c.fakeArchive.Get(ctx, url, t)
+}
+
+// TestMemoryBudget: a reply whose body finds no room in MemoryBudget
+// within BusyWait is 503 with Retry-After, having dropped the body; with
+// room it is served, and the budget is whole again after every reply.
+func TestMemoryBudget(t *testing.T) {
+	f := &countingArchive{fakeArchive: newFake()}
+	f.add(t, page, "20210101000000", 200, "text/html", strings.Repeat("<p>words</p>", 100<<10)) // 1.2 MB
+	s := newServer(t, f, func(c *Config) {
+		c.Limits.MemoryBudget = 8 << 20
+		c.Limits.BusyWait = 50 * time.Millisecond
+		c.Limits.SpoolDir = t.TempDir()
+	})
+	if !s.mem.tryAcquire(6 << 20) { // another reply holds most of it
+		t.Fatal("budget")
+	}
+	w := get(t, s, "/web/20210101000000/"+page)
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
+		t.Fatalf("without room: %d, Retry-After %q; want 503", w.Code, w.Header().Get("Retry-After"))
+	}
+	if f.gets.Load() != 1 {
+		t.Errorf("%d Gets, want 1 (the body dropped, not read again without room)", f.gets.Load())
+	}
+	s.mem.release(6 << 20)
+	w = get(t, s, "/web/20210101000000/"+page)
+	if w.Code != 200 || !strings.Contains(w.Body.String(), "<p>words</p>") {
+		t.Fatalf("with room: %d", w.Code)
+	}
+	if st := s.Stats(); st.MemoryHeld != 0 || st.Busy != 1 || st.Spooled != 1 {
+		t.Errorf("after: %d held, %d busy, %d spooled; want 0, 1, 1", st.MemoryHeld, st.Busy, st.Spooled)
+	}
+}
+
+// TestSharedReply: requests for a large replay that arrive while it is
+// prepared, or soon after, are served from the first one's spool file:
+// one Get, the same bytes.
+func TestSharedReply(t *testing.T) {
+	g := &gatedArchive{fakeArchive: newFake(), release: make(chan struct{})}
+	g.add(t, page, "20210101000000", 200, "text/html", strings.Repeat("<p>words</p>", 100<<10))
+	d := serveDirect(t, g, func(c *Config) { c.Limits.SpoolDir = t.TempDir() })
+	bodies := make(chan string, 3)
+	var wg sync.WaitGroup
+	fetch := func() {
+		defer wg.Done()
+		resp, err := http.Get(d.content + "/web/20210101000000/" + page)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("status %d", resp.StatusCode)
+		}
+		bodies <- string(b)
+	}
+	wg.Add(2)
+	go fetch()
+	eventually(t, "the first request inside the archive", func() bool { return g.entered.Load() == 1 })
+	go fetch()
+	eventually(t, "the second request waiting", func() bool { return d.s.Stats().InFlight == 2 })
+	close(g.release)
+	wg.Wait()
+	wg.Add(1)
+	fetch() // soon after
+	close(bodies)
+	var first string
+	for b := range bodies {
+		if first == "" {
+			first = b
+		} else if b != first {
+			t.Errorf("shared reply differs: %d bytes vs %d", len(b), len(first))
+		}
+	}
+	if !strings.Contains(first, "<p>words</p>") {
+		t.Errorf("reply: %.100q", first)
+	}
+	if n, st := g.entered.Load(), d.s.Stats(); n != 1 || st.Shared != 2 {
+		t.Errorf("%d Gets, %d shared; want 1 and 2", n, st.Shared)
+	}
+}

@@ -68,7 +68,7 @@ func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
 	}
 	if errors.Is(err, errBusy) {
 		setContentHeaders(w.Header(), ui, true)
-		s.busy(w, r, err.Error())
+		s.busy(w, r, strings.TrimPrefix(err.Error(), errBusy.Error()+": "))
 		return
 	}
 	if err != nil {
