@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -42,6 +44,13 @@ func (n *Node) setupGateway() error {
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
+	lim := cfg.GatewayLimits
+	if lim.SpoolDir == "" {
+		lim.SpoolDir = filepath.Join(cfg.DataDir, "spool")
+		if err := os.MkdirAll(lim.SpoolDir, 0o700); err != nil {
+			return fmt.Errorf("node: gateway spool: %w", err)
+		}
+	}
 	n.gw, err = gateway.New(gateway.Config{
 		Archive:       n.readerArchive(),
 		Status:        func(ctx context.Context) any { return n.Status() },
@@ -55,6 +64,7 @@ func (n *Node) setupGateway() error {
 		Seed:          n.Seed,
 		Purge:         n.Purge,
 		PublicStatus:  cfg.PublicStatus,
+		Limits:        lim,
 	})
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
