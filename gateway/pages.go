@@ -206,13 +206,32 @@ func groupDates(u string, vs []archive.Version) datesData {
 		}
 		m := &y.Months[len(y.Months)-1]
 		m.Captures = append(m.Captures, captureLink{
-			TS:     FormatTimestamp(t),
-			Label:  t.Format("Jan 2 15:04"),
+			TS:     VersionTimestamp(vs, i),
+			Label:  chipLabel(vs, i),
 			Status: vs[i].Status,
 			Class:  vs[i].Status / 100,
 		})
 	}
 	return d
+}
+
+// chipLabel labels version i of vs (oldest first) in the list of dates:
+// day and minute, with the seconds when a neighbour shares the minute, and
+// the milliseconds when it shares the second, so no two chips read alike.
+func chipLabel(vs []archive.Version, i int) string {
+	same := func(d time.Duration) bool {
+		t := vs[i].Time.UTC().Truncate(d)
+		return (i > 0 && vs[i-1].Time.UTC().Truncate(d).Equal(t)) ||
+			(i+1 < len(vs) && vs[i+1].Time.UTC().Truncate(d).Equal(t))
+	}
+	t := vs[i].Time.UTC()
+	switch {
+	case same(time.Second):
+		return t.Format("Jan 2 15:04:05.000")
+	case same(time.Minute):
+		return t.Format("Jan 2 15:04:05")
+	}
+	return t.Format("Jan 2 15:04")
 }
 
 // serveDates lists the captures of u.
@@ -307,14 +326,28 @@ func bannerOf(u, doc string, vs []archive.Version, i int) bannerData {
 // first).
 func bannerFor(u string, vs []archive.Version, i int) bannerData {
 	v := vs[i]
-	d := bannerData{URL: u, TS: FormatTimestamp(v.Time), Date: v.Time.UTC().Format(time.DateTime), Count: len(vs)}
+	d := bannerData{URL: u, TS: VersionTimestamp(vs, i), Date: v.Time.UTC().Format(time.DateTime), Count: len(vs)}
 	if i > 0 {
-		d.PrevTS, d.PrevLabel = FormatTimestamp(vs[i-1].Time), vs[i-1].Time.UTC().Format(time.DateOnly)
+		d.PrevTS, d.PrevLabel = VersionTimestamp(vs, i-1), neighbourLabel(vs[i-1].Time, v.Time)
 	}
 	if i+1 < len(vs) {
-		d.NextTS, d.NextLabel = FormatTimestamp(vs[i+1].Time), vs[i+1].Time.UTC().Format(time.DateOnly)
+		d.NextTS, d.NextLabel = VersionTimestamp(vs, i+1), neighbourLabel(vs[i+1].Time, v.Time)
 	}
 	return d
+}
+
+// neighbourLabel labels the previous or next capture n of a capture made
+// at t: its date, with its time when it was made the same day (to the
+// second when the same minute), so the link says where it leads.
+func neighbourLabel(n, t time.Time) string {
+	n, t = n.UTC(), t.UTC()
+	switch {
+	case n.Truncate(time.Minute).Equal(t.Truncate(time.Minute)):
+		return n.Format(time.TimeOnly)
+	case n.YearDay() == t.YearDay() && n.Year() == t.Year():
+		return n.Format("15:04")
+	}
+	return n.Format(time.DateOnly)
 }
 
 // banner renders the bar that frameless mode inserts at the top of
