@@ -287,6 +287,11 @@ func (n *Node) Start(ctx context.Context) error {
 		return fmt.Errorf("node start: %w", err)
 	}
 	n.serveGateway()
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.ringpage.Run(n.ctx, ringpage.DefaultObserveInterval)
+	}()
 	if err := gateway.WriteGatewayURL(n.cfg.DataDir, n.GatewayURL()); err != nil {
 		n.log.Warn("herod seed and status need --node: cannot record the gateway's URL", "err", err)
 	}

@@ -53,5 +53,6 @@ func (n *Node) Status() Status {
 		Purge:       n.PurgeStats(),
 		TakenOver:   n.takeOver.Taken(),
 		Wire:        status.Wire(n.bwc),
+		Members:     status.NewMembers(n.cfg.Replicas, n.ringpage.Members()),
 	}
 }

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"time"
+
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/node/ringpage"
 )
@@ -19,6 +21,7 @@ func (n *Node) setupRingPage() {
 		Open:    n.openStream,
 		Gate:    n.admit,
 		Logger:  n.log,
+		K:       n.cfg.Replicas,
 	}
 }
 
@@ -31,7 +34,7 @@ func (n *Node) summary() gateway.PeerSummary {
 	}
 	return gateway.PeerSummary{
 		Peer: n.self.Peer, Addr: n.self.Addr, State: "up", Reach: n.reach,
-		Day: cs.Day, Queued: int64(cs.Queued), Fetched: cs.FetchedToday, Stored: cs.NewVersions, Errors: errs,
+		Day: cs.Day, DayStart: time.Unix(cs.Day*int64(n.cfg.DayLength/time.Second), 0).UTC(), Queued: int64(cs.Queued), Fetched: cs.FetchedToday, Stored: cs.NewVersions, Errors: errs,
 		Versions: as.Versions, Bytes: as.Bytes, BelowK: rs.Health.BelowK, LagSec: rs.Health.LagSec,
 	}
 }

@@ -53,6 +53,15 @@ type Service struct {
 	// another peer it resets and returns false.
 	Gate   func(s network.Stream) bool
 	Logger *slog.Logger // nil: discard
+	// K is the ring's replication factor, which the page counts copies
+	// against.
+	K int
+	// Clock tells the time of observations (nil: time.Now); Keep is how
+	// long a dead or departed node stays listed (0: DefaultKeep).
+	Clock func() time.Time
+	Keep  time.Duration
+
+	mem members // nodes known, up and down (members.go)
 }
 
 func (sv *Service) log() *slog.Logger {
@@ -86,8 +95,9 @@ func (sv *Service) Handle(s network.Stream) {
 // fingers, and a summary of every real node among them, asked over
 // Protocol.
 func (sv *Service) View(ctx context.Context) gateway.RingView {
+	sv.Observe()
 	st := sv.Status()
-	view := gateway.RingView{Self: st.Self.Peer}
+	view := gateway.RingView{Self: st.Self.Peer, K: sv.K}
 	seen := map[string]bool{}
 	add := func(x ring.Node) {
 		k := x.ID.String()
@@ -128,8 +138,31 @@ func (sv *Service) View(ctx context.Context) gateway.RingView {
 			others = append(others, ring.Contact{Peer: x.Peer, Addr: x.Addr})
 		}
 	}
-	view.Peers = sv.summaries(ctx, sv.Summary(), others)
+	view.Peers = sv.withDown(sv.summaries(ctx, sv.Summary(), others))
 	return view
+}
+
+// withDown marks the peers of ps that did not answer and that this node
+// suspects as dead, and adds the dead and departed nodes it remembers
+// that ps lacks, with when they were last seen up.
+func (sv *Service) withDown(ps []gateway.PeerSummary) []gateway.PeerSummary {
+	mem := map[string]Member{}
+	for _, m := range sv.Members() {
+		mem[m.Peer] = m
+	}
+	listed := map[string]bool{}
+	for i := range ps {
+		listed[ps[i].Peer] = true
+		if m, ok := mem[ps[i].Peer]; ok && ps[i].State == "unreachable" && m.State == StateDead {
+			ps[i].State, ps[i].Since = StateDead, m.Since
+		}
+	}
+	for _, m := range sv.Members() {
+		if !listed[m.Peer] && m.State != StateUp {
+			ps = append(ps, gateway.PeerSummary{Peer: m.Peer, Addr: m.Addr, State: m.State, Since: m.Since})
+		}
+	}
+	return ps
 }
 
 // askSummary reads c's summary.

@@ -1,0 +1,169 @@
+package ringpage
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/herod-archive/herod/ring"
+)
+
+// States of a Member.
+const (
+	// StateUp: in this node's routing state now, not suspected.
+	StateUp = "up"
+	// StateDead: suspected of having failed (calls to it failed), or gone
+	// from the routing state while suspected.
+	StateDead = "dead"
+	// StateDeparted: gone from the routing state without being suspected:
+	// it left the ring gracefully (or the ring outgrew this node's view
+	// of it).
+	StateDeparted = "departed"
+)
+
+// DefaultKeep is how long a dead or departed node stays listed.
+const DefaultKeep = 48 * time.Hour
+
+// Member is a real node this node has known: up now, or dead or departed
+// within Keep.
+type Member struct {
+	Peer  string `json:"peer"`
+	Addr  string `json:"addr,omitempty"`
+	State string `json:"state"` // StateUp, StateDead or StateDeparted
+	// Since is when the node was last seen up, for a dead or departed
+	// one: when it went down, to within an observation period.
+	Since time.Time `json:"since,omitzero"`
+}
+
+// members is the memory behind Service.Members. Guarded by mu.
+type members struct {
+	mu   sync.Mutex
+	seen map[string]*Member
+}
+
+// Observe records the real nodes of this node's routing state now (its
+// virtual servers' predecessors, successors and fingers): those present
+// and not suspected are up, those suspected are dead, and those it knew
+// and no longer sees are departed, or dead if they were last seen
+// suspected. Nodes down for longer than Keep are forgotten. Run calls it
+// periodically; View calls it too.
+func (sv *Service) Observe() {
+	st := sv.Status()
+	now := sv.now()
+	present := map[string]string{} // peer → address
+	note := func(c ring.Contact) {
+		if c.Peer != "" && c.Peer != st.Self.Peer {
+			present[c.Peer] = c.Addr
+		}
+	}
+	for _, v := range st.Vnodes {
+		if v.Predecessor != nil {
+			note(v.Predecessor.Contact)
+		}
+		for _, s := range v.Successors {
+			note(s.Contact)
+		}
+		for _, f := range v.Fingers {
+			note(f.Node.Contact)
+		}
+	}
+	suspect := map[string]bool{}
+	for _, p := range st.Suspects {
+		suspect[p] = true
+	}
+	m := &sv.mem
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seen == nil {
+		m.seen = map[string]*Member{}
+	}
+	for p, addr := range present {
+		x := m.seen[p]
+		if x == nil {
+			x = &Member{Peer: p, Since: now}
+			m.seen[p] = x
+		}
+		if addr != "" {
+			x.Addr = addr
+		}
+		switch {
+		case suspect[p] && x.State != StateDead:
+			x.State = StateDead
+		case !suspect[p]:
+			x.State, x.Since = StateUp, now
+		}
+	}
+	for p, x := range m.seen {
+		if _, ok := present[p]; ok {
+			continue
+		}
+		switch {
+		case x.State == StateUp && suspect[p]:
+			x.State = StateDead
+		case x.State == StateUp:
+			x.State = StateDeparted
+		}
+		if now.Sub(x.Since) > sv.keep() {
+			delete(m.seen, p)
+		}
+	}
+}
+
+// Members returns the real nodes other than this one that this node has
+// known within Keep, as last observed, sorted by address: up, dead or
+// departed, with when the down ones were last seen up.
+func (sv *Service) Members() []Member {
+	m := &sv.mem
+	m.mu.Lock()
+	out := make([]Member, 0, len(m.seen))
+	for _, x := range m.seen {
+		out = append(out, *x)
+	}
+	m.mu.Unlock()
+	slices.SortFunc(out, func(a, b Member) int {
+		if c := strings.Compare(a.Addr, b.Addr); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Peer, b.Peer)
+	})
+	return out
+}
+
+// DefaultObserveInterval is the period of Run's observations: a node that
+// fails is listed dead within it of the ring suspecting it.
+const DefaultObserveInterval = time.Second
+
+// Run observes the routing state every interval (DefaultObserveInterval
+// when <= 0) until ctx ends, so that a node that fails or leaves is
+// remembered even when no one looks at the /ring page.
+func (sv *Service) Run(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		interval = DefaultObserveInterval
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		sv.Observe()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (sv *Service) now() time.Time {
+	if sv.Clock != nil {
+		return sv.Clock()
+	}
+	return time.Now()
+}
+
+func (sv *Service) keep() time.Duration {
+	if sv.Keep > 0 {
+		return sv.Keep
+	}
+	return DefaultKeep
+}
