@@ -41,7 +41,8 @@ type PeerSummary struct {
 	// failed and the ring dropped it), "departed" (it left the ring) or
 	// "" (not asked).
 	State string `json:"state,omitempty"`
-	// Since is when a dead or departed node was last seen up.
+	// Since is when a dead or departed node was found down (within
+	// seconds of its failure or departure).
 	Since time.Time `json:"since,omitzero"`
 	// Reach is how the ring reaches the node, as it says: "listen" (its
 	// own address), "mapped" (behind a router, by UPnP/NAT-PMP),

@@ -240,11 +240,17 @@ func showStatus(ctx context.Context, w io.Writer, base, token string, asJSON boo
 	return nil
 }
 
-// printRing writes a table of the ring's real nodes.
+// printRing writes the ring's health headline and a table of its real
+// nodes: those up, and those dead or departed with since when.
 func printRing(w io.Writer, rv gateway.RingView) {
-	fmt.Fprintf(w, "\nring: %d virtual servers on %d nodes known here\n", len(rv.Nodes), len(rv.Peers))
+	h := rv.Health()
+	fmt.Fprintf(w, "\nring: %s (%d virtual servers known here)\n", h.Headline(), len(rv.Nodes))
+	if warn := h.Warning(); warn != "" {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
+	now := time.Now()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "address\tstate\treached\tday\tqueued\tfetched\tversions\tbelow k\trepl. lag\tpeer")
+	fmt.Fprintln(tw, "address\tstate\treached\tcrawl day\tqueued\tfetched\tversions\tsize\tbelow k\trepl. lag\tpeer")
 	for _, p := range rv.Peers {
 		reached := p.Reach
 		if p.NAT() {
@@ -253,21 +259,36 @@ func printRing(w io.Writer, rv gateway.RingView) {
 		if p.Relayed {
 			reached = "relayed " + reached
 		}
-		peer := p.Peer
+		peer := gateway.ShortPeer(p.Peer)
 		if p.Peer == rv.Self {
 			peer += " (this node)"
 		}
-		if p.State != "up" {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\t\t\t%s\n", p.Addr, p.State, reached, peer)
+		if !p.Up() {
+			state := p.State
+			if !p.Since.IsZero() {
+				state += " since " + gateway.FormatSince(p.Since, now)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\t\t\t\t%s\n", p.Addr, state, reached, peer)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.0fs\t%s\n", p.Addr, p.State, reached, p.Day, p.Queued, p.Fetched, p.Versions, p.BelowK, p.LagSec, peer)
+		day := gateway.FormatDay(p.DayStart)
+		if day == "" {
+			day = fmt.Sprint(p.Day)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%.0fs\t%s\n", p.Addr, p.State, reached, day, p.Queued, p.Fetched, p.Versions,
+			gateway.FormatBytes(p.Bytes), p.BelowK, p.LagSec, peer)
 	}
 	tw.Flush()
 }
 
 func printStatus(w io.Writer, st node.Status) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if m := st.Members; m.K > 0 {
+		fmt.Fprintf(tw, "ring nodes\t%d up, %d dead, %d departed (k = %d)\n", m.Up, m.Dead, m.Departed, m.K)
+		if m.TooFew {
+			fmt.Fprintf(tw, "warning\tfewer nodes up than k: no version can have %d copies\n", m.K)
+		}
+	}
 	fmt.Fprintf(tw, "peer\t%s\n", st.Peer)
 	fmt.Fprintf(tw, "ring address\t%s (reached: %s)\n", st.Addr, st.Reach)
 	fmt.Fprintf(tw, "join with\t--join %s\n", st.Multiaddr)

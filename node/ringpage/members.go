@@ -32,8 +32,10 @@ type Member struct {
 	Peer  string `json:"peer"`
 	Addr  string `json:"addr,omitempty"`
 	State string `json:"state"` // StateUp, StateDead or StateDeparted
-	// Since is when the node was last seen up, for a dead or departed
-	// one: when it went down, to within an observation period.
+	// Since is when the node entered State as this node observed it: for
+	// a dead or departed node, when the ring dropped or suspected it,
+	// which is within seconds of its failure (the ring's failure
+	// detection and an observation period).
 	Since time.Time `json:"since,omitzero"`
 }
 
@@ -46,8 +48,8 @@ type members struct {
 // Observe records the real nodes of this node's routing state now (its
 // virtual servers' predecessors, successors and fingers): those present
 // and not suspected are up, those suspected are dead, and those it knew
-// and no longer sees are departed, or dead if they were last seen
-// suspected. Nodes down for longer than Keep are forgotten. Run calls it
+// up and no longer sees are departed, or dead if they are suspected.
+// Nodes down for longer than Keep are forgotten. Run calls it
 // periodically; View calls it too.
 func (sv *Service) Observe() {
 	st := sv.Status()
@@ -82,18 +84,17 @@ func (sv *Service) Observe() {
 	for p, addr := range present {
 		x := m.seen[p]
 		if x == nil {
-			x = &Member{Peer: p, Since: now}
+			x = &Member{Peer: p}
 			m.seen[p] = x
 		}
 		if addr != "" {
 			x.Addr = addr
 		}
-		switch {
-		case suspect[p] && x.State != StateDead:
-			x.State = StateDead
-		case !suspect[p]:
-			x.State, x.Since = StateUp, now
+		state := StateUp
+		if suspect[p] {
+			state = StateDead
 		}
+		x.set(state, now)
 	}
 	for p, x := range m.seen {
 		if _, ok := present[p]; ok {
@@ -101,9 +102,9 @@ func (sv *Service) Observe() {
 		}
 		switch {
 		case x.State == StateUp && suspect[p]:
-			x.State = StateDead
+			x.set(StateDead, now)
 		case x.State == StateUp:
-			x.State = StateDeparted
+			x.set(StateDeparted, now)
 		}
 		if now.Sub(x.Since) > sv.keep() {
 			delete(m.seen, p)
@@ -111,9 +112,16 @@ func (sv *Service) Observe() {
 	}
 }
 
+// set moves x to state at now (Since changes with the state only).
+func (x *Member) set(state string, now time.Time) {
+	if x.State != state {
+		x.State, x.Since = state, now
+	}
+}
+
 // Members returns the real nodes other than this one that this node has
 // known within Keep, as last observed, sorted by address: up, dead or
-// departed, with when the down ones were last seen up.
+// departed, with when they entered that state.
 func (sv *Service) Members() []Member {
 	m := &sv.mem
 	m.mu.Lock()

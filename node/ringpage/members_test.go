@@ -1,0 +1,81 @@
+package ringpage
+
+import (
+	"testing"
+	"time"
+
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/ring"
+)
+
+// TestMembersRemembersDownNodes drives Observe with a fake routing state
+// and clock: a node that the ring suspects and drops is dead from then
+// on, one that disappears unsuspected departed, a dead one that comes
+// back is up again, and down nodes are forgotten after Keep.
+func TestMembersRemembersDownNodes(t *testing.T) {
+	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	c := func(i int) ring.Contact {
+		return ring.Contact{Peer: "peer" + string(rune('A'+i)), Addr: "127.0.0." + string(rune('1'+i)) + ":4001"}
+	}
+	n := func(i int) ring.Node { return ring.Node{ID: id.OfString(c(i).Addr), Contact: c(i)} }
+	present := []int{1, 2, 3}
+	var suspects []string
+	sv := &Service{
+		Status: func() ring.Status {
+			v := ring.VnodeStatus{Node: n(0)}
+			for _, i := range present {
+				v.Successors = append(v.Successors, n(i))
+			}
+			return ring.Status{Self: c(0), Vnodes: []ring.VnodeStatus{v}, Suspects: suspects}
+		},
+		Clock: func() time.Time { return now },
+		Keep:  48 * time.Hour,
+	}
+	states := func() map[string]Member {
+		out := map[string]Member{}
+		for _, m := range sv.Members() {
+			out[m.Peer] = m
+		}
+		return out
+	}
+	sv.Observe()
+	if s := states(); len(s) != 3 || s["peerB"].State != StateUp || s["peerD"].State != StateUp {
+		t.Fatalf("all present: %+v", s)
+	}
+	// peerB fails: suspected while still a successor, then dropped.
+	now = now.Add(time.Second)
+	suspects = []string{"peerB"}
+	sv.Observe()
+	failed := now
+	now = now.Add(time.Second)
+	present = []int{2, 3}
+	sv.Observe()
+	// peerD leaves gracefully: dropped, never suspected.
+	now = now.Add(time.Second)
+	suspects = nil
+	present = []int{2}
+	sv.Observe()
+	s := states()
+	if m := s["peerB"]; m.State != StateDead || !m.Since.Equal(failed) || m.Addr != c(1).Addr {
+		t.Errorf("failed node: %+v, want dead since %s", m, failed)
+	}
+	if m := s["peerD"]; m.State != StateDeparted || !m.Since.Equal(now) {
+		t.Errorf("node that left: %+v, want departed since %s", m, now)
+	}
+	if m := s["peerC"]; m.State != StateUp {
+		t.Errorf("node still there: %+v", m)
+	}
+	// A day later both are still listed; peerB comes back up.
+	now = now.Add(24 * time.Hour)
+	present = []int{1, 2}
+	sv.Observe()
+	if s := states(); s["peerB"].State != StateUp || !s["peerB"].Since.Equal(now) || s["peerD"].State != StateDeparted {
+		t.Errorf("a day later: %+v", s)
+	}
+	// After Keep the departed node is forgotten.
+	now = now.Add(25 * time.Hour)
+	sv.Observe()
+	if s := states(); len(s) != 2 {
+		t.Errorf("after Keep: %+v, want the departed node forgotten", s)
+	}
+}
