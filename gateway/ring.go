@@ -96,11 +96,17 @@ func (v RingView) Health() RingHealth {
 }
 
 // Headline is the health in one line: "3 of 4 nodes up · 412 versions
-// with fewer than k = 3 copies", and a warning when fewer nodes are up
-// than k.
+// with fewer than k = 3 copies", or, when fewer nodes are up than k,
+// "2 of 4 nodes up · every version has fewer than k = 3 copies" (the
+// nodes' counts may lag their next replication round).
 func (h RingHealth) Headline() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d of %d node%s up · %d version%s with fewer than ", h.Up, h.Nodes, plural(h.Nodes), h.BelowK, plural(int(h.BelowK)))
+	fmt.Fprintf(&b, "%d of %d node%s up · ", h.Up, h.Nodes, plural(h.Nodes))
+	if h.TooFew {
+		fmt.Fprintf(&b, "every version has fewer than k = %d copies", h.K)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "%d version%s with fewer than ", h.BelowK, plural(int(h.BelowK)))
 	if h.K > 0 {
 		fmt.Fprintf(&b, "k = %d copies", h.K)
 	} else {
@@ -341,8 +347,9 @@ func FormatDay(start time.Time) string {
 	return start.Format("2006-01-02 15:04:05")
 }
 
-// FormatSince writes when a node was last seen, and how long ago:
-// "2026-11-28 10:15:03 UTC (3 min ago)".
+// FormatSince writes when something happened, and how long before now:
+// "10:15:03 UTC (3 min ago)" the same day, "2026-11-27 10:15:03 UTC
+// (24.0 h ago)" before.
 func FormatSince(t, now time.Time) string {
 	ago := now.Sub(t).Round(time.Second)
 	var rel string
@@ -356,7 +363,11 @@ func FormatSince(t, now time.Time) string {
 	default:
 		rel = fmt.Sprintf("%d days ago", int(ago.Hours()/24))
 	}
-	return t.UTC().Format("2006-01-02 15:04:05") + " UTC (" + rel + ")"
+	layout := "2006-01-02 15:04:05"
+	if y, m, d := t.UTC().Date(); now.UTC().Year() == y && now.UTC().Month() == m && now.UTC().Day() == d {
+		layout = time.TimeOnly
+	}
+	return t.UTC().Format(layout) + " UTC (" + rel + ")"
 }
 
 // short abbreviates a hex id to its first 8 digits.

@@ -25,9 +25,17 @@ func TestRingHealth(t *testing.T) {
 		},
 	}
 	h := view.Health()
-	if got, want := h.Headline(), "2 of 4 nodes up · 412 versions with fewer than k = 3 copies"; got != want {
+	if got, want := h.Headline(), "2 of 4 nodes up · every version has fewer than k = 3 copies"; got != want {
 		t.Errorf("headline %q, want %q", got, want)
 	}
+	if h.BelowK != 412 {
+		t.Errorf("below k summed over the nodes up: %d, want 412", h.BelowK)
+	}
+	view.K = 2
+	if got, want := view.Health().Headline(), "2 of 4 nodes up · 412 versions with fewer than k = 2 copies"; got != want {
+		t.Errorf("headline %q, want %q", got, want)
+	}
+	view.K = 3
 	if got, want := h.Warning(), "Only 2 nodes up, fewer than k = 3: no version can have 3 copies until more nodes join the ring."; got != want {
 		t.Errorf("warning %q, want %q", got, want)
 	}
@@ -39,7 +47,7 @@ func TestRingHealth(t *testing.T) {
 	s := newServer(t, newFake(), func(c *Config) { c.Ring, c.PublicStatus = func(context.Context) RingView { return view }, true })
 	body := get(t, s, "/ring").Body.String()
 	for _, want := range []string{
-		"<b>2 of 4 nodes up · 412 versions with fewer than k = 3 copies</b>",
+		"<b>2 of 4 nodes up · every version has fewer than k = 3 copies</b>",
 		`<p class="err">Only 2 nodes up, fewer than k = 3`,
 		`<tr class="down">`, "<b>dead</b><br><span class=\"muted\">since 2029-12-31 23:57:00 UTC (3 min ago)</span>",
 		"<b>departed</b><br><span class=\"muted\">since 2029-12-30 22:00:00 UTC (26.0 h ago)</span>",

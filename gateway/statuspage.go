@@ -190,8 +190,11 @@ func value(key string, v json.RawMessage) string {
 		if strings.Contains(strings.ToLower(key), "bytes") && n == float64(int64(n)) {
 			return FormatBytes(int64(n))
 		}
-		if n == float64(int64(n)) {
+		if n == float64(int64(n)) && !strings.Contains(strings.ToLower(key), "day") {
 			return thousands(int64(n))
+		}
+		if n == float64(int64(n)) {
+			return strconv.FormatInt(int64(n), 10)
 		}
 		return strconv.FormatFloat(n, 'f', -1, 64)
 	}

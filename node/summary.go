@@ -1,6 +1,7 @@
 package node
 
 import (
+	"path/filepath"
 	"time"
 
 	"github.com/herod-archive/herod/gateway"
@@ -22,6 +23,7 @@ func (n *Node) setupRingPage() {
 		Gate:    n.admit,
 		Logger:  n.log,
 		K:       n.cfg.Replicas,
+		Path:    filepath.Join(n.cfg.DataDir, ringpage.DownFile),
 	}
 }
 

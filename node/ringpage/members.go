@@ -1,7 +1,12 @@
 package ringpage
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +28,9 @@ const (
 	StateDeparted = "departed"
 )
 
+// DownFile is the usual name of Service.Path in a node's data directory.
+const DownFile = "ring-down.json"
+
 // DefaultKeep is how long a dead or departed node stays listed.
 const DefaultKeep = 48 * time.Hour
 
@@ -41,8 +49,10 @@ type Member struct {
 
 // members is the memory behind Service.Members. Guarded by mu.
 type members struct {
-	mu   sync.Mutex
-	seen map[string]*Member
+	mu     sync.Mutex
+	seen   map[string]*Member
+	loaded bool   // Path read
+	saved  []byte // what Path holds
 }
 
 // Observe records the real nodes of this node's routing state now (its
@@ -81,6 +91,11 @@ func (sv *Service) Observe() {
 	if m.seen == nil {
 		m.seen = map[string]*Member{}
 	}
+	if !m.loaded {
+		m.loaded = true
+		sv.load()
+	}
+	defer sv.save()
 	for p, addr := range present {
 		x := m.seen[p]
 		if x == nil {
@@ -160,6 +175,60 @@ func (sv *Service) Run(ctx context.Context, interval time.Duration) {
 		case <-t.C:
 		}
 	}
+}
+
+// load reads the dead and departed nodes kept in Path into the memory
+// (a missing or unreadable file is an empty memory). Caller holds mem.mu.
+func (sv *Service) load() {
+	if sv.Path == "" {
+		return
+	}
+	b, err := os.ReadFile(sv.Path)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			sv.log().Warn("ring page: cannot read the nodes that went down", "path", sv.Path, "err", err)
+		}
+		return
+	}
+	var down []Member
+	if err := json.Unmarshal(b, &down); err != nil {
+		sv.log().Warn("ring page: the file of nodes that went down is damaged; starting afresh", "path", sv.Path, "err", err)
+		return
+	}
+	for _, x := range down {
+		if x.Peer != "" && (x.State == StateDead || x.State == StateDeparted) && sv.mem.seen[x.Peer] == nil {
+			sv.mem.seen[x.Peer] = &x
+		}
+	}
+	sv.mem.saved = b
+}
+
+// save writes the dead and departed nodes to Path when they changed, so
+// that they stay listed across a restart. Caller holds mem.mu.
+func (sv *Service) save() {
+	if sv.Path == "" {
+		return
+	}
+	down := []Member{}
+	for _, x := range sv.mem.seen {
+		if x.State != StateUp {
+			down = append(down, *x)
+		}
+	}
+	slices.SortFunc(down, func(a, b Member) int { return strings.Compare(a.Peer, b.Peer) })
+	b, err := json.Marshal(down)
+	if err != nil || bytes.Equal(b, sv.mem.saved) {
+		return
+	}
+	tmp := sv.Path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err == nil {
+		err = os.Rename(tmp, sv.Path)
+	}
+	if err != nil {
+		sv.log().Warn("ring page: cannot keep the nodes that went down", "path", sv.Path, "err", err)
+		return
+	}
+	sv.mem.saved = b
 }
 
 func (sv *Service) now() time.Time {

@@ -1,6 +1,8 @@
 package ringpage
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -77,5 +79,54 @@ func TestMembersRemembersDownNodes(t *testing.T) {
 	sv.Observe()
 	if s := states(); len(s) != 2 {
 		t.Errorf("after Keep: %+v, want the departed node forgotten", s)
+	}
+}
+
+// TestMembersKeptAcrossRestarts: the dead and departed nodes are written
+// to Path and listed again by a Service started afresh on it (the node
+// restarted), until they come back or Keep passes; a damaged file is an
+// empty memory.
+func TestMembersKeptAcrossRestarts(t *testing.T) {
+	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	path := filepath.Join(t.TempDir(), DownFile)
+	var present []ring.Node
+	var suspects []string
+	mk := func() *Service {
+		return &Service{
+			Status: func() ring.Status {
+				return ring.Status{Self: ring.Contact{Peer: "self"}, Vnodes: []ring.VnodeStatus{{Successors: present}}, Suspects: suspects}
+			},
+			Clock: func() time.Time { return now },
+			Path:  path,
+		}
+	}
+	b := ring.Node{ID: id.OfString("b"), Contact: ring.Contact{Peer: "peerB", Addr: "127.0.0.2:4001"}}
+	c := ring.Node{ID: id.OfString("c"), Contact: ring.Contact{Peer: "peerC", Addr: "127.0.0.3:4001"}}
+	first := mk()
+	present = []ring.Node{b, c}
+	first.Observe()
+	now = now.Add(time.Second)
+	present, suspects = []ring.Node{c}, []string{"peerB"}
+	first.Observe()
+	died := now
+	suspects = nil
+	// Restarted: a fresh Service on the same file, whose ring knows c only.
+	now = now.Add(time.Hour)
+	again := mk()
+	again.Observe()
+	got := map[string]Member{}
+	for _, m := range again.Members() {
+		got[m.Peer] = m
+	}
+	if m := got["peerB"]; m.State != StateDead || !m.Since.Equal(died) || m.Addr != b.Addr {
+		t.Errorf("after a restart: %+v, want peerB dead since %s", got, died)
+	}
+	if err := os.WriteFile(path, []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	damaged := mk()
+	damaged.Observe()
+	if ms := damaged.Members(); len(ms) != 1 || ms[0].Peer != "peerC" {
+		t.Errorf("damaged file: %+v", ms)
 	}
 }

@@ -60,6 +60,9 @@ type Service struct {
 	// long a dead or departed node stays listed (0: DefaultKeep).
 	Clock func() time.Time
 	Keep  time.Duration
+	// Path, when set, is the file that keeps the dead and departed nodes
+	// across restarts (JSON, rewritten when they change).
+	Path string
 
 	mem members // nodes known, up and down (members.go)
 }
