@@ -294,7 +294,11 @@ func printStatus(w io.Writer, st node.Status) {
 	fmt.Fprintf(tw, "join with\t--join %s\n", st.Multiaddr)
 	fmt.Fprintf(tw, "gateway\t%s\n", st.Gateway)
 	fmt.Fprintf(tw, "archived pages served from\t%s\n", st.Replay)
-	fmt.Fprintf(tw, "crawl day\t%d\n", st.Crawl.Day)
+	if st.Crawl.DayStarted.IsZero() {
+		fmt.Fprintf(tw, "crawl day\t%d\n", st.Crawl.Day)
+	} else {
+		fmt.Fprintf(tw, "crawl day\t%d, started %s\n", st.Crawl.Day, gateway.FormatSince(st.Crawl.DayStarted, time.Now()))
+	}
 	fmt.Fprintf(tw, "queued\t%d\n", st.Crawl.Queued)
 	fmt.Fprintf(tw, "connections to sites open\t%d\n", st.Crawl.Connections)
 	fmt.Fprintf(tw, "fetched today\t%d\n", st.Crawl.FetchedToday)
@@ -308,7 +312,7 @@ func printStatus(w io.Writer, st node.Status) {
 	for k, v := range st.Crawl.ErrorsByKind {
 		fmt.Fprintf(tw, "errors: %s\t%d\n", k, v)
 	}
-	fmt.Fprintf(tw, "archive versions\t%d\n", st.Archive.Versions)
+	fmt.Fprintf(tw, "archive versions\t%d (%s)\n", st.Archive.Versions, gateway.FormatBytes(st.Archive.Bytes))
 	fmt.Fprintf(tw, "archive segments\t%d\n", st.Archive.Segments)
 	fmt.Fprintf(tw, "links forwarded / pending\t%d / %d\n", st.Forward.Sent, st.Forward.Pending)
 	fmt.Fprintf(tw, "links not sent again (owner has them)\t%d\n", st.Forward.Skipped)
