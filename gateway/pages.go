@@ -82,14 +82,12 @@ func (s *Server) serveHome(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusBadRequest, "Not an http or https URL: "+err.Error(), "")
 		return
 	}
-	date := strings.Map(func(c rune) rune {
-		if c >= '0' && c <= '9' {
-			return c
-		}
-		return -1
-	}, q.Get("date"))
-	if len(date) > 14 {
-		date = date[:14]
+	date, err := parseFormDate(q.Get("date"))
+	if err != nil {
+		s.countStatus(http.StatusBadRequest)
+		s.render(w, r, http.StatusBadRequest, "error", errorData{Title: "400 " + http.StatusText(http.StatusBadRequest),
+			Message: strings.TrimPrefix(err.Error(), "gateway: "), Form: formData{URL: raw, Date: q.Get("date")}})
+		return
 	}
 	if date == "" {
 		redirect(w, r, webPath("*", "", u), http.StatusFound)
@@ -160,59 +158,6 @@ func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, status int, m
 func (s *Server) notArchived(w http.ResponseWriter, r *http.Request, u string) {
 	s.errorPage(w, r, http.StatusNotFound, "The archive has no capture of "+u+
 		". The ring crawls what it is seeded with and what those pages link to.", u)
-}
-
-type captureLink struct {
-	TS, Label string
-	Status    int
-	Class     int // status class: 2, 3, 4, 5
-}
-
-type monthGroup struct {
-	Name     string
-	Captures []captureLink
-}
-
-type yearGroup struct {
-	Year, Count int
-	Months      []monthGroup
-}
-
-type datesData struct {
-	URL         string
-	Count       int
-	First, Last string
-	Years       []yearGroup
-}
-
-// groupDates groups versions (oldest first) by year and month, in
-// chronological order, as a calendar-like list.
-func groupDates(u string, vs []archive.Version) datesData {
-	d := datesData{URL: u, Count: len(vs)}
-	if len(vs) == 0 {
-		return d
-	}
-	d.First = vs[0].Time.UTC().Format(time.DateTime)
-	d.Last = vs[len(vs)-1].Time.UTC().Format(time.DateTime)
-	for i := range vs {
-		t := vs[i].Time.UTC()
-		if n := len(d.Years); n == 0 || d.Years[n-1].Year != t.Year() {
-			d.Years = append(d.Years, yearGroup{Year: t.Year()})
-		}
-		y := &d.Years[len(d.Years)-1]
-		y.Count++
-		if n := len(y.Months); n == 0 || y.Months[n-1].Name != t.Month().String() {
-			y.Months = append(y.Months, monthGroup{Name: t.Month().String()})
-		}
-		m := &y.Months[len(y.Months)-1]
-		m.Captures = append(m.Captures, captureLink{
-			TS:     VersionTimestamp(vs, i),
-			Label:  chipLabel(vs, i),
-			Status: vs[i].Status,
-			Class:  vs[i].Status / 100,
-		})
-	}
-	return d
 }
 
 // chipLabel labels version i of vs (oldest first) in the list of dates:

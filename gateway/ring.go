@@ -163,9 +163,9 @@ type ringPeer struct {
 	VNodes int
 	Known  bool // a summary was given; otherwise its counters are unknown here
 	Down   bool // unreachable, dead or departed: greyed
-	// Short is the peer id shortened; Size, DayText and SinceText its
-	// bytes, crawl day and last sighting, formatted.
-	Short, Size, DayText, SinceText string
+	// Short is the peer id shortened; Size, DayText, SinceText and Lag
+	// its bytes, crawl day, state change and replication lag, formatted.
+	Short, Size, DayText, SinceText, Lag string
 }
 
 type ringData struct {
@@ -301,11 +301,22 @@ func buildRing(v RingView, now time.Time) ringData {
 // whether p is a summary the view gave (else only its address is known).
 func newRingPeer(p PeerSummary, summarized bool, color string, vnodes int, now time.Time) ringPeer {
 	down := p.State != "up" && p.State != ""
-	rp := ringPeer{PeerSummary: p, Color: color, VNodes: vnodes, Known: summarized && !down, Down: down, Short: ShortPeer(p.Peer), Size: FormatBytes(p.Bytes), DayText: FormatDay(p.DayStart)}
+	rp := ringPeer{PeerSummary: p, Color: color, VNodes: vnodes, Known: summarized && !down, Down: down, Short: ShortPeer(p.Peer), Size: FormatBytes(p.Bytes), DayText: FormatDay(p.DayStart), Lag: formatLag(p.LagSec)}
 	if !p.Since.IsZero() {
 		rp.SinceText = FormatSince(p.Since, now)
 	}
 	return rp
+}
+
+// formatLag writes a lag in seconds in the unit that reads best.
+func formatLag(sec float64) string {
+	switch {
+	case sec < 120:
+		return fmt.Sprintf("%.0f s", sec)
+	case sec < 2*3600:
+		return fmt.Sprintf("%.0f min", sec/60)
+	}
+	return fmt.Sprintf("%.1f h", sec/3600)
 }
 
 // ShortPeer abbreviates a libp2p peer id to its last 8 characters (ids
