@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,6 +16,15 @@ import (
 // days, each day linking to its newest capture, and the month's chips,
 // folded for all but the newest months of a long history.
 
+// Checker is what the list of dates asks of an Archive that also knows
+// when URLs were fetched and found unchanged (no version stored); the
+// node implements it.
+type Checker interface {
+	// Checks returns the times url was checked and found unchanged,
+	// oldest first; none when it knows of none.
+	Checks(ctx context.Context, url string) ([]time.Time, error)
+}
+
 type captureLink struct {
 	TS, Label string
 	Status    int
@@ -24,35 +34,44 @@ type captureLink struct {
 // dayCell is one day of a month grid: Day 0 pads the first week.
 type dayCell struct {
 	Day, Count int
-	TS         string // the day's newest capture
+	Unchanged  int    // checks that found the page unchanged
+	TS         string // the day's newest capture, or its check
 	Title      string
 }
 
 // monthBar is one month of a year's bar row.
 type monthBar struct {
 	Name, Anchor string
-	Count        int
+	Count        int // versions and unchanged checks
+	Changed      int // versions
 	Height       int // bar height in percent of the year's busiest month
 }
 
 type monthGroup struct {
 	Name, Anchor string
-	Count        int
+	Count        int // versions
+	Unchanged    int // checks that found it unchanged
 	Open         bool // unfolded
 	Weeks        [][7]dayCell
 	Captures     []captureLink
 }
 
 type yearGroup struct {
-	Year, Count int
+	Year, Count int // versions
+	Unchanged   int // checks that found it unchanged
 	Bars        [12]monthBar
 	Months      []monthGroup
 }
 
 type datesData struct {
 	URL         string
-	Count       int
+	Count       int // versions
 	First, Last string
+	// Checks counts every fetch that found the page (its versions and
+	// the unchanged checks), LastChecked the newest; zero without a
+	// Checker.
+	Checks      int
+	LastChecked string
 	Years       []yearGroup
 }
 
@@ -63,34 +82,55 @@ const (
 	openMonths   = 2
 )
 
-// groupDates groups versions (oldest first) by year and month, in
-// chronological order, as a calendar.
-func groupDates(u string, vs []archive.Version) datesData {
+// groupDates groups versions (oldest first) and the unchanged checks
+// (oldest first) by year and month, in chronological order, as a
+// calendar.
+func groupDates(u string, vs []archive.Version, checks []time.Time) datesData {
 	d := datesData{URL: u, Count: len(vs)}
 	if len(vs) == 0 {
 		return d
 	}
 	d.First = vs[0].Time.UTC().Format(time.DateTime)
 	d.Last = vs[len(vs)-1].Time.UTC().Format(time.DateTime)
-	for i := range vs {
-		t := vs[i].Time.UTC()
+	if len(checks) > 0 {
+		d.Checks = len(vs) + len(checks)
+		last := vs[len(vs)-1].Time
+		if c := checks[len(checks)-1]; c.After(last) {
+			last = c
+		}
+		d.LastChecked = last.UTC().Format("2006-01-02 15:04")
+	}
+	month := func(t time.Time) *monthGroup {
 		if n := len(d.Years); n == 0 || d.Years[n-1].Year != t.Year() {
 			d.Years = append(d.Years, newYear(t.Year()))
 		}
 		y := &d.Years[len(d.Years)-1]
-		y.Count++
 		y.Bars[t.Month()-1].Count++
 		if n := len(y.Months); n == 0 || y.Months[n-1].Name != t.Month().String() {
 			y.Months = append(y.Months, newMonth(t))
 		}
-		m := &y.Months[len(y.Months)-1]
+		return &y.Months[len(y.Months)-1]
+	}
+	ci := 0
+	for i := range vs {
+		t := vs[i].Time.UTC()
+		for ; ci < len(checks) && checks[ci].Before(vs[i].Time); ci++ {
+			d.addCheck(month(checks[ci].UTC()), checks[ci].UTC())
+		}
+		m := month(t)
+		y := &d.Years[len(d.Years)-1]
+		y.Count++
+		y.Bars[t.Month()-1].Changed++
 		m.Count++
 		c := captureLink{TS: VersionTimestamp(vs, i), Label: chipLabel(vs, i), Status: vs[i].Status, Class: vs[i].Status / 100}
 		m.Captures = append(m.Captures, c)
 		cell := m.day(t.Day())
 		cell.Count++
 		cell.TS = c.TS
-		cell.Title = fmt.Sprintf("%d capture%s, the last at %s UTC", cell.Count, plural(cell.Count), t.Format(time.TimeOnly))
+		cell.Title = dayTitle(cell, t)
+	}
+	for ; ci < len(checks); ci++ {
+		d.addCheck(month(checks[ci].UTC()), checks[ci].UTC())
 	}
 	months := 0
 	for yi := len(d.Years) - 1; yi >= 0; yi-- {
@@ -105,11 +145,39 @@ func groupDates(u string, vs []archive.Version) datesData {
 			}
 		}
 		for mi := len(y.Months) - 1; mi >= 0; mi-- {
-			y.Months[mi].Open = len(vs) <= openCaptures || months < openMonths
+			y.Months[mi].Open = len(vs)+len(checks) <= openCaptures || months < openMonths
 			months++
 		}
 	}
 	return d
+}
+
+// addCheck counts a check at t that found the page unchanged in month m
+// (of the last year of d).
+func (d *datesData) addCheck(m *monthGroup, t time.Time) {
+	d.Years[len(d.Years)-1].Unchanged++
+	m.Unchanged++
+	cell := m.day(t.Day())
+	cell.Unchanged++
+	if cell.Count == 0 {
+		cell.TS = FormatTimestamp(t) // the version in force then
+	}
+	cell.Title = dayTitle(cell, t)
+}
+
+// dayTitle says what a day of the grid holds.
+func dayTitle(c *dayCell, t time.Time) string {
+	var parts []string
+	if c.Count > 0 {
+		parts = append(parts, fmt.Sprintf("%d new version%s", c.Count, plural(c.Count)))
+	}
+	switch {
+	case c.Unchanged == 1:
+		parts = append(parts, "checked unchanged")
+	case c.Unchanged > 1:
+		parts = append(parts, fmt.Sprintf("checked unchanged %d times", c.Unchanged))
+	}
+	return strings.Join(parts, ", ") + "; last at " + t.Format(time.TimeOnly) + " UTC"
 }
 
 // newYear returns the group of year y, its bars named.

@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -62,7 +64,7 @@ func TestCalendar(t *testing.T) {
 	for _, s := range []int{10, 20, 30} {
 		vs = append(vs, archive.Version{Time: last.Add(time.Hour + time.Duration(s)*time.Second), Status: 200})
 	}
-	d := groupDates("http://example.com/", vs)
+	d := groupDates("http://example.com/", vs, nil)
 	if len(d.Years) != 2 || d.Years[0].Count != 365 || d.Count != 703 {
 		t.Fatalf("years %d, first %d, count %d", len(d.Years), d.Years[0].Count, d.Count)
 	}
@@ -111,4 +113,46 @@ func renderString(t *testing.T, s *Server, name string, data any) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// checkingArchive is a fakeArchive that also knows unchanged checks.
+type checkingArchive struct {
+	*fakeArchive
+	checks []time.Time
+}
+
+func (a checkingArchive) Checks(context.Context, string) ([]time.Time, error) { return a.checks, nil }
+
+// TestCalendarCountsChecks: a page checked daily for 30 days and changed
+// 3 times reads "Checked 30 times, changed 3 times", its days without a
+// new version marked as checked unchanged, each opening the version in
+// force that day (issue 35: it read "3 captures").
+func TestCalendarCountsChecks(t *testing.T) {
+	const u = "http://example.com/daily"
+	f := newFake()
+	a := checkingArchive{fakeArchive: f}
+	start := time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC)
+	for d := 0; d < 30; d++ {
+		at := start.AddDate(0, 0, d)
+		if d == 0 || d == 10 || d == 20 {
+			f.add(t, u, FormatTimestamp(at), 200, "text/html", fmt.Sprintf("v%d", d))
+		} else {
+			a.checks = append(a.checks, at)
+		}
+	}
+	s := newServer(t, a)
+	body := get(t, s, "/web/*/"+u).Body.String()
+	for _, want := range []string{
+		"Checked 30 times, changed 3 times (3 versions from 2026-11-01 06:00:00 to 2026-11-21 06:00:00), last checked 2026-11-30 06:00 (UTC).",
+		"November</b> <span class=\"muted\">· 3 versions, 27 unchanged checks",
+		`<a class="same" href="/web/20261102060000/` + u + `" title="checked unchanged; last at 06:00:00 UTC">2</a>`,
+		`title="30 checks, 3 new versions in Nov"`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("calendar lacks %q", want)
+		}
+	}
+	if n := strings.Count(body, `<a class="same"`); n != 27 {
+		t.Errorf("%d days marked checked unchanged, want 27", n)
+	}
 }

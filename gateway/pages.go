@@ -192,7 +192,14 @@ func (s *Server) serveDates(w http.ResponseWriter, r *http.Request, u string) {
 		s.notArchived(w, r, u)
 		return
 	}
-	s.render(w, r, http.StatusOK, "dates", groupDates(u, vs))
+	var checks []time.Time
+	if c, ok := s.cfg.Archive.(Checker); ok {
+		if checks, err = c.Checks(ctx, u); err != nil {
+			s.log.Debug("gateway: checks", "url", u, "err", err)
+			checks = nil // the versions alone
+		}
+	}
+	s.render(w, r, http.StatusOK, "dates", groupDates(u, vs, checks))
 }
 
 // maxPrefixVersions bounds the versions a prefix listing asks the Lister for.

@@ -120,3 +120,67 @@ func TestCalendarChipsOpenTheirCapture(t *testing.T) {
 		shows(i)
 	}
 }
+
+// checkingMem is a Mem that also knows unchanged checks (gateway.Checker).
+type checkingMem struct {
+	*Mem
+	checks []time.Time
+}
+
+func (m checkingMem) Checks(context.Context, string) ([]time.Time, error) { return m.checks, nil }
+
+// TestCalendarShowsChecks checks in headless Chromium the calendar of a
+// page checked daily for 30 days and changed 3 times: the counts read
+// "Checked 30 times, changed 3 times", 27 days are marked checked
+// unchanged, and a click on one opens the version in force that day.
+func TestCalendarShowsChecks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a browser")
+	}
+	c := newChrome(t)
+	ctx := context.Background()
+	m := checkingMem{Mem: NewMem()}
+	start := time.Date(2026, 10, 1, 6, 0, 0, 0, time.UTC)
+	for d := 0; d < 30; d++ {
+		at := start.AddDate(0, 0, d)
+		if d%10 != 0 {
+			m.checks = append(m.checks, at)
+			continue
+		}
+		body := fmt.Sprintf(`<!doctype html><p id="v">version of day %d</p>`, d)
+		if err := m.Add(ctx, &archive.Capture{URL: calendarPage, Time: at, Status: 200,
+			Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ui, _, _, _ := serveGateway(t, gateway.Config{Archive: m})
+	tab, cancelTab := chromedp.NewContext(c.ctx)
+	defer cancelTab()
+	tctx, cancel := context.WithTimeout(tab, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Do(tctx, chromedp.Navigate(ui+"/web/*/"+calendarPage)); err != nil {
+		t.Fatal(err)
+	}
+	text, err := chromedp.Run(tctx, chromedp.Text(chromedp.CSS("main p")))
+	if err != nil || !strings.Contains(text, "Checked 30 times, changed 3 times") || !strings.Contains(text, "last checked 2026-10-30 06:00") {
+		t.Errorf("calendar headline %q (%v)", text, err)
+	}
+	same, err := chromedp.Run(tctx, chromedp.Evaluate[int](`document.querySelectorAll("table.grid a.same").length`))
+	if err != nil || same != 27 {
+		t.Errorf("%d days marked checked unchanged (%v), want 27", same, err)
+	}
+	// October 15th was checked unchanged: it opens the version of the 11th.
+	if err := chromedp.Do(tctx, chromedp.Click(chromedp.CSS(`table.grid a.same[href*="/web/20261015"]`), chromedp.NodeVisible)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the version in force on October 15th", 20*time.Second, func() bool {
+		fctx, fcancel := context.WithTimeout(tctx, 2*time.Second)
+		defer fcancel()
+		frames, err := chromedp.Run(fctx, chromedp.Nodes(chromedp.CSS("#herod-frame")))
+		if err != nil || len(frames) == 0 {
+			return false
+		}
+		v, err := chromedp.Run(fctx, chromedp.Text(chromedp.CSS("#v"), chromedp.FromNode(frames[0])))
+		return err == nil && strings.TrimSpace(v) == "version of day 10"
+	})
+}

@@ -66,7 +66,7 @@ type Service struct {
 
 // Request asks the owner of URL for its versions or for one capture.
 type Request struct {
-	Op   string    `json:"op"` // "versions" or "get"
+	Op   string    `json:"op"` // "versions", "get" or "checks"
 	URL  string    `json:"url"`
 	Time time.Time `json:"time,omitzero"`
 }
@@ -79,6 +79,7 @@ type Reply struct {
 	Versions []archive.Version `json:"versions,omitempty"`
 	Version  archive.Version   `json:"version,omitzero"`
 	Capture  *captureHeader    `json:"capture,omitempty"`
+	Checks   []time.Time       `json:"checks,omitempty"` // for "checks"
 }
 
 // captureHeader is a capture without its body, which follows in a frame
@@ -326,6 +327,15 @@ func (sv *Service) Handle(s network.Stream) {
 			rep.Capture = &captureHeader{URL: c.URL, Time: c.Time, Status: c.Status, Header: c.Header}
 			body = c.Body
 		}
+	case "checks":
+		cs, err := sv.localChecks(ctx, req.URL)
+		switch {
+		case errors.Is(err, archive.ErrNotFound):
+			rep.NotFound = true
+		case err != nil:
+			rep.Error = err.Error()
+		}
+		rep.Checks = cs
 	default:
 		rep.Error = fmt.Sprintf("unknown op %q", req.Op)
 	}
