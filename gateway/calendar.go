@@ -49,8 +49,8 @@ type monthBar struct {
 
 type monthGroup struct {
 	Name, Anchor string
-	Count        int // versions
-	Unchanged    int // checks that found it unchanged
+	Count        int  // versions
+	Unchanged    int  // checks that found it unchanged
 	Open         bool // unfolded
 	Weeks        [][7]dayCell
 	Captures     []captureLink
