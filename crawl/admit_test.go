@@ -2,7 +2,9 @@ package crawl
 
 import (
 	"context"
+	"net/http"
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -48,5 +50,37 @@ func TestAdmit(t *testing.T) {
 	}
 	if q := strict.Queued() + lan.Queued(); q != 0 {
 		t.Errorf("Admit queued %d URLs", q)
+	}
+}
+
+// TestInternalRefusalNotSeen: a URL the crawl refuses because its host is
+// at an internal address is not left in the day's URL-seen set, so that
+// offered again the same day (after the operator allowed the address) it
+// is queued again; the refusal names the flag.
+func TestInternalRefusalNotSeen(t *testing.T) {
+	srv, hits := serveOn(t, "127.0.0.1", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte("<p>lan</p>"))
+	})
+	cfg := testConfig(newClock())
+	cfg.AllowPrivate = []netip.Prefix{netip.MustParsePrefix("127.0.0.2/32")} // not the server's 127.0.0.1
+	c, _ := startCrawler(t, t.TempDir(), cfg, newMemArchive())
+	ctx := context.Background()
+	u := srv.URL + "/page"
+	for round := 1; round <= 2; round++ {
+		n, err := c.add(ctx, []string{u})
+		if err != nil || n != 1 {
+			t.Fatalf("offer %d: queued %d, %v; want 1", round, n, err)
+		}
+		waitIdle(t, c)
+		if got := c.Stats().ErrorsByKind[KindInternal]; got != int64(round) {
+			t.Fatalf("offer %d: %d internal refusals; stats %+v", round, got, c.Stats())
+		}
+	}
+	if hits.Load() != 0 {
+		t.Errorf("the internal server got %d requests", hits.Load())
+	}
+	if err := newGuard(nil).check(netip.MustParseAddr("127.0.0.1")); err == nil || !strings.Contains(err.Error(), "--allow-private 127.0.0.1") {
+		t.Errorf("refusal %v does not name --allow-private", err)
 	}
 }
