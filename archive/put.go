@@ -160,7 +160,7 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 		return Version{}, false, fmt.Errorf("archive put %s: %w", c.URL, err)
 	}
 	indexed = true // index ends the write, whatever it returns
-	if err := s.index(v, seg, first, state); err != nil {
+	if err := s.index(v, seg, first, state, nil); err != nil {
 		return Version{}, false, fmt.Errorf("archive put: %w", err)
 	}
 	return v, true, nil
@@ -233,6 +233,9 @@ func (s *Store) compress(plain []byte, zd *zdict) *record {
 // when the version is indexed (enqueueLocked) or, on error, here.
 func (s *Store) store(v *Version, rec *record) (*segment, error) {
 	size := int64(len(rec.data))
+	if err := s.disk.admit(size); err != nil {
+		return nil, err
+	}
 	if err := s.reserve(size); err != nil {
 		return nil, err
 	}
@@ -255,6 +258,9 @@ func (s *Store) store(v *Version, rec *record) (*segment, error) {
 func (s *Store) putState(k id.ID, state []byte) error {
 	if state == nil {
 		return nil
+	}
+	if err := s.disk.admit(int64(len(state))); err != nil {
+		return err
 	}
 	return s.db.Put(stateKey(k), state, nil)
 }
@@ -337,6 +343,9 @@ func (s *Store) touch(k id.ID, t time.Time, notModified bool) error {
 	v := encTime(nil, t)
 	if notModified {
 		v = append(v, 1)
+	}
+	if err := s.disk.admit(int64(len(v))); err != nil {
+		return err
 	}
 	return s.db.Put(touchKey(k, s.DayOf(t)), v, nil)
 }

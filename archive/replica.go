@@ -134,8 +134,17 @@ func (s *Store) importRecord(ctx context.Context, name string, data []byte, prov
 	if err != nil {
 		return Version{}, false, fmt.Errorf("archive import %s: %w", name, err)
 	}
+	var w *Witness
+	if provenance {
+		// The store's statement that it holds v from now on (witness.go),
+		// committed with the version.
+		if w, err = s.ownWitness(v); err != nil {
+			s.log.Warn("archive import: cannot witness", "url", v.URL, "err", err)
+			w = nil
+		}
+	}
 	indexed = true // index ends the write, whatever it returns
-	if err := s.index(v, seg, first, nil); err != nil {
+	if err := s.index(v, seg, first, nil, w); err != nil {
 		return Version{}, false, fmt.Errorf("archive import: %w", err)
 	}
 	return v, true, nil

@@ -31,6 +31,11 @@ type Options struct {
 	// Time.Unix() divided by it (rounded toward minus infinity). All
 	// replicas of a ring must use the same value.
 	DayLength time.Duration
+	// DiskReserve is the free space the store keeps on its file system:
+	// a write that would leave less returns ErrDiskFull, writing nothing
+	// (diskfull.go). Zero means DefaultDiskReserve; negative means no
+	// check.
+	DiskReserve int64
 	// Quota bounds the bytes of the records of stored versions; zero
 	// means unlimited. A Put or Import that would exceed it returns ErrQuota
 	// and stores nothing.
@@ -72,6 +77,9 @@ type Options struct {
 	// fs is the file system of segments; nil means the operating
 	// system's (tests inject faults through it).
 	fs fileSystem
+	// freeSpace reads a directory's free bytes; nil means statfs (tests
+	// inject a full disk through it).
+	freeSpace func(dir string) (int64, error)
 }
 
 // Stats is a snapshot of the store's totals, JSON-serializable for status
@@ -83,10 +91,15 @@ type Stats struct {
 	PayloadBytes int64 `json:"payloadBytes"` // sum of payload lengths
 	Quota        int64 `json:"quota"`        // configured quota, 0 = unlimited
 	QuotaReached bool  `json:"quotaReached"` // a version was refused for lack of quota
-	Refused      int64 `json:"refused"`      // versions refused by the quota since Open
-	Unchanged    int64 `json:"unchanged"`    // Puts whose payload equalled the newest version, since Open
-	Corrupt      int64 `json:"corrupt"`      // Reads that failed verification since Open
-	Segments     int   `json:"segments"`     // segment files
+	// DiskFull says the file system is at the store's reserve: writes are
+	// paused until space returns; DiskRefused counts the writes refused so
+	// since Open.
+	DiskFull    bool  `json:"diskFull,omitempty"`
+	DiskRefused int64 `json:"diskRefused,omitempty"`
+	Refused     int64 `json:"refused"`   // versions refused by the quota since Open
+	Unchanged   int64 `json:"unchanged"` // Puts whose payload equalled the newest version, since Open
+	Corrupt     int64 `json:"corrupt"`   // Reads that failed verification since Open
+	Segments    int   `json:"segments"`  // segment files
 	// Failed is the error that made the store refuse writes ("" if none).
 	Failed string `json:"failed,omitempty"`
 }
@@ -127,6 +140,7 @@ type Store struct {
 	window  time.Duration // Options.CommitWindow; 0 with NoSync (no sync to share)
 	gc      groupCommit
 
+	disk      diskGuard // free space kept on the file system (diskfull.go)
 	quotaHit  atomic.Bool
 	refusedN  atomic.Int64
 	unchanged atomic.Int64
@@ -214,6 +228,13 @@ func newStore(dir string, o Options) (*Store, error) {
 		now:      o.Now,
 	}
 	s.segs.max = o.SegmentSize
+	s.disk.dir, s.disk.reserve, s.disk.free = dir, o.DiskReserve, o.freeSpace
+	if s.disk.reserve == 0 {
+		s.disk.reserve = DefaultDiskReserve
+	}
+	if s.disk.free == nil {
+		s.disk.free = statfsFree
+	}
 	s.trainer.log, s.trainer.done = log, s.useDict
 	switch {
 	case o.DictSamples == 0:
@@ -245,7 +266,7 @@ func newStore(dir string, o Options) (*Store, error) {
 func (s *Store) openIndex(path string) error {
 	db, err := leveldb.OpenFile(path, nil)
 	if ldberrors.IsCorrupted(err) {
-		s.log.Warn("index corrupted, recovering; run reindex to rebuild it from the segments", "err", err)
+		s.log.Warn("index corrupted, recovering; if versions are missing, stop the node and run herod fsck --repair to rebuild it from the segments", "err", err)
 		db, err = leveldb.RecoverFile(path, nil)
 	}
 	if err != nil {
@@ -357,6 +378,8 @@ func (s *Store) Stats() Stats {
 		PayloadBytes: c.payload,
 		Quota:        s.quota,
 		QuotaReached: s.quotaHit.Load(),
+		DiskFull:     s.disk.full.Load(),
+		DiskRefused:  s.disk.refused.Load(),
 		Refused:      s.refusedN.Load(),
 		Unchanged:    s.unchanged.Load(),
 		Corrupt:      s.corrupt.Load(),

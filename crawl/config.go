@@ -156,6 +156,10 @@ type Config struct {
 	// Download caps the bytes per second of the response bodies this
 	// crawler reads, shared by all its fetches. Nil: no cap.
 	Download *throttle.Limiter
+	// Paused, if set, is asked before each fetch: a reason ("disk full")
+	// pauses the crawl, asked again every second, until it reports ""
+	// (pause.go). Stats.Paused shows the reason.
+	Paused func() string
 	// Logger receives the crawler's logs. Nil discards them.
 	Logger *slog.Logger
 }

@@ -118,6 +118,7 @@ type Crawler struct {
 	cfg       Config
 	guard     *guard // refuses internal addresses on every connection (netguard.go)
 	log       *slog.Logger
+	pausedFor string // Config.Paused's last reason, guarded by mu (pause.go)
 	a         Archive
 	f         Forwarder
 	q         *queue

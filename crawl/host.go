@@ -84,6 +84,9 @@ func (c *Crawler) runHost(host string, h *hostState) {
 			if stale || ctx.Err() != nil {
 				break // a new day reset the queue: read again
 			}
+			if !c.waitUnpaused(ctx) {
+				return
+			}
 			after = e.key
 			e.epoch = epoch
 			// At most one fetch per connection gets ready (crawl state

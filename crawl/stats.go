@@ -14,14 +14,17 @@ type Stats struct {
 	// DayStarted is when this node began crawling Day (its NewDay): a
 	// fetch of an earlier day that had not sent its request by then does
 	// not send it. Zero when the day began before the process started.
-	DayStarted   time.Time `json:"dayStarted,omitzero"`
-	Queued       int64     `json:"queued"`       // URLs waiting to be fetched
-	InFlight     int64     `json:"inFlight"`     // fetches under way
-	FetchedToday int64     `json:"fetchedToday"` // requests answered by the origin today
-	NewVersions  int64     `json:"newVersions"`  // versions the archive added
-	NotModified  int64     `json:"notModified"`  // 304 answers
-	Unchanged    int64     `json:"unchanged"`    // 200 answers whose payload equals the stored one
-	Forwarded    int64     `json:"forwarded"`    // links handed to the Forwarder
+	DayStarted time.Time `json:"dayStarted,omitzero"`
+	Queued     int64     `json:"queued"` // URLs waiting to be fetched
+	// Paused is why the crawl sends no request now ("" when it runs):
+	// Config.Paused's reason, such as "disk full".
+	Paused       string `json:"paused,omitempty"`
+	InFlight     int64  `json:"inFlight"`     // fetches under way
+	FetchedToday int64  `json:"fetchedToday"` // requests answered by the origin today
+	NewVersions  int64  `json:"newVersions"`  // versions the archive added
+	NotModified  int64  `json:"notModified"`  // 304 answers
+	Unchanged    int64  `json:"unchanged"`    // 200 answers whose payload equals the stored one
+	Forwarded    int64  `json:"forwarded"`    // links handed to the Forwarder
 	// PassedOn counts queued URLs handed to the Forwarder instead of
 	// fetched because, at fetch time, this node no longer owned them.
 	PassedOn     int64 `json:"passedOn"`
@@ -61,6 +64,7 @@ func (c *Crawler) Stats() Stats {
 		Day:          day,
 		DayStarted:   c.dayStarted,
 		Queued:       c.queuedLocked(),
+		Paused:       c.pausedFor,
 		InFlight:     c.st.inFlight,
 		FetchedToday: c.st.fetched,
 		NewVersions:  c.st.newVersions,

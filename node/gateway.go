@@ -43,7 +43,7 @@ func (n *Node) setupGateway() error {
 		return fmt.Errorf("node: %w", err)
 	}
 	n.gw, err = gateway.New(gateway.Config{
-		Archive:       (*resolver)(n),
+		Archive:       n.readerArchive(),
 		Status:        func(ctx context.Context) any { return n.Status() },
 		Ring:          n.ringpage.View,
 		Metrics:       n.metricsHandler(),

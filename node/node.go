@@ -35,6 +35,7 @@ import (
 	"github.com/herod-archive/herod/node/replication"
 	"github.com/herod-archive/herod/node/resolve"
 	"github.com/herod-archive/herod/node/ringpage"
+	"github.com/herod-archive/herod/node/witness"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/claim"
 	"github.com/herod-archive/herod/ring/p2p"
@@ -66,6 +67,7 @@ type Node struct {
 	query    *query.Service    // ring-wide queries (query.go)
 	ringpage *ringpage.Service // the gateway's /ring page (summary.go)
 	resolve  *resolve.Service  // any URL, from its holders (resolve.go)
+	witness  *witness.Service  // capture dates believed (witness.go)
 	gw       *gateway.Server
 	httpSrv  *http.Server // the gateway's UI origin
 	gwLn     net.Listener
@@ -186,6 +188,7 @@ func New(cfg Config) (n *Node, err error) {
 	n.store, err = archive.Open(filepath.Join(cfg.DataDir, "archive"), archive.Options{
 		DayLength:   cfg.DayLength,
 		Quota:       cfg.Quota,
+		DiskReserve: cfg.DiskReserve,
 		GzipLevel:   cfg.GzipLevel,
 		DictSamples: cfg.DictSamples,
 		NoSync:      cfg.NoSync,
@@ -228,10 +231,12 @@ func New(cfg Config) (n *Node, err error) {
 	cc.Owns = n.plansURL
 	cc.Logger = n.log.With("sub", "crawl")
 	cc.Download = n.bw.Down
+	cc.Paused = n.crawlPaused
 	n.setupPoliteness(&cc)
 	n.setupReplication()
 	n.setupQuery()
 	n.setupResolve()
+	n.setupWitness()
 	n.setupRingPage()
 	n.reloc = &dayclaim.Relocator{Forwarder: n.fwd, Ring: n.ring, Claims: n.claims, Self: n.self.Peer,
 		Day: n.claimDay, Replicas: cfg.LinkReplicas, Logger: n.log}
@@ -319,6 +324,7 @@ func (n *Node) Start(ctx context.Context) error {
 		}
 	}
 	n.startReplication()
+	n.startWitness()
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()

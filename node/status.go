@@ -51,6 +51,7 @@ func (n *Node) Status() Status {
 		Replication: n.ReplicationStats(),
 		Trust:       TrustStats{NotMember: ts.NotMember, Role: ts.Role},
 		Purge:       n.PurgeStats(),
+		Witness:     n.WitnessStats(),
 		TakenOver:   n.takeOver.Taken(),
 		Wire:        status.Wire(n.bwc),
 		Members:     status.NewMembers(n.cfg.Replicas, n.ringpage.Members()),

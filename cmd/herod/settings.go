@@ -39,6 +39,7 @@ type runSettings struct {
 	publicStatus, frameless bool
 	day                     time.Duration
 	quota                   int64
+	diskReserve             byteRate
 	replInterval            time.Duration
 	replicas                int
 	download, upload        byteRate
@@ -71,6 +72,7 @@ func (s *runSettings) register(fs *flag.FlagSet) {
 	fs.BoolVar(&s.frameless, "frameless", false, "replay pages without the gateway's frame, the banner inside the archived page (where its scripts can reach it)")
 	fs.DurationVar(&s.day, "day", node.DefaultDayLength, "length of a crawl day: every known URL is fetched again once per day")
 	fs.Int64Var(&s.quota, "quota", 0, "archive disk quota in bytes (0: unlimited)")
+	fs.Var(&s.diskReserve, "disk-reserve", "free space to keep on the archive's file system (k, M, G suffixes; 0: 64 MiB): crawling and replication pause below it and resume by themselves when space returns")
 	fs.DurationVar(&s.replInterval, "replication-interval", node.DefaultReplicationInterval, "period of replication rounds with the ring neighbours (a ring change starts one sooner)")
 	fs.IntVar(&s.replicas, "replicas", node.ReplicationFactor, fmt.Sprintf("k: real nodes holding every version, 1 to %d; the same on every node of the ring", node.MaxReplicas))
 	fs.Var(&s.download, "download-rate", "download cap in bytes/s (k, M, G suffixes: 2M is 2,000,000 bytes/s) for crawled bodies and replication pulls; 0: none")
@@ -199,7 +201,7 @@ func (s *runSettings) nodeConfig(w io.Writer) (node.Config, error) {
 		PurgeAuthorities: s.purgeAuth, RebalanceInterval: s.rebalance,
 		VirtualServers: s.vnodes, Seeds: s.seeds, Gateway: s.gateway, GatewayOffset: s.offset, DayLength: s.day,
 		Replay: s.replay, GatewayOrigin: s.gwOrigin, ReplayOrigin: s.rpOrigin,
-		PublicStatus: s.publicStatus, Frameless: s.frameless, Quota: s.quota,
+		PublicStatus: s.publicStatus, Frameless: s.frameless, Quota: s.quota, DiskReserve: int64(s.diskReserve),
 		ReplicationInterval: s.replInterval, Replicas: s.replicas,
 		DownloadRate: int64(s.download), UploadRate: int64(s.upload), ReplicationShare: s.replShare,
 		Crawl: cc, Logger: newLogger(w, s.logFormat, s.verbose),

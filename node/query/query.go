@@ -210,6 +210,9 @@ func (svc *Service) localList(ctx context.Context, q archive.Query, limit int) (
 	defer cancel()
 	var out []archive.Version
 	err := svc.Store.Scan(ctx, q, func(v archive.Version) error {
+		if !svc.Store.Shown(ctx, v) {
+			return nil // unwitnessed: never listed (archive/witness.go)
+		}
 		out = append(out, v)
 		if len(out) >= 2*limit {
 			slices.SortFunc(out, CDXCompare)

@@ -12,6 +12,7 @@ import (
 	"github.com/herod-archive/herod/node/politeness"
 	"github.com/herod-archive/herod/node/purge"
 	"github.com/herod-archive/herod/node/replication"
+	"github.com/herod-archive/herod/node/witness"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/claim"
 )
@@ -45,6 +46,9 @@ type Status struct {
 	Trust       TrustStats        `json:"trust"`
 	Claims      claim.Stats       `json:"claims"`
 	Purge       purge.Stats       `json:"purge"`
+	// Witness counts witness statements fetched and versions left out as
+	// unwitnessed (package witness).
+	Witness witness.Stats `json:"witness"`
 	// TakenOver counts the URLs queued because a range grew in the middle
 	// of a day (a predecessor died or left), since the node started.
 	TakenOver int64       `json:"takenOver"`

@@ -1,0 +1,81 @@
+package node
+
+import (
+	"context"
+	"time"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/gateway"
+
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/node/witness"
+	"github.com/herod-archive/herod/ring"
+)
+
+// setupWitness builds the node's witness service (package witness) and
+// registers its protocol's handler: the statements of this node's store,
+// asked by other holders and readers' nodes.
+func (n *Node) setupWitness() {
+	n.witness = &witness.Service{
+		Store:   n.store,
+		Self:    n.self,
+		Holders: n.holdersOf,
+		Open:    n.openStream,
+		Gate:    n.admit,
+		Hooks:   wire.Hooks{BadFrame: n.badFrame, Logger: n.log.With("sub", "witness")},
+	}
+	n.host.SetStreamHandler(witness.Protocol, n.witness.Handle)
+}
+
+// startWitness starts the passes that fetch other holders' statements of
+// the versions this node received too late to witness them itself.
+func (n *Node) startWitness() {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.witness.Run(n.ctx)
+	}()
+}
+
+// holdersOf returns the real nodes that hold key: its owner and the
+// owner's successors, k in all.
+func (n *Node) holdersOf(ctx context.Context, key id.ID) ([]ring.Contact, error) {
+	nodes, err := n.ring.Successors(ctx, key, n.cfg.Replicas)
+	if err != nil {
+		return nil, err
+	}
+	cs := make([]ring.Contact, len(nodes))
+	for i, v := range nodes {
+		cs[i] = v.Contact
+	}
+	return cs, nil
+}
+
+// readerArchive is the archive the gateway shows readers: the resolver
+// (every URL from its holders, ring-wide listings and exports), whose
+// Versions and Get leave out the versions whose date no independent
+// holder vouches for (witness.Archive).
+type readerArchive struct {
+	*resolver
+	dated *witness.Archive
+}
+
+var _ gateway.Archive = readerArchive{}
+
+func (n *Node) readerArchive() readerArchive {
+	return readerArchive{resolver: (*resolver)(n), dated: &witness.Archive{Inner: (*resolver)(n), Witness: n.witness}}
+}
+
+// Versions implements gateway.Archive: the dated versions of url.
+func (a readerArchive) Versions(ctx context.Context, url string) ([]archive.Version, error) {
+	return a.dated.Versions(ctx, url)
+}
+
+// Get implements gateway.Archive: the dated version of url for t.
+func (a readerArchive) Get(ctx context.Context, url string, t time.Time) (archive.Version, *archive.Capture, error) {
+	return a.dated.Get(ctx, url, t)
+}
+
+// WitnessStats reports the witness service's counters.
+func (n *Node) WitnessStats() witness.Stats { return n.witness.Stats() }
