@@ -38,8 +38,9 @@ func (n *Node) Seed(ctx context.Context, urls []string) error {
 // SeedEach is Seed saying what became of each URL, in order: refused by
 // this node's crawl policy (not a URL, out of scope, an internal address
 // without --allow-private: the reason names the flag), already fetched
-// today (a capture of today's crawl day is in the ring: when, and when
-// the next day starts), or queued. Only queued URLs are handed to the
+// today (the ring has a capture of today's crawl day, or its owner
+// checked it today and found it unchanged: when, and when the next day
+// starts), or queued. Only queued URLs are handed to the
 // ring, so a refused one is not marked seen for the day anywhere and is
 // crawled the same day once the setting allows it and it is seeded again.
 // The error reports a failure to hand the queued URLs to the ring.
@@ -79,8 +80,9 @@ func (n *Node) SeedEach(ctx context.Context, urls []string) ([]gateway.SeedResul
 	return res, nil
 }
 
-// seedFetchedOn returns the time of the capture of url made on crawl day
-// day, when the ring has one.
+// seedFetchedOn returns when url was fetched on crawl day day, when the
+// ring knows: its newest capture, or its owner's newest check that found
+// it unchanged.
 func (n *Node) seedFetchedOn(ctx context.Context, url string, day int64) (time.Time, bool) {
 	lctx, cancel := context.WithTimeout(ctx, seedLookupTimeout)
 	defer cancel()
@@ -88,11 +90,14 @@ func (n *Node) seedFetchedOn(ctx context.Context, url string, day int64) (time.T
 	if err != nil || len(vs) == 0 {
 		return time.Time{}, false
 	}
-	v := vs[len(vs)-1]
-	if n.crawler.Day(v.Time) != day {
+	if v := vs[len(vs)-1]; n.crawler.Day(v.Time) == day {
+		return v.Time.UTC(), true
+	}
+	cs, err := n.resolve.Checks(lctx, url)
+	if err != nil || len(cs) == 0 || n.crawler.Day(cs[len(cs)-1]) != day {
 		return time.Time{}, false
 	}
-	return v.Time.UTC(), true
+	return cs[len(cs)-1].UTC(), true
 }
 
 // refusalReason says why the crawl policy refuses a seed (crawl.Admit's
