@@ -21,8 +21,9 @@ const (
 	// which setting changes it).
 	SeedRefused = "refused"
 	// SeedFetchedToday: the ring has a capture of it from today's crawl
-	// day; the crawl visits a URL once a day, so it is not queued again
-	// before Next.
+	// day, or its owner checked it today and found it unchanged; the
+	// crawl visits a URL once a day, so it is not queued again before
+	// Next.
 	SeedFetchedToday = "fetched-today"
 )
 
