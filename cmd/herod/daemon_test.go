@@ -150,7 +150,10 @@ func TestProcessesDaemonShort(t *testing.T) {
 	})
 	t.Logf("left, gone from the ring pages: %s", time.Since(began).Round(100*time.Millisecond))
 	out, err := exec.Command(r.bin, "status", "--node", "http://"+first.gateway+"/", "--data", first.data).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "(this node)") || strings.Count(string(out), " up ") != 2 {
+	// Two rows up (the headline says "nodes up ·"), and the node that left
+	// listed as departed.
+	if err != nil || !strings.Contains(string(out), "(this node)") || strings.Count(string(out), "  up  ") != 2 ||
+		!strings.Contains(string(out), third.listen+"  departed since ") {
 		t.Errorf("herod status: %v\n%s", err, out)
 	}
 }

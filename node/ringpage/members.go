@@ -20,11 +20,14 @@ const (
 	// StateUp: in this node's routing state now, not suspected.
 	StateUp = "up"
 	// StateDead: suspected of having failed (calls to it failed), or gone
-	// from the routing state while suspected.
+	// from the routing state while suspected, without announcing a leave
+	// to this node.
 	StateDead = "dead"
-	// StateDeparted: gone from the routing state without being suspected:
-	// it left the ring gracefully (or the ring outgrew this node's view
-	// of it).
+	// StateDeparted: it announced its leave to this node (a graceful
+	// stop), or it went from the routing state without being suspected
+	// (or the ring outgrew this node's view of it). A node that leaves is
+	// departed on its ring neighbours, which it tells; others may find it
+	// dead.
 	StateDeparted = "departed"
 )
 
@@ -57,9 +60,10 @@ type members struct {
 
 // Observe records the real nodes of this node's routing state now (its
 // virtual servers' predecessors, successors and fingers): those present
-// and not suspected are up, those suspected are dead, and those it knew
-// up and no longer sees are departed, or dead if they are suspected.
-// Nodes down for longer than Keep are forgotten. Run calls it
+// and not suspected are up; a node that announced its leave to this one
+// (ring.Status.Left) and is suspected or gone is departed; one suspected
+// otherwise is dead, and one gone unsuspected departed. Nodes down for
+// longer than Keep are forgotten. Run calls it
 // periodically; View calls it too.
 func (sv *Service) Observe() {
 	st := sv.Status()
@@ -81,9 +85,12 @@ func (sv *Service) Observe() {
 			note(f.Node.Contact)
 		}
 	}
-	suspect := map[string]bool{}
+	suspect, left := map[string]bool{}, map[string]bool{}
 	for _, p := range st.Suspects {
 		suspect[p] = true
+	}
+	for _, p := range st.Left {
+		left[p] = true
 	}
 	m := &sv.mem
 	m.mu.Lock()
@@ -105,17 +112,22 @@ func (sv *Service) Observe() {
 		if addr != "" {
 			x.Addr = addr
 		}
-		state := StateUp
-		if suspect[p] {
-			state = StateDead
+		switch {
+		case !suspect[p]:
+			x.set(StateUp, now)
+		case left[p]:
+			x.set(StateDeparted, now)
+		default:
+			x.set(StateDead, now)
 		}
-		x.set(state, now)
 	}
 	for p, x := range m.seen {
 		if _, ok := present[p]; ok {
 			continue
 		}
 		switch {
+		case left[p]:
+			x.set(StateDeparted, now)
 		case x.State == StateUp && suspect[p]:
 			x.set(StateDead, now)
 		case x.State == StateUp:

@@ -21,14 +21,14 @@ func TestMembersRemembersDownNodes(t *testing.T) {
 	}
 	n := func(i int) ring.Node { return ring.Node{ID: id.OfString(c(i).Addr), Contact: c(i)} }
 	present := []int{1, 2, 3}
-	var suspects []string
+	var suspects, left []string
 	sv := &Service{
 		Status: func() ring.Status {
 			v := ring.VnodeStatus{Node: n(0)}
 			for _, i := range present {
 				v.Successors = append(v.Successors, n(i))
 			}
-			return ring.Status{Self: c(0), Vnodes: []ring.VnodeStatus{v}, Suspects: suspects}
+			return ring.Status{Self: c(0), Vnodes: []ring.VnodeStatus{v}, Suspects: suspects, Left: left}
 		},
 		Clock: func() time.Time { return now },
 		Keep:  48 * time.Hour,
@@ -57,15 +57,30 @@ func TestMembersRemembersDownNodes(t *testing.T) {
 	suspects = nil
 	present = []int{2}
 	sv.Observe()
+	// peerE announces its leave, then calls to it fail: departed.
+	now = now.Add(time.Second)
+	present = []int{2, 4}
+	sv.Observe()
+	now = now.Add(time.Second)
+	left, suspects = []string{"peerE"}, []string{"peerE"}
+	sv.Observe()
+	leftAt := now
+	now = now.Add(time.Second)
+	present = []int{2}
+	sv.Observe()
+	suspects, left = nil, nil
 	s := states()
 	if m := s["peerB"]; m.State != StateDead || !m.Since.Equal(failed) || m.Addr != c(1).Addr {
 		t.Errorf("failed node: %+v, want dead since %s", m, failed)
 	}
-	if m := s["peerD"]; m.State != StateDeparted || !m.Since.Equal(now) {
-		t.Errorf("node that left: %+v, want departed since %s", m, now)
+	if m := s["peerD"]; m.State != StateDeparted || !m.Since.Equal(leftAt.Add(-2*time.Second)) {
+		t.Errorf("node that left: %+v, want departed since %s", m, leftAt.Add(-2*time.Second))
 	}
 	if m := s["peerC"]; m.State != StateUp {
 		t.Errorf("node still there: %+v", m)
+	}
+	if m := s["peerE"]; m.State != StateDeparted || !m.Since.Equal(leftAt) {
+		t.Errorf("node that announced its leave: %+v, want departed since %s", m, leftAt)
 	}
 	// A day later both are still listed; peerB comes back up.
 	now = now.Add(24 * time.Hour)
@@ -74,7 +89,7 @@ func TestMembersRemembersDownNodes(t *testing.T) {
 	if s := states(); s["peerB"].State != StateUp || !s["peerB"].Since.Equal(now) || s["peerD"].State != StateDeparted {
 		t.Errorf("a day later: %+v", s)
 	}
-	// After Keep the departed node is forgotten.
+	// After Keep the departed nodes are forgotten.
 	now = now.Add(25 * time.Hour)
 	sv.Observe()
 	if s := states(); len(s) != 2 {
