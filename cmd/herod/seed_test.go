@@ -15,7 +15,7 @@ import (
 // gateway whose node recorded its URL there, and checks the line printed
 // for each URL (queued, refused naming the flag, fetched today and when
 // next), the exit error when one is refused, and the one-line error when
-// no node answers.
+// no node answers (herod status too).
 func TestSeedReportsEachURL(t *testing.T) {
 	dir := t.TempDir()
 	token, err := gateway.LoadAdminToken(dir)
@@ -75,6 +75,11 @@ func TestSeedReportsEachURL(t *testing.T) {
 	want := "cannot reach the node at " + gone + " (connection refused): is `herod run --data " + dir + "` running? Else pass its gateway URL with --node"
 	if err == nil || err.Error() != want {
 		t.Errorf("seed of a stopped node: %v\nwant %s", err, want)
+	}
+	// herod status says the same.
+	_, err = run(t, statusCmd, "--data", dir)
+	if err == nil || err.Error() != want {
+		t.Errorf("status of a stopped node: %v\nwant %s", err, want)
 	}
 	// --node wins over the recorded URL.
 	if out, err := run(t, seedCmd, "--data", dir, "--node", srv.URL, "http://good.example/"); err != nil || !strings.Contains(out, "queued") {
