@@ -171,6 +171,12 @@ func (c *Crawler) admit(ctx context.Context, host string, e entry) (*url.URL, ve
 		kind := KindRobots
 		if errors.Is(rules.err, ErrInternalAddress) {
 			kind = KindInternal
+			// Refused by this node's policy, not fetched: out of the
+			// day's URL-seen set, so that it is crawled the same day
+			// once the policy allows it and it is offered again.
+			if err := c.q.unsee(e.url); err != nil {
+				c.count(KindQueue, e.url, err)
+			}
 		}
 		c.count(kind, e.url, rules.err)
 		return nil, dropped

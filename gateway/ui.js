@@ -44,6 +44,16 @@
       });
     }
   }
+  // The calendar's year overview: a month's bar unfolds the month it
+  // leads to.
+  function openTarget() {
+    var el = location.hash ? document.getElementById(location.hash.slice(1)) : null;
+    if (el && el.tagName === "DETAILS") {
+      el.open = true;
+    }
+  }
+  window.addEventListener("hashchange", openTarget);
+  openTarget();
   var frame = document.getElementById("herod-frame");
   if (!frame || !window.crypto || !window.fetch) {
     return;

@@ -61,7 +61,7 @@ func (n *Node) setupGateway() error {
 		ContentOrigin: originOf(cfg.ReplayOrigin, n.rpLn),
 		Frameless:     cfg.Frameless,
 		AdminToken:    token,
-		Seed:          n.Seed,
+		Seed:          n.SeedEach,
 		Purge:         n.Purge,
 		PublicStatus:  cfg.PublicStatus,
 		Limits:        lim,

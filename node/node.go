@@ -24,7 +24,6 @@ import (
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/gateway"
-	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/throttle"
 	"github.com/herod-archive/herod/node/dayclaim"
 	"github.com/herod-archive/herod/node/forward"
@@ -301,6 +300,14 @@ func (n *Node) Start(ctx context.Context) error {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
+		n.ringpage.Run(n.ctx, ringpage.DefaultObserveInterval)
+	}()
+	if err := gateway.WriteGatewayURL(n.cfg.DataDir, n.GatewayURL()); err != nil {
+		n.log.Warn("herod seed and status need --node: cannot record the gateway's URL", "err", err)
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
 		n.fwd.Run(n.ctx)
 	}()
 	// Subscribed before the crawl starts, so that no range this node takes
@@ -368,25 +375,6 @@ func (n *Node) join(ctx context.Context) error {
 		return nil
 	}
 	return fmt.Errorf("node start: %w", errors.Join(errs...))
-}
-
-// Seed canonicalizes urls and hands them to the ring, which delivers each to
-// its owner. Invalid URLs are reported together; valid ones are still seeded.
-func (n *Node) Seed(ctx context.Context, urls []string) error {
-	var good []string
-	var errs []error
-	for _, u := range urls {
-		c, err := canon.Canonical(u)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("seed %q: %w", u, err))
-			continue
-		}
-		good = append(good, c)
-	}
-	if err := n.fwd.Forward(ctx, good); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
 }
 
 // Close leaves the ring gracefully and stops everything. It is safe to call

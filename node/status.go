@@ -54,5 +54,6 @@ func (n *Node) Status() Status {
 		Witness:     n.WitnessStats(),
 		TakenOver:   n.takeOver.Taken(),
 		Wire:        status.Wire(n.bwc),
+		Members:     status.NewMembers(n.cfg.Replicas, n.ringpage.Members()),
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -332,7 +333,14 @@ func (r *Replicator) round(ctx context.Context) error {
 	}
 	var errs []error
 	pairs := 0
-	vs := r.cfg.Ring.Status().Vnodes
+	rs := r.cfg.Ring.Status()
+	vs := rs.Vnodes
+	// A replica the ring suspects of having failed is not asked (the
+	// call would wait for its timeout): its copies are not counted.
+	suspect := map[string]bool{}
+	for _, p := range rs.Suspects {
+		suspect[p] = true
+	}
 	r.purgeRound(ctx, vs)
 	seen := map[id.ID]rangeCheck{}
 	for _, v := range vs {
@@ -342,8 +350,14 @@ func (r *Replicator) round(ctx context.Context) error {
 		reps := r.replicasOf(ctx, v)
 		chk := rangeCheck{replicas: len(reps), want: r.k() - 1, inSync: true}
 		for _, c := range reps {
+			if suspect[c.Peer] {
+				chk.add(pairCheck{lacking: -1})
+				continue
+			}
 			pairs++
-			p, err := r.syncPair(ctx, v, c)
+			pctx, cancel := r.whileTrusted(ctx, c.Peer)
+			p, err := r.syncPair(pctx, v, c)
+			cancel()
 			if err != nil {
 				errs = append(errs, r.fail(err))
 				p = pairCheck{lacking: -1}
@@ -368,6 +382,34 @@ func (r *Replicator) round(ctx context.Context) error {
 	r.health.update(seen, time.Now())
 	r.mu.Unlock()
 	return errors.Join(errs...)
+}
+
+// suspectPoll is how often whileTrusted asks the ring whether it suspects
+// the replica being synced.
+const suspectPoll = 500 * time.Millisecond
+
+// whileTrusted returns a context that ends with ctx or as soon as the ring
+// suspects peer of having failed: a sync with a replica that dies during
+// a round then ends at once instead of waiting for its connection's
+// timeout, and the round's health counts the replica's copies as missing.
+func (r *Replicator) whileTrusted(ctx context.Context, peer string) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		t := time.NewTicker(suspectPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if slices.Contains(r.cfg.Ring.Status().Suspects, peer) {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return ctx, cancel
 }
 
 // syncPair pulls v's range from replica c, then, unless the two sums of

@@ -51,6 +51,15 @@ func (sv *Service) Handle(s network.Stream) {
 		default:
 			rep.Version, rep.Record, record = v, true, data
 		}
+	case "checks":
+		cs, err := sv.localChecks(ctx, req.URL)
+		switch {
+		case errors.Is(err, archive.ErrNotFound):
+			rep.NotFound = true
+		case err != nil:
+			rep.Error = err.Error()
+		}
+		rep.Checks = cs
 	default:
 		rep.Error = fmt.Sprintf("unknown op %q", req.Op)
 	}

@@ -61,6 +61,7 @@ type Store interface {
 	VerifySigned(v archive.Version, sig []byte) error
 	Refuses(peer string) bool
 	DayOf(t time.Time) int64
+	Checks(ctx context.Context, url string) ([]time.Time, error)
 }
 
 var _ Store = (*archive.Store)(nil)
@@ -102,7 +103,7 @@ func (sv *Service) Stats() Stats { return Stats{Rejected: sv.rejected.Load()} }
 
 // Request asks a holder of URL for its versions or for one capture.
 type Request struct {
-	Op   string    `json:"op"` // "versions" or "get"
+	Op   string    `json:"op"` // "versions", "get" or "checks"
 	URL  string    `json:"url"`
 	Time time.Time `json:"time,omitzero"`
 }
@@ -117,6 +118,9 @@ type Reply struct {
 	// Version answers "get": the version whose record follows.
 	Version archive.Version `json:"version,omitzero"`
 	Record  bool            `json:"record,omitempty"`
+	// Checks answers "checks": the times the holder found the URL
+	// unchanged.
+	Checks []time.Time `json:"checks,omitempty"`
 }
 
 // SignedVersion is a version as a holder lists it: with the signature its

@@ -51,6 +51,18 @@ type Service struct {
 	// a deadline.
 	Open   func(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error)
 	Logger *slog.Logger // nil: discard
+	// K is the ring's replication factor, which the page counts copies
+	// against.
+	K int
+	// Clock tells the time of observations (nil: time.Now); Keep is how
+	// long a dead or departed node stays listed (0: DefaultKeep).
+	Clock func() time.Time
+	Keep  time.Duration
+	// Path, when set, is the file that keeps the dead and departed nodes
+	// across restarts (JSON, rewritten when they change).
+	Path string
+
+	mem members // nodes known, up and down (members.go)
 }
 
 func (sv *Service) log() *slog.Logger {
@@ -82,8 +94,9 @@ func (sv *Service) Serve(_ context.Context, q *kit.Request) error {
 // fingers, and a summary of every real node among them, asked over
 // Protocol.
 func (sv *Service) View(ctx context.Context) gateway.RingView {
+	sv.Observe()
 	st := sv.Status()
-	view := gateway.RingView{Self: st.Self.Peer}
+	view := gateway.RingView{Self: st.Self.Peer, K: sv.K}
 	seen := map[string]bool{}
 	add := func(x ring.Node) {
 		k := x.ID.String()
@@ -124,8 +137,31 @@ func (sv *Service) View(ctx context.Context) gateway.RingView {
 			others = append(others, ring.Contact{Peer: x.Peer, Addr: x.Addr})
 		}
 	}
-	view.Peers = sv.summaries(ctx, sv.Summary(), others)
+	view.Peers = sv.withDown(sv.summaries(ctx, sv.Summary(), others))
 	return view
+}
+
+// withDown marks the peers of ps that did not answer and that this node
+// suspects as dead, and adds the dead and departed nodes it remembers
+// that ps lacks, with when they were last seen up.
+func (sv *Service) withDown(ps []gateway.PeerSummary) []gateway.PeerSummary {
+	mem := map[string]Member{}
+	for _, m := range sv.Members() {
+		mem[m.Peer] = m
+	}
+	listed := map[string]bool{}
+	for i := range ps {
+		listed[ps[i].Peer] = true
+		if m, ok := mem[ps[i].Peer]; ok && ps[i].State == "unreachable" && m.State == StateDead {
+			ps[i].State, ps[i].Since = StateDead, m.Since
+		}
+	}
+	for _, m := range sv.Members() {
+		if !listed[m.Peer] && m.State != StateUp {
+			ps = append(ps, gateway.PeerSummary{Peer: m.Peer, Addr: m.Addr, State: m.State, Since: m.Since})
+		}
+	}
+	return ps
 }
 
 // askSummary reads c's summary.

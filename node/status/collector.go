@@ -99,6 +99,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- mWire
 	ch <- mReach
 	ch <- mCap
+	describeMembers(ch)
 }
 
 // Collect implements prometheus.Collector.
@@ -112,6 +113,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(mWire, prometheus.CounterValue, float64(w.Out), w.Protocol, "out")
 	}
 	ch <- prometheus.MustNewConstMetric(mReach, prometheus.GaugeValue, 1, st.Reach)
+	collectMembers(ch, st.Members)
 	for _, b := range c.Caps() {
 		ch <- prometheus.MustNewConstMetric(mCap, prometheus.GaugeValue, float64(b.Rate), b.Dir, b.Use)
 	}

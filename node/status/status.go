@@ -53,6 +53,9 @@ type Status struct {
 	// of a day (a predecessor died or left), since the node started.
 	TakenOver int64       `json:"takenOver"`
 	Wire      []WireStats `json:"wire"`
+	// Members is the ring's real nodes, up and down, as this node knows
+	// them, and k.
+	Members Members `json:"members"`
 }
 
 // WireStats counts the stream bytes this node sent and received under one
