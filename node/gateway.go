@@ -53,6 +53,7 @@ func (n *Node) setupGateway() error {
 	}
 	n.gw, err = gateway.New(gateway.Config{
 		Archive:       n.readerArchive(),
+		Provenance:    n.provenance,
 		Status:        func(ctx context.Context) any { return n.Status() },
 		Ring:          n.ringpage.View,
 		Metrics:       n.metricsHandler(),

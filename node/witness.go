@@ -82,3 +82,10 @@ func (a readerArchive) Get(ctx context.Context, url string, t time.Time) (archiv
 
 // WitnessStats reports the witness service's counters.
 func (n *Node) WitnessStats() witness.Stats { return n.witness.Stats() }
+
+// provenance is the gateway's Config.Provenance: how this node dates v
+// and the statements that vouch for it.
+func (n *Node) provenance(ctx context.Context, v archive.Version) gateway.Provenance {
+	d, ws := n.witness.Vouch(ctx, v)
+	return gateway.Provenance{Dating: d.String(), Witnesses: ws}
+}
