@@ -31,6 +31,10 @@ const (
 	maxHeaderFrame = 64 << 10
 	// MaxRecordFrame bounds one record (a gzip member).
 	MaxRecordFrame = 64 << 20
+	// maxRecordBlock bounds a record's block once decompressed: no capture
+	// the ring stores is larger than a frame (the crawler's --max-body is
+	// smaller), so a gzip bomb stops here, having allocated as it arrived.
+	maxRecordBlock = MaxRecordFrame + archive.MaxHead
 )
 
 // Errors of a member's reply.
@@ -366,8 +370,8 @@ func checkRecord(body []byte, h recordHeader, revisits bool) (time.Time, error) 
 		return time.Time{}, fmt.Errorf("record of %.100q: %w", h.URL, err)
 	}
 	zr.Multistream(false)
-	br := bufio.NewReader(zr)
-	rec, err := archive.ReadRecord(br)
+	br := bufio.NewReader(wire.LimitReader(zr, maxRecordBlock+archive.MaxHead))
+	rec, err := archive.ReadRecordMax(br, maxRecordBlock)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("record of %.100q: %w", h.URL, err)
 	}
@@ -377,7 +381,9 @@ func checkRecord(body []byte, h recordHeader, revisits bool) (time.Time, error) 
 	case err != io.EOF:
 		return time.Time{}, fmt.Errorf("record of %.100q: %w", h.URL, err)
 	}
-	if _, err := io.Copy(io.Discard, zr); err != nil {
+	// Nothing may follow the record: read what is left through a limit
+	// of 0, which fails on a byte rather than expanding it.
+	if _, err := io.Copy(io.Discard, wire.LimitReader(zr, 0)); err != nil {
 		return time.Time{}, fmt.Errorf("record of %.100q: %w", h.URL, err)
 	}
 	if rd.Len() != 0 {
