@@ -35,6 +35,14 @@ type Options struct {
 	// MaxRequests bounds the round trips of one Sync (default
 	// DefaultMaxRequests).
 	MaxRequests int
+	// Skip, if set, names records not to read: those Local refused before
+	// for their signer's share of its quota (Refused), which it would
+	// refuse again. They are counted in Stats.Skipped.
+	Skip func(e archive.Entry) bool
+	// Refused, if set, is told of each record Local refused because its
+	// signer's versions took their share of the quota
+	// (archive.ErrSignerShare); the sync goes on with the others.
+	Refused func(e archive.Entry)
 }
 
 func (o Options) withDefaults() Options {
@@ -57,7 +65,11 @@ type Stats struct {
 	InSync   int64 `json:"in_sync"`  // syncs whose whole range compared equal at once
 	Compared int64 `json:"compared"` // ranges whose sums were compared
 	Listed   int64 `json:"listed"`   // peer entries listed
-	Pulled   int64 `json:"pulled"`   // files imported
+	// Skipped counts records not read because Options.Skip named them;
+	// Shared those Local refused for their signer's share of its quota.
+	Skipped int64 `json:"skipped,omitempty"`
+	Shared  int64 `json:"shared,omitempty"`
+	Pulled  int64 `json:"pulled"` // files imported
 	// PulledBytes is the size of the imported files.
 	PulledBytes int64 `json:"pulled_bytes"`
 	// Present counts files listed as missing that Import found already
@@ -81,6 +93,8 @@ func (s *Stats) Add(o Stats) {
 	s.PulledBytes += o.PulledBytes
 	s.Present += o.Present
 	s.Rejected += o.Rejected
+	s.Skipped += o.Skipped
+	s.Shared += o.Shared
 	s.Failed += o.Failed
 	s.Traffic.Requests += o.Traffic.Requests
 	s.Traffic.Sent += o.Traffic.Sent
@@ -150,6 +164,8 @@ func Copy(ctx context.Context, local Local, peer Peer, a, b id.ID, es []archive.
 		case seen[e]:
 		case a != b && !id.InHalfOpen(e.Key, a, b):
 			s.st.Rejected++
+		case s.opt.Skip != nil && s.opt.Skip(e):
+			s.st.Skipped++
 		default:
 			want = append(want, e)
 		}
@@ -298,6 +314,10 @@ func (s *syncer) list(ctx context.Context, a, b id.ID) error {
 			s.st.Rejected++
 			continue
 		}
+		if s.opt.Skip != nil && s.opt.Skip(e) {
+			s.st.Skipped++
+			continue
+		}
 		want = append(want, e)
 	}
 	if br, ok := s.peer.(BatchReader); ok {
@@ -409,6 +429,11 @@ func (s *syncer) store(ctx context.Context, e archive.Entry, data []byte) error 
 	switch {
 	case errors.Is(err, archive.ErrCorrupt):
 		s.st.Rejected++
+	case errors.Is(err, archive.ErrSignerShare):
+		s.st.Shared++
+		if s.opt.Refused != nil {
+			s.opt.Refused(e)
+		}
 	case err != nil:
 		return err
 	case added:

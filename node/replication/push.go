@@ -455,7 +455,7 @@ func (r *Replicator) acceptOffer(ctx context.Context, m ring.Node, q replicate.R
 	if err != nil {
 		return err
 	}
-	st, err := replicate.Copy(ctx, r.cfg.Local, r.client(from.Contact), q.A, q.B, q.Entries, replicate.Options{})
+	st, err := replicate.Copy(ctx, r.cfg.Local, r.client(from.Contact), q.A, q.B, q.Entries, r.syncOptions())
 	r.mu.Lock()
 	r.st.Push.Served++
 	r.st.Push.Received.Add(st)

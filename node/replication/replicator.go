@@ -159,6 +159,7 @@ type Replicator struct {
 	purgeAgreed map[string]purgeAgreement // by replica peer: purge.go
 
 	lag      prometheus.Histogram // push lags (push.go)
+	refused  refusedSet           // records refused for their signer's share (share.go)
 	pushWake chan struct{}
 
 	mu      sync.Mutex
@@ -418,7 +419,7 @@ func (r *Replicator) whileTrusted(ctx context.Context, peer string) (context.Con
 // us. In sync, a pair thus costs one round trip.
 func (r *Replicator) syncPair(ctx context.Context, v ring.VnodeStatus, c ring.Contact) (pairCheck, error) {
 	a, b := v.Range.Start, v.Range.End
-	st, err := replicate.Sync(ctx, r.cfg.Local, r.client(c), a, b, replicate.Options{})
+	st, err := replicate.Sync(ctx, r.cfg.Local, r.client(c), a, b, r.syncOptions())
 	r.record(st)
 	if err != nil {
 		return pairCheck{}, fmt.Errorf("replicate %s from %s: %w", v.Node, c.Addr, err)
@@ -625,7 +626,7 @@ func (r *Replicator) Work(ctx context.Context) {
 				r.mu.Unlock()
 				continue
 			}
-			st, err := replicate.Sync(ctx, r.cfg.Local, r.client(job.from), job.a, job.b, replicate.Options{})
+			st, err := replicate.Sync(ctx, r.cfg.Local, r.client(job.from), job.a, job.b, r.syncOptions())
 			r.record(st)
 			if err != nil && ctx.Err() == nil {
 				r.fail(fmt.Errorf("replicate (%s, %s] from %s: %w", job.a.Short(), job.b.Short(), job.from.Addr, err))
