@@ -53,7 +53,9 @@ var (
 		counter("archive_share_refused_total", "Versions refused because their signer's versions took its share of the quota.", func(st *Status) float64 { return float64(st.Archive.ShareRefused) }),
 		gauge("archive_disk_full", "1 while the archive's file system is at its reserve: crawl and replication paused.", func(st *Status) float64 { return b2f(st.Archive.DiskFull) }),
 		gauge("crawl_paused", "1 while the crawl and replication are paused (disk full or quota reached; status crawl.paused says which).", func(st *Status) float64 { return b2f(st.Crawl.Paused != "") }),
-		counter("replication_skipped_total", "Records not downloaded because the archive refused them before for their signer's share.", func(st *Status) float64 { return float64(st.Replication.Syncs.Skipped + st.Replication.Push.Received.Skipped) }),
+		counter("replication_skipped_total", "Records not downloaded because the archive refused them before for their signer's share.", func(st *Status) float64 {
+			return float64(st.Replication.Syncs.Skipped + st.Replication.Push.Received.Skipped)
+		}),
 		// forwarding and links
 		gauge("forward_pending", "Links waiting for delivery to their owners.", func(st *Status) float64 { return float64(st.Forward.Pending) }),
 		counter("forward_sent_total", "Links delivered to other nodes.", func(st *Status) float64 { return float64(st.Forward.Sent) }),
