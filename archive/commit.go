@@ -113,6 +113,9 @@ func (s *Store) index(v Version, seg *segment, first bool, state []byte, w *Witn
 // the group forming and returns that group. The caller holds s.mu.
 func (s *Store) enqueueLocked(v Version, seg *segment, first bool, state []byte, w *Witness) (*indexGroup, error) {
 	s.pending -= v.Size
+	if s.shareCap(v.Peer) > 0 {
+		s.signerPending[v.Peer] -= v.Size
+	}
 	s.endWriteLocked()
 	if s.gc.closing || s.gc.stopped == nil {
 		return nil, errStoreClosed
@@ -126,6 +129,9 @@ func (s *Store) enqueueLocked(v Version, seg *segment, first bool, state []byte,
 	}
 	g := s.formingLocked()
 	g.b.Put(versionKey(v.Key, v.Time, v.Digest), encodeVersion(v, seg.id, s.peers.number(v.Peer, &g.b)))
+	if s.quota > 0 && v.Peer != "" {
+		s.signerBytes[v.Peer] += v.Size
+	}
 	if end := v.Offset + v.Size; end > g.ends[seg] {
 		g.ends[seg] = end
 	}

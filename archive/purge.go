@@ -155,6 +155,9 @@ func (s *Store) removeLocked(victims []victim) (*indexGroup, error) {
 			g.b.Delete(k)
 		}
 		g.b.Delete(undatedKey(v))
+		if s.quota > 0 && v.Peer != "" {
+			s.signerBytes[v.Peer] -= v.Size
+		}
 		d := counters{versions: -1, bytes: -v.Size, payload: -v.Length}
 		if vc.last && !gone[v.Key] {
 			gone[v.Key] = true

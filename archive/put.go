@@ -163,6 +163,9 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 	if err := s.index(v, seg, first, state, nil); err != nil {
 		return Version{}, false, fmt.Errorf("archive put: %w", err)
 	}
+	if fn := s.added.Load(); fn != nil {
+		(*fn)(v)
+	}
 	return v, true, nil
 }
 
@@ -236,17 +239,17 @@ func (s *Store) store(v *Version, rec *record) (*segment, error) {
 	if err := s.disk.admit(size); err != nil {
 		return nil, err
 	}
-	if err := s.reserve(size); err != nil {
+	if err := s.reserve(size, v.Peer); err != nil {
 		return nil, err
 	}
 	seg, off, err := s.appendRecord(rec)
 	if err != nil {
-		s.unreserve(size)
+		s.unreserve(size, v.Peer)
 		return nil, err
 	}
 	if n := int64(len(rec.data)); n != size {
 		// Compressed again for a segment of another dictionary.
-		s.unreserve(size - n)
+		s.unreserve(size-n, v.Peer)
 		size = n
 	}
 	v.File, v.Offset, v.Size = seg.rel(), off, size
@@ -265,10 +268,14 @@ func (s *Store) putState(k id.ID, state []byte) error {
 	return s.db.Put(stateKey(k), state, nil)
 }
 
-// reserve claims size bytes of the quota for a record about to be written.
-func (s *Store) reserve(size int64) error {
+// reserve claims size bytes of the quota, and of its signer peer's share
+// (share.go), for a record about to be written.
+func (s *Store) reserve(size int64, peer string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.checkShareLocked(peer, size); err != nil {
+		return err
+	}
 	if s.quota > 0 && s.ctr.bytes+s.pending+size > s.quota {
 		s.refusedN.Add(1)
 		if !s.quotaHit.Swap(true) {
@@ -278,12 +285,18 @@ func (s *Store) reserve(size int64) error {
 		return ErrQuota
 	}
 	s.pending += size
+	if s.shareCap(peer) > 0 {
+		s.signerPending[peer] += size
+	}
 	return nil
 }
 
-func (s *Store) unreserve(size int64) {
+func (s *Store) unreserve(size int64, peer string) {
 	s.mu.Lock()
 	s.pending -= size
+	if s.shareCap(peer) > 0 {
+		s.signerPending[peer] -= size
+	}
 	s.mu.Unlock()
 }
 

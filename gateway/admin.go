@@ -127,7 +127,7 @@ func (s *Server) statusAllowed(r *http.Request) bool {
 	if s.cfg.PublicStatus {
 		return true
 	}
-	ok := !s.crossSite(r) && (s.hasToken(r) || (fromLoopback(r) && isIPHost(r)))
+	ok := !s.crossSite(r) && (s.hasToken(r) || (local(r) && isIPHost(r)))
 	if !ok {
 		s.stats.refused.Add(1)
 	}
@@ -224,7 +224,8 @@ func (s *Server) adminAllowed(w http.ResponseWriter, r *http.Request, what, tool
 	return true
 }
 
-// fromLoopback reports whether r comes from this machine.
+// fromLoopback reports whether r's connection comes from this machine
+// (which a proxy's does too: see local).
 func fromLoopback(r *http.Request) bool {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {

@@ -152,10 +152,20 @@
 //     token and that no browser marks as coming from another origin.
 //   - Every call into the Archive carries the request's context with the
 //     configured deadline.
+//   - What readers take is bounded (Limits, limits.go): requests in
+//     flight (503 with Retry-After past them), Archive.Get calls in
+//     flight, bytes of bodies held while replies are prepared (budget.go,
+//     spool.go: large replies are served from unlinked spool files, and
+//     shared by the readers of one replay, replycache.go), a progress
+//     write deadline on every reply (deadline.go), and exports per node
+//     and per client (clients.go).
+//   - A request relayed by a proxy (a forwarding header, forwarded.go) is
+//     never "this machine".
 //
 // # Concurrency
 //
-// A Server is immutable after New (but for its atomic counters) and safe
+// A Server is immutable after New (but for its atomic counters, its
+// limits' state and its shared replies, each behind its own lock) and safe
 // for concurrent use by any number of requests; Stats may be read at any
 // time. It calls the Archive, Lister, Exporter, Status, Ring and Seed
 // concurrently from request goroutines; those must be safe for that.

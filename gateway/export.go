@@ -147,8 +147,9 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// serveExport streams the WARC records of a query from the Exporter.
-func (s *Server) serveExport(w http.ResponseWriter, r *http.Request) {
+// serveExport streams the WARC records of a query from the Exporter, in
+// one of client cl's slots and at its rate.
+func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, cl *client) {
 	p := r.URL.Query()
 	q, err := ParseExportQuery(p)
 	if err != nil {
@@ -167,8 +168,15 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request) {
 		s.badRequest(w, err.Error())
 		return
 	}
+	if r.Method != http.MethodHead {
+		if !s.exportSlot() {
+			s.busy(w, r, "too many exports in flight")
+			return
+		}
+		defer s.exportDone()
+	}
 	if format != FormatWARC {
-		s.serveConverted(w, r, q, after, format)
+		s.serveConverted(w, r, q, after, format, cl)
 		return
 	}
 	s.stats.exports.Add(1)
@@ -180,7 +188,7 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	bw := bufio.NewWriterSize(w, exportBuffer)
+	bw := bufio.NewWriterSize(throttle(r.Context(), w, cl), exportBuffer)
 	cw := &countingWriter{w: bw}
 	last := ""
 	if pe, ok := s.exp.(ProgressExporter); ok {
@@ -190,6 +198,16 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request) {
 		err = s.exp.Export(r.Context(), q, cw, after)
 	}
 	s.endExport(w, bw, cw, q, FormatWARC, last, err)
+}
+
+// exportSlot takes one of the Limits.MaxExports places, or reports false.
+func (s *Server) exportSlot() bool { return s.exports == nil || s.exports.tryAcquire(1) }
+
+// exportDone gives back an exportSlot.
+func (s *Server) exportDone() {
+	if s.exports != nil {
+		s.exports.release(1)
+	}
 }
 
 // endExport finishes an export of q in format that wrote through bw into
@@ -209,7 +227,11 @@ func (s *Server) endExport(w http.ResponseWriter, bw *bufio.Writer, cw *counting
 		s.log.Warn("gateway: export", "query", q.URL, "format", format, "err", err)
 		h.Del("Trailer")
 		h.Del("Content-Disposition")
-		http.Error(w, "gateway: export: "+err.Error(), http.StatusBadGateway)
+		code := http.StatusBadGateway
+		if errors.Is(err, ErrWACZTooLarge) {
+			code = http.StatusBadRequest // the selection, not the ring
+		}
+		http.Error(w, "gateway: export: "+err.Error(), code)
 		return
 	}
 	if last != "" {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -69,7 +70,7 @@ func parseFormat(v string) (string, error) {
 
 // serveConverted streams the export of q after the cursor after,
 // converted to format, which is not FormatWARC.
-func (s *Server) serveConverted(w http.ResponseWriter, r *http.Request, q Query, after, format string) {
+func (s *Server) serveConverted(w http.ResponseWriter, r *http.Request, q Query, after, format string, cl *client) {
 	f := exportFormats[format]
 	if after != "" && !f.resumable {
 		s.badRequest(w, "gateway: format="+format+" cannot resume: export it again whole, or export WARC with after=")
@@ -84,7 +85,7 @@ func (s *Server) serveConverted(w http.ResponseWriter, r *http.Request, q Query,
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	bw := bufio.NewWriterSize(w, exportBuffer)
+	bw := bufio.NewWriterSize(throttle(r.Context(), w, cl), exportBuffer)
 	cw := &countingWriter{w: bw}
 	last := ""
 	err := s.convert(r.Context(), q, after, format, cw, func(c string) { last = c })
@@ -95,12 +96,27 @@ func (s *Server) serveConverted(w http.ResponseWriter, r *http.Request, q Query,
 // the other end, writing to w. progress gets the exact resume cursor of
 // each converted version.
 func (s *Server) convert(ctx context.Context, q Query, after, format string, w io.Writer, progress func(string)) error {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	cancel := func() { cancelCause(nil) }
 	defer cancel()
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
+	export := func() error { return s.exp.Export(ctx, q, pw, after) }
+	if pe, ok := s.exp.(ProgressExporter); ok && format == FormatWACZ && s.lim.MaxWACZRecords > 0 {
+		// The WACZ's index grows with its records until it is
+		// written at the end: stop a selection too large for it.
+		n := 0
+		export = func() error {
+			return pe.ExportProgress(ctx, q, pw, after, func(string) {
+				if n++; n > s.lim.MaxWACZRecords {
+					cancelCause(fmt.Errorf("%w (%d records): export format=warc, which streams and resumes, or narrow the selection with from= and to=",
+						ErrWACZTooLarge, s.lim.MaxWACZRecords))
+				}
+			})
+		}
+	}
 	go func() {
-		err := s.exp.Export(ctx, q, pw, after)
+		err := export()
 		pw.CloseWithError(err)
 		done <- err
 	}()
@@ -122,12 +138,18 @@ func (s *Server) convert(ctx context.Context, q Query, after, format string, w i
 		}
 	}
 	pr.CloseWithError(errConverterDone)
+	if cause := context.Cause(ctx); errors.Is(cause, ErrWACZTooLarge) {
+		err = cause
+	}
 	cancel()
 	if eerr := <-done; eerr != nil && err == nil {
 		err = eerr
 	}
 	return err
 }
+
+// ErrWACZTooLarge reports a WACZ export past Limits.MaxWACZRecords.
+var ErrWACZTooLarge = errors.New("gateway: selection too large for one WACZ")
 
 // errConverterDone stops an Exporter whose converter has finished early.
 var errConverterDone = fmt.Errorf("gateway: export converter stopped")

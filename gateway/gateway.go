@@ -136,8 +136,8 @@ type Config struct {
 	// Logger receives request errors; nil discards them.
 	Logger *slog.Logger
 	// Timeout bounds each request's calls into the Archive, Lister, Status
-	// and Ring; zero means 30 seconds. Exports are bounded only by the
-	// client's connection.
+	// and Ring; zero means 30 seconds. Exports are bounded by the
+	// client's connection and the write deadlines (Limits.WriteProgress).
 	Timeout time.Duration
 	// Now returns the current time, for "latest" requests; nil means
 	// time.Now.
@@ -166,15 +166,23 @@ type Config struct {
 	// became of each (one result per URL, in order); an error means the
 	// request as a whole failed. Nil means the endpoint is absent (404).
 	Seed func(ctx context.Context, urls []string) ([]SeedResult, error)
+	// Provenance, if set, says who vouches for a capture's date (its
+	// witnesses): the banner shows it beside the fetcher. Nil: the
+	// banner names the fetcher only.
+	Provenance func(ctx context.Context, v archive.Version) Provenance
 	// Purge removes every capture a peer signed and orders it removed
 	// ring-wide, for POST /api/purge (admin token); it returns the
 	// versions removed here. Nil means the endpoint is absent (404).
 	Purge func(ctx context.Context, peer string) (int, error)
 	// PublicStatus serves /api/status, /ring and /metrics to anyone. By
 	// default they answer only requests from a loopback address (made
-	// to an IP or localhost host name, never from another site) and
-	// requests carrying the admin token.
+	// to an IP or localhost host name, never from another site, and
+	// without a proxy's forwarding header: forwarded.go) and requests
+	// carrying the admin token.
 	PublicStatus bool
+	// Limits bound requests in flight, memory, write stalls and exports;
+	// the zero value means the defaults (see Limits).
+	Limits Limits
 }
 
 // ErrNoArchive is returned by New when Config.Archive is nil.
@@ -194,6 +202,13 @@ type Server struct {
 	list    Lister   // cfg.Archive as a Lister, or nil
 	exp     Exporter // cfg.Archive as an Exporter, or nil
 	stats   counters
+	lim     Limits   // cfg.Limits with the defaults
+	flight  inFlight // requests in flight
+	mem     *budget  // bytes of bodies held (Limits.MemoryBudget)
+	fetches *budget  // Archive.Get calls in flight (Limits.MaxFetches)
+	exports *budget  // exports in flight (Limits.MaxExports); nil: no limit
+	clients *clientLimits
+	replies replies // large replies shared by concurrent readers
 }
 
 // New returns a Server for cfg.
@@ -218,7 +233,15 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, ui: ui, content: content, log: cfg.Logger}
+	s := &Server{cfg: cfg, ui: ui, content: content, log: cfg.Logger, lim: cfg.Limits.withDefaults()}
+	s.flight.max = int64(s.lim.MaxInFlight)
+	s.mem = newBudget(s.lim.MemoryBudget)
+	s.fetches = newBudget(int64(s.lim.MaxFetches))
+	if s.lim.MaxExports > 0 {
+		s.exports = newBudget(int64(s.lim.MaxExports))
+	}
+	s.clients = newClientLimits(s.lim.ClientSlots, s.lim.ExportRate)
+	s.replies.m = make(map[replyKey]*reply)
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

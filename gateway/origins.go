@@ -108,12 +108,12 @@ func (s *Server) contentOrigin(r *http.Request) string { return s.content.resolv
 // UI returns the handler of the UI origin: the form, dates, the framed
 // replay page, the ring, status, CDX, Memento, exports and the admin
 // endpoints. Serve it directly as an http.Server's Handler.
-func (s *Server) UI() http.Handler { return http.HandlerFunc(s.serveUI) }
+func (s *Server) UI() http.Handler { return s.limited(s.serveUI, true) }
 
 // Content returns the handler of the content origin: archived captures
 // under /web/ and the replay script, nothing else. Serve it directly as an
 // http.Server's Handler, on its own address.
-func (s *Server) Content() http.Handler { return http.HandlerFunc(s.serveContent) }
+func (s *Server) Content() http.Handler { return s.limited(s.serveContent, false) }
 
 // ServeHTTP serves both origins from one listener: a request whose Host is
 // the content origin's goes to Content, every other to UI. It is meant for
@@ -121,10 +121,10 @@ func (s *Server) Content() http.Handler { return http.HandlerFunc(s.serveContent
 // (and for tests); a node listens on two ports and serves UI and Content.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.content.matches(r) {
-		s.serveContent(w, r)
+		s.limited(s.serveContent, false)(w, r)
 		return
 	}
-	s.serveUI(w, r)
+	s.limited(s.serveUI, true)(w, r)
 }
 
 // toOrigin redirects to path (and query) on origin, unchanged.

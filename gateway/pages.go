@@ -262,6 +262,9 @@ type bannerData struct {
 	// Fuzzy, when set, is the URL whose capture stands for URL, which has
 	// none of its own (the fuzzy rules, fuzzy.json).
 	Fuzzy string `json:"fuzzy,omitempty"`
+	// Provenance says who fetched the capture and who witnessed it, when
+	// (provenance.go).
+	Provenance string `json:"provenance,omitempty"`
 }
 
 // bannerOf is bannerFor for a request of u answered with version i of vs,
@@ -316,6 +319,7 @@ func (s *Server) banner(ctx context.Context, t Target, v archive.Version) []byte
 			}
 		}
 	}
+	d.Provenance = s.provenanceLine(ctx, v)
 	var b bytes.Buffer
 	if err := pages.ExecuteTemplate(&b, "banner", d); err != nil {
 		s.log.Error("gateway: banner template", "err", err)

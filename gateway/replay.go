@@ -44,7 +44,16 @@ func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
 	ctx, cancel := s.ctx(r)
 	defer cancel()
 	ui := s.uiOrigin(r)
-	v, c, err := s.cfg.Archive.Get(ctx, t.URL, t.Time)
+	share, served := s.shareReply(w, r, t, ui, ctx.Done())
+	if served {
+		return
+	}
+	defer share.abandon()
+	factor := int64(rewriteFactor)
+	if t.Mod == ModRaw {
+		factor = 1
+	}
+	v, c, hold, err := s.get(ctx, t.URL, t.Time, factor)
 	if err == nil && c == nil {
 		err = archive.ErrNotFound
 	}
@@ -52,16 +61,22 @@ func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
 	if errors.Is(err, archive.ErrNotFound) {
 		if m, _ := s.fuzzyFor(ctx, t.URL, t.Time); m != "" {
 			doc = m
-			if v, c, err = s.cfg.Archive.Get(ctx, m, t.Time); err == nil && c == nil {
+			if v, c, hold, err = s.get(ctx, m, t.Time, factor); err == nil && c == nil {
 				err = archive.ErrNotFound
 			}
 		}
+	}
+	if errors.Is(err, errBusy) {
+		setContentHeaders(w.Header(), ui, true)
+		s.busy(w, r, strings.TrimPrefix(err.Error(), errBusy.Error()+": "))
+		return
 	}
 	if err != nil {
 		setContentHeaders(w.Header(), ui, true)
 		s.archiveError(w, r, t.URL, err)
 		return
 	}
+	defer hold.done()
 	rw, err := NewRewriter(doc, t.TS)
 	if err != nil {
 		setContentHeaders(w.Header(), ui, true)
@@ -98,11 +113,19 @@ func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
 		if executable(t.URL, mediaType(ctype)) {
 			setDownload(h, t.URL)
 		}
-		writeBody(w, r, status, body)
+		c = nil
+		s.writeReply(w, r, status, body, hold, share)
 		return
 	}
 	if gzipEncoded(c.Header, body) {
 		if d, err := gunzip(body); err == nil {
+			// The decoded payload and its rewriting take the place
+			// the capture was charged for, and more.
+			if !hold.grow(ctx, rewriteFactor*int64(len(d))-hold.n, s.lim.BusyWait) {
+				setContentHeaders(h, ui, true)
+				s.busy(w, r, "memory")
+				return
+			}
 			body = d
 		} else {
 			h.Set("Content-Encoding", "gzip") // undecodable: pass it on as it came
@@ -142,7 +165,8 @@ func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
 			s.stats.rewritten.Add(1)
 		}
 	}
-	writeBody(w, r, status, body)
+	c = nil
+	s.writeReply(w, r, status, body, hold, share)
 }
 
 // replayJS is the script replayed pages load from replayJSPath: it

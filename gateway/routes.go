@@ -49,9 +49,9 @@ func (s *Server) serveUI(w http.ResponseWriter, r *http.Request) {
 	case p == bannerPath:
 		s.serveBannerJSON(w, r)
 	case p == "/cdx":
-		s.serveCDX(w, r)
+		s.clientSlot(w, r, func(w http.ResponseWriter, r *http.Request, _ *client) { s.serveCDX(w, r) })
 	case p == "/export" && s.exp != nil:
-		s.serveExport(w, r)
+		s.clientSlot(w, r, s.serveExport)
 	case p == replayJSPath:
 		toOrigin(w, r, s.contentOrigin(r), http.StatusMovedPermanently)
 	case (p == "/ring" && s.cfg.Ring != nil) || ((p == "/api/status" || p == "/status") && s.cfg.Status != nil) || (p == "/metrics" && s.cfg.Metrics != nil):

@@ -22,6 +22,21 @@ type Stats struct {
 	// Fuzzy counts replays and banners that served the capture of another
 	// URL under the fuzzy rules (FuzzyHeader).
 	Fuzzy int64 `json:"fuzzy"`
+	// Busy counts 503 answers for load (Limits): requests past
+	// MaxInFlight, replies without room in MemoryBudget, exports past
+	// MaxExports or a client's slots.
+	Busy int64 `json:"busy"`
+	// Stalled counts replies dropped because the reader took nothing
+	// within Limits.WriteProgress.
+	Stalled int64 `json:"stalled"`
+	// Spooled counts reply bodies served from a spool file, and Shared
+	// the replies served from another request's spool file.
+	Spooled int64 `json:"spooled"`
+	Shared  int64 `json:"shared"`
+	// InFlight is the number of requests being handled now, and
+	// MemoryHeld the bytes of bodies charged to Limits.MemoryBudget now.
+	InFlight   int64 `json:"inFlight"`
+	MemoryHeld int64 `json:"memoryHeld"`
 }
 
 // counters is the live, atomically updated form of Stats.
@@ -29,6 +44,7 @@ type counters struct {
 	requests, replays, rewritten, notFound, badRequests atomic.Int64
 	archiveErrors, timeouts, exports, exportErrors      atomic.Int64
 	refused, frames, fuzzy                              atomic.Int64
+	busy, stalled, spooled, shared                      atomic.Int64
 }
 
 // Stats returns a snapshot of the counters. It is safe to call at any time.
@@ -47,6 +63,12 @@ func (s *Server) Stats() Stats {
 		ExportErrors:  c.exportErrors.Load(),
 		Refused:       c.refused.Load(),
 		Fuzzy:         c.fuzzy.Load(),
+		Busy:          c.busy.Load(),
+		Stalled:       c.stalled.Load(),
+		Spooled:       c.spooled.Load(),
+		Shared:        c.shared.Load(),
+		InFlight:      s.flight.n.Load(),
+		MemoryHeld:    s.mem.inUse(),
 	}
 }
 

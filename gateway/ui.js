@@ -134,6 +134,7 @@
         return; // moved on meanwhile
       }
       text("herod-date", b.date);
+      text("herod-prov", b.provenance || "");
       document.title = url + " · " + b.date + " · herod";
       link("herod-prev", b.prevTs, b.prevLabel);
       link("herod-next", b.nextTs, b.nextLabel);
@@ -143,6 +144,7 @@
         return;
       }
       text("herod-date", "(not archived)");
+      text("herod-prov", "");
       document.title = url + " · herod";
       link("herod-prev", "", "");
       link("herod-next", "", "");

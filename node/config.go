@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/herod-archive/herod/crawl"
+	"github.com/herod-archive/herod/gateway"
 )
 
 // Defaults for the zero values of Config.
@@ -91,6 +92,10 @@ type Config struct {
 	// Frameless replays archived pages without the gateway's frame, the
 	// banner inside the page (gateway.Config.Frameless).
 	Frameless bool
+	// GatewayLimits bound the gateway's requests in flight, memory and
+	// exports (gateway.Limits; zero fields mean its defaults). An empty
+	// SpoolDir means DataDir/spool.
+	GatewayLimits gateway.Limits
 	// DayLength is the length of a crawl day: every known URL is fetched
 	// again once per day. Default DefaultDayLength.
 	DayLength time.Duration

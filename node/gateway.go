@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -42,8 +44,16 @@ func (n *Node) setupGateway() error {
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
+	lim := cfg.GatewayLimits
+	if lim.SpoolDir == "" {
+		lim.SpoolDir = filepath.Join(cfg.DataDir, "spool")
+		if err := os.MkdirAll(lim.SpoolDir, 0o700); err != nil {
+			return fmt.Errorf("node: gateway spool: %w", err)
+		}
+	}
 	n.gw, err = gateway.New(gateway.Config{
 		Archive:       n.readerArchive(),
+		Provenance:    n.provenance,
 		Status:        func(ctx context.Context) any { return n.Status() },
 		Ring:          n.ringpage.View,
 		Metrics:       n.metricsHandler(),
@@ -55,6 +65,7 @@ func (n *Node) setupGateway() error {
 		Seed:          n.SeedEach,
 		Purge:         n.Purge,
 		PublicStatus:  cfg.PublicStatus,
+		Limits:        lim,
 	})
 	if err != nil {
 		return fmt.Errorf("node: %w", err)

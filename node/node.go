@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,6 +28,7 @@ import (
 	"github.com/herod-archive/herod/node/dayclaim"
 	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/node/identity"
+	"github.com/herod-archive/herod/node/kit"
 	"github.com/herod-archive/herod/node/member"
 	"github.com/herod-archive/herod/node/p2phost"
 	"github.com/herod-archive/herod/node/purge"
@@ -54,6 +56,7 @@ type Node struct {
 	ring     *ring.Ring
 	tr       *p2p.Transport
 	members  *member.Gate     // the trust boundary (member.go)
+	kit      *kit.Kit         // every protocol handler's registration (protocol.go)
 	identity identity.Signer  // signs versions and purge orders
 	purge    *purge.Book      // purge orders (purge.go)
 	purgeX   *purge.Exchanger // carries the orders between members (purge.go)
@@ -189,6 +192,7 @@ func New(cfg Config) (n *Node, err error) {
 		DayLength:   cfg.DayLength,
 		Quota:       cfg.Quota,
 		DiskReserve: cfg.DiskReserve,
+		MaxBody:     cmp.Or(cfg.Crawl.MaxBody, crawl.DefaultMaxBody), // records from peers: --max-body
 		GzipLevel:   cfg.GzipLevel,
 		DictSamples: cfg.DictSamples,
 		NoSync:      cfg.NoSync,
@@ -200,6 +204,7 @@ func New(cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.setupMembers()
+	n.setupKit()
 	if err := n.setupPurge(); err != nil {
 		return nil, err
 	}
@@ -231,7 +236,7 @@ func New(cfg Config) (n *Node, err error) {
 	cc.Owns = n.plansURL
 	cc.Logger = n.log.With("sub", "crawl")
 	cc.Download = n.bw.Down
-	cc.Paused = n.crawlPaused
+	cc.Paused = n.storePaused
 	n.setupPoliteness(&cc)
 	n.setupReplication()
 	n.setupQuery()
@@ -259,11 +264,11 @@ func (n *Node) Start(ctx context.Context) error {
 		return errors.New("node: already started")
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	n.host.SetStreamHandler(linksProtocol, n.links.Handle)
-	n.host.SetStreamHandler(archiveProtocol, n.resolve.Handle)
-	n.host.SetStreamHandler(claimProtocol, n.dayclaim.HandleClaim)
-	n.host.SetStreamHandler(handoverProtocol, n.dayclaim.HandleHandover)
-	n.host.SetStreamHandler(summaryProtocol, n.ringpage.Handle)
+	n.kit.MustHandle(n.links.Spec())
+	n.kit.MustHandle(rawSpec(archiveProtocol, n.resolve.Handle, resolveRequest, streamTimeout, 128))
+	n.kit.MustHandle(n.dayclaim.ClaimSpec())
+	n.kit.MustHandle(n.dayclaim.HandoverSpec())
+	n.kit.MustHandle(n.ringpage.Spec())
 	if n.reach == ReachMapped || n.reach == ReachRelayed {
 		// Behind a home router: find the household's other nodes on the
 		// LAN (see p2phost.StartLAN).

@@ -20,7 +20,6 @@ func (n *Node) setupRingPage() {
 		Summary: n.summary,
 		Host:    n.host,
 		Open:    n.openStream,
-		Gate:    n.admit,
 		Logger:  n.log,
 		K:       n.cfg.Replicas,
 		Path:    filepath.Join(n.cfg.DataDir, ringpage.DownFile),

@@ -13,6 +13,10 @@ import (
 	"github.com/herod-archive/herod/ring"
 )
 
+// witnessRequest bounds a witness request: MaxAsk versions named by URL,
+// time and digest (witness's own limit, which it checks again).
+const witnessRequest = 64 << 10
+
 // setupWitness builds the node's witness service (package witness) and
 // registers its protocol's handler: the statements of this node's store,
 // asked by other holders and readers' nodes.
@@ -22,10 +26,9 @@ func (n *Node) setupWitness() {
 		Self:    n.self,
 		Holders: n.holdersOf,
 		Open:    n.openStream,
-		Gate:    n.admit,
 		Hooks:   wire.Hooks{BadFrame: n.badFrame, Logger: n.log.With("sub", "witness")},
 	}
-	n.host.SetStreamHandler(witness.Protocol, n.witness.Handle)
+	n.kit.MustHandle(rawSpec(witness.Protocol, n.witness.Handle, witnessRequest, streamTimeout, 32))
 }
 
 // startWitness starts the passes that fetch other holders' statements of
@@ -79,3 +82,10 @@ func (a readerArchive) Get(ctx context.Context, url string, t time.Time) (archiv
 
 // WitnessStats reports the witness service's counters.
 func (n *Node) WitnessStats() witness.Stats { return n.witness.Stats() }
+
+// provenance is the gateway's Config.Provenance: how this node dates v
+// and the statements that vouch for it.
+func (n *Node) provenance(ctx context.Context, v archive.Version) gateway.Provenance {
+	d, ws := n.witness.Vouch(ctx, v)
+	return gateway.Provenance{Dating: d.String(), Witnesses: ws}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,6 +103,16 @@ func TestBackDatedNotShown(t *testing.T) {
 			if resp.StatusCode != c.want {
 				t.Errorf("%s: replay of %s as of 2006: %d %q, want %d", n.self.Addr, c.url, resp.StatusCode, body, c.want)
 			}
+		}
+		// The banner names the fetcher and the witness.
+		resp, err := http.Get(n.GatewayURL() + "api/banner?url=" + genuineURL + "&ts=" + genuine.Time.UTC().Format("20060102150405"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		banner, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(banner), "fetched by "+liar.self.Peer[:6]) || !strings.Contains(string(banner), "witnessed by") {
+			t.Errorf("%s: banner of the genuine capture: %s", n.self.Addr, banner)
 		}
 		if st := n.WitnessStats(); st.Hidden == 0 {
 			t.Errorf("%s counts no hidden version: %+v", n.self.Addr, st)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/herod-archive/herod/gateway"
 	"io"
 	"log/slog"
 	"math"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/settings"
 	"github.com/herod-archive/herod/node"
@@ -43,10 +45,14 @@ type runSettings struct {
 	replInterval            time.Duration
 	replicas                int
 	download, upload        byteRate
+	gwMaxRequests           int
+	gwMemory                int64
+	exportRate              byteRate
 	replShare               float64
 	logFormat               string
 	verbose                 bool
 	crawl                   crawlFlags
+	hostNewURLs             int
 	resolved                []settings.Setting
 	sourceOf                map[string]settings.Setting
 }
@@ -69,6 +75,10 @@ func (s *runSettings) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.gwOrigin, "gateway-origin", "", "origin browsers reach the gateway at, http://host:port, when not its listen address (default: the host name each request came with)")
 	fs.StringVar(&s.rpOrigin, "replay-origin", "", "origin browsers reach the replay address at, http://host:port (default: the host name each request came with)")
 	fs.BoolVar(&s.publicStatus, "public-status", false, "serve /api/status, /ring and /metrics to anyone (default: this machine and holders of the admin token only)")
+	fs.IntVar(&s.gwMaxRequests, "gateway-max-requests", gateway.DefaultMaxInFlight, "gateway requests handled at once, slow readers included; past it 503 with Retry-After (negative: no limit)")
+	fs.Int64Var(&s.gwMemory, "gateway-memory", gateway.DefaultMemoryBudget, "bytes of archived bodies the gateway holds at once while preparing replies; past it 503 with Retry-After")
+	s.exportRate = gateway.DefaultExportRate
+	fs.Var(&s.exportRate, "export-rate", "bytes/s one client receives from /export (k, M, G suffixes); 0: no cap")
 	fs.BoolVar(&s.frameless, "frameless", false, "replay pages without the gateway's frame, the banner inside the archived page (where its scripts can reach it)")
 	fs.DurationVar(&s.day, "day", node.DefaultDayLength, "length of a crawl day: every known URL is fetched again once per day")
 	fs.Int64Var(&s.quota, "quota", 0, "archive disk quota in bytes (0: unlimited)")
@@ -81,6 +91,7 @@ func (s *runSettings) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fs.BoolVar(&s.verbose, "v", false, "verbose logs")
 	s.crawl.register(fs, 1)
+	fs.IntVar(&s.hostNewURLs, "host-new-urls", crawl.DefaultHostNewURLs, "URLs never seen before this node queues per web host per day (a crawler trap's cap; negative: none)")
 }
 
 // resolve reads the settings not given as flags from the environment
@@ -142,6 +153,8 @@ func (s *runSettings) validate() error {
 	check(s.vnodes >= 1 && s.vnodes <= ring.DefaultMaxVirtualServers, "vnodes", fmt.Sprintf("want 1 to %d", ring.DefaultMaxVirtualServers))
 	check(s.day >= time.Second, "day", "want 1s or more")
 	check(s.quota >= 0, "quota", "want bytes, 0 for no quota")
+	check(s.gwMaxRequests != 0, "gateway-max-requests", "want 1 or more, negative for no limit")
+	check(s.gwMemory > 0, "gateway-memory", "want bytes, more than 0")
 	check(s.replInterval > 0, "replication-interval", "want a positive duration")
 	check(s.addrTimeout > 0, "addr-timeout", "want a positive duration")
 	check(s.replicas >= 1 && s.replicas <= node.MaxReplicas, "replicas", fmt.Sprintf("want 1 to %d", node.MaxReplicas))
@@ -151,6 +164,7 @@ func (s *runSettings) validate() error {
 	check(s.crawl.concurrency >= 1, "concurrency", "want 1 or more")
 	check(s.crawl.timeout > 0, "timeout", "want a positive duration")
 	check(s.crawl.maxBody > 0, "max-body", "want bytes, more than 0")
+	check(s.hostNewURLs != 0, "host-new-urls", "want a number of URLs, negative for no cap")
 	for _, j := range s.join {
 		if _, err := node.ParseContact(j); err != nil {
 			errs = append(errs, s.bad("join", err.Error()))
@@ -196,12 +210,14 @@ func (s *runSettings) nodeConfig(w io.Writer) (node.Config, error) {
 	if err != nil {
 		return node.Config{}, err
 	}
+	cc.HostNewURLs = s.hostNewURLs
 	return node.Config{
 		DataDir: s.data, Listen: s.listen, Announce: s.announce, AddrTimeout: s.addrTimeout, NoRelayService: s.noRelay, Join: s.join,
 		PurgeAuthorities: s.purgeAuth, RebalanceInterval: s.rebalance,
 		VirtualServers: s.vnodes, Seeds: s.seeds, Gateway: s.gateway, GatewayOffset: s.offset, DayLength: s.day,
 		Replay: s.replay, GatewayOrigin: s.gwOrigin, ReplayOrigin: s.rpOrigin,
 		PublicStatus: s.publicStatus, Frameless: s.frameless, Quota: s.quota, DiskReserve: int64(s.diskReserve),
+		GatewayLimits:       gateway.Limits{MaxInFlight: s.gwMaxRequests, MemoryBudget: s.gwMemory, ExportRate: exportRate(s.exportRate)},
 		ReplicationInterval: s.replInterval, Replicas: s.replicas,
 		DownloadRate: int64(s.download), UploadRate: int64(s.upload), ReplicationShare: s.replShare,
 		Crawl: cc, Logger: newLogger(w, s.logFormat, s.verbose),
@@ -220,6 +236,14 @@ func newLogger(w io.Writer, format string, verbose bool) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opt))
 	}
 	return slog.New(slog.NewTextHandler(w, opt))
+}
+
+// exportRate is gateway.Limits.ExportRate of --export-rate (0: no cap).
+func exportRate(b byteRate) int64 {
+	if b == 0 {
+		return -1
+	}
+	return int64(b)
 }
 
 // byteRate is a flag of bytes per second with an optional decimal suffix

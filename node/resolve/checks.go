@@ -7,6 +7,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -15,24 +16,43 @@ var _ gateway.Checker = (*Service)(nil)
 // Checks implements gateway.Checker: the times url was fetched and found
 // unchanged (archive.Store.Checks), as the first of its holders that has
 // versions of it reports them: its owner, which crawls it and records
-// the checks, first. Replicas hold no checks, so after the owner changes
-// the list starts afresh. None (nil, nil) when no holder has the URL.
+// the checks, first; this node's own last. Replicas hold no checks, so
+// after the owner changes the list starts afresh. Checks carry no
+// signature: they only count, and a holder can lie about them. None (nil,
+// nil) when no holder has the URL.
 func (sv *Service) Checks(ctx context.Context, url string) ([]time.Time, error) {
-	var out []time.Time
-	err := sv.askHolders(ctx, url,
-		func(c string) (err error) {
-			out, err = sv.localChecks(ctx, c)
-			return err
-		},
-		func(c string, o ring.Contact) error {
-			rep, _, err := sv.fetchRemote(ctx, o, Request{Op: "checks", URL: c})
-			out = rep.Checks
-			return err
-		})
-	if errors.Is(err, archive.ErrNotFound) {
-		return nil, nil
+	if _, mine := sv.Ring.OwnerVnode(id.OfString(url)); mine {
+		if cs, err := sv.localChecks(ctx, url); !errors.Is(err, archive.ErrNotFound) {
+			return cs, err
+		}
 	}
-	return out, err
+	var out []time.Time
+	var last error
+	found := false
+	err := sv.eachHolder(ctx, url, sv.K, func(c ring.Contact) bool {
+		rep, _, err := sv.fetchRemote(ctx, c, Request{Op: "checks", URL: url})
+		if err != nil {
+			if !errors.Is(err, archive.ErrNotFound) {
+				last = err
+			}
+			return true
+		}
+		out, found = rep.Checks, true
+		return false
+	})
+	if found {
+		return out, nil
+	}
+	cs, lerr := sv.localChecks(ctx, url)
+	switch {
+	case lerr == nil:
+		return cs, nil
+	case !errors.Is(lerr, archive.ErrNotFound):
+		return nil, lerr
+	case err != nil:
+		return nil, err
+	}
+	return nil, last
 }
 
 // localChecks returns this node's checks of url, or an error wrapping

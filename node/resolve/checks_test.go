@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/herod-archive/herod/archive"
 )
 
 // TestAskOwnerChecks: the checks that found a URL unchanged come from its
@@ -13,7 +15,7 @@ func TestAskOwnerChecks(t *testing.T) {
 	a, b := pair(t, nil, []string{"http://h.example/a"})
 	checked := []time.Time{t0.Add(48 * time.Hour), t0.Add(72 * time.Hour)}
 	for _, c := range checked {
-		if err := b.Store.Touch(ctx, "http://h.example/a", c); err != nil {
+		if err := b.Store.(*archive.Store).Touch(ctx, "http://h.example/a", c); err != nil {
 			t.Fatal(err)
 		}
 	}

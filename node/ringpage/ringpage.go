@@ -18,6 +18,7 @@ import (
 
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/node/kit"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -37,7 +38,7 @@ const (
 )
 
 // Service draws a node's /ring page (View) and answers other nodes'
-// requests for its summary (Handle). Every field but Logger must be set.
+// requests for its summary (Serve). Every field but Logger must be set.
 type Service struct {
 	// Status returns the ring as this node sees it (ring.Ring.Status).
 	Status func() ring.Status
@@ -48,10 +49,7 @@ type Service struct {
 	Host host.Host
 	// Open opens a stream of protocol p to the real node behind c, with
 	// a deadline.
-	Open func(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error)
-	// Gate admits a stream from a verified ring member; a stream from
-	// another peer it resets and returns false.
-	Gate   func(s network.Stream) bool
+	Open   func(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error)
 	Logger *slog.Logger // nil: discard
 	// K is the ring's replication factor, which the page counts copies
 	// against.
@@ -74,22 +72,20 @@ func (sv *Service) log() *slog.Logger {
 	return sv.Logger
 }
 
-// Handle answers a member's request for this node's summary: the stream
-// handler of Protocol.
-func (sv *Service) Handle(s network.Stream) {
-	defer s.Close()
-	if !sv.Gate(s) {
-		return
-	}
-	_ = s.SetDeadline(time.Now().Add(summaryTimeout))
+// Spec declares the summary protocol to the node's kit, which admits
+// members only: the asker sends nothing.
+func (sv *Service) Spec() kit.Spec {
+	return kit.Spec{ID: Protocol, Handle: sv.Serve, MaxFrame: 1, MaxRequest: 1, Deadline: summaryTimeout}
+}
+
+// Serve answers a member's request for this node's summary: the handler
+// of Protocol.
+func (sv *Service) Serve(_ context.Context, q *kit.Request) error {
 	b, err := json.Marshal(sv.Summary())
 	if err != nil {
-		s.Reset()
-		return
+		return fmt.Errorf("summary: %w", err)
 	}
-	if err := wire.WriteFrame(s, b); err != nil {
-		s.Reset()
-	}
+	return wire.WriteFrame(q.Stream(), b)
 }
 
 // View is what the gateway's /ring page draws (gateway.Config.Ring):

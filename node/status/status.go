@@ -110,4 +110,11 @@ type TrustStats struct {
 	// range they do not own or this node does not replicate, replica
 	// links for a range this node does not replicate.
 	Role int64 `json:"role"`
+	// UnverifiedReads counts the versions and capture records other
+	// holders sent for the gateway that failed verification (unsigned,
+	// forged, signed by a purged peer): none was shown.
+	UnverifiedReads int64 `json:"unverifiedReads"`
+	// UnverifiedExports counts the records other members sent for a
+	// ring-wide export that failed verification: none was exported.
+	UnverifiedExports int64 `json:"unverifiedExports"`
 }

@@ -11,6 +11,31 @@ import (
 	"github.com/herod-archive/herod/internal/id"
 )
 
+// Vouch returns v's dating for this node's readers (Date) and the
+// statements that vouch for it, earliest first: this node's, and those
+// its other holders keep (asked when this node holds none in time).
+func (sv *Service) Vouch(ctx context.Context, v archive.Version) (archive.Dating, []archive.Witness) {
+	d := sv.Date(ctx, v)
+	held, err := sv.Store.Witnesses(ctx, v)
+	if err != nil {
+		return d, nil
+	}
+	rule := sv.Store.Rule(nil)
+	_, good := rule.Date(v, held, sv.now())
+	if len(good) == 0 && d != archive.Fetched {
+		for _, c := range sv.others(ctx, v.Key) {
+			ws, err := sv.Ask(ctx, c, []archive.Version{v})
+			if err != nil {
+				continue
+			}
+			if _, good = rule.Date(v, append(held, ws[0]...), sv.now()); len(good) > 0 {
+				break
+			}
+		}
+	}
+	return d, good
+}
+
 // Date judges v's capture time for this node's readers (DateAll of v).
 func (sv *Service) Date(ctx context.Context, v archive.Version) archive.Dating {
 	return sv.DateAll(ctx, []archive.Version{v})[0]

@@ -77,8 +77,8 @@ type Stats struct {
 }
 
 // Service answers Protocol, fetches statements for this node's undated
-// versions and judges versions for the gateway. Store, Self, Holders,
-// Open and Gate must be set.
+// versions and judges versions for the gateway. Store, Self, Holders and
+// Open must be set.
 type Service struct {
 	Store Store
 	Self  ring.Contact
@@ -88,7 +88,9 @@ type Service struct {
 	// Open opens a stream of protocol p to the real node behind c, with
 	// a deadline.
 	Open func(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error)
-	// Gate admits a stream from a verified ring member.
+	// Gate, if set, admits a stream from a verified ring member; nil
+	// when the caller registers Handle behind its own gate (the node's
+	// protocol kit).
 	Gate func(s network.Stream) bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -144,7 +146,7 @@ func refOf(v archive.Version) Ref { return Ref{URL: v.URL, Time: v.Time, Digest:
 // of Protocol.
 func (sv *Service) Handle(s network.Stream) {
 	defer s.Close()
-	if !sv.Gate(s) {
+	if sv.Gate != nil && !sv.Gate(s) {
 		return
 	}
 	_ = s.SetDeadline(sv.now().Add(streamTimeout))
