@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/herod-archive/herod/crawl"
@@ -20,6 +21,13 @@ const maxSeedLookups = 100
 
 // seedLookupTimeout bounds each of those look-ups.
 const seedLookupTimeout = 3 * time.Second
+
+// seedParallel URLs of a seed request are checked at a time, within
+// seedChecksTimeout for the whole request.
+const (
+	seedParallel      = 16
+	seedChecksTimeout = 10 * time.Second
+)
 
 // Seed canonicalizes urls and hands them to the ring, which delivers each to
 // its owner (SeedEach). URLs refused are reported together; the others are
@@ -46,30 +54,29 @@ func (n *Node) Seed(ctx context.Context, urls []string) error {
 // The error reports a failure to hand the queued URLs to the ring.
 func (n *Node) SeedEach(ctx context.Context, urls []string) ([]gateway.SeedResult, error) {
 	res := make([]gateway.SeedResult, len(urls))
-	var good []string
 	today := n.crawler.Today()
+	// The checks (DNS for the address policy, the ring for "fetched
+	// today") run seedParallel at a time, within seedChecksTimeout in all:
+	// a URL whose look-ups do not finish in time is queued.
+	cctx, cancel := context.WithTimeout(ctx, seedChecksTimeout)
+	defer cancel()
+	sem := make(chan struct{}, seedParallel)
+	var wg sync.WaitGroup
 	for i, u := range urls {
-		r := &res[i]
-		r.URL = u
-		c, err := canon.Canonical(u)
-		if err != nil {
-			r.Outcome, r.Reason = gateway.SeedRefused, fmt.Sprintf("not an http or https URL (%v)", err)
-			continue
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			res[i] = n.seedCheck(cctx, u, today, i < maxSeedLookups)
+		}()
+	}
+	wg.Wait()
+	var good []string
+	for _, r := range res {
+		if r.Outcome == gateway.SeedQueued {
+			good = append(good, r.Canonical)
 		}
-		r.Canonical = c
-		if _, kind, detail := n.crawler.Admit(ctx, c); kind != "" {
-			r.Outcome, r.Reason = gateway.SeedRefused, refusalReason(kind, detail)
-			continue
-		}
-		if i < maxSeedLookups {
-			if t, ok := n.seedFetchedOn(ctx, c, today); ok {
-				r.Outcome, r.Fetched = gateway.SeedFetchedToday, t
-				r.Next = time.Unix((today+1)*int64(n.cfg.DayLength/time.Second), 0).UTC()
-				continue
-			}
-		}
-		r.Outcome = gateway.SeedQueued
-		good = append(good, c)
 	}
 	if len(good) == 0 {
 		return res, nil
@@ -78,6 +85,31 @@ func (n *Node) SeedEach(ctx context.Context, urls []string) ([]gateway.SeedResul
 		return res, fmt.Errorf("seed: %w", err)
 	}
 	return res, nil
+}
+
+// seedCheck says what becomes of seed u: refused, fetched today (looked
+// up when lookup is set) or queued.
+func (n *Node) seedCheck(ctx context.Context, u string, today int64, lookup bool) gateway.SeedResult {
+	r := gateway.SeedResult{URL: u}
+	c, err := canon.Canonical(u)
+	if err != nil {
+		r.Outcome, r.Reason = gateway.SeedRefused, fmt.Sprintf("not an http or https URL (%v)", err)
+		return r
+	}
+	r.Canonical = c
+	if _, kind, detail := n.crawler.Admit(ctx, c); kind != "" {
+		r.Outcome, r.Reason = gateway.SeedRefused, refusalReason(kind, detail)
+		return r
+	}
+	if lookup {
+		if t, ok := n.seedFetchedOn(ctx, c, today); ok {
+			r.Outcome, r.Fetched = gateway.SeedFetchedToday, t
+			r.Next = time.Unix((today+1)*int64(n.cfg.DayLength/time.Second), 0).UTC()
+			return r
+		}
+	}
+	r.Outcome = gateway.SeedQueued
+	return r
 }
 
 // seedFetchedOn returns when url was fetched on crawl day day, when the
