@@ -96,9 +96,9 @@ func (s *Store) stopCommitter() {
 // crawl state if not nil, in the index group forming, and waits until the
 // group is committed (its segments and its index write synced, unless
 // NoSync).
-func (s *Store) index(v Version, seg *segment, first bool, state []byte) error {
+func (s *Store) index(v Version, seg *segment, first bool, state []byte, w *Witness) error {
 	s.mu.Lock()
-	g, err := s.enqueueLocked(v, seg, first, state)
+	g, err := s.enqueueLocked(v, seg, first, state, w)
 	s.mu.Unlock()
 	if err != nil {
 		s.log.Error("index write failed; the record stays unindexed in its segment", "file", v.File, "offset", v.Offset, "err", err)
@@ -109,10 +109,13 @@ func (s *Store) index(v Version, seg *segment, first bool, state []byte) error {
 }
 
 // enqueueLocked appends the index batch of a written version (and its
-// encoded crawl state, if not nil) to the group forming and returns that
-// group. The caller holds s.mu.
-func (s *Store) enqueueLocked(v Version, seg *segment, first bool, state []byte) (*indexGroup, error) {
+// encoded crawl state and the store's witness statement, if not nil) to
+// the group forming and returns that group. The caller holds s.mu.
+func (s *Store) enqueueLocked(v Version, seg *segment, first bool, state []byte, w *Witness) (*indexGroup, error) {
 	s.pending -= v.Size
+	if s.shareCap(v.Peer) > 0 {
+		s.signerPending[v.Peer] -= v.Size
+	}
 	s.endWriteLocked()
 	if s.gc.closing || s.gc.stopped == nil {
 		return nil, errStoreClosed
@@ -126,6 +129,9 @@ func (s *Store) enqueueLocked(v Version, seg *segment, first bool, state []byte)
 	}
 	g := s.formingLocked()
 	g.b.Put(versionKey(v.Key, v.Time, v.Digest), encodeVersion(v, seg.id, s.peers.number(v.Peer, &g.b)))
+	if s.quota > 0 && v.Peer != "" {
+		s.signerBytes[v.Peer] += v.Size
+	}
 	if end := v.Offset + v.Size; end > g.ends[seg] {
 		g.ends[seg] = end
 	}
@@ -134,6 +140,12 @@ func (s *Store) enqueueLocked(v Version, seg *segment, first bool, state []byte)
 	}
 	if state != nil {
 		g.b.Put(stateKey(v.Key), state)
+	}
+	if w != nil {
+		putWitness(&g.b, v, *w)
+		if w.Seen.Sub(v.Time) > MaxWitnessDelay {
+			g.b.Put(undatedKey(v), nil)
+		}
 	}
 	s.putSumsLocked(g, keys, sums)
 	d := counters{versions: 1, bytes: v.Size, payload: v.Length}

@@ -50,6 +50,11 @@ type CompactOptions struct {
 	// A segment with no live record left is removed whatever MinDead is
 	// (except the newest, whose id must not be used again).
 	MinDead float64
+	// Segments names segments ("segments/<id>.warc.gz", as
+	// Report.Damaged lists them) to rewrite whatever their dead share:
+	// damaged bytes are dead bytes, so this cuts out what Reindex
+	// quarantined.
+	Segments []string
 }
 
 // CompactReport is what Compact did.
@@ -83,7 +88,7 @@ func Compact(ctx context.Context, dir string, so Options, o CompactOptions) (Com
 	if err != nil {
 		return CompactReport{}, fmt.Errorf("archive compact: %w", err)
 	}
-	rep, err := s.compact(ctx, o.MinDead)
+	rep, err := s.compact(ctx, o.MinDead, o.Segments)
 	if cerr := s.Close(); err == nil {
 		err = cerr
 	}
@@ -103,7 +108,7 @@ type liveRecord struct {
 }
 
 // compact is Compact on an open store that nothing else uses.
-func (s *Store) compact(ctx context.Context, minDead float64) (CompactReport, error) {
+func (s *Store) compact(ctx context.Context, minDead float64, force []string) (CompactReport, error) {
 	var rep CompactReport
 	live := map[uint32][]liveRecord{}
 	it := s.db.NewIterator(util.BytesPrefix([]byte{pVersion}), nil)
@@ -139,7 +144,8 @@ func (s *Store) compact(ctx context.Context, minDead float64) (CompactReport, er
 		}
 		records := g.size - int64(len(g.dictFrame())) // a .warc.zst's frame is neither live nor dead
 		dead := records - liveBytes
-		if dead <= 0 || (liveBytes > 0 && float64(dead) < minDead*float64(records)) {
+		forced := slices.Contains(force, g.rel())
+		if dead <= 0 || (!forced && liveBytes > 0 && float64(dead) < minDead*float64(records)) {
 			continue
 		}
 		if liveBytes == 0 && n == s.segs.last {

@@ -35,6 +35,9 @@ type ExportOptions struct {
 	// Progress, if non-nil, is called after each record is written with
 	// the cursor that resumes after it.
 	Progress func(cursor string)
+	// Dated leaves out the versions the store does not show as of their
+	// dates (Shown: unwitnessed, witness.go).
+	Dated bool
 }
 
 // ExportStats summarizes an export.
@@ -189,6 +192,9 @@ func (s *Store) urlEvents(ctx context.Context, u string, o ExportOptions) ([]exp
 	var out []exportEvent
 	days := make(map[int64]bool)
 	for _, v := range vs {
+		if o.Dated && !s.Shown(ctx, v) {
+			continue
+		}
 		days[v.Day] = true
 		if o.contains(v.Time) {
 			out = append(out, exportEvent{v: v, t: v.Time})

@@ -20,6 +20,8 @@ const (
 	pState   = 's' // s key(20)                     -> JSON stateRecord
 	pTouch   = 't' // t key(20) day(8)              -> time(8)
 	pPeer    = 'p' // p number(4)                   -> signing peer id (interned)
+	pWitness = 'w' // w key(20) time(8) digest(20) peer -> seen(8) signature (witness.go)
+	pUndated = 'u' // u key(20) time(8) digest(20)      -> empty: imported too late to witness (witness.go)
 	// pDeferred listed files awaiting recompression in the one-file
 	// layout; migration drops the space.
 	pDeferred = 'd'

@@ -2,6 +2,8 @@ package archive
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -10,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/herod-archive/herod/internal/id"
 )
@@ -116,22 +120,113 @@ func parseProvenance(h interface{ Get(string) string }, c *Capture) error {
 // verifies, a peer not refused, a capture time not in the future.
 func (s *Store) checkProvenance(f *decodedFile) error {
 	c := &f.capture
-	if c.Time.After(s.now().Add(MaxClockSkew)) {
-		return fmt.Errorf("%w: %w: %s", ErrCorrupt, ErrFuture, formatWarcDate(c.Time))
+	return s.checkSigned(c.URL, c.Time, f.digest, c.Peer, c.Signature)
+}
+
+// checkSigned is checkProvenance on the signed fields of a version.
+func (s *Store) checkSigned(url string, t time.Time, digest id.ID, peer string, sig []byte) error {
+	if t.After(s.now().Add(MaxClockSkew)) {
+		return fmt.Errorf("%w: %w: %s", ErrCorrupt, ErrFuture, formatWarcDate(t))
 	}
 	if s.verifier == nil {
 		return nil
 	}
-	if c.Peer == "" {
+	if peer == "" {
 		return fmt.Errorf("%w: %w: no %s", ErrCorrupt, ErrUnsigned, HeaderPeer)
 	}
-	if s.refused.has(c.Peer) {
-		return fmt.Errorf("%w: %w: %s", ErrCorrupt, ErrRefusedPeer, c.Peer)
+	if s.refused.has(peer) {
+		return fmt.Errorf("%w: %w: %s", ErrCorrupt, ErrRefusedPeer, peer)
 	}
-	if err := s.verifier.Verify(c.Peer, SignedMessage(c.URL, c.Time, f.digest), c.Signature); err != nil {
+	if err := s.verifier.Verify(peer, SignedMessage(url, t, digest), sig); err != nil {
 		return fmt.Errorf("%w: %w: %w", ErrCorrupt, ErrUnsigned, err)
 	}
 	return nil
+}
+
+// VerifyRecord checks data, a version's record received from a peer to be
+// served or exported rather than stored, exactly as Import checks a
+// record before storing it (less the name, which the caller matches
+// against what it asked for): one gzip member holding one WARC response
+// record whose digests hold, a capture time not in the future and, with
+// Options.Verifier, its fetcher's signature by a peer the store does not
+// refuse (a purged peer). It returns the decoded capture and its payload
+// digest; every failure wraps ErrCorrupt (ErrUnsigned, ErrRefusedPeer,
+// ErrFuture for provenance). It stores nothing.
+func (s *Store) VerifyRecord(data []byte) (*Capture, id.ID, error) {
+	f, err := decodeMember(data)
+	if err == nil {
+		err = s.checkProvenance(f)
+	}
+	if err != nil {
+		return nil, id.ID{}, fmt.Errorf("archive verify: %w", err)
+	}
+	return &f.capture, f.digest, nil
+}
+
+// VerifySigned checks a version listed by a peer, without its record: its
+// fields signed by v.Peer (URL, Time, Digest) against sig, as Import
+// checks a record's provenance, and that its Key and Day follow from its
+// URL and Time. Every failure wraps ErrCorrupt.
+func (s *Store) VerifySigned(v Version, sig []byte) error {
+	if v.Key != id.OfString(v.URL) || v.Day != s.DayOf(v.Time) {
+		return fmt.Errorf("archive verify %.100q: %w: key or day does not follow from the URL and time", v.URL, ErrCorrupt)
+	}
+	if err := s.checkSigned(v.URL, v.Time, v.Digest, v.Peer, sig); err != nil {
+		return fmt.Errorf("archive verify %.100q: %w", v.URL, err)
+	}
+	return nil
+}
+
+// Provenance returns the fetcher and signature of the stored version v,
+// read from its record's WARC header alone (the payload of a .warc.gz
+// record is not decompressed): what a listing of versions sends for the
+// asking node to check (VerifySigned). It does not verify the record
+// (Read does); a record that is not v's is ErrCorrupt.
+func (s *Store) Provenance(ctx context.Context, v Version) (string, []byte, error) {
+	if err := ctx.Err(); err != nil {
+		return "", nil, fmt.Errorf("archive provenance: %w", err)
+	}
+	ref, err := parseSegment(v.File)
+	if err != nil {
+		return "", nil, fmt.Errorf("archive provenance: %w", err)
+	}
+	data, zd, err := s.readRecord(ref.id, v.Offset, v.Size)
+	if err != nil {
+		return "", nil, fmt.Errorf("archive provenance: %w", err)
+	}
+	var br *bufio.Reader
+	if zd == nil {
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			return "", nil, fmt.Errorf("archive provenance: %w: %w", ErrCorrupt, err)
+		}
+		br = bufio.NewReaderSize(zr, 4096)
+	} else {
+		plain, err := zd.dec.DecodeAll(data, nil)
+		if err != nil {
+			return "", nil, fmt.Errorf("archive provenance: %w: zstd: %w", ErrCorrupt, err)
+		}
+		br = bufio.NewReader(bytes.NewReader(plain))
+	}
+	line, err := readLine(br)
+	if err == nil && line != "WARC/1.1" && line != "WARC/1.0" {
+		err = malformed("bad version line %q", line)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("archive provenance: %w", err)
+	}
+	h, err := readFields(br)
+	if err == nil && h.Get("Warc-Target-Uri") != v.URL {
+		err = fmt.Errorf("%w: record holds %q", ErrCorrupt, h.Get("Warc-Target-Uri"))
+	}
+	var c Capture
+	if err == nil {
+		err = parseProvenance(h, &c)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("archive provenance: %w", err)
+	}
+	return c.Peer, c.Signature, nil
 }
 
 // refusedFile lists, one per line, the peers whose records a store no

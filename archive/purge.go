@@ -147,6 +147,17 @@ func (s *Store) removeLocked(victims []victim) (*indexGroup, error) {
 		s.putSumsLocked(g, keys, sums)
 		g.b.Delete(versionKey(v.Key, v.Time, v.Digest))
 		g.b.Delete(stateKey(v.Key)) // it may name the purged payload
+		wks, err := s.witnessKeys(v)
+		if err != nil {
+			return nil, s.fail(fmt.Errorf("read witnesses: %w", err))
+		}
+		for _, k := range wks {
+			g.b.Delete(k)
+		}
+		g.b.Delete(undatedKey(v))
+		if s.quota > 0 && v.Peer != "" {
+			s.signerBytes[v.Peer] -= v.Size
+		}
 		d := counters{versions: -1, bytes: -v.Size, payload: -v.Length}
 		if vc.last && !gone[v.Key] {
 			gone[v.Key] = true

@@ -160,8 +160,11 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 		return Version{}, false, fmt.Errorf("archive put %s: %w", c.URL, err)
 	}
 	indexed = true // index ends the write, whatever it returns
-	if err := s.index(v, seg, first, state); err != nil {
+	if err := s.index(v, seg, first, state, nil); err != nil {
 		return Version{}, false, fmt.Errorf("archive put: %w", err)
+	}
+	if fn := s.added.Load(); fn != nil {
+		(*fn)(v)
 	}
 	return v, true, nil
 }
@@ -233,17 +236,20 @@ func (s *Store) compress(plain []byte, zd *zdict) *record {
 // when the version is indexed (enqueueLocked) or, on error, here.
 func (s *Store) store(v *Version, rec *record) (*segment, error) {
 	size := int64(len(rec.data))
-	if err := s.reserve(size); err != nil {
+	if err := s.disk.admit(size); err != nil {
+		return nil, err
+	}
+	if err := s.reserve(size, v.Peer); err != nil {
 		return nil, err
 	}
 	seg, off, err := s.appendRecord(rec)
 	if err != nil {
-		s.unreserve(size)
+		s.unreserve(size, v.Peer)
 		return nil, err
 	}
 	if n := int64(len(rec.data)); n != size {
 		// Compressed again for a segment of another dictionary.
-		s.unreserve(size - n)
+		s.unreserve(size-n, v.Peer)
 		size = n
 	}
 	v.File, v.Offset, v.Size = seg.rel(), off, size
@@ -256,13 +262,20 @@ func (s *Store) putState(k id.ID, state []byte) error {
 	if state == nil {
 		return nil
 	}
+	if err := s.disk.admit(int64(len(state))); err != nil {
+		return err
+	}
 	return s.db.Put(stateKey(k), state, nil)
 }
 
-// reserve claims size bytes of the quota for a record about to be written.
-func (s *Store) reserve(size int64) error {
+// reserve claims size bytes of the quota, and of its signer peer's share
+// (share.go), for a record about to be written.
+func (s *Store) reserve(size int64, peer string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.checkShareLocked(peer, size); err != nil {
+		return err
+	}
 	if s.quota > 0 && s.ctr.bytes+s.pending+size > s.quota {
 		s.refusedN.Add(1)
 		if !s.quotaHit.Swap(true) {
@@ -272,12 +285,18 @@ func (s *Store) reserve(size int64) error {
 		return ErrQuota
 	}
 	s.pending += size
+	if s.shareCap(peer) > 0 {
+		s.signerPending[peer] += size
+	}
 	return nil
 }
 
-func (s *Store) unreserve(size int64) {
+func (s *Store) unreserve(size int64, peer string) {
 	s.mu.Lock()
 	s.pending -= size
+	if s.shareCap(peer) > 0 {
+		s.signerPending[peer] -= size
+	}
 	s.mu.Unlock()
 }
 
@@ -337,6 +356,9 @@ func (s *Store) touch(k id.ID, t time.Time, notModified bool) error {
 	v := encTime(nil, t)
 	if notModified {
 		v = append(v, 1)
+	}
+	if err := s.disk.admit(int64(len(v))); err != nil {
+		return err
 	}
 	return s.db.Put(touchKey(k, s.DayOf(t)), v, nil)
 }

@@ -47,6 +47,11 @@ type Report struct {
 	// host entries, segment ends) that differ between the live and the
 	// rebuilt index (Fsck).
 	Mismatched int `json:"mismatched"`
+	// Damaged lists the segments with damaged bytes before a valid record
+	// (Corrupt names where): Reindex copies those bytes to
+	// quarantine/<segment>.<offset> and leaves them in place, for Compact
+	// (CompactOptions.Segments) to cut them out.
+	Damaged []string `json:"damaged,omitempty"`
 }
 
 // OK reports whether Fsck found the store consistent.
@@ -211,7 +216,17 @@ func (s *Store) build(ctx context.Context, dst string, old *leveldb.DB, cut bool
 		if err != nil {
 			return rep, err
 		}
-		rep.Corrupt = append(rep.Corrupt, damaged...)
+		for _, x := range damaged {
+			rep.Corrupt = append(rep.Corrupt, fmt.Sprintf("%s+%d", n.rel(), x.start))
+			if cut {
+				if err := s.quarantine(n, x); err != nil {
+					return rep, err
+				}
+			}
+		}
+		if len(damaged) > 0 {
+			rep.Damaged = append(rep.Damaged, n.rel())
+		}
 		if err := s.cutTail(n, end, cut, &rep); err != nil {
 			return rep, err
 		}
@@ -246,7 +261,7 @@ func (s *Store) build(ctx context.Context, dst string, old *leveldb.DB, cut bool
 		b.Put(stateKey(k), val)
 	}
 	if old != nil {
-		for _, p := range []byte{pState, pTouch} {
+		for _, p := range []byte{pState, pTouch, pWitness, pUndated} {
 			it := old.NewIterator(util.BytesPrefix([]byte{p}), nil)
 			for it.Next() {
 				b.Put(slices.Clone(it.Key()), slices.Clone(it.Value()))
@@ -336,7 +351,7 @@ func derivedState(v Version, h http.Header) stateRecord {
 // a bad record the scan resumes at the next gzip header (zstd frame
 // magic) that starts a valid record. A .warc.zst segment whose dictionary
 // frame is damaged holds no valid record.
-func (s *Store) scanSegment(r segRef, fn func(off int64, data []byte, f *decodedFile) error) (int64, []string, error) {
+func (s *Store) scanSegment(r segRef, fn func(off int64, data []byte, f *decodedFile) error) (int64, []extent, error) {
 	f, err := os.Open(filepath.Join(s.dir, segmentsDir, r.name()))
 	if err != nil {
 		return 0, nil, err
@@ -360,11 +375,11 @@ func (s *Store) scanSegment(r segRef, fn func(off int64, data []byte, f *decoded
 		}
 		magic = binary.LittleEndian.AppendUint32(nil, zstdMagic)
 	}
-	var damaged []string
+	var damaged []extent
 	for pos < fi.Size() {
 		end, err := scan(f, pos, func(off int64, data []byte, d *decodedFile) error {
 			if off > good {
-				damaged = append(damaged, fmt.Sprintf("%s+%d", r.rel(), good))
+				damaged = append(damaged, extent{good, off})
 			}
 			good = off + int64(len(data))
 			return fn(off, data, d)
@@ -500,20 +515,47 @@ func (s *Store) cutTail(n segRef, end int64, cut bool, rep *Report) error {
 	if !cut {
 		return nil
 	}
-	qdir := filepath.Join(s.dir, "quarantine")
-	if err := os.MkdirAll(qdir, 0o755); err != nil {
-		return err
-	}
 	src, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	dst, err := os.Create(filepath.Join(qdir, fmt.Sprintf("%s.%d", n.name(), end)))
+	err = s.toQuarantine(n, end, io.NewSectionReader(src, end, fi.Size()-end))
+	if err == nil {
+		err = src.Truncate(end)
+	}
+	if err == nil {
+		err = src.Sync()
+	}
+	return err
+}
+
+// extent is a range of bytes [start, end) of a segment.
+type extent struct{ start, end int64 }
+
+// quarantine copies the damaged bytes x of segment n to
+// quarantine/<segment>.<offset>, synced, and leaves them in place.
+func (s *Store) quarantine(n segRef, x extent) error {
+	src, err := os.Open(filepath.Join(s.dir, segmentsDir, n.name()))
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(dst, io.NewSectionReader(src, end, fi.Size()-end))
+	defer src.Close()
+	return s.toQuarantine(n, x.start, io.NewSectionReader(src, x.start, x.end-x.start))
+}
+
+// toQuarantine writes r to quarantine/<segment>.<offset>, synced with its
+// directory.
+func (s *Store) toQuarantine(n segRef, off int64, r io.Reader) error {
+	qdir := filepath.Join(s.dir, "quarantine")
+	if err := os.MkdirAll(qdir, 0o755); err != nil {
+		return err
+	}
+	dst, err := os.Create(filepath.Join(qdir, fmt.Sprintf("%s.%d", n.name(), off)))
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(dst, r)
 	if err == nil {
 		err = dst.Sync()
 	}
@@ -522,12 +564,6 @@ func (s *Store) cutTail(n segRef, end int64, cut bool, rep *Report) error {
 	}
 	if err == nil {
 		err = syncDir(qdir)
-	}
-	if err == nil {
-		err = src.Truncate(end)
-	}
-	if err == nil {
-		err = src.Sync()
 	}
 	return err
 }
@@ -624,7 +660,7 @@ func sameValue(pa, pb *peerTable, key, a, b []byte) bool {
 // not crawl states, checks or the peer table.
 func nextDerived(it iterator.Iterator) bool {
 	for it.Next() {
-		if k := it.Key(); len(k) > 0 && k[0] != pState && k[0] != pTouch && k[0] != pPeer {
+		if k := it.Key(); len(k) > 0 && k[0] != pState && k[0] != pTouch && k[0] != pPeer && k[0] != pWitness && k[0] != pUndated {
 			return true
 		}
 	}

@@ -193,8 +193,15 @@ func TestFsckFindsAndReindexRepairs(t *testing.T) {
 		t.Fatal("fsck changed a segment")
 	}
 
-	if _, err := Reindex(ctx, dir, Options{}); err != nil {
+	rrep, err := Reindex(ctx, dir, Options{})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if fmt.Sprint(rrep.Damaged) != fmt.Sprint([]string{victim.File}) {
+		t.Fatalf("reindex: damaged segments %v, want [%s]", rrep.Damaged, victim.File)
+	}
+	if q, err := os.ReadFile(filepath.Join(dir, "quarantine", fmt.Sprintf("%s.%d", filepath.Base(seg), victim.Offset))); err != nil || int64(len(q)) != victim.Size {
+		t.Fatalf("damaged record not quarantined: %d bytes of %d, %v", len(q), victim.Size, err)
 	}
 	if q, err := os.ReadFile(filepath.Join(dir, "quarantine", fmt.Sprintf("%s.%d", filepath.Base(seg), orphanAt+int64(len(odata))))); err != nil || len(q) != len(odata)/2 {
 		t.Fatalf("torn tail not quarantined: %d bytes, %v", len(q), err)
@@ -204,13 +211,22 @@ func TestFsckFindsAndReindexRepairs(t *testing.T) {
 		t.Fatalf("fsck after reindex: corrupt %v, unindexed %v, missing %v, mismatched %d, %v",
 			rep.Corrupt, rep.Unindexed, rep.Missing, rep.Mismatched, err)
 	}
+	// Rewriting the damaged segment cuts the damaged record out: the
+	// archive then checks clean.
+	crep, err := Compact(ctx, dir, Options{}, CompactOptions{Segments: rrep.Damaged})
+	if err != nil || crep.Rewritten != 1 || crep.After != crep.Before-victim.Size {
+		t.Fatalf("compact of the damaged segment: %+v, %v (record of %d bytes)", crep, err, victim.Size)
+	}
+	if rep, err = Fsck(ctx, dir, Options{}); err != nil || !rep.OK() {
+		t.Fatalf("fsck after the damaged segment was rewritten: %+v, %v", rep, err)
+	}
 	s, err = Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if v, err := s.At(ctx, orphan.URL, t0); err != nil || v.Offset != orphanAt {
-		t.Fatalf("orphan not indexed: %v %v", v, err)
+	if _, err := s.At(ctx, orphan.URL, t0); err != nil {
+		t.Fatalf("orphan not indexed: %v", err)
 	}
 	if st, err := s.State(ctx, "http://h0.example/p/0"); err != nil || st.ETag != "0" {
 		t.Fatalf("state lost by reindex: %+v %v", st, err)

@@ -54,7 +54,10 @@ func (s *Store) lookupEntry(e Entry) (Version, error) {
 // (provenance.go). The record is appended to the active segment, as it is
 // in a .warc.gz segment, compressed again in a .warc.zst one. It does not
 // deduplicate against the newest version: replicas hold exactly the
-// versions their peers hold. It returns added == false if the version is
+// versions their peers hold. A record whose payload may exceed
+// Options.MaxBody is refused before its block is read, and its
+// decompression stops at that bound (decodeMemberMax): a member that
+// expands to much costs no more than the bound. It returns added == false if the version is
 // already stored, ErrCorrupt for a record that fails verification,
 // ErrQuota when the quota is reached.
 func (s *Store) Import(ctx context.Context, name string, data []byte) (Version, bool, error) {
@@ -83,7 +86,7 @@ func (s *Store) importRecord(ctx context.Context, name string, data []byte, prov
 	if !s.trainer.off.Load() || s.zd.Load() != nil { // this order: useDict sets zd, then off
 		raw = new(bytes.Buffer)
 	}
-	f, err := decodeMemberTo(data, raw)
+	f, err := decodeMemberMax(data, raw, s.importBlock())
 	if err == nil {
 		err = checkEntry(e, f, "")
 	}
@@ -134,9 +137,27 @@ func (s *Store) importRecord(ctx context.Context, name string, data []byte, prov
 	if err != nil {
 		return Version{}, false, fmt.Errorf("archive import %s: %w", name, err)
 	}
+	var w *Witness
+	if provenance {
+		// The store's statement that it holds v from now on (witness.go),
+		// committed with the version.
+		if w, err = s.ownWitness(v); err != nil {
+			s.log.Warn("archive import: cannot witness", "url", v.URL, "err", err)
+			w = nil
+		}
+	}
 	indexed = true // index ends the write, whatever it returns
-	if err := s.index(v, seg, first, nil); err != nil {
+	if err := s.index(v, seg, first, nil, w); err != nil {
 		return Version{}, false, fmt.Errorf("archive import: %w", err)
 	}
 	return v, true, nil
+}
+
+// importBlock is the largest block Import reads: Options.MaxBody and room
+// for the HTTP head, or the reader's limit without MaxBody.
+func (s *Store) importBlock() int64 {
+	if s.maxBody <= 0 {
+		return maxBlock
+	}
+	return min(s.maxBody+MaxHead, maxBlock)
 }

@@ -276,7 +276,7 @@ func BenchmarkAppendDurable(b *testing.B) {
 			giveUp()
 			return err
 		}
-		return s.index(v, seg, first, nil)
+		return s.index(v, seg, first, nil, nil)
 	}
 	imp := func(s *Store, r rec) error {
 		_, added, err := s.Import(ctx, r.name, r.data)

@@ -31,6 +31,15 @@ type Options struct {
 	// Time.Unix() divided by it (rounded toward minus infinity). All
 	// replicas of a ring must use the same value.
 	DayLength time.Duration
+	// SignerShare is the share (0-1] of Quota that the versions signed by
+	// any one peer other than Signer may take (share.go); zero means
+	// DefaultSignerShare, 1 no bound. Only with a Quota.
+	SignerShare float64
+	// DiskReserve is the free space the store keeps on its file system:
+	// a write that would leave less returns ErrDiskFull, writing nothing
+	// (diskfull.go). Zero means DefaultDiskReserve; negative means no
+	// check.
+	DiskReserve int64
 	// Quota bounds the bytes of the records of stored versions; zero
 	// means unlimited. A Put or Import that would exceed it returns ErrQuota
 	// and stores nothing.
@@ -66,12 +75,20 @@ type Options struct {
 	Verifier Verifier
 	// Now tells the time for that check; nil means time.Now.
 	Now func() time.Time
+	// MaxBody bounds the payload of a record Import accepts from a peer
+	// (the node's --max-body): a larger one is refused (ErrCorrupt)
+	// before it is decompressed. Zero means the reader's own bound
+	// (256 MiB).
+	MaxBody int64
 	// Logger receives the store's events; nil discards them.
 	Logger *slog.Logger
 
 	// fs is the file system of segments; nil means the operating
 	// system's (tests inject faults through it).
 	fs fileSystem
+	// freeSpace reads a directory's free bytes; nil means statfs (tests
+	// inject a full disk through it).
+	freeSpace func(dir string) (int64, error)
 }
 
 // Stats is a snapshot of the store's totals, JSON-serializable for status
@@ -83,10 +100,18 @@ type Stats struct {
 	PayloadBytes int64 `json:"payloadBytes"` // sum of payload lengths
 	Quota        int64 `json:"quota"`        // configured quota, 0 = unlimited
 	QuotaReached bool  `json:"quotaReached"` // a version was refused for lack of quota
-	Refused      int64 `json:"refused"`      // versions refused by the quota since Open
-	Unchanged    int64 `json:"unchanged"`    // Puts whose payload equalled the newest version, since Open
-	Corrupt      int64 `json:"corrupt"`      // Reads that failed verification since Open
-	Segments     int   `json:"segments"`     // segment files
+	// DiskFull says the file system is at the store's reserve: writes are
+	// paused until space returns; DiskRefused counts the writes refused so
+	// since Open.
+	DiskFull    bool  `json:"diskFull,omitempty"`
+	DiskRefused int64 `json:"diskRefused,omitempty"`
+	// ShareRefused counts the versions refused since Open because their
+	// signer's versions took their share of the quota (share.go).
+	ShareRefused int64 `json:"shareRefused,omitempty"`
+	Refused      int64 `json:"refused"`   // versions refused by the quota since Open
+	Unchanged    int64 `json:"unchanged"` // Puts whose payload equalled the newest version, since Open
+	Corrupt      int64 `json:"corrupt"`   // Reads that failed verification since Open
+	Segments     int   `json:"segments"`  // segment files
 	// Failed is the error that made the store refuse writes ("" if none).
 	Failed string `json:"failed,omitempty"`
 }
@@ -94,15 +119,16 @@ type Stats struct {
 // Store is a directory of segment files plus their goleveldb index. See
 // doc.go for the layout and the concurrency contract.
 type Store struct {
-	dir    string
-	day    int64 // day length in seconds
-	quota  int64
-	noSync bool
-	log    *slog.Logger
-	db     *leveldb.DB
-	wo     *opt.WriteOptions
-	gz     *gzipPool
-	fs     fileSystem
+	dir     string
+	day     int64 // day length in seconds
+	quota   int64
+	maxBody int64 // Options.MaxBody
+	noSync  bool
+	log     *slog.Logger
+	db      *leveldb.DB
+	wo      *opt.WriteOptions
+	gz      *gzipPool
+	fs      fileSystem
 
 	signer   Signer           // Options.Signer
 	verifier Verifier         // Options.Verifier
@@ -127,11 +153,32 @@ type Store struct {
 	window  time.Duration // Options.CommitWindow; 0 with NoSync (no sync to share)
 	gc      groupCommit
 
+	disk diskGuard // free space kept on the file system (diskfull.go)
+
+	signerShare   float64                       // Options.SignerShare, defaulted
+	signerBytes   map[string]int64              // bytes of stored versions by signer, with a quota; guarded by mu (share.go)
+	signerPending map[string]int64              // bytes reserved by signer, not yet indexed; guarded by mu
+	shareRefused  atomic.Int64                  // writes refused by a signer's share
+	added         atomic.Pointer[func(Version)] // OnAdd's function
+
 	quotaHit  atomic.Bool
 	refusedN  atomic.Int64
 	unchanged atomic.Int64
 	corrupt   atomic.Int64
 	closed    atomic.Bool
+}
+
+// OnAdd makes the store call fn with every version Put adds, once the
+// version is durable and indexed (Put's own return), on Put's goroutine:
+// fn must not block (replication queues the version for its push). Imports
+// are not reported, nor Puts that store nothing. fn replaces the previous
+// function; nil stops the calls.
+func (s *Store) OnAdd(fn func(Version)) {
+	if fn == nil {
+		s.added.Store(nil)
+		return
+	}
+	s.added.Store(&fn)
 }
 
 // Open opens or creates the store in dir: dir/segments holds the segment
@@ -203,6 +250,7 @@ func newStore(dir string, o Options) (*Store, error) {
 		dir:      dir,
 		day:      int64(o.DayLength / time.Second),
 		quota:    o.Quota,
+		maxBody:  o.MaxBody,
 		noSync:   o.NoSync,
 		log:      log,
 		wo:       &opt.WriteOptions{Sync: !o.NoSync},
@@ -214,6 +262,17 @@ func newStore(dir string, o Options) (*Store, error) {
 		now:      o.Now,
 	}
 	s.segs.max = o.SegmentSize
+	s.signerShare, s.signerPending = o.SignerShare, map[string]int64{}
+	if s.signerShare <= 0 {
+		s.signerShare = DefaultSignerShare
+	}
+	s.disk.dir, s.disk.reserve, s.disk.free = dir, o.DiskReserve, o.freeSpace
+	if s.disk.reserve == 0 {
+		s.disk.reserve = DefaultDiskReserve
+	}
+	if s.disk.free == nil {
+		s.disk.free = statfsFree
+	}
 	s.trainer.log, s.trainer.done = log, s.useDict
 	switch {
 	case o.DictSamples == 0:
@@ -245,7 +304,7 @@ func newStore(dir string, o Options) (*Store, error) {
 func (s *Store) openIndex(path string) error {
 	db, err := leveldb.OpenFile(path, nil)
 	if ldberrors.IsCorrupted(err) {
-		s.log.Warn("index corrupted, recovering; run reindex to rebuild it from the segments", "err", err)
+		s.log.Warn("index corrupted, recovering; if versions are missing, stop the node and run herod fsck --repair to rebuild it from the segments", "err", err)
 		db, err = leveldb.RecoverFile(path, nil)
 	}
 	if err != nil {
@@ -268,6 +327,10 @@ func (s *Store) openIndex(path string) error {
 	if err := s.peers.load(db); err != nil {
 		db.Close()
 		return fmt.Errorf("archive open index: %w", err)
+	}
+	if err := s.loadShares(); err != nil {
+		db.Close()
+		return fmt.Errorf("archive open index: signer shares: %w", err)
 	}
 	if err := s.openSegments(); err != nil {
 		s.closeSegments()
@@ -357,6 +420,9 @@ func (s *Store) Stats() Stats {
 		PayloadBytes: c.payload,
 		Quota:        s.quota,
 		QuotaReached: s.quotaHit.Load(),
+		DiskFull:     s.disk.full.Load(),
+		DiskRefused:  s.disk.refused.Load(),
+		ShareRefused: s.shareRefused.Load(),
 		Refused:      s.refusedN.Load(),
 		Unchanged:    s.unchanged.Load(),
 		Corrupt:      s.corrupt.Load(),

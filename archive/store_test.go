@@ -429,3 +429,32 @@ func TestPutRecordsState(t *testing.T) {
 		t.Fatalf("state after a refused Put: %v, want ErrNotFound", err)
 	}
 }
+
+// TestOnAdd: the hook sees every version Put adds, once, and nothing else
+// (an unchanged Put, an Import).
+func TestOnAdd(t *testing.T) {
+	s := openTest(t, Options{NoSync: true})
+	var got []Entry
+	s.OnAdd(func(v Version) { got = append(got, v.Entry()) })
+	v1, _ := mustPut(t, s, capture("http://a.example/p", t0, "one"))
+	mustPut(t, s, capture("http://a.example/p", t0.Add(time.Hour), "one")) // unchanged
+	v2, _ := mustPut(t, s, capture("http://a.example/p", t0.Add(2*time.Hour), "two"))
+	data, err := s.ReadFile(context.Background(), v2.Entry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := openTest(t, Options{NoSync: true})
+	var imported int
+	other.OnAdd(func(Version) { imported++ })
+	if _, added, err := other.Import(context.Background(), v2.Entry().Name(), data); err != nil || !added {
+		t.Fatalf("import: %v, %v", added, err)
+	}
+	if len(got) != 2 || got[0] != v1.Entry() || got[1] != v2.Entry() || imported != 0 {
+		t.Fatalf("OnAdd saw %v (imports %d), want %v and %v", got, imported, v1.Entry(), v2.Entry())
+	}
+	s.OnAdd(nil)
+	mustPut(t, s, capture("http://a.example/p", t0.Add(3*time.Hour), "three"))
+	if len(got) != 2 {
+		t.Fatalf("OnAdd(nil) still calls: %v", got)
+	}
+}

@@ -189,6 +189,14 @@ func FuzzDecodeMember(f *testing.F) {
 		if err != nil && !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("error not wrapping ErrCorrupt: %v", err)
 		}
+		// As from a peer, within a small bound (Import's path).
+		f, err := decodeMemberMax(data, nil, 1<<10)
+		if err != nil && !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("bounded: error not wrapping ErrCorrupt: %v", err)
+		}
+		if err == nil && len(f.capture.Body) > 1<<10 {
+			t.Fatalf("bounded: a body of %d bytes past the 1 KiB bound", len(f.capture.Body))
+		}
 	})
 }
 

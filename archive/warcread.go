@@ -16,6 +16,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/wire"
 )
 
 // Reader limits. A record larger than maxBlock is refused rather than read
@@ -107,7 +108,29 @@ func readFields(br *bufio.Reader) (textproto.MIMEHeader, error) {
 // ReadRecord reads one uncompressed WARC record from br. It returns io.EOF
 // when br is at its end before the record starts; malformed input gives an
 // error wrapping ErrCorrupt, and read errors of br are returned as they are.
-func ReadRecord(br *bufio.Reader) (*Record, error) {
+// The block grows as its bytes arrive: a record that declares a large
+// Content-Length costs only the bytes that came (for records from peers;
+// ReadRecordMax also bounds them).
+func ReadRecord(br *bufio.Reader) (*Record, error) { return readRecord(br, maxBlock, true) }
+
+// ReadRecordMax is ReadRecord for a block of at most max bytes: a record
+// that declares more is refused before its block is read. Readers of
+// peer data pass the node's --max-body plus room for the HTTP head
+// (MaxHead), and read br from a decompressor cut at that bound
+// (wire.LimitReader), so that a decompression bomb stops there.
+func ReadRecordMax(br *bufio.Reader, max int64) (*Record, error) {
+	return readRecord(br, min(max, maxBlock), true)
+}
+
+// MaxHead is the room a record's block may take beyond its payload (the
+// HTTP status line and headers), and its WARC header beyond its block,
+// in the bounds of records from peers.
+const MaxHead = 256 << 10
+
+// readRecord is ReadRecord with a block limit; grow reads the block as it
+// arrives rather than allocate the declared length first (records of
+// this node's own segments, verified by their index, need not).
+func readRecord(br *bufio.Reader, max int64, grow bool) (*Record, error) {
 	line, err := readLine(br)
 	for err == nil && line == "" { // tolerate extra blank lines between records
 		line, err = readLine(br)
@@ -126,11 +149,20 @@ func ReadRecord(br *bufio.Reader) (*Record, error) {
 	if err != nil || n < 0 {
 		return nil, malformed("bad Content-Length %q", h.Get("Content-Length"))
 	}
-	if n > maxBlock {
-		return nil, malformed("block of %d bytes exceeds %d", n, maxBlock)
+	if n > max {
+		return nil, malformed("block of %d bytes exceeds %d", n, max)
 	}
-	block := make([]byte, n)
-	if _, err := io.ReadFull(br, block); err != nil {
+	var block []byte
+	if grow && n > growFrom {
+		block, err = wire.ReadAll(io.LimitReader(br, n), n)
+		if err == nil && int64(len(block)) != n {
+			err = io.ErrUnexpectedEOF
+		}
+	} else {
+		block = make([]byte, n)
+		_, err = io.ReadFull(br, block)
+	}
+	if err != nil {
 		return nil, malformed("truncated block: %v", err)
 	}
 	var tail [4]byte
@@ -139,6 +171,10 @@ func ReadRecord(br *bufio.Reader) (*Record, error) {
 	}
 	return &Record{Version: line, Header: h, Block: block}, nil
 }
+
+// growFrom is the block size from which a record of a peer is read as
+// it arrives rather than allocated at its declared length.
+const growFrom = 1 << 20
 
 // response is a parsed HTTP response block.
 type response struct {
@@ -197,8 +233,17 @@ type decodedFile struct {
 func decodeMember(data []byte) (*decodedFile, error) { return decodeMemberTo(data, nil) }
 
 // decodeMemberTo is decodeMember that also appends the member's
-// uncompressed bytes to raw, if not nil.
+// uncompressed bytes to raw, if not nil: for the store's own records.
 func decodeMemberTo(data []byte, raw *bytes.Buffer) (*decodedFile, error) {
+	return decodeMemberMax(data, raw, 0)
+}
+
+// decodeMemberMax is decodeMemberTo for a member from a peer when
+// maxBlock > 0: a block over maxBlock is refused before it is read, the
+// decompressed bytes stop at maxBlock plus MaxHead, and the block grows
+// as it arrives, so that a small member that expands to much, or that
+// declares a large length, costs no more than the bound.
+func decodeMemberMax(data []byte, raw *bytes.Buffer, maxBlock int64) (*decodedFile, error) {
 	src := bytes.NewReader(data)
 	d := readerPool.Get().(*memberReader)
 	defer readerPool.Put(d)
@@ -207,14 +252,24 @@ func decodeMemberTo(data []byte, raw *bytes.Buffer) (*decodedFile, error) {
 		return nil, fmt.Errorf("%w: gzip: %v", ErrCorrupt, err)
 	}
 	zr.Multistream(false)
+	var plain io.Reader = zr
+	if maxBlock > 0 {
+		plain = wire.LimitReader(zr, maxBlock+MaxHead)
+	}
 	br := d.br
 	if raw != nil {
-		br.Reset(io.TeeReader(zr, raw))
+		br.Reset(io.TeeReader(plain, raw))
 	} else {
-		br.Reset(zr)
+		br.Reset(plain)
 	}
 	defer br.Reset(nil) // drop the reference to data
-	rec, err := readOnly(br)
+	var rec *Record
+	var err error
+	if maxBlock > 0 {
+		rec, err = readOnlyMax(br, maxBlock, true)
+	} else {
+		rec, err = readOnly(br)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -242,10 +297,13 @@ func decodePlain(plain []byte) (*decodedFile, error) {
 	return decodeResponse(rec)
 }
 
-// readOnly reads the one record br holds; anything after it is an error.
-// Every failure wraps ErrCorrupt.
-func readOnly(br *bufio.Reader) (*Record, error) {
-	rec, err := ReadRecord(br)
+// readOnly reads the one record br holds, of the store's own; anything
+// after it is an error. Every failure wraps ErrCorrupt.
+func readOnly(br *bufio.Reader) (*Record, error) { return readOnlyMax(br, maxBlock, false) }
+
+// readOnlyMax is readOnly with readRecord's block limit and growth.
+func readOnlyMax(br *bufio.Reader, max int64, grow bool) (*Record, error) {
+	rec, err := readRecord(br, max, grow)
 	if err == io.EOF {
 		return nil, malformed("empty file")
 	}

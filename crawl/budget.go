@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -142,4 +143,60 @@ func (b *LocalBudget) limiter(host string, l rate.Limit) *hostLimiter {
 	}
 	h.used = now
 	return h
+}
+
+// CapBudget returns a HostBudget that waits for b, then for a LocalBudget
+// of perHost requests per second per host (DefaultHostRate when perHost <=
+// 0; a Crawl-delay lowers it as in LocalBudget). Whatever b grants, this
+// node then never sends a host more than perHost requests per second, nor
+// two requests closer than the Crawl-delay: a ring-wide budget whose owner
+// lies (grants every slot at once) can make this node go no faster than it
+// would crawl the host alone. The local wait comes after b's, so that two
+// requests are spaced by the cap however b's grants fall. Honest grants to
+// one node are already at least 1/perHost apart, so the cap delays them
+// only when the previous one was used late (by the lateness, which a
+// leased slot's grace bounds to half an interval). clock is as in
+// NewLocalBudget.
+func CapBudget(b HostBudget, perHost float64, clock func() time.Time) HostBudget {
+	if b == nil {
+		return NewLocalBudget(perHost, clock)
+	}
+	if lb, ok := b.(*LocalBudget); ok && lb.share == nil && lb.rate <= perHost {
+		return lb // already at most perHost from this node
+	}
+	return &cappedBudget{grant: b, cap: NewLocalBudget(perHost, clock)}
+}
+
+// cappedBudget is CapBudget's budget.
+type cappedBudget struct {
+	grant HostBudget
+	cap   *LocalBudget
+	held  atomic.Int64 // grants the cap held back (capHeld)
+}
+
+// capHeldMin is the least hold by the cap that counts as one: timer
+// jitter between honest grants stays well under it.
+const capHeldMin = 10 * time.Millisecond
+
+// Wait implements HostBudget.
+func (b *cappedBudget) Wait(ctx context.Context, host string, minInterval time.Duration) error {
+	if err := b.grant.Wait(ctx, host, minInterval); err != nil {
+		return err
+	}
+	granted := time.Now()
+	err := b.cap.Wait(ctx, host, minInterval)
+	if time.Since(granted) >= capHeldMin {
+		b.held.Add(1)
+	}
+	return err
+}
+
+// capHeld returns how many grants of budget's ring-wide part the local
+// cap held back for capHeldMin or more (Stats.CapHeld). It is 0 for a
+// budget that is not capped.
+func capHeld(budget HostBudget) int64 {
+	if b, ok := budget.(*cappedBudget); ok {
+		return b.held.Load()
+	}
+	return 0
 }

@@ -31,6 +31,8 @@ const (
 	DefaultRobotsTTL      = 24 * time.Hour
 	DefaultPageRequisites = 64
 	DefaultHostRequisites = 5000
+	DefaultMaxRedirects   = 20
+	DefaultHostNewURLs    = 10_000
 	// RobotsMaxBytes is how much of a robots.txt file is parsed (RFC 9309
 	// asks for at least 500 KiB); the rest is ignored.
 	RobotsMaxBytes = 500 << 10
@@ -62,7 +64,9 @@ type Config struct {
 	// others wait. Default 1024.
 	MaxActiveHosts int
 	// HostRate is requests per second per host from this node; a robots.txt
-	// Crawl-delay lowers it further. Default 1. Ignored when Budget is set.
+	// Crawl-delay lowers it further. Default 1. It also caps a Budget that
+	// is set (CapBudget): whatever a ring-wide budget grants, this node
+	// sends a host no more than HostRate requests per second.
 	HostRate float64
 	// Timeout bounds one request, body included. Default 30s.
 	Timeout time.Duration
@@ -94,6 +98,26 @@ type Config struct {
 	// are counted as KindRequisites and dropped. Default 5000; negative:
 	// none.
 	HostRequisites int
+	// MaxRedirects caps a redirect chain: a redirect's target is followed
+	// (forwarded to its owner, which queues it) only while fewer than
+	// MaxRedirects redirects led to it, however many URLs and nodes the
+	// chain crosses (the depth travels with the target: RedirectSender).
+	// The redirect answers themselves are stored. Further targets are
+	// counted as KindRedirectChain. Default 20 (what browsers and wget
+	// follow); at most 255.
+	MaxRedirects int
+	// HostNewURLs caps the URLs never known before that this node queues
+	// per host per day (counted by the queue, in memory: a restart starts
+	// the count afresh); further ones are counted as KindHostNewURLs and
+	// deferred to the next days, at most 10 caps of them per host (then
+	// dropped: see deferred.go). URLs already known are queued every day
+	// whatever the count. Default 10,000; negative: none.
+	HostNewURLs int
+	// Redirects delivers redirect targets with their depth to their
+	// owners (see RedirectSender). Nil: targets go to the Forwarder like
+	// links, their depth is lost, and only a chain's first MaxRedirects
+	// hops from one fetched entry are bounded: a node sets it.
+	Redirects RedirectSender
 	// MaxURLLen caps the canonical URL length in bytes. Default 1024.
 	MaxURLLen int
 	// MaxRepeat caps how often one path segment may occur in a URL path
@@ -129,7 +153,9 @@ type Config struct {
 	// a failed fetch (5xx, unreachable) is retried after RobotsTTL/24.
 	RobotsTTL time.Duration
 	// Budget paces requests per host. Nil means a LocalBudget at HostRate.
-	// The node can plug in a ring-wide budget (see SharedBudget).
+	// The node can plug in a ring-wide budget (see SharedBudget); the
+	// crawler waits for it and then for its own LocalBudget at HostRate
+	// (CapBudget).
 	Budget HostBudget
 	// Client, if set, does every fetch (pages and robots.txt), through a
 	// copy whose connections are checked against AllowPrivate as the
@@ -156,6 +182,10 @@ type Config struct {
 	// Download caps the bytes per second of the response bodies this
 	// crawler reads, shared by all its fetches. Nil: no cap.
 	Download *throttle.Limiter
+	// Paused, if set, is asked before each fetch: a reason ("disk full")
+	// pauses the crawl, asked again every second, until it reports ""
+	// (pause.go). Stats.Paused shows the reason.
+	Paused func() string
 	// Logger receives the crawler's logs. Nil discards them.
 	Logger *slog.Logger
 }
@@ -202,6 +232,13 @@ func (cfg Config) withDefaults() Config {
 	if cfg.HostRequisites == 0 {
 		cfg.HostRequisites = DefaultHostRequisites
 	}
+	if cfg.MaxRedirects <= 0 {
+		cfg.MaxRedirects = DefaultMaxRedirects
+	}
+	cfg.MaxRedirects = min(cfg.MaxRedirects, maxRedirectDepth)
+	if cfg.HostNewURLs == 0 {
+		cfg.HostNewURLs = DefaultHostNewURLs
+	}
 	if cfg.RobotsTTL <= 0 {
 		cfg.RobotsTTL = DefaultRobotsTTL
 	}
@@ -211,9 +248,7 @@ func (cfg Config) withDefaults() Config {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Budget == nil {
-		cfg.Budget = NewLocalBudget(cfg.HostRate, cfg.Clock)
-	}
+	cfg.Budget = CapBudget(cfg.Budget, cfg.HostRate, cfg.Clock)
 	return cfg
 }
 

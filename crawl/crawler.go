@@ -118,9 +118,11 @@ type Crawler struct {
 	cfg       Config
 	guard     *guard // refuses internal addresses on every connection (netguard.go)
 	log       *slog.Logger
+	pausedFor string // Config.Paused's last reason, guarded by mu (pause.go)
 	a         Archive
 	f         Forwarder
 	q         *queue
+	onKnown   atomic.Pointer[func([]string)] // OnKnown's function
 	scope     *scope
 	robots    *robotsCache        // what the crawler obeys: Config.Robots, or local
 	local     *robotsCache        // fetched from the origins by this node: served to peers
@@ -176,7 +178,7 @@ func New(dir string, cfg Config, a Archive, f Forwarder) (*Crawler, error) {
 	g := newGuard(cfg.AllowPrivate)
 	c := &Crawler{}
 	cfg.Client = cfg.clientWith(g, &c.openConns)
-	q, err := openQueue(dir)
+	q, err := openQueue(dir, cfg.HostNewURLs)
 	if err != nil {
 		return nil, err
 	}
@@ -306,6 +308,11 @@ func (c *Crawler) add(ctx context.Context, urls []string) (int, error) {
 
 // addChecked is add with check as the scope.
 func (c *Crawler) addChecked(ctx context.Context, urls []string, check func(string) (string, string)) (int, error) {
+	return c.addDepth(ctx, urls, check, 0)
+}
+
+// addDepth is addChecked for URLs reached through redirects redirects.
+func (c *Crawler) addDepth(ctx context.Context, urls []string, check func(string) (string, string), redirects int) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -331,7 +338,10 @@ func (c *Crawler) addChecked(ctx context.Context, urls []string, check func(stri
 	}
 	c.dayMu.RLock()
 	defer c.dayMu.RUnlock()
-	added, fresh, err := c.q.add(ok)
+	added, fresh, capped, err := c.q.add(ok, redirects)
+	for _, u := range capped {
+		c.count(KindHostNewURLs, u, fmt.Errorf("host %s had %d new URLs today", hostOf(u), c.cfg.HostNewURLs))
+	}
 	if err != nil {
 		c.count(KindQueue, "", err)
 		return 0, err
@@ -346,6 +356,15 @@ func (c *Crawler) addChecked(ctx context.Context, urls []string, check func(stri
 				c.log.Debug("crawl: not queued: seen today", "url", u)
 			}
 		}
+	}
+	if fn := c.onKnown.Load(); fn != nil && fresh > 0 {
+		urls := make([]string, 0, fresh)
+		for _, e := range added {
+			if e.fresh {
+				urls = append(urls, e.url)
+			}
+		}
+		(*fn)(urls)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -605,6 +624,22 @@ func (c *Crawler) shareUnversioned(ctx context.Context) error {
 	}
 	c.log.Debug("crawl: shared known URLs without versions", "owned", len(owned), "moved", len(moved))
 	return nil
+}
+
+// OnKnown makes the crawler call fn with the URLs that Add,
+// AddRequisites, Seed or TakeOver made known to this node (they were
+// not known before), once they are durably queued, on the adding
+// goroutine: fn must not block (replication queues them for the range's
+// holders, so that a URL survives its owner's death right after it was
+// learned). URLs remembered for other nodes (Remember) and those a new
+// day takes from the archive are not reported. fn replaces the previous
+// function; nil stops the calls.
+func (c *Crawler) OnKnown(fn func(urls []string)) {
+	if fn == nil {
+		c.onKnown.Store(nil)
+		return
+	}
+	c.onKnown.Store(&fn)
 }
 
 // Remember makes urls known to this node without queuing them: a replica

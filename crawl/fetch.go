@@ -80,7 +80,8 @@ func classify(code int, conditional bool) class {
 // the response's class (classify), the body (readBody) and the page's
 // digest and links (process), then storing and forwarding (store). An
 // entry of an epoch (Crawler.epoch) a new day has ended is not fetched.
-func (c *Crawler) fetch(ctx context.Context, raw string, epoch uint64, u *url.URL, l *hostLease) outcome {
+func (c *Crawler) fetch(ctx context.Context, e entry, u *url.URL, l *hostLease) outcome {
+	raw, epoch := e.url, e.epoch
 	st, err := c.state(ctx, raw)
 	hasState := err == nil
 	if err != nil && !errors.Is(err, archive.ErrNotFound) {
@@ -169,7 +170,7 @@ func (c *Crawler) fetch(ctx context.Context, raw string, epoch uint64, u *url.UR
 		c.count(KindContentType, raw, fmt.Errorf("sniffed content type %q", p.ctype))
 		return c.recordUnkept(ctx, raw, resp, now, truncatedType, st, hasState)
 	}
-	return c.store(ctx, raw, resp, body, p, st, now)
+	return c.store(ctx, raw, resp, body, p, st, now, e.redirects)
 }
 
 // newRequest builds the conditional GET of raw: the crawler's identity,
@@ -275,9 +276,10 @@ func (c *Crawler) process(u *url.URL, resp *http.Response, cl class, body []byte
 }
 
 // store records a processed answer: an unchanged one refreshes the crawl
-// state; a changed one forwards its new links, then goes to the archive
+// state; a changed one forwards its new links (a redirect's target with
+// the entry's redirect depth, see redirect.go), then goes to the archive
 // with its crawl state.
-func (c *Crawler) store(ctx context.Context, raw string, resp *http.Response, body []byte, p processed, st archive.CrawlState, now time.Time) outcome {
+func (c *Crawler) store(ctx context.Context, raw string, resp *http.Response, body []byte, p processed, st archive.CrawlState, now time.Time, redirects int) outcome {
 	next := archive.CrawlState{
 		ETag:         resp.Header.Get("ETag"),
 		LastModified: resp.Header.Get("Last-Modified"),
@@ -303,12 +305,18 @@ func (c *Crawler) store(ctx context.Context, raw string, resp *http.Response, bo
 	// the links again; their owners' seen tests absorb the repeat.
 	var fwdErr error
 	if len(p.fresh) > 0 {
-		if fwdErr = c.forward(ctx, p.fresh, p.reqs); fwdErr != nil && ctx.Err() != nil {
+		sent := len(p.fresh)
+		if classify(resp.StatusCode, false) == classRedirect {
+			sent, fwdErr = c.followRedirect(ctx, raw, p.fresh, p.reqs, redirects)
+		} else {
+			fwdErr = c.forward(ctx, p.fresh, p.reqs)
+		}
+		if fwdErr != nil && ctx.Err() != nil {
 			return abandoned
 		}
 		if fwdErr == nil {
 			c.mu.Lock()
-			c.st.forwarded += int64(len(p.fresh))
+			c.st.forwarded += int64(sent)
 			c.mu.Unlock()
 		}
 	}

@@ -84,6 +84,9 @@ func (c *Crawler) runHost(host string, h *hostState) {
 			if stale || ctx.Err() != nil {
 				break // a new day reset the queue: read again
 			}
+			if !c.waitUnpaused(ctx) {
+				return
+			}
 			after = e.key
 			e.epoch = epoch
 			// At most one fetch per connection gets ready (crawl state
@@ -124,7 +127,7 @@ func (c *Crawler) runHost(host string, h *hostState) {
 				defer func() { <-c.proc }()
 				l := &hostLease{s: hs}
 				defer l.release()
-				c.finish(e, true, c.fetch(ctx, e.url, e.epoch, u, l).finished())
+				c.finish(e, true, c.fetch(ctx, e, u, l).finished())
 			}(e, u)
 		}
 		if c.othersWaiting() {
@@ -168,6 +171,12 @@ func (c *Crawler) admit(ctx context.Context, host string, e entry) (*url.URL, ve
 		kind := KindRobots
 		if errors.Is(rules.err, ErrInternalAddress) {
 			kind = KindInternal
+			// Refused by this node's policy, not fetched: out of the
+			// day's URL-seen set, so that it is crawled the same day
+			// once the policy allows it and it is offered again.
+			if err := c.q.unsee(e.url); err != nil {
+				c.count(KindQueue, e.url, err)
+			}
 		}
 		c.count(kind, e.url, rules.err)
 		return nil, dropped
@@ -188,7 +197,7 @@ func (c *Crawler) admit(ctx context.Context, host string, e entry) (*url.URL, ve
 		return nil, dropped
 	}
 	if !c.owned(ctx, e.url) {
-		if c.passOn(ctx, e.url) {
+		if c.passOn(ctx, e) {
 			return nil, dropped
 		}
 		return nil, kept
@@ -290,11 +299,18 @@ func (c *Crawler) owned(ctx context.Context, url string) bool {
 	return !ok || !r.Moved(ctx, url)
 }
 
-// passOn hands an entry this node no longer owns to its owner and
-// reports whether the entry may leave the queue (false: passing it on
-// failed, it stays for the next read or day).
-func (c *Crawler) passOn(ctx context.Context, url string) bool {
-	err := c.f.(Relocator).PassOn(ctx, url)
+// passOn hands an entry this node no longer owns to its owner (with its
+// redirect depth when it has one and Config.Redirects is set) and reports
+// whether the entry may leave the queue (false: passing it on failed, it
+// stays for the next read or day).
+func (c *Crawler) passOn(ctx context.Context, e entry) bool {
+	url := e.url
+	var err error
+	if e.redirects > 0 && c.cfg.Redirects != nil {
+		err = c.cfg.Redirects.SendRedirect(ctx, url, e.redirects, false)
+	} else {
+		err = c.f.(Relocator).PassOn(ctx, url)
+	}
 	c.mu.Lock()
 	if err == nil {
 		c.st.passedOn++

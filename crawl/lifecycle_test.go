@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -214,5 +215,36 @@ func TestHTTPRobotsRedirects(t *testing.T) {
 	rec, err := h.Robots(context.Background(), "http://127.0.0.1:1")
 	if err != nil || rec.Status != 0 || ParseRobots(rec, "herod").Allowed("/") {
 		t.Fatalf("unreachable host: %+v, %v", rec, err)
+	}
+}
+
+// TestOnKnown: the hook sees each URL once, when an Add makes it known,
+// and not the URLs remembered for other nodes.
+func TestOnKnown(t *testing.T) {
+	ctx := context.Background()
+	c, err := New(t.TempDir(), testConfig(newClock()), newMemArchive(), &loopForwarder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var got []string
+	c.OnKnown(func(urls []string) { got = append(got, urls...) })
+	if err := c.Add(ctx, []string{"http://a.example/1", "http://a.example/2", "http://a.example/1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Remember(ctx, []string{"http://a.example/3"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Add(ctx, []string{"http://a.example/2", "http://a.example/3", "http://a.example/4"}); err != nil {
+		t.Fatal(err)
+	}
+	// /3 was remembered, so known already; queuing it does not report it.
+	want := []string{"http://a.example/1", "http://a.example/2", "http://a.example/4"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("OnKnown saw %q, want %q", got, want)
+	}
+	c.OnKnown(nil)
+	if err := c.Add(ctx, []string{"http://a.example/5"}); err != nil || len(got) != 3 {
+		t.Fatalf("OnKnown(nil) still calls: %q, %v", got, err)
 	}
 }

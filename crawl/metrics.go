@@ -31,6 +31,7 @@ var metricHelp = map[string]string{
 	"active_hosts":        "Hosts being crawled.",
 	"waiting_hosts":       "Hosts with queued URLs waiting for their turn.",
 	"connections":         "Connections to origin servers open now for pages, kept-alive ones included.",
+	"cap_held":            "Requests the local per-host cap held back after the ring-wide budget granted them, since start.",
 }
 
 // NewCollector returns a Collector for c.
@@ -60,6 +61,7 @@ func (m *Collector) Collect(ch chan<- prometheus.Metric) {
 		"forwarded_today": float64(st.Forwarded), "bytes_fetched_today": float64(st.BytesFetched),
 		"known_urls": float64(st.KnownURLs), "active_hosts": float64(st.ActiveHosts),
 		"waiting_hosts": float64(st.WaitingHosts), "connections": float64(st.Connections),
+		"cap_held": float64(st.CapHeld),
 	}
 	for name, v := range vals {
 		ch <- prometheus.MustNewConstMetric(m.descs[name], prometheus.GaugeValue, v)

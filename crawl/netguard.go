@@ -145,7 +145,7 @@ func (g *guard) check(ip netip.Addr) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: %s", ErrInternalAddress, ip)
+	return fmt.Errorf("%w: %s (a node crawls it when started with --allow-private %s)", ErrInternalAddress, ip, u)
 }
 
 // checkAddr checks "ip:port", the form a dialer hands its Control hook

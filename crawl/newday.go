@@ -21,7 +21,8 @@ func (q *queue) interruptedNewDay() (int64, error) {
 // and every known URL for which owns returns true (all when owns is nil)
 // queued again, in key order. Then, when more is not nil, every URL it
 // yields that is not yet known and for which take returns true becomes
-// known and is queued too. It returns the queued entries per host, their
+// known and is queued too. Last, deferred URLs (deferred.go) are queued
+// up to each host's cap of new URLs for day. It returns the queued entries per host, their
 // count and how many URLs became known. The target day is recorded first,
 // so a crash in the middle is finished by calling newDay again with the
 // same day.
@@ -63,8 +64,9 @@ func (q *queue) newDay(day int64, owns func(string) bool, more func(yield func(s
 			continue
 		}
 		h := hostOf(u)
-		b.Put(bytes.Clone(it.Key()), dayv)
-		b.Put(queueKey(h, seq), []byte(u))
+		_, redirects, _ := parseKnownValue(it.Value())
+		b.Put(bytes.Clone(it.Key()), knownValue(day, redirects))
+		b.Put(queueKey(h, seq), entryValue(u, redirects))
 		seq++
 		hosts[h]++
 		n++
@@ -115,6 +117,30 @@ func (q *queue) newDay(day int64, owns func(string) bool, more func(yield func(s
 			return nil, 0, 0, fmt.Errorf("crawl queue new day: known urls: %w", err)
 		}
 	}
+	newCounts := make(map[string]int)
+	promoted, pn, err := q.promoteDeferred(day, owns, newCounts, &seq, func(k, v, del []byte) error {
+		if del != nil {
+			b.Delete(del)
+		} else {
+			b.Put(k, v)
+		}
+		if b.Len() >= newDayChunk {
+			b.Put(keySeq, u64(seq))
+			if err := q.db.Write(b, nil); err != nil {
+				return fmt.Errorf("crawl queue new day: %w", err)
+			}
+			b.Reset()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	for h, c := range promoted {
+		hosts[h] += c
+	}
+	n += pn
+	fresh += pn
 	b.Put(keySeq, u64(seq))
 	b.Put(keyDay, dayv)
 	b.Delete(keyNewDay)
@@ -122,6 +148,7 @@ func (q *queue) newDay(day int64, owns func(string) bool, more func(yield func(s
 		return nil, 0, 0, fmt.Errorf("crawl queue new day: %w", err)
 	}
 	q.seq, q.day = seq, day
+	q.hostNew, q.hostNewDay = newCounts, day
 	q.dayNow.Store(day)
 	return hosts, n, fresh, nil
 }

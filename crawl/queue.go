@@ -17,8 +17,15 @@ import (
 
 // The queue database holds, in one goleveldb:
 //
-//	"u/" + url              -> day (8 bytes, big endian) the URL was last queued
-//	"q/" + host + 0x00 + seq -> url: a pending fetch, one FIFO per host
+//	"u/" + url              -> day (8 bytes, big endian) the URL was last
+//	                           queued, then its redirect depth (1 byte) when
+//	                           it was reached through redirects
+//	"q/" + host + 0x00 + seq -> url, or 0x01 + depth (1 byte) + url for a
+//	                            redirect's target (redirect.go): a pending
+//	                            fetch, one FIFO per host
+//	"d/" + url              -> redirect depth (1 byte, or none for 0): a URL
+//	                           never known before that the per-host cap on new
+//	                           URLs deferred to a later day (deferred.go)
 //	"m/seq"                 -> next sequence number
 //	"m/day"                 -> current crawl day
 //	"m/newday"              -> day a NewDay is moving to (present only while it runs)
@@ -34,8 +41,9 @@ var (
 )
 
 const (
-	prefixURL   = "u/"
-	prefixQueue = "q/"
+	prefixURL      = "u/"
+	prefixQueue    = "q/"
+	prefixDeferred = "d/"
 	// newDayChunk is how many URLs one NewDay batch queues.
 	newDayChunk = 4096
 )
@@ -45,7 +53,52 @@ type entry struct {
 	key   []byte // queue key
 	url   string // canonical URL
 	epoch uint64 // Crawler.epoch when a host loop took it
+	fresh bool   // add made the URL known (it was not before)
+	// redirects is how many redirects led to url (0: a link, a seed or a
+	// URL queued again at a new day), at most maxRedirectDepth.
+	redirects int
 }
+
+// entryValue is the queue value of url reached through redirects redirects.
+func entryValue(url string, redirects int) []byte {
+	if redirects <= 0 {
+		return []byte(url)
+	}
+	return append([]byte{redirectMark, byte(min(redirects, maxRedirectDepth))}, url...)
+}
+
+// parseEntryValue reverses entryValue. A canonical URL starts with its
+// scheme, never with redirectMark.
+func parseEntryValue(v []byte) (url string, redirects int) {
+	if len(v) >= 2 && v[0] == redirectMark {
+		return string(v[2:]), int(v[1])
+	}
+	return string(v), 0
+}
+
+// knownValue is the known-set value of a URL last queued on day, reached
+// through redirects redirects.
+func knownValue(day int64, redirects int) []byte {
+	v := u64(uint64(day))
+	if redirects > 0 {
+		v = append(v, byte(min(redirects, maxRedirectDepth)))
+	}
+	return v
+}
+
+// parseKnownValue reverses knownValue; ok is false for a malformed value.
+func parseKnownValue(v []byte) (day int64, redirects int, ok bool) {
+	if len(v) != 8 && len(v) != 9 {
+		return 0, 0, false
+	}
+	if len(v) == 9 {
+		redirects = int(v[8])
+	}
+	return int64(binary.BigEndian.Uint64(v[:8])), redirects, true
+}
+
+// redirectMark opens the queue value of a redirect's target.
+const redirectMark = 0x01
 
 // queue is the durable per-host FIFO and URL-seen set. Its methods are
 // safe for concurrent use.
@@ -71,6 +124,14 @@ type queue struct {
 	mu  sync.Mutex
 	seq uint64
 	day int64
+	// hostNew counts, per host, the URLs never known before that add
+	// queued on day hostNewDay (in memory: a restart starts afresh);
+	// newCap caps them (<= 0: no cap).
+	hostNew    map[string]int
+	hostNewDay int64
+	newCap     int
+	// deferred counts the URLs of each host in the deferred set.
+	deferred map[string]int
 	// dayNow mirrors day for currentDay, which takes no lock: the node
 	// asks it while holding the ring's lock, and newDay holds mu while it
 	// asks the ring who owns a URL.
@@ -78,7 +139,7 @@ type queue struct {
 	writing map[string]struct{}
 }
 
-func openQueue(dir string) (*queue, error) {
+func openQueue(dir string, newCap int) (*queue, error) {
 	db, err := leveldb.OpenFile(dir, &opt.Options{NoSync: false})
 	if lerrors.IsCorrupted(err) {
 		db, err = leveldb.RecoverFile(dir, nil)
@@ -86,7 +147,7 @@ func openQueue(dir string) (*queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("crawl queue open: %w", err)
 	}
-	q := &queue{db: db, writing: make(map[string]struct{})}
+	q := &queue{db: db, writing: make(map[string]struct{}), newCap: newCap}
 	seq, err := q.getUint(keySeq)
 	if err != nil {
 		db.Close()
@@ -102,6 +163,10 @@ func openQueue(dir string) (*queue, error) {
 	seq = max(seq, maxSeq)
 	day, err := q.getUint(keyDay)
 	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	if q.deferred, err = q.countDeferred(); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -167,15 +232,18 @@ func hostOf(u string) string {
 // currentDay returns the day the seen set belongs to. It takes no lock.
 func (q *queue) currentDay() int64 { return q.dayNow.Load() }
 
-// add queues the URLs not seen today and returns the new entries and how
-// many of them were never known before. The write is synced to disk
-// before add returns.
-func (q *queue) add(urls []string) (added []entry, fresh int, err error) {
+// add queues the URLs not seen today, each reached through redirects
+// redirects, and returns the new entries, how many of them were never
+// known before, and the URLs never known before that it did not queue
+// because their host had its newCap of them today (deferred to a later
+// day, or dropped past the backlog: deferred.go). The write is synced to
+// disk before add returns.
+func (q *queue) add(urls []string, redirects int) (added []entry, fresh int, capped []string, err error) {
 	q.days.RLock()
 	defer q.days.RUnlock()
-	kvs, added, fresh, err := q.prepare(urls)
+	kvs, added, fresh, capped, err := q.prepare(urls, redirects)
 	if err != nil || len(added) == 0 {
-		return nil, 0, err
+		return nil, 0, capped, err
 	}
 	err = q.commit(kvs)
 	q.mu.Lock()
@@ -184,19 +252,40 @@ func (q *queue) add(urls []string) (added []entry, fresh int, err error) {
 	}
 	q.mu.Unlock()
 	if err != nil {
-		return nil, 0, fmt.Errorf("crawl queue add: %w", err)
+		return nil, 0, capped, fmt.Errorf("crawl queue add: %w", err)
 	}
-	return added, fresh, nil
+	return added, fresh, capped, nil
 }
 
-// prepare runs the seen test and builds add's writes, reserving sequence
-// numbers and marking the URLs as being written.
-func (q *queue) prepare(urls []string) ([][2][]byte, []entry, int, error) {
+// maxCapHosts bounds the hosts whose new URLs are counted; past it the
+// counts start afresh (a day touching that many hosts is no trap of one).
+const maxCapHosts = 1 << 18
+
+// admitNew reports whether host may have one more URL never known before
+// today, and counts it. The caller holds q.mu.
+func (q *queue) admitNew(host string) bool {
+	if q.newCap <= 0 {
+		return true
+	}
+	if q.hostNew == nil || q.hostNewDay != q.day || len(q.hostNew) >= maxCapHosts {
+		q.hostNew, q.hostNewDay = make(map[string]int), q.day
+	}
+	if q.hostNew[host] >= q.newCap {
+		return false
+	}
+	q.hostNew[host]++
+	return true
+}
+
+// prepare runs the seen test and the per-host cap on new URLs and builds
+// add's writes, reserving sequence numbers and marking the URLs as being
+// written.
+func (q *queue) prepare(urls []string, redirects int) ([][2][]byte, []entry, int, []string, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	day := u64(uint64(q.day))
 	var kvs [][2][]byte
 	var added []entry
+	var capped []string
 	fresh := 0
 	for _, u := range urls {
 		if _, dup := q.writing[u]; dup {
@@ -204,25 +293,42 @@ func (q *queue) prepare(urls []string) ([][2][]byte, []entry, int, error) {
 		}
 		uk := []byte(prefixURL + u)
 		v, err := q.db.Get(uk, nil)
+		if err == nil {
+			if d, _, ok := parseKnownValue(v); ok && d == q.day {
+				continue // seen today
+			}
+		}
 		switch {
-		case err == nil && bytes.Equal(v, day):
-			continue // seen today
 		case errors.Is(err, leveldb.ErrNotFound):
+			if !q.admitNew(hostOf(u)) {
+				capped = append(capped, u)
+				kv, derr := q.deferLocked(u, redirects)
+				if derr != nil {
+					for _, e := range added {
+						delete(q.writing, e.url)
+					}
+					return nil, nil, 0, nil, derr
+				}
+				if kv[0] != nil {
+					kvs = append(kvs, kv)
+				}
+				continue
+			}
 			fresh++
 		case err != nil:
 			for _, e := range added {
 				delete(q.writing, e.url)
 			}
-			return nil, nil, 0, fmt.Errorf("crawl queue seen: %w", err)
+			return nil, nil, 0, nil, fmt.Errorf("crawl queue seen: %w", err)
 		}
 		k := queueKey(hostOf(u), q.seq)
 		q.seq++
 		q.writing[u] = struct{}{}
-		kvs = append(kvs, [2][]byte{uk, day}, [2][]byte{k, []byte(u)})
-		added = append(added, entry{key: k, url: u})
+		kvs = append(kvs, [2][]byte{uk, knownValue(q.day, redirects)}, [2][]byte{k, entryValue(u, redirects)})
+		added = append(added, entry{key: k, url: u, fresh: errors.Is(err, leveldb.ErrNotFound), redirects: min(redirects, maxRedirectDepth)})
 	}
 	kvs = append(kvs, [2][]byte{keySeq, u64(q.seq)})
-	return kvs, added, fresh, nil
+	return kvs, added, fresh, capped, nil
 }
 
 // unsee takes url out of today's URL-seen set (it stays known), so that
@@ -235,11 +341,15 @@ func (q *queue) unsee(url string) error {
 	defer q.mu.Unlock()
 	uk := []byte(prefixURL + url)
 	v, err := q.db.Get(uk, nil)
-	if errors.Is(err, leveldb.ErrNotFound) || (err == nil && !bytes.Equal(v, u64(uint64(q.day)))) {
-		return nil // not seen today
+	if errors.Is(err, leveldb.ErrNotFound) {
+		return nil // not known
 	}
 	if err == nil {
-		err = q.db.Put(uk, u64(0), nil) // a day that is never today
+		d, redirects, ok := parseKnownValue(v)
+		if ok && d != q.day {
+			return nil // not seen today
+		}
+		err = q.db.Put(uk, knownValue(0, redirects), nil) // a day that is never today
 	}
 	if err != nil {
 		return fmt.Errorf("crawl queue unsee: %w", err)
@@ -276,7 +386,8 @@ func (q *queue) next(host string, after []byte, n int) ([]entry, error) {
 	defer it.Release()
 	var out []entry
 	for len(out) < n && it.Next() {
-		out = append(out, entry{key: bytes.Clone(it.Key()), url: string(it.Value())})
+		u, redirects := parseEntryValue(it.Value())
+		out = append(out, entry{key: bytes.Clone(it.Key()), url: u, redirects: redirects})
 	}
 	if err := it.Error(); err != nil {
 		return nil, fmt.Errorf("crawl queue next: %w", err)

@@ -158,3 +158,36 @@ func sanitizeRobots(body []byte) []byte {
 
 // robotstxtFromBytes is the parser entry point, named for tests.
 var robotstxtFromBytes = robotstxt.FromBytes
+
+// SameRobots reports whether two records of one robots.txt mean the same
+// policy for every crawler: the same outcome class (a 2xx file, a 4xx but
+// 429 that allows everything, or anything else that disallows
+// everything) and, for a file, the same rules once sanitized (comments,
+// unknown lines and spacing aside). Two holders of a record that agree
+// confirm each other (see package node/politeness).
+func SameRobots(a, b RobotsRecord) bool {
+	ca, cb := robotsClass(a.Status), robotsClass(b.Status)
+	if ca != cb {
+		return false
+	}
+	return ca != robotsFile || bytes.Equal(sanitizeRobots(a.Body), sanitizeRobots(b.Body))
+}
+
+// Outcome classes of a robots.txt record (ParseRobots).
+const (
+	robotsFile        = iota // 2xx: the rules of the body
+	robotsAllowAll           // 4xx but 429: unavailable, everything allowed
+	robotsDisallowAll        // 429, 5xx, unreachable: everything disallowed
+)
+
+func robotsClass(status int) int {
+	switch {
+	case status >= 200 && status < 300:
+		return robotsFile
+	case status == 429:
+		return robotsDisallowAll
+	case status >= 400 && status < 500:
+		return robotsAllowAll
+	}
+	return robotsDisallowAll
+}

@@ -306,3 +306,23 @@ func TestParseRobotsFiles(t *testing.T) {
 		}
 	}
 }
+
+func TestSameRobots(t *testing.T) {
+	file := func(body string) RobotsRecord { return RobotsRecord{Status: 200, Body: []byte(body)} }
+	for _, c := range []struct {
+		a, b RobotsRecord
+		same bool
+	}{
+		{file("User-agent: *\nDisallow: /a\n"), file("# c\nuser-agent: *   \r\ndisallow: /a # x\n"), true},
+		{file("User-agent: *\nDisallow: /a\n"), file("User-agent: *\nDisallow: /b\n"), false},
+		{file("User-agent: *\nDisallow: /a\n"), RobotsRecord{Status: 404}, false},
+		{RobotsRecord{Status: 404}, RobotsRecord{Status: 410}, true},
+		{RobotsRecord{Status: 503}, RobotsRecord{Status: 0}, true},
+		{RobotsRecord{Status: 429}, RobotsRecord{Status: 404}, false},
+		{file(""), RobotsRecord{Status: 404}, false},
+	} {
+		if got := SameRobots(c.a, c.b); got != c.same {
+			t.Errorf("SameRobots(%d %q, %d %q) = %v", c.a.Status, c.a.Body, c.b.Status, c.b.Body, got)
+		}
+	}
+}

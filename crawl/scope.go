@@ -30,6 +30,12 @@ const (
 	KindQuota       = "quota"            // archive quota reached, nothing stored
 	KindForward     = "forward"          // Forwarder failed; links kept for a retry
 	KindQueue       = "queue"            // queue database error
+	// KindRedirectChain counts redirect targets not followed because the
+	// chain reached MaxRedirects (redirect.go).
+	KindRedirectChain = "redirect_chain"
+	// KindHostNewURLs counts URLs never known before that were not queued
+	// because their host had HostNewURLs of them today.
+	KindHostNewURLs = "host_new_urls"
 )
 
 // scope decides which URLs the crawler admits. It is immutable after

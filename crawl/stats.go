@@ -14,14 +14,17 @@ type Stats struct {
 	// DayStarted is when this node began crawling Day (its NewDay): a
 	// fetch of an earlier day that had not sent its request by then does
 	// not send it. Zero when the day began before the process started.
-	DayStarted   time.Time `json:"dayStarted,omitzero"`
-	Queued       int64     `json:"queued"`       // URLs waiting to be fetched
-	InFlight     int64     `json:"inFlight"`     // fetches under way
-	FetchedToday int64     `json:"fetchedToday"` // requests answered by the origin today
-	NewVersions  int64     `json:"newVersions"`  // versions the archive added
-	NotModified  int64     `json:"notModified"`  // 304 answers
-	Unchanged    int64     `json:"unchanged"`    // 200 answers whose payload equals the stored one
-	Forwarded    int64     `json:"forwarded"`    // links handed to the Forwarder
+	DayStarted time.Time `json:"dayStarted,omitzero"`
+	Queued     int64     `json:"queued"` // URLs waiting to be fetched
+	// Paused is why the crawl sends no request now ("" when it runs):
+	// Config.Paused's reason, such as "disk full".
+	Paused       string `json:"paused,omitempty"`
+	InFlight     int64  `json:"inFlight"`     // fetches under way
+	FetchedToday int64  `json:"fetchedToday"` // requests answered by the origin today
+	NewVersions  int64  `json:"newVersions"`  // versions the archive added
+	NotModified  int64  `json:"notModified"`  // 304 answers
+	Unchanged    int64  `json:"unchanged"`    // 200 answers whose payload equals the stored one
+	Forwarded    int64  `json:"forwarded"`    // links handed to the Forwarder
 	// PassedOn counts queued URLs handed to the Forwarder instead of
 	// fetched because, at fetch time, this node no longer owned them.
 	PassedOn     int64 `json:"passedOn"`
@@ -37,6 +40,13 @@ type Stats struct {
 	// holds open now for pages (robots.txt and proxied requests aside):
 	// at most 2*Concurrency (Config.Concurrency).
 	Connections int64 `json:"connections"`
+	// CapHeld counts, since the process started, the requests the local
+	// per-host cap (HostRate, see CapBudget) held back 10 ms or more after
+	// the ring-wide budget had granted them. An honest schedule causes a
+	// few (a slot used late, up to half an interval, delays the next one:
+	// about one request in ten in TestPoliteRing); an owner granting more
+	// than HostRate makes nearly every request wait.
+	CapHeld int64 `json:"capHeld"`
 }
 
 // counters are the mutable day counters, guarded by Crawler.mu.
@@ -61,6 +71,7 @@ func (c *Crawler) Stats() Stats {
 		Day:          day,
 		DayStarted:   c.dayStarted,
 		Queued:       c.queuedLocked(),
+		Paused:       c.pausedFor,
 		InFlight:     c.st.inFlight,
 		FetchedToday: c.st.fetched,
 		NewVersions:  c.st.newVersions,
@@ -75,6 +86,7 @@ func (c *Crawler) Stats() Stats {
 		Connections:  c.openConns.Load(),
 		ActiveHosts:  c.running,
 		WaitingHosts: len(c.waiting),
+		CapHeld:      capHeld(c.cfg.Budget),
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -134,7 +135,8 @@ func (s *Server) statusAllowed(r *http.Request) bool {
 }
 
 // serveSeed answers POST /api/seed: URLs to crawl, one per line, from the
-// operator (the admin token), never from a page.
+// operator (the admin token), never from a page. The answer, 202 Accepted,
+// is JSON, a SeedReply: what became of each URL.
 func (s *Server) serveSeed(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Seed == nil || s.cfg.AdminToken == "" {
 		s.errorPage(w, r, http.StatusNotFound, "There is no page at this address.", "")
@@ -150,11 +152,19 @@ func (s *Server) serveSeed(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	if err := s.cfg.Seed(ctx, urls); err != nil {
-		http.Error(w, "gateway: seed: "+err.Error(), http.StatusBadRequest)
+	res, err := s.cfg.Seed(ctx, urls)
+	if err != nil {
+		http.Error(w, "gateway: seed: "+err.Error(), http.StatusBadGateway)
 		return
 	}
+	b, err := json.Marshal(SeedReply{Results: res})
+	if err != nil {
+		http.Error(w, "gateway: seed: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusAccepted)
+	_, _ = w.Write(append(b, '\n'))
 }
 
 // purgePath is the admin endpoint that orders the purge of a peer's

@@ -53,9 +53,9 @@ func TestSeedNeedsToken(t *testing.T) {
 	var got [][]string
 	s := newServer(t, newFake(), func(c *Config) {
 		c.AdminToken = token
-		c.Seed = func(_ context.Context, urls []string) error {
+		c.Seed = func(_ context.Context, urls []string) ([]SeedResult, error) {
 			got = append(got, urls)
-			return nil
+			return nil, nil
 		}
 	})
 	seed := func(method string, hdr ...string) int {
@@ -103,7 +103,7 @@ func TestSeedNeedsToken(t *testing.T) {
 		t.Errorf("seed on the content origin: %d", w.Code)
 	}
 	// Without a token configured the endpoint is absent.
-	off := newServer(t, newFake(), func(c *Config) { c.Seed = func(context.Context, []string) error { return nil } })
+	off := newServer(t, newFake(), func(c *Config) { c.Seed = func(context.Context, []string) ([]SeedResult, error) { return nil, nil } })
 	w = httptest.NewRecorder()
 	off.ServeHTTP(w, httptest.NewRequest(http.MethodPost, uiOrigin+"/api/seed", nil))
 	if w.Code != http.StatusNotFound {

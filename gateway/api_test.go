@@ -246,8 +246,8 @@ func TestRingPage(t *testing.T) {
 	s := newServer(t, newFake(), func(c *Config) { c.Ring, c.PublicStatus = func(context.Context) RingView { return view }, true })
 	w := get(t, s, "/ring")
 	body := w.Body.String()
-	for _, want := range []string{"<svg", "3 virtual servers on 3 nodes", "1 successor pointer disagree", "successor should be 40000000",
-		"peerB&lt;script&gt;", "(this node)", "<path d=\"M", "<td>20417</td>", "<td>7</td><td>42 s</td>",
+	for _, want := range []string{"<svg", "2 of 3 nodes up · 7 versions with fewer than k copies", "3 virtual servers known here", "1 successor pointer disagree", "successor should be 40000000",
+		"peerB&lt;script&gt;", "(this node)", "<path d=\"M", `<td title="day 20417">20417</td>`, "<td>7</td><td>42 s</td>",
 		"<b>relayed</b>, behind NAT (mapped)", "<b>unreachable</b>", "no answer"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("ring page lacks %q", want)
@@ -294,7 +294,7 @@ func TestRingRemoteStateUnknown(t *testing.T) {
 	d := buildRing(RingView{Self: "p1", Nodes: []RingNode{
 		{ID: a, Peer: "p1", Local: true, Successors: []string{b}},
 		{ID: b, Peer: "p2"},
-	}, Peers: []PeerSummary{{Peer: "p1", Versions: 3}}})
+	}, Peers: []PeerSummary{{Peer: "p1", Versions: 3}}}, time.Time{})
 	if d.Broken != 0 {
 		t.Fatalf("Broken = %d, want 0: a remote node's unknown state is not a disagreement", d.Broken)
 	}
@@ -304,7 +304,7 @@ func TestRingRemoteStateUnknown(t *testing.T) {
 		}
 	}
 	local := RingView{Self: "p1", Nodes: []RingNode{{ID: a, Peer: "p1", Local: true, Successors: []string{a}}, {ID: b, Peer: "p2"}}}
-	if d := buildRing(local); d.Broken != 1 {
+	if d := buildRing(local, time.Time{}); d.Broken != 1 {
 		t.Fatalf("a local successor pointer that skips a node: Broken = %d, want 1", d.Broken)
 	}
 }

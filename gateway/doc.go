@@ -58,10 +58,12 @@
 //	/static/replay.js                the replay script rewritten pages load
 //	anything else                    302 to the UI origin, or (Referer) into the archive
 //
-// A timestamp <ts> has 1 to 14 digits, YYYYMMDDhhmmss; further digits (up
-// to 17: some archives write milliseconds) are ignored. A partial timestamp
-// names the end of a period, padded as pywb pads it (see ParseTimestamp):
-// "2014" is 2014-12-31 23:59:59 UTC, "201402" is 2014-02-28 23:59:59.
+// A timestamp <ts> has 1 to 14 digits, YYYYMMDDhhmmss, naming a whole
+// second, and up to 3 more naming its milliseconds (VersionTimestamp
+// writes them for captures that share a second). A timestamp names the
+// end of its period, padded as pywb pads it (see ParseTimestamp): "2014"
+// is 2014-12-31 23:59:59.999999999 UTC, a 14-digit one the last instant
+// of its second.
 // Out-of-range fields are clamped. Replay serves the newest version not
 // newer than that instant, or the oldest version when every version is
 // newer. Links in a replayed document keep the timestamp as the reader

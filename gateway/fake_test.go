@@ -54,7 +54,7 @@ func version(c *archive.Capture) archive.Version {
 	return archive.Version{
 		URL: c.URL, Key: id.OfString(c.URL), Digest: id.Sum(c.Body), Time: c.Time,
 		Day: c.Time.Unix() / 86400, Status: c.Status, ContentType: c.Header.Get("Content-Type"),
-		Length: int64(len(c.Body)), File: fmt.Sprintf("objects/%s.warc.gz", id.OfString(c.URL).Short()),
+		Length: int64(len(c.Body)), Peer: c.Peer, File: fmt.Sprintf("objects/%s.warc.gz", id.OfString(c.URL).Short()),
 		Size: int64(len(c.Body)), // the fake's "record" is its payload, at offset 0 of its file
 	}
 }

@@ -61,7 +61,7 @@ const frameHead = `<!DOCTYPE html>
 const frameStyle = `<style>
 html,body{height:100%;margin:0}body{display:flex;flex-direction:column;font:13px/1.6 system-ui,sans-serif}
 #herod-banner{flex:none;background:#1d3557;color:#fff;padding:4px 12px;display:flex;flex-wrap:wrap;gap:4px 12px;align-items:baseline}
-#herod-banner a{color:#fff}#herod-banner .home{font-weight:700;text-decoration:none}#herod-url{color:#cfd8e3;word-break:break-all}
+#herod-banner a{color:#fff}#herod-banner .home{font-weight:700;text-decoration:none}#herod-url{color:#cfd8e3;word-break:break-all}#herod-prov{color:#cfd8e3;font-size:.9em}
 #herod-banner form{margin-left:auto;display:flex;gap:4px}#herod-banner input{font:inherit;padding:0 4px;border:0;border-radius:3px}
 #herod-frame{flex:1;border:0;width:100%;background:#fff}[hidden]{display:none!important}
 </style>
@@ -95,7 +95,7 @@ func framePage(d bannerData, src, content, ts string, pending bool) []byte {
 <div id="herod-banner" role="banner">
 <a class="home" href="/">herod</a>
 <span>captured <span id="herod-date">`, e(d.Date), `</span> UTC</span>
-<span id="herod-url">`, u, "</span>\n")
+<span id="herod-url">`, u, "</span>\n", `<span id="herod-prov" class="prov">`, e(d.Provenance), "</span>\n")
 	neighbour := func(id, ts, label string, prev bool) {
 		w(`<a id="`, id, `" href="/web/`, e(ts), `/`, u, `"`)
 		if ts == "" {
@@ -153,7 +153,9 @@ func (s *Server) serveFrame(w http.ResponseWriter, r *http.Request, t Target) {
 	s.stats.frames.Add(1)
 	content := s.contentOrigin(r)
 	i := selectVersion(vs, t.Time)
-	page := framePage(bannerOf(t.URL, doc, vs, i), content+webPath(t.TS, "", t.URL), content, t.TS, false)
+	d := bannerOf(t.URL, doc, vs, i)
+	d.Provenance = s.provenanceLine(ctx, vs[i])
+	page := framePage(d, content+webPath(t.TS, "", t.URL), content, t.TS, false)
 	// The framed page stands for the memento, as the replay did before
 	// framing: Memento clients following a TimeGate land here.
 	s.mementoHeaders(w.Header(), s.uiOrigin(r), t.URL, vs[i].Time)
@@ -191,5 +193,8 @@ func (s *Server) serveBannerJSON(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeJSON(w, s.log, bannerOf(u, doc, vs, selectVersion(vs, tm)))
+	i := selectVersion(vs, tm)
+	d := bannerOf(u, doc, vs, i)
+	d.Provenance = s.provenanceLine(ctx, vs[i])
+	writeJSON(w, s.log, d)
 }

@@ -162,9 +162,14 @@ type Config struct {
 	// request must carry "Authorization: Bearer <AdminToken>". Empty
 	// disables them. See LoadAdminToken.
 	AdminToken string
-	// Seed hands URLs to the crawl, for POST /api/seed; nil means the
-	// endpoint is absent (404).
-	Seed func(ctx context.Context, urls []string) error
+	// Seed hands URLs to the crawl, for POST /api/seed, and says what
+	// became of each (one result per URL, in order); an error means the
+	// request as a whole failed. Nil means the endpoint is absent (404).
+	Seed func(ctx context.Context, urls []string) ([]SeedResult, error)
+	// Provenance, if set, says who vouches for a capture's date (its
+	// witnesses): the banner shows it beside the fetcher. Nil: the
+	// banner names the fetcher only.
+	Provenance func(ctx context.Context, v archive.Version) Provenance
 	// Purge removes every capture a peer signed and orders it removed
 	// ring-wide, for POST /api/purge (admin token); it returns the
 	// versions removed here. Nil means the endpoint is absent (404).

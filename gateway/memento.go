@@ -80,7 +80,7 @@ func (s *Server) serveTimemap(w http.ResponseWriter, r *http.Request, rest strin
 			rel = "last memento"
 		}
 		fmt.Fprintf(&b, ",\n%s; rel=\"%s\"; datetime=\"%s\"",
-			linkURI(o+webPath(FormatTimestamp(v.Time), "", url)), rel, httpDate(v.Time))
+			linkURI(o+webPath(VersionTimestamp(vs, i), "", url)), rel, httpDate(v.Time))
 	}
 	b.WriteString("\n")
 	w.Header().Set("Content-Type", LinkFormat)
@@ -88,7 +88,10 @@ func (s *Server) serveTimemap(w http.ResponseWriter, r *http.Request, rest strin
 }
 
 // serveTimegate answers /timegate/<url>: a 302 to the memento selected by
-// the Accept-Datetime header (the newest when absent), with Vary.
+// the Accept-Datetime header (the newest when absent), with Vary. The
+// header names a whole second, as Memento-Datetime does: the capture made
+// during that second is selected, so the Memento-Datetime of a capture
+// given back as Accept-Datetime leads to that capture.
 func (s *Server) serveTimegate(w http.ResponseWriter, r *http.Request, rest string) {
 	url, err := s.parseURLPath(w, r, rest)
 	if err != nil {
@@ -103,7 +106,7 @@ func (s *Server) serveTimegate(w http.ResponseWriter, r *http.Request, rest stri
 				"Accept-Datetime must be an HTTP date such as \"Thu, 31 May 2007 20:35:00 GMT\".", "")
 			return
 		}
-		at = t
+		at = EndOfSecond(t)
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
@@ -122,7 +125,7 @@ func (s *Server) serveTimegate(w http.ResponseWriter, r *http.Request, rest stri
 		linkURI(url) + `; rel="original"`,
 		linkURI(o+"/timemap/link/"+url) + `; rel="timemap"; type="` + LinkFormat + `"`,
 	}, ", "))
-	w.Header().Set("Location", webPath(FormatTimestamp(vs[i].Time), "", url))
+	w.Header().Set("Location", webPath(VersionTimestamp(vs, i), "", url))
 	writeBody(w, r, http.StatusFound, nil)
 }
 

@@ -82,14 +82,12 @@ func (s *Server) serveHome(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusBadRequest, "Not an http or https URL: "+err.Error(), "")
 		return
 	}
-	date := strings.Map(func(c rune) rune {
-		if c >= '0' && c <= '9' {
-			return c
-		}
-		return -1
-	}, q.Get("date"))
-	if len(date) > 14 {
-		date = date[:14]
+	date, err := parseFormDate(q.Get("date"))
+	if err != nil {
+		s.countStatus(http.StatusBadRequest)
+		s.render(w, r, http.StatusBadRequest, "error", errorData{Title: "400 " + http.StatusText(http.StatusBadRequest),
+			Message: strings.TrimPrefix(err.Error(), "gateway: "), Form: formData{URL: raw, Date: q.Get("date")}})
+		return
 	}
 	if date == "" {
 		redirect(w, r, webPath("*", "", u), http.StatusFound)
@@ -162,57 +160,23 @@ func (s *Server) notArchived(w http.ResponseWriter, r *http.Request, u string) {
 		". The ring crawls what it is seeded with and what those pages link to.", u)
 }
 
-type captureLink struct {
-	TS, Label string
-	Status    int
-	Class     int // status class: 2, 3, 4, 5
-}
-
-type monthGroup struct {
-	Name     string
-	Captures []captureLink
-}
-
-type yearGroup struct {
-	Year, Count int
-	Months      []monthGroup
-}
-
-type datesData struct {
-	URL         string
-	Count       int
-	First, Last string
-	Years       []yearGroup
-}
-
-// groupDates groups versions (oldest first) by year and month, in
-// chronological order, as a calendar-like list.
-func groupDates(u string, vs []archive.Version) datesData {
-	d := datesData{URL: u, Count: len(vs)}
-	if len(vs) == 0 {
-		return d
+// chipLabel labels version i of vs (oldest first) in the list of dates:
+// day and minute, with the seconds when a neighbour shares the minute, and
+// the milliseconds when it shares the second, so no two chips read alike.
+func chipLabel(vs []archive.Version, i int) string {
+	same := func(d time.Duration) bool {
+		t := vs[i].Time.UTC().Truncate(d)
+		return (i > 0 && vs[i-1].Time.UTC().Truncate(d).Equal(t)) ||
+			(i+1 < len(vs) && vs[i+1].Time.UTC().Truncate(d).Equal(t))
 	}
-	d.First = vs[0].Time.UTC().Format(time.DateTime)
-	d.Last = vs[len(vs)-1].Time.UTC().Format(time.DateTime)
-	for i := range vs {
-		t := vs[i].Time.UTC()
-		if n := len(d.Years); n == 0 || d.Years[n-1].Year != t.Year() {
-			d.Years = append(d.Years, yearGroup{Year: t.Year()})
-		}
-		y := &d.Years[len(d.Years)-1]
-		y.Count++
-		if n := len(y.Months); n == 0 || y.Months[n-1].Name != t.Month().String() {
-			y.Months = append(y.Months, monthGroup{Name: t.Month().String()})
-		}
-		m := &y.Months[len(y.Months)-1]
-		m.Captures = append(m.Captures, captureLink{
-			TS:     FormatTimestamp(t),
-			Label:  t.Format("Jan 2 15:04"),
-			Status: vs[i].Status,
-			Class:  vs[i].Status / 100,
-		})
+	t := vs[i].Time.UTC()
+	switch {
+	case same(time.Second):
+		return t.Format("Jan 2 15:04:05.000")
+	case same(time.Minute):
+		return t.Format("Jan 2 15:04:05")
 	}
-	return d
+	return t.Format("Jan 2 15:04")
 }
 
 // serveDates lists the captures of u.
@@ -228,7 +192,14 @@ func (s *Server) serveDates(w http.ResponseWriter, r *http.Request, u string) {
 		s.notArchived(w, r, u)
 		return
 	}
-	s.render(w, r, http.StatusOK, "dates", groupDates(u, vs))
+	var checks []time.Time
+	if c, ok := s.cfg.Archive.(Checker); ok {
+		if checks, err = c.Checks(ctx, u); err != nil {
+			s.log.Debug("gateway: checks", "url", u, "err", err)
+			checks = nil // the versions alone
+		}
+	}
+	s.render(w, r, http.StatusOK, "dates", groupDates(u, vs, checks))
 }
 
 // maxPrefixVersions bounds the versions a prefix listing asks the Lister for.
@@ -291,6 +262,9 @@ type bannerData struct {
 	// Fuzzy, when set, is the URL whose capture stands for URL, which has
 	// none of its own (the fuzzy rules, fuzzy.json).
 	Fuzzy string `json:"fuzzy,omitempty"`
+	// Provenance says who fetched the capture and who witnessed it, when
+	// (provenance.go).
+	Provenance string `json:"provenance,omitempty"`
 }
 
 // bannerOf is bannerFor for a request of u answered with version i of vs,
@@ -307,14 +281,28 @@ func bannerOf(u, doc string, vs []archive.Version, i int) bannerData {
 // first).
 func bannerFor(u string, vs []archive.Version, i int) bannerData {
 	v := vs[i]
-	d := bannerData{URL: u, TS: FormatTimestamp(v.Time), Date: v.Time.UTC().Format(time.DateTime), Count: len(vs)}
+	d := bannerData{URL: u, TS: VersionTimestamp(vs, i), Date: v.Time.UTC().Format(time.DateTime), Count: len(vs)}
 	if i > 0 {
-		d.PrevTS, d.PrevLabel = FormatTimestamp(vs[i-1].Time), vs[i-1].Time.UTC().Format(time.DateOnly)
+		d.PrevTS, d.PrevLabel = VersionTimestamp(vs, i-1), neighbourLabel(vs[i-1].Time, v.Time)
 	}
 	if i+1 < len(vs) {
-		d.NextTS, d.NextLabel = FormatTimestamp(vs[i+1].Time), vs[i+1].Time.UTC().Format(time.DateOnly)
+		d.NextTS, d.NextLabel = VersionTimestamp(vs, i+1), neighbourLabel(vs[i+1].Time, v.Time)
 	}
 	return d
+}
+
+// neighbourLabel labels the previous or next capture n of a capture made
+// at t: its date, with its time when it was made the same day (to the
+// second when the same minute), so the link says where it leads.
+func neighbourLabel(n, t time.Time) string {
+	n, t = n.UTC(), t.UTC()
+	switch {
+	case n.Truncate(time.Minute).Equal(t.Truncate(time.Minute)):
+		return n.Format(time.TimeOnly)
+	case n.YearDay() == t.YearDay() && n.Year() == t.Year():
+		return n.Format("15:04")
+	}
+	return n.Format(time.DateOnly)
 }
 
 // banner renders the bar that frameless mode inserts at the top of
@@ -331,6 +319,7 @@ func (s *Server) banner(ctx context.Context, t Target, v archive.Version) []byte
 			}
 		}
 	}
+	d.Provenance = s.provenanceLine(ctx, v)
 	var b bytes.Buffer
 	if err := pages.ExecuteTemplate(&b, "banner", d); err != nil {
 		s.log.Error("gateway: banner template", "err", err)

@@ -5,33 +5,40 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/herod-archive/herod/archive"
 )
 
 func TestParseTimestamp(t *testing.T) {
 	d := func(y int, m time.Month, day, h, min, s int) time.Time {
 		return time.Date(y, m, day, h, min, s, 0, time.UTC)
 	}
+	// e is the end of the second d names: where an upper bound lands.
+	e := func(y int, m time.Month, day, h, min, s int) time.Time {
+		return time.Date(y, m, day, h, min, s, 999999999, time.UTC)
+	}
 	for _, tc := range []struct {
 		in       string
 		up, down time.Time
 		err      bool
 	}{
-		{in: "20141226095010", up: d(2014, 12, 26, 9, 50, 10), down: d(2014, 12, 26, 9, 50, 10)},
-		{in: "2014122609501", up: d(2014, 12, 26, 9, 50, 59), down: d(2014, 12, 26, 9, 50, 0)},
-		{in: "201412260", up: d(2014, 12, 26, 23, 59, 59), down: d(2014, 12, 26, 0, 0, 0)},
-		{in: "20141", up: d(2014, 12, 31, 23, 59, 59), down: d(2014, 11, 1, 0, 0, 0)},
-		{in: "201412260950", up: d(2014, 12, 26, 9, 50, 59), down: d(2014, 12, 26, 9, 50, 0)},
-		{in: "2014122609", up: d(2014, 12, 26, 9, 59, 59), down: d(2014, 12, 26, 9, 0, 0)},
-		{in: "20141226", up: d(2014, 12, 26, 23, 59, 59), down: d(2014, 12, 26, 0, 0, 0)},
-		{in: "201402", up: d(2014, 2, 28, 23, 59, 59), down: d(2014, 2, 1, 0, 0, 0)},
-		{in: "201602", up: d(2016, 2, 29, 23, 59, 59), down: d(2016, 2, 1, 0, 0, 0)},
-		{in: "2014", up: d(2014, 12, 31, 23, 59, 59), down: d(2014, 1, 1, 0, 0, 0)},
-		{in: "20", up: d(2099, 12, 31, 23, 59, 59), down: d(2000, 1, 1, 0, 0, 0)},
-		{in: "201413", up: d(2014, 12, 31, 23, 59, 59), down: d(2014, 12, 1, 0, 0, 0)},
-		{in: "20140231", up: d(2014, 2, 28, 23, 59, 59), down: d(2014, 2, 28, 0, 0, 0)},
-		{in: "20140100", up: d(2014, 1, 1, 23, 59, 59), down: d(2014, 1, 1, 0, 0, 0)},
-		{in: "20141226999999", up: d(2014, 12, 26, 23, 59, 59), down: d(2014, 12, 26, 23, 59, 59)},
-		{in: "20141226095010123", up: d(2014, 12, 26, 9, 50, 10), down: d(2014, 12, 26, 9, 50, 10)},
+		{in: "20141226095010", up: e(2014, 12, 26, 9, 50, 10), down: d(2014, 12, 26, 9, 50, 10)},
+		{in: "2014122609501", up: e(2014, 12, 26, 9, 50, 59), down: d(2014, 12, 26, 9, 50, 0)},
+		{in: "201412260", up: e(2014, 12, 26, 23, 59, 59), down: d(2014, 12, 26, 0, 0, 0)},
+		{in: "20141", up: e(2014, 12, 31, 23, 59, 59), down: d(2014, 11, 1, 0, 0, 0)},
+		{in: "201412260950", up: e(2014, 12, 26, 9, 50, 59), down: d(2014, 12, 26, 9, 50, 0)},
+		{in: "2014122609", up: e(2014, 12, 26, 9, 59, 59), down: d(2014, 12, 26, 9, 0, 0)},
+		{in: "20141226", up: e(2014, 12, 26, 23, 59, 59), down: d(2014, 12, 26, 0, 0, 0)},
+		{in: "201402", up: e(2014, 2, 28, 23, 59, 59), down: d(2014, 2, 1, 0, 0, 0)},
+		{in: "201602", up: e(2016, 2, 29, 23, 59, 59), down: d(2016, 2, 1, 0, 0, 0)},
+		{in: "2014", up: e(2014, 12, 31, 23, 59, 59), down: d(2014, 1, 1, 0, 0, 0)},
+		{in: "20", up: e(2099, 12, 31, 23, 59, 59), down: d(2000, 1, 1, 0, 0, 0)},
+		{in: "201413", up: e(2014, 12, 31, 23, 59, 59), down: d(2014, 12, 1, 0, 0, 0)},
+		{in: "20140231", up: e(2014, 2, 28, 23, 59, 59), down: d(2014, 2, 28, 0, 0, 0)},
+		{in: "20140100", up: e(2014, 1, 1, 23, 59, 59), down: d(2014, 1, 1, 0, 0, 0)},
+		{in: "20141226999999", up: e(2014, 12, 26, 23, 59, 59), down: d(2014, 12, 26, 23, 59, 59)},
+		{in: "20141226095010123", up: d(2014, 12, 26, 9, 50, 10).Add(123999999), down: d(2014, 12, 26, 9, 50, 10).Add(123 * time.Millisecond)},
+		{in: "201412260950101", up: d(2014, 12, 26, 9, 50, 10).Add(199999999), down: d(2014, 12, 26, 9, 50, 10).Add(100 * time.Millisecond)},
 		{in: "", err: true},
 		{in: "201412260950101234", err: true},
 		{in: "2014-12", err: true},
@@ -172,4 +179,43 @@ func FuzzParseTimestamp(f *testing.F) {
 			t.Fatalf("%q: upper %v before lower %v", s, up, down)
 		}
 	})
+}
+
+// TestTimestampNamesItsCapture checks that the timestamp written for each
+// capture (VersionTimestamp) selects that capture again, whatever its
+// sub-second time: four captures in one minute, two of them in one second
+// (issue 35: a 14-digit timestamp read as hh:mm:ss.000 opened the capture
+// before).
+func TestTimestampNamesItsCapture(t *testing.T) {
+	base := time.Date(2026, 11, 28, 10, 15, 0, 0, time.UTC)
+	vs := []archive.Version{
+		{Time: base.Add(-24 * time.Hour)},
+		{Time: base.Add(3*time.Second + 412*time.Millisecond)},
+		{Time: base.Add(21*time.Second + 5*time.Millisecond)},
+		{Time: base.Add(21*time.Second + 870*time.Millisecond)},
+		{Time: base.Add(58*time.Second + 999*time.Millisecond)},
+	}
+	want := []string{"20261127101500", "20261128101503", "20261128101521005", "20261128101521870", "20261128101558"}
+	for i := range vs {
+		ts := VersionTimestamp(vs, i)
+		if ts != want[i] {
+			t.Errorf("VersionTimestamp(%d) = %q, want %q", i, ts, want[i])
+		}
+		at, err := ParseTimestamp(ts)
+		if err != nil {
+			t.Fatalf("%q: %v", ts, err)
+		}
+		if got := selectVersion(vs, at); got != i {
+			t.Errorf("timestamp %q selects version %d, want %d", ts, got, i)
+		}
+		if got := selectVersion(vs, EndOfSecond(vs[i].Time.Truncate(time.Second))); i != 2 && got != i {
+			t.Errorf("the second of version %d (an HTTP date) selects %d", i, got)
+		}
+	}
+	labels := []string{"Nov 27 10:15", "Nov 28 10:15:03", "Nov 28 10:15:21.005", "Nov 28 10:15:21.870", "Nov 28 10:15:58"}
+	for i := range vs {
+		if got := chipLabel(vs, i); got != labels[i] {
+			t.Errorf("chipLabel(%d) = %q, want %q", i, got, labels[i])
+		}
+	}
 }

@@ -1,10 +1,15 @@
 package gateway
 
 import (
+	"context"
 	"errors"
+	"html"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/herod-archive/herod/archive"
 )
 
 func TestParseOrigin(t *testing.T) {
@@ -169,5 +174,40 @@ func TestBannerJSON(t *testing.T) {
 		if w := getUI(t, s, target); w.Code != code {
 			t.Errorf("%s: %d, want %d", target, w.Code, code)
 		}
+	}
+}
+
+// TestBannerProvenance: the banner, framed and in its JSON, names who
+// fetched the capture and who witnessed it, when; without witnesses it
+// says so.
+func TestBannerProvenance(t *testing.T) {
+	fetcher, witness := "12D3KooWFetcherAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA1f3c", "12D3KooWWitnessBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB9e0d"
+	a := sampleArchive(t)
+	for _, cs := range a.caps {
+		for _, c := range cs {
+			c.Peer = fetcher
+		}
+	}
+	seen := time.Date(2021, 6, 15, 0, 0, 3, 0, time.UTC)
+	var dating string
+	s := newServer(t, a, func(c *Config) {
+		c.Provenance = func(_ context.Context, v archive.Version) Provenance {
+			if dating == "witnessed" {
+				return Provenance{Dating: dating, Witnesses: []archive.Witness{{Peer: witness, Seen: seen}}}
+			}
+			return Provenance{Dating: dating}
+		}
+	})
+	dating = "witnessed"
+	want := "fetched by 12D3Ko…1f3c · witnessed by 12D3Ko…9e0d at 2021-06-15 00:00:03 UTC"
+	if w := getUI(t, s, "/api/banner?url="+page+"&ts=2021"); !strings.Contains(w.Body.String(), `"provenance": "`+want+`"`) {
+		t.Errorf("banner JSON: %s\nwant provenance %q", w.Body, want)
+	}
+	if w := getUI(t, s, "/web/2021/"+page); !strings.Contains(w.Body.String(), `<span id="herod-prov" class="prov">`+html.EscapeString(want)+`</span>`) {
+		t.Errorf("framed banner lacks the provenance %q", want)
+	}
+	dating = "pending"
+	if w := getUI(t, s, "/api/banner?url="+page+"&ts=2021"); !strings.Contains(w.Body.String(), "fetched by 12D3Ko…1f3c · not witnessed yet") {
+		t.Errorf("banner JSON of a pending capture: %s", w.Body)
 	}
 }

@@ -40,7 +40,7 @@ func (s *Server) redirectLocation(ctx context.Context, rw *Rewriter, loc string,
 	if cur := vs[selectVersion(vs, t.Time)]; !cur.Time.Before(v.Time) {
 		return rw.URL(loc, t.Mod) // the target at t is already the redirect's or newer
 	}
-	for _, tv := range vs {
+	for j, tv := range vs {
 		if tv.Time.Before(v.Time) {
 			continue
 		}
@@ -48,7 +48,7 @@ func (s *Server) redirectLocation(ctx context.Context, rw *Rewriter, loc string,
 			break
 		}
 		at := *rw
-		at.TS = FormatTimestamp(tv.Time)
+		at.TS = VersionTimestamp(vs, j)
 		return at.URL(loc, t.Mod)
 	}
 	return rw.URL(loc, t.Mod)

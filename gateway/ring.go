@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 )
 
 // RingView is what the /ring page shows: the virtual servers this node
@@ -15,6 +16,7 @@ import (
 // per real node.
 type RingView struct {
 	Self  string        `json:"self"`            // peer id of this node
+	K     int           `json:"k,omitempty"`     // replication factor; 0: not known
 	Nodes []RingNode    `json:"nodes"`           // virtual servers, any order
 	Peers []PeerSummary `json:"peers,omitempty"` // per real node, if known
 }
@@ -35,8 +37,13 @@ type PeerSummary struct {
 	Peer string `json:"peer"`
 	Addr string `json:"addr,omitempty"`
 	// State is "up" (it answered), "unreachable" (it did not: down,
-	// leaving, or not reachable from this node) or "" (not asked).
+	// leaving, or not reachable from this node), "dead" (calls to it
+	// failed and the ring dropped it), "departed" (it left the ring) or
+	// "" (not asked).
 	State string `json:"state,omitempty"`
+	// Since is when a dead or departed node was found down (within
+	// seconds of its failure or departure).
+	Since time.Time `json:"since,omitzero"`
 	// Reach is how the ring reaches the node, as it says: "listen" (its
 	// own address), "mapped" (behind a router, by UPnP/NAT-PMP),
 	// "announced" (behind a router, a port forwarded by hand) or
@@ -44,18 +51,84 @@ type PeerSummary struct {
 	// circuit relay on a member).
 	Reach string `json:"reach,omitempty"`
 	// Relayed: this node reaches it only through a circuit relay.
-	Relayed  bool  `json:"relayed,omitempty"`
-	Day      int64 `json:"day"`      // its crawl day
-	Queued   int64 `json:"queued"`   // URLs waiting in today's queue
-	Fetched  int64 `json:"fetched"`  // fetches today
-	Stored   int64 `json:"stored"`   // new versions stored today
-	Errors   int64 `json:"errors"`   // failed fetches today
-	Versions int64 `json:"versions"` // versions held
-	Bytes    int64 `json:"bytes"`    // bytes on disk
+	Relayed bool  `json:"relayed,omitempty"`
+	Day     int64 `json:"day"` // its crawl day
+	// DayStart is when its crawl day began (Day counts days of its day
+	// length since the Unix epoch).
+	DayStart time.Time `json:"day_start,omitzero"`
+	Queued   int64     `json:"queued"`   // URLs waiting in today's queue
+	Fetched  int64     `json:"fetched"`  // fetches today
+	Stored   int64     `json:"stored"`   // new versions stored today
+	Errors   int64     `json:"errors"`   // failed fetches today
+	Versions int64     `json:"versions"` // versions held
+	Bytes    int64     `json:"bytes"`    // bytes on disk
 	// BelowK counts versions of its ranges lacking a copy on one of their
 	// replicas, LagSec its replication lag, at its last round.
 	BelowK int64   `json:"below_k"`
 	LagSec float64 `json:"lag_sec"`
+}
+
+// Up tells whether the node answered.
+func (p PeerSummary) Up() bool { return p.State == "up" }
+
+// RingHealth is the headline of the ring's health as one node sees it.
+type RingHealth struct {
+	Up, Nodes int // real nodes that answered, of those listed
+	// BelowK sums the versions each node that answered counts as having
+	// fewer than K copies in its own ranges (PeerSummary.BelowK).
+	BelowK int64
+	K      int
+	// TooFew: fewer nodes are up than K, so no version can have K copies.
+	TooFew bool
+}
+
+// Health returns the headline of v.
+func (v RingView) Health() RingHealth {
+	h := RingHealth{K: v.K, Nodes: len(v.Peers)}
+	for _, p := range v.Peers {
+		if p.Up() {
+			h.Up++
+			h.BelowK += p.BelowK
+		}
+	}
+	h.TooFew = v.K > 0 && h.Up < v.K
+	return h
+}
+
+// Headline is the health in one line: "3 of 4 nodes up · 412 versions
+// with fewer than k = 3 copies", or, when fewer nodes are up than k,
+// "2 of 4 nodes up · every version has fewer than k = 3 copies" (the
+// nodes' counts may lag their next replication round).
+func (h RingHealth) Headline() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d node%s up · ", h.Up, h.Nodes, plural(h.Nodes))
+	if h.TooFew {
+		fmt.Fprintf(&b, "every version has fewer than k = %d copies", h.K)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "%d version%s with fewer than ", h.BelowK, plural(int(h.BelowK)))
+	if h.K > 0 {
+		fmt.Fprintf(&b, "k = %d copies", h.K)
+	} else {
+		b.WriteString("k copies")
+	}
+	return b.String()
+}
+
+// Warning is what the operator should know when fewer nodes are up than
+// k, or "".
+func (h RingHealth) Warning() string {
+	if !h.TooFew {
+		return ""
+	}
+	return fmt.Sprintf("Only %d node%s up, fewer than k = %d: no version can have %d copies until more nodes join the ring.", h.Up, plural(h.Up), h.K, h.K)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // NAT tells whether the node sits behind a router (mapped, announced or
@@ -73,6 +146,7 @@ const (
 type ringDot struct {
 	RingNode
 	Short, Color, Check string
+	PeerShort           string
 	PredShort           string
 	SuccShort           []string
 	X, Y                float64
@@ -88,10 +162,15 @@ type ringPeer struct {
 	Color  string
 	VNodes int
 	Known  bool // a summary was given; otherwise its counters are unknown here
+	Down   bool // unreachable, dead or departed: greyed
+	// Short is the peer id shortened; Size, DayText, SinceText and Lag
+	// its bytes, crawl day, state change and replication lag, formatted.
+	Short, Size, DayText, SinceText, Lag string
 }
 
 type ringData struct {
 	Self         string
+	Health       RingHealth
 	Size, Center float64
 	Radius       float64
 	Dots         []ringDot
@@ -153,8 +232,8 @@ func peerColors(nodes []RingNode, peers []PeerSummary) map[string]string {
 
 // buildRing computes the picture and the table, and checks each successor
 // pointer against the ring the view itself describes.
-func buildRing(v RingView) ringData {
-	d := ringData{Self: v.Self, Size: ringSize, Center: ringSize / 2, Radius: ringRadius}
+func buildRing(v RingView, now time.Time) ringData {
+	d := ringData{Self: v.Self, Health: v.Health(), Size: ringSize, Center: ringSize / 2, Radius: ringRadius}
 	nodes := make([]RingNode, 0, len(v.Nodes))
 	pos := map[string]float64{}
 	for _, n := range v.Nodes {
@@ -170,7 +249,7 @@ func buildRing(v RingView) ringData {
 	for i, n := range nodes {
 		count[n.Peer]++
 		want := nodes[(i+1)%len(nodes)].ID
-		dot := ringDot{RingNode: n, Short: short(n.ID), Color: colors[n.Peer], OK: true}
+		dot := ringDot{RingNode: n, Short: short(n.ID), PeerShort: ShortPeer(n.Peer), Color: colors[n.Peer], OK: true}
 		dot.X, dot.Y = point(pos[n.ID], ringRadius)
 		dot.PredShort = short(n.Predecessor)
 		for _, s := range n.Successors {
@@ -207,15 +286,99 @@ func buildRing(v RingView) ringData {
 	seen := map[string]bool{}
 	for _, p := range v.Peers {
 		seen[p.Peer] = true
-		d.Peers = append(d.Peers, ringPeer{PeerSummary: p, Color: colors[p.Peer], VNodes: count[p.Peer], Known: p.State != "unreachable"})
+		d.Peers = append(d.Peers, newRingPeer(p, true, colors[p.Peer], count[p.Peer], now))
 	}
 	for _, n := range nodes {
 		if !seen[n.Peer] {
 			seen[n.Peer] = true
-			d.Peers = append(d.Peers, ringPeer{PeerSummary: PeerSummary{Peer: n.Peer, Addr: n.Addr}, Color: colors[n.Peer], VNodes: count[n.Peer]})
+			d.Peers = append(d.Peers, newRingPeer(PeerSummary{Peer: n.Peer, Addr: n.Addr}, false, colors[n.Peer], count[n.Peer], now))
 		}
 	}
 	return d
+}
+
+// newRingPeer is a row of the nodes' table, formatted; summarized tells
+// whether p is a summary the view gave (else only its address is known).
+func newRingPeer(p PeerSummary, summarized bool, color string, vnodes int, now time.Time) ringPeer {
+	down := p.State != "up" && p.State != ""
+	rp := ringPeer{PeerSummary: p, Color: color, VNodes: vnodes, Known: summarized && !down, Down: down, Short: ShortPeer(p.Peer), Size: FormatBytes(p.Bytes), DayText: FormatDay(p.DayStart), Lag: formatLag(p.LagSec)}
+	if !p.Since.IsZero() {
+		rp.SinceText = FormatSince(p.Since, now)
+	}
+	return rp
+}
+
+// formatLag writes a lag in seconds in the unit that reads best.
+func formatLag(sec float64) string {
+	switch {
+	case sec < 120:
+		return fmt.Sprintf("%.0f s", sec)
+	case sec < 2*3600:
+		return fmt.Sprintf("%.0f min", sec/60)
+	}
+	return fmt.Sprintf("%.1f h", sec/3600)
+}
+
+// ShortPeer abbreviates a libp2p peer id to its last 8 characters (ids
+// of Ed25519 keys all start with "12D3KooW").
+func ShortPeer(p string) string {
+	if len(p) <= 10 {
+		return p
+	}
+	return "…" + p[len(p)-8:]
+}
+
+// FormatBytes writes n bytes in binary units: "512 B", "3.4 MiB".
+func FormatBytes(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, units := float64(n), []string{"KiB", "MiB", "GiB", "TiB", "PiB"}
+	i := -1
+	for f >= 1024 && i < len(units)-1 {
+		f /= 1024
+		i++
+	}
+	if f < 10 {
+		return fmt.Sprintf("%.1f %s", f, units[i])
+	}
+	return fmt.Sprintf("%.0f %s", f, units[i])
+}
+
+// FormatDay writes the start of a crawl day: its date, with the time when
+// days are shorter than a calendar day ("" for the zero time).
+func FormatDay(start time.Time) string {
+	if start.IsZero() {
+		return ""
+	}
+	start = start.UTC()
+	if start.Hour() == 0 && start.Minute() == 0 && start.Second() == 0 {
+		return start.Format(time.DateOnly)
+	}
+	return start.Format("2006-01-02 15:04:05")
+}
+
+// FormatSince writes when something happened, and how long before now:
+// "10:15:03 UTC (3 min ago)" the same day, "2026-11-27 10:15:03 UTC
+// (24.0 h ago)" before.
+func FormatSince(t, now time.Time) string {
+	ago := now.Sub(t).Round(time.Second)
+	var rel string
+	switch {
+	case ago < time.Minute:
+		rel = fmt.Sprintf("%d s ago", int(ago.Seconds()))
+	case ago < time.Hour:
+		rel = fmt.Sprintf("%d min ago", int(ago.Minutes()))
+	case ago < 48*time.Hour:
+		rel = fmt.Sprintf("%.1f h ago", ago.Hours())
+	default:
+		rel = fmt.Sprintf("%d days ago", int(ago.Hours()/24))
+	}
+	layout := "2006-01-02 15:04:05"
+	if y, m, d := t.UTC().Date(); now.UTC().Year() == y && now.UTC().Month() == m && now.UTC().Day() == d {
+		layout = time.TimeOnly
+	}
+	return t.UTC().Format(layout) + " UTC (" + rel + ")"
 }
 
 // short abbreviates a hex id to its first 8 digits.
@@ -249,5 +412,5 @@ func (s *Server) serveRing(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, s.log, v)
 		return
 	}
-	s.render(w, r, http.StatusOK, "ring", buildRing(v))
+	s.render(w, r, http.StatusOK, "ring", buildRing(v, s.cfg.Now()))
 }

@@ -54,7 +54,7 @@ func (s *Server) serveUI(w http.ResponseWriter, r *http.Request) {
 		s.clientSlot(w, r, s.serveExport)
 	case p == replayJSPath:
 		toOrigin(w, r, s.contentOrigin(r), http.StatusMovedPermanently)
-	case (p == "/ring" && s.cfg.Ring != nil) || (p == "/api/status" && s.cfg.Status != nil) || (p == "/metrics" && s.cfg.Metrics != nil):
+	case (p == "/ring" && s.cfg.Ring != nil) || ((p == "/api/status" || p == "/status") && s.cfg.Status != nil) || (p == "/metrics" && s.cfg.Metrics != nil):
 		if !s.statusAllowed(r) {
 			s.errorPage(w, r, http.StatusForbidden, "This node's status is private: open it from the node's own machine, "+
 				"or send the admin token (Authorization: Bearer, from the data directory's "+AdminTokenFile+"). "+
@@ -66,6 +66,8 @@ func (s *Server) serveUI(w http.ResponseWriter, r *http.Request) {
 			s.serveRing(w, r)
 		case "/api/status":
 			s.serveStatus(w, r)
+		case "/status":
+			s.serveStatusPage(w, r)
 		default:
 			s.cfg.Metrics.ServeHTTP(w, r)
 		}

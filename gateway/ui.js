@@ -44,6 +44,16 @@
       });
     }
   }
+  // The calendar's year overview: a month's bar unfolds the month it
+  // leads to.
+  function openTarget() {
+    var el = location.hash ? document.getElementById(location.hash.slice(1)) : null;
+    if (el && el.tagName === "DETAILS") {
+      el.open = true;
+    }
+  }
+  window.addEventListener("hashchange", openTarget);
+  openTarget();
   var frame = document.getElementById("herod-frame");
   if (!frame || !window.crypto || !window.fetch) {
     return;
@@ -124,6 +134,7 @@
         return; // moved on meanwhile
       }
       text("herod-date", b.date);
+      text("herod-prov", b.provenance || "");
       document.title = url + " · " + b.date + " · herod";
       link("herod-prev", b.prevTs, b.prevLabel);
       link("herod-next", b.nextTs, b.nextLabel);
@@ -133,6 +144,7 @@
         return;
       }
       text("herod-date", "(not archived)");
+      text("herod-prov", "");
       document.title = url + " · herod";
       link("herod-prev", "", "");
       link("herod-next", "", "");

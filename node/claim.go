@@ -33,14 +33,11 @@ func (n *Node) setupClaims() {
 		Logger:    n.log.With("sub", "claim"),
 	})
 	n.dayclaim = &dayclaim.Service{
-		Claims:     n.claims,
-		Self:       n.self.Peer,
-		Day:        n.claimDay,
-		Base:       func() context.Context { return n.ctx },
-		Open:       n.openStream,
-		Gate:       n.gate,
-		RefuseRole: n.refuseRole,
-		Hooks:      wire.Hooks{BadFrame: n.badFrame, Logger: n.log},
+		Claims: n.claims,
+		Self:   n.self.Peer,
+		Day:    n.claimDay,
+		Open:   n.openStream,
+		Hooks:  wire.Hooks{Logger: n.log},
 	}
 	n.takeOver = &dayclaim.TakeOver{
 		Ring:   n.ring,

@@ -101,6 +101,11 @@ type Config struct {
 	DayLength time.Duration
 	// Quota bounds the archive's bytes on disk; 0 means unlimited.
 	Quota int64
+	// DiskReserve is the free space the archive keeps on its file system
+	// (archive.Options.DiskReserve): below it the node pauses crawling
+	// and replication, keeps serving, and resumes by itself when space
+	// returns. Zero means archive.DefaultDiskReserve.
+	DiskReserve int64
 	// GzipLevel is the gzip level of gzip records (1-9): before the
 	// archive's dictionary, and those leaving it; 0 means
 	// archive.DefaultGzipLevel. Lower levels cost less CPU and more disk.

@@ -52,7 +52,8 @@ func (n *Node) setupGateway() error {
 		}
 	}
 	n.gw, err = gateway.New(gateway.Config{
-		Archive:       (*resolver)(n),
+		Archive:       n.readerArchive(),
+		Provenance:    n.provenance,
 		Status:        func(ctx context.Context) any { return n.Status() },
 		Ring:          n.ringpage.View,
 		Metrics:       n.metricsHandler(),
@@ -61,7 +62,7 @@ func (n *Node) setupGateway() error {
 		ContentOrigin: originOf(cfg.ReplayOrigin, n.rpLn),
 		Frameless:     cfg.Frameless,
 		AdminToken:    token,
-		Seed:          n.Seed,
+		Seed:          n.SeedEach,
 		Purge:         n.Purge,
 		PublicStatus:  cfg.PublicStatus,
 		Limits:        lim,

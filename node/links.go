@@ -1,8 +1,6 @@
 package node
 
 import (
-	"context"
-
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/node/forward"
 )
@@ -20,10 +18,7 @@ func (n *Node) setupLinks() {
 		LinkReplicas: n.cfg.LinkReplicas,
 		Replicas:     n.cfg.Replicas,
 		Open:         n.openStream,
-		Gate:         n.gate,
-		RefuseRole:   n.refuseRole,
-		Base:         func() context.Context { return n.ctx },
-		Hooks:        wire.Hooks{BadFrame: n.badFrame, Logger: n.log},
+		Hooks:        wire.Hooks{Logger: n.log},
 	}
 }
 

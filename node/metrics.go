@@ -20,7 +20,7 @@ import (
 // which then report their sum.
 func (n *Node) metricsHandler() http.Handler {
 	c := &status.Collector{Status: n.Status, Caps: n.caps}
-	n.metrics.MustRegister(collectors.NewGoCollector(), crawl.NewCollector(n.crawler), c)
+	n.metrics.MustRegister(collectors.NewGoCollector(), crawl.NewCollector(n.crawler), c, n.repl.LagHistogram())
 	return promhttp.HandlerFor(n.metrics, promhttp.HandlerOpts{})
 }
 

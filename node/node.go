@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,11 +24,11 @@ import (
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/gateway"
-	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/throttle"
 	"github.com/herod-archive/herod/node/dayclaim"
 	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/node/identity"
+	"github.com/herod-archive/herod/node/kit"
 	"github.com/herod-archive/herod/node/member"
 	"github.com/herod-archive/herod/node/p2phost"
 	"github.com/herod-archive/herod/node/purge"
@@ -36,6 +37,7 @@ import (
 	"github.com/herod-archive/herod/node/replication"
 	"github.com/herod-archive/herod/node/resolve"
 	"github.com/herod-archive/herod/node/ringpage"
+	"github.com/herod-archive/herod/node/witness"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/claim"
 	"github.com/herod-archive/herod/ring/p2p"
@@ -54,6 +56,7 @@ type Node struct {
 	ring     *ring.Ring
 	tr       *p2p.Transport
 	members  *member.Gate     // the trust boundary (member.go)
+	kit      *kit.Kit         // every protocol handler's registration (protocol.go)
 	identity identity.Signer  // signs versions and purge orders
 	purge    *purge.Book      // purge orders (purge.go)
 	purgeX   *purge.Exchanger // carries the orders between members (purge.go)
@@ -67,6 +70,7 @@ type Node struct {
 	query    *query.Service    // ring-wide queries (query.go)
 	ringpage *ringpage.Service // the gateway's /ring page (summary.go)
 	resolve  *resolve.Service  // any URL, from its holders (resolve.go)
+	witness  *witness.Service  // capture dates believed (witness.go)
 	gw       *gateway.Server
 	httpSrv  *http.Server // the gateway's UI origin
 	gwLn     net.Listener
@@ -187,6 +191,8 @@ func New(cfg Config) (n *Node, err error) {
 	n.store, err = archive.Open(filepath.Join(cfg.DataDir, "archive"), archive.Options{
 		DayLength:   cfg.DayLength,
 		Quota:       cfg.Quota,
+		DiskReserve: cfg.DiskReserve,
+		MaxBody:     cmp.Or(cfg.Crawl.MaxBody, crawl.DefaultMaxBody), // records from peers: --max-body
 		GzipLevel:   cfg.GzipLevel,
 		DictSamples: cfg.DictSamples,
 		NoSync:      cfg.NoSync,
@@ -198,6 +204,7 @@ func New(cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.setupMembers()
+	n.setupKit()
 	if err := n.setupPurge(); err != nil {
 		return nil, err
 	}
@@ -229,10 +236,12 @@ func New(cfg Config) (n *Node, err error) {
 	cc.Owns = n.plansURL
 	cc.Logger = n.log.With("sub", "crawl")
 	cc.Download = n.bw.Down
+	cc.Paused = n.storePaused
 	n.setupPoliteness(&cc)
 	n.setupReplication()
 	n.setupQuery()
 	n.setupResolve()
+	n.setupWitness()
 	n.setupRingPage()
 	n.reloc = &dayclaim.Relocator{Forwarder: n.fwd, Ring: n.ring, Claims: n.claims, Self: n.self.Peer,
 		Day: n.claimDay, Replicas: cfg.LinkReplicas, Logger: n.log}
@@ -255,11 +264,11 @@ func (n *Node) Start(ctx context.Context) error {
 		return errors.New("node: already started")
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	n.host.SetStreamHandler(linksProtocol, n.links.Handle)
-	n.host.SetStreamHandler(archiveProtocol, n.resolve.Handle)
-	n.host.SetStreamHandler(claimProtocol, n.dayclaim.HandleClaim)
-	n.host.SetStreamHandler(handoverProtocol, n.dayclaim.HandleHandover)
-	n.host.SetStreamHandler(summaryProtocol, n.ringpage.Handle)
+	n.kit.MustHandle(n.links.Spec())
+	n.kit.MustHandle(rawSpec(archiveProtocol, n.resolve.Handle, resolveRequest, streamTimeout, 128))
+	n.kit.MustHandle(n.dayclaim.ClaimSpec())
+	n.kit.MustHandle(n.dayclaim.HandoverSpec())
+	n.kit.MustHandle(n.ringpage.Spec())
 	if n.reach == ReachMapped || n.reach == ReachRelayed {
 		// Behind a home router: find the household's other nodes on the
 		// LAN (see p2phost.StartLAN).
@@ -291,6 +300,14 @@ func (n *Node) Start(ctx context.Context) error {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
+		n.ringpage.Run(n.ctx, ringpage.DefaultObserveInterval)
+	}()
+	if err := gateway.WriteGatewayURL(n.cfg.DataDir, n.GatewayURL()); err != nil {
+		n.log.Warn("herod seed and status need --node: cannot record the gateway's URL", "err", err)
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
 		n.fwd.Run(n.ctx)
 	}()
 	// Subscribed before the crawl starts, so that no range this node takes
@@ -312,6 +329,7 @@ func (n *Node) Start(ctx context.Context) error {
 		}
 	}
 	n.startReplication()
+	n.startWitness()
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -357,25 +375,6 @@ func (n *Node) join(ctx context.Context) error {
 		return nil
 	}
 	return fmt.Errorf("node start: %w", errors.Join(errs...))
-}
-
-// Seed canonicalizes urls and hands them to the ring, which delivers each to
-// its owner. Invalid URLs are reported together; valid ones are still seeded.
-func (n *Node) Seed(ctx context.Context, urls []string) error {
-	var good []string
-	var errs []error
-	for _, u := range urls {
-		c, err := canon.Canonical(u)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("seed %q: %w", u, err))
-			continue
-		}
-		good = append(good, c)
-	}
-	if err := n.fwd.Forward(ctx, good); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
 }
 
 // Close leaves the ring gracefully and stops everything. It is safe to call

@@ -21,7 +21,9 @@ var errNotCrawling = errors.New("node: not started")
 
 // setupPoliteness makes the crawler's robots.txt and per-host pacing hold
 // for the ring as a whole (package politeness). A Budget or Robots already
-// set in cc is kept. The protocol handlers are registered here; they read
+// set in cc is kept. Redirect targets travel with their depth
+// (redirects.go), so that the crawler's bound on redirect chains holds
+// across nodes. The protocol handlers are registered here; they read
 // n.crawler only once the node has started.
 func (n *Node) setupPoliteness(cc *crawl.Config) {
 	p := politeness.New(politeness.Config{
@@ -38,10 +40,14 @@ func (n *Node) setupPoliteness(cc *crawl.Config) {
 	if cc.Robots == nil {
 		cc.Robots = p
 	}
+	if cc.Redirects == nil {
+		cc.Redirects = redirectSender{n}
+	}
 	// Record the effective hooks so PolitenessStats can find them.
 	n.cfg.Crawl.Budget, n.cfg.Crawl.Robots = cc.Budget, cc.Robots
-	n.host.SetStreamHandler(politeness.BudgetProtocol, p.HandleBudget)
-	n.host.SetStreamHandler(politeness.RobotsProtocol, p.HandleRobots)
+	n.kit.MustHandle(rawSpec(politeness.BudgetProtocol, p.HandleBudget, politenessRequest, streamTimeout, 256))
+	n.kit.MustHandle(rawSpec(politeness.RobotsProtocol, p.HandleRobots, politenessRequest, robotsDeadline, 64))
+	n.kit.MustHandle(rawSpec(redirectProtocol, n.handleRedirect, maxRedirectRequest, redirectTimeout, 64))
 }
 
 // robotsRecord is this node's own record of origin's robots.txt, from its

@@ -40,7 +40,8 @@ const (
 //   - the aggregate requests to each host stay within the per-host budget
 //     in every sliding window (plus the documented burst),
 //   - no disallowed path is fetched,
-//   - each host's robots.txt is fetched exactly once ring-wide,
+//   - each host's robots.txt is fetched at most twice ring-wide (by its
+//     owner and by the second holder that confirms the owner's answer),
 //   - every request carries the configured User-Agent and From headers.
 //
 // It also reports the achieved aggregate rate and the lease RPCs per
@@ -141,6 +142,15 @@ func TestPoliteRing(t *testing.T) {
 		sum.RobotsFallback += st.RobotsFallback
 		sum.RobotsServed += st.RobotsServed
 	}
+	// The local cap (crawl.CapBudget) should cost an honest ring nothing:
+	// the requests it held back 10 ms or more after a grant, out of all.
+	var held, unconfirmed int64
+	for _, n := range lr.Nodes {
+		held += n.crawler.Stats().CapHeld
+		unconfirmed += n.PolitenessStats().RobotsUnconfirmed
+	}
+	t.Logf("local cap: held back %d of %d requests (%.2f%%) after an honest grant; robots.txt answers unconfirmed: %d",
+		held, len(reqs), 100*float64(held)/float64(len(reqs)), unconfirmed)
 	pages := len(reqs) - len(robots)
 	t.Logf("leasing: %d remote lease RPCs + %d local leases + %d owner lookups for %d pages: %.3f RPCs/page (%.3f with lookups); slots granted %d, used %d, expired %d; owner failures %d, fallback waits %d",
 		sum.LeaseRPCs, sum.LeaseLocal, sum.OwnerLookups, pages, float64(sum.LeaseRPCs)/float64(pages),
@@ -160,8 +170,8 @@ func TestPoliteRing(t *testing.T) {
 
 // checkPoliteRequests checks what the sample web recorded by the end of
 // day (all days so far): no disallowed path, the configured identity on
-// every request, every URL reachable on day fetched, one robots.txt fetch
-// per host, and the aggregate rate per host within budget in every 1 s
+// every request, every URL reachable on day fetched, at most two
+// robots.txt fetches per host (its owner's and its second holder's), and the aggregate rate per host within budget in every 1 s
 // and 3 s sliding window. It returns the robots.txt fetches by host.
 func checkPoliteRequests(t *testing.T, web *sampleweb.Web, day int, reqs []sampleweb.Request) map[string]int {
 	t.Helper()
@@ -196,8 +206,8 @@ func checkPoliteRequests(t *testing.T, web *sampleweb.Web, day int, reqs []sampl
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := robots[u.Host]; n != 1 {
-			t.Errorf("robots.txt of %s fetched %d times ring-wide, want 1", u.Host, n)
+		if n := robots[u.Host]; n < 1 || n > 2 {
+			t.Errorf("robots.txt of %s fetched %d times ring-wide, want 1 or 2 (owner, second holder)", u.Host, n)
 		}
 	}
 

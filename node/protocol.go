@@ -10,7 +10,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/peerstore"
 	"github.com/libp2p/go-libp2p/core/protocol"
 
+	"github.com/herod-archive/herod/node/kit"
 	"github.com/herod-archive/herod/node/resolve"
+	"github.com/herod-archive/herod/replicate"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/p2p"
 )
@@ -18,6 +20,44 @@ import (
 // Protocol ids of the node-to-node services. The ring protocol itself lives
 // in ring/p2p.
 const archiveProtocol = resolve.Protocol
+
+// Every node protocol handler is registered through the node's kit
+// (package kit): membership gate, deadline, concurrent handlers, frame
+// and request size limits, bad-frame accounting and panic containment
+// apply to each alike. The packages that serve a protocol declare its
+// Spec (forward, dayclaim, ringpage, purge, query); the handlers of
+// resolve, replication and politeness still read their streams
+// themselves (kit.Raw) and get the kit's limits declared here, around
+// their own.
+
+// Limits of the protocols whose handlers read their streams themselves:
+// one request frame each (the packages' own limits, which they check
+// again), and room for a second.
+const (
+	resolveRequest    = 64 << 10 // resolve's maxRequestFrame
+	replicateRequest  = replicate.MaxRequest
+	politenessRequest = 4 << 10 // politeness's maxBudgetFrame and maxRobotsRequest
+	robotsDeadline    = 60 * time.Second
+)
+
+// setupKit builds the node's protocol kit. Called from New once the
+// trust gate exists, before any handler is registered.
+func (n *Node) setupKit() {
+	n.kit = kit.New(kit.Config{
+		Host:       n.host,
+		Gate:       n.members.Member,
+		RefuseRole: n.refuseRole,
+		BadFrame:   n.badFrame,
+		Base:       func() context.Context { return n.ctx },
+		Logger:     n.log.With("sub", "kit"),
+	})
+}
+
+// rawSpec declares a protocol whose handler reads its stream itself.
+func rawSpec(p protocol.ID, h func(network.Stream), frame int, deadline time.Duration, active int) kit.Spec {
+	return kit.Spec{ID: p, Handle: kit.Raw(h), MaxFrame: frame, MaxRequest: 2 * int64(frame+10),
+		Deadline: deadline, MaxActive: active}
+}
 
 // streamTimeout bounds each exchange of the node's own streams.
 const streamTimeout = 30 * time.Second
@@ -44,3 +84,7 @@ func (n *Node) openStream(ctx context.Context, c ring.Contact, p protocol.ID) (n
 	_ = s.SetDeadline(dl)
 	return s, nil
 }
+
+// ProtocolStats returns what the node's protocol kit refused or caught:
+// streams reset for want of a slot, handlers that panicked.
+func (n *Node) ProtocolStats() kit.Stats { return n.kit.Stats() }

@@ -58,11 +58,11 @@ func (n *Node) setupPurge() error {
 		return fmt.Errorf("node: %w", err)
 	}
 	n.purge = b
-	x.Book, x.Self, x.Open, x.Gate, x.BadFrame = b, n.self.Peer, n.openStream, n.admit, n.badFrame
+	x.Book, x.Self, x.Open = b, n.self.Peer, n.openStream
 	x.Neighbours = func() []ring.Contact { return purge.Neighbours(n.ring.Status()) }
 	x.Logger = n.log
 	n.purgeX = x
-	n.host.SetStreamHandler(purgeProtocol, x.Handle)
+	n.kit.MustHandle(x.Spec())
 	return nil
 }
 

@@ -26,11 +26,10 @@ func (n *Node) setupQuery() {
 		Self:  n.self,
 		Ring:  n.ring,
 		Open:  n.openStream,
-		Gate:  n.admit,
-		Hooks: wire.Hooks{BadFrame: n.badFrame, Logger: n.log},
+		Hooks: wire.Hooks{Logger: n.log},
 		Slots: querySlots,
 	}
-	n.host.SetStreamHandler(queryProtocol, n.query.Handle)
+	n.kit.MustHandle(n.query.Spec())
 }
 
 // List implements gateway.Lister ring-wide (query.Service.List).

@@ -235,8 +235,8 @@ func TestRingQueryExport(t *testing.T) {
 	// than silently return part of the host.
 	t.Run("member down", func(t *testing.T) {
 		down := lr.Nodes[2]
-		down.host.RemoveStreamHandler(queryProtocol)
-		defer down.host.SetStreamHandler(queryProtocol, down.query.Handle)
+		down.kit.Remove(queryProtocol)
+		defer down.kit.MustHandle(down.query.Spec())
 		_, err := (*resolver)(lr.Nodes[0]).List(ctx, gateway.Query{URL: host, Match: gateway.MatchHost})
 		if !errors.Is(err, query.ErrPartial) || !strings.Contains(err.Error(), down.self.Addr) {
 			t.Fatalf("List with a member down: %v, want a partial error naming %s", err, down.self.Addr)

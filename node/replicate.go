@@ -26,6 +26,9 @@ const (
 	// virtual server's range or successors a round runs, if sooner than
 	// the next periodic one.
 	ReplicationSettle = replication.Settle
+	// ReplicationPushDelay bounds how long a version this node stores, or
+	// a URL it learns, waits before it is pushed to its range's holders.
+	ReplicationPushDelay = replication.PushDelay
 )
 
 // ReplicationStats counts a node's replication work since New
@@ -57,17 +60,28 @@ func (n *Node) setupReplication() {
 		WriteReply: func(s network.Stream, size int) io.Writer {
 			return n.bw.ReplyWriter(s, size, streamTimeout)
 		},
-		Purge:  n.purgeX,
-		Logger: n.log,
+		Purge:      n.purgeX,
+		ShareKnown: n.links.ShareKnown,
+		Paused:     n.storePaused,
+		Logger:     n.log,
 	})
-	n.host.SetStreamHandler(replicateProtocol, n.repl.Handle)
+	n.kit.MustHandle(rawSpec(replicateProtocol, n.repl.Handle, replicateRequest, streamTimeout, 64))
+	// Every version this node stores is pushed to its replicas within
+	// replication.PushDelay (the loop starts with startReplication).
+	n.store.OnAdd(n.repl.Notify)
 }
 
-// startReplication launches the round loop and the pull worker. Called
-// from Start.
+// startReplication launches the round loop, the pull worker and the push
+// loop, and has the crawler report the URLs it learns for the push.
+// Called from Start.
 func (n *Node) startReplication() {
+	n.crawler.OnKnown(n.repl.NotifyKnown)
 	sub := n.ring.Subscribe(64)
-	n.wg.Add(2)
+	n.wg.Add(3)
+	go func() {
+		defer n.wg.Done()
+		n.repl.Push(n.ctx)
+	}()
 	go func() {
 		defer n.wg.Done()
 		defer sub.Unsubscribe()
@@ -86,8 +100,9 @@ func (n *Node) SetReplicationInterval(d time.Duration) { n.repl.SetInterval(d) }
 // ReplicationStats returns a snapshot of the replication counters.
 func (n *Node) ReplicationStats() ReplicationStats { return n.repl.Stats() }
 
-// ReplicationIdle reports whether no pull request is queued or being served.
-func (n *Node) ReplicationIdle() bool { return n.repl.Idle() }
+// ReplicationIdle reports whether no pull request is queued or being
+// served and nothing waits for a push or is being pushed.
+func (n *Node) ReplicationIdle() bool { return n.repl.Idle() && n.repl.PushIdle() }
 
 // Replicate runs one replication round now (waiting for a running one to
 // finish first) and returns the first error it met; the round goes on past

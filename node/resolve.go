@@ -39,6 +39,11 @@ func (r *resolver) Versions(ctx context.Context, url string) ([]archive.Version,
 	return r.resolve.Versions(ctx, url)
 }
 
+// Checks implements gateway.Checker (resolve.Service.Checks).
+func (r *resolver) Checks(ctx context.Context, url string) ([]time.Time, error) {
+	return r.resolve.Checks(ctx, url)
+}
+
 // Get implements gateway.Archive (resolve.Service.Get).
 func (r *resolver) Get(ctx context.Context, url string, t time.Time) (archive.Version, *archive.Capture, error) {
 	return r.resolve.Get(ctx, url, t)

@@ -49,9 +49,11 @@ func (n *Node) Status() Status {
 			OverHops: ls.OverHops, KnownShared: ls.KnownShared, KnownReceived: ls.KnownReceived},
 		Politeness:  n.PolitenessStats(),
 		Replication: n.ReplicationStats(),
-		Trust:       TrustStats{NotMember: ts.NotMember, Role: ts.Role},
+		Trust:       TrustStats{NotMember: ts.NotMember, Role: ts.Role, UnverifiedReads: n.resolve.Stats().Rejected, UnverifiedExports: n.query.Dropped()},
 		Purge:       n.PurgeStats(),
+		Witness:     n.WitnessStats(),
 		TakenOver:   n.takeOver.Taken(),
 		Wire:        status.Wire(n.bwc),
+		Members:     status.NewMembers(n.cfg.Replicas, n.ringpage.Members()),
 	}
 }

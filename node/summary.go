@@ -1,6 +1,9 @@
 package node
 
 import (
+	"path/filepath"
+	"time"
+
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/node/ringpage"
 )
@@ -17,8 +20,9 @@ func (n *Node) setupRingPage() {
 		Summary: n.summary,
 		Host:    n.host,
 		Open:    n.openStream,
-		Gate:    n.admit,
 		Logger:  n.log,
+		K:       n.cfg.Replicas,
+		Path:    filepath.Join(n.cfg.DataDir, ringpage.DownFile),
 	}
 }
 
@@ -31,7 +35,7 @@ func (n *Node) summary() gateway.PeerSummary {
 	}
 	return gateway.PeerSummary{
 		Peer: n.self.Peer, Addr: n.self.Addr, State: "up", Reach: n.reach,
-		Day: cs.Day, Queued: int64(cs.Queued), Fetched: cs.FetchedToday, Stored: cs.NewVersions, Errors: errs,
+		Day: cs.Day, DayStart: time.Unix(cs.Day*int64(n.cfg.DayLength/time.Second), 0).UTC(), Queued: int64(cs.Queued), Fetched: cs.FetchedToday, Stored: cs.NewVersions, Errors: errs,
 		Versions: as.Versions, Bytes: as.Bytes, BelowK: rs.Health.BelowK, LagSec: rs.Health.LagSec,
 	}
 }

@@ -150,3 +150,21 @@ func (c *Client) Pull(ctx context.Context, a, b id.ID, from Contact) error {
 	}
 	return nil
 }
+
+// Offer tells the peer that from, the owner of (a, b], holds the records
+// es (1..MaxBatch, all in (a, b]) and waits until the peer has copied
+// them (OpOffer): a nil error means the peer holds every one it could
+// read and verify.
+func (c *Client) Offer(ctx context.Context, a, b id.ID, from Contact, es []archive.Entry) error {
+	if len(es) < 1 || len(es) > MaxBatch {
+		return fmt.Errorf("replicate offer: %d entries, want 1-%d", len(es), MaxBatch)
+	}
+	rep, err := c.call(ctx, Request{Op: OpOffer, A: a, B: b, From: from, Entries: es})
+	if err != nil {
+		return fmt.Errorf("replicate offer: %w", err)
+	}
+	if err := DecodeAck(rep); err != nil {
+		return fmt.Errorf("replicate offer: %w", err)
+	}
+	return nil
+}

@@ -33,6 +33,14 @@ const (
 	// found, an error, or "omitted" once the reply would pass MaxReply
 	// (the client asks for those again).
 	OpReadBatch Op = 5
+	// OpOffer tells the receiver that the sender, the owner of (a, b],
+	// has just stored the records it names (1..MaxBatch, all in (a, b]):
+	// the receiver, one of the range's replicas, verifies the request as
+	// it verifies OpPull, reads them from the sender (OpReadBatch) and
+	// imports them before it answers, so that the answer means the
+	// copies exist. How an owner pushes new versions within seconds
+	// instead of waiting for the next round.
+	OpOffer Op = 6
 )
 
 // Protocol limits: a hostile peer cannot make either side buffer or
@@ -44,8 +52,9 @@ const (
 	MaxEntries = 4096
 	// MaxBatch bounds the entries of one OpReadBatch request.
 	MaxBatch = 64
-	// MaxRequest bounds an encoded request.
-	MaxRequest = 4 << 10
+	// MaxRequest bounds an encoded request (an OpOffer of MaxBatch
+	// records with the longest contact is the largest, about 4.2 KiB).
+	MaxRequest = 8 << 10
 	// MaxReply bounds an encoded reply (a version file plus a status byte).
 	MaxReply = 64 << 20
 	// maxText bounds strings in messages (error texts, contacts).
@@ -73,9 +82,10 @@ type Request struct {
 	N     int           // OpSums: number of sub-ranges
 	A, B  id.ID         // OpSums, OpEntries, OpPull: the range (A, B]
 	Entry archive.Entry // OpRead
-	// Entries are the records an OpReadBatch asks for (1..MaxBatch).
+	// Entries are the records an OpReadBatch asks for or an OpOffer
+	// names (1..MaxBatch).
 	Entries []archive.Entry
-	From    Contact // OpPull: whom to pull from
+	From    Contact // OpPull, OpOffer: whom to pull from
 }
 
 // Contact names a ring member: its libp2p peer id, ring address and the
@@ -101,11 +111,17 @@ func (r Request) Encode() []byte {
 		for _, e := range r.Entries {
 			b = appendEntry(b, e)
 		}
-	case OpPull:
+	case OpPull, OpOffer:
 		b = append(append(b, r.A[:]...), r.B[:]...)
 		b = appendString(b, r.From.Peer)
 		b = appendString(b, r.From.Addr)
 		b = binary.AppendUvarint(b, uint64(r.From.Index))
+		if r.Op == OpOffer {
+			b = binary.AppendUvarint(b, uint64(len(r.Entries)))
+			for _, e := range r.Entries {
+				b = appendEntry(b, e)
+			}
+		}
 	}
 	return b
 }
@@ -137,7 +153,7 @@ func DecodeRequest(b []byte) (Request, error) {
 		for i := uint64(0); i < n && d.err == nil; i++ {
 			r.Entries = append(r.Entries, d.entry())
 		}
-	case OpPull:
+	case OpPull, OpOffer:
 		r.A, r.B = d.id(), d.id()
 		r.From.Peer, r.From.Addr = d.string(), d.string()
 		idx := d.uvarint()
@@ -145,6 +161,15 @@ func DecodeRequest(b []byte) (Request, error) {
 			d.fail("index")
 		}
 		r.From.Index = int(idx)
+		if r.Op == OpOffer {
+			n := d.uvarint()
+			if d.err == nil && (n < 1 || n > MaxBatch) {
+				return Request{}, fmt.Errorf("%w: offer of %d", ErrProtocol, n)
+			}
+			for i := uint64(0); i < n && d.err == nil; i++ {
+				r.Entries = append(r.Entries, d.entry())
+			}
+		}
 	default:
 		return Request{}, fmt.Errorf("%w: unknown op %d", ErrProtocol, r.Op)
 	}

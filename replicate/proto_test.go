@@ -22,6 +22,26 @@ func sampleRequests() []Request {
 		{Op: OpRead, Entry: archive.Entry{Key: a, Digest: b, Day: -3, Seq: 2}},
 		{Op: OpPull, A: a, B: b, From: Contact{Peer: "12D3KooWabc", Addr: "127.0.0.1:4001", Index: 3}},
 		{Op: OpReadBatch, Entries: []archive.Entry{{Key: a, Digest: b, Day: 1}, {Key: b, Digest: a, Day: 2, Seq: 1}}},
+		{Op: OpOffer, A: a, B: b, From: Contact{Peer: "12D3KooWabc", Addr: "127.0.0.1:4001", Index: 3},
+			Entries: []archive.Entry{{Key: b, Digest: a, Day: 20412, Seq: 2}}},
+	}
+}
+
+// TestLargestOfferFits: an offer of MaxBatch records with the longest
+// contact strings still fits MaxRequest.
+func TestLargestOfferFits(t *testing.T) {
+	long := string(bytes.Repeat([]byte{'x'}, maxText))
+	es := make([]archive.Entry, MaxBatch)
+	for i := range es {
+		es[i] = archive.Entry{Key: id.OfString(long), Digest: id.OfString(long), Day: 1 << 40, Seq: 1 << 20}
+	}
+	r := Request{Op: OpOffer, From: Contact{Peer: long, Addr: long, Index: 1 << 16}, Entries: es}
+	b := r.Encode()
+	if len(b) > MaxRequest {
+		t.Fatalf("largest offer: %d bytes, over MaxRequest %d", len(b), MaxRequest)
+	}
+	if _, err := DecodeRequest(b); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -54,6 +74,8 @@ func TestDecodeRequestRejects(t *testing.T) {
 		{"range too narrow to split", Request{Op: OpSums, A: a, B: narrow, N: 16}.Encode()},
 		{"long string", Request{Op: OpPull, From: Contact{Peer: string(make([]byte, maxText+1))}}.Encode()},
 		{"oversized", make([]byte, MaxRequest+1)},
+		{"empty offer", Request{Op: OpOffer, A: a, B: a}.Encode()},
+		{"offer over MaxBatch", Request{Op: OpOffer, A: a, B: a, Entries: make([]archive.Entry, MaxBatch+1)}.Encode()},
 	} {
 		if _, err := DecodeRequest(tc.b); !errors.Is(err, ErrProtocol) {
 			t.Errorf("%s: err = %v, want ErrProtocol", tc.name, err)

@@ -54,10 +54,13 @@ var (
 
 // Server answers requests from a Source. Pull, when set, is called for
 // OpPull requests (nil refuses them); it should only queue the work, since
-// the requester waits for the reply.
+// the requester waits for the reply. Offer, when set, is called for
+// OpOffer requests (nil refuses them); it copies the offered records
+// before it returns, and its error is the reply's.
 type Server struct {
 	Source Source
 	Pull   func(ctx context.Context, r Request) error
+	Offer  func(ctx context.Context, r Request) error
 }
 
 // Handle decodes one request, answers it from s.Source and returns the
@@ -136,6 +139,13 @@ func (s *Server) answer(ctx context.Context, r Request) ([]byte, error) {
 			return nil, errors.New("pull requests not accepted")
 		}
 		if err := s.Pull(ctx, r); err != nil {
+			return nil, err
+		}
+	case OpOffer:
+		if s.Offer == nil {
+			return nil, errors.New("offers not accepted")
+		}
+		if err := s.Offer(ctx, r); err != nil {
 			return nil, err
 		}
 	}
@@ -278,7 +288,7 @@ func DecodeFiles(b []byte, n int) ([]Fetched, error) {
 	return out, nil
 }
 
-// DecodeAck parses the reply to an OpPull request.
+// DecodeAck parses the reply to an OpPull or OpOffer request.
 func DecodeAck(b []byte) error {
 	d, err := decodeReply(b)
 	if err != nil {

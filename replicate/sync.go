@@ -35,6 +35,14 @@ type Options struct {
 	// MaxRequests bounds the round trips of one Sync (default
 	// DefaultMaxRequests).
 	MaxRequests int
+	// Skip, if set, names records not to read: those Local refused before
+	// for their signer's share of its quota (Refused), which it would
+	// refuse again. They are counted in Stats.Skipped.
+	Skip func(e archive.Entry) bool
+	// Refused, if set, is told of each record Local refused because its
+	// signer's versions took their share of the quota
+	// (archive.ErrSignerShare); the sync goes on with the others.
+	Refused func(e archive.Entry)
 }
 
 func (o Options) withDefaults() Options {
@@ -57,7 +65,11 @@ type Stats struct {
 	InSync   int64 `json:"in_sync"`  // syncs whose whole range compared equal at once
 	Compared int64 `json:"compared"` // ranges whose sums were compared
 	Listed   int64 `json:"listed"`   // peer entries listed
-	Pulled   int64 `json:"pulled"`   // files imported
+	// Skipped counts records not read because Options.Skip named them;
+	// Shared those Local refused for their signer's share of its quota.
+	Skipped int64 `json:"skipped,omitempty"`
+	Shared  int64 `json:"shared,omitempty"`
+	Pulled  int64 `json:"pulled"` // files imported
 	// PulledBytes is the size of the imported files.
 	PulledBytes int64 `json:"pulled_bytes"`
 	// Present counts files listed as missing that Import found already
@@ -81,6 +93,8 @@ func (s *Stats) Add(o Stats) {
 	s.PulledBytes += o.PulledBytes
 	s.Present += o.Present
 	s.Rejected += o.Rejected
+	s.Skipped += o.Skipped
+	s.Shared += o.Shared
 	s.Failed += o.Failed
 	s.Traffic.Requests += o.Traffic.Requests
 	s.Traffic.Sent += o.Traffic.Sent
@@ -124,6 +138,58 @@ func Sync(ctx context.Context, local Local, peer Peer, a, b id.ID, opt Options) 
 	}
 	if err != nil {
 		return s.st, fmt.Errorf("replicate sync: %w", err)
+	}
+	return s.st, nil
+}
+
+// Copy makes local hold the records es that peer offered from the range
+// (a, b] (a == b: the whole ring): it reads them from peer, MaxBatch a
+// round trip when peer is a BatchReader, and stores them with Import,
+// which verifies each — the path Sync takes for the records it lists.
+// Names outside (a, b] are refused and counted in Stats.Rejected, as are
+// records that fail verification; records already held count as Present.
+// It returns the first error that stops it: the peer unreachable, a local
+// store error, ErrBudget.
+func Copy(ctx context.Context, local Local, peer Peer, a, b id.ID, es []archive.Entry, opt Options) (Stats, error) {
+	s := &syncer{local: local, peer: peer, opt: opt.withDefaults()}
+	var before Traffic
+	m, isMetered := peer.(metered)
+	if isMetered {
+		before = m.Traffic()
+	}
+	want := make([]archive.Entry, 0, len(es))
+	seen := make(map[archive.Entry]bool, len(es))
+	for _, e := range es {
+		switch {
+		case seen[e]:
+		case a != b && !id.InHalfOpen(e.Key, a, b):
+			s.st.Rejected++
+		case s.opt.Skip != nil && s.opt.Skip(e):
+			s.st.Skipped++
+		default:
+			want = append(want, e)
+		}
+		seen[e] = true
+	}
+	var err error
+	if br, ok := peer.(BatchReader); ok {
+		err = s.pullBatches(ctx, br, want)
+	} else {
+		for _, e := range want {
+			if err = s.pull(ctx, e); err != nil {
+				break
+			}
+		}
+	}
+	if isMetered {
+		after := m.Traffic()
+		s.st.Traffic = Traffic{
+			Requests: after.Requests - before.Requests,
+			Sent:     after.Sent - before.Sent, Received: after.Received - before.Received,
+		}
+	}
+	if err != nil {
+		return s.st, fmt.Errorf("replicate copy: %w", err)
 	}
 	return s.st, nil
 }
@@ -248,6 +314,10 @@ func (s *syncer) list(ctx context.Context, a, b id.ID) error {
 			s.st.Rejected++
 			continue
 		}
+		if s.opt.Skip != nil && s.opt.Skip(e) {
+			s.st.Skipped++
+			continue
+		}
 		want = append(want, e)
 	}
 	if br, ok := s.peer.(BatchReader); ok {
@@ -359,6 +429,11 @@ func (s *syncer) store(ctx context.Context, e archive.Entry, data []byte) error 
 	switch {
 	case errors.Is(err, archive.ErrCorrupt):
 		s.st.Rejected++
+	case errors.Is(err, archive.ErrSignerShare):
+		s.st.Shared++
+		if s.opt.Refused != nil {
+			s.opt.Refused(e)
+		}
 	case err != nil:
 		return err
 	case added:

@@ -2,6 +2,7 @@ package replicate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/big"
 	"net/http"
@@ -386,3 +387,71 @@ func BenchmarkSyncPull(b *testing.B) {
 	}
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "records/s")
 }
+
+// TestCopy: Copy imports the offered records peer holds, verified, and
+// refuses names outside the range and bytes that do not match their
+// name; the answer of an OpOffer is the callback's.
+func TestCopy(t *testing.T) {
+	ctx := context.Background()
+	c := makeCorpus(t, 40)
+	src := openStore(t)
+	for _, e := range c.ents {
+		if _, _, err := src.Import(ctx, e.Name(), c.data[e]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := &Server{Source: src}
+	cl := NewClient(RoundTripFunc(func(ctx context.Context, req []byte) ([]byte, error) {
+		rep, _ := srv.Handle(ctx, req)
+		return rep, nil
+	}))
+	dst := openStore(t)
+	// The range (ents[4], ents[30]]: 26 records in it, the rest outside.
+	a, b := c.ents[4].Key, c.ents[30].Key
+	offered := append(append([]archive.Entry(nil), c.ents[:32]...), c.ents[10]) // one named twice
+	st, err := Copy(ctx, dst, cl, a, b, offered, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, e := range c.ents {
+		if id.InHalfOpen(e.Key, a, b) {
+			want++
+		}
+	}
+	if st.Pulled != int64(want) || st.Rejected != int64(32-want) || st.Traffic.Requests != 1 {
+		t.Fatalf("copy: %+v, want %d pulled in one round trip, %d rejected", st, want, 32-want)
+	}
+	if got, _ := dst.RangeSum(ctx, a, b); got.Count != int64(want) {
+		t.Fatalf("destination holds %d of (a, b], want %d", got.Count, want)
+	}
+	// Again: everything is present, nothing is pulled twice.
+	if st, err = Copy(ctx, dst, cl, a, b, c.ents[5:31], Options{}); err != nil || st.Pulled != 0 || st.Present == 0 {
+		t.Fatalf("second copy: %+v, %v", st, err)
+	}
+	// A peer sending other bytes under a name: refused by Import.
+	liar := &lyingPeer{Peer: src, data: c.data[c.ents[0]]}
+	other := openStore(t)
+	if st, err = Copy(ctx, other, liar, id.ID{}, id.ID{}, c.ents[1:3], Options{}); err != nil || st.Rejected != 2 || st.Pulled != 0 {
+		t.Fatalf("copy from a lying peer: %+v, %v", st, err)
+	}
+	// The server hands an offer to its Offer callback and answers its error.
+	var got Request
+	srv.Offer = func(_ context.Context, r Request) error { got = r; return errors.New("no room") }
+	from := Contact{Peer: "p", Addr: "127.0.0.1:1", Index: 2}
+	if err := cl.Offer(ctx, a, b, from, c.ents[5:7]); !errors.Is(err, ErrRemote) || got.From != from || len(got.Entries) != 2 {
+		t.Fatalf("offer: %v, callback saw %+v", err, got)
+	}
+	srv.Offer = nil
+	if err := cl.Offer(ctx, a, b, from, c.ents[5:7]); !errors.Is(err, ErrRemote) {
+		t.Fatalf("offer to a server without Offer: %v", err)
+	}
+}
+
+// lyingPeer answers every read with the same bytes.
+type lyingPeer struct {
+	Peer
+	data []byte
+}
+
+func (p *lyingPeer) ReadFile(context.Context, archive.Entry) ([]byte, error) { return p.data, nil }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/herod-archive/herod/internal/id"
 )
@@ -187,6 +188,7 @@ func (r *Ring) handleLeave(ctx context.Context, from string, m *Message) *Messag
 	heirs := r.admitAll(ctx, slices.DeleteFunc(slices.Clone(m.Nodes), func(n Node) bool { return n.ID == gone.ID }))
 	var ev []Event
 	r.mu.Lock()
+	r.leaving[gone.Peer] = time.Now()
 	v := r.local(m.To)
 	if v == nil {
 		r.mu.Unlock()

@@ -160,8 +160,11 @@ type Ring struct {
 	mu      sync.Mutex
 	vnodes  []*vnode             // sorted by id
 	suspect map[string]time.Time // peer -> suspected dead until
-	strikes map[string]int       // peer -> consecutive failed calls
-	grave   []graveEntry         // peers removed as dead, probed for merging
+	// leaving is when each peer last announced that a virtual server of
+	// its leaves (OpLeave): a node that left, or moved a position.
+	leaving map[string]time.Time
+	strikes map[string]int // peer -> consecutive failed calls
+	grave   []graveEntry   // peers removed as dead, probed for merging
 	graveAt int
 	rng     *rand.Rand
 	left    bool
@@ -193,6 +196,7 @@ func New(cfg Config, tr Transport) (*Ring, error) {
 		log:     cfg.Logger,
 		clock:   cfg.Clock,
 		suspect: make(map[string]time.Time),
+		leaving: make(map[string]time.Time),
 		strikes: make(map[string]int),
 		rng:     rand.New(rand.NewPCG(uint64(seed[0])<<56|uint64(seed[1])<<48|uint64(seed[2])<<40, uint64(seed[3]))),
 	}

@@ -3,6 +3,7 @@ package ring
 import (
 	"slices"
 	"sync/atomic"
+	"time"
 )
 
 // counters are the ring's monotonic event counts.
@@ -52,11 +53,18 @@ type VnodeStatus struct {
 	Fingers     []Finger `json:"fingers"`
 }
 
+// LeftWithin is how long Status lists a peer that announced a leave.
+const LeftWithin = 10 * time.Minute
+
 // Status is a JSON-serializable snapshot of the ring as this node sees it.
 type Status struct {
 	Self     Contact       `json:"self"`
 	Vnodes   []VnodeStatus `json:"vnodes"`
 	Suspects []string      `json:"suspects,omitempty"`
+	// Left lists the peers that announced, within LeftWithin, that a
+	// virtual server of theirs leaves the ring (a node leaving
+	// gracefully, or moving a position), sorted.
+	Left     []string      `json:"left,omitempty"`
 	Refused  []RefusedPeer `json:"refused,omitempty"`
 	Counters Counters      `json:"counters"`
 }
@@ -78,8 +86,16 @@ func (r *Ring) Status() Status {
 			st.Suspects = append(st.Suspects, p)
 		}
 	}
+	for p, t := range r.leaving {
+		if time.Since(t) > LeftWithin {
+			delete(r.leaving, p)
+			continue
+		}
+		st.Left = append(st.Left, p)
+	}
 	r.mu.Unlock()
 	slices.Sort(st.Suspects)
+	slices.Sort(st.Left)
 	st.Refused = r.ver.recent()
 	st.Counters = r.Counters()
 	return st

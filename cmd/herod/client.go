@@ -3,13 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -37,10 +41,39 @@ func defaultDataDir() string {
 	return filepath.Join(home, ".herod")
 }
 
+// nodeOf returns the gateway URL a command talks to: --node when given,
+// else the URL the node running on data recorded there (gateway-url),
+// else the default node's.
+func nodeOf(fs *flag.FlagSet, nodeURL, data string) string {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "node" })
+	if given {
+		return nodeURL
+	}
+	if u, err := gateway.ReadGatewayURL(data); err == nil {
+		return u
+	}
+	return nodeURL
+}
+
+// unreachable rewrites the error of a request to a node that does not
+// answer into one line that says what to do.
+func unreachable(err error, base, data string) error {
+	var op *net.OpError
+	if !errors.As(err, &op) {
+		return err
+	}
+	cause := op.Err.Error()
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		cause = "connection refused"
+	}
+	return fmt.Errorf("cannot reach the node at %s (%s): is `herod run --data %s` running? Else pass its gateway URL with --node", base, cause, data)
+}
+
 func seedCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("seed", "seed [--node URL] [--data DIR] URL…", stderr)
-	nodeURL := fs.String("node", defaultNode, "gateway URL of the node")
-	data := fs.String("data", defaultDataDir(), "the node's data directory, which holds its admin token ("+gateway.AdminTokenFile+")")
+	fs := newFlagSet("seed", "seed [--data DIR] [--node URL] URL…", stderr)
+	nodeURL := fs.String("node", defaultNode, "gateway URL of the node (default: the one the node running on --data recorded there)")
+	data := fs.String("data", defaultDataDir(), "the node's data directory, which holds its admin token ("+gateway.AdminTokenFile+") and its gateway URL ("+gateway.GatewayURLFile+")")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -50,35 +83,68 @@ func seedCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	token, err := gateway.ReadAdminToken(*data)
 	if err != nil {
-		return fmt.Errorf("seed: %w (start the node once, or pass its --data)", err)
+		return fmt.Errorf("%w (start the node once, or pass its --data)", err)
 	}
-	ep, err := endpoint(*nodeURL, "/api/seed")
+	base := nodeOf(fs, *nodeURL, *data)
+	ep, err := endpoint(base, "/api/seed")
 	if err != nil {
 		return err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep, strings.NewReader(strings.Join(fs.Args(), "\n")))
 	if err != nil {
-		return fmt.Errorf("seed: %w", err)
+		return err
 	}
 	req.Header.Set("Content-Type", "text/plain")
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := httpClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("seed: %w", err)
+		return unreachable(err, base, *data)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("seed: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("reading the answer of %s: %w", ep, err)
 	}
-	fmt.Fprintf(stdout, "seeded %d URL(s)\n", fs.NArg())
+	if resp.StatusCode != http.StatusAccepted {
+		return fmt.Errorf("%s: %s: %s", ep, resp.Status, strings.TrimSpace(string(body)))
+	}
+	var reply gateway.SeedReply
+	if err := json.Unmarshal(body, &reply); err != nil || len(reply.Results) != fs.NArg() {
+		return fmt.Errorf("%s answered %d bytes that are not one result per URL (is the node older than this herod?)", ep, len(body))
+	}
+	return printSeed(stdout, reply.Results)
+}
+
+// errRefused reports a seed some of whose URLs the node refused; each was
+// already printed with its reason.
+var errRefused = errors.New("refused")
+
+// printSeed writes one line per seeded URL: what became of it. It returns
+// an error when the node refused any.
+func printSeed(w io.Writer, res []gateway.SeedResult) error {
+	refused := 0
+	for _, r := range res {
+		switch r.Outcome {
+		case gateway.SeedQueued:
+			fmt.Fprintf(w, "queued          %s\n", r.Canonical)
+		case gateway.SeedFetchedToday:
+			fmt.Fprintf(w, "fetched today   %s at %s UTC; it is crawled once a day, next from %s UTC\n",
+				r.Canonical, r.Fetched.UTC().Format(time.TimeOnly), r.Next.UTC().Format("2006-01-02 15:04"))
+		default:
+			refused++
+			fmt.Fprintf(w, "refused         %s: %s\n", r.URL, r.Reason)
+		}
+	}
+	if refused > 0 {
+		return fmt.Errorf("%w: %d of %d URL(s), see above", errRefused, refused, len(res))
+	}
 	return nil
 }
 
 func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("status", "status [--node URL] [--data DIR] [--json] [--watch INTERVAL]", stderr)
-	nodeURL := fs.String("node", defaultNode, "gateway URL of the node")
-	data := fs.String("data", defaultDataDir(), "the node's data directory: its admin token reads a private status from another machine")
+	nodeURL := fs.String("node", defaultNode, "gateway URL of the node (default: the one the node running on --data recorded there)")
+	data := fs.String("data", defaultDataDir(), "the node's data directory: its gateway URL, and its admin token, which reads a private status")
 	asJSON := fs.Bool("json", false, "print the raw JSON status")
 	watch := fs.Duration("watch", 0, "show the status again every interval (like 2s) until interrupted; the screen is redrawn on a terminal")
 	if err := parse(fs, args); err != nil {
@@ -88,10 +154,14 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("--watch %s: want 100ms or more", *watch)
 	}
 	token, _ := gateway.ReadAdminToken(*data)
+	base := nodeOf(fs, *nodeURL, *data)
 	tty := isTerminal(stdout)
 	for {
 		var b strings.Builder
-		err := showStatus(ctx, &b, *nodeURL, token, *asJSON)
+		err := showStatus(ctx, &b, base, token, *asJSON)
+		if err != nil {
+			err = unreachable(err, base, *data)
+		}
 		if *watch == 0 {
 			if err != nil {
 				return err
@@ -170,11 +240,17 @@ func showStatus(ctx context.Context, w io.Writer, base, token string, asJSON boo
 	return nil
 }
 
-// printRing writes a table of the ring's real nodes.
+// printRing writes the ring's health headline and a table of its real
+// nodes: those up, and those dead or departed with since when.
 func printRing(w io.Writer, rv gateway.RingView) {
-	fmt.Fprintf(w, "\nring: %d virtual servers on %d nodes known here\n", len(rv.Nodes), len(rv.Peers))
+	h := rv.Health()
+	fmt.Fprintf(w, "\nring: %s (%d virtual servers known here)\n", h.Headline(), len(rv.Nodes))
+	if warn := h.Warning(); warn != "" {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
+	now := time.Now()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "address\tstate\treached\tday\tqueued\tfetched\tversions\tbelow k\trepl. lag\tpeer")
+	fmt.Fprintln(tw, "address\tstate\treached\tcrawl day\tqueued\tfetched\tversions\tsize\tbelow k\trepl. lag\tpeer")
 	for _, p := range rv.Peers {
 		reached := p.Reach
 		if p.NAT() {
@@ -183,27 +259,46 @@ func printRing(w io.Writer, rv gateway.RingView) {
 		if p.Relayed {
 			reached = "relayed " + reached
 		}
-		peer := p.Peer
+		peer := gateway.ShortPeer(p.Peer)
 		if p.Peer == rv.Self {
 			peer += " (this node)"
 		}
-		if p.State != "up" {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\t\t\t%s\n", p.Addr, p.State, reached, peer)
+		if !p.Up() {
+			state := p.State
+			if !p.Since.IsZero() {
+				state += " since " + gateway.FormatSince(p.Since, now)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t\t\t\t\t%s\n", p.Addr, state, reached, peer)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.0fs\t%s\n", p.Addr, p.State, reached, p.Day, p.Queued, p.Fetched, p.Versions, p.BelowK, p.LagSec, peer)
+		day := gateway.FormatDay(p.DayStart)
+		if day == "" {
+			day = fmt.Sprint(p.Day)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%.0fs\t%s\n", p.Addr, p.State, reached, day, p.Queued, p.Fetched, p.Versions,
+			gateway.FormatBytes(p.Bytes), p.BelowK, p.LagSec, peer)
 	}
 	tw.Flush()
 }
 
 func printStatus(w io.Writer, st node.Status) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if m := st.Members; m.K > 0 {
+		fmt.Fprintf(tw, "ring nodes\t%d up, %d dead, %d departed (k = %d)\n", m.Up, m.Dead, m.Departed, m.K)
+		if m.TooFew {
+			fmt.Fprintf(tw, "warning\tfewer nodes up than k: no version can have %d copies\n", m.K)
+		}
+	}
 	fmt.Fprintf(tw, "peer\t%s\n", st.Peer)
 	fmt.Fprintf(tw, "ring address\t%s (reached: %s)\n", st.Addr, st.Reach)
 	fmt.Fprintf(tw, "join with\t--join %s\n", st.Multiaddr)
 	fmt.Fprintf(tw, "gateway\t%s\n", st.Gateway)
 	fmt.Fprintf(tw, "archived pages served from\t%s\n", st.Replay)
-	fmt.Fprintf(tw, "crawl day\t%d\n", st.Crawl.Day)
+	if st.Crawl.DayStarted.IsZero() {
+		fmt.Fprintf(tw, "crawl day\t%d\n", st.Crawl.Day)
+	} else {
+		fmt.Fprintf(tw, "crawl day\t%d, started %s\n", st.Crawl.Day, gateway.FormatSince(st.Crawl.DayStarted, time.Now()))
+	}
 	fmt.Fprintf(tw, "queued\t%d\n", st.Crawl.Queued)
 	fmt.Fprintf(tw, "connections to sites open\t%d\n", st.Crawl.Connections)
 	fmt.Fprintf(tw, "fetched today\t%d\n", st.Crawl.FetchedToday)
@@ -217,7 +312,7 @@ func printStatus(w io.Writer, st node.Status) {
 	for k, v := range st.Crawl.ErrorsByKind {
 		fmt.Fprintf(tw, "errors: %s\t%d\n", k, v)
 	}
-	fmt.Fprintf(tw, "archive versions\t%d\n", st.Archive.Versions)
+	fmt.Fprintf(tw, "archive versions\t%d (%s)\n", st.Archive.Versions, gateway.FormatBytes(st.Archive.Bytes))
 	fmt.Fprintf(tw, "archive segments\t%d\n", st.Archive.Segments)
 	fmt.Fprintf(tw, "links forwarded / pending\t%d / %d\n", st.Forward.Sent, st.Forward.Pending)
 	fmt.Fprintf(tw, "links not sent again (owner has them)\t%d\n", st.Forward.Skipped)

@@ -27,9 +27,13 @@ func TestSeedSendsToken(t *testing.T) {
 	gw, err := gateway.New(gateway.Config{
 		Archive: emptyArchive{}, UIOrigin: "http://gw.test", ContentOrigin: "http://content.test",
 		AdminToken: token,
-		Seed: func(_ context.Context, urls []string) error {
+		Seed: func(_ context.Context, urls []string) ([]gateway.SeedResult, error) {
 			seeded = append(seeded, urls...)
-			return nil
+			res := make([]gateway.SeedResult, len(urls))
+			for i, u := range urls {
+				res[i] = gateway.SeedResult{URL: u, Canonical: u, Outcome: gateway.SeedQueued}
+			}
+			return res, nil
 		},
 	})
 	if err != nil {
@@ -42,7 +46,7 @@ func TestSeedSendsToken(t *testing.T) {
 		t.Errorf("seed without a token: %v", err)
 	}
 	out, err := run(t, seedCmd, "--node", srv.URL, "--data", dir, "http://a.example/", "http://b.example/")
-	if err != nil || !strings.Contains(out, "seeded 2 URL(s)") || strings.Join(seeded, " ") != "http://a.example/ http://b.example/" {
+	if err != nil || !strings.Contains(out, "queued          http://a.example/\nqueued          http://b.example/\n") || strings.Join(seeded, " ") != "http://a.example/ http://b.example/" {
 		t.Errorf("seed: %q, %v; seeded %q", out, err, seeded)
 	}
 	// The gateway refuses the same request without the token.

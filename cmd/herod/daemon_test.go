@@ -149,10 +149,18 @@ func TestProcessesDaemonShort(t *testing.T) {
 		return slices.Equal(upPeers(first), listens(r.live())) && slices.Equal(upPeers(second), listens(r.live()))
 	})
 	t.Logf("left, gone from the ring pages: %s", time.Since(began).Round(100*time.Millisecond))
-	out, err := exec.Command(r.bin, "status", "--node", "http://"+first.gateway+"/", "--data", first.data).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "(this node)") || strings.Count(string(out), " up ") != 2 {
+	// herod status: two rows up (the headline says "nodes up ·" too), and
+	// the node that left listed as departed once the ring has dropped it.
+	var out []byte
+	var err error
+	waitFor(t, "herod status listing the node that left as departed", 30*time.Second, func() bool {
+		out, err = exec.Command(r.bin, "status", "--node", "http://"+first.gateway+"/", "--data", first.data).CombinedOutput()
+		return err == nil && strings.Contains(string(out), third.listen+"  departed since ")
+	})
+	if !strings.Contains(string(out), "(this node)") || strings.Count(string(out), "  up  ") != 2 {
 		t.Errorf("herod status: %v\n%s", err, out)
 	}
+	t.Logf("herod status lists it departed: %s", time.Since(began).Round(100*time.Millisecond))
 }
 
 // TestProcessesDaemon is issue 21's acceptance with the built binary: five

@@ -72,6 +72,17 @@ func fsckCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	printReport(stdout, "reindex", rrep)
+	if len(rrep.Damaged) > 0 {
+		// Damaged bytes before valid records stay in place after a
+		// reindex (copied to quarantine/): rewrite those segments without
+		// them, so that the archive checks clean.
+		crep, err := archive.Compact(ctx, dir, opt, archive.CompactOptions{Segments: rrep.Damaged})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "repair: cut damaged records out of %d segments (the bytes are in %s); %d bytes -> %d; replication pulls back from the replicas any version they held\n",
+			len(rrep.Damaged), filepath.Join(dir, "quarantine"), crep.Before, crep.After)
+	}
 	if rep, err = withProgress(ctx, stderr, "fsck: checking again", func() (archive.Report, error) { return archive.Fsck(ctx, dir, opt) }); err != nil {
 		return err
 	}

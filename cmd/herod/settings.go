@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/settings"
 	"github.com/herod-archive/herod/node"
@@ -40,6 +41,7 @@ type runSettings struct {
 	publicStatus, frameless bool
 	day                     time.Duration
 	quota                   int64
+	diskReserve             byteRate
 	replInterval            time.Duration
 	replicas                int
 	download, upload        byteRate
@@ -50,6 +52,7 @@ type runSettings struct {
 	logFormat               string
 	verbose                 bool
 	crawl                   crawlFlags
+	hostNewURLs             int
 	resolved                []settings.Setting
 	sourceOf                map[string]settings.Setting
 }
@@ -79,6 +82,7 @@ func (s *runSettings) register(fs *flag.FlagSet) {
 	fs.BoolVar(&s.frameless, "frameless", false, "replay pages without the gateway's frame, the banner inside the archived page (where its scripts can reach it)")
 	fs.DurationVar(&s.day, "day", node.DefaultDayLength, "length of a crawl day: every known URL is fetched again once per day")
 	fs.Int64Var(&s.quota, "quota", 0, "archive disk quota in bytes (0: unlimited)")
+	fs.Var(&s.diskReserve, "disk-reserve", "free space to keep on the archive's file system (k, M, G suffixes; 0: 64 MiB): crawling and replication pause below it and resume by themselves when space returns")
 	fs.DurationVar(&s.replInterval, "replication-interval", node.DefaultReplicationInterval, "period of replication rounds with the ring neighbours (a ring change starts one sooner)")
 	fs.IntVar(&s.replicas, "replicas", node.ReplicationFactor, fmt.Sprintf("k: real nodes holding every version, 1 to %d; the same on every node of the ring", node.MaxReplicas))
 	fs.Var(&s.download, "download-rate", "download cap in bytes/s (k, M, G suffixes: 2M is 2,000,000 bytes/s) for crawled bodies and replication pulls; 0: none")
@@ -87,6 +91,7 @@ func (s *runSettings) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fs.BoolVar(&s.verbose, "v", false, "verbose logs")
 	s.crawl.register(fs, 1)
+	fs.IntVar(&s.hostNewURLs, "host-new-urls", crawl.DefaultHostNewURLs, "URLs never seen before this node queues per web host per day (a crawler trap's cap; negative: none)")
 }
 
 // resolve reads the settings not given as flags from the environment
@@ -159,6 +164,7 @@ func (s *runSettings) validate() error {
 	check(s.crawl.concurrency >= 1, "concurrency", "want 1 or more")
 	check(s.crawl.timeout > 0, "timeout", "want a positive duration")
 	check(s.crawl.maxBody > 0, "max-body", "want bytes, more than 0")
+	check(s.hostNewURLs != 0, "host-new-urls", "want a number of URLs, negative for no cap")
 	for _, j := range s.join {
 		if _, err := node.ParseContact(j); err != nil {
 			errs = append(errs, s.bad("join", err.Error()))
@@ -204,12 +210,13 @@ func (s *runSettings) nodeConfig(w io.Writer) (node.Config, error) {
 	if err != nil {
 		return node.Config{}, err
 	}
+	cc.HostNewURLs = s.hostNewURLs
 	return node.Config{
 		DataDir: s.data, Listen: s.listen, Announce: s.announce, AddrTimeout: s.addrTimeout, NoRelayService: s.noRelay, Join: s.join,
 		PurgeAuthorities: s.purgeAuth, RebalanceInterval: s.rebalance,
 		VirtualServers: s.vnodes, Seeds: s.seeds, Gateway: s.gateway, GatewayOffset: s.offset, DayLength: s.day,
 		Replay: s.replay, GatewayOrigin: s.gwOrigin, ReplayOrigin: s.rpOrigin,
-		PublicStatus: s.publicStatus, Frameless: s.frameless, Quota: s.quota,
+		PublicStatus: s.publicStatus, Frameless: s.frameless, Quota: s.quota, DiskReserve: int64(s.diskReserve),
 		GatewayLimits:       gateway.Limits{MaxInFlight: s.gwMaxRequests, MemoryBudget: s.gwMemory, ExportRate: exportRate(s.exportRate)},
 		ReplicationInterval: s.replInterval, Replicas: s.replicas,
 		DownloadRate: int64(s.download), UploadRate: int64(s.upload), ReplicationShare: s.replShare,

@@ -169,9 +169,9 @@ func TestAttackPages(t *testing.T) {
 		Archive:    m,
 		Status:     func(context.Context) any { return map[string]string{"secret": "STATUS-SECRET"} },
 		AdminToken: token,
-		Seed: func(context.Context, []string) error {
+		Seed: func(context.Context, []string) ([]gateway.SeedResult, error) {
 			seeds.Add(1)
-			return nil
+			return nil, nil
 		},
 	})
 	const ts = "20240102"

@@ -4,11 +4,11 @@
 //   - /herod/claim/1.0.0 (ClaimProtocol): a node whose virtual server
 //     took a range today claims each URL from the former owner before
 //     fetching it (Transport, the claim.Transport over libp2p streams;
-//     Service.HandleClaim answers);
+//     Service.ServeClaim answers);
 //   - /herod/handover/1.0.0 (HandoverProtocol): a node that leaves, or a
 //     virtual server that moves, hands the keys it fetched today in its
 //     range to the range's heir (Service.HandOver, HandOverRange;
-//     Service.HandleHandover records them).
+//     Service.ServeHandover records them).
 //
 // TakeOver queues, when a range grows in the middle of a day (a
 // predecessor died or left), the known URLs of the keys it gained: ring
@@ -24,10 +24,11 @@
 // accept) are ring/claim's; the node supplies the streams, the trust gate
 // and the crawler (node/claim.go).
 //
-// Invariants: both handlers act only for a verified ring member
-// (Service.Gate), and a request outside the member's role is refused,
-// counted and logged (Service.RefuseRole); a claim frame is at most
-// 16 KiB, a handover at most 4 MiB, and every exchange ends within 10 s.
+// Invariants: both handlers are registered through the node's kit
+// (ClaimSpec, HandoverSpec: members only), and a request outside the
+// member's role is refused, counted and logged (kit.Request.Refuse); a
+// claim frame is at most 16 KiB, a handover at most 4 MiB, and every
+// exchange ends within 10 s.
 //
 // Concurrency: a Service, a TakeOver and a Relocator are safe for concurrent use once
 // their fields are set; TakeOver.Run runs in one goroutine.

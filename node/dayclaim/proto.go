@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/node/kit"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/claim"
 )
@@ -92,49 +93,42 @@ func (t Transport) Alive(ctx context.Context, v ring.Node) bool {
 }
 
 // Service answers a node's claim and handover streams from its claims
-// and hands its fetches over to heirs. Every field but BadFrame and
-// Logger must be set.
+// and hands its fetches over to heirs. Every field but Logger must be
+// set. Its handlers are registered through the node's kit (ClaimSpec,
+// HandoverSpec), which admits members only and bounds each stream.
 type Service struct {
-	Claims *claim.Claims
-	Self   string       // this node's peer id
-	Day    func() int64 // the day claims are made for
-	// Base is the context claims are answered under: the node's, which
-	// ends when it closes.
-	Base func() context.Context
-	Open Opener
-	// Gate returns the verified ring member a stream comes from; for
-	// another peer it resets the stream and returns false.
-	Gate func(s network.Stream) (ring.Node, bool)
-	// RefuseRole counts and logs a member's request outside its role.
-	RefuseRole func(m ring.Node, proto string, err error)
-	wire.Hooks // BadFrame and Logger, both optional
+	Claims     *claim.Claims
+	Self       string       // this node's peer id
+	Day        func() int64 // the day claims are made for
+	Open       Opener
+	wire.Hooks // Logger, optional
 }
 
-// HandleClaim answers a claim from a member whose virtual server took a
-// URL's range (claim.Claims.Answer): the stream handler of ClaimProtocol.
-func (sv *Service) HandleClaim(s network.Stream) {
-	defer s.Close()
-	_ = s.SetDeadline(time.Now().Add(claimTimeout))
-	m, ok := sv.Gate(s)
-	if !ok {
-		return
+// ClaimSpec declares the claim protocol to the node's kit.
+func (sv *Service) ClaimSpec() kit.Spec {
+	return kit.Spec{ID: ClaimProtocol, Handle: sv.ServeClaim, MaxFrame: maxClaimFrame, Deadline: claimTimeout, MaxActive: 128}
+}
+
+// HandoverSpec declares the handover protocol to the node's kit.
+func (sv *Service) HandoverSpec() kit.Spec {
+	return kit.Spec{ID: HandoverProtocol, Handle: sv.ServeHandover, MaxFrame: maxHandoverFrame, Deadline: claimTimeout, MaxActive: 4}
+}
+
+// ServeClaim answers a claim from a member whose virtual server took a
+// URL's range (claim.Claims.Answer): the handler of ClaimProtocol.
+func (sv *Service) ServeClaim(ctx context.Context, q *kit.Request) error {
+	var req claim.Request
+	if err := q.ReadJSON(maxClaimFrame, &req); err != nil {
+		return err
 	}
-	var q claim.Request
-	if err := wire.ReadJSON(bufio.NewReader(s), maxClaimFrame, &q); err != nil {
-		sv.CountBadFrame()
-		s.Reset()
-		return
-	}
-	rep, err := sv.Claims.Answer(sv.Base(), m, q, sv.Day())
+	rep, err := sv.Claims.Answer(ctx, q.Member, req, sv.Day())
 	if err != nil {
 		rep.Err = err.Error()
 		if errors.Is(err, claim.ErrRole) {
-			sv.RefuseRole(m, string(ClaimProtocol), err)
+			q.Refuse(err)
 		}
 	}
-	if err := wire.WriteJSON(s, rep); err != nil {
-		s.Reset()
-	}
+	return q.Reply(rep)
 }
 
 // HandOver sends, before the node leaves, each local virtual server's
@@ -200,27 +194,17 @@ func (sv *Service) sendHandover(ctx context.Context, to ring.Node, h claim.Hando
 	return nil
 }
 
-// HandleHandover records the keys a leaving member fetched today
-// (claim.Claims.HandedOver): the stream handler of HandoverProtocol.
-func (sv *Service) HandleHandover(s network.Stream) {
-	defer s.Close()
-	_ = s.SetDeadline(time.Now().Add(claimTimeout))
-	m, ok := sv.Gate(s)
-	if !ok {
-		return
-	}
+// ServeHandover records the keys a leaving member fetched today
+// (claim.Claims.HandedOver): the handler of HandoverProtocol.
+func (sv *Service) ServeHandover(_ context.Context, q *kit.Request) error {
 	var h claim.Handover
-	if err := wire.ReadJSON(bufio.NewReader(s), maxHandoverFrame, &h); err != nil {
-		sv.CountBadFrame()
-		s.Reset()
-		return
+	if err := q.ReadJSON(maxHandoverFrame, &h); err != nil {
+		return err
 	}
 	var rep claim.Reply
-	if err := sv.Claims.HandedOver(m, h, sv.Day()); err != nil {
+	if err := sv.Claims.HandedOver(q.Member, h, sv.Day()); err != nil {
 		rep.Err = err.Error()
-		sv.RefuseRole(m, string(HandoverProtocol), err)
+		q.Refuse(err)
 	}
-	if err := wire.WriteJSON(s, rep); err != nil {
-		s.Reset()
-	}
+	return q.Reply(rep)
 }

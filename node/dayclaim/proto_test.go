@@ -13,6 +13,7 @@ import (
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/p2ptest"
 	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/node/kit"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/claim"
 )
@@ -50,17 +51,18 @@ type noVnodes struct{}
 func (noVnodes) Vnodes() []ring.Node                 { return nil }
 func (noVnodes) Predecessor(id.ID) (ring.Node, bool) { return ring.Node{}, false }
 
-// answerer is the claim service of host b on day 1, behind gate; it
-// counts no refusal.
-func answerer(b host.Host, open Opener, gate func(network.Stream) (ring.Node, bool)) *Service {
-	return &Service{
-		Claims:     claim.New(claim.Config{Peer: b.ID().String(), Ring: noVnodes{}, Transport: Transport{Open: open}}),
-		Self:       b.ID().String(),
-		Day:        func() int64 { return 1 },
-		Base:       context.Background,
-		Gate:       gate,
-		RefuseRole: func(ring.Node, string, error) {},
+// answerer is the claim service of host b on day 1, registered through
+// a kit behind gate; refusals go to refuse.
+func answerer(b host.Host, open Opener, gate func(network.Stream) (ring.Node, error), refuse func(ring.Node, string, error)) *Service {
+	sv := &Service{
+		Claims: claim.New(claim.Config{Peer: b.ID().String(), Ring: noVnodes{}, Transport: Transport{Open: open}}),
+		Self:   b.ID().String(),
+		Day:    func() int64 { return 1 },
 	}
+	k := kit.New(kit.Config{Host: b, Gate: gate, RefuseRole: refuse})
+	k.MustHandle(sv.ClaimSpec())
+	k.MustHandle(sv.HandoverSpec())
+	return sv
 }
 
 // TestHandoverRefusals: a handover for another member's virtual server
@@ -70,15 +72,12 @@ func TestHandoverRefusals(t *testing.T) {
 	a, b, open := twoHosts(t)
 	member := true
 	var refused []string
-	sv := answerer(b, open, func(s network.Stream) (ring.Node, bool) {
+	answerer(b, open, func(s network.Stream) (ring.Node, error) {
 		if !member {
-			s.Reset()
-			return ring.Node{}, false
+			return ring.Node{}, errors.New("not a member")
 		}
-		return ring.Node{Contact: ring.Contact{Peer: a.ID().String(), Addr: "127.0.0.1:4001"}}, true
-	})
-	sv.RefuseRole = func(m ring.Node, proto string, err error) { refused = append(refused, proto) }
-	b.SetStreamHandler(HandoverProtocol, sv.HandleHandover)
+		return ring.Node{Contact: ring.Contact{Peer: a.ID().String(), Addr: "127.0.0.1:4001"}}, nil
+	}, func(m ring.Node, proto string, err error) { refused = append(refused, proto) })
 	from := &Service{Open: open}
 	to := ring.Node{Contact: ring.Contact{Peer: b.ID().String()}}
 	h := claim.Handover{Day: 1, Vnode: ring.Node{Contact: ring.Contact{Peer: "someone-else", Addr: "127.0.0.2:4001"}}, Keys: []id.ID{id.OfString("x")}}
@@ -100,11 +99,9 @@ func TestHandoverRefusals(t *testing.T) {
 // for longer, not fetched after three tries.
 func TestClaimRefusedByGate(t *testing.T) {
 	a, b, open := twoHosts(t)
-	sv := answerer(b, open, func(s network.Stream) (ring.Node, bool) {
-		s.Reset()
-		return ring.Node{}, false
-	})
-	b.SetStreamHandler(ClaimProtocol, sv.HandleClaim)
+	answerer(b, open, func(s network.Stream) (ring.Node, error) {
+		return ring.Node{}, errors.New("not a member")
+	}, nil)
 	tr := Transport{Open: open}
 	q := claim.Request{URL: "http://site.example/", Day: 1, Vnode: ring.Node{Contact: ring.Contact{Peer: a.ID().String(), Addr: "127.0.0.1:4001"}}}
 	_, err := tr.Claim(context.Background(), ring.Node{Contact: ring.Contact{Peer: b.ID().String()}}, q)

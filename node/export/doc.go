@@ -14,8 +14,14 @@
 // and came strictly after the previous one (and after the resume cursor),
 // and its body proved to be exactly one gzip member holding one WARC
 // response record (or, when asked for, a revisit) whose target, date and
-// block and payload digests agree with the header; a record equal to the
-// one just written (the same version from two replicas) is dropped; a
+// block and payload digests agree with the header; a remote member's
+// record is merged only once it also passed the asking node's import
+// check (Verifier: the fetcher's signature, the purge book), and its
+// revisit only when it refers to a version of the same URL that passed
+// earlier in its reply (or lies before the resume cursor) — one that
+// fails is dropped and counted (Member.Dropped, Dropped), never
+// exported; a record equal to the one just written (the same version
+// from two replicas) is dropped; a
 // member's failure or skipped versions end the merge with an error
 // wrapping ErrPartial, never silently. What was written before an error
 // is a correct prefix of the full export, so resuming after the last

@@ -31,6 +31,10 @@ const (
 	maxHeaderFrame = 64 << 10
 	// MaxRecordFrame bounds one record (a gzip member).
 	MaxRecordFrame = 64 << 20
+	// maxRecordBlock bounds a record's block once decompressed: no capture
+	// the ring stores is larger than a frame (the crawler's --max-body is
+	// smaller), so a gzip bomb stops here, having allocated as it arrived.
+	maxRecordBlock = MaxRecordFrame + archive.MaxHead
 )
 
 // Errors of a member's reply.
@@ -201,12 +205,29 @@ type Exporter interface {
 	Export(ctx context.Context, opts archive.ExportOptions, warc, cdxj io.Writer) (archive.ExportStats, error)
 }
 
+// Verifier checks a record a remote member sent, as the archive checks a
+// record before it imports one: *archive.Store's VerifyRecord (framing,
+// digests, the fetcher's signature, the purge book).
+type Verifier interface {
+	VerifyRecord(data []byte) (*archive.Capture, id.ID, error)
+}
+
+var _ Verifier = (*archive.Store)(nil)
+
+// maxVerifiedPerURL bounds the verified versions of one URL a Member
+// remembers, to admit the revisits that refer to them.
+const maxVerifiedPerURL = 4096
+
 // Member reads one member's export reply and checks every record
 // before it is merged: the header must match the query, come strictly
 // after the previous one (and after the resume cursor), and the body must
 // be one gzip member holding one WARC response record (or, when the query
 // asked for them, a revisit record) whose target URI, date and digests
-// agree with the header.
+// agree with the header. A remote member's records (Open with a
+// Verifier) must also pass the Verifier, and its revisits must refer to
+// a version of the same URL it sent earlier in the reply that did (or
+// one before the resume cursor); a
+// record that fails is dropped and counted (Dropped), not merged.
 type Member struct {
 	name    string // member address, for errors
 	r       *bufio.Reader
@@ -215,6 +236,13 @@ type Member struct {
 	last    Key
 	hasLast bool
 
+	verify   Verifier // nil: a local member, whose store verified its records
+	after    *Key     // the resume cursor: the reply starts after it
+	verified map[verifiedKey]bool
+	verURL   string // the URL verified holds versions of
+	dropped  int
+	dropErr  error // the first drop's reason
+
 	head    recordHeader // current record
 	key     Key
 	body    []byte
@@ -222,43 +250,107 @@ type Member struct {
 	skipped int // corrupt files the member reported at the end
 }
 
-// next reads the member's next record into head, key and body, or sets
-// done at the end of a complete reply.
+// verifiedKey is a verified version of the URL a Member last verified.
+type verifiedKey struct {
+	t time.Time
+	d id.ID
+}
+
+// next reads the member's next record that passes its checks into head,
+// key and body, or sets done at the end of a complete reply.
 func (m *Member) next() error {
+	for {
+		ok, err := m.read()
+		if err != nil || ok {
+			return err
+		}
+	}
+}
+
+// read reads the member's next record into head, key and body, or sets
+// done at the end of a complete reply. It returns false, without error,
+// for a record it dropped as failing verification.
+func (m *Member) read() (bool, error) {
 	if m.setRD != nil {
 		m.setRD(time.Now().Add(Idle))
 	}
 	var h recordHeader
 	if err := wire.ReadJSON(m.r, maxHeaderFrame, &h); err != nil {
-		return fmt.Errorf("member %s: export header: %w", m.name, err)
+		return false, fmt.Errorf("member %s: export header: %w", m.name, err)
 	}
 	if h.End {
 		if h.Error != "" {
-			return fmt.Errorf("member %s: export: %w: %.300s", m.name, ErrRemote, h.Error)
+			return false, fmt.Errorf("member %s: export: %w: %.300s", m.name, ErrRemote, h.Error)
 		}
 		m.done, m.skipped = true, max(h.Skipped, 0)
-		return nil
+		return true, nil
 	}
 	k := Key{host: LowerHost(h.URL), url: h.URL, t: h.Time, d: h.Digest}
 	switch {
 	case !m.q.Contains(archive.Version{URL: h.URL, Time: h.Time}):
-		return fmt.Errorf("member %s: %w: record of %.100q outside the query", m.name, ErrBadReply, h.URL)
+		return false, fmt.Errorf("member %s: %w: record of %.100q outside the query", m.name, ErrBadReply, h.URL)
 	case h.Cursor != Cursor(h.URL, h.Time, h.Digest):
-		return fmt.Errorf("member %s: %w: cursor %.100q does not match its record", m.name, ErrBadReply, h.Cursor)
+		return false, fmt.Errorf("member %s: %w: cursor %.100q does not match its record", m.name, ErrBadReply, h.Cursor)
 	case m.hasLast && k.Compare(m.last) <= 0:
-		return fmt.Errorf("member %s: %w: record of %.100q out of order", m.name, ErrBadReply, h.URL)
+		return false, fmt.Errorf("member %s: %w: record of %.100q out of order", m.name, ErrBadReply, h.URL)
 	}
 	body, err := wire.ReadFrame(m.r, MaxRecordFrame)
 	if err != nil {
-		return fmt.Errorf("member %s: export record: %w", m.name, err)
+		return false, fmt.Errorf("member %s: export record: %w", m.name, err)
 	}
-	if err := checkRecord(body, h, m.q.Revisits); err != nil {
-		return fmt.Errorf("member %s: %w: %w", m.name, ErrBadReply, err)
+	refersTo, err := checkRecord(body, h, m.q.Revisits)
+	if err != nil {
+		return false, fmt.Errorf("member %s: %w: %w", m.name, ErrBadReply, err)
+	}
+	m.last, m.hasLast = k, true
+	if err := m.verifyRecord(body, h, refersTo); err != nil {
+		m.dropped++
+		if m.dropErr == nil {
+			m.dropErr = err
+		}
+		return false, nil
 	}
 	m.head, m.key, m.body = h, k, body
-	m.last, m.hasLast = k, true
+	return true, nil
+}
+
+// verifyRecord checks a remote member's record, checked by checkRecord
+// (refersTo is a revisit's WARC-Refers-To-Date, zero for a response),
+// with the Verifier, and remembers a verified response for the revisits
+// that follow it. A revisit carries no signature: it is admitted when the
+// version it refers to passed earlier in the reply or, in a resumed
+// export, lies before the resume cursor (in the part delivered before).
+func (m *Member) verifyRecord(body []byte, h recordHeader, refersTo time.Time) error {
+	if m.verify == nil {
+		return nil
+	}
+	if h.URL != m.verURL {
+		m.verURL, m.verified = h.URL, map[verifiedKey]bool{}
+	}
+	if !refersTo.IsZero() {
+		ref := KeyOf(h.URL, refersTo, h.Digest)
+		resumed := m.after != nil && ref.Compare(*m.after) <= 0
+		if !resumed && !m.verified[verifiedKey{refersTo, h.Digest}] {
+			return fmt.Errorf("revisit of %.100q at %s refers to no verified version", h.URL, h.Time.Format(time.RFC3339))
+		}
+		return nil
+	}
+	c, digest, err := m.verify.VerifyRecord(body)
+	switch {
+	case err != nil:
+		return fmt.Errorf("record of %.100q: %w", h.URL, err)
+	case c.URL != h.URL || !c.Time.Equal(h.Time) || digest != h.Digest:
+		return fmt.Errorf("record of %.100q: verified record is another version", h.URL)
+	}
+	if len(m.verified) < maxVerifiedPerURL {
+		m.verified[verifiedKey{h.Time, h.Digest}] = true
+	}
 	return nil
 }
+
+// Dropped returns how many records of the member were dropped as failing
+// verification, and the first one's reason.
+func (m *Member) Dropped() (int, error) { return m.dropped, m.dropErr }
 
 // b32 is the digest encoding of WARC-*-Digest fields.
 var b32 = base32.StdEncoding
@@ -269,30 +361,33 @@ var b32 = base32.StdEncoding
 // of the identical-payload-digest profile: its block (the HTTP head, no
 // payload) must match its block digest and its payload digest must be
 // the header's, the digest of the version it refers to, which cannot be
-// checked here without that version.
-func checkRecord(body []byte, h recordHeader, revisits bool) error {
+// checked here without that version: checkRecord returns its
+// WARC-Refers-To-Date (zero for a response record).
+func checkRecord(body []byte, h recordHeader, revisits bool) (time.Time, error) {
 	rd := bytes.NewReader(body)
 	zr, err := gzip.NewReader(rd)
 	if err != nil {
-		return fmt.Errorf("record of %.100q: %w", h.URL, err)
+		return time.Time{}, fmt.Errorf("record of %.100q: %w", h.URL, err)
 	}
 	zr.Multistream(false)
-	br := bufio.NewReader(zr)
-	rec, err := archive.ReadRecord(br)
+	br := bufio.NewReader(wire.LimitReader(zr, maxRecordBlock+archive.MaxHead))
+	rec, err := archive.ReadRecordMax(br, maxRecordBlock)
 	if err != nil {
-		return fmt.Errorf("record of %.100q: %w", h.URL, err)
+		return time.Time{}, fmt.Errorf("record of %.100q: %w", h.URL, err)
 	}
 	switch _, err := br.Peek(1); {
 	case err == nil:
-		return fmt.Errorf("record of %.100q: more than one record in its gzip member", h.URL)
+		return time.Time{}, fmt.Errorf("record of %.100q: more than one record in its gzip member", h.URL)
 	case err != io.EOF:
-		return fmt.Errorf("record of %.100q: %w", h.URL, err)
+		return time.Time{}, fmt.Errorf("record of %.100q: %w", h.URL, err)
 	}
-	if _, err := io.Copy(io.Discard, zr); err != nil {
-		return fmt.Errorf("record of %.100q: %w", h.URL, err)
+	// Nothing may follow the record: read what is left through a limit
+	// of 0, which fails on a byte rather than expanding it.
+	if _, err := io.Copy(io.Discard, wire.LimitReader(zr, 0)); err != nil {
+		return time.Time{}, fmt.Errorf("record of %.100q: %w", h.URL, err)
 	}
 	if rd.Len() != 0 {
-		return fmt.Errorf("record of %.100q: %d bytes after its gzip member", h.URL, rd.Len())
+		return time.Time{}, fmt.Errorf("record of %.100q: %d bytes after its gzip member", h.URL, rd.Len())
 	}
 	hd := rec.Header
 	when, err := time.Parse(time.RFC3339Nano, hd.Get("Warc-Date"))
@@ -304,25 +399,30 @@ func checkRecord(body []byte, h recordHeader, revisits bool) error {
 		if revisits {
 			want += " or revisit"
 		}
-		return fmt.Errorf("record of %.100q: type %.20q, want %s", h.URL, typ, want)
+		return time.Time{}, fmt.Errorf("record of %.100q: type %.20q, want %s", h.URL, typ, want)
 	case revisit && hd.Get("Warc-Profile") != archive.RevisitProfile && hd.Get("Warc-Profile") != archive.NotModifiedProfile:
-		return fmt.Errorf("record of %.100q: revisit profile %.100q", h.URL, hd.Get("Warc-Profile"))
+		return time.Time{}, fmt.Errorf("record of %.100q: revisit profile %.100q", h.URL, hd.Get("Warc-Profile"))
 	case hd.Get("Warc-Target-Uri") != h.URL:
-		return fmt.Errorf("record of %.100q: target %.100q", h.URL, hd.Get("Warc-Target-Uri"))
+		return time.Time{}, fmt.Errorf("record of %.100q: target %.100q", h.URL, hd.Get("Warc-Target-Uri"))
 	case err != nil || !when.Equal(h.Time):
-		return fmt.Errorf("record of %.100q: date %.40q, want %s", h.URL, hd.Get("Warc-Date"), h.Time.Format(time.RFC3339Nano))
+		return time.Time{}, fmt.Errorf("record of %.100q: date %.40q, want %s", h.URL, hd.Get("Warc-Date"), h.Time.Format(time.RFC3339Nano))
 	case !digestIs(hd.Get("Warc-Block-Digest"), id.Sum(rec.Block)):
-		return fmt.Errorf("record of %.100q: block digest mismatch", h.URL)
+		return time.Time{}, fmt.Errorf("record of %.100q: block digest mismatch", h.URL)
 	case !digestIs(hd.Get("Warc-Payload-Digest"), h.Digest):
-		return fmt.Errorf("record of %.100q: payload digest is not the header's", h.URL)
+		return time.Time{}, fmt.Errorf("record of %.100q: payload digest is not the header's", h.URL)
 	case revisit:
-		return nil // no payload to check
+		// No payload to check; the version it refers to is by its date.
+		ref, err := time.Parse(time.RFC3339Nano, hd.Get("Warc-Refers-To-Date"))
+		if err != nil || hd.Get("Warc-Refers-To-Target-Uri") != h.URL {
+			return time.Time{}, fmt.Errorf("record of %.100q: revisit refers to %.100q at %.40q", h.URL, hd.Get("Warc-Refers-To-Target-Uri"), hd.Get("Warc-Refers-To-Date"))
+		}
+		return ref, nil
 	}
 	i := bytes.Index(rec.Block, []byte("\r\n\r\n"))
 	if i < 0 || id.Sum(rec.Block[i+4:]) != h.Digest {
-		return fmt.Errorf("record of %.100q: payload digest mismatch", h.URL)
+		return time.Time{}, fmt.Errorf("record of %.100q: payload digest mismatch", h.URL)
 	}
-	return nil
+	return time.Time{}, nil
 }
 
 // digestIs reports whether the WARC digest field v ("sha1:BASE32") is d.
@@ -332,13 +432,14 @@ func digestIs(v string, d id.ID) bool {
 }
 
 // Open reads the first record of a member's reply from r, checked
-// against q and, when after is set, required to come after it. name
-// names the member in errors; setRD, if set, is called with a read
-// deadline before each frame.
-func Open(name string, r io.Reader, setRD func(time.Time), q gateway.Query, after *Key) (*Member, error) {
-	m := &Member{name: name, r: bufio.NewReader(r), setRD: setRD, q: q}
+// against q and, when after is set, required to come after it; with
+// verify (a remote member), each record must also pass it or is dropped
+// (Member.Dropped). name names the member in errors; setRD, if set, is
+// called with a read deadline before each frame.
+func Open(name string, r io.Reader, setRD func(time.Time), q gateway.Query, after *Key, verify Verifier) (*Member, error) {
+	m := &Member{name: name, r: bufio.NewReader(r), setRD: setRD, q: q, verify: verify}
 	if after != nil {
-		m.last, m.hasLast = *after, true
+		m.last, m.hasLast, m.after = *after, true, after
 	}
 	if err := m.next(); err != nil {
 		return nil, err
@@ -415,3 +516,17 @@ func Merge(all []*Member, w io.Writer, progress func(cursor string)) error {
 }
 
 var _ Exporter = (*archive.Store)(nil)
+
+// Dropped returns how many records the members dropped as failing
+// verification, and the first reason.
+func Dropped(all []*Member) (int, error) {
+	n, first := 0, error(nil)
+	for _, m := range all {
+		d, err := m.Dropped()
+		n += d
+		if first == nil && err != nil {
+			first = fmt.Errorf("member %s: %w", m.name, err)
+		}
+	}
+	return n, first
+}

@@ -288,12 +288,12 @@ func TestMemberExportRevisits(t *testing.T) {
 	}
 	other := revisit
 	other.Digest = id.Sum([]byte("another payload"))
-	if err := checkRecord(revisitBody, other, true); err == nil {
+	if _, err := checkRecord(revisitBody, other, true); err == nil {
 		t.Fatal("revisit record accepted under another payload digest")
 	}
 	flipped := slices.Clone(revisitBody)
 	flipped[len(flipped)/2] ^= 0x20
-	if err := checkRecord(flipped, revisit, true); err == nil {
+	if _, err := checkRecord(flipped, revisit, true); err == nil {
 		t.Fatal("revisit record with a flipped byte accepted")
 	}
 }
@@ -352,7 +352,7 @@ func FuzzMemberExport(f *testing.F) {
 			if err := m.next(); err != nil || m.done {
 				return
 			}
-			if err := checkRecord(m.body, m.head, m.q.Revisits); err != nil {
+			if _, err := checkRecord(m.body, m.head, m.q.Revisits); err != nil {
 				t.Fatalf("accepted a record that fails the check: %v", err)
 			}
 		}

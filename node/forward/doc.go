@@ -12,7 +12,7 @@
 //
 // Links is a node's side of the links protocol (Protocol): one hop of a
 // walk. It sends a forwarder's batches (Deliver, the forwarder's
-// Config.Deliver) and receives other nodes' (Handle, Receive): it
+// Config.Deliver) and receives other nodes' (Serve, Receive): it
 // re-checks each URL, queues at the crawler those this node owns (or
 // holds as a replica) and passes the rest on through the forwarder,
 // straight to a closer owner when its ring view knows one. With Known set
@@ -28,10 +28,13 @@
 // a closer owner comes back without that hint); a link acknowledged by
 // its owner is not sent again the same crawl day (Config.Day) unless it
 // was passed on by a non-owner (hops > 0); DecodeLinks refuses more than
-// 500,000 URLs or 64 MiB decompressed; Links acts only for a verified
-// ring member (Links.Gate), takes replica links only for a range it
-// replicates and known URLs only for a range it holds (refusals wrap
-// ErrRole), and queues a link passed on MaxHops times rather than lose it.
+// 500,000 URLs, or more bytes decompressed than the URLs the header counts
+// may hold (64 MiB at most), and allocates only what arrived; Links
+// serves through the node's kit (Links.Spec: members only, 16 requests at
+// once), takes replica links only for a range it replicates and known
+// URLs only URL by URL for ranges it holds, at most KnownPerDay a sender
+// (refusals wrap ErrRole), and queues a link passed on MaxHops times
+// rather than lose it.
 //
 // Concurrency: a Forwarder, a SizeEstimate and a Links (once its fields
 // are set) are safe for concurrent use; Run walks one walk at a time. An Outbox is used by

@@ -17,6 +17,7 @@ import (
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/node/kit"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -28,6 +29,20 @@ const MaxHops = 4
 // streamTimeout bounds one exchange of the links protocol, as for the
 // node's other protocols.
 const streamTimeout = 30 * time.Second
+
+// maxActive bounds the links requests a node serves at once (each may
+// hold an 8 MiB batch and its URLs); more wait for a slot (kit.Spec).
+const maxActive = 16
+
+// DefaultKnownPerDay is Links.KnownPerDay when zero: known URLs one
+// sender may have a node remember in a day. A node shares, once a day,
+// the URLs it knows of that no version carries; half a million is far
+// above what one member's share of a range holds.
+const DefaultKnownPerDay = 500_000
+
+// maxKnownGroups bounds the successor walks that check one batch of
+// known URLs (Links.heldKnown).
+const maxKnownGroups = 8
 
 // ErrRole is the refusal of a member's request outside the role the ring
 // gives it (replica links for a range this node does not replicate, known
@@ -60,10 +75,10 @@ type Crawler interface {
 
 // Links is a node's side of the links protocol: it sends the forwarder's
 // batches (Deliver) and known URLs (ShareKnown), and receives other
-// nodes' (Handle): it queues at the crawler the links this node owns and
-// passes the rest on through the forwarder. Every field but BadFrame and
-// Logger must be set before it sends or receives; Crawler may be set
-// after the forwarder is built.
+// nodes' (Serve): it queues at the crawler the links this node owns and
+// passes the rest on through the forwarder. Every field but KnownPerDay,
+// Now and Logger must be set before it sends or receives; Crawler may be
+// set after the forwarder is built.
 type Links struct {
 	Forwarder *Forwarder
 	Crawler   Crawler
@@ -77,17 +92,18 @@ type Links struct {
 	// Open opens a stream of protocol p to the real node behind c, with
 	// a deadline.
 	Open func(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error)
-	// Gate returns the verified ring member a stream comes from; for
-	// another peer it resets the stream and returns false.
-	Gate func(s network.Stream) (ring.Node, bool)
-	// RefuseRole counts and logs a member's request outside its role.
-	RefuseRole func(m ring.Node, proto string, err error)
-	// Base is the context received links are queued under: the node's,
-	// which ends when it closes.
-	Base       func() context.Context
-	wire.Hooks // BadFrame and Logger, both optional
+	// KnownPerDay bounds the known URLs this node remembers from one
+	// sender in a day (a token bucket refilled over 24 hours); zero means
+	// DefaultKnownPerDay.
+	KnownPerDay int
+	// Now tells the time for KnownPerDay; nil means time.Now.
+	Now        func() time.Time
+	wire.Hooks // Logger, optional
+
+	known knownBuckets
 
 	linksReceived, badLinks, overHops, knownShared, knownReceived atomic.Int64
+	knownRefused, knownOverCap                                    atomic.Int64
 }
 
 // LinksStats counts the links other nodes sent to this one.
@@ -97,12 +113,15 @@ type LinksStats struct {
 	OverHops      int64 // queued here at MaxHops though not owned
 	KnownShared   int64 // known URLs sent to their ranges' holders
 	KnownReceived int64 // known URLs remembered from others
+	KnownRefused  int64 // known URLs refused: of ranges this node does not hold
+	KnownOverCap  int64 // known URLs refused: over their sender's KnownPerDay
 }
 
 // Stats returns a snapshot of the counters.
 func (l *Links) Stats() LinksStats {
 	return LinksStats{Received: l.linksReceived.Load(), BadLinks: l.badLinks.Load(), OverHops: l.overHops.Load(),
-		KnownShared: l.knownShared.Load(), KnownReceived: l.knownReceived.Load()}
+		KnownShared: l.knownShared.Load(), KnownReceived: l.knownReceived.Load(),
+		KnownRefused: l.knownRefused.Load(), KnownOverCap: l.knownOverCap.Load()}
 }
 
 // Deliver hands a batch to the virtual server to and returns to's
@@ -147,53 +166,46 @@ func (l *Links) Deliver(ctx context.Context, to ring.Node, b Batch) ([]ring.Node
 	return rep.Successors, nil
 }
 
-// Handle receives one hop of another node's ring walk: the stream
-// handler of Protocol.
-func (l *Links) Handle(s network.Stream) {
-	defer s.Close()
-	_ = s.SetDeadline(time.Now().Add(streamTimeout))
-	m, ok := l.Gate(s)
-	if !ok {
-		return
-	}
-	r := bufio.NewReader(s)
+// Spec declares the links protocol to the node's kit: Serve behind the
+// trust gate, a request of a header and one compressed batch.
+func (l *Links) Spec() kit.Spec {
+	return kit.Spec{ID: Protocol, Handle: l.Serve, MaxFrame: MaxBody, MaxRequest: MaxHeader + MaxBody + 20,
+		Deadline: streamTimeout, MaxActive: maxActive}
+}
+
+// Serve receives one hop of another node's ring walk, or a batch of
+// known URLs: the handler of Protocol (Spec), run by the node's kit.
+func (l *Links) Serve(ctx context.Context, q *kit.Request) error {
 	var hdr Header
-	err := wire.ReadJSON(r, MaxHeader, &hdr)
-	var body []byte
-	if err == nil {
-		body, err = wire.ReadFrame(r, MaxBody)
+	if err := q.ReadJSON(MaxHeader, &hdr); err != nil {
+		return err
 	}
-	var urls []string
-	if err == nil {
-		urls, err = DecodeLinks(body, hdr.N)
-	}
+	body, err := q.ReadFrame(MaxBody)
 	if err != nil {
-		l.CountBadFrame()
-		l.Log().Debug("links: bad request", "peer", s.Conn().RemotePeer(), "err", err)
-		s.Reset()
-		return
+		return err
 	}
-	ctx, cancel := context.WithTimeout(l.Base(), streamTimeout)
-	defer cancel()
+	urls, err := DecodeLinks(body, hdr.N)
+	if err != nil {
+		return fmt.Errorf("%w: %w", kit.ErrBadFrame, err)
+	}
 	rep := Reply{Accepted: len(urls)}
 	if hdr.Known {
-		if err := l.rememberKnown(ctx, urls); err != nil {
+		n, err := l.rememberKnown(ctx, q.Member.Peer, urls)
+		rep.Accepted = n
+		if err != nil {
 			if errors.Is(err, ErrRole) {
-				l.RefuseRole(m, string(Protocol), err)
+				q.Refuse(err)
 			}
-			_ = wire.WriteJSON(s, Reply{Error: err.Error()})
-			return
+			rep.Error = err.Error()
 		}
-		_ = wire.WriteJSON(s, rep)
-		return
+		return q.Reply(rep)
 	}
 	if hdr.Replica {
 		if err := l.replicaRole(ctx, urls); err != nil {
 			if errors.Is(err, ErrRole) {
-				l.RefuseRole(m, string(Protocol), err)
+				q.Refuse(err)
 			}
-			_ = wire.WriteJSON(s, Reply{Error: err.Error()})
-			return
+			return q.Reply(Reply{Error: err.Error()})
 		}
 	}
 	if err := l.receiveKind(ctx, urls, hdr.Hops, hdr.Replica, hdr.Req); err != nil {
@@ -202,7 +214,7 @@ func (l *Links) Handle(s network.Stream) {
 		l.linksReceived.Add(int64(len(urls)))
 		rep.Successors = l.replySuccessorsOf(hdr.VS, hdr.Want, hdr.Next)
 	}
-	_ = wire.WriteJSON(s, rep)
+	return q.Reply(rep)
 }
 
 // replySuccessorsOf returns the successors the sender of a batch to the
@@ -327,6 +339,12 @@ func (l *Links) replicaRole(ctx context.Context, urls []string) error {
 	return nil
 }
 
+// keyed is a URL with its ring key.
+type keyed struct {
+	key id.ID
+	url string
+}
+
 // ShareKnown implements crawl.KnownSharer (it is the forwarder's
 // Config.ShareKnown): it sends each URL to the real nodes that hold its
 // range — its owner and the owner's next k-1 (Replicas) distinct real
@@ -336,10 +354,6 @@ func (l *Links) replicaRole(ctx context.Context, urls []string) error {
 // per holder. The first error stops it; the crawler tries again the next
 // day.
 func (l *Links) ShareKnown(ctx context.Context, urls []string) error {
-	type keyed struct {
-		key id.ID
-		url string
-	}
 	ks := make([]keyed, len(urls))
 	for i, u := range urls {
 		ks[i] = keyed{id.OfString(u), u}
@@ -414,26 +428,87 @@ func (l *Links) sendKnown(ctx context.Context, h ring.Node, urls []string) error
 	return nil
 }
 
-// rememberKnown takes a batch of known URLs from another member: it
-// remembers those whose range this node holds — it owns them or is one of
-// the next k-1 (Replicas) distinct real nodes after their owner — so
-// that it crawls them once it owns them. The sender groups a batch by
-// owner, so one successor walk decides for the batch; a batch for a range
-// this node does not hold is refused as outside the sender's role.
-func (l *Links) rememberKnown(ctx context.Context, urls []string) error {
+// rememberKnown takes a batch of known URLs from member from: it
+// remembers those whose range this node holds — it owns them or is one
+// of the next k-1 (Replicas) distinct real nodes after their owner, as
+// the sender decides (ShareKnown) — URL by URL, within the sender's
+// daily allowance (KnownPerDay), and returns how many it remembered. It
+// returns an error wrapping ErrRole if it refused some for their range.
+func (l *Links) rememberKnown(ctx context.Context, from string, urls []string) (int, error) {
 	if len(urls) == 0 {
-		return nil
+		return 0, nil
 	}
-	holders, err := l.Ring.Successors(ctx, id.OfString(urls[0]), l.Replicas)
+	held, err := l.heldKnown(ctx, urls)
 	if err != nil {
-		return fmt.Errorf("known links: %w", err)
+		return 0, err
 	}
-	if !slices.ContainsFunc(holders, func(h ring.Node) bool { return h.Peer == l.Self }) {
-		return fmt.Errorf("%w: known links for %s's range, which this node does not hold", ErrRole, holders[0])
+	refused := len(urls) - len(held)
+	n := l.known.take(from, len(held), l.knownPerDay(), l.now())
+	over := len(held) - n
+	held = held[:n]
+	if n > 0 {
+		if err := l.Crawler.Remember(ctx, held); err != nil {
+			return 0, err
+		}
 	}
-	if err := l.Crawler.Remember(ctx, urls); err != nil {
-		return err
+	l.knownReceived.Add(int64(n))
+	l.knownRefused.Add(int64(refused))
+	l.knownOverCap.Add(int64(over))
+	switch {
+	case refused > 0:
+		return n, fmt.Errorf("%w: %d of %d known URLs for ranges this node does not hold", ErrRole, refused, len(urls))
+	case over > 0:
+		return n, fmt.Errorf("known links: %d URLs over the sender's allowance of %d a day", over, l.knownPerDay())
 	}
-	l.knownReceived.Add(int64(len(urls)))
-	return nil
+	return n, nil
+}
+
+// heldKnown returns the URLs of urls whose range this node holds. It
+// groups them by owner as ShareKnown does, one successor walk per group,
+// at most maxKnownGroups walks: an honest batch is one owner's group
+// (two while views of the ring differ), and the URLs past the last walk
+// are refused unchecked.
+func (l *Links) heldKnown(ctx context.Context, urls []string) ([]string, error) {
+	// Keys and an order of indexes rather than keyed pairs: 24 bytes a
+	// URL instead of 40, for batches of up to 500,000.
+	keys := make([]id.ID, len(urls))
+	order := make([]int32, len(urls))
+	for i, u := range urls {
+		keys[i], order[i] = id.OfString(u), int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return keys[a].Cmp(keys[b]) })
+	var held []string
+	for walks := 0; len(order) > 0 && walks < maxKnownGroups; walks++ {
+		first := keys[order[0]]
+		holders, err := l.Ring.Successors(ctx, first, l.Replicas)
+		if err != nil {
+			return nil, fmt.Errorf("known links: %w", err)
+		}
+		owner := holders[0]
+		end := 1
+		for end < len(order) && id.InHalfOpen(keys[order[end]], prevKey(first), owner.ID) {
+			end++
+		}
+		if slices.ContainsFunc(holders, func(h ring.Node) bool { return h.Peer == l.Self }) {
+			for _, i := range order[:end] {
+				held = append(held, urls[i])
+			}
+		}
+		order = order[end:]
+	}
+	return held, nil
+}
+
+func (l *Links) knownPerDay() int {
+	if l.KnownPerDay > 0 {
+		return l.KnownPerDay
+	}
+	return DefaultKnownPerDay
+}
+
+func (l *Links) now() time.Time {
+	if l.Now != nil {
+		return l.Now()
+	}
+	return time.Now()
 }

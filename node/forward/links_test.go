@@ -10,6 +10,7 @@ import (
 
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/p2ptest"
+	"github.com/herod-archive/herod/node/kit"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -53,7 +54,7 @@ func (c *recCrawler) Remember(_ context.Context, urls []string) error {
 func newTestLinks(t *testing.T, self string) (*Links, *recCrawler) {
 	t.Helper()
 	fr := stubRing{newFakeRing(1, 1)}
-	l := &Links{Ring: fr, Self: self, LinkReplicas: 1, Replicas: 3, Base: context.Background,
+	l := &Links{Ring: fr, Self: self, LinkReplicas: 1, Replicas: 3,
 		Owns: func(u string) bool { return strings.Contains(u, "mine") }}
 	f, err := New(Config{Ring: fr, Deliver: l.Deliver})
 	if err != nil {
@@ -99,11 +100,13 @@ func TestLinksOverTheWire(t *testing.T) {
 	b, cb := newTestLinks(t, hb.ID().String())
 	a.Open = p2ptest.Opener(ha)
 	var refused []string
-	b.Gate = func(network.Stream) (ring.Node, bool) {
-		return ring.Node{Contact: ring.Contact{Peer: ha.ID().String()}}, true
-	}
-	b.RefuseRole = func(_ ring.Node, proto string, _ error) { refused = append(refused, proto) }
-	hb.SetStreamHandler(Protocol, b.Handle)
+	k := kit.New(kit.Config{Host: hb,
+		Gate: func(network.Stream) (ring.Node, error) {
+			return ring.Node{Contact: ring.Contact{Peer: ha.ID().String()}}, nil
+		},
+		RefuseRole: func(_ ring.Node, proto string, _ error) { refused = append(refused, proto) },
+	})
+	k.MustHandle(b.Spec())
 
 	to := ring.Node{Contact: ring.Contact{Peer: hb.ID().String(), Addr: "127.0.0.2:4001"}}
 	urls := []string{"http://mine.example/a", "http://mine.example/b"}

@@ -3,9 +3,14 @@ package forward
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/herod-archive/herod/internal/canon"
 )
 
 func TestLinksCodecRoundTrip(t *testing.T) {
@@ -56,4 +61,56 @@ func FuzzDecodeLinks(f *testing.F) {
 			t.Fatalf("decoded %d URLs, header said %d", len(urls), n)
 		}
 	})
+}
+
+// allocated returns the bytes f allocates (runtime.MemStats.TotalAlloc).
+func allocated(f func()) uint64 {
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	f()
+	runtime.ReadMemStats(&m1)
+	return m1.TotalAlloc - m0.TotalAlloc
+}
+
+// TestLinksBombAllocation: a batch that declares one URL but expands to
+// 64 MiB (a zstd frame of a few KiB that states its 64 MiB content size)
+// is refused having allocated little: the output is cut at what one URL
+// may take, before it is allocated. The control: an honest batch of
+// 500,000 URLs (the most one may hold, 29 MiB expanded) still decodes.
+func TestLinksBombAllocation(t *testing.T) {
+	bomb := zenc.EncodeAll(bytes.Repeat([]byte("a"), maxLinksExpanded), nil)
+	DecodeLinks(EncodeLinks([]string{"http://a.example/"}), 1) // the pool's first decoder, before the measure
+	var err error
+	got := allocated(func() { _, err = DecodeLinks(bomb, 1) })
+	if err == nil {
+		t.Fatal("bomb accepted")
+	}
+	t.Logf("a %d-byte bomb declaring %d MiB: refused, %d KiB allocated", len(bomb), maxLinksExpanded>>20, got>>10)
+	if got > 1<<20 {
+		t.Errorf("decoding a bomb allocated %d bytes, bound 1 MiB", got)
+	}
+	// A streamed frame states no content size: the output is cut at the
+	// limit n URLs allow, and memory follows it.
+	var sb bytes.Buffer
+	zw, _ := zstd.NewWriter(&sb, zstd.WithWindowSize(1<<10), zstd.WithEncoderConcurrency(1))
+	zw.Write(bytes.Repeat([]byte("a"), maxLinksExpanded))
+	zw.Close()
+	for _, n := range []int{1, 1000} {
+		got := allocated(func() { _, err = DecodeLinks(sb.Bytes(), n) })
+		limit := uint64(n) * (canon.MaxLen + 1)
+		t.Logf("a %d-byte streamed bomb of %d MiB as %d URLs: %v; %d KiB allocated, the limit %d KiB", sb.Len(), maxLinksExpanded>>20, n, err, got>>10, limit>>10)
+		if err == nil || got > 3*limit+1<<20 {
+			t.Errorf("streamed bomb as %d URLs: %v, %d bytes allocated, bound %d", n, err, got, 3*limit+1<<20)
+		}
+	}
+	urls := make([]string, maxLinksPerBatch)
+	for i := range urls {
+		urls[i] = fmt.Sprintf("http://www.site%d.example/section/%d/article-%d.html", i%97, i%40, i)
+	}
+	b := EncodeLinks(urls)
+	out, err := DecodeLinks(b, len(urls))
+	if err != nil || len(out) != len(urls) {
+		t.Fatalf("the largest honest batch (%d bytes compressed): %d URLs, %v", len(b), len(out), err)
+	}
 }

@@ -20,6 +20,20 @@
 //     unreachable site (disallow everything); we fetch instead because the
 //     owner being down says nothing about the site, and the per-node cache
 //     bounds what that costs the site.
+//   - confirmation: an owner's robots.txt record is believed only when
+//     its second holder — the first node after the owner on the ring that
+//     runs on another real node (Ring.Successors) — answers a record of
+//     the same policy (crawl.SameRobots). The second holder answers a
+//     RobotsRequest with Second set from its own crawler's cache when, by
+//     its own view, it is one of the two real nodes after the owner. On a
+//     disagreement, when no second holder answers, or when the asking
+//     node is the second holder, the asking node fetches the file itself:
+//     the site decides, and while it cannot be reached everything is
+//     disallowed. (Letting the more restrictive peer answer win outright
+//     would let one member close any site to the ring.) A lying owner
+//     thus costs one direct fetch per node per RobotsTTL and changes
+//     nothing the crawler obeys. In a stable honest ring each robots.txt
+//     is fetched twice per RobotsTTL (owner and second holder).
 //   - the per-host request budget: the node owning HostKey(host) =
 //     SHA-1("host:" + host) keeps one schedule of request slots for the
 //     host: a grid of ticks 1/HostRate apart, or a Crawl-delay apart when
@@ -34,6 +48,10 @@
 //     reached a node paces the host with crawl.NewSharedBudget for
 //     fallbackFor, using twice its estimate of the ring's size
 //     (nodeEstimate), so that nodes in fallback take less than their share.
+//
+// Whatever slots an owner grants, the crawler then waits for its own
+// limiter at HostRate (crawl.CapBudget): an owner that grants every slot
+// at once makes a node go no faster than it would crawl the host alone.
 //
 // Bound: in a stable ring, with every node using the same HostRate r, the
 // requests of all nodes to one host in any window of length W number at

@@ -25,6 +25,10 @@ func (r deadRing) Lookup(context.Context, id.ID) (ring.Node, error) {
 	return ring.Node{Contact: r.dead}, nil
 }
 
+func (r deadRing) Successors(context.Context, id.ID, int) ([]ring.Node, error) {
+	return []ring.Node{{Contact: r.dead}}, nil
+}
+
 func (r deadRing) Status() ring.Status {
 	return ring.Status{Self: r.self, Vnodes: []ring.VnodeStatus{{Successors: []ring.Node{{Contact: r.dead}}}}}
 }

@@ -32,8 +32,12 @@ const (
 	robotsTimeout = 60 * time.Second
 )
 
+// RobotsRequest asks for origin's robots.txt record. Second asks the
+// node as the second holder of the record (the first successor of the
+// owner on another real node), which confirms the owner's answer.
 type RobotsRequest struct {
 	Origin string `json:"origin"`
+	Second bool   `json:"second,omitempty"`
 }
 
 type RobotsReply struct {
@@ -53,8 +57,9 @@ func RobotsKey(origin string) (id.ID, error) {
 }
 
 // Robots implements crawl.RobotsSource: the record comes from the node
-// owning origin's robots.txt URL, or from this node's crawler when it is
-// the owner or the owner fails (see the comment in politeness.go).
+// owning origin's robots.txt URL, confirmed by its second holder, or from
+// this node's crawler when it is the owner, when the owner fails, or when
+// the owner's answer is not confirmed (see the package comment).
 func (p *Service) Robots(ctx context.Context, origin string) (crawl.RobotsRecord, error) {
 	key, err := RobotsKey(origin)
 	if err != nil {
@@ -68,7 +73,16 @@ func (p *Service) Robots(ctx context.Context, origin string) (crawl.RobotsRecord
 	if err == nil {
 		p.c.robotsAsked.Add(1)
 		var rec crawl.RobotsRecord
-		if rec, err = p.askRobots(ctx, c, origin); err == nil {
+		if rec, err = p.askRobots(ctx, c, origin, false); err == nil {
+			if why := p.confirm(ctx, key, c, origin, rec); why != nil {
+				if ctx.Err() != nil {
+					return crawl.RobotsRecord{}, fmt.Errorf("robots %s: %w", origin, ctx.Err())
+				}
+				p.c.robotsUnconfirmed.Add(1)
+				p.log.Info("robots: owner's answer not confirmed, fetching directly", "origin", origin, "owner", c.Addr, "why", why)
+				return p.localRobots(ctx, origin)
+			}
+			p.c.robotsConfirmed.Add(1)
 			return rec, nil
 		}
 		p.forgetOwner(key)
@@ -81,6 +95,43 @@ func (p *Service) Robots(ctx context.Context, origin string) (crawl.RobotsRecord
 	return p.localRobots(ctx, origin)
 }
 
+// confirm asks the second holder of origin's record (the first node after
+// owner on the ring that is another real node) for its record and returns
+// nil when it means the same policy as rec (crawl.SameRobots); otherwise
+// why not: a disagreement, no second holder, this node being the second
+// holder (its answer would be its own direct fetch), or one that failed.
+func (p *Service) confirm(ctx context.Context, key id.ID, owner ring.Contact, origin string, rec crawl.RobotsRecord) error {
+	ctx, cancel := context.WithTimeout(ctx, robotsTimeout)
+	defer cancel()
+	succs, err := p.ring.Successors(ctx, key, 2)
+	if err != nil {
+		return fmt.Errorf("second holder: %w", err)
+	}
+	var second *ring.Node
+	for i := range succs {
+		if succs[i].Peer != owner.Peer {
+			second = &succs[i]
+			break
+		}
+	}
+	switch {
+	case second == nil:
+		return errors.New("no second holder")
+	case second.Peer == p.self.Peer:
+		return errors.New("this node is the second holder")
+	}
+	got, err := p.askRobots(ctx, second.Contact, origin, true)
+	if err != nil {
+		return fmt.Errorf("second holder %s: %w", second.Addr, err)
+	}
+	if !crawl.SameRobots(rec, got) {
+		p.c.robotsDisagree.Add(1)
+		return fmt.Errorf("owner (status %d, %d bytes) and second holder %s (status %d, %d bytes) disagree",
+			rec.Status, len(rec.Body), second.Addr, got.Status, len(got.Body))
+	}
+	return nil
+}
+
 // localRobots returns the record from this node's crawler, which fetches
 // it from the origin at most once per RobotsTTL.
 func (p *Service) localRobots(ctx context.Context, origin string) (crawl.RobotsRecord, error) {
@@ -88,7 +139,7 @@ func (p *Service) localRobots(ctx context.Context, origin string) (crawl.RobotsR
 }
 
 // askRobots asks the node behind c for origin's record.
-func (p *Service) askRobots(ctx context.Context, c ring.Contact, origin string) (crawl.RobotsRecord, error) {
+func (p *Service) askRobots(ctx context.Context, c ring.Contact, origin string, second bool) (crawl.RobotsRecord, error) {
 	ctx, cancel := context.WithTimeout(ctx, robotsTimeout)
 	defer cancel()
 	s, err := p.peers.Open(ctx, c, RobotsProtocol)
@@ -98,7 +149,7 @@ func (p *Service) askRobots(ctx context.Context, c ring.Contact, origin string) 
 	defer s.Close()
 	dl, _ := ctx.Deadline()
 	_ = s.SetDeadline(dl)
-	if err := wire.WriteJSON(s, RobotsRequest{Origin: origin}); err != nil {
+	if err := wire.WriteJSON(s, RobotsRequest{Origin: origin, Second: second}); err != nil {
 		s.Reset()
 		return crawl.RobotsRecord{}, fmt.Errorf("robots request: %w", err)
 	}
@@ -154,7 +205,7 @@ func (p *Service) answerRobots(ctx context.Context, req RobotsRequest) RobotsRep
 		p.c.badPeers.Add(1)
 		return RobotsReply{Error: err.Error()}
 	}
-	if !p.ring.Owns(key) {
+	if !p.ring.Owns(key) && !(req.Second && p.holdsSecond(ctx, key)) {
 		p.c.robotsNotOwned.Add(1)
 		return RobotsReply{Error: errRobotsNotOwned.Error()}
 	}
@@ -164,6 +215,23 @@ func (p *Service) answerRobots(ctx context.Context, req RobotsRequest) RobotsRep
 	}
 	p.c.robotsServed.Add(1)
 	return RobotsReply{Record: rec}
+}
+
+// holdsSecond reports whether this node is, by its own view, one of the
+// next two real nodes after key's owner: the second holder an asker
+// picks, with one node of slack for views that differ while the ring
+// changes. Only then does a peer's Second request make it fetch.
+func (p *Service) holdsSecond(ctx context.Context, key id.ID) bool {
+	succs, err := p.ring.Successors(ctx, key, 3)
+	if err != nil {
+		return false
+	}
+	for _, s := range succs[min(1, len(succs)):] {
+		if s.Peer == p.self.Peer {
+			return true
+		}
+	}
+	return false
 }
 
 // validRobotsOrigin accepts "http(s)://host[:port]" in canonical form.

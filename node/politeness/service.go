@@ -29,6 +29,10 @@ type Ring interface {
 	Owns(key id.ID) bool
 	// Lookup returns the node owning key.
 	Lookup(ctx context.Context, key id.ID) (ring.Node, error)
+	// Successors returns key's owner and up to k-1 next nodes on other
+	// real nodes (ring.Ring.Successors): the second holder of a robots.txt
+	// record is the second of them.
+	Successors(ctx context.Context, key id.ID, k int) ([]ring.Node, error)
 	// Status describes this node's virtual servers and what they know of
 	// the ring (for the fallback's estimate of the ring's size).
 	Status() ring.Status
@@ -87,6 +91,7 @@ type politeCounters struct {
 	leaseRPCs, leaseLocal, lookups                     atomic.Int64
 	robotsAsked, robotsLocal, robotsFallback, badPeers atomic.Int64
 	robotsServed, leasesServed, robotsNotOwned         atomic.Int64
+	robotsConfirmed, robotsUnconfirmed, robotsDisagree atomic.Int64
 }
 
 var (
@@ -218,6 +223,12 @@ type Stats struct {
 	// requests refused because the origin's robots.txt key is not this
 	// node's to fetch.
 	RobotsAsked, RobotsLocal, RobotsFallback, RobotsServed, RobotsNotOwned int64
+	// RobotsConfirmed counts owners' records that the second holder
+	// confirmed; RobotsUnconfirmed those that it did not (no second
+	// holder, a failure, or a disagreement: the node then fetched the
+	// file itself); RobotsDisagree, of those, the records the two holders
+	// disagreed on.
+	RobotsConfirmed, RobotsUnconfirmed, RobotsDisagree int64
 	// BadPeerFrames counts malformed politeness requests from peers.
 	BadPeerFrames int64
 	// ScheduledHosts is how many host schedules this node keeps as owner.
@@ -227,17 +238,20 @@ type Stats struct {
 // Stats returns the service's counters.
 func (p *Service) Stats() Stats {
 	return Stats{
-		LeaseStats:     p.budget.snapshot(),
-		LeaseRPCs:      p.c.leaseRPCs.Load(),
-		LeaseLocal:     p.c.leaseLocal.Load(),
-		OwnerLookups:   p.c.lookups.Load(),
-		LeasesServed:   p.c.leasesServed.Load(),
-		RobotsAsked:    p.c.robotsAsked.Load(),
-		RobotsLocal:    p.c.robotsLocal.Load(),
-		RobotsFallback: p.c.robotsFallback.Load(),
-		RobotsServed:   p.c.robotsServed.Load(),
-		RobotsNotOwned: p.c.robotsNotOwned.Load(),
-		BadPeerFrames:  p.c.badPeers.Load(),
-		ScheduledHosts: p.alloc.scheduled(),
+		LeaseStats:        p.budget.snapshot(),
+		LeaseRPCs:         p.c.leaseRPCs.Load(),
+		LeaseLocal:        p.c.leaseLocal.Load(),
+		OwnerLookups:      p.c.lookups.Load(),
+		LeasesServed:      p.c.leasesServed.Load(),
+		RobotsAsked:       p.c.robotsAsked.Load(),
+		RobotsLocal:       p.c.robotsLocal.Load(),
+		RobotsFallback:    p.c.robotsFallback.Load(),
+		RobotsServed:      p.c.robotsServed.Load(),
+		RobotsNotOwned:    p.c.robotsNotOwned.Load(),
+		RobotsConfirmed:   p.c.robotsConfirmed.Load(),
+		RobotsUnconfirmed: p.c.robotsUnconfirmed.Load(),
+		RobotsDisagree:    p.c.robotsDisagree.Load(),
+		BadPeerFrames:     p.c.badPeers.Load(),
+		ScheduledHosts:    p.alloc.scheduled(),
 	}
 }

@@ -28,8 +28,8 @@
 // the store replication imports into), so a record that
 // passed its check before the peer was refused cannot land after the
 // scan; at most MaxOrders orders are kept; an Exchanger answers members
-// only (Exchanger.Gate) and reads at most 512 KiB and MaxOrders orders a
-// request or reply.
+// only (registered through the node's kit: Exchanger.Spec) and reads at
+// most 512 KiB and MaxOrders orders a request or reply.
 //
 // Concurrency: a Book and an Exchanger (once its fields are set) are safe
 // for concurrent use.

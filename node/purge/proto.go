@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/node/kit"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -43,24 +44,22 @@ const Timeout = 5 * time.Minute
 const maxFrame = 512 << 10
 
 // Exchanger carries a Book's orders between members over Protocol: it
-// answers their exchanges (Handle), exchanges with one replica (Exchange)
-// and floods a new order to the peers in the routing state (Spread,
-// SpreadLoop). Book, Open, Gate and Neighbours must be set before it
-// handles a stream or runs SpreadLoop; Spread may be called before.
+// answers their exchanges (Serve, registered through the node's kit:
+// Spec), exchanges with one replica (Exchange) and floods a new order to
+// the peers in the routing state (Spread, SpreadLoop). Book, Open and
+// Neighbours must be set before it handles a stream or runs SpreadLoop;
+// Spread may be called before.
 type Exchanger struct {
 	Book *Book
 	Self string // this node's peer id: never pushed to
 	// Open opens a stream of protocol p to the real node behind c, with
 	// a deadline.
 	Open func(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error)
-	// Gate admits a stream from a verified ring member; a stream from
-	// another peer it resets and returns false.
-	Gate func(s network.Stream) bool
 	// Neighbours returns the peers in this node's routing state
 	// (predecessors, successors, fingers), in the order to push to;
 	// repeats and this node are skipped.
 	Neighbours func() []ring.Contact
-	wire.Hooks // BadFrame and Logger, both optional
+	wire.Hooks // Logger, optional
 
 	spread chan struct{} // a token: push the orders to the neighbours
 }
@@ -69,28 +68,24 @@ type Exchanger struct {
 // by the caller.
 func NewExchanger() *Exchanger { return &Exchanger{spread: make(chan struct{}, 1)} }
 
-// Handle answers a member's purge exchange: the stream handler of
-// Protocol. It carries out the pushed orders it trusts before it replies.
-func (x *Exchanger) Handle(s network.Stream) {
-	defer s.Close()
-	if !x.Gate(s) {
-		return
-	}
-	_ = s.SetDeadline(time.Now().Add(Timeout))
+// Spec declares the purge protocol to the node's kit: members only, one
+// request frame, a deadline long enough for the purge a new order runs.
+func (x *Exchanger) Spec() kit.Spec {
+	return kit.Spec{ID: Protocol, Handle: x.Serve, MaxFrame: maxFrame, Deadline: Timeout, MaxActive: 4}
+}
+
+// Serve answers a member's purge exchange: the handler of Protocol. It
+// carries out the pushed orders it trusts before it replies.
+func (x *Exchanger) Serve(ctx context.Context, q *kit.Request) error {
 	var req Request
-	if err := wire.ReadJSON(bufio.NewReader(s), maxFrame, &req); err != nil {
-		x.CountBadFrame()
-		s.Reset()
-		return
+	if err := q.ReadJSON(maxFrame, &req); err != nil {
+		return err
 	}
 	var rep Reply
 	if len(req.Orders) > MaxOrders {
 		rep.Error = fmt.Sprintf("node: %d purge orders in one request, at most %d", len(req.Orders), MaxOrders)
-		_ = wire.WriteJSON(s, rep)
-		return
+		return q.Reply(rep)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
-	defer cancel()
 	for _, o := range req.Orders {
 		if _, _, err := x.Book.Take(ctx, o); err != nil {
 			rep.Refused++
@@ -104,9 +99,7 @@ func (x *Exchanger) Handle(s network.Stream) {
 	if req.Digest != digest {
 		rep.Orders = orders
 	}
-	if err := wire.WriteJSON(s, rep); err != nil {
-		s.Reset()
-	}
+	return q.Reply(rep)
 }
 
 // Digest names the orders the Book holds (Book.List).

@@ -3,6 +3,7 @@ package purge
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/herod-archive/herod/internal/p2ptest"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/node/identity"
+	"github.com/herod-archive/herod/node/kit"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -52,14 +54,14 @@ func newTestMembers(t *testing.T, n int, member bool) []*testMember {
 			t.Fatal(err)
 		}
 		x.Book, x.Self, x.Open = m.book, h.ID().String(), p2ptest.Opener(h)
-		x.Gate = func(s network.Stream) bool {
+		k := kit.New(kit.Config{Host: h, Gate: func(network.Stream) (ring.Node, error) {
 			if !member {
-				s.Reset()
+				return ring.Node{}, errors.New("not a member")
 			}
-			return member
-		}
+			return ring.Node{}, nil
+		}})
 		m.x = x
-		h.SetStreamHandler(Protocol, x.Handle)
+		k.MustHandle(x.Spec())
 		ms = append(ms, m)
 	}
 	for _, m := range ms {

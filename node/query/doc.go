@@ -5,13 +5,13 @@
 // so a Service asks every real node (Members, walking the ring's
 // successor lists), this one from its own store, the others over
 // /herod/query/1.0.0 (Protocol), and merges their answers in CDX or
-// export order, dropping replicas. Handle is the protocol's stream
-// handler: it answers op "list", "page" and "export" from the local
-// store (the export stream itself: package export).
+// export order, dropping replicas. Serve is the protocol's handler,
+// registered through the node's kit (Spec: members only): it answers op
+// "list", "page" and "export" from the local store (the export stream
+// itself: package export).
 //
-// The node wires a Service to its host, ring, store and trust gate
-// (node/query.go): Gate admits only verified ring members, Open dials a
-// member.
+// The node wires a Service to its host, ring and store (node/query.go):
+// Open dials a member.
 //
 // Invariants: a ring-wide answer is never silently incomplete — if the
 // ring cannot be enumerated completely or a member fails, the answer is

@@ -36,7 +36,7 @@ func (svc *Service) serveExport(ctx context.Context, req Request, w io.Writer) e
 	if _, err := gatewayQuery(req.Query); err != nil {
 		return export.WriteError(w, err)
 	}
-	return export.Serve(ctx, svc.Store, archive.ExportOptions{Query: req.Query, Revisits: req.Revisits, After: req.After}, w)
+	return export.Serve(ctx, svc.Store, archive.ExportOptions{Query: req.Query, Revisits: req.Revisits, After: req.After, Dated: true}, w)
 }
 
 // openExport starts member c's export of q after the cursor after and
@@ -84,8 +84,12 @@ func (svc *Service) openExport(ctx context.Context, c ring.Contact, q gateway.Qu
 		r = s
 		setRD = func(t time.Time) { _ = s.SetReadDeadline(t) }
 	}
+	var verify export.Verifier
+	if c.Peer != svc.Self.Peer {
+		verify = svc.Store // a remote member's records pass the import check
+	}
 	var err error
-	if m, err = export.Open(name, r, setRD, q, after); err != nil {
+	if m, err = export.Open(name, r, setRD, q, after, verify); err != nil {
 		return nil, stop, err
 	}
 	return m, stop, nil
@@ -104,7 +108,9 @@ func (svc *Service) Export(ctx context.Context, q gateway.Query, w io.Writer, re
 // in the archive's export order (host, URL, capture time, digest), and
 // merges them into one .warc.gz in that global order, dropping a record
 // equal to the one just written (a replica). Every record is checked
-// before it is written (see memberExport). After each record it calls
+// before it is written (see export.Member); another member's records
+// must pass this node's import check (the fetcher's signature, the purge
+// book), and those that fail are left out and logged. After each record it calls
 // progress, if non-nil, with the record's exact cursor; resuming after it
 // gives exactly the rest of the stream, since every member skips up to
 // the same cursor in the same order.
@@ -171,7 +177,12 @@ func (svc *Service) ExportProgress(ctx context.Context, q gateway.Query, w io.Wr
 	if len(errs) > 0 {
 		return fmt.Errorf("node export: %w: %w", ErrPartial, errors.Join(errs...))
 	}
-	if err := export.Merge(opened, w, progress); err != nil {
+	err = export.Merge(opened, w, progress)
+	if n, why := export.Dropped(opened); n > 0 {
+		svc.dropped.Add(int64(n))
+		svc.Log().Warn("export: records failed verification, left out", "dropped", n, "first", why)
+	}
+	if err != nil {
 		if errors.Is(err, export.ErrPartial) {
 			return fmt.Errorf("node export: %w: %w", ErrPartial, err)
 		}

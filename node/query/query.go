@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -19,6 +20,7 @@ import (
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/node/export"
+	"github.com/herod-archive/herod/node/kit"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -93,9 +95,9 @@ type Ring interface {
 	Successors(ctx context.Context, key id.ID, k int) ([]ring.Node, error)
 }
 
-// Service answers the query protocol from a node's store (Handle) and
+// Service answers the query protocol from a node's store (Serve) and
 // asks every real node of the ring for the gateway (List, Page, Export).
-// Every field but Logger and BadFrame must be set.
+// Every field but Logger must be set.
 type Service struct {
 	Store *archive.Store
 	Self  ring.Contact // this node: asked through Store, not the network
@@ -103,17 +105,20 @@ type Service struct {
 	// Open opens a stream of protocol p to the real node behind c, with
 	// a deadline.
 	Open func(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error)
-	// Gate admits a stream from a verified ring member; a stream from
-	// another peer it resets and returns false.
-	Gate func(s network.Stream) bool
 	// Slots holds a token per query request being served; a request that
 	// finds it full is refused with BusyError. The node shares one
 	// (capacity MaxServing) between all its nodes in a process, because
 	// the limit protects the machine's disk and CPU; handlers never wait
 	// for each other, so sharing it cannot deadlock.
 	Slots      chan struct{}
-	wire.Hooks // BadFrame and Logger, both optional
+	wire.Hooks // Logger, optional
+
+	dropped atomic.Int64 // export records of other members that failed verification
 }
+
+// Dropped returns how many records of other members exports left out
+// because they failed verification (export.Member.Dropped).
+func (svc *Service) Dropped() int64 { return svc.dropped.Load() }
 
 // archiveQuery translates a gateway query into the store's terms.
 func archiveQuery(q gateway.Query) archive.Query {
@@ -153,32 +158,30 @@ func gatewayQuery(aq archive.Query) (gateway.Query, error) {
 	return q, nil
 }
 
-// Handle serves one query request from the local store: the stream
-// handler of Protocol.
-func (svc *Service) Handle(s network.Stream) {
-	defer s.Close()
-	_ = s.SetDeadline(time.Now().Add(streamTimeout))
-	if !svc.Gate(s) {
-		return
-	}
+// Spec declares the query protocol to the node's kit: members only, one
+// request frame; an export moves the stream's deadlines itself
+// (deadlineWriter), so the handler's context ends only with the node.
+func (svc *Service) Spec() kit.Spec {
+	return kit.Spec{ID: Protocol, Handle: svc.Serve, MaxFrame: maxRequestFrame, Deadline: streamTimeout,
+		Streaming: true, MaxActive: 2 * MaxServing}
+}
+
+// Serve serves one query request from the local store: the handler of
+// Protocol.
+func (svc *Service) Serve(ctx context.Context, q *kit.Request) error {
 	var req Request
-	if err := wire.ReadJSON(bufio.NewReader(s), maxRequestFrame, &req); err != nil {
-		svc.CountBadFrame()
-		svc.Log().Debug("query: bad request", "peer", s.Conn().RemotePeer(), "err", err)
-		s.Reset()
-		return
+	if err := q.ReadJSON(maxRequestFrame, &req); err != nil {
+		return err
 	}
+	s := q.Stream()
 	_ = s.CloseRead()
 	select {
 	case svc.Slots <- struct{}{}:
 		defer func() { <-svc.Slots }()
 	default:
 		// Both reply types read this as their final frame with an error.
-		_ = wire.WriteJSON(s, map[string]any{"done": true, "end": true, "error": BusyError})
-		return
+		return q.Reply(map[string]any{"done": true, "end": true, "error": BusyError})
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	var err error
 	switch req.Op {
 	case "list":
@@ -191,9 +194,9 @@ func (svc *Service) Handle(s network.Stream) {
 		err = wire.WriteJSON(s, ListBatch{Done: true, Error: fmt.Sprintf("unknown op %.20q", req.Op)})
 	}
 	if err != nil {
-		svc.Log().Debug("query: reply", "op", req.Op, "peer", s.Conn().RemotePeer(), "err", err)
-		s.Reset()
+		return fmt.Errorf("query %s: %w", req.Op, err)
 	}
+	return nil
 }
 
 // localList returns up to limit versions of the local store selected by
@@ -210,6 +213,9 @@ func (svc *Service) localList(ctx context.Context, q archive.Query, limit int) (
 	defer cancel()
 	var out []archive.Version
 	err := svc.Store.Scan(ctx, q, func(v archive.Version) error {
+		if !svc.Store.Shown(ctx, v) {
+			return nil // unwitnessed: never listed (archive/witness.go)
+		}
 		out = append(out, v)
 		if len(out) >= 2*limit {
 			slices.SortFunc(out, CDXCompare)

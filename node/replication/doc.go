@@ -11,6 +11,14 @@
 // replicas were in sync and how many versions one lacked (Health in
 // Stats).
 //
+// Between rounds, the push path (push.go) copies every version this node
+// stores to its range's k-1 replicas within PushDelay (OpOffer: the
+// replica verifies it as it verifies a pull request, then reads and
+// imports the records before it answers), records the lag in a histogram,
+// and hands the URLs the crawler learns to their ranges' holders
+// (Config.ShareKnown); rounds remain the repair path for whatever a push
+// misses.
+//
 // The node supplies the streams, the trust gate, the stores and its
 // bandwidth caps (node/replicate.go); package replicate is the sync
 // algorithm.
@@ -22,6 +30,6 @@
 // counted in Stats.Refused); at most 256 pull requests wait, and a
 // repeated one is queued once; one round runs at a time.
 //
-// Concurrency: a Replicator is safe for concurrent use; Run and Work
-// each run in one goroutine.
+// Concurrency: a Replicator is safe for concurrent use; Run, Work and
+// Push each run in one goroutine; Notify and NotifyKnown never block.
 package replication

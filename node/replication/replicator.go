@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
@@ -130,7 +132,14 @@ type Config struct {
 	// s through (the node's upload caps); nil writes to s.
 	WriteReply func(s network.Stream, size int) io.Writer
 	// Purge, if set, exchanges purge orders at the start of each round.
-	Purge  Purge
+	Purge Purge
+	// ShareKnown, if set, hands the URLs NotifyKnown queues to the nodes
+	// that hold their ranges, to be remembered there (push.go).
+	ShareKnown func(ctx context.Context, urls []string) error
+	// Paused, if set, reports why this node stores nothing now ("disk
+	// full"): rounds are skipped, pull requests dropped and offers refused
+	// until it reports "" (the owners push again, and rounds repair).
+	Paused func() string
 	Logger *slog.Logger // nil: discard
 }
 
@@ -149,8 +158,14 @@ type Replicator struct {
 	purgeMu     sync.Mutex                // guards purgeAgreed
 	purgeAgreed map[string]purgeAgreement // by replica peer: purge.go
 
+	lag      prometheus.Histogram // push lags (push.go)
+	refused  refusedSet           // records refused for their signer's share (share.go)
+	pushWake chan struct{}
+
 	mu      sync.Mutex
-	health  rangeHealth // per local range, from the last round
+	pq      pushQueue                      // what waits for a push (push.go)
+	rq      map[ring.Contact]*replicaQueue // per replica: what waits for an offer; a sender runs while present
+	health  rangeHealth                    // per local range, from the last round
 	queued  map[pullJob]bool
 	busy    int // pull jobs being served
 	st      Stats
@@ -184,6 +199,8 @@ type Stats struct {
 	LastError    string `json:"last_error,omitempty"`
 	// Health is the state of this node's own ranges at the last round.
 	Health Health `json:"health"`
+	// Push counts the push path (push.go).
+	Push PushStats `json:"push"`
 }
 
 // New returns a Replicator for cfg. It serves nothing until Handle is
@@ -195,6 +212,7 @@ func New(cfg Config) *Replicator {
 	r := &Replicator{
 		cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1), jobs: make(chan pullJob, pullQueueLen),
 		queued: map[pullJob]bool{}, purgeAgreed: map[string]purgeAgreement{},
+		lag: newLagHistogram(), pushWake: make(chan struct{}, 1), rq: map[ring.Contact]*replicaQueue{},
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
@@ -311,9 +329,19 @@ func (r *Replicator) record(st replicate.Stats) {
 func (r *Replicator) round(ctx context.Context) error {
 	r.roundMu.Lock()
 	defer r.roundMu.Unlock()
+	if reason := r.paused(); reason != "" {
+		return fmt.Errorf("replication round skipped: %s", reason)
+	}
 	var errs []error
 	pairs := 0
-	vs := r.cfg.Ring.Status().Vnodes
+	rs := r.cfg.Ring.Status()
+	vs := rs.Vnodes
+	// A replica the ring suspects of having failed is not asked (the
+	// call would wait for its timeout): its copies are not counted.
+	suspect := map[string]bool{}
+	for _, p := range rs.Suspects {
+		suspect[p] = true
+	}
 	r.purgeRound(ctx, vs)
 	seen := map[id.ID]rangeCheck{}
 	for _, v := range vs {
@@ -323,8 +351,14 @@ func (r *Replicator) round(ctx context.Context) error {
 		reps := r.replicasOf(ctx, v)
 		chk := rangeCheck{replicas: len(reps), want: r.k() - 1, inSync: true}
 		for _, c := range reps {
+			if suspect[c.Peer] {
+				chk.add(pairCheck{lacking: -1})
+				continue
+			}
 			pairs++
-			p, err := r.syncPair(ctx, v, c)
+			pctx, cancel := r.whileTrusted(ctx, c.Peer)
+			p, err := r.syncPair(pctx, v, c)
+			cancel()
 			if err != nil {
 				errs = append(errs, r.fail(err))
 				p = pairCheck{lacking: -1}
@@ -351,13 +385,41 @@ func (r *Replicator) round(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// suspectPoll is how often whileTrusted asks the ring whether it suspects
+// the replica being synced.
+const suspectPoll = 500 * time.Millisecond
+
+// whileTrusted returns a context that ends with ctx or as soon as the ring
+// suspects peer of having failed: a sync with a replica that dies during
+// a round then ends at once instead of waiting for its connection's
+// timeout, and the round's health counts the replica's copies as missing.
+func (r *Replicator) whileTrusted(ctx context.Context, peer string) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		t := time.NewTicker(suspectPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if slices.Contains(r.cfg.Ring.Status().Suspects, peer) {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return ctx, cancel
+}
+
 // syncPair pulls v's range from replica c, then, unless the two sums of
 // the range were equal, counts the versions c lacks (our count after the
 // pull less c's: one more round trip) and asks c to pull the range from
 // us. In sync, a pair thus costs one round trip.
 func (r *Replicator) syncPair(ctx context.Context, v ring.VnodeStatus, c ring.Contact) (pairCheck, error) {
 	a, b := v.Range.Start, v.Range.End
-	st, err := replicate.Sync(ctx, r.cfg.Local, r.client(c), a, b, replicate.Options{})
+	st, err := replicate.Sync(ctx, r.cfg.Local, r.client(c), a, b, r.syncOptions())
 	r.record(st)
 	if err != nil {
 		return pairCheck{}, fmt.Errorf("replicate %s from %s: %w", v.Node, c.Addr, err)
@@ -465,6 +527,7 @@ func (r *Replicator) Handle(s network.Stream) {
 	srv := replicate.Server{
 		Source: r.cfg.Source,
 		Pull:   func(ctx context.Context, q replicate.Request) error { return r.accept(ctx, m, q) },
+		Offer:  func(ctx context.Context, q replicate.Request) error { return r.acceptOffer(ctx, m, q) },
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), streamTimeout)
 	defer cancel()
@@ -481,33 +544,12 @@ func (r *Replicator) Handle(s network.Stream) {
 	}
 }
 
-// accept verifies a pull request from member m and queues it. The rule:
-// the request names m's own verified contact and one of its virtual
-// servers B (its id derives from m's address and the index); (A, B] is
-// B's range or a part of it (no virtual server lies between A and B by
-// this node's ring, so A == B, the whole ring, never passes); and this
-// node is one of the k-1 real nodes that replicate B's
-// range. An owner can thus make its replicas copy files from it, which
-// Import verifies, only for the range it owns and only on the nodes that
-// hold its replicas.
+// accept verifies a pull request from member m (verifyOwner) and queues
+// it.
 func (r *Replicator) accept(ctx context.Context, m ring.Node, q replicate.Request) error {
-	from := ring.Node{ID: q.B, Contact: ring.Contact{Peer: q.From.Peer, Addr: q.From.Addr}, Index: q.From.Index}
-	err := ring.CheckID(from, ring.DefaultMaxVirtualServers)
-	if err == nil && (from.Peer != m.Peer || from.Addr != m.Addr) {
-		err = fmt.Errorf("%w: pull request for %s sent by member %s", ErrRole, from.Contact, m.Contact)
-	}
-	from.Contact = m.Contact // with its relay, if it has one
-	if err == nil {
-		err = r.pullRole(ctx, q.A, from)
-	}
+	from, err := r.verifyOwner(ctx, m, q)
 	if err != nil {
-		r.mu.Lock()
-		r.st.Refused++
-		r.mu.Unlock()
-		if errors.Is(err, ErrRole) && r.cfg.RefuseRole != nil {
-			r.cfg.RefuseRole(m, string(Protocol), err)
-		}
-		return fmt.Errorf("pull request refused: %w", err)
+		return err
 	}
 	job := pullJob{a: q.A, b: q.B, from: from.Contact}
 	r.mu.Lock()
@@ -526,6 +568,46 @@ func (r *Replicator) accept(ctx context.Context, m ring.Node, q replicate.Reques
 	}
 }
 
+// verifyOwner verifies a pull request or an offer from member m and
+// returns the owner it names. The rule:
+// the request names m's own verified contact and one of its virtual
+// servers B (its id derives from m's address and the index); (A, B] is
+// B's range or a part of it (no virtual server lies between A and B by
+// this node's ring, so A == B, the whole ring, never passes); and this
+// node is one of the k-1 real nodes that replicate B's
+// range. An owner can thus make its replicas copy files from it, which
+// Import verifies, only for the range it owns and only on the nodes that
+// hold its replicas. Refusals are counted in Stats.Refused.
+func (r *Replicator) verifyOwner(ctx context.Context, m ring.Node, q replicate.Request) (ring.Node, error) {
+	from := ring.Node{ID: q.B, Contact: ring.Contact{Peer: q.From.Peer, Addr: q.From.Addr}, Index: q.From.Index}
+	err := ring.CheckID(from, ring.DefaultMaxVirtualServers)
+	if err == nil && (from.Peer != m.Peer || from.Addr != m.Addr) {
+		err = fmt.Errorf("%w: %s for %s sent by member %s", ErrRole, opName(q.Op), from.Contact, m.Contact)
+	}
+	from.Contact = m.Contact // with its relay, if it has one
+	if err == nil {
+		err = r.pullRole(ctx, q.A, from)
+	}
+	if err != nil {
+		r.mu.Lock()
+		r.st.Refused++
+		r.mu.Unlock()
+		if errors.Is(err, ErrRole) && r.cfg.RefuseRole != nil {
+			r.cfg.RefuseRole(m, string(Protocol), err)
+		}
+		return ring.Node{}, fmt.Errorf("%s refused: %w", opName(q.Op), err)
+	}
+	return from, nil
+}
+
+// opName names a request in refusals.
+func opName(op replicate.Op) string {
+	if op == replicate.OpOffer {
+		return "offer"
+	}
+	return "pull request"
+}
+
 // Work serves queued pull requests one at a time, until ctx ends.
 func (r *Replicator) Work(ctx context.Context) {
 	for {
@@ -537,7 +619,14 @@ func (r *Replicator) Work(ctx context.Context) {
 			delete(r.queued, job)
 			r.busy++
 			r.mu.Unlock()
-			st, err := replicate.Sync(ctx, r.cfg.Local, r.client(job.from), job.a, job.b, replicate.Options{})
+			if reason := r.paused(); reason != "" {
+				// Dropped: the owner asks again in a later round.
+				r.mu.Lock()
+				r.busy--
+				r.mu.Unlock()
+				continue
+			}
+			st, err := replicate.Sync(ctx, r.cfg.Local, r.client(job.from), job.a, job.b, r.syncOptions())
 			r.record(st)
 			if err != nil && ctx.Err() == nil {
 				r.fail(fmt.Errorf("replicate (%s, %s] from %s: %w", job.a.Short(), job.b.Short(), job.from.Addr, err))
@@ -589,4 +678,12 @@ func (r *Replicator) badFrame() {
 	if r.cfg.BadFrame != nil {
 		r.cfg.BadFrame()
 	}
+}
+
+// paused returns Config.Paused's reason, "" when the node stores.
+func (r *Replicator) paused() string {
+	if r.cfg.Paused == nil {
+		return ""
+	}
+	return r.cfg.Paused()
 }

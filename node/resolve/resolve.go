@@ -1,10 +1,12 @@
 package resolve
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -20,8 +22,10 @@ import (
 
 // Protocol answers "versions of u" and "the capture of u at t" for URLs a
 // node stores: one JSON Request, one JSON Reply and, for a capture, its
-// body in a second frame.
-const Protocol protocol.ID = "/herod/archive/1.0.0"
+// signed WARC record (one gzip member, as replication sends it) in a
+// second frame. 1.1.0 replaced 1.0.0's unsigned capture and unsigned
+// versions with the record and the versions' signatures.
+const Protocol protocol.ID = "/herod/archive/1.1.0"
 
 // Limits of the protocol, the node's for every protocol: a hostile peer
 // cannot make a node buffer more than these.
@@ -43,12 +47,32 @@ type Ring interface {
 	Lookup(ctx context.Context, key id.ID) (ring.Node, error)
 }
 
+// Store is what a Service needs of the archive: its own versions and
+// records, and the check every record received from a peer passes
+// (the one replication's imports pass: signature by the fetcher's key,
+// purge book). *archive.Store implements it.
+type Store interface {
+	Versions(ctx context.Context, url string) ([]archive.Version, error)
+	At(ctx context.Context, url string, t time.Time) (archive.Version, error)
+	Read(ctx context.Context, v archive.Version) (*archive.Capture, error)
+	ReadFile(ctx context.Context, e archive.Entry) ([]byte, error)
+	Provenance(ctx context.Context, v archive.Version) (string, []byte, error)
+	VerifyRecord(data []byte) (*archive.Capture, id.ID, error)
+	VerifySigned(v archive.Version, sig []byte) error
+	Refuses(peer string) bool
+	DayOf(t time.Time) int64
+	Checks(ctx context.Context, url string) ([]time.Time, error)
+}
+
+var _ Store = (*archive.Store)(nil)
+
 // Service is a node seen as the gateway's archive (Versions, Get): every
 // URL is answered by its holders, the node that owns it, this one or
-// another found by lookup, or a replica; and the server side of Protocol
-// (Handle). Every field but BadFrame and Logger must be set.
+// another found by lookup, or a replica, and nothing a peer sends is
+// served before it verified; and the server side of Protocol (Handle).
+// Every field but BadFrame and Logger must be set.
 type Service struct {
-	Store *archive.Store
+	Store Store
 	Self  ring.Contact // this node: asked through Store, not the network
 	Ring  Ring
 	K     int // the replication factor: holders asked at most
@@ -62,181 +86,256 @@ type Service struct {
 	// ends when it closes.
 	Base       func() context.Context
 	wire.Hooks // BadFrame and Logger, both optional
+
+	rejected atomic.Int64 // versions and records that failed verification
 }
 
-// Request asks the owner of URL for its versions or for one capture.
+// Stats are a Service's counters.
+type Stats struct {
+	// Rejected counts the versions and capture records peers sent that
+	// failed verification (unsigned, forged, signed by a purged peer,
+	// or not what was asked for): none was served.
+	Rejected int64 `json:"rejected"`
+}
+
+// Stats returns the Service's counters.
+func (sv *Service) Stats() Stats { return Stats{Rejected: sv.rejected.Load()} }
+
+// Request asks a holder of URL for its versions or for one capture.
 type Request struct {
-	Op   string    `json:"op"` // "versions" or "get"
+	Op   string    `json:"op"` // "versions", "get" or "checks"
 	URL  string    `json:"url"`
 	Time time.Time `json:"time,omitzero"`
 }
 
-// Reply answers an Request. For "get" the payload follows in a
-// second frame.
+// Reply answers a Request. For "get" the version's record follows in a
+// second frame (Record set).
 type Reply struct {
-	NotFound bool              `json:"notFound,omitempty"`
-	Error    string            `json:"error,omitempty"`
-	Versions []archive.Version `json:"versions,omitempty"`
-	Version  archive.Version   `json:"version,omitzero"`
-	Capture  *captureHeader    `json:"capture,omitempty"`
+	NotFound bool   `json:"notFound,omitempty"`
+	Error    string `json:"error,omitempty"`
+	// Versions answers "versions", each with its fetcher's signature.
+	Versions []SignedVersion `json:"versions,omitempty"`
+	// Version answers "get": the version whose record follows.
+	Version archive.Version `json:"version,omitzero"`
+	Record  bool            `json:"record,omitempty"`
+	// Checks answers "checks": the times the holder found the URL
+	// unchanged.
+	Checks []time.Time `json:"checks,omitempty"`
 }
 
-// captureHeader is a capture without its body, which follows in a frame
-// of its own.
-type captureHeader struct {
-	URL    string              `json:"url"`
-	Time   time.Time           `json:"time"`
-	Status int                 `json:"status"`
-	Header map[string][]string `json:"header"`
+// SignedVersion is a version as a holder lists it: with the signature its
+// fetcher (Version.Peer) made of its URL, time and payload digest
+// (archive.SignedMessage), which the asking node verifies.
+type SignedVersion struct {
+	archive.Version
+	Signature []byte `json:"sig,omitempty"`
 }
 
 var _ gateway.Archive = (*Service)(nil)
 
-// Versions implements gateway.Archive: the versions of url as the first of
-// its holders that has any reports them (see askHolders).
+// Versions implements gateway.Archive: the versions of url this node holds
+// merged with those every other holder it can reach lists (the owner and
+// its replicas, up to K real nodes, purged peers not asked) whose
+// signatures verify, in time order. A version two holders list is listed
+// once; no holder can hide a version another holder lists. It returns no
+// versions and no error when no holder reached has any.
 func (sv *Service) Versions(ctx context.Context, url string) ([]archive.Version, error) {
-	var out []archive.Version
-	err := sv.askHolders(ctx, url,
-		func(c string) error {
-			vs, err := sv.Store.Versions(ctx, c)
-			if err == nil && len(vs) == 0 {
-				err = archive.ErrNotFound
-			}
-			out = vs
-			return err
-		},
-		func(c string, o ring.Contact) error {
-			rep, _, err := sv.fetchRemote(ctx, o, Request{Op: "versions", URL: c})
-			if err == nil && len(rep.Versions) == 0 {
-				err = archive.ErrNotFound
-			}
-			out = rep.Versions
-			return err
-		})
-	if errors.Is(err, archive.ErrNotFound) {
+	c, err := canon.Canonical(url)
+	if err != nil {
+		return nil, err
+	}
+	local, lerr := sv.Store.Versions(ctx, c)
+	hs, herr := sv.holders(ctx, c, sv.K)
+	type answer struct {
+		vs  []archive.Version
+		err error
+	}
+	answers := make([]answer, len(hs))
+	var wg sync.WaitGroup
+	for i, h := range hs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			vs, err := sv.remoteVersions(ctx, c, h)
+			answers[i] = answer{vs, err}
+		}()
+	}
+	wg.Wait()
+	out, errs, answered := local, []error{}, lerr == nil
+	if lerr != nil {
+		errs = append(errs, lerr)
+	}
+	if herr != nil {
+		errs = append(errs, herr)
+	}
+	for _, a := range answers {
+		switch {
+		case a.err == nil:
+			answered = true
+			out = mergeVersions(out, a.vs)
+		case nothing(a.err):
+			answered = true
+		default:
+			errs = append(errs, a.err)
+		}
+	}
+	if len(out) == 0 && !answered && len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if len(out) == 0 {
 		return nil, nil
 	}
-	return out, err
+	return out, nil
 }
 
-// Get implements gateway.Archive: the version of url for time t from the
-// first of its holders that has one (see askHolders).
+// mergeVersions adds to vs, in time order, the versions of more it lacks:
+// the same capture time and payload digest is one version.
+func mergeVersions(vs, more []archive.Version) []archive.Version {
+	for _, v := range more {
+		i, found := slices.BinarySearchFunc(vs, v, compareVersions)
+		if !found {
+			vs = slices.Insert(vs, i, v)
+		}
+	}
+	return vs
+}
+
+// compareVersions orders versions by capture time, then payload digest.
+func compareVersions(a, b archive.Version) int {
+	if c := a.Time.Compare(b.Time); c != 0 {
+		return c
+	}
+	return a.Digest.Cmp(b.Digest)
+}
+
+// Get implements gateway.Archive: the version of url for time t — the
+// newest not newer than t, or the oldest when all are newer — and its
+// capture. This node's own version is weighed against the first verified
+// answer of the other holders (the owner first, then its replicas up to K
+// real nodes, purged peers not asked); a holder whose record fails
+// verification is counted (Stats.Rejected) and the next one asked. When
+// this node owns url, its own version is the answer.
 func (sv *Service) Get(ctx context.Context, url string, t time.Time) (archive.Version, *archive.Capture, error) {
-	var (
-		v    archive.Version
-		capt *archive.Capture
-	)
-	err := sv.askHolders(ctx, url,
-		func(c string) (err error) {
-			v, capt, err = sv.localGet(ctx, c, t)
-			return err
-		},
-		func(c string, o ring.Contact) error {
-			rep, cp, err := sv.fetchRemote(ctx, o, Request{Op: "get", URL: c, Time: t})
-			v, capt = rep.Version, cp
-			return err
-		})
+	c, err := canon.Canonical(url)
 	if err != nil {
 		return archive.Version{}, nil, err
 	}
-	return v, capt, nil
+	lv, lc, lerr := sv.localGet(ctx, c, t)
+	var errs []error
+	if lerr != nil && !errors.Is(lerr, archive.ErrNotFound) {
+		errs = append(errs, lerr)
+	}
+	_, owned := sv.Ring.OwnerVnode(id.OfString(c))
+	if !owned || lerr != nil {
+		err := sv.eachHolder(ctx, c, sv.K, func(h ring.Contact) bool {
+			v, capt, err := sv.remoteGet(ctx, c, t, h)
+			if err != nil {
+				if !nothing(err) {
+					errs = append(errs, err)
+				}
+				return ctx.Err() == nil
+			}
+			if lerr != nil || better(v, lv, t) {
+				lv, lc, lerr = v, capt, nil
+			}
+			return false
+		})
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	switch {
+	case lerr == nil:
+		return lv, lc, nil
+	case ctx.Err() != nil:
+		return archive.Version{}, nil, ctx.Err()
+	case len(errs) > 0:
+		return archive.Version{}, nil, errors.Join(errs...)
+	}
+	return archive.Version{}, nil, fmt.Errorf("%s: %w", c, archive.ErrNotFound)
 }
 
-// maxHolderSteps bounds the ring steps askHolders walks past the owner
+// nothing reports whether err means a holder has nothing to show: it has
+// nothing, or what it sent failed verification (counted and logged by
+// then). A lie is no outage: the URL is as not found as it is when every
+// holder says so.
+func nothing(err error) bool {
+	return errors.Is(err, archive.ErrNotFound) || errors.Is(err, errRejected)
+}
+
+// better reports whether a is a better answer than b for time t: the
+// newest not newer than t, or the oldest when all are newer.
+func better(a, b archive.Version, t time.Time) bool {
+	aIn, bIn := !a.Time.After(t), !b.Time.After(t)
+	switch {
+	case aIn && bIn:
+		return a.Time.After(b.Time)
+	case aIn != bIn:
+		return aIn
+	}
+	return a.Time.Before(b.Time)
+}
+
+// maxHolderSteps bounds the ring steps a walk past the owner takes
 // looking for replicas on other real nodes.
 const maxHolderSteps = 32
 
-// askHolders asks the holders of url's versions, in order, until one has
-// them: the owner; then, when the owner cannot be reached or has nothing
-// (it is down, or it has just taken the range over and is not yet synced),
-// this node's own store, which holds the versions of the ranges it
-// replicates; then the owner's successors on other real nodes, the
-// replicas, up to K real nodes in all. local and remote
-// ask this node or another; each returns an error wrapping
-// archive.ErrNotFound when the holder has nothing. askHolders returns nil
-// once one succeeds, an error wrapping archive.ErrNotFound when every
-// holder reached had nothing, or the errors met.
-func (sv *Service) askHolders(ctx context.Context, url string, local func(c string) error, remote func(c string, o ring.Contact) error) error {
-	c, err := canon.Canonical(url)
-	if err != nil {
-		return err
-	}
-	key := id.OfString(c)
-	var errs []error
-	asked := map[string]bool{}
-	ask := func(o ring.Contact) (bool, error) {
-		if asked[o.Peer] {
-			return false, nil
-		}
-		asked[o.Peer] = true
-		var err error
-		if o.Peer == sv.Self.Peer {
-			err = local(c)
-		} else {
-			err = remote(c, o)
-		}
-		if err == nil {
-			return true, nil
-		}
-		if ctx.Err() != nil {
-			return false, ctx.Err()
-		}
-		if !errors.Is(err, archive.ErrNotFound) {
-			errs = append(errs, err)
-		}
-		return false, nil
-	}
-	done := func(found bool, err error) (bool, error) { return found || err != nil, err }
+// holders returns the other holders of the canonical url: its owner and
+// the owner's successors on other real nodes, up to k real nodes in all
+// (this one included if it is one), less purged peers.
+func (sv *Service) holders(ctx context.Context, url string, k int) ([]ring.Contact, error) {
+	var hs []ring.Contact
+	err := sv.eachHolder(ctx, url, k, func(c ring.Contact) bool {
+		hs = append(hs, c)
+		return true
+	})
+	return hs, err
+}
 
+// eachHolder calls f with each other holder of the canonical url in
+// order, as holders lists them, until f returns false. Its error is the
+// failure to find the owner.
+func (sv *Service) eachHolder(ctx context.Context, url string, k int, f func(c ring.Contact) bool) error {
+	key := id.OfString(url)
 	owner, mine := sv.Ring.OwnerVnode(key)
-	var lerr error
 	if !mine {
-		owner, lerr = sv.Ring.Lookup(ctx, key)
-	}
-	if lerr != nil {
-		errs = append(errs, fmt.Errorf("lookup owner of %s: %w", c, lerr))
-	} else if stop, err := done(ask(owner.Contact)); stop {
-		return err
-	}
-	if stop, err := done(ask(sv.Self)); stop {
-		return err
-	}
-	if lerr == nil {
-		cur := owner
-		for step := 0; step < maxHolderSteps && len(asked) < sv.K+1; step++ {
-			next, err := sv.Ring.Lookup(ctx, cur.ID.AddPow2(0))
-			if err != nil || next.ID == owner.ID {
-				break
-			}
-			cur = next
-			if next.Peer == owner.Peer {
-				continue
-			}
-			if stop, err := done(ask(next.Contact)); stop {
-				return err
-			}
+		var err error
+		if owner, err = sv.Ring.Lookup(ctx, key); err != nil {
+			return fmt.Errorf("lookup owner of %s: %w", url, err)
 		}
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
+	seen := map[string]bool{}
+	visit := func(c ring.Contact) bool {
+		if seen[c.Peer] {
+			return true
+		}
+		seen[c.Peer] = true
+		if c.Peer == sv.Self.Peer || sv.Store.Refuses(c.Peer) {
+			return true
+		}
+		return f(c)
 	}
-	return fmt.Errorf("%s: %w", c, archive.ErrNotFound)
+	if !visit(owner.Contact) {
+		return nil
+	}
+	cur := owner
+	for step := 0; step < maxHolderSteps && len(seen) < k; step++ {
+		next, err := sv.Ring.Lookup(ctx, cur.ID.AddPow2(0))
+		if err != nil || next.ID == owner.ID {
+			return nil
+		}
+		cur = next
+		if !visit(next.Contact) {
+			return nil
+		}
+	}
+	return nil
 }
 
 // localGet returns the newest local version of url not newer than t, or the
 // oldest when all are newer, with its capture.
 func (sv *Service) localGet(ctx context.Context, url string, t time.Time) (archive.Version, *archive.Capture, error) {
-	v, err := sv.Store.At(ctx, url, t)
-	if errors.Is(err, archive.ErrNotFound) {
-		vs, verr := sv.Store.Versions(ctx, url)
-		if verr != nil {
-			return archive.Version{}, nil, verr
-		}
-		if len(vs) == 0 {
-			return archive.Version{}, nil, archive.ErrNotFound
-		}
-		v, err = vs[0], nil
-	}
+	v, err := sv.localVersion(ctx, url, t)
 	if err != nil {
 		return archive.Version{}, nil, err
 	}
@@ -247,95 +346,19 @@ func (sv *Service) localGet(ctx context.Context, url string, t time.Time) (archi
 	return v, c, nil
 }
 
-// fetchRemote asks the real node behind c for the versions of url or, with
-// op "get", for the capture of url at t.
-func (sv *Service) fetchRemote(ctx context.Context, c ring.Contact, req Request) (Reply, *archive.Capture, error) {
-	s, err := sv.Open(ctx, c, Protocol)
-	if err != nil {
-		return Reply{}, nil, err
-	}
-	defer s.Close()
-	if err := wire.WriteJSON(s, req); err != nil {
-		s.Reset()
-		return Reply{}, nil, fmt.Errorf("archive request: %w", err)
-	}
-	_ = s.CloseWrite()
-	r := bufio.NewReader(s)
-	var rep Reply
-	if err := wire.ReadJSON(r, maxHeaderFrame, &rep); err != nil {
-		s.Reset()
-		return rep, nil, fmt.Errorf("archive reply: %w", err)
-	}
-	switch {
-	case rep.NotFound:
-		return rep, nil, archive.ErrNotFound
-	case rep.Error != "":
-		return rep, nil, fmt.Errorf("archive reply: %w: %s", errRemote, rep.Error)
-	case rep.Capture == nil:
-		return rep, nil, nil
-	}
-	body, err := wire.ReadFrame(r, maxBodyFrame)
-	if err != nil {
-		s.Reset()
-		return rep, nil, fmt.Errorf("archive reply body: %w", err)
-	}
-	if got := id.Sum(body); got != rep.Version.Digest {
-		return rep, nil, fmt.Errorf("archive reply body: %w: digest %s, want %s", archive.ErrCorrupt, got, rep.Version.Digest)
-	}
-	return rep, &archive.Capture{
-		URL: rep.Capture.URL, Time: rep.Capture.Time, Status: rep.Capture.Status,
-		Header: rep.Capture.Header, Body: body,
-	}, nil
-}
-
-// Handle serves versions and captures of URLs this node stores: the
-// stream handler of Protocol.
-func (sv *Service) Handle(s network.Stream) {
-	defer s.Close()
-	_ = s.SetDeadline(time.Now().Add(streamTimeout))
-	if !sv.Gate(s) {
-		return
-	}
-	var req Request
-	if err := wire.ReadJSON(bufio.NewReader(s), maxRequestFrame, &req); err != nil {
-		sv.CountBadFrame()
-		sv.Log().Debug("archive: bad request", "peer", s.Conn().RemotePeer(), "err", err)
-		s.Reset()
-		return
-	}
-	ctx, cancel := context.WithTimeout(sv.Base(), streamTimeout)
-	defer cancel()
-	var rep Reply
-	var body []byte
-	switch req.Op {
-	case "versions":
-		vs, err := sv.Store.Versions(ctx, req.URL)
-		if err != nil {
-			rep.Error = err.Error()
+// localVersion returns the newest local version of url not newer than t,
+// or the oldest when all are newer.
+func (sv *Service) localVersion(ctx context.Context, url string, t time.Time) (archive.Version, error) {
+	v, err := sv.Store.At(ctx, url, t)
+	if errors.Is(err, archive.ErrNotFound) {
+		vs, verr := sv.Store.Versions(ctx, url)
+		if verr != nil {
+			return archive.Version{}, verr
 		}
-		rep.Versions = vs
-	case "get":
-		v, c, err := sv.localGet(ctx, req.URL, req.Time)
-		switch {
-		case errors.Is(err, archive.ErrNotFound):
-			rep.NotFound = true
-		case err != nil:
-			rep.Error = err.Error()
-		default:
-			rep.Version = v
-			rep.Capture = &captureHeader{URL: c.URL, Time: c.Time, Status: c.Status, Header: c.Header}
-			body = c.Body
+		if len(vs) == 0 {
+			return archive.Version{}, archive.ErrNotFound
 		}
-	default:
-		rep.Error = fmt.Sprintf("unknown op %q", req.Op)
+		v, err = vs[0], nil
 	}
-	if err := wire.WriteJSON(s, rep); err != nil {
-		s.Reset()
-		return
-	}
-	if rep.Capture != nil {
-		if err := wire.WriteFrame(s, body); err != nil {
-			s.Reset()
-		}
-	}
+	return v, err
 }

@@ -4,11 +4,12 @@
 // state, crawl day, versions, replication health — asked over
 // /herod/summary/1.0.0 (Protocol), at most 16 at a time, and marked
 // "unreachable" when a node does not answer within 3 s or names another
-// peer. Service.Handle answers other members' requests for this node's
+// peer. Service.Serve answers other members' requests for this node's
 // summary, which the node computes (node/summary.go).
 //
-// Invariants: Handle answers verified ring members only (Service.Gate);
-// a summary frame is at most 16 KiB.
+// Invariants: Serve answers verified ring members only (registered
+// through the node's kit: Service.Spec); a summary frame is at most
+// 16 KiB.
 //
 // Concurrency: a Service is safe for concurrent use once its fields are
 // set.

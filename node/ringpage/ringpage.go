@@ -18,6 +18,7 @@ import (
 
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/node/kit"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -37,7 +38,7 @@ const (
 )
 
 // Service draws a node's /ring page (View) and answers other nodes'
-// requests for its summary (Handle). Every field but Logger must be set.
+// requests for its summary (Serve). Every field but Logger must be set.
 type Service struct {
 	// Status returns the ring as this node sees it (ring.Ring.Status).
 	Status func() ring.Status
@@ -48,11 +49,20 @@ type Service struct {
 	Host host.Host
 	// Open opens a stream of protocol p to the real node behind c, with
 	// a deadline.
-	Open func(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error)
-	// Gate admits a stream from a verified ring member; a stream from
-	// another peer it resets and returns false.
-	Gate   func(s network.Stream) bool
+	Open   func(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error)
 	Logger *slog.Logger // nil: discard
+	// K is the ring's replication factor, which the page counts copies
+	// against.
+	K int
+	// Clock tells the time of observations (nil: time.Now); Keep is how
+	// long a dead or departed node stays listed (0: DefaultKeep).
+	Clock func() time.Time
+	Keep  time.Duration
+	// Path, when set, is the file that keeps the dead and departed nodes
+	// across restarts (JSON, rewritten when they change).
+	Path string
+
+	mem members // nodes known, up and down (members.go)
 }
 
 func (sv *Service) log() *slog.Logger {
@@ -62,22 +72,20 @@ func (sv *Service) log() *slog.Logger {
 	return sv.Logger
 }
 
-// Handle answers a member's request for this node's summary: the stream
-// handler of Protocol.
-func (sv *Service) Handle(s network.Stream) {
-	defer s.Close()
-	if !sv.Gate(s) {
-		return
-	}
-	_ = s.SetDeadline(time.Now().Add(summaryTimeout))
+// Spec declares the summary protocol to the node's kit, which admits
+// members only: the asker sends nothing.
+func (sv *Service) Spec() kit.Spec {
+	return kit.Spec{ID: Protocol, Handle: sv.Serve, MaxFrame: 1, MaxRequest: 1, Deadline: summaryTimeout}
+}
+
+// Serve answers a member's request for this node's summary: the handler
+// of Protocol.
+func (sv *Service) Serve(_ context.Context, q *kit.Request) error {
 	b, err := json.Marshal(sv.Summary())
 	if err != nil {
-		s.Reset()
-		return
+		return fmt.Errorf("summary: %w", err)
 	}
-	if err := wire.WriteFrame(s, b); err != nil {
-		s.Reset()
-	}
+	return wire.WriteFrame(q.Stream(), b)
 }
 
 // View is what the gateway's /ring page draws (gateway.Config.Ring):
@@ -86,8 +94,9 @@ func (sv *Service) Handle(s network.Stream) {
 // fingers, and a summary of every real node among them, asked over
 // Protocol.
 func (sv *Service) View(ctx context.Context) gateway.RingView {
+	sv.Observe()
 	st := sv.Status()
-	view := gateway.RingView{Self: st.Self.Peer}
+	view := gateway.RingView{Self: st.Self.Peer, K: sv.K}
 	seen := map[string]bool{}
 	add := func(x ring.Node) {
 		k := x.ID.String()
@@ -128,8 +137,31 @@ func (sv *Service) View(ctx context.Context) gateway.RingView {
 			others = append(others, ring.Contact{Peer: x.Peer, Addr: x.Addr})
 		}
 	}
-	view.Peers = sv.summaries(ctx, sv.Summary(), others)
+	view.Peers = sv.withDown(sv.summaries(ctx, sv.Summary(), others))
 	return view
+}
+
+// withDown marks the peers of ps that did not answer and that this node
+// suspects as dead, and adds the dead and departed nodes it remembers
+// that ps lacks, with when they were last seen up.
+func (sv *Service) withDown(ps []gateway.PeerSummary) []gateway.PeerSummary {
+	mem := map[string]Member{}
+	for _, m := range sv.Members() {
+		mem[m.Peer] = m
+	}
+	listed := map[string]bool{}
+	for i := range ps {
+		listed[ps[i].Peer] = true
+		if m, ok := mem[ps[i].Peer]; ok && ps[i].State == "unreachable" && m.State == StateDead {
+			ps[i].State, ps[i].Since = StateDead, m.Since
+		}
+	}
+	for _, m := range sv.Members() {
+		if !listed[m.Peer] && m.State != StateUp {
+			ps = append(ps, gateway.PeerSummary{Peer: m.Peer, Addr: m.Addr, State: m.State, Since: m.Since})
+		}
+	}
+	return ps
 }
 
 // askSummary reads c's summary.

@@ -10,6 +10,7 @@ import (
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/p2ptest"
+	"github.com/herod-archive/herod/node/kit"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -19,9 +20,9 @@ func newService(h host.Host, status func() ring.Status, summary gateway.PeerSumm
 		Summary: func() gateway.PeerSummary { return summary },
 		Host:    h,
 		Open:    p2ptest.Opener(h),
-		Gate:    func(network.Stream) bool { return true },
 	}
-	h.SetStreamHandler(Protocol, sv.Handle)
+	k := kit.New(kit.Config{Host: h, Gate: func(network.Stream) (ring.Node, error) { return ring.Node{}, nil }})
+	k.MustHandle(sv.Spec())
 	return sv
 }
 

@@ -49,6 +49,13 @@ var (
 		gauge("archive_versions", "Versions stored.", func(st *Status) float64 { return float64(st.Archive.Versions) }),
 		gauge("archive_bytes", "Bytes of the records of stored versions.", func(st *Status) float64 { return float64(st.Archive.Bytes) }),
 		gauge("archive_segments", "Segment files of the archive.", func(st *Status) float64 { return float64(st.Archive.Segments) }),
+		gauge("archive_quota_bytes", "The archive's quota (0: none).", func(st *Status) float64 { return float64(st.Archive.Quota) }),
+		counter("archive_share_refused_total", "Versions refused because their signer's versions took its share of the quota.", func(st *Status) float64 { return float64(st.Archive.ShareRefused) }),
+		gauge("archive_disk_full", "1 while the archive's file system is at its reserve: crawl and replication paused.", func(st *Status) float64 { return b2f(st.Archive.DiskFull) }),
+		gauge("crawl_paused", "1 while the crawl and replication are paused (disk full or quota reached; status crawl.paused says which).", func(st *Status) float64 { return b2f(st.Crawl.Paused != "") }),
+		counter("replication_skipped_total", "Records not downloaded because the archive refused them before for their signer's share.", func(st *Status) float64 {
+			return float64(st.Replication.Syncs.Skipped + st.Replication.Push.Received.Skipped)
+		}),
 		// forwarding and links
 		gauge("forward_pending", "Links waiting for delivery to their owners.", func(st *Status) float64 { return float64(st.Forward.Pending) }),
 		counter("forward_sent_total", "Links delivered to other nodes.", func(st *Status) float64 { return float64(st.Forward.Sent) }),
@@ -76,11 +83,15 @@ var (
 		counter("politeness_leases_served_total", "Lease requests answered for other nodes.", func(st *Status) float64 { return float64(st.Politeness.LeasesServed) }),
 		counter("politeness_robots_asked_total", "robots.txt records asked of other nodes.", func(st *Status) float64 { return float64(st.Politeness.RobotsAsked) }),
 		counter("politeness_robots_fallback_total", "robots.txt files fetched locally because their owner failed.", func(st *Status) float64 { return float64(st.Politeness.RobotsFallback) }),
+		counter("politeness_robots_unconfirmed_total", "robots.txt records of owners that no second holder confirmed, fetched directly instead.", func(st *Status) float64 { return float64(st.Politeness.RobotsUnconfirmed) }),
+		counter("politeness_robots_disagree_total", "robots.txt records on which the owner and the second holder disagreed.", func(st *Status) float64 { return float64(st.Politeness.RobotsDisagree) }),
 		gauge("politeness_scheduled_hosts", "Host schedules this node keeps as their owner.", func(st *Status) float64 { return float64(st.Politeness.ScheduledHosts) }),
 		// ring and trust
 		gauge("ring_vnodes", "Virtual servers this node runs.", func(st *Status) float64 { return float64(len(st.Ring.Vnodes)) }),
 		gauge("ring_suspects", "Peers this node suspects of having failed.", func(st *Status) float64 { return float64(len(st.Ring.Suspects)) }),
 		counter("trust_refused_total", "Streams refused from peers that are no verified ring member.", func(st *Status) float64 { return float64(st.Trust.NotMember) }),
+		counter("trust_unverified_reads_total", "Versions and captures other holders sent for the gateway that failed verification.", func(st *Status) float64 { return float64(st.Trust.UnverifiedReads) }),
+		counter("trust_unverified_exports_total", "Records other members sent for an export that failed verification.", func(st *Status) float64 { return float64(st.Trust.UnverifiedExports) }),
 	}
 	mWire  = desc("wire_bytes_total", "Stream bytes by libp2p protocol and direction (muxer and encryption framing excluded).", "protocol", "dir")
 	mReach = desc("reach", "How the ring reaches this node: 1 for the current way (listen, mapped by the router, announced).", "how")
@@ -95,6 +106,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- mWire
 	ch <- mReach
 	ch <- mCap
+	describeMembers(ch)
 }
 
 // Collect implements prometheus.Collector.
@@ -108,7 +120,16 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(mWire, prometheus.CounterValue, float64(w.Out), w.Protocol, "out")
 	}
 	ch <- prometheus.MustNewConstMetric(mReach, prometheus.GaugeValue, 1, st.Reach)
+	collectMembers(ch, st.Members)
 	for _, b := range c.Caps() {
 		ch <- prometheus.MustNewConstMetric(mCap, prometheus.GaugeValue, float64(b.Rate), b.Dir, b.Use)
 	}
+}
+
+// b2f is 1 for true, 0 for false.
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

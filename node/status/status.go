@@ -12,6 +12,7 @@ import (
 	"github.com/herod-archive/herod/node/politeness"
 	"github.com/herod-archive/herod/node/purge"
 	"github.com/herod-archive/herod/node/replication"
+	"github.com/herod-archive/herod/node/witness"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/claim"
 )
@@ -45,10 +46,16 @@ type Status struct {
 	Trust       TrustStats        `json:"trust"`
 	Claims      claim.Stats       `json:"claims"`
 	Purge       purge.Stats       `json:"purge"`
+	// Witness counts witness statements fetched and versions left out as
+	// unwitnessed (package witness).
+	Witness witness.Stats `json:"witness"`
 	// TakenOver counts the URLs queued because a range grew in the middle
 	// of a day (a predecessor died or left), since the node started.
 	TakenOver int64       `json:"takenOver"`
 	Wire      []WireStats `json:"wire"`
+	// Members is the ring's real nodes, up and down, as this node knows
+	// them, and k.
+	Members Members `json:"members"`
 }
 
 // WireStats counts the stream bytes this node sent and received under one
@@ -103,4 +110,11 @@ type TrustStats struct {
 	// range they do not own or this node does not replicate, replica
 	// links for a range this node does not replicate.
 	Role int64 `json:"role"`
+	// UnverifiedReads counts the versions and capture records other
+	// holders sent for the gateway that failed verification (unsigned,
+	// forged, signed by a purged peer): none was shown.
+	UnverifiedReads int64 `json:"unverifiedReads"`
+	// UnverifiedExports counts the records other members sent for a
+	// ring-wide export that failed verification: none was exported.
+	UnverifiedExports int64 `json:"unverifiedExports"`
 }

@@ -46,7 +46,7 @@ func TestCollector(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, got[k], v)
 		}
 	}
-	if want := len(nodeMetrics) + 2 + 1 + 1; len(got) != want {
+	if want := len(nodeMetrics) + 2 + 1 + 1 + membersMetrics; len(got) != want {
 		t.Errorf("%d metrics, want %d", len(got), want)
 	}
 }

@@ -1,0 +1,18 @@
+package node
+
+// storePaused is the crawler's and replication's Config.Paused: a full
+// disk (the archive at its reserve, archive.Store.DiskFull) or a quota
+// all but used (archive.Store.AtQuota) pauses the crawl, which would
+// otherwise fetch pages it cannot store, and the copies this node would
+// take as a replica, which it would download and refuse every round;
+// both resume by themselves when space returns. The gateway keeps
+// serving meanwhile.
+func (n *Node) storePaused() string {
+	switch {
+	case n.store.DiskFull():
+		return "disk full"
+	case n.store.AtQuota():
+		return "quota reached"
+	}
+	return ""
+}

@@ -1,0 +1,263 @@
+package kit
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/ring"
+)
+
+// Defaults of a Spec's zero fields.
+const (
+	DefaultDeadline  = 30 * time.Second
+	DefaultMaxActive = 64
+)
+
+// ErrBadFrame marks a request that broke its protocol's limits or did not
+// parse: the kit counts it (Config.BadFrame) and resets the stream.
+var ErrBadFrame = errors.New("kit: bad request frame")
+
+// errTooMuch is the read error past Spec.MaxRequest.
+var errTooMuch = fmt.Errorf("%w: request larger than its protocol allows", wire.ErrTooLarge)
+
+// Config is what a Kit needs of its node. Host and Gate must be set.
+type Config struct {
+	Host host.Host
+	// Gate returns the verified ring member a stream comes from, or an
+	// error if its peer is none (member.Gate.Member).
+	Gate func(s network.Stream) (ring.Node, error)
+	// RefuseRole counts and logs a member's request outside its role
+	// (member.Gate.RefuseRole); nil counts nothing.
+	RefuseRole func(m ring.Node, proto string, err error)
+	// BadFrame counts a request that did not parse; nil counts nothing.
+	BadFrame func()
+	// Base is the context handlers run under: the node's, which ends when
+	// it closes; nil means context.Background.
+	Base   func() context.Context
+	Logger *slog.Logger // nil discards
+}
+
+// Spec declares a protocol: its handler and its limits.
+type Spec struct {
+	ID protocol.ID
+	// Handle serves one request. A nil return closes the stream; an
+	// error resets it, and one wrapping ErrBadFrame (every failed Read of
+	// Request does) is counted as a bad frame.
+	Handle func(ctx context.Context, q *Request) error
+	// MaxFrame bounds one frame of a request (Request.ReadFrame). It must
+	// be set.
+	MaxFrame int
+	// MaxRequest bounds the bytes a handler reads from its stream in all;
+	// zero means MaxFrame plus a frame header.
+	MaxRequest int64
+	// Deadline bounds the exchange, from the moment the peer passed the
+	// gate; zero means DefaultDeadline.
+	Deadline time.Duration
+	// Streaming marks a handler that streams a long reply and moves the
+	// stream's deadline itself: its context then ends only with the node.
+	Streaming bool
+	// MaxActive bounds the handlers of this protocol running at once on
+	// this node; zero means DefaultMaxActive.
+	MaxActive int
+}
+
+// Stats counts what the kit refused or caught, every protocol together.
+type Stats struct {
+	Busy   int64 // streams reset after waiting for a slot until their deadline
+	Panics int64 // handlers that panicked
+}
+
+// Kit registers a node's protocol handlers (Handle) and applies the
+// limits of each to every stream it serves.
+type Kit struct {
+	cfg Config
+
+	mu    sync.Mutex
+	specs map[protocol.ID]Spec
+
+	busy, panics atomic.Int64
+}
+
+// New returns a Kit for the node cfg describes.
+func New(cfg Config) *Kit {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Base == nil {
+		cfg.Base = context.Background
+	}
+	return &Kit{cfg: cfg, specs: map[protocol.ID]Spec{}}
+}
+
+// Stats returns the kit's counters.
+func (k *Kit) Stats() Stats { return Stats{Busy: k.busy.Load(), Panics: k.panics.Load()} }
+
+// Handle registers sp on the host. It refuses a Spec without an id, a
+// handler or a frame limit, and a protocol registered before.
+func (k *Kit) Handle(sp Spec) error {
+	if sp.ID == "" || sp.Handle == nil || sp.MaxFrame <= 0 {
+		return fmt.Errorf("kit: protocol %q: id, handler and frame limit are required", sp.ID)
+	}
+	if sp.MaxRequest <= 0 {
+		sp.MaxRequest = int64(sp.MaxFrame) + 10
+	}
+	if sp.Deadline <= 0 {
+		sp.Deadline = DefaultDeadline
+	}
+	if sp.MaxActive <= 0 {
+		sp.MaxActive = DefaultMaxActive
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, dup := k.specs[sp.ID]; dup {
+		return fmt.Errorf("kit: protocol %s registered twice", sp.ID)
+	}
+	k.specs[sp.ID] = sp
+	slots := make(chan struct{}, sp.MaxActive)
+	k.cfg.Host.SetStreamHandler(sp.ID, func(s network.Stream) { k.serve(sp, slots, s) })
+	return nil
+}
+
+// Restore sets the host's handler of the registered protocol id again,
+// with fresh slots: for tests that replace a node's handler with a
+// hostile one and then put the node's back.
+func (k *Kit) Restore(id protocol.ID) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	sp, ok := k.specs[id]
+	if !ok {
+		return fmt.Errorf("kit: protocol %s not registered", id)
+	}
+	slots := make(chan struct{}, sp.MaxActive)
+	k.cfg.Host.SetStreamHandler(sp.ID, func(s network.Stream) { k.serve(sp, slots, s) })
+	return nil
+}
+
+// MustHandle is Handle for a node's fixed protocols, whose Specs are
+// right by construction: it panics on an error.
+func (k *Kit) MustHandle(sp Spec) {
+	if err := k.Handle(sp); err != nil {
+		panic(err)
+	}
+}
+
+// Remove stops serving p: its streams are refused by the host from then
+// on, and it may be registered again.
+func (k *Kit) Remove(p protocol.ID) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.cfg.Host.RemoveStreamHandler(p)
+	delete(k.specs, p)
+}
+
+// Registered returns the protocols registered through k, sorted.
+func (k *Kit) Registered() []protocol.ID {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make([]protocol.ID, 0, len(k.specs))
+	for p := range k.specs {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Limits returns the Spec registered for p, with its defaults filled in.
+func (k *Kit) Limits(p protocol.ID) (Spec, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	sp, ok := k.specs[p]
+	return sp, ok
+}
+
+// serve runs one stream of sp through the kit's steps (doc.go).
+func (k *Kit) serve(sp Spec, slots chan struct{}, s network.Stream) {
+	log := func() *slog.Logger {
+		return k.cfg.Logger.With("protocol", string(sp.ID), "peer", s.Conn().RemotePeer())
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			k.panics.Add(1)
+			log().Error("protocol handler panicked; stream reset", "panic", v, "stack", string(debug.Stack()))
+			_ = s.Reset()
+		}
+	}()
+	m, err := k.cfg.Gate(s)
+	if err != nil {
+		_ = s.Reset()
+		return
+	}
+	deadline := time.Now().Add(sp.Deadline)
+	_ = s.SetDeadline(deadline)
+	wait := time.NewTimer(sp.Deadline)
+	select {
+	case slots <- struct{}{}:
+		wait.Stop()
+		defer func() { <-slots }()
+	case <-wait.C:
+		k.busy.Add(1)
+		log().Debug("protocol busy: stream reset")
+		_ = s.Reset()
+		return
+	}
+	base := k.cfg.Base()
+	var ctx context.Context
+	var cancel context.CancelFunc
+	if sp.Streaming {
+		ctx, cancel = context.WithCancel(base)
+	} else {
+		ctx, cancel = context.WithDeadline(base, deadline)
+	}
+	defer cancel()
+	ls := &limitedStream{Stream: s, left: sp.MaxRequest}
+	q := &Request{Member: m, kit: k, spec: &sp, s: ls, r: bufio.NewReader(ls)}
+	err = sp.Handle(ctx, q)
+	switch {
+	case err == nil:
+		_ = s.Close()
+	case errors.Is(err, ErrBadFrame):
+		if k.cfg.BadFrame != nil {
+			k.cfg.BadFrame()
+		}
+		log().Debug("bad request", "err", err)
+		_ = s.Reset()
+	default:
+		log().Debug("request failed", "err", err)
+		_ = s.Reset()
+	}
+}
+
+// limitedStream is a stream whose reads stop, with an error, after its
+// protocol's MaxRequest bytes.
+type limitedStream struct {
+	network.Stream
+	left int64
+}
+
+func (l *limitedStream) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		return 0, errTooMuch
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.Stream.Read(p)
+	l.left -= int64(n)
+	return n, err
+}
+
+var _ io.Reader = (*limitedStream)(nil)

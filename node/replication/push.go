@@ -1,0 +1,472 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/replicate"
+	"github.com/herod-archive/herod/ring"
+)
+
+// The push path: rounds compare ranges every Interval, so a version stored
+// just after one would exist once until the next. An owner therefore
+// offers each version it stores to the range's k-1 replicas as soon as it
+// is durable (Notify, fed by archive.Store.OnAdd): records wait at most
+// PushDelay, or until MaxBatch of them are waiting, and then go out as
+// OpOffer requests of up to MaxBatch records, one offer at a time per
+// replica, the replicas in parallel. A replica verifies an offer exactly
+// as it verifies a pull request (verifyOwner), reads the records from the
+// owner (OpReadBatch) and imports them (replicate.Copy, the records' path
+// in Sync: Import checks each), then answers; the answer is the moment
+// the copy exists, and the owner records the time since the store in
+// the lag histogram (LagHistogram).
+//
+// Bound: a record waits at most PushDelay, then for the offers ahead of
+// it in its replica's queue (each bounded by the stream timeout); under
+// load the lag is PushDelay plus the time the replica takes to copy what
+// was stored meanwhile, and a slow replica delays only its own copies. What
+// the push misses — a replica down or busy, a full queue, versions stored
+// by a node that does not own them — the next round repairs.
+//
+// The known set travels the same way: the URLs this node's crawler learns
+// (NotifyKnown, fed by crawl.Crawler.OnKnown) are handed to
+// Config.ShareKnown within PushDelay, which sends each to its range's
+// holders, to be remembered there; so a URL learned just before its owner
+// dies is still crawled by the next owner.
+
+// Push defaults.
+const (
+	// PushDelay bounds how long a stored record or a learned URL waits
+	// before it is pushed (sooner once MaxBatch records wait).
+	PushDelay = 250 * time.Millisecond
+	// pushQueueLen bounds the records, and separately the URLs, waiting
+	// for a push; beyond it they are dropped (counted), and rounds (for
+	// records) or the crawler's daily share (for URLs) carry them.
+	pushQueueLen = 1 << 14
+)
+
+// PushStats counts the push path since New.
+type PushStats struct {
+	// Queued counts records Notify queued; Dropped those a full queue
+	// refused; Foreign those stored outside this node's own ranges, left
+	// to rounds.
+	Queued  int64 `json:"queued"`
+	Dropped int64 `json:"dropped"`
+	Foreign int64 `json:"foreign"`
+	// Offers counts offers sent; Copies the (record, replica) pairs they
+	// confirmed; Retried the records of failed offers queued once more;
+	// Failed the pairs of offers that failed again (left to rounds).
+	Offers  int64 `json:"offers"`
+	Copies  int64 `json:"copies"`
+	Retried int64 `json:"retried"`
+	Failed  int64 `json:"failed"`
+	// Sent is the traffic of the offers this node sent (requests and
+	// acknowledgements); the records themselves travel in the replicas'
+	// reads, counted in Received.Traffic on their side.
+	Sent replicate.Traffic `json:"sent"`
+	// Served counts offers accepted from owners, Received what copying
+	// them did (Pulled, Present, Rejected, and the reads' traffic).
+	Served   int64           `json:"served"`
+	Received replicate.Stats `json:"received"`
+	// Known counts URLs NotifyKnown queued; KnownShared those handed to
+	// ShareKnown; KnownRetried those whose share failed once and were
+	// queued again; KnownFailed those whose share failed twice (the
+	// crawler's daily share carries them); KnownDropped those a full
+	// queue refused.
+	Known        int64 `json:"known"`
+	KnownShared  int64 `json:"known_shared"`
+	KnownRetried int64 `json:"known_retried"`
+	KnownFailed  int64 `json:"known_failed"`
+	KnownDropped int64 `json:"known_dropped"`
+}
+
+// pushed is a record waiting for its push, with the time it was stored
+// and the offers of it that failed (one is tried again).
+type pushed struct {
+	e     archive.Entry
+	at    time.Time
+	tries int
+}
+
+// pushQueue holds what waits for the next push. Guarded by Replicator.mu.
+type pushQueue struct {
+	recs        []pushed
+	urls        []string
+	again       []string  // URLs whose share failed once
+	since       time.Time // when the oldest waiting item was queued
+	sharing     bool      // a share is under way
+	dispatching bool      // Push is handing records to replica queues
+}
+
+func (q *pushQueue) empty() bool { return len(q.recs) == 0 && len(q.urls) == 0 && len(q.again) == 0 }
+
+// newLagHistogram returns the histogram of push lags.
+func newLagHistogram() prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "herod_replication_push_lag_seconds",
+		Help: "Time from a version's store by its owner to a replica's confirmed import of it (push path), per replica.",
+		// 10 ms to 60 s, each bucket 1.5 times the last.
+		Buckets: prometheus.ExponentialBuckets(0.01, 1.5, 23),
+	})
+}
+
+// LagHistogram returns the histogram of push lags, for the node's
+// metrics registry: herod_replication_push_lag_seconds, one observation
+// per (record, replica) pair an offer confirmed.
+func (r *Replicator) LagHistogram() prometheus.Histogram { return r.lag }
+
+// Notify queues the version v, just stored by this node, for a push to
+// its range's replicas. It never blocks; it is archive.Store.OnAdd's
+// function.
+func (r *Replicator) Notify(v archive.Version) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.pq.recs) >= pushQueueLen {
+		r.st.Push.Dropped++
+		return
+	}
+	now := time.Now()
+	if r.pq.empty() {
+		r.pq.since = now
+	}
+	r.pq.recs = append(r.pq.recs, pushed{e: v.Entry(), at: now})
+	r.st.Push.Queued++
+	if len(r.pq.recs) == 1 || len(r.pq.recs) == replicate.MaxBatch {
+		r.wakePush()
+	}
+}
+
+// NotifyKnown queues URLs this node just learned for Config.ShareKnown.
+// It never blocks; it is crawl.Crawler.OnKnown's function.
+func (r *Replicator) NotifyKnown(urls []string) {
+	if r.cfg.ShareKnown == nil || len(urls) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := min(len(urls), pushQueueLen-len(r.pq.urls))
+	r.st.Push.KnownDropped += int64(len(urls) - n)
+	if n <= 0 {
+		return
+	}
+	if r.pq.empty() {
+		r.pq.since = time.Now()
+	}
+	r.pq.urls = append(r.pq.urls, urls[:n]...)
+	r.st.Push.Known += int64(n)
+	r.wakePush()
+}
+
+// wakePush wakes Push. The caller holds r.mu.
+func (r *Replicator) wakePush() {
+	select {
+	case r.pushWake <- struct{}{}:
+	default:
+	}
+}
+
+// PushIdle reports whether nothing waits for a push and none is under way.
+func (r *Replicator) PushIdle() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pq.empty() && !r.pq.sharing && !r.pq.dispatching && len(r.rq) == 0
+}
+
+// Push sends what Notify and NotifyKnown queue, until ctx ends: a batch
+// leaves PushDelay after its oldest item was queued, or at once when
+// MaxBatch records wait. Its records go to the queues of their ranges'
+// replicas, each drained by its own sender (send), so that a slow
+// replica delays only its own copies; its URLs go to ShareKnown, one
+// share at a time. Push returns once the senders and shares it started
+// have ended.
+func (r *Replicator) Push(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		r.mu.Lock()
+		hasURLs := !r.pq.sharing && len(r.pq.urls)+len(r.pq.again) > 0
+		ready, wait := false, time.Duration(-1) // -1: nothing to send
+		if len(r.pq.recs) > 0 || hasURLs {
+			wait = PushDelay - time.Since(r.pq.since)
+			ready = wait <= 0 || len(r.pq.recs) >= replicate.MaxBatch
+		}
+		var recs []pushed
+		var urls, again []string
+		if ready {
+			recs, r.pq.recs = r.pq.recs, nil
+			if hasURLs {
+				urls, again, r.pq.urls, r.pq.again = r.pq.urls, r.pq.again, nil, nil
+				r.pq.sharing = true
+			}
+			r.pq.since = time.Now() // for what is left or comes next
+			r.pq.dispatching = len(recs) > 0
+		}
+		r.mu.Unlock()
+		if ready {
+			if hasURLs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r.shareAll(ctx, urls, again)
+				}()
+			}
+			if len(recs) > 0 {
+				r.dispatch(ctx, recs, &wg)
+			}
+			continue
+		}
+		var timer *time.Timer
+		var tick <-chan time.Time
+		if wait > 0 {
+			timer = time.NewTimer(wait)
+			tick = timer.C
+		}
+		select {
+		case <-ctx.Done():
+		case <-r.pushWake:
+		case <-tick:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// shareAll shares urls (new) and again (failed once), then lets Push
+// start the next share.
+func (r *Replicator) shareAll(ctx context.Context, urls, again []string) {
+	var wg sync.WaitGroup
+	for _, b := range []struct {
+		urls  []string
+		retry bool
+	}{{urls, true}, {again, false}} {
+		if len(b.urls) == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.share(ctx, b.urls, b.retry)
+		}()
+	}
+	wg.Wait()
+	r.mu.Lock()
+	r.pq.sharing = false
+	r.wakePush()
+	r.mu.Unlock()
+}
+
+// share hands urls to ShareKnown; if that fails and retry is set, they
+// are queued again, for one more try.
+func (r *Replicator) share(ctx context.Context, urls []string, retry bool) {
+	err := r.cfg.ShareKnown(ctx, urls)
+	r.mu.Lock()
+	switch {
+	case err == nil:
+		r.st.Push.KnownShared += int64(len(urls))
+	case retry && ctx.Err() == nil:
+		n := min(len(urls), pushQueueLen-len(r.pq.again))
+		r.st.Push.KnownRetried += int64(n)
+		r.st.Push.KnownFailed += int64(len(urls) - n)
+		r.requeueLocked()
+		r.pq.again = append(r.pq.again, urls[:n]...)
+	default:
+		r.st.Push.KnownFailed += int64(len(urls))
+	}
+	r.mu.Unlock()
+	if err != nil && ctx.Err() == nil {
+		r.fail(fmt.Errorf("push known urls: %w", err))
+	}
+}
+
+// requeueLocked starts the wait of what is queued again: PushDelay from
+// now if nothing else waits. The caller holds r.mu.
+func (r *Replicator) requeueLocked() {
+	if r.pq.empty() {
+		r.pq.since = time.Now()
+	}
+	r.wakePush()
+}
+
+// pushRange is a local virtual server's range, as an offer names it.
+type pushRange struct {
+	a, b  id.ID
+	index int
+}
+
+// offered is a record bound for one replica, with the range it is in.
+type offered struct {
+	p pushed
+	g pushRange
+}
+
+// replicaQueue is what waits to be offered to one replica. Guarded by
+// Replicator.mu.
+type replicaQueue struct {
+	items []offered
+}
+
+// dispatch adds recs to the queues of their ranges' replicas and starts a
+// sender for each queue that has none. Records outside this node's own
+// ranges are left to rounds (Foreign).
+func (r *Replicator) dispatch(ctx context.Context, recs []pushed, wg *sync.WaitGroup) {
+	vs := r.cfg.Ring.Status().Vnodes
+	reps := map[int][]ring.Contact{} // by index in vs, looked up once
+	add := map[ring.Contact][]offered{}
+	foreign := 0
+	for _, p := range recs {
+		i := slices.IndexFunc(vs, func(v ring.VnodeStatus) bool { return v.Range.Contains(p.e.Key) })
+		if i < 0 {
+			foreign++
+			continue
+		}
+		cs, ok := reps[i]
+		if !ok {
+			cs = r.replicasOf(ctx, vs[i])
+			reps[i] = cs
+		}
+		g := pushRange{a: vs[i].Range.Start, b: vs[i].Range.End, index: vs[i].Index}
+		for _, c := range cs {
+			add[c] = append(add[c], offered{p: p, g: g})
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pq.dispatching = false
+	r.st.Push.Foreign += int64(foreign)
+	for c, items := range add {
+		q, running := r.rq[c]
+		if !running {
+			q = &replicaQueue{}
+			r.rq[c] = q
+		}
+		n := min(len(items), pushQueueLen-len(q.items))
+		r.st.Push.Dropped += int64(len(items) - n)
+		q.items = append(q.items, items[:n]...)
+		if !running {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r.send(ctx, c)
+			}()
+		}
+	}
+}
+
+// send offers replica c what its queue holds, MaxBatch records of one
+// range an offer, one offer at a time, until the queue is empty; it
+// records the lag of every record c confirmed. A record of a failed offer
+// is queued once more (to every replica: those that hold it answer at
+// once), then left to rounds.
+func (r *Replicator) send(ctx context.Context, c ring.Contact) {
+	cl := r.client(c)
+	var errs []error
+	defer func() {
+		t := cl.Traffic()
+		r.mu.Lock()
+		r.st.Push.Sent.Requests += t.Requests
+		r.st.Push.Sent.Sent += t.Sent
+		r.st.Push.Sent.Received += t.Received
+		r.mu.Unlock()
+		if err := errors.Join(errs...); err != nil && ctx.Err() == nil {
+			r.fail(fmt.Errorf("push to %s: %w", c.Addr, err))
+		}
+	}()
+	for {
+		r.mu.Lock()
+		q := r.rq[c]
+		if len(q.items) == 0 || ctx.Err() != nil {
+			delete(r.rq, c)
+			r.wakePush() // PushIdle may hold now
+			r.mu.Unlock()
+			return
+		}
+		g := q.items[0].g
+		var batch []pushed
+		rest := q.items[:0]
+		for _, it := range q.items {
+			if it.g == g && len(batch) < replicate.MaxBatch {
+				batch = append(batch, it.p)
+			} else {
+				rest = append(rest, it)
+			}
+		}
+		q.items = rest
+		r.mu.Unlock()
+
+		es := make([]archive.Entry, len(batch))
+		for i, p := range batch {
+			es[i] = p.e
+		}
+		from := replicate.Contact{Peer: r.cfg.Self.Peer, Addr: r.cfg.Self.Addr, Index: g.index}
+		err := cl.Offer(ctx, g.a, g.b, from, es)
+		now := time.Now()
+		r.mu.Lock()
+		r.st.Push.Offers++
+		if err == nil {
+			r.st.Push.Copies += int64(len(batch))
+		} else {
+			var again []pushed
+			for _, p := range batch {
+				if p.tries == 0 && ctx.Err() == nil && len(r.pq.recs)+len(again) < pushQueueLen {
+					p.tries++
+					again = append(again, p)
+				}
+			}
+			r.st.Push.Retried += int64(len(again))
+			r.st.Push.Failed += int64(len(batch) - len(again))
+			if len(again) > 0 {
+				r.requeueLocked()
+				r.pq.recs = append(r.pq.recs, again...)
+			}
+		}
+		r.mu.Unlock()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, p := range batch {
+			r.lag.Observe(now.Sub(p.at).Seconds())
+		}
+	}
+}
+
+// acceptOffer serves an offer from member m: verified as a pull request
+// is (verifyOwner), then the records are copied from the owner and
+// imported (replicate.Copy) before the reply, which is an error unless
+// every record is now held. Offers are served as they come: each owner
+// sends a replica one at a time.
+func (r *Replicator) acceptOffer(ctx context.Context, m ring.Node, q replicate.Request) error {
+	if reason := r.paused(); reason != "" {
+		return fmt.Errorf("offer refused: %s", reason)
+	}
+	from, err := r.verifyOwner(ctx, m, q)
+	if err != nil {
+		return err
+	}
+	st, err := replicate.Copy(ctx, r.cfg.Local, r.client(from.Contact), q.A, q.B, q.Entries, r.syncOptions())
+	r.mu.Lock()
+	r.st.Push.Served++
+	r.st.Push.Received.Add(st)
+	r.mu.Unlock()
+	if err == nil && st.Pulled+st.Present < int64(len(q.Entries)) {
+		// The owner must not count these as copied: rounds repair them.
+		err = fmt.Errorf("%d of %d records not copied (%d refused, %d unreadable)",
+			int64(len(q.Entries))-st.Pulled-st.Present, len(q.Entries), st.Rejected, st.Failed)
+	}
+	if err != nil {
+		return r.fail(fmt.Errorf("offer from %s: %w", from.Addr, err))
+	}
+	return nil
+}

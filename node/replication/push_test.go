@@ -1,0 +1,137 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/replicate"
+	"github.com/herod-archive/herod/ring"
+)
+
+// TestOfferVerification: an offer passes the pull request's rule
+// (verifyOwner) before this node opens any stream to the sender: offers
+// outside the sender's role are refused and counted, and read nothing.
+func TestOfferVerification(t *testing.T) {
+	addr := "127.0.0.1:4001"
+	ownerC := ring.Contact{Peer: "owner", Addr: addr}
+	b := ring.VirtualID(addr, 2)
+	pred := id.OfString("pred")
+	ownerV := ring.Node{ID: b, Contact: ownerC, Index: 2}
+	me := ring.Contact{Peer: "me", Addr: "127.0.0.1:4003"}
+	succs := func(_ context.Context, key id.ID, k int) ([]ring.Node, error) {
+		if key == pred.AddPow2(0) {
+			return []ring.Node{ownerV, {Contact: me}}, nil
+		}
+		return []ring.Node{{ID: id.OfString("someone"), Contact: ring.Contact{Peer: "x", Addr: "127.0.0.1:9"}}}, nil
+	}
+	var opened []ring.Contact
+	errDial := errors.New("no network in this test")
+	r := New(Config{Self: me, Ring: succsRing(succs),
+		Open: func(_ context.Context, c ring.Contact, _ protocol.ID) (network.Stream, error) {
+			opened = append(opened, c)
+			return nil, errDial
+		}})
+	es := []archive.Entry{{Key: b, Digest: id.OfString("d"), Day: 1}}
+	good := replicate.Request{Op: replicate.OpOffer, A: pred, B: b,
+		From: replicate.Contact{Peer: "owner", Addr: addr, Index: 2}, Entries: es}
+	outside := good
+	outside.A = id.OfString("outside")
+	intruder := ring.Node{Contact: ring.Contact{Peer: "intruder", Addr: "127.0.0.1:4009"}}
+	ctx := context.Background()
+	if err := r.acceptOffer(ctx, intruder, good); !errors.Is(err, ErrRole) {
+		t.Fatalf("offer for the owner sent by another member: %v", err)
+	}
+	if err := r.acceptOffer(ctx, ownerV, outside); !errors.Is(err, ErrRole) {
+		t.Fatalf("offer wider than the owner's range: %v", err)
+	}
+	if len(opened) != 0 || r.st.Refused != 2 || r.st.Push.Served != 0 {
+		t.Fatalf("refused offers: opened %v, %+v", opened, r.st)
+	}
+	// The owner's own offer is accepted: the records are read from it;
+	// one that could not be read makes the answer an error.
+	if err := r.acceptOffer(ctx, ownerV, good); err == nil || len(opened) != 1 || opened[0] != ownerC {
+		t.Fatalf("owner's offer: %v, opened %v", err, opened)
+	}
+	if r.st.Push.Served != 1 || r.st.Refused != 2 {
+		t.Fatalf("counters: %+v", r.st)
+	}
+}
+
+// TestNotifyBounded: the push queue holds at most pushQueueLen records
+// and as many URLs; the rest are counted as dropped, never blocking the
+// store or the crawler.
+func TestNotifyBounded(t *testing.T) {
+	r := New(Config{ShareKnown: func(context.Context, []string) error { return nil }})
+	for i := range pushQueueLen + 3 {
+		r.Notify(archive.Version{Key: id.OfString(string(rune(i)))})
+	}
+	urls := make([]string, pushQueueLen-1)
+	r.NotifyKnown(urls)
+	r.NotifyKnown([]string{"a", "b", "c"})
+	st := r.Stats().Push
+	if st.Queued != pushQueueLen || st.Dropped != 3 || st.Known != pushQueueLen || st.KnownDropped != 2 {
+		t.Fatalf("push counters: %+v", st)
+	}
+	if r.PushIdle() {
+		t.Fatal("idle with records waiting")
+	}
+	// Without ShareKnown, URLs are not queued at all.
+	r2 := New(Config{})
+	r2.NotifyKnown([]string{"a"})
+	if !r2.PushIdle() || r2.Stats().Push.Known != 0 {
+		t.Fatal("URLs queued without ShareKnown")
+	}
+}
+
+// TestPushKnownRetriesOnce: URLs whose share fails are queued once more;
+// a second failure leaves them to the crawler's daily share.
+func TestPushKnownRetriesOnce(t *testing.T) {
+	var mu sync.Mutex
+	var calls [][]string
+	fails := 1
+	r := New(Config{ShareKnown: func(_ context.Context, urls []string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, urls)
+		if fails > 0 {
+			fails--
+			return errors.New("holder unreachable")
+		}
+		return nil
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Push(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor := func(what string, cond func(PushStats) bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !(r.PushIdle() && cond(r.Stats().Push)) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %+v", what, r.Stats().Push)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	r.NotifyKnown([]string{"http://a.example/", "http://b.example/"})
+	waitFor("shared on the second try", func(st PushStats) bool { return st.KnownShared == 2 })
+	if st := r.Stats().Push; st.KnownRetried != 2 || st.KnownFailed != 0 || len(calls) != 2 {
+		t.Fatalf("after one failure: %+v, %d calls", st, len(calls))
+	}
+	mu.Lock()
+	fails = 2
+	mu.Unlock()
+	r.NotifyKnown([]string{"http://c.example/"})
+	waitFor("given up after two tries", func(st PushStats) bool { return st.KnownFailed == 1 })
+	if st := r.Stats().Push; st.KnownRetried != 3 || st.KnownShared != 2 || len(calls) != 4 {
+		t.Fatalf("after two failures: %+v, %d calls", st, len(calls))
+	}
+}
