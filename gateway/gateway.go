@@ -206,9 +206,12 @@ type Server struct {
 	flight  inFlight // requests in flight
 	mem     *budget  // bytes of bodies held (Limits.MemoryBudget)
 	fetches *budget  // Archive.Get calls in flight (Limits.MaxFetches)
-	exports *budget  // exports in flight (Limits.MaxExports); nil: no limit
-	clients *clientLimits
-	replies replies // large replies shared by concurrent readers
+	// smallFetches are the Get calls of URLs hinted small (hints.go).
+	smallFetches *budget
+	hints        sizeHints
+	exports      *budget // exports in flight (Limits.MaxExports); nil: no limit
+	clients      *clientLimits
+	replies      replies // large replies shared by concurrent readers
 }
 
 // New returns a Server for cfg.
@@ -237,6 +240,7 @@ func New(cfg Config) (*Server, error) {
 	s.flight.max = int64(s.lim.MaxInFlight)
 	s.mem = newBudget(s.lim.MemoryBudget)
 	s.fetches = newBudget(int64(s.lim.MaxFetches))
+	s.smallFetches = newBudget(int64(smallSlotsPerFetch * s.lim.MaxFetches))
 	if s.lim.MaxExports > 0 {
 		s.exports = newBudget(int64(s.lim.MaxExports))
 	}

@@ -15,7 +15,7 @@ type Limits struct {
 	// MaxInFlight is the most requests the gateway handles at once, slow
 	// readers included; past it a request is answered 503 with
 	// Retry-After at once. Zero means DefaultMaxInFlight, negative no
-	// limit. /api/status and /metrics are never refused by it.
+	// limit. /api/status, /status and /metrics are never refused by it.
 	MaxInFlight int
 	// MemoryBudget bounds the bytes of capture bodies the gateway holds
 	// while it prepares replies (a body is charged three times its size:
@@ -151,7 +151,7 @@ func (f *inFlight) leave() { f.n.Add(-1) }
 // load: the operator's status and metrics, which say why the node is busy.
 func exempt(r *http.Request) bool {
 	p := r.URL.Path
-	return p == "/api/status" || p == "/metrics"
+	return p == "/api/status" || p == "/status" || p == "/metrics"
 }
 
 // limited wraps a handler of one origin: it refuses requests past

@@ -476,3 +476,58 @@ func TestSharedReply(t *testing.T) {
 		t.Errorf("%d Gets, %d shared; want 1 and 2", n, st.Shared)
 	}
 }
+
+// slowURLArchive blocks the Gets of one URL until release.
+type slowURLArchive struct {
+	*fakeArchive
+	slow    string
+	entered atomic.Int64
+	release chan struct{}
+}
+
+func (a *slowURLArchive) Get(ctx context.Context, url string, t time.Time) (archive.Version, *archive.Capture, error) {
+	if url == a.slow {
+		a.entered.Add(1)
+		select {
+		case <-a.release:
+		case <-ctx.Done():
+			return archive.Version{}, nil, ctx.Err()
+		}
+	}
+	return a.fakeArchive.Get(ctx, url, t)
+}
+
+// TestSmallPagePassesLargeFetches: with every fetch slot taken by a Get
+// of unknown size, a page last seen small is still served (hints.go).
+func TestSmallPagePassesLargeFetches(t *testing.T) {
+	const other = "http://example.com/big"
+	a := &slowURLArchive{fakeArchive: newFake(), slow: other, release: make(chan struct{})}
+	a.add(t, page, "20210101000000", 200, "text/html", "<p>small</p>")
+	a.add(t, other, "20210101000000", 200, "text/html", "<p>big</p>")
+	d := serveDirect(t, a, func(c *Config) { c.Limits.MaxFetches = 1; c.Limits.BusyWait = 200 * time.Millisecond })
+	code := func(u string) int {
+		resp, err := http.Get(d.content + "/web/20210101000000/" + u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if c := code(page); c != 200 { // now known small
+		t.Fatalf("small page: %d", c)
+	}
+	done := make(chan int, 1)
+	go func() { done <- code(other) }()
+	eventually(t, "the unknown URL holding the fetch slot", func() bool { return a.entered.Load() == 1 })
+	if c := code(page); c != 200 {
+		t.Errorf("small page while the fetch slot is taken: %d, want 200", c)
+	}
+	if c := code("http://example.com/unknown"); c != http.StatusServiceUnavailable {
+		t.Errorf("an unknown URL while the fetch slot is taken: %d, want 503", c)
+	}
+	close(a.release)
+	if c := <-done; c != 200 {
+		t.Errorf("the slow URL: %d", c)
+	}
+}

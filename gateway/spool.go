@@ -64,7 +64,8 @@ func (h *held) done() {
 	}
 }
 
-// get is Archive.Get under the limits: a fetch slot while the call runs,
+// get is Archive.Get under the limits: a fetch slot (a small one for a
+// URL hinted small, hints.go) while the call runs,
 // then factor times the body's size charged to the budget. When the
 // budget has no room at once it drops the body, frees the slot, waits
 // for the room and reads the capture again. It returns errBusy when it
@@ -72,22 +73,27 @@ func (h *held) done() {
 // done on the share it returns.
 func (s *Server) get(ctx context.Context, url string, t time.Time, factor int64) (archive.Version, *archive.Capture, *held, error) {
 	h := &held{b: s.mem}
-	if !s.fetches.acquire(ctx, 1, s.lim.BusyWait) {
+	slots := s.fetches
+	if s.hints.small(url) {
+		slots = s.smallFetches
+	}
+	if !slots.acquire(ctx, 1, s.lim.BusyWait) {
 		return archive.Version{}, nil, nil, fmt.Errorf("%w: fetches", errBusy)
 	}
 	v, c, err := s.cfg.Archive.Get(ctx, url, t)
 	if err != nil || c == nil {
-		s.fetches.release(1)
+		slots.release(1)
 		return v, c, nil, err
 	}
+	s.hints.note(url, int64(len(c.Body)))
 	need := s.mem.charge(factor * int64(len(c.Body)))
 	if s.mem.tryAcquire(need) {
-		s.fetches.release(1)
+		slots.release(1)
 		h.n = need
 		return v, c, h, nil
 	}
 	c = nil // no room: let it go while waiting
-	s.fetches.release(1)
+	slots.release(1)
 	if !s.mem.acquire(ctx, need, s.lim.BusyWait) {
 		return archive.Version{}, nil, nil, fmt.Errorf("%w: memory", errBusy)
 	}
