@@ -272,21 +272,28 @@ func keyOf(v archive.Version) export.Key {
 	return export.KeyOf(v.URL, v.Time, v.Digest)
 }
 
-// unionOf returns every version selected by q on every node of lr, and
+// unionOf returns every version selected by q on any node of lr (once,
+// however many nodes hold a copy: replication pushes them within a
+// second), and
 // how many nodes hold at least one.
 func unionOf(ctx context.Context, t *testing.T, lr *LocalRing, q archive.Query) ([]archive.Version, int) {
 	t.Helper()
 	var all []archive.Version
+	seen := map[archive.Entry]bool{} // a version and its replicas' copies: once
 	holders := 0
 	for _, n := range lr.Nodes {
-		before := len(all)
+		held := false
 		if err := n.store.Scan(ctx, q, func(v archive.Version) error {
-			all = append(all, v)
+			held = true
+			if !seen[v.Entry()] {
+				seen[v.Entry()] = true
+				all = append(all, v)
+			}
 			return nil
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if len(all) > before {
+		if held {
 			holders++
 		}
 	}
