@@ -274,8 +274,7 @@ func keyOf(v archive.Version) export.Key {
 
 // unionOf returns every version selected by q on any node of lr (once,
 // however many nodes hold a copy: replication pushes them within a
-// second), and
-// how many nodes hold at least one.
+// second), and how many nodes hold at least one.
 func unionOf(ctx context.Context, t *testing.T, lr *LocalRing, q archive.Query) ([]archive.Version, int) {
 	t.Helper()
 	var all []archive.Version
