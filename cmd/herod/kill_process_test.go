@@ -226,7 +226,7 @@ func killAfterCrawl(t *testing.T, after time.Duration) {
 	time.Sleep(time.Until(changed.Add(after)))
 	logPush(t, nodes)
 	p50, p99, obs := pushLag(t, nodes)
-	t.Logf("push lag during the crawl: p50 ≤ %gs, p99 ≤ %gs (-1: beyond 60 s) over %g copies", p50, p99, obs)
+	t.Logf("push lag during the crawl: p50 ≤ %.3gs, p99 ≤ %.3gs (-1: beyond 60 s) over %g copies confirmed by then", p50, p99, obs)
 	killed := time.Now()
 	victim := nodes[1]
 	r.remove(victim, syscall.SIGKILL)
