@@ -211,11 +211,16 @@ func checkPoliteRequests(t *testing.T, web *sampleweb.Web, day int, reqs []sampl
 		}
 	}
 
-	// Aggregate rate per host in every sliding window.
+	// Aggregate rate per host in every sliding window. The server sees
+	// arrivals, not releases: a request delayed on a loaded machine
+	// arrives beside the next ones, so a window may hold what the budget
+	// released over itself plus arrivalJitter (CI saw 24 and 25 in a 1 s
+	// window of budget 23 under load, never more).
+	const arrivalJitter = 100 * time.Millisecond
 	for host, ts := range byHost {
 		slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
 		for _, w := range []time.Duration{time.Second, 3 * time.Second} {
-			limit := int(politeRate*w.Seconds()) + politeBurst
+			limit := int(politeRate*(w+arrivalJitter).Seconds()) + politeBurst
 			if got := maxInWindow(ts, w); got > limit {
 				t.Errorf("host %s: %d requests in a %s window, budget %d (%g/s + burst %d)",
 					host, got, w, limit, politeRate, politeBurst)
