@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"net/http"
 	"os"
@@ -197,16 +196,50 @@ func TestPushReplicatesWithinBound(t *testing.T) {
 // next two days, every URL the ring requested on the first is requested
 // again, and every URL robots.txt refuses (known, with no version) is
 // checked again: the versions and the URLs the victim learned reached
-// their holders by the push.
+// their holders by the push. The same run without the push (its two
+// hooks unset) is the baseline, logged.
 func TestURLNeverForgotten(t *testing.T) {
 	if testing.Short() {
-		t.Skip("four-node ring over three days: skipped in -short mode")
+		t.Skip("four-node rings over three days: skipped in -short mode")
 	}
+	base := crashAfterCrawl(t, false)
+	with := crashAfterCrawl(t, true)
+	for i, day := range with.days {
+		b := base.days[i]
+		t.Logf("day %d after the crash: %d of %d URLs requested, %d of %d robots checks; without the push: %d of %d, %d of %d",
+			i+2, day.requested, with.known, day.robots, with.refused, b.requested, base.known, b.robots, base.refused)
+		if day.requested != with.known || day.robots != with.refused {
+			t.Errorf("day %d after the crash: never requested: %s; robots checks %d, want %d", i+2, head(day.missing), day.robots, with.refused)
+		}
+	}
+}
+
+// crashRun is what crashAfterCrawl saw.
+type crashRun struct {
+	known   int   // URLs requested on the first day
+	refused int64 // URLs refused by robots.txt on the first day
+	days    []crashDay
+}
+
+// crashDay is one day after the crash.
+type crashDay struct {
+	requested int // of the first day's URLs
+	missing   []string
+	robots    int64 // robots.txt refusals
+}
+
+// crashAfterCrawl runs TestURLNeverForgotten's scenario on a new ring,
+// with the push or without it, and reports the two days after the crash.
+func crashAfterCrawl(t *testing.T, push bool) crashRun {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	web, lr := startWebAndRing(ctx, t, 4, sampleweb.Config{Hosts: 3, Pages: 100})
 	for _, n := range lr.Nodes {
 		n.SetReplicationInterval(0)
+		if !push {
+			n.store.OnAdd(nil)
+			n.crawler.OnKnown(nil)
+		}
 	}
 	if err := lr.Nodes[0].Seed(ctx, web.Seeds()); err != nil {
 		t.Fatal(err)
@@ -216,21 +249,17 @@ func TestURLNeverForgotten(t *testing.T) {
 	}
 	waitPushIdle(ctx, t, lr)
 	known := sortedKeys(requestsPerURL(web))
-	refused := robotsRefused(lr)
-	if refused == 0 {
+	run := crashRun{known: len(known), refused: robotsRefused(lr)}
+	if run.refused == 0 {
 		t.Fatal("the test needs URLs without versions (robots refusals)")
 	}
 	victim := lr.Nodes[1]
-	var owned, unversioned int
+	owned := 0
 	for _, u := range known {
 		if lr.Owner(id.OfString(u)) == victim {
 			owned++
 		}
 	}
-	for _, n := range lr.Nodes {
-		unversioned += int(n.ReplicationStats().Push.KnownShared)
-	}
-	t.Logf("day 1: %d URLs requested, %d refused by robots.txt; the victim owns %d; %d URLs pushed as known", len(known), refused, owned, unversioned)
 	if owned == 0 {
 		t.Fatal("the victim owns none of the URLs")
 	}
@@ -242,21 +271,18 @@ func TestURLNeverForgotten(t *testing.T) {
 	if err := lr.WaitIdle(ctx); err != nil { // mid-day take-overs
 		t.Fatal(err)
 	}
-	for day := 2; day <= 3; day++ {
+	for range 2 {
 		web.ResetRequests()
 		newDayAll(ctx, t, lr)
-		event := fmt.Sprintf("day %d after the crash", day)
 		got := requestsPerURL(web)
-		var missing []string
+		d := crashDay{robots: robotsRefused(lr)}
 		for _, u := range known {
 			if got[u] == 0 {
-				missing = append(missing, u)
+				d.missing = append(d.missing, u)
 			}
 		}
-		t.Logf("%s: %d of %d URLs requested", event, len(known)-len(missing), len(known))
-		if len(missing) > 0 {
-			t.Errorf("%s: never requested: %s", event, head(missing))
-		}
-		checkRobotsRefused(t, event, lr, refused)
+		d.requested = len(known) - len(d.missing)
+		run.days = append(run.days, d)
 	}
+	return run
 }
