@@ -96,6 +96,15 @@ func TestHostileQuotaJunk(t *testing.T) {
 			}
 		}
 	}
+	// Once the member's pushes are done (each batch read once, refused
+	// past the share) and two rounds have run, count what more rounds
+	// download.
+	for !member.repl.PushIdle() {
+		if ctx.Err() != nil {
+			t.Fatal("the member's pushes never ended")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	rounds(2)
 	before := received()
 	rounds(5)

@@ -250,6 +250,9 @@ func New(cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	n.links.Crawler = n.crawler
+	// Every URL the crawler learns goes to its range's holders within
+	// replication.PushDelay (queued until the push loop starts in Start).
+	n.crawler.OnKnown(n.repl.NotifyKnown)
 	if err := n.setupGateway(); err != nil {
 		return nil, err
 	}

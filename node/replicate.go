@@ -72,10 +72,9 @@ func (n *Node) setupReplication() {
 }
 
 // startReplication launches the round loop, the pull worker and the push
-// loop, and has the crawler report the URLs it learns for the push.
-// Called from Start.
+// loop (New has the crawler report the URLs it learns to it). Called from
+// Start.
 func (n *Node) startReplication() {
-	n.crawler.OnKnown(n.repl.NotifyKnown)
 	sub := n.ring.Subscribe(64)
 	n.wg.Add(3)
 	go func() {
