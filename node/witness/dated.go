@@ -13,27 +13,12 @@ import (
 
 // Vouch returns v's dating for this node's readers (Date) and the
 // statements that vouch for it, earliest first: this node's, and those
-// its other holders keep (asked when this node holds none in time).
+// its other holders keep. Unlike Date it asks the other holders about a
+// pending version too (the banner names its witnesses); the answer is
+// remembered as Date's is.
 func (sv *Service) Vouch(ctx context.Context, v archive.Version) (archive.Dating, []archive.Witness) {
-	d := sv.Date(ctx, v)
-	held, err := sv.Store.Witnesses(ctx, v)
-	if err != nil {
-		return d, nil
-	}
-	rule := sv.Store.Rule(nil)
-	_, good := rule.Date(v, held, sv.now())
-	if len(good) == 0 && d != archive.Fetched {
-		for _, c := range sv.others(ctx, v.Key) {
-			ws, err := sv.Ask(ctx, c, []archive.Version{v})
-			if err != nil {
-				continue
-			}
-			if _, good = rule.Date(v, append(held, ws[0]...), sv.now()); len(good) > 0 {
-				break
-			}
-		}
-	}
-	return d, good
+	vd := sv.judge(ctx, []archive.Version{v}, true)[0]
+	return vd.d, vd.ws
 }
 
 // Date judges v's capture time for this node's readers (DateAll of v).
@@ -49,17 +34,28 @@ func (sv *Service) Date(ctx context.Context, v archive.Version) archive.Dating {
 // good once a version is witnessed or fetched here, until a pending one's
 // delay runs out, negativeTTL for an unwitnessed one.
 func (sv *Service) DateAll(ctx context.Context, vs []archive.Version) []archive.Dating {
+	vds := sv.judge(ctx, vs, false)
+	out := make([]archive.Dating, len(vs))
+	for i := range vds {
+		out[i] = vds[i].d
+	}
+	return out
+}
+
+// judge is DateAll, returning the verdicts; with askPending it also asks
+// the other holders about versions the rule shows as pending.
+func (sv *Service) judge(ctx context.Context, vs []archive.Version, askPending bool) []verdict {
 	now := sv.now()
 	rule := sv.Store.Rule(nil)
-	out := make([]archive.Dating, len(vs))
+	out := make([]verdict, len(vs))
 	held := make([][]archive.Witness, len(vs))
-	var ask []int // indexes of vs no verdict or local statement dates
+	var ask []int // indexes of vs to ask the other holders about
 	for i, v := range vs {
 		sv.mu.Lock()
 		vd, ok := sv.cache[keyOf(v)]
 		sv.mu.Unlock()
-		if ok && (vd.until.IsZero() || now.Before(vd.until)) {
-			out[i] = vd.d
+		if ok && (vd.until.IsZero() || now.Before(vd.until)) && (!askPending || vd.d != archive.Pending || vd.asked) {
+			out[i] = vd
 			continue
 		}
 		ws, err := sv.Store.Witnesses(ctx, v)
@@ -67,13 +63,13 @@ func (sv *Service) DateAll(ctx context.Context, vs []archive.Version) []archive.
 			sv.log().Warn("witness: read statements", "url", v.URL, "err", err)
 		}
 		held[i] = ws
-		if out[i], _ = rule.Date(v, ws, now); out[i].Shown() {
-			sv.remember(v, out[i], now)
-		} else {
+		out[i].d, out[i].ws = rule.Date(v, ws, now)
+		if !out[i].d.Shown() || (askPending && out[i].d == archive.Pending) {
+			out[i].asked = true
 			ask = append(ask, i)
 		}
 	}
-	// Ask the holders of each key about its undated versions.
+	// Ask the holders of each key about its versions in question.
 	byKey := map[id.ID][]int{}
 	var keys []id.ID
 	for _, i := range ask {
@@ -100,10 +96,12 @@ func (sv *Service) DateAll(ctx context.Context, vs []archive.Version) []archive.
 				}
 				for j, i := range batch {
 					all := append(slices.Clone(held[i]), ws[j]...)
-					if out[i], _ = rule.Date(vs[i], all, now); !out[i].Shown() {
+					d, good := rule.Date(vs[i], all, now)
+					if len(good) == 0 {
 						left = append(left, i)
 						continue
 					}
+					out[i].d, out[i].ws = d, good
 					// Kept if this node holds the version (AddWitnesses
 					// refuses otherwise).
 					if added, _, err := sv.Store.AddWitnesses(ctx, vs[i], ws[j]); err == nil {
@@ -127,14 +125,15 @@ func keyOf(v archive.Version) cacheKey {
 	return cacheKey{key: v.Key, digest: v.Digest, time: v.Time.UnixNano()}
 }
 
-// remember keeps the verdict d on v (see DateAll for how long).
-func (sv *Service) remember(v archive.Version, d archive.Dating, now time.Time) {
-	vd := verdict{d: d}
-	switch d {
+// remember keeps the verdict vd on v (see DateAll for how long).
+func (sv *Service) remember(v archive.Version, vd verdict, now time.Time) {
+	switch vd.d {
 	case archive.Pending:
 		vd.until = v.Time.Add(archive.MaxWitnessDelay)
 	case archive.Unwitnessed:
 		vd.until = now.Add(negativeTTL)
+	default:
+		vd.until = time.Time{}
 	}
 	sv.mu.Lock()
 	defer sv.mu.Unlock()

@@ -88,10 +88,6 @@ type Service struct {
 	// Open opens a stream of protocol p to the real node behind c, with
 	// a deadline.
 	Open func(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error)
-	// Gate, if set, admits a stream from a verified ring member; nil
-	// when the caller registers Handle behind its own gate (the node's
-	// protocol kit).
-	Gate func(s network.Stream) bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Every is the interval between CatchUp passes; 0 means DefaultEvery.
@@ -110,9 +106,14 @@ type cacheKey struct {
 	time        int64
 }
 
+// verdict is a remembered judgement of a version's date: the dating, the
+// statements that vouch for it (earliest first), whether its other
+// holders were asked, and until when it stands (zero: for good).
 type verdict struct {
 	d     archive.Dating
-	until time.Time // zero: for good
+	ws    []archive.Witness
+	asked bool
+	until time.Time
 }
 
 func (sv *Service) now() time.Time {
@@ -143,12 +144,10 @@ func versionOf(r Ref) archive.Version {
 func refOf(v archive.Version) Ref { return Ref{URL: v.URL, Time: v.Time, Digest: v.Digest} }
 
 // Handle answers a member's request for statements: the stream handler
-// of Protocol.
+// of Protocol, registered behind the node's protocol kit, which admits
+// members only and bounds the request.
 func (sv *Service) Handle(s network.Stream) {
 	defer s.Close()
-	if sv.Gate != nil && !sv.Gate(s) {
-		return
-	}
 	_ = s.SetDeadline(sv.now().Add(streamTimeout))
 	var req request
 	if err := wire.ReadJSON(bufio.NewReader(s), maxRequest, &req); err != nil || len(req.Versions) > MaxAsk {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
-	"github.com/libp2p/go-libp2p/core/network"
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 	ma "github.com/multiformats/go-multiaddr"
 
@@ -79,7 +78,6 @@ func (w *world) node(i int) *peerNode {
 			return cs, nil
 		},
 		Open: p2ptest.Opener(h),
-		Gate: func(network.Stream) bool { return true },
 	}
 	h.SetStreamHandler(Protocol, p.sv.Handle)
 	return p
@@ -155,6 +153,17 @@ func TestBackDatedHiddenEverywhere(t *testing.T) {
 	}
 	if st := reader.sv.Stats(); st.Hidden != 2 {
 		t.Errorf("hidden: %d, want 2 (left out of the listing, and of Get's)", st.Hidden)
+	}
+
+	// The banner's account of the genuine capture names the replica, and
+	// asking again is answered from memory, not by the replica.
+	d, ws := reader.sv.Vouch(ctx, genuine)
+	if d != archive.Witnessed || len(ws) != 1 || ws[0].Peer != replica.contact().Peer {
+		t.Fatalf("Vouch: %v by %+v, want witnessed by the replica", d, ws)
+	}
+	answered := replica.sv.Stats().Answered
+	if d2, ws2 := reader.sv.Vouch(ctx, genuine); d2 != d || len(ws2) != 1 || replica.sv.Stats().Answered != answered {
+		t.Fatalf("second Vouch: %v %+v, replica answered %d more", d2, ws2, replica.sv.Stats().Answered-answered)
 	}
 
 	joiner := w.node(3)
