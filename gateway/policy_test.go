@@ -199,12 +199,16 @@ func TestBannerProvenance(t *testing.T) {
 		}
 	})
 	dating = "witnessed"
-	want := "fetched by 12D3Ko…1f3c · witnessed by 12D3Ko…9e0d at 2021-06-15 00:00:03 UTC"
+	want := "fetched by 12D3Ko…1f3c · witnessed by 12D3Ko…9e0d at 00:00:03 UTC" // the capture's day
 	if w := getUI(t, s, "/api/banner?url="+page+"&ts=2021"); !strings.Contains(w.Body.String(), `"provenance": "`+want+`"`) {
 		t.Errorf("banner JSON: %s\nwant provenance %q", w.Body, want)
 	}
 	if w := getUI(t, s, "/web/2021/"+page); !strings.Contains(w.Body.String(), `<span id="herod-prov" class="prov">`+html.EscapeString(want)+`</span>`) {
 		t.Errorf("framed banner lacks the provenance %q", want)
+	}
+	dating = "fetched"
+	if w := getUI(t, s, "/api/banner?url="+page+"&ts=2021"); !strings.Contains(w.Body.String(), "fetched by this node (12D3Ko…1f3c) · not witnessed\"") {
+		t.Errorf("banner JSON of this node's own old fetch: %s", w.Body)
 	}
 	dating = "pending"
 	if w := getUI(t, s, "/api/banner?url="+page+"&ts=2021"); !strings.Contains(w.Body.String(), "fetched by 12D3Ko…1f3c · not witnessed yet") {

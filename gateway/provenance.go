@@ -30,27 +30,38 @@ func shortPeer(p string) string {
 // provenanceLine returns the banner's account of v's provenance: who
 // fetched it, and who witnessed it when ("" with no Config.Provenance).
 func (s *Server) provenanceLine(ctx context.Context, v archive.Version) string {
+	var p Provenance
+	if s.cfg.Provenance != nil {
+		p = s.cfg.Provenance(ctx, v)
+	}
 	var b strings.Builder
-	if v.Peer != "" {
+	switch {
+	case p.Dating == archive.Fetched.String():
+		b.WriteString("fetched by this node")
+		if v.Peer != "" {
+			b.WriteString(" (" + shortPeer(v.Peer) + ")")
+		}
+	case v.Peer != "":
 		b.WriteString("fetched by " + shortPeer(v.Peer))
 	}
 	if s.cfg.Provenance == nil {
 		return b.String()
 	}
-	p := s.cfg.Provenance(ctx, v)
 	if b.Len() > 0 {
 		b.WriteString(" · ")
 	}
 	switch {
 	case len(p.Witnesses) > 0:
 		w := p.Witnesses[0]
-		b.WriteString("witnessed by " + shortPeer(w.Peer) + " at " + w.Seen.UTC().Format(time.DateTime) + " UTC")
+		seen := w.Seen.UTC().Format(time.DateTime)
+		if w.Seen.UTC().Format(time.DateOnly) == v.Time.UTC().Format(time.DateOnly) {
+			seen = w.Seen.UTC().Format(time.TimeOnly) // the capture's day
+		}
+		b.WriteString("witnessed by " + shortPeer(w.Peer) + " at " + seen + " UTC")
 		if n := len(p.Witnesses) - 1; n > 0 {
 			b.WriteString(" and " + strconv.Itoa(n) + " more")
 		}
-	case p.Dating == archive.Fetched.String():
-		b.WriteString("fetched by this node")
-	case p.Dating == archive.Pending.String():
+	case p.Dating == archive.Pending.String() || (p.Dating == archive.Fetched.String() && time.Since(v.Time) <= archive.MaxWitnessDelay):
 		b.WriteString("not witnessed yet")
 	default:
 		b.WriteString("not witnessed")

@@ -13,8 +13,9 @@ import (
 
 // Vouch returns v's dating for this node's readers (Date) and the
 // statements that vouch for it, earliest first: this node's, and those
-// its other holders keep. Unlike Date it asks the other holders about a
-// pending version too (the banner names its witnesses); the answer is
+// its other holders keep. Unlike Date it asks the other holders about any
+// version no statement here vouches for, a pending one or this node's own
+// fetch included (the banner names its witnesses); the answer is
 // remembered as Date's is.
 func (sv *Service) Vouch(ctx context.Context, v archive.Version) (archive.Dating, []archive.Witness) {
 	vd := sv.judge(ctx, []archive.Version{v}, true)[0]
@@ -42,9 +43,10 @@ func (sv *Service) DateAll(ctx context.Context, vs []archive.Version) []archive.
 	return out
 }
 
-// judge is DateAll, returning the verdicts; with askPending it also asks
-// the other holders about versions the rule shows as pending.
-func (sv *Service) judge(ctx context.Context, vs []archive.Version, askPending bool) []verdict {
+// judge is DateAll, returning the verdicts; with vouch it also asks the
+// other holders about versions shown without a statement (pending, or
+// fetched here).
+func (sv *Service) judge(ctx context.Context, vs []archive.Version, vouch bool) []verdict {
 	now := sv.now()
 	rule := sv.Store.Rule(nil)
 	out := make([]verdict, len(vs))
@@ -54,7 +56,7 @@ func (sv *Service) judge(ctx context.Context, vs []archive.Version, askPending b
 		sv.mu.Lock()
 		vd, ok := sv.cache[keyOf(v)]
 		sv.mu.Unlock()
-		if ok && (vd.until.IsZero() || now.Before(vd.until)) && (!askPending || vd.d != archive.Pending || vd.asked) {
+		if ok && (vd.until.IsZero() || now.Before(vd.until)) && (!vouch || len(vd.ws) > 0 || vd.asked) {
 			out[i] = vd
 			continue
 		}
@@ -64,7 +66,7 @@ func (sv *Service) judge(ctx context.Context, vs []archive.Version, askPending b
 		}
 		held[i] = ws
 		out[i].d, out[i].ws = rule.Date(v, ws, now)
-		if !out[i].d.Shown() || (askPending && out[i].d == archive.Pending) {
+		if !out[i].d.Shown() || (vouch && len(out[i].ws) == 0) {
 			out[i].asked = true
 			ask = append(ask, i)
 		}
@@ -101,7 +103,10 @@ func (sv *Service) judge(ctx context.Context, vs []archive.Version, askPending b
 						left = append(left, i)
 						continue
 					}
-					out[i].d, out[i].ws = d, good
+					if out[i].d != archive.Fetched {
+						out[i].d = d
+					}
+					out[i].ws = good
 					// Kept if this node holds the version (AddWitnesses
 					// refuses otherwise).
 					if added, _, err := sv.Store.AddWitnesses(ctx, vs[i], ws[j]); err == nil {
