@@ -65,7 +65,7 @@
 // message is bounded in size and time; every handler of these protocols
 // (and of /herod/replicate/1.0.0) acts only for a verified ring member
 // (package member's Gate, the one place that decides) and only within
-// the role the ring gives it (docs/ring.md, "Who may ask what"); every
+// the role the ring gives it (docs/trust.md, "Who may ask what"); every
 // version the node stores is signed with its identity key, and a
 // replica's version is imported only with a valid signature by its
 // fetcher (archive/provenance.go); the

@@ -15,7 +15,7 @@ import (
 // bound a flood's memory and CPU as a whole: at most the product of the
 // two. Per peer, rcmgr's default per-protocol limit applies on top
 // (on the 2-core, 23 GiB test machine: 75 inbound and 151 outbound
-// streams per peer and protocol; docs/ring.md states both).
+// streams per peer and protocol; docs/trust.md states both).
 var protocolLimits = map[protocol.ID]p2phost.StreamLimit{
 	p2p.Protocol:              {In: 512, Out: 512}, // ring RPCs: small, answered from memory
 	replicateProtocol:         {In: 64, Out: 64},   // each may read a version file (≤ 64 MiB reply)

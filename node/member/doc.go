@@ -6,7 +6,7 @@
 // servers passes the ring's admission check and is in the ring (see
 // gate.go for the rule). A handler that finds a member's request outside
 // the role the ring gives it reports it to Gate.RefuseRole
-// (docs/ring.md, "Who may ask what").
+// (docs/trust.md, "Who may ask what").
 //
 // Invariants: answers are cached per peer, a member for a minute and a
 // refusal for ten seconds, at most 4096 of them (a full cache is

@@ -25,7 +25,7 @@ import (
 // who is a member: every protocol handler of the node calls it first and
 // refuses the stream (ErrNotMember, counted in Stats.NotMember) when it
 // fails. Each handler then checks the member's role for what it asks
-// (docs/ring.md, "Who may ask what").
+// (docs/trust.md, "Who may ask what").
 //
 // A member is a peer whose virtual server v
 //
