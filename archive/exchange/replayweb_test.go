@@ -93,7 +93,8 @@ const timer = setInterval(() => {
       return;
     }
   }
-  if (n % 20 === 0) fetch("/result", {method: "POST", body: JSON.stringify({frames: all.map(d => d.location.href)})});
+  if (n % 20 === 0) fetch("/result", {method: "POST", body: JSON.stringify({
+    frames: all.map(d => d.location.href + " " + JSON.stringify(d.body ? d.body.innerText.slice(0, 160) : ""))})});
 }, 250);
 `
 
@@ -135,12 +136,10 @@ func TestReplayWebPage(t *testing.T) {
 			`<replay-web-page source="/fixture.wacz" url="`+siteHome+`" replayBase="/replay/" embed="replayonly" style="height:700px"></replay-web-page>`+
 			`<script>`+strings.Replace(findScript, "WANT", jsString(homeText), 1)+`</script></body></html>`)
 	})
-	mux.HandleFunc("/replay/ui.js", func(w http.ResponseWriter, r *http.Request) {
-		http.ServeFile(w, r, filepath.Join(pkg, "ui.js"))
-	})
-	mux.HandleFunc("/replay/sw.js", func(w http.ResponseWriter, r *http.Request) {
-		http.ServeFile(w, r, filepath.Join(pkg, "sw.js"))
-	})
+	// The player's directory is served whole, as a static host would: its
+	// frame loads /replay/?source=… from the service worker once that
+	// controls the page, and from index.html here if the frame is quicker.
+	mux.Handle("/replay/", http.StripPrefix("/replay/", http.FileServer(http.Dir(pkg))))
 	mux.HandleFunc("/fixture.wacz", func(w http.ResponseWriter, r *http.Request) {
 		http.ServeContent(w, r, "fixture.wacz", t0, bytes.NewReader(wacz))
 	})
