@@ -230,7 +230,8 @@ var ErrDate = errors.New("gateway: unreadable date")
 var dateLayouts = []string{"2006-01-02", "2006-01", "2006-01-02 15:04", "2006-01-02 15:04:05", "2006-01-02T15:04", "2006-01-02T15:04:05"}
 
 // parseFormDate reads the date of the home form as a Wayback timestamp:
-// "" (none), 1 to 14 digits, or a date as <input type=date> sends it,
+// "" (none), 1 to 17 digits (the banner's form holds the capture's
+// timestamp, to the millisecond when two captures share a second), or a date as <input type=date> sends it,
 // 2026-11-28 (with an optional time). Anything else, such as 28/11/2026,
 // is an error that says which forms are read.
 func parseFormDate(s string) (string, error) {
@@ -238,7 +239,7 @@ func parseFormDate(s string) (string, error) {
 	if s == "" {
 		return "", nil
 	}
-	if len(s) <= 14 && isTimestamp(s) {
+	if len(s) <= 17 && isTimestamp(s) {
 		if _, err := ParseTimestamp(s); err == nil {
 			return s, nil
 		}

@@ -21,6 +21,7 @@ func TestParseFormDate(t *testing.T) {
 		{"2026-11-28 10:15:03", "20261128101503"},
 		{"2026", "2026"},
 		{"20261128101503", "20261128101503"},
+		{"20261128101503412", "20261128101503412"},
 	} {
 		if got, err := parseFormDate(tc.in); err != nil || got != tc.want {
 			t.Errorf("parseFormDate(%q) = %q, %v; want %q", tc.in, got, err, tc.want)

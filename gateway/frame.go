@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/canon"
 )
 
@@ -50,6 +51,16 @@ const bannerPath = "/api/banner"
 // archive's framed page itself, with no opener.
 const frameSandbox = "allow-scripts allow-same-origin allow-forms allow-modals allow-downloads"
 
+// shownByBrowser reports whether captures of media type mt are documents
+// the browser shows with a viewer of its own that a sandboxed frame keeps
+// out: PDF, in Chromium's viewer. Such a capture is framed without the
+// sandbox attribute, as its archived bytes (id_), which the content
+// origin always sends under a sandbox CSP that runs no script (docs/replay.md,
+// "Documents the browser shows itself").
+func shownByBrowser(mt string) bool {
+	return mt == "application/pdf"
+}
+
 // frameHead is the start of the framed replay page up to its title; the
 // style and script follow the title (framePage).
 const frameHead = `<!DOCTYPE html>
@@ -61,8 +72,10 @@ const frameHead = `<!DOCTYPE html>
 const frameStyle = `<style>
 html,body{height:100%;margin:0}body{display:flex;flex-direction:column;font:13px/1.6 system-ui,sans-serif}
 #herod-banner{flex:none;background:#1d3557;color:#fff;padding:4px 12px;display:flex;flex-wrap:wrap;gap:4px 12px;align-items:baseline}
-#herod-banner a{color:#fff}#herod-banner .home{font-weight:700;text-decoration:none}#herod-url{color:#cfd8e3;word-break:break-all}#herod-prov{color:#cfd8e3;font-size:.9em}
-#herod-banner form{margin-left:auto;display:flex;gap:4px}#herod-banner input{font:inherit;padding:0 4px;border:0;border-radius:3px}
+#herod-banner a{color:#fff}#herod-banner .home{font-weight:700;text-decoration:none}#herod-url{color:#cfd8e3;word-break:break-all}#herod-prov{color:#cfd8e3;font-size:.9em}#herod-prov:empty{display:none}
+#herod-banner form{margin-left:auto;display:flex;gap:4px;min-width:0}#herod-banner input{font:inherit;padding:0 4px;border:0;border-radius:3px;min-width:0;flex:1 1 auto}
+#herod-banner input[name=url]{flex-grow:3}#herod-banner button{flex:none}
+@media (max-width:640px){#herod-banner form{flex:1 1 100%;margin-left:0}#herod-banner input[name=date]{width:9em;flex:0 1 auto}}
 #herod-frame{flex:1;border:0;width:100%;background:#fff}[hidden]{display:none!important}
 </style>
 `
@@ -80,6 +93,13 @@ html,body{height:100%;margin:0}body{display:flex;flex-direction:column;font:13px
 // with html.EscapeString (a canonical URL cannot start a javascript: or
 // data: URL).
 func framePage(d bannerData, src, content, ts string, pending bool) []byte {
+	return framePageOf(d, src, content, ts, pending, true)
+}
+
+// framePageOf is framePage; sandboxed false leaves out the frame's sandbox
+// attribute, for a document the browser shows itself (shownByBrowser),
+// which src must then name as archived bytes (id_).
+func framePageOf(d bannerData, src, content, ts string, pending, sandboxed bool) []byte {
 	e := html.EscapeString
 	u := e(d.URL)
 	// One buffer, appended to piece by piece: no string is built to be
@@ -118,9 +138,13 @@ func framePage(d bannerData, src, content, ts string, pending bool) []byte {
 	}
 	w(`<a id="herod-dates" href="/web/*/`, u, `">`, captures, `</a>
 <form method="get" action="/"><input name="url" value="`, u, `" aria-label="URL" size="30"><input name="date" value="`, e(ts),
-		`" aria-label="date" size="14"><button type="submit">Go</button></form>
+		`" aria-label="date" size="14" placeholder="YYYY-MM-DD" pattern="[0-9]{1,17}|[0-9]{4}-[0-9]{2}(-[0-9]{2}([ T][0-9]{2}:[0-9]{2}(:[0-9]{2})?)?)?" title="year first: 2026-11-28, 2026-11-28 10:15, or a timestamp such as 20261128101503"><button type="submit">Go</button></form>
 </div>
-<iframe id="herod-frame" title="archived page" src="`, e(src), `" sandbox="`, frameSandbox, `" allow="fullscreen"
+<iframe id="herod-frame" title="archived page" src="`, e(src), `"`)
+	if sandboxed {
+		w(` sandbox="`, frameSandbox, `"`)
+	}
+	w(` allow="fullscreen"
  data-content-origin="`, e(content), `" data-url="`, u, `" data-ts="`, e(ts), `"`, pendingAttr[pending], `></iframe>
 <script>`)
 	b = append(b, uiJS...)
@@ -155,7 +179,15 @@ func (s *Server) serveFrame(w http.ResponseWriter, r *http.Request, t Target) {
 	i := selectVersion(vs, t.Time)
 	d := bannerOf(t.URL, doc, vs, i)
 	d.Provenance = s.provenanceLine(ctx, vs[i])
-	page := framePage(d, content+webPath(t.TS, "", t.URL), content, t.TS, false)
+	var page []byte
+	if shownByBrowser(mediaType(vs[i].ContentType)) {
+		// Chromium's PDF viewer stays out of a sandboxed frame: the frame
+		// has none, and holds the archived bytes, which the content
+		// origin sends sandboxed by their CSP (no script runs).
+		page = framePageOf(d, content+webPath(t.TS, ModRaw, t.URL), content, t.TS, false, false)
+	} else {
+		page = framePage(d, content+webPath(t.TS, "", t.URL), content, t.TS, false)
+	}
 	// The framed page stands for the memento, as the replay did before
 	// framing: Memento clients following a TimeGate land here.
 	s.mementoHeaders(w.Header(), s.uiOrigin(r), t.URL, vs[i].Time)
@@ -197,4 +229,23 @@ func (s *Server) serveBannerJSON(w http.ResponseWriter, r *http.Request) {
 	d := bannerOf(u, doc, vs, i)
 	d.Provenance = s.provenanceLine(ctx, vs[i])
 	writeJSON(w, s.log, d)
+}
+
+// reframes reports whether the content origin's replay of t, capture v,
+// is the content frame's document while v is one the browser shows
+// itself (shownByBrowser): a link of a replayed page to a PDF, followed
+// in the sandboxed frame, where Chromium would show a blocked page.
+func (s *Server) reframes(r *http.Request, t Target, v archive.Version) bool {
+	return !s.cfg.Frameless && t.Mod == "" && r.Header.Get("Sec-Fetch-Dest") == "iframe" &&
+		shownByBrowser(mediaType(v.ContentType))
+}
+
+// reframePage answers such a replay with a page asking the framed page
+// (ui.js, herod:open "reframe") to show the capture's archived bytes in
+// its frame without the sandbox attribute; its link does the same on a
+// click where no script runs.
+func (s *Server) reframePage(w http.ResponseWriter, r *http.Request, t Target) {
+	ui := s.uiOrigin(r)
+	s.render(w, r, http.StatusOK, "reopen", errorData{Title: "Opening " + t.URL, URL: t.URL,
+		Link: webPath(t.TS, "", t.URL), Reopen: ui + webPath(t.TS, "", t.URL), How: "reframe"})
 }

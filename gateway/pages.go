@@ -43,7 +43,11 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 		// opaque origin (sandboxed without allow-same-origin), allowed by
 		// its hash alone.
 		ui := s.uiOrigin(r)
-		out = bytes.Replace(out, []byte("<head>"), []byte(`<head><base href="`+html.EscapeString(ui)+`/" target="_top"><script>`+errorFrameJS+`</script>`), 1)
+		head := `<head><base href="` + html.EscapeString(ui) + `/" target="_top">`
+		if d, ok := data.(errorData); ok && d.Reopen != "" {
+			head += `<meta name="herod-reopen" content="` + html.EscapeString(d.Reopen) + `" data-how="` + html.EscapeString(d.How) + `">`
+		}
+		out = bytes.Replace(out, []byte("<head>"), []byte(head+`<script>`+errorFrameJS+`</script>`), 1)
 		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src "+errorFrameJSSource+
 			"; base-uri "+ui+"; form-action "+ui+"; frame-ancestors 'self' "+ui+sandboxCSP+" allow-scripts allow-top-navigation-by-user-activation")
 	}
@@ -101,6 +105,13 @@ type errorData struct {
 	URL, Other, Host string
 	Form             formData
 	Framed           bool // shown in the content frame, which cannot leave for the live web
+	// Link is a UI path the page offers (reopen).
+	Link string
+	// Reopen, in the content frame, is the UI URL that errorFrameJS asks
+	// the framed page to open at once (herod:open) as How says:
+	// "replace" (the UI's own page in place of the framed one) or
+	// "reframe" (the capture's bytes in an unsandboxed frame).
+	Reopen, How string
 }
 
 // errorFrameJS is the script of an error page shown in the content frame
@@ -113,6 +124,10 @@ const errorFrameJS = `(function () {
   function go(e, href) {
     e.preventDefault();
     window.top.postMessage({ type: "herod:open", href: href, how: "top" }, ui);
+  }
+  var reopen = document.querySelector('meta[name="herod-reopen"]');
+  if (reopen && window.parent === window.top) {
+    window.top.postMessage({ type: "herod:open", href: reopen.content, how: reopen.getAttribute("data-how") }, ui);
   }
   document.addEventListener("click", function (e) {
     var a = e.target && e.target.closest ? e.target.closest("a[href]") : null;
@@ -149,6 +164,15 @@ func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, status int, m
 			if s.list != nil {
 				d.Host = p.Scheme + "://" + p.Host + "/"
 			}
+		}
+	}
+	if d.Framed && status == http.StatusNotFound && r.Header.Get("Sec-Fetch-Dest") == "iframe" {
+		// A link followed in the content frame to a page not archived:
+		// the UI shows its own page for it, top-level, in place of the
+		// framed page of the page before.
+		if t, err := ParseWebPath(strings.TrimPrefix(r.URL.EscapedPath(), "/web/"), r.URL.RawQuery); err == nil &&
+			t.Kind == KindReplay && t.Mod == "" {
+			d.Reopen, d.How = s.uiOrigin(r)+webPath("*", "", t.URL), "replace"
 		}
 	}
 	s.render(w, r, status, "error", d)

@@ -59,6 +59,20 @@ func setContentHeaders(h http.Header, ui string, sandboxed bool) {
 	h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=(), usb=(), serial=(), hid=()")
 }
 
+// sandboxFramed makes a content origin document of a framing gateway
+// sandbox itself as the content frame's sandbox attribute does
+// (frameSandbox), unless its CSP already holds a stricter sandbox. Every
+// document of the content origin then carries its sandbox in its own
+// headers, so the frame of a document the browser shows itself, which
+// has no sandbox attribute (shownByBrowser), stays sandboxed whatever it
+// is navigated to.
+func sandboxFramed(h http.Header) {
+	csp := h.Get("Content-Security-Policy")
+	if csp != "" && !strings.Contains(csp, "; sandbox") {
+		h.Set("Content-Security-Policy", csp+"; sandbox "+frameSandbox)
+	}
+}
+
 // scriptedDocument reports whether a reply of media type mt, rewritten
 // and loaded as a document, runs the replay script: HTML does, everything
 // else (SVG, XML, text, images) is sandboxed instead.

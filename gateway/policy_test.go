@@ -71,8 +71,9 @@ func TestContentPolicy(t *testing.T) {
 	}
 	w := get(t, s, "/web/2021/http://example.com/hostile")
 	h := w.Header()
-	if h.Get("Content-Security-Policy") != csp {
-		t.Errorf("CSP = %q, want %q", h.Get("Content-Security-Policy"), csp)
+	// Framed, the document sandboxes itself as the frame's attribute does.
+	if want := csp + "; sandbox " + frameSandbox; h.Get("Content-Security-Policy") != want {
+		t.Errorf("CSP = %q, want %q", h.Get("Content-Security-Policy"), want)
 	}
 	for _, k := range []string{"Set-Cookie", "Strict-Transport-Security", "Clear-Site-Data", "Refresh", "Service-Worker-Allowed",
 		"Access-Control-Allow-Origin", "X-Frame-Options"} {
@@ -105,8 +106,12 @@ func TestContentPolicy(t *testing.T) {
 		strings.Contains(got, "allow-same-origin") {
 		t.Errorf("error page: CSP %q, want its script alone, in a sandbox of an opaque origin", got)
 	}
-	if got := get(t, s, "/web/2021/"+page).Header().Get("Content-Security-Policy"); strings.Contains(got, "sandbox") {
-		t.Errorf("rewritten HTML sandboxed: %q", got)
+	if got := get(t, s, "/web/2021/"+page).Header().Get("Content-Security-Policy"); !strings.HasSuffix(got, "; sandbox "+frameSandbox) {
+		t.Errorf("rewritten HTML: CSP %q, want the frame's sandbox", got)
+	}
+	fl := newServer(t, f, func(c *Config) { c.Frameless = true })
+	if got := get(t, fl, "/web/2021/"+page).Header().Get("Content-Security-Policy"); strings.Contains(got, "sandbox") {
+		t.Errorf("frameless rewritten HTML sandboxed (it is the top document): %q", got)
 	}
 	// Service workers: refused whatever the path.
 	for _, p := range []string{"/sw.js", "/web/2021id_/http://example.com/sw.js", replayJSPath} {

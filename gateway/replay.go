@@ -77,6 +77,10 @@ func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
 		return
 	}
 	defer hold.done()
+	if s.reframes(r, t, v) {
+		s.reframePage(w, r, t)
+		return
+	}
 	rw, err := NewRewriter(doc, t.TS)
 	if err != nil {
 		setContentHeaders(w.Header(), ui, true)
@@ -141,6 +145,9 @@ func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
 	// Keep the replay inside the archive: anything the rewriting missed
 	// (URLs built by scripts) is blocked instead of fetched live.
 	setContentHeaders(h, ui, !scriptedDocument(mt) || h.Get("Content-Encoding") != "")
+	if !s.cfg.Frameless {
+		sandboxFramed(h)
+	}
 	if executable(t.URL, mt) {
 		setDownload(h, t.URL)
 	}

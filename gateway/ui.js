@@ -115,6 +115,11 @@
   // gateway for the capture's date and neighbours.
   function fill(url, ts) {
     text("herod-url", url);
+    var form = document.querySelector("#herod-banner form");
+    if (form) {
+      form.elements.url.value = url;
+      form.elements.date.value = ts;
+    }
     try {
       history.replaceState(null, "", "/web/" + ts + "/" + url);
     } catch (e) {
@@ -251,6 +256,32 @@
       location.assign(dest);
     } else if (m.how === "tab") {
       window.open(dest, "_blank", "noopener");
+    } else if (m.how === "replace" && e.source === frame.contentWindow && dest.indexOf("/web/*/") === 0) {
+      // The frame followed a link to a page not archived: this origin's
+      // own page for it takes the framed page's place in the history.
+      location.replace(dest);
+    } else if (m.how === "reframe" && e.source === frame.contentWindow) {
+      reframe(dest);
     }
   });
+
+  // reframe shows the capture dest (/web/<ts>/<url>), a document the
+  // browser shows with its own viewer (a PDF), in the frame without its
+  // sandbox attribute, which keeps that viewer out: as its archived bytes
+  // (id_), which the content origin sends sandboxed by their CSP, as it
+  // does every document (docs/replay.md). The frame's entry is replaced,
+  // so that Back leads to the page before.
+  function reframe(dest) {
+    var m = /^\/web\/([0-9]{1,17})\/(.+)$/.exec(dest);
+    if (!m || host(m[2]) === "") {
+      return;
+    }
+    frame.removeAttribute("sandbox");
+    try {
+      frame.contentWindow.location.replace(content + "/web/" + m[1] + "id_/" + m[2]);
+    } catch (err) {
+      frame.src = content + "/web/" + m[1] + "id_/" + m[2];
+    }
+    show(m[2], m[1]);
+  }
 })();

@@ -1,0 +1,342 @@
+package gatewaytest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image"
+	"image/png"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/gateway"
+)
+
+// The site of the banner tests: a page linking to a second page (two
+// captures), which links to a third, which links to a page never
+// archived and to a PDF.
+const (
+	bannerSite = "http://banner.example/"
+	bannerPDF  = bannerSite + "report.pdf"
+)
+
+// bannerDay is the day of the site's captures; the second page has one
+// more, the day before.
+var bannerDay = time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
+
+// bannerPDFBytes is a one-page PDF with a line of text.
+var bannerPDFBytes = []byte(`%PDF-1.4
+1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj
+2 0 obj << /Type /Pages /Kids [3 0 R] /Count 1 >> endobj
+3 0 obj << /Type /Page /Parent 2 0 R /MediaBox [0 0 300 144] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >> endobj
+4 0 obj << /Length 44 >> stream
+BT /F1 18 Tf 20 70 Td (Archived report) Tj ET
+endstream endobj
+5 0 obj << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> endobj
+trailer << /Root 1 0 R >>
+%%EOF
+`)
+
+// bannerGateway serves the banner tests' site from a gateway and returns
+// the UI origin's URL and the timestamp of the first page's capture.
+func bannerGateway(t *testing.T) (ui, ts string) {
+	t.Helper()
+	ctx := context.Background()
+	m := NewMem()
+	add := func(u string, at time.Time, ctype string, body []byte) {
+		t.Helper()
+		if err := m.Add(ctx, &archive.Capture{URL: u, Time: at, Status: 200,
+			Header: http.Header{"Content-Type": {ctype}}, Body: body}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page := func(n int, links string) []byte {
+		return []byte(fmt.Sprintf(`<!doctype html><html><head><title>page %d</title></head><body><h1 id="v">page %d</h1>%s</body></html>`, n, n, links))
+	}
+	add(bannerSite+"one.html", bannerDay.Add(3*time.Minute), "text/html", page(1, `<p><a id="next" href="two.html">to page 2</a> <a id="pdf" href="report.pdf">the report (PDF)</a></p>`))
+	add(bannerSite+"two.html", bannerDay.Add(-24*time.Hour), "text/html", page(2, `<p>an older version</p>`))
+	add(bannerSite+"two.html", bannerDay.Add(2*time.Minute), "text/html", page(2, `<p><a id="next" href="three.html">to page 3</a></p>`))
+	add(bannerSite+"three.html", bannerDay.Add(time.Minute), "text/html", page(3, `<p><a id="next" href="never-archived.html">a page not archived</a></p>`))
+	add(bannerPDF, bannerDay, "application/pdf", bannerPDFBytes)
+	ui, _, _, _ = serveGateway(t, gateway.Config{Archive: m})
+	return ui, gateway.FormatTimestamp(bannerDay.Add(3 * time.Minute))[:14]
+}
+
+// banner is what the framed page's banner shows.
+type banner struct {
+	URL, Field, Date, Dates, Title string
+}
+
+func readBanner(ctx context.Context) (banner, error) {
+	return chromedp.Run(ctx, chromedp.Evaluate[banner](`({URL: document.getElementById("herod-url").textContent,
+		Field: document.querySelector("#herod-banner input[name=url]").value,
+		Date: document.getElementById("herod-date").textContent,
+		Dates: document.getElementById("herod-dates").textContent, Title: document.title})`))
+}
+
+// clickInFrame clicks the element sel of the content frame's document.
+func clickInFrame(t *testing.T, ctx context.Context, sel string) {
+	t.Helper()
+	frames, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.CSS("#herod-frame")))
+	if err != nil || len(frames) == 0 {
+		t.Fatalf("no content frame: %v", err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel), chromedp.FromNode(frames[0]), chromedp.NodeVisible)); err != nil {
+		t.Fatalf("click %s in the frame: %v", sel, err)
+	}
+}
+
+// frameText returns the text of the element sel of the content frame's
+// document, "" if there is none yet.
+func frameText(ctx context.Context, sel string) string {
+	fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	frames, err := chromedp.Run(fctx, chromedp.Nodes(chromedp.CSS("#herod-frame")))
+	if err != nil || len(frames) == 0 {
+		return ""
+	}
+	s, err := chromedp.Run(fctx, chromedp.Text(chromedp.CSS(sel), chromedp.FromNode(frames[0])))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(s)
+}
+
+// screenshot saves a PNG of the tab as name in $HEROD_SCREENSHOTS, if set.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("HEROD_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, name+".png"), shot, 0o644)
+	}
+	if err != nil {
+		t.Error(err)
+	}
+}
+
+// TestBannerFollowsFrame checks in headless Chromium that the banner of
+// the framed replay follows two link clicks in the frame (its URL, the
+// URL field of its form, the capture's date and the count of captures),
+// and that a click to a page not archived shows the UI's own page for it
+// (the 404 with its suggestions and form) top-level, not a 404 in the
+// frame under the banner of the page before. Issue 35.
+func TestBannerFollowsFrame(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a browser")
+	}
+	c := newChrome(t)
+	ui, ts := bannerGateway(t)
+	tab, cancelTab := chromedp.NewContext(c.ctx)
+	defer cancelTab()
+	tctx, cancel := context.WithTimeout(tab, 90*time.Second)
+	defer cancel()
+	if err := chromedp.Do(tctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(ui+"/web/"+ts+"/"+bannerSite+"one.html")); err != nil {
+		t.Fatal(err)
+	}
+	follows := func(n int, u string, at time.Time, dates string) {
+		t.Helper()
+		var b banner
+		want := banner{URL: u, Field: u, Date: at.Format(time.DateTime), Dates: dates, Title: u + " · " + at.Format(time.DateTime) + " · herod"}
+		eventually(t, fmt.Sprintf("page %d in the frame and the banner", n), 20*time.Second, func() bool {
+			if frameText(tctx, "#v") != fmt.Sprintf("page %d", n) {
+				return false
+			}
+			var err error
+			b, err = readBanner(tctx)
+			return err == nil && b == want
+		})
+		loc, err := chromedp.Run(tctx, chromedp.Evaluate[string](`location.pathname`))
+		if err != nil || loc != "/web/"+ts+"/"+u {
+			t.Errorf("address %q (%v), want /web/%s/%s", loc, err, ts, u)
+		}
+	}
+	follows(1, bannerSite+"one.html", bannerDay.Add(3*time.Minute), "1 capture")
+	screenshot(t, tctx, "banner-1280")
+	clickInFrame(t, tctx, "#next")
+	follows(2, bannerSite+"two.html", bannerDay.Add(2*time.Minute), "2 captures")
+	clickInFrame(t, tctx, "#next")
+	follows(3, bannerSite+"three.html", bannerDay.Add(time.Minute), "1 capture")
+	clickInFrame(t, tctx, "#next")
+	missing := bannerSite + "never-archived.html"
+	eventually(t, "the UI's own page for a page not archived", 20*time.Second, func() bool {
+		p, err := chromedp.Run(tctx, chromedp.Evaluate[struct {
+			Path, H1 string
+			Frames   int
+		}](`({Path: location.pathname, H1: (document.querySelector("h1") || {}).textContent || "", Frames: document.querySelectorAll("iframe").length})`))
+		return err == nil && p.Path == "/web/*/"+missing && p.H1 == "404 Not Found" && p.Frames == 0
+	})
+	text, err := chromedp.Run(tctx, chromedp.Text(chromedp.CSS("main")))
+	if err != nil || !strings.Contains(text, "The archive has no capture of "+missing) || !strings.Contains(text, "list what the archive holds for the site") {
+		t.Errorf("not-archived page: %q (%v)", text, err)
+	}
+	if v, err := chromedp.Run(tctx, chromedp.Evaluate[string](`document.querySelector("form.go input[name=url]").value`)); err != nil || v != missing {
+		t.Errorf("the page's form holds %q (%v), want %s", v, err, missing)
+	}
+	screenshot(t, tctx, "notarchived-1280")
+	// Back leads to the page before, in its frame under its banner.
+	if err := chromedp.Do(tctx, chromedp.NavigateBack()); err != nil {
+		t.Fatal(err)
+	}
+	follows(3, bannerSite+"three.html", bannerDay.Add(time.Minute), "1 capture")
+}
+
+// TestBannerFitsNarrow checks in headless Chromium at 390 px (a phone)
+// that every link, field and button of the banner lies within the
+// viewport, and that the page does not scroll sideways. Issue 35: the
+// banner's button was cut off.
+func TestBannerFitsNarrow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a browser")
+	}
+	c := newChrome(t)
+	ui, ts := bannerGateway(t)
+	tab, cancelTab := chromedp.NewContext(c.ctx)
+	defer cancelTab()
+	tctx, cancel := context.WithTimeout(tab, 60*time.Second)
+	defer cancel()
+	for _, p := range []struct{ name, path string }{
+		{"banner-390", "/web/" + ts + "/" + bannerSite + "two.html"},
+		{"notarchived-390", "/web/*/" + bannerSite + "never-archived.html"},
+	} {
+		if err := chromedp.Do(tctx, chromedp.EmulateViewport(390, 800), chromedp.Navigate(ui+p.path)); err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(p.name, "banner") {
+			eventually(t, "the banner filled in", 20*time.Second, func() bool {
+				b, err := readBanner(tctx)
+				return err == nil && b.Dates == "2 captures"
+			})
+		}
+		out, err := chromedp.Run(tctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#herod-banner a:not([hidden]), #herod-banner input, #herod-banner button, header a, form.go input, form.go button")).flatMap(e => {
+			const r = e.getBoundingClientRect();
+			return r.left < 0 || r.right > window.innerWidth || r.width === 0 ? [e.outerHTML.slice(0, 60) + " " + r.left + ".." + r.right] : [];
+		})`))
+		if err != nil || len(out) != 0 {
+			t.Errorf("%s: outside the 390 px viewport (%v): %q", p.name, err, out)
+		}
+		n, err := chromedp.Run(tctx, chromedp.Evaluate[int](`document.querySelectorAll("#herod-banner button, form.go button").length`))
+		if err != nil || n != 1 {
+			t.Errorf("%s: %d buttons (%v), want 1", p.name, n, err)
+		}
+		w, err := chromedp.Run(tctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`))
+		if err != nil || w > 390 {
+			t.Errorf("%s: %d px wide (%v)", p.name, w, err)
+		}
+		screenshot(t, tctx, p.name)
+	}
+}
+
+// TestPDFInReplay checks in headless Chromium that an archived PDF
+// displays in the framed replay, opened directly and by a link of a
+// replayed page: the content frame holds the PDF's bytes (id_) without
+// the sandbox attribute, Chromium's PDF viewer (an extension frame) runs
+// in it, and the frame's pixels are the viewer's (dark, with the white
+// page), not the grey of a blocked frame; the banner names the PDF. Issue
+// 35: the frame's sandbox kept the viewer out.
+func TestPDFInReplay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a browser")
+	}
+	ui, ts := bannerGateway(t)
+	for _, how := range []string{"link", "direct"} {
+		t.Run(how, func(t *testing.T) {
+			c := newChrome(t) // a browser of its own: its targets are this test's
+			tab, cancelTab := chromedp.NewContext(c.ctx)
+			defer cancelTab()
+			tctx, cancel := context.WithTimeout(tab, 90*time.Second)
+			defer cancel()
+			if err := chromedp.Do(tctx, chromedp.EmulateViewport(1280, 800)); err != nil {
+				t.Fatal(err)
+			}
+			if how == "link" {
+				if err := chromedp.Do(tctx, chromedp.Navigate(ui+"/web/"+ts+"/"+bannerSite+"one.html")); err != nil {
+					t.Fatal(err)
+				}
+				eventually(t, "page 1 in the frame", 20*time.Second, func() bool { return frameText(tctx, "#v") == "page 1" })
+				clickInFrame(t, tctx, "#pdf")
+			} else if err := chromedp.Do(tctx, chromedp.Navigate(ui+"/web/"+ts+"/"+bannerPDF)); err != nil {
+				t.Fatal(err)
+			}
+			raw := "/web/" + ts + "id_/" + bannerPDF
+			var seen []string
+			eventually(t, "the PDF viewer in the content frame", 20*time.Second, func() bool {
+				targets, err := chromedp.Targets(tctx)
+				if err != nil {
+					return false
+				}
+				seen = seen[:0]
+				var pdf, viewer bool
+				for _, tg := range targets {
+					seen = append(seen, tg.Type+" "+tg.URL)
+					pdf = pdf || (tg.Type == "iframe" && strings.HasSuffix(tg.URL, raw))
+					viewer = viewer || (tg.Type == "iframe" && strings.HasPrefix(tg.URL, "chrome-extension://") && strings.HasSuffix(tg.URL, "/index.html"))
+				}
+				return pdf && viewer
+			})
+			b, err := readBanner(tctx)
+			if err != nil || b.URL != bannerPDF || b.Date != bannerDay.Format(time.DateTime) {
+				t.Errorf("banner %+v (%v), want the PDF's", b, err)
+			}
+			sandbox, err := chromedp.Run(tctx, chromedp.Evaluate[bool](`document.getElementById("herod-frame").hasAttribute("sandbox")`))
+			if err != nil || sandbox {
+				t.Errorf("the PDF's frame is sandboxed (%v)", err)
+			}
+			// The viewer draws a dark toolbar and background around the
+			// white page; a frame that refuses it is light grey.
+			top, err := chromedp.Run(tctx, chromedp.Evaluate[float64](`document.getElementById("herod-frame").getBoundingClientRect().top`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var dark, white float64
+			eventually(t, "the viewer's pixels", 20*time.Second, func() bool {
+				shot, err := chromedp.Run(tctx, chromedp.CaptureScreenshot())
+				if err != nil {
+					return false
+				}
+				img, err := png.Decode(bytes.NewReader(shot))
+				if err != nil {
+					return false
+				}
+				dark, white = shares(img, image.Rect(0, int(top)+1, img.Bounds().Dx(), img.Bounds().Dy()))
+				return dark > 0.5 && white > 0.02
+			})
+			screenshot(t, tctx, "pdf-"+how+"-1280")
+			t.Logf("%s: %.1f%% of the frame's pixels dark, %.1f%% white; targets %q", how, 100*dark, 100*white, seen)
+		})
+	}
+}
+
+// shares returns the shares of the pixels of img within r that are dark
+// (every channel below a third of full scale) and white (every channel
+// above 94%).
+func shares(img image.Image, r image.Rectangle) (dark, white float64) {
+	r = r.Intersect(img.Bounds())
+	if r.Empty() {
+		return 0, 0
+	}
+	var nd, nw int
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			cr, cg, cb, _ := img.At(x, y).RGBA()
+			switch {
+			case cr < 0x5555 && cg < 0x5555 && cb < 0x5555:
+				nd++
+			case cr > 0xF000 && cg > 0xF000 && cb > 0xF000:
+				nw++
+			}
+		}
+	}
+	n := float64(r.Dx() * r.Dy())
+	return float64(nd) / n, float64(nw) / n
+}
