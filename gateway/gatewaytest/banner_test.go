@@ -192,9 +192,11 @@ func TestBannerFollowsFrame(t *testing.T) {
 }
 
 // TestBannerFitsNarrow checks in headless Chromium at 390 px (a phone)
-// that every link, field and button of the banner lies within the
-// viewport, and that the page does not scroll sideways. Issue 35: the
-// banner's button was cut off.
+// and at 1,280 px that every link, field and button of the banner and of
+// the UI's forms lies within the viewport, and that no page scrolls
+// sideways: the framed replay of a page and of a PDF, the home page, a
+// calendar and the page of a URL not archived. Issue 35: the banner's
+// button was cut off at 390 px. HEROD_SCREENSHOTS=DIR keeps a PNG of each.
 func TestBannerFitsNarrow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a browser")
@@ -203,43 +205,52 @@ func TestBannerFitsNarrow(t *testing.T) {
 	ui, ts := bannerGateway(t)
 	tab, cancelTab := chromedp.NewContext(c.ctx)
 	defer cancelTab()
-	tctx, cancel := context.WithTimeout(tab, 60*time.Second)
+	tctx, cancel := context.WithTimeout(tab, 90*time.Second)
 	defer cancel()
-	for _, p := range []struct{ name, path string }{
-		{"banner-390", "/web/" + ts + "/" + bannerSite + "two.html"},
-		{"notarchived-390", "/web/*/" + bannerSite + "never-archived.html"},
-	} {
-		if err := chromedp.Do(tctx, chromedp.EmulateViewport(390, 800), chromedp.Navigate(ui+p.path)); err != nil {
-			t.Fatal(err)
+	for _, width := range []int64{390, 1280} {
+		for _, p := range []struct {
+			name, path, dates string
+			buttons           int
+		}{
+			{"banner", "/web/" + ts + "/" + bannerSite + "two.html", "2 captures", 1},
+			{"pdf", "/web/" + ts + "/" + bannerPDF, "1 capture", 1},
+			{"home", "/", "", 1},
+			{"calendar", "/web/*/" + bannerSite + "two.html", "", 0},
+			{"notarchived", "/web/*/" + bannerSite + "never-archived.html", "", 1},
+		} {
+			name := fmt.Sprintf("%s-%d", p.name, width)
+			if err := chromedp.Do(tctx, chromedp.EmulateViewport(width, 800), chromedp.Navigate(ui+p.path)); err != nil {
+				t.Fatal(err)
+			}
+			if p.dates != "" {
+				eventually(t, name+": the banner filled in", 20*time.Second, func() bool {
+					b, err := readBanner(tctx)
+					return err == nil && b.Dates == p.dates
+				})
+			}
+			out, err := chromedp.Run(tctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#herod-banner a:not([hidden]), #herod-banner input, #herod-banner button, header a, form.go input, form.go button")).flatMap(e => {
+				const r = e.getBoundingClientRect();
+				return r.left < 0 || r.right > window.innerWidth || r.width === 0 ? [e.outerHTML.slice(0, 60) + " " + r.left + ".." + r.right] : [];
+			})`))
+			if err != nil || len(out) != 0 {
+				t.Errorf("%s: outside the viewport (%v): %q", name, err, out)
+			}
+			n, err := chromedp.Run(tctx, chromedp.Evaluate[int](`document.querySelectorAll("#herod-banner button, form.go button").length`))
+			if err != nil || n != p.buttons {
+				t.Errorf("%s: %d buttons (%v), want %d", name, n, err, p.buttons)
+			}
+			w, err := chromedp.Run(tctx, chromedp.Evaluate[int64](`document.documentElement.scrollWidth`))
+			if err != nil || w > width {
+				t.Errorf("%s: %d px wide (%v)", name, w, err)
+			}
+			screenshot(t, tctx, name)
 		}
-		if strings.HasPrefix(p.name, "banner") {
-			eventually(t, "the banner filled in", 20*time.Second, func() bool {
-				b, err := readBanner(tctx)
-				return err == nil && b.Dates == "2 captures"
-			})
-		}
-		out, err := chromedp.Run(tctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#herod-banner a:not([hidden]), #herod-banner input, #herod-banner button, header a, form.go input, form.go button")).flatMap(e => {
-			const r = e.getBoundingClientRect();
-			return r.left < 0 || r.right > window.innerWidth || r.width === 0 ? [e.outerHTML.slice(0, 60) + " " + r.left + ".." + r.right] : [];
-		})`))
-		if err != nil || len(out) != 0 {
-			t.Errorf("%s: outside the 390 px viewport (%v): %q", p.name, err, out)
-		}
-		n, err := chromedp.Run(tctx, chromedp.Evaluate[int](`document.querySelectorAll("#herod-banner button, form.go button").length`))
-		if err != nil || n != 1 {
-			t.Errorf("%s: %d buttons (%v), want 1", p.name, n, err)
-		}
-		w, err := chromedp.Run(tctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`))
-		if err != nil || w > 390 {
-			t.Errorf("%s: %d px wide (%v)", p.name, w, err)
-		}
-		screenshot(t, tctx, p.name)
 	}
 }
 
 // TestPDFInReplay checks in headless Chromium that an archived PDF
 // displays in the framed replay, opened directly and by a link of a
-// replayed page: the content frame holds the PDF's bytes (id_) without
+// replayed page, at 1,280 and 390 px: the content frame holds the PDF's bytes (id_) without
 // the sandbox attribute, Chromium's PDF viewer (an extension frame) runs
 // in it, and the frame's pixels are the viewer's (dark, with the white
 // page), not the grey of a blocked frame; the banner names the PDF. Issue
@@ -249,14 +260,18 @@ func TestPDFInReplay(t *testing.T) {
 		t.Skip("runs a browser")
 	}
 	ui, ts := bannerGateway(t)
-	for _, how := range []string{"link", "direct"} {
-		t.Run(how, func(t *testing.T) {
+	for _, v := range []struct {
+		how   string
+		width int64
+	}{{"link", 1280}, {"direct", 1280}, {"direct", 390}} {
+		how := v.how
+		t.Run(fmt.Sprintf("%s-%d", how, v.width), func(t *testing.T) {
 			c := newChrome(t) // a browser of its own: its targets are this test's
 			tab, cancelTab := chromedp.NewContext(c.ctx)
 			defer cancelTab()
 			tctx, cancel := context.WithTimeout(tab, 90*time.Second)
 			defer cancel()
-			if err := chromedp.Do(tctx, chromedp.EmulateViewport(1280, 800)); err != nil {
+			if err := chromedp.Do(tctx, chromedp.EmulateViewport(v.width, 800)); err != nil {
 				t.Fatal(err)
 			}
 			if how == "link" {
@@ -311,8 +326,8 @@ func TestPDFInReplay(t *testing.T) {
 				dark, white = shares(img, image.Rect(0, int(top)+1, img.Bounds().Dx(), img.Bounds().Dy()))
 				return dark > 0.5 && white > 0.02
 			})
-			screenshot(t, tctx, "pdf-"+how+"-1280")
-			t.Logf("%s: %.1f%% of the frame's pixels dark, %.1f%% white; targets %q", how, 100*dark, 100*white, seen)
+			screenshot(t, tctx, fmt.Sprintf("pdf-%s-%d", how, v.width))
+			t.Logf("%s at %d px: %.1f%% of the frame's pixels dark, %.1f%% white; targets %q", how, v.width, 100*dark, 100*white, seen)
 		})
 	}
 }
