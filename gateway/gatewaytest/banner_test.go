@@ -45,8 +45,9 @@ trailer << /Root 1 0 R >>
 `)
 
 // bannerGateway serves the banner tests' site from a gateway and returns
-// the UI origin's URL and the timestamp of the first page's capture.
-func bannerGateway(t *testing.T) (ui, ts string) {
+// the UI origin's URL, the timestamp of the first page's capture and the
+// gateway.
+func bannerGateway(t *testing.T) (ui, ts string, gw *gateway.Server) {
 	t.Helper()
 	ctx := context.Background()
 	m := NewMem()
@@ -65,8 +66,8 @@ func bannerGateway(t *testing.T) (ui, ts string) {
 	add(bannerSite+"two.html", bannerDay.Add(2*time.Minute), "text/html", page(2, `<p><a id="next" href="three.html">to page 3</a></p>`))
 	add(bannerSite+"three.html", bannerDay.Add(time.Minute), "text/html", page(3, `<p><a id="next" href="never-archived.html">a page not archived</a></p>`))
 	add(bannerPDF, bannerDay, "application/pdf", bannerPDFBytes)
-	ui, _, _, _ = serveGateway(t, gateway.Config{Archive: m})
-	return ui, gateway.FormatTimestamp(bannerDay.Add(3 * time.Minute))[:14]
+	ui, _, gw, _ = serveGateway(t, gateway.Config{Archive: m})
+	return ui, gateway.FormatTimestamp(bannerDay.Add(3 * time.Minute))[:14], gw
 }
 
 // banner is what the framed page's banner shows.
@@ -137,7 +138,7 @@ func TestBannerFollowsFrame(t *testing.T) {
 		t.Skip("runs a browser")
 	}
 	c := newChrome(t)
-	ui, ts := bannerGateway(t)
+	ui, ts, _ := bannerGateway(t)
 	tab, cancelTab := chromedp.NewContext(c.ctx)
 	defer cancelTab()
 	tctx, cancel := context.WithTimeout(tab, 90*time.Second)
@@ -216,7 +217,7 @@ func TestBannerFitsNarrow(t *testing.T) {
 		t.Skip("runs a browser")
 	}
 	c := newChrome(t)
-	ui, ts := bannerGateway(t)
+	ui, ts, _ := bannerGateway(t)
 	tab, cancelTab := chromedp.NewContext(c.ctx)
 	defer cancelTab()
 	tctx, cancel := context.WithTimeout(tab, 90*time.Second)
@@ -273,11 +274,11 @@ func TestPDFInReplay(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a browser")
 	}
-	ui, ts := bannerGateway(t)
+	ui, ts, gw := bannerGateway(t)
 	for _, v := range []struct {
 		how   string
 		width int64
-	}{{"link", 1280}, {"direct", 1280}, {"direct", 390}} {
+	}{{"link", 1280}, {"direct", 1280}, {"direct", 390}, {"worker", 1280}} {
 		how := v.how
 		t.Run(fmt.Sprintf("%s-%d", how, v.width), func(t *testing.T) {
 			c := newChrome(t) // a browser of its own: its targets are this test's
@@ -294,8 +295,37 @@ func TestPDFInReplay(t *testing.T) {
 				}
 				eventually(t, "page 1 in the frame", 20*time.Second, func() bool { return frameText(tctx, "#v") == "page 1" })
 				clickInFrame(t, tctx, "#pdf")
-			} else if err := chromedp.Do(tctx, chromedp.Navigate(ui+"/web/"+ts+"/"+bannerPDF)); err != nil {
-				t.Fatal(err)
+			} else {
+				frames := gw.Stats().Frames
+				if how == "worker" {
+					// The service worker, registered by the home page,
+					// writes the framed page: its shell frames the
+					// replay, sandboxed, and ui.js reframes the PDF.
+					if err := chromedp.Do(tctx, chromedp.Navigate(ui+"/")); err != nil {
+						t.Fatal(err)
+					}
+					state, err := chromedp.Run(tctx, chromedp.Evaluate[string](`new Promise(function (ok) {
+						var tries = 0;
+						(function poll() {
+							navigator.serviceWorker.getRegistration("/web/").then(function (r) {
+								var w = r && r.active;
+								if (w && w.state === "activated") { ok("activated"); }
+								else if (++tries > 200) { ok(r ? "not activated" : "none"); }
+								else { setTimeout(poll, 50); }
+							});
+						})();
+					})`, chromedp.EvalAwaitPromise))
+					if err != nil || state != "activated" {
+						t.Fatalf("service worker after the home page: %q %v", state, err)
+					}
+					frames = gw.Stats().Frames
+				}
+				if err := chromedp.Do(tctx, chromedp.Navigate(ui+"/web/"+ts+"/"+bannerPDF)); err != nil {
+					t.Fatal(err)
+				}
+				if n := gw.Stats().Frames - frames; (how == "worker") != (n == 0) {
+					t.Errorf("%s: the gateway wrote %d framed pages", how, n)
+				}
 			}
 			raw := "/web/" + ts + "id_/" + bannerPDF
 			var seen []string
@@ -341,6 +371,17 @@ func TestPDFInReplay(t *testing.T) {
 				return dark > 0.5 && white > 0.02
 			})
 			screenshot(t, tctx, fmt.Sprintf("pdf-%s-%d", how, v.width))
+			if how == "link" {
+				// The reframing replaced the frame's entry: Back leads
+				// to the page with the link, under its banner.
+				if err := chromedp.Do(tctx, chromedp.NavigateBack()); err != nil {
+					t.Fatal(err)
+				}
+				eventually(t, "Back to page 1", 20*time.Second, func() bool {
+					b, err := readBanner(tctx)
+					return frameText(tctx, "#v") == "page 1" && err == nil && b.URL == bannerSite+"one.html"
+				})
+			}
 			t.Logf("%s at %d px: %.1f%% of the frame's pixels dark, %.1f%% white; targets %q", how, v.width, 100*dark, 100*white, seen)
 		})
 	}
