@@ -15,7 +15,11 @@
 // puts the banner back into the archived document). The frame's sandbox
 // lets no document in it open a window or navigate the top window; links,
 // forms and window.open bound there ask the framed page (herod:open in
-// ui.js), which opens archive pages alone, with no opener. The content
+// ui.js), which opens archive pages alone, with no opener. A PDF, which
+// Chromium's viewer refuses to show in a sandboxed frame, is framed
+// without the attribute as its archived bytes (shownByBrowser); every
+// document of the content origin carries its sandbox in its own CSP, so
+// that frame is as sandboxed as the others. The content
 // origin serves archived captures and the replay script, under a
 // Content-Security-Policy that keeps everything a page loads on the
 // content origin, and nothing else. Admin endpoints need the admin token
@@ -146,7 +150,9 @@
 //     the replay script reaches (URLs that workers' own scripts make,
 //     say) is blocked, never fetched from the live web. Documents that do not run
 //     the replay script (id_ payloads, SVG, XML, error pages) are
-//     sandboxed without scripts; programs are attachments, never sniffed;
+//     sandboxed without scripts; rewritten HTML of a framing gateway
+//     carries the content frame's sandbox (frameSandbox); programs are
+//     attachments, never sniffed;
 //     service worker scripts are refused (403).
 //   - The admin endpoint acts only for a request that carries the admin
 //     token and that no browser marks as coming from another origin.
