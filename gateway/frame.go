@@ -75,7 +75,7 @@ html,body{height:100%;margin:0}body{display:flex;flex-direction:column;font:13px
 #herod-banner a{color:#fff}#herod-banner .home{font-weight:700;text-decoration:none}#herod-url{color:#cfd8e3;word-break:break-all}#herod-prov{color:#cfd8e3;font-size:.9em}#herod-prov:empty{display:none}
 #herod-banner form{margin-left:auto;display:flex;gap:4px;min-width:0}#herod-banner input{font:inherit;padding:0 4px;border:0;border-radius:3px;min-width:0;flex:1 1 auto}
 #herod-banner input[name=url]{flex-grow:3}#herod-banner button{flex:none}
-@media (max-width:640px){#herod-banner form{flex:1 1 100%;margin-left:0}#herod-banner input[name=date]{width:10em;flex:0 1 auto}}
+@media (max-width:640px){#herod-banner form{flex:1 1 100%;margin-left:0}#herod-banner input[name=date]{width:calc(14ch + 12px);flex:none}}
 #herod-frame{flex:1;border:0;width:100%;background:#fff}[hidden]{display:none!important}
 </style>
 `
