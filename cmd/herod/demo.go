@@ -21,7 +21,8 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	vnodes := fs.Int("vnodes", 4, "virtual servers per node")
 	hosts := fs.Int("hosts", 3, "web hosts in the sample web (127.0.0.2, 127.0.0.3, …)")
 	pages := fs.Int("pages", 600, "HTML pages in the sample web on day 0")
-	day := fs.Duration("day", 5*time.Minute, "length of a crawl day; the sample web changes every day")
+	var dayLen time.Duration
+	durationVar(fs, &dayLen, "day", 5*time.Minute, "length of a crawl day; the sample web changes every day")
 	data := fs.String("data", "", "data directory (default: a temporary one, removed on exit)")
 	verbose := fs.Bool("v", false, "verbose logs")
 	var cf crawlFlags
@@ -44,7 +45,6 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		dir = tmp
 	}
 
-	dayLen := *day
 	web := sampleweb.New(sampleweb.Config{Hosts: *hosts, Pages: *pages, Logger: log.With("sub", "sampleweb")})
 	startDay := time.Now().Unix() / int64(dayLen/time.Second)
 	if err := web.Start(ctx); err != nil {

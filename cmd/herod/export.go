@@ -54,7 +54,7 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&f.cdx, "cdx", "", "also write a CDXJ index of the output to this file (--data only)")
 	fs.StringVar(&f.resume, "resume", "", "resume after this cursor (printed by an interrupted export), appending to -o")
 	fs.BoolVar(&f.revisits, "revisits", false, "add revisit records for days a page was checked unchanged")
-	fs.DurationVar(&f.day, "day", node.DefaultDayLength, "crawl day length the node runs with (--data only)")
+	durationVar(fs, &f.day, "day", node.DefaultDayLength, "crawl day length the node runs with (--data only)")
 	fs.BoolVar(&f.verbose, "v", false, "verbose logs")
 	f.formatFlags(fs)
 	if err := parse(fs, args); err != nil {
@@ -179,17 +179,35 @@ func (f *exportFlags) archiveQuery() (archive.Query, error) {
 }
 
 // openArchive opens the archive in the node's data directory, which the
-// node must not be running on.
-func (f *exportFlags) openArchive(stderr io.Writer) (*archive.Store, error) {
+// node must not be running on; the store's Close releases the directory.
+func (f *exportFlags) openArchive(stderr io.Writer) (*lockedStore, error) {
 	dir := filepath.Join(f.data, "archive")
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("--data %s: no archive: %w", f.data, err)
 	}
+	lock, err := node.LockDataDir(f.data)
+	if err != nil {
+		return nil, fmt.Errorf("%w (stop it, or export ring-wide through its gateway with --node)", err)
+	}
 	s, err := archive.Open(dir, archive.Options{DayLength: f.day, Logger: logger(stderr, f.verbose)})
 	if err != nil {
+		lock.Close()
 		return nil, fmt.Errorf("%w (is the node still running?)", err)
 	}
-	return s, nil
+	return &lockedStore{s, lock}, nil
+}
+
+// lockedStore is a stopped node's archive opened with its data
+// directory's lock held.
+type lockedStore struct {
+	*archive.Store
+	lock io.Closer
+}
+
+func (s *lockedStore) Close() error {
+	err := s.Store.Close()
+	s.lock.Close()
+	return err
 }
 
 // fromDisk exports from the archive in the node's data directory.
