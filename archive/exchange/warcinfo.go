@@ -3,6 +3,8 @@ package exchange
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/sha1"
+	"encoding/base32"
 	"fmt"
 	"io"
 	"strings"
@@ -67,6 +69,8 @@ func WriteWARCInfo(w io.Writer, in WARCInfo) (int64, error) {
 	if f := strings.Join(strings.Fields(in.Filename), "_"); f != "" {
 		fmt.Fprintf(&rec, "WARC-Filename: %s\r\n", f)
 	}
+	sum := sha1.Sum(block)
+	fmt.Fprintf(&rec, "WARC-Block-Digest: sha1:%s\r\n", base32.StdEncoding.EncodeToString(sum[:]))
 	fmt.Fprintf(&rec, "Content-Type: application/warc-fields\r\nContent-Length: %d\r\n\r\n", len(block))
 	rec.Write(block)
 	rec.WriteString("\r\n\r\n")
