@@ -100,6 +100,9 @@ func (d *duration) String() string { return time.Duration(*d).String() }
 
 func (d *duration) Set(s string) error {
 	t := strings.TrimSpace(s)
+	if t == "" {
+		return errBadDuration
+	}
 	var days float64
 	if i := strings.IndexByte(t, 'd'); i > 0 {
 		f, err := strconv.ParseFloat(t[:i], 64)
