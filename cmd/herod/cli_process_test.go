@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -136,9 +138,16 @@ func TestProcessJoin(t *testing.T) {
 		t.Errorf("join error of %d characters: %s", len(stderr), stderr)
 	}
 
+	// A URL given after the flags is seeded once the node runs.
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte("<title>seeded</title>"))
+	}))
+	defer site.Close()
 	first := r.start(nil, "")
-	args := append(runArgs(filepath.Join(dir, "second"), freePort(t)), "--join", first.multiaddr)
-	args[len(args)-3] = "ops@example.org" // --contact
+	args := runArgs(filepath.Join(dir, "second"), freePort(t))
+	args[len(args)-1] = "ops@example.org" // --contact
+	args = append(args, "--join", first.multiaddr, "--allow-private", "127.0.0.1", site.URL+"/")
 	cmd := exec.Command(r.bin, args...)
 	var errOut bytes.Buffer
 	cmd.Stderr = &errOut
@@ -150,23 +159,37 @@ func TestProcessJoin(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	joined := make(chan string, 1)
+	lines := make(chan string, 16)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "joined the ring through ") {
-				joined <- sc.Text()
-			}
+			lines <- sc.Text()
 		}
-		close(joined)
+		close(lines)
 	}()
-	select {
-	case line := <-joined:
-		if line != "joined the ring through "+first.listen+": 2 nodes" {
-			t.Errorf("join line %q, want through %s: 2 nodes", line, first.listen)
+	var joined, queued string
+	timeout := time.After(time.Minute)
+	for joined == "" || queued == "" {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("herod exited; stderr:\n%s", errOut.String())
+			}
+			switch {
+			case strings.HasPrefix(l, "joined the ring through "):
+				joined = l
+			case strings.HasPrefix(l, "queued") || strings.HasPrefix(l, "refused"):
+				queued = l
+			}
+		case <-timeout:
+			t.Fatalf("no join and seed lines within a minute (%q, %q); stderr:\n%s", joined, queued, errOut.String())
 		}
-	case <-time.After(time.Minute):
-		t.Fatalf("no join line within a minute; stderr:\n%s", errOut.String())
+	}
+	if joined != "joined the ring through "+first.listen+": 2 nodes" {
+		t.Errorf("join line %q, want through %s: 2 nodes", joined, first.listen)
+	}
+	if queued != "queued          "+site.URL+"/" {
+		t.Errorf("seed line %q, want the URL argument queued", queued)
 	}
 	if w := errOut.String(); !strings.Contains(w, "warning: --contact ops@example.org is at example.org, a domain that reaches nobody") {
 		t.Errorf("no warning of the example contact:\n%s", w)

@@ -32,13 +32,22 @@ func (e *PortInUseError) Unwrap() error { return e.Err }
 // SO_REUSEPORT) and releases them: a socket any other process holds there,
 // reuse-port or not, makes the bind fail. It returns a *PortInUseError
 // for a port in use, another error for any other failure.
+//
+// The family is the listen address's, as libp2p binds it: an IPv6 address
+// is probed IPv6-only, so an IPv4 socket on the same port does not count.
 func probePorts(listen string) error {
-	ln, err := net.Listen("tcp", listen)
+	fam := "4"
+	if h, _, err := net.SplitHostPort(listen); err == nil {
+		if ip := net.ParseIP(h); ip != nil && ip.To4() == nil {
+			fam = "6"
+		}
+	}
+	ln, err := net.Listen("tcp"+fam, listen)
 	if err != nil {
 		return bindError(listen, "TCP", err)
 	}
 	ln.Close()
-	pc, err := net.ListenPacket("udp", listen)
+	pc, err := net.ListenPacket("udp"+fam, listen)
 	if err != nil {
 		return bindError(listen, "UDP (QUIC)", err)
 	}
