@@ -86,7 +86,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	if w := contactWarning(rs.crawl.contact); w != "" {
-		fmt.Fprintf(stderr, "herod run: warning: %s\n", w)
+		cfg.Logger.Warn(w) // in the log format chosen (--log-format json)
 	}
 	join, data := rs.join, rs.data
 	urls := rs.urls
