@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/herod-archive/herod/crawl"
+	"github.com/herod-archive/herod/internal/buildinfo"
 	"github.com/herod-archive/herod/node/status"
 )
 
@@ -17,10 +18,11 @@ import (
 // host registers in the same registry (p2phost.New). The registry is the
 // node's, so that several nodes in one process (demo, tests) do not
 // collide; libp2p's collectors are shared by the hosts of one process,
-// which then report their sum.
+// which then report their sum. herod_build_info names the build
+// (internal/buildinfo).
 func (n *Node) metricsHandler() http.Handler {
 	c := &status.Collector{Status: n.Status, Caps: n.caps}
-	n.metrics.MustRegister(collectors.NewGoCollector(), crawl.NewCollector(n.crawler), c, n.repl.LagHistogram())
+	n.metrics.MustRegister(collectors.NewGoCollector(), buildinfo.Collector(), crawl.NewCollector(n.crawler), c, n.repl.LagHistogram())
 	return promhttp.HandlerFor(n.metrics, promhttp.HandlerOpts{})
 }
 

@@ -85,6 +85,8 @@ type Node struct {
 	closed  atomic.Bool
 
 	reach       string              // how the ring reaches this node: ReachListen, ReachMapped or ReachAnnounced
+	joinedVia   string              // the ring address of the member this node joined through (joinring.go)
+	dataLock    *os.File            // held while the node runs on its data directory (datadir.go)
 	lan         io.Closer           // mDNS on the LAN, behind a home router
 	addrChanged chan string         // AddressChanged
 	rsvp        *client.Reservation // the relay slot of a ReachRelayed node
@@ -120,6 +122,9 @@ func New(cfg Config) (n *Node, err error) {
 			built.closeAll()
 		}
 	}()
+	if n.dataLock, err = lockDataDir(cfg.DataDir); err != nil {
+		return nil, err
+	}
 	key, err := identity.LoadKey(cfg.DataDir)
 	if err != nil {
 		return nil, err
@@ -347,39 +352,6 @@ func (n *Node) Start(ctx context.Context) error {
 	return nil
 }
 
-// join starts the DHT from the configured members and joins the ring
-// through the first of them that answers, or else through any herod node
-// the DHT has found.
-func (n *Node) join(ctx context.Context) error {
-	var contacts []ring.Contact
-	var errs []error
-	for _, a := range n.cfg.Join {
-		c, err := ParseContact(a)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		contacts = append(contacts, c)
-	}
-	n.dht.Start(ctx, n.host, contacts, n.log)
-	if len(n.cfg.Join) == 0 {
-		return nil
-	}
-	tried := map[string]bool{}
-	for _, c := range append(contacts, n.dht.Peers()...) {
-		if tried[c.Peer] || c.Peer == n.self.Peer {
-			continue
-		}
-		tried[c.Peer] = true
-		if err := n.ring.Join(ctx, c); err != nil {
-			errs = append(errs, fmt.Errorf("join via %s: %w", c.Addr, err))
-			continue
-		}
-		return nil
-	}
-	return fmt.Errorf("node start: %w", errors.Join(errs...))
-}
-
 // Close leaves the ring gracefully and stops everything. It is safe to call
 // more than once.
 func (n *Node) Close() error {
@@ -425,6 +397,9 @@ func (n *Node) closeAll() error {
 	}
 	if n.outbox != nil {
 		errs = append(errs, n.outbox.Close())
+	}
+	if n.dataLock != nil {
+		errs = append(errs, n.dataLock.Close()) // last: the data directory is free once all is closed
 	}
 	return errors.Join(errs...)
 }

@@ -48,6 +48,14 @@ type WACZOptions struct {
 	// in turn fixes the SHA-256 of every other file. It says nothing more
 	// about the captures than their own WARC-Herod-Signature does.
 	Signer archive.Signer
+	// Info, if set, is written as the first record of the package's WARC
+	// (a warcinfo record, WriteWARCInfo); warcinfo records of the stream
+	// AddWARC reads are then left out, so the WARC has one.
+	Info *WARCInfo
+	// MainPage is the URL of the page a player opens first (the crawl's
+	// seed), datapackage.json's mainPageURL, at its first capture. Empty,
+	// or a URL without a page in the package: the page captured first.
+	MainPage string
 }
 
 // WACZStats counts what a WACZ holds.
@@ -110,10 +118,11 @@ type indexLine struct {
 
 // pageLine is one line of pages.jsonl.
 type pageLine struct {
-	ID    string `json:"id"`
-	URL   string `json:"url"`
-	TS    string `json:"ts"`
-	Title string `json:"title,omitempty"`
+	ID    string    `json:"id"`
+	URL   string    `json:"url"`
+	TS    string    `json:"ts"`
+	Title string    `json:"title,omitempty"`
+	t     time.Time // the capture time, to choose the main page
 }
 
 // WACZ writes a WACZ file as a stream: AddWARC stores the WARC member and
@@ -186,8 +195,16 @@ func (z *WACZ) AddWARC(r io.Reader) (WACZStats, error) {
 	if err != nil {
 		return z.st, err
 	}
+	if z.o.Info != nil {
+		if _, err := WriteWARCInfo(e, *z.o.Info); err != nil {
+			return z.st, fmt.Errorf("wacz warc: %w", err)
+		}
+	}
 	err = Records(r, func(m *Member) error {
-		if err := z.index(m); err != nil {
+		if z.o.Info != nil && m.Type() == "warcinfo" {
+			return nil
+		}
+		if err := z.index(m, e.n); err != nil {
 			return err
 		}
 		_, err := e.Write(m.Raw)
@@ -201,8 +218,9 @@ func (z *WACZ) AddWARC(r io.Reader) (WACZStats, error) {
 	return z.st, nil
 }
 
-// index adds the CDXJ line of m and, for an HTML page, its pages entry.
-func (z *WACZ) index(m *Member) error {
+// index adds the CDXJ line of m, stored at offset off of the package's
+// WARC, and, for an HTML page, its pages entry.
+func (z *WACZ) index(m *Member, off int64) error {
 	typ := m.Type()
 	if typ != "response" && typ != "revisit" {
 		return nil
@@ -217,7 +235,7 @@ func (z *WACZ) index(m *Member) error {
 		Mime: MediaType(h.Get("Content-Type")), Status: itoa(status),
 		Digest:   strings.TrimPrefix(m.Record.Header.Get("Warc-Payload-Digest"), "sha1:"),
 		Length:   itoa(len(m.Raw)),
-		Offset:   fmt.Sprint(m.Offset),
+		Offset:   fmt.Sprint(off),
 		Filename: warcName,
 		Peer:     m.Peer(),
 	}
@@ -229,7 +247,7 @@ func (z *WACZ) index(m *Member) error {
 	}
 	z.lines = append(z.lines, l)
 	if typ == "response" && status == 200 && IsHTML(MediaType(h.Get("Content-Type"))) {
-		z.pages = append(z.pages, pageLine{ID: fmt.Sprintf("%s-%d", l.ts, m.Offset), URL: u, TS: t.Format(time.RFC3339), Title: Title(payload)})
+		z.pages = append(z.pages, pageLine{ID: fmt.Sprintf("%s-%d", l.ts, off), URL: u, TS: t.Format(time.RFC3339), Title: Title(payload), t: t})
 		z.st.Pages++
 	}
 	return nil
@@ -255,8 +273,8 @@ func (z *WACZ) Close() error {
 	}
 	pkg := Package{Profile: "data-package", WACZVersion: WACZVersion, Title: z.o.Title,
 		Created: z.created, Software: software, Resources: z.res}
-	if len(z.pages) > 0 {
-		pkg.MainPageURL, pkg.MainPageTS = z.pages[0].URL, z.pages[0].TS
+	if p, ok := z.mainPage(); ok {
+		pkg.MainPageURL, pkg.MainPageTS = p.URL, p.TS
 	}
 	pj, err := json.MarshalIndent(pkg, "", "  ")
 	if err != nil {
@@ -286,6 +304,22 @@ func (z *WACZ) Close() error {
 		return fmt.Errorf("wacz close: %w", err)
 	}
 	return nil
+}
+
+// mainPage returns the page a player opens first: the first capture of
+// WACZOptions.MainPage if the package has one, else the page captured
+// first (the first in the stream among equals); false without pages.
+func (z *WACZ) mainPage() (pageLine, bool) {
+	var best pageLine
+	found, seed := false, false
+	for _, p := range z.pages {
+		isSeed := z.o.MainPage != "" && p.URL == z.o.MainPage
+		switch {
+		case !found, isSeed && !seed, isSeed == seed && p.t.Before(best.t):
+			best, found, seed = p, true, isSeed
+		}
+	}
+	return best, found
 }
 
 // writeIndex writes indexes/index.cdxj: "<surt> <timestamp> <json>" lines.

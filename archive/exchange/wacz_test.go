@@ -199,11 +199,12 @@ func TestWACZSigned(t *testing.T) {
 	}
 }
 
-// TestWACZWarcio checks the packaged WARC, revisit included, with
-// warcio.js, and that warcio's own index of it locates the same records.
+// TestWACZWarcio checks the packaged WARC, warcinfo record and revisit
+// included, with warcio.js, and that warcio's own index of it locates the
+// same records.
 func TestWACZWarcio(t *testing.T) {
 	tool := warciotest.Setup(t)
-	data, _ := buildWACZ(t, WACZOptions{})
+	data, _ := buildWACZ(t, WACZOptions{Info: &testInfo})
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +222,7 @@ func TestWACZWarcio(t *testing.T) {
 		}
 	}
 	sum := tool.Validate(t, filepath.Join(dir, "data.warc.gz"))
-	if len(sum.Errors) > 0 || sum.Responses != 4 || sum.Revisits != 1 {
+	if len(sum.Errors) > 0 || sum.Responses != 4 || sum.Revisits != 1 || sum.Records != 6 {
 		t.Fatalf("warcio: %+v", sum)
 	}
 	theirs := tool.CDXIndex(t, dir, "data.warc.gz")

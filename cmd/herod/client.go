@@ -142,14 +142,19 @@ func printSeed(w io.Writer, res []gateway.SeedResult) error {
 }
 
 func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("status", "status [--node URL] [--data DIR] [--json] [--watch INTERVAL]", stderr)
+	fs := newFlagSet("status", "status [--node URL] [--data DIR] [--json] [--watch [INTERVAL]]", stderr)
 	nodeURL := fs.String("node", defaultNode, "gateway URL of the node (default: the one the node running on --data recorded there)")
 	data := fs.String("data", defaultDataDir(), "the node's data directory: its gateway URL, and its admin token, which reads a private status")
 	asJSON := fs.Bool("json", false, "print the raw JSON status")
-	watch := fs.Duration("watch", 0, "show the status again every interval (like 2s) until interrupted; the screen is redrawn on a terminal")
+	var w watchFlag
+	fs.Var(&w, "watch", fmt.Sprintf("show the status again every interval (--watch alone: every %s; --watch 5s) until interrupted; the screen is redrawn on a terminal", defaultWatch))
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if err := w.takeArg(fs); err != nil {
+		return err
+	}
+	watch := (*time.Duration)(&w)
 	if *watch < 0 || (*watch > 0 && *watch < 100*time.Millisecond) {
 		return fmt.Errorf("--watch %s: want 100ms or more", *watch)
 	}
@@ -183,6 +188,51 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		case <-time.After(*watch):
 		}
 	}
+}
+
+// defaultWatch is the interval of a bare status --watch.
+const defaultWatch = 2 * time.Second
+
+// watchFlag is status --watch: a flag that may be given alone (every
+// defaultWatch) or with an interval, --watch=5s or --watch 5s.
+type watchFlag time.Duration
+
+func (w *watchFlag) String() string { return time.Duration(*w).String() }
+
+// IsBoolFlag lets --watch stand alone; the flag package then passes "true".
+func (w *watchFlag) IsBoolFlag() bool { return true }
+
+func (w *watchFlag) Set(s string) error {
+	switch s {
+	case "true":
+		*w = watchFlag(defaultWatch)
+		return nil
+	case "false":
+		*w = 0
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("want an interval, like 2s")
+	}
+	*w = watchFlag(d)
+	return nil
+}
+
+// takeArg takes the interval of "--watch 5s", which the flag package
+// leaves as an argument since --watch may stand alone; any other argument
+// is refused.
+func (w *watchFlag) takeArg(fs *flag.FlagSet) error {
+	switch fs.NArg() {
+	case 0:
+		return nil
+	case 1:
+		if d, err := time.ParseDuration(fs.Arg(0)); err == nil && *w != 0 {
+			*w = watchFlag(d)
+			return nil
+		}
+	}
+	return fmt.Errorf("unexpected argument %q: status takes flags only (--watch 5s, --node URL)", fs.Arg(0))
 }
 
 // getJSON reads path from the node at base, with the admin token if any.

@@ -101,13 +101,13 @@ func TestRunRefusesBadSettings(t *testing.T) {
 }
 
 func TestByteRate(t *testing.T) {
-	for in, want := range map[string]int64{"0": 0, "1500": 1500, "500k": 500_000, "2M": 2_000_000, "1.5G": 1_500_000_000, "64K": 64_000} {
+	for in, want := range map[string]int64{"0": 0, "1500": 1500, "500k": 500_000, "2M": 2_000_000, "1.5G": 1_500_000_000, "64K": 64_000, "2T": 2e12, "2MB": 2e6, "1Mi": 1 << 20} {
 		var b byteRate
 		if err := b.Set(in); err != nil || int64(b) != want {
 			t.Errorf("Set(%q) = %d, %v; want %d", in, b, err, want)
 		}
 	}
-	for _, in := range []string{"", "-1", "fast", "2T", "1e30G"} {
+	for _, in := range []string{"", "-1", "fast", "2X", "1e30G"} {
 		var b byteRate
 		if err := b.Set(in); err == nil {
 			t.Errorf("Set(%q) accepted: %d", in, b)

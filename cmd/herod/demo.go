@@ -7,8 +7,6 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/herod-archive/herod/internal/sampleweb"
@@ -21,7 +19,8 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	vnodes := fs.Int("vnodes", 4, "virtual servers per node")
 	hosts := fs.Int("hosts", 3, "web hosts in the sample web (127.0.0.2, 127.0.0.3, …)")
 	pages := fs.Int("pages", 600, "HTML pages in the sample web on day 0")
-	day := fs.Duration("day", 5*time.Minute, "length of a crawl day; the sample web changes every day")
+	var dayLen time.Duration
+	durationVar(fs, &dayLen, "day", 5*time.Minute, "length of a crawl day; the sample web changes every day")
 	data := fs.String("data", "", "data directory (default: a temporary one, removed on exit)")
 	verbose := fs.Bool("v", false, "verbose logs")
 	var cf crawlFlags
@@ -44,7 +43,6 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		dir = tmp
 	}
 
-	dayLen := *day
 	web := sampleweb.New(sampleweb.Config{Hosts: *hosts, Pages: *pages, Logger: log.With("sub", "sampleweb")})
 	startDay := time.Now().Unix() / int64(dayLen/time.Second)
 	if err := web.Start(ctx); err != nil {
@@ -91,6 +89,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := lr.Nodes[0].Seed(ctx, web.Seeds()); err != nil {
 		return err
 	}
+	seeded := time.Now()
 	seed := web.Seeds()[0]
 	fmt.Fprintln(stdout, "\nopen the archive in a browser (any node answers any URL):")
 	for _, n := range lr.Nodes {
@@ -102,7 +101,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "  the page as archived now: %sweb/%s/%s\n\n", gw, time.Now().UTC().Format("20060102150405"), seed)
 	fmt.Fprintf(stdout, "crawling; a new day (and a changed sample web) every %s; Ctrl-C to stop\n\n", dayLen)
 
-	return demoProgress(ctx, stdout, lr, web, dayLen, startDay)
+	return demoProgress(ctx, stdout, lr, web, dayLen, startDay, seeded)
 }
 
 // webDay is the sample web's day at t: crawl days since start, switched a
@@ -113,13 +112,22 @@ func webDay(t time.Time, dayLen time.Duration, startDay int64) int {
 	return int((t.Add(lead).Unix())/int64(dayLen/time.Second) - startDay)
 }
 
-// demoProgress prints per-node crawl progress until ctx ends.
-func demoProgress(ctx context.Context, stdout io.Writer, lr *node.LocalRing, web *sampleweb.Web, dayLen time.Duration, startDay int64) error {
-	start := time.Now()
-	tick := time.NewTicker(2 * time.Second)
+// demoProgress shows per-node crawl progress until ctx ends: redrawn in
+// place on a terminal, appended elsewhere (demoView).
+func demoProgress(ctx context.Context, stdout io.Writer, lr *node.LocalRing, web *sampleweb.Web, dayLen time.Duration, startDay int64, seeded time.Time) error {
+	tty := isTerminal(stdout)
+	every := 2 * time.Second
+	if tty {
+		every = 500 * time.Millisecond
+	}
+	nextDay := func(now time.Time) time.Time {
+		lead := dayLen / 50
+		d := dayLen / time.Second
+		return time.Unix((now.Add(lead).Unix()/int64(d)+1)*int64(d), 0).Add(-lead)
+	}
+	v := newDemoView(stdout, tty, seeded, nextDay(seeded))
+	tick := time.NewTicker(every)
 	defer tick.Stop()
-	reported := -1
-	var last string
 	for {
 		select {
 		case <-ctx.Done():
@@ -127,37 +135,18 @@ func demoProgress(ctx context.Context, stdout io.Writer, lr *node.LocalRing, web
 			return nil
 		case <-tick.C:
 		}
-		d := webDay(time.Now(), dayLen, startDay)
-		if d != web.Day() {
+		now := time.Now()
+		if d := webDay(now, dayLen, startDay); d != web.Day() {
 			web.SetDay(d)
-			fmt.Fprintf(stdout, "--- sample web day %d: %d pages will be stored anew\n", d, len(web.NewVersions(d)))
-			start = time.Now()
+			v.newDay(now, d, len(web.NewVersions(d)), nextDay(now))
 		}
-		var table strings.Builder
-		tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "node\tqueued\tfetched today\tnew versions\t304s\tunchanged\terrors\tstored\t\n")
-		idle := true
-		var stored int64
-		for _, n := range lr.Nodes {
+		rows := make([]demoRow, len(lr.Nodes))
+		for i, n := range lr.Nodes {
 			st := n.Status()
-			var errs int64
-			for _, v := range st.Crawl.ErrorsByKind {
-				errs += v
-			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", st.Addr, st.Crawl.Queued, st.Crawl.FetchedToday,
-				st.Crawl.NewVersions, st.Crawl.NotModified, st.Crawl.Unchanged, errs, st.Archive.Versions)
-			idle = idle && st.Idle
-			stored += st.Archive.Versions
+			rows[i] = demoRow{Gateway: n.GatewayURL(), Queued: int64(st.Crawl.Queued), Fetched: st.Crawl.FetchedToday, New: st.Crawl.NewVersions,
+				NotMod: st.Crawl.NotModified, Unchg: st.Crawl.Unchanged, Errors: st.Crawl.ErrorsByKind, Stored: st.Archive.Versions,
+				Idle: st.Idle, DayStarted: st.Crawl.DayStarted}
 		}
-		tw.Flush()
-		if table.String() != last {
-			last = table.String()
-			fmt.Fprint(stdout, last)
-		}
-		if idle && reported != web.Day() {
-			reported = web.Day()
-			fmt.Fprintf(stdout, "=== day %d crawl complete in %s: %d versions stored ring-wide\n\n",
-				reported, time.Since(start).Round(100*time.Millisecond), stored)
-		}
+		v.update(now, rows)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base32"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -30,6 +31,7 @@ type exportFlags struct {
 	day               time.Duration
 	format            string // "" or warc, wacz, links, text (export_formats.go)
 	wacz, sign        bool
+	operator          string // the warcinfo record's operator
 }
 
 // exportCmd writes WARC (and, from disk, CDXJ) for a host, URL prefix or
@@ -50,20 +52,30 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&f.url, "url", "", "select this one URL")
 	fs.StringVar(&f.from, "from", "", "earliest capture, YYYYMMDD[hhmmss] (UTC)")
 	fs.StringVar(&f.to, "to", "", "latest capture, YYYYMMDD[hhmmss] (UTC), inclusive")
-	fs.StringVar(&f.out, "o", "-", "output .warc.gz file; - is standard output")
+	fs.StringVar(&f.out, "o", "-", "output file, named for its format (x.warc.gz, x.wacz: the format follows the name unless --format or --wacz is given); - is standard output, refused for a WARC or WACZ on a terminal")
 	fs.StringVar(&f.cdx, "cdx", "", "also write a CDXJ index of the output to this file (--data only)")
 	fs.StringVar(&f.resume, "resume", "", "resume after this cursor (printed by an interrupted export), appending to -o")
 	fs.BoolVar(&f.revisits, "revisits", false, "add revisit records for days a page was checked unchanged")
-	fs.DurationVar(&f.day, "day", node.DefaultDayLength, "crawl day length the node runs with (--data only)")
+	durationVar(fs, &f.day, "day", node.DefaultDayLength, "crawl day length the node runs with (--data only)")
+	fs.StringVar(&f.operator, "operator", os.Getenv("HEROD_CONTACT"), "who made the export, a contact URL or e-mail, for the WARC's warcinfo record (default: $HEROD_CONTACT)")
 	fs.BoolVar(&f.verbose, "v", false, "verbose logs")
 	f.formatFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if err := f.check(); err != nil {
-		fmt.Fprintf(stderr, "herod export: %v\n", err)
-		fs.Usage()
+	formatGiven := false
+	fs.Visit(func(fl *flag.Flag) { formatGiven = formatGiven || fl.Name == "format" || fl.Name == "wacz" })
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "herod export: unexpected argument %q: select with --host, --prefix or --url; run `herod export --help` for the flags\n", fs.Arg(0))
 		return errUsage
+	}
+	if err := f.check(formatGiven); err != nil {
+		fmt.Fprintf(stderr, "herod export: %v\n", err)
+		return errUsage
+	}
+	if f.out == "-" && f.binary() && isTerminal(stdout) {
+		return fmt.Errorf("refusing to write a %s (binary) to the terminal: give -o FILE%s, or redirect the output to a file or a pipe",
+			strings.ToUpper(f.format), extOf[f.format])
 	}
 	if f.format != gateway.FormatWARC {
 		return f.convert(ctx, stdout, stderr)
@@ -83,8 +95,9 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return err
 }
 
-// check validates the combination of flags.
-func (f *exportFlags) check() error {
+// check validates the combination of flags; formatGiven says whether
+// --format or --wacz was, else the format follows -o's name.
+func (f *exportFlags) check(formatGiven bool) error {
 	n := 0
 	for _, s := range []string{f.host, f.prefix, f.url} {
 		if s != "" {
@@ -106,6 +119,9 @@ func (f *exportFlags) check() error {
 	if err := f.checkFormat(); err != nil {
 		return err
 	}
+	if err := f.checkName(formatGiven); err != nil {
+		return err
+	}
 	if f.resume != "" {
 		if _, _, err := gateway.ParseCursor(f.resume); err != nil {
 			return fmt.Errorf("--resume: %w", err)
@@ -121,27 +137,20 @@ func (f *exportFlags) check() error {
 	return nil
 }
 
-// openOutput opens -o: standard output, a new file, or with --resume the
-// existing file to append to.
+// openOutput opens -o: standard output, or a file created on the first
+// write (appended to with --resume), so that an export that matches
+// nothing leaves no empty file.
 func (f *exportFlags) openOutput(stdout io.Writer) (io.Writer, func() error, error) {
 	if f.out == "-" {
 		return stdout, func() error { return nil }, nil
 	}
-	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 	if f.resume != "" {
-		flags = os.O_WRONLY | os.O_APPEND
-	}
-	file, err := os.OpenFile(f.out, flags, 0o644)
-	if err != nil {
-		return nil, nil, fmt.Errorf("output: %w", err)
-	}
-	return file, func() error {
-		if err := file.Sync(); err != nil {
-			file.Close()
-			return fmt.Errorf("output: %w", err)
+		if _, err := os.Stat(f.out); err != nil {
+			return nil, nil, fmt.Errorf("output: %w (--resume appends to the file of the interrupted export)", err)
 		}
-		return file.Close()
-	}, nil
+	}
+	lf := &lazyFile{path: f.out, append: f.resume != ""}
+	return lf, lf.Close, nil
 }
 
 // archiveQuery builds the store query from the flags, in canonical form.
@@ -179,17 +188,35 @@ func (f *exportFlags) archiveQuery() (archive.Query, error) {
 }
 
 // openArchive opens the archive in the node's data directory, which the
-// node must not be running on.
-func (f *exportFlags) openArchive(stderr io.Writer) (*archive.Store, error) {
+// node must not be running on; the store's Close releases the directory.
+func (f *exportFlags) openArchive(stderr io.Writer) (*lockedStore, error) {
 	dir := filepath.Join(f.data, "archive")
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("--data %s: no archive: %w", f.data, err)
 	}
+	lock, err := node.LockDataDir(f.data)
+	if err != nil {
+		return nil, fmt.Errorf("%w (stop it, or export ring-wide through its gateway with --node)", err)
+	}
 	s, err := archive.Open(dir, archive.Options{DayLength: f.day, Logger: logger(stderr, f.verbose)})
 	if err != nil {
+		lock.Close()
 		return nil, fmt.Errorf("%w (is the node still running?)", err)
 	}
-	return s, nil
+	return &lockedStore{s, lock}, nil
+}
+
+// lockedStore is a stopped node's archive opened with its data
+// directory's lock held.
+type lockedStore struct {
+	*archive.Store
+	lock io.Closer
+}
+
+func (s *lockedStore) Close() error {
+	err := s.Store.Close()
+	s.lock.Close()
+	return err
 }
 
 // fromDisk exports from the archive in the node's data directory.
@@ -203,14 +230,16 @@ func (f *exportFlags) fromDisk(ctx context.Context, w io.Writer, stderr io.Write
 		return err
 	}
 	defer s.Close()
+	// The warcinfo record goes first, before the first record the
+	// archive writes; the CDXJ offsets the archive counts from its first
+	// record move by its length.
+	info := &infoFirst{w: w, info: f.warcInfo()}
 	var cdx io.Writer
-	var cdxFile *os.File
+	var cdxFile *lazyFile
 	if f.cdx != "" {
-		if cdxFile, err = os.Create(f.cdx); err != nil {
-			return fmt.Errorf("cdx: %w", err)
-		}
+		cdxFile = &lazyFile{path: f.cdx}
 		defer cdxFile.Close()
-		cdx = cdxFile
+		cdx = &shiftOffsets{w: cdxFile, by: func() int64 { return info.n }}
 	}
 	name := "herod.warc.gz"
 	if f.out != "-" {
@@ -218,17 +247,24 @@ func (f *exportFlags) fromDisk(ctx context.Context, w io.Writer, stderr io.Write
 	}
 	prog := newProgress(stderr, "export")
 	st, err := s.Export(ctx, archive.ExportOptions{Query: q, Revisits: f.revisits, Filename: name, After: f.resume,
-		Progress: func(cursor string) { prog.add(1, 0, cursor) }}, countingWriter{w, prog}, cdx)
+		Progress: func(cursor string) { prog.add(1, 0, cursor) }}, countingWriter{info, prog}, cdx)
 	prog.done()
 	if err != nil {
 		return resumeHint(err, st.Cursor)
+	}
+	if st.Responses+st.Revisits == 0 && len(st.Corrupt) == 0 {
+		var hint []string
+		if q.Host != "" {
+			hint = similarHosts(ctx, s.Store, q.Host)
+		}
+		return f.nothingMatched(hint)
 	}
 	if cdxFile != nil {
 		if err := cdxFile.Close(); err != nil {
 			return fmt.Errorf("cdx: %w", err)
 		}
 	}
-	fmt.Fprintf(stderr, "exported %d responses and %d revisits (%d bytes)\n", st.Responses, st.Revisits, st.Bytes)
+	fmt.Fprintf(stderr, "exported %d responses and %d revisits (%d bytes)\n", st.Responses, st.Revisits, st.Bytes+info.n)
 	if len(st.Corrupt) > 0 {
 		return fmt.Errorf("skipped %d corrupt version files (first: %s); run herod fsck --repair", len(st.Corrupt), st.Corrupt[0])
 	}
@@ -251,7 +287,8 @@ func (f *exportFlags) fromGateway(ctx context.Context, w io.Writer, stderr io.Wr
 	}
 	defer resp.Body.Close()
 	prog := newProgress(stderr, "export")
-	n, cursor, err := copyRecords(countingWriter{w, prog}, resp.Body, func(cursor string) { prog.add(1, 0, cursor) })
+	info := &infoFirst{w: w, info: f.warcInfo()}
+	n, cursor, err := copyRecords(countingWriter{info, prog}, resp.Body, func(cursor string) { prog.add(1, 0, cursor) })
 	prog.done()
 	if cursor == "" {
 		cursor = f.resume
@@ -266,6 +303,9 @@ func (f *exportFlags) fromGateway(ctx context.Context, w io.Writer, stderr io.Wr
 		}
 		return resumeHint(fmt.Errorf("export incomplete: %s", msg), cursor)
 	}
+	if n == 0 {
+		return f.nothingMatched(nil)
+	}
 	fmt.Fprintf(stderr, "exported %d records\n", n)
 	return nil
 }
@@ -274,10 +314,13 @@ func (f *exportFlags) fromGateway(ctx context.Context, w io.Writer, stderr io.Wr
 // stream from r to w, one WARC record each, and returns how many it
 // copied and the cursor that resumes after the last one, which it also
 // passes to copied after each record. A truncated or malformed member is
-// not copied.
+// not copied, nor a warcinfo record (the export writes its own first).
 func copyRecords(w io.Writer, r io.Reader, copied func(cursor string)) (int, string, error) {
 	n, cursor := 0, ""
 	err := exchange.Records(r, func(m *exchange.Member) error {
+		if m.Type() == "warcinfo" {
+			return nil
+		}
 		if _, err := w.Write(m.Raw); err != nil {
 			return fmt.Errorf("output: %w", err)
 		}

@@ -60,6 +60,9 @@ func (f *exportFlags) convert(ctx context.Context, stdout, stderr io.Writer) err
 	if cerr := closeOut(); err == nil {
 		err = cerr
 	}
+	if err == nil && f.format == gateway.FormatWACZ && f.out != "-" && emptyWACZ(f.out) {
+		err = f.nothingMatched(nil) // through a gateway: the package came whole, and empty
+	}
 	if err != nil && f.format == gateway.FormatWACZ && f.out != "-" {
 		os.Remove(f.out)
 	}
@@ -100,16 +103,30 @@ func (f *exportFlags) convertDisk(ctx context.Context, w io.Writer, stderr io.Wr
 	switch f.format {
 	case gateway.FormatLinks:
 		var bs exchange.BulkStats
-		bs, err = exchange.Links(pr, w, cursor)
-		fmt.Fprintf(stderr, "exported %d links of %d HTML versions\n", bs.Lines, bs.Versions)
+		if bs, err = exchange.Links(pr, w, cursor); err == nil && bs.Versions > 0 {
+			fmt.Fprintf(stderr, "exported %d links of %d HTML versions\n", bs.Lines, bs.Versions)
+		} else if err == nil {
+			err = f.nothingMatched(nil)
+		}
 	case gateway.FormatText:
 		var bs exchange.BulkStats
-		bs, err = exchange.Texts(pr, w, cursor)
-		fmt.Fprintf(stderr, "exported the text of %d HTML versions\n", bs.Versions)
+		if bs, err = exchange.Texts(pr, w, cursor); err == nil && bs.Versions > 0 {
+			fmt.Fprintf(stderr, "exported the text of %d HTML versions\n", bs.Versions)
+		} else if err == nil {
+			err = f.nothingMatched(nil)
+		}
 	default:
-		z := exchange.NewWACZ(w, exchange.WACZOptions{Title: "herod export", Signer: signer})
+		z := exchange.NewWACZ(w, exchange.WACZOptions{Title: "herod export " + f.selection(), Signer: signer, Info: f.warcInfo(), MainPage: f.mainPage()})
 		var zs exchange.WACZStats
-		if zs, err = z.AddWARC(pr); err == nil {
+		zs, err = z.AddWARC(pr)
+		switch {
+		case err == nil && zs.Responses+zs.Revisits == 0:
+			var hint []string
+			if q.Host != "" {
+				hint = similarHosts(ctx, s.Store, q.Host)
+			}
+			err = f.nothingMatched(hint)
+		case err == nil:
 			err = z.Close()
 		}
 		if err == nil {
@@ -133,6 +150,24 @@ func (f *exportFlags) convertDisk(ctx context.Context, w io.Writer, stderr io.Wr
 	return nil
 }
 
+// mainPage is the WACZ's main page: the URL selected, else the host's
+// root or the prefix when the archive has a page there (the seed a crawl
+// of it starts from); "" leaves the choice to the page captured first.
+func (f *exportFlags) mainPage() string {
+	q, err := f.archiveQuery()
+	switch {
+	case err != nil:
+		return ""
+	case q.URL != "":
+		return q.URL
+	case q.Prefix != "":
+		return q.Prefix
+	case q.Host != "":
+		return "http://" + q.Host + "/"
+	}
+	return ""
+}
+
 // convertGateway asks the gateway for the converted stream and copies it.
 func (f *exportFlags) convertGateway(ctx context.Context, w io.Writer, stderr io.Writer) error {
 	resp, err := f.openGatewayExport(ctx, f.format)
@@ -142,6 +177,9 @@ func (f *exportFlags) convertGateway(ctx context.Context, w io.Writer, stderr io
 	defer resp.Body.Close()
 	n, err := io.Copy(w, resp.Body)
 	cursor := resp.Trailer.Get(gateway.TrailerExportCursor)
+	if err == nil && n == 0 && resp.Trailer.Get(gateway.TrailerExportStatus) == "complete" {
+		return f.nothingMatched(nil)
+	}
 	if err == nil && resp.Trailer.Get(gateway.TrailerExportStatus) != "complete" {
 		msg := resp.Trailer.Get(gateway.TrailerExportError)
 		if msg == "" {

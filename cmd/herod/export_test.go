@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +23,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/exchange"
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/sampleweb"
@@ -58,7 +61,8 @@ func makeData(t *testing.T) string {
 	return dir
 }
 
-// records reads a .warc.gz and returns each record's URI and date.
+// records reads a .warc.gz and returns each record's type, URI and date,
+// the warcinfo record aside.
 func records(t *testing.T, data []byte) []string {
 	t.Helper()
 	if len(data) == 0 {
@@ -78,8 +82,42 @@ func records(t *testing.T, data []byte) []string {
 		if err != nil {
 			t.Fatalf("record %d: %v", len(out), err)
 		}
+		if rec.Header.Get("Warc-Type") == "warcinfo" {
+			continue
+		}
 		out = append(out, rec.Header.Get("Warc-Type")+" "+rec.Header.Get("Warc-Target-Uri")+" "+rec.Header.Get("Warc-Date"))
 	}
+}
+
+// withoutInfo returns a .warc.gz stream without its warcinfo records,
+// which name the time and the source of each export.
+func withoutInfo(t *testing.T, data []byte) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	if err := exchange.Records(bytes.NewReader(data), func(m *exchange.Member) error {
+		if m.Type() != "warcinfo" {
+			out.Write(m.Raw)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// firstRecord returns the first record of a .warc.gz stream.
+func firstRecord(t *testing.T, data []byte) *archive.Record {
+	t.Helper()
+	var first *archive.Record
+	if err := exchange.Records(bytes.NewReader(data), func(m *exchange.Member) error {
+		if first == nil {
+			first = m.Record
+		}
+		return nil
+	}); err != nil || first == nil {
+		t.Fatalf("no first record: %v", err)
+	}
+	return first
 }
 
 func run(t *testing.T, cmd func(context.Context, []string, io.Writer, io.Writer) error, args ...string) (string, error) {
@@ -126,6 +164,10 @@ func TestExportData(t *testing.T) {
 			if len(recs) != tc.want || recs[0] != tc.first {
 				t.Fatalf("got %d records starting %q, want %d starting %q", len(recs), recs[0], tc.want, tc.first)
 			}
+			if info := firstRecord(t, b); info.Header.Get("Warc-Type") != "warcinfo" || info.Header.Get("Warc-Filename") != filepath.Base(out) ||
+				!bytes.Contains(info.Block, []byte("isPartOf: herod export "+strings.Join(tc.args[:2], " "))) {
+				t.Errorf("first record %v\n%s: want the warcinfo record of the export", info.Header, info.Block)
+			}
 			if tc.cdx {
 				c, err := os.ReadFile(cdx)
 				if err != nil {
@@ -134,6 +176,7 @@ func TestExportData(t *testing.T) {
 				if n := strings.Count(string(c), "\n"); n != tc.want {
 					t.Fatalf("cdxj has %d lines, want %d", n, tc.want)
 				}
+				checkCDXJ(t, c, b)
 			}
 		})
 	}
@@ -156,8 +199,34 @@ func TestExportFlags(t *testing.T) {
 			t.Errorf("export %q: err %v, want usage error\n%s", args, err, msg)
 		}
 	}
-	if _, err := run(t, exportCmd, "--data", t.TempDir(), "--host", "a.example", "-o", filepath.Join(t.TempDir(), "o")); err == nil {
+	if _, err := run(t, exportCmd, "--data", t.TempDir(), "--host", "a.example", "-o", filepath.Join(t.TempDir(), "o.warc.gz")); err == nil {
 		t.Error("export of a directory without an archive succeeded")
+	}
+}
+
+// checkCDXJ checks that every CDXJ line's offset and length locate its
+// record in warc, the warcinfo record before them all.
+func checkCDXJ(t *testing.T, cdxj, warc []byte) {
+	t.Helper()
+	for _, l := range strings.Split(strings.TrimSpace(string(cdxj)), "\n") {
+		parts := strings.SplitN(l, " ", 3)
+		var f struct {
+			URL    string `json:"url"`
+			Offset any    `json:"offset"`
+			Length any    `json:"length"`
+		}
+		if len(parts) != 3 || json.Unmarshal([]byte(parts[2]), &f) != nil {
+			t.Fatalf("cdxj line %q", l)
+		}
+		off, _ := strconv.Atoi(fmt.Sprint(f.Offset))
+		n, _ := strconv.Atoi(fmt.Sprint(f.Length))
+		if off <= 0 || off+n > len(warc) {
+			t.Fatalf("cdxj line %q: outside the %d-byte WARC (or at the warcinfo record)", l, len(warc))
+		}
+		var u string
+		if err := exchange.Records(bytes.NewReader(warc[off:off+n]), func(m *exchange.Member) error { u = m.URL(); return nil }); err != nil || u != f.URL {
+			t.Errorf("cdxj line %q: record %q at its location (%v)", l, u, err)
+		}
 	}
 }
 
@@ -245,7 +314,7 @@ func TestExportGatewayRevisits(t *testing.T) {
 			revisits++
 		}
 	}
-	if revisits == 0 || !bytes.Equal(got, want) {
+	if revisits == 0 || !bytes.Equal(withoutInfo(t, got), withoutInfo(t, want)) {
 		t.Fatalf("through the gateway: %d records; from disk: %d records, %d revisits; want the same bytes, with revisits",
 			len(records(t, got)), len(records(t, want)), revisits)
 	}
@@ -294,8 +363,8 @@ func TestExportGatewayResume(t *testing.T) {
 	}
 	got, _ := os.ReadFile(out)
 	want, _ := os.ReadFile(whole)
-	if !bytes.Equal(got, want) {
-		t.Fatalf("resumed export (%d records) differs from the whole one (%d)", len(records(t, got)), len(records(t, want)))
+	if !bytes.Equal(withoutInfo(t, got), withoutInfo(t, want)) || firstRecord(t, got).Header.Get("Warc-Type") != "warcinfo" {
+		t.Fatalf("resumed export (%d records) differs from the whole one (%d), or does not start with its warcinfo record", len(records(t, got)), len(records(t, want)))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/node"
@@ -27,7 +28,9 @@ func fsckCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	repair := fs.Bool("repair", false, "rebuild the index from the segments, cutting damaged tails (kept in quarantine/)")
 	compact := fs.Bool("compact", false, "rewrite segments without the records of purged versions")
 	minDead := fs.Float64("min-dead", archive.DefaultCompactMinDead, "with --compact, the share of a segment's bytes that must be dead for it to be rewritten (0-1]")
-	day := fs.Duration("day", node.DefaultDayLength, "crawl day length the node runs with")
+	var dayLen time.Duration
+	durationVar(fs, &dayLen, "day", node.DefaultDayLength, "crawl day length the node runs with")
+	day := &dayLen
 	verbose := fs.Bool("v", false, "verbose logs")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -36,6 +39,11 @@ func fsckCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if _, err := os.Stat(dir); err != nil {
 		return fmt.Errorf("--data %s: no archive: %w", *data, err)
 	}
+	lock, err := node.LockDataDir(*data)
+	if err != nil {
+		return fmt.Errorf("%w (stop it first)", err)
+	}
+	defer lock.Close()
 	opt := archive.Options{DayLength: *day, Logger: logger(stderr, *verbose)}
 	// Opening the store migrates the one-file layout into segments (and
 	// resumes a migration a crash interrupted) and cuts uncommitted tails.

@@ -9,6 +9,7 @@
 //	herod fsck     check (and repair) a node's archive
 //	herod sim      the ring simulator's report
 //	herod purge    remove and refuse the versions a peer signed
+//	herod version  the build: version, Go version, VCS revision
 //
 // Run "herod <command> --help" for each command's flags.
 package main
@@ -24,6 +25,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/herod-archive/herod/internal/buildinfo"
 )
 
 // command is one subcommand: its name, a line of help and its entry point.
@@ -42,6 +45,7 @@ var commands = []command{
 	{"fsck", "verify a stopped node's archive; --repair rebuilds its index", fsckCmd},
 	{"sim", "simulate a ring of up to 10,000 virtual servers in memory and report hops, balance, failures, churn", simCmd},
 	{"purge", "remove every version a peer signed and refuse that peer: on the running node, ordered ring-wide (or --offline on a stopped one)", purgeCmd},
+	{"version", "print herod's version, the Go version that built it and its VCS revision", versionCmd},
 }
 
 func main() {
@@ -51,6 +55,9 @@ func main() {
 }
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		args = []string{"version"}
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)
 		if len(args) == 0 {
@@ -74,9 +81,29 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			}
 		}
 	}
-	fmt.Fprintf(stderr, "herod: unknown command %q\n\n", args[0])
-	usage(stderr)
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	if c := closest(args[0], names); c != "" {
+		fmt.Fprintf(stderr, "herod: unknown command %q: did you mean `herod %s`?\n", args[0], c)
+	} else {
+		fmt.Fprintf(stderr, "herod: unknown command %q; run `herod help` for the commands\n", args[0])
+	}
 	return 2
+}
+
+// versionCmd prints the build of this binary (internal/buildinfo).
+func versionCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("version", "version", stderr)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("takes no arguments, got %q", fs.Arg(0))
+	}
+	_, err := fmt.Fprintln(stdout, buildinfo.Read())
+	return err
 }
 
 // errUsage reports bad flags; the flag package has already said what.
@@ -113,17 +140,6 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 		fs.PrintDefaults()
 	}
 	return fs
-}
-
-// parse parses args, mapping flag errors to errUsage.
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return errUsage
-	}
-	return nil
 }
 
 // logger returns a text logger on w: warnings only, or everything with verbose.

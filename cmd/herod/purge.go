@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -31,7 +32,9 @@ func purgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	nodeURL := fs.String("node", defaultNode, "gateway URL of the running node")
 	offline := fs.Bool("offline", false, "purge the stopped node's archive in --data directly (this node only; no order to the ring)")
 	who := fs.String("peer", "", "libp2p peer id whose signed versions are removed and refused from now on")
-	day := fs.Duration("day", node.DefaultDayLength, "crawl day length the node runs with (--offline)")
+	var dayLen time.Duration
+	durationVar(fs, &dayLen, "day", node.DefaultDayLength, "crawl day length the node runs with (--offline)")
+	day := &dayLen
 	verbose := fs.Bool("v", false, "verbose logs")
 	if err := parse(fs, args); err != nil {
 		return err

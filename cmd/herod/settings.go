@@ -40,19 +40,20 @@ type runSettings struct {
 	gwOrigin, rpOrigin      string
 	publicStatus, frameless bool
 	day                     time.Duration
-	quota                   int64
+	quota                   byteSize
 	diskReserve             byteRate
 	replInterval            time.Duration
 	replicas                int
 	download, upload        byteRate
 	gwMaxRequests           int
-	gwMemory                int64
+	gwMemory                byteSize
 	exportRate              byteRate
 	replShare               float64
 	logFormat               string
 	verbose                 bool
 	crawl                   crawlFlags
 	hostNewURLs             int
+	urls                    []string // URL arguments of herod run, seeded once it runs
 	resolved                []settings.Setting
 	sourceOf                map[string]settings.Setting
 }
@@ -62,10 +63,10 @@ func (s *runSettings) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.data, "data", defaultDataDir(), "data directory: archive, crawl queue, identity, admin token")
 	fs.StringVar(&s.listen, "listen", node.DefaultListen, "ring address ip:port (TCP, and QUIC on the same port); virtual-server ids derive from it")
 	fs.StringVar(&s.announce, "announce", "", "public ip:port other members reach this node at, for a port forwarded by hand (default: --listen, or the port the router maps by UPnP/NAT-PMP when --listen is 0.0.0.0:PORT)")
-	fs.DurationVar(&s.addrTimeout, "addr-timeout", node.DefaultAddrTimeout, "with --listen 0.0.0.0:PORT, how long to wait for the router's UPnP/NAT-PMP port mapping before joining through a relay")
+	durationVar(fs, &s.addrTimeout, "addr-timeout", node.DefaultAddrTimeout, "with --listen 0.0.0.0:PORT, how long to wait for the router's UPnP/NAT-PMP port mapping before joining through a relay")
 	fs.BoolVar(&s.noRelay, "no-relay-service", false, "do not relay connections for other members (circuit relay v2)")
 	fs.Var(&s.purgeAuth, "purge-authority", "peer id whose purge orders this node carries out for any peer (repeatable; default: only a peer's retraction of its own captures, and this node's own herod purge)")
-	fs.DurationVar(&s.rebalance, "rebalance-interval", node.DefaultRebalanceInterval, "how often the node checks its share of the ring and moves a virtual server for a fairer one (negative: never)")
+	durationVar(fs, &s.rebalance, "rebalance-interval", node.DefaultRebalanceInterval, "how often the node checks its share of the ring and moves a virtual server for a fairer one (negative: never)")
 	fs.Var(&s.join, "join", "multiaddr of a ring member to join through (repeatable)")
 	fs.Var(&s.seeds, "seed", "URL to start crawling from (repeatable)")
 	fs.IntVar(&s.vnodes, "vnodes", node.DefaultVirtualServers, "virtual servers: ring positions, in proportion to disk and bandwidth")
@@ -76,14 +77,15 @@ func (s *runSettings) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.rpOrigin, "replay-origin", "", "origin browsers reach the replay address at, http://host:port (default: the host name each request came with)")
 	fs.BoolVar(&s.publicStatus, "public-status", false, "serve /api/status, /ring and /metrics to anyone (default: this machine and holders of the admin token only)")
 	fs.IntVar(&s.gwMaxRequests, "gateway-max-requests", gateway.DefaultMaxInFlight, "gateway requests handled at once, slow readers included; past it 503 with Retry-After (negative: no limit)")
-	fs.Int64Var(&s.gwMemory, "gateway-memory", gateway.DefaultMemoryBudget, "bytes of archived bodies the gateway holds at once while preparing replies; past it 503 with Retry-After")
+	s.gwMemory = gateway.DefaultMemoryBudget
+	fs.Var(&s.gwMemory, "gateway-memory", "bytes (k, M, G, Mi suffixes) of archived bodies the gateway holds at once while preparing replies; past it 503 with Retry-After")
 	s.exportRate = gateway.DefaultExportRate
 	fs.Var(&s.exportRate, "export-rate", "bytes/s one client receives from /export (k, M, G suffixes); 0: no cap")
 	fs.BoolVar(&s.frameless, "frameless", false, "replay pages without the gateway's frame, the banner inside the archived page (where its scripts can reach it)")
-	fs.DurationVar(&s.day, "day", node.DefaultDayLength, "length of a crawl day: every known URL is fetched again once per day")
-	fs.Int64Var(&s.quota, "quota", 0, "archive disk quota in bytes (0: unlimited)")
+	durationVar(fs, &s.day, "day", node.DefaultDayLength, "length of a crawl day: every known URL is fetched again once per day")
+	fs.Var(&s.quota, "quota", "archive disk quota in bytes, with k, M, G, T (powers of 1000) or Ki, Mi, Gi, Ti suffixes: 50G (0: unlimited)")
 	fs.Var(&s.diskReserve, "disk-reserve", "free space to keep on the archive's file system (k, M, G suffixes; 0: 64 MiB): crawling and replication pause below it and resume by themselves when space returns")
-	fs.DurationVar(&s.replInterval, "replication-interval", node.DefaultReplicationInterval, "period of replication rounds with the ring neighbours (a ring change starts one sooner)")
+	durationVar(fs, &s.replInterval, "replication-interval", node.DefaultReplicationInterval, "period of replication rounds with the ring neighbours (a ring change starts one sooner)")
 	fs.IntVar(&s.replicas, "replicas", node.ReplicationFactor, fmt.Sprintf("k: real nodes holding every version, 1 to %d; the same on every node of the ring", node.MaxReplicas))
 	fs.Var(&s.download, "download-rate", "download cap in bytes/s (k, M, G suffixes: 2M is 2,000,000 bytes/s) for crawled bodies and replication pulls; 0: none")
 	fs.Var(&s.upload, "upload-rate", "upload cap in bytes/s (k, M, G suffixes) for replication replies; 0: none")
@@ -111,6 +113,7 @@ func (s *runSettings) resolve(fs *flag.FlagSet, lookup func(string) (string, boo
 	for _, st := range res {
 		s.sourceOf[st.Name] = st
 	}
+	s.urls = fs.Args()
 	return s.validate()
 }
 
@@ -175,6 +178,15 @@ func (s *runSettings) validate() error {
 			errs = append(errs, s.bad("seed", err.Error()))
 		}
 	}
+	for i, u := range s.urls {
+		if strings.HasPrefix(u, "-") {
+			errs = append(errs, fmt.Errorf("flag %s after the URL %s: give the flags first, herod run [flags] URL…", u, s.urls[max(i-1, 0)]))
+			break
+		}
+		if _, err := canon.Canonical(u); err != nil || !strings.Contains(u, "://") {
+			errs = append(errs, fmt.Errorf("argument %q is not a URL to crawl: herod run takes flags, then the URLs to seed (like https://example.org/)", u))
+		}
+	}
 	if _, err := s.crawl.config(); err != nil {
 		errs = append(errs, s.bad("allow-private", err.Error()))
 	}
@@ -216,8 +228,8 @@ func (s *runSettings) nodeConfig(w io.Writer) (node.Config, error) {
 		PurgeAuthorities: s.purgeAuth, RebalanceInterval: s.rebalance,
 		VirtualServers: s.vnodes, Seeds: s.seeds, Gateway: s.gateway, GatewayOffset: s.offset, DayLength: s.day,
 		Replay: s.replay, GatewayOrigin: s.gwOrigin, ReplayOrigin: s.rpOrigin,
-		PublicStatus: s.publicStatus, Frameless: s.frameless, Quota: s.quota, DiskReserve: int64(s.diskReserve),
-		GatewayLimits:       gateway.Limits{MaxInFlight: s.gwMaxRequests, MemoryBudget: s.gwMemory, ExportRate: exportRate(s.exportRate)},
+		PublicStatus: s.publicStatus, Frameless: s.frameless, Quota: int64(s.quota), DiskReserve: int64(s.diskReserve),
+		GatewayLimits:       gateway.Limits{MaxInFlight: s.gwMaxRequests, MemoryBudget: int64(s.gwMemory), ExportRate: exportRate(s.exportRate)},
 		ReplicationInterval: s.replInterval, Replicas: s.replicas,
 		DownloadRate: int64(s.download), UploadRate: int64(s.upload), ReplicationShare: s.replShare,
 		Crawl: cc, Logger: newLogger(w, s.logFormat, s.verbose),
@@ -245,41 +257,3 @@ func exportRate(b byteRate) int64 {
 	}
 	return int64(b)
 }
-
-// byteRate is a flag of bytes per second with an optional decimal suffix
-// k, M or G (2M is 2,000,000); 0 means no cap.
-type byteRate int64
-
-func (b *byteRate) String() string {
-	v := int64(*b)
-	for _, u := range []struct {
-		s string
-		n int64
-	}{{"G", 1e9}, {"M", 1e6}, {"k", 1e3}} {
-		if v != 0 && v%u.n == 0 {
-			return strconv.FormatInt(v/u.n, 10) + u.s
-		}
-	}
-	return strconv.FormatInt(v, 10)
-}
-
-func (b *byteRate) Set(s string) error {
-	t := strings.TrimSpace(s)
-	mult := 1.0
-	for suf, m := range map[string]float64{"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9} {
-		if rest, ok := strings.CutSuffix(t, suf); ok {
-			t, mult = rest, m
-			break
-		}
-	}
-	f, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
-	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) || f*mult > math.MaxInt64/2 {
-		return fmt.Errorf("%q: want bytes per second, like 500k or 2M", s)
-	}
-	*b = byteRate(math.Round(f * mult))
-	return nil
-}
-
-// Get returns the value as String writes it, so that herod config
-// prints "2M" rather than 2000000.
-func (b *byteRate) Get() any { return b.String() }

@@ -35,6 +35,10 @@ import (
 // are dialable), the circuit relay v2 client and hole punching (DCUtR).
 // The relay service a reachable member runs for others starts once the
 // node knows its ring address (StartRelayService).
+//
+// With a fixed port, New first binds it exclusively on TCP and UDP and
+// checks after starting that the host listens on both: a port another
+// program or another herod holds is a *PortInUseError.
 func New(listen string, key crypto.PrivKey, bwc metrics.Reporter, reg prometheus.Registerer) (host.Host, error) {
 	ip, port, err := net.SplitHostPort(listen)
 	if err != nil {
@@ -53,6 +57,9 @@ func New(listen string, key crypto.PrivKey, bwc metrics.Reporter, reg prometheus
 	}
 	addrs := []string{fmt.Sprintf("/%s/%s/tcp/%s", fam, ip, port)}
 	if port != "0" {
+		if err := probePorts(listen); err != nil {
+			return nil, err
+		}
 		// QUIC shares the port number only when it is fixed; with port 0 the
 		// two transports would pick different ports and the second address
 		// would not be derivable from the first.
@@ -86,6 +93,12 @@ func New(listen string, key crypto.PrivKey, bwc metrics.Reporter, reg prometheus
 	h, err := libp2p.New(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("libp2p host: %w", err)
+	}
+	if port != "0" {
+		if err := checkListening(h, listen); err != nil {
+			h.Close()
+			return nil, err
+		}
 	}
 	return h, nil
 }

@@ -6,6 +6,7 @@
 // for responses, WARC-Payload-Digest over the HTTP payload; revisit records
 // must name their profile and target and carry a payload digest equal to an
 // earlier response of the same URI in the file when that response is there.
+// A warcinfo record is allowed first only, with application/warc-fields.
 // It prints a JSON summary and exits 1 if any check failed.
 import { WARCParser } from "warcio";
 import crypto from "node:crypto";
@@ -59,7 +60,10 @@ for (const [i, { rec, content }] of raw.entries()) {
     errors.push(`${where}: Content-Length ${rec.warcHeader("Content-Length")}, block ${content.length}`);
   }
   if (sha1(content) !== rec.warcHeader("WARC-Block-Digest")) errors.push(`${where}: block digest mismatch`);
-  for (const f of ["WARC-Record-ID", "WARC-Date", "WARC-Target-URI", "WARC-Payload-Digest"]) {
+  const info = rec.warcType === "warcinfo";
+  if (info && i !== 0) errors.push(`${where}: warcinfo record not first`);
+  if (info && rec.warcHeader("Content-Type") !== "application/warc-fields") errors.push(`${where}: warcinfo not application/warc-fields`);
+  for (const f of info ? ["WARC-Record-ID", "WARC-Date"] : ["WARC-Record-ID", "WARC-Date", "WARC-Target-URI", "WARC-Payload-Digest"]) {
     if (!rec.warcHeader(f)) errors.push(`${where}: no ${f}`);
   }
 }
@@ -92,7 +96,7 @@ for (const [i, { rec, content }] of parsed.entries()) {
       errors.push(`${where}: revisit does not name its target`);
     }
     if (seen.has(uri) && !seen.get(uri).has(digest)) errors.push(`${where}: revisit digest matches no earlier response`);
-  } else {
+  } else if (rec.warcType !== "warcinfo") {
     errors.push(`${where}: unexpected record type ${rec.warcType}`);
   }
 }
