@@ -9,8 +9,7 @@ import (
 
 // BenchmarkDecide measures one decision for a capture URL with no rules,
 // with 10,000 rules in the index, and with the same rules scanned one by
-// one (what the index saves). The "ratio" metric of the indexed case is
-// its time over a linear scan's, measured in the same run:
+// one (what the index saves), in one run:
 //
 //	go test -run '^$' -bench Decide -benchtime 200000x ./archive/access/
 func BenchmarkDecide(b *testing.B) {
