@@ -33,9 +33,10 @@
 // embargo on a prefix is a block rule with Embargo set. Unlike pywb, an
 // embargo is a rule like any other: a more specific allow overrides it.
 //
-// SURT keys (SURT) drop the scheme and a leading "www.", reverse the host
-// labels (not an IP address), keep a non-default port, and are lower
-// case: http://www.Example.com:8080/A?b=1 is "com,example:8080)/a?b=1".
+// SURT keys (SURT) are the CDX API's surtkey column (archive.Surt): the
+// scheme and a leading "www." dropped, host labels reversed, a
+// non-default port kept, query arguments sorted, lower case:
+// http://www.Example.com:8080/A?b=1&a=2 is "com,example:8080)/a?a=2&b=1".
 //
 // Lookup is a binary search of the sorted prefix keys, stepping back to
 // shorter prefixes only (a handful of steps), plus one map lookup for

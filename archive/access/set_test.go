@@ -2,6 +2,9 @@ package access
 
 import (
 	"fmt"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/internal/canon"
 	"os"
 	"path/filepath"
 	"testing"
@@ -24,13 +27,24 @@ func TestSURT(t *testing.T) {
 		{"httpbin.org/", "org,httpbin)/"},
 		{"http://httpbin.org/anything/something", "org,httpbin)/anything/something"},
 		{"http://a.b.example.co.uk/x#frag", "uk,co,example,b,a)/x"},
-		{"http://127.0.0.1:8000/p", "127.0.0.1:8000)/p"},
-		{"http://[::1]/p", "[::1])/p"},
+		{"http://127.0.0.1:8000/p", "1,0,0,127:8000)/p"},
 		{"http://example.com?q", "com,example)/?q"},
+		{"http://www2.example.com/?b=2&a=1", "com,example)/?a=1&b=2"},
 	} {
 		got, err := SURT(c.in)
 		if err != nil || got != c.want {
 			t.Errorf("SURT(%q) = %q, %v; want %q", c.in, got, err, c.want)
+		}
+	}
+	// The fast path keys canonical URLs as the CDX API does.
+	for _, u := range []string{"http://example.com/", "https://www.example.com/a/B?z=1&y=2", "http://wwwx.example.com/",
+		"http://[::1]:8080/p", "http://xn--bcher-kva.example/", "http://example.com:8080/%7Efoo", "http://127.0.0.1/"} {
+		c, err := canon.Canonical(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := SURT(c); got != archive.Surt(c) {
+			t.Errorf("SURT(%q) = %q, archive.Surt %q", c, got, archive.Surt(c))
 		}
 	}
 	for _, bad := range []string{"ftp://example.com/", "http://", "mailto:x@y"} {

@@ -2,16 +2,18 @@ package access
 
 import (
 	"fmt"
-	"net/netip"
+	"slices"
 	"strings"
 
+	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/canon"
 )
 
-// SURT returns the SURT key of a URL: scheme dropped, a leading "www."
-// dropped, host labels reversed and comma-separated (an IP address kept
-// as is), a non-default port kept, then ")" and the path and query, all
-// lower case. A URL without a scheme is read as http. Canonical URLs
+// SURT returns the SURT key of a URL, the CDX API's surtkey
+// (archive.Surt) of its canonical form: scheme dropped, a leading "www."
+// (or "www2.") dropped, host labels reversed and comma-separated, a
+// non-default port kept, then ")", the path and the query arguments
+// sorted, all lower case. A URL without a scheme is read as http. Canonical URLs
 // (herod's stored form) take a fast path that does not parse them.
 func SURT(raw string) (string, error) {
 	if k, ok := fastSURT(raw); ok {
@@ -28,15 +30,16 @@ func SURT(raw string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("access: surt of %q: %w", raw, err)
 	}
-	k, ok := fastSURT(c)
-	if !ok {
-		return "", fmt.Errorf("access: surt of %q: not an http(s) URL", raw)
+	if k, ok := fastSURT(c); ok {
+		return k, nil
 	}
-	return k, nil
+	return archive.Surt(c), nil
 }
 
-// fastSURT keys a URL already in canonical form: http(s)://host[:port]
-// followed by "/" or nothing, lower-case host, default port dropped.
+// fastSURT keys a URL already in canonical form (http(s)://host[:port]
+// then "/" or nothing, lower-case host, default port dropped) as
+// archive.Surt does, without its regexp and URL parse; other forms (an
+// IPv6 host, user info) report false.
 func fastSURT(u string) (string, bool) {
 	var rest string
 	switch {
@@ -52,45 +55,60 @@ func fastSURT(u string) (string, bool) {
 		end = len(rest)
 	}
 	hp, path := rest[:end], rest[end:]
-	if hp == "" || strings.ContainsAny(hp, "@ \t") || hasUpper(hp) {
+	if hp == "" || strings.ContainsAny(hp, "@[]%") || hasUpper(hp) {
 		return "", false
 	}
 	if i := strings.IndexByte(path, '#'); i >= 0 {
 		path = path[:i]
 	}
-	if path == "" || path[0] == '?' {
-		path = "/" + path
+	query := ""
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path, query = path[:i], path[i+1:]
+	}
+	if path == "" {
+		path = "/"
 	}
 	host, port := hp, ""
-	if strings.HasPrefix(hp, "[") {
-		i := strings.IndexByte(hp, ']')
-		if i < 0 {
-			return "", false
-		}
-		host, port = hp[:i+1], hp[i+1:]
-	} else if i := strings.LastIndexByte(hp, ':'); i >= 0 {
+	if i := strings.LastIndexByte(hp, ':'); i >= 0 {
 		host, port = hp[:i], hp[i:]
 	}
+	host = stripWWW(host)
 	var b strings.Builder
 	b.Grow(len(u))
-	if _, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
-		b.WriteString(host)
-	} else {
-		host = strings.TrimPrefix(host, "www.")
-		for host != "" {
-			i := strings.LastIndexByte(host, '.')
-			b.WriteString(host[i+1:])
-			if i < 0 {
-				break
-			}
-			b.WriteByte(',')
-			host = host[:i]
+	for host != "" {
+		i := strings.LastIndexByte(host, '.')
+		b.WriteString(host[i+1:])
+		if i < 0 {
+			break
 		}
+		b.WriteByte(',')
+		host = host[:i]
 	}
 	b.WriteString(port)
 	b.WriteByte(')')
 	writeLower(&b, path)
+	if query != "" {
+		args := strings.Split(strings.ToLower(query), "&")
+		slices.Sort(args)
+		b.WriteByte('?')
+		b.WriteString(strings.Join(args, "&"))
+	}
 	return b.String(), true
+}
+
+// stripWWW drops a leading "www." or "www<digits>.".
+func stripWWW(h string) string {
+	if !strings.HasPrefix(h, "www") {
+		return h
+	}
+	i := 3
+	for i < len(h) && '0' <= h[i] && h[i] <= '9' {
+		i++
+	}
+	if i < len(h) && h[i] == '.' {
+		return h[i+1:]
+	}
+	return h
 }
 
 func hasUpper(s string) bool {
