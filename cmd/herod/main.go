@@ -9,6 +9,7 @@
 //	herod fsck     check (and repair) a node's archive
 //	herod sim      the ring simulator's report
 //	herod purge    remove and refuse the versions a peer signed
+//	herod access   add, list, remove or check access rules
 //
 // Run "herod <command> --help" for each command's flags.
 package main
@@ -42,6 +43,7 @@ var commands = []command{
 	{"fsck", "verify a stopped node's archive; --repair rebuilds its index", fsckCmd},
 	{"sim", "simulate a ring of up to 10,000 virtual servers in memory and report hops, balance, failures, churn", simCmd},
 	{"purge", "remove every version a peer signed and refuse that peer: on the running node, ordered ring-wide (or --offline on a stopped one)", purgeCmd},
+	{"access", "add, list, remove or check the running node's access rules (block, exclude, embargo; --ring: signed, ring-wide)", accessCmd},
 }
 
 func main() {
