@@ -118,6 +118,10 @@ func TestAccessSurfaces(t *testing.T) {
 			t.Errorf("%s: the blocked capture's body was served", target)
 		}
 	}
+	// The UI origin frames the content origin's answer.
+	if w := getUI(t, s, "/web/20200101120000/"+page); w.Code != 200 || strings.Contains(w.Body.String(), "<title>v1") {
+		t.Errorf("framed replay of the blocked capture: %d", w.Code)
+	}
 	if w := get(t, s, "/web/2021/"+page); w.Code != 200 || !strings.Contains(w.Body.String(), "second") {
 		t.Errorf("allowed capture: %d", w.Code)
 	}
