@@ -247,8 +247,9 @@ func (g *guarded) Page(ctx context.Context, req PageRequest) ([]CDXRow, bool, er
 	}
 }
 
-// hide is the Query.Hide of exports: every capture not shown.
-func (g *guarded) hide(url string, t time.Time) bool {
+// Hidden implements Hider, the Query.Hide of exports: every capture not
+// shown.
+func (g *guarded) Hidden(url string, t time.Time) bool {
 	if g.rules.Decide(url, t).Shown() {
 		return false
 	}
@@ -262,7 +263,7 @@ func (g *guarded) Export(ctx context.Context, q Query, w io.Writer, resumeAfter 
 	if g.exp == nil {
 		return fmt.Errorf("gateway: export: %w", ErrNoListing)
 	}
-	q.Hide = g.hide
+	q.Hide = g
 	return g.exp.Export(ctx, q, w, resumeAfter)
 }
 
@@ -273,7 +274,7 @@ func (g *guarded) ExportProgress(ctx context.Context, q Query, w io.Writer, resu
 	if !ok {
 		return g.Export(ctx, q, w, resumeAfter)
 	}
-	q.Hide = g.hide
+	q.Hide = g
 	return pe.ExportProgress(ctx, q, w, resumeAfter, progress)
 }
 

@@ -70,7 +70,7 @@ func (h hidingArchive) Export(ctx context.Context, q Query, w io.Writer, after s
 	}
 	for _, l := range strings.SplitAfter(string(data), "\n") {
 		if c, ok := strings.CutPrefix(strings.TrimSpace(l), "REC "); ok {
-			if u, t, err := ParseCursor(c); err == nil && q.Hide(u, t) {
+			if u, t, err := ParseCursor(c); err == nil && q.Hide.Hidden(u, t) {
 				continue
 			}
 		}

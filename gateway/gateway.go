@@ -69,7 +69,14 @@ type Query struct {
 	Revisits bool
 	// Hide, if set, names the captures an export leaves out (the access
 	// rules, access.go); never sent between nodes.
-	Hide func(url string, t time.Time) bool `json:"-"`
+	Hide Hider `json:"-"`
+}
+
+// Hider names captures to leave out (Query.Hide). An implementation is a
+// pointer, so that Query stays comparable.
+type Hider interface {
+	// Hidden reports whether the capture of url made at t is left out.
+	Hidden(url string, t time.Time) bool
 }
 
 // Contains reports whether v is selected by q. Implementations of Lister and

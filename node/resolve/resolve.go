@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/access"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/id"
@@ -84,7 +85,11 @@ type Service struct {
 	Gate func(s network.Stream) bool
 	// Base is the context requests are served under: the node's, which
 	// ends when it closes.
-	Base       func() context.Context
+	Base func() context.Context
+	// Access, if set, is this node's access rules (archive/access):
+	// Handle lists to other nodes only the versions they list and sends
+	// only the captures they show (access.go).
+	Access     func(url string, t time.Time) access.Decision
 	wire.Hooks // BadFrame and Logger, both optional
 
 	rejected atomic.Int64 // versions and records that failed verification
