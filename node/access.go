@@ -8,6 +8,7 @@ import (
 
 	"github.com/herod-archive/herod/archive/access"
 	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/node/status"
 )
 
 // Access rules (archive/access, docs/access.md): the node's own rules
@@ -56,6 +57,24 @@ func (n *Node) startAccess() {
 		defer n.wg.Done()
 		n.access.file.Watch(n.ctx, accessReload)
 	}()
+}
+
+// accessStats counts the rules in force by source and what the gateway
+// kept from readers (status.AccessStats).
+func (n *Node) accessStats() status.AccessStats {
+	var st status.AccessStats
+	for _, l := range n.access.table.List() {
+		if l.Source == access.Ring {
+			st.Ring++
+		} else {
+			st.Local++
+		}
+	}
+	if n.gw != nil {
+		g := n.gw.AccessStats()
+		st.Hidden, st.Blocked = g.Hidden, g.Blocked
+	}
+	return st
 }
 
 // AccessRules returns the node's access rules: local and ring-wide.

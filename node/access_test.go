@@ -77,6 +77,9 @@ func TestAccessRingWide(t *testing.T) {
 		if l := n.access.List(); len(l) != 1 || l[0].Source != access.Ring {
 			t.Errorf("%s lists %+v", n.self.Addr, l)
 		}
+		if st := n.Status().Access; st.Ring != 1 || st.Local != 0 {
+			t.Errorf("%s status: %+v", n.self.Addr, st)
+		}
 	}
 
 	// A member's own ring-wide rule: in force on it, refused by the others.
