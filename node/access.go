@@ -2,12 +2,15 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/herod-archive/herod/archive/access"
 	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/node/purge"
 	"github.com/herod-archive/herod/node/status"
 )
 
@@ -57,6 +60,30 @@ func (n *Node) startAccess() {
 		defer n.wg.Done()
 		n.access.file.Watch(n.ctx, accessReload)
 	}()
+}
+
+// DiskAccessRules returns the access rules the node whose data directory
+// is dataDir enforces, read while it is stopped (herod export --data):
+// its rules file (rulesFile, "" for the default in dataDir) and the
+// ring-wide rules its purge book keeps.
+func DiskAccessRules(dataDir, rulesFile string) (*access.Set, error) {
+	if rulesFile == "" {
+		rulesFile = filepath.Join(dataDir, accessRulesFile)
+	}
+	b, err := os.ReadFile(rulesFile)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("node: access rules: %w", err)
+	}
+	local, err := access.Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("node: access rules %s: %w", rulesFile, err)
+	}
+	ring, err := purge.AccessRulesIn(filepath.Join(dataDir, purgeOrdersFile))
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	set, _ := access.NewSet(append(local, ring...))
+	return set, nil
 }
 
 // accessStats counts the rules in force by source and what the gateway

@@ -14,6 +14,7 @@ import (
 
 	"github.com/herod-archive/herod/archive/access"
 	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/node"
 )
 
 // accessCmd edits and checks a running node's access rules through its
@@ -122,6 +123,17 @@ func accessCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("access: reply: %w", err)
 	}
 	return printAccess(stdout, op, req, rep)
+}
+
+// diskHide returns the access rules of the stopped node in data as an
+// export's Hide (the captures they do not show), nil when it has none.
+func diskHide(data string) (func(url string, t time.Time) bool, error) {
+	set, err := node.DiskAccessRules(data, "")
+	if err != nil || set.Len() == 0 {
+		return nil, err
+	}
+	now := time.Now()
+	return func(url string, t time.Time) bool { return !set.Decide(url, t, now).Shown() }, nil
 }
 
 // postAccess sends req to the node's /api/access and returns its reply.

@@ -116,3 +116,30 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// TestExportDataAccess: herod export from a stopped node's data
+// directory leaves out what its access rules do not show: its rules
+// file's and the ring-wide rules its purge book keeps.
+func TestExportDataAccess(t *testing.T) {
+	data := makeData(t)
+	rules := `{"url":"http://a.example/x","action":"exclude"}` + "\n" +
+		`{"url":"http://a.example/","exact":true,"action":"block","before":"2026-03-02T00:00:00Z"}` + "\n"
+	if err := os.WriteFile(filepath.Join(data, "access-rules"), []byte(rules), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "a.warc.gz")
+	if msg, err := run(t, exportCmd, "--data", data, "-o", out, "--host", "a.example"); err != nil {
+		t.Fatalf("export: %v\n%s", err, msg)
+	}
+	recs := records(t, mustRead(t, out))
+	got := strings.Join(recs, "\n")
+	if len(recs) != 3 || strings.Contains(got, "a.example/x") || strings.Contains(got, "http://a.example/ 2026-03-01") {
+		t.Fatalf("exported %d records (6 without rules):\n%s", len(recs), got)
+	}
+	if err := os.WriteFile(filepath.Join(data, "access-rules"), []byte(`{"url":"http://a.example/","action":"hide"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, exportCmd, "--data", data, "-o", out, "--host", "a.example"); err == nil {
+		t.Fatal("an export ran with a rules file that does not parse")
+	}
+}

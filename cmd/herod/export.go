@@ -30,6 +30,7 @@ type exportFlags struct {
 	day               time.Duration
 	format            string // "" or warc, wacz, links, text (export_formats.go)
 	wacz, sign        bool
+	hide              func(url string, t time.Time) bool // access rules of --data (openArchive; access.go)
 }
 
 // exportCmd writes WARC (and, from disk, CDXJ) for a host, URL prefix or
@@ -185,6 +186,11 @@ func (f *exportFlags) openArchive(stderr io.Writer) (*archive.Store, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("--data %s: no archive: %w", f.data, err)
 	}
+	hide, err := diskHide(f.data) // access.go
+	if err != nil {
+		return nil, err
+	}
+	f.hide = hide
 	s, err := archive.Open(dir, archive.Options{DayLength: f.day, Logger: logger(stderr, f.verbose)})
 	if err != nil {
 		return nil, fmt.Errorf("%w (is the node still running?)", err)
@@ -217,7 +223,7 @@ func (f *exportFlags) fromDisk(ctx context.Context, w io.Writer, stderr io.Write
 		name = filepath.Base(f.out)
 	}
 	prog := newProgress(stderr, "export")
-	st, err := s.Export(ctx, archive.ExportOptions{Query: q, Revisits: f.revisits, Filename: name, After: f.resume,
+	st, err := s.Export(ctx, archive.ExportOptions{Query: q, Revisits: f.revisits, Filename: name, After: f.resume, Hide: f.hide,
 		Progress: func(cursor string) { prog.add(1, 0, cursor) }}, countingWriter{w, prog}, cdx)
 	prog.done()
 	if err != nil {

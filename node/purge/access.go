@@ -138,3 +138,20 @@ func (b *Book) IssueAccess(ctx context.Context, s Signer, r access.Rule, revoke 
 	}
 	return nil
 }
+
+// AccessRulesIn returns the ring-wide access rules in force in the
+// orders file at path, as a Book opened on it would (a stopped node's:
+// herod export from its data directory). A missing file holds none.
+func AccessRulesIn(path string) ([]access.Rule, error) {
+	recs, err := loadRecords(path)
+	if err != nil {
+		return nil, fmt.Errorf("purge: orders: %w", err)
+	}
+	var out []access.Rule
+	for _, r := range recs {
+		if r.Access != nil && !r.Revoked {
+			out = append(out, *r.Access)
+		}
+	}
+	return out, nil
+}

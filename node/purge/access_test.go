@@ -95,6 +95,10 @@ func TestAccessOrders(t *testing.T) {
 	if got := b3.AccessRules(); len(got) != 1 || got[0].ID() != own.ID() {
 		t.Fatalf("after revoke and reopen: %+v", got)
 	}
+	// Read from the file alone, as herod export --data does.
+	if got, err := AccessRulesIn(path); err != nil || len(got) != 1 || got[0].ID() != own.ID() {
+		t.Fatalf("AccessRulesIn: %+v, %v", got, err)
+	}
 }
 
 // TestAccessSpread: an authority's rule floods to every member over the
