@@ -228,6 +228,9 @@ func TestAccessAdmin(t *testing.T) {
 	if chk.Decision == nil || chk.Decision.Status != 451 || len(chk.Versions) != 3 || chk.SURT != "com,example)/" {
 		t.Errorf("check: %+v", chk)
 	}
+	if code, _ := call("tok", AccessRequest{Op: "remove"}); code != 400 {
+		t.Errorf("remove without an id: %d", code)
+	}
 	if _, rm := call("tok", AccessRequest{Op: "remove", ID: rep.ID}); rm.Removed != 1 {
 		t.Errorf("remove: %+v", rm)
 	}

@@ -97,6 +97,10 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 		}
 		rep.ID = req.Rule.ID()
 	case "remove":
+		if req.ID == "" {
+			http.Error(w, "gateway: access: remove needs an id, URL or SURT prefix", http.StatusBadRequest)
+			return
+		}
 		n, err := s.cfg.Access.Remove(ctx, req.ID, req.Ring)
 		if err != nil {
 			http.Error(w, "gateway: access: "+err.Error(), http.StatusBadGateway)

@@ -83,8 +83,13 @@ func (b *Book) takeAccess(o Order) bool {
 	k := o.key()
 	b.mu.Lock()
 	old, have := b.orders[k]
-	if (have && !o.Time.After(old.Time)) || (!have && len(b.orders)+len(b.taking) >= MaxOrders) {
+	if have && !o.Time.After(old.Time) {
 		b.mu.Unlock()
+		return false
+	}
+	if !have && len(b.orders)+len(b.taking) >= MaxOrders {
+		b.mu.Unlock()
+		b.log.Warn("access order not kept: the book is full", "rule", o.Access.ID(), "orders", MaxOrders)
 		return false
 	}
 	if err := appendRecord(b.cfg.Path, record{Order: o, Done: true}); err != nil {
