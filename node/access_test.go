@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 )
 
 // TestAccessRingWide: on real libp2p nodes, an authority's takedown
-// (an access order) reaches every member and is enforced by each one's
+// (an access order) reaches every member of 5 and is enforced by each one's
 // gateway rules; a member's own ring-wide rule is refused and counted by
 // the others; a node that joins later takes the takedown in its first
 // replication round; a restarted node has it before it starts.
@@ -38,7 +39,7 @@ func TestAccessRingWide(t *testing.T) {
 	}
 	base := Config{VirtualServers: 2, StabilizeInterval: 100 * time.Millisecond, ReplicationInterval: -1,
 		PurgeAuthorities: []string{authID.String()}}
-	lr, err := StartLocalRing(ctx, dir, 3, base)
+	lr, err := StartLocalRing(ctx, dir, 5, base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,13 +64,29 @@ func TestAccessRingWide(t *testing.T) {
 
 	rule := access.Rule{URL: "http://takedown.invalid/private/", Action: access.Block, Reason: "legal notice"}
 	start := time.Now()
-	if err := lr.Nodes[0].access.Add(ctx, rule, true); err != nil {
+	added := make(chan error, 1)
+	go func() { added <- lr.Nodes[0].access.Add(ctx, rule, true) }()
+	seen := map[*Node]time.Duration{} // when each node was first seen enforcing it
+	for len(seen) < len(lr.Nodes) {
+		for _, n := range lr.Nodes {
+			if _, ok := seen[n]; !ok && blocked(n) {
+				seen[n] = time.Since(start)
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the takedown held on %d of %d nodes", len(seen), len(lr.Nodes))
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	var held []time.Duration
+	for _, d := range seen {
+		held = append(held, d)
+	}
+	if err := <-added; err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range lr.Nodes {
-		waitFor("the takedown on "+n.self.Addr, func() bool { return blocked(n) })
-	}
-	t.Logf("takedown held on all 3 nodes %s after it was given", time.Since(start))
+	slices.Sort(held)
+	t.Logf("takedown held on %d nodes: median %s, max %s after it was given", len(held), held[len(held)/2], held[len(held)-1])
 	for _, n := range lr.Nodes {
 		if d := n.access.Decide(public, captured); d.Action != access.Allow {
 			t.Errorf("%s: the takedown reaches beyond its prefix: %s", n.self.Addr, d.Action)
@@ -91,9 +108,14 @@ func TestAccessRingWide(t *testing.T) {
 		t.Fatal("a node's own ring-wide rule is not in force on it")
 	}
 	waitFor("the member's rule refused", func() bool {
-		return lr.Nodes[0].PurgeStats().Refused > 0 && lr.Nodes[2].PurgeStats().Refused > 0
+		for i, n := range lr.Nodes {
+			if i != 1 && n.PurgeStats().Refused == 0 {
+				return false
+			}
+		}
+		return true
 	})
-	for _, n := range []*Node{lr.Nodes[0], lr.Nodes[2]} {
+	for _, n := range []*Node{lr.Nodes[0], lr.Nodes[2], lr.Nodes[3], lr.Nodes[4]} {
 		if d := n.access.Decide(public, captured); d.Action != access.Allow {
 			t.Errorf("%s took a member's rule: %s", n.self.Addr, d.Action)
 		}
