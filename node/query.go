@@ -22,14 +22,14 @@ var querySlots = make(chan struct{}, query.MaxServing)
 // the host. The handler does not depend on Start: it needs only the store.
 func (n *Node) setupQuery() {
 	n.query = &query.Service{
-		Store:  n.store,
-		Self:   n.self,
-		Ring:   n.ring,
-		Open:   n.openStream,
-		Hooks:  wire.Hooks{Logger: n.log},
-		Slots:  querySlots,
-		Access: n.access.table.Decide, // access.go
+		Store: n.store,
+		Self:  n.self,
+		Ring:  n.ring,
+		Open:  n.openStream,
+		Hooks: wire.Hooks{Logger: n.log},
+		Slots: querySlots,
 	}
+	n.query.Access = n.access.table.Decide // access.go
 	n.kit.MustHandle(n.query.Spec())
 }
 

@@ -23,16 +23,16 @@ var _ gateway.Archive = (*resolver)(nil)
 // node's context).
 func (n *Node) setupResolve() {
 	n.resolve = &resolve.Service{
-		Store:  n.store,
-		Self:   n.self,
-		Ring:   n.ring,
-		K:      n.cfg.Replicas,
-		Open:   n.openStream,
-		Gate:   n.admit,
-		Base:   func() context.Context { return n.ctx },
-		Access: n.access.table.Decide, // access.go
-		Hooks:  wire.Hooks{BadFrame: n.badFrame, Logger: n.log},
+		Store: n.store,
+		Self:  n.self,
+		Ring:  n.ring,
+		K:     n.cfg.Replicas,
+		Open:  n.openStream,
+		Gate:  n.admit,
+		Base:  func() context.Context { return n.ctx },
+		Hooks: wire.Hooks{BadFrame: n.badFrame, Logger: n.log},
 	}
+	n.resolve.Access = n.access.table.Decide // access.go
 }
 
 // Versions implements gateway.Archive (resolve.Service.Versions).

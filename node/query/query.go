@@ -111,12 +111,13 @@ type Service struct {
 	// (capacity MaxServing) between all its nodes in a process, because
 	// the limit protects the machine's disk and CPU; handlers never wait
 	// for each other, so sharing it cannot deadlock.
-	Slots chan struct{}
+	Slots      chan struct{}
+	wire.Hooks // Logger, optional
+
 	// Access, if set, is this node's access rules (archive/access): lists
 	// and pages leave out the captures they do not list, exports those
 	// they do not show, for this node's queries and other nodes' alike.
-	Access     func(url string, t time.Time) access.Decision
-	wire.Hooks // Logger, optional
+	Access func(url string, t time.Time) access.Decision
 
 	dropped atomic.Int64 // export records of other members that failed verification
 }

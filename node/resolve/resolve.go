@@ -85,12 +85,13 @@ type Service struct {
 	Gate func(s network.Stream) bool
 	// Base is the context requests are served under: the node's, which
 	// ends when it closes.
-	Base func() context.Context
+	Base       func() context.Context
+	wire.Hooks // BadFrame and Logger, both optional
+
 	// Access, if set, is this node's access rules (archive/access):
 	// Handle lists to other nodes only the versions they list and sends
 	// only the captures they show (access.go).
-	Access     func(url string, t time.Time) access.Decision
-	wire.Hooks // BadFrame and Logger, both optional
+	Access func(url string, t time.Time) access.Decision
 
 	rejected atomic.Int64 // versions and records that failed verification
 }
