@@ -38,6 +38,10 @@ type ExportOptions struct {
 	// Dated leaves out the versions the store does not show as of their
 	// dates (Shown: unwitnessed, witness.go).
 	Dated bool
+	// Hide, if set, names captures to leave out (the node's access rules,
+	// archive/access): a response at its time, a revisit at its own time
+	// or at the time of the version it refers to.
+	Hide func(url string, t time.Time) bool
 }
 
 // ExportStats summarizes an export.
@@ -151,6 +155,9 @@ func (s *Store) Export(ctx context.Context, o ExportOptions, warc, cdxj io.Write
 		for _, ev := range events {
 			pos := cursor{host: hostOf(u), url: u, t: ev.t, d: ev.v.Digest}
 			if after != nil && pos.compare(*after) <= 0 {
+				continue
+			}
+			if o.Hide != nil && (o.Hide(u, ev.t) || (ev.revisit && o.Hide(u, ev.v.Time))) {
 				continue
 			}
 			line, err := s.exportOne(ctx, cw, ev, heads, &st)

@@ -415,7 +415,9 @@ func (c *Crawler) startDay(ctx context.Context, day int64) error {
 	if l, ok := c.a.(URLLister); ok {
 		more = func(yield func(string) error) error { return l.URLs(ctx, archive.Query{}, yield) }
 	}
-	hosts, n, fresh, err := c.q.newDay(day, c.cfg.Owns, more, c.takeStored)
+	// Requeues, not Config.Owns alone: the host lists hold for known
+	// URLs too (requeue.go).
+	hosts, n, fresh, err := c.q.newDay(day, c.Requeues, more, c.takeStored)
 	if err != nil {
 		c.count(KindQueue, "", err)
 		return err

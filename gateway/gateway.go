@@ -67,6 +67,16 @@ type Query struct {
 	// Revisits, in an export, adds an identical-payload-digest revisit
 	// record for each day a URL was checked and found unchanged.
 	Revisits bool
+	// Hide, if set, names the captures an export leaves out (the access
+	// rules, access.go); never sent between nodes.
+	Hide Hider `json:"-"`
+}
+
+// Hider names captures to leave out (Query.Hide). An implementation is a
+// pointer, so that Query stays comparable.
+type Hider interface {
+	// Hidden reports whether the capture of url made at t is left out.
+	Hidden(url string, t time.Time) bool
 }
 
 // Contains reports whether v is selected by q. Implementations of Lister and
@@ -183,6 +193,9 @@ type Config struct {
 	// Limits bound requests in flight, memory, write stalls and exports;
 	// the zero value means the defaults (see Limits).
 	Limits Limits
+	// Access, if set, decides what readers see of each capture, on
+	// every surface (access.go), and serves /api/access (admin token).
+	Access AccessControl
 }
 
 // ErrNoArchive is returned by New when Config.Archive is nil.
@@ -251,6 +264,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.list, _ = cfg.Archive.(Lister)
 	s.exp, _ = cfg.Archive.(Exporter)
+	s.guardAccess() // access.go
 	return s, nil
 }
 
@@ -263,6 +277,7 @@ func (s *Server) ctx(r *http.Request) (context.Context, context.CancelFunc) {
 // a deadline, 502 otherwise (the owner node could not answer).
 func (s *Server) archiveError(w http.ResponseWriter, r *http.Request, url string, err error) {
 	switch {
+	case s.blockedPage(w, r, err): // access.go
 	case errors.Is(err, archive.ErrNotFound):
 		s.notArchived(w, r, url)
 	case errors.Is(err, context.DeadlineExceeded):

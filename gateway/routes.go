@@ -28,6 +28,10 @@ func (s *Server) serveUI(w http.ResponseWriter, r *http.Request) {
 		s.servePurge(w, r)
 		return
 	}
+	if p == accessPath { // accessadmin.go
+		s.serveAccess(w, r)
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		s.errorPage(w, r, http.StatusMethodNotAllowed, "Only GET and HEAD are supported.", "")

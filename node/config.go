@@ -148,6 +148,10 @@ type Config struct {
 	// carries out only a peer's retraction of its own captures and its
 	// own operator's orders (Node.Purge; package purge).
 	PurgeAuthorities []string
+	// AccessRules is the node's own access rules file (herod run
+	// --access-rules; archive/access), reloaded when it changes; ""
+	// means "access-rules" in DataDir. herod access add|remove edits it.
+	AccessRules string
 	// Replicas is k, the real nodes that hold every version: its owner
 	// and the next k-1 distinct real nodes clockwise. It must be the
 	// same on every node of a ring (a replica checks a pull request

@@ -64,6 +64,7 @@ func (n *Node) setupGateway() error {
 		AdminToken:    token,
 		Seed:          n.SeedEach,
 		Purge:         n.Purge,
+		Access:        n.access,
 		PublicStatus:  cfg.PublicStatus,
 		Limits:        lim,
 	})

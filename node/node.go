@@ -60,6 +60,7 @@ type Node struct {
 	identity identity.Signer  // signs versions and purge orders
 	purge    *purge.Book      // purge orders (purge.go)
 	purgeX   *purge.Exchanger // carries the orders between members (purge.go)
+	access   *nodeAccess      // access rules, local and ring-wide (access.go)
 	store    *archive.Store
 	crawler  *crawl.Crawler
 	fwd      *forward.Forwarder
@@ -210,6 +211,9 @@ func New(cfg Config) (n *Node, err error) {
 	}
 	n.setupMembers()
 	n.setupKit()
+	if err := n.setupAccess(); err != nil { // access.go; before setupPurge
+		return nil, err
+	}
 	if err := n.setupPurge(); err != nil {
 		return nil, err
 	}
@@ -348,6 +352,7 @@ func (n *Node) Start(ctx context.Context) error {
 		defer n.wg.Done()
 		n.purgeX.SpreadLoop(n.ctx)
 	}()
+	n.startAccess() // access.go
 	n.log.Info("node started", "peer", n.self.Peer, "ring", n.self.Addr, "gateway", n.GatewayURL())
 	return nil
 }

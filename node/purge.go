@@ -8,6 +8,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/access"
 	"github.com/herod-archive/herod/node/identity"
 	"github.com/herod-archive/herod/node/purge"
 	"github.com/herod-archive/herod/replicate"
@@ -52,12 +53,14 @@ func (n *Node) setupPurge() error {
 			}
 			x.Spread()
 		},
+		Ruled:  func(rs []access.Rule) { n.access.table.Replace(access.Ring, rs) },
 		Logger: n.log.With("sub", "purge"),
 	})
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
 	n.purge = b
+	n.access.table.Replace(access.Ring, b.AccessRules())
 	x.Book, x.Self, x.Open = b, n.self.Peer, n.openStream
 	x.Neighbours = func() []ring.Contact { return purge.Neighbours(n.ring.Status()) }
 	x.Logger = n.log

@@ -29,6 +29,7 @@ func (n *Node) setupQuery() {
 		Hooks: wire.Hooks{Logger: n.log},
 		Slots: querySlots,
 	}
+	n.query.Access = n.access.table.Decide // access.go
 	n.kit.MustHandle(n.query.Spec())
 }
 

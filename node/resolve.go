@@ -32,6 +32,7 @@ func (n *Node) setupResolve() {
 		Base:  func() context.Context { return n.ctx },
 		Hooks: wire.Hooks{BadFrame: n.badFrame, Logger: n.log},
 	}
+	n.resolve.Access = n.access.table.Decide // access.go
 }
 
 // Versions implements gateway.Archive (resolve.Service.Versions).

@@ -51,6 +51,7 @@ func (n *Node) Status() Status {
 		Replication: n.ReplicationStats(),
 		Trust:       TrustStats{NotMember: ts.NotMember, Role: ts.Role, UnverifiedReads: n.resolve.Stats().Rejected, UnverifiedExports: n.query.Dropped()},
 		Purge:       n.PurgeStats(),
+		Access:      n.accessStats(), // access.go
 		Witness:     n.WitnessStats(),
 		TakenOver:   n.takeOver.Taken(),
 		Wire:        status.Wire(n.bwc),

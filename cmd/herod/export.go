@@ -31,7 +31,8 @@ type exportFlags struct {
 	day               time.Duration
 	format            string // "" or warc, wacz, links, text (export_formats.go)
 	wacz, sign        bool
-	operator          string // the warcinfo record's operator
+	operator          string                             // the warcinfo record's operator
+	hide              func(url string, t time.Time) bool // access rules of --data (openArchive; access.go)
 }
 
 // exportCmd writes WARC (and, from disk, CDXJ) for a host, URL prefix or
@@ -198,6 +199,12 @@ func (f *exportFlags) openArchive(stderr io.Writer) (*lockedStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (stop it, or export ring-wide through its gateway with --node)", err)
 	}
+	hide, err := diskHide(f.data) // access.go
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	f.hide = hide
 	s, err := archive.Open(dir, archive.Options{DayLength: f.day, Logger: logger(stderr, f.verbose)})
 	if err != nil {
 		lock.Close()
@@ -246,7 +253,7 @@ func (f *exportFlags) fromDisk(ctx context.Context, w io.Writer, stderr io.Write
 		name = filepath.Base(f.out)
 	}
 	prog := newProgress(stderr, "export")
-	st, err := s.Export(ctx, archive.ExportOptions{Query: q, Revisits: f.revisits, Filename: name, After: f.resume,
+	st, err := s.Export(ctx, archive.ExportOptions{Query: q, Revisits: f.revisits, Filename: name, After: f.resume, Hide: f.hide,
 		Progress: func(cursor string) { prog.add(1, 0, cursor) }}, countingWriter{info, prog}, cdx)
 	prog.done()
 	if err != nil {

@@ -94,7 +94,7 @@ func (f *exportFlags) convertDisk(ctx context.Context, w io.Writer, stderr io.Wr
 	var st archive.ExportStats
 	go func() {
 		var err error
-		st, err = s.Export(ctx, archive.ExportOptions{Query: q, Revisits: f.revisits, After: f.resume}, pw, nil)
+		st, err = s.Export(ctx, archive.ExportOptions{Query: q, Revisits: f.revisits, After: f.resume, Hide: f.hide}, pw, nil)
 		pw.CloseWithError(err)
 		done <- err
 	}()

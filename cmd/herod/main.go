@@ -10,6 +10,7 @@
 //	herod sim      the ring simulator's report
 //	herod purge    remove and refuse the versions a peer signed
 //	herod version  the build: version, Go version, VCS revision
+//	herod access   add, list, remove or check access rules
 //
 // Run "herod <command> --help" for each command's flags.
 package main
@@ -46,6 +47,7 @@ var commands = []command{
 	{"sim", "simulate a ring of up to 10,000 virtual servers in memory and report hops, balance, failures, churn", simCmd},
 	{"purge", "remove every version a peer signed and refuse that peer: on the running node, ordered ring-wide (or --offline on a stopped one)", purgeCmd},
 	{"version", "print herod's version, the Go version that built it and its VCS revision", versionCmd},
+	{"access", "add, list, remove or check the running node's access rules (block, exclude, embargo; --ring: signed, ring-wide)", accessCmd},
 }
 
 func main() {

@@ -54,6 +54,7 @@ type runSettings struct {
 	crawl                   crawlFlags
 	hostNewURLs             int
 	urls                    []string // URL arguments of herod run, seeded once it runs
+	accessRules             string   // --access-rules (access.go)
 	resolved                []settings.Setting
 	sourceOf                map[string]settings.Setting
 }
@@ -65,6 +66,7 @@ func (s *runSettings) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.announce, "announce", "", "public ip:port other members reach this node at, for a port forwarded by hand (default: --listen, or the port the router maps by UPnP/NAT-PMP when --listen is 0.0.0.0:PORT)")
 	durationVar(fs, &s.addrTimeout, "addr-timeout", node.DefaultAddrTimeout, "with --listen 0.0.0.0:PORT, how long to wait for the router's UPnP/NAT-PMP port mapping before joining through a relay")
 	fs.BoolVar(&s.noRelay, "no-relay-service", false, "do not relay connections for other members (circuit relay v2)")
+	fs.StringVar(&s.accessRules, "access-rules", "", "this node's access rules file, one JSON rule a line, reloaded when it changes (default: access-rules in --data; herod access edits it)")
 	fs.Var(&s.purgeAuth, "purge-authority", "peer id whose purge orders this node carries out for any peer (repeatable; default: only a peer's retraction of its own captures, and this node's own herod purge)")
 	durationVar(fs, &s.rebalance, "rebalance-interval", node.DefaultRebalanceInterval, "how often the node checks its share of the ring and moves a virtual server for a fairer one (negative: never)")
 	fs.Var(&s.join, "join", "multiaddr of a ring member to join through (repeatable)")
@@ -225,7 +227,7 @@ func (s *runSettings) nodeConfig(w io.Writer) (node.Config, error) {
 	cc.HostNewURLs = s.hostNewURLs
 	return node.Config{
 		DataDir: s.data, Listen: s.listen, Announce: s.announce, AddrTimeout: s.addrTimeout, NoRelayService: s.noRelay, Join: s.join,
-		PurgeAuthorities: s.purgeAuth, RebalanceInterval: s.rebalance,
+		PurgeAuthorities: s.purgeAuth, AccessRules: s.accessRules, RebalanceInterval: s.rebalance,
 		VirtualServers: s.vnodes, Seeds: s.seeds, Gateway: s.gateway, GatewayOffset: s.offset, DayLength: s.day,
 		Replay: s.replay, GatewayOrigin: s.gwOrigin, ReplayOrigin: s.rpOrigin,
 		PublicStatus: s.publicStatus, Frameless: s.frameless, Quota: int64(s.quota), DiskReserve: int64(s.diskReserve),

@@ -310,6 +310,9 @@ func (m *Member) read() (bool, error) {
 		}
 		return false, nil
 	}
+	if m.q.Hide != nil && m.q.Hide.Hidden(h.URL, h.Time) {
+		return false, nil // the access rules keep it from this export (gateway/access.go)
+	}
 	m.head, m.key, m.body = h, k, body
 	return true, nil
 }

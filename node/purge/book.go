@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/herod-archive/herod/archive/access"
 )
 
 // Bounds of the orders a Book keeps.
@@ -40,8 +42,12 @@ type Config struct {
 	// Skew is how far in the future an order's time may lie.
 	Skew time.Duration
 	// Taken, if set, is called after a new order was carried out (the
-	// node forgets the peer's membership and passes the order on).
+	// node forgets the peer's membership and passes the order on); peer
+	// is "" for an access order.
 	Taken func(peer string)
+	// Ruled, if set, is called with the ring-wide access rules in force
+	// after an access order changed them (access.go).
+	Ruled func(rules []access.Rule)
 	// Now tells the time; nil means time.Now.
 	Now func() time.Time
 	// Logger receives the Book's events; nil discards them.
@@ -51,6 +57,7 @@ type Config struct {
 // Stats counts a node's purge orders.
 type Stats struct {
 	Orders   int   `json:"orders"`   // orders carried out and kept
+	Rules    int   `json:"rules"`    // access rules in force among them
 	Versions int64 `json:"versions"` // versions removed by them since Open
 	Refused  int64 `json:"refused"`  // orders refused (unauthorized or invalid)
 }
@@ -67,7 +74,7 @@ type Book struct {
 	importMu sync.RWMutex
 
 	mu       sync.Mutex
-	orders   map[string]Order // by purged peer
+	orders   map[string]Order // by key: purged peer, or access rule ID
 	taking   map[string]bool  // purged peers whose order a Take is carrying out
 	bad      map[string]error // refused orders (message and signature), so a replica's are not checked each round
 	versions int64
@@ -95,8 +102,8 @@ func Open(ctx context.Context, cfg Config) (*Book, error) {
 		return nil, fmt.Errorf("purge: orders: %w", err)
 	}
 	for _, r := range recs {
-		b.orders[r.Peer] = r.Order
-		if !r.Done { // cut short: finish it
+		b.orders[r.key()] = r.Order
+		if !r.Done && r.Access == nil { // cut short: finish it
 			if err := b.carryOut(ctx, r.Order); err != nil {
 				return nil, fmt.Errorf("purge: orders: %w", err)
 			}
@@ -109,7 +116,13 @@ func Open(ctx context.Context, cfg Config) (*Book, error) {
 func (b *Book) Stats() Stats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return Stats{Orders: len(b.orders), Versions: b.versions, Refused: b.refused}
+	rules := 0
+	for _, o := range b.orders {
+		if o.Access != nil && !o.Revoked {
+			rules++
+		}
+	}
+	return Stats{Orders: len(b.orders), Rules: rules, Versions: b.versions, Refused: b.refused}
 }
 
 // Importing runs f, a replication import, while no purge runs.
@@ -142,8 +155,11 @@ func (b *Book) Take(ctx context.Context, o Order) (int, bool, error) {
 		}
 		b.bad[sig] = err
 		b.mu.Unlock()
-		b.log.Warn("refused a purge order", "peer", o.Peer, "issuer", o.Issuer, "err", err)
+		b.log.Warn("refused a purge order", "peer", o.Peer, "issuer", o.Issuer, "access", o.Access != nil, "err", err)
 		return 0, false, err
+	}
+	if o.Access != nil {
+		return 0, b.takeAccess(o), nil
 	}
 	// One Take carries out a peer's order: the same order arrives from
 	// several peers' exchanges at once.
@@ -203,7 +219,7 @@ func (b *Book) carryOut(ctx context.Context, o Order) error {
 	return appendRecord(b.cfg.Path, record{Order: o, Done: true})
 }
 
-// List returns the orders kept, sorted by purged peer, and their digest
+// List returns the orders kept, sorted by key, and their digest
 // (equal digests: the same orders).
 func (b *Book) List() ([]Order, string) {
 	b.mu.Lock()
@@ -213,7 +229,7 @@ func (b *Book) List() ([]Order, string) {
 	}
 	b.mu.Unlock()
 	slices.SortFunc(out, func(x, y Order) int {
-		return bytes.Compare([]byte(x.Peer), []byte(y.Peer))
+		return bytes.Compare([]byte(x.key()), []byte(y.key()))
 	})
 	h := sha1.New()
 	for _, o := range out {

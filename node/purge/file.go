@@ -15,7 +15,7 @@ type record struct {
 	Done bool `json:"done,omitempty"`
 }
 
-// loadRecords reads the orders file, one record per peer (the last one
+// loadRecords reads the orders file, one record per key (the last one
 // written), and cuts off a last line a crash left incomplete; a missing
 // file holds none.
 func loadRecords(path string) ([]record, error) {
@@ -26,7 +26,7 @@ func loadRecords(path string) ([]record, error) {
 	if err != nil {
 		return nil, err
 	}
-	last := map[string]int{} // peer -> index in out
+	last := map[string]int{} // key -> index in out
 	var out []record
 	lines := bytes.Split(b, []byte("\n"))
 	for i, l := range lines {
@@ -45,11 +45,11 @@ func loadRecords(path string) ([]record, error) {
 			}
 			return nil, fmt.Errorf("%s line %d: %w", path, i+1, err)
 		}
-		if j, ok := last[r.Peer]; ok {
+		if j, ok := last[r.key()]; ok {
 			out[j] = r
 			continue
 		}
-		last[r.Peer] = len(out)
+		last[r.key()] = len(out)
 		out = append(out, r)
 	}
 	return out, nil

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/herod-archive/herod/archive/access"
 )
 
 // Order is a signed order to purge every capture Peer signed. Its JSON
@@ -15,11 +17,28 @@ type Order struct {
 	Issuer string    `json:"issuer"` // who signed the order
 	Time   time.Time `json:"time"`   // when it was issued
 	Sig    []byte    `json:"sig"`    // Issuer's signature of Message
+	// Access, when set, makes the order a ring-wide access rule
+	// (access.go) instead of a purge: Peer is empty.
+	Access *access.Rule `json:"access,omitempty"`
+	// Revoked withdraws the access rule of the same ID (access.go).
+	Revoked bool `json:"revoked,omitempty"`
 }
 
 // Message returns what an order's signature covers.
 func Message(o Order) []byte {
+	if o.Access != nil {
+		return accessMessage(o)
+	}
 	return []byte("herod-purge-v1\n" + o.Peer + "\n" + o.Issuer + "\n" + o.Time.UTC().Format(time.RFC3339Nano))
+}
+
+// key names what an order is about: the purged peer, or the access
+// rule's ID. A Book keeps one order a key.
+func (o Order) key() string {
+	if o.Access != nil {
+		return accessKeyPrefix + o.Access.ID()
+	}
+	return o.Peer
 }
 
 // Errors of purge orders.
@@ -61,6 +80,9 @@ func NewOrder(s Signer, peerID string, now time.Time) (Order, error) {
 // in the future than skew, and from an issuer trusted to purge o.Peer
 // (self, o.Peer itself, or one of authorities).
 func check(o Order, v Verifier, self string, authorities map[string]bool, now time.Time, skew time.Duration) error {
+	if o.Access != nil {
+		return checkAccess(o, v, self, authorities, now, skew)
+	}
 	if _, err := peer.Decode(o.Peer); err != nil {
 		return fmt.Errorf("%w: peer %q: %v", ErrInvalid, o.Peer, err)
 	}

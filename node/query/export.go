@@ -36,7 +36,8 @@ func (svc *Service) serveExport(ctx context.Context, req Request, w io.Writer) e
 	if _, err := gatewayQuery(req.Query); err != nil {
 		return export.WriteError(w, err)
 	}
-	return export.Serve(ctx, svc.Store, archive.ExportOptions{Query: req.Query, Revisits: req.Revisits, After: req.After, Dated: true}, w)
+	return export.Serve(ctx, svc.Store, archive.ExportOptions{Query: req.Query, Revisits: req.Revisits, After: req.After, Dated: true,
+		Hide: svc.hidden()}, w)
 }
 
 // openExport starts member c's export of q after the cursor after and

@@ -133,7 +133,7 @@ func (svc *Service) localPage(ctx context.Context, q archive.Query, pr pageReque
 	more := false
 	add := func(v archive.Version) error {
 		k := gateway.KeyOf(v)
-		if !beyond(k, pr.After, pr.Reverse) || !svc.Store.Shown(ctx, v) {
+		if !beyond(k, pr.After, pr.Reverse) || !svc.Store.Shown(ctx, v) || !svc.listed(v) {
 			return nil
 		}
 		out = append(out, keyedRow{k: k, row: gateway.CDXRow{Version: v}})

@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/access"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/id"
@@ -113,12 +114,31 @@ type Service struct {
 	Slots      chan struct{}
 	wire.Hooks // Logger, optional
 
+	// Access, if set, is this node's access rules (archive/access): lists
+	// and pages leave out the captures they do not list, exports those
+	// they do not show, for this node's queries and other nodes' alike.
+	Access func(url string, t time.Time) access.Decision
+
 	dropped atomic.Int64 // export records of other members that failed verification
 }
 
 // Dropped returns how many records of other members exports left out
 // because they failed verification (export.Member.Dropped).
 func (svc *Service) Dropped() int64 { return svc.dropped.Load() }
+
+// listed reports whether the access rules list v.
+func (svc *Service) listed(v archive.Version) bool {
+	return svc.Access == nil || svc.Access(v.URL, v.Time).Listed()
+}
+
+// hidden reports whether the access rules keep the capture of url at t
+// out of exports; nil when there are no rules.
+func (svc *Service) hidden() func(url string, t time.Time) bool {
+	if svc.Access == nil {
+		return nil
+	}
+	return func(url string, t time.Time) bool { return !svc.Access(url, t).Shown() }
+}
 
 // archiveQuery translates a gateway query into the store's terms.
 func archiveQuery(q gateway.Query) archive.Query {
@@ -213,8 +233,8 @@ func (svc *Service) localList(ctx context.Context, q archive.Query, limit int) (
 	defer cancel()
 	var out []archive.Version
 	err := svc.Store.Scan(ctx, q, func(v archive.Version) error {
-		if !svc.Store.Shown(ctx, v) {
-			return nil // unwitnessed: never listed (archive/witness.go)
+		if !svc.Store.Shown(ctx, v) || !svc.listed(v) {
+			return nil // unwitnessed (archive/witness.go) or not listed by the access rules
 		}
 		out = append(out, v)
 		if len(out) >= 2*limit {

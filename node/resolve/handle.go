@@ -40,10 +40,12 @@ func (sv *Service) Handle(s network.Stream) {
 		if err != nil {
 			rep.Error = err.Error()
 		}
-		rep.Versions = vs
+		rep.Versions = sv.listed(vs) // access.go
 	case "get":
 		v, data, err := sv.localRecord(ctx, req.URL, req.Time)
 		switch {
+		case err == nil && !sv.shown(v): // access.go
+			rep.NotFound = true
 		case errors.Is(err, archive.ErrNotFound):
 			rep.NotFound = true
 		case err != nil:

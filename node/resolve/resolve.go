@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/access"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/id"
@@ -86,6 +87,11 @@ type Service struct {
 	// ends when it closes.
 	Base       func() context.Context
 	wire.Hooks // BadFrame and Logger, both optional
+
+	// Access, if set, is this node's access rules (archive/access):
+	// Handle lists to other nodes only the versions they list and sends
+	// only the captures they show (access.go).
+	Access func(url string, t time.Time) access.Decision
 
 	rejected atomic.Int64 // versions and records that failed verification
 }

@@ -92,6 +92,12 @@ var (
 		counter("trust_refused_total", "Streams refused from peers that are no verified ring member.", func(st *Status) float64 { return float64(st.Trust.NotMember) }),
 		counter("trust_unverified_reads_total", "Versions and captures other holders sent for the gateway that failed verification.", func(st *Status) float64 { return float64(st.Trust.UnverifiedReads) }),
 		counter("trust_unverified_exports_total", "Records other members sent for an export that failed verification.", func(st *Status) float64 { return float64(st.Trust.UnverifiedExports) }),
+		// access rules and purge orders (docs/access.md)
+		gauge("access_rules_local", "Access rules of this node's rules file.", func(st *Status) float64 { return float64(st.Access.Local) }),
+		gauge("access_rules_ring", "Ring-wide access rules in force.", func(st *Status) float64 { return float64(st.Access.Ring) }),
+		counter("access_hidden_total", "Captures the access rules left out of listings and exports.", func(st *Status) float64 { return float64(st.Access.Hidden) }),
+		counter("access_blocked_total", "Requests for a blocked capture, answered 451 or 403.", func(st *Status) float64 { return float64(st.Access.Blocked) }),
+		counter("purge_orders_refused_total", "Purge and access orders refused: unsigned, altered, or from an issuer this node does not list.", func(st *Status) float64 { return float64(st.Purge.Refused) }),
 	}
 	mWire  = desc("wire_bytes_total", "Stream bytes by libp2p protocol and direction (muxer and encryption framing excluded).", "protocol", "dir")
 	mReach = desc("reach", "How the ring reaches this node: 1 for the current way (listen, mapped by the router, announced).", "how")

@@ -17,6 +17,15 @@ import (
 	"github.com/herod-archive/herod/ring/claim"
 )
 
+// AccessStats counts a node's access rules (archive/access) and what its
+// gateway kept from readers by them.
+type AccessStats struct {
+	Local   int   `json:"local"`   // rules of the node's rules file
+	Ring    int   `json:"ring"`    // ring-wide rules in force (purge book)
+	Hidden  int64 `json:"hidden"`  // captures left out of listings and exports
+	Blocked int64 `json:"blocked"` // requests answered 451 or 403
+}
+
 // Status is a node's state as /api/status and `herod status` show it.
 type Status struct {
 	Peer      string `json:"peer"`
@@ -46,6 +55,9 @@ type Status struct {
 	Trust       TrustStats        `json:"trust"`
 	Claims      claim.Stats       `json:"claims"`
 	Purge       purge.Stats       `json:"purge"`
+	// Access counts the access rules in force and what they kept from
+	// readers (docs/access.md).
+	Access AccessStats `json:"access"`
 	// Witness counts witness statements fetched and versions left out as
 	// unwitnessed (package witness).
 	Witness witness.Stats `json:"witness"`
