@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/node/status"
 )
@@ -55,5 +56,14 @@ func (n *Node) Status() Status {
 		TakenOver:   n.takeOver.Taken(),
 		Wire:        status.Wire(n.bwc),
 		Members:     status.NewMembers(n.cfg.Replicas, n.ringpage.Members()),
+		Load:        n.gatewayStats(),
 	}
+}
+
+// gatewayStats returns the gateway's counters, zero before it is built.
+func (n *Node) gatewayStats() gateway.Stats {
+	if n.gw == nil {
+		return gateway.Stats{}
+	}
+	return n.gw.Stats()
 }

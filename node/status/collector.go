@@ -91,6 +91,15 @@ var (
 		gauge("ring_suspects", "Peers this node suspects of having failed.", func(st *Status) float64 { return float64(len(st.Ring.Suspects)) }),
 		counter("trust_refused_total", "Streams refused from peers that are no verified ring member.", func(st *Status) float64 { return float64(st.Trust.NotMember) }),
 		counter("trust_unverified_reads_total", "Versions and captures other holders sent for the gateway that failed verification.", func(st *Status) float64 { return float64(st.Trust.UnverifiedReads) }),
+		// the gateway's load
+		counter("gateway_requests_total", "HTTP requests the gateway answered.", func(st *Status) float64 { return float64(st.Load.Requests) }),
+		gauge("gateway_in_flight", "Gateway requests being handled now.", func(st *Status) float64 { return float64(st.Load.InFlight) }),
+		gauge("gateway_memory_held_bytes", "Bytes of reply bodies charged to the gateway's memory budget now.", func(st *Status) float64 { return float64(st.Load.MemoryHeld) }),
+		counter("gateway_busy_total", "Gateway requests refused with 503 for load (in flight, memory, export slots).", func(st *Status) float64 { return float64(st.Load.Busy) }),
+		counter("gateway_stalled_total", "Gateway replies dropped because the reader took nothing within the write-progress deadline.", func(st *Status) float64 { return float64(st.Load.Stalled) }),
+		counter("gateway_spooled_total", "Gateway reply bodies served from a spool file.", func(st *Status) float64 { return float64(st.Load.Spooled) }),
+		counter("gateway_streamed_total", "Gateway reply bodies streamed from the archive's segment files.", func(st *Status) float64 { return float64(st.Load.Streamed) }),
+		counter("gateway_archive_errors_total", "Archive calls of the gateway that failed, timeouts included.", func(st *Status) float64 { return float64(st.Load.ArchiveErrors) }),
 		counter("trust_unverified_exports_total", "Records other members sent for an export that failed verification.", func(st *Status) float64 { return float64(st.Trust.UnverifiedExports) }),
 	}
 	mWire  = desc("wire_bytes_total", "Stream bytes by libp2p protocol and direction (muxer and encryption framing excluded).", "protocol", "dir")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/crawl"
+	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/node/politeness"
 	"github.com/herod-archive/herod/node/purge"
@@ -56,6 +57,9 @@ type Status struct {
 	// Members is the ring's real nodes, up and down, as this node knows
 	// them, and k.
 	Members Members `json:"members"`
+	// Load is the gateway's own counters (gateway.Stats): requests in
+	// flight, refused as busy, stalled readers, spooled bodies.
+	Load gateway.Stats `json:"load"`
 }
 
 // WireStats counts the stream bytes this node sent and received under one
