@@ -50,13 +50,14 @@ func (n *Node) Status() Status {
 			OverHops: ls.OverHops, KnownShared: ls.KnownShared, KnownReceived: ls.KnownReceived},
 		Politeness:  n.PolitenessStats(),
 		Replication: n.ReplicationStats(),
-		Trust:       TrustStats{NotMember: ts.NotMember, Role: ts.Role, UnverifiedReads: n.resolve.Stats().Rejected, UnverifiedExports: n.query.Dropped()},
-		Purge:       n.PurgeStats(),
-		Witness:     n.WitnessStats(),
-		TakenOver:   n.takeOver.Taken(),
-		Wire:        status.Wire(n.bwc),
-		Members:     status.NewMembers(n.cfg.Replicas, n.ringpage.Members()),
-		Load:        n.gatewayStats(),
+		Trust: TrustStats{NotMember: ts.NotMember, Role: ts.Role, UnverifiedReads: n.resolve.Stats().Rejected, UnverifiedExports: n.query.Dropped(),
+			UnverifiedListings: n.query.Unverified()},
+		Purge:     n.PurgeStats(),
+		Witness:   n.WitnessStats(),
+		TakenOver: n.takeOver.Taken(),
+		Wire:      status.Wire(n.bwc),
+		Members:   status.NewMembers(n.cfg.Replicas, n.ringpage.Members()),
+		Load:      n.gatewayStats(),
 	}
 }
 

@@ -78,8 +78,11 @@ type Request struct {
 // ListBatch is one reply frame of op "list".
 type ListBatch struct {
 	Versions []archive.Version `json:"versions,omitempty"`
-	Done     bool              `json:"done,omitempty"`
-	Error    string            `json:"error,omitempty"`
+	// Proofs holds, for each of Versions in order, what the asking node
+	// verifies it by (verify.go).
+	Proofs []Proof `json:"proofs,omitempty"`
+	Done   bool    `json:"done,omitempty"`
+	Error  string  `json:"error,omitempty"`
 }
 
 // BusyError is the error of the reply to a request over the Slots limit.
@@ -110,10 +113,17 @@ type Service struct {
 	// (capacity MaxServing) between all its nodes in a process, because
 	// the limit protects the machine's disk and CPU; handlers never wait
 	// for each other, so sharing it cannot deadlock.
-	Slots      chan struct{}
+	Slots chan struct{}
+	// Dated, if set, judges the capture times of versions other members
+	// list that no statement they sent dates (witness.Service.DateAll:
+	// asking the versions' holders); nil drops them.
+	Dated func(ctx context.Context, vs []archive.Version) []archive.Dating
+	// Now is the clock of the witness rule; nil means time.Now.
+	Now        func() time.Time
 	wire.Hooks // Logger, optional
 
-	dropped atomic.Int64 // export records of other members that failed verification
+	dropped    atomic.Int64 // export records of other members that failed verification
+	unverified atomic.Int64 // listed rows of other members that failed verification
 }
 
 // Dropped returns how many records of other members exports left out
@@ -238,6 +248,9 @@ func (svc *Service) serveList(ctx context.Context, req Request, s network.Stream
 	}
 	for {
 		b := ListBatch{Versions: vs[:min(len(vs), listBatchSize)]}
+		if b.Proofs, err = svc.proofs(ctx, b.Versions); err != nil {
+			return wire.WriteJSON(s, ListBatch{Done: true, Error: "query list: " + err.Error()})
+		}
 		vs = vs[len(b.Versions):]
 		b.Done = len(vs) == 0
 		if err := wire.WriteJSON(s, b); err != nil {
@@ -258,7 +271,7 @@ func CDXCompare(a, b archive.Version) int {
 
 // remoteList asks member c for its versions selected by q and checks each
 // one: it must match q, its key must be the SHA-1 of its URL, and there
-// must be no more than limit.
+// must be no more than limit; it returns those that verify (verified).
 func (svc *Service) remoteList(ctx context.Context, c ring.Contact, q archive.Query, limit int) ([]archive.Version, error) {
 	gq, err := gatewayQuery(q)
 	if err != nil {
@@ -276,6 +289,7 @@ func (svc *Service) remoteList(ctx context.Context, c ring.Contact, q archive.Qu
 	_ = s.CloseWrite()
 	r := bufio.NewReader(s)
 	var out []archive.Version
+	listed := 0
 	for {
 		var b ListBatch
 		if err := wire.ReadJSON(r, maxHeaderFrame, &b); err != nil {
@@ -285,14 +299,24 @@ func (svc *Service) remoteList(ctx context.Context, c ring.Contact, q archive.Qu
 		if b.Error != "" {
 			return nil, fmt.Errorf("query list reply: %w: %.200s", errRemote, b.Error)
 		}
+		if len(b.Proofs) != len(b.Versions) {
+			s.Reset()
+			return nil, fmt.Errorf("query list reply: %w: %d proofs for %d versions", errBadReply, len(b.Proofs), len(b.Versions))
+		}
 		for _, v := range b.Versions {
 			if !gq.Contains(v) || v.Key != id.OfString(v.URL) {
 				s.Reset()
 				return nil, fmt.Errorf("query list reply: %w: version of %.100q does not match the query", errBadReply, v.URL)
 			}
 		}
-		out = append(out, b.Versions...)
-		if len(out) > limit {
+		listed += len(b.Versions)
+		ok, _ := svc.verified(ctx, b.Versions, b.Proofs)
+		for i, v := range b.Versions {
+			if ok[i] {
+				out = append(out, v)
+			}
+		}
+		if listed > limit {
 			s.Reset()
 			return nil, fmt.Errorf("query list reply: %w: more than %d versions", errBadReply, limit)
 		}

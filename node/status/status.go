@@ -121,4 +121,9 @@ type TrustStats struct {
 	// UnverifiedExports counts the records other members sent for a
 	// ring-wide export that failed verification: none was exported.
 	UnverifiedExports int64 `json:"unverifiedExports"`
+	// UnverifiedListings counts the rows other members listed for a
+	// ring-wide CDX query or listing that failed verification (unsigned,
+	// forged, purged fetcher, future or unwitnessed date): none was
+	// listed.
+	UnverifiedListings int64 `json:"unverifiedListings"`
 }
