@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/herod-archive/herod/archive"
@@ -89,3 +90,16 @@ func (n *Node) provenance(ctx context.Context, v archive.Version) gateway.Proven
 	d, ws := n.witness.Vouch(ctx, v)
 	return gateway.Provenance{Dating: d.String(), Witnesses: ws}
 }
+
+// Stream implements gateway.Streamer: the payload of v read from this
+// node's segment files (archive.Store.OpenBody) when v is a version it
+// holds, as Versions lists it (a version only other holders have comes
+// without a file); ErrNotStreamable otherwise.
+func (a readerArchive) Stream(ctx context.Context, v archive.Version) (*archive.Body, error) {
+	if v.File == "" {
+		return nil, fmt.Errorf("node stream %s: %w: held by other nodes", v.URL, archive.ErrNotStreamable)
+	}
+	return a.resolver.store.OpenBody(ctx, v)
+}
+
+var _ gateway.Streamer = readerArchive{}
