@@ -6,20 +6,23 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/herod-archive/herod/archive"
 )
 
-// Streamer is implemented by archives that can read a version's payload
+// Streamer is implemented by archives that can read a capture's payload
 // as a stream from their own files (archive.Store.OpenBody). The gateway
 // then serves a raw (id_) reply, or a large reply it does not rewrite, of
 // a capture held there straight from the file: neither held whole nor
 // spooled.
 type Streamer interface {
-	// Stream opens the payload of v, a version Versions listed. An error
-	// wrapping archive.ErrNotStreamable means v is not in this archive's
-	// own files or cannot be streamed: the gateway reads it with Get.
-	Stream(ctx context.Context, v archive.Version) (*archive.Body, error)
+	// StreamAt opens the payload of the capture of url that Get would
+	// serve for t, when this archive holds it in its own files. An error
+	// wrapping archive.ErrNotStreamable means it does not, or cannot
+	// stream it, which it finds without asking other nodes when it holds
+	// no version of url: the gateway then reads it with Get.
+	StreamAt(ctx context.Context, url string, t time.Time) (archive.Version, *archive.Body, error)
 }
 
 // streamCharge is what one streamed reply is charged to
@@ -36,22 +39,18 @@ func (s *Server) serveStreamed(ctx context.Context, w http.ResponseWriter, r *ht
 	if !ok || s.lim.SpoolThreshold < 0 || s.hints.small(t.URL) {
 		return false
 	}
-	vs, err := s.cfg.Archive.Versions(ctx, t.URL)
-	if err != nil || len(vs) == 0 {
-		return false // Get answers, with its own error
-	}
-	v := vs[selectVersion(vs, t.Time)]
-	raw := t.Mod == ModRaw
-	mt := mediaType(v.ContentType)
-	if v.Length < s.lim.SpoolThreshold || (v.Status >= 300 && v.Status < 400) ||
-		(!raw && (mt == "" || scriptedDocument(mt) || mt == "text/css" || scriptMedia[mt])) {
-		return false
-	}
-	b, err := st.Stream(ctx, v)
+	v, b, err := st.StreamAt(ctx, t.URL, t.Time)
 	if err != nil {
-		if !errors.Is(err, archive.ErrNotStreamable) {
+		if !errors.Is(err, archive.ErrNotStreamable) && !errors.Is(err, archive.ErrNotFound) {
 			s.log.Warn("gateway: stream", "url", t.URL, "err", err)
 		}
+		return false // Get answers, with its own error if any
+	}
+	raw := t.Mod == ModRaw
+	mt := mediaType(v.ContentType)
+	if b.Size < s.lim.SpoolThreshold || (b.Status >= 300 && b.Status < 400) ||
+		(!raw && (mt == "" || scriptedDocument(mt) || mt == "text/css" || scriptMedia[mt])) {
+		b.Close()
 		return false
 	}
 	defer b.Close()

@@ -21,8 +21,13 @@ import (
 // (gateway.Streamer), as the node does for the captures it holds.
 type streamArchive struct{ *archive.Store }
 
-func (a streamArchive) Stream(ctx context.Context, v archive.Version) (*archive.Body, error) {
-	return a.OpenBody(ctx, v)
+func (a streamArchive) StreamAt(ctx context.Context, url string, t time.Time) (archive.Version, *archive.Body, error) {
+	v, err := a.Store.At(ctx, url, t)
+	if err != nil {
+		return v, nil, err
+	}
+	b, err := a.OpenBody(ctx, v)
+	return v, b, err
 }
 
 var _ gateway.Streamer = streamArchive{}
