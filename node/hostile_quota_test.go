@@ -145,7 +145,9 @@ func TestHostileQuotaRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	victim, owner, second := lr.Nodes[0], lr.Nodes[1], lr.Nodes[2]
-	second.store.OnAdd(nil)            // its junk reaches the victim only through the owner's range
+	// The second identity's junk reaches the victim only through the
+	// owner's range.
+	second.store.OnAdd(nil)
 	page := func(seed uint64) []byte { // incompressible: 32 KiB stored as 32 KiB
 		r := rand.New(rand.NewPCG(seed, 11))
 		b := make([]byte, 32<<10)
