@@ -232,61 +232,16 @@ func (svc *Service) servePage(ctx context.Context, req Request, s network.Stream
 	}
 }
 
-// maxRefills bounds the pages a member is asked again for in one page
-// request, after rows of its page failed verification.
-const maxRefills = 4
-
 // memberPage is what one member listed for a page request.
 type memberPage struct {
-	rows []gateway.CDXRow // verified, in no particular order
-	more bool             // the member has rows after frontier
+	rows   []gateway.CDXRow // as listed (unverified), then those kept
+	proofs []*Proof         // of rows; nil for this node's own
+	more   bool             // the member has rows after frontier
 	// frontier is the key of the last row the member sent, in page
 	// order; set with more: the member's rows beyond it are unknown.
 	frontier *gateway.CDXKey
 	dropped  int    // rows that failed verification
 	by       string // the member's address, for errors
-}
-
-// verifiedPage asks member c for a page (remotePage) and keeps the rows
-// that verify. While rows were dropped, fewer than N remain and the
-// member has more, it asks for the member's next rows, at most
-// maxRefills times.
-func (svc *Service) verifiedPage(ctx context.Context, c ring.Contact, q archive.Query, pr pageRequest) (memberPage, error) {
-	var mp memberPage
-	for range maxRefills + 1 {
-		rows, proofs, more, err := svc.remotePage(ctx, c, q, pr)
-		if err != nil {
-			return memberPage{}, err
-		}
-		vs := make([]archive.Version, len(rows))
-		for i, r := range rows {
-			vs[i] = r.Version
-		}
-		ok, ws := svc.verified(ctx, vs, proofs)
-		for i, r := range rows {
-			if !ok[i] {
-				mp.dropped++
-				continue
-			}
-			r.Peer, r.Witnesses = "", nil
-			if pr.Peers {
-				r.Peer, r.Witnesses = r.Version.Peer, ws[i]
-			}
-			mp.rows = append(mp.rows, r)
-		}
-		mp.more, mp.frontier = more, nil
-		if !more || len(rows) == 0 {
-			return mp, nil
-		}
-		last := keyRows(rows)
-		slices.SortFunc(last, func(a, b keyedRow) int { return order(a.k, b.k, pr.Reverse) })
-		mp.frontier = &last[len(last)-1].k
-		if len(mp.rows) >= pr.N || countTrue(ok) == len(rows) {
-			return mp, nil
-		}
-		pr.After = mp.frontier
-	}
-	return mp, nil
 }
 
 // order compares keys in a page's order.
@@ -301,7 +256,7 @@ func order(a, b gateway.CDXKey, reverse bool) int {
 // the query, its key must be the SHA-1 of its URL, it must come after the
 // resume key in order, there must be no more than N, and each must come
 // with its proof. It returns the rows unverified, with their proofs.
-func (svc *Service) remotePage(ctx context.Context, c ring.Contact, q archive.Query, pr pageRequest) ([]gateway.CDXRow, []Proof, bool, error) {
+func (svc *Service) remotePage(ctx context.Context, c ring.Contact, q archive.Query, pr pageRequest) ([]gateway.CDXRow, []*Proof, bool, error) {
 	gq, err := pageQuery(q, pr)
 	if err != nil {
 		return nil, nil, false, err
@@ -318,7 +273,7 @@ func (svc *Service) remotePage(ctx context.Context, c ring.Contact, q archive.Qu
 	_ = s.CloseWrite()
 	r := bufio.NewReader(s)
 	var out []gateway.CDXRow
-	var proofs []Proof
+	var proofs []*Proof
 	for {
 		var b pageBatch
 		if err := wire.ReadJSON(r, maxHeaderFrame, &b); err != nil {
@@ -340,8 +295,8 @@ func (svc *Service) remotePage(ctx context.Context, c ring.Contact, q archive.Qu
 		}
 		for i := range b.Rows {
 			b.Rows[i].Version.Peer = b.Rows[i].Peer // see servePage
+			out, proofs = append(out, b.Rows[i]), append(proofs, &b.Proofs[i])
 		}
-		out, proofs = append(out, b.Rows...), append(proofs, b.Proofs...)
 		if len(out) > pr.N {
 			s.Reset()
 			return nil, nil, false, fmt.Errorf("cdx page reply: %w: more than %d captures", errBadReply, pr.N)
@@ -371,19 +326,25 @@ func (svc *Service) Page(ctx context.Context, req gateway.PageRequest) ([]gatewa
 	}
 	var pages []memberPage
 	errs := svc.eachMember(ctx, func(m ring.Contact) (func(), error) {
-		var mp memberPage
+		mp := memberPage{by: m.Addr}
 		var err error
 		if m.Peer == svc.Self.Peer {
 			mp.rows, mp.more, err = svc.localPage(ctx, q, pr)
+			mp.proofs = make([]*Proof, len(mp.rows))
 		} else {
-			mp, err = svc.verifiedPage(ctx, m, q, pr)
+			mp.rows, mp.proofs, mp.more, err = svc.remotePage(ctx, m, q, pr)
 		}
-		mp.by = m.Addr
+		if mp.more && len(mp.rows) > 0 {
+			keyed := keyRows(mp.rows)
+			last := slices.MaxFunc(keyed, func(a, b keyedRow) int { return order(a.k, b.k, pr.Reverse) })
+			mp.frontier = &last.k
+		}
 		return func() { pages = append(pages, mp) }, err
 	})
 	if len(errs) > 0 {
 		return nil, false, fmt.Errorf("node cdx page: %w: %w", ErrPartial, errors.Join(errs...))
 	}
+	svc.judgePages(ctx, pages, pr.Peers)
 	rows, more, err := mergePages(pages, req.N, req.Reverse)
 	if err != nil {
 		return nil, false, fmt.Errorf("node cdx page: %w", err)
@@ -391,13 +352,51 @@ func (svc *Service) Page(ctx context.Context, req gateway.PageRequest) ([]gatewa
 	return rows, more, nil
 }
 
-// mergePages merges the members' pages into the first n rows in the
-// page's order, duplicates merged (mergeRows), and whether more follow.
-// Each member's first n rows hold its part of the global first n. A
-// member whose rows were dropped holds fewer than n before its frontier:
-// rows past the first such frontier are left to the next page, which
-// resumes before them; if none is left, the page cannot be given
-// (ErrPartial, naming the member).
+// judgePages verifies the rows of every member's page together (judge)
+// and leaves in each page the rows kept, with their fetchers and
+// witnesses when peers asks for them, and the count of those dropped.
+func (svc *Service) judgePages(ctx context.Context, pages []memberPage, peers bool) {
+	var vs []archive.Version
+	var ps []*Proof
+	for _, mp := range pages {
+		for i, r := range mp.rows {
+			vs, ps = append(vs, r.Version), append(ps, mp.proofs[i])
+		}
+	}
+	fate, good := svc.judge(ctx, vs, ps, peers)
+	n := 0
+	for p := range pages {
+		mp := &pages[p]
+		kept := mp.rows[:0]
+		for i, r := range mp.rows {
+			f, ws, local := fate[n], good[n], mp.proofs[i] == nil
+			n++
+			switch {
+			case f == rowDropped:
+				mp.dropped++
+				continue
+			case f == rowCopy:
+				continue
+			case local:
+				r.Witnesses = mergeWitnesses(r.Witnesses, ws)
+			case peers:
+				r.Peer, r.Witnesses = r.Version.Peer, ws
+			default:
+				r.Peer, r.Witnesses = "", nil
+			}
+			kept = append(kept, r)
+		}
+		mp.rows, mp.proofs = kept, nil
+	}
+}
+
+// mergePages merges the members' pages (their kept rows) into the first
+// n rows in the page's order, duplicates merged (mergeRows), and whether
+// more follow. Each member's first n rows hold its part of the global
+// first n. A member whose rows were dropped holds fewer than n before
+// its frontier: rows past the first such frontier are left to the next
+// page, which resumes before them; if none is left, the page cannot be
+// given (ErrPartial, naming the member).
 func mergePages(pages []memberPage, n int, reverse bool) ([]gateway.CDXRow, bool, error) {
 	var all []gateway.CDXRow
 	var more bool

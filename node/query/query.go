@@ -270,58 +270,53 @@ func CDXCompare(a, b archive.Version) int {
 }
 
 // remoteList asks member c for its versions selected by q and checks each
-// one: it must match q, its key must be the SHA-1 of its URL, and there
-// must be no more than limit; it returns those that verify (verified).
-func (svc *Service) remoteList(ctx context.Context, c ring.Contact, q archive.Query, limit int) ([]archive.Version, error) {
+// one: it must match q, its key must be the SHA-1 of its URL, there must
+// be no more than limit, and each must come with its proof. It returns
+// them unverified, with their proofs.
+func (svc *Service) remoteList(ctx context.Context, c ring.Contact, q archive.Query, limit int) ([]archive.Version, []*Proof, error) {
 	gq, err := gatewayQuery(q)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s, err := svc.Open(ctx, c, Protocol)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer s.Close()
 	if err := wire.WriteJSON(s, Request{Op: "list", Query: q, Limit: limit}); err != nil {
 		s.Reset()
-		return nil, fmt.Errorf("query list request: %w", err)
+		return nil, nil, fmt.Errorf("query list request: %w", err)
 	}
 	_ = s.CloseWrite()
 	r := bufio.NewReader(s)
 	var out []archive.Version
-	listed := 0
+	var proofs []*Proof
 	for {
 		var b ListBatch
 		if err := wire.ReadJSON(r, maxHeaderFrame, &b); err != nil {
 			s.Reset()
-			return nil, fmt.Errorf("query list reply: %w", err)
+			return nil, nil, fmt.Errorf("query list reply: %w", err)
 		}
 		if b.Error != "" {
-			return nil, fmt.Errorf("query list reply: %w: %.200s", errRemote, b.Error)
+			return nil, nil, fmt.Errorf("query list reply: %w: %.200s", errRemote, b.Error)
 		}
 		if len(b.Proofs) != len(b.Versions) {
 			s.Reset()
-			return nil, fmt.Errorf("query list reply: %w: %d proofs for %d versions", errBadReply, len(b.Proofs), len(b.Versions))
+			return nil, nil, fmt.Errorf("query list reply: %w: %d proofs for %d versions", errBadReply, len(b.Proofs), len(b.Versions))
 		}
-		for _, v := range b.Versions {
+		for i, v := range b.Versions {
 			if !gq.Contains(v) || v.Key != id.OfString(v.URL) {
 				s.Reset()
-				return nil, fmt.Errorf("query list reply: %w: version of %.100q does not match the query", errBadReply, v.URL)
+				return nil, nil, fmt.Errorf("query list reply: %w: version of %.100q does not match the query", errBadReply, v.URL)
 			}
+			out, proofs = append(out, v), append(proofs, &b.Proofs[i])
 		}
-		listed += len(b.Versions)
-		ok, _ := svc.verified(ctx, b.Versions, b.Proofs)
-		for i, v := range b.Versions {
-			if ok[i] {
-				out = append(out, v)
-			}
-		}
-		if listed > limit {
+		if len(out) > limit {
 			s.Reset()
-			return nil, fmt.Errorf("query list reply: %w: more than %d versions", errBadReply, limit)
+			return nil, nil, fmt.Errorf("query list reply: %w: more than %d versions", errBadReply, limit)
 		}
 		if b.Done {
-			return out, nil
+			return out, proofs, nil
 		}
 	}
 }
@@ -333,7 +328,8 @@ var errRemote = errors.New("node: remote error")
 var errBadReply = errors.New("node: bad query reply")
 
 // List implements gateway.Lister: it asks every real node of the ring (at
-// most queryFanout at a time) for its versions selected by q, merges them
+// most queryFanout at a time) for its versions selected by q, keeps those
+// that verify (judge), merges them
 // in CDX order (SURT, then time), drops duplicates (replicas) and keeps the
 // first q.Limit. If a member fails, or the ring could not be enumerated
 // completely, List returns an error naming them (wrapping ErrPartial) and
@@ -348,19 +344,29 @@ func (svc *Service) List(ctx context.Context, q gateway.Query) ([]archive.Versio
 	if _, err := gatewayQuery(aq); err != nil {
 		return nil, fmt.Errorf("node list: %w", err)
 	}
-	var all []archive.Version
+	var listed []archive.Version
+	var proofs []*Proof
 	errs := svc.eachMember(ctx, func(m ring.Contact) (func(), error) {
 		var vs []archive.Version
+		var ps []*Proof
 		var err error
 		if m.Peer == svc.Self.Peer {
 			vs, err = svc.localList(ctx, aq, limit)
+			ps = make([]*Proof, len(vs))
 		} else {
-			vs, err = svc.remoteList(ctx, m, aq, limit)
+			vs, ps, err = svc.remoteList(ctx, m, aq, limit)
 		}
-		return func() { all = append(all, vs...) }, err
+		return func() { listed, proofs = append(listed, vs...), append(proofs, ps...) }, err
 	})
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("node list: %w: %w", ErrPartial, errors.Join(errs...))
+	}
+	fate, _ := svc.judge(ctx, listed, proofs, false)
+	var all []archive.Version
+	for i, v := range listed {
+		if fate[i] == rowKept {
+			all = append(all, v)
+		}
 	}
 	slices.SortFunc(all, CDXCompare)
 	all = slices.CompactFunc(all, func(a, b archive.Version) bool {

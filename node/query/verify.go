@@ -3,10 +3,13 @@ package query
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/internal/id"
 )
 
 // Rows of other members. A ring-wide listing (op "list" and "page") is
@@ -67,41 +70,169 @@ func (svc *Service) proofs(ctx context.Context, vs []archive.Version) ([]Proof, 
 	return out, nil
 }
 
-// verified returns, for each row vs[i] a member listed with proof ps[i],
-// whether it is listed (see above) and, if so, the statements that vouch
-// for its date, earliest first. Every row dropped is counted.
-func (svc *Service) verified(ctx context.Context, vs []archive.Version, ps []Proof) ([]bool, [][]archive.Witness) {
-	ok := make([]bool, len(vs))
+// A listed row's fate (judge).
+const (
+	rowDropped = iota // failed verification: counted
+	rowKept           // listed
+	rowCopy           // another copy of a version listed from elsewhere
+)
+
+// maxGroupWitnesses bounds the statements judged for one version, all
+// its copies together.
+const maxGroupWitnesses = 16
+
+// judge decides the fate of every row members listed for one request:
+// vs[i] with proof ps[i], or, with ps[i] nil, a row of this node's own
+// store (already shown by it: rowKept). The copies of one version (URL,
+// time, payload digest) that several members list are judged together:
+// this node's own copy, else the first whose signature verifies, is kept
+// and the others are copies, not checked (when no copy verifies, all are
+// dropped);
+// its date is judged by the statements all copies came with, and, for
+// versions those do not date, by their holders (Dated, one batch). With
+// vouch it returns, for each kept row, the statements that vouch for its
+// date (this node's own are the caller's to add). Dropped rows are
+// counted.
+func (svc *Service) judge(ctx context.Context, vs []archive.Version, ps []*Proof, vouch bool) ([]int, [][]archive.Witness) {
+	fate := make([]int, len(vs))
 	good := make([][]archive.Witness, len(vs))
+	type group struct {
+		rows []int
+		ws   []archive.Witness
+	}
+	groups := map[witnessKey]*group{}
+	var order []*group
+	for i, v := range vs {
+		k := witnessKey{url: v.URL, time: v.Time.UnixNano(), digest: v.Digest}
+		g := groups[k]
+		if g == nil {
+			g = &group{}
+			groups[k] = g
+			order = append(order, g)
+		}
+		g.rows = append(g.rows, i)
+		if ps[i] != nil {
+			for _, w := range ps[i].Witnesses[:min(len(ps[i].Witnesses), maxProofWitnesses)] {
+				if len(g.ws) < maxGroupWitnesses && !slices.ContainsFunc(g.ws, func(x archive.Witness) bool { return x.Peer == w.Peer }) {
+					g.ws = append(g.ws, w)
+				}
+			}
+		}
+	}
 	rule := svc.Store.Rule(nil)
 	now := svc.now()
-	var ask []int // shown by no statement the member sent
-	for i, v := range vs {
-		if svc.Store.VerifySigned(v, ps[i].Sig) != nil {
-			continue
-		}
-		d, ws := rule.Date(v, ps[i].Witnesses[:min(len(ps[i].Witnesses), maxProofWitnesses)], now)
-		if d.Shown() {
-			ok[i], good[i] = true, ws
-			continue
-		}
-		ask = append(ask, i)
+	// Each group is judged on its own, the groups spread over the CPUs:
+	// signatures and statements are most of a listing's cost.
+	type verdict struct {
+		kept  int // -1: none
+		shown bool
 	}
-	if len(ask) > 0 && svc.Dated != nil {
-		q := make([]archive.Version, len(ask))
+	verdicts := make([]verdict, len(order))
+	judgeGroup := func(gi int) {
+		g := order[gi]
+		vd := verdict{kept: -1}
+		for _, i := range g.rows {
+			if ps[i] == nil {
+				vd.kept = i
+				break
+			}
+		}
+		for _, i := range g.rows {
+			if vd.kept >= 0 {
+				break
+			}
+			if svc.Store.VerifySigned(vs[i], ps[i].Sig) == nil {
+				vd.kept = i
+			}
+		}
+		if vd.kept < 0 {
+			verdicts[gi] = vd
+			return
+		}
+		v := vs[vd.kept]
+		d, _ := rule.Date(v, nil, now) // fetched here, or too recent to judge
+		switch {
+		case vouch:
+			var ws []archive.Witness
+			d, ws = rule.Date(v, g.ws, now)
+			good[vd.kept] = ws
+		case ps[vd.kept] != nil && !d.Shown():
+			// The first statement that vouches for the date will do.
+			for _, w := range g.ws {
+				if d, _ = rule.Date(v, []archive.Witness{w}, now); d.Shown() {
+					break
+				}
+			}
+		}
+		vd.shown = ps[vd.kept] == nil || d.Shown()
+		verdicts[gi] = vd
+	}
+	var wg sync.WaitGroup
+	workers := min(runtime.GOMAXPROCS(0), len(order))
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for gi := w; gi < len(order); gi += workers {
+				judgeGroup(gi)
+			}
+		}()
+	}
+	wg.Wait()
+	var ask []int // kept rows no statement dates
+	for gi, g := range order {
+		vd := verdicts[gi]
+		for _, i := range g.rows {
+			switch {
+			case i == vd.kept:
+				fate[i] = rowKept
+			case vd.kept >= 0 && ps[i] != nil:
+				fate[i] = rowCopy // not checked: the version is listed once anyway
+			default:
+				fate[i] = rowDropped
+			}
+		}
+		if vd.kept >= 0 && !vd.shown {
+			ask = append(ask, vd.kept)
+		}
+	}
+	if len(ask) > 0 {
+		var ds []archive.Dating
+		if svc.Dated != nil {
+			q := make([]archive.Version, len(ask))
+			for j, i := range ask {
+				q[j] = vs[i]
+			}
+			ds = svc.Dated(ctx, q)
+		}
 		for j, i := range ask {
-			q[j] = vs[i]
-		}
-		for j, d := range svc.Dated(ctx, q) {
-			ok[ask[j]] = d.Shown()
+			if j >= len(ds) || !ds[j].Shown() {
+				fate[i] = rowDropped
+			}
 		}
 	}
-	dropped := len(vs) - countTrue(ok)
-	if dropped > 0 {
+	if dropped := countFate(fate, rowDropped); dropped > 0 {
 		svc.unverified.Add(int64(dropped))
-		svc.Log().Warn("query: rows failed verification", "rows", len(vs), "dropped", dropped)
+		svc.Log().Warn("query: listed rows failed verification", "rows", len(vs), "dropped", dropped)
 	}
-	return ok, good
+	return fate, good
+}
+
+// witnessKey names a version across the members that list it.
+type witnessKey struct {
+	url    string
+	time   int64
+	digest id.ID
+}
+
+func countFate(fate []int, f int) int {
+	n := 0
+	for _, x := range fate {
+		if x == f {
+			n++
+		}
+	}
+	return n
 }
 
 // now is the Service's clock.
@@ -110,16 +241,6 @@ func (svc *Service) now() time.Time {
 		return svc.Now()
 	}
 	return time.Now()
-}
-
-func countTrue(bs []bool) int {
-	n := 0
-	for _, b := range bs {
-		if b {
-			n++
-		}
-	}
-	return n
 }
 
 // Unverified returns how many rows of other members' listings failed

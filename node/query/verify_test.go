@@ -60,7 +60,7 @@ func TestVerifiedRows(t *testing.T) {
 	unsigned := &Service{Store: signedStore(t, "unsigned", nil)}
 
 	var vs []archive.Version
-	var ps []Proof
+	var ps []*Proof
 	add := func(svc *Service, v archive.Version, mod func(*Proof)) {
 		v, p, err := svc.proofOf(ctx, v)
 		if err != nil {
@@ -69,7 +69,7 @@ func TestVerifiedRows(t *testing.T) {
 		if mod != nil {
 			mod(&p)
 		}
-		vs, ps = append(vs, v), append(ps, p)
+		vs, ps = append(vs, v), append(ps, &p)
 	}
 	// 0: genuine and recent: listed.
 	add(member, put(t, member.Store, "http://h.example/a", now.Add(-time.Hour), "a"), nil)
@@ -77,7 +77,7 @@ func TestVerifiedRows(t *testing.T) {
 	add(unsigned, put(t, unsigned.Store, "http://h.example/b", now.Add(-time.Hour), "b"), nil)
 	// 2: a genuine signature of another version: dropped.
 	add(member, put(t, member.Store, "http://h.example/c", now.Add(-time.Hour), "c"), func(p *Proof) { p.Sig = ps[0].Sig })
-	// 3: signed but twenty years old, unwitnessed: dropped.
+	// 3: signed but twenty years old, unwitnessed but for its copy 9.
 	add(member, put(t, member.Store, "http://h.example/d", old, "d"), nil)
 	// 4: twenty years old, witnessed by another peer an hour after: listed.
 	e := put(t, member.Store, "http://h.example/e", old, "e")
@@ -97,28 +97,44 @@ func TestVerifiedRows(t *testing.T) {
 	add(member, f, func(p *Proof) { p.Witnesses = []archive.Witness{{Peer: fetcher.Peer(), Seen: seen, Sig: fsig}} })
 	// 6: twenty years old, dated by its holders (Dated): listed.
 	add(member, put(t, member.Store, "http://h.example/g", old, "g"), nil)
+	// 7, 8: copies of 0 from two more members, one with a forged
+	// signature, one genuine: copies, not listed twice (nor checked).
+	add(member, vs[0], func(p *Proof) { p.Sig = ps[4].Sig })
+	add(member, vs[0], nil)
+	// 9: a copy of 3 whose member holds the witness statement that 3's
+	// lacked: 3 and 9 are one version, dated by it.
+	dsig, err := witness.Sign(archive.WitnessMessage(vs[3].URL, vs[3].Time, vs[3].Digest, seen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(member, vs[3], func(p *Proof) { p.Witnesses = []archive.Witness{{Peer: witness.Peer(), Seen: seen, Sig: dsig}} })
 
+	asked := 0
 	svc := &Service{Store: signedStore(t, "asker", asker), Dated: func(_ context.Context, q []archive.Version) []archive.Dating {
 		out := make([]archive.Dating, len(q))
 		for i, v := range q {
+			asked++
 			if v.URL == "http://h.example/g" {
 				out[i] = archive.Witnessed
 			}
 		}
 		return out
 	}}
-	ok, ws := svc.verified(ctx, vs, ps)
-	want := []bool{true, false, false, false, true, false, true}
+	fate, ws := svc.judge(ctx, vs, ps, true)
+	want := []int{rowKept, rowDropped, rowDropped, rowKept, rowKept, rowDropped, rowKept, rowCopy, rowCopy, rowCopy}
 	for i := range want {
-		if ok[i] != want[i] {
-			t.Errorf("row %d (%s): listed %v, want %v", i, vs[i].URL, ok[i], want[i])
+		if fate[i] != want[i] {
+			t.Errorf("row %d (%s): fate %d, want %d", i, vs[i].URL, fate[i], want[i])
 		}
 	}
-	if len(ws[4]) != 1 || ws[4][0].Peer != witness.Peer() {
-		t.Errorf("row 4 vouched for by %+v, want the witness", ws[4])
+	if len(ws[4]) != 1 || ws[4][0].Peer != witness.Peer() || len(ws[3]) != 1 {
+		t.Errorf("rows 3 and 4 vouched for by %+v and %+v, want the witness", ws[3], ws[4])
 	}
-	if got := svc.Unverified(); got != 4 {
-		t.Errorf("Unverified = %d, want 4", got)
+	if asked != 2 { // f and g: the others are dated by what came with them
+		t.Errorf("%d versions asked of their holders, want 2", asked)
+	}
+	if got := svc.Unverified(); got != 3 {
+		t.Errorf("Unverified = %d, want 3", got)
 	}
 	if vs[0].Peer != fetcher.Peer() {
 		t.Errorf("proofOf: fetcher %q, want %q", vs[0].Peer, fetcher.Peer())
