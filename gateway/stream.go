@@ -33,10 +33,16 @@ const streamCharge = 256 << 10
 // selects is held in the archive's own files, is at least
 // Limits.SpoolThreshold bytes and is served as it is (raw, or a type the
 // gateway does not rewrite, not gzip-encoded, not a redirect). It reports
-// whether it answered; when it did not, nothing was written.
+// whether it answered; when it did not, nothing was written. A URL hinted
+// small is not tried, nor, but raw, one whose capture was last found of
+// a type the gateway rewrites.
 func (s *Server) serveStreamed(ctx context.Context, w http.ResponseWriter, r *http.Request, t Target, ui string) bool {
 	st, ok := s.cfg.Archive.(Streamer)
 	if !ok || s.lim.SpoolThreshold < 0 || s.hints.small(t.URL) {
+		return false
+	}
+	raw := t.Mod == ModRaw
+	if !raw && s.rewrites.has(t.URL) {
 		return false
 	}
 	v, b, err := st.StreamAt(ctx, t.URL, t.Time)
@@ -46,10 +52,13 @@ func (s *Server) serveStreamed(ctx context.Context, w http.ResponseWriter, r *ht
 		}
 		return false // Get answers, with its own error if any
 	}
-	raw := t.Mod == ModRaw
 	mt := mediaType(v.ContentType)
-	if b.Size < s.lim.SpoolThreshold || (b.Status >= 300 && b.Status < 400) ||
-		(!raw && (mt == "" || scriptedDocument(mt) || mt == "text/css" || scriptMedia[mt])) {
+	if !raw && (mt == "" || scriptedDocument(mt) || mt == "text/css" || scriptMedia[mt]) {
+		s.rewrites.add(t.URL) // not asked again for its rewritten replays
+		b.Close()
+		return false
+	}
+	if b.Size < s.lim.SpoolThreshold || (b.Status >= 300 && b.Status < 400) {
 		b.Close()
 		return false
 	}
@@ -108,3 +117,15 @@ func (s *Server) serveStreamed(ctx context.Context, w http.ResponseWriter, r *ht
 	}
 	return true
 }
+
+// urlSet remembers up to maxHints URLs.
+type urlSet struct{ h sizeHints }
+
+func (u *urlSet) has(url string) bool {
+	u.h.mu.Lock()
+	defer u.h.mu.Unlock()
+	_, ok := u.h.m[url]
+	return ok
+}
+
+func (u *urlSet) add(url string) { u.h.note(url, 0) }
