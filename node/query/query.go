@@ -41,8 +41,10 @@ const (
 	// maxListVersions bounds the versions one node returns for a list
 	// request, whatever the request's limit (the gateway's CDX maximum).
 	maxListVersions = gateway.MaxCDXLimit
-	// listBatchSize is the number of versions per list reply frame.
-	listBatchSize = 1000
+	// listBatchSize is the number of versions (or rows) per list or
+	// page reply frame: each with its proof and a URL of up to
+	// canon.MaxLen, a frame stays well within maxHeaderFrame.
+	listBatchSize = 250
 	// queryFanout bounds the members asked at the same time by List.
 	queryFanout = 16
 	// MaxServing bounds the query requests a process serves at once (list
