@@ -116,6 +116,7 @@ func (s *Store) enqueueLocked(v Version, seg *segment, first bool, state []byte,
 	if s.shareCap(v.Peer) > 0 {
 		s.signerPending[v.Peer] -= v.Size
 	}
+	s.addRangeLocked(v.Key, -v.Size, true)
 	s.endWriteLocked()
 	if s.gc.closing || s.gc.stopped == nil {
 		return nil, errStoreClosed
@@ -132,6 +133,7 @@ func (s *Store) enqueueLocked(v Version, seg *segment, first bool, state []byte,
 	if s.quota > 0 && v.Peer != "" {
 		s.signerBytes[v.Peer] += v.Size
 	}
+	s.addRangeLocked(v.Key, v.Size, false)
 	if end := v.Offset + v.Size; end > g.ends[seg] {
 		g.ends[seg] = end
 	}

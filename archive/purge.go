@@ -158,6 +158,7 @@ func (s *Store) removeLocked(victims []victim) (*indexGroup, error) {
 		if s.quota > 0 && v.Peer != "" {
 			s.signerBytes[v.Peer] -= v.Size
 		}
+		s.addRangeLocked(v.Key, -v.Size, false)
 		d := counters{versions: -1, bytes: -v.Size, payload: -v.Length}
 		if vc.last && !gone[v.Key] {
 			gone[v.Key] = true

@@ -239,17 +239,17 @@ func (s *Store) store(v *Version, rec *record) (*segment, error) {
 	if err := s.disk.admit(size); err != nil {
 		return nil, err
 	}
-	if err := s.reserve(size, v.Peer); err != nil {
+	if err := s.reserve(size, v.Peer, v.Key); err != nil {
 		return nil, err
 	}
 	seg, off, err := s.appendRecord(rec)
 	if err != nil {
-		s.unreserve(size, v.Peer)
+		s.unreserve(size, v.Peer, v.Key)
 		return nil, err
 	}
 	if n := int64(len(rec.data)); n != size {
 		// Compressed again for a segment of another dictionary.
-		s.unreserve(size-n, v.Peer)
+		s.unreserve(size-n, v.Peer, v.Key)
 		size = n
 	}
 	v.File, v.Offset, v.Size = seg.rel(), off, size
@@ -268,12 +268,16 @@ func (s *Store) putState(k id.ID, state []byte) error {
 	return s.db.Put(stateKey(k), state, nil)
 }
 
-// reserve claims size bytes of the quota, and of its signer peer's share
-// (share.go), for a record about to be written.
-func (s *Store) reserve(size int64, peer string) error {
+// reserve claims size bytes of the quota, of its signer peer's share
+// (share.go) and of its key's replicated range's (rangeshare.go), for a
+// record about to be written.
+func (s *Store) reserve(size int64, peer string, key id.ID) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.checkShareLocked(peer, size); err != nil {
+		return err
+	}
+	if err := s.checkRangeLocked(key, peer, size); err != nil {
 		return err
 	}
 	if s.quota > 0 && s.ctr.bytes+s.pending+size > s.quota {
@@ -288,15 +292,17 @@ func (s *Store) reserve(size int64, peer string) error {
 	if s.shareCap(peer) > 0 {
 		s.signerPending[peer] += size
 	}
+	s.addRangeLocked(key, size, true)
 	return nil
 }
 
-func (s *Store) unreserve(size int64, peer string) {
+func (s *Store) unreserve(size int64, peer string, key id.ID) {
 	s.mu.Lock()
 	s.pending -= size
 	if s.shareCap(peer) > 0 {
 		s.signerPending[peer] -= size
 	}
+	s.addRangeLocked(key, -size, true)
 	s.mu.Unlock()
 }
 

@@ -35,6 +35,11 @@ type Options struct {
 	// any one peer other than Signer may take (share.go); zero means
 	// DefaultSignerShare, 1 no bound. Only with a Quota.
 	SignerShare float64
+	// RangeShare is the share (0-1] of Quota that the versions of any one
+	// range the node replicates for another owner (SetRanges) may take,
+	// except the store's own fetches; zero means DefaultRangeShare, 1 no
+	// bound. Only with a Quota.
+	RangeShare float64
 	// DiskReserve is the free space the store keeps on its file system:
 	// a write that would leave less returns ErrDiskFull, writing nothing
 	// (diskfull.go). Zero means DefaultDiskReserve; negative means no
@@ -100,6 +105,10 @@ type Stats struct {
 	PayloadBytes int64 `json:"payloadBytes"` // sum of payload lengths
 	Quota        int64 `json:"quota"`        // configured quota, 0 = unlimited
 	QuotaReached bool  `json:"quotaReached"` // a version was refused for lack of quota
+	// AtQuota says the store is so close to its quota now that it would
+	// refuse most versions (AtQuota): its node pauses crawl and
+	// replication.
+	AtQuota bool `json:"atQuota,omitempty"`
 	// DiskFull says the file system is at the store's reserve: writes are
 	// paused until space returns; DiskRefused counts the writes refused so
 	// since Open.
@@ -108,6 +117,10 @@ type Stats struct {
 	// ShareRefused counts the versions refused since Open because their
 	// signer's versions took their share of the quota (share.go).
 	ShareRefused int64 `json:"shareRefused,omitempty"`
+	// RangeRefused counts the versions refused since Open because the
+	// versions of their replicated range took its share of the quota
+	// (rangeshare.go).
+	RangeRefused int64 `json:"rangeRefused,omitempty"`
 	Refused      int64 `json:"refused"`   // versions refused by the quota since Open
 	Unchanged    int64 `json:"unchanged"` // Puts whose payload equalled the newest version, since Open
 	Corrupt      int64 `json:"corrupt"`   // Reads that failed verification since Open
@@ -156,6 +169,9 @@ type Store struct {
 	disk diskGuard // free space kept on the file system (diskfull.go)
 
 	signerShare   float64                       // Options.SignerShare, defaulted
+	rangeShare    float64                       // Options.RangeShare, defaulted
+	rshare        rangeShares                   // per replicated range; guarded by mu (rangeshare.go)
+	rangeRefused  atomic.Int64                  // writes refused by a range's share
 	signerBytes   map[string]int64              // bytes of stored versions by signer, with a quota; guarded by mu (share.go)
 	signerPending map[string]int64              // bytes reserved by signer, not yet indexed; guarded by mu
 	shareRefused  atomic.Int64                  // writes refused by a signer's share
@@ -263,6 +279,9 @@ func newStore(dir string, o Options) (*Store, error) {
 	}
 	s.segs.max = o.SegmentSize
 	s.signerShare, s.signerPending = o.SignerShare, map[string]int64{}
+	if s.rangeShare = o.RangeShare; s.rangeShare <= 0 {
+		s.rangeShare = DefaultRangeShare
+	}
 	if s.signerShare <= 0 {
 		s.signerShare = DefaultSignerShare
 	}
@@ -420,9 +439,11 @@ func (s *Store) Stats() Stats {
 		PayloadBytes: c.payload,
 		Quota:        s.quota,
 		QuotaReached: s.quotaHit.Load(),
+		AtQuota:      s.AtQuota(),
 		DiskFull:     s.disk.full.Load(),
 		DiskRefused:  s.disk.refused.Load(),
 		ShareRefused: s.shareRefused.Load(),
+		RangeRefused: s.rangeRefused.Load(),
 		Refused:      s.refusedN.Load(),
 		Unchanged:    s.unchanged.Load(),
 		Corrupt:      s.corrupt.Load(),

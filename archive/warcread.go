@@ -188,25 +188,34 @@ type response struct {
 func parseHTTPResponse(block []byte) (*response, error) {
 	src := bytes.NewReader(block)
 	br := bufio.NewReaderSize(src, 4096)
-	line, err := readLine(br)
-	if err != nil {
-		return nil, malformed("http status line: %v", err)
-	}
-	proto, rest, ok := strings.Cut(line, " ")
-	if !ok || !strings.HasPrefix(proto, "HTTP/") {
-		return nil, malformed("bad http status line %q", line)
-	}
-	code, _, _ := strings.Cut(rest, " ")
-	status, err := strconv.Atoi(code)
-	if err != nil || len(code) != 3 || status < 100 {
-		return nil, malformed("bad http status %q", code)
-	}
-	fields, err := readFields(br)
+	status, fields, err := readHTTPHead(br)
 	if err != nil {
 		return nil, err
 	}
 	headLen := len(block) - src.Len() - br.Buffered()
 	return &response{status: status, header: http.Header(fields), head: block[:headLen], payload: block[headLen:]}, nil
+}
+
+// readHTTPHead reads an HTTP response's status line and header fields.
+func readHTTPHead(br *bufio.Reader) (int, textproto.MIMEHeader, error) {
+	line, err := readLine(br)
+	if err != nil {
+		return 0, nil, malformed("http status line: %v", err)
+	}
+	proto, rest, ok := strings.Cut(line, " ")
+	if !ok || !strings.HasPrefix(proto, "HTTP/") {
+		return 0, nil, malformed("bad http status line %q", line)
+	}
+	code, _, _ := strings.Cut(rest, " ")
+	status, err := strconv.Atoi(code)
+	if err != nil || len(code) != 3 || status < 100 {
+		return 0, nil, malformed("bad http status %q", code)
+	}
+	fields, err := readFields(br)
+	if err != nil {
+		return 0, nil, err
+	}
+	return status, fields, nil
 }
 
 // memberReader is the reusable state of decodeMember: a gzip reader and

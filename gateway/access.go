@@ -131,6 +131,7 @@ var (
 	_ ProgressExporter = (*guarded)(nil)
 	_ Checker          = (*guarded)(nil)
 	_ WACZSigner       = (*guarded)(nil)
+	_ Streamer         = (*guarded)(nil)
 )
 
 // listed returns the versions of vs the rules list, in order.
@@ -188,6 +189,26 @@ func (g *guarded) Get(ctx context.Context, url string, t time.Time) (archive.Ver
 		return archive.Version{}, nil, &Blocked{URL: v.URL, Time: v.Time, Decision: d}
 	}
 	return v, c, nil
+}
+
+// StreamAt implements Streamer: the inner archive's stream of the
+// capture, when the rules show it; otherwise (or when the inner archive
+// does not stream) archive.ErrNotStreamable, and Get answers, with its
+// blocked page if it is one.
+func (g *guarded) StreamAt(ctx context.Context, url string, t time.Time) (archive.Version, *archive.Body, error) {
+	st, ok := g.inner.(Streamer)
+	if !ok {
+		return archive.Version{}, nil, fmt.Errorf("gateway: %s: %w", url, archive.ErrNotStreamable)
+	}
+	v, b, err := st.StreamAt(ctx, url, t)
+	if err != nil {
+		return v, b, err
+	}
+	if !g.rules.Decide(v.URL, v.Time).Shown() {
+		b.Close()
+		return archive.Version{}, nil, fmt.Errorf("gateway: %s: %w", url, archive.ErrNotStreamable)
+	}
+	return v, b, nil
 }
 
 // pickAt returns the newest of vs (oldest first) not after t, or the

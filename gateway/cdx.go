@@ -28,7 +28,11 @@ import (
 //   - Fields (fl, filter, collapse): urlkey, timestamp, original (url),
 //     mimetype (mime), statuscode (status), digest (base32 SHA-1 of the
 //     payload), length (payload bytes), offset, filename (the version's
-//     file), and herod's peer (the node that fetched it).
+//     file), and herod's peer (the node that fetched and signed it) and
+//     witnesses (the other holders that vouch for its date, and when
+//     they first held it: "<peer>@<timestamp>" comma-separated in text
+//     and json, an array of {"peer","seen"} objects in cdxj and ndjson,
+//     earliest first). cdxj and ndjson list both by default.
 //   - filter: a regular expression that must match the whole value; "="
 //     asks for equality, "~" for a substring, a leading "!" negates.
 //     Filters combine with AND.
@@ -62,7 +66,7 @@ var ErrQuery = errors.New("gateway: malformed query")
 const cdxPageSize = 1000
 
 // cdxFieldNames are the canonical CDX field names, in Wayback order.
-var cdxFieldNames = []string{"urlkey", "timestamp", "original", "mimetype", "statuscode", "digest", "length", "offset", "filename", "peer"}
+var cdxFieldNames = []string{"urlkey", "timestamp", "original", "mimetype", "statuscode", "digest", "length", "offset", "filename", "peer", "witnesses"}
 
 // cdxAliases maps pywb's field names to the canonical ones.
 var cdxAliases = map[string]string{"url": "original", "mime": "mimetype", "status": "statuscode"}
@@ -73,8 +77,9 @@ var pywbNames = map[string]string{"original": "url", "mimetype": "mime", "status
 // waybackDefaultFields are the Wayback CDX server's default fields.
 var waybackDefaultFields = []string{"urlkey", "timestamp", "original", "mimetype", "statuscode", "digest", "length"}
 
-// cdxjDefaultFields are the JSON fields of pywb's cdxj output.
-var cdxjDefaultFields = []string{"original", "mimetype", "statuscode", "digest", "length", "offset", "filename"}
+// cdxjDefaultFields are the JSON fields of pywb's cdxj output, then
+// herod's provenance.
+var cdxjDefaultFields = []string{"original", "mimetype", "statuscode", "digest", "length", "offset", "filename", "peer", "witnesses"}
 
 // cdxField returns the canonical name of a field, or "" if unknown.
 func cdxField(name string) string {
@@ -263,12 +268,14 @@ func (r *cdxRequest) parseOrder(p url.Values) error {
 	return nil
 }
 
-// needsPeers reports whether the request shows or filters on the peer.
+// needsPeers reports whether the request shows or filters on the peer
+// or the witnesses.
 func (r *cdxRequest) needsPeers() bool {
-	if slices.Contains(r.fl, "peer") || r.collapse == "peer" {
+	prov := func(f string) bool { return f == "peer" || f == "witnesses" }
+	if slices.ContainsFunc(r.fl, prov) || prov(r.collapse) {
 		return true
 	}
-	return slices.ContainsFunc(r.filters, func(f cdxFilter) bool { return f.field == "peer" })
+	return slices.ContainsFunc(r.filters, func(f cdxFilter) bool { return prov(f.field) })
 }
 
 // cdxFilter is one filter= parameter.
@@ -365,6 +372,12 @@ func (c *cdxValues) get(field string) string {
 		return v.File
 	case "peer":
 		return c.row.Peer
+	case "witnesses":
+		ws := make([]string, len(c.row.Witnesses))
+		for i, w := range c.row.Witnesses {
+			ws[i] = w.Peer + "@" + FormatTimestamp(w.Seen)
+		}
+		return strings.Join(ws, ",")
 	}
 	return ""
 }

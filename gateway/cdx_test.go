@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/sha1"
 	"encoding/base32"
 	"encoding/json"
@@ -8,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/herod-archive/herod/archive"
 )
 
 // cdxArchive holds captures on a domain and its subdomain, with peers.
@@ -221,5 +225,54 @@ func TestCDXCap(t *testing.T) {
 	lines = cdxCol(t, s, "url=example.com/*&filter=mimetype:image/.*&showResumeKey=true&fl=original&resumeKey="+lines[1])
 	if len(lines) != 1 || lines[0] != "http://example.com/img.png" {
 		t.Errorf("second page: %q", lines)
+	}
+}
+
+// witnessPager is a Pager whose every row has a fetcher and two
+// witnesses.
+type witnessPager struct{ *listingArchive }
+
+func (p witnessPager) Page(ctx context.Context, req PageRequest) ([]CDXRow, bool, error) {
+	rows, more, err := listPager{a: p.listingArchive, list: p.listingArchive}.Page(ctx, req)
+	for i := range rows {
+		rows[i].Peer, rows[i].Witnesses = "", nil
+		if req.Peers {
+			rows[i].Peer = "12D3KooWfetcher"
+			rows[i].Witnesses = []archive.Witness{
+				{Peer: "12D3KooWwitA", Seen: rows[i].Time.Add(time.Minute)},
+				{Peer: "12D3KooWwitB", Seen: rows[i].Time.Add(time.Hour)},
+			}
+		}
+	}
+	return rows, more, err
+}
+
+// TestCDXProvenance: the CDX says who fetched each capture and who
+// witnessed it when, in every output: cdxj and ndjson by default (an
+// array of objects), text and json when fl asks.
+func TestCDXProvenance(t *testing.T) {
+	s := newServer(t, witnessPager{cdxArchive(t)})
+	wits := "12D3KooWwitA@20200101120100,12D3KooWwitB@20200101130000"
+	for _, tc := range []struct{ q, want string }{
+		{"url=example.com&limit=1&fl=timestamp,peer,witnesses", "20200101120000 12D3KooWfetcher " + wits + "\n"},
+		{"url=example.com&limit=1&output=json&fl=timestamp,witnesses", `[["timestamp","witnesses"],["20200101120000","` + wits + `"]]` + "\n"},
+		{"url=example.com&limit=1&output=ndjson&fl=timestamp,peer,witnesses", `{"timestamp":"20200101120000","peer":"12D3KooWfetcher","witnesses":[{"peer":"12D3KooWwitA","seen":"20200101120100"},{"peer":"12D3KooWwitB","seen":"20200101130000"}]}` + "\n"},
+		{"url=example.com&limit=1&filter=~witnesses:witB&fl=timestamp", "20200101120000\n"},
+	} {
+		w := get(t, s, "/cdx?"+tc.q)
+		if w.Code != 200 || w.Body.String() != tc.want {
+			t.Errorf("cdx?%s: %d %q, want %q", tc.q, w.Code, w.Body, tc.want)
+		}
+	}
+	// The default cdxj object ends with the fetcher and witnesses.
+	w := get(t, s, "/cdx?url=example.com&limit=1")
+	line := w.Body.String()
+	var obj struct {
+		Peer      string `json:"peer"`
+		Witnesses []struct{ Peer, Seen string }
+	}
+	if err := json.Unmarshal([]byte(line[strings.IndexByte(line, '{'):]), &obj); err != nil ||
+		obj.Peer != "12D3KooWfetcher" || len(obj.Witnesses) != 2 || obj.Witnesses[0].Seen != "20200101120100" {
+		t.Errorf("default cdxj %q: %+v %v", line, obj, err)
 	}
 }

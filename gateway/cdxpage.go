@@ -73,6 +73,10 @@ type CDXRow struct {
 	// Peer is the libp2p peer id of the node that fetched the version,
 	// filled in only when PageRequest.Peers asks for it.
 	Peer string `json:"peer,omitempty"`
+	// Witnesses are the statements of holders other than the fetcher
+	// that vouch for the version's date (archive.WitnessRule.Date),
+	// earliest first, filled in with Peer by Pagers that date versions.
+	Witnesses []archive.Witness `json:"witnesses,omitempty"`
 }
 
 // PageRequest asks a Pager for one page of captures.
@@ -81,7 +85,7 @@ type PageRequest struct {
 	After   *CDXKey // start strictly after this key (Reverse: strictly before); nil: at the start (end)
 	Reverse bool    // descending CDX order
 	N       int     // most rows to return, > 0
-	Peers   bool    // fill in CDXRow.Peer
+	Peers   bool    // fill in CDXRow.Peer and CDXRow.Witnesses
 }
 
 // Pager is implemented by archives that answer the CDX API themselves,

@@ -220,7 +220,7 @@ func writeObject(b *bytes.Buffer, c *cdxValues, fl []string, cdxj bool) {
 			continue
 		}
 		v := c.get(f)
-		if f == "peer" && v == "" {
+		if (f == "peer" || f == "witnesses") && v == "" {
 			continue
 		}
 		if !first {
@@ -233,11 +233,30 @@ func writeObject(b *bytes.Buffer, c *cdxValues, fl []string, cdxj bool) {
 		}
 		k, _ := json.Marshal(name)
 		j, _ := json.Marshal(v)
+		if f == "witnesses" {
+			j = witnessesJSON(c.row.Witnesses)
+		}
 		b.Write(k)
 		b.WriteByte(':')
 		b.Write(j)
 	}
 	b.WriteString("}\n")
+}
+
+// cdxWitness is a witness statement as cdxj and ndjson show it.
+type cdxWitness struct {
+	Peer string `json:"peer"`
+	Seen string `json:"seen"` // a CDX timestamp
+}
+
+// witnessesJSON is the JSON array of ws, as cdxj and ndjson show them.
+func witnessesJSON(ws []archive.Witness) []byte {
+	out := make([]cdxWitness, len(ws))
+	for i, w := range ws {
+		out[i] = cdxWitness{Peer: w.Peer, Seen: FormatTimestamp(w.Seen)}
+	}
+	j, _ := json.Marshal(out) // strings only: cannot fail
+	return j
 }
 
 // hostOf returns the host (with port) of a canonical URL, "" if none.

@@ -27,7 +27,9 @@
 // are private unless Config.PublicStatus.
 //
 // The gateway owns no data. Everything it shows comes through the Archive
-// interface (and the optional Lister and Exporter), which the node
+// interface (and the optional Lister, Pager, Exporter and Streamer, which
+// serves large replies of captures it holds straight from its files),
+// which the node
 // implements by routing each URL to the ring node that owns it, and through
 // the Status and Ring callbacks of Config.
 //

@@ -222,6 +222,7 @@ type Server struct {
 	// smallFetches are the Get calls of URLs hinted small (hints.go).
 	smallFetches *budget
 	hints        sizeHints
+	rewrites     urlSet  // URLs whose captures the gateway rewrites (stream.go)
 	exports      *budget // exports in flight (Limits.MaxExports); nil: no limit
 	clients      *clientLimits
 	replies      replies // large replies shared by concurrent readers

@@ -49,6 +49,9 @@ func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
 		return
 	}
 	defer share.abandon()
+	if s.serveStreamed(ctx, w, r, t, ui) {
+		return
+	}
 	factor := int64(rewriteFactor)
 	if t.Mod == ModRaw {
 		factor = 1

@@ -33,6 +33,9 @@ type Stats struct {
 	// the replies served from another request's spool file.
 	Spooled int64 `json:"spooled"`
 	Shared  int64 `json:"shared"`
+	// Streamed counts reply bodies copied straight from the archive's
+	// segment files (Streamer), neither held whole nor spooled.
+	Streamed int64 `json:"streamed"`
 	// InFlight is the number of requests being handled now, and
 	// MemoryHeld the bytes of bodies charged to Limits.MemoryBudget now.
 	InFlight   int64 `json:"inFlight"`
@@ -44,7 +47,7 @@ type counters struct {
 	requests, replays, rewritten, notFound, badRequests atomic.Int64
 	archiveErrors, timeouts, exports, exportErrors      atomic.Int64
 	refused, frames, fuzzy                              atomic.Int64
-	busy, stalled, spooled, shared                      atomic.Int64
+	busy, stalled, spooled, shared, streamed            atomic.Int64
 }
 
 // Stats returns a snapshot of the counters. It is safe to call at any time.
@@ -67,6 +70,7 @@ func (s *Server) Stats() Stats {
 		Stalled:       c.stalled.Load(),
 		Spooled:       c.spooled.Load(),
 		Shared:        c.shared.Load(),
+		Streamed:      c.streamed.Load(),
 		InFlight:      s.flight.n.Load(),
 		MemoryHeld:    s.mem.inUse(),
 	}

@@ -15,7 +15,7 @@
 //   - /herod/archive/1.0.0 answers "versions of u" and "the capture of u at
 //     t" for URLs the node stores, so that any gateway answers any URL
 //     (package resolve).
-//   - /herod/query/1.0.0 lists or exports (as WARC) the versions a node
+//   - /herod/query/1.1.0 lists or exports (as WARC) the versions a node
 //     holds for a host, prefix or date range; the gateway's /cdx and
 //     /export ask every real node, found by walking the ring, and merge
 //     (package query; the export stream: package export).

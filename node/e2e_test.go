@@ -102,7 +102,8 @@ func TestEndToEnd(t *testing.T) {
 	m, _ := get(t, a.GatewayURL()+"metrics")
 	for _, name := range []string{"herod_archive_segments", "herod_crawl_", "herod_forward_sent_total",
 		"herod_replication_below_k", "herod_replication_lag_seconds", "herod_politeness_leases_total", "herod_wire_bytes_total",
-		"herod_bandwidth_cap_bytes_per_second", "herod_build_info{", "libp2p_swarm_"} {
+		"herod_bandwidth_cap_bytes_per_second", "herod_build_info{", "libp2p_swarm_", "herod_gateway_in_flight", "herod_gateway_busy_total",
+		"herod_gateway_stalled_total", "herod_gateway_spooled_total"} {
 		if !strings.Contains(m, name) {
 			t.Errorf("metrics without %s", name)
 		}

@@ -1,10 +1,13 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
+	"regexp"
 	"testing"
 	"time"
 
@@ -113,4 +116,102 @@ func TestHostileQuotaJunk(t *testing.T) {
 	}
 	t.Logf("replica holds %d of the member's bytes (share %d), refused %d versions; 5 more rounds received %d bytes",
 		victim.store.SignerBytes(member.self.Peer), share, victim.store.Stats().ShareRefused, received()-before)
+}
+
+// TestHostileQuotaRange: two members' identities fill one range (the
+// owner's) with signed junk, each within its signer's share of its
+// replica's quota; together they would take all of it. The replica
+// holds at most the range's share (half the quota), refuses the rest
+// (counted in status and /metrics) and still stores its own fetches.
+func TestHostileQuotaRange(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real libp2p nodes in -short mode")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const quota = 2 << 20
+	lr, err := StartLocalRing(ctx, t.TempDir(), 3, Config{VirtualServers: 1, StabilizeInterval: 100 * time.Millisecond,
+		ReplicationInterval: 200 * time.Millisecond, Replicas: 3, NoSync: true, DictSamples: -1},
+		func(i int, c *Config) {
+			if i == 0 {
+				c.Quota = quota
+			}
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lr.Close()
+	if err := lr.WaitStable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	victim, owner, second := lr.Nodes[0], lr.Nodes[1], lr.Nodes[2]
+	// The second identity's junk reaches the victim only through the
+	// owner's range.
+	second.store.OnAdd(nil)
+	page := func(seed uint64) []byte { // incompressible: 32 KiB stored as 32 KiB
+		r := rand.New(rand.NewPCG(seed, 11))
+		b := make([]byte, 32<<10)
+		for j := range b {
+			b[j] = byte(r.Uint32())
+		}
+		return b
+	}
+	var urls []string // 96 URLs of the owner's range: 3 MiB
+	for i := 0; len(urls) < 96; i++ {
+		if u := fmt.Sprintf("http://junk.example/p%d", i); lr.Owner(id.OfString(u)) == owner {
+			urls = append(urls, u)
+		}
+	}
+	capture := func(u string, seed uint64) archive.Capture {
+		return archive.Capture{URL: u, Time: time.Now(), Status: 200,
+			Header: http.Header{"Content-Type": {"application/octet-stream"}}, Body: page(seed)}
+	}
+	for i, u := range urls {
+		if i%2 == 0 {
+			if _, _, err := owner.store.Put(ctx, capture(u, uint64(i))); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		// Signed by the second identity, held by the owner.
+		v, _, err := second.store.Put(ctx, capture(u, uint64(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := second.store.ReadFile(ctx, v.Entry())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := owner.store.Import(ctx, v.Entry().Name(), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for victim.store.Stats().RangeRefused == 0 {
+		if ctx.Err() != nil {
+			t.Fatalf("the replica never refused for the range's share: holds %d + %d bytes of the range",
+				victim.store.SignerBytes(owner.self.Peer), victim.store.SignerBytes(second.self.Peer))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	held := victim.store.SignerBytes(owner.self.Peer) + victim.store.SignerBytes(second.self.Peer)
+	if share := int64(quota * archive.DefaultRangeShare); held > share {
+		t.Fatalf("the range takes %d bytes of the replica, its share is %d", held, share)
+	}
+	for i := 0; i < 20; i++ { // 640 KiB of its own
+		u := fmt.Sprintf("http://own.example/p%d", i)
+		if _, _, err := victim.store.Put(ctx, capture(u, uint64(1000+i))); err != nil {
+			t.Fatalf("own fetch %d refused: %v", i, err)
+		}
+	}
+	m, err := http.Get(victim.GatewayURL() + "metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(m.Body)
+	m.Body.Close()
+	if !regexp.MustCompile(`(?m)^herod_archive_range_share_refused_total [1-9]`).Match(body) || !bytes.Contains(body, []byte("herod_archive_at_quota")) {
+		t.Errorf("/metrics does not count the range's refusals:\n%s", regexp.MustCompile(`(?m)^herod_archive.*$`).FindAll(body, -1))
+	}
+	t.Logf("the replica holds %d bytes of the range (share %d), refused %d versions for it",
+		held, int64(quota*archive.DefaultRangeShare), victim.store.Stats().RangeRefused)
 }

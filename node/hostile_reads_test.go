@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -72,6 +73,25 @@ func readsForgery(t *testing.T, signer archive.Signer, recent time.Time, urls ..
 			if _, _, err := st.Put(context.Background(), c); err != nil {
 				t.Fatal(err)
 			}
+		}
+	}
+	return st
+}
+
+// readsBackDated is a store of captures of each URL dated 2006, signed
+// by signer: what a member that back-dates its own captures lists.
+func readsBackDated(t *testing.T, signer archive.Signer, urls ...string) *archive.Store {
+	t.Helper()
+	st, err := archive.Open(filepath.Join(t.TempDir(), "backdated"), archive.Options{NoSync: true, Signer: signer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	for _, u := range urls {
+		c := archive.Capture{URL: u, Time: time.Date(2006, 3, 1, 0, 0, 0, 0, time.UTC), Status: 200,
+			Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte("<p>" + readsInvented + " in 2006</p>")}
+		if _, _, err := st.Put(context.Background(), c); err != nil {
+			t.Fatal(err)
 		}
 	}
 	return st
@@ -223,7 +243,11 @@ func readsExportRecords(t *testing.T, data []byte) [][2]string {
 //     answers with its genuine captures: it is not asked and its
 //     versions are not shown;
 //   - exports: the member's export reply is made of unsigned, then
-//     forged, records.
+//     forged, records;
+//   - listings: the member lists, for the ring-wide CDX and List, rows
+//     that are unsigned, forged, then signed by its own key but dated
+//     2006 (which no one witnessed), with their proofs: the victim's
+//     CDX and List show only the genuine versions.
 func TestHostileReads(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real libp2p nodes in -short mode")
@@ -368,12 +392,54 @@ func TestHostileReads(t *testing.T) {
 		return nil
 	}
 
+	// listings checks the victim's ring-wide CDX of the host and its
+	// listing (Lister): exactly the genuine versions of the hours want,
+	// each with its fetcher.
+	listings := func(want ...int) error {
+		code, body := fetch(gw + "cdx?url=h.example&matchType=host&output=json&fl=timestamp,original,peer,witnesses")
+		var rows [][]string
+		if err := json.Unmarshal([]byte(body), &rows); code != http.StatusOK || err != nil {
+			return fmt.Errorf("cdx: %d %v %.300q", code, err, body)
+		}
+		if len(rows) > 0 {
+			rows = rows[1:] // the field names
+		}
+		wantTS := map[string]bool{}
+		for _, d := range want {
+			wantTS[gateway.FormatTimestamp(day(d))] = true
+		}
+		for _, r := range rows {
+			if r[1] != page || !wantTS[r[0]] || r[2] == "" {
+				return fmt.Errorf("cdx lists %q; want only the genuine versions of hours %v", r, want)
+			}
+		}
+		if len(rows) != len(want) {
+			return fmt.Errorf("cdx lists %d rows, want %d (hours %v): %q", len(rows), len(want), want, rows)
+		}
+		vs, err := (*resolver)(victim).List(ctx, gateway.Query{URL: "h.example", Match: gateway.MatchHost})
+		if err != nil {
+			return fmt.Errorf("list: %w", err)
+		}
+		for _, v := range vs {
+			if !wantTS[gateway.FormatTimestamp(v.Time)] {
+				return fmt.Errorf("list holds %s at %s", v.URL, v.Time)
+			}
+		}
+		if len(vs) != len(want) {
+			return fmt.Errorf("list holds %d versions, want %d", len(vs), len(want))
+		}
+		return nil
+	}
+
 	// The control: the hostile member as it should be. Its own genuine
 	// version is shown; the others' are merged.
 	if err := reads(4, 3, 2, 1); err != nil {
 		t.Fatalf("honest ring: %v", err)
 	}
 	if err := exports(4, 3, 2, 1); err != nil {
+		t.Fatalf("honest ring: %v", err)
+	}
+	if err := listings(4, 3, 2, 1); err != nil {
 		t.Fatalf("honest ring: %v", err)
 	}
 
@@ -402,12 +468,27 @@ func TestHostileReads(t *testing.T) {
 		}
 	}
 	normalArchive := func() { restore(archiveProtocol) }
-	normalQuery := func() { restore(queryProtocol) }
+	// The member's own query service, or one listing from another store
+	// as an honest member lists its own (rows with their proofs).
+	normalQuery := func() { hostile.kit.Remove(queryProtocol); hostile.kit.MustHandle(hostile.query.Spec()) }
+	listFrom := func(st *archive.Store) func() {
+		return func() {
+			normalArchive()
+			hostile.kit.Remove(queryProtocol)
+			svc := &query.Service{Store: st, Self: hostile.self, Ring: hostile.ring, Open: hostile.openStream, Slots: make(chan struct{}, 8)}
+			hostile.kit.MustHandle(svc.Spec())
+		}
+	}
+	// Back-dated captures signed by the member's own key: genuine
+	// signatures, dates no one witnessed.
+	backDated := readsBackDated(t, hostile.identity, page, never)
 
 	reads321 := func() error { return reads(3, 2, 1) }
 	exports321 := func() error { return exports(3, 2, 1) }
 	unverifiedReads := func(st TrustStats) int64 { return st.UnverifiedReads }
 	unverifiedExports := func(st TrustStats) int64 { return st.UnverifiedExports }
+	unverifiedListings := func(st TrustStats) int64 { return st.UnverifiedListings }
+	listings321 := func() error { return listings(3, 2, 1) }
 	attacks := []struct {
 		name  string
 		setup func()
@@ -424,6 +505,9 @@ func TestHostileReads(t *testing.T) {
 		}, reads321, nil},
 		{"unsigned export records", func() { normalArchive(); readsServeExport(hostile, unsigned) }, exports321, unverifiedExports},
 		{"forged export records", func() { readsServeExport(hostile, forged) }, exports321, unverifiedExports},
+		{"unsigned listed rows", listFrom(unsigned), listings321, unverifiedListings},
+		{"forged listed rows", listFrom(forged), listings321, unverifiedListings},
+		{"back-dated listed rows", listFrom(backDated), listings321, unverifiedListings},
 		{"purge evasion", func() {
 			normalQuery()
 			readsServeArchive(hostile, &asked, func(req resolve.Request) (resolve.Reply, []byte) {
@@ -441,7 +525,10 @@ func TestHostileReads(t *testing.T) {
 			if n := asked.Load(); n != 0 {
 				return fmt.Errorf("the purged member was asked %d times", n)
 			}
-			return exports(3, 2, 1)
+			if err := exports(3, 2, 1); err != nil {
+				return err
+			}
+			return listings(3, 2, 1)
 		}, unverifiedExports},
 	}
 	for _, a := range attacks {
@@ -458,9 +545,9 @@ func TestHostileReads(t *testing.T) {
 		peak := stop()
 		after := readsHeapInuse()
 		now := victim.Status().Trust
-		t.Logf("%s: refused; heap in use %.1f MiB before, peak %+.1f MiB, %+.1f MiB after a GC; unverified: %d reads, %d export records",
+		t.Logf("%s: refused; heap in use %.1f MiB before, peak %+.1f MiB, %+.1f MiB after a GC; unverified: %d reads, %d export records, %d listed rows",
 			a.name, float64(base)/(1<<20), (float64(peak)-float64(base))/(1<<20), (float64(after)-float64(base))/(1<<20),
-			now.UnverifiedReads-trust.UnverifiedReads, now.UnverifiedExports-trust.UnverifiedExports)
+			now.UnverifiedReads-trust.UnverifiedReads, now.UnverifiedExports-trust.UnverifiedExports, now.UnverifiedListings-trust.UnverifiedListings)
 		if a.counted != nil && a.counted(now) == a.counted(trust) {
 			t.Errorf("%s: the refusals were not counted in status", a.name)
 		}

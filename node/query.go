@@ -28,6 +28,8 @@ func (n *Node) setupQuery() {
 		Open:  n.openStream,
 		Hooks: wire.Hooks{Logger: n.log},
 		Slots: querySlots,
+		// Set up after the query service: looked up when a listing needs it.
+		Dated: func(ctx context.Context, vs []archive.Version) []archive.Dating { return n.witness.DateAll(ctx, vs) },
 	}
 	n.query.Access = n.access.table.Decide // access.go
 	n.kit.MustHandle(n.query.Spec())

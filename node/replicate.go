@@ -63,6 +63,7 @@ func (n *Node) setupReplication() {
 		Purge:      n.purgeX,
 		ShareKnown: n.links.ShareKnown,
 		Paused:     n.storePaused,
+		SetRanges:  n.store.SetRanges,
 		Logger:     n.log,
 	})
 	n.kit.MustHandle(rawSpec(replicateProtocol, n.repl.Handle, replicateRequest, streamTimeout, 64))

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/node/status"
 )
@@ -49,12 +50,22 @@ func (n *Node) Status() Status {
 			OverHops: ls.OverHops, KnownShared: ls.KnownShared, KnownReceived: ls.KnownReceived},
 		Politeness:  n.PolitenessStats(),
 		Replication: n.ReplicationStats(),
-		Trust:       TrustStats{NotMember: ts.NotMember, Role: ts.Role, UnverifiedReads: n.resolve.Stats().Rejected, UnverifiedExports: n.query.Dropped()},
-		Purge:       n.PurgeStats(),
-		Access:      n.accessStats(), // access.go
-		Witness:     n.WitnessStats(),
-		TakenOver:   n.takeOver.Taken(),
-		Wire:        status.Wire(n.bwc),
-		Members:     status.NewMembers(n.cfg.Replicas, n.ringpage.Members()),
+		Trust: TrustStats{NotMember: ts.NotMember, Role: ts.Role, UnverifiedReads: n.resolve.Stats().Rejected, UnverifiedExports: n.query.Dropped(),
+			UnverifiedListings: n.query.Unverified()},
+		Purge:     n.PurgeStats(),
+		Access:    n.accessStats(), // access.go
+		Witness:   n.WitnessStats(),
+		TakenOver: n.takeOver.Taken(),
+		Wire:      status.Wire(n.bwc),
+		Members:   status.NewMembers(n.cfg.Replicas, n.ringpage.Members()),
+		Load:      n.gatewayStats(),
 	}
+}
+
+// gatewayStats returns the gateway's counters, zero before it is built.
+func (n *Node) gatewayStats() gateway.Stats {
+	if n.gw == nil {
+		return gateway.Stats{}
+	}
+	return n.gw.Stats()
 }

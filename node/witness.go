@@ -2,10 +2,13 @@ package node
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/canon"
 
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
@@ -89,3 +92,43 @@ func (n *Node) provenance(ctx context.Context, v archive.Version) gateway.Proven
 	d, ws := n.witness.Vouch(ctx, v)
 	return gateway.Provenance{Dating: d.String(), Witnesses: ws}
 }
+
+// StreamAt implements gateway.Streamer: the payload of the version of
+// url Get would serve for t (the newest shown not after t, or the oldest),
+// read from this node's segment files (archive.Store.OpenBody) when this
+// node holds it. When it holds no version of url it says so without
+// asking the other holders.
+func (a readerArchive) StreamAt(ctx context.Context, url string, t time.Time) (archive.Version, *archive.Body, error) {
+	c, err := canon.Canonical(url)
+	if err != nil {
+		return archive.Version{}, nil, err
+	}
+	local, err := a.resolver.store.Versions(ctx, c)
+	if err != nil {
+		return archive.Version{}, nil, err
+	}
+	if len(local) == 0 {
+		return archive.Version{}, nil, fmt.Errorf("node stream %s: %w: held by other nodes", c, archive.ErrNotStreamable)
+	}
+	vs, err := a.Versions(ctx, c) // merged and dated, as Get chooses
+	if err != nil {
+		return archive.Version{}, nil, err
+	}
+	i := slices.IndexFunc(vs, func(v archive.Version) bool { return v.Time.After(t) }) - 1
+	switch {
+	case len(vs) == 0:
+		return archive.Version{}, nil, fmt.Errorf("node stream %s: %w", c, archive.ErrNotFound)
+	case i == -2: // none after t: the newest
+		i = len(vs) - 1
+	case i == -1: // all after t: the oldest
+		i = 0
+	}
+	v := vs[i]
+	if v.File == "" {
+		return v, nil, fmt.Errorf("node stream %s: %w: held by other nodes", c, archive.ErrNotStreamable)
+	}
+	b, err := a.resolver.store.OpenBody(ctx, v)
+	return v, b, err
+}
+
+var _ gateway.Streamer = readerArchive{}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -113,6 +114,25 @@ func TestBackDatedNotShown(t *testing.T) {
 		resp.Body.Close()
 		if !strings.Contains(string(banner), "fetched by "+liar.self.Peer[:6]) || !strings.Contains(string(banner), "witnessed by") {
 			t.Errorf("%s: banner of the genuine capture: %s", n.self.Addr, banner)
+		}
+		// The CDX lists the genuine capture alone, with its fetcher and
+		// the other holders that witnessed it (both replicas: this node's
+		// statement and the other's, which came with its row).
+		resp, err = http.Get(n.GatewayURL() + "cdx?url=example.org&matchType=host&output=ndjson")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cdx, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var row struct {
+			URL       string `json:"url"`
+			Peer      string `json:"peer"`
+			Witnesses []struct{ Peer, Seen string }
+		}
+		if lines := strings.Split(strings.TrimSpace(string(cdx)), "\n"); len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &row) != nil ||
+			row.URL != genuineURL || row.Peer != liar.self.Peer || len(row.Witnesses) != 2 ||
+			row.Witnesses[0].Peer == liar.self.Peer || row.Witnesses[1].Peer == liar.self.Peer || row.Witnesses[0].Peer == row.Witnesses[1].Peer {
+			t.Errorf("%s: cdx of the host: %s", n.self.Addr, cdx)
 		}
 		if st := n.WitnessStats(); st.Hidden == 0 {
 			t.Errorf("%s counts no hidden version: %+v", n.self.Addr, st)

@@ -40,8 +40,9 @@ type Options struct {
 	// refuse again. They are counted in Stats.Skipped.
 	Skip func(e archive.Entry) bool
 	// Refused, if set, is told of each record Local refused because its
-	// signer's versions took their share of the quota
-	// (archive.ErrSignerShare); the sync goes on with the others.
+	// signer's versions, or its range's, took their share of the quota
+	// (archive.ErrSignerShare, archive.ErrRangeShare); the sync goes on
+	// with the others.
 	Refused func(e archive.Entry)
 }
 
@@ -66,7 +67,8 @@ type Stats struct {
 	Compared int64 `json:"compared"` // ranges whose sums were compared
 	Listed   int64 `json:"listed"`   // peer entries listed
 	// Skipped counts records not read because Options.Skip named them;
-	// Shared those Local refused for their signer's share of its quota.
+	// Shared those Local refused for their signer's or range's share of its
+	// quota.
 	Skipped int64 `json:"skipped,omitempty"`
 	Shared  int64 `json:"shared,omitempty"`
 	Pulled  int64 `json:"pulled"` // files imported
@@ -429,7 +431,7 @@ func (s *syncer) store(ctx context.Context, e archive.Entry, data []byte) error 
 	switch {
 	case errors.Is(err, archive.ErrCorrupt):
 		s.st.Rejected++
-	case errors.Is(err, archive.ErrSignerShare):
+	case errors.Is(err, archive.ErrSignerShare) || errors.Is(err, archive.ErrRangeShare):
 		s.st.Shared++
 		if s.opt.Refused != nil {
 			s.opt.Refused(e)

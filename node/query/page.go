@@ -37,10 +37,13 @@ type pageRequest struct {
 
 // pageBatch is one reply frame of op "page".
 type pageBatch struct {
-	Rows  []gateway.CDXRow `json:"rows,omitempty"`
-	More  bool             `json:"more,omitempty"` // with Done: the member has captures after the last row
-	Done  bool             `json:"done,omitempty"`
-	Error string           `json:"error,omitempty"`
+	Rows []gateway.CDXRow `json:"rows,omitempty"`
+	// Proofs holds, for each of Rows in order, what the asking node
+	// verifies it by (verify.go).
+	Proofs []Proof `json:"proofs,omitempty"`
+	More   bool    `json:"more,omitempty"` // with Done: the member has captures after the last row
+	Done   bool    `json:"done,omitempty"`
+	Error  string  `json:"error,omitempty"`
 }
 
 // maxPage bounds the rows of one page (the gateway's per-request cap).
@@ -88,6 +91,25 @@ func sortRows(rows []keyedRow, reverse bool) []keyedRow {
 		return c
 	})
 	return slices.CompactFunc(rows, func(a, b keyedRow) bool { return a.k.Compare(b.k) == 0 })
+}
+
+// mergeRows is sortRows for rows of several members: the fetcher and
+// witnesses of duplicates are merged (each member proves the statements
+// it holds).
+func mergeRows(rows []keyedRow, reverse bool) []keyedRow {
+	slices.SortFunc(rows, func(a, b keyedRow) int { return order(a.k, b.k, reverse) })
+	out := rows[:0]
+	for _, r := range rows {
+		if n := len(out); n > 0 && out[n-1].k.Compare(r.k) == 0 {
+			out[n-1].row.Witnesses = mergeWitnesses(out[n-1].row.Witnesses, r.row.Witnesses)
+			if out[n-1].row.Peer == "" {
+				out[n-1].row.Peer = r.row.Peer
+			}
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // keyRows keys rows.
@@ -165,6 +187,9 @@ func (svc *Service) localPage(ctx context.Context, q archive.Query, pr pageReque
 			if rows[i].Peer, err = svc.versionPeer(ctx, rows[i].Version); err != nil {
 				return nil, false, fmt.Errorf("cdx page: peer of %s: %w", rows[i].URL, err)
 			}
+			if rows[i].Witnesses, err = svc.localWitnesses(ctx, rows[i].Version); err != nil {
+				return nil, false, fmt.Errorf("cdx page: witnesses of %s: %w", rows[i].URL, err)
+			}
 		}
 	}
 	return rows, more, nil
@@ -176,12 +201,25 @@ func (svc *Service) servePage(ctx context.Context, req Request, s network.Stream
 	if req.Page != nil {
 		pr = *req.Page
 	}
+	pr.Peers = false // each row's proof names its fetcher and witnesses
 	rows, more, err := svc.localPage(ctx, req.Query, pr)
 	if err != nil {
 		return wire.WriteJSON(s, pageBatch{Done: true, Error: err.Error()})
 	}
 	for {
 		b := pageBatch{Rows: rows[:min(len(rows), listBatchSize)]}
+		vs := make([]archive.Version, len(b.Rows))
+		for i, r := range b.Rows {
+			vs[i] = r.Version
+		}
+		if b.Proofs, err = svc.proofs(ctx, vs); err != nil {
+			return wire.WriteJSON(s, pageBatch{Done: true, Error: "cdx page: " + err.Error()})
+		}
+		for i := range b.Rows {
+			// The row's Peer carries the version's: in JSON it hides
+			// Version.Peer.
+			b.Rows[i].Version, b.Rows[i].Peer = vs[i], vs[i].Peer
+		}
 		rows = rows[len(b.Rows):]
 		b.Done = len(rows) == 0
 		b.More = b.Done && more
@@ -194,48 +232,77 @@ func (svc *Service) servePage(ctx context.Context, req Request, s network.Stream
 	}
 }
 
+// memberPage is what one member listed for a page request.
+type memberPage struct {
+	rows   []gateway.CDXRow // as listed (unverified), then those kept
+	proofs []*Proof         // of rows; nil for this node's own
+	more   bool             // the member has rows after frontier
+	// frontier is the key of the last row the member sent, in page
+	// order; set with more: the member's rows beyond it are unknown.
+	frontier *gateway.CDXKey
+	dropped  int    // rows that failed verification
+	by       string // the member's address, for errors
+}
+
+// order compares keys in a page's order.
+func order(a, b gateway.CDXKey, reverse bool) int {
+	if reverse {
+		return -a.Compare(b)
+	}
+	return a.Compare(b)
+}
+
 // remotePage asks member c for a page and checks every row: it must match
 // the query, its key must be the SHA-1 of its URL, it must come after the
-// resume key in order, and there must be no more than N.
-func (svc *Service) remotePage(ctx context.Context, c ring.Contact, q archive.Query, pr pageRequest) ([]gateway.CDXRow, bool, error) {
+// resume key in order, there must be no more than N, and each must come
+// with its proof. It returns the rows unverified, with their proofs.
+func (svc *Service) remotePage(ctx context.Context, c ring.Contact, q archive.Query, pr pageRequest) ([]gateway.CDXRow, []*Proof, bool, error) {
 	gq, err := pageQuery(q, pr)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	s, err := svc.Open(ctx, c, Protocol)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	defer s.Close()
 	if err := wire.WriteJSON(s, Request{Op: "page", Query: q, Page: &pr}); err != nil {
 		s.Reset()
-		return nil, false, fmt.Errorf("cdx page request: %w", err)
+		return nil, nil, false, fmt.Errorf("cdx page request: %w", err)
 	}
 	_ = s.CloseWrite()
 	r := bufio.NewReader(s)
 	var out []gateway.CDXRow
+	var proofs []*Proof
 	for {
 		var b pageBatch
 		if err := wire.ReadJSON(r, maxHeaderFrame, &b); err != nil {
 			s.Reset()
-			return nil, false, fmt.Errorf("cdx page reply: %w", err)
+			return nil, nil, false, fmt.Errorf("cdx page reply: %w", err)
 		}
 		if b.Error != "" {
-			return nil, false, fmt.Errorf("cdx page reply: %w: %.200s", errRemote, b.Error)
+			return nil, nil, false, fmt.Errorf("cdx page reply: %w: %.200s", errRemote, b.Error)
+		}
+		if len(b.Proofs) != len(b.Rows) {
+			s.Reset()
+			return nil, nil, false, fmt.Errorf("cdx page reply: %w: %d proofs for %d rows", errBadReply, len(b.Proofs), len(b.Rows))
 		}
 		for _, row := range b.Rows {
 			if !gq.Contains(row.Version) || row.Key != id.OfString(row.URL) || !beyond(gateway.KeyOf(row.Version), pr.After, pr.Reverse) {
 				s.Reset()
-				return nil, false, fmt.Errorf("cdx page reply: %w: capture of %.100q does not match the request", errBadReply, row.URL)
+				return nil, nil, false, fmt.Errorf("cdx page reply: %w: capture of %.100q does not match the request", errBadReply, row.URL)
 			}
 		}
-		out = append(out, b.Rows...)
+		for i := range b.Rows {
+			b.Rows[i].Version.Peer = b.Rows[i].Peer // see servePage
+			out, proofs = append(out, b.Rows[i]), append(proofs, &b.Proofs[i])
+		}
 		if len(out) > pr.N {
 			s.Reset()
-			return nil, false, fmt.Errorf("cdx page reply: %w: more than %d captures", errBadReply, pr.N)
+			return nil, nil, false, fmt.Errorf("cdx page reply: %w: more than %d captures", errBadReply, pr.N)
 		}
 		if b.Done {
-			return out, b.More, nil
+			return out, proofs, b.More, nil
 		}
 	}
 }
@@ -257,25 +324,104 @@ func (svc *Service) Page(ctx context.Context, req gateway.PageRequest) ([]gatewa
 	if _, err := pageQuery(q, pr); err != nil {
 		return nil, false, fmt.Errorf("node cdx page: %w", err)
 	}
-	var all []gateway.CDXRow
-	var more bool
+	var pages []memberPage
 	errs := svc.eachMember(ctx, func(m ring.Contact) (func(), error) {
-		var rows []gateway.CDXRow
-		var mmore bool
+		mp := memberPage{by: m.Addr}
 		var err error
 		if m.Peer == svc.Self.Peer {
-			rows, mmore, err = svc.localPage(ctx, q, pr)
+			mp.rows, mp.more, err = svc.localPage(ctx, q, pr)
+			mp.proofs = make([]*Proof, len(mp.rows))
 		} else {
-			rows, mmore, err = svc.remotePage(ctx, m, q, pr)
+			mp.rows, mp.proofs, mp.more, err = svc.remotePage(ctx, m, q, pr)
 		}
-		return func() { all, more = append(all, rows...), more || mmore }, err
+		if mp.more && len(mp.rows) > 0 {
+			keyed := keyRows(mp.rows)
+			last := slices.MaxFunc(keyed, func(a, b keyedRow) int { return order(a.k, b.k, pr.Reverse) })
+			mp.frontier = &last.k
+		}
+		return func() { pages = append(pages, mp) }, err
 	})
 	if len(errs) > 0 {
 		return nil, false, fmt.Errorf("node cdx page: %w: %w", ErrPartial, errors.Join(errs...))
 	}
-	keyed := sortRows(keyRows(all), req.Reverse)
-	if len(keyed) > req.N {
-		keyed, more = keyed[:req.N], true
+	svc.judgePages(ctx, pages, pr.Peers)
+	rows, more, err := mergePages(pages, req.N, req.Reverse)
+	if err != nil {
+		return nil, false, fmt.Errorf("node cdx page: %w", err)
+	}
+	return rows, more, nil
+}
+
+// judgePages verifies the rows of every member's page together (judge)
+// and leaves in each page the rows kept, with their fetchers and
+// witnesses when peers asks for them, and the count of those dropped.
+func (svc *Service) judgePages(ctx context.Context, pages []memberPage, peers bool) {
+	var vs []archive.Version
+	var ps []*Proof
+	for _, mp := range pages {
+		for i, r := range mp.rows {
+			vs, ps = append(vs, r.Version), append(ps, mp.proofs[i])
+		}
+	}
+	fate, good := svc.judge(ctx, vs, ps, peers)
+	n := 0
+	for p := range pages {
+		mp := &pages[p]
+		kept := mp.rows[:0]
+		for i, r := range mp.rows {
+			f, ws, local := fate[n], good[n], mp.proofs[i] == nil
+			n++
+			switch {
+			case f == rowDropped:
+				mp.dropped++
+				continue
+			case f == rowCopy:
+				continue
+			case local:
+				r.Witnesses = mergeWitnesses(r.Witnesses, ws)
+			case peers:
+				r.Peer, r.Witnesses = r.Version.Peer, ws
+			default:
+				r.Peer, r.Witnesses = "", nil
+			}
+			kept = append(kept, r)
+		}
+		mp.rows, mp.proofs = kept, nil
+	}
+}
+
+// mergePages merges the members' pages (their kept rows) into the first
+// n rows in the page's order, duplicates merged (mergeRows), and whether
+// more follow. Each member's first n rows hold its part of the global
+// first n. A member whose rows were dropped holds fewer than n before
+// its frontier: rows past the first such frontier are left to the next
+// page, which resumes before them; if none is left, the page cannot be
+// given (ErrPartial, naming the member).
+func mergePages(pages []memberPage, n int, reverse bool) ([]gateway.CDXRow, bool, error) {
+	var all []gateway.CDXRow
+	var more bool
+	var cut *memberPage
+	for i, mp := range pages {
+		all, more = append(all, mp.rows...), more || mp.more
+		if mp.dropped > 0 && mp.frontier != nil && (cut == nil || order(*mp.frontier, *cut.frontier, reverse) < 0) {
+			cut = &pages[i]
+		}
+	}
+	keyed := mergeRows(keyRows(all), reverse)
+	if cut != nil {
+		at, _ := slices.BinarySearchFunc(keyed, *cut.frontier, func(r keyedRow, k gateway.CDXKey) int { return order(r.k, k, reverse) })
+		for at < len(keyed) && keyed[at].k.Compare(*cut.frontier) == 0 {
+			at++
+		}
+		if at == 0 {
+			return nil, false, fmt.Errorf("%w: member %s: %d rows failed verification", ErrPartial, cut.by, cut.dropped)
+		}
+		if at < len(keyed) {
+			keyed, more = keyed[:at], true
+		}
+	}
+	if len(keyed) > n {
+		keyed, more = keyed[:n], true
 	}
 	return unkey(keyed), more, nil
 }

@@ -35,15 +35,21 @@ import (
 // frame holding the record's gzip member (at most maxBodyFrame), and
 // finally a recordHeader with End set, carrying the error that stopped the
 // export, if any.
-const Protocol protocol.ID = "/herod/query/1.0.0"
+//
+// Version 1.1.0 added each listed row's proof (its fetcher's signature
+// and the witness statements its member holds): a 1.0.0 member's rows
+// could not be verified, so the two do not talk.
+const Protocol protocol.ID = "/herod/query/1.1.0"
 
 // Limits of the query protocol.
 const (
 	// maxListVersions bounds the versions one node returns for a list
 	// request, whatever the request's limit (the gateway's CDX maximum).
 	maxListVersions = gateway.MaxCDXLimit
-	// listBatchSize is the number of versions per list reply frame.
-	listBatchSize = 1000
+	// listBatchSize is the number of versions (or rows) per list or
+	// page reply frame: each with its proof and a URL of up to
+	// canon.MaxLen, a frame stays well within maxHeaderFrame.
+	listBatchSize = 250
 	// queryFanout bounds the members asked at the same time by List.
 	queryFanout = 16
 	// MaxServing bounds the query requests a process serves at once (list
@@ -79,8 +85,11 @@ type Request struct {
 // ListBatch is one reply frame of op "list".
 type ListBatch struct {
 	Versions []archive.Version `json:"versions,omitempty"`
-	Done     bool              `json:"done,omitempty"`
-	Error    string            `json:"error,omitempty"`
+	// Proofs holds, for each of Versions in order, what the asking node
+	// verifies it by (verify.go).
+	Proofs []Proof `json:"proofs,omitempty"`
+	Done   bool    `json:"done,omitempty"`
+	Error  string  `json:"error,omitempty"`
 }
 
 // BusyError is the error of the reply to a request over the Slots limit.
@@ -111,7 +120,13 @@ type Service struct {
 	// (capacity MaxServing) between all its nodes in a process, because
 	// the limit protects the machine's disk and CPU; handlers never wait
 	// for each other, so sharing it cannot deadlock.
-	Slots      chan struct{}
+	Slots chan struct{}
+	// Dated, if set, judges the capture times of versions other members
+	// list that no statement they sent dates (witness.Service.DateAll:
+	// asking the versions' holders); nil drops them.
+	Dated func(ctx context.Context, vs []archive.Version) []archive.Dating
+	// Now is the clock of the witness rule; nil means time.Now.
+	Now        func() time.Time
 	wire.Hooks // Logger, optional
 
 	// Access, if set, is this node's access rules (archive/access): lists
@@ -119,7 +134,8 @@ type Service struct {
 	// they do not show, for this node's queries and other nodes' alike.
 	Access func(url string, t time.Time) access.Decision
 
-	dropped atomic.Int64 // export records of other members that failed verification
+	dropped    atomic.Int64 // export records of other members that failed verification
+	unverified atomic.Int64 // listed rows of other members that failed verification
 }
 
 // Dropped returns how many records of other members exports left out
@@ -258,6 +274,9 @@ func (svc *Service) serveList(ctx context.Context, req Request, s network.Stream
 	}
 	for {
 		b := ListBatch{Versions: vs[:min(len(vs), listBatchSize)]}
+		if b.Proofs, err = svc.proofs(ctx, b.Versions); err != nil {
+			return wire.WriteJSON(s, ListBatch{Done: true, Error: "query list: " + err.Error()})
+		}
 		vs = vs[len(b.Versions):]
 		b.Done = len(vs) == 0
 		if err := wire.WriteJSON(s, b); err != nil {
@@ -277,47 +296,53 @@ func CDXCompare(a, b archive.Version) int {
 }
 
 // remoteList asks member c for its versions selected by q and checks each
-// one: it must match q, its key must be the SHA-1 of its URL, and there
-// must be no more than limit.
-func (svc *Service) remoteList(ctx context.Context, c ring.Contact, q archive.Query, limit int) ([]archive.Version, error) {
+// one: it must match q, its key must be the SHA-1 of its URL, there must
+// be no more than limit, and each must come with its proof. It returns
+// them unverified, with their proofs.
+func (svc *Service) remoteList(ctx context.Context, c ring.Contact, q archive.Query, limit int) ([]archive.Version, []*Proof, error) {
 	gq, err := gatewayQuery(q)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s, err := svc.Open(ctx, c, Protocol)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer s.Close()
 	if err := wire.WriteJSON(s, Request{Op: "list", Query: q, Limit: limit}); err != nil {
 		s.Reset()
-		return nil, fmt.Errorf("query list request: %w", err)
+		return nil, nil, fmt.Errorf("query list request: %w", err)
 	}
 	_ = s.CloseWrite()
 	r := bufio.NewReader(s)
 	var out []archive.Version
+	var proofs []*Proof
 	for {
 		var b ListBatch
 		if err := wire.ReadJSON(r, maxHeaderFrame, &b); err != nil {
 			s.Reset()
-			return nil, fmt.Errorf("query list reply: %w", err)
+			return nil, nil, fmt.Errorf("query list reply: %w", err)
 		}
 		if b.Error != "" {
-			return nil, fmt.Errorf("query list reply: %w: %.200s", errRemote, b.Error)
+			return nil, nil, fmt.Errorf("query list reply: %w: %.200s", errRemote, b.Error)
 		}
-		for _, v := range b.Versions {
+		if len(b.Proofs) != len(b.Versions) {
+			s.Reset()
+			return nil, nil, fmt.Errorf("query list reply: %w: %d proofs for %d versions", errBadReply, len(b.Proofs), len(b.Versions))
+		}
+		for i, v := range b.Versions {
 			if !gq.Contains(v) || v.Key != id.OfString(v.URL) {
 				s.Reset()
-				return nil, fmt.Errorf("query list reply: %w: version of %.100q does not match the query", errBadReply, v.URL)
+				return nil, nil, fmt.Errorf("query list reply: %w: version of %.100q does not match the query", errBadReply, v.URL)
 			}
+			out, proofs = append(out, v), append(proofs, &b.Proofs[i])
 		}
-		out = append(out, b.Versions...)
 		if len(out) > limit {
 			s.Reset()
-			return nil, fmt.Errorf("query list reply: %w: more than %d versions", errBadReply, limit)
+			return nil, nil, fmt.Errorf("query list reply: %w: more than %d versions", errBadReply, limit)
 		}
 		if b.Done {
-			return out, nil
+			return out, proofs, nil
 		}
 	}
 }
@@ -329,7 +354,8 @@ var errRemote = errors.New("node: remote error")
 var errBadReply = errors.New("node: bad query reply")
 
 // List implements gateway.Lister: it asks every real node of the ring (at
-// most queryFanout at a time) for its versions selected by q, merges them
+// most queryFanout at a time) for its versions selected by q, keeps those
+// that verify (judge), merges them
 // in CDX order (SURT, then time), drops duplicates (replicas) and keeps the
 // first q.Limit. If a member fails, or the ring could not be enumerated
 // completely, List returns an error naming them (wrapping ErrPartial) and
@@ -344,19 +370,29 @@ func (svc *Service) List(ctx context.Context, q gateway.Query) ([]archive.Versio
 	if _, err := gatewayQuery(aq); err != nil {
 		return nil, fmt.Errorf("node list: %w", err)
 	}
-	var all []archive.Version
+	var listed []archive.Version
+	var proofs []*Proof
 	errs := svc.eachMember(ctx, func(m ring.Contact) (func(), error) {
 		var vs []archive.Version
+		var ps []*Proof
 		var err error
 		if m.Peer == svc.Self.Peer {
 			vs, err = svc.localList(ctx, aq, limit)
+			ps = make([]*Proof, len(vs))
 		} else {
-			vs, err = svc.remoteList(ctx, m, aq, limit)
+			vs, ps, err = svc.remoteList(ctx, m, aq, limit)
 		}
-		return func() { all = append(all, vs...) }, err
+		return func() { listed, proofs = append(listed, vs...), append(proofs, ps...) }, err
 	})
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("node list: %w: %w", ErrPartial, errors.Join(errs...))
+	}
+	fate, _ := svc.judge(ctx, listed, proofs, false)
+	var all []archive.Version
+	for i, v := range listed {
+		if fate[i] == rowKept {
+			all = append(all, v)
+		}
 	}
 	slices.SortFunc(all, CDXCompare)
 	all = slices.CompactFunc(all, func(a, b archive.Version) bool {

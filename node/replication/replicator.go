@@ -16,6 +16,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/replicate"
@@ -140,7 +141,12 @@ type Config struct {
 	// full"): rounds are skipped, pull requests dropped and offers refused
 	// until it reports "" (the owners push again, and rounds repair).
 	Paused func() string
-	Logger *slog.Logger // nil: discard
+	// SetRanges, if set, is told the ranges this node replicates for
+	// other owners whenever the set changes, as their verified pull
+	// requests and offers name them (archive.Store.SetRanges: each
+	// range's share of the quota; share.go).
+	SetRanges func(rs []archive.KeyRange) error
+	Logger    *slog.Logger // nil: discard
 }
 
 // Replicator runs a node's replication: a loop that, every interval, pulls
@@ -159,7 +165,8 @@ type Replicator struct {
 	purgeAgreed map[string]purgeAgreement // by replica peer: purge.go
 
 	lag      prometheus.Histogram // push lags (push.go)
-	refused  refusedSet           // records refused for their signer's share (share.go)
+	refused  refusedSet           // records refused for their signer's or range's share (share.go)
+	ranges   replicatedRanges     // the ranges this node replicates (share.go)
 	pushWake chan struct{}
 
 	mu      sync.Mutex
@@ -597,6 +604,7 @@ func (r *Replicator) verifyOwner(ctx context.Context, m ring.Node, q replicate.R
 		}
 		return ring.Node{}, fmt.Errorf("%s refused: %w", opName(q.Op), err)
 	}
+	r.noteRange(q.A, from.ID)
 	return from, nil
 }
 

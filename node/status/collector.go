@@ -51,6 +51,8 @@ var (
 		gauge("archive_segments", "Segment files of the archive.", func(st *Status) float64 { return float64(st.Archive.Segments) }),
 		gauge("archive_quota_bytes", "The archive's quota (0: none).", func(st *Status) float64 { return float64(st.Archive.Quota) }),
 		counter("archive_share_refused_total", "Versions refused because their signer's versions took its share of the quota.", func(st *Status) float64 { return float64(st.Archive.ShareRefused) }),
+		counter("archive_range_share_refused_total", "Versions refused because the versions of their replicated range took its share of the quota.", func(st *Status) float64 { return float64(st.Archive.RangeRefused) }),
+		gauge("archive_at_quota", "1 while the archive is so close to its quota that it would refuse most versions: crawl and replication paused.", func(st *Status) float64 { return b2f(st.Archive.AtQuota) }),
 		gauge("archive_disk_full", "1 while the archive's file system is at its reserve: crawl and replication paused.", func(st *Status) float64 { return b2f(st.Archive.DiskFull) }),
 		gauge("crawl_paused", "1 while the crawl and replication are paused (disk full or quota reached; status crawl.paused says which).", func(st *Status) float64 { return b2f(st.Crawl.Paused != "") }),
 		counter("replication_skipped_total", "Records not downloaded because the archive refused them before for their signer's share.", func(st *Status) float64 {
@@ -91,6 +93,16 @@ var (
 		gauge("ring_suspects", "Peers this node suspects of having failed.", func(st *Status) float64 { return float64(len(st.Ring.Suspects)) }),
 		counter("trust_refused_total", "Streams refused from peers that are no verified ring member.", func(st *Status) float64 { return float64(st.Trust.NotMember) }),
 		counter("trust_unverified_reads_total", "Versions and captures other holders sent for the gateway that failed verification.", func(st *Status) float64 { return float64(st.Trust.UnverifiedReads) }),
+		counter("trust_unverified_listings_total", "Rows other members listed for a ring-wide CDX query or listing that failed verification.", func(st *Status) float64 { return float64(st.Trust.UnverifiedListings) }),
+		// the gateway's load
+		counter("gateway_requests_total", "HTTP requests the gateway answered.", func(st *Status) float64 { return float64(st.Load.Requests) }),
+		gauge("gateway_in_flight", "Gateway requests being handled now.", func(st *Status) float64 { return float64(st.Load.InFlight) }),
+		gauge("gateway_memory_held_bytes", "Bytes of reply bodies charged to the gateway's memory budget now.", func(st *Status) float64 { return float64(st.Load.MemoryHeld) }),
+		counter("gateway_busy_total", "Gateway requests refused with 503 for load (in flight, memory, export slots).", func(st *Status) float64 { return float64(st.Load.Busy) }),
+		counter("gateway_stalled_total", "Gateway replies dropped because the reader took nothing within the write-progress deadline.", func(st *Status) float64 { return float64(st.Load.Stalled) }),
+		counter("gateway_spooled_total", "Gateway reply bodies served from a spool file.", func(st *Status) float64 { return float64(st.Load.Spooled) }),
+		counter("gateway_streamed_total", "Gateway reply bodies streamed from the archive's segment files.", func(st *Status) float64 { return float64(st.Load.Streamed) }),
+		counter("gateway_archive_errors_total", "Archive calls of the gateway that failed, timeouts included.", func(st *Status) float64 { return float64(st.Load.ArchiveErrors) }),
 		counter("trust_unverified_exports_total", "Records other members sent for an export that failed verification.", func(st *Status) float64 { return float64(st.Trust.UnverifiedExports) }),
 		// access rules and purge orders (docs/access.md)
 		gauge("access_rules_local", "Access rules of this node's rules file.", func(st *Status) float64 { return float64(st.Access.Local) }),

@@ -8,6 +8,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/crawl"
+	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/node/politeness"
 	"github.com/herod-archive/herod/node/purge"
@@ -68,6 +69,9 @@ type Status struct {
 	// Members is the ring's real nodes, up and down, as this node knows
 	// them, and k.
 	Members Members `json:"members"`
+	// Load is the gateway's own counters (gateway.Stats): requests in
+	// flight, refused as busy, stalled readers, spooled bodies.
+	Load gateway.Stats `json:"load"`
 }
 
 // WireStats counts the stream bytes this node sent and received under one
@@ -129,4 +133,9 @@ type TrustStats struct {
 	// UnverifiedExports counts the records other members sent for a
 	// ring-wide export that failed verification: none was exported.
 	UnverifiedExports int64 `json:"unverifiedExports"`
+	// UnverifiedListings counts the rows other members listed for a
+	// ring-wide CDX query or listing that failed verification (unsigned,
+	// forged, purged fetcher, future or unwitnessed date): none was
+	// listed.
+	UnverifiedListings int64 `json:"unverifiedListings"`
 }

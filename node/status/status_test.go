@@ -13,6 +13,7 @@ import (
 func TestCollector(t *testing.T) {
 	st := Status{Reach: "listen", Links: LinkStats{Received: 7}, Wire: []WireStats{{Protocol: "/herod/links/1.0.0", In: 3, Out: 5}}}
 	st.Archive.Versions = 2
+	st.Load.InFlight, st.Load.Busy, st.Load.Stalled, st.Load.Spooled = 3, 4, 5, 6
 	c := &Collector{
 		Status: func() Status { return st },
 		Caps:   func() []Cap { return []Cap{{Dir: "down", Use: "all", Rate: 100}} },
@@ -41,6 +42,10 @@ func TestCollector(t *testing.T) {
 		"herod_wire_bytes_total,dir=out,protocol=/herod/links/1.0.0": "COUNTER 5",
 		"herod_reach,how=listen":                                     "GAUGE 1",
 		"herod_bandwidth_cap_bytes_per_second,dir=down,use=all":      "GAUGE 100",
+		"herod_gateway_in_flight":                                    "GAUGE 3",
+		"herod_gateway_busy_total":                                   "COUNTER 4",
+		"herod_gateway_stalled_total":                                "COUNTER 5",
+		"herod_gateway_spooled_total":                                "COUNTER 6",
 	} {
 		if got[k] != v {
 			t.Errorf("%s = %q, want %q", k, got[k], v)
@@ -67,7 +72,7 @@ func TestStatusJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{`"peer"`, `"ringCalls"`, `"links"`, `"politeness"`, `"trust"`, `"takenOver"`, `"wire"`} {
+	for _, k := range []string{`"peer"`, `"ringCalls"`, `"links"`, `"politeness"`, `"trust"`, `"takenOver"`, `"wire"`, `"load"`, `"inFlight"`, `"busy"`, `"stalled"`, `"spooled"`} {
 		if !strings.Contains(string(b), k) {
 			t.Errorf("status JSON lacks %s: %s", k, b)
 		}

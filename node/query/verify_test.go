@@ -1,0 +1,185 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/node/identity"
+)
+
+// signedStore opens a store that signs with signer (nil: unsigned) and
+// verifies provenance.
+func signedStore(t *testing.T, name string, signer archive.Signer) *archive.Store {
+	t.Helper()
+	o := archive.Options{NoSync: true, Verifier: identity.Verifier{}}
+	if signer != nil {
+		o.Signer = signer
+	}
+	st, err := archive.Open(filepath.Join(t.TempDir(), name), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func put(t *testing.T, st *archive.Store, url string, at time.Time, body string) archive.Version {
+	t.Helper()
+	v, _, err := st.Put(context.Background(), archive.Capture{URL: url, Time: at, Status: 200,
+		Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(body)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestVerifiedRows: the asking node lists a member's row only when its
+// fetcher's signature verifies and its date is shown here: recent, dated
+// by a statement the member sent, or by the holders (Dated). Every other
+// row is dropped and counted.
+func TestVerifiedRows(t *testing.T) {
+	ctx := context.Background()
+	keys := make([]identity.Signer, 3) // fetcher, witness, asker
+	for i := range keys {
+		var err error
+		if keys[i], err = identity.Generate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fetcher, witness, asker := keys[0], keys[1], keys[2]
+	now := time.Now().UTC().Truncate(time.Second)
+	old := now.AddDate(-20, 0, 0)
+	member := &Service{Store: signedStore(t, "member", fetcher)}
+	unsigned := &Service{Store: signedStore(t, "unsigned", nil)}
+
+	var vs []archive.Version
+	var ps []*Proof
+	add := func(svc *Service, v archive.Version, mod func(*Proof)) {
+		v, p, err := svc.proofOf(ctx, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mod != nil {
+			mod(&p)
+		}
+		vs, ps = append(vs, v), append(ps, &p)
+	}
+	// 0: genuine and recent: listed.
+	add(member, put(t, member.Store, "http://h.example/a", now.Add(-time.Hour), "a"), nil)
+	// 1: unsigned: dropped.
+	add(unsigned, put(t, unsigned.Store, "http://h.example/b", now.Add(-time.Hour), "b"), nil)
+	// 2: a genuine signature of another version: dropped.
+	add(member, put(t, member.Store, "http://h.example/c", now.Add(-time.Hour), "c"), func(p *Proof) { p.Sig = ps[0].Sig })
+	// 3: signed but twenty years old, unwitnessed but for its copy 9.
+	add(member, put(t, member.Store, "http://h.example/d", old, "d"), nil)
+	// 4: twenty years old, witnessed by another peer an hour after: listed.
+	e := put(t, member.Store, "http://h.example/e", old, "e")
+	seen := old.Add(time.Hour)
+	wsig, err := witness.Sign(archive.WitnessMessage(e.URL, e.Time, e.Digest, seen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := archive.Witness{Peer: witness.Peer(), Seen: seen, Sig: wsig}
+	add(member, e, func(p *Proof) { p.Witnesses = []archive.Witness{good} })
+	// 5: twenty years old, "witnessed" by its own fetcher: dropped.
+	f := put(t, member.Store, "http://h.example/f", old, "f")
+	fsig, err := fetcher.Sign(archive.WitnessMessage(f.URL, f.Time, f.Digest, seen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(member, f, func(p *Proof) { p.Witnesses = []archive.Witness{{Peer: fetcher.Peer(), Seen: seen, Sig: fsig}} })
+	// 6: twenty years old, dated by its holders (Dated): listed.
+	add(member, put(t, member.Store, "http://h.example/g", old, "g"), nil)
+	// 7, 8: copies of 0 from two more members, one with a forged
+	// signature, one genuine: copies, not listed twice (nor checked).
+	add(member, vs[0], func(p *Proof) { p.Sig = ps[4].Sig })
+	add(member, vs[0], nil)
+	// 9: a copy of 3 whose member holds the witness statement that 3's
+	// lacked: 3 and 9 are one version, dated by it.
+	dsig, err := witness.Sign(archive.WitnessMessage(vs[3].URL, vs[3].Time, vs[3].Digest, seen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(member, vs[3], func(p *Proof) { p.Witnesses = []archive.Witness{{Peer: witness.Peer(), Seen: seen, Sig: dsig}} })
+
+	asked := 0
+	svc := &Service{Store: signedStore(t, "asker", asker), Dated: func(_ context.Context, q []archive.Version) []archive.Dating {
+		out := make([]archive.Dating, len(q))
+		for i, v := range q {
+			asked++
+			if v.URL == "http://h.example/g" {
+				out[i] = archive.Witnessed
+			}
+		}
+		return out
+	}}
+	fate, ws := svc.judge(ctx, vs, ps, true)
+	want := []int{rowKept, rowDropped, rowDropped, rowKept, rowKept, rowDropped, rowKept, rowCopy, rowCopy, rowCopy}
+	for i := range want {
+		if fate[i] != want[i] {
+			t.Errorf("row %d (%s): fate %d, want %d", i, vs[i].URL, fate[i], want[i])
+		}
+	}
+	if len(ws[4]) != 1 || ws[4][0].Peer != witness.Peer() || len(ws[3]) != 1 {
+		t.Errorf("rows 3 and 4 vouched for by %+v and %+v, want the witness", ws[3], ws[4])
+	}
+	if asked != 2 { // f and g: the others are dated by what came with them
+		t.Errorf("%d versions asked of their holders, want 2", asked)
+	}
+	if got := svc.Unverified(); got != 3 {
+		t.Errorf("Unverified = %d, want 3", got)
+	}
+	if vs[0].Peer != fetcher.Peer() {
+		t.Errorf("proofOf: fetcher %q, want %q", vs[0].Peer, fetcher.Peer())
+	}
+}
+
+// TestMergePages: pages of members are merged in order with duplicates'
+// witnesses united; a member whose rows were dropped before its frontier
+// cuts the page there, and a page that would be empty before it fails.
+func TestMergePages(t *testing.T) {
+	row := func(i int, wit ...string) gateway.CDXRow {
+		v := archive.Version{URL: "http://h.example/", Time: q0.Add(time.Duration(i) * time.Hour)}
+		r := gateway.CDXRow{Version: v}
+		for _, w := range wit {
+			r.Witnesses = append(r.Witnesses, archive.Witness{Peer: w, Seen: v.Time.Add(time.Minute)})
+		}
+		return r
+	}
+	key := func(i int) *gateway.CDXKey { k := gateway.KeyOf(row(i).Version); return &k }
+	hours := func(rows []gateway.CDXRow) []int {
+		var out []int
+		for _, r := range rows {
+			out = append(out, int(r.Time.Sub(q0)/time.Hour))
+		}
+		return out
+	}
+	honest := memberPage{rows: []gateway.CDXRow{row(3, "w1"), row(4), row(6), row(7)}, more: true, frontier: key(7)}
+	liar := memberPage{rows: []gateway.CDXRow{row(1), row(3, "w2")}, more: true, frontier: key(5), dropped: 3, by: "liar"}
+
+	rows, more, err := mergePages([]memberPage{honest, liar}, 10, false)
+	if err != nil || !more || !slices.Equal(hours(rows), []int{1, 3, 4}) {
+		t.Fatalf("merged %v, more %v, %v; want hours 1 3 4 and more", hours(rows), more, err)
+	}
+	if len(rows[1].Witnesses) != 2 {
+		t.Errorf("duplicate's witnesses %+v, want both", rows[1].Witnesses)
+	}
+	// Without drops the first n of the union.
+	liar.dropped = 0
+	rows, more, err = mergePages([]memberPage{honest, liar}, 3, false)
+	if err != nil || !more || !slices.Equal(hours(rows), []int{1, 3, 4}) {
+		t.Fatalf("no drops: merged %v, more %v, %v", hours(rows), more, err)
+	}
+	// Every row dropped before the frontier: no page, a partial error.
+	liar = memberPage{more: true, frontier: key(2), dropped: 5, by: "liar"}
+	if _, _, err := mergePages([]memberPage{honest, liar}, 10, false); !errors.Is(err, ErrPartial) {
+		t.Fatalf("empty before the frontier: %v, want ErrPartial", err)
+	}
+}
