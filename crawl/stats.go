@@ -47,6 +47,10 @@ type Stats struct {
 	// about one request in ten in TestPoliteRing); an owner granting more
 	// than HostRate makes nearly every request wait.
 	CapHeld int64 `json:"capHeld"`
+	// LongestQueueWait is, over the day, the longest a host loop waited
+	// to read its next batch from the queue (the day's lock and the read):
+	// what a rollover holding the queue costs the crawl.
+	LongestQueueWait time.Duration `json:"longestQueueWait"`
 }
 
 // counters are the mutable day counters, guarded by Crawler.mu.
@@ -55,6 +59,7 @@ type counters struct {
 	passedOn                                                                 int64
 	response                                                                 time.Duration // summed time to response headers
 	errs                                                                     map[string]int64
+	queueWait                                                                time.Duration // longest host-loop queue read
 }
 
 func (s *counters) reset() {
@@ -68,25 +73,26 @@ func (c *Crawler) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return Stats{
-		Day:          day,
-		DayStarted:   c.dayStarted,
-		Queued:       c.queuedLocked(),
-		Paused:       c.pausedFor,
-		InFlight:     c.st.inFlight,
-		FetchedToday: c.st.fetched,
-		NewVersions:  c.st.newVersions,
-		NotModified:  c.st.notModified,
-		Unchanged:    c.st.unchanged,
-		Forwarded:    c.st.forwarded,
-		PassedOn:     c.st.passedOn,
-		BytesFetched: c.st.bytes,
-		ResponseSec:  c.st.response.Seconds(),
-		ErrorsByKind: maps.Clone(c.st.errs),
-		KnownURLs:    c.known,
-		Connections:  c.openConns.Load(),
-		ActiveHosts:  c.running,
-		WaitingHosts: len(c.waiting),
-		CapHeld:      capHeld(c.cfg.Budget),
+		Day:              day,
+		DayStarted:       c.dayStarted,
+		Queued:           c.queuedLocked(),
+		Paused:           c.pausedFor,
+		InFlight:         c.st.inFlight,
+		FetchedToday:     c.st.fetched,
+		NewVersions:      c.st.newVersions,
+		NotModified:      c.st.notModified,
+		Unchanged:        c.st.unchanged,
+		Forwarded:        c.st.forwarded,
+		PassedOn:         c.st.passedOn,
+		BytesFetched:     c.st.bytes,
+		ResponseSec:      c.st.response.Seconds(),
+		ErrorsByKind:     maps.Clone(c.st.errs),
+		KnownURLs:        c.known,
+		Connections:      c.openConns.Load(),
+		ActiveHosts:      c.running,
+		WaitingHosts:     len(c.waiting),
+		CapHeld:          capHeld(c.cfg.Budget),
+		LongestQueueWait: c.st.queueWait,
 	}
 }
 

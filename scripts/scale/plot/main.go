@@ -1,0 +1,155 @@
+// Command plot draws the scale benchmark's figure (docs/scale.md) from
+// the JSON rows TestScale writes: per day and per size, CPU seconds per
+// 1,000 pages, peak RSS, the rollover's time and the longest stall of
+// link intake, as one SVG (or PNG) of four panels.
+//
+// Usage:
+//
+//	go run . -o ../../../docs/scale.svg scale-10000x30.json scale-100000x8.json
+//
+// It is a module of its own so that herod's module does not depend on a
+// plotting library.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"image/color"
+	"io"
+	"log"
+	"os"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// row is the part of TestScale's scaleRow the figure uses.
+type row struct {
+	URLs          int     `json:"urls"`
+	Day           int     `json:"day"`
+	CPUPer1000    float64 `json:"cpuPer1000"`
+	RSSPeakMB     float64 `json:"rssPeakMB"`
+	RolloverS     float64 `json:"rolloverS"`
+	IntakeStallMS float64 `json:"intakeStallMs"`
+}
+
+// panel is one of the figure's plots: a title, a y label and the value of
+// a row.
+type panel struct {
+	title, y string
+	value    func(row) float64
+	skipDay0 bool // day 0 has no rollover, and fetches every page fresh
+}
+
+var panels = []panel{
+	{"CPU per 1,000 pages", "CPU seconds", func(r row) float64 { return r.CPUPer1000 }, false},
+	{"Peak RSS", "MiB", func(r row) float64 { return r.RSSPeakMB }, false},
+	{"Rollover (NewDay)", "seconds", func(r row) float64 { return r.RolloverS }, true},
+	{"Longest link-intake stall", "milliseconds", func(r row) float64 { return r.IntakeStallMS }, true},
+}
+
+var colors = []color.Color{
+	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+	color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+}
+
+func main() {
+	out := flag.String("o", "scale.svg", "file to write: SVG, or PNG when it ends in .png")
+	flag.Parse()
+	if flag.NArg() == 0 {
+		log.Fatal("plot: name one or more scale-<urls>x<days>.json files")
+	}
+	var runs [][]row
+	for _, name := range flag.Args() {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			log.Fatalf("plot: %v", err)
+		}
+		var rs []row
+		if err := json.Unmarshal(b, &rs); err != nil {
+			log.Fatalf("plot: %s: %v", name, err)
+		}
+		if len(rs) == 0 {
+			log.Fatalf("plot: %s has no rows", name)
+		}
+		runs = append(runs, rs)
+	}
+	if err := draw4(*out, runs); err != nil {
+		log.Fatalf("plot: %v", err)
+	}
+}
+
+// draw4 writes the four panels, two by two, to out.
+func draw4(out string, runs [][]row) error {
+	const cols, rows = 2, 2
+	plots := make([][]*plot.Plot, rows)
+	for i := range plots {
+		plots[i] = make([]*plot.Plot, cols)
+	}
+	for i, pn := range panels {
+		p := plot.New()
+		p.Title.Text = pn.title
+		p.X.Label.Text = "day"
+		p.Y.Label.Text = pn.y
+		p.Y.Min = 0
+		p.Legend.Top = true
+		for k, rs := range runs {
+			var xys plotter.XYs
+			for _, r := range rs {
+				if pn.skipDay0 && r.Day == 0 {
+					continue
+				}
+				xys = append(xys, plotter.XY{X: float64(r.Day), Y: pn.value(r)})
+			}
+			if len(xys) == 0 {
+				continue
+			}
+			l, s, err := plotter.NewLinePoints(xys)
+			if err != nil {
+				return err
+			}
+			c := colors[k%len(colors)]
+			l.Color, s.Color = c, c
+			s.Radius = vg.Points(2)
+			p.Add(l, s)
+			p.Legend.Add(fmt.Sprintf("%d URLs", rs[0].URLs), l, s)
+		}
+		plots[i/cols][i%cols] = p
+	}
+	w, h := 24*vg.Centimeter, 18*vg.Centimeter
+	var img interface {
+		vg.CanvasSizer
+		io.WriterTo
+	}
+	if strings.HasSuffix(out, ".png") {
+		img = vgimg.PngCanvas{Canvas: vgimg.New(w, h)}
+	} else {
+		img = vgsvg.New(w, h)
+	}
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
+		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	canvases := plot.Align(plots, tiles, dc)
+	for i := range plots {
+		for j := range plots[i] {
+			plots[i][j].Draw(canvases[i][j])
+		}
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	if _, err := img.WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
