@@ -440,6 +440,7 @@ func (c *Crawler) startDay(ctx context.Context, day int64) error {
 func (c *Crawler) switchDay(staged *stagedDay) error {
 	c.dayMu.Lock()
 	defer c.dayMu.Unlock()
+	start := time.Now()
 	day := staged.day
 	hosts, n, fresh, err := c.q.switchDay(staged)
 	if err != nil {
@@ -458,7 +459,8 @@ func (c *Crawler) switchDay(staged *stagedDay) error {
 	for h := range hosts {
 		c.wakeLocked(h)
 	}
-	c.log.Info("crawl: new day", "day", day, "queued", n, "hosts", len(hosts))
+	c.st.daySwitch = time.Since(start)
+	c.log.Info("crawl: new day", "day", day, "queued", n, "hosts", len(hosts), "switch", c.st.daySwitch)
 	return nil
 }
 

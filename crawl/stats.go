@@ -51,6 +51,10 @@ type Stats struct {
 	// to read its next batch from the queue (the day's lock and the read):
 	// what a rollover holding the queue costs the crawl.
 	LongestQueueWait time.Duration `json:"longestQueueWait"`
+	// DaySwitch is how long the switch to this day held the day's lock
+	// (host loops and link intake wait for it; the day's queue was
+	// written before, while the old day ran).
+	DaySwitch time.Duration `json:"daySwitch"`
 }
 
 // counters are the mutable day counters, guarded by Crawler.mu.
@@ -60,6 +64,7 @@ type counters struct {
 	response                                                                 time.Duration // summed time to response headers
 	errs                                                                     map[string]int64
 	queueWait                                                                time.Duration // longest host-loop queue read
+	daySwitch                                                                time.Duration // the switch to this day (Stats.DaySwitch)
 }
 
 func (s *counters) reset() {
@@ -93,6 +98,7 @@ func (c *Crawler) Stats() Stats {
 		WaitingHosts:     len(c.waiting),
 		CapHeld:          capHeld(c.cfg.Budget),
 		LongestQueueWait: c.st.queueWait,
+		DaySwitch:        c.st.daySwitch,
 	}
 }
 

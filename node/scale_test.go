@@ -42,7 +42,8 @@ import (
 // to (scale-<urls>x<days>.csv and .json; default the test's temp dir);
 // HEROD_SCALE_WEBGEN a built webgen (default: built here);
 // HEROD_SCALE_SEED the web's seed (default 1); HEROD_SCALE_HEAPPROFILE=1
-// writes a heap profile at each day's end next to the rows.
+// writes a heap profile at each day's end next to the rows;
+// HEROD_SCALE_CPUPROFILE=N a CPU profile of day N.
 
 // scaleRow is one day of a scale run.
 type scaleRow struct {
@@ -64,8 +65,9 @@ type scaleRow struct {
 	OpenFiles     int     `json:"openFiles"`     // highest sample
 	DiskMB        float64 `json:"diskMB"`        // data directory at the day's end
 	DiskAddedMB   float64 `json:"diskAddedMB"`   // over the day
-	BytesPerCheck float64 `json:"bytesPerCheck"` // disk added per request answered that stored nothing new
+	BytesPerCheck float64 `json:"bytesPerCheck"` // disk added ÷ requests that stored no new version (new versions' bytes included)
 	RolloverS     float64 `json:"rolloverS"`     // NewDay's duration (0 on day 0)
+	SwitchMS      float64 `json:"switchMs"`      // of which the switch, holding the day's lock
 	IntakeStallMS float64 `json:"intakeStallMs"` // longest Add of one link over the day
 	LoopStallMS   float64 `json:"loopStallMs"`   // longest host-loop queue read wait over the day
 	Queued        int64   `json:"queued"`        // queue entries just after the rollover
@@ -128,6 +130,7 @@ func TestScale(t *testing.T) {
 		resetPeakRSS()
 		smp.reset()
 		probe.reset()
+		stopProfile := startCPUProfile(t, out, urls, days, d)
 		cpu0, start := processCPU(), time.Now()
 		var roll time.Duration
 		if d == 0 {
@@ -155,6 +158,7 @@ func TestScale(t *testing.T) {
 			t.Fatal(err)
 		}
 		wall, cpu := time.Since(start), processCPU()-cpu0
+		stopProfile()
 		ws, err = web.stats()
 		if err != nil {
 			t.Fatal(err)
@@ -175,7 +179,7 @@ func TestScale(t *testing.T) {
 			RSSPeakMB:  float64(peakRSS()) / (1 << 20), HeapPeakMB: float64(peaks.heap) / (1 << 20),
 			Goroutines: peaks.goroutines, OpenFiles: peaks.fds,
 			DiskMB: float64(disk) / (1 << 20), DiskAddedMB: float64(disk-disk0) / (1 << 20),
-			RolloverS: roll.Seconds(), IntakeStallMS: ms(probe.max()), LoopStallMS: ms(nd.crawler.Stats().LongestQueueWait),
+			RolloverS: roll.Seconds(), SwitchMS: ms(cs.DaySwitch), IntakeStallMS: ms(probe.max()), LoopStallMS: ms(nd.crawler.Stats().LongestQueueWait),
 			Queued: queued, Known: cs.KnownURLs, Mine: nd.claims.Held(),
 			ReplayP50MS: ms(rep.p50), ReplayP99MS: ms(rep.p99), ReplayOK: rep.ok, CDXMS: ms(rep.cdx), CDXRows: rep.cdxRows,
 		}
@@ -184,9 +188,9 @@ func TestScale(t *testing.T) {
 		}
 		disk0 = disk
 		rows = append(rows, row)
-		t.Logf("scale: day %d: %d live, %d fetched (%d new versions, %d not modified), %.1fs, %.2f cpu-s/1000, rss %.0f MiB, heap %.0f MiB, %d goroutines, %d fds, disk +%.1f MiB, rollover %.2fs, intake stall %.0f ms, loop stall %.0f ms, queued %d, known %d, mine %d, replay p50 %.1f ms p99 %.1f ms (%d ok), cdx %.1f ms (%d rows), errors %v",
+		t.Logf("scale: day %d: %d live, %d fetched (%d new versions, %d not modified), %.1fs, %.2f cpu-s/1000, rss %.0f MiB, heap %.0f MiB, %d goroutines, %d fds, disk +%.1f MiB, rollover %.2fs (switch %.1f ms), intake stall %.0f ms, loop stall %.0f ms, queued %d, known %d, mine %d, replay p50 %.1f ms p99 %.1f ms (%d ok), cdx %.1f ms (%d rows), errors %v",
 			d, row.Live, row.Fetched, row.NewVersions, row.NotModified, row.WallS, row.CPUPer1000, row.RSSPeakMB, row.HeapPeakMB,
-			row.Goroutines, row.OpenFiles, row.DiskAddedMB, row.RolloverS, row.IntakeStallMS, row.LoopStallMS, row.Queued, row.Known, row.Mine,
+			row.Goroutines, row.OpenFiles, row.DiskAddedMB, row.RolloverS, row.SwitchMS, row.IntakeStallMS, row.LoopStallMS, row.Queued, row.Known, row.Mine,
 			row.ReplayP50MS, row.ReplayP99MS, row.ReplayOK, row.CDXMS, row.CDXRows, cs.ErrorsByKind)
 		if os.Getenv("HEROD_SCALE_HEAPPROFILE") != "" {
 			writeHeapProfile(t, filepath.Join(out, fmt.Sprintf("heap-%dx%d-day%d.pprof", urls, days, d)))
@@ -503,5 +507,24 @@ func writeHeapProfile(t *testing.T, path string) {
 	runtime.GC()
 	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// startCPUProfile starts a CPU profile of day d when HEROD_SCALE_CPUPROFILE
+// names it, and returns the function that stops it.
+func startCPUProfile(t *testing.T, out string, urls, days, d int) func() {
+	if v := os.Getenv("HEROD_SCALE_CPUPROFILE"); v == "" || v != strconv.Itoa(d) {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(out, fmt.Sprintf("cpu-%dx%d-day%d.pprof", urls, days, d)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
 	}
 }

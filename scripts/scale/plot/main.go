@@ -1,7 +1,9 @@
 // Command plot draws the scale benchmark's figure (docs/scale.md) from
 // the JSON rows TestScale writes: per day and per size, CPU seconds per
 // 1,000 pages, peak RSS, the rollover's time and the longest stall of
-// link intake, as one SVG (or PNG) of four panels.
+// link intake, as one SVG (or PNG) of four panels; and prints the runs'
+// tables in Markdown (a summary with ratios to the first run, then the
+// days of each run).
 //
 // Usage:
 //
@@ -68,6 +70,7 @@ func main() {
 		log.Fatal("plot: name one or more scale-<urls>x<days>.json files")
 	}
 	var runs [][]row
+	var full [][]fullRow
 	for _, name := range flag.Args() {
 		b, err := os.ReadFile(name)
 		if err != nil {
@@ -80,11 +83,16 @@ func main() {
 		if len(rs) == 0 {
 			log.Fatalf("plot: %s has no rows", name)
 		}
-		runs = append(runs, rs)
+		var fs []fullRow
+		if err := json.Unmarshal(b, &fs); err != nil {
+			log.Fatalf("plot: %s: %v", name, err)
+		}
+		runs, full = append(runs, rs), append(full, fs)
 	}
 	if err := draw4(*out, runs); err != nil {
 		log.Fatalf("plot: %v", err)
 	}
+	writeTables(os.Stdout, full)
 }
 
 // draw4 writes the four panels, two by two, to out.
@@ -100,7 +108,7 @@ func draw4(out string, runs [][]row) error {
 		p.X.Label.Text = "day"
 		p.Y.Label.Text = pn.y
 		p.Y.Min = 0
-		p.Legend.Top = true
+		p.Legend.Top, p.Legend.Left = false, true
 		for k, rs := range runs {
 			var xys plotter.XYs
 			for _, r := range rs {
