@@ -216,69 +216,94 @@ func (q *queue) stageKnown(st *stagedDay, items []stageItem) error {
 }
 
 // stageUnknown stages the URLs of a chunk that are not known, making them
-// known.
+// known. The known test runs outside q.mu: a URL an add of the old day
+// makes known meanwhile is staged here or from the late list, not twice
+// (stageLate skips a URL whose known value is the staged day).
 func (q *queue) stageUnknown(st *stagedDay, items []stageItem) error {
-	if len(items) == 0 {
-		return nil
+	items, err := q.unknown(items, func(stageItem, []byte) bool { return false })
+	if err != nil || len(items) == 0 {
+		return err
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	b := new(leveldb.Batch)
-	seen := make(map[string]struct{}, len(items))
 	for _, it := range items {
-		if _, dup := seen[it.url]; dup {
-			continue
-		}
 		if _, writing := q.writing[it.url]; writing {
 			continue // an add of the old day makes it known: the late list stages it
 		}
-		switch _, err := q.db.Get([]byte(prefixURL+it.url), nil); {
-		case err == nil:
-			continue // known: staged with the known URLs if owned
-		case !errors.Is(err, leveldb.ErrNotFound):
-			return err
-		}
-		seen[it.url] = struct{}{}
 		q.stageOneLocked(st, b, it)
 		st.fresh++
 	}
 	return q.writeChunk(b)
 }
 
-// stageLate stages the URLs of the late list (links added, or URLs
-// remembered, while the day was staged) that no scan staged. locked means
-// the caller holds q.mu.
-func (q *queue) stageLate(st *stagedDay, late []stageItem, locked bool) error {
-	if st.owns != nil {
-		keep := late[:0:0]
-		for _, it := range late {
-			if st.owns(it.url) {
-				keep = append(keep, it)
-			}
-		}
-		late = keep
-	}
-	if !locked {
-		q.mu.Lock()
-		defer q.mu.Unlock()
-	}
-	b := new(leveldb.Batch)
-	seen := make(map[string]struct{}, len(late))
-	for _, it := range late {
+// unknown returns the items, once each, that are not known or whose known
+// value keep accepts.
+func (q *queue) unknown(items []stageItem, keep func(stageItem, []byte) bool) ([]stageItem, error) {
+	out := items[:0:0]
+	seen := make(map[string]struct{}, len(items))
+	for _, it := range items {
 		if _, dup := seen[it.url]; dup {
 			continue
 		}
+		seen[it.url] = struct{}{}
+		v, err := q.db.Get([]byte(prefixURL+it.url), nil)
+		switch {
+		case errors.Is(err, leveldb.ErrNotFound):
+			out = append(out, it)
+		case err != nil:
+			return nil, fmt.Errorf("crawl queue new day: %w", err)
+		case keep(it, v):
+			out = append(out, it)
+		}
+	}
+	return out, nil
+}
+
+// stageLate stages the URLs of the late list (links added, or URLs
+// remembered, while the day was staged) that no scan staged, a chunk at a
+// time. locked means the caller holds q.mu (the switch).
+func (q *queue) stageLate(st *stagedDay, late []stageItem, locked bool) error {
+	for len(late) > 0 {
+		n := min(len(late), newDayChunk)
+		if err := q.stageLateChunk(st, late[:n], locked); err != nil {
+			return err
+		}
+		late = late[n:]
+	}
+	return nil
+}
+
+func (q *queue) stageLateChunk(st *stagedDay, late []stageItem, locked bool) error {
+	owned := late[:0:0]
+	for _, it := range late {
+		if st.owns == nil || st.owns(it.url) {
+			owned = append(owned, it)
+		}
+	}
+	notStaged := func(it stageItem, v []byte) bool {
+		d, _, ok := parseKnownValue(v)
+		return !ok || d != st.day
+	}
+	if !locked {
+		// A first pass outside the lock, then again under it: a scan may
+		// stage a URL in between.
+		var err error
+		if owned, err = q.unknown(owned, notStaged); err != nil {
+			return err
+		}
+		q.mu.Lock()
+		defer q.mu.Unlock()
+	}
+	owned, err := q.unknown(owned, notStaged)
+	if err != nil {
+		return err
+	}
+	b := new(leveldb.Batch)
+	for _, it := range owned {
 		if _, fixed := st.fixed[it.url]; fixed {
 			continue
 		}
-		v, err := q.db.Get([]byte(prefixURL+it.url), nil)
-		if err != nil && !errors.Is(err, leveldb.ErrNotFound) {
-			return fmt.Errorf("crawl queue new day: %w", err)
-		}
-		if d, _, ok := parseKnownValue(v); err == nil && ok && d == st.day {
-			continue // staged
-		}
-		seen[it.url] = struct{}{}
 		q.stageOneLocked(st, b, it)
 	}
 	return q.writeChunk(b)

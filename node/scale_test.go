@@ -69,6 +69,7 @@ type scaleRow struct {
 	RolloverS     float64 `json:"rolloverS"`     // NewDay's duration (0 on day 0)
 	SwitchMS      float64 `json:"switchMs"`      // of which the switch, holding the day's lock
 	IntakeStallMS float64 `json:"intakeStallMs"` // longest Add of one link over the day
+	RollStallMS   float64 `json:"rollStallMs"`   // longest Add of one link that overlapped the rollover
 	LoopStallMS   float64 `json:"loopStallMs"`   // longest host-loop queue read wait over the day
 	Queued        int64   `json:"queued"`        // queue entries just after the rollover
 	Known         int64   `json:"known"`         // known URLs at the day's end
@@ -143,6 +144,7 @@ func TestScale(t *testing.T) {
 			}
 			roll = time.Since(start)
 		}
+		rollEnd := time.Now()
 		queued := nd.crawler.Stats().Queued
 		ws, err := web.stats()
 		if err != nil {
@@ -179,7 +181,8 @@ func TestScale(t *testing.T) {
 			RSSPeakMB:  float64(peakRSS()) / (1 << 20), HeapPeakMB: float64(peaks.heap) / (1 << 20),
 			Goroutines: peaks.goroutines, OpenFiles: peaks.fds,
 			DiskMB: float64(disk) / (1 << 20), DiskAddedMB: float64(disk-disk0) / (1 << 20),
-			RolloverS: roll.Seconds(), SwitchMS: ms(cs.DaySwitch), IntakeStallMS: ms(probe.max()), LoopStallMS: ms(nd.crawler.Stats().LongestQueueWait),
+			RolloverS: roll.Seconds(), SwitchMS: ms(cs.DaySwitch), IntakeStallMS: ms(probe.max(time.Time{}, time.Time{})),
+			RollStallMS: ms(probe.max(start, rollEnd)), LoopStallMS: ms(nd.crawler.Stats().LongestQueueWait),
 			Queued: queued, Known: cs.KnownURLs, Mine: nd.claims.Held(),
 			ReplayP50MS: ms(rep.p50), ReplayP99MS: ms(rep.p99), ReplayOK: rep.ok, CDXMS: ms(rep.cdx), CDXRows: rep.cdxRows,
 		}
@@ -188,9 +191,9 @@ func TestScale(t *testing.T) {
 		}
 		disk0 = disk
 		rows = append(rows, row)
-		t.Logf("scale: day %d: %d live, %d fetched (%d new versions, %d not modified), %.1fs, %.2f cpu-s/1000, rss %.0f MiB, heap %.0f MiB, %d goroutines, %d fds, disk +%.1f MiB, rollover %.2fs (switch %.1f ms), intake stall %.0f ms, loop stall %.0f ms, queued %d, known %d, mine %d, replay p50 %.1f ms p99 %.1f ms (%d ok), cdx %.1f ms (%d rows), errors %v",
+		t.Logf("scale: day %d: %d live, %d fetched (%d new versions, %d not modified), %.1fs, %.2f cpu-s/1000, rss %.0f MiB, heap %.0f MiB, %d goroutines, %d fds, disk +%.1f MiB, rollover %.2fs (switch %.1f ms), intake stall %.0f ms (%.0f ms in the rollover), loop stall %.0f ms, queued %d, known %d, mine %d, replay p50 %.1f ms p99 %.1f ms (%d ok), cdx %.1f ms (%d rows), errors %v",
 			d, row.Live, row.Fetched, row.NewVersions, row.NotModified, row.WallS, row.CPUPer1000, row.RSSPeakMB, row.HeapPeakMB,
-			row.Goroutines, row.OpenFiles, row.DiskAddedMB, row.RolloverS, row.SwitchMS, row.IntakeStallMS, row.LoopStallMS, row.Queued, row.Known, row.Mine,
+			row.Goroutines, row.OpenFiles, row.DiskAddedMB, row.RolloverS, row.SwitchMS, row.IntakeStallMS, row.RollStallMS, row.LoopStallMS, row.Queued, row.Known, row.Mine,
 			row.ReplayP50MS, row.ReplayP99MS, row.ReplayOK, row.CDXMS, row.CDXRows, cs.ErrorsByKind)
 		if os.Getenv("HEROD_SCALE_HEAPPROFILE") != "" {
 			writeHeapProfile(t, filepath.Join(out, fmt.Sprintf("heap-%dx%d-day%d.pprof", urls, days, d)))
@@ -428,12 +431,17 @@ func (s *scaleSampler) peaks() samplePeaks {
 }
 
 // intakeProbe offers one link every 20 ms, as a fetched page's links
-// arrive, and keeps the longest Add.
+// arrive, and keeps each Add's start and duration over the day.
 type intakeProbe struct {
 	nd   *Node
 	link string
 	mu   sync.Mutex
-	long time.Duration
+	adds []probeAdd
+}
+
+type probeAdd struct {
+	start time.Time
+	took  time.Duration
 }
 
 func newIntakeProbe(nd *Node, link string) *intakeProbe { return &intakeProbe{nd: nd, link: link} }
@@ -444,7 +452,7 @@ func (p *intakeProbe) run(ctx context.Context) {
 		p.nd.crawler.Add(ctx, []string{p.link})
 		d := time.Since(start)
 		p.mu.Lock()
-		p.long = max(p.long, d)
+		p.adds = append(p.adds, probeAdd{start, d})
 		p.mu.Unlock()
 		select {
 		case <-ctx.Done():
@@ -455,14 +463,22 @@ func (p *intakeProbe) run(ctx context.Context) {
 
 func (p *intakeProbe) reset() {
 	p.mu.Lock()
-	p.long = 0
+	p.adds = nil
 	p.mu.Unlock()
 }
 
-func (p *intakeProbe) max() time.Duration {
+// max returns the longest Add that overlapped [from, to], or of all when
+// from is zero.
+func (p *intakeProbe) max(from, to time.Time) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.long
+	var m time.Duration
+	for _, a := range p.adds {
+		if from.IsZero() || (a.start.Before(to) && a.start.Add(a.took).After(from)) {
+			m = max(m, a.took)
+		}
+	}
+	return m
 }
 
 // resetPeakRSS resets the process's VmHWM (Linux clear_refs 5).
