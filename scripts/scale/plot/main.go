@@ -20,6 +20,7 @@ import (
 	"image/color"
 	"io"
 	"log"
+	"math"
 	"os"
 	"strings"
 
@@ -46,14 +47,15 @@ type row struct {
 type panel struct {
 	title, y string
 	value    func(row) float64
-	skipDay0 bool // day 0 has no rollover, and fetches every page fresh
+	skipDay0 bool    // day 0 has no rollover, and fetches every page fresh
+	limit    float64 // the acceptance bound, drawn dashed (0: none)
 }
 
 var panels = []panel{
-	{"CPU per 1,000 pages", "CPU seconds", func(r row) float64 { return r.CPUPer1000 }, false},
-	{"Peak RSS", "MiB", func(r row) float64 { return r.RSSPeakMB }, false},
-	{"Rollover (NewDay)", "seconds", func(r row) float64 { return r.RolloverS }, true},
-	{"Longest link-intake stall", "milliseconds", func(r row) float64 { return r.IntakeStallMS }, true},
+	{"CPU per 1,000 pages", "CPU seconds", func(r row) float64 { return r.CPUPer1000 }, false, 0},
+	{"Peak RSS (bound 512 MiB)", "MiB", func(r row) float64 { return r.RSSPeakMB }, false, 512},
+	{"Rollover (NewDay, not blocking)", "seconds", func(r row) float64 { return r.RolloverS }, true, 0},
+	{"Longest link intake, whole day (bound 1 s)", "milliseconds", func(r row) float64 { return r.IntakeStallMS }, true, 1000},
 }
 
 var colors = []color.Color{
@@ -109,6 +111,7 @@ func draw4(out string, runs [][]row) error {
 		p.Y.Label.Text = pn.y
 		p.Y.Min = 0
 		p.Legend.Top, p.Legend.Left = false, true
+		p.Legend.YOffs = vg.Millimeter * 8
 		for k, rs := range runs {
 			var xys plotter.XYs
 			for _, r := range rs {
@@ -128,8 +131,21 @@ func draw4(out string, runs [][]row) error {
 			l.Color, s.Color = c, c
 			s.Radius = vg.Points(2)
 			p.Add(l, s)
-			p.Legend.Add(fmt.Sprintf("%d URLs", rs[0].URLs), l, s)
+			if i == 0 { // one legend: the colors are the same in every panel
+				p.Legend.Add(fmt.Sprintf("%d URLs", rs[0].URLs), l, s)
+			}
 		}
+		if pn.limit > 0 {
+			lim, err := plotter.NewLine(plotter.XYs{{X: 0, Y: pn.limit}, {X: p.X.Max, Y: pn.limit}})
+			if err != nil {
+				return err
+			}
+			lim.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			lim.Color = color.Gray{Y: 0x80}
+			p.Add(lim)
+			p.Y.Max = max(p.Y.Max, pn.limit*1.1)
+		}
+		p.X.Tick.Marker = plot.TickerFunc(dayTicks)
 		plots[i/cols][i%cols] = p
 	}
 	w, h := 24*vg.Centimeter, 18*vg.Centimeter
@@ -160,4 +176,18 @@ func draw4(out string, runs [][]row) error {
 		return err
 	}
 	return f.Close()
+}
+
+// dayTicks marks whole days, about five of them.
+func dayTicks(lo, hi float64) []plot.Tick {
+	step := max(1, int(math.Ceil((hi-lo)/5)))
+	var ts []plot.Tick
+	for d := int(math.Ceil(lo)); float64(d) <= hi; d++ {
+		t := plot.Tick{Value: float64(d)}
+		if d%step == 0 {
+			t.Label = fmt.Sprint(d)
+		}
+		ts = append(ts, t)
+	}
+	return ts
 }
