@@ -25,8 +25,7 @@ import (
 // (queue.late); the ones the scans did not stage are staged from that
 // list, the last of them in switchDay.
 
-// stageItem is one URL to stage: its redirect depth, and, for an archive
-// URL, that it counts only when not known.
+// stageItem is one URL to stage and its redirect depth.
 type stageItem struct {
 	url       string
 	redirects int
