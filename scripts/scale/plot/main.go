@@ -97,8 +97,7 @@ func draw4(out string, runs [][]row) error {
 		p.X.Label.Text = "day"
 		p.Y.Label.Text = pn.y
 		p.Y.Min = 0
-		p.Legend.Top, p.Legend.Left = false, true
-		p.Legend.YOffs = vg.Millimeter * 8
+		p.Legend.Top = true
 		for k, rs := range runs {
 			var xys plotter.XYs
 			for _, r := range rs {
