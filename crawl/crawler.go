@@ -409,15 +409,42 @@ func (c *Crawler) startDay(ctx context.Context, day int64) error {
 	if closed {
 		return ErrClosed
 	}
-	c.dayMu.Lock()
-	defer c.dayMu.Unlock()
+	c.q.turn.Lock()
+	defer c.q.turn.Unlock()
+	if day <= c.q.currentDay() {
+		return nil // a concurrent NewDay started it
+	}
 	var more func(yield func(string) error) error
 	if l, ok := c.a.(URLLister); ok {
 		more = func(yield func(string) error) error { return l.URLs(ctx, archive.Query{}, yield) }
 	}
-	// Requeues, not Config.Owns alone: the host lists hold for known
-	// URLs too (requeue.go).
-	hosts, n, fresh, err := c.q.newDay(day, c.Requeues, more, c.takeStored)
+	// The day's queue is written while the old day goes on; only the
+	// switch holds the day's lock (crawl/newday.go). Requeues, not
+	// Config.Owns alone: the host lists hold for known URLs too
+	// (requeue.go).
+	staged, err := c.q.stageDay(day, c.Requeues, more, c.takeStored)
+	if err != nil {
+		c.count(KindQueue, "", err)
+		return err
+	}
+	if err := c.switchDay(staged); err != nil {
+		return err
+	}
+	if err := c.q.dropBefore(day); err != nil {
+		// Left for the next open or day to delete: nothing reads them.
+		c.count(KindQueue, "", err)
+	}
+	return nil
+}
+
+// switchDay makes the staged day current: host loops and adds wait for
+// the switch only.
+func (c *Crawler) switchDay(staged *stagedDay) error {
+	c.dayMu.Lock()
+	defer c.dayMu.Unlock()
+	start := time.Now()
+	day := staged.day
+	hosts, n, fresh, err := c.q.switchDay(staged)
 	if err != nil {
 		c.count(KindQueue, "", err)
 		return err
@@ -434,7 +461,8 @@ func (c *Crawler) startDay(ctx context.Context, day int64) error {
 	for h := range hosts {
 		c.wakeLocked(h)
 	}
-	c.log.Info("crawl: new day", "day", day, "queued", n, "hosts", len(hosts))
+	c.st.daySwitch = time.Since(start)
+	c.log.Info("crawl: new day", "day", day, "queued", n, "hosts", len(hosts), "switch", c.st.daySwitch)
 	return nil
 }
 

@@ -80,7 +80,7 @@ func (q *queue) countDeferred() (map[string]int, error) {
 // writes in chunks; del set means delete that key); a deferred URL owns
 // refuses is dropped (its range moved away: a link brings it to its new
 // owner). It returns the hosts queued to, their counts and the URLs made
-// known. The caller holds q.mu and q.days.
+// known. The caller holds q.mu.
 func (q *queue) promoteDeferred(day int64, owns func(string) bool, newCounts map[string]int, seq *uint64, put func(k, v, del []byte) error) (map[string]int, int64, error) {
 	hosts := make(map[string]int)
 	var n int64
@@ -114,7 +114,7 @@ func (q *queue) promoteDeferred(day int64, owns func(string) bool, newCounts map
 			if err := put(uk, knownValue(day, redirects), nil); err != nil {
 				return nil, 0, err
 			}
-			if err := put(queueKey(h, *seq), entryValue(u, redirects), nil); err != nil {
+			if err := put(queueKey(day, h, *seq), entryValue(u, redirects), nil); err != nil {
 				return nil, 0, err
 			}
 			*seq++

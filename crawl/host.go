@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"sync"
+	"time"
 )
 
 // runHost fetches the pending entries of one host in queue order, paced
@@ -29,6 +30,7 @@ func (c *Crawler) runHost(host string, h *hostState) {
 	epoch := c.epoch
 	c.mu.Unlock()
 	for ctx.Err() == nil {
+		waitFrom := time.Now()
 		c.dayMu.RLock()
 		c.mu.Lock()
 		gen := h.gen
@@ -38,6 +40,11 @@ func (c *Crawler) runHost(host string, h *hostState) {
 		c.mu.Unlock()
 		batch, err := c.q.next(host, after, hostBatch)
 		c.dayMu.RUnlock()
+		if w := time.Since(waitFrom); w > time.Millisecond {
+			c.mu.Lock()
+			c.st.queueWait = max(c.st.queueWait, w)
+			c.mu.Unlock()
+		}
 		if err != nil {
 			c.count(KindQueue, "", err)
 			inflight.Wait()

@@ -10,6 +10,45 @@ import (
 	"github.com/syndtr/goleveldb/leveldb/util"
 )
 
+// A new day's queue is a fresh keyspace ("p/" + day, queue.go): it is
+// written ahead (stageDay) while the old day's host loops and link intake
+// go on, then switched to in one short step (switchDay), and the old
+// day's entries are deleted afterwards (dropBefore). Only switchDay holds
+// the locks that adds and host loops take, and its work is bounded by the
+// links that arrived while the day was staged, not by the URLs known.
+//
+// The known-set value of a URL staged for day D+1 is D+1 before the day
+// changes: add counts a value at or after the current day as seen, so a
+// link on day D to a URL already staged is not queued again for day D
+// (the old day's entries are dropped at the switch anyway). Links that
+// arrive while the day is staged are queued for the old day and listed
+// (queue.late); the ones the scans did not stage are staged from that
+// list, the last of them in switchDay.
+
+// stageItem is one URL to stage and its redirect depth.
+type stageItem struct {
+	url       string
+	redirects int
+}
+
+// stagedDay is a day's queue written ahead of its switch.
+type stagedDay struct {
+	day       int64
+	owns      func(string) bool
+	hosts     map[string]int
+	n, fresh  int64
+	newCounts map[string]int // new URLs per host queued for day (the cap's count)
+	// fixup lists URLs staged while an add of the old day was writing
+	// their known value: switchDay writes theirs. fixed holds the same
+	// URLs, for the late list's check.
+	fixup []stageItem
+	fixed map[string]struct{}
+}
+
+// lateDrainMin is the late list's length below which stageDay leaves it
+// to switchDay.
+const lateDrainMin = 1024
+
 // interruptedNewDay returns the day an interrupted newDay was moving to,
 // or 0.
 func (q *queue) interruptedNewDay() (int64, error) {
@@ -17,138 +56,345 @@ func (q *queue) interruptedNewDay() (int64, error) {
 	return int64(d), err
 }
 
-// newDay starts day: the seen set is reset, every pending entry dropped,
-// and every known URL for which owns returns true (all when owns is nil)
-// queued again, in key order. Then, when more is not nil, every URL it
-// yields that is not yet known and for which take returns true becomes
-// known and is queued too. Last, deferred URLs (deferred.go) are queued
-// up to each host's cap of new URLs for day. It returns the queued entries per host, their
-// count and how many URLs became known. The target day is recorded first,
-// so a crash in the middle is finished by calling newDay again with the
-// same day.
+// newDay starts day in one call: stageDay, switchDay, dropBefore. It
+// returns the queued entries per host, their count and how many URLs
+// became known. The crawler runs the three steps itself, switching under
+// its own day lock.
 func (q *queue) newDay(day int64, owns func(string) bool, more func(yield func(string) error) error, take func(string) bool) (map[string]int, int64, int64, error) {
-	q.days.Lock()
-	defer q.days.Unlock()
-	q.mu.Lock()
-	defer q.mu.Unlock()
+	q.turn.Lock()
+	defer q.turn.Unlock()
+	st, err := q.stageDay(day, owns, more, take)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	hosts, n, fresh, err := q.switchDay(st)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return hosts, n, fresh, q.dropBefore(day)
+}
+
+// stageDay writes day's queue ahead of its switch: every known URL for
+// which owns returns true (all when owns is nil), in key order; then,
+// when more is not nil, every URL it yields that is not yet known and for
+// which take returns true, made known; then deferred URLs (deferred.go) up
+// to each host's cap of new URLs for day; then the links that arrived
+// meanwhile. The target day is recorded first, so a crash in the middle
+// is finished by staging the same day again (which clears what the first
+// try staged). The caller holds q.turn and calls switchDay next.
+func (q *queue) stageDay(day int64, owns func(string) bool, more func(yield func(string) error) error, take func(string) bool) (*stagedDay, error) {
+	st := &stagedDay{day: day, owns: owns, hosts: make(map[string]int), newCounts: make(map[string]int), fixed: make(map[string]struct{})}
 	if err := q.db.Put(keyNewDay, u64(uint64(day)), &opt.WriteOptions{Sync: true}); err != nil {
-		return nil, 0, 0, fmt.Errorf("crawl queue new day: %w", err)
+		return nil, fmt.Errorf("crawl queue new day: %w", err)
 	}
-	// Drop the pending entries of the previous day.
-	b := new(leveldb.Batch)
-	it := q.db.NewIterator(util.BytesPrefix([]byte(prefixQueue)), nil)
-	for it.Next() {
-		b.Delete(bytes.Clone(it.Key()))
-		if b.Len() >= newDayChunk {
-			if err := q.db.Write(b, nil); err != nil {
-				it.Release()
-				return nil, 0, 0, fmt.Errorf("crawl queue new day: %w", err)
-			}
-			b.Reset()
+	if err := q.deleteRange(util.BytesPrefix(dayPrefix(day))); err != nil {
+		return nil, err
+	}
+	q.mu.Lock()
+	q.staging, q.late = true, nil
+	q.mu.Unlock()
+	ok := false
+	defer func() {
+		if !ok {
+			q.mu.Lock()
+			q.staging, q.late = false, nil
+			q.mu.Unlock()
 		}
+	}()
+	// Every owned known URL, from a snapshot, a chunk at a time.
+	snap, err := q.db.GetSnapshot()
+	if err != nil {
+		return nil, fmt.Errorf("crawl queue new day: %w", err)
 	}
-	it.Release()
-	if err := it.Error(); err != nil {
-		return nil, 0, 0, fmt.Errorf("crawl queue new day: %w", err)
-	}
-	// Queue every owned known URL again.
-	dayv := u64(uint64(day))
-	hosts := make(map[string]int)
-	var n int64
-	seq := q.seq
-	it = q.db.NewIterator(util.BytesPrefix([]byte(prefixURL)), nil)
-	defer it.Release()
+	it := snap.NewIterator(util.BytesPrefix([]byte(prefixURL)), nil)
+	var chunk []stageItem
 	for it.Next() {
 		u := string(it.Key()[len(prefixURL):])
 		if owns != nil && !owns(u) {
 			continue
 		}
-		h := hostOf(u)
 		_, redirects, _ := parseKnownValue(it.Value())
-		b.Put(bytes.Clone(it.Key()), knownValue(day, redirects))
-		b.Put(queueKey(h, seq), entryValue(u, redirects))
-		seq++
-		hosts[h]++
-		n++
-		if b.Len() >= newDayChunk {
-			b.Put(keySeq, u64(seq))
-			if err := q.db.Write(b, nil); err != nil {
-				return nil, 0, 0, fmt.Errorf("crawl queue new day: %w", err)
+		chunk = append(chunk, stageItem{url: u, redirects: redirects})
+		if len(chunk) >= newDayChunk {
+			if err := q.stageKnown(st, chunk); err != nil {
+				it.Release()
+				snap.Release()
+				return nil, err
 			}
-			b.Reset()
+			chunk = chunk[:0]
 		}
 	}
+	it.Release()
+	snap.Release()
 	if err := it.Error(); err != nil {
-		return nil, 0, 0, fmt.Errorf("crawl queue new day: %w", err)
+		return nil, fmt.Errorf("crawl queue new day: %w", err)
 	}
-	var fresh int64
+	if err := q.stageKnown(st, chunk); err != nil {
+		return nil, err
+	}
+	chunk = chunk[:0]
+	// The stored URLs not known yet.
 	if more != nil {
-		seen := make(map[string]struct{}) // URLs added by this loop, not yet written
 		err := more(func(u string) error {
-			if _, dup := seen[u]; dup || !take(u) {
+			if !take(u) {
 				return nil
 			}
-			uk := []byte(prefixURL + u)
-			switch _, err := q.db.Get(uk, nil); {
-			case err == nil:
-				return nil // known: queued above if owned
-			case !errors.Is(err, leveldb.ErrNotFound):
+			chunk = append(chunk, stageItem{url: u})
+			if len(chunk) >= newDayChunk {
+				err := q.stageUnknown(st, chunk)
+				chunk = chunk[:0]
 				return err
-			}
-			seen[u] = struct{}{}
-			h := hostOf(u)
-			b.Put(uk, dayv)
-			b.Put(queueKey(h, seq), []byte(u))
-			seq++
-			hosts[h]++
-			n++
-			fresh++
-			if b.Len() >= newDayChunk {
-				b.Put(keySeq, u64(seq))
-				if err := q.db.Write(b, nil); err != nil {
-					return err
-				}
-				b.Reset()
-				clear(seen)
 			}
 			return nil
 		})
+		if err == nil {
+			err = q.stageUnknown(st, chunk)
+		}
 		if err != nil {
-			return nil, 0, 0, fmt.Errorf("crawl queue new day: known urls: %w", err)
+			return nil, fmt.Errorf("crawl queue new day: known urls: %w", err)
 		}
 	}
-	newCounts := make(map[string]int)
-	promoted, pn, err := q.promoteDeferred(day, owns, newCounts, &seq, func(k, v, del []byte) error {
+	if err := q.stageDeferred(st); err != nil {
+		return nil, err
+	}
+	// The links that arrived meanwhile, while there are many.
+	for {
+		q.mu.Lock()
+		late := q.late
+		if len(late) < lateDrainMin {
+			q.mu.Unlock()
+			break
+		}
+		q.late = nil
+		q.mu.Unlock()
+		if err := q.stageLate(st, late, false); err != nil {
+			return nil, err
+		}
+	}
+	ok = true
+	return st, nil
+}
+
+// writeChunk writes b with the next sequence number; the caller holds q.mu.
+func (q *queue) writeChunk(b *leveldb.Batch) error {
+	b.Put(keySeq, u64(q.seq))
+	if err := q.db.Write(b, nil); err != nil {
+		return fmt.Errorf("crawl queue new day: %w", err)
+	}
+	return nil
+}
+
+// stageOneLocked stages u for st's day in b; the caller holds q.mu.
+func (q *queue) stageOneLocked(st *stagedDay, b *leveldb.Batch, it stageItem) {
+	h := hostOf(it.url)
+	b.Put(queueKey(st.day, h, q.seq), entryValue(it.url, it.redirects))
+	q.seq++
+	if _, writing := q.writing[it.url]; writing {
+		// An add of the old day is writing its known value: ours after it.
+		st.fixup = append(st.fixup, it)
+		st.fixed[it.url] = struct{}{}
+	} else {
+		b.Put([]byte(prefixURL+it.url), knownValue(st.day, it.redirects))
+	}
+	st.hosts[h]++
+	st.n++
+}
+
+// stageKnown stages a chunk of known URLs.
+func (q *queue) stageKnown(st *stagedDay, items []stageItem) error {
+	if len(items) == 0 {
+		return nil
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	b := new(leveldb.Batch)
+	for _, it := range items {
+		q.stageOneLocked(st, b, it)
+	}
+	return q.writeChunk(b)
+}
+
+// stageUnknown stages the URLs of a chunk that are not known, making them
+// known. The known test runs outside q.mu: a URL an add of the old day
+// makes known meanwhile is staged here or from the late list, not twice
+// (stageLate skips a URL whose known value is the staged day).
+func (q *queue) stageUnknown(st *stagedDay, items []stageItem) error {
+	items, err := q.unknown(items, func(stageItem, []byte) bool { return false })
+	if err != nil || len(items) == 0 {
+		return err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	b := new(leveldb.Batch)
+	for _, it := range items {
+		if _, writing := q.writing[it.url]; writing {
+			continue // an add of the old day makes it known: the late list stages it
+		}
+		q.stageOneLocked(st, b, it)
+		st.fresh++
+	}
+	return q.writeChunk(b)
+}
+
+// unknown returns the items, once each, that are not known or whose known
+// value keep accepts.
+func (q *queue) unknown(items []stageItem, keep func(stageItem, []byte) bool) ([]stageItem, error) {
+	out := items[:0:0]
+	seen := make(map[string]struct{}, len(items))
+	for _, it := range items {
+		if _, dup := seen[it.url]; dup {
+			continue
+		}
+		seen[it.url] = struct{}{}
+		v, err := q.db.Get([]byte(prefixURL+it.url), nil)
+		switch {
+		case errors.Is(err, leveldb.ErrNotFound):
+			out = append(out, it)
+		case err != nil:
+			return nil, fmt.Errorf("crawl queue new day: %w", err)
+		case keep(it, v):
+			out = append(out, it)
+		}
+	}
+	return out, nil
+}
+
+// stageLate stages the URLs of the late list (links added, or URLs
+// remembered, while the day was staged) that no scan staged, a chunk at a
+// time. locked means the caller holds q.mu (the switch).
+func (q *queue) stageLate(st *stagedDay, late []stageItem, locked bool) error {
+	for len(late) > 0 {
+		n := min(len(late), newDayChunk)
+		if err := q.stageLateChunk(st, late[:n], locked); err != nil {
+			return err
+		}
+		late = late[n:]
+	}
+	return nil
+}
+
+func (q *queue) stageLateChunk(st *stagedDay, late []stageItem, locked bool) error {
+	owned := late[:0:0]
+	for _, it := range late {
+		if st.owns == nil || st.owns(it.url) {
+			owned = append(owned, it)
+		}
+	}
+	notStaged := func(it stageItem, v []byte) bool {
+		d, _, ok := parseKnownValue(v)
+		return !ok || d != st.day
+	}
+	if !locked {
+		// A first pass outside the lock, then again under it: a scan may
+		// stage a URL in between.
+		var err error
+		if owned, err = q.unknown(owned, notStaged); err != nil {
+			return err
+		}
+		q.mu.Lock()
+		defer q.mu.Unlock()
+	}
+	owned, err := q.unknown(owned, notStaged)
+	if err != nil {
+		return err
+	}
+	b := new(leveldb.Batch)
+	for _, it := range owned {
+		if _, fixed := st.fixed[it.url]; fixed {
+			continue
+		}
+		q.stageOneLocked(st, b, it)
+	}
+	return q.writeChunk(b)
+}
+
+// stageDeferred promotes deferred URLs into the staged day
+// (promoteDeferred).
+func (q *queue) stageDeferred(st *stagedDay) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	b := new(leveldb.Batch)
+	promoted, pn, err := q.promoteDeferred(st.day, st.owns, st.newCounts, &q.seq, func(k, v, del []byte) error {
 		if del != nil {
 			b.Delete(del)
 		} else {
 			b.Put(k, v)
 		}
 		if b.Len() >= newDayChunk {
-			b.Put(keySeq, u64(seq))
-			if err := q.db.Write(b, nil); err != nil {
-				return fmt.Errorf("crawl queue new day: %w", err)
+			if err := q.writeChunk(b); err != nil {
+				return err
 			}
 			b.Reset()
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, 0, 0, err
+		return err
 	}
 	for h, c := range promoted {
-		hosts[h] += c
+		st.hosts[h] += c
 	}
-	n += pn
-	fresh += pn
-	b.Put(keySeq, u64(seq))
-	b.Put(keyDay, dayv)
+	st.n += pn
+	st.fresh += pn
+	return q.writeChunk(b)
+}
+
+// switchDay makes st's day the current one: it stages the last links that
+// arrived, records the day and resets the day's counts. The caller holds
+// q.turn and keeps host loops and adds out (Crawler.dayMu); switchDay
+// takes q.days and q.mu for the switch only. It returns the staged
+// entries per host, their count and how many URLs became known.
+func (q *queue) switchDay(st *stagedDay) (map[string]int, int64, int64, error) {
+	q.days.Lock()
+	defer q.days.Unlock()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	late := q.late
+	q.staging, q.late = false, nil
+	if err := q.stageLate(st, late, true); err != nil {
+		return nil, 0, 0, err
+	}
+	b := new(leveldb.Batch)
+	for _, it := range st.fixup {
+		b.Put([]byte(prefixURL+it.url), knownValue(st.day, it.redirects))
+	}
+	b.Put(keySeq, u64(q.seq))
+	b.Put(keyDay, u64(uint64(st.day)))
 	b.Delete(keyNewDay)
 	if err := q.db.Write(b, &opt.WriteOptions{Sync: true}); err != nil {
 		return nil, 0, 0, fmt.Errorf("crawl queue new day: %w", err)
 	}
-	q.seq, q.day = seq, day
-	q.hostNew, q.hostNewDay = newCounts, day
-	q.dayNow.Store(day)
-	return hosts, n, fresh, nil
+	q.day = st.day
+	q.hostNew, q.hostNewDay = st.newCounts, st.day
+	q.dayNow.Store(st.day)
+	return st.hosts, st.n, st.fresh, nil
+}
+
+// dropBefore deletes the queue entries of the days before day (left
+// unfetched when it began), without holding a lock: no one reads them.
+func (q *queue) dropBefore(day int64) error {
+	return q.deleteRange(&util.Range{Start: []byte(prefixQueue), Limit: dayPrefix(day)})
+}
+
+// deleteRange deletes every key in r, a chunk at a time.
+func (q *queue) deleteRange(r *util.Range) error {
+	it := q.db.NewIterator(r, nil)
+	defer it.Release()
+	b := new(leveldb.Batch)
+	for it.Next() {
+		b.Delete(bytes.Clone(it.Key()))
+		if b.Len() >= newDayChunk {
+			if err := q.db.Write(b, nil); err != nil {
+				return fmt.Errorf("crawl queue drop: %w", err)
+			}
+			b.Reset()
+		}
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("crawl queue drop: %w", err)
+	}
+	if err := q.db.Write(b, nil); err != nil {
+		return fmt.Errorf("crawl queue drop: %w", err)
+	}
+	return nil
 }

@@ -20,9 +20,11 @@ import (
 //	"u/" + url              -> day (8 bytes, big endian) the URL was last
 //	                           queued, then its redirect depth (1 byte) when
 //	                           it was reached through redirects
-//	"q/" + host + 0x00 + seq -> url, or 0x01 + depth (1 byte) + url for a
-//	                            redirect's target (redirect.go): a pending
-//	                            fetch, one FIFO per host
+//	"p/" + day (8 bytes) + host + 0x00 + seq
+//	                        -> url, or 0x01 + depth (1 byte) + url for a
+//	                           redirect's target (redirect.go): a pending
+//	                           fetch of day, one FIFO per host and day
+//	                           (a day's keyspace: newday.go)
 //	"d/" + url              -> redirect depth (1 byte, or none for 0): a URL
 //	                           never known before that the per-host cap on new
 //	                           URLs deferred to a later day (deferred.go)
@@ -31,9 +33,12 @@ import (
 //	"m/newday"              -> day a NewDay is moving to (present only while it runs)
 //
 // Every key under "u/" is a known URL; it is in today's URL-seen set when its
-// value equals the current day, so resetting the seen set is one write.
-// Pending entries are deleted only when their fetch has finished, so a crash
-// loses nothing: on restart every remaining "q/" entry is fetched.
+// value is the current day (or the next, staged by a new day under way), so
+// resetting the seen set is one write. Pending entries are deleted only when
+// their fetch has finished, so a crash loses nothing: on restart every
+// remaining entry of the current day is fetched. Queues written before days
+// had keyspaces ("q/" + host + 0x00 + seq) move into the current day's at
+// open.
 var (
 	keySeq    = []byte("m/seq")
 	keyDay    = []byte("m/day")
@@ -42,7 +47,8 @@ var (
 
 const (
 	prefixURL      = "u/"
-	prefixQueue    = "q/"
+	prefixQueue    = "p/"
+	prefixLegacy   = "q/" // queue entries before days had keyspaces
 	prefixDeferred = "d/"
 	// newDayChunk is how many URLs one NewDay batch queues.
 	newDayChunk = 4096
@@ -106,12 +112,14 @@ const redirectMark = 0x01
 // add runs its seen test under mu and its synced write outside it, so
 // concurrent adds share one fsync (goleveldb merges concurrent writes);
 // URLs whose write is under way sit in writing, which the seen test also
-// consults. newDay takes days exclusively, so it never overlaps an add's
-// write.
+// consults. A new day is staged under mu a chunk at a time and switched
+// under days (exclusively) and mu, so the switch never overlaps an add's
+// write (newday.go).
 type queue struct {
 	db *leveldb.DB
 
-	days sync.RWMutex // add: read; newDay: write
+	turn sync.Mutex   // one new day at a time (newday.go)
+	days sync.RWMutex // add: read; switchDay: write
 
 	// Group commit: adds append their writes to cur and wait for its done;
 	// the committer writes each group with one fsync.
@@ -137,6 +145,10 @@ type queue struct {
 	// asks the ring who owns a URL.
 	dayNow  atomic.Int64
 	writing map[string]struct{}
+	// staging is set while a new day is staged; late then lists the URLs
+	// add queued and remember made known meanwhile (newday.go).
+	staging bool
+	late    []stageItem
 }
 
 func openQueue(dir string, newCap int) (*queue, error) {
@@ -172,6 +184,14 @@ func openQueue(dir string, newCap int) (*queue, error) {
 	}
 	q.seq, q.day = seq, int64(day)
 	q.dayNow.Store(q.day)
+	if err := q.migrateLegacy(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := q.dropBefore(q.day); err != nil {
+		db.Close()
+		return nil, err
+	}
 	q.gcond = sync.NewCond(&q.gmu)
 	q.stopped = make(chan struct{})
 	go q.committer()
@@ -205,16 +225,52 @@ func (q *queue) getUint(k []byte) (uint64, error) {
 
 func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 
-func queueKey(host string, seq uint64) []byte {
-	k := make([]byte, 0, len(prefixQueue)+len(host)+9)
+// queueKey is the key of host's entry seq on day.
+func queueKey(day int64, host string, seq uint64) []byte {
+	k := make([]byte, 0, len(prefixQueue)+8+len(host)+9)
 	k = append(k, prefixQueue...)
+	k = binary.BigEndian.AppendUint64(k, uint64(day))
 	k = append(k, host...)
 	k = append(k, 0)
 	return binary.BigEndian.AppendUint64(k, seq)
 }
 
-func hostPrefix(host string) []byte {
-	return append(append([]byte(prefixQueue), host...), 0)
+// dayPrefix is the prefix of day's queue entries.
+func dayPrefix(day int64) []byte {
+	return binary.BigEndian.AppendUint64([]byte(prefixQueue), uint64(day))
+}
+
+// hostPrefix is the prefix of host's queue entries on day.
+func hostPrefix(day int64, host string) []byte {
+	return append(append(dayPrefix(day), host...), 0)
+}
+
+// migrateLegacy moves queue entries written before days had keyspaces
+// into the current day's.
+func (q *queue) migrateLegacy() error {
+	it := q.db.NewIterator(util.BytesPrefix([]byte(prefixLegacy)), nil)
+	defer it.Release()
+	b := new(leveldb.Batch)
+	for it.Next() {
+		k := it.Key()[len(prefixLegacy):]
+		i := bytes.IndexByte(k, 0)
+		if i < 0 || len(k) != i+9 {
+			b.Delete(bytes.Clone(it.Key())) // not an entry
+			continue
+		}
+		b.Put(queueKey(q.day, string(k[:i]), binary.BigEndian.Uint64(k[i+1:])), bytes.Clone(it.Value()))
+		b.Delete(bytes.Clone(it.Key()))
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("crawl queue migrate: %w", err)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	if err := q.db.Write(b, &opt.WriteOptions{Sync: true}); err != nil {
+		return fmt.Errorf("crawl queue migrate: %w", err)
+	}
+	return nil
 }
 
 // hostOf returns the host[:port] of a canonical URL.
@@ -249,6 +305,9 @@ func (q *queue) add(urls []string, redirects int) (added []entry, fresh int, cap
 	q.mu.Lock()
 	for _, e := range added {
 		delete(q.writing, e.url)
+		if q.staging && err == nil {
+			q.late = append(q.late, stageItem{url: e.url, redirects: e.redirects})
+		}
 	}
 	q.mu.Unlock()
 	if err != nil {
@@ -294,8 +353,8 @@ func (q *queue) prepare(urls []string, redirects int) ([][2][]byte, []entry, int
 		uk := []byte(prefixURL + u)
 		v, err := q.db.Get(uk, nil)
 		if err == nil {
-			if d, _, ok := parseKnownValue(v); ok && d == q.day {
-				continue // seen today
+			if d, _, ok := parseKnownValue(v); ok && d >= q.day {
+				continue // seen today, or staged for the new day under way
 			}
 		}
 		switch {
@@ -321,7 +380,7 @@ func (q *queue) prepare(urls []string, redirects int) ([][2][]byte, []entry, int
 			}
 			return nil, nil, 0, nil, fmt.Errorf("crawl queue seen: %w", err)
 		}
-		k := queueKey(hostOf(u), q.seq)
+		k := queueKey(q.day, hostOf(u), q.seq)
 		q.seq++
 		q.writing[u] = struct{}{}
 		kvs = append(kvs, [2][]byte{uk, knownValue(q.day, redirects)}, [2][]byte{k, entryValue(u, redirects)})
@@ -360,24 +419,26 @@ func (q *queue) unsee(url string) error {
 // maxQueuedSeq returns one more than the highest sequence number in the
 // queue, 0 when it is empty.
 func (q *queue) maxQueuedSeq() (uint64, error) {
-	it := q.db.NewIterator(util.BytesPrefix([]byte(prefixQueue)), nil)
-	defer it.Release()
 	var m uint64
-	for it.Next() {
-		if k := it.Key(); len(k) >= 8 {
-			m = max(m, binary.BigEndian.Uint64(k[len(k)-8:])+1)
+	for _, p := range []string{prefixQueue, prefixLegacy} {
+		it := q.db.NewIterator(util.BytesPrefix([]byte(p)), nil)
+		for it.Next() {
+			if k := it.Key(); len(k) >= 8 {
+				m = max(m, binary.BigEndian.Uint64(k[len(k)-8:])+1)
+			}
 		}
-	}
-	if err := it.Error(); err != nil {
-		return 0, fmt.Errorf("crawl queue scan: %w", err)
+		it.Release()
+		if err := it.Error(); err != nil {
+			return 0, fmt.Errorf("crawl queue scan: %w", err)
+		}
 	}
 	return m, nil
 }
 
-// next returns up to n pending entries of host after key after (from the
-// start when after is nil).
+// next returns up to n pending entries of host on the current day after
+// key after (from the start when after is nil).
 func (q *queue) next(host string, after []byte, n int) ([]entry, error) {
-	p := hostPrefix(host)
+	p := hostPrefix(q.dayNow.Load(), host)
 	r := util.BytesPrefix(p)
 	if after != nil {
 		r.Start = append(bytes.Clone(after), 0)
@@ -404,14 +465,16 @@ func (q *queue) done(key []byte) error {
 	return nil
 }
 
-// pending returns the hosts with pending entries and the number of entries.
+// pending returns the hosts with pending entries on the current day and
+// the number of entries.
 func (q *queue) pending() (map[string]int, int64, error) {
-	it := q.db.NewIterator(util.BytesPrefix([]byte(prefixQueue)), nil)
+	p := dayPrefix(q.dayNow.Load())
+	it := q.db.NewIterator(util.BytesPrefix(p), nil)
 	defer it.Release()
 	hosts := make(map[string]int)
 	var n int64
 	for it.Next() {
-		k := it.Key()[len(prefixQueue):]
+		k := it.Key()[len(p):]
 		if i := bytes.IndexByte(k, 0); i >= 0 {
 			hosts[string(k[:i])]++
 			n++
@@ -481,5 +544,14 @@ func (q *queue) remember(urls []string) (int, error) {
 	if err := q.db.Write(b, nil); err != nil {
 		return 0, fmt.Errorf("crawl queue remember: %w", err)
 	}
+	q.mu.Lock()
+	if q.staging {
+		// After the write: a day staged from a snapshot taken before it
+		// stages these from the late list.
+		for _, u := range urls {
+			q.late = append(q.late, stageItem{url: u})
+		}
+	}
+	q.mu.Unlock()
 	return b.Len(), nil
 }

@@ -47,6 +47,14 @@ type Stats struct {
 	// about one request in ten in TestPoliteRing); an owner granting more
 	// than HostRate makes nearly every request wait.
 	CapHeld int64 `json:"capHeld"`
+	// LongestQueueWait is, over the day, the longest a host loop waited
+	// to read its next batch from the queue (the day's lock and the read):
+	// what a rollover holding the queue costs the crawl.
+	LongestQueueWait time.Duration `json:"longestQueueWait"`
+	// DaySwitch is how long the switch to this day held the day's lock
+	// (host loops and link intake wait for it; the day's queue was
+	// written before, while the old day ran).
+	DaySwitch time.Duration `json:"daySwitch"`
 }
 
 // counters are the mutable day counters, guarded by Crawler.mu.
@@ -55,6 +63,8 @@ type counters struct {
 	passedOn                                                                 int64
 	response                                                                 time.Duration // summed time to response headers
 	errs                                                                     map[string]int64
+	queueWait                                                                time.Duration // longest host-loop queue read
+	daySwitch                                                                time.Duration // the switch to this day (Stats.DaySwitch)
 }
 
 func (s *counters) reset() {
@@ -68,25 +78,27 @@ func (c *Crawler) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return Stats{
-		Day:          day,
-		DayStarted:   c.dayStarted,
-		Queued:       c.queuedLocked(),
-		Paused:       c.pausedFor,
-		InFlight:     c.st.inFlight,
-		FetchedToday: c.st.fetched,
-		NewVersions:  c.st.newVersions,
-		NotModified:  c.st.notModified,
-		Unchanged:    c.st.unchanged,
-		Forwarded:    c.st.forwarded,
-		PassedOn:     c.st.passedOn,
-		BytesFetched: c.st.bytes,
-		ResponseSec:  c.st.response.Seconds(),
-		ErrorsByKind: maps.Clone(c.st.errs),
-		KnownURLs:    c.known,
-		Connections:  c.openConns.Load(),
-		ActiveHosts:  c.running,
-		WaitingHosts: len(c.waiting),
-		CapHeld:      capHeld(c.cfg.Budget),
+		Day:              day,
+		DayStarted:       c.dayStarted,
+		Queued:           c.queuedLocked(),
+		Paused:           c.pausedFor,
+		InFlight:         c.st.inFlight,
+		FetchedToday:     c.st.fetched,
+		NewVersions:      c.st.newVersions,
+		NotModified:      c.st.notModified,
+		Unchanged:        c.st.unchanged,
+		Forwarded:        c.st.forwarded,
+		PassedOn:         c.st.passedOn,
+		BytesFetched:     c.st.bytes,
+		ResponseSec:      c.st.response.Seconds(),
+		ErrorsByKind:     maps.Clone(c.st.errs),
+		KnownURLs:        c.known,
+		Connections:      c.openConns.Load(),
+		ActiveHosts:      c.running,
+		WaitingHosts:     len(c.waiting),
+		CapHeld:          capHeld(c.cfg.Budget),
+		LongestQueueWait: c.st.queueWait,
+		DaySwitch:        c.st.daySwitch,
 	}
 }
 

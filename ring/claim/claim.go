@@ -119,8 +119,14 @@ type Config struct {
 	RefusedAttempts int
 	// Wait returns after the pause before retry attempt a (1, 2, …) or
 	// when ctx ends. Default: a real timer of a × 500 ms.
-	Wait   func(ctx context.Context, attempt int) error
-	Logger *slog.Logger
+	Wait func(ctx context.Context, attempt int) error
+	// FetchSetKeys bounds the day's fetches held in memory: between
+	// FetchSetKeys and twice as many of the most recent (recent.go), 8
+	// bytes and a map slot each. Older ones are found through History;
+	// a graceful leave hands over only those held (Fetched). Default
+	// DefaultFetchSetKeys.
+	FetchSetKeys int
+	Logger       *slog.Logger
 }
 
 // Stats counts a node's claims since it started.
@@ -181,7 +187,7 @@ type Claims struct {
 	mu     sync.Mutex
 	day    int64
 	rolled bool
-	mine   map[short]struct{}    // keys this node fetched or is fetching today
+	mine   recentSet             // keys this node fetched or is fetching today, the most recent (recent.go)
 	gone   map[short]awayClaim   // keys a newer owner claimed today
 	had    map[short]struct{}    // keys a former owner had fetched today
 	former map[id.ID][]ring.Node // per local vnode id: the former owners of its range on day since, oldest first
@@ -198,6 +204,9 @@ func New(cfg Config) *Claims {
 	}
 	if cfg.Attempts <= 0 {
 		cfg.Attempts = 3
+	}
+	if cfg.FetchSetKeys <= 0 {
+		cfg.FetchSetKeys = DefaultFetchSetKeys
 	}
 	if cfg.RefusedAttempts < cfg.Attempts {
 		cfg.RefusedAttempts = max(8, cfg.Attempts)
@@ -222,6 +231,14 @@ func New(cfg Config) *Claims {
 		former: make(map[id.ID][]ring.Node), since: make(map[id.ID]int64)}
 }
 
+// Held returns how many of the day's fetches the node holds in memory
+// (at most twice Config.FetchSetKeys).
+func (c *Claims) Held() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mine.len()
+}
+
 // Stats returns the counters.
 func (c *Claims) Stats() Stats {
 	return Stats{Sent: c.sent.Load(), Taken: c.taken.Load(), Away: c.away.Load(),
@@ -235,7 +252,7 @@ func (c *Claims) rollLocked(day int64) {
 		return
 	}
 	c.day, c.rolled = day, true
-	c.mine = make(map[short]struct{})
+	c.mine = newRecentSet(c.cfg.FetchSetKeys)
 	c.gone = make(map[short]awayClaim)
 	c.had = make(map[short]struct{})
 }
@@ -348,7 +365,7 @@ func (c *Claims) ToFetchVia(ctx context.Context, url string, key id.ID, v ring.N
 	s := shortOf(key)
 	c.mu.Lock()
 	c.rollLocked(day)
-	if _, ok := c.mine[s]; ok {
+	if c.mine.has(s) {
 		c.mu.Unlock()
 		return Fetch, ring.Node{}
 	}
@@ -385,7 +402,7 @@ func (c *Claims) ToFetchVia(ctx context.Context, url string, key id.ID, v ring.N
 	if c.droppedLocked(s) {
 		return Drop, ring.Node{} // claimed away, or handed over, while we asked
 	}
-	c.mine[s] = struct{}{}
+	c.mine.add(s)
 	c.log.Debug("claim: fetch", "url", url, "vnode", v.ID.Short(), "claimed", len(formers) > 0)
 	return Fetch, ring.Node{}
 }
@@ -513,7 +530,7 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 	}
 	s := shortOf(key)
 	taken := func() bool {
-		_, mine := c.mine[s]
+		mine := c.mine.has(s)
 		_, had := c.had[s]
 		a, gone := c.gone[s]
 		// A grant to the same claimer is no obstacle: along a chain this
@@ -528,7 +545,7 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 		// claimer today (two nodes that both took the range: twins, or a
 		// view that changed): not the claimer's to fetch.
 		if c.log.Enabled(ctx, slog.LevelDebug) {
-			_, mine := c.mine[s]
+			mine := c.mine.has(s)
 			a, gone := c.gone[s]
 			c.log.Debug("claim: taken", "url", q.URL, "hops", q.Hops, "mine", mine, "granted", gone, "to", a.vnode, "from", q.Vnode)
 		}
@@ -588,7 +605,7 @@ func (c *Claims) Answer(ctx context.Context, from ring.Node, q Request, day int6
 	if c.cfg.History != nil && c.cfg.History(ctx, q.URL, day) {
 		c.mu.Lock()
 		c.rollLocked(day)
-		c.mine[s] = struct{}{} // fetched here today, before a restart
+		c.mine.add(s) // fetched here today, before a restart or before the set let it go
 		c.mu.Unlock()
 		return Reply{Taken: true}, nil
 	}

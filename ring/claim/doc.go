@@ -26,10 +26,15 @@
 //
 // What it costs: one round trip per URL fetched in a range taken today,
 // on that day only; otherwise a map insert per fetch. The sets hold the
-// first 8 bytes of each key (about 24 bytes per URL fetched that day,
-// freed when the day changes); two URLs sharing them on one day would
-// make the second count as fetched — at a million URLs a day the chance
-// is about 3·10⁻⁸.
+// first 8 bytes of each key (about 24 bytes per URL, freed when the day
+// changes); two URLs sharing them on one day would make the second count
+// as fetched — at a million URLs a day the chance is about 3·10⁻⁸. The
+// day's own fetches are held in bounded memory, the most recent
+// Config.FetchSetKeys to twice as many (recent.go, at most about 6 MiB);
+// an older one is answered from the store's record of the day's fetch
+// (Config.History), after the claim chain, if any, was asked. A graceful
+// leave hands over only the fetches held, so past that many a day the
+// heir fetches the others once more (conditionally).
 //
 // A former owner that has a virtual server between the URL's key and the
 // claimer answers "elsewhere": the claimer's view is behind, and it passes

@@ -22,19 +22,19 @@ type Handover struct {
 	Keys  []id.ID   `json:"keys"`
 }
 
-// Fetched returns the keys this node fetched on day within r, at most
-// MaxHandoverKeys. Keys carry their first 8 bytes only (the rest zero),
+// Fetched returns the keys this node fetched on day within r that it
+// holds in memory (Config.FetchSetKeys), at most MaxHandoverKeys. Keys carry their first 8 bytes only (the rest zero),
 // which is what the receiving Claims keeps of them.
 func (c *Claims) Fetched(r ring.Range, day int64) []id.ID {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rollLocked(day)
 	var keys []id.ID
-	for s := range c.mine {
+	c.mine.each(func(s short) {
 		if k := s.long(); r.Contains(k) && len(keys) < MaxHandoverKeys {
 			keys = append(keys, k)
 		}
-	}
+	})
 	return keys
 }
 

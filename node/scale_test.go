@@ -1,0 +1,546 @@
+//go:build linux
+
+package node
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/herod-archive/herod/crawl"
+)
+
+// scale_test.go is issue 40's scale benchmark (docs/scale.md): one node
+// crawls a synthetic web (scripts/scale/webgen, a process of its own) for
+// a number of compressed days, each day starting when the last is idle,
+// and reports per day what grows with URLs and days. Run it with
+// scripts/scale/run.sh, or
+//
+//	HEROD_SCALE=10000:30 go test ./node -run '^TestScale$' -v -timeout 0
+//
+// HEROD_SCALE is urls:days; HEROD_SCALE_OUT is the directory the rows go
+// to (scale-<urls>x<days>.csv and .json; default the test's temp dir);
+// HEROD_SCALE_WEBGEN a built webgen (default: built here);
+// HEROD_SCALE_SEED the web's seed (default 1); HEROD_SCALE_HEAPPROFILE=1
+// writes a heap profile at each day's end next to the rows;
+// HEROD_SCALE_CPUPROFILE=N a CPU profile of day N.
+
+// scaleRow is one day of a scale run.
+type scaleRow struct {
+	URLs          int     `json:"urls"` // pages of the web on day 0
+	Day           int     `json:"day"`
+	Live          int     `json:"live"`          // pages the web has today
+	Fetched       int64   `json:"fetched"`       // requests answered today
+	NewVersions   int64   `json:"newVersions"`   // versions stored today
+	NotModified   int64   `json:"notModified"`   // 304 answers
+	NotFound      int64   `json:"notFound"`      // 404 answers the web gave
+	Errors        int64   `json:"errors"`        // crawl errors counted today
+	WallS         float64 `json:"wallS"`         // the day, rollover included
+	CPUS          float64 `json:"cpuS"`          // process CPU over the day
+	CPUPer1000    float64 `json:"cpuPer1000"`    // CPU seconds per 1,000 requests answered
+	PagesPerS     float64 `json:"pagesPerS"`     // requests answered per wall second
+	RSSPeakMB     float64 `json:"rssPeakMB"`     // VmHWM over the day (reset at its start)
+	HeapPeakMB    float64 `json:"heapPeakMB"`    // live Go heap objects, highest sample
+	Goroutines    int     `json:"goroutines"`    // highest sample
+	OpenFiles     int     `json:"openFiles"`     // highest sample
+	DiskMB        float64 `json:"diskMB"`        // data directory at the day's end
+	DiskAddedMB   float64 `json:"diskAddedMB"`   // over the day
+	BytesPerCheck float64 `json:"bytesPerCheck"` // disk added ÷ requests that stored no new version (new versions' bytes included)
+	RolloverS     float64 `json:"rolloverS"`     // NewDay's duration (0 on day 0)
+	SwitchMS      float64 `json:"switchMs"`      // of which the switch, holding the day's lock
+	IntakeStallMS float64 `json:"intakeStallMs"` // longest Add of one link over the day
+	RollStallMS   float64 `json:"rollStallMs"`   // longest Add of one link that overlapped the rollover
+	LoopStallMS   float64 `json:"loopStallMs"`   // longest host-loop queue read wait over the day
+	Queued        int64   `json:"queued"`        // queue entries just after the rollover
+	Known         int64   `json:"known"`         // known URLs at the day's end
+	Mine          int     `json:"mine"`          // the claims' fetch set held in memory at the day's end
+	ReplayP50MS   float64 `json:"replayP50Ms"`   // gateway replays during the crawl
+	ReplayP99MS   float64 `json:"replayP99Ms"`
+	ReplayOK      int     `json:"replayOK"` // replays answered 200
+	CDXMS         float64 `json:"cdxMs"`    // one host's CDX query during the crawl
+	CDXRows       int     `json:"cdxRows"`
+}
+
+func TestScale(t *testing.T) {
+	spec := os.Getenv("HEROD_SCALE")
+	if spec == "" {
+		t.Skip("set HEROD_SCALE=urls:days (see scripts/scale/run.sh)")
+	}
+	us, ds, ok := strings.Cut(spec, ":")
+	urls, err1 := strconv.Atoi(us)
+	days, err2 := strconv.Atoi(ds)
+	if !ok || err1 != nil || err2 != nil || urls < 100 || days < 1 {
+		t.Fatalf("HEROD_SCALE=%q: want urls:days, urls >= 100 and days >= 1", spec)
+	}
+	seed := os.Getenv("HEROD_SCALE_SEED")
+	if seed == "" {
+		seed = "1"
+	}
+	out := os.Getenv("HEROD_SCALE_OUT")
+	if out == "" {
+		out = t.TempDir()
+	}
+	dir := t.TempDir()
+	web := startWebgen(t, dir, urls, seed)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cc := crawl.Config{HostRate: 1e9, HostConns: 2, AllowPrivate: loopback}
+	lr, err := StartLocalRing(ctx, filepath.Join(dir, "ring"), 1, Config{Crawl: cc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lr.Close()
+	if err := lr.WaitStable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := lr.NewDay(ctx); err != nil { // a day the ring did not form on
+		t.Fatal(err)
+	}
+	nd := lr.Nodes[0]
+	data := filepath.Join(dir, "ring", "node0")
+	smp := newScaleSampler()
+	go smp.run(ctx)
+	probe := newIntakeProbe(nd, web.roots[0])
+	go probe.run(ctx)
+	var rows []scaleRow
+	disk0 := diskUsage(data)
+	for d := range days {
+		if err := web.setDay(d); err != nil {
+			t.Fatal(err)
+		}
+		resetPeakRSS()
+		smp.reset()
+		probe.reset()
+		stopProfile := startCPUProfile(t, out, urls, days, d)
+		cpu0, start := processCPU(), time.Now()
+		var roll time.Duration
+		if d == 0 {
+			if err := nd.Seed(ctx, web.roots); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			if err := nd.NewDay(ctx); err != nil {
+				t.Fatal(err)
+			}
+			roll = time.Since(start)
+		}
+		rollEnd := time.Now()
+		queued := nd.crawler.Stats().Queued
+		ws, err := web.stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Replays and a CDX query once half the day's pages are answered.
+		var rep replayStats
+		for nd.crawler.Stats().FetchedToday < int64(ws.Live/2) && !nd.Idle() {
+			time.Sleep(50 * time.Millisecond) // polling a real crawl
+		}
+		rep = web.replay(t, nd, urls, d)
+		if err := lr.WaitIdle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wall, cpu := time.Since(start), processCPU()-cpu0
+		stopProfile()
+		ws, err = web.stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs := nd.crawler.Stats()
+		var errs int64
+		for _, n := range cs.ErrorsByKind {
+			errs += n
+		}
+		disk := diskUsage(data)
+		peaks := smp.peaks()
+		row := scaleRow{
+			URLs: urls, Day: d, Live: ws.Live, Fetched: cs.FetchedToday, NewVersions: cs.NewVersions,
+			NotModified: cs.NotModified, NotFound: ws.NotFound, Errors: errs,
+			WallS: wall.Seconds(), CPUS: cpu.Seconds(),
+			CPUPer1000: 1000 * cpu.Seconds() / float64(max(cs.FetchedToday, 1)),
+			PagesPerS:  float64(cs.FetchedToday) / wall.Seconds(),
+			RSSPeakMB:  float64(peakRSS()) / (1 << 20), HeapPeakMB: float64(peaks.heap) / (1 << 20),
+			Goroutines: peaks.goroutines, OpenFiles: peaks.fds,
+			DiskMB: float64(disk) / (1 << 20), DiskAddedMB: float64(disk-disk0) / (1 << 20),
+			RolloverS: roll.Seconds(), SwitchMS: ms(cs.DaySwitch), IntakeStallMS: ms(probe.max(time.Time{}, time.Time{})),
+			RollStallMS: ms(probe.max(start, rollEnd)), LoopStallMS: ms(nd.crawler.Stats().LongestQueueWait),
+			Queued: queued, Known: cs.KnownURLs, Mine: nd.claims.Held(),
+			ReplayP50MS: ms(rep.p50), ReplayP99MS: ms(rep.p99), ReplayOK: rep.ok, CDXMS: ms(rep.cdx), CDXRows: rep.cdxRows,
+		}
+		if checks := cs.FetchedToday - cs.NewVersions; checks > 0 && d > 0 {
+			row.BytesPerCheck = float64(disk-disk0) / float64(checks)
+		}
+		disk0 = disk
+		rows = append(rows, row)
+		t.Logf("scale: day %d: %d live, %d fetched (%d new versions, %d not modified), %.1fs, %.2f cpu-s/1000, rss %.0f MiB, heap %.0f MiB, %d goroutines, %d fds, disk +%.1f MiB, rollover %.2fs (switch %.1f ms), intake stall %.0f ms (%.0f ms in the rollover), loop stall %.0f ms, queued %d, known %d, mine %d, replay p50 %.1f ms p99 %.1f ms (%d ok), cdx %.1f ms (%d rows), errors %v",
+			d, row.Live, row.Fetched, row.NewVersions, row.NotModified, row.WallS, row.CPUPer1000, row.RSSPeakMB, row.HeapPeakMB,
+			row.Goroutines, row.OpenFiles, row.DiskAddedMB, row.RolloverS, row.SwitchMS, row.IntakeStallMS, row.RollStallMS, row.LoopStallMS, row.Queued, row.Known, row.Mine,
+			row.ReplayP50MS, row.ReplayP99MS, row.ReplayOK, row.CDXMS, row.CDXRows, cs.ErrorsByKind)
+		if os.Getenv("HEROD_SCALE_HEAPPROFILE") != "" {
+			writeHeapProfile(t, filepath.Join(out, fmt.Sprintf("heap-%dx%d-day%d.pprof", urls, days, d)))
+		}
+		if err := writeScaleRows(out, urls, days, rows); err != nil {
+			t.Fatal(err)
+		}
+		if fetched := cs.FetchedToday; fetched < int64(ws.Live) {
+			t.Errorf("day %d: %d requests answered, fewer than the %d live pages", d, fetched, ws.Live)
+		}
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// writeScaleRows writes the rows so far as CSV and JSON.
+func writeScaleRows(dir string, urls, days int, rows []scaleRow) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	base := filepath.Join(dir, fmt.Sprintf("scale-%dx%d", urls, days))
+	b, err := json.MarshalIndent(rows, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(base+".json", b, 0o644); err != nil {
+		return err
+	}
+	f, err := os.Create(base + ".csv")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := csv.NewWriter(f)
+	var recs []map[string]any
+	if err := json.Unmarshal(b, &recs); err != nil {
+		return err
+	}
+	var head []string
+	for _, tag := range jsonTags(scaleRow{}) {
+		head = append(head, tag)
+	}
+	w.Write(head)
+	for _, r := range recs {
+		var line []string
+		for _, h := range head {
+			line = append(line, fmt.Sprint(r[h]))
+		}
+		w.Write(line)
+	}
+	w.Flush()
+	return w.Error()
+}
+
+// jsonTags returns the JSON names of v's fields, in order.
+func jsonTags(v any) []string {
+	b, _ := json.Marshal(v)
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	var names []string
+	dec.Token() // {
+	for dec.More() {
+		tok, _ := dec.Token()
+		names = append(names, tok.(string))
+		var skip json.RawMessage
+		dec.Decode(&skip)
+	}
+	return names
+}
+
+// scaleWeb is the webgen process.
+type scaleWeb struct {
+	control string
+	roots   []string
+	client  *http.Client
+}
+
+// startWebgen builds (unless HEROD_SCALE_WEBGEN names one) and starts
+// webgen for urls pages and waits for its addresses.
+func startWebgen(t *testing.T, dir string, urls int, seed string) *scaleWeb {
+	t.Helper()
+	bin := os.Getenv("HEROD_SCALE_WEBGEN")
+	if bin == "" {
+		bin = filepath.Join(dir, "webgen")
+		b, err := exec.Command("go", "build", "-o", bin, "../scripts/scale/webgen").CombinedOutput()
+		if err != nil {
+			t.Fatalf("build webgen: %v\n%s", err, b)
+		}
+	}
+	addrs := filepath.Join(dir, "webgen.addrs")
+	cmd := exec.Command(bin, "-urls", strconv.Itoa(urls), "-seed", seed, "-addrs", addrs)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	deadline := time.Now().Add(time.Minute)
+	for {
+		b, err := os.ReadFile(addrs)
+		if err == nil {
+			lines := strings.Fields(string(b))
+			return &scaleWeb{control: lines[0], roots: lines[1:], client: &http.Client{Timeout: time.Minute}}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("webgen wrote no addresses in a minute: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond) // waiting on another process's file
+	}
+}
+
+func (w *scaleWeb) setDay(d int) error {
+	resp, err := w.client.Post(w.control+"day?d="+strconv.Itoa(d), "", nil)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		return fmt.Errorf("webgen day: %s", resp.Status)
+	}
+	return nil
+}
+
+// webStats is webgen's GET /stats.
+type webStats struct {
+	Live     int   `json:"live"`
+	Hosts    int   `json:"hosts"`
+	NotFound int64 `json:"notFound"`
+}
+
+func (w *scaleWeb) stats() (webStats, error) {
+	var s webStats
+	resp, err := w.client.Get(w.control + "stats")
+	if err != nil {
+		return s, err
+	}
+	defer resp.Body.Close()
+	return s, json.NewDecoder(resp.Body).Decode(&s)
+}
+
+type replayStats struct {
+	p50, p99, cdx time.Duration
+	ok, cdxRows   int
+}
+
+// replay asks the node's gateway for 200 replays of random day-0 pages
+// (the newest capture) and one host's CDX listing.
+func (w *scaleWeb) replay(t *testing.T, nd *Node, urls, day int) replayStats {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(uint64(day), 40))
+	hosts := len(w.roots)
+	var lat []time.Duration
+	var st replayStats
+	for range 200 {
+		p := rng.IntN(urls)
+		host, local := p%hosts, p/hosts
+		page := strings.TrimSuffix(w.roots[host], "/") + fmt.Sprintf("/s%d/page-%d.html", local/100, local)
+		start := time.Now()
+		resp, err := w.client.Get(nd.ReplayURL() + "web/29991231000000id_/" + page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			lat = append(lat, time.Since(start))
+			st.ok++
+		}
+	}
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		st.p50, st.p99 = lat[len(lat)/2], lat[min(len(lat)-1, len(lat)*99/100)]
+	}
+	u, _ := url.Parse(w.roots[rng.IntN(hosts)])
+	start := time.Now()
+	resp, err := w.client.Get(nd.GatewayURL() + "cdx?matchType=host&limit=100000&url=" + url.QueryEscape(u.Host+"/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		st.cdxRows++
+	}
+	resp.Body.Close()
+	st.cdx = time.Since(start)
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("cdx: %s", resp.Status)
+	}
+	return st
+}
+
+// scaleSampler samples the Go heap, goroutines and open files.
+type scaleSampler struct {
+	mu              sync.Mutex
+	heap            uint64
+	goroutines, fds int
+}
+
+type samplePeaks struct {
+	heap            uint64
+	goroutines, fds int
+}
+
+func newScaleSampler() *scaleSampler { return &scaleSampler{} }
+
+func (s *scaleSampler) run(ctx context.Context) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		metrics.Read(sample)
+		ents, _ := os.ReadDir("/proc/self/fd")
+		g := runtime.NumGoroutine()
+		s.mu.Lock()
+		s.heap = max(s.heap, sample[0].Value.Uint64())
+		s.goroutines = max(s.goroutines, g)
+		s.fds = max(s.fds, len(ents))
+		s.mu.Unlock()
+	}
+}
+
+func (s *scaleSampler) reset() {
+	s.mu.Lock()
+	s.heap, s.goroutines, s.fds = 0, 0, 0
+	s.mu.Unlock()
+}
+
+func (s *scaleSampler) peaks() samplePeaks {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return samplePeaks{s.heap, s.goroutines, s.fds}
+}
+
+// intakeProbe offers one link every 20 ms, as a fetched page's links
+// arrive, and keeps each Add's start and duration over the day.
+type intakeProbe struct {
+	nd   *Node
+	link string
+	mu   sync.Mutex
+	adds []probeAdd
+}
+
+type probeAdd struct {
+	start time.Time
+	took  time.Duration
+}
+
+func newIntakeProbe(nd *Node, link string) *intakeProbe { return &intakeProbe{nd: nd, link: link} }
+
+func (p *intakeProbe) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		start := time.Now()
+		p.nd.crawler.Add(ctx, []string{p.link})
+		d := time.Since(start)
+		p.mu.Lock()
+		p.adds = append(p.adds, probeAdd{start, d})
+		p.mu.Unlock()
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (p *intakeProbe) reset() {
+	p.mu.Lock()
+	p.adds = nil
+	p.mu.Unlock()
+}
+
+// max returns the longest Add that overlapped [from, to], or of all when
+// from is zero.
+func (p *intakeProbe) max(from, to time.Time) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var m time.Duration
+	for _, a := range p.adds {
+		if from.IsZero() || (a.start.Before(to) && a.start.Add(a.took).After(from)) {
+			m = max(m, a.took)
+		}
+	}
+	return m
+}
+
+// resetPeakRSS resets the process's VmHWM (Linux clear_refs 5).
+func resetPeakRSS() { os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// peakRSS returns VmHWM in bytes.
+func peakRSS() int64 {
+	b, _ := os.ReadFile("/proc/self/status")
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// diskUsage returns the bytes of disk the files under dir take.
+func diskUsage(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return nil
+		}
+		if fi, err := e.Info(); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				n += st.Blocks * 512
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// writeHeapProfile writes the heap profile to path.
+func writeHeapProfile(t *testing.T, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	runtime.GC()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startCPUProfile starts a CPU profile of day d when HEROD_SCALE_CPUPROFILE
+// names it, and returns the function that stops it.
+func startCPUProfile(t *testing.T, out string, urls, days, d int) func() {
+	if v := os.Getenv("HEROD_SCALE_CPUPROFILE"); v == "" || v != strconv.Itoa(d) {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(out, fmt.Sprintf("cpu-%dx%d-day%d.pprof", urls, days, d)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
+}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"image/color"
+	"io"
+	"log"
+	"math"
+	"os"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// row is the part of TestScale's scaleRow the figure uses.
+type row struct {
+	URLs          int     `json:"urls"`
+	Day           int     `json:"day"`
+	CPUPer1000    float64 `json:"cpuPer1000"`
+	RSSPeakMB     float64 `json:"rssPeakMB"`
+	RolloverS     float64 `json:"rolloverS"`
+	IntakeStallMS float64 `json:"intakeStallMs"`
+}
+
+// panel is one of the figure's plots: a title, a y label and the value of
+// a row.
+type panel struct {
+	title, y string
+	value    func(row) float64
+	skipDay0 bool    // day 0 has no rollover, and fetches every page fresh
+	limit    float64 // the acceptance bound, drawn dashed (0: none)
+}
+
+var panels = []panel{
+	{"CPU per 1,000 pages", "CPU seconds", func(r row) float64 { return r.CPUPer1000 }, false, 0},
+	{"Peak RSS (bound 512 MiB)", "MiB", func(r row) float64 { return r.RSSPeakMB }, false, 512},
+	{"Rollover (NewDay, not blocking)", "seconds", func(r row) float64 { return r.RolloverS }, true, 0},
+	{"Longest link intake, whole day (bound 1 s)", "milliseconds", func(r row) float64 { return r.IntakeStallMS }, true, 1000},
+}
+
+var colors = []color.Color{
+	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+	color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+}
+
+func main() {
+	out := flag.String("o", "scale.svg", "file to write: SVG, or PNG when it ends in .png")
+	flag.Parse()
+	if flag.NArg() == 0 {
+		log.Fatal("plot: name one or more scale-<urls>x<days>.json files")
+	}
+	var runs [][]row
+	var full [][]fullRow
+	for _, name := range flag.Args() {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			log.Fatalf("plot: %v", err)
+		}
+		var rs []row
+		if err := json.Unmarshal(b, &rs); err != nil {
+			log.Fatalf("plot: %s: %v", name, err)
+		}
+		if len(rs) == 0 {
+			log.Fatalf("plot: %s has no rows", name)
+		}
+		var fs []fullRow
+		if err := json.Unmarshal(b, &fs); err != nil {
+			log.Fatalf("plot: %s: %v", name, err)
+		}
+		runs, full = append(runs, rs), append(full, fs)
+	}
+	if err := draw4(*out, runs); err != nil {
+		log.Fatalf("plot: %v", err)
+	}
+	writeTables(os.Stdout, full)
+}
+
+// draw4 writes the four panels, two by two, to out.
+func draw4(out string, runs [][]row) error {
+	const cols, rows = 2, 2
+	plots := make([][]*plot.Plot, rows)
+	for i := range plots {
+		plots[i] = make([]*plot.Plot, cols)
+	}
+	for i, pn := range panels {
+		p := plot.New()
+		p.Title.Text = pn.title
+		p.X.Label.Text = "day"
+		p.Y.Label.Text = pn.y
+		p.Y.Min = 0
+		p.Legend.Top = true
+		for k, rs := range runs {
+			var xys plotter.XYs
+			for _, r := range rs {
+				if pn.skipDay0 && r.Day == 0 {
+					continue
+				}
+				xys = append(xys, plotter.XY{X: float64(r.Day), Y: pn.value(r)})
+			}
+			if len(xys) == 0 {
+				continue
+			}
+			l, s, err := plotter.NewLinePoints(xys)
+			if err != nil {
+				return err
+			}
+			c := colors[k%len(colors)]
+			l.Color, s.Color = c, c
+			s.Radius = vg.Points(2)
+			p.Add(l, s)
+			if i == 0 { // one legend: the colors are the same in every panel
+				p.Legend.Add(fmt.Sprintf("%d URLs", rs[0].URLs), l, s)
+			}
+		}
+		if pn.limit > 0 {
+			lim, err := plotter.NewLine(plotter.XYs{{X: 0, Y: pn.limit}, {X: p.X.Max, Y: pn.limit}})
+			if err != nil {
+				return err
+			}
+			lim.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			lim.Color = color.Gray{Y: 0x80}
+			p.Add(lim)
+			p.Y.Max = max(p.Y.Max, pn.limit*1.1)
+		}
+		p.X.Tick.Marker = plot.TickerFunc(dayTicks)
+		plots[i/cols][i%cols] = p
+	}
+	w, h := 24*vg.Centimeter, 18*vg.Centimeter
+	var img interface {
+		vg.CanvasSizer
+		io.WriterTo
+	}
+	if strings.HasSuffix(out, ".png") {
+		img = vgimg.PngCanvas{Canvas: vgimg.New(w, h)}
+	} else {
+		img = vgsvg.New(w, h)
+	}
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
+		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	canvases := plot.Align(plots, tiles, dc)
+	for i := range plots {
+		for j := range plots[i] {
+			plots[i][j].Draw(canvases[i][j])
+		}
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	if _, err := img.WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// dayTicks marks whole days, about five of them.
+func dayTicks(lo, hi float64) []plot.Tick {
+	step := max(1, int(math.Ceil((hi-lo)/5)))
+	var ts []plot.Tick
+	for d := int(math.Ceil(lo)); float64(d) <= hi; d++ {
+		t := plot.Tick{Value: float64(d)}
+		if d%step == 0 {
+			t.Label = fmt.Sprint(d)
+		}
+		ts = append(ts, t)
+	}
+	return ts
+}

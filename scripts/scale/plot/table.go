@@ -1,0 +1,120 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+)
+
+// fullRow is the part of TestScale's rows the tables print.
+type fullRow struct {
+	row
+	Live          int      `json:"live"`
+	Fetched       int64    `json:"fetched"`
+	NewVersions   int64    `json:"newVersions"`
+	WallS         float64  `json:"wallS"`
+	PagesPerS     float64  `json:"pagesPerS"`
+	HeapPeakMB    float64  `json:"heapPeakMB"`
+	Goroutines    int      `json:"goroutines"`
+	OpenFiles     int      `json:"openFiles"`
+	DiskMB        float64  `json:"diskMB"`
+	DiskAddedMB   float64  `json:"diskAddedMB"`
+	BytesPerCheck float64  `json:"bytesPerCheck"`
+	LoopStallMS   float64  `json:"loopStallMs"`
+	SwitchMS      float64  `json:"switchMs"`
+	RollStallMS   *float64 `json:"rollStallMs"` // absent from rows of older runs
+	Queued        int64    `json:"queued"`
+	Known         int64    `json:"known"`
+	Mine          int      `json:"mine"`
+	ReplayP50MS   float64  `json:"replayP50Ms"`
+	ReplayP99MS   float64  `json:"replayP99Ms"`
+	CDXMS         float64  `json:"cdxMs"`
+	CDXRows       int      `json:"cdxRows"`
+}
+
+// median returns the median of the later days' (day >= 1) values of f,
+// or day 0's when there is no later day.
+func median(rs []fullRow, f func(fullRow) float64) float64 {
+	var v []float64
+	for _, r := range rs {
+		if r.Day >= 1 {
+			v = append(v, f(r))
+		}
+	}
+	if len(v) == 0 {
+		return f(rs[0])
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+// maxOf returns the largest value of f over the days (from day from).
+func maxOf(rs []fullRow, from int, f func(fullRow) float64) float64 {
+	m := 0.0
+	for _, r := range rs {
+		if r.Day >= from {
+			m = max(m, f(r))
+		}
+	}
+	return m
+}
+
+// writeTables prints, as Markdown, the summary of every run (ratios to
+// the first) and a table of days per run.
+func writeTables(w io.Writer, runs [][]fullRow) {
+	fmt.Fprintln(w, "| URLs | days | pages/s day 0 | pages/s later | CPU s/1,000 day 0 | CPU s/1,000 later | ÷ first run | RSS max MiB | heap max MiB | disk/page day 0 KiB | disk/page-day later B | rollover max s | switch max ms | stall in rollover max ms | intake stall max ms |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	base := 0.0
+	for i, rs := range runs {
+		r0 := rs[0]
+		later := median(rs, func(r fullRow) float64 { return r.CPUPer1000 })
+		if i == 0 {
+			base = later
+		}
+		fmt.Fprintf(w, "| %d | %d | %.0f | %.0f | %.2f | %.2f | %.2f | %.0f | %.0f | %.1f | %.0f | %.2f | %.0f | %s | %.0f |\n",
+			r0.URLs, len(rs), r0.PagesPerS, median(rs, func(r fullRow) float64 { return r.PagesPerS }),
+			r0.CPUPer1000, later, later/base,
+			maxOf(rs, 0, func(r fullRow) float64 { return r.RSSPeakMB }), maxOf(rs, 0, func(r fullRow) float64 { return r.HeapPeakMB }),
+			r0.DiskAddedMB*1024/float64(max(r0.Fetched, 1)), median(rs, perPageDay),
+			maxOf(rs, 1, func(r fullRow) float64 { return r.RolloverS }), maxOf(rs, 1, func(r fullRow) float64 { return r.SwitchMS }),
+			rollStall(rs, -1), maxOf(rs, 1, func(r fullRow) float64 { return r.IntakeStallMS }))
+	}
+	for _, rs := range runs {
+		fmt.Fprintf(w, "\n%d URLs:\n\n", rs[0].URLs)
+		fmt.Fprintln(w, "| day | live | fetched | new versions | s | CPU s/1,000 | RSS MiB | heap MiB | gor. | files | disk MiB | rollover s | switch ms | stall in rollover ms | stall ms | loop ms | queued | known | held | replay p50/p99 ms | CDX ms (rows) |")
+		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		for i, r := range rs {
+			if len(rs) > 10 && i%5 != 0 && i != len(rs)-1 && i != 1 {
+				continue
+			}
+			fmt.Fprintf(w, "| %d | %d | %d | %d | %.0f | %.2f | %.0f | %.0f | %d | %d | %.0f | %.2f | %.1f | %s | %.0f | %.0f | %d | %d | %d | %.1f / %.1f | %.0f (%d) |\n",
+				r.Day, r.Live, r.Fetched, r.NewVersions, r.WallS, r.CPUPer1000, r.RSSPeakMB, r.HeapPeakMB, r.Goroutines, r.OpenFiles,
+				r.DiskMB, r.RolloverS, r.SwitchMS, rollStall(rs, r.Day), r.IntakeStallMS, r.LoopStallMS, r.Queued, r.Known, r.Mine, r.ReplayP50MS, r.ReplayP99MS, r.CDXMS, r.CDXRows)
+		}
+	}
+}
+
+// perPageDay is the disk a later day added per request answered (its new
+// and changed versions included; day 0 has its own column).
+func perPageDay(r fullRow) float64 {
+	if r.Day == 0 {
+		return 0
+	}
+	return r.DiskAddedMB * (1 << 20) / float64(max(r.Fetched, 1))
+}
+
+// rollStall formats the longest link intake that overlapped the rollover
+// of day (of all later days when day is -1), "n/a" where the rows do not
+// carry it.
+func rollStall(rs []fullRow, day int) string {
+	m, any := 0.0, false
+	for _, r := range rs {
+		if r.Day >= 1 && (day < 0 || r.Day == day) && r.RollStallMS != nil {
+			m, any = max(m, *r.RollStallMS), true
+		}
+	}
+	if !any {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f", m)
+}

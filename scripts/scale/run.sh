@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# run.sh: the scale benchmark (docs/scale.md). One herod node (in process,
+# node.TestScale) crawls a synthetic web served by scripts/scale/webgen, a
+# process of its own, for a number of compressed days; each run writes
+# scale-<urls>x<days>.csv and .json (one row a day) to OUT. Then the plot
+# program draws OUT/scale.svg and prints the Markdown tables (summary with
+# ratios to the first run, then each run's days) to OUT/tables.md.
+#
+# Usage: scripts/scale/run.sh [urls:days ...]   (default: 10000:30 100000:30)
+# Environment: OUT (default ./scale-out), SEED (the web's seed, default 1),
+# HEAP=1 (a heap profile at each day's end), CPUPROF=N (a CPU profile of day N).
+set -euo pipefail
+
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-$(pwd)/scale-out}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+BIN=$(mktemp -d -t herod-scale.XXXXXX)
+trap 'rm -rf "$BIN"' EXIT
+go build -o "$BIN/webgen" ./scripts/scale/webgen
+go test -c -o "$BIN/node.test" ./node
+
+runs=("$@")
+[ ${#runs[@]} -eq 0 ] && runs=(10000:30 100000:30)
+jsons=()
+for r in "${runs[@]}"; do
+	echo "# run $r ($(date -u +%FT%TZ), load $(cut -d' ' -f1 /proc/loadavg))" | tee -a "$OUT/log"
+	(cd node && HEROD_SCALE="$r" HEROD_SCALE_OUT="$OUT" HEROD_SCALE_WEBGEN="$BIN/webgen" \
+		HEROD_SCALE_SEED="${SEED:-1}" HEROD_SCALE_HEAPPROFILE="${HEAP:-}" HEROD_SCALE_CPUPROFILE="${CPUPROF:-}" \
+		"$BIN/node.test" -test.run '^TestScale$' -test.v -test.timeout 0 2>&1 |
+		grep -E 'scale:|FAIL|PASS|panic' | sed 's/.*scale: //' | tee -a "$OUT/log")
+	jsons+=("$OUT/scale-${r/:/x}.json")
+done
+(cd scripts/scale/plot && go run . -o "$OUT/scale.svg" "${jsons[@]}") | tee "$OUT/tables.md"
+echo "figure: $OUT/scale.svg; tables: $OUT/tables.md"
