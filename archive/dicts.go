@@ -169,6 +169,16 @@ func (s *Store) dict(r DictRef) *zdict {
 	return nil
 }
 
+// OwnDictionary returns the name of the dictionary the store compresses
+// its new records with, and false while it has none (not trained yet,
+// or Options.DictSamples negative).
+func (s *Store) OwnDictionary() (DictRef, bool) {
+	if zd := s.zd.Load(); zd != nil {
+		return zd.ref(), true
+	}
+	return DictRef{}, false
+}
+
 // Dictionary returns the bytes of the dictionary r names (zstd
 // dictionary format), for a peer that lacks it, or ErrNotFound.
 func (s *Store) Dictionary(r DictRef) ([]byte, error) {
