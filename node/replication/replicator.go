@@ -16,6 +16,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/replicate"
@@ -115,6 +116,9 @@ type Config struct {
 	// answers replicas from and sums its ranges with.
 	Local  replicate.Local
 	Source replicate.Source
+	// Dicts serves the dictionaries of this node's zstd records to its
+	// replicas (DictProtocol); nil answers every request "not found".
+	Dicts Dicts
 	// Open opens a stream of protocol p to the real node behind c, with
 	// a deadline.
 	Open func(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error)
@@ -159,6 +163,7 @@ type Replicator struct {
 	purgeAgreed map[string]purgeAgreement // by replica peer: purge.go
 
 	lag      prometheus.Histogram // push lags (push.go)
+	dicts    dictFetches          // dictionary fetches (dict.go)
 	refused  refusedSet           // records refused for their signer's share (share.go)
 	pushWake chan struct{}
 
@@ -201,6 +206,8 @@ type Stats struct {
 	Health Health `json:"health"`
 	// Push counts the push path (push.go).
 	Push PushStats `json:"push"`
+	// Dicts counts dictionaries fetched from and served to peers (dict.go).
+	Dicts DictStats `json:"dicts"`
 }
 
 // New returns a Replicator for cfg. It serves nothing until Handle is
@@ -475,11 +482,14 @@ func (r *Replicator) replicasOf(ctx context.Context, v ring.VnodeStatus) []ring.
 	return out
 }
 
-// client returns a replicate client whose requests go to c.
+// client returns a replicate client whose requests go to c, and which
+// fetches the dictionaries of c's records from c (dict.go).
 func (r *Replicator) client(c ring.Contact) *replicate.Client {
 	return replicate.NewClient(replicate.RoundTripFunc(func(ctx context.Context, req []byte) ([]byte, error) {
 		return r.roundTrip(ctx, c, req)
-	}))
+	})).WithDictionaries(func(ctx context.Context, ref archive.DictRef) ([]byte, error) {
+		return r.fetchDict(ctx, c, ref)
+	})
 }
 
 // roundTrip sends one replicate request to c and reads its reply.
