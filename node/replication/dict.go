@@ -104,7 +104,7 @@ func (r *Replicator) serveDict(_ context.Context, q *kit.Request) error {
 // dictFetches is what a Replicator remembers of its dictionary fetches.
 type dictFetches struct {
 	mu      sync.Mutex
-	running map[id.ID]*dictCall     // by dictionary hash
+	running map[id.ID]*dictCall    // by dictionary hash
 	refused map[dictFrom]time.Time // until when not to ask again
 }
 
