@@ -100,9 +100,11 @@
 // gives one sum for any ring range (a, b]: whole buckets inside the range
 // are read from their stored sums, the two boundary leaves are scanned.
 // On a mismatch the peers bisect, list Entries of the differing ranges,
-// fetch missing records with ReadFile (a gzip member) and store them with
-// Import, which verifies the bytes against the name before appending them
-// (compressed again with the store's dictionary, if it has one).
+// fetch missing records with ReadStored (as stored: a gzip member, or a
+// zstd frame naming its dictionary) and store them with Import, which
+// verifies the bytes against the name before appending them unchanged;
+// a dictionary the store lacks is added with AddDictionary, verified by
+// its hash (dicts.go).
 //
 // # Purge
 //

@@ -22,21 +22,24 @@ import (
 // Dictionary segments. Pages of one site share most of their bytes
 // (templates, navigation, scripts), but a record compressed alone cannot
 // refer to another record. Once the store has written DictSamples records
-// it trains a zstd dictionary on them (about a second of CPU for 300 real
-// pages, 2-3 s for made-up ones, during which writes wait) and from the
-// next record on appends to segments named <id>.warc.zst, laid out as the
-// WARC zstd proposal of the IIPC has it:
+// it trains a zstd dictionary on them in the background (dictTrainer:
+// about a second of CPU for 300 real pages, 2-3 s for made-up ones;
+// writes go on meanwhile) and from the next record after it is ready on
+// appends to segments named <id>.warc.zst, laid out as the WARC zstd
+// proposal of the IIPC has it:
 //
 //	skippable frame 0x184D2A5D holding the dictionary (itself zstd-compressed)
 //	one zstd frame per record, compressed with that dictionary
 //
 // A segment is thus readable alone. Segments written before the
 // dictionary (and stores with DictSamples < 0) stay gzip members in
-// <id>.warc.gz. The dictionary is trained once per store and kept: a node
-// recrawls the same URLs every day, so its first records stay
-// representative. Replication and export carry records as gzip members,
-// which every WARC reader and every herod node reads: a record of a
-// .warc.zst segment is transcoded when it leaves the store.
+// <id>.warc.gz. The dictionary is trained once per store and kept
+// (dicts.go): a node recrawls the same URLs every day, so its first
+// records stay representative. Replicas store a record as its sender
+// stored it, in a segment of the sender's dictionary (replica.go);
+// gateway reads and exports carry records as gzip members, which every
+// WARC reader reads: a record of a .warc.zst segment is transcoded when
+// it leaves the store that way (ReadFile, Export).
 
 // DefaultDictSamples is Options.DictSamples when zero.
 const DefaultDictSamples = 300
