@@ -30,10 +30,14 @@ func (s *Store) ReadFile(ctx context.Context, e Entry) ([]byte, error) {
 }
 
 // ReadStored returns the record of the version e names as it is stored,
-// verified as Read verifies it, for a replica to store as it is (Import):
-// a gzip member, or a zstd frame behind a frame naming its dictionary
-// (DictRef), which the replica fetches once if it lacks it. It returns
-// ErrNotFound if the store does not hold that version.
+// for a replica to store as it is (Import): a gzip member, or a zstd frame
+// behind a frame naming its dictionary (DictRef), which the replica
+// fetches once if it lacks it. The record is not decompressed: only its
+// framing is checked (a gzip header, or a zstd frame of its segment's
+// dictionary that fills the extent), since the receiver verifies
+// everything as it imports (a damaged record is refused there, and Read
+// and fsck find it here). It returns ErrNotFound if the store does not
+// hold that version.
 func (s *Store) ReadStored(ctx context.Context, e Entry) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("archive read stored %s: %w", e.Name(), err)
@@ -42,15 +46,47 @@ func (s *Store) ReadStored(ctx context.Context, e Entry) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("archive read stored %s: %w", e.Name(), err)
 	}
-	data, zd, _, err := s.readVersion(v, nil)
+	ref, err := parseSegment(v.File)
 	if err != nil {
 		return nil, fmt.Errorf("archive read stored %s: %w", e.Name(), err)
+	}
+	data, zd, err := s.readRecord(ref.id, v.Offset, v.Size)
+	if err == nil {
+		err = checkFraming(zd, data)
+	}
+	if err != nil {
+		if !errors.Is(err, ErrNotFound) {
+			s.corrupt.Add(1)
+		}
+		return nil, fmt.Errorf("archive read stored %s: %s+%d: %w", e.Name(), v.File, v.Offset, err)
 	}
 	if zd == nil {
 		return data, nil
 	}
 	out := make([]byte, 0, refFrameLen+len(data))
 	return append(appendRefFrame(out, zd.ref()), data...), nil
+}
+
+// checkFraming checks, without decompressing it, that data is one record
+// of a segment of dictionary zd: a zstd frame of zd that data fills, or
+// (zd nil) bytes that start as a gzip member.
+func checkFraming(zd *zdict, data []byte) error {
+	if zd == nil {
+		if len(data) < 18 || data[0] != 0x1f || data[1] != 0x8b {
+			return fmt.Errorf("%w: not a gzip member", ErrCorrupt)
+		}
+		return nil
+	}
+	end, dictID, err := zstdFrameEnd(bytes.NewReader(data), 0, int64(len(data)))
+	switch {
+	case err != nil:
+		return err
+	case end != int64(len(data)):
+		return fmt.Errorf("%w: %d bytes after the zstd frame", ErrCorrupt, int64(len(data))-end)
+	case dictID != zd.id:
+		return fmt.Errorf("%w: zstd frame of dictionary %d in a segment of %d", ErrCorrupt, dictID, zd.id)
+	}
+	return nil
 }
 
 // lookupEntry returns the version e names, or ErrNotFound.
