@@ -226,10 +226,13 @@ func TestImportFrameBombs(t *testing.T) {
 		must(t, zw.Close())
 		return b.Bytes()
 	}
+	// A record declaring a 200 MB block in a frame of 1 KiB.
+	liar := zd.encoder().EncodeAll(append(head, zeros[:1<<10]...), appendRefFrame(nil, zd.ref()))
 	for _, c := range []struct {
 		name string
 		data []byte
 	}{
+		{"block declares 200 MB, holds 1 KiB", liar},
 		{"declares 64 MiB", declared},
 		{"expands to 64 MiB, undeclared, large window", streamed(8 << 20)},
 		{"expands to 64 MiB, undeclared, small window", streamed(256 << 10)},

@@ -281,7 +281,9 @@ func decodeFrameMax(zd *zdict, data []byte, maxBlock int64) (*decodedFile, []byt
 	br := d.br
 	br.Reset(bytes.NewReader(plain))
 	defer br.Reset(nil)
-	rec, err := readOnlyMax(br, maxBlock, true)
+	// The block is within plain, which is bounded: a block declaring more
+	// is refused, and one that does not is allocated once at its length.
+	rec, err := readOnlyMax(br, min(maxBlock, int64(len(plain))), false)
 	if err != nil {
 		return nil, nil, err
 	}
