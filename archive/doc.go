@@ -9,7 +9,9 @@
 // A store is a directory:
 //
 //	segments/<id>.warc.gz   append-only segments, 8-digit ids from 1 (segment.go)
-//	segments/<id>.warc.zst  the same, once the store has its dictionary (zstd.go)
+//	segments/<id>.warc.zst  the same, once the store has its dictionary (zstd.go),
+//	                        or of a peer's dictionary, for its records kept as sent
+//	dictionary              the store's own zstd dictionary, empty if none (dicts.go)
 //	index/                  goleveldb index
 //	refused-peers           peers whose records are refused (PurgePeer)
 //	quarantine/             damaged segment tails cut by Reindex; files migration refused

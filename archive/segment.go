@@ -178,8 +178,7 @@ func listSegments(dir string) ([]segRef, error) {
 // openSegments opens the segments of an open index and cuts each to the
 // end the index records, removing segments it records nothing of: what
 // lies past the end was never acknowledged. It loads the dictionary of
-// each .warc.zst segment; the newest one's is the store's for new
-// records unless Options.DictSamples is negative.
+// each .warc.zst segment, then the store's own (loadOwnDict).
 func (s *Store) openSegments() error {
 	if err := s.recoverCompactions(); err != nil {
 		return err
@@ -366,7 +365,8 @@ func (g *segment) dictFrame() []byte {
 }
 
 // rollLocked creates the next segment, for records of dictionary zd (nil:
-// gzip), durable in its directory, and makes it the active one. A
+// gzip), durable in its directory, and makes it the active one of its
+// form. A
 // .warc.zst segment starts with zd's frame, which becomes durable with the
 // segment's first record. The caller holds segs.mu.
 func (s *Store) rollLocked(day int64, zd *zdict) error {
