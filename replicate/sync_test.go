@@ -577,3 +577,32 @@ func TestSyncCopiesStoredBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncFromOlderPeer: a peer that does not know OpReadStored (it
+// answers "unknown op", as nodes before it do) is read with OpReadBatch,
+// gzip members, which the local store keeps as they come.
+func TestSyncFromOlderPeer(t *testing.T) {
+	ctx := context.Background()
+	owner, vs := dictStore(t)
+	srv := &Server{Source: owner}
+	stored := 0
+	old := NewClient(RoundTripFunc(func(ctx context.Context, req []byte) ([]byte, error) {
+		if Op(req[0]) == OpReadStored {
+			stored++
+			return errorReply(fmt.Errorf("%w: unknown op %d", ErrProtocol, req[0])), nil
+		}
+		rep, _ := srv.Handle(ctx, req)
+		return rep, nil
+	}))
+	replica := openStore(t)
+	st, err := Sync(ctx, replica, old, id.ID{}, id.ID{}, Options{})
+	if err != nil || st.Pulled != int64(len(vs)) || stored != 1 {
+		t.Fatalf("%+v %v; OpReadStored asked %d times, want once", st, err, stored)
+	}
+	for _, v := range vs {
+		data, err := replica.ReadStored(ctx, v.Entry())
+		if err != nil || data[0] != 0x1f || data[1] != 0x8b {
+			t.Fatalf("%s: not kept as the gzip member it came as: %v", v.URL, err)
+		}
+	}
+}
