@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/herod-archive/herod/internal/id"
 )
 
 // TestGroupCommitConsistent runs concurrent synced Puts, so that index
@@ -167,7 +169,7 @@ func TestIndexAfterCloseFails(t *testing.T) {
 	s := openTest(t, Options{NoSync: true})
 	v, _ := mustPut(t, s, capture("http://a.example/", t0, "a"))
 	s.stopCommitter()
-	if err := s.index(v, s.segs.cur, false, nil, nil); !errors.Is(err, errStoreClosed) {
+	if err := s.index(v, s.segs.cur[id.ID{}], false, nil, nil); !errors.Is(err, errStoreClosed) {
 		t.Fatalf("index after stop: %v, want %v", err, errStoreClosed)
 	}
 }

@@ -26,8 +26,9 @@ func purgedStore(t *testing.T, dir string, dict bool) (kept []Version, purged []
 	}
 	s, err := Open(dir, o)
 	must(t, err)
+	var zd *zdict
 	if dict {
-		withDict(t, s)
+		zd = withDict(t, s)
 	}
 	for i := range 12 {
 		signer := good
@@ -38,6 +39,9 @@ func purgedStore(t *testing.T, dir string, dict bool) (kept []Version, purged []
 		}
 		c := capture(fmt.Sprintf("http://example.org/p%d", i), t0, fmt.Sprintf("page %d %0400d", i, i))
 		name, data := putFile(t, signer, c)
+		if zd != nil { // sent as a peer with the same dictionary sends it
+			data = asStored(t, zd, data)
+		}
 		v, _, err := s.Import(ctx, name, data)
 		must(t, err)
 		if signer == bad {

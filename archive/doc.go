@@ -9,7 +9,9 @@
 // A store is a directory:
 //
 //	segments/<id>.warc.gz   append-only segments, 8-digit ids from 1 (segment.go)
-//	segments/<id>.warc.zst  the same, once the store has its dictionary (zstd.go)
+//	segments/<id>.warc.zst  the same, once the store has its dictionary (zstd.go),
+//	                        or of a peer's dictionary, for its records kept as sent
+//	dictionary              the store's own zstd dictionary, empty if none (dicts.go)
 //	index/                  goleveldb index
 //	refused-peers           peers whose records are refused (PurgePeer)
 //	quarantine/             damaged segment tails cut by Reindex; files migration refused
@@ -100,9 +102,11 @@
 // gives one sum for any ring range (a, b]: whole buckets inside the range
 // are read from their stored sums, the two boundary leaves are scanned.
 // On a mismatch the peers bisect, list Entries of the differing ranges,
-// fetch missing records with ReadFile (a gzip member) and store them with
-// Import, which verifies the bytes against the name before appending them
-// (compressed again with the store's dictionary, if it has one).
+// fetch missing records with ReadStored (as stored: a gzip member, or a
+// zstd frame naming its dictionary) and store them with Import, which
+// verifies the bytes against the name before appending them unchanged;
+// a dictionary the store lacks is added with AddDictionary, verified by
+// its hash (dicts.go).
 //
 // # Purge
 //

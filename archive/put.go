@@ -219,7 +219,7 @@ type record struct {
 func (s *Store) compress(plain []byte, zd *zdict) *record {
 	r := &record{plain: plain, zd: zd}
 	if zd != nil {
-		r.data = zd.enc.EncodeAll(plain, make([]byte, 0, len(plain)/4+64))
+		r.data = zd.encoder().EncodeAll(plain, make([]byte, 0, len(plain)/4+64))
 		return r
 	}
 	buf := bufPool.Get().(*bytes.Buffer)
@@ -246,11 +246,6 @@ func (s *Store) store(v *Version, rec *record) (*segment, error) {
 	if err != nil {
 		s.unreserve(size, v.Peer, v.Key)
 		return nil, err
-	}
-	if n := int64(len(rec.data)); n != size {
-		// Compressed again for a segment of another dictionary.
-		s.unreserve(size-n, v.Peer, v.Key)
-		size = n
 	}
 	v.File, v.Offset, v.Size = seg.rel(), off, size
 	return seg, nil

@@ -10,8 +10,10 @@ import (
 )
 
 // ReadFile returns the record of the version e names as one gzip member,
-// verified as Read verifies it, for sending to a replica. It returns
-// ErrNotFound if the store does not hold that version.
+// verified as Read verifies it, for a reader that expects standard
+// .warc.gz records (gateway reads, exports): a record of a .warc.zst
+// segment is decompressed and gzipped. It returns ErrNotFound if the
+// store does not hold that version.
 func (s *Store) ReadFile(ctx context.Context, e Entry) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("archive read file: %w", err)
@@ -25,6 +27,66 @@ func (s *Store) ReadFile(ctx context.Context, e Entry) ([]byte, error) {
 		return nil, fmt.Errorf("archive read file %s: %w", e.Name(), err)
 	}
 	return data, nil
+}
+
+// ReadStored returns the record of the version e names as it is stored,
+// for a replica to store as it is (Import): a gzip member, or a zstd frame
+// behind a frame naming its dictionary (DictRef), which the replica
+// fetches once if it lacks it. The record is not decompressed: only its
+// framing is checked (a gzip header, or a zstd frame of its segment's
+// dictionary that fills the extent), since the receiver verifies
+// everything as it imports (a damaged record is refused there, and Read
+// and fsck find it here). It returns ErrNotFound if the store does not
+// hold that version.
+func (s *Store) ReadStored(ctx context.Context, e Entry) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("archive read stored %s: %w", e.Name(), err)
+	}
+	v, err := s.lookupEntry(e)
+	if err != nil {
+		return nil, fmt.Errorf("archive read stored %s: %w", e.Name(), err)
+	}
+	ref, err := parseSegment(v.File)
+	if err != nil {
+		return nil, fmt.Errorf("archive read stored %s: %w", e.Name(), err)
+	}
+	data, zd, err := s.readRecord(ref.id, v.Offset, v.Size)
+	if err == nil {
+		err = checkFraming(zd, data)
+	}
+	if err != nil {
+		if !errors.Is(err, ErrNotFound) {
+			s.corrupt.Add(1)
+		}
+		return nil, fmt.Errorf("archive read stored %s: %s+%d: %w", e.Name(), v.File, v.Offset, err)
+	}
+	if zd == nil {
+		return data, nil
+	}
+	out := make([]byte, 0, refFrameLen+len(data))
+	return append(appendRefFrame(out, zd.ref()), data...), nil
+}
+
+// checkFraming checks, without decompressing it, that data is one record
+// of a segment of dictionary zd: a zstd frame of zd that data fills, or
+// (zd nil) bytes that start as a gzip member.
+func checkFraming(zd *zdict, data []byte) error {
+	if zd == nil {
+		if len(data) < 18 || data[0] != 0x1f || data[1] != 0x8b {
+			return fmt.Errorf("%w: not a gzip member", ErrCorrupt)
+		}
+		return nil
+	}
+	end, dictID, err := zstdFrameEnd(bytes.NewReader(data), 0, int64(len(data)))
+	switch {
+	case err != nil:
+		return err
+	case end != int64(len(data)):
+		return fmt.Errorf("%w: %d bytes after the zstd frame", ErrCorrupt, int64(len(data))-end)
+	case dictID != zd.id:
+		return fmt.Errorf("%w: zstd frame of dictionary %d in a segment of %d", ErrCorrupt, dictID, zd.id)
+	}
+	return nil
 }
 
 // lookupEntry returns the version e names, or ErrNotFound.
@@ -47,17 +109,21 @@ func (s *Store) lookupEntry(e Entry) (Version, error) {
 }
 
 // Import stores a record received from a replica under its name, after
-// verifying it: one gzip member, one WARC response record, digests, and a
-// name that matches its URL, payload and day (so replicas must share the
-// day length), a capture time not in the future, and, with
-// Options.Verifier, its fetcher's signature by a peer not refused
-// (provenance.go). The record is appended to the active segment, as it is
-// in a .warc.gz segment, compressed again in a .warc.zst one. It does not
-// deduplicate against the newest version: replicas hold exactly the
-// versions their peers hold. A record whose payload may exceed
-// Options.MaxBody is refused before its block is read, and its
-// decompression stops at that bound (decodeMemberMax): a member that
-// expands to much costs no more than the bound. It returns added == false if the version is
+// verifying it: one gzip member, or one zstd frame behind the frame
+// naming its dictionary (ReadStored), holding one WARC response record,
+// digests, and a name that matches its URL, payload and day (so replicas
+// must share the day length), a capture time not in the future, and,
+// with Options.Verifier, its fetcher's signature by a peer not refused
+// (provenance.go). The record is stored as it was sent: a gzip member in
+// a .warc.gz segment, a zstd frame in a .warc.zst segment of its
+// dictionary. A record of a dictionary the store does not hold returns a
+// *MissingDictError (wrapping ErrNoDict) before anything is decoded:
+// AddDictionary it and import again. It does not deduplicate against the
+// newest version: replicas hold exactly the versions their peers hold. A
+// record whose payload may exceed Options.MaxBody is refused before its
+// block is read, and its decompression stops at that bound
+// (decodeMemberMax, decodeFrameMax): a record that expands to much costs
+// no more than the bound. It returns added == false if the version is
 // already stored, ErrCorrupt for a record that fails verification,
 // ErrQuota when the quota is reached.
 func (s *Store) Import(ctx context.Context, name string, data []byte) (Version, bool, error) {
@@ -80,13 +146,31 @@ func (s *Store) importRecord(ctx context.Context, name string, data []byte, prov
 	if err != nil {
 		return Version{}, false, fmt.Errorf("archive import: %w", err)
 	}
-	// The uncompressed record is needed only to sample it or to compress
-	// it again.
-	var raw *bytes.Buffer
-	if !s.trainer.off.Load() || s.zd.Load() != nil { // this order: useDict sets zd, then off
-		raw = new(bytes.Buffer)
+	ref, frame, named, err := splitRefFrame(data)
+	if err != nil {
+		return Version{}, false, fmt.Errorf("archive import %s: %w", name, err)
 	}
-	f, err := decodeMemberMax(data, raw, s.importBlock())
+	var zd *zdict
+	if named {
+		if zd = s.dict(ref); zd == nil {
+			return Version{}, false, fmt.Errorf("archive import %s: %w", name, &MissingDictError{Ref: ref})
+		}
+	}
+	// The uncompressed record is needed only to sample it.
+	var plain []byte
+	var f *decodedFile
+	if zd != nil {
+		f, plain, err = decodeFrameMax(zd, frame, s.importBlock())
+	} else {
+		var raw *bytes.Buffer
+		if !s.trainer.off.Load() {
+			raw = new(bytes.Buffer)
+		}
+		f, err = decodeMemberMax(frame, raw, s.importBlock())
+		if raw != nil {
+			plain = raw.Bytes()
+		}
+	}
 	if err == nil {
 		err = checkEntry(e, f, "")
 	}
@@ -125,15 +209,10 @@ func (s *Store) importRecord(ctx context.Context, name string, data []byte, prov
 			giveUp()
 		}
 	}()
-	rec := &record{data: data}
-	if raw != nil {
-		s.trainer.offer(raw.Bytes())
-		rec.plain = raw.Bytes()
-		if zd := s.zd.Load(); zd != nil {
-			rec = s.compress(rec.plain, zd)
-		}
+	if plain != nil {
+		s.trainer.offer(plain)
 	}
-	seg, err := s.store(&v, rec)
+	seg, err := s.store(&v, &record{data: frame, zd: zd})
 	if err != nil {
 		return Version{}, false, fmt.Errorf("archive import %s: %w", name, err)
 	}

@@ -16,6 +16,8 @@ import (
 	"sync"
 
 	"github.com/syndtr/goleveldb/leveldb"
+
+	"github.com/herod-archive/herod/internal/id"
 )
 
 // Segments. Versions are appended, one gzip member each, to the active
@@ -68,9 +70,13 @@ type segment struct {
 
 // segSet is the store's segments.
 type segSet struct {
-	mu   sync.Mutex // guards cur, last and appends to cur
-	cur  *segment   // the segment appended to; nil until the first append
-	last uint32     // the highest id in use
+	mu sync.Mutex // guards cur, last and appends to cur
+	// cur holds the segment appended to for each form of record: gzip
+	// members (the zero key), and zstd frames of each dictionary (by its
+	// hash): the store's own, and those of the peers whose records it
+	// keeps as they were sent (replica.go).
+	cur  map[id.ID]*segment
+	last uint32 // the highest id in use
 
 	rmu  sync.RWMutex
 	open map[uint32]*segment // every segment with an open handle
@@ -172,8 +178,7 @@ func listSegments(dir string) ([]segRef, error) {
 // openSegments opens the segments of an open index and cuts each to the
 // end the index records, removing segments it records nothing of: what
 // lies past the end was never acknowledged. It loads the dictionary of
-// each .warc.zst segment; the newest one's is the store's for new
-// records unless Options.DictSamples is negative.
+// each .warc.zst segment, then the store's own (loadOwnDict).
 func (s *Store) openSegments() error {
 	if err := s.recoverCompactions(); err != nil {
 		return err
@@ -183,6 +188,7 @@ func (s *Store) openSegments() error {
 		return err
 	}
 	s.segs.open = make(map[uint32]*segment)
+	s.segs.cur = make(map[id.ID]*segment)
 	segDir := filepath.Join(s.dir, segmentsDir)
 	removed := false
 	var newest *zdict
@@ -245,55 +251,22 @@ func (s *Store) openSegments() error {
 	// Ids are never reused, even those of removed segments: a replica or
 	// an export may still name them.
 	s.segs.last = max(s.segs.last, s.lastSegmentID())
-	if newest != nil && s.trainer.want > 0 {
-		s.useDict(newest)
-	}
-	return nil
+	return s.loadOwnDict(newest)
 }
 
 // segmentDict reads the dictionary frame at the start of a .warc.zst
 // segment of size bytes and returns the store's zdict for it, loading it
-// once per dictionary id.
+// once per dictionary.
 func (s *Store) segmentDict(r io.ReaderAt, size int64) (*zdict, error) {
 	raw, _, err := readDictFrame(r, size)
 	if err != nil {
 		return nil, err
 	}
-	s.dictMu.Lock()
-	defer s.dictMu.Unlock()
-	for _, have := range s.dicts { // every segment after the first has the same one
-		if bytes.Equal(have.raw, raw) {
-			return have, nil
-		}
-	}
-	zd, err := newZdict(raw)
+	zd, err := s.keepDict(raw, true)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	if have := s.dicts[zd.id]; have != nil {
-		return nil, fmt.Errorf("%w: two dictionaries with id %d", ErrCorrupt, zd.id)
-	}
-	if s.dicts == nil {
-		s.dicts = make(map[uint32]*zdict)
-	}
-	s.dicts[zd.id] = zd
 	return zd, nil
-}
-
-// useDict makes zd the dictionary of the records written from now on:
-// the next append rolls to a new .warc.zst segment.
-func (s *Store) useDict(zd *zdict) {
-	s.dictMu.Lock()
-	if s.dicts == nil {
-		s.dicts = make(map[uint32]*zdict)
-	}
-	if have := s.dicts[zd.id]; have != nil {
-		zd = have
-	}
-	s.dicts[zd.id] = zd
-	s.dictMu.Unlock()
-	s.zd.Store(zd) // before the trainer stops: Import reads off, then zd
-	s.trainer.off.Store(true)
 }
 
 // segmentEnd returns the durable end of segment n recorded in the index
@@ -346,13 +319,11 @@ func (s *Store) closeSegments() error {
 	return first
 }
 
-// appendRecord writes one record at the end of the active segment,
-// rolling to a new segment first when the record would not fit, the day
-// changed or the store's dictionary did, and returns where it went. A
-// record compressed for segments of another dictionary is compressed
-// again (rec.data changes; only when the dictionary just changed). The
-// record is not durable until its index group commits. A write error
-// fails the store.
+// appendRecord writes one record at the end of the active segment of its
+// form (a gzip member, or a zstd frame of rec.zd), rolling to a new
+// segment first when the record would not fit or the day changed, and
+// returns where it went. The record is not durable until its index group
+// commits. A write error fails the store.
 func (s *Store) appendRecord(rec *record) (*segment, int64, error) {
 	if err := s.failure(); err != nil {
 		return nil, 0, err
@@ -364,20 +335,17 @@ func (s *Store) appendRecord(rec *record) (*segment, int64, error) {
 		return nil, 0, errStoreClosed
 	}
 	day := s.DayOf(s.now())
-	zd := s.zd.Load()
-	if rec.zd != zd {
-		if rec.plain == nil {
-			return nil, 0, errors.New("archive: a record for another segment format without its uncompressed bytes")
-		}
-		*rec = *s.compress(rec.plain, zd)
+	var key id.ID // gzip members
+	if rec.zd != nil {
+		key = rec.zd.hash
 	}
 	data := rec.data
-	if g := ss.cur; g == nil || g.day != day || g.zd != zd || (g.size > int64(len(g.dictFrame())) && g.size+int64(len(data)) > ss.max) {
-		if err := s.rollLocked(day, zd); err != nil {
+	if g := ss.cur[key]; g == nil || g.day != day || (g.size > int64(len(g.dictFrame())) && g.size+int64(len(data)) > ss.max) {
+		if err := s.rollLocked(day, rec.zd); err != nil {
 			return nil, 0, err
 		}
 	}
-	g := ss.cur
+	g := ss.cur[key]
 	off := g.size
 	if _, err := g.f.WriteAt(data, off); err != nil {
 		// The bytes may be partly there: nothing may follow them.
@@ -397,7 +365,8 @@ func (g *segment) dictFrame() []byte {
 }
 
 // rollLocked creates the next segment, for records of dictionary zd (nil:
-// gzip), durable in its directory, and makes it the active one. A
+// gzip), durable in its directory, and makes it the active one of its
+// form. A
 // .warc.zst segment starts with zd's frame, which becomes durable with the
 // segment's first record. The caller holds segs.mu.
 func (s *Store) rollLocked(day int64, zd *zdict) error {
@@ -423,7 +392,12 @@ func (s *Store) rollLocked(day int64, zd *zdict) error {
 		g.size = int64(len(frame))
 	}
 	ss.last = g.id
-	ss.cur = g
+	var key id.ID
+	if zd != nil {
+		key = zd.hash
+		s.holdDict(zd)
+	}
+	ss.cur[key] = g
 	ss.rmu.Lock()
 	ss.open[g.id] = g
 	ss.rmu.Unlock()

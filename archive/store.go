@@ -154,8 +154,12 @@ type Store struct {
 
 	zd      atomic.Pointer[zdict] // dictionary of new records; nil: gzip
 	trainer dictTrainer           // trains zd from the first records
-	dictMu  sync.Mutex            // guards dicts
-	dicts   map[uint32]*zdict     // dictionaries of open .warc.zst segments, by id
+	dictMu  sync.Mutex            // guards dicts and pendingDicts
+	dicts   map[id.ID]*zdict      // dictionaries of segments, the store's and those fetched for imports, by hash (dicts.go)
+	// pendingDicts are the dictionaries of dicts no segment holds yet,
+	// oldest first.
+	pendingDicts []id.ID
+	ownMu        sync.Mutex // orders the adoption of a trained dictionary with Close
 
 	keyLocks [256]sync.Mutex // serialize Puts of one key (striped by key[19])
 
@@ -292,7 +296,7 @@ func newStore(dir string, o Options) (*Store, error) {
 	if s.disk.free == nil {
 		s.disk.free = statfsFree
 	}
-	s.trainer.log, s.trainer.done = log, s.useDict
+	s.trainer.log, s.trainer.done = log, s.adoptTrained
 	switch {
 	case o.DictSamples == 0:
 		s.trainer.want = DefaultDictSamples
@@ -370,6 +374,10 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	// A dictionary being trained is dropped (adoptTrained sees closed):
+	// the next Open trains again.
+	s.ownMu.Lock()
+	s.ownMu.Unlock()
 	s.stopCommitter()
 	err := s.closeSegments()
 	if cerr := s.db.Close(); err == nil {

@@ -86,6 +86,9 @@ func TestOpenBodyZstd(t *testing.T) {
 	pages := benchPages(41)
 	var v Version
 	for i := range 41 {
+		if i == 40 {
+			s.trainer.wait() // the dictionary is trained in the background
+		}
 		var err error
 		if v, _, err = s.Put(ctx, benchCapture(i, pages[i], t0.Add(time.Duration(i)*time.Second))); err != nil {
 			t.Fatal(err)

@@ -15,26 +15,31 @@ import (
 
 	"github.com/klauspost/compress/dict"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/herod-archive/herod/internal/id"
 )
 
 // Dictionary segments. Pages of one site share most of their bytes
 // (templates, navigation, scripts), but a record compressed alone cannot
 // refer to another record. Once the store has written DictSamples records
-// it trains a zstd dictionary on them (about a second of CPU for 300 real
-// pages, 2-3 s for made-up ones, during which writes wait) and from the
-// next record on appends to segments named <id>.warc.zst, laid out as the
-// WARC zstd proposal of the IIPC has it:
+// it trains a zstd dictionary on them in the background (dictTrainer:
+// about a second of CPU for 300 real pages, 2-3 s for made-up ones;
+// writes go on meanwhile) and from the next record after it is ready on
+// appends to segments named <id>.warc.zst, laid out as the WARC zstd
+// proposal of the IIPC has it:
 //
 //	skippable frame 0x184D2A5D holding the dictionary (itself zstd-compressed)
 //	one zstd frame per record, compressed with that dictionary
 //
 // A segment is thus readable alone. Segments written before the
 // dictionary (and stores with DictSamples < 0) stay gzip members in
-// <id>.warc.gz. The dictionary is trained once per store and kept: a node
-// recrawls the same URLs every day, so its first records stay
-// representative. Replication and export carry records as gzip members,
-// which every WARC reader and every herod node reads: a record of a
-// .warc.zst segment is transcoded when it leaves the store.
+// <id>.warc.gz. The dictionary is trained once per store and kept
+// (dicts.go): a node recrawls the same URLs every day, so its first
+// records stay representative. Replicas store a record as its sender
+// stored it, in a segment of the sender's dictionary (replica.go);
+// gateway reads and exports carry records as gzip members, which every
+// WARC reader reads: a record of a .warc.zst segment is transcoded when
+// it leaves the store that way (ReadFile, Export).
 
 // DefaultDictSamples is Options.DictSamples when zero.
 const DefaultDictSamples = 300
@@ -78,20 +83,26 @@ func plainCodec() (*zstd.Encoder, *zstd.Decoder) {
 	return plainEncoder, plainDecoder
 }
 
-// zdict is a trained dictionary with the encoder and decoder that use it.
-// Both are safe for concurrent use (EncodeAll and DecodeAll). Neither is
-// ever closed: used only through EncodeAll and DecodeAll they start no
+// zdict is a dictionary with the encoder and decoders that use it. All
+// are safe for concurrent use (EncodeAll and DecodeAll). None is ever
+// closed: used only through EncodeAll and DecodeAll they start no
 // goroutines, and a read may still be decoding when the store closes, so
-// the garbage collector frees them. Records are
-// compressed at zstd's fastest level: with the dictionary it packs real
-// pages to 0.20 of their bytes at 0.6 of gzip 6's CPU (the default level:
-// 0.19 at 1.3×; BenchmarkZstdDict).
+// the garbage collector frees them. Records are compressed at zstd's
+// fastest level: with the dictionary it packs real pages to 0.20 of their
+// bytes at 0.6 of gzip 6's CPU (the default level: 0.19 at 1.3×;
+// BenchmarkZstdDict). The encoder is built on first use: a peer's
+// dictionary (replica.go) only decodes.
 type zdict struct {
 	id    uint32
+	hash  id.ID  // SHA-1 of raw: what a peer names it by (DictRef)
 	raw   []byte // the dictionary, zstd format
 	frame []byte // the skippable frame that starts each segment using it
-	enc   *zstd.Encoder
 	dec   *zstd.Decoder
+
+	encOnce sync.Once
+	enc     *zstd.Encoder
+	impOnce sync.Once
+	imp     *zstd.Decoder // bounded to a peer's record (importDecoder)
 }
 
 // newZdict prepares the zstd-format dictionary raw for use.
@@ -103,20 +114,37 @@ func newZdict(raw []byte) (*zdict, error) {
 	if info.ID() == 0 {
 		return nil, errors.New("zstd dictionary without an id")
 	}
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderDict(raw), zstd.WithEncoderLevel(zstd.SpeedFastest))
-	if err != nil {
-		return nil, fmt.Errorf("zstd dictionary: %w", err)
-	}
 	dec, err := zstd.NewReader(nil, zstd.WithDecoderDicts(raw), zstd.WithDecoderMaxMemory(2*maxBlock))
 	if err != nil {
-		enc.Close()
 		return nil, fmt.Errorf("zstd dictionary: %w", err)
 	}
 	pe, _ := plainCodec()
 	body := pe.EncodeAll(raw, nil)
 	frame := binary.LittleEndian.AppendUint32(nil, dictFrameMagic)
 	frame = binary.LittleEndian.AppendUint32(frame, uint32(len(body)))
-	return &zdict{id: info.ID(), raw: raw, frame: append(frame, body...), enc: enc, dec: dec}, nil
+	return &zdict{id: info.ID(), hash: id.Sum(raw), raw: raw, frame: append(frame, body...), dec: dec}, nil
+}
+
+// ref returns the name peers know zd by.
+func (zd *zdict) ref() DictRef { return DictRef{ID: zd.id, Hash: zd.hash} }
+
+// encoder returns the encoder of records for zd's segments.
+func (zd *zdict) encoder() *zstd.Encoder {
+	zd.encOnce.Do(func() {
+		// Options checked by newZdict's decoder: cannot fail.
+		zd.enc, _ = zstd.NewWriter(nil, zstd.WithEncoderDict(zd.raw), zstd.WithEncoderLevel(zstd.SpeedFastest))
+	})
+	return zd.enc
+}
+
+// importDecoder returns a decoder whose output stops at max bytes, for
+// records from peers (the store's bound is the same on every call).
+func (zd *zdict) importDecoder(max int64) *zstd.Decoder {
+	zd.impOnce.Do(func() {
+		zd.imp, _ = zstd.NewReader(nil, zstd.WithDecoderDicts(zd.raw), zstd.WithDecoderMaxMemory(uint64(max)),
+			zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+	})
+	return zd.imp
 }
 
 // readDictFrame reads the dictionary frame at the start of r (of size
@@ -219,6 +247,82 @@ func zstdFrameEnd(r io.ReaderAt, off, size int64) (int64, uint32, error) {
 // holding one WARC response record, and verifies it as decodeMember
 // does; the uncompressed record is appended to raw if not nil.
 func decodeFrame(zd *zdict, data []byte, raw *bytes.Buffer) (*decodedFile, error) {
+	plain, err := frameBytes(zd, zd.dec, data)
+	if err != nil {
+		return nil, err
+	}
+	if raw != nil {
+		raw.Write(plain)
+	}
+	return decodePlain(plain)
+}
+
+// decodeFrameMax is decodeFrame for a frame from a peer: its output
+// stops at maxBlock plus MaxHead (a frame declaring more is refused
+// before anything is allocated; zstd blocks are at most 128 KiB, so one
+// that expands to much is cut within a block of the bound), and the
+// record's block at maxBlock. It returns the uncompressed record too.
+func decodeFrameMax(zd *zdict, data []byte, maxBlock int64) (*decodedFile, []byte, error) {
+	// A frame that states its size (herod's always do) is decoded into
+	// one allocation of that size; without it, the output would grow by
+	// copies to the bound.
+	switch n, ok := frameContentSize(data); {
+	case !ok:
+		return nil, nil, fmt.Errorf("%w: zstd frame without its content size", ErrCorrupt)
+	case n > uint64(maxBlock+MaxHead):
+		return nil, nil, fmt.Errorf("%w: zstd frame of %d bytes, more than %d", ErrCorrupt, n, maxBlock+MaxHead)
+	}
+	plain, err := frameBytes(zd, zd.importDecoder(maxBlock+MaxHead), data)
+	if err != nil {
+		return nil, nil, err
+	}
+	d := readerPool.Get().(*memberReader)
+	defer readerPool.Put(d)
+	br := d.br
+	br.Reset(bytes.NewReader(plain))
+	defer br.Reset(nil)
+	// The block is within plain, which is bounded: a block declaring more
+	// is refused, and one that does not is allocated once at its length.
+	rec, err := readOnlyMax(br, min(maxBlock, int64(len(plain))), false)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := decodeResponse(rec)
+	return f, plain, err
+}
+
+// frameContentSize returns the content size the header of the zstd
+// frame data states (RFC 8878 §3.1.1.1), ok false if it states none or
+// is too short to tell.
+func frameContentSize(data []byte) (n uint64, ok bool) {
+	if len(data) < 6 || binary.LittleEndian.Uint32(data) != zstdMagic {
+		return 0, false
+	}
+	fhd := data[4]
+	single := fhd&0x20 != 0
+	pos := 5 + [4]int{0, 1, 2, 4}[fhd&3]
+	if !single {
+		pos++ // window descriptor
+	}
+	size := [4]int{0, 2, 4, 8}[fhd>>6]
+	if size == 0 && single {
+		size = 1
+	}
+	if size == 0 || pos+size > len(data) {
+		return 0, false
+	}
+	for i := range size {
+		n |= uint64(data[pos+i]) << (8 * i)
+	}
+	if size == 2 {
+		n += 256
+	}
+	return n, true
+}
+
+// frameBytes checks that data is exactly one zstd frame of zd and
+// decodes it with dec.
+func frameBytes(zd *zdict, dec *zstd.Decoder, data []byte) ([]byte, error) {
 	end, dictID, err := zstdFrameEnd(bytes.NewReader(data), 0, int64(len(data)))
 	if err != nil {
 		return nil, err
@@ -227,45 +331,47 @@ func decodeFrame(zd *zdict, data []byte, raw *bytes.Buffer) (*decodedFile, error
 		return nil, fmt.Errorf("%w: %d bytes after the zstd frame", ErrCorrupt, int64(len(data))-end)
 	}
 	if dictID != zd.id {
-		return nil, fmt.Errorf("%w: zstd frame of dictionary %d in a segment of dictionary %d", ErrCorrupt, dictID, zd.id)
+		return nil, fmt.Errorf("%w: zstd frame of dictionary %d, want %d", ErrCorrupt, dictID, zd.id)
 	}
-	plain, err := zd.dec.DecodeAll(data, nil)
+	plain, err := dec.DecodeAll(data, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
 	}
-	if raw != nil {
-		raw.Write(plain)
-	}
-	return decodePlain(plain)
+	return plain, nil
 }
 
 // dictTrainer collects the first records the store writes and trains the
-// store's dictionary on them, once.
+// store's dictionary on them, once, in the background: writes go on
+// meanwhile (as gzip members, or with the dictionary the store had) and
+// use the new dictionary from the append after it is ready. Training
+// takes about a second of CPU for 300 real pages (8-15 s of wall time on
+// a loaded machine); a store that waited for it stalled every write, and
+// the replication push behind them, that long.
 type dictTrainer struct {
 	log  *slog.Logger
-	done func(*zdict) // called with the trained dictionary
+	done func(*zdict) error // called with the trained dictionary, on the training goroutine
 
-	off     atomic.Bool // trained, disabled or given up
-	mu      sync.Mutex  // held while training: writers wait for the dictionary
-	want    int         // samples to collect
-	bytes   int         // bytes collected
-	tries   int
-	samples [][]byte
+	off      atomic.Bool // trained, disabled or given up
+	mu       sync.Mutex  // guards the fields below
+	training bool        // a training goroutine runs: offers are not kept
+	want     int         // samples to collect
+	bytes    int         // bytes collected
+	tries    int
+	samples  [][]byte
+	wg       sync.WaitGroup // the training goroutine
 }
 
 // offer hands the trainer an uncompressed record; it keeps a copy (of at
 // most maxSampleBytes) while it collects. The offer that completes the
-// samples (want records, or maxSampleTotal bytes) trains the dictionary
-// (under a second for real pages, once in a store's life); offers
-// meanwhile wait, so that every record after the samples uses it (in the
-// background, a fast writer would write hundreds more gzip records).
+// samples (want records, or maxSampleTotal bytes) starts the training on
+// a goroutine of its own and returns at once.
 func (t *dictTrainer) offer(plain []byte) {
 	if t.off.Load() {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.off.Load() {
+	if t.off.Load() || t.training {
 		return
 	}
 	sample := bytes.Clone(plain[:min(len(plain), maxSampleBytes)])
@@ -275,14 +381,30 @@ func (t *dictTrainer) offer(plain []byte) {
 		return
 	}
 	samples := t.samples
-	t.samples, t.bytes = nil, 0
+	t.samples, t.bytes, t.training = nil, 0, true
+	t.wg.Add(1)
+	go t.train(samples)
+}
+
+// train trains a dictionary on samples and hands it to done; a failure
+// makes the trainer collect twice as many samples (within
+// maxSampleTotal), dictTries times at most.
+func (t *dictTrainer) train(samples [][]byte) {
+	defer t.wg.Done()
 	start := time.Now()
-	zd, err := trainDict(samples)
+	zd, err := trainFunc(samples)
 	if err == nil {
-		t.log.Info("trained the segments' zstd dictionary", "samples", len(samples), "id", zd.id,
-			"frame", len(zd.frame), "took", time.Since(start))
-		t.done(zd) // the store's dictionary before off: Import reads them in that order
-		t.off.Store(true)
+		if err = t.done(zd); err == nil {
+			t.log.Info("trained the segments' zstd dictionary", "samples", len(samples), "id", zd.id,
+				"frame", len(zd.frame), "took", time.Since(start))
+			t.off.Store(true)
+			return
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.training = false
+	if errors.Is(err, errStoreClosed) {
 		return
 	}
 	if t.tries++; t.tries >= dictTries {
@@ -293,6 +415,12 @@ func (t *dictTrainer) offer(plain []byte) {
 	t.log.Warn("zstd dictionary training failed; collecting more samples", "samples", len(samples), "err", err)
 	t.want *= 2
 }
+
+// wait returns once no training runs.
+func (t *dictTrainer) wait() { t.wg.Wait() }
+
+// trainFunc is trainDict; tests hold a training back through it.
+var trainFunc = trainDict
 
 // trainDict builds a dictionary from samples, with a random id from the
 // range the zstd format leaves to users ([32768, 2^31)).

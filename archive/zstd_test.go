@@ -45,8 +45,19 @@ func withDict(t testing.TB, s *Store) *zdict {
 	t.Helper()
 	zd, err := newZdict(testDictRaw())
 	must(t, err)
-	s.useDict(zd)
+	must(t, s.adoptTrained(zd))
 	return s.zd.Load()
+}
+
+// asStored returns the gzip member gz as a peer whose dictionary is zd
+// sends it (ReadStored): the record compressed with zd behind the frame
+// naming zd.
+func asStored(t testing.TB, zd *zdict, gz []byte) []byte {
+	t.Helper()
+	var raw bytes.Buffer
+	_, err := decodeMemberTo(gz, &raw)
+	must(t, err)
+	return zd.encoder().EncodeAll(raw.Bytes(), appendRefFrame(nil, zd.ref()))
 }
 
 // segmentFiles counts the store's .warc.gz and .warc.zst segments.
@@ -89,6 +100,7 @@ func TestDictSegments(t *testing.T) {
 	for i := range 40 {
 		put(i)
 	}
+	s.trainer.wait() // trained in the background from the 40th record on
 	zd := s.zd.Load()
 	if zd == nil {
 		t.Fatal("no dictionary after 40 records")
@@ -138,8 +150,8 @@ func TestDictSegments(t *testing.T) {
 		t.Fatalf("record after reopening went to %s", vs[80].File)
 	}
 
-	// Replication: a gzip member out, imported by stores with and without
-	// a dictionary.
+	// Gateway reads and exports: a gzip member out, imported as it is by
+	// stores with and without a dictionary.
 	plain := openTest(t, Options{NoSync: true, DictSamples: -1})
 	dict := openTest(t, Options{NoSync: true})
 	withDict(t, dict)
@@ -162,7 +174,7 @@ func TestDictSegments(t *testing.T) {
 	if gz, zst := segmentFiles(t, plain.Dir()); gz != 1 || zst != 0 {
 		t.Fatalf("store without a dictionary: %d .warc.gz, %d .warc.zst", gz, zst)
 	}
-	if gz, zst := segmentFiles(t, dict.Dir()); gz != 0 || zst != 1 {
+	if gz, zst := segmentFiles(t, dict.Dir()); gz != 1 || zst != 0 {
 		t.Fatalf("store with a dictionary: %d .warc.gz, %d .warc.zst", gz, zst)
 	}
 
@@ -287,7 +299,7 @@ func TestDictSegmentDamage(t *testing.T) {
 func FuzzZstdFrameEnd(f *testing.F) {
 	zd, err := newZdict(testDictRaw())
 	must(f, err)
-	frame := zd.enc.EncodeAll(benchPages(1)[0], nil)
+	frame := zd.encoder().EncodeAll(benchPages(1)[0], nil)
 	f.Add(frame)
 	f.Add(frame[:len(frame)/2])
 	f.Add(append(frame, frame...))
@@ -302,11 +314,35 @@ func FuzzZstdFrameEnd(f *testing.F) {
 	})
 }
 
-// BenchmarkReadFile measures what a replica's pull costs the sender per
-// record (ReadFile: read, verify, and for a .warc.zst segment decompress
-// and gzip again at the store's level) and what Import costs the receiver
-// (verify, and with a dictionary compress again), on 10-30 KB pages:
-// gzip is a store without a dictionary, dict one with.
+// FuzzRefFrame: the dictionary reference a peer's record starts with,
+// and a zstd frame's stated size, parse any input without panicking.
+func FuzzRefFrame(f *testing.F) {
+	zd, err := newZdict(testDictRaw())
+	if err != nil {
+		f.Fatal(err)
+	}
+	rec := zd.encoder().EncodeAll([]byte("WARC/1.1\r\n\r\n"), appendRefFrame(nil, zd.ref()))
+	f.Add(rec)
+	f.Add(rec[:refFrameLen+3])
+	f.Add([]byte{0x5e, 0x2a, 0x4d, 0x18, 24, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ref, rest, ok, err := splitRefFrame(data)
+		if ok && (err != nil || len(rest) != len(data)-refFrameLen) {
+			t.Fatalf("ref %v: %d bytes left of %d, %v", ref, len(rest), len(data), err)
+		}
+		if n, ok := frameContentSize(rest); ok && bytes.Equal(data, rec) && n != uint64(len("WARC/1.1\r\n\r\n")) {
+			t.Fatalf("stated size %d", n)
+		}
+	})
+}
+
+// BenchmarkReadFile measures, per record of 10-30 KB pages, what sending
+// a record costs (ReadFile: read, verify, and for a .warc.zst segment
+// decompress and gzip again, as gateway reads and exports do;
+// ReadStored: read and verify, as replication does) and what Import
+// costs the receiver (verify, store as received): gzip is a store
+// without a dictionary, dict one with; dict/import takes ReadFile's gzip
+// members, dict/importstored ReadStored's frames.
 func BenchmarkReadFile(b *testing.B) {
 	pages := benchPages(256)
 	ctx := context.Background()
@@ -324,11 +360,14 @@ func BenchmarkReadFile(b *testing.B) {
 			v, _ := mustPut(b, s, benchCapture(i, pages[i%len(pages)], t0))
 			es = append(es, v.Entry())
 		}
-		var files [][]byte
+		var files, stored [][]byte
 		for _, e := range es {
 			data, err := s.ReadFile(ctx, e)
 			must(b, err)
 			files = append(files, data)
+			data, err = s.ReadStored(ctx, e)
+			must(b, err)
+			stored = append(stored, data)
 		}
 		b.Run(name+"/readfile", func(b *testing.B) {
 			cpu0 := cpuTime()
@@ -350,6 +389,37 @@ func BenchmarkReadFile(b *testing.B) {
 			cpu0 := cpuTime()
 			for i := range b.N {
 				if _, _, err := dst.Import(ctx, es[i].Name(), files[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportRates(b, "records", cpu0)
+		})
+		if !dict {
+			continue // a gzip store's stored records are its gzip members
+		}
+		// Replication as it is: the records as stored, imported as they
+		// are by a replica holding the sender's dictionary.
+		b.Run(name+"/readstored", func(b *testing.B) {
+			cpu0 := cpuTime()
+			for i := range b.N {
+				if _, err := s.ReadStored(ctx, es[i%len(es)]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportRates(b, "records", cpu0)
+		})
+		b.Run(name+"/importstored", func(b *testing.B) {
+			if b.N > len(stored) {
+				b.Skipf("at most %d records", len(stored))
+			}
+			dst := openTest(b, Options{NoSync: true, DictSamples: -1})
+			ref, _ := s.OwnDictionary()
+			raw, err := s.Dictionary(ref)
+			must(b, err)
+			must(b, dst.AddDictionary(ref, raw))
+			cpu0 := cpuTime()
+			for i := range b.N {
+				if _, _, err := dst.Import(ctx, es[i].Name(), stored[i]); err != nil {
 					b.Fatal(err)
 				}
 			}

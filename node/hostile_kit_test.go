@@ -75,6 +75,15 @@ func (b bombSource) ReadFile(ctx context.Context, e archive.Entry) ([]byte, erro
 	return b.Store.ReadFile(ctx, e)
 }
 
+// ReadStored sends the same bombs to replicas that read records as
+// stored (replicate.OpReadStored).
+func (b bombSource) ReadStored(ctx context.Context, e archive.Entry) ([]byte, error) {
+	if d, ok := b.bombs[e]; ok {
+		return d, nil
+	}
+	return b.Store.ReadStored(ctx, e)
+}
+
 // gz returns parts as one gzip member.
 func gz(parts ...[]byte) []byte {
 	var b bytes.Buffer

@@ -5,6 +5,7 @@ import (
 
 	"github.com/herod-archive/herod/node/p2phost"
 	"github.com/herod-archive/herod/node/politeness"
+	"github.com/herod-archive/herod/node/replication"
 	"github.com/herod-archive/herod/ring/p2p"
 )
 
@@ -19,6 +20,7 @@ import (
 var protocolLimits = map[protocol.ID]p2phost.StreamLimit{
 	p2p.Protocol:              {In: 512, Out: 512}, // ring RPCs: small, answered from memory
 	replicateProtocol:         {In: 64, Out: 64},   // each may read a version file (≤ 64 MiB reply)
+	replication.DictProtocol:  {In: 16, Out: 16},   // a zstd dictionary (≤ 256 KiB reply)
 	linksProtocol:             {In: 128, Out: 128}, // each batch ≤ 8 MiB compressed, 500,000 URLs
 	archiveProtocol:           {In: 128, Out: 128}, // gateway fetches of versions
 	politeness.BudgetProtocol: {In: 256, Out: 256}, // lease RPCs: small frames

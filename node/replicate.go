@@ -50,6 +50,7 @@ func (n *Node) setupReplication() {
 		Ring:       n.ring,
 		Local:      n.replicaStore(),
 		Source:     n.store,
+		Dicts:      n.store,
 		Open:       n.openStream,
 		Gate:       n.gate,
 		RefuseRole: n.refuseRole,
@@ -67,6 +68,7 @@ func (n *Node) setupReplication() {
 		Logger:     n.log,
 	})
 	n.kit.MustHandle(rawSpec(replicateProtocol, n.repl.Handle, replicateRequest, streamTimeout, 64))
+	n.kit.MustHandle(n.repl.DictSpec())
 	// Every version this node stores is pushed to its replicas within
 	// replication.PushDelay (the loop starts with startReplication).
 	n.store.OnAdd(n.repl.Notify)

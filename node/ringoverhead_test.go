@@ -33,8 +33,10 @@ func TestRealwebServe(t *testing.T) {
 // each fetch from the range's former owner). Replication, which one node
 // does not do, is off in both. Politeness is the shipped 1 request a
 // second per host, ring-wide (HEROD_REALWEB_POLITE=0: no budget at all).
-// It logs the CPU seconds per 1,000 pages of each and the median of the
-// rounds' ratios, ring over one node.
+// With HEROD_REALWEB_REPLICAS=k the ring replicates as shipped (push and
+// rounds, k copies) and its clock stops once its stores hold k copies of
+// every version. It logs the CPU seconds per 1,000 pages of each and the
+// median of the rounds' ratios, ring over one node.
 func TestRingOverheadRealistic(t *testing.T) {
 	if os.Getenv("HEROD_REALWEB") != "1" {
 		t.Skip("the realistic ring overhead benchmark: HEROD_REALWEB=1 (scripts/bench-ring-realistic.sh)")
@@ -43,6 +45,7 @@ func TestRingOverheadRealistic(t *testing.T) {
 	rounds := envInt("HEROD_REALWEB_ROUNDS", 2)
 	polite := os.Getenv("HEROD_REALWEB_POLITE") != "0"
 	newDay := os.Getenv("HEROD_REALWEB_FORMEDTODAY") != "1"
+	replicas := envInt("HEROD_REALWEB_REPLICAS", 0)
 	wcfg := realweb.ConfigFromEnv()
 	seeds, stop, err := realweb.Spawn("TestRealwebServe")
 	if err != nil {
@@ -56,10 +59,10 @@ func TestRingOverheadRealistic(t *testing.T) {
 			if r%2 == 1 {
 				n = []int{count, 1}[i] // alternate which goes first
 			}
-			c, wall := crawlRealweb(t, n, seeds, wcfg.Objects(), polite, newDay)
+			c, wall := crawlRealweb(t, n, seeds, wcfg.Objects(), polite, newDay, replicas)
 			per := c.Seconds() / float64(wcfg.Objects()) * 1000
-			t.Logf("realweb ring: round=%d nodes=%d polite=%t new_day=%t pages=%d wall_s=%.1f pages_per_s=%.1f cpu_s_per_1000=%.3f",
-				r, n, polite, newDay, wcfg.Objects(), wall.Seconds(), float64(wcfg.Objects())/wall.Seconds(), per)
+			t.Logf("realweb ring: round=%d nodes=%d replicas=%d polite=%t new_day=%t pages=%d wall_s=%.1f pages_per_s=%.1f cpu_s=%.2f cpu_s_per_1000=%.3f",
+				r, n, replicas, polite, newDay, wcfg.Objects(), wall.Seconds(), float64(wcfg.Objects())/wall.Seconds(), c.Seconds(), per)
 			if n == 1 {
 				cpu[0] = per
 			} else {
@@ -77,7 +80,10 @@ func TestRingOverheadRealistic(t *testing.T) {
 // crawlRealweb starts a stable ring of count nodes (with newDay, on a
 // new day), seeds it with the web's roots and returns the CPU this
 // process used until the ring stored want versions, and the wall time.
-func crawlRealweb(t *testing.T, count int, seeds []string, want int, polite, newDay bool) (time.Duration, time.Duration) {
+// With replicas > 0 the ring replicates (k = replicas, push and rounds as
+// shipped), and the clock stops once its stores hold min(replicas, count)
+// copies of each version.
+func crawlRealweb(t *testing.T, count int, seeds []string, want int, polite, newDay bool, replicas int) (time.Duration, time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -85,7 +91,12 @@ func crawlRealweb(t *testing.T, count int, seeds []string, want int, polite, new
 	if !polite {
 		cc.HostRate, cc.Budget = 1e6, noBudget{}
 	}
-	lr, err := StartLocalRing(ctx, t.TempDir(), count, Config{Crawl: cc, ReplicationInterval: -1})
+	cfg := Config{Crawl: cc, ReplicationInterval: -1}
+	copies := 1
+	if replicas > 0 {
+		cfg.ReplicationInterval, cfg.Replicas, copies = 0, replicas, min(replicas, count)
+	}
+	lr, err := StartLocalRing(ctx, t.TempDir(), count, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,13 +110,19 @@ func crawlRealweb(t *testing.T, count int, seeds []string, want int, polite, new
 		}
 	}
 	stored := lr.NewVersions
+	held := func() (sum int64) { // versions in the stores, copies included
+		for _, nd := range lr.Nodes {
+			sum += nd.store.Stats().Versions
+		}
+		return sum
+	}
 	cpu0, start := processCPU(), time.Now()
 	if err := lr.Nodes[0].Seed(ctx, seeds); err != nil {
 		t.Fatal(err)
 	}
-	for stored() < int64(want) {
+	for stored() < int64(want) || held() < int64(copies*want) {
 		if err := ctx.Err(); err != nil {
-			t.Fatalf("%d nodes: stored %d of %d: %v", count, stored(), want, err)
+			t.Fatalf("%d nodes: stored %d of %d, %d copies of %d: %v", count, stored(), want, held(), copies*want, err)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

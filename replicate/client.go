@@ -3,7 +3,9 @@ package replicate
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/herod-archive/herod/archive"
@@ -43,10 +45,33 @@ func (t Traffic) Bytes() int64 { return t.Sent + t.Received }
 type Client struct {
 	rt                   RoundTripper
 	reqs, sent, received atomic.Int64
+	gzipOnly             atomic.Bool // the peer answered OpReadStored as an unknown op
+	dicts                func(ctx context.Context, ref archive.DictRef) ([]byte, error)
 }
 
 // NewClient returns a client that sends its requests through rt.
 func NewClient(rt RoundTripper) *Client { return &Client{rt: rt} }
+
+// WithDictionaries makes the client a DictPeer whose dictionaries come
+// from fetch (the node's dictionary protocol), and returns it. Call it
+// before the client is used.
+func (c *Client) WithDictionaries(fetch func(ctx context.Context, ref archive.DictRef) ([]byte, error)) *Client {
+	c.dicts = fetch
+	return c
+}
+
+// Dictionary implements DictPeer: the bytes of the dictionary ref names,
+// unverified (Local.AddDictionary verifies them).
+func (c *Client) Dictionary(ctx context.Context, ref archive.DictRef) ([]byte, error) {
+	if c.dicts == nil {
+		return nil, fmt.Errorf("replicate dictionary %s: no dictionary source", ref)
+	}
+	raw, err := c.dicts(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("replicate dictionary %s: %w", ref, err)
+	}
+	return raw, nil
+}
 
 // Traffic returns the counters so far.
 func (c *Client) Traffic() Traffic {
@@ -121,18 +146,29 @@ func (c *Client) ReadFile(ctx context.Context, e archive.Entry) ([]byte, error) 
 	return data, nil
 }
 
-// ReadFiles asks for up to MaxBatch records in one round trip; the i-th
-// answer is the i-th entry's. The bytes are whatever the peer sent: the
-// caller verifies them (Local.Import does).
+// ReadFiles asks for up to MaxBatch records in one round trip, as the
+// peer stores them (OpReadStored: gzip members, or zstd frames behind the
+// frame naming their dictionary; a peer that does not know that
+// operation is asked with OpReadBatch, for gzip members, from then on);
+// the i-th answer is the i-th entry's. The bytes are whatever the peer
+// sent: the caller verifies them (Local.Import does).
 func (c *Client) ReadFiles(ctx context.Context, es []archive.Entry) ([]Fetched, error) {
 	if len(es) < 1 || len(es) > MaxBatch {
 		return nil, fmt.Errorf("replicate read batch: %d entries, want 1-%d", len(es), MaxBatch)
 	}
-	rep, err := c.call(ctx, Request{Op: OpReadBatch, Entries: es})
+	op := OpReadStored
+	if c.gzipOnly.Load() {
+		op = OpReadBatch
+	}
+	rep, err := c.call(ctx, Request{Op: op, Entries: es})
 	if err != nil {
 		return nil, fmt.Errorf("replicate read batch: %w", err)
 	}
 	out, err := DecodeFiles(rep, len(es))
+	if op == OpReadStored && errors.Is(err, ErrRemote) && strings.Contains(err.Error(), unknownOp) {
+		c.gzipOnly.Store(true)
+		return c.ReadFiles(ctx, es)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("replicate read batch: %w", err)
 	}

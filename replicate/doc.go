@@ -16,11 +16,16 @@
 //     differ, down to ranges of at most ListMax (8) peer files, which are
 //     listed on both sides. Records only the peer holds are read from it,
 //     up to MaxBatch (64) a round trip from a BatchReader peer such as
-//     *Client (OpReadBatch; a reply that would pass MaxReply leaves the
-//     rest out and they are asked for again), and stored with
-//     Local.Import, which verifies each against its name.
-//   - The wire protocol (Request, Server, Client): five operations —
-//     OpSums, OpEntries, OpRead, OpReadBatch, OpPull — in a compact binary encoding,
+//     *Client (OpReadStored: each record as the peer stores it, a gzip
+//     member or a zstd frame naming its dictionary; a reply that would
+//     pass MaxReply leaves the rest out and they are asked for again),
+//     and stored as received with Local.Import, which verifies each
+//     against its name. A record whose dictionary Local lacks makes the
+//     sync ask the peer for it once (DictPeer) and add it
+//     (Local.AddDictionary verifies it by its hash).
+//   - The wire protocol (Request, Server, Client): seven operations —
+//     OpSums, OpEntries, OpRead, OpReadBatch, OpReadStored, OpPull,
+//     OpOffer — in a compact binary encoding,
 //     one request and one reply per round trip, every message bounded
 //     (MaxRequest, MaxReply, MaxEntries, MaxFanout).
 //
@@ -29,8 +34,9 @@
 //   - Nothing is ever deleted: Sync only pulls. Files only the local side
 //     holds stay; the peer pulls them in its own Sync (the node runs one
 //     in each direction).
-//   - No byte from a peer is stored unverified: Import checks gzip and
-//     WARC framing, both digests, the name and the day. Refused files and
+//   - No byte from a peer is stored unverified: Import checks the gzip
+//     or zstd and WARC framing, both digests, the name and the day, and
+//     AddDictionary a dictionary's hash and id. Refused files and
 //     names outside the range asked for are counted in Stats.Rejected, and
 //     Sync goes on with the rest.
 //   - A peer cannot keep a Sync running forever: Options.MaxRequests

@@ -41,6 +41,11 @@ const (
 	// copies exist. How an owner pushes new versions within seconds
 	// instead of waiting for the next round.
 	OpOffer Op = 6
+	// OpReadStored is OpReadBatch for records as the peer stores them
+	// (archive.Store.ReadStored): a gzip member, or a zstd frame behind a
+	// frame naming its dictionary, which the receiver stores as it is,
+	// fetching the dictionary once if it lacks it.
+	OpReadStored Op = 7
 )
 
 // Protocol limits: a hostile peer cannot make either side buffer or
@@ -60,6 +65,11 @@ const (
 	// maxText bounds strings in messages (error texts, contacts).
 	maxText = 512
 )
+
+// unknownOp is the text of the refusal of an operation the receiver does
+// not know; a Client that meets it for OpReadStored falls back to
+// OpReadBatch.
+const unknownOp = "unknown op"
 
 // Reply status bytes.
 const (
@@ -82,8 +92,8 @@ type Request struct {
 	N     int           // OpSums: number of sub-ranges
 	A, B  id.ID         // OpSums, OpEntries, OpPull: the range (A, B]
 	Entry archive.Entry // OpRead
-	// Entries are the records an OpReadBatch asks for or an OpOffer
-	// names (1..MaxBatch).
+	// Entries are the records an OpReadBatch or OpReadStored asks for or
+	// an OpOffer names (1..MaxBatch).
 	Entries []archive.Entry
 	From    Contact // OpPull, OpOffer: whom to pull from
 }
@@ -106,7 +116,7 @@ func (r Request) Encode() []byte {
 		b = append(append(b, r.A[:]...), r.B[:]...)
 	case OpRead:
 		b = appendEntry(b, r.Entry)
-	case OpReadBatch:
+	case OpReadBatch, OpReadStored:
 		b = binary.AppendUvarint(b, uint64(len(r.Entries)))
 		for _, e := range r.Entries {
 			b = appendEntry(b, e)
@@ -145,7 +155,7 @@ func DecodeRequest(b []byte) (Request, error) {
 		r.A, r.B = d.id(), d.id()
 	case OpRead:
 		r.Entry = d.entry()
-	case OpReadBatch:
+	case OpReadBatch, OpReadStored:
 		n := d.uvarint()
 		if d.err == nil && (n < 1 || n > MaxBatch) {
 			return Request{}, fmt.Errorf("%w: batch of %d", ErrProtocol, n)
@@ -171,7 +181,7 @@ func DecodeRequest(b []byte) (Request, error) {
 			}
 		}
 	default:
-		return Request{}, fmt.Errorf("%w: unknown op %d", ErrProtocol, r.Op)
+		return Request{}, fmt.Errorf("%w: %s %d", ErrProtocol, unknownOp, r.Op)
 	}
 	if err := d.end(); err != nil {
 		return Request{}, err

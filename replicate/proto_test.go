@@ -22,6 +22,7 @@ func sampleRequests() []Request {
 		{Op: OpRead, Entry: archive.Entry{Key: a, Digest: b, Day: -3, Seq: 2}},
 		{Op: OpPull, A: a, B: b, From: Contact{Peer: "12D3KooWabc", Addr: "127.0.0.1:4001", Index: 3}},
 		{Op: OpReadBatch, Entries: []archive.Entry{{Key: a, Digest: b, Day: 1}, {Key: b, Digest: a, Day: 2, Seq: 1}}},
+		{Op: OpReadStored, Entries: []archive.Entry{{Key: a, Digest: b, Day: 1}}},
 		{Op: OpOffer, A: a, B: b, From: Contact{Peer: "12D3KooWabc", Addr: "127.0.0.1:4001", Index: 3},
 			Entries: []archive.Entry{{Key: b, Digest: a, Day: 20412, Seq: 2}}},
 	}

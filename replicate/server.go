@@ -20,11 +20,22 @@ type Peer interface {
 }
 
 // Local is the replica Sync fills: a Peer that also imports (and
-// verifies) files. Import must be safe for concurrent use: Sync imports
-// the records of a batch at once. *archive.Store implements it.
+// verifies) files, and adds the dictionaries of the zstd records it is
+// sent (verifying each against its name). Import must be safe for
+// concurrent use: Sync imports the records of a batch at once.
+// *archive.Store implements it.
 type Local interface {
 	Peer
 	Import(ctx context.Context, name string, data []byte) (archive.Version, bool, error)
+	AddDictionary(ref archive.DictRef, raw []byte) error
+}
+
+// DictPeer is a Peer that sends the dictionary of a zstd record it sent
+// (*Client, given a source with WithDictionaries): a record Local refuses
+// for lacking its dictionary (archive.MissingDictError) is imported
+// again once the dictionary is added.
+type DictPeer interface {
+	Dictionary(ctx context.Context, ref archive.DictRef) ([]byte, error)
 }
 
 // Source is what a Server answers from: sums, a listing that stops at its
@@ -36,7 +47,10 @@ type Source interface {
 	// (wrapping archive.ErrTooMany) as soon as it meets the entry after
 	// the max-th, having scanned no further.
 	EntriesUpTo(ctx context.Context, a, b id.ID, max int) ([]archive.Entry, error)
+	// ReadFile returns a record as one gzip member (OpRead, OpReadBatch).
 	ReadFile(ctx context.Context, e archive.Entry) ([]byte, error)
+	// ReadStored returns a record as it is stored (OpReadStored).
+	ReadStored(ctx context.Context, e archive.Entry) ([]byte, error)
 }
 
 // BatchReader is a Peer that can send many records in one round trip;
@@ -47,6 +61,7 @@ type BatchReader interface {
 
 var (
 	_ BatchReader = (*Client)(nil)
+	_ DictPeer    = (*Client)(nil)
 	_ Local       = (*archive.Store)(nil)
 	_ Source      = (*archive.Store)(nil)
 	_ Peer        = (*Client)(nil)
@@ -109,7 +124,11 @@ func (s *Server) answer(ctx context.Context, r Request) ([]byte, error) {
 			return nil, err
 		}
 		b = append(b, data...)
-	case OpReadBatch:
+	case OpReadBatch, OpReadStored:
+		read := s.Source.ReadFile
+		if r.Op == OpReadStored {
+			read = s.Source.ReadStored
+		}
 		b = binary.AppendUvarint(b, uint64(len(r.Entries)))
 		full := false
 		for _, e := range r.Entries {
@@ -117,7 +136,7 @@ func (s *Server) answer(ctx context.Context, r Request) ([]byte, error) {
 				b = append(b, batchOmitted)
 				continue
 			}
-			data, err := s.Source.ReadFile(ctx, e)
+			data, err := read(ctx, e)
 			switch {
 			case ctx.Err() != nil:
 				return nil, ctx.Err()
@@ -252,7 +271,8 @@ type Fetched struct {
 	Err  error // wraps archive.ErrNotFound, ErrRemote or ErrOmitted
 }
 
-// DecodeFiles parses the reply to an OpReadBatch request for n records.
+// DecodeFiles parses the reply to an OpReadBatch or OpReadStored request
+// for n records.
 func DecodeFiles(b []byte, n int) ([]Fetched, error) {
 	d, err := decodeReply(b)
 	if err != nil {

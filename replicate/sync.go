@@ -200,6 +200,8 @@ type syncer struct {
 	local    Local
 	peer     Peer
 	opt      Options
+	dictMu   sync.Mutex                // one dictionary request at a time
+	dicts    map[archive.DictRef]error // what asking for each dictionary gave; guarded by dictMu
 	requests int
 
 	mu sync.Mutex // guards st's import counts while storeAll runs
@@ -390,6 +392,37 @@ func (s *syncer) pull(ctx context.Context, e archive.Entry) error {
 	return s.store(ctx, e, data)
 }
 
+// errNoDict marks a record whose dictionary Local lacks and could not get.
+var errNoDict = errors.New("replicate: dictionary not held")
+
+// getDict makes Local hold the dictionary ref names, asking the peer for
+// it (a DictPeer) once in the sync: the imports of a batch that lack it
+// wait for the first one's answer. The error wraps errNoDict, and
+// archive.ErrCorrupt too for a forged dictionary.
+func (s *syncer) getDict(ctx context.Context, ref archive.DictRef) error {
+	s.dictMu.Lock()
+	defer s.dictMu.Unlock()
+	if err, done := s.dicts[ref]; done {
+		return err
+	}
+	var err error
+	dp, ok := s.peer.(DictPeer)
+	if !ok {
+		err = fmt.Errorf("%w: %s: the peer sends no dictionaries", errNoDict, ref)
+	} else if raw, derr := dp.Dictionary(ctx, ref); derr != nil {
+		err = fmt.Errorf("%w: %w", errNoDict, derr)
+	} else if derr := s.local.AddDictionary(ref, raw); derr != nil {
+		err = fmt.Errorf("%w: %w", errNoDict, derr)
+	}
+	if ctx.Err() == nil {
+		if s.dicts == nil {
+			s.dicts = map[archive.DictRef]error{}
+		}
+		s.dicts[ref] = err
+	}
+	return err
+}
+
 // importers bounds the records of one batch imported at once.
 const importers = 8
 
@@ -426,9 +459,17 @@ func (s *syncer) storeAll(ctx context.Context, es []archive.Entry, data [][]byte
 // may run on several goroutines at once (storeAll).
 func (s *syncer) store(ctx context.Context, e archive.Entry, data []byte) error {
 	_, added, err := s.local.Import(ctx, e.Name(), data)
+	var missing *archive.MissingDictError
+	if errors.As(err, &missing) {
+		if err = s.getDict(ctx, missing.Ref); err == nil {
+			_, added, err = s.local.Import(ctx, e.Name(), data)
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
+	case errors.Is(err, errNoDict) && !errors.Is(err, archive.ErrCorrupt):
+		s.st.Failed++
 	case errors.Is(err, archive.ErrCorrupt):
 		s.st.Rejected++
 	case errors.Is(err, archive.ErrSignerShare) || errors.Is(err, archive.ErrRangeShare):

@@ -1,11 +1,14 @@
 package replicate
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/big"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -222,7 +225,8 @@ func TestSyncBatchOmitted(t *testing.T) {
 }
 
 // hostile is a peer that lies: it lists names outside the range asked
-// for and answers ReadFile with bytes that do not match the name.
+// for and answers ReadFile and ReadStored with bytes that do not match
+// the name.
 type hostile struct {
 	*archive.Store
 	mode string
@@ -239,7 +243,15 @@ func (h hostile) EntriesUpTo(ctx context.Context, a, b id.ID, max int) ([]archiv
 }
 
 func (h hostile) ReadFile(ctx context.Context, e archive.Entry) ([]byte, error) {
-	data, err := h.Store.ReadFile(ctx, e)
+	return h.read(ctx, e, h.Store.ReadFile)
+}
+
+func (h hostile) ReadStored(ctx context.Context, e archive.Entry) ([]byte, error) {
+	return h.read(ctx, e, h.Store.ReadStored)
+}
+
+func (h hostile) read(ctx context.Context, e archive.Entry, read func(context.Context, archive.Entry) ([]byte, error)) ([]byte, error) {
+	data, err := read(ctx, e)
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +266,7 @@ func (h hostile) ReadFile(ctx context.Context, e archive.Entry) ([]byte, error) 
 		ents, _ := h.Store.Entries(ctx, id.ID{}, id.ID{})
 		for _, o := range ents {
 			if o != e && o.Key != e.Key {
-				return h.Store.ReadFile(ctx, o)
+				return read(ctx, o)
 			}
 		}
 	case "garbage":
@@ -455,3 +467,142 @@ type lyingPeer struct {
 }
 
 func (p *lyingPeer) ReadFile(context.Context, archive.Entry) ([]byte, error) { return p.data, nil }
+
+// dictStore returns a store that has trained its dictionary on the
+// pages it holds, and the versions it holds: its first 20 as gzip
+// members, the later ones in its .warc.zst segment.
+func dictStore(t *testing.T) (*archive.Store, []archive.Version) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := archive.Open(t.TempDir(), archive.Options{NoSync: true, DictSamples: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	var vs []archive.Version
+	put := func(i int) {
+		page := fmt.Sprintf("<html><head><title>page %d</title></head><body><nav>%s</nav><p>%d %s</p></body></html>",
+			i, strings.Repeat("home about archive contact ", 20), i, strings.Repeat(fmt.Sprint(i*7919), 40))
+		v, _, err := s.Put(ctx, archive.Capture{URL: fmt.Sprintf("http://h%d.example/p%d", i%5, i), Time: t0,
+			Status: 200, Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(page)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vs = append(vs, v)
+	}
+	for i := range 20 {
+		put(i)
+	}
+	tick := time.NewTicker(10 * time.Millisecond) // the training runs in the background
+	defer tick.Stop()
+	for _, ok := s.OwnDictionary(); !ok; _, ok = s.OwnDictionary() {
+		select {
+		case <-ctx.Done():
+			t.Fatal("no dictionary trained")
+		case <-tick.C:
+		}
+	}
+	for i := 20; i < 60; i++ {
+		put(i)
+	}
+	return s, vs
+}
+
+// TestSyncCopiesStoredBytes: a sync stores each record as the peer
+// stores it (OpReadStored), zstd frames included, asking the peer for its
+// dictionary when the local store lacks it; a forged dictionary is
+// refused, asked for once in the sync, and its records are not stored.
+func TestSyncCopiesStoredBytes(t *testing.T) {
+	ctx := context.Background()
+	owner, vs := dictStore(t)
+	ref, _ := owner.OwnDictionary()
+	for _, forge := range []bool{false, true} {
+		t.Run(fmt.Sprintf("forged=%v", forge), func(t *testing.T) {
+			replica := openStore(t)
+			var mu sync.Mutex
+			calls := 0
+			peer := serve(owner).WithDictionaries(func(ctx context.Context, r archive.DictRef) ([]byte, error) {
+				mu.Lock()
+				calls++
+				mu.Unlock()
+				raw, err := owner.Dictionary(r)
+				if err != nil {
+					return nil, err
+				}
+				if forge {
+					raw = append([]byte(nil), raw...)
+					raw[len(raw)-1] ^= 1
+				}
+				return raw, nil
+			})
+			st, err := Sync(ctx, replica, peer, id.ID{}, id.ID{}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%+v; dictionary asked for %d times", st, calls)
+			if calls == 0 || (forge && calls != 1) {
+				t.Fatalf("the owner's dictionary asked for %d times", calls)
+			}
+			zst := 0
+			for _, v := range vs {
+				if strings.HasSuffix(v.File, ".warc.zst") {
+					zst++
+				}
+				want, err := owner.ReadStored(ctx, v.Entry())
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := replica.ReadStored(ctx, v.Entry())
+				switch {
+				case forge && strings.HasSuffix(v.File, ".warc.zst"):
+					if !errors.Is(err, archive.ErrNotFound) {
+						t.Fatalf("%s stored with a forged dictionary: %v", v.URL, err)
+					}
+				case err != nil:
+					t.Fatal(err)
+				case !bytes.Equal(got, want):
+					t.Fatalf("%s (%s): the replica stores other bytes than the owner", v.URL, v.File)
+				}
+			}
+			if zst == 0 {
+				t.Fatal("the owner has no zstd record")
+			}
+			if forge && st.Rejected != int64(zst) {
+				t.Fatalf("%d records rejected, want the %d of the forged dictionary", st.Rejected, zst)
+			}
+			if _, err := replica.Dictionary(ref); forge != errors.Is(err, archive.ErrNotFound) {
+				t.Fatalf("replica's copy of the owner's dictionary: %v (forged %v)", err, forge)
+			}
+		})
+	}
+}
+
+// TestSyncFromOlderPeer: a peer that does not know OpReadStored (it
+// answers "unknown op", as nodes before it do) is read with OpReadBatch,
+// gzip members, which the local store keeps as they come.
+func TestSyncFromOlderPeer(t *testing.T) {
+	ctx := context.Background()
+	owner, vs := dictStore(t)
+	srv := &Server{Source: owner}
+	stored := 0
+	old := NewClient(RoundTripFunc(func(ctx context.Context, req []byte) ([]byte, error) {
+		if Op(req[0]) == OpReadStored {
+			stored++
+			return errorReply(fmt.Errorf("%w: unknown op %d", ErrProtocol, req[0])), nil
+		}
+		rep, _ := srv.Handle(ctx, req)
+		return rep, nil
+	}))
+	replica := openStore(t)
+	st, err := Sync(ctx, replica, old, id.ID{}, id.ID{}, Options{})
+	if err != nil || st.Pulled != int64(len(vs)) || stored != 1 {
+		t.Fatalf("%+v %v; OpReadStored asked %d times, want once", st, err, stored)
+	}
+	for _, v := range vs {
+		data, err := replica.ReadStored(ctx, v.Entry())
+		if err != nil || data[0] != 0x1f || data[1] != 0x8b {
+			t.Fatalf("%s: not kept as the gzip member it came as: %v", v.URL, err)
+		}
+	}
+}

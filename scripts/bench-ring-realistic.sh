@@ -9,14 +9,17 @@
 #
 # Environment: RING (4), ROUNDS (4), POLITE (1: the shipped 1 request a
 # second per host; 0: no budget), FORMEDTODAY (1: the ring crawls on the
-# day it formed, claiming each fetch from the range's former owner), HOSTS, PAGES (realweb's size), LOG.
+# day it formed, claiming each fetch from the range's former owner),
+# REPLICAS (k: the ring replicates as shipped and is timed until its
+# stores hold k copies of every version; unset: replication off), HOSTS,
+# PAGES (realweb's size), LOG.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 LOG=${LOG:-$(mktemp -t bench-ring-realistic.XXXXXX.log)}
-echo "bench-ring-realistic: ring of ${RING:-4}, ${ROUNDS:-4} rounds, politeness ${POLITE:-1}, formed today ${FORMEDTODAY:-no}; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); log in $LOG"
+echo "bench-ring-realistic: ring of ${RING:-4}, ${ROUNDS:-4} rounds, politeness ${POLITE:-1}, formed today ${FORMEDTODAY:-no}, replicas ${REPLICAS:-off}; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); log in $LOG"
 HEROD_REALWEB=1 HEROD_REALWEB_RING=${RING:-4} HEROD_REALWEB_ROUNDS=${ROUNDS:-4} HEROD_REALWEB_POLITE=${POLITE:-1} \
-	HEROD_REALWEB_FORMEDTODAY=${FORMEDTODAY:-} \
+	HEROD_REALWEB_FORMEDTODAY=${FORMEDTODAY:-} HEROD_REALWEB_REPLICAS=${REPLICAS:-} \
 	HEROD_REALWEB_HOSTS=${HOSTS:-} HEROD_REALWEB_PAGES=${PAGES:-} \
 	go test ./node -run '^TestRingOverheadRealistic$' -count=1 -timeout 60m -v >"$LOG" 2>&1 || {
 	echo "bench-ring-realistic: go test failed; see $LOG" >&2

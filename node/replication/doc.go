@@ -19,6 +19,11 @@
 // (Config.ShareKnown); rounds remain the repair path for whatever a push
 // misses.
 //
+// Replicas store records as their senders stored them; the
+// dictionaries of zstd records travel on /herod/dict/1.0.0 (DictProtocol,
+// dict.go): a node fetches one it lacks once from the sender, verified by
+// its hash, and serves its own and those its replicas use.
+//
 // The node supplies the streams, the trust gate, the stores and its
 // bandwidth caps (node/replicate.go); package replicate is the sync
 // algorithm.

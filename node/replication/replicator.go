@@ -116,6 +116,9 @@ type Config struct {
 	// answers replicas from and sums its ranges with.
 	Local  replicate.Local
 	Source replicate.Source
+	// Dicts serves the dictionaries of this node's zstd records to its
+	// replicas (DictProtocol); nil answers every request "not found".
+	Dicts Dicts
 	// Open opens a stream of protocol p to the real node behind c, with
 	// a deadline.
 	Open func(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error)
@@ -165,6 +168,7 @@ type Replicator struct {
 	purgeAgreed map[string]purgeAgreement // by replica peer: purge.go
 
 	lag      prometheus.Histogram // push lags (push.go)
+	dicts    dictFetches          // dictionary fetches (dict.go)
 	refused  refusedSet           // records refused for their signer's or range's share (share.go)
 	ranges   replicatedRanges     // the ranges this node replicates (share.go)
 	pushWake chan struct{}
@@ -208,6 +212,8 @@ type Stats struct {
 	Health Health `json:"health"`
 	// Push counts the push path (push.go).
 	Push PushStats `json:"push"`
+	// Dicts counts dictionaries fetched from and served to peers (dict.go).
+	Dicts DictStats `json:"dicts"`
 }
 
 // New returns a Replicator for cfg. It serves nothing until Handle is
@@ -482,11 +488,14 @@ func (r *Replicator) replicasOf(ctx context.Context, v ring.VnodeStatus) []ring.
 	return out
 }
 
-// client returns a replicate client whose requests go to c.
+// client returns a replicate client whose requests go to c, and which
+// fetches the dictionaries of c's records from c (dict.go).
 func (r *Replicator) client(c ring.Contact) *replicate.Client {
 	return replicate.NewClient(replicate.RoundTripFunc(func(ctx context.Context, req []byte) ([]byte, error) {
 		return r.roundTrip(ctx, c, req)
-	}))
+	})).WithDictionaries(func(ctx context.Context, ref archive.DictRef) ([]byte, error) {
+		return r.fetchDict(ctx, c, ref)
+	})
 }
 
 // roundTrip sends one replicate request to c and reads its reply.
