@@ -47,12 +47,19 @@ type Stats struct {
 	// about one request in ten in TestPoliteRing); an owner granting more
 	// than HostRate makes nearly every request wait.
 	CapHeld int64 `json:"capHeld"`
+	// CopyWaits counts the new versions whose fetch waited for
+	// Config.WriteCopies copies today, CopyWaitSec the seconds those
+	// waits took in all (copies.go).
+	CopyWaits   int64   `json:"copyWaits,omitempty"`
+	CopyWaitSec float64 `json:"copyWaitSec,omitempty"`
 }
 
 // counters are the mutable day counters, guarded by Crawler.mu.
 type counters struct {
 	inFlight, fetched, newVersions, notModified, unchanged, forwarded, bytes int64
 	passedOn                                                                 int64
+	copyWaits                                                                int64         // fetches that waited for WriteCopies copies
+	copyWait                                                                 time.Duration // summed time of those waits
 	response                                                                 time.Duration // summed time to response headers
 	errs                                                                     map[string]int64
 }
@@ -87,6 +94,8 @@ func (c *Crawler) Stats() Stats {
 		ActiveHosts:  c.running,
 		WaitingHosts: len(c.waiting),
 		CapHeld:      capHeld(c.cfg.Budget),
+		CopyWaits:    c.st.copyWaits,
+		CopyWaitSec:  c.st.copyWait.Seconds(),
 	}
 }
 

@@ -239,6 +239,9 @@ func New(cfg Config) (n *Node, err error) {
 	cc.Paused = n.storePaused
 	n.setupPoliteness(&cc)
 	n.setupReplication()
+	if cc.WriteCopies > 1 {
+		cc.Copies = n.repl // a fetch is done once WriteCopies copies exist
+	}
 	n.setupQuery()
 	n.setupResolve()
 	n.setupWitness()

@@ -63,7 +63,9 @@ func (n *Node) setupReplication() {
 		Purge:      n.purgeX,
 		ShareKnown: n.links.ShareKnown,
 		Paused:     n.storePaused,
-		Logger:     n.log,
+		// The crawler waits for copies of what it stores (crawl.Config.WriteCopies).
+		TrackCopies: n.cfg.Crawl.WriteCopies > 1,
+		Logger:      n.log,
 	})
 	n.kit.MustHandle(rawSpec(replicateProtocol, n.repl.Handle, replicateRequest, streamTimeout, 64))
 	// Every version this node stores is pushed to its replicas within

@@ -16,6 +16,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/replicate"
@@ -140,7 +141,10 @@ type Config struct {
 	// full"): rounds are skipped, pull requests dropped and offers refused
 	// until it reports "" (the owners push again, and rounds repair).
 	Paused func() string
-	Logger *slog.Logger // nil: discard
+	// TrackCopies makes the push remember which replicas confirmed each
+	// record, for WaitCopies (the crawler's --write-copies above 1).
+	TrackCopies bool
+	Logger      *slog.Logger // nil: discard
 }
 
 // Replicator runs a node's replication: a loop that, every interval, pulls
@@ -165,6 +169,7 @@ type Replicator struct {
 	mu      sync.Mutex
 	pq      pushQueue                      // what waits for a push (push.go)
 	rq      map[ring.Contact]*replicaQueue // per replica: what waits for an offer; a sender runs while present
+	trk     map[archive.Entry]*copyTracker // with TrackCopies: records' copies, for WaitCopies (acks.go)
 	health  rangeHealth                    // per local range, from the last round
 	queued  map[pullJob]bool
 	busy    int // pull jobs being served
@@ -213,6 +218,7 @@ func New(cfg Config) *Replicator {
 		cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1), jobs: make(chan pullJob, pullQueueLen),
 		queued: map[pullJob]bool{}, purgeAgreed: map[string]purgeAgreement{},
 		lag: newLagHistogram(), pushWake: make(chan struct{}, 1), rq: map[ring.Contact]*replicaQueue{},
+		trk: map[archive.Entry]*copyTracker{},
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
