@@ -232,7 +232,7 @@ type crashRun struct {
 	// announced counts the take-overs the survivors announced, spans
 	// the spans they re-forwarded and links the links they sent for them.
 	announced, spans, links int64
-	days    []crashDay
+	days                    []crashDay
 }
 
 // crashDay is one day after the crash.
