@@ -7,6 +7,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 
+	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/node/replication"
 )
 
@@ -30,6 +31,9 @@ const (
 	// a URL it learns, waits before it is pushed to its range's holders.
 	ReplicationPushDelay = replication.PushDelay
 )
+
+// The crawler waits on the replicator for copies (--write-copies).
+var _ crawl.CopyWaiter = (*replication.Replicator)(nil)
 
 // ReplicationStats counts a node's replication work since New
 // (replication.Stats).
