@@ -186,6 +186,18 @@ type Config struct {
 	// pauses the crawl, asked again every second, until it reports ""
 	// (pause.go). Stats.Paused shows the reason.
 	Paused func() string
+	// WriteCopies is w, the copies of a new version that must exist
+	// before its fetch counts as done: this node's and, above 1, w-1
+	// replicas' confirmed through Copies (copies.go). Default 1: done
+	// once stored here.
+	WriteCopies int
+	// Copies tells when a stored version's copies exist; WriteCopies
+	// above 1 needs it (without it the crawler does not wait).
+	Copies CopyWaiter
+	// WriteCopiesWait bounds the wait for WriteCopies copies; past it the
+	// fetch counts as done and the shortfall as KindWriteCopies. Default
+	// DefaultWriteCopiesWait.
+	WriteCopiesWait time.Duration
 	// Logger receives the crawler's logs. Nil discards them.
 	Logger *slog.Logger
 }
@@ -206,6 +218,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.HostRate <= 0 {
 		cfg.HostRate = DefaultHostRate
+	}
+	if cfg.WriteCopiesWait <= 0 {
+		cfg.WriteCopiesWait = DefaultWriteCopiesWait
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout

@@ -30,7 +30,10 @@
 //     (concurrent Adds share one fsync: group commit). A queue entry is
 //     deleted only after its fetch has finished, so a crash or Close loses
 //     nothing: the next Start fetches every remaining entry (an entry
-//     finished just before a crash may be fetched once more). The URL-seen
+//     finished just before a crash may be fetched once more); with
+//     Config.WriteCopies above 1, a fetch that stored a new version
+//     finishes only once that many copies exist or its bounded wait ends
+//     (copies.go). The URL-seen
 //     set is the day each URL was last queued, so it survives a restart
 //     within the day and resets at NewDay with one write. A NewDay cut
 //     short by a crash is finished by the next Start.

@@ -328,9 +328,12 @@ func (c *Crawler) store(ctx context.Context, raw string, resp *http.Response, bo
 		next.Checked = now
 	}
 	capture := archive.Capture{URL: raw, Time: now, Status: resp.StatusCode, Header: resp.Header, Body: body, Digest: p.digest, State: &next}
-	_, added, err := c.a.Put(ctx, capture)
+	v, added, err := c.a.Put(ctx, capture)
 	if err != nil {
 		return c.archiveErr(ctx, raw, err)
+	}
+	if added && !c.awaitCopies(ctx, raw, v) {
+		return abandoned
 	}
 	if fwdErr != nil {
 		c.count(KindForward, raw, fwdErr)
@@ -497,11 +500,14 @@ func (c *Crawler) recordUnkept(ctx context.Context, raw string, resp *http.Respo
 	}
 	capture := archive.Capture{URL: raw, Time: now, Status: resp.StatusCode, Header: resp.Header,
 		Digest: next.Digest, Truncated: reason, State: &next}
-	_, added, err := c.a.Put(ctx, capture)
+	v, added, err := c.a.Put(ctx, capture)
 	if err != nil {
 		return c.archiveErr(ctx, raw, err)
 	}
 	c.countStored(added)
+	if added && !c.awaitCopies(ctx, raw, v) {
+		return abandoned
+	}
 	return stored
 }
 

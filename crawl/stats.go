@@ -55,12 +55,19 @@ type Stats struct {
 	// (host loops and link intake wait for it; the day's queue was
 	// written before, while the old day ran).
 	DaySwitch time.Duration `json:"daySwitch"`
+	// CopyWaits counts the new versions whose fetch waited for
+	// Config.WriteCopies copies today, CopyWaitSec the seconds those
+	// waits took in all (copies.go).
+	CopyWaits   int64   `json:"copyWaits,omitempty"`
+	CopyWaitSec float64 `json:"copyWaitSec,omitempty"`
 }
 
 // counters are the mutable day counters, guarded by Crawler.mu.
 type counters struct {
 	inFlight, fetched, newVersions, notModified, unchanged, forwarded, bytes int64
 	passedOn                                                                 int64
+	copyWaits                                                                int64         // fetches that waited for WriteCopies copies
+	copyWait                                                                 time.Duration // summed time of those waits
 	response                                                                 time.Duration // summed time to response headers
 	errs                                                                     map[string]int64
 	queueWait                                                                time.Duration // longest host-loop queue read
@@ -99,6 +106,8 @@ func (c *Crawler) Stats() Stats {
 		CapHeld:          capHeld(c.cfg.Budget),
 		LongestQueueWait: c.st.queueWait,
 		DaySwitch:        c.st.daySwitch,
+		CopyWaits:        c.st.copyWaits,
+		CopyWaitSec:      c.st.copyWait.Seconds(),
 	}
 }
 

@@ -44,6 +44,14 @@ func (n *Node) setupClaims() {
 		Claims: n.claims,
 		Day:    n.claimDay,
 		Queue:  func(ctx context.Context, in func(string) bool) (int, error) { return n.crawler.TakeOver(ctx, in) },
+		Announce: func(ctx context.Context, g ring.Range) {
+			if n.quietTakeOver.Load() {
+				return
+			}
+			if k, err := n.links.AnnounceTakeOver(ctx, g); err != nil && ctx.Err() == nil {
+				n.log.Warn("announcing a take-over failed for some nodes; the replicated known set still carries the range's URLs", "told", k, "err", err)
+			}
+		},
 		Logger: n.log,
 	}
 }

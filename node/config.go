@@ -210,6 +210,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Replicas < 1 || c.Replicas > MaxReplicas {
 		return c, fmt.Errorf("node config: Replicas %d: want 1 to %d", c.Replicas, MaxReplicas)
 	}
+	if c.Crawl.WriteCopies > c.Replicas {
+		return c, fmt.Errorf("node config: Crawl.WriteCopies %d: want at most Replicas (%d)", c.Crawl.WriteCopies, c.Replicas)
+	}
 	if c.DownloadRate < 0 || c.UploadRate < 0 {
 		return c, fmt.Errorf("node config: bandwidth caps %d/%d bytes/s: want 0 (no cap) or more", c.DownloadRate, c.UploadRate)
 	}

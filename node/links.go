@@ -1,12 +1,17 @@
 package node
 
 import (
+	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/node/forward"
 )
 
 // linksProtocol carries one hop of a ring walk (package forward).
 const linksProtocol = forward.Protocol
+
+// The crawler lists its pages' links for the re-forward after a
+// take-over (forward.Links.AnnounceTakeOver).
+var _ forward.Outlinker = (*crawl.Crawler)(nil)
 
 // setupLinks builds the node's side of the links protocol; the forwarder
 // it sends for, and the crawler it queues at, are set once they exist.

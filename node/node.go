@@ -95,11 +95,14 @@ type Node struct {
 	counters    struct {
 		badFrames atomic.Int64 // inbound requests that did not parse, every protocol
 	}
-	claims   *claim.Claims         // the day's fetches and claims (claim.go)
-	dayclaim *dayclaim.Service     // claim and handover streams
-	takeOver *dayclaim.TakeOver    // ranges taken over mid-day
-	reloc    *dayclaim.Relocator   // the crawler's forwarder, with the fetch-time ownership check
-	size     *forward.SizeEstimate // the ring's size, for the forwarder
+	claims   *claim.Claims      // the day's fetches and claims (claim.go)
+	dayclaim *dayclaim.Service  // claim and handover streams
+	takeOver *dayclaim.TakeOver // ranges taken over mid-day
+	// quietTakeOver, when a test sets it, keeps this node's take-overs
+	// unannounced (no re-forward), to measure the ring without them.
+	quietTakeOver atomic.Bool
+	reloc         *dayclaim.Relocator   // the crawler's forwarder, with the fetch-time ownership check
+	size          *forward.SizeEstimate // the ring's size, for the forwarder
 }
 
 // New creates a node from cfg: it opens the archive and the crawl queue in
@@ -248,6 +251,9 @@ func New(cfg Config) (n *Node, err error) {
 	cc.Paused = n.storePaused
 	n.setupPoliteness(&cc)
 	n.setupReplication()
+	if cc.WriteCopies > 1 {
+		cc.Copies = n.repl // a fetch is done once WriteCopies copies exist
+	}
 	n.setupQuery()
 	n.setupResolve()
 	n.setupWitness()
@@ -321,6 +327,11 @@ func (n *Node) Start(ctx context.Context) error {
 	go func() {
 		defer n.wg.Done()
 		n.fwd.Run(n.ctx)
+	}()
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.links.RunReforward(n.ctx) // after take-overs (forward.Links.AnnounceTakeOver)
 	}()
 	// Subscribed before the crawl starts, so that no range this node takes
 	// over from then on goes unnoticed.
@@ -419,7 +430,7 @@ func (n *Node) Multiaddr() string { return p2phost.JoinAddr(n.self) }
 // links waiting for delivery and no range taken over whose URLs are not
 // queued yet.
 func (n *Node) Idle() bool {
-	return n.crawler.Idle() && !n.fwd.Busy() && n.takeOver.Idle()
+	return n.crawler.Idle() && !n.fwd.Busy() && n.takeOver.Idle() && !n.links.Reforwarding()
 }
 
 // NewDay starts a new crawl day now (the crawler also does this on its own

@@ -195,21 +195,32 @@ func TestPushReplicatesWithinBound(t *testing.T) {
 // never changes, so no page's links travel again. Still, on each of the
 // next two days, every URL the ring requested on the first is requested
 // again, and every URL robots.txt refuses (known, with no version) is
-// checked again: the versions and the URLs the victim learned reached
-// their holders by the push. The same run without the push (its two
-// hooks unset) is the baseline, logged.
+// checked again, by either of two paths alone: the push (the versions and
+// the URLs the victim learned reached their holders), or the re-forward
+// after the take-over (every node sends the links of its pages into the
+// ranges taken over once more; the push's two hooks unset). The run
+// with neither is the baseline, logged.
 func TestURLNeverForgotten(t *testing.T) {
 	if testing.Short() {
 		t.Skip("four-node rings over three days: skipped in -short mode")
 	}
-	base := crashAfterCrawl(t, false)
-	with := crashAfterCrawl(t, true)
-	for i, day := range with.days {
-		b := base.days[i]
-		t.Logf("day %d after the crash: %d of %d URLs requested, %d of %d robots checks; without the push: %d of %d, %d of %d",
-			i+2, day.requested, with.known, day.robots, with.refused, b.requested, base.known, b.robots, base.refused)
-		if day.requested != with.known || day.robots != with.refused {
-			t.Errorf("day %d after the crash: never requested: %s; robots checks %d, want %d", i+2, head(day.missing), day.robots, with.refused)
+	base := crashAfterCrawl(t, false, false)
+	for _, c := range []struct {
+		name            string
+		push, reforward bool
+	}{{"push alone", true, false}, {"re-forward alone", false, true}} {
+		with := crashAfterCrawl(t, c.push, c.reforward)
+		t.Logf("%s: %d take-overs announced, %d spans re-forwarded, %d links re-forwarded", c.name, with.announced, with.spans, with.links)
+		if c.reforward && with.links == 0 {
+			t.Errorf("%s: no link re-forwarded", c.name)
+		}
+		for i, day := range with.days {
+			b := base.days[i]
+			t.Logf("%s: day %d after the crash: %d of %d URLs requested, %d of %d robots checks; with neither: %d of %d, %d of %d",
+				c.name, i+2, day.requested, with.known, day.robots, with.refused, b.requested, base.known, b.robots, base.refused)
+			if day.requested != with.known || day.robots != with.refused {
+				t.Errorf("%s: day %d after the crash: never requested: %s; robots checks %d, want %d", c.name, i+2, head(day.missing), day.robots, with.refused)
+			}
 		}
 	}
 }
@@ -218,7 +229,10 @@ func TestURLNeverForgotten(t *testing.T) {
 type crashRun struct {
 	known   int   // URLs requested on the first day
 	refused int64 // URLs refused by robots.txt on the first day
-	days    []crashDay
+	// announced counts the take-overs the survivors announced, spans
+	// the spans they re-forwarded and links the links they sent for them.
+	announced, spans, links int64
+	days                    []crashDay
 }
 
 // crashDay is one day after the crash.
@@ -229,13 +243,15 @@ type crashDay struct {
 }
 
 // crashAfterCrawl runs TestURLNeverForgotten's scenario on a new ring,
-// with the push or without it, and reports the two days after the crash.
-func crashAfterCrawl(t *testing.T, push bool) crashRun {
+// with the push or without it, with the re-forward after a take-over or
+// without it, and reports the two days after the crash.
+func crashAfterCrawl(t *testing.T, push, reforward bool) crashRun {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	web, lr := startWebAndRing(ctx, t, 4, sampleweb.Config{Hosts: 3, Pages: 100})
 	for _, n := range lr.Nodes {
 		n.SetReplicationInterval(0)
+		n.quietTakeOver.Store(!reforward)
 		if !push {
 			n.store.OnAdd(nil)
 			n.crawler.OnKnown(nil)
@@ -270,6 +286,12 @@ func crashAfterCrawl(t *testing.T, push bool) crashRun {
 	}
 	if err := lr.WaitIdle(ctx); err != nil { // mid-day take-overs
 		t.Fatal(err)
+	}
+	for _, n := range lr.Nodes {
+		st := n.links.ReforwardStats()
+		run.announced += st.Announced
+		run.spans += st.Spans
+		run.links += st.Links
 	}
 	for range 2 {
 		web.ResetRequests()

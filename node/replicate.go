@@ -7,6 +7,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 
+	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/node/replication"
 )
 
@@ -30,6 +31,9 @@ const (
 	// a URL it learns, waits before it is pushed to its range's holders.
 	ReplicationPushDelay = replication.PushDelay
 )
+
+// The crawler waits on the replicator for copies (--write-copies).
+var _ crawl.CopyWaiter = (*replication.Replicator)(nil)
 
 // ReplicationStats counts a node's replication work since New
 // (replication.Stats).
@@ -65,7 +69,9 @@ func (n *Node) setupReplication() {
 		ShareKnown: n.links.ShareKnown,
 		Paused:     n.storePaused,
 		SetRanges:  n.store.SetRanges,
-		Logger:     n.log,
+		// The crawler waits for copies of what it stores (crawl.Config.WriteCopies).
+		TrackCopies: n.cfg.Crawl.WriteCopies > 1,
+		Logger:      n.log,
 	})
 	n.kit.MustHandle(rawSpec(replicateProtocol, n.repl.Handle, replicateRequest, streamTimeout, 64))
 	n.kit.MustHandle(n.repl.DictSpec())

@@ -188,7 +188,12 @@ func killAfterCrawl(t *testing.T, after time.Duration) {
 	r := newProcRing(t, dayLen)
 	r.extra = []string{"--replication-interval", "30s"} // as shipped (the harness's 1s is overridden)
 
-	time.Sleep(time.Until(time.Unix((dayOf(time.Now(), dayLen)+1)*int64(dayLen/time.Second), 0)))
+	// Day 0 begins with the ring: at the next day boundary, or now if the
+	// day began under 15 s ago (runs back to back: the last one ended just
+	// after a boundary).
+	if now := time.Now(); now.Sub(time.Unix(dayOf(now, dayLen)*int64(dayLen/time.Second), 0)) > 15*time.Second {
+		time.Sleep(time.Until(time.Unix((dayOf(now, dayLen)+1)*int64(dayLen/time.Second), 0)))
+	}
 	first := r.start(nil, "")
 	nodes := []*proc{first}
 	for range 3 {

@@ -44,6 +44,7 @@ type runSettings struct {
 	diskReserve             byteRate
 	replInterval            time.Duration
 	replicas                int
+	writeCopies             int
 	download, upload        byteRate
 	gwMaxRequests           int
 	gwMemory                byteSize
@@ -89,6 +90,7 @@ func (s *runSettings) register(fs *flag.FlagSet) {
 	fs.Var(&s.diskReserve, "disk-reserve", "free space to keep on the archive's file system (k, M, G suffixes; 0: 64 MiB): crawling and replication pause below it and resume by themselves when space returns")
 	durationVar(fs, &s.replInterval, "replication-interval", node.DefaultReplicationInterval, "period of replication rounds with the ring neighbours (a ring change starts one sooner)")
 	fs.IntVar(&s.replicas, "replicas", node.ReplicationFactor, fmt.Sprintf("k: real nodes holding every version, 1 to %d; the same on every node of the ring", node.MaxReplicas))
+	fs.IntVar(&s.writeCopies, "write-copies", 1, "w: copies of a new version (this node's and w-1 replicas' confirmed imports) before its fetch counts as done, 1 to --replicas; past 30 s the fetch is done anyway, counted as write_copies")
 	fs.Var(&s.download, "download-rate", "download cap in bytes/s (k, M, G suffixes: 2M is 2,000,000 bytes/s) for crawled bodies and replication pulls; 0: none")
 	fs.Var(&s.upload, "upload-rate", "upload cap in bytes/s (k, M, G suffixes) for replication replies; 0: none")
 	fs.Float64Var(&s.replShare, "replication-share", node.DefaultReplicationShare, "part of each bandwidth cap replication may use, more than 0 and at most 1")
@@ -163,6 +165,7 @@ func (s *runSettings) validate() error {
 	check(s.replInterval > 0, "replication-interval", "want a positive duration")
 	check(s.addrTimeout > 0, "addr-timeout", "want a positive duration")
 	check(s.replicas >= 1 && s.replicas <= node.MaxReplicas, "replicas", fmt.Sprintf("want 1 to %d", node.MaxReplicas))
+	check(s.writeCopies >= 1 && s.writeCopies <= s.replicas, "write-copies", "want 1 to --replicas")
 	check(s.replShare > 0 && s.replShare <= 1, "replication-share", "want more than 0, at most 1")
 	check(s.logFormat == "text" || s.logFormat == "json", "log-format", "want text or json")
 	check(s.crawl.hostRate > 0 && !math.IsInf(s.crawl.hostRate, 0), "host-rate", "want requests per second, more than 0")
@@ -225,6 +228,7 @@ func (s *runSettings) nodeConfig(w io.Writer) (node.Config, error) {
 		return node.Config{}, err
 	}
 	cc.HostNewURLs = s.hostNewURLs
+	cc.WriteCopies = s.writeCopies
 	return node.Config{
 		DataDir: s.data, Listen: s.listen, Announce: s.announce, AddrTimeout: s.addrTimeout, NoRelayService: s.noRelay, Join: s.join,
 		PurgeAuthorities: s.purgeAuth, AccessRules: s.accessRules, RebalanceInterval: s.rebalance,

@@ -80,8 +80,12 @@ type TakeOver struct {
 	Day    func() int64 // the day claims are made for
 	// Queue has the crawler queue for today the known URLs in reports
 	// true for (crawl.Crawler.TakeOver), and returns how many it queued.
-	Queue  func(ctx context.Context, in func(url string) bool) (int, error)
-	Logger *slog.Logger // nil: discard
+	Queue func(ctx context.Context, in func(url string) bool) (int, error)
+	// Announce, if set, tells the ring's nodes that this node took over
+	// g, once its known URLs are queued, so that they re-forward the
+	// links of their pages into it (forward.Links.AnnounceTakeOver).
+	Announce func(ctx context.Context, g ring.Range)
+	Logger   *slog.Logger // nil: discard
 
 	busy  atomic.Bool                       // a ring change is being handled
 	sub   atomic.Pointer[ring.Subscription] // set by Watch
@@ -175,4 +179,7 @@ func (t *TakeOver) takeOverRange(ctx context.Context, g ring.Range) {
 	}
 	t.taken.Add(int64(q))
 	log.Info("took over a range", "from", g.Start.Short(), "to", g.End.Short(), "queued", q)
+	if t.Announce != nil {
+		t.Announce(ctx, g)
+	}
 }

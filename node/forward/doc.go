@@ -18,7 +18,12 @@
 // straight to a closer owner when its ring view knows one. With Known set
 // a batch carries known URLs that no version carries, sent to the
 // holders of their range to be remembered, not crawled (ShareKnown,
-// the forwarder's Config.ShareKnown). The wire format is Header, Reply,
+// the forwarder's Config.ShareKnown). With Reforward set a request
+// announces a take-over: a node whose virtual server took over a range
+// tells every real node (AnnounceTakeOver, a walk of successor lists),
+// and each re-forwards once the links of its pages into the range
+// (reforward.go; RunReforward, the Crawler's Outlinker), so that a URL
+// linked only from a page that never changes reaches its new owner. The wire format is Header, Reply,
 // EncodeLinks and DecodeLinks. The node supplies the streams, the trust
 // gate, the ring and the crawler (node/links.go).
 //

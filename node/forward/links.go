@@ -100,7 +100,9 @@ type Links struct {
 	Now        func() time.Time
 	wire.Hooks // Logger, optional
 
-	known knownBuckets
+	known   knownBuckets
+	rf      reforwards // spans to re-forward (reforward.go)
+	rfStats struct{ announced, spans, links, dropped, failed atomic.Int64 }
 
 	linksReceived, badLinks, overHops, knownShared, knownReceived atomic.Int64
 	knownRefused, knownOverCap                                    atomic.Int64
@@ -189,6 +191,12 @@ func (l *Links) Serve(ctx context.Context, q *kit.Request) error {
 		return fmt.Errorf("%w: %w", kit.ErrBadFrame, err)
 	}
 	rep := Reply{Accepted: len(urls)}
+	if hdr.Reforward != nil {
+		// Any member may announce a take-over: the cost is one pass over
+		// this node's crawl states per span, once (queueReforward).
+		l.queueReforward(*hdr.Reforward)
+		return q.Reply(Reply{})
+	}
 	if hdr.Known {
 		n, err := l.rememberKnown(ctx, q.Member.Peer, urls)
 		rep.Accepted = n

@@ -39,7 +39,11 @@ type Header struct {
 	// the range's next owner.
 	Known bool `json:"known,omitempty"`
 	Req   bool `json:"req,omitempty"` // page requisites (Batch.Requisites)
-	N     int  `json:"n"`             // number of URLs in frame 2
+	// Reforward, when set, announces that the sender took over this
+	// span: the recipient re-forwards the links of its pages into it
+	// (reforward.go); the batch carries no URL.
+	Reforward *Span `json:"reforward,omitempty"`
+	N         int   `json:"n"` // number of URLs in frame 2
 	// Want and Next select the successors of the reply (Batch.Want);
 	// a sender that sets neither gets ReplySuccessors of them.
 	Want int   `json:"want,omitempty"`

@@ -17,7 +17,9 @@
 // imports the records before it answers), records the lag in a histogram,
 // and hands the URLs the crawler learns to their ranges' holders
 // (Config.ShareKnown); rounds remain the repair path for whatever a push
-// misses.
+// misses. With Config.TrackCopies the push remembers which replicas
+// confirmed each record, so that WaitCopies tells the crawler when a
+// version has its --write-copies copies (acks.go).
 //
 // Replicas store records as their senders stored them; the
 // dictionaries of zstd records travel on /herod/dict/1.0.0 (DictProtocol,

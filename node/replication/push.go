@@ -86,6 +86,12 @@ type PushStats struct {
 	KnownRetried int64 `json:"known_retried"`
 	KnownFailed  int64 `json:"known_failed"`
 	KnownDropped int64 `json:"known_dropped"`
+	// Waits counts WaitCopies calls that saw their copies made;
+	// WaitsShort those that returned ErrFewerCopies; WaitsLate those
+	// whose context ended first (acks.go).
+	Waits      int64 `json:"waits,omitempty"`
+	WaitsShort int64 `json:"waits_short,omitempty"`
+	WaitsLate  int64 `json:"waits_late,omitempty"`
 }
 
 // pushed is a record waiting for its push, with the time it was stored
@@ -94,6 +100,7 @@ type pushed struct {
 	e     archive.Entry
 	at    time.Time
 	tries int
+	t     *copyTracker // with Config.TrackCopies: its copies, for WaitCopies
 }
 
 // pushQueue holds what waits for the next push. Guarded by Replicator.mu.
@@ -129,15 +136,17 @@ func (r *Replicator) LagHistogram() prometheus.Histogram { return r.lag }
 func (r *Replicator) Notify(v archive.Version) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	t := r.trackLocked(v.Entry())
 	if len(r.pq.recs) >= pushQueueLen {
 		r.st.Push.Dropped++
+		lostLocked(t)
 		return
 	}
 	now := time.Now()
 	if r.pq.empty() {
 		r.pq.since = now
 	}
-	r.pq.recs = append(r.pq.recs, pushed{e: v.Entry(), at: now})
+	r.pq.recs = append(r.pq.recs, pushed{e: v.Entry(), at: now, t: t})
 	r.st.Push.Queued++
 	if len(r.pq.recs) == 1 || len(r.pq.recs) == replicate.MaxBatch {
 		r.wakePush()
@@ -325,10 +334,13 @@ func (r *Replicator) dispatch(ctx context.Context, recs []pushed, wg *sync.WaitG
 	reps := map[int][]ring.Contact{} // by index in vs, looked up once
 	add := map[ring.Contact][]offered{}
 	foreign := 0
+	var lost []*copyTracker
+	routed := map[*copyTracker][]ring.Contact{}
 	for _, p := range recs {
 		i := slices.IndexFunc(vs, func(v ring.VnodeStatus) bool { return v.Range.Contains(p.e.Key) })
 		if i < 0 {
 			foreign++
+			lost = append(lost, p.t)
 			continue
 		}
 		cs, ok := reps[i]
@@ -340,11 +352,20 @@ func (r *Replicator) dispatch(ctx context.Context, recs []pushed, wg *sync.WaitG
 		for _, c := range cs {
 			add[c] = append(add[c], offered{p: p, g: g})
 		}
+		if p.t != nil {
+			routed[p.t] = cs
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.pq.dispatching = false
 	r.st.Push.Foreign += int64(foreign)
+	for _, t := range lost {
+		lostLocked(t)
+	}
+	for t, cs := range routed {
+		routedLocked(t, cs)
+	}
 	for c, items := range add {
 		q, running := r.rq[c]
 		if !running {
@@ -353,6 +374,9 @@ func (r *Replicator) dispatch(ctx context.Context, recs []pushed, wg *sync.WaitG
 		}
 		n := min(len(items), pushQueueLen-len(q.items))
 		r.st.Push.Dropped += int64(len(items) - n)
+		for _, it := range items[n:] {
+			ackedLocked(it.p.t, c, false)
+		}
 		q.items = append(q.items, items[:n]...)
 		if !running {
 			wg.Add(1)
@@ -416,12 +440,17 @@ func (r *Replicator) send(ctx context.Context, c ring.Contact) {
 		r.st.Push.Offers++
 		if err == nil {
 			r.st.Push.Copies += int64(len(batch))
+			for _, p := range batch {
+				ackedLocked(p.t, c, true)
+			}
 		} else {
 			var again []pushed
 			for _, p := range batch {
 				if p.tries == 0 && ctx.Err() == nil && len(r.pq.recs)+len(again) < pushQueueLen {
 					p.tries++
 					again = append(again, p)
+				} else {
+					ackedLocked(p.t, c, false)
 				}
 			}
 			r.st.Push.Retried += int64(len(again))

@@ -149,7 +149,10 @@ type Config struct {
 	// requests and offers name them (archive.Store.SetRanges: each
 	// range's share of the quota; share.go).
 	SetRanges func(rs []archive.KeyRange) error
-	Logger    *slog.Logger // nil: discard
+	// TrackCopies makes the push remember which replicas confirmed each
+	// record, for WaitCopies (the crawler's --write-copies above 1).
+	TrackCopies bool
+	Logger      *slog.Logger // nil: discard
 }
 
 // Replicator runs a node's replication: a loop that, every interval, pulls
@@ -176,6 +179,7 @@ type Replicator struct {
 	mu      sync.Mutex
 	pq      pushQueue                      // what waits for a push (push.go)
 	rq      map[ring.Contact]*replicaQueue // per replica: what waits for an offer; a sender runs while present
+	trk     map[archive.Entry]*copyTracker // with TrackCopies: records' copies, for WaitCopies (acks.go)
 	health  rangeHealth                    // per local range, from the last round
 	queued  map[pullJob]bool
 	busy    int // pull jobs being served
@@ -226,6 +230,7 @@ func New(cfg Config) *Replicator {
 		cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1), jobs: make(chan pullJob, pullQueueLen),
 		queued: map[pullJob]bool{}, purgeAgreed: map[string]purgeAgreement{},
 		lag: newLagHistogram(), pushWake: make(chan struct{}, 1), rq: map[ring.Contact]*replicaQueue{},
+		trk: map[archive.Entry]*copyTracker{},
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)

@@ -1,0 +1,143 @@
+package forward
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/p2ptest"
+	"github.com/herod-archive/herod/node/kit"
+	"github.com/herod-archive/herod/ring"
+)
+
+// pagesCrawler is a recCrawler whose pages link to links.
+type pagesCrawler struct {
+	recCrawler
+	links, reqs []string
+	mu          sync.Mutex
+	calls       int
+}
+
+func (c *pagesCrawler) LinksInto(_ context.Context, in func(string) bool) (links, reqs []string, err error) {
+	c.mu.Lock()
+	c.calls++
+	c.mu.Unlock()
+	for _, l := range c.links {
+		if in(l) {
+			links = append(links, l)
+		}
+	}
+	for _, l := range c.reqs {
+		if in(l) {
+			reqs = append(reqs, l)
+		}
+	}
+	return links, reqs, nil
+}
+
+// ringOf answers Successors with a fixed list.
+type ringOf struct {
+	stubRing
+	nodes []ring.Node
+}
+
+func (r ringOf) Successors(context.Context, id.ID, int) ([]ring.Node, error) { return r.nodes, nil }
+
+// TestReforwardAfterTakeOver: a node that took over a span tells the
+// ring's other nodes over the links protocol; each re-forwards, once per
+// span, the links of its pages that fall in the span, and only those,
+// even though its forwarder delivered them earlier the same day.
+func TestReforwardAfterTakeOver(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hs := p2ptest.Hosts(t, 2)
+	ha, hb := hs[0], hs[1]
+	in1, in2, out := "http://in.example/1", "http://in.example/2", "http://out.example/"
+	// A span that holds in1 and in2 but not out: (k-1, max key of the two].
+	k1, k2 := id.OfString(in1), id.OfString(in2)
+	lo, hi := k1, k2
+	if k2.Cmp(k1) < 0 {
+		lo, hi = k2, k1
+	}
+	span := ring.Range{Start: prevKey(lo), End: hi, Known: true}
+	if span.Contains(id.OfString(out)) {
+		t.Fatal("the test's URLs fall in one span")
+	}
+
+	// b's pages link to in1, in2 (a requisite) and out; its forwarder
+	// delivered them this morning.
+	var mu sync.Mutex
+	var got []string
+	deliver := func(_ context.Context, _ ring.Node, bt Batch) ([]ring.Node, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, bt.URLs...)
+		return nil, nil
+	}
+	fr := newFakeRing(1, 1)
+	fb, err := New(Config{Ring: fr, Deliver: deliver, Day: func() int64 { return 1 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb := &pagesCrawler{links: []string{in1, out}, reqs: []string{in2}}
+	b := &Links{Ring: stubRing{fr}, Self: hb.ID().String(), Forwarder: fb, Crawler: cb}
+	if err := fb.Forward(ctx, []string{in1, out}); err != nil {
+		t.Fatal(err)
+	}
+	fb.Flush(ctx)
+	if err := fb.Forward(ctx, []string{in1}); err != nil || fb.Stats().Pending != 0 {
+		t.Fatalf("a link delivered today is queued again: %v, %+v", err, fb.Stats())
+	}
+	mu.Lock()
+	got = nil
+	mu.Unlock()
+	k := kit.New(kit.Config{Host: hb, Gate: func(network.Stream) (ring.Node, error) {
+		return ring.Node{Contact: ring.Contact{Peer: ha.ID().String()}}, nil
+	}})
+	k.MustHandle(b.Spec())
+	done := make(chan struct{})
+	go func() { defer close(done); b.RunReforward(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	ca := &pagesCrawler{}
+	fa, err := New(Config{Ring: fr, Deliver: deliver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bNode := ring.Node{Contact: ring.Contact{Peer: hb.ID().String(), Addr: "127.0.0.2:4001"}}
+	a := &Links{Ring: ringOf{stubRing{fr}, []ring.Node{bNode, bNode}}, Self: ha.ID().String(), Forwarder: fa, Crawler: ca,
+		Open: p2ptest.Opener(ha)}
+	for range 2 { // the second announcement of the same span does nothing more
+		told, err := a.AnnounceTakeOver(ctx, span)
+		if err != nil || told != 2 {
+			t.Fatalf("announce: told %d, %v", told, err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for b.Reforwarding() {
+			if time.Now().After(deadline) {
+				t.Fatal("re-forward not done")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		fb.Flush(ctx)
+	}
+	mu.Lock()
+	slices.Sort(got)
+	mu.Unlock()
+	if !slices.Equal(got, []string{in1, in2}) || cb.calls != 1 {
+		t.Fatalf("re-forwarded %q in %d passes, want %q once", got, cb.calls, []string{in1, in2})
+	}
+	if st := b.ReforwardStats(); st.Spans != 1 || st.Links != 2 || a.ReforwardStats().Announced != 2 {
+		t.Fatalf("stats: b %+v, a %+v", st, a.ReforwardStats())
+	}
+	// The announcing node queued the span for itself too (without a
+	// RunReforward here, it waits).
+	if !a.Reforwarding() {
+		t.Fatal("the announcing node did not queue its own re-forward")
+	}
+}
