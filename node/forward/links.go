@@ -410,12 +410,17 @@ func prevKey(x id.ID) id.ID {
 
 // sendKnown sends one group of known URLs to holder h.
 func (l *Links) sendKnown(ctx context.Context, h ring.Node, urls []string) error {
-	s, err := l.Open(ctx, h.Contact, Protocol)
+	return l.sendBatch(ctx, h, Header{VS: h.Index, Known: true, N: len(urls), Want: WantNone}, urls)
+}
+
+// sendBatch sends one links-protocol request to n, hdr then urls as one
+// frame, and waits for its reply, which wants nothing back.
+func (l *Links) sendBatch(ctx context.Context, n ring.Node, hdr Header, urls []string) error {
+	s, err := l.Open(ctx, n.Contact, Protocol)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	hdr := Header{VS: h.Index, Known: true, N: len(urls), Want: WantNone}
 	if err := wire.WriteJSON(s, hdr); err != nil {
 		s.Reset()
 		return err

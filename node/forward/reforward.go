@@ -1,14 +1,12 @@
 package forward
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/herod-archive/herod/internal/id"
-	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -123,29 +121,7 @@ func (l *Links) AnnounceTakeOver(ctx context.Context, g ring.Range) (int, error)
 
 // sendAnnounce asks node n to re-forward its links into sp.
 func (l *Links) sendAnnounce(ctx context.Context, n ring.Node, sp Span) error {
-	s, err := l.Open(ctx, n.Contact, Protocol)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	if err := wire.WriteJSON(s, Header{VS: n.Index, Reforward: &sp, Want: WantNone}); err != nil {
-		s.Reset()
-		return err
-	}
-	if err := wire.WriteFrame(s, EncodeLinks(nil)); err != nil {
-		s.Reset()
-		return err
-	}
-	_ = s.CloseWrite()
-	var rep Reply
-	if err := wire.ReadJSON(bufio.NewReader(s), MaxReply, &rep); err != nil {
-		s.Reset()
-		return fmt.Errorf("reply: %w", err)
-	}
-	if rep.Error != "" {
-		return fmt.Errorf("%w: %s", errRemote, rep.Error)
-	}
-	return nil
+	return l.sendBatch(ctx, n, Header{VS: n.Index, Reforward: &sp, Want: WantNone}, nil)
 }
 
 // queueReforward queues sp for RunReforward unless it was queued before.
