@@ -375,6 +375,9 @@ func (f *exportFlags) openGatewayExport(ctx context.Context, format string) (*ht
 	if f.revisits {
 		p.Set("revisits", "1")
 	}
+	if format == "" {
+		p.Set("warcinfo", "0") // this command writes its own (warcInfo)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep+"?"+p.Encode(), nil)
 	if err != nil {
 		return nil, err
