@@ -146,11 +146,18 @@ func TestRingExchange(t *testing.T) {
 	t.Run("interrupted-stream", func(t *testing.T) {
 		gw := lr.Nodes[2].GatewayURL() + "export?host=" + url.QueryEscape(host)
 		full, _ := httpGet(t, gw)
+		// The records' cursors; the warcinfo record each fresh stream
+		// starts with is dated by its request, so it is left out.
+		cursors := func(dst *[]string) func(*exchange.Member) error {
+			return func(m *exchange.Member) error {
+				if m.Type() != "warcinfo" {
+					*dst = append(*dst, m.Cursor())
+				}
+				return nil
+			}
+		}
 		var all []string
-		if err := exchange.Records(strings.NewReader(full), func(m *exchange.Member) error {
-			all = append(all, m.Cursor())
-			return nil
-		}); err != nil {
+		if err := exchange.Records(strings.NewReader(full), cursors(&all)); err != nil {
 			t.Fatal(err)
 		}
 		// Cut the connection in the middle of a record, keep the complete
@@ -165,10 +172,7 @@ func TestRingExchange(t *testing.T) {
 		}
 		resp.Body.Close()
 		var got []string
-		err = exchange.Records(bytes.NewReader(part), func(m *exchange.Member) error {
-			got = append(got, m.Cursor())
-			return nil
-		})
+		err = exchange.Records(bytes.NewReader(part), cursors(&got))
 		if err == nil || len(got) == 0 || len(got) == len(all) {
 			t.Fatalf("cut stream: %d of %d records, err %v; want a truncated last record", len(got), len(all), err)
 		}
@@ -176,16 +180,13 @@ func TestRingExchange(t *testing.T) {
 		if tr.Get(gateway.TrailerExportStatus) != "complete" {
 			t.Fatalf("resumed: %q", tr.Get(gateway.TrailerExportStatus))
 		}
-		if err := exchange.Records(strings.NewReader(rest), func(m *exchange.Member) error {
-			got = append(got, m.Cursor())
-			return nil
-		}); err != nil {
+		if err := exchange.Records(strings.NewReader(rest), cursors(&got)); err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(got, all) {
 			t.Fatalf("interrupted and resumed: %d records, want the %d of the whole stream once each", len(got), len(all))
 		}
-		if len(all) != len(want)+1 || len(withoutInfo(t, full)) == len(full) {
+		if len(all) != len(want) || len(withoutInfo(t, full)) == len(full) {
 			t.Fatalf("stream of %d records, union of %d versions and a warcinfo record first", len(all), len(want))
 		}
 	})
