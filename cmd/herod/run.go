@@ -162,7 +162,8 @@ func plural(n int, what string) string {
 var exampleDomains = []string{"example.com", "example.org", "example.net", "example", "test", "invalid", "localhost", "local"}
 
 // contactWarning returns why --contact gives site owners nobody to write
-// to — empty, a placeholder, an example or local domain — or "".
+// to — empty, a template's sample address, an example or local domain —
+// or "".
 func contactWarning(contact string) string {
 	const fix = "set --contact to a page about your crawl or an address you read (--contact https://your.site/herod or --contact you@your.domain)"
 	c := strings.TrimSpace(contact)
@@ -178,10 +179,9 @@ func contactWarning(contact string) string {
 	}
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
 	switch {
-	case local == "you" || local == "your-name" || local == "yourname" || local == "user" || local == "name":
-		return fmt.Sprintf("--contact %s looks like a placeholder; %s", c, fix)
-	case host == "" || host == "your.domain" || host == "your.site" || strings.HasPrefix(host, "your"):
-		return fmt.Sprintf("--contact %s looks like a placeholder; %s", c, fix)
+	case local == "you" || local == "your-name" || local == "yourname" || local == "user" || local == "name",
+		host == "" || strings.HasPrefix(host, "your"):
+		return fmt.Sprintf("--contact %s is a sample address from a template, not yours; %s", c, fix)
 	}
 	for _, d := range exampleDomains {
 		if host == d || strings.HasSuffix(host, "."+d) {
