@@ -125,19 +125,9 @@ type metered interface{ Traffic() Traffic }
 func Sync(ctx context.Context, local Local, peer Peer, a, b id.ID, opt Options) (Stats, error) {
 	s := &syncer{local: local, peer: peer, opt: opt.withDefaults()}
 	s.st.Syncs = 1
-	var before Traffic
-	m, isMetered := peer.(metered)
-	if isMetered {
-		before = m.Traffic()
-	}
+	done := s.meter()
 	err := s.run(ctx, a, b)
-	if isMetered {
-		after := m.Traffic()
-		s.st.Traffic = Traffic{
-			Requests: after.Requests - before.Requests,
-			Sent:     after.Sent - before.Sent, Received: after.Received - before.Received,
-		}
-	}
+	done()
 	if err != nil {
 		return s.st, fmt.Errorf("replicate sync: %w", err)
 	}
@@ -154,11 +144,7 @@ func Sync(ctx context.Context, local Local, peer Peer, a, b id.ID, opt Options) 
 // store error, ErrBudget.
 func Copy(ctx context.Context, local Local, peer Peer, a, b id.ID, es []archive.Entry, opt Options) (Stats, error) {
 	s := &syncer{local: local, peer: peer, opt: opt.withDefaults()}
-	var before Traffic
-	m, isMetered := peer.(metered)
-	if isMetered {
-		before = m.Traffic()
-	}
+	done := s.meter()
 	want := make([]archive.Entry, 0, len(es))
 	seen := make(map[archive.Entry]bool, len(es))
 	for _, e := range es {
@@ -183,17 +169,28 @@ func Copy(ctx context.Context, local Local, peer Peer, a, b id.ID, es []archive.
 			}
 		}
 	}
-	if isMetered {
+	done()
+	if err != nil {
+		return s.st, fmt.Errorf("replicate copy: %w", err)
+	}
+	return s.st, nil
+}
+
+// meter starts counting the peer's traffic, when it is metered; the
+// function it returns sets Stats.Traffic to what passed since.
+func (s *syncer) meter() func() {
+	m, ok := s.peer.(metered)
+	if !ok {
+		return func() {}
+	}
+	before := m.Traffic()
+	return func() {
 		after := m.Traffic()
 		s.st.Traffic = Traffic{
 			Requests: after.Requests - before.Requests,
 			Sent:     after.Sent - before.Sent, Received: after.Received - before.Received,
 		}
 	}
-	if err != nil {
-		return s.st, fmt.Errorf("replicate copy: %w", err)
-	}
-	return s.st, nil
 }
 
 type syncer struct {
