@@ -50,9 +50,10 @@ func hostOf(raw string) string {
 	return strings.ToLower(u.Host)
 }
 
-// contentType returns the media type of a Content-Type value, without
-// parameters, or the value itself if it does not parse.
-func contentType(v string) string {
+// MediaType returns the media type of a Content-Type value, without
+// parameters, or the value itself if it does not parse: what
+// Version.ContentType holds.
+func MediaType(v string) string {
 	if v == "" {
 		return ""
 	}
@@ -143,7 +144,7 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 	}
 	v := Version{
 		URL: c.URL, Key: k, Digest: d, Day: s.DayOf(t), Time: t, Status: c.Status,
-		ContentType: contentType(c.Header.Get("Content-Type")),
+		ContentType: MediaType(c.Header.Get("Content-Type")),
 		Length:      int64(len(c.Body)), Peer: c.Peer,
 	}
 	if !first {

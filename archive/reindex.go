@@ -290,7 +290,7 @@ func (s *Store) rebuildRecord(st *rebuildState, rep *Report, n segRef, off int64
 	c := &f.capture
 	v := Version{
 		URL: c.URL, Key: id.OfString(c.URL), Digest: f.digest, Day: s.DayOf(c.Time), Time: c.Time, Status: c.Status,
-		ContentType: contentType(c.Header.Get("Content-Type")),
+		ContentType: MediaType(c.Header.Get("Content-Type")),
 		Length:      int64(len(c.Body)), Peer: c.Peer,
 		File: n.rel(), Offset: off, Size: int64(len(data)),
 	}

@@ -187,7 +187,7 @@ func (s *Store) importRecord(ctx context.Context, name string, data []byte, prov
 	c := &f.capture
 	v := Version{
 		URL: c.URL, Key: e.Key, Digest: e.Digest, Day: e.Day, Time: c.Time, Status: c.Status,
-		ContentType: contentType(c.Header.Get("Content-Type")),
+		ContentType: MediaType(c.Header.Get("Content-Type")),
 		Length:      int64(len(c.Body)), Seq: e.Seq, Peer: c.Peer,
 	}
 	lk := &s.keyLocks[e.Key[len(e.Key)-1]]

@@ -136,13 +136,19 @@ var (
 
 // listed returns the versions of vs the rules list, in order.
 func (g *guarded) listed(vs []archive.Version) []archive.Version {
-	out := vs[:0:0]
-	for _, v := range vs {
-		if g.rules.Decide(v.URL, v.Time).Listed() {
-			out = append(out, v)
+	return listedOf(g, vs, func(v archive.Version) (string, time.Time) { return v.URL, v.Time })
+}
+
+// listedOf returns the captures of xs (at names each one's URL and time)
+// that g's rules list, in order, counting the others as hidden.
+func listedOf[T any](g *guarded, xs []T, at func(T) (string, time.Time)) []T {
+	out := xs[:0:0]
+	for _, x := range xs {
+		if g.rules.Decide(at(x)).Listed() {
+			out = append(out, x)
 		}
 	}
-	if n := len(vs) - len(out); n > 0 {
+	if n := len(xs) - len(out); n > 0 {
 		g.hidden.Add(int64(n))
 	}
 	return out
@@ -251,15 +257,7 @@ func (g *guarded) Page(ctx context.Context, req PageRequest) ([]CDXRow, bool, er
 		if err != nil || len(rows) == 0 {
 			return rows, more, err
 		}
-		out := rows[:0:0]
-		for _, r := range rows {
-			if g.rules.Decide(r.URL, r.Time).Listed() {
-				out = append(out, r)
-			}
-		}
-		if n := len(rows) - len(out); n > 0 {
-			g.hidden.Add(int64(n))
-		}
+		out := listedOf(g, rows, func(r CDXRow) (string, time.Time) { return r.URL, r.Time })
 		if len(out) > 0 || !more {
 			return out, more, nil
 		}

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"mime"
-	"strings"
 	"time"
 
 	"github.com/herod-archive/herod/archive"
@@ -94,23 +92,10 @@ func (sv *Service) verifyRecord(url string, named archive.Version, data []byte) 
 	}
 	v := archive.Version{
 		URL: c.URL, Key: id.OfString(c.URL), Digest: digest, Day: sv.Store.DayOf(c.Time), Time: c.Time,
-		Status: c.Status, ContentType: mediaType(c.Header.Get("Content-Type")),
+		Status: c.Status, ContentType: archive.MediaType(c.Header.Get("Content-Type")),
 		Length: int64(len(c.Body)), Seq: max(named.Seq, 0), Peer: c.Peer,
 	}
 	return v, c, nil
-}
-
-// mediaType is the media type of a Content-Type field, as the archive
-// indexes it.
-func mediaType(v string) string {
-	if v == "" {
-		return ""
-	}
-	mt, _, err := mime.ParseMediaType(v)
-	if err != nil {
-		return strings.TrimSpace(v)
-	}
-	return mt
 }
 
 // fetchRemote asks the real node behind c for the versions of url or, with
