@@ -193,8 +193,9 @@ func (l *Links) Serve(ctx context.Context, q *kit.Request) error {
 	rep := Reply{Accepted: len(urls)}
 	if hdr.Reforward != nil {
 		// Any member may announce a take-over: the cost is one pass over
-		// this node's crawl states per span, once (queueReforward).
-		l.queueReforward(*hdr.Reforward)
+		// this node's crawl states per span, once, and at most
+		// maxSpansPerPeer spans a day from one member (queueReforward).
+		l.queueReforward(q.Member.Peer, *hdr.Reforward)
 		return q.Reply(Reply{})
 	}
 	if hdr.Known {

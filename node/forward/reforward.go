@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/ring"
@@ -55,6 +56,12 @@ const (
 	// one announced twice (a walk meets a node by several virtual
 	// servers, two take-overs of one range) is done once.
 	maxSpansSeen = 1 << 12
+	// maxSpansPerPeer bounds the spans one other member may have this
+	// node re-forward a day: a take-over announces one span per range
+	// taken, so an honest heir stays far below it, while a member that
+	// announces made-up spans (any member may announce) costs each node
+	// at most this many passes over its crawl states a day.
+	maxSpansPerPeer = 16
 )
 
 // reforwards is Links' queue of spans to re-forward. Guarded by mu.
@@ -64,6 +71,8 @@ type reforwards struct {
 	running bool
 	seen    map[Span]bool
 	wake    chan struct{}
+	byPeer  map[string]int // spans each other member announced since dayOf
+	dayOf   time.Time
 }
 
 // ReforwardStats counts re-forwards since start.
@@ -71,7 +80,7 @@ type ReforwardStats struct {
 	Announced int64 // take-overs this node announced
 	Spans     int64 // spans this node re-forwarded
 	Links     int64 // links (and requisites) it re-forwarded for them
-	Dropped   int64 // spans dropped: queue full
+	Dropped   int64 // spans dropped: queue full, or their announcer past maxSpansPerPeer
 	Failed    int64 // spans whose re-forward failed (listing or queuing the links)
 }
 
@@ -84,7 +93,7 @@ type ReforwardStats struct {
 func (l *Links) AnnounceTakeOver(ctx context.Context, g ring.Range) (int, error) {
 	sp := Span{A: g.Start, B: g.End}
 	l.rfStats.announced.Add(1)
-	l.queueReforward(sp)
+	l.queueReforward("", sp)
 	nodes, err := l.Ring.Successors(ctx, g.End, maxAnnounce)
 	var errs []error
 	if err != nil {
@@ -124,8 +133,10 @@ func (l *Links) sendAnnounce(ctx context.Context, n ring.Node, sp Span) error {
 	return l.sendBatch(ctx, n, Header{VS: n.Index, Reforward: &sp, Want: WantNone}, nil)
 }
 
-// queueReforward queues sp for RunReforward unless it was queued before.
-func (l *Links) queueReforward(sp Span) {
+// queueReforward queues sp, announced by member from ("" for this node),
+// for RunReforward unless it was queued before or from announced
+// maxSpansPerPeer spans in the last day.
+func (l *Links) queueReforward(from string, sp Span) {
 	r := &l.rf
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -136,9 +147,15 @@ func (l *Links) queueReforward(sp Span) {
 	if r.seen[sp] {
 		return
 	}
-	if len(r.queue) >= maxSpansQueued {
+	if now := time.Now(); r.byPeer == nil || now.Sub(r.dayOf) > 24*time.Hour {
+		r.byPeer, r.dayOf = map[string]int{}, now
+	}
+	if len(r.queue) >= maxSpansQueued || (from != "" && r.byPeer[from] >= maxSpansPerPeer) {
 		l.rfStats.dropped.Add(1)
 		return
+	}
+	if from != "" {
+		r.byPeer[from]++
 	}
 	if len(r.seen) >= maxSpansSeen {
 		clear(r.seen)

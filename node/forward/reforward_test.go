@@ -2,6 +2,7 @@ package forward
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -139,5 +140,27 @@ func TestReforwardAfterTakeOver(t *testing.T) {
 	// RunReforward here, it waits).
 	if !a.Reforwarding() {
 		t.Fatal("the announcing node did not queue its own re-forward")
+	}
+}
+
+// TestReforwardSpansPerPeer: a member that announces made-up take-overs
+// gets at most maxSpansPerPeer of them re-forwarded a day; another
+// member's and this node's own announcements still queue.
+func TestReforwardSpansPerPeer(t *testing.T) {
+	var l Links
+	span := func(i int) Span { return Span{A: id.OfString(fmt.Sprint("a", i)), B: id.OfString(fmt.Sprint("b", i))} }
+	for i := range maxSpansPerPeer + 5 {
+		l.queueReforward("liar", span(i))
+	}
+	if got := len(l.rf.queue); got != maxSpansPerPeer {
+		t.Fatalf("one member's %d announcements queued %d spans, want %d", maxSpansPerPeer+5, got, maxSpansPerPeer)
+	}
+	if got := l.ReforwardStats().Dropped; got != 5 {
+		t.Errorf("dropped %d, want 5", got)
+	}
+	l.queueReforward("honest", span(1000))
+	l.queueReforward("", span(1001))
+	if got := len(l.rf.queue); got != maxSpansPerPeer+2 {
+		t.Errorf("after another member's and this node's own: %d spans, want %d", got, maxSpansPerPeer+2)
 	}
 }
