@@ -64,6 +64,9 @@ var (
 		counter("forward_failures_total", "Link deliveries that failed and were retried.", func(st *Status) float64 { return float64(st.Forward.Failures) }),
 		counter("links_received_total", "Links received from other nodes.", func(st *Status) float64 { return float64(st.Links.Received) }),
 		counter("links_over_hops_total", "Links queued here after too many hops, though another node owns them.", func(st *Status) float64 { return float64(st.Links.OverHops) }),
+		counter("reforward_spans_total", "Take-over spans whose links this node re-forwarded.", func(st *Status) float64 { return float64(st.Links.ReforwardSpans) }),
+		counter("reforward_dropped_total", "Take-over spans dropped: queue full, or past their announcer's daily cap.", func(st *Status) float64 { return float64(st.Links.ReforwardDropped) }),
+		counter("trust_reforward_refused_total", "Take-over spans refused: the ring never gave their announcer the span.", func(st *Status) float64 { return float64(st.Links.ReforwardRefused) }),
 		counter("bad_frames_total", "Malformed or oversized messages from peers.", func(st *Status) float64 { return float64(st.Links.BadFrames) }),
 		counter("taken_over_total", "URLs queued because this node's ranges grew in the middle of a day.", func(st *Status) float64 { return float64(st.TakenOver) }),
 		// replication

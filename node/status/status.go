@@ -114,6 +114,12 @@ type LinkStats struct {
 	// (forward.Links.ShareKnown), since the node started.
 	KnownShared   int64 `json:"knownShared"`
 	KnownReceived int64 `json:"knownReceived"`
+	// Reforward counts take-over spans: re-forwarded here, dropped (queue
+	// full, or past an announcer's daily cap) and refused (the ring never
+	// gave their announcer the span) (forward.ReforwardStats).
+	ReforwardSpans   int64 `json:"reforwardSpans"`
+	ReforwardDropped int64 `json:"reforwardDropped"`
+	ReforwardRefused int64 `json:"reforwardRefused"`
 }
 
 // TrustStats counts requests refused at the trust boundary (package member).
