@@ -60,8 +60,12 @@ func tokenRefs(doc []byte, host string) (refs []Ref, base string, hasBase bool) 
 }
 
 // tagRefs appends the references of the start tag of element tag, whose
-// attributes attr returns (first occurrences, decoded), to refs.
+// attributes attr returns (first occurrences, decoded), to refs (a
+// <base> has none).
 func tagRefs(tag string, attr func(string) (string, bool), refs []Ref) []Ref {
+	if tag == "base" {
+		return refs // its href is the base HTML returns, not a reference
+	}
 	// The table's attributes are few; asking for each is cheaper than
 	// looking up every attribute of every tag.
 	for _, name := range names {
