@@ -15,11 +15,16 @@
 //   - history.pushState / replaceState and window.open: archive pages;
 //   - navigations of the document (location.href = ..., location.assign,
 //     a scripted click), caught by the Navigation API's navigate event;
-//   - the src, href, action, data, poster and srcset properties of elements
-//     and the same attributes set with setAttribute (frames get if_);
+//   - the attributes the server rewrites, set with setAttribute, and the
+//     properties of the same name of the elements the server's table names
+//     (img.src, a.href, video.poster, source.srcset…; frames get if_);
 //   - markup that scripts write as text: innerHTML, outerHTML,
 //     insertAdjacentHTML, document.write and writeln (the same attributes,
-//     style attributes, <style> blocks and <meta http-equiv=refresh>);
+//     <style> blocks);
+//
+// Which attribute of which element holds a URL, and of what kind, is the
+// server's table (internal/webrefs), which the gateway writes into this
+// script where it says herod:webrefs when it serves it.
 //   - the script URLs of new Worker and SharedWorker.
 //
 // A URL already in the archive keeps its target and timestamp.
@@ -56,6 +61,24 @@
   var pageMod = here && here[2] ? here[2] : "";
 
   var scheme = /^\s*[a-z][a-z0-9+.\-]*:/i;
+
+  // The attribute table: rows {tag, name, kind, use}; tag "*" is any
+  // element, and an element's own row wins over it (webrefs.Lookup).
+  var table = /*herod:webrefs*/[];
+  var kinds = {};
+  table.forEach(function (r) {
+    kinds[r.tag + " " + r.name] = r.kind;
+  });
+  // attrKind returns the kind of URL attribute name of element tag holds
+  // (both lower case): "url", "frame", "srcset", "style", "refresh",
+  // "integrity", or undefined.
+  function attrKind(tag, name) {
+    var k = kinds[tag + " " + name];
+    return k !== undefined ? k : kinds["* " + name];
+  }
+  function tagOf(el) {
+    return el && el.tagName ? String(el.tagName).toLowerCase() : "";
+  }
 
   // Service workers would outlive the page and answer for every capture.
   if (typeof ServiceWorkerContainer === "function" && ServiceWorkerContainer.prototype) {
@@ -542,51 +565,72 @@
     });
   }
 
-  function modFor(el, attr) {
-    var tag = el && el.tagName ? String(el.tagName).toLowerCase() : "";
-    return attr === "src" && (tag === "iframe" || tag === "frame") ? "if_" : "";
+  // archiveAttr returns the value of attribute name of element tag, of
+  // the given kind, rewritten; null for an integrity, which is renamed
+  // instead (a rewritten resource no longer matches its hash).
+  function archiveAttr(kind, v, refresh) {
+    switch (kind) {
+      case "url":
+        return archiveURL(v, "");
+      case "frame":
+        return archiveURL(v, "if_");
+      case "srcset":
+        return archiveSrcset(v);
+      case "style":
+        return archiveCSS(v);
+      case "refresh":
+        return refresh ? archiveRefresh(v) : v;
+      case "integrity":
+        return null;
+    }
+    return v;
   }
 
-  // URL-valued attributes, with the elements whose property of the same
-  // meaning a script may set.
-  var props = [
-    ["HTMLImageElement", "src"], ["HTMLImageElement", "srcset"],
-    ["HTMLSourceElement", "src"], ["HTMLSourceElement", "srcset"],
-    ["HTMLScriptElement", "src"], ["HTMLLinkElement", "href"],
-    ["HTMLIFrameElement", "src"], ["HTMLFrameElement", "src"],
-    ["HTMLMediaElement", "src"], ["HTMLVideoElement", "poster"],
-    ["HTMLTrackElement", "src"], ["HTMLEmbedElement", "src"],
-    ["HTMLObjectElement", "data"], ["HTMLInputElement", "src"],
-    ["HTMLAnchorElement", "href"], ["HTMLAreaElement", "href"],
-    ["HTMLFormElement", "action"]
-  ];
-  props.forEach(function (p) {
-    var ctor = window[p[0]];
-    var proto = ctor && ctor.prototype;
-    var d = proto && Object.getOwnPropertyDescriptor(proto, p[1]);
+  // The URL-valued properties of the elements the table names (img.src,
+  // video.poster, a.href, body.background…), patched where the browser
+  // defines them (HTMLMediaElement.prototype for video and audio).
+  var patched = [];
+  table.forEach(function (r) {
+    if (r.tag === "*" || (r.kind !== "url" && r.kind !== "frame" && r.kind !== "srcset") || typeof document.createElement !== "function") {
+      return;
+    }
+    var proto = Object.getPrototypeOf(document.createElement(r.tag));
+    while (proto && !Object.prototype.hasOwnProperty.call(proto, r.name)) {
+      proto = Object.getPrototypeOf(proto);
+    }
+    if (!proto || (typeof HTMLElement === "function" && proto === HTMLElement.prototype) ||
+      patched.some(function (p) { return p[0] === proto && p[1] === r.name; })) {
+      return;
+    }
+    var d = Object.getOwnPropertyDescriptor(proto, r.name);
     if (!d || typeof d.set !== "function" || !d.configurable) {
       return;
     }
-    var attr = p[1];
-    Object.defineProperty(proto, attr, {
+    patched.push([proto, r.name]);
+    var name = r.name;
+    Object.defineProperty(proto, name, {
       configurable: true,
       enumerable: d.enumerable,
       get: d.get,
       set: function (v) {
-        d.set.call(this, attr === "srcset" ? archiveSrcset(v) : archiveURL(v, modFor(this, attr)));
+        var k = attrKind(tagOf(this), name);
+        d.set.call(this, k === "url" || k === "frame" || k === "srcset" ? archiveAttr(k, v) : v);
       }
     });
   });
 
-  var urlAttrs = { src: 1, href: 1, action: 1, formaction: 1, data: 1, poster: 1, background: 1 };
   if (typeof Element === "function") {
     var setAttribute = Element.prototype.setAttribute;
     Element.prototype.setAttribute = function (name, value) {
-      var n = String(name).toLowerCase();
-      if (n === "srcset" || n === "imagesrcset") {
-        value = archiveSrcset(value);
-      } else if (urlAttrs[n] === 1 && (n !== "data" || String(this.tagName).toLowerCase() === "object")) {
-        value = archiveURL(value, modFor(this, n));
+      var t = tagOf(this);
+      var k = attrKind(t, String(name).toLowerCase());
+      if (k !== undefined) {
+        var refresh = k === "refresh" && /^\s*refresh\s*$/i.test(this.getAttribute("http-equiv") || "");
+        var nv = archiveAttr(k, value, refresh);
+        if (nv === null) {
+          return setAttribute.call(this, "data-herod-integrity", value);
+        }
+        value = nv;
       }
       return setAttribute.call(this, name, value);
     };
@@ -694,25 +738,25 @@
     v = v.replace(/&/g, "&amp;");
     return q === "\"" ? v.replace(/"/g, "&quot;") : q === "'" ? v.replace(/'/g, "&#39;") : v;
   }
+  function archiveRefresh(v) {
+    return String(v).replace(/(url\s*=\s*["']?)([^"';]+)/i, function (x, pre, u) {
+      return pre + archiveURL(u.trim(), "");
+    });
+  }
   function archiveTag(m, tag, attrs) {
     var t = tag.toLowerCase();
     var refresh = t === "meta" && /http-equiv\s*=\s*["']?\s*refresh/i.test(attrs);
     var na = attrs.replace(attrPair, function (p, name, eq, dq, sq, uq) {
-      var n = name.toLowerCase();
+      var k = attrKind(t, name.toLowerCase());
+      if (k === undefined) {
+        return p;
+      }
       var raw = dq !== undefined ? dq : sq !== undefined ? sq : uq;
       var q = dq !== undefined ? "\"" : sq !== undefined ? "'" : "";
       var v = unescapeAttr(raw);
-      var nv = v;
-      if (n === "srcset" || n === "imagesrcset") {
-        nv = archiveSrcset(v);
-      } else if (n === "style") {
-        nv = archiveCSS(v);
-      } else if (n === "content" && refresh) {
-        nv = v.replace(/(url\s*=\s*["']?)([^"';]+)/i, function (x, pre, u) {
-          return pre + archiveURL(u.trim(), "");
-        });
-      } else if (urlAttrs[n] === 1 && (n !== "data" || t === "object")) {
-        nv = archiveURL(v, t === "iframe" || t === "frame" ? (n === "src" ? "if_" : "") : "");
+      var nv = archiveAttr(k, v, refresh);
+      if (nv === null) {
+        return "data-herod-integrity" + p.slice(name.length);
       }
       if (nv === v) {
         return p;
