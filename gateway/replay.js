@@ -711,21 +711,118 @@
     });
   }
 
+  // cssSpans returns the [start, end) of each URL in CSS text: the
+  // targets of url(…), @import "…" and image-set(…) strings, comments
+  // and other strings skipped. It is the server's scanner (webrefs.CSS)
+  // step for step; TestReplayJSAgreesWithServer holds the two to the same
+  // results.
+  function isCSSSpace(c) {
+    return c === " " || c === "\t" || c === "\n" || c === "\r" || c === "\f";
+  }
+  function cssString(s, i) { // -> [start, end, next, ok]
+    var q = s.charAt(i);
+    for (var j = i + 1; j < s.length; j++) {
+      var c = s.charAt(j);
+      if (c === q) {
+        return [i + 1, j, j + 1, true];
+      } else if (c === "\\") {
+        j++;
+      } else if (c === "\n" || c === "\r" || c === "\f") {
+        return [0, 0, j, false];
+      }
+    }
+    return [i + 1, s.length, s.length, true];
+  }
+  function cssURLArg(s, i, spans) { // the inside of url( from i; -> where the scan goes on
+    while (i < s.length && isCSSSpace(s.charAt(i))) {
+      i++;
+    }
+    var c = s.charAt(i);
+    if (c === "\"" || c === "'") {
+      var r = cssString(s, i);
+      if (r[3] && r[1] > r[0]) {
+        spans.push([r[0], r[1]]);
+      }
+      var close = s.indexOf(")", r[2]);
+      return close >= 0 ? close + 1 : s.length;
+    }
+    var end = s.indexOf(")", i);
+    if (end < 0) {
+      end = s.length;
+    }
+    var e = end;
+    while (e > i && isCSSSpace(s.charAt(e - 1))) {
+      e--;
+    }
+    if (e > i && !/[ \t\n\r\f"'(]/.test(s.slice(i, e))) {
+      spans.push([i, e]);
+    }
+    return Math.min(end + 1, s.length);
+  }
+  function at(s, i, prefix) { // whether prefix starts at s[i], in any case
+    return s.substr(i, prefix.length).toLowerCase() === prefix;
+  }
+  function cssSpans(s) {
+    var spans = [];
+    var imageSet = 0;
+    for (var i = 0; i < s.length;) {
+      var c = s.charAt(i);
+      if (c === "/" && s.charAt(i + 1) === "*") {
+        var end = s.indexOf("*/", i + 2);
+        if (end < 0) {
+          return spans;
+        }
+        i = end + 2;
+      } else if (c === "\"" || c === "'") {
+        var r = cssString(s, i);
+        if (r[3] && imageSet > 0 && r[1] > r[0]) {
+          spans.push([r[0], r[1]]);
+        }
+        i = r[2];
+      } else if (at(s, i, "url(")) {
+        i = cssURLArg(s, i + 4, spans);
+      } else if (at(s, i, "@import")) {
+        var j = i + 7;
+        while (j < s.length && isCSSSpace(s.charAt(j))) {
+          j++;
+        }
+        if (s.charAt(j) === "\"" || s.charAt(j) === "'") {
+          var q = cssString(s, j);
+          if (q[3] && q[1] > q[0]) {
+            spans.push([q[0], q[1]]);
+          }
+          j = q[2];
+        }
+        i = j;
+      } else if (at(s, i, "image-set(") || at(s, i, "-webkit-image-set(")) {
+        imageSet++;
+        i = s.indexOf("(", i) + 1;
+      } else if (c === "(" && imageSet > 0) {
+        imageSet++;
+        i++;
+      } else if (c === ")" && imageSet > 0) {
+        imageSet--;
+        i++;
+      } else {
+        i++;
+      }
+    }
+    return spans;
+  }
+  function archiveCSS(css) {
+    var s = String(css);
+    var out = "";
+    var last = 0;
+    cssSpans(s).forEach(function (sp) {
+      out += s.slice(last, sp[0]) + archiveURL(s.slice(sp[0], sp[1]), "");
+      last = sp[1];
+    });
+    return out + s.slice(last);
+  }
   // Markup written as text. The attributes the server rewrites are
   // rewritten in each start tag, <style> blocks and style attributes as
   // CSS; every other byte is kept, so partial markup written in pieces
   // (document.write("<scr" + "ipt src=...>")) stays as it was written.
-  var cssURL = /url\(\s*(?:"([^"\n]*)"|'([^'\n]*)'|([^)"'\s]*))\s*\)|@import\s*(?:"([^"\n]*)"|'([^'\n]*)')/gi;
-  function archiveCSS(css) {
-    return String(css).replace(cssURL, function (m, a, b, c, d, f) {
-      var v = a !== undefined ? a : b !== undefined ? b : c !== undefined ? c : d !== undefined ? d : f;
-      if (v === undefined || v === "") {
-        return m;
-      }
-      var i = m.indexOf(v, m.charAt(0) === "@" ? 7 : 4);
-      return m.slice(0, i) + archiveURL(v, "") + m.slice(i + v.length);
-    });
-  }
   var styleBlock = /(<style\b[^>]*>)([\s\S]*?)(<\/style|$)/gi;
   var startTag = /<([a-zA-Z][^\s\/>]*)((?:[^>"']|"[^"]*"|'[^']*')*)>/g;
   var attrPair = /([^\s"'>\/=]+)(\s*=\s*)(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))/g;

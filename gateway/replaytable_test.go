@@ -43,12 +43,15 @@ type tableRow struct {
 // server's HTML rewriting makes of it at page, replayed at ts.
 func tableRows(t *testing.T, page, ts string) []tableRow {
 	var rows []tableRow
-	add := func(tag, name string, kind webrefs.Kind) {
+	add := func(tag, name string, kind webrefs.Kind, css ...string) {
 		r := tableRow{Tag: tag, Name: name, Val: "x.png"}
 		extra := ""
 		switch kind {
 		case webrefs.Style:
 			r.Val = "background:url(x.png)"
+			if len(css) > 0 {
+				r.Val = css[0]
+			}
 		case webrefs.Refresh:
 			r.Val, r.Refresh, extra = "0; url=x.html", true, ` http-equiv="refresh"`
 		case webrefs.Srcset:
@@ -79,11 +82,31 @@ func tableRows(t *testing.T, page, ts string) []tableRow {
 		}
 		add(tag, a.Name, a.Kind)
 	}
+	for _, css := range cssCases {
+		add("div", "style", webrefs.Style, css)
+	}
 	add("div", "data", webrefs.None)
 	add("a", "title", webrefs.None)
 	add("meta", "content", webrefs.None) // no http-equiv
 	add("div", "content", webrefs.None)
 	return rows
+}
+
+// cssCases are style attributes on which replay.js's CSS scanner must
+// find what webrefs.CSS finds.
+var cssCases = []string{
+	`background: URL( 'a.png' ) , url(b.png)`,
+	`/* url(comment.png) */ background:url(c.png)`,
+	`content: 'url(in-string.png)'; background: url(d.png)`,
+	`background-image: image-set('e.png' 1x, url(f.png) 2x)`,
+	`background-image: -webkit-image-set('g.png' 1x)`,
+	`background: url(has space.png) url() url('')`,
+	`background: url('h.png`,
+	`background: url(i\).png)`,
+	`mask: url(data:image/png;base64,AA==) url(#frag)`,
+	`x: 'un\'quoted' url(j.png)`,
+	`font: url(k.woff) /*`,
+	"bad: 'line\nbreak' url(l.png)",
 }
 
 // tablePage is a page whose script sets each row's attribute with
