@@ -84,21 +84,23 @@ func ScanJS(src []byte, fn func(JSRef)) {
 	}
 }
 
-// lexJS returns the significant tokens of src.
-func lexJS(src []byte) []jsTok {
+// lexJS returns the significant tokens of src. Where the lexer fails
+// (it panics on some inputs past an error at their end: FuzzScanJS), the
+// tokens before the failure are returned.
+func lexJS(src []byte) (toks []jsTok) {
+	defer func() { _ = recover() }() // toks holds the tokens read so far
 	// A full slice: the lexer appends a NUL to its input, which must not
 	// write into the caller's array.
 	l := js.NewLexer(parse.NewInputBytes(src[:len(src):len(src)]))
-	var toks []jsTok
 	prev := js.ErrorToken // no token yet: a regular expression may start
 	off := 0
 	for {
 		tt, data := l.Next()
 		if tt == js.ErrorToken {
-			if len(data) == 0 {
+			off += len(data) // an unexpected character or an unterminated string
+			if len(data) == 0 || off >= len(src) {
 				return toks // the end, or an error the lexer cannot step over
 			}
-			off += len(data) // an unexpected character or an unterminated string
 			continue
 		}
 		if (tt == js.DivToken || tt == js.DivEqToken) && regexpMayStart(prev) {

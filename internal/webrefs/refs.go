@@ -2,6 +2,7 @@ package webrefs
 
 import (
 	"bytes"
+	"iter"
 	"slices"
 	"strings"
 
@@ -50,7 +51,7 @@ func tokenRefs(doc []byte, host string) (refs []Ref, base string, hasBase bool) 
 				refs = JSRefs(w.Raw(), host, true, refs)
 			}
 		case xhtml.StartTagToken, xhtml.SelfClosingTagToken:
-			refs = tagRefs(w.Tag(), w.Attr, refs)
+			refs = tagRefs(w.Tag(), walkerAttrs(w), w.Attr, refs)
 			if w.Tag() == "base" && !hasBase && w.Templates() == 0 {
 				base, hasBase = w.Attr("href")
 			}
@@ -59,20 +60,15 @@ func tokenRefs(doc []byte, host string) (refs []Ref, base string, hasBase bool) 
 	return refs, base, hasBase
 }
 
-// tagRefs appends the references of the start tag of element tag, whose
-// attributes attr returns (first occurrences, decoded), to refs (a
-// <base> has none).
-func tagRefs(tag string, attr func(string) (string, bool), refs []Ref) []Ref {
+// tagRefs appends the references of the start tag of element tag to
+// refs: attrs yields its attributes (first occurrences, decoded), attr
+// returns one by name. A <base> has none: its href is the base HTML
+// returns.
+func tagRefs(tag string, attrs iter.Seq2[string, string], attr func(string) (string, bool), refs []Ref) []Ref {
 	if tag == "base" {
-		return refs // its href is the base HTML returns, not a reference
+		return refs
 	}
-	// The table's attributes are few; asking for each is cheaper than
-	// looking up every attribute of every tag.
-	for _, name := range names {
-		v, ok := attr(name)
-		if !ok {
-			continue
-		}
+	for name, v := range attrs {
 		a := Lookup(tag, name)
 		switch a.Kind {
 		case URL, FrameURL:
@@ -101,16 +97,40 @@ func tagRefs(tag string, attr func(string) (string, bool), refs []Ref) []Ref {
 	return refs
 }
 
-// names are the attribute names of the table, each once, in table order.
-var names = func() []string {
-	var out []string
+// names are the attribute names of the table: an attribute named
+// otherwise holds no URL whatever its element.
+var names = func() map[string]bool {
+	m := map[string]bool{}
 	for _, a := range table {
-		if !slices.Contains(out, a.Name) {
-			out = append(out, a.Name)
+		m[a.Name] = true
+	}
+	return m
+}()
+
+// walkerAttrs yields the attributes of w's start tag that the table
+// names, first occurrences with a value, decoded.
+func walkerAttrs(w *Walker) iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		raw := w.Raw()
+		for _, a := range w.Attrs() {
+			if a.First && a.HasVal && names[a.Key] && !yield(a.Key, AttrValue(raw[a.ValStart:a.ValEnd])) {
+				return
+			}
 		}
 	}
-	return out
-}()
+}
+
+// nodeAttrs yields the attributes of n that the table names (no
+// namespace).
+func nodeAttrs(n *xhtml.Node) iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for _, a := range n.Attr {
+			if a.Namespace == "" && names[a.Key] && !yield(a.Key, a.Val) {
+				return
+			}
+		}
+	}
+}
 
 // treeRefs is HTML for a document parsed into goquery's tree: one walk
 // over the nodes collects every reference.
@@ -124,7 +144,7 @@ func treeRefs(doc []byte, host string) (refs []Ref, base string, hasBase bool) {
 			continue
 		}
 		attr := func(k string) (string, bool) { return nodeAttr(n, k) }
-		refs = tagRefs(n.Data, attr, refs)
+		refs = tagRefs(n.Data, nodeAttrs(n), attr, refs)
 		switch n.Data {
 		case "base":
 			if href, ok := attr("href"); ok && !hasBase && !inTemplate(n) {

@@ -42,7 +42,7 @@ func (w *Walker) Next() bool {
 	w.raw = w.z.Raw()
 	w.off = w.next
 	w.next += len(w.raw)
-	w.tag, w.attrs, w.scanned = "", nil, false
+	w.tag, w.attrs, w.scanned = "", w.attrs[:0], false
 	in := w.nextIn
 	w.textIn, w.nextIn = "", ""
 	switch w.tt {
@@ -116,10 +116,10 @@ func (w *Walker) TextIn() string { return w.textIn }
 func (w *Walker) Templates() int { return w.templates }
 
 // Attrs returns the attributes of the current start tag, with offsets
-// into Raw (ScanAttrs).
+// into Raw (ScanAttrs), valid until the next call of Next.
 func (w *Walker) Attrs() []TagAttr {
 	if !w.scanned {
-		w.attrs, w.scanned = ScanAttrs(w.raw), true
+		w.attrs, w.scanned = appendAttrs(w.attrs[:0], w.raw), true
 	}
 	return w.attrs
 }
@@ -151,13 +151,16 @@ type TagAttr struct {
 // ScanAttrs returns the attributes of the raw start tag b ("<a href=x>")
 // as the HTML tokenizer reads them (WHATWG 13.2.5.32-38). A quoted value
 // that the input ends inside has no value: the tag is not complete.
-func ScanAttrs(b []byte) []TagAttr {
+func ScanAttrs(b []byte) []TagAttr { return appendAttrs(nil, b) }
+
+// appendAttrs appends the attributes of the raw start tag b to attrs.
+func appendAttrs(attrs []TagAttr, b []byte) []TagAttr {
 	n := len(b)
 	i := 1
 	for i < n && !canon.IsHTMLSpace(b[i]) && b[i] != '/' && b[i] != '>' {
 		i++
 	}
-	var attrs []TagAttr
+	first := len(attrs)
 	for {
 		for i < n && canon.IsHTMLSpace(b[i]) {
 			i++
@@ -170,7 +173,7 @@ func ScanAttrs(b []byte) []TagAttr {
 		if a.KeyEnd > a.KeyStart {
 			a.Key = lowerKey(b[a.KeyStart:a.KeyEnd])
 			a.First = true
-			for _, p := range attrs {
+			for _, p := range attrs[first:] {
 				if p.Key == a.Key {
 					a.First = false
 					break
@@ -234,15 +237,33 @@ func scanAttr(b []byte, i int) (TagAttr, int) {
 	return a, i
 }
 
-// lowerKey returns b in lower case, as a string.
+// lowerKey returns b in lower case, as a string: a common name without
+// an allocation.
 func lowerKey(b []byte) string {
 	for _, c := range b {
 		if 'A' <= c && c <= 'Z' {
 			return strings.ToLower(string(b))
 		}
 	}
+	if k, ok := commonKeys[string(b)]; ok {
+		return k
+	}
 	return string(b)
 }
+
+// commonKeys are attribute names lowerKey returns without allocating:
+// the table's and the most frequent others.
+var commonKeys = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{"rel", "type", "http-equiv", "class", "id", "alt", "title", "name", "width", "height",
+		"charset", "lang", "async", "defer", "crossorigin", "loading", "media", "sizes", "target", "role", "value", "for"} {
+		m[k] = k
+	}
+	for _, a := range table {
+		m[a.Name] = a.Name
+	}
+	return m
+}()
 
 // AttrValue decodes the character references of a raw attribute value as
 // the tokenizer does in an attribute: a named reference without its ";"
