@@ -32,18 +32,7 @@ func CSS(css []byte, fn func(Span)) {
 		case (c == 'u' || c == 'U') && hasPrefixFold(css[i:], "url("):
 			i = cssURL(css, i+4, fn)
 		case c == '@' && hasPrefixFold(css[i:], "@import"):
-			j := i + len("@import")
-			for j < len(css) && isCSSSpace(css[j]) {
-				j++
-			}
-			if j < len(css) && (css[j] == '"' || css[j] == '\'') {
-				sp, n, ok := cssString(css, j)
-				if ok && sp.End > sp.Start {
-					fn(sp)
-				}
-				j = n
-			}
-			i = j
+			i = cssImport(css, i+len("@import"), fn)
 		case (c == 'i' || c == 'I' || c == '-') && imageSetAt(css, i):
 			imageSet++
 			i = indexFrom(css, i, "(") + 1
@@ -57,6 +46,22 @@ func CSS(css []byte, fn func(Span)) {
 			i++
 		}
 	}
+}
+
+// cssImport reads what follows an @import at css[i], reports its URL
+// when it is a string, and returns where the scan goes on.
+func cssImport(css []byte, i int, fn func(Span)) int {
+	for i < len(css) && isCSSSpace(css[i]) {
+		i++
+	}
+	if i < len(css) && (css[i] == '"' || css[i] == '\'') {
+		sp, n, ok := cssString(css, i)
+		if ok && sp.End > sp.Start {
+			fn(sp)
+		}
+		i = n
+	}
+	return i
 }
 
 // imageSetAt reports whether an image-set( or -webkit-image-set( starts

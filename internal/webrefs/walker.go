@@ -209,32 +209,39 @@ func scanAttr(b []byte, i int) (TagAttr, int) {
 	case i < n && b[i] == '/':
 		i++
 	case i < n && b[i] == '=':
-		i++
-		for i < n && canon.IsHTMLSpace(b[i]) {
-			i++
-		}
-		switch {
-		case i >= n || b[i] == '>':
-		case b[i] == '"' || b[i] == '\'':
-			a.Quote = b[i]
-			i++
-			a.ValStart = i
-			for i < n && b[i] != a.Quote {
-				i++
-			}
-			a.ValEnd, a.HasVal = i, i < n
-			if i < n {
-				i++
-			}
-		default:
-			a.ValStart = i
-			for i < n && !canon.IsHTMLSpace(b[i]) && b[i] != '>' {
-				i++
-			}
-			a.ValEnd, a.HasVal = i, true
-		}
+		i = scanValue(b, i+1, &a)
 	}
 	return a, i
+}
+
+// scanValue reads the value of attribute a, whose "=" ends before b[i],
+// into a and returns where the next attribute may start.
+func scanValue(b []byte, i int, a *TagAttr) int {
+	n := len(b)
+	for i < n && canon.IsHTMLSpace(b[i]) {
+		i++
+	}
+	switch {
+	case i >= n || b[i] == '>':
+	case b[i] == '"' || b[i] == '\'':
+		a.Quote = b[i]
+		i++
+		a.ValStart = i
+		for i < n && b[i] != a.Quote {
+			i++
+		}
+		a.ValEnd, a.HasVal = i, i < n
+		if i < n {
+			i++
+		}
+	default:
+		a.ValStart = i
+		for i < n && !canon.IsHTMLSpace(b[i]) && b[i] != '>' {
+			i++
+		}
+		a.ValEnd, a.HasVal = i, true
+	}
+	return i
 }
 
 // lowerKey returns b in lower case, as a string: a common name without
