@@ -47,14 +47,13 @@ func (rw *Rewriter) HTML(doc, script, banner []byte) []byte {
 }
 
 type htmlRewriter struct {
-	rw        *Rewriter
-	script    []byte
-	scripted  bool // the script is written
-	templates int  // open <template> elements
-	banner    []byte
-	inserted  bool // the banner is written (or must not be: frameset)
-	frameset  bool
-	out       []byte
+	rw       *Rewriter
+	script   []byte
+	scripted bool // the script is written
+	banner   []byte
+	inserted bool // the banner is written (or must not be: frameset)
+	frameset bool
+	out      []byte
 }
 
 // headTags are elements that may come before the body without starting it.
@@ -69,6 +68,8 @@ func prelude(tag string) bool {
 	return headTags[tag] && tag != "script" && tag != "noscript" && tag != "template"
 }
 
+// run writes doc, rewritten, to h.out; depth counts the <noscript>
+// elements doc is the contents of.
 func (h *htmlRewriter) run(doc []byte, depth int) {
 	w := webrefs.NewWalker(doc)
 	for w.Next() {
