@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+
+	"github.com/herod-archive/herod/internal/webrefs"
 )
 
 // RequisiteForwarder is a Forwarder that also delivers page requisites
@@ -120,7 +122,7 @@ func (c *Crawler) redirectLinks(u *url.URL, target []string) (links, reqs []stri
 	if err != nil {
 		return nil, nil
 	}
-	req := isDynamic(u) || isResourcePath(u.Path, "", false) || isResourcePath(t.Path, "", false)
+	req := isDynamic(u) || webrefs.IsResourcePath(u.Path, "", false) || webrefs.IsResourcePath(t.Path, "", false)
 	if !req {
 		return c.inScope(target), nil
 	}
