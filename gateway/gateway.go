@@ -258,7 +258,7 @@ func New(cfg Config) (*Server, error) {
 	if s.lim.MaxExports > 0 {
 		s.exports = newBudget(int64(s.lim.MaxExports))
 	}
-	s.clients = newClientLimits(s.lim.ClientSlots, s.lim.ExportRate)
+	s.clients = newClientLimits(s.lim)
 	s.replies.m = make(map[replyKey]*reply)
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
