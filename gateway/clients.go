@@ -203,11 +203,18 @@ func (t *throttled) Write(p []byte) (int, error) {
 	n := 0
 	for len(p) > 0 {
 		k := min(len(p), t.cl.lim.Burst())
-		start := time.Now()
-		if err := t.cl.lim.WaitN(t.ctx, k); err != nil {
-			return n, err
+		r := t.cl.lim.ReserveN(time.Now(), k) // k <= burst: always OK
+		if d := r.Delay(); d > 0 {
+			tm := time.NewTimer(d)
+			select {
+			case <-tm.C:
+			case <-t.ctx.Done():
+				tm.Stop()
+				r.Cancel()
+				return n, t.ctx.Err()
+			}
+			t.cl.c.paced.Add(int64(d))
 		}
-		t.cl.c.paced.Add(int64(time.Since(start)))
 		m, err := t.w.Write(p[:k])
 		n += m
 		if err != nil {

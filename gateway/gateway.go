@@ -196,6 +196,12 @@ type Config struct {
 	// Access, if set, decides what readers see of each capture, on
 	// every surface (access.go), and serves /api/access (admin token).
 	Access AccessControl
+	// Robots, if set, is the replay policy that honours each site's
+	// current robots.txt (herod run --replay-robots): a capture whose
+	// URL it disallows is blocked like an access rule's (403, a page
+	// that says why), on every surface (robots.go). Nil: robots.txt is
+	// not consulted at replay.
+	Robots RobotsPolicy
 }
 
 // ErrNoArchive is returned by New when Config.Archive is nil.

@@ -39,6 +39,7 @@ type runSettings struct {
 	offset                  int
 	gwOrigin, rpOrigin      string
 	publicStatus, frameless bool
+	replayRobots            bool
 	day                     time.Duration
 	quota                   byteSize
 	diskReserve             byteRate
@@ -88,6 +89,7 @@ func (s *runSettings) register(fs *flag.FlagSet) {
 	fs.Var(&s.exportRate, "export-rate", "bytes/s one client receives from /export and /cdx, paced (k, M, G suffixes); 0: no cap")
 	fs.Float64Var(&s.serveRate, "serve-rate", defaultServeRate, "requests/s one remote client may make of the gateway after --serve-burst; past it 429 with Retry-After (0: no limit; this machine is never limited)")
 	fs.IntVar(&s.serveBurst, "serve-burst", gateway.DefaultRequestBurst, "requests one remote client may make at once before --serve-rate applies (a page with its images and scripts is some dozens)")
+	fs.BoolVar(&s.replayRobots, "replay-robots", false, "hide from readers the captures whose URL the site's current robots.txt disallows for herod (403, a page that says why), as the Wayback Machine once did")
 	fs.BoolVar(&s.frameless, "frameless", false, "replay pages without the gateway's frame, the banner inside the archived page (where its scripts can reach it)")
 	durationVar(fs, &s.day, "day", node.DefaultDayLength, "length of a crawl day: every known URL is fetched again once per day")
 	fs.Var(&s.quota, "quota", "archive disk quota in bytes, with k, M, G, T (powers of 1000) or Ki, Mi, Gi, Ti suffixes: 50G (0: unlimited)")
@@ -240,7 +242,7 @@ func (s *runSettings) nodeConfig(w io.Writer) (node.Config, error) {
 		PurgeAuthorities: s.purgeAuth, AccessRules: s.accessRules, RebalanceInterval: s.rebalance,
 		VirtualServers: s.vnodes, Seeds: s.seeds, Gateway: s.gateway, GatewayOffset: s.offset, DayLength: s.day,
 		Replay: s.replay, GatewayOrigin: s.gwOrigin, ReplayOrigin: s.rpOrigin,
-		PublicStatus: s.publicStatus, Frameless: s.frameless, Quota: int64(s.quota), DiskReserve: int64(s.diskReserve),
+		PublicStatus: s.publicStatus, Frameless: s.frameless, ReplayRobots: s.replayRobots, Quota: int64(s.quota), DiskReserve: int64(s.diskReserve),
 		GatewayLimits: gateway.Limits{MaxInFlight: s.gwMaxRequests, MemoryBudget: int64(s.gwMemory), ExportRate: exportRate(s.exportRate),
 			RequestRate: s.serveRate, RequestBurst: s.serveBurst},
 		ReplicationInterval: s.replInterval, Replicas: s.replicas,
