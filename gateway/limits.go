@@ -93,7 +93,7 @@ const (
 	DefaultClientSlots    = 2
 	DefaultExportRate     = 4_000_000
 	DefaultMaxWACZRecords = 20_000
-	DefaultRequestBurst   = 100
+	DefaultRequestBurst   = 200
 	DefaultMaxClients     = 10_000
 )
 
