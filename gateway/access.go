@@ -63,10 +63,7 @@ func (s *Server) guardAccess() {
 	if s.cfg.Access == nil && s.cfg.Robots == nil {
 		return
 	}
-	g := &guarded{inner: s.cfg.Archive, list: s.list, exp: s.exp, robots: s.cfg.Robots}
-	if s.cfg.Access != nil {
-		g.rules = s.cfg.Access
-	}
+	g := &guarded{inner: s.cfg.Archive, list: s.list, exp: s.exp, rules: s.cfg.Access, robots: s.cfg.Robots}
 	s.cfg.Archive = g
 	if s.list != nil {
 		s.list = g
