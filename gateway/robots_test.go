@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -98,6 +100,19 @@ func TestReplayRobots(t *testing.T) {
 	}
 	if w := get(t, ruled, "/web/2021/http://example.com/raw"); w.Code != 451 || !strings.Contains(w.Body.String(), "a legal notice") {
 		t.Errorf("block rule over robots.txt: %d", w.Code)
+	}
+
+	// herod access check reports robots.txt's decision.
+	checked := newServer(t, arch, func(c *Config) { c.Robots = rob; c.Access = newTableAccess(c.Now); c.AdminToken = "tok" })
+	b, _ := json.Marshal(AccessRequest{Op: "check", URL: page})
+	r := httptest.NewRequest(http.MethodPost, uiOrigin+accessPath, strings.NewReader(string(b)))
+	r.Header.Set("Authorization", "Bearer tok")
+	w := httptest.NewRecorder()
+	checked.ServeHTTP(w, r)
+	var rep AccessReply
+	if err := json.Unmarshal(w.Body.Bytes(), &rep); err != nil || rep.Decision == nil || rep.Decision.Status != 403 ||
+		rep.Decision.Rule == nil || !strings.Contains(rep.Decision.Rule.Reason, "robots.txt") || len(rep.Versions) != 3 || rep.Versions[0].Status != 403 {
+		t.Errorf("check: %d %s", w.Code, w.Body.String())
 	}
 
 	// A look-up that fails shows the capture and is counted.
