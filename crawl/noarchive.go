@@ -77,7 +77,8 @@ func hasDirective(list, d string) bool {
 
 // metaNoArchive reports whether an HTML document's head holds a robots
 // meta tag (name "robots" or agent) with noarchive. It reads up to the
-// body's first tag, at most noArchiveScan bytes.
+// end of the head or the first element that belongs to the body (which
+// ends the head in HTML), at most noArchiveScan bytes.
 func metaNoArchive(body []byte, agent string) bool {
 	z := html.NewTokenizer(bytes.NewReader(body[:min(len(body), noArchiveScan)]))
 	for {
@@ -87,7 +88,8 @@ func metaNoArchive(body []byte, agent string) bool {
 		case html.StartTagToken, html.SelfClosingTagToken:
 			name, hasAttr := z.TagName()
 			switch atom.Lookup(name) {
-			case atom.Body:
+			case atom.Html, atom.Head, atom.Title, atom.Link, atom.Script, atom.Style, atom.Base, atom.Noscript, atom.Template:
+			default: // any other element starts the body
 				return false
 			case atom.Meta:
 				var who, content string

@@ -31,6 +31,8 @@ func TestNoArchive(t *testing.T) {
 		{"meta for another bot", nil, "text/html", `<meta name=googlebot content=noarchive>`, false},
 		{"meta without it", nil, "text/html", `<meta name=robots content="noindex">`, false},
 		{"meta after the head", nil, "text/html", `<head></head><body><meta name=robots content=noarchive>`, false},
+		{"meta after body content", nil, "text/html", `<p>text</p><meta name=robots content=noarchive>`, false},
+		{"meta after a script and a style", nil, "text/html", `<script>x</script><style>p{}</style><title>t</title><meta name=robots content=noarchive>`, true},
 		{"meta in a script is text", nil, "text/html", `<head><script>"<meta name=robots content=noarchive>"</script></head>`, false},
 		{"meta in a non-HTML body", nil, "text/plain", `<meta name=robots content=noarchive>`, false},
 		{"xhtml", nil, "application/xhtml+xml", `<html xmlns="http://www.w3.org/1999/xhtml"><head><meta name="robots" content="noarchive"/></head></html>`, true},
