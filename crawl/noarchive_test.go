@@ -108,3 +108,24 @@ func TestCrawlNoArchive(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkNoArchive: the check's cost on a fetched page, with a head and
+// without one (where the scan stops at the first body element):
+//
+//	go test -run '^$' -bench NoArchive ./crawl/
+func BenchmarkNoArchive(b *testing.B) {
+	text := strings.Repeat("<p>text <a href=/x>x</a></p>", 3000)
+	for _, tc := range []struct{ name, body string }{
+		{"head", "<html><head><title>x</title>" + strings.Repeat(`<link rel=stylesheet href="/a.css">`, 20) + "</head><body>" + text + "</body></html>"},
+		{"nohead", text},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			body := []byte(tc.body)
+			for b.Loop() {
+				if noArchive(http.Header{}, "text/html", body, "herod") {
+					b.Fatal("noarchive")
+				}
+			}
+		})
+	}
+}
