@@ -246,6 +246,7 @@ type processed struct {
 	links     []string // in scope, sorted
 	fresh     []string // links absent from the previous version's
 	reqs      []string // the requisites among links
+	noarchive bool     // the answer asks not to be archived (noarchive.go)
 }
 
 // process computes what a body means for the crawl: its sniffed type
@@ -272,6 +273,7 @@ func (c *Crawler) process(u *url.URL, resp *http.Response, cl class, body []byte
 		p.links, p.reqs = c.pageLinks(u, p.ctype, body)
 	}
 	p.fresh = newLinks(p.links, st.Outlinks)
+	p.noarchive = !c.cfg.KeepNoArchive && noArchive(resp.Header, p.ctype, body, c.robots.agent)
 	return p
 }
 
@@ -326,6 +328,9 @@ func (c *Crawler) store(ctx context.Context, raw string, resp *http.Response, bo
 		// visit sees a change again and forwards the links then.
 		next = st
 		next.Checked = now
+	}
+	if p.noarchive {
+		return c.skipNoArchive(ctx, raw, next, fwdErr)
 	}
 	capture := archive.Capture{URL: raw, Time: now, Status: resp.StatusCode, Header: resp.Header, Body: body, Digest: p.digest, State: &next}
 	v, added, err := c.a.Put(ctx, capture)
@@ -497,6 +502,9 @@ func (c *Crawler) recordUnkept(ctx context.Context, raw string, resp *http.Respo
 	}
 	if hasState {
 		next.Outlinks = st.Outlinks
+	}
+	if !c.cfg.KeepNoArchive && noArchive(resp.Header, "", nil, c.robots.agent) {
+		return c.skipNoArchive(ctx, raw, next, nil)
 	}
 	capture := archive.Capture{URL: raw, Time: now, Status: resp.StatusCode, Header: resp.Header,
 		Digest: next.Digest, Truncated: reason, State: &next}

@@ -25,6 +25,9 @@ type AccessStats struct {
 	Ring    int   `json:"ring"`    // ring-wide rules in force (purge book)
 	Hidden  int64 `json:"hidden"`  // captures left out of listings and exports
 	Blocked int64 `json:"blocked"` // requests answered 451 or 403
+	// RobotsErrors counts failed robots.txt look-ups of --replay-robots
+	// (their captures were shown).
+	RobotsErrors int64 `json:"robotsErrors,omitempty"`
 }
 
 // Status is a node's state as /api/status and `herod status` show it.
