@@ -1,0 +1,253 @@
+package capture
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+)
+
+// recorder keeps what the tab's events say: the exchanges, what is in
+// flight, the caps. Events are handled by one goroutine (run) since a
+// listener may not call the browser.
+type recorder struct {
+	cfg *Config
+	ctx context.Context // the tab's
+
+	mu        sync.Mutex
+	ex        []*Exchange
+	byID      map[network.RequestID]*Exchange
+	inflight  map[network.RequestID]bool
+	last      time.Time // last network event
+	requests  int
+	bytes     int64
+	refused   []string
+	downloads int
+	capped    map[Cap]bool
+	dropped   int // responses from refused addresses
+
+	events chan any
+	bodies sync.WaitGroup
+}
+
+func newRecorder(ctx context.Context, cfg *Config) *recorder {
+	return &recorder{
+		cfg: cfg, ctx: ctx,
+		byID:     map[network.RequestID]*Exchange{},
+		inflight: map[network.RequestID]bool{},
+		capped:   map[Cap]bool{},
+		last:     time.Now(),
+		events:   make(chan any, 4096),
+	}
+}
+
+// listen is the tab's event listener: it hands events over to run.
+func (r *recorder) listen(ev any) {
+	switch ev.(type) {
+	case *fetch.EventRequestPaused, *network.EventRequestWillBeSent, *network.EventResponseReceived,
+		*network.EventLoadingFinished, *network.EventLoadingFailed, *page.EventJavascriptDialogOpening,
+		*browser.EventDownloadWillBegin:
+		select {
+		case r.events <- ev:
+		case <-r.ctx.Done():
+		}
+	}
+}
+
+// run handles events until ctx ends.
+func (r *recorder) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-r.events:
+			r.handle(ctx, ev)
+		}
+	}
+}
+
+func (r *recorder) cap(c Cap) {
+	r.capped[c] = true
+}
+
+func (r *recorder) handle(ctx context.Context, ev any) {
+	switch e := ev.(type) {
+	case *fetch.EventRequestPaused:
+		r.paused(ctx, e)
+	case *page.EventJavascriptDialogOpening:
+		_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false})
+	case *browser.EventDownloadWillBegin:
+		r.mu.Lock()
+		r.downloads++
+		r.mu.Unlock()
+	case *network.EventRequestWillBeSent:
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.last = time.Now()
+		if e.RedirectResponse != nil {
+			if prev := r.byID[e.RequestID]; prev != nil {
+				r.response(prev, e.RedirectResponse)
+			}
+		}
+		if !strings.HasPrefix(e.Request.URL, "http:") && !strings.HasPrefix(e.Request.URL, "https:") {
+			return
+		}
+		x := &Exchange{
+			URL: e.Request.URL, Method: e.Request.Method, RequestHeader: headers(e.Request.Headers),
+			Time: time.UnixMicro(int64(e.WallTime.Float64() * 1e6)), Type: string(e.Type),
+		}
+		r.ex = append(r.ex, x)
+		r.byID[e.RequestID] = x
+		r.inflight[e.RequestID] = true
+	case *network.EventResponseReceived:
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.last = time.Now()
+		if x := r.byID[e.RequestID]; x != nil {
+			r.response(x, e.Response)
+		}
+	case *network.EventLoadingFailed:
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.last = time.Now()
+		delete(r.inflight, e.RequestID)
+		if x := r.byID[e.RequestID]; x != nil {
+			x.Err = e.ErrorText
+		}
+	case *network.EventLoadingFinished:
+		r.mu.Lock()
+		r.last = time.Now()
+		x := r.byID[e.RequestID]
+		if x == nil {
+			delete(r.inflight, e.RequestID)
+			r.mu.Unlock()
+			return
+		}
+		r.mu.Unlock()
+		// The body is asked for at once, while the browser keeps it;
+		// the request counts as in flight until it is in.
+		r.bodies.Add(1)
+		go func() {
+			defer r.bodies.Done()
+			r.body(ctx, e.RequestID, x, int64(e.EncodedDataLength))
+		}()
+	}
+}
+
+// response records resp as x's response. r.mu is held.
+func (r *recorder) response(x *Exchange, resp *network.Response) {
+	x.Status = int(resp.Status)
+	x.Header = headers(resp.Headers)
+	x.RemoteIP = resp.RemoteIPAddress
+	if err := checkRemote(resp.RemoteIPAddress, r.cfg.AllowPrivate); err != nil {
+		x.Err = err.Error()
+		r.dropped++
+	}
+}
+
+// body fetches the body of a finished request into x, within the byte cap.
+func (r *recorder) body(ctx context.Context, id network.RequestID, x *Exchange, encoded int64) {
+	defer func() {
+		r.mu.Lock()
+		delete(r.inflight, id)
+		r.last = time.Now()
+		r.mu.Unlock()
+	}()
+	r.mu.Lock()
+	over := r.bytes+max(encoded, 0) > r.cfg.MaxBytes
+	if over {
+		x.Truncated = "length"
+		r.cap(CapBytes)
+	}
+	r.mu.Unlock()
+	if over || x.Status/100 == 3 {
+		return
+	}
+	res, err := chromedp.Call(ctx, network.GetResponseBody, network.GetResponseBodyParams{RequestID: id})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		// No body: a 204, a HEAD, a response the browser did not keep.
+		r.cfg.Logger.Debug("capture: no body", "url", x.URL, "err", err)
+		x.Body = []byte{}
+		return
+	}
+	if r.bytes+int64(len(res.Body)) > r.cfg.MaxBytes {
+		x.Truncated = "length"
+		r.cap(CapBytes)
+		return
+	}
+	r.bytes += int64(len(res.Body))
+	x.Body = res.Body
+}
+
+// paused decides on a request the browser paused before sending it.
+func (r *recorder) paused(ctx context.Context, e *fetch.EventRequestPaused) {
+	u := e.Request.URL
+	err := checkURL(ctx, u, r.cfg.AllowPrivate)
+	r.mu.Lock()
+	if err == nil {
+		switch {
+		case r.capped[CapBytes]:
+			err = fmt.Errorf("capture: byte cap of %d reached", r.cfg.MaxBytes)
+		case r.requests >= r.cfg.MaxRequests:
+			r.cap(CapRequests)
+			err = fmt.Errorf("capture: request cap of %d reached", r.cfg.MaxRequests)
+		default:
+			r.requests++
+		}
+	} else if len(r.refused) < r.cfg.MaxRequests {
+		r.refused = append(r.refused, u)
+	}
+	r.mu.Unlock()
+	if err != nil {
+		r.cfg.Logger.Debug("capture: request refused", "url", u, "err", err)
+		_, _ = chromedp.Call(ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: e.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
+		return
+	}
+	_, _ = chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: e.RequestID})
+}
+
+// settle waits until no request has been in flight for quiet, or ctx
+// ends.
+func (r *recorder) settle(ctx context.Context, quiet time.Duration) error {
+	t := time.NewTicker(25 * time.Millisecond)
+	defer t.Stop()
+	for {
+		r.mu.Lock()
+		idle := len(r.inflight) == 0 && time.Since(r.last) >= quiet
+		r.mu.Unlock()
+		if idle {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// headers turns the browser's header map into an http.Header; the
+// browser joins repeated headers with newlines.
+func headers(h network.Headers) http.Header {
+	out := make(http.Header, len(h))
+	for k, v := range h {
+		s, ok := v.(string)
+		if !ok {
+			s = fmt.Sprint(v)
+		}
+		for _, line := range strings.Split(s, "\n") {
+			out.Add(k, line)
+		}
+	}
+	return out
+}
