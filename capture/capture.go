@@ -74,7 +74,7 @@ type scrollStep struct {
 // the error is for a browser that cannot be started or a page that
 // cannot be opened at all (refused by the address rules, say).
 func (c *Capturer) Capture(ctx context.Context, pageURL string) (*Result, error) {
-	if err := checkURL(ctx, pageURL, c.cfg.AllowPrivate); err != nil {
+	if err := checkURL(ctx, pageURL, c.cfg.AllowPrivate, c.cfg.Resolver); err != nil {
 		return nil, fmt.Errorf("capture %s: %w", pageURL, err)
 	}
 	start := time.Now()
@@ -92,6 +92,17 @@ func (c *Capturer) Capture(ctx context.Context, pageURL string) (*Result, error)
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.Flag("mute-audio", true),
+		// Little traffic of the browser's own (updates, sign-in, time,
+		// hints, reporting); the proxy refuses what is left.
+		chromedp.Flag("no-pings", true),
+		chromedp.Flag("allow-browser-signin", false),
+		chromedp.Flag("disable-domain-reliability", true),
+		chromedp.Flag("safebrowsing-disable-auto-update", true),
+		chromedp.Flag("metrics-recording-only", true),
+		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,OptimizationHints,MediaRouter,"+
+			"DialMediaRouteProvider,AutofillServerCommunication,CertificateTransparencyComponentUpdater,"+
+			"InterestFeedContentSuggestions,PrivacySandboxSettings4,SafeBrowsing,NetworkTimeServiceQuerying,"+
+			"PreconnectToSearch,SearchPrefetchServicePrefetching"),
 		// One renderer for the page and its frames, so that the tab's
 		// interception sees every frame's requests.
 		chromedp.Flag("disable-site-isolation-trials", true),
@@ -101,6 +112,14 @@ func (c *Capturer) Capture(ctx context.Context, pageURL string) (*Result, error)
 	if c.cfg.NoSandbox {
 		opts = append(opts, chromedp.NoSandbox)
 	}
+	px, err := startProxy(c.cfg.AllowPrivate, c.cfg.Resolver)
+	if err != nil {
+		return nil, fmt.Errorf("capture: proxy: %w", err)
+	}
+	defer px.Close()
+	opts = append(opts, chromedp.ProxyServer("http://"+px.Addr()),
+		// Loopback addresses go through the proxy too.
+		chromedp.Flag("proxy-bypass-list", "<-loopback>"))
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancelA() // kills the browser and waits for it
 	stop := context.AfterFunc(ctx, cancelA)
@@ -112,7 +131,7 @@ func (c *Capturer) Capture(ctx context.Context, pageURL string) (*Result, error)
 	// a little earlier so that what was recorded can be collected.
 	tabCtx, cancelT := context.WithTimeout(tab, c.cfg.Timeout)
 	defer cancelT()
-	rec := newRecorder(tabCtx, &c.cfg)
+	rec := newRecorder(tabCtx, &c.cfg, px)
 	res := &Result{URL: pageURL}
 	usage := &usageProbe{}
 
@@ -158,6 +177,8 @@ func (c *Capturer) Capture(ctx context.Context, pageURL string) (*Result, error)
 		res.Exchanges = append(res.Exchanges, *x)
 	}
 	res.Refused = slices.Clone(rec.refused)
+	px.Close()
+	res.RefusedConns = px.Refused()
 	res.Downloads = rec.downloads
 	if timedOut || ctx.Err() != nil {
 		rec.cap(CapTime)

@@ -2,6 +2,8 @@ package capture
 
 import (
 	"context"
+	"errors"
+	"net"
 	"net/netip"
 	"os"
 	"testing"
@@ -15,6 +17,13 @@ import (
 // special-purpose address the tests let the browser reach.
 var loopback = netip.MustParsePrefix("127.0.0.1/32")
 
+// noNames is a resolver that resolves no name: the tests reach loopback
+// addresses only, and must not ask a DNS server (nor let the browser's
+// own background requests out).
+var noNames = &net.Resolver{PreferGo: true, Dial: func(context.Context, string, string) (net.Conn, error) {
+	return nil, errors.New("the tests resolve no names")
+}}
+
 // newCapturer returns a Capturer for the Chromium browsertest finds (or
 // skips t), allowed to reach 127.0.0.1 only.
 func newCapturer(t *testing.T, edit func(*Config)) *Capturer {
@@ -24,6 +33,7 @@ func newCapturer(t *testing.T, edit func(*Config)) *Capturer {
 		NoSandbox:    os.Geteuid() == 0,
 		AllowPrivate: []netip.Prefix{loopback},
 		TempDir:      t.TempDir(),
+		Resolver:     noNames,
 		Timeout:      30 * time.Second,
 	}
 	if edit != nil {

@@ -3,6 +3,7 @@ package capture
 import (
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"time"
@@ -20,6 +21,10 @@ type Config struct {
 	// may reach all the same (tests, a private deployment), as
 	// crawl.Config.AllowPrivate does for the crawler.
 	AllowPrivate []netip.Prefix
+	// Resolver resolves host names, for the address check of the
+	// interception and for the proxy's connections (the browser resolves
+	// none itself). Default net.DefaultResolver.
+	Resolver *net.Resolver
 	// TempDir is where the per-page profile directory is made (and
 	// removed). Default: os.TempDir().
 	TempDir string
@@ -76,6 +81,9 @@ func (c *Config) defaults() error {
 	if c.Height <= 0 {
 		c.Height = 800
 	}
+	if c.Resolver == nil {
+		c.Resolver = net.DefaultResolver
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -95,7 +103,6 @@ type Exchange struct {
 	Truncated string
 	Time      time.Time // when the request was sent
 	Type      string    // what the browser loaded it as: Document, Image, Fetch…
-	RemoteIP  string    // the address the response came from
 	Err       string    // why the request failed, when it did
 }
 
@@ -125,9 +132,13 @@ type Result struct {
 	// Screenshot is a PNG of the viewport at the top of the page (nil
 	// when the time cap came first).
 	Screenshot []byte
-	// Refused are the URLs refused by the address rules or the scheme
-	// rule.
+	// Refused are the URLs the interception refused by the address
+	// rules or the scheme rule.
 	Refused []string
+	// RefusedConns are the host:port pairs the proxy refused to connect
+	// to (requests the interception does not see, such as WebSockets and
+	// preconnects, or a name whose address changed after the check).
+	RefusedConns []string
 	// Downloads counts downloads the page started (all denied).
 	Downloads int
 	// Capped lists the caps the page reached.

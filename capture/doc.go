@@ -18,12 +18,17 @@
 // host resolves to passes the crawler's address rules (crawl.IsInternal,
 // with Config.AllowPrivate as the exceptions, as crawl.Config.AllowPrivate
 // is): a refused request fails in the browser and is counted in
-// Result.Refused. Responses that nonetheless came from a refused address
-// (a name whose DNS answer changed between the check and the browser's
-// own look-up) are dropped, not recorded. Downloads are denied. A page
-// gets Config.Timeout in all, Config.MaxRequests requests and
-// Config.MaxBytes bytes of bodies; past a cap further requests fail and
-// Result.Capped says which cap was hit.
+// Result.Refused. Underneath, the browser's only way out is a proxy the
+// capture runs on loopback for that page (every scheme, loopback
+// included): it dials each connection with the same rule checked on the
+// address it connects to, so what the interception does not see
+// (WebSockets, preconnects, a name whose DNS answer changes after the
+// check) is refused there and counted in Result.RefusedConns. Popups are
+// blocked, service workers bypassed, WebRTC kept off UDP, downloads
+// denied. A page gets Config.Timeout in all, Config.MaxRequests requests,
+// Config.MaxBytes bytes of bodies and Config.MaxScrolls scroll steps;
+// past a cap further requests fail and Result.Capped says which cap was
+// hit.
 //
 // ToArchive turns a Result into archive.Captures marked as captured in a
 // browser (archive.Capture.Browser), stored like any crawled capture.

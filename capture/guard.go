@@ -31,7 +31,7 @@ func checkAddr(ip netip.Addr, allow []netip.Prefix) error {
 
 // checkURL decides whether the browser may make a request for raw: an
 // http(s) URL whose host is, or resolves only to, allowed addresses.
-func checkURL(ctx context.Context, raw string, allow []netip.Prefix) error {
+func checkURL(ctx context.Context, raw string, allow []netip.Prefix, res *net.Resolver) error {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrScheme, err)
@@ -40,35 +40,24 @@ func checkURL(ctx context.Context, raw string, allow []netip.Prefix) error {
 		return fmt.Errorf("%w: %q", ErrScheme, u.Scheme)
 	}
 	host := u.Hostname()
+	_, err = resolve(ctx, host, allow, res)
+	return err
+}
+
+// resolve returns the addresses of host (an IP address or a name), or
+// an error when one of them is refused.
+func resolve(ctx context.Context, host string, allow []netip.Prefix, res *net.Resolver) ([]netip.Addr, error) {
 	if ip, err := netip.ParseAddr(host); err == nil {
-		return checkAddr(ip, allow)
+		return []netip.Addr{ip}, checkAddr(ip, allow)
 	}
-	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	ips, err := res.LookupNetIP(ctx, "ip", host)
 	if err != nil {
-		return fmt.Errorf("resolve %s: %w", host, err)
+		return nil, fmt.Errorf("resolve %s: %w", host, err)
 	}
 	for _, ip := range ips {
 		if err := checkAddr(ip, allow); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
-}
-
-// checkRemote checks the address a response came from ("1.2.3.4" or
-// "::1", as the browser reports it; "" when it does not know, for a
-// response from its cache).
-func checkRemote(remote string, allow []netip.Prefix) error {
-	if remote == "" {
-		return nil
-	}
-	ip, err := netip.ParseAddr(remote)
-	if err != nil {
-		if ap, err2 := netip.ParseAddrPort(remote); err2 == nil {
-			ip = ap.Addr()
-		} else {
-			return fmt.Errorf("%w: unparsable address %q", crawl.ErrInternalAddress, remote)
-		}
-	}
-	return checkAddr(ip, allow)
+	return ips, nil
 }

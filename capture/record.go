@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +21,7 @@ import (
 // listener may not call the browser.
 type recorder struct {
 	cfg *Config
+	px  *proxy
 	ctx context.Context // the tab's
 
 	mu        sync.Mutex
@@ -32,15 +34,14 @@ type recorder struct {
 	refused   []string
 	downloads int
 	capped    map[Cap]bool
-	dropped   int // responses from refused addresses
 
 	events chan any
 	bodies sync.WaitGroup
 }
 
-func newRecorder(ctx context.Context, cfg *Config) *recorder {
+func newRecorder(ctx context.Context, cfg *Config, px *proxy) *recorder {
 	return &recorder{
-		cfg: cfg, ctx: ctx,
+		cfg: cfg, ctx: ctx, px: px,
 		byID:     map[network.RequestID]*Exchange{},
 		inflight: map[network.RequestID]bool{},
 		capped:   map[Cap]bool{},
@@ -146,11 +147,6 @@ func (r *recorder) handle(ctx context.Context, ev any) {
 func (r *recorder) response(x *Exchange, resp *network.Response) {
 	x.Status = int(resp.Status)
 	x.Header = headers(resp.Headers)
-	x.RemoteIP = resp.RemoteIPAddress
-	if err := checkRemote(resp.RemoteIPAddress, r.cfg.AllowPrivate); err != nil {
-		x.Err = err.Error()
-		r.dropped++
-	}
 }
 
 // body fetches the body of a finished request into x, within the byte cap.
@@ -192,7 +188,7 @@ func (r *recorder) body(ctx context.Context, id network.RequestID, x *Exchange, 
 // paused decides on a request the browser paused before sending it.
 func (r *recorder) paused(ctx context.Context, e *fetch.EventRequestPaused) {
 	u := e.Request.URL
-	err := checkURL(ctx, u, r.cfg.AllowPrivate)
+	err := checkURL(ctx, u, r.cfg.AllowPrivate, r.cfg.Resolver)
 	r.mu.Lock()
 	if err == nil {
 		switch {
@@ -212,6 +208,9 @@ func (r *recorder) paused(ctx context.Context, e *fetch.EventRequestPaused) {
 		r.cfg.Logger.Debug("capture: request refused", "url", u, "err", err)
 		_, _ = chromedp.Call(ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: e.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
 		return
+	}
+	if pu, err := url.Parse(u); err == nil {
+		r.px.permit(pu)
 	}
 	_, _ = chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: e.RequestID})
 }
