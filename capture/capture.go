@@ -197,6 +197,9 @@ func (c *Capturer) setup(ctx context.Context) error {
 	maxBuf := c.cfg.MaxBytes
 	calls := []func() error{
 		func() error {
+			return chromedp.Do(ctx, chromedp.EmulateViewport(int64(c.cfg.Width), int64(c.cfg.Height)))
+		},
+		func() error {
 			_, err := chromedp.CallBrowser(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
 				Behavior: browser.SetDownloadBehaviorBehaviorDeny, EventsEnabled: new(true)})
 			return err

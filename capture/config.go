@@ -102,6 +102,7 @@ type Exchange struct {
 	// page's byte cap was reached.
 	Truncated string
 	Time      time.Time // when the request was sent
+	Received  time.Time // when the response's headers came
 	Type      string    // what the browser loaded it as: Document, Image, Fetch…
 	Err       string    // why the request failed, when it did
 }

@@ -146,6 +146,7 @@ func (r *recorder) handle(ctx context.Context, ev any) {
 // response records resp as x's response. r.mu is held.
 func (r *recorder) response(x *Exchange, resp *network.Response) {
 	x.Status = int(resp.Status)
+	x.Received = time.Now()
 	x.Header = headers(resp.Headers)
 }
 
@@ -171,9 +172,14 @@ func (r *recorder) body(ctx context.Context, id network.RequestID, x *Exchange, 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
-		// No body: a 204, a HEAD, a response the browser did not keep.
+		// A response without a body (204, 205), or one the browser did
+		// not keep: the latter is not recorded (Err says why).
+		if x.Status == http.StatusNoContent || x.Status == http.StatusResetContent {
+			x.Body = []byte{}
+			return
+		}
 		r.cfg.Logger.Debug("capture: no body", "url", x.URL, "err", err)
-		x.Body = []byte{}
+		x.Err = "body not kept by the browser: " + err.Error()
 		return
 	}
 	if r.bytes+int64(len(res.Body)) > r.cfg.MaxBytes {
