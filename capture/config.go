@@ -36,6 +36,9 @@ type Config struct {
 	Quiet time.Duration
 	// StepQuiet is Quiet between two scroll steps. Default 150 ms.
 	StepQuiet time.Duration
+	// Stall is how long a request may stay in flight before the network
+	// counts as settled without it. Default 3 s.
+	Stall time.Duration
 	// MaxScrolls caps the scroll steps of a viewport height. Default 40.
 	MaxScrolls int
 	// MaxRequests caps the requests of a page. Default 500.
@@ -62,6 +65,9 @@ func (c *Config) defaults() error {
 	}
 	if c.StepQuiet <= 0 {
 		c.StepQuiet = 150 * time.Millisecond
+	}
+	if c.Stall <= 0 {
+		c.Stall = 3 * time.Second
 	}
 	if c.MaxScrolls <= 0 {
 		c.MaxScrolls = 40

@@ -18,6 +18,7 @@ import (
 
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/browsertest"
+	"github.com/herod-archive/herod/internal/fidelityweb"
 	"github.com/herod-archive/herod/internal/spaweb"
 )
 
@@ -189,5 +190,61 @@ func TestFidelity(t *testing.T) {
 	t.Log(report.String())
 	if share < 0.95 {
 		t.Errorf("captured %.1f%% of live subresources, want ≥ 95%%", 100*share)
+	}
+}
+
+// TestFidelityDocSite renders two pages of the fidelity sample site
+// (internal/fidelityweb: a documentation-like site whose HTML, CSS and
+// module imports name most of what it loads) and compares what the site
+// served during each capture with what the capture recorded and what
+// the plain fetch finds, with the same cost figures as TestFidelity.
+func TestFidelityDocSite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("renders pages in Chromium; skipped with -short")
+	}
+	c := newCapturer(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	site := fidelityweb.New(fidelityweb.Config{Pages: 2})
+	if err := site.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var served, captured, plain int64
+	var report strings.Builder
+	fmt.Fprintf(&report, "\n%-10s %6s %8s %6s | %9s %9s %9s | %9s %9s %9s\n", "page", "served", "captured", "plain",
+		"render ms", "cpu ms", "MiB", "fetch ms", "cpu ms", "KiB")
+	for _, pageURL := range site.Pages()[:2] {
+		before := site.Requests()
+		res, err := c.Capture(context.Background(), pageURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := site.Requests() - before
+		var rec []string
+		for _, x := range res.Exchanges {
+			if x.Status != 0 && (x.Body != nil || x.Status/100 == 3) {
+				rec = append(rec, x.URL)
+			}
+		}
+		startWall, startCPU := time.Now(), cpuTime()
+		fetched, _, size := plainFetch(t, pageURL)
+		fetchWall, fetchCPU := time.Since(startWall), cpuTime()-startCPU
+		np := 0
+		for _, u := range rec {
+			if pu, err := url.Parse(u); err == nil && fetched[pu.RequestURI()] {
+				np++
+			}
+		}
+		served, captured, plain = served+n, captured+int64(len(rec)), plain+int64(np)
+		p, _ := url.Parse(pageURL)
+		fmt.Fprintf(&report, "%-10s %6d %8d %6d | %9d %9d %9.0f | %9.1f %9d %9.0f\n", p.Path, n, len(rec), np,
+			res.Usage.Wall.Milliseconds(), res.Usage.CPU.Milliseconds(), float64(res.Usage.PeakMemory)/(1<<20),
+			float64(fetchWall.Microseconds())/1000, fetchCPU.Milliseconds(), float64(size)/1024)
+	}
+	fmt.Fprintf(&report, "requests served during the captures %d: recorded %d (%.1f%%); of those, plain fetch finds %d (%.1f%%)",
+		served, captured, 100*float64(captured)/float64(served), plain, 100*float64(plain)/float64(captured))
+	t.Log(report.String())
+	if float64(captured) < 0.95*float64(served) {
+		t.Errorf("recorded %d of %d requests served, want ≥ 95%%", captured, served)
 	}
 }

@@ -27,8 +27,8 @@ type recorder struct {
 	mu        sync.Mutex
 	ex        []*Exchange
 	byID      map[network.RequestID]*Exchange
-	inflight  map[network.RequestID]bool
-	last      time.Time // last network event
+	inflight  map[network.RequestID]time.Time // since when
+	last      time.Time                       // last network event
 	requests  int
 	bytes     int64
 	refused   []string
@@ -43,7 +43,7 @@ func newRecorder(ctx context.Context, cfg *Config, px *proxy) *recorder {
 	return &recorder{
 		cfg: cfg, ctx: ctx, px: px,
 		byID:     map[network.RequestID]*Exchange{},
-		inflight: map[network.RequestID]bool{},
+		inflight: map[network.RequestID]time.Time{},
 		capped:   map[Cap]bool{},
 		last:     time.Now(),
 		events:   make(chan any, 4096),
@@ -107,7 +107,7 @@ func (r *recorder) handle(ctx context.Context, ev any) {
 		}
 		r.ex = append(r.ex, x)
 		r.byID[e.RequestID] = x
-		r.inflight[e.RequestID] = true
+		r.inflight[e.RequestID] = time.Now()
 	case *network.EventResponseReceived:
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -222,13 +222,21 @@ func (r *recorder) paused(ctx context.Context, e *fetch.EventRequestPaused) {
 }
 
 // settle waits until no request has been in flight for quiet, or ctx
-// ends.
+// ends. A request in flight for longer than Config.Stall no longer
+// counts: its answer goes elsewhere (a worker's script is answered to
+// the worker) or never ends (a long poll, an event stream).
 func (r *recorder) settle(ctx context.Context, quiet time.Duration) error {
 	t := time.NewTicker(25 * time.Millisecond)
 	defer t.Stop()
 	for {
 		r.mu.Lock()
-		idle := len(r.inflight) == 0 && time.Since(r.last) >= quiet
+		busy := 0
+		for _, since := range r.inflight {
+			if time.Since(since) < r.cfg.Stall {
+				busy++
+			}
+		}
+		idle := busy == 0 && time.Since(r.last) >= quiet
 		r.mu.Unlock()
 		if idle {
 			return nil
