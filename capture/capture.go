@@ -131,7 +131,7 @@ func (c *Capturer) Capture(ctx context.Context, pageURL string) (*Result, error)
 	// a little earlier so that what was recorded can be collected.
 	tabCtx, cancelT := context.WithTimeout(tab, c.cfg.Timeout)
 	defer cancelT()
-	rec := newRecorder(tabCtx, &c.cfg, px)
+	rec := newRecorder(&c.cfg, px)
 	res := &Result{URL: pageURL}
 	usage := &usageProbe{}
 

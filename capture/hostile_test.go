@@ -137,6 +137,44 @@ func TestHostileInternalAddress(t *testing.T) {
 	t.Logf("refused %d requests (%q) and %d connections (%q)", len(res.Refused), res.Refused, len(res.RefusedConns), res.RefusedConns)
 }
 
+// TestHostileFlood: a page that fires 1000 requests to an internal
+// address at once has them all refused, none reaches it, and the capture
+// ends normally, well within its time.
+func TestHostileFlood(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("no listener on 127.0.0.2: %v", err)
+	}
+	defer ln.Close()
+	var conns atomic.Int64
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			nc.Close()
+		}
+	}()
+	site := startSite(t, spaweb.Config{})
+	c := newCapturer(t, nil)
+	res, err := c.Capture(context.Background(), site.HostileURL("flood", "http://"+ln.Addr().String()+"/x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := conns.Load(); n != 0 {
+		t.Errorf("the internal listener accepted %d connections", n)
+	}
+	if len(res.Capped) != 0 || len(res.Screenshot) == 0 {
+		t.Errorf("capped %v, screenshot of %d bytes: the flood kept the capture from ending normally", res.Capped, len(res.Screenshot))
+	}
+	if len(res.Refused) < 500 {
+		t.Errorf("%d requests refused, want the 500 listed at most", len(res.Refused))
+	}
+	t.Logf("flood: %v, %d refused listed", res.Usage.Wall, len(res.Refused))
+}
+
 // TestHostileDownload: a page that starts downloads (a download link
 // clicked by script, a navigation to an attachment) writes no file.
 func TestHostileDownload(t *testing.T) {

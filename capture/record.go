@@ -17,12 +17,11 @@ import (
 )
 
 // recorder keeps what the tab's events say: the exchanges, what is in
-// flight, the caps. Events are handled by one goroutine (run) since a
-// listener may not call the browser.
+// flight, the caps. Events are handled by one goroutine (run), in the
+// order they came, since a listener may not call the browser.
 type recorder struct {
 	cfg *Config
 	px  *proxy
-	ctx context.Context // the tab's
 
 	mu        sync.Mutex
 	ex        []*Exchange
@@ -35,18 +34,29 @@ type recorder struct {
 	downloads int
 	capped    map[Cap]bool
 
-	events chan any
+	// queue holds the events listen hands over, for run; wake tells
+	// run there are some. listen never blocks: a listener that blocks
+	// stops chromedp's reading of the browser, and with it the answers
+	// run waits for.
+	qmu    sync.Mutex
+	queue  []any
+	lost   int
+	wake   chan struct{}
 	bodies sync.WaitGroup
 }
 
-func newRecorder(ctx context.Context, cfg *Config, px *proxy) *recorder {
+// maxQueue bounds the events waiting for run; past it events are lost
+// (counted) and the page counts as past its request cap.
+const maxQueue = 100000
+
+func newRecorder(cfg *Config, px *proxy) *recorder {
 	return &recorder{
-		cfg: cfg, ctx: ctx, px: px,
+		cfg: cfg, px: px,
 		byID:     map[network.RequestID]*Exchange{},
 		inflight: map[network.RequestID]time.Time{},
 		capped:   map[Cap]bool{},
 		last:     time.Now(),
-		events:   make(chan any, 4096),
+		wake:     make(chan struct{}, 1),
 	}
 }
 
@@ -56,9 +66,16 @@ func (r *recorder) listen(ev any) {
 	case *fetch.EventRequestPaused, *network.EventRequestWillBeSent, *network.EventResponseReceived,
 		*network.EventLoadingFinished, *network.EventLoadingFailed, *page.EventJavascriptDialogOpening,
 		*browser.EventDownloadWillBegin:
+		r.qmu.Lock()
+		if len(r.queue) < maxQueue {
+			r.queue = append(r.queue, ev)
+		} else {
+			r.lost++
+		}
+		r.qmu.Unlock()
 		select {
-		case r.events <- ev:
-		case <-r.ctx.Done():
+		case r.wake <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -69,7 +86,22 @@ func (r *recorder) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case ev := <-r.events:
+		case <-r.wake:
+		}
+		r.qmu.Lock()
+		evs := r.queue
+		r.queue = nil
+		lost := r.lost
+		r.qmu.Unlock()
+		if lost > 0 {
+			r.mu.Lock()
+			r.cap(CapRequests)
+			r.mu.Unlock()
+		}
+		for _, ev := range evs {
+			if ctx.Err() != nil {
+				return
+			}
 			r.handle(ctx, ev)
 		}
 	}

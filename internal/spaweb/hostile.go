@@ -47,6 +47,9 @@ setTimeout(function(){ location.href = "/hostile/file.bin?nav=1"; }, 100);
 		h.Set("Content-Type", "application/octet-stream")
 		h.Set("Content-Disposition", `attachment; filename="file.bin"`)
 		_, _ = w.Write(make([]byte, 64<<10))
+	case "/hostile/flood.html":
+		to := r.URL.Query().Get("to")
+		page(fmt.Sprintf(`<p>flood</p><script>for (let i = 0; i < 1000; i++) fetch(%s + "?" + i).catch(function(){});</script>`, strconv.Quote(to)))
 	case "/hostile/internal.html":
 		to := r.URL.Query().Get("to")
 		u, err := url.Parse(to)

@@ -125,7 +125,8 @@ func (s *Site) HiddenPages() []string {
 }
 
 // HostileURL returns the URL of a hostile page: "loop" (a script that
-// never ends), "endless" (an infinite scroll without end), "download"
+// never ends), "endless" (an infinite scroll without end), "flood"
+// (1000 fetches of target at once), "download"
 // (a page that starts a download at once) or "internal" (a page that
 // asks for target by every means it has: an image, a script, fetch, a
 // worker's fetch, a WebSocket, a navigation of a frame).
