@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"bytes"
 	"context"
 	"io/fs"
 	"net"
@@ -15,9 +16,16 @@ import (
 )
 
 // checkGone fails t when dir holds anything (the profile of the page is
-// removed) or the browser's process still runs.
+// removed) or a process started with a profile in dir still runs (Linux).
 func checkGone(t *testing.T, dir string) {
 	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && bytes.Contains(b, []byte("--user-data-dir="+dir)) {
+			t.Errorf("a browser process still runs: %s", bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+		}
+	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
