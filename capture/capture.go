@@ -95,6 +95,7 @@ func (c *Capturer) Capture(ctx context.Context, pageURL string) (*Result, error)
 		// Little traffic of the browser's own (updates, sign-in, time,
 		// hints, reporting); the proxy refuses what is left.
 		chromedp.Flag("no-pings", true),
+		chromedp.Flag("dns-prefetch-disable", true),
 		chromedp.Flag("allow-browser-signin", false),
 		chromedp.Flag("disable-domain-reliability", true),
 		chromedp.Flag("safebrowsing-disable-auto-update", true),
