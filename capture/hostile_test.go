@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/spaweb"
 )
 
@@ -206,4 +207,34 @@ func TestHostileDownload(t *testing.T) {
 		})
 	}
 	t.Logf("downloads started %d, site saw %v", res.Downloads, site.Requests())
+}
+
+// TestByteCap: past Config.MaxBytes of bodies a body is not kept (the
+// sample site's 350 KiB font against a 64 KiB cap), the exchange and its
+// archive capture say "length", and the page is marked as capped.
+func TestByteCap(t *testing.T) {
+	site := startSite(t, spaweb.Config{ScrollPages: 1})
+	c := newCapturer(t, func(cfg *Config) { cfg.MaxBytes = 64 << 10 })
+	res, err := c.Capture(context.Background(), site.URL()+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(res.Capped, CapBytes) {
+		t.Errorf("capped %v, want the byte cap", res.Capped)
+	}
+	var total int
+	for _, x := range res.Exchanges {
+		total += len(x.Body)
+	}
+	if total > 64<<10 {
+		t.Errorf("%d bytes of bodies kept, cap 64 KiB", total)
+	}
+	font := site.URL() + "/static/spa.ttf?v=3"
+	i := slices.IndexFunc(res.ToArchive(), func(ac archive.Capture) bool { return ac.URL == font })
+	if i < 0 {
+		t.Fatalf("the font is not among the archive captures")
+	}
+	if ac := res.ToArchive()[i]; ac.Truncated != "length" || len(ac.Body) != 0 || !ac.Browser {
+		t.Errorf("archived font: truncated %q, %d bytes, browser %v", ac.Truncated, len(ac.Body), ac.Browser)
+	}
 }
