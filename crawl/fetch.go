@@ -199,7 +199,7 @@ func (c *Crawler) refresh(ctx context.Context, raw string, st archive.CrawlState
 	if err := c.a.SetState(ctx, raw, st); err != nil {
 		return c.archiveErr(ctx, raw, err)
 	}
-	if t, ok := c.a.(Toucher); ok {
+	if t := c.deps.Touch; t != nil {
 		if err := t.Touch(ctx, raw, now); err != nil && !errors.Is(err, archive.ErrNotFound) {
 			return c.archiveErr(ctx, raw, err)
 		}
@@ -460,8 +460,8 @@ func (c *Crawler) state(ctx context.Context, raw string) (archive.CrawlState, er
 	if !errors.Is(err, archive.ErrNotFound) {
 		return st, err
 	}
-	vs, ok := c.a.(VersionStater)
-	if !ok {
+	vs := c.deps.Versions
+	if vs == nil {
 		return st, err
 	}
 	st, verr := vs.StateFromVersion(ctx, raw)

@@ -285,10 +285,10 @@ func (c *Crawler) finish(e entry, wasInFlight, finished bool) {
 	}
 }
 
-// Relocator is implemented by a Forwarder that can tell, at fetch time,
-// that a queued URL's range has moved to another node, and deliver it
-// there. With one, the crawler asks Moved just before every fetch; without
-// one it fetches every entry it queued.
+// Relocator tells, at fetch time, that a queued URL's range has moved to
+// another node, and delivers it there (Deps.Relocator). With one, the
+// crawler asks Moved just before every fetch; without one it fetches every
+// entry it queued.
 type Relocator interface {
 	// Moved reports whether url is now owned by another node. It must be
 	// cheap when this node owns url.
@@ -302,8 +302,8 @@ type Relocator interface {
 // a range that moved since the entry was queued — a node joined in front
 // of one of ours — is now another node's to fetch.
 func (c *Crawler) owned(ctx context.Context, url string) bool {
-	r, ok := c.f.(Relocator)
-	return !ok || !r.Moved(ctx, url)
+	r := c.deps.Relocator
+	return r == nil || !r.Moved(ctx, url)
 }
 
 // passOn hands an entry this node no longer owns to its owner (with its
@@ -316,7 +316,7 @@ func (c *Crawler) passOn(ctx context.Context, e entry) bool {
 	if e.redirects > 0 && c.cfg.Redirects != nil {
 		err = c.cfg.Redirects.SendRedirect(ctx, url, e.redirects, false)
 	} else {
-		err = c.f.(Relocator).PassOn(ctx, url)
+		err = c.deps.Relocator.PassOn(ctx, url)
 	}
 	c.mu.Lock()
 	if err == nil {

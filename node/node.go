@@ -260,7 +260,12 @@ func New(cfg Config) (n *Node, err error) {
 	n.setupRingPage()
 	n.reloc = &dayclaim.Relocator{Forwarder: n.fwd, Ring: n.ring, Claims: n.claims, Self: n.self.Peer,
 		Day: n.claimDay, Replicas: cfg.LinkReplicas, Logger: n.log}
-	n.crawler, err = crawl.New(filepath.Join(cfg.DataDir, "crawl"), cc, n.store, n.reloc)
+	n.crawler, err = crawl.New(filepath.Join(cfg.DataDir, "crawl"), cc, crawl.Deps{
+		Forwarder:  n.reloc,
+		Sharer:     n.reloc,
+		Relocator:  n.reloc,
+		Requisites: n.reloc,
+	}.WithStore(n.store))
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
