@@ -147,13 +147,11 @@ type Crawler struct {
 	mu          sync.Mutex
 	started     bool
 	closed      bool
-	epoch       uint64                // bumped by NewDay: host loops reload
-	dayStarted  time.Time             // when the epoch's day began (Stats.DayStarted)
-	hosts       map[string]*hostState // hosts with pending work: running or waiting
-	waiting     []string              // hosts waiting for a loop, FIFO
-	running     int                   // host loops running
-	pending     int64                 // this epoch's queue entries not finished, in-flight included
-	curInFlight int64                 // this epoch's entries in flight (st.inFlight counts all)
+	epoch       uint64    // bumped by NewDay: host loops reload
+	dayStarted  time.Time // when the epoch's day began (Stats.DayStarted)
+	sched       *sched    // the host scheduler (sched.go)
+	pending     int64     // this epoch's queue entries not finished, in-flight included
+	curInFlight int64     // this epoch's entries in flight (st.inFlight counts all)
 	known       int64
 	reqHosts    map[string]hostReqs // dynamic requisites queued per host today (AddRequisites)
 	passed      map[string]struct{} // URLs passed on on passedDay, a queue day (requeueable)
@@ -209,7 +207,7 @@ func New(dir string, cfg Config, d Deps) (*Crawler, error) {
 	c.sem = sem
 	c.proc = make(chan struct{}, procFactor*cfg.Concurrency)
 	c.bodies = semaphore.NewWeighted(procBodyFactor * cfg.MaxBody)
-	c.hosts = make(map[string]*hostState)
+	c.sched = newSched(cfg.MaxActiveHosts)
 	c.pending, c.known = pending, known
 	c.logged = make(map[string]bool)
 	c.st.reset()
