@@ -127,6 +127,15 @@ func (c *Crawler) fetch(ctx context.Context, e entry, u *url.URL, l *hostLease) 
 	c.st.response += took
 	c.mu.Unlock()
 
+	return c.answer(ctx, e, u, resp, st, hasState, now, l)
+}
+
+// answer handles the response to e's request (u, made with crawl state
+// st when hasState), received at now: a 304 refreshes the state, an
+// error status is recorded, a body is read (releasing l's request slots)
+// and, unless it is not kept, processed and stored.
+func (c *Crawler) answer(ctx context.Context, e entry, u *url.URL, resp *http.Response, st archive.CrawlState, hasState bool, now time.Time, l *hostLease) outcome {
+	raw := e.url
 	code := resp.StatusCode
 	cl := classify(code, hasState)
 	switch cl {
