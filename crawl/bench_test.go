@@ -113,7 +113,7 @@ var benchArchives = []struct {
 func crawlOnce(tb testing.TB, root string, dir string, a benchArchive) (int, time.Duration) {
 	cfg := Config{HostRate: 1e6, HostConns: 8, Concurrency: 8, AllowPrivate: loopback}
 	f := &loopForwarder{}
-	c, err := New(dir, cfg, a, f)
+	c, err := New(dir, cfg, depsOf(a, f))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestCrawlVsWget(t *testing.T) {
 // batches of 50 (one fetched page's new links) from 8 concurrent callers,
 // each batch synced to disk before Add returns (group commit).
 func BenchmarkAdd(b *testing.B) {
-	c, err := New(b.TempDir(), Config{}, newMemArchive(), &loopForwarder{})
+	c, err := New(b.TempDir(), Config{}, depsOf(newMemArchive(), &loopForwarder{}))
 	if err != nil {
 		b.Fatal(err)
 	}

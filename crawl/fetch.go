@@ -127,6 +127,15 @@ func (c *Crawler) fetch(ctx context.Context, e entry, u *url.URL, l *hostLease) 
 	c.st.response += took
 	c.mu.Unlock()
 
+	return c.answer(ctx, e, u, resp, st, hasState, now, l)
+}
+
+// answer handles the response to e's request (u, made with crawl state
+// st when hasState), received at now: a 304 refreshes the state, an
+// error status is recorded, a body is read (releasing l's request slots)
+// and, unless it is not kept, processed and stored.
+func (c *Crawler) answer(ctx context.Context, e entry, u *url.URL, resp *http.Response, st archive.CrawlState, hasState bool, now time.Time, l *hostLease) outcome {
+	raw := e.url
 	code := resp.StatusCode
 	cl := classify(code, hasState)
 	switch cl {
@@ -199,7 +208,7 @@ func (c *Crawler) refresh(ctx context.Context, raw string, st archive.CrawlState
 	if err := c.a.SetState(ctx, raw, st); err != nil {
 		return c.archiveErr(ctx, raw, err)
 	}
-	if t, ok := c.a.(Toucher); ok {
+	if t := c.deps.Touch; t != nil {
 		if err := t.Touch(ctx, raw, now); err != nil && !errors.Is(err, archive.ErrNotFound) {
 			return c.archiveErr(ctx, raw, err)
 		}
@@ -465,8 +474,8 @@ func (c *Crawler) state(ctx context.Context, raw string) (archive.CrawlState, er
 	if !errors.Is(err, archive.ErrNotFound) {
 		return st, err
 	}
-	vs, ok := c.a.(VersionStater)
-	if !ok {
+	vs := c.deps.Versions
+	if vs == nil {
 		return st, err
 	}
 	st, verr := vs.StateFromVersion(ctx, raw)

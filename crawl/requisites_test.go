@@ -32,7 +32,7 @@ var _ RequisiteForwarder = (*reqForwarder)(nil)
 func startReqCrawler(t *testing.T, cfg Config, a Archive) *Crawler {
 	t.Helper()
 	f := &reqForwarder{}
-	c, err := New(t.TempDir(), cfg, a, f)
+	c, err := New(t.TempDir(), cfg, depsOf(a, f))
 	if err != nil {
 		t.Fatal(err)
 	}
