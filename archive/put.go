@@ -342,8 +342,10 @@ func (s *Store) Touch(ctx context.Context, url string, t time.Time) error {
 		return fmt.Errorf("archive touch: time %v out of range", t)
 	}
 	k := id.OfString(url)
-	if _, err := s.newest(k); err != nil {
+	if ok, err := s.hasVersion(k); err != nil {
 		return fmt.Errorf("archive touch: %w", err)
+	} else if !ok {
+		return fmt.Errorf("archive touch: %w", ErrNotFound)
 	}
 	if err := s.touch(k, t.UTC().Round(0), true); err != nil {
 		return fmt.Errorf("archive touch: %w", err)

@@ -123,7 +123,7 @@ func Fsck(ctx context.Context, dir string, o Options) (Report, error) {
 	if err != nil {
 		return rep, fmt.Errorf("archive fsck: %w", err)
 	}
-	rebuilt, err := leveldb.OpenFile(filepath.Join(tmp, "index"), &opt.Options{ErrorIfMissing: true})
+	rebuilt, err := leveldb.OpenFile(filepath.Join(tmp, "index"), indexOptions(opt.Options{ErrorIfMissing: true}))
 	if err != nil {
 		return rep, fmt.Errorf("archive fsck: %w", err)
 	}
@@ -154,9 +154,9 @@ func Fsck(ctx context.Context, dir string, o Options) (Report, error) {
 // openOld opens an existing index for reading; it returns nil, nil if
 // there is none or it cannot be recovered.
 func openOld(path string) (*leveldb.DB, error) {
-	db, err := leveldb.OpenFile(path, &opt.Options{ErrorIfMissing: true})
+	db, err := leveldb.OpenFile(path, indexOptions(opt.Options{ErrorIfMissing: true}))
 	if ldberrors.IsCorrupted(err) {
-		db, err = leveldb.RecoverFile(path, nil)
+		db, err = leveldb.RecoverFile(path, indexOptions(opt.Options{}))
 	}
 	switch {
 	case err == nil:
@@ -191,7 +191,7 @@ func (s *Store) build(ctx context.Context, dst string, old *leveldb.DB, cut bool
 	if err := os.RemoveAll(dst); err != nil {
 		return rep, err
 	}
-	db, err := leveldb.OpenFile(dst, nil)
+	db, err := leveldb.OpenFile(dst, indexOptions(opt.Options{}))
 	if err != nil {
 		return rep, err
 	}

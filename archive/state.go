@@ -102,12 +102,9 @@ func (s *Store) StateFromVersion(ctx context.Context, url string) (CrawlState, e
 
 // HasVersion reports whether url has a stored version.
 func (s *Store) HasVersion(url string) (bool, error) {
-	_, err := s.newest(id.OfString(url))
-	if errors.Is(err, ErrNotFound) {
-		return false, nil
-	}
+	ok, err := s.hasVersion(id.OfString(url))
 	if err != nil {
 		return false, fmt.Errorf("archive has version: %w", err)
 	}
-	return true, nil
+	return ok, nil
 }

@@ -325,10 +325,10 @@ func newStore(dir string, o Options) (*Store, error) {
 }
 
 func (s *Store) openIndex(path string) error {
-	db, err := leveldb.OpenFile(path, nil)
+	db, err := leveldb.OpenFile(path, indexOptions(opt.Options{}))
 	if ldberrors.IsCorrupted(err) {
 		s.log.Warn("index corrupted, recovering; if versions are missing, stop the node and run herod fsck --repair to rebuild it from the segments", "err", err)
-		db, err = leveldb.RecoverFile(path, nil)
+		db, err = leveldb.RecoverFile(path, indexOptions(opt.Options{}))
 	}
 	if err != nil {
 		return fmt.Errorf("archive open index: %w", err)
@@ -543,6 +543,18 @@ func (s *Store) Get(ctx context.Context, url string, t time.Time) (Version, *Cap
 		return Version{}, nil, err
 	}
 	return v, c, nil
+}
+
+// hasVersion reports whether key has a version, without decoding one. It
+// seeks forward: goleveldb's Last on a prefix is a seek past it and a
+// step back, which repositions every table's iterator a second time.
+func (s *Store) hasVersion(k id.ID) (bool, error) {
+	it := s.db.NewIterator(util.BytesPrefix(versionPrefix(k)), nil)
+	defer it.Release()
+	if it.First() {
+		return true, nil
+	}
+	return false, it.Error()
 }
 
 // newest returns the newest version of key, or ErrNotFound.

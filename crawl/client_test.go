@@ -271,7 +271,7 @@ func (ct *connTracker) server(t *testing.T, pages int) *httptest.Server {
 }
 
 // Hosts waiting for their budget keep their connection open only while
-// the crawler keeps fewer than Concurrency of them: many hosts crawled at
+// the crawler keeps fewer than KeepAlive of them: many hosts crawled at
 // once do not mean as many open connections.
 func TestKeptAliveConnectionsBounded(t *testing.T) {
 	const hosts, pages, conc = 8, 4, 2
@@ -281,7 +281,7 @@ func TestKeptAliveConnectionsBounded(t *testing.T) {
 		seeds = append(seeds, ct.server(t, pages).URL+"/0")
 	}
 	cfg := testConfig(newClock())
-	cfg.Concurrency, cfg.HostConns, cfg.HostRate = conc, 1, 20
+	cfg.Concurrency, cfg.KeepAlive, cfg.HostConns, cfg.HostRate = conc, conc, 1, 20
 	a := newMemArchive()
 	c, _ := startCrawler(t, t.TempDir(), cfg, a)
 	stop, sampled := make(chan struct{}), make(chan int64)

@@ -50,14 +50,22 @@ type Config struct {
 	From string
 	// Concurrency caps concurrent requests of this node to origin
 	// servers, robots.txt included. Default 8. Besides the connections of
-	// those requests, at most Concurrency more stay open between requests,
-	// kept alive for their host's next fetch (the others are closed after
-	// their response). Fetched pages are stored and their links forwarded
+	// those requests, at most KeepAlive more stay open between requests
+	// (see KeepAlive). Fetched pages are stored and their links forwarded
 	// after the connection is released, up to 64*Concurrency pages holding
 	// at most 4*MaxBody bytes of bodies at a time.
 	Concurrency int
 	// HostConns caps concurrent fetches to one host from this node. Default 1.
 	HostConns int
+	// KeepAlive caps the connections kept open between requests, each
+	// for its host's next fetch (at most HostConns a host); past it the
+	// least recently used is closed. Default 64*Concurrency: a node
+	// crawls hundreds of hosts at once, taking turns, and a bound below
+	// their number makes most fetches open a connection again (14% of
+	// the CPU of a day of revisits at 100 K URLs, docs/scale.md). Set it to
+	// Concurrency where open connections are scarce. Used only by the
+	// crawler's own client (Client nil).
+	KeepAlive int
 	// MaxActiveHosts caps the hosts crawled at once (one loop each, holding
 	// up to 32 queued URLs in memory); further hosts with pending URLs wait
 	// their turn, and a host yields its turn after every 32 URLs when
@@ -168,7 +176,7 @@ type Config struct {
 	// client should not follow redirects: the crawler stores a redirect as
 	// a version and forwards its target as a link. Nil: a net/http client
 	// of the crawler's own (NewClient: HTTP/1.1 or HTTP/2, proxies from the
-	// environment, at most HostConns connections per host and Concurrency
+	// environment, at most HostConns connections per host and KeepAlive
 	// kept alive between requests, counted in Stats.Connections).
 	Client *http.Client
 	// AllowPrivate lists the special-purpose address ranges (see
@@ -217,6 +225,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.HostConns <= 0 {
 		cfg.HostConns = DefaultHostConns
+	}
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = 64 * cfg.Concurrency
 	}
 	if cfg.MaxActiveHosts <= 0 {
 		cfg.MaxActiveHosts = DefaultMaxActiveHosts
@@ -288,7 +299,7 @@ func (cfg Config) clientWith(g *guard, open *atomic.Int64) *http.Client {
 	if cfg.Client != nil {
 		return g.guardClient(cfg.Client)
 	}
-	c := newClient(cfg.Concurrency, cfg.HostConns, cfg.Timeout, g, open)
+	c := newClient(cfg.KeepAlive, cfg.HostConns, cfg.Timeout, g, open)
 	if cfg.TLS != nil {
 		c.Transport.(*http.Transport).TLSClientConfig = cfg.TLS.Clone()
 	}

@@ -12,12 +12,24 @@
 # day it formed, claiming each fetch from the range's former owner),
 # REPLICAS (k: the ring replicates as shipped and is timed until its
 # stores hold k copies of every version; unset: replication off), HOSTS,
-# PAGES (realweb's size), LOG.
+# PAGES (realweb's size), LOG, PROCESSES (1: each node a herod run
+# process of its own, cmd/herod.TestProcessesRingOverhead: the CPU is the
+# sum of the processes', the ring crawls on the day it formed, k = 3).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 LOG=${LOG:-$(mktemp -t bench-ring-realistic.XXXXXX.log)}
 echo "bench-ring-realistic: ring of ${RING:-4}, ${ROUNDS:-4} rounds, politeness ${POLITE:-1}, formed today ${FORMEDTODAY:-no}, replicas ${REPLICAS:-off}; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); log in $LOG"
+if [[ ${PROCESSES:-} == 1 ]]; then
+	HEROD_PROCESS_TESTS=1 HEROD_REALWEB=1 HEROD_REALWEB_RING=${RING:-4} HEROD_REALWEB_ROUNDS=${ROUNDS:-4} \
+		HEROD_REALWEB_POLITE=${POLITE:-1} HEROD_REALWEB_HOSTS=${HOSTS:-} HEROD_REALWEB_PAGES=${PAGES:-} \
+		go test ./cmd/herod -run '^TestProcessesRingOverhead$' -count=1 -timeout 90m -v >"$LOG" 2>&1 || {
+		echo "bench-ring-realistic: go test failed; see $LOG" >&2
+		exit 1
+	}
+	grep 'realweb processes:' "$LOG" | sed 's/.*realweb processes: //'
+	exit 0
+fi
 HEROD_REALWEB=1 HEROD_REALWEB_RING=${RING:-4} HEROD_REALWEB_ROUNDS=${ROUNDS:-4} HEROD_REALWEB_POLITE=${POLITE:-1} \
 	HEROD_REALWEB_FORMEDTODAY=${FORMEDTODAY:-} HEROD_REALWEB_REPLICAS=${REPLICAS:-} \
 	HEROD_REALWEB_HOSTS=${HOSTS:-} HEROD_REALWEB_PAGES=${PAGES:-} \

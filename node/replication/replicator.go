@@ -174,6 +174,7 @@ type Replicator struct {
 	dicts    dictFetches          // dictionary fetches (dict.go)
 	refused  refusedSet           // records refused for their signer's or range's share (share.go)
 	ranges   replicatedRanges     // the ranges this node replicates (share.go)
+	roles    roleCache            // owners' roles checked lately (rolecache.go)
 	pushWake chan struct{}
 
 	mu      sync.Mutex
@@ -665,11 +666,25 @@ func (r *Replicator) Work(ctx context.Context) {
 // be from itself, and this node one of the next k-1
 // distinct real nodes (ring.Ring.Successors). An error that does not wrap
 // ErrRole means the ring could not tell (a lookup failed): the owner asks
-// again next round.
+// again next round. A check that passed is trusted for roleTTL
+// (rolecache.go); refusals are checked every time.
 func (r *Replicator) pullRole(ctx context.Context, a id.ID, from ring.Node) error {
 	if a == from.ID {
 		return fmt.Errorf("%w: (%s, %s] is the whole ring", ErrRole, a.Short(), from.ID.Short())
 	}
+	key, now := roleKey{a: a, from: from.ID, c: from.Contact}, r.roles.clock()
+	if r.roles.valid(key, now) {
+		return nil
+	}
+	if err := r.checkRole(ctx, a, from); err != nil {
+		return err
+	}
+	r.roles.add(key, now)
+	return nil
+}
+
+// checkRole is pullRole's check, asked of the ring.
+func (r *Replicator) checkRole(ctx context.Context, a id.ID, from ring.Node) error {
 	succs, err := r.successors(ctx, a.AddPow2(0), r.k())
 	if err != nil {
 		return fmt.Errorf("pull request: check range: %w", err)

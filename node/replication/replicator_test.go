@@ -3,6 +3,7 @@ package replication
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/replicate"
@@ -58,6 +59,8 @@ func TestPullRequestVerification(t *testing.T) {
 	}
 	r := New(Config{Self: ring.Contact{Peer: "me", Addr: "127.0.0.1:4003"}, Ring: succsRing(succs)})
 	r.jobs = make(chan pullJob, 3)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r.roles.now = func() time.Time { return now }
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name    string
@@ -81,6 +84,7 @@ func TestPullRequestVerification(t *testing.T) {
 		notReplica = tc.notRepl
 		if tc.notRepl {
 			delete(r.queued, pullJob{a: inside.A, b: b, from: ownerC})
+			now = now.Add(roleTTL) // the role checked earlier is asked again
 		}
 		err := r.accept(ctx, tc.sender, tc.req)
 		if (err != nil) != tc.wantErr || len(r.jobs) != tc.queued {
@@ -90,5 +94,49 @@ func TestPullRequestVerification(t *testing.T) {
 	st := r.st
 	if st.PullRequests != 2 || st.Refused != 7 {
 		t.Errorf("counters: %+v", st)
+	}
+}
+
+// TestRoleCheckCached: an owner's role that passed is not asked of the
+// ring again for roleTTL, a refusal is asked every time, and after
+// roleTTL a change of the ring is seen.
+func TestRoleCheckCached(t *testing.T) {
+	addr := "127.0.0.1:4001"
+	ownerC := ring.Contact{Peer: "owner", Addr: addr}
+	b := ring.VirtualID(addr, 2)
+	ownerV := ring.Node{ID: b, Contact: ownerC, Index: 2}
+	pred := id.OfString("pred")
+	replica, asked := true, 0
+	succs := func(_ context.Context, key id.ID, k int) ([]ring.Node, error) {
+		asked++
+		rest := ring.Node{Contact: ring.Contact{Peer: "third", Addr: "127.0.0.1:4004"}}
+		if replica {
+			rest.Peer = "me"
+		}
+		return []ring.Node{ownerV, rest}, nil
+	}
+	r := New(Config{Self: ring.Contact{Peer: "me", Addr: "127.0.0.1:4003"}, Ring: succsRing(succs)})
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r.roles.now = func() time.Time { return now }
+	ctx := context.Background()
+	for i, step := range []struct {
+		advance   time.Duration
+		replica   bool
+		wantErr   bool
+		wantAsked int
+	}{
+		{0, true, false, 1},                         // checked
+		{roleTTL - time.Nanosecond, true, false, 1}, // cached
+		{0, false, false, 1},                        // cached: the change is not seen yet
+		{time.Nanosecond, false, true, 2},           // expired: refused
+		{0, false, true, 3},                         // refusals are not cached
+		{0, true, false, 4},                         // checked again
+		{0, true, false, 4},                         // cached
+	} {
+		now, replica = now.Add(step.advance), step.replica
+		err := r.pullRole(ctx, pred, ownerV)
+		if (err != nil) != step.wantErr || asked != step.wantAsked {
+			t.Errorf("step %d: err %v, ring asked %d times; want error %v, %d", i, err, asked, step.wantErr, step.wantAsked)
+		}
 	}
 }

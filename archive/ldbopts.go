@@ -1,0 +1,33 @@
+package archive
+
+import (
+	"github.com/syndtr/goleveldb/leveldb/filter"
+	"github.com/syndtr/goleveldb/leveldb/opt"
+)
+
+// indexOptions returns the goleveldb options of the index (docs/scale.md,
+// "What keeps it flat"). The index is keyed by URL hash, so a day's
+// writes land all over the key space and its reads (crawl states before
+// each fetch, newest versions) are random:
+//
+//   - a bloom filter of 10 bits a key (1% false positives) lets a Get
+//     skip every table that lacks the key without reading its blocks: a
+//     Get consults one table a level, and most are misses;
+//   - a 16 MiB write buffer and 8 MiB tables make fewer, larger level-0
+//     flushes, and a 64 MiB level 1 one level fewer at a million URLs,
+//     which is what the compactions' write amplification is counted in;
+//     larger tables also get more reads before goleveldb (v1.0.0, where
+//     it cannot be turned off) compacts a table for being read past;
+//   - a 32 MiB block cache keeps the upper levels and the filters in
+//     memory.
+//
+// The options change no on-disk format: tables written before the filter
+// are read as before.
+func indexOptions(o opt.Options) *opt.Options {
+	o.Filter = filter.NewBloomFilter(10)
+	o.WriteBuffer = 16 * opt.MiB
+	o.CompactionTableSize = 8 * opt.MiB
+	o.CompactionTotalSize = 64 * opt.MiB
+	o.BlockCacheCapacity = 32 * opt.MiB
+	return &o
+}

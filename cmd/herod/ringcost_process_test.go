@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/herod-archive/herod/internal/realweb"
+)
+
+// TestProcessesRingOverhead is the process mode of the realistic ring
+// overhead benchmark (scripts/bench-ring-realistic.sh with PROCESSES=1;
+// node.TestRingOverheadRealistic is the in-process one): one herod run
+// process, then a ring of HEROD_REALWEB_RING (4) processes replicating
+// with k = 3, crawl internal/realweb (served by this test's process),
+// HEROD_REALWEB_ROUNDS (2) times alternated. Each crawl's CPU is the
+// sum over its processes of user and system time (/proc/<pid>/stat)
+// from the seed until the stores hold min(3, nodes) copies of every
+// version. The ring crawls on the day it formed (as FORMEDTODAY=1 in
+// process). HEROD_REALWEB_POLITE=0 crawls at 500 requests/s per host,
+// else at 1.
+func TestProcessesRingOverhead(t *testing.T) {
+	if os.Getenv(processTestsEnv) == "" || os.Getenv("HEROD_REALWEB") != "1" {
+		t.Skipf("runs herod processes for minutes: set %s=1 HEROD_REALWEB=1", processTestsEnv)
+	}
+	count := envPositive("HEROD_REALWEB_RING", 4)
+	rounds := envPositive("HEROD_REALWEB_ROUNDS", 2)
+	rate := "1"
+	if os.Getenv("HEROD_REALWEB_POLITE") == "0" {
+		rate = "500"
+	}
+	wcfg := realweb.ConfigFromEnv()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	web, err := realweb.Start(ctx, wcfg)
+	if err != nil {
+		t.Skipf("realweb cannot listen: %v", err)
+	}
+	defer web.Close()
+	want := int64(wcfg.Objects())
+	var ratios []float64
+	for r := range rounds {
+		order := []int{1, count}
+		if r%2 == 1 {
+			order = []int{count, 1}
+		}
+		var per [2]float64
+		for _, n := range order {
+			cpu, wall := crawlProcesses(t, n, rate, web.Seeds(), want)
+			p := cpu.Seconds() / float64(want) * 1000
+			t.Logf("realweb processes: round=%d nodes=%d host_rate=%s pages=%d wall_s=%.1f cpu_s=%.2f cpu_s_per_1000=%.3f",
+				r, n, rate, want, wall.Seconds(), cpu.Seconds(), p)
+			per[min(n-1, 1)] = p
+		}
+		ratios = append(ratios, per[1]/per[0])
+		t.Logf("realweb processes: round=%d ratio=%.2f (CPU per page, %d processes over 1)", r, per[1]/per[0], count)
+	}
+	slices.Sort(ratios)
+	med := (ratios[(len(ratios)-1)/2] + ratios[len(ratios)/2]) / 2
+	t.Logf("realweb processes: median ratio=%.2f of %.2f", med, ratios)
+}
+
+// crawlProcesses starts count herod processes (k = 3), seeds the first
+// with seeds and returns the CPU the processes used from the seed until
+// their stores held min(3, count) copies of want versions, and the wall
+// time.
+func crawlProcesses(t *testing.T, count int, rate string, seeds []string, want int64) (time.Duration, time.Duration) {
+	t.Helper()
+	r := newProcRing(t, 24*time.Hour)
+	r.extra = []string{"--host-rate", rate, "--replicas", "3", "--replication-interval", "30s"}
+	first := r.start(nil, "")
+	nodes := []*proc{first}
+	for range count - 1 {
+		nodes = append(nodes, r.start(nil, first.multiaddr))
+	}
+	waitFor(t, "the ring's idle start", time.Minute, func() bool { return ringIdle(nodes) })
+	time.Sleep(3 * time.Second) // the ring stabilizes: successor lists fill
+	copies := int64(min(3, count))
+	cpu0 := procsCPU(t, nodes)
+	start := time.Now()
+	seed := exec.Command(r.bin, append([]string{"seed", "--node", "http://" + first.gateway + "/", "--data", first.data}, seeds...)...)
+	if out, err := seed.CombinedOutput(); err != nil {
+		t.Fatalf("herod seed: %v\n%s", err, out)
+	}
+	waitFor(t, fmt.Sprintf("%d copies of %d versions", copies, want), 20*time.Minute, func() bool {
+		return r.versions() >= copies*want
+	})
+	cpu, wall := procsCPU(t, nodes)-cpu0, time.Since(start)
+	for _, p := range nodes {
+		r.remove(p, syscall.SIGTERM)
+	}
+	return cpu, wall
+}
+
+// procsCPU sums the user and system time of the processes so far, from
+// /proc/<pid>/stat (fields 14 and 15, in clock ticks of 1/100 s: Linux's
+// USER_HZ).
+func procsCPU(t *testing.T, ps []*proc) time.Duration {
+	t.Helper()
+	var ticks int64
+	for _, p := range ps {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+		if err != nil {
+			t.Fatalf("process CPU: %v", err)
+		}
+		// The command name (field 2) is in parentheses and may hold spaces.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		for _, i := range []int{11, 12} { // utime, stime: fields 14, 15
+			v, err := strconv.ParseInt(f[i], 10, 64)
+			if err != nil {
+				t.Fatalf("process CPU: field %d: %v", i+3, err)
+			}
+			ticks += v
+		}
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// envPositive reads a positive integer from the environment, or returns
+// def.
+func envPositive(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
