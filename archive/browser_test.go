@@ -46,7 +46,11 @@ func TestBrowserMarkerField(t *testing.T) {
 	c := capture("http://example.org/app", t0, "x")
 	for _, browser := range []bool{true, false} {
 		c.Browser = browser
-		rec, err := plainResponse(&c, t0, id.Sum(c.Body))
+		head, block, err := responseBlock(&c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := plainResponse(&c, t0, id.Sum(c.Body), head, block)
 		if err != nil {
 			t.Fatal(err)
 		}

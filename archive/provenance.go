@@ -20,19 +20,31 @@ import (
 
 // Provenance. Every version a node fetches is signed by that node: the
 // record carries the fetching peer (WARC-Herod-Peer, its libp2p peer id)
-// and its signature (WARC-Herod-Signature, base64) over SignedMessage of
-// the URL, the capture time (the record's WARC-Date) and the payload
-// digest. A store given a Verifier imports only records whose signature
-// verifies, whose capture time is not in the future (beyond MaxClockSkew)
-// and whose peer is not refused (Purge). The headers are part of the
-// record, so they travel with it through replication and export.
+// and its signature (WARC-Herod-Signature, base64) over SignedBlockMessage
+// of the URL, the capture time (the record's WARC-Date), the payload
+// digest and the block digest: the block is the HTTP status line and
+// headers followed by the payload, so the signature covers what replay
+// serves of a capture, its status and headers (Content-Type, Location)
+// as well as its bytes. The signature field is the byte sigBlock, the
+// block digest (20 bytes) and the signer's signature. A store given a
+// Verifier imports only records whose signature verifies against the
+// record's own block digest, whose capture time is not in the future
+// (beyond MaxClockSkew) and whose peer is not refused (Purge). The
+// headers are part of the record, so they travel with it through
+// replication and export.
+//
+// Records signed before the block digest was (the field holds the
+// signer's bytes alone, over SignedMessage, which names no block) are
+// still accepted: for them the signature covers the payload, not the
+// status and headers. A signature of either form verifies only as that
+// form, so a block-signed record cannot be passed off as one of the
+// older form with other headers.
 //
 // What a signature proves: that the named peer produced this record for
 // this URL, time and payload, and that nobody changed a byte of it since.
 // What it does not prove: that the site served those bytes at that time —
-// the fetching peer can lie about what it saw. A second fetch by an
-// independent replica would confirm it (same payload digest within the
-// same day); herod does not do that yet.
+// the fetching peer can lie about what it saw. Witnesses (witness.go)
+// vouch for the time.
 
 // Provenance header names.
 const (
@@ -68,22 +80,46 @@ var (
 	ErrRefusedPeer = errors.New("archive: signed by a refused peer")
 )
 
-// SignedMessage is what a version's signature covers: a domain tag, the
-// URL, the capture time as its WARC-Date and the payload digest.
+// SignedMessage is what a version's signature of the older form covers:
+// a domain tag, the URL, the capture time as its WARC-Date and the
+// payload digest.
 func SignedMessage(url string, t time.Time, digest id.ID) []byte {
 	return []byte("herod-capture-v1\n" + url + "\n" + formatWarcDate(t) + "\n" + digest.String())
 }
 
-// sign sets c's provenance with signer, unless it has one.
-func sign(signer Signer, c *Capture, t time.Time, digest id.ID) error {
+// SignedBlockMessage is what a version's signature covers: SignedMessage's
+// fields under its own tag, and the record's block digest.
+func SignedBlockMessage(url string, t time.Time, digest, block id.ID) []byte {
+	return []byte("herod-capture-v2\n" + url + "\n" + formatWarcDate(t) + "\n" + digest.String() + "\n" + block.String())
+}
+
+// sigBlock starts a signature field that names the block digest it
+// signs (SignedBlockMessage).
+const sigBlock = 2
+
+// splitSig returns the block digest and the signer's bytes of a signature
+// field of the block-signing form, ok false for one of the older form.
+func splitSig(sig []byte) (block id.ID, raw []byte, ok bool) {
+	if len(sig) <= 1+id.Size || sig[0] != sigBlock {
+		return id.ID{}, nil, false
+	}
+	return id.ID(sig[1 : 1+id.Size]), sig[1+id.Size:], true
+}
+
+// sign sets c's provenance with signer, unless it has one: its signature
+// of SignedBlockMessage of c, its capture time t, its payload digest and
+// its record's block digest.
+func sign(signer Signer, c *Capture, t time.Time, digest, block id.ID) error {
 	if signer == nil || c.Peer != "" {
 		return nil
 	}
-	sig, err := signer.Sign(SignedMessage(c.URL, t, digest))
+	sig, err := signer.Sign(SignedBlockMessage(c.URL, t, digest, block))
 	if err != nil {
 		return fmt.Errorf("sign: %w", err)
 	}
-	c.Peer, c.Signature = signer.Peer(), sig
+	c.Peer = signer.Peer()
+	c.Signature = append(append(make([]byte, 0, 1+id.Size+len(sig)), sigBlock), block[:]...)
+	c.Signature = append(c.Signature, sig...)
 	return nil
 }
 
@@ -119,13 +155,18 @@ func parseProvenance(h interface{ Get(string) string }, c *Capture) error {
 }
 
 // checkProvenance is Import's check of a decoded record: a signature that
-// verifies, a peer not refused, a capture time not in the future.
+// verifies, of the record's own block digest if it names one, a peer not
+// refused, a capture time not in the future.
 func (s *Store) checkProvenance(f *decodedFile) error {
 	c := &f.capture
+	if b, _, ok := splitSig(c.Signature); ok && b != f.block && s.verifier != nil {
+		return fmt.Errorf("%w: %w: signed for another status or headers (block %s, the record's %s)", ErrCorrupt, ErrUnsigned, b.Short(), f.block.Short())
+	}
 	return s.checkSigned(c.URL, c.Time, f.digest, c.Peer, c.Signature)
 }
 
-// checkSigned is checkProvenance on the signed fields of a version.
+// checkSigned is checkProvenance on the signed fields of a version: sig
+// of either form (see above).
 func (s *Store) checkSigned(url string, t time.Time, digest id.ID, peer string, sig []byte) error {
 	if t.After(s.now().Add(MaxClockSkew)) {
 		return fmt.Errorf("%w: %w: %s", ErrCorrupt, ErrFuture, formatWarcDate(t))
@@ -139,7 +180,16 @@ func (s *Store) checkSigned(url string, t time.Time, digest id.ID, peer string, 
 	if s.refused.has(peer) {
 		return fmt.Errorf("%w: %w: %s", ErrCorrupt, ErrRefusedPeer, peer)
 	}
-	if err := s.verifier.Verify(peer, SignedMessage(url, t, digest), sig); err != nil {
+	msg, raw := SignedMessage(url, t, digest), sig
+	if block, r, ok := splitSig(sig); ok {
+		msg, raw = SignedBlockMessage(url, t, digest, block), r
+	}
+	err := s.verifier.Verify(peer, msg, raw)
+	if err != nil && len(raw) != len(sig) {
+		// An older form's signature whose first byte happens to be sigBlock.
+		err = s.verifier.Verify(peer, SignedMessage(url, t, digest), sig)
+	}
+	if err != nil {
 		return fmt.Errorf("%w: %w: %w", ErrCorrupt, ErrUnsigned, err)
 	}
 	return nil

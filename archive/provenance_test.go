@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -75,11 +76,80 @@ func TestProvenanceSignedRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Peer != signer.Peer() || len(c.Signature) != ed25519.SignatureSize {
+	block, raw, ok := splitSig(c.Signature)
+	if c.Peer != signer.Peer() || !ok || len(raw) != ed25519.SignatureSize {
 		t.Fatalf("provenance after import: peer %q, %d-byte signature", c.Peer, len(c.Signature))
 	}
-	if err := (edVerifier{}).Verify(c.Peer, SignedMessage(c.URL, c.Time, id.Sum(c.Body)), c.Signature); err != nil {
+	head, want, err := responseBlock(c)
+	if err != nil || block != want || block != sha1Of(head, c.Body) {
+		t.Fatalf("signed block %s, the record's %s (%v)", block.Short(), want.Short(), err)
+	}
+	if err := (edVerifier{}).Verify(c.Peer, SignedBlockMessage(c.URL, c.Time, id.Sum(c.Body), block), raw); err != nil {
 		t.Fatalf("stored signature: %v", err)
+	}
+}
+
+// TestSignatureCoversHeaders: a holder that changes a signed capture's
+// status or headers (its block digest made to match) is refused, as is
+// one that strips the block-signing form to pass the signature off as
+// the older one; a record signed in the older form (payload only) still
+// imports, and a listed version signed either way verifies.
+func TestSignatureCoversHeaders(t *testing.T) {
+	ctx := context.Background()
+	signer := newEdSigner(5)
+	genuine := capture("http://example.org/page", t0, `{"a": 1}`)
+	genuine.Header.Set("Content-Type", "application/json")
+	src := openTest(t, Options{Signer: signer})
+	v, _ := mustPut(t, src, genuine)
+	_, signed, err := src.Get(ctx, v.URL, v.Time)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// rewrap stores c as it is (a store without a signer keeps its
+	// provenance) and returns its record.
+	rewrap := func(c Capture) (string, []byte) {
+		t.Helper()
+		return putFile(t, nil, c)
+	}
+	forged := *signed
+	forged.Header = forged.Header.Clone()
+	forged.Header.Set("Content-Type", "text/html")
+	redirect := *signed
+	redirect.Status, redirect.Header = 302, http.Header{"Location": {"http://evil.example/"}}
+	_, raw, _ := splitSig(signed.Signature)
+	downgraded := *signed
+	downgraded.Header = downgraded.Header.Clone()
+	downgraded.Header.Set("Content-Type", "text/html")
+	downgraded.Signature = raw
+	for name, c := range map[string]Capture{"other Content-Type": forged, "made a redirect": redirect, "older form, other headers": downgraded} {
+		n, data := rewrap(c)
+		dst := openTest(t, Options{Verifier: edVerifier{}})
+		if _, added, err := dst.Import(ctx, n, data); !errors.Is(err, ErrUnsigned) || added {
+			t.Errorf("%s: import = added %v, %v; want ErrUnsigned", name, added, err)
+		}
+		if _, _, err := dst.VerifyRecord(data); !errors.Is(err, ErrUnsigned) {
+			t.Errorf("%s: verify = %v; want ErrUnsigned", name, err)
+		}
+	}
+	n, data := rewrap(*signed)
+	dst := openTest(t, Options{Verifier: edVerifier{}})
+	if _, added, err := dst.Import(ctx, n, data); err != nil || !added {
+		t.Fatalf("the genuine record: added %v, %v", added, err)
+	}
+	if err := dst.VerifySigned(v, signed.Signature); err != nil {
+		t.Errorf("a listed version signed with its block: %v", err)
+	}
+
+	old := capture("http://example.org/old", t0, "signed before blocks were")
+	old.Peer = signer.Peer()
+	old.Signature, _ = signer.Sign(SignedMessage(old.URL, t0, id.Sum(old.Body)))
+	n, data = rewrap(old)
+	ov, added, err := dst.Import(ctx, n, data)
+	if err != nil || !added {
+		t.Fatalf("a record signed in the older form: added %v, %v", added, err)
+	}
+	if err := dst.VerifySigned(ov, old.Signature); err != nil {
+		t.Errorf("a listed version signed in the older form: %v", err)
 	}
 }
 

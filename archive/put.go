@@ -139,7 +139,11 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 			return v, false, nil
 		}
 	}
-	if err := sign(s.signer, &c, t, d); err != nil {
+	head, block, err := responseBlock(&c)
+	if err != nil {
+		return Version{}, false, fmt.Errorf("archive put %s: %w", c.URL, err)
+	}
+	if err := sign(s.signer, &c, t, d, block); err != nil {
 		return Version{}, false, fmt.Errorf("archive put %s: %w", c.URL, err)
 	}
 	v := Version{
@@ -152,7 +156,7 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 			return Version{}, false, fmt.Errorf("archive put: %w", err)
 		}
 	}
-	rec, err := s.encode(&c, t, d)
+	rec, err := s.encode(&c, t, d, head, block)
 	if err != nil {
 		return Version{}, false, fmt.Errorf("archive put %s: %w", c.URL, err)
 	}
@@ -198,8 +202,8 @@ func (s *Store) nextSeq(k id.ID, d id.ID, day int64) (int, error) {
 
 // encode returns c's WARC response record, compressed for the active
 // segments, and offers it to the dictionary trainer.
-func (s *Store) encode(c *Capture, t time.Time, d id.ID) (*record, error) {
-	plain, err := plainResponse(c, t, d)
+func (s *Store) encode(c *Capture, t time.Time, d id.ID, head []byte, block id.ID) (*record, error) {
+	plain, err := plainResponse(c, t, d, head, block)
 	if err != nil {
 		return nil, err
 	}

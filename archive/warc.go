@@ -196,7 +196,11 @@ func sumInto(h hash.Hash, parts ...[]byte) id.ID {
 // record into dst. t is the normalized capture time and digest the SHA-1
 // of c.Body.
 func (p *gzipPool) encodeResponse(dst *bytes.Buffer, c *Capture, t time.Time, digest id.ID) error {
-	plain, err := plainResponse(c, t, digest)
+	head, block, err := responseBlock(c)
+	if err != nil {
+		return err
+	}
+	plain, err := plainResponse(c, t, digest, head, block)
 	if err != nil {
 		return err
 	}
@@ -211,12 +215,20 @@ func (p *gzipPool) compress(dst *bytes.Buffer, plain []byte) error {
 	})
 }
 
-// plainResponse renders c as an uncompressed WARC/1.1 response record.
-func plainResponse(c *Capture, t time.Time, digest id.ID) ([]byte, error) {
-	fields, head, err := responseRecord(c, t, digest)
+// responseBlock returns the HTTP head of c's record and the SHA-1 of its
+// block (the head, then the payload).
+func responseBlock(c *Capture) ([]byte, id.ID, error) {
+	head, err := httpHead(c.Status, c.Header, len(c.Body))
 	if err != nil {
-		return nil, err
+		return nil, id.ID{}, err
 	}
+	return head, sha1Of(head, c.Body), nil
+}
+
+// plainResponse renders c as an uncompressed WARC/1.1 response record
+// whose HTTP head and block digest are head and block (responseBlock).
+func plainResponse(c *Capture, t time.Time, digest id.ID, head []byte, block id.ID) ([]byte, error) {
+	fields := responseRecord(c, t, digest, block)
 	var b bytes.Buffer
 	b.Grow(len(head) + len(c.Body) + 1024)
 	if err := writeRecordTo(&b, fields, head, c.Body); err != nil {
@@ -225,12 +237,8 @@ func plainResponse(c *Capture, t time.Time, digest id.ID) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// responseRecord returns the WARC fields and HTTP head of c's record.
-func responseRecord(c *Capture, t time.Time, digest id.ID) ([]warcHeader, []byte, error) {
-	head, err := httpHead(c.Status, c.Header, len(c.Body))
-	if err != nil {
-		return nil, nil, err
-	}
+// responseRecord returns the WARC fields of c's record.
+func responseRecord(c *Capture, t time.Time, digest, block id.ID) []warcHeader {
 	date := formatWarcDate(t)
 	var truncated []warcHeader
 	if c.Truncated != "" {
@@ -243,8 +251,8 @@ func responseRecord(c *Capture, t time.Time, digest id.ID) ([]warcHeader, []byte
 		{"WARC-Target-URI", c.URL},
 		{"Content-Type", httpResponseType},
 		{"WARC-Payload-Digest", warcDigest(digest)},
-		{"WARC-Block-Digest", warcDigest(sha1Of(head, c.Body))},
-	}, truncated...), append(provenanceHeaders(c), browserHeaders(c)...)...), head, nil
+		{"WARC-Block-Digest", warcDigest(block)},
+	}, truncated...), append(provenanceHeaders(c), browserHeaders(c)...)...)
 }
 
 // encodeRevisit renders a revisit record for a check at time t of the

@@ -36,12 +36,12 @@ func goldenCapture() *Capture {
 }
 
 func rawRecord(t testing.TB, c *Capture) []byte {
-	fields, head, err := responseRecord(c, c.Time, id.Sum(c.Body))
+	head, block, err := responseBlock(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := writeRecordTo(&b, fields, head, c.Body); err != nil {
+	if err := writeRecordTo(&b, responseRecord(c, c.Time, id.Sum(c.Body), block), head, c.Body); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()

@@ -232,7 +232,8 @@ var readerPool = sync.Pool{New: func() any {
 // decodedFile is a verified response record from one version file.
 type decodedFile struct {
 	capture Capture
-	digest  id.ID
+	digest  id.ID // payload
+	block   id.ID // the block: HTTP head and payload
 	head    []byte
 }
 
@@ -363,6 +364,7 @@ func decodeResponse(rec *Record) (*decodedFile, error) {
 		capture: Capture{URL: uri, Time: t.UTC(), Status: resp.status, Header: resp.header, Body: resp.payload,
 			Truncated: rec.Header.Get("Warc-Truncated")},
 		digest: pd,
+		block:  bd,
 		head:   resp.head,
 	}
 	if err := parseProvenance(rec.Header, &f.capture); err != nil {
