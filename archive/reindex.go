@@ -295,7 +295,7 @@ func (s *Store) rebuildRecord(st *rebuildState, rep *Report, n segRef, off int64
 		File: n.rel(), Offset: off, Size: int64(len(data)),
 	}
 	vk := versionKey(v.Key, v.Time, v.Digest)
-	if st.seen[string(vk)] || (v.Peer != "" && s.refused.has(v.Peer)) {
+	if st.seen[string(vk)] || (v.Peer != "" && s.refused.has(v.Peer)) || s.urlp.covers(v.URL, v.Time) {
 		rep.Skipped++
 		return nil
 	}

@@ -193,6 +193,9 @@ func (s *Store) importRecord(ctx context.Context, name string, data []byte, prov
 	lk := &s.keyLocks[e.Key[len(e.Key)-1]]
 	lk.Lock()
 	defer lk.Unlock()
+	if s.urlp.covers(v.URL, v.Time) { // checked under the lock: PurgeURLs takes every one
+		return Version{}, false, fmt.Errorf("archive import %s: %w: %w", name, ErrCorrupt, ErrPurged)
+	}
 	if have, err := s.versionAt(v.Key, v.Time, v.Digest); err == nil {
 		return have, false, nil
 	} else if !errors.Is(err, ErrNotFound) {
