@@ -226,10 +226,10 @@ func (s *Store) compactOnline(ctx context.Context, only map[uint32]bool) (Compac
 		}
 		keep := current[g] || n == ss.last
 		rep.Before += g.size
+		s.rewrites.Add(1) // before any offset moves
 		if err := s.rewriteSegment(g, live[n], keep); err != nil {
 			return rep, s.fail(fmt.Errorf("compact segment %s: %w", g.name(), err))
 		}
-		s.rewrites.Add(1)
 		if len(live[n]) == 0 && !keep {
 			rep.Removed++
 			continue
@@ -302,12 +302,15 @@ func (s *Store) rewriteSegment(g *segment, live []liveRecord, keep bool) error {
 	}
 	b.Put(segEndKey(g.id), binary.AppendUvarint(nil, uint64(end)))
 	b.Put(compactKey(g.id), nil)
+	// Reads wait from the index write to the handle's swap: one that
+	// finds a new offset reads the new file (one that found an old
+	// offset and reads the new file looks the version up again).
+	s.segs.rmu.Lock()
 	if err := s.db.Write(&b, sync); err != nil {
+		s.segs.rmu.Unlock()
 		return fmt.Errorf("index write: %w", err)
 	}
-	// The index now names the new offsets: reads must use the new file.
 	ok = true
-	s.segs.rmu.Lock()
 	old := g.f
 	g.f, g.size, g.durable = f, end, end
 	s.segs.rmu.Unlock()

@@ -254,7 +254,8 @@ type purgedRecord struct {
 
 // urlPurges is the URL purges of a store in force.
 type urlPurges struct {
-	mu   sync.Mutex // also serializes PurgeURLs and Unpurge
+	run  sync.Mutex // serializes PurgeURLs and Unpurge
+	mu   sync.Mutex // guards m and done; held briefly (Put and Import read m holding a key lock)
 	m    map[string]URLPurge
 	done map[string]bool
 	n    atomic.Int32 // len(m), read without the lock
@@ -374,10 +375,13 @@ func (s *Store) PurgeURLs(ctx context.Context, p URLPurge) (int, error) {
 		return 0, errStoreClosed
 	}
 	u := &s.urlp
+	u.run.Lock()
+	defer u.run.Unlock()
 	u.mu.Lock()
-	defer u.mu.Unlock()
 	old, have := u.m[p.ID]
-	if have && old.same(p) && u.done[p.ID] {
+	done := u.done[p.ID]
+	u.mu.Unlock()
+	if have && old.same(p) && done {
 		return 0, nil
 	}
 	recovering := have && old.same(p) // recorded, not done: a crash cut it short
@@ -385,9 +389,11 @@ func (s *Store) PurgeURLs(ctx context.Context, p URLPurge) (int, error) {
 		if err := appendPurged(s.dir, purgedRecord{Purge: &p}); err != nil {
 			return 0, fmt.Errorf("archive purge urls: record: %w", err)
 		}
+		u.mu.Lock()
 		u.m[p.ID] = p
 		delete(u.done, p.ID)
 		u.n.Store(int32(len(u.m)))
+		u.mu.Unlock()
 	}
 	for i := range s.keyLocks {
 		s.keyLocks[i].Lock()
@@ -428,7 +434,9 @@ func (s *Store) PurgeURLs(ctx context.Context, p URLPurge) (int, error) {
 	if err := appendPurged(s.dir, purgedRecord{Done: p.ID}); err != nil {
 		return 0, fmt.Errorf("archive purge urls: record done: %w", err)
 	}
+	u.mu.Lock()
 	u.done[p.ID] = true
+	u.mu.Unlock()
 	s.log.Info("purged urls", "id", p.ID, "surt", p.SURT, "exact", p.Exact, "versions", len(victims))
 	return len(victims), nil
 }
@@ -437,17 +445,22 @@ func (s *Store) PurgeURLs(ctx context.Context, p URLPurge) (int, error) {
 // refused. What it removed does not come back. Unknown ids are ignored.
 func (s *Store) Unpurge(id string) error {
 	u := &s.urlp
+	u.run.Lock()
+	defer u.run.Unlock()
 	u.mu.Lock()
-	defer u.mu.Unlock()
-	if _, ok := u.m[id]; !ok {
+	_, ok := u.m[id]
+	u.mu.Unlock()
+	if !ok {
 		return nil
 	}
 	if err := appendPurged(s.dir, purgedRecord{Revoked: id}); err != nil {
 		return fmt.Errorf("archive unpurge: %w", err)
 	}
+	u.mu.Lock()
 	delete(u.m, id)
 	delete(u.done, id)
 	u.n.Store(int32(len(u.m)))
+	u.mu.Unlock()
 	return nil
 }
 
