@@ -297,7 +297,12 @@ func (u *urlPurges) load(dir string) error {
 		var r purgedRecord
 		if err := json.Unmarshal([]byte(l), &r); err != nil {
 			if i == len(lines)-1 {
-				break // torn by a crash: never synced, never acted on
+				// Torn by a crash: never synced, never acted on. Cut off,
+				// so the next record starts a line.
+				if err := os.Truncate(filepath.Join(dir, purgedFile), int64(len(b)-len(l))); err != nil {
+					return err
+				}
+				break
 			}
 			return fmt.Errorf("%s line %d: %w", purgedFile, i+1, err)
 		}
