@@ -177,6 +177,7 @@ func TestAccessPurgeRingWide(t *testing.T) {
 	// Node 3 returns with the pages on its disk: its first exchange
 	// brings the order, and it removes them; no one pulls them back.
 	downCfg.Join = []string{lr.Nodes[0].Multiaddr()}
+	downCfg.Listen, downCfg.Gateway = "127.0.0.1:0", "127.0.0.1:0"
 	back, err := New(downCfg)
 	if err != nil {
 		t.Fatal(err)
@@ -186,14 +187,14 @@ func TestAccessPurgeRingWide(t *testing.T) {
 		t.Fatal(err)
 	}
 	lr.Nodes[3] = back
-	if err := lr.WaitStable(ctx); err != nil {
-		t.Fatal(err)
-	}
+	// Not WaitStable: the ring's successor lists settle slowly after a
+	// restart on new ports, and the exchange needs only the replicas.
 	for !purged(back) {
 		replicateAll(lr.Nodes)
 		if ctx.Err() != nil {
 			t.Fatal("the node that was down kept the purged pages")
 		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	replicateAll(lr.Nodes)
 	for _, n := range lr.Nodes {
@@ -214,14 +215,12 @@ func TestAccessPurgeRingWide(t *testing.T) {
 	if err := late.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := lr.WaitStable(ctx); err != nil {
-		t.Fatal(err)
-	}
 	for len(late.store.URLPurges()) != 1 {
 		replicateAll([]*Node{late})
 		if ctx.Err() != nil {
 			t.Fatal("the late node did not take the purge rule")
 		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	replicateAll(lr.Nodes)
 	waitPurged(late)
@@ -239,6 +238,7 @@ func TestAccessPurgeRingWide(t *testing.T) {
 				t.Fatalf("%s kept the purge after its revocation", n.self.Addr)
 			}
 			replicateAll([]*Node{n})
+			time.Sleep(50 * time.Millisecond)
 		}
 		if !purged(n) {
 			t.Fatalf("%s: a revocation brought purged pages back", n.self.Addr)
