@@ -208,8 +208,9 @@ func (s *Store) removeLocked(victims []victim) (*indexGroup, error) {
 const purgedFile = "purged-urls"
 
 // ErrPurged reports a capture refused because a URL purge of the store
-// covers it (PurgeURLs). Import wraps it in ErrCorrupt, as it does a
-// refused peer's record.
+// covers it (PurgeURLs). Put wraps it in ErrBadCapture (the crawler
+// drops the entry), Import in ErrCorrupt, as it does a refused peer's
+// record.
 var ErrPurged = errors.New("archive: the capture is purged")
 
 // URLPurge names the captures a URL purge removes: those whose URL's SURT

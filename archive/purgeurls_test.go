@@ -202,7 +202,7 @@ func testPurgeURLs(t *testing.T, dict bool) {
 	}
 	// Put and Import refuse covered captures; others go in.
 	_, _, err = s.Put(ctx, capture("http://example.com/private/x", t0.Add(-2*time.Hour), "again"))
-	if !errors.Is(err, ErrPurged) {
+	if !errors.Is(err, ErrPurged) || !errors.Is(err, ErrBadCapture) {
 		t.Fatalf("put of a covered capture: %v", err)
 	}
 	mustPut(t, s, capture("http://example.com/private/x", t0, "newer than the window"))
@@ -254,5 +254,32 @@ func TestPurgeURLsExact(t *testing.T) {
 	}
 	if _, err := s.PurgeURLs(ctx, URLPurge{SURT: "com,"}); err == nil {
 		t.Fatal("a purge without an id accepted")
+	}
+}
+
+// TestPurgeURLsReindex: a purge recorded but not carried out (a crash
+// after step 1) is honoured by Reindex: the covered records stay out of
+// the rebuilt index.
+func TestPurgeURLsReindex(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	o := Options{SegmentSize: 16 << 10, DictSamples: -1}
+	takedownStore(t, dir, o)
+	p := URLPurge{ID: "r", SURT: "com,example)/private"}
+	must(t, appendPurged(dir, purgedRecord{Purge: &p}))
+	if _, err := Reindex(ctx, dir, o); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir, o)
+	must(t, err)
+	defer s.Close()
+	for i := range 40 {
+		vs, err := s.Versions(ctx, fmt.Sprintf("http://example.com/private/%d", i))
+		must(t, err)
+		kept, err := s.Versions(ctx, fmt.Sprintf("http://example.org/private/%d", i))
+		must(t, err)
+		if len(vs) != 0 || len(kept) != 1 {
+			t.Fatalf("page %d after reindex: %d covered versions, %d others", i, len(vs), len(kept))
+		}
 	}
 }

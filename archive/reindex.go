@@ -65,7 +65,8 @@ func (r Report) OK() bool {
 // holds, are copied from the old index when it can still be read;
 // without one, each URL's crawl state is derived from its newest version
 // (ETag, Last-Modified, digest, time; no outlinks) and the checks are
-// lost. Versions of refused peers (PurgePeer) are left out. The new index
+// lost. Versions of refused peers (PurgePeer) and captures a URL purge
+// covers (PurgeURLs) are left out. The new index
 // replaces the old one by a swap that a crash at any step leaves
 // recoverable (swap.go). The store must not be open.
 func Reindex(ctx context.Context, dir string, o Options) (Report, error) {
