@@ -245,3 +245,59 @@ func TestAccessPurgeRingWide(t *testing.T) {
 		}
 	}
 }
+
+// TestAccessPurgeLocal: a purge rule in a node's own rules file removes
+// its captures from that node's disk; removing the rule lifts the
+// refusal and brings nothing back.
+func TestAccessPurgeLocal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real libp2p nodes in -short mode")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	lr, err := StartLocalRing(ctx, t.TempDir(), 1, Config{VirtualServers: 1, ReplicationInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lr.Close()
+	n := lr.Nodes[0]
+	var private []string
+	for i := range 5 {
+		for _, kind := range []string{"private", "public"} {
+			u := fmt.Sprintf("http://local.invalid/%s/%d", kind, i)
+			c := archive.Capture{URL: u, Time: time.Now().Add(-time.Hour), Status: 200,
+				Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte("<p>" + kind + " page " + u + "</p>")}
+			if _, _, err := n.store.Put(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			if kind == "private" {
+				private = append(private, u)
+			}
+		}
+	}
+	rule := access.Rule{URL: "http://local.invalid/private/", Action: access.Purge}
+	if err := n.access.Add(ctx, rule, false); err != nil {
+		t.Fatal(err)
+	}
+	for versionsOf(t, ctx, n.store, private) != 0 || diskHolds(t, n.cfg.DataDir, "private page") {
+		if ctx.Err() != nil {
+			t.Fatal("the local purge rule did not remove the captures")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !diskHolds(t, n.cfg.DataDir, "public page") || n.PurgedByRules() != 5 {
+		t.Fatalf("the purge reached beyond its prefix, or miscounted: %d removed", n.PurgedByRules())
+	}
+	if _, err := n.access.Remove(ctx, rule.URL, false); err != nil {
+		t.Fatal(err)
+	}
+	for len(n.store.URLPurges()) != 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the purge outlived its rule")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if versionsOf(t, ctx, n.store, private) != 0 {
+		t.Fatal("removing the rule brought captures back")
+	}
+}
