@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/opt"
@@ -255,7 +256,7 @@ func (s *Store) rewriteSegment(g *segment, live []liveRecord, keep bool) error {
 		s.segs.rmu.Lock()
 		delete(s.segs.open, g.id)
 		s.segs.rmu.Unlock()
-		g.f.Close()
+		s.streams.retire(g.f)
 		if err := s.fs.Remove(name); err != nil {
 			return err
 		}
@@ -314,7 +315,7 @@ func (s *Store) rewriteSegment(g *segment, live []liveRecord, keep bool) error {
 	old := g.f
 	g.f, g.size, g.durable = f, end, end
 	s.segs.rmu.Unlock()
-	old.Close()
+	s.streams.retire(old)
 	return s.finishCompaction(g.id, g.name())
 }
 
@@ -381,4 +382,50 @@ func (s *Store) recoverCompactions() error {
 		return s.fs.SyncDir(segDir)
 	}
 	return nil
+}
+
+// streamRefs counts the streamed reads (Body, stream.go) of each segment
+// handle, so that a handle a rewrite while open replaced is closed when
+// its last stream ends rather than under it.
+type streamRefs struct {
+	mu      sync.Mutex
+	n       map[segFile]int
+	retired map[segFile]bool
+}
+
+// acquire counts a stream of f.
+func (r *streamRefs) acquire(f segFile) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == nil {
+		r.n, r.retired = map[segFile]int{}, map[segFile]bool{}
+	}
+	r.n[f]++
+}
+
+// release ends a stream of f, closing f if it was retired and this was
+// its last stream.
+func (r *streamRefs) release(f segFile) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n[f]--; r.n[f] > 0 {
+		return
+	}
+	delete(r.n, f)
+	if r.retired[f] {
+		delete(r.retired, f)
+		f.Close()
+	}
+}
+
+// retire closes f, a handle no longer in the segment set, now or, if
+// streams still read it, when the last one ends.
+func (r *streamRefs) retire(f segFile) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n[f] > 0 {
+		r.retired[f] = true
+		return
+	}
+	f.Close()
 }

@@ -283,3 +283,36 @@ func TestPurgeURLsReindex(t *testing.T) {
 		}
 	}
 }
+
+// TestPurgeURLsStream: a stream of a record opened before its segment is
+// rewritten reads it whole; the old handle closes with the stream.
+func TestPurgeURLsStream(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{NoSync: true, DictSamples: -1})
+	mustPut(t, s, capture("http://example.com/private/a", t0, "taken down"))
+	rnd := make([]byte, 256<<10) // incompressible: the stream reads the file after its head
+	for i := range rnd {
+		rnd[i] = "0123456789abcdef"[(i*7919+i/13*31)%16^(i>>9)%16]
+	}
+	kept := string(rnd)
+	v, _ := mustPut(t, s, capture("http://example.org/kept", t0, kept))
+	b, err := s.OpenBody(ctx, v)
+	must(t, err)
+	if n, err := s.PurgeURLs(ctx, URLPurge{ID: "s", SURT: "com,example)/private"}); n != 1 || err != nil {
+		t.Fatalf("purged %d, %v", n, err)
+	}
+	got, err := io.ReadAll(b)
+	must(t, err)
+	must(t, b.Close())
+	if string(got) != kept {
+		t.Fatalf("the stream read %d bytes, want %d", len(got), len(kept))
+	}
+	if len(s.streams.n)+len(s.streams.retired) != 0 {
+		t.Fatalf("stream handles left: %d counted, %d retired", len(s.streams.n), len(s.streams.retired))
+	}
+	nv, err := s.Versions(ctx, "http://example.org/kept")
+	must(t, err)
+	if nv[0].Offset >= v.Offset {
+		t.Fatalf("the kept record did not move: offset %d, was %d", nv[0].Offset, v.Offset)
+	}
+}

@@ -187,6 +187,7 @@ type Store struct {
 	unchanged atomic.Int64
 	corrupt   atomic.Int64
 	rewrites  atomic.Int64 // segments rewritten while open (compactOnline): offsets may have moved
+	streams   streamRefs   // streamed reads by segment handle (compact.go)
 	closed    atomic.Bool
 }
 

@@ -50,6 +50,7 @@ type Body struct {
 
 	s       *Store
 	v       Version
+	f       segFile // the segment's handle, released by Close
 	zr      *gzip.Reader
 	outer   *bufio.Reader // the record, uncompressed
 	inner   *bufio.Reader // the block, after the HTTP head
@@ -88,7 +89,18 @@ func (s *Store) OpenBody(ctx context.Context, v Version) (*Body, error) {
 	}
 	s.segs.rmu.RLock()
 	g := s.segs.open[ref.id]
+	var f segFile
+	if g != nil {
+		f = g.f // a rewrite (compact.go) may replace it; the stream keeps this one
+		s.streams.acquire(f)
+	}
 	s.segs.rmu.RUnlock()
+	released := false
+	defer func() {
+		if f != nil && !released {
+			s.streams.release(f)
+		}
+	}()
 	switch {
 	case g == nil:
 		return nil, fmt.Errorf("archive open body: segment %s: %w", v.File, ErrNotFound)
@@ -98,7 +110,7 @@ func (s *Store) OpenBody(ctx context.Context, v Version) (*Body, error) {
 		return nil, fmt.Errorf("archive open body: %w: bad record extent %d+%d", ErrCorrupt, v.Offset, v.Size)
 	}
 	b := &Body{s: s, v: v}
-	if b.zr, err = gzip.NewReader(io.NewSectionReader(g.f, v.Offset, v.Size)); err != nil {
+	if b.zr, err = gzip.NewReader(io.NewSectionReader(f, v.Offset, v.Size)); err != nil {
 		return nil, b.corrupt(fmt.Errorf("%w: gzip: %v", ErrCorrupt, err))
 	}
 	b.zr.Multistream(false)
@@ -107,6 +119,7 @@ func (s *Store) OpenBody(ctx context.Context, v Version) (*Body, error) {
 		b.zr.Close()
 		return nil, b.corrupt(asCorrupt(err))
 	}
+	b.f, released = f, true // Close releases it
 	return b, nil
 }
 
@@ -234,10 +247,14 @@ func (b *Body) corrupt(err error) error {
 	return fmt.Errorf("archive body %s %s+%d: %w", b.v.URL, b.v.File, b.v.Offset, err)
 }
 
-// Close releases the body's decompressor.
+// Close releases the body's decompressor and segment handle.
 func (b *Body) Close() error {
 	if b.err == nil {
 		b.err = errors.New("archive: body closed")
+	}
+	if b.f != nil {
+		b.s.streams.release(b.f)
+		b.f = nil
 	}
 	return b.zr.Close()
 }
