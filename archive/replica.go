@@ -54,6 +54,13 @@ func (s *Store) ReadStored(ctx context.Context, e Entry) ([]byte, error) {
 	if err == nil {
 		err = checkFraming(zd, data)
 	}
+	if err != nil && s.rewrites.Load() > 0 {
+		// A segment rewritten while open (compactOnline) may have moved
+		// the record since the look-up: read it where the index has it.
+		if nv, lerr := s.lookupEntry(e); lerr == nil && (nv.File != v.File || nv.Offset != v.Offset) {
+			return s.ReadStored(ctx, e)
+		}
+	}
 	if err != nil {
 		if !errors.Is(err, ErrNotFound) {
 			s.corrupt.Add(1)
