@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/opt"
@@ -107,24 +108,30 @@ type liveRecord struct {
 	off, size int64
 }
 
-// compact is Compact on an open store that nothing else uses.
-func (s *Store) compact(ctx context.Context, minDead float64, force []string) (CompactReport, error) {
-	var rep CompactReport
+// liveRecords returns the index entries of the versions whose records
+// are in segments, by segment.
+func (s *Store) liveRecords() (map[uint32][]liveRecord, error) {
 	live := map[uint32][]liveRecord{}
 	it := s.db.NewIterator(util.BytesPrefix([]byte{pVersion}), nil)
+	defer it.Release()
 	for it.Next() {
 		sv, err := decodeStored(it.Key(), it.Value())
 		if err != nil {
-			it.Release()
-			return rep, err
+			return nil, err
 		}
 		if sv.format != formatSegment {
 			continue
 		}
 		live[sv.seg] = append(live[sv.seg], liveRecord{key: slices.Clone(it.Key()), sv: sv, off: sv.Offset, size: sv.Size})
 	}
-	it.Release()
-	if err := it.Error(); err != nil {
+	return live, it.Error()
+}
+
+// compact is Compact on an open store that nothing else uses.
+func (s *Store) compact(ctx context.Context, minDead float64, force []string) (CompactReport, error) {
+	var rep CompactReport
+	live, err := s.liveRecords()
+	if err != nil {
 		return rep, err
 	}
 	ids := make([]uint32, 0, len(s.segs.open))
@@ -138,13 +145,9 @@ func (s *Store) compact(ctx context.Context, minDead float64, force []string) (C
 		}
 		g := s.segs.open[n]
 		rep.Segments++
-		var liveBytes int64
-		for _, r := range live[n] {
-			liveBytes += r.size
-		}
-		records := g.size - int64(len(g.dictFrame())) // a .warc.zst's frame is neither live nor dead
-		dead := records - liveBytes
+		dead, liveBytes := g.dead(live[n])
 		forced := slices.Contains(force, g.rel())
+		records := dead + liveBytes
 		if dead <= 0 || (!forced && liveBytes > 0 && float64(dead) < minDead*float64(records)) {
 			continue
 		}
@@ -154,7 +157,7 @@ func (s *Store) compact(ctx context.Context, minDead float64, force []string) (C
 			continue
 		}
 		rep.Before += g.size
-		if err := s.rewriteSegment(g, live[n]); err != nil {
+		if err := s.rewriteSegment(g, live[n], false); err != nil {
 			return rep, fmt.Errorf("segment %s: %w", g.name(), err)
 		}
 		if len(live[n]) == 0 {
@@ -167,13 +170,84 @@ func (s *Store) compact(ctx context.Context, minDead float64, force []string) (C
 	return rep, nil
 }
 
+// dead returns the bytes of g's records that live does not name, and
+// those it does; a .warc.zst's dictionary frame is neither.
+func (g *segment) dead(live []liveRecord) (dead, liveBytes int64) {
+	for _, r := range live {
+		liveBytes += r.size
+	}
+	return g.size - int64(len(g.dictFrame())) - liveBytes, liveBytes
+}
+
+// compactOnline is compaction on the open store (PurgeURLs): it rewrites
+// the segments of only (nil: every segment) that have dead bytes, however
+// few, without them, by the same steps as Compact. The caller holds
+// every key lock, so no record is being appended or committed; appends
+// wait for segs.mu meanwhile. A segment left with no live record is
+// removed, unless records are appended to it or it is the newest: those
+// are rewritten empty. Reads go on: a reader holds segs.rmu while it
+// reads, so no read uses a handle being closed, and one that read an
+// offset the rewrite moved looks the version up again (readVersion).
+func (s *Store) compactOnline(ctx context.Context, only map[uint32]bool) (CompactReport, error) {
+	var rep CompactReport
+	live, err := s.liveRecords()
+	if err != nil {
+		return rep, err
+	}
+	ss := &s.segs
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if err := s.failure(); err != nil {
+		return rep, err
+	}
+	current := map[*segment]bool{}
+	for _, g := range ss.cur {
+		current[g] = true
+	}
+	ss.rmu.RLock()
+	ids := make([]uint32, 0, len(ss.open))
+	for n := range ss.open {
+		if only == nil || only[n] {
+			ids = append(ids, n)
+		}
+	}
+	ss.rmu.RUnlock()
+	slices.Sort(ids)
+	for _, n := range ids {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		ss.rmu.RLock()
+		g := ss.open[n]
+		ss.rmu.RUnlock()
+		rep.Segments++
+		dead, _ := g.dead(live[n])
+		if dead <= 0 {
+			continue
+		}
+		keep := current[g] || n == ss.last
+		rep.Before += g.size
+		s.rewrites.Add(1) // before any offset moves
+		if err := s.rewriteSegment(g, live[n], keep); err != nil {
+			return rep, s.fail(fmt.Errorf("compact segment %s: %w", g.name(), err))
+		}
+		if len(live[n]) == 0 && !keep {
+			rep.Removed++
+			continue
+		}
+		rep.Rewritten++
+		rep.After += g.size
+	}
+	return rep, nil
+}
+
 // rewriteSegment replaces segment g by its live records (steps 1-3), or
-// removes it if there are none.
-func (s *Store) rewriteSegment(g *segment, live []liveRecord) error {
+// removes it if there are none and keep is false.
+func (s *Store) rewriteSegment(g *segment, live []liveRecord, keep bool) error {
 	segDir := filepath.Join(s.dir, segmentsDir)
 	name := filepath.Join(segDir, g.name())
 	sync := &opt.WriteOptions{Sync: true}
-	if len(live) == 0 {
+	if len(live) == 0 && !keep {
 		// Forgetting its end first: a crash before the removal leaves a
 		// segment Open removes as one the index records nothing of.
 		if err := s.db.Delete(segEndKey(g.id), sync); err != nil {
@@ -182,7 +256,7 @@ func (s *Store) rewriteSegment(g *segment, live []liveRecord) error {
 		s.segs.rmu.Lock()
 		delete(s.segs.open, g.id)
 		s.segs.rmu.Unlock()
-		g.f.Close()
+		s.streams.retire(g.f)
 		if err := s.fs.Remove(name); err != nil {
 			return err
 		}
@@ -229,16 +303,19 @@ func (s *Store) rewriteSegment(g *segment, live []liveRecord) error {
 	}
 	b.Put(segEndKey(g.id), binary.AppendUvarint(nil, uint64(end)))
 	b.Put(compactKey(g.id), nil)
+	// Reads wait from the index write to the handle's swap: one that
+	// finds a new offset reads the new file (one that found an old
+	// offset and reads the new file looks the version up again).
+	s.segs.rmu.Lock()
 	if err := s.db.Write(&b, sync); err != nil {
+		s.segs.rmu.Unlock()
 		return fmt.Errorf("index write: %w", err)
 	}
-	// The index now names the new offsets: reads must use the new file.
 	ok = true
-	s.segs.rmu.Lock()
 	old := g.f
 	g.f, g.size, g.durable = f, end, end
 	s.segs.rmu.Unlock()
-	old.Close()
+	s.streams.retire(old)
 	return s.finishCompaction(g.id, g.name())
 }
 
@@ -305,4 +382,50 @@ func (s *Store) recoverCompactions() error {
 		return s.fs.SyncDir(segDir)
 	}
 	return nil
+}
+
+// streamRefs counts the streamed reads (Body, stream.go) of each segment
+// handle, so that a handle a rewrite while open replaced is closed when
+// its last stream ends rather than under it.
+type streamRefs struct {
+	mu      sync.Mutex
+	n       map[segFile]int
+	retired map[segFile]bool
+}
+
+// acquire counts a stream of f.
+func (r *streamRefs) acquire(f segFile) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == nil {
+		r.n, r.retired = map[segFile]int{}, map[segFile]bool{}
+	}
+	r.n[f]++
+}
+
+// release ends a stream of f, closing f if it was retired and this was
+// its last stream.
+func (r *streamRefs) release(f segFile) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n[f]--; r.n[f] > 0 {
+		return
+	}
+	delete(r.n, f)
+	if r.retired[f] {
+		delete(r.retired, f)
+		f.Close()
+	}
+}
+
+// retire closes f, a handle no longer in the segment set, now or, if
+// streams still read it, when the last one ends.
+func (r *streamRefs) retire(f segFile) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n[f] > 0 {
+		r.retired[f] = true
+		return
+	}
+	f.Close()
 }

@@ -14,6 +14,7 @@
 //	dictionary              the store's own zstd dictionary, empty if none (dicts.go)
 //	index/                  goleveldb index
 //	refused-peers           peers whose records are refused (PurgePeer)
+//	purged-urls             URL purges: captures refused and removed (PurgeURLs)
 //	quarantine/             damaged segment tails cut by Reindex; files migration refused
 //
 // Each version is one gzip member (or zstd frame) holding one WARC/1.1
@@ -118,6 +119,13 @@
 // CompactOptions.MinDead without them, under the same id, through a
 // .compact file, one synced index write and a rename that Open finishes
 // if a crash interrupted it (compact.go).
+//
+// PurgeURLs(p) removes the captures of a SURT prefix (or one URL) within
+// a capture-date window — a takedown — from the open store: recorded in
+// purged-urls first (Put, Import and Reindex refuse covered captures from
+// then on), then out of the index in one group, then out of the segments
+// that held them by the same rewrite as Compact, done while the store
+// stays open (purge.go).
 //
 // # Export
 //

@@ -2,8 +2,16 @@ package archive
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/syndtr/goleveldb/leveldb/util"
 
@@ -173,4 +181,333 @@ func (s *Store) removeLocked(victims []victim) (*indexGroup, error) {
 		s.countLocked(g, d)
 	}
 	return g, nil
+}
+
+// Purge by URL. A takedown (an access rule of action purge: package
+// archive/access, node/access.go) removes the captures of a SURT prefix,
+// or of one URL, within a capture-date window, from the store: index
+// entries and bytes. PurgeURLs
+//
+//  1. records the purge in the store's purged-urls file (synced): from
+//     then on Put and Import refuse a covered capture (ErrPurged) and
+//     Reindex leaves covered records out, so nothing brings them back;
+//  2. takes the covered versions out of the index in one group, as
+//     PurgePeer does (removeLocked);
+//  3. rewrites, while the store stays open, every segment that held one
+//     of them without its dead records (compactOnline, compact.go);
+//  4. records the purge done (synced).
+//
+// A crash anywhere leaves the purge recorded: the captures are refused
+// and, unless step 2 committed, still indexed; PurgeURLs called again
+// (the node does so at every start for every purge rule in force) redoes
+// steps 2-4, and step 3 then rewrites every segment with dead bytes,
+// since which held the victims is no longer known. A purge done is not
+// done again. Unpurge withdraws the refusal; the bytes do not come back.
+
+// purgedFile lists the URL purges of a store, one JSON record a line.
+const purgedFile = "purged-urls"
+
+// ErrPurged reports a capture refused because a URL purge of the store
+// covers it (PurgeURLs). Put wraps it in ErrBadCapture (the crawler
+// drops the entry), Import in ErrCorrupt, as it does a refused peer's
+// record.
+var ErrPurged = errors.New("archive: the capture is purged")
+
+// URLPurge names the captures a URL purge removes: those whose URL's SURT
+// key (Surt) starts with SURT, or equals it with Exact, and whose capture
+// time lies in [After, Before) (a zero bound is no bound).
+type URLPurge struct {
+	// ID names the purge; a purge of the same ID replaces it.
+	ID     string    `json:"id"`
+	SURT   string    `json:"surt"` // "" with no Exact: every URL
+	Exact  bool      `json:"exact,omitempty"`
+	After  time.Time `json:"after,omitzero"`
+	Before time.Time `json:"before,omitzero"`
+}
+
+// Covers reports whether p covers the capture of url at t.
+func (p URLPurge) Covers(url string, t time.Time) bool {
+	return p.holds(t) && p.keyCovers(Surt(url))
+}
+
+func (p URLPurge) holds(t time.Time) bool {
+	return (p.After.IsZero() || !t.Before(p.After)) && (p.Before.IsZero() || t.Before(p.Before))
+}
+
+func (p URLPurge) keyCovers(k string) bool {
+	if p.Exact {
+		return k == p.SURT
+	}
+	return strings.HasPrefix(k, p.SURT)
+}
+
+func (p URLPurge) same(q URLPurge) bool {
+	return p.ID == q.ID && p.SURT == q.SURT && p.Exact == q.Exact && p.After.Equal(q.After) && p.Before.Equal(q.Before)
+}
+
+// purgedRecord is one line of the purged-urls file: a purge recorded, a
+// purge done, or a purge withdrawn.
+type purgedRecord struct {
+	Purge   *URLPurge `json:"purge,omitempty"`
+	Done    string    `json:"done,omitempty"`
+	Revoked string    `json:"revoked,omitempty"`
+}
+
+// urlPurges is the URL purges of a store in force.
+type urlPurges struct {
+	run  sync.Mutex // serializes PurgeURLs and Unpurge
+	mu   sync.Mutex // guards m and done; held briefly (Put and Import read m holding a key lock)
+	m    map[string]URLPurge
+	done map[string]bool
+	n    atomic.Int32 // len(m), read without the lock
+}
+
+// covers reports whether a purge in force covers the capture of url at t.
+func (u *urlPurges) covers(url string, t time.Time) bool {
+	if u.n.Load() == 0 {
+		return false
+	}
+	k := Surt(url)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, p := range u.m {
+		if p.holds(t) && p.keyCovers(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// loadPurged reads dir's purged-urls file into u; a missing file holds
+// none. A torn last line (a crash while appending) is ignored: its purge
+// was not recorded, so nothing of it was done.
+func (u *urlPurges) load(dir string) error {
+	u.m, u.done = map[string]URLPurge{}, map[string]bool{}
+	b, err := os.ReadFile(filepath.Join(dir, purgedFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		var r purgedRecord
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			if i == len(lines)-1 {
+				// Torn by a crash: never synced, never acted on. Cut off,
+				// so the next record starts a line.
+				if err := os.Truncate(filepath.Join(dir, purgedFile), int64(len(b)-len(l))); err != nil {
+					return err
+				}
+				break
+			}
+			return fmt.Errorf("%s line %d: %w", purgedFile, i+1, err)
+		}
+		switch {
+		case r.Purge != nil:
+			u.m[r.Purge.ID] = *r.Purge
+			delete(u.done, r.Purge.ID)
+		case r.Done != "":
+			u.done[r.Done] = true
+		case r.Revoked != "":
+			delete(u.m, r.Revoked)
+			delete(u.done, r.Revoked)
+		}
+	}
+	u.n.Store(int32(len(u.m)))
+	return nil
+}
+
+// appendPurged appends r to dir's purged-urls file, synced, and the
+// file's creation with a sync of dir.
+func appendPurged(dir string, r purgedRecord) error {
+	line, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, purgedFile)
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if statErr != nil {
+		return syncDir(dir)
+	}
+	return nil
+}
+
+// URLPurges returns the URL purges in force, by ID.
+func (s *Store) URLPurges() []URLPurge {
+	s.urlp.mu.Lock()
+	defer s.urlp.mu.Unlock()
+	out := make([]URLPurge, 0, len(s.urlp.m))
+	for _, p := range s.urlp.m {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b URLPurge) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// PurgeURLs removes the captures p covers from the store — index entries
+// and their records' bytes — and refuses them from then on (Put and
+// Import return ErrPurged; see above for the steps and what a crash
+// leaves). It returns how many versions it removed; a purge already done
+// returns 0 at once. Puts and Imports wait while it runs; reads go on
+// (a read that races a segment's rewrite looks the version up again).
+func (s *Store) PurgeURLs(ctx context.Context, p URLPurge) (int, error) {
+	if p.ID == "" {
+		return 0, errors.New("archive purge urls: no id")
+	}
+	if !p.After.IsZero() && !p.Before.IsZero() && !p.After.Before(p.Before) {
+		return 0, fmt.Errorf("archive purge urls: after %s is not before %s", p.After, p.Before)
+	}
+	if s.closed.Load() {
+		return 0, errStoreClosed
+	}
+	u := &s.urlp
+	u.run.Lock()
+	defer u.run.Unlock()
+	u.mu.Lock()
+	old, have := u.m[p.ID]
+	done := u.done[p.ID]
+	u.mu.Unlock()
+	if have && old.same(p) && done {
+		return 0, nil
+	}
+	recovering := have && old.same(p) // recorded, not done: a crash cut it short
+	if !recovering {
+		if err := appendPurged(s.dir, purgedRecord{Purge: &p}); err != nil {
+			return 0, fmt.Errorf("archive purge urls: record: %w", err)
+		}
+		u.mu.Lock()
+		u.m[p.ID] = p
+		delete(u.done, p.ID)
+		u.n.Store(int32(len(u.m)))
+		u.mu.Unlock()
+	}
+	for i := range s.keyLocks {
+		s.keyLocks[i].Lock()
+		defer s.keyLocks[i].Unlock()
+	}
+	victims, err := s.versionsCovered(ctx, p)
+	if err != nil {
+		return 0, fmt.Errorf("archive purge urls: %w", err)
+	}
+	segs := map[uint32]bool{}
+	if len(victims) > 0 {
+		for _, vc := range victims {
+			ref, err := parseSegment(vc.v.File)
+			if err != nil {
+				return 0, fmt.Errorf("archive purge urls: %w", err)
+			}
+			segs[ref.id] = true
+		}
+		s.mu.Lock()
+		g, err := s.removeLocked(victims)
+		s.mu.Unlock()
+		if err != nil {
+			return 0, fmt.Errorf("archive purge urls: %w", err)
+		}
+		<-g.done
+		if g.err != nil {
+			return 0, fmt.Errorf("archive purge urls: %w", g.err)
+		}
+	}
+	if recovering {
+		segs = nil // every segment with dead bytes
+	}
+	if len(victims) > 0 || recovering {
+		if _, err := s.compactOnline(ctx, segs); err != nil {
+			return 0, fmt.Errorf("archive purge urls: compact: %w", err)
+		}
+	}
+	if err := appendPurged(s.dir, purgedRecord{Done: p.ID}); err != nil {
+		return 0, fmt.Errorf("archive purge urls: record done: %w", err)
+	}
+	u.mu.Lock()
+	u.done[p.ID] = true
+	u.mu.Unlock()
+	s.log.Info("purged urls", "id", p.ID, "surt", p.SURT, "exact", p.Exact, "versions", len(victims))
+	return len(victims), nil
+}
+
+// Unpurge withdraws the URL purge id: captures it covered are no longer
+// refused. What it removed does not come back. Unknown ids are ignored.
+func (s *Store) Unpurge(id string) error {
+	u := &s.urlp
+	u.run.Lock()
+	defer u.run.Unlock()
+	u.mu.Lock()
+	_, ok := u.m[id]
+	u.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	if err := appendPurged(s.dir, purgedRecord{Revoked: id}); err != nil {
+		return fmt.Errorf("archive unpurge: %w", err)
+	}
+	u.mu.Lock()
+	delete(u.m, id)
+	delete(u.done, id)
+	u.n.Store(int32(len(u.m)))
+	u.mu.Unlock()
+	return nil
+}
+
+// versionsCovered lists the stored versions p covers, marking those that
+// leave their URL without versions. The caller holds every key lock.
+func (s *Store) versionsCovered(ctx context.Context, p URLPurge) ([]victim, error) {
+	it := s.db.NewIterator(util.BytesPrefix([]byte{pVersion}), nil)
+	defer it.Release()
+	var out []victim
+	var key id.ID
+	kept, start, covered := false, 0, false
+	flush := func() {
+		for i := start; i < len(out); i++ {
+			out[i].last = !kept
+		}
+	}
+	for n := 0; it.Next(); n++ {
+		if n%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		sv, err := decodeStored(it.Key(), it.Value())
+		if err != nil {
+			return nil, err
+		}
+		if sv.Key != key {
+			flush()
+			key, kept, start = sv.Key, false, len(out)
+			covered = p.keyCovers(Surt(sv.URL))
+		}
+		if !covered || sv.format != formatSegment || !p.holds(sv.Time) {
+			kept = true
+			continue
+		}
+		v, err := s.decodeVersion(it.Key(), it.Value())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, victim{v: v})
+	}
+	flush()
+	return out, it.Error()
 }

@@ -103,6 +103,11 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 	lk := &s.keyLocks[k[id.Size-1]]
 	lk.Lock()
 	defer lk.Unlock()
+	if s.urlp.covers(c.URL, t) { // checked under the lock: PurgeURLs takes every one
+		// A capture that cannot be stored: the crawler drops the entry
+		// rather than retrying it.
+		return Version{}, false, fmt.Errorf("archive put %s: %w: %w", c.URL, ErrBadCapture, ErrPurged)
+	}
 	// Counted only once the key's lock is held: a Put waiting for another
 	// Put of its key, which waits for its group, must not hold the group.
 	giveUp, indexed := s.beginWrite(), false

@@ -65,7 +65,8 @@ func (r Report) OK() bool {
 // holds, are copied from the old index when it can still be read;
 // without one, each URL's crawl state is derived from its newest version
 // (ETag, Last-Modified, digest, time; no outlinks) and the checks are
-// lost. Versions of refused peers (PurgePeer) are left out. The new index
+// lost. Versions of refused peers (PurgePeer) and captures a URL purge
+// covers (PurgeURLs) are left out. The new index
 // replaces the old one by a swap that a crash at any step leaves
 // recoverable (swap.go). The store must not be open.
 func Reindex(ctx context.Context, dir string, o Options) (Report, error) {
@@ -295,7 +296,7 @@ func (s *Store) rebuildRecord(st *rebuildState, rep *Report, n segRef, off int64
 		File: n.rel(), Offset: off, Size: int64(len(data)),
 	}
 	vk := versionKey(v.Key, v.Time, v.Digest)
-	if st.seen[string(vk)] || (v.Peer != "" && s.refused.has(v.Peer)) {
+	if st.seen[string(vk)] || (v.Peer != "" && s.refused.has(v.Peer)) || s.urlp.covers(v.URL, v.Time) {
 		rep.Skipped++
 		return nil
 	}

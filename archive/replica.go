@@ -54,6 +54,13 @@ func (s *Store) ReadStored(ctx context.Context, e Entry) ([]byte, error) {
 	if err == nil {
 		err = checkFraming(zd, data)
 	}
+	if err != nil && s.rewrites.Load() > 0 {
+		// A segment rewritten while open (compactOnline) may have moved
+		// the record since the look-up: read it where the index has it.
+		if nv, lerr := s.lookupEntry(e); lerr == nil && (nv.File != v.File || nv.Offset != v.Offset) {
+			return s.ReadStored(ctx, e)
+		}
+	}
 	if err != nil {
 		if !errors.Is(err, ErrNotFound) {
 			s.corrupt.Add(1)
@@ -193,6 +200,9 @@ func (s *Store) importRecord(ctx context.Context, name string, data []byte, prov
 	lk := &s.keyLocks[e.Key[len(e.Key)-1]]
 	lk.Lock()
 	defer lk.Unlock()
+	if s.urlp.covers(v.URL, v.Time) { // checked under the lock: PurgeURLs takes every one
+		return Version{}, false, fmt.Errorf("archive import %s: %w: %w", name, ErrCorrupt, ErrPurged)
+	}
 	if have, err := s.versionAt(v.Key, v.Time, v.Digest); err == nil {
 		return have, false, nil
 	} else if !errors.Is(err, ErrNotFound) {

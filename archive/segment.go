@@ -407,16 +407,18 @@ func (s *Store) rollLocked(day int64, zd *zdict) error {
 // readRecord reads size bytes at off in segment n (one pread) and
 // returns them with the segment's dictionary (nil for gzip records).
 func (s *Store) readRecord(n uint32, off, size int64) ([]byte, *zdict, error) {
+	// Held through the read: a segment rewritten while open
+	// (compactOnline) closes its old handle under the write lock.
 	s.segs.rmu.RLock()
+	defer s.segs.rmu.RUnlock()
 	g := s.segs.open[n]
 	var f segFile
 	var zd *zdict
 	if g != nil {
 		f, zd = g.f, g.zd
 	}
-	s.segs.rmu.RUnlock()
 	if g == nil {
-		return nil, nil, fmt.Errorf("segment %s: %w", s.segmentRel(n), ErrNotFound)
+		return nil, nil, fmt.Errorf("segment %s: %w", segmentRel(n), ErrNotFound)
 	}
 	if g.zst && zd == nil {
 		return nil, nil, fmt.Errorf("segment %s: %w: dictionary frame unreadable", g.name(), ErrCorrupt)

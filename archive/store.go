@@ -147,6 +147,7 @@ type Store struct {
 	verifier Verifier         // Options.Verifier
 	now      func() time.Time // Options.Now, defaulted
 	refused  peerSet          // peers whose records Import refuses (refused-peers)
+	urlp     urlPurges        // URL purges: captures Put and Import refuse (purged-urls, purge.go)
 	peers    peerTable        // interned signing peers of versions
 
 	segs   segSet
@@ -185,6 +186,8 @@ type Store struct {
 	refusedN  atomic.Int64
 	unchanged atomic.Int64
 	corrupt   atomic.Int64
+	rewrites  atomic.Int64 // segments rewritten while open (compactOnline): offsets may have moved
+	streams   streamRefs   // streamed reads by segment handle (compact.go)
 	closed    atomic.Bool
 }
 
@@ -321,6 +324,9 @@ func newStore(dir string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("archive open: %w", err)
 	}
 	s.refused.m = refused
+	if err := s.urlp.load(dir); err != nil {
+		return nil, fmt.Errorf("archive open: %w", err)
+	}
 	return s, nil
 }
 
@@ -595,19 +601,30 @@ func (s *Store) readVersion(v Version, zstRaw *bytes.Buffer) ([]byte, *zdict, *d
 		return nil, nil, nil, err
 	}
 	data, zd, err := s.readRecord(ref.id, v.Offset, v.Size)
-	if err != nil {
-		if !errors.Is(err, ErrNotFound) {
-			s.corrupt.Add(1)
-		}
-		return nil, nil, nil, fmt.Errorf("%s %s+%d: %w", v.URL, v.File, v.Offset, err)
-	}
-	var raw *bytes.Buffer
-	if zd != nil {
-		raw = zstRaw
-	}
-	f, err := decodeRecord(zd, data, raw)
+	var f *decodedFile
 	if err == nil {
-		err = checkEntry(v.Entry(), f, v.URL)
+		var raw *bytes.Buffer
+		if zd != nil {
+			raw = zstRaw
+		}
+		if f, err = decodeRecord(zd, data, raw); err == nil {
+			err = checkEntry(v.Entry(), f, v.URL)
+		}
+	}
+	if err != nil && s.rewrites.Load() > 0 {
+		// A segment rewritten while open (compactOnline) moves records:
+		// v may name the old place. Read it where the index has it now.
+		if now, lerr := s.versionAt(v.Key, v.Time, v.Digest); errors.Is(lerr, ErrNotFound) {
+			return nil, nil, nil, fmt.Errorf("%s: %w", v.URL, ErrNotFound)
+		} else if lerr == nil && (now.File != v.File || now.Offset != v.Offset) {
+			if zstRaw != nil {
+				zstRaw.Reset()
+			}
+			return s.readVersion(now, zstRaw)
+		}
+	}
+	if err != nil && errors.Is(err, ErrNotFound) {
+		return nil, nil, nil, fmt.Errorf("%s %s+%d: %w", v.URL, v.File, v.Offset, err)
 	}
 	if err != nil {
 		s.corrupt.Add(1)

@@ -53,6 +53,7 @@ type Body struct {
 
 	s       *Store
 	v       Version
+	f       segFile       // the segment's handle, released by Close
 	release func() error  // frees the decompressor
 	outer   *bufio.Reader // the record, uncompressed
 	inner   *bufio.Reader // the block, after the HTTP head
@@ -100,20 +101,32 @@ func (s *Store) OpenBody(ctx context.Context, v Version) (*Body, error) {
 	}
 	s.segs.rmu.RLock()
 	g := s.segs.open[ref.id]
+	var f segFile
+	var zd *zdict
+	if g != nil {
+		f, zd = g.f, g.zd // a rewrite (compact.go) may replace f; the stream keeps this one
+		s.streams.acquire(f)
+	}
 	s.segs.rmu.RUnlock()
+	released := false
+	defer func() {
+		if f != nil && !released {
+			s.streams.release(f)
+		}
+	}()
 	switch {
 	case g == nil:
 		return nil, fmt.Errorf("archive open body: segment %s: %w", v.File, ErrNotFound)
-	case g.zst && g.zd == nil:
+	case g.zst && zd == nil:
 		return nil, fmt.Errorf("archive open body: segment %s: %w: dictionary frame unreadable", v.File, ErrCorrupt)
 	case v.Size <= 0 || v.Size > 2*maxBlock || v.Offset < 0:
 		return nil, fmt.Errorf("archive open body: %w: bad record extent %d+%d", ErrCorrupt, v.Offset, v.Size)
 	}
 	b := &Body{s: s, v: v, Held: gzipHeld}
-	sec := io.NewSectionReader(g.f, v.Offset, v.Size)
+	sec := io.NewSectionReader(f, v.Offset, v.Size)
 	var plain io.Reader
-	if g.zst {
-		if plain, err = b.openFrame(g.zd, sec); err != nil {
+	if zd != nil {
+		if plain, err = b.openFrame(zd, sec); err != nil {
 			return nil, err
 		}
 	} else {
@@ -129,6 +142,7 @@ func (s *Store) OpenBody(ctx context.Context, v Version) (*Body, error) {
 		b.release()
 		return nil, b.corrupt(asCorrupt(err))
 	}
+	b.f, released = f, true // Close releases it
 	return b, nil
 }
 
@@ -283,10 +297,15 @@ func (b *Body) corrupt(err error) error {
 	return fmt.Errorf("archive body %s %s+%d: %w", b.v.URL, b.v.File, b.v.Offset, err)
 }
 
-// Close releases the body's decompressor. It is safe to call twice.
+// Close releases the body's decompressor and segment handle. It is safe
+// to call twice.
 func (b *Body) Close() error {
 	if b.err == nil {
 		b.err = errors.New("archive: body closed")
+	}
+	if b.f != nil {
+		b.s.streams.release(b.f)
+		b.f = nil
 	}
 	release := b.release
 	if release == nil {

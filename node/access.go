@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync/atomic"
 	"time"
 
+	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/archive/access"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/node/purge"
@@ -32,6 +36,14 @@ type nodeAccess struct {
 	n     *Node
 	table *access.Table
 	file  *access.File
+	// kick wakes the purger (startAccess) after the ring-wide rules
+	// changed; a change of the rules file is seen within purgeCheck.
+	kick chan struct{}
+	// applied is the table generation whose purge rules the store
+	// carries out (applyPurges), -1 before the first success; purged
+	// counts the versions they removed.
+	applied atomic.Int64
+	purged  atomic.Int64
 }
 
 var _ gateway.AccessControl = (*nodeAccess)(nil)
@@ -48,11 +60,13 @@ func (n *Node) setupAccess() error {
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
-	n.access = &nodeAccess{n: n, table: t, file: f}
+	n.access = &nodeAccess{n: n, table: t, file: f, kick: make(chan struct{}, 1)}
+	n.access.applied.Store(-1)
 	return nil
 }
 
-// startAccess reloads the rules file when it changes, until the node
+// startAccess reloads the rules file when it changes, and carries out
+// the purge rules in force whenever the rules change, until the node
 // closes. Called from Start.
 func (n *Node) startAccess() {
 	n.wg.Add(1)
@@ -60,7 +74,121 @@ func (n *Node) startAccess() {
 		defer n.wg.Done()
 		n.access.file.Watch(n.ctx, accessReload)
 	}()
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.purgeLoop(n.ctx)
+	}()
 }
+
+// Purge rules (docs/access.md). A rule of action purge, ring-wide or in
+// the node's own rules file, removes the captures it covers (its key,
+// prefix or exact, and its before/after window) from the store:
+// archive.Store.PurgeURLs takes them out of the index, rewrites the
+// segments that held them without their bytes and refuses them from then
+// on, so neither this node's crawl nor replication brings them back
+// (a replica's copy is refused at import, archive.ErrPurged). It is
+// carried out in New, before the node serves anything (a purge a crash
+// cut short is finished there), and by purgeLoop whenever the rules
+// change. A purge rule removed or revoked lifts the refusal; what was
+// removed does not come back. The deletion follows the rule's key and
+// window alone: a more specific allow under a purge rule shows only what
+// has not been removed yet.
+
+// purgeCheck is how often purgeLoop looks for a change of the rules it
+// was not woken for (the rules file, reloaded every accessReload).
+const purgeCheck = time.Second
+
+// urlPurge is the store's purge of a purge rule.
+func urlPurge(r access.Rule) (archive.URLPurge, error) {
+	k, err := r.Key()
+	if err != nil {
+		return archive.URLPurge{}, err
+	}
+	return archive.URLPurge{ID: r.ID(), SURT: k, Exact: r.Exact, After: r.After, Before: r.Before}, nil
+}
+
+// kickPurge wakes purgeLoop.
+func (a *nodeAccess) kickPurge() {
+	select {
+	case a.kick <- struct{}{}:
+	default:
+	}
+}
+
+// applyPurges makes the store's URL purges those of the purge rules in
+// force: it carries out the new ones (and finishes any cut short) and
+// withdraws those no rule asks for any more. It returns the versions
+// removed.
+func (n *Node) applyPurges(ctx context.Context) (int, error) {
+	gen := n.access.table.Generation()
+	want := map[string]archive.URLPurge{}
+	for _, l := range n.access.table.List() {
+		if l.Action != access.Purge {
+			continue
+		}
+		p, err := urlPurge(l.Rule)
+		if err != nil {
+			continue // the table keeps valid rules only
+		}
+		want[p.ID] = p
+	}
+	var errs []error
+	for _, p := range n.store.URLPurges() {
+		if _, ok := want[p.ID]; !ok {
+			if err := n.store.Unpurge(p.ID); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	ids := slices.Sorted(maps.Keys(want))
+	removed := 0
+	for _, id := range ids {
+		k, err := n.store.PurgeURLs(ctx, want[id])
+		removed += k
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	n.access.purged.Add(int64(removed))
+	if len(errs) > 0 {
+		return removed, errors.Join(errs...)
+	}
+	n.access.applied.Store(gen)
+	return removed, nil
+}
+
+// purgeLoop runs applyPurges when the rules change, and again after a
+// failure, until ctx ends.
+func (n *Node) purgeLoop(ctx context.Context) {
+	t := time.NewTicker(purgeCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.access.kick:
+		case <-t.C:
+		}
+		if n.access.table.Generation() == n.access.applied.Load() {
+			continue
+		}
+		removed, err := n.applyPurges(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				n.log.Warn("purge rules not carried out; retrying", "err", err)
+			}
+			continue
+		}
+		if removed > 0 {
+			n.log.Info("purge rules carried out", "versions", removed)
+		}
+	}
+}
+
+// PurgedByRules returns how many versions the node's purge rules removed
+// from its store since it was made.
+func (n *Node) PurgedByRules() int64 { return n.access.purged.Load() }
 
 // DiskAccessRules returns the access rules the node whose data directory
 // is dataDir enforces, read while it is stopped (herod export --data):
@@ -118,6 +246,7 @@ func (a *nodeAccess) List() []access.Listed { return a.table.List() }
 // a purge authority).
 func (a *nodeAccess) Add(ctx context.Context, r access.Rule, ring bool) error {
 	if !ring {
+		defer a.kickPurge()
 		return a.file.Add(r)
 	}
 	if err := a.n.purge.IssueAccess(ctx, a.n.identity, r, false); err != nil {
@@ -131,6 +260,7 @@ func (a *nodeAccess) Add(ctx context.Context, r access.Rule, ring bool) error {
 // revocations this node signs, ring-wide.
 func (a *nodeAccess) Remove(ctx context.Context, idOrURL string, ring bool) (int, error) {
 	if !ring {
+		defer a.kickPurge()
 		return a.file.Remove(idOrURL)
 	}
 	key, err := access.SURT(idOrURL)

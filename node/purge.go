@@ -53,7 +53,10 @@ func (n *Node) setupPurge() error {
 			}
 			x.Spread()
 		},
-		Ruled:  func(rs []access.Rule) { n.access.table.Replace(access.Ring, rs) },
+		Ruled: func(rs []access.Rule) {
+			n.access.table.Replace(access.Ring, rs)
+			n.access.kickPurge()
+		},
 		Logger: n.log.With("sub", "purge"),
 	})
 	if err != nil {
@@ -61,6 +64,13 @@ func (n *Node) setupPurge() error {
 	}
 	n.purge = b
 	n.access.table.Replace(access.Ring, b.AccessRules())
+	// Before the node serves or replicates anything: a purge a crash cut
+	// short is finished, and one ordered while it was down carried out.
+	if removed, err := n.applyPurges(context.Background()); err != nil {
+		n.log.Warn("purge rules not carried out; retried once started", "err", err)
+	} else if removed > 0 {
+		n.log.Info("purge rules carried out", "versions", removed)
+	}
 	x.Book, x.Self, x.Open = b, n.self.Peer, n.openStream
 	x.Neighbours = func() []ring.Contact { return purge.Neighbours(n.ring.Status()) }
 	x.Logger = n.log

@@ -68,7 +68,9 @@ func TestIndexMatchesReference(t *testing.T) {
 			case 0:
 				r.Before = now.AddDate(0, -rng.IntN(24), 0)
 			case 1:
-				r.Embargo = Period(time.Duration(rng.IntN(400)) * 24 * time.Hour)
+				if e := Period(time.Duration(rng.IntN(400)) * 24 * time.Hour); r.Action != Purge { // a purge has none
+					r.Embargo = e
+				}
 			}
 			rules = append(rules, r)
 		}

@@ -105,6 +105,10 @@ func (r Rule) Validate() error {
 	if r.Embargo < 0 {
 		return fmt.Errorf("%w: negative embargo", ErrInvalid)
 	}
+	if r.Action == Purge && r.Embargo > 0 {
+		// An embargo hides captures for a while; a purge removes them.
+		return fmt.Errorf("%w: a purge has no embargo (use before/after)", ErrInvalid)
+	}
 	if len(r.Reason) > 1024 {
 		return fmt.Errorf("%w: reason over 1024 bytes", ErrInvalid)
 	}

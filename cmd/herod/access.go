@@ -46,7 +46,7 @@ func accessCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var action, before, after, embargo, at string
 	switch op {
 	case "add":
-		fs.StringVar(&action, "action", "block", "allow, block (kept, shown as 451/403), exclude (kept, never shown nor listed) or purge")
+		fs.StringVar(&action, "action", "block", "allow, block (kept, shown as 451/403), exclude (kept, never shown nor listed) or purge (removed from the disk: this node's, with --ring every node's)")
 		fs.IntVar(&r.Status, "status", 0, "status of a blocked capture: 451 (default) or 403")
 		fs.BoolVar(&exact, "exact", false, "the URL only, not every URL it is a prefix of")
 		fs.BoolVar(&surt, "surt", false, "the argument is a SURT prefix (com,example)/path), as the CDX API's surtkey")
