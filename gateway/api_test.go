@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/herod-archive/herod/archive/cdx"
 )
 
 // multiHost adds captures on two hosts to the sample archive.
@@ -181,7 +183,7 @@ type failingExporter struct{ *listingArchive }
 // progressArchive reports a cursor per record.
 type progressArchive struct{ *listingArchive }
 
-func (p progressArchive) ExportProgress(ctx context.Context, q Query, w io.Writer, after string, progress func(string)) error {
+func (p progressArchive) ExportProgress(ctx context.Context, q cdx.Query, w io.Writer, after string, progress func(string)) error {
 	pw := &progressWriter{w: w, progress: progress}
 	return p.Export(ctx, q, pw, after)
 }
@@ -208,7 +210,7 @@ func TestExportProgressTrailer(t *testing.T) {
 	}
 }
 
-func (failingExporter) Export(context.Context, Query, io.Writer, string) error {
+func (failingExporter) Export(context.Context, cdx.Query, io.Writer, string) error {
 	return errors.New("ring unavailable")
 }
 

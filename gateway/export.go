@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/archive/exchange"
 	"github.com/herod-archive/herod/internal/buildinfo"
 	"github.com/herod-archive/herod/internal/canon"
@@ -92,8 +93,8 @@ func ParseCursor(c string) (url string, t time.Time, err error) {
 // ParseExportQuery reads the query of an /export request: exactly one of
 // host, prefix or url, and optional from, to and revisits (1 or true; 0,
 // false or absent: none).
-func ParseExportQuery(p url.Values) (Query, error) {
-	var q Query
+func ParseExportQuery(p url.Values) (cdx.Query, error) {
+	var q cdx.Query
 	n := 0
 	for _, k := range []string{"host", "prefix", "url"} {
 		v := strings.TrimSpace(p.Get(k))
@@ -107,11 +108,11 @@ func ParseExportQuery(p url.Values) (Query, error) {
 		}
 		switch k {
 		case "host":
-			q.Match, q.URL = MatchHost, hostOf(u)
+			q.Match, q.URL = cdx.MatchHost, hostOf(u)
 		case "prefix":
-			q.Match, q.URL = MatchPrefix, u
+			q.Match, q.URL = cdx.MatchPrefix, u
 		default:
-			q.Match, q.URL = MatchExact, u
+			q.Match, q.URL = cdx.MatchExact, u
 		}
 	}
 	if n != 1 {
@@ -212,7 +213,7 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, cl *client)
 // warcInfo returns the gzip member of the warcinfo record that opens a
 // WARC export of q, nil if it cannot be made (the export goes on
 // without).
-func (s *Server) warcInfo(r *http.Request, q Query) []byte {
+func (s *Server) warcInfo(r *http.Request, q cdx.Query) []byte {
 	var b bytes.Buffer
 	in := exchange.WARCInfo{Filename: exportName(q), Software: "herod " + buildinfo.Read().Version,
 		IsPartOf:    "herod gateway export " + r.URL.RawQuery,
@@ -257,7 +258,7 @@ func (s *Server) exportDone() {
 // cw and ended with err: nothing sent yet, a plain error status; else the
 // trailers say where it stopped (the cursor of the last version written)
 // and whether it is complete.
-func (s *Server) endExport(w http.ResponseWriter, bw *bufio.Writer, cw *countingWriter, q Query, format, last string, err error) {
+func (s *Server) endExport(w http.ResponseWriter, bw *bufio.Writer, cw *countingWriter, q cdx.Query, format, last string, err error) {
 	h := w.Header()
 	if err == nil {
 		err = bw.Flush()
@@ -291,9 +292,9 @@ func (s *Server) endExport(w http.ResponseWriter, bw *bufio.Writer, cw *counting
 }
 
 // exportName is the file name offered for an export.
-func exportName(q Query) string {
+func exportName(q cdx.Query) string {
 	name := q.URL
-	if q.Match != MatchHost {
+	if q.Match != cdx.MatchHost {
 		name = hostOf(q.URL)
 	}
 	name = strings.Map(func(c rune) rune {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/archive/exchange"
 )
 
@@ -70,7 +71,7 @@ func parseFormat(v string) (string, error) {
 
 // serveConverted streams the export of q after the cursor after,
 // converted to format, which is not FormatWARC.
-func (s *Server) serveConverted(w http.ResponseWriter, r *http.Request, q Query, after, format string, cl *client) {
+func (s *Server) serveConverted(w http.ResponseWriter, r *http.Request, q cdx.Query, after, format string, cl *client) {
 	f := exportFormats[format]
 	if after != "" && !f.resumable {
 		s.badRequest(w, "gateway: format="+format+" cannot resume: export it again whole, or export WARC with after=")
@@ -95,7 +96,7 @@ func (s *Server) serveConverted(w http.ResponseWriter, r *http.Request, q Query,
 // convert runs the Exporter into a pipe and the converter of format on
 // the other end, writing to w. progress gets the exact resume cursor of
 // each converted version.
-func (s *Server) convert(ctx context.Context, q Query, after, format string, w io.Writer, progress func(string)) error {
+func (s *Server) convert(ctx context.Context, q cdx.Query, after, format string, w io.Writer, progress func(string)) error {
 	ctx, cancelCause := context.WithCancelCause(ctx)
 	cancel := func() { cancelCause(nil) }
 	defer cancel()

@@ -22,6 +22,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/sampleweb"
 	"github.com/herod-archive/herod/internal/warciotest"
@@ -70,7 +71,7 @@ func TestRingQueryExport(t *testing.T) {
 	}
 
 	t.Run("list", func(t *testing.T) {
-		got, err := (*resolver)(lr.Nodes[1]).List(ctx, gateway.Query{URL: host, Match: gateway.MatchHost})
+		got, err := (*resolver)(lr.Nodes[1]).List(ctx, cdx.Query{URL: host, Match: cdx.MatchHost})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +80,7 @@ func TestRingQueryExport(t *testing.T) {
 		if !slices.EqualFunc(got, byCDX, sameVersion) {
 			t.Fatalf("List returned %d versions, want the %d of the union in CDX order", len(got), len(byCDX))
 		}
-		lim, err := (*resolver)(lr.Nodes[1]).List(ctx, gateway.Query{URL: host, Match: gateway.MatchHost, Limit: 7})
+		lim, err := (*resolver)(lr.Nodes[1]).List(ctx, cdx.Query{URL: host, Match: cdx.MatchHost, Limit: 7})
 		if err != nil || !slices.EqualFunc(lim, byCDX[:7], sameVersion) {
 			t.Fatalf("List with limit 7 = %d versions, %v; want the first 7", len(lim), err)
 		}
@@ -221,11 +222,11 @@ func TestRingQueryExport(t *testing.T) {
 				<-querySlots
 			}
 		}()
-		_, err := (*resolver)(lr.Nodes[0]).List(ctx, gateway.Query{URL: host, Match: gateway.MatchHost})
+		_, err := (*resolver)(lr.Nodes[0]).List(ctx, cdx.Query{URL: host, Match: cdx.MatchHost})
 		if !errors.Is(err, query.ErrPartial) || !strings.Contains(err.Error(), query.BusyError) {
 			t.Fatalf("List with busy members: %v", err)
 		}
-		err = (*resolver)(lr.Nodes[0]).Export(ctx, gateway.Query{URL: host, Match: gateway.MatchHost}, io.Discard, "")
+		err = (*resolver)(lr.Nodes[0]).Export(ctx, cdx.Query{URL: host, Match: cdx.MatchHost}, io.Discard, "")
 		if !errors.Is(err, query.ErrPartial) || !strings.Contains(err.Error(), query.BusyError) {
 			t.Fatalf("Export with busy members: %v", err)
 		}
@@ -237,12 +238,12 @@ func TestRingQueryExport(t *testing.T) {
 		down := lr.Nodes[2]
 		down.kit.Remove(queryProtocol)
 		defer down.kit.MustHandle(down.query.Spec())
-		_, err := (*resolver)(lr.Nodes[0]).List(ctx, gateway.Query{URL: host, Match: gateway.MatchHost})
+		_, err := (*resolver)(lr.Nodes[0]).List(ctx, cdx.Query{URL: host, Match: cdx.MatchHost})
 		if !errors.Is(err, query.ErrPartial) || !strings.Contains(err.Error(), down.self.Addr) {
 			t.Fatalf("List with a member down: %v, want a partial error naming %s", err, down.self.Addr)
 		}
 		var sink bytes.Buffer
-		err = (*resolver)(lr.Nodes[0]).Export(ctx, gateway.Query{URL: host, Match: gateway.MatchHost}, &sink, "")
+		err = (*resolver)(lr.Nodes[0]).Export(ctx, cdx.Query{URL: host, Match: cdx.MatchHost}, &sink, "")
 		if !errors.Is(err, query.ErrPartial) || sink.Len() != 0 {
 			t.Fatalf("Export with a member down: %v after %d bytes, want a partial error before any", err, sink.Len())
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/archive/exchange"
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/gateway"
@@ -250,12 +251,12 @@ func (a *storeArchive) Get(ctx context.Context, u string, t time.Time) (archive.
 	return v, c, err
 }
 
-func (a *storeArchive) Export(ctx context.Context, q gateway.Query, w io.Writer, after string) error {
+func (a *storeArchive) Export(ctx context.Context, q cdx.Query, w io.Writer, after string) error {
 	aq := archive.Query{From: q.From, To: q.To}
 	switch q.Match {
-	case gateway.MatchHost:
+	case cdx.MatchHost:
 		aq.Host = q.URL
-	case gateway.MatchPrefix:
+	case cdx.MatchPrefix:
 		aq.Prefix = q.URL
 	default:
 		aq.URL = q.URL

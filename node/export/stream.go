@@ -16,6 +16,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
@@ -232,7 +233,7 @@ type Member struct {
 	name    string // member address, for errors
 	r       *bufio.Reader
 	setRD   func(time.Time) // read deadline per frame; nil for a local pipe
-	q       gateway.Query
+	q       cdx.Query
 	last    Key
 	hasLast bool
 
@@ -439,7 +440,7 @@ func digestIs(v string, d id.ID) bool {
 // verify (a remote member), each record must also pass it or is dropped
 // (Member.Dropped). name names the member in errors; setRD, if set, is
 // called with a read deadline before each frame.
-func Open(name string, r io.Reader, setRD func(time.Time), q gateway.Query, after *Key, verify Verifier) (*Member, error) {
+func Open(name string, r io.Reader, setRD func(time.Time), q cdx.Query, after *Key, verify Verifier) (*Member, error) {
 	m := &Member{name: name, r: bufio.NewReader(r), setRD: setRD, q: q, verify: verify}
 	if after != nil {
 		m.last, m.hasLast, m.after = *after, true, after

@@ -5,7 +5,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/herod-archive/herod/internal/archivetest"
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/cdx"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,8 +17,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
-	"github.com/herod-archive/herod/archive"
-	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/archivetest"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
 )
@@ -61,7 +61,7 @@ func reply(t testing.TB, n *testNode, host, after string) []byte {
 
 // member reads a reply as Member does, positioned on its first record.
 func member(data []byte, host string) (*Member, error) {
-	m := &Member{name: "test", r: bufio.NewReader(bytes.NewReader(data)), q: gateway.Query{URL: host, Match: gateway.MatchHost}}
+	m := &Member{name: "test", r: bufio.NewReader(bytes.NewReader(data)), q: cdx.Query{URL: host, Match: cdx.MatchHost}}
 	return m, m.next()
 }
 
@@ -259,7 +259,7 @@ func TestMemberExportRevisits(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := b.Bytes()
-	m := &Member{name: "test", r: bufio.NewReader(bytes.NewReader(data)), q: gateway.Query{URL: "h.example", Match: gateway.MatchHost, Revisits: true}}
+	m := &Member{name: "test", r: bufio.NewReader(bytes.NewReader(data)), q: cdx.Query{URL: "h.example", Match: cdx.MatchHost, Revisits: true}}
 	var types []string
 	var revisit recordHeader
 	var revisitBody []byte
@@ -300,7 +300,7 @@ func TestMemberExportRevisits(t *testing.T) {
 
 // drain reads a whole reply, returning the first error.
 func drain(data []byte, host string, after *Key) error {
-	m := &Member{name: "test", r: bufio.NewReader(bytes.NewReader(data)), q: gateway.Query{URL: host, Match: gateway.MatchHost}}
+	m := &Member{name: "test", r: bufio.NewReader(bytes.NewReader(data)), q: cdx.Query{URL: host, Match: cdx.MatchHost}}
 	if after != nil {
 		m.last, m.hasLast = *after, true
 	}
@@ -347,7 +347,7 @@ func FuzzMemberExport(f *testing.F) {
 	f.Add(good[:len(good)/2])
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m := &Member{name: "fuzz", r: bufio.NewReader(bytes.NewReader(data)), q: gateway.Query{URL: "h.example", Match: gateway.MatchHost}}
+		m := &Member{name: "fuzz", r: bufio.NewReader(bytes.NewReader(data)), q: cdx.Query{URL: "h.example", Match: cdx.MatchHost}}
 		for i := 0; i < 100; i++ {
 			if err := m.next(); err != nil || m.done {
 				return
