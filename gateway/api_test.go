@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/archive/cdx"
 )
 
@@ -216,11 +217,11 @@ func (failingExporter) Export(context.Context, cdx.Query, io.Writer, string) err
 
 func TestParseCursor(t *testing.T) {
 	tm := time.Date(2021, 6, 15, 1, 2, 3, 0, time.UTC)
-	c := Cursor("http://example.com/a b", tm)
+	c := archive.WaybackCursor("http://example.com/a b", tm)
 	if _, _, err := ParseCursor(c); err == nil {
 		t.Errorf("cursor with a space in the URL accepted: %q", c)
 	}
-	u, got, err := ParseCursor(Cursor("http://example.com/a", tm))
+	u, got, err := ParseCursor(archive.WaybackCursor("http://example.com/a", tm))
 	if err != nil || u != "http://example.com/a" || !got.Equal(tm) {
 		t.Errorf("round trip: %q %v %v", u, got, err)
 	}

@@ -11,11 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/archive/exchange"
 	"github.com/herod-archive/herod/internal/buildinfo"
-	"github.com/herod-archive/herod/internal/canon"
-	"github.com/herod-archive/herod/internal/id"
 )
 
 // The export stream is WebBase's "stream a site": a researcher pulls every
@@ -33,7 +32,7 @@ import (
 // found unchanged, in time order among the URL's responses, as
 // `herod export --revisits` writes.
 //
-// The cursor of a record is Cursor(WARC-Target-URI, WARC-Date): after a
+// The cursor of a record is archive.WaybackCursor(WARC-Target-URI, WARC-Date): after a
 // broken transfer the client drops the incomplete last record, takes the
 // cursor of the last complete one and asks again with after=<cursor>. When
 // the archive is a ProgressExporter the response also carries the exact
@@ -52,42 +51,22 @@ const (
 // exportBuffer is the buffer between the Exporter and the connection.
 const exportBuffer = 64 << 10
 
-// Cursor returns the Wayback-form resume cursor of the record of url
-// captured at t: the URL, a space and the 14-digit timestamp. Resuming after
-// it skips every record of url captured up to the end of that second.
-func Cursor(url string, t time.Time) string { return url + " " + FormatTimestamp(t) }
-
-// maxCursorLen bounds a cursor: a URL, a time and a digest.
-const maxCursorLen = canon.MaxLen + 128
-
-// ParseCursor checks a cursor and returns its URL and time. It accepts the
-// Wayback form made by Cursor ("<url> YYYYMMDDhhmmss") and the exact form
-// of herod's archive ("<url> <RFC 3339 time> <40 hex digits>").
+// ParseCursor checks the resume cursor of a request, in either form of
+// archive.ParseCursor with a URL the gateway could have archived, and
+// returns its URL and time (for the Wayback form, the start of its
+// second). Errors wrap ErrQuery.
 func ParseCursor(c string) (url string, t time.Time, err error) {
-	if len(c) > maxCursorLen {
-		return "", time.Time{}, fmt.Errorf("%w: cursor of %d bytes", ErrQuery, len(c))
-	}
-	u, rest, ok := strings.Cut(c, " ")
-	if !ok || u == "" {
-		return "", time.Time{}, fmt.Errorf("%w: cursor %.60q is not \"<url> <YYYYMMDDhhmmss>\"", ErrQuery, c)
-	}
-	if len(rest) == 14 {
-		t, err = time.Parse(TimestampLayout, rest)
-	} else {
-		ts, digest, ok := strings.Cut(rest, " ")
-		if t, err = time.Parse(time.RFC3339Nano, ts); err == nil && ok {
-			_, err = id.Parse(digest)
-		} else if err == nil {
-			err = errors.New("no digest after the time")
-		}
-	}
+	k, err := archive.ParseCursor(c)
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("%w: cursor time: %v", ErrQuery, err)
+		return "", time.Time{}, fmt.Errorf("%w: %v", ErrQuery, err)
 	}
-	if _, err := ArchivedURL(u); err != nil {
+	if _, err := ArchivedURL(k.URL); err != nil {
 		return "", time.Time{}, fmt.Errorf("%w: cursor url: %v", ErrQuery, err)
 	}
-	return u, t, nil
+	if len(c)-len(k.URL) == len(" "+TimestampLayout) {
+		return k.URL, k.Time.Truncate(time.Second), nil
+	}
+	return k.URL, k.Time, nil
 }
 
 // ParseExportQuery reads the query of an /export request: exactly one of

@@ -147,7 +147,7 @@ func (l *listingArchive) Export(ctx context.Context, q cdx.Query, w io.Writer, a
 		if l.exportErrAfter > 0 && n == l.exportErrAfter {
 			return fmt.Errorf("fake export: owner unreachable")
 		}
-		if _, err := fmt.Fprintf(w, "REC %s\n", Cursor(v.URL, v.Time)); err != nil {
+		if _, err := fmt.Fprintf(w, "REC %s\n", archive.WaybackCursor(v.URL, v.Time)); err != nil {
 			return err
 		}
 		n++

@@ -43,7 +43,7 @@ type Exporter interface {
 	// version selected by q (q.Limit is ignored), in a stable order of
 	// its choosing (herod's archive: host, URL, time), starting after the
 	// record whose cursor is resumeAfter; "" starts at the beginning. The
-	// Wayback cursor form Cursor(url, t) must be accepted (see
+	// Wayback cursor form archive.WaybackCursor(url, t) must be accepted (see
 	// ParseCursor). It stops at the first error, which it returns; records
 	// already written are complete unless w failed mid-record.
 	Export(ctx context.Context, q cdx.Query, w io.Writer, resumeAfter string) error

@@ -119,8 +119,8 @@ func TestRingQueryExport(t *testing.T) {
 		t.Fatalf("export has %d records, union has %d versions", len(recs), len(exportOrder))
 	}
 	for i, v := range exportOrder {
-		if recs[i].cursor != export.Cursor(v.URL, v.Time, v.Digest) {
-			t.Fatalf("record %d is %s, want %s", i, recs[i].cursor, export.Cursor(v.URL, v.Time, v.Digest))
+		if recs[i].cursor != archive.CursorOf(v.URL, v.Time, v.Digest).String() {
+			t.Fatalf("record %d is %s, want %s", i, recs[i].cursor, archive.CursorOf(v.URL, v.Time, v.Digest).String())
 		}
 	}
 	if got := trailer.Get(gateway.TrailerExportCursor); got != recs[len(recs)-1].cursor {
@@ -139,7 +139,7 @@ func TestRingQueryExport(t *testing.T) {
 		}
 		// The coarse Wayback cursor skips the whole second of its URL.
 		r := recs[len(recs)/2]
-		rest, _ := httpGet(t, gw+"&after="+url.QueryEscape(gateway.Cursor(r.url, r.time)))
+		rest, _ := httpGet(t, gw+"&after="+url.QueryEscape(archive.WaybackCursor(r.url, r.time)))
 		j := len(recs) / 2
 		for j+1 < len(recs) && recs[j+1].url == r.url && recs[j+1].time.Truncate(time.Second).Equal(r.time.Truncate(time.Second)) {
 			j++
@@ -269,8 +269,8 @@ func sameVersion(a, b archive.Version) bool {
 		a.Status == b.Status && a.Length == b.Length && a.Entry() == b.Entry()
 }
 
-func keyOf(v archive.Version) export.Key {
-	return export.KeyOf(v.URL, v.Time, v.Digest)
+func keyOf(v archive.Version) archive.Cursor {
+	return archive.CursorOf(v.URL, v.Time, v.Digest)
 }
 
 // unionOf returns every version selected by q on every node of lr, once
@@ -279,7 +279,7 @@ func keyOf(v archive.Version) export.Key {
 func unionOf(ctx context.Context, t *testing.T, lr *LocalRing, q archive.Query) ([]archive.Version, int) {
 	t.Helper()
 	var all []archive.Version
-	seen := map[export.Key]bool{}
+	seen := map[archive.Cursor]bool{}
 	holders := 0
 	for _, n := range lr.Nodes {
 		held := false

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/base32"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -332,27 +330,11 @@ func copyRecords(w io.Writer, r io.Reader, copied func(cursor string)) (int, str
 			return fmt.Errorf("output: %w", err)
 		}
 		n++
-		cursor = recordCursor(m.Record)
+		cursor = m.Cursor()
 		copied(cursor)
 		return nil
 	})
 	return n, cursor, err
-}
-
-// recordCursor is the exact resume cursor of a record: its URI, date and
-// payload digest, or the Wayback form when it has no payload digest.
-func recordCursor(rec *archive.Record) string {
-	u := rec.Header.Get("Warc-Target-Uri")
-	t, err := time.Parse(time.RFC3339Nano, rec.Header.Get("Warc-Date"))
-	if err != nil {
-		return ""
-	}
-	label, val, _ := strings.Cut(rec.Header.Get("Warc-Payload-Digest"), ":")
-	d, err := base32.StdEncoding.DecodeString(strings.ToUpper(val))
-	if !strings.EqualFold(label, "sha1") || err != nil || len(d) != 20 {
-		return gateway.Cursor(u, t)
-	}
-	return u + " " + t.Format(time.RFC3339Nano) + " " + hex.EncodeToString(d)
 }
 
 // openGatewayExport asks the node's gateway for /export of the flags'

@@ -147,13 +147,13 @@ func TestResumedRevisitVerified(t *testing.T) {
 		after   archive.Version
 		records int
 	}{{vs[1], 1}, {vs[0], 2}} {
-		cursor := Cursor(tc.after.URL, tc.after.Time, tc.after.Digest)
+		cursor := archive.CursorOf(tc.after.URL, tc.after.Time, tc.after.Digest).String()
 		var b bytes.Buffer
 		req := queryRequest{Op: "export", Query: archive.Query{Host: "h.example"}, Revisits: true, After: cursor}
 		if err := n.serveExport(context.Background(), req, &b); err != nil {
 			t.Fatal(err)
 		}
-		after, err := ParseResume(cursor)
+		after, err := archive.ParseCursor(cursor)
 		if err != nil {
 			t.Fatal(err)
 		}

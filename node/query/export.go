@@ -45,7 +45,7 @@ func (svc *Service) serveExport(ctx context.Context, req Request, w io.Writer) e
 // reads its first record. For this node it runs the export in a goroutine
 // feeding a pipe, so both cases share the checks of memberExport. The
 // returned stop function releases the stream and must be called.
-func (svc *Service) openExport(ctx context.Context, c ring.Contact, q cdx.Query, req Request, after *export.Key) (*export.Member, func(), error) {
+func (svc *Service) openExport(ctx context.Context, c ring.Contact, q cdx.Query, req Request, after *archive.Cursor) (*export.Member, func(), error) {
 	var (
 		m     *export.Member
 		stop  func()
@@ -129,9 +129,9 @@ func (svc *Service) ExportProgress(ctx context.Context, q cdx.Query, w io.Writer
 	if _, err := cdx.FromStore(req.Query); err != nil {
 		return fmt.Errorf("node export: %w", err)
 	}
-	var after *export.Key
+	var after *archive.Cursor
 	if resumeAfter != "" {
-		k, err := export.ParseResume(resumeAfter)
+		k, err := archive.ParseCursor(resumeAfter)
 		if err != nil {
 			return fmt.Errorf("node export: %w", err)
 		}
