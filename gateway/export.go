@@ -2,7 +2,7 @@ package gateway
 
 import (
 	"bufio"
-	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -158,7 +158,7 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, cl *client)
 		}
 		defer s.exportDone()
 	}
-	if format != FormatWARC {
+	if format != exchange.FormatWARC {
 		s.serveConverted(w, r, q, after, format, cl)
 		return
 	}
@@ -173,54 +173,29 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, cl *client)
 	}
 	bw := bufio.NewWriterSize(throttle(r.Context(), w, cl), exportBuffer)
 	cw := &countingWriter{w: bw}
-	var out io.Writer = cw
+	var info *exchange.WARCInfo
 	if after == "" && p.Get("warcinfo") != "0" {
 		// A fresh file starts with its warcinfo record; a resumed pull
 		// appends to a file that has one (herod export writes its own).
-		out = &infoFirst{w: cw, info: s.warcInfo(r, q)}
+		info = s.warcInfo(r, q)
 	}
 	last := ""
+	src := func(ctx context.Context, w io.Writer) error { return s.exp.Export(ctx, q, w, after) }
 	if pe, ok := s.exp.(ProgressExporter); ok {
 		h.Set("Trailer", TrailerExportStatus+", "+TrailerExportError+", "+TrailerExportCursor)
-		err = pe.ExportProgress(r.Context(), q, out, after, func(c string) { last = c })
-	} else {
-		err = s.exp.Export(r.Context(), q, out, after)
-	}
-	s.endExport(w, bw, cw, q, FormatWARC, last, err)
-}
-
-// warcInfo returns the gzip member of the warcinfo record that opens a
-// WARC export of q, nil if it cannot be made (the export goes on
-// without).
-func (s *Server) warcInfo(r *http.Request, q cdx.Query) []byte {
-	var b bytes.Buffer
-	in := exchange.WARCInfo{Filename: exportName(q), Software: "herod " + buildinfo.Read().Version,
-		IsPartOf:    "herod gateway export " + r.URL.RawQuery,
-		Description: "captures selected by " + r.URL.RawQuery + ", ring-wide, through the gateway at " + r.Host}
-	if _, err := exchange.WriteWARCInfo(&b, in); err != nil {
-		s.log.Warn("gateway: export: warcinfo", "err", err)
-		return nil
-	}
-	return b.Bytes()
-}
-
-// infoFirst writes info before the first bytes written through it, so
-// that an export that writes no record sends nothing (and can still
-// fail with a plain error status).
-type infoFirst struct {
-	w    io.Writer
-	info []byte
-}
-
-func (f *infoFirst) Write(p []byte) (int, error) {
-	if f.info != nil {
-		info := f.info
-		f.info = nil
-		if _, err := f.w.Write(info); err != nil {
-			return 0, err
+		src = func(ctx context.Context, w io.Writer) error {
+			return pe.ExportProgress(ctx, q, w, after, func(c string) { last = c })
 		}
 	}
-	return f.w.Write(p)
+	_, err = exchange.Export(r.Context(), src, cw, exchange.ExportOptions{Info: info})
+	s.endExport(w, bw, cw, q, exchange.FormatWARC, last, err)
+}
+
+// warcInfo returns the warcinfo record that opens a WARC export of q.
+func (s *Server) warcInfo(r *http.Request, q cdx.Query) *exchange.WARCInfo {
+	return &exchange.WARCInfo{Filename: exportName(q), Software: "herod " + buildinfo.Read().Version,
+		IsPartOf:    "herod gateway export " + r.URL.RawQuery,
+		Description: "captures selected by " + r.URL.RawQuery + ", ring-wide, through the gateway at " + r.Host}
 }
 
 // exportSlot takes one of the Limits.MaxExports places, or reports false.

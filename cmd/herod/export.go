@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/archive/exchange"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/node"
@@ -76,7 +77,7 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("refusing to write a %s (binary) to the terminal: give -o FILE%s, or redirect the output to a file or a pipe",
 			strings.ToUpper(f.format), extOf[f.format])
 	}
-	if f.format != gateway.FormatWARC {
+	if f.format != exchange.FormatWARC {
 		return f.convert(ctx, stdout, stderr)
 	}
 	w, closeOut, err := f.openOutput(stdout)
@@ -152,9 +153,9 @@ func (f *exportFlags) openOutput(stdout io.Writer) (io.Writer, func() error, err
 	return lf, lf.Close, nil
 }
 
-// archiveQuery builds the store query from the flags, in canonical form.
-func (f *exportFlags) archiveQuery() (archive.Query, error) {
-	var q archive.Query
+// query builds the selection from the flags, in canonical form.
+func (f *exportFlags) query() (cdx.Query, error) {
+	q := cdx.Query{Revisits: f.revisits}
 	var err error
 	switch {
 	case f.host != "":
@@ -167,9 +168,10 @@ func (f *exportFlags) archiveQuery() (archive.Query, error) {
 			return q, fmt.Errorf("--host: %w", err)
 		}
 		p, _ := url.Parse(u)
-		q.Host = p.Host
+		q.Match, q.URL = cdx.MatchHost, p.Host
 	case f.prefix != "":
-		if q.Prefix, err = gateway.ArchivedURL(f.prefix); err != nil {
+		q.Match = cdx.MatchPrefix
+		if q.URL, err = gateway.ArchivedURL(f.prefix); err != nil {
 			return q, fmt.Errorf("--prefix: %w", err)
 		}
 	default:
@@ -226,7 +228,7 @@ func (s *lockedStore) Close() error {
 
 // fromDisk exports from the archive in the node's data directory.
 func (f *exportFlags) fromDisk(ctx context.Context, w io.Writer, stderr io.Writer) error {
-	q, err := f.archiveQuery()
+	q, err := f.query()
 	if err != nil {
 		return err
 	}
@@ -238,29 +240,29 @@ func (f *exportFlags) fromDisk(ctx context.Context, w io.Writer, stderr io.Write
 	// The warcinfo record goes first, before the first record the
 	// archive writes; the CDXJ offsets the archive counts from its first
 	// record move by its length.
-	info := &infoFirst{w: w, info: f.warcInfo()}
-	var cdx io.Writer
+	info := &exchange.InfoFirst{W: w, Info: f.warcInfo()}
+	var index io.Writer
 	var cdxFile *lazyFile
 	if f.cdx != "" {
 		cdxFile = &lazyFile{path: f.cdx}
 		defer cdxFile.Close()
-		cdx = &shiftOffsets{w: cdxFile, by: func() int64 { return info.n }}
+		index = &shiftOffsets{w: cdxFile, by: func() int64 { return info.N }}
 	}
 	name := "herod.warc.gz"
 	if f.out != "-" {
 		name = filepath.Base(f.out)
 	}
 	prog := newProgress(stderr, "export")
-	st, err := s.Export(ctx, archive.ExportOptions{Query: q, Revisits: f.revisits, Filename: name, After: f.resume, Hide: f.hide,
-		Progress: func(cursor string) { prog.add(1, 0, cursor) }}, countingWriter{info, prog}, cdx)
+	st, err := s.Export(ctx, archive.ExportOptions{Query: q.Store(), Revisits: q.Revisits, Filename: name, After: f.resume, Hide: f.hide,
+		Progress: func(cursor string) { prog.add(1, 0, cursor) }}, countingWriter{info, prog}, index)
 	prog.done()
 	if err != nil {
 		return resumeHint(err, st.Cursor)
 	}
 	if st.Responses+st.Revisits == 0 && len(st.Corrupt) == 0 {
 		var hint []string
-		if q.Host != "" {
-			hint = similarHosts(ctx, s.Store, q.Host)
+		if q.Match == cdx.MatchHost {
+			hint = similarHosts(ctx, s.Store, q.URL)
 		}
 		return f.nothingMatched(hint)
 	}
@@ -269,7 +271,7 @@ func (f *exportFlags) fromDisk(ctx context.Context, w io.Writer, stderr io.Write
 			return fmt.Errorf("cdx: %w", err)
 		}
 	}
-	fmt.Fprintf(stderr, "exported %d responses and %d revisits (%d bytes)\n", st.Responses, st.Revisits, st.Bytes+info.n)
+	fmt.Fprintf(stderr, "exported %d responses and %d revisits (%d bytes)\n", st.Responses, st.Revisits, st.Bytes+info.N)
 	if len(st.Corrupt) > 0 {
 		return fmt.Errorf("skipped %d corrupt version files (first: %s); run herod fsck --repair", len(st.Corrupt), st.Corrupt[0])
 	}
@@ -292,7 +294,7 @@ func (f *exportFlags) fromGateway(ctx context.Context, w io.Writer, stderr io.Wr
 	}
 	defer resp.Body.Close()
 	prog := newProgress(stderr, "export")
-	info := &infoFirst{w: w, info: f.warcInfo()}
+	info := &exchange.InfoFirst{W: w, Info: f.warcInfo()}
 	n, cursor, err := copyRecords(countingWriter{info, prog}, resp.Body, func(cursor string) { prog.add(1, 0, cursor) })
 	prog.done()
 	if cursor == "" {

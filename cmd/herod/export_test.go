@@ -252,15 +252,7 @@ func (a *storeArchive) Get(ctx context.Context, u string, t time.Time) (archive.
 }
 
 func (a *storeArchive) Export(ctx context.Context, q cdx.Query, w io.Writer, after string) error {
-	aq := archive.Query{From: q.From, To: q.To}
-	switch q.Match {
-	case cdx.MatchHost:
-		aq.Host = q.URL
-	case cdx.MatchPrefix:
-		aq.Prefix = q.URL
-	default:
-		aq.URL = q.URL
-	}
+	aq := q.Store()
 	if a.failAfter > 0 {
 		w = &failingWriter{w: w, left: a.failAfter}
 	}
