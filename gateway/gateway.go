@@ -11,6 +11,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/archive/cdx"
+	"github.com/herod-archive/herod/internal/ringview"
 )
 
 // Archive is what the gateway needs from the archive. The node implements it
@@ -66,7 +67,7 @@ type Config struct {
 	// endpoint is absent (404).
 	Status func(ctx context.Context) any
 	// Ring returns the data for /ring; nil means the page is absent (404).
-	Ring func(ctx context.Context) RingView
+	Ring func(ctx context.Context) ringview.View
 	// Metrics is served at /metrics when non-nil (the node passes promhttp).
 	Metrics http.Handler
 	// Logger receives request errors; nil discards them.

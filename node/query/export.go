@@ -12,7 +12,6 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/archive/cdx"
-	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/node/export"
 	"github.com/herod-archive/herod/ring"
@@ -100,12 +99,12 @@ func (svc *Service) openExport(ctx context.Context, c ring.Contact, q cdx.Query,
 // errExportStopped ends a local member's export when the merge stops.
 var errExportStopped = errors.New("node: export stopped")
 
-// Export implements gateway.Exporter; see ExportProgress.
+// Export implements the gateway's Exporter; see ExportProgress.
 func (svc *Service) Export(ctx context.Context, q cdx.Query, w io.Writer, resumeAfter string) error {
 	return svc.ExportProgress(ctx, q, w, resumeAfter, nil)
 }
 
-// ExportProgress implements gateway.ProgressExporter. It opens an export
+// ExportProgress implements the gateway's ProgressExporter. It opens an export
 // stream to every real node of the ring (this one included), each sorted
 // in the archive's export order (host, URL, capture time, digest), and
 // merges them into one .warc.gz in that global order, dropping a record
@@ -192,5 +191,3 @@ func (svc *Service) ExportProgress(ctx context.Context, q cdx.Query, w io.Writer
 	}
 	return nil
 }
-
-var _ gateway.ProgressExporter = (*Service)(nil)

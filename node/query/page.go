@@ -11,7 +11,6 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/archive/cdx"
-	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/node/export"
@@ -308,7 +307,7 @@ func (svc *Service) remotePage(ctx context.Context, c ring.Contact, q archive.Qu
 	}
 }
 
-// Page implements gateway.Pager ring-wide: it asks every real node (at
+// Page implements the gateway's Pager ring-wide: it asks every real node (at
 // most queryFanout at a time) for its first req.N captures after the
 // resume key and merges them. If a member fails, or the ring could not be
 // enumerated completely, it returns an error naming them (wrapping
@@ -426,5 +425,3 @@ func mergePages(pages []memberPage, n int, reverse bool) ([]cdx.Row, bool, error
 	}
 	return unkey(keyed), more, nil
 }
-
-var _ gateway.Pager = (*Service)(nil)

@@ -17,7 +17,6 @@ import (
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/archive/access"
 	"github.com/herod-archive/herod/archive/cdx"
-	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/node/export"
@@ -315,7 +314,7 @@ var errRemote = errors.New("node: remote error")
 // errBadReply reports a member's reply that breaks the query protocol.
 var errBadReply = errors.New("node: bad query reply")
 
-// List implements gateway.Lister: it asks every real node of the ring (at
+// List implements the gateway's Lister: it asks every real node of the ring (at
 // most queryFanout at a time) for its versions selected by q, keeps those
 // that verify (judge), merges them
 // in CDX order (SURT, then time), drops duplicates (replicas) and keeps the
@@ -362,5 +361,3 @@ func (svc *Service) List(ctx context.Context, q cdx.Query) ([]archive.Version, e
 	})
 	return all[:min(len(all), limit)], nil
 }
-
-var _ gateway.Lister = (*Service)(nil)
