@@ -153,39 +153,29 @@ func (f *exportFlags) openOutput(stdout io.Writer) (io.Writer, func() error, err
 	return lf, lf.Close, nil
 }
 
-// query builds the selection from the flags, in canonical form.
+// query builds the selection from the flags, in canonical form: the
+// flags are /export's parameters, read as the gateway reads them.
 func (f *exportFlags) query() (cdx.Query, error) {
-	q := cdx.Query{Revisits: f.revisits}
-	var err error
-	switch {
-	case f.host != "":
-		raw := f.host
-		if !strings.Contains(raw, "://") {
-			raw = "http://" + raw + "/"
-		}
-		u, err := gateway.ArchivedURL(raw)
-		if err != nil {
-			return q, fmt.Errorf("--host: %w", err)
-		}
-		p, _ := url.Parse(u)
-		q.Match, q.URL = cdx.MatchHost, p.Host
-	case f.prefix != "":
-		q.Match = cdx.MatchPrefix
-		if q.URL, err = gateway.ArchivedURL(f.prefix); err != nil {
-			return q, fmt.Errorf("--prefix: %w", err)
-		}
-	default:
-		if q.URL, err = gateway.ArchivedURL(f.url); err != nil {
-			return q, fmt.Errorf("--url: %w", err)
-		}
+	q, err := gateway.ParseExportQuery(f.params())
+	if err != nil {
+		return q, fmt.Errorf("selection: %w", err)
 	}
-	if f.from != "" {
-		q.From, _ = gateway.ParseTimestampFrom(f.from)
-	}
-	if f.to != "" {
-		q.To, _ = gateway.ParseTimestamp(f.to)
-	}
+	q.Revisits = f.revisits
 	return q, nil
+}
+
+// params are the /export parameters of the flags' selection.
+func (f *exportFlags) params() url.Values {
+	p := url.Values{}
+	for k, v := range map[string]string{"host": f.host, "prefix": f.prefix, "url": f.url, "from": f.from, "to": f.to} {
+		if v != "" {
+			p.Set(k, v)
+		}
+	}
+	if f.revisits {
+		p.Set("revisits", "1")
+	}
+	return p
 }
 
 // openArchive opens the archive in the node's data directory, which the
@@ -347,17 +337,12 @@ func (f *exportFlags) openGatewayExport(ctx context.Context, format string) (*ht
 	if err != nil {
 		return nil, err
 	}
-	p := url.Values{}
+	p := f.params()
 	if format != "" {
 		p.Set("format", format)
 	}
-	for k, v := range map[string]string{"host": f.host, "prefix": f.prefix, "url": f.url, "from": f.from, "to": f.to, "after": f.resume} {
-		if v != "" {
-			p.Set(k, v)
-		}
-	}
-	if f.revisits {
-		p.Set("revisits", "1")
+	if f.resume != "" {
+		p.Set("after", f.resume)
 	}
 	if format == "" {
 		p.Set("warcinfo", "0") // this command writes its own (warcInfo)
