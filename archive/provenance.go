@@ -99,8 +99,10 @@ func provenanceHeaders(c *Capture) []warcHeader {
 	}
 }
 
-// parseProvenance reads a record's provenance fields into c.
+// parseProvenance reads a record's provenance fields into c, the
+// browser marker (HeaderBrowser) included.
 func parseProvenance(h interface{ Get(string) string }, c *Capture) error {
+	parseBrowser(h, c)
 	p, sig := h.Get(HeaderPeer), h.Get(HeaderSignature)
 	if p == "" && sig == "" {
 		return nil

@@ -28,15 +28,15 @@ import (
 // a record damaged in its payload fails the last Read with ErrCorrupt
 // after its other bytes were delivered.
 //
-// Only records of .warc.gz segments stream. A record of a .warc.zst
-// segment is one single-segment zstd frame, whose window is its whole
-// content: decoding it as a stream holds as much memory as decoding it
-// at once, so OpenBody refuses it with ErrNotStreamable and the caller
-// reads it whole (Read).
+// A record of a .warc.zst segment streams when its frame's window is
+// at most streamWindow (256 KiB): every record written since frames were
+// given that window (a larger record's single-segment frame would keep
+// its whole content as history). A record in an older, larger frame is
+// refused with ErrNotStreamable and the caller reads it whole (Read).
 
 // ErrNotStreamable reports a version whose record OpenBody does not read
-// as a stream (a .warc.zst record, or one this store does not hold in its
-// files): read it with Read instead.
+// as a stream (a .warc.zst record in a frame of a window over 256 KiB, or
+// one this store does not hold in its files): read it with Read instead.
 var ErrNotStreamable = errors.New("archive: record not streamable")
 
 // Body is the payload of a stored capture, read from its segment file as
@@ -47,10 +47,13 @@ type Body struct {
 	Capture
 	// Size is the payload's length in bytes.
 	Size int64
+	// Held is about the memory the open body holds, its decompressor and
+	// buffers, in bytes: for a budget to charge it.
+	Held int64
 
 	s       *Store
 	v       Version
-	zr      *gzip.Reader
+	release func() error  // frees the decompressor
 	outer   *bufio.Reader // the record, uncompressed
 	inner   *bufio.Reader // the block, after the HTTP head
 	block   *hashCount    // what inner has read of the block
@@ -74,6 +77,15 @@ func (c *hashCount) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// What an open Body holds (Body.Held): its two 16 KiB buffers and its
+// decompressor, measured with 40 bodies open (a gzip reader and its 32
+// KiB window; a zstd decoder with its 256 KiB window, block ring,
+// block buffers and dictionary tables, about 750 KiB).
+const (
+	gzipHeld = 128 << 10
+	zstdHeld = 800 << 10
+)
+
 // OpenBody opens the payload of v, a version of this store, for reading
 // as a stream (see above). It checks the record's heads against v before
 // returning; errors wrap ErrNotFound (no such segment), ErrCorrupt or
@@ -92,22 +104,58 @@ func (s *Store) OpenBody(ctx context.Context, v Version) (*Body, error) {
 	switch {
 	case g == nil:
 		return nil, fmt.Errorf("archive open body: segment %s: %w", v.File, ErrNotFound)
-	case g.zst:
-		return nil, fmt.Errorf("archive open body %s: %w: a .warc.zst record", v.URL, ErrNotStreamable)
+	case g.zst && g.zd == nil:
+		return nil, fmt.Errorf("archive open body: segment %s: %w: dictionary frame unreadable", v.File, ErrCorrupt)
 	case v.Size <= 0 || v.Size > 2*maxBlock || v.Offset < 0:
 		return nil, fmt.Errorf("archive open body: %w: bad record extent %d+%d", ErrCorrupt, v.Offset, v.Size)
 	}
-	b := &Body{s: s, v: v}
-	if b.zr, err = gzip.NewReader(io.NewSectionReader(g.f, v.Offset, v.Size)); err != nil {
-		return nil, b.corrupt(fmt.Errorf("%w: gzip: %v", ErrCorrupt, err))
+	b := &Body{s: s, v: v, Held: gzipHeld}
+	sec := io.NewSectionReader(g.f, v.Offset, v.Size)
+	var plain io.Reader
+	if g.zst {
+		if plain, err = b.openFrame(g.zd, sec); err != nil {
+			return nil, err
+		}
+	} else {
+		zr, err := gzip.NewReader(sec)
+		if err != nil {
+			return nil, b.corrupt(fmt.Errorf("%w: gzip: %v", ErrCorrupt, err))
+		}
+		zr.Multistream(false)
+		plain, b.release = zr, zr.Close
 	}
-	b.zr.Multistream(false)
-	b.outer = bufio.NewReaderSize(b.zr, 16<<10)
+	b.outer = bufio.NewReaderSize(plain, 16<<10)
 	if err := b.head(); err != nil {
-		b.zr.Close()
+		b.release()
 		return nil, b.corrupt(asCorrupt(err))
 	}
 	return b, nil
+}
+
+// openFrame opens the record in sec, one zstd frame of dictionary zd, if
+// its window allows streaming it (see above).
+func (b *Body) openFrame(zd *zdict, sec *io.SectionReader) (io.Reader, error) {
+	var h [maxFrameHead]byte
+	k, _ := sec.ReadAt(h[:], 0)
+	fh, err := parseFrameHead(h[:k])
+	switch {
+	case err != nil:
+		return nil, b.corrupt(fmt.Errorf("%w: zstd: %v", ErrCorrupt, err))
+	case fh.dictID != zd.id:
+		return nil, b.corrupt(fmt.Errorf("%w: zstd frame of dictionary %d, want %d", ErrCorrupt, fh.dictID, zd.id))
+	case fh.window > streamWindow:
+		return nil, fmt.Errorf("archive open body %s: %w: a zstd frame of a %d-byte window", b.v.URL, ErrNotStreamable, fh.window)
+	}
+	d, err := zd.streamDecoder(sec)
+	if err != nil {
+		return nil, err
+	}
+	b.release = func() error {
+		zd.putStreamDecoder(d)
+		return nil
+	}
+	b.Held = zstdHeld
+	return d, nil
 }
 
 // head reads and checks the record's WARC head and its block's HTTP head.
@@ -208,6 +256,7 @@ func asCorrupt(err error) error {
 }
 
 // finish checks the record once its payload is read: io.EOF if it holds.
+// The decompressor verifies the member's or frame's checksum at its end.
 func (b *Body) finish() error {
 	if id.ID(b.payload.Sum(nil)) != b.v.Digest {
 		return b.corrupt(fmt.Errorf("%w: payload digest mismatch", ErrCorrupt))
@@ -234,10 +283,15 @@ func (b *Body) corrupt(err error) error {
 	return fmt.Errorf("archive body %s %s+%d: %w", b.v.URL, b.v.File, b.v.Offset, err)
 }
 
-// Close releases the body's decompressor.
+// Close releases the body's decompressor. It is safe to call twice.
 func (b *Body) Close() error {
 	if b.err == nil {
 		b.err = errors.New("archive: body closed")
 	}
-	return b.zr.Close()
+	release := b.release
+	if release == nil {
+		return nil
+	}
+	b.release = nil
+	return release()
 }

@@ -3,13 +3,18 @@ package archive
 import (
 	"bytes"
 	"context"
+	"crypto/sha1"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // TestOpenBody: a stored payload streams back byte for byte with its
@@ -77,30 +82,137 @@ func TestOpenBody(t *testing.T) {
 	}
 }
 
-// TestOpenBodyZstd: a record of a .warc.zst segment is not streamed (its
-// frame's window is its whole content): ErrNotStreamable, and Read still
-// reads it.
-func TestOpenBodyZstd(t *testing.T) {
+// zstdStore returns a store whose next records go to a .warc.zst
+// segment (its dictionary trained on 40 pages).
+func zstdStore(t *testing.T) *Store {
+	t.Helper()
 	ctx := context.Background()
 	s := openTest(t, Options{NoSync: true, DictSamples: 40})
-	pages := benchPages(41)
-	var v Version
-	for i := range 41 {
-		if i == 40 {
-			s.trainer.wait() // the dictionary is trained in the background
-		}
-		var err error
-		if v, _, err = s.Put(ctx, benchCapture(i, pages[i], t0.Add(time.Duration(i)*time.Second))); err != nil {
+	pages := benchPages(40)
+	for i := range 40 {
+		if _, _, err := s.Put(ctx, benchCapture(i, pages[i], t0.Add(time.Duration(i)*time.Second))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if !strings.HasSuffix(v.File, zstExt) {
-		t.Fatalf("record 41 in %s, want a .warc.zst segment", v.File)
+	s.trainer.wait() // the dictionary is trained in the background
+	return s
+}
+
+// largePage returns n bytes of a page that compresses about 4:1 and
+// repeats nothing within a megabyte.
+func largePage(n int) string {
+	var b strings.Builder
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "<li id=r%d>row %d of %x</li>\n", i, i*7919%104729, i*2654435761)
 	}
+	return b.String()[:n]
+}
+
+// TestOpenBodyZstd: a record of a .warc.zst segment streams byte for byte,
+// holding about its frame's window (256 KiB) rather than its 9 MiB; a
+// damaged one fails with ErrCorrupt.
+func TestOpenBodyZstd(t *testing.T) {
+	ctx := context.Background()
+	s := zstdStore(t)
+	small, _ := mustPut(t, s, capture("http://a.example/small", t0.Add(time.Hour), "<p>small</p>"))
+	payload := largePage(9 << 20)
+	v, _ := mustPut(t, s, capture("http://a.example/large", t0.Add(time.Hour), payload))
+	if !strings.HasSuffix(v.File, zstExt) || !strings.HasSuffix(small.File, zstExt) {
+		t.Fatalf("records in %s and %s, want a .warc.zst segment", small.File, v.File)
+	}
+	for _, c := range []struct {
+		v    Version
+		want string
+	}{{small, "<p>small</p>"}, {v, payload}, {v, payload}} {
+		buf := make([]byte, 32<<10)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		b, err := s.OpenBody(ctx, c.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := sha1.New()
+		n, err := io.CopyBuffer(got, b, buf)
+		b.Close()
+		b.Close()
+		runtime.ReadMemStats(&after)
+		if want := sha1.Sum([]byte(c.want)); err != nil || !bytes.Equal(got.Sum(nil), want[:]) || n != int64(len(c.want)) || b.Size != n {
+			t.Fatalf("streamed %d bytes (size %d), %v; want %d", n, b.Size, err, len(c.want))
+		}
+		alloc := after.TotalAlloc - before.TotalAlloc
+		t.Logf("%d bytes streamed, %.2f MiB allocated", n, float64(alloc)/(1<<20))
+		if alloc > 3<<20 {
+			t.Errorf("streaming a %d-byte record allocated %d bytes", n, alloc)
+		}
+	}
+
+	orig, err := os.ReadFile(filepath.Join(s.Dir(), v.File))
+	must(t, err)
+	rec := orig[v.Offset : v.Offset+v.Size]
+	for name, at := range map[string]int64{"payload byte": v.Size / 2, "checksum": v.Size - 2, "header": 5} {
+		t.Run(name, func(t *testing.T) {
+			d := bytes.Clone(rec)
+			d[at] ^= 0x40
+			f, err := os.OpenFile(filepath.Join(s.Dir(), v.File), os.O_WRONLY, 0)
+			must(t, err)
+			_, err = f.WriteAt(d, v.Offset)
+			must(t, err)
+			must(t, f.Close())
+			b, err := s.OpenBody(ctx, v)
+			if err == nil {
+				_, err = io.Copy(io.Discard, b)
+				b.Close()
+			}
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("stream = %v, want ErrCorrupt", err)
+			}
+		})
+	}
+}
+
+// TestOpenBodyZstdWideFrame: a record in a frame whose window is its whole
+// content (as written before frames had a 256 KiB window) is not streamed:
+// ErrNotStreamable, and Read still reads it.
+func TestOpenBodyZstdWideFrame(t *testing.T) {
+	ctx := context.Background()
+	s := zstdStore(t)
+	zd := s.zd.Load()
+	zd.encOnce.Do(func() {})
+	wide, err := zstd.NewWriter(nil, zstd.WithEncoderDict(zd.raw), zstd.WithEncoderLevel(zstd.SpeedFastest))
+	must(t, err)
+	zd.enc = wide
+	payload := largePage(3 << 20)
+	v, _ := mustPut(t, s, capture("http://a.example/wide", t0.Add(time.Hour), payload))
 	if _, err := s.OpenBody(ctx, v); !errors.Is(err, ErrNotStreamable) {
-		t.Fatalf("open body of a zstd record: %v, want ErrNotStreamable", err)
+		t.Fatalf("open body of a wide frame: %v, want ErrNotStreamable", err)
 	}
-	if _, err := s.Read(ctx, v); err != nil {
-		t.Fatal(err)
+	if c, err := s.Read(ctx, v); err != nil || string(c.Body) != payload {
+		t.Fatalf("read a wide frame: %v", err)
+	}
+}
+
+// TestParseFrameHead: the window and content size each encoder states.
+func TestParseFrameHead(t *testing.T) {
+	for _, c := range []struct {
+		window, n  int
+		single     bool
+		wantWindow uint64
+	}{
+		{256 << 10, 1000, false, 1 << 10}, // too small for a single segment
+		{256 << 10, 200 << 10, true, 200 << 10},
+		{256 << 10, 3 << 20, false, 256 << 10},
+		{8 << 20, 3 << 20, true, 3 << 20},
+	} {
+		enc, err := zstd.NewWriter(nil, zstd.WithWindowSize(c.window))
+		must(t, err)
+		frame := enc.EncodeAll([]byte(largePage(c.n)), nil)
+		fh, err := parseFrameHead(frame)
+		if err != nil || fh.single != c.single || fh.window != c.wantWindow || !fh.sized || fh.size != uint64(c.n) {
+			t.Errorf("window %d, %d bytes: %+v %v; want single %v window %d", c.window, c.n, fh, err, c.single, c.wantWindow)
+		}
+	}
+	if _, err := parseFrameHead([]byte{0x28, 0xb5, 0x2f, 0xfd, 0x08, 0}); err == nil {
+		t.Error("a reserved bit was accepted")
 	}
 }

@@ -54,6 +54,9 @@ type Capture struct {
 	// carries those it was stored with (provenance.go).
 	Peer      string
 	Signature []byte
+	// Browser marks a response captured in a browser while it rendered
+	// a page (HeaderBrowser), not fetched on its own.
+	Browser bool
 }
 
 // Version describes one stored capture: what the index knows without

@@ -244,7 +244,7 @@ func responseRecord(c *Capture, t time.Time, digest id.ID) ([]warcHeader, []byte
 		{"Content-Type", httpResponseType},
 		{"WARC-Payload-Digest", warcDigest(digest)},
 		{"WARC-Block-Digest", warcDigest(sha1Of(head, c.Body))},
-	}, truncated...), provenanceHeaders(c)...), head, nil
+	}, truncated...), append(provenanceHeaders(c), browserHeaders(c)...)...), head, nil
 }
 
 // encodeRevisit renders a revisit record for a check at time t of the

@@ -13,12 +13,12 @@ import (
 // AllowPrivate covers them, and nothing queued either way.
 func TestAdmit(t *testing.T) {
 	ctx := context.Background()
-	strict, err := New(t.TempDir(), Config{DenyHosts: []string{"bad.example"}}, newMemArchive(), &loopForwarder{})
+	strict, err := New(t.TempDir(), Config{DenyHosts: []string{"bad.example"}}, depsOf(newMemArchive(), &loopForwarder{}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer strict.Close()
-	lan, err := New(t.TempDir(), Config{AllowPrivate: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")}}, newMemArchive(), &loopForwarder{})
+	lan, err := New(t.TempDir(), Config{AllowPrivate: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")}}, depsOf(newMemArchive(), &loopForwarder{}))
 	if err != nil {
 		t.Fatal(err)
 	}

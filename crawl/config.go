@@ -142,6 +142,11 @@ type Config struct {
 	// DenyTypes lists media types (same forms as ContentTypes) that are
 	// never stored, whatever ContentTypes says; it wins. Default empty.
 	DenyTypes []string
+	// KeepNoArchive archives the answers that ask archives not to keep
+	// them (X-Robots-Tag or a robots meta tag with noarchive). Default
+	// false: such an answer is not archived, only its crawl state is
+	// kept and its links followed (noarchive.go; KindNoArchive).
+	KeepNoArchive bool
 	// Owns reports whether this node owns url. At a new day only owned
 	// known URLs are queued again. Nil means every URL.
 	Owns func(url string) bool

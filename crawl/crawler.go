@@ -28,17 +28,15 @@ type Archive interface {
 	SetState(ctx context.Context, url string, st archive.CrawlState) error
 }
 
-// Toucher is implemented by archives that record checks that found a page
-// unchanged (a 304 answer), so that exports can carry revisit records for
-// those days; archive.Store implements it. The crawler calls Touch when its
-// Archive has it.
+// Toucher records checks that found a page unchanged (a 304 answer), so
+// that exports can carry revisit records for those days; archive.Store
+// implements it (Deps.Touch).
 type Toucher interface {
 	Touch(ctx context.Context, url string, t time.Time) error
 }
 
-// VersionStater is implemented by archives that can derive a crawl state
-// from a URL's newest stored version (archive.Store does). The crawler asks
-// it when a URL has no crawl state of its own — a URL of a range this node
+// VersionStater derives a crawl state from a URL's newest stored version
+// (archive.Store does; Deps.Versions). The crawler asks it when a URL has no crawl state of its own — a URL of a range this node
 // has just taken over, whose versions it holds as a replica — so that the
 // first visit is a conditional GET with the stored validators and an
 // unchanged page stores nothing.
@@ -46,8 +44,8 @@ type VersionStater interface {
 	StateFromVersion(ctx context.Context, url string) (archive.CrawlState, error)
 }
 
-// URLLister is implemented by archives that can list the URLs they hold
-// versions of (archive.Store does). At the start of every day the crawler
+// URLLister lists the URLs an archive holds versions of (archive.Store
+// does; Deps.Lister). At the start of every day the crawler
 // queues the listed URLs it owns besides those it already knows: a node
 // that becomes the owner of a range — after a crash, a leave, a join or an
 // outage — holds the range's versions as a replica or receives them by
@@ -56,16 +54,16 @@ type URLLister interface {
 	URLs(ctx context.Context, q archive.Query, fn func(url string) error) error
 }
 
-// VersionHaver is implemented by archives that can tell whether a URL has
-// a stored version (archive.Store does). The crawler uses it to find the
+// VersionHaver tells whether a URL has a stored version (archive.Store
+// does; Deps.Haver). The crawler uses it to find the
 // known URLs that no version carries to the range's next owner.
 type VersionHaver interface {
 	HasVersion(url string) (bool, error)
 }
 
-// KnownSharer is implemented by forwarders that can hand URLs to the
-// nodes that replicate this node's ranges, to be remembered there without
-// being crawled (the node implements it). At the start of every day the
+// KnownSharer hands URLs to the nodes that replicate this node's ranges,
+// to be remembered there without being crawled (the node implements it;
+// Deps.Sharer). At the start of every day the
 // crawler shares the known URLs that no stored version carries — those
 // refused by robots.txt, by type or size, or failing at the network level
 // — with the holders of their ranges: for those it owns, so that whoever
@@ -121,6 +119,7 @@ type Crawler struct {
 	pausedFor string // Config.Paused's last reason, guarded by mu (pause.go)
 	a         Archive
 	f         Forwarder
+	deps      Deps // a and f, and the optional parties
 	q         *queue
 	onKnown   atomic.Pointer[func([]string)] // OnKnown's function
 	scope     *scope
@@ -148,13 +147,11 @@ type Crawler struct {
 	mu          sync.Mutex
 	started     bool
 	closed      bool
-	epoch       uint64                // bumped by NewDay: host loops reload
-	dayStarted  time.Time             // when the epoch's day began (Stats.DayStarted)
-	hosts       map[string]*hostState // hosts with pending work: running or waiting
-	waiting     []string              // hosts waiting for a loop, FIFO
-	running     int                   // host loops running
-	pending     int64                 // this epoch's queue entries not finished, in-flight included
-	curInFlight int64                 // this epoch's entries in flight (st.inFlight counts all)
+	epoch       uint64    // bumped by NewDay: host loops reload
+	dayStarted  time.Time // when the epoch's day began (Stats.DayStarted)
+	sched       *sched    // the host scheduler (sched.go)
+	pending     int64     // this epoch's queue entries not finished, in-flight included
+	curInFlight int64     // this epoch's entries in flight (st.inFlight counts all)
 	known       int64
 	reqHosts    map[string]hostReqs // dynamic requisites queued per host today (AddRequisites)
 	passed      map[string]struct{} // URLs passed on on passedDay, a queue day (requeueable)
@@ -169,10 +166,11 @@ type Crawler struct {
 
 // New opens (or creates) the queue and URL-seen set in dir and returns a
 // crawler that is not yet fetching; call Start. Add may be called before
-// Start: the URLs wait in the queue.
-func New(dir string, cfg Config, a Archive, f Forwarder) (*Crawler, error) {
-	if a == nil || f == nil {
-		return nil, errors.New("crawl: New needs an Archive and a Forwarder")
+// Start: the URLs wait in the queue. d must name an Archive and a
+// Forwarder (see Deps for the optional parties).
+func New(dir string, cfg Config, d Deps) (*Crawler, error) {
+	if err := d.check(); err != nil {
+		return nil, err
 	}
 	cfg = cfg.withDefaults()
 	g := newGuard(cfg.AllowPrivate)
@@ -203,13 +201,13 @@ func New(dir string, cfg Config, a Archive, f Forwarder) (*Crawler, error) {
 	c.cfg = cfg
 	c.guard = g
 	c.log = cfg.Logger
-	c.a, c.f, c.q = a, f, q
+	c.a, c.f, c.q, c.deps = d.Archive, d.Forwarder, q, d
 	c.scope = newScope(cfg)
 	c.robots, c.local = robots, local
 	c.sem = sem
 	c.proc = make(chan struct{}, procFactor*cfg.Concurrency)
 	c.bodies = semaphore.NewWeighted(procBodyFactor * cfg.MaxBody)
-	c.hosts = make(map[string]*hostState)
+	c.sched = newSched(cfg.MaxActiveHosts)
 	c.pending, c.known = pending, known
 	c.logged = make(map[string]bool)
 	c.st.reset()
@@ -415,7 +413,7 @@ func (c *Crawler) startDay(ctx context.Context, day int64) error {
 		return nil // a concurrent NewDay started it
 	}
 	var more func(yield func(string) error) error
-	if l, ok := c.a.(URLLister); ok {
+	if l := c.deps.Lister; l != nil {
 		more = func(yield func(string) error) error { return l.URLs(ctx, archive.Query{}, yield) }
 	}
 	// The day's queue is written while the old day goes on; only the
@@ -610,7 +608,7 @@ func (c *Crawler) TakeOver(ctx context.Context, in func(url string) bool) (int, 
 	if err := c.q.knownURLs(take); err != nil {
 		return queued, fmt.Errorf("crawl take over: %w", err)
 	}
-	if l, ok := c.a.(URLLister); ok {
+	if l := c.deps.Lister; l != nil {
 		if err := l.URLs(ctx, archive.Query{}, take); err != nil {
 			return queued, fmt.Errorf("crawl take over: %w", err)
 		}
@@ -622,13 +620,11 @@ func (c *Crawler) TakeOver(ctx context.Context, in func(url string) bool) (int, 
 }
 
 // shareUnversioned hands on the known URLs that no stored version carries
-// to the holders of their ranges (see KnownSharer). It needs an Archive that is a
-// VersionHaver and a Forwarder that is a KnownSharer; otherwise it does
-// nothing.
+// to the holders of their ranges (see KnownSharer). Without Deps.Haver
+// and Deps.Sharer it does nothing.
 func (c *Crawler) shareUnversioned(ctx context.Context) error {
-	vh, ok1 := c.a.(VersionHaver)
-	ks, ok2 := c.f.(KnownSharer)
-	if !ok1 || !ok2 {
+	vh, ks := c.deps.Haver, c.deps.Sharer
+	if vh == nil || ks == nil {
 		return nil
 	}
 	var owned, moved []string

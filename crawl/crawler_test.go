@@ -258,7 +258,7 @@ func TestForwardFailureRetried(t *testing.T) {
 	a := newMemArchive()
 	clock := newClock()
 	f := &loopForwarder{fail: errors.New("ring down")}
-	c, err := New(t.TempDir(), testConfig(clock), a, f)
+	c, err := New(t.TempDir(), testConfig(clock), depsOf(a, f))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func TestAddScope(t *testing.T) {
 	cfg := testConfig(newClock())
 	cfg.DenyHosts = []string{"bad.example"}
 	f := &loopForwarder{}
-	c, err := New(t.TempDir(), cfg, a, f)
+	c, err := New(t.TempDir(), cfg, depsOf(a, f))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,11 +40,14 @@
 //   - Daily cycle (thesis, "daily crawls"): NewDay resets the seen set and the queue
 //     pointer; every known URL this node owns is queued again and fetched
 //     with If-None-Match / If-Modified-Since from its CrawlState. Known
-//     means in the queue database or, when the Archive is a URLLister,
-//     stored in the archive: a range's new owner holds its versions as a
+//     means in the queue database or, with Deps.Lister, stored in the
+//     archive: a range's new owner holds its versions as a
 //     replica, so every URL the range ever stored is fetched again. A URL
 //     without a crawl state of its own gets one derived from its newest
-//     version when the Archive is a VersionStater.
+//     version with Deps.Versions. (New takes its archive and router as
+//     Deps: the required Archive and Forwarder, and the optional parties,
+//     each nil-able, that switch on exactly the features their fields
+//     name.)
 //   - Bandwidth (thesis, "optimizations"): a 304 only refreshes CrawlState.Checked; a 200
 //     whose SHA-1 equals CrawlState.Digest stores nothing and forwards
 //     nothing; a new version forwards only links absent from the previous

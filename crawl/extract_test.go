@@ -1,7 +1,6 @@
 package crawl
 
 import (
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -9,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/herod-archive/herod/internal/sampleweb"
 )
 
 func TestExtractLinks(t *testing.T) {
@@ -80,17 +77,6 @@ func TestExtractLinksCap(t *testing.T) {
 	}
 	if n := len(ExtractLinks(base, "text/html", []byte(b.String()))); n != MaxLinks {
 		t.Fatalf("%d links, want %d", n, MaxLinks)
-	}
-}
-
-func TestRefreshURL(t *testing.T) {
-	tests := map[string]string{
-		"0; url=/a": "/a", "0;URL = '/b'": "/b", `3; "c.html"`: "c.html", "5": "", "0; url=\"": "", "1, /d": "/d",
-	}
-	for in, want := range tests {
-		if got := refreshURL(in); got != want {
-			t.Errorf("refreshURL(%q) = %q, want %q", in, got, want)
-		}
 	}
 }
 
@@ -166,6 +152,8 @@ func TestNewLinks(t *testing.T) {
 
 func FuzzExtractLinks(f *testing.F) {
 	seeds, _ := filepath.Glob("testdata/extract/*")
+	more, _ := filepath.Glob("../internal/webrefs/testdata/*.html")
+	seeds = append(seeds, more...)
 	for _, p := range seeds {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -197,35 +185,6 @@ func FuzzExtractLinks(f *testing.F) {
 	})
 }
 
-// FuzzExtractFindsGoquerysLinks checks that every link goquery's tree
-// yields (treeRefs, the path of pages with SVG or MathML), ExtractLinks
-// finds too, whichever path it takes. The converse does not hold and is
-// not wanted: markup the tree builder drops (a <td> outside a table, a
-// second <body>'s attributes) still names links its author wrote.
-func FuzzExtractFindsGoquerysLinks(f *testing.F) {
-	for _, p := range []string{"testdata/extract/page.html", "testdata/extract/tricky.html"} {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	f.Add([]byte("<svg><stYle><A href=0>"))                  // markup, not raw text, in SVG
-	f.Add([]byte("<stYle/>url(0"))                           // a self-closing <style> is open in HTML
-	f.Add([]byte("<math><style/>url(0</math><image src=1>")) // but empty in MathML
-	f.Add([]byte("<mAth><mi><imAge srC=0>"))                 // <image> is an <img> at an integration point
-	base, _ := url.Parse("http://example.org/dir/page.html")
-	f.Fuzz(func(t *testing.T, body []byte) {
-		got := ExtractLinks(base, "text/html", body)
-		refs, b := treeRefs(base, body)
-		for _, l := range resolveRefs(b, refs, nil) {
-			if _, found := slices.BinarySearch(got, l); !found {
-				t.Fatalf("%q: goquery finds %s, the tokens do not (%q)", body, l, got)
-			}
-		}
-	})
-}
-
 func FuzzScopeCheck(f *testing.F) {
 	for _, s := range []string{"http://example.org/a/../b?x#y", "HTTP://EXAMPLE.ORG:80/", "http://[::1]:8080/cgi-bin/", "http://h/a/a/a/a/a", "ftp://x/", "%zz"} {
 		f.Add(s)
@@ -247,88 +206,4 @@ func FuzzScopeCheck(f *testing.F) {
 			t.Fatalf("no host in %q", c)
 		}
 	})
-}
-
-// TestExtractMatchesGoquery checks that ExtractLinks finds the same links
-// as goquery's tree (treeRefs) on the test pages and on every page of a
-// generated static site: tricky.html (raw-text elements, comments,
-// malformed markup, a late <base>) and the site's pages are read as
-// tokens, foreign.html (SVG and MathML cases a review found) goes to the
-// tree and must yield each of its links.
-func TestExtractMatchesGoquery(t *testing.T) {
-	docs := map[string][]byte{}
-	paths, _ := filepath.Glob("testdata/extract/*.html")
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs[p] = b
-	}
-	dir := t.TempDir()
-	if err := sampleweb.WriteStaticSite(dir, 60, 1); err != nil {
-		t.Fatal(err)
-	}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".html") {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		docs[p] = b
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(docs) < 50 {
-		t.Fatalf("only %d documents", len(docs))
-	}
-	base, _ := url.Parse("http://example.org/dir/page.html")
-	for name, body := range docs {
-		got := ExtractLinks(base, "text/html", body)
-		refs, b := treeRefs(base, body)
-		want := resolveRefs(b, refs, nil)
-		if !slices.Equal(got, want) {
-			t.Errorf("%s:\ntokens %q\ngoquery %q", name, got, want)
-		}
-		if len(want) == 0 {
-			t.Errorf("%s: no links at all", name)
-		}
-	}
-	tricky := ExtractLinks(base, "text/html", docs["testdata/extract/tricky.html"])
-	if hasForeign(docs["testdata/extract/tricky.html"]) {
-		t.Error("tricky.html is not read as tokens")
-	}
-	for _, l := range []string{"http://example.org/image-is-img.png", "http://example.org/in-template", "http://example.org/self-closed-style.png",
-		"http://example.org/base/after-base.html", "http://example.org/refreshed", "http://example.org/dup-attr.css"} {
-		if slices.Contains(tricky, l) != (l != "http://example.org/dup-attr.css") {
-			t.Errorf("tricky.html: %s found: %v", l, slices.Contains(tricky, l))
-		}
-	}
-	for _, l := range tricky {
-		if strings.Contains(l, "not-in") || strings.Contains(l, "second-base") {
-			t.Errorf("tricky.html: %s should not be a link", l)
-		}
-	}
-	if !hasForeign(docs["testdata/extract/foreign.html"]) {
-		t.Error("foreign.html is read as tokens")
-	}
-	foreign := ExtractLinks(base, "text/html", docs["testdata/extract/foreign.html"])
-	for _, l := range []string{"svg-a", "svg-style.png", "image-after-svg.png", "cdata-style.png", "after-integration-point",
-		"math-style-markup", "mi-image.png", "mismatched-end", "font-breakout.png", "after-foreign"} {
-		if !slices.Contains(foreign, "http://example.org/"+l) {
-			t.Errorf("foreign.html: %s not found in %q", l, foreign)
-		}
-	}
-}
-
-func TestHasForeign(t *testing.T) {
-	for in, want := range map[string]bool{
-		"<p><SVG viewBox=x>": true, "<MaTh>": true, "x<svg": true, "<!-- <svg> -->": true,
-		"<p>a < svg</p>": false, "<sv": false, "<ma": false, "": false, "<script>s</script>": false,
-	} {
-		if got := hasForeign([]byte(in)); got != want {
-			t.Errorf("hasForeign(%q) = %v", in, got)
-		}
-	}
 }

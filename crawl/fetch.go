@@ -127,6 +127,15 @@ func (c *Crawler) fetch(ctx context.Context, e entry, u *url.URL, l *hostLease) 
 	c.st.response += took
 	c.mu.Unlock()
 
+	return c.answer(ctx, e, u, resp, st, hasState, now, l)
+}
+
+// answer handles the response to e's request (u, made with crawl state
+// st when hasState), received at now: a 304 refreshes the state, an
+// error status is recorded, a body is read (releasing l's request slots)
+// and, unless it is not kept, processed and stored.
+func (c *Crawler) answer(ctx context.Context, e entry, u *url.URL, resp *http.Response, st archive.CrawlState, hasState bool, now time.Time, l *hostLease) outcome {
+	raw := e.url
 	code := resp.StatusCode
 	cl := classify(code, hasState)
 	switch cl {
@@ -199,7 +208,7 @@ func (c *Crawler) refresh(ctx context.Context, raw string, st archive.CrawlState
 	if err := c.a.SetState(ctx, raw, st); err != nil {
 		return c.archiveErr(ctx, raw, err)
 	}
-	if t, ok := c.a.(Toucher); ok {
+	if t := c.deps.Touch; t != nil {
 		if err := t.Touch(ctx, raw, now); err != nil && !errors.Is(err, archive.ErrNotFound) {
 			return c.archiveErr(ctx, raw, err)
 		}
@@ -246,6 +255,7 @@ type processed struct {
 	links     []string // in scope, sorted
 	fresh     []string // links absent from the previous version's
 	reqs      []string // the requisites among links
+	noarchive bool     // the answer asks not to be archived (noarchive.go)
 }
 
 // process computes what a body means for the crawl: its sniffed type
@@ -272,6 +282,7 @@ func (c *Crawler) process(u *url.URL, resp *http.Response, cl class, body []byte
 		p.links, p.reqs = c.pageLinks(u, p.ctype, body)
 	}
 	p.fresh = newLinks(p.links, st.Outlinks)
+	p.noarchive = !c.cfg.KeepNoArchive && noArchive(resp.Header, p.ctype, body, c.robots.agent)
 	return p
 }
 
@@ -326,6 +337,9 @@ func (c *Crawler) store(ctx context.Context, raw string, resp *http.Response, bo
 		// visit sees a change again and forwards the links then.
 		next = st
 		next.Checked = now
+	}
+	if p.noarchive {
+		return c.skipNoArchive(ctx, raw, next, fwdErr)
 	}
 	capture := archive.Capture{URL: raw, Time: now, Status: resp.StatusCode, Header: resp.Header, Body: body, Digest: p.digest, State: &next}
 	v, added, err := c.a.Put(ctx, capture)
@@ -460,8 +474,8 @@ func (c *Crawler) state(ctx context.Context, raw string) (archive.CrawlState, er
 	if !errors.Is(err, archive.ErrNotFound) {
 		return st, err
 	}
-	vs, ok := c.a.(VersionStater)
-	if !ok {
+	vs := c.deps.Versions
+	if vs == nil {
 		return st, err
 	}
 	st, verr := vs.StateFromVersion(ctx, raw)
@@ -497,6 +511,9 @@ func (c *Crawler) recordUnkept(ctx context.Context, raw string, resp *http.Respo
 	}
 	if hasState {
 		next.Outlinks = st.Outlinks
+	}
+	if !c.cfg.KeepNoArchive && noArchive(resp.Header, "", nil, c.robots.agent) {
+		return c.skipNoArchive(ctx, raw, next, nil)
 	}
 	capture := archive.Capture{URL: raw, Time: now, Status: resp.StatusCode, Header: resp.Header,
 		Digest: next.Digest, Truncated: reason, State: &next}

@@ -285,7 +285,7 @@ func waitIdle(t testing.TB, c *Crawler) {
 func startCrawler(t testing.TB, dir string, cfg Config, a Archive) (*Crawler, *loopForwarder) {
 	t.Helper()
 	f := &loopForwarder{}
-	c, err := New(dir, cfg, a, f)
+	c, err := New(dir, cfg, depsOf(a, f))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,4 +352,22 @@ func (m *memArchive) truncated(u string) string {
 		return vs[len(vs)-1].Truncated
 	}
 	return ""
+}
+
+// depsOf returns Deps with a and f and every optional party that a or f
+// implements, as the tests' archives and forwarders each offer a
+// different set.
+func depsOf(a Archive, f Forwarder) Deps {
+	d := Deps{Archive: a, Forwarder: f}
+	d.Touch, _ = a.(Toucher)
+	d.Versions, _ = a.(VersionStater)
+	d.Lister, _ = a.(URLLister)
+	d.Haver, _ = a.(VersionHaver)
+	d.Sharer, _ = f.(KnownSharer)
+	if d.Haver == nil || d.Sharer == nil {
+		d.Haver, d.Sharer = nil, nil
+	}
+	d.Relocator, _ = f.(Relocator)
+	d.Requisites, _ = f.(RequisiteForwarder)
+	return d
 }

@@ -22,132 +22,178 @@ import (
 func (c *Crawler) runHost(host string, h *hostState) {
 	defer c.wg.Done()
 	ctx := c.ctx
-	hs := newHostSlots(c.cfg.HostConns, c.sem)
-	var inflight sync.WaitGroup
-	defer inflight.Wait()
-	var after []byte
+	l := &hostLoop{c: c, host: host, h: h, hs: newHostSlots(c.cfg.HostConns, c.sem)}
+	defer l.inflight.Wait()
 	c.mu.Lock()
-	epoch := c.epoch
+	l.epoch = c.epoch
 	c.mu.Unlock()
 	for ctx.Err() == nil {
-		waitFrom := time.Now()
-		c.dayMu.RLock()
-		c.mu.Lock()
-		gen := h.gen
-		if c.epoch != epoch {
-			epoch, after = c.epoch, nil
-		}
-		c.mu.Unlock()
-		batch, err := c.q.next(host, after, hostBatch)
-		c.dayMu.RUnlock()
-		if w := time.Since(waitFrom); w > time.Millisecond {
-			c.mu.Lock()
-			c.st.queueWait = max(c.st.queueWait, w)
-			c.mu.Unlock()
-		}
+		batch, gen, err := l.read()
 		if err != nil {
 			c.count(KindQueue, "", err)
-			inflight.Wait()
+			l.inflight.Wait()
 			c.mu.Lock()
 			c.doneLocked(host)
 			c.mu.Unlock()
 			return
 		}
 		if len(batch) == 0 {
-			// Nothing left to read: wait for new entries or for the
-			// fetches in flight (whose links may add some); leave when
-			// neither can come.
-			c.mu.Lock()
-			switch {
-			case h.gen != gen || c.epoch != epoch:
-				c.mu.Unlock()
-				continue
-			case h.inflight == 0 && after != nil:
-				// Concurrent adds commit out of order, so an entry may
-				// sit behind the cursor (a lower sequence number written
-				// after a higher one was read). Nothing of this host is in
-				// flight, so every entry still queued is undispatched:
-				// read once more from the start before leaving.
-				after = nil
-				c.mu.Unlock()
-				continue
-			case h.inflight == 0:
-				c.doneLocked(host)
-				c.mu.Unlock()
-				return
-			}
-			c.mu.Unlock()
-			select {
-			case <-h.wake:
-			case <-ctx.Done():
+			if !l.idle(ctx, gen) {
 				return
 			}
 			continue
 		}
-		for _, e := range batch {
-			c.mu.Lock()
-			stale := c.epoch != epoch
-			c.mu.Unlock()
-			if stale || ctx.Err() != nil {
-				break // a new day reset the queue: read again
-			}
-			if !c.waitUnpaused(ctx) {
-				return
-			}
-			after = e.key
-			e.epoch = epoch
-			// At most one fetch per connection gets ready (crawl state
-			// read, request built) while the connections are busy.
-			if !acquire(ctx, hs.ahead) {
-				return
-			}
-			if !acquire(ctx, c.proc) {
-				<-hs.ahead
-				return
-			}
-			u, verdict := c.admit(ctx, host, e)
-			if verdict != admitted {
-				<-c.proc
-				<-hs.ahead
-				if verdict == shuttingDown {
-					return
-				}
-				c.finish(e, false, verdict == dropped)
-				continue
-			}
-			c.mu.Lock()
-			c.st.inFlight++
-			if e.epoch == c.epoch {
-				c.curInFlight++
-			}
-			h.inflight++
-			c.mu.Unlock()
-			inflight.Add(1)
-			go func(e entry, u *url.URL) {
-				defer inflight.Done()
-				defer func() {
-					c.mu.Lock()
-					h.inflight--
-					c.mu.Unlock()
-					h.signal()
-				}()
-				defer func() { <-c.proc }()
-				l := &hostLease{s: hs}
-				defer l.release()
-				c.finish(e, true, c.fetch(ctx, e, u, l).finished())
-			}(e, u)
-		}
-		if c.othersWaiting() {
-			inflight.Wait()
-			c.mu.Lock()
-			if len(c.waiting) > 0 {
-				c.yieldLocked(host, h)
-				c.mu.Unlock()
-				return
-			}
-			c.mu.Unlock()
+		if !l.dispatch(ctx, batch) || l.yield() {
+			return
 		}
 	}
+}
+
+// hostLoop is the state of one host's loop (runHost).
+type hostLoop struct {
+	c        *Crawler
+	host     string
+	h        *hostState
+	hs       *hostSlots
+	inflight sync.WaitGroup // the loop's fetches
+	after    []byte         // the last queue key read; nil: the start
+	epoch    uint64         // the day the loop reads
+}
+
+// read reads the next batch of the host's entries, after the last key
+// read (from the start again when a new day began), and returns it with
+// the host's generation when it read.
+func (l *hostLoop) read() ([]entry, uint64, error) {
+	c := l.c
+	waitFrom := time.Now()
+	c.dayMu.RLock()
+	c.mu.Lock()
+	gen := l.h.gen
+	if c.epoch != l.epoch {
+		l.epoch, l.after = c.epoch, nil
+	}
+	c.mu.Unlock()
+	batch, err := c.q.next(l.host, l.after, hostBatch)
+	c.dayMu.RUnlock()
+	if w := time.Since(waitFrom); w > time.Millisecond {
+		c.mu.Lock()
+		c.st.queueWait = max(c.st.queueWait, w)
+		c.mu.Unlock()
+	}
+	return batch, gen, err
+}
+
+// idle handles a read that found nothing (idleStep): it waits for new
+// entries or for the fetches in flight (whose links may add some), and
+// reports false when the loop ends — nothing can come, or ctx ended.
+func (l *hostLoop) idle(ctx context.Context, gen uint64) bool {
+	c := l.c
+	c.mu.Lock()
+	switch idleStep(l.h.gen != gen || c.epoch != l.epoch, l.h.inflight, l.after == nil) {
+	case idleReread:
+		c.mu.Unlock()
+		return true
+	case idleRewind:
+		l.after = nil
+		c.mu.Unlock()
+		return true
+	case idleLeave:
+		c.doneLocked(l.host)
+		c.mu.Unlock()
+		return false
+	}
+	c.mu.Unlock()
+	select {
+	case <-l.h.wake:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// dispatch admits and starts the fetches of batch, paced by the host's
+// slots, until a new day resets the queue. It reports false when the
+// loop must end (shutdown).
+func (l *hostLoop) dispatch(ctx context.Context, batch []entry) bool {
+	c := l.c
+	for _, e := range batch {
+		c.mu.Lock()
+		stale := c.epoch != l.epoch
+		c.mu.Unlock()
+		if stale || ctx.Err() != nil {
+			return true // a new day reset the queue: read again
+		}
+		if !c.waitUnpaused(ctx) {
+			return false
+		}
+		l.after = e.key
+		e.epoch = l.epoch
+		// At most one fetch per connection gets ready (crawl state
+		// read, request built) while the connections are busy.
+		if !acquire(ctx, l.hs.ahead) {
+			return false
+		}
+		if !acquire(ctx, c.proc) {
+			<-l.hs.ahead
+			return false
+		}
+		u, verdict := c.admit(ctx, l.host, e)
+		if verdict != admitted {
+			<-c.proc
+			<-l.hs.ahead
+			if verdict == shuttingDown {
+				return false
+			}
+			c.finish(e, false, verdict == dropped)
+			continue
+		}
+		l.start(ctx, e, u)
+	}
+	return true
+}
+
+// start fetches admitted entry e in its own goroutine.
+func (l *hostLoop) start(ctx context.Context, e entry, u *url.URL) {
+	c, h := l.c, l.h
+	c.mu.Lock()
+	c.st.inFlight++
+	if e.epoch == c.epoch {
+		c.curInFlight++
+	}
+	h.inflight++
+	c.mu.Unlock()
+	l.inflight.Add(1)
+	go func() {
+		defer l.inflight.Done()
+		defer func() {
+			c.mu.Lock()
+			h.inflight--
+			c.mu.Unlock()
+			h.signal()
+		}()
+		defer func() { <-c.proc }()
+		lease := &hostLease{s: l.hs}
+		defer lease.release()
+		c.finish(e, true, c.fetch(ctx, e, u, lease).finished())
+	}()
+}
+
+// yield, after a batch, sends the host to the back of the line when
+// other hosts wait for a loop, once its fetches are done, and reports
+// whether it did (the loop then ends).
+func (l *hostLoop) yield() bool {
+	c := l.c
+	if !c.othersWaiting() {
+		return false
+	}
+	l.inflight.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.sched.othersWaiting() {
+		return false
+	}
+	c.yieldLocked(l.host, l.h)
+	return true
 }
 
 // verdict is admit's decision on a queue entry.
@@ -285,10 +331,10 @@ func (c *Crawler) finish(e entry, wasInFlight, finished bool) {
 	}
 }
 
-// Relocator is implemented by a Forwarder that can tell, at fetch time,
-// that a queued URL's range has moved to another node, and deliver it
-// there. With one, the crawler asks Moved just before every fetch; without
-// one it fetches every entry it queued.
+// Relocator tells, at fetch time, that a queued URL's range has moved to
+// another node, and delivers it there (Deps.Relocator). With one, the
+// crawler asks Moved just before every fetch; without one it fetches every
+// entry it queued.
 type Relocator interface {
 	// Moved reports whether url is now owned by another node. It must be
 	// cheap when this node owns url.
@@ -302,8 +348,8 @@ type Relocator interface {
 // a range that moved since the entry was queued — a node joined in front
 // of one of ours — is now another node's to fetch.
 func (c *Crawler) owned(ctx context.Context, url string) bool {
-	r, ok := c.f.(Relocator)
-	return !ok || !r.Moved(ctx, url)
+	r := c.deps.Relocator
+	return r == nil || !r.Moved(ctx, url)
 }
 
 // passOn hands an entry this node no longer owns to its owner (with its
@@ -316,7 +362,7 @@ func (c *Crawler) passOn(ctx context.Context, e entry) bool {
 	if e.redirects > 0 && c.cfg.Redirects != nil {
 		err = c.cfg.Redirects.SendRedirect(ctx, url, e.redirects, false)
 	} else {
-		err = c.f.(Relocator).PassOn(ctx, url)
+		err = c.deps.Relocator.PassOn(ctx, url)
 	}
 	c.mu.Lock()
 	if err == nil {

@@ -16,7 +16,7 @@ import (
 
 func TestLifecycleErrors(t *testing.T) {
 	ctx := context.Background()
-	c, err := New(t.TempDir(), Config{}, newMemArchive(), &loopForwarder{})
+	c, err := New(t.TempDir(), Config{}, depsOf(newMemArchive(), &loopForwarder{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,10 +46,44 @@ func TestLifecycleErrors(t *testing.T) {
 	if err := c.Start(ctx); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Start after Close: %v", err)
 	}
-	if _, err := New(t.TempDir(), Config{}, nil, nil); err == nil {
-		t.Fatal("New without archive and forwarder succeeded")
+}
+
+// TestNewChecksDeps refuses Deps a crawler cannot work with, by name.
+func TestNewChecksDeps(t *testing.T) {
+	a, f := newMemArchive(), &loopForwarder{}
+	tests := []struct {
+		name string
+		d    Deps
+		ok   bool
+	}{
+		{"none", Deps{}, false},
+		{"no forwarder", Deps{Archive: a}, false},
+		{"no archive", Deps{Forwarder: f}, false},
+		{"the required ones", Deps{Archive: a, Forwarder: f}, true},
+		{"a sharer without a haver", Deps{Archive: a, Forwarder: f, Sharer: sharer{}}, false},
+		{"a haver without a sharer", Deps{Archive: a, Forwarder: f, Haver: haver{}}, true},
+		{"a haver and a sharer", Deps{Archive: a, Forwarder: f, Haver: haver{}, Sharer: sharer{}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := New(t.TempDir(), Config{}, tt.d)
+			if (err == nil) != tt.ok {
+				t.Fatalf("New: %v, want ok %v", err, tt.ok)
+			}
+			if c != nil {
+				c.Close()
+			}
+		})
 	}
 }
+
+type haver struct{}
+
+func (haver) HasVersion(string) (bool, error) { return false, nil }
+
+type sharer struct{}
+
+func (sharer) ShareKnown(context.Context, []string) error { return nil }
 
 func TestAddBeforeStartAndDayOnStart(t *testing.T) {
 	s := newSite(t, map[string]string{"/": "<p>root</p>"})
@@ -57,7 +91,7 @@ func TestAddBeforeStartAndDayOnStart(t *testing.T) {
 	dir := t.TempDir()
 	a := newMemArchive()
 	f := &loopForwarder{}
-	c, err := New(dir, testConfig(clock), a, f)
+	c, err := New(dir, testConfig(clock), depsOf(a, f))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +124,7 @@ func TestAddBeforeStartAndDayOnStart(t *testing.T) {
 func TestInterruptedNewDayIsFinished(t *testing.T) {
 	clock := newClock()
 	dir := t.TempDir()
-	c, err := New(dir, testConfig(clock), newMemArchive(), &loopForwarder{})
+	c, err := New(dir, testConfig(clock), depsOf(newMemArchive(), &loopForwarder{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +163,7 @@ func TestInterruptedNewDayIsFinished(t *testing.T) {
 	cfg := testConfig(clock)
 	robots := blockingRobots{entered: make(chan struct{}, 1)}
 	cfg.Robots = robots // hold the host loop so the queue can be inspected
-	c2, err := New(dir, cfg, newMemArchive(), &loopForwarder{})
+	c2, err := New(dir, cfg, depsOf(newMemArchive(), &loopForwarder{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +184,7 @@ func TestInterruptedNewDayIsFinished(t *testing.T) {
 	if err := c2.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c3, err := New(dir, cfg, newMemArchive(), &loopForwarder{})
+	c3, err := New(dir, cfg, depsOf(newMemArchive(), &loopForwarder{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +256,7 @@ func TestHTTPRobotsRedirects(t *testing.T) {
 // and not the URLs remembered for other nodes.
 func TestOnKnown(t *testing.T) {
 	ctx := context.Background()
-	c, err := New(t.TempDir(), testConfig(newClock()), newMemArchive(), &loopForwarder{})
+	c, err := New(t.TempDir(), testConfig(newClock()), depsOf(newMemArchive(), &loopForwarder{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 func TestCollector(t *testing.T) {
-	c, err := New(t.TempDir(), Config{}, newMemArchive(), &loopForwarder{})
+	c, err := New(t.TempDir(), Config{}, depsOf(newMemArchive(), &loopForwarder{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -216,7 +216,7 @@ func TestRobotsRedirectToInternal(t *testing.T) {
 		t.Fatalf("internal server reached: %d requests, body %q", innerHits.Load(), rec.Body)
 	}
 	// The crawler's own client, as the node's robots protocol uses it.
-	c, err := New(t.TempDir(), Config{AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.2/32")}}, newMemArchive(), &loopForwarder{})
+	c, err := New(t.TempDir(), Config{AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.2/32")}}, depsOf(newMemArchive(), &loopForwarder{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,12 +101,34 @@ func (q *queue) stageDay(day int64, owns func(string) bool, more func(yield func
 			q.mu.Unlock()
 		}
 	}()
-	// Every owned known URL, from a snapshot, a chunk at a time.
+	if err := q.stageOwnedKnown(st, owns); err != nil {
+		return nil, err
+	}
+	if more != nil {
+		if err := q.stageMore(st, more, take); err != nil {
+			return nil, err
+		}
+	}
+	if err := q.stageDeferred(st); err != nil {
+		return nil, err
+	}
+	if err := q.drainLate(st); err != nil {
+		return nil, err
+	}
+	ok = true
+	return st, nil
+}
+
+// stageOwnedKnown stages every known URL for which owns returns true (all
+// when owns is nil), from a snapshot, a chunk at a time.
+func (q *queue) stageOwnedKnown(st *stagedDay, owns func(string) bool) error {
 	snap, err := q.db.GetSnapshot()
 	if err != nil {
-		return nil, fmt.Errorf("crawl queue new day: %w", err)
+		return fmt.Errorf("crawl queue new day: %w", err)
 	}
+	defer snap.Release()
 	it := snap.NewIterator(util.BytesPrefix([]byte(prefixURL)), nil)
+	defer it.Release()
 	var chunk []stageItem
 	for it.Next() {
 		u := string(it.Key()[len(prefixURL):])
@@ -117,62 +139,58 @@ func (q *queue) stageDay(day int64, owns func(string) bool, more func(yield func
 		chunk = append(chunk, stageItem{url: u, redirects: redirects})
 		if len(chunk) >= newDayChunk {
 			if err := q.stageKnown(st, chunk); err != nil {
-				it.Release()
-				snap.Release()
-				return nil, err
+				return err
 			}
 			chunk = chunk[:0]
 		}
 	}
-	it.Release()
-	snap.Release()
 	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("crawl queue new day: %w", err)
+		return fmt.Errorf("crawl queue new day: %w", err)
 	}
-	if err := q.stageKnown(st, chunk); err != nil {
-		return nil, err
-	}
-	chunk = chunk[:0]
-	// The stored URLs not known yet.
-	if more != nil {
-		err := more(func(u string) error {
-			if !take(u) {
-				return nil
-			}
-			chunk = append(chunk, stageItem{url: u})
-			if len(chunk) >= newDayChunk {
-				err := q.stageUnknown(st, chunk)
-				chunk = chunk[:0]
-				return err
-			}
+	return q.stageKnown(st, chunk)
+}
+
+// stageMore stages the URLs more yields (the archive's) that are not
+// known yet and for which take returns true.
+func (q *queue) stageMore(st *stagedDay, more func(yield func(string) error) error, take func(string) bool) error {
+	var chunk []stageItem
+	err := more(func(u string) error {
+		if !take(u) {
 			return nil
-		})
-		if err == nil {
-			err = q.stageUnknown(st, chunk)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("crawl queue new day: known urls: %w", err)
+		chunk = append(chunk, stageItem{url: u})
+		if len(chunk) >= newDayChunk {
+			err := q.stageUnknown(st, chunk)
+			chunk = chunk[:0]
+			return err
 		}
+		return nil
+	})
+	if err == nil {
+		err = q.stageUnknown(st, chunk)
 	}
-	if err := q.stageDeferred(st); err != nil {
-		return nil, err
+	if err != nil {
+		return fmt.Errorf("crawl queue new day: known urls: %w", err)
 	}
-	// The links that arrived meanwhile, while there are many.
+	return nil
+}
+
+// drainLate stages the links that arrived while the day was staged, while
+// there are many.
+func (q *queue) drainLate(st *stagedDay) error {
 	for {
 		q.mu.Lock()
 		late := q.late
 		if len(late) < lateDrainMin {
 			q.mu.Unlock()
-			break
+			return nil
 		}
 		q.late = nil
 		q.mu.Unlock()
 		if err := q.stageLate(st, late, false); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	ok = true
-	return st, nil
 }
 
 // writeChunk writes b with the next sequence number; the caller holds q.mu.

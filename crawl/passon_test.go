@@ -136,7 +136,7 @@ func TestPassedOnComesBack(t *testing.T) {
 // queued, f passing on its moved URL from the start; Close is a cleanup.
 func startRelocating(t *testing.T, cfg Config, f *relocForwarder, urls ...string) *Crawler {
 	t.Helper()
-	c, err := New(t.TempDir(), cfg, newMemArchive(), f)
+	c, err := New(t.TempDir(), cfg, depsOf(newMemArchive(), f))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,7 +70,7 @@ func TestRealisticCrawl(t *testing.T) {
 	}
 	a := &storeArchive{Store: st}
 	f := &loopForwarder{}
-	c, err := New(filepath.Join(dir, "queue"), cfg, a, f)
+	c, err := New(filepath.Join(dir, "queue"), cfg, depsOf(a, f))
 	if err != nil {
 		t.Fatal(err)
 	}

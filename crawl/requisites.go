@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+
+	"github.com/herod-archive/herod/internal/webrefs"
 )
 
 // RequisiteForwarder is a Forwarder that also delivers page requisites
-// (see ExtractRequisites) to their owners, which must hand them to
+// (see ExtractRequisites; Deps.Requisites) to their owners, which must hand them to
 // Crawler.AddRequisites rather than Add: a requisite with a query string
 // is in scope there even while AllowDynamic is off. With a plain
 // Forwarder, requisites travel through Forward like other links, and the
@@ -120,7 +122,7 @@ func (c *Crawler) redirectLinks(u *url.URL, target []string) (links, reqs []stri
 	if err != nil {
 		return nil, nil
 	}
-	req := isDynamic(u) || isResourcePath(u.Path, "", false) || isResourcePath(t.Path, "", false)
+	req := isDynamic(u) || webrefs.IsResourcePath(u.Path, "", false) || webrefs.IsResourcePath(t.Path, "", false)
 	if !req {
 		return c.inScope(target), nil
 	}
@@ -132,11 +134,11 @@ func (c *Crawler) redirectLinks(u *url.URL, target []string) (links, reqs []stri
 }
 
 // forward hands a page's fresh links to the Forwarder: the requisites
-// among them (reqs, sorted) through ForwardRequisites when it is a
-// RequisiteForwarder, everything else through Forward.
+// among them (reqs, sorted) through Deps.Requisites when it is set,
+// everything else through Forward.
 func (c *Crawler) forward(ctx context.Context, fresh, reqs []string) error {
-	rf, ok := c.f.(RequisiteForwarder)
-	if !ok || len(reqs) == 0 {
+	rf := c.deps.Requisites
+	if rf == nil || len(reqs) == 0 {
 		return c.f.Forward(ctx, fresh)
 	}
 	var nav, req []string

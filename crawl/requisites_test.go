@@ -32,7 +32,7 @@ var _ RequisiteForwarder = (*reqForwarder)(nil)
 func startReqCrawler(t *testing.T, cfg Config, a Archive) *Crawler {
 	t.Helper()
 	f := &reqForwarder{}
-	c, err := New(t.TempDir(), cfg, a, f)
+	c, err := New(t.TempDir(), cfg, depsOf(a, f))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,48 +254,5 @@ func TestRequisiteFetchesSampleWeb(t *testing.T) {
 		pages, fetched[0], fetched[1], float64(fetched[1]-fetched[0])/float64(pages), float64(bytes[0])/float64(pages), float64(bytes[1])/float64(pages))
 	if fetched[1] < fetched[0] {
 		t.Errorf("fewer fetches with requisites (%d) than without (%d)", fetched[1], fetched[0])
-	}
-}
-
-// FuzzJSImports: the import scanner never panics, and every specifier it
-// returns is a URL or a relative path written in the script.
-func FuzzJSImports(f *testing.F) {
-	for _, s := range []string{`import a from "./a.js?v=1";`, `export * from '../b.js'`, `import("./c.js")`,
-		`import {x} from`, `import "`, `// import "./d.js"` + "\nimport './e.js'", `export{a}from"/f.js"`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, js []byte) {
-		for _, r := range jsImports(js, nil) {
-			if !r.embed || !isURLSpecifier(r.s) || !strings.Contains(string(js), r.s) {
-				t.Fatalf("%q: import %q", js, r.s)
-			}
-		}
-	})
-}
-
-// TestJSImportsNoSpecifiers: import statements without semicolons or
-// specifiers yield nothing (BenchmarkJSImportsNoSpecifiers measures that
-// the scan stays linear in the script's size).
-func TestJSImportsNoSpecifiers(t *testing.T) {
-	if refs := jsImports([]byte(strings.Repeat("import x\n", 1<<12)), nil); len(refs) != 0 {
-		t.Fatalf("%d imports", len(refs))
-	}
-}
-
-// BenchmarkJSImportsNoSpecifiers scans scripts of 9 KiB and 9 MiB of
-// import statements without specifiers: equal MB/s means linear time.
-//
-//	go test ./crawl -run - -bench JSImportsNoSpecifiers
-func BenchmarkJSImportsNoSpecifiers(b *testing.B) {
-	for _, n := range []int{1 << 10, 1 << 20} {
-		js := []byte(strings.Repeat("import x\n", n))
-		b.Run(fmt.Sprint(len(js)>>10, "KiB"), func(b *testing.B) {
-			b.SetBytes(int64(len(js)))
-			for b.Loop() {
-				if refs := jsImports(js, nil); len(refs) != 0 {
-					b.Fatalf("%d imports", len(refs))
-				}
-			}
-		})
 	}
 }

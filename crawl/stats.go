@@ -101,8 +101,8 @@ func (c *Crawler) Stats() Stats {
 		ErrorsByKind:     maps.Clone(c.st.errs),
 		KnownURLs:        c.known,
 		Connections:      c.openConns.Load(),
-		ActiveHosts:      c.running,
-		WaitingHosts:     len(c.waiting),
+		ActiveHosts:      c.sched.running,
+		WaitingHosts:     len(c.sched.waiting),
 		CapHeld:          capHeld(c.cfg.Budget),
 		LongestQueueWait: c.st.queueWait,
 		DaySwitch:        c.st.daySwitch,
@@ -143,6 +143,8 @@ func (c *Crawler) count(kind, url string, err error) {
 	switch {
 	case first && kind == KindRobots && err == nil:
 		c.log.Info("crawl: not fetched, disallowed by robots.txt (later ones at debug level)", attrs...)
+	case first && kind == KindNoArchive:
+		c.log.Info("crawl: not archived, the page asks so (noarchive; later ones at debug level)", attrs...)
 	case first && (kind == KindStatus4xx || kind == KindStatus5xx):
 		// The site's answer, archived as such: nothing for the operator to fix.
 		c.log.Info("crawl: first error answer of its kind, archived (later ones at debug level)", attrs...)

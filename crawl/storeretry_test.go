@@ -37,7 +37,7 @@ func TestStoreErrorRetriesWithBackoff(t *testing.T) {
 	s := newSite(t, map[string]string{"/": "<p>a page</p>"})
 	clock := &fakeClock{t: time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC)}
 	a := &flakyArchive{memArchive: newMemArchive(), fails: 3, err: errors.New("disk gone for a while")}
-	c, err := New(t.TempDir(), testConfig(clock), a, &loopForwarder{})
+	c, err := New(t.TempDir(), testConfig(clock), depsOf(a, &loopForwarder{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestBadCaptureNotRetried(t *testing.T) {
 	s := newSite(t, map[string]string{"/": "<p>a page</p>"})
 	clock := &fakeClock{t: time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC)}
 	a := &flakyArchive{memArchive: newMemArchive(), fails: 1 << 30, err: archive.ErrBadCapture}
-	c, err := New(t.TempDir(), testConfig(clock), a, &loopForwarder{})
+	c, err := New(t.TempDir(), testConfig(clock), depsOf(a, &loopForwarder{}))
 	if err != nil {
 		t.Fatal(err)
 	}

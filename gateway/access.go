@@ -28,6 +28,9 @@ import (
 //     captures when the archive's own pick is not listed;
 //   - Export passes the decision to the exporter (cdx.Query.Hide), which
 //     leaves out every capture not shown.
+//
+// With Config.Robots, the site's current robots.txt is one more source
+// of decisions, asked where no rule applies (robots.go).
 
 // AccessControl is the node's access rules, as the gateway asks them.
 type AccessControl interface {
@@ -58,10 +61,10 @@ func (b *Blocked) Error() string {
 // guardAccess wraps the server's archive, Lister and Exporter in the
 // access rules; New calls it once they are set.
 func (s *Server) guardAccess() {
-	if s.cfg.Access == nil {
+	if s.cfg.Access == nil && s.cfg.Robots == nil {
 		return
 	}
-	g := &guarded{inner: s.cfg.Archive, list: s.list, exp: s.exp, rules: s.cfg.Access}
+	g := &guarded{inner: s.cfg.Archive, list: s.list, exp: s.exp, rules: s.cfg.Access, robots: s.cfg.Robots}
 	s.cfg.Archive = g
 	if s.list != nil {
 		s.list = g
@@ -101,19 +104,24 @@ func (s *Server) blockedPage(w http.ResponseWriter, r *http.Request, err error) 
 
 // guarded is an Archive seen through the access rules (see above).
 type guarded struct {
-	inner Archive
-	list  Lister   // inner's, or nil
-	exp   Exporter // inner's, or nil
-	rules AccessControl
+	inner  Archive
+	list   Lister        // inner's, or nil
+	exp    Exporter      // inner's, or nil
+	rules  AccessControl // nil: none
+	robots RobotsPolicy  // nil: robots.txt is not consulted (robots.go)
 
-	hidden  atomic.Int64 // captures left out of listings and exports
-	blocked atomic.Int64 // readers answered with a blocked page
+	hidden       atomic.Int64 // captures left out of listings and exports
+	blocked      atomic.Int64 // readers answered with a blocked page
+	robotsErrors atomic.Int64 // robots.txt look-ups that failed (capture shown)
 }
 
 // AccessStats counts what the access rules kept from readers.
 type AccessStats struct {
 	Hidden  int64 `json:"hidden"`  // captures left out of listings and exports
 	Blocked int64 `json:"blocked"` // requests answered 451 or 403
+	// RobotsErrors counts robots.txt look-ups of the replay policy
+	// (Config.Robots) that failed; their captures were shown.
+	RobotsErrors int64 `json:"robotsErrors,omitempty"`
 }
 
 // AccessStats returns the access rules' counters (zero without rules).
@@ -122,7 +130,7 @@ func (s *Server) AccessStats() AccessStats {
 	if !ok {
 		return AccessStats{}
 	}
-	return AccessStats{Hidden: g.hidden.Load(), Blocked: g.blocked.Load()}
+	return AccessStats{Hidden: g.hidden.Load(), Blocked: g.blocked.Load(), RobotsErrors: g.robotsErrors.Load()}
 }
 
 var (
@@ -136,16 +144,17 @@ var (
 )
 
 // listed returns the versions of vs the rules list, in order.
-func (g *guarded) listed(vs []archive.Version) []archive.Version {
-	return listedOf(g, vs, func(v archive.Version) (string, time.Time) { return v.URL, v.Time })
+func (g *guarded) listed(ctx context.Context, vs []archive.Version) []archive.Version {
+	return listedOf(ctx, g, vs, func(v archive.Version) (string, time.Time) { return v.URL, v.Time })
 }
 
 // listedOf returns the captures of xs (at names each one's URL and time)
 // that g's rules list, in order, counting the others as hidden.
-func listedOf[T any](g *guarded, xs []T, at func(T) (string, time.Time)) []T {
+func listedOf[T any](ctx context.Context, g *guarded, xs []T, at func(T) (string, time.Time)) []T {
 	out := xs[:0:0]
 	for _, x := range xs {
-		if g.rules.Decide(at(x)).Listed() {
+		u, t := at(x)
+		if g.decide(ctx, u, t).Listed() {
 			out = append(out, x)
 		}
 	}
@@ -161,7 +170,7 @@ func (g *guarded) Versions(ctx context.Context, url string) ([]archive.Version, 
 	if err != nil {
 		return nil, err
 	}
-	return g.listed(vs), nil
+	return g.listed(ctx, vs), nil
 }
 
 // Get implements Archive: the version the inner archive picks for t if
@@ -172,7 +181,7 @@ func (g *guarded) Get(ctx context.Context, url string, t time.Time) (archive.Ver
 	if err != nil {
 		return v, c, err
 	}
-	d := g.rules.Decide(v.URL, v.Time)
+	d := g.decide(ctx, v.URL, v.Time)
 	if !d.Listed() {
 		vs, err := g.Versions(ctx, url)
 		if err != nil {
@@ -182,7 +191,7 @@ func (g *guarded) Get(ctx context.Context, url string, t time.Time) (archive.Ver
 		if !ok {
 			return archive.Version{}, nil, fmt.Errorf("gateway: %s: %w", url, archive.ErrNotFound)
 		}
-		if d = g.rules.Decide(pick.URL, pick.Time); d.Shown() {
+		if d = g.decide(ctx, pick.URL, pick.Time); d.Shown() {
 			if v, c, err = g.inner.Get(ctx, url, pick.Time); err != nil {
 				return v, c, err
 			}
@@ -211,7 +220,7 @@ func (g *guarded) StreamAt(ctx context.Context, url string, t time.Time) (archiv
 	if err != nil {
 		return v, b, err
 	}
-	if !g.rules.Decide(v.URL, v.Time).Shown() {
+	if !g.decide(ctx, v.URL, v.Time).Shown() {
 		b.Close()
 		return archive.Version{}, nil, fmt.Errorf("gateway: %s: %w", url, archive.ErrNotStreamable)
 	}
@@ -242,7 +251,7 @@ func (g *guarded) List(ctx context.Context, q cdx.Query) ([]archive.Version, err
 	if err != nil {
 		return nil, err
 	}
-	return g.listed(vs), nil
+	return g.listed(ctx, vs), nil
 }
 
 // Page implements Pager: the inner Pager's pages (or a listPager's) less
@@ -258,7 +267,7 @@ func (g *guarded) Page(ctx context.Context, req cdx.PageRequest) ([]cdx.Row, boo
 		if err != nil || len(rows) == 0 {
 			return rows, more, err
 		}
-		out := listedOf(g, rows, func(r cdx.Row) (string, time.Time) { return r.URL, r.Time })
+		out := listedOf(ctx, g, rows, func(r cdx.Row) (string, time.Time) { return r.URL, r.Time })
 		if len(out) > 0 || !more {
 			return out, more, nil
 		}
@@ -267,23 +276,13 @@ func (g *guarded) Page(ctx context.Context, req cdx.PageRequest) ([]cdx.Row, boo
 	}
 }
 
-// Hidden implements cdx.Hider, the cdx.Query.Hide of exports: every capture not
-// shown.
-func (g *guarded) Hidden(url string, t time.Time) bool {
-	if g.rules.Decide(url, t).Shown() {
-		return false
-	}
-	g.hidden.Add(1)
-	return true
-}
-
 // Export implements Exporter: the inner export less the captures not
 // shown (cdx.Query.Hide).
 func (g *guarded) Export(ctx context.Context, q cdx.Query, w io.Writer, resumeAfter string) error {
 	if g.exp == nil {
 		return fmt.Errorf("gateway: export: %w", ErrNoListing)
 	}
-	q.Hide = g
+	q.Hide = &exportHider{ctx: ctx, g: g}
 	return g.exp.Export(ctx, q, w, resumeAfter)
 }
 
@@ -294,7 +293,7 @@ func (g *guarded) ExportProgress(ctx context.Context, q cdx.Query, w io.Writer, 
 	if !ok {
 		return g.Export(ctx, q, w, resumeAfter)
 	}
-	q.Hide = g
+	q.Hide = &exportHider{ctx: ctx, g: g}
 	return pe.ExportProgress(ctx, q, w, resumeAfter, progress)
 }
 

@@ -38,8 +38,9 @@ func BenchmarkAccessCost(b *testing.B) {
 		f.add(b, fmt.Sprintf("http://example.com/p%04d", i), "20210101000000", 200, "text/html", strings.Repeat("x", 2048))
 	}
 	arch := &listingArchive{fakeArchive: f}
-	none := newServer(b, arch)
-	ruled := newServer(b, arch, func(c *Config) { c.Access = newTableAccess(c.Now, benchRules(10000)...) })
+	unpaced := func(c *Config) { c.Limits.ExportRate = -1 } // the CDX answers are paced by default
+	none := newServer(b, arch, unpaced)
+	ruled := newServer(b, arch, unpaced, func(c *Config) { c.Access = newTableAccess(c.Now, benchRules(10000)...) })
 	servers := []*Server{none, ruled}
 	replay := make([][]time.Duration, 2)
 	cdx := make([]time.Duration, 2)

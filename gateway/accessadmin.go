@@ -120,19 +120,18 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 		if t.IsZero() {
 			t = s.cfg.Now()
 		}
-		d := checkOf(s.cfg.Access.Decide(u, t), t)
+		// New wraps the archive whenever Access is set; its decisions
+		// include robots.txt's under Config.Robots.
+		g := s.cfg.Archive.(*guarded)
+		d := checkOf(g.decide(ctx, u, t), t)
 		rep.Decision = &d
-		inner := s.cfg.Archive
-		if g, ok := inner.(*guarded); ok {
-			inner = g.inner
-		}
-		vs, err := inner.Versions(ctx, u)
+		vs, err := g.inner.Versions(ctx, u)
 		if err != nil && !errors.Is(err, archive.ErrNotFound) {
 			http.Error(w, "gateway: access: check: "+err.Error(), http.StatusBadGateway)
 			return
 		}
 		for _, v := range vs[max(0, len(vs)-maxCheckVersions):] {
-			rep.Versions = append(rep.Versions, checkOf(s.cfg.Access.Decide(v.URL, v.Time), v.Time))
+			rep.Versions = append(rep.Versions, checkOf(g.decide(ctx, v.URL, v.Time), v.Time))
 		}
 	default:
 		http.Error(w, "gateway: access: op must be add, remove, list or check", http.StatusBadRequest)

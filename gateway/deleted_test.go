@@ -52,7 +52,7 @@ func TestDeletedPageReplay(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	c, err := crawl.New(t.TempDir(), crawl.Config{HostRate: 1000, Clock: clock, Timeout: 5 * time.Second, AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, store, nopForwarder{})
+	c, err := crawl.New(t.TempDir(), crawl.Config{HostRate: 1000, Clock: clock, Timeout: 5 * time.Second, AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, crawl.Deps{Forwarder: nopForwarder{}}.WithStore(store))
 	if err != nil {
 		t.Fatal(err)
 	}

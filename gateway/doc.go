@@ -165,8 +165,13 @@
 //     flight, bytes of bodies held while replies are prepared (budget.go,
 //     spool.go: large replies are served from unlinked spool files, and
 //     shared by the readers of one replay, replycache.go), a progress
-//     write deadline on every reply (deadline.go), and exports per node
-//     and per client (clients.go).
+//     write deadline on every reply (deadline.go), exports per node
+//     and per client, and each remote client's request rate (429 with
+//     Retry-After) and export and CDX bytes/s (paced) in a bounded table
+//     of clients (clients.go).
+//   - Access rules, and under Config.Robots each site's current
+//     robots.txt, decide at one point what every surface shows, lists
+//     and exports (access.go, robots.go).
 //   - A request relayed by a proxy (a forwarding header, forwarded.go) is
 //     never "this machine".
 //

@@ -112,9 +112,8 @@ func TestExportRate(t *testing.T) {
 		return time.Since(start), w.Body.Len()
 	}
 	capped, n := run(rate)
-	// The first second's worth goes at once (the bucket's burst), the
-	// rest at the rate.
-	if min := time.Duration(float64(n-rate) / rate * float64(time.Second)); capped < min*9/10 {
+	// The bucket's burst goes at once, the rest at the rate.
+	if min := time.Duration(float64(n-exportBurst(rate)) / rate * float64(time.Second)); capped < min {
 		t.Errorf("%d bytes at %d B/s took %v, want at least %v", n, rate, capped, min)
 	}
 	free, _ := run(-1)

@@ -123,6 +123,12 @@ type Config struct {
 	// Access, if set, decides what readers see of each capture, on
 	// every surface (access.go), and serves /api/access (admin token).
 	Access AccessControl
+	// Robots, if set, is the replay policy that honours each site's
+	// current robots.txt (herod run --replay-robots): a capture whose
+	// URL it disallows is blocked like an access rule's (403, a page
+	// that says why), on every surface (robots.go). Nil: robots.txt is
+	// not consulted at replay.
+	Robots RobotsPolicy
 }
 
 // ErrNoArchive is returned by New when Config.Archive is nil.
@@ -185,7 +191,7 @@ func New(cfg Config) (*Server, error) {
 	if s.lim.MaxExports > 0 {
 		s.exports = newBudget(int64(s.lim.MaxExports))
 	}
-	s.clients = newClientLimits(s.lim.ClientSlots, s.lim.ExportRate)
+	s.clients = newClientLimits(s.lim)
 	s.replies.m = make(map[replyKey]*reply)
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -1,6 +1,11 @@
 package gateway
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/herod-archive/herod/internal/webrefs"
+)
 
 // TestAttrRewrites rewrites one tag per row: every kind of attrRewrites,
 // an element's own entry over the "*" one, and attributes the table does
@@ -37,9 +42,34 @@ func TestAttrRewrites(t *testing.T) {
 			t.Errorf("%s\ngot  %s\nwant %s", tc.in, got, tc.want)
 		}
 	}
-	for k := range attrRewrites {
-		if attrRewrite(k.tag, k.attr) == rewriteNone {
-			t.Errorf("%v: no rewrite", k)
+}
+
+// TestRewritesWholeTable rewrites, for each row of internal/webrefs's
+// attribute table, one tag holding a URL in that attribute: the gateway
+// changes every one (integrity by its name).
+func TestRewritesWholeTable(t *testing.T) {
+	for _, a := range webrefs.Table() {
+		tag := a.Tag
+		if tag == "*" {
+			tag = "div"
+		}
+		val, extra := "/x.png", ""
+		switch a.Kind {
+		case webrefs.Style:
+			val = "background:url(/x.png)"
+		case webrefs.Refresh:
+			val, extra = "0; url=/x.html", ` http-equiv="refresh"`
+		case webrefs.Srcset:
+			val = "/x.png 2x"
+		}
+		in := "<" + tag + extra + " " + a.Name + `="` + val + `">`
+		rw, err := NewRewriter("http://example.com/page.html", "20140101")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := string(rw.HTML([]byte(in), nil, nil))
+		if got == in || (a.Kind != webrefs.Integrity && !strings.Contains(got, "/web/20140101")) {
+			t.Errorf("%s %s: %s kept as %s", a.Tag, a.Name, in, got)
 		}
 	}
 }

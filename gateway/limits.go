@@ -54,9 +54,24 @@ type Limits struct {
 	// DefaultClientSlots, negative no limit.
 	ClientSlots int
 	// ExportRate is the bytes per second one client receives from its
-	// exports, all together. Zero means DefaultExportRate, negative no
-	// limit.
+	// exports and CDX answers, all together: they are paced to it, never
+	// refused. Zero means DefaultExportRate, negative no limit.
 	ExportRate int64
+	// RequestRate is the requests per second one client (a remote
+	// address; clients.go) may make, on either origin, after a burst of
+	// RequestBurst; past it a request is answered 429 with Retry-After.
+	// Requests from the node's own machine (loopback, not relayed) and
+	// the exempt status pages are never counted. Zero or negative means
+	// no limit.
+	RequestRate float64
+	// RequestBurst is the requests a client may make at once before
+	// RequestRate applies (a framed page with its images and scripts
+	// is some dozens). Zero means DefaultRequestBurst.
+	RequestBurst int
+	// MaxClients is the most idle clients whose buckets are remembered
+	// (least recently seen forgotten first); clients with requests in
+	// flight are always kept. Zero means DefaultMaxClients.
+	MaxClients int
 	// MaxWACZRecords bounds the records of one format=wacz export: a
 	// WACZ's index and page list are written at its end, so they are held
 	// in memory (some hundred bytes per record) until then; past it the
@@ -78,6 +93,8 @@ const (
 	DefaultClientSlots    = 2
 	DefaultExportRate     = 4_000_000
 	DefaultMaxWACZRecords = 20_000
+	DefaultRequestBurst   = 200
+	DefaultMaxClients     = 10_000
 )
 
 // withDefaults returns l with its zero fields set to the defaults.
@@ -111,6 +128,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxWACZRecords == 0 {
 		l.MaxWACZRecords = DefaultMaxWACZRecords
+	}
+	if l.RequestBurst <= 0 {
+		l.RequestBurst = DefaultRequestBurst
+	}
+	if l.MaxClients <= 0 {
+		l.MaxClients = DefaultMaxClients
 	}
 	return l
 }
@@ -154,12 +177,20 @@ func exempt(r *http.Request) bool {
 	return p == "/api/status" || p == "/status" || p == "/metrics"
 }
 
-// limited wraps a handler of one origin: it refuses requests past
-// MaxInFlight and gives every reply a progress write deadline.
+// limited wraps a handler of one origin: it refuses requests past their
+// client's RequestRate (429) and past MaxInFlight (503), and gives every
+// reply a progress write deadline.
 func (s *Server) limited(next func(http.ResponseWriter, *http.Request), ui bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		dw := newDeadlineWriter(w, s.lim.WriteProgress, s.cfg.Timeout, &s.stats.stalled)
 		if !(ui && exempt(r)) {
+			if !local(r) {
+				if ok, wait := s.clients.allow(clientKey(r)); !ok {
+					s.stats.requests.Add(1)
+					s.tooMany(dw, r, wait)
+					return
+				}
+			}
 			if !s.flight.enter() {
 				s.stats.requests.Add(1)
 				s.busy(dw, r, "too many requests in flight")

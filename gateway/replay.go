@@ -179,11 +179,15 @@ func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
 	s.writeReply(w, r, status, body, hold, share)
 }
 
-// replayJS is the script replayed pages load from replayJSPath: it
-// rewrites the URLs their scripts make at run time (see replay.js).
+// replayJSSource is replay.js as written; replayJS, with the attribute
+// table of internal/webrefs written in (withTable), is the script
+// replayed pages load from replayJSPath: it rewrites the URLs their
+// scripts make at run time.
 //
 //go:embed replay.js
-var replayJS []byte
+var replayJSSource []byte
+
+var replayJS = withTable(replayJSSource)
 
 // replayJSPath is where the gateway serves replayJS.
 const replayJSPath = "/static/replay.js"

@@ -15,11 +15,16 @@
 //   - history.pushState / replaceState and window.open: archive pages;
 //   - navigations of the document (location.href = ..., location.assign,
 //     a scripted click), caught by the Navigation API's navigate event;
-//   - the src, href, action, data, poster and srcset properties of elements
-//     and the same attributes set with setAttribute (frames get if_);
+//   - the attributes the server rewrites, set with setAttribute, and the
+//     properties of the same name of the elements the server's table names
+//     (img.src, a.href, video.poster, source.srcset…; frames get if_);
 //   - markup that scripts write as text: innerHTML, outerHTML,
 //     insertAdjacentHTML, document.write and writeln (the same attributes,
-//     style attributes, <style> blocks and <meta http-equiv=refresh>);
+//     <style> blocks);
+//
+// Which attribute of which element holds a URL, and of what kind, is the
+// server's table (internal/webrefs), which the gateway writes into this
+// script where it says herod:webrefs when it serves it.
 //   - the script URLs of new Worker and SharedWorker.
 //
 // A URL already in the archive keeps its target and timestamp.
@@ -56,6 +61,24 @@
   var pageMod = here && here[2] ? here[2] : "";
 
   var scheme = /^\s*[a-z][a-z0-9+.\-]*:/i;
+
+  // The attribute table: rows {tag, name, kind, use}; tag "*" is any
+  // element, and an element's own row wins over it (webrefs.Lookup).
+  var table = /*herod:webrefs*/[];
+  var kinds = {};
+  table.forEach(function (r) {
+    kinds[r.tag + " " + r.name] = r.kind;
+  });
+  // attrKind returns the kind of URL attribute name of element tag holds
+  // (both lower case): "url", "frame", "srcset", "style", "refresh",
+  // "integrity", or undefined.
+  function attrKind(tag, name) {
+    var k = kinds[tag + " " + name];
+    return k !== undefined ? k : kinds["* " + name];
+  }
+  function tagOf(el) {
+    return el && el.tagName ? String(el.tagName).toLowerCase() : "";
+  }
 
   // Service workers would outlive the page and answer for every capture.
   if (typeof ServiceWorkerContainer === "function" && ServiceWorkerContainer.prototype) {
@@ -542,51 +565,72 @@
     });
   }
 
-  function modFor(el, attr) {
-    var tag = el && el.tagName ? String(el.tagName).toLowerCase() : "";
-    return attr === "src" && (tag === "iframe" || tag === "frame") ? "if_" : "";
+  // archiveAttr returns the value of attribute name of element tag, of
+  // the given kind, rewritten; null for an integrity, which is renamed
+  // instead (a rewritten resource no longer matches its hash).
+  function archiveAttr(kind, v, refresh) {
+    switch (kind) {
+      case "url":
+        return archiveURL(v, "");
+      case "frame":
+        return archiveURL(v, "if_");
+      case "srcset":
+        return archiveSrcset(v);
+      case "style":
+        return archiveCSS(v);
+      case "refresh":
+        return refresh ? archiveRefresh(v) : v;
+      case "integrity":
+        return null;
+    }
+    return v;
   }
 
-  // URL-valued attributes, with the elements whose property of the same
-  // meaning a script may set.
-  var props = [
-    ["HTMLImageElement", "src"], ["HTMLImageElement", "srcset"],
-    ["HTMLSourceElement", "src"], ["HTMLSourceElement", "srcset"],
-    ["HTMLScriptElement", "src"], ["HTMLLinkElement", "href"],
-    ["HTMLIFrameElement", "src"], ["HTMLFrameElement", "src"],
-    ["HTMLMediaElement", "src"], ["HTMLVideoElement", "poster"],
-    ["HTMLTrackElement", "src"], ["HTMLEmbedElement", "src"],
-    ["HTMLObjectElement", "data"], ["HTMLInputElement", "src"],
-    ["HTMLAnchorElement", "href"], ["HTMLAreaElement", "href"],
-    ["HTMLFormElement", "action"]
-  ];
-  props.forEach(function (p) {
-    var ctor = window[p[0]];
-    var proto = ctor && ctor.prototype;
-    var d = proto && Object.getOwnPropertyDescriptor(proto, p[1]);
+  // The URL-valued properties of the elements the table names (img.src,
+  // video.poster, a.href, body.background…), patched where the browser
+  // defines them (HTMLMediaElement.prototype for video and audio).
+  var patched = [];
+  table.forEach(function (r) {
+    if (r.tag === "*" || (r.kind !== "url" && r.kind !== "frame" && r.kind !== "srcset") || typeof document.createElement !== "function") {
+      return;
+    }
+    var proto = Object.getPrototypeOf(document.createElement(r.tag));
+    while (proto && !Object.prototype.hasOwnProperty.call(proto, r.name)) {
+      proto = Object.getPrototypeOf(proto);
+    }
+    if (!proto || (typeof HTMLElement === "function" && proto === HTMLElement.prototype) ||
+      patched.some(function (p) { return p[0] === proto && p[1] === r.name; })) {
+      return;
+    }
+    var d = Object.getOwnPropertyDescriptor(proto, r.name);
     if (!d || typeof d.set !== "function" || !d.configurable) {
       return;
     }
-    var attr = p[1];
-    Object.defineProperty(proto, attr, {
+    patched.push([proto, r.name]);
+    var name = r.name;
+    Object.defineProperty(proto, name, {
       configurable: true,
       enumerable: d.enumerable,
       get: d.get,
       set: function (v) {
-        d.set.call(this, attr === "srcset" ? archiveSrcset(v) : archiveURL(v, modFor(this, attr)));
+        var k = attrKind(tagOf(this), name);
+        d.set.call(this, k === "url" || k === "frame" || k === "srcset" ? archiveAttr(k, v) : v);
       }
     });
   });
 
-  var urlAttrs = { src: 1, href: 1, action: 1, formaction: 1, data: 1, poster: 1, background: 1 };
   if (typeof Element === "function") {
     var setAttribute = Element.prototype.setAttribute;
     Element.prototype.setAttribute = function (name, value) {
-      var n = String(name).toLowerCase();
-      if (n === "srcset" || n === "imagesrcset") {
-        value = archiveSrcset(value);
-      } else if (urlAttrs[n] === 1 && (n !== "data" || String(this.tagName).toLowerCase() === "object")) {
-        value = archiveURL(value, modFor(this, n));
+      var t = tagOf(this);
+      var k = attrKind(t, String(name).toLowerCase());
+      if (k !== undefined) {
+        var refresh = k === "refresh" && /^\s*refresh\s*$/i.test(this.getAttribute("http-equiv") || "");
+        var nv = archiveAttr(k, value, refresh);
+        if (nv === null) {
+          return setAttribute.call(this, "data-herod-integrity", value);
+        }
+        value = nv;
       }
       return setAttribute.call(this, name, value);
     };
@@ -667,21 +711,118 @@
     });
   }
 
+  // cssSpans returns the [start, end) of each URL in CSS text: the
+  // targets of url(…), @import "…" and image-set(…) strings, comments
+  // and other strings skipped. It is the server's scanner (webrefs.CSS)
+  // step for step; TestReplayJSAgreesWithServer holds the two to the same
+  // results.
+  function isCSSSpace(c) {
+    return c === " " || c === "\t" || c === "\n" || c === "\r" || c === "\f";
+  }
+  function cssString(s, i) { // -> [start, end, next, ok]
+    var q = s.charAt(i);
+    for (var j = i + 1; j < s.length; j++) {
+      var c = s.charAt(j);
+      if (c === q) {
+        return [i + 1, j, j + 1, true];
+      } else if (c === "\\") {
+        j++;
+      } else if (c === "\n" || c === "\r" || c === "\f") {
+        return [0, 0, j, false];
+      }
+    }
+    return [i + 1, s.length, s.length, true];
+  }
+  function cssURLArg(s, i, spans) { // the inside of url( from i; -> where the scan goes on
+    while (i < s.length && isCSSSpace(s.charAt(i))) {
+      i++;
+    }
+    var c = s.charAt(i);
+    if (c === "\"" || c === "'") {
+      var r = cssString(s, i);
+      if (r[3] && r[1] > r[0]) {
+        spans.push([r[0], r[1]]);
+      }
+      var close = s.indexOf(")", r[2]);
+      return close >= 0 ? close + 1 : s.length;
+    }
+    var end = s.indexOf(")", i);
+    if (end < 0) {
+      end = s.length;
+    }
+    var e = end;
+    while (e > i && isCSSSpace(s.charAt(e - 1))) {
+      e--;
+    }
+    if (e > i && !/[ \t\n\r\f"'(]/.test(s.slice(i, e))) {
+      spans.push([i, e]);
+    }
+    return Math.min(end + 1, s.length);
+  }
+  function at(s, i, prefix) { // whether prefix starts at s[i], in any case
+    return s.substr(i, prefix.length).toLowerCase() === prefix;
+  }
+  function cssSpans(s) {
+    var spans = [];
+    var imageSet = 0;
+    for (var i = 0; i < s.length;) {
+      var c = s.charAt(i);
+      if (c === "/" && s.charAt(i + 1) === "*") {
+        var end = s.indexOf("*/", i + 2);
+        if (end < 0) {
+          return spans;
+        }
+        i = end + 2;
+      } else if (c === "\"" || c === "'") {
+        var r = cssString(s, i);
+        if (r[3] && imageSet > 0 && r[1] > r[0]) {
+          spans.push([r[0], r[1]]);
+        }
+        i = r[2];
+      } else if (at(s, i, "url(")) {
+        i = cssURLArg(s, i + 4, spans);
+      } else if (at(s, i, "@import")) {
+        var j = i + 7;
+        while (j < s.length && isCSSSpace(s.charAt(j))) {
+          j++;
+        }
+        if (s.charAt(j) === "\"" || s.charAt(j) === "'") {
+          var q = cssString(s, j);
+          if (q[3] && q[1] > q[0]) {
+            spans.push([q[0], q[1]]);
+          }
+          j = q[2];
+        }
+        i = j;
+      } else if (at(s, i, "image-set(") || at(s, i, "-webkit-image-set(")) {
+        imageSet++;
+        i = s.indexOf("(", i) + 1;
+      } else if (c === "(" && imageSet > 0) {
+        imageSet++;
+        i++;
+      } else if (c === ")" && imageSet > 0) {
+        imageSet--;
+        i++;
+      } else {
+        i++;
+      }
+    }
+    return spans;
+  }
+  function archiveCSS(css) {
+    var s = String(css);
+    var out = "";
+    var last = 0;
+    cssSpans(s).forEach(function (sp) {
+      out += s.slice(last, sp[0]) + archiveURL(s.slice(sp[0], sp[1]), "");
+      last = sp[1];
+    });
+    return out + s.slice(last);
+  }
   // Markup written as text. The attributes the server rewrites are
   // rewritten in each start tag, <style> blocks and style attributes as
   // CSS; every other byte is kept, so partial markup written in pieces
   // (document.write("<scr" + "ipt src=...>")) stays as it was written.
-  var cssURL = /url\(\s*(?:"([^"\n]*)"|'([^'\n]*)'|([^)"'\s]*))\s*\)|@import\s*(?:"([^"\n]*)"|'([^'\n]*)')/gi;
-  function archiveCSS(css) {
-    return String(css).replace(cssURL, function (m, a, b, c, d, f) {
-      var v = a !== undefined ? a : b !== undefined ? b : c !== undefined ? c : d !== undefined ? d : f;
-      if (v === undefined || v === "") {
-        return m;
-      }
-      var i = m.indexOf(v, m.charAt(0) === "@" ? 7 : 4);
-      return m.slice(0, i) + archiveURL(v, "") + m.slice(i + v.length);
-    });
-  }
   var styleBlock = /(<style\b[^>]*>)([\s\S]*?)(<\/style|$)/gi;
   var startTag = /<([a-zA-Z][^\s\/>]*)((?:[^>"']|"[^"]*"|'[^']*')*)>/g;
   var attrPair = /([^\s"'>\/=]+)(\s*=\s*)(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))/g;
@@ -694,25 +835,25 @@
     v = v.replace(/&/g, "&amp;");
     return q === "\"" ? v.replace(/"/g, "&quot;") : q === "'" ? v.replace(/'/g, "&#39;") : v;
   }
+  function archiveRefresh(v) {
+    return String(v).replace(/(url\s*=\s*["']?)([^"';]+)/i, function (x, pre, u) {
+      return pre + archiveURL(u.trim(), "");
+    });
+  }
   function archiveTag(m, tag, attrs) {
     var t = tag.toLowerCase();
     var refresh = t === "meta" && /http-equiv\s*=\s*["']?\s*refresh/i.test(attrs);
     var na = attrs.replace(attrPair, function (p, name, eq, dq, sq, uq) {
-      var n = name.toLowerCase();
+      var k = attrKind(t, name.toLowerCase());
+      if (k === undefined) {
+        return p;
+      }
       var raw = dq !== undefined ? dq : sq !== undefined ? sq : uq;
       var q = dq !== undefined ? "\"" : sq !== undefined ? "'" : "";
       var v = unescapeAttr(raw);
-      var nv = v;
-      if (n === "srcset" || n === "imagesrcset") {
-        nv = archiveSrcset(v);
-      } else if (n === "style") {
-        nv = archiveCSS(v);
-      } else if (n === "content" && refresh) {
-        nv = v.replace(/(url\s*=\s*["']?)([^"';]+)/i, function (x, pre, u) {
-          return pre + archiveURL(u.trim(), "");
-        });
-      } else if (urlAttrs[n] === 1 && (n !== "data" || t === "object")) {
-        nv = archiveURL(v, t === "iframe" || t === "frame" ? (n === "src" ? "if_" : "") : "");
+      var nv = archiveAttr(k, v, refresh);
+      if (nv === null) {
+        return "data-herod-integrity" + p.slice(name.length);
       }
       if (nv === v) {
         return p;

@@ -33,7 +33,12 @@ func runHarness(t *testing.T, node, pageURL, archived, ts, baseURI string, cases
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := []string{filepath.Join("testdata", "replayjs", "harness.js"), "replay.js", pageURL, archived, ts}
+	// The script as the gateway serves it: with its attribute table.
+	script := filepath.Join(t.TempDir(), "replay.js")
+	if err := os.WriteFile(script, replayJS, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{filepath.Join("testdata", "replayjs", "harness.js"), script, pageURL, archived, ts}
 	if baseURI != "" {
 		args = append(args, baseURI)
 	}

@@ -2,10 +2,10 @@ package gateway
 
 import (
 	"net/url"
-	"regexp"
 	"strings"
 
 	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/internal/webrefs"
 )
 
 // Rewriter maps the URLs found in one archived document to gateway paths
@@ -75,30 +75,22 @@ func (rw *Rewriter) SetBase(href string) {
 	}
 }
 
-// cssURL matches url(...) (quoted or not) and @import "..." in CSS. Go's
-// regexp runs in linear time, so hostile stylesheets cannot stall it.
-var cssURL = regexp.MustCompile(`(?i)url\(\s*(?:"([^"\n]*)"|'([^'\n]*)'|([^)"'\s]*))\s*\)|@import\s*(?:"([^"\n]*)"|'([^'\n]*)')`)
-
-// CSS returns css with every url() and @import target rewritten. All other
-// bytes are kept.
+// CSS returns css with the target of every url(), @import and
+// image-set() string rewritten (webrefs.CSS finds them). All other bytes
+// are kept.
 func (rw *Rewriter) CSS(css []byte) []byte {
-	ms := cssURL.FindAllSubmatchIndex(css, -1)
-	if ms == nil {
-		return css
-	}
-	out := make([]byte, 0, len(css)+len(ms)*32)
+	var out []byte
 	last := 0
-	for _, m := range ms {
-		for g := 1; g <= 5; g++ {
-			s, e := m[2*g], m[2*g+1]
-			if s < 0 {
-				continue
-			}
-			out = append(out, css[last:s]...)
-			out = append(out, rw.URL(string(css[s:e]), "")...)
-			last = e
-			break
+	webrefs.CSS(css, func(sp webrefs.Span) {
+		if out == nil {
+			out = make([]byte, 0, len(css)+256)
 		}
+		out = append(out, css[last:sp.Start]...)
+		out = append(out, rw.URL(string(css[sp.Start:sp.End]), "")...)
+		last = sp.End
+	})
+	if out == nil {
+		return css
 	}
 	return append(out, css[last:]...)
 }
@@ -118,30 +110,12 @@ func (rw *Rewriter) Srcset(v string) string {
 }
 
 // Refresh rewrites the URL of a Refresh header or <meta http-equiv=refresh>
-// content value ("5; url=/next"), keeping the rest.
+// content value ("5; url=/next", "0;/next"; webrefs.RefreshURL finds it),
+// keeping the rest.
 func (rw *Rewriter) Refresh(v string) string {
-	low := strings.ToLower(v)
-	i := strings.Index(low, "url")
-	if i < 0 {
+	sp, ok := webrefs.RefreshURL(v)
+	if !ok {
 		return v
 	}
-	j := i + 3
-	for j < len(v) && canon.IsHTMLSpace(v[j]) {
-		j++
-	}
-	if j >= len(v) || v[j] != '=' {
-		return v
-	}
-	j++
-	for j < len(v) && canon.IsHTMLSpace(v[j]) {
-		j++
-	}
-	end := len(v)
-	if j < len(v) && (v[j] == '"' || v[j] == '\'') {
-		if k := strings.IndexByte(v[j+1:], v[j]); k >= 0 {
-			end = j + 1 + k
-		}
-		j++
-	}
-	return v[:j] + rw.URL(v[j:end], "") + v[end:]
+	return v[:sp.Start] + rw.URL(v[sp.Start:sp.End], "") + v[sp.End:]
 }

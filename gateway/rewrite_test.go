@@ -121,7 +121,8 @@ func TestSrcsetAndRefresh(t *testing.T) {
 		{"0; url=/next", "0; url=/web/2014/http://example.com/next"},
 		{"5;URL='n.html'", "5;URL='/web/2014/http://example.com/n.html'"},
 		{"5", "5"},
-		{"5; urlx", "5; urlx"},
+		{"5; urlx", "5; /web/2014/http://example.com/urlx"}, // the URL as the crawler reads it (webrefs.RefreshURL)
+		{"0;/n", "0;/web/2014/http://example.com/n"},
 	} {
 		if got := rw.Refresh(tc.in); got != tc.want {
 			t.Errorf("Refresh(%q) = %q, want %q", tc.in, got, tc.want)

@@ -3,20 +3,10 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
-	"regexp"
 	"strings"
+
+	"github.com/herod-archive/herod/internal/webrefs"
 )
-
-// staticImport matches the specifier of a static module import or
-// re-export: `import "x"`, `import a, {b as c} from "x"`, `export * from
-// "x"`. The bindings between the keyword and from are limited to what they
-// can hold (names, braces, commas, "*", white space), so that text in
-// strings and comments rarely matches. Go's regexp runs in linear time.
-var staticImport = regexp.MustCompile(`\b(?:import|export)\s*(?:[\w$*{}\s,]*?\bfrom\s*)?(?:"([^"\n]*)"|'([^'\n]*)')`)
-
-// dynamicImport matches a dynamic import( that is not a property
-// (obj.import() or part of a longer name.
-var dynamicImport = regexp.MustCompile(`(?:^|[^\w$.])import\s*\(`)
 
 // importHook is what a dynamic import( becomes, followed by the quoted
 // archived URL of the importing script and a comma: a call of the replay
@@ -25,46 +15,54 @@ var dynamicImport = regexp.MustCompile(`(?:^|[^\w$.])import\s*\(`)
 const importHook = `(globalThis.__herodImport||function(b,u,o){return o===undefined?import(u):import(u,o)})(`
 
 // JS returns the script js, archived at rw.Base, with the URLs of its
-// static module imports rewritten into the archive when they would leave
-// it (absolute, protocol-relative and root-relative specifiers; a
-// relative one already resolves inside the archive, a bare one is the
-// page's import map's) and every dynamic import( routed through the replay
-// script, which resolves its specifier against the script's archived URL
-// at run time. All other bytes are kept.
+// static module imports and re-exports rewritten into the archive when
+// they would leave it (absolute, protocol-relative and root-relative
+// specifiers; a relative one already resolves inside the archive, a bare
+// one is the page's import map's) and every dynamic import( routed
+// through the replay script, which resolves its specifier against the
+// script's archived URL at run time. webrefs.ScanJS finds both, with a
+// JavaScript lexer: an import in a string, a comment or a regular
+// expression is left alone. All other bytes are kept.
 func (rw *Rewriter) JS(js []byte) []byte {
 	if rw.identity || (!bytes.Contains(js, []byte("import")) && !bytes.Contains(js, []byte("export"))) {
 		return js
 	}
-	out := make([]byte, 0, len(js)+256)
+	var out []byte
 	last := 0
-	for _, m := range staticImport.FindAllSubmatchIndex(js, -1) {
-		for g := 1; g <= 2; g++ {
-			s, e := m[2*g], m[2*g+1]
-			if s < 0 {
-				continue
+	var hook []byte
+	webrefs.ScanJS(js, func(r webrefs.JSRef) {
+		var from, to int
+		var repl []byte
+		switch r.Kind {
+		case webrefs.StaticImport:
+			spec := string(js[r.Span.Start:r.Span.End])
+			if !leavesArchive(spec) {
+				return
 			}
-			spec := string(js[s:e])
-			if leavesArchive(spec) {
-				out = append(out, js[last:s]...)
-				out = append(out, rw.URL(spec, "")...)
-				last = e
+			from, to, repl = r.Span.Start, r.Span.End, []byte(rw.URL(spec, ""))
+		case webrefs.DynamicImport:
+			if hook == nil {
+				base, err := json.Marshal(rw.Base.String())
+				if err != nil {
+					return
+				}
+				hook = []byte(importHook + string(base) + ",")
 			}
-			break
+			from, to, repl = r.Call.Start, r.Call.End, hook
+		default:
+			return
 		}
-	}
-	out = append(out, js[last:]...)
-	if !dynamicImport.Match(out) {
-		return out
-	}
-	base, err := json.Marshal(rw.Base.String())
-	if err != nil {
-		return out
-	}
-	hook := importHook + string(base) + ","
-	return dynamicImport.ReplaceAllFunc(out, func(m []byte) []byte {
-		i := bytes.Index(m, []byte("import"))
-		return append(append([]byte(nil), m[:i]...), hook...)
+		if out == nil {
+			out = make([]byte, 0, len(js)+256)
+		}
+		out = append(out, js[last:from]...)
+		out = append(out, repl...)
+		last = to
 	})
+	if out == nil {
+		return js
+	}
+	return append(out, js[last:]...)
 }
 
 // leavesArchive reports whether a module specifier, resolved by the

@@ -53,7 +53,7 @@ func (s *Server) serveUI(w http.ResponseWriter, r *http.Request) {
 	case p == bannerPath:
 		s.serveBannerJSON(w, r)
 	case p == "/cdx":
-		s.clientSlot(w, r, func(w http.ResponseWriter, r *http.Request, _ *client) { s.serveCDX(w, r) })
+		s.clientSlot(w, r, func(w http.ResponseWriter, r *http.Request, cl *client) { s.serveCDX(paced(r, w, cl), r) })
 	case p == "/export" && s.exp != nil:
 		s.clientSlot(w, r, s.serveExport)
 	case p == replayJSPath:

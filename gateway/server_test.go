@@ -490,7 +490,8 @@ func TestStats(t *testing.T) {
 	getUI(t, s, "/web/2021/"+page)                 // the framed page
 	f.err = fmt.Errorf("slow: %w", context.DeadlineExceeded)
 	get(t, s, "/web/2021/"+page) // timeout
-	want := Stats{Requests: 7, Replays: 2, Frames: 1, Rewritten: 1, NotFound: 1, BadRequests: 2, ArchiveErrors: 1, Timeouts: 1}
+	// Clients: the /cdx request's client, whose export bucket is kept.
+	want := Stats{Requests: 7, Replays: 2, Frames: 1, Rewritten: 1, NotFound: 1, BadRequests: 2, ArchiveErrors: 1, Timeouts: 1, Clients: 1}
 	if got := s.Stats(); got != want {
 		t.Errorf("Stats = %+v, want %+v", got, want)
 	}

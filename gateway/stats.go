@@ -1,6 +1,9 @@
 package gateway
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Stats counts what the gateway answered since New, for status pages and
 // metrics. Failures of the Archive are logged one by one and counted here.
@@ -26,6 +29,17 @@ type Stats struct {
 	// MaxInFlight, replies without room in MemoryBudget, exports past
 	// MaxExports or a client's slots.
 	Busy int64 `json:"busy"`
+	// Limited counts 429 answers: requests past their client's
+	// Limits.RequestRate.
+	Limited int64 `json:"limited"`
+	// PacedSeconds is the time export and CDX writers waited for their
+	// client's Limits.ExportRate, all together.
+	PacedSeconds float64 `json:"pacedSeconds"`
+	// Clients is the number of clients whose limits are remembered now
+	// (at most Limits.MaxClients idle ones), and ClientsForgotten how
+	// many idle ones were forgotten to stay within it.
+	Clients          int64 `json:"clients"`
+	ClientsForgotten int64 `json:"clientsForgotten"`
 	// Stalled counts replies dropped because the reader took nothing
 	// within Limits.WriteProgress.
 	Stalled int64 `json:"stalled"`
@@ -54,25 +68,29 @@ type counters struct {
 func (s *Server) Stats() Stats {
 	c := &s.stats
 	return Stats{
-		Requests:      c.requests.Load(),
-		Replays:       c.replays.Load(),
-		Frames:        c.frames.Load(),
-		Rewritten:     c.rewritten.Load(),
-		NotFound:      c.notFound.Load(),
-		BadRequests:   c.badRequests.Load(),
-		ArchiveErrors: c.archiveErrors.Load(),
-		Timeouts:      c.timeouts.Load(),
-		Exports:       c.exports.Load(),
-		ExportErrors:  c.exportErrors.Load(),
-		Refused:       c.refused.Load(),
-		Fuzzy:         c.fuzzy.Load(),
-		Busy:          c.busy.Load(),
-		Stalled:       c.stalled.Load(),
-		Spooled:       c.spooled.Load(),
-		Shared:        c.shared.Load(),
-		Streamed:      c.streamed.Load(),
-		InFlight:      s.flight.n.Load(),
-		MemoryHeld:    s.mem.inUse(),
+		Requests:         c.requests.Load(),
+		Replays:          c.replays.Load(),
+		Frames:           c.frames.Load(),
+		Rewritten:        c.rewritten.Load(),
+		NotFound:         c.notFound.Load(),
+		BadRequests:      c.badRequests.Load(),
+		ArchiveErrors:    c.archiveErrors.Load(),
+		Timeouts:         c.timeouts.Load(),
+		Exports:          c.exports.Load(),
+		ExportErrors:     c.exportErrors.Load(),
+		Refused:          c.refused.Load(),
+		Fuzzy:            c.fuzzy.Load(),
+		Busy:             c.busy.Load(),
+		Stalled:          c.stalled.Load(),
+		Limited:          s.clients.limited.Load(),
+		PacedSeconds:     time.Duration(s.clients.paced.Load()).Seconds(),
+		Clients:          int64(s.clients.size()),
+		ClientsForgotten: s.clients.evicted.Load(),
+		Spooled:          c.spooled.Load(),
+		Shared:           c.shared.Load(),
+		Streamed:         c.streamed.Load(),
+		InFlight:         s.flight.n.Load(),
+		MemoryHeld:       s.mem.inUse(),
 	}
 }
 

@@ -25,8 +25,9 @@ type Streamer interface {
 	StreamAt(ctx context.Context, url string, t time.Time) (archive.Version, *archive.Body, error)
 }
 
-// streamCharge is what one streamed reply is charged to
-// Limits.MemoryBudget: its decompressor and buffers.
+// streamCharge is the least one streamed reply is charged to
+// Limits.MemoryBudget: its decompressor and buffers (archive.Body.Held,
+// if more) and the reply's own.
 const streamCharge = 256 << 10
 
 // serveStreamed serves the replay t from a Streamer when the capture it
@@ -73,7 +74,7 @@ func (s *Server) serveStreamed(ctx context.Context, w http.ResponseWriter, r *ht
 		return false // decoded for the reader: Get's path
 	}
 	hold := &held{b: s.mem}
-	if !hold.grow(ctx, streamCharge, s.lim.BusyWait) {
+	if !hold.grow(ctx, max(streamCharge, b.Held), s.lim.BusyWait) {
 		setContentHeaders(w.Header(), ui, true)
 		s.busy(w, r, "memory")
 		return true

@@ -99,7 +99,7 @@ func (n *Node) accessStats() status.AccessStats {
 	}
 	if n.gw != nil {
 		g := n.gw.AccessStats()
-		st.Hidden, st.Blocked = g.Hidden, g.Blocked
+		st.Hidden, st.Blocked, st.RobotsErrors = g.Hidden, g.Blocked, g.RobotsErrors
 	}
 	return st
 }

@@ -22,8 +22,8 @@ const (
 )
 
 // setupClaims builds the node's claims over libp2p, the service that
-// answers and sends them, and the take-over watch. Called from New once
-// the ring exists; the handlers are registered in Start.
+// answers and sends them, and the take-over watch. Called from Start once
+// the ring exists (buildRing), before the handlers are registered.
 func (n *Node) setupClaims() {
 	n.claims = claim.New(claim.Config{
 		Peer:      n.self.Peer,

@@ -152,6 +152,11 @@ type Config struct {
 	// --access-rules; archive/access), reloaded when it changes; ""
 	// means "access-rules" in DataDir. herod access add|remove edits it.
 	AccessRules string
+	// ReplayRobots hides from readers the captures whose URL the site's
+	// current robots.txt disallows for the node's crawler (herod run
+	// --replay-robots; gateway.Config.Robots), as the file the crawler
+	// obeys says, on every surface of the gateway.
+	ReplayRobots bool
 	// Replicas is k, the real nodes that hold every version: its owner
 	// and the next k-1 distinct real nodes clockwise. It must be the
 	// same on every node of a ring (a replica checks a pull request

@@ -77,6 +77,6 @@
 // leaves the ring gracefully, then stops the crawler, the forwarder, the
 // gateway and the host, and closes the archive.
 //
-// LocalRing runs several nodes on loopback for `herod demo` and for the
-// end-to-end tests.
+// The end-to-end tests run several nodes on loopback (LocalRing, in the
+// tests); `herod demo` has its own local ring (cmd/herod/localring.go).
 package node

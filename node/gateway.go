@@ -51,6 +51,10 @@ func (n *Node) setupGateway() error {
 			return fmt.Errorf("node: gateway spool: %w", err)
 		}
 	}
+	var robots gateway.RobotsPolicy
+	if cfg.ReplayRobots {
+		robots = n.crawler
+	}
 	n.gw, err = gateway.New(gateway.Config{
 		Archive:       n.readerArchive(),
 		Provenance:    n.provenance,
@@ -65,6 +69,7 @@ func (n *Node) setupGateway() error {
 		Seed:          n.SeedEach,
 		Purge:         n.Purge,
 		Access:        n.access,
+		Robots:        robots,
 		PublicStatus:  cfg.PublicStatus,
 		Limits:        lim,
 	})

@@ -14,7 +14,7 @@ import (
 	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/node/status"
 	"github.com/herod-archive/herod/ring"
-	"github.com/herod-archive/herod/ring/ringcheck"
+	"github.com/herod-archive/herod/ring/ringtest"
 )
 
 var linkBench = flag.Bool("linkbench", false, "run the full link-forwarding bandwidth measurement (16 nodes, 50,000 URLs)")
@@ -100,16 +100,16 @@ func (lr *LocalRing) wireOut() (bytes int64, calls uint64) {
 // converge runs maintenance rounds by hand until the ring is stable, then
 // fills every finger table, so that measurements see no background traffic.
 func (lr *LocalRing) converge(ctx context.Context, t testing.TB) {
-	keys := ringcheck.ProbeKeys(lr.rings(), 32)
+	keys := ringtest.ProbeKeys(lr.rings(), 32)
 	for round := 0; ; round++ {
 		for _, n := range lr.Nodes {
 			n.ring.Maintain(ctx)
 		}
-		if ringcheck.Stable(ctx, lr.rings(), keys) == nil {
+		if ringtest.Stable(ctx, lr.rings(), keys) == nil {
 			break
 		}
 		if round > 200 || ctx.Err() != nil {
-			t.Fatalf("ring did not converge: %v", ringcheck.Stable(ctx, lr.rings(), keys))
+			t.Fatalf("ring did not converge: %v", ringtest.Stable(ctx, lr.rings(), keys))
 		}
 	}
 	for _, n := range lr.Nodes {

@@ -11,11 +11,11 @@ import (
 // are ring members, and every protocol handler passes it first.
 
 // setupMembers builds the node's trust gate. Called from New, once the
-// ring, its transport and the store exist.
+// ring's transport and the store exist; Start sets its Ring (buildRing)
+// before it registers any handler.
 func (n *Node) setupMembers() {
 	n.members = &member.Gate{
-		Self:    n.self.Peer,
-		Ring:    n.ring,
+		Self:    n.self.Peer, // Ring is set once it exists (buildRing)
 		Call:    n.tr.Call,
 		Addrs:   n.host.Peerstore().Addrs,
 		Refuses: n.store.Refuses,

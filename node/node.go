@@ -105,9 +105,12 @@ type Node struct {
 	size          *forward.SizeEstimate // the ring's size, for the forwarder
 }
 
-// New creates a node from cfg: it opens the archive and the crawl queue in
-// cfg.DataDir and starts the libp2p host and the gateway listener, but does
-// not join the ring or crawl until Start.
+// New builds a node from cfg without any network I/O: it locks
+// cfg.DataDir, opens the archive, the access rules and the purge orders
+// there and starts the libp2p host on its listen address. Start finds the
+// ring address (which may take a port mapping or a relay reservation),
+// builds the ring, the crawler and the gateway on it, and joins. A node
+// that was built but not started is closed with Close.
 func New(cfg Config) (n *Node, err error) {
 	cfg, err = cfg.withDefaults()
 	if err != nil {
@@ -141,59 +144,8 @@ func New(cfg Config) (n *Node, err error) {
 	if err := p2phost.LimitProtocols(n.host, protocolLimits); err != nil {
 		return nil, err
 	}
-	tr := p2p.New(n.host, cfg.Logger.With("sub", "ring"))
-	n.tr = tr
-	addr, how, err := reach.RingAddress(context.Background(), n.host, cfg.Listen, cfg.Announce, cfg.AddrTimeout)
-	var relay string
-	if errors.Is(err, reach.ErrNoPublicAddr) && len(cfg.Join) > 0 {
-		// Nobody can dial this node: it joins through a relay.
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.AddrTimeout)
-		var rerr error
-		addr, relay, n.rsvp, rerr = p2phost.RelayedAddress(ctx, n.host, cfg.Listen, cfg.Join, tr.Observe)
-		cancel()
-		if rerr != nil {
-			return nil, fmt.Errorf("node: ring address: %w; and %w", err, rerr)
-		}
-		how, err = ReachRelayed, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("node: ring address: %w", err)
-	}
-	if addr == "" { // port 0: the address the host bound
-		if n.self, err = p2p.ContactOf(n.host); err != nil {
-			return nil, fmt.Errorf("node: ring address: %w", err)
-		}
-		how = ReachListen
-	} else {
-		n.self = ring.Contact{Peer: n.host.ID().String(), Addr: addr, Relay: relay}
-	}
-	n.reach = how
-	n.log = cfg.Logger.With("node", n.self.Addr)
-	tr.SetSelf(n.self.Addr)
-	if how != ReachRelayed && !cfg.NoRelayService {
-		if n.relaySvc, err = p2phost.StartRelayService(n.host); err != nil {
-			return nil, err
-		}
-	}
-	saved, err := identity.LoadIndexes(cfg.DataDir, cfg.VirtualServers)
-	if err != nil {
-		return nil, fmt.Errorf("node: %w", err)
-	}
-	n.ring, err = ring.New(ring.Config{
-		Self:              n.self,
-		VirtualServers:    cfg.VirtualServers,
-		Indexes:           saved,
-		ChooseIndexes:     !cfg.FixedIndexes,
-		StabilizeInterval: cfg.StabilizeInterval,
-		Resolver:          &n.dht,
-		Took:              n.tookRange,
-		Moving:            n.movingVnode,
-		Logger:            n.log.With("sub", "ring"),
-	}, tr)
-	if err != nil {
-		return nil, fmt.Errorf("node: ring: %w", err)
-	}
-	n.setupClaims()
+	n.tr = p2p.New(n.host, cfg.Logger.With("sub", "ring"))
+	n.self = ring.Contact{Peer: n.host.ID().String()} // the address comes in Start (attach)
 	if n.identity, err = identity.NewSigner(key); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -212,7 +164,7 @@ func New(cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	n.setupMembers()
+	n.setupMembers() // its Ring is set in Start, before any handler runs
 	n.setupKit()
 	if err := n.setupAccess(); err != nil { // access.go; before setupPurge
 		return nil, err
@@ -220,8 +172,78 @@ func New(cfg Config) (n *Node, err error) {
 	if err := n.setupPurge(); err != nil {
 		return nil, err
 	}
+	return n, nil
+}
+
+// attach finds the ring address the node's virtual-server ids derive
+// from: the announced or listen address, the router's mapping, or, for a
+// node nobody can dial, a relay reservation through a member it joins —
+// network I/O, bounded by ctx and Config.AddrTimeout. It then runs the
+// circuit relay for others unless the node is relayed itself.
+func (n *Node) attach(ctx context.Context) error {
+	cfg := n.cfg
+	addr, how, err := reach.RingAddress(ctx, n.host, cfg.Listen, cfg.Announce, cfg.AddrTimeout)
+	var relay string
+	if errors.Is(err, reach.ErrNoPublicAddr) && len(cfg.Join) > 0 {
+		// Nobody can dial this node: it joins through a relay.
+		rctx, cancel := context.WithTimeout(ctx, cfg.AddrTimeout)
+		var rerr error
+		addr, relay, n.rsvp, rerr = p2phost.RelayedAddress(rctx, n.host, cfg.Listen, cfg.Join, n.tr.Observe)
+		cancel()
+		if rerr != nil {
+			return fmt.Errorf("node: ring address: %w; and %w", err, rerr)
+		}
+		how, err = ReachRelayed, nil
+	}
+	if err != nil {
+		return fmt.Errorf("node: ring address: %w", err)
+	}
+	if addr == "" { // port 0: the address the host bound
+		if n.self, err = p2p.ContactOf(n.host); err != nil {
+			return fmt.Errorf("node: ring address: %w", err)
+		}
+		how = ReachListen
+	} else {
+		n.self = ring.Contact{Peer: n.host.ID().String(), Addr: addr, Relay: relay}
+	}
+	n.reach = how
+	n.log = cfg.Logger.With("node", n.self.Addr)
+	n.tr.SetSelf(n.self.Addr)
+	if how != ReachRelayed && !cfg.NoRelayService {
+		if n.relaySvc, err = p2phost.StartRelayService(n.host); err != nil {
+			return fmt.Errorf("node: %w", err)
+		}
+	}
+	return nil
+}
+
+// buildRing builds the ring at the node's address, and what routes
+// through it: the claims, the trust gate's view, the links protocol and
+// the forwarder.
+func (n *Node) buildRing() error {
+	cfg := n.cfg
+	saved, err := identity.LoadIndexes(cfg.DataDir, cfg.VirtualServers)
+	if err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	n.ring, err = ring.New(ring.Config{
+		Self:              n.self,
+		VirtualServers:    cfg.VirtualServers,
+		Indexes:           saved,
+		ChooseIndexes:     !cfg.FixedIndexes,
+		StabilizeInterval: cfg.StabilizeInterval,
+		Resolver:          &n.dht,
+		Took:              n.tookRange,
+		Moving:            n.movingVnode,
+		Logger:            n.log.With("sub", "ring"),
+	}, n.tr)
+	if err != nil {
+		return fmt.Errorf("node: ring: %w", err)
+	}
+	n.members.Ring = n.ring
+	n.setupClaims()
 	if n.outbox, err = forward.OpenOutbox(filepath.Join(cfg.DataDir, "outbox")); err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
 	n.setupLinks()
 	n.size = &forward.SizeEstimate{Status: n.ring.Status}
@@ -240,9 +262,17 @@ func New(cfg Config) (n *Node, err error) {
 		ShareKnown: n.links.ShareKnown,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
 	n.links.Forwarder = n.fwd
+	return nil
+}
+
+// buildCrawl builds the crawler over the ring and the archive, the
+// services around it (replication, queries, resolve, witness, the ring
+// page) and the gateway.
+func (n *Node) buildCrawl() error {
+	cfg := n.cfg
 	cc := cfg.Crawl
 	cc.DayLength = cfg.DayLength
 	cc.Owns = n.plansURL
@@ -260,50 +290,50 @@ func New(cfg Config) (n *Node, err error) {
 	n.setupRingPage()
 	n.reloc = &dayclaim.Relocator{Forwarder: n.fwd, Ring: n.ring, Claims: n.claims, Self: n.self.Peer,
 		Day: n.claimDay, Replicas: cfg.LinkReplicas, Logger: n.log}
-	n.crawler, err = crawl.New(filepath.Join(cfg.DataDir, "crawl"), cc, n.store, n.reloc)
+	var err error
+	n.crawler, err = crawl.New(filepath.Join(cfg.DataDir, "crawl"), cc, crawl.Deps{
+		Forwarder:  n.reloc,
+		Sharer:     n.reloc,
+		Relocator:  n.reloc,
+		Requisites: n.reloc,
+	}.WithStore(n.store))
 	if err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
 	n.links.Crawler = n.crawler
 	// Every URL the crawler learns goes to its range's holders within
 	// replication.PushDelay (queued until the push loop starts in Start).
 	n.crawler.OnKnown(n.repl.NotifyKnown)
-	if err := n.setupGateway(); err != nil {
-		return nil, err
-	}
-	return n, nil
+	return n.setupGateway()
 }
 
-// Start joins the ring (or starts a new one), begins crawling and serving,
-// and hands the configured seeds to the ring. It returns once the node has
-// joined; the work continues until Close.
+// Start finds the node's ring address and builds the ring, the crawler
+// and the gateway on it (network I/O under ctx: see attach), joins the
+// ring (or starts a new one), begins crawling and serving, and hands the
+// configured seeds to the ring. It returns once the node has joined; the
+// work continues until Close, whatever becomes of ctx.
 func (n *Node) Start(ctx context.Context) error {
 	if !n.started.CompareAndSwap(false, true) {
 		return errors.New("node: already started")
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
+	if err := n.attach(ctx); err != nil {
+		return err
+	}
+	if err := n.buildRing(); err != nil {
+		return err
+	}
+	if err := n.buildCrawl(); err != nil {
+		return err
+	}
+	n.kit.MustHandle(n.purgeX.Spec())
 	n.kit.MustHandle(n.links.Spec())
 	n.kit.MustHandle(rawSpec(archiveProtocol, n.resolve.Handle, resolveRequest, streamTimeout, 128))
 	n.kit.MustHandle(n.dayclaim.ClaimSpec())
 	n.kit.MustHandle(n.dayclaim.HandoverSpec())
 	n.kit.MustHandle(n.ringpage.Spec())
-	if n.reach == ReachMapped || n.reach == ReachRelayed {
-		// Behind a home router: find the household's other nodes on the
-		// LAN (see p2phost.StartLAN).
-		lan, err := p2phost.StartLAN(n.ctx, n.host)
-		if err != nil {
-			return fmt.Errorf("node start: mDNS: %w", err)
-		}
-		n.lan = lan
-		n.wg.Add(1)
-		go func() {
-			defer n.wg.Done()
-			if n.reach == ReachRelayed {
-				p2phost.KeepRelayed(n.ctx, n.host, n.self, n.rsvp, n.tr.Observe, n.log, n.addrChanged)
-			} else {
-				n.watchAddress(n.ctx)
-			}
-		}()
+	if err := n.startLAN(); err != nil {
+		return err
 	}
 	if err := n.ring.Start(n.ctx); err != nil {
 		return fmt.Errorf("node start: ring: %w", err)
@@ -315,34 +345,10 @@ func (n *Node) Start(ctx context.Context) error {
 		return fmt.Errorf("node start: %w", err)
 	}
 	n.serveGateway()
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		n.ringpage.Run(n.ctx, ringpage.DefaultObserveInterval)
-	}()
 	if err := gateway.WriteGatewayURL(n.cfg.DataDir, n.GatewayURL()); err != nil {
 		n.log.Warn("herod seed and status need --node: cannot record the gateway's URL", "err", err)
 	}
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		n.fwd.Run(n.ctx)
-	}()
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		n.links.RunReforward(n.ctx) // after take-overs (forward.Links.AnnounceTakeOver)
-	}()
-	// Subscribed before the crawl starts, so that no range this node takes
-	// over from then on goes unnoticed.
-	sub := n.ring.Subscribe(64)
-	n.takeOver.Watch(sub)
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		defer sub.Unsubscribe()
-		n.takeOver.Run(n.ctx)
-	}()
+	n.startRouting()
 	if err := n.crawler.Start(n.ctx); err != nil {
 		return fmt.Errorf("node start: crawl: %w", err)
 	}
@@ -353,19 +359,58 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	n.startReplication()
 	n.startWitness()
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		n.rebalanceLoop(n.ctx)
-	}()
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		n.purgeX.SpreadLoop(n.ctx)
-	}()
+	n.goRun(n.rebalanceLoop)
+	n.goRun(n.purgeX.SpreadLoop)
 	n.startAccess() // access.go
 	n.log.Info("node started", "peer", n.self.Peer, "ring", n.self.Addr, "gateway", n.GatewayURL())
 	return nil
+}
+
+// goRun runs f(n.ctx) until it returns; Close waits for it.
+func (n *Node) goRun(f func(ctx context.Context)) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f(n.ctx)
+	}()
+}
+
+// startLAN, behind a home router, finds the household's other nodes on
+// the LAN (see p2phost.StartLAN) and keeps the node's address: its relay
+// reservation, or its mapping (watchAddress).
+func (n *Node) startLAN() error {
+	if n.reach != ReachMapped && n.reach != ReachRelayed {
+		return nil
+	}
+	lan, err := p2phost.StartLAN(n.ctx, n.host)
+	if err != nil {
+		return fmt.Errorf("node start: mDNS: %w", err)
+	}
+	n.lan = lan
+	n.goRun(func(ctx context.Context) {
+		if n.reach == ReachRelayed {
+			p2phost.KeepRelayed(ctx, n.host, n.self, n.rsvp, n.tr.Observe, n.log, n.addrChanged)
+		} else {
+			n.watchAddress(ctx)
+		}
+	})
+	return nil
+}
+
+// startRouting starts the loops that move links and ranges: the ring
+// page's observer, the forwarder, the re-forwarding of take-overs and the
+// take-over watch, subscribed before the crawl starts so that no range
+// this node takes over from then on goes unnoticed.
+func (n *Node) startRouting() {
+	n.goRun(func(ctx context.Context) { n.ringpage.Run(ctx, ringpage.DefaultObserveInterval) })
+	n.goRun(n.fwd.Run)
+	n.goRun(n.links.RunReforward) // after take-overs (forward.Links.AnnounceTakeOver)
+	sub := n.ring.Subscribe(64)
+	n.takeOver.Watch(sub)
+	n.goRun(func(ctx context.Context) {
+		defer sub.Unsubscribe()
+		n.takeOver.Run(ctx)
+	})
 }
 
 // Close leaves the ring gracefully and stops everything. It is safe to call
@@ -374,7 +419,7 @@ func (n *Node) Close() error {
 	if !n.closed.CompareAndSwap(false, true) {
 		return nil
 	}
-	if n.started.Load() {
+	if n.started.Load() && n.dayclaim != nil { // built: Start got past buildRing
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		n.dayclaim.HandOver(ctx, n.ring.Status().Vnodes)
 		if err := n.ring.Leave(ctx); err != nil {

@@ -16,7 +16,7 @@ import (
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/sampleweb"
-	"github.com/herod-archive/herod/ring/ringcheck"
+	"github.com/herod-archive/herod/ring/ringtest"
 )
 
 // Settings of the ring-wide politeness test.
@@ -242,7 +242,7 @@ func checkPoliteRequests(t *testing.T, web *sampleweb.Web, day int, reqs []sampl
 // only that node claims it.
 func waitOwners(ctx context.Context, lr *LocalRing, keys []id.ID) error {
 	for {
-		err := ringcheck.Stable(ctx, lr.rings(), keys)
+		err := ringtest.Stable(ctx, lr.rings(), keys)
 		if err == nil {
 			return nil
 		}

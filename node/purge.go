@@ -36,8 +36,8 @@ const purgeProtocol = purge.Protocol
 const purgeOrdersFile = "purge-orders"
 
 // setupPurge opens the node's purge orders, finishing any whose purge
-// was cut short, and registers the purge protocol. Called from New, after
-// the store opens.
+// was cut short, and makes the purge protocol (Start registers it).
+// Called from New, after the store opens.
 func (n *Node) setupPurge() error {
 	x := purge.NewExchanger() // made first: Taken spreads through it
 	b, err := purge.Open(context.Background(), purge.Config{
@@ -64,8 +64,7 @@ func (n *Node) setupPurge() error {
 	x.Book, x.Self, x.Open = b, n.self.Peer, n.openStream
 	x.Neighbours = func() []ring.Contact { return purge.Neighbours(n.ring.Status()) }
 	x.Logger = n.log
-	n.purgeX = x
-	n.kit.MustHandle(x.Spec())
+	n.purgeX = x // its handler is registered in Start
 	return nil
 }
 

@@ -44,7 +44,7 @@ type ReplicationStats = replication.Stats
 type ReplicationHealth = replication.Health
 
 // setupReplication builds the node's replicator and registers the
-// replication protocol handler. Called from New, after setupPurge; the
+// replication protocol handler. Called from Start (buildCrawl); the
 // loop starts with startReplication.
 func (n *Node) setupReplication() {
 	n.repl = replication.New(replication.Config{

@@ -29,7 +29,7 @@ type TrustStats = status.TrustStats
 
 // Status returns a snapshot of the node's state.
 func (n *Node) Status() Status {
-	ls, ts := n.links.Stats(), n.members.Stats()
+	ls, rs, ts := n.links.Stats(), n.links.ReforwardStats(), n.members.Stats()
 	calls, relayed := n.tr.CallStats()
 	return Status{
 		Peer:      n.self.Peer,
@@ -47,7 +47,8 @@ func (n *Node) Status() Status {
 		Claims:    n.claims.Stats(),
 		Forward:   n.fwd.Stats(),
 		Links: LinkStats{Received: ls.Received, BadLinks: ls.BadLinks, BadFrames: n.counters.badFrames.Load(),
-			OverHops: ls.OverHops, KnownShared: ls.KnownShared, KnownReceived: ls.KnownReceived},
+			OverHops: ls.OverHops, KnownShared: ls.KnownShared, KnownReceived: ls.KnownReceived,
+			ReforwardSpans: rs.Spans, ReforwardDropped: rs.Dropped, ReforwardRefused: rs.Refused},
 		Politeness:  n.PolitenessStats(),
 		Replication: n.ReplicationStats(),
 		Trust: TrustStats{NotMember: ts.NotMember, Role: ts.Role, UnverifiedReads: n.resolve.Stats().Rejected, UnverifiedExports: n.query.Dropped(),

@@ -9,17 +9,11 @@ import (
 	xhtml "golang.org/x/net/html"
 
 	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/internal/webrefs"
 )
 
 // maxText bounds the text extracted from one page.
 const maxText = 1 << 20
-
-// linkAttrs names, per element, the attribute holding a link it makes.
-var linkAttrs = map[string]string{
-	"a": "href", "area": "href", "link": "href", "img": "src", "script": "src",
-	"iframe": "src", "frame": "src", "embed": "src", "source": "src",
-	"video": "src", "audio": "src", "track": "src", "form": "action",
-}
 
 // skipText are the elements whose content is not text a reader sees.
 var skipText = map[string]bool{"script": true, "style": true, "noscript": true, "template": true, "head": true}
@@ -37,24 +31,27 @@ func IsHTML(mediaType string) bool {
 }
 
 // ParseHTML extracts the title, text and links of an HTML payload served
-// at pageURL. Links that are not http(s) or do not canonicalize are left
-// out; a <base href> is honoured.
+// at pageURL. The links are every URL internal/webrefs finds in the page
+// (webrefs.HTML: the attribute table's attributes, whether the browser
+// loads them, the reader follows them or neither, such as a form's
+// action; CSS; inline scripts), resolved against the page's first
+// <base href>; those that are not http(s) or do not canonicalize are
+// left out.
 func ParseHTML(pageURL string, payload []byte) Page {
 	var p Page
 	base, err := canon.Parse(pageURL)
 	if err != nil {
 		base = &url.URL{}
 	}
+	p.Links = links(base, payload)
 	z := xhtml.NewTokenizer(bytes.NewReader(payload))
 	var text strings.Builder
 	var title strings.Builder
 	skip, inTitle := 0, false
-	seen := make(map[string]bool)
 	for {
 		tt := z.Next()
 		switch tt {
 		case xhtml.ErrorToken:
-			slices.Sort(p.Links)
 			p.Title = collapse(title.String())
 			p.Text = collapse(text.String())
 			return p
@@ -67,7 +64,7 @@ func ParseHTML(pageURL string, payload []byte) Page {
 				text.WriteByte(' ')
 			}
 		case xhtml.StartTagToken, xhtml.SelfClosingTagToken, xhtml.EndTagToken:
-			name, hasAttr := z.TagName()
+			name, _ := z.TagName()
 			tag := string(name)
 			if tt == xhtml.EndTagToken {
 				if skipText[tag] && skip > 0 {
@@ -84,31 +81,32 @@ func ParseHTML(pageURL string, payload []byte) Page {
 			if tag == "title" && tt == xhtml.StartTagToken {
 				inTitle = true
 			}
-			want, ok := linkAttrs[tag]
-			if tag == "base" {
-				want, ok = "href", true
-			}
-			for ok && hasAttr {
-				k, v, more := z.TagAttr()
-				hasAttr = more
-				if string(k) != want {
-					continue
-				}
-				ref := strings.TrimSpace(string(v))
-				if tag == "base" {
-					if b, _, err := canon.ResolveURL(base, ref); err == nil {
-						base = b
-					}
-					continue
-				}
-				if l, err := canon.Resolve(base, ref); err == nil && !seen[l] &&
-					(strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://")) {
-					seen[l] = true
-					p.Links = append(p.Links, l)
-				}
-			}
 		}
 	}
+}
+
+// links returns the canonical http(s) URLs of the references of an HTML
+// payload served at base, sorted, without duplicates.
+func links(base *url.URL, payload []byte) []string {
+	refs, href, ok := webrefs.HTML(payload, base.Host)
+	if ok {
+		if b, _, err := canon.ResolveURL(base, strings.TrimSpace(href)); err == nil {
+			base = b
+		}
+	}
+	var out []string
+	for _, r := range refs {
+		ref := strings.TrimSpace(r.URL)
+		if ref == "" || ref[0] == '#' {
+			continue
+		}
+		if l, err := canon.Resolve(base, ref); err == nil &&
+			(strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://")) {
+			out = append(out, l)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // collapse trims s and replaces each run of white space with one space.

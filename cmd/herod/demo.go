@@ -67,7 +67,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		cc.AllowPrivate = append(cc.AllowPrivate, netip.PrefixFrom(a, a.BitLen()))
 	}
-	lr, err := node.StartLocalRing(ctx, dir, *nodes, node.Config{
+	lr, err := startLocalRing(ctx, dir, *nodes, node.Config{
 		VirtualServers:    *vnodes,
 		DayLength:         dayLen,
 		StabilizeInterval: 300 * time.Millisecond,
@@ -81,22 +81,22 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer lr.Close()
 	fmt.Fprintf(stdout, "ring: %d nodes × %d virtual servers; waiting for it to settle…\n", *nodes, *vnodes)
 	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	err = lr.WaitStable(waitCtx)
+	err = lr.waitStable(waitCtx)
 	cancel()
 	if err != nil {
 		return err
 	}
-	if err := lr.Nodes[0].Seed(ctx, web.Seeds()); err != nil {
+	if err := lr.nodes[0].Seed(ctx, web.Seeds()); err != nil {
 		return err
 	}
 	seeded := time.Now()
 	seed := web.Seeds()[0]
 	fmt.Fprintln(stdout, "\nopen the archive in a browser (any node answers any URL):")
-	for _, n := range lr.Nodes {
+	for _, n := range lr.nodes {
 		fmt.Fprintf(stdout, "  %s\n", n.GatewayURL())
 	}
-	gw := lr.Nodes[0].GatewayURL()
-	fmt.Fprintf(stdout, "  (archived pages themselves come from %s, framed under the gateway's banner)\n", lr.Nodes[0].ReplayURL())
+	gw := lr.nodes[0].GatewayURL()
+	fmt.Fprintf(stdout, "  (archived pages themselves come from %s, framed under the gateway's banner)\n", lr.nodes[0].ReplayURL())
 	fmt.Fprintf(stdout, "  dates of the first page:  %sweb/*/%s\n", gw, seed)
 	fmt.Fprintf(stdout, "  the page as archived now: %sweb/%s/%s\n\n", gw, time.Now().UTC().Format("20060102150405"), seed)
 	fmt.Fprintf(stdout, "crawling; a new day (and a changed sample web) every %s; Ctrl-C to stop\n\n", dayLen)
@@ -114,7 +114,7 @@ func webDay(t time.Time, dayLen time.Duration, startDay int64) int {
 
 // demoProgress shows per-node crawl progress until ctx ends: redrawn in
 // place on a terminal, appended elsewhere (demoView).
-func demoProgress(ctx context.Context, stdout io.Writer, lr *node.LocalRing, web *sampleweb.Web, dayLen time.Duration, startDay int64, seeded time.Time) error {
+func demoProgress(ctx context.Context, stdout io.Writer, lr *localRing, web *sampleweb.Web, dayLen time.Duration, startDay int64, seeded time.Time) error {
 	tty := isTerminal(stdout)
 	every := 2 * time.Second
 	if tty {
@@ -140,8 +140,8 @@ func demoProgress(ctx context.Context, stdout io.Writer, lr *node.LocalRing, web
 			web.SetDay(d)
 			v.newDay(now, d, len(web.NewVersions(d)), nextDay(now))
 		}
-		rows := make([]demoRow, len(lr.Nodes))
-		for i, n := range lr.Nodes {
+		rows := make([]demoRow, len(lr.nodes))
+		for i, n := range lr.nodes {
 			st := n.Status()
 			rows[i] = demoRow{Gateway: n.GatewayURL(), Queued: int64(st.Crawl.Queued), Fetched: st.Crawl.FetchedToday, New: st.Crawl.NewVersions,
 				NotMod: st.Crawl.NotModified, Unchg: st.Crawl.Unchanged, Errors: st.Crawl.ErrorsByKind, Stored: st.Archive.Versions,

@@ -434,7 +434,7 @@ func TestExportRing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer web.Close()
-	lr, err := node.StartLocalRing(ctx, t.TempDir(), 2, node.Config{
+	lr, err := startLocalRing(ctx, t.TempDir(), 2, node.Config{
 		VirtualServers:    2,
 		StabilizeInterval: 100 * time.Millisecond,
 		FlushInterval:     20 * time.Millisecond,
@@ -444,13 +444,13 @@ func TestExportRing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lr.Close()
-	if err := lr.WaitStable(ctx); err != nil {
+	if err := lr.waitStable(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := lr.Nodes[0].Seed(ctx, web.Seeds()); err != nil {
+	if err := lr.nodes[0].Seed(ctx, web.Seeds()); err != nil {
 		t.Fatal(err)
 	}
-	if err := lr.WaitIdle(ctx); err != nil {
+	if err := lr.waitIdle(ctx); err != nil {
 		t.Fatal(err)
 	}
 	u, err := url.Parse(web.Seeds()[0])
@@ -459,12 +459,12 @@ func TestExportRing(t *testing.T) {
 	}
 	// Distinct versions: replication pushes each to the other node too.
 	distinct := map[archive.Entry]bool{}
-	for _, n := range lr.Nodes {
+	for _, n := range lr.nodes {
 		n.Store().Scan(ctx, archive.Query{Host: u.Host}, func(v archive.Version) error { distinct[v.Entry()] = true; return nil })
 	}
 	want := len(distinct)
 	out := filepath.Join(t.TempDir(), "ring.warc.gz")
-	msg, err := run(t, exportCmd, "--node", lr.Nodes[1].GatewayURL(), "--host", u.Host, "-o", out)
+	msg, err := run(t, exportCmd, "--node", lr.nodes[1].GatewayURL(), "--host", u.Host, "-o", out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, msg)
 	}

@@ -31,6 +31,7 @@ type crawlFlags struct {
 	allowHosts, denies listFlag
 	allowPrivate       listFlag
 	denyTypes          listFlag
+	keepNoArchive      bool
 }
 
 func (c *crawlFlags) register(fs *flag.FlagSet, defaultRate float64) {
@@ -45,6 +46,7 @@ func (c *crawlFlags) register(fs *flag.FlagSet, defaultRate float64) {
 	fs.Var(&c.allowHosts, "allow-host", "crawl only these hosts (repeatable)")
 	fs.Var(&c.denies, "deny-host", "never crawl these hosts (repeatable)")
 	fs.Var(&c.denyTypes, "deny-type", "never store responses of this media type, type/subtype or type/* (repeatable; every type is stored by default, up to --max-body)")
+	fs.BoolVar(&c.keepNoArchive, "keep-noarchive", false, "archive pages that ask archives not to keep them (X-Robots-Tag or robots meta tag noarchive); by default they are not archived, their links still followed")
 	fs.Var(&c.allowPrivate, "allow-private", "let the crawler reach this internal address range, CIDR or address (loopback, 10/8, 192.168/16, fc00::/7, ...), refused by default; for archiving a LAN (repeatable)")
 }
 
@@ -54,16 +56,17 @@ func (c *crawlFlags) config() (crawl.Config, error) {
 		return crawl.Config{}, fmt.Errorf("--allow-private: %w", err)
 	}
 	cc := crawl.Config{
-		AllowPrivate: allow,
-		From:         c.from,
-		Concurrency:  c.concurrency,
-		HostRate:     c.hostRate,
-		Timeout:      c.timeout,
-		MaxBody:      int64(c.maxBody),
-		AllowDynamic: c.allowDynamic,
-		AllowHosts:   c.allowHosts,
-		DenyHosts:    c.denies,
-		DenyTypes:    c.denyTypes,
+		AllowPrivate:  allow,
+		From:          c.from,
+		Concurrency:   c.concurrency,
+		HostRate:      c.hostRate,
+		Timeout:       c.timeout,
+		MaxBody:       int64(c.maxBody),
+		AllowDynamic:  c.allowDynamic,
+		AllowHosts:    c.allowHosts,
+		DenyHosts:     c.denies,
+		DenyTypes:     c.denyTypes,
+		KeepNoArchive: c.keepNoArchive,
 	}
 	if c.contact != "" {
 		cc.UserAgent = fmt.Sprintf("herod/0.1 (+%s)", c.contact)

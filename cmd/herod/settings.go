@@ -39,6 +39,7 @@ type runSettings struct {
 	offset                  int
 	gwOrigin, rpOrigin      string
 	publicStatus, frameless bool
+	replayRobots            bool
 	day                     time.Duration
 	quota                   byteSize
 	diskReserve             byteRate
@@ -49,6 +50,8 @@ type runSettings struct {
 	gwMaxRequests           int
 	gwMemory                byteSize
 	exportRate              byteRate
+	serveRate               float64
+	serveBurst              int
 	replShare               float64
 	logFormat               string
 	verbose                 bool
@@ -83,7 +86,10 @@ func (s *runSettings) register(fs *flag.FlagSet) {
 	s.gwMemory = gateway.DefaultMemoryBudget
 	fs.Var(&s.gwMemory, "gateway-memory", "bytes (k, M, G, Mi suffixes) of archived bodies the gateway holds at once while preparing replies; past it 503 with Retry-After")
 	s.exportRate = gateway.DefaultExportRate
-	fs.Var(&s.exportRate, "export-rate", "bytes/s one client receives from /export (k, M, G suffixes); 0: no cap")
+	fs.Var(&s.exportRate, "export-rate", "bytes/s one client receives from /export and /cdx, paced (k, M, G suffixes); 0: no cap")
+	fs.Float64Var(&s.serveRate, "serve-rate", defaultServeRate, "requests/s one remote client may make of the gateway after --serve-burst; past it 429 with Retry-After (0: no limit; this machine is never limited)")
+	fs.IntVar(&s.serveBurst, "serve-burst", gateway.DefaultRequestBurst, "requests one remote client may make at once before --serve-rate applies (a page with its images and scripts is some dozens)")
+	fs.BoolVar(&s.replayRobots, "replay-robots", false, "hide from readers the captures whose URL the site's current robots.txt disallows for herod (403, a page that says why), as the Wayback Machine once did")
 	fs.BoolVar(&s.frameless, "frameless", false, "replay pages without the gateway's frame, the banner inside the archived page (where its scripts can reach it)")
 	durationVar(fs, &s.day, "day", node.DefaultDayLength, "length of a crawl day: every known URL is fetched again once per day")
 	fs.Var(&s.quota, "quota", "archive disk quota in bytes, with k, M, G, T (powers of 1000) or Ki, Mi, Gi, Ti suffixes: 50G (0: unlimited)")
@@ -162,6 +168,8 @@ func (s *runSettings) validate() error {
 	check(s.quota >= 0, "quota", "want bytes, 0 for no quota")
 	check(s.gwMaxRequests != 0, "gateway-max-requests", "want 1 or more, negative for no limit")
 	check(s.gwMemory > 0, "gateway-memory", "want bytes, more than 0")
+	check(s.serveRate >= 0 && !math.IsInf(s.serveRate, 0), "serve-rate", "want requests per second, 0 for no limit")
+	check(s.serveBurst >= 1, "serve-burst", "want 1 or more requests")
 	check(s.replInterval > 0, "replication-interval", "want a positive duration")
 	check(s.addrTimeout > 0, "addr-timeout", "want a positive duration")
 	check(s.replicas >= 1 && s.replicas <= node.MaxReplicas, "replicas", fmt.Sprintf("want 1 to %d", node.MaxReplicas))
@@ -234,8 +242,9 @@ func (s *runSettings) nodeConfig(w io.Writer) (node.Config, error) {
 		PurgeAuthorities: s.purgeAuth, AccessRules: s.accessRules, RebalanceInterval: s.rebalance,
 		VirtualServers: s.vnodes, Seeds: s.seeds, Gateway: s.gateway, GatewayOffset: s.offset, DayLength: s.day,
 		Replay: s.replay, GatewayOrigin: s.gwOrigin, ReplayOrigin: s.rpOrigin,
-		PublicStatus: s.publicStatus, Frameless: s.frameless, Quota: int64(s.quota), DiskReserve: int64(s.diskReserve),
-		GatewayLimits:       gateway.Limits{MaxInFlight: s.gwMaxRequests, MemoryBudget: int64(s.gwMemory), ExportRate: exportRate(s.exportRate)},
+		PublicStatus: s.publicStatus, Frameless: s.frameless, ReplayRobots: s.replayRobots, Quota: int64(s.quota), DiskReserve: int64(s.diskReserve),
+		GatewayLimits: gateway.Limits{MaxInFlight: s.gwMaxRequests, MemoryBudget: int64(s.gwMemory), ExportRate: exportRate(s.exportRate),
+			RequestRate: s.serveRate, RequestBurst: s.serveBurst},
 		ReplicationInterval: s.replInterval, Replicas: s.replicas,
 		DownloadRate: int64(s.download), UploadRate: int64(s.upload), ReplicationShare: s.replShare,
 		Crawl: cc, Logger: newLogger(w, s.logFormat, s.verbose),
@@ -255,6 +264,10 @@ func newLogger(w io.Writer, format string, verbose bool) *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(w, opt))
 }
+
+// defaultServeRate is --serve-rate's default: requests per second of one
+// remote client, ample for a reader, a pace for a bulk harvester.
+const defaultServeRate = 20
 
 // exportRate is gateway.Limits.ExportRate of --export-rate (0: no cap).
 func exportRate(b byteRate) int64 {

@@ -80,7 +80,7 @@ func crawlSite(t testing.TB, seeds []string, pageRequisites int) (*crawlMem, cra
 	f := &selfForwarder{}
 	cfg := crawl.Config{HostRate: 1000, HostConns: 4, Timeout: 10 * time.Second, PageRequisites: pageRequisites,
 		AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
-	c, err := crawl.New(t.TempDir(), cfg, a, f)
+	c, err := crawl.New(t.TempDir(), cfg, crawl.Deps{Archive: a, Forwarder: f, Requisites: f})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
@@ -18,6 +19,9 @@ func TestMem(t *testing.T) {
 	// disturbed by the first one's captures.
 	TestArchive(t, Harness{Archive: m, Add: m.Add, Base: "again"})
 }
+
+// at is the suite's default capture day n.
+func at(days int) time.Time { return day0.Add(time.Duration(days) * 24 * time.Hour) }
 
 func TestGatewayOverMem(t *testing.T) {
 	m := NewMem()

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha1"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -164,5 +166,65 @@ func TestRawReadersStreamed(t *testing.T) {
 	}
 	if streamed.peakHeap > 64<<20 {
 		t.Errorf("40 streamed readers added %d MiB of heap, want under 64 MiB", streamed.peakHeap>>20)
+	}
+}
+
+// TestRawReadersStreamedZstd is TestRawReadersStreamed for a capture in a
+// .warc.zst segment (the store's own dictionary trained first): its frame
+// keeps a 256 KiB window, so it streams too, with that much history
+// a reader.
+func TestRawReadersStreamedZstd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("serves 2 × 40 readers of 9 MiB")
+	}
+	ctx := context.Background()
+	st, err := archive.Open(t.TempDir(), archive.Options{NoSync: true, DictSamples: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	when := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	for i := range 40 {
+		var page bytes.Buffer
+		for j := range 60 {
+			fmt.Fprintf(&page, "<li><a href=\"/p/%d/%d\">entry %d of section %x</a></li>\n", i, j, i*j*7919%1009, i*131+j)
+		}
+		if _, _, err := st.Put(ctx, archive.Capture{URL: fmt.Sprintf("http://big.example/%d", i), Time: when, Status: 200,
+			Header: http.Header{"Content-Type": {"text/html"}}, Body: page.Bytes()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	for _, ok := st.OwnDictionary(); !ok; _, ok = st.OwnDictionary() {
+		if time.Now().After(deadline) {
+			t.Fatal("no dictionary trained within a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	const url = "http://big.example/page.html"
+	var big bytes.Buffer
+	for i := 0; big.Len() < 9<<20; i++ {
+		fmt.Fprintf(&big, "<p>row %d: <a href=\"/x/%x\">%d words</a></p>\n", i, i*2654435761, i*7919%104729)
+	}
+	v, _, err := st.Put(ctx, archive.Capture{URL: url, Time: when, Status: 200,
+		Header: http.Header{"Content-Type": {"text/html"}}, Body: big.Bytes()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(v.File, ".warc.zst") {
+		t.Fatalf("the capture is in %s, want a .warc.zst segment", v.File)
+	}
+	const n = 40
+	whole := rawReaders(t, st, n, url, when, big.Bytes())
+	streamed := rawReaders(t, streamArchive{st}, n, url, when, big.Bytes())
+	t.Logf("%d readers of a %d MiB raw capture in a .warc.zst segment: read whole and spooled: heap +%d MiB peak, %d spooled, %d busy; "+
+		"streamed: heap +%d MiB peak, %d streamed, %d busy; ratio streamed/whole: heap %.3f",
+		n, big.Len()>>20, whole.peakHeap>>20, whole.spooled, whole.busy,
+		streamed.peakHeap>>20, streamed.streamed, streamed.busy, float64(streamed.peakHeap)/float64(max(whole.peakHeap, 1)))
+	if streamed.streamed != n || streamed.spooled != 0 || streamed.busy != 0 {
+		t.Errorf("streaming store: %d streamed, %d spooled, %d busy; want %d, 0 and 0", streamed.streamed, streamed.spooled, streamed.busy, n)
+	}
+	if !raceEnabled && streamed.peakHeap > 96<<20 {
+		t.Errorf("40 streamed readers added %d MiB of heap, want under 96 MiB", streamed.peakHeap>>20)
 	}
 }

@@ -23,13 +23,17 @@ type Harness struct {
 	// Base is prepended to the host names the suite invents, so that
 	// several runs can share one archive; "" means "suite".
 	Base string
+	// Start is the suite's first capture time and Step the time between
+	// its capture "days": zero means 2024-03-01 12:00 UTC and whole days
+	// (stores keeping one version per URL per day keep them all). An
+	// archive that lists a capture as of its date only when the date is
+	// vouched for or recent (the node's) runs it on recent times.
+	Start time.Time
+	Step  time.Duration
 }
 
-// day0 is the first capture time the suite uses; captures are whole days
-// apart so that stores keeping one version per URL per day keep them all.
+// day0 is the first capture time the suite uses by default.
 var day0 = time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)
-
-func at(days int) time.Time { return day0.Add(time.Duration(days) * 24 * time.Hour) }
 
 // TestArchive checks the contract of gateway.Archive (and gateway.Lister).
 func TestArchive(t *testing.T, h Harness) {
@@ -38,6 +42,14 @@ func TestArchive(t *testing.T, h Harness) {
 	if base == "" {
 		base = "suite"
 	}
+	start, step := h.Start, h.Step
+	if start.IsZero() {
+		start = day0
+	}
+	if step <= 0 {
+		step = 24 * time.Hour
+	}
+	at := func(days int) time.Time { return start.Add(time.Duration(days) * step) }
 	ctx := context.Background()
 	page := "http://" + base + ".example/page"
 	other := "http://" + base + ".example/other"
@@ -133,7 +145,7 @@ func TestArchive(t *testing.T, h Harness) {
 			}
 			var got []string
 			for _, v := range vs {
-				got = append(got, fmt.Sprintf("%s %d", v.URL, int(v.Time.Sub(day0).Hours()/24)))
+				got = append(got, fmt.Sprintf("%s %d", v.URL, int(v.Time.Sub(start)/step)))
 			}
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)

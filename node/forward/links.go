@@ -100,9 +100,10 @@ type Links struct {
 	Now        func() time.Time
 	wire.Hooks // Logger, optional
 
-	known   knownBuckets
-	rf      reforwards // spans to re-forward (reforward.go)
-	rfStats struct{ announced, spans, links, dropped, failed atomic.Int64 }
+	known       knownBuckets
+	rf          reforwards // spans to re-forward (reforward.go)
+	rfStats     struct{ announced, spans, links, dropped, refused, failed atomic.Int64 }
+	verifyRetry time.Duration // verifyRetry when zero (tests shorten it)
 
 	linksReceived, badLinks, overHops, knownShared, knownReceived atomic.Int64
 	knownRefused, knownOverCap                                    atomic.Int64
@@ -192,9 +193,10 @@ func (l *Links) Serve(ctx context.Context, q *kit.Request) error {
 	}
 	rep := Reply{Accepted: len(urls)}
 	if hdr.Reforward != nil {
-		// Any member may announce a take-over: the cost is one pass over
-		// this node's crawl states per span, once, and at most
-		// maxSpansPerPeer spans a day from one member (queueReforward).
+		// Any member may announce a take-over: the span is re-forwarded
+		// once this node's ring gives the announcer all of it
+		// (verifySpan), at most maxSpansPerPeer spans a day from one
+		// member (queueReforward).
 		l.queueReforward(q.Member.Peer, *hdr.Reforward)
 		return q.Reply(Reply{})
 	}

@@ -22,6 +22,15 @@ import (
 // bypassing the forwarder's "delivered today" memory: the new owner's
 // URL-seen test drops what it has, and queues what it lacked, so its
 // range is complete by its next day and mostly the same day.
+//
+// Any member may announce, so a span another member announces is done
+// only once this node's ring agrees that the announcer owns all of it:
+// the owner of the span's first key is one of the announcer's virtual
+// servers, and the span ends at or before that server's id. The ring may
+// not yet know of the death that made the take-over, so a span that
+// fails the check is checked again after 5 s, then at doubling delays,
+// maxVerifyTries times in all (about 2.5 minutes; stabilisation takes
+// seconds), and refused after that (ReforwardStats.Refused).
 
 // Span is a key range (A, B] a node took over (Header.Reforward).
 type Span struct {
@@ -62,12 +71,27 @@ const (
 	// announces made-up spans (any member may announce) costs each node
 	// at most this many passes over its crawl states a day.
 	maxSpansPerPeer = 16
+	// maxVerifyTries is how many times a span another member announced
+	// is checked against this node's ring before it is refused;
+	// verifyRetry is the delay before the second check, doubled for
+	// each next one.
+	maxVerifyTries = 6
+	verifyRetry    = 5 * time.Second
 )
+
+// pendingSpan is a span waiting for its re-forward: announced by member
+// from ("" for this node), not to be checked before at.
+type pendingSpan struct {
+	sp    Span
+	from  string
+	at    time.Time
+	tries int
+}
 
 // reforwards is Links' queue of spans to re-forward. Guarded by mu.
 type reforwards struct {
 	mu      sync.Mutex
-	queue   []Span
+	queue   []pendingSpan
 	running bool
 	seen    map[Span]bool
 	wake    chan struct{}
@@ -81,6 +105,7 @@ type ReforwardStats struct {
 	Spans     int64 // spans this node re-forwarded
 	Links     int64 // links (and requisites) it re-forwarded for them
 	Dropped   int64 // spans dropped: queue full, or their announcer past maxSpansPerPeer
+	Refused   int64 // spans refused: this node's ring never agreed their announcer owns them
 	Failed    int64 // spans whose re-forward failed (listing or queuing the links)
 }
 
@@ -161,7 +186,12 @@ func (l *Links) queueReforward(from string, sp Span) {
 		clear(r.seen)
 	}
 	r.seen[sp] = true
-	r.queue = append(r.queue, sp)
+	r.queue = append(r.queue, pendingSpan{sp: sp, from: from})
+	r.signal()
+}
+
+// signal wakes RunReforward. r.wake is made with r.seen.
+func (r *reforwards) signal() {
 	select {
 	case r.wake <- struct{}{}:
 	default:
@@ -179,7 +209,8 @@ func (l *Links) Reforwarding() bool {
 // RunReforward re-forwards the spans announced to this node, one at a
 // time, until ctx ends: the links of this node's pages in the span
 // (the Crawler's Outlinker) go to the forwarder as if new
-// (Forwarder.Reforward). Without an Outlinker it only drains the queue.
+// (Forwarder.Reforward), once the span is verified (see above). Without
+// an Outlinker it only drains the queue.
 func (l *Links) RunReforward(ctx context.Context) {
 	l.rf.mu.Lock()
 	if l.rf.wake == nil {
@@ -188,29 +219,85 @@ func (l *Links) RunReforward(ctx context.Context) {
 	}
 	wake := l.rf.wake
 	l.rf.mu.Unlock()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
-		l.rf.mu.Lock()
-		var sp Span
-		have := len(l.rf.queue) > 0
-		if have {
-			sp, l.rf.queue = l.rf.queue[0], l.rf.queue[1:]
-		}
-		l.rf.running = have
-		l.rf.mu.Unlock()
+		p, have, next := l.nextSpan(time.Now())
 		if !have {
+			var due <-chan time.Time
+			if !next.IsZero() {
+				timer.Reset(time.Until(next))
+				due = timer.C
+			}
 			select {
 			case <-ctx.Done():
 				return
 			case <-wake:
+			case <-due:
 			}
 			continue
 		}
-		if err := l.reforward(ctx, sp); err != nil && ctx.Err() == nil {
+		if p.from != "" && !l.verifySpan(ctx, p) {
+			continue
+		}
+		if err := l.reforward(ctx, p.sp); err != nil && ctx.Err() == nil {
 			l.rfStats.failed.Add(1)
 			l.Log().Warn("links: re-forwarding the links into a range taken over failed; the replicated known set still carries them",
-				"from", sp.A.Short(), "to", sp.B.Short(), "err", err)
+				"from", p.sp.A.Short(), "to", p.sp.B.Short(), "err", err)
+		}
+		l.rf.mu.Lock()
+		l.rf.running = false
+		l.rf.mu.Unlock()
+	}
+}
+
+// nextSpan takes the first queued span due at now, marking a re-forward
+// under way; with none due, it returns when the next one is (zero if
+// none waits).
+func (l *Links) nextSpan(now time.Time) (pendingSpan, bool, time.Time) {
+	r := &l.rf
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var next time.Time
+	for i, p := range r.queue {
+		if !p.at.After(now) {
+			r.queue = append(r.queue[:i], r.queue[i+1:]...)
+			r.running = true
+			return p, true, time.Time{}
+		}
+		if next.IsZero() || p.at.Before(next) {
+			next = p.at
 		}
 	}
+	return pendingSpan{}, false, next
+}
+
+// verifySpan reports whether this node's ring agrees that p's announcer
+// owns all of p's span (see above). When it does not, it queues p to be
+// checked again later, or refuses it after maxVerifyTries checks.
+func (l *Links) verifySpan(ctx context.Context, p pendingSpan) bool {
+	n, err := l.Ring.Lookup(ctx, p.sp.A.AddPow2(0))
+	if err == nil && p.sp.A != p.sp.B && n.Peer == p.from && id.InHalfOpen(p.sp.B, p.sp.A, n.ID) {
+		return true
+	}
+	r := &l.rf
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.running = false
+	p.tries++
+	if p.tries >= maxVerifyTries || ctx.Err() != nil {
+		l.rfStats.refused.Add(1)
+		l.Log().Warn("links: refused a take-over announcement: the ring does not give the announcer that range",
+			"announcer", p.from, "from", p.sp.A.Short(), "to", p.sp.B.Short(), "owner", n.Peer, "err", err)
+		return false
+	}
+	delay := l.verifyRetry
+	if delay == 0 {
+		delay = verifyRetry
+	}
+	p.at = time.Now().Add(delay << (p.tries - 1))
+	r.queue = append(r.queue, p)
+	return false
 }
 
 // reforward re-forwards this node's links into sp.
@@ -237,7 +324,7 @@ func (l *Links) reforward(ctx context.Context, sp Span) error {
 func (l *Links) ReforwardStats() ReforwardStats {
 	s := &l.rfStats
 	return ReforwardStats{Announced: s.announced.Load(), Spans: s.spans.Load(), Links: s.links.Load(),
-		Dropped: s.dropped.Load(), Failed: s.failed.Load()}
+		Dropped: s.dropped.Load(), Refused: s.refused.Load(), Failed: s.failed.Load()}
 }
 
 // Reforward queues links and page requisites (reqs) for delivery to their

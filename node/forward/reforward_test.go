@@ -49,6 +49,27 @@ type ringOf struct {
 
 func (r ringOf) Successors(context.Context, id.ID, int) ([]ring.Node, error) { return r.nodes, nil }
 
+// ownerRing answers Lookup with owner, and with later from its
+// learnAfter+1th lookup on if learnAfter > 0 (the ring learns of a
+// take-over late).
+type ownerRing struct {
+	stubRing
+	owner, later ring.Node
+	learnAfter   int
+	mu           sync.Mutex
+	lookups      int
+}
+
+func (r *ownerRing) Lookup(context.Context, id.ID) (ring.Node, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lookups++
+	if r.learnAfter > 0 && r.lookups > r.learnAfter {
+		return r.later, nil
+	}
+	return r.owner, nil
+}
+
 // TestReforwardAfterTakeOver: a node that took over a span tells the
 // ring's other nodes over the links protocol; each re-forwards, once per
 // span, the links of its pages that fall in the span, and only those,
@@ -86,7 +107,10 @@ func TestReforwardAfterTakeOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	cb := &pagesCrawler{links: []string{in1, out}, reqs: []string{in2}}
-	b := &Links{Ring: stubRing{fr}, Self: hb.ID().String(), Forwarder: fb, Crawler: cb}
+	// b's ring gives a the span: the owner of its first key is a's
+	// virtual server at the span's end.
+	heir := &ownerRing{stubRing: stubRing{fr}, owner: ring.Node{ID: hi, Contact: ring.Contact{Peer: ha.ID().String()}}}
+	b := &Links{Ring: heir, Self: hb.ID().String(), Forwarder: fb, Crawler: cb}
 	if err := fb.Forward(ctx, []string{in1, out}); err != nil {
 		t.Fatal(err)
 	}
@@ -162,5 +186,68 @@ func TestReforwardSpansPerPeer(t *testing.T) {
 	l.queueReforward("", span(1001))
 	if got := len(l.rf.queue); got != maxSpansPerPeer+2 {
 		t.Errorf("after another member's and this node's own: %d spans, want %d", got, maxSpansPerPeer+2)
+	}
+}
+
+// TestReforwardVerifiesAnnouncer: a span another member announces is
+// re-forwarded only once this node's ring gives the announcer all of it.
+// A span the ring gives another member is refused after maxVerifyTries
+// checks; one whose take-over the ring learns late (the second check) is
+// re-forwarded; a span reaching past the announcer's server is refused.
+func TestReforwardVerifiesAnnouncer(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, b := id.OfString("a"), id.OfString("b")
+	if b.Cmp(a) < 0 {
+		a, b = b, a
+	}
+	link := "http://x.example/"
+	for _, c := range []struct {
+		name        string
+		owner       ring.Node
+		learnAfter  int // lookups before the ring gives the liar the span (0: never)
+		want        bool
+		wantLookups int
+	}{
+		{"owned", ring.Node{ID: b, Contact: ring.Contact{Peer: "heir"}}, 0, true, 1},
+		{"another member's", ring.Node{ID: b, Contact: ring.Contact{Peer: "other"}}, 0, false, maxVerifyTries},
+		{"learnt late", ring.Node{ID: b, Contact: ring.Contact{Peer: "other"}}, 1, true, 2},
+		{"past the heir's server", ring.Node{ID: a.AddPow2(0), Contact: ring.Contact{Peer: "heir"}}, 0, false, maxVerifyTries},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cr := &pagesCrawler{links: []string{link}}
+			fr := newFakeRing(1, 1)
+			f, err := New(Config{Ring: fr, Deliver: func(context.Context, ring.Node, Batch) ([]ring.Node, error) { return nil, nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rg := &ownerRing{stubRing: stubRing{fr}, owner: c.owner, learnAfter: c.learnAfter,
+				later: ring.Node{ID: b, Contact: ring.Contact{Peer: "heir"}}}
+			l := &Links{Ring: rg, Self: "me", Forwarder: f, Crawler: cr, verifyRetry: time.Millisecond}
+			sp := Span{A: a, B: b}
+			l.queueReforward("heir", sp)
+			done := make(chan struct{})
+			ctx, stop := context.WithCancel(ctx)
+			go func() { defer close(done); l.RunReforward(ctx) }()
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				if st := l.ReforwardStats(); st.Spans+st.Refused > 0 && !l.Reforwarding() {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("span neither re-forwarded nor refused: %+v", l.ReforwardStats())
+				}
+				time.Sleep(100 * time.Microsecond)
+			}
+			stop()
+			<-done
+			st := l.ReforwardStats()
+			if got := st.Spans == 1; got != c.want || st.Refused == 1 == c.want || rg.lookups != c.wantLookups {
+				t.Errorf("stats %+v after %d lookups; want re-forwarded %v after %d", st, rg.lookups, c.want, c.wantLookups)
+			}
+			if cr.calls == 1 != c.want {
+				t.Errorf("%d passes over the crawl states; want re-forwarded %v", cr.calls, c.want)
+			}
+		})
 	}
 }

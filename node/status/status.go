@@ -25,6 +25,9 @@ type AccessStats struct {
 	Ring    int   `json:"ring"`    // ring-wide rules in force (purge book)
 	Hidden  int64 `json:"hidden"`  // captures left out of listings and exports
 	Blocked int64 `json:"blocked"` // requests answered 451 or 403
+	// RobotsErrors counts failed robots.txt look-ups of --replay-robots
+	// (their captures were shown).
+	RobotsErrors int64 `json:"robotsErrors,omitempty"`
 }
 
 // Status is a node's state as /api/status and `herod status` show it.
@@ -114,6 +117,12 @@ type LinkStats struct {
 	// (forward.Links.ShareKnown), since the node started.
 	KnownShared   int64 `json:"knownShared"`
 	KnownReceived int64 `json:"knownReceived"`
+	// Reforward counts take-over spans: re-forwarded here, dropped (queue
+	// full, or past an announcer's daily cap) and refused (the ring never
+	// gave their announcer the span) (forward.ReforwardStats).
+	ReforwardSpans   int64 `json:"reforwardSpans"`
+	ReforwardDropped int64 `json:"reforwardDropped"`
+	ReforwardRefused int64 `json:"reforwardRefused"`
 }
 
 // TrustStats counts requests refused at the trust boundary (package member).

@@ -14,6 +14,7 @@ func TestCollector(t *testing.T) {
 	st := Status{Reach: "listen", Links: LinkStats{Received: 7}, Wire: []WireStats{{Protocol: "/herod/links/1.0.0", In: 3, Out: 5}}}
 	st.Archive.Versions = 2
 	st.Load.InFlight, st.Load.Busy, st.Load.Stalled, st.Load.Spooled = 3, 4, 5, 6
+	st.Load.Limited, st.Load.PacedSeconds, st.Load.Clients = 7, 1.5, 9
 	c := &Collector{
 		Status: func() Status { return st },
 		Caps:   func() []Cap { return []Cap{{Dir: "down", Use: "all", Rate: 100}} },
@@ -46,6 +47,9 @@ func TestCollector(t *testing.T) {
 		"herod_gateway_busy_total":                                   "COUNTER 4",
 		"herod_gateway_stalled_total":                                "COUNTER 5",
 		"herod_gateway_spooled_total":                                "COUNTER 6",
+		"herod_gateway_limited_total":                                "COUNTER 7",
+		"herod_gateway_paced_seconds_total":                          "COUNTER 1.5",
+		"herod_gateway_clients":                                      "GAUGE 9",
 	} {
 		if got[k] != v {
 			t.Errorf("%s = %q, want %q", k, got[k], v)

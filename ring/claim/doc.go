@@ -55,7 +55,10 @@
 //
 // The package holds the decisions only; a Transport carries claims (the
 // node's is a libp2p protocol, the simulator's a function call), so the
-// same code runs on real hosts and in ring/sim.
+// same code runs on real hosts and in ring/sim. Answering a claim is a
+// pure decision (answer.go: decide, from what the node knows at one point
+// to the next step) and a small driver (Answer) that reads the day's sets,
+// sends the claims along the chain of former owners and asks History.
 //
 // Concurrency: all methods are safe for concurrent use. No method holds
 // the mutex while it calls the Transport or the Ring.

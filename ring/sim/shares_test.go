@@ -9,73 +9,86 @@ import (
 	"github.com/herod-archive/herod/ring"
 )
 
-// TestShares prints keys per real node over the mean, largest and
-// smallest, for rings of 5 to 1,000 nodes with virtual servers chosen by
-// ring.PickIndexes among the IP's 64 indexes (issue 17's table in
-// docs/ring.md). It runs with -sim: about 15 s on 2 cores.
-func TestShares(t *testing.T) {
-	if !*full {
-		t.Skip("share table: run with -sim")
-	}
+// BenchmarkShares measures keys per real node over the mean, largest
+// (max/mean) and smallest (min/mean), for rings of 5 to 1,000 nodes with
+// virtual servers chosen by ring.PickIndexes among the IP's 64 indexes
+// (the table in docs/ring.md): go test ./ring/sim -run '^$' -bench
+// 'Shares$' -benchtime 1x (about 15 s on 2 cores).
+func BenchmarkShares(b *testing.B) {
 	for _, n := range []int{5, 20, 100, 1000} {
 		for _, v := range []int{4, 8, 16, 32} {
-			keys := 400_000
-			if n >= 1000 {
-				keys = 2_000_000
-			}
-			b := LoadBalance(n, v, 64, keys, true)
-			t.Logf("| %d | %d | %.2f | %.2f |", n, v, b.Max, b.Min)
+			b.Run(fmt.Sprintf("nodes=%d/vnodes=%d", n, v), func(b *testing.B) {
+				keys := 400_000
+				if n >= 1000 {
+					keys = 2_000_000
+				}
+				var lb Balance
+				for range b.N {
+					lb = LoadBalance(n, v, 64, keys, true)
+				}
+				b.ReportMetric(lb.Max, "max/mean")
+				b.ReportMetric(lb.Min, "min/mean")
+			})
 		}
 	}
 }
 
-// TestSharesCapacity prints the share of one node that runs twice the
-// virtual servers of the others (--vnodes 8 among nodes of 4), over the
-// mean of the others, on rings of 5 to 1,000 nodes. It runs with -sim.
-func TestSharesCapacity(t *testing.T) {
-	if !*full {
-		t.Skip("capacity table: run with -sim")
-	}
+// BenchmarkSharesCapacity measures the share of one node that runs twice
+// the virtual servers of the others (--vnodes 8 among nodes of 4), over
+// the mean of the others (bigshare/mean), on rings of 5 to 1,000 nodes.
+func BenchmarkSharesCapacity(b *testing.B) {
 	for _, n := range []int{5, 20, 100, 1000} {
-		big := n / 2
-		ps := make([]pos, 0, n*8)
-		for i := range n {
-			want := 4
-			if i == big {
-				want = 8
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			var share float64
+			for range b.N {
+				share = capacityShare(n)
 			}
-			addr := Contact(i).Addr
-			var idx []int
-			if len(ps) == 0 {
-				for v := range want {
-					idx = append(idx, v)
-				}
-			} else {
-				cands := make([]ring.Candidate, 0, 64)
-				for j := range 64 {
-					x := ring.VirtualID(addr, j)
-					k := search(ps, x)
-					cands = append(cands, ring.Candidate{Index: j, ID: x,
-						Pred: ps[(k-1+len(ps))%len(ps)].id, Succ: ps[k%len(ps)].id})
-				}
-				idx = ring.PickIndexes(cands, want)
-			}
-			for _, j := range idx {
-				x := ring.VirtualID(addr, j)
-				ps = slices.Insert(ps, search(ps, x), pos{x, i})
-			}
-		}
-		keys := 400_000
-		if n >= 1000 {
-			keys = 2_000_000
-		}
-		count := make([]int, n)
-		for k := range keys {
-			count[ps[search(ps, id.OfString(fmt.Sprintf("key-%d", k)))%len(ps)].node]++
-		}
-		others := float64(keys-count[big]) / float64(n-1)
-		t.Logf("| %d | %.2f |", n, float64(count[big])/others)
+			b.ReportMetric(share, "bigshare/mean")
+		})
 	}
+}
+
+// capacityShare is the keys of a node of 8 virtual servers among n-1 of
+// 4 over the mean of the others.
+func capacityShare(n int) float64 {
+	big := n / 2
+	ps := make([]pos, 0, n*8)
+	for i := range n {
+		want := 4
+		if i == big {
+			want = 8
+		}
+		addr := Contact(i).Addr
+		var idx []int
+		if len(ps) == 0 {
+			for v := range want {
+				idx = append(idx, v)
+			}
+		} else {
+			cands := make([]ring.Candidate, 0, 64)
+			for j := range 64 {
+				x := ring.VirtualID(addr, j)
+				k := search(ps, x)
+				cands = append(cands, ring.Candidate{Index: j, ID: x,
+					Pred: ps[(k-1+len(ps))%len(ps)].id, Succ: ps[k%len(ps)].id})
+			}
+			idx = ring.PickIndexes(cands, want)
+		}
+		for _, j := range idx {
+			x := ring.VirtualID(addr, j)
+			ps = slices.Insert(ps, search(ps, x), pos{x, i})
+		}
+	}
+	keys := 400_000
+	if n >= 1000 {
+		keys = 2_000_000
+	}
+	count := make([]int, n)
+	for k := range keys {
+		count[ps[search(ps, id.OfString(fmt.Sprintf("key-%d", k)))%len(ps)].node]++
+	}
+	others := float64(keys-count[big]) / float64(n-1)
+	return float64(count[big]) / others
 }
 
 // TestSharesRebalanced prints the share table after rounds of

@@ -5,11 +5,12 @@
 //   node harness.js replay.js <gateway page URL> <data-herod-url> <data-herod-ts> [<document base URL>]
 //
 // and writes a JSON array of cases to its stdin, each {op, arg, tag, name};
-// it prints the JSON array of the URLs each case produced. The stand-in
-// has what replay.js touches: location, document.baseURI and
-// currentScript, fetch, Request, XMLHttpRequest, history, window.open,
-// and element classes whose URL properties are accessors on their
-// prototypes, as in browsers.
+// it prints the JSON array of the URLs each case produced. replay.js is
+// the script as the gateway serves it (with its attribute table). The
+// stand-in has what replay.js touches: location, document.baseURI,
+// currentScript and createElement, fetch, Request, XMLHttpRequest,
+// history, window.open, and element classes whose URL properties are
+// accessors on their prototypes, as in browsers.
 "use strict";
 const fs = require("fs");
 const vm = require("vm");
@@ -65,6 +66,7 @@ const win = {
   location,
   document: {
     baseURI: baseURI || location.href,
+    createElement: (tag) => (classes[tagClass[tag]] ? new classes[tagClass[tag]](tag) : new Element(tag)),
     currentScript: { getAttribute: (n) => ({ "data-herod-url": archivedURL, "data-herod-ts": ts })[n] },
   },
   history: {

@@ -1,4 +1,4 @@
-package ringcheck
+package ringtest
 
 import (
 	"context"

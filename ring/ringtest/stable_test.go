@@ -1,4 +1,4 @@
-package ringcheck_test
+package ringtest_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/memnet"
-	"github.com/herod-archive/herod/ring/ringcheck"
+	"github.com/herod-archive/herod/ring/ringtest"
 )
 
 // TestStable: three rings on a memnet are not stable before they have
@@ -26,11 +26,11 @@ func TestStable(t *testing.T) {
 		t.Cleanup(func() { r.Close() })
 		rs = append(rs, r)
 	}
-	keys := ringcheck.ProbeKeys(rs, 16)
+	keys := ringtest.ProbeKeys(rs, 16)
 	if len(keys) != 3*2*2+16 {
 		t.Fatalf("%d probe keys, want %d", len(keys), 3*2*2+16)
 	}
-	if err := ringcheck.Stable(ctx, rs, keys); err == nil {
+	if err := ringtest.Stable(ctx, rs, keys); err == nil {
 		t.Fatal("three rings that never joined are stable")
 	}
 	for _, r := range rs[1:] {
@@ -44,7 +44,7 @@ func TestStable(t *testing.T) {
 			r.Maintain(ctx)
 		}
 		clock.Advance(ring.DefaultStabilizeInterval)
-		if err = ringcheck.Stable(ctx, rs, keys); err == nil {
+		if err = ringtest.Stable(ctx, rs, keys); err == nil {
 			return
 		}
 	}

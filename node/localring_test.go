@@ -10,11 +10,12 @@ import (
 
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/ring"
-	"github.com/herod-archive/herod/ring/ringcheck"
+	"github.com/herod-archive/herod/ring/ringtest"
 )
 
 // LocalRing is several nodes on this machine's loopback interface, joined
-// into one ring: what `herod demo` runs and what end-to-end tests use.
+// into one ring: what the end-to-end tests use (`herod demo` has its own,
+// on the nodes' exported API: cmd/herod/localring.go).
 type LocalRing struct {
 	Nodes []*Node
 }
@@ -73,7 +74,7 @@ func (lr *LocalRing) Close() error {
 // servers in the ring, computed here from every node's own list rather than
 // asked of the ring's routing.
 func (lr *LocalRing) Owner(key id.ID) *Node {
-	return lr.nodeOf(ringcheck.Owner(ringcheck.Vnodes(lr.rings()), key))
+	return lr.nodeOf(ringtest.Owner(ringtest.Vnodes(lr.rings()), key))
 }
 
 // nodeOf returns the node running virtual server v.
@@ -114,16 +115,16 @@ func (lr *LocalRing) NewVersions() (sum int64) {
 	return sum
 }
 
-// WaitStable waits until the ring has converged (ringcheck.Stable):
+// WaitStable waits until the ring has converged (ringtest.Stable):
 // every virtual server knows its true predecessor and its whole successor
 // list is right, and for probe keys spread over the circle (and every
 // virtual-server id) every node's lookup returns the true owning virtual
 // server and exactly its node claims the key.
 func (lr *LocalRing) WaitStable(ctx context.Context) error {
-	keys := ringcheck.ProbeKeys(lr.rings(), 64)
+	keys := ringtest.ProbeKeys(lr.rings(), 64)
 	var last error
 	for {
-		if last = ringcheck.Stable(ctx, lr.rings(), keys); last == nil {
+		if last = ringtest.Stable(ctx, lr.rings(), keys); last == nil {
 			return nil
 		}
 		select {
