@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/id"
 )
 
@@ -78,39 +79,67 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// cursor is a position in export order: host, URL, capture time, digest.
-type cursor struct {
-	host, url string
-	t         time.Time
-	d         id.ID
+// Cursor is a position in export order (host, URL, capture time, payload
+// digest), the order of Export and of the ring-wide export merge. Its
+// text (String) is the exact resume cursor of ExportOptions.After.
+type Cursor struct {
+	Host   string // lower case, as hostOf
+	URL    string
+	Time   time.Time
+	Digest id.ID
 }
 
-func (c cursor) String() string {
-	return c.url + " " + c.t.Format(time.RFC3339Nano) + " " + c.d.String()
+// CursorOf returns the position of the version of u captured at t with
+// payload digest d.
+func CursorOf(u string, t time.Time, d id.ID) Cursor {
+	return Cursor{Host: hostOf(u), URL: u, Time: t, Digest: d}
 }
 
-// parseCursor accepts the exact form "url RFC3339Nano-time digest-hex"
-// and the coarser Wayback form "url YYYYMMDDhhmmss", which resumes after
-// every record of url captured up to the end of that second.
-func parseCursor(s string) (cursor, error) {
+// String returns the exact cursor text, "url RFC3339Nano-time digest-hex".
+func (c Cursor) String() string {
+	return c.URL + " " + c.Time.Format(time.RFC3339Nano) + " " + c.Digest.String()
+}
+
+// WaybackCursor returns the Wayback form of a resume cursor, "url
+// YYYYMMDDhhmmss" (UTC): resuming after it skips every record of url
+// captured up to the end of that second.
+func WaybackCursor(u string, t time.Time) string {
+	return u + " " + t.UTC().Format("20060102150405")
+}
+
+// maxCursorLen bounds a cursor's text: a URL, a time and a digest.
+const maxCursorLen = canon.MaxLen + 128
+
+// ParseCursor accepts the exact form "url RFC3339Nano-time digest-hex"
+// (Cursor.String) and the coarser Wayback form "url YYYYMMDDhhmmss"
+// (WaybackCursor), which resumes after every record of url captured up to
+// the end of that second. It checks the form, not the URL.
+func ParseCursor(s string) (Cursor, error) {
+	if len(s) > maxCursorLen {
+		return Cursor{}, fmt.Errorf("cursor of %d bytes", len(s))
+	}
 	u, rest, ok := strings.Cut(s, " ")
+	if u == "" {
+		return Cursor{}, fmt.Errorf("bad cursor %.80q: no url", s)
+	}
 	if ok && len(rest) == 14 && strings.Trim(rest, "0123456789") == "" {
 		t, err := time.Parse("20060102150405", rest)
 		if err == nil {
-			return cursor{host: hostOf(u), url: u, t: t.Add(time.Second - 1), d: maxID}, nil
+			return Cursor{Host: hostOf(u), URL: u, Time: t.Add(time.Second - 1), Digest: maxID}, nil
 		}
 	}
 	ts, ds, ok2 := strings.Cut(rest, " ")
 	t, err1 := time.Parse(time.RFC3339Nano, ts)
 	d, err2 := id.Parse(ds)
 	if !ok || !ok2 || err1 != nil || err2 != nil {
-		return cursor{}, fmt.Errorf("bad cursor %q", s)
+		return Cursor{}, fmt.Errorf("bad cursor %.80q", s)
 	}
-	return cursor{host: hostOf(u), url: u, t: t, d: d}, nil
+	return Cursor{Host: hostOf(u), URL: u, Time: t, Digest: d}, nil
 }
 
-func (c cursor) compare(o cursor) int {
-	return cmp.Or(strings.Compare(c.host, o.host), strings.Compare(c.url, o.url), c.t.Compare(o.t), c.d.Cmp(o.d))
+// Compare orders cursors in export order.
+func (c Cursor) Compare(o Cursor) int {
+	return cmp.Or(strings.Compare(c.Host, o.Host), strings.Compare(c.URL, o.URL), c.Time.Compare(o.Time), c.Digest.Cmp(o.Digest))
 }
 
 // exportEvent is one record to write: a stored version, or a revisit of
@@ -133,9 +162,9 @@ func (s *Store) Export(ctx context.Context, o ExportOptions, warc, cdxj io.Write
 	if o.Filename == "" {
 		o.Filename = "herod.warc.gz"
 	}
-	var after *cursor
+	var after *Cursor
 	if o.After != "" {
-		c, err := parseCursor(o.After)
+		c, err := ParseCursor(o.After)
 		if err != nil {
 			return st, fmt.Errorf("archive export: %w", err)
 		}
@@ -144,7 +173,7 @@ func (s *Store) Export(ctx context.Context, o ExportOptions, warc, cdxj io.Write
 	cw := &countingWriter{w: warc}
 	var lines []cdxjLine
 	err := s.URLs(ctx, o.Query, func(u string) error {
-		if after != nil && strings.Compare(hostOf(u)+"\x00"+u, after.host+"\x00"+after.url) < 0 {
+		if after != nil && strings.Compare(hostOf(u)+"\x00"+u, after.Host+"\x00"+after.URL) < 0 {
 			return nil
 		}
 		events, err := s.urlEvents(ctx, u, o)
@@ -153,8 +182,8 @@ func (s *Store) Export(ctx context.Context, o ExportOptions, warc, cdxj io.Write
 		}
 		heads := make(map[string][]byte)
 		for _, ev := range events {
-			pos := cursor{host: hostOf(u), url: u, t: ev.t, d: ev.v.Digest}
-			if after != nil && pos.compare(*after) <= 0 {
+			pos := Cursor{Host: hostOf(u), URL: u, Time: ev.t, Digest: ev.v.Digest}
+			if after != nil && pos.Compare(*after) <= 0 {
 				continue
 			}
 			if o.Hide != nil && (o.Hide(u, ev.t) || (ev.revisit && o.Hide(u, ev.v.Time))) {

@@ -278,12 +278,12 @@ func FuzzParseCursor(f *testing.F) {
 	f.Add("http://a.example/ 20261120100000")
 	f.Add(" ")
 	f.Fuzz(func(t *testing.T, s string) {
-		c, err := parseCursor(s)
-		if err != nil || c.d == maxID {
+		c, err := ParseCursor(s)
+		if err != nil || c.Digest == maxID {
 			return
 		}
-		c2, err := parseCursor(c.String())
-		if err != nil || c2.compare(c) != 0 {
+		c2, err := ParseCursor(c.String())
+		if err != nil || c2.Compare(c) != 0 {
 			t.Fatalf("cursor %q re-parses as %+v, %v", c.String(), c2, err)
 		}
 	})

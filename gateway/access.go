@@ -11,6 +11,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/archive/access"
+	"github.com/herod-archive/herod/archive/cdx"
 )
 
 // Access rules (archive/access) are enforced at one point: New wraps the
@@ -25,7 +26,7 @@ import (
 //   - Get answers a capture not shown with a *Blocked error (the reader
 //     gets its page: why, since when, 451 or 403), picking among listed
 //     captures when the archive's own pick is not listed;
-//   - Export passes the decision to the exporter (Query.Hide), which
+//   - Export passes the decision to the exporter (cdx.Query.Hide), which
 //     leaves out every capture not shown.
 //
 // With Config.Robots, the site's current robots.txt is one more source
@@ -242,7 +243,7 @@ func pickAt(vs []archive.Version, t time.Time) (archive.Version, bool) {
 }
 
 // List implements Lister: the listed versions the inner Lister returns.
-func (g *guarded) List(ctx context.Context, q Query) ([]archive.Version, error) {
+func (g *guarded) List(ctx context.Context, q cdx.Query) ([]archive.Version, error) {
 	if g.list == nil {
 		return nil, fmt.Errorf("%w: matchType=%s", ErrNoListing, q.Match)
 	}
@@ -256,7 +257,7 @@ func (g *guarded) List(ctx context.Context, q Query) ([]archive.Version, error) 
 // Page implements Pager: the inner Pager's pages (or a listPager's) less
 // the rows not listed. A page whose rows are all left out is followed by
 // the next, so a caller never gets an empty page with more to come.
-func (g *guarded) Page(ctx context.Context, req PageRequest) ([]CDXRow, bool, error) {
+func (g *guarded) Page(ctx context.Context, req cdx.PageRequest) ([]cdx.Row, bool, error) {
 	var pg Pager = listPager{a: g.inner, list: g.list}
 	if p, ok := g.inner.(Pager); ok {
 		pg = p
@@ -266,18 +267,18 @@ func (g *guarded) Page(ctx context.Context, req PageRequest) ([]CDXRow, bool, er
 		if err != nil || len(rows) == 0 {
 			return rows, more, err
 		}
-		out := listedOf(ctx, g, rows, func(r CDXRow) (string, time.Time) { return r.URL, r.Time })
+		out := listedOf(ctx, g, rows, func(r cdx.Row) (string, time.Time) { return r.URL, r.Time })
 		if len(out) > 0 || !more {
 			return out, more, nil
 		}
-		k := KeyOf(rows[len(rows)-1].Version)
+		k := cdx.KeyOf(rows[len(rows)-1].Version)
 		req.After = &k
 	}
 }
 
 // Export implements Exporter: the inner export less the captures not
-// shown (Query.Hide).
-func (g *guarded) Export(ctx context.Context, q Query, w io.Writer, resumeAfter string) error {
+// shown (cdx.Query.Hide).
+func (g *guarded) Export(ctx context.Context, q cdx.Query, w io.Writer, resumeAfter string) error {
 	if g.exp == nil {
 		return fmt.Errorf("gateway: export: %w", ErrNoListing)
 	}
@@ -287,7 +288,7 @@ func (g *guarded) Export(ctx context.Context, q Query, w io.Writer, resumeAfter 
 
 // ExportProgress implements ProgressExporter, as Export; an inner
 // exporter without progress reports none.
-func (g *guarded) ExportProgress(ctx context.Context, q Query, w io.Writer, resumeAfter string, progress func(cursor string)) error {
+func (g *guarded) ExportProgress(ctx context.Context, q cdx.Query, w io.Writer, resumeAfter string, progress func(cursor string)) error {
 	pe, ok := g.exp.(ProgressExporter)
 	if !ok {
 		return g.Export(ctx, q, w, resumeAfter)

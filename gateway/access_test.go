@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive/access"
+	"github.com/herod-archive/herod/archive/cdx"
 )
 
 // tableAccess is an AccessControl over an access.Table whose local
@@ -55,10 +56,10 @@ func (a *tableAccess) Remove(_ context.Context, id string, _ bool) (int, error) 
 }
 
 // hidingArchive is the listing fake whose export leaves out what
-// Query.Hide names, as node/export's merge does.
+// cdx.Query.Hide names, as node/export's merge does.
 type hidingArchive struct{ *listingArchive }
 
-func (h hidingArchive) Export(ctx context.Context, q Query, w io.Writer, after string) error {
+func (h hidingArchive) Export(ctx context.Context, q cdx.Query, w io.Writer, after string) error {
 	if q.Hide == nil {
 		return h.listingArchive.Export(ctx, q, w, after)
 	}

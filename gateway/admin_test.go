@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/herod-archive/herod/internal/ringview"
 )
 
 func TestAdminToken(t *testing.T) {
@@ -117,7 +119,7 @@ func TestPrivateStatus(t *testing.T) {
 	mod := func(c *Config) {
 		c.AdminToken = "tok"
 		c.Status = func(context.Context) any { return map[string]string{"secret": "STATUS"} }
-		c.Ring = func(context.Context) RingView { return RingView{Self: "p"} }
+		c.Ring = func(context.Context) ringview.View { return ringview.View{Self: "p"} }
 		c.Metrics = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("m 1\n")) })
 	}
 	s := newServer(t, newFake(), mod)

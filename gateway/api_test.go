@@ -14,6 +14,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/cdx"
+	"github.com/herod-archive/herod/internal/ringview"
 )
 
 // multiHost adds captures on two hosts to the sample archive.
@@ -181,7 +185,7 @@ type failingExporter struct{ *listingArchive }
 // progressArchive reports a cursor per record.
 type progressArchive struct{ *listingArchive }
 
-func (p progressArchive) ExportProgress(ctx context.Context, q Query, w io.Writer, after string, progress func(string)) error {
+func (p progressArchive) ExportProgress(ctx context.Context, q cdx.Query, w io.Writer, after string, progress func(string)) error {
 	pw := &progressWriter{w: w, progress: progress}
 	return p.Export(ctx, q, pw, after)
 }
@@ -208,17 +212,17 @@ func TestExportProgressTrailer(t *testing.T) {
 	}
 }
 
-func (failingExporter) Export(context.Context, Query, io.Writer, string) error {
+func (failingExporter) Export(context.Context, cdx.Query, io.Writer, string) error {
 	return errors.New("ring unavailable")
 }
 
 func TestParseCursor(t *testing.T) {
 	tm := time.Date(2021, 6, 15, 1, 2, 3, 0, time.UTC)
-	c := Cursor("http://example.com/a b", tm)
+	c := archive.WaybackCursor("http://example.com/a b", tm)
 	if _, _, err := ParseCursor(c); err == nil {
 		t.Errorf("cursor with a space in the URL accepted: %q", c)
 	}
-	u, got, err := ParseCursor(Cursor("http://example.com/a", tm))
+	u, got, err := ParseCursor(archive.WaybackCursor("http://example.com/a", tm))
 	if err != nil || u != "http://example.com/a" || !got.Equal(tm) {
 		t.Errorf("round trip: %q %v %v", u, got, err)
 	}
@@ -236,9 +240,9 @@ func TestParseCursor(t *testing.T) {
 }
 
 func TestRingPage(t *testing.T) {
-	view := RingView{
+	view := ringview.View{
 		Self: "peerA",
-		Nodes: []RingNode{
+		Nodes: []ringview.Node{
 			{ID: "4000000000000000000000000000000000000000", Index: 0, Peer: "peerA", Addr: "/ip4/127.0.0.1/tcp/1", Local: true,
 				Successors: []string{"8000000000000000000000000000000000000000"}, Predecessor: "c000000000000000000000000000000000000000"},
 			{ID: "8000000000000000000000000000000000000000", Index: 0, Peer: "peerB<script>", Successors: []string{"c000000000000000000000000000000000000000"}},
@@ -246,13 +250,13 @@ func TestRingPage(t *testing.T) {
 				Successors: []string{"8000000000000000000000000000000000000000"}}, // wrong: should be 4000…
 			{ID: "not-hex", Peer: "peerC"},
 		},
-		Peers: []PeerSummary{
+		Peers: []ringview.PeerSummary{
 			{Peer: "peerA", State: "up", Reach: "listen", Fetched: 12, Stored: 10, Day: 20417, BelowK: 7, LagSec: 42},
 			{Peer: "peerB<script>", State: "up", Reach: "mapped", Relayed: true, Versions: 99},
 			{Peer: "peerC", State: "unreachable"},
 		},
 	}
-	s := newServer(t, newFake(), func(c *Config) { c.Ring, c.PublicStatus = func(context.Context) RingView { return view }, true })
+	s := newServer(t, newFake(), func(c *Config) { c.Ring, c.PublicStatus = func(context.Context) ringview.View { return view }, true })
 	w := get(t, s, "/ring")
 	body := w.Body.String()
 	for _, want := range []string{"<svg", "2 of 3 nodes up · 7 versions with fewer than k copies", "3 virtual servers known here", "1 successor pointer disagree", "successor should be 40000000",
@@ -265,7 +269,7 @@ func TestRingPage(t *testing.T) {
 	if strings.Contains(body, "peerB<script>") {
 		t.Error("ring page does not escape peer names")
 	}
-	var got RingView
+	var got ringview.View
 	if err := json.Unmarshal(get(t, s, "/ring?format=json").Body.Bytes(), &got); err != nil || len(got.Nodes) != 4 {
 		t.Errorf("ring json: %v %+v", err, got)
 	}
@@ -300,10 +304,10 @@ func abs(x float64) float64 {
 func TestRingRemoteStateUnknown(t *testing.T) {
 	a := strings.Repeat("1", 40)
 	b := strings.Repeat("8", 40)
-	d := buildRing(RingView{Self: "p1", Nodes: []RingNode{
+	d := buildRing(ringview.View{Self: "p1", Nodes: []ringview.Node{
 		{ID: a, Peer: "p1", Local: true, Successors: []string{b}},
 		{ID: b, Peer: "p2"},
-	}, Peers: []PeerSummary{{Peer: "p1", Versions: 3}}}, time.Time{})
+	}, Peers: []ringview.PeerSummary{{Peer: "p1", Versions: 3}}}, time.Time{})
 	if d.Broken != 0 {
 		t.Fatalf("Broken = %d, want 0: a remote node's unknown state is not a disagreement", d.Broken)
 	}
@@ -312,7 +316,7 @@ func TestRingRemoteStateUnknown(t *testing.T) {
 			t.Errorf("peer %s Known = %v", p.Peer, p.Known)
 		}
 	}
-	local := RingView{Self: "p1", Nodes: []RingNode{{ID: a, Peer: "p1", Local: true, Successors: []string{a}}, {ID: b, Peer: "p2"}}}
+	local := ringview.View{Self: "p1", Nodes: []ringview.Node{{ID: a, Peer: "p1", Local: true, Successors: []string{a}}, {ID: b, Peer: "p2"}}}
 	if d := buildRing(local, time.Time{}); d.Broken != 1 {
 		t.Fatalf("a local successor pointer that skips a node: Broken = %d, want 1", d.Broken)
 	}

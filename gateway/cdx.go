@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/herod-archive/herod/archive/cdx"
 )
 
 // The CDX API answers the queries of the Wayback CDX server and pywb,
@@ -56,7 +58,7 @@ import (
 // narrow or page it: the gateway never does unbounded work.
 
 // MaxCDXLimit bounds the captures one CDX request examines.
-const MaxCDXLimit = 100000
+const MaxCDXLimit = cdx.MaxLimit
 
 // ErrQuery reports a malformed CDX or export query.
 var ErrQuery = errors.New("gateway: malformed query")
@@ -94,7 +96,7 @@ func cdxField(name string) string {
 
 // cdxRequest is a parsed CDX API request.
 type cdxRequest struct {
-	q             Query
+	q             cdx.Query
 	limit         int // 0: none; < 0: the last -limit rows
 	fl            []string
 	flSet         bool
@@ -106,7 +108,7 @@ type cdxRequest struct {
 	hasClosest    bool
 	output        string
 	showResumeKey bool
-	after         *CDXKey
+	after         *cdx.Key
 }
 
 // parseCDX reads a CDX API request. Errors wrap ErrQuery.
@@ -125,13 +127,13 @@ func parseCDX(p url.Values) (*cdxRequest, error) {
 	}
 	switch mt {
 	case "", "exact":
-		r.q.Match = MatchExact
+		r.q.Match = cdx.MatchExact
 	case "prefix":
-		r.q.Match = MatchPrefix
+		r.q.Match = cdx.MatchPrefix
 	case "host":
-		r.q.Match = MatchHost
+		r.q.Match = cdx.MatchHost
 	case "domain":
-		r.q.Match = MatchDomain
+		r.q.Match = cdx.MatchDomain
 	default:
 		return nil, fmt.Errorf("%w: matchType %.20q (use exact, prefix, host or domain)", ErrQuery, mt)
 	}
@@ -140,7 +142,7 @@ func parseCDX(p url.Values) (*cdxRequest, error) {
 		return nil, fmt.Errorf("%w: %v", ErrQuery, err)
 	}
 	r.q.URL = u
-	if r.q.Match == MatchHost || r.q.Match == MatchDomain {
+	if r.q.Match == cdx.MatchHost || r.q.Match == cdx.MatchDomain {
 		r.q.URL = strings.ToLower(hostOf(u))
 	}
 	if f := p.Get("from"); f != "" {
@@ -224,9 +226,9 @@ func (r *cdxRequest) parseOrder(p url.Values) error {
 		return fmt.Errorf("%w: showResumeKey=%.20q (true or false)", ErrQuery, p.Get("showResumeKey"))
 	}
 	if k := p.Get("resumeKey"); k != "" {
-		key, err := ParseCDXKey(k)
+		key, err := cdx.ParseKey(k)
 		if err != nil {
-			return err
+			return fmt.Errorf("%w: %w", ErrQuery, err)
 		}
 		r.after = &key
 	}
@@ -251,7 +253,7 @@ func (r *cdxRequest) parseOrder(p url.Values) error {
 		switch {
 		case !r.hasClosest:
 			return fmt.Errorf("%w: sort=closest needs closest=<timestamp>", ErrQuery)
-		case r.q.Match != MatchExact:
+		case r.q.Match != cdx.MatchExact:
 			return fmt.Errorf("%w: sort=closest needs matchType=exact", ErrQuery)
 		case r.after != nil || r.showResumeKey || r.limit < 0:
 			return fmt.Errorf("%w: sort=closest cannot page or take the last rows", ErrQuery)
@@ -345,7 +347,7 @@ func (fs cdxFilters) match(row *cdxValues) bool {
 
 // cdxValues are a row's field values, computed on first use.
 type cdxValues struct {
-	row  CDXRow
+	row  cdx.Row
 	surt string
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/cdx"
 )
 
 // cdxArchive holds captures on a domain and its subdomain, with peers.
@@ -232,7 +233,7 @@ func TestCDXCap(t *testing.T) {
 // witnesses.
 type witnessPager struct{ *listingArchive }
 
-func (p witnessPager) Page(ctx context.Context, req PageRequest) ([]CDXRow, bool, error) {
+func (p witnessPager) Page(ctx context.Context, req cdx.PageRequest) ([]cdx.Row, bool, error) {
 	rows, more, err := listPager{a: p.listingArchive, list: p.listingArchive}.Page(ctx, req)
 	for i := range rows {
 		rows[i].Peer, rows[i].Witnesses = "", nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/cdx"
 )
 
 // cdxCap is MaxCDXLimit; tests lower it.
@@ -41,7 +42,7 @@ func (s *Server) runCDX(ctx context.Context, req *cdxRequest) (*cdxResult, error
 	pg := s.pager()
 	peers := req.needsPeers()
 	if req.hasClosest {
-		rows, more, err := pg.Page(ctx, PageRequest{Query: req.q, N: cdxCap, Peers: peers})
+		rows, more, err := pg.Page(ctx, cdx.PageRequest{Query: req.q, N: cdxCap, Peers: peers})
 		if err != nil {
 			return nil, err
 		}
@@ -49,7 +50,7 @@ func (s *Server) runCDX(ctx context.Context, req *cdxRequest) (*cdxResult, error
 			return nil, capError()
 		}
 		dist := func(t time.Time) time.Duration { return max(t.Sub(req.closest), req.closest.Sub(t)) }
-		slices.SortStableFunc(rows, func(a, b CDXRow) int {
+		slices.SortStableFunc(rows, func(a, b cdx.Row) int {
 			return cmpDuration(dist(a.Time), dist(b.Time))
 		})
 		res := &cdxResult{}
@@ -68,14 +69,14 @@ func (s *Server) runCDX(ctx context.Context, req *cdxRequest) (*cdxResult, error
 		if want > 0 {
 			n = min(n, max(want, cdxPageSize))
 		}
-		rows, more, err := pg.Page(ctx, PageRequest{Query: req.q, After: after, Reverse: req.reverse, N: n, Peers: peers})
+		rows, more, err := pg.Page(ctx, cdx.PageRequest{Query: req.q, After: after, Reverse: req.reverse, N: n, Peers: peers})
 		if err != nil {
 			return nil, err
 		}
 		used := req.take(res, rows)
 		examined += used
 		if used > 0 {
-			k := KeyOf(rows[used-1].Version)
+			k := cdx.KeyOf(rows[used-1].Version)
 			after = &k
 		}
 		switch {
@@ -120,7 +121,7 @@ func cmpDuration(a, b time.Duration) int {
 // take applies filters, collapse and the limit to rows, appending to res,
 // and returns how many rows it consumed (all but those after the limit
 // was reached).
-func (r *cdxRequest) take(res *cdxResult, rows []CDXRow) int {
+func (r *cdxRequest) take(res *cdxResult, rows []cdx.Row) int {
 	want := r.limit
 	if want < 0 {
 		want = -want

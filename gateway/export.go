@@ -2,7 +2,7 @@ package gateway
 
 import (
 	"bufio"
-	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/archive/exchange"
 	"github.com/herod-archive/herod/internal/buildinfo"
-	"github.com/herod-archive/herod/internal/canon"
-	"github.com/herod-archive/herod/internal/id"
 )
 
 // The export stream is WebBase's "stream a site": a researcher pulls every
@@ -32,7 +32,7 @@ import (
 // found unchanged, in time order among the URL's responses, as
 // `herod export --revisits` writes.
 //
-// The cursor of a record is Cursor(WARC-Target-URI, WARC-Date): after a
+// The cursor of a record is archive.WaybackCursor(WARC-Target-URI, WARC-Date): after a
 // broken transfer the client drops the incomplete last record, takes the
 // cursor of the last complete one and asks again with after=<cursor>. When
 // the archive is a ProgressExporter the response also carries the exact
@@ -51,49 +51,29 @@ const (
 // exportBuffer is the buffer between the Exporter and the connection.
 const exportBuffer = 64 << 10
 
-// Cursor returns the Wayback-form resume cursor of the record of url
-// captured at t: the URL, a space and the 14-digit timestamp. Resuming after
-// it skips every record of url captured up to the end of that second.
-func Cursor(url string, t time.Time) string { return url + " " + FormatTimestamp(t) }
-
-// maxCursorLen bounds a cursor: a URL, a time and a digest.
-const maxCursorLen = canon.MaxLen + 128
-
-// ParseCursor checks a cursor and returns its URL and time. It accepts the
-// Wayback form made by Cursor ("<url> YYYYMMDDhhmmss") and the exact form
-// of herod's archive ("<url> <RFC 3339 time> <40 hex digits>").
+// ParseCursor checks the resume cursor of a request, in either form of
+// archive.ParseCursor with a URL the gateway could have archived, and
+// returns its URL and time (for the Wayback form, the start of its
+// second). Errors wrap ErrQuery.
 func ParseCursor(c string) (url string, t time.Time, err error) {
-	if len(c) > maxCursorLen {
-		return "", time.Time{}, fmt.Errorf("%w: cursor of %d bytes", ErrQuery, len(c))
-	}
-	u, rest, ok := strings.Cut(c, " ")
-	if !ok || u == "" {
-		return "", time.Time{}, fmt.Errorf("%w: cursor %.60q is not \"<url> <YYYYMMDDhhmmss>\"", ErrQuery, c)
-	}
-	if len(rest) == 14 {
-		t, err = time.Parse(TimestampLayout, rest)
-	} else {
-		ts, digest, ok := strings.Cut(rest, " ")
-		if t, err = time.Parse(time.RFC3339Nano, ts); err == nil && ok {
-			_, err = id.Parse(digest)
-		} else if err == nil {
-			err = errors.New("no digest after the time")
-		}
-	}
+	k, err := archive.ParseCursor(c)
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("%w: cursor time: %v", ErrQuery, err)
+		return "", time.Time{}, fmt.Errorf("%w: %v", ErrQuery, err)
 	}
-	if _, err := ArchivedURL(u); err != nil {
+	if _, err := ArchivedURL(k.URL); err != nil {
 		return "", time.Time{}, fmt.Errorf("%w: cursor url: %v", ErrQuery, err)
 	}
-	return u, t, nil
+	if len(c)-len(k.URL) == len(" "+TimestampLayout) {
+		return k.URL, k.Time.Truncate(time.Second), nil
+	}
+	return k.URL, k.Time, nil
 }
 
 // ParseExportQuery reads the query of an /export request: exactly one of
 // host, prefix or url, and optional from, to and revisits (1 or true; 0,
 // false or absent: none).
-func ParseExportQuery(p url.Values) (Query, error) {
-	var q Query
+func ParseExportQuery(p url.Values) (cdx.Query, error) {
+	var q cdx.Query
 	n := 0
 	for _, k := range []string{"host", "prefix", "url"} {
 		v := strings.TrimSpace(p.Get(k))
@@ -107,11 +87,11 @@ func ParseExportQuery(p url.Values) (Query, error) {
 		}
 		switch k {
 		case "host":
-			q.Match, q.URL = MatchHost, hostOf(u)
+			q.Match, q.URL = cdx.MatchHost, hostOf(u)
 		case "prefix":
-			q.Match, q.URL = MatchPrefix, u
+			q.Match, q.URL = cdx.MatchPrefix, u
 		default:
-			q.Match, q.URL = MatchExact, u
+			q.Match, q.URL = cdx.MatchExact, u
 		}
 	}
 	if n != 1 {
@@ -178,7 +158,7 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, cl *client)
 		}
 		defer s.exportDone()
 	}
-	if format != FormatWARC {
+	if format != exchange.FormatWARC {
 		s.serveConverted(w, r, q, after, format, cl)
 		return
 	}
@@ -193,54 +173,29 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, cl *client)
 	}
 	bw := bufio.NewWriterSize(throttle(r.Context(), w, cl), exportBuffer)
 	cw := &countingWriter{w: bw}
-	var out io.Writer = cw
+	var info *exchange.WARCInfo
 	if after == "" && p.Get("warcinfo") != "0" {
 		// A fresh file starts with its warcinfo record; a resumed pull
 		// appends to a file that has one (herod export writes its own).
-		out = &infoFirst{w: cw, info: s.warcInfo(r, q)}
+		info = s.warcInfo(r, q)
 	}
 	last := ""
+	src := func(ctx context.Context, w io.Writer) error { return s.exp.Export(ctx, q, w, after) }
 	if pe, ok := s.exp.(ProgressExporter); ok {
 		h.Set("Trailer", TrailerExportStatus+", "+TrailerExportError+", "+TrailerExportCursor)
-		err = pe.ExportProgress(r.Context(), q, out, after, func(c string) { last = c })
-	} else {
-		err = s.exp.Export(r.Context(), q, out, after)
-	}
-	s.endExport(w, bw, cw, q, FormatWARC, last, err)
-}
-
-// warcInfo returns the gzip member of the warcinfo record that opens a
-// WARC export of q, nil if it cannot be made (the export goes on
-// without).
-func (s *Server) warcInfo(r *http.Request, q Query) []byte {
-	var b bytes.Buffer
-	in := exchange.WARCInfo{Filename: exportName(q), Software: "herod " + buildinfo.Read().Version,
-		IsPartOf:    "herod gateway export " + r.URL.RawQuery,
-		Description: "captures selected by " + r.URL.RawQuery + ", ring-wide, through the gateway at " + r.Host}
-	if _, err := exchange.WriteWARCInfo(&b, in); err != nil {
-		s.log.Warn("gateway: export: warcinfo", "err", err)
-		return nil
-	}
-	return b.Bytes()
-}
-
-// infoFirst writes info before the first bytes written through it, so
-// that an export that writes no record sends nothing (and can still
-// fail with a plain error status).
-type infoFirst struct {
-	w    io.Writer
-	info []byte
-}
-
-func (f *infoFirst) Write(p []byte) (int, error) {
-	if f.info != nil {
-		info := f.info
-		f.info = nil
-		if _, err := f.w.Write(info); err != nil {
-			return 0, err
+		src = func(ctx context.Context, w io.Writer) error {
+			return pe.ExportProgress(ctx, q, w, after, func(c string) { last = c })
 		}
 	}
-	return f.w.Write(p)
+	_, err = exchange.Export(r.Context(), src, cw, exchange.ExportOptions{Info: info})
+	s.endExport(w, bw, cw, q, exchange.FormatWARC, last, err)
+}
+
+// warcInfo returns the warcinfo record that opens a WARC export of q.
+func (s *Server) warcInfo(r *http.Request, q cdx.Query) *exchange.WARCInfo {
+	return &exchange.WARCInfo{Filename: exportName(q), Software: "herod " + buildinfo.Read().Version,
+		IsPartOf:    "herod gateway export " + r.URL.RawQuery,
+		Description: "captures selected by " + r.URL.RawQuery + ", ring-wide, through the gateway at " + r.Host}
 }
 
 // exportSlot takes one of the Limits.MaxExports places, or reports false.
@@ -257,7 +212,7 @@ func (s *Server) exportDone() {
 // cw and ended with err: nothing sent yet, a plain error status; else the
 // trailers say where it stopped (the cursor of the last version written)
 // and whether it is complete.
-func (s *Server) endExport(w http.ResponseWriter, bw *bufio.Writer, cw *countingWriter, q Query, format, last string, err error) {
+func (s *Server) endExport(w http.ResponseWriter, bw *bufio.Writer, cw *countingWriter, q cdx.Query, format, last string, err error) {
 	h := w.Header()
 	if err == nil {
 		err = bw.Flush()
@@ -291,9 +246,9 @@ func (s *Server) endExport(w http.ResponseWriter, bw *bufio.Writer, cw *counting
 }
 
 // exportName is the file name offered for an export.
-func exportName(q Query) string {
+func exportName(q cdx.Query) string {
 	name := q.URL
-	if q.Match != MatchHost {
+	if q.Match != cdx.MatchHost {
 		name = hostOf(q.URL)
 	}
 	name = strings.Map(func(c rune) rune {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/cdx"
 )
 
 // gatedExporter writes size bytes of records, and when release is set
@@ -23,7 +24,7 @@ type gatedExporter struct {
 	release chan struct{}
 }
 
-func (g *gatedExporter) Export(ctx context.Context, q Query, w io.Writer, after string) error {
+func (g *gatedExporter) Export(ctx context.Context, q cdx.Query, w io.Writer, after string) error {
 	chunk := []byte(strings.Repeat("r", 4095) + "\n")
 	for n := 0; n < g.size; n += len(chunk) {
 		if _, err := w.Write(chunk); err != nil {
@@ -129,11 +130,11 @@ type storeExporter struct {
 	st *archive.Store
 }
 
-func (e storeExporter) Export(ctx context.Context, q Query, w io.Writer, after string) error {
+func (e storeExporter) Export(ctx context.Context, q cdx.Query, w io.Writer, after string) error {
 	return e.ExportProgress(ctx, q, w, after, nil)
 }
 
-func (e storeExporter) ExportProgress(ctx context.Context, _ Query, w io.Writer, after string, progress func(string)) error {
+func (e storeExporter) ExportProgress(ctx context.Context, _ cdx.Query, w io.Writer, after string, progress func(string)) error {
 	_, err := e.st.Export(ctx, archive.ExportOptions{After: after, Progress: progress}, w, io.Discard)
 	return err
 }

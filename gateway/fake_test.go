@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/internal/id"
 )
 
@@ -103,7 +104,7 @@ type listingArchive struct {
 	exportErrAfter int // fail after this many records when > 0
 }
 
-func (l *listingArchive) List(ctx context.Context, q Query) ([]archive.Version, error) {
+func (l *listingArchive) List(ctx context.Context, q cdx.Query) ([]archive.Version, error) {
 	l.mu.Lock()
 	var all []archive.Version
 	for _, cs := range l.caps {
@@ -127,7 +128,7 @@ func (l *listingArchive) List(ctx context.Context, q Query) ([]archive.Version, 
 }
 
 // Export writes a fake record per version: "REC <cursor>\n".
-func (l *listingArchive) Export(ctx context.Context, q Query, w io.Writer, after string) error {
+func (l *listingArchive) Export(ctx context.Context, q cdx.Query, w io.Writer, after string) error {
 	q.Limit = 0
 	vs, _ := l.List(ctx, q)
 	var au string
@@ -146,7 +147,7 @@ func (l *listingArchive) Export(ctx context.Context, q Query, w io.Writer, after
 		if l.exportErrAfter > 0 && n == l.exportErrAfter {
 			return fmt.Errorf("fake export: owner unreachable")
 		}
-		if _, err := fmt.Fprintf(w, "REC %s\n", Cursor(v.URL, v.Time)); err != nil {
+		if _, err := fmt.Fprintf(w, "REC %s\n", archive.WaybackCursor(v.URL, v.Time)); err != nil {
 			return err
 		}
 		n++

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/cdx"
 )
 
 // maxFuzzyVersions bounds the versions a fuzzy match lists: the
@@ -238,7 +239,7 @@ func (s *Server) fuzzyMatch(ctx context.Context, u string, at time.Time) (string
 		}
 	}
 	if s.list != nil {
-		vs, err := s.list.List(ctx, Query{URL: base + "?", Match: MatchPrefix, Limit: maxFuzzyVersions})
+		vs, err := s.list.List(ctx, cdx.Query{URL: base + "?", Match: cdx.MatchPrefix, Limit: maxFuzzyVersions})
 		if err != nil {
 			return "", nil, fmt.Errorf("fuzzy match: %w", err)
 		}

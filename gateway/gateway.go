@@ -7,10 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/cdx"
+	"github.com/herod-archive/herod/internal/ringview"
 )
 
 // Archive is what the gateway needs from the archive. The node implements it
@@ -26,88 +27,14 @@ type Archive interface {
 	Get(ctx context.Context, url string, t time.Time) (archive.Version, *archive.Capture, error)
 }
 
-// MatchType says how Query.URL selects URLs.
-type MatchType int
-
-// Match types of a Query.
-const (
-	// MatchExact selects the one URL equal to Query.URL.
-	MatchExact MatchType = iota
-	// MatchPrefix selects the URLs whose canonical form starts with Query.URL.
-	MatchPrefix
-	// MatchHost selects the URLs whose host (with a non-default port, as in
-	// the canonical form) equals Query.URL, whatever their scheme.
-	MatchHost
-	// MatchDomain selects the URLs of host Query.URL and of its
-	// subdomains (the CDX API's matchType=domain; cdxpage.go).
-	MatchDomain
-)
-
-// String returns the pywb name of the match type.
-func (m MatchType) String() string {
-	switch m {
-	case MatchPrefix:
-		return "prefix"
-	case MatchHost:
-		return "host"
-	case MatchDomain:
-		return "domain"
-	default:
-		return "exact"
-	}
-}
-
-// Query selects versions across URLs, for the CDX API and exports.
-type Query struct {
-	URL   string    // canonical URL, canonical URL prefix, or host; see Match
-	Match MatchType // how URL selects
-	From  time.Time // earliest capture time, inclusive; zero means no bound
-	To    time.Time // latest capture time, inclusive; zero means no bound
-	Limit int       // most versions to return; 0 means no limit
-	// Revisits, in an export, adds an identical-payload-digest revisit
-	// record for each day a URL was checked and found unchanged.
-	Revisits bool
-	// Hide, if set, names the captures an export leaves out (the access
-	// rules, access.go); never sent between nodes.
-	Hide Hider `json:"-"`
-}
-
-// Hider names captures to leave out (Query.Hide). An implementation is a
-// pointer, so that Query stays comparable.
-type Hider interface {
-	// Hidden reports whether the capture of url made at t is left out.
-	Hidden(url string, t time.Time) bool
-}
-
-// Contains reports whether v is selected by q. Implementations of Lister and
-// Exporter may use it as the reference definition of a match.
-func (q Query) Contains(v archive.Version) bool {
-	if !q.From.IsZero() && v.Time.Before(q.From) {
-		return false
-	}
-	if !q.To.IsZero() && v.Time.After(q.To) {
-		return false
-	}
-	switch q.Match {
-	case MatchPrefix:
-		return strings.HasPrefix(v.URL, q.URL)
-	case MatchHost:
-		return hostOf(v.URL) == q.URL
-	case MatchDomain:
-		return InDomain(hostOf(v.URL), q.URL)
-	default:
-		return v.URL == q.URL
-	}
-}
-
 // Lister is implemented by archives that can answer queries across URLs. The
 // CDX API needs it for prefix and host matches (it answers 501 without it).
 type Lister interface {
 	// List returns the versions selected by q, ordered by URL and then by
 	// time, at most q.Limit of them when q.Limit > 0. The gateway asks
-	// for MatchDomain only on behalf of the CDX API, and only of an
+	// for cdx.MatchDomain only on behalf of the CDX API, and only of an
 	// archive that is not a Pager.
-	List(ctx context.Context, q Query) ([]archive.Version, error)
+	List(ctx context.Context, q cdx.Query) ([]archive.Version, error)
 }
 
 // Exporter is implemented by archives that can stream their versions as
@@ -117,10 +44,10 @@ type Exporter interface {
 	// version selected by q (q.Limit is ignored), in a stable order of
 	// its choosing (herod's archive: host, URL, time), starting after the
 	// record whose cursor is resumeAfter; "" starts at the beginning. The
-	// Wayback cursor form Cursor(url, t) must be accepted (see
+	// Wayback cursor form archive.WaybackCursor(url, t) must be accepted (see
 	// ParseCursor). It stops at the first error, which it returns; records
 	// already written are complete unless w failed mid-record.
-	Export(ctx context.Context, q Query, w io.Writer, resumeAfter string) error
+	Export(ctx context.Context, q cdx.Query, w io.Writer, resumeAfter string) error
 }
 
 // ProgressExporter is an Exporter that also reports, after each record it
@@ -129,7 +56,7 @@ type Exporter interface {
 // without reading the WARC records itself.
 type ProgressExporter interface {
 	Exporter
-	ExportProgress(ctx context.Context, q Query, w io.Writer, resumeAfter string, progress func(cursor string)) error
+	ExportProgress(ctx context.Context, q cdx.Query, w io.Writer, resumeAfter string, progress func(cursor string)) error
 }
 
 // Config configures a Server. Zero values mean the documented defaults.
@@ -140,7 +67,7 @@ type Config struct {
 	// endpoint is absent (404).
 	Status func(ctx context.Context) any
 	// Ring returns the data for /ring; nil means the page is absent (404).
-	Ring func(ctx context.Context) RingView
+	Ring func(ctx context.Context) ringview.View
 	// Metrics is served at /metrics when non-nil (the node passes promhttp).
 	Metrics http.Handler
 	// Logger receives request errors; nil discards them.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/cdx"
 )
 
 //go:embed templates/*.html
@@ -248,7 +249,7 @@ func (s *Server) servePrefix(w http.ResponseWriter, r *http.Request, prefix stri
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	vs, err := s.list.List(ctx, Query{URL: prefix, Match: MatchPrefix, Limit: maxPrefixVersions})
+	vs, err := s.list.List(ctx, cdx.Query{URL: prefix, Match: cdx.MatchPrefix, Limit: maxPrefixVersions})
 	if err != nil {
 		s.archiveError(w, r, prefix, err)
 		return

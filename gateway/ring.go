@@ -9,133 +9,9 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/herod-archive/herod/internal/ringview"
 )
-
-// RingView is what the /ring page shows: the virtual servers this node
-// knows of (its own and those it has heard of), and optionally a summary
-// per real node.
-type RingView struct {
-	Self  string        `json:"self"`            // peer id of this node
-	K     int           `json:"k,omitempty"`     // replication factor; 0: not known
-	Nodes []RingNode    `json:"nodes"`           // virtual servers, any order
-	Peers []PeerSummary `json:"peers,omitempty"` // per real node, if known
-}
-
-// RingNode is one virtual server.
-type RingNode struct {
-	ID          string   `json:"id"`                    // 40 hex digits
-	Index       int      `json:"index"`                 // virtual-server index on its real node
-	Peer        string   `json:"peer"`                  // real node (libp2p peer id)
-	Addr        string   `json:"addr,omitempty"`        // address it was seen at
-	Predecessor string   `json:"predecessor,omitempty"` // hex id, "" if unknown
-	Successors  []string `json:"successors,omitempty"`  // hex ids, nearest first
-	Local       bool     `json:"local"`                 // runs in this process
-}
-
-// PeerSummary is the state, crawl and storage summary of one real node.
-type PeerSummary struct {
-	Peer string `json:"peer"`
-	Addr string `json:"addr,omitempty"`
-	// State is "up" (it answered), "unreachable" (it did not: down,
-	// leaving, or not reachable from this node), "dead" (calls to it
-	// failed and the ring dropped it), "departed" (it left the ring) or
-	// "" (not asked).
-	State string `json:"state,omitempty"`
-	// Since is when a dead or departed node was found down (within
-	// seconds of its failure or departure).
-	Since time.Time `json:"since,omitzero"`
-	// Reach is how the ring reaches the node, as it says: "listen" (its
-	// own address), "mapped" (behind a router, by UPnP/NAT-PMP),
-	// "announced" (behind a router, a port forwarded by hand) or
-	// "relayed" (behind a router that maps no port: reached through a
-	// circuit relay on a member).
-	Reach string `json:"reach,omitempty"`
-	// Relayed: this node reaches it only through a circuit relay.
-	Relayed bool  `json:"relayed,omitempty"`
-	Day     int64 `json:"day"` // its crawl day
-	// DayStart is when its crawl day began (Day counts days of its day
-	// length since the Unix epoch).
-	DayStart time.Time `json:"day_start,omitzero"`
-	Queued   int64     `json:"queued"`   // URLs waiting in today's queue
-	Fetched  int64     `json:"fetched"`  // fetches today
-	Stored   int64     `json:"stored"`   // new versions stored today
-	Errors   int64     `json:"errors"`   // failed fetches today
-	Versions int64     `json:"versions"` // versions held
-	Bytes    int64     `json:"bytes"`    // bytes on disk
-	// BelowK counts versions of its ranges lacking a copy on one of their
-	// replicas, LagSec its replication lag, at its last round.
-	BelowK int64   `json:"below_k"`
-	LagSec float64 `json:"lag_sec"`
-}
-
-// Up tells whether the node answered.
-func (p PeerSummary) Up() bool { return p.State == "up" }
-
-// RingHealth is the headline of the ring's health as one node sees it.
-type RingHealth struct {
-	Up, Nodes int // real nodes that answered, of those listed
-	// BelowK sums the versions each node that answered counts as having
-	// fewer than K copies in its own ranges (PeerSummary.BelowK).
-	BelowK int64
-	K      int
-	// TooFew: fewer nodes are up than K, so no version can have K copies.
-	TooFew bool
-}
-
-// Health returns the headline of v.
-func (v RingView) Health() RingHealth {
-	h := RingHealth{K: v.K, Nodes: len(v.Peers)}
-	for _, p := range v.Peers {
-		if p.Up() {
-			h.Up++
-			h.BelowK += p.BelowK
-		}
-	}
-	h.TooFew = v.K > 0 && h.Up < v.K
-	return h
-}
-
-// Headline is the health in one line: "3 of 4 nodes up · 412 versions
-// with fewer than k = 3 copies", or, when fewer nodes are up than k,
-// "2 of 4 nodes up · every version has fewer than k = 3 copies" (the
-// nodes' counts may lag their next replication round).
-func (h RingHealth) Headline() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d of %d node%s up · ", h.Up, h.Nodes, plural(h.Nodes))
-	if h.TooFew {
-		fmt.Fprintf(&b, "every version has fewer than k = %d copies", h.K)
-		return b.String()
-	}
-	fmt.Fprintf(&b, "%d version%s with fewer than ", h.BelowK, plural(int(h.BelowK)))
-	if h.K > 0 {
-		fmt.Fprintf(&b, "k = %d copies", h.K)
-	} else {
-		b.WriteString("k copies")
-	}
-	return b.String()
-}
-
-// Warning is what the operator should know when fewer nodes are up than
-// k, or "".
-func (h RingHealth) Warning() string {
-	if !h.TooFew {
-		return ""
-	}
-	return fmt.Sprintf("Only %d node%s up, fewer than k = %d: no version can have %d copies until more nodes join the ring.", h.Up, plural(h.Up), h.K, h.K)
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
-}
-
-// NAT tells whether the node sits behind a router (mapped, announced or
-// relayed).
-func (p PeerSummary) NAT() bool {
-	return p.Reach == "mapped" || p.Reach == "announced" || p.Reach == "relayed"
-}
 
 // ringSize is the side of the SVG picture, in pixels; ringRadius the circle.
 const (
@@ -144,7 +20,7 @@ const (
 )
 
 type ringDot struct {
-	RingNode
+	ringview.Node
 	Short, Color, Check string
 	PeerShort           string
 	PredShort           string
@@ -158,7 +34,7 @@ type ringArc struct {
 }
 
 type ringPeer struct {
-	PeerSummary
+	ringview.PeerSummary
 	Color  string
 	VNodes int
 	Known  bool // a summary was given; otherwise its counters are unknown here
@@ -170,7 +46,7 @@ type ringPeer struct {
 
 type ringData struct {
 	Self         string
-	Health       RingHealth
+	Health       ringview.Health
 	Size, Center float64
 	Radius       float64
 	Dots         []ringDot
@@ -203,7 +79,7 @@ var palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#17becf", "#
 // of the sorted peer ids, so a node keeps its colour as long as the set of
 // nodes does not change. The first eight come from a fixed palette, the
 // rest are hues a golden angle apart.
-func peerColors(nodes []RingNode, peers []PeerSummary) map[string]string {
+func peerColors(nodes []ringview.Node, peers []ringview.PeerSummary) map[string]string {
 	var ids []string
 	seen := map[string]bool{}
 	for _, n := range nodes {
@@ -232,9 +108,9 @@ func peerColors(nodes []RingNode, peers []PeerSummary) map[string]string {
 
 // buildRing computes the picture and the table, and checks each successor
 // pointer against the ring the view itself describes.
-func buildRing(v RingView, now time.Time) ringData {
+func buildRing(v ringview.View, now time.Time) ringData {
 	d := ringData{Self: v.Self, Health: v.Health(), Size: ringSize, Center: ringSize / 2, Radius: ringRadius}
-	nodes := make([]RingNode, 0, len(v.Nodes))
+	nodes := make([]ringview.Node, 0, len(v.Nodes))
 	pos := map[string]float64{}
 	for _, n := range v.Nodes {
 		n.ID = strings.ToLower(n.ID)
@@ -249,7 +125,7 @@ func buildRing(v RingView, now time.Time) ringData {
 	for i, n := range nodes {
 		count[n.Peer]++
 		want := nodes[(i+1)%len(nodes)].ID
-		dot := ringDot{RingNode: n, Short: short(n.ID), PeerShort: ShortPeer(n.Peer), Color: colors[n.Peer], OK: true}
+		dot := ringDot{Node: n, Short: short(n.ID), PeerShort: ShortPeer(n.Peer), Color: colors[n.Peer], OK: true}
 		dot.X, dot.Y = point(pos[n.ID], ringRadius)
 		dot.PredShort = short(n.Predecessor)
 		for _, s := range n.Successors {
@@ -291,7 +167,7 @@ func buildRing(v RingView, now time.Time) ringData {
 	for _, n := range nodes {
 		if !seen[n.Peer] {
 			seen[n.Peer] = true
-			d.Peers = append(d.Peers, newRingPeer(PeerSummary{Peer: n.Peer, Addr: n.Addr}, false, colors[n.Peer], count[n.Peer], now))
+			d.Peers = append(d.Peers, newRingPeer(ringview.PeerSummary{Peer: n.Peer, Addr: n.Addr}, false, colors[n.Peer], count[n.Peer], now))
 		}
 	}
 	return d
@@ -299,7 +175,7 @@ func buildRing(v RingView, now time.Time) ringData {
 
 // newRingPeer is a row of the nodes' table, formatted; summarized tells
 // whether p is a summary the view gave (else only its address is known).
-func newRingPeer(p PeerSummary, summarized bool, color string, vnodes int, now time.Time) ringPeer {
+func newRingPeer(p ringview.PeerSummary, summarized bool, color string, vnodes int, now time.Time) ringPeer {
 	down := p.State != "up" && p.State != ""
 	rp := ringPeer{PeerSummary: p, Color: color, VNodes: vnodes, Known: summarized && !down, Down: down, Short: ShortPeer(p.Peer), Size: FormatBytes(p.Bytes), DayText: FormatDay(p.DayStart), Lag: formatLag(p.LagSec)}
 	if !p.Since.IsZero() {
@@ -403,7 +279,7 @@ func arcPath(a, b, r float64) string {
 	return fmt.Sprintf("M%.1f %.1f A%.1f %.1f 0 %d 1 %.1f %.1f", x1, y1, r, r, large, x2, y2)
 }
 
-// serveRing renders the ring page; ?format=json returns the RingView.
+// serveRing renders the ring page; ?format=json returns the ringview.View.
 func (s *Server) serveRing(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.ctx(r)
 	defer cancel()
@@ -413,4 +289,12 @@ func (s *Server) serveRing(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.render(w, r, http.StatusOK, "ring", buildRing(v, s.cfg.Now()))
+}
+
+// plural is "s" unless n is 1.
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/herod-archive/herod/internal/ringview"
 )
 
 // TestRingHealth checks the /ring page's headline and rows: nodes up of
@@ -14,10 +16,10 @@ import (
 // the legend.
 func TestRingHealth(t *testing.T) {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	view := RingView{
+	view := ringview.View{
 		Self: "12D3KooWSelfSelfSelfSelfAAAAAAAA",
 		K:    3,
-		Peers: []PeerSummary{
+		Peers: []ringview.PeerSummary{
 			{Peer: "12D3KooWSelfSelfSelfSelfAAAAAAAA", Addr: "127.0.0.1:4001", State: "up", BelowK: 400, Bytes: 3 << 20, Day: 20818, DayStart: time.Date(2026, 12, 31, 0, 0, 0, 0, time.UTC)},
 			{Peer: "12D3KooWOtherOtherOtherBBBBBBBB", Addr: "127.0.0.2:4001", State: "up", BelowK: 12, Bytes: 1536},
 			{Peer: "12D3KooWDeadDeadDeadDeadCCCCCCCC", Addr: "127.0.0.3:4001", State: "dead", Since: now.Add(-3 * time.Minute), BelowK: 99},
@@ -44,7 +46,7 @@ func TestRingHealth(t *testing.T) {
 		t.Errorf("k = 2 with 2 nodes up: warning %q", w)
 	}
 	view.K = 3
-	s := newServer(t, newFake(), func(c *Config) { c.Ring, c.PublicStatus = func(context.Context) RingView { return view }, true })
+	s := newServer(t, newFake(), func(c *Config) { c.Ring, c.PublicStatus = func(context.Context) ringview.View { return view }, true })
 	body := get(t, s, "/ring").Body.String()
 	for _, want := range []string{
 		"<b>2 of 4 nodes up · every version has fewer than k = 3 copies</b>",

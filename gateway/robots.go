@@ -53,14 +53,14 @@ func (g *guarded) decide(ctx context.Context, url string, t time.Time) access.De
 	return access.Decision{Action: access.Block, Rule: &access.Rule{URL: url, Exact: true, Action: access.Block, Status: robotsStatus, Reason: why}}
 }
 
-// exportHider is the Query.Hide of one export: the guarded archive's
+// exportHider is the cdx.Query.Hide of one export: the guarded archive's
 // decisions, with the export's context for robots.txt look-ups.
 type exportHider struct {
 	ctx context.Context
 	g   *guarded
 }
 
-// Hidden implements Hider: every capture not shown.
+// Hidden implements cdx.Hider: every capture not shown.
 func (h *exportHider) Hidden(url string, t time.Time) bool {
 	if h.g.decide(h.ctx, url, t).Shown() {
 		return false

@@ -19,6 +19,7 @@ import (
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/ringview"
 	"github.com/herod-archive/herod/internal/sampleweb"
 )
 
@@ -120,7 +121,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 	// The ring page has every node's summary, asked over the ring.
 	ringBody, _ := get(t, a.GatewayURL()+"ring?format=json")
-	var rv gateway.RingView
+	var rv ringview.View
 	if err := json.Unmarshal([]byte(ringBody), &rv); err != nil {
 		t.Fatal(err)
 	}

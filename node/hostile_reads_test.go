@@ -22,6 +22,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/id"
@@ -377,7 +378,7 @@ func TestHostileReads(t *testing.T) {
 	// the genuine responses of the hours want, nothing made up.
 	exports := func(want ...int) error {
 		var b bytes.Buffer
-		if err := (*resolver)(victim).Export(ctx, gateway.Query{URL: "h.example", Match: gateway.MatchHost}, &b, ""); err != nil {
+		if err := (*resolver)(victim).Export(ctx, cdx.Query{URL: "h.example", Match: cdx.MatchHost}, &b, ""); err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
 		recs := readsExportRecords(t, b.Bytes())
@@ -416,7 +417,7 @@ func TestHostileReads(t *testing.T) {
 		if len(rows) != len(want) {
 			return fmt.Errorf("cdx lists %d rows, want %d (hours %v): %q", len(rows), len(want), want, rows)
 		}
-		vs, err := (*resolver)(victim).List(ctx, gateway.Query{URL: "h.example", Match: gateway.MatchHost})
+		vs, err := (*resolver)(victim).List(ctx, cdx.Query{URL: "h.example", Match: cdx.MatchHost})
 		if err != nil {
 			return fmt.Errorf("list: %w", err)
 		}

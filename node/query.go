@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/node/query"
@@ -36,23 +37,23 @@ func (n *Node) setupQuery() {
 }
 
 // List implements gateway.Lister ring-wide (query.Service.List).
-func (r *resolver) List(ctx context.Context, q gateway.Query) ([]archive.Version, error) {
+func (r *resolver) List(ctx context.Context, q cdx.Query) ([]archive.Version, error) {
 	return r.query.List(ctx, q)
 }
 
 // Page implements gateway.Pager ring-wide (query.Service.Page).
-func (r *resolver) Page(ctx context.Context, req gateway.PageRequest) ([]gateway.CDXRow, bool, error) {
+func (r *resolver) Page(ctx context.Context, req cdx.PageRequest) ([]cdx.Row, bool, error) {
 	return r.query.Page(ctx, req)
 }
 
 // Export implements gateway.Exporter ring-wide (query.Service.Export).
-func (r *resolver) Export(ctx context.Context, q gateway.Query, w io.Writer, resumeAfter string) error {
+func (r *resolver) Export(ctx context.Context, q cdx.Query, w io.Writer, resumeAfter string) error {
 	return r.query.Export(ctx, q, w, resumeAfter)
 }
 
 // ExportProgress implements gateway.ProgressExporter ring-wide
 // (query.Service.ExportProgress).
-func (r *resolver) ExportProgress(ctx context.Context, q gateway.Query, w io.Writer, resumeAfter string, progress func(cursor string)) error {
+func (r *resolver) ExportProgress(ctx context.Context, q cdx.Query, w io.Writer, resumeAfter string, progress func(cursor string)) error {
 	return r.query.ExportProgress(ctx, q, w, resumeAfter, progress)
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/sampleweb"
 	"github.com/herod-archive/herod/internal/warciotest"
@@ -70,7 +71,7 @@ func TestRingQueryExport(t *testing.T) {
 	}
 
 	t.Run("list", func(t *testing.T) {
-		got, err := (*resolver)(lr.Nodes[1]).List(ctx, gateway.Query{URL: host, Match: gateway.MatchHost})
+		got, err := (*resolver)(lr.Nodes[1]).List(ctx, cdx.Query{URL: host, Match: cdx.MatchHost})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +80,7 @@ func TestRingQueryExport(t *testing.T) {
 		if !slices.EqualFunc(got, byCDX, sameVersion) {
 			t.Fatalf("List returned %d versions, want the %d of the union in CDX order", len(got), len(byCDX))
 		}
-		lim, err := (*resolver)(lr.Nodes[1]).List(ctx, gateway.Query{URL: host, Match: gateway.MatchHost, Limit: 7})
+		lim, err := (*resolver)(lr.Nodes[1]).List(ctx, cdx.Query{URL: host, Match: cdx.MatchHost, Limit: 7})
 		if err != nil || !slices.EqualFunc(lim, byCDX[:7], sameVersion) {
 			t.Fatalf("List with limit 7 = %d versions, %v; want the first 7", len(lim), err)
 		}
@@ -118,8 +119,8 @@ func TestRingQueryExport(t *testing.T) {
 		t.Fatalf("export has %d records, union has %d versions", len(recs), len(exportOrder))
 	}
 	for i, v := range exportOrder {
-		if recs[i].cursor != export.Cursor(v.URL, v.Time, v.Digest) {
-			t.Fatalf("record %d is %s, want %s", i, recs[i].cursor, export.Cursor(v.URL, v.Time, v.Digest))
+		if recs[i].cursor != archive.CursorOf(v.URL, v.Time, v.Digest).String() {
+			t.Fatalf("record %d is %s, want %s", i, recs[i].cursor, archive.CursorOf(v.URL, v.Time, v.Digest).String())
 		}
 	}
 	if got := trailer.Get(gateway.TrailerExportCursor); got != recs[len(recs)-1].cursor {
@@ -138,7 +139,7 @@ func TestRingQueryExport(t *testing.T) {
 		}
 		// The coarse Wayback cursor skips the whole second of its URL.
 		r := recs[len(recs)/2]
-		rest, _ := httpGet(t, gw+"&after="+url.QueryEscape(gateway.Cursor(r.url, r.time)))
+		rest, _ := httpGet(t, gw+"&after="+url.QueryEscape(archive.WaybackCursor(r.url, r.time)))
 		j := len(recs) / 2
 		for j+1 < len(recs) && recs[j+1].url == r.url && recs[j+1].time.Truncate(time.Second).Equal(r.time.Truncate(time.Second)) {
 			j++
@@ -221,11 +222,11 @@ func TestRingQueryExport(t *testing.T) {
 				<-querySlots
 			}
 		}()
-		_, err := (*resolver)(lr.Nodes[0]).List(ctx, gateway.Query{URL: host, Match: gateway.MatchHost})
+		_, err := (*resolver)(lr.Nodes[0]).List(ctx, cdx.Query{URL: host, Match: cdx.MatchHost})
 		if !errors.Is(err, query.ErrPartial) || !strings.Contains(err.Error(), query.BusyError) {
 			t.Fatalf("List with busy members: %v", err)
 		}
-		err = (*resolver)(lr.Nodes[0]).Export(ctx, gateway.Query{URL: host, Match: gateway.MatchHost}, io.Discard, "")
+		err = (*resolver)(lr.Nodes[0]).Export(ctx, cdx.Query{URL: host, Match: cdx.MatchHost}, io.Discard, "")
 		if !errors.Is(err, query.ErrPartial) || !strings.Contains(err.Error(), query.BusyError) {
 			t.Fatalf("Export with busy members: %v", err)
 		}
@@ -237,12 +238,12 @@ func TestRingQueryExport(t *testing.T) {
 		down := lr.Nodes[2]
 		down.kit.Remove(queryProtocol)
 		defer down.kit.MustHandle(down.query.Spec())
-		_, err := (*resolver)(lr.Nodes[0]).List(ctx, gateway.Query{URL: host, Match: gateway.MatchHost})
+		_, err := (*resolver)(lr.Nodes[0]).List(ctx, cdx.Query{URL: host, Match: cdx.MatchHost})
 		if !errors.Is(err, query.ErrPartial) || !strings.Contains(err.Error(), down.self.Addr) {
 			t.Fatalf("List with a member down: %v, want a partial error naming %s", err, down.self.Addr)
 		}
 		var sink bytes.Buffer
-		err = (*resolver)(lr.Nodes[0]).Export(ctx, gateway.Query{URL: host, Match: gateway.MatchHost}, &sink, "")
+		err = (*resolver)(lr.Nodes[0]).Export(ctx, cdx.Query{URL: host, Match: cdx.MatchHost}, &sink, "")
 		if !errors.Is(err, query.ErrPartial) || sink.Len() != 0 {
 			t.Fatalf("Export with a member down: %v after %d bytes, want a partial error before any", err, sink.Len())
 		}
@@ -268,8 +269,8 @@ func sameVersion(a, b archive.Version) bool {
 		a.Status == b.Status && a.Length == b.Length && a.Entry() == b.Entry()
 }
 
-func keyOf(v archive.Version) export.Key {
-	return export.KeyOf(v.URL, v.Time, v.Digest)
+func keyOf(v archive.Version) archive.Cursor {
+	return archive.CursorOf(v.URL, v.Time, v.Digest)
 }
 
 // unionOf returns every version selected by q on every node of lr, once
@@ -278,7 +279,7 @@ func keyOf(v archive.Version) export.Key {
 func unionOf(ctx context.Context, t *testing.T, lr *LocalRing, q archive.Query) ([]archive.Version, int) {
 	t.Helper()
 	var all []archive.Version
-	seen := map[export.Key]bool{}
+	seen := map[archive.Cursor]bool{}
 	holders := 0
 	for _, n := range lr.Nodes {
 		held := false

@@ -8,7 +8,9 @@ import (
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/node/query"
 	"github.com/herod-archive/herod/node/resolve"
+	"github.com/herod-archive/herod/node/witness"
 )
 
 // resolver is the node seen as the gateway's archive: every URL is answered
@@ -16,7 +18,18 @@ import (
 // node (package query).
 type resolver Node
 
-var _ gateway.Archive = (*resolver)(nil)
+// The gateway's interfaces that the node's services implement; their
+// packages do not import the gateway.
+var (
+	_ gateway.Archive = (*resolver)(nil)
+	_ gateway.Archive = (*resolve.Service)(nil)
+	_ gateway.Checker = (*resolve.Service)(nil)
+	_ gateway.Archive = (*witness.Archive)(nil)
+	_ gateway.Pager   = (*query.Service)(nil)
+	_ gateway.Lister  = (*query.Service)(nil)
+
+	_ gateway.ProgressExporter = (*query.Service)(nil)
+)
 
 // setupResolve builds the node's archive service and registers the
 // archive protocol's handler (registered in Start: it serves under the

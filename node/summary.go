@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/ringview"
 	"github.com/herod-archive/herod/node/ringpage"
 )
 
@@ -27,13 +27,13 @@ func (n *Node) setupRingPage() {
 }
 
 // summary returns this node's own summary.
-func (n *Node) summary() gateway.PeerSummary {
+func (n *Node) summary() ringview.PeerSummary {
 	cs, as, rs := n.crawler.Stats(), n.store.Stats(), n.ReplicationStats()
 	var errs int64
 	for _, e := range cs.ErrorsByKind {
 		errs += e
 	}
-	return gateway.PeerSummary{
+	return ringview.PeerSummary{
 		Peer: n.self.Peer, Addr: n.self.Addr, State: "up", Reach: n.reach,
 		Day: cs.Day, DayStart: time.Unix(cs.Day*int64(n.cfg.DayLength/time.Second), 0).UTC(), Queued: int64(cs.Queued), Fetched: cs.FetchedToday, Stored: cs.NewVersions, Errors: errs,
 		Versions: as.Versions, Bytes: as.Bytes, BelowK: rs.Health.BelowK, LagSec: rs.Health.LagSec,

@@ -11,6 +11,11 @@
 //   - plain text (Texts): one JSON line per archived HTML version with its
 //     title and extracted text.
 //
+// Export is the one export path of herod export and the gateway's /export:
+// given a Source of the .warc.gz stream it writes the WARC behind its
+// warcinfo record (InfoFirst), or converts it to one of the formats above
+// on the fly.
+//
 // Every format is built from a .warc.gz stream as archive.Store.Export and
 // the ring-wide export write it (one record per gzip member), read with
 // Records, so the same code serves a node's own archive and a ring-wide

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/base32"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/internal/id"
 )
 
 // ErrFormat reports a WARC stream that is not one record per gzip member.
@@ -52,10 +52,10 @@ func (m *Member) Peer() string { return m.Record.Header.Get(archive.HeaderPeer) 
 func (m *Member) Cursor() string {
 	label, val, _ := strings.Cut(m.Record.Header.Get("Warc-Payload-Digest"), ":")
 	d, err := base32.StdEncoding.DecodeString(strings.ToUpper(val))
-	if !strings.EqualFold(label, "sha1") || err != nil || len(d) != 20 {
-		return m.URL() + " " + timestamp14(m.Time())
+	if !strings.EqualFold(label, "sha1") || err != nil || len(d) != len(id.ID{}) {
+		return archive.WaybackCursor(m.URL(), m.Time())
 	}
-	return m.URL() + " " + m.Time().Format(time.RFC3339Nano) + " " + hex.EncodeToString(d)
+	return archive.CursorOf(m.URL(), m.Time(), id.ID(d)).String()
 }
 
 // HTTP parses the record's block as an HTTP response: its status, headers

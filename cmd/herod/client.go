@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/ringview"
 	"github.com/herod-archive/herod/node"
 )
 
@@ -282,7 +283,7 @@ func showStatus(ctx context.Context, w io.Writer, base, token string, asJSON boo
 	if err != nil {
 		return err
 	}
-	var rv gateway.RingView
+	var rv ringview.View
 	if err := json.Unmarshal(body, &rv); err != nil {
 		return fmt.Errorf("ring: decode: %w", err)
 	}
@@ -292,7 +293,7 @@ func showStatus(ctx context.Context, w io.Writer, base, token string, asJSON boo
 
 // printRing writes the ring's health headline and a table of its real
 // nodes: those up, and those dead or departed with since when.
-func printRing(w io.Writer, rv gateway.RingView) {
+func printRing(w io.Writer, rv ringview.View) {
 	h := rv.Health()
 	fmt.Fprintf(w, "\nring: %s (%d virtual servers known here)\n", h.Headline(), len(rv.Nodes))
 	if warn := h.Warning(); warn != "" {

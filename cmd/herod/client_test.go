@@ -11,6 +11,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/ringview"
 	"github.com/herod-archive/herod/node"
 )
 
@@ -84,8 +85,8 @@ func TestStatusWatch(t *testing.T) {
 			st.Replication.Health = node.ReplicationHealth{Ranges: 4, Behind: 1, BelowK: 12, LagSec: 31}
 			return st
 		},
-		Ring: func(context.Context) gateway.RingView {
-			return gateway.RingView{Self: "peerA", Peers: []gateway.PeerSummary{
+		Ring: func(context.Context) ringview.View {
+			return ringview.View{Self: "peerA", Peers: []ringview.PeerSummary{
 				{Peer: "peerA", Addr: "127.0.0.1:4001", State: "up", Reach: "listen", Versions: 10, BelowK: 12, LagSec: 31},
 				{Peer: "peerB", Addr: "198.51.100.7:4001", State: "up", Reach: "mapped", Relayed: true, Versions: 9},
 				{Peer: "peerC", Addr: "203.0.113.9:4001", State: "unreachable"},

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
-	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/ringview"
 	"github.com/herod-archive/herod/internal/sampleweb"
 	"github.com/herod-archive/herod/node"
 	"github.com/herod-archive/herod/ring"
@@ -60,7 +60,7 @@ func (r *procRing) replicatedSince(t time.Time) bool {
 
 // upPeers returns the peers p's ring page shows up.
 func upPeers(p *proc) []string {
-	var rv gateway.RingView
+	var rv ringview.View
 	if err := getInto(p, "/ring?format=json", &rv); err != nil {
 		return nil
 	}

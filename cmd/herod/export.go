@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/base32"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/archive/exchange"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/node"
@@ -78,7 +77,7 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("refusing to write a %s (binary) to the terminal: give -o FILE%s, or redirect the output to a file or a pipe",
 			strings.ToUpper(f.format), extOf[f.format])
 	}
-	if f.format != gateway.FormatWARC {
+	if f.format != exchange.FormatWARC {
 		return f.convert(ctx, stdout, stderr)
 	}
 	w, closeOut, err := f.openOutput(stdout)
@@ -154,38 +153,29 @@ func (f *exportFlags) openOutput(stdout io.Writer) (io.Writer, func() error, err
 	return lf, lf.Close, nil
 }
 
-// archiveQuery builds the store query from the flags, in canonical form.
-func (f *exportFlags) archiveQuery() (archive.Query, error) {
-	var q archive.Query
-	var err error
-	switch {
-	case f.host != "":
-		raw := f.host
-		if !strings.Contains(raw, "://") {
-			raw = "http://" + raw + "/"
-		}
-		u, err := gateway.ArchivedURL(raw)
-		if err != nil {
-			return q, fmt.Errorf("--host: %w", err)
-		}
-		p, _ := url.Parse(u)
-		q.Host = p.Host
-	case f.prefix != "":
-		if q.Prefix, err = gateway.ArchivedURL(f.prefix); err != nil {
-			return q, fmt.Errorf("--prefix: %w", err)
-		}
-	default:
-		if q.URL, err = gateway.ArchivedURL(f.url); err != nil {
-			return q, fmt.Errorf("--url: %w", err)
-		}
+// query builds the selection from the flags, in canonical form: the
+// flags are /export's parameters, read as the gateway reads them.
+func (f *exportFlags) query() (cdx.Query, error) {
+	q, err := gateway.ParseExportQuery(f.params())
+	if err != nil {
+		return q, fmt.Errorf("selection: %w", err)
 	}
-	if f.from != "" {
-		q.From, _ = gateway.ParseTimestampFrom(f.from)
-	}
-	if f.to != "" {
-		q.To, _ = gateway.ParseTimestamp(f.to)
-	}
+	q.Revisits = f.revisits
 	return q, nil
+}
+
+// params are the /export parameters of the flags' selection.
+func (f *exportFlags) params() url.Values {
+	p := url.Values{}
+	for k, v := range map[string]string{"host": f.host, "prefix": f.prefix, "url": f.url, "from": f.from, "to": f.to} {
+		if v != "" {
+			p.Set(k, v)
+		}
+	}
+	if f.revisits {
+		p.Set("revisits", "1")
+	}
+	return p
 }
 
 // openArchive opens the archive in the node's data directory, which the
@@ -228,7 +218,7 @@ func (s *lockedStore) Close() error {
 
 // fromDisk exports from the archive in the node's data directory.
 func (f *exportFlags) fromDisk(ctx context.Context, w io.Writer, stderr io.Writer) error {
-	q, err := f.archiveQuery()
+	q, err := f.query()
 	if err != nil {
 		return err
 	}
@@ -240,29 +230,29 @@ func (f *exportFlags) fromDisk(ctx context.Context, w io.Writer, stderr io.Write
 	// The warcinfo record goes first, before the first record the
 	// archive writes; the CDXJ offsets the archive counts from its first
 	// record move by its length.
-	info := &infoFirst{w: w, info: f.warcInfo()}
-	var cdx io.Writer
+	info := &exchange.InfoFirst{W: w, Info: f.warcInfo()}
+	var index io.Writer
 	var cdxFile *lazyFile
 	if f.cdx != "" {
 		cdxFile = &lazyFile{path: f.cdx}
 		defer cdxFile.Close()
-		cdx = &shiftOffsets{w: cdxFile, by: func() int64 { return info.n }}
+		index = &shiftOffsets{w: cdxFile, by: func() int64 { return info.N }}
 	}
 	name := "herod.warc.gz"
 	if f.out != "-" {
 		name = filepath.Base(f.out)
 	}
 	prog := newProgress(stderr, "export")
-	st, err := s.Export(ctx, archive.ExportOptions{Query: q, Revisits: f.revisits, Filename: name, After: f.resume, Hide: f.hide,
-		Progress: func(cursor string) { prog.add(1, 0, cursor) }}, countingWriter{info, prog}, cdx)
+	st, err := s.Export(ctx, archive.ExportOptions{Query: q.Store(), Revisits: q.Revisits, Filename: name, After: f.resume, Hide: f.hide,
+		Progress: func(cursor string) { prog.add(1, 0, cursor) }}, countingWriter{info, prog}, index)
 	prog.done()
 	if err != nil {
 		return resumeHint(err, st.Cursor)
 	}
 	if st.Responses+st.Revisits == 0 && len(st.Corrupt) == 0 {
 		var hint []string
-		if q.Host != "" {
-			hint = similarHosts(ctx, s.Store, q.Host)
+		if q.Match == cdx.MatchHost {
+			hint = similarHosts(ctx, s.Store, q.URL)
 		}
 		return f.nothingMatched(hint)
 	}
@@ -271,7 +261,7 @@ func (f *exportFlags) fromDisk(ctx context.Context, w io.Writer, stderr io.Write
 			return fmt.Errorf("cdx: %w", err)
 		}
 	}
-	fmt.Fprintf(stderr, "exported %d responses and %d revisits (%d bytes)\n", st.Responses, st.Revisits, st.Bytes+info.n)
+	fmt.Fprintf(stderr, "exported %d responses and %d revisits (%d bytes)\n", st.Responses, st.Revisits, st.Bytes+info.N)
 	if len(st.Corrupt) > 0 {
 		return fmt.Errorf("skipped %d corrupt version files (first: %s); run herod fsck --repair", len(st.Corrupt), st.Corrupt[0])
 	}
@@ -294,7 +284,7 @@ func (f *exportFlags) fromGateway(ctx context.Context, w io.Writer, stderr io.Wr
 	}
 	defer resp.Body.Close()
 	prog := newProgress(stderr, "export")
-	info := &infoFirst{w: w, info: f.warcInfo()}
+	info := &exchange.InfoFirst{W: w, Info: f.warcInfo()}
 	n, cursor, err := copyRecords(countingWriter{info, prog}, resp.Body, func(cursor string) { prog.add(1, 0, cursor) })
 	prog.done()
 	if cursor == "" {
@@ -332,27 +322,11 @@ func copyRecords(w io.Writer, r io.Reader, copied func(cursor string)) (int, str
 			return fmt.Errorf("output: %w", err)
 		}
 		n++
-		cursor = recordCursor(m.Record)
+		cursor = m.Cursor()
 		copied(cursor)
 		return nil
 	})
 	return n, cursor, err
-}
-
-// recordCursor is the exact resume cursor of a record: its URI, date and
-// payload digest, or the Wayback form when it has no payload digest.
-func recordCursor(rec *archive.Record) string {
-	u := rec.Header.Get("Warc-Target-Uri")
-	t, err := time.Parse(time.RFC3339Nano, rec.Header.Get("Warc-Date"))
-	if err != nil {
-		return ""
-	}
-	label, val, _ := strings.Cut(rec.Header.Get("Warc-Payload-Digest"), ":")
-	d, err := base32.StdEncoding.DecodeString(strings.ToUpper(val))
-	if !strings.EqualFold(label, "sha1") || err != nil || len(d) != 20 {
-		return gateway.Cursor(u, t)
-	}
-	return u + " " + t.Format(time.RFC3339Nano) + " " + hex.EncodeToString(d)
 }
 
 // openGatewayExport asks the node's gateway for /export of the flags'
@@ -363,17 +337,12 @@ func (f *exportFlags) openGatewayExport(ctx context.Context, format string) (*ht
 	if err != nil {
 		return nil, err
 	}
-	p := url.Values{}
+	p := f.params()
 	if format != "" {
 		p.Set("format", format)
 	}
-	for k, v := range map[string]string{"host": f.host, "prefix": f.prefix, "url": f.url, "from": f.from, "to": f.to, "after": f.resume} {
-		if v != "" {
-			p.Set(k, v)
-		}
-	}
-	if f.revisits {
-		p.Set("revisits", "1")
+	if f.resume != "" {
+		p.Set("after", f.resume)
 	}
 	if format == "" {
 		p.Set("warcinfo", "0") // this command writes its own (warcInfo)

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/archive/exchange"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/node"
@@ -16,7 +17,7 @@ import (
 
 // formatFlags registers the flags of the converted export formats.
 func (f *exportFlags) formatFlags(fs *flag.FlagSet) {
-	fs.StringVar(&f.format, "format", gateway.FormatWARC, "output format: warc, wacz (a WACZ 1.1.1 package), links (source, target, day per link) or text (one JSON line of extracted text per HTML version)")
+	fs.StringVar(&f.format, "format", exchange.FormatWARC, "output format: warc, wacz (a WACZ 1.1.1 package), links (source, target, day per link) or text (one JSON line of extracted text per HTML version)")
 	fs.BoolVar(&f.wacz, "wacz", false, "short for --format wacz")
 	fs.BoolVar(&f.sign, "sign", false, "with --wacz --data: sign the package with the node's identity key (through a gateway it is always signed)")
 }
@@ -24,22 +25,22 @@ func (f *exportFlags) formatFlags(fs *flag.FlagSet) {
 // checkFormat validates the format flags.
 func (f *exportFlags) checkFormat() error {
 	if f.wacz {
-		if f.format != gateway.FormatWARC && f.format != gateway.FormatWACZ {
+		if f.format != exchange.FormatWARC && f.format != exchange.FormatWACZ {
 			return errors.New("--wacz contradicts --format " + f.format)
 		}
-		f.format = gateway.FormatWACZ
+		f.format = exchange.FormatWACZ
 	}
 	switch f.format {
-	case gateway.FormatWARC, gateway.FormatWACZ, gateway.FormatLinks, gateway.FormatText:
+	case exchange.FormatWARC, exchange.FormatWACZ, exchange.FormatLinks, exchange.FormatText:
 	default:
 		return fmt.Errorf("--format %q: want warc, wacz, links or text", f.format)
 	}
 	switch {
-	case f.format != gateway.FormatWARC && f.cdx != "":
+	case f.format != exchange.FormatWARC && f.cdx != "":
 		return errors.New("--cdx needs --format warc (a WACZ holds its own index)")
-	case f.format == gateway.FormatWACZ && f.resume != "":
+	case f.format == exchange.FormatWACZ && f.resume != "":
 		return errors.New("a WACZ export cannot resume: run it again whole")
-	case f.sign && (f.format != gateway.FormatWACZ || f.data == ""):
+	case f.sign && (f.format != exchange.FormatWACZ || f.data == ""):
 		return errors.New("--sign needs --wacz and --data")
 	}
 	return nil
@@ -60,19 +61,19 @@ func (f *exportFlags) convert(ctx context.Context, stdout, stderr io.Writer) err
 	if cerr := closeOut(); err == nil {
 		err = cerr
 	}
-	if err == nil && f.format == gateway.FormatWACZ && f.out != "-" && emptyWACZ(f.out) {
+	if err == nil && f.format == exchange.FormatWACZ && f.out != "-" && emptyWACZ(f.out) {
 		err = f.nothingMatched(nil) // through a gateway: the package came whole, and empty
 	}
-	if err != nil && f.format == gateway.FormatWACZ && f.out != "-" {
+	if err != nil && f.format == exchange.FormatWACZ && f.out != "-" {
 		os.Remove(f.out)
 	}
 	return err
 }
 
-// convertDisk exports from the data directory through a pipe into the
-// converter.
+// convertDisk exports from the data directory through the converter
+// (exchange.Export, as the gateway's /export).
 func (f *exportFlags) convertDisk(ctx context.Context, w io.Writer, stderr io.Writer) error {
-	q, err := f.archiveQuery()
+	q, err := f.query()
 	if err != nil {
 		return err
 	}
@@ -87,59 +88,35 @@ func (f *exportFlags) convertDisk(ctx context.Context, w io.Writer, stderr io.Wr
 		return err
 	}
 	defer s.Close()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	var st archive.ExportStats
-	go func() {
-		var err error
-		st, err = s.Export(ctx, archive.ExportOptions{Query: q, Revisits: f.revisits, After: f.resume, Hide: f.hide}, pw, nil)
-		pw.CloseWithError(err)
-		done <- err
-	}()
 	last := ""
-	cursor := func(m *exchange.Member) { last = m.Cursor() }
-	switch f.format {
-	case gateway.FormatLinks:
-		var bs exchange.BulkStats
-		if bs, err = exchange.Links(pr, w, cursor); err == nil && bs.Versions > 0 {
-			fmt.Fprintf(stderr, "exported %d links of %d HTML versions\n", bs.Lines, bs.Versions)
-		} else if err == nil {
-			err = f.nothingMatched(nil)
-		}
-	case gateway.FormatText:
-		var bs exchange.BulkStats
-		if bs, err = exchange.Texts(pr, w, cursor); err == nil && bs.Versions > 0 {
-			fmt.Fprintf(stderr, "exported the text of %d HTML versions\n", bs.Versions)
-		} else if err == nil {
-			err = f.nothingMatched(nil)
-		}
-	default:
-		z := exchange.NewWACZ(w, exchange.WACZOptions{Title: "herod export " + f.selection(), Signer: signer, Info: f.warcInfo(), MainPage: f.mainPage()})
-		var zs exchange.WACZStats
-		zs, err = z.AddWARC(pr)
-		switch {
-		case err == nil && zs.Responses+zs.Revisits == 0:
-			var hint []string
-			if q.Host != "" {
-				hint = similarHosts(ctx, s.Store, q.Host)
-			}
-			err = f.nothingMatched(hint)
-		case err == nil:
-			err = z.Close()
-		}
-		if err == nil {
-			fmt.Fprintf(stderr, "exported a WACZ of %d responses, %d revisits and %d pages (%d WARC bytes)\n", zs.Responses, zs.Revisits, zs.Pages, zs.WARCBytes)
-		}
+	var st archive.ExportStats
+	src := func(ctx context.Context, w io.Writer) error {
+		var err error
+		st, err = s.Export(ctx, archive.ExportOptions{Query: q.Store(), Revisits: q.Revisits, After: f.resume, Hide: f.hide}, w, nil)
+		return err
 	}
-	pr.CloseWithError(errors.New("converter stopped"))
-	cancel()
-	if eerr := <-done; err == nil {
-		err = eerr
+	xs, err := exchange.Export(ctx, src, w, exchange.ExportOptions{Format: f.format, SkipEmptyWACZ: true,
+		WACZ:     exchange.WACZOptions{Title: "herod export " + f.selection(), Signer: signer, Info: f.warcInfo(), MainPage: f.mainPage()},
+		Progress: func(c string) { last = c }})
+	switch {
+	case err != nil:
+	case f.format == exchange.FormatWACZ && xs.WACZ.Responses+xs.WACZ.Revisits == 0:
+		var hint []string
+		if q.Match == cdx.MatchHost {
+			hint = similarHosts(ctx, s.Store, q.URL)
+		}
+		err = f.nothingMatched(hint)
+	case f.format == exchange.FormatWACZ:
+		fmt.Fprintf(stderr, "exported a WACZ of %d responses, %d revisits and %d pages (%d WARC bytes)\n", xs.WACZ.Responses, xs.WACZ.Revisits, xs.WACZ.Pages, xs.WACZ.WARCBytes)
+	case xs.Bulk.Versions == 0:
+		err = f.nothingMatched(nil)
+	case f.format == exchange.FormatLinks:
+		fmt.Fprintf(stderr, "exported %d links of %d HTML versions\n", xs.Bulk.Lines, xs.Bulk.Versions)
+	default:
+		fmt.Fprintf(stderr, "exported the text of %d HTML versions\n", xs.Bulk.Versions)
 	}
 	if err != nil {
-		if f.format == gateway.FormatWACZ {
+		if f.format == exchange.FormatWACZ {
 			return err
 		}
 		return resumeHint(err, last)
@@ -154,18 +131,14 @@ func (f *exportFlags) convertDisk(ctx context.Context, w io.Writer, stderr io.Wr
 // root or the prefix when the archive has a page there (the seed a crawl
 // of it starts from); "" leaves the choice to the page captured first.
 func (f *exportFlags) mainPage() string {
-	q, err := f.archiveQuery()
+	q, err := f.query()
 	switch {
 	case err != nil:
 		return ""
-	case q.URL != "":
-		return q.URL
-	case q.Prefix != "":
-		return q.Prefix
-	case q.Host != "":
-		return "http://" + q.Host + "/"
+	case q.Match == cdx.MatchHost:
+		return "http://" + q.URL + "/"
 	}
-	return ""
+	return q.URL
 }
 
 // convertGateway asks the gateway for the converted stream and copies it.
@@ -188,7 +161,7 @@ func (f *exportFlags) convertGateway(ctx context.Context, w io.Writer, stderr io
 		err = fmt.Errorf("export incomplete: %s", msg)
 	}
 	if err != nil {
-		if f.format == gateway.FormatWACZ {
+		if f.format == exchange.FormatWACZ {
 			return err
 		}
 		return resumeHint(err, cursor)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/archive/exchange"
-	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/buildinfo"
 )
 
@@ -54,26 +53,6 @@ func (l *lazyFile) Close() error {
 		return fmt.Errorf("output: %w", err)
 	}
 	return l.f.Close()
-}
-
-// infoFirst writes a warcinfo record before the first bytes written
-// through it: a WARC export starts with one, and one that writes nothing
-// writes no warcinfo either.
-type infoFirst struct {
-	w    io.Writer
-	info *exchange.WARCInfo // nil: none (an export resumed)
-	n    int64              // bytes of the warcinfo record written
-}
-
-func (i *infoFirst) Write(p []byte) (int, error) {
-	if i.info != nil {
-		n, err := exchange.WriteWARCInfo(i.w, *i.info)
-		i.n, i.info = n, nil
-		if err != nil {
-			return 0, err
-		}
-	}
-	return i.w.Write(p)
 }
 
 // cdxOffset matches the offset field of a CDXJ line's JSON block: inside
@@ -114,9 +93,9 @@ func (s *shiftOffsets) Write(p []byte) (int, error) {
 func formatOfName(name string) string {
 	n := strings.ToLower(name)
 	for _, e := range []struct{ ext, format string }{
-		{".wacz", gateway.FormatWACZ}, {".zip", gateway.FormatWACZ},
-		{".warc.gz", gateway.FormatWARC}, {".warc", gateway.FormatWARC}, {".gz", gateway.FormatWARC},
-		{".tsv", gateway.FormatLinks}, {".jsonl", gateway.FormatText},
+		{".wacz", exchange.FormatWACZ}, {".zip", exchange.FormatWACZ},
+		{".warc.gz", exchange.FormatWARC}, {".warc", exchange.FormatWARC}, {".gz", exchange.FormatWARC},
+		{".tsv", exchange.FormatLinks}, {".jsonl", exchange.FormatText},
 	} {
 		if strings.HasSuffix(n, e.ext) {
 			return e.format
@@ -126,7 +105,7 @@ func formatOfName(name string) string {
 }
 
 // extOf is the file name extension of each format.
-var extOf = map[string]string{gateway.FormatWARC: ".warc.gz", gateway.FormatWACZ: ".wacz", gateway.FormatLinks: ".tsv", gateway.FormatText: ".jsonl"}
+var extOf = map[string]string{exchange.FormatWARC: ".warc.gz", exchange.FormatWACZ: ".wacz", exchange.FormatLinks: ".tsv", exchange.FormatText: ".jsonl"}
 
 // checkName takes the format from -o's name when no format flag was
 // given (x.wacz is a WACZ) and refuses a name that says another format
@@ -141,11 +120,11 @@ func (f *exportFlags) checkName(formatGiven bool) error {
 		f.format = byName
 	}
 	switch {
-	case f.format == gateway.FormatWARC && strings.HasSuffix(strings.ToLower(f.out), ".warc"):
+	case f.format == exchange.FormatWARC && strings.HasSuffix(strings.ToLower(f.out), ".warc"):
 		return fmt.Errorf("-o %s: a WARC export is gzip-compressed: name the file %s.gz", f.out, f.out)
 	case byName == "" || byName == f.format:
 		return nil
-	case f.format == gateway.FormatWACZ:
+	case f.format == exchange.FormatWACZ:
 		return fmt.Errorf("-o %s: --wacz writes a WACZ (a zip), not a %s: name the file %s", f.out, byName, swapExt(f.out, ".wacz"))
 	}
 	return fmt.Errorf("-o %s: --format %s writes a %s file, not a %s: name the file %s", f.out, f.format, f.format, byName, swapExt(f.out, extOf[f.format]))
@@ -168,7 +147,7 @@ func swapExt(name, ext string) string {
 
 // binary reports whether the format is a binary file (gzip or zip).
 func (f *exportFlags) binary() bool {
-	return f.format == gateway.FormatWARC || f.format == gateway.FormatWACZ
+	return f.format == exchange.FormatWARC || f.format == exchange.FormatWACZ
 }
 
 // selection is the export's selection as flags: "--host example.com

@@ -23,6 +23,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/archive/exchange"
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/gateway"
@@ -250,16 +251,8 @@ func (a *storeArchive) Get(ctx context.Context, u string, t time.Time) (archive.
 	return v, c, err
 }
 
-func (a *storeArchive) Export(ctx context.Context, q gateway.Query, w io.Writer, after string) error {
-	aq := archive.Query{From: q.From, To: q.To}
-	switch q.Match {
-	case gateway.MatchHost:
-		aq.Host = q.URL
-	case gateway.MatchPrefix:
-		aq.Prefix = q.URL
-	default:
-		aq.URL = q.URL
-	}
+func (a *storeArchive) Export(ctx context.Context, q cdx.Query, w io.Writer, after string) error {
+	aq := q.Store()
 	if a.failAfter > 0 {
 		w = &failingWriter{w: w, left: a.failAfter}
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/ringview"
 	"github.com/herod-archive/herod/internal/sampleweb"
 	"github.com/herod-archive/herod/node"
 )
@@ -52,8 +52,8 @@ func TestProcessDeadNodeShows(t *testing.T) {
 
 	r.remove(third, syscall.SIGKILL)
 	killed := time.Now()
-	var rv gateway.RingView
-	var dead gateway.PeerSummary
+	var rv ringview.View
+	var dead ringview.PeerSummary
 	waitFor(t, "/ring shows the killed node dead and versions below k", 30*time.Second, func() bool {
 		if err := getInto(first, "/ring?format=json", &rv); err != nil {
 			return false

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/canon"
@@ -152,7 +153,7 @@ func inArchive(ctx context.Context, m *crawlMem, u string) bool {
 	if err != nil {
 		return false
 	}
-	vs, err := m.List(ctx, gateway.Query{URL: p.Scheme + "://" + p.Host + p.Path, Match: gateway.MatchPrefix})
+	vs, err := m.List(ctx, cdx.Query{URL: p.Scheme + "://" + p.Host + p.Path, Match: cdx.MatchPrefix})
 	if err != nil {
 		return false
 	}

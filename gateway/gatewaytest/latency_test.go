@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/fidelityweb"
 )
@@ -433,7 +434,7 @@ func latencyPages(t testing.TB) (gateway.Archive, []string, []string) {
 		}
 		defer s.Close()
 		m, _ := crawlSite(t, s.Seeds(), 0)
-		vs, err := m.List(ctx, gateway.Query{URL: s.URL() + "/", Match: gateway.MatchPrefix})
+		vs, err := m.List(ctx, cdx.Query{URL: s.URL() + "/", Match: cdx.MatchPrefix})
 		if err != nil {
 			t.Fatal(err)
 		}

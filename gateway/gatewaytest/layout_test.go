@@ -13,6 +13,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/ringview"
 )
 
 // TestOperatorPagesFit checks in headless Chromium at 1,280 px that the
@@ -36,9 +37,9 @@ func TestOperatorPagesFit(t *testing.T) {
 	}
 	now := time.Now().UTC()
 	peer := func(s string) string { return "12D3KooW" + s + "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" + s }
-	view := gateway.RingView{Self: peer("A"), K: 3}
+	view := ringview.View{Self: peer("A"), K: 3}
 	for i, st := range []string{"up", "up", "up", "unreachable", "dead", "departed"} {
-		p := gateway.PeerSummary{Peer: peer(string(rune('A' + i))), Addr: fmt.Sprintf("203.0.113.%d:4001", 10+i), State: st, Reach: "listen",
+		p := ringview.PeerSummary{Peer: peer(string(rune('A' + i))), Addr: fmt.Sprintf("203.0.113.%d:4001", 10+i), State: st, Reach: "listen",
 			Day: 20785, DayStart: now.Truncate(24 * time.Hour), Queued: 123456, Fetched: 987654, Stored: 456789, Errors: 12345,
 			Versions: 12345678, Bytes: 987654321098, BelowK: 4321, LagSec: 12345}
 		if st == "dead" || st == "departed" {
@@ -49,7 +50,7 @@ func TestOperatorPagesFit(t *testing.T) {
 	status := map[string]any{"peer": peer("A"), "multiaddr": "/ip4/203.0.113.10/tcp/4001/p2p/" + peer("A"),
 		"archive": map[string]any{"versions": 12345678, "bytes": 987654321098}, "wire": []map[string]any{{"protocol": "/herod/replicate/1.0.0", "in": 123456789, "out": 987654321}}}
 	ui, _, _, _ := serveGateway(t, gateway.Config{Archive: m, PublicStatus: true,
-		Ring:   func(context.Context) gateway.RingView { return view },
+		Ring:   func(context.Context) ringview.View { return view },
 		Status: func(context.Context) any { return status }})
 	tab, cancelTab := chromedp.NewContext(c.ctx)
 	defer cancelTab()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/id"
@@ -111,14 +112,14 @@ func (m *Mem) Get(ctx context.Context, url string, t time.Time) (archive.Version
 }
 
 // List implements gateway.Lister.
-func (m *Mem) List(ctx context.Context, q gateway.Query) ([]archive.Version, error) {
+func (m *Mem) List(ctx context.Context, q cdx.Query) ([]archive.Version, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
 	urls := make([]string, 0, len(m.caps))
 	for u := range m.caps {
-		if q.Match != gateway.MatchPrefix || strings.HasPrefix(u, q.URL) {
+		if q.Match != cdx.MatchPrefix || strings.HasPrefix(u, q.URL) {
 			urls = append(urls, u)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/gateway"
 )
 
@@ -125,16 +126,16 @@ func TestArchive(t *testing.T, h Harness) {
 	t.Run("List", func(t *testing.T) {
 		for _, tc := range []struct {
 			name string
-			q    gateway.Query
+			q    cdx.Query
 			want []string // "url day"
 		}{
-			{"exact", gateway.Query{URL: page}, []string{page + " 0", page + " 2", page + " 5"}},
-			{"prefix", gateway.Query{URL: "http://" + base + ".example/", Match: gateway.MatchPrefix},
+			{"exact", cdx.Query{URL: page}, []string{page + " 0", page + " 2", page + " 5"}},
+			{"prefix", cdx.Query{URL: "http://" + base + ".example/", Match: cdx.MatchPrefix},
 				[]string{other + " 1", page + " 0", page + " 2", page + " 5"}},
-			{"host", gateway.Query{URL: base + "-two.example", Match: gateway.MatchHost}, []string{elsewhere + " 3"}},
-			{"dates", gateway.Query{URL: "http://" + base + ".example/", Match: gateway.MatchPrefix, From: at(1), To: at(2)},
+			{"host", cdx.Query{URL: base + "-two.example", Match: cdx.MatchHost}, []string{elsewhere + " 3"}},
+			{"dates", cdx.Query{URL: "http://" + base + ".example/", Match: cdx.MatchPrefix, From: at(1), To: at(2)},
 				[]string{other + " 1", page + " 2"}},
-			{"limit", gateway.Query{URL: "http://" + base + ".example/", Match: gateway.MatchPrefix, Limit: 2},
+			{"limit", cdx.Query{URL: "http://" + base + ".example/", Match: cdx.MatchPrefix, Limit: 2},
 				[]string{other + " 1", page + " 0"}},
 		} {
 			vs, err := l.List(ctx, tc.q)

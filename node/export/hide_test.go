@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/archive/cdx"
 )
 
 // TestMergeHides checks that records the query's Hide names (the access
@@ -26,7 +26,7 @@ func TestMergeHides(t *testing.T) {
 	}
 	var ms []*Member
 	for _, n := range []*testNode{a, b} {
-		m := &Member{name: "test", r: bufio.NewReader(bytes.NewReader(reply(t, n, "h.example", ""))), q: gateway.Query{URL: "h.example", Match: gateway.MatchHost, Hide: hideFunc(hide)}}
+		m := &Member{name: "test", r: bufio.NewReader(bytes.NewReader(reply(t, n, "h.example", ""))), q: cdx.Query{URL: "h.example", Match: cdx.MatchHost, Hide: hideFunc(hide)}}
 		if err := m.next(); err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +48,7 @@ func TestMergeHides(t *testing.T) {
 	}
 }
 
-// hideFunc is a gateway.Hider of a function.
+// hideFunc is a cdx.Hider of a function.
 type hideFunc func(url string, t time.Time) bool
 
 func (f hideFunc) Hidden(url string, t time.Time) bool { return f(url, t) }

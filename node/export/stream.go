@@ -16,7 +16,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/herod-archive/herod/archive"
-	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
 )
@@ -49,11 +49,6 @@ var (
 	ErrPartial = errors.New("export: partial export")
 )
 
-// KeyOf returns the export-order key of a version.
-func KeyOf(u string, t time.Time, d id.ID) Key {
-	return Key{host: LowerHost(u), url: u, t: t, d: d}
-}
-
 // recordHeader precedes each record of an export reply; the last header
 // of a reply has End set and no record follows it.
 type recordHeader struct {
@@ -68,33 +63,6 @@ type recordHeader struct {
 	Skipped int `json:"skipped,omitempty"`
 }
 
-// Key is a position in export order, the order of archive.Export:
-// host, URL, capture time, payload digest.
-type Key struct {
-	host, url string
-	t         time.Time
-	d         id.ID
-}
-
-// Compare orders keys in export order.
-func (k Key) Compare(o Key) int {
-	if c := strings.Compare(k.host, o.host); c != 0 {
-		return c
-	}
-	if c := strings.Compare(k.url, o.url); c != 0 {
-		return c
-	}
-	if c := k.t.Compare(o.t); c != 0 {
-		return c
-	}
-	return k.d.Cmp(o.d)
-}
-
-// Cursor is the archive's exact cursor of a record.
-func Cursor(u string, t time.Time, d id.ID) string {
-	return u + " " + t.Format(time.RFC3339Nano) + " " + d.String()
-}
-
 // LowerHost is the host of u as the archive orders it.
 func LowerHost(u string) string {
 	p, err := url.Parse(u)
@@ -102,30 +70,6 @@ func LowerHost(u string) string {
 		return ""
 	}
 	return strings.ToLower(p.Host)
-}
-
-// ParseResume reads a resume cursor in either form gateway.ParseCursor
-// accepts. The Wayback form resumes after every record of its URL up to
-// the end of its second, as archive.Export does.
-func ParseResume(c string) (Key, error) {
-	u, t, err := gateway.ParseCursor(c)
-	if err != nil {
-		return Key{}, err
-	}
-	k := Key{host: LowerHost(u), url: u, t: t}
-	if rest := c[len(u)+1:]; len(rest) == 14 {
-		k.t = t.Add(time.Second - 1)
-		for i := range k.d {
-			k.d[i] = 0xff
-		}
-	} else {
-		d, err := id.Parse(rest[strings.LastIndexByte(rest, ' ')+1:])
-		if err != nil {
-			return Key{}, fmt.Errorf("cursor digest: %w", err)
-		}
-		k.d = d
-	}
-	return k, nil
 }
 
 // recordFramer sits between archive.Export and the reply: it collects the
@@ -154,12 +98,12 @@ func (f *recordFramer) progress(cursor string) {
 	if f.err != nil {
 		return
 	}
-	k, err := ParseResume(cursor)
+	k, err := archive.ParseCursor(cursor)
 	if err != nil {
 		f.err = fmt.Errorf("export cursor %.100q: %w", cursor, err)
 		return
 	}
-	h := recordHeader{URL: k.url, Time: k.t, Digest: k.d, Cursor: cursor}
+	h := recordHeader{URL: k.URL, Time: k.Time, Digest: k.Digest, Cursor: cursor}
 	if err := wire.WriteJSON(f.w, h); err != nil {
 		f.err = err
 		return
@@ -232,19 +176,19 @@ type Member struct {
 	name    string // member address, for errors
 	r       *bufio.Reader
 	setRD   func(time.Time) // read deadline per frame; nil for a local pipe
-	q       gateway.Query
-	last    Key
+	q       cdx.Query
+	last    archive.Cursor
 	hasLast bool
 
-	verify   Verifier // nil: a local member, whose store verified its records
-	after    *Key     // the resume cursor: the reply starts after it
+	verify   Verifier        // nil: a local member, whose store verified its records
+	after    *archive.Cursor // the resume cursor: the reply starts after it
 	verified map[verifiedKey]bool
 	verURL   string // the URL verified holds versions of
 	dropped  int
 	dropErr  error // the first drop's reason
 
 	head    recordHeader // current record
-	key     Key
+	key     archive.Cursor
 	body    []byte
 	done    bool
 	skipped int // corrupt files the member reported at the end
@@ -285,11 +229,11 @@ func (m *Member) read() (bool, error) {
 		m.done, m.skipped = true, max(h.Skipped, 0)
 		return true, nil
 	}
-	k := Key{host: LowerHost(h.URL), url: h.URL, t: h.Time, d: h.Digest}
+	k := archive.CursorOf(h.URL, h.Time, h.Digest)
 	switch {
 	case !m.q.Contains(archive.Version{URL: h.URL, Time: h.Time}):
 		return false, fmt.Errorf("member %s: %w: record of %.100q outside the query", m.name, ErrBadReply, h.URL)
-	case h.Cursor != Cursor(h.URL, h.Time, h.Digest):
+	case h.Cursor != k.String():
 		return false, fmt.Errorf("member %s: %w: cursor %.100q does not match its record", m.name, ErrBadReply, h.Cursor)
 	case m.hasLast && k.Compare(m.last) <= 0:
 		return false, fmt.Errorf("member %s: %w: record of %.100q out of order", m.name, ErrBadReply, h.URL)
@@ -331,7 +275,7 @@ func (m *Member) verifyRecord(body []byte, h recordHeader, refersTo time.Time) e
 		m.verURL, m.verified = h.URL, map[verifiedKey]bool{}
 	}
 	if !refersTo.IsZero() {
-		ref := KeyOf(h.URL, refersTo, h.Digest)
+		ref := archive.CursorOf(h.URL, refersTo, h.Digest)
 		resumed := m.after != nil && ref.Compare(*m.after) <= 0
 		if !resumed && !m.verified[verifiedKey{refersTo, h.Digest}] {
 			return fmt.Errorf("revisit of %.100q at %s refers to no verified version", h.URL, h.Time.Format(time.RFC3339))
@@ -439,7 +383,7 @@ func digestIs(v string, d id.ID) bool {
 // verify (a remote member), each record must also pass it or is dropped
 // (Member.Dropped). name names the member in errors; setRD, if set, is
 // called with a read deadline before each frame.
-func Open(name string, r io.Reader, setRD func(time.Time), q gateway.Query, after *Key, verify Verifier) (*Member, error) {
+func Open(name string, r io.Reader, setRD func(time.Time), q cdx.Query, after *archive.Cursor, verify Verifier) (*Member, error) {
 	m := &Member{name: name, r: bufio.NewReader(r), setRD: setRD, q: q, verify: verify}
 	if after != nil {
 		m.last, m.hasLast, m.after = *after, true, after
@@ -484,7 +428,7 @@ func Merge(all []*Member, w io.Writer, progress func(cursor string)) error {
 		}
 	}
 	heap.Init(&h)
-	var last Key
+	var last archive.Cursor
 	wrote := false
 	for h.Len() > 0 {
 		m := h[0]

@@ -5,7 +5,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/herod-archive/herod/internal/archivetest"
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/archive/cdx"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,8 +17,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
-	"github.com/herod-archive/herod/archive"
-	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/archivetest"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
 )
@@ -61,7 +61,7 @@ func reply(t testing.TB, n *testNode, host, after string) []byte {
 
 // member reads a reply as Member does, positioned on its first record.
 func member(data []byte, host string) (*Member, error) {
-	m := &Member{name: "test", r: bufio.NewReader(bytes.NewReader(data)), q: gateway.Query{URL: host, Match: gateway.MatchHost}}
+	m := &Member{name: "test", r: bufio.NewReader(bytes.NewReader(data)), q: cdx.Query{URL: host, Match: cdx.MatchHost}}
 	return m, m.next()
 }
 
@@ -94,8 +94,8 @@ func TestMergeExports(t *testing.T) {
 		t.Fatalf("merged %d bytes with %d cursors, want the union's %d bytes and 6", got.Len(), len(cursors), want.Len())
 	}
 	if !slices.IsSortedFunc(cursors, func(x, y string) int {
-		kx, _ := ParseResume(x)
-		ky, _ := ParseResume(y)
+		kx, _ := archive.ParseCursor(x)
+		ky, _ := archive.ParseCursor(y)
 		return kx.Compare(ky)
 	}) {
 		t.Fatalf("cursors out of order: %q", cursors)
@@ -191,11 +191,11 @@ func TestMemberExportChecks(t *testing.T) {
 		}, end)},
 		{"other host", build(func(h []recordHeader, b [][]byte) ([]recordHeader, [][]byte) {
 			h[0].URL = "http://evil.example/1"
-			h[0].Cursor = Cursor(h[0].URL, h[0].Time, h[0].Digest)
+			h[0].Cursor = archive.CursorOf(h[0].URL, h[0].Time, h[0].Digest).String()
 			return h, b
 		}, end)},
 		{"cursor mismatch", build(func(h []recordHeader, b [][]byte) ([]recordHeader, [][]byte) {
-			h[0].Cursor = Cursor(h[0].URL, h[0].Time.Add(time.Hour), h[0].Digest)
+			h[0].Cursor = archive.CursorOf(h[0].URL, h[0].Time.Add(time.Hour), h[0].Digest).String()
 			return h, b
 		}, end)},
 		{"body of another record", build(func(h []recordHeader, b [][]byte) ([]recordHeader, [][]byte) {
@@ -204,7 +204,7 @@ func TestMemberExportChecks(t *testing.T) {
 		}, end)},
 		{"wrong digest", build(func(h []recordHeader, b [][]byte) ([]recordHeader, [][]byte) {
 			h[0].Digest = id.Sum([]byte("other"))
-			h[0].Cursor = Cursor(h[0].URL, h[0].Time, h[0].Digest)
+			h[0].Cursor = archive.CursorOf(h[0].URL, h[0].Time, h[0].Digest).String()
 			return h, b
 		}, end)},
 		{"two members in one body", build(func(h []recordHeader, b [][]byte) ([]recordHeader, [][]byte) {
@@ -232,7 +232,7 @@ func TestMemberExportChecks(t *testing.T) {
 		})
 	}
 	// Resuming: a member must not send records up to the cursor.
-	after, _ := ParseResume(heads[1].Cursor)
+	after, _ := archive.ParseCursor(heads[1].Cursor)
 	if err := drain(good, "h.example", &after); err == nil {
 		t.Fatal("records before the resume cursor accepted")
 	}
@@ -259,7 +259,7 @@ func TestMemberExportRevisits(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := b.Bytes()
-	m := &Member{name: "test", r: bufio.NewReader(bytes.NewReader(data)), q: gateway.Query{URL: "h.example", Match: gateway.MatchHost, Revisits: true}}
+	m := &Member{name: "test", r: bufio.NewReader(bytes.NewReader(data)), q: cdx.Query{URL: "h.example", Match: cdx.MatchHost, Revisits: true}}
 	var types []string
 	var revisit recordHeader
 	var revisitBody []byte
@@ -299,8 +299,8 @@ func TestMemberExportRevisits(t *testing.T) {
 }
 
 // drain reads a whole reply, returning the first error.
-func drain(data []byte, host string, after *Key) error {
-	m := &Member{name: "test", r: bufio.NewReader(bytes.NewReader(data)), q: gateway.Query{URL: host, Match: gateway.MatchHost}}
+func drain(data []byte, host string, after *archive.Cursor) error {
+	m := &Member{name: "test", r: bufio.NewReader(bytes.NewReader(data)), q: cdx.Query{URL: host, Match: cdx.MatchHost}}
 	if after != nil {
 		m.last, m.hasLast = *after, true
 	}
@@ -315,28 +315,6 @@ func drain(data []byte, host string, after *Key) error {
 	return errors.New("reply never ends")
 }
 
-func TestParseResume(t *testing.T) {
-	d := id.Sum([]byte("x"))
-	tests := []struct {
-		in   string
-		want Key
-		ok   bool
-	}{
-		{Cursor("http://H.example/a", q0, d), Key{"h.example", "http://H.example/a", q0, d}, true},
-		{"http://h.example/a 20260501080000", Key{"h.example", "http://h.example/a", q0.Add(time.Second - 1), id.ID{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}, true},
-		{"http://h.example/a", Key{}, false},
-		{"http://h.example/a 2026-05-01T08:00:00Z", Key{}, false},
-		{"http://h.example/a 2026-05-01T08:00:00Z zz", Key{}, false},
-		{"", Key{}, false},
-	}
-	for _, tc := range tests {
-		got, err := ParseResume(tc.in)
-		if (err == nil) != tc.ok || (tc.ok && got.Compare(tc.want) != 0) {
-			t.Errorf("ParseResume(%q) = %+v, %v", tc.in, got, err)
-		}
-	}
-}
-
 // FuzzMemberExport feeds arbitrary bytes as a member's export reply: the
 // reader must never panic, and every record it accepts must pass the
 // record check.
@@ -347,7 +325,7 @@ func FuzzMemberExport(f *testing.F) {
 	f.Add(good[:len(good)/2])
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m := &Member{name: "fuzz", r: bufio.NewReader(bytes.NewReader(data)), q: gateway.Query{URL: "h.example", Match: gateway.MatchHost}}
+		m := &Member{name: "fuzz", r: bufio.NewReader(bytes.NewReader(data)), q: cdx.Query{URL: "h.example", Match: cdx.MatchHost}}
 		for i := 0; i < 100; i++ {
 			if err := m.next(); err != nil || m.done {
 				return
@@ -355,18 +333,6 @@ func FuzzMemberExport(f *testing.F) {
 			if _, err := checkRecord(m.body, m.head, m.q.Revisits); err != nil {
 				t.Fatalf("accepted a record that fails the check: %v", err)
 			}
-		}
-	})
-}
-
-func FuzzParseResume(f *testing.F) {
-	f.Add(Cursor("http://h.example/a", q0, id.Sum(nil)))
-	f.Add("http://h.example/a 20260501080000")
-	f.Add("x y z")
-	f.Fuzz(func(t *testing.T, s string) {
-		k, err := ParseResume(s)
-		if err == nil && k.url == "" {
-			t.Fatalf("ParseResume(%q) accepted an empty URL", s)
 		}
 	})
 }

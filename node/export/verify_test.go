@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
-	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/node/identity"
 )
 
@@ -58,7 +58,7 @@ func signedNode(t *testing.T, signer archive.Signer, urls ...string) *testNode {
 // whose store is victim merges them: every member verified by it.
 func exportOf(t *testing.T, victim *archive.Store, ns ...*testNode) ([]string, int) {
 	t.Helper()
-	q := gateway.Query{URL: "h.example", Match: gateway.MatchHost, Revisits: true}
+	q := cdx.Query{URL: "h.example", Match: cdx.MatchHost, Revisits: true}
 	var ms []*Member
 	for i, n := range ns {
 		var b bytes.Buffer
@@ -138,7 +138,7 @@ func TestResumedRevisitVerified(t *testing.T) {
 	victimKey, _ := identity.Generate()
 	n := signedNode(t, key, "http://h.example/1")
 	victim := signedNode(t, victimKey).store
-	q := gateway.Query{URL: "h.example", Match: gateway.MatchHost, Revisits: true}
+	q := cdx.Query{URL: "h.example", Match: cdx.MatchHost, Revisits: true}
 	vs, err := n.store.Versions(context.Background(), "http://h.example/1")
 	if err != nil || len(vs) != 2 {
 		t.Fatalf("versions: %d, %v", len(vs), err)
@@ -147,13 +147,13 @@ func TestResumedRevisitVerified(t *testing.T) {
 		after   archive.Version
 		records int
 	}{{vs[1], 1}, {vs[0], 2}} {
-		cursor := Cursor(tc.after.URL, tc.after.Time, tc.after.Digest)
+		cursor := archive.CursorOf(tc.after.URL, tc.after.Time, tc.after.Digest).String()
 		var b bytes.Buffer
 		req := queryRequest{Op: "export", Query: archive.Query{Host: "h.example"}, Revisits: true, After: cursor}
 		if err := n.serveExport(context.Background(), req, &b); err != nil {
 			t.Fatal(err)
 		}
-		after, err := ParseResume(cursor)
+		after, err := archive.ParseCursor(cursor)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 
 	"github.com/herod-archive/herod/archive"
-	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/node/export"
 	"github.com/herod-archive/herod/ring"
@@ -33,7 +33,7 @@ func (w *deadlineWriter) Write(p []byte) (int, error) {
 // serveExport answers op "export" from the local store, writing the reply
 // frames to w.
 func (svc *Service) serveExport(ctx context.Context, req Request, w io.Writer) error {
-	if _, err := gatewayQuery(req.Query); err != nil {
+	if _, err := cdx.FromStore(req.Query); err != nil {
 		return export.WriteError(w, err)
 	}
 	return export.Serve(ctx, svc.Store, archive.ExportOptions{Query: req.Query, Revisits: req.Revisits, After: req.After, Dated: true,
@@ -44,7 +44,7 @@ func (svc *Service) serveExport(ctx context.Context, req Request, w io.Writer) e
 // reads its first record. For this node it runs the export in a goroutine
 // feeding a pipe, so both cases share the checks of memberExport. The
 // returned stop function releases the stream and must be called.
-func (svc *Service) openExport(ctx context.Context, c ring.Contact, q gateway.Query, req Request, after *export.Key) (*export.Member, func(), error) {
+func (svc *Service) openExport(ctx context.Context, c ring.Contact, q cdx.Query, req Request, after *archive.Cursor) (*export.Member, func(), error) {
 	var (
 		m     *export.Member
 		stop  func()
@@ -99,12 +99,12 @@ func (svc *Service) openExport(ctx context.Context, c ring.Contact, q gateway.Qu
 // errExportStopped ends a local member's export when the merge stops.
 var errExportStopped = errors.New("node: export stopped")
 
-// Export implements gateway.Exporter; see ExportProgress.
-func (svc *Service) Export(ctx context.Context, q gateway.Query, w io.Writer, resumeAfter string) error {
+// Export implements the gateway's Exporter; see ExportProgress.
+func (svc *Service) Export(ctx context.Context, q cdx.Query, w io.Writer, resumeAfter string) error {
 	return svc.ExportProgress(ctx, q, w, resumeAfter, nil)
 }
 
-// ExportProgress implements gateway.ProgressExporter. It opens an export
+// ExportProgress implements the gateway's ProgressExporter. It opens an export
 // stream to every real node of the ring (this one included), each sorted
 // in the archive's export order (host, URL, capture time, digest), and
 // merges them into one .warc.gz in that global order, dropping a record
@@ -123,14 +123,14 @@ func (svc *Service) Export(ctx context.Context, q gateway.Query, w io.Writer, re
 // the full export, so the gateway ends the response with its
 // Herod-Export-Status "error" trailer (or a 502 if nothing was written)
 // and the client resumes from the last cursor once the member is back.
-func (svc *Service) ExportProgress(ctx context.Context, q gateway.Query, w io.Writer, resumeAfter string, progress func(cursor string)) error {
-	req := Request{Op: "export", Query: archiveQuery(q), After: resumeAfter, Revisits: q.Revisits}
-	if _, err := gatewayQuery(req.Query); err != nil {
+func (svc *Service) ExportProgress(ctx context.Context, q cdx.Query, w io.Writer, resumeAfter string, progress func(cursor string)) error {
+	req := Request{Op: "export", Query: q.Store(), After: resumeAfter, Revisits: q.Revisits}
+	if _, err := cdx.FromStore(req.Query); err != nil {
 		return fmt.Errorf("node export: %w", err)
 	}
-	var after *export.Key
+	var after *archive.Cursor
 	if resumeAfter != "" {
-		k, err := export.ParseResume(resumeAfter)
+		k, err := archive.ParseCursor(resumeAfter)
 		if err != nil {
 			return fmt.Errorf("node export: %w", err)
 		}
@@ -191,5 +191,3 @@ func (svc *Service) ExportProgress(ctx context.Context, q gateway.Query, w io.Wr
 	}
 	return nil
 }
-
-var _ gateway.ProgressExporter = (*Service)(nil)

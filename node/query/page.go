@@ -10,7 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 
 	"github.com/herod-archive/herod/archive"
-	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/node/export"
@@ -28,16 +28,16 @@ import (
 
 // pageRequest is the op-"page" part of a Request.
 type pageRequest struct {
-	Domain  string          `json:"domain,omitempty"` // matchType=domain (Query is then empty)
-	After   *gateway.CDXKey `json:"after,omitempty"`
-	Reverse bool            `json:"reverse,omitempty"`
-	N       int             `json:"n"`
-	Peers   bool            `json:"peers,omitempty"`
+	Domain  string   `json:"domain,omitempty"` // matchType=domain (Query is then empty)
+	After   *cdx.Key `json:"after,omitempty"`
+	Reverse bool     `json:"reverse,omitempty"`
+	N       int      `json:"n"`
+	Peers   bool     `json:"peers,omitempty"`
 }
 
 // pageBatch is one reply frame of op "page".
 type pageBatch struct {
-	Rows []gateway.CDXRow `json:"rows,omitempty"`
+	Rows []cdx.Row `json:"rows,omitempty"`
 	// Proofs holds, for each of Rows in order, what the asking node
 	// verifies it by (verify.go).
 	Proofs []Proof `json:"proofs,omitempty"`
@@ -47,7 +47,7 @@ type pageBatch struct {
 }
 
 // maxPage bounds the rows of one page (the gateway's per-request cap).
-const maxPage = gateway.MaxCDXLimit
+const maxPage = cdx.MaxLimit
 
 // versionPeer returns the peer that fetched v: the index's record of it,
 // or, for a version indexed without one, its record's header.
@@ -63,21 +63,21 @@ func (svc *Service) versionPeer(ctx context.Context, v archive.Version) (string,
 }
 
 // pageQuery is the gateway query of a page request, for checking rows.
-func pageQuery(q archive.Query, pr pageRequest) (gateway.Query, error) {
+func pageQuery(q archive.Query, pr pageRequest) (cdx.Query, error) {
 	if pr.Domain != "" {
 		if q != (archive.Query{From: q.From, To: q.To}) {
-			return gateway.Query{}, errors.New("domain page with a URL, prefix or host")
+			return cdx.Query{}, errors.New("domain page with a URL, prefix or host")
 		}
-		return gateway.Query{URL: pr.Domain, Match: gateway.MatchDomain, From: q.From, To: q.To}, nil
+		return cdx.Query{URL: pr.Domain, Match: cdx.MatchDomain, From: q.From, To: q.To}, nil
 	}
-	return gatewayQuery(q)
+	return cdx.FromStore(q)
 }
 
 // keyedRow is a row with its CDX key, computed once: a SURT costs a URL
 // parse, too much to repeat in every comparison of a sort.
 type keyedRow struct {
-	k   gateway.CDXKey
-	row gateway.CDXRow
+	k   cdx.Key
+	row cdx.Row
 }
 
 // sortRows sorts rows in the page's order and drops duplicates (the same
@@ -113,17 +113,17 @@ func mergeRows(rows []keyedRow, reverse bool) []keyedRow {
 }
 
 // keyRows keys rows.
-func keyRows(rows []gateway.CDXRow) []keyedRow {
+func keyRows(rows []cdx.Row) []keyedRow {
 	out := make([]keyedRow, len(rows))
 	for i, r := range rows {
-		out[i] = keyedRow{k: gateway.KeyOf(r.Version), row: r}
+		out[i] = keyedRow{k: cdx.KeyOf(r.Version), row: r}
 	}
 	return out
 }
 
 // unkey returns the rows of keyed rows.
-func unkey(rows []keyedRow) []gateway.CDXRow {
-	out := make([]gateway.CDXRow, len(rows))
+func unkey(rows []keyedRow) []cdx.Row {
+	out := make([]cdx.Row, len(rows))
 	for i, r := range rows {
 		out[i] = r.row
 	}
@@ -132,7 +132,7 @@ func unkey(rows []keyedRow) []gateway.CDXRow {
 
 // beyond reports whether key k comes after the resume key in the page's
 // order.
-func beyond(k gateway.CDXKey, after *gateway.CDXKey, reverse bool) bool {
+func beyond(k cdx.Key, after *cdx.Key, reverse bool) bool {
 	if after == nil {
 		return true
 	}
@@ -141,7 +141,7 @@ func beyond(k gateway.CDXKey, after *gateway.CDXKey, reverse bool) bool {
 }
 
 // localPage answers a page request from this node's store.
-func (svc *Service) localPage(ctx context.Context, q archive.Query, pr pageRequest) ([]gateway.CDXRow, bool, error) {
+func (svc *Service) localPage(ctx context.Context, q archive.Query, pr pageRequest) ([]cdx.Row, bool, error) {
 	gq, err := pageQuery(q, pr)
 	if err != nil {
 		return nil, false, fmt.Errorf("cdx page: %w", err)
@@ -154,11 +154,11 @@ func (svc *Service) localPage(ctx context.Context, q archive.Query, pr pageReque
 	var out []keyedRow
 	more := false
 	add := func(v archive.Version) error {
-		k := gateway.KeyOf(v)
+		k := cdx.KeyOf(v)
 		if !beyond(k, pr.After, pr.Reverse) || !svc.Store.Shown(ctx, v) || !svc.listed(v) {
 			return nil
 		}
-		out = append(out, keyedRow{k: k, row: gateway.CDXRow{Version: v}})
+		out = append(out, keyedRow{k: k, row: cdx.Row{Version: v}})
 		if len(out) >= 2*pr.N {
 			out, more = sortRows(out, pr.Reverse)[:pr.N], true
 		}
@@ -166,7 +166,7 @@ func (svc *Service) localPage(ctx context.Context, q archive.Query, pr pageReque
 	}
 	if pr.Domain != "" {
 		err = svc.Store.URLs(ctx, archive.Query{}, func(u string) error {
-			if !gateway.InDomain(export.LowerHost(u), gq.URL) {
+			if !cdx.InDomain(export.LowerHost(u), gq.URL) {
 				return nil
 			}
 			return svc.Store.Scan(ctx, archive.Query{URL: u, From: q.From, To: q.To}, add)
@@ -234,18 +234,18 @@ func (svc *Service) servePage(ctx context.Context, req Request, s network.Stream
 
 // memberPage is what one member listed for a page request.
 type memberPage struct {
-	rows   []gateway.CDXRow // as listed (unverified), then those kept
-	proofs []*Proof         // of rows; nil for this node's own
-	more   bool             // the member has rows after frontier
+	rows   []cdx.Row // as listed (unverified), then those kept
+	proofs []*Proof  // of rows; nil for this node's own
+	more   bool      // the member has rows after frontier
 	// frontier is the key of the last row the member sent, in page
 	// order; set with more: the member's rows beyond it are unknown.
-	frontier *gateway.CDXKey
+	frontier *cdx.Key
 	dropped  int    // rows that failed verification
 	by       string // the member's address, for errors
 }
 
 // order compares keys in a page's order.
-func order(a, b gateway.CDXKey, reverse bool) int {
+func order(a, b cdx.Key, reverse bool) int {
 	if reverse {
 		return -a.Compare(b)
 	}
@@ -256,7 +256,7 @@ func order(a, b gateway.CDXKey, reverse bool) int {
 // the query, its key must be the SHA-1 of its URL, it must come after the
 // resume key in order, there must be no more than N, and each must come
 // with its proof. It returns the rows unverified, with their proofs.
-func (svc *Service) remotePage(ctx context.Context, c ring.Contact, q archive.Query, pr pageRequest) ([]gateway.CDXRow, []*Proof, bool, error) {
+func (svc *Service) remotePage(ctx context.Context, c ring.Contact, q archive.Query, pr pageRequest) ([]cdx.Row, []*Proof, bool, error) {
 	gq, err := pageQuery(q, pr)
 	if err != nil {
 		return nil, nil, false, err
@@ -272,7 +272,7 @@ func (svc *Service) remotePage(ctx context.Context, c ring.Contact, q archive.Qu
 	}
 	_ = s.CloseWrite()
 	r := bufio.NewReader(s)
-	var out []gateway.CDXRow
+	var out []cdx.Row
 	var proofs []*Proof
 	for {
 		var b pageBatch
@@ -288,7 +288,7 @@ func (svc *Service) remotePage(ctx context.Context, c ring.Contact, q archive.Qu
 			return nil, nil, false, fmt.Errorf("cdx page reply: %w: %d proofs for %d rows", errBadReply, len(b.Proofs), len(b.Rows))
 		}
 		for _, row := range b.Rows {
-			if !gq.Contains(row.Version) || row.Key != id.OfString(row.URL) || !beyond(gateway.KeyOf(row.Version), pr.After, pr.Reverse) {
+			if !gq.Contains(row.Version) || row.Key != id.OfString(row.URL) || !beyond(cdx.KeyOf(row.Version), pr.After, pr.Reverse) {
 				s.Reset()
 				return nil, nil, false, fmt.Errorf("cdx page reply: %w: capture of %.100q does not match the request", errBadReply, row.URL)
 			}
@@ -307,19 +307,19 @@ func (svc *Service) remotePage(ctx context.Context, c ring.Contact, q archive.Qu
 	}
 }
 
-// Page implements gateway.Pager ring-wide: it asks every real node (at
+// Page implements the gateway's Pager ring-wide: it asks every real node (at
 // most queryFanout at a time) for its first req.N captures after the
 // resume key and merges them. If a member fails, or the ring could not be
 // enumerated completely, it returns an error naming them (wrapping
 // ErrPartial) and no rows, so the CDX API never pages past captures it
 // could not see.
-func (svc *Service) Page(ctx context.Context, req gateway.PageRequest) ([]gateway.CDXRow, bool, error) {
+func (svc *Service) Page(ctx context.Context, req cdx.PageRequest) ([]cdx.Row, bool, error) {
 	var q archive.Query
 	pr := pageRequest{After: req.After, Reverse: req.Reverse, N: req.N, Peers: req.Peers}
-	if req.Query.Match == gateway.MatchDomain {
+	if req.Query.Match == cdx.MatchDomain {
 		q, pr.Domain = archive.Query{From: req.Query.From, To: req.Query.To}, req.Query.URL
 	} else {
-		q = archiveQuery(req.Query)
+		q = req.Query.Store()
 	}
 	if _, err := pageQuery(q, pr); err != nil {
 		return nil, false, fmt.Errorf("node cdx page: %w", err)
@@ -397,8 +397,8 @@ func (svc *Service) judgePages(ctx context.Context, pages []memberPage, peers bo
 // its frontier: rows past the first such frontier are left to the next
 // page, which resumes before them; if none is left, the page cannot be
 // given (ErrPartial, naming the member).
-func mergePages(pages []memberPage, n int, reverse bool) ([]gateway.CDXRow, bool, error) {
-	var all []gateway.CDXRow
+func mergePages(pages []memberPage, n int, reverse bool) ([]cdx.Row, bool, error) {
+	var all []cdx.Row
 	var more bool
 	var cut *memberPage
 	for i, mp := range pages {
@@ -409,7 +409,7 @@ func mergePages(pages []memberPage, n int, reverse bool) ([]gateway.CDXRow, bool
 	}
 	keyed := mergeRows(keyRows(all), reverse)
 	if cut != nil {
-		at, _ := slices.BinarySearchFunc(keyed, *cut.frontier, func(r keyedRow, k gateway.CDXKey) int { return order(r.k, k, reverse) })
+		at, _ := slices.BinarySearchFunc(keyed, *cut.frontier, func(r keyedRow, k cdx.Key) int { return order(r.k, k, reverse) })
 		for at < len(keyed) && keyed[at].k.Compare(*cut.frontier) == 0 {
 			at++
 		}
@@ -425,5 +425,3 @@ func mergePages(pages []memberPage, n int, reverse bool) ([]gateway.CDXRow, bool
 	}
 	return unkey(keyed), more, nil
 }
-
-var _ gateway.Pager = (*Service)(nil)

@@ -16,8 +16,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/archive/access"
-	"github.com/herod-archive/herod/gateway"
-	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/node/export"
@@ -45,7 +44,7 @@ const Protocol protocol.ID = "/herod/query/1.1.0"
 const (
 	// maxListVersions bounds the versions one node returns for a list
 	// request, whatever the request's limit (the gateway's CDX maximum).
-	maxListVersions = gateway.MaxCDXLimit
+	maxListVersions = cdx.MaxLimit
 	// listBatchSize is the number of versions (or rows) per list or
 	// page reply frame: each with its proof and a URL of up to
 	// canon.MaxLen, a frame stays well within maxHeaderFrame.
@@ -156,44 +155,6 @@ func (svc *Service) hidden() func(url string, t time.Time) bool {
 	return func(url string, t time.Time) bool { return !svc.Access(url, t).Shown() }
 }
 
-// archiveQuery translates a gateway query into the store's terms.
-func archiveQuery(q gateway.Query) archive.Query {
-	aq := archive.Query{From: q.From, To: q.To}
-	switch q.Match {
-	case gateway.MatchHost:
-		aq.Host = q.URL
-	case gateway.MatchPrefix:
-		aq.Prefix = q.URL
-	default:
-		aq.URL = q.URL
-	}
-	return aq
-}
-
-// gatewayQuery is the inverse of archiveQuery, for checking what members
-// return against the request: exactly one of URL, Prefix and Host must be
-// set (Host and Prefix together are refused: the gateway never asks it).
-func gatewayQuery(aq archive.Query) (gateway.Query, error) {
-	q := gateway.Query{From: aq.From, To: aq.To}
-	switch {
-	case aq.URL != "" && aq.Host == "" && aq.Prefix == "":
-		q.Match, q.URL = gateway.MatchExact, aq.URL
-	case aq.Prefix != "" && aq.URL == "" && aq.Host == "":
-		q.Match, q.URL = gateway.MatchPrefix, aq.Prefix
-	case aq.Host != "" && aq.URL == "" && aq.Prefix == "":
-		q.Match, q.URL = gateway.MatchHost, strings.ToLower(aq.Host)
-	default:
-		return q, errors.New("query needs exactly one of url, prefix and host")
-	}
-	if len(q.URL) > canon.MaxLen {
-		return q, fmt.Errorf("query of %d bytes", len(q.URL))
-	}
-	if !q.From.IsZero() && !q.To.IsZero() && q.To.Before(q.From) {
-		return q, errors.New("query ends before it starts")
-	}
-	return q, nil
-}
-
 // Spec declares the query protocol to the node's kit: members only, one
 // request frame; an export moves the stream's deadlines itself
 // (deadlineWriter), so the handler's context ends only with the node.
@@ -242,7 +203,7 @@ func (svc *Service) localList(ctx context.Context, q archive.Query, limit int) (
 	if limit <= 0 || limit > maxListVersions {
 		limit = maxListVersions
 	}
-	if _, err := gatewayQuery(q); err != nil {
+	if _, err := cdx.FromStore(q); err != nil {
 		return nil, fmt.Errorf("query list: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, streamTimeout)
@@ -300,7 +261,7 @@ func CDXCompare(a, b archive.Version) int {
 // be no more than limit, and each must come with its proof. It returns
 // them unverified, with their proofs.
 func (svc *Service) remoteList(ctx context.Context, c ring.Contact, q archive.Query, limit int) ([]archive.Version, []*Proof, error) {
-	gq, err := gatewayQuery(q)
+	gq, err := cdx.FromStore(q)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -353,7 +314,7 @@ var errRemote = errors.New("node: remote error")
 // errBadReply reports a member's reply that breaks the query protocol.
 var errBadReply = errors.New("node: bad query reply")
 
-// List implements gateway.Lister: it asks every real node of the ring (at
+// List implements the gateway's Lister: it asks every real node of the ring (at
 // most queryFanout at a time) for its versions selected by q, keeps those
 // that verify (judge), merges them
 // in CDX order (SURT, then time), drops duplicates (replicas) and keeps the
@@ -361,13 +322,13 @@ var errBadReply = errors.New("node: bad query reply")
 // completely, List returns an error naming them (wrapping ErrPartial) and
 // no versions: the gateway then answers 502 rather than a silently
 // incomplete index.
-func (svc *Service) List(ctx context.Context, q gateway.Query) ([]archive.Version, error) {
+func (svc *Service) List(ctx context.Context, q cdx.Query) ([]archive.Version, error) {
 	limit := q.Limit
 	if limit <= 0 || limit > maxListVersions {
 		limit = maxListVersions
 	}
-	aq := archiveQuery(q)
-	if _, err := gatewayQuery(aq); err != nil {
+	aq := q.Store()
+	if _, err := cdx.FromStore(aq); err != nil {
 		return nil, fmt.Errorf("node list: %w", err)
 	}
 	var listed []archive.Version
@@ -400,5 +361,3 @@ func (svc *Service) List(ctx context.Context, q gateway.Query) ([]archive.Versio
 	})
 	return all[:min(len(all), limit)], nil
 }
-
-var _ gateway.Lister = (*Service)(nil)

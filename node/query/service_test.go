@@ -5,41 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/herod-archive/herod/archive"
-	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/ring"
 )
-
-// TestGatewayQueryChecks: a gateway query survives the translation to
-// the store's terms and back; a query that names no field or two, is too
-// long or ends before it starts is refused.
-func TestGatewayQueryChecks(t *testing.T) {
-	for _, q := range []gateway.Query{
-		{URL: "http://h.example/a", Match: gateway.MatchExact},
-		{URL: "http://h.example/", Match: gateway.MatchPrefix, From: q0},
-		{URL: "h.example", Match: gateway.MatchHost, To: q0},
-	} {
-		got, err := gatewayQuery(archiveQuery(q))
-		if err != nil || got != q {
-			t.Errorf("%+v came back as %+v, %v", q, got, err)
-		}
-	}
-	for _, aq := range []archive.Query{
-		{},
-		{Host: "h.example", Prefix: "http://h.example/"},
-		{URL: "http://h.example/" + strings.Repeat("a", 1<<16)},
-		{Host: "h.example", From: q0, To: q0.Add(-time.Second)},
-	} {
-		if _, err := gatewayQuery(aq); err == nil {
-			t.Errorf("%.80v accepted", aq)
-		}
-	}
-}
 
 // TestLocalPagePagesOnce: pages of two rows, each resumed after the last
 // row of the one before, give every capture of the query once, in CDX
@@ -64,7 +36,7 @@ func TestLocalPagePagesOnce(t *testing.T) {
 			if !more {
 				break
 			}
-			k := gateway.KeyOf(rows[len(rows)-1].Version)
+			k := cdx.KeyOf(rows[len(rows)-1].Version)
 			pr.After = &k
 		}
 		want := slices.Clone(all)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
-	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/node/identity"
 )
 
@@ -68,9 +68,9 @@ func BenchmarkJudgeRows(b *testing.B) {
 	}
 	defer asking.Close()
 	svc := &Service{Store: asking}
-	rows := make([]gateway.CDXRow, len(vs))
+	rows := make([]cdx.Row, len(vs))
 	for i, v := range vs {
-		rows[i] = gateway.CDXRow{Version: v}
+		rows[i] = cdx.Row{Version: v}
 	}
 	// perRow reports the process's CPU time (user and system, all
 	// threads) per version since start: unlike wall time, a loaded

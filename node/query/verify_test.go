@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
-	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/node/identity"
 )
 
@@ -145,24 +145,24 @@ func TestVerifiedRows(t *testing.T) {
 // witnesses united; a member whose rows were dropped before its frontier
 // cuts the page there, and a page that would be empty before it fails.
 func TestMergePages(t *testing.T) {
-	row := func(i int, wit ...string) gateway.CDXRow {
+	row := func(i int, wit ...string) cdx.Row {
 		v := archive.Version{URL: "http://h.example/", Time: q0.Add(time.Duration(i) * time.Hour)}
-		r := gateway.CDXRow{Version: v}
+		r := cdx.Row{Version: v}
 		for _, w := range wit {
 			r.Witnesses = append(r.Witnesses, archive.Witness{Peer: w, Seen: v.Time.Add(time.Minute)})
 		}
 		return r
 	}
-	key := func(i int) *gateway.CDXKey { k := gateway.KeyOf(row(i).Version); return &k }
-	hours := func(rows []gateway.CDXRow) []int {
+	key := func(i int) *cdx.Key { k := cdx.KeyOf(row(i).Version); return &k }
+	hours := func(rows []cdx.Row) []int {
 		var out []int
 		for _, r := range rows {
 			out = append(out, int(r.Time.Sub(q0)/time.Hour))
 		}
 		return out
 	}
-	honest := memberPage{rows: []gateway.CDXRow{row(3, "w1"), row(4), row(6), row(7)}, more: true, frontier: key(7)}
-	liar := memberPage{rows: []gateway.CDXRow{row(1), row(3, "w2")}, more: true, frontier: key(5), dropped: 3, by: "liar"}
+	honest := memberPage{rows: []cdx.Row{row(3, "w1"), row(4), row(6), row(7)}, more: true, frontier: key(7)}
+	liar := memberPage{rows: []cdx.Row{row(1), row(3, "w2")}, more: true, frontier: key(5), dropped: 3, by: "liar"}
 
 	rows, more, err := mergePages([]memberPage{honest, liar}, 10, false)
 	if err != nil || !more || !slices.Equal(hours(rows), []int{1, 3, 4}) {

@@ -6,14 +6,11 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
-	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/ring"
 )
 
-var _ gateway.Checker = (*Service)(nil)
-
-// Checks implements gateway.Checker: the times url was fetched and found
+// Checks implements the gateway's Checker: the times url was fetched and found
 // unchanged (archive.Store.Checks), as the first of its holders that has
 // versions of it reports them: its owner, which crawls it and records
 // the checks, first; this node's own last. Replicas hold no checks, so

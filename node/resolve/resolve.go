@@ -14,7 +14,6 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/archive/access"
-	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
@@ -137,9 +136,7 @@ type SignedVersion struct {
 	Signature []byte `json:"sig,omitempty"`
 }
 
-var _ gateway.Archive = (*Service)(nil)
-
-// Versions implements gateway.Archive: the versions of url this node holds
+// Versions implements the gateway's Archive: the versions of url this node holds
 // merged with those every other holder it can reach lists (the owner and
 // its replicas, up to K real nodes, purged peers not asked) whose
 // signatures verify, in time order. A version two holders list is listed
@@ -214,7 +211,7 @@ func compareVersions(a, b archive.Version) int {
 	return a.Digest.Cmp(b.Digest)
 }
 
-// Get implements gateway.Archive: the version of url for time t — the
+// Get implements the gateway's Archive: the version of url for time t — the
 // newest not newer than t, or the oldest when all are newer — and its
 // capture. This node's own version is weighed against the first verified
 // answer of the other holders (the owner first, then its replicas up to K

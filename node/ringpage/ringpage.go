@@ -16,7 +16,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 
-	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/ringview"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/node/kit"
 	"github.com/herod-archive/herod/ring"
@@ -24,7 +24,7 @@ import (
 
 // Protocol carries one node's summary for another's /ring page: the
 // asker opens a stream and reads one length-prefixed JSON frame
-// (gateway.PeerSummary). Only verified ring members may ask.
+// (ringview.PeerSummary). Only verified ring members may ask.
 const Protocol protocol.ID = "/herod/summary/1.0.0"
 
 const (
@@ -43,7 +43,7 @@ type Service struct {
 	// Status returns the ring as this node sees it (ring.Ring.Status).
 	Status func() ring.Status
 	// Summary returns this node's own summary.
-	Summary func() gateway.PeerSummary
+	Summary func() ringview.PeerSummary
 	// Host is this node's libp2p host: it tells whether the connections
 	// to a peer are relayed.
 	Host host.Host
@@ -93,10 +93,10 @@ func (sv *Service) Serve(_ context.Context, q *kit.Request) error {
 // virtual server they know of through successor lists, predecessors and
 // fingers, and a summary of every real node among them, asked over
 // Protocol.
-func (sv *Service) View(ctx context.Context) gateway.RingView {
+func (sv *Service) View(ctx context.Context) ringview.View {
 	sv.Observe()
 	st := sv.Status()
-	view := gateway.RingView{Self: st.Self.Peer, K: sv.K}
+	view := ringview.View{Self: st.Self.Peer, K: sv.K}
 	seen := map[string]bool{}
 	add := func(x ring.Node) {
 		k := x.ID.String()
@@ -104,12 +104,12 @@ func (sv *Service) View(ctx context.Context) gateway.RingView {
 			return
 		}
 		seen[k] = true
-		view.Nodes = append(view.Nodes, gateway.RingNode{
+		view.Nodes = append(view.Nodes, ringview.Node{
 			ID: k, Index: x.Index, Peer: x.Peer, Addr: x.Addr, Local: x.Peer == st.Self.Peer,
 		})
 	}
 	for _, v := range st.Vnodes {
-		rn := gateway.RingNode{ID: v.ID.String(), Index: v.Index, Peer: v.Peer, Addr: v.Addr, Local: true}
+		rn := ringview.Node{ID: v.ID.String(), Index: v.Index, Peer: v.Peer, Addr: v.Addr, Local: true}
 		if v.Predecessor != nil {
 			rn.Predecessor = v.Predecessor.ID.String()
 		}
@@ -144,7 +144,7 @@ func (sv *Service) View(ctx context.Context) gateway.RingView {
 // withDown marks the peers of ps that did not answer and that this node
 // suspects as dead, and adds the dead and departed nodes it remembers
 // that ps lacks, with when they were last seen up.
-func (sv *Service) withDown(ps []gateway.PeerSummary) []gateway.PeerSummary {
+func (sv *Service) withDown(ps []ringview.PeerSummary) []ringview.PeerSummary {
 	mem := map[string]Member{}
 	for _, m := range sv.Members() {
 		mem[m.Peer] = m
@@ -158,33 +158,33 @@ func (sv *Service) withDown(ps []gateway.PeerSummary) []gateway.PeerSummary {
 	}
 	for _, m := range sv.Members() {
 		if !listed[m.Peer] && m.State != StateUp {
-			ps = append(ps, gateway.PeerSummary{Peer: m.Peer, Addr: m.Addr, State: m.State, Since: m.Since})
+			ps = append(ps, ringview.PeerSummary{Peer: m.Peer, Addr: m.Addr, State: m.State, Since: m.Since})
 		}
 	}
 	return ps
 }
 
 // askSummary reads c's summary.
-func (sv *Service) askSummary(ctx context.Context, c ring.Contact) (gateway.PeerSummary, error) {
+func (sv *Service) askSummary(ctx context.Context, c ring.Contact) (ringview.PeerSummary, error) {
 	ctx, cancel := context.WithTimeout(ctx, summaryTimeout)
 	defer cancel()
 	s, err := sv.Open(ctx, c, Protocol)
 	if err != nil {
-		return gateway.PeerSummary{}, err
+		return ringview.PeerSummary{}, err
 	}
 	defer s.Close()
 	_ = s.CloseWrite()
 	b, err := wire.ReadFrame(bufio.NewReader(s), maxSummary)
 	if err != nil {
 		s.Reset()
-		return gateway.PeerSummary{}, fmt.Errorf("summary of %s: %w", c.Addr, err)
+		return ringview.PeerSummary{}, fmt.Errorf("summary of %s: %w", c.Addr, err)
 	}
-	var sum gateway.PeerSummary
+	var sum ringview.PeerSummary
 	if err := json.Unmarshal(b, &sum); err != nil {
-		return gateway.PeerSummary{}, fmt.Errorf("summary of %s: %w", c.Addr, err)
+		return ringview.PeerSummary{}, fmt.Errorf("summary of %s: %w", c.Addr, err)
 	}
 	if sum.Peer != c.Peer {
-		return gateway.PeerSummary{}, fmt.Errorf("summary of %s: names peer %s", c.Addr, sum.Peer)
+		return ringview.PeerSummary{}, fmt.Errorf("summary of %s: names peer %s", c.Addr, sum.Peer)
 	}
 	sum.Addr, sum.State = c.Addr, "up"
 	return sum, nil
@@ -194,8 +194,8 @@ func (sv *Service) askSummary(ctx context.Context, c ring.Contact) (gateway.Peer
 // other node of others (by peer), asked at once; a node that does not
 // answer is "unreachable". Each says whether this node's connections to
 // it are all relayed.
-func (sv *Service) summaries(ctx context.Context, self gateway.PeerSummary, others []ring.Contact) []gateway.PeerSummary {
-	out := []gateway.PeerSummary{self}
+func (sv *Service) summaries(ctx context.Context, self ringview.PeerSummary, others []ring.Contact) []ringview.PeerSummary {
+	out := []ringview.PeerSummary{self}
 	seen := map[string]bool{self.Peer: true}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -213,7 +213,7 @@ func (sv *Service) summaries(ctx context.Context, self gateway.PeerSummary, othe
 			sum, err := sv.askSummary(ctx, c)
 			if err != nil {
 				sv.log().Debug("ring page: no summary", "peer", c.Peer, "addr", c.Addr, "err", err)
-				sum = gateway.PeerSummary{Peer: c.Peer, Addr: c.Addr, State: "unreachable"}
+				sum = ringview.PeerSummary{Peer: c.Peer, Addr: c.Addr, State: "unreachable"}
 			}
 			sum.Relayed = sv.relayed(c.Peer)
 			mu.Lock()

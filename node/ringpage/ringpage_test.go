@@ -7,17 +7,17 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 
-	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/p2ptest"
+	"github.com/herod-archive/herod/internal/ringview"
 	"github.com/herod-archive/herod/node/kit"
 	"github.com/herod-archive/herod/ring"
 )
 
-func newService(h host.Host, status func() ring.Status, summary gateway.PeerSummary) *Service {
+func newService(h host.Host, status func() ring.Status, summary ringview.PeerSummary) *Service {
 	sv := &Service{
 		Status:  status,
-		Summary: func() gateway.PeerSummary { return summary },
+		Summary: func() ringview.PeerSummary { return summary },
 		Host:    h,
 		Open:    p2ptest.Opener(h),
 	}
@@ -40,15 +40,15 @@ func TestView(t *testing.T) {
 		return ring.Status{Self: node(0).Contact, Vnodes: []ring.VnodeStatus{{
 			Node: node(0), Predecessor: new(node(3)), Successors: []ring.Node{node(1), node(2)},
 		}}}
-	}, gateway.PeerSummary{Peer: node(0).Peer, State: "up"})
-	newService(hs[1], nil, gateway.PeerSummary{Peer: node(1).Peer, Versions: 7})
-	newService(hs[2], nil, gateway.PeerSummary{Peer: "someone else"})
+	}, ringview.PeerSummary{Peer: node(0).Peer, State: "up"})
+	newService(hs[1], nil, ringview.PeerSummary{Peer: node(1).Peer, Versions: 7})
+	newService(hs[2], nil, ringview.PeerSummary{Peer: "someone else"})
 	// hs[3] serves no summary.
 	view := a.View(context.Background())
 	if len(view.Nodes) != 4 || !view.Nodes[0].Local || len(view.Nodes[0].Successors) != 2 {
 		t.Fatalf("nodes %+v", view.Nodes)
 	}
-	state := map[string]gateway.PeerSummary{}
+	state := map[string]ringview.PeerSummary{}
 	for _, p := range view.Peers {
 		state[p.Peer] = p
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
-	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/id"
 )
 
@@ -148,16 +147,26 @@ func (sv *Service) remember(v archive.Version, vd verdict, now time.Time) {
 	sv.cache[keyOf(v)] = vd
 }
 
+// Reader is what an Archive wraps and is: the versions of a URL and the
+// version for a time, as the gateway's Archive reads them (package node
+// asserts that Archive is one).
+type Reader interface {
+	// Versions returns the versions of url, oldest first.
+	Versions(ctx context.Context, url string) ([]archive.Version, error)
+	// Get returns the version of url for t and its capture.
+	Get(ctx context.Context, url string, t time.Time) (archive.Version, *archive.Capture, error)
+}
+
 // Archive is a gateway archive that leaves out every version whose date
 // no independent holder vouches for (Service.Date).
 type Archive struct {
-	Inner   gateway.Archive
+	Inner   Reader
 	Witness *Service
 }
 
-var _ gateway.Archive = (*Archive)(nil)
+var _ Reader = (*Archive)(nil)
 
-// Versions implements gateway.Archive: Inner's versions of url that are
+// Versions implements Reader: Inner's versions of url that are
 // shown as of their dates.
 func (a *Archive) Versions(ctx context.Context, url string) ([]archive.Version, error) {
 	vs, err := a.Inner.Versions(ctx, url)
@@ -176,7 +185,7 @@ func (a *Archive) Versions(ctx context.Context, url string) ([]archive.Version, 
 	return out, nil
 }
 
-// Get implements gateway.Archive: the version Inner picks for t when it is
+// Get implements Reader: the version Inner picks for t when it is
 // shown, otherwise the one Versions would pick among the shown ones.
 func (a *Archive) Get(ctx context.Context, url string, t time.Time) (archive.Version, *archive.Capture, error) {
 	v, c, err := a.Inner.Get(ctx, url, t)
