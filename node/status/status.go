@@ -8,7 +8,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/crawl"
-	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/gwstats"
 	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/node/politeness"
 	"github.com/herod-archive/herod/node/purge"
@@ -74,7 +74,7 @@ type Status struct {
 	Members Members `json:"members"`
 	// Load is the gateway's own counters (gateway.Stats): requests in
 	// flight, refused as busy, stalled readers, spooled bodies.
-	Load gateway.Stats `json:"load"`
+	Load gwstats.Stats `json:"load"`
 }
 
 // WireStats counts the stream bytes this node sent and received under one
