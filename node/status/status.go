@@ -72,7 +72,7 @@ type Status struct {
 	// Members is the ring's real nodes, up and down, as this node knows
 	// them, and k.
 	Members Members `json:"members"`
-	// Load is the gateway's own counters (gateway.Stats): requests in
+	// Load is the gateway's own counters (gwstats.Stats): requests in
 	// flight, refused as busy, stalled readers, spooled bodies.
 	Load gwstats.Stats `json:"load"`
 }
