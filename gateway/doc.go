@@ -35,34 +35,12 @@
 //
 // # URL scheme (stable, shared with Wayback and pywb)
 //
-// On the UI origin:
-//
-//	/                                the form (url, optional date)
-//	/web/*/<url>                     dates the URL was archived
-//	/web/*/<url-prefix>*             (with a Lister) URLs under a prefix
-//	/web/<ts>/<url>                  the banner and a frame of the content origin's replay
-//	/web/<ts><mod>/<url>             302 to the content origin (id_, if_, im_…)
-//	/web/<url>                       302 to the newest capture
-//	/timemap/link/<url>              RFC 7089 TimeMap (application/link-format)
-//	/timegate/<url>                  RFC 7089 TimeGate (Accept-Datetime)
-//	/cdx?url=…                       CDX API of the Wayback CDX server and pywb (cdx.go)
-//	/export?host=…|prefix=…          WARC stream (with an Exporter; &revisits=1 adds revisit records;
-//	                                 &format=wacz|links|text converts it, exportformats.go)
-//	/ring                            the ring: SVG picture and table (private by default)
-//	/api/status                      JSON from Config.Status (private by default)
-//	/metrics                         Config.Metrics (private by default)
-//	/api/banner?url=…&ts=…           the banner of a capture, JSON, for the framed page
-//	/static/ui.js                    the UI pages' script: framed page banner, worker registration
-//	/sw.js                           service worker (scope /web/) writing framed pages in the browser (sw.go)
-//	POST /api/seed                   URLs to crawl (Config.Seed), with the admin token
-//	POST /api/purge                  a peer id: remove and refuse its captures ring-wide (Config.Purge), with the admin token
-//
-// On the content origin:
-//
-//	/web/<ts>/<url>                  replay, links rewritten to /web/<ts>/…
-//	/web/<ts>id_/<url>               the archived payload, byte for byte
-//	/static/replay.js                the replay script rewritten pages load
-//	anything else                    302 to the UI origin, or (Referer) into the archive
+// The URLs each origin answers are listed once, in docs/gateway.md
+// ("URLs"): on the UI origin the form, the calendar (/web/*/<url>), the
+// framed replay (/web/<ts>/<url>), Memento, the CDX API (cdx.go), exports
+// (exportformats.go), status and the admin endpoints; on the content
+// origin the replay itself (/web/<ts>/<url>, and /web/<ts>id_/<url> for
+// the archived bytes) and the replay script. routes.go dispatches them.
 //
 // A timestamp <ts> has 1 to 14 digits, YYYYMMDDhhmmss, naming a whole
 // second, and up to 3 more naming its milliseconds (VersionTimestamp
