@@ -100,17 +100,26 @@ type victim struct {
 // versionsOf lists the versions signed by peer number num, marking those
 // that leave their URL without versions.
 func (s *Store) versionsOf(ctx context.Context, num uint64) ([]victim, error) {
+	return s.scanVictims(ctx, func(_, _ []byte, sv *storedVersion, _ bool) (Version, bool, error) {
+		return sv.Version, sv.peer == num && sv.format == formatSegment, nil
+	})
+}
+
+// scanVictims lists, in index order, the stored versions take picks,
+// marking those that leave their URL without versions. take sees each
+// stored version (its index key and value, decoded as sv; first for its
+// URL's first) and returns the version to remove, ok false to keep it.
+func (s *Store) scanVictims(ctx context.Context, take func(k, val []byte, sv *storedVersion, first bool) (v Version, ok bool, err error)) ([]victim, error) {
 	it := s.db.NewIterator(util.BytesPrefix([]byte{pVersion}), nil)
 	defer it.Release()
 	var out []victim
 	var key id.ID
-	kept := false // key has a version not signed by num
-	flush := func(from int) {
-		for i := from; i < len(out); i++ {
+	kept, start := false, 0 // key has a version take keeps; its first in out
+	flush := func() {
+		for i := start; i < len(out); i++ {
 			out[i].last = !kept
 		}
 	}
-	start := 0
 	for n := 0; it.Next(); n++ {
 		if n%4096 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -121,17 +130,22 @@ func (s *Store) versionsOf(ctx context.Context, num uint64) ([]victim, error) {
 		if err != nil {
 			return nil, err
 		}
-		if sv.Key != key {
-			flush(start)
+		first := sv.Key != key
+		if first {
+			flush()
 			key, kept, start = sv.Key, false, len(out)
 		}
-		if sv.peer != num || sv.format != formatSegment {
+		v, ok, err := take(it.Key(), it.Value(), &sv, first)
+		switch {
+		case err != nil:
+			return nil, err
+		case !ok:
 			kept = true
-			continue
+		default:
+			out = append(out, victim{v: v})
 		}
-		out = append(out, victim{v: sv.Version})
 	}
-	flush(start)
+	flush()
 	return out, it.Error()
 }
 
@@ -473,41 +487,15 @@ func (s *Store) Unpurge(id string) error {
 // versionsCovered lists the stored versions p covers, marking those that
 // leave their URL without versions. The caller holds every key lock.
 func (s *Store) versionsCovered(ctx context.Context, p URLPurge) ([]victim, error) {
-	it := s.db.NewIterator(util.BytesPrefix([]byte{pVersion}), nil)
-	defer it.Release()
-	var out []victim
-	var key id.ID
-	kept, start, covered := false, 0, false
-	flush := func() {
-		for i := start; i < len(out); i++ {
-			out[i].last = !kept
-		}
-	}
-	for n := 0; it.Next(); n++ {
-		if n%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		sv, err := decodeStored(it.Key(), it.Value())
-		if err != nil {
-			return nil, err
-		}
-		if sv.Key != key {
-			flush()
-			key, kept, start = sv.Key, false, len(out)
+	covered := false // the URL of the version seen
+	return s.scanVictims(ctx, func(k, val []byte, sv *storedVersion, first bool) (Version, bool, error) {
+		if first {
 			covered = p.keyCovers(Surt(sv.URL))
 		}
 		if !covered || sv.format != formatSegment || !p.holds(sv.Time) {
-			kept = true
-			continue
+			return Version{}, false, nil
 		}
-		v, err := s.decodeVersion(it.Key(), it.Value())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, victim{v: v})
-	}
-	flush()
-	return out, it.Error()
+		v, err := s.decodeVersion(k, val)
+		return v, err == nil, err
+	})
 }
