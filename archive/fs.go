@@ -3,6 +3,7 @@ package archive
 import (
 	"io"
 	"os"
+	"path/filepath"
 )
 
 // fileSystem is the file-system layer that segments and their directory
@@ -57,4 +58,30 @@ func syncDir(dir string) error {
 		err = cerr
 	}
 	return err
+}
+
+// appendSynced appends line to dir's file name, creating it if needed,
+// and syncs it (and dir when it created the file).
+func appendSynced(dir, name string, line []byte) error {
+	path := filepath.Join(dir, name)
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(line); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if statErr != nil {
+		return syncDir(dir)
+	}
+	return nil
 }

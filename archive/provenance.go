@@ -337,20 +337,5 @@ func addRefused(dir, peer string) error {
 	if m[peer] {
 		return nil
 	}
-	f, err := os.OpenFile(filepath.Join(dir, refusedFile), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteString(peer + "\n"); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return syncDir(dir)
+	return appendSynced(dir, refusedFile, []byte(peer+"\n"))
 }

@@ -343,27 +343,7 @@ func appendPurged(dir string, r purgedRecord) error {
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(dir, purgedFile)
-	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(append(line, '\n')); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if statErr != nil {
-		return syncDir(dir)
-	}
-	return nil
+	return appendSynced(dir, purgedFile, append(line, '\n'))
 }
 
 // URLPurges returns the URL purges in force, by ID.
