@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Config says what a Site serves. The zero value means the defaults.
@@ -62,33 +63,52 @@ func New(cfg Config) *Site {
 
 // Start listens and serves until ctx ends or Close is called.
 func (s *Site) Start(ctx context.Context) error {
-	s.font = []byte("not a font")
 	files := fontFiles
 	if s.cfg.FontFile != "" {
 		files = []string{s.cfg.FontFile}
 	}
-	for _, f := range files {
-		if b, err := os.ReadFile(f); err == nil {
-			s.font = b
-			break
-		}
-	}
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", s.cfg.Addr)
+	s.font = Font(files...)
+	ln, srv, err := Serve(ctx, s.cfg.Addr, http.HandlerFunc(s.serve))
 	if err != nil {
 		return fmt.Errorf("fidelityweb: %w", err)
 	}
-	s.ln = ln
-	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve)}
+	s.ln, s.srv = ln, srv
+	return nil
+}
+
+// Font returns the first of files (of the system fonts chosen to look
+// unlike browsers' defaults when none is given) that can be read, or a
+// few bytes no browser can use as a font.
+func Font(files ...string) []byte {
+	if len(files) == 0 {
+		files = fontFiles
+	}
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil {
+			return b
+		}
+	}
+	return []byte("not a font")
+}
+
+// Serve listens on addr and serves h until ctx ends or the server is
+// closed: the test sites' server.
+func Serve(ctx context.Context, addr string, h http.Handler) (net.Listener, *http.Server, error) {
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			_ = ln.Close()
 		}
 	}()
 	go func() {
 		<-ctx.Done()
-		_ = s.srv.Close()
+		_ = srv.Close()
 	}()
-	return nil
+	return ln, srv, nil
 }
 
 // Close stops serving.

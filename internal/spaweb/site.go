@@ -5,7 +5,6 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"image"
@@ -15,10 +14,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/herod-archive/herod/internal/fidelityweb"
 )
 
 //go:embed static
@@ -31,15 +31,6 @@ type Config struct {
 	ScrollPages int
 	// Addr is the listen address. Default "127.0.0.1:0".
 	Addr string
-}
-
-// fontFiles are system fonts tried for the web font; without one the
-// site serves a few bytes no browser can use (the request is made all
-// the same).
-var fontFiles = []string{
-	"/usr/share/fonts/truetype/dejavu/DejaVuSerif-Bold.ttf",
-	"/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf",
-	"/usr/share/fonts/truetype/liberation/LiberationMono-Bold.ttf",
 }
 
 // FeedItems is the number of items in each page of the infinite-scroll
@@ -69,30 +60,15 @@ func New(cfg Config) *Site {
 	return &Site{cfg: cfg, hits: map[string]int{}}
 }
 
-// Start listens and serves until ctx ends or Close is called.
+// Start listens and serves until ctx ends or Close is called. The web
+// font is the fidelity site's (fidelityweb.Font).
 func (s *Site) Start(ctx context.Context) error {
-	s.font = []byte("not a font")
-	for _, f := range fontFiles {
-		if b, err := os.ReadFile(f); err == nil {
-			s.font = b
-			break
-		}
-	}
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", s.cfg.Addr)
+	s.font = fidelityweb.Font()
+	ln, srv, err := fidelityweb.Serve(ctx, s.cfg.Addr, http.HandlerFunc(s.serve))
 	if err != nil {
 		return fmt.Errorf("spaweb: %w", err)
 	}
-	s.ln = ln
-	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve)}
-	go func() {
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			_ = ln.Close()
-		}
-	}()
-	go func() {
-		<-ctx.Done()
-		_ = s.srv.Close()
-	}()
+	s.ln, s.srv = ln, srv
 	return nil
 }
 
