@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/testwait"
 )
 
 // TestGroupCommitConsistent runs concurrent synced Puts, so that index
@@ -135,13 +136,12 @@ func TestCloseWhilePutting(t *testing.T) {
 			}
 		}()
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for s.Stats().Versions < 3*workers {
-		if time.Now().After(deadline) {
-			t.Fatalf("puts did not progress: %+v", s.Stats())
+	testwait.For(t, "the puts to progress", 20*time.Second, func() error {
+		if s.Stats().Versions < 3*workers {
+			return fmt.Errorf("%+v", s.Stats())
 		}
-		time.Sleep(time.Millisecond) // polling real disk writes, not deciding anything
-	}
+		return nil
+	})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

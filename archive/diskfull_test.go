@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/herod-archive/herod/internal/testwait"
 )
 
 // TestDiskFullPauses: with the file system at the reserve, Put, Import,
@@ -117,13 +119,12 @@ func TestDiskFullTmpfs(t *testing.T) {
 	if out, err := exec.Command("mount", "-o", "remount,size=32m", dir).CombinedOutput(); err != nil {
 		t.Fatalf("resize the tmpfs: %v: %s", err, out)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for s.DiskFull() {
-		if time.Now().After(deadline) {
-			t.Fatal("still full 10 s after the file system grew")
+	testwait.For(t, "the store to see the space returned", 10*time.Second, func() error {
+		if s.DiskFull() {
+			return errors.New("still full 10 s after the file system grew")
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	if _, added, err := s.Put(ctx, capture("http://example.org/after", t0, page(5000))); err != nil || !added {
 		t.Fatalf("Put once space returned: %v", err)
 	}

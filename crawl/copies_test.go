@@ -3,11 +3,13 @@ package crawl
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/internal/testwait"
 )
 
 // heldCopies is a CopyWaiter whose waits return what the test releases
@@ -66,13 +68,12 @@ func TestWriteCopies(t *testing.T) {
 	}
 	// "/" and "/a", "/b" wait for their copies, all at once: the wait of
 	// the first holds up no other fetch.
-	deadline := time.Now().Add(20 * time.Second)
-	for len(h.held()) < 3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("waits under way: %v", h.held())
+	testwait.For(t, "the three waits for copies", 20*time.Second, func() error {
+		if len(h.held()) < 3 {
+			return fmt.Errorf("waits under way: %v", h.held())
 		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return nil
+	})
 	if c.Idle() {
 		t.Fatal("idle while fetches wait for their copies")
 	}

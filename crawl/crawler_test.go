@@ -3,6 +3,7 @@ package crawl
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/herod-archive/herod/internal/testwait"
 )
 
 func newClock() *fakeClock {
@@ -202,13 +205,12 @@ func TestRestartKeepsQueue(t *testing.T) {
 	if err := c.Add(context.Background(), seeds); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(s.requests("")) < 3 { // robots.txt and a request on each connection
-		if time.Now().After(deadline) {
-			t.Fatalf("fetches did not start: %+v", c.Stats())
+	testwait.For(t, "fetches to start", 10*time.Second, func() error { // robots.txt and a request on each connection
+		if len(s.requests("")) < 3 {
+			return fmt.Errorf("fetches did not start: %+v", c.Stats())
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 	if err := c.Close(); err != nil { // a crash mid-crawl, as far as the queue can tell
 		t.Fatal(err)
 	}
@@ -368,13 +370,12 @@ func TestNewDayMidCrawl(t *testing.T) {
 	if err := c.Add(ctx, seeds); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Stats().FetchedToday < 10 {
-		if time.Now().After(deadline) {
-			t.Fatalf("crawl did not progress: %+v", c.Stats())
+	testwait.For(t, "the crawl to progress", 10*time.Second, func() error {
+		if c.Stats().FetchedToday < 10 {
+			return fmt.Errorf("crawl did not progress: %+v", c.Stats())
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 	if err := c.NewDay(ctx); err != nil {
 		t.Fatal(err)
 	}

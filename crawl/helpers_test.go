@@ -16,6 +16,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/testwait"
 )
 
 // memArchive is an in-memory Archive: versions per URL, crawl states.
@@ -272,13 +273,12 @@ var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustPa
 // deadline, not a sleep that decides anything.
 func waitIdle(t testing.TB, c *Crawler) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !c.Idle() {
-		if time.Now().After(deadline) {
-			t.Fatalf("crawler not idle after 20s: %+v", c.Stats())
+	testwait.For(t, "the crawler to be idle", 20*time.Second, func() error {
+		if !c.Idle() {
+			return fmt.Errorf("busy: %+v", c.Stats())
 		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // startCrawler opens a crawler on dir with a loopback forwarder and starts it.

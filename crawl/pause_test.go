@@ -2,9 +2,12 @@ package crawl
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/herod-archive/herod/internal/testwait"
 )
 
 // TestPausedSendsNothing: while Config.Paused reports a reason (a full
@@ -26,13 +29,12 @@ func TestPausedSendsNothing(t *testing.T) {
 	if err := c.Add(context.Background(), []string{s.url("/")}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Stats().Paused != "disk full" {
-		if time.Now().After(deadline) {
-			t.Fatalf("not paused: %+v", c.Stats())
+	testwait.For(t, "the crawler to pause", 10*time.Second, func() error {
+		if c.Stats().Paused != "disk full" {
+			return fmt.Errorf("not paused: %+v", c.Stats())
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	if rs := s.requests(""); len(rs) != 0 || c.Idle() {
 		t.Fatalf("paused crawler: %d requests (%+v), idle %v", len(rs), rs, c.Idle())
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/internal/testwait"
 )
 
 // blockingArchive holds every Put until release is closed (or the crawl
@@ -166,13 +167,12 @@ func TestLinksForwardedBeforeStoreEnds(t *testing.T) {
 		t.Fatalf("page not stored: %+v", c.Stats())
 	}
 	want := []string{s.url("/a"), s.url("/b")}
-	deadline := time.Now().Add(20 * time.Second)
-	for !slices.Equal(f.all(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("forwarded %v while the Put waits, want %v", f.all(), want)
+	testwait.For(t, "the links forwarded while the Put waits", 20*time.Second, func() error {
+		if !slices.Equal(f.all(), want) {
+			return fmt.Errorf("forwarded %v while the Put waits, want %v", f.all(), want)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 	if _, err := a.State(context.Background(), s.url("/")); err == nil {
 		t.Fatal("crawl state written before the version was stored")
 	}

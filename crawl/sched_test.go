@@ -2,9 +2,12 @@ package crawl
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/herod-archive/herod/internal/testwait"
 )
 
 // TestHostTurns crawls 4 hosts with a single host loop at a time: every
@@ -38,13 +41,12 @@ func TestHostTurns(t *testing.T) {
 	}
 	// Idle comes when the last fetch ends; the loops then wind down (a
 	// yielded host gets its turn, finds nothing and leaves).
-	deadline := time.Now().Add(10 * time.Second)
-	for st := c.Stats(); st.ActiveHosts != 0 || st.WaitingHosts != 0; st = c.Stats() {
-		if time.Now().After(deadline) {
-			t.Fatalf("host loops still there after the crawl: %+v", st)
+	testwait.For(t, "the host loops to end", 10*time.Second, func() error {
+		if st := c.Stats(); st.ActiveHosts != 0 || st.WaitingHosts != 0 {
+			return fmt.Errorf("host loops still there after the crawl: %+v", st)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 	// Every host started before any host finished: turns were taken.
 	var lastStart, firstEnd = sites[0].requests("")[0].at, sites[0].requests("")[0].at
 	for i, s := range sites {

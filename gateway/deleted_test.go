@@ -14,6 +14,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/crawl"
+	"github.com/herod-archive/herod/internal/testwait"
 )
 
 // nopForwarder drops links.
@@ -62,11 +63,7 @@ func TestDeletedPageReplay(t *testing.T) {
 	defer c.Close()
 	waitIdle := func() {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !c.Idle(); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("crawl not idle")
-			}
-		}
+		testwait.For(t, "the crawl to be idle", 10*time.Second, c.Idle)
 	}
 	if err := c.Add(ctx, []string{url}); err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/internal/testwait"
 )
 
 // gatedArchive is a fakeArchive whose Get waits for release once it has
@@ -37,18 +38,6 @@ func (g *gatedArchive) Get(ctx context.Context, url string, t time.Time) (archiv
 		return archive.Version{}, nil, ctx.Err()
 	}
 	return g.fakeArchive.Get(ctx, url, t)
-}
-
-// eventually waits, up to 20 s, for cond.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // TestBusyPastMaxInFlight: past Limits.MaxInFlight a request is answered
@@ -80,7 +69,7 @@ func TestBusyPastMaxInFlight(t *testing.T) {
 			codes <- resp.StatusCode
 		}()
 	}
-	eventually(t, "two requests inside the archive", func() bool { return g.entered.Load() == 2 })
+	testwait.For(t, "two requests inside the archive", 20*time.Second, func() bool { return g.entered.Load() == 2 })
 	resp, err := http.Get(content + "/web/20210101000000/" + page)
 	if err != nil {
 		t.Fatal(err)
@@ -218,11 +207,11 @@ func TestStalledReaderDropped(t *testing.T) {
 	}
 	// Stop reading: within a few WriteProgress periods the gateway
 	// drops the reply.
-	eventually(t, "the stalled reader dropped", func() bool { return stats().Stalled == 1 })
+	testwait.For(t, "the stalled reader dropped", 20*time.Second, func() bool { return stats().Stalled == 1 })
 	if st := stats(); st.MemoryHeld != 0 || st.Spooled != 1 {
 		t.Errorf("stalled reader: %d bytes held, %d spooled; want 0 held (spooled)", st.MemoryHeld, st.Spooled)
 	}
-	eventually(t, "the stalled reader's connection closed", func() bool { return d.closed.Load() == 1 })
+	testwait.For(t, "the stalled reader's connection closed", 20*time.Second, func() bool { return d.closed.Load() == 1 })
 
 	// A slow but live reader: 32 KiB every 50 ms, 3 MiB in ~4.8 s, more
 	// than two WriteProgress periods.
@@ -455,9 +444,9 @@ func TestSharedReply(t *testing.T) {
 	}
 	wg.Add(2)
 	go fetch()
-	eventually(t, "the first request inside the archive", func() bool { return g.entered.Load() == 1 })
+	testwait.For(t, "the first request inside the archive", 20*time.Second, func() bool { return g.entered.Load() == 1 })
 	go fetch()
-	eventually(t, "the second request waiting", func() bool { return d.s.Stats().InFlight == 2 })
+	testwait.For(t, "the second request waiting", 20*time.Second, func() bool { return d.s.Stats().InFlight == 2 })
 	close(g.release)
 	wg.Wait()
 	wg.Add(1)
@@ -521,7 +510,7 @@ func TestSmallPagePassesLargeFetches(t *testing.T) {
 	}
 	done := make(chan int, 1)
 	go func() { done <- code(other) }()
-	eventually(t, "the unknown URL holding the fetch slot", func() bool { return a.entered.Load() == 1 })
+	testwait.For(t, "the unknown URL holding the fetch slot", 20*time.Second, func() bool { return a.entered.Load() == 1 })
 	if c := code(page); c != 200 {
 		t.Errorf("small page while the fetch slot is taken: %d, want 200", c)
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/benchsite"
 	"github.com/herod-archive/herod/internal/sampleweb"
+	"github.com/herod-archive/herod/internal/testwait"
 	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/node/status"
 	"github.com/herod-archive/herod/ring/claim"
@@ -516,11 +517,10 @@ func runGoGet(t *testing.T, srv *benchsite.Remote, paths []string, busy int) cra
 	wg.Wait()
 	// The server records a request after its handler returns, which can
 	// be just after the client has read the whole response.
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if n, err := srv.Distinct(); err != nil || n >= len(paths) {
-			break
-		}
-	}
+	_ = testwait.Until(10*time.Second, func() bool {
+		n, err := srv.Distinct()
+		return err != nil || n >= len(paths)
+	})
 	rec, err := srv.Record()
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,8 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/herod-archive/herod/internal/testwait"
 )
 
 // runOnce runs the built herod with args until it exits (within a
@@ -210,7 +212,7 @@ func TestProcessJoin(t *testing.T) {
 	if queued != "queued          "+site.URL+"/" {
 		t.Errorf("seed line %q, want the URL argument queued", queued)
 	}
-	waitFor(t, "the warning of the example contact", 10*time.Second, func() bool {
+	testwait.For(t, "the warning of the example contact", 10*time.Second, func() bool {
 		return strings.Contains(errOut.String(), `level=WARN msg="--contact ops@example.org is at example.org, a domain that reaches nobody;`)
 	})
 }

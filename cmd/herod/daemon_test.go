@@ -18,6 +18,7 @@ import (
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/ringview"
 	"github.com/herod-archive/herod/internal/sampleweb"
+	"github.com/herod-archive/herod/internal/testwait"
 	"github.com/herod-archive/herod/node"
 	"github.com/herod-archive/herod/ring"
 )
@@ -115,9 +116,9 @@ func TestProcessesDaemonShort(t *testing.T) {
 		t.Fatalf("herod seed: %v\n%s", err, out)
 	}
 	want := len(web.Reachable(0))
-	waitFor(t, "the crawl", time.Minute, func() bool { return r.versions() >= int64(want) })
+	testwait.For(t, "the crawl", time.Minute, func() bool { return r.versions() >= int64(want) })
 	since := time.Now()
-	waitFor(t, "k=2 copies of every version", time.Minute, func() bool { return r.replicatedSince(since) })
+	testwait.For(t, "k=2 copies of every version", time.Minute, func() bool { return r.replicatedSince(since) })
 	t.Logf("crawled %d URLs, replicated: %s", want, time.Since(began).Round(100*time.Millisecond))
 	if v := r.versions(); v < 2*int64(want) {
 		t.Errorf("%d versions on the nodes, want at least 2 × %d", v, want)
@@ -139,13 +140,13 @@ func TestProcessesDaemonShort(t *testing.T) {
 	// kill -9 and restart: the ring page shows it up again.
 	r.remove(second, syscall.SIGKILL)
 	r.start(second, first.multiaddr)
-	waitFor(t, "the restarted node on the ring page", time.Minute, func() bool {
+	testwait.For(t, "the restarted node on the ring page", time.Minute, func() bool {
 		return slices.Equal(upPeers(first), listens(r.live()))
 	})
 	t.Logf("restarted after kill -9, back on the ring page: %s", time.Since(began).Round(100*time.Millisecond))
 	// SIGTERM: the node leaves; the others' ring pages stop showing it up.
 	r.remove(third, syscall.SIGTERM)
-	waitFor(t, "the ring page without the node that left", time.Minute, func() bool {
+	testwait.For(t, "the ring page without the node that left", time.Minute, func() bool {
 		return slices.Equal(upPeers(first), listens(r.live())) && slices.Equal(upPeers(second), listens(r.live()))
 	})
 	t.Logf("left, gone from the ring pages: %s", time.Since(began).Round(100*time.Millisecond))
@@ -153,7 +154,7 @@ func TestProcessesDaemonShort(t *testing.T) {
 	// the node that left listed as departed once the ring has dropped it.
 	var out []byte
 	var err error
-	waitFor(t, "herod status listing the node that left as departed", 30*time.Second, func() bool {
+	testwait.For(t, "herod status listing the node that left as departed", 30*time.Second, func() bool {
 		out, err = exec.Command(r.bin, "status", "--node", "http://"+first.gateway+"/", "--data", first.data).CombinedOutput()
 		return err == nil && strings.Contains(string(out), third.listen+"  departed since ")
 	})
@@ -203,7 +204,7 @@ func TestProcessesDaemon(t *testing.T) {
 	settle := func(what string, day int64) {
 		var n int
 		changed := time.Now()
-		waitFor(t, what, dayLen, func() bool { // no new URL for 3 s
+		testwait.For(t, what, dayLen, func() bool { // no new URL for 3 s
 			if m := len(perURLOnDay(web, day, dayLen)); m == 0 || m != n {
 				n, changed = m, time.Now()
 			}
@@ -291,7 +292,7 @@ func TestProcessesDaemon(t *testing.T) {
 	// k copies: every running node has run a round since that found its
 	// ranges in sync with k-1 replicas.
 	since := time.Now()
-	waitFor(t, "k copies of every version", 2*time.Minute, func() bool { return r.replicatedSince(since) })
+	testwait.For(t, "k copies of every version", 2*time.Minute, func() bool { return r.replicatedSince(since) })
 
 	// Every gateway serves every page at both dates.
 	newOn1 := map[string]bool{}
@@ -442,7 +443,7 @@ func TestProcessesShares(t *testing.T) {
 		return lo, hi, true
 	}
 	var lo0, hi0 float64
-	waitFor(t, "every range known", time.Minute, func() bool {
+	testwait.For(t, "every range known", time.Minute, func() bool {
 		var ok bool
 		lo0, hi0, ok = shares()
 		return ok

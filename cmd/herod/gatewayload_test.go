@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/herod-archive/herod/internal/testwait"
 )
 
 // TestProcessesGatewayLoad is issue 34's memory acceptance with the built
@@ -67,7 +69,7 @@ func TestProcessesGatewayLoad(t *testing.T) {
 	if out, err := seed.CombinedOutput(); err != nil {
 		t.Fatalf("herod seed: %v\n%s", err, out)
 	}
-	waitFor(t, "the crawl", 3*time.Minute, func() bool { return r.versions() >= int64(len(seeds)) })
+	testwait.For(t, "the crawl", 3*time.Minute, func() bool { return r.versions() >= int64(len(seeds)) })
 	var held struct {
 		Archive struct {
 			Versions int64 `json:"versions"`

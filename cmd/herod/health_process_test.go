@@ -14,6 +14,7 @@ import (
 
 	"github.com/herod-archive/herod/internal/ringview"
 	"github.com/herod-archive/herod/internal/sampleweb"
+	"github.com/herod-archive/herod/internal/testwait"
 	"github.com/herod-archive/herod/node"
 )
 
@@ -40,21 +41,21 @@ func TestProcessDeadNodeShows(t *testing.T) {
 	first := r.start(nil, "")
 	second := r.start(nil, first.multiaddr)
 	third := r.start(nil, first.multiaddr)
-	waitFor(t, "three nodes up on the ring page", 30*time.Second, func() bool { return len(upPeers(first)) == 3 })
+	testwait.For(t, "three nodes up on the ring page", 30*time.Second, func() bool { return len(upPeers(first)) == 3 })
 	seed := exec.Command(r.bin, append([]string{"seed", "--data", first.data}, web.Seeds()...)...)
 	if out, err := seed.CombinedOutput(); err != nil {
 		t.Fatalf("herod seed: %v\n%s", err, out)
 	}
 	want := len(web.Reachable(0))
-	waitFor(t, "the crawl", time.Minute, func() bool { return r.versions() >= int64(want) })
+	testwait.For(t, "the crawl", time.Minute, func() bool { return r.versions() >= int64(want) })
 	since := time.Now()
-	waitFor(t, "k copies of every version", time.Minute, func() bool { return r.replicatedSince(since) })
+	testwait.For(t, "k copies of every version", time.Minute, func() bool { return r.replicatedSince(since) })
 
 	r.remove(third, syscall.SIGKILL)
 	killed := time.Now()
 	var rv ringview.View
 	var dead ringview.PeerSummary
-	waitFor(t, "/ring shows the killed node dead and versions below k", 30*time.Second, func() bool {
+	testwait.For(t, "/ring shows the killed node dead and versions below k", 30*time.Second, func() bool {
 		if err := getInto(first, "/ring?format=json", &rv); err != nil {
 			return false
 		}
@@ -87,7 +88,7 @@ func TestProcessDeadNodeShows(t *testing.T) {
 				t.Logf("%s: last /metrics: %s; replication %+v; members %+v", p.listen, last, st.Replication.Health, st.Members)
 			}
 		}()
-		waitFor(t, p.listen+"'s /metrics showing the dead node and versions below k", time.Until(killed.Add(30*time.Second)), func() bool {
+		testwait.For(t, p.listen+"'s /metrics showing the dead node and versions below k", time.Until(killed.Add(30*time.Second)), func() bool {
 			resp, err := http.Get("http://" + p.gateway + "/metrics")
 			if err != nil {
 				return false

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/herod-archive/herod/internal/sampleweb"
+	"github.com/herod-archive/herod/internal/testwait"
 )
 
 // killAfterEnv lists the delays after the end of the crawl at which
@@ -209,7 +210,7 @@ func killAfterCrawl(t *testing.T, after time.Duration) {
 	var known []string
 	var changed time.Time
 	idleSince := time.Time{}
-	waitFor(t, "the first crawl", dayLen/2, func() bool {
+	testwait.For(t, "the first crawl", dayLen/2, func() bool {
 		if len(perURLOnDay(web, dayOf(time.Now(), dayLen), dayLen)) == 0 || !ringIdle(nodes) {
 			idleSince = time.Time{}
 			return false
@@ -224,7 +225,7 @@ func killAfterCrawl(t *testing.T, after time.Duration) {
 	known = sortedKeys(perURLOnDay(web, dayOf(time.Now(), dayLen), dayLen))
 	crawlDay := dayOf(changed, dayLen)
 	var stored map[string]bool
-	waitFor(t, "the versions listed before the kill", 30*time.Second, func() bool {
+	testwait.For(t, "the versions listed before the kill", 30*time.Second, func() bool {
 		stored = listedURLs(first, known)
 		return stored != nil
 	})

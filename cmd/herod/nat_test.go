@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herod-archive/herod/internal/testwait"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -418,7 +419,7 @@ func TestHomeNetworks(t *testing.T) {
 			}
 		}
 	}()
-	waitUntil(t, 30*time.Second, "the member sees both home nodes", func() bool {
+	testwait.For(t, "the member sees both home nodes", 30*time.Second, func() bool {
 		rs, _ := l.ringStatus("pub", netPublic+".1:5001")
 		seen := map[string]bool{}
 		for _, v := range rs.Vnodes {
@@ -466,7 +467,7 @@ func TestHomeNetworks(t *testing.T) {
 		if perr != nil || ap.Addr().String() != e.ip || h.reach != "relayed" {
 			t.Fatalf("%s: ring address %q (%s), want %s, relayed", e.ns, h.addr, h.reach, e.ip)
 		}
-		waitUntil(t, 60*time.Second, "the member admits "+e.ns, func() bool {
+		testwait.For(t, "the member admits "+e.ns, 60*time.Second, func() bool {
 			rs, _ := l.ringStatus("pub", netPublic+".1:5001")
 			for _, v := range rs.Vnodes {
 				for _, n := range ringNodes(v) {
@@ -496,7 +497,7 @@ func TestHomeNetworks(t *testing.T) {
 	for _, h := range homes {
 		honest = append(honest, struct{ ns, gw string }{h.ns, "127.0.0.1:5001"})
 	}
-	waitUntil(t, 30*time.Second, "a node refuses the liar", func() bool {
+	testwait.For(t, "a node refuses the liar", 30*time.Second, func() bool {
 		refused := ""
 		for _, e := range honest {
 			rs, _ := l.ringStatus(e.ns, e.gw)
@@ -528,7 +529,7 @@ func TestHomeNetworks(t *testing.T) {
 		t.Fatalf("seed: %v\n%s", err, out)
 	}
 	for _, ns := range []string{"h1", "h3"} {
-		waitUntil(t, 90*time.Second, "every page served by "+ns, func() bool {
+		testwait.For(t, "every page served by "+ns, 90*time.Second, func() bool {
 			for _, u := range urls {
 				if code, _ := l.get(ns, "http://127.0.0.1:5001/web/2099id_/"+u); code != 200 {
 					return false
@@ -625,7 +626,7 @@ func TestHomeNetworks(t *testing.T) {
 			t.Fatalf("%s did not rejoin after the address change", h.ns)
 		}
 	}
-	waitUntil(t, 60*time.Second, "the member sees the home nodes at the new IP", func() bool {
+	testwait.For(t, "the member sees the home nodes at the new IP", 60*time.Second, func() bool {
 		rs, _ := l.ringStatus("pub", netPublic+".1:5001")
 		for _, v := range rs.Vnodes {
 			for _, n := range ringNodes(v) {
@@ -636,7 +637,7 @@ func TestHomeNetworks(t *testing.T) {
 		}
 		return false
 	})
-	waitUntil(t, 60*time.Second, "every page still archived after the address change", func() bool {
+	testwait.For(t, "every page still archived after the address change", 60*time.Second, func() bool {
 		for _, u := range urls {
 			if code, _ := l.get("pub", "http://127.0.0.1:5001/web/2099id_/"+u); code != 200 {
 				return false
@@ -646,17 +647,6 @@ func TestHomeNetworks(t *testing.T) {
 	})
 	t.Logf("address change: rejoined and every page served %s after it", time.Since(changed).Round(100*time.Millisecond))
 	t.Logf("home networks: joined and crawled in %s", time.Since(start).Round(100*time.Millisecond))
-}
-
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out: %s", what)
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
 }
 
 // ringNodes lists the nodes in a vnode's tables.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/internal/sampleweb"
+	"github.com/herod-archive/herod/internal/testwait"
 )
 
 // processTestsEnv turns on the tests that run the built herod binary as
@@ -207,18 +208,6 @@ func (r *procRing) versions() int64 {
 	return total
 }
 
-// waitFor polls cond until it holds or d passes.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 // dayOf is the crawl day of t for day length d, as herod counts days.
 func dayOf(t time.Time, d time.Duration) int64 { return t.Unix() / int64(d/time.Second) }
 
@@ -300,7 +289,7 @@ func TestProcessesHistoryNeverStops(t *testing.T) {
 	}
 	var known []string
 	changed := time.Now()
-	waitFor(t, "the first crawl", dayLen, func() bool { // no new URL for 3 s
+	testwait.For(t, "the first crawl", dayLen, func() bool { // no new URL for 3 s
 		if n := len(perURLOnDay(web, dayOf(time.Now(), dayLen), dayLen)); n == 0 || n != len(known) {
 			known, changed = sortedKeys(perURLOnDay(web, dayOf(time.Now(), dayLen), dayLen)), time.Now()
 		}
@@ -322,7 +311,7 @@ func TestProcessesHistoryNeverStops(t *testing.T) {
 		}
 		return v >= 3*int64(len(known)) && time.Since(since) > 5*time.Second
 	}
-	waitFor(t, "three copies of every version", 4*dayLen, replicated)
+	testwait.For(t, "three copies of every version", 4*dayLen, replicated)
 
 	// kill -9 for good.
 	victim := nodes[1]
@@ -337,13 +326,13 @@ func TestProcessesHistoryNeverStops(t *testing.T) {
 	checkOnce(t, "kill -9", known, perURLOnDay(web, d, dayLen))
 
 	// A node joins.
-	waitFor(t, "three copies after the kill", 4*dayLen, replicated)
+	testwait.For(t, "three copies after the kill", 4*dayLen, replicated)
 	r.start(nil, first.multiaddr)
 	d = waitWholeDayAfter(time.Now(), dayLen)
 	checkOnce(t, "join", known, perURLOnDay(web, d, dayLen))
 
 	// A node is down for a whole day, then restarts on its data.
-	waitFor(t, "three copies after the join", 4*dayLen, replicated)
+	testwait.For(t, "three copies after the join", 4*dayLen, replicated)
 	away := nodes[2]
 	r.remove(away, syscall.SIGTERM)
 	d = waitWholeDayAfter(time.Now(), dayLen)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/internal/realweb"
+	"github.com/herod-archive/herod/internal/testwait"
 )
 
 // TestProcessesRingOverhead is the process mode of the realistic ring
@@ -80,7 +81,7 @@ func crawlProcesses(t *testing.T, count int, rate string, seeds []string, want i
 	for range count - 1 {
 		nodes = append(nodes, r.start(nil, first.multiaddr))
 	}
-	waitFor(t, "the ring's idle start", time.Minute, func() bool { return ringIdle(nodes) })
+	testwait.For(t, "the ring's idle start", time.Minute, func() bool { return ringIdle(nodes) })
 	time.Sleep(3 * time.Second) // the ring stabilizes: successor lists fill
 	copies := int64(min(3, count))
 	cpu0 := procsCPU(t, nodes)
@@ -89,7 +90,7 @@ func crawlProcesses(t *testing.T, count int, rate string, seeds []string, want i
 	if out, err := seed.CombinedOutput(); err != nil {
 		t.Fatalf("herod seed: %v\n%s", err, out)
 	}
-	waitFor(t, fmt.Sprintf("%d copies of %d versions", copies, want), 20*time.Minute, func() bool {
+	testwait.For(t, fmt.Sprintf("%d copies of %d versions", copies, want), 20*time.Minute, func() bool {
 		return r.versions() >= copies*want
 	})
 	cpu, wall := procsCPU(t, nodes)-cpu0, time.Since(start)

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/herod-archive/herod/internal/testwait"
 )
 
 // TestProcessSeedRefusedThenAllowed runs the built herod: a node without
@@ -62,9 +64,9 @@ func TestProcessSeedRefusedThenAllowed(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "queued          "+site.URL+"/") {
 		t.Fatalf("seed after the restart with --allow-private: exit %d\n%s", code, out)
 	}
-	waitFor(t, "the site crawled", 30*time.Second, func() bool { return hits.Load() > 0 })
+	testwait.For(t, "the site crawled", 30*time.Second, func() bool { return hits.Load() > 0 })
 	// Seeded once more that day: already fetched, and when next.
-	waitFor(t, "the capture stored", 30*time.Second, func() bool { return r.versions() > 0 })
+	testwait.For(t, "the capture stored", 30*time.Second, func() bool { return r.versions() > 0 })
 	out, code = seed()
 	if code != 0 || !strings.Contains(out, "fetched today   "+site.URL+"/ at ") || !strings.Contains(out, "next from") {
 		t.Errorf("seed of a URL fetched today: exit %d\n%s", code, out)

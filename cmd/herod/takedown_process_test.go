@@ -25,6 +25,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/herod-archive/herod/archive/access"
+	"github.com/herod-archive/herod/internal/testwait"
 	"github.com/herod-archive/herod/node/identity"
 )
 
@@ -371,7 +372,7 @@ func TestProcessesTakedown(t *testing.T) {
 		t.Fatalf("herod seed: %v\n%s", err, out)
 	}
 	all := site.urls("")
-	waitFor(t, "the crawl listed on every node", 3*time.Minute, func() bool {
+	testwait.For(t, "the crawl listed on every node", 3*time.Minute, func() bool {
 		for _, p := range nodes {
 			if got := listedURLs(p, all); len(got) != len(all) {
 				return false
@@ -381,7 +382,7 @@ func TestProcessesTakedown(t *testing.T) {
 	})
 	// Every page of a takedown is on two disks at least: there are
 	// replicas to purge.
-	waitFor(t, "replicas on disk", 2*time.Minute, func() bool {
+	testwait.For(t, "replicas on disk", 2*time.Minute, func() bool {
 		count := map[string]int{}
 		for _, p := range nodes {
 			for _, u := range diskHolding(t, p.data, all) {
@@ -443,7 +444,7 @@ func TestProcessesTakedown(t *testing.T) {
 		for _, p := range nodes {
 			checkSurfaces(t, p, site.URL, hidden, shown)
 		}
-		waitFor(t, "the purged bytes gone from every disk", takedownHold, func() bool {
+		testwait.For(t, "the purged bytes gone from every disk", takedownHold, func() bool {
 			for _, p := range nodes {
 				if len(diskHolding(t, p.data, urls)) > 0 {
 					return false
@@ -479,7 +480,7 @@ func TestProcessesTakedown(t *testing.T) {
 		return ps.Refused
 	}
 	start := time.Now()
-	waitFor(t, "the member's order refused by every other node", takedownHold, func() bool {
+	testwait.For(t, "the member's order refused by every other node", takedownHold, func() bool {
 		for i, p := range nodes {
 			if i != 1 && refused(p) == 0 {
 				return false
@@ -521,7 +522,7 @@ func TestProcessesTakedown(t *testing.T) {
 	if held := diskHolding(t, nodes[2].data, hidden); len(held) > 0 {
 		t.Fatalf("the restarted node holds %d taken-down pages on disk", len(held))
 	}
-	waitFor(t, "the forged order refused by another node", takedownHold, func() bool {
+	testwait.For(t, "the forged order refused by another node", takedownHold, func() bool {
 		for i, p := range nodes {
 			if i != 2 && refused(p) > before[p] {
 				return true
@@ -534,12 +535,12 @@ func TestProcessesTakedown(t *testing.T) {
 	// of their captures.
 	late := r.start(nil, first.multiaddr)
 	start = time.Now()
-	waitFor(t, "the takedowns on the late node", takedownHold, func() bool {
+	testwait.For(t, "the takedowns on the late node", takedownHold, func() bool {
 		var ps purgeStats
 		return statusOf(t, late, "purge", &ps) && ps.Rules >= rounds
 	})
 	t.Logf("the late node holds the %d takedowns %s after it started", rounds, time.Since(start).Round(time.Millisecond))
-	waitFor(t, "replicas on the late node", 2*time.Minute, func() bool { return len(diskHolding(t, late.data, shown)) > 0 })
+	testwait.For(t, "replicas on the late node", 2*time.Minute, func() bool { return len(diskHolding(t, late.data, shown)) > 0 })
 	checkSurfaces(t, late, site.URL, hidden, shown)
 	if held := diskHolding(t, late.data, hidden); len(held) > 0 {
 		t.Fatalf("the late node received %d taken-down pages", len(held))

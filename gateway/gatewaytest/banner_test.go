@@ -17,6 +17,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/testwait"
 )
 
 // The site of the banner tests: a page linking to a second page (two
@@ -150,7 +151,7 @@ func TestBannerFollowsFrame(t *testing.T) {
 		t.Helper()
 		var b banner
 		want := banner{URL: u, Field: u, Date: at.Format(time.DateTime), Dates: dates, Title: u + " · " + at.Format(time.DateTime) + " · herod"}
-		eventually(t, fmt.Sprintf("page %d in the frame and the banner", n), 20*time.Second, func() bool {
+		testwait.For(t, fmt.Sprintf("page %d in the frame and the banner", n), 20*time.Second, func() bool {
 			if frameText(tctx, "#v") != fmt.Sprintf("page %d", n) {
 				return false
 			}
@@ -184,7 +185,7 @@ func TestBannerFollowsFrame(t *testing.T) {
 	follows(3, bannerSite+"three.html", bannerDay.Add(time.Minute), "1 capture")
 	clickInFrame(t, tctx, "#next")
 	missing := bannerSite + "never-archived.html"
-	eventually(t, "the UI's own page for a page not archived", 20*time.Second, func() bool {
+	testwait.For(t, "the UI's own page for a page not archived", 20*time.Second, func() bool {
 		p, err := chromedp.Run(tctx, chromedp.Evaluate[struct {
 			Path, H1 string
 			Frames   int
@@ -238,7 +239,7 @@ func TestBannerFitsNarrow(t *testing.T) {
 				t.Fatal(err)
 			}
 			if p.dates != "" {
-				eventually(t, name+": the banner filled in", 20*time.Second, func() bool {
+				testwait.For(t, name+": the banner filled in", 20*time.Second, func() bool {
 					b, err := readBanner(tctx)
 					return err == nil && b.Dates == p.dates
 				})
@@ -293,7 +294,7 @@ func TestPDFInReplay(t *testing.T) {
 				if err := chromedp.Do(tctx, chromedp.Navigate(ui+"/web/"+ts+"/"+bannerSite+"one.html")); err != nil {
 					t.Fatal(err)
 				}
-				eventually(t, "page 1 in the frame", 20*time.Second, func() bool { return frameText(tctx, "#v") == "page 1" })
+				testwait.For(t, "page 1 in the frame", 20*time.Second, func() bool { return frameText(tctx, "#v") == "page 1" })
 				clickInFrame(t, tctx, "#pdf")
 			} else {
 				frames := gw.Stats().Frames
@@ -329,7 +330,7 @@ func TestPDFInReplay(t *testing.T) {
 			}
 			raw := "/web/" + ts + "id_/" + bannerPDF
 			var seen []string
-			eventually(t, "the PDF viewer in the content frame", 20*time.Second, func() bool {
+			testwait.For(t, "the PDF viewer in the content frame", 20*time.Second, func() bool {
 				targets, err := chromedp.Targets(tctx)
 				if err != nil {
 					return false
@@ -358,7 +359,7 @@ func TestPDFInReplay(t *testing.T) {
 				t.Fatal(err)
 			}
 			var dark, white float64
-			eventually(t, "the viewer's pixels", 20*time.Second, func() bool {
+			testwait.For(t, "the viewer's pixels", 20*time.Second, func() bool {
 				shot, err := chromedp.Run(tctx, chromedp.CaptureScreenshot())
 				if err != nil {
 					return false
@@ -377,7 +378,7 @@ func TestPDFInReplay(t *testing.T) {
 				if err := chromedp.Do(tctx, chromedp.NavigateBack()); err != nil {
 					t.Fatal(err)
 				}
-				eventually(t, "Back to page 1", 20*time.Second, func() bool {
+				testwait.For(t, "Back to page 1", 20*time.Second, func() bool {
 					b, err := readBanner(tctx)
 					return frameText(tctx, "#v") == "page 1" && err == nil && b.URL == bannerSite+"one.html"
 				})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/testwait"
 )
 
 // minuteCaptures are the capture times of calendarPage: one the day
@@ -82,7 +83,7 @@ func TestCalendarChipsOpenTheirCapture(t *testing.T) {
 		wantText := fmt.Sprintf("capture %d", want)
 		wantDate := minuteCaptures[want].UTC().Format(time.DateTime)
 		var text, date string
-		eventually(t, "the frame shows "+wantText, 20*time.Second, func() bool {
+		testwait.For(t, "the frame shows "+wantText, 20*time.Second, func() bool {
 			fctx, fcancel := context.WithTimeout(tctx, 2*time.Second)
 			defer fcancel()
 			frames, err := chromedp.Run(fctx, chromedp.Nodes(chromedp.CSS("#herod-frame")))
@@ -173,7 +174,7 @@ func TestCalendarShowsChecks(t *testing.T) {
 	if err := chromedp.Do(tctx, chromedp.Click(chromedp.CSS(`table.grid a.same[href*="/web/20261015"]`), chromedp.NodeVisible)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the version in force on October 15th", 20*time.Second, func() bool {
+	testwait.For(t, "the version in force on October 15th", 20*time.Second, func() bool {
 		fctx, fcancel := context.WithTimeout(tctx, 2*time.Second)
 		defer fcancel()
 		frames, err := chromedp.Run(fctx, chromedp.Nodes(chromedp.CSS("#herod-frame")))

@@ -21,6 +21,7 @@ import (
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/fidelityweb"
+	"github.com/herod-archive/herod/internal/testwait"
 )
 
 // crawlMem is a crawl.Archive over a Mem: what a one-node herod stores.
@@ -98,11 +99,12 @@ func crawlSite(t testing.TB, seeds []string, pageRequisites int) (*crawlMem, cra
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond)
-	for deadline := time.Now().Add(2 * time.Minute); !c.Idle(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("crawl not idle after 2 minutes: %+v", c.Stats())
+	testwait.For(t, "the crawl to be idle", 2*time.Minute, func() error {
+		if !c.Idle() {
+			return fmt.Errorf("busy: %+v", c.Stats())
 		}
-	}
+		return nil
+	})
 	return a, c.Stats()
 }
 

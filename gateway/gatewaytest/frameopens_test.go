@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/herod-archive/herod/internal/testwait"
 )
 
 // TestFrameOpensThroughUI checks in headless Chromium that what an
@@ -35,7 +37,7 @@ func TestFrameOpensThroughUI(t *testing.T) {
 	}
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
-		eventually(t, what, 15*time.Second, ok)
+		testwait.For(t, what, 15*time.Second, ok)
 	}
 	clickInFrame := func(sel string) {
 		t.Helper()

@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/testwait"
 )
 
 // hostileTab is the hostile site archived, a framed gateway replaying it
@@ -64,19 +65,9 @@ func (h *hostileTab) open(t *testing.T, p string) {
 func (h *hostileTab) report(t *testing.T, name string, d time.Duration) string {
 	t.Helper()
 	var r string
-	eventually(t, "report "+name, d, func() (ok bool) {
+	testwait.For(t, "report "+name, d, func() (ok bool) {
 		r, ok = reports(h.log)[name]
 		return ok
 	})
 	return r
-}
-
-// eventually waits up to d for ok, failing t (with what) when it stays false.
-func eventually(t *testing.T, what string, d time.Duration, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !ok(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v", what, d)
-		}
-	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/ringview"
+	"github.com/herod-archive/herod/internal/testwait"
 )
 
 // TestOperatorPagesFit checks in headless Chromium at 1,280 px that the
@@ -97,7 +98,7 @@ func TestOperatorPagesFit(t *testing.T) {
 	if err := chromedp.Do(tctx, chromedp.Click(chromedp.CSS(`a[href="#m2026-01"]`), chromedp.NodeVisible)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "January 2026 unfolded", 10*time.Second, func() bool {
+	testwait.For(t, "January 2026 unfolded", 10*time.Second, func() bool {
 		open, err := chromedp.Run(tctx, chromedp.Evaluate[bool](`location.hash === "#m2026-01" && document.getElementById("m2026-01").open`))
 		return err == nil && open
 	})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/testwait"
 )
 
 // streamArchive is a store that serves its payloads as streams
@@ -194,13 +195,10 @@ func TestRawReadersStreamedZstd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(time.Minute)
-	for _, ok := st.OwnDictionary(); !ok; _, ok = st.OwnDictionary() {
-		if time.Now().After(deadline) {
-			t.Fatal("no dictionary trained within a minute")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, "the store's dictionary", time.Minute, func() bool {
+		_, ok := st.OwnDictionary()
+		return ok
+	})
 	const url = "http://big.example/page.html"
 	var big bytes.Buffer
 	for i := 0; big.Len() < 9<<20; i++ {

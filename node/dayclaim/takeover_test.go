@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/testwait"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/claim"
 )
@@ -84,11 +85,7 @@ func TestTakeOverIdle(t *testing.T) {
 	go tk.Run(ctx)
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); !ok(); time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("waited 5s for %s", what)
-			}
-		}
+		testwait.For(t, what, 5*time.Second, ok)
 	}
 	waitFor("Run to start", func() bool { tk.mu.Lock(); defer tk.mu.Unlock(); return tk.rt != nil })
 	if !tk.Idle() {

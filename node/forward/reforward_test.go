@@ -2,6 +2,7 @@ package forward
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/p2ptest"
+	"github.com/herod-archive/herod/internal/testwait"
 	"github.com/herod-archive/herod/node/kit"
 	"github.com/herod-archive/herod/ring"
 )
@@ -142,13 +144,12 @@ func TestReforwardAfterTakeOver(t *testing.T) {
 		if err != nil || told != 2 {
 			t.Fatalf("announce: told %d, %v", told, err)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for b.Reforwarding() {
-			if time.Now().After(deadline) {
-				t.Fatal("re-forward not done")
+		testwait.For(t, "the re-forward", 10*time.Second, func() error {
+			if b.Reforwarding() {
+				return errors.New("re-forward not done")
 			}
-			time.Sleep(time.Millisecond)
-		}
+			return nil
+		})
 		fb.Flush(ctx)
 	}
 	mu.Lock()
@@ -229,16 +230,12 @@ func TestReforwardVerifiesAnnouncer(t *testing.T) {
 			done := make(chan struct{})
 			ctx, stop := context.WithCancel(ctx)
 			go func() { defer close(done); l.RunReforward(ctx) }()
-			deadline := time.Now().Add(20 * time.Second)
-			for {
-				if st := l.ReforwardStats(); st.Spans+st.Refused > 0 && !l.Reforwarding() {
-					break
+			testwait.For(t, "the span re-forwarded or refused", 20*time.Second, func() error {
+				if st := l.ReforwardStats(); st.Spans+st.Refused == 0 || l.Reforwarding() {
+					return fmt.Errorf("%+v", st)
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("span neither re-forwarded nor refused: %+v", l.ReforwardStats())
-				}
-				time.Sleep(100 * time.Microsecond)
-			}
+				return nil
+			})
 			stop()
 			<-done
 			st := l.ReforwardStats()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/testwait"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -462,13 +463,12 @@ func TestForwarderWalksAtOnceWhenCrawlerIdle(t *testing.T) {
 	if err := f.Forward(context.Background(), urls(ls[20:])); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for st := f.Stats(); st.Sent+st.Local < int64(len(ls)); st = f.Stats() {
-		if time.Now().After(deadline) {
-			t.Fatalf("idle crawler: links not walked before the hour-long timer: %+v", f.Stats())
+	testwait.For(t, "the links walked before the hour-long timer", 10*time.Second, func() error {
+		if st := f.Stats(); st.Sent+st.Local < int64(len(ls)) {
+			return fmt.Errorf("idle crawler: %+v", st)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestSendDirectReplicaMode: links sent straight to a closer owner reach

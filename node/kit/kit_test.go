@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/herod-archive/herod/internal/p2ptest"
+	"github.com/herod-archive/herod/internal/testwait"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/ring"
 )
@@ -108,7 +109,7 @@ func TestKitSteps(t *testing.T) {
 	// Two frames of 90: the second passes MaxFrame but not MaxRequest
 	// (the reset it brings may overtake the reply to the first).
 	_, _ = tk.call(make([]byte, 90), make([]byte, 90))
-	waitFor(t, func() bool { return tk.bad.Load() == 2 })
+	testwait.For(t, "two bad frames counted", 10*time.Second, func() bool { return tk.bad.Load() == 2 })
 	if _, err := tk.call([]byte("role")); err != nil || tk.refusals.Load() != 1 {
 		t.Fatalf("role refusal: %v, counted %d", err, tk.refusals.Load())
 	}
@@ -152,15 +153,5 @@ func TestKitSlotsAndDeadline(t *testing.T) {
 	}
 	close(release)
 	<-first
-	waitFor(t, ctxEnded.Load)
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 10s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, "the handler's context ended", 10*time.Second, ctxEnded.Load)
 }

@@ -3,12 +3,14 @@ package purge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/herod-archive/herod/archive/access"
+	"github.com/herod-archive/herod/internal/testwait"
 	"github.com/herod-archive/herod/node/identity"
 	"github.com/herod-archive/herod/ring"
 )
@@ -119,14 +121,13 @@ func TestAccessSpread(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms[0].x.Spread()
-	deadline := time.Now().Add(10 * time.Second)
 	for _, m := range ms[:3] {
-		for len(m.book.AccessRules()) == 0 && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
-		if got := m.book.AccessRules(); len(got) != 1 || got[0].ID() != takedown.ID() {
-			t.Fatalf("a member holds %+v", got)
-		}
+		testwait.For(t, "the takedown on every member", 10*time.Second, func() error {
+			if got := m.book.AccessRules(); len(got) != 1 || got[0].ID() != takedown.ID() {
+				return fmt.Errorf("a member holds %+v", got)
+			}
+			return nil
+		})
 	}
 	if len(late.book.AccessRules()) != 0 {
 		t.Fatal("the late member was reached by the flood")

@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 
 	"github.com/herod-archive/herod/internal/p2ptest"
+	"github.com/herod-archive/herod/internal/testwait"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/node/identity"
 	"github.com/herod-archive/herod/node/kit"
@@ -168,16 +169,12 @@ func TestSpreadLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, want := ms[0].book.List()
-	deadline := time.Now().Add(10 * time.Second)
 	for _, m := range ms {
-		for time.Now().Before(deadline) {
-			if _, d := m.book.List(); d == want {
-				break
+		testwait.For(t, "the order on every member", 10*time.Second, func() error {
+			if _, d := m.book.List(); d != want || m.store.times(victim) == 0 {
+				return fmt.Errorf("a member holds digest %q (want %q) and purged the victim %d times", d, want, m.store.times(victim))
 			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		if _, d := m.book.List(); d != want || m.store.times(victim) == 0 {
-			t.Fatalf("a member holds digest %q (want %q) and purged the victim %d times", d, want, m.store.times(victim))
-		}
+			return nil
+		})
 	}
 }

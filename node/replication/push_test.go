@@ -3,6 +3,7 @@ package replication
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/testwait"
 	"github.com/herod-archive/herod/replicate"
 	"github.com/herod-archive/herod/ring"
 )
@@ -113,13 +115,12 @@ func TestPushKnownRetriesOnce(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	waitFor := func(what string, cond func(PushStats) bool) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !(r.PushIdle() && cond(r.Stats().Push)) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %+v", what, r.Stats().Push)
+		testwait.For(t, what, 10*time.Second, func() error {
+			if !(r.PushIdle() && cond(r.Stats().Push)) {
+				return fmt.Errorf("push %+v", r.Stats().Push)
 			}
-			time.Sleep(time.Millisecond)
-		}
+			return nil
+		})
 	}
 	r.NotifyKnown([]string{"http://a.example/", "http://b.example/"})
 	waitFor("shared on the second try", func(st PushStats) bool { return st.KnownShared == 2 })

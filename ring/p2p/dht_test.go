@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herod-archive/herod/internal/testwait"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/p2p"
 )
@@ -47,7 +48,7 @@ func TestDHTBootstrapAndResolve(t *testing.T) {
 		}
 	}
 	// Node 3 finds node 1 without having been told about it.
-	eventually(t, 20*time.Second, "resolve through the DHT", func() error {
+	testwait.For(t, "resolve through the DHT", 20*time.Second, func() error {
 		got, err := hosts[3].d.Resolve(ctx, hosts[1].c.Peer)
 		if err != nil {
 			return err

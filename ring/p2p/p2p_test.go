@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/testwait"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/p2p"
 	"github.com/herod-archive/herod/ring/ringtest"
@@ -55,23 +56,6 @@ func TestContactOf(t *testing.T) {
 	}
 	if c.Peer != h.ID().String() || ring.CheckAddr(c.Addr) != nil || c.Addr[:8] != "127.0.0." {
 		t.Fatalf("ContactOf = %+v", c)
-	}
-}
-
-// eventually polls cond until it holds or the deadline passes; only for
-// real-network integration where rounds run on real timers.
-func eventually(t *testing.T, d time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -140,11 +124,11 @@ func TestRingOverLibp2p(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 20*time.Second, "3x4 ring consistent", func() error { return ringtest.Consistent(rings(ns)) })
+	testwait.For(t, "3x4 ring consistent", 20*time.Second, func() error { return ringtest.Consistent(rings(ns)) })
 	if err := lookupsAgree(ns); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "neighbours protected", func() error {
+	testwait.For(t, "neighbours protected", 10*time.Second, func() error {
 		if !ns[0].tr.Protected(ns[1].h.ID().String()) {
 			return errors.New("node 1 not protected on node 0")
 		}
@@ -188,7 +172,7 @@ func TestRingOverLibp2p(t *testing.T) {
 		t.Fatal(err)
 	}
 	withExtra := append(append([]*realNode{}, ns...), extra)
-	eventually(t, 20*time.Second, "4-node ring consistent", func() error { return ringtest.Consistent(rings(withExtra)) })
+	testwait.For(t, "4-node ring consistent", 20*time.Second, func() error { return ringtest.Consistent(rings(withExtra)) })
 	succ, err := ns[0].r.Successors(ctx, id.OfString("k"), 3)
 	if err != nil || len(succ) != 3 || succ[0].Peer == succ[1].Peer || succ[1].Peer == succ[2].Peer || succ[0].Peer == succ[2].Peer {
 		t.Fatalf("Successors = %v, %v; want 3 on distinct nodes", succ, err)
@@ -199,12 +183,12 @@ func TestRingOverLibp2p(t *testing.T) {
 	extra.r.Close()
 	// (That the handover alone links the neighbours, before any round, is
 	// tested deterministically on memnet; here rounds run concurrently.)
-	eventually(t, 20*time.Second, "ring consistent after leave", func() error { return ringtest.Consistent(rings(ns)) })
+	testwait.For(t, "ring consistent after leave", 20*time.Second, func() error { return ringtest.Consistent(rings(ns)) })
 
 	// Crash node 1: the other two repair the ring.
 	ns[1].r.Close()
 	ns[1].h.Close()
 	rest := []*realNode{ns[0], ns[2]}
-	eventually(t, 30*time.Second, "ring repaired after crash", func() error { return ringtest.Consistent(rings(rest)) })
-	eventually(t, 10*time.Second, "lookups after crash", func() error { return lookupsAgree(rest) })
+	testwait.For(t, "ring repaired after crash", 30*time.Second, func() error { return ringtest.Consistent(rings(rest)) })
+	testwait.For(t, "lookups after crash", 10*time.Second, func() error { return lookupsAgree(rest) })
 }
