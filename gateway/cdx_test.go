@@ -26,11 +26,7 @@ func cdxArchive(t testing.TB) *listingArchive {
 	f.add(t, "http://example.com/img.png", "20210101000000", 200, "image/png", "png")
 	f.add(t, "http://sub.example.com/x", "20210101000000", 404, "text/html", "gone")
 	f.add(t, "http://notexample.com/", "20210101000000", 200, "text/html", "other")
-	for u, cs := range f.caps {
-		for i, c := range cs {
-			c.Peer = "peer-" + u[7:10] + string(rune('0'+i))
-		}
-	}
+	f.setPeers(t, func(u string, i int) string { return "peer-" + u[7:10] + string(rune('0'+i)) })
 	return &listingArchive{fakeArchive: f}
 }
 

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,18 +17,19 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/archive/cdx"
-	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/memarchive"
 )
 
-// fakeArchive is an in-memory Archive: captures per canonical URL, kept
-// sorted by time.
+// fakeArchive is the gateway tests' archive: memarchive.Mem, the
+// reference in-memory archive (gatewaytest.Mem), behind Versions and Get
+// that fail with err when it is set. It holds Mem in a named field so that
+// it is not a Lister (listingArchive adds List).
 type fakeArchive struct {
-	mu   sync.Mutex
-	caps map[string][]*archive.Capture
-	err  error // returned by every call when set
+	mem *memarchive.Mem
+	err error // returned by Versions and Get when set
 }
 
-func newFake() *fakeArchive { return &fakeArchive{caps: map[string][]*archive.Capture{}} }
+func newFake() *fakeArchive { return &fakeArchive{mem: memarchive.New()} }
 
 // add stores a capture of url at the time given as a 14-digit timestamp.
 func (f *fakeArchive) add(t testing.TB, url, ts string, status int, ctype, body string, hdr ...string) {
@@ -45,18 +45,35 @@ func (f *fakeArchive) add(t testing.TB, url, ts string, status int, ctype, body 
 	for i := 0; i+1 < len(hdr); i += 2 {
 		h.Add(hdr[i], hdr[i+1])
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.caps[url] = append(f.caps[url], &archive.Capture{URL: url, Time: tm, Status: status, Header: h, Body: []byte(body)})
-	sort.Slice(f.caps[url], func(i, j int) bool { return f.caps[url][i].Time.Before(f.caps[url][j].Time) })
+	f.put(t, &archive.Capture{URL: url, Time: tm, Status: status, Header: h, Body: []byte(body)})
 }
 
-func version(c *archive.Capture) archive.Version {
-	return archive.Version{
-		URL: c.URL, Key: id.OfString(c.URL), Digest: id.Sum(c.Body), Time: c.Time,
-		Day: c.Time.Unix() / 86400, Status: c.Status, ContentType: c.Header.Get("Content-Type"),
-		Length: int64(len(c.Body)), Peer: c.Peer, File: fmt.Sprintf("objects/%s.warc.gz", id.OfString(c.URL).Short()),
-		Size: int64(len(c.Body)), // the fake's "record" is its payload, at offset 0 of its file
+// put stores a copy of c.
+func (f *fakeArchive) put(t testing.TB, c *archive.Capture) {
+	t.Helper()
+	if err := f.mem.Add(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setPeers sets the Peer of every capture to peer(url, i), i counting the
+// captures of url from the oldest.
+func (f *fakeArchive) setPeers(t testing.TB, peer func(url string, i int) string) {
+	t.Helper()
+	ctx := context.Background()
+	vs, err := f.mem.List(ctx, cdx.Query{Match: cdx.MatchPrefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, v := range vs {
+		_, c, err := f.mem.Get(ctx, v.URL, v.Time)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Peer = peer(v.URL, n[v.URL])
+		n[v.URL]++
+		f.put(t, c)
 	}
 }
 
@@ -64,77 +81,42 @@ func (f *fakeArchive) Versions(ctx context.Context, url string) ([]archive.Versi
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.err != nil {
 		return nil, f.err
 	}
-	var vs []archive.Version
-	for _, c := range f.caps[url] {
-		vs = append(vs, version(c))
-	}
-	return vs, nil
+	return f.mem.Versions(ctx, url)
 }
 
 func (f *fakeArchive) Get(ctx context.Context, url string, t time.Time) (archive.Version, *archive.Capture, error) {
 	if err := ctx.Err(); err != nil {
 		return archive.Version{}, nil, err
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.err != nil {
 		return archive.Version{}, nil, f.err
 	}
-	cs := f.caps[url]
-	if len(cs) == 0 {
-		return archive.Version{}, nil, fmt.Errorf("fake get %s: %w", url, archive.ErrNotFound)
-	}
-	best := cs[0]
-	for _, c := range cs {
-		if !c.Time.After(t) {
-			best = c
-		}
-	}
-	return version(best), best, nil
+	return f.mem.Get(ctx, url, t)
 }
 
-// listingArchive adds List and Export to the fake.
+// listingArchive adds Mem's List and a fake Export to fakeArchive.
 type listingArchive struct {
 	*fakeArchive
 	exportErrAfter int // fail after this many records when > 0
 }
 
 func (l *listingArchive) List(ctx context.Context, q cdx.Query) ([]archive.Version, error) {
-	l.mu.Lock()
-	var all []archive.Version
-	for _, cs := range l.caps {
-		for _, c := range cs {
-			if v := version(c); q.Contains(v) {
-				all = append(all, v)
-			}
-		}
-	}
-	l.mu.Unlock()
-	sort.Slice(all, func(i, j int) bool {
-		if all[i].URL != all[j].URL {
-			return all[i].URL < all[j].URL
-		}
-		return all[i].Time.Before(all[j].Time)
-	})
-	if q.Limit > 0 && len(all) > q.Limit {
-		all = all[:q.Limit]
-	}
-	return all, nil
+	return l.mem.List(ctx, q)
 }
 
 // Export writes a fake record per version: "REC <cursor>\n".
 func (l *listingArchive) Export(ctx context.Context, q cdx.Query, w io.Writer, after string) error {
 	q.Limit = 0
-	vs, _ := l.List(ctx, q)
+	vs, err := l.List(ctx, q)
+	if err != nil {
+		return err
+	}
 	var au string
 	var at time.Time
 	if after != "" {
-		var err error
 		if au, at, err = ParseCursor(after); err != nil {
 			return err
 		}

@@ -188,11 +188,7 @@ func TestBannerJSON(t *testing.T) {
 func TestBannerProvenance(t *testing.T) {
 	fetcher, witness := "12D3KooWFetcherAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA1f3c", "12D3KooWWitnessBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB9e0d"
 	a := sampleArchive(t)
-	for _, cs := range a.caps {
-		for _, c := range cs {
-			c.Peer = fetcher
-		}
-	}
+	a.setPeers(t, func(string, int) string { return fetcher })
 	seen := time.Date(2021, 6, 15, 0, 0, 3, 0, time.UTC)
 	var dating string
 	s := newServer(t, a, func(c *Config) {

@@ -27,7 +27,7 @@ func TestMementoNamesItsCapture(t *testing.T) {
 		base.Add(58*time.Second + 999*time.Millisecond),
 	}
 	for i, tm := range times {
-		f.caps[u] = append(f.caps[u], &archive.Capture{URL: u, Time: tm, Status: 200,
+		f.put(t, &archive.Capture{URL: u, Time: tm, Status: 200,
 			Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(fmt.Sprintf("<p>capture %d</p>", i))})
 	}
 	s := newServer(t, f)

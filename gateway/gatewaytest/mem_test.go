@@ -10,6 +10,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/memarchive"
 )
 
 func TestMem(t *testing.T) {
@@ -19,6 +20,9 @@ func TestMem(t *testing.T) {
 	// disturbed by the first one's captures.
 	TestArchive(t, Harness{Archive: m, Add: m.Add, Base: "again"})
 }
+
+// versionOf describes a capture as Mem lists it.
+func versionOf(c *archive.Capture) archive.Version { return memarchive.VersionOf(c) }
 
 // at is the suite's default capture day n.
 func at(days int) time.Time { return day0.Add(time.Duration(days) * 24 * time.Hour) }
