@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/netip"
 	"net/url"
 	"os"
@@ -28,7 +29,13 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	log := logger(stderr, *verbose)
+	// Warnings, or everything with -v; errors only once the demo stops.
+	level := new(slog.LevelVar)
+	level.Set(slog.LevelWarn)
+	if *verbose {
+		level.Set(slog.LevelDebug)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cc, err := cf.config()
 	if err != nil {
 		return err
@@ -101,7 +108,11 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "  the page as archived now: %sweb/%s/%s\n\n", gw, time.Now().UTC().Format("20060102150405"), seed)
 	fmt.Fprintf(stdout, "crawling; a new day (and a changed sample web) every %s; Ctrl-C to stop\n\n", dayLen)
 
-	return demoProgress(ctx, stdout, lr, web, dayLen, startDay, seeded)
+	err = demoProgress(ctx, stdout, lr, web, dayLen, startDay, seeded)
+	if !*verbose {
+		level.Set(slog.LevelError) // the nodes leave one another as they stop: no news
+	}
+	return err
 }
 
 // webDay is the sample web's day at t: crawl days since start, switched a
