@@ -185,16 +185,24 @@ func TestBannerFollowsFrame(t *testing.T) {
 	follows(3, bannerSite+"three.html", bannerDay.Add(time.Minute), "1 capture")
 	clickInFrame(t, tctx, "#next")
 	missing := bannerSite + "never-archived.html"
+	// One evaluation reads the page whole: the document may still be
+	// replaced between separate queries while it loads.
+	var page struct {
+		Path, H1, Main string
+		Frames         int
+	}
 	testwait.For(t, "the UI's own page for a page not archived", 20*time.Second, func() bool {
-		p, err := chromedp.Run(tctx, chromedp.Evaluate[struct {
-			Path, H1 string
-			Frames   int
-		}](`({Path: location.pathname, H1: (document.querySelector("h1") || {}).textContent || "", Frames: document.querySelectorAll("iframe").length})`))
-		return err == nil && p.Path == "/web/*/"+missing && p.H1 == "404 Not Found" && p.Frames == 0
+		var err error
+		page, err = chromedp.Run(tctx, chromedp.Evaluate[struct {
+			Path, H1, Main string
+			Frames         int
+		}](`({Path: location.pathname, H1: (document.querySelector("h1") || {}).textContent || "",
+			Main: (document.querySelector("main") || {}).innerText || "", Frames: document.querySelectorAll("iframe").length})`))
+		return err == nil && page.Path == "/web/*/"+missing && page.H1 == "404 Not Found" && page.Frames == 0 &&
+			strings.Contains(page.Main, "The archive has no capture of ")
 	})
-	text, err := chromedp.Run(tctx, chromedp.Text(chromedp.CSS("main")))
-	if err != nil || !strings.Contains(text, "The archive has no capture of "+missing) || !strings.Contains(text, "list what the archive holds for the site") {
-		t.Errorf("not-archived page: %q (%v)", text, err)
+	if !strings.Contains(page.Main, "The archive has no capture of "+missing) || !strings.Contains(page.Main, "list what the archive holds for the site") {
+		t.Errorf("not-archived page: %q", page.Main)
 	}
 	if v, err := chromedp.Run(tctx, chromedp.Evaluate[string](`document.querySelector("form.go input[name=url]").value`)); err != nil || v != missing {
 		t.Errorf("the page's form holds %q (%v), want %s", v, err, missing)
