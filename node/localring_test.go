@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/ring"
@@ -115,58 +114,34 @@ func (lr *LocalRing) NewVersions() (sum int64) {
 	return sum
 }
 
-// WaitStable waits until the ring has converged (ringtest.Stable):
+// WaitStable waits until the ring has converged (ringtest.WaitStable):
 // every virtual server knows its true predecessor and its whole successor
 // list is right, and for probe keys spread over the circle (and every
 // virtual-server id) every node's lookup returns the true owning virtual
 // server and exactly its node claims the key.
 func (lr *LocalRing) WaitStable(ctx context.Context) error {
-	keys := ringtest.ProbeKeys(lr.rings(), 64)
-	var last error
-	for {
-		if last = ringtest.Stable(ctx, lr.rings(), keys); last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("local ring not stable: %w (last: %v)", ctx.Err(), last)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return ringtest.WaitStable(ctx, lr.rings())
 }
 
-// WaitIdle waits until the whole ring has nothing to crawl or forward: two
-// consecutive sweeps find every node idle and no progress between them.
+// WaitIdle waits until the whole ring has nothing to crawl or forward
+// (ringtest.WaitSettled).
 func (lr *LocalRing) WaitIdle(ctx context.Context) error {
-	prev := int64(-1)
-	for {
-		idle := true
-		var progress int64
+	sweep := func() (bool, int64) {
+		idle, progress := true, int64(0)
 		for _, n := range lr.Nodes {
-			if !n.Idle() {
-				idle = false
-			}
+			idle = n.Idle() && idle
 			st := n.fwd.Stats()
 			progress += st.Sent + st.Local + n.links.Stats().Received + n.crawler.Stats().FetchedToday
 		}
-		if idle && progress == prev {
-			return nil
-		}
-		if idle {
-			prev = progress
-		} else {
-			prev = -1
-		}
-		select {
-		case <-ctx.Done():
-			var b strings.Builder
-			for _, n := range lr.Nodes {
-				cs, fs := n.crawler.Stats(), n.fwd.Stats()
-				fmt.Fprintf(&b, "\n  %s: queued %d, in flight %d, fetched %d, errors %v; forward pending %d, in flight %d, last error %q",
-					n.self.Addr, cs.Queued, cs.InFlight, cs.FetchedToday, cs.ErrorsByKind, fs.Pending, fs.InFlight, fs.LastError)
-			}
-			return fmt.Errorf("local ring not idle: %w%s", ctx.Err(), b.String())
-		case <-time.After(150 * time.Millisecond):
-		}
+		return idle, progress
 	}
+	return ringtest.WaitSettled(ctx, sweep, func() string {
+		var b strings.Builder
+		for _, n := range lr.Nodes {
+			cs, fs := n.crawler.Stats(), n.fwd.Stats()
+			fmt.Fprintf(&b, "\n  %s: queued %d, in flight %d, fetched %d, errors %v; forward pending %d, in flight %d, last error %q",
+				n.self.Addr, cs.Queued, cs.InFlight, cs.FetchedToday, cs.ErrorsByKind, fs.Pending, fs.InFlight, fs.LastError)
+		}
+		return b.String()
+	})
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/herod-archive/herod/node"
 	"github.com/herod-archive/herod/ring"
@@ -74,55 +73,30 @@ func (lr *localRing) rings() []*ring.Ring {
 	return rs
 }
 
-// waitStable waits until the ring has converged (ringtest.Stable): every
-// node's lookups of probe keys return their true owner.
+// waitStable waits until the ring has converged (ringtest.WaitStable).
 func (lr *localRing) waitStable(ctx context.Context) error {
-	keys := ringtest.ProbeKeys(lr.rings(), 64)
-	var last error
-	for {
-		if last = ringtest.Stable(ctx, lr.rings(), keys); last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("local ring not stable: %w (last: %v)", ctx.Err(), last)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return ringtest.WaitStable(ctx, lr.rings())
 }
 
-// waitIdle waits until the whole ring has nothing to crawl or forward: two
-// consecutive sweeps find every node idle and no progress between them.
+// waitIdle waits until the whole ring has nothing to crawl or forward
+// (ringtest.WaitSettled).
 func (lr *localRing) waitIdle(ctx context.Context) error {
-	prev := int64(-1)
-	for {
-		idle := true
-		var progress int64
+	sweep := func() (bool, int64) {
+		idle, progress := true, int64(0)
 		for _, n := range lr.nodes {
-			if !n.Idle() {
-				idle = false
-			}
+			idle = n.Idle() && idle
 			st := n.Status()
 			progress += st.Forward.Sent + st.Forward.Local + st.Links.Received + st.Crawl.FetchedToday
 		}
-		if idle && progress == prev {
-			return nil
-		}
-		if idle {
-			prev = progress
-		} else {
-			prev = -1
-		}
-		select {
-		case <-ctx.Done():
-			var b strings.Builder
-			for _, n := range lr.nodes {
-				st := n.Status()
-				fmt.Fprintf(&b, "\n  %s: queued %d, in flight %d, fetched %d; forward pending %d",
-					n.Contact().Addr, st.Crawl.Queued, st.Crawl.InFlight, st.Crawl.FetchedToday, st.Forward.Pending)
-			}
-			return fmt.Errorf("local ring not idle: %w%s", ctx.Err(), b.String())
-		case <-time.After(150 * time.Millisecond):
-		}
+		return idle, progress
 	}
+	return ringtest.WaitSettled(ctx, sweep, func() string {
+		var b strings.Builder
+		for _, n := range lr.nodes {
+			st := n.Status()
+			fmt.Fprintf(&b, "\n  %s: queued %d, in flight %d, fetched %d; forward pending %d",
+				n.Contact().Addr, st.Crawl.Queued, st.Crawl.InFlight, st.Crawl.FetchedToday, st.Forward.Pending)
+		}
+		return b.String()
+	})
 }
