@@ -51,17 +51,25 @@ func CSS(css []byte, fn func(Span)) {
 // cssImport reads what follows an @import at css[i], reports its URL
 // when it is a string, and returns where the scan goes on.
 func cssImport(css []byte, i int, fn func(Span)) int {
+	n, _ := cssQuoted(css, i, fn)
+	return n
+}
+
+// cssQuoted skips spaces from css[i] and, if a string follows, reports
+// its contents (when not empty) to fn; it returns where the scan goes on
+// and whether there was a string.
+func cssQuoted(css []byte, i int, fn func(Span)) (int, bool) {
 	for i < len(css) && isCSSSpace(css[i]) {
 		i++
 	}
-	if i < len(css) && (css[i] == '"' || css[i] == '\'') {
-		sp, n, ok := cssString(css, i)
-		if ok && sp.End > sp.Start {
-			fn(sp)
-		}
-		i = n
+	if i >= len(css) || (css[i] != '"' && css[i] != '\'') {
+		return i, false
 	}
-	return i
+	sp, n, ok := cssString(css, i)
+	if ok && sp.End > sp.Start {
+		fn(sp)
+	}
+	return n, true
 }
 
 // imageSetAt reports whether an image-set( or -webkit-image-set( starts
@@ -74,19 +82,14 @@ func imageSetAt(css []byte, i int) bool {
 // reports its URL to fn and returns where the scan goes on: after the
 // closing parenthesis.
 func cssURL(css []byte, i int, fn func(Span)) int {
-	for i < len(css) && isCSSSpace(css[i]) {
-		i++
-	}
-	if i < len(css) && (css[i] == '"' || css[i] == '\'') {
-		sp, n, ok := cssString(css, i)
-		if ok && sp.End > sp.Start {
-			fn(sp)
-		}
+	n, quoted := cssQuoted(css, i, fn)
+	if quoted {
 		if end := indexFrom(css, n, ")"); end >= 0 {
 			return end + 1
 		}
 		return len(css)
 	}
+	i = n
 	end := indexFrom(css, i, ")")
 	if end < 0 {
 		end = len(css)
