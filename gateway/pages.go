@@ -159,9 +159,11 @@ func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, status int, m
 		d.URL = u
 		d.Form.URL = u
 		if p, err := url.Parse(u); err == nil {
-			o := *p
-			o.Scheme = map[string]string{"http": "https", "https": "http"}[p.Scheme]
-			d.Other = o.String()
+			if status == http.StatusNotFound { // a misspelling or the other scheme may be what is archived
+				o := *p
+				o.Scheme = map[string]string{"http": "https", "https": "http"}[p.Scheme]
+				d.Other = o.String()
+			}
 			if s.list != nil {
 				d.Host = p.Scheme + "://" + p.Host + "/"
 			}
