@@ -157,7 +157,7 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 	v := Version{
 		URL: c.URL, Key: k, Digest: d, Day: s.DayOf(t), Time: t, Status: c.Status,
 		ContentType: MediaType(c.Header.Get("Content-Type")),
-		Length:      int64(len(c.Body)), Peer: c.Peer,
+		Length:      int64(len(c.Body)), Peer: c.Peer, Browser: c.Browser,
 	}
 	if !first {
 		if v.Seq, err = s.nextSeq(k, d, v.Day); err != nil {
