@@ -217,7 +217,9 @@ func (b *Body) head() error {
 	if h.Get("Warc-Type") == "resource" {
 		// No HTTP head: the block is the payload (screenshot.go).
 		b.Resource = true
-		b.Status, b.Header = resourceFields(h)
+		if b.Status, b.Header, err = resourceFields(h); err != nil {
+			return err
+		}
 	} else {
 		status, fields, err := readHTTPHead(b.inner)
 		if err != nil {
