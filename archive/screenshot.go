@@ -64,17 +64,25 @@ func subjectSurt(u string) string {
 	return Surt(u)
 }
 
+// ScreenshotWindow is how long after a page's capture time its
+// screenshot may be dated: the screenshot is taken once the page has
+// rendered, within the render's time cap.
+const ScreenshotWindow = 5 * time.Minute
+
 // ScreenshotOf returns the screenshot among shots (versions of
-// ScreenshotURL(page), oldest first) of the page's version taken at t:
-// the first taken at t or later and before next, the page's following
-// version (zero: none), since the screenshot is taken once the page
-// has rendered; false when there is none.
+// ScreenshotURL(page), oldest first) of the page's version captured at
+// t: the first dated from t to ScreenshotWindow later, and before next,
+// the page's following version (zero: none); false when there is none.
 func ScreenshotOf(shots []Version, t, next time.Time) (Version, bool) {
+	end := t.Add(ScreenshotWindow)
+	if !next.IsZero() && next.Before(end) {
+		end = next
+	}
 	for _, s := range shots {
 		if s.Time.Before(t) {
 			continue
 		}
-		if !next.IsZero() && !s.Time.Before(next) {
+		if !s.Time.Before(end) {
 			break
 		}
 		return s, true

@@ -216,11 +216,11 @@ func TestScreenshotNamesAndChoice(t *testing.T) {
 		}
 	}
 	at := func(s int) Version { return Version{Time: t0.Add(time.Duration(s) * time.Second)} }
-	shots := []Version{at(-5), at(3), at(20), at(40)}
+	shots := []Version{at(-5), at(3), at(20), at(40), at(1000)}
 	for _, tc := range []struct {
 		t, next int
 		want    int // index in shots, -1 none
-	}{{0, 10, 1}, {3, 10, 1}, {4, 10, -1}, {10, 0, 2}, {41, 0, -1}, {-10, -6, -1}} {
+	}{{0, 10, 1}, {3, 10, 1}, {4, 10, -1}, {10, 0, 2}, {41, 0, -1}, {-10, -6, -1}, {800, 0, 4}, {600, 0, -1}} {
 		var next time.Time
 		if tc.next != 0 {
 			next = at(tc.next).Time
