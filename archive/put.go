@@ -41,6 +41,9 @@ func checkCapture(c *Capture) error {
 	if c.Resource {
 		return checkResource(c)
 	}
+	if _, ok := ScreenshotPage(c.URL); ok {
+		return fmt.Errorf("%s is a screenshot's URL: a resource record", c.URL)
+	}
 	return nil
 }
 

@@ -280,3 +280,12 @@ func TestEncodeRecord(t *testing.T) {
 		t.Fatalf("import of the encoded record: %v, added %v, %+v", err, added, iv)
 	}
 }
+
+// TestScreenshotURLIsResource: a screenshot's URL holds only resource
+// records: Put refuses a response there.
+func TestScreenshotURLIsResource(t *testing.T) {
+	c := capture(ScreenshotURL("http://example.org/"), t0, "<html>not an image</html>")
+	if _, _, err := openTest(t, Options{}).Put(context.Background(), c); !errors.Is(err, ErrBadCapture) {
+		t.Errorf("put of a response at a screenshot's URL: %v, want ErrBadCapture", err)
+	}
+}

@@ -358,6 +358,8 @@ func decodeResponse(rec *Record) (*decodedFile, error) {
 			return nil, err
 		}
 		resp = &response{status: status, header: header, payload: rec.Block}
+	} else if _, ok := ScreenshotPage(uri); ok {
+		return nil, malformed("screenshot %q in a response record", uri)
 	} else if resp, err = parseHTTPResponse(rec.Block); err != nil {
 		return nil, err
 	}
