@@ -1,9 +1,12 @@
 package gatewaytest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"image"
 	"image/png"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -11,12 +14,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/capture"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/browsertest"
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/spaweb"
+	"github.com/herod-archive/herod/internal/testwait"
 )
 
 // visualTolerance is the share of pixels that may differ (by more than
@@ -196,5 +202,56 @@ func TestBrowserCaptureReplay(t *testing.T) {
 	}
 	if pct(withRole.equal, withRole.pages) < 90 {
 		t.Errorf("browser capture: %.1f%% of pages visually equal, want ≥ 90%%", pct(withRole.equal, withRole.pages))
+	}
+}
+
+// TestCalendarThumbnailLoads checks in headless Chromium that the list of
+// dates of a page captured in a browser shows its screenshot: the chip's
+// image loads from the content origin (the UI's CSP allows it) at the
+// screenshot's size.
+func TestCalendarThumbnailLoads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a browser")
+	}
+	c := newChrome(t)
+	ctx := context.Background()
+	m := NewMem()
+	at := time.Date(2026, 11, 28, 10, 15, 0, 0, time.UTC)
+	if err := m.Add(ctx, &archive.Capture{URL: calendarPage, Time: at, Status: 200, Browser: true,
+		Header: http.Header{"Content-Type": {"text/html; charset=utf-8"}}, Body: []byte("<title>rendered</title>")}); err != nil {
+		t.Fatal(err)
+	}
+	var shot bytes.Buffer
+	if err := png.Encode(&shot, image.NewRGBA(image.Rect(0, 0, 320, 200))); err != nil {
+		t.Fatal(err)
+	}
+	sc := archive.ScreenshotCapture(calendarPage, at.Add(3*time.Second), shot.Bytes())
+	if err := m.Add(ctx, &sc); err != nil {
+		t.Fatal(err)
+	}
+	ui, content, _, _ := serveGateway(t, gateway.Config{Archive: m})
+	tab, cancelTab := chromedp.NewContext(c.ctx)
+	defer cancelTab()
+	tctx, cancel := context.WithTimeout(tab, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Do(tctx, chromedp.Navigate(ui+"/web/*/"+calendarPage)); err != nil {
+		t.Fatal(err)
+	}
+	type img struct {
+		Src   string
+		Width int
+	}
+	var got img
+	testwait.For(t, "the thumbnail to load", 30*time.Second, func() error {
+		var err error
+		got, err = chromedp.Run(tctx, chromedp.Evaluate[img](`(function(){ var i = document.querySelector(".caps img");
+			return i ? {Src: i.src, Width: i.complete ? i.naturalWidth : 0} : {Src: "", Width: 0}; })()`))
+		if err == nil && got.Width == 0 {
+			err = fmt.Errorf("not loaded: %+v", got)
+		}
+		return err
+	})
+	if want := content + "/web/20261128101503id_/urn:view:" + calendarPage; got.Src != want || got.Width != 320 {
+		t.Errorf("thumbnail %+v, want %s at its 320 px", got, want)
 	}
 }
