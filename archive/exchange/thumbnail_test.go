@@ -53,6 +53,7 @@ func browserStore(t testing.TB) *archive.Store {
 		{URL: siteHome, Time: t0, Status: 200, Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(homeHTML())},
 		{URL: siteApp, Time: t0, Status: 200, Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte("<title>App</title>rendered"), Browser: true},
 		archive.ScreenshotCapture(siteApp, t0.Add(2*time.Second), screenshotPNG(t)),
+		archive.ScreenshotCapture(siteApp, t0.Add(day), screenshotPNG(t)), // unchanged: a revisit
 	} {
 		if _, _, err := s.Put(ctx, c); err != nil {
 			t.Fatal(err)
@@ -71,16 +72,17 @@ func TestWACZScreenshot(t *testing.T) {
 	ctx := context.Background()
 	s := browserStore(t)
 	for _, tc := range []struct {
-		name  string
-		q     cdx.Query
-		views int // urn:view: records in the WARC
+		name     string
+		q        cdx.Query
+		views    int // urn:view: records in the WARC
+		revisits int // the screenshot's, when the selection names it
 	}{
-		{"prefix", cdx.Query{URL: "http://site.example/", Match: cdx.MatchPrefix}, 1},
-		{"all", cdx.Query{Match: cdx.MatchPrefix}, 1},
+		{"prefix", cdx.Query{URL: "http://site.example/", Match: cdx.MatchPrefix}, 1, 0},
+		{"all", cdx.Query{Match: cdx.MatchPrefix}, 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var warc bytes.Buffer
-			if _, err := s.Export(ctx, archive.ExportOptions{Query: tc.q.Store()}, &warc, nil); err != nil {
+			if _, err := s.Export(ctx, archive.ExportOptions{Query: tc.q.Store(), Revisits: true}, &warc, nil); err != nil {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
@@ -92,8 +94,8 @@ func TestWACZScreenshot(t *testing.T) {
 			if err := z.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if st.Screenshots != 1 || st.Resources != 2 || st.ScreenshotErrors != 0 || st.Pages != 2 {
-				t.Fatalf("stats %+v, want 1 screenshot, 2 resources, 2 pages", st)
+			if st.Screenshots != 1 || st.Resources != 2 || st.ScreenshotErrors != 0 || st.Pages != 2 || st.Revisits != tc.revisits {
+				t.Fatalf("stats %+v, want 1 screenshot, 2 resources, 2 pages, %d revisits", st, tc.revisits)
 			}
 			zr, err := zip.NewReader(bytes.NewReader(out.Bytes()), int64(out.Len()))
 			if err != nil {
@@ -125,6 +127,9 @@ func TestWACZScreenshot(t *testing.T) {
 			for _, rec := range records {
 				switch u := rec.Header.Get("Warc-Target-Uri"); u {
 				case archive.ScreenshotURL(siteApp):
+					if rec.Header.Get("Warc-Type") == "revisit" {
+						continue // counted in the stats
+					}
 					views++
 					if rec.Header.Get(archive.HeaderPeer) == "" || rec.Header.Get("Warc-Type") != "resource" {
 						t.Errorf("screenshot record without its signature or type: %v", rec.Header)

@@ -241,16 +241,25 @@ func (z *WACZ) AddWARC(r io.Reader) (WACZStats, error) {
 // such a page.
 func (z *WACZ) index(m *Member, off int64) (bool, error) {
 	typ := m.Type()
-	if typ == "resource" {
+	if typ == "resource" || (typ == "revisit" && len(m.Record.Block) == 0) {
+		// A resource record, or the revisit of one (no HTTP head).
+		mime := MediaType(m.Record.Header.Get("Content-Type"))
+		if typ == "revisit" {
+			mime = revisitMime
+		}
 		z.lines = append(z.lines, indexLine{
 			surt: archive.Surt(m.URL()), ts: timestamp14(m.Time()), URL: m.URL(),
-			Mime:     MediaType(m.Record.Header.Get("Content-Type")),
+			Mime:     mime,
 			Digest:   strings.TrimPrefix(m.Record.Header.Get("Warc-Payload-Digest"), "sha1:"),
 			Length:   itoa(len(m.Raw)),
 			Offset:   fmt.Sprint(off),
 			Filename: warcName,
 			Peer:     m.Peer(),
 		})
+		if typ == "revisit" {
+			z.st.Revisits++
+			return false, nil
+		}
 		z.st.Resources++
 		if z.written == nil {
 			z.written = map[string]bool{}
