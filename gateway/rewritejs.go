@@ -92,6 +92,10 @@ func mergeEdits(a, b []jsEdit) []jsEdit {
 func (rw *Rewriter) importEdits(js []byte) []jsEdit {
 	var edits []jsEdit
 	var hook []byte
+	mod := "" // a worker's imports are the worker's too
+	if rw.Worker {
+		mod = ModWorker
+	}
 	webrefs.ScanJS(js, func(r webrefs.JSRef) {
 		switch r.Kind {
 		case webrefs.StaticImport:
@@ -99,7 +103,7 @@ func (rw *Rewriter) importEdits(js []byte) []jsEdit {
 			if !leavesArchive(spec) {
 				return
 			}
-			edits = append(edits, jsEdit{r.Span.Start, r.Span.End, []byte(rw.URL(spec, ""))})
+			edits = append(edits, jsEdit{r.Span.Start, r.Span.End, []byte(rw.URL(spec, mod))})
 		case webrefs.DynamicImport:
 			if hook == nil {
 				base, err := json.Marshal(rw.Base.String())

@@ -116,4 +116,7 @@ func TestRewriteJSLocation(t *testing.T) {
 	if in := `postMessage(location.href)`; string(worker.JS([]byte(in))) != in {
 		t.Errorf("a worker's script: %q", worker.JS([]byte(in)))
 	}
+	if got, want := string(worker.JS([]byte(`import "/dep.js"; location.href`))), `import "/web/2021wk_/http://example.com/dep.js"; location.href`; got != want {
+		t.Errorf("a worker's module: %q, want %q", got, want)
+	}
 }
