@@ -174,8 +174,10 @@ document.addEventListener("DOMContentLoaded", function () {
   inner.onerror = function () { document.getElementById("inner-out").textContent = "inner failed"; };
   history.pushState(null, "", "/app.html?tab=2");
   document.getElementById("loc").textContent = "loc:" + location.pathname + location.search;
+  document.getElementById("href").textContent = "href:" + window.location.href + " " + new URL("x.json", document.location).href +
+    " " + location.host + " " + String(location);
 });
-</script></head><body><p id="fetch"></p><p id="xhr"></p><p id="img"></p><p id="loc"></p><div id="box"></div><p id="inner-out"></p></body></html>`
+</script></head><body><p id="fetch"></p><p id="xhr"></p><p id="img"></p><p id="loc"></p><p id="href"></p><div id="box"></div><p id="inner-out"></p></body></html>`
 
 // pixel is a 1x1 PNG.
 const pixel = "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\xff\xff?\x00\x05\xfe\x02\xfe\xa75\x81\x84\x00\x00\x00\x00IEND\xaeB`\x82"
@@ -206,6 +208,8 @@ func TestReplayJSInBrowser(t *testing.T) {
 		`<p id="xhr">xhr:XHR</p>`,
 		`<p id="img">img:1</p>`,
 		`<p id="loc">loc:/app.html?tab=2</p>`,
+		// The location scripts read is the archived URL's (replay.js).
+		`<p id="href">href:http://example.com/app.html?tab=2 http://example.com/x.json example.com http://example.com/app.html?tab=2</p>`,
 		`<p id="inner-out">inner:1</p>`, // markup a script wrote
 	} {
 		if !strings.Contains(dom, want) {
