@@ -104,9 +104,10 @@ func TestScriptedPagesInBrowser(t *testing.T) {
 			at + "/http://example.com/imp.css",       // a written <style>'s @import
 		}},
 		{"workers.html", []string{"worker:W:hi", "module-worker:MA:hi", "shared:S:hi"}, []string{
-			at + "/http://example.com/js/worker.js",
-			at + "/http://example.com/js/mworker.js",
-			at + "/http://example.com/js/shared.js",
+			at + "wk_/http://example.com/js/worker.js", // workers keep their own location
+			at + "wk_/http://example.com/js/mworker.js",
+			at + "wk_/http://example.com/js/shared.js",
+			at + "wk_/http://example.com/js/a.js", // the module worker's import
 		}},
 		{"beacon.html", []string{"beacon:truetrue"}, []string{
 			at + "id_/http://example.com/collect?e=view",
