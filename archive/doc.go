@@ -34,7 +34,9 @@
 // caller that decodes a gzip body must drop that header (net/http does so
 // when it decompresses transparently). A .warc.gz segment is therefore a
 // valid .warc.gz, and so is any concatenation of gzip records, which is
-// how Export writes WARC.
+// how Export writes WARC. A page's screenshot (screenshot.go) is a
+// "resource" record instead: its block is the PNG alone and its
+// Content-Type field the image's type; it reads back as a 200 answer.
 //
 // Segments roll by size (Options.SegmentSize, 1 GiB by default) and by
 // day. The index maps each version — key SHA-1(url), capture time, payload

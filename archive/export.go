@@ -283,7 +283,7 @@ func (s *Store) exportOne(ctx context.Context, cw *countingWriter, ev exportEven
 		}
 		data = buf.Bytes()
 		line.Mime = "warc/revisit"
-		if ev.notModified {
+		if ev.notModified && head != nil {
 			line.Status = "304" // the record's HTTP head, as indexers read it
 		}
 		st.Revisits++

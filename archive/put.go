@@ -38,6 +38,9 @@ func checkCapture(c *Capture) error {
 	if int64(len(c.Body)) > maxBlock-64<<10 {
 		return fmt.Errorf("payload of %d bytes is too large", len(c.Body))
 	}
+	if c.Resource {
+		return checkResource(c)
+	}
 	return nil
 }
 

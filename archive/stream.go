@@ -191,8 +191,8 @@ func (b *Body) head() error {
 	}
 	t, err := time.Parse(time.RFC3339Nano, h.Get("Warc-Date"))
 	switch {
-	case h.Get("Warc-Type") != "response":
-		return malformed("record type %q, want response", h.Get("Warc-Type"))
+	case h.Get("Warc-Type") != "response" && h.Get("Warc-Type") != "resource":
+		return malformed("record type %q, want response or resource", h.Get("Warc-Type"))
 	case h.Get("Warc-Target-Uri") != b.v.URL || id.OfString(b.v.URL) != b.v.Key:
 		return fmt.Errorf("%w: record holds %q", ErrCorrupt, h.Get("Warc-Target-Uri"))
 	case err != nil || !t.Equal(b.v.Time):
@@ -214,11 +214,17 @@ func (b *Body) head() error {
 	}
 	b.block = &hashCount{r: io.LimitReader(b.outer, blockLen), h: sha1.New()}
 	b.inner = bufio.NewReaderSize(b.block, 16<<10)
-	status, fields, err := readHTTPHead(b.inner)
-	if err != nil {
-		return err
+	if h.Get("Warc-Type") == "resource" {
+		// No HTTP head: the block is the payload (screenshot.go).
+		b.Resource = true
+		b.Status, b.Header = resourceFields(h)
+	} else {
+		status, fields, err := readHTTPHead(b.inner)
+		if err != nil {
+			return err
+		}
+		b.Status, b.Header = status, http.Header(fields)
 	}
-	b.Status, b.Header = status, http.Header(fields)
 	b.Size = blockLen - (b.block.n - int64(b.inner.Buffered()))
 	b.left, b.payload = b.Size, sha1.New()
 	return nil

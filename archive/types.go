@@ -57,6 +57,14 @@ type Capture struct {
 	// Browser marks a response captured in a browser while it rendered
 	// a page (HeaderBrowser), not fetched on its own.
 	Browser bool
+	// Resource makes the record a WARC "resource" record rather than a
+	// "response": content the archive made rather than an HTTP answer
+	// (a page's screenshot, ScreenshotCapture). Its block is Body alone,
+	// with no HTTP status line or headers; Status must be 200 and Header
+	// holds only its Content-Type, which the record carries as its own
+	// Content-Type field. A decoded resource record reads back the same
+	// way, so replay and the index treat it as a 200 answer of that type.
+	Resource bool
 }
 
 // Version describes one stored capture: what the index knows without

@@ -218,6 +218,9 @@ func (p *gzipPool) compress(dst *bytes.Buffer, plain []byte) error {
 // responseBlock returns the HTTP head of c's record and the SHA-1 of its
 // block (the head, then the payload).
 func responseBlock(c *Capture) ([]byte, id.ID, error) {
+	if c.Resource {
+		return nil, sha1Of(c.Body), nil
+	}
 	head, err := httpHead(c.Status, c.Header, len(c.Body))
 	if err != nil {
 		return nil, id.ID{}, err
@@ -244,12 +247,16 @@ func responseRecord(c *Capture, t time.Time, digest, block id.ID) []warcHeader {
 	if c.Truncated != "" {
 		truncated = []warcHeader{{"WARC-Truncated", c.Truncated}}
 	}
+	typ, ctype := "response", httpResponseType
+	if c.Resource {
+		typ, ctype = "resource", resourceType(c)
+	}
 	return append(append([]warcHeader{
-		{"WARC-Type", "response"},
-		{"WARC-Record-ID", recordID("response", c.URL, date, digest.String())},
+		{"WARC-Type", typ},
+		{"WARC-Record-ID", recordID(typ, c.URL, date, digest.String())},
 		{"WARC-Date", date},
 		{"WARC-Target-URI", c.URL},
-		{"Content-Type", httpResponseType},
+		{"Content-Type", ctype},
 		{"WARC-Payload-Digest", warcDigest(digest)},
 		{"WARC-Block-Digest", warcDigest(block)},
 	}, truncated...), append(provenanceHeaders(c), browserHeaders(c)...)...)
@@ -263,8 +270,12 @@ func responseRecord(c *Capture, t time.Time, digest, block id.ID) []warcHeader {
 func (p *gzipPool) encodeRevisit(dst *bytes.Buffer, v Version, t time.Time, head []byte, notModified bool) error {
 	date := formatWarcDate(t)
 	profile := RevisitProfile
-	if notModified {
+	if notModified && head != nil {
 		profile, head = NotModifiedProfile, notModifiedHead(head)
+	}
+	ctype, refType := []warcHeader{{"Content-Type", httpResponseType}}, "response"
+	if head == nil {
+		ctype, refType = nil, "resource" // no HTTP head to repeat
 	}
 	fields := []warcHeader{
 		{"WARC-Type", "revisit"},
@@ -274,11 +285,11 @@ func (p *gzipPool) encodeRevisit(dst *bytes.Buffer, v Version, t time.Time, head
 		{"WARC-Profile", profile},
 		{"WARC-Refers-To-Target-URI", v.URL},
 		{"WARC-Refers-To-Date", formatWarcDate(v.Time)},
-		{"WARC-Refers-To", recordID("response", v.URL, formatWarcDate(v.Time), v.Digest.String())},
-		{"Content-Type", httpResponseType},
-		{"WARC-Payload-Digest", warcDigest(v.Digest)},
-		{"WARC-Block-Digest", warcDigest(sha1Of(head))},
+		{"WARC-Refers-To", recordID(refType, v.URL, formatWarcDate(v.Time), v.Digest.String())},
 	}
+	fields = append(append(fields, ctype...),
+		warcHeader{"WARC-Payload-Digest", warcDigest(v.Digest)},
+		warcHeader{"WARC-Block-Digest", warcDigest(sha1Of(head))})
 	return p.member(dst, func(w io.Writer) error { return writeRecordTo(w, fields, head, nil) })
 }
 

@@ -331,8 +331,9 @@ func readOnlyMax(br *bufio.Reader, max int64, grow bool) (*Record, error) {
 
 // decodeResponse checks a response record and returns its capture.
 func decodeResponse(rec *Record) (*decodedFile, error) {
-	if t := rec.Header.Get("Warc-Type"); t != "response" {
-		return nil, malformed("record type %q, want response", t)
+	typ := rec.Header.Get("Warc-Type")
+	if typ != "response" && typ != "resource" {
+		return nil, malformed("record type %q, want response or resource", typ)
 	}
 	uri := rec.Header.Get("Warc-Target-Uri")
 	if uri == "" {
@@ -349,8 +350,12 @@ func decodeResponse(rec *Record) (*decodedFile, error) {
 	if sha1Of(rec.Block) != bd {
 		return nil, fmt.Errorf("%w: block digest mismatch", ErrCorrupt)
 	}
-	resp, err := parseHTTPResponse(rec.Block)
-	if err != nil {
+	var resp *response
+	if typ == "resource" {
+		// The block is the payload; the record's Content-Type is its type.
+		status, header := resourceFields(rec.Header)
+		resp = &response{status: status, header: header, payload: rec.Block}
+	} else if resp, err = parseHTTPResponse(rec.Block); err != nil {
 		return nil, err
 	}
 	pd, err := parseWarcDigest(rec.Header.Get("Warc-Payload-Digest"))
@@ -362,7 +367,7 @@ func decodeResponse(rec *Record) (*decodedFile, error) {
 	}
 	f := &decodedFile{
 		capture: Capture{URL: uri, Time: t.UTC(), Status: resp.status, Header: resp.header, Body: resp.payload,
-			Truncated: rec.Header.Get("Warc-Truncated")},
+			Truncated: rec.Header.Get("Warc-Truncated"), Resource: typ == "resource"},
 		digest: pd,
 		block:  bd,
 		head:   resp.head,

@@ -341,8 +341,8 @@ func checkRecord(body []byte, h recordHeader, revisits bool) (time.Time, error) 
 	typ := hd.Get("Warc-Type")
 	revisit := revisits && typ == "revisit"
 	switch {
-	case typ != "response" && !revisit:
-		want := "response"
+	case typ != "response" && typ != "resource" && !revisit:
+		want := "response or resource"
 		if revisits {
 			want += " or revisit"
 		}
@@ -364,6 +364,12 @@ func checkRecord(body []byte, h recordHeader, revisits bool) (time.Time, error) 
 			return time.Time{}, fmt.Errorf("record of %.100q: revisit refers to %.100q at %.40q", h.URL, hd.Get("Warc-Refers-To-Target-Uri"), hd.Get("Warc-Refers-To-Date"))
 		}
 		return ref, nil
+	}
+	if typ == "resource" { // a screenshot: the block is the payload
+		if id.Sum(rec.Block) != h.Digest {
+			return time.Time{}, fmt.Errorf("record of %.100q: payload digest mismatch", h.URL)
+		}
+		return time.Time{}, nil
 	}
 	i := bytes.Index(rec.Block, []byte("\r\n\r\n"))
 	if i < 0 || id.Sum(rec.Block[i+4:]) != h.Digest {

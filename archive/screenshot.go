@@ -1,0 +1,91 @@
+package archive
+
+import (
+	"fmt"
+	"net/http"
+	"net/textproto"
+	"strings"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// Screenshots. A page captured in a browser has a picture of what the
+// browser showed: its viewport after the behaviours ran, as a PNG. The
+// archive keeps it as a WARC "resource" record (Capture.Resource) whose
+// target is the page's URL behind ScreenshotPrefix, "urn:view:", the
+// name Browsertrix gives the same picture (its viewport screenshot,
+// which its QA compares with replay's); replayweb.page and pywb serve
+// such records as any other URL. The record is a version as any other:
+// Put stores and signs it, replication carries it under its own key (the
+// SHA-1 of its urn: URL), the index lists it, and the gateway finds a
+// page's screenshot by asking for ScreenshotURL(page) at the page's date.
+
+// ScreenshotPrefix starts the URL of a page's screenshot record.
+const ScreenshotPrefix = "urn:view:"
+
+// ScreenshotType is the media type of a screenshot record.
+const ScreenshotType = "image/png"
+
+// ScreenshotURL returns the URL under which the screenshot of the page
+// at pageURL (canonical) is stored.
+func ScreenshotURL(pageURL string) string { return ScreenshotPrefix + pageURL }
+
+// ScreenshotPage returns the page URL of a screenshot record's URL, and
+// whether u is one.
+func ScreenshotPage(u string) (string, bool) {
+	page, ok := strings.CutPrefix(u, ScreenshotPrefix)
+	return page, ok && page != ""
+}
+
+// ScreenshotCapture returns the capture of the screenshot png of the page
+// at pageURL (canonical), taken at at: a resource record of type
+// image/png at ScreenshotURL(pageURL), marked as captured in a browser.
+// Put stores it as any capture, signed by the store's signer.
+func ScreenshotCapture(pageURL string, at time.Time, png []byte) Capture {
+	return Capture{
+		URL:      ScreenshotURL(pageURL),
+		Time:     at,
+		Status:   http.StatusOK,
+		Header:   http.Header{"Content-Type": {ScreenshotType}},
+		Body:     png,
+		Browser:  true,
+		Resource: true,
+	}
+}
+
+// resourceType returns the Content-Type of a resource capture's record.
+func resourceType(c *Capture) string {
+	if t := c.Header.Get("Content-Type"); t != "" {
+		return t
+	}
+	return "application/octet-stream"
+}
+
+// checkResource validates what Put stores of a resource capture: status
+// 200 (the record has none of its own, and reads back as 200) and a
+// Content-Type that fits a WARC field; any other header would be lost.
+func checkResource(c *Capture) error {
+	if c.Status != http.StatusOK {
+		return fmt.Errorf("resource record with status %d, want 200", c.Status)
+	}
+	for k := range c.Header {
+		if http.CanonicalHeaderKey(k) != "Content-Type" {
+			return fmt.Errorf("resource record with header %s: only Content-Type is kept", k)
+		}
+	}
+	if t := c.Header.Get("Content-Type"); len(c.Header["Content-Type"]) > 1 || !httpguts.ValidHeaderFieldValue(t) || strings.ContainsAny(t, "\r\n") {
+		return fmt.Errorf("resource record with Content-Type %q", t)
+	}
+	return nil
+}
+
+// resourceFields returns the status and headers a resource record reads
+// back with: 200 and its own Content-Type.
+func resourceFields(h textproto.MIMEHeader) (int, http.Header) {
+	hdr := http.Header{}
+	if t := h.Get("Content-Type"); t != "" {
+		hdr.Set("Content-Type", t)
+	}
+	return http.StatusOK, hdr
+}
