@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -33,6 +34,10 @@ type BrowserConfig struct {
 	// CPUShare is the part (0, 1] of the machine's CPUs the browsers may
 	// use on average; default render.DefaultCPUShare.
 	CPUShare float64
+	// QueueWait bounds how long a render waits for a browser slot and
+	// the CPU share; default render.DefaultQueueWait. Past it the page is
+	// stored as fetched.
+	QueueWait time.Duration
 	// Rules is a file of SURT prefixes (or URLs), one a line, of pages
 	// to render whatever their HTML (render.ParseRules); "" none.
 	Rules string
@@ -102,6 +107,7 @@ func (n *Node) setupRender() error {
 		Capturer:    capt,
 		Concurrency: bc.Concurrency,
 		CPUShare:    bc.CPUShare,
+		QueueWait:   bc.QueueWait,
 		MaxBody:     cmp.Or(n.cfg.Crawl.MaxBody, crawl.DefaultMaxBody),
 		Chooser:     &render.Chooser{Rules: rules, Verdicts: verdicts},
 		Store:       n.store,

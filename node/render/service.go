@@ -30,12 +30,13 @@ const (
 	DefaultCPUShare    = 0.5
 	// DefaultQueueWait bounds how long a render waits for a free
 	// browser slot and the CPU share before it gives up (busy).
-	DefaultQueueWait = 30 * time.Second
+	DefaultQueueWait = 60 * time.Second
 	// DefaultMaxBody is the largest body a render stores as it is; a
 	// larger one is stored truncated ("length"), as the crawler does.
 	DefaultMaxBody = crawl.DefaultMaxBody
 	// DefaultWait bounds how long a node waits for a member to render
-	// its page: a slot, the render, the deliveries.
+	// its page: a slot (DefaultQueueWait), the render (capture's 30 s by
+	// default), the deliveries.
 	DefaultWait = 150 * time.Second
 	// MaxTries is how many members with the role a page is offered to.
 	MaxTries = 2
@@ -270,17 +271,28 @@ func (s *Service) route(ctx context.Context, pageURL string, res *capture.Result
 	page, _ := canon.Canonical(pageURL)
 	byOwner := map[ring.Contact][]archive.Version{}
 	var owners []ring.Contact
-	for _, c := range res.ToArchive() {
-		if len(rep.Loaded) < maxLoaded && len(c.URL) <= maxLinkLen {
+	caps := res.ToArchive()
+	if len(res.Screenshot) > 0 && page != "" {
+		caps = append(caps, archive.ScreenshotCapture(page, s.cfg.Now(), res.Screenshot))
+	}
+	for _, c := range caps {
+		if len(rep.Loaded) < maxLoaded && len(c.URL) <= maxLinkLen && !c.Resource {
 			rep.Loaded = append(rep.Loaded, c.URL)
 		}
 		if int64(len(c.Body)) > s.cfg.MaxBody {
 			c.Body, c.Truncated = []byte{}, "length"
 		}
-		v, _, err := s.cfg.Store.Put(ctx, c)
+		v, added, err := s.cfg.Store.Put(ctx, c)
 		if err != nil {
 			s.log.Debug("render: record not stored", "url", c.URL, "err", err)
 			rep.Failed++
+			continue
+		}
+		if !added && v.Peer != s.cfg.Self {
+			// The same answer is held already, fetched by another member
+			// (this node holds it as a replica): its owner holds it too,
+			// and this node may deliver only what it signed.
+			rep.Held++
 			continue
 		}
 		rep.Records++

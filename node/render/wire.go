@@ -56,10 +56,13 @@ type renderReply struct {
 	Loaded []string `json:"loaded,omitempty"`
 	// Records were stored by the renderer; Delivered reached their
 	// owners (or the renderer owns them); Failed did not.
-	Records   int      `json:"records"`
-	Delivered int      `json:"delivered"`
-	Failed    int      `json:"failed"`
-	Capped    []string `json:"capped,omitempty"`
+	Records   int `json:"records"`
+	Delivered int `json:"delivered"`
+	Failed    int `json:"failed"`
+	// Held were answers equal to versions another member fetched, which
+	// this node holds as a replica: not stored again, not delivered.
+	Held   int      `json:"held"`
+	Capped []string `json:"capped,omitempty"`
 }
 
 // deliverHeader opens a delivery.
