@@ -4,8 +4,9 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
+
+	"github.com/herod-archive/herod/internal/canon"
 )
 
 // Reason says why a page is rendered; "" means it is not.
@@ -18,11 +19,6 @@ const (
 	ReasonFirst  Reason = "first"  // the first page of its host: rendered to learn the verdict
 	ReasonScript Reason = "script" // little text, much script (Weight.ScriptHeavy)
 )
-
-// NeedShare is the share of the requests a page's render made that the
-// plain extraction did not name above which a host's pages need a
-// browser (Learned).
-const NeedShare = 0.2
 
 // Chooser decides which pages are worth a render (Choose), in this
 // order: a rule names the page; its host's verdict says its pages need
@@ -59,40 +55,40 @@ func (c *Chooser) Choose(u string, h http.Header, body []byte) Reason {
 }
 
 // Learned records the verdict a render of the first page of u's host
-// gives: its pages need a browser when the rendered page links to pages
-// the plain extraction did not find (plain: the page's links, requisites
-// included), or when more than NeedShare of the GET requests the render
-// made (loaded) were for URLs the plain extraction did not name.
-func (c *Chooser) Learned(u string, plain, rendered, loaded []string) (need bool, err error) {
-	need = Needs(u, plain, rendered, loaded)
+// gives (Needs): plain are the page's links the crawler found in its
+// HTML, requisites included; rendered the rendered page's links; fetched
+// the URLs its scripts fetched (fetch and XHR answers to GETs).
+func (c *Chooser) Learned(u string, plain, rendered, fetched []string) (need bool, err error) {
+	need = Needs(u, plain, rendered, fetched)
 	if c.Verdicts == nil {
 		return need, nil
 	}
 	return need, c.Verdicts.Learn(hostOf(u), need)
 }
 
-// Needs is the verdict rule of Learned.
-func Needs(page string, plain, rendered, loaded []string) bool {
-	known := map[string]bool{page: true}
+// Needs is the verdict rule: a host's pages need a browser when its
+// first rendered page links to pages the plain extraction did not find
+// (links a script wrote, history routes), or when its scripts fetched a
+// URL the plain extraction did not name (content loaded by script).
+// What the page's stylesheets and scripts load by themselves (imports,
+// fonts, backgrounds) does not count: the crawler reaches it through
+// their own extraction. URLs are compared in canonical form.
+func Needs(page string, plain, rendered, fetched []string) bool {
+	known := map[string]bool{canonOr(page): true}
 	for _, l := range plain {
-		known[l] = true
+		known[canonOr(l)] = true
 	}
 	for _, l := range rendered {
-		if !known[l] {
+		if !known[canonOr(l)] {
 			return true
 		}
 	}
-	missed, all := 0, 0
-	for _, l := range loaded {
-		if l == page {
-			continue
-		}
-		all++
-		if !known[l] {
-			missed++
+	for _, l := range fetched {
+		if !known[canonOr(l)] {
+			return true
 		}
 	}
-	return all > 0 && float64(missed) > NeedShare*float64(all)
+	return false
 }
 
 // isHTML reports whether a page is HTML by its Content-Type (or, with
@@ -118,9 +114,10 @@ func hostOf(u string) string {
 	return strings.ToLower(p.Host)
 }
 
-// sortedSet returns a sorted copy of ss without duplicates.
-func sortedSet(ss []string) []string {
-	out := slices.Clone(ss)
-	slices.Sort(out)
-	return slices.Compact(out)
+// canonOr returns u in canonical form, or u when it has none.
+func canonOr(u string) string {
+	if c, err := canon.Canonical(u); err == nil {
+		return c
+	}
+	return u
 }

@@ -218,7 +218,7 @@ func (s *Service) Render(ctx context.Context, p crawl.BrowserPage) (crawl.Browse
 	if why == ReasonFirst {
 		if err != nil {
 			s.cfg.Chooser.Verdicts.Abandon(hostOf(p.URL))
-		} else if need, lerr := s.cfg.Chooser.Learned(p.URL, p.Links, rep.Links, rep.Loaded); lerr != nil {
+		} else if need, lerr := s.cfg.Chooser.Learned(p.URL, p.Links, rep.Links, rep.Fetched); lerr != nil {
 			s.log.Warn("render: cannot keep a host's verdict", "err", lerr)
 		} else {
 			s.log.Debug("render: host verdict", "host", hostOf(p.URL), "browser", need)
@@ -269,6 +269,7 @@ func (s *Service) route(ctx context.Context, pageURL string, res *capture.Result
 		rep.Capped = append(rep.Capped, string(c))
 	}
 	page, _ := canon.Canonical(pageURL)
+	rep.Fetched = Fetched(res)
 	byOwner := map[ring.Contact][]archive.Version{}
 	var owners []ring.Contact
 	caps := res.ToArchive()
@@ -276,9 +277,6 @@ func (s *Service) route(ctx context.Context, pageURL string, res *capture.Result
 		caps = append(caps, archive.ScreenshotCapture(page, s.cfg.Now(), res.Screenshot))
 	}
 	for _, c := range caps {
-		if len(rep.Loaded) < maxLoaded && len(c.URL) <= maxLinkLen && !c.Resource {
-			rep.Loaded = append(rep.Loaded, c.URL)
-		}
 		if int64(len(c.Body)) > s.cfg.MaxBody {
 			c.Body, c.Truncated = []byte{}, "length"
 		}
@@ -400,6 +398,21 @@ func capLinks(links []string, n int) []string {
 		}
 		if len(l) <= maxLinkLen {
 			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Fetched returns the URLs of the GET requests a page's scripts made
+// (fetch and XHR) that were answered, at most maxFetched.
+func Fetched(res *capture.Result) []string {
+	var out []string
+	for _, x := range res.Exchanges {
+		if len(out) == maxFetched {
+			break
+		}
+		if (x.Type == "Fetch" || x.Type == "XHR") && x.Method == "GET" && x.Status != 0 && len(x.URL) <= maxLinkLen {
+			out = append(out, x.URL)
 		}
 	}
 	return out

@@ -26,7 +26,7 @@ const (
 	maxRequest    = 8 << 10   // a renderRequest
 	maxReply      = 8 << 20   // a renderReply: links and loaded URLs
 	maxLinkLen    = 2048      // a link in a reply longer than this is dropped
-	maxLoaded     = 1000      // loaded URLs in a reply
+	maxFetched    = 1000      // fetched URLs in a reply
 	maxReplyLinks = 2000      // links in a reply (capture.Config.MaxLinks)
 	maxName       = 1 << 10   // a record's name
 	maxRecords    = 500       // records in a delivery (capture.Config.MaxRequests)
@@ -51,9 +51,8 @@ type renderReply struct {
 	Page bool `json:"page"`
 	// Links are the rendered page's links (capture.Result.Links).
 	Links []string `json:"links,omitempty"`
-	// Loaded are the URLs of the GET requests the browser got answers
-	// to, at most maxLoaded.
-	Loaded []string `json:"loaded,omitempty"`
+	// Fetched are the URLs the page's scripts fetched (Fetched).
+	Fetched []string `json:"fetched,omitempty"`
 	// Records were stored by the renderer; Delivered reached their
 	// owners (or the renderer owns them); Failed did not.
 	Records   int `json:"records"`
