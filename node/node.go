@@ -105,6 +105,7 @@ type Node struct {
 	reloc         *dayclaim.Relocator   // the crawler's forwarder, with the fetch-time ownership check
 	size          *forward.SizeEstimate // the ring's size, for the forwarder
 	render        *render.Service       // browser capture (render.go)
+	renderCache   renderCache           // the members with the role (render.go)
 }
 
 // New builds a node from cfg without any network I/O: it locks

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -46,6 +48,13 @@ type BrowserConfig struct {
 	// AllowPrivate (the crawler's, added), TempDir (under DataDir when
 	// empty), NoSandbox (when run as root) and Logger.
 	Page capture.Config
+}
+
+// renderCache keeps the members with the role for a second.
+type renderCache struct {
+	mu   sync.Mutex
+	at   time.Time
+	list []ring.Contact
 }
 
 // checkBrowser finds the browser of a node with the role, or says why
@@ -132,6 +141,20 @@ func (n *Node) setupRender() error {
 // state names (successors, predecessors, fingers of its virtual
 // servers): those whose identify exchange lists render.RenderProtocol.
 func (n *Node) renderers() []ring.Contact {
+	// Every changed page the crawler stores asks: the answer is kept
+	// for a second.
+	c := &n.renderCache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Since(c.at) < time.Second {
+		return slices.Clone(c.list)
+	}
+	c.list, c.at = n.findRenderers(), time.Now()
+	return slices.Clone(c.list)
+}
+
+// findRenderers is renderers without the cache.
+func (n *Node) findRenderers() []ring.Contact {
 	seen := map[string]bool{n.self.Peer: true}
 	var out []ring.Contact
 	add := func(c ring.Contact) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -152,5 +153,15 @@ func TestBrowserCaptureRing(t *testing.T) {
 	// location.pathname, which replay does not present as the live one).
 	if !strings.Contains(dom, ">Only a script names this</a>") {
 		t.Errorf("a browser replaying %s from a gateway does not see its script-built navigation:\n%.3000s", hidden, dom)
+	}
+}
+
+// TestBrowserCaptureNeedsChromium: a node given the role without a
+// browser does not start, and says what to install.
+func TestBrowserCaptureNeedsChromium(t *testing.T) {
+	_, err := New(Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0",
+		Browser: BrowserConfig{Capture: true, Path: filepath.Join(t.TempDir(), "chromium")}})
+	if err == nil || !strings.Contains(err.Error(), "no Chromium found: install Debian's chromium package") {
+		t.Fatalf("New: %v", err)
 	}
 }
