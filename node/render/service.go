@@ -40,6 +40,10 @@ const (
 	DefaultWait = 150 * time.Second
 	// MaxTries is how many members with the role a page is offered to.
 	MaxTries = 2
+	// clockSkew is how far the renderer's clock may lag this node's: a
+	// page it rendered for this node is dated at most this much before
+	// the request.
+	clockSkew = 5 * time.Minute
 )
 
 // Store is what the service needs of the node's archive.
@@ -351,7 +355,7 @@ func (s *Service) delegate(ctx context.Context, pageURL string, renderers []ring
 		if i == MaxTries {
 			break
 		}
-		started := s.cfg.Now().Add(-time.Second)
+		started := s.cfg.Now().Add(-clockSkew)
 		rep, err := s.ask(ctx, c, pageURL)
 		if err == nil && rep.Err != "" {
 			err = errors.New(rep.Err)
