@@ -48,6 +48,9 @@ type BrowserConfig struct {
 	// AllowPrivate (the crawler's, added), TempDir (under DataDir when
 	// empty), NoSandbox (when run as root) and Logger.
 	Page capture.Config
+
+	// capturer, set by tests, renders in place of Chromium.
+	capturer render.Capturer
 }
 
 // renderCache keeps the members with the role for a second.
@@ -57,10 +60,15 @@ type renderCache struct {
 	list []ring.Contact
 }
 
-// checkBrowser finds the browser of a node with the role, or says why
-// it cannot have it. Called from New.
+// checkBrowser reads the rules file and finds the browser of a node
+// with the role, or says why it cannot. Called from New.
 func (n *Node) checkBrowser() error {
-	if !n.cfg.Browser.Capture {
+	if n.cfg.Browser.Rules != "" {
+		if _, err := render.LoadRules(n.cfg.Browser.Rules); err != nil {
+			return fmt.Errorf("node: --browser-rules: %w", err)
+		}
+	}
+	if !n.cfg.Browser.Capture || n.cfg.Browser.capturer != nil {
 		return nil
 	}
 	p, err := render.FindBrowser(n.cfg.Browser.Path)
@@ -68,11 +76,6 @@ func (n *Node) checkBrowser() error {
 		return fmt.Errorf("node: --browser-capture: %w", err)
 	}
 	n.cfg.Browser.Path = p
-	if n.cfg.Browser.Rules != "" {
-		if _, err := render.LoadRules(n.cfg.Browser.Rules); err != nil {
-			return fmt.Errorf("node: --browser-rules: %w", err)
-		}
-	}
 	return nil
 }
 
@@ -92,8 +95,8 @@ func (n *Node) setupRender() error {
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
-	var capt render.Capturer
-	if bc.Capture {
+	capt := bc.capturer
+	if bc.Capture && capt == nil {
 		pc := bc.Page
 		pc.ExecPath = bc.Path
 		pc.AllowPrivate = append(pc.AllowPrivate[:len(pc.AllowPrivate):len(pc.AllowPrivate)], n.cfg.Crawl.AllowPrivate...)

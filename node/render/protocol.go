@@ -78,9 +78,10 @@ func (s *Service) ask(ctx context.Context, c ring.Contact, pageURL string) (rend
 	return rep, nil
 }
 
-// deliver sends the records of vs to their owner c and returns the
-// names of those it stored.
-func (s *Service) deliver(ctx context.Context, c ring.Contact, vs []archive.Version) ([]string, error) {
+// DeliverTo sends the stored records of vs to their owner c over
+// DeliverProtocol and returns the names of those c stored; an error
+// says why some or all were not.
+func (s *Service) DeliverTo(ctx context.Context, c ring.Contact, vs []archive.Version) ([]string, error) {
 	st, err := s.cfg.Open(ctx, c, DeliverProtocol)
 	if err != nil {
 		return nil, err

@@ -321,7 +321,7 @@ func (s *Service) route(ctx context.Context, pageURL string, res *capture.Result
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			stored, err := s.deliver(ctx, o, byOwner[o])
+			stored, err := s.DeliverTo(ctx, o, byOwner[o])
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
