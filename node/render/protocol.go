@@ -9,6 +9,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/node/kit"
 	"github.com/herod-archive/herod/ring"
@@ -47,7 +48,18 @@ func (s *Service) handleRender(ctx context.Context, q *kit.Request) error {
 	var rep renderReply
 	if s.cfg.Capturer == nil {
 		rep.Err = "this node does not render pages"
-	} else if rep, err = s.renderHere(ctx, u); err != nil {
+		return q.Reply(rep)
+	}
+	// A member asks for the pages it owns (its crawler's), not for
+	// anyone's: the browser is not an open fetcher.
+	if o, err := s.cfg.Owner(ctx, id.OfString(u)); err != nil || o.Peer != q.Member.Peer {
+		if err == nil {
+			err = fmt.Errorf("%w: a render of a page owned by %s", ErrRole, o.Addr)
+			q.Refuse(err)
+		}
+		return q.Reply(renderReply{Err: err.Error()})
+	}
+	if rep, err = s.renderHere(ctx, u); err != nil {
 		rep = renderReply{Err: err.Error()}
 	} else {
 		s.rendered.Add(1)
