@@ -3,6 +3,9 @@ package archive
 import (
 	"bytes"
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/herod-archive/herod/internal/id"
@@ -57,5 +60,66 @@ func TestBrowserMarkerField(t *testing.T) {
 		if got := bytes.Contains(rec, []byte("\r\n"+HeaderBrowser+": 1\r\n")); got != browser {
 			t.Errorf("browser %v: record holds the field: %v", browser, got)
 		}
+	}
+}
+
+// TestBrowserMarkerIndexed: the index keeps the marker (Version.Browser)
+// through Put, Import and Reindex, and reads values written without it.
+func TestBrowserMarkerIndexed(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := capture("http://example.org/plain", t0, "<html>fetched</html>")
+	rendered := capture("http://example.org/app", t0, "<html>rendered</html>")
+	rendered.Browser = true
+	mustPut(t, s, plain)
+	rv, _ := mustPut(t, s, rendered)
+	if !rv.Browser {
+		t.Fatal("Put: version not marked")
+	}
+	dst := openTest(t, Options{})
+	data, err := s.ReadFile(ctx, rv.Entry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if iv, _, err := dst.Import(ctx, rv.Entry().Name(), data); err != nil || !iv.Browser {
+		t.Fatalf("Import: %v, browser %v", err, iv.Browser)
+	}
+	check := func(when string, s *Store) {
+		t.Helper()
+		for u, want := range map[string]bool{plain.URL: false, rendered.URL: true} {
+			vs, err := s.Versions(ctx, u)
+			if err != nil || len(vs) != 1 || vs[0].Browser != want {
+				t.Errorf("%s: versions of %s: %v %+v, want browser %v", when, u, err, vs, want)
+			}
+		}
+	}
+	check("live", s)
+	s.Close()
+	if err := os.RemoveAll(filepath.Join(dir, "index")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Reindex(ctx, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	check("reindexed", s)
+
+	// A value without the flags (as written before them) reads as unmarked;
+	// unknown flags are refused.
+	v := Version{URL: "http://example.org/", Key: id.OfString("http://example.org/"), Time: t0, Status: 200, Offset: 1, Size: 2}
+	key := versionKey(v.Key, v.Time, v.Digest)
+	if sv, err := decodeStored(key, encodeVersion(v, 1, 0)); err != nil || sv.Browser {
+		t.Errorf("value without flags: %v, browser %v", err, sv.Browser)
+	}
+	if _, err := decodeStored(key, append(encodeVersion(v, 1, 0), 2)); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("value with an unknown flag: %v, want ErrCorrupt", err)
 	}
 }

@@ -65,6 +65,7 @@ type cdxjLine struct {
 	Length   string `json:"length"`
 	Offset   string `json:"offset"`
 	Filename string `json:"filename"`
+	Browser  string `json:"browser,omitempty"` // "1": captured in a browser (Version.Browser)
 }
 
 // countingWriter counts the bytes written through it.
@@ -289,6 +290,9 @@ func (s *Store) exportOne(ctx context.Context, cw *countingWriter, ev exportEven
 		st.Revisits++
 	} else {
 		line.Mime = v.ContentType
+		if v.Browser {
+			line.Browser = "1"
+		}
 		st.Responses++
 	}
 	line.surt, line.ts = Surt(v.URL), ev.t.UTC().Format("20060102150405")

@@ -82,7 +82,23 @@ func encodeVersion(v Version, seg uint32, peer uint64) []byte {
 	b = binary.AppendUvarint(b, peer)
 	b = binary.AppendUvarint(b, uint64(seg))
 	b = binary.AppendUvarint(b, uint64(v.Offset))
-	return binary.AppendUvarint(b, uint64(v.Size))
+	b = binary.AppendUvarint(b, uint64(v.Size))
+	if f := versionFlags(v); f != 0 {
+		b = binary.AppendUvarint(b, f) // absent when 0: the values written before flags
+	}
+	return b
+}
+
+// Flags of a version value, a trailing uvarint written only when not 0.
+const flagBrowser = 1 // Version.Browser
+
+// versionFlags returns the flags of v's index value.
+func versionFlags(v Version) uint64 {
+	var f uint64
+	if v.Browser {
+		f |= flagBrowser
+	}
+	return f
 }
 
 var errBadValue = errors.New("bad index value")
@@ -124,6 +140,13 @@ func decodeStored(key, val []byte) (storedVersion, error) {
 		}
 		sv.seg = uint32(seg)
 		v.File = segmentRel(sv.seg)
+		if len(r.b) > 0 {
+			f := r.uvarint()
+			v.Browser = f&flagBrowser != 0
+			if f&^flagBrowser != 0 {
+				r.err = true // flags of a later format: refuse rather than misread
+			}
+		}
 	} else {
 		v.File = v.Entry().Path()
 	}

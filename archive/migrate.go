@@ -162,6 +162,7 @@ func (s *Store) migrateIndexed(ctx context.Context) (int, []victim, error) {
 		}
 		v := sv.Version
 		v.Peer, v.Offset, v.Size = f.capture.Peer, off, int64(len(rec.data))
+		v.Browser = f.capture.Browser
 		b.Put(versionKey(v.Key, v.Time, v.Digest), encodeVersion(v, seg.id, s.peers.number(v.Peer, &b)))
 		ends[seg] = max(ends[seg], off+v.Size)
 		done = append(done, path)

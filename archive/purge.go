@@ -241,7 +241,7 @@ type URLPurge struct {
 
 // Covers reports whether p covers the capture of url at t.
 func (p URLPurge) Covers(url string, t time.Time) bool {
-	return p.holds(t) && p.keyCovers(Surt(url))
+	return p.holds(t) && p.keyCovers(subjectSurt(url))
 }
 
 func (p URLPurge) holds(t time.Time) bool {
@@ -281,7 +281,7 @@ func (u *urlPurges) covers(url string, t time.Time) bool {
 	if u.n.Load() == 0 {
 		return false
 	}
-	k := Surt(url)
+	k := subjectSurt(url)
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for _, p := range u.m {
@@ -470,7 +470,7 @@ func (s *Store) versionsCovered(ctx context.Context, p URLPurge) ([]victim, erro
 	covered := false // the URL of the version seen
 	return s.scanVictims(ctx, func(k, val []byte, sv *storedVersion, first bool) (Version, bool, error) {
 		if first {
-			covered = p.keyCovers(Surt(sv.URL))
+			covered = p.keyCovers(subjectSurt(sv.URL))
 		}
 		if !covered || sv.format != formatSegment || !p.holds(sv.Time) {
 			return Version{}, false, nil

@@ -41,6 +41,9 @@ func checkCapture(c *Capture) error {
 	if c.Resource {
 		return checkResource(c)
 	}
+	if _, ok := ScreenshotPage(c.URL); ok {
+		return fmt.Errorf("%s is a screenshot's URL: a resource record", c.URL)
+	}
 	return nil
 }
 
@@ -157,7 +160,7 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 	v := Version{
 		URL: c.URL, Key: k, Digest: d, Day: s.DayOf(t), Time: t, Status: c.Status,
 		ContentType: MediaType(c.Header.Get("Content-Type")),
-		Length:      int64(len(c.Body)), Peer: c.Peer,
+		Length:      int64(len(c.Body)), Peer: c.Peer, Browser: c.Browser,
 	}
 	if !first {
 		if v.Seq, err = s.nextSeq(k, d, v.Day); err != nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/herod-archive/herod/internal/canon"
 )
 
 // Screenshots. A page captured in a browser has a picture of what the
@@ -36,6 +38,56 @@ func ScreenshotURL(pageURL string) string { return ScreenshotPrefix + pageURL }
 func ScreenshotPage(u string) (string, bool) {
 	page, ok := strings.CutPrefix(u, ScreenshotPrefix)
 	return page, ok && page != ""
+}
+
+// CanonicalURL returns the canonical form of u, a URL the archive keys
+// captures by: canon.Canonical of an http(s) URL, or ScreenshotURL of the
+// canonical page URL of a screenshot's URL.
+func CanonicalURL(u string) (string, error) {
+	if page, ok := ScreenshotPage(u); ok {
+		c, err := canon.Canonical(page)
+		if err != nil {
+			return "", fmt.Errorf("screenshot of %w", err)
+		}
+		return ScreenshotURL(c), nil
+	}
+	return canon.Canonical(u)
+}
+
+// subjectSurt is the SURT that rules about u (URL purges) match: that of
+// its page for a screenshot's URL, so that what removes or refuses a page
+// removes or refuses its screenshot too.
+func subjectSurt(u string) string {
+	if page, ok := ScreenshotPage(u); ok {
+		return Surt(page)
+	}
+	return Surt(u)
+}
+
+// ScreenshotWindow is how long after a page's capture time its
+// screenshot may be dated: the screenshot is taken once the page has
+// rendered, within the render's time cap.
+const ScreenshotWindow = 5 * time.Minute
+
+// ScreenshotOf returns the screenshot among shots (versions of
+// ScreenshotURL(page), oldest first) of the page's version captured at
+// t: the first dated from t to ScreenshotWindow later, and before next,
+// the page's following version (zero: none); false when there is none.
+func ScreenshotOf(shots []Version, t, next time.Time) (Version, bool) {
+	end := t.Add(ScreenshotWindow)
+	if !next.IsZero() && next.Before(end) {
+		end = next
+	}
+	for _, s := range shots {
+		if s.Time.Before(t) {
+			continue
+		}
+		if !s.Time.Before(end) {
+			break
+		}
+		return s, true
+	}
+	return Version{}, false
 }
 
 // ScreenshotCapture returns the capture of the screenshot png of the page
@@ -74,18 +126,28 @@ func checkResource(c *Capture) error {
 			return fmt.Errorf("resource record with header %s: only Content-Type is kept", k)
 		}
 	}
-	if t := c.Header.Get("Content-Type"); len(c.Header["Content-Type"]) > 1 || !httpguts.ValidHeaderFieldValue(t) || strings.ContainsAny(t, "\r\n") {
+	t := c.Header.Get("Content-Type")
+	if len(c.Header["Content-Type"]) > 1 || !httpguts.ValidHeaderFieldValue(t) || strings.ContainsAny(t, "\r\n") {
 		return fmt.Errorf("resource record with Content-Type %q", t)
+	}
+	if _, ok := ScreenshotPage(c.URL); ok && MediaType(t) != ScreenshotType {
+		return fmt.Errorf("screenshot of type %q, want %s", t, ScreenshotType)
 	}
 	return nil
 }
 
 // resourceFields returns the status and headers a resource record reads
-// back with: 200 and its own Content-Type.
-func resourceFields(h textproto.MIMEHeader) (int, http.Header) {
+// back with: 200 and its own Content-Type. The Content-Type of a resource
+// is a WARC field, outside the block its signature covers: a screenshot's
+// must be ScreenshotType, so that no holder can have its bytes served as
+// another type.
+func resourceFields(h textproto.MIMEHeader) (int, http.Header, error) {
+	if _, ok := ScreenshotPage(h.Get("Warc-Target-Uri")); ok && MediaType(h.Get("Content-Type")) != ScreenshotType {
+		return 0, nil, malformed("screenshot of type %q", h.Get("Content-Type"))
+	}
 	hdr := http.Header{}
 	if t := h.Get("Content-Type"); t != "" {
 		hdr.Set("Content-Type", t)
 	}
-	return http.StatusOK, hdr
+	return http.StatusOK, hdr, nil
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 )
@@ -195,4 +196,96 @@ func gzipRecord(t *testing.T, rec *Record) []byte {
 	zw.Write(plain.Bytes())
 	zw.Close()
 	return out.Bytes()
+}
+
+// TestScreenshotNamesAndChoice: CanonicalURL keys screenshot URLs by
+// their canonical page, and ScreenshotOf picks a page version's
+// screenshot from its capture time to the next version's.
+func TestScreenshotNamesAndChoice(t *testing.T) {
+	for in, want := range map[string]string{
+		"HTTP://Example.ORG":              "http://example.org/",
+		"urn:view:HTTP://Example.ORG/a#x": "urn:view:http://example.org/a",
+	} {
+		if got, err := CanonicalURL(in); err != nil || got != want {
+			t.Errorf("CanonicalURL(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"urn:view:", "urn:view:ftp://x/", "urn:other:http://x/"} {
+		if got, err := CanonicalURL(bad); err == nil {
+			t.Errorf("CanonicalURL(%q) = %q, want an error", bad, got)
+		}
+	}
+	at := func(s int) Version { return Version{Time: t0.Add(time.Duration(s) * time.Second)} }
+	shots := []Version{at(-5), at(3), at(20), at(40), at(1000)}
+	for _, tc := range []struct {
+		t, next int
+		want    int // index in shots, -1 none
+	}{{0, 10, 1}, {3, 10, 1}, {4, 10, -1}, {10, 0, 2}, {41, 0, -1}, {-10, -6, -1}, {800, 0, 4}, {600, 0, -1}} {
+		var next time.Time
+		if tc.next != 0 {
+			next = at(tc.next).Time
+		}
+		got, ok := ScreenshotOf(shots, at(tc.t).Time, next)
+		if want := tc.want; (want < 0) == ok || (ok && !got.Time.Equal(shots[want].Time)) {
+			t.Errorf("ScreenshotOf(t=%d, next=%d) = %v %v, want index %d", tc.t, tc.next, got.Time, ok, want)
+		}
+	}
+}
+
+// TestScreenshotTypeAndPurge: a screenshot's type is image/png — Put
+// refuses another, and a record whose Content-Type field was changed
+// fails to import — and a URL purge of the page takes its screenshot.
+func TestScreenshotTypeAndPurge(t *testing.T) {
+	ctx := context.Background()
+	c := ScreenshotCapture("http://example.org/", t0, pngBytes)
+	c.Header.Set("Content-Type", "text/html")
+	if _, _, err := openTest(t, Options{}).Put(ctx, c); !errors.Is(err, ErrBadCapture) {
+		t.Errorf("put of a text/html screenshot: %v, want ErrBadCapture", err)
+	}
+	name, raw := putFile(t, newEdSigner(1), ScreenshotCapture("http://example.org/", t0, pngBytes))
+	rec := readGzipRecord(t, raw)
+	rec.Header.Set("Content-Type", "text/html")
+	if _, _, err := openTest(t, Options{Verifier: edVerifier{}}).Import(ctx, name, gzipRecord(t, rec)); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("import of a screenshot retyped text/html: %v, want ErrCorrupt", err)
+	}
+
+	s := openTest(t, Options{})
+	mustPut(t, s, capture("http://example.org/", t0, "<html>page</html>"))
+	mustPut(t, s, ScreenshotCapture("http://example.org/", t0, pngBytes))
+	n, err := s.PurgeURLs(ctx, URLPurge{ID: "p1", SURT: Surt("http://example.org/"), Exact: true})
+	if err != nil || n != 2 {
+		t.Fatalf("purge of the page: %d versions, %v; want 2 (page and screenshot)", n, err)
+	}
+	if _, _, err := s.Put(ctx, ScreenshotCapture("http://example.org/", t0.Add(day), pngBytes)); !errors.Is(err, ErrPurged) {
+		t.Errorf("put of a purged page's screenshot: %v, want ErrPurged", err)
+	}
+}
+
+// TestEncodeRecord: a screenshot read back from a store encodes to a
+// record a verifying store imports (its signature and marker intact).
+func TestEncodeRecord(t *testing.T) {
+	ctx := context.Background()
+	src := openTest(t, Options{Signer: newEdSigner(1)})
+	v, _ := mustPut(t, src, ScreenshotCapture("http://example.org/", t0, pngBytes))
+	_, c, err := src.Get(ctx, v.URL, v.Time)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := EncodeRecord(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iv, added, err := openTest(t, Options{Verifier: edVerifier{}}).Import(ctx, v.Entry().Name(), data)
+	if err != nil || !added || !iv.Browser || iv.Digest != v.Digest {
+		t.Fatalf("import of the encoded record: %v, added %v, %+v", err, added, iv)
+	}
+}
+
+// TestScreenshotURLIsResource: a screenshot's URL holds only resource
+// records: Put refuses a response there.
+func TestScreenshotURLIsResource(t *testing.T) {
+	c := capture(ScreenshotURL("http://example.org/"), t0, "<html>not an image</html>")
+	if _, _, err := openTest(t, Options{}).Put(context.Background(), c); !errors.Is(err, ErrBadCapture) {
+		t.Errorf("put of a response at a screenshot's URL: %v, want ErrBadCapture", err)
+	}
 }

@@ -214,10 +214,15 @@ func (b *Body) head() error {
 	}
 	b.block = &hashCount{r: io.LimitReader(b.outer, blockLen), h: sha1.New()}
 	b.inner = bufio.NewReaderSize(b.block, 16<<10)
+	if _, ok := ScreenshotPage(b.v.URL); ok && h.Get("Warc-Type") != "resource" {
+		return malformed("screenshot %q in a response record", b.v.URL)
+	}
 	if h.Get("Warc-Type") == "resource" {
 		// No HTTP head: the block is the payload (screenshot.go).
 		b.Resource = true
-		b.Status, b.Header = resourceFields(h)
+		if b.Status, b.Header, err = resourceFields(h); err != nil {
+			return err
+		}
 	} else {
 		status, fields, err := readHTTPHead(b.inner)
 		if err != nil {

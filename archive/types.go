@@ -90,6 +90,9 @@ type Version struct {
 	File   string `json:"file"`
 	Offset int64  `json:"offset"`
 	Size   int64  `json:"size"`
+	// Browser is the record's Capture.Browser: captured in a browser
+	// while it rendered a page, not fetched on its own.
+	Browser bool `json:"browser,omitempty"`
 }
 
 // Entry returns the version's replication name (see Entry).

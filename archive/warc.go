@@ -313,3 +313,35 @@ func notModifiedHead(head []byte) []byte {
 	b.WriteString("\r\n")
 	return b.Bytes()
 }
+
+// recordPool compresses the records EncodeRecord returns.
+var recordPool = newGzipPool(DefaultGzipLevel)
+
+// EncodeRecord returns c's record as a store writes it — one gzip member
+// holding one WARC/1.1 response record (resource for c.Resource), with
+// c's provenance and browser marker — for an exporter that holds a
+// decoded capture rather than its record (a WACZ's screenshots): a
+// capture read back from a store encodes to a record that verifies as
+// the stored one does.
+func EncodeRecord(c *Capture) ([]byte, error) {
+	if err := checkCapture(c); err != nil {
+		return nil, fmt.Errorf("encode record: %w", err)
+	}
+	d := c.Digest
+	if d.IsZero() {
+		d = sha1Of(c.Body)
+	}
+	head, block, err := responseBlock(c)
+	if err != nil {
+		return nil, fmt.Errorf("encode record: %w", err)
+	}
+	plain, err := plainResponse(c, c.Time.UTC().Round(0), d, head, block)
+	if err != nil {
+		return nil, fmt.Errorf("encode record: %w", err)
+	}
+	var b bytes.Buffer
+	if err := recordPool.compress(&b, plain); err != nil {
+		return nil, fmt.Errorf("encode record: %w", err)
+	}
+	return b.Bytes(), nil
+}

@@ -353,8 +353,13 @@ func decodeResponse(rec *Record) (*decodedFile, error) {
 	var resp *response
 	if typ == "resource" {
 		// The block is the payload; the record's Content-Type is its type.
-		status, header := resourceFields(rec.Header)
+		status, header, err := resourceFields(rec.Header)
+		if err != nil {
+			return nil, err
+		}
 		resp = &response{status: status, header: header, payload: rec.Block}
+	} else if _, ok := ScreenshotPage(uri); ok {
+		return nil, malformed("screenshot %q in a response record", uri)
 	} else if resp, err = parseHTTPResponse(rec.Block); err != nil {
 		return nil, err
 	}

@@ -28,7 +28,11 @@ type Checker interface {
 type captureLink struct {
 	TS, Label string
 	Status    int
-	Class     int // status class: 2, 3, 4, 5
+	Class     int  // status class: 2, 3, 4, 5
+	Browser   bool // captured in a browser (archive.Version.Browser)
+	// Shot is the address of the capture's screenshot (screenshots.go),
+	// "" when it has none.
+	Shot string
 }
 
 // dayCell is one day of a month grid: Day 0 pads the first week.
@@ -122,7 +126,7 @@ func groupDates(u string, vs []archive.Version, checks []time.Time) datesData {
 		y.Count++
 		y.Bars[t.Month()-1].Changed++
 		m.Count++
-		c := captureLink{TS: VersionTimestamp(vs, i), Label: chipLabel(vs, i), Status: vs[i].Status, Class: vs[i].Status / 100}
+		c := captureLink{TS: VersionTimestamp(vs, i), Label: chipLabel(vs, i), Status: vs[i].Status, Class: vs[i].Status / 100, Browser: vs[i].Browser}
 		m.Captures = append(m.Captures, c)
 		cell := m.day(t.Day())
 		cell.Count++

@@ -221,7 +221,7 @@ func writeObject(b *bytes.Buffer, c *cdxValues, fl []string, cdxj bool) {
 			continue
 		}
 		v := c.get(f)
-		if (f == "peer" || f == "witnesses") && v == "" {
+		if (f == "peer" || f == "witnesses" || f == "browser") && v == "" {
 			continue
 		}
 		if !first {

@@ -19,7 +19,8 @@ import (
 //
 //	wacz   a WACZ 1.1.1 package (archive/exchange) of the selection;
 //	       not resumable (after= is refused), signed when the archive is a
-//	       WACZSigner
+//	       WACZSigner; pages captured in a browser come with their
+//	       screenshot and its thumbnail (urn:thumbnail:<page>)
 //	links  the link graph, "source<TAB>target<TAB>YYYY-MM-DD" per link of
 //	       each HTML version (text/tab-separated-values)
 //	text   one JSON line per HTML version: url, timestamp, digest, peer,
@@ -108,6 +109,9 @@ func (s *Server) convert(ctx context.Context, q cdx.Query, after, format string,
 	o := exchange.ExportOptions{Format: format, Progress: progress}
 	if format == exchange.FormatWACZ {
 		o.WACZ.Title = "herod export of " + q.Match.String() + " " + q.URL
+		// The screenshots of pages captured in a browser, and their
+		// thumbnails, through the access rules as any capture.
+		o.WACZ.Screenshot = exchange.ScreenshotsOf(ctx, s.cfg.Archive)
 		if sg, ok := s.cfg.Archive.(WACZSigner); ok {
 			o.WACZ.Signer = sg.ExportSigner()
 		}

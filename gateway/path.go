@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/canon"
 )
 
@@ -27,6 +28,10 @@ const (
 	ModIframe = "if_" // rewritten, no banner: a document inside a frame
 	ModFrame  = "fr_" // same as ModIframe
 	ModMain   = "mp_" // same as no modifier: the page a reader opened
+	// ModWorker serves a worker's script, which the replay script asks
+	// for with it: rewritten as any script but for its location, the
+	// worker's own (Rewriter.Worker).
+	ModWorker = "wk_"
 )
 
 // maxPathLen bounds the /web/ path the gateway accepts: a canonical URL of
@@ -103,8 +108,17 @@ func ParseWebPath(rest, rawQuery string) (Target, error) {
 // ArchivedURL turns the URL part of a gateway path into canonical form, as
 // Wayback does: "http:/x" (a slash collapsed by a proxy) and "x" (no scheme)
 // both mean http://x; a percent-encoded "http%3A%2F%2F…" is decoded once.
-// Schemes other than http and https are refused.
+// Schemes other than http and https are refused, but for the URL of a
+// page's screenshot, archive.ScreenshotPrefix and the page's URL
+// ("urn:view:http://x/", as Browsertrix and replayweb.page name it).
 func ArchivedURL(raw string) (string, error) {
+	if page, ok := archive.ScreenshotPage(strings.TrimLeft(strings.TrimSpace(raw), "/")); ok {
+		p, err := ArchivedURL(page)
+		if err != nil {
+			return "", err
+		}
+		return archive.ScreenshotURL(p), nil
+	}
 	fixed, err := fixScheme(raw)
 	if err != nil {
 		return "", err

@@ -32,7 +32,7 @@ const sandboxCSP = "; sandbox allow-forms allow-popups allow-popups-to-escape-sa
 // own scripts and styles (and inline styles), ui.js inline by its hash
 // (framePage), frames from the content origin only, never framed itself.
 func uiCSP(content string) string {
-	return "default-src 'self'; script-src 'self' " + uiJSSource + "; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-src " + content +
+	return "default-src 'self'; script-src 'self' " + uiJSSource + "; style-src 'self' 'unsafe-inline'; img-src 'self' data: " + content + "; frame-src " + content +
 		"; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 }
 

@@ -28,21 +28,29 @@ func shortPeer(p string) string {
 }
 
 // provenanceLine returns the banner's account of v's provenance: who
-// fetched it, and who witnessed it when ("" with no Config.Provenance).
+// fetched it — "captured in a browser" for a capture made as a browser
+// rendered the page (archive.Version.Browser) — and who witnessed it
+// when ("" with neither a peer, the browser nor Config.Provenance).
 func (s *Server) provenanceLine(ctx context.Context, v archive.Version) string {
 	var p Provenance
 	if s.cfg.Provenance != nil {
 		p = s.cfg.Provenance(ctx, v)
 	}
 	var b strings.Builder
+	how := "fetched"
+	if v.Browser {
+		how = "captured in a browser" // rendered, its scripts run
+	}
 	switch {
 	case p.Dating == archive.Fetched.String():
-		b.WriteString("fetched by this node")
+		b.WriteString(how + " by this node")
 		if v.Peer != "" {
 			b.WriteString(" (" + shortPeer(v.Peer) + ")")
 		}
 	case v.Peer != "":
-		b.WriteString("fetched by " + shortPeer(v.Peer))
+		b.WriteString(how + " by " + shortPeer(v.Peer))
+	case v.Browser:
+		b.WriteString(how)
 	}
 	if s.cfg.Provenance == nil {
 		return b.String()

@@ -90,6 +90,7 @@ func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
 		s.errorPage(w, r, http.StatusBadRequest, err.Error(), "")
 		return
 	}
+	rw.Worker = t.Mod == ModWorker
 	s.stats.replays.Add(1)
 	body := c.Body
 	status := c.Status

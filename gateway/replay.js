@@ -13,6 +13,8 @@
 //   - dynamic import(), which the server turned into a call of
 //     __herodImport with the importing script's archived URL;
 //   - history.pushState / replaceState and window.open: archive pages;
+//   - the page's location, which the server renamed __herodLocation in
+//     its scripts: it reads the archived URL and moves in the archive;
 //   - navigations of the document (location.href = ..., location.assign,
 //     a scripted click), caught by the Navigation API's navigate event;
 //   - the attributes the server rewrites, set with setAttribute, and the
@@ -419,6 +421,53 @@
     };
   });
 
+  // The document's location as the archived page knew it. The server
+  // renames the location the page's scripts name to __herodLocation
+  // (rewritejs.go), which reads the archived URL the document shows
+  // (currentURL, with the real fragment): a client-side router reading
+  // location.pathname finds its route, not /web/<ts>/<url>. Setting it,
+  // assign and replace move through the archive.
+  var real = location;
+  var shown = function () {
+    return new URL(currentURL() + real.hash);
+  };
+  var go = function (to, replace) {
+    var dest = archiveURL(new URL(String(to), shown().href).href, pageMod === "if_" || pageMod === "fr_" ? pageMod : "");
+    if (replace) {
+      real.replace(dest);
+    } else {
+      real.assign(dest);
+    }
+  };
+  var herodLocation = {
+    assign: function (u) { go(u, false); },
+    replace: function (u) { go(u, true); },
+    reload: function () { real.reload(); },
+    toString: function () { return shown().href; }
+  };
+  ["href", "protocol", "host", "hostname", "port", "pathname", "search", "hash", "origin"].forEach(function (k) {
+    Object.defineProperty(herodLocation, k, {
+      enumerable: true,
+      get: function () { return shown()[k]; },
+      set: function (v) {
+        if (k === "hash") {
+          real.hash = v;
+        } else if (k === "href") {
+          go(v, false);
+        } else if (k !== "origin") {
+          var u = shown();
+          u[k] = v;
+          go(u.href, false);
+        }
+      }
+    });
+  });
+  Object.defineProperty(window, "__herodLocation", {
+    configurable: false,
+    get: function () { return herodLocation; },
+    set: function (v) { go(v, false); }
+  });
+
   // Framed, the frame's sandbox lets no document in it open a window or
   // navigate the top window. What would (a link or form whose target is a
   // new window or the top, window.open) asks the framed page instead
@@ -669,7 +718,7 @@
         return W(url, opts); // throws as the native one does
       }
       var args = Array.prototype.slice.call(arguments);
-      args[0] = archiveURL(url, "");
+      args[0] = archiveURL(url, "wk_"); // its location stays the worker's (rewritejs.go)
       return Reflect.construct(W, args, new.target === wrapped ? W : new.target);
     };
     wrapped.prototype = W.prototype;

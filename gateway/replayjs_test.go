@@ -205,7 +205,7 @@ func TestReplayJSInBrowser(t *testing.T) {
 		`<p id="fetch">fetch:"DATA"</p>`,
 		`<p id="xhr">xhr:XHR</p>`,
 		`<p id="img">img:1</p>`,
-		`<p id="loc">loc:/web/20210615000000/http://example.com/app.html?tab=2</p>`,
+		`<p id="loc">loc:/app.html?tab=2</p>`,
 		`<p id="inner-out">inner:1</p>`, // markup a script wrote
 	} {
 		if !strings.Contains(dom, want) {

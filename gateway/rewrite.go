@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/webrefs"
 )
@@ -17,6 +18,9 @@ type Rewriter struct {
 	Base *url.URL
 	// TS is the timestamp (as the reader wrote it) put in rewritten paths.
 	TS string
+	// Worker marks a script run as a worker's (ModWorker): its
+	// location is the worker's own, which JS leaves alone.
+	Worker bool
 
 	// identity makes the Rewriter return every reference unchanged (and
 	// rename no attribute): tests use it to check that rewriting keeps
@@ -27,6 +31,9 @@ type Rewriter struct {
 // NewRewriter returns a Rewriter for a document at the canonical URL doc,
 // replayed at timestamp ts.
 func NewRewriter(doc, ts string) (*Rewriter, error) {
+	if page, ok := archive.ScreenshotPage(doc); ok {
+		doc = page // an image: nothing to rewrite, but its page's base
+	}
 	u, err := canon.Parse(doc)
 	if err != nil {
 		return nil, err

@@ -85,3 +85,38 @@ func FuzzRewriteJS(f *testing.F) {
 		}
 	})
 }
+
+// TestRewriteJSLocation: the scripts' references to the document's
+// location become the replay script's stand-in (locationName), a local
+// variable named location with them; property names, object keys,
+// strings, comments and a worker's script keep theirs.
+func TestRewriteJSLocation(t *testing.T) {
+	rw, err := NewRewriter("http://example.com/app/", "2021")
+	if err != nil {
+		t.Fatal(err)
+	}
+	L := locationName
+	for in, want := range map[string]string{
+		`const p = location.pathname;`:                                          `const p = ` + L + `.pathname;`,
+		`window.location.href = "/x"; document.location.hash`:                   L + `.href = "/x"; ` + L + `.hash`,
+		`if (location.pathname === "/") history.pushState({}, "", "/app/home")`: `if (` + L + `.pathname === "/") history.pushState({}, "", "/app/home")`,
+		`function f(location) { return location.search }`:                       `function f(` + L + `) { return ` + L + `.search }`,
+		`a.location; o = {location: 1}; x?.location; top.location`:              `a.location; o = {location: 1}; x?.location; top.location`,
+		`"location.pathname"; // location` + "\n" + `/location/.test(s)`:        `"location.pathname"; // location` + "\n" + `/location/.test(s)`,
+		"`${location.pathname}`":                                                "`${" + L + ".pathname}`",
+		`a.window.location; location = "/next"`:                                 `a.window.location; ` + L + ` = "/next"`,
+		`import("./m.js").then(() => location.hash)`:                            importHook + `"http://example.com/app/",` + `"./m.js").then(() => ` + L + `.hash)`,
+	} {
+		if got := string(rw.JS([]byte(in))); got != want {
+			t.Errorf("JS(%q)\n got %q\nwant %q", in, got, want)
+		}
+	}
+	worker := *rw
+	worker.Worker = true
+	if in := `postMessage(location.href)`; string(worker.JS([]byte(in))) != in {
+		t.Errorf("a worker's script: %q", worker.JS([]byte(in)))
+	}
+	if got, want := string(worker.JS([]byte(`import "/dep.js"; location.href`))), `import "/web/2021wk_/http://example.com/dep.js"; location.href`; got != want {
+		t.Errorf("a worker's module: %q, want %q", got, want)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/archive/access"
 )
 
@@ -31,6 +32,9 @@ const robotsStatus = 403
 // applies wins over robots.txt: an operator's allow shows what the
 // site's robots.txt disallows.
 func (g *guarded) decide(ctx context.Context, url string, t time.Time) access.Decision {
+	if page, ok := archive.ScreenshotPage(url); ok {
+		url = page // a screenshot is shown as its page is
+	}
 	var d access.Decision
 	if g.rules != nil {
 		d = g.rules.Decide(url, t)

@@ -56,6 +56,11 @@ type WACZOptions struct {
 	// seed), datapackage.json's mainPageURL, at its first capture. Empty,
 	// or a URL without a page in the package: the page captured first.
 	MainPage string
+	// Screenshot, if set, is asked for the screenshot of each HTML page
+	// captured in a browser; the package then holds it and its thumbnail
+	// after the page's record (thumbnail.go). An error is counted
+	// (WACZStats.ScreenshotErrors) and leaves the page without one.
+	Screenshot ScreenshotFunc
 }
 
 // WACZStats counts what a WACZ holds.
@@ -64,6 +69,12 @@ type WACZStats struct {
 	Revisits  int   `json:"revisits"`
 	Pages     int   `json:"pages"`
 	WARCBytes int64 `json:"warcBytes"`
+	// Resources counts resource records (screenshots and thumbnails),
+	// Screenshots the pages given a screenshot and its thumbnail, and
+	// ScreenshotErrors the pages whose screenshot could not be read.
+	Resources        int `json:"resources,omitempty"`
+	Screenshots      int `json:"screenshots,omitempty"`
+	ScreenshotErrors int `json:"screenshotErrors,omitempty"`
 }
 
 // Resource is one file of a WACZ as datapackage.json lists it.
@@ -139,6 +150,7 @@ type WACZ struct {
 	pages   []pageLine
 	st      WACZStats
 	added   bool
+	written map[string]bool // resource records in the package, by URL and date
 }
 
 // NewWACZ starts a WACZ file on w.
@@ -204,11 +216,17 @@ func (z *WACZ) AddWARC(r io.Reader) (WACZStats, error) {
 		if z.o.Info != nil && m.Type() == "warcinfo" {
 			return nil
 		}
-		if err := z.index(m, e.n); err != nil {
+		page, err := z.index(m, e.n)
+		if err != nil {
 			return err
 		}
-		_, err := e.Write(m.Raw)
-		return err
+		if _, err := e.Write(m.Raw); err != nil {
+			return err
+		}
+		if page && z.o.Screenshot != nil && m.Record.Header.Get(archive.HeaderBrowser) == "1" {
+			return z.addScreenshot(e, m.URL(), m.Time())
+		}
+		return nil
 	})
 	z.st.WARCBytes = e.n
 	if err != nil {
@@ -219,15 +237,42 @@ func (z *WACZ) AddWARC(r io.Reader) (WACZStats, error) {
 }
 
 // index adds the CDXJ line of m, stored at offset off of the package's
-// WARC, and, for an HTML page, its pages entry.
-func (z *WACZ) index(m *Member, off int64) error {
+// WARC, and, for an HTML page, its pages entry; it reports whether m is
+// such a page.
+func (z *WACZ) index(m *Member, off int64) (bool, error) {
 	typ := m.Type()
+	if typ == "resource" || (typ == "revisit" && len(m.Record.Block) == 0) {
+		// A resource record, or the revisit of one (no HTTP head).
+		mime := MediaType(m.Record.Header.Get("Content-Type"))
+		if typ == "revisit" {
+			mime = revisitMime
+		}
+		z.lines = append(z.lines, indexLine{
+			surt: archive.Surt(m.URL()), ts: timestamp14(m.Time()), URL: m.URL(),
+			Mime:     mime,
+			Digest:   strings.TrimPrefix(m.Record.Header.Get("Warc-Payload-Digest"), "sha1:"),
+			Length:   itoa(len(m.Raw)),
+			Offset:   fmt.Sprint(off),
+			Filename: warcName,
+			Peer:     m.Peer(),
+		})
+		if typ == "revisit" {
+			z.st.Revisits++
+			return false, nil
+		}
+		z.st.Resources++
+		if z.written == nil {
+			z.written = map[string]bool{}
+		}
+		z.written[resourceKey(m.URL(), m.Time())] = true
+		return false, nil
+	}
 	if typ != "response" && typ != "revisit" {
-		return nil
+		return false, nil
 	}
 	status, h, payload, err := m.HTTP()
 	if err != nil {
-		return err
+		return false, err
 	}
 	u, t := m.URL(), m.Time()
 	l := indexLine{
@@ -249,8 +294,56 @@ func (z *WACZ) index(m *Member, off int64) error {
 	if typ == "response" && status == 200 && IsHTML(MediaType(h.Get("Content-Type"))) {
 		z.pages = append(z.pages, pageLine{ID: fmt.Sprintf("%s-%d", l.ts, off), URL: u, TS: t.Format(time.RFC3339), Title: Title(payload), t: t})
 		z.st.Pages++
+		return true, nil
 	}
-	return nil
+	return false, nil
+}
+
+// addScreenshot writes to e, the package's WARC, the screenshot of the
+// page captured at t and its thumbnail, indexed, each unless the package
+// holds it already (the export's selection may name the screenshot).
+func (z *WACZ) addScreenshot(e *hashedEntry, page string, t time.Time) error {
+	shot, err := z.o.Screenshot(page, t)
+	if err != nil {
+		z.st.ScreenshotErrors++
+		return nil
+	}
+	if shot == nil || z.written[resourceKey(ThumbnailPrefix+page, shot.Time)] {
+		return nil
+	}
+	view, err := archive.EncodeRecord(shot)
+	if err != nil {
+		z.st.ScreenshotErrors++
+		return nil
+	}
+	var refersTo string
+	if err := Records(bytes.NewReader(view), func(m *Member) error {
+		refersTo = m.Record.Header.Get("Warc-Record-Id")
+		return nil
+	}); err != nil {
+		return fmt.Errorf("screenshot of %s: %w", page, err)
+	}
+	thumb, err := thumbnailRecord(page, shot, refersTo)
+	if err != nil {
+		z.st.ScreenshotErrors++
+		return nil
+	}
+	if z.written[resourceKey(shot.URL, shot.Time)] {
+		view = nil
+	}
+	z.st.Screenshots++
+	return Records(io.MultiReader(bytes.NewReader(view), bytes.NewReader(thumb)), func(m *Member) error {
+		if _, err := z.index(m, e.n); err != nil {
+			return err
+		}
+		_, err := e.Write(m.Raw)
+		return err
+	})
+}
+
+// resourceKey names a resource record by its URL and date.
+func resourceKey(u string, t time.Time) string {
+	return u + " " + t.UTC().Format(time.RFC3339Nano)
 }
 
 // Close writes the CDXJ index, pages.jsonl, datapackage.json and

@@ -96,7 +96,8 @@ func (f *exportFlags) convertDisk(ctx context.Context, w io.Writer, stderr io.Wr
 		return err
 	}
 	xs, err := exchange.Export(ctx, src, w, exchange.ExportOptions{Format: f.format, SkipEmptyWACZ: true,
-		WACZ:     exchange.WACZOptions{Title: "herod export " + f.selection(), Signer: signer, Info: f.warcInfo(), MainPage: f.mainPage()},
+		WACZ: exchange.WACZOptions{Title: "herod export " + f.selection(), Signer: signer, Info: f.warcInfo(), MainPage: f.mainPage(),
+			Screenshot: exchange.ScreenshotsOf(ctx, s.Store)},
 		Progress: func(c string) { last = c }})
 	switch {
 	case err != nil:

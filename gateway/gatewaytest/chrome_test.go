@@ -3,6 +3,8 @@ package gatewaytest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"image"
 	"image/png"
 	"net/url"
@@ -11,6 +13,8 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/herod-archive/herod/internal/browsertest"
@@ -68,6 +72,20 @@ type visit struct {
 // tab requested, the time to the load event and a screenshot of the page
 // (of the content frame when framed).
 func (c *chrome) load(tb testing.TB, pageURL string, w, h int64, framed bool, quiet time.Duration) visit {
+	tb.Helper()
+	return c.loadScrolled(tb, pageURL, w, h, framed, quiet, false)
+}
+
+// loadScrolled is load; with scroll set, once the network is quiet it
+// scrolls the page (the content frame's document when framed) as a
+// reader would, one viewport less 50 px at a time, letting two frames
+// render and the network settle after each step; at the bottom it
+// scrolls one viewport up and back (an infinite list whose end stayed in
+// view loads its next page only when the end comes into view again),
+// and stops when that brought nothing (or after maxScrollSteps), then
+// goes back to the top before the screenshots: lazy images and an
+// infinite list load on the way down.
+func (c *chrome) loadScrolled(tb testing.TB, pageURL string, w, h int64, framed bool, quiet time.Duration, scroll bool) visit {
 	tb.Helper()
 	tab, cancel := chromedp.NewContext(c.ctx)
 	defer cancel()
@@ -158,6 +176,9 @@ func (c *chrome) load(tb testing.TB, pageURL string, w, h int64, framed bool, qu
 		}
 		waitQuiet()
 	}
+	if scroll {
+		scrollThrough(tb, ctx, framed, waitQuiet)
+	}
 	// A quiet network does not mean a settled page: a script may still
 	// be between a response and the request it leads to (on a loaded
 	// machine, for longer than quiet). The page is settled when two
@@ -231,4 +252,78 @@ func hostOf(u string) string {
 		return ""
 	}
 	return p.Host
+}
+
+// maxScrollSteps bounds the scroll steps of loadScrolled.
+const maxScrollSteps = 60
+
+// scrollTo scrolls the document to the offset the expression given
+// computes from e (the scrolling element), lets two frames render and
+// returns its scroll offset before and after, and its height before.
+const scrollTo = `(function(to){
+  var e = document.scrollingElement || document.documentElement;
+  var before = e.scrollTop, height = e.scrollHeight;
+  e.scrollTop = to(e);
+  return new Promise(function(done){
+    requestAnimationFrame(function(){ requestAnimationFrame(function(){ done([before, e.scrollTop, height]); }); });
+  });
+})`
+
+// scrollThrough scrolls the tab's page, or with framed the document of
+// its one frame, to its end and back to the top (see loadScrolled),
+// calling settle after each step. It evaluates in an isolated world of
+// the frame, which shares the document but none of the page's script
+// state.
+func scrollThrough(tb testing.TB, ctx context.Context, framed bool, settle func()) {
+	tb.Helper()
+	tree, err := chromedp.Call(ctx, page.GetFrameTree, struct{}{})
+	if err != nil {
+		tb.Fatalf("frame tree: %v", err)
+	}
+	frame := tree.FrameTree
+	if framed {
+		if len(frame.ChildFrames) == 0 {
+			tb.Fatal("scroll: the framed page has no frame")
+		}
+		frame = frame.ChildFrames[0]
+	}
+	world, err := chromedp.Call(ctx, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: frame.Frame.ID, WorldName: "herod-test-scroll"})
+	if err != nil {
+		tb.Fatalf("isolated world: %v", err)
+	}
+	eval := func(expr string, out any) {
+		tb.Helper()
+		yes := true
+		res, err := chromedp.Call(ctx, runtime.Evaluate, runtime.EvaluateParams{Expression: expr, ContextID: world.ExecutionContextID, ReturnByValue: &yes, AwaitPromise: &yes})
+		if err == nil && res.ExceptionDetails != nil {
+			err = fmt.Errorf("%s", res.ExceptionDetails.Text)
+		}
+		if err == nil && out != nil {
+			err = json.Unmarshal([]byte(res.Result.Value), out)
+		}
+		if err != nil {
+			tb.Fatalf("scroll: %v", err)
+		}
+	}
+	move := func(to string) (st [3]float64) {
+		eval(scrollTo+"(function(e){return "+to+"})", &st)
+		settle()
+		return st
+	}
+	lastHeight, bounced := -1.0, false
+	for range maxScrollSteps {
+		st := move("e.scrollTop + Math.max(innerHeight - 50, 50)")
+		if st[2] != lastHeight {
+			bounced = false
+		}
+		if st[1] == st[0] && st[2] == lastHeight {
+			if bounced {
+				break
+			}
+			move("Math.max(0, e.scrollTop - innerHeight)")
+			bounced = true
+		}
+		lastHeight = st[2]
+	}
+	move("0")
 }

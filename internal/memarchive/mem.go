@@ -10,7 +10,6 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/archive/cdx"
-	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/id"
 )
 
@@ -29,7 +28,7 @@ func New() *Mem { return &Mem{caps: map[string][]*archive.Capture{}} }
 // the same URL and time replaces the earlier one. It fails, storing
 // nothing, if c.URL has no canonical form.
 func (m *Mem) Add(_ context.Context, c *archive.Capture) error {
-	u, err := canon.Canonical(c.URL)
+	u, err := archive.CanonicalURL(c.URL)
 	if err != nil {
 		return fmt.Errorf("memarchive add: %w", err)
 	}
@@ -69,6 +68,7 @@ func VersionOf(c *archive.Capture) archive.Version {
 		ContentType: c.Header.Get("Content-Type"),
 		Length:      int64(len(c.Body)),
 		Peer:        c.Peer,
+		Browser:     c.Browser,
 		File:        fmt.Sprintf("objects/%x/%x/%s%s%d", key[0], key[1], key, digest, c.Time.Unix()/86400),
 		Size:        int64(len(c.Body)),
 	}

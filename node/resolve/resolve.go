@@ -14,7 +14,6 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/archive/access"
-	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/ring"
@@ -143,7 +142,7 @@ type SignedVersion struct {
 // once; no holder can hide a version another holder lists. It returns no
 // versions and no error when no holder reached has any.
 func (sv *Service) Versions(ctx context.Context, url string) ([]archive.Version, error) {
-	c, err := canon.Canonical(url)
+	c, err := archive.CanonicalURL(url)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +218,7 @@ func compareVersions(a, b archive.Version) int {
 // verification is counted (Stats.Rejected) and the next one asked. When
 // this node owns url, its own version is the answer.
 func (sv *Service) Get(ctx context.Context, url string, t time.Time) (archive.Version, *archive.Capture, error) {
-	c, err := canon.Canonical(url)
+	c, err := archive.CanonicalURL(url)
 	if err != nil {
 		return archive.Version{}, nil, err
 	}
