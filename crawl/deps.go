@@ -43,6 +43,10 @@ type Deps struct {
 	// owners' AddRequisites. Nil: requisites go through Forwarder, and
 	// the owners' Add refuses the dynamic ones.
 	Requisites RequisiteForwarder
+	// Browser is offered each changed page before it is stored, and
+	// renders those it chooses (browser.go). Nil: every page is stored
+	// as fetched.
+	Browser Browser
 }
 
 // WithStore returns d with s as its Archive and s's optional archive

@@ -341,6 +341,11 @@ func (c *Crawler) store(ctx context.Context, raw string, resp *http.Response, bo
 	if p.noarchive {
 		return c.skipNoArchive(ctx, raw, next, fwdErr)
 	}
+	if fwdErr == nil {
+		if o, done := c.browse(ctx, raw, resp, body, p, st.Outlinks, next, now); done {
+			return o
+		}
+	}
 	capture := archive.Capture{URL: raw, Time: now, Status: resp.StatusCode, Header: resp.Header, Body: body, Digest: p.digest, State: &next}
 	v, added, err := c.a.Put(ctx, capture)
 	if err != nil {

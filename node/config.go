@@ -171,6 +171,9 @@ type Config struct {
 	// streams may use, so that catching up on copies leaves the rest of
 	// the download cap to the crawl. Default DefaultReplicationShare.
 	ReplicationShare float64
+	// Browser configures browser capture: the role, and the pages to
+	// render (render.go; herod run --browser-capture).
+	Browser BrowserConfig
 	// Logger receives the node's logs; nil discards them.
 	Logger *slog.Logger
 }

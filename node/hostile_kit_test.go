@@ -23,6 +23,7 @@ import (
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/node/forward"
+	"github.com/herod-archive/herod/node/render"
 	"github.com/herod-archive/herod/replicate"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/p2p"
@@ -54,7 +55,9 @@ func TestEveryProtocolThroughKit(t *testing.T) {
 		}
 	}
 	for p := range protocolLimits {
-		if !slices.Contains(kitted, p) && p != p2p.Protocol {
+		// The render protocol is registered only on a node with the
+		// browser-capture role (render.go), through the kit.
+		if !slices.Contains(kitted, p) && p != p2p.Protocol && p != render.RenderProtocol {
 			t.Errorf("protocol %s has stream limits but no kit registration", p)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/herod-archive/herod/node/p2phost"
 	"github.com/herod-archive/herod/node/politeness"
+	"github.com/herod-archive/herod/node/render"
 	"github.com/herod-archive/herod/node/replication"
 	"github.com/herod-archive/herod/ring/p2p"
 )
@@ -30,4 +31,6 @@ var protocolLimits = map[protocol.ID]p2phost.StreamLimit{
 	handoverProtocol:          {In: 16, Out: 16},   // a leaving node's fetched keys, ≤ 4 MiB
 	purgeProtocol:             {In: 16, Out: 16},   // a new order runs a purge (a scan of the archive) before the reply
 	summaryProtocol:           {In: 64, Out: 64},   // /ring summaries: small JSON
+	render.RenderProtocol:     {In: 16, Out: 16},   // a page rendered (≤ 150 s), its records then delivered
+	render.DeliverProtocol:    {In: 16, Out: 16},   // a render's records for one owner (≤ 500, one at a time)
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/herod-archive/herod/node/purge"
 	"github.com/herod-archive/herod/node/query"
 	"github.com/herod-archive/herod/node/reach"
+	"github.com/herod-archive/herod/node/render"
 	"github.com/herod-archive/herod/node/replication"
 	"github.com/herod-archive/herod/node/resolve"
 	"github.com/herod-archive/herod/node/ringpage"
@@ -103,6 +104,8 @@ type Node struct {
 	quietTakeOver atomic.Bool
 	reloc         *dayclaim.Relocator   // the crawler's forwarder, with the fetch-time ownership check
 	size          *forward.SizeEstimate // the ring's size, for the forwarder
+	render        *render.Service       // browser capture (render.go)
+	renderCache   renderCache           // the members with the role (render.go)
 }
 
 // New builds a node from cfg without any network I/O: it locks
@@ -163,6 +166,9 @@ func New(cfg Config) (n *Node, err error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
+	}
+	if err := n.checkBrowser(); err != nil { // render.go
+		return nil, err
 	}
 	n.setupMembers() // its Ring is set in Start, before any handler runs
 	n.setupKit()
@@ -290,12 +296,16 @@ func (n *Node) buildCrawl() error {
 	n.setupRingPage()
 	n.reloc = &dayclaim.Relocator{Forwarder: n.fwd, Ring: n.ring, Claims: n.claims, Self: n.self.Peer,
 		Day: n.claimDay, Replicas: cfg.LinkReplicas, Logger: n.log}
+	if err := n.setupRender(); err != nil { // render.go
+		return err
+	}
 	var err error
 	n.crawler, err = crawl.New(filepath.Join(cfg.DataDir, "crawl"), cc, crawl.Deps{
 		Forwarder:  n.reloc,
 		Sharer:     n.reloc,
 		Relocator:  n.reloc,
 		Requisites: n.reloc,
+		Browser:    n.render,
 	}.WithStore(n.store))
 	if err != nil {
 		return fmt.Errorf("node: %w", err)

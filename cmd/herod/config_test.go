@@ -71,6 +71,8 @@ func TestRunRefusesBadSettings(t *testing.T) {
 		{"env parse", nil, map[string]string{"HEROD_DOWNLOAD_RATE": "fast"}, "", []string{"setting download-rate", "HEROD_DOWNLOAD_RATE"}},
 		{"join", []string{"--join", "/ip4/1.2.3.4/tcp/1"}, nil, "", []string{"setting join"}},
 		{"several", []string{"--vnodes", "0", "--day", "10ms"}, nil, "", []string{"setting vnodes", "setting day"}},
+		{"browser", []string{"--browser-cpu", "0", "--browser-concurrency", "0", "--browser-rules", "/nonexistent/rules"}, nil, "",
+			[]string{"setting browser-cpu = 0", "setting browser-concurrency = 0", "setting browser-rules"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -59,6 +59,7 @@ type runSettings struct {
 	hostNewURLs             int
 	urls                    []string // URL arguments of herod run, seeded once it runs
 	accessRules             string   // --access-rules (access.go)
+	browser                 browserFlags
 	resolved                []settings.Setting
 	sourceOf                map[string]settings.Setting
 }
@@ -104,6 +105,7 @@ func (s *runSettings) register(fs *flag.FlagSet) {
 	fs.BoolVar(&s.verbose, "v", false, "verbose logs")
 	s.crawl.register(fs, 1)
 	fs.IntVar(&s.hostNewURLs, "host-new-urls", crawl.DefaultHostNewURLs, "URLs never seen before this node queues per web host per day (a crawler trap's cap; negative: none)")
+	s.browser.register(fs)
 }
 
 // resolve reads the settings not given as flags from the environment
@@ -181,6 +183,7 @@ func (s *runSettings) validate() error {
 	check(s.crawl.timeout > 0, "timeout", "want a positive duration")
 	check(s.crawl.maxBody > 0, "max-body", "want bytes, more than 0")
 	check(s.hostNewURLs != 0, "host-new-urls", "want a number of URLs, negative for no cap")
+	errs = append(errs, s.browser.validate(s.bad)...)
 	for _, j := range s.join {
 		if _, err := node.ParseContact(j); err != nil {
 			errs = append(errs, s.bad("join", err.Error()))
@@ -247,7 +250,7 @@ func (s *runSettings) nodeConfig(w io.Writer) (node.Config, error) {
 			RequestRate: s.serveRate, RequestBurst: s.serveBurst},
 		ReplicationInterval: s.replInterval, Replicas: s.replicas,
 		DownloadRate: int64(s.download), UploadRate: int64(s.upload), ReplicationShare: s.replShare,
-		Crawl: cc, Logger: newLogger(w, s.logFormat, s.verbose),
+		Crawl: cc, Browser: s.browser.config(), Logger: newLogger(w, s.logFormat, s.verbose),
 	}, nil
 }
 
