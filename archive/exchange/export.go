@@ -41,6 +41,8 @@ type ExportOptions struct {
 	// (Export writes nothing and reports ExportStats.WACZ's zero counts);
 	// by default an empty package is written whole.
 	SkipEmptyWACZ bool
+	// Text shapes the text format.
+	Text TextOptions
 	// Progress, for the links and text formats, is called with the exact
 	// resume cursor of each HTML version converted (Member.Cursor), after
 	// its lines are written. For the WARC format the Source reports its
@@ -95,7 +97,7 @@ func Export(ctx context.Context, src Source, w io.Writer, o ExportOptions) (Expo
 	case FormatLinks:
 		st.Bulk, err = Links(pr, w, cursor)
 	case FormatText:
-		st.Bulk, err = Texts(pr, w, cursor)
+		st.Bulk, err = TextsWith(pr, w, cursor, o.Text)
 	default:
 		z := NewWACZ(w, o.WACZ)
 		st.WACZ, err = z.AddWARC(pr)

@@ -25,6 +25,11 @@ type exportFlags struct {
 	data, nodeURL     string
 	host, prefix, url string
 	from, to          string
+	// the other selection flags, named as /export's parameters
+	// (gateway.ParseExportQuery): domain, surt, regex, type, status,
+	// sample, part, and all and latest ("1" when set)
+	sel               map[string]*string
+	all, latest       bool
 	out, cdx, resume  string
 	revisits, verbose bool
 	day               time.Duration
@@ -43,13 +48,27 @@ type exportFlags struct {
 // the file is a valid .warc.gz and the command prints the cursor to pass
 // to --resume, which appends the rest to the same file.
 func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("export", "export (--data DIR | --node URL) (--host H | --prefix URL | --url URL) [-o out.warc.gz] [flags]", stderr)
+	fs := newFlagSet("export", "export (--data DIR | --node URL) (--host H | --prefix URL | --url URL | --domain D | --surt S | --all) [filters] [-o out.warc.gz] [flags]", stderr)
 	var f exportFlags
 	fs.StringVar(&f.data, "data", "", "export this node's own archive from its data directory (the node must be stopped)")
 	fs.StringVar(&f.nodeURL, "node", "", "export ring-wide through this gateway URL, e.g. "+defaultNode)
 	fs.StringVar(&f.host, "host", "", "select every URL of this host (e.g. example.com or example.com:8080)")
 	fs.StringVar(&f.prefix, "prefix", "", "select the URLs starting with this URL prefix")
 	fs.StringVar(&f.url, "url", "", "select this one URL")
+	f.sel = map[string]*string{}
+	for _, fl := range [][2]string{
+		{"domain", "select every URL of this host and its subdomains"},
+		{"surt", "select the URLs whose SURT key starts with this, e.g. 'com,example)/docs' or 'com,example,' (the subdomains)"},
+		{"regex", "keep the URLs this regular expression (RE2) matches whole"},
+		{"type", "keep the versions of this media type, e.g. text/html, or image/* for any image"},
+		{"status", "keep the versions answered with this HTTP status"},
+		{"sample", "keep this share of URLs, chosen by URL hash (the same on every run): 1% or 0.01"},
+		{"part", "keep part I of N disjoint parts of the selection (by ring key), e.g. 1/4: N workers each take one"},
+	} {
+		f.sel[fl[0]] = fs.String(fl[0], "", fl[1])
+	}
+	fs.BoolVar(&f.all, "all", false, "select the whole archive")
+	fs.BoolVar(&f.latest, "latest", false, "keep only the newest version of each URL")
 	fs.StringVar(&f.from, "from", "", "earliest capture, YYYYMMDD[hhmmss] (UTC)")
 	fs.StringVar(&f.to, "to", "", "latest capture, YYYYMMDD[hhmmss] (UTC), inclusive")
 	fs.StringVar(&f.out, "o", "-", "output file, named for its format (x.warc.gz, x.wacz: the format follows the name unless --format or --wacz is given); - is standard output, refused for a WARC or WACZ on a terminal")
@@ -66,7 +85,7 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	formatGiven := false
 	fs.Visit(func(fl *flag.Flag) { formatGiven = formatGiven || fl.Name == "format" || fl.Name == "wacz" })
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "herod export: unexpected argument %q: select with --host, --prefix or --url; run `herod export --help` for the flags\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "herod export: unexpected argument %q: select with --host, --prefix, --url, --domain, --surt or --all; run `herod export --help` for the flags\n", fs.Arg(0))
 		return errUsage
 	}
 	if err := f.check(formatGiven); err != nil {
@@ -99,16 +118,19 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // --format or --wacz was, else the format follows -o's name.
 func (f *exportFlags) check(formatGiven bool) error {
 	n := 0
-	for _, s := range []string{f.host, f.prefix, f.url} {
+	for _, s := range []string{f.host, f.prefix, f.url, f.selVal("domain"), f.selVal("surt")} {
 		if s != "" {
 			n++
 		}
+	}
+	if f.all {
+		n++
 	}
 	switch {
 	case (f.data == "") == (f.nodeURL == ""):
 		return errors.New("give exactly one of --data and --node")
 	case n != 1:
-		return errors.New("give exactly one of --host, --prefix and --url")
+		return errors.New("give exactly one of --host, --prefix, --url, --domain, --surt and --all")
 	case f.nodeURL != "" && f.cdx != "":
 		return errors.New("--cdx needs --data")
 	case f.cdx != "" && f.resume != "":
@@ -135,6 +157,14 @@ func (f *exportFlags) check(formatGiven bool) error {
 		}
 	}
 	return nil
+}
+
+// selVal is the value of selection flag k, "" if unset.
+func (f *exportFlags) selVal(k string) string {
+	if v := f.sel[k]; v != nil {
+		return *v
+	}
+	return ""
 }
 
 // openOutput opens -o: standard output, or a file created on the first
@@ -171,6 +201,17 @@ func (f *exportFlags) params() url.Values {
 		if v != "" {
 			p.Set(k, v)
 		}
+	}
+	for k, v := range f.sel {
+		if *v != "" {
+			p.Set(k, *v)
+		}
+	}
+	if f.all {
+		p.Set("all", "1")
+	}
+	if f.latest {
+		p.Set("latest", "1")
 	}
 	if f.revisits {
 		p.Set("revisits", "1")

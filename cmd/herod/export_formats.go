@@ -95,7 +95,7 @@ func (f *exportFlags) convertDisk(ctx context.Context, w io.Writer, stderr io.Wr
 		st, err = s.Export(ctx, archive.ExportOptions{Query: q.Store(), Revisits: q.Revisits, After: f.resume, Hide: f.hide}, w, nil)
 		return err
 	}
-	xs, err := exchange.Export(ctx, src, w, exchange.ExportOptions{Format: f.format, SkipEmptyWACZ: true,
+	xs, err := exchange.Export(ctx, src, w, exchange.ExportOptions{Format: f.format, SkipEmptyWACZ: true, Text: exchange.TextOptions{ErrorPages: q.Status >= 400},
 		WACZ:     exchange.WACZOptions{Title: "herod export " + f.selection(), Signer: signer, Info: f.warcInfo(), MainPage: f.mainPage()},
 		Progress: func(c string) { last = c }})
 	switch {

@@ -417,29 +417,59 @@ func (h *memberHeap) Pop() any {
 // progress, if non-nil, with each written record's cursor. A member's
 // failure stops the merge with an error wrapping ErrPartial.
 //
+// When the members' query asks for the newest version of each URL only
+// (Filter.Latest), each member sends its newest and Merge holds a URL's
+// record back until the next URL comes: the last, the newest the ring
+// holds, is written.
+//
 // Versions a member skipped as corrupt are reported once the merge is
 // done, as an error wrapping ErrPartial: the stream is then complete but
 // for them.
 func Merge(all []*Member, w io.Writer, progress func(cursor string)) error {
 	var h memberHeap
+	latest := false
 	for _, m := range all {
+		latest = latest || m.q.Latest
 		if !m.done {
 			h = append(h, m)
 		}
 	}
 	heap.Init(&h)
-	var last archive.Cursor
+	var (
+		last    archive.Cursor // the record written or held last
+		held    bool           // Latest: a record is held, not yet written
+		heldRec struct {
+			body   []byte
+			cursor string
+		}
+	)
+	write := func(body []byte, cursor string) error {
+		if _, err := w.Write(body); err != nil {
+			return err
+		}
+		if progress != nil {
+			progress(cursor)
+		}
+		return nil
+	}
 	wrote := false
 	for h.Len() > 0 {
 		m := h[0]
 		if !wrote || m.key.Compare(last) != 0 {
-			if _, err := w.Write(m.body); err != nil {
-				return err
+			switch {
+			case !latest:
+				if err := write(m.body, m.head.Cursor); err != nil {
+					return err
+				}
+			case held && m.key.URL != last.URL:
+				if err := write(heldRec.body, heldRec.cursor); err != nil {
+					return err
+				}
+				fallthrough
+			default:
+				heldRec.body, heldRec.cursor, held = m.body, m.head.Cursor, true
 			}
 			last, wrote = m.key, true
-			if progress != nil {
-				progress(m.head.Cursor)
-			}
 		}
 		if err := m.next(); err != nil {
 			return fmt.Errorf("%w: %w", ErrPartial, err)
@@ -448,6 +478,11 @@ func Merge(all []*Member, w io.Writer, progress func(cursor string)) error {
 			heap.Pop(&h)
 		} else {
 			heap.Fix(&h, 0)
+		}
+	}
+	if held {
+		if err := write(heldRec.body, heldRec.cursor); err != nil {
+			return err
 		}
 	}
 	var errs []error
