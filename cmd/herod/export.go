@@ -156,6 +156,9 @@ func (f *exportFlags) check(formatGiven bool) error {
 			}
 		}
 	}
+	if _, err := f.query(); err != nil {
+		return err
+	}
 	return nil
 }
 

@@ -144,6 +144,10 @@ func TestExportData(t *testing.T) {
 		{"url", []string{"--url", "http://a.example/y"}, 2, false, "response http://a.example/y 2026-03-01T12:00:00Z"},
 		{"date range", []string{"--host", "a.example", "--from", "20260302", "--to", "20260302"}, 3, false, "response http://a.example/ 2026-03-02T12:00:00Z"},
 		{"revisits", []string{"--url", "http://a.example/", "--revisits"}, 3, true, "response http://a.example/ 2026-03-01T12:00:00Z"},
+		{"all", []string{"--all"}, 10, true, "response http://a.example/ 2026-03-01T12:00:00Z"},
+		{"all latest", []string{"--all", "--latest"}, 5, true, "response http://a.example/ 2026-03-02T12:00:00Z"},
+		{"domain regex", []string{"--domain", "example", "--regex", ".*/[xz]"}, 4, false, "response http://a.example/x 2026-03-01T12:00:00Z"},
+		{"surt type sample", []string{"--surt", "example,b)", "--type", "text/html", "--sample", "100%"}, 4, false, "response http://b.example/ 2026-03-01T12:00:00Z"},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -166,7 +170,7 @@ func TestExportData(t *testing.T) {
 				t.Fatalf("got %d records starting %q, want %d starting %q", len(recs), recs[0], tc.want, tc.first)
 			}
 			if info := firstRecord(t, b); info.Header.Get("Warc-Type") != "warcinfo" || info.Header.Get("Warc-Filename") != filepath.Base(out) ||
-				!bytes.Contains(info.Block, []byte("isPartOf: herod export "+strings.Join(tc.args[:2], " "))) {
+				!bytes.Contains(info.Block, []byte("isPartOf: herod export "+strings.Join(tc.args[:min(2, len(tc.args))], " "))) {
 				t.Errorf("first record %v\n%s: want the warcinfo record of the export", info.Header, info.Block)
 			}
 			if tc.cdx {
@@ -194,6 +198,10 @@ func TestExportFlags(t *testing.T) {
 		{"--data", data, "--host", "a.example", "--from", "2026x"},
 		{"--data", data, "--host", "a.example", "--resume", "not a cursor", "-o", "x"},
 		{"--data", data, "--host", "a.example", "--resume", "http://a.example/ 20260301120000"}, // stdout
+		{"--data", data, "--all", "--host", "a.example"},
+		{"--data", data, "--all", "--part", "5/4"},
+		{"--data", data, "--all", "--regex", "("},
+		{"--data", data, "--all", "--latest", "--revisits"},
 	}
 	for _, args := range tests {
 		if msg, err := run(t, exportCmd, args...); !errors.Is(err, errUsage) {
