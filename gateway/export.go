@@ -28,9 +28,10 @@ import (
 //	/export?host=<host>|prefix=<url>|url=<url>|domain=<host>|surt=<prefix>|all=1
 //	       [&from=<ts>][&to=<ts>][&regex=<re>][&type=<mime>][&status=<n>][&latest=1]
 //	       [&sample=<share>][&part=<i>/<n>][&revisits=1][&after=<cursor>]
-//	       [&format=warc|wacz|links|text]
+//	       [&format=warc|wacz|links|text][&outlinks=1]
 //
-// (ParseExportQuery reads the selection.)
+// (ParseExportQuery reads the selection.) outlinks=1 adds after each HTML
+// response a metadata record of its outlinks (exchange.WithOutlinks).
 //
 // (exportformats.go converts the stream to the other formats.)
 //
@@ -241,6 +242,14 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, cl *client)
 		s.badRequest(w, err.Error())
 		return
 	}
+	outlinks, err := parseBool(p, "outlinks")
+	if err == nil && outlinks && format != exchange.FormatWARC {
+		err = fmt.Errorf("%w: outlinks=1 adds metadata records to a WARC: format=%s has none", ErrQuery, format)
+	}
+	if err != nil {
+		s.badRequest(w, err.Error())
+		return
+	}
 	if r.Method != http.MethodHead {
 		if !s.exportSlot() {
 			s.busy(w, r, "too many exports in flight")
@@ -271,6 +280,14 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, cl *client)
 	}
 	last := ""
 	src := func(ctx context.Context, w io.Writer) error { return s.exp.Export(ctx, q, w, after) }
+	if outlinks {
+		// The converter reports progress, after a record and its
+		// metadata record.
+		h.Set("Trailer", TrailerExportStatus+", "+TrailerExportError+", "+TrailerExportCursor)
+		_, err = exchange.Export(r.Context(), src, cw, exchange.ExportOptions{Info: info, Outlinks: true, Progress: func(c string) { last = c }})
+		s.endExport(w, bw, cw, q, exchange.FormatWARC, last, err)
+		return
+	}
 	if pe, ok := s.exp.(ProgressExporter); ok {
 		h.Set("Trailer", TrailerExportStatus+", "+TrailerExportError+", "+TrailerExportCursor)
 		src = func(ctx context.Context, w io.Writer) error {

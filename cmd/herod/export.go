@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -32,6 +33,7 @@ type exportFlags struct {
 	all, latest       bool
 	out, cdx, resume  string
 	revisits, verbose bool
+	outlinks          bool // metadata records of each HTML response's outlinks
 	day               time.Duration
 	format            string // "" or warc, wacz, links, text (export_formats.go)
 	wacz, sign        bool
@@ -75,6 +77,7 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&f.cdx, "cdx", "", "also write a CDXJ index of the output to this file (--data only)")
 	fs.StringVar(&f.resume, "resume", "", "resume after this cursor (printed by an interrupted export), appending to -o")
 	fs.BoolVar(&f.revisits, "revisits", false, "add revisit records for days a page was checked unchanged")
+	fs.BoolVar(&f.outlinks, "outlinks", false, "add after each HTML response a metadata record listing its outlinks (WARC only)")
 	durationVar(fs, &f.day, "day", node.DefaultDayLength, "crawl day length the node runs with (--data only)")
 	fs.StringVar(&f.operator, "operator", os.Getenv("HEROD_CONTACT"), "who made the export, a contact URL or e-mail, for the WARC's warcinfo record (default: $HEROD_CONTACT)")
 	fs.BoolVar(&f.verbose, "v", false, "verbose logs")
@@ -133,6 +136,10 @@ func (f *exportFlags) check(formatGiven bool) error {
 		return errors.New("give exactly one of --host, --prefix, --url, --domain, --surt and --all")
 	case f.nodeURL != "" && f.cdx != "":
 		return errors.New("--cdx needs --data")
+	case f.outlinks && f.cdx != "":
+		return errors.New("--outlinks cannot be combined with --cdx: the index lists the captures, not the metadata records between them")
+	case f.outlinks && f.format != "" && f.format != exchange.FormatWARC:
+		return fmt.Errorf("--outlinks adds metadata records to a WARC: --format %s has none", f.format)
 	case f.cdx != "" && f.resume != "":
 		return errors.New("--cdx cannot be combined with --resume: the offsets would not match the appended file")
 	case f.resume != "" && f.out == "-":
@@ -287,8 +294,25 @@ func (f *exportFlags) fromDisk(ctx context.Context, w io.Writer, stderr io.Write
 		name = filepath.Base(f.out)
 	}
 	prog := newProgress(stderr, "export")
-	st, err := s.Export(ctx, archive.ExportOptions{Query: q.Store(), Revisits: q.Revisits, Filename: name, After: f.resume, Hide: f.hide,
-		Progress: func(cursor string) { prog.add(1, 0, cursor) }}, countingWriter{info, prog}, index)
+	opts := archive.ExportOptions{Query: q.Store(), Revisits: q.Revisits, Filename: name, After: f.resume, Hide: f.hide,
+		Progress: func(cursor string) { prog.add(1, 0, cursor) }}
+	var st archive.ExportStats
+	if f.outlinks {
+		// The converter reports progress, after a record and its metadata.
+		last := f.resume
+		progress := opts.Progress
+		opts.Progress = nil
+		src := func(ctx context.Context, w io.Writer) error {
+			var err error
+			st, err = s.Export(ctx, opts, w, nil)
+			return err
+		}
+		_, err = exchange.Export(ctx, src, countingWriter{info, prog}, exchange.ExportOptions{Outlinks: true,
+			Progress: func(c string) { last = c; progress(c) }})
+		st.Cursor = last
+	} else {
+		st, err = s.Export(ctx, opts, countingWriter{info, prog}, index)
+	}
 	prog.done()
 	if err != nil {
 		return resumeHint(err, st.Cursor)
@@ -329,7 +353,9 @@ func (f *exportFlags) fromGateway(ctx context.Context, w io.Writer, stderr io.Wr
 	defer resp.Body.Close()
 	prog := newProgress(stderr, "export")
 	info := &exchange.InfoFirst{W: w, Info: f.warcInfo()}
-	n, cursor, err := copyRecords(countingWriter{info, prog}, resp.Body, func(cursor string) { prog.add(1, 0, cursor) })
+	n, cursor, err := copyRecords(countingWriter{info, prog}, resp.Body, f.outlinks, func() bool {
+		return resp.Trailer.Get(gateway.TrailerExportStatus) == "complete"
+	}, func(cursor string) { prog.add(1, 0, cursor) })
 	prog.done()
 	if cursor == "" {
 		cursor = f.resume
@@ -356,20 +382,52 @@ func (f *exportFlags) fromGateway(ctx context.Context, w io.Writer, stderr io.Wr
 // copied and the cursor that resumes after the last one, which it also
 // passes to copied after each record. A truncated or malformed member is
 // not copied, nor a warcinfo record (the export writes its own first).
-func copyRecords(w io.Writer, r io.Reader, copied func(cursor string)) (int, string, error) {
+//
+// With outlinks, a record is copied once the next member begins, with
+// its metadata record if that is the next member, or at the end of a
+// stream that complete reports whole (its trailer, read at the end): a
+// stream cut between a response and its metadata record resumes before
+// the response, so that neither is missed or repeated.
+func copyRecords(w io.Writer, r io.Reader, outlinks bool, complete func() bool, copied func(cursor string)) (int, string, error) {
 	n, cursor := 0, ""
-	err := exchange.Records(r, func(m *exchange.Member) error {
-		if m.Type() == "warcinfo" {
-			return nil
-		}
-		if _, err := w.Write(m.Raw); err != nil {
+	var held []byte
+	heldCursor := ""
+	write := func(b []byte, c string) error {
+		if _, err := w.Write(b); err != nil {
 			return fmt.Errorf("output: %w", err)
 		}
 		n++
-		cursor = m.Cursor()
+		cursor = c
 		copied(cursor)
 		return nil
+	}
+	flush := func() error {
+		if held == nil {
+			return nil
+		}
+		b := held
+		held = nil
+		return write(b, heldCursor)
+	}
+	err := exchange.Records(r, func(m *exchange.Member) error {
+		switch {
+		case m.Type() == "warcinfo":
+			return nil
+		case !outlinks:
+			return write(m.Raw, m.Cursor())
+		case m.Type() == "metadata" && held != nil:
+			held = append(held, m.Raw...)
+			return flush()
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		held, heldCursor = bytes.Clone(m.Raw), m.Cursor()
+		return nil
 	})
+	if err == nil && complete() {
+		err = flush()
+	}
 	return n, cursor, err
 }
 
@@ -390,6 +448,9 @@ func (f *exportFlags) openGatewayExport(ctx context.Context, format string) (*ht
 	}
 	if format == "" {
 		p.Set("warcinfo", "0") // this command writes its own (warcInfo)
+		if f.outlinks {
+			p.Set("outlinks", "1")
+		}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep+"?"+p.Encode(), nil)
 	if err != nil {
