@@ -203,8 +203,11 @@ func (s *Store) Export(ctx context.Context, o ExportOptions, warc, cdxj io.Write
 			if line == nil {
 				continue
 			}
-			line.Filename = o.Filename
-			lines = append(lines, *line)
+			if cdxj != nil {
+				// Only an index costs memory per record: a stream does not.
+				line.Filename = o.Filename
+				lines = append(lines, *line)
+			}
 			st.Cursor = pos.String()
 			if o.Progress != nil {
 				o.Progress(st.Cursor)

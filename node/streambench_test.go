@@ -47,7 +47,7 @@ func catCount(b *testing.B, files []string) int64 {
 // also split in 4 parts taken by 4 concurrent clients, each against cat
 // of the same segment files in the same run. MB/s counts the stream's
 // bytes (SetBytes), pages/s the versions streamed. Run with
-// scripts/bench-exchange.sh (HEROD_BENCH=stream).
+// BENCH=BenchmarkStream scripts/bench-exchange.sh.
 func BenchmarkStream(b *testing.B) {
 	d := setupExchangeBench(b)
 	ctx := context.Background()
