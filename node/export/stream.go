@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -246,6 +247,13 @@ func (m *Member) read() (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("member %s: %w: %w", m.name, ErrBadReply, err)
 	}
+	if refersTo.IsZero() && (m.q.Status != 0 || m.q.Type != "") {
+		// The header has no status or media type: the record's head does.
+		status, mt, err := responseHead(body)
+		if err != nil || !m.q.Contains(archive.Version{URL: h.URL, Time: h.Time, Status: status, ContentType: mt}) {
+			return false, fmt.Errorf("member %s: %w: record of %.100q (status %d, %q) outside the query (%v)", m.name, ErrBadReply, h.URL, status, mt, err)
+		}
+	}
 	m.last, m.hasLast = k, true
 	if err := m.verifyRecord(body, h, refersTo); err != nil {
 		m.dropped++
@@ -370,6 +378,25 @@ func checkRecord(body []byte, h recordHeader, revisits bool) (time.Time, error) 
 		return time.Time{}, fmt.Errorf("record of %.100q: payload digest mismatch", h.URL)
 	}
 	return time.Time{}, nil
+}
+
+// responseHead returns the HTTP status and media type of the response
+// record in body, a gzip member checkRecord has checked.
+func responseHead(body []byte) (int, string, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	rec, err := archive.ReadRecordMax(bufio.NewReader(wire.LimitReader(zr, maxRecordBlock+archive.MaxHead)), maxRecordBlock)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(rec.Block)), nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, archive.MediaType(resp.Header.Get("Content-Type")), nil
 }
 
 // digestIs reports whether the WARC digest field v ("sha1:BASE32") is d.
