@@ -128,15 +128,17 @@ func (f *exportFlags) convertDisk(ctx context.Context, w io.Writer, stderr io.Wr
 }
 
 // mainPage is the WACZ's main page: the URL selected, else the host's
-// root or the prefix when the archive has a page there (the seed a crawl
+// (or domain's) root or the prefix when the archive has a page there (the seed a crawl
 // of it starts from); "" leaves the choice to the page captured first.
 func (f *exportFlags) mainPage() string {
 	q, err := f.query()
 	switch {
 	case err != nil:
 		return ""
-	case q.Match == cdx.MatchHost:
+	case q.Match == cdx.MatchHost, q.Match == cdx.MatchDomain:
 		return "http://" + q.URL + "/"
+	case q.Match == cdx.MatchSURT, q.Match == cdx.MatchAll:
+		return ""
 	}
 	return q.URL
 }
