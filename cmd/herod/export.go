@@ -74,7 +74,7 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&f.from, "from", "", "earliest capture, YYYYMMDD[hhmmss] (UTC)")
 	fs.StringVar(&f.to, "to", "", "latest capture, YYYYMMDD[hhmmss] (UTC), inclusive")
 	fs.StringVar(&f.out, "o", "-", "output file, named for its format (x.warc.gz, x.wacz: the format follows the name unless --format or --wacz is given); - is standard output, refused for a WARC or WACZ on a terminal")
-	fs.StringVar(&f.cdx, "cdx", "", "also write a CDXJ index of the output to this file (--data only)")
+	fs.StringVar(&f.cdx, "cdx", "", "also write a CDXJ index of the output WARC to this file")
 	fs.StringVar(&f.resume, "resume", "", "resume after this cursor (printed by an interrupted export), appending to -o")
 	fs.BoolVar(&f.revisits, "revisits", false, "add revisit records for days a page was checked unchanged")
 	fs.BoolVar(&f.outlinks, "outlinks", false, "add after each HTML response a metadata record listing its outlinks (WARC only)")
@@ -134,8 +134,6 @@ func (f *exportFlags) check(formatGiven bool) error {
 		return errors.New("give exactly one of --data and --node")
 	case n != 1:
 		return errors.New("give exactly one of --host, --prefix, --url, --domain, --surt and --all")
-	case f.nodeURL != "" && f.cdx != "":
-		return errors.New("--cdx needs --data")
 	case f.outlinks && f.cdx != "":
 		return errors.New("--outlinks cannot be combined with --cdx: the index lists the captures, not the metadata records between them")
 	case f.outlinks && f.format != "" && f.format != exchange.FormatWARC:
@@ -289,10 +287,7 @@ func (f *exportFlags) fromDisk(ctx context.Context, w io.Writer, stderr io.Write
 		defer cdxFile.Close()
 		index = &shiftOffsets{w: cdxFile, by: func() int64 { return info.N }}
 	}
-	name := "herod.warc.gz"
-	if f.out != "-" {
-		name = filepath.Base(f.out)
-	}
+	name := f.warcName()
 	prog := newProgress(stderr, "export")
 	opts := archive.ExportOptions{Query: q.Store(), Revisits: q.Revisits, Filename: name, After: f.resume, Hide: f.hide,
 		Progress: func(cursor string) { prog.add(1, 0, cursor) }}
@@ -336,6 +331,14 @@ func (f *exportFlags) fromDisk(ctx context.Context, w io.Writer, stderr io.Write
 	return nil
 }
 
+// warcName is the WARC file's name that CDXJ lines give.
+func (f *exportFlags) warcName() string {
+	if f.out == "-" {
+		return "herod.warc.gz"
+	}
+	return filepath.Base(f.out)
+}
+
 // resumeHint adds to err how to resume after cursor.
 func resumeHint(err error, cursor string) error {
 	if cursor == "" {
@@ -353,9 +356,18 @@ func (f *exportFlags) fromGateway(ctx context.Context, w io.Writer, stderr io.Wr
 	defer resp.Body.Close()
 	prog := newProgress(stderr, "export")
 	info := &exchange.InfoFirst{W: w, Info: f.warcInfo()}
+	var (
+		index   func(*exchange.Member, int64) error
+		indexed *exchange.Index
+	)
+	if f.cdx != "" {
+		// Offsets in the file count the warcinfo record written first.
+		indexed = &exchange.Index{Filename: f.warcName()}
+		index = func(m *exchange.Member, off int64) error { return indexed.Add(m, info.N+off) }
+	}
 	n, cursor, err := copyRecords(countingWriter{info, prog}, resp.Body, f.outlinks, func() bool {
 		return resp.Trailer.Get(gateway.TrailerExportStatus) == "complete"
-	}, func(cursor string) { prog.add(1, 0, cursor) })
+	}, index, func(cursor string) { prog.add(1, 0, cursor) })
 	prog.done()
 	if cursor == "" {
 		cursor = f.resume
@@ -373,6 +385,16 @@ func (f *exportFlags) fromGateway(ctx context.Context, w io.Writer, stderr io.Wr
 	if n == 0 {
 		return f.nothingMatched(nil)
 	}
+	if indexed != nil {
+		cf := &lazyFile{path: f.cdx}
+		_, err := indexed.WriteTo(cf)
+		if cerr := cf.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("cdx: %w", err)
+		}
+	}
 	fmt.Fprintf(stderr, "exported %d records\n", n)
 	return nil
 }
@@ -388,12 +410,18 @@ func (f *exportFlags) fromGateway(ctx context.Context, w io.Writer, stderr io.Wr
 // stream that complete reports whole (its trailer, read at the end): a
 // stream cut between a response and its metadata record resumes before
 // the response, so that neither is missed or repeated.
-func copyRecords(w io.Writer, r io.Reader, outlinks bool, complete func() bool, copied func(cursor string)) (int, string, error) {
+//
+// index, if set, is called with each record once it is copied (not
+// with outlinks) and the bytes copied before it.
+func copyRecords(w io.Writer, r io.Reader, outlinks bool, complete func() bool, index func(*exchange.Member, int64) error, copied func(cursor string)) (int, string, error) {
 	n, cursor := 0, ""
 	var held []byte
 	heldCursor := ""
+	var written int64
 	write := func(b []byte, c string) error {
-		if _, err := w.Write(b); err != nil {
+		k, err := w.Write(b)
+		written += int64(k)
+		if err != nil {
 			return fmt.Errorf("output: %w", err)
 		}
 		n++
@@ -414,7 +442,11 @@ func copyRecords(w io.Writer, r io.Reader, outlinks bool, complete func() bool, 
 		case m.Type() == "warcinfo":
 			return nil
 		case !outlinks:
-			return write(m.Raw, m.Cursor())
+			off := written
+			if err := write(m.Raw, m.Cursor()); err != nil || index == nil {
+				return err
+			}
+			return index(m, off)
 		case m.Type() == "metadata" && held != nil:
 			held = append(held, m.Raw...)
 			return flush()

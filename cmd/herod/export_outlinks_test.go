@@ -125,13 +125,13 @@ func TestCopyRecordsOutlinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	var all bytes.Buffer
-	n, _, err := copyRecords(&all, bytes.NewReader(whole.Bytes()), true, func() bool { return true }, func(string) {})
+	n, _, err := copyRecords(&all, bytes.NewReader(whole.Bytes()), true, func() bool { return true }, nil, func(string) {})
 	if err != nil || n != 3 || !bytes.Equal(all.Bytes(), whole.Bytes()) {
 		t.Fatalf("whole stream: %d records, %v", n, err)
 	}
 	for cut := range whole.Len() {
 		var got bytes.Buffer
-		_, cursor, _ := copyRecords(&got, bytes.NewReader(whole.Bytes()[:cut]), true, func() bool { return false }, func(string) {})
+		_, cursor, _ := copyRecords(&got, bytes.NewReader(whole.Bytes()[:cut]), true, func() bool { return false }, nil, func(string) {})
 		// The rest is what a resumed export sends: everything after the
 		// cursor's record and its metadata.
 		var rest bytes.Buffer

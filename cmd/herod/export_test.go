@@ -194,7 +194,6 @@ func TestExportFlags(t *testing.T) {
 		{"--data", data, "--node", "http://127.0.0.1:1/", "--host", "a.example"}, // two sources
 		{"--data", data}, // no selection
 		{"--data", data, "--host", "a.example", "--url", "http://a.example/"},
-		{"--node", "http://127.0.0.1:1/", "--host", "a.example", "--cdx", "x.cdxj"},
 		{"--data", data, "--host", "a.example", "--from", "2026x"},
 		{"--data", data, "--host", "a.example", "--resume", "not a cursor", "-o", "x"},
 		{"--data", data, "--host", "a.example", "--resume", "http://a.example/ 20260301120000"}, // stdout
@@ -289,7 +288,8 @@ func TestExportGatewayRevisits(t *testing.T) {
 	data := makeData(t)
 	dir := t.TempDir()
 	disk := filepath.Join(dir, "disk.warc.gz")
-	if msg, err := run(t, exportCmd, "--data", data, "--url", "http://a.example/", "--revisits", "-o", disk); err != nil {
+	diskIdx := filepath.Join(dir, "disk.cdxj")
+	if msg, err := run(t, exportCmd, "--data", data, "--url", "http://a.example/", "--revisits", "-o", disk, "--cdx", diskIdx); err != nil {
 		t.Fatalf("%v\n%s", err, msg)
 	}
 	s, err := archive.Open(filepath.Join(data, "archive"), archive.Options{NoSync: true})
@@ -304,11 +304,21 @@ func TestExportGatewayRevisits(t *testing.T) {
 	srv := httptest.NewServer(gw)
 	defer srv.Close()
 	ring := filepath.Join(dir, "ring.warc.gz")
-	if msg, err := run(t, exportCmd, "--node", srv.URL, "--url", "http://a.example/", "--revisits", "-o", ring); err != nil {
+	if msg, err := run(t, exportCmd, "--node", srv.URL, "--url", "http://a.example/", "--revisits", "-o", ring, "--cdx", filepath.Join(dir, "ring.cdxj")); err != nil {
 		t.Fatalf("%v\n%s", err, msg)
 	}
 	got, _ := os.ReadFile(ring)
 	want, _ := os.ReadFile(disk)
+	// The index of the ring-wide file locates its records and says what
+	// the index of the same export from disk says, but for the offsets
+	// (each file's warcinfo record differs in length).
+	ringIdx, _ := os.ReadFile(filepath.Join(dir, "ring.cdxj"))
+	checkCDXJ(t, ringIdx, got)
+	dIdx, _ := os.ReadFile(diskIdx)
+	offsets := regexp.MustCompile(`"offset":"?[0-9]+"?|"filename":"[^"]*"`)
+	if a, b := offsets.ReplaceAll(ringIdx, nil), offsets.ReplaceAll(dIdx, nil); !bytes.Equal(a, b) || len(a) == 0 {
+		t.Errorf("index through the gateway:\n%s\nfrom disk:\n%s", a, b)
+	}
 	revisits := 0
 	for _, r := range records(t, want) {
 		if strings.HasPrefix(r, "revisit ") {
