@@ -171,13 +171,20 @@ func (s *Store) Export(ctx context.Context, o ExportOptions, warc, cdxj io.Write
 		}
 		after = &c
 	}
+	m, err := o.Query.Selector()
+	if err != nil {
+		return st, fmt.Errorf("archive export: %w", err)
+	}
+	if o.Latest && o.Revisits {
+		return st, fmt.Errorf("archive export: %w: the newest version only has no revisits", ErrSelection)
+	}
 	cw := &countingWriter{w: warc}
 	var lines []cdxjLine
-	err := s.URLs(ctx, o.Query, func(u string) error {
+	err = s.urls(ctx, m, func(u string) error {
 		if after != nil && strings.Compare(hostOf(u)+"\x00"+u, after.Host+"\x00"+after.URL) < 0 {
 			return nil
 		}
-		events, err := s.urlEvents(ctx, u, o)
+		events, err := s.urlEvents(ctx, u, o, m)
 		if err != nil {
 			return err
 		}
@@ -197,8 +204,11 @@ func (s *Store) Export(ctx context.Context, o ExportOptions, warc, cdxj io.Write
 			if line == nil {
 				continue
 			}
-			line.Filename = o.Filename
-			lines = append(lines, *line)
+			if cdxj != nil {
+				// Only an index costs memory per record: a stream does not.
+				line.Filename = o.Filename
+				lines = append(lines, *line)
+			}
 			st.Cursor = pos.String()
 			if o.Progress != nil {
 				o.Progress(st.Cursor)
@@ -219,9 +229,10 @@ func (s *Store) Export(ctx context.Context, o ExportOptions, warc, cdxj io.Write
 }
 
 // urlEvents lists the records of u to export, in time order: its versions
-// in the query's time bounds, and with o.Revisits its checks on days
-// without a version that follow some version.
-func (s *Store) urlEvents(ctx context.Context, u string, o ExportOptions) ([]exportEvent, error) {
+// the query keeps (m; with Latest the newest of them), and with
+// o.Revisits its checks in the query's time bounds on days without a
+// version that follow a version the query's version filters keep.
+func (s *Store) urlEvents(ctx context.Context, u string, o ExportOptions, m *Selector) ([]exportEvent, error) {
 	vs, err := s.Versions(ctx, u)
 	if err != nil {
 		return nil, err
@@ -233,9 +244,12 @@ func (s *Store) urlEvents(ctx context.Context, u string, o ExportOptions) ([]exp
 			continue
 		}
 		days[v.Day] = true
-		if o.contains(v.Time) {
+		if m.Version(v) {
 			out = append(out, exportEvent{v: v, t: v.Time})
 		}
+	}
+	if o.Latest && len(out) > 1 {
+		out = out[len(out)-1:]
 	}
 	if !o.Revisits || len(vs) == 0 {
 		return out, nil
@@ -257,6 +271,9 @@ func (s *Store) urlEvents(ctx context.Context, u string, o ExportOptions) ([]exp
 		})
 		if i == 0 {
 			continue // checked before the first version: nothing to refer to
+		}
+		if ref := vs[i-1]; !m.Version(Version{Time: c, Status: ref.Status, ContentType: ref.ContentType}) {
+			continue // the version it repeats is filtered out
 		}
 		out = append(out, exportEvent{v: vs[i-1], revisit: true, notModified: ck.NotModified, t: c})
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/herod-archive/herod/internal/id"
 )
 
-// Query selects versions by host, URL prefix and capture time. The zero
-// Query selects everything.
+// Query selects versions by host, URL prefix, domain, SURT prefix,
+// capture time and Filter (select.go). The zero Query selects everything.
 type Query struct {
 	// URL selects exactly this URL; if set, Host and Prefix must match it
 	// or be empty.
@@ -28,6 +28,18 @@ type Query struct {
 	// unbounded.
 	From time.Time `json:"from,omitzero"`
 	To   time.Time `json:"to,omitzero"`
+	// Domain selects the URLs of this host and its subdomains (InDomain).
+	Domain string `json:"domain,omitempty"`
+	// SURT selects the URLs whose SURT form (Surt) starts with it, e.g.
+	// "com,example)/docs" or "com,example," (the subdomains).
+	SURT string `json:"surt,omitempty"`
+	// All says that the query selects the whole archive on purpose: a
+	// request that names no URL, host, prefix, domain or SURT must set it
+	// (cdx.FromStore). The store's scans ignore it.
+	All bool `json:"all,omitempty"`
+	// Filter narrows the selection by URL and version; with Latest, Scan
+	// and Export keep each URL's newest version only.
+	Filter
 }
 
 // contains reports whether t lies in the query's time bounds.
@@ -59,8 +71,20 @@ func (q Query) hostRange() (*util.Range, error) {
 // ignored), ordered by host then URL. fn's error stops the walk and is
 // returned.
 func (s *Store) URLs(ctx context.Context, q Query, fn func(url string) error) error {
+	m, err := q.Selector()
+	if err != nil {
+		return fmt.Errorf("archive urls: %w", err)
+	}
+	return s.urls(ctx, m, fn)
+}
+
+// urls is URLs with the query compiled. Hosts outside the domain or SURT
+// scope are skipped by a seek past their keys, so such a scan costs the
+// index's hosts plus the URLs of the hosts in scope.
+func (s *Store) urls(ctx context.Context, m *Selector, fn func(url string) error) error {
+	q := m.q
 	if q.URL != "" {
-		if (q.Host != "" && !strings.EqualFold(q.Host, hostOf(q.URL))) || !strings.HasPrefix(q.URL, q.Prefix) {
+		if (q.Host != "" && !strings.EqualFold(q.Host, hostOf(q.URL))) || !strings.HasPrefix(q.URL, q.Prefix) || !m.URL(q.URL) {
 			return nil
 		}
 		has, err := s.db.Has(hostKey(hostOf(q.URL), q.URL), nil)
@@ -78,7 +102,8 @@ func (s *Store) URLs(ctx context.Context, q Query, fn func(url string) error) er
 	}
 	it := s.db.NewIterator(r, nil)
 	defer it.Release()
-	for n := 0; it.Next(); n++ {
+	host, hostOK := "", false
+	for n, ok := 0, it.Next(); ok; n++ {
 		if n%256 == 0 {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("archive urls: %w", err)
@@ -89,9 +114,20 @@ func (s *Store) URLs(ctx context.Context, q Query, fn func(url string) error) er
 		if i < 0 {
 			return fmt.Errorf("archive urls: %w: %w", ErrCorrupt, errBadValue)
 		}
-		if err := fn(string(k[i+1:])); err != nil {
-			return err
+		if h := k[1:i]; string(h) != host {
+			host, hostOK = string(h), m.hostMay(string(h))
 		}
+		if !hostOK {
+			// past every key of this host: its name, then a byte above 0
+			ok = it.Seek(append(append([]byte{pHost}, host...), 1))
+			continue
+		}
+		if u := string(k[i+1:]); m.URL(u) {
+			if err := fn(u); err != nil {
+				return err
+			}
+		}
+		ok = it.Next()
 	}
 	if err := it.Error(); err != nil {
 		return fmt.Errorf("archive urls: %w", err)
@@ -102,13 +138,19 @@ func (s *Store) URLs(ctx context.Context, q Query, fn func(url string) error) er
 // Scan calls fn for every version matching q, ordered by host, URL, then
 // capture time. fn's error stops the walk and is returned.
 func (s *Store) Scan(ctx context.Context, q Query, fn func(Version) error) error {
-	return s.URLs(ctx, q, func(u string) error {
-		return s.scanURL(ctx, u, q, fn)
+	m, err := q.Selector()
+	if err != nil {
+		return fmt.Errorf("archive scan: %w", err)
+	}
+	return s.urls(ctx, m, func(u string) error {
+		return s.scanURL(ctx, u, m, fn)
 	})
 }
 
-// scanURL calls fn for the versions of u inside q's time bounds.
-func (s *Store) scanURL(ctx context.Context, u string, q Query, fn func(Version) error) error {
+// scanURL calls fn for the versions of u the query keeps; with Latest,
+// for the newest of them only.
+func (s *Store) scanURL(ctx context.Context, u string, m *Selector, fn func(Version) error) error {
+	q := m.q
 	k := id.OfString(u)
 	r := util.BytesPrefix(versionPrefix(k))
 	if !q.From.IsZero() && q.From.After(minTime) && q.From.Before(maxTime) {
@@ -116,6 +158,7 @@ func (s *Store) scanURL(ctx context.Context, u string, q Query, fn func(Version)
 	}
 	it := s.db.NewIterator(r, nil)
 	defer it.Release()
+	var newest *Version
 	for it.Next() {
 		v, err := s.decodeVersion(it.Key(), it.Value())
 		if err != nil {
@@ -124,7 +167,11 @@ func (s *Store) scanURL(ctx context.Context, u string, q Query, fn func(Version)
 		if !q.To.IsZero() && v.Time.After(q.To) {
 			break
 		}
-		if !q.contains(v.Time) {
+		if !m.Version(v) {
+			continue
+		}
+		if q.Latest {
+			newest = &v
 			continue
 		}
 		if err := fn(v); err != nil {
@@ -133,6 +180,11 @@ func (s *Store) scanURL(ctx context.Context, u string, q Query, fn func(Version)
 	}
 	if err := it.Error(); err != nil {
 		return fmt.Errorf("archive scan: %w", err)
+	}
+	if newest != nil {
+		if err := fn(*newest); err != nil {
+			return err
+		}
 	}
 	return ctx.Err()
 }

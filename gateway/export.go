@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/archive/exchange"
 	"github.com/herod-archive/herod/internal/buildinfo"
+	"github.com/herod-archive/herod/internal/canon"
 )
 
 // The export stream is WebBase's "stream a site": a researcher pulls every
@@ -22,8 +25,13 @@ import (
 // .warc.gz (one gzip member per record), and resumes an interrupted pull
 // where it stopped:
 //
-//	/export?host=<host>|prefix=<url>|url=<url>[&from=<ts>][&to=<ts>][&revisits=1][&after=<cursor>]
-//	       [&format=warc|wacz|links|text]
+//	/export?host=<host>|prefix=<url>|url=<url>|domain=<host>|surt=<prefix>|all=1
+//	       [&from=<ts>][&to=<ts>][&regex=<re>][&type=<mime>][&status=<n>][&latest=1]
+//	       [&sample=<share>][&part=<i>/<n>][&revisits=1][&after=<cursor>]
+//	       [&format=warc|wacz|links|text][&outlinks=1]
+//
+// (ParseExportQuery reads the selection.) outlinks=1 adds after each HTML
+// response a metadata record of its outlinks (exchange.WithOutlinks).
 //
 // (exportformats.go converts the stream to the other formats.)
 //
@@ -69,18 +77,38 @@ func ParseCursor(c string) (url string, t time.Time, err error) {
 	return k.URL, k.Time, nil
 }
 
-// ParseExportQuery reads the query of an /export request: exactly one of
-// host, prefix or url, and optional from, to and revisits (1 or true; 0,
-// false or absent: none).
+// ParseExportQuery reads the selection of an /export request (the flags
+// of herod export are the same parameters): exactly one scope, host,
+// prefix, url, domain (the host and its subdomains), surt (a SURT
+// prefix) or all=1 (the whole archive), then optional filters: from, to,
+// regex (RE2, matching the whole URL), type (a media type, or "image/*"),
+// status, latest=1 (each URL's newest version only), sample ("1%" or
+// "0.01": that share of URLs, by URL hash), part ("I/N": the I-th of N
+// disjoint parts, by ring key) and revisits (1 or true; 0, false or
+// absent: none).
 func ParseExportQuery(p url.Values) (cdx.Query, error) {
 	var q cdx.Query
 	n := 0
-	for _, k := range []string{"host", "prefix", "url"} {
+	for _, k := range []string{"host", "prefix", "url", "domain", "surt", "all"} {
 		v := strings.TrimSpace(p.Get(k))
-		if v == "" {
+		if v == "" || (k == "all" && (v == "0" || v == "false")) {
 			continue
 		}
 		n++
+		switch k {
+		case "surt":
+			q.Match, q.URL = cdx.MatchSURT, strings.ToLower(v)
+			if len(v) > canon.MaxLen {
+				return q, fmt.Errorf("%w: surt of %d bytes", ErrQuery, len(v))
+			}
+			continue
+		case "all":
+			if v != "1" && v != "true" {
+				return q, fmt.Errorf("%w: all=%.20q: want 1", ErrQuery, v)
+			}
+			q.Match = cdx.MatchAll
+			continue
+		}
 		u, err := ArchivedURL(v)
 		if err != nil {
 			return q, fmt.Errorf("%w: %s: %v", ErrQuery, k, err)
@@ -88,6 +116,8 @@ func ParseExportQuery(p url.Values) (cdx.Query, error) {
 		switch k {
 		case "host":
 			q.Match, q.URL = cdx.MatchHost, hostOf(u)
+		case "domain":
+			q.Match, q.URL = cdx.MatchDomain, strings.ToLower(hostOf(u))
 		case "prefix":
 			q.Match, q.URL = cdx.MatchPrefix, u
 		default:
@@ -95,7 +125,7 @@ func ParseExportQuery(p url.Values) (cdx.Query, error) {
 		}
 	}
 	if n != 1 {
-		return q, fmt.Errorf("%w: give exactly one of host, prefix or url", ErrQuery)
+		return q, fmt.Errorf("%w: give exactly one of host, prefix, url, domain, surt or all=1", ErrQuery)
 	}
 	var err error
 	if f := p.Get("from"); f != "" {
@@ -108,14 +138,75 @@ func ParseExportQuery(p url.Values) (cdx.Query, error) {
 			return q, fmt.Errorf("%w: to: %v", ErrQuery, err)
 		}
 	}
-	switch v := p.Get("revisits"); v {
-	case "", "0", "false":
-	case "1", "true":
-		q.Revisits = true
-	default:
-		return q, fmt.Errorf("%w: revisits=%.20q: want 1 or 0", ErrQuery, v)
+	if q.Revisits, err = parseBool(p, "revisits"); err != nil {
+		return q, err
+	}
+	if err := parseFilter(p, &q.Filter); err != nil {
+		return q, err
+	}
+	if q.Latest && q.Revisits {
+		return q, fmt.Errorf("%w: latest=1 exports no revisits: drop revisits", ErrQuery)
 	}
 	return q, nil
+}
+
+// parseBool reads a boolean parameter: 1 or true; 0, false or absent.
+func parseBool(p url.Values, k string) (bool, error) {
+	switch v := p.Get(k); v {
+	case "", "0", "false":
+		return false, nil
+	case "1", "true":
+		return true, nil
+	default:
+		return false, fmt.Errorf("%w: %s=%.20q: want 1 or 0", ErrQuery, k, v)
+	}
+}
+
+// parseFilter reads the filter parameters of an export into f.
+func parseFilter(p url.Values, f *archive.Filter) error {
+	f.Regex = p.Get("regex")
+	f.Type = strings.ToLower(strings.TrimSpace(p.Get("type")))
+	var err error
+	if v := p.Get("status"); v != "" {
+		if f.Status, err = strconv.Atoi(v); err != nil {
+			return fmt.Errorf("%w: status=%.20q: want an HTTP status", ErrQuery, v)
+		}
+	}
+	if f.Latest, err = parseBool(p, "latest"); err != nil {
+		return err
+	}
+	if v := p.Get("sample"); v != "" {
+		if f.Sample, err = parseSample(v); err != nil {
+			return fmt.Errorf("%w: sample=%.20q: %v", ErrQuery, v, err)
+		}
+	}
+	if v := p.Get("part"); v != "" {
+		i, n, ok := strings.Cut(v, "/")
+		var e1, e2 error
+		f.Part, e1 = strconv.Atoi(i)
+		f.Parts, e2 = strconv.Atoi(n)
+		if !ok || e1 != nil || e2 != nil || f.Parts < 1 {
+			return fmt.Errorf("%w: part=%.20q: want I/N, e.g. 1/4", ErrQuery, v)
+		}
+	}
+	if err := f.Check(); err != nil {
+		return fmt.Errorf("%w: %v", ErrQuery, err)
+	}
+	return nil
+}
+
+// parseSample reads a sample share, "1%" or "0.01", as URLs per million.
+func parseSample(v string) (int, error) {
+	scale := float64(archive.SampleAll)
+	if s, ok := strings.CutSuffix(v, "%"); ok {
+		v, scale = s, scale/100
+	}
+	x, err := strconv.ParseFloat(v, 64)
+	ppm := math.Round(x * scale)
+	if err != nil || math.IsNaN(x) || ppm < 1 || ppm > archive.SampleAll {
+		return 0, errors.New("want a share from 0.0001% to 100%, e.g. 1% or 0.01")
+	}
+	return int(ppm), nil
 }
 
 // countingWriter counts the bytes that reached the buffer.
@@ -151,6 +242,14 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, cl *client)
 		s.badRequest(w, err.Error())
 		return
 	}
+	outlinks, err := parseBool(p, "outlinks")
+	if err == nil && outlinks && format != exchange.FormatWARC {
+		err = fmt.Errorf("%w: outlinks=1 adds metadata records to a WARC: format=%s has none", ErrQuery, format)
+	}
+	if err != nil {
+		s.badRequest(w, err.Error())
+		return
+	}
 	if r.Method != http.MethodHead {
 		if !s.exportSlot() {
 			s.busy(w, r, "too many exports in flight")
@@ -181,6 +280,14 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, cl *client)
 	}
 	last := ""
 	src := func(ctx context.Context, w io.Writer) error { return s.exp.Export(ctx, q, w, after) }
+	if outlinks {
+		// The converter reports progress, after a record and its
+		// metadata record.
+		h.Set("Trailer", TrailerExportStatus+", "+TrailerExportError+", "+TrailerExportCursor)
+		_, err = exchange.Export(r.Context(), src, cw, exchange.ExportOptions{Info: info, Outlinks: true, Progress: func(c string) { last = c }})
+		s.endExport(w, bw, cw, q, exchange.FormatWARC, last, err)
+		return
+	}
 	if pe, ok := s.exp.(ProgressExporter); ok {
 		h.Set("Trailer", TrailerExportStatus+", "+TrailerExportError+", "+TrailerExportCursor)
 		src = func(ctx context.Context, w io.Writer) error {
@@ -248,8 +355,14 @@ func (s *Server) endExport(w http.ResponseWriter, bw *bufio.Writer, cw *counting
 // exportName is the file name offered for an export.
 func exportName(q cdx.Query) string {
 	name := q.URL
-	if q.Match != cdx.MatchHost {
+	switch q.Match {
+	case cdx.MatchAll:
+		name = "all"
+	case cdx.MatchPrefix, cdx.MatchExact:
 		name = hostOf(q.URL)
+	}
+	if q.Parts > 0 {
+		name += fmt.Sprintf("-part%dof%d", q.Part, q.Parts)
 	}
 	name = strings.Map(func(c rune) rune {
 		switch {

@@ -82,14 +82,15 @@ func (s *Server) serveConverted(w http.ResponseWriter, r *http.Request, q cdx.Qu
 	bw := bufio.NewWriterSize(throttle(r.Context(), w, cl), exportBuffer)
 	cw := &countingWriter{w: bw}
 	last := ""
-	err := s.convert(r.Context(), q, after, format, cw, func(c string) { last = c })
+	err := s.convert(r.Context(), q, after, format, s.warcInfo(r, q), cw, func(c string) { last = c })
 	s.endExport(w, bw, cw, q, format, last, err)
 }
 
 // convert runs the Exporter through exchange.Export, converting to
-// format. progress gets the exact resume cursor of each converted
+// format; a WACZ's data.warc.gz starts with the warcinfo record info.
+// progress gets the exact resume cursor of each converted
 // version.
-func (s *Server) convert(ctx context.Context, q cdx.Query, after, format string, w io.Writer, progress func(string)) error {
+func (s *Server) convert(ctx context.Context, q cdx.Query, after, format string, info *exchange.WARCInfo, w io.Writer, progress func(string)) error {
 	ctx, cancelCause := context.WithCancelCause(ctx)
 	defer cancelCause(nil)
 	src := func(ctx context.Context, w io.Writer) error { return s.exp.Export(ctx, q, w, after) }
@@ -106,8 +107,10 @@ func (s *Server) convert(ctx context.Context, q cdx.Query, after, format string,
 			})
 		}
 	}
-	o := exchange.ExportOptions{Format: format, Progress: progress}
+	// A text export asked for error pages (status=404) gets them.
+	o := exchange.ExportOptions{Format: format, Progress: progress, Text: exchange.TextOptions{ErrorPages: q.Status >= 400}}
 	if format == exchange.FormatWACZ {
+		o.WACZ.Info = info
 		o.WACZ.Title = "herod export of " + q.Match.String() + " " + q.URL
 		// The screenshots of pages captured in a browser, and their
 		// thumbnails, through the access rules as any capture.

@@ -30,6 +30,11 @@ const (
 	// MatchDomain selects the URLs of host Query.URL and of its
 	// subdomains (the CDX API's matchType=domain).
 	MatchDomain
+	// MatchSURT selects the URLs whose SURT form starts with Query.URL
+	// (archive.Query.SURT).
+	MatchSURT
+	// MatchAll selects the whole archive; Query.URL is empty.
+	MatchAll
 )
 
 // String returns the pywb name of the match type.
@@ -41,6 +46,10 @@ func (m MatchType) String() string {
 		return "host"
 	case MatchDomain:
 		return "domain"
+	case MatchSURT:
+		return "surt"
+	case MatchAll:
+		return "all"
 	default:
 		return "exact"
 	}
@@ -59,6 +68,9 @@ type Query struct {
 	// Hide, if set, names the captures an export leaves out (the access
 	// rules); never sent between nodes.
 	Hide Hider `json:"-"`
+	// Filter narrows the selection (archive.Filter: regex, media type,
+	// status, newest only, sample, part i of N).
+	archive.Filter
 }
 
 // Hider names captures to leave out (Query.Hide). An implementation is a
@@ -68,8 +80,11 @@ type Hider interface {
 	Hidden(url string, t time.Time) bool
 }
 
-// Contains reports whether v is selected by q: the reference definition
-// of a match for every lister and exporter.
+// Contains reports whether v is selected by q, Latest aside (which
+// needs the URL's other versions): the reference definition of a match
+// for every lister and exporter. A version without a status (0) passes
+// the status and media type filters, which need the record: an export
+// header carries only URL, time and digest.
 func (q Query) Contains(v archive.Version) bool {
 	if !q.From.IsZero() && v.Time.Before(q.From) {
 		return false
@@ -79,25 +94,53 @@ func (q Query) Contains(v archive.Version) bool {
 	}
 	switch q.Match {
 	case MatchPrefix:
-		return strings.HasPrefix(v.URL, q.URL)
+		if !strings.HasPrefix(v.URL, q.URL) {
+			return false
+		}
 	case MatchHost:
-		return hostOf(v.URL) == q.URL
+		if hostOf(v.URL) != q.URL {
+			return false
+		}
 	case MatchDomain:
-		return InDomain(hostOf(v.URL), q.URL)
+		if !InDomain(hostOf(v.URL), q.URL) {
+			return false
+		}
+	case MatchSURT:
+		if !strings.HasPrefix(archive.Surt(v.URL), q.URL) {
+			return false
+		}
+	case MatchAll:
 	default:
-		return v.URL == q.URL
+		if v.URL != q.URL {
+			return false
+		}
 	}
+	if q.Filter.IsZero() {
+		return true
+	}
+	sel, err := archive.Query{Filter: q.Filter}.Selector()
+	if err != nil || !sel.URL(v.URL) {
+		return false
+	}
+	return v.Status == 0 || sel.Version(v)
 }
 
-// Store translates q into the store's scan (archive.Query), which has no
-// domain match: MatchDomain (like MatchExact) becomes a URL.
+// Store translates q into the store's scan (archive.Query). The CDX
+// pager, which pages a domain by its own request field, does not call it
+// for MatchDomain.
 func (q Query) Store() archive.Query {
-	aq := archive.Query{From: q.From, To: q.To}
+	aq := archive.Query{From: q.From, To: q.To, Filter: q.Filter}
 	switch q.Match {
 	case MatchHost:
 		aq.Host = q.URL
 	case MatchPrefix:
 		aq.Prefix = q.URL
+	case MatchDomain:
+		aq.Domain = q.URL
+	case MatchSURT:
+		aq.SURT = q.URL
+	case MatchAll:
+		aq.All = true
 	default:
 		aq.URL = q.URL
 	}
@@ -105,20 +148,31 @@ func (q Query) Store() archive.Query {
 }
 
 // FromStore is the inverse of Query.Store, for checking what another node
-// returns against the request it was sent: exactly one of URL, Prefix and
-// Host must be set (Host and Prefix together are refused: no Query makes
-// them), within canon.MaxLen, and the time bounds in order.
+// returns against the request it was sent: exactly one of URL, Prefix,
+// Host, Domain, SURT and All must be set (no Query makes two), within
+// canon.MaxLen, the time bounds in order and the filter well formed.
 func FromStore(aq archive.Query) (Query, error) {
-	q := Query{From: aq.From, To: aq.To}
-	switch {
-	case aq.URL != "" && aq.Host == "" && aq.Prefix == "":
-		q.Match, q.URL = MatchExact, aq.URL
-	case aq.Prefix != "" && aq.URL == "" && aq.Host == "":
-		q.Match, q.URL = MatchPrefix, aq.Prefix
-	case aq.Host != "" && aq.URL == "" && aq.Prefix == "":
-		q.Match, q.URL = MatchHost, strings.ToLower(aq.Host)
-	default:
-		return q, errors.New("query needs exactly one of url, prefix and host")
+	q := Query{From: aq.From, To: aq.To, Filter: aq.Filter}
+	n := 0
+	for _, c := range []struct {
+		set bool
+		m   MatchType
+		u   string
+	}{
+		{aq.URL != "", MatchExact, aq.URL},
+		{aq.Prefix != "", MatchPrefix, aq.Prefix},
+		{aq.Host != "", MatchHost, strings.ToLower(aq.Host)},
+		{aq.Domain != "", MatchDomain, strings.ToLower(aq.Domain)},
+		{aq.SURT != "", MatchSURT, aq.SURT},
+		{aq.All, MatchAll, ""},
+	} {
+		if c.set {
+			n++
+			q.Match, q.URL = c.m, c.u
+		}
+	}
+	if n != 1 {
+		return q, errors.New("query needs exactly one of url, prefix, host, domain, surt and all")
 	}
 	if len(q.URL) > canon.MaxLen {
 		return q, fmt.Errorf("query of %d bytes", len(q.URL))
@@ -126,20 +180,15 @@ func FromStore(aq archive.Query) (Query, error) {
 	if !q.From.IsZero() && !q.To.IsZero() && q.To.Before(q.From) {
 		return q, errors.New("query ends before it starts")
 	}
+	if err := q.Filter.Check(); err != nil {
+		return q, err
+	}
 	return q, nil
 }
 
 // InDomain reports whether host (which may carry a port) is domain or one
-// of its subdomains; a port in domain must match too.
-func InDomain(host, domain string) bool {
-	host, domain = strings.ToLower(host), strings.ToLower(domain)
-	if !strings.Contains(domain, ":") {
-		if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.HasSuffix(host, "]") {
-			host = host[:i]
-		}
-	}
-	return host == domain || strings.HasSuffix(host, "."+domain)
-}
+// of its subdomains; a port in domain must match too (archive.InDomain).
+func InDomain(host, domain string) bool { return archive.InDomain(host, domain) }
 
 // hostOf returns the host of u, with its port, as written.
 func hostOf(u string) string {

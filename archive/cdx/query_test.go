@@ -21,6 +21,9 @@ func TestStoreRoundTrip(t *testing.T) {
 		{URL: "http://h.example/a", Match: MatchExact},
 		{URL: "http://h.example/", Match: MatchPrefix, From: t0},
 		{URL: "h.example", Match: MatchHost, To: t0},
+		{URL: "h.example", Match: MatchDomain},
+		{URL: "example,h)/a", Match: MatchSURT},
+		{Match: MatchAll, Filter: archive.Filter{Regex: ".*a", Type: "image/*", Status: 200, Latest: true, Sample: 10, Part: 2, Parts: 3}},
 	} {
 		got, err := FromStore(q.Store())
 		if err != nil || got != q {
@@ -32,6 +35,9 @@ func TestStoreRoundTrip(t *testing.T) {
 		{Host: "h.example", Prefix: "http://h.example/"},
 		{URL: "http://h.example/" + strings.Repeat("a", 1<<16)},
 		{Host: "h.example", From: t0, To: t0.Add(-time.Second)},
+		{All: true, Host: "h.example"},
+		{Domain: "h.example", SURT: "example,h)"},
+		{All: true, Filter: archive.Filter{Part: 3, Parts: 2}},
 	} {
 		if _, err := FromStore(aq); err == nil {
 			t.Errorf("%.80v accepted", aq)
@@ -58,9 +64,32 @@ func TestContains(t *testing.T) {
 		{Query{URL: v.URL, From: t0.Add(time.Second)}, false},
 		{Query{URL: v.URL, To: t0.Add(-time.Second)}, false},
 		{Query{URL: v.URL, From: t0, To: t0}, true},
+		{Query{URL: "example,h:8080)/a", Match: MatchSURT}, true},
+		{Query{URL: "example,h:8080)/b", Match: MatchSURT}, false},
+		{Query{Match: MatchAll}, true},
+		{Query{Match: MatchAll, Filter: archive.Filter{Regex: ".*/a/b"}}, true},
+		{Query{Match: MatchAll, Filter: archive.Filter{Regex: "/a/b"}}, false}, // the whole URL must match
+		{Query{Match: MatchAll, Filter: archive.Filter{Status: 404}}, true},    // no status: an export header
+		{Query{Match: MatchAll, Filter: archive.Filter{Part: archive.PartOf(v.URL, 3), Parts: 3}}, true},
+		{Query{Match: MatchAll, Filter: archive.Filter{Part: archive.PartOf(v.URL, 3)%3 + 1, Parts: 3}}, false},
 	} {
 		if got := c.q.Contains(v); got != c.want {
 			t.Errorf("%+v contains %s: %v, want %v", c.q, v.URL, got, c.want)
+		}
+	}
+	w := v
+	w.Status, w.ContentType = 200, "text/html"
+	for _, c := range []struct {
+		f    archive.Filter
+		want bool
+	}{
+		{archive.Filter{Status: 200}, true},
+		{archive.Filter{Status: 404}, false},
+		{archive.Filter{Type: "text/*"}, true},
+		{archive.Filter{Type: "image/*"}, false},
+	} {
+		if got := (Query{Match: MatchAll, Filter: c.f}).Contains(w); got != c.want {
+			t.Errorf("%+v contains a %d %s: %v, want %v", c.f, w.Status, w.ContentType, got, c.want)
 		}
 	}
 }

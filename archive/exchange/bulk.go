@@ -13,6 +13,7 @@ import (
 type TextLine struct {
 	URL       string `json:"url"`
 	Timestamp string `json:"timestamp"` // YYYYMMDDhhmmss, UTC
+	Status    int    `json:"status"`    // of the HTTP response
 	Digest    string `json:"digest"`    // WARC-Payload-Digest
 	Peer      string `json:"peer,omitempty"`
 	Title     string `json:"title,omitempty"`
@@ -101,12 +102,30 @@ func tsvField(s string) string {
 	return strings.NewReplacer("\t", "%09", "\n", "%0A", "\r", "%0D").Replace(s)
 }
 
-// Texts reads a .warc.gz stream and writes one JSON line (TextLine) per
-// HTML version to w, in stream order. progress is as for Links.
+// TextOptions shape TextsWith.
+type TextOptions struct {
+	// ErrorPages keeps the HTML versions answered with a 4xx or 5xx
+	// status (a "not found" page is not the text of its URL); their
+	// lines say so by their status. By default they are left out.
+	ErrorPages bool
+}
+
+// Texts is TextsWith without error pages.
 func Texts(r io.Reader, w io.Writer, progress func(*Member)) (BulkStats, error) {
+	return TextsWith(r, w, progress, TextOptions{})
+}
+
+// TextsWith reads a .warc.gz stream and writes one JSON line (TextLine)
+// per HTML version to w, in stream order, leaving out error pages unless
+// o.ErrorPages. progress is as for Links, called for every HTML version,
+// written or left out.
+func TextsWith(r io.Reader, w io.Writer, progress func(*Member), o TextOptions) (BulkStats, error) {
 	st, err := eachHTML(r, w, progress, func(bw *bufio.Writer, m *Member, payload []byte) (int, error) {
+		if m.Status() >= 400 && !o.ErrorPages {
+			return 0, nil
+		}
 		p := ParseHTML(m.URL(), payload)
-		line := TextLine{URL: m.URL(), Timestamp: timestamp14(m.Time()), Digest: m.Record.Header.Get("Warc-Payload-Digest"),
+		line := TextLine{URL: m.URL(), Timestamp: timestamp14(m.Time()), Status: m.Status(), Digest: m.Record.Header.Get("Warc-Payload-Digest"),
 			Peer: m.Peer(), Title: p.Title, Text: p.Text, Cursor: m.Cursor()}
 		enc := json.NewEncoder(bw)
 		enc.SetEscapeHTML(false)

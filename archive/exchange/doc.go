@@ -8,8 +8,10 @@
 //     ReplayWeb.page and pywb open it as is.
 //   - a link graph (Links): one "source<TAB>target<TAB>day" line per link
 //     of each archived HTML version.
-//   - plain text (Texts): one JSON line per archived HTML version with its
-//     title and extracted text.
+//   - plain text (Texts, TextsWith): one JSON line per archived HTML
+//     version with its status, title and extracted text.
+//   - a WARC with outlink metadata records (WithOutlinks), and the CDXJ
+//     index of a WARC as it is written (Index).
 //
 // Export is the one export path of herod export and the gateway's /export:
 // given a Source of the .warc.gz stream it writes the WARC behind its

@@ -41,18 +41,25 @@ type ExportOptions struct {
 	// (Export writes nothing and reports ExportStats.WACZ's zero counts);
 	// by default an empty package is written whole.
 	SkipEmptyWACZ bool
+	// Outlinks, for the WARC format, adds after each HTML response its
+	// metadata record of outlinks (WithOutlinks); Progress is then
+	// called by the converter, after a record and its metadata record.
+	Outlinks bool
+	// Text shapes the text format.
+	Text TextOptions
 	// Progress, for the links and text formats, is called with the exact
 	// resume cursor of each HTML version converted (Member.Cursor), after
 	// its lines are written. For the WARC format the Source reports its
-	// own progress.
+	// own progress, unless Outlinks.
 	Progress func(cursor string)
 }
 
 // ExportStats summarizes an Export.
 type ExportStats struct {
-	InfoBytes int64     // of the warcinfo record written (WARC)
-	Bulk      BulkStats // links and text
-	WACZ      WACZStats // WACZ
+	InfoBytes int64        // of the warcinfo record written (WARC)
+	Outlinks  OutlinkStats // WARC with Outlinks
+	Bulk      BulkStats    // links and text
+	WACZ      WACZStats    // WACZ
 }
 
 // ErrFormatName reports an export format Export does not know.
@@ -69,10 +76,13 @@ func Export(ctx context.Context, src Source, w io.Writer, o ExportOptions) (Expo
 	var st ExportStats
 	switch o.Format {
 	case "", FormatWARC:
-		in := &InfoFirst{W: w, Info: o.Info}
-		err := src(ctx, in)
-		st.InfoBytes = in.N
-		return st, err
+		if !o.Outlinks {
+			in := &InfoFirst{W: w, Info: o.Info}
+			err := src(ctx, in)
+			st.InfoBytes = in.N
+			return st, err
+		}
+		o.Format = FormatWARC
 	case FormatWACZ, FormatLinks, FormatText:
 	default:
 		return st, fmt.Errorf("%w %.20q", ErrFormatName, o.Format)
@@ -92,10 +102,14 @@ func Export(ctx context.Context, src Source, w io.Writer, o ExportOptions) (Expo
 	}
 	var err error
 	switch o.Format {
+	case FormatWARC:
+		in := &InfoFirst{W: w, Info: o.Info}
+		st.Outlinks, err = WithOutlinks(pr, in, cursor)
+		st.InfoBytes = in.N
 	case FormatLinks:
 		st.Bulk, err = Links(pr, w, cursor)
 	case FormatText:
-		st.Bulk, err = Texts(pr, w, cursor)
+		st.Bulk, err = TextsWith(pr, w, cursor, o.Text)
 	default:
 		z := NewWACZ(w, o.WACZ)
 		st.WACZ, err = z.AddWARC(pr)

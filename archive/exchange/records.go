@@ -26,7 +26,13 @@ type Member struct {
 	Raw    []byte          // the member's compressed bytes, verbatim
 	Offset int64           // of the member in the stream
 	Record *archive.Record // the decompressed record
+
+	status int // of the HTTP response, once HTTP has parsed it
 }
+
+// Status returns the HTTP status of the record's response once HTTP has
+// parsed it (the bulk converters do so before they convert), else 0.
+func (m *Member) Status() int { return m.status }
 
 // Type returns the record's WARC-Type.
 func (m *Member) Type() string { return m.Record.Header.Get("Warc-Type") }
@@ -67,6 +73,7 @@ func (m *Member) HTTP() (status int, h http.Header, payload []byte, err error) {
 		return 0, nil, nil, fmt.Errorf("%w: http head of %.100q: %v", ErrFormat, m.URL(), err)
 	}
 	defer resp.Body.Close()
+	m.status = resp.StatusCode
 	if m.Type() == "revisit" {
 		return resp.StatusCode, resp.Header, nil, nil
 	}

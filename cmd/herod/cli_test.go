@@ -38,7 +38,7 @@ func TestBadInputOneLine(t *testing.T) {
 		{[]string{"status", "--watch=often"}, 2, "want an interval, like 2s"},
 		{[]string{"export", "--data", data, "--host", "a.example", "--wacz", "-o", out}, 2, "name the file " + strings.TrimSuffix(out, ".warc.gz") + ".wacz"},
 		{[]string{"export", "--data", data, "--hots", "a.example"}, 2, "did you mean --host?"},
-		{[]string{"export", "--data", data, "a.example"}, 2, "select with --host, --prefix or --url"},
+		{[]string{"export", "--data", data, "a.example"}, 2, "select with --host, --prefix, --url"},
 		{[]string{"version", "now"}, 1, "takes no arguments"},
 	} {
 		var stdout, stderr bytes.Buffer

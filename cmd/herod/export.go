@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -25,8 +24,14 @@ type exportFlags struct {
 	data, nodeURL     string
 	host, prefix, url string
 	from, to          string
+	// the other selection flags, named as /export's parameters
+	// (gateway.ParseExportQuery): domain, surt, regex, type, status,
+	// sample, part, and all and latest ("1" when set)
+	sel               map[string]*string
+	all, latest       bool
 	out, cdx, resume  string
 	revisits, verbose bool
+	outlinks          bool // metadata records of each HTML response's outlinks
 	day               time.Duration
 	format            string // "" or warc, wacz, links, text (export_formats.go)
 	wacz, sign        bool
@@ -43,19 +48,34 @@ type exportFlags struct {
 // the file is a valid .warc.gz and the command prints the cursor to pass
 // to --resume, which appends the rest to the same file.
 func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("export", "export (--data DIR | --node URL) (--host H | --prefix URL | --url URL) [-o out.warc.gz] [flags]", stderr)
+	fs := newFlagSet("export", "export (--data DIR | --node URL) (--host H | --prefix URL | --url URL | --domain D | --surt S | --all) [filters] [-o out.warc.gz] [flags]", stderr)
 	var f exportFlags
 	fs.StringVar(&f.data, "data", "", "export this node's own archive from its data directory (the node must be stopped)")
 	fs.StringVar(&f.nodeURL, "node", "", "export ring-wide through this gateway URL, e.g. "+defaultNode)
 	fs.StringVar(&f.host, "host", "", "select every URL of this host (e.g. example.com or example.com:8080)")
 	fs.StringVar(&f.prefix, "prefix", "", "select the URLs starting with this URL prefix")
 	fs.StringVar(&f.url, "url", "", "select this one URL")
+	f.sel = map[string]*string{}
+	for _, fl := range [][2]string{
+		{"domain", "select every URL of this host and its subdomains"},
+		{"surt", "select the URLs whose SURT key starts with this, e.g. 'com,example)/docs' or 'com,example,' (the subdomains)"},
+		{"regex", "keep the URLs this regular expression (RE2) matches whole"},
+		{"type", "keep the versions of this media type, e.g. text/html, or image/* for any image"},
+		{"status", "keep the versions answered with this HTTP status"},
+		{"sample", "keep this share of URLs, chosen by URL hash (the same on every run): 1% or 0.01"},
+		{"part", "keep part I of N disjoint parts of the selection (by ring key), e.g. 1/4: N workers each take one"},
+	} {
+		f.sel[fl[0]] = fs.String(fl[0], "", fl[1])
+	}
+	fs.BoolVar(&f.all, "all", false, "select the whole archive")
+	fs.BoolVar(&f.latest, "latest", false, "keep only the newest version of each URL")
 	fs.StringVar(&f.from, "from", "", "earliest capture, YYYYMMDD[hhmmss] (UTC)")
 	fs.StringVar(&f.to, "to", "", "latest capture, YYYYMMDD[hhmmss] (UTC), inclusive")
 	fs.StringVar(&f.out, "o", "-", "output file, named for its format (x.warc.gz, x.wacz: the format follows the name unless --format or --wacz is given); - is standard output, refused for a WARC or WACZ on a terminal")
-	fs.StringVar(&f.cdx, "cdx", "", "also write a CDXJ index of the output to this file (--data only)")
+	fs.StringVar(&f.cdx, "cdx", "", "also write a CDXJ index of the output WARC to this file")
 	fs.StringVar(&f.resume, "resume", "", "resume after this cursor (printed by an interrupted export), appending to -o")
 	fs.BoolVar(&f.revisits, "revisits", false, "add revisit records for days a page was checked unchanged")
+	fs.BoolVar(&f.outlinks, "outlinks", false, "add after each HTML response a metadata record listing its outlinks (WARC only)")
 	durationVar(fs, &f.day, "day", node.DefaultDayLength, "crawl day length the node runs with (--data only)")
 	fs.StringVar(&f.operator, "operator", os.Getenv("HEROD_CONTACT"), "who made the export, a contact URL or e-mail, for the WARC's warcinfo record (default: $HEROD_CONTACT)")
 	fs.BoolVar(&f.verbose, "v", false, "verbose logs")
@@ -66,7 +86,7 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	formatGiven := false
 	fs.Visit(func(fl *flag.Flag) { formatGiven = formatGiven || fl.Name == "format" || fl.Name == "wacz" })
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "herod export: unexpected argument %q: select with --host, --prefix or --url; run `herod export --help` for the flags\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "herod export: unexpected argument %q: select with --host, --prefix, --url, --domain, --surt or --all; run `herod export --help` for the flags\n", fs.Arg(0))
 		return errUsage
 	}
 	if err := f.check(formatGiven); err != nil {
@@ -99,18 +119,23 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // --format or --wacz was, else the format follows -o's name.
 func (f *exportFlags) check(formatGiven bool) error {
 	n := 0
-	for _, s := range []string{f.host, f.prefix, f.url} {
+	for _, s := range []string{f.host, f.prefix, f.url, f.selVal("domain"), f.selVal("surt")} {
 		if s != "" {
 			n++
 		}
+	}
+	if f.all {
+		n++
 	}
 	switch {
 	case (f.data == "") == (f.nodeURL == ""):
 		return errors.New("give exactly one of --data and --node")
 	case n != 1:
-		return errors.New("give exactly one of --host, --prefix and --url")
-	case f.nodeURL != "" && f.cdx != "":
-		return errors.New("--cdx needs --data")
+		return errors.New("give exactly one of --host, --prefix, --url, --domain, --surt and --all")
+	case f.outlinks && f.cdx != "":
+		return errors.New("--outlinks cannot be combined with --cdx: the index lists the captures, not the metadata records between them")
+	case f.outlinks && f.format != "" && f.format != exchange.FormatWARC:
+		return fmt.Errorf("--outlinks adds metadata records to a WARC: --format %s has none", f.format)
 	case f.cdx != "" && f.resume != "":
 		return errors.New("--cdx cannot be combined with --resume: the offsets would not match the appended file")
 	case f.resume != "" && f.out == "-":
@@ -134,7 +159,18 @@ func (f *exportFlags) check(formatGiven bool) error {
 			}
 		}
 	}
+	if _, err := f.query(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// selVal is the value of selection flag k, "" if unset.
+func (f *exportFlags) selVal(k string) string {
+	if v := f.sel[k]; v != nil {
+		return *v
+	}
+	return ""
 }
 
 // openOutput opens -o: standard output, or a file created on the first
@@ -171,6 +207,17 @@ func (f *exportFlags) params() url.Values {
 		if v != "" {
 			p.Set(k, v)
 		}
+	}
+	for k, v := range f.sel {
+		if *v != "" {
+			p.Set(k, *v)
+		}
+	}
+	if f.all {
+		p.Set("all", "1")
+	}
+	if f.latest {
+		p.Set("latest", "1")
 	}
 	if f.revisits {
 		p.Set("revisits", "1")
@@ -238,13 +285,27 @@ func (f *exportFlags) fromDisk(ctx context.Context, w io.Writer, stderr io.Write
 		defer cdxFile.Close()
 		index = &shiftOffsets{w: cdxFile, by: func() int64 { return info.N }}
 	}
-	name := "herod.warc.gz"
-	if f.out != "-" {
-		name = filepath.Base(f.out)
-	}
+	name := f.warcName()
 	prog := newProgress(stderr, "export")
-	st, err := s.Export(ctx, archive.ExportOptions{Query: q.Store(), Revisits: q.Revisits, Filename: name, After: f.resume, Hide: f.hide,
-		Progress: func(cursor string) { prog.add(1, 0, cursor) }}, countingWriter{info, prog}, index)
+	opts := archive.ExportOptions{Query: q.Store(), Revisits: q.Revisits, Filename: name, After: f.resume, Hide: f.hide,
+		Progress: func(cursor string) { prog.add(1, 0, cursor) }}
+	var st archive.ExportStats
+	if f.outlinks {
+		// The converter reports progress, after a record and its metadata.
+		last := f.resume
+		progress := opts.Progress
+		opts.Progress = nil
+		src := func(ctx context.Context, w io.Writer) error {
+			var err error
+			st, err = s.Export(ctx, opts, w, nil)
+			return err
+		}
+		_, err = exchange.Export(ctx, src, countingWriter{info, prog}, exchange.ExportOptions{Outlinks: true,
+			Progress: func(c string) { last = c; progress(c) }})
+		st.Cursor = last
+	} else {
+		st, err = s.Export(ctx, opts, countingWriter{info, prog}, index)
+	}
 	prog.done()
 	if err != nil {
 		return resumeHint(err, st.Cursor)
@@ -268,97 +329,18 @@ func (f *exportFlags) fromDisk(ctx context.Context, w io.Writer, stderr io.Write
 	return nil
 }
 
+// warcName is the WARC file's name that CDXJ lines give.
+func (f *exportFlags) warcName() string {
+	if f.out == "-" {
+		return "herod.warc.gz"
+	}
+	return filepath.Base(f.out)
+}
+
 // resumeHint adds to err how to resume after cursor.
 func resumeHint(err error, cursor string) error {
 	if cursor == "" {
 		return err
 	}
 	return fmt.Errorf("%w\nthe output holds complete records up to cursor %q; resume with --resume %q", err, cursor, cursor)
-}
-
-// fromGateway streams a ring-wide export from a gateway's /export.
-func (f *exportFlags) fromGateway(ctx context.Context, w io.Writer, stderr io.Writer) error {
-	resp, err := f.openGatewayExport(ctx, "")
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	prog := newProgress(stderr, "export")
-	info := &exchange.InfoFirst{W: w, Info: f.warcInfo()}
-	n, cursor, err := copyRecords(countingWriter{info, prog}, resp.Body, func(cursor string) { prog.add(1, 0, cursor) })
-	prog.done()
-	if cursor == "" {
-		cursor = f.resume
-	}
-	if err != nil {
-		return resumeHint(fmt.Errorf("export stream: %w", err), cursor)
-	}
-	if st := resp.Trailer.Get(gateway.TrailerExportStatus); st != "complete" {
-		msg := resp.Trailer.Get(gateway.TrailerExportError)
-		if msg == "" {
-			msg = "the stream ended without its completion trailer"
-		}
-		return resumeHint(fmt.Errorf("export incomplete: %s", msg), cursor)
-	}
-	if n == 0 {
-		return f.nothingMatched(nil)
-	}
-	fmt.Fprintf(stderr, "exported %d records\n", n)
-	return nil
-}
-
-// copyRecords copies the complete, well-formed gzip members of a .warc.gz
-// stream from r to w, one WARC record each, and returns how many it
-// copied and the cursor that resumes after the last one, which it also
-// passes to copied after each record. A truncated or malformed member is
-// not copied, nor a warcinfo record (the export writes its own first).
-func copyRecords(w io.Writer, r io.Reader, copied func(cursor string)) (int, string, error) {
-	n, cursor := 0, ""
-	err := exchange.Records(r, func(m *exchange.Member) error {
-		if m.Type() == "warcinfo" {
-			return nil
-		}
-		if _, err := w.Write(m.Raw); err != nil {
-			return fmt.Errorf("output: %w", err)
-		}
-		n++
-		cursor = m.Cursor()
-		copied(cursor)
-		return nil
-	})
-	return n, cursor, err
-}
-
-// openGatewayExport asks the node's gateway for /export of the flags'
-// selection, in format ("" for WARC), and returns the response once it
-// is a 200; the caller closes its body.
-func (f *exportFlags) openGatewayExport(ctx context.Context, format string) (*http.Response, error) {
-	ep, err := endpoint(f.nodeURL, "/export")
-	if err != nil {
-		return nil, err
-	}
-	p := f.params()
-	if format != "" {
-		p.Set("format", format)
-	}
-	if f.resume != "" {
-		p.Set("after", f.resume)
-	}
-	if format == "" {
-		p.Set("warcinfo", "0") // this command writes its own (warcInfo)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep+"?"+p.Encode(), nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req) // no overall timeout: exports are long
-	if err != nil {
-		return nil, fmt.Errorf("export: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		resp.Body.Close()
-		return nil, fmt.Errorf("export: %s: %s", resp.Status, strings.TrimSpace(string(b)))
-	}
-	return resp, nil
 }

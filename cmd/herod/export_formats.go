@@ -95,7 +95,7 @@ func (f *exportFlags) convertDisk(ctx context.Context, w io.Writer, stderr io.Wr
 		st, err = s.Export(ctx, archive.ExportOptions{Query: q.Store(), Revisits: q.Revisits, After: f.resume, Hide: f.hide}, w, nil)
 		return err
 	}
-	xs, err := exchange.Export(ctx, src, w, exchange.ExportOptions{Format: f.format, SkipEmptyWACZ: true,
+	xs, err := exchange.Export(ctx, src, w, exchange.ExportOptions{Format: f.format, SkipEmptyWACZ: true, Text: exchange.TextOptions{ErrorPages: q.Status >= 400},
 		WACZ: exchange.WACZOptions{Title: "herod export " + f.selection(), Signer: signer, Info: f.warcInfo(), MainPage: f.mainPage(),
 			Screenshot: exchange.ScreenshotsOf(ctx, s.Store)},
 		Progress: func(c string) { last = c }})
@@ -129,15 +129,17 @@ func (f *exportFlags) convertDisk(ctx context.Context, w io.Writer, stderr io.Wr
 }
 
 // mainPage is the WACZ's main page: the URL selected, else the host's
-// root or the prefix when the archive has a page there (the seed a crawl
+// (or domain's) root or the prefix when the archive has a page there (the seed a crawl
 // of it starts from); "" leaves the choice to the page captured first.
 func (f *exportFlags) mainPage() string {
 	q, err := f.query()
 	switch {
 	case err != nil:
 		return ""
-	case q.Match == cdx.MatchHost:
+	case q.Match == cdx.MatchHost, q.Match == cdx.MatchDomain:
 		return "http://" + q.URL + "/"
+	case q.Match == cdx.MatchSURT, q.Match == cdx.MatchAll:
+		return ""
 	}
 	return q.URL
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,6 +51,35 @@ func TestExportFormatsData(t *testing.T) {
 	var dg exchange.Digest
 	if err := json.Unmarshal([]byte(files[exchange.DigestPath]), &dg); err != nil || dg.SignedData == nil {
 		t.Fatalf("unsigned digest %q: %v", files[exchange.DigestPath], err)
+	}
+
+	// A domain's WACZ opens on the domain's root, a whole archive's on
+	// the page captured first.
+	for _, c := range []struct{ sel, want string }{{"--domain", "http://a.example/"}, {"--all", "http://a.example/"}} {
+		out := filepath.Join(dir, c.sel[2:]+".wacz")
+		args := []string{"--data", data, c.sel, "--wacz", "-o", out}
+		if c.sel == "--domain" {
+			args = slices.Insert(args, 3, "example")
+		}
+		if msg, err := run(t, exportCmd, args...); err != nil {
+			t.Fatalf("%s wacz: %v\n%s", c.sel, err, msg)
+		}
+		zr, err := zip.OpenReader(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range zr.File {
+			if f.Name == exchange.PackagePath {
+				rc, _ := f.Open()
+				var pkg exchange.Package
+				err := json.NewDecoder(rc).Decode(&pkg)
+				rc.Close()
+				if err != nil || pkg.MainPageURL != c.want {
+					t.Errorf("%s: main page %q, %v; want %q", c.sel, pkg.MainPageURL, err, c.want)
+				}
+			}
+		}
+		zr.Close()
 	}
 
 	links := filepath.Join(dir, "a.tsv")

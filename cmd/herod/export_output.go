@@ -159,6 +159,19 @@ func (f *exportFlags) selection() string {
 			parts = append(parts, "--"+p[0]+" "+p[1])
 		}
 	}
+	for _, k := range []string{"domain", "surt", "regex", "type", "status", "sample", "part"} {
+		if v := f.sel[k]; v != nil && *v != "" {
+			parts = append(parts, "--"+k+" "+*v)
+		}
+	}
+	for _, b := range []struct {
+		name string
+		set  bool
+	}{{"all", f.all}, {"latest", f.latest}} {
+		if b.set {
+			parts = append(parts, "--"+b.name)
+		}
+	}
 	return strings.Join(parts, " ")
 }
 

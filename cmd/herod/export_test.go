@@ -144,6 +144,10 @@ func TestExportData(t *testing.T) {
 		{"url", []string{"--url", "http://a.example/y"}, 2, false, "response http://a.example/y 2026-03-01T12:00:00Z"},
 		{"date range", []string{"--host", "a.example", "--from", "20260302", "--to", "20260302"}, 3, false, "response http://a.example/ 2026-03-02T12:00:00Z"},
 		{"revisits", []string{"--url", "http://a.example/", "--revisits"}, 3, true, "response http://a.example/ 2026-03-01T12:00:00Z"},
+		{"all", []string{"--all"}, 10, true, "response http://a.example/ 2026-03-01T12:00:00Z"},
+		{"all latest", []string{"--all", "--latest"}, 5, true, "response http://a.example/ 2026-03-02T12:00:00Z"},
+		{"domain regex", []string{"--domain", "example", "--regex", ".*/[xz]"}, 4, false, "response http://a.example/x 2026-03-01T12:00:00Z"},
+		{"surt type sample", []string{"--surt", "example,b)", "--type", "text/html", "--sample", "100%"}, 4, false, "response http://b.example/ 2026-03-01T12:00:00Z"},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -166,7 +170,7 @@ func TestExportData(t *testing.T) {
 				t.Fatalf("got %d records starting %q, want %d starting %q", len(recs), recs[0], tc.want, tc.first)
 			}
 			if info := firstRecord(t, b); info.Header.Get("Warc-Type") != "warcinfo" || info.Header.Get("Warc-Filename") != filepath.Base(out) ||
-				!bytes.Contains(info.Block, []byte("isPartOf: herod export "+strings.Join(tc.args[:2], " "))) {
+				!bytes.Contains(info.Block, []byte("isPartOf: herod export "+strings.Join(tc.args[:min(2, len(tc.args))], " "))) {
 				t.Errorf("first record %v\n%s: want the warcinfo record of the export", info.Header, info.Block)
 			}
 			if tc.cdx {
@@ -190,10 +194,13 @@ func TestExportFlags(t *testing.T) {
 		{"--data", data, "--node", "http://127.0.0.1:1/", "--host", "a.example"}, // two sources
 		{"--data", data}, // no selection
 		{"--data", data, "--host", "a.example", "--url", "http://a.example/"},
-		{"--node", "http://127.0.0.1:1/", "--host", "a.example", "--cdx", "x.cdxj"},
 		{"--data", data, "--host", "a.example", "--from", "2026x"},
 		{"--data", data, "--host", "a.example", "--resume", "not a cursor", "-o", "x"},
 		{"--data", data, "--host", "a.example", "--resume", "http://a.example/ 20260301120000"}, // stdout
+		{"--data", data, "--all", "--host", "a.example"},
+		{"--data", data, "--all", "--part", "5/4"},
+		{"--data", data, "--all", "--regex", "("},
+		{"--data", data, "--all", "--latest", "--revisits"},
 	}
 	for _, args := range tests {
 		if msg, err := run(t, exportCmd, args...); !errors.Is(err, errUsage) {
@@ -281,7 +288,8 @@ func TestExportGatewayRevisits(t *testing.T) {
 	data := makeData(t)
 	dir := t.TempDir()
 	disk := filepath.Join(dir, "disk.warc.gz")
-	if msg, err := run(t, exportCmd, "--data", data, "--url", "http://a.example/", "--revisits", "-o", disk); err != nil {
+	diskIdx := filepath.Join(dir, "disk.cdxj")
+	if msg, err := run(t, exportCmd, "--data", data, "--url", "http://a.example/", "--revisits", "-o", disk, "--cdx", diskIdx); err != nil {
 		t.Fatalf("%v\n%s", err, msg)
 	}
 	s, err := archive.Open(filepath.Join(data, "archive"), archive.Options{NoSync: true})
@@ -296,11 +304,21 @@ func TestExportGatewayRevisits(t *testing.T) {
 	srv := httptest.NewServer(gw)
 	defer srv.Close()
 	ring := filepath.Join(dir, "ring.warc.gz")
-	if msg, err := run(t, exportCmd, "--node", srv.URL, "--url", "http://a.example/", "--revisits", "-o", ring); err != nil {
+	if msg, err := run(t, exportCmd, "--node", srv.URL, "--url", "http://a.example/", "--revisits", "-o", ring, "--cdx", filepath.Join(dir, "ring.cdxj")); err != nil {
 		t.Fatalf("%v\n%s", err, msg)
 	}
 	got, _ := os.ReadFile(ring)
 	want, _ := os.ReadFile(disk)
+	// The index of the ring-wide file locates its records and says what
+	// the index of the same export from disk says, but for the offsets
+	// (each file's warcinfo record differs in length).
+	ringIdx, _ := os.ReadFile(filepath.Join(dir, "ring.cdxj"))
+	checkCDXJ(t, ringIdx, got)
+	dIdx, _ := os.ReadFile(diskIdx)
+	offsets := regexp.MustCompile(`"offset":"?[0-9]+"?|"filename":"[^"]*"`)
+	if a, b := offsets.ReplaceAll(ringIdx, nil), offsets.ReplaceAll(dIdx, nil); !bytes.Equal(a, b) || len(a) == 0 {
+		t.Errorf("index through the gateway:\n%s\nfrom disk:\n%s", a, b)
+	}
 	revisits := 0
 	for _, r := range records(t, want) {
 		if strings.HasPrefix(r, "revisit ") {

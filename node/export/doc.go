@@ -11,7 +11,8 @@
 // query's (node/query/export.go).
 //
 // Invariants: a record is merged only after its header matched the query
-// and came strictly after the previous one (and after the resume cursor),
+// (its URL, time and URL filters; a response's status and media type,
+// read from its head, when the query filters on them) and came strictly after the previous one (and after the resume cursor),
 // and its body proved to be exactly one gzip member holding one WARC
 // response record (or, when asked for, a revisit) whose target, date and
 // block and payload digests agree with the header; a remote member's
@@ -25,7 +26,9 @@
 // member's failure or skipped versions end the merge with an error
 // wrapping ErrPartial, never silently. What was written before an error
 // is a correct prefix of the full export, so resuming after the last
-// cursor gives exactly the rest.
+// cursor gives exactly the rest. With Filter.Latest the merge holds a
+// URL's record until the next URL's and writes the newest the members
+// sent.
 //
 // Concurrency: a Member is read by one goroutine; Serve, Open and Merge
 // keep no shared state.

@@ -3,12 +3,12 @@ package export
 import (
 	"bufio"
 	"bytes"
-	"container/heap"
 	"context"
 	"encoding/base32"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -246,6 +246,13 @@ func (m *Member) read() (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("member %s: %w: %w", m.name, ErrBadReply, err)
 	}
+	if refersTo.IsZero() && (m.q.Status != 0 || m.q.Type != "") {
+		// The header has no status or media type: the record's head does.
+		status, mt, err := responseHead(body)
+		if err != nil || !m.q.Contains(archive.Version{URL: h.URL, Time: h.Time, Status: status, ContentType: mt}) {
+			return false, fmt.Errorf("member %s: %w: record of %.100q (status %d, %q) outside the query (%v)", m.name, ErrBadReply, h.URL, status, mt, err)
+		}
+	}
 	m.last, m.hasLast = k, true
 	if err := m.verifyRecord(body, h, refersTo); err != nil {
 		m.dropped++
@@ -378,6 +385,25 @@ func checkRecord(body []byte, h recordHeader, revisits bool) (time.Time, error) 
 	return time.Time{}, nil
 }
 
+// responseHead returns the HTTP status and media type of the response
+// record in body, a gzip member checkRecord has checked.
+func responseHead(body []byte) (int, string, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	rec, err := archive.ReadRecordMax(bufio.NewReader(wire.LimitReader(zr, maxRecordBlock+archive.MaxHead)), maxRecordBlock)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(rec.Block)), nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, archive.MediaType(resp.Header.Get("Content-Type")), nil
+}
+
 // digestIs reports whether the WARC digest field v ("sha1:BASE32") is d.
 func digestIs(v string, d id.ID) bool {
 	label, val, ok := strings.Cut(v, ":")
@@ -403,83 +429,4 @@ func Open(name string, r io.Reader, setRD func(time.Time), q cdx.Query, after *a
 // Done reports whether the member's reply ended, all of it merged.
 func (m *Member) Done() bool { return m.done }
 
-// memberHeap orders the members' current records.
-type memberHeap []*Member
-
-func (h memberHeap) Len() int           { return len(h) }
-func (h memberHeap) Less(i, j int) bool { return h[i].key.Compare(h[j].key) < 0 }
-func (h memberHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *memberHeap) Push(x any)        { *h = append(*h, x.(*Member)) }
-func (h *memberHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-// Merge writes the records of the members, each positioned on its
-// first record or done, in global export order, dropping a record equal to
-// the one just written (the same version held by two members). It calls
-// progress, if non-nil, with each written record's cursor. A member's
-// failure stops the merge with an error wrapping ErrPartial.
-//
-// Versions a member skipped as corrupt are reported once the merge is
-// done, as an error wrapping ErrPartial: the stream is then complete but
-// for them.
-func Merge(all []*Member, w io.Writer, progress func(cursor string)) error {
-	var h memberHeap
-	for _, m := range all {
-		if !m.done {
-			h = append(h, m)
-		}
-	}
-	heap.Init(&h)
-	var last archive.Cursor
-	wrote := false
-	for h.Len() > 0 {
-		m := h[0]
-		if !wrote || m.key.Compare(last) != 0 {
-			if _, err := w.Write(m.body); err != nil {
-				return err
-			}
-			last, wrote = m.key, true
-			if progress != nil {
-				progress(m.head.Cursor)
-			}
-		}
-		if err := m.next(); err != nil {
-			return fmt.Errorf("%w: %w", ErrPartial, err)
-		}
-		if m.done {
-			heap.Pop(&h)
-		} else {
-			heap.Fix(&h, 0)
-		}
-	}
-	var errs []error
-	for _, m := range all {
-		if m.skipped > 0 {
-			errs = append(errs, fmt.Errorf("member %s left out %d corrupt version files", m.name, m.skipped))
-		}
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("%w: %w", ErrPartial, errors.Join(errs...))
-	}
-	return nil
-}
-
 var _ Exporter = (*archive.Store)(nil)
-
-// Dropped returns how many records the members dropped as failing
-// verification, and the first reason.
-func Dropped(all []*Member) (int, error) {
-	n, first := 0, error(nil)
-	for _, m := range all {
-		d, err := m.Dropped()
-		n += d
-		if first == nil && err != nil {
-			first = fmt.Errorf("member %s: %w", m.name, err)
-		}
-	}
-	return n, first
-}

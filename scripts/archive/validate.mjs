@@ -7,6 +7,8 @@
 // must name their profile and target and carry a payload digest equal to an
 // earlier response of the same URI in the file when that response is there.
 // A warcinfo record is allowed first only, with application/warc-fields.
+// A metadata record (outlinks) must be application/warc-fields and name an
+// earlier record in WARC-Concurrent-To.
 // It prints a JSON summary and exits 1 if any check failed.
 import { WARCParser } from "warcio";
 import crypto from "node:crypto";
@@ -63,13 +65,17 @@ for (const [i, { rec, content }] of raw.entries()) {
   const info = rec.warcType === "warcinfo";
   if (info && i !== 0) errors.push(`${where}: warcinfo record not first`);
   if (info && rec.warcHeader("Content-Type") !== "application/warc-fields") errors.push(`${where}: warcinfo not application/warc-fields`);
-  for (const f of info ? ["WARC-Record-ID", "WARC-Date"] : ["WARC-Record-ID", "WARC-Date", "WARC-Target-URI", "WARC-Payload-Digest"]) {
+  const meta = rec.warcType === "metadata";
+  if (meta && rec.warcHeader("Content-Type") !== "application/warc-fields") errors.push(`${where}: metadata not application/warc-fields`);
+  const required = info ? ["WARC-Record-ID", "WARC-Date"] : meta ? ["WARC-Record-ID", "WARC-Date", "WARC-Target-URI", "WARC-Concurrent-To"] : ["WARC-Record-ID", "WARC-Date", "WARC-Target-URI", "WARC-Payload-Digest"];
+  for (const f of required) {
     if (!rec.warcHeader(f)) errors.push(`${where}: no ${f}`);
   }
 }
 
 const parsed = await records(file, true);
 const seen = new Map(); // uri -> set of payload digests of responses so far
+const ids = new Set(); // record ids so far
 for (const [i, { rec, content }] of parsed.entries()) {
   const uri = rec.warcTargetURI;
   const where = `record ${i} (${uri})`;
@@ -96,9 +102,13 @@ for (const [i, { rec, content }] of parsed.entries()) {
       errors.push(`${where}: revisit does not name its target`);
     }
     if (seen.has(uri) && !seen.get(uri).has(digest)) errors.push(`${where}: revisit digest matches no earlier response`);
+  } else if (rec.warcType === "metadata") {
+    summary.metadata = (summary.metadata || 0) + 1;
+    if (!ids.has(rec.warcHeader("WARC-Concurrent-To"))) errors.push(`${where}: metadata concurrent to no earlier record`);
   } else if (rec.warcType !== "warcinfo") {
     errors.push(`${where}: unexpected record type ${rec.warcType}`);
   }
+  ids.add(rec.warcHeader("WARC-Record-ID"));
 }
 if (raw.length !== parsed.length) errors.push(`record counts differ: ${raw.length} raw, ${parsed.length} parsed`);
 
