@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,7 +27,8 @@ import (
 // from the seed until the stores hold min(3, nodes) copies of every
 // version. The ring crawls on the day it formed (as FORMEDTODAY=1 in
 // process). HEROD_REALWEB_POLITE=0 crawls at 500 requests/s per host,
-// else at 1.
+// else at 1. HEROD_CPUPROFILE=DIR writes each process's CPU profile
+// under DIR/round<r>-nodes<n>/.
 func TestProcessesRingOverhead(t *testing.T) {
 	if os.Getenv(processTestsEnv) == "" || os.Getenv("HEROD_REALWEB") != "1" {
 		t.Skipf("runs herod processes for minutes: set %s=1 HEROD_REALWEB=1", processTestsEnv)
@@ -54,7 +56,7 @@ func TestProcessesRingOverhead(t *testing.T) {
 		}
 		var per [2]float64
 		for _, n := range order {
-			cpu, wall := crawlProcesses(t, n, rate, web.Seeds(), want)
+			cpu, wall := crawlProcesses(t, n, rate, web.Seeds(), want, profileDir(r, n))
 			p := cpu.Seconds() / float64(want) * 1000
 			t.Logf("realweb processes: round=%d nodes=%d host_rate=%s pages=%d wall_s=%.1f cpu_s=%.2f cpu_s_per_1000=%.3f",
 				r, n, rate, want, wall.Seconds(), cpu.Seconds(), p)
@@ -68,13 +70,26 @@ func TestProcessesRingOverhead(t *testing.T) {
 	t.Logf("realweb processes: median ratio=%.2f of %.2f", med, ratios)
 }
 
+// profileDir is where the processes of round r's crawl by n nodes write
+// their CPU profiles: a directory under HEROD_CPUPROFILE, or "" (none).
+func profileDir(r, n int) string {
+	dir := os.Getenv(cpuProfileEnv)
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, fmt.Sprintf("round%d-nodes%d", r, n))
+}
+
 // crawlProcesses starts count herod processes (k = 3), seeds the first
-// with seeds and returns the CPU the processes used from the seed until
+// with seeds (profiles: their CPU profiles' directory, or "") and returns the CPU the processes used from the seed until
 // their stores held min(3, count) copies of want versions, and the wall
 // time.
-func crawlProcesses(t *testing.T, count int, rate string, seeds []string, want int64) (time.Duration, time.Duration) {
+func crawlProcesses(t *testing.T, count int, rate string, seeds []string, want int64, profiles string) (time.Duration, time.Duration) {
 	t.Helper()
 	r := newProcRing(t, 24*time.Hour)
+	if profiles != "" {
+		r.env = append(r.env, cpuProfileEnv+"="+profiles)
+	}
 	r.extra = []string{"--host-rate", rate, "--replicas", "3", "--replication-interval", "30s"}
 	first := r.start(nil, "")
 	nodes := []*proc{first}
