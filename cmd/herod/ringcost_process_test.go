@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -119,10 +120,48 @@ func crawlProcesses(t *testing.T, count int, rate string, seeds []string, want i
 		<-tick.C
 	}
 	cpu, wall := procsCPU(t, nodes)-cpu0, time.Since(start)
+	logCopies(t, nodes)
 	for _, p := range nodes {
 		r.remove(p, syscall.SIGTERM)
 	}
 	return cpu, wall
+}
+
+// logCopies logs how the processes' copies were made: imported by the
+// push and by rounds, and offered or listed records found already held.
+func logCopies(t *testing.T, ps []*proc) {
+	t.Helper()
+	type copies struct {
+		Pulled  int64 `json:"pulled"`
+		Present int64 `json:"present"`
+	}
+	var push, rounds copies
+	var offers int64
+	for _, p := range ps {
+		st, err := status(p)
+		if err != nil {
+			t.Logf("realweb processes: status: %v", err)
+			return
+		}
+		var r struct {
+			Syncs copies `json:"syncs"`
+			Push  struct {
+				Offers   int64  `json:"offers"`
+				Received copies `json:"received"`
+			} `json:"push"`
+		}
+		if err := json.Unmarshal(st["replication"], &r); err != nil {
+			t.Logf("realweb processes: replication status: %v", err)
+			return
+		}
+		push.Pulled += r.Push.Received.Pulled
+		push.Present += r.Push.Received.Present
+		rounds.Pulled += r.Syncs.Pulled
+		rounds.Present += r.Syncs.Present
+		offers += r.Push.Offers
+	}
+	t.Logf("realweb processes: copies: push imported %d (%d offers, %d offered already held), rounds imported %d (%d already held)",
+		push.Pulled, offers, push.Present, rounds.Pulled, rounds.Present)
 }
 
 // procsCPU sums the user and system time of the processes so far, from
