@@ -96,6 +96,22 @@ func checkFraming(zd *zdict, data []byte) error {
 	return nil
 }
 
+// Holds reports whether the store holds the version e names: what a
+// replica asks before it reads an offered record from its owner.
+func (s *Store) Holds(ctx context.Context, e Entry) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("archive holds: %w", err)
+	}
+	_, err := s.lookupEntry(e)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ErrNotFound):
+		return false, nil
+	}
+	return false, fmt.Errorf("archive holds %s: %w", e.Name(), err)
+}
+
 // lookupEntry returns the version e names, or ErrNotFound.
 func (s *Store) lookupEntry(e Entry) (Version, error) {
 	it := s.db.NewIterator(util.BytesPrefix(versionPrefix(e.Key)), nil)
@@ -131,7 +147,8 @@ func (s *Store) lookupEntry(e Entry) (Version, error) {
 // block is read, and its decompression stops at that bound
 // (decodeMemberMax, decodeFrameMax): a record that expands to much costs
 // no more than the bound. It returns added == false if the version is
-// already stored, ErrCorrupt for a record that fails verification,
+// already stored (a version of the same name is held: data is then
+// neither decoded nor verified, since none of it is stored), ErrCorrupt for a record that fails verification,
 // ErrQuota when the quota is reached.
 func (s *Store) Import(ctx context.Context, name string, data []byte) (Version, bool, error) {
 	return s.importRecord(ctx, name, data, true)
@@ -152,6 +169,11 @@ func (s *Store) importRecord(ctx context.Context, name string, data []byte, prov
 	e, err := ParseName(name)
 	if err != nil {
 		return Version{}, false, fmt.Errorf("archive import: %w", err)
+	}
+	if have, err := s.lookupEntry(e); err == nil {
+		// Held already (a round and the push both copied it): nothing of
+		// data would be stored, so it is not decoded or verified.
+		return have, false, nil
 	}
 	ref, frame, named, err := splitRefFrame(data)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"math/big"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -350,19 +351,63 @@ func decodeFrameMax(zd *zdict, data []byte, maxBlock int64) (*decodedFile, []byt
 	if err != nil {
 		return nil, nil, err
 	}
-	d := readerPool.Get().(*memberReader)
-	defer readerPool.Put(d)
-	br := d.br
-	br.Reset(bytes.NewReader(plain))
-	defer br.Reset(nil)
-	// The block is within plain, which is bounded: a block declaring more
-	// is refused, and one that does not is allocated once at its length.
-	rec, err := readOnlyMax(br, min(maxBlock, int64(len(plain))), false)
+	rec, err := recordIn(plain, min(maxBlock, int64(len(plain))))
 	if err != nil {
 		return nil, nil, err
 	}
 	f, err := decodeResponse(rec)
 	return f, plain, err
+}
+
+// recordIn is readOnlyMax for a record held whole in plain: the fields
+// are parsed as readRecord parses them, and the block, at most max
+// bytes, is the slice of plain that holds it rather than a copy (which
+// was a tenth of a replica's import). Nothing may follow the record's
+// trailer.
+func recordIn(plain []byte, max int64) (*Record, error) {
+	d := readerPool.Get().(*memberReader)
+	defer readerPool.Put(d)
+	src := bytes.NewReader(plain)
+	br := d.br
+	br.Reset(src)
+	defer br.Reset(nil)
+	line, err := readLine(br)
+	for err == nil && line == "" { // as readRecord: blank lines before the record
+		line, err = readLine(br)
+	}
+	if err == io.EOF {
+		return nil, malformed("empty file")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if line != "WARC/1.1" && line != "WARC/1.0" {
+		return nil, malformed("bad version line %q", line)
+	}
+	h, err := readFields(br)
+	if err != nil {
+		if !errors.Is(err, ErrCorrupt) {
+			err = fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		return nil, err
+	}
+	n, err := strconv.ParseInt(h.Get("Content-Length"), 10, 64)
+	if err != nil || n < 0 {
+		return nil, malformed("bad Content-Length %q", h.Get("Content-Length"))
+	}
+	if n > max {
+		return nil, malformed("block of %d bytes exceeds %d", n, max)
+	}
+	at := int64(len(plain)) - int64(src.Len()) - int64(br.Buffered()) // the block's start
+	switch end := at + n; {
+	case end > int64(len(plain)):
+		return nil, malformed("truncated block: %v", io.ErrUnexpectedEOF)
+	case end+4 > int64(len(plain)) || string(plain[end:end+4]) != "\r\n\r\n":
+		return nil, malformed("missing record trailer")
+	case end+4 != int64(len(plain)):
+		return nil, fmt.Errorf("%w: trailing data or bad compression: %d bytes after the record", ErrCorrupt, int64(len(plain))-end-4)
+	}
+	return &Record{Version: line, Header: h, Block: plain[at : at+n : at+n]}, nil
 }
 
 // frameContentSize returns the content size the header of the zstd

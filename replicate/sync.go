@@ -139,7 +139,8 @@ func Sync(ctx context.Context, local Local, peer Peer, a, b id.ID, opt Options) 
 // round trip when peer is a BatchReader, and stores them with Import,
 // which verifies each — the path Sync takes for the records it lists.
 // Names outside (a, b] are refused and counted in Stats.Rejected, as are
-// records that fail verification; records already held count as Present.
+// records that fail verification; records already held count as Present
+// (a Holder's are not read from peer at all).
 // It returns the first error that stops it: the peer unreachable, a local
 // store error, ErrBudget.
 func Copy(ctx context.Context, local Local, peer Peer, a, b id.ID, es []archive.Entry, opt Options) (Stats, error) {
@@ -147,6 +148,7 @@ func Copy(ctx context.Context, local Local, peer Peer, a, b id.ID, es []archive.
 	done := s.meter()
 	want := make([]archive.Entry, 0, len(es))
 	seen := make(map[archive.Entry]bool, len(es))
+	h, _ := local.(Holder)
 	for _, e := range es {
 		switch {
 		case seen[e]:
@@ -154,6 +156,8 @@ func Copy(ctx context.Context, local Local, peer Peer, a, b id.ID, es []archive.
 			s.st.Rejected++
 		case s.opt.Skip != nil && s.opt.Skip(e):
 			s.st.Skipped++
+		case h != nil && holds(ctx, h, e):
+			s.st.Present++ // not read again: a round copied it first
 		default:
 			want = append(want, e)
 		}
@@ -174,6 +178,21 @@ func Copy(ctx context.Context, local Local, peer Peer, a, b id.ID, es []archive.
 		return s.st, fmt.Errorf("replicate copy: %w", err)
 	}
 	return s.st, nil
+}
+
+// Holder is a Local that tells whether it holds a version, so that Copy
+// reads from the peer only what it lacks. *archive.Store implements it.
+type Holder interface {
+	Holds(ctx context.Context, e archive.Entry) (bool, error)
+}
+
+var _ Holder = (*archive.Store)(nil)
+
+// holds reports whether h holds e; an error counts as not held (the
+// record is read and Import decides).
+func holds(ctx context.Context, h Holder, e archive.Entry) bool {
+	ok, err := h.Holds(ctx, e)
+	return err == nil && ok
 }
 
 // meter starts counting the peer's traffic, when it is metered; the

@@ -437,9 +437,14 @@ func TestCopy(t *testing.T) {
 	if got, _ := dst.RangeSum(ctx, a, b); got.Count != int64(want) {
 		t.Fatalf("destination holds %d of (a, b], want %d", got.Count, want)
 	}
-	// Again: everything is present, nothing is pulled twice.
-	if st, err = Copy(ctx, dst, cl, a, b, c.ents[5:31], Options{}); err != nil || st.Pulled != 0 || st.Present == 0 {
-		t.Fatalf("second copy: %+v, %v", st, err)
+	// Again: everything is present, nothing is pulled twice, nor even
+	// read from the peer (the store is a Holder).
+	if st, err = Copy(ctx, dst, cl, a, b, c.ents[5:31], Options{}); err != nil || st.Pulled != 0 || st.Present != 26 || st.Traffic.Requests != 0 {
+		t.Fatalf("second copy: %+v, %v; want 26 present, no request", st, err)
+	}
+	// Import itself answers a held name before it decodes the bytes.
+	if _, added, err := dst.Import(ctx, c.ents[5].Name(), []byte("not a record")); err != nil || added {
+		t.Fatalf("import of a held name: added %v, %v", added, err)
 	}
 	// A peer sending other bytes under a name: refused by Import.
 	liar := &lyingPeer{Peer: src, data: c.data[c.ents[0]]}

@@ -14,7 +14,9 @@
 # stores hold k copies of every version; unset: replication off), HOSTS,
 # PAGES (realweb's size), LOG, PROCESSES (1: each node a herod run
 # process of its own, cmd/herod.TestProcessesRingOverhead: the CPU is the
-# sum of the processes', the ring crawls on the day it formed, k = 3).
+# sum of the processes', the ring crawls on the day it formed, k = 3),
+# CPUPROF (a directory: with PROCESSES=1, each process's CPU profile in
+# CPUPROF/round<r>-nodes<n>/herod-<pid>.cpu.prof).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -23,6 +25,7 @@ echo "bench-ring-realistic: ring of ${RING:-4}, ${ROUNDS:-4} rounds, politeness 
 if [[ ${PROCESSES:-} == 1 ]]; then
 	HEROD_PROCESS_TESTS=1 HEROD_REALWEB=1 HEROD_REALWEB_RING=${RING:-4} HEROD_REALWEB_ROUNDS=${ROUNDS:-4} \
 		HEROD_REALWEB_POLITE=${POLITE:-1} HEROD_REALWEB_HOSTS=${HOSTS:-} HEROD_REALWEB_PAGES=${PAGES:-} \
+		HEROD_CPUPROFILE=${CPUPROF:+$(realpath -m "$CPUPROF")} \
 		go test ./cmd/herod -run '^TestProcessesRingOverhead$' -count=1 -timeout 90m -v >"$LOG" 2>&1 || {
 		echo "bench-ring-realistic: go test failed; see $LOG" >&2
 		exit 1

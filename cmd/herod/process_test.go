@@ -47,6 +47,8 @@ type procRing struct {
 	// strict leaves out the --allow-private 127.0.0.0/8 every node
 	// otherwise runs with (the sample web is on loopback).
 	strict bool
+	// quiet leaves out -v (debug logs), for tests that time the nodes.
+	quiet bool
 }
 
 func newProcRing(t *testing.T, day time.Duration) *procRing {
@@ -113,7 +115,10 @@ func (r *procRing) start(p *proc, join string) *proc {
 		args = append(args, "--join", join)
 	}
 	args = append(args, r.extra...)
-	cmd := exec.Command(r.bin, append(args, "-v")...)
+	if !r.quiet {
+		args = append(args, "-v")
+	}
+	cmd := exec.Command(r.bin, args...)
 	cmd.Env = append(os.Environ(), r.env...)
 	logDir := r.dir
 	if d := os.Getenv("HEROD_PROCESS_LOGS"); d != "" {

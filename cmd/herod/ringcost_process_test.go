@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,7 +28,8 @@ import (
 // from the seed until the stores hold min(3, nodes) copies of every
 // version. The ring crawls on the day it formed (as FORMEDTODAY=1 in
 // process). HEROD_REALWEB_POLITE=0 crawls at 500 requests/s per host,
-// else at 1.
+// else at 1. HEROD_CPUPROFILE=DIR writes each process's CPU profile
+// under DIR/round<r>-nodes<n>/.
 func TestProcessesRingOverhead(t *testing.T) {
 	if os.Getenv(processTestsEnv) == "" || os.Getenv("HEROD_REALWEB") != "1" {
 		t.Skipf("runs herod processes for minutes: set %s=1 HEROD_REALWEB=1", processTestsEnv)
@@ -54,7 +57,7 @@ func TestProcessesRingOverhead(t *testing.T) {
 		}
 		var per [2]float64
 		for _, n := range order {
-			cpu, wall := crawlProcesses(t, n, rate, web.Seeds(), want)
+			cpu, wall := crawlProcesses(t, n, rate, web.Seeds(), want, profileDir(r, n))
 			p := cpu.Seconds() / float64(want) * 1000
 			t.Logf("realweb processes: round=%d nodes=%d host_rate=%s pages=%d wall_s=%.1f cpu_s=%.2f cpu_s_per_1000=%.3f",
 				r, n, rate, want, wall.Seconds(), cpu.Seconds(), p)
@@ -68,13 +71,27 @@ func TestProcessesRingOverhead(t *testing.T) {
 	t.Logf("realweb processes: median ratio=%.2f of %.2f", med, ratios)
 }
 
+// profileDir is where the processes of round r's crawl by n nodes write
+// their CPU profiles: a directory under HEROD_CPUPROFILE, or "" (none).
+func profileDir(r, n int) string {
+	dir := os.Getenv(cpuProfileEnv)
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, fmt.Sprintf("round%d-nodes%d", r, n))
+}
+
 // crawlProcesses starts count herod processes (k = 3), seeds the first
-// with seeds and returns the CPU the processes used from the seed until
+// with seeds (profiles: their CPU profiles' directory, or "") and returns the CPU the processes used from the seed until
 // their stores held min(3, count) copies of want versions, and the wall
 // time.
-func crawlProcesses(t *testing.T, count int, rate string, seeds []string, want int64) (time.Duration, time.Duration) {
+func crawlProcesses(t *testing.T, count int, rate string, seeds []string, want int64, profiles string) (time.Duration, time.Duration) {
 	t.Helper()
 	r := newProcRing(t, 24*time.Hour)
+	r.quiet = true // debug logs cost the ring more CPU than the one node
+	if profiles != "" {
+		r.env = append(r.env, cpuProfileEnv+"="+profiles)
+	}
 	r.extra = []string{"--host-rate", rate, "--replicas", "3", "--replication-interval", "30s"}
 	first := r.start(nil, "")
 	nodes := []*proc{first}
@@ -90,14 +107,61 @@ func crawlProcesses(t *testing.T, count int, rate string, seeds []string, want i
 	if out, err := seed.CombinedOutput(); err != nil {
 		t.Fatalf("herod seed: %v\n%s", err, out)
 	}
-	testwait.For(t, fmt.Sprintf("%d copies of %d versions", copies, want), 20*time.Minute, func() bool {
-		return r.versions() >= copies*want
-	})
+	// The nodes' status is read every 250 ms, not at testwait's 50: each
+	// read renders a node's whole status, CPU the crawl would be charged
+	// with (about 0.4 CPU-s a ring crawl at 50 ms).
+	deadline := time.Now().Add(20 * time.Minute)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for r.versions() < copies*want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d copies of %d versions: not within 20m (%d versions stored)", copies, want, r.versions())
+		}
+		<-tick.C
+	}
 	cpu, wall := procsCPU(t, nodes)-cpu0, time.Since(start)
+	logCopies(t, nodes)
 	for _, p := range nodes {
 		r.remove(p, syscall.SIGTERM)
 	}
 	return cpu, wall
+}
+
+// logCopies logs how the processes' copies were made: imported by the
+// push and by rounds, and offered or listed records found already held.
+func logCopies(t *testing.T, ps []*proc) {
+	t.Helper()
+	type copies struct {
+		Pulled  int64 `json:"pulled"`
+		Present int64 `json:"present"`
+	}
+	var push, rounds copies
+	var offers int64
+	for _, p := range ps {
+		st, err := status(p)
+		if err != nil {
+			t.Logf("realweb processes: status: %v", err)
+			return
+		}
+		var r struct {
+			Syncs copies `json:"syncs"`
+			Push  struct {
+				Offers   int64  `json:"offers"`
+				Received copies `json:"received"`
+			} `json:"push"`
+		}
+		if err := json.Unmarshal(st["replication"], &r); err != nil {
+			t.Logf("realweb processes: replication status: %v", err)
+			return
+		}
+		push.Pulled += r.Push.Received.Pulled
+		push.Present += r.Push.Received.Present
+		rounds.Pulled += r.Syncs.Pulled
+		rounds.Present += r.Syncs.Present
+		offers += r.Push.Offers
+	}
+	t.Logf("realweb processes: copies: push imported %d (%d offers, %d offered already held), rounds imported %d (%d already held)",
+		push.Pulled, offers, push.Present, rounds.Pulled, rounds.Present)
 }
 
 // procsCPU sums the user and system time of the processes so far, from

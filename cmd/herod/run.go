@@ -91,6 +91,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if w := contactWarning(rs.crawl.contact); w != "" {
 		cfg.Logger.Warn(w) // in the log format chosen (--log-format json)
 	}
+	defer startCPUProfile(stderr)()
 	join, data := rs.join, rs.data
 	urls := rs.urls
 	for {
