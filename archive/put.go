@@ -351,7 +351,7 @@ func (s *Store) Touch(ctx context.Context, url string, t time.Time) error {
 		return fmt.Errorf("archive touch: time %v out of range", t)
 	}
 	k := id.OfString(url)
-	if ok, err := s.hasVersion(k); err != nil {
+	if ok, err := s.hasVersion(url); err != nil {
 		return fmt.Errorf("archive touch: %w", err)
 	} else if !ok {
 		return fmt.Errorf("archive touch: %w", ErrNotFound)

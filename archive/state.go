@@ -212,7 +212,7 @@ func (s *Store) StateFromVersion(ctx context.Context, url string) (CrawlState, e
 
 // HasVersion reports whether url has a stored version.
 func (s *Store) HasVersion(url string) (bool, error) {
-	ok, err := s.hasVersion(id.OfString(url))
+	ok, err := s.hasVersion(url)
 	if err != nil {
 		return false, fmt.Errorf("archive has version: %w", err)
 	}
