@@ -8,6 +8,7 @@
 #
 # Usage: scripts/scale/run.sh [urls:days ...]   (default: 10000:30 100000:30)
 # Environment: OUT (default ./scale-out), SEED (the web's seed, default 1),
+# NODES (a ring of that many nodes with replication, default 1),
 # HEAP=1 (a heap profile at each day's end), CPUPROF=N (a CPU profile of day N),
 # GOMEMLIMIT (the node process's Go memory limit, default 448MiB: the
 # budget under which docs/scale.md states RSS; "off" for none).
@@ -26,13 +27,15 @@ runs=("$@")
 [ ${#runs[@]} -eq 0 ] && runs=(10000:30 100000:30)
 jsons=()
 for r in "${runs[@]}"; do
-	echo "# run $r ($(date -u +%FT%TZ), load $(cut -d' ' -f1 /proc/loadavg), GOMEMLIMIT ${GOMEMLIMIT:-448MiB})" | tee -a "$OUT/log"
+	echo "# run $r (nodes ${NODES:-1}, $(date -u +%FT%TZ), load $(cut -d' ' -f1 /proc/loadavg), GOMEMLIMIT ${GOMEMLIMIT:-448MiB})" | tee -a "$OUT/log"
 	(cd node && GOMEMLIMIT="${GOMEMLIMIT:-448MiB}" HEROD_SCALE="$r" HEROD_SCALE_OUT="$OUT" HEROD_SCALE_WEBGEN="$BIN/webgen" \
-		HEROD_SCALE_SEED="${SEED:-1}" HEROD_SCALE_HEAPPROFILE="${HEAP:-}" HEROD_SCALE_CPUPROFILE="${CPUPROF:-}" \
+		HEROD_SCALE_SEED="${SEED:-1}" HEROD_SCALE_NODES="${NODES:-1}" HEROD_SCALE_HEAPPROFILE="${HEAP:-}" HEROD_SCALE_CPUPROFILE="${CPUPROF:-}" \
 		"$BIN/node.test" -test.run '^TestScale$' -test.v -test.timeout 0 2>&1 |
 		grep -E 'scale:|FAIL|PASS|panic' | sed 's/.*scale: //' | tee -a "$OUT/log")
 	echo "# end $r ($(date -u +%FT%TZ), load $(cut -d' ' -f1 /proc/loadavg))" | tee -a "$OUT/log"
-	jsons+=("$OUT/scale-${r/:/x}.json")
+	name=${r/:/x}
+	[ "${NODES:-1}" -gt 1 ] && name+="x${NODES}n"
+	jsons+=("$OUT/scale-$name.json")
 done
 (cd scripts/scale/plot && go run . -o "$OUT/scale.svg" "${jsons[@]}") | tee "$OUT/tables.md"
 echo "figure: $OUT/scale.svg; tables: $OUT/tables.md"
