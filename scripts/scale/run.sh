@@ -19,7 +19,7 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-$(pwd)/scale-out}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-[ "${NODES:-1}" -gt 1 ] && memlimit=${GOMEMLIMIT:-off} || memlimit=$memlimit
+if [ "${NODES:-1}" -gt 1 ]; then memlimit=${GOMEMLIMIT:-off}; else memlimit=${GOMEMLIMIT:-448MiB}; fi
 BIN=$(mktemp -d -t herod-scale.XXXXXX)
 trap 'rm -rf "$BIN"' EXIT
 go build -o "$BIN/webgen" ./scripts/scale/webgen
