@@ -17,7 +17,7 @@ const (
 	pHost    = 'n' // n host 0x00 url               -> empty (the one-file layout stored key(20))
 	pHash    = 'h' // h level(1) prefix(level)      -> sum(20) count(uvarint)
 	pMeta    = 'm' // m "stats" -> counters; m 'e' segment(4) -> durable end (uvarint)
-	pState   = 's' // s key(20)                     -> JSON stateRecord
+	pState   = 's' // s key(20)                     -> stateRecord (binary, or JSON before it: state.go)
 	pTouch   = 't' // t key(20) day(8)              -> time(8)
 	pPeer    = 'p' // p number(4)                   -> signing peer id (interned)
 	pWitness = 'w' // w key(20) time(8) digest(20) peer -> seen(8) signature (witness.go)

@@ -182,6 +182,9 @@ func testPurgeURLs(t *testing.T, dict bool) {
 				if gone != (len(vs) == 0) {
 					t.Fatalf("%s: %d versions, purged %v", u, len(vs), gone)
 				}
+				if has, err := s.HasVersion(u); err != nil || has == gone {
+					t.Fatalf("%s: HasVersion %v, %v; purged %v", u, has, err, gone)
+				}
 				if !gone {
 					if _, err := s.Read(ctx, vs[0]); err != nil {
 						t.Fatalf("%s: %v", u, err)

@@ -123,9 +123,16 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 		}
 	}()
 
-	prev, err := s.newest(k)
-	first := errors.Is(err, ErrNotFound)
-	if err != nil && !first {
+	// A URL's first version (every Put of a first crawl) is told by one
+	// point read, which the bloom filter answers, before positioning an
+	// iterator in every level for the newest version.
+	var prev Version
+	has, err := s.hasVersion(c.URL)
+	if has {
+		prev, err = s.newest(k)
+	}
+	first := !has || errors.Is(err, ErrNotFound)
+	if err != nil && !errors.Is(err, ErrNotFound) {
 		return Version{}, false, fmt.Errorf("archive put: %w", err)
 	}
 	if !first && prev.Digest == d && prev.Status == c.Status {
@@ -357,7 +364,7 @@ func (s *Store) Touch(ctx context.Context, url string, t time.Time) error {
 		return fmt.Errorf("archive touch: time %v out of range", t)
 	}
 	k := id.OfString(url)
-	if ok, err := s.hasVersion(k); err != nil {
+	if ok, err := s.hasVersion(url); err != nil {
 		return fmt.Errorf("archive touch: %w", err)
 	} else if !ok {
 		return fmt.Errorf("archive touch: %w", ErrNotFound)

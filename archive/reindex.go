@@ -6,7 +6,6 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -255,11 +254,7 @@ func (s *Store) build(ctx context.Context, dst string, old *leveldb.DB, cut bool
 		if !st.derive {
 			break
 		}
-		val, err := json.Marshal(rec)
-		if err != nil {
-			return rep, err
-		}
-		b.Put(stateKey(k), val)
+		b.Put(stateKey(k), rec.encode())
 	}
 	if old != nil {
 		for _, p := range []byte{pState, pTouch, pWitness, pUndated} {

@@ -551,16 +551,14 @@ func (s *Store) Get(ctx context.Context, url string, t time.Time) (Version, *Cap
 	return v, c, nil
 }
 
-// hasVersion reports whether key has a version, without decoding one. It
-// seeks forward: goleveldb's Last on a prefix is a seek past it and a
-// step back, which repositions every table's iterator a second time.
-func (s *Store) hasVersion(k id.ID) (bool, error) {
-	it := s.db.NewIterator(util.BytesPrefix(versionPrefix(k)), nil)
-	defer it.Release()
-	if it.First() {
-		return true, nil
-	}
-	return false, it.Error()
+// hasVersion reports whether url has a version, without decoding one: a
+// URL's host index entry is written with its first version and deleted
+// with its last (commit.go, purge.go), so its existence is one point
+// read, which the index's bloom filter answers for the tables that lack
+// it (an iterator over the version prefix positions itself in a table of
+// every level instead).
+func (s *Store) hasVersion(url string) (bool, error) {
+	return s.db.Has(hostKey(hostOf(url), url), nil)
 }
 
 // newest returns the newest version of key, or ErrNotFound.

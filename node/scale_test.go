@@ -43,11 +43,15 @@ import (
 // HEROD_SCALE_WEBGEN a built webgen (default: built here);
 // HEROD_SCALE_SEED the web's seed (default 1); HEROD_SCALE_HEAPPROFILE=1
 // writes a heap profile at each day's end next to the rows;
-// HEROD_SCALE_CPUPROFILE=N a CPU profile of day N.
+// HEROD_SCALE_CPUPROFILE=N a CPU profile of day N; HEROD_SCALE_NODES=N
+// crawls with a ring of N nodes in the process (k = 3 replicas, rounds
+// run at each day's end until in sync; default 1: no replication), whose
+// rows go to scale-<urls>x<days>x<N>n.
 
 // scaleRow is one day of a scale run.
 type scaleRow struct {
-	URLs          int     `json:"urls"` // pages of the web on day 0
+	URLs          int     `json:"urls"`  // pages of the web on day 0
+	Nodes         int     `json:"nodes"` // nodes of the ring, in one process
 	Day           int     `json:"day"`
 	Live          int     `json:"live"`          // pages the web has today
 	Fetched       int64   `json:"fetched"`       // requests answered today
@@ -79,6 +83,15 @@ type scaleRow struct {
 	ReplayOK      int     `json:"replayOK"` // replays answered 200
 	CDXMS         float64 `json:"cdxMs"`    // one host's CDX query during the crawl
 	CDXRows       int     `json:"cdxRows"`
+	// With more than one node: the versions the stores hold (copies
+	// included) at the day's end, the replication traffic over the day
+	// (pushes and rounds, both directions), the rounds of every node run
+	// after the crawl until one pulled nothing, and that last round's
+	// bytes per (range, replica) pair.
+	Held          int64   `json:"held,omitempty"`
+	ReplMB        float64 `json:"replMB,omitempty"`
+	ReplRounds    int     `json:"replRounds,omitempty"`
+	InSyncPerPair float64 `json:"inSyncBytesPerPair,omitempty"`
 }
 
 func TestScale(t *testing.T) {
@@ -91,6 +104,18 @@ func TestScale(t *testing.T) {
 	days, err2 := strconv.Atoi(ds)
 	if !ok || err1 != nil || err2 != nil || urls < 100 || days < 1 {
 		t.Fatalf("HEROD_SCALE=%q: want urls:days, urls >= 100 and days >= 1", spec)
+	}
+	nodes := 1
+	if v := os.Getenv("HEROD_SCALE_NODES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 16 {
+			t.Fatalf("HEROD_SCALE_NODES=%q: want 1 to 16", v)
+		}
+		nodes = n
+	}
+	name := fmt.Sprintf("%dx%d", urls, days)
+	if nodes > 1 {
+		name += fmt.Sprintf("x%dn", nodes)
 	}
 	seed := os.Getenv("HEROD_SCALE_SEED")
 	if seed == "" {
@@ -105,7 +130,11 @@ func TestScale(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cc := crawl.Config{HostRate: 1e9, HostConns: 2, AllowPrivate: loopback}
-	lr, err := StartLocalRing(ctx, filepath.Join(dir, "ring"), 1, Config{Crawl: cc})
+	cfg := Config{Crawl: cc}
+	if nodes > 1 {
+		cfg.ReplicationInterval = -1 // rounds at each day's end: replicateDay
+	}
+	lr, err := StartLocalRing(ctx, filepath.Join(dir, "ring"), nodes, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,13 +146,16 @@ func TestScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	nd := lr.Nodes[0]
-	data := filepath.Join(dir, "ring", "node0")
+	var data []string
+	for i := range nodes {
+		data = append(data, filepath.Join(dir, "ring", fmt.Sprintf("node%d", i)))
+	}
 	smp := newScaleSampler()
 	go smp.run(ctx)
 	probe := newIntakeProbe(nd, web.roots[0])
 	go probe.run(ctx)
 	var rows []scaleRow
-	disk0 := diskUsage(data)
+	disk0 := diskUsage(data...)
 	for d := range days {
 		if err := web.setDay(d); err != nil {
 			t.Fatal(err)
@@ -131,33 +163,38 @@ func TestScale(t *testing.T) {
 		resetPeakRSS()
 		smp.reset()
 		probe.reset()
-		stopProfile := startCPUProfile(t, out, urls, days, d)
-		cpu0, start := processCPU(), time.Now()
+		stopProfile := startCPUProfile(t, out, name, d)
+		cpu0, start, repl0 := processCPU(), time.Now(), replTraffic(lr)
 		var roll time.Duration
 		if d == 0 {
 			if err := nd.Seed(ctx, web.roots); err != nil {
 				t.Fatal(err)
 			}
 		} else {
-			if err := nd.NewDay(ctx); err != nil {
+			if err := lr.NewDay(ctx); err != nil {
 				t.Fatal(err)
 			}
 			roll = time.Since(start)
 		}
 		rollEnd := time.Now()
-		queued := nd.crawler.Stats().Queued
+		queued := ringCrawlStats(lr).Queued
 		ws, err := web.stats()
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Replays and a CDX query once half the day's pages are answered.
 		var rep replayStats
-		for nd.crawler.Stats().FetchedToday < int64(ws.Live/2) && !nd.Idle() {
+		for ringCrawlStats(lr).FetchedToday < int64(ws.Live/2) && !ringIdle(lr) {
 			time.Sleep(50 * time.Millisecond) // polling a real crawl
 		}
 		rep = web.replay(t, nd, urls, d)
 		if err := lr.WaitIdle(ctx); err != nil {
 			t.Fatal(err)
+		}
+		var rounds int
+		var inSync float64
+		if nodes > 1 {
+			rounds, inSync = replicateDay(ctx, t, lr)
 		}
 		wall, cpu := time.Since(start), processCPU()-cpu0
 		stopProfile()
@@ -165,15 +202,15 @@ func TestScale(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cs := nd.crawler.Stats()
+		cs := ringCrawlStats(lr)
 		var errs int64
 		for _, n := range cs.ErrorsByKind {
 			errs += n
 		}
-		disk := diskUsage(data)
+		disk := diskUsage(data...)
 		peaks := smp.peaks()
 		row := scaleRow{
-			URLs: urls, Day: d, Live: ws.Live, Fetched: cs.FetchedToday, NewVersions: cs.NewVersions,
+			URLs: urls, Nodes: nodes, Day: d, Live: ws.Live, Fetched: cs.FetchedToday, NewVersions: cs.NewVersions,
 			NotModified: cs.NotModified, NotFound: ws.NotFound, Errors: errs,
 			WallS: wall.Seconds(), CPUS: cpu.Seconds(),
 			CPUPer1000: 1000 * cpu.Seconds() / float64(max(cs.FetchedToday, 1)),
@@ -182,9 +219,16 @@ func TestScale(t *testing.T) {
 			Goroutines: peaks.goroutines, OpenFiles: peaks.fds,
 			DiskMB: float64(disk) / (1 << 20), DiskAddedMB: float64(disk-disk0) / (1 << 20),
 			RolloverS: roll.Seconds(), SwitchMS: ms(cs.DaySwitch), IntakeStallMS: ms(probe.max(time.Time{}, time.Time{})),
-			RollStallMS: ms(probe.max(start, rollEnd)), LoopStallMS: ms(nd.crawler.Stats().LongestQueueWait),
-			Queued: queued, Known: cs.KnownURLs, Mine: nd.claims.Held(),
+			RollStallMS: ms(probe.max(start, rollEnd)), LoopStallMS: ms(cs.LongestQueueWait),
+			Queued: queued, Known: cs.KnownURLs, Mine: ringHeld(lr),
 			ReplayP50MS: ms(rep.p50), ReplayP99MS: ms(rep.p99), ReplayOK: rep.ok, CDXMS: ms(rep.cdx), CDXRows: rep.cdxRows,
+		}
+		if nodes > 1 {
+			for _, n := range lr.Nodes {
+				row.Held += n.store.Stats().Versions
+			}
+			row.ReplMB = float64(replTraffic(lr)-repl0) / (1 << 20)
+			row.ReplRounds, row.InSyncPerPair = rounds, inSync
 		}
 		if checks := cs.FetchedToday - cs.NewVersions; checks > 0 && d > 0 {
 			row.BytesPerCheck = float64(disk-disk0) / float64(checks)
@@ -195,10 +239,14 @@ func TestScale(t *testing.T) {
 			d, row.Live, row.Fetched, row.NewVersions, row.NotModified, row.WallS, row.CPUPer1000, row.RSSPeakMB, row.HeapPeakMB,
 			row.Goroutines, row.OpenFiles, row.DiskAddedMB, row.RolloverS, row.SwitchMS, row.IntakeStallMS, row.RollStallMS, row.LoopStallMS, row.Queued, row.Known, row.Mine,
 			row.ReplayP50MS, row.ReplayP99MS, row.ReplayOK, row.CDXMS, row.CDXRows, cs.ErrorsByKind)
-		if os.Getenv("HEROD_SCALE_HEAPPROFILE") != "" {
-			writeHeapProfile(t, filepath.Join(out, fmt.Sprintf("heap-%dx%d-day%d.pprof", urls, days, d)))
+		if nodes > 1 {
+			t.Logf("scale: day %d: %d nodes hold %d versions, replication %.1f MiB, %d rounds to sync, in sync %.0f bytes a pair",
+				d, nodes, row.Held, row.ReplMB, row.ReplRounds, row.InSyncPerPair)
 		}
-		if err := writeScaleRows(out, urls, days, rows); err != nil {
+		if os.Getenv("HEROD_SCALE_HEAPPROFILE") != "" {
+			writeHeapProfile(t, filepath.Join(out, fmt.Sprintf("heap-%s-day%d.pprof", name, d)))
+		}
+		if err := writeScaleRows(out, name, rows); err != nil {
 			t.Fatal(err)
 		}
 		if fetched := cs.FetchedToday; fetched < int64(ws.Live) {
@@ -209,12 +257,81 @@ func TestScale(t *testing.T) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
+// ringCrawlStats adds up the nodes' crawl counters (the longest waits
+// are the longest of any node).
+func ringCrawlStats(lr *LocalRing) crawl.Stats {
+	var sum crawl.Stats
+	sum.ErrorsByKind = map[string]int64{}
+	for _, n := range lr.Nodes {
+		cs := n.crawler.Stats()
+		sum.Queued += cs.Queued
+		sum.FetchedToday += cs.FetchedToday
+		sum.NewVersions += cs.NewVersions
+		sum.NotModified += cs.NotModified
+		sum.KnownURLs += cs.KnownURLs
+		sum.DaySwitch = max(sum.DaySwitch, cs.DaySwitch)
+		sum.LongestQueueWait = max(sum.LongestQueueWait, cs.LongestQueueWait)
+		for k, v := range cs.ErrorsByKind {
+			sum.ErrorsByKind[k] += v
+		}
+	}
+	return sum
+}
+
+func ringIdle(lr *LocalRing) bool {
+	for _, n := range lr.Nodes {
+		if !n.Idle() {
+			return false
+		}
+	}
+	return true
+}
+
+// ringHeld adds up the claims' fetch sets held in memory.
+func ringHeld(lr *LocalRing) (sum int) {
+	for _, n := range lr.Nodes {
+		sum += n.claims.Held()
+	}
+	return sum
+}
+
+// replTraffic is the ring's replication traffic so far: rounds' syncs
+// and pull requests, and pushes (offers and the copies' reads).
+func replTraffic(lr *LocalRing) int64 {
+	_, push, _, _ := pushTotals(lr)
+	return lr.replicationTotals().Syncs.Traffic.Bytes() + push
+}
+
+// replicateDay runs replication rounds on every node, after the day's
+// crawl, until a round of all of them pulls nothing, and returns the
+// rounds run and that in-sync round's bytes per (range, replica) pair.
+func replicateDay(ctx context.Context, t *testing.T, lr *LocalRing) (int, float64) {
+	t.Helper()
+	for rounds := 1; ; rounds++ {
+		before := lr.replicationTotals()
+		for _, n := range lr.Nodes {
+			if err := n.Replicate(ctx); err != nil {
+				t.Fatalf("replication round: %v", err)
+			}
+		}
+		lr.waitReplicationIdle(ctx, t)
+		after := lr.replicationTotals()
+		if after.Syncs.Pulled == before.Syncs.Pulled {
+			pairs := after.Pairs - before.Pairs
+			return rounds, float64(after.Syncs.Traffic.Bytes()-before.Syncs.Traffic.Bytes()) / float64(max(pairs, 1))
+		}
+		if rounds == 20 {
+			t.Fatalf("replication not in sync after %d rounds:%s", rounds, lr.replicationReport())
+		}
+	}
+}
+
 // writeScaleRows writes the rows so far as CSV and JSON.
-func writeScaleRows(dir string, urls, days int, rows []scaleRow) error {
+func writeScaleRows(dir, name string, rows []scaleRow) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	base := filepath.Join(dir, fmt.Sprintf("scale-%dx%d", urls, days))
+	base := filepath.Join(dir, "scale-"+name)
 	b, err := json.MarshalIndent(rows, "", "  ")
 	if err != nil {
 		return err
@@ -496,20 +613,22 @@ func peakRSS() int64 {
 	return 0
 }
 
-// diskUsage returns the bytes of disk the files under dir take.
-func diskUsage(dir string) int64 {
+// diskUsage returns the bytes of disk the files under dirs take.
+func diskUsage(dirs ...string) int64 {
 	var n int64
-	filepath.WalkDir(dir, func(_ string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() {
-			return nil
-		}
-		if fi, err := e.Info(); err == nil {
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-				n += st.Blocks * 512
+	for _, dir := range dirs {
+		filepath.WalkDir(dir, func(_ string, e fs.DirEntry, err error) error {
+			if err != nil || e.IsDir() {
+				return nil
 			}
-		}
-		return nil
-	})
+			if fi, err := e.Info(); err == nil {
+				if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+					n += st.Blocks * 512
+				}
+			}
+			return nil
+		})
+	}
 	return n
 }
 
@@ -528,11 +647,11 @@ func writeHeapProfile(t *testing.T, path string) {
 
 // startCPUProfile starts a CPU profile of day d when HEROD_SCALE_CPUPROFILE
 // names it, and returns the function that stops it.
-func startCPUProfile(t *testing.T, out string, urls, days, d int) func() {
+func startCPUProfile(t *testing.T, out, name string, d int) func() {
 	if v := os.Getenv("HEROD_SCALE_CPUPROFILE"); v == "" || v != strconv.Itoa(d) {
 		return func() {}
 	}
-	f, err := os.Create(filepath.Join(out, fmt.Sprintf("cpu-%dx%d-day%d.pprof", urls, days, d)))
+	f, err := os.Create(filepath.Join(out, fmt.Sprintf("cpu-%s-day%d.pprof", name, d)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,11 +22,20 @@ import (
 // row is the part of TestScale's scaleRow the figure uses.
 type row struct {
 	URLs          int     `json:"urls"`
+	Nodes         int     `json:"nodes"` // 0 in rows of older runs: 1
 	Day           int     `json:"day"`
 	CPUPer1000    float64 `json:"cpuPer1000"`
 	RSSPeakMB     float64 `json:"rssPeakMB"`
 	RolloverS     float64 `json:"rolloverS"`
 	IntakeStallMS float64 `json:"intakeStallMs"`
+}
+
+// label names a run: its URLs, and its nodes when more than one.
+func (r row) label() string {
+	if r.Nodes > 1 {
+		return fmt.Sprintf("%d URLs, %d nodes", r.URLs, r.Nodes)
+	}
+	return fmt.Sprintf("%d URLs", r.URLs)
 }
 
 // panel is one of the figure's plots: a title, a y label and the value of
@@ -118,7 +127,7 @@ func draw4(out string, runs [][]row) error {
 			s.Radius = vg.Points(2)
 			p.Add(l, s)
 			if i == 0 { // one legend: the colors are the same in every panel
-				p.Legend.Add(fmt.Sprintf("%d URLs", rs[0].URLs), l, s)
+				p.Legend.Add(rs[0].label(), l, s)
 			}
 		}
 		if pn.limit > 0 {

@@ -30,6 +30,11 @@ type fullRow struct {
 	ReplayP99MS   float64  `json:"replayP99Ms"`
 	CDXMS         float64  `json:"cdxMs"`
 	CDXRows       int      `json:"cdxRows"`
+	// Rows of a ring (Nodes > 1) carry its replication.
+	Held          int64   `json:"held"`
+	ReplMB        float64 `json:"replMB"`
+	ReplRounds    int     `json:"replRounds"`
+	InSyncPerPair float64 `json:"inSyncBytesPerPair"`
 }
 
 // median returns the median of the later days' (day >= 1) values of f,
@@ -62,7 +67,7 @@ func maxOf(rs []fullRow, from int, f func(fullRow) float64) float64 {
 // writeTables prints, as Markdown, the summary of every run (ratios to
 // the first) and a table of days per run.
 func writeTables(w io.Writer, runs [][]fullRow) {
-	fmt.Fprintln(w, "| URLs | days | pages/s day 0 | pages/s later | CPU s/1,000 day 0 | CPU s/1,000 later | ÷ first run | RSS max MiB | heap max MiB | disk/page day 0 KiB | disk/page-day later B | rollover max s | switch max ms | stall in rollover max ms | intake stall max ms |")
+	fmt.Fprintln(w, "| run | days | pages/s day 0 | pages/s later | CPU s/1,000 day 0 | CPU s/1,000 later | ÷ first run | RSS max MiB | heap max MiB | disk/page day 0 KiB | disk/page-day later B | rollover max s | switch max ms | stall in rollover max ms | intake stall max ms |")
 	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	base := 0.0
 	for i, rs := range runs {
@@ -71,8 +76,8 @@ func writeTables(w io.Writer, runs [][]fullRow) {
 		if i == 0 {
 			base = later
 		}
-		fmt.Fprintf(w, "| %d | %d | %.0f | %.0f | %.2f | %.2f | %.2f | %.0f | %.0f | %.1f | %.0f | %.2f | %.0f | %s | %.0f |\n",
-			r0.URLs, len(rs), r0.PagesPerS, median(rs, func(r fullRow) float64 { return r.PagesPerS }),
+		fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.2f | %.2f | %.2f | %.0f | %.0f | %.1f | %.0f | %.2f | %.0f | %s | %.0f |\n",
+			r0.label(), len(rs), r0.PagesPerS, median(rs, func(r fullRow) float64 { return r.PagesPerS }),
 			r0.CPUPer1000, later, later/base,
 			maxOf(rs, 0, func(r fullRow) float64 { return r.RSSPeakMB }), maxOf(rs, 0, func(r fullRow) float64 { return r.HeapPeakMB }),
 			r0.DiskAddedMB*1024/float64(max(r0.Fetched, 1)), median(rs, perPageDay),
@@ -80,7 +85,7 @@ func writeTables(w io.Writer, runs [][]fullRow) {
 			rollStall(rs, -1), maxOf(rs, 1, func(r fullRow) float64 { return r.IntakeStallMS }))
 	}
 	for _, rs := range runs {
-		fmt.Fprintf(w, "\n%d URLs:\n\n", rs[0].URLs)
+		fmt.Fprintf(w, "\n%s:\n\n", rs[0].label())
 		fmt.Fprintln(w, "| day | live | fetched | new versions | s | CPU s/1,000 | RSS MiB | heap MiB | gor. | files | disk MiB | rollover s | switch ms | stall in rollover ms | stall ms | loop ms | queued | known | held | replay p50/p99 ms | CDX ms (rows) |")
 		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for i, r := range rs {
@@ -90,6 +95,13 @@ func writeTables(w io.Writer, runs [][]fullRow) {
 			fmt.Fprintf(w, "| %d | %d | %d | %d | %.0f | %.2f | %.0f | %.0f | %d | %d | %.0f | %.2f | %.1f | %s | %.0f | %.0f | %d | %d | %d | %.1f / %.1f | %.0f (%d) |\n",
 				r.Day, r.Live, r.Fetched, r.NewVersions, r.WallS, r.CPUPer1000, r.RSSPeakMB, r.HeapPeakMB, r.Goroutines, r.OpenFiles,
 				r.DiskMB, r.RolloverS, r.SwitchMS, rollStall(rs, r.Day), r.IntakeStallMS, r.LoopStallMS, r.Queued, r.Known, r.Mine, r.ReplayP50MS, r.ReplayP99MS, r.CDXMS, r.CDXRows)
+		}
+		if rs[0].Nodes > 1 {
+			fmt.Fprintln(w, "\n| day | versions held (copies included) | replication MiB | rounds to sync | in-sync bytes a pair |")
+			fmt.Fprintln(w, "|---:|---:|---:|---:|---:|")
+			for _, r := range rs {
+				fmt.Fprintf(w, "| %d | %d | %.1f | %d | %.0f |\n", r.Day, r.Held, r.ReplMB, r.ReplRounds, r.InSyncPerPair)
+			}
 		}
 	}
 }
