@@ -61,6 +61,38 @@ func (s *IndexStats) Add(s2 IndexStats) {
 // the newest two (a version just stored: the newest starts its postings,
 // the one before has its own ended). Sending a posting again is harmless.
 func (ix *Indexer) IndexURL(ctx context.Context, url string, all bool) (IndexStats, error) {
+	var b batch
+	st, err := ix.collect(ctx, url, all, &b)
+	if err != nil {
+		return IndexStats{}, err
+	}
+	return st, ix.flush(ctx, &b)
+}
+
+// batch is postings and document rows waiting to be written together.
+type batch struct {
+	ps   []Posting
+	rows []DocRow
+}
+
+// flush sends a batch's postings and writes its rows.
+func (ix *Indexer) flush(ctx context.Context, b *batch) error {
+	if len(b.ps) > 0 {
+		if err := ix.Sink.Add(ctx, b.ps); err != nil {
+			return fmt.Errorf("search index: %w", err)
+		}
+	}
+	if ix.Docs != nil && len(b.rows) > 0 {
+		if err := ix.Docs.PutDocs(ctx, b.rows); err != nil {
+			return fmt.Errorf("search index: %w", err)
+		}
+	}
+	b.ps, b.rows = b.ps[:0], b.rows[:0]
+	return nil
+}
+
+// collect adds url's postings and rows (IndexURL) to b.
+func (ix *Indexer) collect(ctx context.Context, url string, all bool, b *batch) (IndexStats, error) {
 	vs, err := ix.Archive.Versions(ctx, url)
 	if err != nil {
 		return IndexStats{}, fmt.Errorf("search index %s: %w", url, err)
@@ -72,8 +104,6 @@ func (ix *Indexer) IndexURL(ctx context.Context, url string, all bool) (IndexSta
 		first = len(vs) - 2
 	}
 	var st IndexStats
-	var rows []DocRow
-	var ps []Posting
 	for i := first; i < len(vs); i++ {
 		v := vs[i]
 		if !Indexable(v.Status, v.ContentType) {
@@ -100,39 +130,43 @@ func (ix *Indexer) IndexURL(ctx context.Context, url string, all bool) (IndexSta
 			continue
 		}
 		st.Versions++
-		ps = append(ps, vp...)
-		rows = append(rows, DocRow{Key: v.Key, URL: v.URL, From: from, To: to, DocLen: vp[0].DocLen})
-	}
-	if len(ps) == 0 {
-		return st, nil
-	}
-	for _, p := range ps {
-		st.Bytes += int64(len(p.AppendBinary(nil)))
-	}
-	st.Postings = len(ps)
-	if err := ix.Sink.Add(ctx, ps); err != nil {
-		return IndexStats{}, fmt.Errorf("search index %s: %w", url, err)
-	}
-	if ix.Docs != nil {
-		if err := ix.Docs.PutDocs(ctx, rows); err != nil {
-			return IndexStats{}, fmt.Errorf("search index %s: %w", url, err)
+		st.Postings += len(vp)
+		for _, p := range vp {
+			st.Bytes += int64(len(p.AppendBinary(nil)))
 		}
+		b.ps = append(b.ps, vp...)
+		b.rows = append(b.rows, DocRow{Key: v.Key, URL: v.URL, From: from, To: to, DocLen: vp[0].DocLen})
 	}
 	return st, nil
 }
 
-// Backfill indexes every version of every URL the archive lists, and
-// returns what it did. owns, if set, limits it to the URLs it accepts
+// backfillBatch is how many postings a backfill writes in one synced
+// batch.
+const backfillBatch = 50_000
+
+// Backfill indexes every version of every URL the archive lists, writing
+// postings in synced batches of about backfillBatch, and returns what it
+// did. owns, if set, limits it to the URLs it accepts
 // (those this node holds as their owner).
 func (ix *Indexer) Backfill(ctx context.Context, l URLLister, owns func(url string) bool) (IndexStats, error) {
 	var total IndexStats
+	var b batch
 	err := l.URLs(ctx, archive.Query{}, func(u string) error {
 		if owns != nil && !owns(u) {
 			return nil
 		}
-		st, err := ix.IndexURL(ctx, u, true)
+		st, err := ix.collect(ctx, u, true, &b)
+		if err != nil {
+			return err
+		}
 		total.Add(st)
-		return err
+		if len(b.ps) >= backfillBatch {
+			return ix.flush(ctx, &b)
+		}
+		return nil
 	})
+	if err == nil {
+		err = ix.flush(ctx, &b)
+	}
 	return total, err
 }

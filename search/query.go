@@ -188,6 +188,9 @@ func (e *Engine) Search(ctx context.Context, req Request) (Response, error) {
 			}
 		}
 	}
+	// A page shows its results by their verified scores (the same as the
+	// postings' unless a holder lied about a frequency).
+	sort.SliceStable(resp.Results, func(i, j int) bool { return resp.Results[i].Score > resp.Results[j].Score })
 	return resp, nil
 }
 
