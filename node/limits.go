@@ -6,6 +6,7 @@ import (
 	"github.com/herod-archive/herod/node/p2phost"
 	"github.com/herod-archive/herod/node/politeness"
 	"github.com/herod-archive/herod/node/replication"
+	nodesearch "github.com/herod-archive/herod/node/search"
 	"github.com/herod-archive/herod/ring/p2p"
 )
 
@@ -30,4 +31,5 @@ var protocolLimits = map[protocol.ID]p2phost.StreamLimit{
 	handoverProtocol:          {In: 16, Out: 16},   // a leaving node's fetched keys, ≤ 4 MiB
 	purgeProtocol:             {In: 16, Out: 16},   // a new order runs a purge (a scan of the archive) before the reply
 	summaryProtocol:           {In: 64, Out: 64},   // /ring summaries: small JSON
+	nodesearch.Protocol:       {In: 64, Out: 64},   // postings to their holders (≤ 16 MiB) and posting queries
 }

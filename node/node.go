@@ -37,10 +37,12 @@ import (
 	"github.com/herod-archive/herod/node/replication"
 	"github.com/herod-archive/herod/node/resolve"
 	"github.com/herod-archive/herod/node/ringpage"
+	nodesearch "github.com/herod-archive/herod/node/search"
 	"github.com/herod-archive/herod/node/witness"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/claim"
 	"github.com/herod-archive/herod/ring/p2p"
+	"github.com/herod-archive/herod/search"
 )
 
 // Node is one herod volunteer node: a libp2p host, its virtual servers on
@@ -103,6 +105,10 @@ type Node struct {
 	quietTakeOver atomic.Bool
 	reloc         *dayclaim.Relocator   // the crawler's forwarder, with the fetch-time ownership check
 	size          *forward.SizeEstimate // the ring's size, for the forwarder
+
+	// Full-text search on the ring (search.go).
+	search      *nodesearch.Service
+	searchStore *search.Store // the postings of the terms this node holds
 }
 
 // New builds a node from cfg without any network I/O: it locks
@@ -280,6 +286,9 @@ func (n *Node) buildCrawl() error {
 	cc.Download = n.bw.Down
 	cc.Paused = n.storePaused
 	n.setupPoliteness(&cc)
+	if err := n.setupSearch(); err != nil { // search.go
+		return err
+	}
 	n.setupReplication()
 	if cc.WriteCopies > 1 {
 		cc.Copies = n.repl // a fetch is done once WriteCopies copies exist
@@ -362,6 +371,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.goRun(n.rebalanceLoop)
 	n.goRun(n.purgeX.SpreadLoop)
 	n.startAccess() // access.go
+	n.startSearch() // search.go
 	n.log.Info("node started", "peer", n.self.Peer, "ring", n.self.Addr, "gateway", n.GatewayURL())
 	return nil
 }
@@ -458,6 +468,9 @@ func (n *Node) closeAll() error {
 	}
 	if n.outbox != nil {
 		errs = append(errs, n.outbox.Close())
+	}
+	if n.searchStore != nil {
+		errs = append(errs, n.searchStore.Close())
 	}
 	if n.dataLock != nil {
 		errs = append(errs, n.dataLock.Close()) // last: the data directory is free once all is closed

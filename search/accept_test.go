@@ -71,7 +71,7 @@ func (f *fixture) urls(t testing.TB, q string, at time.Time, k int) []string {
 
 func TestAcceptanceTargets(t *testing.T) {
 	f := newFixture(t, 400)
-	at := searchtest.Day(2).Add(time.Hour)
+	at := f.c.Day(2).Add(time.Hour)
 	for _, q := range f.c.TargetQueries(7, 30) {
 		if got := f.urls(t, q.Q, at, 10); !slices.Contains(got, q.Target) {
 			t.Errorf("query %q: %s not in top 10 %v", q.Q, q.Target, got)
@@ -90,7 +90,7 @@ func TestAcceptanceAsOf(t *testing.T) {
 		{f.c.AddedWord, 2, f.c.Changed},
 		{f.c.AddedWord, 4, f.c.Changed},
 	} {
-		got := f.urls(t, tc.q, searchtest.Day(tc.day).Add(time.Hour), 10)
+		got := f.urls(t, tc.q, f.c.Day(tc.day).Add(time.Hour), 10)
 		if want := []string{tc.want}; tc.want == "" && len(got) != 0 || tc.want != "" && !slices.Equal(got, want) {
 			t.Errorf("%q as of day %d: got %v, want %q", tc.q, tc.day, got, tc.want)
 		}
@@ -99,10 +99,10 @@ func TestAcceptanceAsOf(t *testing.T) {
 	// day 2 and not on day 4.
 	gone := slices.IndexFunc(f.c.Pages, func(p searchtest.Page) bool { return p.URL == f.c.Gone })
 	q := f.c.Pages[gone].Title
-	if got := f.urls(t, q, searchtest.Day(2).Add(time.Hour), 10); !slices.Contains(got, f.c.Gone) {
+	if got := f.urls(t, q, f.c.Day(2).Add(time.Hour), 10); !slices.Contains(got, f.c.Gone) {
 		t.Errorf("%q as of day 2: %v lacks %s", q, got, f.c.Gone)
 	}
-	if got := f.urls(t, q, searchtest.Day(4).Add(time.Hour), 10); slices.Contains(got, f.c.Gone) {
+	if got := f.urls(t, q, f.c.Day(4).Add(time.Hour), 10); slices.Contains(got, f.c.Gone) {
 		t.Errorf("%q as of day 4: %v holds %s, 404 since day 3", q, got, f.c.Gone)
 	}
 }
@@ -134,7 +134,7 @@ func TestAcceptanceReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ref.Close()
-	at := searchtest.Day(2).Add(time.Hour)
+	at := f.c.Day(2).Add(time.Hour)
 	recall := func() float64 {
 		held, total := 0, 0
 		for _, q := range f.c.MixedQueries(3, 50) {

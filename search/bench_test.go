@@ -93,7 +93,7 @@ func BenchmarkIndex(b *testing.B) {
 //	go test -run - -bench BenchmarkQuery -benchtime 1x ./search/
 func BenchmarkQuery(b *testing.B) {
 	f := newFixture(b, 400)
-	at := searchtest.Day(2).Add(time.Hour)
+	at := f.c.Day(2).Add(time.Hour)
 	qs := f.c.MixedQueries(11, 300)
 	for b.Loop() {
 		lat := map[int][]time.Duration{}

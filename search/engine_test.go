@@ -11,13 +11,12 @@ import (
 
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/search"
-	"github.com/herod-archive/herod/search/searchtest"
 )
 
 func TestEnginePagesAndCursor(t *testing.T) {
 	f := newFixture(t, 120)
 	ctx := context.Background()
-	at := searchtest.Day(2).Add(time.Hour)
+	at := f.c.Day(2).Add(time.Hour)
 	q := strings.Fields(f.c.Pages[0].Body)[0] // a common word: many matches
 	all := f.urls(t, q, at, 100)
 	if len(all) < 25 {
@@ -48,7 +47,7 @@ func TestEnginePagesAndCursor(t *testing.T) {
 
 func TestEnginePhraseAndSite(t *testing.T) {
 	f := newFixture(t, 120)
-	at := searchtest.Day(2).Add(time.Hour)
+	at := f.c.Day(2).Add(time.Hour)
 	p := f.c.Pages[7]
 	w := strings.Fields(p.Body)
 	phrase := `"` + w[10] + " " + w[11] + " " + w[12] + `"`
@@ -104,7 +103,7 @@ func (b blocked) Text(ctx context.Context, u string, at time.Time) (search.Captu
 
 func TestEngineVerifies(t *testing.T) {
 	f := newFixture(t, 120)
-	at := searchtest.Day(2).Add(time.Hour)
+	at := f.c.Day(2).Add(time.Hour)
 	qs := f.c.TargetQueries(5, 10)
 	var want [][]string
 	for _, q := range qs {
@@ -144,7 +143,7 @@ func TestBackfillEqualsCrawlTime(t *testing.T) {
 	}
 	eng := &search.Engine{Source: st, Stats: st, Texts: f.eng.Texts}
 	for d := 1; d <= 4; d++ {
-		at := searchtest.Day(d).Add(time.Hour)
+		at := f.c.Day(d).Add(time.Hour)
 		for _, q := range f.c.TargetQueries(9, 5) {
 			r, err := eng.Search(ctx, search.Request{Query: q.Q, At: at})
 			must(t, err)

@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -67,6 +68,27 @@ func (ix *Indexer) IndexURL(ctx context.Context, url string, all bool) (IndexSta
 		return IndexStats{}, err
 	}
 	return st, ix.flush(ctx, &b)
+}
+
+// IndexURLs indexes the newest two versions of each URL (IndexURL) and
+// sends all their postings in one call to Sink. A URL that fails is
+// left out, and its error joined to the one returned.
+func (ix *Indexer) IndexURLs(ctx context.Context, urls []string) (IndexStats, error) {
+	var b batch
+	var total IndexStats
+	var errs []error
+	for _, u := range urls {
+		st, err := ix.collect(ctx, u, false, &b)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		total.Add(st)
+	}
+	if err := ix.flush(ctx, &b); err != nil {
+		return IndexStats{}, err
+	}
+	return total, errors.Join(errs...)
 }
 
 // batch is postings and document rows waiting to be written together.

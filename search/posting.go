@@ -48,8 +48,8 @@ func Millis(t time.Time) int64 { return t.UnixMilli() }
 // ErrBadPosting reports a posting that cannot be stored or decoded.
 var ErrBadPosting = errors.New("search: bad posting")
 
-// check reports a posting a store must refuse.
-func (p Posting) check() error {
+// Check reports a posting a store must refuse (ErrBadPosting).
+func (p Posting) Check() error {
 	switch {
 	case p.Term == "" || len(p.Term) > MaxTermLen:
 		return fmt.Errorf("%w: term of %d bytes", ErrBadPosting, len(p.Term))
@@ -80,7 +80,7 @@ func (p Posting) AppendBinary(b []byte) []byte {
 }
 
 // DecodePosting reads one posting from the front of b and returns the
-// rest. It refuses a posting that check refuses.
+// rest. It refuses a posting that Check refuses.
 func DecodePosting(b []byte) (Posting, []byte, error) {
 	var p Posting
 	r := reader{b: b}
@@ -95,7 +95,7 @@ func DecodePosting(b []byte) (Posting, []byte, error) {
 	if r.err != nil {
 		return Posting{}, nil, fmt.Errorf("%w: %v", ErrBadPosting, r.err)
 	}
-	if err := p.check(); err != nil {
+	if err := p.Check(); err != nil {
 		return Posting{}, nil, err
 	}
 	return p, r.b, nil

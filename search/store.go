@@ -186,7 +186,7 @@ func (s *Store) Put(ctx context.Context, ps []Posting) error {
 		return err
 	}
 	for _, p := range ps {
-		if err := p.check(); err != nil {
+		if err := p.Check(); err != nil {
 			return err
 		}
 	}

@@ -12,11 +12,11 @@ import (
 	"github.com/herod-archive/herod/archive"
 )
 
-// Day0 is the first capture day of a Corpus.
+// Day0 is the first capture day of a Corpus made by New.
 var Day0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// Day returns the capture time of day d (1-based) of a Corpus.
-func Day(d int) time.Time { return Day0.Add(time.Duration(d-1) * 24 * time.Hour) }
+// Day returns the capture time of day d (1-based): Start plus d-1 Steps.
+func (c *Corpus) Day(d int) time.Time { return c.Start.Add(time.Duration(d-1) * c.Step) }
 
 // Page is one page of a Corpus as captured on day 1.
 type Page struct {
@@ -39,7 +39,12 @@ type Corpus struct {
 	AddedWord string
 	Gone      string // URL of the page that is 404 from day 3
 	Queries   []Query
-	vocab     []string
+	// Start is day 1's capture time (Day0) and Step the time between
+	// days (24 h). A ring test whose gateways must show the captures
+	// sets them within the witness delay (archive.MaxWitnessDelay) of now.
+	Start time.Time
+	Step  time.Duration
+	vocab []string
 }
 
 // syllables build the vocabulary's words.
@@ -48,7 +53,7 @@ var syllables = []string{"ka", "lo", "mi", "ter", "van", "dor", "bel", "sun", "p
 // New returns a corpus of n pages on hosts site0.example … site7.example.
 func New(seed uint64, n int) *Corpus {
 	r := rand.New(rand.NewPCG(seed, 38))
-	c := &Corpus{}
+	c := &Corpus{Start: Day0, Step: 24 * time.Hour}
 	seen := map[string]bool{}
 	for len(c.vocab) < 4000 {
 		k := 2 + r.IntN(3)
@@ -110,9 +115,9 @@ func (c *Corpus) Capture(i, d int) archive.Capture {
 	title, body, ok := c.Doc(i, d)
 	h := http.Header{"Content-Type": {"text/html; charset=utf-8"}}
 	if !ok {
-		return archive.Capture{URL: c.Pages[i].URL, Time: Day(d), Status: 404, Header: h, Body: []byte("<title>Not found</title>gone")}
+		return archive.Capture{URL: c.Pages[i].URL, Time: c.Day(d), Status: 404, Header: h, Body: []byte("<title>Not found</title>gone")}
 	}
-	return archive.Capture{URL: c.Pages[i].URL, Time: Day(d), Status: 200, Header: h, Body: HTML(title, body)}
+	return archive.Capture{URL: c.Pages[i].URL, Time: c.Day(d), Status: 200, Header: h, Body: HTML(title, body)}
 }
 
 // Putter stores captures (archive.Store).
