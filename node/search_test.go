@@ -159,7 +159,7 @@ func TestSearchPage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	lr, c := searchRing(ctx, t, 2, 30)
-	resp, err := http.Get(lr.Nodes[1].GatewayURL() + "search?q=" + url.QueryEscape(c.AddedWord) + "&at="+c.Day(2).Add(time.Hour).UTC().Format("20060102150405"))
+	resp, err := http.Get(lr.Nodes[1].GatewayURL() + "search?q=" + url.QueryEscape(c.AddedWord) + "&at=" + c.Day(2).Add(time.Hour).UTC().Format("20060102150405"))
 	if err != nil {
 		t.Fatal(err)
 	}
