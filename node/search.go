@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/herod-archive/herod/archive"
 	nodesearch "github.com/herod-archive/herod/node/search"
@@ -37,10 +38,37 @@ func (n *Node) versionAdded(v archive.Version) {
 }
 
 // startSearch backfills the URLs this node owns into the ring's index
-// and then indexes each version the node stores (node/search Run).
+// and then indexes each version the node stores (node/search Run), once
+// the postings of the captures purged before the index opened are gone.
 func (n *Node) startSearch() {
 	ix := &search.Indexer{Archive: n.store, Sink: n.search, Docs: n.searchStore}
-	n.goRun(func(ctx context.Context) { n.search.Run(ctx, ix, n.store, n.ring.Owns) })
+	n.goRun(func(ctx context.Context) {
+		if err := n.purgePostings(ctx, n.store.URLPurges()); err != nil {
+			n.log.Warn("search: purge postings", "err", err)
+		}
+		n.search.Run(ctx, ix, n.store, n.ring.Owns)
+	})
+}
+
+// purgePostings deletes the postings and document rows of the captures
+// the URL purges cover, from the terms this node holds (a purge order
+// reaches every node, each deletes what it holds). Without it no purged
+// capture could be a result still: the gateway verifies each from its
+// capture, which the purge removed; this frees the space.
+func (n *Node) purgePostings(ctx context.Context, ps []archive.URLPurge) error {
+	if n.searchStore == nil || len(ps) == 0 {
+		return nil
+	}
+	_, err := n.searchStore.DeleteWhere(ctx, func(u string, from int64) bool {
+		t := time.UnixMilli(from)
+		for _, p := range ps {
+			if p.Covers(u, t) {
+				return true
+			}
+		}
+		return false
+	})
+	return err
 }
 
 // SearchStats returns the node's index health (node/search Stats).

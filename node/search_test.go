@@ -7,13 +7,19 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/herod-archive/herod/archive/access"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/testwait"
+	"github.com/herod-archive/herod/node/identity"
 	"github.com/herod-archive/herod/search"
 	"github.com/herod-archive/herod/search/searchtest"
 )
@@ -22,8 +28,15 @@ import (
 // owner (as its crawler would) and waits until every node indexed what it
 // was given.
 func searchRing(ctx context.Context, t *testing.T, n, pages int) (*LocalRing, *searchtest.Corpus) {
+	return searchRingIn(ctx, t, t.TempDir(), n, pages, Config{})
+}
+
+// searchRingIn is searchRing with the nodes' directories under dir and
+// base's settings.
+func searchRingIn(ctx context.Context, t *testing.T, dir string, n, pages int, base Config) (*LocalRing, *searchtest.Corpus) {
 	t.Helper()
-	lr, err := StartLocalRing(ctx, t.TempDir(), n, Config{VirtualServers: 2, StabilizeInterval: 100 * time.Millisecond})
+	base.VirtualServers, base.StabilizeInterval = 2, 100*time.Millisecond
+	lr, err := StartLocalRing(ctx, dir, n, base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,6 +184,56 @@ func TestSearchPage(t *testing.T) {
 	for _, want := range []string{link, "<mark>" + c.AddedWord + "</mark>"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %s:\n%s", want, body)
+		}
+	}
+}
+
+// TestSearchPurge: a ring-wide purge order removes the purged page's
+// postings from every node, and no gateway finds it any more.
+func TestSearchPurge(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// Node 0 is the ring's purge authority.
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "node0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	key, err := identity.LoadKey(filepath.Join(dir, "node0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lr, c := searchRingIn(ctx, t, dir, 3, 30, Config{PurgeAuthorities: []string{auth.String()}})
+	at := c.Day(2).Add(time.Hour)
+	if got := searchAt(t, lr.Nodes[0], c.AddedWord, at); !slices.Equal(got, []string{c.Changed}) {
+		t.Fatalf("before the purge: %v", got)
+	}
+	rule := access.Rule{URL: c.Changed, Exact: true, Action: access.Purge, Reason: "takedown"}
+	if err := lr.Nodes[0].access.Add(ctx, rule, true); err != nil {
+		t.Fatal(err)
+	}
+	holds := func(n *Node) bool {
+		found := false
+		_ = n.searchStore.Range(ctx, id.ID{}, id.ID{}, func(p search.Posting) error {
+			found = found || p.URL == c.Changed
+			return nil
+		})
+		return found
+	}
+	testwait.For(t, "no node holds a posting of the purged page", time.Minute, func() error {
+		for i, n := range lr.Nodes {
+			if holds(n) {
+				return fmt.Errorf("node %d still holds postings of %s (store purges %d, applied %d)", i, c.Changed, len(n.store.URLPurges()), n.access.applied.Load())
+			}
+		}
+		return nil
+	})
+	for i, n := range lr.Nodes {
+		if got := searchAt(t, n, c.AddedWord, at); len(got) != 0 {
+			t.Errorf("node %d finds the purged page: %v", i, got)
 		}
 	}
 }
