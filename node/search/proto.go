@@ -2,10 +2,13 @@ package search
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/herod-archive/herod/internal/wire"
@@ -16,14 +19,17 @@ import (
 
 // Protocol carries postings to a term's holders ("add") and a term's
 // posting query to them ("query"): one JSON Request frame, then for an
-// add one frame of encoded postings (search.Posting.AppendBinary); the
-// answer is one JSON Reply frame.
+// add one frame of encoded postings (search.Posting.AppendBinary, sorted
+// by URL key, zstd-compressed: a page's URL and key, repeated in each of
+// its postings, compress away); the answer is one JSON Reply frame.
 const Protocol protocol.ID = "/herod/search/1.0.0"
 
 // Limits of the protocol.
 const (
 	maxRequestFrame  = 4 << 10
-	maxAddBytes      = 16 << 20
+	maxAddBytes      = 16 << 20 // compressed
+	maxAddRaw        = 64 << 20 // decompressed
+	addChunk         = 8 << 20  // encoded postings a message, before compression
 	maxAddPostings   = 200_000
 	maxReplyFrame    = 8 << 20
 	maxReplyPostings = 10_000
@@ -72,7 +78,7 @@ func (sv *Service) Serve(ctx context.Context, q *kit.Request) error {
 		if err != nil {
 			return err
 		}
-		ps, err := decodeAll(b, req.Postings)
+		ps, err := decodeAdd(b, req.Postings)
 		if err != nil {
 			return fmt.Errorf("%w: %v", kit.ErrBadFrame, err)
 		}
@@ -99,6 +105,45 @@ func (sv *Service) Serve(ctx context.Context, q *kit.Request) error {
 	default:
 		return fmt.Errorf("%w: op %q", kit.ErrBadFrame, req.Op)
 	}
+}
+
+// zenc compresses adds; zdecs decompress them, within maxAddRaw and an
+// 8 MiB window.
+var (
+	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+	zdecs   = sync.Pool{New: func() any {
+		d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+			zstd.WithDecoderMaxWindow(8<<20), zstd.WithDecoderMaxMemory(maxAddRaw))
+		if err != nil {
+			panic(err) // the options are constant
+		}
+		return d
+	}}
+)
+
+// encodeAdd encodes postings as an add's second frame.
+func encodeAdd(ps []fts.Posting) []byte {
+	var b []byte
+	for _, p := range ps {
+		b = p.AppendBinary(b)
+	}
+	return zenc.EncodeAll(b, nil)
+}
+
+// decodeAdd reverses encodeAdd, refusing more than maxAddRaw bytes
+// decompressed (cut there, before they are allocated) and a count other
+// than n.
+func decodeAdd(b []byte, n int) ([]fts.Posting, error) {
+	d := zdecs.Get().(*zstd.Decoder)
+	defer zdecs.Put(d)
+	if err := d.Reset(bytes.NewReader(b)); err != nil {
+		return nil, err
+	}
+	raw, err := wire.ReadAll(d, maxAddRaw)
+	if err != nil {
+		return nil, err
+	}
+	return decodeAll(raw, n)
 }
 
 // decodeAll decodes n postings that fill b.

@@ -168,7 +168,7 @@ func (sv *Service) Add(ctx context.Context, ps []fts.Posting) error {
 }
 
 // deliver hands postings to one real node, in messages of at most
-// maxAddPostings and about maxAddBytes/2.
+// maxAddPostings and about addChunk bytes before compression.
 func (sv *Service) deliver(ctx context.Context, c ring.Contact, ps []fts.Posting) error {
 	if c.Peer == sv.Self.Peer {
 		if err := sv.Store.Put(ctx, ps); err != nil {
@@ -177,13 +177,15 @@ func (sv *Service) deliver(ctx context.Context, c ring.Contact, ps []fts.Posting
 		sv.sent.Add(int64(len(ps)))
 		return nil
 	}
+	ps = slices.Clone(ps)
+	slices.SortFunc(ps, func(a, b fts.Posting) int { return a.Key.Cmp(b.Key) })
 	for len(ps) > 0 {
-		var b []byte
-		n := 0
-		for n < len(ps) && n < maxAddPostings && len(b) < maxAddBytes/2 {
-			b = ps[n].AppendBinary(b)
+		n, size := 0, 0
+		for n < len(ps) && n < maxAddPostings && size < addChunk {
+			size += len(ps[n].URL) + len(ps[n].Term) + 48
 			n++
 		}
+		b := encodeAdd(ps[:n])
 		if _, err := sv.call(ctx, c, Request{Op: OpAdd, Postings: n}, b); err != nil {
 			return err
 		}
