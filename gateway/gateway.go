@@ -129,6 +129,8 @@ type Config struct {
 	// that says why), on every surface (robots.go). Nil: robots.txt is
 	// not consulted at replay.
 	Robots RobotsPolicy
+	// Search, if set, is the full-text index /search asks (search.go).
+	Search SearchIndex
 }
 
 // ErrNoArchive is returned by New when Config.Archive is nil.

@@ -71,7 +71,10 @@ func (s *Server) uiHead(w http.ResponseWriter, r *http.Request, page []byte) []b
 	return bytes.Replace(page, []byte("</head>"), []byte(head+"</head>"), 1)
 }
 
-type formData struct{ URL, Date string }
+type formData struct {
+	URL, Date string
+	Search    *searchData // the home page's search box, when the node has an index
+}
 
 // serveHome serves the form, and turns its submission into a /web/ path:
 // the dates list, or the replay at the given date.
@@ -79,7 +82,7 @@ func (s *Server) serveHome(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	raw := strings.TrimSpace(q.Get("url"))
 	if raw == "" {
-		s.render(w, r, http.StatusOK, "home", formData{})
+		s.render(w, r, http.StatusOK, "home", formData{Search: s.searchBox()})
 		return
 	}
 	u, err := ArchivedURL(raw)

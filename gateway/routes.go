@@ -52,6 +52,8 @@ func (s *Server) serveUI(w http.ResponseWriter, r *http.Request) {
 		s.serveSW(w, r)
 	case p == bannerPath:
 		s.serveBannerJSON(w, r)
+	case p == searchPath: // search.go
+		s.clientSlot(w, r, func(w http.ResponseWriter, r *http.Request, _ *client) { s.serveSearch(w, r) })
 	case p == "/cdx":
 		s.clientSlot(w, r, func(w http.ResponseWriter, r *http.Request, cl *client) { s.serveCDX(paced(r, w, cl), r) })
 	case p == "/export" && s.exp != nil:

@@ -151,6 +151,9 @@ func (n *Node) applyPurges(ctx context.Context) (int, error) {
 		}
 	}
 	n.access.purged.Add(int64(removed))
+	if err := n.purgePostings(ctx, slices.Collect(maps.Values(want))); err != nil { // search.go
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return removed, errors.Join(errs...)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/herod-archive/herod/node/politeness"
 	"github.com/herod-archive/herod/node/render"
 	"github.com/herod-archive/herod/node/replication"
+	nodesearch "github.com/herod-archive/herod/node/search"
 	"github.com/herod-archive/herod/ring/p2p"
 )
 
@@ -33,4 +34,5 @@ var protocolLimits = map[protocol.ID]p2phost.StreamLimit{
 	summaryProtocol:           {In: 64, Out: 64},   // /ring summaries: small JSON
 	render.RenderProtocol:     {In: 16, Out: 16},   // a page rendered (≤ 150 s), its records then delivered
 	render.DeliverProtocol:    {In: 16, Out: 16},   // a render's records for one owner (≤ 500, one at a time)
+	nodesearch.Protocol:       {In: 64, Out: 64},   // postings to their holders (≤ 16 MiB) and posting queries
 }

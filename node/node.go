@@ -38,10 +38,12 @@ import (
 	"github.com/herod-archive/herod/node/replication"
 	"github.com/herod-archive/herod/node/resolve"
 	"github.com/herod-archive/herod/node/ringpage"
+	nodesearch "github.com/herod-archive/herod/node/search"
 	"github.com/herod-archive/herod/node/witness"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/claim"
 	"github.com/herod-archive/herod/ring/p2p"
+	"github.com/herod-archive/herod/search"
 )
 
 // Node is one herod volunteer node: a libp2p host, its virtual servers on
@@ -106,6 +108,10 @@ type Node struct {
 	size          *forward.SizeEstimate // the ring's size, for the forwarder
 	render        *render.Service       // browser capture (render.go)
 	renderCache   renderCache           // the members with the role (render.go)
+
+	// Full-text search on the ring (search.go).
+	search      *nodesearch.Service
+	searchStore *search.Store // the postings of the terms this node holds
 }
 
 // New builds a node from cfg without any network I/O: it locks
@@ -286,6 +292,9 @@ func (n *Node) buildCrawl() error {
 	cc.Download = n.bw.Down
 	cc.Paused = n.storePaused
 	n.setupPoliteness(&cc)
+	if err := n.setupSearch(); err != nil { // search.go
+		return err
+	}
 	n.setupReplication()
 	if cc.WriteCopies > 1 {
 		cc.Copies = n.repl // a fetch is done once WriteCopies copies exist
@@ -372,6 +381,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.goRun(n.rebalanceLoop)
 	n.goRun(n.purgeX.SpreadLoop)
 	n.startAccess() // access.go
+	n.startSearch() // search.go
 	n.log.Info("node started", "peer", n.self.Peer, "ring", n.self.Addr, "gateway", n.GatewayURL())
 	return nil
 }
@@ -468,6 +478,9 @@ func (n *Node) closeAll() error {
 	}
 	if n.outbox != nil {
 		errs = append(errs, n.outbox.Close())
+	}
+	if n.searchStore != nil {
+		errs = append(errs, n.searchStore.Close())
 	}
 	if n.dataLock != nil {
 		errs = append(errs, n.dataLock.Close()) // last: the data directory is free once all is closed

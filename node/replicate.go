@@ -77,7 +77,7 @@ func (n *Node) setupReplication() {
 	n.kit.MustHandle(n.repl.DictSpec())
 	// Every version this node stores is pushed to its replicas within
 	// replication.PushDelay (the loop starts with startReplication).
-	n.store.OnAdd(n.repl.Notify)
+	n.store.OnAdd(n.versionAdded) // search.go: and to search's indexer
 }
 
 // startReplication launches the round loop, the pull worker and the push

@@ -59,6 +59,7 @@ func (n *Node) Status() Status {
 		TakenOver: n.takeOver.Taken(),
 		Wire:      status.Wire(n.bwc),
 		Members:   status.NewMembers(n.cfg.Replicas, n.ringpage.Members()),
+		Search:    n.SearchStats(), // search.go
 		Load:      n.gatewayStats(),
 	}
 }

@@ -48,6 +48,7 @@ var commands = []command{
 	{"purge", "remove every version a peer signed and refuse that peer: on the running node, ordered ring-wide (or --offline on a stopped one)", purgeCmd},
 	{"version", "print herod's version, the Go version that built it and its VCS revision", versionCmd},
 	{"access", "add, list, remove or check the running node's access rules (block, exclude, embargo; --ring: signed, ring-wide)", accessCmd},
+	{"search", "search the text of the archived pages ring-wide, as of any date (words, \"phrases\", site:HOST)", searchCmd},
 }
 
 func main() {

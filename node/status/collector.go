@@ -47,6 +47,11 @@ var (
 	nodeMetrics = []metric{
 		// archive
 		gauge("archive_versions", "Versions stored.", func(st *Status) float64 { return float64(st.Archive.Versions) }),
+		gauge("search_terms", "Distinct terms whose postings this node holds.", func(st *Status) float64 { return float64(st.Search.Terms) }),
+		gauge("search_postings", "Postings this node holds.", func(st *Status) float64 { return float64(st.Search.Postings) }),
+		gauge("search_backlog", "URLs waiting to be indexed.", func(st *Status) float64 { return float64(st.Search.Backlog) }),
+		counter("search_indexed_total", "Versions indexed since the node started.", func(st *Status) float64 { return float64(st.Search.Indexed) }),
+		counter("search_sent_bytes_total", "Posting bytes sent to the terms' holders on other nodes.", func(st *Status) float64 { return float64(st.Search.SentBytes) }),
 		gauge("archive_bytes", "Bytes of the records of stored versions.", func(st *Status) float64 { return float64(st.Archive.Bytes) }),
 		gauge("archive_segments", "Segment files of the archive.", func(st *Status) float64 { return float64(st.Archive.Segments) }),
 		gauge("archive_quota_bytes", "The archive's quota (0: none).", func(st *Status) float64 { return float64(st.Archive.Quota) }),

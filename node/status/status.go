@@ -13,6 +13,7 @@ import (
 	"github.com/herod-archive/herod/node/politeness"
 	"github.com/herod-archive/herod/node/purge"
 	"github.com/herod-archive/herod/node/replication"
+	nodesearch "github.com/herod-archive/herod/node/search"
 	"github.com/herod-archive/herod/node/witness"
 	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/ring/claim"
@@ -75,6 +76,9 @@ type Status struct {
 	// Load is the gateway's own counters (gwstats.Stats): requests in
 	// flight, refused as busy, stalled readers, spooled bodies.
 	Load gwstats.Stats `json:"load"`
+	// Search is the node's full-text index health: terms and postings
+	// held, URLs waiting to be indexed (package node/search).
+	Search nodesearch.Stats `json:"search"`
 }
 
 // WireStats counts the stream bytes this node sent and received under one

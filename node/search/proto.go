@@ -1,0 +1,193 @@
+package search
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/node/kit"
+	"github.com/herod-archive/herod/ring"
+	fts "github.com/herod-archive/herod/search"
+)
+
+// Protocol carries postings to a term's holders ("add") and a term's
+// posting query to them ("query"): one JSON Request frame, then for an
+// add one frame of encoded postings (search.Posting.AppendBinary, sorted
+// by URL key, zstd-compressed: a page's URL and key, repeated in each of
+// its postings, compress away); the answer is one JSON Reply frame.
+const Protocol protocol.ID = "/herod/search/1.0.0"
+
+// Limits of the protocol.
+const (
+	maxRequestFrame  = 4 << 10
+	maxAddBytes      = 16 << 20 // compressed
+	maxAddRaw        = 64 << 20 // decompressed
+	addChunk         = 8 << 20  // encoded postings a message, before compression
+	maxAddPostings   = 200_000
+	maxReplyFrame    = 8 << 20
+	maxReplyPostings = 10_000
+)
+
+// Operations of a Request.
+const (
+	OpAdd   = "add"
+	OpQuery = "query"
+)
+
+// Request is the first frame of an exchange.
+type Request struct {
+	Op       string            `json:"op"`
+	Postings int               `json:"postings,omitempty"` // an add's count
+	Query    *fts.PostingQuery `json:"query,omitempty"`
+}
+
+// Reply answers a Request.
+type Reply struct {
+	Error string           `json:"error,omitempty"`
+	List  *fts.PostingList `json:"list,omitempty"`
+}
+
+// errRemote reports an error a holder returned.
+var errRemote = errors.New("search: remote error")
+
+// Spec declares the protocol to the node's kit.
+func (sv *Service) Spec() kit.Spec {
+	return kit.Spec{ID: Protocol, Handle: sv.Serve, MaxFrame: maxAddBytes,
+		MaxRequest: maxAddBytes + maxRequestFrame + 32, MaxActive: 32}
+}
+
+// Serve answers one request of a member: the handler of Protocol.
+func (sv *Service) Serve(ctx context.Context, q *kit.Request) error {
+	var req Request
+	if err := q.ReadJSON(maxRequestFrame, &req); err != nil {
+		return err
+	}
+	switch req.Op {
+	case OpAdd:
+		if req.Postings <= 0 || req.Postings > maxAddPostings {
+			return fmt.Errorf("%w: add of %d postings", kit.ErrBadFrame, req.Postings)
+		}
+		b, err := q.ReadFrame(maxAddBytes)
+		if err != nil {
+			return err
+		}
+		ps, err := decodeAdd(b, req.Postings)
+		if err != nil {
+			return fmt.Errorf("%w: %v", kit.ErrBadFrame, err)
+		}
+		if err := sv.Store.Put(ctx, ps); err != nil {
+			return q.Reply(Reply{Error: err.Error()})
+		}
+		sv.received.Add(int64(len(ps)))
+		return q.Reply(Reply{})
+	case OpQuery:
+		if req.Query == nil {
+			return fmt.Errorf("%w: query without its query", kit.ErrBadFrame)
+		}
+		pq := *req.Query
+		pq.Limit = min(max(pq.Limit, 1), maxReplyPostings)
+		if len(pq.Keys) > maxReplyPostings {
+			return fmt.Errorf("%w: %d keys", kit.ErrBadFrame, len(pq.Keys))
+		}
+		l, err := sv.Store.Postings(ctx, pq)
+		if err != nil {
+			return q.Reply(Reply{Error: err.Error()})
+		}
+		sv.served.Add(1)
+		return q.Reply(Reply{List: &l})
+	default:
+		return fmt.Errorf("%w: op %q", kit.ErrBadFrame, req.Op)
+	}
+}
+
+// zenc compresses adds; zdecs decompress them, within maxAddRaw and an
+// 8 MiB window.
+var (
+	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+	zdecs   = sync.Pool{New: func() any {
+		d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+			zstd.WithDecoderMaxWindow(8<<20), zstd.WithDecoderMaxMemory(maxAddRaw))
+		if err != nil {
+			panic(err) // the options are constant
+		}
+		return d
+	}}
+)
+
+// encodeAdd encodes postings as an add's second frame.
+func encodeAdd(ps []fts.Posting) []byte {
+	var b []byte
+	for _, p := range ps {
+		b = p.AppendBinary(b)
+	}
+	return zenc.EncodeAll(b, nil)
+}
+
+// decodeAdd reverses encodeAdd, refusing more than maxAddRaw bytes
+// decompressed (cut there, before they are allocated) and a count other
+// than n.
+func decodeAdd(b []byte, n int) ([]fts.Posting, error) {
+	d := zdecs.Get().(*zstd.Decoder)
+	defer zdecs.Put(d)
+	if err := d.Reset(bytes.NewReader(b)); err != nil {
+		return nil, err
+	}
+	raw, err := wire.ReadAll(d, maxAddRaw)
+	if err != nil {
+		return nil, err
+	}
+	return decodeAll(raw, n)
+}
+
+// decodeAll decodes n postings that fill b.
+func decodeAll(b []byte, n int) ([]fts.Posting, error) {
+	ps := make([]fts.Posting, 0, min(n, 4096))
+	for len(b) > 0 {
+		p, rest, err := fts.DecodePosting(b)
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, p)
+		b = rest
+	}
+	if len(ps) != n {
+		return nil, fmt.Errorf("%d postings, header says %d", len(ps), n)
+	}
+	return ps, nil
+}
+
+// call sends one request to the real node behind c and reads its reply.
+func (sv *Service) call(ctx context.Context, c ring.Contact, req Request, body []byte) (Reply, error) {
+	s, err := sv.Open(ctx, c, Protocol)
+	if err != nil {
+		return Reply{}, err
+	}
+	defer s.Close()
+	if err := wire.WriteJSON(s, req); err != nil {
+		s.Reset()
+		return Reply{}, fmt.Errorf("search %s to %s: %w", req.Op, c.Addr, err)
+	}
+	if body != nil {
+		if err := wire.WriteFrame(s, body); err != nil {
+			s.Reset()
+			return Reply{}, fmt.Errorf("search %s to %s: %w", req.Op, c.Addr, err)
+		}
+	}
+	_ = s.CloseWrite()
+	var rep Reply
+	if err := wire.ReadJSON(bufio.NewReader(s), maxReplyFrame, &rep); err != nil {
+		s.Reset()
+		return Reply{}, fmt.Errorf("search %s to %s: %w", req.Op, c.Addr, err)
+	}
+	if rep.Error != "" {
+		return Reply{}, fmt.Errorf("%w: %s: %s", errRemote, c.Addr, rep.Error)
+	}
+	return rep, nil
+}

@@ -1,0 +1,108 @@
+package search
+
+import (
+	"context"
+	"time"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/internal/id"
+	fts "github.com/herod-archive/herod/search"
+)
+
+// Queue bounds: URLs waiting, URLs indexed in one batch, and the longest
+// a URL waits for its batch to fill.
+const (
+	queueCap   = 8192
+	batchURLs  = 256
+	batchDelay = time.Second
+)
+
+func (sv *Service) q() chan string {
+	sv.queueOnce.Do(func() { sv.queue = make(chan string, queueCap) })
+	return sv.queue
+}
+
+// Notify queues the URL of a version the node just stored for indexing.
+// It never blocks (archive.Store.OnAdd's contract): a full queue drops
+// the URL, counted, and the next backfill indexes it.
+func (sv *Service) Notify(v archive.Version) {
+	select {
+	case sv.q() <- v.URL:
+		sv.queued.Add(1)
+	default:
+		sv.dropped.Add(1)
+	}
+}
+
+// Run backfills the URLs of archive this node owns (indexing every
+// version: a node that restarts or takes over a range sends its terms'
+// holders everything again, which they store once), then indexes the
+// queued URLs in batches until ctx ends. ix's Sink is the Service.
+func (sv *Service) Run(ctx context.Context, ix *fts.Indexer, l fts.URLLister, owns func(key id.ID) bool) {
+	sv.backfill.Store(1)
+	start := time.Now()
+	st, err := ix.Backfill(ctx, l, func(u string) bool { return owns(id.OfString(u)) })
+	sv.backfill.Store(0)
+	sv.indexed.Add(int64(st.Versions))
+	if err != nil && ctx.Err() == nil {
+		sv.errs.Add(1)
+		sv.log().Warn("search backfill", "err", err)
+	}
+	sv.log().Debug("search backfill done", "versions", st.Versions, "postings", st.Postings, "took", time.Since(start))
+	var urls []string
+	timer := time.NewTimer(batchDelay)
+	defer timer.Stop()
+	flush := func() {
+		if len(urls) == 0 {
+			return
+		}
+		st, err := ix.IndexURLs(ctx, urls)
+		sv.indexed.Add(int64(st.Versions))
+		sv.queued.Add(-int64(len(urls)))
+		if err != nil && ctx.Err() == nil {
+			sv.errs.Add(1)
+			sv.log().Warn("search index", "urls", len(urls), "err", err)
+		}
+		urls = urls[:0]
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case u := <-sv.q():
+			urls = append(urls, u)
+			if len(urls) >= batchURLs {
+				flush()
+			}
+		case <-timer.C:
+			flush()
+			timer.Reset(batchDelay)
+		}
+	}
+}
+
+// Stats are a node's index health.
+type Stats struct {
+	fts.Counts
+	Backlog    int64 `json:"backlog"`    // URLs waiting to be indexed
+	Dropped    int64 `json:"dropped"`    // URLs left to the next backfill (queue full)
+	Backfill   bool  `json:"backfill"`   // the backfill is running
+	Indexed    int64 `json:"indexed"`    // versions indexed since start
+	Errors     int64 `json:"errors"`     // indexing batches that failed
+	Sent       int64 `json:"sent"`       // postings delivered to holders
+	SentBytes  int64 `json:"sentBytes"`  // posting bytes sent to other nodes
+	Received   int64 `json:"received"`   // postings received from other nodes
+	Queries    int64 `json:"queries"`    // posting queries answered for other nodes
+	FailedSend int64 `json:"failedSend"` // deliveries to a holder that failed
+}
+
+// Stats returns the index health.
+func (sv *Service) Stats() Stats {
+	return Stats{
+		Counts:  sv.Store.Counts(),
+		Backlog: sv.queued.Load(), Dropped: sv.dropped.Load(), Backfill: sv.backfill.Load() == 1,
+		Indexed: sv.indexed.Load(), Errors: sv.errs.Load(),
+		Sent: sv.sent.Load(), SentBytes: sv.sentBytes.Load(), Received: sv.received.Load(),
+		Queries: sv.served.Load(), FailedSend: sv.failed.Load(),
+	}
+}

@@ -1,0 +1,194 @@
+package search
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/herod-archive/herod/archive"
+)
+
+// Versions is what the indexer reads from the archive: a URL's versions
+// and a version's capture.
+type Versions interface {
+	Versions(ctx context.Context, url string) ([]archive.Version, error)
+	Read(ctx context.Context, v archive.Version) (*archive.Capture, error)
+}
+
+// URLLister enumerates the archive's URLs, for the backfill.
+type URLLister interface {
+	URLs(ctx context.Context, q archive.Query, fn func(url string) error) error
+}
+
+// Sink takes postings to their holders: the local Store on a lone node,
+// the ring's posting sender on a ring member. Add returns once they are
+// durable where they go (or queued durably for them).
+type Sink interface {
+	Add(ctx context.Context, ps []Posting) error
+}
+
+// StoreSink is a Sink that keeps every posting in one Store.
+type StoreSink struct{ Store *Store }
+
+// Add stores ps.
+func (s StoreSink) Add(ctx context.Context, ps []Posting) error { return s.Store.Put(ctx, ps) }
+
+// Indexer turns archived versions into postings: each indexable version
+// gives one posting per distinct term, live from its capture time to the
+// next version's (a 404, a redirect or any unindexable version ends it),
+// sent to Sink; its document row goes to Docs.
+type Indexer struct {
+	Archive Versions
+	Sink    Sink
+	Docs    *Store
+}
+
+// IndexStats counts what an indexing call did.
+type IndexStats struct {
+	Versions int   // indexable versions read and analyzed
+	Postings int   // postings sent
+	Bytes    int64 // encoded posting bytes sent
+}
+
+// Add adds s2 to s.
+func (s *IndexStats) Add(s2 IndexStats) {
+	s.Versions += s2.Versions
+	s.Postings += s2.Postings
+	s.Bytes += s2.Bytes
+}
+
+// IndexURL indexes url's versions: all of them (backfill, all true), or
+// the newest two (a version just stored: the newest starts its postings,
+// the one before has its own ended). Sending a posting again is harmless.
+func (ix *Indexer) IndexURL(ctx context.Context, url string, all bool) (IndexStats, error) {
+	var b batch
+	st, err := ix.collect(ctx, url, all, &b)
+	if err != nil {
+		return IndexStats{}, err
+	}
+	return st, ix.flush(ctx, &b)
+}
+
+// IndexURLs indexes the newest two versions of each URL (IndexURL) and
+// sends all their postings in one call to Sink. A URL that fails is
+// left out, and its error joined to the one returned.
+func (ix *Indexer) IndexURLs(ctx context.Context, urls []string) (IndexStats, error) {
+	var b batch
+	var total IndexStats
+	var errs []error
+	for _, u := range urls {
+		st, err := ix.collect(ctx, u, false, &b)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		total.Add(st)
+	}
+	if err := ix.flush(ctx, &b); err != nil {
+		return IndexStats{}, err
+	}
+	return total, errors.Join(errs...)
+}
+
+// batch is postings and document rows waiting to be written together.
+type batch struct {
+	ps   []Posting
+	rows []DocRow
+}
+
+// flush sends a batch's postings and writes its rows.
+func (ix *Indexer) flush(ctx context.Context, b *batch) error {
+	if len(b.ps) > 0 {
+		if err := ix.Sink.Add(ctx, b.ps); err != nil {
+			return fmt.Errorf("search index: %w", err)
+		}
+	}
+	if ix.Docs != nil && len(b.rows) > 0 {
+		if err := ix.Docs.PutDocs(ctx, b.rows); err != nil {
+			return fmt.Errorf("search index: %w", err)
+		}
+	}
+	b.ps, b.rows = b.ps[:0], b.rows[:0]
+	return nil
+}
+
+// collect adds url's postings and rows (IndexURL) to b.
+func (ix *Indexer) collect(ctx context.Context, url string, all bool, b *batch) (IndexStats, error) {
+	vs, err := ix.Archive.Versions(ctx, url)
+	if err != nil {
+		return IndexStats{}, fmt.Errorf("search index %s: %w", url, err)
+	}
+	vs = slices.Clone(vs)
+	slices.SortStableFunc(vs, func(a, b archive.Version) int { return a.Time.Compare(b.Time) })
+	first := 0
+	if !all && len(vs) > 2 {
+		first = len(vs) - 2
+	}
+	var st IndexStats
+	for i := first; i < len(vs); i++ {
+		v := vs[i]
+		if !Indexable(v.Status, v.ContentType) {
+			continue
+		}
+		to := Open
+		if i+1 < len(vs) {
+			to = Millis(vs[i+1].Time)
+		}
+		from := Millis(v.Time)
+		if to != Open && to <= from {
+			continue // replaced within its millisecond: never live
+		}
+		c, err := ix.Archive.Read(ctx, v)
+		if err != nil {
+			return st, fmt.Errorf("search index %s: %w", url, err)
+		}
+		d, ok := ExtractCapture(c)
+		if !ok {
+			continue
+		}
+		vp := VersionPostings(v.URL, v.Key, from, to, d)
+		if len(vp) == 0 {
+			continue
+		}
+		st.Versions++
+		st.Postings += len(vp)
+		for _, p := range vp {
+			st.Bytes += int64(len(p.AppendBinary(nil)))
+		}
+		b.ps = append(b.ps, vp...)
+		b.rows = append(b.rows, DocRow{Key: v.Key, URL: v.URL, From: from, To: to, DocLen: vp[0].DocLen})
+	}
+	return st, nil
+}
+
+// backfillBatch is how many postings a backfill writes in one synced
+// batch.
+const backfillBatch = 50_000
+
+// Backfill indexes every version of every URL the archive lists, writing
+// postings in synced batches of about backfillBatch, and returns what it
+// did. owns, if set, limits it to the URLs it accepts
+// (those this node holds as their owner).
+func (ix *Indexer) Backfill(ctx context.Context, l URLLister, owns func(url string) bool) (IndexStats, error) {
+	var total IndexStats
+	var b batch
+	err := l.URLs(ctx, archive.Query{}, func(u string) error {
+		if owns != nil && !owns(u) {
+			return nil
+		}
+		st, err := ix.collect(ctx, u, true, &b)
+		if err != nil {
+			return err
+		}
+		total.Add(st)
+		if len(b.ps) >= backfillBatch {
+			return ix.flush(ctx, &b)
+		}
+		return nil
+	})
+	if err == nil {
+		err = ix.flush(ctx, &b)
+	}
+	return total, err
+}

@@ -1,0 +1,198 @@
+package search
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/herod-archive/herod/internal/id"
+)
+
+// Open is the To of a posting whose version is still the newest.
+const Open int64 = 0
+
+// maxURLLen bounds the URL a posting carries.
+const maxURLLen = 8 << 10
+
+// Posting says that one version of one URL holds one term. A version is
+// live from its capture time From (inclusive) to the capture time To of
+// the URL's next version (exclusive; Open while it is the newest), both
+// in Unix milliseconds: a query as of D sees the postings live at D.
+// A posting's identity is (Term, Key, From); the same posting sent twice
+// is stored once, and a posting that arrives with a To ends the open one.
+type Posting struct {
+	Term    string
+	Key     id.ID  // SHA-1 of the canonical URL: the URL's ring key
+	URL     string // canonical URL
+	From    int64  // capture time of the version, Unix ms
+	To      int64  // capture time of the next version, Unix ms; Open if none
+	TF      uint32 // occurrences in title and text
+	TitleTF uint32 // occurrences in the title
+	DocLen  uint32 // tokens in title and text
+}
+
+// Live reports whether the posting's version is the URL's live version at
+// Unix ms at.
+func (p Posting) Live(at int64) bool {
+	return p.From <= at && (p.To == Open || at < p.To)
+}
+
+// TermKey returns the ring key of a term: the SHA-1 of its bytes. Its
+// postings live at the owner of this key and that owner's successors.
+func TermKey(term string) id.ID { return id.OfString(term) }
+
+// Millis converts a time to a posting's time unit.
+func Millis(t time.Time) int64 { return t.UnixMilli() }
+
+// ErrBadPosting reports a posting that cannot be stored or decoded.
+var ErrBadPosting = errors.New("search: bad posting")
+
+// Check reports a posting a store must refuse (ErrBadPosting).
+func (p Posting) Check() error {
+	switch {
+	case p.Term == "" || len(p.Term) > MaxTermLen:
+		return fmt.Errorf("%w: term of %d bytes", ErrBadPosting, len(p.Term))
+	case p.URL == "" || len(p.URL) > maxURLLen:
+		return fmt.Errorf("%w: url of %d bytes", ErrBadPosting, len(p.URL))
+	case p.To != Open && p.To < p.From:
+		return fmt.Errorf("%w: ends before it starts", ErrBadPosting)
+	case p.TF == 0 || p.TitleTF > p.TF || p.DocLen < p.TF:
+		return fmt.Errorf("%w: counts tf %d title %d length %d", ErrBadPosting, p.TF, p.TitleTF, p.DocLen)
+	}
+	return nil
+}
+
+// AppendBinary appends the posting's wire and disk form: the term and URL
+// length-prefixed, the key, then varints.
+func (p Posting) AppendBinary(b []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(p.Term)))
+	b = append(b, p.Term...)
+	b = append(b, p.Key[:]...)
+	b = binary.AppendUvarint(b, uint64(len(p.URL)))
+	b = append(b, p.URL...)
+	b = binary.AppendVarint(b, p.From)
+	b = binary.AppendVarint(b, p.To)
+	b = binary.AppendUvarint(b, uint64(p.TF))
+	b = binary.AppendUvarint(b, uint64(p.TitleTF))
+	b = binary.AppendUvarint(b, uint64(p.DocLen))
+	return b
+}
+
+// DecodePosting reads one posting from the front of b and returns the
+// rest. It refuses a posting that Check refuses.
+func DecodePosting(b []byte) (Posting, []byte, error) {
+	var p Posting
+	r := reader{b: b}
+	p.Term = string(r.bytes(MaxTermLen))
+	r.copy(p.Key[:])
+	p.URL = string(r.bytes(maxURLLen))
+	p.From = r.varint()
+	p.To = r.varint()
+	p.TF = r.u32()
+	p.TitleTF = r.u32()
+	p.DocLen = r.u32()
+	if r.err != nil {
+		return Posting{}, nil, fmt.Errorf("%w: %v", ErrBadPosting, r.err)
+	}
+	if err := p.Check(); err != nil {
+		return Posting{}, nil, err
+	}
+	return p, r.b, nil
+}
+
+// reader decodes varints and byte strings, remembering the first error.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = errors.New("short uvarint")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) varint() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.err = errors.New("short varint")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) u32() uint32 {
+	v := r.uvarint()
+	if v > 1<<32-1 {
+		r.err = errors.New("count out of range")
+		return 0
+	}
+	return uint32(v)
+}
+
+func (r *reader) bytes(max int) []byte {
+	n := r.uvarint()
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(max) || n > uint64(len(r.b)) {
+		r.err = fmt.Errorf("string of %d bytes", n)
+		return nil
+	}
+	v := r.b[:n]
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) copy(dst []byte) {
+	if r.err != nil {
+		return
+	}
+	if len(r.b) < len(dst) {
+		r.err = errors.New("short key")
+		return
+	}
+	copy(dst, r.b)
+	r.b = r.b[len(dst):]
+}
+
+// VersionPostings returns the postings of one version of url captured at
+// from (Unix ms) and live until to: one per distinct term of its title and
+// text.
+func VersionPostings(url string, key id.ID, from, to int64, d Doc) []Posting {
+	title, body := Analyze(d.Title), Analyze(d.Text)
+	docLen := uint32(len(title) + len(body))
+	idx := map[string]int{}
+	var out []Posting
+	add := func(term string, inTitle bool) {
+		i, ok := idx[term]
+		if !ok {
+			i = len(out)
+			idx[term] = i
+			out = append(out, Posting{Term: term, Key: key, URL: url, From: from, To: to, DocLen: docLen})
+		}
+		out[i].TF++
+		if inTitle {
+			out[i].TitleTF++
+		}
+	}
+	for _, t := range title {
+		add(t.Term, true)
+	}
+	for _, t := range body {
+		add(t.Term, false)
+	}
+	return out
+}
