@@ -129,6 +129,9 @@ type Config struct {
 	// that says why), on every surface (robots.go). Nil: robots.txt is
 	// not consulted at replay.
 	Robots RobotsPolicy
+	// LinkIndex, if set, answers /links and /api/rank and adds the pages
+	// linking to a URL to its calendar (links.go). Nil: those are absent.
+	LinkIndex LinkIndex
 }
 
 // ErrNoArchive is returned by New when Config.Archive is nil.

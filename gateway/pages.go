@@ -226,7 +226,9 @@ func (s *Server) serveDates(w http.ResponseWriter, r *http.Request, u string) {
 			checks = nil // the versions alone
 		}
 	}
-	s.render(w, r, http.StatusOK, "dates", groupDates(u, vs, checks))
+	d := groupDates(u, vs, checks)
+	d.Inlinks = s.inlinks(ctx, u, vs[len(vs)-1].Time)
+	s.render(w, r, http.StatusOK, "dates", d)
 }
 
 // maxPrefixVersions bounds the versions a prefix listing asks the Lister for.

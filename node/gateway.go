@@ -70,6 +70,7 @@ func (n *Node) setupGateway() error {
 		Purge:         n.Purge,
 		Access:        n.access,
 		Robots:        robots,
+		LinkIndex:     gatewayLinks{n}, // linkindex.go
 		PublicStatus:  cfg.PublicStatus,
 		Limits:        lim,
 	})

@@ -103,6 +103,7 @@ type Node struct {
 	quietTakeOver atomic.Bool
 	reloc         *dayclaim.Relocator   // the crawler's forwarder, with the fetch-time ownership check
 	size          *forward.SizeEstimate // the ring's size, for the forwarder
+	linkIdx       *linkIndex            // the link index and PageRank (linkindex.go)
 }
 
 // New builds a node from cfg without any network I/O: it locks
@@ -246,6 +247,9 @@ func (n *Node) buildRing() error {
 		return fmt.Errorf("node: %w", err)
 	}
 	n.setupLinks()
+	if err := n.setupLinkIndex(); err != nil {
+		return err
+	}
 	n.size = &forward.SizeEstimate{Status: n.ring.Status}
 	n.fwd, err = forward.New(forward.Config{
 		Ring:       n.ring,
@@ -332,6 +336,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.kit.MustHandle(n.dayclaim.ClaimSpec())
 	n.kit.MustHandle(n.dayclaim.HandoverSpec())
 	n.kit.MustHandle(n.ringpage.Spec())
+	n.startLinkIndex() // linkindex.go
 	if err := n.startLAN(); err != nil {
 		return err
 	}
@@ -440,6 +445,7 @@ func (n *Node) closeAll() error {
 		errs = append(errs, n.crawler.Close())
 	}
 	n.wg.Wait()
+	errs = append(errs, n.closeLinkIndex())
 	if n.lan != nil {
 		errs = append(errs, n.lan.Close())
 	}

@@ -52,14 +52,16 @@ type Header struct {
 
 // Reply is frame 1 of a reply.
 type Reply struct {
-	Error    string  `json:"error,omitempty"`
-	Vertices int64   `json:"vertices,omitempty"`
-	Edges    int64   `json:"edges,omitempty"`
-	Dangle   float64 `json:"dangle,omitempty"`
-	Delta    float64 `json:"delta,omitempty"` // L1 change of this member's ranks
-	Sum      float64 `json:"sum,omitempty"`
-	Bytes    int64   `json:"bytes,omitempty"` // request and reply bytes this member sent to others for the op
-	Count    int     `json:"n,omitempty"`     // items in frame 2
+	Error    string   `json:"error,omitempty"`
+	Vertices int64    `json:"vertices,omitempty"`
+	Edges    int64    `json:"edges,omitempty"`
+	Dangle   float64  `json:"dangle,omitempty"`
+	Delta    float64  `json:"delta,omitempty"` // L1 change of this member's ranks
+	Sum      float64  `json:"sum,omitempty"`
+	Bytes    int64    `json:"bytes,omitempty"` // request and reply bytes this member sent to others for the op
+	Count    int      `json:"n,omitempty"`     // items in frame 2
+	Rank     float64  `json:"rank,omitempty"`  // OpGet's answer
+	Info     *RunInfo `json:"info,omitempty"`  // the run OpGet's answer comes from
 }
 
 // Limits of the protocol.
