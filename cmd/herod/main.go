@@ -48,6 +48,7 @@ var commands = []command{
 	{"purge", "remove every version a peer signed and refuse that peer: on the running node, ordered ring-wide (or --offline on a stopped one)", purgeCmd},
 	{"version", "print herod's version, the Go version that built it and its VCS revision", versionCmd},
 	{"access", "add, list, remove or check the running node's access rules (block, exclude, embargo; --ring: signed, ring-wide)", accessCmd},
+	{"rank", "run PageRank across the ring for a crawl day (admin token), or print a URL's rank", rankCmd},
 }
 
 func main() {

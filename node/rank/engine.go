@@ -44,7 +44,9 @@ type Engine struct {
 	run *runState
 }
 
-// edge is an out-link: the member holding the target and its index there.
+// edge is an out-link: the member holding the target and its index
+// there (after prepare, its slot: the place of that index in the
+// run's slots of the member).
 type edge struct {
 	peer int
 	idx  uint32
@@ -56,8 +58,9 @@ type runState struct {
 	damping float64
 	index   map[string]uint32
 	urls    []string
-	out     [][]edge // of the local vertices that are sources here
+	out     [][]edge // of the local vertices that are sources here; idx is a slot
 	peers   []ring.Contact
+	slots   [][]uint32 // per member, the indices there this node links to, ascending
 	sealed  bool
 	n       int64
 	rank    []float64
@@ -247,8 +250,32 @@ func (e *Engine) prepare(ctx context.Context, h Header) (Reply, []byte, error) {
 		out[srcIdx[i]] = es
 		edges += int64(len(es))
 	}
+	// Number each member's targets densely (slots, in index order), so
+	// that a step sums shares in slices, not maps.
+	r.slots = make([][]uint32, len(peers))
+	slot := make([]map[uint32]uint32, len(peers))
+	for _, es := range out {
+		for _, ed := range es {
+			if slot[ed.peer] == nil {
+				slot[ed.peer] = map[uint32]uint32{}
+			}
+			if _, ok := slot[ed.peer][ed.idx]; !ok {
+				slot[ed.peer][ed.idx] = 0
+				r.slots[ed.peer] = append(r.slots[ed.peer], ed.idx)
+			}
+		}
+	}
+	for p := range r.slots {
+		slices.Sort(r.slots[p])
+		for k, ix := range r.slots[p] {
+			slot[p][ix] = uint32(k)
+		}
+	}
 	r.out = make([][]edge, len(r.urls))
 	for i, es := range out {
+		for k, ed := range es {
+			es[k].idx = slot[ed.peer][ed.idx]
+		}
 		r.out[i] = es
 	}
 	return Reply{Edges: edges, Bytes: sent}, nil, nil
@@ -353,10 +380,10 @@ func (e *Engine) step(ctx context.Context, h Header, finish bool) (Reply, []byte
 		return rep, nil, nil
 	}
 	// Sum the shares per target member and index.
-	agg := make([]map[uint32]float64, len(r.peers))
+	agg := make([][]float64, len(r.peers))
 	self := -1
 	for p, c := range r.peers {
-		agg[p] = map[uint32]float64{}
+		agg[p] = make([]float64, len(r.slots[p]))
 		if c.Peer == e.Self.Peer {
 			self = p
 		}
@@ -372,11 +399,11 @@ func (e *Engine) step(ctx context.Context, h Header, finish bool) (Reply, []byte
 	}
 	if self >= 0 {
 		acc := r.acc[h.Step%2]
-		for ix, v := range agg[self] {
-			acc[ix] += v
+		for k, v := range agg[self] {
+			acc[r.slots[self][k]] += v
 		}
 	}
-	peers := r.peers
+	peers, slots := r.peers, r.slots
 	e.mu.Unlock()
 
 	var sent int64
@@ -387,11 +414,10 @@ func (e *Engine) step(ctx context.Context, h Header, finish bool) (Reply, []byte
 		if p == self || len(m) == 0 {
 			continue
 		}
-		cs := make([]contrib, 0, len(m))
-		for ix, v := range m {
-			cs = append(cs, contrib{ix, v})
+		cs := make([]contrib, len(m))
+		for k, v := range m {
+			cs[k] = contrib{slots[p][k], v}
 		}
-		slices.SortFunc(cs, func(a, b contrib) int { return int(a.idx) - int(b.idx) })
 		eg.Go(func() error {
 			for start := 0; start < len(cs); start += MaxContribs {
 				part := cs[start:min(len(cs), start+MaxContribs)]
