@@ -7,7 +7,10 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +19,10 @@ import (
 	"gonum.org/v1/gonum/graph/simple"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/sampleweb"
 	"github.com/herod-archive/herod/node/rank"
 )
 
@@ -189,4 +194,68 @@ func gonumOf(g map[string][]string) map[string]float64 {
 		out[names[i]] = v
 	}
 	return out
+}
+
+// TestRankRingBench measures a PageRank run on real libp2p nodes on
+// loopback over the sample web's pages (each stored at its owner):
+// wall time per iteration and bytes sent per edge and iteration, and
+// checks the ranks against gonum. Behind HEROD_RANK_RING=PAGES (e.g.
+// 3000); HEROD_RANK_RING_NODES (default 4).
+func TestRankRingBench(t *testing.T) {
+	pages, _ := strconv.Atoi(os.Getenv("HEROD_RANK_RING"))
+	if pages <= 0 {
+		t.Skip("set HEROD_RANK_RING=pages")
+	}
+	nodes, _ := strconv.Atoi(os.Getenv("HEROD_RANK_RING_NODES"))
+	if nodes <= 0 {
+		nodes = 4
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	w := sampleweb.New(sampleweb.Config{Pages: pages})
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	lr, err := StartLocalRing(ctx, t.TempDir(), nodes, Config{VirtualServers: 4, StabilizeInterval: 100 * time.Millisecond,
+		ReplicationInterval: -1, LinkSweep: -1, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { lr.Close() }()
+	if err := lr.WaitStable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Add(-time.Minute)
+	g := map[string][]string{}
+	for _, u := range w.Reachable(0) {
+		st, body := w.Body(0, u)
+		c := archive.Capture{URL: u, Time: now, Status: st, Header: http.Header{"Content-Type": {"text/html"}}, Body: body}
+		if _, _, err := lr.Owner(id.OfString(u)).store.Put(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		g[u] = nil
+		if st == 200 {
+			base, _ := url.Parse(u)
+			g[u], _ = crawl.ExtractRequisites(base, "text/html", body)
+		}
+	}
+	want := gonumOf(g)
+	s, err := lr.Nodes[0].RunRank(ctx, lr.Nodes[0].store.DayOf(now), rank.Options{Tolerance: -1, Iterations: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l1 float64
+	for u, v := range want {
+		got, _, err := lr.Owner(id.OfString(u)).Rank(ctx, u, s.Day)
+		if err != nil {
+			t.Fatalf("%s: %v", u, err)
+		}
+		l1 += math.Abs(got - v)
+	}
+	t.Logf("%d nodes on loopback, %d vertices, %d edges: %v per iteration, %.2f bytes/edge/iteration (%d in steps, %d registering), whole run %v; L1 vs gonum %.1e (30 iterations)",
+		nodes, s.Vertices, s.Edges, s.PerIteration, s.PerEdge, s.StepBytes, s.RegisterBytes, s.Took, l1)
+	if l1 > 1e-3 {
+		t.Errorf("L1 vs gonum %.3g", l1)
+	}
 }
