@@ -68,7 +68,7 @@ var ErrQuery = errors.New("gateway: malformed query")
 const cdxPageSize = 1000
 
 // cdxFieldNames are the canonical CDX field names, in Wayback order.
-var cdxFieldNames = []string{"urlkey", "timestamp", "original", "mimetype", "statuscode", "digest", "length", "offset", "filename", "peer", "witnesses"}
+var cdxFieldNames = []string{"urlkey", "timestamp", "original", "mimetype", "statuscode", "digest", "length", "offset", "filename", "peer", "witnesses", "rank"}
 
 // cdxAliases maps pywb's field names to the canonical ones.
 var cdxAliases = map[string]string{"url": "original", "mime": "mimetype", "status": "statuscode"}
@@ -380,6 +380,11 @@ func (c *cdxValues) get(field string) string {
 			ws[i] = w.Peer + "@" + FormatTimestamp(w.Seen)
 		}
 		return strings.Join(ws, ",")
+	case "rank": // links.go
+		if c.row.Rank == 0 {
+			return ""
+		}
+		return strconv.FormatFloat(c.row.Rank, 'g', 6, 64)
 	}
 	return ""
 }

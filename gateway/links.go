@@ -5,8 +5,10 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
+	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/internal/canon"
 )
 
@@ -218,4 +220,45 @@ func (s *Server) serveRank(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, s.log, rk)
+}
+
+// maxRankLookups bounds the URLs of one CDX request whose rank is
+// looked up (each asks the URL's owner); rows past it show none.
+const maxRankLookups = 256
+
+// needsRank reports whether a CDX request shows, filters or collapses
+// on the rank field.
+func (r *cdxRequest) needsRank() bool {
+	if slices.Contains(r.fl, "rank") || r.collapse == "rank" {
+		return true
+	}
+	return slices.ContainsFunc(r.filters, func(f cdxFilter) bool { return f.field == "rank" })
+}
+
+// fillRanks sets the Rank of rows when the request asks for it: the
+// URL's rank from the newest run at or before the capture's day, one
+// lookup per URL and day.
+func (s *Server) fillRanks(ctx context.Context, req *cdxRequest, rows []cdx.Row) {
+	if s.cfg.LinkIndex == nil || !req.needsRank() {
+		return
+	}
+	type key struct {
+		url string
+		day string
+	}
+	seen := map[key]float64{}
+	for i := range rows {
+		k := key{rows[i].URL, rows[i].Time.UTC().Format(time.DateOnly)}
+		v, ok := seen[k]
+		if !ok {
+			if len(seen) >= maxRankLookups {
+				continue
+			}
+			if rk, err := s.cfg.LinkIndex.Rank(ctx, rows[i].URL, rows[i].Time); err == nil {
+				v = rk.Rank
+			}
+			seen[k] = v
+		}
+		rows[i].Rank = v
+	}
 }

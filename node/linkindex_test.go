@@ -146,6 +146,22 @@ func TestLinkIndexRing(t *testing.T) {
 		l1 += math.Abs(rk.Rank - w)
 	}
 	t.Logf("ring PageRank: %+v; L1 vs gonum %.2e", sum, l1)
+	// The CDX's rank field: day 2's capture of a carries the run's rank,
+	// day 1's none (no run ranked that day or before).
+	resp, err = http.Get(lr.Owner(id.OfString("http://a.test/")).GatewayURL() + "cdx?url=http://a.test/&fl=timestamp,rank")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cdxBody, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	lines := strings.Split(strings.TrimSpace(string(cdxBody)), "\n")
+	if len(lines) != 2 || lines[0] != "20260101100000 -" {
+		t.Fatalf("cdx of a.test with rank:\n%s", cdxBody)
+	}
+	f := strings.Fields(lines[1])
+	if r, err := strconv.ParseFloat(f[len(f)-1], 64); err != nil || math.Abs(r-want["http://a.test/"]) > 1e-5 {
+		t.Errorf("cdx rank of a.test on day 2: %q, want %.6g", lines[1], want["http://a.test/"])
+	}
 	if l1 > 1e-3 || sum.Vertices != int64(len(want)) {
 		t.Errorf("L1 vs gonum %.3g, %d vertices (want %d)", l1, sum.Vertices, len(want))
 	}
