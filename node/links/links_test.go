@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -260,29 +259,6 @@ func TestRecordCheck(t *testing.T) {
 	}
 }
 
-func TestNormalizeAnchor(t *testing.T) {
-	for in, want := range map[string]string{
-		"  a \n\t b  ":                 "a b",
-		"":                             "",
-		"\x00x\x01":                    "x",
-		strings.Repeat("é", MaxAnchor): strings.Repeat("é", MaxAnchor/2),
-		"bad \xff utf8":                "bad \uFFFD utf8",
-	} {
-		if got := NormalizeAnchor(in); got != want {
-			t.Errorf("NormalizeAnchor(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-func TestAnchors(t *testing.T) {
-	base, _ := url.Parse("http://a.test/x/")
-	got := Anchors(base, []byte(`<a href="y">one<a href="/z">two</a> <a href="y">again</a><a href="mailto:m@x">m</a><area href="/w" alt=" W ">`))
-	want := map[string]string{"http://a.test/x/y": "one", "http://a.test/z": "two", "http://a.test/w": "W"}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("Anchors = %v, want %v", got, want)
-	}
-}
-
 func TestDecodeRecordsBounds(t *testing.T) {
 	recs := []Record{{Target: "http://t.test/", Source: "http://s.test/", From: dayTime(1), Seen: dayTime(1)}}
 	b := EncodeRecords(recs)
@@ -303,18 +279,6 @@ func FuzzDecodeRecords(f *testing.F) {
 		recs, err := DecodeRecords(b, n)
 		if err == nil && len(recs) != n {
 			t.Fatalf("%d records for n=%d", len(recs), n)
-		}
-	})
-}
-
-func FuzzAnchors(f *testing.F) {
-	f.Add([]byte(`<base href="/q/"><a href="x">t<img alt=i></a><area href=y alt=z>`))
-	base, _ := url.Parse("http://a.test/")
-	f.Fuzz(func(t *testing.T, b []byte) {
-		for u, a := range Anchors(base, b) {
-			if a != NormalizeAnchor(a) || len(a) > MaxAnchor || !strings.HasPrefix(u, "http") {
-				t.Fatalf("bad anchor %q → %q", u, a)
-			}
 		}
 	})
 }
