@@ -141,4 +141,3 @@ func TestCDXRankField(t *testing.T) {
 		t.Errorf("cdx filtered on rank:\n%s", got)
 	}
 }
-
