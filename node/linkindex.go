@@ -28,7 +28,7 @@ import (
 
 // DefaultLinkSweep is Config.LinkSweep when zero: how often the node
 // reads the new versions of the pages it owns into the link index.
-const DefaultLinkSweep = time.Minute
+const DefaultLinkSweep = 10 * time.Minute
 
 // linkIndex is the node's link index and rank engine.
 type linkIndex struct {
