@@ -144,24 +144,9 @@ func (n *Node) SweepLinks(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("link sweep: %w", err)
 	}
-	sent, failed := 0, 0
-	var first error
-	for _, s := range srcs {
-		k, err := li.indexer.Sync(ctx, s)
-		if err != nil {
-			if ctx.Err() != nil {
-				return sent, ctx.Err()
-			}
-			failed++
-			if first == nil {
-				first = err
-			}
-			continue
-		}
-		sent += k
-	}
-	if failed > 0 {
-		return sent, fmt.Errorf("link sweep: %d of %d sources not delivered, first: %w", failed, len(srcs), first)
+	sent, failed, err := li.indexer.SyncAll(ctx, srcs)
+	if err != nil {
+		return sent, fmt.Errorf("link sweep: %d of %d sources not delivered, first: %w", failed, len(srcs), err)
 	}
 	return sent, nil
 }

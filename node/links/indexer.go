@@ -83,14 +83,88 @@ func (ix *Indexer) Sync(ctx context.Context, source string) (int, error) {
 			return 0, fmt.Errorf("links sync %s: %w", source, err)
 		}
 	}
-	v, err := json.Marshal(next)
-	if err != nil {
+	if err := ix.save(source, next); err != nil {
 		return 0, err
 	}
-	if err := ix.Index.db.Put(stateKey(source), v, nil); err != nil {
-		return 0, fmt.Errorf("links sync %s: %w", source, err)
-	}
 	return len(recs), nil
+}
+
+// syncBatch is how many records SyncAll gathers, from as many sources,
+// before it sends them: one walk of the ring serves them all.
+const syncBatch = 20_000
+
+// SyncAll is Sync for many sources, their records sent together in
+// batches of about syncBatch. It returns the records sent and, with the
+// first error, how many sources failed (they are read again next time).
+func (ix *Indexer) SyncAll(ctx context.Context, sources []string) (sent, failed int, err error) {
+	type done struct {
+		source string
+		state  *sourceState
+	}
+	var recs []Record
+	var pending []done
+	flush := func() {
+		if len(pending) == 0 {
+			return
+		}
+		if len(recs) > 0 {
+			if e := ix.Send(ctx, recs); e != nil {
+				failed += len(pending)
+				if err == nil {
+					err = fmt.Errorf("links sync: %w", e)
+				}
+				recs, pending = recs[:0], pending[:0]
+				return
+			}
+		}
+		for _, d := range pending {
+			if e := ix.save(d.source, d.state); e != nil {
+				failed++
+				if err == nil {
+					err = e
+				}
+			}
+		}
+		sent += len(recs)
+		recs, pending = recs[:0], pending[:0]
+	}
+	for _, src := range sources {
+		if ctx.Err() != nil {
+			break
+		}
+		rs, next, e := ix.Diff(ctx, src)
+		if e != nil {
+			failed++
+			if err == nil {
+				err = e
+			}
+			continue
+		}
+		if next == nil {
+			continue
+		}
+		recs = append(recs, rs...)
+		pending = append(pending, done{src, next})
+		if len(recs) >= syncBatch {
+			flush()
+		}
+	}
+	flush()
+	if err == nil {
+		err = ctx.Err()
+	}
+	return sent, failed, err
+}
+
+func (ix *Indexer) save(source string, st *sourceState) error {
+	v, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	if err := ix.Index.db.Put(stateKey(source), v, nil); err != nil {
+		return fmt.Errorf("links sync %s: %w", source, err)
+	}
+	return nil
 }
 
 // Forget drops what the Indexer remembers of source, so that the next

@@ -2,6 +2,7 @@ package links
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -281,4 +282,34 @@ func FuzzDecodeRecords(f *testing.F) {
 			t.Fatalf("%d records for n=%d", len(recs), n)
 		}
 	})
+}
+
+// TestLinksSyncAll: sources synced together; a failed send keeps every
+// source's state, so the next SyncAll sends the same records, and the
+// holders end exact.
+func TestLinksSyncAll(t *testing.T) {
+	ctx := context.Background()
+	m := memarchive.New()
+	xs, owner, send := owners(t, 3)
+	srcs := []string{"http://a.test/", "http://b.test/", "http://c.test/"}
+	down := true
+	ix := &Indexer{Index: xs[0], Archive: m, Send: func(ctx context.Context, recs []Record) error {
+		if down {
+			return errors.New("holders unreachable")
+		}
+		return send(ctx, recs)
+	}}
+	crawlDay(t, m, 1)
+	if sent, failed, err := ix.SyncAll(ctx, srcs); err == nil || failed != 3 || sent != 0 {
+		t.Fatalf("send down: sent %d, failed %d, err %v; want all 3 failed (their batch was not delivered)", sent, failed, err)
+	}
+	down = false
+	if _, failed, err := ix.SyncAll(ctx, srcs); err != nil || failed != 0 {
+		t.Fatalf("failed %d, err %v", failed, err)
+	}
+	crawlDay(t, m, 2)
+	if _, _, err := ix.SyncAll(ctx, srcs); err != nil {
+		t.Fatal(err)
+	}
+	checkDays(t, owner, 1, 2)
 }
