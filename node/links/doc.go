@@ -25,7 +25,8 @@
 //
 // The wire protocol (Protocol, Header, EncodeRecords, DecodeRecords)
 // carries batches of records to their targets' holders and questions to
-// them; the node (node/linkindex.go) supplies streams, the ring and the
+// them; a Router sends them there (the owner and the next real nodes)
+// and merges the holders' answers; the node (node/linkindex.go) supplies streams, the ring and the
 // trust gate. What a target's holder verifies of a claimed link is
 // stated in docs/links.md.
 //

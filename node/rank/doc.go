@@ -29,9 +29,10 @@
 // member acknowledged step k, so no step's contributions mix with
 // another's.
 //
-// A run assumes a settled ring (the node checks nothing moves while it
-// runs only by the owners registration found): a URL whose owner
-// changes between prepare and finish keeps the vertex it got.
+// A run assumes a settled ring: a URL keeps, for the whole run, the
+// vertex its registration got at the owner a lookup found then, even if
+// its owner changes before the run finishes; a member that fails fails
+// the run.
 //
 // Concurrency: an Engine and a Store are safe for concurrent use; an
 // Engine takes part in one run at a time (a new run replaces the old).
