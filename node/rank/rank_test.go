@@ -371,3 +371,38 @@ func singleIteration(g map[string][]string, iters int) time.Duration {
 	}
 	return time.Since(start) / time.Duration(iters)
 }
+
+// TestEngineRefusesOutOfOrder: requests of an unknown run, steps out of
+// order, registrations after the count and contributions to indices a
+// member does not hold are refused and change nothing.
+func TestEngineRefusesOutOfOrder(t *testing.T) {
+	ctx := context.Background()
+	g := map[string][]string{"http://a/": {"http://b/"}}
+	m, members, _ := newMemRing(t, 2, 1, g)
+	e := m.engines[members[0].Peer]
+	call := func(h Header, body []byte) error { _, _, err := e.Handle(ctx, h, body); return err }
+	if err := call(Header{Op: OpContrib, Run: "nope", Count: 1}, encodeContribs([]contrib{{0, 1}})); err == nil {
+		t.Error("contribution to an unknown run accepted")
+	}
+	if err := call(Header{Op: OpPrepare, Run: "r", Damping: 0.85}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(Header{Op: OpCount, Run: "r"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(Header{Op: OpRegister, Run: "r", Count: 1}, encodeURLs([]string{"http://late/"})); err == nil {
+		t.Error("registration after the count accepted")
+	}
+	if err := call(Header{Op: OpStep, Run: "r", Step: 1, N: 2}, nil); err == nil {
+		t.Error("step 1 before step 0 accepted")
+	}
+	if err := call(Header{Op: OpContrib, Run: "r", Step: 0, Count: 1}, encodeContribs([]contrib{{1000, 1}})); err == nil {
+		t.Error("contribution past the vertices accepted")
+	}
+	if err := call(Header{Op: OpContrib, Run: "r", Step: 5, Count: 1}, encodeContribs([]contrib{{0, 1}})); err == nil {
+		t.Error("contribution of a step far ahead accepted")
+	}
+	if err := call(Header{Op: "bogus", Run: "r"}, nil); err == nil {
+		t.Error("unknown op accepted")
+	}
+}
