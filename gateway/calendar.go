@@ -77,6 +77,9 @@ type datesData struct {
 	Checks      int
 	LastChecked string
 	Years       []yearGroup
+	// Inlinks lists pages linking to the URL as of its newest capture
+	// (links.go); nil without a link index.
+	Inlinks *inlinksPanel
 }
 
 // openCaptures is the size of a history whose months are all shown

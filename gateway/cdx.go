@@ -70,7 +70,7 @@ var ErrQuery = errors.New("gateway: malformed query")
 const cdxPageSize = 1000
 
 // cdxFieldNames are the canonical CDX field names, in Wayback order.
-var cdxFieldNames = []string{"urlkey", "timestamp", "original", "mimetype", "statuscode", "digest", "length", "offset", "filename", "peer", "witnesses", "browser"}
+var cdxFieldNames = []string{"urlkey", "timestamp", "original", "mimetype", "statuscode", "digest", "length", "offset", "filename", "peer", "witnesses", "browser", "rank"}
 
 // cdxAliases maps pywb's field names to the canonical ones.
 var cdxAliases = map[string]string{"url": "original", "mime": "mimetype", "status": "statuscode"}
@@ -386,6 +386,11 @@ func (c *cdxValues) get(field string) string {
 		if v.Browser {
 			return "1"
 		}
+	case "rank": // links.go
+		if c.row.Rank == 0 {
+			return ""
+		}
+		return strconv.FormatFloat(c.row.Rank, 'g', 6, 64)
 	}
 	return ""
 }

@@ -46,6 +46,7 @@ func (s *Server) runCDX(ctx context.Context, req *cdxRequest) (*cdxResult, error
 		if err != nil {
 			return nil, err
 		}
+		s.fillRanks(ctx, req, rows) // links.go
 		if more {
 			return nil, capError()
 		}
@@ -73,6 +74,7 @@ func (s *Server) runCDX(ctx context.Context, req *cdxRequest) (*cdxResult, error
 		if err != nil {
 			return nil, err
 		}
+		s.fillRanks(ctx, req, rows) // links.go
 		used := req.take(res, rows)
 		examined += used
 		if used > 0 {

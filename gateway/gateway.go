@@ -131,6 +131,9 @@ type Config struct {
 	Robots RobotsPolicy
 	// Search, if set, is the full-text index /search asks (search.go).
 	Search SearchIndex
+	// LinkIndex, if set, answers /links and /api/rank and adds the pages
+	// linking to a URL to its calendar (links.go). Nil: those are absent.
+	LinkIndex LinkIndex
 }
 
 // ErrNoArchive is returned by New when Config.Archive is nil.

@@ -231,6 +231,7 @@ func (s *Server) serveDates(w http.ResponseWriter, r *http.Request, u string) {
 	}
 	d := groupDates(u, vs, checks)
 	d.addShots(s.screenshots(ctx, u, vs), s.contentOrigin(r))
+	d.Inlinks = s.inlinks(ctx, u, vs[len(vs)-1].Time)
 	s.render(w, r, http.StatusOK, "dates", d)
 }
 

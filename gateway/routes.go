@@ -32,6 +32,10 @@ func (s *Server) serveUI(w http.ResponseWriter, r *http.Request) {
 		s.serveAccess(w, r)
 		return
 	}
+	if p == rankPath { // links.go
+		s.serveRank(w, r)
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		s.errorPage(w, r, http.StatusMethodNotAllowed, "Only GET and HEAD are supported.", "")
@@ -54,6 +58,8 @@ func (s *Server) serveUI(w http.ResponseWriter, r *http.Request) {
 		s.serveBannerJSON(w, r)
 	case p == searchPath: // search.go
 		s.clientSlot(w, r, func(w http.ResponseWriter, r *http.Request, _ *client) { s.serveSearch(w, r) })
+	case p == linksPath:
+		s.serveLinks(w, r)
 	case p == "/cdx":
 		s.clientSlot(w, r, func(w http.ResponseWriter, r *http.Request, cl *client) { s.serveCDX(paced(r, w, cl), r) })
 	case p == "/export" && s.exp != nil:

@@ -133,6 +133,10 @@ type Config struct {
 	// LinkReplicas-1 real nodes on the ring, which crawl it too (the
 	// thesis's replica mode). Default 1: the owner only.
 	LinkReplicas int
+	// LinkSweep is how often the node reads the new versions of the pages
+	// it owns into the ring's link index (node/links, docs/links.md).
+	// Default DefaultLinkSweep; negative: only on demand (SweepLinks).
+	LinkSweep time.Duration
 	// ReplicationInterval is the period of replication rounds, in which
 	// the node compares each of its ranges with the replicas that hold it
 	// and pulls what it lacks. Default DefaultReplicationInterval; negative

@@ -70,7 +70,8 @@ func (n *Node) setupGateway() error {
 		Purge:         n.Purge,
 		Access:        n.access,
 		Robots:        robots,
-		Search:        n.search, // search.go
+		Search:        n.search,        // search.go
+		LinkIndex:     gatewayLinks{n}, // linkindex.go
 		PublicStatus:  cfg.PublicStatus,
 		Limits:        lim,
 	})

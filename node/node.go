@@ -112,6 +112,8 @@ type Node struct {
 	// Full-text search on the ring (search.go).
 	search      *nodesearch.Service
 	searchStore *search.Store // the postings of the terms this node holds
+
+	linkIdx *linkIndex // the link index and PageRank (linkindex.go)
 }
 
 // New builds a node from cfg without any network I/O: it locks
@@ -258,6 +260,9 @@ func (n *Node) buildRing() error {
 		return fmt.Errorf("node: %w", err)
 	}
 	n.setupLinks()
+	if err := n.setupLinkIndex(); err != nil {
+		return err
+	}
 	n.size = &forward.SizeEstimate{Status: n.ring.Status}
 	n.fwd, err = forward.New(forward.Config{
 		Ring:       n.ring,
@@ -351,6 +356,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.kit.MustHandle(n.dayclaim.ClaimSpec())
 	n.kit.MustHandle(n.dayclaim.HandoverSpec())
 	n.kit.MustHandle(n.ringpage.Spec())
+	n.startLinkIndex() // linkindex.go
 	if err := n.startLAN(); err != nil {
 		return err
 	}
@@ -460,6 +466,7 @@ func (n *Node) closeAll() error {
 		errs = append(errs, n.crawler.Close())
 	}
 	n.wg.Wait()
+	errs = append(errs, n.closeLinkIndex())
 	if n.lan != nil {
 		errs = append(errs, n.lan.Close())
 	}

@@ -82,6 +82,10 @@ type Row struct {
 	// that vouch for the version's date (archive.WitnessRule.Date),
 	// earliest first, filled in with Peer by pagers that date versions.
 	Witnesses []archive.Witness `json:"witnesses,omitempty"`
+	// Rank is the URL's PageRank from the newest ring-wide run at or
+	// before the capture's day (node/rank), filled in only when a CDX
+	// request asks for the field; 0 when no run ranked it.
+	Rank float64 `json:"rank,omitempty"`
 }
 
 // PageRequest asks for one page of captures in CDX order.

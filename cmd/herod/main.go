@@ -49,6 +49,7 @@ var commands = []command{
 	{"version", "print herod's version, the Go version that built it and its VCS revision", versionCmd},
 	{"access", "add, list, remove or check the running node's access rules (block, exclude, embargo; --ring: signed, ring-wide)", accessCmd},
 	{"search", "search the text of the archived pages ring-wide, as of any date (words, \"phrases\", site:HOST)", searchCmd},
+	{"rank", "run PageRank across the ring for a crawl day (admin token), or print a URL's rank", rankCmd},
 }
 
 func main() {

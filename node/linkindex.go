@@ -1,0 +1,386 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/crawl"
+	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/node/kit"
+	"github.com/herod-archive/herod/node/links"
+	"github.com/herod-archive/herod/node/rank"
+	"github.com/herod-archive/herod/ring"
+)
+
+// The link index (node/links) and PageRank (node/rank) as the node runs
+// them: the databases under the data directory, their protocols through
+// the kit, the sweep that indexes the pages this node owns, and the
+// services the gateway and `herod rank` call.
+
+// DefaultLinkSweep is Config.LinkSweep when zero: how often the node
+// reads the new versions of the pages it owns into the link index.
+const DefaultLinkSweep = 10 * time.Minute
+
+// linkIndex is the node's link index and rank engine.
+type linkIndex struct {
+	index   *links.Index
+	indexer *links.Indexer
+	server  *links.Server
+	router  *links.Router
+	ranks   *rank.Store
+	engine  *rank.Engine
+	running sync.Mutex // one rank run coordinated at a time
+	kick    chan struct{}
+}
+
+// setupLinkIndex opens the link index and the rank store (New).
+func (n *Node) setupLinkIndex() error {
+	idx, err := links.Open(filepath.Join(n.cfg.DataDir, "links"), links.Config{})
+	if err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	rs, err := rank.OpenStore(filepath.Join(n.cfg.DataDir, "rank"))
+	if err != nil {
+		idx.Close()
+		return fmt.Errorf("node: %w", err)
+	}
+	li := &linkIndex{index: idx, ranks: rs, kick: make(chan struct{}, 1)}
+	li.server = &links.Server{Index: idx, Keep: n.linkFilter}
+	n.linkIdx = li
+	return nil
+}
+
+// linkFilter leaves out of the index's answers the links of sources
+// that access rules exclude (listed neither as shown nor as blocked) or
+// that a purge order covers.
+func (n *Node) linkFilter() links.Filter {
+	purges := n.store.URLPurges()
+	return func(source string, from time.Time) bool {
+		for _, p := range purges {
+			if p.Covers(source, from) {
+				return false
+			}
+		}
+		return n.access == nil || n.access.table.Decide(source, from).Listed()
+	}
+}
+
+// startLinkIndex serves the two protocols and starts the sweep (Start,
+// once the ring exists).
+func (n *Node) startLinkIndex() {
+	li := n.linkIdx
+	li.router = &links.Router{
+		Ring: n.ring, Self: n.self.Peer, Local: li.server,
+		Client:  &links.Client{Open: n.openStream},
+		Holders: n.cfg.Replicas,
+		Logger:  n.log.With("sub", "links"),
+	}
+	li.indexer = &links.Indexer{Index: li.index, Archive: n.store, Send: li.router.Deliver}
+	li.engine = &rank.Engine{
+		Self: n.self, Graph: n.rankGraph, Locate: n.ring.Lookup, Store: li.ranks,
+		Transport: rankTransport{n}, Logger: n.log.With("sub", "rank"),
+	}
+	n.kit.MustHandle(li.server.Spec())
+	n.kit.MustHandle(kit.Spec{ID: rank.Protocol, Handle: li.serveRank, MaxFrame: rank.MaxBody,
+		MaxRequest: rank.MaxHeader + rank.MaxBody + 20, Deadline: 10 * time.Minute, MaxActive: 16})
+	n.goRun(n.linkSweepLoop)
+}
+
+// closeLinkIndex closes the databases (after the node's loops ended).
+func (n *Node) closeLinkIndex() error {
+	if n.linkIdx == nil {
+		return nil
+	}
+	return errors.Join(n.linkIdx.index.Close(), n.linkIdx.ranks.Close())
+}
+
+// linkSweepLoop indexes the new versions of the pages this node owns
+// every LinkSweep, and when kicked (SweepLinks).
+func (n *Node) linkSweepLoop(ctx context.Context) {
+	every := n.cfg.LinkSweep
+	if every == 0 {
+		every = DefaultLinkSweep
+	}
+	if every < 0 {
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-n.linkIdx.kick:
+		}
+		if _, err := n.SweepLinks(ctx); err != nil && ctx.Err() == nil {
+			n.log.Warn("link index sweep", "err", err)
+		}
+	}
+}
+
+// SweepLinks reads into the link index the versions of the pages this
+// node owns that it has not read yet, and sends their records to the
+// targets' holders. It returns how many records it sent; a source whose
+// records could not be delivered is tried again by the next sweep.
+func (n *Node) SweepLinks(ctx context.Context) (int, error) {
+	li := n.linkIdx
+	var srcs []string
+	err := n.store.URLs(ctx, archive.Query{}, func(u string) error {
+		if n.ownsURL(u) {
+			srcs = append(srcs, u)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("link sweep: %w", err)
+	}
+	sent, failed, err := li.indexer.SyncAll(ctx, srcs)
+	if err != nil {
+		return sent, fmt.Errorf("link sweep: %d of %d sources not delivered, first: %w", failed, len(srcs), err)
+	}
+	return sent, nil
+}
+
+// Links answers "which pages linked to target at at" ring-wide (its
+// holders' records merged), at most limit (0: all).
+func (n *Node) Links(ctx context.Context, target string, at time.Time, limit int) (links.Result, error) {
+	return n.linkIdx.router.Links(ctx, target, at, limit)
+}
+
+// endOfDay is the last instant of crawl day day.
+func (n *Node) endOfDay(day int64) time.Time {
+	secs := int64(n.cfg.DayLength / time.Second)
+	if secs <= 0 {
+		secs = int64(DefaultDayLength / time.Second)
+	}
+	return time.Unix((day+1)*secs, 0).Add(-time.Nanosecond)
+}
+
+// rankGraph is the rank engine's Graph: the out-links of every page this
+// node owns, from its newest version live at the end of day (the links a
+// reader follows of a successful HTML page; none for other versions).
+func (n *Node) rankGraph(ctx context.Context, day int64) (map[string][]string, error) {
+	end := n.endOfDay(day)
+	g := map[string][]string{}
+	err := n.store.URLs(ctx, archive.Query{}, func(u string) error {
+		if !n.ownsURL(u) {
+			return nil
+		}
+		v, err := n.store.At(ctx, u, end)
+		if errors.Is(err, archive.ErrNotFound) {
+			return nil // no version yet that day
+		}
+		if err != nil {
+			return err
+		}
+		g[u] = nil
+		if v.Status < 200 || v.Status > 299 {
+			return nil
+		}
+		c, err := n.store.Read(ctx, v)
+		if err != nil {
+			return err
+		}
+		base, err := url.Parse(u)
+		if err != nil {
+			return nil
+		}
+		if ls, _ := crawl.ExtractRequisites(base, v.ContentType, c.Body); len(ls) > 0 {
+			g[u] = ls
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rank graph: %w", err)
+	}
+	return g, nil
+}
+
+// rankMembers returns every real node of the ring, walking it clockwise
+// from this node's first virtual server, one lookup per virtual server.
+func (n *Node) rankMembers(ctx context.Context) ([]ring.Contact, error) {
+	st := n.ring.Status()
+	if len(st.Vnodes) == 0 {
+		return nil, errors.New("rank: not in a ring")
+	}
+	start := st.Vnodes[0].ID
+	seen := map[string]bool{}
+	var out []ring.Contact
+	key := start
+	for range 1 << 16 {
+		o, err := n.ring.Lookup(ctx, key.AddPow2(0))
+		if err != nil {
+			return nil, fmt.Errorf("rank members: %w", err)
+		}
+		if !seen[o.Peer] {
+			seen[o.Peer] = true
+			out = append(out, o.Contact)
+		}
+		if o.ID == start || id.InHalfOpen(start, key, o.ID) {
+			return out, nil
+		}
+		key = o.ID
+	}
+	return nil, errors.New("rank members: the walk did not come round")
+}
+
+// RunRank runs PageRank over the ring for crawl day day, coordinated by
+// this node; one run at a time.
+func (n *Node) RunRank(ctx context.Context, day int64, o rank.Options) (rank.Summary, error) {
+	li := n.linkIdx
+	if !li.running.TryLock() {
+		return rank.Summary{}, errors.New("rank: a run is in progress")
+	}
+	defer li.running.Unlock()
+	members, err := n.rankMembers(ctx)
+	if err != nil {
+		return rank.Summary{}, err
+	}
+	o.Day = day
+	s, err := (&rank.Coordinator{Transport: rankTransport{n}}).Run(ctx, members, o)
+	if err != nil {
+		return s, err
+	}
+	n.log.Info("rank run done", "run", s.Run, "day", day, "members", s.Members, "vertices", s.Vertices,
+		"edges", s.Edges, "iterations", s.Iterations, "perIteration", s.PerIteration, "bytesPerEdge", s.PerEdge)
+	return s, nil
+}
+
+// Rank returns the rank of url from the newest run at or before day,
+// asked of url's owner (whose run held it).
+func (n *Node) Rank(ctx context.Context, u string, day int64) (float64, rank.RunInfo, error) {
+	o, err := n.ring.Lookup(ctx, id.OfString(u))
+	if err != nil {
+		return 0, rank.RunInfo{}, err
+	}
+	if o.Peer == n.self.Peer {
+		return n.linkIdx.ranks.Rank(u, day)
+	}
+	var rep rank.Reply
+	var body []byte
+	if rep, body, err = (rankTransport{n}).Call(ctx, o.Contact, rank.Header{Op: rank.OpGet, Day: day, Count: 1}, []byte(u)); err != nil {
+		return 0, rank.RunInfo{}, err
+	}
+	return rank.DecodeGet(rep, body)
+}
+
+// LocalRank returns the rank this node stored for url (the CDX's field).
+func (n *Node) LocalRank(u string, day int64) (float64, bool) {
+	v, _, err := n.linkIdx.ranks.Rank(u, day)
+	return v, err == nil
+}
+
+// serveRank serves the rank protocol: a header, a body, a reply and its
+// body.
+func (li *linkIndex) serveRank(ctx context.Context, q *kit.Request) error {
+	var h rank.Header
+	if err := q.ReadJSON(rank.MaxHeader, &h); err != nil {
+		return err
+	}
+	body, err := q.ReadFrame(rank.MaxBody)
+	if err != nil {
+		return err
+	}
+	var rep rank.Reply
+	var rb []byte
+	if h.Op == rank.OpGet {
+		rep, rb = rank.AnswerGet(li.ranks, h, body)
+	} else if rep, rb, err = li.engine.Handle(ctx, h, body); err != nil {
+		rep = rank.Reply{Error: err.Error()}
+	}
+	if err := q.Reply(rep); err != nil {
+		return err
+	}
+	return wire.WriteFrame(q.Stream(), rb)
+}
+
+// rankTransport carries the rank protocol over the node's streams, and
+// to this node's own engine without one.
+type rankTransport struct{ n *Node }
+
+func (t rankTransport) Call(ctx context.Context, to ring.Contact, h rank.Header, body []byte) (rank.Reply, []byte, error) {
+	li := t.n.linkIdx
+	if to.Peer == t.n.self.Peer {
+		if h.Op == rank.OpGet {
+			rep, rb := rank.AnswerGet(li.ranks, h, body)
+			return rep, rb, nil
+		}
+		return li.engine.Handle(ctx, h, body)
+	}
+	s, err := t.n.openStream(ctx, to, rank.Protocol)
+	if err != nil {
+		return rank.Reply{}, nil, err
+	}
+	defer s.Close()
+	if d, ok := ctx.Deadline(); ok {
+		_ = s.SetDeadline(d)
+	} else {
+		_ = s.SetDeadline(time.Now().Add(10 * time.Minute))
+	}
+	if err := wire.WriteJSON(s, h); err != nil {
+		_ = s.Reset()
+		return rank.Reply{}, nil, fmt.Errorf("rank %s: %w", h.Op, err)
+	}
+	if err := wire.WriteFrame(s, body); err != nil {
+		_ = s.Reset()
+		return rank.Reply{}, nil, fmt.Errorf("rank %s: %w", h.Op, err)
+	}
+	_ = s.CloseWrite()
+	br := bufio.NewReader(s)
+	var rep rank.Reply
+	if err := wire.ReadJSON(br, rank.MaxHeader, &rep); err != nil {
+		_ = s.Reset()
+		return rank.Reply{}, nil, fmt.Errorf("rank %s: reply: %w", h.Op, err)
+	}
+	rb, err := wire.ReadFrame(br, rank.MaxBody)
+	if err != nil {
+		_ = s.Reset()
+		return rank.Reply{}, nil, fmt.Errorf("rank %s: reply: %w", h.Op, err)
+	}
+	if rep.Error != "" {
+		return rep, nil, fmt.Errorf("rank %s at %s: %s", h.Op, to.Addr, rep.Error)
+	}
+	return rep, rb, nil
+}
+
+// gatewayLinks is the gateway's view of the link index and PageRank.
+type gatewayLinks struct{ n *Node }
+
+var _ gateway.LinkIndex = gatewayLinks{}
+
+func (g gatewayLinks) Links(ctx context.Context, u string, at time.Time, limit int) (gateway.LinksAnswer, error) {
+	res, err := g.n.Links(ctx, u, at, limit)
+	if err != nil {
+		return gateway.LinksAnswer{}, err
+	}
+	out := gateway.LinksAnswer{URL: u, More: res.More, Links: make([]gateway.Link, len(res.Records))}
+	for i, r := range res.Records {
+		out.Links[i] = gateway.Link{Source: r.Source, Anchor: r.Anchor, From: r.From, Until: r.Until}
+	}
+	return out, nil
+}
+
+func (g gatewayLinks) Rank(ctx context.Context, u string, at time.Time) (gateway.RankAnswer, error) {
+	v, info, err := g.n.Rank(ctx, u, g.n.store.DayOf(at))
+	if errors.Is(err, rank.ErrNoRank) {
+		return gateway.RankAnswer{}, fmt.Errorf("%w: %w", gateway.ErrNoRank, err)
+	}
+	if err != nil {
+		return gateway.RankAnswer{}, err
+	}
+	return gateway.RankAnswer{URL: u, Rank: v, Day: g.n.endOfDay(info.Day - 1).Add(time.Nanosecond).UTC(), Run: info.Run}, nil
+}
+
+func (g gatewayLinks) RunRank(ctx context.Context, day time.Time) (any, error) {
+	return g.n.RunRank(ctx, g.n.store.DayOf(day), rank.Options{})
+}

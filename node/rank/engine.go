@@ -1,0 +1,462 @@
+package rank
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/ring"
+)
+
+// Transport carries one request of the protocol to another member and
+// returns its reply; the node's runs over libp2p streams (Client), the
+// tests' calls an Engine in memory.
+type Transport interface {
+	Call(ctx context.Context, to ring.Contact, h Header, body []byte) (Reply, []byte, error)
+}
+
+// Locate returns the owner of key (ring.Ring.Lookup).
+type Locate func(ctx context.Context, key id.ID) (ring.Node, error)
+
+// Graph returns the out-links of the pages this node owns, as of the
+// end of crawl day day, by source URL.
+type Graph func(ctx context.Context, day int64) (map[string][]string, error)
+
+// Engine is one member's part of a rank run: the vertices it holds,
+// their out-links and ranks. Self, Graph, Locate and Transport must be
+// set; Store, when set, receives the ranks a run finishes with.
+type Engine struct {
+	Self      ring.Contact
+	Graph     Graph
+	Locate    Locate
+	Transport Transport
+	Store     *Store
+	Logger    *slog.Logger
+
+	mu  sync.Mutex
+	run *runState
+}
+
+// edge is an out-link: the member holding the target and its index
+// there (after prepare, its slot: the place of that index in the
+// run's slots of the member).
+type edge struct {
+	peer int
+	idx  uint32
+}
+
+type runState struct {
+	id      string
+	day     int64
+	damping float64
+	index   map[string]uint32
+	urls    []string
+	out     [][]edge // of the local vertices that are sources here; idx is a slot
+	peers   []ring.Contact
+	slots   [][]uint32 // per member, the indices there this node links to, ascending
+	sealed  bool
+	n       int64
+	rank    []float64
+	acc     [2][]float64
+	step    int // last step started
+}
+
+func (e *Engine) log() *slog.Logger {
+	if e.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return e.Logger
+}
+
+// errRun reports a request for another run than the one in progress.
+var errRun = errors.New("rank: unknown run")
+
+// Handle serves one request of the protocol.
+func (e *Engine) Handle(ctx context.Context, h Header, body []byte) (Reply, []byte, error) {
+	switch h.Op {
+	case OpPrepare:
+		return e.prepare(ctx, h)
+	case OpRegister:
+		return e.register(h, body)
+	case OpCount:
+		return e.count(h)
+	case OpStep:
+		return e.step(ctx, h, false)
+	case OpFinish:
+		return e.step(ctx, h, true)
+	case OpContrib:
+		return e.contrib(h, body)
+	}
+	return Reply{}, nil, fmt.Errorf("rank: op %q", h.Op)
+}
+
+// vertex returns the index of url in run r, adding it.
+func (r *runState) vertex(url string) uint32 {
+	if i, ok := r.index[url]; ok {
+		return i
+	}
+	i := uint32(len(r.urls))
+	r.index[url] = i
+	r.urls = append(r.urls, url)
+	return i
+}
+
+// current returns the run h names, which must be in progress.
+func (e *Engine) current(h Header) (*runState, error) {
+	if e.run == nil || e.run.id != h.Run {
+		return nil, fmt.Errorf("%w %q", errRun, h.Run)
+	}
+	return e.run, nil
+}
+
+// begin makes h's run current (a run id seen first, or again).
+func (e *Engine) begin(h Header) *runState {
+	if e.run == nil || e.run.id != h.Run {
+		e.run = &runState{id: h.Run, day: h.Day, damping: h.Damping, index: map[string]uint32{}}
+	}
+	return e.run
+}
+
+// prepare reads this node's graph and registers every target with its
+// owner.
+func (e *Engine) prepare(ctx context.Context, h Header) (Reply, []byte, error) {
+	g, err := e.Graph(ctx, h.Day)
+	if err != nil {
+		return Reply{}, nil, fmt.Errorf("rank prepare: %w", err)
+	}
+	srcs := slices.Sorted(keys(g))
+	e.mu.Lock()
+	r := e.begin(h)
+	type target struct {
+		key id.ID
+		url string
+	}
+	var targets []target
+	seen := map[string]bool{}
+	srcIdx := make([]uint32, len(srcs))
+	for i, s := range srcs {
+		srcIdx[i] = r.vertex(s)
+		for _, t := range g[s] {
+			if t != s && !seen[t] {
+				seen[t] = true
+				targets = append(targets, target{id.OfString(t), t})
+			}
+		}
+	}
+	e.mu.Unlock()
+	slices.SortFunc(targets, func(a, b target) int { return a.key.Cmp(b.key) })
+
+	// Group the targets by owner: one lookup per run of keys one owner holds.
+	type group struct {
+		to   ring.Contact
+		urls []string
+	}
+	var groups []*group
+	byPeer := map[string]*group{}
+	for i := 0; i < len(targets); {
+		o, err := e.Locate(ctx, targets[i].key)
+		if err != nil {
+			return Reply{}, nil, fmt.Errorf("rank prepare: %w", err)
+		}
+		j := i + 1
+		for j < len(targets) && id.InHalfOpen(targets[j].key, targets[i].key, o.ID) {
+			j++
+		}
+		g := byPeer[o.Peer]
+		if g == nil {
+			g = &group{to: o.Contact}
+			byPeer[o.Peer] = g
+			groups = append(groups, g)
+		}
+		for _, t := range targets[i:j] {
+			g.urls = append(g.urls, t.url)
+		}
+		i = j
+	}
+	where := map[string]edge{} // target url → holder and index
+	var sent int64
+	var wmu sync.Mutex
+	peerNo := map[string]int{}
+	var peers []ring.Contact
+	for _, g := range groups {
+		peerNo[g.to.Peer] = len(peers)
+		peers = append(peers, g.to)
+	}
+	eg, gctx := errgroup.WithContext(ctx)
+	eg.SetLimit(8)
+	for _, g := range groups {
+		eg.Go(func() error {
+			var ix []uint32
+			if g.to.Peer == e.Self.Peer {
+				e.mu.Lock()
+				for _, u := range g.urls {
+					ix = append(ix, r.vertex(u))
+				}
+				e.mu.Unlock()
+			} else {
+				for start := 0; start < len(g.urls); start += MaxURLs {
+					part := g.urls[start:min(len(g.urls), start+MaxURLs)]
+					body := encodeURLs(part)
+					rep, rb, err := e.Transport.Call(gctx, g.to, Header{Op: OpRegister, Run: h.Run, Day: h.Day, Damping: h.Damping, Count: len(part)}, body)
+					if err != nil {
+						return fmt.Errorf("rank register at %s: %w", g.to.Addr, err)
+					}
+					got, err := decodeIndices(rb, len(part))
+					if err != nil || rep.Count != len(part) {
+						return fmt.Errorf("rank register at %s: %v", g.to.Addr, err)
+					}
+					ix = append(ix, got...)
+					wmu.Lock()
+					sent += int64(len(body)) + headerBytes
+					wmu.Unlock()
+				}
+			}
+			wmu.Lock()
+			defer wmu.Unlock()
+			for k, u := range g.urls {
+				where[u] = edge{peerNo[g.to.Peer], ix[k]}
+			}
+			return nil
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return Reply{}, nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.run != r {
+		return Reply{}, nil, fmt.Errorf("%w: replaced while preparing", errRun)
+	}
+	r.peers = peers
+	var edges int64
+	out := map[uint32][]edge{}
+	for i, s := range srcs {
+		var es []edge
+		done := map[string]bool{}
+		for _, t := range g[s] {
+			if t == s || done[t] {
+				continue
+			}
+			done[t] = true
+			es = append(es, where[t])
+		}
+		out[srcIdx[i]] = es
+		edges += int64(len(es))
+	}
+	// Number each member's targets densely (slots, in index order), so
+	// that a step sums shares in slices, not maps.
+	r.slots = make([][]uint32, len(peers))
+	slot := make([]map[uint32]uint32, len(peers))
+	for _, es := range out {
+		for _, ed := range es {
+			if slot[ed.peer] == nil {
+				slot[ed.peer] = map[uint32]uint32{}
+			}
+			if _, ok := slot[ed.peer][ed.idx]; !ok {
+				slot[ed.peer][ed.idx] = 0
+				r.slots[ed.peer] = append(r.slots[ed.peer], ed.idx)
+			}
+		}
+	}
+	for p := range r.slots {
+		slices.Sort(r.slots[p])
+		for k, ix := range r.slots[p] {
+			slot[p][ix] = uint32(k)
+		}
+	}
+	r.out = make([][]edge, len(r.urls))
+	for i, es := range out {
+		for k, ed := range es {
+			es[k].idx = slot[ed.peer][ed.idx]
+		}
+		r.out[i] = es
+	}
+	return Reply{Edges: edges, Bytes: sent}, nil, nil
+}
+
+// headerBytes is what a request's header frame costs, about: counted
+// with the bodies in a run's bytes on the wire.
+const headerBytes = 64
+
+func keys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// register numbers the URLs another member links to.
+func (e *Engine) register(h Header, body []byte) (Reply, []byte, error) {
+	urls, err := decodeURLs(body, h.Count)
+	if err != nil {
+		return Reply{}, nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.begin(h)
+	if r.sealed {
+		return Reply{}, nil, fmt.Errorf("rank register: run %s already counted", h.Run)
+	}
+	ix := make([]uint32, len(urls))
+	for i, u := range urls {
+		ix[i] = r.vertex(u)
+	}
+	return Reply{Count: len(ix)}, encodeIndices(ix), nil
+}
+
+// count freezes the run's vertices.
+func (e *Engine) count(h Header) (Reply, []byte, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.begin(h)
+	r.sealed = true
+	if len(r.out) < len(r.urls) {
+		r.out = append(r.out, make([][]edge, len(r.urls)-len(r.out))...)
+	}
+	r.rank = make([]float64, len(r.urls))
+	r.acc = [2][]float64{make([]float64, len(r.urls)), make([]float64, len(r.urls))}
+	r.step = -1
+	return Reply{Vertices: int64(len(r.urls))}, nil, nil
+}
+
+// step applies the contributions of step h.Step-1 (none before step 0)
+// and, unless finishing, sends those of step h.Step.
+func (e *Engine) step(ctx context.Context, h Header, finish bool) (Reply, []byte, error) {
+	e.mu.Lock()
+	r, err := e.current(h)
+	if err != nil {
+		e.mu.Unlock()
+		return Reply{}, nil, err
+	}
+	if !r.sealed || h.N <= 0 || h.Step != r.step+1 {
+		e.mu.Unlock()
+		return Reply{}, nil, fmt.Errorf("rank step %d: out of order (last %d)", h.Step, r.step)
+	}
+	n := float64(h.N)
+	var delta float64
+	if h.Step == 0 {
+		for i := range r.rank {
+			r.rank[i] = 1 / n
+		}
+	} else {
+		acc := r.acc[(h.Step-1)%2]
+		for i := range r.rank {
+			v := (1-r.damping)/n + r.damping*(h.Dangle/n+acc[i])
+			delta += math.Abs(v - r.rank[i])
+			r.rank[i] = v
+			acc[i] = 0
+		}
+	}
+	r.step = h.Step
+	var dangle, sum float64
+	for i, v := range r.rank {
+		sum += v
+		if len(r.out[i]) == 0 {
+			dangle += v
+		}
+	}
+	rep := Reply{Dangle: dangle, Delta: delta, Sum: sum}
+	if finish {
+		ranks := make(map[string]float64, len(r.urls))
+		for i, u := range r.urls {
+			ranks[u] = r.rank[i]
+		}
+		e.mu.Unlock()
+		if e.Store != nil {
+			if err := e.Store.Put(ctx, r.day, h.Run, ranks); err != nil {
+				return Reply{}, nil, err
+			}
+		}
+		return rep, nil, nil
+	}
+	// Sum the shares per target member and index.
+	agg := make([][]float64, len(r.peers))
+	self := -1
+	for p, c := range r.peers {
+		agg[p] = make([]float64, len(r.slots[p]))
+		if c.Peer == e.Self.Peer {
+			self = p
+		}
+	}
+	for i, es := range r.out {
+		if len(es) == 0 {
+			continue
+		}
+		share := r.rank[i] / float64(len(es))
+		for _, ed := range es {
+			agg[ed.peer][ed.idx] += share
+		}
+	}
+	if self >= 0 {
+		acc := r.acc[h.Step%2]
+		for k, v := range agg[self] {
+			acc[r.slots[self][k]] += v
+		}
+	}
+	peers, slots := r.peers, r.slots
+	e.mu.Unlock()
+
+	var sent int64
+	var smu sync.Mutex
+	eg, gctx := errgroup.WithContext(ctx)
+	eg.SetLimit(8)
+	for p, m := range agg {
+		if p == self || len(m) == 0 {
+			continue
+		}
+		cs := make([]contrib, len(m))
+		for k, v := range m {
+			cs[k] = contrib{slots[p][k], v}
+		}
+		eg.Go(func() error {
+			for start := 0; start < len(cs); start += MaxContribs {
+				part := cs[start:min(len(cs), start+MaxContribs)]
+				body := encodeContribs(part)
+				if _, _, err := e.Transport.Call(gctx, peers[p], Header{Op: OpContrib, Run: h.Run, Step: h.Step, Count: len(part)}, body); err != nil {
+					return fmt.Errorf("rank contrib to %s: %w", peers[p].Addr, err)
+				}
+				smu.Lock()
+				sent += int64(len(body)) + headerBytes
+				smu.Unlock()
+			}
+			return nil
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return Reply{}, nil, err
+	}
+	rep.Bytes = sent
+	return rep, nil, nil
+}
+
+// contrib adds another member's shares of step h.Step.
+func (e *Engine) contrib(h Header, body []byte) (Reply, []byte, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r, err := e.current(h)
+	if err != nil {
+		return Reply{}, nil, err
+	}
+	if !r.sealed || h.Step < r.step || h.Step > r.step+1 {
+		return Reply{}, nil, fmt.Errorf("rank contrib: step %d while at %d", h.Step, r.step)
+	}
+	cs, err := decodeContribs(body, h.Count, uint32(len(r.urls)))
+	if err != nil {
+		return Reply{}, nil, err
+	}
+	acc := r.acc[h.Step%2]
+	for _, c := range cs {
+		acc[c.idx] += c.v
+	}
+	return Reply{Count: len(cs)}, nil, nil
+}
