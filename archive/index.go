@@ -82,7 +82,8 @@ func encodeVersion(v Version, seg uint32, peer uint64) []byte {
 	b = binary.AppendUvarint(b, peer)
 	b = binary.AppendUvarint(b, uint64(seg))
 	b = binary.AppendUvarint(b, uint64(v.Offset))
-	return binary.AppendUvarint(b, uint64(v.Size))
+	b = binary.AppendUvarint(b, uint64(v.Size))
+	return appendImport(b, v.Imported)
 }
 
 var errBadValue = errors.New("bad index value")
@@ -119,6 +120,7 @@ func decodeStored(key, val []byte) (storedVersion, error) {
 		seg := r.uvarint()
 		v.Offset = int64(r.uvarint())
 		v.Size = int64(r.uvarint())
+		v.Imported = readImport(&r)
 		if seg == 0 || seg > 1<<32-1 {
 			r.err = true
 		}

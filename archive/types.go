@@ -57,6 +57,9 @@ type Capture struct {
 	// Browser marks a response captured in a browser while it rendered
 	// a page (HeaderBrowser), not fetched on its own.
 	Browser bool
+	// Imported, when set, marks a response read from another tool's
+	// file, not fetched: Peer imported it (imported.go).
+	Imported *Import
 }
 
 // Version describes one stored capture: what the index knows without
@@ -82,6 +85,9 @@ type Version struct {
 	File   string `json:"file"`
 	Offset int64  `json:"offset"`
 	Size   int64  `json:"size"`
+	// Imported, when set, says the version was imported from another
+	// tool's file by Peer, not fetched (imported.go).
+	Imported *Import `json:"imported,omitempty"`
 }
 
 // Entry returns the version's replication name (see Entry).

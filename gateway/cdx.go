@@ -34,7 +34,10 @@ import (
 //     witnesses (the other holders that vouch for its date, and when
 //     they first held it: "<peer>@<timestamp>" comma-separated in text
 //     and json, an array of {"peer","seen"} objects in cdxj and ndjson,
-//     earliest first). cdxj and ndjson list both by default.
+//     earliest first), and imported (for a version imported from another
+//     tool's file, not crawled: the file's "sha256:<hex>" in text and
+//     json, {"from","record","at"} in cdxj and ndjson; empty or absent
+//     for a crawl). cdxj and ndjson list them by default.
 //   - filter: a regular expression that must match the whole value; "="
 //     asks for equality, "~" for a substring, a leading "!" negates.
 //     Filters combine with AND.
@@ -68,7 +71,7 @@ var ErrQuery = errors.New("gateway: malformed query")
 const cdxPageSize = 1000
 
 // cdxFieldNames are the canonical CDX field names, in Wayback order.
-var cdxFieldNames = []string{"urlkey", "timestamp", "original", "mimetype", "statuscode", "digest", "length", "offset", "filename", "peer", "witnesses"}
+var cdxFieldNames = []string{"urlkey", "timestamp", "original", "mimetype", "statuscode", "digest", "length", "offset", "filename", "peer", "witnesses", "imported"}
 
 // cdxAliases maps pywb's field names to the canonical ones.
 var cdxAliases = map[string]string{"url": "original", "mime": "mimetype", "status": "statuscode"}
@@ -81,7 +84,7 @@ var waybackDefaultFields = []string{"urlkey", "timestamp", "original", "mimetype
 
 // cdxjDefaultFields are the JSON fields of pywb's cdxj output, then
 // herod's provenance.
-var cdxjDefaultFields = []string{"original", "mimetype", "statuscode", "digest", "length", "offset", "filename", "peer", "witnesses"}
+var cdxjDefaultFields = []string{"original", "mimetype", "statuscode", "digest", "length", "offset", "filename", "peer", "witnesses", "imported"}
 
 // cdxField returns the canonical name of a field, or "" if unknown.
 func cdxField(name string) string {
@@ -380,6 +383,10 @@ func (c *cdxValues) get(field string) string {
 			ws[i] = w.Peer + "@" + FormatTimestamp(w.Seen)
 		}
 		return strings.Join(ws, ",")
+	case "imported":
+		if v.Imported != nil {
+			return v.Imported.From
+		}
 	}
 	return ""
 }

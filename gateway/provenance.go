@@ -34,6 +34,9 @@ func (s *Server) provenanceLine(ctx context.Context, v archive.Version) string {
 	if s.cfg.Provenance != nil {
 		p = s.cfg.Provenance(ctx, v)
 	}
+	if v.Imported != nil { // imported.go
+		return importedLine(v, p)
+	}
 	var b strings.Builder
 	switch {
 	case p.Dating == archive.Fetched.String():
