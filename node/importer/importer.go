@@ -251,8 +251,8 @@ func (im *Importer) deliver(ctx context.Context, o Owner, ps []pending) ([]Resul
 	rs := make([]Result, len(ps))
 	for i, p := range ps {
 		rs[i] = add(ctx, im.cfg.Store, p.data, "", im.cfg.Admit)
-		if rs[i].failed {
-			return nil, fmt.Errorf("store: %s", rs[i].Error)
+		if rs[i].err != nil {
+			return nil, fmt.Errorf("store: %w", rs[i].err)
 		}
 	}
 	return rs, nil

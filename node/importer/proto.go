@@ -56,8 +56,8 @@ type Result struct {
 	Error    string `json:"error,omitempty"`     // refused, and why
 	// Retry marks a failure of the owner, not of the record (its disk
 	// is full or failing): the import stops, to resume later.
-	Retry  bool `json:"retry,omitempty"`
-	failed bool
+	Retry bool  `json:"retry,omitempty"`
+	err   error // with Retry, on this node: the store's error
 }
 
 // reply is the owner's answer to a request.
@@ -91,7 +91,7 @@ func add(ctx context.Context, st Store, data []byte, sender string, admit func(a
 		errors.Is(err, archive.ErrBadImport), errors.Is(err, ErrStale):
 		return Result{Error: err.Error()}
 	}
-	return Result{Error: err.Error(), Retry: true, failed: true}
+	return Result{Error: err.Error(), Retry: true, err: err}
 }
 
 // Server answers Protocol for this node's store.

@@ -27,7 +27,7 @@ import (
 // lines, headers and blocks, fuzzed with the store). A record that does
 // not parse is reported (item.err) at its place and reading goes on at
 // the next record: the next gzip member of a gzip file, the next
-// "WARC/1." line of a plain one; a damaged zstd stream or a damaged
+// "WARC/1." of a plain one; a damaged zstd stream or a damaged
 // record inside one gzip member holding the whole file ends that file.
 
 // item is one record of a source, or the damage found in its place.
@@ -142,9 +142,7 @@ func eachStream(sr *io.SectionReader, prefix string, fn func(item) error) error 
 	case bytes.HasPrefix(head, magicZstd), bytes.HasPrefix(head, magicDict):
 		return eachZstd(sr, prefix, fn)
 	}
-	br := bufio.NewReaderSize(io.NewSectionReader(sr, 0, sr.Size()), 64<<10)
-	cr := &countReader{r: br}
-	return eachPlain(bufio.NewReaderSize(cr, 64<<10), cr, prefix, fn)
+	return eachPlain(sr, prefix, fn)
 }
 
 // countReader counts the bytes read through it.
@@ -301,46 +299,53 @@ func nextMagic(sr *io.SectionReader, off int64) (int64, error) {
 }
 
 // eachPlain reads an uncompressed stream; a record that does not parse
-// is reported and reading goes on at the next line that starts a WARC
-// record.
-func eachPlain(br *bufio.Reader, cr *countReader, prefix string, fn func(item) error) error {
-	for {
-		start := cr.n - int64(br.Buffered())
-		where := fmt.Sprintf("%soffset %d", prefix, start)
-		it, err := readOne(br, where)
-		if err == io.EOF {
-			return nil
-		}
-		if err == nil {
-			if ferr := fn(it); ferr != nil {
+// is reported and reading goes on at the next "WARC/1." after its start.
+func eachPlain(sr *io.SectionReader, prefix string, fn func(item) error) error {
+	var off int64
+	for off < sr.Size() {
+		cr := &countReader{r: io.NewSectionReader(sr, off, sr.Size()-off)}
+		br := bufio.NewReaderSize(cr, 64<<10)
+		var start int64
+		for {
+			start = off + cr.n - int64(br.Buffered())
+			where := fmt.Sprintf("%soffset %d", prefix, start)
+			it, err := readOne(br, where)
+			if err == io.EOF {
+				return nil
+			}
+			if err == nil {
+				if ferr := fn(it); ferr != nil {
+					return ferr
+				}
+				continue
+			}
+			if ferr := fn(item{where: where, err: err}); ferr != nil {
 				return ferr
 			}
-			continue
+			break
 		}
-		if ferr := fn(item{where: where, err: err}); ferr != nil {
-			return ferr
-		}
-		if !skipToRecord(br) {
-			return nil
-		}
+		off = nextRecord(sr, start+1)
 	}
+	return nil
 }
 
-// skipToRecord consumes br up to the next line starting "WARC/1.", false
-// at the end.
-func skipToRecord(br *bufio.Reader) bool {
-	for {
-		p, err := br.Peek(7)
-		if err != nil {
-			return false
+// nextRecord returns the offset of the next "WARC/1." at or after off
+// (a record cut short is not followed by a line end), the size of sr if
+// there is none.
+func nextRecord(sr *io.SectionReader, off int64) int64 {
+	const mark = "WARC/1."
+	buf := make([]byte, 64<<10)
+	for off < sr.Size() {
+		n, _ := sr.ReadAt(buf, off)
+		if n < len(mark) {
+			break
 		}
-		if string(p) == "WARC/1." {
-			return true
+		if i := bytes.Index(buf[:n], []byte(mark)); i >= 0 {
+			return off + int64(i)
 		}
-		if _, err := br.ReadSlice('\n'); err != nil && err != bufio.ErrBufferFull {
-			return false
-		}
+		off += int64(n - len(mark) + 1)
 	}
+	return sr.Size()
 }
 
 // eachZstd reads a zstd stream (frames of records), after the
