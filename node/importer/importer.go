@@ -143,7 +143,7 @@ func (im *Importer) File(ctx context.Context, path, name string, bad func(Record
 			rep.Resumed++
 			return nil
 		}
-		re := RecordError{Where: it.where}
+		re := RecordError{Where: it.where, ID: it.id, URL: it.url}
 		if it.rec != nil {
 			re.ID, re.URL = it.rec.Header.Get("Warc-Record-Id"), it.rec.Header.Get("Warc-Target-Uri")
 		} else if it.arc != nil {

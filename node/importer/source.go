@@ -36,6 +36,8 @@ type item struct {
 	rec   *archive.Record // a WARC record
 	arc   *arcRecord      // or an ARC record
 	err   error           // or why the record at where cannot be read
+	// id and url name a damaged record when its header could be read.
+	id, url string
 }
 
 // maxMember bounds the bytes one gzip member or one record may expand to.
@@ -205,7 +207,8 @@ func eachGzip(sr *io.SectionReader, prefix string, fn func(item) error) error {
 			if errors.As(err, &stop) {
 				return stop.err
 			}
-			if ferr := fn(item{where: where, err: err}); ferr != nil {
+			id, u := salvage(sr, start)
+			if ferr := fn(item{where: where, err: err, id: id, url: u}); ferr != nil {
 				return ferr
 			}
 			break
@@ -217,6 +220,31 @@ func eachGzip(sr *io.SectionReader, prefix string, fn func(item) error) error {
 		off = next
 	}
 	return nil
+}
+
+// salvage returns the record id and target URI of the damaged gzip
+// member at off, as far as its first bytes decompress.
+func salvage(sr *io.SectionReader, off int64) (id, uri string) {
+	zr, err := gzip.NewReader(io.NewSectionReader(sr, off, sr.Size()-off))
+	if err != nil {
+		return "", ""
+	}
+	head := make([]byte, 8<<10)
+	n, _ := io.ReadFull(zr, head)
+	for _, l := range strings.Split(string(head[:n]), "\n") {
+		name, v, ok := strings.Cut(strings.TrimRight(l, "\r"), ":")
+		switch {
+		case !ok:
+		case strings.EqualFold(name, "WARC-Record-ID"):
+			id = strings.TrimSpace(v)
+		case strings.EqualFold(name, "WARC-Target-URI"):
+			uri = strings.TrimSpace(v)
+		}
+		if l == "\r" || l == "" {
+			break
+		}
+	}
+	return id, uri
 }
 
 // stopErr carries an error of fn out of a member's reading.
