@@ -25,7 +25,10 @@ import (
 func writeTestWARC(t *testing.T, path string, n int) string {
 	t.Helper()
 	var out bytes.Buffer
-	d := func(b string) string { s := sha1.Sum([]byte(b)); return "sha1:" + base32.StdEncoding.EncodeToString(s[:]) }
+	d := func(b string) string {
+		s := sha1.Sum([]byte(b))
+		return "sha1:" + base32.StdEncoding.EncodeToString(s[:])
+	}
 	for i := range n {
 		body := fmt.Sprintf("<html><p>page %d of a collection from 2015</p>%s</html>", i, strings.Repeat("x", i%500))
 		head := fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n", len(body))
