@@ -5,8 +5,8 @@ package archive
 // response is one the browser received while it rendered a page (the
 // page itself or something the page loaded). It is written as
 // "WARC-Herod-Browser: 1" and travels with the record through
-// replication and export. It is not covered by the signature
-// (SignedMessage), nor kept in the index.
+// replication and export. It is an attested field (attest.go): the
+// signature of a capture that carries it covers it.
 const HeaderBrowser = "WARC-Herod-Browser"
 
 // browserHeaders returns the WARC field marking c as captured in a

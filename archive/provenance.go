@@ -33,6 +33,10 @@ import (
 // headers are part of the record, so they travel with it through
 // replication and export.
 //
+// A capture that carries attested fields (attest.go: how the capture came
+// to be, such as the browser marker) is signed in the attested form,
+// which covers those fields too.
+//
 // Records signed before the block digest was (the field holds the
 // signer's bytes alone, over SignedMessage, which names no block) are
 // still accepted: for them the signature covers the payload, not the
@@ -113,6 +117,17 @@ func sign(signer Signer, c *Capture, t time.Time, digest, block id.ID) error {
 	if signer == nil || c.Peer != "" {
 		return nil
 	}
+	if fields := attestedHeaders(c); len(fields) > 0 {
+		attested := attestedDigest(fields)
+		sig, err := signer.Sign(SignedAttestedMessage(c.URL, t, digest, block, attested))
+		if err != nil {
+			return fmt.Errorf("sign: %w", err)
+		}
+		c.Peer = signer.Peer()
+		c.Signature = append(append(append(make([]byte, 0, 1+2*id.Size+len(sig)), sigAttested), block[:]...), attested[:]...)
+		c.Signature = append(c.Signature, sig...)
+		return nil
+	}
 	sig, err := signer.Sign(SignedBlockMessage(c.URL, t, digest, block))
 	if err != nil {
 		return fmt.Errorf("sign: %w", err)
@@ -159,8 +174,17 @@ func parseProvenance(h interface{ Get(string) string }, c *Capture) error {
 // refused, a capture time not in the future.
 func (s *Store) checkProvenance(f *decodedFile) error {
 	c := &f.capture
-	if b, _, ok := splitSig(c.Signature); ok && b != f.block && s.verifier != nil {
+	b, _, ok := splitSig(c.Signature)
+	if ab, _, _, aok := splitAttested(c.Signature); aok {
+		b, ok = ab, true
+	}
+	if ok && b != f.block && s.verifier != nil {
 		return fmt.Errorf("%w: %w: signed for another status or headers (block %s, the record's %s)", ErrCorrupt, ErrUnsigned, b.Short(), f.block.Short())
+	}
+	if s.verifier != nil {
+		if err := checkAttested(c, c.Signature); err != nil {
+			return err
+		}
 	}
 	return s.checkSigned(c.URL, c.Time, f.digest, c.Peer, c.Signature)
 }
@@ -183,6 +207,8 @@ func (s *Store) checkSigned(url string, t time.Time, digest id.ID, peer string, 
 	msg, raw := SignedMessage(url, t, digest), sig
 	if block, r, ok := splitSig(sig); ok {
 		msg, raw = SignedBlockMessage(url, t, digest, block), r
+	} else if block, attested, r, ok := splitAttested(sig); ok {
+		msg, raw = SignedAttestedMessage(url, t, digest, block, attested), r
 	}
 	err := s.verifier.Verify(peer, msg, raw)
 	if err != nil && len(raw) != len(sig) {
