@@ -35,7 +35,7 @@ const sigAttested = 3
 // attestedHeaders returns c's attested WARC fields, sorted by name; none
 // for a plain fetch.
 func attestedHeaders(c *Capture) []warcHeader {
-	hs := browserHeaders(c)
+	hs := append(browserHeaders(c), importHeaders(c)...) // imported.go
 	sort.SliceStable(hs, func(i, j int) bool { return hs[i].name < hs[j].name })
 	return hs
 }

@@ -114,6 +114,21 @@ func parseImported(h interface{ Get(string) string }, c *Capture) error {
 	return nil
 }
 
+// checkImportSig is VerifySigned's check of a listed version's import
+// mark: an import is signed in the attested form (attest.go), so a
+// listing cannot pass a crawl, signed in another form, off as an import.
+// (Stripping the mark from an import leaves a crawl dated by its capture
+// time, which the witness rule hides once old.)
+func checkImportSig(v Version, sig []byte) error {
+	if v.Imported == nil {
+		return nil
+	}
+	if _, _, _, ok := splitAttested(sig); !ok {
+		return fmt.Errorf("%w: %w: listed as imported, not signed as one", ErrCorrupt, ErrUnsigned)
+	}
+	return nil
+}
+
 // dateImport is WitnessRule.Date for an imported version: believed, as
 // an import, when this store imported it, when a witness other than the
 // importer held it within delay of its import time, or while the import

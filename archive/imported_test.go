@@ -1,11 +1,15 @@
 package archive
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 const testSource = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -149,5 +153,65 @@ func TestDateImport(t *testing.T) {
 	self := WitnessRule{Self: importer.Peer(), Verifier: edVerifier{}}
 	if got, _ := self.Date(v, nil, at.Add(1000*time.Hour)); got != Imported || !strings.Contains(got.String(), "imported") {
 		t.Errorf("own import: %v", got)
+	}
+}
+
+// TestImportMarkSigned: the import fields are covered by the importer's
+// signature: a holder cannot strip them from an import, add them to a
+// crawl, or list a crawl as an import.
+func TestImportMarkSigned(t *testing.T) {
+	ctx := context.Background()
+	signer := newEdSigner(1)
+	src := openTest(t, Options{NoSync: true, Signer: signer})
+	check := openTest(t, Options{NoSync: true, Signer: newEdSigner(2), Verifier: edVerifier{}})
+	imp, err := src.EncodeImported(importedCapture("http://a.example/i", t0, "imported"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := check.VerifyRecord(imp); err != nil {
+		t.Fatalf("intact import: %v", err)
+	}
+	v, _ := mustPut(t, src, capture("http://a.example/c", t0, "crawled"))
+	crawl, err := src.ReadFile(ctx, v.Entry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewrite := func(data []byte, edit func(string) string) []byte {
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, _ := io.ReadAll(zr)
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		zw.Write([]byte(edit(string(plain))))
+		zw.Close()
+		return b.Bytes()
+	}
+	stripped := rewrite(imp, func(s string) string {
+		var keep []string
+		for _, l := range strings.SplitAfter(s, "\r\n") {
+			if !strings.HasPrefix(l, "WARC-Herod-Imported-") {
+				keep = append(keep, l)
+			}
+		}
+		return strings.Join(keep, "")
+	})
+	added := rewrite(crawl, func(s string) string {
+		return strings.Replace(s, "WARC-Type: response\r\n", "WARC-Type: response\r\n"+HeaderImportedFrom+": "+testSource+"\r\n"+
+			HeaderImportedAt+": "+formatWarcDate(t0.Add(time.Hour))+"\r\n", 1)
+	})
+	for name, data := range map[string][]byte{"import stripped": stripped, "crawl marked imported": added} {
+		if _, _, err := check.VerifyRecord(data); !errors.Is(err, ErrUnsigned) {
+			t.Errorf("%s: %v, want ErrUnsigned", name, err)
+		}
+	}
+	_, sig, err := src.Provenance(ctx, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Imported = &Import{From: testSource, At: t0}
+	if err := check.VerifySigned(v, sig); !errors.Is(err, ErrUnsigned) {
+		t.Errorf("crawl listed as imported: %v", err)
 	}
 }

@@ -370,8 +370,5 @@ func decodeResponse(rec *Record) (*decodedFile, error) {
 	if err := parseProvenance(rec.Header, &f.capture); err != nil {
 		return nil, err
 	}
-	if err := parseImported(rec.Header, &f.capture); err != nil {
-		return nil, err
-	}
 	return f, nil
 }
