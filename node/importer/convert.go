@@ -160,7 +160,8 @@ func firstOf(a, b string) string {
 // parseHTTP splits an HTTP response block into status, headers and
 // payload.
 func parseHTTP(block []byte) (int, http.Header, []byte, error) {
-	br := bufio.NewReader(bytes.NewReader(block))
+	src := bytes.NewReader(block)
+	br := bufio.NewReader(src)
 	tp := textproto.NewReader(br)
 	line, err := tp.ReadLine()
 	if err != nil {
@@ -176,7 +177,7 @@ func parseHTTP(block []byte) (int, http.Header, []byte, error) {
 	if err != nil && !(errors.Is(err, io.EOF) && len(mh) > 0) {
 		return 0, nil, nil, fmt.Errorf("http headers: %w", err)
 	}
-	head := len(block) - br.Buffered()
+	head := len(block) - src.Len() - br.Buffered()
 	return status, http.Header(mh), block[head:], nil
 }
 

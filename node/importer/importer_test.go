@@ -95,11 +95,12 @@ func response(body string) (string, int) {
 	return head + body, len(head)
 }
 
-// sampleRecords returns n response records of distinct URLs.
+// sampleRecords returns n response records of distinct URLs, every
+// third one with a payload of 10 KB (larger than a reader's buffer).
 func sampleRecords(n int) [][]byte {
 	var out [][]byte
 	for i := range n {
-		b, off := response(fmt.Sprintf("<p>page %d</p>", i))
+		b, off := response(fmt.Sprintf("<p>page %d</p>", i) + strings.Repeat("y", (i%3/2)*10000))
 		out = append(out, warcRecord("response", fmt.Sprintf("http://w.example/p%d", i), "2014-02-03T04:05:06Z", b, off))
 	}
 	return out
@@ -118,10 +119,15 @@ func gzipEach(recs [][]byte) []byte {
 func write(t *testing.T, name string, data []byte) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
+	writeFile(t, p, data)
+	return p
+}
+
+func writeFile(t testing.TB, p string, data []byte) {
+	t.Helper()
 	if err := os.WriteFile(p, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return p
 }
 
 func TestImportFormats(t *testing.T) {
