@@ -305,6 +305,12 @@ func checkImported(t *testing.T, n *Node, host string, cs []wantCapture, peer st
 		}
 	}
 	exported, _ := httpGet(t, n.GatewayURL()+"export?host="+url.QueryEscape(host))
+	if zr, err := gzip.NewReader(strings.NewReader(exported)); err == nil {
+		plain, _ := io.ReadAll(zr)
+		if bytes.Count(plain, []byte(archive.HeaderImportedFrom+": sha256:")) < len(cs) {
+			t.Errorf("%s: the export of %s does not carry the import fields", n.self.Addr, host)
+		}
+	}
 	got := map[string]string{}
 	for _, c := range readWARC(t, []byte(exported)) {
 		got[c.url+" "+gateway.FormatTimestamp(c.at)] = c.body
