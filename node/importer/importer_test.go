@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha1"
+	"encoding/binary"
 	"encoding/base32"
 	"encoding/hex"
 	"errors"
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/id"
@@ -106,6 +109,29 @@ func sampleRecords(n int) [][]byte {
 	return out
 }
 
+// zstdEach compresses each record as one zstd frame, with dict (a raw
+// content dictionary, in a skippable frame first, per the WARC zstd
+// convention) when not nil.
+func zstdEach(t *testing.T, recs [][]byte, dict []byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	opts := []zstd.EOption{zstd.WithEncoderConcurrency(1)}
+	if dict != nil {
+		b.Write([]byte{0x5d, 0x2a, 0x4d, 0x18})
+		b.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(dict))))
+		b.Write(dict)
+		opts = append(opts, zstd.WithEncoderDictRaw(0, dict))
+	}
+	enc, err := zstd.NewWriter(nil, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		b.Write(enc.EncodeAll(r, nil))
+	}
+	return b.Bytes()
+}
+
 func gzipEach(recs [][]byte) []byte {
 	var b bytes.Buffer
 	for _, r := range recs {
@@ -150,6 +176,8 @@ func TestImportFormats(t *testing.T) {
 		{"plain.warc", plain, 3, 0},
 		{"members.warc.gz", gzipEach(recs), 3, 0},
 		{"whole.warc.gz", whole.Bytes(), 3, 0},
+		{"frames.warc.zst", zstdEach(t, recs, nil), 3, 0},
+		{"dict.warc.zst", zstdEach(t, recs, bytes.Repeat([]byte("WARC/1.0\r\nWARC-Type: response\r\n<p>page "), 20)), 3, 0},
 		{"sample.arc", arc, 2, 2},
 		{"sample.arc.gz", gzipEach(bytes.SplitAfter(arc, []byte("</p>\n"))), 2, 2},
 	} {
