@@ -40,6 +40,7 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 		name = "upload"
 	}
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	fl, _ := w.(http.Flusher)
 	started := false
 	emit := func(v any) {
