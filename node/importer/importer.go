@@ -164,7 +164,7 @@ func (im *Importer) File(ctx context.Context, path, name string, bad func(Record
 		case err != nil:
 			rep.Damaged++
 			re.Err = err.Error()
-			im.log().Warn("import: record not imported", "file", name, "where", re.Where, "id", re.ID, "err", err)
+			im.log().Debug("import: record not imported", "file", name, "where", re.Where, "id", re.ID, "err", err)
 			if bad != nil {
 				bad(re)
 			}
@@ -178,6 +178,12 @@ func (im *Importer) File(ctx context.Context, path, name string, bad func(Record
 		err = flush()
 	}
 	rep.Elapsed = time.Since(start)
+	lvl := slog.LevelInfo
+	if err != nil || rep.Damaged+rep.Refused > 0 {
+		lvl = slog.LevelWarn
+	}
+	im.log().Log(ctx, lvl, "import", "file", name, "sha256", sum, "records", rep.Records, "resumed", rep.Resumed, "added", rep.Added,
+		"held", rep.Held, "skipped", rep.Skipped, "damaged", rep.Damaged, "refused", rep.Refused, "elapsed", rep.Elapsed, "err", err)
 	if err != nil {
 		return rep, fmt.Errorf("import %s: %w", name, err)
 	}
@@ -217,7 +223,7 @@ func (im *Importer) send(ctx context.Context, batch []pending, rep *Report, bad 
 					rep.Refused++
 					re := ps[i].err
 					re.Err = "refused by " + peer + ": " + r.Error
-					im.log().Warn("import: record refused", "where", re.Where, "id", re.ID, "owner", peer, "err", r.Error)
+					im.log().Debug("import: record refused", "where", re.Where, "id", re.ID, "owner", peer, "err", r.Error)
 					if bad != nil {
 						bad(re)
 					}
