@@ -26,7 +26,9 @@ const importDir = "import"
 // setupImport builds the node's importer and registers the import
 // protocol. Called from Start once the ring exists.
 func (n *Node) setupImport() {
-	admit := importer.Admit(n.ring.Owns, time.Now)
+	// Owned by local knowledge, or by the range last known while a
+	// predecessor is being replaced (ring.OwnsLastKnown).
+	admit := importer.Admit(func(k id.ID) bool { return n.ring.Owns(k) || n.ring.OwnsLastKnown(k) }, time.Now)
 	cl := &importer.Client{Open: func(ctx context.Context, o importer.Owner, p protocol.ID) (network.Stream, error) {
 		c, ok := o.Addr.(ring.Contact)
 		if !ok {

@@ -194,11 +194,27 @@ func (im *Importer) File(ctx context.Context, path, name string, bad func(Record
 	return rep, nil
 }
 
-// send delivers a batch to the owners of its records, once more to a
-// fresh owner for those refused as not the owner's (the ring moved).
+// notOwnerTries bounds the deliveries of a record its owner refuses as
+// not its own (the ring is moving): each after a fresh look-up, the
+// k-th after k × notOwnerWait (9 s in all). Past them the import stops,
+// to be resumed once the ring has settled.
+const (
+	notOwnerTries = 10
+	notOwnerWait  = 200 * time.Millisecond
+)
+
+// send delivers a batch to the owners of its records, again to a fresh
+// owner for those refused as not the owner's (the ring moved).
 func (im *Importer) send(ctx context.Context, batch []pending, rep *Report, bad func(RecordError)) error {
 	left := batch
-	for try := 0; try < 2 && len(left) > 0; try++ {
+	for try := 0; try < notOwnerTries && len(left) > 0; try++ {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(try) * notOwnerWait):
+			}
+		}
 		groups := map[string][]pending{}
 		owners := map[string]Owner{}
 		for _, p := range left {
@@ -217,8 +233,10 @@ func (im *Importer) send(ctx context.Context, batch []pending, rep *Report, bad 
 			}
 			for i, r := range rs {
 				switch {
-				case r.NotOwner && try == 0:
+				case r.NotOwner && try < notOwnerTries-1:
 					left = append(left, ps[i])
+				case r.NotOwner:
+					return fmt.Errorf("%s: %s refuses it as not its own %d times: the ring is moving; import again once it settles", ps[i].err.Where, peer, notOwnerTries)
 				case r.Error != "":
 					rep.Refused++
 					re := ps[i].err
