@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/herod-archive/herod/gateway"
 )
@@ -108,6 +109,9 @@ func importOne(ctx context.Context, ep, token, path string, stdout io.Writer) (i
 			if r.Resumed > 0 {
 				fmt.Fprintf(stdout, "; resumed after %d records", r.Resumed)
 			}
+			if el := time.Duration(r.Elapsed); el > 0 {
+				fmt.Fprintf(stdout, "; %.1f s, %.0f records/s", el.Seconds(), float64(r.Records-r.Resumed)/el.Seconds())
+			}
 			fmt.Fprintln(stdout)
 			return bad, nil
 		case l.Where != "":
@@ -134,4 +138,5 @@ type importReport struct {
 	Skipped int    `json:"skipped"`
 	Damaged int    `json:"damaged"`
 	Refused int    `json:"refused"`
+	Elapsed int64  `json:"elapsed_ns"`
 }
