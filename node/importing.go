@@ -47,7 +47,7 @@ func (n *Node) setupImport() {
 				return importer.Owner{}, errors.New("no owner found")
 			}
 			c := nodes[0].Contact
-			return importer.Owner{Self: c.Peer == n.self.Peer, Peer: c.Peer, Addr: c}, nil
+			return importer.Owner{Self: c.Peer == n.self.Peer, Peer: c.Peer, Addr: c, ID: nodes[0].ID}, nil
 		},
 		Send:   cl.Send,
 		Admit:  admit,

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/herod-archive/herod/archive"
@@ -29,6 +30,10 @@ type Owner struct {
 	Self bool
 	Peer string // the owner's peer id
 	Addr any    // what Config.Send needs to reach it
+	// ID, when not zero, is the owning virtual server's id: it owns
+	// every key from the one looked up to ID, which send then routes
+	// without another look-up.
+	ID id.ID
 }
 
 // Config wires an Importer.
@@ -217,10 +222,18 @@ func (im *Importer) send(ctx context.Context, batch []pending, rep *Report, bad 
 		}
 		groups := map[string][]pending{}
 		owners := map[string]Owner{}
-		for _, p := range left {
-			o, err := im.cfg.Route(ctx, p.key)
-			if err != nil {
-				return fmt.Errorf("route: %w", err)
+		// In key order, one look-up per run of keys one owner holds.
+		slices.SortFunc(left, func(a, b pending) int { return a.key.Cmp(b.key) })
+		var o Owner
+		var from id.ID
+		for i, p := range left {
+			same := i > 0 && !o.ID.IsZero() && (p.key == from || (from != o.ID && id.InHalfOpen(p.key, from, o.ID)))
+			if !same {
+				var err error
+				if o, err = im.cfg.Route(ctx, p.key); err != nil {
+					return fmt.Errorf("route: %w", err)
+				}
+				from = p.key
 			}
 			groups[o.Peer] = append(groups[o.Peer], p)
 			owners[o.Peer] = o
