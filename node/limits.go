@@ -3,6 +3,7 @@ package node
 import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
+	"github.com/herod-archive/herod/node/importer"
 	"github.com/herod-archive/herod/node/p2phost"
 	"github.com/herod-archive/herod/node/politeness"
 	"github.com/herod-archive/herod/node/replication"
@@ -30,4 +31,5 @@ var protocolLimits = map[protocol.ID]p2phost.StreamLimit{
 	handoverProtocol:          {In: 16, Out: 16},   // a leaving node's fetched keys, ≤ 4 MiB
 	purgeProtocol:             {In: 16, Out: 16},   // a new order runs a purge (a scan of the archive) before the reply
 	summaryProtocol:           {In: 64, Out: 64},   // /ring summaries: small JSON
+	importer.Protocol:         {In: 16, Out: 16},   // imported records, a request ≤ 8 MiB + one record (node/importer); 4 served at once
 }
