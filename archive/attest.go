@@ -35,7 +35,7 @@ const sigAttested = 3
 // attestedHeaders returns c's attested WARC fields, sorted by name; none
 // for a plain fetch.
 func attestedHeaders(c *Capture) []warcHeader {
-	hs := browserHeaders(c)
+	hs := append(browserHeaders(c), importHeaders(c)...) // imported.go
 	sort.SliceStable(hs, func(i, j int) bool { return hs[i].name < hs[j].name })
 	return hs
 }
@@ -82,6 +82,19 @@ func checkAttested(c *Capture, sig []byte) error {
 		return fmt.Errorf("%w: %w: signed for other attested fields (%s, the record's %s)", ErrCorrupt, ErrUnsigned, signed.Short(), attestedDigest(fields).Short())
 	case !ok && len(fields) > 0:
 		return fmt.Errorf("%w: %w: %s not covered by the signature", ErrCorrupt, ErrUnsigned, fields[0].name)
+	}
+	return nil
+}
+
+// checkListedAttested is VerifySigned's check of a listed version's
+// attested fields, as the listing states them (Version.Browser,
+// Version.Imported): the signature must cover exactly those, so a listing
+// can neither add a field the fetcher did not sign (a crawl listed as an
+// import, a fetch as a browser capture) nor leave out one it did.
+func checkListedAttested(v Version, sig []byte) error {
+	c := Capture{Browser: v.Browser, Imported: v.Imported}
+	if err := checkAttested(&c, sig); err != nil {
+		return fmt.Errorf("listed: %w", err)
 	}
 	return nil
 }

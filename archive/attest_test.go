@@ -63,7 +63,20 @@ func TestSignatureCoversAttested(t *testing.T) {
 			t.Errorf("genuine %s: verify = marker %v, %v; want %v", c.URL, got != nil && got.Browser, err, c.Browser)
 		}
 	}
+	if !rv.Browser {
+		t.Fatal("Put's version of a browser capture is not marked")
+	}
 	if err := dst.VerifySigned(rv, browser.Signature); err != nil {
 		t.Errorf("a listed browser capture: %v", err)
+	}
+	unmarked := rv
+	unmarked.Browser = false
+	if err := dst.VerifySigned(unmarked, browser.Signature); !errors.Is(err, ErrUnsigned) {
+		t.Errorf("a browser capture listed as a fetch: %v; want ErrUnsigned", err)
+	}
+	listed := pv
+	listed.Browser = true
+	if err := dst.VerifySigned(listed, plain.Signature); !errors.Is(err, ErrUnsigned) {
+		t.Errorf("a fetch listed as a browser capture: %v; want ErrUnsigned", err)
 	}
 }

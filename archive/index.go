@@ -85,18 +85,25 @@ func encodeVersion(v Version, seg uint32, peer uint64) []byte {
 	b = binary.AppendUvarint(b, uint64(v.Size))
 	if f := versionFlags(v); f != 0 {
 		b = binary.AppendUvarint(b, f) // absent when 0: the values written before flags
+		b = appendImport(b, v.Imported)
 	}
 	return b
 }
 
 // Flags of a version value, a trailing uvarint written only when not 0.
-const flagBrowser = 1 // Version.Browser
+const (
+	flagBrowser  = 1 // Version.Browser
+	flagImported = 2 // Version.Imported, whose fields follow the flags (appendImport)
+)
 
 // versionFlags returns the flags of v's index value.
 func versionFlags(v Version) uint64 {
 	var f uint64
 	if v.Browser {
 		f |= flagBrowser
+	}
+	if v.Imported != nil {
+		f |= flagImported
 	}
 	return f
 }
@@ -143,7 +150,10 @@ func decodeStored(key, val []byte) (storedVersion, error) {
 		if len(r.b) > 0 {
 			f := r.uvarint()
 			v.Browser = f&flagBrowser != 0
-			if f&^flagBrowser != 0 {
+			if f&flagImported != 0 {
+				v.Imported = readImport(&r)
+			}
+			if f&^(flagBrowser|flagImported) != 0 {
 				r.err = true // flags of a later format: refuse rather than misread
 			}
 		}

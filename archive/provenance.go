@@ -154,6 +154,9 @@ func provenanceHeaders(c *Capture) []warcHeader {
 // browser marker (HeaderBrowser) included.
 func parseProvenance(h interface{ Get(string) string }, c *Capture) error {
 	parseBrowser(h, c)
+	if err := parseImported(h, c); err != nil { // imported.go
+		return err
+	}
 	p, sig := h.Get(HeaderPeer), h.Get(HeaderSignature)
 	if p == "" && sig == "" {
 		return nil
@@ -248,6 +251,9 @@ func (s *Store) VerifyRecord(data []byte) (*Capture, id.ID, error) {
 func (s *Store) VerifySigned(v Version, sig []byte) error {
 	if v.Key != id.OfString(v.URL) || v.Day != s.DayOf(v.Time) {
 		return fmt.Errorf("archive verify %.100q: %w: key or day does not follow from the URL and time", v.URL, ErrCorrupt)
+	}
+	if err := checkListedAttested(v, sig); err != nil { // attest.go
+		return fmt.Errorf("archive verify %.100q: %w", v.URL, err)
 	}
 	if err := s.checkSigned(v.URL, v.Time, v.Digest, v.Peer, sig); err != nil {
 		return fmt.Errorf("archive verify %.100q: %w", v.URL, err)

@@ -102,7 +102,7 @@ func (s *Store) urls(ctx context.Context, m *Selector, fn func(url string) error
 	}
 	it := s.db.NewIterator(r, nil)
 	defer it.Release()
-	host, hostOK := "", false
+	host, hostOK, seen := "", false, false
 	for n, ok := 0, it.Next(); ok; n++ {
 		if n%256 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -114,8 +114,9 @@ func (s *Store) urls(ctx context.Context, m *Selector, fn func(url string) error
 		if i < 0 {
 			return fmt.Errorf("archive urls: %w: %w", ErrCorrupt, errBadValue)
 		}
-		if h := k[1:i]; string(h) != host {
-			host, hostOK = string(h), m.hostMay(string(h))
+		if h := k[1:i]; !seen || string(h) != host {
+			// the first key's host too: it may be "" (urn: URLs)
+			host, hostOK, seen = string(h), m.hostMay(string(h)), true
 		}
 		if !hostOK {
 			// past every key of this host: its name, then a byte above 0

@@ -287,7 +287,7 @@ func (s *Store) rebuildRecord(st *rebuildState, rep *Report, n segRef, off int64
 	v := Version{
 		URL: c.URL, Key: id.OfString(c.URL), Digest: f.digest, Day: s.DayOf(c.Time), Time: c.Time, Status: c.Status,
 		ContentType: MediaType(c.Header.Get("Content-Type")),
-		Length:      int64(len(c.Body)), Peer: c.Peer, Browser: c.Browser,
+		Length:      int64(len(c.Body)), Peer: c.Peer, Browser: c.Browser, Imported: c.Imported,
 		File: n.rel(), Offset: off, Size: int64(len(data)),
 	}
 	vk := versionKey(v.Key, v.Time, v.Digest)

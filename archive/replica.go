@@ -217,7 +217,7 @@ func (s *Store) importRecord(ctx context.Context, name string, data []byte, prov
 	v := Version{
 		URL: c.URL, Key: e.Key, Digest: e.Digest, Day: e.Day, Time: c.Time, Status: c.Status,
 		ContentType: MediaType(c.Header.Get("Content-Type")),
-		Length:      int64(len(c.Body)), Seq: e.Seq, Peer: c.Peer, Browser: c.Browser,
+		Length:      int64(len(c.Body)), Seq: e.Seq, Peer: c.Peer, Browser: c.Browser, Imported: c.Imported,
 	}
 	lk := &s.keyLocks[e.Key[len(e.Key)-1]]
 	lk.Lock()

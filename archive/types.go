@@ -65,6 +65,9 @@ type Capture struct {
 	// Content-Type field. A decoded resource record reads back the same
 	// way, so replay and the index treat it as a 200 answer of that type.
 	Resource bool
+	// Imported, when set, marks a response read from another tool's
+	// file, not fetched: Peer imported it (imported.go).
+	Imported *Import
 }
 
 // Version describes one stored capture: what the index knows without
@@ -93,6 +96,9 @@ type Version struct {
 	// Browser is the record's Capture.Browser: captured in a browser
 	// while it rendered a page, not fetched on its own.
 	Browser bool `json:"browser,omitempty"`
+	// Imported, when set, says the version was imported from another
+	// tool's file by Peer, not fetched (imported.go).
+	Imported *Import `json:"imported,omitempty"`
 }
 
 // Entry returns the version's replication name (see Entry).

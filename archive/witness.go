@@ -63,6 +63,11 @@ const (
 	Witnessed
 	// Fetched: this store's own signer fetched it.
 	Fetched
+	// Imported: read from another tool's file (Version.Imported), shown
+	// as imported, never as a crawl: this store imported it, or a holder
+	// other than the importer held it within MaxWitnessDelay of the
+	// import, or the import is recent (imported.go).
+	Imported
 )
 
 // String names d as status pages and the CDX print it.
@@ -70,6 +75,8 @@ func (d Dating) String() string {
 	switch d {
 	case Fetched:
 		return "fetched"
+	case Imported:
+		return "imported"
 	case Witnessed:
 		return "witnessed"
 	case Pending:
@@ -147,6 +154,9 @@ func (r WitnessRule) Date(v Version, ws []Witness, now time.Time) (Dating, []Wit
 	delay := r.Delay
 	if delay <= 0 {
 		delay = MaxWitnessDelay
+	}
+	if v.Imported != nil {
+		return r.dateImport(v, ws, now, delay)
 	}
 	var good []Witness
 	for _, w := range ws {

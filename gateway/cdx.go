@@ -34,7 +34,10 @@ import (
 //     witnesses (the other holders that vouch for its date, and when
 //     they first held it: "<peer>@<timestamp>" comma-separated in text
 //     and json, an array of {"peer","seen"} objects in cdxj and ndjson,
-//     earliest first). cdxj and ndjson list both by default, and
+//     earliest first), and imported (for a version imported from another
+//     tool's file, not crawled: the file's "sha256:<hex>" in text and
+//     json, {"from","record","at"} in cdxj and ndjson; empty or absent
+//     for a crawl). cdxj and ndjson list them by default, and
 //     browser ("1" for a capture made in a browser as it rendered a
 //     page, empty otherwise; cdxj and ndjson leave it out then).
 //   - filter: a regular expression that must match the whole value; "="
@@ -70,7 +73,7 @@ var ErrQuery = errors.New("gateway: malformed query")
 const cdxPageSize = 1000
 
 // cdxFieldNames are the canonical CDX field names, in Wayback order.
-var cdxFieldNames = []string{"urlkey", "timestamp", "original", "mimetype", "statuscode", "digest", "length", "offset", "filename", "peer", "witnesses", "browser", "rank"}
+var cdxFieldNames = []string{"urlkey", "timestamp", "original", "mimetype", "statuscode", "digest", "length", "offset", "filename", "peer", "witnesses", "browser", "rank", "imported"}
 
 // cdxAliases maps pywb's field names to the canonical ones.
 var cdxAliases = map[string]string{"url": "original", "mime": "mimetype", "status": "statuscode"}
@@ -83,7 +86,7 @@ var waybackDefaultFields = []string{"urlkey", "timestamp", "original", "mimetype
 
 // cdxjDefaultFields are the JSON fields of pywb's cdxj output, then
 // herod's provenance.
-var cdxjDefaultFields = []string{"original", "mimetype", "statuscode", "digest", "length", "offset", "filename", "peer", "witnesses", "browser"}
+var cdxjDefaultFields = []string{"original", "mimetype", "statuscode", "digest", "length", "offset", "filename", "peer", "witnesses", "browser", "imported"}
 
 // cdxField returns the canonical name of a field, or "" if unknown.
 func cdxField(name string) string {
@@ -391,6 +394,10 @@ func (c *cdxValues) get(field string) string {
 			return ""
 		}
 		return strconv.FormatFloat(c.row.Rank, 'g', 6, 64)
+	case "imported":
+		if v.Imported != nil {
+			return v.Imported.From
+		}
 	}
 	return ""
 }

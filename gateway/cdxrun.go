@@ -223,7 +223,7 @@ func writeObject(b *bytes.Buffer, c *cdxValues, fl []string, cdxj bool) {
 			continue
 		}
 		v := c.get(f)
-		if (f == "peer" || f == "witnesses" || f == "browser") && v == "" {
+		if (f == "peer" || f == "witnesses" || f == "browser" || f == "imported") && v == "" {
 			continue
 		}
 		if !first {
@@ -238,6 +238,9 @@ func writeObject(b *bytes.Buffer, c *cdxValues, fl []string, cdxj bool) {
 		j, _ := json.Marshal(v)
 		if f == "witnesses" {
 			j = witnessesJSON(c.row.Witnesses)
+		}
+		if f == "imported" {
+			j, _ = json.Marshal(cdxImport{From: c.row.Imported.From, Record: c.row.Imported.Record, At: FormatTimestamp(c.row.Imported.At)})
 		}
 		b.Write(k)
 		b.WriteByte(':')

@@ -111,6 +111,11 @@ type Config struct {
 	// ring-wide, for POST /api/purge (admin token); it returns the
 	// versions removed here. Nil means the endpoint is absent (404).
 	Purge func(ctx context.Context, peer string) (int, error)
+	// Import imports an uploaded WARC, WACZ or ARC file, for POST
+	// /api/import (admin token; importadmin.go): it passes each record
+	// not imported to emit as it goes and returns the report. Nil means
+	// the endpoint is absent (404).
+	Import func(ctx context.Context, name string, body io.Reader, emit func(any)) (any, error)
 	// PublicStatus serves /api/status, /ring and /metrics to anyone. By
 	// default they answer only requests from a loopback address (made
 	// to an IP or localhost host name, never from another site, and

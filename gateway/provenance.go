@@ -36,6 +36,9 @@ func (s *Server) provenanceLine(ctx context.Context, v archive.Version) string {
 	if s.cfg.Provenance != nil {
 		p = s.cfg.Provenance(ctx, v)
 	}
+	if v.Imported != nil { // imported.go
+		return importedLine(v, p)
+	}
 	var b strings.Builder
 	how := "fetched"
 	if v.Browser {

@@ -28,6 +28,10 @@ func (s *Server) serveUI(w http.ResponseWriter, r *http.Request) {
 		s.servePurge(w, r)
 		return
 	}
+	if p == importPath { // importadmin.go
+		s.serveImport(w, r)
+		return
+	}
 	if p == accessPath { // accessadmin.go
 		s.serveAccess(w, r)
 		return

@@ -68,6 +68,7 @@ func (n *Node) setupGateway() error {
 		AdminToken:    token,
 		Seed:          n.SeedEach,
 		Purge:         n.Purge,
+		Import:        n.ImportUpload,
 		Access:        n.access,
 		Robots:        robots,
 		Search:        n.search,        // search.go

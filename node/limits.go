@@ -3,6 +3,7 @@ package node
 import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
+	"github.com/herod-archive/herod/node/importer"
 	"github.com/herod-archive/herod/node/p2phost"
 	"github.com/herod-archive/herod/node/politeness"
 	"github.com/herod-archive/herod/node/render"
@@ -35,4 +36,5 @@ var protocolLimits = map[protocol.ID]p2phost.StreamLimit{
 	render.RenderProtocol:     {In: 16, Out: 16},   // a page rendered (≤ 150 s), its records then delivered
 	render.DeliverProtocol:    {In: 16, Out: 16},   // a render's records for one owner (≤ 500, one at a time)
 	nodesearch.Protocol:       {In: 64, Out: 64},   // postings to their holders (≤ 16 MiB) and posting queries
+	importer.Protocol:         {In: 16, Out: 16},   // imported records, a request ≤ 8 MiB + one record (node/importer); 4 served at once
 }

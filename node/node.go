@@ -28,6 +28,7 @@ import (
 	"github.com/herod-archive/herod/node/dayclaim"
 	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/node/identity"
+	"github.com/herod-archive/herod/node/importer"
 	"github.com/herod-archive/herod/node/kit"
 	"github.com/herod-archive/herod/node/member"
 	"github.com/herod-archive/herod/node/p2phost"
@@ -81,6 +82,7 @@ type Node struct {
 	rpSrv    *http.Server // the gateway's content (replay) origin
 	rpLn     net.Listener
 	self     ring.Contact
+	imp      *importer.Importer // imports WARC, WACZ and ARC files (importing.go)
 
 	ctx     context.Context // lives from Start to Close
 	cancel  context.CancelFunc
@@ -357,6 +359,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.kit.MustHandle(n.dayclaim.HandoverSpec())
 	n.kit.MustHandle(n.ringpage.Spec())
 	n.startLinkIndex() // linkindex.go
+	n.setupImport()
 	if err := n.startLAN(); err != nil {
 		return err
 	}

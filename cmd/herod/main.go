@@ -11,6 +11,7 @@
 //	herod purge    remove and refuse the versions a peer signed
 //	herod version  the build: version, Go version, VCS revision
 //	herod access   add, list, remove or check access rules
+//	herod import   import WARC, WACZ and ARC files into the ring
 //
 // Run "herod <command> --help" for each command's flags.
 package main
@@ -47,6 +48,7 @@ var commands = []command{
 	{"sim", "simulate a ring of up to 10,000 virtual servers in memory and report hops, balance, failures, churn", simCmd},
 	{"purge", "remove every version a peer signed and refuse that peer: on the running node, ordered ring-wide (or --offline on a stopped one)", purgeCmd},
 	{"version", "print herod's version, the Go version that built it and its VCS revision", versionCmd},
+	{"import", "import WARC, WACZ and ARC files into the ring through a running node: each record to its URL's owner, at its original date, marked imported", importCmd},
 	{"access", "add, list, remove or check the running node's access rules (block, exclude, embargo; --ring: signed, ring-wide)", accessCmd},
 	{"search", "search the text of the archived pages ring-wide, as of any date (words, \"phrases\", site:HOST)", searchCmd},
 	{"rank", "run PageRank across the ring for a crawl day (admin token), or print a URL's rank", rankCmd},

@@ -136,6 +136,10 @@ func (sv *Service) remember(v archive.Version, vd verdict, now time.Time) {
 		vd.until = v.Time.Add(archive.MaxWitnessDelay)
 	case archive.Unwitnessed:
 		vd.until = now.Add(negativeTTL)
+	case archive.Imported:
+		if len(vd.ws) == 0 && v.Imported != nil { // shown while the import is recent: judged again then
+			vd.until = v.Imported.At.Add(archive.MaxWitnessDelay)
+		}
 	default:
 		vd.until = time.Time{}
 	}
