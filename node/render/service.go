@@ -105,7 +105,7 @@ type Stats struct {
 	Rendered  int64            `json:"rendered"`  // renders this node made
 	Delegated int64            `json:"delegated"` // pages a member rendered for this node
 	Failed    int64            `json:"failed"`    // pages chosen but stored as fetched
-	NoMember  int64            `json:"no_member"` // of those, for want of a member with the role
+	NoMember  int64            `json:"no_member"` // HTML pages offered while no member had the role
 	Records   int64            `json:"records"`   // records this node's renders stored
 	Delivered int64            `json:"delivered"` // of those, delivered to another owner
 	Undeliv   int64            `json:"undelivered"`
@@ -191,9 +191,9 @@ func (s *Service) Render(ctx context.Context, p crawl.BrowserPage) (crawl.Browse
 	var renderers []ring.Contact
 	if !s.Role() {
 		if renderers = s.cfg.Renderers(); len(renderers) == 0 {
-			// Nothing to render with: the page is stored as fetched, and
-			// no host verdict is started.
-			if isHTML(p.Header, p.Body) && Measure(p.Body).ScriptHeavy() {
+			// Nothing to render with: the page is stored as fetched, no
+			// host verdict is started, and the HTML is not even parsed.
+			if isHTML(p.Header, p.Body) {
 				s.noMember.Add(1)
 			}
 			return crawl.BrowserCapture{}, false
