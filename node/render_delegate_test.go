@@ -17,6 +17,7 @@ import (
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/testwait"
 )
 
 // scriptSite is a site of script-built shells: page i's only content
@@ -93,8 +94,10 @@ func TestRenderDelegation(t *testing.T) {
 	const pages, role = 12, 1
 	site := scriptSite(t)
 	fc := &fakeCapturer{pages: pages}
+	// No replication rounds: a delivered record reaches the replicas only
+	// by its owner's push.
 	base := Config{VirtualServers: 4, StabilizeInterval: 100 * time.Millisecond, FlushInterval: 20 * time.Millisecond,
-		Crawl: crawl.Config{HostRate: 2000, Concurrency: 8, AllowPrivate: loopback}}
+		ReplicationInterval: -1, Crawl: crawl.Config{HostRate: 2000, Concurrency: 8, AllowPrivate: loopback}}
 	lr, err := StartLocalRing(ctx, t.TempDir(), 3, base, func(i int, c *Config) {
 		if i == role {
 			c.Browser = BrowserConfig{Capture: true, Concurrency: 2, capturer: fc}
@@ -146,6 +149,25 @@ func TestRenderDelegation(t *testing.T) {
 		}
 		pc, _ := canon.Canonical(p)
 		at(archive.ScreenshotURL(pc))
+	}
+	// Every rendered page is pushed on by its owner: with k = 3 on three
+	// nodes, all of them hold it.
+	err = testwait.Until(20*time.Second, func() error {
+		for k := range pages {
+			p, _ := canon.Canonical(fmt.Sprintf("%s/p/%d", site.URL, k))
+			if k == 0 {
+				p, _ = canon.Canonical(site.URL + "/")
+			}
+			for i, n := range lr.Nodes {
+				if vs, _ := n.Store().Versions(ctx, p); len(vs) == 0 {
+					return fmt.Errorf("node %d lacks %s", i, p)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("rendered pages not pushed to the replicas: %v", err)
 	}
 	if got := fc.rendered.Load(); got != pages {
 		t.Errorf("%d renders for %d pages", got, pages)
