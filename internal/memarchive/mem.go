@@ -69,6 +69,7 @@ func VersionOf(c *archive.Capture) archive.Version {
 		Length:      int64(len(c.Body)),
 		Peer:        c.Peer,
 		Browser:     c.Browser,
+		Imported:    c.Imported,
 		File:        fmt.Sprintf("objects/%x/%x/%s%s%d", key[0], key[1], key, digest, c.Time.Unix()/86400),
 		Size:        int64(len(c.Body)),
 	}

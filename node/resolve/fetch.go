@@ -93,7 +93,7 @@ func (sv *Service) verifyRecord(url string, named archive.Version, data []byte) 
 	v := archive.Version{
 		URL: c.URL, Key: id.OfString(c.URL), Digest: digest, Day: sv.Store.DayOf(c.Time), Time: c.Time,
 		Status: c.Status, ContentType: archive.MediaType(c.Header.Get("Content-Type")),
-		Length: int64(len(c.Body)), Seq: max(named.Seq, 0), Peer: c.Peer, Browser: c.Browser,
+		Length: int64(len(c.Body)), Seq: max(named.Seq, 0), Peer: c.Peer, Browser: c.Browser, Imported: c.Imported,
 	}
 	return v, c, nil
 }
