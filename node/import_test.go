@@ -22,6 +22,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/testwait"
 )
 
 // capture expected in the ring after an import: its payload at its
@@ -260,6 +261,29 @@ func TestImportIntoRing(t *testing.T) {
 		t.Logf("%s: %v", filepath.Base(f.path), rep)
 	}
 
+	// The owners push what they imported to their replicas within
+	// seconds; wait until every gateway replays every capture.
+	err = testwait.Until(time.Minute, func() error {
+		for _, n := range lr.Nodes {
+			for _, cs := range want {
+				for _, c := range cs {
+					u := n.ReplayURL() + "web/" + gateway.FormatTimestamp(c.at) + "id_/" + c.url
+					resp, err := http.Get(u)
+					if err != nil {
+						return err
+					}
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						return fmt.Errorf("%s: %s", u, resp.Status)
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("imported captures not replayed by every gateway: %v", err)
+	}
 	for _, n := range lr.Nodes {
 		for host, cs := range want {
 			checkImported(t, n, host, cs, imp.self.Peer)

@@ -252,7 +252,7 @@ func TestBannerFitsNarrow(t *testing.T) {
 					return err == nil && b.Dates == p.dates
 				})
 			}
-			out, err := chromedp.Run(tctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#herod-banner a:not([hidden]), #herod-banner input, #herod-banner button, header a, form.go input, form.go button")).flatMap(e => {
+			out, err := chromedp.Run(tctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#herod-banner a:not([hidden]), #herod-banner input:not([type=hidden]), #herod-banner button, header a, form.go input:not([type=hidden]), form.go button")).flatMap(e => {
 				const r = e.getBoundingClientRect();
 				return r.left < 0 || r.right > window.innerWidth || r.width === 0 ? [e.outerHTML.slice(0, 60) + " " + r.left + ".." + r.right] : [];
 			})`))
