@@ -11,7 +11,8 @@ import (
 
 // Attested fields. Some of herod's own WARC fields say how a capture came
 // to be rather than what the site sent: that a browser captured it
-// (HeaderBrowser), for example. A holder that could add or strip them
+// (HeaderBrowser), that it was imported (HeaderImportedFrom…), the
+// request that was sent for it (HeaderRequest). A holder that could add or strip them
 // would change what readers are told about a capture, so the signature
 // covers them: a capture that carries any is signed in the attested form,
 // whose message (SignedAttestedMessage) adds the SHA-1 of the fields
@@ -35,7 +36,7 @@ const sigAttested = 3
 // attestedHeaders returns c's attested WARC fields, sorted by name; none
 // for a plain fetch.
 func attestedHeaders(c *Capture) []warcHeader {
-	hs := append(browserHeaders(c), importHeaders(c)...) // imported.go
+	hs := append(append(browserHeaders(c), importHeaders(c)...), requestHeaders(c)...) // imported.go, request.go
 	sort.SliceStable(hs, func(i, j int) bool { return hs[i].name < hs[j].name })
 	return hs
 }

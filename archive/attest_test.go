@@ -80,3 +80,39 @@ func TestSignatureCoversAttested(t *testing.T) {
 		t.Errorf("a fetch listed as a browser capture: %v; want ErrUnsigned", err)
 	}
 }
+
+// TestRequestHeadSigned: the request head a capture carries is kept in
+// its record, covered by the signature, and an altered or stripped one
+// is refused; a malformed one is left out by Put.
+func TestRequestHeadSigned(t *testing.T) {
+	ctx := context.Background()
+	src := openTest(t, Options{Signer: newEdSigner(8)})
+	c := capture("http://example.org/r", t0, "answered")
+	c.Request = []byte("GET /r HTTP/1.1\r\nHost: example.org\r\nIf-None-Match: \"v1\"\r\n\r\n")
+	v, _ := mustPut(t, src, c)
+	_, got, err := src.Get(ctx, v.URL, v.Time)
+	if err != nil || string(got.Request) != string(c.Request) {
+		t.Fatalf("request head read back %q, %v; want %q", got.Request, err, c.Request)
+	}
+	altered := *got
+	altered.Request = []byte("GET /r HTTP/1.1\r\nHost: example.org\r\n\r\n")
+	stripped := *got
+	stripped.Request = nil
+	for name, bad := range map[string]Capture{"altered": altered, "stripped": stripped} {
+		n, data := putFile(t, nil, bad)
+		dst := openTest(t, Options{Verifier: edVerifier{}})
+		if _, added, err := dst.Import(ctx, n, data); !errors.Is(err, ErrUnsigned) || added {
+			t.Errorf("%s request head: import = added %v, %v; want ErrUnsigned", name, added, err)
+		}
+	}
+	n, data := putFile(t, nil, *got)
+	if _, added, err := openTest(t, Options{Verifier: edVerifier{}}).Import(ctx, n, data); err != nil || !added {
+		t.Errorf("genuine: added %v, %v", added, err)
+	}
+	bad := capture("http://example.org/s", t0, "answered")
+	bad.Request = []byte("not a request")
+	v, _ = mustPut(t, src, bad)
+	if _, got, err := src.Get(ctx, v.URL, v.Time); err != nil || got.Request != nil {
+		t.Errorf("malformed request head: read back %q, %v; want none", got.Request, err)
+	}
+}

@@ -157,6 +157,9 @@ func parseProvenance(h interface{ Get(string) string }, c *Capture) error {
 	if err := parseImported(h, c); err != nil { // imported.go
 		return err
 	}
+	if err := parseRequest(h, c); err != nil { // request.go
+		return err
+	}
 	p, sig := h.Get(HeaderPeer), h.Get(HeaderSignature)
 	if p == "" && sig == "" {
 		return nil

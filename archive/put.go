@@ -93,6 +93,9 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 	if err := checkCapture(&c); err != nil {
 		return Version{}, false, fmt.Errorf("archive put: %w: %w", ErrBadCapture, err)
 	}
+	if len(c.Request) > 0 && !validRequestHead(c.Request) {
+		c.Request = nil // kept only as sent, whole (request.go)
+	}
 	var state []byte
 	if c.State != nil {
 		var err error

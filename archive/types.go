@@ -65,6 +65,10 @@ type Capture struct {
 	// Content-Type field. A decoded resource record reads back the same
 	// way, so replay and the index treat it as a 200 answer of that type.
 	Resource bool
+	// Request, when set, is the HTTP request head sent for this response,
+	// as written: request line, header fields, empty line (request.go;
+	// at most MaxRequestHead bytes, else Put leaves it out).
+	Request []byte
 	// Imported, when set, marks a response read from another tool's
 	// file, not fetched: Peer imported it (imported.go).
 	Imported *Import

@@ -259,7 +259,7 @@ func responseRecord(c *Capture, t time.Time, digest, block id.ID) []warcHeader {
 		{"Content-Type", ctype},
 		{"WARC-Payload-Digest", warcDigest(digest)},
 		{"WARC-Block-Digest", warcDigest(block)},
-	}, truncated...), append(append(provenanceHeaders(c), browserHeaders(c)...), importHeaders(c)...)...)
+	}, truncated...), append(append(append(provenanceHeaders(c), browserHeaders(c)...), importHeaders(c)...), requestHeaders(c)...)...)
 }
 
 // encodeRevisit renders a revisit record for a check at time t of the
