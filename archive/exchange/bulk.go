@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
+
+	"github.com/herod-archive/herod/internal/anchortext"
 )
 
 // TextLine is one line of the plain-text export: an archived HTML version
@@ -47,16 +50,22 @@ func htmlVersions(r io.Reader, fn func(m *Member, payload []byte) error) error {
 }
 
 // Links reads a .warc.gz stream and writes its link graph to w: for every
-// HTML version, one "source<TAB>target<TAB>YYYY-MM-DD" line per distinct
-// canonical http(s) link (the day of the capture, UTC), in stream order.
+// HTML version, one "source<TAB>target<TAB>YYYY-MM-DD<TAB>anchor" line per
+// distinct canonical http(s) link (the day of the capture, UTC; the
+// link's anchor text as the link index keeps it, internal/anchortext,
+// empty for a link without one such as an image), in stream order.
 // progress, if non-nil, is called with each version's member after its
 // lines are written.
 func Links(r io.Reader, w io.Writer, progress func(*Member)) (BulkStats, error) {
 	st, err := eachHTML(r, w, progress, func(bw *bufio.Writer, m *Member, payload []byte) (int, error) {
 		u, day := m.URL(), m.Time().Format("2006-01-02")
+		var anchors map[string]string
+		if base, err := url.Parse(u); err == nil {
+			anchors = anchortext.Of(base, payload)
+		}
 		n := 0
 		for _, l := range ParseHTML(u, payload).Links {
-			if _, err := fmt.Fprintf(bw, "%s\t%s\t%s\n", tsvField(u), tsvField(l), day); err != nil {
+			if _, err := fmt.Fprintf(bw, "%s\t%s\t%s\t%s\n", tsvField(u), tsvField(l), day, tsvField(anchors[l])); err != nil {
 				return n, err
 			}
 			n++

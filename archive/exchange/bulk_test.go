@@ -20,15 +20,16 @@ func TestLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := strings.Split(strings.TrimSpace(out.String()), "\n")
+	got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	want := []string{
-		// home, day 0: links in canonical form, the fragment and mailto: gone
-		"http://site.example/\thttp://site.example/about.html\t2026-03-01",
-		"http://site.example/\thttp://site.example/logo.png\t2026-03-01",
-		"http://site.example/\thttps://other.example/\t2026-03-01",
-		"http://site.example/about.html\thttp://site.example/\t2026-03-01",
-		"http://site.example/about.html\thttp://site.example/\t2026-03-03",
-		"http://site.example/about.html\thttp://site.example/logo.png\t2026-03-03",
+		// home, day 0: links in canonical form, the fragment and mailto:
+		// gone; the anchor text last, empty for an image
+		"http://site.example/\thttp://site.example/about.html\t2026-03-01\tAbout",
+		"http://site.example/\thttp://site.example/logo.png\t2026-03-01\t",
+		"http://site.example/\thttps://other.example/\t2026-03-01\tOther",
+		"http://site.example/about.html\thttp://site.example/\t2026-03-01\thome",
+		"http://site.example/about.html\thttp://site.example/\t2026-03-03\thome",
+		"http://site.example/about.html\thttp://site.example/logo.png\t2026-03-03\t",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("links:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
