@@ -168,11 +168,12 @@ func TestRingStreams(t *testing.T) {
 	}
 	slices.Sort(stamps)
 	mid := stamps[len(stamps)/2]
+	// A URL's newest capture is its last row: the CDX lists a URL's
+	// captures oldest first, by their full time (both days may fall in one
+	// second, so two rows can share a timestamp).
 	newest := map[string]string{}
 	for _, r := range all {
-		if r.ts > newest[r.url] {
-			newest[r.url] = r.ts
-		}
+		newest[r.url] = r.key()
 	}
 	surt0 := strings.TrimSuffix(archive.Surt("http://"+h0+"/"), "/")
 	for _, c := range []struct {
@@ -188,17 +189,17 @@ func TestRingStreams(t *testing.T) {
 		{"dates", "host=" + h0 + "&from=" + mid, keysOf(cdxRows(t, gw, "url="+h0+"&matchType=host&from="+mid))},
 		{"surt", "surt=" + url.QueryEscape(surt0), keysOf(cdxRows(t, gw, "url="+h0+"&matchType=host&filter="+url.QueryEscape("urlkey:"+regexp.QuoteMeta(surt0)+".*")))},
 		{"all", "all=1", keysOf(all)},
-		{"latest", "all=1&latest=1", where(func(r cdxRow) bool { return r.ts == newest[r.url] })},
+		{"latest", "all=1&latest=1", where(func(r cdxRow) bool { return r.key() == newest[r.url] })},
 		{"sample", "all=1&sample=30%25", where(func(r cdxRow) bool { return archive.InSample(r.url, 300000) })},
 		{"latest-html-sample", "all=1&latest=1&type=text/html&sample=0.5", func() []string {
 			latestHTML := map[string]string{}
 			for _, r := range all {
-				if r.mime == "text/html" && r.ts > latestHTML[r.url] {
-					latestHTML[r.url] = r.ts
+				if r.mime == "text/html" {
+					latestHTML[r.url] = r.key()
 				}
 			}
 			return where(func(r cdxRow) bool {
-				return r.mime == "text/html" && r.ts == latestHTML[r.url] && archive.InSample(r.url, 500000)
+				return r.mime == "text/html" && r.key() == latestHTML[r.url] && archive.InSample(r.url, 500000)
 			})
 		}()},
 	} {
