@@ -49,9 +49,10 @@ type ExportOptions struct {
 type ExportStats struct {
 	Responses int      `json:"responses"`
 	Revisits  int      `json:"revisits"`
-	Bytes     int64    `json:"bytes"`             // WARC bytes written
-	Cursor    string   `json:"cursor,omitempty"`  // resumes after the last record written
-	Corrupt   []string `json:"corrupt,omitempty"` // files skipped because they failed verification
+	Requests  int      `json:"requests,omitempty"` // request records, written before their responses
+	Bytes     int64    `json:"bytes"`              // WARC bytes written
+	Cursor    string   `json:"cursor,omitempty"`   // resumes after the last record written
+	Corrupt   []string `json:"corrupt,omitempty"`  // files skipped because they failed verification
 }
 
 // cdxjLine is one CDXJ index line; the JSON field order follows pywb and
@@ -285,7 +286,7 @@ func (s *Store) urlEvents(ctx context.Context, u string, o ExportOptions, m *Sel
 // record was skipped as corrupt.
 func (s *Store) exportOne(ctx context.Context, cw *countingWriter, ev exportEvent, heads map[string][]byte, st *ExportStats) (*cdxjLine, error) {
 	v := ev.v
-	head, data, err := s.exportHead(ctx, v, heads, !ev.revisit)
+	head, req, data, err := s.exportHead(ctx, v, heads, !ev.revisit)
 	if err != nil {
 		st.Corrupt = append(st.Corrupt, fmt.Sprintf("%s+%d", v.File, v.Offset))
 		s.log.Error("export: skipping corrupt record", "file", v.File, "offset", v.Offset, "err", err)
@@ -310,11 +311,28 @@ func (s *Store) exportOne(ctx context.Context, cw *countingWriter, ev exportEven
 		if v.Browser {
 			line.Browser = "1"
 		}
+		if len(req) > 0 {
+			// The request record goes right before its response, in the
+			// same write: the cursor after the response covers both.
+			buf := bufPool.Get().(*bytes.Buffer)
+			defer bufPool.Put(buf)
+			buf.Reset()
+			if err := s.gz.encodeRequest(buf, v, req); err != nil {
+				return nil, err
+			}
+			st.Requests++
+			line.Offset = strconv.FormatInt(cw.n+int64(buf.Len()), 10)
+			line.Length = strconv.Itoa(len(data))
+			buf.Write(data)
+			data = buf.Bytes()
+		}
 		st.Responses++
 	}
 	line.surt, line.ts = Surt(v.URL), ev.t.UTC().Format("20060102150405")
-	line.Offset = strconv.FormatInt(cw.n, 10)
-	line.Length = strconv.Itoa(len(data))
+	if line.Offset == "" { // set already when a request record precedes
+		line.Offset = strconv.FormatInt(cw.n, 10)
+		line.Length = strconv.Itoa(len(data))
+	}
 	if _, err := cw.Write(data); err != nil {
 		return nil, err
 	}
@@ -322,21 +340,25 @@ func (s *Store) exportOne(ctx context.Context, cw *countingWriter, ev exportEven
 }
 
 // exportHead reads and verifies the file of v, returning its HTTP head
-// (cached per file for later revisits) and raw bytes.
-func (s *Store) exportHead(ctx context.Context, v Version, heads map[string][]byte, needData bool) ([]byte, []byte, error) {
+// (cached per file for later revisits), the request head its capture
+// carries (Capture.Request; none for a resource record) and raw bytes.
+func (s *Store) exportHead(ctx context.Context, v Version, heads map[string][]byte, needData bool) (head, req, data []byte, err error) {
 	at := fmt.Sprintf("%s+%d", v.File, v.Offset)
 	if h, ok := heads[at]; ok && !needData {
-		return h, nil, nil
+		return h, nil, nil, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	data, f, err := s.readMember(v)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	heads[at] = f.head
-	return f.head, data, nil
+	if !f.capture.Resource {
+		req = f.capture.Request
+	}
+	return f.head, req, data, nil
 }
 
 func writeCDXJ(w io.Writer, lines []cdxjLine) error {

@@ -3,6 +3,7 @@ package archive
 import (
 	"bytes"
 	"encoding/base64"
+	"io"
 )
 
 // Requests. The crawler and the browser know the HTTP request they sent
@@ -55,4 +56,32 @@ func validRequestHead(b []byte) bool {
 	}
 	line, _, _ := bytes.Cut(b, []byte("\r\n"))
 	return bytes.Count(line, []byte(" ")) == 2 && bytes.Contains(line, []byte(" HTTP/"))
+}
+
+// httpRequestType is the Content-Type of a WARC request record's block.
+const httpRequestType = "application/http;msgtype=request"
+
+// RequestRecordID returns the WARC-Record-ID of the request record written
+// before the response record whose WARC-Record-ID is responseID: derived
+// from it, so that exporting the same response again writes the same
+// request record, byte for byte.
+func RequestRecordID(responseID string) string { return recordID("request of", responseID) }
+
+// encodeRequest renders, as one gzip member, the WARC request record of
+// the response record of v, whose capture carries the request head req:
+// the response's date and target, WARC-Concurrent-To naming it, the head
+// as the block.
+func (p *gzipPool) encodeRequest(dst *bytes.Buffer, v Version, req []byte) error {
+	date := formatWarcDate(v.Time)
+	resp := recordID("response", v.URL, date, v.Digest.String())
+	fields := []warcHeader{
+		{"WARC-Type", "request"},
+		{"WARC-Record-ID", RequestRecordID(resp)},
+		{"WARC-Date", date},
+		{"WARC-Target-URI", v.URL},
+		{"WARC-Concurrent-To", resp},
+		{"Content-Type", httpRequestType},
+		{"WARC-Block-Digest", warcDigest(sha1Of(req))},
+	}
+	return p.member(dst, func(w io.Writer) error { return writeRecordTo(w, fields, req, nil) })
 }

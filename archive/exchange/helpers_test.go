@@ -8,6 +8,7 @@ import (
 	"image/color"
 	"image/png"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,7 +65,11 @@ func logoPNG(t testing.TB) []byte {
 
 // fixtureStore holds the site crawled on three days: day 0 everything,
 // day 1 the home page unchanged (a revisit), day 2 a new about page.
-func fixtureStore(t testing.TB) *archive.Store {
+func fixtureStore(t testing.TB) *archive.Store { return fixtureStoreWith(t, false) }
+
+// fixtureStoreWith is fixtureStore whose captures carry, with requests,
+// the request head sent for each (Capture.Request).
+func fixtureStoreWith(t testing.TB, requests bool) *archive.Store {
 	s, err := archive.Open(t.TempDir(), archive.Options{NoSync: true, Signer: newSigner()})
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +78,9 @@ func fixtureStore(t testing.TB) *archive.Store {
 	put := func(u string, at time.Time, ct string, body []byte) {
 		t.Helper()
 		c := archive.Capture{URL: u, Time: at, Status: 200, Header: http.Header{"Content-Type": {ct}}, Body: body}
+		if requests {
+			c.Request = []byte("GET " + strings.TrimPrefix(u, "http://site.example") + " HTTP/1.1\r\nHost: site.example\r\nAccept: */*\r\n\r\n")
+		}
 		if _, _, err := s.Put(context.Background(), c); err != nil {
 			t.Fatalf("put %s: %v", u, err)
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -80,6 +79,10 @@ func (f *exportFlags) fromGateway(ctx context.Context, w io.Writer, stderr io.Wr
 // stream cut between a response and its metadata record resumes before
 // the response, so that neither is missed or repeated.
 //
+// A request record is held until its response is copied, with it (the
+// pair counts as one record): a stream cut between them resumes before
+// the request.
+//
 // index, if set, is called with each record once it is copied (not
 // with outlinks) and the bytes copied before it.
 func copyRecords(w io.Writer, r io.Reader, outlinks bool, complete func() bool, index func(*exchange.Member, int64) error, copied func(cursor string)) (int, string, error) {
@@ -106,13 +109,19 @@ func copyRecords(w io.Writer, r io.Reader, outlinks bool, complete func() bool, 
 		held = nil
 		return write(b, heldCursor)
 	}
+	var req []byte // request records waiting for their response
 	err := exchange.Records(r, func(m *exchange.Member) error {
 		switch {
 		case m.Type() == "warcinfo":
 			return nil
+		case m.Type() == "request":
+			req = append(req, m.Raw...)
+			return nil
 		case !outlinks:
-			off := written
-			if err := write(m.Raw, m.Cursor()); err != nil || index == nil {
+			off := written + int64(len(req))
+			b := append(req, m.Raw...)
+			req = req[:0]
+			if err := write(b, m.Cursor()); err != nil || index == nil {
 				return err
 			}
 			return index(m, off)
@@ -123,7 +132,8 @@ func copyRecords(w io.Writer, r io.Reader, outlinks bool, complete func() bool, 
 		if err := flush(); err != nil {
 			return err
 		}
-		held, heldCursor = bytes.Clone(m.Raw), m.Cursor()
+		held, heldCursor = append(req, m.Raw...), m.Cursor()
+		req = nil
 		return nil
 	})
 	if err == nil && complete() {

@@ -15,6 +15,7 @@ import (
 // Summary is what validate.mjs reports of a WARC file.
 type Summary struct {
 	Records, Responses, Revisits int
+	Requests                     int      // request records, each followed by its response
 	URIs                         []string `json:"uris"`
 	Errors                       []string
 }

@@ -15,7 +15,9 @@
 // read from its head, when the query filters on them) and came strictly after the previous one (and after the resume cursor),
 // and its body proved to be exactly one gzip member holding one WARC
 // response record (or, when asked for, a revisit) whose target, date and
-// block and payload digests agree with the header; a remote member's
+// block and payload digests agree with the header, preceded in the frame
+// at most by that response's request record, exactly as its signed
+// request head yields it (request.go); a remote member's
 // record is merged only once it also passed the asking node's import
 // check (Verifier: the fetcher's signature, the purge book), and its
 // revisit only when it refers to a version of the same URL that passed

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"strings"
 	"time"
@@ -242,19 +243,28 @@ func (m *Member) read() (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("member %s: export record: %w", m.name, err)
 	}
-	refersTo, err := checkRecord(body, h, m.q.Revisits)
+	// A request record may precede the response, in the same frame
+	// (archive.Export writes them together): it must be that response's.
+	req, resp := splitRequest(body)
+	if req != nil && len(resp) == 0 {
+		return false, fmt.Errorf("member %s: %w: request record of %.100q without its response", m.name, ErrBadReply, h.URL)
+	}
+	refersTo, hd, err := checkMember(resp, h, m.q.Revisits)
+	if err == nil && req != nil {
+		err = checkRequest(req, hd, h)
+	}
 	if err != nil {
 		return false, fmt.Errorf("member %s: %w: %w", m.name, ErrBadReply, err)
 	}
 	if refersTo.IsZero() && (m.q.Status != 0 || m.q.Type != "") {
 		// The header has no status or media type: the record's head does.
-		status, mt, err := responseHead(body)
+		status, mt, err := responseHead(resp)
 		if err != nil || !m.q.Contains(archive.Version{URL: h.URL, Time: h.Time, Status: status, ContentType: mt}) {
 			return false, fmt.Errorf("member %s: %w: record of %.100q (status %d, %q) outside the query (%v)", m.name, ErrBadReply, h.URL, status, mt, err)
 		}
 	}
 	m.last, m.hasLast = k, true
-	if err := m.verifyRecord(body, h, refersTo); err != nil {
+	if err := m.verifyRecord(resp, h, refersTo); err != nil {
 		m.dropped++
 		if m.dropErr == nil {
 			m.dropErr = err
@@ -318,30 +328,36 @@ var b32 = base32.StdEncoding
 // checked here without that version: checkRecord returns its
 // WARC-Refers-To-Date (zero for a response record).
 func checkRecord(body []byte, h recordHeader, revisits bool) (time.Time, error) {
+	t, _, err := checkMember(body, h, revisits)
+	return t, err
+}
+
+// checkMember is checkRecord that also returns the record's WARC fields.
+func checkMember(body []byte, h recordHeader, revisits bool) (time.Time, textproto.MIMEHeader, error) {
 	rd := bytes.NewReader(body)
 	zr, err := gzip.NewReader(rd)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("record of %.100q: %w", h.URL, err)
+		return time.Time{}, nil, fmt.Errorf("record of %.100q: %w", h.URL, err)
 	}
 	zr.Multistream(false)
 	br := bufio.NewReader(wire.LimitReader(zr, maxRecordBlock+archive.MaxHead))
 	rec, err := archive.ReadRecordMax(br, maxRecordBlock)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("record of %.100q: %w", h.URL, err)
+		return time.Time{}, nil, fmt.Errorf("record of %.100q: %w", h.URL, err)
 	}
 	switch _, err := br.Peek(1); {
 	case err == nil:
-		return time.Time{}, fmt.Errorf("record of %.100q: more than one record in its gzip member", h.URL)
+		return time.Time{}, nil, fmt.Errorf("record of %.100q: more than one record in its gzip member", h.URL)
 	case err != io.EOF:
-		return time.Time{}, fmt.Errorf("record of %.100q: %w", h.URL, err)
+		return time.Time{}, nil, fmt.Errorf("record of %.100q: %w", h.URL, err)
 	}
 	// Nothing may follow the record: read what is left through a limit
 	// of 0, which fails on a byte rather than expanding it.
 	if _, err := io.Copy(io.Discard, wire.LimitReader(zr, 0)); err != nil {
-		return time.Time{}, fmt.Errorf("record of %.100q: %w", h.URL, err)
+		return time.Time{}, nil, fmt.Errorf("record of %.100q: %w", h.URL, err)
 	}
 	if rd.Len() != 0 {
-		return time.Time{}, fmt.Errorf("record of %.100q: %d bytes after its gzip member", h.URL, rd.Len())
+		return time.Time{}, nil, fmt.Errorf("record of %.100q: %d bytes after its gzip member", h.URL, rd.Len())
 	}
 	hd := rec.Header
 	when, err := time.Parse(time.RFC3339Nano, hd.Get("Warc-Date"))
@@ -353,36 +369,36 @@ func checkRecord(body []byte, h recordHeader, revisits bool) (time.Time, error) 
 		if revisits {
 			want += " or revisit"
 		}
-		return time.Time{}, fmt.Errorf("record of %.100q: type %.20q, want %s", h.URL, typ, want)
+		return time.Time{}, nil, fmt.Errorf("record of %.100q: type %.20q, want %s", h.URL, typ, want)
 	case revisit && hd.Get("Warc-Profile") != archive.RevisitProfile && hd.Get("Warc-Profile") != archive.NotModifiedProfile:
-		return time.Time{}, fmt.Errorf("record of %.100q: revisit profile %.100q", h.URL, hd.Get("Warc-Profile"))
+		return time.Time{}, nil, fmt.Errorf("record of %.100q: revisit profile %.100q", h.URL, hd.Get("Warc-Profile"))
 	case hd.Get("Warc-Target-Uri") != h.URL:
-		return time.Time{}, fmt.Errorf("record of %.100q: target %.100q", h.URL, hd.Get("Warc-Target-Uri"))
+		return time.Time{}, nil, fmt.Errorf("record of %.100q: target %.100q", h.URL, hd.Get("Warc-Target-Uri"))
 	case err != nil || !when.Equal(h.Time):
-		return time.Time{}, fmt.Errorf("record of %.100q: date %.40q, want %s", h.URL, hd.Get("Warc-Date"), h.Time.Format(time.RFC3339Nano))
+		return time.Time{}, nil, fmt.Errorf("record of %.100q: date %.40q, want %s", h.URL, hd.Get("Warc-Date"), h.Time.Format(time.RFC3339Nano))
 	case !digestIs(hd.Get("Warc-Block-Digest"), id.Sum(rec.Block)):
-		return time.Time{}, fmt.Errorf("record of %.100q: block digest mismatch", h.URL)
+		return time.Time{}, nil, fmt.Errorf("record of %.100q: block digest mismatch", h.URL)
 	case !digestIs(hd.Get("Warc-Payload-Digest"), h.Digest):
-		return time.Time{}, fmt.Errorf("record of %.100q: payload digest is not the header's", h.URL)
+		return time.Time{}, nil, fmt.Errorf("record of %.100q: payload digest is not the header's", h.URL)
 	case revisit:
 		// No payload to check; the version it refers to is by its date.
 		ref, err := time.Parse(time.RFC3339Nano, hd.Get("Warc-Refers-To-Date"))
 		if err != nil || hd.Get("Warc-Refers-To-Target-Uri") != h.URL {
-			return time.Time{}, fmt.Errorf("record of %.100q: revisit refers to %.100q at %.40q", h.URL, hd.Get("Warc-Refers-To-Target-Uri"), hd.Get("Warc-Refers-To-Date"))
+			return time.Time{}, nil, fmt.Errorf("record of %.100q: revisit refers to %.100q at %.40q", h.URL, hd.Get("Warc-Refers-To-Target-Uri"), hd.Get("Warc-Refers-To-Date"))
 		}
-		return ref, nil
+		return ref, hd, nil
 	}
 	if typ == "resource" { // a screenshot: the block is the payload
 		if id.Sum(rec.Block) != h.Digest {
-			return time.Time{}, fmt.Errorf("record of %.100q: payload digest mismatch", h.URL)
+			return time.Time{}, nil, fmt.Errorf("record of %.100q: payload digest mismatch", h.URL)
 		}
-		return time.Time{}, nil
+		return time.Time{}, hd, nil
 	}
 	i := bytes.Index(rec.Block, []byte("\r\n\r\n"))
 	if i < 0 || id.Sum(rec.Block[i+4:]) != h.Digest {
-		return time.Time{}, fmt.Errorf("record of %.100q: payload digest mismatch", h.URL)
+		return time.Time{}, nil, fmt.Errorf("record of %.100q: payload digest mismatch", h.URL)
 	}
-	return time.Time{}, nil
+	return time.Time{}, hd, nil
 }
 
 // responseHead returns the HTTP status and media type of the response

@@ -324,13 +324,19 @@ func FuzzMemberExport(f *testing.F) {
 	f.Add(good)
 	f.Add(good[:len(good)/2])
 	f.Add([]byte{})
+	f.Add(reply(f, requestNode(f, nil, "herod", "http://h.example/1"), "h.example", "")) // request records
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m := &Member{name: "fuzz", r: bufio.NewReader(bytes.NewReader(data)), q: cdx.Query{URL: "h.example", Match: cdx.MatchHost}}
 		for i := 0; i < 100; i++ {
 			if err := m.next(); err != nil || m.done {
 				return
 			}
-			if _, err := checkRecord(m.body, m.head, m.q.Revisits); err != nil {
+			req, resp := splitRequest(m.body)
+			_, hd, err := checkMember(resp, m.head, m.q.Revisits)
+			if err == nil && req != nil {
+				err = checkRequest(req, hd, m.head)
+			}
+			if err != nil {
 				t.Fatalf("accepted a record that fails the check: %v", err)
 			}
 		}

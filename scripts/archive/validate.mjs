@@ -8,7 +8,10 @@
 // earlier response of the same URI in the file when that response is there.
 // A warcinfo record is allowed first only, with application/warc-fields.
 // A metadata record (outlinks) must be application/warc-fields and name an
-// earlier record in WARC-Concurrent-To.
+// earlier record in WARC-Concurrent-To. A request record must be
+// application/http;msgtype=request, parse as an HTTP request, and be
+// followed by the response record its WARC-Concurrent-To names, of the same
+// target and date.
 // It prints a JSON summary and exits 1 if any check failed.
 import { WARCParser } from "warcio";
 import crypto from "node:crypto";
@@ -66,8 +69,10 @@ for (const [i, { rec, content }] of raw.entries()) {
   if (info && i !== 0) errors.push(`${where}: warcinfo record not first`);
   if (info && rec.warcHeader("Content-Type") !== "application/warc-fields") errors.push(`${where}: warcinfo not application/warc-fields`);
   const meta = rec.warcType === "metadata";
+  const request = rec.warcType === "request";
+  if (request && rec.warcHeader("Content-Type") !== "application/http;msgtype=request") errors.push(`${where}: request not application/http;msgtype=request`);
   if (meta && rec.warcHeader("Content-Type") !== "application/warc-fields") errors.push(`${where}: metadata not application/warc-fields`);
-  const required = info ? ["WARC-Record-ID", "WARC-Date"] : meta ? ["WARC-Record-ID", "WARC-Date", "WARC-Target-URI", "WARC-Concurrent-To"] : ["WARC-Record-ID", "WARC-Date", "WARC-Target-URI", "WARC-Payload-Digest"];
+  const required = info ? ["WARC-Record-ID", "WARC-Date"] : meta || request ? ["WARC-Record-ID", "WARC-Date", "WARC-Target-URI", "WARC-Concurrent-To"] : ["WARC-Record-ID", "WARC-Date", "WARC-Target-URI", "WARC-Payload-Digest"];
   for (const f of required) {
     if (!rec.warcHeader(f)) errors.push(`${where}: no ${f}`);
   }
@@ -105,6 +110,14 @@ for (const [i, { rec, content }] of parsed.entries()) {
   } else if (rec.warcType === "metadata") {
     summary.metadata = (summary.metadata || 0) + 1;
     if (!ids.has(rec.warcHeader("WARC-Concurrent-To"))) errors.push(`${where}: metadata concurrent to no earlier record`);
+  } else if (rec.warcType === "request") {
+    summary.requests = (summary.requests || 0) + 1;
+    const next = parsed[i + 1]?.rec;
+    if (!rec.httpHeaders?.method) errors.push(`${where}: request block is not an HTTP request`);
+    if (!next || next.warcType !== "response" || next.warcHeader("WARC-Record-ID") !== rec.warcHeader("WARC-Concurrent-To") ||
+      next.warcTargetURI !== uri || next.warcHeader("WARC-Date") !== rec.warcHeader("WARC-Date")) {
+      errors.push(`${where}: request not followed by the response it is concurrent to`);
+    }
   } else if (rec.warcType !== "warcinfo") {
     errors.push(`${where}: unexpected record type ${rec.warcType}`);
   }
