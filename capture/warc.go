@@ -58,13 +58,15 @@ func (r *Result) ToArchive() []archive.Capture {
 }
 
 // requestHead returns the HTTP request head of x as the browser reported
-// it in Network.requestWillBeSent: the request line ("GET" and the
-// request-URI, "HTTP/1.1"), Host, then the request's header fields in
-// name order, one line per value. The browser adds fields of its own
-// when it sends the request (Accept-Encoding, Connection, Cookie) that
-// this event does not list; they are not made up here. A URL without a
-// host, a field that would break the head (a CR or LF in it, a name that
-// is not a token) or a head over archive.MaxRequestHead gives none.
+// it: the request line ("GET", the request-URI, "HTTP/1.1"), Host, then
+// the header fields in name order, one line per value. The fields are
+// those the browser reported sending (Exchange.SentHeader, pseudo-header
+// fields and Host left out, as the request line and Host hold them) when
+// it reported them, else those of Network.requestWillBeSent, which lack
+// what the browser adds when it sends (Accept-Encoding, Connection,
+// Cookie); nothing is made up. A URL without a host, a field that would
+// break the head (a CR or LF in it, a name that is not a token) or a
+// head over archive.MaxRequestHead gives none.
 func requestHead(x Exchange) []byte {
 	u, err := url.Parse(x.URL)
 	if err != nil || u.Host == "" || !validHeadText(x.Method) {
@@ -73,8 +75,12 @@ func requestHead(x Exchange) []byte {
 	var b strings.Builder
 	b.Grow(512)
 	b.WriteString(x.Method + " " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host + "\r\n")
-	names := make([]string, 0, len(x.RequestHeader))
-	for k := range x.RequestHeader {
+	h := x.RequestHeader
+	if x.SentHeader != nil {
+		h = x.SentHeader
+	}
+	names := make([]string, 0, len(h))
+	for k := range h {
 		if !strings.EqualFold(k, "Host") && !strings.HasPrefix(k, ":") {
 			names = append(names, k)
 		}
@@ -84,7 +90,7 @@ func requestHead(x Exchange) []byte {
 		if !validHeadText(k) || strings.ContainsAny(k, ": ") {
 			return nil
 		}
-		for _, v := range x.RequestHeader[k] {
+		for _, v := range h[k] {
 			if strings.ContainsAny(v, "\r\n") {
 				return nil
 			}

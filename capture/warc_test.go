@@ -27,9 +27,13 @@ func TestToArchiveRequestHead(t *testing.T) {
 		ex("http://example.org/big", http.Header{"X-Big": {strings.Repeat("b", archive.MaxRequestHead)}}),
 		ex("http://example.org/none", nil),
 	}}
+	sent := ex("http://example.org/sent", http.Header{"User-Agent": {"ua"}})
+	sent.SentHeader = http.Header{":authority": {"example.org"}, ":path": {"/sent"}, "Host": {"example.org"},
+		"User-Agent": {"ua"}, "Accept-Encoding": {"gzip, deflate, br"}, "Cookie": {"a=1"}}
+	r.Exchanges = append(r.Exchanges, sent)
 	caps := r.ToArchive()
-	if len(caps) != 4 {
-		t.Fatalf("%d captures, want 4", len(caps))
+	if len(caps) != 5 {
+		t.Fatalf("%d captures, want 5", len(caps))
 	}
 	want := "GET /a/b?q=1&r=2 HTTP/1.1\r\nHost: example.org:8080\r\nAccept: */*\r\n" +
 		"Referer: http://example.org:8080/\r\nUser-Agent: Mozilla/5.0 test\r\n\r\n"
@@ -43,5 +47,10 @@ func TestToArchiveRequestHead(t *testing.T) {
 	}
 	if got := string(caps[3].Request); got != "GET /none HTTP/1.1\r\nHost: example.org\r\n\r\n" {
 		t.Errorf("head without fields %q", got)
+	}
+	// The headers as sent, when the browser reported them, are used.
+	want = "GET /sent HTTP/1.1\r\nHost: example.org\r\nAccept-Encoding: gzip, deflate, br\r\nCookie: a=1\r\nUser-Agent: ua\r\n\r\n"
+	if got := string(caps[4].Request); got != want {
+		t.Errorf("head from the sent headers %q, want %q", got, want)
 	}
 }
