@@ -194,3 +194,36 @@ func BenchmarkRequestHead(b *testing.B) {
 		})
 	}
 }
+
+// TestRequestHeadStore checks that the head reaches the real archive and
+// reads back: the stored version's head is the one the server received.
+func TestRequestHeadStore(t *testing.T) {
+	var mu sync.Mutex
+	var got seenRequest
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/p" {
+			mu.Lock()
+			got = seenRequest{r.Method, r.RequestURI, r.Host, r.Header.Clone()}
+			mu.Unlock()
+		}
+		io.WriteString(w, "<p>page</p>")
+	}))
+	defer srv.Close()
+	a := storeKind.open(t)
+	c, _ := startCrawler(t, t.TempDir(), testConfig(newClock()), a)
+	ctx := context.Background()
+	if err := c.Add(ctx, []string{srv.URL + "/p"}); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	_, ac, err := a.(*archive.Store).Get(ctx, srv.URL+"/p", time.Now().Add(48*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(ac.Request)))
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil || req.RequestURI != got.uri || req.Host != got.host || !reflect.DeepEqual(req.Header, got.header) {
+		t.Fatalf("stored head %q (%v), server saw %+v", ac.Request, err, got)
+	}
+}
