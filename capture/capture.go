@@ -175,6 +175,7 @@ func (c *Capturer) Capture(ctx context.Context, pageURL string) (*Result, error)
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	for _, x := range rec.ex {
+		x.SentHeader = rec.sentHeader(x)
 		res.Exchanges = append(res.Exchanges, *x)
 	}
 	res.Refused = slices.Clone(rec.refused)

@@ -1,12 +1,15 @@
 package capture
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"image/png"
 	"net"
+	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"slices"
 	"testing"
@@ -130,6 +133,15 @@ func TestCaptureSPA(t *testing.T) {
 	}
 	if !ac.Browser || ac.Status != 200 || !bytes.Equal(ac.Body, got[feed].Body) {
 		t.Errorf("archived %s: browser %v, status %d, body %q", feed, ac.Browser, ac.Status, ac.Body)
+	}
+	// The fetch's request head, as the browser reported sending it, is
+	// kept: Accept-Encoding is among the headers as sent only.
+	req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(ac.Request)))
+	if err != nil {
+		t.Fatalf("archived %s: request head %q: %v", feed, ac.Request, err)
+	}
+	if fu, _ := url.Parse(feed); req.Method != http.MethodGet || req.RequestURI != fu.RequestURI() || req.Host != fu.Host || req.UserAgent() == "" || req.Header.Get("Accept-Encoding") == "" {
+		t.Errorf("archived %s: request head %q", feed, ac.Request)
 	}
 	t.Logf("%d exchanges, %d archived, %d links, %d scrolls, %v", len(res.Exchanges), len(caps), len(res.Links), res.Scrolls, res.Usage)
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/netip"
 	"time"
+
+	"github.com/chromedp/cdproto/network"
 )
 
 // Config says how pages are rendered. Zero values mean the documented
@@ -111,6 +113,15 @@ type Exchange struct {
 	Received  time.Time // when the response's headers came
 	Type      string    // what the browser loaded it as: Document, Image, Fetch…
 	Err       string    // why the request failed, when it did
+	// SentHeader holds the request's header fields as the browser sent
+	// them (Network.requestWillBeSentExtraInfo: Cookie, Accept-Encoding
+	// and the like included, an HTTP/2 request's pseudo-header fields
+	// too); nil when the browser reported none for the request (a cached
+	// answer) or it could not be told which of a redirect's hops they
+	// belong to.
+	SentHeader http.Header
+
+	id network.RequestID // the browser's, shared by a redirect's hops
 }
 
 // Cap names a cap a page reached.

@@ -26,8 +26,10 @@ type recorder struct {
 	mu        sync.Mutex
 	ex        []*Exchange
 	byID      map[network.RequestID]*Exchange
-	inflight  map[network.RequestID]time.Time // since when
-	last      time.Time                       // last network event
+	hops      map[network.RequestID]int           // requests sent under the ID
+	sent      map[network.RequestID][]http.Header // extra-info headers, as they came
+	inflight  map[network.RequestID]time.Time     // since when
+	last      time.Time                           // last network event
 	requests  int
 	bytes     int64
 	refused   []string
@@ -53,6 +55,8 @@ func newRecorder(cfg *Config, px *proxy) *recorder {
 	return &recorder{
 		cfg: cfg, px: px,
 		byID:     map[network.RequestID]*Exchange{},
+		hops:     map[network.RequestID]int{},
+		sent:     map[network.RequestID][]http.Header{},
 		inflight: map[network.RequestID]time.Time{},
 		capped:   map[Cap]bool{},
 		last:     time.Now(),
@@ -63,7 +67,7 @@ func newRecorder(cfg *Config, px *proxy) *recorder {
 // listen is the tab's event listener: it hands events over to run.
 func (r *recorder) listen(ev any) {
 	switch ev.(type) {
-	case *fetch.EventRequestPaused, *network.EventRequestWillBeSent, *network.EventResponseReceived,
+	case *fetch.EventRequestPaused, *network.EventRequestWillBeSent, *network.EventRequestWillBeSentExtraInfo, *network.EventResponseReceived,
 		*network.EventLoadingFinished, *network.EventLoadingFailed, *page.EventJavascriptDialogOpening,
 		*browser.EventDownloadWillBegin:
 		r.qmu.Lock()
@@ -135,11 +139,20 @@ func (r *recorder) handle(ctx context.Context, ev any) {
 		}
 		x := &Exchange{
 			URL: e.Request.URL, Method: e.Request.Method, RequestHeader: headers(e.Request.Headers),
-			Time: time.UnixMicro(int64(e.WallTime.Float64() * 1e6)), Type: string(e.Type),
+			Time: time.UnixMicro(int64(e.WallTime.Float64() * 1e6)), Type: string(e.Type), id: e.RequestID,
 		}
+		r.hops[e.RequestID]++
 		r.ex = append(r.ex, x)
 		r.byID[e.RequestID] = x
 		r.inflight[e.RequestID] = time.Now()
+	case *network.EventRequestWillBeSentExtraInfo:
+		// It may come before or after its requestWillBeSent; the two
+		// meet when the result is made (sentHeader).
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if len(r.sent[e.RequestID]) < 2 {
+			r.sent[e.RequestID] = append(r.sent[e.RequestID], headers(e.Headers))
+		}
 	case *network.EventResponseReceived:
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -173,6 +186,18 @@ func (r *recorder) handle(ctx context.Context, ev any) {
 			r.body(ctx, e.RequestID, x, int64(e.EncodedDataLength))
 		}()
 	}
+}
+
+// sentHeader returns the headers the browser reported sending for x:
+// those of the one extra-info event of x's request ID when the ID had
+// one request (a redirect's hops share the ID, and a hop answered from
+// the cache reports none, so which hop an event belongs to is not
+// told). r.mu is held.
+func (r *recorder) sentHeader(x *Exchange) http.Header {
+	if r.hops[x.id] != 1 || len(r.sent[x.id]) != 1 {
+		return nil
+	}
+	return r.sent[x.id][0]
 }
 
 // response records resp as x's response. r.mu is held.

@@ -93,6 +93,8 @@ func (c *Crawler) fetch(ctx context.Context, e entry, u *url.URL, l *hostLease) 
 	}
 	reqCtx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
+	var rec headRecorder
+	reqCtx = rec.trace(reqCtx)
 	req, err := c.newRequest(reqCtx, raw, st, hasState)
 	if err != nil {
 		c.count(KindBadURL, raw, err)
@@ -127,14 +129,15 @@ func (c *Crawler) fetch(ctx context.Context, e entry, u *url.URL, l *hostLease) 
 	c.st.response += took
 	c.mu.Unlock()
 
-	return c.answer(ctx, e, u, resp, st, hasState, now, l)
+	return c.answer(ctx, e, u, resp, rec.head(req, resp.Proto), st, hasState, now, l)
 }
 
 // answer handles the response to e's request (u, made with crawl state
-// st when hasState), received at now: a 304 refreshes the state, an
+// st when hasState, its head as sent in head, see reqhead.go), received
+// at now: a 304 refreshes the state, an
 // error status is recorded, a body is read (releasing l's request slots)
 // and, unless it is not kept, processed and stored.
-func (c *Crawler) answer(ctx context.Context, e entry, u *url.URL, resp *http.Response, st archive.CrawlState, hasState bool, now time.Time, l *hostLease) outcome {
+func (c *Crawler) answer(ctx context.Context, e entry, u *url.URL, resp *http.Response, head []byte, st archive.CrawlState, hasState bool, now time.Time, l *hostLease) outcome {
 	raw := e.url
 	code := resp.StatusCode
 	cl := classify(code, hasState)
@@ -166,7 +169,7 @@ func (c *Crawler) answer(ctx context.Context, e entry, u *url.URL, resp *http.Re
 		return failed
 	}
 	if unkept != "" {
-		return c.recordUnkept(ctx, raw, resp, now, unkept, st, hasState)
+		return c.recordUnkept(ctx, raw, resp, head, now, unkept, st, hasState)
 	}
 	// Hold the body's bytes (at most MaxBody) against the processing budget
 	// until done.
@@ -177,9 +180,9 @@ func (c *Crawler) answer(ctx context.Context, e entry, u *url.URL, resp *http.Re
 	p := c.process(u, resp, cl, body, st, hasState)
 	if p.refused {
 		c.count(KindContentType, raw, fmt.Errorf("sniffed content type %q", p.ctype))
-		return c.recordUnkept(ctx, raw, resp, now, truncatedType, st, hasState)
+		return c.recordUnkept(ctx, raw, resp, head, now, truncatedType, st, hasState)
 	}
-	return c.store(ctx, raw, resp, body, p, st, now, e.redirects)
+	return c.store(ctx, raw, resp, head, body, p, st, now, e.redirects)
 }
 
 // newRequest builds the conditional GET of raw: the crawler's identity,
@@ -286,11 +289,11 @@ func (c *Crawler) process(u *url.URL, resp *http.Response, cl class, body []byte
 	return p
 }
 
-// store records a processed answer: an unchanged one refreshes the crawl
-// state; a changed one forwards its new links (a redirect's target with
+// store records a processed answer (to the request of head): an
+// unchanged one refreshes the crawl state; a changed one forwards its new links (a redirect's target with
 // the entry's redirect depth, see redirect.go), then goes to the archive
 // with its crawl state.
-func (c *Crawler) store(ctx context.Context, raw string, resp *http.Response, body []byte, p processed, st archive.CrawlState, now time.Time, redirects int) outcome {
+func (c *Crawler) store(ctx context.Context, raw string, resp *http.Response, head []byte, body []byte, p processed, st archive.CrawlState, now time.Time, redirects int) outcome {
 	next := archive.CrawlState{
 		ETag:         resp.Header.Get("ETag"),
 		LastModified: resp.Header.Get("Last-Modified"),
@@ -346,7 +349,7 @@ func (c *Crawler) store(ctx context.Context, raw string, resp *http.Response, bo
 			return o
 		}
 	}
-	capture := archive.Capture{URL: raw, Time: now, Status: resp.StatusCode, Header: resp.Header, Body: body, Digest: p.digest, State: &next}
+	capture := archive.Capture{URL: raw, Time: now, Status: resp.StatusCode, Header: resp.Header, Body: body, Digest: p.digest, State: &next, Request: head}
 	v, added, err := c.a.Put(ctx, capture)
 	if err != nil {
 		return c.archiveErr(ctx, raw, err)
@@ -506,7 +509,7 @@ const (
 // travels with its range like any stored one. An answer with the same
 // status and headers' validators as the last one stores nothing new (the
 // archive compares status and the empty payload).
-func (c *Crawler) recordUnkept(ctx context.Context, raw string, resp *http.Response, now time.Time, reason string, st archive.CrawlState, hasState bool) outcome {
+func (c *Crawler) recordUnkept(ctx context.Context, raw string, resp *http.Response, head []byte, now time.Time, reason string, st archive.CrawlState, hasState bool) outcome {
 	next := archive.CrawlState{
 		ETag:         resp.Header.Get("ETag"),
 		LastModified: resp.Header.Get("Last-Modified"),
@@ -521,7 +524,7 @@ func (c *Crawler) recordUnkept(ctx context.Context, raw string, resp *http.Respo
 		return c.skipNoArchive(ctx, raw, next, nil)
 	}
 	capture := archive.Capture{URL: raw, Time: now, Status: resp.StatusCode, Header: resp.Header,
-		Digest: next.Digest, Truncated: reason, State: &next}
+		Digest: next.Digest, Truncated: reason, State: &next, Request: head}
 	v, added, err := c.a.Put(ctx, capture)
 	if err != nil {
 		return c.archiveErr(ctx, raw, err)
