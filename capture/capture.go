@@ -109,6 +109,7 @@ func (c *Capturer) Capture(ctx context.Context, pageURL string) (*Result, error)
 		chromedp.Flag("disable-site-isolation-trials", true),
 		chromedp.Flag("site-per-process", false),
 		chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
+		chromedp.Flag("js-flags", fmt.Sprintf("--max-old-space-size=%d", max(c.cfg.MaxMemory>>20, 64))),
 	)
 	if c.cfg.NoSandbox {
 		opts = append(opts, chromedp.NoSandbox)
@@ -153,6 +154,30 @@ func (c *Capturer) Capture(ctx context.Context, pageURL string) (*Result, error)
 		return nil, fmt.Errorf("capture: set up tab: %w", err)
 	}
 
+	// The memory cap: a page past it is stopped as at the time cap.
+	watch := &usageProbe{pid: usage.pid}
+	watchCtx, stopWatch := context.WithCancel(tabCtx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-watchCtx.Done():
+				return
+			case <-tick.C:
+			}
+			if watch.sample(); watch.peak > c.cfg.MaxMemory {
+				rec.mu.Lock()
+				rec.cap(CapMemory)
+				rec.mu.Unlock()
+				cancelT()
+				return
+			}
+		}
+	}()
+
 	behave, cancelB := context.WithTimeout(tabCtx, c.cfg.Timeout*9/10)
 	defer cancelB()
 	timedOut := c.behave(behave, rec, res, usage) != nil
@@ -165,7 +190,10 @@ func (c *Capturer) Capture(ctx context.Context, pageURL string) (*Result, error)
 	case <-tabCtx.Done():
 		timedOut = true
 	}
+	stopWatch()
+	<-watched
 	usage.sample()
+	usage.peak = max(usage.peak, watch.peak)
 	res.Usage = Usage{Wall: time.Since(start), CPU: usage.cpu, PeakMemory: usage.peak}
 	cancelT()
 	cancelTab()
@@ -182,10 +210,10 @@ func (c *Capturer) Capture(ctx context.Context, pageURL string) (*Result, error)
 	px.Close()
 	res.RefusedConns = px.Refused()
 	res.Downloads = rec.downloads
-	if timedOut || ctx.Err() != nil {
+	if (timedOut || ctx.Err() != nil) && !rec.capped[CapMemory] {
 		rec.cap(CapTime)
 	}
-	for _, k := range []Cap{CapTime, CapRequests, CapBytes, CapScrolls} {
+	for _, k := range []Cap{CapTime, CapRequests, CapBytes, CapScrolls, CapMemory} {
 		if rec.capped[k] {
 			res.Capped = append(res.Capped, k)
 		}

@@ -47,6 +47,11 @@ type Config struct {
 	MaxRequests int
 	// MaxBytes caps the bytes of response bodies of a page. Default 64 MiB.
 	MaxBytes int64
+	// MaxMemory caps the proportional set size (PSS) of the browser's
+	// process tree, sampled every 200 ms: past it the page is stopped
+	// (CapMemory) with what was recorded. V8's heap is held to it as well
+	// (--max-old-space-size). Default 1 GiB.
+	MaxMemory int64
 	// MaxLinks caps the links returned. Default 2000.
 	MaxLinks int
 	// Width and Height are the viewport's, in CSS pixels. Default 1280×800.
@@ -61,6 +66,9 @@ func (c *Config) defaults() error {
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = 30 * time.Second
+	}
+	if c.MaxMemory <= 0 {
+		c.MaxMemory = 1 << 30
 	}
 	if c.Quiet <= 0 {
 		c.Quiet = 500 * time.Millisecond
@@ -133,6 +141,7 @@ const (
 	CapRequests Cap = "requests"
 	CapBytes    Cap = "bytes"
 	CapScrolls  Cap = "scrolls"
+	CapMemory   Cap = "memory"
 )
 
 // Result is what rendering a page gave.

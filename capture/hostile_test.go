@@ -238,3 +238,30 @@ func TestByteCap(t *testing.T) {
 		t.Errorf("archived font: truncated %q, %d bytes, browser %v", ac.Truncated, len(ac.Body), ac.Browser)
 	}
 }
+
+// TestHostileMemory: a page that holds ever more memory is stopped at the
+// memory cap, well before the time cap, and its browser is gone.
+func TestHostileMemory(t *testing.T) {
+	tmp := t.TempDir()
+	const limit = 40 * time.Second
+	const memCap = 700 << 20
+	c := newCapturer(t, func(cfg *Config) { cfg.Timeout = limit; cfg.TempDir = tmp; cfg.MaxMemory = memCap })
+	site := startSite(t, spaweb.Config{})
+	start := time.Now()
+	res, err := c.Capture(context.Background(), site.HostileURL("memory", ""))
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(res.Capped, CapMemory) || slices.Contains(res.Capped, CapTime) {
+		t.Errorf("capped %v, want the memory cap alone", res.Capped)
+	}
+	if took > limit*3/4 {
+		t.Errorf("took %v: the memory cap did not stop the page before the time cap (%v)", took, limit)
+	}
+	if res.Usage.PeakMemory > memCap+512<<20 {
+		t.Errorf("peak %d MiB, cap %d MiB", res.Usage.PeakMemory>>20, memCap>>20)
+	}
+	checkGone(t, tmp)
+	t.Logf("memory hoard: %v, peak %d MiB, capped %v", took, res.Usage.PeakMemory>>20, res.Capped)
+}

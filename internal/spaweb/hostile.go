@@ -38,6 +38,12 @@ new IntersectionObserver(function(es){
   });
 }).observe(document.getElementById("more"));
 </script>`)
+	case "/hostile/memory.html":
+		// Holds ever more memory, 8 MB more every 20 ms, never freed, and
+		// keeps the network busy so the page never settles.
+		page(`<p>hoarding</p><script>var hoard = [], n = 0;
+setInterval(function(){ hoard.push(new Float64Array(1 << 20).fill(hoard.length)); }, 20);
+setInterval(function(){ fetch(location.pathname + "?" + (n++)).catch(function(){}); }, 100);</script>`)
 	case "/hostile/download.html":
 		page(`<a id=dl href="/hostile/file.bin" download="file.bin">file</a><script>
 document.getElementById("dl").click();
