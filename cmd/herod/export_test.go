@@ -487,7 +487,22 @@ func TestExportRing(t *testing.T) {
 		t.Fatalf("%v\n%s", err, msg)
 	}
 	b, _ := os.ReadFile(out)
-	if got := len(records(t, b)); got != want || want < 10 || !strings.Contains(msg, fmt.Sprintf("exported %d records", want)) {
+	// Each response the crawler stored comes with the request it sent.
+	got, requests, responses := 0, 0, 0
+	for _, r := range records(t, b) {
+		switch typ, _, _ := strings.Cut(r, " "); typ {
+		case "request":
+			requests++
+			continue
+		case "response":
+			responses++
+		}
+		got++
+	}
+	if got != want || want < 10 || !strings.Contains(msg, fmt.Sprintf("exported %d records", want)) {
 		t.Fatalf("exported %d records (%q), the ring stores %d", got, msg, want)
+	}
+	if requests != responses {
+		t.Errorf("%d request records for %d responses", requests, responses)
 	}
 }
