@@ -55,10 +55,13 @@ type ExportStats struct {
 	Corrupt   []string `json:"corrupt,omitempty"`  // files skipped because they failed verification
 }
 
-// cdxjLine is one CDXJ index line; the JSON field order follows pywb and
-// warcio.
-type cdxjLine struct {
-	surt, ts string
+// CDXJLine is one CDXJ index line, as Export writes it and
+// exchange.Index builds it for a ring-wide stream; the JSON field order
+// follows pywb and warcio. SURT and TS are the line's key, written before
+// the JSON.
+type CDXJLine struct {
+	SURT     string `json:"-"`
+	TS       string `json:"-"` // YYYYMMDDhhmmss
 	URL      string `json:"url"`
 	Mime     string `json:"mime,omitempty"`
 	Status   string `json:"status"`
@@ -180,7 +183,7 @@ func (s *Store) Export(ctx context.Context, o ExportOptions, warc, cdxj io.Write
 		return st, fmt.Errorf("archive export: %w: the newest version only has no revisits", ErrSelection)
 	}
 	cw := &countingWriter{w: warc}
-	var lines []cdxjLine
+	var lines []CDXJLine
 	err = s.urls(ctx, m, func(u string) error {
 		if after != nil && strings.Compare(hostOf(u)+"\x00"+u, after.Host+"\x00"+after.URL) < 0 {
 			return nil
@@ -222,7 +225,7 @@ func (s *Store) Export(ctx context.Context, o ExportOptions, warc, cdxj io.Write
 		return st, fmt.Errorf("archive export: %w", err)
 	}
 	if cdxj != nil {
-		if err := writeCDXJ(cdxj, lines); err != nil {
+		if _, err := WriteCDXJ(cdxj, lines); err != nil {
 			return st, fmt.Errorf("archive export cdxj: %w", err)
 		}
 	}
@@ -284,7 +287,7 @@ func (s *Store) urlEvents(ctx context.Context, u string, o ExportOptions, m *Sel
 
 // exportOne writes one record and returns its CDXJ line, or nil if the
 // record was skipped as corrupt.
-func (s *Store) exportOne(ctx context.Context, cw *countingWriter, ev exportEvent, heads map[string][]byte, st *ExportStats) (*cdxjLine, error) {
+func (s *Store) exportOne(ctx context.Context, cw *countingWriter, ev exportEvent, heads map[string][]byte, st *ExportStats) (*CDXJLine, error) {
 	v := ev.v
 	head, req, data, err := s.exportHead(ctx, v, heads, !ev.revisit)
 	if err != nil {
@@ -292,7 +295,7 @@ func (s *Store) exportOne(ctx context.Context, cw *countingWriter, ev exportEven
 		s.log.Error("export: skipping corrupt record", "file", v.File, "offset", v.Offset, "err", err)
 		return nil, nil
 	}
-	line := &cdxjLine{URL: v.URL, Status: strconv.Itoa(v.Status), Digest: warcDigest(v.Digest)[5:]}
+	line := &CDXJLine{URL: v.URL, Status: strconv.Itoa(v.Status), Digest: warcDigest(v.Digest)[5:]}
 	if ev.revisit {
 		buf := bufPool.Get().(*bytes.Buffer)
 		defer bufPool.Put(buf)
@@ -328,7 +331,7 @@ func (s *Store) exportOne(ctx context.Context, cw *countingWriter, ev exportEven
 		}
 		st.Responses++
 	}
-	line.surt, line.ts = Surt(v.URL), ev.t.UTC().Format("20060102150405")
+	line.SURT, line.TS = Surt(v.URL), ev.t.UTC().Format("20060102150405")
 	if line.Offset == "" { // set already when a request record precedes
 		line.Offset = strconv.FormatInt(cw.n, 10)
 		line.Length = strconv.Itoa(len(data))
@@ -361,27 +364,32 @@ func (s *Store) exportHead(ctx context.Context, v Version, heads map[string][]by
 	return f.head, req, data, nil
 }
 
-func writeCDXJ(w io.Writer, lines []cdxjLine) error {
-	slices.SortStableFunc(lines, func(a, b cdxjLine) int {
-		return cmp.Or(strings.Compare(a.surt, b.surt), strings.Compare(a.ts, b.ts))
+// WriteCDXJ writes lines sorted by SURT then timestamp, as
+// "<surt> <timestamp> <json>" lines, and returns the bytes written.
+func WriteCDXJ(w io.Writer, lines []CDXJLine) (int64, error) {
+	slices.SortStableFunc(lines, func(a, b CDXJLine) int {
+		return cmp.Or(strings.Compare(a.SURT, b.SURT), strings.Compare(a.TS, b.TS))
 	})
+	var n int64
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	for _, l := range lines {
 		b.Reset()
-		b.WriteString(l.surt)
+		b.WriteString(l.SURT)
 		b.WriteByte(' ')
-		b.WriteString(l.ts)
+		b.WriteString(l.TS)
 		b.WriteByte(' ')
 		if err := enc.Encode(l); err != nil { // Encode ends the line
-			return err
+			return n, err
 		}
-		if _, err := w.Write(b.Bytes()); err != nil {
-			return err
+		k, err := w.Write(b.Bytes())
+		n += int64(k)
+		if err != nil {
+			return n, err
 		}
 	}
-	return nil
+	return n, nil
 }
 
 var wwwPrefix = regexp.MustCompile(`^(https?://)www\d*\.`)

@@ -1,12 +1,8 @@
 package exchange
 
 import (
-	"bytes"
-	"cmp"
-	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/herod-archive/herod/archive"
@@ -19,19 +15,7 @@ import (
 // held until WriteTo sorts them (about 200 bytes per record).
 type Index struct {
 	Filename string // the WARC file's name, for every line
-	lines    []cdxjEntry
-}
-
-// cdxjEntry is one line, its sort key apart.
-type cdxjEntry struct {
-	surt, ts string
-	URL      string `json:"url"`
-	Mime     string `json:"mime,omitempty"`
-	Status   string `json:"status"`
-	Digest   string `json:"digest"`
-	Length   string `json:"length"`
-	Offset   string `json:"offset"`
-	Filename string `json:"filename"`
+	lines    []archive.CDXJLine
 }
 
 // Add indexes m, a response or revisit record written at offset off of
@@ -45,11 +29,14 @@ func (x *Index) Add(m *Member, off int64) error {
 	if err != nil {
 		return err
 	}
-	e := cdxjEntry{surt: archive.Surt(m.URL()), ts: timestamp14(m.Time()), URL: m.URL(), Mime: MediaType(h.Get("Content-Type")),
+	e := archive.CDXJLine{SURT: archive.Surt(m.URL()), TS: timestamp14(m.Time()), URL: m.URL(), Mime: MediaType(h.Get("Content-Type")),
 		Status: itoa(status), Digest: strings.TrimPrefix(m.Record.Header.Get("Warc-Payload-Digest"), "sha1:"),
 		Length: itoa(len(m.Raw)), Offset: fmt.Sprint(off), Filename: x.Filename}
 	if typ == "revisit" {
 		e.Mime = revisitMime
+	}
+	if m.Record.Header.Get(archive.HeaderBrowser) == "1" {
+		e.Browser = "1"
 	}
 	x.lines = append(x.lines, e)
 	return nil
@@ -58,27 +45,12 @@ func (x *Index) Add(m *Member, off int64) error {
 // Len returns the lines indexed.
 func (x *Index) Len() int { return len(x.lines) }
 
-// WriteTo writes the index, sorted by SURT then timestamp, as
-// "<surt> <timestamp> <json>" lines.
+// WriteTo writes the index as the store's export does (archive.WriteCDXJ):
+// sorted by SURT then timestamp, "<surt> <timestamp> <json>" lines.
 func (x *Index) WriteTo(w io.Writer) (int64, error) {
-	slices.SortStableFunc(x.lines, func(a, b cdxjEntry) int {
-		return cmp.Or(strings.Compare(a.surt, b.surt), strings.Compare(a.ts, b.ts))
-	})
-	var n int64
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	for _, l := range x.lines {
-		b.Reset()
-		b.WriteString(l.surt + " " + l.ts + " ")
-		if err := enc.Encode(l); err != nil { // Encode ends the line
-			return n, fmt.Errorf("exchange index: %w", err)
-		}
-		k, err := w.Write(b.Bytes())
-		n += int64(k)
-		if err != nil {
-			return n, fmt.Errorf("exchange index: %w", err)
-		}
+	n, err := archive.WriteCDXJ(w, x.lines)
+	if err != nil {
+		return n, fmt.Errorf("exchange index: %w", err)
 	}
 	return n, nil
 }
