@@ -139,7 +139,7 @@ func framePageOf(d bannerData, src, content, ts string, pending, sandboxed bool)
 	w(`<a id="herod-dates" href="/web/*/`, u, `">`, captures, `</a>
 <form method="get" action="/"><input name="url" value="`, u, `" aria-label="URL" size="30"><input name="date" value="`, e(ts),
 		`" aria-label="date" size="14" pattern="[0-9]{1,17}|[0-9]{4}-[0-9]{2}(-[0-9]{2}([ T][0-9]{2}:[0-9]{2}(:[0-9]{2})?)?)?" title="year first: 2026-11-28, 2026-11-28 10:15, or a timestamp such as 20261128101503"><button type="submit">Go</button></form>
-<form method="get" action="/search" role="search"><input name="q" placeholder="search" aria-label="search the archive's text as of this date" size="12"><input type="hidden" name="at" value="`, e(ts), `"></form>
+<form method="get" action="/search" role="search"><label>search <input type="search" name="q" aria-label="search the archive's text as of this date" title="words, &quot;a phrase&quot;, site:example.com; the pages as they were on this date" size="12"></label><input type="hidden" name="at" value="`, e(ts), `"></form>
 </div>
 <iframe id="herod-frame" title="archived page" src="`, e(src), `"`)
 	if sandboxed {
