@@ -125,7 +125,7 @@ func (s *Server) serveSearch(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, search.ErrEmptyQuery):
 		fail(http.StatusBadRequest, "Nothing to search: the query has only very common words.")
 		return
-	case err != nil && strings.HasPrefix(err.Error(), "search: bad cursor"):
+	case errors.Is(err, search.ErrBadQuery):
 		fail(http.StatusBadRequest, err.Error())
 		return
 	case err != nil:

@@ -72,7 +72,7 @@ func TestSearchPage(t *testing.T) {
 	if w := getUI(t, s, "/"); !strings.Contains(w.Body.String(), `action="/search"`) {
 		t.Errorf("home page lacks the search box")
 	}
-	for _, target := range []string{"/search?q=the", "/search?q=x&at=soon", "/search?q=x&page=0", "/search?q=x&cursor=!!&output=json"} {
+	for _, target := range []string{"/search?q=the", "/search?q=x&at=soon", "/search?q=x&page=0", "/search?q=x&cursor=!!&output=json", "/search?q=site:"} {
 		if w := getUI(t, s, target); w.Code != http.StatusBadRequest {
 			t.Errorf("%s: %d, want 400", target, w.Code)
 		}

@@ -10,6 +10,11 @@ import (
 // stop words).
 var ErrEmptyQuery = errors.New("search: query has no searchable word")
 
+// ErrBadQuery reports a query or cursor that cannot be searched as given
+// (site: without a host, too many words, a cursor not from a result
+// page): the asker's mistake, not the index's.
+var ErrBadQuery = errors.New("search: bad query")
+
 // maxQueryTerms bounds the distinct terms of one query.
 const maxQueryTerms = 8
 
@@ -65,7 +70,7 @@ func Parse(q string) (Parsed, error) {
 		}
 		if h, ok := strings.CutPrefix(strings.ToLower(word), "site:"); ok {
 			if h == "" {
-				return Parsed{}, errors.New("search: site: needs a host")
+				return Parsed{}, fmt.Errorf("%w: site: needs a host", ErrBadQuery)
 			}
 			p.Site = h
 			continue
@@ -76,7 +81,7 @@ func Parse(q string) (Parsed, error) {
 		return Parsed{}, ErrEmptyQuery
 	}
 	if len(p.Terms) > maxQueryTerms {
-		return Parsed{}, fmt.Errorf("search: query has %d distinct words, at most %d are searched", len(p.Terms), maxQueryTerms)
+		return Parsed{}, fmt.Errorf("%w: %d distinct words, at most %d are searched", ErrBadQuery, len(p.Terms), maxQueryTerms)
 	}
 	return p, nil
 }

@@ -106,7 +106,7 @@ func decodeCursor(s string) (cursor, error) {
 		err = json.Unmarshal(b, &c)
 	}
 	if err != nil {
-		return cursor{}, fmt.Errorf("search: bad cursor: %w", err)
+		return cursor{}, fmt.Errorf("%w: cursor: %w", ErrBadQuery, err)
 	}
 	return c, nil
 }
