@@ -24,6 +24,11 @@ func (n *Node) setupSearch() error {
 	n.searchStore = st
 	n.search = &nodesearch.Service{Store: st, Self: n.self, Ring: n.ring, K: n.cfg.Replicas,
 		Open: n.openStream, Logger: n.log.With("sub", "search")}
+	if q := n.cfg.Quota; q > 0 {
+		// Other members' postings take at most half the disk quota's
+		// bytes, at about 64 bytes a posting on disk.
+		n.search.MaxPostings = max(q/2/64, 1)
+	}
 	n.kit.MustHandle(n.search.Spec())
 	return nil
 }

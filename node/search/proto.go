@@ -3,6 +3,7 @@ package search
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -81,6 +82,9 @@ func (sv *Service) Serve(ctx context.Context, q *kit.Request) error {
 		ps, err := decodeAdd(b, req.Postings)
 		if err != nil {
 			return fmt.Errorf("%w: %v", kit.ErrBadFrame, err)
+		}
+		if err := sv.roomFor(len(ps)); err != nil {
+			return q.Reply(Reply{Error: err.Error()})
 		}
 		if err := sv.Store.Put(ctx, ps); err != nil {
 			return q.Reply(Reply{Error: err.Error()})
@@ -190,4 +194,22 @@ func (sv *Service) call(ctx context.Context, c ring.Contact, req Request, body [
 		return Reply{}, fmt.Errorf("%w: %s: %s", errRemote, c.Addr, rep.Error)
 	}
 	return rep, nil
+}
+
+// DefaultMaxPostings is Service.MaxPostings when not set: about 7 GB of
+// postings at the 53 bytes each they take on disk.
+const DefaultMaxPostings = 1 << 27
+
+// ErrIndexFull reports an add refused because the store holds
+// MaxPostings: a member cannot fill this node's disk with postings.
+var ErrIndexFull = errors.New("search: index full")
+
+// roomFor reports whether the store takes n more postings from a member.
+func (sv *Service) roomFor(n int) error {
+	limit := cmp.Or(sv.MaxPostings, DefaultMaxPostings)
+	if held := sv.Store.Counts().Postings; held+int64(n) > limit {
+		sv.refused.Add(int64(n))
+		return fmt.Errorf("%w: %d postings held, %d more offered, at most %d", ErrIndexFull, held, n, limit)
+	}
+	return nil
 }

@@ -92,6 +92,7 @@ type Stats struct {
 	Sent       int64 `json:"sent"`       // postings delivered to holders
 	SentBytes  int64 `json:"sentBytes"`  // posting bytes sent to other nodes
 	Received   int64 `json:"received"`   // postings received from other nodes
+	Refused    int64 `json:"refused"`    // postings of other nodes refused: the store held MaxPostings
 	Queries    int64 `json:"queries"`    // posting queries answered for other nodes
 	FailedSend int64 `json:"failedSend"` // deliveries to a holder that failed
 }
@@ -103,6 +104,6 @@ func (sv *Service) Stats() Stats {
 		Backlog: sv.queued.Load(), Dropped: sv.dropped.Load(), Backfill: sv.backfill.Load() == 1,
 		Indexed: sv.indexed.Load(), Errors: sv.errs.Load(),
 		Sent: sv.sent.Load(), SentBytes: sv.sentBytes.Load(), Received: sv.received.Load(),
-		Queries: sv.served.Load(), FailedSend: sv.failed.Load(),
+		Refused: sv.refused.Load(), Queries: sv.served.Load(), FailedSend: sv.failed.Load(),
 	}
 }

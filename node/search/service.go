@@ -39,10 +39,15 @@ type Service struct {
 	// a deadline.
 	Open   func(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error)
 	Logger *slog.Logger
+	// MaxPostings bounds the store against members: past it, their adds
+	// are refused (ErrIndexFull) and counted; this node's own postings
+	// are still stored. 0: DefaultMaxPostings.
+	MaxPostings int64
 
 	sent      atomic.Int64 // postings delivered to holders (remote and local)
 	sentBytes atomic.Int64 // encoded posting bytes sent to other nodes
 	received  atomic.Int64 // postings received from other nodes
+	refused   atomic.Int64 // postings of other nodes refused at MaxPostings
 	served    atomic.Int64 // posting queries answered
 	failed    atomic.Int64 // deliveries to a holder that failed
 	queued    atomic.Int64 // URLs waiting to be indexed
