@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"testing"
@@ -87,6 +88,36 @@ func TestExtractPDFBroken(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestExtractPDFCorrupted: random corruptions of a PDF (bytes changed,
+// the file cut) end in text or ErrUnreadable, never a panic, each well
+// within the deadline.
+func TestExtractPDFCorrupted(t *testing.T) {
+	seed := searchtest.PDF("Title", false, twoPages...)
+	r := rand.New(rand.NewPCG(1, 2))
+	var worst time.Duration
+	unreadable := 0
+	const n = 1000
+	for range n {
+		b := bytes.Clone(seed)
+		for range 1 + r.IntN(4) {
+			b[r.IntN(len(b))] = byte(r.IntN(256))
+		}
+		if r.IntN(4) == 0 {
+			b = b[:r.IntN(len(b))]
+		}
+		start := time.Now()
+		_, err := search.ExtractDoc("http://a.example/f.pdf", 200, "application/pdf", b)
+		worst = max(worst, time.Since(start))
+		if err != nil {
+			if !errors.Is(err, search.ErrUnreadable) {
+				t.Fatalf("error %v is not ErrUnreadable", err)
+			}
+			unreadable++
+		}
+	}
+	t.Logf("%d corruptions: %d unreadable, slowest %v", n, unreadable, worst)
 }
 
 func TestExtractPDFLimits(t *testing.T) {
