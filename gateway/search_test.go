@@ -20,6 +20,14 @@ import (
 // gateway over both.
 func searchFixture(t *testing.T, mod ...func(*Config)) (*Server, *searchtest.Corpus) {
 	t.Helper()
+	arc, st, c := searchArchive(t, nil)
+	return newServer(t, arc, append([]func(*Config){func(c *Config) { c.Search = st }}, mod...)...), c
+}
+
+// searchArchive stores a small corpus's four days and more (captures
+// added after them), and indexes it all.
+func searchArchive(t *testing.T, more []archive.Capture) (*archive.Store, *search.Store, *searchtest.Corpus) {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	arc, err := archive.Open(filepath.Join(dir, "archive"), archive.Options{NoSync: true, DiskReserve: -1})
@@ -36,11 +44,16 @@ func searchFixture(t *testing.T, mod ...func(*Config)) (*Server, *searchtest.Cor
 	if err := c.Load(ctx, arc, 4, nil); err != nil {
 		t.Fatal(err)
 	}
+	for _, m := range more {
+		if _, _, err := arc.Put(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ix := &search.Indexer{Archive: arc, Sink: search.StoreSink{Store: st}, Docs: st}
 	if _, err := ix.Backfill(ctx, arc, nil); err != nil {
 		t.Fatal(err)
 	}
-	return newServer(t, arc, append([]func(*Config){func(c *Config) { c.Search = st }}, mod...)...), c
+	return arc, st, c
 }
 
 func TestSearchPage(t *testing.T) {
