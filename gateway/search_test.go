@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -162,5 +163,64 @@ func TestSearchWithoutIndex(t *testing.T) {
 	}
 	if w := getUI(t, s, "/"); strings.Contains(w.Body.String(), `action="/search"`) {
 		t.Errorf("home page offers search without an index")
+	}
+}
+
+// TestSearchPageNavigation: the results page links its neighbours (same
+// query, time, site and page size), numbers its results from the page's
+// first, keeps a site filter in its form with a way out of it, answers a
+// phrase, and says so past the last page.
+func TestSearchPageNavigation(t *testing.T) {
+	s, c := searchFixture(t)
+	q := strings.Fields(c.Pages[0].Body)[0] // a common word
+	day2 := c.Day(2).UTC().Format(TimestampLayout)
+	esc := func(s string) string { return strings.ReplaceAll(s, "&", "&amp;") }
+	page := func(target string) string {
+		t.Helper()
+		w := getUI(t, s, target)
+		if w.Code != http.StatusOK {
+			t.Fatalf("%s: %d\n%s", target, w.Code, w.Body)
+		}
+		return w.Body.String()
+	}
+	p1 := page(searchURL(q, day2, "", 3, 1))
+	p2 := page(searchURL(q, day2, "", 3, 2))
+	for _, tc := range []struct{ body, want string }{
+		{p1, `href="` + esc(searchURL(q, day2, "", 3, 2)) + `" rel="next"`},
+		{p2, `<ol class="results" start="4">`},
+		{p2, `href="` + esc(searchURL(q, day2, "", 3, 1)) + `" rel="prev"`},
+		{p2, `href="` + esc(searchURL(q, day2, "", 3, 3)) + `" rel="next"`},
+	} {
+		if !strings.Contains(tc.body, tc.want) {
+			t.Errorf("page lacks %s:\n%s", tc.want, tc.body)
+		}
+	}
+	if strings.Contains(p1, `rel="prev"`) {
+		t.Errorf("the first page links a previous one")
+	}
+	if body := page(searchURL(q, day2, "", 3, 1000)); !strings.Contains(body, "No more results") || strings.Contains(body, `rel="next"`) {
+		t.Errorf("past the last page:\n%s", body)
+	}
+	// site: kept by the form, with a link to every site; its results are
+	// on the site alone.
+	host := "site1.example"
+	body := page(searchURL(q, day2, host, 0, 1))
+	for _, want := range []string{`<input type="hidden" name="site" value="` + host + `">`, `href="` + esc(searchURL(q, day2, "", 0, 0)) + `">search every site</a>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("site page lacks %s:\n%s", want, body)
+		}
+	}
+	if n, on := strings.Count(body, `<li><a href="/web/`), strings.Count(body, `/http://`+host+`/"><b>`)+strings.Count(body, `/http://`+host+`/page`); n == 0 || n != on {
+		t.Errorf("site:%s: %d results, %d on the site:\n%s", host, n, on, body)
+	}
+	// A phrase of the changed page, as of day 2.
+	w := strings.Fields(c.Pages[3].Body)
+	phrase := `"` + w[4] + " " + w[5] + `"`
+	var ans searchJSON
+	if err := json.Unmarshal(getUI(t, s, "/search?output=json&limit=100&at="+day2+"&q="+url.QueryEscape(phrase)).Body.Bytes(), &ans); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(ans.Results, func(r searchJSONResult) bool { return r.URL == c.Pages[3].URL }) {
+		t.Errorf("phrase %s: %s not among %v", phrase, c.Pages[3].URL, ans.Results)
 	}
 }
