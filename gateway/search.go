@@ -156,16 +156,14 @@ func (s *Server) serveSearch(w http.ResponseWriter, r *http.Request) {
 		limit = 10
 	}
 	d.Start = 1 + (d.Page-1)*limit
-	if req.Cursor == "" {
-		if res.Next != "" {
-			d.NextURL = searchURL(d.Q, d.At, d.Site, req.Limit, d.Page+1)
-		}
-		if d.Page > 1 {
-			d.PrevURL = searchURL(d.Q, d.At, d.Site, req.Limit, d.Page-1)
-		}
-	} else if res.Next != "" {
-		// A page reached by cursor goes on by cursor.
-		d.NextURL = searchURL(d.Q, d.At, d.Site, req.Limit, 0) + "&cursor=" + url.QueryEscape(res.Next)
+	// The next page resumes from this one's cursor (exact, where page
+	// numbers count candidates and repeat one after a dropped result);
+	// its number is for its numbering.
+	if res.Next != "" {
+		d.NextURL = searchURL(d.Q, d.At, d.Site, req.Limit, d.Page+1) + "&cursor=" + url.QueryEscape(res.Next)
+	}
+	if d.Page > 1 {
+		d.PrevURL = searchURL(d.Q, d.At, d.Site, req.Limit, d.Page-1)
 	}
 	if d.Site != "" {
 		d.AllSites = searchURL(d.Q, d.At, "", req.Limit, 0)

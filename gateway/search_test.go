@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -183,20 +184,53 @@ func TestSearchPageNavigation(t *testing.T) {
 		}
 		return w.Body.String()
 	}
+	// Page 1's next link resumes by cursor, numbered as page 2: it shows
+	// what page=2 shows.
+	nextLink := regexp.MustCompile(`href="([^"]*)" rel="next"`)
+	next := func(body string) string {
+		t.Helper()
+		m := nextLink.FindStringSubmatch(body)
+		if m == nil {
+			t.Fatalf("no next link:\n%s", body)
+		}
+		return strings.ReplaceAll(m[1], "&amp;", "&")
+	}
+	results := regexp.MustCompile(`<li><a href="([^"]*)"`)
+	hrefs := func(body string) (out []string) {
+		for _, m := range results.FindAllStringSubmatch(body, -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
 	p1 := page(searchURL(q, day2, "", 3, 1))
-	p2 := page(searchURL(q, day2, "", 3, 2))
-	for _, tc := range []struct{ body, want string }{
-		{p1, `href="` + esc(searchURL(q, day2, "", 3, 2)) + `" rel="next"`},
-		{p2, `<ol class="results" start="4">`},
-		{p2, `href="` + esc(searchURL(q, day2, "", 3, 1)) + `" rel="prev"`},
-		{p2, `href="` + esc(searchURL(q, day2, "", 3, 3)) + `" rel="next"`},
-	} {
-		if !strings.Contains(tc.body, tc.want) {
-			t.Errorf("page lacks %s:\n%s", tc.want, tc.body)
+	n2 := next(p1)
+	if !strings.HasPrefix(n2, searchURL(q, day2, "", 3, 2)+"&cursor=") {
+		t.Errorf("page 1's next link %s", n2)
+	}
+	p2, byNumber := page(n2), page(searchURL(q, day2, "", 3, 2))
+	if got, want := hrefs(p2), hrefs(byNumber); len(got) != 3 || !slices.Equal(got, want) {
+		t.Errorf("page 2 by cursor %v, by number %v", got, want)
+	}
+	if !strings.HasPrefix(next(p2), searchURL(q, day2, "", 3, 3)+"&cursor=") {
+		t.Errorf("page 2's next link %s", next(p2))
+	}
+	for _, want := range []string{`<ol class="results" start="4">`, `href="` + esc(searchURL(q, day2, "", 3, 1)) + `" rel="prev"`} {
+		if !strings.Contains(p2, want) {
+			t.Errorf("page 2 lacks %s:\n%s", want, p2)
 		}
 	}
 	if strings.Contains(p1, `rel="prev"`) {
 		t.Errorf("the first page links a previous one")
+	}
+	// A result dropped at verification (blocked) shifts the pages:
+	// following next links shows every other result once.
+	all := hrefs(page(searchURL(q, day2, "", 100, 1)))
+	blocked := all[1][strings.Index(all[1], "/http")+1:] // "/web/<its ts>/<url>"
+	sb, _ := searchFixture(t, func(cfg *Config) { cfg.Access = blockOne{blocked} })
+	b1 := getUI(t, sb, searchURL(q, day2, "", 3, 1)).Body.String()
+	b2 := getUI(t, sb, next(b1)).Body.String()
+	if got, want := append(hrefs(b1), hrefs(b2)...), slices.Delete(slices.Clone(all), 1, 2)[:6]; !slices.Equal(got, want) {
+		t.Errorf("two pages with %s blocked: %v\nwant %v", blocked, got, want)
 	}
 	if body := page(searchURL(q, day2, "", 3, 1000)); !strings.Contains(body, "No more results") || strings.Contains(body, `rel="next"`) {
 		t.Errorf("past the last page:\n%s", body)
