@@ -17,8 +17,8 @@ import (
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
-	nodesearch "github.com/herod-archive/herod/node/search"
 	"github.com/herod-archive/herod/node/resolve"
+	nodesearch "github.com/herod-archive/herod/node/search"
 	fts "github.com/herod-archive/herod/search"
 )
 
