@@ -64,6 +64,9 @@ type QueryCost struct {
 	PostingBytes int // posting queries and replies
 	VerifyBytes  int // capture requests and replies
 	MaxRequest   int // largest request frame sent
+	// The lookups of the walks from a term's owner to its other holders,
+	// included in Lookups, Hops and LookupBytes.
+	WalkLookups, WalkHops, WalkBytes int
 }
 
 // Bytes is the query's bytes on the wire.
@@ -248,7 +251,11 @@ func (r *searchRun) ask(ctx context.Context, g *ring.Ring, q *QueryCost, term st
 	seen := map[string]bool{owner.Peer: true}
 	cur := owner
 	for step := 0; step < 32 && len(hs) < r.cfg.K; step++ {
+		l, h, b := q.Lookups, q.Hops, q.LookupBytes
 		next, err := r.lookup(ctx, g, q, cur.ID.AddPow2(0), false)
+		q.WalkLookups += q.Lookups - l
+		q.WalkHops += q.Hops - h
+		q.WalkBytes += q.LookupBytes - b
 		if err != nil || next.ID == owner.ID {
 			break
 		}
