@@ -148,3 +148,25 @@ func TestCorpusModel(t *testing.T) {
 }
 
 func newCorpusRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 1)) }
+
+// TestPostingSizes reports a simulated posting's bytes in a query reply
+// (JSON, as node/search answers) and in its binary form
+// (search.Posting.AppendBinary, before compression), for the docs'
+// comparison.
+func TestPostingSizes(t *testing.T) {
+	c := newCorpus(CorpusModel{}, 10_000_000)
+	var l fts.PostingList
+	var bin []byte
+	for d := range int64(1000) {
+		p := c.posting(c.m.StopWords+1+int(d%50), d*9973, 1_700_000_000_000)
+		l.Postings = append(l.Postings, p)
+		bin = p.AppendBinary(bin)
+	}
+	empty := FrameSize(nodesearch.Reply{List: &fts.PostingList{}})
+	js := float64(FrameSize(nodesearch.Reply{List: &l})-empty) / 1000
+	b := float64(len(bin)) / 1000
+	t.Logf("a posting in a query reply: %.0f bytes of JSON; binary: %.0f bytes (AppendBinary, before compression)", js, b)
+	if b <= 0 || js <= b {
+		t.Errorf("JSON %.0f bytes, binary %.0f", js, b)
+	}
+}
