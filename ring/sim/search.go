@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -75,7 +76,6 @@ func (q QueryCost) Bytes() int { return q.LookupBytes + q.PostingBytes + q.Verif
 // searchRun is one SearchConfig on one built ring.
 type searchRun struct {
 	cfg    SearchConfig
-	s      *Sim
 	wc     *WireCounter
 	c      *corpus
 	rng    *rand.Rand
@@ -112,11 +112,11 @@ func (cfg SearchConfig) withDefaults() SearchConfig {
 func (s *Sim) Search(ctx context.Context, cfg SearchConfig, wc *WireCounter) ([3][]QueryCost, error) {
 	var out [3][]QueryCost
 	if cfg.Wire == nil || wc == nil {
-		return out, fmt.Errorf("sim search: no wire sizes")
+		return out, errors.New("sim search: no wire sizes or no wire counter")
 	}
 	cfg = cfg.withDefaults()
 	live := s.Live()
-	r := &searchRun{cfg: cfg, s: s, wc: wc, c: newCorpus(cfg.Corpus, int64(cfg.PagesPerNode)*int64(len(live))),
+	r := &searchRun{cfg: cfg, wc: wc, c: newCorpus(cfg.Corpus, int64(cfg.PagesPerNode)*int64(len(live))),
 		rng: rand.New(rand.NewPCG(cfg.Seed, 38)), at: fts.Millis(s.Clock.Now()), from: captureTime(s.Clock.Now()),
 		first: map[int][2]int{}, record: map[int][2]int{}}
 	// Verified captures are drawn from 32 page texts, each sized once.
