@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/herod-archive/herod/internal/id"
@@ -265,7 +266,9 @@ func (sv *Service) queuePull(j pullJob) {
 // or successors changed), and serves queued pull requests, until ctx
 // ends.
 func (sv *Service) RunSync(ctx context.Context, events <-chan ring.Event) {
-	go sv.servePulls(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { sv.servePulls(ctx) })
 	interval := sv.SyncInterval
 	if interval <= 0 {
 		interval = DefaultSyncInterval
