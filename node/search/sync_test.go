@@ -107,7 +107,7 @@ type syncNode struct {
 
 // syncRing starts members on the hosts, at even places of the circle
 // (the i-th of n at i/n of it), K = k; none is in the world until join.
-func syncRing(t *testing.T, w *world, hs []host.Host, k int) []*syncNode {
+func syncRing(t testing.TB, w *world, hs []host.Host, k int) []*syncNode {
 	t.Helper()
 	circle := new(big.Int).Lsh(big.NewInt(1), id.Bits)
 	var out []*syncNode

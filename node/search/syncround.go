@@ -51,19 +51,38 @@ func (sv *Service) SyncRound(ctx context.Context) error {
 		sv.syncErrs.Add(1)
 		errs = append(errs, err)
 	}
+	// This node's digests of its ranges, from one scan of the store,
+	// taken again only once a pull stored something.
+	var vs []ring.Node
+	var rs []KeyRange
 	for _, v := range sv.Ring.Vnodes() {
-		p, ok := sv.Ring.Predecessor(v.ID)
-		if !ok {
-			continue
+		if p, ok := sv.Ring.Predecessor(v.ID); ok {
+			vs, rs = append(vs, v), append(rs, KeyRange{From: p.ID, To: v.ID})
 		}
-		r := KeyRange{From: p.ID, To: v.ID}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	tops, err := sv.rangeSums(ctx, rs)
+	if err != nil {
+		return err
+	}
+	mark := sv.synced.Load()
+	for i, v := range vs {
+		r := rs[i]
 		before := sv.synced.Load()
 		var differ []ring.Contact
 		for _, c := range sv.holders(ctx, v) {
 			if c.Peer == sv.Self.Peer {
 				continue
 			}
-			equal, err := sv.pullRange(ctx, c, r)
+			if sv.synced.Load() != mark {
+				if tops, err = sv.rangeSums(ctx, rs); err != nil {
+					return err
+				}
+				mark = sv.synced.Load()
+			}
+			equal, err := sv.pullFrom(ctx, c, r, &tops[i])
 			switch {
 			case err != nil:
 				fail(err)
@@ -100,6 +119,11 @@ func (sv *Service) SyncRound(ctx context.Context) error {
 // a differing part once c holds at most syncLeaf postings of it, or this
 // node none. It reports whether the digests of r were equal.
 func (sv *Service) pullRange(ctx context.Context, c ring.Contact, r KeyRange) (bool, error) {
+	return sv.pullFrom(ctx, c, r, nil)
+}
+
+// pullFrom is pullRange with this node's digest of r, if known.
+func (sv *Service) pullFrom(ctx context.Context, c ring.Contact, r KeyRange, top *RangeSum) (bool, error) {
 	level := []KeyRange{r}
 	budget := maxPullRound
 	for depth := 0; len(level) > 0 && budget > 0; depth++ {
@@ -107,8 +131,10 @@ func (sv *Service) pullRange(ctx context.Context, c ring.Contact, r KeyRange) (b
 		if err != nil {
 			return false, err
 		}
-		ours, err := sv.rangeSums(ctx, level)
-		if err != nil {
+		var ours []RangeSum
+		if depth == 0 && top != nil {
+			ours = []RangeSum{*top}
+		} else if ours, err = sv.rangeSums(ctx, level); err != nil {
 			return false, err
 		}
 		if depth == 0 && theirs[0] == ours[0] {
