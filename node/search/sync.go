@@ -296,14 +296,14 @@ func (sv *Service) checkPull(ctx context.Context, m ring.Node, r KeyRange) error
 	if o.ID != r.To || o.Peer != m.Peer {
 		return fmt.Errorf("%w: %s does not own key %s", ErrSyncRole, m.Addr, r.To.Short())
 	}
-	if r.From != r.To {
-		start, err := sv.Ring.Lookup(ctx, r.From.AddPow2(0))
-		if err != nil {
-			return fmt.Errorf("search sync: check pull: %w", err)
-		}
-		if start.ID != r.To {
-			return fmt.Errorf("%w: (%s, %s] is not one virtual server's range", ErrSyncRole, r.From.Short(), r.To.Short())
-		}
+	// The key after From is r.To's too: so r lies in r.To's range (and
+	// the whole circle, From == To, only when r.To is alone on it).
+	start, err := sv.Ring.Lookup(ctx, r.From.AddPow2(0))
+	if err != nil {
+		return fmt.Errorf("search sync: check pull: %w", err)
+	}
+	if start.ID != r.To {
+		return fmt.Errorf("%w: (%s, %s] is not one virtual server's range", ErrSyncRole, r.From.Short(), r.To.Short())
 	}
 	if !slices.ContainsFunc(sv.holders(ctx, o), func(c ring.Contact) bool { return c.Peer == sv.Self.Peer }) {
 		return fmt.Errorf("%w: this node does not hold (%s, %s]", ErrSyncRole, r.From.Short(), r.To.Short())

@@ -106,9 +106,9 @@ func TestSyncHostile(t *testing.T) {
 	}
 	t.Run("pull request for another's range", func(t *testing.T) {
 		// The liar asks the victim to pull the victim's own range from
-		// it, and then a range that ends at its own virtual server but
-		// starts inside the victim's.
-		for _, r := range []KeyRange{mine, {From: split(mine, 2)[0].To, To: liar.v.ID}} {
+		// it, then a range that ends at its own virtual server but starts
+		// inside the victim's, then the whole circle.
+		for _, r := range []KeyRange{mine, {From: split(mine, 2)[0].To, To: liar.v.ID}, {From: liar.v.ID, To: liar.v.ID}} {
 			_, _, err := liar.sv.syncCall(context.Background(), victim.v.Contact, syncRequest{Op: opPull, Ranges: []KeyRange{r}})
 			if !errors.Is(err, errRemote) {
 				t.Errorf("pull of (%s, %s]: %v, want refused", r.From.Short(), r.To.Short(), err)
