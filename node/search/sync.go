@@ -35,7 +35,8 @@ const SyncProtocol protocol.ID = "/herod/search-sync/1.0.0"
 // Limits of SyncProtocol.
 const (
 	maxSyncRanges   = 64       // ranges a request names
-	maxListPostings = 4096     // postings a list reply holds
+	maxListPostings = 16384    // postings a list reply holds
+	listBytes       = addChunk // about the encoded postings of a list reply, before compression
 	syncFrame       = 16 << 10 // a JSON request or reply
 )
 
@@ -243,7 +244,8 @@ func (sv *Service) rangeSums(ctx context.Context, rs []KeyRange) ([]RangeSum, er
 }
 
 // listRanges returns the first limit postings of rs after the cursor, in
-// cursor order, and the cursor to go on from when there may be more.
+// cursor order, cut at about listBytes, and the cursor to go on from when
+// there may be more.
 func (sv *Service) listRanges(ctx context.Context, rs []KeyRange, after *SyncCursor, limit int) ([]fts.Posting, *SyncCursor, error) {
 	type item struct {
 		c SyncCursor
@@ -274,14 +276,21 @@ func (sv *Service) listRanges(ctx context.Context, rs []KeyRange, after *SyncCur
 		return nil, nil, fmt.Errorf("search sync: list: %w", err)
 	}
 	trim()
-	ps := make([]fts.Posting, len(items))
-	for i, it := range items {
-		ps[i] = it.p
+	full := len(items) == limit
+	ps := make([]fts.Posting, 0, len(items))
+	size := 0
+	for _, it := range items {
+		if size >= listBytes {
+			full = true // the rest waits for the next page
+			break
+		}
+		size += len(it.p.URL) + len(it.p.Term) + 48
+		ps = append(ps, it.p)
 	}
-	if len(items) < limit {
+	if !full {
 		return ps, nil, nil
 	}
-	next := items[len(items)-1].c
+	next := cursorOf(ps[len(ps)-1])
 	return ps, &next, nil
 }
 
