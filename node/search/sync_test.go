@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -394,5 +395,48 @@ func TestSyncListPages(t *testing.T) {
 	}
 	if len(seen) != want {
 		t.Errorf("listed %d postings, want %d", len(seen), want)
+	}
+}
+
+// TestSyncListBytes: a page of long URLs is cut at about listBytes, and
+// the cursor goes on from where it was cut.
+func TestSyncListBytes(t *testing.T) {
+	st, err := fts.OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	long := strings.Repeat("x", 7000)
+	var ps []fts.Posting
+	for i := range 1500 {
+		u := fmt.Sprintf("http://long.example/%d/%s", i, long)
+		ps = append(ps, fts.Posting{Term: fmt.Sprintf("w%d", i%40), Key: id.OfString(u), URL: u, From: 1, To: fts.Open, TF: 1, DocLen: 3})
+	}
+	if err := st.Put(context.Background(), ps); err != nil {
+		t.Fatal(err)
+	}
+	sv := &Service{Store: st}
+	var after *SyncCursor
+	total, pages := 0, 0
+	for {
+		page, next, err := sv.listRanges(context.Background(), []KeyRange{{}}, after, maxListPostings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size := 0
+		for _, p := range page {
+			size += len(p.URL)
+		}
+		if size > listBytes+8<<10 {
+			t.Fatalf("page of %d bytes of URLs, want about %d at most", size, listBytes)
+		}
+		total, pages = total+len(page), pages+1
+		if next == nil {
+			break
+		}
+		after = next
+	}
+	if total != len(ps) || pages < 2 {
+		t.Errorf("%d postings in %d pages, want %d in 2 or more", total, pages, len(ps))
 	}
 }
