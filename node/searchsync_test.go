@@ -63,6 +63,14 @@ func TestSearchSyncRing(t *testing.T) {
 		}
 	}
 	testwait.For(t, "every holder holds its terms' postings", time.Minute, missing)
+	testwait.For(t, "pull requests served", time.Minute, func() error {
+		for i, n := range lr.Nodes {
+			if p := n.SearchStats().Sync.Pending; p > 0 {
+				return fmt.Errorf("node %d: %d pull requests", i, p)
+			}
+		}
+		return nil
+	})
 	pulled := int64(0)
 	for _, n := range lr.Nodes {
 		pulled += n.SearchStats().Sync.Pulled

@@ -147,6 +147,7 @@ type syncState struct {
 	inSync     atomic.Int64 // range pairs found equal by one sums request
 	syncErrs   atomic.Int64 // range pairs whose sync failed
 	syncServed atomic.Int64 // sync requests answered
+	pulls      atomic.Int64 // pull requests queued or being served
 
 	roundMu  sync.Mutex
 	jobsOnce sync.Once

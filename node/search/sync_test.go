@@ -194,6 +194,19 @@ func putAt(t *testing.T, w *world, ns []*syncNode, ps []fts.Posting, k int, skip
 	}
 }
 
+// waitPulls waits until no node has a pull request queued or running.
+func waitPulls(t *testing.T, ns []*syncNode) {
+	t.Helper()
+	testwait.For(t, "pull requests served", 30*time.Second, func() error {
+		for _, n := range ns {
+			if p := n.sv.SyncStats().Pending; p > 0 {
+				return fmt.Errorf("%s: %d pull requests", n.v.Addr, p)
+			}
+		}
+		return nil
+	})
+}
+
 func rounds(t *testing.T, ns []*syncNode) {
 	t.Helper()
 	for _, n := range ns {
@@ -236,6 +249,7 @@ func TestSyncMissedHolder(t *testing.T) {
 	testwait.For(t, "every holder holds every posting of its terms", 30*time.Second, func() error {
 		return converged(t, w, ns, ps, k)
 	})
+	waitPulls(t, ns)
 	if got := down.sv.SyncStats().Pulled; got == 0 {
 		t.Error("the holder that was down pulled nothing")
 	}
@@ -290,6 +304,7 @@ func TestSyncNewHolder(t *testing.T) {
 	testwait.For(t, "the new holder holds its range", 30*time.Second, func() error {
 		return converged(t, w, ns, ps, k)
 	})
+	waitPulls(t, ns)
 	st := fresh.sv.SyncStats()
 	t.Logf("new holder: %d postings pulled in %v, %d sync bytes asked", st.Pulled, time.Since(start), st.Bytes)
 	if st.Pulled == 0 {

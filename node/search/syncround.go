@@ -283,6 +283,7 @@ func (sv *Service) queuePull(j pullJob) {
 	select {
 	case q <- j:
 		sv.pending[j] = true
+		sv.pulls.Add(1)
 	default:
 	}
 }
@@ -346,6 +347,7 @@ func (sv *Service) servePulls(ctx context.Context) {
 				sv.syncErrs.Add(1)
 				sv.log().Debug("search sync pull", "from", j.c.Addr, "err", err)
 			}
+			sv.pulls.Add(-1)
 		}
 	}
 }
@@ -358,10 +360,11 @@ type SyncStats struct {
 	InSync  int64 `json:"inSync"`  // range pairs found equal
 	Errors  int64 `json:"errors"`  // range pairs whose sync failed
 	Served  int64 `json:"served"`  // sync requests answered
+	Pending int64 `json:"pending"` // pull requests of owners queued or being served
 }
 
 // SyncStats returns the sync counters.
 func (sv *Service) SyncStats() SyncStats {
 	return SyncStats{Pulled: sv.synced.Load(), Refused: sv.refusedIn.Load(), Bytes: sv.syncBytes.Load(),
-		InSync: sv.inSync.Load(), Errors: sv.syncErrs.Load(), Served: sv.syncServed.Load()}
+		InSync: sv.inSync.Load(), Errors: sv.syncErrs.Load(), Served: sv.syncServed.Load(), Pending: sv.pulls.Load()}
 }
