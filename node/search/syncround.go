@@ -26,7 +26,7 @@ const (
 	maxSyncDepth   = 6       // below this many splits, differing parts are listed whatever they hold
 	maxLevelRanges = 1024    // differing parts followed at one depth (the rest wait for the next round)
 	maxPullRound   = 1 << 20 // postings pulled from one peer for one range in one sync
-	maxKnownSet    = 1 << 20 // local postings remembered to skip what a listed part repeats
+	maxKnownSet    = 1 << 18 // local postings remembered to skip what a listed part repeats (else all are merged)
 	pullQueue      = 64      // pull requests waiting
 )
 
