@@ -455,3 +455,31 @@ func TestSyncListBytes(t *testing.T) {
 		t.Errorf("%d postings in %d pages, want %d in 2 or more", total, pages, len(ps))
 	}
 }
+
+// TestRunSyncOnChange: a change of the ring runs a round within
+// SyncSettle, long before the period.
+func TestRunSyncOnChange(t *testing.T) {
+	w := &world{}
+	ns := syncRing(t, w, p2ptest.Hosts(t, 2), 2)
+	for _, n := range ns {
+		w.add(n.v)
+	}
+	if err := ns[1].sv.Store.Put(context.Background(), postings(400)); err != nil {
+		t.Fatal(err)
+	}
+	ns[0].sv.SyncInterval = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := make(chan ring.Event, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ns[0].sv.RunSync(ctx, events)
+	}()
+	events <- ring.Event{Kind: ring.SuccessorsChanged, Vnode: ns[0].v}
+	testwait.For(t, "a round after the change", 10*SyncSettle, func() bool {
+		return ns[0].sv.SyncStats().Pulled > 0
+	})
+	cancel()
+	<-done
+}
