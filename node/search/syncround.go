@@ -28,6 +28,8 @@ const (
 	maxPullRound   = 1 << 20 // postings pulled from one peer for one range in one sync
 	maxKnownSet    = 1 << 18 // local postings remembered to skip what a listed part repeats (else all are merged)
 	pullQueue      = 64      // pull requests waiting
+	syncDuty       = 19      // a round waits at least this many times its length after it
+	maxRest        = 10 * time.Minute
 )
 
 // pullJob is a pull request a range's owner made of this node.
@@ -290,8 +292,10 @@ func (sv *Service) queuePull(j pullJob) {
 
 // RunSync runs SyncRound every SyncInterval, and SyncSettle after the
 // last of a burst of ring changes (events: a local virtual server's range
-// or successors changed), and serves queued pull requests, until ctx
-// ends.
+// or successors changed), but never sooner than syncDuty times the last
+// round's length after it (a round scans the store: on a large one, sync
+// so takes at most about a twentieth of the time), and serves queued pull
+// requests, until ctx ends.
 func (sv *Service) RunSync(ctx context.Context, events <-chan ring.Event) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -301,11 +305,13 @@ func (sv *Service) RunSync(ctx context.Context, events <-chan ring.Event) {
 		interval = DefaultSyncInterval
 	}
 	changed := false
+	var rested time.Time // no round before: syncDuty times the last one's length after it
 	for {
 		d := interval
 		if changed {
 			d = min(d, SyncSettle)
 		}
+		d = max(d, time.Until(rested))
 		t := time.NewTimer(d)
 		fire := false
 		select {
@@ -326,9 +332,11 @@ func (sv *Service) RunSync(ctx context.Context, events <-chan ring.Event) {
 			continue
 		}
 		changed = false
+		start := time.Now()
 		if err := sv.SyncRound(ctx); err != nil && ctx.Err() == nil {
 			sv.log().Debug("search sync round", "err", err)
 		}
+		rested = time.Now().Add(min(syncDuty*time.Since(start), maxRest))
 	}
 }
 
