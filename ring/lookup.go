@@ -287,6 +287,15 @@ func (r *Ring) Successors(ctx context.Context, key id.ID, k int) ([]Node, error)
 	if err != nil {
 		return nil, err
 	}
+	return r.SuccessorsFrom(ctx, owner, k)
+}
+
+// SuccessorsFrom is Successors for an owner already looked up: owner
+// followed by up to k-1 successors on distinct real nodes, read from the
+// successor lists of owner and the nodes after it (one call each, usually
+// one in all), not by a lookup per step. It returns what it has with an
+// error when a successor list cannot be read.
+func (r *Ring) SuccessorsFrom(ctx context.Context, owner Node, k int) ([]Node, error) {
 	out := []Node{owner}
 	if k <= 1 {
 		return out, nil

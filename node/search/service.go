@@ -25,6 +25,9 @@ type Ring interface {
 	Lookup(ctx context.Context, key id.ID) (ring.Node, error)
 	Vnodes() []ring.Node
 	Predecessor(v id.ID) (ring.Node, bool)
+	// SuccessorsFrom returns owner and the virtual servers after it on
+	// up to k distinct real nodes (see ring.Ring.SuccessorsFrom).
+	SuccessorsFrom(ctx context.Context, owner ring.Node, k int) ([]ring.Node, error)
 }
 
 var _ Ring = (*ring.Ring)(nil)
@@ -84,7 +87,19 @@ func (sv *Service) log() *slog.Logger {
 // holders returns the holders of the term keys owned by owner: owner's
 // real node and the real nodes of its successors, K in all, in ring
 // order.
+//
+// The successors come from owner's successor list (one call); only when
+// that list cannot be read (owner gone) are they found by a lookup a step,
+// which routes around the failure.
 func (sv *Service) holders(ctx context.Context, owner ring.Node) []ring.Contact {
+	k := max(sv.K, 1)
+	if ns, err := sv.Ring.SuccessorsFrom(ctx, owner, k); err == nil || len(ns) >= k {
+		hs := make([]ring.Contact, len(ns))
+		for i, n := range ns {
+			hs[i] = n.Contact
+		}
+		return hs
+	}
 	hs := []ring.Contact{owner.Contact}
 	seen := map[string]bool{owner.Peer: true}
 	cur := owner

@@ -98,6 +98,27 @@ func (f fakeRing) Predecessor(v id.ID) (ring.Node, bool) {
 	return f.w.nodes[(i+len(f.w.nodes)-1)%len(f.w.nodes)], true
 }
 
+// SuccessorsFrom walks the world from owner: owner and the nodes after
+// it on up to k distinct peers (one virtual server each here).
+func (f fakeRing) SuccessorsFrom(_ context.Context, owner ring.Node, k int) ([]ring.Node, error) {
+	f.w.mu.Lock()
+	defer f.w.mu.Unlock()
+	i := slices.IndexFunc(f.w.nodes, func(n ring.Node) bool { return n.ID == owner.ID })
+	if i < 0 {
+		return []ring.Node{owner}, fmt.Errorf("fake ring: %s is not a member", owner.ID.Short())
+	}
+	out := []ring.Node{owner}
+	seen := map[string]bool{owner.Peer: true}
+	for j := 1; j < len(f.w.nodes) && len(out) < k; j++ {
+		n := f.w.nodes[(i+j)%len(f.w.nodes)]
+		if !seen[n.Peer] {
+			seen[n.Peer] = true
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
 // syncNode is a member: its host, kit and search service.
 type syncNode struct {
 	h  host.Host

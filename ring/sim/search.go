@@ -65,8 +65,9 @@ type QueryCost struct {
 	PostingBytes int // posting queries and replies
 	VerifyBytes  int // capture requests and replies
 	MaxRequest   int // largest request frame sent
-	// The lookups of the walks from a term's owner to its other holders,
-	// included in Lookups, Hops and LookupBytes.
+	// The walks from a term's owner to its other holders (one read of
+	// successor lists each, a call a step), included in Lookups, Hops
+	// and LookupBytes.
 	WalkLookups, WalkHops, WalkBytes int
 }
 
@@ -240,30 +241,31 @@ func (r *searchRun) postingList(rank int, docs []int64, df int64, complete bool)
 
 // ask sends one posting query for term from g, as nodesearch.Service
 // does: the term's owner (this node's own virtual server, or a lookup),
-// the walk to its holders, and a request to each of the first two that
+// the successor list of the owner for its holders, and a request to each of the first two that
 // is not g itself.
 func (r *searchRun) ask(ctx context.Context, g *ring.Ring, q *QueryCost, term string, sz [2]int) error {
 	owner, err := r.lookup(ctx, g, q, fts.TermKey(term), true)
 	if err != nil {
 		return err
 	}
-	hs := []ring.Contact{owner.Contact}
-	seen := map[string]bool{owner.Peer: true}
-	cur := owner
-	for step := 0; step < 32 && len(hs) < r.cfg.K; step++ {
-		l, h, b := q.Lookups, q.Hops, q.LookupBytes
-		next, err := r.lookup(ctx, g, q, cur.ID.AddPow2(0), false)
-		q.WalkLookups += q.Lookups - l
-		q.WalkHops += q.Hops - h
-		q.WalkBytes += q.LookupBytes - b
-		if err != nil || next.ID == owner.ID {
-			break
-		}
-		cur = next
-		if !seen[next.Peer] {
-			seen[next.Peer] = true
-			hs = append(hs, next.Contact)
-		}
+	// The other holders come from the owner's successor list, as
+	// node/search's holders reads them: one call a step, usually one.
+	r.wc.Reset()
+	r.wc.On = true
+	ns, err := g.SuccessorsFrom(ctx, owner, r.cfg.K)
+	r.wc.On = false
+	q.Lookups++
+	q.Hops += r.wc.Calls
+	q.WalkLookups++
+	q.WalkHops += r.wc.Calls
+	q.WalkBytes += r.wc.Bytes
+	q.LookupBytes += r.wc.Bytes
+	if err != nil && len(ns) < r.cfg.K {
+		return fmt.Errorf("sim search: holders of %s: %w", term, err)
+	}
+	hs := make([]ring.Contact, len(ns))
+	for i, n := range ns {
+		hs[i] = n.Contact
 	}
 	for _, h := range hs[:min(askers, len(hs))] {
 		if h.Peer == g.Self().Peer {
