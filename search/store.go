@@ -314,9 +314,11 @@ func mergeTerm(it iterator.Iterator, b *leveldb.Batch, term string, es []entry) 
 		// No block at or past lo: a new term, or one whose last block a
 		// purge emptied (its other blocks lie before lo and stay).
 		exists = it.Seek(prefix) && isTerm()
+	}
+	if last < hi {
+		// The term's blocks ended before hi (a purge emptied its last):
+		// the blocks written now are its last.
 		last = tailBound
-	} else if last < hi {
-		return 0, false, fmt.Errorf("search store: term %q: %w: no last block", term, ErrBadPosting)
 	}
 	merged, added, changed := mergeEntries(old, es)
 	if !changed {
