@@ -412,9 +412,14 @@ func (s *Store) Postings(ctx context.Context, q PostingQuery) (PostingList, erro
 // skipped.
 func (s *Store) scanTerm(term string, fn func(version, entry) error) error {
 	prefix := blockPrefix(term)
-	it := s.db.NewIterator(util.BytesPrefix(prefix), nil)
+	snap, err := s.db.GetSnapshot()
+	if err != nil {
+		return err
+	}
+	defer snap.Release()
+	it := snap.NewIterator(util.BytesPrefix(prefix), nil)
 	defer it.Release()
-	vit := s.db.NewIterator(util.BytesPrefix([]byte{pNum}), nil)
+	vit := snap.NewIterator(util.BytesPrefix([]byte{pNum}), nil)
 	defer vit.Release()
 	var es []entry
 	for it.Next() {
@@ -422,7 +427,6 @@ func (s *Store) scanTerm(term string, fn func(version, entry) error) error {
 		if len(k) != len(prefix)+4 {
 			continue
 		}
-		var err error
 		es, err = decodeBlock(es[:0], binary.BigEndian.Uint32(k[len(prefix):]), it.Value())
 		if err != nil {
 			continue
@@ -509,9 +513,14 @@ func (s *Store) DeleteWhere(ctx context.Context, del func(url string, from int64
 // interval (from, to]: what a node hands to a range's new holder. The
 // postings of a term come together, in no particular order of terms.
 func (s *Store) Range(ctx context.Context, from, to id.ID, fn func(Posting) error) error {
-	it := s.db.NewIterator(util.BytesPrefix([]byte{pBlock}), nil)
+	snap, err := s.db.GetSnapshot()
+	if err != nil {
+		return fmt.Errorf("search store: range: %w", err)
+	}
+	defer snap.Release()
+	it := snap.NewIterator(util.BytesPrefix([]byte{pBlock}), nil)
 	defer it.Release()
-	vit := s.db.NewIterator(util.BytesPrefix([]byte{pNum}), nil)
+	vit := snap.NewIterator(util.BytesPrefix([]byte{pNum}), nil)
 	defer vit.Release()
 	var last, term string
 	in := false
@@ -532,7 +541,6 @@ func (s *Store) Range(ctx context.Context, from, to id.ID, fn func(Posting) erro
 		if !in {
 			continue
 		}
-		var err error
 		if es, err = decodeBlock(es[:0], bound, it.Value()); err != nil {
 			continue
 		}
