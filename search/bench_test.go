@@ -60,8 +60,50 @@ func dirBytes(t testing.TB, dir string) int64 {
 func BenchmarkIndex(b *testing.B) {
 	c := searchtest.New(1, 2000)
 	for b.Loop() {
-		benchIndex(b, func(ctx context.Context, arc *archive.Store) error { return c.Load(ctx, arc, 1, nil) })
+		benchIndex(b, func(ctx context.Context, arc *archive.Store) error { return c.Load(ctx, arc, 1, nil) }, backfill)
 	}
+}
+
+// BenchmarkIndexCrawl is BenchmarkIndex indexing as a crawl does: the
+// URLs in batches of 256 (IndexURLs), each its own write, over 2 days
+// (the second day's changed pages end their first version).
+//
+//	go test -run - -bench BenchmarkIndexCrawl -benchtime 1x ./search/
+func BenchmarkIndexCrawl(b *testing.B) {
+	c := searchtest.New(1, 2000)
+	for b.Loop() {
+		var days [][]string
+		load := func(ctx context.Context, arc *archive.Store) error {
+			return c.Load(ctx, arc, 2, func(_ int, added []archive.Version) error {
+				var urls []string
+				for _, v := range added {
+					urls = append(urls, v.URL)
+				}
+				days = append(days, urls)
+				return nil
+			})
+		}
+		benchIndex(b, load, func(ctx context.Context, ix *search.Indexer, _ *archive.Store) (search.IndexStats, error) {
+			var total search.IndexStats
+			for _, urls := range days {
+				for len(urls) > 0 {
+					n := min(len(urls), 256)
+					st, err := ix.IndexURLs(ctx, urls[:n])
+					if err != nil {
+						return total, err
+					}
+					total.Add(st)
+					urls = urls[n:]
+				}
+			}
+			return total, nil
+		})
+	}
+}
+
+// backfill indexes the archive by a backfill.
+func backfill(ctx context.Context, ix *search.Indexer, arc *archive.Store) (search.IndexStats, error) {
+	return ix.Backfill(ctx, arc, nil)
 }
 
 // BenchmarkIndexRealweb is BenchmarkIndex on the pages of internal/realweb
@@ -101,18 +143,19 @@ func BenchmarkIndexRealweb(b *testing.B) {
 				}
 			}
 			return nil
-		})
+		}, backfill)
 	}
 }
 
-// benchIndex stores captures in an archive with load, indexes them by a
-// backfill into one Store and reports the figures of BenchmarkIndex: the
+// benchIndex stores captures in an archive with load, indexes them with
+// index into one Store and reports the figures of BenchmarkIndex: the
 // index's bytes at rest (closed, opened again so that goleveldb's journal
 // is in its tables), as written and compacted (goleveldb's compaction
 // drops the blocks a later write replaced), and the postings' bytes as posting
 // sets (the wire form, before and after zstd) and as single postings
 // (the former wire form), each a page.
-func benchIndex(b *testing.B, load func(context.Context, *archive.Store) error) {
+func benchIndex(b *testing.B, load func(context.Context, *archive.Store) error,
+	index func(context.Context, *search.Indexer, *archive.Store) (search.IndexStats, error)) {
 	ctx := context.Background()
 	dir := b.TempDir()
 	arc, err := archive.Open(filepath.Join(dir, "archive"), archive.Options{NoSync: true, DiskReserve: -1})
@@ -130,18 +173,18 @@ func benchIndex(b *testing.B, load func(context.Context, *archive.Store) error) 
 	sink := &recordSink{Sink: search.StoreSink{Store: st}}
 	ix := &search.Indexer{Archive: arc, Sink: sink, Docs: st}
 	start, cpu0 := time.Now(), cpuTime()
-	s, err := ix.Backfill(ctx, arc, nil)
+	s, err := index(ctx, ix, arc)
 	if err != nil {
 		b.Fatal(err)
 	}
 	el, cpu := time.Since(start), cpuTime()-cpu0
+	pages := float64(st.Counts().Docs) // versions indexed, each once
 	st.Close()
 	written := dirBytes(b, filepath.Join(dir, "search"))
 	if st, err = search.OpenStore(filepath.Join(dir, "search")); err != nil {
 		b.Fatal(err)
 	}
 	st.Close()
-	pages := float64(s.Versions)
 	idx, ar := dirBytes(b, filepath.Join(dir, "search")), dirBytes(b, filepath.Join(dir, "archive"))
 	db, err := leveldb.OpenFile(filepath.Join(dir, "search"), nil)
 	if err != nil {

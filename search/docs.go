@@ -45,8 +45,6 @@ func (s *Store) PutDocs(ctx context.Context, rows []DocRow) error {
 		return fmt.Errorf("search store: docs: %w", err)
 	}
 	s.apply(d)
-	s.gen++
-	s.docCache = map[int64]DocStats{}
 	return nil
 }
 
@@ -68,14 +66,12 @@ func (s *Store) DocStats(ctx context.Context, at int64) (DocStats, error) {
 	gen := s.gen
 	s.mu.Unlock()
 	var st DocStats
-	it := s.db.NewIterator(util.BytesPrefix([]byte{pNum}), nil)
+	it := s.db.NewIterator(util.BytesPrefix([]byte{pDocs}), nil)
 	defer it.Release()
 	for it.Next() {
-		v, err := decodeVersion(it.Key(), it.Value())
-		if err != nil || !v.doc {
-			continue
-		}
-		if v.liveAt(at) {
+		r := reader{b: it.Value()}
+		v := version{from: r.varint(), to: r.varint(), docLen: r.u32()}
+		if r.err == nil && v.liveAt(at) {
 			st.N++
 			st.SumLen += int64(v.docLen)
 		}

@@ -24,7 +24,8 @@ const (
 	pMeta    = 'm' // m "format" → uvarint: the store's format
 	pVersion = 'v' // version table by identity (versions.go)
 	pNum     = 'n' // version table by local number (versions.go)
-	pBlock   = 'b' // b term 0x00 first(4) → a block of the term's postings (blocks.go)
+	pBlock   = 'b' // b term 0x00 bound(4) → a block of the term's postings (blocks.go)
+	pDocs    = 'o' // o num(4) → from, to, docLen: the document table (docs.go)
 
 	// Format 1, migrated at open (migrate.go).
 	pPosting = 'p' // p term 0x00 key(20) from(8) → to, tf, titleTF, docLen, url
@@ -158,12 +159,10 @@ func (s *Store) count() error {
 	if err := it.Error(); err != nil {
 		return fmt.Errorf("search store: count: %w", err)
 	}
-	it = s.db.NewIterator(util.BytesPrefix([]byte{pNum}), nil)
+	it = s.db.NewIterator(util.BytesPrefix([]byte{pDocs}), nil)
 	defer it.Release()
 	for it.Next() {
-		if v, err := decodeVersion(it.Key(), it.Value()); err == nil && v.doc {
-			s.docs++
-		}
+		s.docs++
 	}
 	if err := it.Error(); err != nil {
 		return fmt.Errorf("search store: count: %w", err)
@@ -214,15 +213,19 @@ func (s *Store) Put(ctx context.Context, ps []Posting) error {
 	return nil
 }
 
-// delta is what a write adds to the counters.
-type delta struct{ postings, terms, docs int64 }
+// delta is what a write adds to the counters, and whether it changed
+// the document table.
+type delta struct {
+	postings, terms, docs int64
+	docTable              bool
+}
 
 // apply adds d to the counters; the caller holds s.mu.
 func (s *Store) apply(d delta) {
 	s.postings += d.postings
 	s.terms += d.terms
 	s.docs += d.docs
-	if d.docs != 0 {
+	if d.docTable {
 		s.gen++
 		s.docCache = map[int64]DocStats{}
 	}
@@ -252,7 +255,7 @@ func (s *Store) write(b *leveldb.Batch, ps []Posting, rows []DocRow) (delta, err
 		}
 		e.set(r.URL, r.To, r.DocLen, true)
 	}
-	ve.write(b)
+	d.docTable = ve.write(b)
 	if len(byTerm) == 0 {
 		return d, nil
 	}
@@ -462,6 +465,7 @@ func (s *Store) DeleteWhere(ctx context.Context, del func(url string, from int64
 			gone[v.num] = true
 			b.Delete(bytes.Clone(it.Key()))
 			b.Delete(identKey(v.key, v.from))
+			b.Delete(docKey(v.num))
 		}
 	}
 	it.Release()

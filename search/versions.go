@@ -20,6 +20,10 @@ import (
 //
 //	v key(20) from(8)  → num(4)
 //	n num(4)           → key(20) varint(from) varint(to) uvarint(docLen) flags(1) url
+//	o num(4)           → varint(from) varint(to) uvarint(docLen): document rows only
+//
+// The o rows repeat what the collection statistics need of the document
+// table, so that DocStats reads a few bytes a document, not every row.
 
 // version is one row of the version table.
 type version struct {
@@ -44,6 +48,16 @@ func identKey(k id.ID, from int64) []byte {
 
 func numKey(num uint32) []byte {
 	return binary.BigEndian.AppendUint32([]byte{pNum}, num)
+}
+
+func docKey(num uint32) []byte {
+	return binary.BigEndian.AppendUint32([]byte{pDocs}, num)
+}
+
+func (v version) docValue() []byte {
+	b := binary.AppendVarint(nil, v.from)
+	b = binary.AppendVarint(b, v.to)
+	return binary.AppendUvarint(b, uint64(v.docLen))
 }
 
 func (v version) value() []byte {
@@ -175,8 +189,9 @@ func (e *edit) set(url string, to int64, docLen uint32, doc bool) {
 	}
 }
 
-// write adds the changed rows to b.
-func (ve *versionEdits) write(b *leveldb.Batch) {
+// write adds the changed rows to b, and reports whether a document row
+// changed.
+func (ve *versionEdits) write(b *leveldb.Batch) (docs bool) {
 	for _, e := range ve.in {
 		if !e.dirty {
 			continue
@@ -185,7 +200,12 @@ func (ve *versionEdits) write(b *leveldb.Batch) {
 			b.Put(identKey(e.v.key, e.v.from), binary.BigEndian.AppendUint32(nil, e.v.num))
 		}
 		b.Put(numKey(e.v.num), e.v.value())
+		if e.v.doc {
+			b.Put(docKey(e.v.num), e.v.docValue())
+			docs = true
+		}
 	}
+	return docs
 }
 
 // lookup reads version num through it (an iterator over the n table),
