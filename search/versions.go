@@ -208,11 +208,24 @@ func (ve *versionEdits) write(b *leveldb.Batch) (docs bool) {
 	return docs
 }
 
-// lookup reads version num through it (an iterator over the n table),
-// seeking forward: callers ask in ascending order where they can.
+// lookup reads version num through it (an iterator over the n table).
+// Callers ask in ascending order where they can: a number a few past
+// the iterator's is reached by Next, cheaper than a Seek.
 func lookup(it iterator.Iterator, num uint32) (version, bool) {
+	ok := false
+	if it.Valid() && len(it.Key()) == 5 {
+		if cur := binary.BigEndian.Uint32(it.Key()[1:]); cur < num && num-cur <= 4 {
+			ok = true
+			for ok && binary.BigEndian.Uint32(it.Key()[1:]) < num {
+				ok = it.Next() && len(it.Key()) == 5
+			}
+		}
+	}
 	k := numKey(num)
-	if !it.Seek(k) || string(it.Key()) != string(k) {
+	if !ok && !it.Seek(k) {
+		return version{}, false
+	}
+	if string(it.Key()) != string(k) {
 		return version{}, false
 	}
 	v, err := decodeVersion(it.Key(), it.Value())
