@@ -254,6 +254,7 @@ func BenchmarkQuery(b *testing.B) {
 	qs := f.c.MixedQueries(11, 300)
 	for b.Loop() {
 		lat := map[int][]time.Duration{}
+		cpu0 := cpuTime()
 		for _, q := range qs {
 			n := len(strings.Fields(q))
 			start := time.Now()
@@ -262,6 +263,7 @@ func BenchmarkQuery(b *testing.B) {
 			}
 			lat[n] = append(lat[n], time.Since(start))
 		}
+		b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(len(qs)), "cpu-ms/query")
 		for n := 1; n <= 3; n++ {
 			ls := lat[n]
 			slices.Sort(ls)

@@ -225,21 +225,26 @@ func (s *Store) Postings(ctx context.Context, q PostingQuery) (PostingList, erro
 	var out PostingList
 	top := newTopK(q.Limit)
 	n := 0
-	err := s.scanTerm(q.Term, func(v version, e entry) error {
+	err := s.scanTerm(q.Term, func(v version, url []byte, e entry) error {
 		if n++; n%4096 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		if !v.liveAt(q.At) || (site != "" && !OnSite(v.url, site)) {
+		if !v.liveAt(q.At) || (site != "" && !OnSite(string(url), site)) {
 			return nil
 		}
 		out.DF++
 		if len(want) > 0 && !want[v.key] {
 			return nil
 		}
-		p := v.posting(q.Term, e)
-		top.push(p, impact(p, q.AvgLen))
+		p := v.posting(q.Term, e) // its URL, not yet: most are not kept
+		score := impact(p, q.AvgLen)
+		if len(top.h) >= top.k && !before(scored{p, score}, top.h[0]) {
+			return nil
+		}
+		p.URL = string(url)
+		top.push(p, score)
 		return nil
 	})
 	if err != nil {
@@ -250,10 +255,10 @@ func (s *Store) Postings(ctx context.Context, q PostingQuery) (PostingList, erro
 	return out, nil
 }
 
-// scanTerm calls fn with each posting of term, as its version and entry,
-// in version number order. A block or version that does not decode is
-// skipped.
-func (s *Store) scanTerm(term string, fn func(version, entry) error) error {
+// scanTerm calls fn with each posting of term, as its version (its URL
+// apart, as bytes valid during the call) and entry, in version number
+// order. A block or version that does not decode is skipped.
+func (s *Store) scanTerm(term string, fn func(version, []byte, entry) error) error {
 	prefix := blockPrefix(term)
 	snap, err := s.db.GetSnapshot()
 	if err != nil {
@@ -275,11 +280,11 @@ func (s *Store) scanTerm(term string, fn func(version, entry) error) error {
 			continue
 		}
 		for _, e := range es {
-			v, ok := lookup(vit, e.num)
+			v, url, ok := lookupRaw(vit, e.num)
 			if !ok {
 				continue
 			}
-			if err := fn(v, e); err != nil {
+			if err := fn(v, url, e); err != nil {
 				return err
 			}
 		}

@@ -76,8 +76,16 @@ func (v version) value() []byte {
 
 // decodeVersion decodes a row of the n table.
 func decodeVersion(k, val []byte) (version, error) {
+	v, url, err := decodeVersionRaw(k, val)
+	v.url = string(url)
+	return v, err
+}
+
+// decodeVersionRaw decodes a row of the n table but its URL, returned as
+// the bytes of val it lies in.
+func decodeVersionRaw(k, val []byte) (version, []byte, error) {
 	if len(k) != 1+4 || k[0] != pNum {
-		return version{}, fmt.Errorf("%w: version key of %d bytes", ErrBadPosting, len(k))
+		return version{}, nil, fmt.Errorf("%w: version key of %d bytes", ErrBadPosting, len(k))
 	}
 	v := version{num: binary.BigEndian.Uint32(k[1:])}
 	r := reader{b: val}
@@ -89,11 +97,10 @@ func decodeVersion(k, val []byte) (version, error) {
 		r.err = errors.New("no flags")
 	}
 	if r.err != nil {
-		return version{}, fmt.Errorf("%w: version: %v", ErrBadPosting, r.err)
+		return version{}, nil, fmt.Errorf("%w: version: %v", ErrBadPosting, r.err)
 	}
 	v.doc = r.b[0]&flagDoc != 0
-	v.url = string(r.b[1:])
-	return v, nil
+	return v, r.b[1:], nil
 }
 
 // liveAt reports whether the version is live at Unix ms at.
@@ -212,6 +219,14 @@ func (ve *versionEdits) write(b *leveldb.Batch) (docs bool) {
 // Callers ask in ascending order where they can: a number a few past
 // the iterator's is reached by Next, cheaper than a Seek.
 func lookup(it iterator.Iterator, num uint32) (version, bool) {
+	v, url, ok := lookupRaw(it, num)
+	v.url = string(url)
+	return v, ok
+}
+
+// lookupRaw is lookup but for the URL, returned as bytes valid until it
+// moves.
+func lookupRaw(it iterator.Iterator, num uint32) (version, []byte, bool) {
 	ok := false
 	if it.Valid() && len(it.Key()) == 5 {
 		if cur := binary.BigEndian.Uint32(it.Key()[1:]); cur < num && num-cur <= 4 {
@@ -223,11 +238,11 @@ func lookup(it iterator.Iterator, num uint32) (version, bool) {
 	}
 	k := numKey(num)
 	if !ok && !it.Seek(k) {
-		return version{}, false
+		return version{}, nil, false
 	}
 	if string(it.Key()) != string(k) {
-		return version{}, false
+		return version{}, nil, false
 	}
-	v, err := decodeVersion(it.Key(), it.Value())
-	return v, err == nil
+	v, url, err := decodeVersionRaw(it.Key(), it.Value())
+	return v, url, err == nil
 }
