@@ -338,12 +338,22 @@ func neighbourLabel(n, t time.Time) string {
 	return n.Format(time.DateOnly)
 }
 
+// framelessBanner is what the frameless banner's template is given: the
+// capture's banner and the UI origin its links to the archive's own
+// pages go to (a root-relative link in a replayed page means the
+// archived site's, fromReplay).
+type framelessBanner struct {
+	bannerData
+	UI string
+}
+
 // banner renders the bar that frameless mode inserts at the top of
 // replayed pages: the capture's date, links to the previous and next
-// captures and to the list of dates. The neighbours come from one
+// captures and to the list of dates, and a search box that searches as
+// of the capture, on ui (the UI origin). The neighbours come from one
 // Versions call; if it fails the banner goes without them.
-func (s *Server) banner(ctx context.Context, t Target, v archive.Version) []byte {
-	d := bannerData{URL: t.URL, Date: v.Time.UTC().Format(time.DateTime)}
+func (s *Server) banner(ctx context.Context, t Target, v archive.Version, ui string) []byte {
+	d := bannerData{URL: t.URL, TS: FormatTimestamp(v.Time), Date: v.Time.UTC().Format(time.DateTime)}
 	if vs, err := s.cfg.Archive.Versions(ctx, t.URL); err == nil {
 		for i := range vs {
 			if vs[i].Time.Equal(v.Time) {
@@ -354,7 +364,7 @@ func (s *Server) banner(ctx context.Context, t Target, v archive.Version) []byte
 	}
 	d.Provenance = s.provenanceLine(ctx, v)
 	var b bytes.Buffer
-	if err := pages.ExecuteTemplate(&b, "banner", d); err != nil {
+	if err := pages.ExecuteTemplate(&b, "banner", framelessBanner{d, ui}); err != nil {
 		s.log.Error("gateway: banner template", "err", err)
 		return nil
 	}

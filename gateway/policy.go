@@ -15,11 +15,12 @@ import (
 // origin: everything from the content origin itself (the archive) plus
 // inline, data: and blob: resources, nothing from the live web (fetch,
 // XHR, WebSocket, beacons, images, styles, fonts, frames alike), no
-// plugins, forms and <base> within the archive, and framing only by the
+// plugins, forms within the archive (and the banner's search box, to the
+// UI origin's /search), <base> within the archive, and framing only by the
 // archive's own pages and the UI origin's framed replay page.
 func contentCSP(ui string) string {
 	return "default-src 'self' 'unsafe-inline' 'unsafe-eval' data: blob:; object-src 'none'; base-uri 'self'; " +
-		"form-action 'self'; frame-ancestors 'self' " + ui
+		"form-action 'self' " + ui + "/search; frame-ancestors 'self' " + ui
 }
 
 // sandboxCSP is added to contentCSP for replies that are documents of

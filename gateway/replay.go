@@ -160,13 +160,15 @@ func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request, t Target) {
 		case scriptedDocument(mt):
 			var banner []byte
 			if s.cfg.Frameless && (t.Mod == "" || t.Mod == ModMain) {
-				banner = s.banner(ctx, t, v)
+				banner = s.banner(ctx, t, v, ui)
 			}
-			framedUI := ""
+			framedUI, home := "", ""
 			if !s.cfg.Frameless {
 				framedUI = ui
+			} else if banner != nil {
+				home = ui
 			}
-			body = rw.HTML(body, replayScriptTag(t.URL, t.TS, framedUI), banner)
+			body = rw.HTML(body, replayScriptTagHome(t.URL, t.TS, framedUI, home), banner)
 			s.stats.rewritten.Add(1)
 		case mt == "text/css":
 			body = rw.CSS(body)
@@ -205,11 +207,19 @@ var replayJSTag = `"` + replayJSHash + `"`
 // archived at url and replayed at ts (as the reader wrote it). ui is the UI
 // origin whose framed replay page the document is shown in, or "" in
 // frameless mode.
-func replayScriptTag(url, ts, ui string) []byte {
+func replayScriptTag(url, ts, ui string) []byte { return replayScriptTagHome(url, ts, ui, "") }
+
+// replayScriptTagHome is replayScriptTag with home, in frameless mode the
+// UI origin, whose pages the banner links to: replay.js lets navigations
+// to it go instead of taking them into the archive.
+func replayScriptTagHome(url, ts, ui, home string) []byte {
 	tag := `<script src="` + replayJSPath + `?v=` + replayJSHash + `" data-herod-url="` + html.EscapeString(url) +
 		`" data-herod-ts="` + html.EscapeString(ts) + `"`
 	if ui != "" {
 		tag += ` data-herod-ui="` + html.EscapeString(ui) + `"`
+	}
+	if home != "" {
+		tag += ` data-herod-home="` + html.EscapeString(home) + `"`
 	}
 	return []byte(tag + `></script>`)
 }

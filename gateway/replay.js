@@ -42,7 +42,8 @@
 // it (herod:open) to open what the frame's sandbox keeps the page from
 // opening: links, GET forms and window.open bound for a new window or the
 // top window; a document opened outside the frame reopens itself inside
-// it.
+// it. In frameless replay data-herod-home names the UI origin, whose
+// pages (the banner's home link and search box) are left to open.
 (function () {
   "use strict";
   var me = document.currentScript;
@@ -57,6 +58,7 @@
   window.__herodReplay = true;
   var origin = location.origin;
   var ui = me.getAttribute("data-herod-ui") || "";
+  var home = me.getAttribute("data-herod-home") || "";
   var webPath = /^\/web\/([0-9]{1,17})([a-z]{2}_)?\/(.*)$/;
   var skip = /^\s*(javascript|data|mailto|tel|about|blob|sms|urn|vbscript):/i;
   var here = webPath.exec(location.pathname);
@@ -746,6 +748,9 @@
       }
       if (to.origin === origin && webPath.test(to.pathname)) {
         return; // already in the archive
+      }
+      if (home !== "" && to.origin === home) {
+        return; // the archive's own pages: the frameless banner's links
       }
       var dest = archiveURL(to.origin === origin ? to.pathname + to.search + to.hash : to.href, pageMod === "if_" || pageMod === "fr_" ? pageMod : "");
       if (dest === to.href || typeof dest !== "string" || dest.indexOf(origin + "/web/") !== 0) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"html/template"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -31,9 +32,12 @@ type searchData struct {
 	Results     []searchResult
 	Page        int
 	Start       int // rank of the page's first result
-	NextPage    int
-	Next        string
-	Matches     int
+	// PrevURL and NextURL are the neighbouring pages of results (the
+	// same query, time, site and page size); AllSites is the query
+	// without its site parameter. Empty when there is none.
+	PrevURL, NextURL, AllSites string
+	Next                       string
+	Matches                    int
 }
 
 type searchResult struct {
@@ -147,15 +151,48 @@ func (s *Server) serveSearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.Matches, d.Next = res.Matches, res.Next
-	d.Start = 1 + (d.Page-1)*max(req.Limit, 10)
+	limit := req.Limit
+	if limit == 0 {
+		limit = 10
+	}
+	d.Start = 1 + (d.Page-1)*limit
+	// The next page resumes from this one's cursor (exact, where page
+	// numbers count candidates and repeat one after a dropped result);
+	// its number is for its numbering.
 	if res.Next != "" {
-		d.NextPage = d.Page + 1
+		d.NextURL = searchURL(d.Q, d.At, d.Site, req.Limit, d.Page+1) + "&cursor=" + url.QueryEscape(res.Next)
+	}
+	if d.Page > 1 {
+		d.PrevURL = searchURL(d.Q, d.At, d.Site, req.Limit, d.Page-1)
+	}
+	if d.Site != "" {
+		d.AllSites = searchURL(d.Q, d.At, "", req.Limit, 0)
 	}
 	for _, x := range res.Results {
 		d.Results = append(d.Results, searchResult{Result: x, TS: FormatTimestamp(x.Time),
 			Date: x.Time.UTC().Format("2 Jan 2006 15:04"), Snippet: template.HTML(x.Snippet)})
 	}
 	s.render(w, r, http.StatusOK, "search", d)
+}
+
+// searchURL returns the search page of q as of at on site, limit results
+// a page (0: the default), page page (0 or 1: the first); empty
+// parameters are left out.
+func searchURL(q, at, site string, limit, page int) string {
+	v := url.Values{"q": {q}}
+	if at != "" {
+		v.Set("at", at)
+	}
+	if site != "" {
+		v.Set("site", site)
+	}
+	if limit > 0 {
+		v.Set("limit", strconv.Itoa(limit))
+	}
+	if page > 1 {
+		v.Set("page", strconv.Itoa(page))
+	}
+	return searchPath + "?" + v.Encode()
 }
 
 // searchBox returns the home page's search box, or nil without an index.

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +21,14 @@ import (
 // searchFixture is an archive of a small corpus, its local index and a
 // gateway over both.
 func searchFixture(t *testing.T, mod ...func(*Config)) (*Server, *searchtest.Corpus) {
+	t.Helper()
+	arc, st, c := searchArchive(t, nil)
+	return newServer(t, arc, append([]func(*Config){func(c *Config) { c.Search = st }}, mod...)...), c
+}
+
+// searchArchive stores a small corpus's four days and more (captures
+// added after them), and indexes it all.
+func searchArchive(t *testing.T, more []archive.Capture) (*archive.Store, *search.Store, *searchtest.Corpus) {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -36,11 +46,16 @@ func searchFixture(t *testing.T, mod ...func(*Config)) (*Server, *searchtest.Cor
 	if err := c.Load(ctx, arc, 4, nil); err != nil {
 		t.Fatal(err)
 	}
+	for _, m := range more {
+		if _, _, err := arc.Put(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ix := &search.Indexer{Archive: arc, Sink: search.StoreSink{Store: st}, Docs: st}
 	if _, err := ix.Backfill(ctx, arc, nil); err != nil {
 		t.Fatal(err)
 	}
-	return newServer(t, arc, append([]func(*Config){func(c *Config) { c.Search = st }}, mod...)...), c
+	return arc, st, c
 }
 
 func TestSearchPage(t *testing.T) {
@@ -149,5 +164,97 @@ func TestSearchWithoutIndex(t *testing.T) {
 	}
 	if w := getUI(t, s, "/"); strings.Contains(w.Body.String(), `action="/search"`) {
 		t.Errorf("home page offers search without an index")
+	}
+}
+
+// TestSearchPageNavigation: the results page links its neighbours (same
+// query, time, site and page size), numbers its results from the page's
+// first, keeps a site filter in its form with a way out of it, answers a
+// phrase, and says so past the last page.
+func TestSearchPageNavigation(t *testing.T) {
+	s, c := searchFixture(t)
+	q := strings.Fields(c.Pages[0].Body)[0] // a common word
+	day2 := c.Day(2).UTC().Format(TimestampLayout)
+	esc := func(s string) string { return strings.ReplaceAll(s, "&", "&amp;") }
+	page := func(target string) string {
+		t.Helper()
+		w := getUI(t, s, target)
+		if w.Code != http.StatusOK {
+			t.Fatalf("%s: %d\n%s", target, w.Code, w.Body)
+		}
+		return w.Body.String()
+	}
+	// Page 1's next link resumes by cursor, numbered as page 2: it shows
+	// what page=2 shows.
+	nextLink := regexp.MustCompile(`href="([^"]*)" rel="next"`)
+	next := func(body string) string {
+		t.Helper()
+		m := nextLink.FindStringSubmatch(body)
+		if m == nil {
+			t.Fatalf("no next link:\n%s", body)
+		}
+		return strings.ReplaceAll(m[1], "&amp;", "&")
+	}
+	results := regexp.MustCompile(`<li><a href="([^"]*)"`)
+	hrefs := func(body string) (out []string) {
+		for _, m := range results.FindAllStringSubmatch(body, -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	p1 := page(searchURL(q, day2, "", 3, 1))
+	n2 := next(p1)
+	if !strings.HasPrefix(n2, searchURL(q, day2, "", 3, 2)+"&cursor=") {
+		t.Errorf("page 1's next link %s", n2)
+	}
+	p2, byNumber := page(n2), page(searchURL(q, day2, "", 3, 2))
+	if got, want := hrefs(p2), hrefs(byNumber); len(got) != 3 || !slices.Equal(got, want) {
+		t.Errorf("page 2 by cursor %v, by number %v", got, want)
+	}
+	if !strings.HasPrefix(next(p2), searchURL(q, day2, "", 3, 3)+"&cursor=") {
+		t.Errorf("page 2's next link %s", next(p2))
+	}
+	for _, want := range []string{`<ol class="results" start="4">`, `href="` + esc(searchURL(q, day2, "", 3, 1)) + `" rel="prev"`} {
+		if !strings.Contains(p2, want) {
+			t.Errorf("page 2 lacks %s:\n%s", want, p2)
+		}
+	}
+	if strings.Contains(p1, `rel="prev"`) {
+		t.Errorf("the first page links a previous one")
+	}
+	// A result dropped at verification (blocked) shifts the pages:
+	// following next links shows every other result once.
+	all := hrefs(page(searchURL(q, day2, "", 100, 1)))
+	blocked := all[1][strings.Index(all[1], "/http")+1:] // "/web/<its ts>/<url>"
+	sb, _ := searchFixture(t, func(cfg *Config) { cfg.Access = blockOne{blocked} })
+	b1 := getUI(t, sb, searchURL(q, day2, "", 3, 1)).Body.String()
+	b2 := getUI(t, sb, next(b1)).Body.String()
+	if got, want := append(hrefs(b1), hrefs(b2)...), slices.Delete(slices.Clone(all), 1, 2)[:6]; !slices.Equal(got, want) {
+		t.Errorf("two pages with %s blocked: %v\nwant %v", blocked, got, want)
+	}
+	if body := page(searchURL(q, day2, "", 3, 1000)); !strings.Contains(body, "No more results") || strings.Contains(body, `rel="next"`) {
+		t.Errorf("past the last page:\n%s", body)
+	}
+	// site: kept by the form, with a link to every site; its results are
+	// on the site alone.
+	host := "site1.example"
+	body := page(searchURL(q, day2, host, 0, 1))
+	for _, want := range []string{`<input type="hidden" name="site" value="` + host + `">`, `href="` + esc(searchURL(q, day2, "", 0, 0)) + `">search every site</a>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("site page lacks %s:\n%s", want, body)
+		}
+	}
+	if n, on := strings.Count(body, `<li><a href="/web/`), strings.Count(body, `/http://`+host+`/"><b>`)+strings.Count(body, `/http://`+host+`/page`); n == 0 || n != on {
+		t.Errorf("site:%s: %d results, %d on the site:\n%s", host, n, on, body)
+	}
+	// A phrase of the changed page, as of day 2.
+	w := strings.Fields(c.Pages[3].Body)
+	phrase := `"` + w[4] + " " + w[5] + `"`
+	var ans searchJSON
+	if err := json.Unmarshal(getUI(t, s, "/search?output=json&limit=100&at="+day2+"&q="+url.QueryEscape(phrase)).Body.Bytes(), &ans); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(ans.Results, func(r searchJSONResult) bool { return r.URL == c.Pages[3].URL }) {
+		t.Errorf("phrase %s: %s not among %v", phrase, c.Pages[3].URL, ans.Results)
 	}
 }

@@ -36,5 +36,6 @@ var protocolLimits = map[protocol.ID]p2phost.StreamLimit{
 	render.RenderProtocol:     {In: 16, Out: 16},   // a page rendered (≤ 150 s), its records then delivered
 	render.DeliverProtocol:    {In: 16, Out: 16},   // a render's records for one owner (≤ 500, one at a time)
 	nodesearch.Protocol:       {In: 64, Out: 64},   // postings to their holders (≤ 16 MiB) and posting queries
+	nodesearch.SyncProtocol:   {In: 16, Out: 16},   // posting sync: sums and pages of ≤ 4,096 postings between a range's holders
 	importer.Protocol:         {In: 16, Out: 16},   // imported records, a request ≤ 8 MiB + one record (node/importer); 4 served at once
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/herod-archive/herod/archive"
@@ -30,6 +31,18 @@ func (n *Node) setupSearch() error {
 		n.search.MaxPostings = max(q/2/64, 1)
 	}
 	n.kit.MustHandle(n.search.Spec())
+	// Posting sync between a term range's holders (node/search
+	// syncround.go): never bringing back a purged capture's postings.
+	n.search.PurgeFilter = func() func(string, int64) bool {
+		if ps := n.store.URLPurges(); len(ps) > 0 {
+			return func(u string, from int64) bool {
+				t := time.UnixMilli(from)
+				return slices.ContainsFunc(ps, func(p archive.URLPurge) bool { return p.Covers(u, t) })
+			}
+		}
+		return nil
+	}
+	n.kit.MustHandle(n.search.SyncSpec())
 	return nil
 }
 
@@ -52,6 +65,13 @@ func (n *Node) startSearch() {
 			n.log.Warn("search: purge postings", "err", err)
 		}
 		n.search.Run(ctx, ix, n.store, n.ring.Owns)
+	})
+	// Sync rounds: periodic, and SyncSettle after a change of a local
+	// virtual server's range or successors.
+	sub := n.ring.Subscribe(64)
+	n.goRun(func(ctx context.Context) {
+		defer sub.Unsubscribe()
+		n.search.RunSync(ctx, sub.C)
 	})
 }
 

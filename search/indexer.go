@@ -49,6 +49,9 @@ type IndexStats struct {
 	Versions int   // indexable versions read and analyzed
 	Postings int   // postings sent
 	Bytes    int64 // posting bytes sent, as one posting set a batch (AppendPostingSet)
+	// Unreadable counts versions skipped because their text could not
+	// be read (ErrUnreadable: a broken or hostile PDF).
+	Unreadable int
 }
 
 // Add adds s2 to s.
@@ -56,6 +59,7 @@ func (s *IndexStats) Add(s2 IndexStats) {
 	s.Versions += s2.Versions
 	s.Postings += s2.Postings
 	s.Bytes += s2.Bytes
+	s.Unreadable += s2.Unreadable
 }
 
 // IndexURL indexes url's versions: all of them (backfill, all true), or
@@ -150,8 +154,11 @@ func (ix *Indexer) collect(ctx context.Context, url string, all bool, b *batch) 
 		if err != nil {
 			return st, fmt.Errorf("search index %s: %w", url, err)
 		}
-		d, ok := ExtractCapture(c)
-		if !ok {
+		d, err := ExtractCaptureDoc(c)
+		if err != nil {
+			if errors.Is(err, ErrUnreadable) {
+				st.Unreadable++
+			}
 			continue
 		}
 		vp := VersionPostings(v.URL, v.Key, from, to, d)

@@ -15,14 +15,14 @@ import (
 // term's holder: each version once, each term once.
 //
 //	byte      setFormat
-//	uvarint   versions; each: uvarint len, URL, varint From, varint To, uvarint DocLen
+//	uvarint   versions; each: uvarint len, URL, key(20), varint From, varint To, uvarint DocLen
 //	uvarint   terms; each: uvarint len, term, uvarint postings,
 //	          each: uvarint version index (a delta from the one before), freqs
 //
 // freqs is uvarint(tf<<1 | in title), then the title tf if in title (as
-// in the store's blocks). A posting's key is not sent: it is the SHA-1
-// of its URL, computed again by the decoder, so a set cannot carry a key
-// that is not its URL's.
+// in the store's blocks). A posting's key travels as it is: the
+// receiver checks it against its URL where it must (a query's merge, a
+// sync's pull).
 
 // setFormat is the first byte of a posting set.
 const setFormat = 1
@@ -30,22 +30,22 @@ const setFormat = 1
 // setVersion is what a posting set says once of a version.
 type setVersion struct {
 	url    string
+	key    id.ID
 	from   int64
 	to     int64
 	docLen uint32
 }
 
 func compareSetVersion(a, b setVersion) int {
-	return cmp.Or(strings.Compare(a.url, b.url), cmp.Compare(a.from, b.from), cmp.Compare(a.to, b.to), cmp.Compare(a.docLen, b.docLen))
+	return cmp.Or(strings.Compare(a.url, b.url), a.key.Cmp(b.key), cmp.Compare(a.from, b.from), cmp.Compare(a.to, b.to), cmp.Compare(a.docLen, b.docLen))
 }
 
 // AppendPostingSet appends the compact form of ps (any order; the
-// decoder returns them by term, then by URL and time). Keys are not
-// sent: DecodePostingSet sets each to the SHA-1 of its URL.
+// decoder returns them by term, then by URL and time).
 func AppendPostingSet(b []byte, ps []Posting) []byte {
 	vs := make([]setVersion, 0, len(ps)/32+1)
 	for _, p := range ps {
-		vs = append(vs, setVersion{p.URL, p.From, p.To, p.DocLen})
+		vs = append(vs, setVersion{p.URL, p.Key, p.From, p.To, p.DocLen})
 	}
 	slices.SortFunc(vs, compareSetVersion)
 	vs = slices.Compact(vs)
@@ -57,7 +57,7 @@ func AppendPostingSet(b []byte, ps []Posting) []byte {
 	}
 	refs := make([]ref, len(ps))
 	for i, p := range ps {
-		vi, _ := slices.BinarySearchFunc(vs, setVersion{p.URL, p.From, p.To, p.DocLen}, compareSetVersion)
+		vi, _ := slices.BinarySearchFunc(vs, setVersion{p.URL, p.Key, p.From, p.To, p.DocLen}, compareSetVersion)
 		refs[i] = ref{p.Term, vi, p.TF, p.TitleTF}
 	}
 	slices.SortStableFunc(refs, func(a, b ref) int { return cmp.Or(strings.Compare(a.term, b.term), cmp.Compare(a.vi, b.vi)) })
@@ -66,6 +66,7 @@ func AppendPostingSet(b []byte, ps []Posting) []byte {
 	for _, v := range vs {
 		b = binary.AppendUvarint(b, uint64(len(v.url)))
 		b = append(b, v.url...)
+		b = append(b, v.key[:]...)
 		b = binary.AppendVarint(b, v.from)
 		b = binary.AppendVarint(b, v.to)
 		b = binary.AppendUvarint(b, uint64(v.docLen))
@@ -108,14 +109,11 @@ func DecodePostingSet(b []byte, n int) ([]Posting, error) {
 	if r.err == nil && (nv > uint64(n) || nv > uint64(len(r.b))) {
 		r.err = fmt.Errorf("%d versions for %d postings", nv, n)
 	}
-	type ver struct {
-		setVersion
-		key id.ID
-	}
-	vs := make([]ver, 0, min(nv, 1<<16))
+	vs := make([]setVersion, 0, min(nv, 1<<16))
 	for i := uint64(0); i < nv && r.err == nil; i++ {
-		v := ver{setVersion: setVersion{url: string(r.bytes(maxURLLen)), from: r.varint(), to: r.varint(), docLen: r.u32()}}
-		v.key = id.OfString(v.url)
+		v := setVersion{url: string(r.bytes(maxURLLen))}
+		r.copy(v.key[:])
+		v.from, v.to, v.docLen = r.varint(), r.varint(), r.u32()
 		vs = append(vs, v)
 	}
 	nt := r.uvarint()

@@ -17,6 +17,10 @@ import (
 //
 //	score = Σ idf(t)² · √tf·k1 / (√tf + k1·(1 − b + b·len/avgLen))
 //
+// avgLen is the mean document length (DocStats.AvgLen), as in Lucene and
+// the BM25 papers, not bleve's distinct terms over documents, which
+// falls as a collection grows.
+//
 // BM25 parameters, those of bleve and Lucene.
 const (
 	bm25K1 = 1.2

@@ -17,6 +17,10 @@
 // stores, indexed in batches by Run; Run first backfills the URLs this
 // node owns, which also rebuilds the postings of a term range at its
 // current holders after an owner change or a crash that lost a batch.
+// SyncRound (RunSync: periodic and after ring changes) compares each range
+// this node owns with its other holders by digests on SyncProtocol, pulls
+// what it lacks and has them pull back, so a holder that missed postings
+// or a new holder gets them without any restart (syncround.go).
 //
 // Invariants: Protocol is served through the node's kit (members only);
 // a request is one JSON frame and, for an add, one frame of a posting

@@ -95,6 +95,9 @@ type Stats struct {
 	Refused    int64 `json:"refused"`    // postings of other nodes refused: the store held MaxPostings
 	Queries    int64 `json:"queries"`    // posting queries answered for other nodes
 	FailedSend int64 `json:"failedSend"` // deliveries to a holder that failed
+
+	// Sync counts the posting sync between holders (syncround.go).
+	Sync SyncStats `json:"sync"`
 }
 
 // Stats returns the index health.
@@ -105,5 +108,6 @@ func (sv *Service) Stats() Stats {
 		Indexed: sv.indexed.Load(), Errors: sv.errs.Load(),
 		Sent: sv.sent.Load(), SentBytes: sv.sentBytes.Load(), Received: sv.received.Load(),
 		Refused: sv.refused.Load(), Queries: sv.served.Load(), FailedSend: sv.failed.Load(),
+		Sync: sv.SyncStats(),
 	}
 }

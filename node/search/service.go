@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/protocol"
@@ -43,6 +44,13 @@ type Service struct {
 	// are refused (ErrIndexFull) and counted; this node's own postings
 	// are still stored. 0: DefaultMaxPostings.
 	MaxPostings int64
+	// SyncInterval is the period of posting sync rounds (syncround.go);
+	// 0: DefaultSyncInterval.
+	SyncInterval time.Duration
+	// PurgeFilter, if set, returns the test of the captures purged now
+	// (nil if none): sync stores no posting of one.
+	PurgeFilter func() func(url string, from int64) bool
+	syncState   // sync.go
 
 	sent      atomic.Int64 // postings delivered to holders (remote and local)
 	sentBytes atomic.Int64 // encoded posting bytes sent to other nodes

@@ -52,6 +52,8 @@ var (
 		gauge("search_backlog", "URLs waiting to be indexed.", func(st *Status) float64 { return float64(st.Search.Backlog) }),
 		counter("search_indexed_total", "Versions indexed since the node started.", func(st *Status) float64 { return float64(st.Search.Indexed) }),
 		counter("search_sent_bytes_total", "Posting bytes sent to the terms' holders on other nodes.", func(st *Status) float64 { return float64(st.Search.SentBytes) }),
+		counter("search_synced_total", "Postings pulled from other holders of their terms by sync and stored.", func(st *Status) float64 { return float64(st.Search.Sync.Pulled) }),
+		counter("search_sync_refused_total", "Postings other holders sent by sync that were refused (malformed, outside the range asked, index full).", func(st *Status) float64 { return float64(st.Search.Sync.Refused) }),
 		gauge("archive_bytes", "Bytes of the records of stored versions.", func(st *Status) float64 { return float64(st.Archive.Bytes) }),
 		gauge("archive_segments", "Segment files of the archive.", func(st *Status) float64 { return float64(st.Archive.Segments) }),
 		gauge("archive_quota_bytes", "The archive's quota (0: none).", func(st *Status) float64 { return float64(st.Archive.Quota) }),

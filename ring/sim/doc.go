@@ -4,7 +4,8 @@
 // lookups under churn, and ring merging after a partition. RunFetch
 // models one crawl day on a ring that forms while it crawls, with the
 // real claim code (ring/claim), and counts the pages fetched twice or
-// never (issue 17).
+// never (issue 17). RunSearch measures what a full-text query costs
+// on the ring (issue 38): hops and bytes a query, by number of terms.
 //
 // A Sim is a set of ring.Ring nodes on one memnet.Network with a fake
 // clock, driven round by round from a single goroutine: every live node
@@ -29,12 +30,27 @@
 // exact ring at that moment (what ring.Config.ChooseIndexes does through
 // lookups).
 //
+// The search model (search.go, corpus.go) draws query terms by frequency
+// from a Zipf model of analyzed text and sizes each term's postings by
+// the pages that hold it; it runs a query from a random node as
+// node/search and search.Engine run it — each term's owner looked up
+// (unless a local virtual server owns it) and the walk to its other
+// holders, one lookup a step, two holders asked, a term whose list was
+// cut asked again for the candidates' keys — then fetches the first
+// results' captures as node/resolve does (a lookup of the URL key, one
+// request to the owner). Lookups are the real ring's; their bytes are
+// the ring messages counted by WireCounter; the search messages are
+// sized by a SearchWire, which the test builds from node/search's and
+// node/resolve's own message types and archive.EncodeRecord. Terms
+// occur independently, so two rare terms seldom meet.
+//
 // # Reproduce
 //
 //	go test ./ring/sim -run TestSim -v -sim -timeout 30m   # full scale, ~4 min on 2 cores
 //	go test ./ring/sim                                     # small scale, seconds, same checks
 //	go test ./ring/sim -run XXX -bench Lookup -benchtime 5000x
 //	HEROD_SIM_FETCH_RUNS=150 go test ./ring/sim -run TestFetchOncePerDay -v
+//	go test ./ring/sim -run TestSearchCost -v -sim -timeout 60m  # search at 100 and 1,000 nodes; figures in docs/search.md
 //
 // # Results (FullScale, seed 1)
 //

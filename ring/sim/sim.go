@@ -25,6 +25,9 @@ type Config struct {
 	SuccessorListLen int
 	// Seed makes the run reproducible.
 	Seed uint64
+	// Wrap, if set, wraps each node's transport (a counter of the bytes
+	// the ring's messages take on the wire: WireCounter.Wrap).
+	Wrap func(ring.Transport) ring.Transport
 	// Logger receives progress lines; nil discards them.
 	Logger *slog.Logger
 }
@@ -80,8 +83,12 @@ func Contact(i int) ring.Contact {
 func (s *Sim) add() (*node, error) {
 	c := Contact(s.next)
 	s.next++
+	var tr ring.Transport = s.Net.Transport(c)
+	if s.cfg.Wrap != nil {
+		tr = s.cfg.Wrap(tr)
+	}
 	r, err := ring.New(ring.Config{Self: c, VirtualServers: s.cfg.Vnodes, SuccessorListLen: s.cfg.SuccessorListLen,
-		Clock: s.Clock}, s.Net.Transport(c))
+		Clock: s.Clock}, tr)
 	if err != nil {
 		return nil, fmt.Errorf("sim add: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	bsearch "github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 	index "github.com/blevesearch/bleve_index_api"
 
@@ -16,6 +17,13 @@ import (
 // ranking is compared with.
 type Reference struct {
 	idx bleve.Index
+	// MeanLength, when set, gives bleve the collection's mean field
+	// length (analyzed tokens per document) as BM25's average length,
+	// through its statistics for searching across indexes
+	// (search.BM25Stats in PreSearchData), in place of its own
+	// vocabulary over documents (docs/search.md, "Ranking").
+	MeanLength   bool
+	docs, tokens int
 }
 
 // refDoc is a page as the reference indexes it: the title and text
@@ -34,6 +42,7 @@ func NewReference(dir string, c *Corpus, d int) (*Reference, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reference: %w", err)
 	}
+	r := &Reference{idx: idx}
 	b := idx.NewBatch()
 	for i, p := range c.Pages {
 		cp := c.Capture(i, d)
@@ -41,7 +50,10 @@ func NewReference(dir string, c *Corpus, d int) (*Reference, error) {
 		if !ok {
 			continue
 		}
-		if err := b.Index(p.URL, refDoc{Text: doc.Title + " " + doc.Text}); err != nil {
+		text := doc.Title + " " + doc.Text
+		r.docs++
+		r.tokens += len(search.Analyze(text))
+		if err := b.Index(p.URL, refDoc{Text: text}); err != nil {
 			idx.Close()
 			return nil, fmt.Errorf("reference: %w", err)
 		}
@@ -50,7 +62,7 @@ func NewReference(dir string, c *Corpus, d int) (*Reference, error) {
 		idx.Close()
 		return nil, fmt.Errorf("reference: %w", err)
 	}
-	return &Reference{idx: idx}, nil
+	return r, nil
 }
 
 // Close closes the index.
@@ -62,6 +74,14 @@ func (r *Reference) Top(q string, k int) ([]string, error) {
 	mq.SetField("text")
 	mq.SetOperator(query.MatchQueryOperatorAnd)
 	req := bleve.NewSearchRequestOptions(mq, k, 0, false)
+	req.SortBy([]string{"-_score", "_id"}) // ties in a fixed order
+	if r.MeanLength {
+		// bleve's average length is ⌈FieldCardinality / DocCount⌉.
+		req.PreSearchData = map[string]any{bsearch.BM25PreSearchDataKey: &bsearch.BM25Stats{
+			DocCount:         float64(r.docs),
+			FieldCardinality: map[string]int{"text": r.tokens},
+		}}
+	}
 	res, err := r.idx.Search(req)
 	if err != nil {
 		return nil, fmt.Errorf("reference: %w", err)

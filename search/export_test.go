@@ -1,0 +1,8 @@
+package search
+
+import "time"
+
+// ExtractPDFWithin is extractPDF with limits of the test's choosing.
+func ExtractPDFWithin(body []byte, maxBytes, maxPages int, maxRead int64, deadline time.Duration) (Doc, error) {
+	return extractPDF(body, pdfLimits{MaxBytes: maxBytes, MaxPages: maxPages, MaxRead: maxRead, Deadline: deadline})
+}
