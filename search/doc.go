@@ -17,8 +17,13 @@
 // posting's identity is (term, URL key, From): sending one again is
 // harmless, and an end, once known, stays.
 //
-// A Store keeps postings in goleveldb by term, and the document table of
-// the versions its node indexed (the collection statistics BM25 needs).
+// A Store keeps postings in goleveldb: a version table that numbers each
+// version and writes its URL, key, live range and length once (its rows
+// flagged as the document table of the versions its node indexed, for
+// the collection statistics BM25 needs), and per term blocks of version
+// numbers and frequencies, two or three bytes a posting (blocks.go,
+// versions.go); a first-format store is migrated at open (migrate.go).
+// Postings travel between nodes as posting sets (AppendPostingSet).
 // The Engine answers a query (words, "phrases", site:HOST, as of a time,
 // pages or a resume cursor): it fetches each term's postings live at the
 // time from a Source, the rarest term first and the others only for its

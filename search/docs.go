@@ -2,8 +2,6 @@ package search
 
 import (
 	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/syndtr/goleveldb/leveldb"
@@ -24,63 +22,29 @@ type DocRow struct {
 	DocLen uint32
 }
 
-func docKey(k id.ID, from int64) []byte {
-	b := make([]byte, 0, 1+id.Size+8)
-	b = append(b, pDoc)
-	b = append(b, k[:]...)
-	return binary.BigEndian.AppendUint64(b, uint64(from))
-}
-
-func decodeDoc(k, v []byte) (DocRow, error) {
-	if len(k) != 1+id.Size+8 {
-		return DocRow{}, fmt.Errorf("%w: doc key of %d bytes", ErrBadPosting, len(k))
-	}
-	var d DocRow
-	copy(d.Key[:], k[1:])
-	d.From = int64(binary.BigEndian.Uint64(k[1+id.Size:]))
-	r := reader{b: v}
-	d.To = r.varint()
-	d.DocLen = r.u32()
-	if r.err != nil {
-		return DocRow{}, fmt.Errorf("%w: %v", ErrBadPosting, r.err)
-	}
-	d.URL = string(r.b)
-	return d, nil
-}
-
-// PutDocs records indexed versions in the document table, merged as
-// postings are (an end, once known, stays).
+// PutDocs records indexed versions in the document table (the version
+// table's rows, marked), merged as postings are (an end, once known,
+// stays). It returns once they are durable.
 func (s *Store) PutDocs(ctx context.Context, rows []DocRow) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	for _, r := range rows {
+		if r.URL == "" || len(r.URL) > maxURLLen || (r.To != Open && r.To < r.From) {
+			return fmt.Errorf("%w: document row of %q from %d to %d", ErrBadPosting, r.URL, r.From, r.To)
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var b leveldb.Batch
-	added := int64(0)
-	for _, d := range rows {
-		k := docKey(d.Key, d.From)
-		old, err := s.db.Get(k, nil)
-		switch {
-		case err == nil:
-			if od, derr := decodeDoc(k, old); derr == nil && od.To != Open && (d.To == Open || od.To < d.To) {
-				d.To = od.To
-			}
-		case errors.Is(err, leveldb.ErrNotFound):
-			added++
-		default:
-			return fmt.Errorf("search store: %w", err)
-		}
-		v := binary.AppendVarint(nil, d.To)
-		v = binary.AppendUvarint(v, uint64(d.DocLen))
-		b.Put(k, append(v, d.URL...))
+	d, err := s.write(&b, nil, rows)
+	if err != nil {
+		return err
 	}
 	if err := s.db.Write(&b, &opt.WriteOptions{Sync: true}); err != nil {
 		return fmt.Errorf("search store: docs: %w", err)
 	}
-	s.docs += added
-	s.gen++
-	s.docCache = map[int64]DocStats{}
+	s.apply(d)
 	return nil
 }
 
@@ -102,16 +66,14 @@ func (s *Store) DocStats(ctx context.Context, at int64) (DocStats, error) {
 	gen := s.gen
 	s.mu.Unlock()
 	var st DocStats
-	it := s.db.NewIterator(util.BytesPrefix([]byte{pDoc}), nil)
+	it := s.db.NewIterator(util.BytesPrefix([]byte{pDocs}), nil)
 	defer it.Release()
 	for it.Next() {
-		d, err := decodeDoc(it.Key(), it.Value())
-		if err != nil {
-			continue
-		}
-		if d.From <= at && (d.To == Open || at < d.To) {
+		r := reader{b: it.Value()}
+		v := version{from: r.varint(), to: r.varint(), docLen: r.u32()}
+		if r.err == nil && v.liveAt(at) {
 			st.N++
-			st.SumLen += int64(d.DocLen)
+			st.SumLen += int64(v.docLen)
 		}
 	}
 	if err := it.Error(); err != nil {

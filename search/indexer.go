@@ -48,7 +48,7 @@ type Indexer struct {
 type IndexStats struct {
 	Versions int   // indexable versions read and analyzed
 	Postings int   // postings sent
-	Bytes    int64 // encoded posting bytes sent
+	Bytes    int64 // posting bytes sent, as one posting set a batch (AppendPostingSet)
 	// Unreadable counts versions skipped because their text could not
 	// be read (ErrUnreadable: a broken or hostile PDF).
 	Unreadable int
@@ -71,7 +71,9 @@ func (ix *Indexer) IndexURL(ctx context.Context, url string, all bool) (IndexSta
 	if err != nil {
 		return IndexStats{}, err
 	}
-	return st, ix.flush(ctx, &b)
+	n, err := ix.flush(ctx, &b)
+	st.Bytes += n
+	return st, err
 }
 
 // IndexURLs indexes the newest two versions of each URL (IndexURL) and
@@ -89,9 +91,11 @@ func (ix *Indexer) IndexURLs(ctx context.Context, urls []string) (IndexStats, er
 		}
 		total.Add(st)
 	}
-	if err := ix.flush(ctx, &b); err != nil {
+	n, err := ix.flush(ctx, &b)
+	if err != nil {
 		return IndexStats{}, err
 	}
+	total.Bytes += n
 	return total, errors.Join(errs...)
 }
 
@@ -101,20 +105,23 @@ type batch struct {
 	rows []DocRow
 }
 
-// flush sends a batch's postings and writes its rows.
-func (ix *Indexer) flush(ctx context.Context, b *batch) error {
+// flush sends a batch's postings and writes its rows. It returns the
+// size of the postings as one posting set.
+func (ix *Indexer) flush(ctx context.Context, b *batch) (int64, error) {
+	var n int64
 	if len(b.ps) > 0 {
 		if err := ix.Sink.Add(ctx, b.ps); err != nil {
-			return fmt.Errorf("search index: %w", err)
+			return 0, fmt.Errorf("search index: %w", err)
 		}
+		n = int64(len(AppendPostingSet(nil, b.ps)))
 	}
 	if ix.Docs != nil && len(b.rows) > 0 {
 		if err := ix.Docs.PutDocs(ctx, b.rows); err != nil {
-			return fmt.Errorf("search index: %w", err)
+			return 0, fmt.Errorf("search index: %w", err)
 		}
 	}
 	b.ps, b.rows = b.ps[:0], b.rows[:0]
-	return nil
+	return n, nil
 }
 
 // collect adds url's postings and rows (IndexURL) to b.
@@ -160,9 +167,6 @@ func (ix *Indexer) collect(ctx context.Context, url string, all bool, b *batch) 
 		}
 		st.Versions++
 		st.Postings += len(vp)
-		for _, p := range vp {
-			st.Bytes += int64(len(p.AppendBinary(nil)))
-		}
 		b.ps = append(b.ps, vp...)
 		b.rows = append(b.rows, DocRow{Key: v.Key, URL: v.URL, From: from, To: to, DocLen: vp[0].DocLen})
 	}
@@ -190,12 +194,16 @@ func (ix *Indexer) Backfill(ctx context.Context, l URLLister, owns func(url stri
 		}
 		total.Add(st)
 		if len(b.ps) >= backfillBatch {
-			return ix.flush(ctx, &b)
+			n, err := ix.flush(ctx, &b)
+			total.Bytes += n
+			return err
 		}
 		return nil
 	})
 	if err == nil {
-		err = ix.flush(ctx, &b)
+		var n int64
+		n, err = ix.flush(ctx, &b)
+		total.Bytes += n
 	}
 	return total, err
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/herod-archive/herod/internal/id"
@@ -53,6 +54,8 @@ func (p Posting) Check() error {
 	switch {
 	case p.Term == "" || len(p.Term) > MaxTermLen:
 		return fmt.Errorf("%w: term of %d bytes", ErrBadPosting, len(p.Term))
+	case strings.IndexByte(p.Term, 0) >= 0:
+		return fmt.Errorf("%w: term with a NUL byte", ErrBadPosting)
 	case p.URL == "" || len(p.URL) > maxURLLen:
 		return fmt.Errorf("%w: url of %d bytes", ErrBadPosting, len(p.URL))
 	case p.To != Open && p.To < p.From:
@@ -63,8 +66,9 @@ func (p Posting) Check() error {
 	return nil
 }
 
-// AppendBinary appends the posting's wire and disk form: the term and URL
-// length-prefixed, the key, then varints.
+// AppendBinary appends one posting on its own: the term and URL
+// length-prefixed, the key, then varints. A set of postings travels in
+// the compact form of AppendPostingSet.
 func (p Posting) AppendBinary(b []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(p.Term)))
 	b = append(b, p.Term...)

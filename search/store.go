@@ -17,26 +17,42 @@ import (
 	"github.com/herod-archive/herod/internal/id"
 )
 
-// Key prefixes of the store's goleveldb database.
+// Key prefixes of the store's goleveldb database (format 2).
 const (
+	pMeta    = 'm' // m "format" → uvarint: the store's format
+	pVersion = 'v' // version table by identity (versions.go)
+	pNum     = 'n' // version table by local number (versions.go)
+	pBlock   = 'b' // b term 0x00 bound(4) → a block of the term's postings (blocks.go)
+	pDocs    = 'o' // o num(4) → from, to, docLen: the document table (docs.go)
+
+	// Format 1, migrated at open (migrate.go).
 	pPosting = 'p' // p term 0x00 key(20) from(8) → to, tf, titleTF, docLen, url
-	pDoc     = 'd' // d key(20) from(8) → to, docLen: versions this node indexed as their URL's holder
+	pDoc     = 'd' // d key(20) from(8) → to, docLen, url
 )
+
+// storeFormat is the format this code writes; a store of a later one is
+// refused rather than misread.
+const storeFormat = 2
+
+var formatKey = []byte{pMeta, 'f', 'o', 'r', 'm', 'a', 't'}
 
 // Store is a node's local posting store: the postings of the terms it
 // holds, and the document table of the versions it indexed (for the
-// collection statistics BM25 needs). Writes are synchronous goleveldb
-// batches: a posting Put acknowledged survives a crash, and a crash
-// mid-batch keeps all of the batch or none. Memory is bounded by
-// goleveldb's buffers and the per-query limits. A Store is safe for
-// concurrent use.
+// collection statistics BM25 needs). A version is written once, in the
+// version table, under a local number; a term's postings are blocks of
+// those numbers and the term's frequencies (blocks.go, versions.go).
+// Writes are synchronous goleveldb batches: a posting Put acknowledged
+// survives a crash, and a crash mid-batch keeps all of the batch or
+// none. Memory is bounded by goleveldb's buffers, a write's own postings
+// and the per-query limits. A Store is safe for concurrent use.
 type Store struct {
 	db *leveldb.DB
 
-	mu       sync.Mutex // serializes read-merge-write of postings
+	mu       sync.Mutex // serializes read-merge-write of postings and versions
+	next     uint64     // the next version number
 	postings int64      // postings held
 	terms    int64      // distinct terms held
-	docs     int64      // document table rows
+	docs     int64      // document rows
 	gen      uint64     // bumped by every write of the document table
 	docCache map[int64]DocStats
 }
@@ -56,8 +72,14 @@ func (d DocStats) AvgLen() float64 {
 	return float64(d.SumLen) / float64(d.N)
 }
 
-// OpenStore opens or creates the posting store in dir. It counts what
-// it holds (one scan of the database).
+// ErrStoreFormat reports a store written in a format this code does not
+// know (a later one).
+var ErrStoreFormat = errors.New("search store: unknown format")
+
+// OpenStore opens or creates the posting store in dir. A store of the
+// first format (a posting a row) is migrated in place, in synced batches
+// that each convert some postings and delete them (a crash resumes it at
+// the next open). It counts what it holds (one scan of the database).
 func OpenStore(dir string) (*Store, error) {
 	db, err := leveldb.OpenFile(dir, &opt.Options{
 		Filter:             filter.NewBloomFilter(10),
@@ -68,33 +90,77 @@ func OpenStore(dir string) (*Store, error) {
 		return nil, fmt.Errorf("search store: %w", err)
 	}
 	s := &Store{db: db, docCache: map[int64]DocStats{}}
-	if err := s.count(); err != nil {
+	if err := s.open(); err != nil {
 		db.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
+// open checks the format, migrates a first-format store and counts.
+func (s *Store) open() error {
+	if err := s.setNext(); err != nil {
+		return err
+	}
+	v, err := s.db.Get(formatKey, nil)
+	switch {
+	case err == nil:
+		f, n := binary.Uvarint(v)
+		if n <= 0 || f != storeFormat {
+			return fmt.Errorf("%w: %d", ErrStoreFormat, f)
+		}
+	case errors.Is(err, leveldb.ErrNotFound):
+		if err := s.migrate(); err != nil {
+			return err
+		}
+		if err := s.db.Put(formatKey, binary.AppendUvarint(nil, storeFormat), &opt.WriteOptions{Sync: true}); err != nil {
+			return fmt.Errorf("search store: %w", err)
+		}
+	default:
+		return fmt.Errorf("search store: %w", err)
+	}
+	return s.count()
+}
+
+// setNext sets the next version number past the highest stored.
+func (s *Store) setNext() error {
+	it := s.db.NewIterator(util.BytesPrefix([]byte{pNum}), nil)
+	defer it.Release()
+	s.next = 0
+	if it.Last() && len(it.Key()) == 5 {
+		s.next = uint64(binary.BigEndian.Uint32(it.Key()[1:])) + 1
+	}
+	return it.Error()
+}
+
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
-// count sets the counters from a scan of the database.
+// count sets the counters from a scan of the blocks' keys and counts
+// and the version table.
 func (s *Store) count() error {
-	it := s.db.NewIterator(nil, nil)
-	defer it.Release()
+	s.postings, s.terms, s.docs = 0, 0, 0
+	it := s.db.NewIterator(util.BytesPrefix([]byte{pBlock}), nil)
 	var last []byte
 	for it.Next() {
-		k := it.Key()
-		switch k[0] {
-		case pPosting:
-			s.postings++
-			if t, ok := postingTerm(k); ok && !bytes.Equal(t, last) {
-				s.terms++
-				last = append(last[:0], t...)
-			}
-		case pDoc:
-			s.docs++
+		t, _, ok := blockKeyTerm(it.Key())
+		if !ok {
+			continue
 		}
+		s.postings += int64(blockCount(it.Value()))
+		if !bytes.Equal(t, last) {
+			s.terms++
+			last = append(last[:0], t...)
+		}
+	}
+	it.Release()
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("search store: count: %w", err)
+	}
+	it = s.db.NewIterator(util.BytesPrefix([]byte{pDocs}), nil)
+	defer it.Release()
+	for it.Next() {
+		s.docs++
 	}
 	if err := it.Error(); err != nil {
 		return fmt.Errorf("search store: count: %w", err)
@@ -114,128 +180,6 @@ func (s *Store) Counts() Counts {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return Counts{Terms: s.terms, Postings: s.postings, Docs: s.docs}
-}
-
-func termPrefix(term string) []byte {
-	b := make([]byte, 0, len(term)+2)
-	b = append(b, pPosting)
-	b = append(b, term...)
-	return append(b, 0)
-}
-
-func postingKey(p Posting) []byte {
-	b := termPrefix(p.Term)
-	b = append(b, p.Key[:]...)
-	return binary.BigEndian.AppendUint64(b, uint64(p.From))
-}
-
-// postingTerm returns the term of a posting key.
-func postingTerm(k []byte) ([]byte, bool) {
-	if len(k) < 1+1+id.Size+8 {
-		return nil, false
-	}
-	return k[1 : len(k)-1-id.Size-8], true
-}
-
-func encodeValue(p Posting) []byte {
-	b := binary.AppendVarint(nil, p.To)
-	b = binary.AppendUvarint(b, uint64(p.TF))
-	b = binary.AppendUvarint(b, uint64(p.TitleTF))
-	b = binary.AppendUvarint(b, uint64(p.DocLen))
-	return append(b, p.URL...)
-}
-
-func decodePosting(k, v []byte) (Posting, error) {
-	t, ok := postingTerm(k)
-	if !ok {
-		return Posting{}, fmt.Errorf("%w: key of %d bytes", ErrBadPosting, len(k))
-	}
-	p := Posting{Term: string(t)}
-	copy(p.Key[:], k[len(k)-id.Size-8:])
-	p.From = int64(binary.BigEndian.Uint64(k[len(k)-8:]))
-	r := reader{b: v}
-	p.To = r.varint()
-	p.TF = r.u32()
-	p.TitleTF = r.u32()
-	p.DocLen = r.u32()
-	if r.err != nil {
-		return Posting{}, fmt.Errorf("%w: %v", ErrBadPosting, r.err)
-	}
-	p.URL = string(r.b)
-	return p, nil
-}
-
-// merge returns the posting to keep when p arrives for a stored old: the
-// newer data, except that an end, once known, stays (the earliest end
-// wins: a version's range only ever closes).
-func merge(old, p Posting) Posting {
-	switch {
-	case old.To != Open && p.To == Open:
-		p.To = old.To
-	case old.To != Open && old.To < p.To:
-		p.To = old.To
-	}
-	return p
-}
-
-// Put stores postings (each checked; a bad one fails the call and stores
-// nothing), merging each with the stored posting of its identity. It
-// returns once they are durable.
-func (s *Store) Put(ctx context.Context, ps []Posting) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	for _, p := range ps {
-		if err := p.Check(); err != nil {
-			return err
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var b leveldb.Batch
-	newTerms := map[string]bool{}
-	added := int64(0)
-	for _, p := range ps {
-		k := postingKey(p)
-		old, err := s.db.Get(k, nil)
-		switch {
-		case err == nil:
-			op, derr := decodePosting(k, old)
-			if derr == nil {
-				p = merge(op, p)
-			}
-		case errors.Is(err, leveldb.ErrNotFound):
-			added++
-			if !newTerms[p.Term] {
-				has, herr := s.hasTerm(p.Term)
-				if herr != nil {
-					return herr
-				}
-				newTerms[p.Term] = !has
-			}
-		default:
-			return fmt.Errorf("search store: %w", err)
-		}
-		b.Put(k, encodeValue(p))
-	}
-	if err := s.db.Write(&b, &opt.WriteOptions{Sync: true}); err != nil {
-		return fmt.Errorf("search store: put: %w", err)
-	}
-	s.postings += added
-	for _, n := range newTerms {
-		if n {
-			s.terms++
-		}
-	}
-	return nil
-}
-
-// hasTerm reports whether any posting of term is stored.
-func (s *Store) hasTerm(term string) (bool, error) {
-	it := s.db.NewIterator(util.BytesPrefix(termPrefix(term)), nil)
-	defer it.Release()
-	ok := it.First()
-	return ok, it.Error()
 }
 
 // PostingQuery asks a holder for a term's postings live at one time.
@@ -280,26 +224,30 @@ func (s *Store) Postings(ctx context.Context, q PostingQuery) (PostingList, erro
 	site := strings.ToLower(q.Site)
 	var out PostingList
 	top := newTopK(q.Limit)
-	it := s.db.NewIterator(util.BytesPrefix(termPrefix(q.Term)), nil)
-	defer it.Release()
 	n := 0
-	for it.Next() {
+	err := s.scanTerm(q.Term, func(v version, url []byte, e entry) error {
 		if n++; n%4096 == 0 {
 			if err := ctx.Err(); err != nil {
-				return PostingList{}, err
+				return err
 			}
 		}
-		p, err := decodePosting(it.Key(), it.Value())
-		if err != nil || !p.Live(q.At) || (site != "" && !OnSite(p.URL, site)) {
-			continue
+		if !v.liveAt(q.At) || (site != "" && !OnSite(string(url), site)) {
+			return nil
 		}
 		out.DF++
-		if len(want) > 0 && !want[p.Key] {
-			continue
+		if len(want) > 0 && !want[v.key] {
+			return nil
 		}
-		top.push(p, impact(p, q.AvgLen))
-	}
-	if err := it.Error(); err != nil {
+		p := v.posting(q.Term, e) // its URL, not yet: most are not kept
+		score := impact(p, q.AvgLen)
+		if len(top.h) >= top.k && !before(scored{p, score}, top.h[0]) {
+			return nil
+		}
+		p.URL = string(url)
+		top.push(p, score)
+		return nil
+	})
+	if err != nil {
 		return PostingList{}, fmt.Errorf("search store: postings: %w", err)
 	}
 	out.Postings = top.sorted()
@@ -307,69 +255,93 @@ func (s *Store) Postings(ctx context.Context, q PostingQuery) (PostingList, erro
 	return out, nil
 }
 
-// DeleteWhere deletes every posting and document row whose URL and
-// version time (Unix ms) del selects, and returns how many postings went.
-// It is how a purge reaches the index.
-func (s *Store) DeleteWhere(ctx context.Context, del func(url string, from int64) bool) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var b leveldb.Batch
-	n, docs := 0, 0
-	it := s.db.NewIterator(nil, nil)
-	for it.Next() {
-		k, v := it.Key(), it.Value()
-		switch k[0] {
-		case pPosting:
-			p, err := decodePosting(k, v)
-			if err == nil && del(p.URL, p.From) {
-				b.Delete(bytes.Clone(k))
-				n++
-			}
-		case pDoc:
-			d, err := decodeDoc(k, v)
-			if err == nil && del(d.URL, d.From) {
-				b.Delete(bytes.Clone(k))
-				docs++
-			}
-		}
+// scanTerm calls fn with each posting of term, as its version (its URL
+// apart, as bytes valid during the call) and entry, in version number
+// order. A block or version that does not decode is skipped.
+func (s *Store) scanTerm(term string, fn func(version, []byte, entry) error) error {
+	prefix := blockPrefix(term)
+	snap, err := s.db.GetSnapshot()
+	if err != nil {
+		return err
 	}
-	it.Release()
-	if err := it.Error(); err != nil {
-		return 0, fmt.Errorf("search store: delete: %w", err)
-	}
-	if err := s.db.Write(&b, &opt.WriteOptions{Sync: true}); err != nil {
-		return 0, fmt.Errorf("search store: delete: %w", err)
-	}
-	s.gen++
-	s.docCache = map[int64]DocStats{}
-	s.terms, s.postings, s.docs = 0, 0, 0
-	return n, s.count()
-}
-
-// Range calls fn with every posting whose term key lies in the ring
-// interval (from, to]: what a node hands to a range's new holder.
-func (s *Store) Range(ctx context.Context, from, to id.ID, fn func(Posting) error) error {
-	it := s.db.NewIterator(util.BytesPrefix([]byte{pPosting}), nil)
+	defer snap.Release()
+	it := snap.NewIterator(util.BytesPrefix(prefix), nil)
 	defer it.Release()
-	var last string
-	in := false
+	vit := snap.NewIterator(util.BytesPrefix([]byte{pNum}), nil)
+	defer vit.Release()
+	var es []entry
 	for it.Next() {
-		if err := ctx.Err(); err != nil {
-			return err
+		k := it.Key()
+		if len(k) != len(prefix)+4 {
+			continue
 		}
-		p, err := decodePosting(it.Key(), it.Value())
+		es, err = decodeBlock(es[:0], binary.BigEndian.Uint32(k[len(prefix):]), it.Value())
 		if err != nil {
 			continue
 		}
-		if p.Term != last {
-			last = p.Term
-			in = id.InHalfOpen(TermKey(p.Term), from, to)
-		}
-		if in {
-			if err := fn(p); err != nil {
+		for _, e := range es {
+			v, url, ok := lookupRaw(vit, e.num)
+			if !ok {
+				continue
+			}
+			if err := fn(v, url, e); err != nil {
 				return err
 			}
 		}
 	}
-	return it.Error()
+	if err := it.Error(); err != nil {
+		return err
+	}
+	return vit.Error()
+}
+
+// Range calls fn with every posting whose term key lies in the ring
+// interval (from, to]: what a node hands to a range's new holder. The
+// postings of a term come together, in no particular order of terms.
+func (s *Store) Range(ctx context.Context, from, to id.ID, fn func(Posting) error) error {
+	snap, err := s.db.GetSnapshot()
+	if err != nil {
+		return fmt.Errorf("search store: range: %w", err)
+	}
+	defer snap.Release()
+	it := snap.NewIterator(util.BytesPrefix([]byte{pBlock}), nil)
+	defer it.Release()
+	vit := snap.NewIterator(util.BytesPrefix([]byte{pNum}), nil)
+	defer vit.Release()
+	var last, term string
+	in := false
+	var es []entry
+	for it.Next() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		t, bound, ok := blockKeyTerm(it.Key())
+		if !ok {
+			continue
+		}
+		if string(t) != last {
+			last = string(t)
+			term = last
+			in = id.InHalfOpen(TermKey(term), from, to)
+		}
+		if !in {
+			continue
+		}
+		if es, err = decodeBlock(es[:0], bound, it.Value()); err != nil {
+			continue
+		}
+		for _, e := range es {
+			v, ok := lookup(vit, e.num)
+			if !ok {
+				continue
+			}
+			if err := fn(v.posting(term, e)); err != nil {
+				return err
+			}
+		}
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	return vit.Error()
 }

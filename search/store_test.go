@@ -151,9 +151,37 @@ func TestDocStats(t *testing.T) {
 	}
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDocStatsFollowEnds: a version's end sent with its postings ends its
+// document row too, and the cached statistics see it.
+func TestDocStatsFollowEnds(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, filepath.Join(t.TempDir(), "s"))
+	defer s.Close()
+	h := int64(docStatsGrain)
+	a := "http://a.example/"
+	must(t, s.PutDocs(ctx, []DocRow{{Key: id.OfString(a), URL: a, From: 0, To: Open, DocLen: 100}}))
+	st, err := s.DocStats(ctx, 3*h)
+	must(t, err)
+	if st != (DocStats{1, 100}) {
+		t.Fatalf("open: %+v", st)
+	}
+	must(t, s.Put(ctx, []Posting{post("war", a, 0, 2*h, 1)}))
+	if st, err = s.DocStats(ctx, 3*h); err != nil || st != (DocStats{}) {
+		t.Errorf("ended at 2h, as of 3h: %+v, %v", st, err)
+	}
+	if c := s.Counts(); c.Docs != 1 || c.Postings != 1 {
+		t.Errorf("counts %+v", c)
+	}
+	n, err := s.DeleteWhere(ctx, func(u string, _ int64) bool { return u == a })
+	must(t, err)
+	if c := s.Counts(); n != 1 || c.Docs != 0 || c.Postings != 0 || c.Terms != 0 {
+		t.Errorf("purged %d: counts %+v", n, c)
 	}
 }

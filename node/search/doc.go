@@ -23,9 +23,9 @@
 // or a new holder gets them without any restart (syncround.go).
 //
 // Invariants: Protocol is served through the node's kit (members only);
-// a request is one JSON frame and, for an add, one frame of at most
-// maxAddPostings postings in at most maxAddBytes, each checked
-// (search.Posting.Check); a query's reply holds at most maxReplyPostings
+// a request is one JSON frame and, for an add, one frame of a posting
+// set (search.AppendPostingSet) of at most maxAddPostings postings in
+// at most maxAddBytes, each checked (search.Posting.Check); a query's reply holds at most maxReplyPostings
 // postings. The notify queue is bounded: a URL that does not fit is
 // counted (Stats.Dropped) and indexed at the next backfill.
 //

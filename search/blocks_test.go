@@ -1,0 +1,277 @@
+package search
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/opt"
+
+	"github.com/herod-archive/herod/internal/id"
+)
+
+// model is what a store must answer: every posting by identity, merged
+// as Put says (the earliest known end of a version wins, the newest
+// frequencies, URL and length).
+type model struct {
+	ps   map[string]map[vident]Posting // term → identity → posting
+	ends map[vident]int64
+}
+
+func (m *model) put(ps []Posting) {
+	for _, p := range ps {
+		k := vident{p.Key, p.From}
+		end, ok := m.ends[k]
+		if !ok {
+			end = p.To
+		} else {
+			end = mergeEnd(end, p.To)
+		}
+		m.ends[k] = end
+		if m.ps[p.Term] == nil {
+			m.ps[p.Term] = map[vident]Posting{}
+		}
+		m.ps[p.Term][k] = p
+	}
+	// A version's URL, length and end are one for all its postings.
+	last := map[vident]Posting{}
+	for _, p := range ps {
+		last[vident{p.Key, p.From}] = p
+	}
+	for _, byID := range m.ps {
+		for k, p := range byID {
+			if l, ok := last[k]; ok {
+				p.URL, p.DocLen = l.URL, l.DocLen
+			}
+			p.To = m.ends[k]
+			byID[k] = p
+		}
+	}
+}
+
+func (m *model) count() (terms, postings int64) {
+	for _, byID := range m.ps {
+		if len(byID) > 0 {
+			terms++
+		}
+		postings += int64(len(byID))
+	}
+	return terms, postings
+}
+
+// TestStoreModel runs random writes, re-sends, ends and purges against
+// a store and a model of it, and compares every term's postings as of
+// several times, the counts and Range, across a reopen.
+func TestStoreModel(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "s")
+	s := openTestStore(t, dir)
+	defer func() { s.Close() }()
+	rng := rand.New(rand.NewPCG(7, 38))
+	m := &model{ps: map[string]map[vident]Posting{}, ends: map[vident]int64{}}
+	terms := []string{"war", "peace", "ship", "sea", "herodotus", "persia"}
+	urls := make([]string, 60)
+	for i := range urls {
+		urls[i] = fmt.Sprintf("http://h%d.example/p%d", i%4, i)
+	}
+	docLen := map[vident]uint32{}
+	for round := range 40 {
+		var ps []Posting
+		for range 1 + rng.IntN(300) {
+			u := urls[rng.IntN(len(urls))]
+			from := int64(10 * (1 + rng.IntN(8)))
+			to := Open
+			if rng.IntN(3) == 0 {
+				to = from + int64(5*(1+rng.IntN(4)))
+			}
+			k := vident{id.OfString(u), from}
+			if docLen[k] == 0 {
+				docLen[k] = uint32(50 + rng.IntN(50))
+			}
+			tf := uint32(1 + rng.IntN(5))
+			ps = append(ps, Posting{Term: terms[rng.IntN(len(terms))], Key: k.key, URL: u, From: from, To: to,
+				TF: tf, TitleTF: uint32(rng.IntN(int(tf) + 1)), DocLen: docLen[k]})
+		}
+		must(t, s.Put(ctx, ps))
+		m.put(ps)
+		if round%13 == 12 {
+			cut := urls[rng.IntN(len(urls))]
+			n, err := s.DeleteWhere(ctx, func(u string, from int64) bool { return u == cut || from == 30 })
+			must(t, err)
+			want := 0
+			for _, byID := range m.ps {
+				for k, p := range byID {
+					if p.URL == cut || p.From == 30 {
+						delete(byID, k)
+						want++
+					}
+				}
+			}
+			for k := range m.ends {
+				if k.from == 30 || k.key == id.OfString(cut) {
+					delete(m.ends, k)
+				}
+			}
+			if n != want {
+				t.Fatalf("round %d: purge deleted %d postings, want %d", round, n, want)
+			}
+		}
+		if round == 20 {
+			must(t, s.Close())
+			s = openTestStore(t, dir)
+		}
+		checkModel(t, s, m, terms, round)
+	}
+}
+
+func checkModel(t *testing.T, s *Store, m *model, terms []string, round int) {
+	t.Helper()
+	ctx := context.Background()
+	order := func(a, b Posting) int { return cmp.Or(strings.Compare(a.URL, b.URL), cmp.Compare(a.From, b.From)) }
+	for _, term := range terms {
+		for _, at := range []int64{5, 10, 25, 40, 60, 1000} {
+			l, err := s.Postings(ctx, PostingQuery{Term: term, At: at, Limit: 10_000})
+			must(t, err)
+			var want []Posting
+			for _, p := range m.ps[term] {
+				if p.Live(at) {
+					want = append(want, p)
+				}
+			}
+			slices.SortFunc(want, order)
+			got := slices.Clone(l.Postings)
+			slices.SortFunc(got, order)
+			if !slices.Equal(got, want) || l.DF != int64(len(want)) || !l.Complete {
+				t.Fatalf("round %d, %q at %d: %d postings (df %d), want %d\ngot  %v\nwant %v", round, term, at, len(got), l.DF, len(want), got, want)
+			}
+		}
+	}
+	wt, wp := m.count()
+	if c := s.Counts(); c.Terms != wt || c.Postings != wp {
+		t.Fatalf("round %d: counts %+v, want %d terms %d postings", round, c, wt, wp)
+	}
+	n := int64(0)
+	must(t, s.Range(ctx, id.ID{}, id.ID{}, func(Posting) error { n++; return nil }))
+	if n != wp {
+		t.Fatalf("round %d: Range gave %d postings, want %d", round, n, wp)
+	}
+}
+
+// TestStoreBlocksSplit: a term of many versions, written out of order
+// and in pieces, lies in full blocks but its last, and an end sent for
+// one version changes that version alone.
+func TestStoreBlocksSplit(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, filepath.Join(t.TempDir(), "s"))
+	defer s.Close()
+	const n = 5*maxBlock + 17
+	perm := rand.New(rand.NewPCG(1, 2)).Perm(n)
+	var ps []Posting
+	for _, i := range perm {
+		ps = append(ps, post("war", fmt.Sprintf("http://a.example/%d", i), int64(i+1), Open, 1))
+	}
+	for len(ps) > 0 {
+		k := min(len(ps), 97)
+		must(t, s.Put(ctx, ps[:k]))
+		ps = ps[k:]
+	}
+	var sizes []int
+	it := s.db.NewIterator(nil, nil)
+	for it.Next() {
+		if _, _, ok := blockKeyTerm(it.Key()); ok && it.Key()[0] == pBlock {
+			sizes = append(sizes, blockCount(it.Value()))
+		}
+	}
+	it.Release()
+	for i, sz := range sizes[:len(sizes)-1] {
+		if sz > maxBlock || sz == 0 {
+			t.Errorf("block %d holds %d", i, sz)
+		}
+	}
+	if c := s.Counts(); c.Postings != n || c.Terms != 1 {
+		t.Errorf("counts %+v, want %d postings of 1 term", c, n)
+	}
+	// Version 42 (From 42) ends at 50: seen at 45, not at 60.
+	must(t, s.Put(ctx, []Posting{post("war", "http://a.example/41", 42, 50, 1)}))
+	for at, want := range map[int64]int64{45: 45, 60: 59, 1 << 40: n - 1} {
+		l, err := s.Postings(ctx, PostingQuery{Term: "war", At: at})
+		must(t, err)
+		if l.DF != want {
+			t.Errorf("at %d: df %d, want %d", at, l.DF, want)
+		}
+	}
+}
+
+// TestStoreMigrates: a store of the first format (a row a posting and a
+// row a document) is converted at open, and answers as before.
+func TestStoreMigrates(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "s")
+	db, err := leveldb.OpenFile(dir, nil)
+	must(t, err)
+	a := "http://a.example/"
+	var b leveldb.Batch
+	for _, p := range []Posting{post("war", a, 10, 20, 3), post("war", a, 20, Open, 5), post("peace", a, 10, 20, 1)} {
+		k := append([]byte{pPosting}, p.Term...)
+		k = append(k, 0)
+		k = append(k, p.Key[:]...)
+		k = append(k, byte(0), 0, 0, 0, 0, 0, 0, byte(p.From))
+		v := appendVarints(nil, p.To, int64(p.TF), int64(p.TitleTF), int64(p.DocLen))
+		b.Put(k, append(v, p.URL...))
+	}
+	key := id.OfString(a)
+	dk := append(append([]byte{pDoc}, key[:]...), 0, 0, 0, 0, 0, 0, 0, 20)
+	b.Put(dk, append(appendVarints(nil, Open, 100), a...))
+	b.Put([]byte{pPosting, 'x'}, []byte("not a posting"))
+	must(t, db.Write(&b, &opt.WriteOptions{Sync: true}))
+	must(t, db.Close())
+
+	s := openTestStore(t, dir)
+	if c := s.Counts(); c.Postings != 3 || c.Terms != 2 || c.Docs != 1 {
+		t.Errorf("migrated counts %+v", c)
+	}
+	l, err := s.Postings(ctx, PostingQuery{Term: "war", At: 15})
+	must(t, err)
+	if len(l.Postings) != 1 || l.Postings[0] != post("war", a, 10, 20, 3) {
+		t.Errorf("war at 15: %+v", l.Postings)
+	}
+	st, err := s.DocStats(ctx, 25)
+	must(t, err)
+	if st.N != 1 || st.SumLen != 100 {
+		t.Errorf("doc stats %+v", st)
+	}
+	it := s.db.NewIterator(nil, nil)
+	for it.Next() {
+		if k := it.Key()[0]; k == pPosting || k == pDoc {
+			t.Errorf("first-format key %q left", it.Key())
+		}
+	}
+	it.Release()
+	must(t, s.Close())
+	// A store of a later format is refused, not misread.
+	db, err = leveldb.OpenFile(dir, nil)
+	must(t, err)
+	must(t, db.Put(formatKey, []byte{storeFormat + 1}, nil))
+	must(t, db.Close())
+	if _, err := OpenStore(dir); err == nil {
+		t.Error("a later format: opened")
+	}
+}
+
+func appendVarints(b []byte, to int64, us ...int64) []byte {
+	b = appendVarint(b, to)
+	for _, u := range us {
+		b = appendUvarint(b, uint64(u))
+	}
+	return b
+}
+
+func appendVarint(b []byte, v int64) []byte   { return binary.AppendVarint(b, v) }
+func appendUvarint(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }

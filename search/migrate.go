@@ -1,0 +1,119 @@
+package search
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/opt"
+	"github.com/syndtr/goleveldb/leveldb/util"
+
+	"github.com/herod-archive/herod/internal/id"
+)
+
+// migrateBatch is how many first-format rows one migration batch
+// converts.
+const migrateBatch = 50_000
+
+// migrate converts a store of the first format, a goleveldb row a
+// posting (p term 0x00 key from → to, tf, titleTF, docLen, url) and a
+// row a document (d key from → to, docLen, url), to the version table
+// and blocks. Each synced batch writes some rows in the new form and
+// deletes them in the old, so a crash loses nothing and the next open
+// goes on. A row that does not decode or Check refuses is dropped (the
+// backfill sends its version again). The caller holds no lock: the
+// store is not yet shared.
+func (s *Store) migrate() error {
+	for _, prefix := range []byte{pPosting, pDoc} {
+		for {
+			n, err := s.migrateSome(prefix)
+			if err != nil {
+				return fmt.Errorf("search store: migrate: %w", err)
+			}
+			if n == 0 {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// migrateSome converts up to migrateBatch rows of one first-format
+// prefix in one synced batch and returns how many it took.
+func (s *Store) migrateSome(prefix byte) (int, error) {
+	var ps []Posting
+	var rows []DocRow
+	var b leveldb.Batch
+	it := s.db.NewIterator(util.BytesPrefix([]byte{prefix}), nil)
+	n := 0
+	for n < migrateBatch && it.Next() {
+		n++
+		k, v := it.Key(), it.Value()
+		b.Delete(bytes.Clone(k))
+		switch prefix {
+		case pPosting:
+			if p, err := legacyPosting(k, v); err == nil && p.Check() == nil {
+				ps = append(ps, p)
+			}
+		case pDoc:
+			if d, err := legacyDoc(k, v); err == nil && d.URL != "" && len(d.URL) <= maxURLLen && (d.To == Open || d.To >= d.From) {
+				rows = append(rows, d)
+			}
+		}
+	}
+	it.Release()
+	if err := it.Error(); err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.write(&b, ps, rows); err != nil {
+		return 0, err
+	}
+	if err := s.db.Write(&b, &opt.WriteOptions{Sync: true}); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// legacyPosting decodes a first-format posting row.
+func legacyPosting(k, v []byte) (Posting, error) {
+	if len(k) < 1+1+id.Size+8 || k[len(k)-1-id.Size-8] != 0 {
+		return Posting{}, fmt.Errorf("%w: key of %d bytes", ErrBadPosting, len(k))
+	}
+	p := Posting{Term: string(k[1 : len(k)-1-id.Size-8])}
+	copy(p.Key[:], k[len(k)-id.Size-8:])
+	p.From = int64(binary.BigEndian.Uint64(k[len(k)-8:]))
+	r := reader{b: v}
+	p.To = r.varint()
+	p.TF = r.u32()
+	p.TitleTF = r.u32()
+	p.DocLen = r.u32()
+	if r.err != nil {
+		return Posting{}, fmt.Errorf("%w: %v", ErrBadPosting, r.err)
+	}
+	p.URL = string(r.b)
+	return p, nil
+}
+
+// legacyDoc decodes a first-format document row.
+func legacyDoc(k, v []byte) (DocRow, error) {
+	if len(k) != 1+id.Size+8 {
+		return DocRow{}, fmt.Errorf("%w: doc key of %d bytes", ErrBadPosting, len(k))
+	}
+	var d DocRow
+	copy(d.Key[:], k[1:])
+	d.From = int64(binary.BigEndian.Uint64(k[1+id.Size:]))
+	r := reader{b: v}
+	d.To = r.varint()
+	d.DocLen = r.u32()
+	if r.err != nil {
+		return DocRow{}, fmt.Errorf("%w: %v", ErrBadPosting, r.err)
+	}
+	d.URL = string(r.b)
+	return d, nil
+}

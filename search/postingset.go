@@ -1,0 +1,159 @@
+package search
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/herod-archive/herod/internal/id"
+)
+
+// The compact form of a set of postings, what an add carries to a
+// term's holder: each version once, each term once.
+//
+//	byte      setFormat
+//	uvarint   versions; each: uvarint len, URL, key(20), varint From, varint To, uvarint DocLen
+//	uvarint   terms; each: uvarint len, term, uvarint postings,
+//	          each: uvarint version index (a delta from the one before), freqs
+//
+// freqs is uvarint(tf<<1 | in title), then the title tf if in title (as
+// in the store's blocks). A posting's key travels as it is: the
+// receiver checks it against its URL where it must (a query's merge, a
+// sync's pull).
+
+// setFormat is the first byte of a posting set.
+const setFormat = 1
+
+// setVersion is what a posting set says once of a version.
+type setVersion struct {
+	url    string
+	key    id.ID
+	from   int64
+	to     int64
+	docLen uint32
+}
+
+func compareSetVersion(a, b setVersion) int {
+	return cmp.Or(strings.Compare(a.url, b.url), a.key.Cmp(b.key), cmp.Compare(a.from, b.from), cmp.Compare(a.to, b.to), cmp.Compare(a.docLen, b.docLen))
+}
+
+// AppendPostingSet appends the compact form of ps (any order; the
+// decoder returns them by term, then by URL and time).
+func AppendPostingSet(b []byte, ps []Posting) []byte {
+	vs := make([]setVersion, 0, len(ps)/32+1)
+	for _, p := range ps {
+		vs = append(vs, setVersion{p.URL, p.Key, p.From, p.To, p.DocLen})
+	}
+	slices.SortFunc(vs, compareSetVersion)
+	vs = slices.Compact(vs)
+	type ref struct {
+		term string
+		vi   int
+		tf   uint32
+		ttf  uint32
+	}
+	refs := make([]ref, len(ps))
+	for i, p := range ps {
+		vi, _ := slices.BinarySearchFunc(vs, setVersion{p.URL, p.Key, p.From, p.To, p.DocLen}, compareSetVersion)
+		refs[i] = ref{p.Term, vi, p.TF, p.TitleTF}
+	}
+	slices.SortStableFunc(refs, func(a, b ref) int { return cmp.Or(strings.Compare(a.term, b.term), cmp.Compare(a.vi, b.vi)) })
+	b = append(b, setFormat)
+	b = binary.AppendUvarint(b, uint64(len(vs)))
+	for _, v := range vs {
+		b = binary.AppendUvarint(b, uint64(len(v.url)))
+		b = append(b, v.url...)
+		b = append(b, v.key[:]...)
+		b = binary.AppendVarint(b, v.from)
+		b = binary.AppendVarint(b, v.to)
+		b = binary.AppendUvarint(b, uint64(v.docLen))
+	}
+	terms := 0
+	for i := range refs {
+		if i == 0 || refs[i].term != refs[i-1].term {
+			terms++
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(terms))
+	for i := 0; i < len(refs); {
+		j := i
+		for j < len(refs) && refs[j].term == refs[i].term {
+			j++
+		}
+		b = binary.AppendUvarint(b, uint64(len(refs[i].term)))
+		b = append(b, refs[i].term...)
+		b = binary.AppendUvarint(b, uint64(j-i))
+		prev := 0
+		for _, r := range refs[i:j] {
+			b = binary.AppendUvarint(b, uint64(r.vi-prev))
+			prev = r.vi
+			b = appendFreqs(b, r.tf, r.ttf)
+		}
+		i = j
+	}
+	return b
+}
+
+// DecodePostingSet decodes a posting set of exactly n postings that
+// fills b, each checked (ErrBadPosting for any fault).
+func DecodePostingSet(b []byte, n int) ([]Posting, error) {
+	r := reader{b: b}
+	if len(b) == 0 || b[0] != setFormat {
+		return nil, fmt.Errorf("%w: not a posting set", ErrBadPosting)
+	}
+	r.b = r.b[1:]
+	nv := r.uvarint()
+	if r.err == nil && (nv > uint64(n) || nv > uint64(len(r.b))) {
+		r.err = fmt.Errorf("%d versions for %d postings", nv, n)
+	}
+	vs := make([]setVersion, 0, min(nv, 1<<16))
+	for i := uint64(0); i < nv && r.err == nil; i++ {
+		v := setVersion{url: string(r.bytes(maxURLLen))}
+		r.copy(v.key[:])
+		v.from, v.to, v.docLen = r.varint(), r.varint(), r.u32()
+		vs = append(vs, v)
+	}
+	nt := r.uvarint()
+	if r.err == nil && nt > uint64(n) {
+		r.err = fmt.Errorf("%d terms for %d postings", nt, n)
+	}
+	ps := make([]Posting, 0, min(n, 1<<16))
+	for t := uint64(0); t < nt && r.err == nil; t++ {
+		term := string(r.bytes(MaxTermLen))
+		k := r.uvarint()
+		if r.err == nil && (k == 0 || k > uint64(n-len(ps))) {
+			r.err = fmt.Errorf("term of %d postings", k)
+		}
+		vi := uint64(0)
+		for i := uint64(0); i < k && r.err == nil; i++ {
+			vi += r.uvarint()
+			tf, ttf := r.freqs()
+			if r.err == nil && vi >= uint64(len(vs)) {
+				r.err = fmt.Errorf("version %d of %d", vi, len(vs))
+			}
+			if r.err != nil {
+				break
+			}
+			v := vs[vi]
+			ps = append(ps, Posting{Term: term, Key: v.key, URL: v.url, From: v.from, To: v.to, TF: tf, TitleTF: ttf, DocLen: v.docLen})
+		}
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.err = errors.New("trailing bytes")
+	}
+	if r.err == nil && len(ps) != n {
+		r.err = fmt.Errorf("%d postings, header says %d", len(ps), n)
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("%w: set: %v", ErrBadPosting, r.err)
+	}
+	for _, p := range ps {
+		if err := p.Check(); err != nil {
+			return nil, err
+		}
+	}
+	return ps, nil
+}

@@ -1,0 +1,248 @@
+package search
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/iterator"
+
+	"github.com/herod-archive/herod/internal/id"
+)
+
+// The version table: every version a store holds postings of, or
+// indexed as its URL's holder (a document row), written once and
+// numbered locally. Its number is what the term's blocks hold; its URL,
+// key, live range, length and document flag are here, so a version's
+// end is one small write however many postings it has.
+//
+//	v key(20) from(8)  → num(4)
+//	n num(4)           → key(20) varint(from) varint(to) uvarint(docLen) flags(1) url
+//	o num(4)           → varint(from) varint(to) uvarint(docLen): document rows only
+//
+// The o rows repeat what the collection statistics need of the document
+// table, so that DocStats reads a few bytes a document, not every row.
+
+// version is one row of the version table.
+type version struct {
+	num    uint32
+	key    id.ID
+	url    string
+	from   int64
+	to     int64
+	docLen uint32
+	doc    bool // a document row: this node indexed it as its URL's holder
+}
+
+// flagDoc marks a document row.
+const flagDoc = 1
+
+func identKey(k id.ID, from int64) []byte {
+	b := make([]byte, 0, 1+id.Size+8)
+	b = append(b, pVersion)
+	b = append(b, k[:]...)
+	return binary.BigEndian.AppendUint64(b, uint64(from))
+}
+
+func numKey(num uint32) []byte {
+	return binary.BigEndian.AppendUint32([]byte{pNum}, num)
+}
+
+func docKey(num uint32) []byte {
+	return binary.BigEndian.AppendUint32([]byte{pDocs}, num)
+}
+
+func (v version) docValue() []byte {
+	b := binary.AppendVarint(nil, v.from)
+	b = binary.AppendVarint(b, v.to)
+	return binary.AppendUvarint(b, uint64(v.docLen))
+}
+
+func (v version) value() []byte {
+	b := make([]byte, 0, id.Size+24+len(v.url))
+	b = append(b, v.key[:]...)
+	b = binary.AppendVarint(b, v.from)
+	b = binary.AppendVarint(b, v.to)
+	b = binary.AppendUvarint(b, uint64(v.docLen))
+	flags := byte(0)
+	if v.doc {
+		flags |= flagDoc
+	}
+	b = append(b, flags)
+	return append(b, v.url...)
+}
+
+// decodeVersion decodes a row of the n table.
+func decodeVersion(k, val []byte) (version, error) {
+	v, url, err := decodeVersionRaw(k, val)
+	v.url = string(url)
+	return v, err
+}
+
+// decodeVersionRaw decodes a row of the n table but its URL, returned as
+// the bytes of val it lies in.
+func decodeVersionRaw(k, val []byte) (version, []byte, error) {
+	if len(k) != 1+4 || k[0] != pNum {
+		return version{}, nil, fmt.Errorf("%w: version key of %d bytes", ErrBadPosting, len(k))
+	}
+	v := version{num: binary.BigEndian.Uint32(k[1:])}
+	r := reader{b: val}
+	r.copy(v.key[:])
+	v.from = r.varint()
+	v.to = r.varint()
+	v.docLen = r.u32()
+	if r.err == nil && len(r.b) == 0 {
+		r.err = errors.New("no flags")
+	}
+	if r.err != nil {
+		return version{}, nil, fmt.Errorf("%w: version: %v", ErrBadPosting, r.err)
+	}
+	v.doc = r.b[0]&flagDoc != 0
+	return v, r.b[1:], nil
+}
+
+// liveAt reports whether the version is live at Unix ms at.
+func (v version) liveAt(at int64) bool {
+	return v.from <= at && (v.to == Open || at < v.to)
+}
+
+// posting returns the posting of e's term in version v.
+func (v version) posting(term string, e entry) Posting {
+	return Posting{Term: term, Key: v.key, URL: v.url, From: v.from, To: v.to, TF: e.tf, TitleTF: e.titleTF, DocLen: v.docLen}
+}
+
+// mergeEnd returns a version's end once told end: an end, once known,
+// stays, and the earliest known end wins (a range only ever closes).
+func mergeEnd(old, end int64) int64 {
+	switch {
+	case old == Open:
+		return end
+	case end == Open || old < end:
+		return old
+	}
+	return end
+}
+
+// edit is a version as a write finds it and leaves it.
+type edit struct {
+	v     version
+	found bool // stored before the write
+	dirty bool // to be written
+}
+
+// versionEdits resolves the versions one write touches, reading each
+// stored one once.
+type versionEdits struct {
+	s  *Store
+	m  map[vident]*edit
+	in []*edit // in order of first touch
+}
+
+type vident struct {
+	key  id.ID
+	from int64
+}
+
+// errFullNumbers reports a store that has numbered 2³² versions.
+var errFullNumbers = errors.New("search store: version numbers exhausted")
+
+// get returns the edit of version (key, from), numbering it if new.
+// The caller holds s.mu.
+func (ve *versionEdits) get(key id.ID, from int64) (*edit, error) {
+	if e, ok := ve.m[vident{key, from}]; ok {
+		return e, nil
+	}
+	e := &edit{}
+	nb, err := ve.s.db.Get(identKey(key, from), nil)
+	switch {
+	case err == nil && len(nb) == 4:
+		num := binary.BigEndian.Uint32(nb)
+		val, gerr := ve.s.db.Get(numKey(num), nil)
+		if gerr != nil {
+			return nil, fmt.Errorf("search store: version %d: %w", num, gerr)
+		}
+		v, derr := decodeVersion(numKey(num), val)
+		if derr != nil {
+			return nil, derr
+		}
+		e.v, e.found = v, true
+	case err == nil:
+		return nil, fmt.Errorf("%w: version number of %d bytes", ErrBadPosting, len(nb))
+	case errors.Is(err, leveldb.ErrNotFound):
+		if ve.s.next > math.MaxUint32 {
+			return nil, errFullNumbers
+		}
+		e.v = version{num: uint32(ve.s.next), key: key, from: from, to: Open}
+		ve.s.next++
+		e.dirty = true
+	default:
+		return nil, fmt.Errorf("search store: %w", err)
+	}
+	ve.m[vident{key, from}] = e
+	ve.in = append(ve.in, e)
+	return e, nil
+}
+
+// set merges what a posting or document row says of its version.
+func (e *edit) set(url string, to int64, docLen uint32, doc bool) {
+	nv := e.v
+	nv.url, nv.docLen = url, docLen
+	nv.to = mergeEnd(e.v.to, to)
+	nv.doc = e.v.doc || doc
+	if nv != e.v {
+		e.v, e.dirty = nv, true
+	}
+}
+
+// write adds the changed rows to b, and reports whether a document row
+// changed.
+func (ve *versionEdits) write(b *leveldb.Batch) (docs bool) {
+	for _, e := range ve.in {
+		if !e.dirty {
+			continue
+		}
+		if !e.found {
+			b.Put(identKey(e.v.key, e.v.from), binary.BigEndian.AppendUint32(nil, e.v.num))
+		}
+		b.Put(numKey(e.v.num), e.v.value())
+		if e.v.doc {
+			b.Put(docKey(e.v.num), e.v.docValue())
+			docs = true
+		}
+	}
+	return docs
+}
+
+// lookup reads version num through it (an iterator over the n table).
+// Callers ask in ascending order where they can: a number a few past
+// the iterator's is reached by Next, cheaper than a Seek.
+func lookup(it iterator.Iterator, num uint32) (version, bool) {
+	v, url, ok := lookupRaw(it, num)
+	v.url = string(url)
+	return v, ok
+}
+
+// lookupRaw is lookup but for the URL, returned as bytes valid until it
+// moves.
+func lookupRaw(it iterator.Iterator, num uint32) (version, []byte, bool) {
+	ok := false
+	if it.Valid() && len(it.Key()) == 5 {
+		if cur := binary.BigEndian.Uint32(it.Key()[1:]); cur < num && num-cur <= 4 {
+			ok = true
+			for ok && binary.BigEndian.Uint32(it.Key()[1:]) < num {
+				ok = it.Next() && len(it.Key()) == 5
+			}
+		}
+	}
+	k := numKey(num)
+	if !ok && !it.Seek(k) {
+		return version{}, nil, false
+	}
+	if string(it.Key()) != string(k) {
+		return version{}, nil, false
+	}
+	v, url, err := decodeVersionRaw(it.Key(), it.Value())
+	return v, url, err == nil
+}
