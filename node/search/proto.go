@@ -29,10 +29,10 @@ const Protocol protocol.ID = "/herod/search/1.1.0"
 
 // Limits of the protocol.
 const (
-	maxRequestFrame  = 4 << 10
-	maxAddBytes      = 16 << 20 // compressed
-	maxAddRaw        = 64 << 20 // decompressed
-	addChunk         = 8 << 20  // encoded postings a message, before compression
+	maxRequestFrame  = 512 << 10 // a query's Keys: maxReplyPostings ids of 43 JSON bytes
+	maxAddBytes      = 16 << 20  // compressed
+	maxAddRaw        = 64 << 20  // decompressed
+	addChunk         = 8 << 20   // encoded postings a message, before compression
 	maxAddPostings   = 200_000
 	maxReplyFrame    = 8 << 20
 	maxReplyPostings = 10_000
