@@ -44,6 +44,7 @@ func (sv *Service) Run(ctx context.Context, ix *fts.Indexer, l fts.URLLister, ow
 	st, err := ix.Backfill(ctx, l, func(u string) bool { return owns(id.OfString(u)) })
 	sv.backfill.Store(0)
 	sv.indexed.Add(int64(st.Versions))
+	sv.unreadable.Add(int64(st.Unreadable))
 	if err != nil && ctx.Err() == nil {
 		sv.errs.Add(1)
 		sv.log().Warn("search backfill", "err", err)
@@ -58,6 +59,7 @@ func (sv *Service) Run(ctx context.Context, ix *fts.Indexer, l fts.URLLister, ow
 		}
 		st, err := ix.IndexURLs(ctx, urls)
 		sv.indexed.Add(int64(st.Versions))
+		sv.unreadable.Add(int64(st.Unreadable))
 		sv.queued.Add(-int64(len(urls)))
 		if err != nil && ctx.Err() == nil {
 			sv.errs.Add(1)
@@ -89,6 +91,7 @@ type Stats struct {
 	Backfill   bool  `json:"backfill"`   // the backfill is running
 	Indexed    int64 `json:"indexed"`    // versions indexed since start
 	Errors     int64 `json:"errors"`     // indexing batches that failed
+	Unreadable int64 `json:"unreadable"` // versions whose text could not be read (broken PDF)
 	Sent       int64 `json:"sent"`       // postings delivered to holders
 	SentBytes  int64 `json:"sentBytes"`  // posting bytes sent to other nodes
 	Received   int64 `json:"received"`   // postings received from other nodes
@@ -105,7 +108,7 @@ func (sv *Service) Stats() Stats {
 	return Stats{
 		Counts:  sv.Store.Counts(),
 		Backlog: sv.queued.Load(), Dropped: sv.dropped.Load(), Backfill: sv.backfill.Load() == 1,
-		Indexed: sv.indexed.Load(), Errors: sv.errs.Load(),
+		Indexed: sv.indexed.Load(), Errors: sv.errs.Load(), Unreadable: sv.unreadable.Load(),
 		Sent: sv.sent.Load(), SentBytes: sv.sentBytes.Load(), Received: sv.received.Load(),
 		Refused: sv.refused.Load(), Queries: sv.served.Load(), FailedSend: sv.failed.Load(),
 		Sync: sv.SyncStats(),

@@ -55,17 +55,18 @@ type Service struct {
 	PurgeFilter func() func(url string, from int64) bool
 	syncState   // sync.go
 
-	sent      atomic.Int64 // postings delivered to holders (remote and local)
-	sentBytes atomic.Int64 // encoded posting bytes sent to other nodes
-	received  atomic.Int64 // postings received from other nodes
-	refused   atomic.Int64 // postings of other nodes refused at MaxPostings
-	served    atomic.Int64 // posting queries answered
-	failed    atomic.Int64 // deliveries to a holder that failed
-	queued    atomic.Int64 // URLs waiting to be indexed
-	dropped   atomic.Int64 // URLs the full queue refused (left to the backfill)
-	indexed   atomic.Int64 // versions indexed
-	errs      atomic.Int64 // indexing errors
-	backfill  atomic.Int32 // 1 while the backfill runs
+	sent       atomic.Int64 // postings delivered to holders (remote and local)
+	sentBytes  atomic.Int64 // encoded posting bytes sent to other nodes
+	received   atomic.Int64 // postings received from other nodes
+	refused    atomic.Int64 // postings of other nodes refused at MaxPostings
+	served     atomic.Int64 // posting queries answered
+	failed     atomic.Int64 // deliveries to a holder that failed
+	queued     atomic.Int64 // URLs waiting to be indexed
+	dropped    atomic.Int64 // URLs the full queue refused (left to the backfill)
+	indexed    atomic.Int64 // versions indexed
+	errs       atomic.Int64 // indexing errors
+	unreadable atomic.Int64 // versions skipped: text unreadable
+	backfill   atomic.Int32 // 1 while the backfill runs
 
 	queueOnce sync.Once
 	queue     chan string
