@@ -434,7 +434,7 @@ func (r *Replicator) send(ctx context.Context, c ring.Contact) {
 			es[i] = p.e
 		}
 		from := replicate.Contact{Peer: r.cfg.Self.Peer, Addr: r.cfg.Self.Addr, Index: g.index}
-		err := cl.Offer(ctx, g.a, g.b, from, es)
+		err := cl.OfferStored(ctx, g.a, g.b, from, es, replicate.Carry(ctx, es, r.cfg.Source.ReadStored))
 		now := time.Now()
 		r.mu.Lock()
 		r.st.Push.Offers++
@@ -484,7 +484,8 @@ func (r *Replicator) acceptOffer(ctx context.Context, m ring.Node, q replicate.R
 	if err != nil {
 		return err
 	}
-	st, err := replicate.Copy(ctx, r.cfg.Local, r.client(from.Contact), q.A, q.B, q.Entries, r.syncOptions())
+	peer := replicate.WithCarried(r.client(from.Contact), q) // what the offer carries needs no read
+	st, err := replicate.Copy(ctx, r.cfg.Local, peer, q.A, q.B, q.Entries, r.syncOptions())
 	r.mu.Lock()
 	r.st.Push.Served++
 	r.st.Push.Received.Add(st)
