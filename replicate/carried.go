@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/id"
@@ -73,20 +72,11 @@ func WithCarried(c *Client, r Request) Peer {
 }
 
 // carriedPeer is a Client whose reads of carried records need no round
-// trip.
+// trip. Its Traffic is the client's: the carried records were counted
+// as the offer's, by the sender.
 type carriedPeer struct {
 	*Client
 	carried map[archive.Entry][]byte
-	used    atomic.Int64 // the carried records answered, as framed in the request
-}
-
-// take returns e's carried bytes, if the request carried it.
-func (p *carriedPeer) take(e archive.Entry) ([]byte, bool) {
-	data, ok := p.carried[e]
-	if ok {
-		p.used.Add(framed(len(data)))
-	}
-	return data, ok
 }
 
 // ReadFiles implements BatchReader: carried records from the request,
@@ -96,7 +86,7 @@ func (p *carriedPeer) ReadFiles(ctx context.Context, es []archive.Entry) ([]Fetc
 	var rest []archive.Entry
 	var at []int
 	for i, e := range es {
-		if data, ok := p.take(e); ok {
+		if data, ok := p.carried[e]; ok {
 			out[i] = Fetched{Data: data}
 		} else {
 			rest, at = append(rest, e), append(at, i)
@@ -117,16 +107,8 @@ func (p *carriedPeer) ReadFiles(ctx context.Context, es []archive.Entry) ([]Fetc
 
 // ReadFile implements Peer.
 func (p *carriedPeer) ReadFile(ctx context.Context, e archive.Entry) ([]byte, error) {
-	if data, ok := p.take(e); ok {
+	if data, ok := p.carried[e]; ok {
 		return data, nil
 	}
 	return p.Client.ReadFile(ctx, e)
-}
-
-// Traffic counts the carried records answered so far as received, with
-// the client's round trips.
-func (p *carriedPeer) Traffic() Traffic {
-	t := p.Client.Traffic()
-	t.Received += p.used.Load()
-	return t
 }

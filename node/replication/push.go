@@ -68,9 +68,10 @@ type PushStats struct {
 	Copies  int64 `json:"copies"`
 	Retried int64 `json:"retried"`
 	Failed  int64 `json:"failed"`
-	// Sent is the traffic of the offers this node sent (requests and
-	// acknowledgements); the records themselves travel in the replicas'
-	// reads, counted in Received.Traffic on their side.
+	// Sent is the traffic of the offers this node sent (requests, with
+	// the records they carry, and acknowledgements); the records an
+	// offer left out travel in the replicas' reads, counted in
+	// Received.Traffic on their side.
 	Sent replicate.Traffic `json:"sent"`
 	// Served counts offers accepted from owners, Received what copying
 	// them did (Pulled, Present, Rejected, and the reads' traffic).
