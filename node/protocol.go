@@ -35,7 +35,7 @@ const archiveProtocol = resolve.Protocol
 // again), and room for a second.
 const (
 	resolveRequest    = 64 << 10 // resolve's maxRequestFrame
-	replicateRequest  = replicate.MaxRequest
+	replicateRequest  = replicate.MaxOfferRequest
 	politenessRequest = 4 << 10 // politeness's maxBudgetFrame and maxRobotsRequest
 	robotsDeadline    = 60 * time.Second
 )

@@ -46,6 +46,7 @@ type Client struct {
 	rt                   RoundTripper
 	reqs, sent, received atomic.Int64
 	gzipOnly             atomic.Bool // the peer answered OpReadStored as an unknown op
+	namesOnly            atomic.Bool // the peer answered OpOfferStored as an unknown op
 	dicts                func(ctx context.Context, ref archive.DictRef) ([]byte, error)
 }
 

@@ -23,11 +23,12 @@
 //     against its name. A record whose dictionary Local lacks makes the
 //     sync ask the peer for it once (DictPeer) and add it
 //     (Local.AddDictionary verifies it by its hash).
-//   - The wire protocol (Request, Server, Client): seven operations —
+//   - The wire protocol (Request, Server, Client): eight operations —
 //     OpSums, OpEntries, OpRead, OpReadBatch, OpReadStored, OpPull,
-//     OpOffer — in a compact binary encoding,
+//     OpOffer, OpOfferStored (an offer carrying its records, which
+//     WithCarried hands to Copy) — in a compact binary encoding,
 //     one request and one reply per round trip, every message bounded
-//     (MaxRequest, MaxReply, MaxEntries, MaxFanout).
+//     (MaxRequest, MaxOfferRequest, MaxReply, MaxEntries, MaxFanout).
 //
 // # Invariants
 //

@@ -46,6 +46,13 @@ const (
 	// frame naming its dictionary, which the receiver stores as it is,
 	// fetching the dictionary once if it lacks it.
 	OpReadStored Op = 7
+	// OpOfferStored is OpOffer carrying the offered records themselves,
+	// as the sender stores them (as OpReadStored answers), up to
+	// MaxOfferBytes in all: the receiver imports those from the request
+	// and reads from the sender only the ones it left out, so that a
+	// push costs one round trip instead of two. Import verifies carried
+	// records exactly as read ones.
+	OpOfferStored Op = 8
 )
 
 // Protocol limits: a hostile peer cannot make either side buffer or
@@ -58,8 +65,16 @@ const (
 	// MaxBatch bounds the entries of one OpReadBatch request.
 	MaxBatch = 64
 	// MaxRequest bounds an encoded request (an OpOffer of MaxBatch
-	// records with the longest contact is the largest, about 4.2 KiB).
+	// records with the longest contact is the largest, about 4.2 KiB),
+	// except OpOfferStored, which may carry MaxOfferBytes of records more.
 	MaxRequest = 8 << 10
+	// MaxOfferBytes bounds the records one OpOfferStored carries, and
+	// MaxCarried each of them; a sender offers the others by name only.
+	MaxOfferBytes = 512 << 10
+	MaxCarried    = 64 << 10
+	// MaxOfferRequest bounds an encoded OpOfferStored request: a request
+	// of MaxRequest, the records, and a status and length for each.
+	MaxOfferRequest = MaxRequest + MaxOfferBytes + MaxBatch*(1+binary.MaxVarintLen32)
 	// MaxReply bounds an encoded reply (a version file plus a status byte).
 	MaxReply = 64 << 20
 	// maxText bounds strings in messages (error texts, contacts).
@@ -95,6 +110,10 @@ type Request struct {
 	// Entries are the records an OpReadBatch or OpReadStored asks for or
 	// an OpOffer names (1..MaxBatch).
 	Entries []archive.Entry
+	// Carried holds, for OpOfferStored, the stored bytes of each entry
+	// the request carries (nil for one it names only), in Entries' order;
+	// unverified until imported.
+	Carried [][]byte
 	From    Contact // OpPull, OpOffer: whom to pull from
 }
 
@@ -121,24 +140,46 @@ func (r Request) Encode() []byte {
 		for _, e := range r.Entries {
 			b = appendEntry(b, e)
 		}
-	case OpPull, OpOffer:
+	case OpPull, OpOffer, OpOfferStored:
 		b = append(append(b, r.A[:]...), r.B[:]...)
 		b = appendString(b, r.From.Peer)
 		b = appendString(b, r.From.Addr)
 		b = binary.AppendUvarint(b, uint64(r.From.Index))
-		if r.Op == OpOffer {
+		if r.Op != OpPull {
 			b = binary.AppendUvarint(b, uint64(len(r.Entries)))
 			for _, e := range r.Entries {
 				b = appendEntry(b, e)
+			}
+		}
+		if r.Op == OpOfferStored {
+			for i := range r.Entries {
+				var data []byte
+				if i < len(r.Carried) {
+					data = r.Carried[i]
+				}
+				if data == nil {
+					b = append(b, carriedNone)
+					continue
+				}
+				b = append(b, carriedRecord)
+				b = binary.AppendUvarint(b, uint64(len(data)))
+				b = append(b, data...)
 			}
 		}
 	}
 	return b
 }
 
+// The status of each entry of an OpOfferStored request: its bytes
+// follow, or it is named only.
+const (
+	carriedNone   = 0
+	carriedRecord = 1
+)
+
 // DecodeRequest parses a request. It never panics on any input.
 func DecodeRequest(b []byte) (Request, error) {
-	if len(b) > MaxRequest {
+	if len(b) > MaxRequest && (len(b) > MaxOfferRequest || Op(b[0]) != OpOfferStored) {
 		return Request{}, fmt.Errorf("%w: request of %d bytes", ErrProtocol, len(b))
 	}
 	d := decoder{b: b}
@@ -163,7 +204,7 @@ func DecodeRequest(b []byte) (Request, error) {
 		for i := uint64(0); i < n && d.err == nil; i++ {
 			r.Entries = append(r.Entries, d.entry())
 		}
-	case OpPull, OpOffer:
+	case OpPull, OpOffer, OpOfferStored:
 		r.A, r.B = d.id(), d.id()
 		r.From.Peer, r.From.Addr = d.string(), d.string()
 		idx := d.uvarint()
@@ -171,7 +212,7 @@ func DecodeRequest(b []byte) (Request, error) {
 			d.fail("index")
 		}
 		r.From.Index = int(idx)
-		if r.Op == OpOffer {
+		if r.Op != OpPull {
 			n := d.uvarint()
 			if d.err == nil && (n < 1 || n > MaxBatch) {
 				return Request{}, fmt.Errorf("%w: offer of %d", ErrProtocol, n)
@@ -179,6 +220,9 @@ func DecodeRequest(b []byte) (Request, error) {
 			for i := uint64(0); i < n && d.err == nil; i++ {
 				r.Entries = append(r.Entries, d.entry())
 			}
+		}
+		if r.Op == OpOfferStored && d.err == nil {
+			r.Carried = d.carried(len(r.Entries))
 		}
 	default:
 		return Request{}, fmt.Errorf("%w: %s %d", ErrProtocol, unknownOp, r.Op)
@@ -292,6 +336,33 @@ func (d *decoder) sum() archive.DirSum {
 	}
 	s.Count = int64(c)
 	return s
+}
+
+// carried reads the records an OpOfferStored request carries for its n
+// entries: each at most MaxCarried bytes, MaxOfferBytes in all.
+func (d *decoder) carried(n int) [][]byte {
+	out := make([][]byte, n)
+	total := 0
+	for i := 0; i < n && d.err == nil; i++ {
+		switch d.byte() {
+		case carriedNone:
+		case carriedRecord:
+			k := d.uvarint()
+			if d.err != nil || k < 1 || k > MaxCarried || k > uint64(len(d.b)) {
+				d.fail("carried record")
+				break
+			}
+			if total += int(k); total > MaxOfferBytes {
+				d.fail("carried records' size")
+				break
+			}
+			out[i] = d.b[:k:k]
+			d.b = d.b[k:]
+		default:
+			d.fail("carried status")
+		}
+	}
+	return out
 }
 
 // end reports the first error, or an error if bytes are left over.

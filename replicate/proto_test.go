@@ -25,6 +25,9 @@ func sampleRequests() []Request {
 		{Op: OpReadStored, Entries: []archive.Entry{{Key: a, Digest: b, Day: 1}}},
 		{Op: OpOffer, A: a, B: b, From: Contact{Peer: "12D3KooWabc", Addr: "127.0.0.1:4001", Index: 3},
 			Entries: []archive.Entry{{Key: b, Digest: a, Day: 20412, Seq: 2}}},
+		{Op: OpOfferStored, A: a, B: b, From: Contact{Peer: "12D3KooWabc", Addr: "127.0.0.1:4001", Index: 3},
+			Entries: []archive.Entry{{Key: b, Digest: a, Day: 20412}, {Key: a, Digest: b, Day: 20412}},
+			Carried: [][]byte{[]byte("a stored record"), nil}},
 	}
 }
 

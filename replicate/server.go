@@ -70,8 +70,9 @@ var (
 // Server answers requests from a Source. Pull, when set, is called for
 // OpPull requests (nil refuses them); it should only queue the work, since
 // the requester waits for the reply. Offer, when set, is called for
-// OpOffer requests (nil refuses them); it copies the offered records
-// before it returns, and its error is the reply's.
+// OpOffer and OpOfferStored requests (nil refuses them); it copies the
+// offered records before it returns (Carried reads those the request
+// carries), and its error is the reply's.
 type Server struct {
 	Source Source
 	Pull   func(ctx context.Context, r Request) error
@@ -160,7 +161,7 @@ func (s *Server) answer(ctx context.Context, r Request) ([]byte, error) {
 		if err := s.Pull(ctx, r); err != nil {
 			return nil, err
 		}
-	case OpOffer:
+	case OpOffer, OpOfferStored:
 		if s.Offer == nil {
 			return nil, errors.New("offers not accepted")
 		}

@@ -136,7 +136,8 @@ func logCopies(t *testing.T, ps []*proc) {
 		Present int64 `json:"present"`
 	}
 	var push, rounds copies
-	var offers int64
+	var offers, reads int64
+	var polite struct{ LeaseRPCs, OwnerLookups int64 }
 	for _, p := range ps {
 		st, err := status(p)
 		if err != nil {
@@ -146,12 +147,22 @@ func logCopies(t *testing.T, ps []*proc) {
 		var r struct {
 			Syncs copies `json:"syncs"`
 			Push  struct {
-				Offers   int64  `json:"offers"`
-				Received copies `json:"received"`
+				Offers   int64 `json:"offers"`
+				Received struct {
+					copies
+					Traffic struct {
+						Requests int64 `json:"requests"`
+					} `json:"traffic"`
+				} `json:"received"`
 			} `json:"push"`
 		}
 		if err := json.Unmarshal(st["replication"], &r); err != nil {
 			t.Logf("realweb processes: replication status: %v", err)
+			return
+		}
+		var pl struct{ LeaseRPCs, OwnerLookups int64 }
+		if err := json.Unmarshal(st["politeness"], &pl); err != nil {
+			t.Logf("realweb processes: politeness status: %v", err)
 			return
 		}
 		push.Pulled += r.Push.Received.Pulled
@@ -159,9 +170,13 @@ func logCopies(t *testing.T, ps []*proc) {
 		rounds.Pulled += r.Syncs.Pulled
 		rounds.Present += r.Syncs.Present
 		offers += r.Push.Offers
+		reads += r.Push.Received.Traffic.Requests
+		polite.LeaseRPCs += pl.LeaseRPCs
+		polite.OwnerLookups += pl.OwnerLookups
 	}
-	t.Logf("realweb processes: copies: push imported %d (%d offers, %d offered already held), rounds imported %d (%d already held)",
-		push.Pulled, offers, push.Present, rounds.Pulled, rounds.Present)
+	t.Logf("realweb processes: copies: push imported %d (%d offers, %d reads from owners, %d offered already held), rounds imported %d (%d already held)",
+		push.Pulled, offers, reads, push.Present, rounds.Pulled, rounds.Present)
+	t.Logf("realweb processes: politeness: %d lease round trips, %d owner lookups", polite.LeaseRPCs, polite.OwnerLookups)
 }
 
 // procsCPU sums the user and system time of the processes so far, from

@@ -14,8 +14,12 @@ import (
 // Tuning of the leasing side of the ring-wide host budget.
 const (
 	// leaseSpan bounds one lease to about this much time: at most
-	// leaseSpan/spacing slots (and maxLeaseSlots), at least one.
-	leaseSpan = 500 * time.Millisecond
+	// leaseSpan/spacing slots (and maxLeaseSlots), at least one. At the
+	// default rate of one request a second a lease holds up to 4 slots,
+	// so a node crawling a host it does not own asks its owner once per
+	// 2-4 requests instead of once per request (nextK starts at 2 and
+	// halves when slots expire unused).
+	leaseSpan = 4 * time.Second
 	// leaseTimeout bounds one lease request, owner lookup included.
 	leaseTimeout = 3 * time.Second
 	// fallbackFor is how long a host is paced by the fallback budget after

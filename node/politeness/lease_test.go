@@ -173,11 +173,12 @@ func TestLeaseBudgetExpiry(t *testing.T) {
 			t.Errorf("request waited %s on an idle schedule", time.Since(before))
 		}
 		st := b.snapshot()
-		// The third lease is of one slot: the node came back a second after
-		// its last slot, so it asks for slots a second apart, and a lease
-		// covers leaseSpan.
-		if st.Expired != 3 || st.Granted != 2+4+1 || owner.calls.Load() != 3 {
-			t.Errorf("got %+v after %d leases; want 3 expired, 7 granted (2, 4, then 1), 3 leases", st, owner.calls.Load())
+		// The third lease is of two slots: three of the four expired, so
+		// the lease halves (the node now asks for slots further apart, as
+		// it came back a second after its last one, and a lease covers
+		// leaseSpan, room for more than two).
+		if st.Expired != 3 || st.Granted != 2+4+2 || owner.calls.Load() != 3 {
+			t.Errorf("got %+v after %d leases; want 3 expired, 8 granted (2, 4, then 2), 3 leases", st, owner.calls.Load())
 		}
 	})
 }

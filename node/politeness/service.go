@@ -21,7 +21,11 @@ import (
 func HostKey(host string) id.ID { return id.OfString("host:" + host) }
 
 // ownerTTL is how long a looked-up owner is trusted before a new lookup.
-const ownerTTL = 10 * time.Second
+// A cached owner that no longer owns the key answers so (errNotOwner,
+// errRobotsNotOwned) and is forgotten at once, so the TTL only bounds
+// how long a lookup's answer is reused, not how long a moved schedule is
+// missed.
+const ownerTTL = time.Minute
 
 // Ring is what a Service needs of the node's ring.
 type Ring interface {

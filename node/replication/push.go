@@ -68,9 +68,10 @@ type PushStats struct {
 	Copies  int64 `json:"copies"`
 	Retried int64 `json:"retried"`
 	Failed  int64 `json:"failed"`
-	// Sent is the traffic of the offers this node sent (requests and
-	// acknowledgements); the records themselves travel in the replicas'
-	// reads, counted in Received.Traffic on their side.
+	// Sent is the traffic of the offers this node sent (requests, with
+	// the records they carry, and acknowledgements); the records an
+	// offer left out travel in the replicas' reads, counted in
+	// Received.Traffic on their side.
 	Sent replicate.Traffic `json:"sent"`
 	// Served counts offers accepted from owners, Received what copying
 	// them did (Pulled, Present, Rejected, and the reads' traffic).
@@ -434,7 +435,7 @@ func (r *Replicator) send(ctx context.Context, c ring.Contact) {
 			es[i] = p.e
 		}
 		from := replicate.Contact{Peer: r.cfg.Self.Peer, Addr: r.cfg.Self.Addr, Index: g.index}
-		err := cl.Offer(ctx, g.a, g.b, from, es)
+		err := cl.OfferStored(ctx, g.a, g.b, from, es, replicate.Carry(ctx, es, r.cfg.Source.ReadStored))
 		now := time.Now()
 		r.mu.Lock()
 		r.st.Push.Offers++
@@ -484,7 +485,8 @@ func (r *Replicator) acceptOffer(ctx context.Context, m ring.Node, q replicate.R
 	if err != nil {
 		return err
 	}
-	st, err := replicate.Copy(ctx, r.cfg.Local, r.client(from.Contact), q.A, q.B, q.Entries, r.syncOptions())
+	peer := replicate.WithCarried(r.client(from.Contact), q) // what the offer carries needs no read
+	st, err := replicate.Copy(ctx, r.cfg.Local, peer, q.A, q.B, q.Entries, r.syncOptions())
 	r.mu.Lock()
 	r.st.Push.Served++
 	r.st.Push.Received.Add(st)

@@ -513,7 +513,11 @@ func (r *Replicator) roundTrip(ctx context.Context, c ring.Contact, req []byte) 
 	defer s.Close()
 	stop := context.AfterFunc(ctx, func() { s.Reset() }) // cancellation ends a wait for the reply
 	defer stop()
-	if err := wire.WriteFrame(s, req); err != nil {
+	var w io.Writer = s
+	if len(req) > replicate.MaxRequest && r.cfg.WriteReply != nil {
+		w = r.cfg.WriteReply(s, len(req)) // an offer carrying records: the replication caps
+	}
+	if err := wire.WriteFrame(w, req); err != nil {
 		s.Reset()
 		return nil, fmt.Errorf("replicate request: %w", err)
 	}
@@ -540,7 +544,15 @@ func (r *Replicator) Handle(s network.Stream) {
 		return
 	}
 	_ = s.SetDeadline(time.Now().Add(streamTimeout))
-	req, err := wire.ReadFrame(bufio.NewReader(s), replicate.MaxRequest)
+	ctx, cancel := context.WithTimeout(context.Background(), streamTimeout)
+	defer cancel()
+	// An offer may carry its records (OpOfferStored): the request is read
+	// through the replication caps, as a pulled reply is.
+	var in io.Reader = s
+	if r.cfg.ReadReply != nil {
+		in = r.cfg.ReadReply(ctx, s)
+	}
+	req, err := wire.ReadFrame(bufio.NewReader(in), replicate.MaxOfferRequest)
 	if err != nil {
 		r.badFrame()
 		s.Reset()
@@ -551,8 +563,6 @@ func (r *Replicator) Handle(s network.Stream) {
 		Pull:   func(ctx context.Context, q replicate.Request) error { return r.accept(ctx, m, q) },
 		Offer:  func(ctx context.Context, q replicate.Request) error { return r.acceptOffer(ctx, m, q) },
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), streamTimeout)
-	defer cancel()
 	rep, err := srv.Handle(ctx, req)
 	if errors.Is(err, replicate.ErrProtocol) {
 		r.badFrame()
