@@ -51,8 +51,9 @@ const (
 // A record whose capture was read and does not carry it is Dropped; one
 // whose capture could not be read (absent, not shown, an error, past the
 // deadline) is Unchecked; neither is shown. What one capture says of one
-// target is cached (Cache entries, TTL), so a list costs its reads once;
-// checks run Parallel at once and end at Timeout.
+// target is cached (Cache entries, TTL), so a list costs its reads once,
+// and checks that need a fact being read wait for that read; checks run
+// Parallel at once and end at Timeout.
 //
 // A Verifier is safe for concurrent use; its fields must not change once
 // it is used.
@@ -74,9 +75,10 @@ type Verifier struct {
 	// Logger, if set, gets one debug line per dropped record.
 	Logger *slog.Logger
 
-	mu    sync.Mutex
-	lru   *list.List // of *factEntry, most recent first
-	items map[factKey]*list.Element
+	mu      sync.Mutex
+	lru     *list.List // of *factEntry, most recent first
+	items   map[factKey]*list.Element
+	flights map[factKey]*flight // reads in progress
 
 	shown, dropped, unchecked, reads, hits atomic.Int64
 }
@@ -223,8 +225,10 @@ type factKey struct {
 	t              int64
 }
 
-// fact is what one capture says of one target.
+// fact is what one capture says of one target: the capture's time and
+// whether it carries a link to the target, with which text.
 type fact struct {
+	at      time.Time
 	carries bool
 	anchor  string
 }
@@ -235,32 +239,88 @@ type factEntry struct {
 	expires time.Time
 }
 
-// fact returns what the capture of source read for t (whose time must
-// lie in [lo, hi]) says of target: from the cache, or read through src.
-// A failed read is an error and is not cached.
+// flight is a read of one fact in progress, which concurrent checks of
+// the same fact wait for instead of reading the capture again.
+type flight struct {
+	done chan struct{}
+	f    fact
+	err  error
+}
+
+// fact returns what the capture of source read for t says of target,
+// if that capture's time lies in [lo, hi]: from the cache, from a read
+// of it already in flight, or read through src. A failed read is an
+// error and is not cached.
 func (vf *Verifier) fact(ctx context.Context, src Reader, source string, t time.Time, target string, lo, hi time.Time) (fact, error) {
-	k := factKey{source: source, target: target, t: t.UnixNano()}
-	if f, ok := vf.cached(k); ok {
-		vf.hits.Add(1)
-		return f, nil
-	}
-	if err := ctx.Err(); err != nil {
+	f, err := vf.lookup(ctx, src, factKey{source: source, target: target, t: t.UnixNano()}, t)
+	if err != nil {
 		return fact{}, err
 	}
-	vf.reads.Add(1)
-	v, c, err := src.Get(ctx, source, t)
-	if err != nil {
-		return fact{}, fmt.Errorf("links verify %s: %w", source, err)
-	}
-	if v.Time.Before(lo) || v.Time.After(hi) {
+	if f.at.Before(lo) || f.at.After(hi) {
 		return fact{}, fmt.Errorf("%w: %s at %s", errNoCapture, source, t.UTC().Format(time.RFC3339))
 	}
-	ls, err := Carried(source, v, c)
+	return f, nil
+}
+
+func (vf *Verifier) lookup(ctx context.Context, src Reader, k factKey, t time.Time) (fact, error) {
+	for {
+		if f, ok := vf.cached(k); ok {
+			vf.hits.Add(1)
+			return f, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return fact{}, err
+		}
+		vf.mu.Lock()
+		if vf.flights == nil {
+			vf.flights = map[factKey]*flight{}
+		}
+		fl, waiting := vf.flights[k]
+		if !waiting {
+			fl = &flight{done: make(chan struct{})}
+			vf.flights[k] = fl
+		}
+		vf.mu.Unlock()
+		if !waiting {
+			fl.f, fl.err = vf.read(ctx, src, k, t)
+			vf.mu.Lock()
+			delete(vf.flights, k)
+			vf.mu.Unlock()
+			close(fl.done)
+			return fl.f, fl.err
+		}
+		select {
+		case <-fl.done:
+		case <-ctx.Done():
+			return fact{}, ctx.Err()
+		}
+		if fl.err == nil {
+			vf.hits.Add(1)
+			return fl.f, nil
+		}
+		// The first asker's deadline may have ended its read: read again
+		// under this one's.
+		ended := errors.Is(fl.err, context.Canceled) || errors.Is(fl.err, context.DeadlineExceeded)
+		if !ended || ctx.Err() != nil {
+			return fact{}, fl.err
+		}
+	}
+}
+
+// read reads the capture of k's source for t and caches what it says of
+// k's target.
+func (vf *Verifier) read(ctx context.Context, src Reader, k factKey, t time.Time) (fact, error) {
+	vf.reads.Add(1)
+	v, c, err := src.Get(ctx, k.source, t)
+	if err != nil {
+		return fact{}, fmt.Errorf("links verify %s: %w", k.source, err)
+	}
+	ls, err := Carried(k.source, v, c)
 	if err != nil {
 		return fact{}, err
 	}
-	a, ok := ls[target]
-	f := fact{carries: ok, anchor: a}
+	a, ok := ls[k.target]
+	f := fact{at: v.Time, carries: ok, anchor: a}
 	vf.store(k, f)
 	return f, nil
 }

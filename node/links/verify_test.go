@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/herod-archive/herod/archive"
@@ -261,4 +262,51 @@ func BenchmarkVerify(b *testing.B) {
 			b.ReportMetric(float64(r.reads.Load())/float64(b.N*n), "reads/record")
 		})
 	}
+}
+
+// gatedReader is a Reader whose reads wait for gate to close.
+type gatedReader struct {
+	m     *memarchive.Mem
+	gate  chan struct{}
+	reads atomic.Int64
+}
+
+func (r *gatedReader) Get(ctx context.Context, u string, t time.Time) (archive.Version, *archive.Capture, error) {
+	r.reads.Add(1)
+	select {
+	case <-r.gate:
+	case <-ctx.Done():
+		return archive.Version{}, nil, ctx.Err()
+	}
+	return r.m.Get(ctx, u, t)
+}
+
+// TestVerifySharedReads: two lists checked at once that need the same
+// capture read it once; the second waits for the first's read.
+func TestVerifySharedReads(t *testing.T) {
+	m, truth := verifyWeb(t)
+	rs := truth["http://a.test/b"] // one record, one fact
+	if len(rs) != 1 {
+		t.Fatalf("records to a.test/b: %+v", rs)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		r := &gatedReader{m: m, gate: make(chan struct{})}
+		vf := &Verifier{}
+		var wg sync.WaitGroup
+		got := make([]Checked, 2)
+		for i := range got {
+			wg.Go(func() { got[i] = vf.Verify(context.Background(), r, rs, time.Time{}) })
+		}
+		synctest.Wait() // one read waits at the gate, the other check for it
+		close(r.gate)
+		wg.Wait()
+		for i, g := range got {
+			if len(g.Records) != 1 {
+				t.Errorf("check %d: %+v", i, g)
+			}
+		}
+		if n := r.reads.Load(); n != 1 {
+			t.Errorf("%d reads of one capture, want 1", n)
+		}
+	})
 }
