@@ -40,7 +40,7 @@ func TestHostileLinkRecords(t *testing.T) {
 	}
 	const target = "http://t.test/"
 	// Recent captures: every gateway believes their dates (witness rule).
-	t0 := time.Now().Add(-2 * time.Minute).Truncate(time.Second).UTC()
+	t0 := time.Now().Add(-2 * time.Minute).UTC() // nanoseconds: a record names its capture exactly
 	t1 := t0.Add(time.Minute)
 	for _, p := range []struct {
 		url  string
