@@ -16,10 +16,11 @@ import (
 
 // The link index and PageRank on the UI origin: /links?url=X[&at=TS]
 // [&offset=N][&output=json] lists the pages linking to X (as of TS, any
-// time without it), linksPage at a time; /api/rank?url=X[&at=TS] answers X's PageRank from the newest run
-// at or before TS; POST /api/rank[?day=TS] (admin token) runs PageRank
-// ring-wide. The calendar of a URL shows a short list of the pages
-// linking to it as of its newest capture (inlinksPanel).
+// time without it), linksPage at a time; /api/rank?url=X[&at=TS]
+// answers X's PageRank from the newest run at or before TS; POST
+// /api/rank[?day=TS] (admin token) runs PageRank ring-wide. The
+// calendar of a URL shows a short list of the pages linking to it as of
+// its newest capture (inlinksPanel).
 //
 // The link index's records come from other nodes, which can lie: every
 // listed link is checked by reading its source capture through the
@@ -168,12 +169,12 @@ func (s *Server) serveLinks(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusBadGateway, "The link index could not answer: "+err.Error(), "")
 		return
 	}
+	if res.Next >= maxLinksListed {
+		res.Next = 0 // the pages end at maxLinksListed
+	}
 	if r.URL.Query().Get("output") == "json" {
 		writeJSON(w, s.log, res)
 		return
-	}
-	if res.Next >= maxLinksListed {
-		res.Next = 0
 	}
 	d := linksData{URL: u, TS: ts, At: !at.IsZero(), Links: linkRows(res.Links), Offset: offset, More: res.More,
 		Next: res.Next, Dropped: res.Dropped, Unchecked: res.Unchecked}

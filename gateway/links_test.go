@@ -187,6 +187,13 @@ func TestLinksPages(t *testing.T) {
 	if w := getUI(t, s, "/links?url=http://t.example/"); !strings.Contains(w.Body.String(), "offset=50\">next page") {
 		t.Errorf("no link to the next page:\n%s", w.Body)
 	}
+	// The pages end at maxLinksListed: the last has no next.
+	f.extra = 2 * maxLinksListed
+	w = getUI(t, s, fmt.Sprintf("/links?url=http://t.example/&output=json&offset=%d", maxLinksListed-linksPage))
+	res = LinksAnswer{}
+	if err := json.Unmarshal(w.Body.Bytes(), &res); err != nil || len(res.Links) != linksPage || res.Next != 0 {
+		t.Errorf("last page of %d: %d links, next %d (%v)", maxLinksListed, len(res.Links), res.Next, err)
+	}
 	for _, bad := range []string{"-1", "x", "1000"} {
 		if w := getUI(t, s, "/links?url=http://t.example/&offset="+bad); w.Code != http.StatusBadRequest {
 			t.Errorf("offset %s: %d, want 400", bad, w.Code)
