@@ -111,7 +111,7 @@ func TestHostileLinkRecords(t *testing.T) {
 		// is not live: two lies are left out there.
 		b := string(page)
 		if !strings.Contains(b, "“true text”") || strings.Contains(b, "s2.test") || strings.Contains(b, "Buy pills") ||
-			strings.Contains(b, "s3.test") || !strings.Contains(b, "2 not shown") {
+			strings.Contains(b, "s3.test") || !strings.Contains(b, "2 more not shown") {
 			t.Errorf("node %d: calendar panel:\n%s", i, b)
 		}
 		st := n.Status().Trust
