@@ -6,18 +6,26 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"time"
 
+	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/archive/cdx"
 	"github.com/herod-archive/herod/internal/canon"
 )
 
 // The link index and PageRank on the UI origin: /links?url=X[&at=TS]
-// [&output=json] lists the pages linking to X (as of TS, any time without
-// it); /api/rank?url=X[&at=TS] answers X's PageRank from the newest run
-// at or before TS; POST /api/rank[?day=TS] (admin token) runs PageRank
-// ring-wide. The calendar of a URL shows a short list of the pages
-// linking to it as of its newest capture (inlinksPanel).
+// [&offset=N][&output=json] lists the pages linking to X (as of TS, any
+// time without it), linksPage at a time; /api/rank?url=X[&at=TS]
+// answers X's PageRank from the newest run at or before TS; POST
+// /api/rank[?day=TS] (admin token) runs PageRank ring-wide. The
+// calendar of a URL shows a short list of the pages linking to it as of
+// its newest capture (inlinksPanel).
+//
+// The link index's records come from other nodes, which can lie: every
+// listed link is checked by reading its source capture through the
+// archive readers are shown (linkSource), and one the capture does not
+// carry is left out and counted (LinksAnswer.Dropped).
 
 // Link is one link to a URL, as the link index keeps it: the source page
 // carried it, with Anchor as its text, from its capture at From until its
@@ -29,13 +37,28 @@ type Link struct {
 	Until  time.Time `json:"until,omitzero"`
 }
 
-// LinksAnswer answers "which pages linked to URL as of At".
+// LinksAnswer answers "which pages linked to URL as of At", one page of
+// them.
 type LinksAnswer struct {
 	URL   string `json:"url"`
 	Links []Link `json:"links"`
-	// More counts links not listed: over the limit asked or over the
+	// More counts links not listed: after this page or over the
 	// holders' per-target cap.
 	More int `json:"more,omitempty"`
+	// Next is the offset of the next page; zero when this is the last.
+	Next int `json:"next,omitempty"`
+	// Dropped counts this page's links left out because their source
+	// capture, as readers are shown it, does not carry them (or not with
+	// that text): claims of a lying node.
+	Dropped int `json:"dropped,omitempty"`
+	// Unchecked counts this page's links left out because their source
+	// capture could not be read in time (absent, not shown, unreachable).
+	Unchecked int `json:"unchecked,omitempty"`
+}
+
+// CaptureReader reads a capture as readers are shown it (Archive.Get).
+type CaptureReader interface {
+	Get(ctx context.Context, url string, t time.Time) (archive.Version, *archive.Capture, error)
 }
 
 // RankAnswer is a URL's PageRank from one run.
@@ -49,9 +72,11 @@ type RankAnswer struct {
 // LinkIndex is what the gateway asks of the ring's link index and
 // PageRank (the node implements it).
 type LinkIndex interface {
-	// Links returns the links to url live at at (any time if zero), at
-	// most limit (0: all).
-	Links(ctx context.Context, url string, at time.Time, limit int) (LinksAnswer, error)
+	// Links returns a page of the links to url live at at (any time if
+	// zero): at most limit, after the first offset of the holders' list.
+	// Each is listed only if its source capture, read through src,
+	// carries it; the others are counted (Dropped, Unchecked).
+	Links(ctx context.Context, url string, at time.Time, offset, limit int, src CaptureReader) (LinksAnswer, error)
 	// Rank returns url's rank from the newest run not after at;
 	// an error wrapping ErrNoRank when none ranked it.
 	Rank(ctx context.Context, url string, at time.Time) (RankAnswer, error)
@@ -66,8 +91,11 @@ var ErrNoRank = errors.New("gateway: no rank for this URL")
 const (
 	linksPath = "/links"
 	rankPath  = "/api/rank"
-	// maxLinksListed bounds the links the /links page lists.
+	// maxLinksListed bounds the links the /links pages list, all pages
+	// together.
 	maxLinksListed = 1000
+	// linksPage is how many links one /links page lists (and checks).
+	linksPage = 50
 	// inlinksShown is how many links the calendar's panel lists.
 	inlinksShown = 10
 )
@@ -78,11 +106,13 @@ type linkRow struct {
 }
 
 type linksData struct {
-	URL, TS, AtLabel string
-	At               bool
-	Links            []linkRow
-	More             int
-	Rank             *rankRow
+	URL, TS, AtLabel   string
+	At                 bool
+	Links              []linkRow
+	Offset             int
+	More, Next         int
+	Dropped, Unchecked int
+	Rank               *rankRow
 }
 
 type rankRow struct {
@@ -125,18 +155,29 @@ func (s *Server) serveLinks(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusBadRequest, "Links: "+err.Error()+". Use /links?url=<URL>&at=<YYYYMMDDhhmmss>.", "")
 		return
 	}
+	offset := 0
+	if o := r.URL.Query().Get("offset"); o != "" {
+		if offset, err = strconv.Atoi(o); err != nil || offset < 0 || offset >= maxLinksListed {
+			s.errorPage(w, r, http.StatusBadRequest, "Links: offset must be a number from 0 to "+strconv.Itoa(maxLinksListed-1)+".", "")
+			return
+		}
+	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	res, err := s.cfg.LinkIndex.Links(ctx, u, at, maxLinksListed)
+	res, err := s.cfg.LinkIndex.Links(ctx, u, at, offset, min(linksPage, maxLinksListed-offset), linkSource{s})
 	if err != nil {
 		s.errorPage(w, r, http.StatusBadGateway, "The link index could not answer: "+err.Error(), "")
 		return
+	}
+	if res.Next >= maxLinksListed {
+		res.Next = 0 // the pages end at maxLinksListed
 	}
 	if r.URL.Query().Get("output") == "json" {
 		writeJSON(w, s.log, res)
 		return
 	}
-	d := linksData{URL: u, TS: ts, At: !at.IsZero(), Links: linkRows(res.Links), More: res.More}
+	d := linksData{URL: u, TS: ts, At: !at.IsZero(), Links: linkRows(res.Links), Offset: offset, More: res.More,
+		Next: res.Next, Dropped: res.Dropped, Unchecked: res.Unchecked}
 	if d.At {
 		d.AtLabel = at.UTC().Format(time.DateTime)
 	}
@@ -153,19 +194,37 @@ type inlinksPanel struct {
 	URL, TS, AtLabel string
 	Links            []linkRow
 	More             int
+	NotShown         int // dropped or unchecked
 }
 
 func (s *Server) inlinks(ctx context.Context, u string, at time.Time) *inlinksPanel {
 	if s.cfg.LinkIndex == nil {
 		return nil
 	}
-	res, err := s.cfg.LinkIndex.Links(ctx, u, at, inlinksShown)
+	res, err := s.cfg.LinkIndex.Links(ctx, u, at, 0, inlinksShown, linkSource{s})
 	if err != nil {
 		s.log.Debug("gateway: links", "url", u, "err", err)
 		return nil
 	}
 	return &inlinksPanel{URL: u, TS: FormatTimestamp(at), AtLabel: at.UTC().Format(time.DateOnly),
-		Links: linkRows(res.Links), More: res.More}
+		Links: linkRows(res.Links), More: res.More, NotShown: res.Dropped + res.Unchecked}
+}
+
+// linkSource is the CaptureReader the link index checks its records
+// with: the gateway's archive, through which replay reads (verified from
+// the holders, access rules and robots.txt applied: access.go), each
+// read admitted as a replay's is (fetch slots and memory, Server.get).
+type linkSource struct{ s *Server }
+
+func (l linkSource) Get(ctx context.Context, u string, t time.Time) (archive.Version, *archive.Capture, error) {
+	v, c, hold, err := l.s.get(ctx, u, t, 1)
+	if hold != nil {
+		hold.done()
+	}
+	if err == nil && c == nil {
+		err = archive.ErrNotFound
+	}
+	return v, c, err
 }
 
 // serveRank answers GET /api/rank (anyone) and POST /api/rank (the

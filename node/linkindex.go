@@ -36,6 +36,7 @@ type linkIndex struct {
 	indexer *links.Indexer
 	server  *links.Server
 	router  *links.Router
+	verify  *links.Verifier // checks records before the gateway lists them
 	ranks   *rank.Store
 	engine  *rank.Engine
 	running sync.Mutex // one rank run coordinated at a time
@@ -53,7 +54,8 @@ func (n *Node) setupLinkIndex() error {
 		idx.Close()
 		return fmt.Errorf("node: %w", err)
 	}
-	li := &linkIndex{index: idx, ranks: rs, kick: make(chan struct{}, 1)}
+	li := &linkIndex{index: idx, ranks: rs, kick: make(chan struct{}, 1),
+		verify: &links.Verifier{Logger: n.log.With("sub", "links")}}
 	li.server = &links.Server{Index: idx, Keep: n.linkFilter}
 	n.linkIdx = li
 	return nil
@@ -358,17 +360,39 @@ type gatewayLinks struct{ n *Node }
 
 var _ gateway.LinkIndex = gatewayLinks{}
 
-func (g gatewayLinks) Links(ctx context.Context, u string, at time.Time, limit int) (gateway.LinksAnswer, error) {
-	res, err := g.n.Links(ctx, u, at, limit)
+// Links answers a page of "which pages linked to u as of at": the
+// holders' records after the first offset, at most limit, each listed
+// only once the Verifier read its source capture through src (the
+// gateway's archive: verified from its holders, access rules and
+// robots.txt applied) and found the link there. A record comes from the
+// source's owner through the target's holders, and either may lie.
+func (g gatewayLinks) Links(ctx context.Context, u string, at time.Time, offset, limit int, src gateway.CaptureReader) (gateway.LinksAnswer, error) {
+	if offset < 0 || limit <= 0 {
+		return gateway.LinksAnswer{}, fmt.Errorf("links: offset %d, limit %d", offset, limit)
+	}
+	res, err := g.n.Links(ctx, u, at, offset+limit+1)
 	if err != nil {
 		return gateway.LinksAnswer{}, err
 	}
-	out := gateway.LinksAnswer{URL: u, More: res.More, Links: make([]gateway.Link, len(res.Records))}
-	for i, r := range res.Records {
+	recs := res.Records[min(offset, len(res.Records)):]
+	out := gateway.LinksAnswer{URL: u, More: res.More}
+	if len(recs) > limit {
+		out.Next = offset + limit
+		out.More += len(recs) - limit
+		recs = recs[:limit]
+	}
+	chk := g.n.linkIdx.verify.Verify(ctx, src, recs, at)
+	out.Dropped, out.Unchecked = chk.Dropped, chk.Unchecked
+	out.Links = make([]gateway.Link, len(chk.Records))
+	for i, r := range chk.Records {
 		out.Links[i] = gateway.Link{Source: r.Source, Anchor: r.Anchor, From: r.From, Until: r.Until}
 	}
 	return out, nil
 }
+
+// LinkVerifyStats reports what the link index's Verifier showed, dropped
+// and could not check.
+func (n *Node) LinkVerifyStats() links.VerifyStats { return n.linkIdx.verify.Stats() }
 
 func (g gatewayLinks) Rank(ctx context.Context, u string, at time.Time) (gateway.RankAnswer, error) {
 	v, info, err := g.n.Rank(ctx, u, g.n.store.DayOf(at))

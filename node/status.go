@@ -52,7 +52,8 @@ func (n *Node) Status() Status {
 		Politeness:  n.PolitenessStats(),
 		Replication: n.ReplicationStats(),
 		Trust: TrustStats{NotMember: ts.NotMember, Role: ts.Role, UnverifiedReads: n.resolve.Stats().Rejected, UnverifiedExports: n.query.Dropped(),
-			UnverifiedListings: n.query.Unverified()},
+			UnverifiedListings: n.query.Unverified(),
+			UnverifiedLinks:    n.LinkVerifyStats().Dropped, UncheckedLinks: n.LinkVerifyStats().Unchecked},
 		Purge:     n.PurgeStats(),
 		Access:    n.accessStats(), // access.go
 		Witness:   n.WitnessStats(),

@@ -27,8 +27,11 @@
 // carries batches of records to their targets' holders and questions to
 // them; a Router sends them there (the owner and the next real nodes)
 // and merges the holders' answers; the node (node/linkindex.go) supplies streams, the ring and the
-// trust gate. What a target's holder verifies of a claimed link is
-// stated in docs/links.md.
+// trust gate. A holder checks a record's form only; before a record is
+// shown, a Verifier reads the source capture it names (through the
+// gateway's archive) and keeps it only if that capture carries the link
+// (Carried, the extractor the Indexer builds records with); see
+// docs/links.md.
 //
 // Concurrency: an Index and an Indexer are safe for concurrent use.
 package links

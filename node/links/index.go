@@ -14,6 +14,8 @@ import (
 
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/util"
+
+	"github.com/herod-archive/herod/archive"
 )
 
 // DefaultPerTarget is Config.PerTarget when zero.
@@ -39,6 +41,9 @@ type Config struct {
 	// PerTarget bounds the records kept for one target; those beyond are
 	// counted (Result.More). Zero means DefaultPerTarget.
 	PerTarget int
+	// Now is the clock Put refuses future records by; nil means
+	// time.Now.
+	Now func() time.Time
 }
 
 // Index is the target side of the link index, in goleveldb: the records
@@ -80,15 +85,25 @@ func linkKey(r Record) []byte {
 
 func countKey(p byte, target string) []byte { return append([]byte{p}, target...) }
 
-// Put stores recs, each checked (Record.Check): a record already held
+// Put stores recs, each checked (Record.Check, and Seen not after the
+// index's clock by more than archive.MaxClockSkew, so that no copy can
+// outrank every later one): a record already held
 // is replaced by a copy with a later or equal Seen; a new record is kept
 // while its target has fewer than PerTarget, and counted otherwise. It
 // returns how many records it took (stored or counted); a bad record is
 // an error and stores nothing of the batch.
 func (x *Index) Put(ctx context.Context, recs []Record) (int, error) {
+	now := time.Now
+	if x.cfg.Now != nil {
+		now = x.cfg.Now
+	}
+	latest := now().Add(archive.MaxClockSkew)
 	for _, r := range recs {
 		if err := r.Check(); err != nil {
 			return 0, err
+		}
+		if r.Seen.After(latest) {
+			return 0, fmt.Errorf("%w: seen %s is in the future", errRecord, r.Seen.UTC().Format(time.RFC3339))
 		}
 	}
 	if err := ctx.Err(); err != nil {

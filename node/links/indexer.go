@@ -241,16 +241,33 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 }
 
 // linksOf returns the links version v of source carries, with their
-// anchor texts: those of a successful HTML page (the links a reader
-// follows, as the crawler extracts them; crawl.ExtractRequisites), none
-// for any other version (an error page, a redirect, another type).
+// anchor texts (Carried).
 func (ix *Indexer) linksOf(ctx context.Context, source string, v archive.Version) (map[string]string, error) {
-	if v.Status < 200 || v.Status > 299 || !isHTML(v.ContentType) {
+	if !mayCarry(v) {
 		return nil, nil
 	}
 	_, c, err := ix.Archive.Get(ctx, source, v.Time)
 	if err != nil {
 		return nil, fmt.Errorf("links read %s: %w", source, err)
+	}
+	return Carried(source, v, c)
+}
+
+// mayCarry reports whether a version of v's status and type carries
+// links: a successful HTML page.
+func mayCarry(v archive.Version) bool {
+	return v.Status >= 200 && v.Status <= 299 && isHTML(v.ContentType)
+}
+
+// Carried returns the links capture c (version v) of source carries,
+// with their anchor texts: those of a successful HTML page (the links a
+// reader follows, as the crawler extracts them; crawl.ExtractRequisites),
+// none for any other version (an error page, a redirect, another type).
+// It is the one extractor of the index: the Indexer builds records with
+// it and the Verifier checks peers' records with it.
+func Carried(source string, v archive.Version, c *archive.Capture) (map[string]string, error) {
+	if !mayCarry(v) || c == nil {
+		return nil, nil
 	}
 	base, err := url.Parse(source)
 	if err != nil {

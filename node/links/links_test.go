@@ -313,3 +313,33 @@ func TestLinksSyncAll(t *testing.T) {
 	}
 	checkDays(t, owner, 1, 2)
 }
+
+// TestPutRefusesFutureSeen: a copy dated past the holder's clock (and
+// the skew archive allows) would outrank every later true copy; Put
+// refuses its batch and keeps what it held.
+func TestPutRefusesFutureSeen(t *testing.T) {
+	ctx := context.Background()
+	now := dayTime(3)
+	x, err := Open(t.TempDir(), Config{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	r := Record{Target: "http://t.test/", Source: "http://s.test/", Anchor: "true", From: dayTime(1), Seen: dayTime(1)}
+	if _, err := x.Put(ctx, []Record{r}); err != nil {
+		t.Fatal(err)
+	}
+	late := r
+	late.Anchor, late.Seen = "forged", now.Add(archive.MaxClockSkew+time.Second)
+	if _, err := x.Put(ctx, []Record{late}); err == nil {
+		t.Error("a record seen in the future was taken")
+	}
+	skewed := r
+	skewed.Anchor, skewed.Seen = "skewed", now.Add(archive.MaxClockSkew)
+	if _, err := x.Put(ctx, []Record{skewed}); err != nil {
+		t.Errorf("a record within the clock skew was refused: %v", err)
+	}
+	if got := summary(t, x, "http://t.test/", time.Time{}, nil); !slices.Equal(got, []string{"http://s.test/|skewed"}) {
+		t.Errorf("held %q", got)
+	}
+}

@@ -151,4 +151,10 @@ type TrustStats struct {
 	// forged, purged fetcher, future or unwitnessed date): none was
 	// listed.
 	UnverifiedListings int64 `json:"unverifiedListings"`
+	// UnverifiedLinks counts link-index records the gateway did not list
+	// because their source capture, read as readers are shown it, does
+	// not carry them; UncheckedLinks those whose capture could not be
+	// read in time (docs/links.md).
+	UnverifiedLinks int64 `json:"unverifiedLinks"`
+	UncheckedLinks  int64 `json:"uncheckedLinks"`
 }
