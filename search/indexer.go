@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/herod-archive/herod/archive"
 )
@@ -99,6 +100,58 @@ func (ix *Indexer) IndexURLs(ctx context.Context, urls []string) (IndexStats, er
 	return total, errors.Join(errs...)
 }
 
+// Added names a version just stored: its URL and capture time.
+type Added struct {
+	URL  string
+	Time time.Time
+}
+
+// IndexAdded indexes the versions just stored and the ones next to
+// them: for each URL, its newest two versions (a crawl's new version
+// starts its postings and ends the one before's), every version added
+// and the version just before each (an import can add a capture older
+// than those held: it ends at the next one, and the one before it now
+// ends at it). All their postings go in one call to Sink. A URL that
+// fails is left out, and its error joined to the one returned.
+func (ix *Indexer) IndexAdded(ctx context.Context, added []Added) (IndexStats, error) {
+	byURL := map[string][]int64{}
+	var order []string
+	for _, a := range added {
+		if _, ok := byURL[a.URL]; !ok {
+			order = append(order, a.URL)
+		}
+		byURL[a.URL] = append(byURL[a.URL], Millis(a.Time))
+	}
+	var b batch
+	var total IndexStats
+	var errs []error
+	for _, u := range order {
+		times := byURL[u]
+		st, err := ix.collectWhere(ctx, u, &b, func(vs []archive.Version, i int) bool {
+			if i >= len(vs)-2 {
+				return true
+			}
+			for j := i; j <= i+1 && j < len(vs); j++ {
+				if slices.Contains(times, Millis(vs[j].Time)) {
+					return true
+				}
+			}
+			return false
+		})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		total.Add(st)
+	}
+	n, err := ix.flush(ctx, &b)
+	if err != nil {
+		return IndexStats{}, err
+	}
+	total.Bytes += n
+	return total, errors.Join(errs...)
+}
+
 // batch is postings and document rows waiting to be written together.
 type batch struct {
 	ps   []Posting
@@ -126,18 +179,25 @@ func (ix *Indexer) flush(ctx context.Context, b *batch) (int64, error) {
 
 // collect adds url's postings and rows (IndexURL) to b.
 func (ix *Indexer) collect(ctx context.Context, url string, all bool, b *batch) (IndexStats, error) {
+	return ix.collectWhere(ctx, url, b, func(vs []archive.Version, i int) bool {
+		return all || i >= len(vs)-2
+	})
+}
+
+// collectWhere adds to b the postings and rows of url's versions (sorted
+// by capture time) that want accepts.
+func (ix *Indexer) collectWhere(ctx context.Context, url string, b *batch, want func(vs []archive.Version, i int) bool) (IndexStats, error) {
 	vs, err := ix.Archive.Versions(ctx, url)
 	if err != nil {
 		return IndexStats{}, fmt.Errorf("search index %s: %w", url, err)
 	}
 	vs = slices.Clone(vs)
 	slices.SortStableFunc(vs, func(a, b archive.Version) int { return a.Time.Compare(b.Time) })
-	first := 0
-	if !all && len(vs) > 2 {
-		first = len(vs) - 2
-	}
 	var st IndexStats
-	for i := first; i < len(vs); i++ {
+	for i := range vs {
+		if !want(vs, i) {
+			continue
+		}
 		v := vs[i]
 		if !Indexable(v.Status, v.ContentType) {
 			continue

@@ -17,8 +17,8 @@ const (
 	batchDelay = time.Second
 )
 
-func (sv *Service) q() chan string {
-	sv.queueOnce.Do(func() { sv.queue = make(chan string, queueCap) })
+func (sv *Service) q() chan fts.Added {
+	sv.queueOnce.Do(func() { sv.queue = make(chan fts.Added, queueCap) })
 	return sv.queue
 }
 
@@ -27,7 +27,7 @@ func (sv *Service) q() chan string {
 // the URL, counted, and the next backfill indexes it.
 func (sv *Service) Notify(v archive.Version) {
 	select {
-	case sv.q() <- v.URL:
+	case sv.q() <- fts.Added{URL: v.URL, Time: v.Time}:
 		sv.queued.Add(1)
 	default:
 		sv.dropped.Add(1)
@@ -50,14 +50,14 @@ func (sv *Service) Run(ctx context.Context, ix *fts.Indexer, l fts.URLLister, ow
 		sv.log().Warn("search backfill", "err", err)
 	}
 	sv.log().Debug("search backfill done", "versions", st.Versions, "postings", st.Postings, "took", time.Since(start))
-	var urls []string
+	var urls []fts.Added
 	timer := time.NewTimer(batchDelay)
 	defer timer.Stop()
 	flush := func() {
 		if len(urls) == 0 {
 			return
 		}
-		st, err := ix.IndexURLs(ctx, urls)
+		st, err := ix.IndexAdded(ctx, urls)
 		sv.indexed.Add(int64(st.Versions))
 		sv.unreadable.Add(int64(st.Unreadable))
 		sv.queued.Add(-int64(len(urls)))

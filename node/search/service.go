@@ -69,7 +69,7 @@ type Service struct {
 	backfill   atomic.Int32 // 1 while the backfill runs
 
 	queueOnce sync.Once
-	queue     chan string
+	queue     chan fts.Added
 }
 
 var (
