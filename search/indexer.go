@@ -81,23 +81,11 @@ func (ix *Indexer) IndexURL(ctx context.Context, url string, all bool) (IndexSta
 // sends all their postings in one call to Sink. A URL that fails is
 // left out, and its error joined to the one returned.
 func (ix *Indexer) IndexURLs(ctx context.Context, urls []string) (IndexStats, error) {
-	var b batch
-	var total IndexStats
-	var errs []error
-	for _, u := range urls {
-		st, err := ix.collect(ctx, u, false, &b)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		total.Add(st)
+	added := make([]Added, len(urls))
+	for i, u := range urls {
+		added[i] = Added{URL: u}
 	}
-	n, err := ix.flush(ctx, &b)
-	if err != nil {
-		return IndexStats{}, err
-	}
-	total.Bytes += n
-	return total, errors.Join(errs...)
+	return ix.IndexAdded(ctx, added)
 }
 
 // Added names a version just stored: its URL and capture time.

@@ -2,6 +2,7 @@ package search
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/sha1"
 	"encoding/binary"
@@ -112,17 +113,7 @@ func (a SyncCursor) cmp(b SyncCursor) int {
 	if c := a.Key.Cmp(b.Key); c != 0 {
 		return c
 	}
-	return cmpInt(a.From, b.From)
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Compare(a.From, b.From)
 }
 
 type syncRequest struct {
