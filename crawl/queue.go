@@ -152,9 +152,9 @@ type queue struct {
 }
 
 func openQueue(dir string, newCap int) (*queue, error) {
-	db, err := leveldb.OpenFile(dir, &opt.Options{NoSync: false})
+	db, err := leveldb.OpenFile(dir, queueOptions())
 	if lerrors.IsCorrupted(err) {
-		db, err = leveldb.RecoverFile(dir, nil)
+		db, err = leveldb.RecoverFile(dir, queueOptions())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("crawl queue open: %w", err)
@@ -297,6 +297,9 @@ func (q *queue) currentDay() int64 { return q.dayNow.Load() }
 func (q *queue) add(urls []string, redirects int) (added []entry, fresh int, capped []string, err error) {
 	q.days.RLock()
 	defer q.days.RUnlock()
+	if urls = q.unseen(urls); len(urls) == 0 {
+		return nil, 0, nil, nil
+	}
 	kvs, added, fresh, capped, err := q.prepare(urls, redirects)
 	if err != nil || len(added) == 0 {
 		return nil, 0, capped, err
@@ -314,6 +317,27 @@ func (q *queue) add(urls []string, redirects int) (added []entry, fresh int, cap
 		return nil, 0, capped, fmt.Errorf("crawl queue add: %w", err)
 	}
 	return added, fresh, capped, nil
+}
+
+// unseen returns the URLs that are not seen today as far as a read
+// outside q.mu tells: most links of a page are, and their reads need not
+// wait for the lock that adds and a new day's staging take. The caller
+// holds q.days, so the day does not change; a URL seen today stays seen
+// (its known value only grows, but for unsee, which races with an add in
+// any order), so prepare's test under q.mu decides only for the rest. A
+// read that fails leaves the URL to prepare, which reports it.
+func (q *queue) unseen(urls []string) []string {
+	day := q.dayNow.Load()
+	out := urls[:0:0]
+	for _, u := range urls {
+		if v, err := q.db.Get([]byte(prefixURL+u), nil); err == nil {
+			if d, _, ok := parseKnownValue(v); ok && d >= day {
+				continue
+			}
+		}
+		out = append(out, u)
+	}
+	return out
 }
 
 // maxCapHosts bounds the hosts whose new URLs are counted; past it the
