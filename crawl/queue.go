@@ -112,9 +112,10 @@ const redirectMark = 0x01
 // add runs its seen test under mu and its synced write outside it, so
 // concurrent adds share one fsync (goleveldb merges concurrent writes);
 // URLs whose write is under way sit in writing, which the seen test also
-// consults. A new day is staged under mu a chunk at a time and switched
-// under days (exclusively) and mu, so the switch never overlaps an add's
-// write (newday.go).
+// consults. A new day is staged a chunk at a time, each built under mu
+// and written after it (its URLs meanwhile in staged, which the seen test
+// also consults), and switched under days (exclusively) and mu, so the
+// switch never overlaps an add's write (newday.go).
 type queue struct {
 	db *leveldb.DB
 
@@ -145,6 +146,12 @@ type queue struct {
 	// asks the ring who owns a URL.
 	dayNow  atomic.Int64
 	writing map[string]struct{}
+	// staged lists the URLs of a new day's chunk staged but not yet
+	// written (newday.go, writeStaged): prepare counts them as seen.
+	staged map[string]struct{}
+	// beforeStagedWrite, when set (by tests, before the queue is used),
+	// runs before each staged chunk's write, outside q.mu.
+	beforeStagedWrite func()
 	// staging is set while a new day is staged; late then lists the URLs
 	// add queued and remember made known meanwhile (newday.go).
 	staging bool
@@ -159,7 +166,7 @@ func openQueue(dir string, newCap int) (*queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("crawl queue open: %w", err)
 	}
-	q := &queue{db: db, writing: make(map[string]struct{}), newCap: newCap}
+	q := &queue{db: db, writing: make(map[string]struct{}), staged: make(map[string]struct{}), newCap: newCap}
 	seq, err := q.getUint(keySeq)
 	if err != nil {
 		db.Close()
@@ -373,6 +380,9 @@ func (q *queue) prepare(urls []string, redirects int) ([][2][]byte, []entry, int
 	for _, u := range urls {
 		if _, dup := q.writing[u]; dup {
 			continue // in this batch or in a concurrent add's write
+		}
+		if _, staged := q.staged[u]; staged {
+			continue // staged for the new day under way, its write not done
 		}
 		uk := []byte(prefixURL + u)
 		v, err := q.db.Get(uk, nil)
