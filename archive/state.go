@@ -40,6 +40,32 @@ func (s *Store) State(ctx context.Context, url string) (CrawlState, error) {
 	return rec.State, nil
 }
 
+// CheckedOn reports whether url was checked on day (Touch, by the store's
+// DayOf) or its crawl state's Checked falls on that day: whether the
+// crawler fetched it that day, a 304 included. The touch is a point read,
+// which the bloom filter answers for most URLs not checked that day.
+func (s *Store) CheckedOn(ctx context.Context, url string, day int64) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("archive checked on: %w", err)
+	}
+	k := id.OfString(url)
+	ok, err := s.db.Has(touchKey(k, day), nil)
+	if err != nil {
+		return false, fmt.Errorf("archive checked on: %w", err)
+	}
+	if ok {
+		return true, nil
+	}
+	st, err := s.State(ctx, url)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("archive checked on: %w", err)
+	}
+	return !st.Checked.IsZero() && s.DayOf(st.Checked) == day, nil
+}
+
 // SetState replaces the crawl state of url. Outlinks are stored sorted and
 // without duplicates. The write is not synced: losing the last states in a
 // power failure only makes the crawler refetch unconditionally.

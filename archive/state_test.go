@@ -99,3 +99,28 @@ func TestStateCorrupt(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckedOn: a URL counts as fetched on a day when a check (Touch) or
+// its crawl state's Checked falls on it, and on no other day.
+func TestCheckedOn(t *testing.T) {
+	s := openTest(t, Options{NoSync: true})
+	ctx := context.Background()
+	u, other := "http://a.example/", "http://b.example/"
+	mustPut(t, s, capture(u, t0, "x"))
+	must(t, s.Touch(ctx, u, t0.Add(2*day))) // a 304 on day 2
+	must(t, s.SetState(ctx, other, CrawlState{Checked: t0.Add(day)}))
+	d0 := s.DayOf(t0)
+	for _, c := range []struct {
+		url  string
+		day  int64
+		want bool
+	}{
+		{u, d0 + 2, true}, {u, d0 + 1, false}, {u, d0 + 3, false},
+		{other, d0 + 1, true}, {other, d0 + 2, false},
+		{"http://c.example/", d0 + 2, false},
+	} {
+		if got, err := s.CheckedOn(ctx, c.url, c.day); err != nil || got != c.want {
+			t.Errorf("CheckedOn(%s, day +%d) = %v, %v; want %v", c.url, c.day-d0, got, err, c.want)
+		}
+	}
+}

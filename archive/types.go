@@ -121,7 +121,7 @@ type CrawlState struct {
 	Status   int       `json:"status,omitempty"`
 	Digest   id.ID     `json:"digest"`             // payload digest of the newest version
 	Outlinks []string  `json:"outlinks,omitempty"` // canonical links of the newest version, sorted
-	Checked  time.Time `json:"checked"`            // last fetch attempt that got an answer
+	Checked  time.Time `json:"checked"`            // last fetch attempt that got an answer; the crawler leaves it at a 304 it records with Touch (Checks, CheckedOn)
 }
 
 // LastStatus returns the HTTP status of the last answer, 200 when the state

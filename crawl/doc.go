@@ -48,7 +48,9 @@
 //     Deps: the required Archive and Forwarder, and the optional parties,
 //     each nil-able, that switch on exactly the features their fields
 //     name.)
-//   - Bandwidth (thesis, "optimizations"): a 304 only refreshes CrawlState.Checked; a 200
+//   - Bandwidth (thesis, "optimizations"): a 304 only records the check
+//     (Deps.Touch; CrawlState.Checked when the archive keeps no checks or
+//     the URL has no version); a 200
 //     whose SHA-1 equals CrawlState.Digest stores nothing and forwards
 //     nothing; a new version forwards only links absent from the previous
 //     version's outlinks. When Forward fails, the previous CrawlState is

@@ -204,15 +204,24 @@ func (c *Crawler) newRequest(ctx context.Context, raw string, st archive.CrawlSt
 	return req, nil
 }
 
-// refresh records a 304: the check's time, in the crawl state and, when
-// the archive keeps them, as a revisit.
+// refresh records a 304: the check's time, as a revisit when the archive
+// keeps them (Deps.Touch) and the URL has a version, else in the crawl
+// state. A check the archive recorded leaves the state as it was (its
+// Checked the last answer that was not a 304): a 304 is most of a revisit
+// day's fetches, and rewriting the state, outlinks and all, was most of
+// their index writes and of the compaction that rewrites them again.
 func (c *Crawler) refresh(ctx context.Context, raw string, st archive.CrawlState, now time.Time) outcome {
-	st.Checked = now
-	if err := c.a.SetState(ctx, raw, st); err != nil {
-		return c.archiveErr(ctx, raw, err)
-	}
+	touched := false
 	if t := c.deps.Touch; t != nil {
-		if err := t.Touch(ctx, raw, now); err != nil && !errors.Is(err, archive.ErrNotFound) {
+		err := t.Touch(ctx, raw, now)
+		if err != nil && !errors.Is(err, archive.ErrNotFound) {
+			return c.archiveErr(ctx, raw, err)
+		}
+		touched = err == nil
+	}
+	if !touched {
+		st.Checked = now
+		if err := c.a.SetState(ctx, raw, st); err != nil {
 			return c.archiveErr(ctx, raw, err)
 		}
 	}

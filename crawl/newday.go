@@ -193,6 +193,28 @@ func (q *queue) drainLate(st *stagedDay) error {
 	}
 }
 
+// writeStaged writes a chunk staged under q.mu (b, and the URLs whose
+// known value it sets, listed in q.staged) after the caller released it,
+// so that adds do not wait for a write that goleveldb may hold up while it
+// compacts; then it takes the URLs out of q.staged. Until then prepare
+// counts them as seen, as it does once the write is done. Only the
+// staging goroutine (q.turn) writes staged chunks, one at a time.
+func (q *queue) writeStaged(b *leveldb.Batch, urls []string) error {
+	if q.beforeStagedWrite != nil {
+		q.beforeStagedWrite()
+	}
+	err := q.db.Write(b, nil)
+	q.mu.Lock()
+	for _, u := range urls {
+		delete(q.staged, u)
+	}
+	q.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("crawl queue new day: %w", err)
+	}
+	return nil
+}
+
 // writeChunk writes b with the next sequence number; the caller holds q.mu.
 func (q *queue) writeChunk(b *leveldb.Batch) error {
 	b.Put(keySeq, u64(q.seq))
@@ -202,8 +224,10 @@ func (q *queue) writeChunk(b *leveldb.Batch) error {
 	return nil
 }
 
-// stageOneLocked stages u for st's day in b; the caller holds q.mu.
-func (q *queue) stageOneLocked(st *stagedDay, b *leveldb.Batch, it stageItem) {
+// stageOneLocked stages u for st's day in b and, when staged is not nil,
+// lists u in it and q.staged when b sets its known value (for
+// writeStaged); the caller holds q.mu.
+func (q *queue) stageOneLocked(st *stagedDay, b *leveldb.Batch, it stageItem, staged *[]string) {
 	h := hostOf(it.url)
 	b.Put(queueKey(st.day, h, q.seq), entryValue(it.url, it.redirects))
 	q.seq++
@@ -213,6 +237,10 @@ func (q *queue) stageOneLocked(st *stagedDay, b *leveldb.Batch, it stageItem) {
 		st.fixed[it.url] = struct{}{}
 	} else {
 		b.Put([]byte(prefixURL+it.url), knownValue(st.day, it.redirects))
+		if staged != nil {
+			q.staged[it.url] = struct{}{}
+			*staged = append(*staged, it.url)
+		}
 	}
 	st.hosts[h]++
 	st.n++
@@ -224,12 +252,14 @@ func (q *queue) stageKnown(st *stagedDay, items []stageItem) error {
 		return nil
 	}
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	b := new(leveldb.Batch)
+	staged := make([]string, 0, len(items))
 	for _, it := range items {
-		q.stageOneLocked(st, b, it)
+		q.stageOneLocked(st, b, it, &staged)
 	}
-	return q.writeChunk(b)
+	b.Put(keySeq, u64(q.seq))
+	q.mu.Unlock()
+	return q.writeStaged(b, staged)
 }
 
 // stageUnknown stages the URLs of a chunk that are not known, making them
@@ -242,16 +272,18 @@ func (q *queue) stageUnknown(st *stagedDay, items []stageItem) error {
 		return err
 	}
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	b := new(leveldb.Batch)
+	staged := make([]string, 0, len(items))
 	for _, it := range items {
 		if _, writing := q.writing[it.url]; writing {
 			continue // an add of the old day makes it known: the late list stages it
 		}
-		q.stageOneLocked(st, b, it)
+		q.stageOneLocked(st, b, it, &staged)
 		st.fresh++
 	}
-	return q.writeChunk(b)
+	b.Put(keySeq, u64(q.seq))
+	q.mu.Unlock()
+	return q.writeStaged(b, staged)
 }
 
 // unknown returns the items, once each, that are not known or whose known
@@ -310,20 +342,31 @@ func (q *queue) stageLateChunk(st *stagedDay, late []stageItem, locked bool) err
 			return err
 		}
 		q.mu.Lock()
-		defer q.mu.Unlock()
 	}
 	owned, err := q.unknown(owned, notStaged)
 	if err != nil {
+		if !locked {
+			q.mu.Unlock()
+		}
 		return err
 	}
 	b := new(leveldb.Batch)
+	var staged *[]string
+	if !locked {
+		staged = new([]string)
+	}
 	for _, it := range owned {
 		if _, fixed := st.fixed[it.url]; fixed {
 			continue
 		}
-		q.stageOneLocked(st, b, it)
+		q.stageOneLocked(st, b, it, staged)
 	}
-	return q.writeChunk(b)
+	if locked {
+		return q.writeChunk(b)
+	}
+	b.Put(keySeq, u64(q.seq))
+	q.mu.Unlock()
+	return q.writeStaged(b, *staged)
 }
 
 // stageDeferred promotes deferred URLs into the staged day

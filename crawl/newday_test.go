@@ -151,3 +151,76 @@ func TestLegacyQueueMigrates(t *testing.T) {
 		t.Fatalf("seq %d after a legacy entry numbered 5", q.seq)
 	}
 }
+
+// TestStagedWriteOutsideLock: a staged chunk is written after the queue's
+// lock is released, so an add never waits for a write goleveldb holds up;
+// until that write is done the chunk's URLs count as seen, and each is
+// queued once on the new day.
+func TestStagedWriteOutsideLock(t *testing.T) {
+	q, err := openQueue(t.TempDir(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.close()
+	urls := []string{"http://a.example/1", "http://a.example/2", "http://b.example/1"}
+	if _, _, _, err := q.add(urls, 0); err != nil {
+		t.Fatal(err)
+	}
+	// Unsee one, so an add of the old day would queue it again but for the
+	// chunk staged (and not yet written) meanwhile.
+	if err := q.unsee(urls[0]); err != nil {
+		t.Fatal(err)
+	}
+	held, release := make(chan struct{}), make(chan struct{})
+	var writes atomic.Int64
+	q.beforeStagedWrite = func() {
+		if writes.Add(1) == 1 {
+			close(held)
+			<-release
+		}
+	}
+	day := q.currentDay() + 1
+	q.turn.Lock()
+	type result struct {
+		st  *stagedDay
+		err error
+	}
+	staged := make(chan result, 1)
+	go func() {
+		st, err := q.stageDay(day, nil, nil, nil)
+		staged <- result{st, err}
+	}()
+	<-held
+	done := make(chan []entry, 1)
+	go func() {
+		added, _, _, err := q.add([]string{urls[0], "http://c.example/new"}, 0)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- added
+	}()
+	select {
+	case added := <-done:
+		if len(added) != 1 || added[0].url != "http://c.example/new" {
+			t.Fatalf("add during a held staged write queued %v, want only the new URL", added)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("add waited for a staged chunk's write")
+	}
+	close(release)
+	r := <-staged
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	hosts, n, _, err := q.switchDay(r.st)
+	q.turn.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 4 || hosts["a.example"] != 2 || hosts["c.example"] != 1 {
+		t.Fatalf("new day queued %d (hosts %v), want 4: each URL once", n, hosts)
+	}
+	if len(q.staged) != 0 {
+		t.Fatalf("%d URLs left as staged after the writes", len(q.staged))
+	}
+}

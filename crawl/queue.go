@@ -112,9 +112,10 @@ const redirectMark = 0x01
 // add runs its seen test under mu and its synced write outside it, so
 // concurrent adds share one fsync (goleveldb merges concurrent writes);
 // URLs whose write is under way sit in writing, which the seen test also
-// consults. A new day is staged under mu a chunk at a time and switched
-// under days (exclusively) and mu, so the switch never overlaps an add's
-// write (newday.go).
+// consults. A new day is staged a chunk at a time, each built under mu
+// and written after it (its URLs meanwhile in staged, which the seen test
+// also consults), and switched under days (exclusively) and mu, so the
+// switch never overlaps an add's write (newday.go).
 type queue struct {
 	db *leveldb.DB
 
@@ -145,6 +146,12 @@ type queue struct {
 	// asks the ring who owns a URL.
 	dayNow  atomic.Int64
 	writing map[string]struct{}
+	// staged lists the URLs of a new day's chunk staged but not yet
+	// written (newday.go, writeStaged): prepare counts them as seen.
+	staged map[string]struct{}
+	// beforeStagedWrite, when set (by tests, before the queue is used),
+	// runs before each staged chunk's write, outside q.mu.
+	beforeStagedWrite func()
 	// staging is set while a new day is staged; late then lists the URLs
 	// add queued and remember made known meanwhile (newday.go).
 	staging bool
@@ -152,14 +159,14 @@ type queue struct {
 }
 
 func openQueue(dir string, newCap int) (*queue, error) {
-	db, err := leveldb.OpenFile(dir, &opt.Options{NoSync: false})
+	db, err := leveldb.OpenFile(dir, queueOptions())
 	if lerrors.IsCorrupted(err) {
-		db, err = leveldb.RecoverFile(dir, nil)
+		db, err = leveldb.RecoverFile(dir, queueOptions())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("crawl queue open: %w", err)
 	}
-	q := &queue{db: db, writing: make(map[string]struct{}), newCap: newCap}
+	q := &queue{db: db, writing: make(map[string]struct{}), staged: make(map[string]struct{}), newCap: newCap}
 	seq, err := q.getUint(keySeq)
 	if err != nil {
 		db.Close()
@@ -297,6 +304,9 @@ func (q *queue) currentDay() int64 { return q.dayNow.Load() }
 func (q *queue) add(urls []string, redirects int) (added []entry, fresh int, capped []string, err error) {
 	q.days.RLock()
 	defer q.days.RUnlock()
+	if urls = q.unseen(urls); len(urls) == 0 {
+		return nil, 0, nil, nil
+	}
 	kvs, added, fresh, capped, err := q.prepare(urls, redirects)
 	if err != nil || len(added) == 0 {
 		return nil, 0, capped, err
@@ -314,6 +324,27 @@ func (q *queue) add(urls []string, redirects int) (added []entry, fresh int, cap
 		return nil, 0, capped, fmt.Errorf("crawl queue add: %w", err)
 	}
 	return added, fresh, capped, nil
+}
+
+// unseen returns the URLs that are not seen today as far as a read
+// outside q.mu tells: most links of a page are, and their reads need not
+// wait for the lock that adds and a new day's staging take. The caller
+// holds q.days, so the day does not change; a URL seen today stays seen
+// (its known value only grows, but for unsee, which races with an add in
+// any order), so prepare's test under q.mu decides only for the rest. A
+// read that fails leaves the URL to prepare, which reports it.
+func (q *queue) unseen(urls []string) []string {
+	day := q.dayNow.Load()
+	out := urls[:0:0]
+	for _, u := range urls {
+		if v, err := q.db.Get([]byte(prefixURL+u), nil); err == nil {
+			if d, _, ok := parseKnownValue(v); ok && d >= day {
+				continue
+			}
+		}
+		out = append(out, u)
+	}
+	return out
 }
 
 // maxCapHosts bounds the hosts whose new URLs are counted; past it the
@@ -349,6 +380,9 @@ func (q *queue) prepare(urls []string, redirects int) ([][2][]byte, []entry, int
 	for _, u := range urls {
 		if _, dup := q.writing[u]; dup {
 			continue // in this batch or in a concurrent add's write
+		}
+		if _, staged := q.staged[u]; staged {
+			continue // staged for the new day under way, its write not done
 		}
 		uk := []byte(prefixURL + u)
 		v, err := q.db.Get(uk, nil)

@@ -57,10 +57,11 @@ func (n *Node) setupClaims() {
 }
 
 // fetchedOn reports whether the store records a fetch of url on day (a
-// fetch before this process started; later ones are in the claims).
+// fetch before this process started; later ones are in the claims): its
+// crawl state's or, for a 304, its check's (archive.Store.CheckedOn).
 func (n *Node) fetchedOn(ctx context.Context, url string, day int64) bool {
-	st, err := n.store.State(ctx, url)
-	return err == nil && !st.Checked.IsZero() && n.store.DayOf(st.Checked) == day
+	ok, err := n.store.CheckedOn(ctx, url, day)
+	return err == nil && ok
 }
 
 // claimDay is the day claims are made for: the crawler's current day (a

@@ -1,0 +1,38 @@
+package crawl
+
+import (
+	"github.com/syndtr/goleveldb/leveldb/filter"
+	"github.com/syndtr/goleveldb/leveldb/opt"
+)
+
+// queueOptions returns the goleveldb options of the queue database
+// (docs/scale.md, "What keeps it flat"). At a million URLs it holds a
+// million known URLs and, at a rollover, a million queue entries more;
+// every link a page carries is a point read of the known set, and a new
+// day writes its whole queue in a few minutes:
+//
+//   - a bloom filter of 10 bits a key lets a Get skip the tables of the
+//     levels that lack the key (the seen test reads one table a level);
+//   - a 16 MiB block cache (default 8) keeps the filters and more of the
+//     known set in memory;
+//   - an 8 MiB write buffer (default 4) and 4 MiB tables make half as many
+//     level-0 flushes while a day is staged;
+//   - writes slow down at 16 level-0 tables and pause at 32 (default 8
+//     and 12): staging writes faster than compaction merges in bursts,
+//     and a paused write holds up every add of a link behind it, where
+//     more level-0 tables only cost the reads their (filtered) lookups;
+//   - a 32 MiB level 1 (default 10) is one level fewer for compaction to
+//     rewrite the known set through.
+//
+// The options change no on-disk format.
+func queueOptions() *opt.Options {
+	return &opt.Options{
+		Filter:                 filter.NewBloomFilter(10),
+		BlockCacheCapacity:     16 * opt.MiB,
+		WriteBuffer:            8 * opt.MiB,
+		CompactionTableSize:    4 * opt.MiB,
+		CompactionTotalSize:    32 * opt.MiB,
+		WriteL0SlowdownTrigger: 16,
+		WriteL0PauseTrigger:    32,
+	}
+}
