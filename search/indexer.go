@@ -53,6 +53,9 @@ type IndexStats struct {
 	// Unreadable counts versions skipped because their text could not
 	// be read (ErrUnreadable: a broken or hostile PDF).
 	Unreadable int
+	// Skipped counts the URLs a backfill or catch-up left out because
+	// their versions could not be read (the error names them).
+	Skipped int
 }
 
 // Add adds s2 to s.
@@ -61,6 +64,7 @@ func (s *IndexStats) Add(s2 IndexStats) {
 	s.Postings += s2.Postings
 	s.Bytes += s2.Bytes
 	s.Unreadable += s2.Unreadable
+	s.Skipped += s2.Skipped
 }
 
 // IndexURL indexes url's versions: all of them (backfill, all true), or
@@ -87,6 +91,11 @@ func (ix *Indexer) IndexURLs(ctx context.Context, urls []string) (IndexStats, er
 	}
 	return ix.IndexAdded(ctx, added)
 }
+
+// ErrNotDelivered is the error of an indexing call whose postings the
+// Sink did not take (no holder reached): indexing those versions again
+// later is worth it, unlike a version that cannot be read.
+var ErrNotDelivered = errors.New("postings not delivered")
 
 // Added names a version just stored: its URL and capture time.
 type Added struct {
@@ -152,7 +161,7 @@ func (ix *Indexer) flush(ctx context.Context, b *batch) (int64, error) {
 	var n int64
 	if len(b.ps) > 0 {
 		if err := ix.Sink.Add(ctx, b.ps); err != nil {
-			return 0, fmt.Errorf("search index: %w", err)
+			return 0, fmt.Errorf("search index: %w: %w", ErrNotDelivered, err)
 		}
 		n = int64(len(AppendPostingSet(nil, b.ps)))
 	}
@@ -230,15 +239,38 @@ const backfillBatch = 50_000
 // did. owns, if set, limits it to the URLs it accepts
 // (those this node holds as their owner).
 func (ix *Indexer) Backfill(ctx context.Context, l URLLister, owns func(url string) bool) (IndexStats, error) {
+	return ix.backfill(ctx, l, owns, func([]archive.Version, int) bool { return true })
+}
+
+// CatchUp is Backfill for the versions captured at or after since and
+// the version just before each (it ends at them): what a node indexes
+// again when versions stored since then were not indexed (a full queue,
+// holders out of reach). It reads every listed URL's versions but
+// indexes only those.
+func (ix *Indexer) CatchUp(ctx context.Context, l URLLister, since time.Time, owns func(url string) bool) (IndexStats, error) {
+	return ix.backfill(ctx, l, owns, func(vs []archive.Version, i int) bool {
+		return !vs[i].Time.Before(since) || (i+1 < len(vs) && !vs[i+1].Time.Before(since))
+	})
+}
+
+func (ix *Indexer) backfill(ctx context.Context, l URLLister, owns func(url string) bool, want func([]archive.Version, int) bool) (IndexStats, error) {
 	var total IndexStats
 	var b batch
+	var skipped []error // URLs whose versions could not be read: skipped
 	err := l.URLs(ctx, archive.Query{}, func(u string) error {
 		if owns != nil && !owns(u) {
 			return nil
 		}
-		st, err := ix.collect(ctx, u, true, &b)
+		st, err := ix.collectWhere(ctx, u, &b, want)
 		if err != nil {
-			return err
+			if ctx.Err() != nil {
+				return err
+			}
+			if len(skipped) < 8 {
+				skipped = append(skipped, err)
+			}
+			total.Skipped++
+			return nil
 		}
 		total.Add(st)
 		if len(b.ps) >= backfillBatch {
@@ -253,5 +285,5 @@ func (ix *Indexer) Backfill(ctx context.Context, l URLLister, owns func(url stri
 		n, err = ix.flush(ctx, &b)
 		total.Bytes += n
 	}
-	return total, err
+	return total, errors.Join(append([]error{err}, skipped...)...)
 }

@@ -1,7 +1,9 @@
 package search
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"time"
 
 	"github.com/herod-archive/herod/archive"
@@ -15,22 +17,41 @@ const (
 	queueCap   = 8192
 	batchURLs  = 256
 	batchDelay = time.Second
+	// catchUpRetry is the wait after a catch-up that failed.
+	catchUpRetry = time.Minute
 )
 
 func (sv *Service) q() chan fts.Added {
-	sv.queueOnce.Do(func() { sv.queue = make(chan fts.Added, queueCap) })
+	sv.queueOnce.Do(func() { sv.queue = make(chan fts.Added, cmp.Or(sv.QueueCap, queueCap)) })
 	return sv.queue
 }
 
 // Notify queues the URL of a version the node just stored for indexing.
 // It never blocks (archive.Store.OnAdd's contract): a full queue drops
-// the URL, counted, and the next backfill indexes it.
+// the URL, counted, and remembers its capture time; once the queue is
+// empty, Run catches up on the versions captured since the earliest time
+// dropped (fts.Indexer.CatchUp).
 func (sv *Service) Notify(v archive.Version) {
 	select {
 	case sv.q() <- fts.Added{URL: v.URL, Time: v.Time}:
 		sv.queued.Add(1)
 	default:
 		sv.dropped.Add(1)
+		sv.lose(v.Time)
+	}
+}
+
+// lose records that versions captured at t or later were not indexed.
+func (sv *Service) lose(t time.Time) {
+	ms := t.UnixMilli()
+	for {
+		old := sv.lostSince.Load()
+		if old != 0 && old <= ms {
+			return
+		}
+		if sv.lostSince.CompareAndSwap(old, ms) {
+			return
+		}
 	}
 }
 
@@ -48,9 +69,13 @@ func (sv *Service) Run(ctx context.Context, ix *fts.Indexer, l fts.URLLister, ow
 	if err != nil && ctx.Err() == nil {
 		sv.errs.Add(1)
 		sv.log().Warn("search backfill", "err", err)
+		if errors.Is(err, fts.ErrNotDelivered) {
+			sv.lose(time.UnixMilli(1)) // all of it again, once holders answer
+		}
 	}
 	sv.log().Debug("search backfill done", "versions", st.Versions, "postings", st.Postings, "took", time.Since(start))
 	var urls []fts.Added
+	var retry time.Time // no catch-up before: the last one failed
 	timer := time.NewTimer(batchDelay)
 	defer timer.Stop()
 	flush := func() {
@@ -64,6 +89,11 @@ func (sv *Service) Run(ctx context.Context, ix *fts.Indexer, l fts.URLLister, ow
 		if err != nil && ctx.Err() == nil {
 			sv.errs.Add(1)
 			sv.log().Warn("search index", "urls", len(urls), "err", err)
+			if errors.Is(err, fts.ErrNotDelivered) {
+				for _, a := range urls {
+					sv.lose(a.Time) // caught up once the queue is empty
+				}
+			}
 		}
 		urls = urls[:0]
 	}
@@ -78,16 +108,44 @@ func (sv *Service) Run(ctx context.Context, ix *fts.Indexer, l fts.URLLister, ow
 			}
 		case <-timer.C:
 			flush()
+			if len(sv.q()) == 0 && time.Now().After(retry) && !sv.catchUp(ctx, ix, l, owns) {
+				retry = time.Now().Add(catchUpRetry)
+			}
 			timer.Reset(batchDelay)
 		}
 	}
+}
+
+// catchUp indexes the versions stored since the earliest one Notify
+// dropped or a batch failed to deliver, if any. It reports false if the
+// pass failed to deliver or list (it is then due again).
+func (sv *Service) catchUp(ctx context.Context, ix *fts.Indexer, l fts.URLLister, owns func(key id.ID) bool) bool {
+	ms := sv.lostSince.Swap(0)
+	if ms == 0 {
+		return true
+	}
+	sv.catchUps.Add(1)
+	st, err := ix.CatchUp(ctx, l, time.UnixMilli(ms), func(u string) bool { return owns(id.OfString(u)) })
+	sv.indexed.Add(int64(st.Versions))
+	sv.unreadable.Add(int64(st.Unreadable))
+	if err == nil || ctx.Err() != nil {
+		return true
+	}
+	sv.errs.Add(1)
+	sv.log().Warn("search catch-up", "since", time.UnixMilli(ms), "err", err)
+	if st.Skipped > 0 && !errors.Is(err, fts.ErrNotDelivered) {
+		return true // only unreadable URLs: indexing again would not help
+	}
+	sv.lose(time.UnixMilli(ms))
+	return false
 }
 
 // Stats are a node's index health.
 type Stats struct {
 	fts.Counts
 	Backlog    int64 `json:"backlog"`    // URLs waiting to be indexed
-	Dropped    int64 `json:"dropped"`    // URLs left to the next backfill (queue full)
+	Dropped    int64 `json:"dropped"`    // URLs the full queue dropped, left to a catch-up
+	CatchUps   int64 `json:"catchUps"`   // catch-up passes run (Indexer.CatchUp)
 	Backfill   bool  `json:"backfill"`   // the backfill is running
 	Indexed    int64 `json:"indexed"`    // versions indexed since start
 	Errors     int64 `json:"errors"`     // indexing batches that failed
@@ -107,7 +165,7 @@ type Stats struct {
 func (sv *Service) Stats() Stats {
 	return Stats{
 		Counts:  sv.Store.Counts(),
-		Backlog: sv.queued.Load(), Dropped: sv.dropped.Load(), Backfill: sv.backfill.Load() == 1,
+		Backlog: sv.queued.Load(), Dropped: sv.dropped.Load(), CatchUps: sv.catchUps.Load(), Backfill: sv.backfill.Load() == 1,
 		Indexed: sv.indexed.Load(), Errors: sv.errs.Load(), Unreadable: sv.unreadable.Load(),
 		Sent: sv.sent.Load(), SentBytes: sv.sentBytes.Load(), Received: sv.received.Load(),
 		Refused: sv.refused.Load(), Queries: sv.served.Load(), FailedSend: sv.failed.Load(),

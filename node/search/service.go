@@ -47,6 +47,9 @@ type Service struct {
 	// are refused (ErrIndexFull) and counted; this node's own postings
 	// are still stored. 0: DefaultMaxPostings.
 	MaxPostings int64
+	// QueueCap bounds the URLs waiting to be indexed (0: 8,192); past
+	// it Notify drops them and Run catches up later.
+	QueueCap int
 	// SyncInterval is the period of posting sync rounds (syncround.go);
 	// 0: DefaultSyncInterval.
 	SyncInterval time.Duration
@@ -62,7 +65,9 @@ type Service struct {
 	served     atomic.Int64 // posting queries answered
 	failed     atomic.Int64 // deliveries to a holder that failed
 	queued     atomic.Int64 // URLs waiting to be indexed
-	dropped    atomic.Int64 // URLs the full queue refused (left to the backfill)
+	dropped    atomic.Int64 // URLs the full queue refused (left to a catch-up)
+	lostSince  atomic.Int64 // Unix ms: versions since then may lack postings (0: none)
+	catchUps   atomic.Int64 // catch-up passes run
 	indexed    atomic.Int64 // versions indexed
 	errs       atomic.Int64 // indexing errors
 	unreadable atomic.Int64 // versions skipped: text unreadable
