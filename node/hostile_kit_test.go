@@ -193,6 +193,10 @@ func TestHostileKit(t *testing.T) {
 	}
 	zeros = nil
 	src := bombSource{Store: member.store, bombs: map[archive.Entry][]byte{}}
+	// The member does not push its captures (a push carries the genuine
+	// records, OpOfferStored): the victim gets them only by its pull, which
+	// the member answers with the bombs.
+	member.store.OnAdd(nil)
 	for i := 0; len(src.bombs) < len(bombs); i++ {
 		u := fmt.Sprintf("http://example.invalid/bomb%d", i)
 		if !id.InHalfOpen(id.OfString(u), mv.Range.Start, mv.Range.End) {

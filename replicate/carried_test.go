@@ -2,6 +2,8 @@ package replicate
 
 import (
 	"bytes"
+	"compress/gzip"
+	"fmt"
 	"context"
 	"errors"
 	"testing"
@@ -165,6 +167,26 @@ func TestOfferStoredCopies(t *testing.T) {
 	}
 	if ok, _ := dst.Holds(ctx, c.ents[6]); ok {
 		t.Fatal("replica holds the forged record")
+	}
+	// A carried decompression bomb (a record that expands to 32 MiB from
+	// a few KB) is refused by Import like a read one, and nothing stored.
+	var bomb bytes.Buffer
+	zw := gzip.NewWriter(&bomb)
+	fmt.Fprintf(zw, "WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://example.org/\r\nContent-Length: %d\r\n\r\n", 32<<20)
+	zw.Write(make([]byte, 32<<20))
+	zw.Close()
+	if bomb.Len() > MaxCarried {
+		t.Fatalf("bomb of %d bytes: not carried", bomb.Len())
+	}
+	st = Stats{}
+	if err := cl.OfferStored(ctx, id.ID{}, id.ID{}, from, c.ents[10:11], [][]byte{bomb.Bytes()}); err != nil {
+		t.Fatal(err)
+	}
+	if st.Rejected != 1 || st.Pulled != 0 {
+		t.Fatalf("carried bomb: %+v, want 1 rejected", st)
+	}
+	if ok, _ := dst.Holds(ctx, c.ents[10]); ok {
+		t.Fatal("replica holds the bomb's name")
 	}
 	// An older replica answers the operation as unknown: names only, then on.
 	old := NewClient(RoundTripFunc(func(ctx context.Context, req []byte) ([]byte, error) {
