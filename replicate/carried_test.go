@@ -3,9 +3,9 @@ package replicate
 import (
 	"bytes"
 	"compress/gzip"
-	"fmt"
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/herod-archive/herod/archive"
