@@ -84,13 +84,24 @@ func TestSearchSyncRing(t *testing.T) {
 		}
 		return s
 	}
-	before := inSync()
+	// The nodes' own rounds (every 30 s, and 1 s after a ring change) may
+	// run meanwhile and add pairs in sync; none may pull anything.
+	pulledNow := func() (s int64) {
+		for _, n := range lr.Nodes {
+			s += n.SearchStats().Sync.Pulled
+		}
+		return s
+	}
+	before, pulledBefore := inSync(), pulledNow()
 	for _, n := range lr.Nodes {
 		if err := n.search.SyncRound(ctx); err != nil {
 			t.Errorf("second round: %v", err)
 		}
 	}
-	if got := inSync() - before; got != int64(len(lr.Nodes)*2*(k-1)) {
-		t.Errorf("second round: %d pairs in sync, want %d", got, len(lr.Nodes)*2*(k-1))
+	if got := inSync() - before; got < int64(len(lr.Nodes)*2*(k-1)) {
+		t.Errorf("second round: %d pairs in sync, want at least %d", got, len(lr.Nodes)*2*(k-1))
+	}
+	if got := pulledNow() - pulledBefore; got != 0 {
+		t.Errorf("second round pulled %d postings, want none", got)
 	}
 }
