@@ -127,6 +127,27 @@ func ReadRecordMax(br *bufio.Reader, max int64) (*Record, error) {
 // in the bounds of records from peers.
 const MaxHead = 256 << 10
 
+// readHead checks a record's version line, read already, and reads its
+// header fields: the fields and the block's length, at most max. A
+// field's read error is returned as readFields gave it.
+func readHead(br *bufio.Reader, line string, max int64) (textproto.MIMEHeader, int64, error) {
+	if line != "WARC/1.1" && line != "WARC/1.0" {
+		return nil, 0, malformed("bad version line %q", line)
+	}
+	h, err := readFields(br)
+	if err != nil {
+		return nil, 0, err
+	}
+	n, err := strconv.ParseInt(h.Get("Content-Length"), 10, 64)
+	if err != nil || n < 0 {
+		return nil, 0, malformed("bad Content-Length %q", h.Get("Content-Length"))
+	}
+	if n > max {
+		return nil, 0, malformed("block of %d bytes exceeds %d", n, max)
+	}
+	return h, n, nil
+}
+
 // readRecord is ReadRecord with a block limit; grow reads the block as it
 // arrives rather than allocate the declared length first (records of
 // this node's own segments, verified by their index, need not).
@@ -138,19 +159,9 @@ func readRecord(br *bufio.Reader, max int64, grow bool) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	if line != "WARC/1.1" && line != "WARC/1.0" {
-		return nil, malformed("bad version line %q", line)
-	}
-	h, err := readFields(br)
+	h, n, err := readHead(br, line, max)
 	if err != nil {
 		return nil, err
-	}
-	n, err := strconv.ParseInt(h.Get("Content-Length"), 10, 64)
-	if err != nil || n < 0 {
-		return nil, malformed("bad Content-Length %q", h.Get("Content-Length"))
-	}
-	if n > max {
-		return nil, malformed("block of %d bytes exceeds %d", n, max)
 	}
 	var block []byte
 	if grow && n > growFrom {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"math/big"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -381,22 +380,12 @@ func recordIn(plain []byte, max int64) (*Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
-	if line != "WARC/1.1" && line != "WARC/1.0" {
-		return nil, malformed("bad version line %q", line)
-	}
-	h, err := readFields(br)
+	h, n, err := readHead(br, line, max)
 	if err != nil {
 		if !errors.Is(err, ErrCorrupt) {
 			err = fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
 		return nil, err
-	}
-	n, err := strconv.ParseInt(h.Get("Content-Length"), 10, 64)
-	if err != nil || n < 0 {
-		return nil, malformed("bad Content-Length %q", h.Get("Content-Length"))
-	}
-	if n > max {
-		return nil, malformed("block of %d bytes exceeds %d", n, max)
 	}
 	at := int64(len(plain)) - int64(src.Len()) - int64(br.Buffered()) // the block's start
 	switch end := at + n; {
