@@ -79,8 +79,11 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		DayLength:         dayLen,
 		StabilizeInterval: 300 * time.Millisecond,
 		FlushInterval:     50 * time.Millisecond,
-		Crawl:             cc,
-		Logger:            log,
+		// Days are minutes long here: the link index is swept as often,
+		// so "pages linking here" fills while one watches.
+		LinkSweep: 30 * time.Second,
+		Crawl:     cc,
+		Logger:    log,
 	})
 	if err != nil {
 		return err
