@@ -140,6 +140,13 @@ type Crawler struct {
 	// every batch a host loop reads, and every Add's pending count,
 	// belongs wholly to one epoch.
 	dayMu sync.RWMutex
+	// sendMu orders requests against the day's start: a fetch holds it
+	// shared from its check of the epoch until its answer's head arrives,
+	// and switchDay holds it exclusively across the switch, so every
+	// request of the old day was answered before DayStarted and every
+	// request of the new day goes out after it. Taken before dayMu, never
+	// while holding it.
+	sendMu sync.RWMutex
 	// catchUp serializes catchUpDay; caughtUp records that it ran.
 	catchUp  sync.Mutex
 	caughtUp bool
@@ -438,6 +445,11 @@ func (c *Crawler) startDay(ctx context.Context, day int64) error {
 // switchDay makes the staged day current: host loops and adds wait for
 // the switch only.
 func (c *Crawler) switchDay(staged *stagedDay) error {
+	// The old day's requests in flight are answered first (at most
+	// Config.Timeout; link intake and queue reads go on meanwhile), and
+	// no request goes out until the new day has begun (sendMu).
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
 	c.dayMu.Lock()
 	defer c.dayMu.Unlock()
 	start := time.Now()

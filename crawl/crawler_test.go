@@ -539,3 +539,89 @@ func TestOldDayEntrySuperseded(t *testing.T) {
 		t.Errorf("/slow requested %d times, want 1 (the new day's fetch alone)", n)
 	}
 }
+
+// gateTransport holds the first request for path on its way to the
+// server until open is closed, and tells when it is held.
+type gateTransport struct {
+	path string
+	held chan struct{} // closed when the request is held
+	open chan struct{}
+	once sync.Once
+}
+
+func (g *gateTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	first := false
+	if req.URL.Path == g.path {
+		g.once.Do(func() { first = true })
+	}
+	if first {
+		close(g.held)
+		select {
+		case <-g.open:
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		}
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// TestOldDayRequestAnsweredFirst: a request of the old day that passed
+// its day's check and is on its way to the server when a new day begins
+// is answered before the new day starts (Stats.DayStarted), and the new
+// day's requests go out after it: the site's log splits at DayStarted,
+// one request of the URL on each side. Before, the switch went on
+// without it and the old day's request reached the site after the new
+// day had begun, counting as the new day's second (TestHistoryNeverStops
+// under load).
+func TestOldDayRequestAnsweredFirst(t *testing.T) {
+	s := newSite(t, map[string]string{"/slow": "s"})
+	cfg := testConfig(newClock())
+	cfg.Clock = time.Now // DayStarted on the site's clock
+	g := &gateTransport{path: "/slow", held: make(chan struct{}), open: make(chan struct{})}
+	cfg.Client = &http.Client{Transport: g}
+	c, _ := startCrawler(t, t.TempDir(), cfg, newMemArchive())
+	ctx := context.Background()
+	if err := c.Add(ctx, []string{s.url("/slow")}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-g.held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request never went out")
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.NewDay(ctx) }()
+	// The gate opens once NewDay has returned (the switch did not wait
+	// for the request) or the switch waits for the request (a pending
+	// writer of sendMu refuses a reader).
+	testwait.For(t, "the switch to wait for the request, or NewDay to return", 10*time.Second, func() error {
+		select {
+		case err := <-done:
+			done <- err
+			return nil
+		default:
+		}
+		if c.sendMu.TryRLock() {
+			c.sendMu.RUnlock()
+			return errors.New("the switch has not begun")
+		}
+		return nil
+	})
+	close(g.open)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	began := c.Stats().DayStarted
+	var before, after int
+	for _, r := range s.requests("/slow") {
+		if r.at.Before(began) {
+			before++
+		} else {
+			after++
+		}
+	}
+	if before != 1 || after != 1 {
+		t.Errorf("/slow requested %d times before the new day began and %d after, want 1 and 1", before, after)
+	}
+}

@@ -105,15 +105,20 @@ func (c *Crawler) fetch(ctx context.Context, e entry, u *url.URL, l *hostLease) 
 	}
 	defer l.release()
 	// The waits for the host's budget, a claim and a slot can outlast the
-	// day the entry was queued for.
+	// day the entry was queued for. A new day does not begin while the
+	// request is on its way (sendMu), so the request belongs wholly to
+	// the day it was checked for.
+	c.sendMu.RLock()
 	c.mu.Lock()
 	stale := c.epoch != epoch
 	c.mu.Unlock()
 	if stale {
+		c.sendMu.RUnlock()
 		return superseded
 	}
 	sent := time.Now()
 	resp, err := c.cfg.Client.Do(req)
+	c.sendMu.RUnlock()
 	if err != nil {
 		if ctx.Err() != nil {
 			return abandoned
