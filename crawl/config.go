@@ -23,6 +23,7 @@ const (
 	DefaultHostConns      = 1
 	DefaultMaxActiveHosts = 1024
 	DefaultTimeout        = 30 * time.Second
+	DefaultDaySwitchWait  = time.Second
 	DefaultMaxBody        = 10 << 20
 	DefaultDayLength      = 24 * time.Hour
 	DefaultMaxURLLen      = 1024
@@ -78,6 +79,13 @@ type Config struct {
 	HostRate float64
 	// Timeout bounds one request, body included. Default 30s.
 	Timeout time.Duration
+	// DaySwitchWait bounds how long a new day waits, before it begins,
+	// for the old day's requests already on their way to be answered
+	// (their heads); no request goes out meanwhile. A request still
+	// unanswered by then belongs to the old day and reaches its site after
+	// the new day began. Default 1s: host loops wait at most that long
+	// for a rollover (docs/scale.md).
+	DaySwitchWait time.Duration
 	// MaxBody is the largest body stored, in bytes. A larger body is
 	// refused: nothing is stored and the error kind "too_large" is
 	// counted, because a truncated capture would be a false record of the
@@ -240,6 +248,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.DaySwitchWait <= 0 {
+		cfg.DaySwitchWait = DefaultDaySwitchWait
 	}
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody

@@ -140,13 +140,6 @@ type Crawler struct {
 	// every batch a host loop reads, and every Add's pending count,
 	// belongs wholly to one epoch.
 	dayMu sync.RWMutex
-	// sendMu orders requests against the day's start: a fetch holds it
-	// shared from its check of the epoch until its answer's head arrives,
-	// and switchDay holds it exclusively across the switch, so every
-	// request of the old day was answered before DayStarted and every
-	// request of the new day goes out after it. Taken before dayMu, never
-	// while holding it.
-	sendMu sync.RWMutex
 	// catchUp serializes catchUpDay; caughtUp records that it ran.
 	catchUp  sync.Mutex
 	caughtUp bool
@@ -154,11 +147,14 @@ type Crawler struct {
 	mu          sync.Mutex
 	started     bool
 	closed      bool
-	epoch       uint64    // bumped by NewDay: host loops reload
-	dayStarted  time.Time // when the epoch's day began (Stats.DayStarted)
-	sched       *sched    // the host scheduler (sched.go)
-	pending     int64     // this epoch's queue entries not finished, in-flight included
-	curInFlight int64     // this epoch's entries in flight (st.inFlight counts all)
+	epoch       uint64        // bumped by NewDay: host loops reload
+	sending     int64         // requests past their epoch check, not yet answered (beginSend)
+	sendGate    chan struct{} // set while a new day is about to begin: closed when it has (holdSends)
+	sent        chan struct{} // closed when sending falls to 0 while sendGate is set
+	dayStarted  time.Time     // when the epoch's day began (Stats.DayStarted)
+	sched       *sched        // the host scheduler (sched.go)
+	pending     int64         // this epoch's queue entries not finished, in-flight included
+	curInFlight int64         // this epoch's entries in flight (st.inFlight counts all)
 	known       int64
 	reqHosts    map[string]hostReqs // dynamic requisites queued per host today (AddRequisites)
 	passed      map[string]struct{} // URLs passed on on passedDay, a queue day (requeueable)
@@ -443,13 +439,11 @@ func (c *Crawler) startDay(ctx context.Context, day int64) error {
 }
 
 // switchDay makes the staged day current: host loops and adds wait for
-// the switch only.
+// the switch only, requests also for the old day's on their way
+// (holdSends, at most Config.DaySwitchWait).
 func (c *Crawler) switchDay(staged *stagedDay) error {
-	// The old day's requests in flight are answered first (at most
-	// Config.Timeout; link intake and queue reads go on meanwhile), and
-	// no request goes out until the new day has begun (sendMu).
-	c.sendMu.Lock()
-	defer c.sendMu.Unlock()
+	waited := c.holdSends()
+	defer c.openSends()
 	c.dayMu.Lock()
 	defer c.dayMu.Unlock()
 	start := time.Now()
@@ -472,7 +466,8 @@ func (c *Crawler) switchDay(staged *stagedDay) error {
 		c.wakeLocked(h)
 	}
 	c.st.daySwitch = time.Since(start)
-	c.log.Info("crawl: new day", "day", day, "queued", n, "hosts", len(hosts), "switch", c.st.daySwitch)
+	c.st.sendWait = waited
+	c.log.Info("crawl: new day", "day", day, "queued", n, "hosts", len(hosts), "switch", c.st.daySwitch, "sendWait", waited)
 	return nil
 }
 

@@ -565,23 +565,27 @@ func (g *gateTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(req)
 }
 
-// TestOldDayRequestAnsweredFirst: a request of the old day that passed
-// its day's check and is on its way to the server when a new day begins
-// is answered before the new day starts (Stats.DayStarted), and the new
-// day's requests go out after it: the site's log splits at DayStarted,
-// one request of the URL on each side. Before, the switch went on
-// without it and the old day's request reached the site after the new
-// day had begun, counting as the new day's second (TestHistoryNeverStops
-// under load).
-func TestOldDayRequestAnsweredFirst(t *testing.T) {
+// switchHolding reports whether a new day holds requests back
+// (holdSends).
+func switchHolding(c *Crawler) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sendGate != nil
+}
+
+// heldAcrossNewDay starts a crawler whose transport holds the request for
+// /slow, waits until it is held, and starts NewDay; it returns the
+// crawler, the site, the gate and NewDay's result.
+func heldAcrossNewDay(t *testing.T, wait time.Duration) (*Crawler, *site, *gateTransport, chan error) {
+	t.Helper()
 	s := newSite(t, map[string]string{"/slow": "s"})
 	cfg := testConfig(newClock())
 	cfg.Clock = time.Now // DayStarted on the site's clock
+	cfg.DaySwitchWait = wait
 	g := &gateTransport{path: "/slow", held: make(chan struct{}), open: make(chan struct{})}
 	cfg.Client = &http.Client{Transport: g}
 	c, _ := startCrawler(t, t.TempDir(), cfg, newMemArchive())
-	ctx := context.Background()
-	if err := c.Add(ctx, []string{s.url("/slow")}); err != nil {
+	if err := c.Add(context.Background(), []string{s.url("/slow")}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -590,30 +594,12 @@ func TestOldDayRequestAnsweredFirst(t *testing.T) {
 		t.Fatal("the request never went out")
 	}
 	done := make(chan error, 1)
-	go func() { done <- c.NewDay(ctx) }()
-	// The gate opens once NewDay has returned (the switch did not wait
-	// for the request) or the switch waits for the request (a pending
-	// writer of sendMu refuses a reader).
-	testwait.For(t, "the switch to wait for the request, or NewDay to return", 10*time.Second, func() error {
-		select {
-		case err := <-done:
-			done <- err
-			return nil
-		default:
-		}
-		if c.sendMu.TryRLock() {
-			c.sendMu.RUnlock()
-			return errors.New("the switch has not begun")
-		}
-		return nil
-	})
-	close(g.open)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	waitIdle(t, c)
-	began := c.Stats().DayStarted
-	var before, after int
+	go func() { done <- c.NewDay(context.Background()) }()
+	return c, s, g, done
+}
+
+// splitAt counts the site's requests of /slow before and after began.
+func splitAt(s *site, began time.Time) (before, after int) {
 	for _, r := range s.requests("/slow") {
 		if r.at.Before(began) {
 			before++
@@ -621,7 +607,67 @@ func TestOldDayRequestAnsweredFirst(t *testing.T) {
 			after++
 		}
 	}
-	if before != 1 || after != 1 {
+	return before, after
+}
+
+// TestOldDayRequestAnsweredFirst: a request of the old day that passed
+// its day's check and is on its way to the server when a new day begins
+// is answered before the new day starts (Stats.DayStarted), and the new
+// day's requests go out after it: the site's log splits at DayStarted,
+// one request of the URL on each side. Without the wait the old day's
+// request reached the site after the new day had begun, counting as the
+// new day's second (TestHistoryNeverStops under load).
+func TestOldDayRequestAnsweredFirst(t *testing.T) {
+	c, s, g, done := heldAcrossNewDay(t, time.Minute)
+	testwait.For(t, "the switch to hold requests", 10*time.Second, func() error {
+		if !switchHolding(c) {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	select {
+	case err := <-done:
+		t.Fatalf("NewDay returned (%v) while the old day's request was on its way", err)
+	default:
+	}
+	close(g.open)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	st := c.Stats()
+	if before, after := splitAt(s, st.DayStarted); before != 1 || after != 1 {
 		t.Errorf("/slow requested %d times before the new day began and %d after, want 1 and 1", before, after)
+	}
+	if st.DaySwitchSendWait <= 0 {
+		t.Errorf("DaySwitchSendWait %v, want the wait counted", st.DaySwitchSendWait)
+	}
+}
+
+// TestDaySwitchWaitBounded: a request that hangs holds the new day back
+// no longer than Config.DaySwitchWait; it stays the old day's and the new
+// day fetches the URL again.
+func TestDaySwitchWaitBounded(t *testing.T) {
+	const wait = 200 * time.Millisecond
+	c, s, g, done := heldAcrossNewDay(t, wait)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("NewDay waited for a request that hangs")
+	}
+	st := c.Stats()
+	if st.DaySwitchSendWait < wait {
+		t.Errorf("DaySwitchSendWait %v, want at least %v", st.DaySwitchSendWait, wait)
+	}
+	if switchHolding(c) {
+		t.Error("requests still held after the new day began")
+	}
+	close(g.open)
+	waitIdle(t, c)
+	if before, after := splitAt(s, st.DayStarted); before != 0 || after != 2 {
+		t.Errorf("/slow requested %d times before the new day began and %d after, want 0 and 2 (the old day's, late, and the new day's)", before, after)
 	}
 }

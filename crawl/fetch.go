@@ -105,20 +105,13 @@ func (c *Crawler) fetch(ctx context.Context, e entry, u *url.URL, l *hostLease) 
 	}
 	defer l.release()
 	// The waits for the host's budget, a claim and a slot can outlast the
-	// day the entry was queued for. A new day does not begin while the
-	// request is on its way (sendMu), so the request belongs wholly to
-	// the day it was checked for.
-	c.sendMu.RLock()
-	c.mu.Lock()
-	stale := c.epoch != epoch
-	c.mu.Unlock()
-	if stale {
-		c.sendMu.RUnlock()
-		return superseded
+	// day the entry was queued for.
+	if o, ok := c.beginSend(ctx, epoch); !ok {
+		return o
 	}
 	sent := time.Now()
 	resp, err := c.cfg.Client.Do(req)
-	c.sendMu.RUnlock()
+	c.endSend()
 	if err != nil {
 		if ctx.Err() != nil {
 			return abandoned
@@ -560,4 +553,77 @@ func (c *Crawler) countStored(added bool) {
 	} else {
 		c.st.unchanged++
 	}
+}
+
+// beginSend lets a request of the day epoch go out: it waits while a new
+// day is about to begin (holdSends), then reports superseded if the day
+// ended, or counts the request as on its way until endSend.
+func (c *Crawler) beginSend(ctx context.Context, epoch uint64) (outcome, bool) {
+	for {
+		c.mu.Lock()
+		gate := c.sendGate
+		if gate == nil {
+			stale := c.epoch != epoch
+			if !stale {
+				c.sending++
+			}
+			c.mu.Unlock()
+			if stale {
+				return superseded, false
+			}
+			return 0, true
+		}
+		c.mu.Unlock()
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return abandoned, false
+		}
+	}
+}
+
+// endSend records that a request begun by beginSend was answered (its
+// head) or failed.
+func (c *Crawler) endSend() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sending--
+	if c.sending == 0 && c.sent != nil {
+		close(c.sent)
+		c.sent = nil
+	}
+}
+
+// holdSends stops requests from going out and waits, at most
+// Config.DaySwitchWait, for those on their way to be answered, so that a
+// site sees the old day's requests before the new day's; it returns how
+// long it waited. openSends lets requests go again.
+func (c *Crawler) holdSends() time.Duration {
+	start := time.Now()
+	c.mu.Lock()
+	c.sendGate = make(chan struct{})
+	var sent chan struct{}
+	if c.sending > 0 {
+		sent = make(chan struct{})
+		c.sent = sent
+	}
+	c.mu.Unlock()
+	if sent != nil {
+		t := time.NewTimer(c.cfg.DaySwitchWait)
+		select {
+		case <-sent:
+		case <-t.C:
+		case <-c.ctx.Done():
+		}
+		t.Stop()
+	}
+	return time.Since(start)
+}
+
+// openSends ends holdSends.
+func (c *Crawler) openSends() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	close(c.sendGate)
+	c.sendGate, c.sent = nil, nil
 }

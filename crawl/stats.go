@@ -57,6 +57,10 @@ type Stats struct {
 	// (host loops and link intake wait for it; the day's queue was
 	// written before, while the old day ran).
 	DaySwitch time.Duration `json:"daySwitch"`
+	// DaySwitchSendWait is how long the switch to this day held requests
+	// back while the old day's on their way were answered, at most
+	// Config.DaySwitchWait.
+	DaySwitchSendWait time.Duration `json:"daySwitchSendWait"`
 	// CopyWaits counts the new versions whose fetch waited for
 	// Config.WriteCopies copies today, CopyWaitSec the seconds those
 	// waits took in all (copies.go).
@@ -74,6 +78,7 @@ type counters struct {
 	errs                                                                     map[string]int64
 	queueWait                                                                time.Duration // longest host-loop queue read
 	daySwitch                                                                time.Duration // the switch to this day (Stats.DaySwitch)
+	sendWait                                                                 time.Duration // its wait for the old day's requests (Stats.DaySwitchSendWait)
 }
 
 func (s *counters) reset() {
@@ -87,29 +92,30 @@ func (c *Crawler) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return Stats{
-		Day:              day,
-		DayStarted:       c.dayStarted,
-		Queued:           c.queuedLocked(),
-		Paused:           c.pausedFor,
-		InFlight:         c.st.inFlight,
-		FetchedToday:     c.st.fetched,
-		NewVersions:      c.st.newVersions,
-		NotModified:      c.st.notModified,
-		Unchanged:        c.st.unchanged,
-		Forwarded:        c.st.forwarded,
-		PassedOn:         c.st.passedOn,
-		BytesFetched:     c.st.bytes,
-		ResponseSec:      c.st.response.Seconds(),
-		ErrorsByKind:     maps.Clone(c.st.errs),
-		KnownURLs:        c.known,
-		Connections:      c.openConns.Load(),
-		ActiveHosts:      c.sched.running,
-		WaitingHosts:     len(c.sched.waiting),
-		CapHeld:          capHeld(c.cfg.Budget),
-		LongestQueueWait: c.st.queueWait,
-		DaySwitch:        c.st.daySwitch,
-		CopyWaits:        c.st.copyWaits,
-		CopyWaitSec:      c.st.copyWait.Seconds(),
+		Day:               day,
+		DayStarted:        c.dayStarted,
+		Queued:            c.queuedLocked(),
+		Paused:            c.pausedFor,
+		InFlight:          c.st.inFlight,
+		FetchedToday:      c.st.fetched,
+		NewVersions:       c.st.newVersions,
+		NotModified:       c.st.notModified,
+		Unchanged:         c.st.unchanged,
+		Forwarded:         c.st.forwarded,
+		PassedOn:          c.st.passedOn,
+		BytesFetched:      c.st.bytes,
+		ResponseSec:       c.st.response.Seconds(),
+		ErrorsByKind:      maps.Clone(c.st.errs),
+		KnownURLs:         c.known,
+		Connections:       c.openConns.Load(),
+		ActiveHosts:       c.sched.running,
+		WaitingHosts:      len(c.sched.waiting),
+		CapHeld:           capHeld(c.cfg.Budget),
+		LongestQueueWait:  c.st.queueWait,
+		DaySwitch:         c.st.daySwitch,
+		DaySwitchSendWait: c.st.sendWait,
+		CopyWaits:         c.st.copyWaits,
+		CopyWaitSec:       c.st.copyWait.Seconds(),
 	}
 }
 
