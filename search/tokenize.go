@@ -37,8 +37,11 @@ func isWord(c byte) bool   { return isLetter(c) || isDigit(c) || c == '_' }
 // and no letter is a number, any other a word; what lies between
 // segments is not a token.
 func tokenizeASCII(in []byte) analysis.TokenStream {
-	var ts []analysis.Token
-	var rv analysis.TokenStream
+	// One allocation each for prose (a token about every 6 bytes); more
+	// tokens grow them.
+	guess := len(in)/6 + 1
+	ts := make([]analysis.Token, 0, guess)
+	rv := make(analysis.TokenStream, 0, guess)
 	pos := 1
 	for i := 0; i < len(in); {
 		if !isWord(in[i]) {
@@ -63,7 +66,7 @@ func tokenizeASCII(in []byte) analysis.TokenStream {
 		}
 	end:
 		if len(ts) == cap(ts) {
-			ts = make([]analysis.Token, 0, min(max(2*cap(ts), 16), 1024))
+			ts = make([]analysis.Token, 0, min(max(cap(ts), 16), 4096))
 		}
 		typ := analysis.AlphaNumeric
 		if digit && !letter {
