@@ -29,7 +29,7 @@ var (
 )
 
 // english returns bleve's English analyzer: Unicode word segmentation
-// (UAX #29), the possessive filter, lower-casing, the English stop list
+// (UAX #29; ASCII text by a fast path of the same result), the possessive filter, lower-casing, the English stop list
 // and the Porter stemmer. Queries and documents share it, so both sides
 // reduce a word to the same term.
 func english() (analysis.Analyzer, error) {
@@ -37,6 +37,14 @@ func english() (analysis.Analyzer, error) {
 		analyzer, analyzerErr = registry.NewCache().AnalyzerNamed(en.AnalyzerName)
 		if analyzerErr != nil {
 			analyzerErr = fmt.Errorf("search: english analyzer: %w", analyzerErr)
+			return
+		}
+		// The same analyzer, its tokenizer given a fast path for ASCII
+		// text (tokenize.go) that yields the same tokens.
+		if d, ok := analyzer.(*analysis.DefaultAnalyzer); ok {
+			fast := *d
+			fast.Tokenizer = asciiTokenizer{Unicode: d.Tokenizer}
+			analyzer = &fast
 		}
 	})
 	return analyzer, analyzerErr

@@ -109,64 +109,65 @@ func (s *Store) write(b *leveldb.Batch, ps []Posting, rows []DocRow) (delta, err
 }
 
 // mergeTerm adds to b the writes that merge es (sorted, distinct) into
-// term's blocks: the blocks es fall in are read, merged and written
-// again in blocks of at most maxBlock, the last of them under the bound
-// of the last read (tailBound for a term's first block). Appending newer
-// versions thus rewrites only the term's last block. It returns the
-// postings added and whether the term is new.
+// term's blocks: each block an entry falls in is read, merged with the
+// entries that fall in it and, if that changed it, written again in
+// blocks of at most maxBlock, the last of them under its bound (entries
+// past the term's last block form new blocks, the last of them under
+// tailBound). Appending newer versions thus rewrites only the term's
+// last block, and ending an old version as well rewrites at most the
+// block its entry lies in (nothing if the entry is there unchanged),
+// not the blocks between. It returns the postings added and whether
+// the term is new.
 func mergeTerm(it iterator.Iterator, b *leveldb.Batch, term string, es []entry) (int, bool, error) {
 	prefix := blockPrefix(term)
-	lo, hi := es[0].num, es[len(es)-1].num
 	isTerm := func() bool {
 		k := it.Key()
 		return len(k) == len(prefix)+4 && bytes.HasPrefix(k, prefix)
 	}
-	bound := func() uint32 { return binary.BigEndian.Uint32(it.Key()[len(prefix):]) }
+	added, exists := 0, false
 	var old []entry
-	var keys [][]byte
-	last := uint32(tailBound)
-	exists := false
-	// The blocks from the one lo falls in to the one hi falls in.
-	for ok := it.Seek(blockKey(term, lo)); ok && isTerm(); ok = it.Next() {
-		exists = true
-		n := len(old)
-		var err error
-		if old, err = decodeBlock(old, bound(), it.Value()); err != nil {
-			return 0, false, fmt.Errorf("search store: term %q: %w", term, err)
+	for len(es) > 0 {
+		// The block es[0] falls in: the first of bound ≥ its number.
+		var key []byte
+		bound := uint32(tailBound)
+		old = old[:0]
+		if it.Seek(blockKey(term, es[0].num)) && isTerm() {
+			exists = true
+			key = bytes.Clone(it.Key())
+			bound = binary.BigEndian.Uint32(key[len(prefix):])
+			var err error
+			if old, err = decodeBlock(old, bound, it.Value()); err != nil {
+				return 0, false, fmt.Errorf("search store: term %q: %w", term, err)
+			}
 		}
-		if n > 0 && old[n].num <= old[n-1].num {
-			return 0, false, fmt.Errorf("search store: term %q: %w: blocks overlap", term, ErrBadPosting)
+		// No block at or past es[0]: a new term, or one whose last block
+		// a purge emptied (its other blocks lie before and stay); the
+		// blocks written now are its last.
+		n := 1
+		for n < len(es) && es[n].num <= bound {
+			n++
 		}
-		keys = append(keys, bytes.Clone(it.Key()))
-		if last = bound(); last >= hi {
-			break
+		merged, a, changed := mergeEntries(old, es[:n])
+		es = es[n:]
+		added += a
+		if !changed {
+			continue
+		}
+		if key != nil {
+			b.Delete(key)
+		}
+		for len(merged) > 0 {
+			k := min(len(merged), maxBlock)
+			ub := merged[k-1].num
+			if k == len(merged) {
+				ub = bound
+			}
+			b.Put(blockKey(term, ub), appendBlock(nil, merged[:k]))
+			merged = merged[k:]
 		}
 	}
-	if len(keys) == 0 {
-		// No block at or past lo: a new term, or one whose last block a
-		// purge emptied (its other blocks lie before lo and stay).
+	if !exists {
 		exists = it.Seek(prefix) && isTerm()
-	}
-	if last < hi {
-		// The term's blocks ended before hi (a purge emptied its last):
-		// the blocks written now are its last.
-		last = tailBound
-	}
-	merged, added, changed := mergeEntries(old, es)
-	if !changed {
-		return 0, !exists, nil
-	}
-	for _, k := range keys {
-		b.Delete(k)
-	}
-	for len(merged) > 0 {
-		n := min(len(merged), maxBlock)
-		ub := merged[n-1].num
-		if n == len(merged) {
-			ub = last
-		}
-		b.Put(blockKey(term, ub), appendBlock(nil, merged[:n]))
-		merged = merged[n:]
 	}
 	return added, !exists, nil
 }

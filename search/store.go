@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	"github.com/syndtr/goleveldb/leveldb"
-	"github.com/syndtr/goleveldb/leveldb/filter"
 	"github.com/syndtr/goleveldb/leveldb/opt"
 	"github.com/syndtr/goleveldb/leveldb/util"
 
@@ -81,11 +80,7 @@ var ErrStoreFormat = errors.New("search store: unknown format")
 // that each convert some postings and delete them (a crash resumes it at
 // the next open). It counts what it holds (one scan of the database).
 func OpenStore(dir string) (*Store, error) {
-	db, err := leveldb.OpenFile(dir, &opt.Options{
-		Filter:             filter.NewBloomFilter(10),
-		BlockCacheCapacity: 8 * opt.MiB,
-		WriteBuffer:        4 * opt.MiB,
-	})
+	db, err := leveldb.OpenFile(dir, storeOptions())
 	if err != nil {
 		return nil, fmt.Errorf("search store: %w", err)
 	}

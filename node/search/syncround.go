@@ -54,7 +54,8 @@ func (sv *Service) SyncRound(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	// This node's digests of its ranges, from one scan of the store,
-	// taken again only once a pull stored something.
+	// taken when a range first has another holder to compare with (a
+	// lone node never scans) and again only once a pull stored something.
 	var vs []ring.Node
 	var rs []KeyRange
 	for _, v := range sv.Ring.Vnodes() {
@@ -65,11 +66,8 @@ func (sv *Service) SyncRound(ctx context.Context) error {
 	if len(rs) == 0 {
 		return nil
 	}
-	tops, err := sv.rangeSums(ctx, rs)
-	if err != nil {
-		return err
-	}
-	mark := sv.synced.Load()
+	var tops []RangeSum
+	var mark int64
 	for i, v := range vs {
 		r := rs[i]
 		before := sv.synced.Load()
@@ -78,11 +76,12 @@ func (sv *Service) SyncRound(ctx context.Context) error {
 			if c.Peer == sv.Self.Peer {
 				continue
 			}
-			if sv.synced.Load() != mark {
+			if tops == nil || sv.synced.Load() != mark {
+				mark = sv.synced.Load()
+				var err error
 				if tops, err = sv.rangeSums(ctx, rs); err != nil {
 					return err
 				}
-				mark = sv.synced.Load()
 			}
 			equal, err := sv.pullFrom(ctx, c, r, &tops[i])
 			switch {
