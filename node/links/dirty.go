@@ -6,9 +6,11 @@ import (
 )
 
 // DefaultDirtyMax is NewDirty's bound when max <= 0: at most this many
-// sources are remembered between two sweeps (about 8 MiB of URLs at
-// most); past it the next sweep reads every source.
-const DefaultDirtyMax = 1 << 16
+// marks are kept between two sweeps (about 20 MiB of URLs of 60 bytes at
+// most; a day of a million URLs that stores 200,000 versions within a
+// sweep's 10 minutes stays under it); past it the next sweep reads every
+// source.
+const DefaultDirtyMax = 1 << 18
 
 // Dirty is the set of sources a link sweep must read: those that got a
 // new version, or whose records were not delivered, since the last
@@ -21,7 +23,7 @@ const DefaultDirtyMax = 1 << 16
 type Dirty struct {
 	mu   sync.Mutex
 	max  int
-	set  map[string]struct{}
+	set  []string // marks in arrival order, repeats included
 	full bool
 }
 
@@ -31,7 +33,7 @@ func NewDirty(max int) *Dirty {
 	if max <= 0 {
 		max = DefaultDirtyMax
 	}
-	return &Dirty{max: max, set: map[string]struct{}{}, full: true}
+	return &Dirty{max: max, full: true}
 }
 
 // Mark adds source to the set.
@@ -41,14 +43,11 @@ func (d *Dirty) Mark(source string) {
 	if d.full {
 		return
 	}
-	if _, ok := d.set[source]; ok {
-		return
-	}
 	if len(d.set) >= d.max {
-		d.full, d.set = true, map[string]struct{}{}
+		d.full, d.set = true, nil
 		return
 	}
-	d.set[source] = struct{}{}
+	d.set = append(d.set, source)
 }
 
 // MarkAll asks the next sweep to read every source (the sources this
@@ -56,31 +55,25 @@ func (d *Dirty) Mark(source string) {
 func (d *Dirty) MarkAll() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.full, d.set = true, map[string]struct{}{}
+	d.full, d.set = true, nil
 }
 
-// Take empties the set and returns its sources, sorted, or full when
+// Take empties the set and returns its sources, sorted, each once, or full when
 // the sweep must read every source instead (sources is then nil).
 func (d *Dirty) Take() (sources []string, full bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.full {
-		d.full, d.set = false, map[string]struct{}{}
+		d.full, d.set = false, nil
 		return nil, true
 	}
-	if len(d.set) == 0 {
-		return nil, false
-	}
-	sources = make([]string, 0, len(d.set))
-	for s := range d.set {
-		sources = append(sources, s)
-	}
-	d.set = map[string]struct{}{}
+	sources, d.set = d.set, nil
 	slices.Sort(sources)
-	return sources, false
+	return slices.Compact(sources), false
 }
 
-// Len returns how many sources the set holds.
+// Len returns how many marks the set holds (a source marked twice
+// counts twice until Take).
 func (d *Dirty) Len() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
