@@ -78,6 +78,39 @@ func (s *Store) URLs(ctx context.Context, q Query, fn func(url string) error) er
 	return s.urls(ctx, m, fn)
 }
 
+// URLsAfter calls fn for every URL of the store in URLs' order (host,
+// then URL) that comes after the URL after ("": from the first), so
+// that a walk can be cut into pieces that each start where the last one
+// stopped (after need not be in the store still). fn's error stops the
+// walk and is returned.
+func (s *Store) URLsAfter(ctx context.Context, after string, fn func(url string) error) error {
+	r := util.BytesPrefix([]byte{pHost})
+	if after != "" {
+		r.Start = append(hostKey(hostOf(after), after), 0) // the first key past after's
+	}
+	it := s.db.NewIterator(r, nil)
+	defer it.Release()
+	for n := 0; it.Next(); n++ {
+		if n%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("archive urls: %w", err)
+			}
+		}
+		k := it.Key()
+		i := bytes.IndexByte(k, 0)
+		if i < 0 {
+			return fmt.Errorf("archive urls: %w: %w", ErrCorrupt, errBadValue)
+		}
+		if err := fn(string(k[i+1:])); err != nil {
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("archive urls: %w", err)
+	}
+	return nil
+}
+
 // urls is URLs with the query compiled. Hosts outside the domain or SURT
 // scope are skipped by a seek past their keys, so such a scan costs the
 // index's hosts plus the URLs of the hosts in scope.

@@ -68,19 +68,28 @@ const (
 const zstExt = ".warc.zst"
 
 // plainDecoder decodes zstd frames without a dictionary (the dictionary
-// frames); plainEncoder compresses them.
+// frames).
 var (
 	plainOnce    sync.Once
 	plainDecoder *zstd.Decoder
-	plainEncoder *zstd.Encoder
 )
 
-func plainCodec() (*zstd.Encoder, *zstd.Decoder) {
+func plainDecoderOf() *zstd.Decoder {
 	plainOnce.Do(func() {
 		plainDecoder, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(4*maxDictBytes))
-		plainEncoder, _ = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedBestCompression))
 	})
-	return plainEncoder, plainDecoder
+	return plainDecoder
+}
+
+// compressDict compresses a dictionary for its frame at zstd's best
+// level. The encoder is made for the call and dropped: its tables take
+// 34 MB, which a store that kept it held all its life for the few
+// dictionaries it ever frames.
+func compressDict(raw []byte) []byte {
+	// Options constant and valid: cannot fail.
+	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedBestCompression))
+	defer enc.Close()
+	return enc.EncodeAll(raw, nil)
 }
 
 // zdict is a dictionary with the encoder and decoders that use it. All
@@ -119,8 +128,7 @@ func newZdict(raw []byte) (*zdict, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zstd dictionary: %w", err)
 	}
-	pe, _ := plainCodec()
-	body := pe.EncodeAll(raw, nil)
+	body := compressDict(raw)
 	frame := binary.LittleEndian.AppendUint32(nil, dictFrameMagic)
 	frame = binary.LittleEndian.AppendUint32(frame, uint32(len(body)))
 	return &zdict{id: info.ID(), hash: id.Sum(raw), raw: raw, frame: append(frame, body...), dec: dec}, nil
@@ -202,8 +210,7 @@ func readDictFrame(r io.ReaderAt, size int64) ([]byte, int64, error) {
 		return nil, 0, err
 	}
 	if len(body) >= 4 && binary.LittleEndian.Uint32(body) == zstdMagic {
-		_, pd := plainCodec()
-		raw, err := pd.DecodeAll(body, nil)
+		raw, err := plainDecoderOf().DecodeAll(body, nil)
 		if err != nil {
 			return nil, 0, fmt.Errorf("%w: dictionary frame: %v", ErrCorrupt, err)
 		}

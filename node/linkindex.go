@@ -41,6 +41,11 @@ type linkIndex struct {
 	engine  *rank.Engine
 	running sync.Mutex // one rank run coordinated at a time
 	kick    chan struct{}
+
+	// The sweep's plan (sweep.go): the sources marked since the last
+	// sweep, and the slow pass's place in the store.
+	dirty *links.Dirty
+	pass  slowPass
 }
 
 // setupLinkIndex opens the link index and the rank store (New).
@@ -55,7 +60,7 @@ func (n *Node) setupLinkIndex() error {
 		return fmt.Errorf("node: %w", err)
 	}
 	li := &linkIndex{index: idx, ranks: rs, kick: make(chan struct{}, 1),
-		verify: &links.Verifier{Logger: n.log.With("sub", "links")}}
+		verify: &links.Verifier{Logger: n.log.With("sub", "links")}, dirty: links.NewDirty(0)}
 	li.server = &links.Server{Index: idx, Keep: n.linkFilter}
 	n.linkIdx = li
 	return nil
@@ -117,12 +122,29 @@ func (n *Node) linkSweepLoop(ctx context.Context) {
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
+	sub := n.ring.Subscribe(64)
+	defer sub.Unsubscribe()
+	evs := sub.C
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case ev, ok := <-evs:
+			if !ok { // the ring closed
+				evs = nil
+				continue
+			}
+			// A range this node owns moved: sources it took over were
+			// imported (never marked), so the next sweep reads all.
+			if ev.Kind == ring.RangeChanged {
+				n.linkIdx.dirty.MarkAll()
+			}
+			continue
 		case <-t.C:
 		case <-n.linkIdx.kick:
+		}
+		if sub.Dropped() > 0 {
+			n.linkIdx.dirty.MarkAll()
 		}
 		if _, err := n.SweepLinks(ctx); err != nil && ctx.Err() == nil {
 			n.log.Warn("link index sweep", "err", err)
@@ -132,23 +154,24 @@ func (n *Node) linkSweepLoop(ctx context.Context) {
 
 // SweepLinks reads into the link index the versions of the pages this
 // node owns that it has not read yet, and sends their records to the
-// targets' holders. It returns how many records it sent; a source whose
-// records could not be delivered is tried again by the next sweep.
+// targets' holders. It returns how many records it sent. It reads the
+// sources that got a version since the last sweep or whose records were
+// not delivered (marked), and a slice of the slow pass that reads every
+// source once a crawl day (sweep.go); the first sweep after a start, or
+// after the marks overflowed or the node's ranges moved, reads every
+// source.
 func (n *Node) SweepLinks(ctx context.Context) (int, error) {
 	li := n.linkIdx
-	var srcs []string
-	err := n.store.URLs(ctx, archive.Query{}, func(u string) error {
-		if n.ownsURL(u) {
-			srcs = append(srcs, u)
-		}
-		return nil
-	})
+	srcs, err := n.sweepSources(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("link sweep: %w", err)
 	}
 	sent, failed, err := li.indexer.SyncAll(ctx, srcs)
+	for _, s := range failed {
+		li.dirty.Mark(s) // read again next sweep
+	}
 	if err != nil {
-		return sent, fmt.Errorf("link sweep: %d of %d sources not delivered, first: %w", failed, len(srcs), err)
+		return sent, fmt.Errorf("link sweep: %d of %d sources not delivered, first: %w", len(failed), len(srcs), err)
 	}
 	return sent, nil
 }

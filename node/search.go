@@ -50,6 +50,7 @@ func (n *Node) setupSearch() error {
 // to its replicas and search indexes it.
 func (n *Node) versionAdded(v archive.Version) {
 	n.repl.Notify(v)
+	n.linkVersionAdded(v) // linksweep.go: the next link sweep reads it
 	if n.search != nil {
 		n.search.Notify(v)
 	}

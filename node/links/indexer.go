@@ -94,9 +94,10 @@ func (ix *Indexer) Sync(ctx context.Context, source string) (int, error) {
 const syncBatch = 20_000
 
 // SyncAll is Sync for many sources, their records sent together in
-// batches of about syncBatch. It returns the records sent and, with the
-// first error, how many sources failed (they are read again next time).
-func (ix *Indexer) SyncAll(ctx context.Context, sources []string) (sent, failed int, err error) {
+// batches of about syncBatch. It returns the records sent, the sources
+// that failed (their state is kept: they are read again by their next
+// Sync) and the first error.
+func (ix *Indexer) SyncAll(ctx context.Context, sources []string) (sent int, failed []string, err error) {
 	type done struct {
 		source string
 		state  *sourceState
@@ -109,7 +110,9 @@ func (ix *Indexer) SyncAll(ctx context.Context, sources []string) (sent, failed 
 		}
 		if len(recs) > 0 {
 			if e := ix.Send(ctx, recs); e != nil {
-				failed += len(pending)
+				for _, d := range pending {
+					failed = append(failed, d.source)
+				}
 				if err == nil {
 					err = fmt.Errorf("links sync: %w", e)
 				}
@@ -119,7 +122,7 @@ func (ix *Indexer) SyncAll(ctx context.Context, sources []string) (sent, failed 
 		}
 		for _, d := range pending {
 			if e := ix.save(d.source, d.state); e != nil {
-				failed++
+				failed = append(failed, d.source)
 				if err == nil {
 					err = e
 				}
@@ -128,13 +131,14 @@ func (ix *Indexer) SyncAll(ctx context.Context, sources []string) (sent, failed 
 		sent += len(recs)
 		recs, pending = recs[:0], pending[:0]
 	}
-	for _, src := range sources {
+	for i, src := range sources {
 		if ctx.Err() != nil {
+			failed = append(failed, sources[i:]...)
 			break
 		}
 		rs, next, e := ix.Diff(ctx, src)
 		if e != nil {
-			failed++
+			failed = append(failed, src)
 			if err == nil {
 				err = e
 			}

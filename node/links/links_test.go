@@ -300,12 +300,12 @@ func TestLinksSyncAll(t *testing.T) {
 		return send(ctx, recs)
 	}}
 	crawlDay(t, m, 1)
-	if sent, failed, err := ix.SyncAll(ctx, srcs); err == nil || failed != 3 || sent != 0 {
-		t.Fatalf("send down: sent %d, failed %d, err %v; want all 3 failed (their batch was not delivered)", sent, failed, err)
+	if sent, failed, err := ix.SyncAll(ctx, srcs); err == nil || len(failed) != 3 || sent != 0 {
+		t.Fatalf("send down: sent %d, failed %q, err %v; want all 3 failed (their batch was not delivered)", sent, failed, err)
 	}
 	down = false
-	if _, failed, err := ix.SyncAll(ctx, srcs); err != nil || failed != 0 {
-		t.Fatalf("failed %d, err %v", failed, err)
+	if _, failed, err := ix.SyncAll(ctx, srcs); err != nil || len(failed) != 0 {
+		t.Fatalf("failed %q, err %v", failed, err)
 	}
 	crawlDay(t, m, 2)
 	if _, _, err := ix.SyncAll(ctx, srcs); err != nil {

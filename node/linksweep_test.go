@@ -1,0 +1,199 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/node/links"
+)
+
+// readCounter is a links.Archive that counts the sources an Indexer
+// reads (their version lists).
+type readCounter struct {
+	links.Archive
+	mu   sync.Mutex
+	read map[string]int
+}
+
+func (r *readCounter) Versions(ctx context.Context, u string) ([]archive.Version, error) {
+	r.mu.Lock()
+	r.read[u]++
+	r.mu.Unlock()
+	return r.Archive.Versions(ctx, u)
+}
+
+func (r *readCounter) take() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.read
+	r.read = map[string]int{}
+	return m
+}
+
+// TestLinkSweepReadsChanges: after the first sweep (every source), a
+// sweep reads the sources the crawl stored a version of and a slice of
+// the slow pass, not the whole store; a change whose mark was lost is
+// indexed by the slow pass within the sweeps of a day; a source whose
+// delivery failed is read again by the next sweep.
+func TestLinkSweepReadsChanges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a real node in -short mode")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const sweeps = 4 // slow-pass sweeps a day
+	lr, err := StartLocalRing(ctx, t.TempDir(), 1, Config{StabilizeInterval: 100 * time.Millisecond,
+		ReplicationInterval: -1, LinkSweep: -1, DayLength: sweeps * DefaultLinkSweep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { lr.Close() }()
+	n := lr.Nodes[0]
+	rc := &readCounter{Archive: n.linkIdx.indexer.Archive, read: map[string]int{}}
+	n.linkIdx.indexer.Archive = rc
+
+	const pages = 600
+	page := func(i int) string { return fmt.Sprintf("http://h%d.test/p%d", i%20, i) }
+	t0 := time.Now().Add(-10 * time.Minute).UTC()
+	put := func(u string, at time.Time, target string) {
+		t.Helper()
+		c := archive.Capture{URL: u, Time: at, Status: 200, Header: http.Header{"Content-Type": {"text/html"}},
+			Body: []byte(`<a href="` + target + `">to ` + target + `</a>`)}
+		if _, _, err := n.store.Put(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range pages {
+		put(page(i), t0, fmt.Sprintf("http://t%d.test/", i%50))
+	}
+	sweep := func() map[string]int {
+		t.Helper()
+		if _, err := n.SweepLinks(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return rc.take()
+	}
+	linked := func(target, source string) bool {
+		t.Helper()
+		res, err := n.Links(ctx, target, time.Time{}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(res.Records, func(r links.Record) bool { return r.Source == source })
+	}
+	if got := sweep(); len(got) != pages {
+		t.Fatalf("first sweep read %d sources, want all %d", len(got), pages)
+	}
+	if !linked("http://t7.test/", page(7)) {
+		t.Fatal("first sweep: a link is missing")
+	}
+
+	// A change whose mark is lost (as an imported version's), then one
+	// marked by the crawl's Put.
+	put(page(1), t0.Add(time.Minute), "http://lost.test/")
+	n.linkIdx.dirty.Take()
+	put(page(0), t0.Add(time.Minute), "http://new.test/")
+	slice := max(pages*5/4/sweeps, minPassSlice)
+	got := sweep()
+	if got[page(0)] == 0 || !linked("http://new.test/", page(0)) {
+		t.Fatal("a marked source was not read")
+	}
+	if len(got) > slice+1 || len(got) >= pages {
+		t.Fatalf("a sweep after a change read %d sources, want at most %d", len(got), slice+1)
+	}
+	for i := 1; i <= sweeps && !linked("http://lost.test/", page(1)); i++ {
+		if got := sweep(); len(got) > slice {
+			t.Fatalf("sweep %d read %d sources, want at most %d", i, len(got), slice)
+		}
+	}
+	if !linked("http://lost.test/", page(1)) {
+		t.Fatalf("the slow pass did not read an unmarked change within %d sweeps", sweeps+1)
+	}
+
+	// A delivery that fails is read again by the next sweep.
+	send := n.linkIdx.indexer.Send
+	n.linkIdx.indexer.Send = func(context.Context, []links.Record) error { return errors.New("holders unreachable") }
+	put(page(2), t0.Add(2*time.Minute), "http://retry.test/")
+	if _, err := n.SweepLinks(ctx); err == nil {
+		t.Fatal("a failed delivery was not reported")
+	}
+	rc.take()
+	n.linkIdx.indexer.Send = send
+	if got := sweep(); got[page(2)] == 0 || !linked("http://retry.test/", page(2)) {
+		t.Fatal("a failed source was not read again")
+	}
+}
+
+// BenchmarkLinkSweep: a revisit day's sweep, where 8% of the sources
+// got a new version (the scale web's day: 5% changed, 2% new, 1%
+// gone), against a sweep of as many new versions that reads every
+// source, as every sweep did before the marks. Metrics: milliseconds of each and their ratio.
+//
+//	go test ./node -run '^$' -bench BenchmarkLinkSweep -benchtime 3x
+func BenchmarkLinkSweep(b *testing.B) {
+	ctx := context.Background()
+	lr, err := StartLocalRing(ctx, b.TempDir(), 1, Config{StabilizeInterval: 100 * time.Millisecond,
+		ReplicationInterval: -1, LinkSweep: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { lr.Close() }()
+	n := lr.Nodes[0]
+	const pages = 4000
+	page := func(i int) string { return fmt.Sprintf("http://h%d.test/p%d", i%40, i) }
+	t0 := time.Now().Add(-time.Hour).UTC()
+	put := func(i int, at time.Time) {
+		var body string
+		for j := range 10 {
+			body += fmt.Sprintf(`<a href="%s">link %d</a> `, page((i*7+j*13+int(at.Unix()))%pages), j)
+		}
+		c := archive.Capture{URL: page(i), Time: at, Status: 200, Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(body)}
+		if _, _, err := n.store.Put(ctx, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range pages {
+		put(i, t0)
+	}
+	if _, err := n.SweepLinks(ctx); err != nil {
+		b.Fatal(err)
+	}
+	var incr, full time.Duration
+	b.ResetTimer()
+	for k := range b.N {
+		at := t0.Add(time.Duration(k+1) * time.Minute)
+		b.StopTimer()
+		for i := k; i < pages; i += 12 { // 8%
+			put(i, at)
+		}
+		b.StartTimer()
+		start := time.Now()
+		if _, err := n.SweepLinks(ctx); err != nil {
+			b.Fatal(err)
+		}
+		incr += time.Since(start)
+		b.StopTimer()
+		for i := k; i < pages; i += 12 {
+			put(i, at.Add(time.Second))
+		}
+		n.linkIdx.dirty.MarkAll() // as every sweep before the marks
+		b.StartTimer()
+		start = time.Now()
+		if _, err := n.SweepLinks(ctx); err != nil {
+			b.Fatal(err)
+		}
+		full += time.Since(start)
+	}
+	b.ReportMetric(float64(incr.Milliseconds())/float64(b.N), "incr-ms")
+	b.ReportMetric(float64(full.Milliseconds())/float64(b.N), "full-ms")
+	if incr > 0 {
+		b.ReportMetric(float64(full)/float64(incr), "full/incr")
+	}
+}
