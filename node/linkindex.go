@@ -42,7 +42,7 @@ type linkIndex struct {
 	running sync.Mutex // one rank run coordinated at a time
 	kick    chan struct{}
 
-	// The sweep's plan (sweep.go): the sources marked since the last
+	// The sweep's plan (linksweep.go): the sources marked since the last
 	// sweep, and the slow pass's place in the store.
 	dirty *links.Dirty
 	pass  slowPass
@@ -125,6 +125,7 @@ func (n *Node) linkSweepLoop(ctx context.Context) {
 	sub := n.ring.Subscribe(64)
 	defer sub.Unsubscribe()
 	evs := sub.C
+	var dropped uint64 // sub.Dropped() when last looked at: it only grows
 	for {
 		select {
 		case <-ctx.Done():
@@ -143,8 +144,8 @@ func (n *Node) linkSweepLoop(ctx context.Context) {
 		case <-t.C:
 		case <-n.linkIdx.kick:
 		}
-		if sub.Dropped() > 0 {
-			n.linkIdx.dirty.MarkAll()
+		if newDrops(sub.Dropped(), &dropped) {
+			n.linkIdx.dirty.MarkAll() // a dropped event may have moved a range
 		}
 		if _, err := n.SweepLinks(ctx); err != nil && ctx.Err() == nil {
 			n.log.Warn("link index sweep", "err", err)
@@ -152,12 +153,22 @@ func (n *Node) linkSweepLoop(ctx context.Context) {
 	}
 }
 
+// newDrops reports whether a subscription's count of dropped events,
+// total, grew past *seen, the count at the last call, and records it.
+func newDrops(total uint64, seen *uint64) bool {
+	if total == *seen {
+		return false
+	}
+	*seen = total
+	return true
+}
+
 // SweepLinks reads into the link index the versions of the pages this
 // node owns that it has not read yet, and sends their records to the
 // targets' holders. It returns how many records it sent. It reads the
 // sources that got a version since the last sweep or whose records were
 // not delivered (marked), and a slice of the slow pass that reads every
-// source once a crawl day (sweep.go); the first sweep after a start, or
+// source once a crawl day (linksweep.go); the first sweep after a start, or
 // after the marks overflowed or the node's ranges moved, reads every
 // source.
 func (n *Node) SweepLinks(ctx context.Context) (int, error) {

@@ -197,3 +197,18 @@ func BenchmarkLinkSweep(b *testing.B) {
 		b.ReportMetric(float64(full)/float64(incr), "full/incr")
 	}
 }
+
+// TestNewDrops: a subscription's dropped count only grows, so the sweep
+// loop asks for a full sweep once per new drop, not on every sweep
+// after the first drop.
+func TestNewDrops(t *testing.T) {
+	var seen uint64
+	for i, c := range []struct {
+		total uint64
+		want  bool
+	}{{0, false}, {0, false}, {3, true}, {3, false}, {3, false}, {5, true}, {5, false}} {
+		if got := newDrops(c.total, &seen); got != c.want {
+			t.Fatalf("step %d: total %d: newDrops %v, want %v", i, c.total, got, c.want)
+		}
+	}
+}
