@@ -14,8 +14,9 @@ type Stats struct {
 	// DayStarted is when this node began crawling Day (its NewDay): a
 	// fetch of an earlier day that had not sent its request by then does
 	// not send it, every request of an earlier day was answered before
-	// it, and every request for Day went out after it. Zero when the day
-	// began before the process started.
+	// it unless its answer took longer than Config.DaySwitchWait (it may then
+	// reach its site after), and every request for Day went out after
+	// it. Zero when the day began before the process started.
 	DayStarted time.Time `json:"dayStarted,omitzero"`
 	Queued     int64     `json:"queued"` // URLs waiting to be fetched
 	// Paused is why the crawl sends no request now ("" when it runs):
