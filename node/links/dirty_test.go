@@ -3,6 +3,7 @@ package links
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -35,6 +36,13 @@ func TestDirty(t *testing.T) {
 	}
 	if s, full := d.Take(); !full || s != nil {
 		t.Fatalf("past the bound: %q, full %v; want a full sweep", s, full)
+	}
+	// Long sources overflow the set before its count does: at most 128
+	// bytes a mark on average.
+	d.Mark("http://a/")
+	d.Mark("http://" + strings.Repeat("x", 3*128) + "/")
+	if s, full := d.Take(); !full || s != nil {
+		t.Fatalf("past the bytes bound: %q, full %v; want a full sweep", s, full)
 	}
 	d.Mark("http://a/")
 	d.MarkAll()
