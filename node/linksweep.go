@@ -105,7 +105,10 @@ func (n *Node) passSlice(ctx context.Context) ([]string, error) {
 	p := &n.linkIdx.pass
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	budget := max((p.total*5/4+n.passSweeps()-1)/n.passSweeps(), minPassSlice)
+	// The store's URLs now, if more than the last pass counted: a store
+	// that grows (a new node's first days) is still walked within a day.
+	total := max(p.total, int(n.store.Stats().URLs))
+	budget := max((total*5/4+n.passSweeps()-1)/n.passSweeps(), minPassSlice)
 	var out []string
 	walked, last := 0, p.after
 	err := n.store.URLsAfter(ctx, p.after, func(u string) error {

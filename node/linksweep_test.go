@@ -131,6 +131,56 @@ func TestLinkSweepReadsChanges(t *testing.T) {
 	}
 }
 
+// TestLinkSweepSlowPassGrows: a store that grew after the last whole
+// pass (a node that started empty) is walked within the sweeps of a
+// day all the same: a slice is sized by the store's URLs now, not by
+// the last pass's count.
+func TestLinkSweepSlowPassGrows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a real node in -short mode")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const sweeps = 4
+	lr, err := StartLocalRing(ctx, t.TempDir(), 1, Config{StabilizeInterval: 100 * time.Millisecond,
+		ReplicationInterval: -1, LinkSweep: -1, DayLength: sweeps * DefaultLinkSweep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { lr.Close() }()
+	n := lr.Nodes[0]
+	rc := &readCounter{Archive: n.linkIdx.indexer.Archive, read: map[string]int{}}
+	n.linkIdx.indexer.Archive = rc
+	if _, err := n.SweepLinks(ctx); err != nil { // the first: every source of an empty store
+		t.Fatal(err)
+	}
+	// More than sweeps slices of minPassSlice: the last pass's count (0)
+	// would leave some unread within the day.
+	const pages = sweeps*minPassSlice + 200
+	at := time.Now().Add(-time.Minute).UTC()
+	for i := range pages {
+		u := fmt.Sprintf("http://h%d.test/p%d", i%20, i)
+		c := archive.Capture{URL: u, Time: at, Status: 200, Header: http.Header{"Content-Type": {"text/html"}},
+			Body: []byte(`<a href="http://t.test/">t</a>`)}
+		if _, _, err := n.store.Put(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.linkIdx.dirty.Take() // the marks lost: the slow pass alone reads them
+	read := map[string]bool{}
+	for range sweeps {
+		if _, err := n.SweepLinks(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for u := range rc.take() {
+			read[u] = true
+		}
+	}
+	if len(read) != pages {
+		t.Fatalf("%d sweeps read %d of the %d sources the store grew by", sweeps, len(read), pages)
+	}
+}
+
 // BenchmarkLinkSweep: a revisit day's sweep, where 8% of the sources
 // got a new version (the scale web's day: 5% changed, 2% new, 1%
 // gone), against a sweep of as many new versions that reads every
