@@ -29,8 +29,9 @@ var (
 )
 
 // english returns bleve's English analyzer: Unicode word segmentation
-// (UAX #29; ASCII text by a fast path of the same result), the possessive filter, lower-casing, the English stop list
-// and the Porter stemmer. Queries and documents share it, so both sides
+// (UAX #29; ASCII text by a fast path of the same result), the
+// possessive filter, lower-casing, the English stop list and the Porter
+// stemmer. Queries and documents share it, so both sides
 // reduce a word to the same term.
 func english() (analysis.Analyzer, error) {
 	analyzerOnce.Do(func() {

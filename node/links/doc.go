@@ -33,5 +33,12 @@
 // (Carried, the extractor the Indexer builds records with); see
 // docs/links.md.
 //
-// Concurrency: an Index and an Indexer are safe for concurrent use.
+// Dirty is the bounded set of sources a sweep must read again (a new
+// version, a failed delivery); past its bound, or when new, it asks for a
+// sweep of every source instead, so an overflow costs a full sweep,
+// never a missed version (a version never marked is found by the
+// node's slow pass, node/linksweep.go).
+//
+// Concurrency: an Index, an Indexer and a Dirty are safe for concurrent
+// use.
 package links
