@@ -84,7 +84,7 @@ type Config struct {
 	// (their heads); no request goes out meanwhile. A request still
 	// unanswered by then belongs to the old day and reaches its site after
 	// the new day began. Default 1s: host loops wait at most that long
-	// for a rollover (docs/scale.md).
+	// for a rollover (docs/crawl.md).
 	DaySwitchWait time.Duration
 	// MaxBody is the largest body stored, in bytes. A larger body is
 	// refused: nothing is stored and the error kind "too_large" is
