@@ -37,6 +37,22 @@ func (r *readCounter) take() map[string]int {
 	return m
 }
 
+// sweepNode starts a node of a ring of one that sweeps its links only
+// when told, with sweeps sweeps a crawl day, its sources' reads counted.
+func sweepNode(ctx context.Context, t *testing.T, sweeps int) (*Node, *readCounter) {
+	t.Helper()
+	lr, err := StartLocalRing(ctx, t.TempDir(), 1, Config{StabilizeInterval: 100 * time.Millisecond,
+		ReplicationInterval: -1, LinkSweep: -1, DayLength: time.Duration(sweeps) * DefaultLinkSweep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lr.Close() })
+	n := lr.Nodes[0]
+	rc := &readCounter{Archive: n.linkIdx.indexer.Archive, read: map[string]int{}}
+	n.linkIdx.indexer.Archive = rc
+	return n, rc
+}
+
 // TestLinkSweepReadsChanges: after the first sweep (every source), a
 // sweep reads the sources the crawl stored a version of and a slice of
 // the slow pass, not the whole store; a change whose mark was lost is
@@ -49,15 +65,7 @@ func TestLinkSweepReadsChanges(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const sweeps = 4 // slow-pass sweeps a day
-	lr, err := StartLocalRing(ctx, t.TempDir(), 1, Config{StabilizeInterval: 100 * time.Millisecond,
-		ReplicationInterval: -1, LinkSweep: -1, DayLength: sweeps * DefaultLinkSweep})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { lr.Close() }()
-	n := lr.Nodes[0]
-	rc := &readCounter{Archive: n.linkIdx.indexer.Archive, read: map[string]int{}}
-	n.linkIdx.indexer.Archive = rc
+	n, rc := sweepNode(ctx, t, sweeps)
 
 	const pages = 600
 	page := func(i int) string { return fmt.Sprintf("http://h%d.test/p%d", i%20, i) }
@@ -142,15 +150,7 @@ func TestLinkSweepSlowPassGrows(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const sweeps = 4
-	lr, err := StartLocalRing(ctx, t.TempDir(), 1, Config{StabilizeInterval: 100 * time.Millisecond,
-		ReplicationInterval: -1, LinkSweep: -1, DayLength: sweeps * DefaultLinkSweep})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { lr.Close() }()
-	n := lr.Nodes[0]
-	rc := &readCounter{Archive: n.linkIdx.indexer.Archive, read: map[string]int{}}
-	n.linkIdx.indexer.Archive = rc
+	n, rc := sweepNode(ctx, t, sweeps)
 	if _, err := n.SweepLinks(ctx); err != nil { // the first: every source of an empty store
 		t.Fatal(err)
 	}
