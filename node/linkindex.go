@@ -135,9 +135,10 @@ func (n *Node) linkSweepLoop(ctx context.Context) {
 				evs = nil
 				continue
 			}
-			// A range this node owns moved: sources it took over were
-			// imported (never marked), so the next sweep reads all.
-			if ev.Kind == ring.RangeChanged {
+			// A range this node owns grew: sources it took over were
+			// imported (never marked), so the next sweep reads all. A
+			// range that only shrank brings nothing to read.
+			if ev.Kind == ring.RangeChanged && rangeGrew(ev.OldRange, ev.NewRange) {
 				n.linkIdx.dirty.MarkAll()
 			}
 			continue
@@ -161,6 +162,21 @@ func newDrops(total uint64, seen *uint64) bool {
 	}
 	*seen = total
 	return true
+}
+
+// rangeGrew reports whether a vnode's range moved from old to cur so
+// that it holds keys it did not (any change it cannot tell counts): a
+// node that joined in front of the vnode only shrinks it.
+func rangeGrew(old, cur ring.Range) bool {
+	switch {
+	case !cur.Known:
+		return false // it owns nothing now
+	case !old.Known || old.End != cur.End:
+		return true
+	case old.Start == old.End:
+		return false // it held the whole circle
+	}
+	return old.Start != cur.Start && cur.Contains(old.Start)
 }
 
 // SweepLinks reads into the link index the versions of the pages this

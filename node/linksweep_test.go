@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/node/links"
+	"github.com/herod-archive/herod/ring"
 )
 
 // readCounter is a links.Archive that counts the sources an Indexer
@@ -259,6 +261,36 @@ func TestNewDrops(t *testing.T) {
 	}{{0, false}, {0, false}, {3, true}, {3, false}, {3, false}, {5, true}, {5, false}} {
 		if got := newDrops(c.total, &seen); got != c.want {
 			t.Fatalf("step %d: total %d: newDrops %v, want %v", i, c.total, got, c.want)
+		}
+	}
+}
+
+// TestRangeGrew: the link sweep reads every source after a range grew
+// (it took keys over), not after one only shrank (a node joined in front
+// of it) or became unknown.
+func TestRangeGrew(t *testing.T) {
+	at := func(b byte) id.ID { return id.ID{b} }
+	r := func(start, end byte) ring.Range { return ring.Range{Start: at(start), End: at(end), Known: true} }
+	unknown := ring.Range{End: at(50)}
+	for _, c := range []struct {
+		name     string
+		old, cur ring.Range
+		want     bool
+	}{
+		{"same", r(10, 50), r(10, 50), false},
+		{"grew", r(10, 50), r(5, 50), true},
+		{"shrank", r(10, 50), r(20, 50), false},
+		{"grew across zero", r(200, 50), r(150, 50), true},
+		{"shrank across zero", r(200, 50), r(250, 50), false},
+		{"shrank to past zero", r(200, 50), r(10, 50), false},
+		{"to the whole circle", r(10, 50), r(50, 50), true},
+		{"from the whole circle", r(50, 50), r(10, 50), false},
+		{"became unknown", r(10, 50), unknown, false},
+		{"became known", unknown, r(10, 50), true},
+		{"another vnode's end", r(10, 50), r(10, 60), true},
+	} {
+		if got := rangeGrew(c.old, c.cur); got != c.want {
+			t.Errorf("%s: rangeGrew(%v, %v) = %v, want %v", c.name, c.old, c.cur, got, c.want)
 		}
 	}
 }
