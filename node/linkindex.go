@@ -185,7 +185,7 @@ func rangeGrew(old, cur ring.Range) bool {
 // sources that got a version since the last sweep or whose records were
 // not delivered (marked), and a slice of the slow pass that reads every
 // source once a crawl day (linksweep.go); the first sweep after a start, or
-// after the marks overflowed or the node's ranges moved, reads every
+// after the marks overflowed or the node's ranges grew, reads every
 // source.
 func (n *Node) SweepLinks(ctx context.Context) (int, error) {
 	li := n.linkIdx

@@ -24,7 +24,7 @@ import (
 //     less than a quarter within a day (the slice is 5/4 of its share);
 //   - every source, when the marks are unknown: the first sweep after a
 //     start, after more marks than links.Dirty holds, after a range
-//     this node owns moved (the sources it took over were imported).
+//     this node owns grew (the sources it took over were imported).
 
 // slowPass is the slow pass's place: the last URL it read, and the
 // URLs of the store counted by the last whole walk.
