@@ -80,7 +80,7 @@ func (sv *Service) SyncRound(ctx context.Context) error {
 				mark = sv.synced.Load()
 				var err error
 				if tops, err = sv.rangeSums(ctx, rs); err != nil {
-					return err
+					return errors.Join(append(errs, fmt.Errorf("search sync: digests of this node's ranges: %w", err))...)
 				}
 			}
 			equal, err := sv.pullFrom(ctx, c, r, &tops[i])
