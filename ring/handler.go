@@ -35,6 +35,7 @@ func (r *Ring) call(ctx context.Context, c Contact, m *Message) (*Message, error
 	}
 	r.mu.Lock()
 	delete(r.strikes, c.Peer)
+	r.heardFrom(c.Peer)
 	r.mu.Unlock()
 	if reply.Err != "" {
 		if reply.Err == ErrCodeNoVnode {
