@@ -444,7 +444,8 @@ type dictTrainer struct {
 	bytes    int         // bytes collected
 	tries    int
 	samples  [][]byte
-	wg       sync.WaitGroup // the training goroutine
+	tried    map[id.ID]bool // peers' dictionaries considered for adoption
+	wg       sync.WaitGroup // the training (or adopting) goroutine
 }
 
 // offer hands the trainer an uncompressed record; it keeps a copy (of at
