@@ -91,7 +91,7 @@ func (t *dictTrainer) adopt(zd *zdict, samples [][]byte) {
 			t.log.Info("adopted a peer's zstd dictionary", "id", zd.id, "samples", len(samples),
 				"packed", with, "without_dictionary", without)
 			t.mu.Lock()
-			t.samples, t.bytes = nil, 0
+			t.samples, t.bytes, t.got = nil, 0, "adopted"
 			t.mu.Unlock()
 			t.off.Store(true)
 			return

@@ -47,6 +47,12 @@ func TestAdoptPeerDictionary(t *testing.T) {
 	if zd == nil || zd.ref() != owner.zd.Load().ref() {
 		t.Fatalf("replica's dictionary %v, want the owner's %v", zd, owner.zd.Load().ref())
 	}
+	if got := replica.Stats().Dictionary; got != "adopted" {
+		t.Fatalf("replica's Stats().Dictionary = %q, want adopted", got)
+	}
+	if got := owner.Stats().Dictionary; got != "trained" {
+		t.Fatalf("owner's Stats().Dictionary = %q, want trained", got)
+	}
 	pages := benchPages(80)
 	v, _, err := replica.Put(ctx, benchCapture(70, pages[70], t0.Add(time.Hour)))
 	must(t, err)

@@ -127,6 +127,10 @@ type Stats struct {
 	Segments     int   `json:"segments"`  // segment files
 	// Failed is the error that made the store refuse writes ("" if none).
 	Failed string `json:"failed,omitempty"`
+	// Dictionary says how the store got its own zstd dictionary since it
+	// opened: "trained" on its first records, "adopted" from a peer
+	// (adopt.go), or "" (none yet, or kept from an earlier run).
+	Dictionary string `json:"dictionary,omitempty"`
 }
 
 // Store is a directory of segment files plus their goleveldb index. See
@@ -463,6 +467,7 @@ func (s *Store) Stats() Stats {
 		Corrupt:      s.corrupt.Load(),
 		Segments:     s.segmentCount(),
 		Failed:       failed,
+		Dictionary:   s.trainer.how(),
 	}
 }
 

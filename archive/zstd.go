@@ -445,6 +445,7 @@ type dictTrainer struct {
 	tries    int
 	samples  [][]byte
 	tried    map[id.ID]bool // peers' dictionaries considered for adoption
+	got      string         // "trained" or "adopted" once done (Stats.Dictionary)
 	wg       sync.WaitGroup // the training (or adopting) goroutine
 }
 
@@ -484,6 +485,9 @@ func (t *dictTrainer) train(samples [][]byte) {
 		if err = t.done(zd); err == nil {
 			t.log.Info("trained the segments' zstd dictionary", "samples", len(samples), "id", zd.id,
 				"frame", len(zd.frame), "took", time.Since(start))
+			t.mu.Lock()
+			t.got = "trained"
+			t.mu.Unlock()
 			t.off.Store(true)
 			return
 		}
@@ -501,6 +505,14 @@ func (t *dictTrainer) train(samples [][]byte) {
 	}
 	t.log.Warn("zstd dictionary training failed; collecting more samples", "samples", len(samples), "err", err)
 	t.want *= 2
+}
+
+// how returns how the store got its dictionary: "trained", "adopted" or
+// "" (Stats.Dictionary).
+func (t *dictTrainer) how() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.got
 }
 
 // wait returns once no training runs.
