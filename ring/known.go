@@ -155,3 +155,20 @@ func (r *Ring) usable(n Node, now time.Time) bool {
 	at, ok := r.leaving[n.Peer]
 	return !ok || time.Since(at) > r.suspectTTL() // set by the handler in real time
 }
+
+// LocalOwner returns key's owner when this node's own tables cover it
+// and the owner is this node or answered a call within two maintenance
+// rounds (what Lookup answers without a message), and false otherwise:
+// the caller then routes as it would without it.
+func (r *Ring) LocalOwner(key id.ID) (Node, bool) {
+	if r.closed.Load() {
+		return Node{}, false
+	}
+	r.mu.Lock()
+	hs, ok := r.localHolders(key, 1)
+	r.mu.Unlock()
+	if !ok {
+		return Node{}, false
+	}
+	return hs[0], true
+}
