@@ -79,38 +79,45 @@ func (r *Ring) localHolders(key id.ID, k int) ([]Node, bool) {
 	if r.left || now.Before(r.distrustUntil) {
 		return nil, false
 	}
-	// next maps a node's id to the node known to follow it directly;
-	// where two tables disagree, the closer one clockwise is newer (a
-	// node that joined in between).
-	next := make(map[id.ID]Node, len(r.vnodes)*(r.cfg.SuccessorListLen+2))
-	link := func(a id.ID, b Node) {
-		if a == b.ID {
-			return
-		}
-		if o, ok := next[a]; ok && !dist(a, b.ID).Less(dist(a, o.ID)) {
-			return
-		}
-		next[a] = b
-	}
+	// The edges a -> b: b is known to follow a directly. Where two
+	// tables disagree about a's follower, the closer one clockwise is
+	// newer (a node that joined in between): next picks it.
+	edges := r.edgeBuf[:0]
 	for _, v := range r.vnodes {
-		if v.pred != nil {
-			link(v.pred.ID, v.self)
+		if v.pred != nil && v.pred.ID != v.self.ID {
+			edges = append(edges, edge{v.pred.ID, v.self})
 		}
 		if v.alone() {
 			continue
 		}
 		prev := v.self.ID
 		for _, s := range v.succs {
-			link(prev, s)
+			if s.ID != prev {
+				edges = append(edges, edge{prev, s})
+			}
 			prev = s.ID
 		}
+	}
+	r.edgeBuf = edges
+	next := func(a id.ID) (Node, bool) {
+		var best *Node
+		for i := range edges {
+			if e := &edges[i]; e.from == a && (best == nil || dist(a, e.to.ID).Less(dist(a, best.ID))) {
+				best = &e.to
+			}
+		}
+		if best == nil {
+			return Node{}, false
+		}
+		return *best, true
 	}
 	// The owner is the node ending the known step (a, b] holding key,
 	// the closest to key clockwise when several do.
 	var owner *Node
-	for a, b := range next {
-		if id.InHalfOpen(key, a, b.ID) && (owner == nil || dist(key, b.ID).Less(dist(key, owner.ID))) {
-			o := b
+	for i := range edges {
+		e := &edges[i]
+		if id.InHalfOpen(key, e.from, e.to.ID) && (owner == nil || dist(key, e.to.ID).Less(dist(key, owner.ID))) {
+			o := e.to
 			owner = &o
 		}
 	}
@@ -123,11 +130,11 @@ func (r *Ring) localHolders(key id.ID, k int) ([]Node, bool) {
 	out := []Node{*owner}
 	seen := map[string]bool{owner.Peer: true}
 	cur := *owner
-	for range len(next) {
+	for range len(edges) {
 		if len(out) >= k {
 			return out, true
 		}
-		n, ok := next[cur.ID]
+		n, ok := next(cur.ID)
 		if !ok || !r.usable(n, now) {
 			return nil, false
 		}
@@ -141,6 +148,13 @@ func (r *Ring) localHolders(key id.ID, k int) ([]Node, bool) {
 		cur = n
 	}
 	return out, len(out) >= k
+}
+
+// edge says that node to directly follows id from on the circle, by one
+// of the local tables.
+type edge struct {
+	from id.ID
+	to   Node
 }
 
 // usable reports whether a local answer may name n: not suspected dead

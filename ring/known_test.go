@@ -119,3 +119,35 @@ func TestLocalAnswersLargeRing(t *testing.T) {
 		t.Fatal("no lookup was answered from the node's own stretches")
 	}
 }
+
+// BenchmarkLookupFourNodes: a lookup in a ring of 4 nodes of 4 virtual
+// servers (memnet), answered from the local tables (Lookup) and routed
+// (LookupTrace, as every lookup was before), with the messages each sends:
+// on libp2p each message is a stream, 130-160 CPU-µs for both ends
+// (docs/replicate-cost.md).
+func BenchmarkLookupFourNodes(b *testing.B) {
+	c := &cluster{t: &testing.T{}}
+	c.init(4, 4, false)
+	c.joinAll()
+	for i := 0; consistent(c.live()) != nil && i < 20; i++ {
+		c.rounds(1)
+	}
+	r := c.rings[1]
+	for _, bc := range []struct {
+		name string
+		look func(k id.ID) error
+	}{
+		{"local", func(k id.ID) error { _, err := r.Lookup(context.Background(), k); return err }},
+		{"routed", func(k id.ID) error { _, _, err := r.LookupTrace(context.Background(), k); return err }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			calls := r.Counters().Calls
+			for i := range b.N {
+				if err := bc.look(keyN(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(r.Counters().Calls-calls)/float64(b.N), "messages/op")
+		})
+	}
+}

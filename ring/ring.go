@@ -169,6 +169,7 @@ type Ring struct {
 	// distrustUntil: until then lookups are not answered from the local
 	// successor lists (Disowned).
 	distrustUntil time.Time
+	edgeBuf       []edge       // localHolders' scratch
 	grave         []graveEntry // peers removed as dead, probed for merging
 	graveAt       int
 	rng           *rand.Rand
