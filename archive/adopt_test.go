@@ -104,3 +104,27 @@ func TestAdoptRefusesUnfitDictionary(t *testing.T) {
 		t.Fatal("the trainer stopped collecting after refusing a dictionary")
 	}
 }
+
+// TestDictWait: with Options.DictWait a store whose samples are complete
+// waits that many more records for a peer's dictionary, then trains its
+// own.
+func TestDictWait(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{NoSync: true, DictSamples: 20, DictWait: 30})
+	pages := benchPages(60)
+	put := func(from, to int) {
+		for i := from; i < to; i++ {
+			_, _, err := s.Put(ctx, benchCapture(i, pages[i], t0.Add(time.Duration(i)*time.Second)))
+			must(t, err)
+		}
+		s.trainer.wait()
+	}
+	put(0, 45)
+	if s.zd.Load() != nil || s.trainer.off.Load() {
+		t.Fatal("trained before the wait for a peer's dictionary ended")
+	}
+	put(45, 60)
+	if s.zd.Load() == nil || s.Stats().Dictionary != "trained" {
+		t.Fatalf("no dictionary trained after the wait (%q)", s.Stats().Dictionary)
+	}
+}

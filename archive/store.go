@@ -62,6 +62,12 @@ type Options struct {
 	// (zstd.go); zero means DefaultDictSamples, negative means never (new
 	// records go to .warc.gz segments).
 	DictSamples int
+	// DictWait is how many more records (written or imported) a store
+	// without a dictionary waits, once its samples are complete, for a
+	// peer's dictionary to adopt (adopt.go) before it trains its own;
+	// zero trains at once. A node joining a ring sets it: the ring's
+	// first store trains, the others adopt.
+	DictWait int
 	// SegmentSize bounds a segment file: a record that would take it past
 	// this size goes to a new segment. Zero means DefaultSegmentSize.
 	SegmentSize int64
@@ -304,6 +310,7 @@ func newStore(dir string, o Options) (*Store, error) {
 		s.disk.free = statfsFree
 	}
 	s.trainer.log, s.trainer.done = log, s.adoptTrained
+	s.trainer.waitLeft = max(o.DictWait, 0)
 	switch {
 	case o.DictSamples == 0:
 		s.trainer.want = DefaultDictSamples

@@ -446,13 +446,15 @@ type dictTrainer struct {
 	samples  [][]byte
 	tried    map[id.ID]bool // peers' dictionaries considered for adoption
 	got      string         // "trained" or "adopted" once done (Stats.Dictionary)
+	waitLeft int            // offers still to wait for a peer's dictionary once the samples are complete (Options.DictWait)
 	wg       sync.WaitGroup // the training (or adopting) goroutine
 }
 
 // offer hands the trainer an uncompressed record; it keeps a copy (of at
 // most maxSampleBytes) while it collects. The offer that completes the
-// samples (want records, or maxSampleTotal bytes) starts the training on
-// a goroutine of its own and returns at once.
+// samples (want records, or maxSampleTotal bytes), or with
+// Options.DictWait the one that many offers later, starts the training
+// on a goroutine of its own and returns at once.
 func (t *dictTrainer) offer(plain []byte) {
 	if t.off.Load() {
 		return
@@ -462,10 +464,16 @@ func (t *dictTrainer) offer(plain []byte) {
 	if t.off.Load() || t.training {
 		return
 	}
-	sample := bytes.Clone(plain[:min(len(plain), maxSampleBytes)])
-	t.samples = append(t.samples, sample)
-	t.bytes += len(sample)
 	if len(t.samples) < t.want && t.bytes < maxSampleTotal {
+		sample := bytes.Clone(plain[:min(len(plain), maxSampleBytes)])
+		t.samples = append(t.samples, sample)
+		t.bytes += len(sample)
+		if len(t.samples) < t.want && t.bytes < maxSampleTotal {
+			return
+		}
+	}
+	if t.waitLeft > 0 {
+		t.waitLeft-- // a peer's dictionary may still come (consider)
 		return
 	}
 	samples := t.samples

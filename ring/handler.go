@@ -78,6 +78,11 @@ func (r *Ring) handle(ctx context.Context, from string, m *Message) *Message {
 	if r.closed.Load() {
 		return &Message{Err: ErrCodeNoVnode}
 	}
+	if from != r.cfg.Self.Peer {
+		r.mu.Lock()
+		r.heardFrom(from) // it is up: lookups may name it unpinged (known.go)
+		r.mu.Unlock()
+	}
 	switch m.Op {
 	case OpPing:
 		// A ping To a virtual server asks whether this node still runs

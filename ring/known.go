@@ -30,7 +30,8 @@ func (r *Ring) heardWithin() time.Duration { return 2 * r.cfg.StabilizeInterval 
 // maxHeard bounds the peers whose last answer is remembered.
 const maxHeard = 1024
 
-// heardFrom records that peer answered a call. Caller holds mu.
+// heardFrom records that peer answered a call of this node's or sent it
+// one. Caller holds mu.
 func (r *Ring) heardFrom(peer string) {
 	now := r.clock.Now()
 	if len(r.heard) >= maxHeard {
@@ -46,7 +47,7 @@ func (r *Ring) heardFrom(peer string) {
 	r.heard[peer] = now
 }
 
-// heardRecently reports whether peer answered a call within
+// heardRecently reports whether peer answered or sent a call within
 // heardWithin, so that it need not be pinged before a lookup names it.
 // Caller holds mu.
 func (r *Ring) heardRecently(peer string) bool {
