@@ -117,7 +117,8 @@ func storedBytes(t *testing.T, s *Store, v Version) []byte {
 // owner stored it, gzip members and zstd frames alike, so that its
 // stored bytes equal the owner's; the owner's dictionary, which the
 // replica lacks at first, is asked for once (MissingDictError), added,
-// and kept across a reopen in the replica's segment.
+// and kept across a reopen in the replica's segment (and, the replica
+// having none of its own, adopted as its own).
 func TestReplicaStoresBytesAsSent(t *testing.T) {
 	ctx := context.Background()
 	owner, replica, vs := twoStores(t)
@@ -147,8 +148,11 @@ func TestReplicaStoresBytesAsSent(t *testing.T) {
 	if missing != 1 || zst == 0 {
 		t.Fatalf("dictionary missing %d times, %d zstd records: want 1 and some", missing, zst)
 	}
-	if replica.zd.Load() != nil {
-		t.Fatal("the owner's dictionary became the replica's own")
+	// The replica had none of its own: it adopted the owner's (adopt.go).
+	replica.trainer.wait()
+	adopted, ok := replica.OwnDictionary()
+	if !ok || adopted != owner.zd.Load().ref() {
+		t.Fatalf("replica's own dictionary %v %v, want the owner's adopted", adopted, ok)
 	}
 	dir := replica.Dir()
 	must(t, replica.Close())
@@ -158,8 +162,8 @@ func TestReplicaStoresBytesAsSent(t *testing.T) {
 	if _, err := again.Dictionary(ref); err != nil {
 		t.Fatalf("reopened replica lost the owner's dictionary: %v", err)
 	}
-	if again.zd.Load() != nil {
-		t.Fatal("reopened replica took the owner's dictionary as its own")
+	if r, ok := again.OwnDictionary(); !ok || r != adopted {
+		t.Fatalf("reopened replica's own dictionary %v %v, want %v", r, ok, adopted)
 	}
 	for _, v := range vs {
 		if _, _, err := again.Get(ctx, v.URL, v.Time); err != nil {

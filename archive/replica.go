@@ -261,6 +261,9 @@ func (s *Store) importRecord(ctx context.Context, name string, data []byte, prov
 	if err := s.index(v, seg, first, nil, w); err != nil {
 		return Version{}, false, fmt.Errorf("archive import: %w", err)
 	}
+	if zd != nil {
+		s.trainer.consider(zd) // a peer's dictionary, adopted if the store has none (adopt.go)
+	}
 	return v, true, nil
 }
 

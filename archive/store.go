@@ -62,6 +62,12 @@ type Options struct {
 	// (zstd.go); zero means DefaultDictSamples, negative means never (new
 	// records go to .warc.gz segments).
 	DictSamples int
+	// DictWait is how many more records (written or imported) a store
+	// without a dictionary waits, once its samples are complete, for a
+	// peer's dictionary to adopt (adopt.go) before it trains its own;
+	// zero trains at once. A node joining a ring sets it: the ring's
+	// first store trains, the others adopt.
+	DictWait int
 	// SegmentSize bounds a segment file: a record that would take it past
 	// this size goes to a new segment. Zero means DefaultSegmentSize.
 	SegmentSize int64
@@ -127,6 +133,10 @@ type Stats struct {
 	Segments     int   `json:"segments"`  // segment files
 	// Failed is the error that made the store refuse writes ("" if none).
 	Failed string `json:"failed,omitempty"`
+	// Dictionary says how the store got its own zstd dictionary since it
+	// opened: "trained" on its first records, "adopted" from a peer
+	// (adopt.go), or "" (none yet, or kept from an earlier run).
+	Dictionary string `json:"dictionary,omitempty"`
 }
 
 // Store is a directory of segment files plus their goleveldb index. See
@@ -300,6 +310,7 @@ func newStore(dir string, o Options) (*Store, error) {
 		s.disk.free = statfsFree
 	}
 	s.trainer.log, s.trainer.done = log, s.adoptTrained
+	s.trainer.waitLeft = max(o.DictWait, 0)
 	switch {
 	case o.DictSamples == 0:
 		s.trainer.want = DefaultDictSamples
@@ -463,6 +474,7 @@ func (s *Store) Stats() Stats {
 		Corrupt:      s.corrupt.Load(),
 		Segments:     s.segmentCount(),
 		Failed:       failed,
+		Dictionary:   s.trainer.how(),
 	}
 }
 

@@ -451,13 +451,17 @@ type dictTrainer struct {
 	bytes    int         // bytes collected
 	tries    int
 	samples  [][]byte
-	wg       sync.WaitGroup // the training goroutine
+	tried    map[id.ID]bool // peers' dictionaries considered for adoption
+	got      string         // "trained" or "adopted" once done (Stats.Dictionary)
+	waitLeft int            // offers still to wait for a peer's dictionary once the samples are complete (Options.DictWait)
+	wg       sync.WaitGroup // the training (or adopting) goroutine
 }
 
 // offer hands the trainer an uncompressed record; it keeps a copy (of at
 // most maxSampleBytes) while it collects. The offer that completes the
-// samples (want records, or maxSampleTotal bytes) starts the training on
-// a goroutine of its own and returns at once.
+// samples (want records, or maxSampleTotal bytes), or with
+// Options.DictWait the one that many offers later, starts the training
+// on a goroutine of its own and returns at once.
 func (t *dictTrainer) offer(plain []byte) {
 	if t.off.Load() {
 		return
@@ -467,10 +471,16 @@ func (t *dictTrainer) offer(plain []byte) {
 	if t.off.Load() || t.training {
 		return
 	}
-	sample := bytes.Clone(plain[:min(len(plain), maxSampleBytes)])
-	t.samples = append(t.samples, sample)
-	t.bytes += len(sample)
 	if len(t.samples) < t.want && t.bytes < maxSampleTotal {
+		sample := bytes.Clone(plain[:min(len(plain), maxSampleBytes)])
+		t.samples = append(t.samples, sample)
+		t.bytes += len(sample)
+		if len(t.samples) < t.want && t.bytes < maxSampleTotal {
+			return
+		}
+	}
+	if t.waitLeft > 0 {
+		t.waitLeft-- // a peer's dictionary may still come (consider)
 		return
 	}
 	samples := t.samples
@@ -490,6 +500,9 @@ func (t *dictTrainer) train(samples [][]byte) {
 		if err = t.done(zd); err == nil {
 			t.log.Info("trained the segments' zstd dictionary", "samples", len(samples), "id", zd.id,
 				"frame", len(zd.frame), "took", time.Since(start))
+			t.mu.Lock()
+			t.got = "trained"
+			t.mu.Unlock()
 			t.off.Store(true)
 			return
 		}
@@ -507,6 +520,14 @@ func (t *dictTrainer) train(samples [][]byte) {
 	}
 	t.log.Warn("zstd dictionary training failed; collecting more samples", "samples", len(samples), "err", err)
 	t.want *= 2
+}
+
+// how returns how the store got its dictionary: "trained", "adopted" or
+// "" (Stats.Dictionary).
+func (t *dictTrainer) how() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.got
 }
 
 // wait returns once no training runs.

@@ -169,6 +169,7 @@ func New(cfg Config) (n *Node, err error) {
 		MaxBody:     cmp.Or(cfg.Crawl.MaxBody, crawl.DefaultMaxBody), // records from peers: --max-body
 		GzipLevel:   cfg.GzipLevel,
 		DictSamples: cfg.DictSamples,
+		DictWait:    dictWait(cfg),
 		NoSync:      cfg.NoSync,
 		Signer:      n.identity,
 		Verifier:    identity.Verifier{},

@@ -35,7 +35,13 @@
 // algorithm: ask successively closer nodes for their preceding-node lists,
 // routing around nodes that do not answer, until a node reports the key
 // between itself and its successor. A real node answers lookup steps from
-// the union of all its virtual servers' tables.
+// the union of all its virtual servers' tables. Lookup and Successors
+// first try those tables alone (known.go): when the predecessors and
+// successor lists of the local virtual servers cover the key and its
+// holders without a gap (in a ring of a few nodes they cover the whole
+// circle) and the owner answered a call within two maintenance rounds,
+// the answer costs no message; an owner that disowns such an answer is
+// reported with Disowned, and lookups route for three rounds.
 //
 // # Invariants
 //

@@ -35,6 +35,7 @@ func (r *Ring) call(ctx context.Context, c Contact, m *Message) (*Message, error
 	}
 	r.mu.Lock()
 	delete(r.strikes, c.Peer)
+	r.heardFrom(c.Peer)
 	r.mu.Unlock()
 	if reply.Err != "" {
 		if reply.Err == ErrCodeNoVnode {
@@ -76,6 +77,11 @@ func (r *Ring) strike(peer string) {
 func (r *Ring) handle(ctx context.Context, from string, m *Message) *Message {
 	if r.closed.Load() {
 		return &Message{Err: ErrCodeNoVnode}
+	}
+	if from != r.cfg.Self.Peer {
+		r.mu.Lock()
+		r.heardFrom(from) // it is up: lookups may name it unpinged (known.go)
+		r.mu.Unlock()
 	}
 	switch m.Op {
 	case OpPing:

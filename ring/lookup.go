@@ -110,12 +110,29 @@ func (r *Ring) isolated() bool {
 // preceding-node lists, routing around nodes that do not answer, until a
 // node reports key between itself and its successor; the first live
 // successor is the owner.
+//
+// When this node's own tables cover the key (known.go) and the owner
+// answered a call within two maintenance rounds, the owner is read from
+// them without a message.
 func (r *Ring) Lookup(ctx context.Context, key id.ID) (Node, error) {
+	if r.closed.Load() {
+		return Node{}, ErrClosed
+	}
+	r.mu.Lock()
+	hs, ok := r.localHolders(key, 1)
+	r.mu.Unlock()
+	if ok {
+		r.n.lookups.Add(1)
+		r.n.localLookups.Add(1)
+		return hs[0], nil
+	}
 	n, _, err := r.LookupTrace(ctx, key)
 	return n, err
 }
 
-// LookupTrace is Lookup that also reports the route's cost.
+// LookupTrace is Lookup that also reports the route's cost. It always
+// routes (the simulator measures routes with it); only the owner's ping
+// is skipped when it answered a call within two maintenance rounds.
 func (r *Ring) LookupTrace(ctx context.Context, key id.ID) (Node, Trace, error) {
 	return r.lookup(ctx, key, nil)
 }
@@ -243,9 +260,13 @@ func (r *Ring) resolveOwner(ctx context.Context, owners []Node, responder string
 		}
 		r.mu.Lock()
 		sus := r.isSuspect(o.Peer)
+		fresh := !sus && r.heardRecently(o.Peer)
 		r.mu.Unlock()
 		if sus {
 			continue
+		}
+		if fresh {
+			return o, true // answered a call within two maintenance rounds
 		}
 		// Skipping a live owner would return a wrong node, so a candidate
 		// gets three tries before it is passed over.
@@ -283,6 +304,17 @@ func (r *Ring) neighbors(ctx context.Context, n Node) (*Node, []Node, error) {
 // other), walking successor lists clockwise. It returns fewer than k when
 // the ring has fewer real nodes.
 func (r *Ring) Successors(ctx context.Context, key id.ID, k int) ([]Node, error) {
+	if r.closed.Load() {
+		return nil, ErrClosed
+	}
+	r.mu.Lock()
+	hs, ok := r.localHolders(key, max(k, 1))
+	r.mu.Unlock()
+	if ok {
+		r.n.lookups.Add(1)
+		r.n.localLookups.Add(1)
+		return hs, nil
+	}
 	owner, err := r.Lookup(ctx, key)
 	if err != nil {
 		return nil, err

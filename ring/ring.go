@@ -164,12 +164,18 @@ type Ring struct {
 	// its leaves (OpLeave): a node that left, or moved a position.
 	leaving map[string]time.Time
 	strikes map[string]int // peer -> consecutive failed calls
-	grave   []graveEntry   // peers removed as dead, probed for merging
-	graveAt int
-	rng     *rand.Rand
-	left    bool
-	joined  bool // Join succeeded once
-	ver     verifier
+	// heard is when each peer last answered a call (known.go).
+	heard map[string]time.Time
+	// distrustUntil: until then lookups are not answered from the local
+	// successor lists (Disowned).
+	distrustUntil time.Time
+	edgeBuf       []edge       // localHolders' scratch
+	grave         []graveEntry // peers removed as dead, probed for merging
+	graveAt       int
+	rng           *rand.Rand
+	left          bool
+	joined        bool // Join succeeded once
+	ver           verifier
 	// moving is held while local virtual servers join or move (Join,
 	// moveTwins, Rebalance): one change of the local set at a time.
 	moving sync.Mutex
@@ -198,6 +204,7 @@ func New(cfg Config, tr Transport) (*Ring, error) {
 		suspect: make(map[string]time.Time),
 		leaving: make(map[string]time.Time),
 		strikes: make(map[string]int),
+		heard:   make(map[string]time.Time),
 		rng:     rand.New(rand.NewPCG(uint64(seed[0])<<56|uint64(seed[1])<<48|uint64(seed[2])<<40, uint64(seed[3]))),
 	}
 	r.ver.init()

@@ -12,6 +12,7 @@ type counters struct {
 	calls, callErrors, rounds               atomic.Uint64
 	refused, verified, notifies, leaves     atomic.Uint64
 	merges, twins, rebalances               atomic.Uint64
+	localLookups, disowned                  atomic.Uint64
 }
 
 // Counters is a snapshot of the ring's counters.
@@ -42,6 +43,12 @@ type Counters struct {
 	// Rebalances counts virtual servers this node moved to another index
 	// for a fairer share (Rebalance).
 	Rebalances uint64 `json:"rebalances"`
+	// LocalLookups counts lookups (of Lookups) and Successors calls
+	// answered from this node's own tables without a message (known.go);
+	// Disowned counts owners so named that said they were not
+	// (Ring.Disowned).
+	LocalLookups uint64 `json:"local_lookups"`
+	Disowned     uint64 `json:"disowned"`
 }
 
 // VnodeStatus is one local virtual server's routing state.
@@ -123,6 +130,6 @@ func (r *Ring) Counters() Counters {
 		Timeouts: n.timeouts.Load(), Calls: n.calls.Load(), CallErrors: n.callErrors.Load(),
 		Rounds: n.rounds.Load(), Refused: n.refused.Load(), Verified: n.verified.Load(),
 		Notifies: n.notifies.Load(), Leaves: n.leaves.Load(), Merges: n.merges.Load(), Twins: n.twins.Load(),
-		Rebalances: n.rebalances.Load(),
+		Rebalances: n.rebalances.Load(), LocalLookups: n.localLookups.Load(), Disowned: n.disowned.Load(),
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/herod-archive/herod/internal/realweb"
 	"github.com/herod-archive/herod/internal/testwait"
+	"github.com/herod-archive/herod/ring"
 )
 
 // TestProcessesRingOverhead is the process mode of the realistic ring
@@ -138,6 +139,8 @@ func logCopies(t *testing.T, ps []*proc) {
 	var push, rounds copies
 	var offers, reads int64
 	var polite struct{ LeaseRPCs, OwnerLookups int64 }
+	var rc ring.Counters
+	dicts := map[string]int{}
 	for _, p := range ps {
 		st, err := status(p)
 		if err != nil {
@@ -160,6 +163,23 @@ func logCopies(t *testing.T, ps []*proc) {
 			t.Logf("realweb processes: replication status: %v", err)
 			return
 		}
+		var ar struct {
+			Dictionary string `json:"dictionary"`
+		}
+		if err := json.Unmarshal(st["archive"], &ar); err == nil {
+			dicts[ar.Dictionary]++
+		}
+		var rg struct {
+			Counters ring.Counters `json:"counters"`
+		}
+		if err := json.Unmarshal(st["ring"], &rg); err != nil {
+			t.Logf("realweb processes: ring status: %v", err)
+			return
+		}
+		rc.Calls += rg.Counters.Calls
+		rc.Lookups += rg.Counters.Lookups
+		rc.LocalLookups += rg.Counters.LocalLookups
+		rc.Hops += rg.Counters.Hops
 		var pl struct{ LeaseRPCs, OwnerLookups int64 }
 		if err := json.Unmarshal(st["politeness"], &pl); err != nil {
 			t.Logf("realweb processes: politeness status: %v", err)
@@ -177,6 +197,9 @@ func logCopies(t *testing.T, ps []*proc) {
 	t.Logf("realweb processes: copies: push imported %d (%d offers, %d reads from owners, %d offered already held), rounds imported %d (%d already held)",
 		push.Pulled, offers, reads, push.Present, rounds.Pulled, rounds.Present)
 	t.Logf("realweb processes: politeness: %d lease round trips, %d owner lookups", polite.LeaseRPCs, polite.OwnerLookups)
+	t.Logf("realweb processes: ring: %d lookups and Successors, %d answered from the local tables, %d lookup hops; %d ring calls since start",
+		rc.Lookups, rc.LocalLookups, rc.Hops, rc.Calls)
+	t.Logf("realweb processes: dictionaries: %d trained, %d adopted, %d none", dicts["trained"], dicts["adopted"], dicts[""])
 }
 
 // procsCPU sums the user and system time of the processes so far, from

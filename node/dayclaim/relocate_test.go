@@ -21,6 +21,8 @@ type viewRing struct {
 
 func (v viewRing) OwnerVnode(id.ID) (ring.Node, bool) { return ring.Node{}, false }
 
+func (v viewRing) LocalOwner(id.ID) (ring.Node, bool) { return ring.Node{}, false }
+
 func (v viewRing) CloserOwner(id.ID) (ring.Node, bool) {
 	if v.closer != nil {
 		return *v.closer, true

@@ -92,6 +92,9 @@ const maxDelivered = 1 << 18
 // Router finds the owner of a key; *ring.Ring implements it.
 type Router interface {
 	Lookup(ctx context.Context, key id.ID) (ring.Node, error)
+	// LocalOwner returns key's owner when the node's own tables know it
+	// without a message (ring.Ring.LocalOwner), and false otherwise.
+	LocalOwner(key id.ID) (ring.Node, bool)
 }
 
 // Forwarder buffers extracted links and ships them to their owners by

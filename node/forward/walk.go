@@ -20,15 +20,37 @@ import (
 // mode the whole list, and nextOwner picks from it). Only when the recipient's
 // list does not reach the key — a long stretch of the ring without links,
 // or a failed recipient — does the walk spend another lookup.
+//
+// Outside replica mode, the runs whose owners the node's own tables know
+// (Router.LocalOwner: a small ring knows them all) are not walked: they
+// are gathered per real node and handed over in one batch per node and
+// hop count (byPeer), since a recipient takes every link its node owns,
+// whichever of its virtual servers owns it. Only the others are walked.
 func (f *Forwarder) walk(ctx context.Context, sorted []pendingLink) (done, failed []pendingLink) {
 	f.walks.Add(1)
 	var (
 		cur   ring.Node
 		have  bool
 		succs []ring.Node
+		local byPeer
 	)
+	defer func() {
+		d, fl := f.deliverPeers(ctx, &local)
+		done, failed = append(done, d...), append(failed, fl...)
+	}()
 	for i := 0; i < len(sorted); {
 		k := sorted[i].key
+		if f.cfg.Replicas <= 1 {
+			if o, ok := f.cfg.Ring.LocalOwner(k); ok {
+				j := i + 1
+				for j < len(sorted) && owns(o.ID, k, sorted[j].key) {
+					j++
+				}
+				local.add(o, sorted[i:j])
+				i, have = j, false
+				continue
+			}
+		}
 		if !have {
 			f.lookups.Add(1)
 			o, err := f.cfg.Ring.Lookup(ctx, k)
@@ -64,6 +86,40 @@ func (f *Forwarder) walk(ctx context.Context, sorted []pendingLink) (done, faile
 		i = j
 		if i < len(sorted) {
 			cur, have = nextOwner(cur.ID, succs, sorted[i].key)
+		}
+	}
+	return done, failed
+}
+
+// byPeer gathers runs of links per real node owning them, in the order
+// the nodes were met; each node's runs are addressed to the first of its
+// virtual servers met.
+type byPeer struct {
+	order []ring.Node
+	links map[string][]pendingLink
+}
+
+func (g *byPeer) add(owner ring.Node, run []pendingLink) {
+	if g.links == nil {
+		g.links = make(map[string][]pendingLink)
+	}
+	if _, ok := g.links[owner.Peer]; !ok {
+		g.order = append(g.order, owner)
+	}
+	g.links[owner.Peer] = append(g.links[owner.Peer], run...)
+}
+
+// deliverPeers hands each real node of g its links, one batch per hop
+// count and kind (deliverRun without a next key), and returns the links
+// delivered and those to try again.
+func (f *Forwarder) deliverPeers(ctx context.Context, g *byPeer) (done, failed []pendingLink) {
+	for _, to := range g.order {
+		_, sent, rest, err := f.deliverRun(ctx, to, g.links[to.Peer], nil)
+		f.countDelivered(to, sent)
+		done = append(done, sent...)
+		if err != nil {
+			f.note(fmt.Errorf("deliver to %s: %w", to.Addr, err))
+			failed = append(failed, rest...)
 		}
 	}
 	return done, failed

@@ -24,6 +24,8 @@ type fakeRing struct {
 	replicaOf map[string][]string
 	lookups   int
 	wants     []int // Batch.Want of each primary delivery
+	// localAnswers makes LocalOwner answer (a ring whose tables cover it).
+	localAnswers bool
 }
 
 func newFakeRing(peers, vnodes int) *fakeRing {
@@ -45,6 +47,15 @@ func (fr *fakeRing) ownerIndex(k id.ID) int {
 		}
 	}
 	return 0
+}
+
+// LocalOwner answers like Lookup, without counting a lookup, when
+// localAnswers is set.
+func (fr *fakeRing) LocalOwner(k id.ID) (ring.Node, bool) {
+	if !fr.localAnswers {
+		return ring.Node{}, false
+	}
+	return fr.nodes[fr.ownerIndex(k)], true
 }
 
 func (fr *fakeRing) Lookup(_ context.Context, k id.ID) (ring.Node, error) {
@@ -589,5 +600,48 @@ func TestWalkReplicaModeMixedHops(t *testing.T) {
 				t.Fatalf("%s (hops %d): replica missing on %s", l.url, l.hops, p)
 			}
 		}
+	}
+}
+
+// TestWalkLocalOwnersOneBatchPerNode: when the ring's tables know every
+// owner (a small ring), a walk spends no lookup and hands each real node
+// one batch holding the links of all its virtual servers; a node that
+// fails gets its links back for the next walk.
+func TestWalkLocalOwnersOneBatchPerNode(t *testing.T) {
+	fr := newFakeRing(4, 4)
+	fr.localAnswers = true
+	fr.down["peer2"] = true
+	f := newTestForwarder(fr, 1)
+	links := testLinks(2000)
+	done, failed := f.walk(context.Background(), links)
+	if fr.lookups != 0 {
+		t.Fatalf("%d lookups, want 0", fr.lookups)
+	}
+	if len(done)+len(failed) != len(links) {
+		t.Fatalf("done %d + failed %d != %d", len(done), len(failed), len(links))
+	}
+	peerOf := map[id.ID]string{}
+	for _, n := range fr.nodes {
+		peerOf[n.ID] = n.Peer
+	}
+	got := map[string]string{} // URL -> peer it was delivered to
+	for vs, us := range fr.got {
+		for _, u := range us {
+			got[u] = peerOf[vs]
+		}
+	}
+	for _, l := range links {
+		owner := fr.nodes[fr.ownerIndex(l.key)]
+		switch {
+		case owner.Peer == "peer2":
+			if !slices.ContainsFunc(failed, func(x pendingLink) bool { return x.url == l.url }) {
+				t.Fatalf("%s, owned by the node that is down, not returned as failed", l.url)
+			}
+		case got[l.url] != owner.Peer:
+			t.Fatalf("%s delivered to %q, its owner is on %s", l.url, got[l.url], owner.Peer)
+		}
+	}
+	if len(fr.wants) != 3 {
+		t.Fatalf("%d batches for 3 live nodes, want one each", len(fr.wants))
 	}
 }

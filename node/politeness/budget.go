@@ -118,6 +118,7 @@ func (p *Service) lease(ctx context.Context, host string, k int, iv, sp time.Dur
 		g, err := p.callBudget(ctx, c, req)
 		if errors.Is(err, errNotOwner) {
 			p.forgetOwner(key)
+			p.ring.Disowned(key, c)
 			continue
 		}
 		if err != nil {

@@ -29,6 +29,8 @@ func (r deadRing) Successors(context.Context, id.ID, int) ([]ring.Node, error) {
 	return []ring.Node{{Contact: r.dead}}, nil
 }
 
+func (r deadRing) Disowned(id.ID, ring.Contact) {}
+
 func (r deadRing) Status() ring.Status {
 	return ring.Status{Self: r.self, Vnodes: []ring.VnodeStatus{{Successors: []ring.Node{{Contact: r.dead}}}}}
 }

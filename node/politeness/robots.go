@@ -86,6 +86,9 @@ func (p *Service) Robots(ctx context.Context, origin string) (crawl.RobotsRecord
 			return rec, nil
 		}
 		p.forgetOwner(key)
+		if errors.Is(err, errRobotsNotOwned) {
+			p.ring.Disowned(key, c)
+		}
 	}
 	if ctx.Err() != nil {
 		return crawl.RobotsRecord{}, fmt.Errorf("robots %s: %w", origin, ctx.Err())
@@ -158,6 +161,9 @@ func (p *Service) askRobots(ctx context.Context, c ring.Contact, origin string, 
 	if err := wire.ReadJSON(bufio.NewReader(s), maxRobotsFrame, &rep); err != nil {
 		s.Reset()
 		return crawl.RobotsRecord{}, fmt.Errorf("robots reply: %w", err)
+	}
+	if rep.Error == errRobotsNotOwned.Error() {
+		return crawl.RobotsRecord{}, fmt.Errorf("robots reply: %w: %w", errRemote, errRobotsNotOwned)
 	}
 	if rep.Error != "" {
 		return crawl.RobotsRecord{}, fmt.Errorf("robots reply: %w: %s", errRemote, rep.Error)

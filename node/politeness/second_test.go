@@ -20,6 +20,8 @@ type succRing struct {
 
 func (r succRing) Owns(id.ID) bool { return false }
 
+func (r succRing) Disowned(id.ID, ring.Contact) {}
+
 func (r succRing) Lookup(context.Context, id.ID) (ring.Node, error) { return r.succs[0], nil }
 
 func (r succRing) Successors(_ context.Context, _ id.ID, k int) ([]ring.Node, error) {

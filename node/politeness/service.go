@@ -37,6 +37,10 @@ type Ring interface {
 	// real nodes (ring.Ring.Successors): the second holder of a robots.txt
 	// record is the second of them.
 	Successors(ctx context.Context, key id.ID, k int) ([]ring.Node, error)
+	// Disowned reports that c, returned as key's owner, said it is not:
+	// the next lookups ask the ring instead of the local tables
+	// (ring.Ring.Disowned).
+	Disowned(key id.ID, c ring.Contact)
 	// Status describes this node's virtual servers and what they know of
 	// the ring (for the fallback's estimate of the ring's size).
 	Status() ring.Status
