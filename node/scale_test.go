@@ -27,7 +27,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/crawl"
+	"github.com/herod-archive/herod/internal/id"
 )
 
 // scale_test.go is issue 40's scale benchmark (docs/scale.md): one node
@@ -92,6 +94,10 @@ type scaleRow struct {
 	ReplMB        float64 `json:"replMB,omitempty"`
 	ReplRounds    int     `json:"replRounds,omitempty"`
 	InSyncPerPair float64 `json:"inSyncBytesPerPair,omitempty"`
+	// And the distinct versions of the ring, and the copies of them
+	// missing from their ReplicationFactor holders (ringCopies).
+	Versions      int64 `json:"versions,omitempty"`
+	CopiesMissing int64 `json:"copiesMissing,omitempty"`
 }
 
 func TestScale(t *testing.T) {
@@ -193,6 +199,7 @@ func TestScale(t *testing.T) {
 		}
 		var rounds int
 		var inSync float64
+		var lost string // copies missing, described (ringCopies)
 		if nodes > 1 {
 			rounds, inSync = replicateDay(ctx, t, lr)
 		}
@@ -229,6 +236,10 @@ func TestScale(t *testing.T) {
 			}
 			row.ReplMB = float64(replTraffic(lr)-repl0) / (1 << 20)
 			row.ReplRounds, row.InSyncPerPair = rounds, inSync
+			row.Versions, row.CopiesMissing, lost, err = ringCopies(ctx, lr)
+			if err != nil {
+				t.Fatal(err)
+			}
 		}
 		if checks := cs.FetchedToday - cs.NewVersions; checks > 0 && d > 0 {
 			row.BytesPerCheck = float64(disk-disk0) / float64(checks)
@@ -240,8 +251,8 @@ func TestScale(t *testing.T) {
 			row.Goroutines, row.OpenFiles, row.DiskAddedMB, row.RolloverS, row.SwitchMS, row.IntakeStallMS, row.RollStallMS, row.LoopStallMS, row.Queued, row.Known, row.Mine,
 			row.ReplayP50MS, row.ReplayP99MS, row.ReplayOK, row.CDXMS, row.CDXRows, cs.ErrorsByKind)
 		if nodes > 1 {
-			t.Logf("scale: day %d: %d nodes hold %d versions, replication %.1f MiB, %d rounds to sync, in sync %.0f bytes a pair",
-				d, nodes, row.Held, row.ReplMB, row.ReplRounds, row.InSyncPerPair)
+			t.Logf("scale: day %d: %d nodes hold %d versions (%d distinct, %d copies missing), replication %.1f MiB, %d rounds to sync, in sync %.0f bytes a pair",
+				d, nodes, row.Held, row.Versions, row.CopiesMissing, row.ReplMB, row.ReplRounds, row.InSyncPerPair)
 		}
 		if os.Getenv("HEROD_SCALE_HEAPPROFILE") != "" {
 			writeHeapProfile(t, filepath.Join(out, fmt.Sprintf("heap-%s-day%d.pprof", name, d)))
@@ -251,6 +262,10 @@ func TestScale(t *testing.T) {
 		}
 		if fetched := cs.FetchedToday; fetched < int64(ws.Live) {
 			t.Errorf("day %d: %d requests answered, fewer than the %d live pages", d, fetched, ws.Live)
+		}
+		if row.CopiesMissing > 0 {
+			t.Errorf("day %d: %d copies of the ring's %d versions missing from their holders after replication:%s\nreplication:%s",
+				d, row.CopiesMissing, row.Versions, lost, lr.replicationReport())
 		}
 	}
 }
@@ -326,6 +341,43 @@ func replicateDay(ctx context.Context, t *testing.T, lr *LocalRing) (int, float6
 	}
 }
 
+// ringCopies returns the ring's distinct versions and how many of their
+// copies are missing from the ReplicationFactor holders each must be on
+// (lr.holders), from every store's entries, with the first few missing
+// described (the entry, the nodes that hold it, its holders).
+func ringCopies(ctx context.Context, lr *LocalRing) (versions, missing int64, desc string, err error) {
+	held := map[archive.Entry][]*Node{}
+	for _, n := range lr.Nodes {
+		ents, err := n.Store().Entries(ctx, id.ID{}, id.ID{})
+		if err != nil {
+			return 0, 0, "", err
+		}
+		for _, e := range ents {
+			held[e] = append(held[e], n)
+		}
+	}
+	var b strings.Builder
+	addrs := func(ns []*Node) (out []string) {
+		for _, n := range ns {
+			out = append(out, n.self.Addr)
+		}
+		return out
+	}
+	for e, on := range held {
+		hs := lr.holders(e.Key, ReplicationFactor)
+		lost := false
+		for _, h := range hs {
+			if !slices.Contains(on, h) {
+				missing, lost = missing+1, true
+			}
+		}
+		if lost && b.Len() < 2000 {
+			fmt.Fprintf(&b, "\n  %s (day %d) on %v, holders %v", e.Name(), e.Day, addrs(on), addrs(hs))
+		}
+	}
+	return int64(len(held)), missing, b.String(), nil
+}
+
 // writeScaleRows writes the rows so far as CSV and JSON.
 func writeScaleRows(dir, name string, rows []scaleRow) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -349,15 +401,24 @@ func writeScaleRows(dir, name string, rows []scaleRow) error {
 	if err := json.Unmarshal(b, &recs); err != nil {
 		return err
 	}
+	// A ring's rows have its columns too (empty in a zero row).
+	proto := scaleRow{}
+	if len(rows) > 0 && rows[0].Nodes > 1 {
+		proto = scaleRow{Held: 1, ReplMB: 1, ReplRounds: 1, InSyncPerPair: 1, Versions: 1, CopiesMissing: 1}
+	}
 	var head []string
-	for _, tag := range jsonTags(scaleRow{}) {
+	for _, tag := range jsonTags(proto) {
 		head = append(head, tag)
 	}
 	w.Write(head)
 	for _, r := range recs {
 		var line []string
 		for _, h := range head {
-			line = append(line, fmt.Sprint(r[h]))
+			v, ok := r[h]
+			if !ok {
+				v = 0 // omitted from the JSON as empty
+			}
+			line = append(line, fmt.Sprint(v))
 		}
 		w.Write(line)
 	}
