@@ -85,6 +85,8 @@ type scaleRow struct {
 	ReplayOK      int     `json:"replayOK"` // replays answered 200
 	CDXMS         float64 `json:"cdxMs"`    // one host's CDX query during the crawl
 	CDXRows       int     `json:"cdxRows"`
+	SearchTailS   float64 `json:"searchTailS"` // after the crawl, until every node's search indexer was idle
+	SweepS        float64 `json:"sweepS"`      // the day-end link sweep of every node (Node.SweepLinks)
 	// With more than one node: the versions the stores hold (copies
 	// included) at the day's end, the replication traffic over the day
 	// (pushes and rounds, both directions), the rounds of every node run
@@ -197,6 +199,23 @@ func TestScale(t *testing.T) {
 		if err := lr.WaitIdle(ctx); err != nil {
 			t.Fatal(err)
 		}
+		// The day's pages are indexed for search and their links swept
+		// within the day, whatever its length: a compressed day of 10 K
+		// URLs ends before a sweep is due, one of 1 M leaves the
+		// indexer's dropped versions to the next day's catch-up.
+		afterCrawl := time.Now()
+		for _, n := range lr.Nodes {
+			for !n.search.Idle() {
+				time.Sleep(50 * time.Millisecond) // polling a real indexer
+			}
+		}
+		searchDone := time.Now()
+		for _, n := range lr.Nodes {
+			if _, err := n.SweepLinks(ctx); err != nil {
+				t.Logf("scale: day %d: link sweep: %v", d, err)
+			}
+		}
+		tail := dayTail{search: searchDone.Sub(afterCrawl), sweep: time.Since(searchDone)}
 		var rounds int
 		var inSync float64
 		var lost string // copies missing, described (ringCopies)
@@ -229,6 +248,7 @@ func TestScale(t *testing.T) {
 			RollStallMS: ms(probe.max(start, rollEnd)), LoopStallMS: ms(cs.LongestQueueWait),
 			Queued: queued, Known: cs.KnownURLs, Mine: ringHeld(lr),
 			ReplayP50MS: ms(rep.p50), ReplayP99MS: ms(rep.p99), ReplayOK: rep.ok, CDXMS: ms(rep.cdx), CDXRows: rep.cdxRows,
+			SearchTailS: tail.search.Seconds(), SweepS: tail.sweep.Seconds(),
 		}
 		if nodes > 1 {
 			for _, n := range lr.Nodes {
@@ -246,10 +266,10 @@ func TestScale(t *testing.T) {
 		}
 		disk0 = disk
 		rows = append(rows, row)
-		t.Logf("scale: day %d: %d live, %d fetched (%d new versions, %d not modified), %.1fs, %.2f cpu-s/1000, rss %.0f MiB, heap %.0f MiB, %d goroutines, %d fds, disk +%.1f MiB, rollover %.2fs (switch %.1f ms), intake stall %.0f ms (%.0f ms in the rollover), loop stall %.0f ms, queued %d, known %d, mine %d, replay p50 %.1f ms p99 %.1f ms (%d ok), cdx %.1f ms (%d rows), errors %v",
+		t.Logf("scale: day %d: %d live, %d fetched (%d new versions, %d not modified), %.1fs, %.2f cpu-s/1000, rss %.0f MiB, heap %.0f MiB, %d goroutines, %d fds, disk +%.1f MiB, rollover %.2fs (switch %.1f ms), intake stall %.0f ms (%.0f ms in the rollover), loop stall %.0f ms, queued %d, known %d, mine %d, replay p50 %.1f ms p99 %.1f ms (%d ok), cdx %.1f ms (%d rows), search tail %.1fs, sweep %.1fs, errors %v",
 			d, row.Live, row.Fetched, row.NewVersions, row.NotModified, row.WallS, row.CPUPer1000, row.RSSPeakMB, row.HeapPeakMB,
 			row.Goroutines, row.OpenFiles, row.DiskAddedMB, row.RolloverS, row.SwitchMS, row.IntakeStallMS, row.RollStallMS, row.LoopStallMS, row.Queued, row.Known, row.Mine,
-			row.ReplayP50MS, row.ReplayP99MS, row.ReplayOK, row.CDXMS, row.CDXRows, cs.ErrorsByKind)
+			row.ReplayP50MS, row.ReplayP99MS, row.ReplayOK, row.CDXMS, row.CDXRows, row.SearchTailS, row.SweepS, cs.ErrorsByKind)
 		if nodes > 1 {
 			t.Logf("scale: day %d: %d nodes hold %d versions (%d distinct, %d copies missing), replication %.1f MiB, %d rounds to sync, in sync %.0f bytes a pair",
 				d, nodes, row.Held, row.Versions, row.CopiesMissing, row.ReplMB, row.ReplRounds, row.InSyncPerPair)
@@ -269,6 +289,10 @@ func TestScale(t *testing.T) {
 		}
 	}
 }
+
+// dayTail is the day's work after the crawl went idle, counted in the
+// day: the search indexer's remaining versions and the link sweep.
+type dayTail struct{ search, sweep time.Duration }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 

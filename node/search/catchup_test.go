@@ -57,6 +57,9 @@ func TestCatchUpDropped(t *testing.T) {
 	if got := sv.Stats().Dropped; got != n-capacity {
 		t.Fatalf("dropped %d, want %d", got, n-capacity)
 	}
+	if sv.Idle() {
+		t.Error("Idle with versions queued and dropped")
+	}
 	ix := &fts.Indexer{Archive: arc, Sink: sv, Docs: sv.Store}
 	go sv.Run(ctx, ix, &laterLister{arc: arc}, func(id.ID) bool { return true })
 	testwait.For(t, "every version indexed", 30*time.Second, func() error {
@@ -66,6 +69,12 @@ func TestCatchUpDropped(t *testing.T) {
 		}
 		if l.DF != n {
 			return fmt.Errorf("%d of %d versions hold the word", l.DF, n)
+		}
+		return nil
+	})
+	testwait.For(t, "the service idle once all is indexed", 30*time.Second, func() error {
+		if !sv.Idle() {
+			return fmt.Errorf("not idle: %+v", sv.Stats())
 		}
 		return nil
 	})

@@ -120,6 +120,8 @@ func (sv *Service) Run(ctx context.Context, ix *fts.Indexer, l fts.URLLister, ow
 // dropped or a batch failed to deliver, if any. It reports false if the
 // pass failed to deliver or list (it is then due again).
 func (sv *Service) catchUp(ctx context.Context, ix *fts.Indexer, l fts.URLLister, owns func(key id.ID) bool) bool {
+	sv.catching.Store(1)
+	defer sv.catching.Store(0)
 	ms := sv.lostSince.Swap(0)
 	if ms == 0 {
 		return true
@@ -138,6 +140,14 @@ func (sv *Service) catchUp(ctx context.Context, ix *fts.Indexer, l fts.URLLister
 	}
 	sv.lose(time.UnixMilli(ms))
 	return false
+}
+
+// Idle reports whether the node has indexed every version it was told
+// of (or found it unreadable): nothing queued, no backfill or catch-up
+// running, none due. A catch-up due after a failure keeps it false until
+// one succeeds.
+func (sv *Service) Idle() bool {
+	return sv.queued.Load() == 0 && sv.catching.Load() == 0 && sv.lostSince.Load() == 0 && sv.backfill.Load() == 0
 }
 
 // Stats are a node's index health.

@@ -72,6 +72,7 @@ type Service struct {
 	errs       atomic.Int64 // indexing errors
 	unreadable atomic.Int64 // versions skipped: text unreadable
 	backfill   atomic.Int32 // 1 while the backfill runs
+	catching   atomic.Int32 // 1 while a catch-up runs
 
 	queueOnce sync.Once
 	queue     chan fts.Added
