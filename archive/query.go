@@ -88,9 +88,16 @@ func (s *Store) URLsAfter(ctx context.Context, after string, fn func(url string)
 	if after != "" {
 		r.Start = append(hostKey(hostOf(after), after), 0) // the first key past after's
 	}
+	return s.walkHosts(ctx, r, func(_, u []byte) ([]byte, error) { return nil, fn(string(u)) })
+}
+
+// walkHosts calls fn with the host and URL of each host-index key in r,
+// checking ctx every 256 keys; fn returns an error to stop, or a key to
+// seek to (nil: the next key).
+func (s *Store) walkHosts(ctx context.Context, r *util.Range, fn func(host, u []byte) ([]byte, error)) error {
 	it := s.db.NewIterator(r, nil)
 	defer it.Release()
-	for n := 0; it.Next(); n++ {
+	for n, ok := 0, it.Next(); ok; n++ {
 		if n%256 == 0 {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("archive urls: %w", err)
@@ -101,8 +108,14 @@ func (s *Store) URLsAfter(ctx context.Context, after string, fn func(url string)
 		if i < 0 {
 			return fmt.Errorf("archive urls: %w: %w", ErrCorrupt, errBadValue)
 		}
-		if err := fn(string(k[i+1:])); err != nil {
+		seek, err := fn(k[1:i], k[i+1:])
+		if err != nil {
 			return err
+		}
+		if seek != nil {
+			ok = it.Seek(seek)
+		} else {
+			ok = it.Next()
 		}
 	}
 	if err := it.Error(); err != nil {
@@ -133,40 +146,21 @@ func (s *Store) urls(ctx context.Context, m *Selector, fn func(url string) error
 	if err != nil {
 		return fmt.Errorf("archive urls: %w", err)
 	}
-	it := s.db.NewIterator(r, nil)
-	defer it.Release()
 	host, hostOK, seen := "", false, false
-	for n, ok := 0, it.Next(); ok; n++ {
-		if n%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("archive urls: %w", err)
-			}
-		}
-		k := it.Key()
-		i := bytes.IndexByte(k, 0)
-		if i < 0 {
-			return fmt.Errorf("archive urls: %w: %w", ErrCorrupt, errBadValue)
-		}
-		if h := k[1:i]; !seen || string(h) != host {
+	return s.walkHosts(ctx, r, func(h, u []byte) ([]byte, error) {
+		if !seen || string(h) != host {
 			// the first key's host too: it may be "" (urn: URLs)
 			host, hostOK, seen = string(h), m.hostMay(string(h)), true
 		}
 		if !hostOK {
 			// past every key of this host: its name, then a byte above 0
-			ok = it.Seek(append(append([]byte{pHost}, host...), 1))
-			continue
+			return append(append([]byte{pHost}, host...), 1), nil
 		}
-		if u := string(k[i+1:]); m.URL(u) {
-			if err := fn(u); err != nil {
-				return err
-			}
+		if u := string(u); m.URL(u) {
+			return nil, fn(u)
 		}
-		ok = it.Next()
-	}
-	if err := it.Error(); err != nil {
-		return fmt.Errorf("archive urls: %w", err)
-	}
-	return nil
+		return nil, nil
+	})
 }
 
 // Scan calls fn for every version matching q, ordered by host, URL, then
