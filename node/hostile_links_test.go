@@ -29,15 +29,7 @@ func TestHostileLinkRecords(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	lr, err := StartLocalRing(ctx, t.TempDir(), 3, Config{VirtualServers: 2, StabilizeInterval: 100 * time.Millisecond,
-		ReplicationInterval: -1, LinkSweep: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { lr.Close() }()
-	if err := lr.WaitStable(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lr := startLinkRing(ctx, t)
 	const target = "http://t.test/"
 	// Recent captures: every gateway believes their dates (witness rule).
 	t0 := time.Now().Add(-2 * time.Minute).UTC() // nanoseconds: a record names its capture exactly

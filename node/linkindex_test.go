@@ -66,6 +66,22 @@ var linkWebDay2 = time.Now().Add(-time.Minute).Truncate(time.Second).UTC()
 // is a day before day 2, on the calendar day before it.
 func linkWebTime(d int) time.Time { return linkWebDay2.Add(time.Duration(d-2) * 24 * time.Hour) }
 
+// startLinkRing starts 3 stable real libp2p nodes with replication and
+// the periodic link sweep off, closed when the test ends.
+func startLinkRing(ctx context.Context, t *testing.T) *LocalRing {
+	t.Helper()
+	lr, err := StartLocalRing(ctx, t.TempDir(), 3, Config{VirtualServers: 2, StabilizeInterval: 100 * time.Millisecond,
+		ReplicationInterval: -1, LinkSweep: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lr.Close() })
+	if err := lr.WaitStable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return lr
+}
+
 // TestLinkIndexRing: on real libp2p nodes, each node indexes the pages
 // it owns, the records reach the targets' holders, and any gateway
 // answers "links to X" exactly for each of two days; then a PageRank run
@@ -76,15 +92,7 @@ func TestLinkIndexRing(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	lr, err := StartLocalRing(ctx, t.TempDir(), 3, Config{VirtualServers: 2, StabilizeInterval: 100 * time.Millisecond,
-		ReplicationInterval: -1, LinkSweep: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { lr.Close() }()
-	if err := lr.WaitStable(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lr := startLinkRing(ctx, t)
 	for _, d := range []int{1, 2} {
 		for _, p := range linkWeb {
 			if p.day != d {
