@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -27,18 +28,10 @@ type CorpusModel struct {
 }
 
 func (c CorpusModel) withDefaults() CorpusModel {
-	if c.Vocabulary == 0 {
-		c.Vocabulary = 1_000_000
-	}
-	if c.Zipf == 0 {
-		c.Zipf = 1.0
-	}
-	if c.StopWords == 0 {
-		c.StopWords = 100
-	}
-	if c.DocTerms == 0 {
-		c.DocTerms = 500
-	}
+	c.Vocabulary = cmp.Or(c.Vocabulary, 1_000_000)
+	c.Zipf = cmp.Or(c.Zipf, 1.0)
+	c.StopWords = cmp.Or(c.StopWords, 100)
+	c.DocTerms = cmp.Or(c.DocTerms, 500)
 	return c
 }
 

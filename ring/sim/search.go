@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -88,21 +89,11 @@ type searchRun struct {
 }
 
 func (cfg SearchConfig) withDefaults() SearchConfig {
-	if cfg.PagesPerNode == 0 {
-		cfg.PagesPerNode = 10_000
-	}
-	if cfg.K == 0 {
-		cfg.K = 3
-	}
-	if cfg.Limit == 0 {
-		cfg.Limit = fts.DefaultLimit
-	}
-	if cfg.Results == 0 {
-		cfg.Results = 10
-	}
-	if cfg.Queries == 0 {
-		cfg.Queries = 1000
-	}
+	cfg.PagesPerNode = cmp.Or(cfg.PagesPerNode, 10_000)
+	cfg.K = cmp.Or(cfg.K, 3)
+	cfg.Limit = cmp.Or(cfg.Limit, fts.DefaultLimit)
+	cfg.Results = cmp.Or(cfg.Results, 10)
+	cfg.Queries = cmp.Or(cfg.Queries, 1000)
 	cfg.Corpus = cfg.Corpus.withDefaults()
 	return cfg
 }
