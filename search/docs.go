@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/syndtr/goleveldb/leveldb"
-	"github.com/syndtr/goleveldb/leveldb/opt"
 	"github.com/syndtr/goleveldb/leveldb/util"
 
 	"github.com/herod-archive/herod/internal/id"
@@ -34,18 +32,7 @@ func (s *Store) PutDocs(ctx context.Context, rows []DocRow) error {
 			return fmt.Errorf("%w: document row of %q from %d to %d", ErrBadPosting, r.URL, r.From, r.To)
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var b leveldb.Batch
-	d, err := s.write(&b, nil, rows)
-	if err != nil {
-		return err
-	}
-	if err := s.db.Write(&b, &opt.WriteOptions{Sync: true}); err != nil {
-		return fmt.Errorf("search store: docs: %w", err)
-	}
-	s.apply(d)
-	return nil
+	return s.commit(nil, rows, "docs")
 }
 
 // docStatsGrain is the time grain (Unix ms) of the statistics cache: a

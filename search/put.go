@@ -28,15 +28,21 @@ func (s *Store) Put(ctx context.Context, ps []Posting) error {
 			return err
 		}
 	}
+	return s.commit(ps, nil, "put")
+}
+
+// commit writes postings and document rows in one synced batch and adds
+// what they change to the counters; what names the call in its error.
+func (s *Store) commit(ps []Posting, rows []DocRow, what string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var b leveldb.Batch
-	d, err := s.write(&b, ps, nil)
+	d, err := s.write(&b, ps, rows)
 	if err != nil {
 		return err
 	}
 	if err := s.db.Write(&b, &opt.WriteOptions{Sync: true}); err != nil {
-		return fmt.Errorf("search store: put: %w", err)
+		return fmt.Errorf("search store: %s: %w", what, err)
 	}
 	s.apply(d)
 	return nil
