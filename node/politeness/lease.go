@@ -87,7 +87,7 @@ type leaseState struct {
 
 // leaseCounters are the budget's monotonic counts.
 type leaseCounters struct {
-	leases, failures, granted, used, expired, fallbackWaits atomic.Int64
+	leases, failures, timeouts, granted, used, expired, fallbackWaits atomic.Int64
 }
 
 var _ crawl.HostBudget = (*leaseBudget)(nil)
@@ -184,6 +184,7 @@ func (b *leaseBudget) Wait(ctx context.Context, host string, minInterval time.Du
 func (b *leaseBudget) leaseFor(host string, st *leaseState, k int, iv, sp time.Duration, done chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), leaseTimeout)
 	g, err := b.lease(ctx, host, k, iv, sp)
+	timedOut := ctx.Err() != nil
 	cancel()
 	now := time.Now()
 	b.stats.leases.Add(1)
@@ -193,6 +194,9 @@ func (b *leaseBudget) leaseFor(host string, st *leaseState, k int, iv, sp time.D
 	st.pending = nil
 	if err != nil {
 		b.stats.failures.Add(1)
+		if timedOut {
+			b.stats.timeouts.Add(1)
+		}
 		st.fallback = now.Add(fallbackFor)
 		b.log.Warn("host budget: owner unreachable, pacing with an equal share", "host", host, "for", fallbackFor, "err", err)
 		return
@@ -306,8 +310,10 @@ func (b *leaseBudget) stateLocked(host string, now time.Time) *leaseState {
 // LeaseStats is a snapshot of a node's host-budget leasing.
 type LeaseStats struct {
 	// Leases counts lease requests (local or remote); Failures those that
-	// could not reach the owner.
-	Leases, Failures int64
+	// could not reach the owner; Timeouts, of those, the ones the owner
+	// did not answer within the lease timeout (3 s, lookup included): a
+	// slow or overloaded owner rather than a refusal or a broken route.
+	Leases, Failures, Timeouts int64
 	// Granted, Used and Expired count slots.
 	Granted, Used, Expired int64
 	// FallbackWaits counts requests paced by the equal-share fallback.
@@ -316,7 +322,7 @@ type LeaseStats struct {
 
 func (b *leaseBudget) snapshot() LeaseStats {
 	return LeaseStats{
-		Leases: b.stats.leases.Load(), Failures: b.stats.failures.Load(),
+		Leases: b.stats.leases.Load(), Failures: b.stats.failures.Load(), Timeouts: b.stats.timeouts.Load(),
 		Granted: b.stats.granted.Load(), Used: b.stats.used.Load(), Expired: b.stats.expired.Load(),
 		FallbackWaits: b.stats.fallbackWaits.Load(),
 	}

@@ -90,6 +90,7 @@ var (
 		// politeness
 		counter("politeness_leases_total", "Host fetch-slot lease requests (local or remote).", func(st *Status) float64 { return float64(st.Politeness.Leases) }),
 		counter("politeness_lease_failures_total", "Lease requests that could not reach the host's owner.", func(st *Status) float64 { return float64(st.Politeness.Failures) }),
+		counter("politeness_lease_timeouts_total", "Lease failures where the owner did not answer within the lease timeout.", func(st *Status) float64 { return float64(st.Politeness.Timeouts) }),
 		counter("politeness_slots_expired_total", "Leased slots that expired unused.", func(st *Status) float64 { return float64(st.Politeness.Expired) }),
 		counter("politeness_fallback_waits_total", "Fetches paced by the equal-share fallback because the owner was unreachable.", func(st *Status) float64 { return float64(st.Politeness.FallbackWaits) }),
 		counter("politeness_leases_served_total", "Lease requests answered for other nodes.", func(st *Status) float64 { return float64(st.Politeness.LeasesServed) }),
