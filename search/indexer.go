@@ -47,9 +47,8 @@ type Indexer struct {
 
 // IndexStats counts what an indexing call did.
 type IndexStats struct {
-	Versions int   // indexable versions read and analyzed
-	Postings int   // postings sent
-	Bytes    int64 // posting bytes sent, as one posting set a batch (AppendPostingSet)
+	Versions int // indexable versions read and analyzed
+	Postings int // postings sent
 	// Unreadable counts versions skipped because their text could not
 	// be read (ErrUnreadable: a broken or hostile PDF).
 	Unreadable int
@@ -62,7 +61,6 @@ type IndexStats struct {
 func (s *IndexStats) Add(s2 IndexStats) {
 	s.Versions += s2.Versions
 	s.Postings += s2.Postings
-	s.Bytes += s2.Bytes
 	s.Unreadable += s2.Unreadable
 	s.Skipped += s2.Skipped
 }
@@ -76,9 +74,7 @@ func (ix *Indexer) IndexURL(ctx context.Context, url string, all bool) (IndexSta
 	if err != nil {
 		return IndexStats{}, err
 	}
-	n, err := ix.flush(ctx, &b)
-	st.Bytes += n
-	return st, err
+	return st, ix.flush(ctx, &b)
 }
 
 // IndexURLs indexes the newest two versions of each URL (IndexURL) and
@@ -141,11 +137,9 @@ func (ix *Indexer) IndexAdded(ctx context.Context, added []Added) (IndexStats, e
 		}
 		total.Add(st)
 	}
-	n, err := ix.flush(ctx, &b)
-	if err != nil {
+	if err := ix.flush(ctx, &b); err != nil {
 		return IndexStats{}, err
 	}
-	total.Bytes += n
 	return total, errors.Join(errs...)
 }
 
@@ -155,23 +149,20 @@ type batch struct {
 	rows []DocRow
 }
 
-// flush sends a batch's postings and writes its rows. It returns the
-// size of the postings as one posting set.
-func (ix *Indexer) flush(ctx context.Context, b *batch) (int64, error) {
-	var n int64
+// flush sends a batch's postings and writes its rows.
+func (ix *Indexer) flush(ctx context.Context, b *batch) error {
 	if len(b.ps) > 0 {
 		if err := ix.Sink.Add(ctx, b.ps); err != nil {
-			return 0, fmt.Errorf("search index: %w: %w", ErrNotDelivered, err)
+			return fmt.Errorf("search index: %w: %w", ErrNotDelivered, err)
 		}
-		n = int64(len(AppendPostingSet(nil, b.ps)))
 	}
 	if ix.Docs != nil && len(b.rows) > 0 {
 		if err := ix.Docs.PutDocs(ctx, b.rows); err != nil {
-			return 0, fmt.Errorf("search index: %w", err)
+			return fmt.Errorf("search index: %w", err)
 		}
 	}
 	b.ps, b.rows = b.ps[:0], b.rows[:0]
-	return n, nil
+	return nil
 }
 
 // collect adds url's postings and rows (IndexURL) to b.
@@ -274,16 +265,12 @@ func (ix *Indexer) backfill(ctx context.Context, l URLLister, owns func(url stri
 		}
 		total.Add(st)
 		if len(b.ps) >= backfillBatch {
-			n, err := ix.flush(ctx, &b)
-			total.Bytes += n
-			return err
+			return ix.flush(ctx, &b)
 		}
 		return nil
 	})
 	if err == nil {
-		var n int64
-		n, err = ix.flush(ctx, &b)
-		total.Bytes += n
+		err = ix.flush(ctx, &b)
 	}
 	return total, errors.Join(append([]error{err}, skipped...)...)
 }
