@@ -86,18 +86,34 @@ func docTerms(title, text string) ([]termFreq, uint32) {
 	}
 	idx := map[string]int{}
 	var raws []rawCount
+	add := func(raw []byte, inTitle bool) {
+		i, seen := idx[string(raw)]
+		if !seen {
+			i = len(raws)
+			raws = append(raws, rawCount{raw: string(raw)})
+			idx[raws[i].raw] = i
+		}
+		raws[i].n++
+		if inTitle {
+			raws[i].inTitle++
+		}
+	}
 	count := func(s string, inTitle bool) {
-		for _, t := range da.Tokenizer.Tokenize([]byte(s)) {
-			i, seen := idx[string(t.Term)]
-			if !seen {
-				i = len(raws)
-				raws = append(raws, rawCount{raw: string(t.Term)})
-				idx[raws[i].raw] = i
+		b := []byte(s)
+		if _, fast := da.Tokenizer.(asciiTokenizer); !fast || !isASCII(s) {
+			for _, t := range da.Tokenizer.Tokenize(b) {
+				add(t.Term, inTitle)
 			}
-			raws[i].n++
-			if inTitle {
-				raws[i].inTitle++
+			return
+		}
+		// The ASCII tokenizer's segments, without building its tokens.
+		w := asciiWords{in: b}
+		for {
+			start, end, _, ok := w.next()
+			if !ok {
+				return
 			}
+			add(b[start:end], inTitle)
 		}
 	}
 	count(title, true)
