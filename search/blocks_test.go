@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/opt"
+	"github.com/syndtr/goleveldb/leveldb/util"
 
 	"github.com/herod-archive/herod/internal/id"
 )
@@ -101,6 +103,12 @@ func TestStoreModel(t *testing.T) {
 		}
 		must(t, s.Put(ctx, ps))
 		m.put(ps)
+		// Stored versions sent again whole (a crawl ending them, a
+		// backfill): with an end, or with one frequency changed.
+		resend := resendVersions(m, rng, 3+rng.IntN(6))
+		must(t, s.Put(ctx, resend))
+		m.put(resend)
+		checkSums(t, s)
 		if round%13 == 12 {
 			cut := urls[rng.IntN(len(urls))]
 			n, err := s.DeleteWhere(ctx, func(u string, from int64) bool { return u == cut || from == 30 })
@@ -128,6 +136,76 @@ func TestStoreModel(t *testing.T) {
 			s = openTestStore(t, dir)
 		}
 		checkModel(t, s, m, terms, round)
+	}
+}
+
+// resendVersions returns every posting the model holds of n versions
+// of it, each version's ended (sometimes) or one of its frequencies
+// changed (sometimes).
+func resendVersions(m *model, rng *rand.Rand, n int) []Posting {
+	var ids []vident
+	for k := range m.ends {
+		ids = append(ids, k)
+	}
+	slices.SortFunc(ids, func(a, b vident) int { return cmp.Or(a.key.Cmp(b.key), cmp.Compare(a.from, b.from)) })
+	terms := slices.Sorted(maps.Keys(m.ps))
+	var out []Posting
+	for range min(n, len(ids)) {
+		k := ids[rng.IntN(len(ids))]
+		end := Open
+		if rng.IntN(2) == 0 {
+			end = k.from + int64(1+rng.IntN(20))
+		}
+		bump := rng.IntN(3) == 0
+		for _, term := range terms {
+			p, ok := m.ps[term][k]
+			if !ok {
+				continue
+			}
+			p.To = end
+			if bump {
+				p.TF++
+				bump = false
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// checkSums checks that every version row's sum of entries (when
+// known) is what the blocks hold of it.
+func checkSums(t *testing.T, s *Store) {
+	t.Helper()
+	sums := map[uint32]*entrySum{}
+	it := s.db.NewIterator(util.BytesPrefix([]byte{pBlock}), nil)
+	defer it.Release()
+	for it.Next() {
+		term, bound, ok := blockKeyTerm(it.Key())
+		if !ok {
+			continue
+		}
+		es, err := decodeBlock(nil, bound, it.Value())
+		must(t, err)
+		for _, e := range es {
+			if sums[e.num] == nil {
+				sums[e.num] = &entrySum{known: true}
+			}
+			sums[e.num].add(string(term), e)
+		}
+	}
+	vit := s.db.NewIterator(util.BytesPrefix([]byte{pNum}), nil)
+	defer vit.Release()
+	for vit.Next() {
+		v, err := decodeVersion(vit.Key(), vit.Value())
+		must(t, err)
+		want := entrySum{known: true}
+		if sums[v.num] != nil {
+			want = *sums[v.num]
+		}
+		if v.sum.known && v.sum != want {
+			t.Fatalf("version %d (%s %d): row's sum %+v, blocks' %+v", v.num, v.url, v.from, v.sum, want)
+		}
 	}
 }
 
