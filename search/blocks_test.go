@@ -353,3 +353,50 @@ func appendVarints(b []byte, to int64, us ...int64) []byte {
 
 func appendVarint(b []byte, v int64) []byte   { return binary.AppendVarint(b, v) }
 func appendUvarint(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }
+
+// TestStoreFormat2: a store of format 2 (version rows without a sum of
+// their entries) opens as format 3; its versions, sent again, are
+// merged as before (their sums stay unknown) and new ones get sums.
+func TestStoreFormat2(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "s")
+	s := openTestStore(t, dir)
+	a, b := "http://a.example/", "http://b.example/"
+	must(t, s.Put(ctx, []Posting{post("war", a, 10, Open, 3), post("peace", a, 10, Open, 1)}))
+	// Make it a format-2 store: the format key, and the row without its sum.
+	v, err := s.db.Get(numKey(0), nil)
+	must(t, err)
+	row, err := decodeVersion(numKey(0), v)
+	must(t, err)
+	row.sum = entrySum{}
+	must(t, s.db.Put(numKey(0), row.value(), nil))
+	must(t, s.db.Put(formatKey, []byte{2}, nil))
+	must(t, s.Close())
+
+	s = openTestStore(t, dir)
+	if f, err := s.db.Get(formatKey, nil); err != nil || f[0] != storeFormat {
+		t.Fatalf("format %v %v, want %d", f, err, storeFormat)
+	}
+	// Its version ended, with one frequency changed; a new version.
+	must(t, s.Put(ctx, []Posting{post("war", a, 10, 20, 4), post("peace", a, 10, 20, 1), post("war", b, 20, Open, 2)}))
+	checkSums(t, s)
+	l, err := s.Postings(ctx, PostingQuery{Term: "war", At: 15})
+	must(t, err)
+	if len(l.Postings) != 1 || l.Postings[0] != post("war", a, 10, 20, 4) {
+		t.Fatalf("war at 15: %+v", l.Postings)
+	}
+	l, err = s.Postings(ctx, PostingQuery{Term: "war", At: 25})
+	must(t, err)
+	if len(l.Postings) != 1 || l.Postings[0] != post("war", b, 20, Open, 2) {
+		t.Fatalf("war at 25: %+v", l.Postings)
+	}
+	for num, known := range map[uint32]bool{0: false, 1: true} {
+		v, err := s.db.Get(numKey(num), nil)
+		must(t, err)
+		row, err := decodeVersion(numKey(num), v)
+		must(t, err)
+		if row.sum.known != known {
+			t.Errorf("version %d: sum known %v, want %v", num, row.sum.known, known)
+		}
+	}
+}
