@@ -24,8 +24,13 @@ type termFreq struct {
 }
 
 // termCacheCap bounds the raw tokens termCache keeps; past it the cache
-// starts again empty (about 100 bytes an entry: a few MiB at most).
-const termCacheCap = 1 << 15
+// starts again empty. Tokens longer than termCacheLen are filtered
+// without it, so it holds at most about 6 MiB (a few hundred KiB of
+// prose's words).
+const (
+	termCacheCap = 1 << 15
+	termCacheLen = 2 * MaxTermLen
+)
 
 // filtered is a raw token's term, ok false for a token the filters drop
 // (a stop word) or a term longer than MaxTermLen.
@@ -43,18 +48,25 @@ var termCache = struct {
 // termOfRaw returns the term the analyzer's filters make of one raw
 // token.
 func termOfRaw(a *analysis.DefaultAnalyzer, raw []byte) filtered {
-	termCache.Lock()
-	f, hit := termCache.m[string(raw)]
-	termCache.Unlock()
-	if hit {
-		return f
+	cache := len(raw) <= termCacheLen
+	if cache {
+		termCache.Lock()
+		f, hit := termCache.m[string(raw)]
+		termCache.Unlock()
+		if hit {
+			return f
+		}
 	}
+	var f filtered
 	ts := analysis.TokenStream{&analysis.Token{Term: append([]byte(nil), raw...), Position: 1, End: len(raw)}}
 	for _, tf := range a.TokenFilters {
 		ts = tf.Filter(ts)
 	}
 	if len(ts) == 1 && len(ts[0].Term) > 0 && len(ts[0].Term) <= MaxTermLen {
 		f = filtered{term: string(ts[0].Term), ok: true}
+	}
+	if !cache {
+		return f
 	}
 	termCache.Lock()
 	if len(termCache.m) >= termCacheCap {

@@ -36,7 +36,7 @@ func TestDocTermsSameAsAnalyze(t *testing.T) {
 	long := strings.Repeat("x", MaxTermLen+1)
 	cases := [][2]string{
 		{"The Archive's Pages", "The archive keeps every version of a page it crawled; the crawler's queue, don't stop. 3.14 and 1,000 hosts."},
-		{"", "Running runs ran RUNNING run's runner " + long + " " + long[:MaxTermLen]},
+		{"", "Running runs ran RUNNING run's runner " + long + " " + long[:MaxTermLen] + " " + strings.Repeat("ab", termCacheLen)},
 		{"Ünïcode café", "naïve café — “quoted” Ωmega’s archive’s 東京 data"},
 		{"the of and", "a an the"},
 		{"", ""},
