@@ -201,7 +201,6 @@ func benchIndex(b *testing.B, load func(context.Context, *archive.Store) error,
 	b.ReportMetric(float64(ar)/pages, "archive-B/page")
 	b.ReportMetric(float64(el.Microseconds())/pages, "wall-µs/page")
 	b.ReportMetric(float64(cpu.Microseconds())/pages, "cpu-µs/page")
-	b.ReportMetric(float64(s.Bytes)/pages, "posting-B/page")
 	b.ReportMetric(float64(s.Postings)/pages, "postings/page")
 	set, setZ, single, singleZ := sink.sizes()
 	b.ReportMetric(float64(set)/pages, "set-B/page")

@@ -152,8 +152,9 @@ func decodeBlock(es []entry, bound uint32, v []byte) ([]entry, error) {
 
 // mergeEntries merges add (sorted by num, distinct) into old (the same):
 // an entry of add replaces old's of its number. It returns the merged
-// list, the entries added (new numbers) and whether anything changed.
-func mergeEntries(old, add []entry) (out []entry, added int, changed bool) {
+// list, the entries added (new numbers) and whether anything changed;
+// onChange, if set, is told each entry added (old nil) or changed.
+func mergeEntries(old, add []entry, onChange func(old *entry, e entry)) (out []entry, added int, changed bool) {
 	out = make([]entry, 0, len(old)+len(add))
 	i, j := 0, 0
 	for i < len(old) || j < len(add) {
@@ -165,10 +166,16 @@ func mergeEntries(old, add []entry) (out []entry, added int, changed bool) {
 			out = append(out, add[j])
 			added++
 			changed = true
+			if onChange != nil {
+				onChange(nil, add[j])
+			}
 			j++
 		default:
 			if old[i] != add[j] {
 				changed = true
+				if onChange != nil {
+					onChange(&old[i], add[j])
+				}
 			}
 			out = append(out, add[j])
 			i++

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/opt"
+	"github.com/syndtr/goleveldb/leveldb/util"
 
 	"github.com/herod-archive/herod/internal/id"
 )
@@ -101,6 +103,12 @@ func TestStoreModel(t *testing.T) {
 		}
 		must(t, s.Put(ctx, ps))
 		m.put(ps)
+		// Stored versions sent again whole (a crawl ending them, a
+		// backfill): with an end, or with one frequency changed.
+		resend := resendVersions(m, rng, 3+rng.IntN(6))
+		must(t, s.Put(ctx, resend))
+		m.put(resend)
+		checkSums(t, s)
 		if round%13 == 12 {
 			cut := urls[rng.IntN(len(urls))]
 			n, err := s.DeleteWhere(ctx, func(u string, from int64) bool { return u == cut || from == 30 })
@@ -128,6 +136,76 @@ func TestStoreModel(t *testing.T) {
 			s = openTestStore(t, dir)
 		}
 		checkModel(t, s, m, terms, round)
+	}
+}
+
+// resendVersions returns every posting the model holds of n versions
+// of it, each version's ended (sometimes) or one of its frequencies
+// changed (sometimes).
+func resendVersions(m *model, rng *rand.Rand, n int) []Posting {
+	var ids []vident
+	for k := range m.ends {
+		ids = append(ids, k)
+	}
+	slices.SortFunc(ids, func(a, b vident) int { return cmp.Or(a.key.Cmp(b.key), cmp.Compare(a.from, b.from)) })
+	terms := slices.Sorted(maps.Keys(m.ps))
+	var out []Posting
+	for range min(n, len(ids)) {
+		k := ids[rng.IntN(len(ids))]
+		end := Open
+		if rng.IntN(2) == 0 {
+			end = k.from + int64(1+rng.IntN(20))
+		}
+		bump := rng.IntN(3) == 0
+		for _, term := range terms {
+			p, ok := m.ps[term][k]
+			if !ok {
+				continue
+			}
+			p.To = end
+			if bump {
+				p.TF++
+				bump = false
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// checkSums checks that every version row's sum of entries (when
+// known) is what the blocks hold of it.
+func checkSums(t *testing.T, s *Store) {
+	t.Helper()
+	sums := map[uint32]*entrySum{}
+	it := s.db.NewIterator(util.BytesPrefix([]byte{pBlock}), nil)
+	defer it.Release()
+	for it.Next() {
+		term, bound, ok := blockKeyTerm(it.Key())
+		if !ok {
+			continue
+		}
+		es, err := decodeBlock(nil, bound, it.Value())
+		must(t, err)
+		for _, e := range es {
+			if sums[e.num] == nil {
+				sums[e.num] = &entrySum{known: true}
+			}
+			sums[e.num].add(string(term), e)
+		}
+	}
+	vit := s.db.NewIterator(util.BytesPrefix([]byte{pNum}), nil)
+	defer vit.Release()
+	for vit.Next() {
+		v, err := decodeVersion(vit.Key(), vit.Value())
+		must(t, err)
+		want := entrySum{known: true}
+		if sums[v.num] != nil {
+			want = *sums[v.num]
+		}
+		if v.sum.known && v.sum != want {
+			t.Fatalf("version %d (%s %d): row's sum %+v, blocks' %+v", v.num, v.url, v.from, v.sum, want)
+		}
 	}
 }
 
@@ -275,3 +353,50 @@ func appendVarints(b []byte, to int64, us ...int64) []byte {
 
 func appendVarint(b []byte, v int64) []byte   { return binary.AppendVarint(b, v) }
 func appendUvarint(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }
+
+// TestStoreFormat2: a store of format 2 (version rows without a sum of
+// their entries) opens as format 3; its versions, sent again, are
+// merged as before (their sums stay unknown) and new ones get sums.
+func TestStoreFormat2(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "s")
+	s := openTestStore(t, dir)
+	a, b := "http://a.example/", "http://b.example/"
+	must(t, s.Put(ctx, []Posting{post("war", a, 10, Open, 3), post("peace", a, 10, Open, 1)}))
+	// Make it a format-2 store: the format key, and the row without its sum.
+	v, err := s.db.Get(numKey(0), nil)
+	must(t, err)
+	row, err := decodeVersion(numKey(0), v)
+	must(t, err)
+	row.sum = entrySum{}
+	must(t, s.db.Put(numKey(0), row.value(), nil))
+	must(t, s.db.Put(formatKey, []byte{2}, nil))
+	must(t, s.Close())
+
+	s = openTestStore(t, dir)
+	if f, err := s.db.Get(formatKey, nil); err != nil || f[0] != storeFormat {
+		t.Fatalf("format %v %v, want %d", f, err, storeFormat)
+	}
+	// Its version ended, with one frequency changed; a new version.
+	must(t, s.Put(ctx, []Posting{post("war", a, 10, 20, 4), post("peace", a, 10, 20, 1), post("war", b, 20, Open, 2)}))
+	checkSums(t, s)
+	l, err := s.Postings(ctx, PostingQuery{Term: "war", At: 15})
+	must(t, err)
+	if len(l.Postings) != 1 || l.Postings[0] != post("war", a, 10, 20, 4) {
+		t.Fatalf("war at 15: %+v", l.Postings)
+	}
+	l, err = s.Postings(ctx, PostingQuery{Term: "war", At: 25})
+	must(t, err)
+	if len(l.Postings) != 1 || l.Postings[0] != post("war", b, 20, Open, 2) {
+		t.Fatalf("war at 25: %+v", l.Postings)
+	}
+	for num, known := range map[uint32]bool{0: false, 1: true} {
+		v, err := s.db.Get(numKey(num), nil)
+		must(t, err)
+		row, err := decodeVersion(numKey(num), v)
+		must(t, err)
+		if row.sum.known != known {
+			t.Errorf("version %d: sum known %v, want %v", num, row.sum.known, known)
+		}
+	}
+}

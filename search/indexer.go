@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/herod-archive/herod/archive"
@@ -43,13 +46,68 @@ type Indexer struct {
 	Archive Versions
 	Sink    Sink
 	Docs    *Store
+	// Workers is how many URLs are read and analyzed at once (0:
+	// GOMAXPROCS, at most 4); postings are sent in the URLs' order
+	// whatever it is.
+	Workers int
+}
+
+// workers returns the URLs read and analyzed at once.
+func (ix *Indexer) workers() int {
+	if ix.Workers > 0 {
+		return ix.Workers
+	}
+	return min(runtime.GOMAXPROCS(0), 4)
+}
+
+// wantFunc selects which of a URL's versions (sorted by capture time)
+// to index.
+type wantFunc func(vs []archive.Version, i int) bool
+
+// collectURLs adds to b the postings and rows of urls, want[i] choosing
+// urls[i]'s versions, reading and analyzing ix.workers() URLs at once;
+// they are added in urls' order. It returns the stats of the URLs that
+// succeeded and the error of each URL (nil if none).
+func (ix *Indexer) collectURLs(ctx context.Context, urls []string, want func(i int) wantFunc, b *batch) (IndexStats, []error) {
+	type result struct {
+		st  IndexStats
+		b   batch
+		err error
+	}
+	res := make([]result, len(urls))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(ix.workers(), len(urls)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(urls) {
+					return
+				}
+				r := &res[i]
+				r.st, r.err = ix.collectWhere(ctx, urls[i], &r.b, want(i))
+			}
+		})
+	}
+	wg.Wait()
+	var total IndexStats
+	errs := make([]error, len(urls))
+	for i, r := range res {
+		if r.err != nil {
+			errs[i] = r.err
+			continue
+		}
+		total.Add(r.st)
+		b.ps = append(b.ps, r.b.ps...)
+		b.rows = append(b.rows, r.b.rows...)
+	}
+	return total, errs
 }
 
 // IndexStats counts what an indexing call did.
 type IndexStats struct {
-	Versions int   // indexable versions read and analyzed
-	Postings int   // postings sent
-	Bytes    int64 // posting bytes sent, as one posting set a batch (AppendPostingSet)
+	Versions int // indexable versions read and analyzed
+	Postings int // postings sent
 	// Unreadable counts versions skipped because their text could not
 	// be read (ErrUnreadable: a broken or hostile PDF).
 	Unreadable int
@@ -62,7 +120,6 @@ type IndexStats struct {
 func (s *IndexStats) Add(s2 IndexStats) {
 	s.Versions += s2.Versions
 	s.Postings += s2.Postings
-	s.Bytes += s2.Bytes
 	s.Unreadable += s2.Unreadable
 	s.Skipped += s2.Skipped
 }
@@ -76,9 +133,7 @@ func (ix *Indexer) IndexURL(ctx context.Context, url string, all bool) (IndexSta
 	if err != nil {
 		return IndexStats{}, err
 	}
-	n, err := ix.flush(ctx, &b)
-	st.Bytes += n
-	return st, err
+	return st, ix.flush(ctx, &b)
 }
 
 // IndexURLs indexes the newest two versions of each URL (IndexURL) and
@@ -120,11 +175,9 @@ func (ix *Indexer) IndexAdded(ctx context.Context, added []Added) (IndexStats, e
 		byURL[a.URL] = append(byURL[a.URL], Millis(a.Time))
 	}
 	var b batch
-	var total IndexStats
-	var errs []error
-	for _, u := range order {
-		times := byURL[u]
-		st, err := ix.collectWhere(ctx, u, &b, func(vs []archive.Version, i int) bool {
+	total, errs := ix.collectURLs(ctx, order, func(i int) wantFunc {
+		times := byURL[order[i]]
+		return func(vs []archive.Version, i int) bool {
 			if i >= len(vs)-2 {
 				return true
 			}
@@ -134,18 +187,11 @@ func (ix *Indexer) IndexAdded(ctx context.Context, added []Added) (IndexStats, e
 				}
 			}
 			return false
-		})
-		if err != nil {
-			errs = append(errs, err)
-			continue
 		}
-		total.Add(st)
-	}
-	n, err := ix.flush(ctx, &b)
-	if err != nil {
+	}, &b)
+	if err := ix.flush(ctx, &b); err != nil {
 		return IndexStats{}, err
 	}
-	total.Bytes += n
 	return total, errors.Join(errs...)
 }
 
@@ -155,23 +201,20 @@ type batch struct {
 	rows []DocRow
 }
 
-// flush sends a batch's postings and writes its rows. It returns the
-// size of the postings as one posting set.
-func (ix *Indexer) flush(ctx context.Context, b *batch) (int64, error) {
-	var n int64
+// flush sends a batch's postings and writes its rows.
+func (ix *Indexer) flush(ctx context.Context, b *batch) error {
 	if len(b.ps) > 0 {
 		if err := ix.Sink.Add(ctx, b.ps); err != nil {
-			return 0, fmt.Errorf("search index: %w: %w", ErrNotDelivered, err)
+			return fmt.Errorf("search index: %w: %w", ErrNotDelivered, err)
 		}
-		n = int64(len(AppendPostingSet(nil, b.ps)))
 	}
 	if ix.Docs != nil && len(b.rows) > 0 {
 		if err := ix.Docs.PutDocs(ctx, b.rows); err != nil {
-			return 0, fmt.Errorf("search index: %w", err)
+			return fmt.Errorf("search index: %w", err)
 		}
 	}
 	b.ps, b.rows = b.ps[:0], b.rows[:0]
-	return n, nil
+	return nil
 }
 
 // collect adds url's postings and rows (IndexURL) to b.
@@ -183,7 +226,7 @@ func (ix *Indexer) collect(ctx context.Context, url string, all bool, b *batch) 
 
 // collectWhere adds to b the postings and rows of url's versions (sorted
 // by capture time) that want accepts.
-func (ix *Indexer) collectWhere(ctx context.Context, url string, b *batch, want func(vs []archive.Version, i int) bool) (IndexStats, error) {
+func (ix *Indexer) collectWhere(ctx context.Context, url string, b *batch, want wantFunc) (IndexStats, error) {
 	vs, err := ix.Archive.Versions(ctx, url)
 	if err != nil {
 		return IndexStats{}, fmt.Errorf("search index %s: %w", url, err)
@@ -253,37 +296,50 @@ func (ix *Indexer) CatchUp(ctx context.Context, l URLLister, since time.Time, ow
 	})
 }
 
-func (ix *Indexer) backfill(ctx context.Context, l URLLister, owns func(url string) bool, want func([]archive.Version, int) bool) (IndexStats, error) {
+// backfillChunk is how many listed URLs a backfill reads and analyzes
+// together (Workers at once).
+const backfillChunk = 64
+
+func (ix *Indexer) backfill(ctx context.Context, l URLLister, owns func(url string) bool, want wantFunc) (IndexStats, error) {
 	var total IndexStats
 	var b batch
 	var skipped []error // URLs whose versions could not be read: skipped
-	err := l.URLs(ctx, archive.Query{}, func(u string) error {
-		if owns != nil && !owns(u) {
-			return nil
+	var chunk []string
+	collect := func() error {
+		st, errs := ix.collectURLs(ctx, chunk, func(int) wantFunc { return want }, &b)
+		chunk = chunk[:0]
+		total.Add(st)
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		st, err := ix.collectWhere(ctx, u, &b, want)
-		if err != nil {
-			if ctx.Err() != nil {
-				return err
+		for _, err := range errs {
+			if err == nil {
+				continue
 			}
 			if len(skipped) < 8 {
 				skipped = append(skipped, err)
 			}
 			total.Skipped++
-			return nil
 		}
-		total.Add(st)
 		if len(b.ps) >= backfillBatch {
-			n, err := ix.flush(ctx, &b)
-			total.Bytes += n
-			return err
+			return ix.flush(ctx, &b)
 		}
 		return nil
+	}
+	err := l.URLs(ctx, archive.Query{}, func(u string) error {
+		if owns != nil && !owns(u) {
+			return nil
+		}
+		if chunk = append(chunk, u); len(chunk) < backfillChunk {
+			return nil
+		}
+		return collect()
 	})
 	if err == nil {
-		var n int64
-		n, err = ix.flush(ctx, &b)
-		total.Bytes += n
+		err = collect()
+	}
+	if err == nil {
+		err = ix.flush(ctx, &b)
 	}
 	return total, errors.Join(append([]error{err}, skipped...)...)
 }

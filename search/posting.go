@@ -176,27 +176,10 @@ func (r *reader) copy(dst []byte) {
 // from (Unix ms) and live until to: one per distinct term of its title and
 // text.
 func VersionPostings(url string, key id.ID, from, to int64, d Doc) []Posting {
-	title, body := Analyze(d.Title), Analyze(d.Text)
-	docLen := uint32(len(title) + len(body))
-	idx := map[string]int{}
-	var out []Posting
-	add := func(term string, inTitle bool) {
-		i, ok := idx[term]
-		if !ok {
-			i = len(out)
-			idx[term] = i
-			out = append(out, Posting{Term: term, Key: key, URL: url, From: from, To: to, DocLen: docLen})
-		}
-		out[i].TF++
-		if inTitle {
-			out[i].TitleTF++
-		}
-	}
-	for _, t := range title {
-		add(t.Term, true)
-	}
-	for _, t := range body {
-		add(t.Term, false)
+	tfs, docLen := docTerms(d.Title, d.Text)
+	out := make([]Posting, len(tfs))
+	for i, t := range tfs {
+		out[i] = Posting{Term: t.term, Key: key, URL: url, From: from, To: to, TF: t.tf, TitleTF: t.titleTF, DocLen: docLen}
 	}
 	return out
 }

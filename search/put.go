@@ -68,6 +68,12 @@ func (s *Store) apply(d delta) {
 
 // write adds to b the writes that store ps (checked) and document rows
 // rows, and returns what they add. The caller holds s.mu and writes b.
+//
+// A stored version whose entries in ps add up to the sum its row keeps
+// (entrySum: the same terms and frequencies, all of them) has them all
+// stored unchanged: they are not merged, and only its row can change
+// (a crawl's ended version: its end). Other entries are merged into
+// their blocks and their versions' sums follow.
 func (s *Store) write(b *leveldb.Batch, ps []Posting, rows []DocRow) (delta, error) {
 	var d delta
 	ve := &versionEdits{s: s, m: map[vident]*edit{}}
@@ -90,28 +96,76 @@ func (s *Store) write(b *leveldb.Batch, ps []Posting, rows []DocRow) (delta, err
 		}
 		e.set(r.URL, r.To, r.DocLen, true)
 	}
+	if len(byTerm) > 0 {
+		if err := s.writeEntries(b, ve, byTerm, &d); err != nil {
+			return d, err
+		}
+	}
 	d.docTable = ve.write(b)
-	if len(byTerm) == 0 {
-		return d, nil
+	return d, nil
+}
+
+// writeEntries adds to b the writes that merge byTerm's entries into
+// their blocks, but those of stored versions that hold them all
+// unchanged, and updates the versions' sums in ve.
+func (s *Store) writeEntries(b *leveldb.Batch, ve *versionEdits, byTerm map[string][]entry, d *delta) error {
+	byNum := make(map[uint32]*edit, len(ve.in))
+	for _, e := range ve.in {
+		byNum[e.v.num] = e
 	}
 	terms := make([]string, 0, len(byTerm))
-	for t := range byTerm {
+	sent := map[uint32]*entrySum{} // what this write says of each version's entries
+	for t, es := range byTerm {
 		terms = append(terms, t)
+		es = sortEntries(es)
+		byTerm[t] = es
+		for _, e := range es {
+			if sent[e.num] == nil {
+				sent[e.num] = &entrySum{known: true}
+			}
+			sent[e.num].add(t, e)
+		}
+	}
+	held := map[uint32]bool{}
+	for num, sum := range sent {
+		if e := byNum[num]; e.found && e.v.sum == *sum {
+			held[num] = true
+		}
 	}
 	slices.Sort(terms)
 	it := s.db.NewIterator(util.BytesPrefix([]byte{pBlock}), nil)
 	defer it.Release()
-	for _, t := range terms {
-		added, isNew, err := mergeTerm(it, b, t, sortEntries(byTerm[t]))
+	var term string
+	onChange := func(old *entry, e entry) {
+		ed := byNum[e.num]
+		if !ed.v.sum.known {
+			return // a row of format 2: its sum stays unknown
+		}
+		if old == nil {
+			ed.v.sum.add(term, e)
+		} else {
+			ed.v.sum.replace(term, *old, e)
+		}
+		ed.dirty = true
+	}
+	for _, term = range terms {
+		es := byTerm[term]
+		if len(held) > 0 {
+			es = slices.DeleteFunc(es, func(e entry) bool { return held[e.num] })
+			if len(es) == 0 {
+				continue
+			}
+		}
+		added, isNew, err := mergeTerm(it, b, term, es, onChange)
 		if err != nil {
-			return d, err
+			return err
 		}
 		d.postings += int64(added)
 		if isNew {
 			d.terms++
 		}
 	}
-	return d, it.Error()
+	return it.Error()
 }
 
 // mergeTerm adds to b the writes that merge es (sorted, distinct) into
@@ -122,9 +176,9 @@ func (s *Store) write(b *leveldb.Batch, ps []Posting, rows []DocRow) (delta, err
 // tailBound). Appending newer versions thus rewrites only the term's
 // last block, and ending an old version as well rewrites at most the
 // block its entry lies in (nothing if the entry is there unchanged),
-// not the blocks between. It returns the postings added and whether
-// the term is new.
-func mergeTerm(it iterator.Iterator, b *leveldb.Batch, term string, es []entry) (int, bool, error) {
+// not the blocks between. onChange is told each entry added or changed.
+// It returns the postings added and whether the term is new.
+func mergeTerm(it iterator.Iterator, b *leveldb.Batch, term string, es []entry, onChange func(old *entry, e entry)) (int, bool, error) {
 	prefix := blockPrefix(term)
 	isTerm := func() bool {
 		k := it.Key()
@@ -153,7 +207,7 @@ func mergeTerm(it iterator.Iterator, b *leveldb.Batch, term string, es []entry) 
 		for n < len(es) && es[n].num <= bound {
 			n++
 		}
-		merged, a, changed := mergeEntries(old, es[:n])
+		merged, a, changed := mergeEntries(old, es[:n], onChange)
 		es = es[n:]
 		added += a
 		if !changed {

@@ -16,7 +16,7 @@ import (
 	"github.com/herod-archive/herod/internal/id"
 )
 
-// Key prefixes of the store's goleveldb database (format 2).
+// Key prefixes of the store's goleveldb database (format 3).
 const (
 	pMeta    = 'm' // m "format" → uvarint: the store's format
 	pVersion = 'v' // version table by identity (versions.go)
@@ -30,8 +30,10 @@ const (
 )
 
 // storeFormat is the format this code writes; a store of a later one is
-// refused rather than misread.
-const storeFormat = 2
+// refused rather than misread. Format 3 is format 2 with a sum of its
+// entries in each version row written since (entrySum): a format-2
+// store is format 3 as it is, its rows' sums unknown.
+const storeFormat = 3
 
 var formatKey = []byte{pMeta, 'f', 'o', 'r', 'm', 'a', 't'}
 
@@ -101,8 +103,13 @@ func (s *Store) open() error {
 	switch {
 	case err == nil:
 		f, n := binary.Uvarint(v)
-		if n <= 0 || f != storeFormat {
+		if n <= 0 || f < 2 || f > storeFormat {
 			return fmt.Errorf("%w: %d", ErrStoreFormat, f)
+		}
+		if f < storeFormat {
+			if err := s.db.Put(formatKey, binary.AppendUvarint(nil, storeFormat), &opt.WriteOptions{Sync: true}); err != nil {
+				return fmt.Errorf("search store: %w", err)
+			}
 		}
 	case errors.Is(err, leveldb.ErrNotFound):
 		if err := s.migrate(); err != nil {

@@ -43,40 +43,72 @@ func tokenizeASCII(in []byte) analysis.TokenStream {
 	ts := make([]analysis.Token, 0, guess)
 	rv := make(analysis.TokenStream, 0, guess)
 	pos := 1
-	for i := 0; i < len(in); {
-		if !isWord(in[i]) {
-			i++
-			continue
+	w := asciiWords{in: in}
+	for {
+		start, end, numeric, ok := w.next()
+		if !ok {
+			return rv
 		}
-		start := i
-		letter, digit := false, false
-		for i < len(in) {
-			c := in[i]
-			switch {
-			case isLetter(c):
-				letter = true
-			case isDigit(c):
-				digit = true
-			case c == '_':
-			case i+1 < len(in) && i > start && joins(in[i-1], c, in[i+1]):
-			default:
-				goto end
-			}
-			i++
-		}
-	end:
 		if len(ts) == cap(ts) {
 			ts = make([]analysis.Token, 0, min(max(cap(ts), 16), 4096))
 		}
 		typ := analysis.AlphaNumeric
-		if digit && !letter {
+		if numeric {
 			typ = analysis.Numeric
 		}
-		ts = append(ts, analysis.Token{Term: in[start:i], Start: start, End: i, Position: pos, Type: typ})
+		ts = append(ts, analysis.Token{Term: in[start:end], Start: start, End: end, Position: pos, Type: typ})
 		rv = append(rv, &ts[len(ts)-1])
 		pos++
 	}
-	return rv
+}
+
+// asciiWords steps through the word segments of ASCII text (see
+// tokenizeASCII), for callers that need only their bytes.
+type asciiWords struct {
+	in []byte
+	i  int
+}
+
+// next returns the next segment's bounds and whether it is a number
+// (digits and no letter); ok is false past the last.
+func (w *asciiWords) next() (start, end int, numeric, ok bool) {
+	in, i := w.in, w.i
+	for i < len(in) && !isWord(in[i]) {
+		i++
+	}
+	if i == len(in) {
+		w.i = i
+		return 0, 0, false, false
+	}
+	start = i
+	letter, digit := false, false
+	for i < len(in) {
+		c := in[i]
+		switch {
+		case isLetter(c):
+			letter = true
+		case isDigit(c):
+			digit = true
+		case c == '_':
+		case i+1 < len(in) && i > start && joins(in[i-1], c, in[i+1]):
+		default:
+			w.i = i
+			return start, i, digit && !letter, true
+		}
+		i++
+	}
+	w.i = i
+	return start, i, digit && !letter, true
+}
+
+// isASCII reports whether s is all ASCII.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // joins reports whether mid, between prev and next, keeps a word whole.

@@ -34,10 +34,56 @@ type version struct {
 	to     int64
 	docLen uint32
 	doc    bool // a document row: this node indexed it as its URL's holder
+	// sum is what the store holds of the version's entries (format 3;
+	// unknown in a row written before).
+	sum entrySum
 }
 
-// flagDoc marks a document row.
-const flagDoc = 1
+// Flags of a version row: a document row; a row with the sum of its
+// entries (written between the flags and the URL).
+const (
+	flagDoc = 1
+	flagSum = 2
+)
+
+// entrySum sums a version's entries in a store: how many, and the XOR
+// of a 64-bit hash of each one's term and frequencies. A write that
+// sends a stored version's entries again finds them all there
+// unchanged, without reading the blocks they lie in, when its own sum
+// of them is the stored one (a crawl's ended version, a backfill or
+// sync sending what a holder has).
+type entrySum struct {
+	known bool
+	n     uint32
+	x     uint64
+}
+
+// entryHash is the hash an entrySum adds up for one entry of term.
+func entryHash(term string, e entry) uint64 {
+	// FNV-1a over the term, a separator and the frequencies.
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(term); i++ {
+		h = (h ^ uint64(term[i])) * 1099511628211
+	}
+	for _, v := range [3]uint32{0xffffffff, e.tf, e.titleTF} {
+		for range 4 {
+			h = (h ^ uint64(v&0xff)) * 1099511628211
+			v >>= 8
+		}
+	}
+	return h
+}
+
+// add counts one more entry of term.
+func (s *entrySum) add(term string, e entry) {
+	s.x ^= entryHash(term, e)
+	s.n++
+}
+
+// replace counts term's entry e in place of old.
+func (s *entrySum) replace(term string, old, e entry) {
+	s.x ^= entryHash(term, old) ^ entryHash(term, e)
+}
 
 func identKey(k id.ID, from int64) []byte {
 	b := make([]byte, 0, 1+id.Size+8)
@@ -70,7 +116,14 @@ func (v version) value() []byte {
 	if v.doc {
 		flags |= flagDoc
 	}
+	if v.sum.known {
+		flags |= flagSum
+	}
 	b = append(b, flags)
+	if v.sum.known {
+		b = binary.BigEndian.AppendUint64(b, v.sum.x)
+		b = binary.AppendUvarint(b, uint64(v.sum.n))
+	}
 	return append(b, v.url...)
 }
 
@@ -99,8 +152,18 @@ func decodeVersionRaw(k, val []byte) (version, []byte, error) {
 	if r.err != nil {
 		return version{}, nil, fmt.Errorf("%w: version: %v", ErrBadPosting, r.err)
 	}
-	v.doc = r.b[0]&flagDoc != 0
-	return v, r.b[1:], nil
+	flags := r.b[0]
+	r.b = r.b[1:]
+	v.doc = flags&flagDoc != 0
+	if flags&flagSum != 0 {
+		var x [8]byte
+		r.copy(x[:])
+		v.sum = entrySum{known: true, x: binary.BigEndian.Uint64(x[:]), n: r.u32()}
+		if r.err != nil {
+			return version{}, nil, fmt.Errorf("%w: version: %v", ErrBadPosting, r.err)
+		}
+	}
+	return v, r.b, nil
 }
 
 // liveAt reports whether the version is live at Unix ms at.
@@ -174,7 +237,7 @@ func (ve *versionEdits) get(key id.ID, from int64) (*edit, error) {
 		if ve.s.next > math.MaxUint32 {
 			return nil, errFullNumbers
 		}
-		e.v = version{num: uint32(ve.s.next), key: key, from: from, to: Open}
+		e.v = version{num: uint32(ve.s.next), key: key, from: from, to: Open, sum: entrySum{known: true}}
 		ve.s.next++
 		e.dirty = true
 	default:
