@@ -56,8 +56,8 @@ const (
 // PushStats counts the push path since New.
 type PushStats struct {
 	// Queued counts records Notify queued; Dropped those a full queue
-	// refused; Foreign those stored outside this node's own ranges, left
-	// to rounds.
+	// refused; Foreign those stored outside this node's own ranges,
+	// handed to their owners (Stats.HandOff).
 	Queued  int64 `json:"queued"`
 	Dropped int64 `json:"dropped"`
 	Foreign int64 `json:"foreign"`
@@ -140,6 +140,7 @@ func (r *Replicator) Notify(v archive.Version) {
 	t := r.trackLocked(v.Entry())
 	if len(r.pq.recs) >= pushQueueLen {
 		r.st.Push.Dropped++
+		r.ho.sweep = true // it may lie outside this node's ranges
 		lostLocked(t)
 		return
 	}
@@ -187,7 +188,7 @@ func (r *Replicator) wakePush() {
 func (r *Replicator) PushIdle() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.pq.empty() && !r.pq.sharing && !r.pq.dispatching && len(r.rq) == 0
+	return r.pq.empty() && !r.pq.sharing && !r.pq.dispatching && len(r.rq) == 0 && r.ho.running == 0
 }
 
 // Push sends what Notify and NotifyKnown queue, until ctx ends: a batch
@@ -329,18 +330,18 @@ type replicaQueue struct {
 
 // dispatch adds recs to the queues of their ranges' replicas and starts a
 // sender for each queue that has none. Records outside this node's own
-// ranges are left to rounds (Foreign).
+// ranges (Foreign) are handed to their owners (handoff.go).
 func (r *Replicator) dispatch(ctx context.Context, recs []pushed, wg *sync.WaitGroup) {
 	vs := r.cfg.Ring.Status().Vnodes
 	reps := map[int][]ring.Contact{} // by index in vs, looked up once
 	add := map[ring.Contact][]offered{}
-	foreign := 0
+	var foreign []archive.Entry
 	var lost []*copyTracker
 	routed := map[*copyTracker][]ring.Contact{}
 	for _, p := range recs {
 		i := slices.IndexFunc(vs, func(v ring.VnodeStatus) bool { return v.Range.Contains(p.e.Key) })
 		if i < 0 {
-			foreign++
+			foreign = append(foreign, p.e)
 			lost = append(lost, p.t)
 			continue
 		}
@@ -360,7 +361,15 @@ func (r *Replicator) dispatch(ctx context.Context, recs []pushed, wg *sync.WaitG
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.pq.dispatching = false
-	r.st.Push.Foreign += int64(foreign)
+	r.st.Push.Foreign += int64(len(foreign))
+	if len(foreign) > 0 {
+		r.ho.running++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.handOffPushed(ctx, foreign)
+		}()
+	}
 	for _, t := range lost {
 		lostLocked(t)
 	}
