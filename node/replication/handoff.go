@@ -320,8 +320,9 @@ func (r *Replicator) acceptHandOff(ctx context.Context, m ring.Node, q replicate
 	r.st.HandOff.Served++
 	r.st.HandOff.Received.Add(st)
 	for _, e := range taken {
-		if len(r.pq.recs) >= pushQueueLen {
-			r.st.Push.Dropped++ // rounds copy it: this node owns it
+		if len(r.pq.recs) >= r.queueLen {
+			r.st.Push.Dropped++
+			r.pq.overflow = true // the push repairs the range once its queues drain
 			continue
 		}
 		if r.pq.empty() {

@@ -176,6 +176,7 @@ type Replicator struct {
 	ranges   replicatedRanges     // the ranges this node replicates (share.go)
 	roles    roleCache            // owners' roles checked lately (rolecache.go)
 	pushWake chan struct{}
+	queueLen int // bounds the push queue and each replica's (pushQueueLen; tests lower it)
 
 	mu      sync.Mutex
 	pq      pushQueue                      // what waits for a push (push.go)
@@ -235,8 +236,9 @@ func New(cfg Config) *Replicator {
 		cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1), jobs: make(chan pullJob, pullQueueLen),
 		queued: map[pullJob]bool{}, purgeAgreed: map[string]purgeAgreement{},
 		lag: newLagHistogram(), pushWake: make(chan struct{}, 1), rq: map[ring.Contact]*replicaQueue{},
-		trk: map[archive.Entry]*copyTracker{},
-		ho:  handOffState{sweep: true}, // the first round sweeps: a restart forgot what was pending
+		trk:      map[archive.Entry]*copyTracker{},
+		ho:       handOffState{sweep: true}, // the first round sweeps: a restart forgot what was pending
+		queueLen: pushQueueLen,
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
