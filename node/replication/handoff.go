@@ -79,6 +79,10 @@ type handOffState struct {
 // keepForeignLocked remembers es for a hand-off at the next round. The
 // caller holds r.mu.
 func (r *Replicator) keepForeignLocked(es []archive.Entry) {
+	if len(es) == 0 {
+		return
+	}
+	r.ho.handed = nil // a later sweep lists their ranges again, whatever pending keeps
 	if r.ho.pending == nil {
 		r.ho.pending = map[archive.Entry]struct{}{}
 	}
