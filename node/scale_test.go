@@ -3,6 +3,7 @@
 package node
 
 import (
+	"cmp"
 	"bufio"
 	"context"
 	"encoding/csv"
@@ -318,8 +319,12 @@ func ringPushReport(lr *LocalRing) string {
 		h.Found += st.HandOff.Found
 		h.Taken += st.HandOff.Taken
 	}
-	return fmt.Sprintf("%d queued, %d copies, %d dropped (%d range repairs), %d failed; %d stored outside their node's ranges (%d of them its own by the ring), %d found by sweeps, %d handed off (%d taken by owners), %d hand-offs failed",
-		p.Queued, p.Copies, p.Dropped, p.Repairs, p.Failed, p.Foreign, h.Own, h.Found, h.Records, h.Taken, h.Failed)
+	var dicts []string // how each store got its zstd dictionary
+	for _, n := range lr.Nodes {
+		dicts = append(dicts, cmp.Or(n.store.Stats().Dictionary, "none"))
+	}
+	return fmt.Sprintf("%d queued, %d copies, %d dropped (%d range repairs), %d failed; %d stored outside their node's ranges (%d of them its own by the ring), %d found by sweeps, %d handed off (%d taken by owners), %d hand-offs failed; dictionaries %v",
+		p.Queued, p.Copies, p.Dropped, p.Repairs, p.Failed, p.Foreign, h.Own, h.Found, h.Records, h.Taken, h.Failed, dicts)
 }
 
 // ringCrawlStats adds up the nodes' crawl counters (the longest waits
