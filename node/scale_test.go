@@ -3,8 +3,8 @@
 package node
 
 import (
-	"cmp"
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/csv"
 	"encoding/json"
