@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/big"
 	"slices"
 	"time"
 
@@ -30,18 +31,17 @@ import (
 //     soon as it is queued;
 //   - rounds (sweep): when a sweep is due — the first round, after a
 //     change of the ring, after a hand-off failed or a record was
-//     dropped — the node walks the parts of the ring outside its own
-//     ranges, owner range by owner range, and lists its records in those
-//     of which it is no holder (where it normally holds nothing), unless
-//     their sum is the one it last handed off; hand-offs that failed are
-//     tried again at each round.
+//     dropped — the node finds, between each two of its ranges, the part
+//     of the ring it is no holder of (a few lookups), and lists its
+//     records there (normally none), unless their sum is the one it last
+//     handed off; hand-offs that failed are tried again at each round.
 
 const (
 	// maxForeign bounds the records remembered for a hand-off at the
 	// next round; past it, the next round sweeps instead.
 	maxForeign = pushQueueLen
-	// maxSweepSteps bounds the owner ranges one sweep visits.
-	maxSweepSteps = 4096
+	// maxSweepSteps bounds the lookups of one gap's search (nonHeldEnd).
+	maxSweepSteps = 1024
 	// maxHanded bounds the ranges whose handed-off sum is remembered.
 	maxHanded = 4096
 )
@@ -197,10 +197,17 @@ func (r *Replicator) handOff(ctx context.Context, es []archive.Entry, carry bool
 }
 
 // sweepForeign lists this node's records in the parts of the ring it
-// holds no copies of by its role, owner range by owner range, skipping a
-// range whose sum is the one last handed off. done is false when the
-// walk could not finish (a range unknown, a failed lookup): the next
-// round sweeps again.
+// holds no copies of by its role, skipping a range whose sum is the one
+// last handed off. done is false when the walk could not finish (a range
+// unknown, a failed lookup): the next round sweeps again.
+//
+// Between one of this node's ranges and the next (a gap), the ranges it
+// holds as a replica are a suffix: a range held (this node among the k-1
+// distinct real nodes after it) is followed, toward this node's next
+// virtual server, only by held ranges, since fewer real nodes lie between
+// them and this node. So each gap costs a search for the end of its
+// non-held prefix (nonHeldEnd, O(log n) lookups) and a sum of that
+// prefix, where this node normally holds nothing.
 func (r *Replicator) sweepForeign(ctx context.Context) (found []archive.Entry, done bool) {
 	vs := slices.Clone(r.cfg.Ring.Status().Vnodes)
 	if len(vs) == 0 {
@@ -216,33 +223,88 @@ func (r *Replicator) sweepForeign(ctx context.Context) (found []archive.Entry, d
 	r.st.HandOff.Sweeps++
 	r.mu.Unlock()
 	done = true
-	steps := 0
 	for i, v := range vs {
-		cur, end := v.ID, vs[(i+1)%len(vs)].Range.Start // the gap (cur, end] after v's range
-		for cur != end {
-			if steps++; steps > maxSweepSteps || ctx.Err() != nil {
-				return found, false
-			}
-			succs, err := r.successors(ctx, cur.AddPow2(0), r.k())
-			if err != nil || len(succs) == 0 || succs[0].Peer == r.self() {
-				return found, false // the ring's views differ for now
-			}
-			next := end
-			if id.InHalfOpen(succs[0].ID, cur, end) {
-				next = succs[0].ID
-			}
-			if !slices.ContainsFunc(succs, func(s ring.Node) bool { return s.Peer == r.self() }) {
-				es, ok := r.foreignIn(ctx, cur, next)
-				found = append(found, es...)
-				done = done && ok
-			}
-			cur = next
+		a, b := v.ID, vs[(i+1)%len(vs)].Range.Start // the gap (a, b] after v's range
+		if a == b {
+			continue
 		}
+		p, ok := r.nonHeldEnd(ctx, a, b)
+		if !ok {
+			return found, false
+		}
+		if p == a {
+			continue
+		}
+		es, ok := r.foreignIn(ctx, a, p)
+		found = append(found, es...)
+		done = done && ok
 	}
 	r.mu.Lock()
 	r.st.HandOff.Found += int64(len(found))
 	r.mu.Unlock()
 	return found, done
+}
+
+// nonHeldEnd returns p in [a, b] such that this node holds no copies of
+// (a, p] by its role and holds those of (p, b], for a gap (a, b] between
+// two of its ranges. Each step asks the ring for the holders of the key
+// after lo (held: p is lo) and of the middle of (lo, hi] (not held: lo
+// moves to the end of its owner's range; held: hi moves before it).
+// ok is false when a lookup failed or the ring's views differ.
+func (r *Replicator) nonHeldEnd(ctx context.Context, a, b id.ID) (p id.ID, ok bool) {
+	lo, hi := a, b // (a, lo] not held; (hi, b] held
+	holders := func(key id.ID) (owner ring.Node, held, ok bool) {
+		succs, err := r.successors(ctx, key, r.k())
+		if err != nil || len(succs) == 0 || succs[0].Peer == r.self() || !id.InHalfOpen(succs[0].ID, a, b) {
+			return ring.Node{}, false, false
+		}
+		return succs[0], slices.ContainsFunc(succs, func(s ring.Node) bool { return s.Peer == r.self() }), true
+	}
+	for steps := 0; lo != hi; steps++ {
+		if steps > maxSweepSteps || ctx.Err() != nil {
+			return lo, false
+		}
+		o, held, ok := holders(lo.AddPow2(0))
+		if !ok {
+			return lo, false
+		}
+		if held {
+			return lo, true
+		}
+		lo = o.ID
+		if !id.InHalfOpen(lo, a, hi) {
+			return hi, true // the views differ by less than a range: stop at hi
+		}
+		if lo == hi {
+			break
+		}
+		mid := midpoint(lo, hi)
+		o, held, ok = holders(mid)
+		switch {
+		case !ok:
+			return lo, false
+		case held:
+			hi = before(mid)
+		case id.InHalfOpen(o.ID, lo, hi):
+			lo = o.ID
+		default:
+			lo = hi
+		}
+	}
+	return lo, true
+}
+
+// midpoint returns the key halfway from lo to hi clockwise, in (lo, hi];
+// lo != hi.
+func midpoint(lo, hi id.ID) id.ID {
+	d := id.Distance(lo, hi)
+	d.Add(d, big.NewInt(1)).Rsh(d, 1)
+	return id.FromBig(d.Add(d, new(big.Int).SetBytes(lo[:])))
+}
+
+// before returns x - 1 on the ring.
+func before(x id.ID) id.ID {
+	return id.FromBig(new(big.Int).Sub(new(big.Int).SetBytes(x[:]), big.NewInt(1)))
 }
 
 // foreignIn lists this node's records in (a, b], a range it is no holder
