@@ -147,6 +147,7 @@ func (r *Replicator) handOff(ctx context.Context, es []archive.Entry, carry bool
 	var errs []error
 	var own, ok int64
 	from := replicate.Contact{Peer: r.cfg.Self.Peer, Addr: r.cfg.Self.Addr}
+	suspects := r.cfg.Ring.Status().Suspects // not asked: the call would wait for its timeout
 	for i := 0; i < len(es); {
 		succs, err := r.successors(ctx, es[i].Key, 1)
 		if err == nil && len(succs) == 0 {
@@ -166,6 +167,10 @@ func (r *Replicator) handOff(ctx context.Context, es []archive.Entry, carry bool
 		i = j
 		if owner.Peer == r.self() {
 			own += int64(len(group)) // this node's range, not known here yet: its rounds copy it
+			continue
+		}
+		if slices.Contains(suspects, owner.Peer) {
+			left = append(left, group...) // the next round asks the ring again
 			continue
 		}
 		cl := r.client(owner.Contact)

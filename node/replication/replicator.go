@@ -319,7 +319,10 @@ func (r *Replicator) Run(ctx context.Context, events <-chan ring.Event) {
 			changed = ok && ran // wait for the ring to settle, then sync
 			if ok {
 				r.mu.Lock()
-				r.ho.sweep = true // a role this node lost may leave it records no holder has
+				// A role this node lost may leave it records no holder has,
+				// and an owner it handed records to may have died before
+				// its replicas had them: the sweep lists every part again.
+				r.ho.sweep, r.ho.handed = true, nil
 				r.mu.Unlock()
 			}
 		case <-tick:
