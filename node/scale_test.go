@@ -4,6 +4,7 @@ package node
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -30,6 +31,7 @@ import (
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/node/replication"
 )
 
 // scale_test.go is issue 40's scale benchmark (docs/scale.md): one node
@@ -273,6 +275,7 @@ func TestScale(t *testing.T) {
 		if nodes > 1 {
 			t.Logf("scale: day %d: %d nodes hold %d versions (%d distinct, %d copies missing), replication %.1f MiB, %d rounds to sync, in sync %.0f bytes a pair",
 				d, nodes, row.Held, row.Versions, row.CopiesMissing, row.ReplMB, row.ReplRounds, row.InSyncPerPair)
+			t.Logf("scale: day %d: push %s", d, ringPushReport(lr))
 		}
 		if os.Getenv("HEROD_SCALE_HEAPPROFILE") != "" {
 			writeHeapProfile(t, filepath.Join(out, fmt.Sprintf("heap-%s-day%d.pprof", name, d)))
@@ -295,6 +298,34 @@ func TestScale(t *testing.T) {
 type dayTail struct{ search, sweep time.Duration }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// ringPushReport adds up the nodes' push and hand-off counters since they
+// started: what the push copied, what it dropped and repaired, and the
+// records stored outside their node's ranges and handed to their owners.
+func ringPushReport(lr *LocalRing) string {
+	var p replication.PushStats
+	var h replication.HandOffStats
+	for _, n := range lr.Nodes {
+		st := n.ReplicationStats()
+		p.Queued += st.Push.Queued
+		p.Copies += st.Push.Copies
+		p.Dropped += st.Push.Dropped
+		p.Repairs += st.Push.Repairs
+		p.Failed += st.Push.Failed
+		p.Foreign += st.Push.Foreign
+		h.Records += st.HandOff.Records
+		h.Own += st.HandOff.Own
+		h.Failed += st.HandOff.Failed
+		h.Found += st.HandOff.Found
+		h.Taken += st.HandOff.Taken
+	}
+	var dicts []string // how each store got its zstd dictionary
+	for _, n := range lr.Nodes {
+		dicts = append(dicts, cmp.Or(n.store.Stats().Dictionary, "none"))
+	}
+	return fmt.Sprintf("%d queued, %d copies, %d dropped (%d range repairs), %d failed; %d stored outside their node's ranges (%d of them its own by the ring), %d found by sweeps, %d handed off (%d taken by owners), %d hand-offs failed; dictionaries %v",
+		p.Queued, p.Copies, p.Dropped, p.Repairs, p.Failed, p.Foreign, h.Own, h.Found, h.Records, h.Taken, h.Failed, dicts)
+}
 
 // ringCrawlStats adds up the nodes' crawl counters (the longest waits
 // are the longest of any node).

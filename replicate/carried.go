@@ -54,8 +54,26 @@ func (c *Client) OfferStored(ctx context.Context, a, b id.ID, from Contact, es [
 	return nil
 }
 
+// HandOff tells the owner of virtual server b, which runs on the peer,
+// that from holds the records es of b's range (1..MaxBatch; carried as
+// for OfferStored) and waits until the owner has copied them (OpHandOff):
+// a nil error means it holds every one.
+func (c *Client) HandOff(ctx context.Context, b id.ID, from Contact, es []archive.Entry, carried [][]byte) error {
+	if len(es) < 1 || len(es) > MaxBatch || len(carried) != len(es) {
+		return fmt.Errorf("replicate hand-off: %d entries (%d carried), want 1-%d", len(es), len(carried), MaxBatch)
+	}
+	rep, err := c.call(ctx, Request{Op: OpHandOff, A: b, B: b, From: from, Entries: es, Carried: carried})
+	if err != nil {
+		return fmt.Errorf("replicate hand-off: %w", err)
+	}
+	if err := DecodeAck(rep); err != nil {
+		return fmt.Errorf("replicate hand-off: %w", err)
+	}
+	return nil
+}
+
 // WithCarried returns the peer an offer's records are copied from (Copy):
-// the records r carries (OpOfferStored) are answered from their bytes,
+// the records r carries (OpOfferStored, OpHandOff) are answered from their bytes,
 // the others read from c. What it answers is unverified, as any peer's
 // bytes: Import checks each record.
 func WithCarried(c *Client, r Request) Peer {

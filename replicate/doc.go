@@ -23,10 +23,11 @@
 //     against its name. A record whose dictionary Local lacks makes the
 //     sync ask the peer for it once (DictPeer) and add it
 //     (Local.AddDictionary verifies it by its hash).
-//   - The wire protocol (Request, Server, Client): eight operations —
+//   - The wire protocol (Request, Server, Client): nine operations —
 //     OpSums, OpEntries, OpRead, OpReadBatch, OpReadStored, OpPull,
 //     OpOffer, OpOfferStored (an offer carrying its records, which
-//     WithCarried hands to Copy) — in a compact binary encoding,
+//     WithCarried hands to Copy), OpHandOff (a non-holder's records
+//     handed to their owner) — in a compact binary encoding,
 //     one request and one reply per round trip, every message bounded
 //     (MaxRequest, MaxOfferRequest, MaxReply, MaxEntries, MaxFanout).
 //

@@ -53,6 +53,17 @@ const (
 	// push costs one round trip instead of two. Import verifies carried
 	// records exactly as read ones.
 	OpOfferStored Op = 8
+	// OpHandOff is OpOfferStored from a node that holds the records but
+	// is none of their holders (it stored them outside its ranges, or
+	// kept them from a role it lost), to their owner: B is one of the
+	// receiver's virtual servers by the sender's view and A is sent as
+	// B; From names the sender. The receiver copies the records that lie
+	// in its own range of B (carried, or read from the sender), each
+	// verified by Import, and answers once it holds them all; its push
+	// and rounds then bring them to the range's replicas. How a version
+	// that only a non-holder stored reaches its k holders: rounds compare
+	// an owner with its replicas only.
+	OpHandOff Op = 9
 )
 
 // Protocol limits: a hostile peer cannot make either side buffer or
@@ -140,7 +151,7 @@ func (r Request) Encode() []byte {
 		for _, e := range r.Entries {
 			b = appendEntry(b, e)
 		}
-	case OpPull, OpOffer, OpOfferStored:
+	case OpPull, OpOffer, OpOfferStored, OpHandOff:
 		b = append(append(b, r.A[:]...), r.B[:]...)
 		b = appendString(b, r.From.Peer)
 		b = appendString(b, r.From.Addr)
@@ -151,7 +162,7 @@ func (r Request) Encode() []byte {
 				b = appendEntry(b, e)
 			}
 		}
-		if r.Op == OpOfferStored {
+		if carries(r.Op) {
 			for i := range r.Entries {
 				var data []byte
 				if i < len(r.Carried) {
@@ -170,6 +181,10 @@ func (r Request) Encode() []byte {
 	return b
 }
 
+// carries reports whether requests of op may carry records (and so pass
+// MaxRequest): OpOfferStored and OpHandOff.
+func carries(op Op) bool { return op == OpOfferStored || op == OpHandOff }
+
 // The status of each entry of an OpOfferStored request: its bytes
 // follow, or it is named only.
 const (
@@ -179,7 +194,7 @@ const (
 
 // DecodeRequest parses a request. It never panics on any input.
 func DecodeRequest(b []byte) (Request, error) {
-	if len(b) > MaxRequest && (len(b) > MaxOfferRequest || Op(b[0]) != OpOfferStored) {
+	if len(b) > MaxRequest && (len(b) > MaxOfferRequest || !carries(Op(b[0]))) {
 		return Request{}, fmt.Errorf("%w: request of %d bytes", ErrProtocol, len(b))
 	}
 	d := decoder{b: b}
@@ -204,7 +219,7 @@ func DecodeRequest(b []byte) (Request, error) {
 		for i := uint64(0); i < n && d.err == nil; i++ {
 			r.Entries = append(r.Entries, d.entry())
 		}
-	case OpPull, OpOffer, OpOfferStored:
+	case OpPull, OpOffer, OpOfferStored, OpHandOff:
 		r.A, r.B = d.id(), d.id()
 		r.From.Peer, r.From.Addr = d.string(), d.string()
 		idx := d.uvarint()
@@ -221,7 +236,7 @@ func DecodeRequest(b []byte) (Request, error) {
 				r.Entries = append(r.Entries, d.entry())
 			}
 		}
-		if r.Op == OpOfferStored && d.err == nil {
+		if carries(r.Op) && d.err == nil {
 			r.Carried = d.carried(len(r.Entries))
 		}
 	default:

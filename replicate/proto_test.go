@@ -28,6 +28,8 @@ func sampleRequests() []Request {
 		{Op: OpOfferStored, A: a, B: b, From: Contact{Peer: "12D3KooWabc", Addr: "127.0.0.1:4001", Index: 3},
 			Entries: []archive.Entry{{Key: b, Digest: a, Day: 20412}, {Key: a, Digest: b, Day: 20412}},
 			Carried: [][]byte{[]byte("a stored record"), nil}},
+		{Op: OpHandOff, A: b, B: b, From: Contact{Peer: "12D3KooWdef", Addr: "127.0.0.1:4002", Index: 0},
+			Entries: []archive.Entry{{Key: a, Digest: b, Day: 20413}}, Carried: [][]byte{[]byte("a foreign record")}},
 	}
 }
 

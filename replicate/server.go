@@ -73,10 +73,14 @@ var (
 // OpOffer and OpOfferStored requests (nil refuses them); it copies the
 // offered records before it returns (Carried reads those the request
 // carries), and its error is the reply's.
+//
+// HandOff, when set, is called for OpHandOff requests (nil refuses them),
+// as Offer is.
 type Server struct {
-	Source Source
-	Pull   func(ctx context.Context, r Request) error
-	Offer  func(ctx context.Context, r Request) error
+	Source  Source
+	Pull    func(ctx context.Context, r Request) error
+	Offer   func(ctx context.Context, r Request) error
+	HandOff func(ctx context.Context, r Request) error
 }
 
 // Handle decodes one request, answers it from s.Source and returns the
@@ -166,6 +170,13 @@ func (s *Server) answer(ctx context.Context, r Request) ([]byte, error) {
 			return nil, errors.New("offers not accepted")
 		}
 		if err := s.Offer(ctx, r); err != nil {
+			return nil, err
+		}
+	case OpHandOff:
+		if s.HandOff == nil {
+			return nil, errors.New("hand-offs not accepted")
+		}
+		if err := s.HandOff(ctx, r); err != nil {
 			return nil, err
 		}
 	}

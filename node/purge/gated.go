@@ -27,6 +27,19 @@ func (g gated) Import(ctx context.Context, name string, data []byte) (v archive.
 	return v, added, err
 }
 
+// Holds implements replicate.Holder when the gated store does, so that
+// an offer's or a hand-off's copy reads from the peer only what the store
+// lacks; otherwise it answers false (the record is read and Import
+// decides).
+func (g gated) Holds(ctx context.Context, e archive.Entry) (bool, error) {
+	if h, ok := g.Local.(replicate.Holder); ok {
+		return h.Holds(ctx, e)
+	}
+	return false, nil
+}
+
+var _ replicate.Holder = gated{}
+
 // Issue orders, as this node's operator, the purge of every capture
 // peerID signed, signed by s (this node's identity, Config.Self): the
 // Book carries it out at once (Take, which calls Config.Taken to pass it

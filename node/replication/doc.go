@@ -17,7 +17,12 @@
 // imports the records before it answers), records the lag in a histogram,
 // and hands the URLs the crawler learns to their ranges' holders
 // (Config.ShareKnown); rounds remain the repair path for whatever a push
-// misses. With Config.TrackCopies the push remembers which replicas
+// misses. Records a full push queue drops are repaired once the replica's
+// queue drains, by a pull request of their range. A record this node
+// holds outside its roles (stored outside its ranges, or kept from a role
+// it lost) is handed to its owner (OpHandOff, handoff.go): by the push at
+// once, and by the sweeps of rounds, so that it reaches its k holders
+// although no round compares this node with them. With Config.TrackCopies the push remembers which replicas
 // confirmed each record, so that WaitCopies tells the crawler when a
 // version has its --write-copies copies (acks.go).
 //

@@ -56,8 +56,8 @@ const (
 // PushStats counts the push path since New.
 type PushStats struct {
 	// Queued counts records Notify queued; Dropped those a full queue
-	// refused; Foreign those stored outside this node's own ranges, left
-	// to rounds.
+	// refused; Foreign those stored outside this node's own ranges,
+	// handed to their owners (Stats.HandOff).
 	Queued  int64 `json:"queued"`
 	Dropped int64 `json:"dropped"`
 	Foreign int64 `json:"foreign"`
@@ -68,6 +68,11 @@ type PushStats struct {
 	Copies  int64 `json:"copies"`
 	Retried int64 `json:"retried"`
 	Failed  int64 `json:"failed"`
+	// Repairs counts the pull requests sent for ranges whose records a
+	// full queue dropped (the replica syncs the range at once);
+	// RepairsFailed those that failed (left to rounds).
+	Repairs       int64 `json:"repairs"`
+	RepairsFailed int64 `json:"repairs_failed"`
 	// Sent is the traffic of the offers this node sent (requests, with
 	// the records they carry, and acknowledgements); the records an
 	// offer left out travel in the replicas' reads, counted in
@@ -112,6 +117,7 @@ type pushQueue struct {
 	since       time.Time // when the oldest waiting item was queued
 	sharing     bool      // a share is under way
 	dispatching bool      // Push is handing records to replica queues
+	overflow    bool      // Notify dropped a record: every own range is dirty
 }
 
 func (q *pushQueue) empty() bool { return len(q.recs) == 0 && len(q.urls) == 0 && len(q.again) == 0 }
@@ -138,8 +144,10 @@ func (r *Replicator) Notify(v archive.Version) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t := r.trackLocked(v.Entry())
-	if len(r.pq.recs) >= pushQueueLen {
+	if len(r.pq.recs) >= r.queueLen {
 		r.st.Push.Dropped++
+		r.ho.sweep = true    // it may lie outside this node's ranges
+		r.pq.overflow = true // its range is repaired once the queues drain
 		lostLocked(t)
 		return
 	}
@@ -187,7 +195,7 @@ func (r *Replicator) wakePush() {
 func (r *Replicator) PushIdle() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.pq.empty() && !r.pq.sharing && !r.pq.dispatching && len(r.rq) == 0
+	return r.pq.empty() && !r.pq.sharing && !r.pq.dispatching && len(r.rq) == 0 && r.ho.running == 0
 }
 
 // Push sends what Notify and NotifyKnown queue, until ctx ends: a batch
@@ -210,14 +218,16 @@ func (r *Replicator) Push(ctx context.Context) {
 		}
 		var recs []pushed
 		var urls, again []string
+		overflow := false
 		if ready {
 			recs, r.pq.recs = r.pq.recs, nil
+			overflow, r.pq.overflow = r.pq.overflow, false
 			if hasURLs {
 				urls, again, r.pq.urls, r.pq.again = r.pq.urls, r.pq.again, nil, nil
 				r.pq.sharing = true
 			}
 			r.pq.since = time.Now() // for what is left or comes next
-			r.pq.dispatching = len(recs) > 0
+			r.pq.dispatching = len(recs) > 0 || overflow
 		}
 		r.mu.Unlock()
 		if ready {
@@ -228,8 +238,8 @@ func (r *Replicator) Push(ctx context.Context) {
 					r.shareAll(ctx, urls, again)
 				}()
 			}
-			if len(recs) > 0 {
-				r.dispatch(ctx, recs, &wg)
+			if len(recs) > 0 || overflow {
+				r.dispatch(ctx, recs, overflow, &wg)
 			}
 			continue
 		}
@@ -325,22 +335,42 @@ type offered struct {
 // Replicator.mu.
 type replicaQueue struct {
 	items []offered
+	// dirty holds the ranges of records a full queue dropped: once the
+	// queue is empty, the sender asks the replica to pull each (OpPull:
+	// the replica compares the range's sums and copies only what it
+	// lacks), instead of leaving them to the next round.
+	dirty map[pushRange]bool
 }
 
 // dispatch adds recs to the queues of their ranges' replicas and starts a
 // sender for each queue that has none. Records outside this node's own
-// ranges are left to rounds (Foreign).
-func (r *Replicator) dispatch(ctx context.Context, recs []pushed, wg *sync.WaitGroup) {
+// ranges (Foreign) are handed to their owners (handoff.go). A record a
+// full queue drops makes its range dirty for that replica; with overflow
+// set (Notify dropped records), every own range is dirty for each of its
+// replicas.
+func (r *Replicator) dispatch(ctx context.Context, recs []pushed, overflow bool, wg *sync.WaitGroup) {
 	vs := r.cfg.Ring.Status().Vnodes
 	reps := map[int][]ring.Contact{} // by index in vs, looked up once
 	add := map[ring.Contact][]offered{}
-	foreign := 0
+	dirty := map[ring.Contact][]pushRange{}
+	if overflow {
+		for i, v := range vs {
+			if !v.Range.Known {
+				continue
+			}
+			reps[i] = r.replicasOf(ctx, v)
+			for _, c := range reps[i] {
+				dirty[c] = append(dirty[c], pushRange{a: v.Range.Start, b: v.Range.End, index: v.Index})
+			}
+		}
+	}
+	var foreign []archive.Entry
 	var lost []*copyTracker
 	routed := map[*copyTracker][]ring.Contact{}
 	for _, p := range recs {
 		i := slices.IndexFunc(vs, func(v ring.VnodeStatus) bool { return v.Range.Contains(p.e.Key) })
 		if i < 0 {
-			foreign++
+			foreign = append(foreign, p.e)
 			lost = append(lost, p.t)
 			continue
 		}
@@ -360,12 +390,25 @@ func (r *Replicator) dispatch(ctx context.Context, recs []pushed, wg *sync.WaitG
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.pq.dispatching = false
-	r.st.Push.Foreign += int64(foreign)
+	r.st.Push.Foreign += int64(len(foreign))
+	if len(foreign) > 0 {
+		r.ho.running++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.handOffPushed(ctx, foreign)
+		}()
+	}
 	for _, t := range lost {
 		lostLocked(t)
 	}
 	for t, cs := range routed {
 		routedLocked(t, cs)
+	}
+	for c := range dirty {
+		if _, ok := add[c]; !ok {
+			add[c] = nil
+		}
 	}
 	for c, items := range add {
 		q, running := r.rq[c]
@@ -373,10 +416,14 @@ func (r *Replicator) dispatch(ctx context.Context, recs []pushed, wg *sync.WaitG
 			q = &replicaQueue{}
 			r.rq[c] = q
 		}
-		n := min(len(items), pushQueueLen-len(q.items))
+		n := max(0, min(len(items), r.queueLen-len(q.items)))
 		r.st.Push.Dropped += int64(len(items) - n)
 		for _, it := range items[n:] {
 			ackedLocked(it.p.t, c, false)
+			q.markDirty(it.g)
+		}
+		for _, g := range dirty[c] {
+			q.markDirty(g)
 		}
 		q.items = append(q.items, items[:n]...)
 		if !running {
@@ -389,11 +436,21 @@ func (r *Replicator) dispatch(ctx context.Context, recs []pushed, wg *sync.WaitG
 	}
 }
 
+// markDirty adds g to the ranges to repair once the queue is empty.
+func (q *replicaQueue) markDirty(g pushRange) {
+	if q.dirty == nil {
+		q.dirty = map[pushRange]bool{}
+	}
+	q.dirty[g] = true
+}
+
 // send offers replica c what its queue holds, MaxBatch records of one
 // range an offer, one offer at a time, until the queue is empty; it
 // records the lag of every record c confirmed. A record of a failed offer
 // is queued once more (to every replica: those that hold it answer at
-// once), then left to rounds.
+// once), then left to rounds. Once the queue is empty, each dirty range
+// (records a full queue dropped) is repaired by a pull request: the
+// replica syncs the range from this node, reading only what it lacks.
 func (r *Replicator) send(ctx context.Context, c ring.Contact) {
 	cl := r.client(c)
 	var errs []error
@@ -411,6 +468,13 @@ func (r *Replicator) send(ctx context.Context, c ring.Contact) {
 	for {
 		r.mu.Lock()
 		q := r.rq[c]
+		if len(q.items) == 0 && len(q.dirty) > 0 && ctx.Err() == nil {
+			dirty := q.dirty
+			q.dirty = nil
+			r.mu.Unlock()
+			errs = append(errs, r.repair(ctx, cl, dirty)...)
+			continue
+		}
 		if len(q.items) == 0 || ctx.Err() != nil {
 			delete(r.rq, c)
 			r.wakePush() // PushIdle may hold now
@@ -447,7 +511,7 @@ func (r *Replicator) send(ctx context.Context, c ring.Contact) {
 		} else {
 			var again []pushed
 			for _, p := range batch {
-				if p.tries == 0 && ctx.Err() == nil && len(r.pq.recs)+len(again) < pushQueueLen {
+				if p.tries == 0 && ctx.Err() == nil && len(r.pq.recs)+len(again) < r.queueLen {
 					p.tries++
 					again = append(again, p)
 				} else {
@@ -470,6 +534,26 @@ func (r *Replicator) send(ctx context.Context, c ring.Contact) {
 			r.lag.Observe(now.Sub(p.at).Seconds())
 		}
 	}
+}
+
+// repair asks the replica behind cl to pull each dirty range from this
+// node (the pull request of a round, for these ranges only) and returns
+// the errors; a range whose request failed is left to rounds.
+func (r *Replicator) repair(ctx context.Context, cl *replicate.Client, dirty map[pushRange]bool) []error {
+	var errs []error
+	for g := range dirty {
+		from := replicate.Contact{Peer: r.cfg.Self.Peer, Addr: r.cfg.Self.Addr, Index: g.index}
+		err := cl.Pull(ctx, g.a, g.b, from)
+		r.mu.Lock()
+		if err == nil {
+			r.st.Push.Repairs++
+		} else {
+			r.st.Push.RepairsFailed++
+			errs = append(errs, err)
+		}
+		r.mu.Unlock()
+	}
+	return errs
 }
 
 // acceptOffer serves an offer from member m: verified as a pull request

@@ -136,3 +136,48 @@ func TestPushKnownRetriesOnce(t *testing.T) {
 		t.Fatalf("after two failures: %+v, %d calls", st, len(calls))
 	}
 }
+
+// TestHandOffVerification: a hand-off is refused before any stream opens
+// when its sender names another member, or when the range it names is
+// not one of this node's virtual servers with a known range.
+func TestHandOffVerification(t *testing.T) {
+	me := ring.Contact{Peer: "me", Addr: "127.0.0.1:4003"}
+	b := ring.VirtualID(me.Addr, 1)
+	st := ring.Status{Vnodes: []ring.VnodeStatus{{Node: ring.Node{ID: b, Contact: me, Index: 1},
+		Range: ring.Range{Start: id.OfString("pred"), End: b, Known: true}}}}
+	var opened []ring.Contact
+	r := New(Config{Self: me, Ring: statusRing{st},
+		Open: func(_ context.Context, c ring.Contact, _ protocol.ID) (network.Stream, error) {
+			opened = append(opened, c)
+			return nil, errors.New("no network in this test")
+		}})
+	sender := ring.Node{Contact: ring.Contact{Peer: "x", Addr: "127.0.0.1:4005"}}
+	es := []archive.Entry{{Key: b, Digest: id.OfString("d"), Day: 1}}
+	good := replicate.Request{Op: replicate.OpHandOff, A: b, B: b,
+		From: replicate.Contact{Peer: "x", Addr: "127.0.0.1:4005"}, Entries: es, Carried: make([][]byte, 1)}
+	other := good
+	other.B = ring.VirtualID(me.Addr, 2)
+	ctx := context.Background()
+	if err := r.acceptHandOff(ctx, ring.Node{Contact: ring.Contact{Peer: "y", Addr: "127.0.0.1:4006"}}, good); !errors.Is(err, ErrRole) {
+		t.Fatalf("hand-off naming another sender: %v", err)
+	}
+	if err := r.acceptHandOff(ctx, sender, other); err == nil || errors.Is(err, ErrRole) {
+		t.Fatalf("hand-off of a range not this node's: %v", err)
+	}
+	if len(opened) != 0 || r.st.Refused != 1 || r.st.HandOff.Served != 0 {
+		t.Fatalf("refused hand-offs: opened %v, %+v", opened, r.st)
+	}
+	// Its own range: the record is read from the sender.
+	if err := r.acceptHandOff(ctx, sender, good); err == nil || len(opened) != 1 || opened[0] != sender.Contact {
+		t.Fatalf("hand-off: %v, opened %v", err, opened)
+	}
+}
+
+// statusRing is a Ring with a fixed status whose lookups fail.
+type statusRing struct{ st ring.Status }
+
+func (s statusRing) Status() ring.Status { return s.st }
+
+func (s statusRing) Successors(context.Context, id.ID, int) ([]ring.Node, error) {
+	return nil, errors.New("no lookups in this test")
+}

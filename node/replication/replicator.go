@@ -176,11 +176,13 @@ type Replicator struct {
 	ranges   replicatedRanges     // the ranges this node replicates (share.go)
 	roles    roleCache            // owners' roles checked lately (rolecache.go)
 	pushWake chan struct{}
+	queueLen int // bounds the push queue and each replica's (pushQueueLen; tests lower it)
 
 	mu      sync.Mutex
 	pq      pushQueue                      // what waits for a push (push.go)
 	rq      map[ring.Contact]*replicaQueue // per replica: what waits for an offer; a sender runs while present
 	trk     map[archive.Entry]*copyTracker // with TrackCopies: records' copies, for WaitCopies (acks.go)
+	ho      handOffState                   // records held outside this node's roles (handoff.go)
 	health  rangeHealth                    // per local range, from the last round
 	queued  map[pullJob]bool
 	busy    int // pull jobs being served
@@ -219,6 +221,9 @@ type Stats struct {
 	Push PushStats `json:"push"`
 	// Dicts counts dictionaries fetched from and served to peers (dict.go).
 	Dicts DictStats `json:"dicts"`
+	// HandOff counts the records handed to their owners by this node,
+	// which holds them outside its roles, and from others (handoff.go).
+	HandOff HandOffStats `json:"hand_off"`
 }
 
 // New returns a Replicator for cfg. It serves nothing until Handle is
@@ -231,7 +236,9 @@ func New(cfg Config) *Replicator {
 		cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1), jobs: make(chan pullJob, pullQueueLen),
 		queued: map[pullJob]bool{}, purgeAgreed: map[string]purgeAgreement{},
 		lag: newLagHistogram(), pushWake: make(chan struct{}, 1), rq: map[ring.Contact]*replicaQueue{},
-		trk: map[archive.Entry]*copyTracker{},
+		trk:      map[archive.Entry]*copyTracker{},
+		ho:       handOffState{sweep: true}, // the first round sweeps: a restart forgot what was pending
+		queueLen: pushQueueLen,
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
@@ -310,6 +317,14 @@ func (r *Replicator) Run(ctx context.Context, events <-chan ring.Event) {
 				events = nil // the ring closed
 			}
 			changed = ok && ran // wait for the ring to settle, then sync
+			if ok {
+				r.mu.Lock()
+				// A role this node lost may leave it records no holder has,
+				// and an owner it handed records to may have died before
+				// its replicas had them: the sweep lists every part again.
+				r.ho.sweep, r.ho.handed = true, nil
+				r.mu.Unlock()
+			}
 		case <-tick:
 			fire = true
 		}
@@ -362,6 +377,7 @@ func (r *Replicator) round(ctx context.Context) error {
 		suspect[p] = true
 	}
 	r.purgeRound(ctx, vs)
+	r.handOffRound(ctx)
 	seen := map[id.ID]rangeCheck{}
 	for _, v := range vs {
 		if !v.Range.Known {
@@ -562,6 +578,9 @@ func (r *Replicator) Handle(s network.Stream) {
 		Source: r.cfg.Source,
 		Pull:   func(ctx context.Context, q replicate.Request) error { return r.accept(ctx, m, q) },
 		Offer:  func(ctx context.Context, q replicate.Request) error { return r.acceptOffer(ctx, m, q) },
+		HandOff: func(ctx context.Context, q replicate.Request) error {
+			return r.acceptHandOff(ctx, m, q)
+		},
 	}
 	rep, err := srv.Handle(ctx, req)
 	if errors.Is(err, replicate.ErrProtocol) {

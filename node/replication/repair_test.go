@@ -1,0 +1,93 @@
+package replication
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/p2ptest"
+	"github.com/herod-archive/herod/internal/testwait"
+	"github.com/herod-archive/herod/ring"
+)
+
+// TestDroppedPushRepaired: records a full push queue drops reach the
+// replica without a round: once the queue drains, the owner asks the
+// replica to pull the range (Push.Repairs), and the replica copies only
+// what it lacks. An owner and one replica on a mock network, rounds off.
+func TestDroppedPushRepaired(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	hs := p2ptest.Hosts(t, 2)
+	ownerC := ring.Contact{Peer: hs[0].ID().String(), Addr: "127.0.0.1:4001"}
+	replicaC := ring.Contact{Peer: hs[1].ID().String(), Addr: "127.0.0.2:4001"}
+	ownerV := ring.Node{ID: ring.VirtualID(ownerC.Addr, 0), Contact: ownerC}
+	replicaV := ring.Node{ID: ring.VirtualID(replicaC.Addr, 0), Contact: replicaC}
+	rng := ring.Range{Start: replicaV.ID, End: ownerV.ID, Known: true} // (replica, owner]
+	open := func(t *testing.T) *archive.Store {
+		s, err := archive.Open(t.TempDir(), archive.Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	os, rs := open(t), open(t)
+	gate := func(m ring.Contact) func(network.Stream) (ring.Node, bool) {
+		return func(network.Stream) (ring.Node, bool) { return ring.Node{Contact: m}, true }
+	}
+	owner := New(Config{Self: ownerC, Local: os, Source: os, Open: p2ptest.Opener(hs[0]), Gate: gate(replicaC),
+		Ring: statusRing{ring.Status{Vnodes: []ring.VnodeStatus{{Node: ownerV, Range: rng, Successors: []ring.Node{replicaV}}}}}})
+	owner.queueLen = 4
+	replica := New(Config{Self: replicaC, Local: rs, Source: rs, Open: p2ptest.Opener(hs[1]), Gate: gate(ownerC),
+		Ring: succsRing(func(context.Context, id.ID, int) ([]ring.Node, error) { return []ring.Node{ownerV, replicaV}, nil })})
+	hs[0].SetStreamHandler(Protocol, owner.Handle)
+	hs[1].SetStreamHandler(Protocol, replica.Handle)
+	os.OnAdd(owner.Notify)
+
+	// 24 versions stored before the push starts: 20 of them dropped.
+	var es []archive.Entry
+	for i := 0; len(es) < 24; i++ {
+		u := fmt.Sprintf("http://h.example/p%d", i)
+		if !rng.Contains(id.OfString(u)) {
+			continue
+		}
+		v, _, err := os.Put(ctx, archive.Capture{URL: u, Time: time.Now(), Status: 200,
+			Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(fmt.Sprintf("<p>page %d</p>", i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		es = append(es, v.Entry())
+	}
+	if st := owner.Stats().Push; st.Dropped != 20 {
+		t.Fatalf("push counters before the push: %+v", st)
+	}
+	done := make(chan struct{}, 2)
+	go func() { owner.Push(ctx); done <- struct{}{} }()
+	go func() { replica.Work(ctx); done <- struct{}{} }()
+	defer func() { cancel(); <-done; <-done }()
+	testwait.For(t, "every version on the replica", 30*time.Second, func() error {
+		n := 0
+		for _, e := range es {
+			if ok, err := rs.Holds(ctx, e); err == nil && ok {
+				n++
+			}
+		}
+		if n < len(es) {
+			return fmt.Errorf("%d of %d; owner %+v (%s), replica %s", n, len(es), owner.Stats().Push, owner.Stats().LastError, replica.Stats().LastError)
+		}
+		return nil
+	})
+	st := owner.Stats().Push
+	if st.Copies != 4 || st.Repairs != 1 || st.RepairsFailed != 0 {
+		t.Fatalf("owner's push: %+v", st)
+	}
+	if syncs := replica.Stats().Syncs; syncs.Pulled != 20 {
+		t.Fatalf("replica's repair sync pulled %d, want the 20 dropped: %+v", syncs.Pulled, syncs)
+	}
+}
