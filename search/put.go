@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -78,6 +77,7 @@ func (s *Store) apply(d delta) {
 func (s *Store) write(b *leveldb.Batch, ps []Posting, rows []DocRow) (delta, error) {
 	var d delta
 	ve := &versionEdits{s: s, m: map[vident]*edit{}}
+	defer ve.release()
 	byTerm := map[string][]entry{}
 	for _, p := range ps {
 		e, err := ve.get(p.Key, p.From)
@@ -134,8 +134,17 @@ func (s *Store) writeEntries(b *leveldb.Batch, ve *versionEdits, byTerm map[stri
 		}
 	}
 	slices.Sort(terms)
+	// Blocks are read through iterators, not Gets: goleveldb charges a
+	// Get that consults two tables a "seek" and compacts a table that
+	// has had size/16 KiB of them, which a batch's tails did at once.
 	it := s.db.NewIterator(util.BytesPrefix([]byte{pIndex}), nil)
 	defer it.Release()
+	rd := blockIters{
+		tails: s.db.NewIterator(util.BytesPrefix([]byte{pTail}), nil),
+		full:  s.db.NewIterator(util.BytesPrefix([]byte{pFull}), nil),
+	}
+	defer rd.tails.Release()
+	defer rd.full.Release()
 	var term string
 	onChange := func(old *entry, e entry) {
 		ed := byNum[e.num]
@@ -157,7 +166,7 @@ func (s *Store) writeEntries(b *leveldb.Batch, ve *versionEdits, byTerm map[stri
 				continue
 			}
 		}
-		added, isNew, err := mergeTerm(s.db, it, b, term, es, onChange)
+		added, isNew, err := mergeTerm(rd, it, b, term, es, onChange)
 		if err != nil {
 			return err
 		}
@@ -166,12 +175,35 @@ func (s *Store) writeEntries(b *leveldb.Batch, ve *versionEdits, byTerm map[stri
 			d.terms++
 		}
 	}
+	if err := rd.tails.Error(); err != nil {
+		return err
+	}
+	if err := rd.full.Error(); err != nil {
+		return err
+	}
 	return it.Error()
+}
+
+// blockIters reads blocks by key: iterators over the tails and the
+// full blocks.
+type blockIters struct{ tails, full iterator.Iterator }
+
+// get returns the value of a tail or full block key (valid until the
+// next get) and whether it is there.
+func (r blockIters) get(key []byte) ([]byte, bool) {
+	it := r.full
+	if key[0] == pTail {
+		it = r.tails
+	}
+	if it.Seek(key) && bytes.Equal(it.Key(), key) {
+		return it.Value(), true
+	}
+	return nil, false
 }
 
 // mergeTerm adds to b the writes that merge es (sorted, distinct) into
 // term's blocks: each block an entry falls in (found by a Seek of it,
-// an iterator over the index) is read from r, merged with the entries
+// an iterator over the index) is read through r, merged with the entries
 // that fall in it and, if that changed it, written again. A full block
 // is written again in full blocks of at most maxBlock, the last under
 // its bound; the tail seals maxBlock entries at a time as full blocks
@@ -181,7 +213,7 @@ func (s *Store) writeEntries(b *leveldb.Batch, ve *versionEdits, byTerm map[stri
 // (nothing if the entry is there unchanged). onChange is told each
 // entry added or changed. It returns the postings added and whether the
 // term is new.
-func mergeTerm(r kv, it iterator.Iterator, b *leveldb.Batch, term string, es []entry, onChange func(old *entry, e entry)) (int, bool, error) {
+func mergeTerm(r blockIters, it iterator.Iterator, b *leveldb.Batch, term string, es []entry, onChange func(old *entry, e entry)) (int, bool, error) {
 	prefix := termPrefix(pIndex, term)
 	isTerm := func() bool {
 		k := it.Key()
@@ -201,15 +233,12 @@ func mergeTerm(r kv, it iterator.Iterator, b *leveldb.Batch, term string, es []e
 			key = fullKey(term, bound)
 		}
 		old = old[:0]
-		v, err := r.Get(key, nil)
-		switch {
-		case err == nil:
+		if v, ok := r.get(key); ok {
 			exists = true
+			var err error
 			if old, err = decodeBlock(old, bound, v); err != nil {
 				return 0, false, fmt.Errorf("search store: term %q: %w", term, err)
 			}
-		case !errors.Is(err, leveldb.ErrNotFound):
-			return 0, false, fmt.Errorf("search store: term %q: %w", term, err)
 		}
 		n := 1
 		for n < len(es) && es[n].num <= bound {
@@ -237,33 +266,12 @@ func mergeTerm(r kv, it iterator.Iterator, b *leveldb.Batch, term string, es []e
 		}
 	}
 	if !exists {
-		has, err := hasBlocks(r, it, term)
-		if err != nil {
-			return 0, false, fmt.Errorf("search store: term %q: %w", term, err)
+		exists = it.Seek(prefix) && bytes.HasPrefix(it.Key(), prefix)
+		if !exists {
+			_, exists = r.get(tailKey(term))
 		}
-		exists = has
 	}
 	return added, !exists, nil
-}
-
-// hasBlocks says whether term has a full block (it: an iterator over
-// the index) or a tail in r.
-func hasBlocks(r kv, it iterator.Iterator, term string) (bool, error) {
-	prefix := termPrefix(pIndex, term)
-	if it.Seek(prefix) && bytes.HasPrefix(it.Key(), prefix) {
-		return true, nil
-	}
-	if err := it.Error(); err != nil {
-		return false, err
-	}
-	_, err := r.Get(tailKey(term), nil)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, leveldb.ErrNotFound):
-		return false, nil
-	}
-	return false, err
 }
 
 // DeleteWhere deletes every posting and document row whose URL and
