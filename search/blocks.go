@@ -1,24 +1,36 @@
 package search
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/iterator"
+	"github.com/syndtr/goleveldb/leveldb/opt"
+	"github.com/syndtr/goleveldb/leveldb/util"
 )
 
-// A term's postings are stored in blocks: goleveldb values keyed by the
-// term and the block's upper bound (blockKey), each holding up to
-// maxBlock entries sorted by version number. A term's blocks cover the
-// numbers (previous block's bound, bound]; its last block's bound is
-// tailBound, so the block a number falls in is one Seek away (no Prev,
-// which goleveldb makes slow over a journal of rewritten blocks). A
+// A term's postings are stored in blocks, each holding up to maxBlock
+// entries sorted by version number. A term's entries past its last
+// full block are its open block, the tail (t term 0x00): appending a
+// new version rewrites only it, in a small key range of tails. When the
+// tail holds maxBlock entries it is sealed: written once as a full
+// block under its last number, its bound, keyed bound first
+// (F bound(4) term), so full blocks are written in the order they fill,
+// at the end of their key range, and goleveldb's compactions do not
+// rewrite the older ones. A term's full blocks are found through its
+// index (x term 0x00 bound(4), no value); the full block of bound b
+// covers the numbers (previous bound, b], the tail those past the last
+// bound, so the block a number falls in is one Seek in the index. A
 // block is uvarint(count), uvarint(first number), then each entry: its
 // number as a delta from the one before (not for the first) and the
-// term's frequencies: uvarint(tf<<1 | in title), then the title tf if in
-// title. A posting is thus two or three bytes; the version's URL, key,
-// range and length are written once, in the version table
+// term's frequencies: uvarint(tf<<1 | in title), then the title tf if
+// in title. A posting is thus two or three bytes; the version's URL,
+// key, range and length are written once, in the version table
 // (versions.go).
 
 // maxBlock is the most entries a block holds. A Put rewrites the blocks
@@ -34,28 +46,146 @@ type entry struct {
 	titleTF uint32
 }
 
-// blockPrefix is the key prefix of term's blocks.
-func blockPrefix(term string) []byte {
+// tailBound is the bound of a term's tail: it covers every number past
+// its last full block.
+const tailBound = math.MaxUint32
+
+// termPrefix is prefix, the term and a 0x00.
+func termPrefix(prefix byte, term string) []byte {
 	b := make([]byte, 0, len(term)+2+4)
-	b = append(b, pBlock)
+	b = append(b, prefix)
 	b = append(b, term...)
 	return append(b, 0)
 }
 
-// tailBound is the bound of a term's last block.
-const tailBound = math.MaxUint32
+// tailKey is the key of term's tail.
+func tailKey(term string) []byte { return termPrefix(pTail, term) }
 
-// blockKey is the key of term's block of upper bound num.
-func blockKey(term string, num uint32) []byte {
-	return binary.BigEndian.AppendUint32(blockPrefix(term), num)
+// indexKey is the key of term's full block of bound bound in its index.
+func indexKey(term string, bound uint32) []byte {
+	return binary.BigEndian.AppendUint32(termPrefix(pIndex, term), bound)
 }
 
-// blockKeyTerm returns the term and bound of a block key.
-func blockKeyTerm(k []byte) (term []byte, bound uint32, ok bool) {
-	if len(k) < 1+1+1+4 || k[0] != pBlock || k[len(k)-5] != 0 {
+// fullKey is the key of term's full block of bound bound.
+func fullKey(term string, bound uint32) []byte {
+	b := make([]byte, 0, 1+4+len(term))
+	b = append(b, pFull)
+	b = binary.BigEndian.AppendUint32(b, bound)
+	return append(b, term...)
+}
+
+// fullKeyTerm returns the term and bound of a full block's key.
+func fullKeyTerm(k []byte) (term []byte, bound uint32, ok bool) {
+	if len(k) < 1+4+1 || k[0] != pFull {
 		return nil, 0, false
 	}
-	return k[1 : len(k)-5], binary.BigEndian.Uint32(k[len(k)-4:]), true
+	return k[5:], binary.BigEndian.Uint32(k[1:5]), true
+}
+
+// prefixedTerm returns the term of a tail or index key.
+func prefixedTerm(k []byte) ([]byte, bool) {
+	if len(k) < 2 {
+		return nil, false
+	}
+	switch k[0] {
+	case pTail:
+		if k[len(k)-1] == 0 {
+			return k[1 : len(k)-1], true
+		}
+	case pIndex:
+		if len(k) >= 1+1+1+4 && k[len(k)-5] == 0 {
+			return k[1 : len(k)-5], true
+		}
+	}
+	return nil, false
+}
+
+// kv is what reads blocks: the database or a snapshot of it.
+type kv interface {
+	Get(key []byte, ro *opt.ReadOptions) ([]byte, error)
+	NewIterator(slice *util.Range, ro *opt.ReadOptions) iterator.Iterator
+}
+
+// termBlocks calls fn with each of term's blocks in r, in bound order:
+// its full blocks, then its tail (bound tailBound). The value is valid
+// during the call.
+func termBlocks(r kv, term string, fn func(bound uint32, v []byte) error) error {
+	prefix := termPrefix(pIndex, term)
+	it := r.NewIterator(util.BytesPrefix(prefix), nil)
+	defer it.Release()
+	for it.Next() {
+		k := it.Key()
+		if len(k) != len(prefix)+4 {
+			continue
+		}
+		bound := binary.BigEndian.Uint32(k[len(prefix):])
+		v, err := r.Get(fullKey(term, bound), nil)
+		if errors.Is(err, leveldb.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(bound, v); err != nil {
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	v, err := r.Get(tailKey(term), nil)
+	if errors.Is(err, leveldb.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return fn(tailBound, v)
+}
+
+// eachTerm calls fn with each term that has blocks in r, in key order:
+// the terms of the index and of the tails, merged.
+func eachTerm(r kv, fn func(term []byte) error) error {
+	xi := r.NewIterator(util.BytesPrefix([]byte{pIndex}), nil)
+	defer xi.Release()
+	ti := r.NewIterator(util.BytesPrefix([]byte{pTail}), nil)
+	defer ti.Release()
+	next := func(it iterator.Iterator, last []byte) []byte {
+		for it.Next() {
+			if t, ok := prefixedTerm(it.Key()); ok && (last == nil || !bytes.Equal(t, last)) {
+				return t
+			}
+		}
+		return nil
+	}
+	var last []byte
+	x := next(xi, nil)
+	t := next(ti, nil)
+	for x != nil || t != nil {
+		var cur []byte
+		switch {
+		case t == nil || (x != nil && bytes.Compare(x, t) < 0):
+			cur = x
+		default:
+			cur = t
+		}
+		if last == nil || !bytes.Equal(cur, last) {
+			last = append(last[:0], cur...)
+			if err := fn(last); err != nil {
+				return err
+			}
+		}
+		if x != nil && bytes.Equal(x, last) {
+			x = next(xi, last)
+		}
+		if t != nil && bytes.Equal(t, last) {
+			t = next(ti, last)
+		}
+	}
+	if err := xi.Error(); err != nil {
+		return err
+	}
+	return ti.Error()
 }
 
 // appendBlock encodes es (num ascending and distinct, not empty) as a

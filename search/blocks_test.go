@@ -178,20 +178,12 @@ func resendVersions(m *model, rng *rand.Rand, n int) []Posting {
 func checkSums(t *testing.T, s *Store) {
 	t.Helper()
 	sums := map[uint32]*entrySum{}
-	it := s.db.NewIterator(util.BytesPrefix([]byte{pBlock}), nil)
-	defer it.Release()
-	for it.Next() {
-		term, bound, ok := blockKeyTerm(it.Key())
-		if !ok {
-			continue
-		}
-		es, err := decodeBlock(nil, bound, it.Value())
-		must(t, err)
-		for _, e := range es {
+	for _, blk := range storedBlocks(t, s) {
+		for _, e := range blk.es {
 			if sums[e.num] == nil {
 				sums[e.num] = &entrySum{known: true}
 			}
-			sums[e.num].add(string(term), e)
+			sums[e.num].add(blk.term, e)
 		}
 	}
 	vit := s.db.NewIterator(util.BytesPrefix([]byte{pNum}), nil)
@@ -207,6 +199,56 @@ func checkSums(t *testing.T, s *Store) {
 			t.Fatalf("version %d (%s %d): row's sum %+v, blocks' %+v", v.num, v.url, v.from, v.sum, want)
 		}
 	}
+}
+
+// storedBlock is a block as the store holds it.
+type storedBlock struct {
+	term  string
+	bound uint32
+	es    []entry
+}
+
+// storedBlocks returns every block the store holds, each term's in
+// bound order (the tail last), and checks the layout: each full block
+// has its index key and no index key lacks its block, each block
+// decodes, and a term's blocks cover its numbers in order.
+func storedBlocks(t *testing.T, s *Store) []storedBlock {
+	t.Helper()
+	index := map[string]bool{}
+	it := s.db.NewIterator(util.BytesPrefix([]byte{pIndex}), nil)
+	for it.Next() {
+		index[string(it.Key())] = true
+	}
+	it.Release()
+	full := 0
+	it = s.db.NewIterator(util.BytesPrefix([]byte{pFull}), nil)
+	for it.Next() {
+		term, bound, ok := fullKeyTerm(it.Key())
+		if !ok || !index[string(indexKey(string(term), bound))] {
+			t.Fatalf("full block %q has no index key", it.Key())
+		}
+		full++
+	}
+	it.Release()
+	if full != len(index) {
+		t.Fatalf("%d full blocks, %d index keys", full, len(index))
+	}
+	var out []storedBlock
+	must(t, eachTerm(s.db, func(tb []byte) error {
+		term := string(tb)
+		prev := int64(-1)
+		return termBlocks(s.db, term, func(bound uint32, v []byte) error {
+			es, err := decodeBlock(nil, bound, v)
+			must(t, err)
+			if int64(es[0].num) <= prev {
+				t.Fatalf("term %q: block of bound %d starts at %d, after %d", term, bound, es[0].num, prev)
+			}
+			prev = int64(bound)
+			out = append(out, storedBlock{term, bound, es})
+			return nil
+		})
+	}))
+	return out
 }
 
 func checkModel(t *testing.T, s *Store, m *model, terms []string, round int) {
@@ -260,18 +302,14 @@ func TestStoreBlocksSplit(t *testing.T) {
 		must(t, s.Put(ctx, ps[:k]))
 		ps = ps[k:]
 	}
-	var sizes []int
-	it := s.db.NewIterator(nil, nil)
-	for it.Next() {
-		if _, _, ok := blockKeyTerm(it.Key()); ok && it.Key()[0] == pBlock {
-			sizes = append(sizes, blockCount(it.Value()))
+	blocks := storedBlocks(t, s)
+	for i, blk := range blocks {
+		if len(blk.es) > maxBlock || len(blk.es) == 0 || (blk.bound == tailBound && len(blk.es) >= maxBlock) {
+			t.Errorf("block %d (bound %d) holds %d", i, blk.bound, len(blk.es))
 		}
 	}
-	it.Release()
-	for i, sz := range sizes[:len(sizes)-1] {
-		if sz > maxBlock || sz == 0 {
-			t.Errorf("block %d holds %d", i, sz)
-		}
+	if len(blocks) != 6 || blocks[5].bound != tailBound {
+		t.Errorf("%d blocks, want 5 full and a tail", len(blocks))
 	}
 	if c := s.Counts(); c.Postings != n || c.Terms != 1 {
 		t.Errorf("counts %+v, want %d postings of 1 term", c, n)
@@ -398,5 +436,116 @@ func TestStoreFormat2(t *testing.T) {
 		if row.sum.known != known {
 			t.Errorf("version %d: sum known %v, want %v", num, row.sum.known, known)
 		}
+	}
+}
+
+// TestStoreFormat3: a store of format 3 (a term's blocks under b term
+// 0x00 bound, the last of up to maxBlock entries under tailBound) opens
+// as format 4, its blocks moved to full blocks and tails, and answers
+// queries, counts and Range as before; writes go on in format 4.
+func TestStoreFormat3(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "s")
+	s := openTestStore(t, dir)
+	// war: 2 full blocks and a last one of maxBlock (sealed on the
+	// move); peace: 1 full block and a last of 20; sea: a last of 5.
+	var ps []Posting
+	for i := range 3 * maxBlock {
+		u := fmt.Sprintf("http://a.example/%d", i)
+		ps = append(ps, post("war", u, int64(10+i), Open, 1+uint32(i%3)))
+		if i < maxBlock+20 {
+			ps = append(ps, post("peace", u, int64(10+i), int64(20+i), 2))
+		}
+		if i < 5 {
+			ps = append(ps, post("sea", u, int64(10+i), Open, 4))
+		}
+	}
+	must(t, s.Put(ctx, ps))
+	type answer struct {
+		counts Counts
+		lists  map[string][]Posting
+		rng    []Posting
+	}
+	ask := func() answer {
+		a := answer{counts: s.Counts(), lists: map[string][]Posting{}}
+		for _, term := range []string{"war", "peace", "sea"} {
+			for _, at := range []int64{15, 100, 200, 1 << 40} {
+				l, err := s.Postings(ctx, PostingQuery{Term: term, At: at, Limit: 10_000})
+				must(t, err)
+				k := fmt.Sprintf("%s@%d", term, at)
+				a.lists[k] = l.Postings
+			}
+		}
+		must(t, s.Range(ctx, id.ID{}, id.ID{}, func(p Posting) error { a.rng = append(a.rng, p); return nil }))
+		order := func(a, b Posting) int {
+			return cmp.Or(strings.Compare(a.Term, b.Term), strings.Compare(a.URL, b.URL), cmp.Compare(a.From, b.From))
+		}
+		slices.SortFunc(a.rng, order)
+		return a
+	}
+	before := ask()
+	// Make it a format-3 store: each term's entries in blocks of
+	// maxBlock, the last (1 to maxBlock entries) under tailBound.
+	var b leveldb.Batch
+	byTerm := map[string][]entry{}
+	for _, blk := range storedBlocks(t, s) {
+		byTerm[blk.term] = append(byTerm[blk.term], blk.es...)
+	}
+	for _, p := range []byte{pFull, pIndex, pTail} {
+		it := s.db.NewIterator(util.BytesPrefix([]byte{p}), nil)
+		for it.Next() {
+			b.Delete(slices.Clone(it.Key()))
+		}
+		it.Release()
+	}
+	for term, es := range byTerm {
+		for len(es) > 0 {
+			k := min(len(es), maxBlock)
+			bound := es[k-1].num
+			if k == len(es) {
+				bound = tailBound
+			}
+			key := binary.BigEndian.AppendUint32(append(append([]byte{pBlock}, term...), 0), bound)
+			b.Put(key, appendBlock(nil, es[:k]))
+			es = es[k:]
+		}
+	}
+	b.Put(formatKey, []byte{3})
+	must(t, s.db.Write(&b, nil))
+	must(t, s.Close())
+
+	s = openTestStore(t, dir)
+	defer func() { s.Close() }()
+	if f, err := s.db.Get(formatKey, nil); err != nil || f[0] != storeFormat {
+		t.Fatalf("format %v %v, want %d", f, err, storeFormat)
+	}
+	it := s.db.NewIterator(util.BytesPrefix([]byte{pBlock}), nil)
+	if it.Next() {
+		t.Errorf("a format-3 block left: %q", it.Key())
+	}
+	it.Release()
+	got := ask()
+	if got.counts != before.counts || !maps.EqualFunc(got.lists, before.lists, slices.Equal) || !slices.Equal(got.rng, before.rng) {
+		t.Fatalf("after the move: %+v, want %+v", got, before)
+	}
+	tails := map[string]int{}
+	for _, blk := range storedBlocks(t, s) {
+		if blk.bound == tailBound {
+			tails[blk.term] = len(blk.es)
+		}
+	}
+	if want := map[string]int{"peace": 20, "sea": 5}; !maps.Equal(tails, want) {
+		t.Errorf("tails %v, want %v", tails, want)
+	}
+	// Writes go on: a version ended, new ones appended.
+	must(t, s.Put(ctx, []Posting{post("war", "http://a.example/0", 10, 12, 1), post("war", "http://b.example/", 1000, Open, 1), post("sea", "http://b.example/", 1000, Open, 1)}))
+	checkSums(t, s)
+	l, err := s.Postings(ctx, PostingQuery{Term: "war", At: 12, Limit: 10_000})
+	must(t, err)
+	if l.DF != 2 { // 11 and 12; 10 ended at 12
+		t.Errorf("war at 12: df %d, want 2", l.DF)
+	}
+	if c := s.Counts(); c.Postings != before.counts.Postings+2 || c.Terms != 3 {
+		t.Errorf("counts %+v after 2 new postings, before %+v", c, before.counts)
 	}
 }

@@ -6,3 +6,10 @@ import "time"
 func ExtractPDFWithin(body []byte, maxBytes, maxPages int, maxRead int64, deadline time.Duration) (Doc, error) {
 	return extractPDF(body, pdfLimits{MaxBytes: maxBytes, MaxPages: maxPages, MaxRead: maxRead, Deadline: deadline})
 }
+
+// StoreStats is goleveldb's "leveldb.stats" of the store: its levels'
+// tables, sizes and compaction reads and writes.
+func StoreStats(s *Store) string {
+	v, _ := s.db.GetProperty("leveldb.stats")
+	return v
+}

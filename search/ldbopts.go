@@ -7,14 +7,17 @@ import (
 
 // storeOptions returns the goleveldb options of the posting store
 // (docs/search-store.md, "Measured"). A batch of new versions rewrites
-// the last block of each of its terms, spread over the whole key space,
-// and ends older versions whose blocks lie anywhere:
+// the tail of each of its terms, spread over the tails' key range,
+// writes the full blocks that filled at the top of theirs, and ends
+// older versions whose rows lie anywhere:
 //
-//   - a bloom filter of 10 bits a key lets a Get (a version's identity,
-//     mostly new ones: misses) skip the tables that lack the key;
+//   - a bloom filter of 10 bits a key lets a Get (a query's full
+//     blocks) skip the tables that lack the key; a write reads by
+//     iterator (put.go, blockIters): goleveldb compacts a table that
+//     many Gets consulted before another;
 //   - an 8 MiB write buffer and 8 MiB tables make fewer, larger level-0
-//     flushes, and a 64 MiB level 1 keeps a level fewer: a term's last
-//     block is rewritten many times a day, and each level a rewritten
+//     flushes, and a 64 MiB level 1 keeps a level fewer: a term's tail
+//     is rewritten many times a day, and each level a rewritten
 //     block passes through before the rewrite drops it is written again;
 //   - a 16 MiB block cache keeps the upper levels and the filters in
 //     memory.

@@ -117,3 +117,70 @@ func legacyDoc(k, v []byte) (DocRow, error) {
 	d.URL = string(r.b)
 	return d, nil
 }
+
+// migrateBlocks moves the blocks of a store of format 2 or 3 (b term
+// 0x00 bound(4), a term's last one under tailBound, of up to maxBlock
+// entries) to format 4's: a block of a lower bound becomes a full block
+// and its index key, the last one the term's tail, or a full block if
+// it holds maxBlock entries. Each synced batch moves up to migrateBatch
+// blocks and deletes them, so a crash loses nothing and the next open
+// goes on. The caller holds no lock: the store is not yet shared.
+func (s *Store) migrateBlocks() error {
+	for {
+		n, err := s.migrateSomeBlocks()
+		if err != nil {
+			return fmt.Errorf("search store: migrate blocks: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+	}
+}
+
+// migrateSomeBlocks moves up to migrateBatch blocks of format 3 in one
+// synced batch and returns how many it took.
+func (s *Store) migrateSomeBlocks() (int, error) {
+	var b leveldb.Batch
+	it := s.db.NewIterator(util.BytesPrefix([]byte{pBlock}), nil)
+	n := 0
+	for n < migrateBatch && it.Next() {
+		n++
+		k, v := it.Key(), it.Value()
+		b.Delete(bytes.Clone(k))
+		if len(k) < 1+1+1+4 || k[len(k)-5] != 0 {
+			continue // not a block's key: dropped, as reads skipped it
+		}
+		term := string(k[1 : len(k)-5])
+		bound := binary.BigEndian.Uint32(k[len(k)-4:])
+		if bound != tailBound {
+			b.Put(fullKey(term, bound), bytes.Clone(v))
+			b.Put(indexKey(term, bound), nil)
+			continue
+		}
+		es, err := decodeBlock(nil, bound, v)
+		if err != nil || len(es) < maxBlock {
+			b.Put(tailKey(term), bytes.Clone(v))
+			continue
+		}
+		for len(es) >= maxBlock {
+			ub := es[maxBlock-1].num
+			b.Put(fullKey(term, ub), appendBlock(nil, es[:maxBlock]))
+			b.Put(indexKey(term, ub), nil)
+			es = es[maxBlock:]
+		}
+		if len(es) > 0 {
+			b.Put(tailKey(term), appendBlock(nil, es))
+		}
+	}
+	it.Release()
+	if err := it.Error(); err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if err := s.db.Write(&b, &opt.WriteOptions{Sync: true}); err != nil {
+		return 0, err
+	}
+	return n, nil
+}

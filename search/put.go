@@ -77,6 +77,7 @@ func (s *Store) apply(d delta) {
 func (s *Store) write(b *leveldb.Batch, ps []Posting, rows []DocRow) (delta, error) {
 	var d delta
 	ve := &versionEdits{s: s, m: map[vident]*edit{}}
+	defer ve.release()
 	byTerm := map[string][]entry{}
 	for _, p := range ps {
 		e, err := ve.get(p.Key, p.From)
@@ -133,8 +134,17 @@ func (s *Store) writeEntries(b *leveldb.Batch, ve *versionEdits, byTerm map[stri
 		}
 	}
 	slices.Sort(terms)
-	it := s.db.NewIterator(util.BytesPrefix([]byte{pBlock}), nil)
+	// Blocks are read through iterators, not Gets: goleveldb charges a
+	// Get that consults two tables a "seek" and compacts a table that
+	// has had size/16 KiB of them, which a batch's tails did at once.
+	it := s.db.NewIterator(util.BytesPrefix([]byte{pIndex}), nil)
 	defer it.Release()
+	rd := blockIters{
+		tails: s.db.NewIterator(util.BytesPrefix([]byte{pTail}), nil),
+		full:  s.db.NewIterator(util.BytesPrefix([]byte{pFull}), nil),
+	}
+	defer rd.tails.Release()
+	defer rd.full.Release()
 	var term string
 	onChange := func(old *entry, e entry) {
 		ed := byNum[e.num]
@@ -156,7 +166,7 @@ func (s *Store) writeEntries(b *leveldb.Batch, ve *versionEdits, byTerm map[stri
 				continue
 			}
 		}
-		added, isNew, err := mergeTerm(it, b, term, es, onChange)
+		added, isNew, err := mergeTerm(rd, it, b, term, es, onChange)
 		if err != nil {
 			return err
 		}
@@ -165,21 +175,46 @@ func (s *Store) writeEntries(b *leveldb.Batch, ve *versionEdits, byTerm map[stri
 			d.terms++
 		}
 	}
+	if err := rd.tails.Error(); err != nil {
+		return err
+	}
+	if err := rd.full.Error(); err != nil {
+		return err
+	}
 	return it.Error()
 }
 
+// blockIters reads blocks by key: iterators over the tails and the
+// full blocks.
+type blockIters struct{ tails, full iterator.Iterator }
+
+// get returns the value of a tail or full block key (valid until the
+// next get) and whether it is there.
+func (r blockIters) get(key []byte) ([]byte, bool) {
+	it := r.full
+	if key[0] == pTail {
+		it = r.tails
+	}
+	if it.Seek(key) && bytes.Equal(it.Key(), key) {
+		return it.Value(), true
+	}
+	return nil, false
+}
+
 // mergeTerm adds to b the writes that merge es (sorted, distinct) into
-// term's blocks: each block an entry falls in is read, merged with the
-// entries that fall in it and, if that changed it, written again in
-// blocks of at most maxBlock, the last of them under its bound (entries
-// past the term's last block form new blocks, the last of them under
-// tailBound). Appending newer versions thus rewrites only the term's
-// last block, and ending an old version as well rewrites at most the
-// block its entry lies in (nothing if the entry is there unchanged),
-// not the blocks between. onChange is told each entry added or changed.
-// It returns the postings added and whether the term is new.
-func mergeTerm(it iterator.Iterator, b *leveldb.Batch, term string, es []entry, onChange func(old *entry, e entry)) (int, bool, error) {
-	prefix := blockPrefix(term)
+// term's blocks: each block an entry falls in (found by a Seek of it,
+// an iterator over the index) is read through r, merged with the entries
+// that fall in it and, if that changed it, written again. A full block
+// is written again in full blocks of at most maxBlock, the last under
+// its bound; the tail seals maxBlock entries at a time as full blocks
+// and keeps the rest. Appending newer versions thus rewrites only the
+// term's tail (and writes a full block once as it fills), and ending an
+// old version as well rewrites at most the block its entry lies in
+// (nothing if the entry is there unchanged). onChange is told each
+// entry added or changed. It returns the postings added and whether the
+// term is new.
+func mergeTerm(r blockIters, it iterator.Iterator, b *leveldb.Batch, term string, es []entry, onChange func(old *entry, e entry)) (int, bool, error) {
+	prefix := termPrefix(pIndex, term)
 	isTerm := func() bool {
 		k := it.Key()
 		return len(k) == len(prefix)+4 && bytes.HasPrefix(k, prefix)
@@ -187,22 +222,24 @@ func mergeTerm(it iterator.Iterator, b *leveldb.Batch, term string, es []entry, 
 	added, exists := 0, false
 	var old []entry
 	for len(es) > 0 {
-		// The block es[0] falls in: the first of bound ≥ its number.
-		var key []byte
+		// The block es[0] falls in: the first full block of bound ≥ its
+		// number, else the tail.
 		bound := uint32(tailBound)
+		if it.Seek(indexKey(term, es[0].num)) && isTerm() {
+			bound = binary.BigEndian.Uint32(it.Key()[len(prefix):])
+		}
+		key := tailKey(term)
+		if bound != tailBound {
+			key = fullKey(term, bound)
+		}
 		old = old[:0]
-		if it.Seek(blockKey(term, es[0].num)) && isTerm() {
+		if v, ok := r.get(key); ok {
 			exists = true
-			key = bytes.Clone(it.Key())
-			bound = binary.BigEndian.Uint32(key[len(prefix):])
 			var err error
-			if old, err = decodeBlock(old, bound, it.Value()); err != nil {
+			if old, err = decodeBlock(old, bound, v); err != nil {
 				return 0, false, fmt.Errorf("search store: term %q: %w", term, err)
 			}
 		}
-		// No block at or past es[0]: a new term, or one whose last block
-		// a purge emptied (its other blocks lie before and stay); the
-		// blocks written now are its last.
 		n := 1
 		for n < len(es) && es[n].num <= bound {
 			n++
@@ -213,21 +250,26 @@ func mergeTerm(it iterator.Iterator, b *leveldb.Batch, term string, es []entry, 
 		if !changed {
 			continue
 		}
-		if key != nil {
-			b.Delete(key)
+		// Full blocks of maxBlock; the rest is the last full block, under
+		// bound, or the tail.
+		for len(merged) >= maxBlock && !(bound != tailBound && len(merged) == maxBlock) {
+			ub := merged[maxBlock-1].num
+			b.Put(fullKey(term, ub), appendBlock(nil, merged[:maxBlock]))
+			b.Put(indexKey(term, ub), nil)
+			merged = merged[maxBlock:]
 		}
-		for len(merged) > 0 {
-			k := min(len(merged), maxBlock)
-			ub := merged[k-1].num
-			if k == len(merged) {
-				ub = bound
-			}
-			b.Put(blockKey(term, ub), appendBlock(nil, merged[:k]))
-			merged = merged[k:]
+		switch {
+		case len(merged) > 0:
+			b.Put(key, appendBlock(nil, merged))
+		case bound == tailBound:
+			b.Delete(key)
 		}
 	}
 	if !exists {
-		exists = it.Seek(prefix) && isTerm()
+		exists = it.Seek(prefix) && bytes.HasPrefix(it.Key(), prefix)
+		if !exists {
+			_, exists = r.get(tailKey(term))
+		}
 	}
 	return added, !exists, nil
 }
@@ -258,31 +300,45 @@ func (s *Store) DeleteWhere(ctx context.Context, del func(url string, from int64
 		return 0, ctx.Err()
 	}
 	n := 0
-	it = s.db.NewIterator(util.BytesPrefix([]byte{pBlock}), nil)
 	var es []entry
-	for it.Next() {
-		_, bound, ok := blockKeyTerm(it.Key())
-		if !ok {
-			continue
+	for _, p := range []byte{pFull, pTail} {
+		it = s.db.NewIterator(util.BytesPrefix([]byte{p}), nil)
+		for it.Next() {
+			k, v := it.Key(), it.Value()
+			var term []byte
+			bound := uint32(tailBound)
+			ok := false
+			if p == pFull {
+				term, bound, ok = fullKeyTerm(k)
+			} else {
+				term, ok = prefixedTerm(k)
+			}
+			if !ok {
+				continue
+			}
+			var err error
+			if es, err = decodeBlock(es[:0], bound, v); err != nil {
+				continue
+			}
+			kept := slices.DeleteFunc(es, func(e entry) bool { return gone[e.num] })
+			if len(kept) == blockCount(v) {
+				continue
+			}
+			n += blockCount(v) - len(kept)
+			switch {
+			case len(kept) > 0:
+				b.Put(bytes.Clone(k), appendBlock(nil, kept))
+			case p == pFull:
+				b.Delete(bytes.Clone(k))
+				b.Delete(indexKey(string(term), bound))
+			default:
+				b.Delete(bytes.Clone(k))
+			}
 		}
-		var err error
-		if es, err = decodeBlock(es[:0], bound, it.Value()); err != nil {
-			continue
+		it.Release()
+		if err := it.Error(); err != nil {
+			return 0, fmt.Errorf("search store: delete: %w", err)
 		}
-		kept := slices.DeleteFunc(es, func(e entry) bool { return gone[e.num] })
-		if len(kept) == blockCount(it.Value()) {
-			continue
-		}
-		n += blockCount(it.Value()) - len(kept)
-		if len(kept) == 0 {
-			b.Delete(bytes.Clone(it.Key()))
-		} else {
-			b.Put(bytes.Clone(it.Key()), appendBlock(nil, kept))
-		}
-	}
-	it.Release()
-	if err := it.Error(); err != nil {
-		return 0, fmt.Errorf("search store: delete: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, err

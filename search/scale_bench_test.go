@@ -110,6 +110,7 @@ func benchStoreScale(b *testing.B, n int) {
 		}
 	}
 	b.Logf("prefill %d versions (%d postings): %v", n, st.Counts().Postings, time.Since(start).Round(time.Millisecond))
+	b.Logf("goleveldb before the batches:\n%s", search.StoreStats(st))
 	// The changed URLs: each its day-0 version ended and a new one.
 	cpu0, w0, t0 := cpuTime(), procWritten(), time.Now()
 	for i := range batches {
@@ -125,6 +126,7 @@ func benchStoreScale(b *testing.B, n int) {
 		}
 	}
 	nv := float64(batches * perBatch)
+	b.Logf("goleveldb after the batches:\n%s", search.StoreStats(st))
 	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/nv, "cpu-µs/version")
 	b.ReportMetric(float64(procWritten()-w0)/nv, "written-B/version")
 	b.ReportMetric(float64(time.Since(t0).Microseconds())/nv, "wall-µs/version")

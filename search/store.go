@@ -1,7 +1,6 @@
 package search
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -16,13 +15,18 @@ import (
 	"github.com/herod-archive/herod/internal/id"
 )
 
-// Key prefixes of the store's goleveldb database (format 3).
+// Key prefixes of the store's goleveldb database (format 4).
 const (
 	pMeta    = 'm' // m "format" → uvarint: the store's format
 	pVersion = 'v' // version table by identity (versions.go)
 	pNum     = 'n' // version table by local number (versions.go)
-	pBlock   = 'b' // b term 0x00 bound(4) → a block of the term's postings (blocks.go)
+	pFull    = 'F' // F bound(4) term → a full block of the term's postings (blocks.go)
+	pIndex   = 'x' // x term 0x00 bound(4) → nothing: a term's full blocks
+	pTail    = 't' // t term 0x00 → the term's tail, its open block
 	pDocs    = 'o' // o num(4) → from, to, docLen: the document table (docs.go)
+
+	// Formats 2 and 3, moved at open (migrate.go).
+	pBlock = 'b' // b term 0x00 bound(4) → a block of the term's postings
 
 	// Format 1, migrated at open (migrate.go).
 	pPosting = 'p' // p term 0x00 key(20) from(8) → to, tf, titleTF, docLen, url
@@ -32,8 +36,10 @@ const (
 // storeFormat is the format this code writes; a store of a later one is
 // refused rather than misread. Format 3 is format 2 with a sum of its
 // entries in each version row written since (entrySum): a format-2
-// store is format 3 as it is, its rows' sums unknown.
-const storeFormat = 3
+// store is format 3 as it is, its rows' sums unknown. Format 4 keeps a
+// term's tail apart from its full blocks (blocks.go); a store of
+// format 2 or 3 has its blocks moved at open (migrateBlocks).
+const storeFormat = 4
 
 var formatKey = []byte{pMeta, 'f', 'o', 'r', 'm', 'a', 't'}
 
@@ -107,6 +113,9 @@ func (s *Store) open() error {
 			return fmt.Errorf("%w: %d", ErrStoreFormat, f)
 		}
 		if f < storeFormat {
+			if err := s.migrateBlocks(); err != nil {
+				return err
+			}
 			if err := s.db.Put(formatKey, binary.AppendUvarint(nil, storeFormat), &opt.WriteOptions{Sync: true}); err != nil {
 				return fmt.Errorf("search store: %w", err)
 			}
@@ -138,28 +147,24 @@ func (s *Store) setNext() error {
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
-// count sets the counters from a scan of the blocks' keys and counts
-// and the version table.
+// count sets the counters from a scan of the blocks' counts, the terms
+// of the index and tails, and the document table.
 func (s *Store) count() error {
 	s.postings, s.terms, s.docs = 0, 0, 0
-	it := s.db.NewIterator(util.BytesPrefix([]byte{pBlock}), nil)
-	var last []byte
-	for it.Next() {
-		t, _, ok := blockKeyTerm(it.Key())
-		if !ok {
-			continue
+	for _, p := range []byte{pFull, pTail} {
+		it := s.db.NewIterator(util.BytesPrefix([]byte{p}), nil)
+		for it.Next() {
+			s.postings += int64(blockCount(it.Value()))
 		}
-		s.postings += int64(blockCount(it.Value()))
-		if !bytes.Equal(t, last) {
-			s.terms++
-			last = append(last[:0], t...)
+		it.Release()
+		if err := it.Error(); err != nil {
+			return fmt.Errorf("search store: count: %w", err)
 		}
 	}
-	it.Release()
-	if err := it.Error(); err != nil {
+	if err := eachTerm(s.db, func([]byte) error { s.terms++; return nil }); err != nil {
 		return fmt.Errorf("search store: count: %w", err)
 	}
-	it = s.db.NewIterator(util.BytesPrefix([]byte{pDocs}), nil)
+	it := s.db.NewIterator(util.BytesPrefix([]byte{pDocs}), nil)
 	defer it.Release()
 	for it.Next() {
 		s.docs++
@@ -261,25 +266,18 @@ func (s *Store) Postings(ctx context.Context, q PostingQuery) (PostingList, erro
 // apart, as bytes valid during the call) and entry, in version number
 // order. A block or version that does not decode is skipped.
 func (s *Store) scanTerm(term string, fn func(version, []byte, entry) error) error {
-	prefix := blockPrefix(term)
 	snap, err := s.db.GetSnapshot()
 	if err != nil {
 		return err
 	}
 	defer snap.Release()
-	it := snap.NewIterator(util.BytesPrefix(prefix), nil)
-	defer it.Release()
 	vit := snap.NewIterator(util.BytesPrefix([]byte{pNum}), nil)
 	defer vit.Release()
 	var es []entry
-	for it.Next() {
-		k := it.Key()
-		if len(k) != len(prefix)+4 {
-			continue
-		}
-		es, err = decodeBlock(es[:0], binary.BigEndian.Uint32(k[len(prefix):]), it.Value())
-		if err != nil {
-			continue
+	err = termBlocks(snap, term, func(bound uint32, v []byte) error {
+		var err error
+		if es, err = decodeBlock(es[:0], bound, v); err != nil {
+			return nil
 		}
 		for _, e := range es {
 			v, url, ok := lookupRaw(vit, e.num)
@@ -290,8 +288,9 @@ func (s *Store) scanTerm(term string, fn func(version, []byte, entry) error) err
 				return err
 			}
 		}
-	}
-	if err := it.Error(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	return vit.Error()
@@ -306,43 +305,35 @@ func (s *Store) Range(ctx context.Context, from, to id.ID, fn func(Posting) erro
 		return fmt.Errorf("search store: range: %w", err)
 	}
 	defer snap.Release()
-	it := snap.NewIterator(util.BytesPrefix([]byte{pBlock}), nil)
-	defer it.Release()
 	vit := snap.NewIterator(util.BytesPrefix([]byte{pNum}), nil)
 	defer vit.Release()
-	var last, term string
-	in := false
 	var es []entry
-	for it.Next() {
+	err = eachTerm(snap, func(t []byte) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		t, bound, ok := blockKeyTerm(it.Key())
-		if !ok {
-			continue
+		term := string(t)
+		if !id.InHalfOpen(TermKey(term), from, to) {
+			return nil
 		}
-		if string(t) != last {
-			last = string(t)
-			term = last
-			in = id.InHalfOpen(TermKey(term), from, to)
-		}
-		if !in {
-			continue
-		}
-		if es, err = decodeBlock(es[:0], bound, it.Value()); err != nil {
-			continue
-		}
-		for _, e := range es {
-			v, ok := lookup(vit, e.num)
-			if !ok {
-				continue
+		return termBlocks(snap, term, func(bound uint32, v []byte) error {
+			var err error
+			if es, err = decodeBlock(es[:0], bound, v); err != nil {
+				return nil
 			}
-			if err := fn(v.posting(term, e)); err != nil {
-				return err
+			for _, e := range es {
+				v, ok := lookup(vit, e.num)
+				if !ok {
+					continue
+				}
+				if err := fn(v.posting(term, e)); err != nil {
+					return err
+				}
 			}
-		}
-	}
-	if err := it.Error(); err != nil {
+			return nil
+		})
+	})
+	if err != nil {
 		return err
 	}
 	return vit.Error()

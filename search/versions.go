@@ -1,6 +1,7 @@
 package search
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/iterator"
+	"github.com/syndtr/goleveldb/leveldb/util"
 
 	"github.com/herod-archive/herod/internal/id"
 )
@@ -201,6 +203,29 @@ type versionEdits struct {
 	s  *Store
 	m  map[vident]*edit
 	in []*edit // in order of first touch
+	// The version table is read through iterators, not Gets (see
+	// blockIters), made at the first get; release releases them.
+	ids, nums iterator.Iterator
+}
+
+// release releases the iterators gets made.
+func (ve *versionEdits) release() {
+	if ve.ids != nil {
+		ve.ids.Release()
+		ve.nums.Release()
+	}
+}
+
+// lookupKey returns the value of key in it (valid until it moves), or
+// ErrNotFound.
+func lookupKey(it iterator.Iterator, key []byte) ([]byte, error) {
+	if it.Seek(key) && bytes.Equal(it.Key(), key) {
+		return it.Value(), nil
+	}
+	if err := it.Error(); err != nil {
+		return nil, err
+	}
+	return nil, leveldb.ErrNotFound
 }
 
 type vident struct {
@@ -218,11 +243,15 @@ func (ve *versionEdits) get(key id.ID, from int64) (*edit, error) {
 		return e, nil
 	}
 	e := &edit{}
-	nb, err := ve.s.db.Get(identKey(key, from), nil)
+	if ve.ids == nil {
+		ve.ids = ve.s.db.NewIterator(util.BytesPrefix([]byte{pVersion}), nil)
+		ve.nums = ve.s.db.NewIterator(util.BytesPrefix([]byte{pNum}), nil)
+	}
+	nb, err := lookupKey(ve.ids, identKey(key, from))
 	switch {
 	case err == nil && len(nb) == 4:
 		num := binary.BigEndian.Uint32(nb)
-		val, gerr := ve.s.db.Get(numKey(num), nil)
+		val, gerr := lookupKey(ve.nums, numKey(num))
 		if gerr != nil {
 			return nil, fmt.Errorf("search store: version %d: %w", num, gerr)
 		}
