@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/syndtr/goleveldb/leveldb/opt"
 	"github.com/syndtr/goleveldb/leveldb/util"
 
 	"github.com/herod-archive/herod/internal/id"
@@ -26,7 +27,8 @@ type Head struct {
 // be in the store), so that a walk can be cut into pieces. It reads the
 // version index in order, decoding only keys and the newest version's
 // URL: a walk of the whole store costs one sequential scan, where a
-// Versions per URL costs a seek into every level. fn's error stops the
+// Versions per URL costs a seek into every level. The blocks it reads
+// do not enter the block cache. fn's error stops the
 // walk and is returned.
 func (s *Store) Heads(ctx context.Context, after *id.ID, fn func(Head) error) error {
 	r := util.BytesPrefix([]byte{pVersion})
@@ -35,7 +37,9 @@ func (s *Store) Heads(ctx context.Context, after *id.ID, fn func(Head) error) er
 		// bytes sort after all of them.
 		r.Start = append(versionPrefix(*after), bytes.Repeat([]byte{0xff}, 8+id.Size+1)...)
 	}
-	it := s.db.NewIterator(r, nil)
+	// A bulk scan: its blocks are read once, and would push the crawl's
+	// hot blocks (states, newest versions) out of the block cache.
+	it := s.db.NewIterator(r, &opt.ReadOptions{DontFillCache: true})
 	defer it.Release()
 	var h Head
 	var url []byte // the URL of h's newest version so far

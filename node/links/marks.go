@@ -8,6 +8,7 @@ import (
 
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/iterator"
+	"github.com/syndtr/goleveldb/leveldb/opt"
 	"github.com/syndtr/goleveldb/leveldb/util"
 
 	"github.com/herod-archive/herod/internal/id"
@@ -51,7 +52,7 @@ func (ix *Indexer) Marks(after *id.ID) *Marks {
 	if after != nil {
 		r.Start = append(readKey(*after), 0)
 	}
-	m := &Marks{it: ix.Index.db.NewIterator(r, nil)}
+	m := &Marks{it: ix.Index.db.NewIterator(r, &opt.ReadOptions{DontFillCache: true})} // a bulk scan
 	m.next()
 	return m
 }
