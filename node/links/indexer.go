@@ -2,7 +2,6 @@ package links
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"mime"
@@ -37,7 +36,8 @@ type openLink struct {
 }
 
 // sourceState is what an Indexer remembers of one source: the capture
-// time of the last version it read and the links that version carries.
+// time of the last version it read and the links that version carries
+// (stored in a binary form, or in JSON by older indexes: state.go).
 type sourceState struct {
 	Last time.Time           `json:"last"`
 	Open map[string]openLink `json:"open,omitempty"`
@@ -63,7 +63,7 @@ func (ix *Indexer) state(source string) (sourceState, error) {
 	case err != nil:
 		return st, fmt.Errorf("links state: %w", err)
 	}
-	if err := json.Unmarshal(v, &st); err != nil {
+	if st, err = decodeState(v); err != nil {
 		return sourceState{}, fmt.Errorf("links state %s: %w", source, err)
 	}
 	return st, nil
@@ -172,12 +172,8 @@ func (ix *Indexer) SyncAll(ctx context.Context, sources []string) (sent int, fai
 // save stores the state of source after its records were delivered,
 // and its read mark (marks.go) in the same write.
 func (ix *Indexer) save(source string, st *sourceState) error {
-	v, err := json.Marshal(st)
-	if err != nil {
-		return err
-	}
 	b := new(leveldb.Batch)
-	b.Put(stateKey(source), v)
+	b.Put(stateKey(source), encodeState(st))
 	putRead(b, source, st.Last)
 	if err := ix.Index.db.Write(b, nil); err != nil {
 		return fmt.Errorf("links sync %s: %w", source, err)
