@@ -29,7 +29,8 @@ type Head struct {
 // URL: a walk of the whole store costs one sequential scan, where a
 // Versions per URL costs a seek into every level. The blocks it reads
 // do not enter the block cache. fn's error stops the
-// walk and is returned.
+// walk and is returned. An entry it cannot decode is skipped and
+// counted (Stats.Corrupt).
 func (s *Store) Heads(ctx context.Context, after *id.ID, fn func(Head) error) error {
 	r := util.BytesPrefix([]byte{pVersion})
 	if after != nil {
@@ -44,6 +45,7 @@ func (s *Store) Heads(ctx context.Context, after *id.ID, fn func(Head) error) er
 	var h Head
 	var url []byte // the URL of h's newest version so far
 	have := false
+	bad := 0 // entries skipped
 	emit := func() error {
 		h.URL = url
 		return fn(h)
@@ -55,8 +57,15 @@ func (s *Store) Heads(ctx context.Context, after *id.ID, fn func(Head) error) er
 			}
 		}
 		k, v := it.Key(), it.Value()
-		if len(k) != versionKeyLen || len(v) == 0 {
-			return fmt.Errorf("archive heads: %w: %w", ErrCorrupt, errBadValue)
+		u, err := valueURL(k, v)
+		if err != nil {
+			// One bad entry does not stop every walk (a link sweep's):
+			// it is counted, logged once a walk, and skipped.
+			s.corrupt.Add(1)
+			if bad++; bad == 1 {
+				s.log.Error("corrupt index entry", "key", fmt.Sprintf("%x", k), "err", err)
+			}
+			continue
 		}
 		var key id.ID
 		copy(key[:], k[1:1+id.Size])
@@ -64,10 +73,6 @@ func (s *Store) Heads(ctx context.Context, after *id.ID, fn func(Head) error) er
 			if err := emit(); err != nil {
 				return err
 			}
-		}
-		u, err := valueURL(v)
-		if err != nil {
-			return fmt.Errorf("archive heads: %w", err)
 		}
 		// Versions of a key are in time order: the last one read is
 		// the newest.
@@ -83,10 +88,10 @@ func (s *Store) Heads(ctx context.Context, after *id.ID, fn func(Head) error) er
 	return nil
 }
 
-// valueURL returns the URL of a version value of either format without
-// decoding the rest.
-func valueURL(v []byte) ([]byte, error) {
-	if v[0] != formatFile && v[0] != formatSegment {
+// valueURL returns the URL of a version entry's value of either format
+// without decoding the rest.
+func valueURL(k, v []byte) ([]byte, error) {
+	if len(k) != versionKeyLen || len(v) == 0 || (v[0] != formatFile && v[0] != formatSegment) {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, errBadValue)
 	}
 	n, w := binary.Uvarint(v[1:])

@@ -92,4 +92,19 @@ func TestHeads(t *testing.T) {
 	if !slices.Equal(rest, all[2:]) {
 		t.Errorf("after a key not in the store: %v, want %v", rest, all[2:])
 	}
+
+	// An entry it cannot decode (the newest of a URL's versions) is
+	// skipped and counted; the walk goes on.
+	bad := versionKey(all[3].k, all[3].t.Add(time.Hour), id.OfString("x"))
+	if err := s.db.Put(bad, []byte{99}, nil); err != nil {
+		t.Fatal(err)
+	}
+	corrupt := s.Stats().Corrupt
+	got, err := walk(nil, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, all) || s.Stats().Corrupt != corrupt+1 {
+		t.Errorf("with a bad entry: %v (corrupt %d, was %d), want %v", got, s.Stats().Corrupt, corrupt, all)
+	}
 }
