@@ -52,6 +52,7 @@ type linkIndex struct {
 	dirty *links.Dirty
 	pass  slowPass
 	stats sweepCounters
+	chunk int // stale sources a full sweep reads at a time (fullChunk when 0)
 }
 
 // setupLinkIndex opens the link index and the rank store (New).

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -125,7 +126,7 @@ func (n *Node) sweepAll(ctx context.Context) (int, error) {
 	sent, total := 0, 0
 	var first error
 	for {
-		w, err := n.staleSources(ctx, after, 0, fullChunk)
+		w, err := n.staleSources(ctx, after, 0, cmp.Or(li.chunk, fullChunk))
 		total += w.walked
 		li.stats.skipped.Add(int64(w.skipped))
 		if err != nil {

@@ -311,8 +311,8 @@ func TestRangeGrew(t *testing.T) {
 	}
 }
 
-// TestLinkSweepFullSkipsDelivered: a sweep of every source reads only
-// the stale ones: none when every source was delivered; one whose
+// TestLinkSweepFullSkipsDelivered: a sweep of every source, read a few
+// stale sources at a time, reads only the stale ones: none when every source was delivered; one whose
 // delivery failed (its mark lost too) or that was forgotten (its holders
 // to be rebuilt); and, in a store written before read marks, every
 // source once, sending nothing again, then none.
@@ -323,6 +323,7 @@ func TestLinkSweepFullSkipsDelivered(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	n, rc := sweepNode(ctx, t, 4)
+	n.linkIdx.chunk = 7 // full sweeps in many pieces
 	const pages = 300
 	page := func(i int) string { return fmt.Sprintf("http://h%d.test/p%d", i%20, i) }
 	t0 := time.Now().Add(-10 * time.Minute).UTC()
