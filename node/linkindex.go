@@ -40,12 +40,19 @@ type linkIndex struct {
 	ranks   *rank.Store
 	engine  *rank.Engine
 	running sync.Mutex // one rank run coordinated at a time
-	kick    chan struct{}
+
+	// The ring's events (linkSweepLoop) and its count of dropped ones
+	// when last looked at (checkDrops; it only grows).
+	sub     *ring.Subscription
+	dropMu  sync.Mutex
+	dropped uint64
 
 	// The sweep's plan (linksweep.go): the sources marked since the last
 	// sweep, and the slow pass's place in the store.
 	dirty *links.Dirty
 	pass  slowPass
+	stats sweepCounters
+	chunk int // stale sources a full sweep reads at a time (fullChunk when 0)
 }
 
 // setupLinkIndex opens the link index and the rank store (New).
@@ -59,7 +66,7 @@ func (n *Node) setupLinkIndex() error {
 		idx.Close()
 		return fmt.Errorf("node: %w", err)
 	}
-	li := &linkIndex{index: idx, ranks: rs, kick: make(chan struct{}, 1),
+	li := &linkIndex{index: idx, ranks: rs,
 		verify: &links.Verifier{Logger: n.log.With("sub", "links")}, dirty: links.NewDirty(0)}
 	li.server = &links.Server{Index: idx, Keep: n.linkFilter}
 	n.linkIdx = li
@@ -99,6 +106,7 @@ func (n *Node) startLinkIndex() {
 	n.kit.MustHandle(li.server.Spec())
 	n.kit.MustHandle(kit.Spec{ID: rank.Protocol, Handle: li.serveRank, MaxFrame: rank.MaxBody,
 		MaxRequest: rank.MaxHeader + rank.MaxBody + 20, Deadline: 10 * time.Minute, MaxActive: 16})
+	li.sub = n.ring.Subscribe(64)
 	n.goRun(n.linkSweepLoop)
 }
 
@@ -111,21 +119,23 @@ func (n *Node) closeLinkIndex() error {
 }
 
 // linkSweepLoop indexes the new versions of the pages this node owns
-// every LinkSweep, and when kicked (SweepLinks).
+// every LinkSweep (never when it is negative), and watches the ring's
+// events whatever LinkSweep is: a range this node took over makes the
+// next sweep, timed or asked for (SweepLinks), one of every source.
 func (n *Node) linkSweepLoop(ctx context.Context) {
+	li := n.linkIdx
+	defer li.sub.Unsubscribe()
 	every := n.cfg.LinkSweep
 	if every == 0 {
 		every = DefaultLinkSweep
 	}
-	if every < 0 {
-		return
+	var tick <-chan time.Time
+	if every > 0 {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		tick = t.C
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	sub := n.ring.Subscribe(64)
-	defer sub.Unsubscribe()
-	evs := sub.C
-	var dropped uint64 // sub.Dropped() when last looked at: it only grows
+	evs := li.sub.C
 	for {
 		select {
 		case <-ctx.Done():
@@ -139,18 +149,24 @@ func (n *Node) linkSweepLoop(ctx context.Context) {
 			// imported (never marked), so the next sweep reads all. A
 			// range that only shrank brings nothing to read.
 			if ev.Kind == ring.RangeChanged && rangeGrew(ev.OldRange, ev.NewRange) {
-				n.linkIdx.dirty.MarkAll()
+				li.dirty.MarkAll()
 			}
 			continue
-		case <-t.C:
-		case <-n.linkIdx.kick:
-		}
-		if newDrops(sub.Dropped(), &dropped) {
-			n.linkIdx.dirty.MarkAll() // a dropped event may have moved a range
+		case <-tick:
 		}
 		if _, err := n.SweepLinks(ctx); err != nil && ctx.Err() == nil {
 			n.log.Warn("link index sweep", "err", err)
 		}
+	}
+}
+
+// checkDrops asks for a sweep of every source when the ring dropped
+// events since the last look: a dropped event may have moved a range.
+func (li *linkIndex) checkDrops() {
+	li.dropMu.Lock()
+	defer li.dropMu.Unlock()
+	if newDrops(li.sub.Dropped(), &li.dropped) {
+		li.dirty.MarkAll()
 	}
 }
 
@@ -183,22 +199,24 @@ func rangeGrew(old, cur ring.Range) bool {
 // node owns that it has not read yet, and sends their records to the
 // targets' holders. It returns how many records it sent. It reads the
 // sources that got a version since the last sweep or whose records were
-// not delivered (marked), and a slice of the slow pass that reads every
-// source once a crawl day (linksweep.go); the first sweep after a start, or
-// after the marks overflowed or the node's ranges grew, reads every
-// source.
+// not delivered (marked), and the stale sources of a slice of the slow
+// pass that looks at every source once a crawl day (linksweep.go); the
+// first sweep after a start, or after the marks overflowed, the node's
+// ranges grew or ring events were dropped, reads every stale source of
+// the store: one whose newest version is after the last one read and
+// delivered, or that was never delivered.
 func (n *Node) SweepLinks(ctx context.Context) (int, error) {
-	li := n.linkIdx
-	srcs, err := n.sweepSources(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("link sweep: %w", err)
+	n.linkIdx.checkDrops()
+	marked, full := n.linkIdx.dirty.Take()
+	var sent int
+	var err error
+	if full {
+		sent, err = n.sweepAll(ctx)
+	} else {
+		sent, err = n.sweepMarked(ctx, marked)
 	}
-	sent, failed, err := li.indexer.SyncAll(ctx, srcs)
-	for _, s := range failed {
-		li.dirty.Mark(s) // read again next sweep
-	}
 	if err != nil {
-		return sent, fmt.Errorf("link sweep: %d of %d sources not delivered, first: %w", len(failed), len(srcs), err)
+		return sent, fmt.Errorf("link sweep: %w", err)
 	}
 	return sent, nil
 }

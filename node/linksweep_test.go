@@ -185,8 +185,11 @@ func TestLinkSweepSlowPassGrows(t *testing.T) {
 
 // BenchmarkLinkSweep: a revisit day's sweep, where 8% of the sources
 // got a new version (the scale web's day: 5% changed, 2% new, 1%
-// gone), against a sweep of as many new versions that reads every
-// source, as every sweep did before the marks. Metrics: milliseconds of each and their ratio.
+// gone), against a sweep of as many new versions that looks at every
+// source (a start, an overflow of the marks), and a sweep of every
+// source when none changed. Metrics: milliseconds of the first two and
+// their ratio; wall and CPU microseconds a source of the last, and of
+// the first sweep (every source new, read once).
 //
 //	go test ./node -run '^$' -bench BenchmarkLinkSweep -benchtime 3x
 func BenchmarkLinkSweep(b *testing.B) {
@@ -214,9 +217,12 @@ func BenchmarkLinkSweep(b *testing.B) {
 	for i := range pages {
 		put(i, t0)
 	}
+	// The first sweep: every source new.
+	start, cpu := time.Now(), processCPU()
 	if _, err := n.SweepLinks(ctx); err != nil {
 		b.Fatal(err)
 	}
+	first, firstCPU := time.Since(start), processCPU()-cpu
 	var incr, full time.Duration
 	b.ResetTimer()
 	for k := range b.N {
@@ -243,6 +249,22 @@ func BenchmarkLinkSweep(b *testing.B) {
 		}
 		full += time.Since(start)
 	}
+	// A full sweep when nothing changed (a start, an overflow of the
+	// marks): every source already delivered.
+	var idle, idleCPU time.Duration
+	for range b.N {
+		n.linkIdx.dirty.MarkAll()
+		start, cpu := time.Now(), processCPU()
+		if _, err := n.SweepLinks(ctx); err != nil {
+			b.Fatal(err)
+		}
+		idle += time.Since(start)
+		idleCPU += processCPU() - cpu
+	}
+	b.ReportMetric(float64(idle.Microseconds())/float64(b.N*pages), "idle-full-µs/source")
+	b.ReportMetric(float64(idleCPU.Microseconds())/float64(b.N*pages), "idle-full-cpu-µs/source")
+	b.ReportMetric(float64(first.Microseconds())/pages, "first-µs/source")
+	b.ReportMetric(float64(firstCPU.Microseconds())/pages, "first-cpu-µs/source")
 	b.ReportMetric(float64(incr.Milliseconds())/float64(b.N), "incr-ms")
 	b.ReportMetric(float64(full.Milliseconds())/float64(b.N), "full-ms")
 	if incr > 0 {
@@ -292,5 +314,133 @@ func TestRangeGrew(t *testing.T) {
 		if got := rangeGrew(c.old, c.cur); got != c.want {
 			t.Errorf("%s: rangeGrew(%v, %v) = %v, want %v", c.name, c.old, c.cur, got, c.want)
 		}
+	}
+}
+
+// TestLinkSweepFullSkipsDelivered: a sweep of every source, read a few
+// stale sources at a time, reads only the stale ones: none when every source was delivered; one whose
+// delivery failed (its mark lost too) or that was forgotten (its holders
+// to be rebuilt); and, in a store written before read marks, every
+// source once, sending nothing again, then none.
+func TestLinkSweepFullSkipsDelivered(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a real node in -short mode")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n, rc := sweepNode(ctx, t, 4)
+	n.linkIdx.chunk = 7 // full sweeps in many pieces
+	const pages = 300
+	page := func(i int) string { return fmt.Sprintf("http://h%d.test/p%d", i%20, i) }
+	t0 := time.Now().Add(-10 * time.Minute).UTC()
+	put := func(u string, at time.Time, target string) {
+		t.Helper()
+		c := archive.Capture{URL: u, Time: at, Status: 200, Header: http.Header{"Content-Type": {"text/html"}},
+			Body: []byte(`<a href="` + target + `">to ` + target + `</a>`)}
+		if _, _, err := n.store.Put(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range pages {
+		put(page(i), t0, fmt.Sprintf("http://t%d.test/", i%50))
+	}
+	full := func() (map[string]int, int) {
+		t.Helper()
+		n.linkIdx.dirty.MarkAll()
+		sent, err := n.SweepLinks(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rc.take(), sent
+	}
+	if got, sent := full(); len(got) != pages || sent != pages {
+		t.Fatalf("first sweep read %d sources and sent %d records, want %d and %d", len(got), sent, pages, pages)
+	}
+	before := n.LinkSweepStats()
+	if got, _ := full(); len(got) != 0 {
+		t.Fatalf("a full sweep with every source delivered read %d sources", len(got))
+	}
+	if st := n.LinkSweepStats(); st.Full != before.Full+1 || st.Skipped != before.Skipped+pages || st.Read != before.Read {
+		t.Errorf("stats %+v after %+v: want one more full sweep, %d more skipped, none read", st, before, pages)
+	}
+
+	// A failed delivery whose dirty mark is lost: the full sweep reads it.
+	send := n.linkIdx.indexer.Send
+	n.linkIdx.indexer.Send = func(context.Context, []links.Record) error { return errors.New("holders unreachable") }
+	put(page(3), t0.Add(time.Minute), "http://retry.test/")
+	if _, err := n.SweepLinks(ctx); err == nil {
+		t.Fatal("a failed delivery was not reported")
+	}
+	n.linkIdx.indexer.Send = send
+	rc.take()
+	n.linkIdx.dirty.Take()
+	if got, _ := full(); len(got) != 1 || got[page(3)] == 0 {
+		t.Fatalf("full sweep after a failed delivery read %v, want only %s", got, page(3))
+	}
+	if res, err := n.Links(ctx, "http://retry.test/", time.Time{}, 0); err != nil || len(res.Records) != 1 {
+		t.Fatalf("the retried record: %v, %v", res.Records, err)
+	}
+
+	// A forgotten source is read from its first version.
+	if err := n.linkIdx.indexer.Forget(page(5)); err != nil {
+		t.Fatal(err)
+	}
+	if got, sent := full(); len(got) != 1 || got[page(5)] == 0 || sent != 1 {
+		t.Fatalf("full sweep after Forget read %v and sent %d, want %s and 1", got, sent, page(5))
+	}
+
+	// A store without read marks (written before them).
+	if err := n.linkIdx.index.DropReadMarks(); err != nil {
+		t.Fatal(err)
+	}
+	if got, sent := full(); len(got) != pages || sent != 0 {
+		t.Fatalf("full sweep without read marks read %d sources and sent %d records, want %d and 0", len(got), sent, pages)
+	}
+	if got, _ := full(); len(got) != 0 {
+		t.Fatalf("the next full sweep read %d sources, want 0", len(got))
+	}
+}
+
+// TestLinkSweepOnDemandWatchesRing: a node that sweeps only when asked
+// (LinkSweep < 0) still watches the ring: once a range it owns grew
+// (its neighbour left), its next sweep is one of every source.
+func TestLinkSweepOnDemandWatchesRing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real nodes in -short mode")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	lr, err := StartLocalRing(ctx, t.TempDir(), 2, Config{StabilizeInterval: 100 * time.Millisecond,
+		ReplicationInterval: -1, LinkSweep: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lr.Close() })
+	if err := lr.WaitStable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := lr.Nodes[0]
+	// The first sweep after the start reads every source. (An event of
+	// the ring's forming may still ask for another: only the ring's
+	// events do.)
+	if _, err := n.SweepLinks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := lr.Nodes[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	for !n.linkIdx.dirty.Full() {
+		select {
+		case <-ctx.Done():
+			t.Fatal("a range that grew did not ask for a full sweep")
+		case <-time.After(20 * time.Millisecond): // polling the event loop's effect
+		}
+	}
+	before := n.LinkSweepStats().Full
+	if _, err := n.SweepLinks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.LinkSweepStats().Full; got != before+1 {
+		t.Fatalf("full sweeps %d, want %d", got, before+1)
 	}
 }

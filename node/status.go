@@ -62,6 +62,7 @@ func (n *Node) Status() Status {
 		Members:   status.NewMembers(n.cfg.Replicas, n.ringpage.Members()),
 		Search:    n.SearchStats(), // search.go
 		Load:      n.gatewayStats(),
+		LinkSweep: n.LinkSweepStats(), // linksweep.go
 	}
 }
 

@@ -88,3 +88,10 @@ func (d *Dirty) Len() int {
 	defer d.mu.Unlock()
 	return len(d.set)
 }
+
+// Full reports whether the next Take asks for a sweep of every source.
+func (d *Dirty) Full() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.full
+}

@@ -27,6 +27,7 @@ const (
 	pCount = 'n' // n target → uint32 records kept
 	pMore  = 'x' // x target → uint32 records refused over the cap
 	pState = 'o' // o source → the Indexer's sourceState (indexer.go)
+	pRead  = 'r' // r key(20) → the last version read of the source of that archive key (marks.go)
 )
 
 // stored is the value of a link key.

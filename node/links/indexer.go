@@ -2,7 +2,6 @@ package links
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"mime"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/crawl"
+	"github.com/herod-archive/herod/internal/id"
 )
 
 // Archive is what an Indexer reads of the source pages: their versions,
@@ -36,7 +36,8 @@ type openLink struct {
 }
 
 // sourceState is what an Indexer remembers of one source: the capture
-// time of the last version it read and the links that version carries.
+// time of the last version it read and the links that version carries
+// (stored in a binary form, or in JSON by older indexes: state.go).
 type sourceState struct {
 	Last time.Time           `json:"last"`
 	Open map[string]openLink `json:"open,omitempty"`
@@ -62,7 +63,7 @@ func (ix *Indexer) state(source string) (sourceState, error) {
 	case err != nil:
 		return st, fmt.Errorf("links state: %w", err)
 	}
-	if err := json.Unmarshal(v, &st); err != nil {
+	if st, err = decodeState(v); err != nil {
 		return sourceState{}, fmt.Errorf("links state %s: %w", source, err)
 	}
 	return st, nil
@@ -136,7 +137,7 @@ func (ix *Indexer) SyncAll(ctx context.Context, sources []string) (sent int, fai
 			failed = append(failed, sources[i:]...)
 			break
 		}
-		rs, next, e := ix.Diff(ctx, src)
+		rs, next, last, e := ix.diff(ctx, src)
 		if e != nil {
 			failed = append(failed, src)
 			if err == nil {
@@ -145,6 +146,14 @@ func (ix *Indexer) SyncAll(ctx context.Context, sources []string) (sent int, fai
 			continue
 		}
 		if next == nil {
+			// Nothing newer than the state: a store written before
+			// read marks, or a source marked twice. Its mark lets the
+			// next sweep of every source skip it.
+			if !last.IsZero() {
+				if e := ix.markRead(src, last); e != nil && err == nil {
+					err = e
+				}
+			}
 			continue
 		}
 		recs = append(recs, rs...)
@@ -160,13 +169,24 @@ func (ix *Indexer) SyncAll(ctx context.Context, sources []string) (sent int, fai
 	return sent, failed, err
 }
 
+// save stores the state of source after its records were delivered,
+// and its read mark (marks.go) in the same write.
 func (ix *Indexer) save(source string, st *sourceState) error {
-	v, err := json.Marshal(st)
-	if err != nil {
-		return err
-	}
-	if err := ix.Index.db.Put(stateKey(source), v, nil); err != nil {
+	b := new(leveldb.Batch)
+	b.Put(stateKey(source), encodeState(st))
+	putRead(b, source, st.Last)
+	if err := ix.Index.db.Write(b, nil); err != nil {
 		return fmt.Errorf("links sync %s: %w", source, err)
+	}
+	return nil
+}
+
+// markRead writes the read mark of a source whose state is last.
+func (ix *Indexer) markRead(source string, last time.Time) error {
+	b := new(leveldb.Batch)
+	putRead(b, source, last)
+	if err := ix.Index.db.Write(b, nil); err != nil {
+		return fmt.Errorf("links mark %s: %w", source, err)
 	}
 	return nil
 }
@@ -175,20 +195,31 @@ func (ix *Indexer) save(source string, st *sourceState) error {
 // Sync reads it from its first version again and sends every record
 // (after a purge of its captures, or to rebuild the holders' copies).
 func (ix *Indexer) Forget(source string) error {
-	return ix.Index.db.Delete(stateKey(source), nil)
+	b := new(leveldb.Batch)
+	b.Delete(stateKey(source))
+	b.Delete(readKey(id.OfString(source)))
+	return ix.Index.db.Write(b, nil)
 }
 
 // Diff returns the records the versions of source newer than the
 // remembered one open and close, and the state after them (nil when
 // there is no newer version).
 func (ix *Indexer) Diff(ctx context.Context, source string) ([]Record, *sourceState, error) {
+	recs, st, _, err := ix.diff(ctx, source)
+	return recs, st, err
+}
+
+// diff is Diff that also returns the capture time of the last version
+// read before (zero when the source has no state).
+func (ix *Indexer) diff(ctx context.Context, source string) ([]Record, *sourceState, time.Time, error) {
 	st, err := ix.state(source)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, time.Time{}, err
 	}
+	last := st.Last
 	vs, err := ix.Archive.Versions(ctx, source)
 	if err != nil {
-		return nil, nil, fmt.Errorf("links diff %s: %w", source, err)
+		return nil, nil, last, fmt.Errorf("links diff %s: %w", source, err)
 	}
 	var recs []Record
 	changed := false
@@ -199,7 +230,7 @@ func (ix *Indexer) Diff(ctx context.Context, source string) ([]Record, *sourceSt
 		changed = true
 		now, err := ix.linksOf(ctx, source, v)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, last, err
 		}
 		if st.Open == nil {
 			st.Open = map[string]openLink{}
@@ -229,9 +260,9 @@ func (ix *Indexer) Diff(ctx context.Context, source string) ([]Record, *sourceSt
 		st.Last = v.Time
 	}
 	if !changed {
-		return nil, nil, nil
+		return nil, nil, last, nil
 	}
-	return recs, &st, nil
+	return recs, &st, last, nil
 }
 
 func mapKeys[V any](m map[string]V) func(func(string) bool) {

@@ -79,6 +79,19 @@ type Status struct {
 	// Search is the node's full-text index health: terms and postings
 	// held, URLs waiting to be indexed (package node/search).
 	Search nodesearch.Stats `json:"search"`
+	// LinkSweep counts the link index's sweeps since the node started
+	// (docs/links.md).
+	LinkSweep LinkSweepStats `json:"linkSweep"`
+}
+
+// LinkSweepStats counts what the link sweeps did since the node started.
+type LinkSweepStats struct {
+	Full    int64 `json:"full"`    // sweeps of every source
+	Partial int64 `json:"partial"` // sweeps of the marked sources and a slice of the slow pass
+	Read    int64 `json:"read"`    // sources read (state, versions, new captures)
+	Skipped int64 `json:"skipped"` // sources walked and skipped: newest version already delivered
+	Sent    int64 `json:"sent"`    // records delivered to their targets' holders
+	Failed  int64 `json:"failed"`  // sources whose records were not delivered (read again)
 }
 
 // WireStats counts the stream bytes this node sent and received under one
