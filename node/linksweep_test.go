@@ -39,6 +39,16 @@ func (r *readCounter) take() map[string]int {
 	return m
 }
 
+// putLinkPage stores a capture of u at at whose only link is to target.
+func putLinkPage(ctx context.Context, t *testing.T, n *Node, u string, at time.Time, target string) {
+	t.Helper()
+	c := archive.Capture{URL: u, Time: at, Status: 200, Header: http.Header{"Content-Type": {"text/html"}},
+		Body: []byte(`<a href="` + target + `">to ` + target + `</a>`)}
+	if _, _, err := n.store.Put(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // sweepNode starts a node of a ring of one that sweeps its links only
 // when told, with sweeps sweeps a crawl day, its sources' reads counted.
 func sweepNode(ctx context.Context, t *testing.T, sweeps int) (*Node, *readCounter) {
@@ -74,11 +84,7 @@ func TestLinkSweepReadsChanges(t *testing.T) {
 	t0 := time.Now().Add(-10 * time.Minute).UTC()
 	put := func(u string, at time.Time, target string) {
 		t.Helper()
-		c := archive.Capture{URL: u, Time: at, Status: 200, Header: http.Header{"Content-Type": {"text/html"}},
-			Body: []byte(`<a href="` + target + `">to ` + target + `</a>`)}
-		if _, _, err := n.store.Put(ctx, c); err != nil {
-			t.Fatal(err)
-		}
+		putLinkPage(ctx, t, n, u, at, target)
 	}
 	for i := range pages {
 		put(page(i), t0, fmt.Sprintf("http://t%d.test/", i%50))
@@ -335,11 +341,7 @@ func TestLinkSweepFullSkipsDelivered(t *testing.T) {
 	t0 := time.Now().Add(-10 * time.Minute).UTC()
 	put := func(u string, at time.Time, target string) {
 		t.Helper()
-		c := archive.Capture{URL: u, Time: at, Status: 200, Header: http.Header{"Content-Type": {"text/html"}},
-			Body: []byte(`<a href="` + target + `">to ` + target + `</a>`)}
-		if _, _, err := n.store.Put(ctx, c); err != nil {
-			t.Fatal(err)
-		}
+		putLinkPage(ctx, t, n, u, at, target)
 	}
 	for i := range pages {
 		put(page(i), t0, fmt.Sprintf("http://t%d.test/", i%50))
