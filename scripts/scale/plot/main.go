@@ -100,8 +100,17 @@ func draw4(out string, runs [][]row) error {
 	for i := range plots {
 		plots[i] = make([]*plot.Plot, cols)
 	}
+	// The days' axis spans every run, at least one day: a panel that
+	// skips day 0 has no points when each run has one day.
+	lastDay := 1.0
+	for _, rs := range runs {
+		for _, r := range rs {
+			lastDay = max(lastDay, float64(r.Day))
+		}
+	}
 	for i, pn := range panels {
 		p := plot.New()
+		p.X.Min, p.X.Max = 0, lastDay
 		p.Title.Text = pn.title
 		p.X.Label.Text = "day"
 		p.Y.Label.Text = pn.y
@@ -131,7 +140,7 @@ func draw4(out string, runs [][]row) error {
 			}
 		}
 		if pn.limit > 0 {
-			lim, err := plotter.NewLine(plotter.XYs{{X: 0, Y: pn.limit}, {X: p.X.Max, Y: pn.limit}})
+			lim, err := plotter.NewLine(plotter.XYs{{X: 0, Y: pn.limit}, {X: lastDay, Y: pn.limit}})
 			if err != nil {
 				return err
 			}
