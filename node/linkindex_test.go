@@ -70,7 +70,14 @@ func linkWebTime(d int) time.Time { return linkWebDay2.Add(time.Duration(d-2) * 
 // the periodic link sweep off, closed when the test ends.
 func startLinkRing(ctx context.Context, t *testing.T) *LocalRing {
 	t.Helper()
-	lr, err := StartLocalRing(ctx, t.TempDir(), 3, Config{VirtualServers: 2, StabilizeInterval: 100 * time.Millisecond,
+	return startLinkRingOf(ctx, t, 3, 2)
+}
+
+// startLinkRingOf is startLinkRing with nodes nodes of vservers virtual
+// servers each (0: the default).
+func startLinkRingOf(ctx context.Context, t *testing.T, nodes, vservers int) *LocalRing {
+	t.Helper()
+	lr, err := StartLocalRing(ctx, t.TempDir(), nodes, Config{VirtualServers: vservers, StabilizeInterval: 100 * time.Millisecond,
 		ReplicationInterval: -1, LinkSweep: -1})
 	if err != nil {
 		t.Fatal(err)

@@ -49,6 +49,18 @@ func putLinkPage(ctx context.Context, t *testing.T, n *Node, u string, at time.T
 	}
 }
 
+// putLinkPages stores pages captures ten minutes old, page(i) on one of
+// 20 hosts linking to one of 50 targets, and returns page and their time.
+func putLinkPages(ctx context.Context, t *testing.T, n *Node, pages int) (page func(int) string, t0 time.Time) {
+	t.Helper()
+	page = func(i int) string { return fmt.Sprintf("http://h%d.test/p%d", i%20, i) }
+	t0 = time.Now().Add(-10 * time.Minute).UTC()
+	for i := range pages {
+		putLinkPage(ctx, t, n, page(i), t0, fmt.Sprintf("http://t%d.test/", i%50))
+	}
+	return page, t0
+}
+
 // sweepNode starts a node of a ring of one that sweeps its links only
 // when told, with sweeps sweeps a crawl day, its sources' reads counted.
 func sweepNode(ctx context.Context, t *testing.T, sweeps int) (*Node, *readCounter) {
@@ -80,14 +92,10 @@ func TestLinkSweepReadsChanges(t *testing.T) {
 	n, rc := sweepNode(ctx, t, sweeps)
 
 	const pages = 600
-	page := func(i int) string { return fmt.Sprintf("http://h%d.test/p%d", i%20, i) }
-	t0 := time.Now().Add(-10 * time.Minute).UTC()
+	page, t0 := putLinkPages(ctx, t, n, pages)
 	put := func(u string, at time.Time, target string) {
 		t.Helper()
 		putLinkPage(ctx, t, n, u, at, target)
-	}
-	for i := range pages {
-		put(page(i), t0, fmt.Sprintf("http://t%d.test/", i%50))
 	}
 	sweep := func() map[string]int {
 		t.Helper()
@@ -337,14 +345,10 @@ func TestLinkSweepFullSkipsDelivered(t *testing.T) {
 	n, rc := sweepNode(ctx, t, 4)
 	n.linkIdx.chunk = 7 // full sweeps in many pieces
 	const pages = 300
-	page := func(i int) string { return fmt.Sprintf("http://h%d.test/p%d", i%20, i) }
-	t0 := time.Now().Add(-10 * time.Minute).UTC()
+	page, t0 := putLinkPages(ctx, t, n, pages)
 	put := func(u string, at time.Time, target string) {
 		t.Helper()
 		putLinkPage(ctx, t, n, u, at, target)
-	}
-	for i := range pages {
-		put(page(i), t0, fmt.Sprintf("http://t%d.test/", i%50))
 	}
 	full := func() (map[string]int, int) {
 		t.Helper()
@@ -412,15 +416,7 @@ func TestLinkSweepOnDemandWatchesRing(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	lr, err := StartLocalRing(ctx, t.TempDir(), 2, Config{StabilizeInterval: 100 * time.Millisecond,
-		ReplicationInterval: -1, LinkSweep: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lr.Close() })
-	if err := lr.WaitStable(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lr := startLinkRingOf(ctx, t, 2, 0)
 	n := lr.Nodes[0]
 	// The first sweep after the start reads every source. (An event of
 	// the ring's forming may still ask for another: only the ring's
