@@ -12,6 +12,7 @@ import (
 	"github.com/syndtr/goleveldb/leveldb"
 
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/wire"
 )
 
 // stateRecord is what the index keeps of a CrawlState (encode); the URL
@@ -131,7 +132,7 @@ func (rec stateRecord) encode() []byte {
 	b = binary.AppendUvarint(b, uint64(len(st.Outlinks)))
 	prev := ""
 	for _, l := range st.Outlinks {
-		p := commonPrefix(prev, l)
+		p := wire.CommonPrefix(prev, l)
 		b = binary.AppendUvarint(b, uint64(p))
 		b = appendStr(b, l[p:])
 		prev = l
@@ -142,16 +143,6 @@ func (rec stateRecord) encode() []byte {
 func appendStr(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
-}
-
-func commonPrefix(a, b string) int {
-	n := min(len(a), len(b))
-	for i := range n {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return n
 }
 
 // decodeState decodes a stored crawl state, binary or the JSON form of

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/herod-archive/herod/internal/wire"
 )
 
 // Decision is what a Set decides for one capture.
@@ -148,7 +150,7 @@ func (s *Set) DecideKey(key string, t, now time.Time) Decision {
 			probe = k[:len(k)-1] // shorter prefixes only
 			continue
 		}
-		probe = key[:commonPrefix(k, key)]
+		probe = key[:wire.CommonPrefix(k, key)]
 	}
 }
 
@@ -160,14 +162,4 @@ func first(rs []Rule, t, now time.Time) (Decision, bool) {
 		}
 	}
 	return Decision{}, false
-}
-
-func commonPrefix(a, b string) int {
-	n := min(len(a), len(b))
-	for i := 0; i < n; i++ {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return n
 }

@@ -96,3 +96,16 @@ func (h *Hooks) Log() *slog.Logger {
 	}
 	return h.Logger
 }
+
+// CommonPrefix returns the length in bytes of the longest common prefix
+// of a and b: what front-coding a sorted list of strings keeps of the
+// previous one.
+func CommonPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}

@@ -71,3 +71,14 @@ func FuzzReadFrame(f *testing.F) {
 		}
 	})
 }
+
+func TestCommonPrefix(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{{"", "", 0}, {"abc", "", 0}, {"abc", "abd", 2}, {"ab", "abc", 2}, {"abc", "abc", 3}, {"x", "y", 0}} {
+		if got := CommonPrefix(c.a, c.b); got != c.want {
+			t.Errorf("CommonPrefix(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}

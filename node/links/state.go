@@ -6,6 +6,8 @@ import (
 	"errors"
 	"slices"
 	"time"
+
+	"github.com/herod-archive/herod/internal/wire"
 )
 
 // A source's state (sourceState) is read and written once for each
@@ -38,7 +40,7 @@ func encodeState(st *sourceState) []byte {
 	prev := ""
 	for _, t := range targets {
 		o := st.Open[t]
-		shared := commonPrefix(prev, t)
+		shared := wire.CommonPrefix(prev, t)
 		b = binary.AppendUvarint(b, uint64(shared))
 		b = binary.AppendUvarint(b, uint64(len(t)-shared))
 		b = append(b, t[shared:]...)
@@ -48,16 +50,6 @@ func encodeState(st *sourceState) []byte {
 		prev = t
 	}
 	return b
-}
-
-func commonPrefix(a, b string) int {
-	n := min(len(a), len(b))
-	for i := range n {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return n
 }
 
 // decodeState decodes a state of either form.
