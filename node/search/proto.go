@@ -92,6 +92,7 @@ func (sv *Service) Serve(ctx context.Context, q *kit.Request) error {
 			return q.Reply(Reply{Error: err.Error()})
 		}
 		sv.received.Add(int64(len(ps)))
+		sv.notePut()
 		return q.Reply(Reply{})
 	case OpQuery:
 		if req.Query == nil {

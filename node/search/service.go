@@ -209,6 +209,7 @@ func (sv *Service) deliver(ctx context.Context, c ring.Contact, ps []fts.Posting
 		if err := sv.Store.Put(ctx, ps); err != nil {
 			return err
 		}
+		sv.notePut()
 		sv.sent.Add(int64(len(ps)))
 		return nil
 	}

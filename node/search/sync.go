@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/protocol"
 
@@ -132,13 +133,16 @@ type syncReply struct {
 
 // syncState is a Service's sync counters and queue of pull requests.
 type syncState struct {
-	synced     atomic.Int64 // postings pulled by sync and stored
-	refusedIn  atomic.Int64 // postings a peer sent by sync that were refused
-	syncBytes  atomic.Int64 // sync bytes this node sent and received as the asker
-	inSync     atomic.Int64 // range pairs found equal by one sums request
-	syncErrs   atomic.Int64 // range pairs whose sync failed
-	syncServed atomic.Int64 // sync requests answered
-	pulls      atomic.Int64 // pull requests queued or being served
+	synced     atomic.Int64  // postings pulled by sync and stored
+	refusedIn  atomic.Int64  // postings a peer sent by sync that were refused
+	syncBytes  atomic.Int64  // sync bytes this node sent and received as the asker
+	inSync     atomic.Int64  // range pairs found equal by one sums request
+	syncErrs   atomic.Int64  // range pairs whose sync failed
+	syncServed atomic.Int64  // sync requests answered
+	pulls      atomic.Int64  // pull requests queued or being served
+	rounds     atomic.Int64  // rounds RunSync ran
+	lastPut    atomic.Int64  // Unix ns: postings last stored by an add or this node's delivery (0: never)
+	quiet      time.Duration // SyncQuiet unless set (tests)
 
 	roundMu  sync.Mutex
 	jobsOnce sync.Once
@@ -195,34 +199,6 @@ func (sv *Service) serveSync(ctx context.Context, q *kit.Request) error {
 	default:
 		return fmt.Errorf("%w: sync op %q", kit.ErrBadFrame, req.Op)
 	}
-}
-
-// scan calls fn with every stored posting whose term key lies in one of
-// rs (disjoint ranges) and that range's index: one Store.Range, over rs
-// itself when it is one range, else over the circle.
-func (sv *Service) scan(ctx context.Context, rs []KeyRange, fn func(i int, p fts.Posting)) error {
-	from, to := rs[0].From, rs[0].To
-	if len(rs) > 1 {
-		to = from
-	}
-	last, idx := "", -1
-	started := false
-	return sv.Store.Range(ctx, from, to, func(p fts.Posting) error {
-		if !started || p.Term != last {
-			started, last, idx = true, p.Term, -1
-			k := fts.TermKey(p.Term)
-			for i, r := range rs {
-				if r.Has(k) {
-					idx = i
-					break
-				}
-			}
-		}
-		if idx >= 0 {
-			fn(idx, p)
-		}
-		return nil
-	})
 }
 
 // rangeSums returns the digest of the postings of each of rs.

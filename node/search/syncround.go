@@ -1,6 +1,7 @@
 package search
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,18 @@ const (
 	pullQueue      = 64      // pull requests waiting
 	syncDuty       = 19      // a round waits at least this many times its length after it
 	maxRest        = 10 * time.Minute
+
+	// SyncQuiet is how long no postings may have been stored (pushed
+	// by an indexer, or this node's own) before a due round runs: while
+	// pushes are current the holders differ by the batches in flight,
+	// which the pushes deliver anyway, and a round would split and list
+	// ranges for nothing. A round is put off so at most maxDefer.
+	SyncQuiet = 5 * time.Second
+	maxDefer  = 5 * time.Minute
+	// maxBackoff bounds the period's growth: after a round that found
+	// every pair in sync the period doubles, up to this many times
+	// SyncInterval; a ring change, a pull or a difference resets it.
+	maxBackoff = 8
 )
 
 // pullJob is a pull request a range's owner made of this node.
@@ -46,6 +59,13 @@ type pullJob struct {
 // union of what they held. In sync, a pair costs one request of two
 // small frames.
 func (sv *Service) SyncRound(ctx context.Context) error {
+	_, err := sv.syncRound(ctx)
+	return err
+}
+
+// syncRound is SyncRound; settled reports that every pair compared was
+// in sync (or there was none) and nothing was pulled or failed.
+func (sv *Service) syncRound(ctx context.Context) (settled bool, err error) {
 	sv.roundMu.Lock()
 	defer sv.roundMu.Unlock()
 	var errs []error
@@ -64,10 +84,11 @@ func (sv *Service) SyncRound(ctx context.Context) error {
 		}
 	}
 	if len(rs) == 0 {
-		return nil
+		return true, nil
 	}
 	var tops []RangeSum
 	var mark int64
+	unsettled := false
 	for i, v := range vs {
 		r := rs[i]
 		before := sv.synced.Load()
@@ -80,7 +101,7 @@ func (sv *Service) SyncRound(ctx context.Context) error {
 				mark = sv.synced.Load()
 				var err error
 				if tops, err = sv.rangeSums(ctx, rs); err != nil {
-					return errors.Join(append(errs, fmt.Errorf("search sync: digests of this node's ranges: %w", err))...)
+					return false, errors.Join(append(errs, fmt.Errorf("search sync: digests of this node's ranges: %w", err))...)
 				}
 			}
 			equal, err := sv.pullFrom(ctx, c, r, &tops[i])
@@ -94,7 +115,7 @@ func (sv *Service) SyncRound(ctx context.Context) error {
 				differ = append(differ, c)
 			}
 			if ctx.Err() != nil {
-				return ctx.Err()
+				return false, ctx.Err()
 			}
 		}
 		if sv.synced.Load() != before {
@@ -105,13 +126,16 @@ func (sv *Service) SyncRound(ctx context.Context) error {
 				}
 			}
 		}
+		if len(differ) > 0 {
+			unsettled = true
+		}
 		for _, c := range differ {
 			if _, _, err := sv.syncCall(ctx, c, syncRequest{Op: opPull, Ranges: []KeyRange{r}}); err != nil {
 				fail(err)
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return !unsettled && len(errs) == 0, errors.Join(errs...)
 }
 
 // pullRange pulls from c the postings of range r (which this node holds)
@@ -291,10 +315,18 @@ func (sv *Service) queuePull(j pullJob) {
 
 // RunSync runs SyncRound every SyncInterval, and SyncSettle after the
 // last of a burst of ring changes (events: a local virtual server's range
-// or successors changed), but never sooner than syncDuty times the last
-// round's length after it (a round scans the store: on a large one, sync
-// so takes at most about a twentieth of the time), and serves queued pull
-// requests, until ctx ends.
+// or successors changed), until ctx ends; and serves queued pull
+// requests. A due round waits:
+//   - while postings are being stored (the last less than SyncQuiet ago),
+//     at most maxDefer after it was due: a ring that crawls has its
+//     holders differ by the batches in flight, which their pushes deliver;
+//   - at least syncDuty times the last round's length after it (a round
+//     scans the store: on a large one, sync so takes at most about a
+//     twentieth of the time).
+//
+// A round that finds every pair in sync doubles the period, up to
+// maxBackoff times SyncInterval; a ring change, or a round that pulled,
+// asked for a pull or failed, sets it back to SyncInterval.
 func (sv *Service) RunSync(ctx context.Context, events <-chan ring.Event) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -303,25 +335,35 @@ func (sv *Service) RunSync(ctx context.Context, events <-chan ring.Event) {
 	if interval <= 0 {
 		interval = DefaultSyncInterval
 	}
-	changed := false
-	var rested time.Time // no round before: syncDuty times the last one's length after it
+	period := interval
+	next := time.Now().Add(period) // the next round is due
+	var rested time.Time           // no round before: syncDuty times the last one's length after it
 	for {
-		d := interval
-		if changed {
-			d = min(d, SyncSettle)
+		at := next
+		if at.Before(rested) {
+			at = rested
 		}
-		d = max(d, time.Until(rested))
-		t := time.NewTimer(d)
+		if due := time.Now(); !at.After(due) {
+			// Due: put off while postings are being stored.
+			if wait := sv.quietWait(); wait > 0 && due.Sub(next) < maxDefer {
+				at = due.Add(min(wait, cmp.Or(sv.quiet, SyncQuiet), maxDefer-due.Sub(next)))
+			}
+		}
+		t := time.NewTimer(time.Until(at))
 		fire := false
 		select {
 		case <-ctx.Done():
 		case _, ok := <-events:
 			if !ok {
 				events = nil
+				break
 			}
-			changed = ok || changed
+			period = interval
+			if soon := time.Now().Add(SyncSettle); soon.Before(next) {
+				next = soon
+			}
 		case <-t.C:
-			fire = true
+			fire = time.Since(next) >= maxDefer || sv.quietWait() <= 0
 		}
 		t.Stop()
 		if ctx.Err() != nil {
@@ -330,14 +372,34 @@ func (sv *Service) RunSync(ctx context.Context, events <-chan ring.Event) {
 		if !fire {
 			continue
 		}
-		changed = false
 		start := time.Now()
-		if err := sv.SyncRound(ctx); err != nil && ctx.Err() == nil {
+		settled, err := sv.syncRound(ctx)
+		if err != nil && ctx.Err() == nil {
 			sv.log().Debug("search sync round", "err", err)
 		}
+		if settled {
+			period = min(2*period, maxBackoff*interval)
+		} else {
+			period = interval
+		}
+		sv.rounds.Add(1)
+		next = time.Now().Add(period)
 		rested = time.Now().Add(min(syncDuty*time.Since(start), maxRest))
 	}
 }
+
+// quietWait returns how long until SyncQuiet will have passed since
+// postings were last stored (0 or less: it has).
+func (sv *Service) quietWait() time.Duration {
+	last := sv.lastPut.Load()
+	if last == 0 {
+		return 0
+	}
+	return cmp.Or(sv.quiet, SyncQuiet) - time.Since(time.Unix(0, last))
+}
+
+// notePut records that postings were stored now (RunSync's quiet).
+func (sv *Service) notePut() { sv.lastPut.Store(time.Now().UnixNano()) }
 
 // servePulls serves queued pull requests one at a time until ctx ends.
 func (sv *Service) servePulls(ctx context.Context) {
@@ -368,10 +430,12 @@ type SyncStats struct {
 	Errors  int64 `json:"errors"`  // range pairs whose sync failed
 	Served  int64 `json:"served"`  // sync requests answered
 	Pending int64 `json:"pending"` // pull requests of owners queued or being served
+	Rounds  int64 `json:"rounds"`  // rounds run by RunSync
 }
 
 // SyncStats returns the sync counters.
 func (sv *Service) SyncStats() SyncStats {
 	return SyncStats{Pulled: sv.synced.Load(), Refused: sv.refusedIn.Load(), Bytes: sv.syncBytes.Load(),
-		InSync: sv.inSync.Load(), Errors: sv.syncErrs.Load(), Served: sv.syncServed.Load(), Pending: sv.pulls.Load()}
+		InSync: sv.inSync.Load(), Errors: sv.syncErrs.Load(), Served: sv.syncServed.Load(), Pending: sv.pulls.Load(),
+		Rounds: sv.rounds.Load()}
 }

@@ -1,0 +1,78 @@
+package search
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	fts "github.com/herod-archive/herod/search"
+
+	"github.com/herod-archive/herod/internal/p2ptest"
+	"github.com/herod-archive/herod/internal/testwait"
+)
+
+// TestRunSyncQuiet: while postings are being stored (an indexer's pushes
+// current) no round runs, however short the period; once they stop for
+// the quiet time, rounds run and a holder that missed postings gets them
+// all; rounds that find every pair in sync then stretch the period.
+func TestRunSyncQuiet(t *testing.T) {
+	const k = 3
+	w := &world{}
+	ns := syncRing(t, w, p2ptest.Hosts(t, 4), k)
+	for _, n := range ns {
+		w.add(n.v)
+	}
+	ps := postings(2000)
+	down := ns[1]
+	putAt(t, w, ns, ps, k, func(n *syncNode, _ fts.Posting) bool { return n == down })
+	const interval, quiet = 20 * time.Millisecond, 300 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{}, len(ns))
+	for _, n := range ns {
+		n.sv.SyncInterval, n.sv.quiet = interval, quiet
+		n.sv.notePut()
+		go func() {
+			n.sv.RunSync(ctx, nil)
+			done <- struct{}{}
+		}()
+	}
+	// Pushes current (the last one stored "now" for the next hour) for
+	// 30 periods: no round may start.
+	for _, n := range ns {
+		n.sv.lastPut.Store(time.Now().Add(time.Hour).UnixNano())
+	}
+	time.Sleep(30 * interval) // the time in which rounds must not run
+	for _, n := range ns {
+		if r := n.sv.SyncStats().Rounds; r != 0 {
+			t.Fatalf("%s: %d rounds while postings were being stored", n.v.Addr, r)
+		}
+	}
+	for _, n := range ns { // the pushes end
+		n.sv.notePut()
+	}
+	testwait.For(t, "the holder that missed postings gets them", 30*time.Second, func() error {
+		return converged(t, w, ns, ps, k)
+	})
+	if down.sv.SyncStats().Pulled == 0 {
+		t.Error("the holder that missed postings pulled nothing")
+	}
+	// In sync: the period doubles each round up to maxBackoff times
+	// the interval, so 6 more rounds take at least 20+40+...+160 ms
+	// (8× caps it at 160).
+	r0, t0 := ns[0].sv.SyncStats().Rounds, time.Now()
+	testwait.For(t, "six rounds in sync", 30*time.Second, func() error {
+		if r := ns[0].sv.SyncStats().Rounds; r < r0+6 {
+			return fmt.Errorf("%d rounds", r-r0)
+		}
+		return nil
+	})
+	if el, min := time.Since(t0), (20+40+80+160+160)*time.Millisecond; el < min {
+		t.Errorf("6 rounds in sync in %v, want ≥ %v (the period stretched)", el, min)
+	}
+	cancel()
+	for range ns {
+		<-done
+	}
+}
