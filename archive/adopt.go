@@ -103,3 +103,53 @@ func (t *dictTrainer) adopt(zd *zdict, samples [][]byte) {
 	t.training = false
 	t.mu.Unlock()
 }
+
+// adoptOrTrain runs when the trainer's samples are complete (and
+// Options.DictWait has passed): the peers' dictionaries the store holds
+// (fetched by id and verified by hash for the replicas it imported) are
+// tried first, and the one that packs samples smallest, if it fits, is
+// adopted; the store trains its own only if none fits. So a store whose
+// peers' records reached it before its samples were complete, or while
+// it waited, but not through consider (it had too few samples then, or
+// the dictionary was tried and did not fit them yet), takes the ring's
+// dictionary instead of training a second one.
+func (t *dictTrainer) adoptOrTrain(samples [][]byte) {
+	var best *zdict
+	bestWith, bestWithout, tried := 0, 0, 0
+	if t.peers != nil {
+		for _, zd := range t.peers() {
+			tried++
+			if ok, with, without := fits(zd, samples); ok && (best == nil || with < bestWith) {
+				best, bestWith, bestWithout = zd, with, without
+			}
+		}
+	}
+	if best != nil {
+		if err := t.done(best); err == nil {
+			t.log.Info("adopted a peer's zstd dictionary", "id", best.id, "samples", len(samples),
+				"packed", bestWith, "without_dictionary", bestWithout, "peers", tried)
+			t.mu.Lock()
+			t.got = "adopted"
+			t.mu.Unlock()
+			t.off.Store(true)
+			t.wg.Done()
+			return
+		}
+	}
+	t.train(samples, tried) // calls wg.Done
+}
+
+// peerDicts returns the dictionaries the store holds, none of them its
+// own (the trainer asks only while the store has none).
+func (s *Store) peerDicts() []*zdict {
+	own := s.zd.Load()
+	s.dictMu.Lock()
+	defer s.dictMu.Unlock()
+	out := make([]*zdict, 0, len(s.dicts))
+	for _, zd := range s.dicts {
+		if zd != own {
+			out = append(out, zd)
+		}
+	}
+	return out
+}

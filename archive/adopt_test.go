@@ -128,3 +128,34 @@ func TestDictWait(t *testing.T) {
 		t.Fatalf("no dictionary trained after the wait (%q)", s.Stats().Dictionary)
 	}
 }
+
+// TestAdoptHeldAtTraining: a store that received a peer's records (and
+// so its dictionary) before it had samples enough to weigh it adopts
+// that dictionary when its samples are complete, and trains none.
+func TestAdoptHeldAtTraining(t *testing.T) {
+	ctx := context.Background()
+	owner, _, vs := twoStores(t)
+	trained := 0
+	trainFunc = func(samples [][]byte) (*zdict, error) {
+		trained++
+		return trainDict(samples)
+	}
+	defer func() { trainFunc = trainDict }()
+	replica := openTest(t, Options{NoSync: true, Verifier: edVerifier{}, MaxBody: 1 << 20, DictSamples: 60})
+	importAll(t, owner, replica, vs[40:50]) // zstd records, 10 samples: too few to weigh the dictionary
+	if replica.zd.Load() != nil {
+		t.Fatal("adopted on 10 samples")
+	}
+	pages := benchPages(120)
+	for i := 60; i < 120; i++ {
+		_, _, err := replica.Put(ctx, benchCapture(i, pages[i], t0.Add(time.Duration(i)*time.Second)))
+		must(t, err)
+	}
+	replica.trainer.wait()
+	if got := replica.Stats().Dictionary; got != "adopted" || trained != 0 {
+		t.Fatalf("Stats().Dictionary = %q after %d trainings, want adopted and none", got, trained)
+	}
+	if r, ok := replica.OwnDictionary(); !ok || r != owner.zd.Load().ref() {
+		t.Fatalf("own dictionary %v %v, want the owner's", r, ok)
+	}
+}

@@ -309,7 +309,7 @@ func newStore(dir string, o Options) (*Store, error) {
 	if s.disk.free == nil {
 		s.disk.free = statfsFree
 	}
-	s.trainer.log, s.trainer.done = log, s.adoptTrained
+	s.trainer.log, s.trainer.done, s.trainer.peers = log, s.adoptTrained, s.peerDicts
 	s.trainer.waitLeft = max(o.DictWait, 0)
 	switch {
 	case o.DictSamples == 0:

@@ -454,6 +454,7 @@ type dictTrainer struct {
 	tried    map[id.ID]bool // peers' dictionaries considered for adoption
 	got      string         // "trained" or "adopted" once done (Stats.Dictionary)
 	waitLeft int            // offers still to wait for a peer's dictionary once the samples are complete (Options.DictWait)
+	peers    func() []*zdict // the peers' dictionaries the store holds (adopt.go)
 	wg       sync.WaitGroup // the training (or adopting) goroutine
 }
 
@@ -486,20 +487,21 @@ func (t *dictTrainer) offer(plain []byte) {
 	samples := t.samples
 	t.samples, t.bytes, t.training = nil, 0, true
 	t.wg.Add(1)
-	go t.train(samples)
+	go t.adoptOrTrain(samples) // adopt.go
 }
 
-// train trains a dictionary on samples and hands it to done; a failure
+// train trains a dictionary on samples (peers: the peers' dictionaries
+// held that did not fit them, for the log) and hands it to done; a failure
 // makes the trainer collect twice as many samples (within
 // maxSampleTotal), dictTries times at most.
-func (t *dictTrainer) train(samples [][]byte) {
+func (t *dictTrainer) train(samples [][]byte, peers int) {
 	defer t.wg.Done()
 	start := time.Now()
 	zd, err := trainFunc(samples)
 	if err == nil {
 		if err = t.done(zd); err == nil {
 			t.log.Info("trained the segments' zstd dictionary", "samples", len(samples), "id", zd.id,
-				"frame", len(zd.frame), "took", time.Since(start))
+				"frame", len(zd.frame), "took", time.Since(start), "peers_not_fitting", peers)
 			t.mu.Lock()
 			t.got = "trained"
 			t.mu.Unlock()
