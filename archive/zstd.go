@@ -451,11 +451,11 @@ type dictTrainer struct {
 	bytes    int         // bytes collected
 	tries    int
 	samples  [][]byte
-	tried    map[id.ID]bool // peers' dictionaries considered for adoption
-	got      string         // "trained" or "adopted" once done (Stats.Dictionary)
-	waitLeft int            // offers still to wait for a peer's dictionary once the samples are complete (Options.DictWait)
+	tried    map[id.ID]bool  // peers' dictionaries considered for adoption
+	got      string          // "trained" or "adopted" once done (Stats.Dictionary)
+	waitLeft int             // offers still to wait for a peer's dictionary once the samples are complete (Options.DictWait)
 	peers    func() []*zdict // the peers' dictionaries the store holds (adopt.go)
-	wg       sync.WaitGroup // the training (or adopting) goroutine
+	wg       sync.WaitGroup  // the training (or adopting) goroutine
 }
 
 // offer hands the trainer an uncompressed record; it keeps a copy (of at
