@@ -223,6 +223,7 @@ func (c *Crawler) refresh(ctx context.Context, raw string, st archive.CrawlState
 			return c.archiveErr(ctx, raw, err)
 		}
 	}
+	c.deps.fetched(ctx, raw, st.LastStatus(), st.Digest)
 	c.mu.Lock()
 	c.st.notModified++
 	c.mu.Unlock()
@@ -314,6 +315,7 @@ func (c *Crawler) store(ctx context.Context, raw string, resp *http.Response, he
 		if err := c.a.SetState(ctx, raw, next); err != nil {
 			return c.archiveErr(ctx, raw, err)
 		}
+		c.deps.fetched(ctx, raw, next.Status, next.Digest)
 		c.mu.Lock()
 		c.st.unchanged++
 		c.mu.Unlock()
@@ -361,6 +363,7 @@ func (c *Crawler) store(ctx context.Context, raw string, resp *http.Response, he
 	if err != nil {
 		return c.archiveErr(ctx, raw, err)
 	}
+	c.deps.fetched(ctx, raw, capture.Status, capture.Digest)
 	if added && !c.awaitCopies(ctx, raw, v) {
 		return abandoned
 	}
