@@ -151,7 +151,9 @@ func TestHandOffVerification(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := New(Config{Self: me, Ring: statusRing{st}, Held: held,
-		Check: func(context.Context, string, []byte) (archive.Version, error) { return archive.Version{}, archive.ErrCorrupt },
+		Check: func(context.Context, string, []byte) (archive.Version, error) {
+			return archive.Version{}, archive.ErrCorrupt
+		},
 		Open: func(_ context.Context, c ring.Contact, _ protocol.ID) (network.Stream, error) {
 			opened = append(opened, c)
 			return nil, errors.New("no network in this test")
