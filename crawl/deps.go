@@ -45,12 +45,11 @@ type Deps struct {
 	// owners' AddRequisites. Nil: requisites go through Forwarder, and
 	// the owners' Add refuses the dynamic ones.
 	Requisites RequisiteForwarder
-	// Fetched is told each fetch that stored a version or confirmed the
-	// newest one (a 304, an unchanged payload): the URL, the status and
-	// the payload's digest of what the archive now holds as the URL's
-	// answer. The node releases the handed-off records it holds with
-	// that payload (node/replication, Replicator.Confirm). Nil: nobody
-	// is told.
+	// Fetched is told each fetch that is about to store a version (before
+	// Put) or confirmed the newest one (a 304, an unchanged payload): the
+	// URL, the status and the payload's digest. The node releases the
+	// handed-off records it holds with that payload (node/replication,
+	// Replicator.Confirm). Nil: nobody is told.
 	Fetched func(ctx context.Context, url string, status int, digest id.ID)
 	// Browser is offered each changed page before it is stored, and
 	// renders those it chooses (browser.go). Nil: every page is stored

@@ -358,12 +358,15 @@ func (c *Crawler) store(ctx context.Context, raw string, resp *http.Response, he
 			return o
 		}
 	}
+	// Told before Put: a record another member captured with this
+	// payload earlier is stored first, and Put then finds it the newest
+	// version of the same payload and stores nothing more.
+	c.deps.fetched(ctx, raw, resp.StatusCode, p.digest)
 	capture := archive.Capture{URL: raw, Time: now, Status: resp.StatusCode, Header: resp.Header, Body: body, Digest: p.digest, State: &next, Request: head}
 	v, added, err := c.a.Put(ctx, capture)
 	if err != nil {
 		return c.archiveErr(ctx, raw, err)
 	}
-	c.deps.fetched(ctx, raw, capture.Status, capture.Digest)
 	if added && !c.awaitCopies(ctx, raw, v) {
 		return abandoned
 	}
