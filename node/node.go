@@ -314,7 +314,8 @@ func (n *Node) buildCrawl() error {
 	n.setupWitness()
 	n.setupRingPage()
 	n.reloc = &dayclaim.Relocator{Forwarder: n.fwd, Ring: n.ring, Claims: n.claims, Self: n.self.Peer,
-		Day: n.claimDay, Replicas: cfg.LinkReplicas, Logger: n.log}
+		Day: n.claimDay, Replicas: cfg.LinkReplicas, Logger: n.log,
+		Confirms: n.repl.HoldsURL} // a held hand-off's URL is fetched here, claimed or not
 	if err := n.setupRender(); err != nil { // render.go
 		return err
 	}

@@ -93,6 +93,7 @@ type Held struct {
 	mu        sync.Mutex
 	recs      map[archive.Entry]heldRecord
 	releasing map[archive.Entry]bool // claimed by a Confirm under way
+	keys      map[id.ID]int          // records per URL key
 	count     map[string]int         // records per sender
 	size      map[string]int64       // bytes per sender
 	bytes     int64
@@ -111,7 +112,7 @@ func OpenHeld(dir string, lim HoldLimits, log *slog.Logger) (*Held, error) {
 		return nil, fmt.Errorf("replication hold: %w", err)
 	}
 	h := &Held{dir: dir, lim: lim.withDefaults(), log: log, recs: map[archive.Entry]heldRecord{},
-		releasing: map[archive.Entry]bool{}, count: map[string]int{}, size: map[string]int64{}}
+		releasing: map[archive.Entry]bool{}, keys: map[id.ID]int{}, count: map[string]int{}, size: map[string]int64{}}
 	des, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("replication hold: %w", err)
@@ -168,6 +169,7 @@ func (h *Held) path(e archive.Entry) string { return filepath.Join(h.dir, e.Name
 
 func (h *Held) insertLocked(rec heldRecord) {
 	h.recs[rec.Entry] = rec
+	h.keys[rec.Entry.Key]++
 	h.count[rec.Sender]++
 	h.size[rec.Sender] += rec.Size
 	h.bytes += rec.Size
@@ -180,6 +182,9 @@ func (h *Held) deleteLocked(e archive.Entry) {
 	}
 	delete(h.recs, e)
 	delete(h.releasing, e)
+	if h.keys[e.Key]--; h.keys[e.Key] <= 0 {
+		delete(h.keys, e.Key)
+	}
 	if h.count[rec.Sender]--; h.count[rec.Sender] <= 0 {
 		delete(h.count, rec.Sender)
 		delete(h.size, rec.Sender)
@@ -195,6 +200,13 @@ func (h *Held) Has(e archive.Entry) bool {
 	defer h.mu.Unlock()
 	_, ok := h.recs[e]
 	return ok
+}
+
+// HasKey reports whether a record of the URL whose key is key is held.
+func (h *Held) HasKey(key id.ID) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.keys[key] > 0
 }
 
 // Len returns the records held and their bytes.
@@ -314,6 +326,9 @@ func (h *Held) read(e archive.Entry) ([]byte, error) {
 func (h *Held) claim(key id.ID, status int, digest id.ID) []heldRecord {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.keys[key] == 0 {
+		return nil // the common case: a map look-up per fetch
+	}
 	var out []heldRecord
 	for e, rec := range h.recs {
 		if e.Key == key && e.Digest == digest && rec.Status == status && !h.releasing[e] {

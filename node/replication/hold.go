@@ -115,6 +115,12 @@ func (r *Replicator) Confirm(ctx context.Context, url string, status int, digest
 	}
 }
 
+// HoldsURL reports whether this node holds a handed-off record of url,
+// waiting for its own fetch (a fetch the day's claims must not skip).
+func (r *Replicator) HoldsURL(url string) bool {
+	return r.cfg.Held != nil && r.cfg.Held.HasKey(id.OfString(url))
+}
+
 // errHeldGone wraps a held record whose file cannot be read.
 var errHeldGone = errors.New("held record unreadable")
 

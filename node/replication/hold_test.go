@@ -242,4 +242,11 @@ func TestHeldBounds(t *testing.T) {
 	if n, b := h.Len(); n != 3 || b != 120 {
 		t.Fatalf("held %d records, %d bytes; want 3, 120", n, b)
 	}
+	if !h.HasKey(rec("a", 2).Entry.Key) || h.HasKey(rec("c", 1).Entry.Key) {
+		t.Fatal("HasKey: a held record's key not found, or a refused one's found")
+	}
+	h.done(rec("a", 2).Entry, true)
+	if h.HasKey(rec("a", 2).Entry.Key) {
+		t.Fatal("HasKey: a dropped record's key found")
+	}
 }
