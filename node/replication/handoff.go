@@ -49,7 +49,8 @@ const (
 // HandOffStats counts hand-offs since New.
 type HandOffStats struct {
 	// Records counts the records this node handed to their owners and
-	// the owners confirmed; Failed those whose hand-off failed (tried
+	// the owners accepted (held until their own fetch confirms them, or
+	// stored); Failed those whose hand-off failed (tried
 	// again at the next round); Own those outside the node's known
 	// ranges that the ring says it owns (its rounds copy them once the
 	// range is known).
