@@ -19,12 +19,16 @@ func (c *Crawler) Requeues(u string) bool { return c.takeStored(u) }
 // are taken out of the day's URL-seen set first; one still queued may be
 // fetched twice). A node rechecks the URL of a record another member
 // handed it, whose payload only its own fetch may confirm
-// (Deps.Fetched). URLs the scope refuses are counted and not queued.
+// (Deps.Fetched). URLs the scope refuses are counted and not queued. A
+// URL new to this node becomes known here but is not shared with its
+// range's holders (OnKnown): a sender's hand-offs do not spread into the
+// ring's known set; once a record is confirmed, its version carries it.
 func (c *Crawler) Recheck(ctx context.Context, urls []string) error {
 	for _, u := range urls {
 		if err := c.q.unsee(u); err != nil {
 			return fmt.Errorf("crawl recheck: %w", err)
 		}
 	}
-	return c.Add(ctx, urls)
+	_, err := c.addShared(ctx, urls, c.scope.check, 0, false)
+	return err
 }

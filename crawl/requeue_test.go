@@ -57,7 +57,8 @@ func TestRestartDenyHostRequeue(t *testing.T) {
 
 // TestRecheckFetched: Recheck fetches a URL again the day it was fetched
 // (Add alone does not), and Deps.Fetched is told what every fetch found:
-// the stored version, a 304 (the stored payload), a changed page.
+// the stored version, a 304 (the stored payload), a changed page. A URL
+// Recheck makes known is not shared (OnKnown), one Add makes known is.
 func TestRecheckFetched(t *testing.T) {
 	ctx := context.Background()
 	s := newSite(t, map[string]string{"/p": "<p>one</p>"})
@@ -85,6 +86,12 @@ func TestRecheckFetched(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	var shared []string
+	c.OnKnown(func(urls []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		shared = append(shared, urls...)
+	})
 	check := func(step string, requests int, want ...told) {
 		t.Helper()
 		waitIdle(t, c)
@@ -112,4 +119,13 @@ func TestRecheckFetched(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("rechecked: changed", 3, one, one, two)
+	if err := c.Recheck(ctx, []string{s.url("/new")}); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(s.requests("/new")) != 1 || !slices.Equal(shared, []string{s.url("/p")}) {
+		t.Fatalf("a rechecked new URL: %d requests; shared %v, want only the added one", len(s.requests("/new")), shared)
+	}
 }
