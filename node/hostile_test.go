@@ -315,11 +315,6 @@ func TestHostilePeers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The fill's records outside the target's ranges are handed to their
-	// owners, which queue each URL for their own fetch (the hold) and
-	// share it with its holders as known, the target among them: done
-	// before the measure.
-	waitPushIdle(ctx, t, lr)
 	memberEntries := func(ctx context.Context) error {
 		var zero id.ID
 		rep, err := rawReplicate(ctx, member.host, tid, replicate.Request{Op: replicate.OpEntries, A: zero, B: zero})
