@@ -175,50 +175,11 @@ func (s *Store) importRecord(ctx context.Context, name string, data []byte, prov
 		// data would be stored, so it is not decoded or verified.
 		return have, false, nil
 	}
-	ref, frame, named, err := splitRefFrame(data)
+	ci, err := s.checkImport(e, name, data, provenance, !s.trainer.off.Load())
 	if err != nil {
-		return Version{}, false, fmt.Errorf("archive import %s: %w", name, err)
+		return Version{}, false, err
 	}
-	var zd *zdict
-	if named {
-		if zd = s.dict(ref); zd == nil {
-			return Version{}, false, fmt.Errorf("archive import %s: %w", name, &MissingDictError{Ref: ref})
-		}
-	}
-	// The uncompressed record is needed only to sample it.
-	var plain []byte
-	var f *decodedFile
-	if zd != nil {
-		f, plain, err = decodeFrameMax(zd, frame, s.importBlock())
-	} else {
-		var raw *bytes.Buffer
-		if !s.trainer.off.Load() {
-			raw = new(bytes.Buffer)
-		}
-		f, err = decodeMemberMax(frame, raw, s.importBlock())
-		if raw != nil {
-			plain = raw.Bytes()
-		}
-	}
-	if err == nil {
-		err = checkEntry(e, f, "")
-	}
-	if err == nil && s.DayOf(f.capture.Time) != e.Day {
-		err = fmt.Errorf("%w: day %d in name, %d from WARC-Date (day lengths differ?)",
-			ErrCorrupt, e.Day, s.DayOf(f.capture.Time))
-	}
-	if err == nil && provenance {
-		err = s.checkProvenance(f)
-	}
-	if err != nil {
-		return Version{}, false, fmt.Errorf("archive import %s: %w", name, err)
-	}
-	c := &f.capture
-	v := Version{
-		URL: c.URL, Key: e.Key, Digest: e.Digest, Day: e.Day, Time: c.Time, Status: c.Status,
-		ContentType: MediaType(c.Header.Get("Content-Type")),
-		Length:      int64(len(c.Body)), Seq: e.Seq, Peer: c.Peer, Browser: c.Browser, Imported: c.Imported,
-	}
+	v, zd, frame, plain := ci.v, ci.zd, ci.frame, ci.plain
 	lk := &s.keyLocks[e.Key[len(e.Key)-1]]
 	lk.Lock()
 	defer lk.Unlock()
@@ -265,6 +226,96 @@ func (s *Store) importRecord(ctx context.Context, name string, data []byte, prov
 		s.trainer.consider(zd) // a peer's dictionary, adopted if the store has none (adopt.go)
 	}
 	return v, true, nil
+}
+
+// checkedImport is a record checkImport decoded and verified: the version
+// it names and what storing it needs.
+type checkedImport struct {
+	v     Version
+	zd    *zdict // nil for a gzip member
+	frame []byte // the record without its dictionary reference
+	plain []byte // the uncompressed record, when sampling
+}
+
+// checkImport decodes and verifies data, the record named name (e), as
+// Import does before it stores: framing, the name against the record,
+// the day, and with provenance the fetcher's signature and capture time.
+// With sample it keeps the uncompressed record of a gzip member (for the
+// dictionary trainer).
+func (s *Store) checkImport(e Entry, name string, data []byte, provenance, sample bool) (checkedImport, error) {
+	ref, frame, named, err := splitRefFrame(data)
+	if err != nil {
+		return checkedImport{}, fmt.Errorf("archive import %s: %w", name, err)
+	}
+	var zd *zdict
+	if named {
+		if zd = s.dict(ref); zd == nil {
+			return checkedImport{}, fmt.Errorf("archive import %s: %w", name, &MissingDictError{Ref: ref})
+		}
+	}
+	// The uncompressed record is needed only to sample it.
+	var plain []byte
+	var f *decodedFile
+	if zd != nil {
+		f, plain, err = decodeFrameMax(zd, frame, s.importBlock())
+	} else {
+		var raw *bytes.Buffer
+		if sample {
+			raw = new(bytes.Buffer)
+		}
+		f, err = decodeMemberMax(frame, raw, s.importBlock())
+		if raw != nil {
+			plain = raw.Bytes()
+		}
+	}
+	if err == nil {
+		err = checkEntry(e, f, "")
+	}
+	if err == nil && s.DayOf(f.capture.Time) != e.Day {
+		err = fmt.Errorf("%w: day %d in name, %d from WARC-Date (day lengths differ?)",
+			ErrCorrupt, e.Day, s.DayOf(f.capture.Time))
+	}
+	if err == nil && provenance {
+		err = s.checkProvenance(f)
+	}
+	if err != nil {
+		return checkedImport{}, fmt.Errorf("archive import %s: %w", name, err)
+	}
+	c := &f.capture
+	v := Version{
+		URL: c.URL, Key: e.Key, Digest: e.Digest, Day: e.Day, Time: c.Time, Status: c.Status,
+		ContentType: MediaType(c.Header.Get("Content-Type")),
+		Length:      int64(len(c.Body)), Seq: e.Seq, Peer: c.Peer, Browser: c.Browser, Imported: c.Imported,
+	}
+	return checkedImport{v: v, zd: zd, frame: frame, plain: plain}, nil
+}
+
+// CheckImport verifies data, the record named name, as Import does —
+// framing, the name, the fetcher's signature, a capture time not in the
+// future, a URL and time no purge order covers — and returns the version
+// it names, storing nothing. A record of a dictionary the store lacks
+// returns a *MissingDictError, as Import does. A node holds a record a
+// member hands off to it this way until its own fetch confirms the
+// payload (node/replication, held.go).
+func (s *Store) CheckImport(ctx context.Context, name string, data []byte) (Version, error) {
+	if err := ctx.Err(); err != nil {
+		return Version{}, fmt.Errorf("archive check: %w", err)
+	}
+	if s.closed.Load() {
+		return Version{}, errors.New("archive check: store closed")
+	}
+	e, err := ParseName(name)
+	if err != nil {
+		return Version{}, fmt.Errorf("archive check: %w", err)
+	}
+	ci, err := s.checkImport(e, name, data, true, false)
+	if err != nil {
+		return Version{}, err
+	}
+	if s.urlp.covers(ci.v.URL, ci.v.Time) {
+		return Version{}, fmt.Errorf("archive check %s: %w: %w", name, ErrCorrupt, ErrPurged)
+	}
+	return ci.v, nil
 }
 
 // importBlock is the largest block Import reads: Options.MaxBody and room

@@ -314,6 +314,12 @@ func (c *Crawler) addChecked(ctx context.Context, urls []string, check func(stri
 
 // addDepth is addChecked for URLs reached through redirects redirects.
 func (c *Crawler) addDepth(ctx context.Context, urls []string, check func(string) (string, string), redirects int) (int, error) {
+	return c.addShared(ctx, urls, check, redirects, true)
+}
+
+// addShared is addDepth; with share false the new known URLs are not
+// told to OnKnown's function (not shared with their ranges' holders).
+func (c *Crawler) addShared(ctx context.Context, urls []string, check func(string) (string, string), redirects int, share bool) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -358,7 +364,7 @@ func (c *Crawler) addDepth(ctx context.Context, urls []string, check func(string
 			}
 		}
 	}
-	if fn := c.onKnown.Load(); fn != nil && fresh > 0 {
+	if fn := c.onKnown.Load(); fn != nil && fresh > 0 && share {
 		urls := make([]string, 0, fresh)
 		for _, e := range added {
 			if e.fresh {

@@ -1,9 +1,11 @@
 package crawl
 
 import (
+	"context"
 	"errors"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/internal/id"
 )
 
 // Deps are the parties a Crawler works with besides the origins: the
@@ -43,6 +45,12 @@ type Deps struct {
 	// owners' AddRequisites. Nil: requisites go through Forwarder, and
 	// the owners' Add refuses the dynamic ones.
 	Requisites RequisiteForwarder
+	// Fetched is told each fetch that is about to store a version (before
+	// Put) or confirmed the newest one (a 304, an unchanged payload): the
+	// URL, the status and the payload's digest. The node releases the
+	// handed-off records it holds with that payload (node/replication,
+	// Replicator.Confirm). Nil: nobody is told.
+	Fetched func(ctx context.Context, url string, status int, digest id.ID)
 	// Browser is offered each changed page before it is stored, and
 	// renders those it chooses (browser.go). Nil: every page is stored
 	// as fetched.
@@ -65,4 +73,11 @@ func (d Deps) check() error {
 		return errors.New("crawl: Deps.Sharer needs a Deps.Haver")
 	}
 	return nil
+}
+
+// fetched tells Deps.Fetched, if set, of a fetch of url.
+func (d Deps) fetched(ctx context.Context, url string, status int, digest id.ID) {
+	if d.Fetched != nil && !digest.IsZero() {
+		d.Fetched(ctx, url, status, digest)
+	}
 }

@@ -223,6 +223,7 @@ func (c *Crawler) refresh(ctx context.Context, raw string, st archive.CrawlState
 			return c.archiveErr(ctx, raw, err)
 		}
 	}
+	c.deps.fetched(ctx, raw, st.LastStatus(), st.Digest)
 	c.mu.Lock()
 	c.st.notModified++
 	c.mu.Unlock()
@@ -314,6 +315,7 @@ func (c *Crawler) store(ctx context.Context, raw string, resp *http.Response, he
 		if err := c.a.SetState(ctx, raw, next); err != nil {
 			return c.archiveErr(ctx, raw, err)
 		}
+		c.deps.fetched(ctx, raw, next.Status, next.Digest)
 		c.mu.Lock()
 		c.st.unchanged++
 		c.mu.Unlock()
@@ -356,6 +358,10 @@ func (c *Crawler) store(ctx context.Context, raw string, resp *http.Response, he
 			return o
 		}
 	}
+	// Told before Put: a record another member captured with this
+	// payload earlier is stored first, and Put then finds it the newest
+	// version of the same payload and stores nothing more.
+	c.deps.fetched(ctx, raw, resp.StatusCode, p.digest)
 	capture := archive.Capture{URL: raw, Time: now, Status: resp.StatusCode, Header: resp.Header, Body: body, Digest: p.digest, State: &next, Request: head}
 	v, added, err := c.a.Put(ctx, capture)
 	if err != nil {

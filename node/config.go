@@ -142,6 +142,11 @@ type Config struct {
 	// and pulls what it lacks. Default DefaultReplicationInterval; negative
 	// disables rounds (pull requests from owners are still served).
 	ReplicationInterval time.Duration
+	// HandOffHold is how long a record another member hands off waits,
+	// held, for this node's own fetch of its URL to confirm its payload
+	// before it is dropped (herod run --handoff-hold; docs/trust.md).
+	// Default replication.DefaultHoldFor (7 days).
+	HandOffHold time.Duration
 	// RebalanceInterval is how often the node checks its share of the ring
 	// and moves a virtual server for a fairer one (ring.Rebalance).
 	// Default DefaultRebalanceInterval; negative disables it.

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/testwait"
 )
@@ -21,18 +23,24 @@ import (
 // key's owner), and through rounds when the push never saw it (a full
 // push queue, a restart). Rounds alone compare each owner with its
 // replicas only, so before hand-offs such a version stayed on the one
-// node that is no holder, whatever the number of rounds.
+// node that is no holder, whatever the number of rounds. The owner holds
+// a handed-off record until its own fetch of the URL finds the same
+// payload (docs/replication-handoff.md), so the site serves what the
+// non-holder stored.
 func TestForeignVersionReachesHolders(t *testing.T) {
 	if testing.Short() {
 		t.Skip("four-node ring: skipped in -short mode")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	const body = "<p>stored by a node that holds no copy of it</p>"
+	site := servedSite(t, body)
 	lr, err := StartLocalRing(ctx, t.TempDir(), 4, Config{
 		VirtualServers:      4,
 		StabilizeInterval:   100 * time.Millisecond,
 		FlushInterval:       20 * time.Millisecond,
 		ReplicationInterval: -1, // rounds only when the test runs them
+		Crawl:               crawl.Config{HostRate: 1000, AllowPrivate: loopback},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -53,10 +61,10 @@ func TestForeignVersionReachesHolders(t *testing.T) {
 		t.Fatalf("%s: every node holds it", u)
 		return nil, nil
 	}
-	x, _ := nonHolder("http://foreign.example/")
+	x, _ := nonHolder(site + "/")
 	foreignURL := func(tag string) (string, []*Node) {
 		for i := 0; ; i++ {
-			u := fmt.Sprintf("http://foreign.example/%s/%d", tag, i)
+			u := fmt.Sprintf("%s/%s/%d", site, tag, i)
 			if n, hs := nonHolder(u); n == x {
 				return u, hs
 			}
@@ -65,7 +73,7 @@ func TestForeignVersionReachesHolders(t *testing.T) {
 	put := func(u string) archive.Entry {
 		t.Helper()
 		v, _, err := x.store.Put(ctx, archive.Capture{URL: u, Time: time.Now(), Status: 200,
-			Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte("<p>stored by a node that holds no copy of it</p>")})
+			Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(body)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,8 +114,14 @@ func TestForeignVersionReachesHolders(t *testing.T) {
 		lr.waitReplicationIdle(ctx, t)
 		waitPushIdle(ctx, t, lr)
 	}
-	if m := missing(e, hs); len(m) > 0 {
-		t.Errorf("rounds: %s stored on %s only; missing on holders %v after 3 rounds of every node%s", u, x.self.Addr, m, handOffReport(lr))
+	// The owner took it into its held area; its fetch releases it.
+	if err := testwait.Until(20*time.Second, func() error {
+		if m := missing(e, hs); len(m) > 0 {
+			return fmt.Errorf("missing on holders %v", m)
+		}
+		return nil
+	}); err != nil {
+		t.Errorf("rounds: %s stored on %s only after 3 rounds of every node: %v%s", u, x.self.Addr, err, handOffReport(lr))
 	}
 	if ok, err := x.store.Holds(ctx, e); err != nil || !ok {
 		t.Errorf("the node that stored %s no longer holds it (%v)", u, err)
@@ -123,4 +137,20 @@ func handOffReport(lr *LocalRing) string {
 		fmt.Fprintf(&b, "\n  %s: push %+v, hand-off %+v", n.self.Addr, st.Push, st.HandOff)
 	}
 	return b.String()
+}
+
+// servedSite serves body as text/html at every path but /robots.txt (404)
+// on a loopback address, and returns its origin.
+func servedSite(t *testing.T, body string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

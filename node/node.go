@@ -303,7 +303,9 @@ func (n *Node) buildCrawl() error {
 	if err := n.setupSearch(); err != nil { // search.go
 		return err
 	}
-	n.setupReplication()
+	if err := n.setupReplication(); err != nil {
+		return err
+	}
 	if cc.WriteCopies > 1 {
 		cc.Copies = n.repl // a fetch is done once WriteCopies copies exist
 	}
@@ -312,7 +314,8 @@ func (n *Node) buildCrawl() error {
 	n.setupWitness()
 	n.setupRingPage()
 	n.reloc = &dayclaim.Relocator{Forwarder: n.fwd, Ring: n.ring, Claims: n.claims, Self: n.self.Peer,
-		Day: n.claimDay, Replicas: cfg.LinkReplicas, Logger: n.log}
+		Day: n.claimDay, Replicas: cfg.LinkReplicas, Logger: n.log,
+		Confirms: n.repl.HoldsURL} // a held hand-off's URL is fetched here, claimed or not
 	if err := n.setupRender(); err != nil { // render.go
 		return err
 	}
@@ -323,6 +326,7 @@ func (n *Node) buildCrawl() error {
 		Relocator:  n.reloc,
 		Requisites: n.reloc,
 		Browser:    n.render,
+		Fetched:    n.repl.Confirm, // releases the hand-offs held for the URL
 	}.WithStore(n.store))
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
@@ -331,6 +335,7 @@ func (n *Node) buildCrawl() error {
 	// Every URL the crawler learns goes to its range's holders within
 	// replication.PushDelay (queued until the push loop starts in Start).
 	n.crawler.OnKnown(n.repl.NotifyKnown)
+	n.repl.OnRecheck(n.crawler.Recheck) // a held hand-off's URL is fetched now
 	return n.setupGateway()
 }
 

@@ -2,7 +2,9 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -30,6 +32,9 @@ const (
 	// ReplicationPushDelay bounds how long a version this node stores, or
 	// a URL it learns, waits before it is pushed to its range's holders.
 	ReplicationPushDelay = replication.PushDelay
+	// DefaultHandOffHold is how long a handed-off record waits, held,
+	// for this node's own fetch to confirm it (Config.HandOffHold).
+	DefaultHandOffHold = replication.DefaultHoldFor
 )
 
 // The crawler waits on the replicator for copies (--write-copies).
@@ -43,10 +48,16 @@ type ReplicationStats = replication.Stats
 // copies, as its last replication round found them (replication.Health).
 type ReplicationHealth = replication.Health
 
-// setupReplication builds the node's replicator and registers the
-// replication protocol handler. Called from Start (buildCrawl); the
-// loop starts with startReplication.
-func (n *Node) setupReplication() {
+// setupReplication builds the node's replicator, with its held area of
+// hand-offs (<data>/handoff-held), and registers the replication protocol
+// handler. Called from Start (buildCrawl); the loop starts with
+// startReplication.
+func (n *Node) setupReplication() error {
+	held, err := replication.OpenHeld(filepath.Join(n.cfg.DataDir, "handoff-held"),
+		replication.HoldLimits{For: n.cfg.HandOffHold}, n.log.With("sub", "hold"))
+	if err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
 	n.repl = replication.New(replication.Config{
 		Self:       n.self,
 		K:          n.cfg.Replicas,
@@ -69,6 +80,10 @@ func (n *Node) setupReplication() {
 		ShareKnown: n.links.ShareKnown,
 		Paused:     n.storePaused,
 		SetRanges:  n.store.SetRanges,
+		// Hand-offs wait in the held area until this node's own fetch
+		// confirms them (the crawler tells Confirm; buildCrawl).
+		Held:  held,
+		Check: n.store.CheckImport,
 		// The crawler waits for copies of what it stores (crawl.Config.WriteCopies).
 		TrackCopies: n.cfg.Crawl.WriteCopies > 1,
 		Logger:      n.log,
@@ -78,6 +93,7 @@ func (n *Node) setupReplication() {
 	// Every version this node stores is pushed to its replicas within
 	// replication.PushDelay (the loop starts with startReplication).
 	n.store.OnAdd(n.versionAdded) // search.go: and to search's indexer
+	return nil
 }
 
 // startReplication launches the round loop, the pull worker and the push

@@ -318,13 +318,16 @@ func ringPushReport(lr *LocalRing) string {
 		h.Failed += st.HandOff.Failed
 		h.Found += st.HandOff.Found
 		h.Taken += st.HandOff.Taken
+		h.Held += st.HandOff.Held
+		h.Released += st.HandOff.Released
+		h.Expired += st.HandOff.Expired
 	}
 	var dicts []string // how each store got its zstd dictionary
 	for _, n := range lr.Nodes {
 		dicts = append(dicts, cmp.Or(n.store.Stats().Dictionary, "none"))
 	}
-	return fmt.Sprintf("%d queued, %d copies, %d dropped (%d range repairs), %d failed; %d stored outside their node's ranges (%d of them its own by the ring), %d found by sweeps, %d handed off (%d taken by owners), %d hand-offs failed; dictionaries %v",
-		p.Queued, p.Copies, p.Dropped, p.Repairs, p.Failed, p.Foreign, h.Own, h.Found, h.Records, h.Taken, h.Failed, dicts)
+	return fmt.Sprintf("%d queued, %d copies, %d dropped (%d range repairs), %d failed; %d stored outside their node's ranges (%d of them its own by the ring), %d found by sweeps, %d handed off (%d taken by owners; held %d, released %d, expired %d), %d hand-offs failed; dictionaries %v",
+		p.Queued, p.Copies, p.Dropped, p.Repairs, p.Failed, p.Foreign, h.Own, h.Found, h.Records, h.Taken, h.Held, h.Released, h.Expired, h.Failed, dicts)
 }
 
 // ringCrawlStats adds up the nodes' crawl counters (the longest waits

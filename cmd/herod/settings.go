@@ -44,6 +44,7 @@ type runSettings struct {
 	quota                   byteSize
 	diskReserve             byteRate
 	replInterval            time.Duration
+	handOffHold             time.Duration
 	replicas                int
 	writeCopies             int
 	download, upload        byteRate
@@ -96,6 +97,7 @@ func (s *runSettings) register(fs *flag.FlagSet) {
 	fs.Var(&s.quota, "quota", "archive disk quota in bytes, with k, M, G, T (powers of 1000) or Ki, Mi, Gi, Ti suffixes: 50G (0: unlimited)")
 	fs.Var(&s.diskReserve, "disk-reserve", "free space to keep on the archive's file system (k, M, G suffixes; 0: 64 MiB): crawling and replication pause below it and resume by themselves when space returns")
 	durationVar(fs, &s.replInterval, "replication-interval", node.DefaultReplicationInterval, "period of replication rounds with the ring neighbours (a ring change starts one sooner)")
+	durationVar(fs, &s.handOffHold, "handoff-hold", node.DefaultHandOffHold, "how long a capture another member hands off waits, held and not shown, for this node's own fetch of its URL to confirm its payload before it is dropped")
 	fs.IntVar(&s.replicas, "replicas", node.ReplicationFactor, fmt.Sprintf("k: real nodes holding every version, 1 to %d; the same on every node of the ring", node.MaxReplicas))
 	fs.IntVar(&s.writeCopies, "write-copies", 1, "w: copies of a new version (this node's and w-1 replicas' confirmed imports) before its fetch counts as done, 1 to --replicas; past 30 s the fetch is done anyway, counted as write_copies")
 	fs.Var(&s.download, "download-rate", "download cap in bytes/s (k, M, G suffixes: 2M is 2,000,000 bytes/s) for crawled bodies and replication pulls; 0: none")
@@ -173,6 +175,7 @@ func (s *runSettings) validate() error {
 	check(s.serveRate >= 0 && !math.IsInf(s.serveRate, 0), "serve-rate", "want requests per second, 0 for no limit")
 	check(s.serveBurst >= 1, "serve-burst", "want 1 or more requests")
 	check(s.replInterval > 0, "replication-interval", "want a positive duration")
+	check(s.handOffHold > 0, "handoff-hold", "want a positive duration")
 	check(s.addrTimeout > 0, "addr-timeout", "want a positive duration")
 	check(s.replicas >= 1 && s.replicas <= node.MaxReplicas, "replicas", fmt.Sprintf("want 1 to %d", node.MaxReplicas))
 	check(s.writeCopies >= 1 && s.writeCopies <= s.replicas, "write-copies", "want 1 to --replicas")
@@ -249,6 +252,7 @@ func (s *runSettings) nodeConfig(w io.Writer) (node.Config, error) {
 		GatewayLimits: gateway.Limits{MaxInFlight: s.gwMaxRequests, MemoryBudget: int64(s.gwMemory), ExportRate: exportRate(s.exportRate),
 			RequestRate: s.serveRate, RequestBurst: s.serveBurst},
 		ReplicationInterval: s.replInterval, Replicas: s.replicas,
+		HandOffHold:  s.handOffHold,
 		DownloadRate: int64(s.download), UploadRate: int64(s.upload), ReplicationShare: s.replShare,
 		Crawl: cc, Browser: s.browser.config(), Logger: newLogger(w, s.logFormat, s.verbose),
 	}, nil

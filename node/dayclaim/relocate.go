@@ -37,6 +37,11 @@ type Relocator struct {
 	// Replicas is the node's link replication (Config.LinkReplicas): above
 	// 1 nothing moves.
 	Replicas int
+	// Confirms, if set, reports the URLs this node must fetch itself
+	// whatever the day's claims say: those of records another member
+	// handed off to it, held until its own fetch confirms their payload
+	// (node/replication, Replicator.HoldsURL). Nil: the claims decide.
+	Confirms func(url string) bool
 	Logger   *slog.Logger // nil: discard
 
 	via    passVia
@@ -98,7 +103,8 @@ func (r *Relocator) log() *slog.Logger {
 //
 // A URL a local virtual server owns is also checked against the day's
 // claims: one that a newer owner claimed, or that a former
-// owner fetched today, counts as moved, and PassOn drops it.
+// owner fetched today, counts as moved, and PassOn drops it — unless
+// Confirms names it, when a former owner's fetch does not count.
 func (r *Relocator) Moved(ctx context.Context, url string) bool {
 	key := id.OfString(url)
 	if r.Replicas > 1 {
@@ -128,6 +134,11 @@ func (r *Relocator) Moved(ctx context.Context, url string) bool {
 // fetches url, and reports whether it does not (Moved).
 func (r *Relocator) toFetch(ctx context.Context, url string, key id.ID, v ring.Node) bool {
 	out, via := r.Claims.ToFetchVia(ctx, url, key, v, r.Day())
+	if out == claim.Drop && r.Confirms != nil && r.Confirms(url) {
+		// A former owner fetched it today, but only this node's own
+		// fetch releases the record it holds: a second fetch today.
+		return false
+	}
 	if out == claim.PassOn && via.Peer != "" {
 		r.via.put(url, via)
 	}

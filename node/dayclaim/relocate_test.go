@@ -79,3 +79,38 @@ func TestRelocatorPassOn(t *testing.T) {
 		t.Fatalf("forwarder stats %+v: want the URL pending", st)
 	}
 }
+
+// ownRing is a Relocator's ring where the local virtual server v owns
+// every key.
+type ownRing struct{ v ring.Node }
+
+func (o ownRing) OwnerVnode(id.ID) (ring.Node, bool)  { return o.v, true }
+func (o ownRing) CloserOwner(id.ID) (ring.Node, bool) { return ring.Node{}, false }
+func (o ownRing) Lookup(context.Context, id.ID) (ring.Node, error) {
+	return o.v, nil
+}
+
+// TestRelocatorConfirms: a URL a former owner fetched today is not
+// fetched again, unless this node holds a handed-off record of it that
+// only its own fetch may confirm (Confirms).
+func TestRelocatorConfirms(t *testing.T) {
+	ctx := context.Background()
+	u := "http://a.example/held"
+	former := ring.Node{ID: ring.VirtualID("127.0.0.2:4001", 0), Contact: ring.Contact{Peer: "former", Addr: "127.0.0.2:4001"}}
+	me := ring.Node{ID: ring.VirtualID("127.0.0.1:4001", 0), Contact: ring.Contact{Peer: "me", Addr: "127.0.0.1:4001"}}
+	c := claim.New(claim.Config{Peer: "me", Ring: noVnodes{}, Transport: Transport{}})
+	if err := c.HandedOver(former, claim.Handover{Day: 1, Vnode: former, Keys: []id.ID{id.OfString(u)}}, 1); err != nil {
+		t.Fatal(err)
+	}
+	r := &Relocator{Ring: ownRing{me}, Claims: c, Self: "me", Day: func() int64 { return 1 }}
+	if !r.Moved(ctx, u) {
+		t.Fatal("a URL a former owner fetched today is fetched again")
+	}
+	r.Confirms = func(url string) bool { return url == u }
+	if r.Moved(ctx, u) {
+		t.Fatal("a URL with a held hand-off is not fetched")
+	}
+	if r.Moved(ctx, "http://a.example/other") {
+		t.Fatal("a URL no claim covers moved")
+	}
+}

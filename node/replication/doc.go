@@ -22,7 +22,10 @@
 // holds outside its roles (stored outside its ranges, or kept from a role
 // it lost) is handed to its owner (OpHandOff, handoff.go): by the push at
 // once, and by the sweeps of rounds, so that it reaches its k holders
-// although no round compares this node with them. With Config.TrackCopies the push remembers which replicas
+// although no round compares this node with them. The owner keeps a
+// record handed to it in its held area (Held, hold.go), shown, witnessed
+// and pushed by nothing, until its own fetch of the URL finds the same
+// payload (Confirm); unconfirmed past HoldLimits.For it is dropped. With Config.TrackCopies the push remembers which replicas
 // confirmed each record, so that WaitCopies tells the crawler when a
 // version has its --write-copies copies (acks.go).
 //

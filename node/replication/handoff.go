@@ -49,7 +49,8 @@ const (
 // HandOffStats counts hand-offs since New.
 type HandOffStats struct {
 	// Records counts the records this node handed to their owners and
-	// the owners confirmed; Failed those whose hand-off failed (tried
+	// the owners accepted (held until their own fetch confirms them, or
+	// stored); Failed those whose hand-off failed (tried
 	// again at the next round); Own those outside the node's known
 	// ranges that the ring says it owns (its rounds copy them once the
 	// range is known).
@@ -61,11 +62,27 @@ type HandOffStats struct {
 	Sweeps int64 `json:"sweeps"`
 	Found  int64 `json:"found"`
 	// Served counts hand-offs accepted from other members, Received what
-	// copying them did, Taken the records this node lacked and now holds
-	// (queued for its push).
+	// copying them did, Taken the records this node stored from them and
+	// queued for its push (released, or its own captures).
 	Served   int64           `json:"served"`
 	Received replicate.Stats `json:"received"`
 	Taken    int64           `json:"taken"`
+	// The hold (hold.go): Held is the records held now, waiting for this
+	// node's own fetch to confirm their payload, and HeldBytes their
+	// size; Holds counts the records ever held, Rechecks the URLs queued
+	// for this node's fetch, Released the records confirmed and stored,
+	// Expired those no own fetch confirmed within HoldLimits.For
+	// (dropped), Dropped those the store refused once confirmed (a
+	// fetcher purged since), Refused those refused for a full hold
+	// (ErrHoldFull).
+	Held      int64 `json:"held"`
+	HeldBytes int64 `json:"held_bytes"`
+	Holds     int64 `json:"holds"`
+	Rechecks  int64 `json:"rechecks"`
+	Released  int64 `json:"released"`
+	Expired   int64 `json:"expired"`
+	Dropped   int64 `json:"dropped"`
+	Refused   int64 `json:"refused"`
 }
 
 // handOffState is what waits for a hand-off. Guarded by Replicator.mu.
@@ -107,9 +124,11 @@ func (r *Replicator) handOffPushed(ctx context.Context, es []archive.Entry) {
 	r.wakePush() // PushIdle may hold now
 }
 
-// handOffRound runs at the start of each round: the hand-offs that
-// failed, and a sweep when one is due.
+// handOffRound runs at the start of each round: the held records past
+// their time are dropped, then the hand-offs that failed are tried again,
+// and a sweep runs when one is due.
 func (r *Replicator) handOffRound(ctx context.Context) {
+	r.ExpireHeld(time.Now())
 	r.mu.Lock()
 	sweep := r.ho.sweep
 	r.ho.sweep = false
@@ -343,10 +362,13 @@ func (r *Replicator) foreignIn(ctx context.Context, a, b id.ID) ([]archive.Entry
 
 // acceptHandOff serves a hand-off from member m: m names itself, q.B is
 // one of this node's virtual servers with a known range, and the records
-// in that range are copied (carried, or read from m) and verified by
-// Import before the reply, which is an error unless every record is now
-// held. Those this node lacked are queued for its push, so that the
-// range's replicas get them within PushDelay.
+// in that range are copied (carried, or read from m), verified as Import
+// verifies and kept in the held area (hold.go) before the reply, which is
+// an error unless every record is now held there or stored. A held
+// record is not imported, shown, witnessed or pushed until this node's
+// own fetch of its URL confirms its payload (Confirm): its URL is queued
+// for that fetch (Config.Recheck). A record this node fetched itself is
+// imported and queued for its push at once.
 func (r *Replicator) acceptHandOff(ctx context.Context, m ring.Node, q replicate.Request) error {
 	if reason := r.paused(); reason != "" {
 		return fmt.Errorf("hand-off refused: %s", reason)
@@ -368,44 +390,26 @@ func (r *Replicator) acceptHandOff(ctx context.Context, m ring.Node, q replicate
 		// sender asks the ring again at its next round.
 		return fmt.Errorf("hand-off refused: %s is no virtual server of this node with a known range", q.B.Short())
 	}
+	if r.cfg.Held == nil || r.cfg.Check == nil {
+		return errors.New("hand-off refused: this node keeps no held area")
+	}
 	g := vs[i].Range
-	h, _ := r.cfg.Local.(replicate.Holder)
-	held := func(e archive.Entry) bool {
-		if h == nil {
-			return false
-		}
-		ok, err := h.Holds(ctx, e)
-		return err == nil && ok
-	}
-	var lacked []archive.Entry
-	for _, e := range q.Entries {
-		if g.Contains(e.Key) && !held(e) {
-			lacked = append(lacked, e)
-		}
-	}
+	hl := &holdingLocal{Local: r.cfg.Local, r: r, sender: m.Peer}
 	peer := replicate.WithCarried(r.client(m.Contact), q)
-	st, err := replicate.Copy(ctx, r.cfg.Local, peer, g.Start, g.End, q.Entries, r.syncOptions())
-	taken := slices.DeleteFunc(lacked, func(e archive.Entry) bool { return !held(e) })
-	now := time.Now()
+	st, err := replicate.Copy(ctx, hl, peer, g.Start, g.End, q.Entries, r.syncOptions())
+	urls := make([]string, 0, len(hl.fresh))
+	for _, rec := range hl.fresh {
+		urls = append(urls, rec.URL)
+	}
 	r.mu.Lock()
 	r.st.HandOff.Served++
 	r.st.HandOff.Received.Add(st)
-	for _, e := range taken {
-		if len(r.pq.recs) >= r.queueLen {
-			r.st.Push.Dropped++
-			r.pq.overflow = true // the push repairs the range once its queues drain
-			continue
-		}
-		if r.pq.empty() {
-			r.pq.since = now
-		}
-		r.pq.recs = append(r.pq.recs, pushed{e: e, at: now})
-		r.st.HandOff.Taken++
-	}
-	if len(taken) > 0 {
-		r.wakePush()
-	}
+	r.st.HandOff.Holds += int64(len(hl.fresh))
+	r.st.HandOff.Refused += hl.refuse
+	r.queueTakenLocked(hl.taken, time.Now())
 	r.mu.Unlock()
+	// Held records wait for this node's own fetch of their URLs.
+	r.recheck(ctx, urls)
 	if err == nil && st.Pulled+st.Present < int64(len(q.Entries)) {
 		err = fmt.Errorf("%d of %d records not copied (%d outside the range or refused, %d unreadable)",
 			int64(len(q.Entries))-st.Pulled-st.Present, len(q.Entries), st.Rejected, st.Failed)

@@ -146,7 +146,14 @@ func TestHandOffVerification(t *testing.T) {
 	st := ring.Status{Vnodes: []ring.VnodeStatus{{Node: ring.Node{ID: b, Contact: me, Index: 1},
 		Range: ring.Range{Start: id.OfString("pred"), End: b, Known: true}}}}
 	var opened []ring.Contact
-	r := New(Config{Self: me, Ring: statusRing{st},
+	held, err := OpenHeld(t.TempDir(), HoldLimits{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New(Config{Self: me, Ring: statusRing{st}, Held: held,
+		Check: func(context.Context, string, []byte) (archive.Version, error) {
+			return archive.Version{}, archive.ErrCorrupt
+		},
 		Open: func(_ context.Context, c ring.Contact, _ protocol.ID) (network.Stream, error) {
 			opened = append(opened, c)
 			return nil, errors.New("no network in this test")

@@ -106,7 +106,8 @@ type Purge interface {
 }
 
 // Config is what a Replicator needs. Every field but Purge, RefuseRole,
-// BadFrame, ReadReply, WriteReply and Logger must be set.
+// BadFrame, ReadReply, WriteReply, Held, Check and Logger must
+// be set.
 type Config struct {
 	Self     ring.Contact  // this node
 	K        int           // the replication factor (Factor if 0)
@@ -149,6 +150,12 @@ type Config struct {
 	// requests and offers name them (archive.Store.SetRanges: each
 	// range's share of the quota; share.go).
 	SetRanges func(rs []archive.KeyRange) error
+	// Held keeps the records other members hand off until this node's
+	// own fetch confirms them (hold.go; OpenHeld), and Check verifies a
+	// record as Local's Import does, storing nothing
+	// (archive.Store.CheckImport). Without both, hand-offs are refused.
+	Held  *Held
+	Check func(ctx context.Context, name string, data []byte) (archive.Version, error)
 	// TrackCopies makes the push remember which replicas confirmed each
 	// record, for WaitCopies (the crawler's --write-copies above 1).
 	TrackCopies bool
@@ -170,13 +177,14 @@ type Replicator struct {
 	purgeMu     sync.Mutex                // guards purgeAgreed
 	purgeAgreed map[string]purgeAgreement // by replica peer: purge.go
 
-	lag      prometheus.Histogram // push lags (push.go)
-	dicts    dictFetches          // dictionary fetches (dict.go)
-	refused  refusedSet           // records refused for their signer's or range's share (share.go)
-	ranges   replicatedRanges     // the ranges this node replicates (share.go)
-	roles    roleCache            // owners' roles checked lately (rolecache.go)
-	pushWake chan struct{}
-	queueLen int // bounds the push queue and each replica's (pushQueueLen; tests lower it)
+	lag       prometheus.Histogram                                  // push lags (push.go)
+	dicts     dictFetches                                           // dictionary fetches (dict.go)
+	refused   refusedSet                                            // records refused for their signer's or range's share (share.go)
+	ranges    replicatedRanges                                      // the ranges this node replicates (share.go)
+	roles     roleCache                                             // owners' roles checked lately (rolecache.go)
+	recheckFn atomic.Pointer[func(context.Context, []string) error] // OnRecheck (hold.go)
+	pushWake  chan struct{}
+	queueLen  int // bounds the push queue and each replica's (pushQueueLen; tests lower it)
 
 	mu      sync.Mutex
 	pq      pushQueue                      // what waits for a push (push.go)
@@ -267,6 +275,10 @@ func (r *Replicator) Stats() Stats {
 	if r.lastErr != nil {
 		st.LastError = r.lastErr.Error()
 	}
+	if r.cfg.Held != nil {
+		n, b := r.cfg.Held.Len()
+		st.HandOff.Held, st.HandOff.HeldBytes = int64(n), b
+	}
 	return st
 }
 
@@ -297,6 +309,7 @@ func (r *Replicator) Round(ctx context.Context) error { return r.round(ctx) }
 // waits a whole interval after Run starts, while the node joins and the ring
 // settles.
 func (r *Replicator) Run(ctx context.Context, events <-chan ring.Event) {
+	r.recheckHeld(ctx) // the held records still wait for this node's fetch
 	changed, ran := false, false
 	for {
 		var tick <-chan time.Time

@@ -87,6 +87,10 @@ var (
 		counter("replication_rejected_total", "Version files refused: failed verification or outside the range.", func(st *Status) float64 { return float64(st.Replication.Syncs.Rejected) }),
 		counter("replication_errors_total", "Replication pairs or pulls that failed.", func(st *Status) float64 { return float64(st.Replication.Errors) }),
 		counter("replication_pull_requests_total", "Pull requests accepted from owners.", func(st *Status) float64 { return float64(st.Replication.PullRequests) }),
+		gauge("replication_handoff_held", "Handed-off records held, waiting for this node's own fetch to confirm their payload.", func(st *Status) float64 { return float64(st.Replication.HandOff.Held) }),
+		counter("replication_handoff_released_total", "Held records this node's own fetch confirmed, stored and pushed.", func(st *Status) float64 { return float64(st.Replication.HandOff.Released) }),
+		counter("replication_handoff_expired_total", "Held records no own fetch confirmed in time, dropped (the page changed, or the capture was made up).", func(st *Status) float64 { return float64(st.Replication.HandOff.Expired) }),
+		counter("replication_handoff_refused_total", "Handed-off records refused: the held area was full for their sender or in all.", func(st *Status) float64 { return float64(st.Replication.HandOff.Refused) }),
 		// politeness
 		counter("politeness_leases_total", "Host fetch-slot lease requests (local or remote).", func(st *Status) float64 { return float64(st.Politeness.Leases) }),
 		counter("politeness_lease_failures_total", "Lease requests that could not reach the host's owner.", func(st *Status) float64 { return float64(st.Politeness.Failures) }),
