@@ -130,7 +130,7 @@ func Fsck(ctx context.Context, dir string, o Options) (Report, error) {
 	defer rebuilt.Close()
 	live := old
 	if live == nil {
-		empty, err := leveldb.OpenFile(filepath.Join(tmp, "empty"), nil)
+		empty, err := leveldb.OpenFile(filepath.Join(tmp, "empty"), &opt.Options{DisableSeeksCompaction: true})
 		if err != nil {
 			return rep, fmt.Errorf("archive fsck: %w", err)
 		}

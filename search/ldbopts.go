@@ -13,8 +13,9 @@ import (
 //
 //   - a bloom filter of 10 bits a key lets a Get (a query's full
 //     blocks) skip the tables that lack the key; a write reads by
-//     iterator (put.go, blockIters): goleveldb compacts a table that
-//     many Gets consulted before another;
+//     iterator (put.go, blockIters), and seek compactions are off
+//     (DisableSeeksCompaction): goleveldb compacts a table that many
+//     Gets consulted before another;
 //   - an 8 MiB write buffer and 8 MiB tables make fewer, larger level-0
 //     flushes, and a 64 MiB level 1 keeps a level fewer: a term's tail
 //     is rewritten many times a day, and each level a rewritten
@@ -24,11 +25,13 @@ import (
 //
 // The options change no on-disk format.
 func storeOptions() *opt.Options {
-	return &opt.Options{
+	o := &opt.Options{
 		Filter:              filter.NewBloomFilter(10),
 		BlockCacheCapacity:  16 * opt.MiB,
 		WriteBuffer:         8 * opt.MiB,
 		CompactionTableSize: 8 * opt.MiB,
 		CompactionTotalSize: 64 * opt.MiB,
 	}
+	o.DisableSeeksCompaction = true
+	return o
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/opt"
 
 	"github.com/herod-archive/herod/internal/id"
 )
@@ -25,7 +26,7 @@ type Outbox struct {
 
 // OpenOutbox opens (or creates) the outbox in dir.
 func OpenOutbox(dir string) (*Outbox, error) {
-	db, err := leveldb.OpenFile(dir, nil)
+	db, err := leveldb.OpenFile(dir, &opt.Options{DisableSeeksCompaction: true})
 	if err != nil {
 		return nil, fmt.Errorf("outbox %s: %w", dir, err)
 	}

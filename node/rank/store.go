@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/opt"
 	"github.com/syndtr/goleveldb/leveldb/util"
 )
 
@@ -35,7 +36,7 @@ type RunInfo struct {
 
 // OpenStore opens or creates a Store in dir.
 func OpenStore(dir string) (*Store, error) {
-	db, err := leveldb.OpenFile(dir, nil)
+	db, err := leveldb.OpenFile(dir, &opt.Options{DisableSeeksCompaction: true})
 	if err != nil {
 		return nil, fmt.Errorf("rank store: %w", err)
 	}

@@ -1,0 +1,35 @@
+package links
+
+import (
+	"github.com/syndtr/goleveldb/leveldb/filter"
+	"github.com/syndtr/goleveldb/leveldb/opt"
+)
+
+// indexOptions returns the goleveldb options of the index's database
+// (docs/links.md, "Cost of a sweep"). A sweep's records land all over
+// the targets' key space, and a Put reads, for each target of its batch,
+// the records already held:
+//
+//   - a bloom filter of 10 bits a key lets a point read (a source's
+//     state, a target's refused count) skip the tables that lack the key;
+//   - no seek compactions (DisableSeeksCompaction): goleveldb otherwise
+//     rewrites a table that reads consulted before another size/16 KiB
+//     times, which a growing index's random reads do all day;
+//   - an 8 MiB write buffer and 8 MiB tables make fewer level-0 flushes,
+//     and a 64 MiB level 1 one level fewer for compaction to rewrite the
+//     records through;
+//   - a 16 MiB block cache keeps the filters and the upper levels in
+//     memory.
+//
+// The options change no on-disk format: tables written before the
+// filter are read as before.
+func indexOptions() *opt.Options {
+	return &opt.Options{
+		Filter:                 filter.NewBloomFilter(10),
+		BlockCacheCapacity:     16 * opt.MiB,
+		WriteBuffer:            8 * opt.MiB,
+		CompactionTableSize:    8 * opt.MiB,
+		CompactionTotalSize:    64 * opt.MiB,
+		DisableSeeksCompaction: true,
+	}
+}
