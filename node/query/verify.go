@@ -238,7 +238,11 @@ func (svc *Service) judge(ctx context.Context, vs []archive.Version, ps []*Proof
 // keys of its owner's range.
 func (svc *Service) heldRows(ctx context.Context, vs []archive.Version, ps []*Proof, by []string, order []*rowGroup) ([]bool, error) {
 	held := make([]bool, len(vs))
-	var ask []*rowGroup
+	type keyed struct {
+		key id.ID
+		g   *rowGroup
+	}
+	var ask []keyed
 	for _, g := range order {
 		if slices.ContainsFunc(g.rows, func(i int) bool { return ps[i] == nil }) {
 			for _, i := range g.rows {
@@ -246,18 +250,18 @@ func (svc *Service) heldRows(ctx context.Context, vs []archive.Version, ps []*Pr
 			}
 			continue
 		}
-		ask = append(ask, g)
+		ask = append(ask, keyed{id.OfString(vs[g.rows[0]].URL), g})
 	}
 	if len(ask) == 0 {
 		return held, nil
 	}
-	key := func(g *rowGroup) id.ID { return id.OfString(vs[g.rows[0]].URL) }
-	slices.SortFunc(ask, func(a, b *rowGroup) int { return key(a).Cmp(key(b)) })
+	slices.SortFunc(ask, func(a, b keyed) int { return a.key.Cmp(b.key) })
 	view := svc.holderView()
-	for _, g := range ask {
+	for _, a := range ask {
+		g := a.g
 		var errs []error
 		for _, i := range g.rows {
-			ok, err := view.holds(ctx, by[i], key(g))
+			ok, err := view.holds(ctx, by[i], a.key)
 			held[i] = ok
 			if err != nil {
 				errs = append(errs, err)

@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"fmt"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -17,7 +18,8 @@ import (
 // unverified, in one run: 1,000 rows of another fetcher, each listed by
 // two members (the URL's owner and a replica in a ring of 16 real nodes,
 // found by a holder lookup per owner range), each copy with the
-// replica's witness statement. "verified" checks one signature a version (the
+// replica's witness statement. "holders" is the holder check alone
+// (holders.go). "verified" checks one signature a version (the
 // version is recent: no statement needed); "witnesses" also checks the
 // statements, as the CDX does when it shows them.
 func BenchmarkJudgeRows(b *testing.B) {
@@ -88,6 +90,22 @@ func BenchmarkJudgeRows(b *testing.B) {
 		for b.Loop() {
 			if got := mergeRows(keyRows(rows), false); len(got) != len(vs)/2 {
 				b.Fatalf("%d rows", len(got))
+			}
+		}
+		perRow(b, start)
+	})
+	// The holder check alone (heldRows, in judge): a lookup per owner
+	// range, a hash and a search per version.
+	b.Run("holders", func(b *testing.B) {
+		groups := make([]*rowGroup, len(vs)/2)
+		for i := range groups {
+			groups[i] = &rowGroup{rows: []int{2 * i, 2*i + 1}}
+		}
+		start := cpuTime()
+		for b.Loop() {
+			held, err := svc.heldRows(ctx, vs, ps, by, groups)
+			if err != nil || slices.Contains(held, false) {
+				b.Fatalf("held %v, %v", held, err)
 			}
 		}
 		perRow(b, start)
