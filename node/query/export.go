@@ -149,7 +149,8 @@ func (svc *Service) Export(ctx context.Context, q cdx.Query, w io.Writer, resume
 // equal to the one just written (a replica). Every record is checked
 // before it is written (see export.Member); another member's records
 // must pass this node's import check (the fetcher's signature, the purge
-// book), and those that fail are left out and logged. After each record it calls
+// book) and come from a holder of their URL (holders.go), and those that
+// fail are left out and logged. After each record it calls
 // progress, if non-nil, with the record's exact cursor; resuming after it
 // gives exactly the rest of the stream, since every member skips up to
 // the same cursor in the same order.
