@@ -29,6 +29,8 @@ func (n *Node) setupQuery() {
 		Open:  n.openStream,
 		Hooks: wire.Hooks{Logger: n.log},
 		Slots: querySlots,
+		// k: another member's row is believed only from its URL's holders.
+		Replicas: n.cfg.Replicas,
 		// Set up after the query service: looked up when a listing needs it.
 		Dated: func(ctx context.Context, vs []archive.Version) []archive.Dating { return n.witness.DateAll(ctx, vs) },
 	}

@@ -22,8 +22,9 @@
 // comes with its Proof) and a member that breaks the protocol fails the
 // answer; a row or record of another member is listed or exported only
 // once verified like a read — its fetcher's signature, the purge book,
-// its date under the witness rule (verify.go, node/export) — and counted
-// when dropped; a member serves at most cap(Slots) requests at once and
+// its date under the witness rule (verify.go, node/export) — and only
+// from a member holding its URL in this node's view of the ring, or
+// also listed by one (holders.go), and counted when dropped; a member serves at most cap(Slots) requests at once and
 // refuses more with BusyError; every request and reply frame is bounded
 // in size and time.
 //

@@ -12,6 +12,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/archive/cdx"
+	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/node/export"
 	"github.com/herod-archive/herod/ring"
@@ -44,7 +45,7 @@ func (svc *Service) serveExport(ctx context.Context, req Request, w io.Writer) e
 // reads its first record. For this node it runs the export in a goroutine
 // feeding a pipe, so both cases share the checks of memberExport. The
 // returned stop function releases the stream and must be called.
-func (svc *Service) openExport(ctx context.Context, c ring.Contact, q cdx.Query, req Request, after *archive.Cursor) (*export.Member, func(), error) {
+func (svc *Service) openExport(ctx context.Context, c ring.Contact, q cdx.Query, req Request, after *archive.Cursor, view *holderView) (*export.Member, func(), error) {
 	var (
 		m     *export.Member
 		stop  func()
@@ -87,13 +88,50 @@ func (svc *Service) openExport(ctx context.Context, c ring.Contact, q cdx.Query,
 	}
 	var verify export.Verifier
 	if c.Peer != svc.Self.Peer {
-		verify = svc.Store // a remote member's records pass the import check
+		// A remote member's records pass the import check, and come from
+		// a holder of their URL.
+		verify = &heldVerifier{ctx: ctx, inner: svc.Store, peer: c.Peer, view: view}
 	}
 	var err error
 	if m, err = export.Open(name, r, setRD, q, after, verify); err != nil {
 		return nil, stop, err
 	}
 	return m, stop, nil
+}
+
+// heldVerifier is the Verifier of a remote member's export: a record
+// must pass the import check (inner) and its member must hold its URL
+// (holders.go). The records of a member that does not are left out and
+// counted in Service.NotHeld (not in Dropped): a holder's stream, or
+// this node's, carries the same version if the ring has it, and the
+// merge writes it once. A holder lookup that fails leaves the record
+// out too, counted in Dropped with the lookup's error.
+type heldVerifier struct {
+	ctx   context.Context
+	inner export.Verifier
+	peer  string
+	view  *holderView
+}
+
+// errNotHolder is the reason a record of a member that does not hold its
+// URL is left out of an export.
+var errNotHolder = errors.New("node: member does not hold the URL")
+
+// VerifyRecord implements export.Verifier.
+func (v *heldVerifier) VerifyRecord(data []byte) (*archive.Capture, id.ID, error) {
+	c, digest, err := v.inner.VerifyRecord(data)
+	if err != nil {
+		return c, digest, err
+	}
+	ok, err := v.view.holds(v.ctx, v.peer, id.OfString(c.URL))
+	switch {
+	case err != nil:
+		return nil, id.ID{}, err
+	case !ok:
+		v.view.notHeld.Add(1)
+		return nil, id.ID{}, errNotHolder
+	}
+	return c, digest, nil
 }
 
 // errExportStopped ends a local member's export when the merge stops.
@@ -111,7 +149,8 @@ func (svc *Service) Export(ctx context.Context, q cdx.Query, w io.Writer, resume
 // equal to the one just written (a replica). Every record is checked
 // before it is written (see export.Member); another member's records
 // must pass this node's import check (the fetcher's signature, the purge
-// book), and those that fail are left out and logged. After each record it calls
+// book) and come from a holder of their URL (holders.go), and those that
+// fail are left out and logged. After each record it calls
 // progress, if non-nil, with the record's exact cursor; resuming after it
 // gives exactly the rest of the stream, since every member skips up to
 // the same cursor in the same order.
@@ -142,6 +181,7 @@ func (svc *Service) ExportProgress(ctx context.Context, q cdx.Query, w io.Writer
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	view := svc.holderView()
 	var (
 		mu     sync.Mutex
 		opened []*export.Member
@@ -162,7 +202,7 @@ func (svc *Service) ExportProgress(ctx context.Context, q cdx.Query, w io.Writer
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			m, stop, err := svc.openExport(ctx, c, q, req, after)
+			m, stop, err := svc.openExport(ctx, c, q, req, after, view)
 			mu.Lock()
 			defer mu.Unlock()
 			stops = append(stops, stop)
@@ -179,9 +219,14 @@ func (svc *Service) ExportProgress(ctx context.Context, q cdx.Query, w io.Writer
 		return fmt.Errorf("node export: %w: %w", ErrPartial, errors.Join(errs...))
 	}
 	err = export.Merge(opened, w, progress)
-	if n, why := export.Dropped(opened); n > 0 {
-		svc.dropped.Add(int64(n))
-		svc.Log().Warn("export: records failed verification, left out", "dropped", n, "first", why)
+	nh := view.notHeld.Load()
+	if n, why := export.Dropped(opened); n > int(nh) {
+		svc.dropped.Add(int64(n) - nh)
+		svc.Log().Warn("export: records failed verification, left out", "dropped", int64(n)-nh, "first", why)
+	}
+	if nh > 0 {
+		svc.notHeld.Add(nh)
+		svc.Log().Warn("export: records of members not holding their URL, left out", "records", nh)
 	}
 	if err != nil {
 		if errors.Is(err, export.ErrPartial) {

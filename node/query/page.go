@@ -240,8 +240,9 @@ type memberPage struct {
 	// frontier is the key of the last row the member sent, in page
 	// order; set with more: the member's rows beyond it are unknown.
 	frontier *cdx.Key
-	dropped  int    // rows that failed verification
+	dropped  int    // rows that failed verification or that no holder listed
 	by       string // the member's address, for errors
+	peer     string // the member's peer id
 }
 
 // order compares keys in a page's order.
@@ -326,7 +327,7 @@ func (svc *Service) Page(ctx context.Context, req cdx.PageRequest) ([]cdx.Row, b
 	}
 	var pages []memberPage
 	errs := svc.eachMember(ctx, func(m ring.Contact) (func(), error) {
-		mp := memberPage{by: m.Addr}
+		mp := memberPage{by: m.Addr, peer: m.Peer}
 		var err error
 		if m.Peer == svc.Self.Peer {
 			mp.rows, mp.more, err = svc.localPage(ctx, q, pr)
@@ -344,7 +345,9 @@ func (svc *Service) Page(ctx context.Context, req cdx.PageRequest) ([]cdx.Row, b
 	if len(errs) > 0 {
 		return nil, false, fmt.Errorf("node cdx page: %w: %w", ErrPartial, errors.Join(errs...))
 	}
-	svc.judgePages(ctx, pages, pr.Peers)
+	if err := svc.judgePages(ctx, pages, pr.Peers); err != nil {
+		return nil, false, fmt.Errorf("node cdx page: %w", err)
+	}
 	rows, more, err := mergePages(pages, req.N, req.Reverse)
 	if err != nil {
 		return nil, false, fmt.Errorf("node cdx page: %w", err)
@@ -355,15 +358,20 @@ func (svc *Service) Page(ctx context.Context, req cdx.PageRequest) ([]cdx.Row, b
 // judgePages verifies the rows of every member's page together (judge)
 // and leaves in each page the rows kept, with their fetchers and
 // witnesses when peers asks for them, and the count of those dropped.
-func (svc *Service) judgePages(ctx context.Context, pages []memberPage, peers bool) {
+// Its error (the holders of a URL could not be found) fails the page.
+func (svc *Service) judgePages(ctx context.Context, pages []memberPage, peers bool) error {
 	var vs []archive.Version
 	var ps []*Proof
+	var by []string
 	for _, mp := range pages {
 		for i, r := range mp.rows {
-			vs, ps = append(vs, r.Version), append(ps, mp.proofs[i])
+			vs, ps, by = append(vs, r.Version), append(ps, mp.proofs[i]), append(by, mp.peer)
 		}
 	}
-	fate, good := svc.judge(ctx, vs, ps, peers)
+	fate, good, err := svc.judge(ctx, vs, ps, by, peers)
+	if err != nil {
+		return err
+	}
 	n := 0
 	for p := range pages {
 		mp := &pages[p]
@@ -372,7 +380,7 @@ func (svc *Service) judgePages(ctx context.Context, pages []memberPage, peers bo
 			f, ws, local := fate[n], good[n], mp.proofs[i] == nil
 			n++
 			switch {
-			case f == rowDropped:
+			case f == rowDropped, f == rowNotHeld:
 				mp.dropped++
 				continue
 			case f == rowCopy:
@@ -388,6 +396,7 @@ func (svc *Service) judgePages(ctx context.Context, pages []memberPage, peers bo
 		}
 		mp.rows, mp.proofs = kept, nil
 	}
+	return nil
 }
 
 // mergePages merges the members' pages (their kept rows) into the first

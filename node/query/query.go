@@ -124,6 +124,11 @@ type Service struct {
 	// list that no statement they sent dates (witness.Service.DateAll:
 	// asking the versions' holders); nil drops them.
 	Dated func(ctx context.Context, vs []archive.Version) []archive.Dating
+	// Replicas is k, the real nodes holding every key (the ring's
+	// replication factor): another member's row is believed only from
+	// one of its URL's k holders (holders.go). 0 means
+	// replication.Factor.
+	Replicas int
 	// Now is the clock of the witness rule; nil means time.Now.
 	Now        func() time.Time
 	wire.Hooks // Logger, optional
@@ -135,6 +140,7 @@ type Service struct {
 
 	dropped    atomic.Int64 // export records of other members that failed verification
 	unverified atomic.Int64 // listed rows of other members that failed verification
+	notHeld    atomic.Int64 // rows and export records of members not holding their URL (holders.go)
 }
 
 // Dropped returns how many records of other members exports left out
@@ -316,7 +322,7 @@ var errBadReply = errors.New("node: bad query reply")
 
 // List implements the gateway's Lister: it asks every real node of the ring (at
 // most queryFanout at a time) for its versions selected by q, keeps those
-// that verify (judge), merges them
+// that verify and that a holder of their URL lists (judge), merges them
 // in CDX order (SURT, then time), drops duplicates (replicas) and keeps the
 // first q.Limit. If a member fails, or the ring could not be enumerated
 // completely, List returns an error naming them (wrapping ErrPartial) and
@@ -333,6 +339,7 @@ func (svc *Service) List(ctx context.Context, q cdx.Query) ([]archive.Version, e
 	}
 	var listed []archive.Version
 	var proofs []*Proof
+	var by []string
 	errs := svc.eachMember(ctx, func(m ring.Contact) (func(), error) {
 		var vs []archive.Version
 		var ps []*Proof
@@ -343,12 +350,20 @@ func (svc *Service) List(ctx context.Context, q cdx.Query) ([]archive.Version, e
 		} else {
 			vs, ps, err = svc.remoteList(ctx, m, aq, limit)
 		}
-		return func() { listed, proofs = append(listed, vs...), append(proofs, ps...) }, err
+		return func() {
+			listed, proofs = append(listed, vs...), append(proofs, ps...)
+			for range vs {
+				by = append(by, m.Peer)
+			}
+		}, err
 	})
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("node list: %w: %w", ErrPartial, errors.Join(errs...))
 	}
-	fate, _ := svc.judge(ctx, listed, proofs, false)
+	fate, _, err := svc.judge(ctx, listed, proofs, by, false)
+	if err != nil {
+		return nil, fmt.Errorf("node list: %w", err)
+	}
 	var all []archive.Version
 	for i, v := range listed {
 		if fate[i] == rowKept {

@@ -52,19 +52,27 @@ func TestLocalPagePagesOnce(t *testing.T) {
 	}
 }
 
-// fakeRing has real nodes peer0..peerN-1, one virtual server each; walks
-// from the virtual servers in broken fail with the nodes found so far.
+// fakeRing has real nodes peer0..peerN-1 in ring order, one virtual
+// server each; walks from the virtual servers in broken fail with the
+// nodes found so far, and lookups of other keys fail with lookupErr when
+// it is set.
 type fakeRing struct {
-	nodes  []ring.Node
-	self   int
-	broken map[int]bool
+	nodes     []ring.Node
+	self      int
+	broken    map[int]bool
+	lookupErr error
+	lookups   int // of keys other than the virtual servers'
 }
 
 func newFakeRing(n int) *fakeRing {
 	fr := &fakeRing{broken: map[int]bool{}}
 	for i := range n {
-		c := ring.Contact{Peer: fmt.Sprintf("peer%d", i), Addr: fmt.Sprintf("10.0.0.%d:4000", i+1)}
+		c := ring.Contact{Addr: fmt.Sprintf("10.0.0.%d:4000", i+1)}
 		fr.nodes = append(fr.nodes, ring.Node{ID: id.OfString(c.Addr), Contact: c})
+	}
+	slices.SortFunc(fr.nodes, func(a, b ring.Node) int { return a.ID.Cmp(b.ID) })
+	for i := range fr.nodes {
+		fr.nodes[i].Peer = fmt.Sprintf("peer%d", i)
 	}
 	return fr
 }
@@ -73,6 +81,13 @@ func (fr *fakeRing) Vnodes() []ring.Node { return fr.nodes[fr.self : fr.self+1] 
 
 func (fr *fakeRing) Successors(_ context.Context, key id.ID, k int) ([]ring.Node, error) {
 	i := slices.IndexFunc(fr.nodes, func(n ring.Node) bool { return n.ID == key })
+	if i < 0 {
+		fr.lookups++
+		if fr.lookupErr != nil {
+			return nil, fr.lookupErr
+		}
+		i = fr.owner(key)
+	}
 	var out []ring.Node
 	for j := range min(k, len(fr.nodes)) {
 		out = append(out, fr.nodes[(i+j)%len(fr.nodes)])
@@ -81,6 +96,12 @@ func (fr *fakeRing) Successors(_ context.Context, key id.ID, k int) ([]ring.Node
 		}
 	}
 	return out, nil
+}
+
+// owner returns the index of key's owner: the first node at or after it.
+func (fr *fakeRing) owner(key id.ID) int {
+	i, _ := slices.BinarySearchFunc(fr.nodes, key, func(n ring.Node, k id.ID) int { return n.ID.Cmp(k) })
+	return i % len(fr.nodes)
 }
 
 func TestMembers(t *testing.T) {

@@ -23,7 +23,9 @@ import (
 //   - the version is shown here as of its date (the witness rule,
 //     archive.WitnessRule.Date): this node fetched it, it is recent, a
 //     statement the member sent vouches for it, or, failing those, the
-//     version's holders vouch for it (Service.Dated).
+//     version's holders vouch for it (Service.Dated);
+//   - the member that listed it holds its URL, or a member that does, or
+//     this node, lists it too (holders.go).
 //
 // A row that fails is dropped and counted (Service.Unverified); a member
 // that sends no proof, or one proof too few, breaks the protocol.
@@ -75,6 +77,7 @@ const (
 	rowDropped = iota // failed verification: counted
 	rowKept           // listed
 	rowCopy           // another copy of a version listed from elsewhere
+	rowNotHeld        // listed by members none of which holds its URL: counted (holders.go)
 )
 
 // maxGroupWitnesses bounds the statements judged for one version, all
@@ -82,31 +85,30 @@ const (
 const maxGroupWitnesses = 16
 
 // judge decides the fate of every row members listed for one request:
-// vs[i] with proof ps[i], or, with ps[i] nil, a row of this node's own
-// store (already shown by it: rowKept). The copies of one version (URL,
-// time, payload digest) that several members list are judged together:
-// this node's own copy, else the first whose signature verifies, is kept
-// and the others are copies, not checked (when no copy verifies, all are
-// dropped);
+// vs[i] with proof ps[i], listed by the member whose peer id is by[i],
+// or, with ps[i] nil, a row of this node's own store (already shown by
+// it: rowKept). The copies of one version (URL, time, payload digest)
+// that several members list are judged together: this node's own copy,
+// else the first copy of a member that holds the URL (holders.go) whose
+// signature verifies, is kept and the others are copies, not checked
+// (when no holder lists the version, all are rowNotHeld; when no
+// holder's copy verifies, all are dropped);
 // its date is judged by the statements all copies came with, and, for
 // versions those do not date, by their holders (Dated, one batch). With
 // vouch it returns, for each kept row, the statements that vouch for its
 // date (this node's own are the caller's to add). Dropped rows are
-// counted.
-func (svc *Service) judge(ctx context.Context, vs []archive.Version, ps []*Proof, vouch bool) ([]int, [][]archive.Witness) {
+// counted. The error, when the holders of a URL could not be found,
+// fails the whole answer: no fate is given.
+func (svc *Service) judge(ctx context.Context, vs []archive.Version, ps []*Proof, by []string, vouch bool) ([]int, [][]archive.Witness, error) {
 	fate := make([]int, len(vs))
 	good := make([][]archive.Witness, len(vs))
-	type group struct {
-		rows []int
-		ws   []archive.Witness
-	}
-	groups := map[witnessKey]*group{}
-	var order []*group
+	groups := map[witnessKey]*rowGroup{}
+	var order []*rowGroup
 	for i, v := range vs {
 		k := witnessKey{url: v.URL, time: v.Time.UnixNano(), digest: v.Digest}
 		g := groups[k]
 		if g == nil {
-			g = &group{}
+			g = &rowGroup{}
 			groups[k] = g
 			order = append(order, g)
 		}
@@ -118,6 +120,10 @@ func (svc *Service) judge(ctx context.Context, vs []archive.Version, ps []*Proof
 				}
 			}
 		}
+	}
+	held, err := svc.heldRows(ctx, vs, ps, by, order)
+	if err != nil {
+		return nil, nil, err
 	}
 	rule := svc.Store.Rule(nil)
 	now := svc.now()
@@ -141,7 +147,7 @@ func (svc *Service) judge(ctx context.Context, vs []archive.Version, ps []*Proof
 			if vd.kept >= 0 {
 				break
 			}
-			if svc.Store.VerifySigned(vs[i], ps[i].Sig) == nil {
+			if held[i] && svc.Store.VerifySigned(vs[i], ps[i].Sig) == nil {
 				vd.kept = i
 			}
 		}
@@ -182,12 +188,15 @@ func (svc *Service) judge(ctx context.Context, vs []archive.Version, ps []*Proof
 	var ask []int // kept rows no statement dates
 	for gi, g := range order {
 		vd := verdicts[gi]
+		heldGroup := slices.ContainsFunc(g.rows, func(i int) bool { return held[i] })
 		for _, i := range g.rows {
 			switch {
 			case i == vd.kept:
 				fate[i] = rowKept
 			case vd.kept >= 0 && ps[i] != nil:
 				fate[i] = rowCopy // not checked: the version is listed once anyway
+			case !heldGroup:
+				fate[i] = rowNotHeld
 			default:
 				fate[i] = rowDropped
 			}
@@ -215,7 +224,63 @@ func (svc *Service) judge(ctx context.Context, vs []archive.Version, ps []*Proof
 		svc.unverified.Add(int64(dropped))
 		svc.Log().Warn("query: listed rows failed verification", "rows", len(vs), "dropped", dropped)
 	}
-	return fate, good
+	if n := countFate(fate, rowNotHeld); n > 0 {
+		svc.notHeld.Add(int64(n))
+		svc.Log().Warn("query: listed rows of URLs their members do not hold, listed by no holder", "rows", len(vs), "dropped", n)
+	}
+	return fate, good, nil
+}
+
+// heldRows reports, for each row, whether it may be kept as far as its
+// lister goes: this node's own row (ps[i] nil), or one of a member that
+// holds its URL (holders.go). Only versions this node does not list
+// itself are looked up, in key order, so that one answer serves the
+// keys of its owner's range.
+func (svc *Service) heldRows(ctx context.Context, vs []archive.Version, ps []*Proof, by []string, order []*rowGroup) ([]bool, error) {
+	held := make([]bool, len(vs))
+	type keyed struct {
+		key id.ID
+		g   *rowGroup
+	}
+	var ask []keyed
+	for _, g := range order {
+		if slices.ContainsFunc(g.rows, func(i int) bool { return ps[i] == nil }) {
+			for _, i := range g.rows {
+				held[i] = true
+			}
+			continue
+		}
+		ask = append(ask, keyed{id.OfString(vs[g.rows[0]].URL), g})
+	}
+	if len(ask) == 0 {
+		return held, nil
+	}
+	slices.SortFunc(ask, func(a, b keyed) int { return a.key.Cmp(b.key) })
+	view := svc.holderView()
+	for _, a := range ask {
+		g := a.g
+		var errs []error
+		for _, i := range g.rows {
+			ok, err := view.holds(ctx, by[i], a.key)
+			held[i] = ok
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if len(errs) > 0 && !slices.ContainsFunc(g.rows, func(i int) bool { return held[i] }) {
+			// Whether its listers hold it is unknown: fail rather than
+			// drop a row a holder may have listed.
+			return nil, fmt.Errorf("%w: %w", ErrPartial, errs[0])
+		}
+	}
+	return held, nil
+}
+
+// rowGroup is the rows of one version (judge): their indexes and the
+// statements their proofs carried.
+type rowGroup struct {
+	rows []int
+	ws   []archive.Witness
 }
 
 // witnessKey names a version across the members that list it.

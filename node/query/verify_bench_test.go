@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"fmt"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -15,8 +16,10 @@ import (
 // BenchmarkJudgeRows measures what verifying another member's listing
 // costs the asking node, per row (ns/row), against merging the same rows
 // unverified, in one run: 1,000 rows of another fetcher, each listed by
-// two members (the fetcher and a replica), each copy with the replica's
-// witness statement. "verified" checks one signature a version (the
+// two members (the URL's owner and a replica in a ring of 16 real nodes,
+// found by a holder lookup per owner range), each copy with the
+// replica's witness statement. "holders" is the holder check alone
+// (holders.go). "verified" checks one signature a version (the
 // version is recent: no statement needed); "witnesses" also checks the
 // statements, as the CDX does when it shows them.
 func BenchmarkJudgeRows(b *testing.B) {
@@ -42,6 +45,8 @@ func BenchmarkJudgeRows(b *testing.B) {
 	now := time.Now().UTC().Add(-time.Hour)
 	var vs []archive.Version
 	var ps []*Proof
+	var by []string
+	fr := newFakeRing(16)
 	for i := range 1000 {
 		v, _, err := st.Put(ctx, archive.Capture{URL: fmt.Sprintf("http://h.example/%d", i), Time: now.Add(time.Duration(i) * time.Millisecond),
 			Status: 200, Body: []byte(fmt.Sprint("page ", i))})
@@ -58,8 +63,10 @@ func BenchmarkJudgeRows(b *testing.B) {
 			b.Fatal(err)
 		}
 		p.Witnesses = []archive.Witness{{Peer: replica.Peer(), Seen: seen, Sig: sig}}
-		for range 2 {
+		o := fr.owner(v.Key)
+		for j := range 2 {
 			vs, ps = append(vs, v), append(ps, &p)
+			by = append(by, fr.nodes[(o+j)%len(fr.nodes)].Peer)
 		}
 	}
 	asking, err := archive.Open(b.TempDir(), archive.Options{NoSync: true, Signer: asker, Verifier: identity.Verifier{}})
@@ -67,7 +74,7 @@ func BenchmarkJudgeRows(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer asking.Close()
-	svc := &Service{Store: asking}
+	svc := &Service{Store: asking, Ring: fr, Self: fr.nodes[2].Contact}
 	rows := make([]cdx.Row, len(vs))
 	for i, v := range vs {
 		rows[i] = cdx.Row{Version: v}
@@ -87,6 +94,22 @@ func BenchmarkJudgeRows(b *testing.B) {
 		}
 		perRow(b, start)
 	})
+	// The holder check alone (heldRows, in judge): a lookup per owner
+	// range, a hash and a search per version.
+	b.Run("holders", func(b *testing.B) {
+		groups := make([]*rowGroup, len(vs)/2)
+		for i := range groups {
+			groups[i] = &rowGroup{rows: []int{2 * i, 2*i + 1}}
+		}
+		start := cpuTime()
+		for b.Loop() {
+			held, err := svc.heldRows(ctx, vs, ps, by, groups)
+			if err != nil || slices.Contains(held, false) {
+				b.Fatalf("held %v, %v", held, err)
+			}
+		}
+		perRow(b, start)
+	})
 	for _, vouch := range []bool{false, true} {
 		name := "verified"
 		if vouch {
@@ -95,8 +118,8 @@ func BenchmarkJudgeRows(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			start := cpuTime()
 			for b.Loop() {
-				fate, _ := svc.judge(ctx, vs, ps, vouch)
-				if n := countFate(fate, rowKept); n != len(vs)/2 {
+				fate, _, err := svc.judge(ctx, vs, ps, by, vouch)
+				if n := countFate(fate, rowKept); err != nil || n != len(vs)/2 {
 					b.Fatalf("%d rows kept", n)
 				}
 				mergeRows(keyRows(rows), false)

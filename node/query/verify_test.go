@@ -110,7 +110,13 @@ func TestVerifiedRows(t *testing.T) {
 	add(member, vs[3], func(p *Proof) { p.Witnesses = []archive.Witness{{Peer: witness.Peer(), Seen: seen, Sig: dsig}} })
 
 	asked := 0
-	svc := &Service{Store: signedStore(t, "asker", asker), Dated: func(_ context.Context, q []archive.Version) []archive.Dating {
+	// A ring of 3 and k = 3: every member holds every URL (holders.go).
+	fr := newFakeRing(3)
+	by := make([]string, len(vs))
+	for i := range by {
+		by[i] = fr.nodes[1+i%2].Peer
+	}
+	svc := &Service{Store: signedStore(t, "asker", asker), Ring: fr, Self: fr.nodes[0].Contact, Dated: func(_ context.Context, q []archive.Version) []archive.Dating {
 		out := make([]archive.Dating, len(q))
 		for i, v := range q {
 			asked++
@@ -120,7 +126,10 @@ func TestVerifiedRows(t *testing.T) {
 		}
 		return out
 	}}
-	fate, ws := svc.judge(ctx, vs, ps, true)
+	fate, ws, err := svc.judge(ctx, vs, ps, by, true)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := []int{rowKept, rowDropped, rowDropped, rowKept, rowKept, rowDropped, rowKept, rowCopy, rowCopy, rowCopy}
 	for i := range want {
 		if fate[i] != want[i] {
@@ -133,8 +142,8 @@ func TestVerifiedRows(t *testing.T) {
 	if asked != 2 { // f and g: the others are dated by what came with them
 		t.Errorf("%d versions asked of their holders, want 2", asked)
 	}
-	if got := svc.Unverified(); got != 3 {
-		t.Errorf("Unverified = %d, want 3", got)
+	if got, nh := svc.Unverified(), svc.NotHeld(); got != 3 || nh != 0 {
+		t.Errorf("Unverified = %d, NotHeld = %d, want 3 and 0", got, nh)
 	}
 	if vs[0].Peer != fetcher.Peer() {
 		t.Errorf("proofOf: fetcher %q, want %q", vs[0].Peer, fetcher.Peer())

@@ -109,6 +109,7 @@ var (
 		counter("trust_refused_total", "Streams refused from peers that are no verified ring member.", func(st *Status) float64 { return float64(st.Trust.NotMember) }),
 		counter("trust_unverified_reads_total", "Versions and captures other holders sent for the gateway that failed verification.", func(st *Status) float64 { return float64(st.Trust.UnverifiedReads) }),
 		counter("trust_unverified_listings_total", "Rows other members listed for a ring-wide CDX query or listing that failed verification.", func(st *Status) float64 { return float64(st.Trust.UnverifiedListings) }),
+		counter("trust_not_held_rows_total", "Rows and export records other members sent for a ring-wide query of URLs they do not hold.", func(st *Status) float64 { return float64(st.Trust.NotHeldRows) }),
 		counter("trust_unverified_links_total", "Link-index records not listed: their source capture does not carry them.", func(st *Status) float64 { return float64(st.Trust.UnverifiedLinks) }),
 		// the gateway's load
 		counter("gateway_requests_total", "HTTP requests the gateway answered.", func(st *Status) float64 { return float64(st.Load.Requests) }),

@@ -164,6 +164,11 @@ type TrustStats struct {
 	// forged, purged fetcher, future or unwitnessed date): none was
 	// listed.
 	UnverifiedListings int64 `json:"unverifiedListings"`
+	// NotHeldRows counts the rows and export records other members sent
+	// for a ring-wide query of URLs they do not hold in this node's view
+	// of the ring (docs/trust.md): rows no holder listed too, and export
+	// records (a holder's copy is still exported). None was listed.
+	NotHeldRows int64 `json:"notHeldRows"`
 	// UnverifiedLinks counts link-index records the gateway did not list
 	// because their source capture, read as readers are shown it, does
 	// not carry them; UncheckedLinks those whose capture could not be
