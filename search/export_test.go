@@ -13,3 +13,6 @@ func StoreStats(s *Store) string {
 	v, _ := s.db.GetProperty("leveldb.stats")
 	return v
 }
+
+// BlocksRead is how many blocks s's queries have decoded.
+func BlocksRead(s *Store) int64 { return s.blocksRead.Load() }

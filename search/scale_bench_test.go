@@ -98,18 +98,8 @@ func benchStoreScale(b *testing.B, n int) {
 	defer st.Close()
 	w := newScaleWeb(1, termsPer)
 	day := int64(24 * time.Hour / time.Millisecond)
+	w.prefill(b, st, n, false)
 	var ps []search.Posting
-	start := time.Now()
-	for u := range n {
-		ps = append(ps, w.version(u, u, w.t, search.Open)...)
-		if len(ps) >= 200_000 || u == n-1 {
-			if err := st.Put(ctx, ps); err != nil {
-				b.Fatal(err)
-			}
-			ps = ps[:0]
-		}
-	}
-	b.Logf("prefill %d versions (%d postings): %v", n, st.Counts().Postings, time.Since(start).Round(time.Millisecond))
 	b.Logf("goleveldb before the batches:\n%s", search.StoreStats(st))
 	// The changed URLs: each its day-0 version ended and a new one.
 	cpu0, w0, t0 := cpuTime(), procWritten(), time.Now()
@@ -130,4 +120,30 @@ func benchStoreScale(b *testing.B, n int) {
 	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/nv, "cpu-µs/version")
 	b.ReportMetric(float64(procWritten()-w0)/nv, "written-B/version")
 	b.ReportMetric(float64(time.Since(t0).Microseconds())/nv, "wall-µs/version")
+}
+
+// prefill stores the first versions of URLs 0..n-1 (and their document
+// rows if docs), in synced batches of about 200,000 postings.
+func (w *scaleWeb) prefill(b *testing.B, st *search.Store, n int, docs bool) {
+	ctx := context.Background()
+	var ps []search.Posting
+	var rows []search.DocRow
+	start := time.Now()
+	for u := range n {
+		vp := w.version(u, u, w.t, search.Open)
+		ps = append(ps, vp...)
+		rows = append(rows, search.DocRow{Key: vp[0].Key, URL: vp[0].URL, From: vp[0].From, To: vp[0].To, DocLen: vp[0].DocLen})
+		if len(ps) >= 200_000 || u == n-1 {
+			if err := st.Put(ctx, ps); err != nil {
+				b.Fatal(err)
+			}
+			if docs {
+				if err := st.PutDocs(ctx, rows); err != nil {
+					b.Fatal(err)
+				}
+			}
+			ps, rows = ps[:0], rows[:0]
+		}
+	}
+	b.Logf("prefill %d versions (%d postings): %v", n, st.Counts().Postings, time.Since(start).Round(time.Millisecond))
 }

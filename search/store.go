@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/opt"
@@ -62,6 +63,8 @@ type Store struct {
 	docs     int64      // document rows
 	gen      uint64     // bumped by every write of the document table
 	docCache map[int64]DocStats
+	// blocksRead counts the blocks queries and Range decoded.
+	blocksRead atomic.Int64
 }
 
 // DocStats are collection statistics as of one time: the live indexed
@@ -275,6 +278,7 @@ func (s *Store) scanTerm(term string, fn func(version, []byte, entry) error) err
 	defer vit.Release()
 	var es []entry
 	err = termBlocks(snap, term, func(bound uint32, v []byte) error {
+		s.blocksRead.Add(1)
 		var err error
 		if es, err = decodeBlock(es[:0], bound, v); err != nil {
 			return nil
