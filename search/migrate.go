@@ -184,3 +184,50 @@ func (s *Store) migrateSomeBlocks() (int, error) {
 	}
 	return n, nil
 }
+
+// migrateIdents moves the identities of a store of format 2 to 4 (v
+// key(20) from(8) → num) to format 5's (i from(8) key(20) → num), in
+// synced batches of up to migrateBatch that each write some and delete
+// them, so that a crash loses nothing and the next open goes on. The
+// caller holds no lock: the store is not yet shared.
+func (s *Store) migrateIdents() error {
+	for {
+		n, err := s.migrateSomeIdents()
+		if err != nil {
+			return fmt.Errorf("search store: migrate identities: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+	}
+}
+
+// migrateSomeIdents moves up to migrateBatch identities in one synced
+// batch and returns how many it took.
+func (s *Store) migrateSomeIdents() (int, error) {
+	var b leveldb.Batch
+	it := s.db.NewIterator(util.BytesPrefix([]byte{pVersion4}), nil)
+	n := 0
+	for n < migrateBatch && it.Next() {
+		n++
+		k, v := it.Key(), it.Value()
+		b.Delete(bytes.Clone(k))
+		if len(k) != 1+id.Size+8 {
+			continue // not an identity: dropped, as reads skipped it
+		}
+		var key id.ID
+		copy(key[:], k[1:])
+		b.Put(identKey(key, int64(binary.BigEndian.Uint64(k[1+id.Size:]))), bytes.Clone(v))
+	}
+	it.Release()
+	if err := it.Error(); err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if err := s.db.Write(&b, &opt.WriteOptions{Sync: true}); err != nil {
+		return 0, err
+	}
+	return n, nil
+}

@@ -45,6 +45,14 @@ func (s *Store) commit(ps []Posting, rows []DocRow, what string) error {
 		return fmt.Errorf("search store: %s: %w", what, err)
 	}
 	s.apply(d)
+	if s.ends >= s.foldAt() {
+		n, err := s.foldEnds()
+		s.ends -= n
+		s.folds++
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -52,6 +60,7 @@ func (s *Store) commit(ps []Posting, rows []DocRow, what string) error {
 // the document table.
 type delta struct {
 	postings, terms, docs int64
+	ends                  int64 // pending ends (ends.go)
 	docTable              bool
 }
 
@@ -60,6 +69,7 @@ func (s *Store) apply(d delta) {
 	s.postings += d.postings
 	s.terms += d.terms
 	s.docs += d.docs
+	s.ends += d.ends
 	if d.docTable {
 		s.gen++
 		s.docCache = map[int64]DocStats{}
@@ -102,7 +112,7 @@ func (s *Store) write(b *leveldb.Batch, ps []Posting, rows []DocRow) (delta, err
 			return d, err
 		}
 	}
-	d.docTable = ve.write(b)
+	ve.write(b, &d)
 	return d, nil
 }
 
@@ -290,6 +300,7 @@ func (s *Store) DeleteWhere(ctx context.Context, del func(url string, from int64
 			b.Delete(bytes.Clone(it.Key()))
 			b.Delete(identKey(v.key, v.from))
 			b.Delete(docKey(v.num))
+			b.Delete(endKey(v.num))
 		}
 	}
 	it.Release()

@@ -16,18 +16,20 @@ import (
 	"github.com/herod-archive/herod/internal/id"
 )
 
-// Key prefixes of the store's goleveldb database (format 4).
+// Key prefixes of the store's goleveldb database (format 5).
 const (
-	pMeta    = 'm' // m "format" → uvarint: the store's format
-	pVersion = 'v' // version table by identity (versions.go)
-	pNum     = 'n' // version table by local number (versions.go)
-	pFull    = 'F' // F bound(4) term → a full block of the term's postings (blocks.go)
-	pIndex   = 'x' // x term 0x00 bound(4) → nothing: a term's full blocks
-	pTail    = 't' // t term 0x00 → the term's tail, its open block
-	pDocs    = 'o' // o num(4) → from, to, docLen: the document table (docs.go)
+	pMeta  = 'm' // m "format" → uvarint: the store's format
+	pIdent = 'i' // version table by capture time and URL key (versions.go)
+	pNum   = 'n' // version table by local number (versions.go)
+	pEnd   = 'e' // e num(4) → varint to: a version's end, past its row's (ends.go)
+	pFull  = 'F' // F bound(4) term → a full block of the term's postings (blocks.go)
+	pIndex = 'x' // x term 0x00 bound(4) → nothing: a term's full blocks
+	pTail  = 't' // t term 0x00 → the term's tail, its open block
+	pDocs  = 'o' // o num(4) → from, to, docLen: the document table (docs.go)
 
-	// Formats 2 and 3, moved at open (migrate.go).
-	pBlock = 'b' // b term 0x00 bound(4) → a block of the term's postings
+	// Formats 2 to 4, moved at open (migrate.go).
+	pBlock    = 'b' // b term 0x00 bound(4) → a block of the term's postings (2, 3)
+	pVersion4 = 'v' // v key(20) from(8) → num(4): identities (2 to 4)
 
 	// Format 1, migrated at open (migrate.go).
 	pPosting = 'p' // p term 0x00 key(20) from(8) → to, tf, titleTF, docLen, url
@@ -39,8 +41,11 @@ const (
 // entries in each version row written since (entrySum): a format-2
 // store is format 3 as it is, its rows' sums unknown. Format 4 keeps a
 // term's tail apart from its full blocks (blocks.go); a store of
-// format 2 or 3 has its blocks moved at open (migrateBlocks).
-const storeFormat = 4
+// format 2 or 3 has its blocks moved at open (migrateBlocks). Format 5
+// keys identities by capture time first and writes an old version's end
+// apart from its row (ends.go); a store of an earlier format has its
+// identities moved at open (migrateIdents).
+const storeFormat = 5
 
 var formatKey = []byte{pMeta, 'f', 'o', 'r', 'm', 'a', 't'}
 
@@ -63,6 +68,10 @@ type Store struct {
 	docs     int64      // document rows
 	gen      uint64     // bumped by every write of the document table
 	docCache map[int64]DocStats
+	ends     int64 // pending ends (ends.go)
+	foldMin  int64 // the fewest pending ends a fold takes (foldMinEnds)
+	foldFrac int64 // a fold takes next/foldFrac pending ends (foldFraction)
+	folds    int64 // folds run since open
 	// blocksRead counts the blocks queries and Range decoded.
 	blocksRead atomic.Int64
 }
@@ -95,7 +104,7 @@ func OpenStore(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("search store: %w", err)
 	}
-	s := &Store{db: db, docCache: map[int64]DocStats{}}
+	s := &Store{db: db, docCache: map[int64]DocStats{}, foldMin: foldMinEnds, foldFrac: foldFraction}
 	if err := s.open(); err != nil {
 		db.Close()
 		return nil, err
@@ -116,7 +125,12 @@ func (s *Store) open() error {
 			return fmt.Errorf("%w: %d", ErrStoreFormat, f)
 		}
 		if f < storeFormat {
-			if err := s.migrateBlocks(); err != nil {
+			if f < 4 {
+				if err := s.migrateBlocks(); err != nil {
+					return err
+				}
+			}
+			if err := s.migrateIdents(); err != nil {
 				return err
 			}
 			if err := s.db.Put(formatKey, binary.AppendUvarint(nil, storeFormat), &opt.WriteOptions{Sync: true}); err != nil {
@@ -153,7 +167,7 @@ func (s *Store) Close() error { return s.db.Close() }
 // count sets the counters from a scan of the blocks' counts, the terms
 // of the index and tails, and the document table.
 func (s *Store) count() error {
-	s.postings, s.terms, s.docs = 0, 0, 0
+	s.postings, s.terms, s.docs, s.ends = 0, 0, 0, 0
 	for _, p := range []byte{pFull, pTail} {
 		it := s.db.NewIterator(util.BytesPrefix([]byte{p}), nil)
 		for it.Next() {
@@ -167,13 +181,18 @@ func (s *Store) count() error {
 	if err := eachTerm(s.db, func([]byte) error { s.terms++; return nil }); err != nil {
 		return fmt.Errorf("search store: count: %w", err)
 	}
-	it := s.db.NewIterator(util.BytesPrefix([]byte{pDocs}), nil)
-	defer it.Release()
-	for it.Next() {
-		s.docs++
-	}
-	if err := it.Error(); err != nil {
-		return fmt.Errorf("search store: count: %w", err)
+	for _, c := range []struct {
+		p byte
+		n *int64
+	}{{pDocs, &s.docs}, {pEnd, &s.ends}} {
+		it := s.db.NewIterator(util.BytesPrefix([]byte{c.p}), nil)
+		for it.Next() {
+			*c.n++
+		}
+		it.Release()
+		if err := it.Error(); err != nil {
+			return fmt.Errorf("search store: count: %w", err)
+		}
 	}
 	return nil
 }
@@ -276,6 +295,8 @@ func (s *Store) scanTerm(term string, fn func(version, []byte, entry) error) err
 	defer snap.Release()
 	vit := snap.NewIterator(util.BytesPrefix([]byte{pNum}), nil)
 	defer vit.Release()
+	ends := newEndCursor(snap)
+	defer ends.release()
 	var es []entry
 	err = termBlocks(snap, term, func(bound uint32, v []byte) error {
 		s.blocksRead.Add(1)
@@ -288,13 +309,16 @@ func (s *Store) scanTerm(term string, fn func(version, []byte, entry) error) err
 			if !ok {
 				continue
 			}
-			if err := fn(v, url, e); err != nil {
+			if err := fn(ends.withEnd(v), url, e); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	if err != nil {
+		return err
+	}
+	if err := ends.err(); err != nil {
 		return err
 	}
 	return vit.Error()
@@ -311,6 +335,8 @@ func (s *Store) Range(ctx context.Context, from, to id.ID, fn func(Posting) erro
 	defer snap.Release()
 	vit := snap.NewIterator(util.BytesPrefix([]byte{pNum}), nil)
 	defer vit.Release()
+	ends := newEndCursor(snap)
+	defer ends.release()
 	var es []entry
 	err = eachTerm(snap, func(t []byte) error {
 		if err := ctx.Err(); err != nil {
@@ -330,7 +356,7 @@ func (s *Store) Range(ctx context.Context, from, to id.ID, fn func(Posting) erro
 				if !ok {
 					continue
 				}
-				if err := fn(v.posting(term, e)); err != nil {
+				if err := fn(ends.withEnd(v).posting(term, e)); err != nil {
 					return err
 				}
 			}
@@ -338,6 +364,9 @@ func (s *Store) Range(ctx context.Context, from, to id.ID, fn func(Posting) erro
 		})
 	})
 	if err != nil {
+		return err
+	}
+	if err := ends.err(); err != nil {
 		return err
 	}
 	return vit.Error()
