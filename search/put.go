@@ -44,16 +44,63 @@ func (s *Store) commit(ps []Posting, rows []DocRow, what string) error {
 	if err := s.db.Write(&b, &opt.WriteOptions{Sync: true}); err != nil {
 		return fmt.Errorf("search store: %s: %w", what, err)
 	}
+	return s.applyAndFold(d)
+}
+
+// applyAndFold adds what a write did to the counters and folds the
+// pending ends if they reached foldAt; the caller holds s.mu.
+func (s *Store) applyAndFold(d delta) error {
 	s.apply(d)
-	if s.ends >= s.foldAt() {
-		n, err := s.foldEnds()
-		s.ends -= n
-		s.folds++
-		if err != nil {
-			return err
+	if s.ends < s.foldAt() {
+		return nil
+	}
+	n, err := s.foldEnds()
+	s.ends -= n
+	s.folds++
+	return err
+}
+
+// End ends each version of ends that the store holds postings of (its
+// row records entries, or was written before rows did) at its To, as a
+// Put of all its postings with that end would (the earliest known end
+// wins), in one synced batch, and returns the others, untouched. It is
+// how a changed page's previous version ends without being analyzed
+// again (Ender).
+func (s *Store) End(ctx context.Context, ends []End) ([]End, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, e := range ends {
+		if e.To == Open || e.To < e.From {
+			return nil, fmt.Errorf("%w: end of %q from %d at %d", ErrBadPosting, e.URL, e.From, e.To)
 		}
 	}
-	return nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ve := &versionEdits{s: s, m: map[vident]*edit{}}
+	defer ve.release()
+	var unknown []End
+	for _, en := range ends {
+		e, err := ve.find(en.Key, en.From)
+		if err != nil {
+			return nil, err
+		}
+		if e == nil || (e.v.sum.known && e.v.sum.n == 0) {
+			unknown = append(unknown, en)
+			continue
+		}
+		e.set(e.v.url, en.To, e.v.docLen, false)
+	}
+	var b leveldb.Batch
+	var d delta
+	ve.write(&b, &d)
+	if b.Len() == 0 {
+		return unknown, nil
+	}
+	if err := s.db.Write(&b, &opt.WriteOptions{Sync: true}); err != nil {
+		return nil, fmt.Errorf("search store: end: %w", err)
+	}
+	return unknown, s.applyAndFold(d)
 }
 
 // delta is what a write adds to the counters, and whether it changed

@@ -249,6 +249,18 @@ var errFullNumbers = errors.New("search store: version numbers exhausted")
 // get returns the edit of version (key, from), numbering it if new.
 // The caller holds s.mu.
 func (ve *versionEdits) get(key id.ID, from int64) (*edit, error) {
+	return ve.resolve(key, from, true)
+}
+
+// find returns the edit of version (key, from), or nil if the store
+// does not hold it. The caller holds s.mu.
+func (ve *versionEdits) find(key id.ID, from int64) (*edit, error) {
+	return ve.resolve(key, from, false)
+}
+
+// resolve returns the edit of version (key, from); a version the store
+// does not hold is numbered if add, else nil.
+func (ve *versionEdits) resolve(key id.ID, from int64, add bool) (*edit, error) {
 	if e, ok := ve.m[vident{key, from}]; ok {
 		return e, nil
 	}
@@ -276,6 +288,8 @@ func (ve *versionEdits) get(key id.ID, from int64) (*edit, error) {
 		}
 	case err == nil:
 		return nil, fmt.Errorf("%w: version number of %d bytes", ErrBadPosting, len(nb))
+	case errors.Is(err, leveldb.ErrNotFound) && !add:
+		return nil, nil
 	case errors.Is(err, leveldb.ErrNotFound):
 		if ve.s.next > math.MaxUint32 {
 			return nil, errFullNumbers
