@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -17,9 +18,9 @@ import (
 	"github.com/herod-archive/herod/internal/id"
 )
 
-// oldIdents adds to b the writes that turn s's identities into those of
-// format 4 and earlier (v key(20) from(8)), after folding its pending
-// ends (formats before 5 had none).
+// oldIdents adds to b the writes that turn s's version table into that
+// of format 4 and earlier (identities v key(20) from(8), rows n num),
+// after folding its pending ends (formats before 5 had none).
 func oldIdents(t *testing.T, s *Store, b *leveldb.Batch) {
 	t.Helper()
 	_, err := s.foldEnds()
@@ -30,9 +31,19 @@ func oldIdents(t *testing.T, s *Store, b *leveldb.Batch) {
 		k := it.Key()
 		b.Delete(bytes.Clone(k))
 		old := append([]byte{pVersion4}, k[9:]...)
-		b.Put(append(old, k[1:9]...), bytes.Clone(it.Value()))
+		old = binary.BigEndian.AppendUint64(old, ^binary.BigEndian.Uint64(k[1:9]))
+		b.Put(old, bytes.Clone(it.Value()))
 	}
 	must(t, it.Error())
+	rows := s.db.NewIterator(util.BytesPrefix([]byte{pNum}), nil)
+	defer rows.Release()
+	for rows.Next() {
+		if k := rows.Key(); len(k) == 5 {
+			b.Delete(bytes.Clone(k))
+			b.Put(append([]byte{pNum4}, k[1:]...), bytes.Clone(rows.Value()))
+		}
+	}
+	must(t, rows.Error())
 }
 
 // storeAnswers is what a store answers: counts, postings of terms as of
@@ -235,8 +246,8 @@ func TestStoreFormat4(t *testing.T) {
 	if f, err := s.db.Get(formatKey, nil); err != nil || f[0] != storeFormat {
 		t.Fatalf("format %v %v, want %d", f, err, storeFormat)
 	}
-	if old := keysWith(t, s, pVersion4); len(old) != 0 {
-		t.Errorf("%d format-4 identities left", len(old))
+	if old := append(keysWith(t, s, pVersion4), keysWith(t, s, pNum4)...); len(old) != 0 {
+		t.Errorf("%d format-4 identities and rows left", len(old))
 	}
 	if got := answersOf(t, s, terms, times); !got.equal(before) {
 		t.Fatalf("after the move: %+v, want %+v", got, before)

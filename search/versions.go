@@ -21,13 +21,14 @@ import (
 // end is one small write however many postings it has: in the end
 // table (ends.go), when the rest of its row is unchanged.
 //
-//	i from(8) key(20)  → num(4)
-//	n num(4)           → key(20) varint(from) varint(to) uvarint(docLen) flags(1) url
+//	z ^from(8) key(20) → num(4)
+//	F num(4)           → key(20) varint(from) varint(to) uvarint(docLen) flags(1) url
 //	o num(4)           → varint(from) varint(to) uvarint(docLen): document rows only
 //
-// Numbers only grow, and identities are keyed by capture time first, so
-// a crawl's new versions are written at the top of each table, not
-// across it. The o rows repeat what the collection statistics need of
+// Numbers only grow, and identities are keyed by capture time, newest
+// first, so a crawl's new versions are written at the edges of the key
+// space, not across it (layout.go). A row's key is the prefix of its
+// number's full blocks' keys: it sorts just before them. The o rows repeat what the collection statistics need of
 // the document table, so that DocStats reads a few bytes a document,
 // not every row. An n or o row's end may be later than the version's:
 // its e row's, if any, is the earlier.
@@ -92,11 +93,12 @@ func (s *entrySum) replace(term string, old, e entry) {
 	s.x ^= entryHash(term, old) ^ entryHash(term, e)
 }
 
-// identKey is the key of version (k, from) in the identity table.
+// identKey is the key of version (k, from) in the identity table: the
+// capture time's bits inverted, so that the newest sort first.
 func identKey(k id.ID, from int64) []byte {
 	b := make([]byte, 0, 1+8+id.Size)
 	b = append(b, pIdent)
-	b = binary.BigEndian.AppendUint64(b, uint64(from))
+	b = binary.BigEndian.AppendUint64(b, ^uint64(from))
 	return append(b, k[:]...)
 }
 
@@ -364,12 +366,14 @@ func lookup(it iterator.Iterator, num uint32) (version, bool) {
 // lookupRaw is lookup but for the URL, returned as bytes valid until it
 // moves.
 func lookupRaw(it iterator.Iterator, num uint32) (version, []byte, bool) {
+	// The iterator is on a row or a full block of a number just below:
+	// a few Nexts (past the full blocks between) cost less than a Seek.
 	ok := false
-	if it.Valid() && len(it.Key()) == 5 {
+	if it.Valid() && len(it.Key()) >= 5 {
 		if cur := binary.BigEndian.Uint32(it.Key()[1:]); cur < num && num-cur <= 4 {
 			ok = true
-			for ok && binary.BigEndian.Uint32(it.Key()[1:]) < num {
-				ok = it.Next() && len(it.Key()) == 5
+			for steps := 0; ok && binary.BigEndian.Uint32(it.Key()[1:]) < num; steps++ {
+				ok = steps < 16 && it.Next() && len(it.Key()) >= 5
 			}
 		}
 	}
