@@ -318,6 +318,7 @@ type storedBlock struct {
 	term  string
 	bound uint32
 	es    []entry
+	tail  bool // a chunk of the term's tail
 }
 
 // storedBlocks returns every block the store holds, each term's in
@@ -359,7 +360,8 @@ func storedBlocks(t *testing.T, s *Store) []storedBlock {
 				t.Fatalf("term %q: block of bound %d starts at %d, after %d", term, bound, es[0].num, prev)
 			}
 			prev = int64(bound)
-			out = append(out, storedBlock{term, bound, es})
+			tail := !index[string(indexKey(term, bound))]
+			out = append(out, storedBlock{term, bound, es, tail})
 			return nil
 		})
 	}))
@@ -418,13 +420,20 @@ func TestStoreBlocksSplit(t *testing.T) {
 		ps = ps[k:]
 	}
 	blocks := storedBlocks(t, s)
+	tail := 0
 	for i, blk := range blocks {
-		if len(blk.es) > maxBlock || len(blk.es) == 0 || (blk.bound == tailBound && len(blk.es) >= maxBlock) {
-			t.Errorf("block %d (bound %d) holds %d", i, blk.bound, len(blk.es))
+		switch {
+		case !blk.tail && (len(blk.es) > maxBlock || len(blk.es) == 0),
+			blk.tail && blk.bound != tailBound && len(blk.es) != tailChunk,
+			blk.tail && blk.bound == tailBound && len(blk.es) >= tailChunk:
+			t.Errorf("block %d (bound %d, tail %v) holds %d", i, blk.bound, blk.tail, len(blk.es))
+		}
+		if blk.tail {
+			tail += len(blk.es)
 		}
 	}
-	if len(blocks) != 6 || blocks[5].bound != tailBound {
-		t.Errorf("%d blocks, want 5 full and a tail", len(blocks))
+	if len(blocks) != 7 || !blocks[5].tail || blocks[6].bound != tailBound || tail != 17 {
+		t.Errorf("%d blocks, a tail of %d, want 5 full and a tail of 17 in a sealed and an open chunk", len(blocks), tail)
 	}
 	if c := s.Counts(); c.Postings != n || c.Terms != 1 {
 		t.Errorf("counts %+v, want %d postings of 1 term", c, n)
@@ -628,7 +637,7 @@ func TestStoreFormat3(t *testing.T) {
 			es = es[k:]
 		}
 	}
-	oldIdents(t, s, &b)
+	oldIdents(t, s, &b, false)
 	b.Put(formatKey, []byte{3})
 	must(t, s.db.Write(&b, nil))
 	must(t, s.Close())
@@ -649,8 +658,8 @@ func TestStoreFormat3(t *testing.T) {
 	}
 	tails := map[string]int{}
 	for _, blk := range storedBlocks(t, s) {
-		if blk.bound == tailBound {
-			tails[blk.term] = len(blk.es)
+		if blk.tail {
+			tails[blk.term] += len(blk.es)
 		}
 	}
 	if want := map[string]int{"peace": 20, "sea": 5}; !maps.Equal(tails, want) {

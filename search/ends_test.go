@@ -20,8 +20,9 @@ import (
 
 // oldIdents adds to b the writes that turn s's version table into that
 // of format 4 and earlier (identities v key(20) from(8), rows n num),
-// after folding its pending ends (formats before 5 had none).
-func oldIdents(t *testing.T, s *Store, b *leveldb.Batch) {
+// after folding its pending ends (formats before 5 had none), and if
+// wholeTails its tails into format 4's (t term 0x00 → the whole tail).
+func oldIdents(t *testing.T, s *Store, b *leveldb.Batch, wholeTails bool) {
 	t.Helper()
 	_, err := s.foldEnds()
 	must(t, err)
@@ -44,6 +45,21 @@ func oldIdents(t *testing.T, s *Store, b *leveldb.Batch) {
 		}
 	}
 	must(t, rows.Error())
+	if !wholeTails {
+		return
+	}
+	tails := map[string][]entry{}
+	for _, blk := range storedBlocks(t, s) {
+		if blk.tail {
+			tails[blk.term] = append(tails[blk.term], blk.es...)
+		}
+	}
+	for _, k := range keysWith(t, s, pTail) {
+		b.Delete(k)
+	}
+	for term, es := range tails {
+		b.Put(termPrefix(pTail, term), appendBlock(nil, es))
+	}
 }
 
 // storeAnswers is what a store answers: counts, postings of terms as of
@@ -236,7 +252,7 @@ func TestStoreFormat4(t *testing.T) {
 	terms, times := []string{"war", "peace"}, []int64{0, 3 * h, 50 * h, 1000 * h}
 	before := answersOf(t, s, terms, times)
 	var b leveldb.Batch
-	oldIdents(t, s, &b)
+	oldIdents(t, s, &b, true)
 	b.Put(formatKey, []byte{4})
 	must(t, s.db.Write(&b, nil))
 	must(t, s.Close())
@@ -248,6 +264,11 @@ func TestStoreFormat4(t *testing.T) {
 	}
 	if old := append(keysWith(t, s, pVersion4), keysWith(t, s, pNum4)...); len(old) != 0 {
 		t.Errorf("%d format-4 identities and rows left", len(old))
+	}
+	for _, k := range keysWith(t, s, pTail) {
+		if len(k) < 7 || k[len(k)-5] != 0 {
+			t.Errorf("a whole tail left: %q", k)
+		}
 	}
 	if got := answersOf(t, s, terms, times); !got.equal(before) {
 		t.Fatalf("after the move: %+v, want %+v", got, before)

@@ -158,8 +158,8 @@ func (s *Store) migrateSomeBlocks() (int, error) {
 			continue
 		}
 		es, err := decodeBlock(nil, bound, v)
-		if err != nil || len(es) < maxBlock {
-			b.Put(tailKey(term), bytes.Clone(v))
+		if err != nil {
+			b.Put(tailKey(term, tailBound), bytes.Clone(v))
 			continue
 		}
 		for len(es) >= maxBlock {
@@ -168,9 +168,7 @@ func (s *Store) migrateSomeBlocks() (int, error) {
 			b.Put(indexKey(term, ub), nil)
 			es = es[maxBlock:]
 		}
-		if len(es) > 0 {
-			b.Put(tailKey(term), appendBlock(nil, es))
-		}
+		putTail(&b, term, es, nil)
 	}
 	it.Release()
 	if err := it.Error(); err != nil {
@@ -226,6 +224,68 @@ func (s *Store) migrateSomeVersions(prefix byte) (int, error) {
 			b.Put(identKey(key, int64(binary.BigEndian.Uint64(k[1+id.Size:]))), bytes.Clone(v))
 		}
 		// Anything else is dropped, as reads skipped it.
+	}
+	it.Release()
+	if err := it.Error(); err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if err := s.db.Write(&b, &opt.WriteOptions{Sync: true}); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// migrateTails moves the tails of a store of format 4 (t term 0x00 →
+// the whole tail) to chunks (putTail), in synced batches of up to
+// migrateBatch tails that each write some and delete them, so that a
+// crash loses nothing and the next open goes on. The caller holds no
+// lock: the store is not yet shared.
+func (s *Store) migrateTails() error {
+	for {
+		n, err := s.migrateSomeTails()
+		if err != nil {
+			return fmt.Errorf("search store: migrate tails: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+	}
+}
+
+// migrateSomeTails moves up to migrateBatch whole tails in one synced
+// batch and returns how many it took. A chunk's key (t term 0x00
+// bound(4)) has a NUL five bytes from its end, a whole tail's (t term
+// 0x00) does not: a term holds no NUL.
+func (s *Store) migrateSomeTails() (int, error) {
+	var b leveldb.Batch
+	it := s.db.NewIterator(util.BytesPrefix([]byte{pTail}), nil)
+	n := 0
+	for n < migrateBatch && it.Next() {
+		k, v := it.Key(), it.Value()
+		if len(k) >= 7 && k[len(k)-5] == 0 {
+			continue // a chunk
+		}
+		n++
+		b.Delete(bytes.Clone(k))
+		if len(k) < 3 || k[len(k)-1] != 0 {
+			continue // not a tail: dropped, as reads skipped it
+		}
+		term := string(k[1 : len(k)-1])
+		es, err := decodeBlock(nil, tailBound, v)
+		if err != nil {
+			b.Put(tailKey(term, tailBound), bytes.Clone(v))
+			continue
+		}
+		for len(es) >= maxBlock {
+			ub := es[maxBlock-1].num
+			b.Put(fullKey(term, ub), appendBlock(nil, es[:maxBlock]))
+			b.Put(indexKey(term, ub), nil)
+			es = es[maxBlock:]
+		}
+		putTail(&b, term, es, nil)
 	}
 	it.Release()
 	if err := it.Error(); err != nil {

@@ -245,17 +245,32 @@ func (s *Store) writeEntries(b *leveldb.Batch, ve *versionEdits, byTerm map[stri
 // full blocks.
 type blockIters struct{ tails, full iterator.Iterator }
 
-// get returns the value of a tail or full block key (valid until the
-// next get) and whether it is there.
+// get returns the value of a full block key (valid until the next get)
+// and whether it is there.
 func (r blockIters) get(key []byte) ([]byte, bool) {
-	it := r.full
-	if key[0] == pTail {
-		it = r.tails
-	}
-	if it.Seek(key) && bytes.Equal(it.Key(), key) {
-		return it.Value(), true
+	if r.full.Seek(key) && bytes.Equal(r.full.Key(), key) {
+		return r.full.Value(), true
 	}
 	return nil, false
+}
+
+// tail returns term's tail: its entries, appended to es, and its
+// chunks' values by key.
+func (r blockIters) tail(es []entry, term string) ([]entry, map[string][]byte, error) {
+	tp := termPrefix(pTail, term)
+	stored := map[string][]byte{}
+	for ok := r.tails.Seek(tp); ok && bytes.HasPrefix(r.tails.Key(), tp); ok = r.tails.Next() {
+		k := r.tails.Key()
+		if len(k) != len(tp)+4 {
+			continue
+		}
+		stored[string(k)] = bytes.Clone(r.tails.Value())
+		var err error
+		if es, err = decodeBlock(es, binary.BigEndian.Uint32(k[len(tp):]), r.tails.Value()); err != nil {
+			return nil, nil, err
+		}
+	}
+	return es, stored, r.tails.Error()
 }
 
 // mergeTerm adds to b the writes that merge es (sorted, distinct) into
@@ -264,12 +279,12 @@ func (r blockIters) get(key []byte) ([]byte, bool) {
 // that fall in it and, if that changed it, written again. A full block
 // is written again in full blocks of at most maxBlock, the last under
 // its bound; the tail seals maxBlock entries at a time as full blocks
-// and keeps the rest. Appending newer versions thus rewrites only the
-// term's tail (and writes a full block once as it fills), and ending an
-// old version as well rewrites at most the block its entry lies in
-// (nothing if the entry is there unchanged). onChange is told each
-// entry added or changed. It returns the postings added and whether the
-// term is new.
+// and keeps the rest in chunks (putTail). Appending newer versions thus
+// rewrites only the tail's open chunk (and writes a sealed chunk, or a
+// full block, once as it fills), and ending an old version as well
+// rewrites at most the block its entry lies in (nothing if the entry is
+// there unchanged). onChange is told each entry added or changed. It
+// returns the postings added and whether the term is new.
 func mergeTerm(r blockIters, it iterator.Iterator, b *leveldb.Batch, term string, es []entry, onChange func(old *entry, e entry)) (int, bool, error) {
 	prefix := termPrefix(pIndex, term)
 	isTerm := func() bool {
@@ -285,10 +300,29 @@ func mergeTerm(r blockIters, it iterator.Iterator, b *leveldb.Batch, term string
 		if it.Seek(indexKey(term, es[0].num)) && isTerm() {
 			bound = binary.BigEndian.Uint32(it.Key()[len(prefix):])
 		}
-		key := tailKey(term)
-		if bound != tailBound {
-			key = fullKey(term, bound)
+		if bound == tailBound {
+			// The rest all fall in the tail.
+			var stored map[string][]byte
+			var err error
+			if old, stored, err = r.tail(old[:0], term); err != nil {
+				return 0, false, fmt.Errorf("search store: term %q: %w", term, err)
+			}
+			exists = exists || len(stored) > 0
+			merged, a, changed := mergeEntries(old, es, onChange)
+			added += a
+			if !changed {
+				break
+			}
+			for len(merged) >= maxBlock {
+				ub := merged[maxBlock-1].num
+				b.Put(fullKey(term, ub), appendBlock(nil, merged[:maxBlock]))
+				b.Put(indexKey(term, ub), nil)
+				merged = merged[maxBlock:]
+			}
+			putTail(b, term, merged, stored)
+			break
 		}
+		key := fullKey(term, bound)
 		old = old[:0]
 		if v, ok := r.get(key); ok {
 			exists = true
@@ -308,24 +342,20 @@ func mergeTerm(r blockIters, it iterator.Iterator, b *leveldb.Batch, term string
 			continue
 		}
 		// Full blocks of maxBlock; the rest is the last full block, under
-		// bound, or the tail.
-		for len(merged) >= maxBlock && !(bound != tailBound && len(merged) == maxBlock) {
+		// bound.
+		for len(merged) > maxBlock {
 			ub := merged[maxBlock-1].num
 			b.Put(fullKey(term, ub), appendBlock(nil, merged[:maxBlock]))
 			b.Put(indexKey(term, ub), nil)
 			merged = merged[maxBlock:]
 		}
-		switch {
-		case len(merged) > 0:
-			b.Put(key, appendBlock(nil, merged))
-		case bound == tailBound:
-			b.Delete(key)
-		}
+		b.Put(key, appendBlock(nil, merged))
 	}
 	if !exists {
 		exists = it.Seek(prefix) && bytes.HasPrefix(it.Key(), prefix)
 		if !exists {
-			_, exists = r.get(tailKey(term))
+			tp := termPrefix(pTail, term)
+			exists = r.tails.Seek(tp) && bytes.HasPrefix(r.tails.Key(), tp)
 		}
 	}
 	return added, !exists, nil
@@ -368,8 +398,8 @@ func (s *Store) DeleteWhere(ctx context.Context, del func(url string, from int64
 			ok := false
 			if p == pFull {
 				term, bound, ok = fullKeyTerm(k)
-			} else {
-				term, ok = prefixedTerm(k)
+			} else if term, ok = prefixedTerm(k); ok {
+				bound = binary.BigEndian.Uint32(k[len(k)-4:])
 			}
 			if !ok {
 				continue

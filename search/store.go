@@ -27,7 +27,7 @@ const (
 	pMeta  = 'm' // m "format" → uvarint: the store's format
 	pIdent = 'z' // z ^from(8) key(20) → num(4): identities, newest first (versions.go)
 	pIndex = 'x' // x term 0x00 bound(4) → nothing: a term's full blocks
-	pTail  = 't' // t term 0x00 → the term's tail, its open block
+	pTail  = 't' // t term 0x00 bound(4) → a chunk of the term's tail, its open block (blocks.go)
 	pDocs  = 'o' // o num(4) → from, to, docLen: the document table (docs.go)
 
 	// Formats 2 to 4, moved at open (migrate.go).
@@ -134,6 +134,9 @@ func (s *Store) open() error {
 				if err := s.migrateBlocks(); err != nil {
 					return err
 				}
+			}
+			if err := s.migrateTails(); err != nil {
+				return err
 			}
 			if err := s.migrateVersions(); err != nil {
 				return err
