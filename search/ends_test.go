@@ -18,9 +18,8 @@ import (
 	"github.com/herod-archive/herod/internal/id"
 )
 
-// oldIdents adds to b the writes that turn s's version table into that
-// of format 4 and earlier (identities v key(20) from(8), rows n num),
-// after folding its pending ends (formats before 5 had none), and if
+// oldIdents adds to b the writes that turn s's identities into those
+// of format 4 and earlier (v key(20) from(8)), after folding its pending ends (formats before 5 had none), and if
 // wholeTails its tails into format 4's (t term 0x00 → the whole tail).
 func oldIdents(t *testing.T, s *Store, b *leveldb.Batch, wholeTails bool) {
 	t.Helper()
@@ -36,15 +35,6 @@ func oldIdents(t *testing.T, s *Store, b *leveldb.Batch, wholeTails bool) {
 		b.Put(old, bytes.Clone(it.Value()))
 	}
 	must(t, it.Error())
-	rows := s.db.NewIterator(util.BytesPrefix([]byte{pNum}), nil)
-	defer rows.Release()
-	for rows.Next() {
-		if k := rows.Key(); len(k) == 5 {
-			b.Delete(bytes.Clone(k))
-			b.Put(append([]byte{pNum4}, k[1:]...), bytes.Clone(rows.Value()))
-		}
-	}
-	must(t, rows.Error())
 	if !wholeTails {
 		return
 	}
@@ -262,8 +252,8 @@ func TestStoreFormat4(t *testing.T) {
 	if f, err := s.db.Get(formatKey, nil); err != nil || f[0] != storeFormat {
 		t.Fatalf("format %v %v, want %d", f, err, storeFormat)
 	}
-	if old := append(keysWith(t, s, pVersion4), keysWith(t, s, pNum4)...); len(old) != 0 {
-		t.Errorf("%d format-4 identities and rows left", len(old))
+	if old := keysWith(t, s, pVersion4); len(old) != 0 {
+		t.Errorf("%d format-4 identities left", len(old))
 	}
 	for _, k := range keysWith(t, s, pTail) {
 		if len(k) < 7 || k[len(k)-5] != 0 {

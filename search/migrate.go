@@ -183,47 +183,39 @@ func (s *Store) migrateSomeBlocks() (int, error) {
 	return n, nil
 }
 
-// migrateVersions moves the version table of a store of format 2 to 4
-// to format 5's places: identities (v key(20) from(8) → num) to z
-// ^from(8) key(20), rows (n num) to F num. Synced batches of up to
-// migrateBatch each write some and delete them, so that a crash loses
-// nothing and the next open goes on. The caller holds no lock: the
-// store is not yet shared.
+// migrateVersions moves the identities of a store of format 2 to 4 (v
+// key(20) from(8) → num) to format 5's (z ^from(8) key(20) → num), in
+// synced batches of up to migrateBatch that each write some and delete
+// them, so that a crash loses nothing and the next open goes on. The
+// caller holds no lock: the store is not yet shared.
 func (s *Store) migrateVersions() error {
-	for _, p := range []byte{pVersion4, pNum4} {
-		for {
-			n, err := s.migrateSomeVersions(p)
-			if err != nil {
-				return fmt.Errorf("search store: migrate versions: %w", err)
-			}
-			if n == 0 {
-				break
-			}
+	for {
+		n, err := s.migrateSomeVersions()
+		if err != nil {
+			return fmt.Errorf("search store: migrate identities: %w", err)
+		}
+		if n == 0 {
+			return nil
 		}
 	}
-	return nil
 }
 
-// migrateSomeVersions moves up to migrateBatch identities (prefix
-// pVersion4) or rows (pNum4) in one synced batch and returns how many
-// it took.
-func (s *Store) migrateSomeVersions(prefix byte) (int, error) {
+// migrateSomeVersions moves up to migrateBatch identities in one synced
+// batch and returns how many it took.
+func (s *Store) migrateSomeVersions() (int, error) {
 	var b leveldb.Batch
-	it := s.db.NewIterator(util.BytesPrefix([]byte{prefix}), nil)
+	it := s.db.NewIterator(util.BytesPrefix([]byte{pVersion4}), nil)
 	n := 0
 	for n < migrateBatch && it.Next() {
 		n++
 		k, v := it.Key(), it.Value()
 		b.Delete(bytes.Clone(k))
-		switch {
-		case prefix == pNum4 && len(k) == 5:
-			b.Put(numKey(binary.BigEndian.Uint32(k[1:])), bytes.Clone(v))
-		case prefix == pVersion4 && len(k) == 1+id.Size+8:
-			var key id.ID
-			copy(key[:], k[1:])
-			b.Put(identKey(key, int64(binary.BigEndian.Uint64(k[1+id.Size:]))), bytes.Clone(v))
+		if len(k) != 1+id.Size+8 {
+			continue // not an identity: dropped, as reads skipped it
 		}
-		// Anything else is dropped, as reads skipped it.
+		var key id.ID
+		copy(key[:], k[1:])
+		b.Put(identKey(key, int64(binary.BigEndian.Uint64(k[1+id.Size:]))), bytes.Clone(v))
 	}
 	it.Release()
 	if err := it.Error(); err != nil {

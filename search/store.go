@@ -17,14 +17,14 @@ import (
 )
 
 // Key prefixes of the store's goleveldb database (format 5), in key
-// order: what grows with the versions lies at either end (numbered rows
-// and full blocks below, ascending; identities above, newest first),
-// what a write rewrites in the middle (layout.go).
+// order: full blocks below, ascending, and identities above, newest
+// first, grow with the versions at the ends of the key space; what a
+// write rewrites lies between (versions.go).
 const (
 	pFull  = 'F' // F bound(4) term → a full block of the term's postings (blocks.go)
-	pNum   = 'F' // F num(4) → a version's row: in the F range, before its number's blocks (versions.go)
 	pEnd   = 'e' // e num(4) → varint to: a version's end, past its row's (ends.go)
 	pMeta  = 'm' // m "format" → uvarint: the store's format
+	pNum   = 'n' // n num(4) → a version's row (versions.go)
 	pIdent = 'z' // z ^from(8) key(20) → num(4): identities, newest first (versions.go)
 	pIndex = 'x' // x term 0x00 bound(4) → nothing: a term's full blocks
 	pTail  = 't' // t term 0x00 bound(4) → a chunk of the term's tail, its open block (blocks.go)
@@ -33,7 +33,6 @@ const (
 	// Formats 2 to 4, moved at open (migrate.go).
 	pBlock    = 'b' // b term 0x00 bound(4) → a block of the term's postings (2, 3)
 	pVersion4 = 'v' // v key(20) from(8) → num(4): identities (2 to 4)
-	pNum4     = 'n' // n num(4) → a version's row (2 to 4)
 
 	// Format 1, migrated at open (migrate.go).
 	pPosting = 'p' // p term 0x00 key(20) from(8) → to, tf, titleTF, docLen, url
@@ -46,10 +45,10 @@ const (
 // store is format 3 as it is, its rows' sums unknown. Format 4 keeps a
 // term's tail apart from its full blocks (blocks.go); a store of
 // format 2 or 3 has its blocks moved at open (migrateBlocks). Format 5
-// writes an old version's end apart from its row (ends.go), keeps rows
-// among the full blocks and identities newest first (layout.go); a
-// store of an earlier format has its rows and identities moved at open
-// (migrateVersions).
+// writes an old version's end apart from its row (ends.go), keys
+// identities newest first (versions.go) and keeps a term's tail in
+// chunks (blocks.go); a store of an earlier format has its identities
+// and tails moved at open (migrateVersions, migrateTails).
 const storeFormat = 5
 
 var formatKey = []byte{pMeta, 'f', 'o', 'r', 'm', 'a', 't'}
@@ -141,9 +140,6 @@ func (s *Store) open() error {
 			if err := s.migrateVersions(); err != nil {
 				return err
 			}
-			if err := s.setNext(); err != nil { // the rows moved
-				return err
-			}
 			if err := s.db.Put(formatKey, binary.AppendUvarint(nil, storeFormat), &opt.WriteOptions{Sync: true}); err != nil {
 				return fmt.Errorf("search store: %w", err)
 			}
@@ -166,11 +162,8 @@ func (s *Store) setNext() error {
 	it := s.db.NewIterator(util.BytesPrefix([]byte{pNum}), nil)
 	defer it.Release()
 	s.next = 0
-	for ok := it.Last(); ok; ok = it.Prev() {
-		if len(it.Key()) == 5 {
-			s.next = uint64(binary.BigEndian.Uint32(it.Key()[1:])) + 1
-			break
-		}
+	if it.Last() && len(it.Key()) == 5 {
+		s.next = uint64(binary.BigEndian.Uint32(it.Key()[1:])) + 1
 	}
 	return it.Error()
 }
@@ -185,9 +178,6 @@ func (s *Store) count() error {
 	for _, p := range []byte{pFull, pTail} {
 		it := s.db.NewIterator(util.BytesPrefix([]byte{p}), nil)
 		for it.Next() {
-			if p == pFull && len(it.Key()) == 5 {
-				continue // a version's row
-			}
 			s.postings += int64(blockCount(it.Value()))
 		}
 		it.Release()

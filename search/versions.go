@@ -22,13 +22,14 @@ import (
 // table (ends.go), when the rest of its row is unchanged.
 //
 //	z ^from(8) key(20) → num(4)
-//	F num(4)           → key(20) varint(from) varint(to) uvarint(docLen) flags(1) url
+//	n num(4)           → key(20) varint(from) varint(to) uvarint(docLen) flags(1) url
 //	o num(4)           → varint(from) varint(to) uvarint(docLen): document rows only
 //
 // Numbers only grow, and identities are keyed by capture time, newest
-// first, so a crawl's new versions are written at the edges of the key
-// space, not across it (layout.go). A row's key is the prefix of its
-// number's full blocks' keys: it sorts just before them. The o rows repeat what the collection statistics need of
+// first, at the top of the key space: a crawl's new identities are
+// written just above what a write rewrites (tails, rows, ends), and the
+// older ones lie outside the key range of every write, so goleveldb's
+// compactions of the newer tables leave them be. The o rows repeat what the collection statistics need of
 // the document table, so that DocStats reads a few bytes a document,
 // not every row. An n or o row's end may be later than the version's:
 // its e row's, if any, is the earlier.
@@ -366,14 +367,12 @@ func lookup(it iterator.Iterator, num uint32) (version, bool) {
 // lookupRaw is lookup but for the URL, returned as bytes valid until it
 // moves.
 func lookupRaw(it iterator.Iterator, num uint32) (version, []byte, bool) {
-	// The iterator is on a row or a full block of a number just below:
-	// a few Nexts (past the full blocks between) cost less than a Seek.
 	ok := false
-	if it.Valid() && len(it.Key()) >= 5 {
+	if it.Valid() && len(it.Key()) == 5 {
 		if cur := binary.BigEndian.Uint32(it.Key()[1:]); cur < num && num-cur <= 4 {
 			ok = true
-			for steps := 0; ok && binary.BigEndian.Uint32(it.Key()[1:]) < num; steps++ {
-				ok = steps < 16 && it.Next() && len(it.Key()) >= 5
+			for ok && binary.BigEndian.Uint32(it.Key()[1:]) < num {
+				ok = it.Next() && len(it.Key()) == 5
 			}
 		}
 	}
