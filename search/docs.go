@@ -42,8 +42,9 @@ func (s *Store) PutDocs(ctx context.Context, rows []DocRow) error {
 const docStatsGrain = 3600 * 1000
 
 // DocStats returns the statistics of the versions in the document table
-// live at the end of the hour of Unix ms at (cached until the table
-// changes): BM25's statistics need not be exact to the millisecond.
+// live at the end of the hour of Unix ms at: BM25's statistics need not
+// be exact to the millisecond. An hour's are counted once, then kept
+// (for up to 1,024 hours) and updated by each write of the table.
 func (s *Store) DocStats(ctx context.Context, at int64) (DocStats, error) {
 	g := at - at%docStatsGrain
 	at = g + docStatsGrain - 1

@@ -109,6 +109,23 @@ type delta struct {
 	postings, terms, docs int64
 	ends                  int64 // pending ends (ends.go)
 	docTable              bool
+	docChanges            []docChange
+}
+
+// docChange is a version as a write found it and leaves it, if either
+// is a document row.
+type docChange struct{ old, new version }
+
+// addTo adds the change to st, the statistics as of at.
+func (c docChange) addTo(st *DocStats, at int64) {
+	if c.old.doc && c.old.liveAt(at) {
+		st.N--
+		st.SumLen -= int64(c.old.docLen)
+	}
+	if c.new.doc && c.new.liveAt(at) {
+		st.N++
+		st.SumLen += int64(c.new.docLen)
+	}
 }
 
 // apply adds d to the counters; the caller holds s.mu.
@@ -118,8 +135,16 @@ func (s *Store) apply(d delta) {
 	s.docs += d.docs
 	s.ends += d.ends
 	if d.docTable {
+		// The cached statistics follow the rows changed, each as of
+		// the end of its hour (DocStats); a count running meanwhile
+		// is not cached.
 		s.gen++
-		s.docCache = map[int64]DocStats{}
+		for g, st := range s.docCache {
+			for _, c := range d.docChanges {
+				c.addTo(&st, g+docStatsGrain-1)
+			}
+			s.docCache[g] = st
+		}
 	}
 }
 

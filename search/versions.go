@@ -202,6 +202,7 @@ func mergeEnd(old, end int64) int64 {
 // edit is a version as a write finds it and leaves it.
 type edit struct {
 	v     version // with its pending end merged in
+	orig  version // v as found
 	row   version // its row as stored, if found
 	found bool    // stored before the write
 	ended bool    // found with a pending end (an e row)
@@ -289,6 +290,7 @@ func (ve *versionEdits) resolve(key id.ID, from int64, add bool) (*edit, error) 
 		if to, ok := ve.ends.end(num); ok {
 			e.v.to, e.ended = mergeEnd(v.to, to), true
 		}
+		e.orig = e.v
 	case err == nil:
 		return nil, fmt.Errorf("%w: version number of %d bytes", ErrBadPosting, len(nb))
 	case errors.Is(err, leveldb.ErrNotFound) && !add:
@@ -328,6 +330,9 @@ func (ve *versionEdits) write(b *leveldb.Batch, d *delta) {
 	for _, e := range ve.in {
 		if !e.dirty {
 			continue
+		}
+		if e.v.doc || e.orig.doc {
+			d.docChanges = append(d.docChanges, docChange{old: e.orig, new: e.v})
 		}
 		if e.found {
 			row := e.v
