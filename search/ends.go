@@ -26,8 +26,8 @@ import (
 // small, a few bytes a pending end, so a level-0 table's compaction
 // rewrites little of it; once it holds foldAt ends, they are folded
 // into their rows in one pass (foldEnds): the n table is rewritten
-// once for many ends, a cost a version that does not grow with the
-// store, and the end table emptied.
+// once for many ends (a cost per end that does not grow with the
+// store, as foldAt grows with it) and the end table emptied.
 
 // endKey is the key of version num's pending end.
 func endKey(num uint32) []byte {

@@ -19,8 +19,9 @@ import (
 )
 
 // oldIdents adds to b the writes that turn s's identities into those
-// of format 4 and earlier (v key(20) from(8)), after folding its pending ends (formats before 5 had none), and if
-// wholeTails its tails into format 4's (t term 0x00 → the whole tail).
+// of format 4 and earlier (v key(20) from(8)), after folding its
+// pending ends (formats before 5 had none), and if wholeTails its tails
+// into format 4's (t term 0x00 → the whole tail).
 func oldIdents(t *testing.T, s *Store, b *leveldb.Batch, wholeTails bool) {
 	t.Helper()
 	_, err := s.foldEnds()

@@ -120,9 +120,9 @@ func legacyDoc(k, v []byte) (DocRow, error) {
 
 // migrateBlocks moves the blocks of a store of format 2 or 3 (b term
 // 0x00 bound(4), a term's last one under tailBound, of up to maxBlock
-// entries) to format 4's: a block of a lower bound becomes a full block
-// and its index key, the last one the term's tail, or a full block if
-// it holds maxBlock entries. Each synced batch moves up to migrateBatch
+// entries) to full blocks and tails: a block of a lower bound becomes
+// a full block and its index key, the last one the term's tail (in
+// chunks), or a full block if it holds maxBlock entries. Each synced batch moves up to migrateBatch
 // blocks and deletes them, so a crash loses nothing and the next open
 // goes on. The caller holds no lock: the store is not yet shared.
 func (s *Store) migrateBlocks() error {
