@@ -58,8 +58,43 @@ func termPrefix(prefix byte, term string) []byte {
 	return append(b, 0)
 }
 
-// tailKey is the key of term's tail.
-func tailKey(term string) []byte { return termPrefix(pTail, term) }
+// tailChunk is how many entries a sealed chunk of a tail holds: a tail
+// of n entries is n/tailChunk sealed chunks, each keyed by its last
+// number (t term 0x00 bound(4)), written once, and the open chunk of
+// the rest (under tailBound). Appending a version rewrites the open
+// chunk, a few entries, not the whole tail.
+const tailChunk = 16
+
+// tailKey is the key of term's tail chunk of bound bound.
+func tailKey(term string, bound uint32) []byte {
+	return binary.BigEndian.AppendUint32(termPrefix(pTail, term), bound)
+}
+
+// putTail adds to b the writes that store es (sorted, fewer than
+// maxBlock) as term's tail chunks, given the chunks stored (by key):
+// a chunk written unchanged is skipped, a stored one no longer there
+// deleted.
+func putTail(b *leveldb.Batch, term string, es []entry, stored map[string][]byte) {
+	keep := map[string]bool{}
+	for len(es) > 0 {
+		n := min(len(es), tailChunk)
+		bound := uint32(tailBound)
+		if n == tailChunk {
+			bound = es[n-1].num
+		}
+		k, v := tailKey(term, bound), appendBlock(nil, es[:n])
+		keep[string(k)] = true
+		if old, ok := stored[string(k)]; !ok || !bytes.Equal(old, v) {
+			b.Put(k, v)
+		}
+		es = es[n:]
+	}
+	for k := range stored {
+		if !keep[k] {
+			b.Delete([]byte(k))
+		}
+	}
+}
 
 // indexKey is the key of term's full block of bound bound in its index.
 func indexKey(term string, bound uint32) []byte {
@@ -88,11 +123,7 @@ func prefixedTerm(k []byte) ([]byte, bool) {
 		return nil, false
 	}
 	switch k[0] {
-	case pTail:
-		if k[len(k)-1] == 0 {
-			return k[1 : len(k)-1], true
-		}
-	case pIndex:
+	case pTail, pIndex:
 		if len(k) >= 1+1+1+4 && k[len(k)-5] == 0 {
 			return k[1 : len(k)-5], true
 		}
@@ -107,8 +138,8 @@ type kv interface {
 }
 
 // termBlocks calls fn with each of term's blocks in r, in bound order:
-// its full blocks, then its tail (bound tailBound). The value is valid
-// during the call.
+// its full blocks, then its tail's chunks (the open one under
+// tailBound). The value is valid during the call.
 func termBlocks(r kv, term string, fn func(bound uint32, v []byte) error) error {
 	prefix := termPrefix(pIndex, term)
 	it := r.NewIterator(util.BytesPrefix(prefix), nil)
@@ -133,14 +164,19 @@ func termBlocks(r kv, term string, fn func(bound uint32, v []byte) error) error 
 	if err := it.Error(); err != nil {
 		return err
 	}
-	v, err := r.Get(tailKey(term), nil)
-	if errors.Is(err, leveldb.ErrNotFound) {
-		return nil
+	tp := termPrefix(pTail, term)
+	ti := r.NewIterator(util.BytesPrefix(tp), nil)
+	defer ti.Release()
+	for ti.Next() {
+		k := ti.Key()
+		if len(k) != len(tp)+4 {
+			continue
+		}
+		if err := fn(binary.BigEndian.Uint32(k[len(tp):]), ti.Value()); err != nil {
+			return err
+		}
 	}
-	if err != nil {
-		return err
-	}
-	return fn(tailBound, v)
+	return ti.Error()
 }
 
 // eachTerm calls fn with each term that has blocks in r, in key order:

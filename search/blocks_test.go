@@ -25,6 +25,40 @@ import (
 type model struct {
 	ps   map[string]map[vident]Posting // term → identity → posting
 	ends map[vident]int64
+	docs map[vident]uint32 // document rows: their lengths
+}
+
+// putDocs adds document rows: their versions' ends merge as postings'.
+func (m *model) putDocs(rows []DocRow) {
+	for _, r := range rows {
+		k := vident{r.Key, r.From}
+		end, ok := m.ends[k]
+		if !ok {
+			end = r.To
+		}
+		m.ends[k] = mergeEnd(end, r.To)
+		m.docs[k] = r.DocLen
+	}
+	for _, byID := range m.ps {
+		for k, p := range byID {
+			p.To = m.ends[k]
+			byID[k] = p
+		}
+	}
+}
+
+// docStats is what DocStats answers as of at: as of the end of its
+// hour.
+func (m *model) docStats(at int64) DocStats {
+	at = at - at%docStatsGrain + docStatsGrain - 1
+	var st DocStats
+	for k, n := range m.docs {
+		if v := (version{from: k.from, to: m.ends[k]}); v.liveAt(at) {
+			st.N++
+			st.SumLen += int64(n)
+		}
+	}
+	return st
 }
 
 func (m *model) put(ps []Posting) {
@@ -68,16 +102,27 @@ func (m *model) count() (terms, postings int64) {
 	return terms, postings
 }
 
-// TestStoreModel runs random writes, re-sends, ends and purges against
-// a store and a model of it, and compares every term's postings as of
-// several times, the counts and Range, across a reopen.
+// TestStoreModel runs random writes, re-sends, ends, document rows and
+// purges against a store and a naive model of it, and compares every
+// term's postings as of several times (all, and those of some URL
+// keys), the collection statistics, the counts and Range, across a
+// reopen: with the pending ends folded into their rows as soon as a
+// few are pending, and never.
 func TestStoreModel(t *testing.T) {
+	for _, fold := range []int64{3, 1 << 40} {
+		t.Run(fmt.Sprintf("fold=%d", fold), func(t *testing.T) { testStoreModel(t, fold) })
+	}
+}
+
+func testStoreModel(t *testing.T, foldMin int64) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "s")
 	s := openTestStore(t, dir)
+	s.foldMin = foldMin
 	defer func() { s.Close() }()
 	rng := rand.New(rand.NewPCG(7, 38))
-	m := &model{ps: map[string]map[vident]Posting{}, ends: map[vident]int64{}}
+	m := &model{ps: map[string]map[vident]Posting{}, ends: map[vident]int64{}, docs: map[vident]uint32{}}
+	pending := false // ends were pending at a check
 	terms := []string{"war", "peace", "ship", "sea", "herodotus", "persia"}
 	urls := make([]string, 60)
 	for i := range urls {
@@ -108,7 +153,24 @@ func TestStoreModel(t *testing.T) {
 		resend := resendVersions(m, rng, 3+rng.IntN(6))
 		must(t, s.Put(ctx, resend))
 		m.put(resend)
+		// Document rows of some versions, some with an end.
+		var rows []DocRow
+		for range rng.IntN(8) {
+			u := urls[rng.IntN(len(urls))]
+			k := vident{id.OfString(u), int64(10 * (1 + rng.IntN(8)))}
+			if docLen[k] == 0 {
+				docLen[k] = uint32(50 + rng.IntN(50))
+			}
+			to := Open
+			if rng.IntN(2) == 0 {
+				to = k.from + int64(1+rng.IntN(30))
+			}
+			rows = append(rows, DocRow{Key: k.key, URL: u, From: k.from, To: to, DocLen: docLen[k]})
+		}
+		must(t, s.PutDocs(ctx, rows))
+		m.putDocs(rows)
 		checkSums(t, s)
+		pending = pending || s.ends > 0
 		if round%13 == 12 {
 			cut := urls[rng.IntN(len(urls))]
 			n, err := s.DeleteWhere(ctx, func(u string, from int64) bool { return u == cut || from == 30 })
@@ -125,6 +187,7 @@ func TestStoreModel(t *testing.T) {
 			for k := range m.ends {
 				if k.from == 30 || k.key == id.OfString(cut) {
 					delete(m.ends, k)
+					delete(m.docs, k)
 				}
 			}
 			if n != want {
@@ -134,8 +197,54 @@ func TestStoreModel(t *testing.T) {
 		if round == 20 {
 			must(t, s.Close())
 			s = openTestStore(t, dir)
+			s.foldMin = foldMin
 		}
 		checkModel(t, s, m, terms, round)
+		for _, at := range []int64{5, 10, 25, 40, 60, 1000} {
+			st, err := s.DocStats(ctx, at)
+			must(t, err)
+			if want := m.docStats(at); st != want {
+				t.Fatalf("round %d: doc stats at %d: %+v, want %+v", round, at, st, want)
+			}
+		}
+		checkKeys(t, s, m, terms, urls, rng, round)
+	}
+	if !pending {
+		t.Error("no end was ever pending")
+	}
+}
+
+// checkKeys compares the postings of a few URL keys, as the engine asks
+// for its candidates' other terms, with the model's.
+func checkKeys(t *testing.T, s *Store, m *model, terms, urls []string, rng *rand.Rand, round int) {
+	t.Helper()
+	want := map[id.ID]bool{}
+	var keys []id.ID
+	for range 1 + rng.IntN(6) {
+		k := id.OfString(urls[rng.IntN(len(urls))])
+		if !want[k] {
+			want[k] = true
+			keys = append(keys, k)
+		}
+	}
+	order := func(a, b Posting) int { return cmp.Or(strings.Compare(a.URL, b.URL), cmp.Compare(a.From, b.From)) }
+	for _, term := range terms {
+		for _, at := range []int64{10, 25, 60} {
+			l, err := s.Postings(context.Background(), PostingQuery{Term: term, At: at, Keys: keys, Limit: 10_000})
+			must(t, err)
+			var exp []Posting
+			for _, p := range m.ps[term] {
+				if p.Live(at) && want[p.Key] {
+					exp = append(exp, p)
+				}
+			}
+			slices.SortFunc(exp, order)
+			got := slices.Clone(l.Postings)
+			slices.SortFunc(got, order)
+			if !slices.Equal(got, exp) || !l.Complete {
+				t.Fatalf("round %d, %q at %d, keys %d: %v, want %v", round, term, at, len(keys), got, exp)
+			}
+		}
 	}
 }
 
@@ -206,6 +315,7 @@ type storedBlock struct {
 	term  string
 	bound uint32
 	es    []entry
+	tail  bool // a chunk of the term's tail
 }
 
 // storedBlocks returns every block the store holds, each term's in
@@ -244,7 +354,8 @@ func storedBlocks(t *testing.T, s *Store) []storedBlock {
 				t.Fatalf("term %q: block of bound %d starts at %d, after %d", term, bound, es[0].num, prev)
 			}
 			prev = int64(bound)
-			out = append(out, storedBlock{term, bound, es})
+			tail := !index[string(indexKey(term, bound))]
+			out = append(out, storedBlock{term, bound, es, tail})
 			return nil
 		})
 	}))
@@ -303,13 +414,20 @@ func TestStoreBlocksSplit(t *testing.T) {
 		ps = ps[k:]
 	}
 	blocks := storedBlocks(t, s)
+	tail := 0
 	for i, blk := range blocks {
-		if len(blk.es) > maxBlock || len(blk.es) == 0 || (blk.bound == tailBound && len(blk.es) >= maxBlock) {
-			t.Errorf("block %d (bound %d) holds %d", i, blk.bound, len(blk.es))
+		switch {
+		case !blk.tail && (len(blk.es) > maxBlock || len(blk.es) == 0),
+			blk.tail && blk.bound != tailBound && len(blk.es) != tailChunk,
+			blk.tail && blk.bound == tailBound && len(blk.es) >= tailChunk:
+			t.Errorf("block %d (bound %d, tail %v) holds %d", i, blk.bound, blk.tail, len(blk.es))
+		}
+		if blk.tail {
+			tail += len(blk.es)
 		}
 	}
-	if len(blocks) != 6 || blocks[5].bound != tailBound {
-		t.Errorf("%d blocks, want 5 full and a tail", len(blocks))
+	if len(blocks) != 7 || !blocks[5].tail || blocks[6].bound != tailBound || tail != 17 {
+		t.Errorf("%d blocks, a tail of %d, want 5 full and a tail of 17 in a sealed and an open chunk", len(blocks), tail)
 	}
 	if c := s.Counts(); c.Postings != n || c.Terms != 1 {
 		t.Errorf("counts %+v, want %d postings of 1 term", c, n)
@@ -441,8 +559,9 @@ func TestStoreFormat2(t *testing.T) {
 
 // TestStoreFormat3: a store of format 3 (a term's blocks under b term
 // 0x00 bound, the last of up to maxBlock entries under tailBound) opens
-// as format 4, its blocks moved to full blocks and tails, and answers
-// queries, counts and Range as before; writes go on in format 4.
+// as format 5, its blocks moved to full blocks and tails and its
+// identities to format 5's, and answers queries, counts and Range as
+// before; writes go on in format 5.
 func TestStoreFormat3(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "s")
@@ -510,6 +629,7 @@ func TestStoreFormat3(t *testing.T) {
 			es = es[k:]
 		}
 	}
+	oldIdents(t, s, &b, false)
 	b.Put(formatKey, []byte{3})
 	must(t, s.db.Write(&b, nil))
 	must(t, s.Close())
@@ -530,8 +650,8 @@ func TestStoreFormat3(t *testing.T) {
 	}
 	tails := map[string]int{}
 	for _, blk := range storedBlocks(t, s) {
-		if blk.bound == tailBound {
-			tails[blk.term] = len(blk.es)
+		if blk.tail {
+			tails[blk.term] += len(blk.es)
 		}
 	}
 	if want := map[string]int{"peace": 20, "sea": 5}; !maps.Equal(tails, want) {

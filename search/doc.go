@@ -22,7 +22,11 @@
 // flagged as the document table of the versions its node indexed, for
 // the collection statistics BM25 needs), and per term blocks of version
 // numbers and frequencies, two or three bytes a posting (blocks.go,
-// versions.go); a first-format store is migrated at open (migrate.go).
+// versions.go); a stored version's end alone is written apart, in a
+// small table folded into the rows from time to time (ends.go); an
+// earlier format's store is migrated at open (migrate.go). A Sink that
+// is an Ender (StoreSink) ends a changed page's previous version by its
+// identity, so that the Indexer need not read and analyze it again.
 // Postings travel between nodes as posting sets (AppendPostingSet).
 // The Engine answers a query (words, "phrases", site:HOST, as of a time,
 // pages or a resume cursor): it fetches each term's postings live at the

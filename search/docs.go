@@ -2,6 +2,8 @@ package search
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/syndtr/goleveldb/leveldb/util"
@@ -40,8 +42,9 @@ func (s *Store) PutDocs(ctx context.Context, rows []DocRow) error {
 const docStatsGrain = 3600 * 1000
 
 // DocStats returns the statistics of the versions in the document table
-// live at the end of the hour of Unix ms at (cached until the table
-// changes): BM25's statistics need not be exact to the millisecond.
+// live at the end of the hour of Unix ms at: BM25's statistics need not
+// be exact to the millisecond. An hour's are counted once, then kept
+// (for up to 1,024 hours) and updated by each write of the table.
 func (s *Store) DocStats(ctx context.Context, at int64) (DocStats, error) {
 	g := at - at%docStatsGrain
 	at = g + docStatsGrain - 1
@@ -53,17 +56,28 @@ func (s *Store) DocStats(ctx context.Context, at int64) (DocStats, error) {
 	gen := s.gen
 	s.mu.Unlock()
 	var st DocStats
-	it := s.db.NewIterator(util.BytesPrefix([]byte{pDocs}), nil)
+	snap, err := s.db.GetSnapshot()
+	if err != nil {
+		return DocStats{}, fmt.Errorf("search store: doc stats: %w", err)
+	}
+	defer snap.Release()
+	it := snap.NewIterator(util.BytesPrefix([]byte{pDocs}), nil)
 	defer it.Release()
+	ends := newEndCursor(snap)
+	defer ends.release()
 	for it.Next() {
 		r := reader{b: it.Value()}
 		v := version{from: r.varint(), to: r.varint(), docLen: r.u32()}
+		if len(it.Key()) == 5 {
+			v.num = binary.BigEndian.Uint32(it.Key()[1:])
+			v = ends.withEnd(v)
+		}
 		if r.err == nil && v.liveAt(at) {
 			st.N++
 			st.SumLen += int64(v.docLen)
 		}
 	}
-	if err := it.Error(); err != nil {
+	if err := errors.Join(it.Error(), ends.err()); err != nil {
 		return DocStats{}, fmt.Errorf("search store: doc stats: %w", err)
 	}
 	if err := ctx.Err(); err != nil {

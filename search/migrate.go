@@ -120,9 +120,9 @@ func legacyDoc(k, v []byte) (DocRow, error) {
 
 // migrateBlocks moves the blocks of a store of format 2 or 3 (b term
 // 0x00 bound(4), a term's last one under tailBound, of up to maxBlock
-// entries) to format 4's: a block of a lower bound becomes a full block
-// and its index key, the last one the term's tail, or a full block if
-// it holds maxBlock entries. Each synced batch moves up to migrateBatch
+// entries) to full blocks and tails: a block of a lower bound becomes
+// a full block and its index key, the last one the term's tail (in
+// chunks), or a full block if it holds maxBlock entries. Each synced batch moves up to migrateBatch
 // blocks and deletes them, so a crash loses nothing and the next open
 // goes on. The caller holds no lock: the store is not yet shared.
 func (s *Store) migrateBlocks() error {
@@ -158,8 +158,8 @@ func (s *Store) migrateSomeBlocks() (int, error) {
 			continue
 		}
 		es, err := decodeBlock(nil, bound, v)
-		if err != nil || len(es) < maxBlock {
-			b.Put(tailKey(term), bytes.Clone(v))
+		if err != nil {
+			b.Put(tailKey(term, tailBound), bytes.Clone(v))
 			continue
 		}
 		for len(es) >= maxBlock {
@@ -168,9 +168,116 @@ func (s *Store) migrateSomeBlocks() (int, error) {
 			b.Put(indexKey(term, ub), nil)
 			es = es[maxBlock:]
 		}
-		if len(es) > 0 {
-			b.Put(tailKey(term), appendBlock(nil, es))
+		putTail(&b, term, es, nil)
+	}
+	it.Release()
+	if err := it.Error(); err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if err := s.db.Write(&b, &opt.WriteOptions{Sync: true}); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// migrateVersions moves the identities of a store of format 2 to 4 (v
+// key(20) from(8) → num) to format 5's (z ^from(8) key(20) → num), in
+// synced batches of up to migrateBatch that each write some and delete
+// them, so that a crash loses nothing and the next open goes on. The
+// caller holds no lock: the store is not yet shared.
+func (s *Store) migrateVersions() error {
+	for {
+		n, err := s.migrateSomeVersions()
+		if err != nil {
+			return fmt.Errorf("search store: migrate identities: %w", err)
 		}
+		if n == 0 {
+			return nil
+		}
+	}
+}
+
+// migrateSomeVersions moves up to migrateBatch identities in one synced
+// batch and returns how many it took.
+func (s *Store) migrateSomeVersions() (int, error) {
+	var b leveldb.Batch
+	it := s.db.NewIterator(util.BytesPrefix([]byte{pVersion4}), nil)
+	n := 0
+	for n < migrateBatch && it.Next() {
+		n++
+		k, v := it.Key(), it.Value()
+		b.Delete(bytes.Clone(k))
+		if len(k) != 1+id.Size+8 {
+			continue // not an identity: dropped, as reads skipped it
+		}
+		var key id.ID
+		copy(key[:], k[1:])
+		b.Put(identKey(key, int64(binary.BigEndian.Uint64(k[1+id.Size:]))), bytes.Clone(v))
+	}
+	it.Release()
+	if err := it.Error(); err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if err := s.db.Write(&b, &opt.WriteOptions{Sync: true}); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// migrateTails moves the tails of a store of format 4 (t term 0x00 →
+// the whole tail) to chunks (putTail), in synced batches of up to
+// migrateBatch tails that each write some and delete them, so that a
+// crash loses nothing and the next open goes on. The caller holds no
+// lock: the store is not yet shared.
+func (s *Store) migrateTails() error {
+	for {
+		n, err := s.migrateSomeTails()
+		if err != nil {
+			return fmt.Errorf("search store: migrate tails: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+	}
+}
+
+// migrateSomeTails moves up to migrateBatch whole tails in one synced
+// batch and returns how many it took. A chunk's key (t term 0x00
+// bound(4)) has a NUL five bytes from its end, a whole tail's (t term
+// 0x00) does not: a term holds no NUL.
+func (s *Store) migrateSomeTails() (int, error) {
+	var b leveldb.Batch
+	it := s.db.NewIterator(util.BytesPrefix([]byte{pTail}), nil)
+	n := 0
+	for n < migrateBatch && it.Next() {
+		k, v := it.Key(), it.Value()
+		if len(k) >= 7 && k[len(k)-5] == 0 {
+			continue // a chunk
+		}
+		n++
+		b.Delete(bytes.Clone(k))
+		if len(k) < 3 || k[len(k)-1] != 0 {
+			continue // not a tail: dropped, as reads skipped it
+		}
+		term := string(k[1 : len(k)-1])
+		es, err := decodeBlock(nil, tailBound, v)
+		if err != nil {
+			b.Put(tailKey(term, tailBound), bytes.Clone(v))
+			continue
+		}
+		for len(es) >= maxBlock {
+			ub := es[maxBlock-1].num
+			b.Put(fullKey(term, ub), appendBlock(nil, es[:maxBlock]))
+			b.Put(indexKey(term, ub), nil)
+			es = es[maxBlock:]
+		}
+		putTail(&b, term, es, nil)
 	}
 	it.Release()
 	if err := it.Error(); err != nil {

@@ -44,15 +44,88 @@ func (s *Store) commit(ps []Posting, rows []DocRow, what string) error {
 	if err := s.db.Write(&b, &opt.WriteOptions{Sync: true}); err != nil {
 		return fmt.Errorf("search store: %s: %w", what, err)
 	}
+	return s.applyAndFold(d)
+}
+
+// applyAndFold adds what a write did to the counters and folds the
+// pending ends if they reached foldAt; the caller holds s.mu.
+func (s *Store) applyAndFold(d delta) error {
 	s.apply(d)
-	return nil
+	if s.ends < s.foldAt() {
+		return nil
+	}
+	n, err := s.foldEnds()
+	s.ends -= n
+	s.folds++
+	return err
+}
+
+// End ends each version of ends that the store holds postings of (its
+// row records entries, or was written before rows did) at its To, as a
+// Put of all its postings with that end would (the earliest known end
+// wins), in one synced batch, and returns the others, untouched. It is
+// how a changed page's previous version ends without being analyzed
+// again (Ender).
+func (s *Store) End(ctx context.Context, ends []End) ([]End, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, e := range ends {
+		if e.To == Open || e.To < e.From {
+			return nil, fmt.Errorf("%w: end of %q from %d at %d", ErrBadPosting, e.URL, e.From, e.To)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ve := &versionEdits{s: s, m: map[vident]*edit{}}
+	defer ve.release()
+	var unknown []End
+	for _, en := range ends {
+		e, err := ve.find(en.Key, en.From)
+		if err != nil {
+			return nil, err
+		}
+		if e == nil || (e.v.sum.known && e.v.sum.n == 0) {
+			unknown = append(unknown, en)
+			continue
+		}
+		e.set(e.v.url, en.To, e.v.docLen, false)
+	}
+	var b leveldb.Batch
+	var d delta
+	ve.write(&b, &d)
+	if b.Len() == 0 {
+		return unknown, nil
+	}
+	if err := s.db.Write(&b, &opt.WriteOptions{Sync: true}); err != nil {
+		return nil, fmt.Errorf("search store: end: %w", err)
+	}
+	return unknown, s.applyAndFold(d)
 }
 
 // delta is what a write adds to the counters, and whether it changed
 // the document table.
 type delta struct {
 	postings, terms, docs int64
+	ends                  int64 // pending ends (ends.go)
 	docTable              bool
+	docChanges            []docChange
+}
+
+// docChange is a version as a write found it and leaves it, if either
+// is a document row.
+type docChange struct{ old, new version }
+
+// addTo adds the change to st, the statistics as of at.
+func (c docChange) addTo(st *DocStats, at int64) {
+	if c.old.doc && c.old.liveAt(at) {
+		st.N--
+		st.SumLen -= int64(c.old.docLen)
+	}
+	if c.new.doc && c.new.liveAt(at) {
+		st.N++
+		st.SumLen += int64(c.new.docLen)
+	}
 }
 
 // apply adds d to the counters; the caller holds s.mu.
@@ -60,9 +133,18 @@ func (s *Store) apply(d delta) {
 	s.postings += d.postings
 	s.terms += d.terms
 	s.docs += d.docs
+	s.ends += d.ends
 	if d.docTable {
+		// The cached statistics follow the rows changed, each as of
+		// the end of its hour (DocStats); a count running meanwhile
+		// is not cached.
 		s.gen++
-		s.docCache = map[int64]DocStats{}
+		for g, st := range s.docCache {
+			for _, c := range d.docChanges {
+				c.addTo(&st, g+docStatsGrain-1)
+			}
+			s.docCache[g] = st
+		}
 	}
 }
 
@@ -102,7 +184,7 @@ func (s *Store) write(b *leveldb.Batch, ps []Posting, rows []DocRow) (delta, err
 			return d, err
 		}
 	}
-	d.docTable = ve.write(b)
+	ve.write(b, &d)
 	return d, nil
 }
 
@@ -188,17 +270,32 @@ func (s *Store) writeEntries(b *leveldb.Batch, ve *versionEdits, byTerm map[stri
 // full blocks.
 type blockIters struct{ tails, full iterator.Iterator }
 
-// get returns the value of a tail or full block key (valid until the
-// next get) and whether it is there.
+// get returns the value of a full block key (valid until the next get)
+// and whether it is there.
 func (r blockIters) get(key []byte) ([]byte, bool) {
-	it := r.full
-	if key[0] == pTail {
-		it = r.tails
-	}
-	if it.Seek(key) && bytes.Equal(it.Key(), key) {
-		return it.Value(), true
+	if r.full.Seek(key) && bytes.Equal(r.full.Key(), key) {
+		return r.full.Value(), true
 	}
 	return nil, false
+}
+
+// tail returns term's tail: its entries, appended to es, and its
+// chunks' values by key.
+func (r blockIters) tail(es []entry, term string) ([]entry, map[string][]byte, error) {
+	tp := termPrefix(pTail, term)
+	stored := map[string][]byte{}
+	for ok := r.tails.Seek(tp); ok && bytes.HasPrefix(r.tails.Key(), tp); ok = r.tails.Next() {
+		k := r.tails.Key()
+		if len(k) != len(tp)+4 {
+			continue
+		}
+		stored[string(k)] = bytes.Clone(r.tails.Value())
+		var err error
+		if es, err = decodeBlock(es, binary.BigEndian.Uint32(k[len(tp):]), r.tails.Value()); err != nil {
+			return nil, nil, err
+		}
+	}
+	return es, stored, r.tails.Error()
 }
 
 // mergeTerm adds to b the writes that merge es (sorted, distinct) into
@@ -207,12 +304,12 @@ func (r blockIters) get(key []byte) ([]byte, bool) {
 // that fall in it and, if that changed it, written again. A full block
 // is written again in full blocks of at most maxBlock, the last under
 // its bound; the tail seals maxBlock entries at a time as full blocks
-// and keeps the rest. Appending newer versions thus rewrites only the
-// term's tail (and writes a full block once as it fills), and ending an
-// old version as well rewrites at most the block its entry lies in
-// (nothing if the entry is there unchanged). onChange is told each
-// entry added or changed. It returns the postings added and whether the
-// term is new.
+// and keeps the rest in chunks (putTail). Appending newer versions thus
+// rewrites only the tail's open chunk (and writes a sealed chunk, or a
+// full block, once as it fills), and ending an old version as well
+// rewrites at most the block its entry lies in (nothing if the entry is
+// there unchanged). onChange is told each entry added or changed. It
+// returns the postings added and whether the term is new.
 func mergeTerm(r blockIters, it iterator.Iterator, b *leveldb.Batch, term string, es []entry, onChange func(old *entry, e entry)) (int, bool, error) {
 	prefix := termPrefix(pIndex, term)
 	isTerm := func() bool {
@@ -228,10 +325,29 @@ func mergeTerm(r blockIters, it iterator.Iterator, b *leveldb.Batch, term string
 		if it.Seek(indexKey(term, es[0].num)) && isTerm() {
 			bound = binary.BigEndian.Uint32(it.Key()[len(prefix):])
 		}
-		key := tailKey(term)
-		if bound != tailBound {
-			key = fullKey(term, bound)
+		if bound == tailBound {
+			// The rest all fall in the tail.
+			var stored map[string][]byte
+			var err error
+			if old, stored, err = r.tail(old[:0], term); err != nil {
+				return 0, false, fmt.Errorf("search store: term %q: %w", term, err)
+			}
+			exists = exists || len(stored) > 0
+			merged, a, changed := mergeEntries(old, es, onChange)
+			added += a
+			if !changed {
+				break
+			}
+			for len(merged) >= maxBlock {
+				ub := merged[maxBlock-1].num
+				b.Put(fullKey(term, ub), appendBlock(nil, merged[:maxBlock]))
+				b.Put(indexKey(term, ub), nil)
+				merged = merged[maxBlock:]
+			}
+			putTail(b, term, merged, stored)
+			break
 		}
+		key := fullKey(term, bound)
 		old = old[:0]
 		if v, ok := r.get(key); ok {
 			exists = true
@@ -251,24 +367,20 @@ func mergeTerm(r blockIters, it iterator.Iterator, b *leveldb.Batch, term string
 			continue
 		}
 		// Full blocks of maxBlock; the rest is the last full block, under
-		// bound, or the tail.
-		for len(merged) >= maxBlock && !(bound != tailBound && len(merged) == maxBlock) {
+		// bound.
+		for len(merged) > maxBlock {
 			ub := merged[maxBlock-1].num
 			b.Put(fullKey(term, ub), appendBlock(nil, merged[:maxBlock]))
 			b.Put(indexKey(term, ub), nil)
 			merged = merged[maxBlock:]
 		}
-		switch {
-		case len(merged) > 0:
-			b.Put(key, appendBlock(nil, merged))
-		case bound == tailBound:
-			b.Delete(key)
-		}
+		b.Put(key, appendBlock(nil, merged))
 	}
 	if !exists {
 		exists = it.Seek(prefix) && bytes.HasPrefix(it.Key(), prefix)
 		if !exists {
-			_, exists = r.get(tailKey(term))
+			tp := termPrefix(pTail, term)
+			exists = r.tails.Seek(tp) && bytes.HasPrefix(r.tails.Key(), tp)
 		}
 	}
 	return added, !exists, nil
@@ -290,6 +402,7 @@ func (s *Store) DeleteWhere(ctx context.Context, del func(url string, from int64
 			b.Delete(bytes.Clone(it.Key()))
 			b.Delete(identKey(v.key, v.from))
 			b.Delete(docKey(v.num))
+			b.Delete(endKey(v.num))
 		}
 	}
 	it.Release()
@@ -310,8 +423,8 @@ func (s *Store) DeleteWhere(ctx context.Context, del func(url string, from int64
 			ok := false
 			if p == pFull {
 				term, bound, ok = fullKeyTerm(k)
-			} else {
-				term, ok = prefixedTerm(k)
+			} else if term, ok = prefixedTerm(k); ok {
+				bound = binary.BigEndian.Uint32(k[len(k)-4:])
 			}
 			if !ok {
 				continue

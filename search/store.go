@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/opt"
@@ -15,18 +16,23 @@ import (
 	"github.com/herod-archive/herod/internal/id"
 )
 
-// Key prefixes of the store's goleveldb database (format 4).
+// Key prefixes of the store's goleveldb database (format 5), in key
+// order: full blocks below, ascending, and identities above, newest
+// first, grow with the versions at the ends of the key space; what a
+// write rewrites lies between (versions.go).
 const (
-	pMeta    = 'm' // m "format" → uvarint: the store's format
-	pVersion = 'v' // version table by identity (versions.go)
-	pNum     = 'n' // version table by local number (versions.go)
-	pFull    = 'F' // F bound(4) term → a full block of the term's postings (blocks.go)
-	pIndex   = 'x' // x term 0x00 bound(4) → nothing: a term's full blocks
-	pTail    = 't' // t term 0x00 → the term's tail, its open block
-	pDocs    = 'o' // o num(4) → from, to, docLen: the document table (docs.go)
+	pFull  = 'F' // F bound(4) term → a full block of the term's postings (blocks.go)
+	pEnd   = 'e' // e num(4) → varint to: a version's end, past its row's (ends.go)
+	pMeta  = 'm' // m "format" → uvarint: the store's format
+	pNum   = 'n' // n num(4) → a version's row (versions.go)
+	pIdent = 'z' // z ^from(8) key(20) → num(4): identities, newest first (versions.go)
+	pIndex = 'x' // x term 0x00 bound(4) → nothing: a term's full blocks
+	pTail  = 't' // t term 0x00 bound(4) → a chunk of the term's tail, its open block (blocks.go)
+	pDocs  = 'o' // o num(4) → from, to, docLen: the document table (docs.go)
 
-	// Formats 2 and 3, moved at open (migrate.go).
-	pBlock = 'b' // b term 0x00 bound(4) → a block of the term's postings
+	// Formats 2 to 4, moved at open (migrate.go).
+	pBlock    = 'b' // b term 0x00 bound(4) → a block of the term's postings (2, 3)
+	pVersion4 = 'v' // v key(20) from(8) → num(4): identities (2 to 4)
 
 	// Format 1, migrated at open (migrate.go).
 	pPosting = 'p' // p term 0x00 key(20) from(8) → to, tf, titleTF, docLen, url
@@ -38,8 +44,12 @@ const (
 // entries in each version row written since (entrySum): a format-2
 // store is format 3 as it is, its rows' sums unknown. Format 4 keeps a
 // term's tail apart from its full blocks (blocks.go); a store of
-// format 2 or 3 has its blocks moved at open (migrateBlocks).
-const storeFormat = 4
+// format 2 or 3 has its blocks moved at open (migrateBlocks). Format 5
+// writes an old version's end apart from its row (ends.go), keys
+// identities newest first (versions.go) and keeps a term's tail in
+// chunks (blocks.go); a store of an earlier format has its identities
+// and tails moved at open (migrateVersions, migrateTails).
+const storeFormat = 5
 
 var formatKey = []byte{pMeta, 'f', 'o', 'r', 'm', 'a', 't'}
 
@@ -62,6 +72,12 @@ type Store struct {
 	docs     int64      // document rows
 	gen      uint64     // bumped by every write of the document table
 	docCache map[int64]DocStats
+	ends     int64 // pending ends (ends.go)
+	foldMin  int64 // the fewest pending ends a fold takes (foldMinEnds)
+	foldFrac int64 // a fold takes next/foldFrac pending ends (foldFraction)
+	folds    int64 // folds run since open
+	// blocksRead counts the blocks queries and Range decoded.
+	blocksRead atomic.Int64
 }
 
 // DocStats are collection statistics as of one time: the live indexed
@@ -92,7 +108,7 @@ func OpenStore(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("search store: %w", err)
 	}
-	s := &Store{db: db, docCache: map[int64]DocStats{}}
+	s := &Store{db: db, docCache: map[int64]DocStats{}, foldMin: foldMinEnds, foldFrac: foldFraction}
 	if err := s.open(); err != nil {
 		db.Close()
 		return nil, err
@@ -113,7 +129,15 @@ func (s *Store) open() error {
 			return fmt.Errorf("%w: %d", ErrStoreFormat, f)
 		}
 		if f < storeFormat {
-			if err := s.migrateBlocks(); err != nil {
+			if f < 4 {
+				if err := s.migrateBlocks(); err != nil {
+					return err
+				}
+			}
+			if err := s.migrateTails(); err != nil {
+				return err
+			}
+			if err := s.migrateVersions(); err != nil {
 				return err
 			}
 			if err := s.db.Put(formatKey, binary.AppendUvarint(nil, storeFormat), &opt.WriteOptions{Sync: true}); err != nil {
@@ -150,7 +174,7 @@ func (s *Store) Close() error { return s.db.Close() }
 // count sets the counters from a scan of the blocks' counts, the terms
 // of the index and tails, and the document table.
 func (s *Store) count() error {
-	s.postings, s.terms, s.docs = 0, 0, 0
+	s.postings, s.terms, s.docs, s.ends = 0, 0, 0, 0
 	for _, p := range []byte{pFull, pTail} {
 		it := s.db.NewIterator(util.BytesPrefix([]byte{p}), nil)
 		for it.Next() {
@@ -164,13 +188,18 @@ func (s *Store) count() error {
 	if err := eachTerm(s.db, func([]byte) error { s.terms++; return nil }); err != nil {
 		return fmt.Errorf("search store: count: %w", err)
 	}
-	it := s.db.NewIterator(util.BytesPrefix([]byte{pDocs}), nil)
-	defer it.Release()
-	for it.Next() {
-		s.docs++
-	}
-	if err := it.Error(); err != nil {
-		return fmt.Errorf("search store: count: %w", err)
+	for _, c := range []struct {
+		p byte
+		n *int64
+	}{{pDocs, &s.docs}, {pEnd, &s.ends}} {
+		it := s.db.NewIterator(util.BytesPrefix([]byte{c.p}), nil)
+		for it.Next() {
+			*c.n++
+		}
+		it.Release()
+		if err := it.Error(); err != nil {
+			return fmt.Errorf("search store: count: %w", err)
+		}
 	}
 	return nil
 }
@@ -273,8 +302,11 @@ func (s *Store) scanTerm(term string, fn func(version, []byte, entry) error) err
 	defer snap.Release()
 	vit := snap.NewIterator(util.BytesPrefix([]byte{pNum}), nil)
 	defer vit.Release()
+	ends := newEndCursor(snap)
+	defer ends.release()
 	var es []entry
 	err = termBlocks(snap, term, func(bound uint32, v []byte) error {
+		s.blocksRead.Add(1)
 		var err error
 		if es, err = decodeBlock(es[:0], bound, v); err != nil {
 			return nil
@@ -284,13 +316,16 @@ func (s *Store) scanTerm(term string, fn func(version, []byte, entry) error) err
 			if !ok {
 				continue
 			}
-			if err := fn(v, url, e); err != nil {
+			if err := fn(ends.withEnd(v), url, e); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	if err != nil {
+		return err
+	}
+	if err := ends.err(); err != nil {
 		return err
 	}
 	return vit.Error()
@@ -307,6 +342,8 @@ func (s *Store) Range(ctx context.Context, from, to id.ID, fn func(Posting) erro
 	defer snap.Release()
 	vit := snap.NewIterator(util.BytesPrefix([]byte{pNum}), nil)
 	defer vit.Release()
+	ends := newEndCursor(snap)
+	defer ends.release()
 	var es []entry
 	err = eachTerm(snap, func(t []byte) error {
 		if err := ctx.Err(); err != nil {
@@ -326,7 +363,7 @@ func (s *Store) Range(ctx context.Context, from, to id.ID, fn func(Posting) erro
 				if !ok {
 					continue
 				}
-				if err := fn(v.posting(term, e)); err != nil {
+				if err := fn(ends.withEnd(v).posting(term, e)); err != nil {
 					return err
 				}
 			}
@@ -334,6 +371,9 @@ func (s *Store) Range(ctx context.Context, from, to id.ID, fn func(Posting) erro
 		})
 	})
 	if err != nil {
+		return err
+	}
+	if err := ends.err(); err != nil {
 		return err
 	}
 	return vit.Error()

@@ -18,14 +18,21 @@ import (
 // indexed as its URL's holder (a document row), written once and
 // numbered locally. Its number is what the term's blocks hold; its URL,
 // key, live range, length and document flag are here, so a version's
-// end is one small write however many postings it has.
+// end is one small write however many postings it has: in the end
+// table (ends.go), when the rest of its row is unchanged.
 //
-//	v key(20) from(8)  → num(4)
+//	z ^from(8) key(20) → num(4)
 //	n num(4)           → key(20) varint(from) varint(to) uvarint(docLen) flags(1) url
 //	o num(4)           → varint(from) varint(to) uvarint(docLen): document rows only
 //
-// The o rows repeat what the collection statistics need of the document
-// table, so that DocStats reads a few bytes a document, not every row.
+// Numbers only grow, and identities are keyed by capture time, newest
+// first, at the top of the key space: a crawl's new identities are
+// written just above what a write rewrites (tails, rows, ends), and the
+// older ones lie outside the key range of every write, so goleveldb's
+// compactions of the newer tables leave them be. The o rows repeat what the collection statistics need of
+// the document table, so that DocStats reads a few bytes a document,
+// not every row. An n or o row's end may be later than the version's:
+// its e row's, if any, is the earlier.
 
 // version is one row of the version table.
 type version struct {
@@ -87,11 +94,13 @@ func (s *entrySum) replace(term string, old, e entry) {
 	s.x ^= entryHash(term, old) ^ entryHash(term, e)
 }
 
+// identKey is the key of version (k, from) in the identity table: the
+// capture time's bits inverted, so that the newest sort first.
 func identKey(k id.ID, from int64) []byte {
-	b := make([]byte, 0, 1+id.Size+8)
-	b = append(b, pVersion)
-	b = append(b, k[:]...)
-	return binary.BigEndian.AppendUint64(b, uint64(from))
+	b := make([]byte, 0, 1+8+id.Size)
+	b = append(b, pIdent)
+	b = binary.BigEndian.AppendUint64(b, ^uint64(from))
+	return append(b, k[:]...)
 }
 
 func numKey(num uint32) []byte {
@@ -192,9 +201,12 @@ func mergeEnd(old, end int64) int64 {
 
 // edit is a version as a write finds it and leaves it.
 type edit struct {
-	v     version
-	found bool // stored before the write
-	dirty bool // to be written
+	v     version // with its pending end merged in
+	orig  version // v as found
+	row   version // its row as stored, if found
+	found bool    // stored before the write
+	ended bool    // found with a pending end (an e row)
+	dirty bool    // to be written
 }
 
 // versionEdits resolves the versions one write touches, reading each
@@ -206,6 +218,7 @@ type versionEdits struct {
 	// The version table is read through iterators, not Gets (see
 	// blockIters), made at the first get; release releases them.
 	ids, nums iterator.Iterator
+	ends      *endCursor
 }
 
 // release releases the iterators gets made.
@@ -213,6 +226,7 @@ func (ve *versionEdits) release() {
 	if ve.ids != nil {
 		ve.ids.Release()
 		ve.nums.Release()
+		ve.ends.release()
 	}
 }
 
@@ -239,13 +253,26 @@ var errFullNumbers = errors.New("search store: version numbers exhausted")
 // get returns the edit of version (key, from), numbering it if new.
 // The caller holds s.mu.
 func (ve *versionEdits) get(key id.ID, from int64) (*edit, error) {
+	return ve.resolve(key, from, true)
+}
+
+// find returns the edit of version (key, from), or nil if the store
+// does not hold it. The caller holds s.mu.
+func (ve *versionEdits) find(key id.ID, from int64) (*edit, error) {
+	return ve.resolve(key, from, false)
+}
+
+// resolve returns the edit of version (key, from); a version the store
+// does not hold is numbered if add, else nil.
+func (ve *versionEdits) resolve(key id.ID, from int64, add bool) (*edit, error) {
 	if e, ok := ve.m[vident{key, from}]; ok {
 		return e, nil
 	}
 	e := &edit{}
 	if ve.ids == nil {
-		ve.ids = ve.s.db.NewIterator(util.BytesPrefix([]byte{pVersion}), nil)
+		ve.ids = ve.s.db.NewIterator(util.BytesPrefix([]byte{pIdent}), nil)
 		ve.nums = ve.s.db.NewIterator(util.BytesPrefix([]byte{pNum}), nil)
+		ve.ends = newEndCursor(ve.s.db)
 	}
 	nb, err := lookupKey(ve.ids, identKey(key, from))
 	switch {
@@ -259,9 +286,15 @@ func (ve *versionEdits) get(key id.ID, from int64) (*edit, error) {
 		if derr != nil {
 			return nil, derr
 		}
-		e.v, e.found = v, true
+		e.row, e.v, e.found = v, v, true
+		if to, ok := ve.ends.end(num); ok {
+			e.v.to, e.ended = mergeEnd(v.to, to), true
+		}
+		e.orig = e.v
 	case err == nil:
 		return nil, fmt.Errorf("%w: version number of %d bytes", ErrBadPosting, len(nb))
+	case errors.Is(err, leveldb.ErrNotFound) && !add:
+		return nil, nil
 	case errors.Is(err, leveldb.ErrNotFound):
 		if ve.s.next > math.MaxUint32 {
 			return nil, errFullNumbers
@@ -288,28 +321,53 @@ func (e *edit) set(url string, to int64, docLen uint32, doc bool) {
 	}
 }
 
-// write adds the changed rows to b, and reports whether a document row
-// changed.
-func (ve *versionEdits) write(b *leveldb.Batch) (docs bool) {
+// write adds the changed rows to b, and to d whether a document row
+// changed and the pending ends added or folded. A new version's rows
+// are written whole; a stored version whose row changed but for its
+// end is written again, its pending end folded in; a stored version
+// whose end alone changed has it written to the end table.
+func (ve *versionEdits) write(b *leveldb.Batch, d *delta) {
 	for _, e := range ve.in {
 		if !e.dirty {
 			continue
 		}
-		if !e.found {
+		if e.v.doc || e.orig.doc {
+			d.docChanges = append(d.docChanges, docChange{old: e.orig, new: e.v})
+		}
+		if e.found {
+			row := e.v
+			row.to = e.row.to
+			if row == e.row {
+				b.Put(endKey(e.v.num), binary.AppendVarint(nil, e.v.to))
+				if !e.ended {
+					d.ends++
+				}
+				d.docTable = d.docTable || e.v.doc
+				continue
+			}
+			if e.ended {
+				b.Delete(endKey(e.v.num))
+				d.ends--
+			}
+		} else {
 			b.Put(identKey(e.v.key, e.v.from), binary.BigEndian.AppendUint32(nil, e.v.num))
 		}
 		b.Put(numKey(e.v.num), e.v.value())
 		if e.v.doc {
 			b.Put(docKey(e.v.num), e.v.docValue())
-			docs = true
+			d.docTable = true
 		}
 	}
-	return docs
 }
 
+// nextRows is how far on a row lookup moves by Next rather than Seek: a
+// Seek of goleveldb's merged iterator seeks every table and level (5-10
+// µs at 50 K versions, BenchmarkQueryScale), a Next moves one of them.
+const nextRows = 32
+
 // lookup reads version num through it (an iterator over the n table).
-// Callers ask in ascending order where they can: a number a few past
-// the iterator's is reached by Next, cheaper than a Seek.
+// Callers ask in ascending order where they can: a number up to
+// nextRows past the iterator's is reached by Next, cheaper than a Seek.
 func lookup(it iterator.Iterator, num uint32) (version, bool) {
 	v, url, ok := lookupRaw(it, num)
 	v.url = string(url)
@@ -321,7 +379,7 @@ func lookup(it iterator.Iterator, num uint32) (version, bool) {
 func lookupRaw(it iterator.Iterator, num uint32) (version, []byte, bool) {
 	ok := false
 	if it.Valid() && len(it.Key()) == 5 {
-		if cur := binary.BigEndian.Uint32(it.Key()[1:]); cur < num && num-cur <= 4 {
+		if cur := binary.BigEndian.Uint32(it.Key()[1:]); cur < num && num-cur <= nextRows {
 			ok = true
 			for ok && binary.BigEndian.Uint32(it.Key()[1:]) < num {
 				ok = it.Next() && len(it.Key()) == 5
