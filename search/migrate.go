@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/iterator"
 	"github.com/syndtr/goleveldb/leveldb/opt"
 	"github.com/syndtr/goleveldb/leveldb/util"
 
@@ -26,17 +27,41 @@ const migrateBatch = 50_000
 // store is not yet shared.
 func (s *Store) migrate() error {
 	for _, prefix := range []byte{pPosting, pDoc} {
-		for {
-			n, err := s.migrateSome(prefix)
-			if err != nil {
-				return fmt.Errorf("search store: migrate: %w", err)
-			}
-			if n == 0 {
-				break
-			}
+		if err := inSteps("migrate", func() (int, error) { return s.migrateSome(prefix) }); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// inSteps runs step until it takes nothing; each step moves up to
+// migrateBatch rows in one synced batch. An error is wrapped with what.
+func inSteps(what string, step func() (int, error)) error {
+	for {
+		n, err := step()
+		if err != nil {
+			return fmt.Errorf("search store: %s: %w", what, err)
+		}
+		if n == 0 {
+			return nil
+		}
+	}
+}
+
+// commitStep ends a migration step that took n rows into b through it:
+// it releases it and, if n > 0, writes b synced.
+func (s *Store) commitStep(it iterator.Iterator, b *leveldb.Batch, n int) (int, error) {
+	it.Release()
+	if err := it.Error(); err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if err := s.db.Write(b, &opt.WriteOptions{Sync: true}); err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // migrateSome converts up to migrateBatch rows of one first-format
@@ -126,15 +151,7 @@ func legacyDoc(k, v []byte) (DocRow, error) {
 // blocks and deletes them, so a crash loses nothing and the next open
 // goes on. The caller holds no lock: the store is not yet shared.
 func (s *Store) migrateBlocks() error {
-	for {
-		n, err := s.migrateSomeBlocks()
-		if err != nil {
-			return fmt.Errorf("search store: migrate blocks: %w", err)
-		}
-		if n == 0 {
-			return nil
-		}
-	}
+	return inSteps("migrate blocks", s.migrateSomeBlocks)
 }
 
 // migrateSomeBlocks moves up to migrateBatch blocks of format 3 in one
@@ -170,17 +187,7 @@ func (s *Store) migrateSomeBlocks() (int, error) {
 		}
 		putTail(&b, term, es, nil)
 	}
-	it.Release()
-	if err := it.Error(); err != nil {
-		return 0, err
-	}
-	if n == 0 {
-		return 0, nil
-	}
-	if err := s.db.Write(&b, &opt.WriteOptions{Sync: true}); err != nil {
-		return 0, err
-	}
-	return n, nil
+	return s.commitStep(it, &b, n)
 }
 
 // migrateVersions moves the identities of a store of format 2 to 4 (v
@@ -189,15 +196,7 @@ func (s *Store) migrateSomeBlocks() (int, error) {
 // them, so that a crash loses nothing and the next open goes on. The
 // caller holds no lock: the store is not yet shared.
 func (s *Store) migrateVersions() error {
-	for {
-		n, err := s.migrateSomeVersions()
-		if err != nil {
-			return fmt.Errorf("search store: migrate identities: %w", err)
-		}
-		if n == 0 {
-			return nil
-		}
-	}
+	return inSteps("migrate identities", s.migrateSomeVersions)
 }
 
 // migrateSomeVersions moves up to migrateBatch identities in one synced
@@ -217,17 +216,7 @@ func (s *Store) migrateSomeVersions() (int, error) {
 		copy(key[:], k[1:])
 		b.Put(identKey(key, int64(binary.BigEndian.Uint64(k[1+id.Size:]))), bytes.Clone(v))
 	}
-	it.Release()
-	if err := it.Error(); err != nil {
-		return 0, err
-	}
-	if n == 0 {
-		return 0, nil
-	}
-	if err := s.db.Write(&b, &opt.WriteOptions{Sync: true}); err != nil {
-		return 0, err
-	}
-	return n, nil
+	return s.commitStep(it, &b, n)
 }
 
 // migrateTails moves the tails of a store of format 4 (t term 0x00 →
@@ -236,15 +225,7 @@ func (s *Store) migrateSomeVersions() (int, error) {
 // crash loses nothing and the next open goes on. The caller holds no
 // lock: the store is not yet shared.
 func (s *Store) migrateTails() error {
-	for {
-		n, err := s.migrateSomeTails()
-		if err != nil {
-			return fmt.Errorf("search store: migrate tails: %w", err)
-		}
-		if n == 0 {
-			return nil
-		}
-	}
+	return inSteps("migrate tails", s.migrateSomeTails)
 }
 
 // migrateSomeTails moves up to migrateBatch whole tails in one synced
@@ -279,15 +260,5 @@ func (s *Store) migrateSomeTails() (int, error) {
 		}
 		putTail(&b, term, es, nil)
 	}
-	it.Release()
-	if err := it.Error(); err != nil {
-		return 0, err
-	}
-	if n == 0 {
-		return 0, nil
-	}
-	if err := s.db.Write(&b, &opt.WriteOptions{Sync: true}); err != nil {
-		return 0, err
-	}
-	return n, nil
+	return s.commitStep(it, &b, n)
 }
