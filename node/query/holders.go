@@ -77,24 +77,25 @@ func (h *holderView) holds(ctx context.Context, peer string, key id.ID) (bool, e
 	return false, s.err
 }
 
-// span returns the cached answer covering key, looking it up if none
-// does.
-func (h *holderView) span(ctx context.Context, key id.ID) (*holderSpan, error) {
+// span returns a copy of the cached answer covering key, looking it up
+// if none does. A copy: another goroutine's insertion may shift the
+// cache's entries once the lock is released.
+func (h *holderView) span(ctx context.Context, key id.ID) (holderSpan, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	i, found := h.find(key)
 	if found {
-		return &h.spans[i], nil
+		return h.spans[i], nil
 	}
 	if h.svc.Ring == nil {
-		return nil, errNoRing
+		return holderSpan{}, errNoRing
 	}
 	nodes, err := h.svc.Ring.Successors(ctx, key, h.k)
 	if len(nodes) == 0 {
 		if err == nil {
 			err = errors.New("no owner")
 		}
-		return nil, fmt.Errorf("holders of %s: %w", key.Short(), err)
+		return holderSpan{}, fmt.Errorf("holders of %s: %w", key.Short(), err)
 	}
 	s := holderSpan{from: key, to: nodes[0].ID}
 	for _, n := range nodes {
@@ -109,10 +110,10 @@ func (h *holderView) span(ctx context.Context, key id.ID) (*holderSpan, error) {
 	if same {
 		// The same owner, from a key before the range's part seen so far.
 		h.spans[at].from = key
-		return &h.spans[at], nil
+		return h.spans[at], nil
 	}
 	h.spans = slices.Insert(h.spans, at, s)
-	return &h.spans[at], nil
+	return s, nil
 }
 
 // find returns the index of the span covering key. Caller holds mu.

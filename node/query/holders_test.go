@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -244,4 +245,33 @@ func TestHolderViewSpans(t *testing.T) {
 			t.Fatalf("key %s: owner %s, want %s", step.key.Short(), s.peers[0], o)
 		}
 	}
+}
+
+// TestHolderViewConcurrent: goroutines asking about keys of many owners
+// at once each get their own key's holders, while others' lookups insert
+// spans into the cache (run with -race).
+func TestHolderViewConcurrent(t *testing.T) {
+	fr := newFakeRing(512)
+	h := (&Service{Ring: fr}).holderView()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				key := id.OfString(fmt.Sprintf("http://host%d.example/%d", g, i))
+				o := fr.owner(key)
+				holder := fr.nodes[(o+2)%len(fr.nodes)].Peer
+				other := fr.nodes[(o+3)%len(fr.nodes)].Peer
+				if ok, err := h.holds(ctx, holder, key); !ok || err != nil {
+					t.Errorf("key %s: holder %s not found (%v)", key.Short(), holder, err)
+					return
+				}
+				if ok, err := h.holds(ctx, other, key); ok || err != nil {
+					t.Errorf("key %s: %s counted a holder (%v)", key.Short(), other, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
