@@ -74,7 +74,9 @@ type HandOffStats struct {
 	// Expired those no own fetch confirmed within HoldLimits.For
 	// (dropped), Dropped those the store refused once confirmed (a
 	// fetcher purged since), Refused those refused for a full hold
-	// (ErrHoldFull).
+	// (ErrHoldFull). Guarded counts the records held by rounds rather
+	// than hand-offs: a replica's captures of URLs this node was crawling
+	// at their capture time (guard.go; counted in Holds too).
 	Held      int64 `json:"held"`
 	HeldBytes int64 `json:"held_bytes"`
 	Holds     int64 `json:"holds"`
@@ -83,6 +85,7 @@ type HandOffStats struct {
 	Expired   int64 `json:"expired"`
 	Dropped   int64 `json:"dropped"`
 	Refused   int64 `json:"refused"`
+	Guarded   int64 `json:"guarded"`
 }
 
 // handOffState is what waits for a hand-off. Guarded by Replicator.mu.

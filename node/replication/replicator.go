@@ -159,7 +159,11 @@ type Config struct {
 	// TrackCopies makes the push remember which replicas confirmed each
 	// record, for WaitCopies (the crawler's --write-copies above 1).
 	TrackCopies bool
-	Logger      *slog.Logger // nil: discard
+	// DayLength is the store's crawl day (archive.Options.DayLength; 0
+	// means 24 h): a round imports a replica's record of a day that ended
+	// before this node owned its key without reading it twice (guard.go).
+	DayLength time.Duration
+	Logger    *slog.Logger // nil: discard
 }
 
 // Replicator runs a node's replication: a loop that, every interval, pulls
@@ -182,6 +186,7 @@ type Replicator struct {
 	refused   refusedSet                                            // records refused for their signer's or range's share (share.go)
 	ranges    replicatedRanges                                      // the ranges this node replicates (share.go)
 	roles     roleCache                                             // owners' roles checked lately (rolecache.go)
+	owned     ownedRanges                                           // since when this node owns its keys (owned.go)
 	recheckFn atomic.Pointer[func(context.Context, []string) error] // OnRecheck (hold.go)
 	pushWake  chan struct{}
 	queueLen  int // bounds the push queue and each replica's (pushQueueLen; tests lower it)
@@ -325,12 +330,13 @@ func (r *Replicator) Run(ctx context.Context, events <-chan ring.Event) {
 		select {
 		case <-ctx.Done():
 		case <-r.kick: // the interval changed: restart the timer
-		case _, ok := <-events:
+		case ev, ok := <-events:
 			if !ok {
 				events = nil // the ring closed
 			}
 			changed = ok && ran // wait for the ring to settle, then sync
 			if ok {
+				r.owned.observe(ev.Vnode.ID, ev.NewRange, r.owned.clock())
 				r.mu.Lock()
 				// A role this node lost may leave it records no holder has,
 				// and an owner it handed records to may have died before
@@ -383,6 +389,7 @@ func (r *Replicator) round(ctx context.Context) error {
 	pairs := 0
 	rs := r.cfg.Ring.Status()
 	vs := rs.Vnodes
+	r.owned.observeStatus(rs, r.owned.clock())
 	// A replica the ring suspects of having failed is not asked (the
 	// call would wait for its timeout): its copies are not counted.
 	suspect := map[string]bool{}
@@ -467,7 +474,11 @@ func (r *Replicator) whileTrusted(ctx context.Context, peer string) (context.Con
 // us. In sync, a pair thus costs one round trip.
 func (r *Replicator) syncPair(ctx context.Context, v ring.VnodeStatus, c ring.Contact) (pairCheck, error) {
 	a, b := v.Range.Start, v.Range.End
-	st, err := replicate.Sync(ctx, r.cfg.Local, r.client(c), a, b, r.syncOptions())
+	// Records c fetched while this node was crawling their URLs wait in
+	// the held area for its own fetch (guard.go).
+	local := r.guarded(v.ID, c)
+	st, err := replicate.Sync(ctx, local, r.client(c), a, b, r.guardOptions(local))
+	r.guardDone(ctx, local)
 	r.record(st)
 	if err != nil {
 		return pairCheck{}, fmt.Errorf("replicate %s from %s: %w", v.Node, c.Addr, err)

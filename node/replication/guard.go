@@ -1,0 +1,146 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/replicate"
+	"github.com/herod-archive/herod/ring"
+)
+
+// The round guard. A round pulls the owner's range from its replicas,
+// and a replica holds the range's keys: a hostile one could sign a
+// made-up capture of a URL of the range, dated now, and the owner's
+// round would import it, witness it and push it to the other replicas.
+// An honest replica fetches the owner's URLs only when the owner is not
+// crawling them: it took the range over while the owner was down, owned
+// it before the owner joined, or its view of the ring differed for a
+// moment. So a record pulled in a round whose fetcher is another node
+// and whose capture time is at or after the time since which this node
+// has owned its key without a break (ownedRanges, kept while it runs) is
+// not imported: it goes to the held area of hand-offs (hold.go), is
+// shown, witnessed and pushed by nothing, and this node's crawler
+// fetches its URL; a fetch that finds the same status and payload
+// releases it (Confirm), else it expires. Captures made before that
+// time — every one made while this node was down, since a restart
+// starts its history afresh — are imported as before.
+
+// guardedLocal is the store a round's sync of one of this node's ranges
+// fills (replicate.Sync): records this node's history says it was
+// crawling when another node captured them are held; the others are
+// imported. Safe for concurrent use (Sync imports a batch at once).
+type guardedLocal struct {
+	replicate.Local
+	r     *Replicator
+	vnode id.ID        // the virtual server whose range is synced
+	from  ring.Contact // the replica the range is pulled from
+
+	mu     sync.Mutex
+	fresh  []heldRecord // held in this sync: their URLs go to this node's crawler
+	refuse int64        // refused for a full hold
+}
+
+// guarded returns the store for a round's sync of vnode's range from
+// replica c, or Local itself when this node keeps no held area.
+func (r *Replicator) guarded(vnode id.ID, c ring.Contact) replicate.Local {
+	if r.cfg.Held == nil || r.cfg.Check == nil {
+		return r.cfg.Local
+	}
+	return &guardedLocal{Local: r.cfg.Local, r: r, vnode: vnode, from: c}
+}
+
+// Import implements replicate.Local.
+func (l *guardedLocal) Import(ctx context.Context, name string, data []byte) (archive.Version, bool, error) {
+	e, err := archive.ParseName(name)
+	if err != nil {
+		return l.Local.Import(ctx, name, data) // refused there, as any bad name
+	}
+	since, owned := l.r.owned.since(l.vnode, e.Key)
+	if !owned || !l.r.dayEnd(e.Day).After(since) {
+		// Not this range's key by the history (the sync refuses names
+		// outside the range), or a capture whose whole day ended before
+		// this node owned the key: no need to read it twice.
+		return l.Local.Import(ctx, name, data)
+	}
+	v, err := l.r.cfg.Check(ctx, name, data)
+	if err != nil {
+		return archive.Version{}, false, err
+	}
+	if v.Peer == l.r.self() || v.Time.Before(since) {
+		return l.Local.Import(ctx, name, data)
+	}
+	rec := heldRecord{Entry: e, URL: v.URL, Status: v.Status, Fetcher: v.Peer, Sender: l.from.Peer, At: time.Now()}
+	added, err := l.r.cfg.Held.add(rec, data)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case errors.Is(err, ErrHoldFull):
+		l.refuse++
+	case err == nil && added:
+		l.fresh = append(l.fresh, rec)
+		l.r.log.Debug("replication guard: held a replica's capture made while this node owned its URL", "url", v.URL,
+			"fetcher", v.Peer, "replica", l.from.Peer, "captured", v.Time.UTC().Format(time.RFC3339),
+			"owned_since", since.UTC().Format(time.RFC3339))
+	}
+	return v, added, err
+}
+
+// dayEnd returns the end of the capture day day (archive.Entry.Day, in
+// days of Config.DayLength since the epoch).
+func (r *Replicator) dayEnd(day int64) time.Time {
+	secs := int64(r.cfg.DayLength / time.Second)
+	if secs <= 0 {
+		secs = int64(defaultDayLength / time.Second)
+	}
+	return time.Unix((day+1)*secs, 0)
+}
+
+// defaultDayLength is the store's day length when Config.DayLength is 0.
+const defaultDayLength = 24 * time.Hour
+
+// guardOptions is syncOptions for a round's sync through l: records
+// already held are not read again.
+func (r *Replicator) guardOptions(local replicate.Local) replicate.Options {
+	opt := r.syncOptions()
+	if _, ok := local.(*guardedLocal); !ok {
+		return opt
+	}
+	skip, held := opt.Skip, r.cfg.Held
+	opt.Skip = func(e archive.Entry) bool { return held.Has(e) || skip != nil && skip(e) }
+	return opt
+}
+
+// guardDone counts and logs what a round's sync through local held, and
+// has this node's crawler fetch the held records' URLs.
+func (r *Replicator) guardDone(ctx context.Context, local replicate.Local) {
+	l, ok := local.(*guardedLocal)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	fresh, refuse := l.fresh, l.refuse
+	l.mu.Unlock()
+	if len(fresh) == 0 && refuse == 0 {
+		return
+	}
+	r.mu.Lock()
+	r.st.HandOff.Guarded += int64(len(fresh))
+	r.st.HandOff.Holds += int64(len(fresh))
+	r.st.HandOff.Refused += refuse
+	r.mu.Unlock()
+	urls := make([]string, 0, len(fresh))
+	for _, rec := range fresh {
+		urls = append(urls, rec.URL)
+	}
+	first := ""
+	if len(fresh) > 0 {
+		first = fresh[0].URL
+	}
+	r.log.Warn("replication guard: held captures a replica's round sent of URLs this node was crawling",
+		"replica", l.from.Peer, "held", len(fresh), "refused", refuse, "first", first)
+	r.recheck(ctx, urls)
+}

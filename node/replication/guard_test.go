@@ -1,0 +1,264 @@
+package replication
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/p2ptest"
+	"github.com/herod-archive/herod/node/identity"
+	"github.com/herod-archive/herod/replicate"
+	"github.com/herod-archive/herod/ring"
+)
+
+// TestOwnedSince: a virtual server's keys are owned since it first saw
+// them in its range without a break; a shrink keeps the rest, a growth
+// adds keys owned from then, an unknown range changes nothing.
+func TestOwnedSince(t *testing.T) {
+	v := id.OfString("vnode")
+	at := func(s int) time.Time { return time.Unix(int64(1000+s), 0) }
+	// Keys at distances before v: p(n) is n steps counterclockwise.
+	p := func(n int64) id.ID {
+		x := v
+		for range n {
+			x = before(x)
+		}
+		return x
+	}
+	var o ownedRanges
+	o.observe(v, ring.Range{Start: p(10), End: v, Known: true}, at(0))
+	o.observe(v, ring.Range{Start: p(5), End: v, Known: true}, at(1))  // a predecessor joined
+	o.observe(v, ring.Range{}, at(2))                                  // unknown for a moment
+	o.observe(v, ring.Range{Start: p(20), End: v, Known: true}, at(3)) // it left again, and one more
+	o.observe(v, ring.Range{Start: p(20), End: v, Known: true}, at(4)) // no change
+	for _, c := range []struct {
+		key   id.ID
+		since time.Time
+		ok    bool
+	}{
+		{v, at(0), true},
+		{p(4), at(0), true},
+		{p(7), at(3), true}, // out of the range at 1, back at 3
+		{p(15), at(3), true},
+		{p(25), time.Time{}, false},
+	} {
+		got, ok := o.since(v, c.key)
+		if ok != c.ok || !got.Equal(c.since) {
+			t.Errorf("since(%s) = %v, %v; want %v, %v", c.key.Short(), got, ok, c.since, c.ok)
+		}
+	}
+	o.observeStatus(ring.Status{}, at(5))
+	if _, ok := o.since(v, v); ok {
+		t.Error("a virtual server no longer listed is still remembered")
+	}
+}
+
+// rangeRing is a ring whose one local virtual server's range a test sets.
+type rangeRing struct {
+	mu sync.Mutex
+	st ring.Status
+}
+
+func (r *rangeRing) Status() ring.Status {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.st
+}
+
+func (r *rangeRing) setStart(a id.ID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.st.Vnodes[0].Range.Start = a
+}
+
+func (r *rangeRing) Successors(context.Context, id.ID, int) ([]ring.Node, error) {
+	return nil, fmt.Errorf("no lookups in this test")
+}
+
+// TestRoundHoldsReplicaCaptures: an owner and its replica on a mock
+// network, both signing. A round imports the replica's captures made
+// before the owner owned their keys (an hour before its first round, and
+// three days before), and the owner's own capture the replica holds at
+// any time. The replica's capture made after the owner's first round —
+// a made-up one, signed by the replica, fresh — is held: not stored,
+// queued for the owner's own fetch, not read again by the next round,
+// counted; the owner's fetch of the same payload releases it. Once the
+// owner's range grows, a capture of a key in the new part made before
+// the growth is imported: the owner was not crawling that key then.
+func TestRoundHoldsReplicaCaptures(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	hs, keys := ed25519Hosts(t, 2)
+	signer := func(i int) identity.Signer {
+		s, err := identity.NewSigner(keys[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	ownerC := ring.Contact{Peer: hs[0].ID().String(), Addr: "127.0.0.1:4001"}
+	replicaC := ring.Contact{Peer: hs[1].ID().String(), Addr: "127.0.0.2:4001"}
+	ownerV := ring.Node{ID: ring.VirtualID(ownerC.Addr, 0), Contact: ownerC}
+	replicaV := ring.Node{ID: ring.VirtualID(replicaC.Addr, 0), Contact: replicaC}
+	byPeer := map[string]ring.Contact{ownerC.Peer: ownerC, replicaC.Peer: replicaC}
+	gate := func(s network.Stream) (ring.Node, bool) {
+		return ring.Node{Contact: byPeer[s.Conn().RemotePeer().String()]}, true
+	}
+	open := func(s identity.Signer) *archive.Store {
+		st, err := archive.Open(t.TempDir(), archive.Options{NoSync: true, Signer: s, Verifier: identity.Verifier{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	os_, rs, scratch := open(signer(0)), open(signer(1)), open(signer(0))
+	// The owner's range is first the second half of (replica, owner]; it
+	// grows to the whole of it later (a predecessor between them left).
+	mid := replicate.Split(replicaV.ID, ownerV.ID, 2)[1]
+	rr := &rangeRing{st: ring.Status{Vnodes: []ring.VnodeStatus{{Node: ownerV,
+		Range: ring.Range{Start: mid, End: ownerV.ID, Known: true}, Successors: []ring.Node{replicaV}}}}}
+	held, err := OpenHeld(t.TempDir(), HoldLimits{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := New(Config{Self: ownerC, Local: os_, Source: os_, Open: p2ptest.Opener(hs[0]), Gate: gate,
+		Held: held, Check: os_.CheckImport, Ring: rr})
+	var mu sync.Mutex
+	var rechecked []string
+	owner.OnRecheck(func(_ context.Context, urls []string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		rechecked = append(rechecked, urls...)
+		return nil
+	})
+	roles := succsRing(func(context.Context, id.ID, int) ([]ring.Node, error) { return []ring.Node{ownerV, replicaV}, nil })
+	replica := New(Config{Self: replicaC, Local: rs, Source: rs, Open: p2ptest.Opener(hs[1]), Gate: gate, Ring: roles})
+	hs[0].SetStreamHandler(Protocol, owner.Handle)
+	hs[1].SetStreamHandler(Protocol, replica.Handle)
+
+	urlIn := func(tag string, a, b id.ID) string {
+		for i := 0; ; i++ {
+			if u := fmt.Sprintf("http://site.example/%s/%d", tag, i); id.InHalfOpen(id.OfString(u), a, b) {
+				return u
+			}
+		}
+	}
+	put := func(st *archive.Store, u string, at time.Time, body string) archive.Version {
+		v, _, err := st.Put(ctx, archive.Capture{URL: u, Time: at, Status: 200,
+			Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	holds := func(s *archive.Store, v archive.Version) bool {
+		ok, err := s.Holds(ctx, v.Entry())
+		return err == nil && ok
+	}
+	round := func() {
+		t.Helper()
+		if err := owner.Round(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The owner's history runs on a clock: its first round at t0, the
+	// range's growth at t2; the captures after its first round at t1.
+	t0 := time.Now().Add(-10 * time.Minute)
+	t1, t2 := t0.Add(5*time.Minute), t0.Add(6*time.Minute)
+	var clock time.Time
+	owner.owned.now = func() time.Time { return clock }
+	clock = t0
+	before := put(rs, urlIn("before", mid, ownerV.ID), t0.Add(-time.Hour), "<p>fetched while the owner was away</p>")
+	old := put(rs, urlIn("old", mid, ownerV.ID), t0.Add(-72*time.Hour), "<p>three days ago</p>")
+	round()
+	if !holds(os_, before) || !holds(os_, old) {
+		t.Fatalf("captures made before the owner owned their keys not imported: %v %v; %+v", holds(os_, before), holds(os_, old), owner.Stats())
+	}
+
+	// After the first round: the replica's made-up capture, and the
+	// owner's own capture, which the owner lost and the replica holds.
+	later := t1
+	forged := put(rs, urlIn("forged", mid, ownerV.ID), later, "<p>words the site never served</p>")
+	own := put(scratch, urlIn("own", mid, ownerV.ID), later, "<p>the owner's own capture</p>")
+	data, err := scratch.ReadFile(ctx, own.Entry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := rs.Import(ctx, own.Entry().Name(), data); err != nil {
+		t.Fatal(err)
+	}
+	// A key of the part the range gains later, captured now.
+	gained := put(rs, urlIn("gained", replicaV.ID, mid), later, "<p>fetched by the range's owner then</p>")
+	round()
+	st := owner.Stats()
+	if holds(os_, forged) || !holds(os_, own) || st.HandOff.Guarded != 1 || st.HandOff.Held != 1 {
+		t.Fatalf("second round: forged stored %v, own stored %v, hand-off %+v", holds(os_, forged), holds(os_, own), st.HandOff)
+	}
+	mu.Lock()
+	got := slices.Clone(rechecked)
+	mu.Unlock()
+	if !slices.Equal(got, []string{forged.URL}) {
+		t.Fatalf("URLs queued for the owner's fetch: %v, want %s", got, forged.URL)
+	}
+	if !owner.PushIdle() || st.Push.Queued != 0 {
+		t.Fatalf("a held record queued for the push: %+v", st.Push)
+	}
+	skipped := st.Syncs.Skipped
+	round()
+	if st := owner.Stats(); st.Syncs.Skipped != skipped+1 || st.HandOff.Guarded != 1 || st.HandOff.Holds != 1 {
+		t.Fatalf("third round: skipped %d (before %d), hand-off %+v", st.Syncs.Skipped, skipped, st.HandOff)
+	}
+
+	// The range grows: the gained key's capture predates its ownership.
+	rr.setStart(replicaV.ID)
+	clock = t2
+	round()
+	if !holds(os_, gained) || owner.Stats().HandOff.Guarded != 1 {
+		t.Fatalf("a capture made before its key joined the range: stored %v, %+v", holds(os_, gained), owner.Stats().HandOff)
+	}
+
+	// The owner's own fetch finds the held payload: released.
+	owner.Confirm(ctx, forged.URL, 200, forged.Digest)
+	if !holds(os_, forged) || owner.Stats().HandOff.Released != 1 || owner.Stats().HandOff.Held != 0 {
+		t.Fatalf("after the owner's fetch: stored %v, %+v", holds(os_, forged), owner.Stats().HandOff)
+	}
+}
+
+// ed25519Hosts returns n linked hosts of a mock network with Ed25519 keys
+// (their peer ids embed their public keys, as a node's do), and the keys.
+func ed25519Hosts(t *testing.T, n int) ([]host.Host, []crypto.PrivKey) {
+	t.Helper()
+	mn := mocknet.New()
+	t.Cleanup(func() { mn.Close() })
+	hs, keys := make([]host.Host, n), make([]crypto.PrivKey, n)
+	for i := range hs {
+		sk, _, err := crypto.GenerateEd25519Key(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := mn.AddPeer(sk, ma.StringCast(fmt.Sprintf("/ip4/127.0.0.%d/tcp/4001", i+1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs[i], keys[i] = h, sk
+	}
+	if err := mn.LinkAll(); err != nil {
+		t.Fatal(err)
+	}
+	return hs, keys
+}
