@@ -54,6 +54,7 @@ func (n *Node) Status() Status {
 		Trust: TrustStats{NotMember: ts.NotMember, Role: ts.Role, UnverifiedReads: n.resolve.Stats().Rejected, UnverifiedExports: n.query.Dropped(),
 			UnverifiedListings: n.query.Unverified(),
 			NotHeldRows:        n.query.NotHeld(),
+			ExcludedPages:      n.query.Excluded(),
 			UnverifiedLinks:    n.LinkVerifyStats().Dropped, UncheckedLinks: n.LinkVerifyStats().Unchecked},
 		Purge:     n.PurgeStats(),
 		Access:    n.accessStats(), // access.go

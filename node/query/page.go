@@ -241,6 +241,8 @@ type memberPage struct {
 	// order; set with more: the member's rows beyond it are unknown.
 	frontier *cdx.Key
 	dropped  int    // rows that failed verification or that no holder listed
+	sent     int    // rows the member listed, before judging
+	excluded bool   // most of its rows dropped: its frontier does not cut the page (mergePages)
 	by       string // the member's address, for errors
 	peer     string // the member's peer id
 }
@@ -352,6 +354,13 @@ func (svc *Service) Page(ctx context.Context, req cdx.PageRequest) ([]cdx.Row, b
 	if err != nil {
 		return nil, false, fmt.Errorf("node cdx page: %w", err)
 	}
+	for _, mp := range pages {
+		if mp.excluded {
+			svc.excluded.Add(1)
+			svc.Log().Warn("query: most rows of a member's CDX page failed verification: its frontier left out of the page",
+				"member", mp.by, "peer", mp.peer, "listed", mp.sent, "dropped", mp.dropped)
+		}
+	}
 	return rows, more, nil
 }
 
@@ -375,6 +384,7 @@ func (svc *Service) judgePages(ctx context.Context, pages []memberPage, peers bo
 	n := 0
 	for p := range pages {
 		mp := &pages[p]
+		mp.sent = len(mp.rows)
 		kept := mp.rows[:0]
 		for i, r := range mp.rows {
 			f, ws, local := fate[n], good[n], mp.proofs[i] == nil
@@ -406,12 +416,26 @@ func (svc *Service) judgePages(ctx context.Context, pages []memberPage, peers bo
 // its frontier: rows past the first such frontier are left to the next
 // page, which resumes before them; if none is left, the page cannot be
 // given (ErrPartial, naming the member).
+//
+// A member more than half of whose rows were dropped is excluded (marked
+// in pages): its frontier cuts nothing and its "more" is not believed,
+// its verified rows are merged. Otherwise a member listing rows that
+// fail, sorting first, would fail every page (or shrink it to a row): a
+// hostile member could hide the ring's CDX. So every page keeps at
+// least half of what each cutting member listed, and stays exact for
+// the other members; what only an excluded member holds past its
+// frontier may be missed.
 func mergePages(pages []memberPage, n int, reverse bool) ([]cdx.Row, bool, error) {
 	var all []cdx.Row
 	var more bool
 	var cut *memberPage
 	for i, mp := range pages {
-		all, more = append(all, mp.rows...), more || mp.more
+		all = append(all, mp.rows...)
+		if sent := max(mp.sent, len(mp.rows)+mp.dropped); mp.dropped > 0 && 2*mp.dropped > sent {
+			pages[i].excluded = true
+			continue
+		}
+		more = more || mp.more
 		if mp.dropped > 0 && mp.frontier != nil && (cut == nil || order(*mp.frontier, *cut.frontier, reverse) < 0) {
 			cut = &pages[i]
 		}

@@ -141,7 +141,13 @@ type Service struct {
 	dropped    atomic.Int64 // export records of other members that failed verification
 	unverified atomic.Int64 // listed rows of other members that failed verification
 	notHeld    atomic.Int64 // rows and export records of members not holding their URL (holders.go)
+	excluded   atomic.Int64 // CDX pages of members most of whose rows failed (mergePages)
 }
+
+// Excluded returns how many times a member's CDX page was left out of
+// the page's cut because more than half of its rows failed verification
+// or came from a member not holding their URL (mergePages).
+func (svc *Service) Excluded() int64 { return svc.excluded.Load() }
 
 // Dropped returns how many records of other members exports left out
 // because they failed verification (export.Member.Dropped).

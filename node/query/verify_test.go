@@ -2,7 +2,6 @@ package query
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -171,7 +170,7 @@ func TestMergePages(t *testing.T) {
 		return out
 	}
 	honest := memberPage{rows: []cdx.Row{row(3, "w1"), row(4), row(6), row(7)}, more: true, frontier: key(7)}
-	liar := memberPage{rows: []cdx.Row{row(1), row(3, "w2")}, more: true, frontier: key(5), dropped: 3, by: "liar"}
+	liar := memberPage{rows: []cdx.Row{row(1), row(3, "w2")}, more: true, frontier: key(5), dropped: 2, by: "liar"}
 
 	rows, more, err := mergePages([]memberPage{honest, liar}, 10, false)
 	if err != nil || !more || !slices.Equal(hours(rows), []int{1, 3, 4}) {
@@ -186,9 +185,27 @@ func TestMergePages(t *testing.T) {
 	if err != nil || !more || !slices.Equal(hours(rows), []int{1, 3, 4}) {
 		t.Fatalf("no drops: merged %v, more %v, %v", hours(rows), more, err)
 	}
-	// Every row dropped before the frontier: no page, a partial error.
-	liar = memberPage{more: true, frontier: key(2), dropped: 5, by: "liar"}
-	if _, _, err := mergePages([]memberPage{honest, liar}, 10, false); !errors.Is(err, ErrPartial) {
-		t.Fatalf("empty before the frontier: %v, want ErrPartial", err)
+	// Every row dropped, sorting first: the member is excluded, the page
+	// is the others' (it failed with ErrPartial, every page, before).
+	liar = memberPage{more: true, frontier: key(2), dropped: 5, sent: 5, by: "liar"}
+	pages := []memberPage{honest, liar}
+	rows, more, err = mergePages(pages, 10, false)
+	if err != nil || !more || !slices.Equal(hours(rows), []int{3, 4, 6, 7}) || !pages[1].excluded || pages[0].excluded {
+		t.Fatalf("all dropped: merged %v, more %v, %v, excluded %v %v", hours(rows), more, err, pages[0].excluded, pages[1].excluded)
+	}
+	// One true row among made-up ones: excluded too (it cut the page to
+	// one row before); its "more" is not believed.
+	honest.more = false
+	liar = memberPage{rows: []cdx.Row{row(2)}, more: true, frontier: key(2), dropped: 4, sent: 5, by: "liar"}
+	pages = []memberPage{honest, liar}
+	rows, more, err = mergePages(pages, 10, false)
+	if err != nil || more || !slices.Equal(hours(rows), []int{2, 3, 4, 6, 7}) || !pages[1].excluded {
+		t.Fatalf("one true row: merged %v, more %v, %v, excluded %v", hours(rows), more, err, pages[1].excluded)
+	}
+	// A page with a minority of its rows dropped still cuts the page at
+	// its frontier.
+	liar = memberPage{rows: []cdx.Row{row(1), row(2)}, more: true, frontier: key(2), dropped: 1, by: "lagging"}
+	if rows, _, err = mergePages([]memberPage{honest, liar}, 10, false); err != nil || !slices.Equal(hours(rows), []int{1, 2}) {
+		t.Fatalf("minority dropped: merged %v, %v; want hours 1 2", hours(rows), err)
 	}
 }

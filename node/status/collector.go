@@ -89,6 +89,7 @@ var (
 		counter("replication_pull_requests_total", "Pull requests accepted from owners.", func(st *Status) float64 { return float64(st.Replication.PullRequests) }),
 		gauge("replication_handoff_held", "Handed-off records held, waiting for this node's own fetch to confirm their payload.", func(st *Status) float64 { return float64(st.Replication.HandOff.Held) }),
 		counter("replication_handoff_released_total", "Held records this node's own fetch confirmed, stored and pushed.", func(st *Status) float64 { return float64(st.Replication.HandOff.Released) }),
+		counter("replication_handoff_guarded_total", "Records rounds pulled from a replica that fetched them while this node owned their URL: held, not imported.", func(st *Status) float64 { return float64(st.Replication.HandOff.Guarded) }),
 		counter("replication_handoff_expired_total", "Held records no own fetch confirmed in time, dropped (the page changed, or the capture was made up).", func(st *Status) float64 { return float64(st.Replication.HandOff.Expired) }),
 		counter("replication_handoff_refused_total", "Handed-off records refused: the held area was full for their sender or in all.", func(st *Status) float64 { return float64(st.Replication.HandOff.Refused) }),
 		// politeness
@@ -110,6 +111,7 @@ var (
 		counter("trust_unverified_reads_total", "Versions and captures other holders sent for the gateway that failed verification.", func(st *Status) float64 { return float64(st.Trust.UnverifiedReads) }),
 		counter("trust_unverified_listings_total", "Rows other members listed for a ring-wide CDX query or listing that failed verification.", func(st *Status) float64 { return float64(st.Trust.UnverifiedListings) }),
 		counter("trust_not_held_rows_total", "Rows and export records other members sent for a ring-wide query of URLs they do not hold.", func(st *Status) float64 { return float64(st.Trust.NotHeldRows) }),
+		counter("trust_excluded_pages_total", "Ring-wide CDX pages of members most of whose rows failed: their frontier did not cut the page.", func(st *Status) float64 { return float64(st.Trust.ExcludedPages) }),
 		counter("trust_unverified_links_total", "Link-index records not listed: their source capture does not carry them.", func(st *Status) float64 { return float64(st.Trust.UnverifiedLinks) }),
 		// the gateway's load
 		counter("gateway_requests_total", "HTTP requests the gateway answered.", func(st *Status) float64 { return float64(st.Load.Requests) }),

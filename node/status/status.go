@@ -169,6 +169,10 @@ type TrustStats struct {
 	// of the ring (docs/trust.md): rows no holder listed too, and export
 	// records (a holder's copy is still exported). None was listed.
 	NotHeldRows int64 `json:"notHeldRows"`
+	// ExcludedPages counts the ring-wide CDX pages of members more than
+	// half of whose rows failed verification or were not held: their
+	// frontier did not cut the page (docs/trust-replicas.md).
+	ExcludedPages int64 `json:"excludedPages"`
 	// UnverifiedLinks counts link-index records the gateway did not list
 	// because their source capture, read as readers are shown it, does
 	// not carry them; UncheckedLinks those whose capture could not be
