@@ -30,7 +30,10 @@ import (
 // Then the honest take-over: the owner is down; the nodes that own its
 // URLs meanwhile store captures of them (their own fetches, dated now);
 // the owner comes back on its data and address, and its rounds import
-// every one of them, holding none.
+// every one of them, holding none (a copy a former owner, no longer a
+// holder, handed off first is imported by the round all the same). Its
+// ranges' history survives the restart: a made-up capture h makes then,
+// dated when the owner was up before, is held.
 func TestReplicaForgeryHeld(t *testing.T) {
 	if testing.Short() {
 		t.Skip("four-node ring: skipped in -short mode")
@@ -71,6 +74,7 @@ func TestReplicaForgeryHeld(t *testing.T) {
 	}
 	forgedURL, holders := pick("forged")
 	genuineURL, _ := pick("genuine")
+	backDatedURL, _ := pick("back-dated")
 	other := holders[slices.IndexFunc(holders[1:], func(n *Node) bool { return n != h })+1]
 	// The owner has owned its ranges for a round or more.
 	testwait.For(t, "the owner's first rounds", 30*time.Second, func() error {
@@ -80,10 +84,15 @@ func TestReplicaForgeryHeld(t *testing.T) {
 		return nil
 	})
 	// h stores both quietly: its push neither offers nor hands them off.
+	var putAt func(n *Node, u, body string, at time.Time) archive.Version
 	h.store.OnAdd(nil)
 	put := func(n *Node, u, body string) archive.Version {
 		t.Helper()
-		v, _, err := n.store.Put(ctx, archive.Capture{URL: u, Time: time.Now(), Status: 200,
+		return putAt(n, u, body, time.Now())
+	}
+	putAt = func(n *Node, u, body string, at time.Time) archive.Version {
+		t.Helper()
+		v, _, err := n.store.Put(ctx, archive.Capture{URL: u, Time: at, Status: 200,
 			Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(body)})
 		if err != nil {
 			t.Fatal(err)
@@ -158,6 +167,16 @@ func TestReplicaForgeryHeld(t *testing.T) {
 	}
 	cfg := owner.cfg
 	cfg.Listen = owner.self.Addr // back on its address: the same ranges
+	// A time the owner was up and owned them: a round saved its history
+	// after it (the last time it was known up).
+	upAt := time.Now()
+	rounds := owner.ReplicationStats().Rounds
+	testwait.For(t, "a round of the owner after upAt", 30*time.Second, func() error {
+		if r := owner.ReplicationStats().Rounds; r < rounds+2 {
+			return fmt.Errorf("%d rounds", r-rounds)
+		}
+		return nil
+	})
 	if err := owner.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +216,22 @@ func TestReplicaForgeryHeld(t *testing.T) {
 		}
 		return nil
 	})
-	if st := back.ReplicationStats().HandOff; st.Guarded != 0 || st.Held != 1 {
-		t.Fatalf("the owner back held take-over captures (want only the made-up one held, from before): %+v", st)
+	if st := back.ReplicationStats().HandOff; st.Guarded != 0 {
+		t.Fatalf("the owner back's rounds held take-over captures: %+v", st)
+	}
+
+	// The owner's history outlives its restart: h's made-up capture,
+	// made now but dated when the owner was up before it, is held too.
+	h.store.OnAdd(nil)
+	backDated := putAt(h, backDatedURL, madeUp, upAt)
+	h.store.OnAdd(h.versionAdded)
+	testwait.For(t, "the back-dated capture pulled by the owner back", 30*time.Second, func() error {
+		if holds(back, backDated) || back.ReplicationStats().HandOff.Guarded > 0 {
+			return nil
+		}
+		return fmt.Errorf("not pulled yet%s", handOffReport(lr))
+	})
+	if holds(back, backDated) {
+		t.Fatal("the owner back imported a capture dated while it was up before its restart")
 	}
 }

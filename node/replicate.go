@@ -86,8 +86,11 @@ func (n *Node) setupReplication() error {
 		Check: n.store.CheckImport,
 		// The crawler waits for copies of what it stores (crawl.Config.WriteCopies).
 		TrackCopies: n.cfg.Crawl.WriteCopies > 1,
-		DayLength:   n.cfg.DayLength, // rounds hold a replica's captures of URLs this node was crawling
-		Logger:      n.log,
+		// Rounds hold a replica's captures of URLs this node was crawling
+		// (replication guard.go): its ranges' history, across restarts.
+		DayLength: n.cfg.DayLength,
+		OwnedFile: filepath.Join(n.cfg.DataDir, "owned-ranges"),
+		Logger:    n.log,
 	})
 	n.kit.MustHandle(rawSpec(replicateProtocol, n.repl.Handle, replicateRequest, streamTimeout, 64))
 	n.kit.MustHandle(n.repl.DictSpec())

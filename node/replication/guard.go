@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
-	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/replicate"
 	"github.com/herod-archive/herod/ring"
 )
@@ -21,13 +20,14 @@ import (
 // it before the owner joined, or its view of the ring differed for a
 // moment. So a record pulled in a round whose fetcher is another node
 // and whose capture time is at or after the time since which this node
-// has owned its key without a break (ownedRanges, kept while it runs) is
-// not imported: it goes to the held area of hand-offs (hold.go), is
+// at which this node's history says it was up and owned the key
+// (ownedRanges, owned.go) is not imported: it goes to the held area of
+// hand-offs (hold.go), is
 // shown, witnessed and pushed by nothing, and this node's crawler
 // fetches its URL; a fetch that finds the same status and payload
-// releases it (Confirm), else it expires. Captures made before that
-// time — every one made while this node was down, since a restart
-// starts its history afresh — are imported as before.
+// releases it (Confirm), else it expires. Captures of other times —
+// made while this node was down, or before the key was in its ranges —
+// are imported as before.
 
 // guardedLocal is the store a round's sync of one of this node's ranges
 // fills (replicate.Sync): records this node's history says it was
@@ -35,22 +35,22 @@ import (
 // imported. Safe for concurrent use (Sync imports a batch at once).
 type guardedLocal struct {
 	replicate.Local
-	r     *Replicator
-	vnode id.ID        // the virtual server whose range is synced
-	from  ring.Contact // the replica the range is pulled from
+	r    *Replicator
+	from ring.Contact // the replica the range is pulled from
 
 	mu     sync.Mutex
 	fresh  []heldRecord // held in this sync: their URLs go to this node's crawler
 	refuse int64        // refused for a full hold
 }
 
-// guarded returns the store for a round's sync of vnode's range from
-// replica c, or Local itself when this node keeps no held area.
-func (r *Replicator) guarded(vnode id.ID, c ring.Contact) replicate.Local {
+// guarded returns the store for a round's sync of one of this node's
+// ranges from replica c, or Local itself when this node keeps no held
+// area.
+func (r *Replicator) guarded(c ring.Contact) replicate.Local {
 	if r.cfg.Held == nil || r.cfg.Check == nil {
 		return r.cfg.Local
 	}
-	return &guardedLocal{Local: r.cfg.Local, r: r, vnode: vnode, from: c}
+	return &guardedLocal{Local: r.cfg.Local, r: r, from: c}
 }
 
 // Import implements replicate.Local.
@@ -59,21 +59,20 @@ func (l *guardedLocal) Import(ctx context.Context, name string, data []byte) (ar
 	if err != nil {
 		return l.Local.Import(ctx, name, data) // refused there, as any bad name
 	}
-	since, owned := l.r.owned.since(l.vnode, e.Key)
-	if !owned || !l.r.dayEnd(e.Day).After(since) {
-		// Not this range's key by the history (the sync refuses names
-		// outside the range), or a capture whose whole day ended before
-		// this node owned the key: no need to read it twice.
-		return l.Local.Import(ctx, name, data)
+	first, owned := l.r.owned.firstOwned(e.Key)
+	if !owned || !l.r.dayEnd(e.Day).After(first) {
+		// A key this node never owned by its history, or a capture whose
+		// whole day ended before it first did: no need to read it twice.
+		return l.take(ctx, e, name, data)
 	}
 	v, err := l.r.cfg.Check(ctx, name, data)
 	if err != nil {
 		return archive.Version{}, false, err
 	}
-	if v.Peer == l.r.self() || v.Time.Before(since) {
-		return l.Local.Import(ctx, name, data)
+	if v.Peer == l.r.self() || !l.r.owned.ownedAt(e.Key, v.Time) {
+		return l.take(ctx, e, name, data)
 	}
-	rec := heldRecord{Entry: e, URL: v.URL, Status: v.Status, Fetcher: v.Peer, Sender: l.from.Peer, At: time.Now()}
+	rec := heldRecord{Entry: e, URL: v.URL, Status: v.Status, Fetcher: v.Peer, Sender: l.from.Peer, At: time.Now(), Round: true}
 	added, err := l.r.cfg.Held.add(rec, data)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -83,8 +82,16 @@ func (l *guardedLocal) Import(ctx context.Context, name string, data []byte) (ar
 	case err == nil && added:
 		l.fresh = append(l.fresh, rec)
 		l.r.log.Debug("replication guard: held a replica's capture made while this node owned its URL", "url", v.URL,
-			"fetcher", v.Peer, "replica", l.from.Peer, "captured", v.Time.UTC().Format(time.RFC3339),
-			"owned_since", since.UTC().Format(time.RFC3339))
+			"fetcher", v.Peer, "replica", l.from.Peer, "captured", v.Time.UTC().Format(time.RFC3339))
+	}
+	return v, added, err
+}
+
+// take imports a record; a copy a hand-off holds is then dropped.
+func (l *guardedLocal) take(ctx context.Context, e archive.Entry, name string, data []byte) (archive.Version, bool, error) {
+	v, added, err := l.Local.Import(ctx, name, data)
+	if err == nil {
+		l.r.cfg.Held.stored(e)
 	}
 	return v, added, err
 }
@@ -102,15 +109,17 @@ func (r *Replicator) dayEnd(day int64) time.Time {
 // defaultDayLength is the store's day length when Config.DayLength is 0.
 const defaultDayLength = 24 * time.Hour
 
-// guardOptions is syncOptions for a round's sync through l: records
-// already held are not read again.
+// guardOptions is syncOptions for a round's sync through local: the
+// records a round held already are not read again. (A record a hand-off
+// holds is: a take-over capture that its former owner, no longer a
+// holder, handed off before the round pulled it is imported.)
 func (r *Replicator) guardOptions(local replicate.Local) replicate.Options {
 	opt := r.syncOptions()
 	if _, ok := local.(*guardedLocal); !ok {
 		return opt
 	}
 	skip, held := opt.Skip, r.cfg.Held
-	opt.Skip = func(e archive.Entry) bool { return held.Has(e) || skip != nil && skip(e) }
+	opt.Skip = func(e archive.Entry) bool { return held.heldByRound(e) || skip != nil && skip(e) }
 	return opt
 }
 

@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -24,12 +26,14 @@ import (
 	"github.com/herod-archive/herod/ring"
 )
 
-// TestOwnedSince: a virtual server's keys are owned since it first saw
-// them in its range without a break; a shrink keeps the rest, a growth
-// adds keys owned from then, an unknown range changes nothing.
-func TestOwnedSince(t *testing.T) {
+// TestOwnedAt: the history has a key owned while a virtual server's
+// range held it: a shrink keeps the rest, a growth adds keys from then,
+// an unknown range changes nothing, a virtual server no longer listed
+// ends its span. Saved and loaded by the next run, the last run's spans
+// end when it was last known up: the time it was down is no one's.
+func TestOwnedAt(t *testing.T) {
 	v := id.OfString("vnode")
-	at := func(s int) time.Time { return time.Unix(int64(1000+s), 0) }
+	at := func(s int) time.Time { return time.Unix(int64(1000+10*s), 0) }
 	// Keys at distances before v: p(n) is n steps counterclockwise.
 	p := func(n int64) id.ID {
 		x := v
@@ -44,25 +48,63 @@ func TestOwnedSince(t *testing.T) {
 	o.observe(v, ring.Range{}, at(2))                                  // unknown for a moment
 	o.observe(v, ring.Range{Start: p(20), End: v, Known: true}, at(3)) // it left again, and one more
 	o.observe(v, ring.Range{Start: p(20), End: v, Known: true}, at(4)) // no change
-	for _, c := range []struct {
-		key   id.ID
-		since time.Time
-		ok    bool
-	}{
+	type ownedCase struct {
+		key  id.ID
+		t    time.Time
+		want bool
+	}
+	cases := []ownedCase{
 		{v, at(0), true},
-		{p(4), at(0), true},
-		{p(7), at(3), true}, // out of the range at 1, back at 3
-		{p(15), at(3), true},
-		{p(25), time.Time{}, false},
-	} {
-		got, ok := o.since(v, c.key)
-		if ok != c.ok || !got.Equal(c.since) {
-			t.Errorf("since(%s) = %v, %v; want %v, %v", c.key.Short(), got, ok, c.since, c.ok)
+		{v, at(0).Add(-time.Second), false},
+		{p(4), at(2), true},
+		{p(7), at(0), true},
+		{p(7), at(2), false}, // out of the range from 1 to 3
+		{p(7), at(3), true},
+		{p(15), at(2), false},
+		{p(15), at(9), true},
+		{p(25), at(9), false},
+	}
+	check := func(o *ownedRanges, when string) {
+		t.Helper()
+		for _, c := range cases {
+			if got := o.ownedAt(c.key, c.t); got != c.want {
+				t.Errorf("%s: ownedAt(%s, %d) = %v, want %v", when, c.key.Short(), c.t.Unix(), got, c.want)
+			}
 		}
 	}
+	check(&o, "running")
+	if first, ok := o.firstOwned(p(7)); !ok || !first.Equal(at(0)) {
+		t.Errorf("firstOwned = %v, %v; want %v", first, ok, at(0))
+	}
+
+	// Saved at 6, the node down from then until 8; loaded by the next run.
+	path := filepath.Join(t.TempDir(), "owned")
+	if err := o.save(path, at(6)); err != nil {
+		t.Fatal(err)
+	}
+	var next ownedRanges
+	if err := next.load(path); err != nil {
+		t.Fatal(err)
+	}
+	next.observe(v, ring.Range{Start: p(5), End: v, Known: true}, at(8))
+	cases = append(cases[:len(cases)-2],
+		ownedCase{p(15), at(5), true},
+		ownedCase{p(4), at(7), false}, // down
+		ownedCase{p(4), at(9), true},
+		ownedCase{p(15), at(9), false}, // no longer in the range
+	)
+	check(&next, "after a restart")
+
 	o.observeStatus(ring.Status{}, at(5))
-	if _, ok := o.since(v, v); ok {
-		t.Error("a virtual server no longer listed is still remembered")
+	if o.ownedAt(v, at(6)) || !o.ownedAt(v, at(4)) {
+		t.Error("a virtual server no longer listed still owns, or its past is forgotten")
+	}
+	if err := os.WriteFile(path, []byte("{garbled"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var bad ownedRanges
+	if err := bad.load(path); err == nil {
+		t.Error("a garbled history loaded")
 	}
 }
 

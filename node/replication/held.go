@@ -78,6 +78,9 @@ type heldRecord struct {
 	Sender  string        `json:"sender"`
 	At      time.Time     `json:"at"` // when this node accepted it
 	Size    int64         `json:"size"`
+	// Round marks a record a round held (guard.go), not a hand-off:
+	// rounds do not read it again.
+	Round bool `json:"round,omitempty"`
 }
 
 // Held is a node's held area: one file per record, <entry name>.held in
@@ -200,6 +203,27 @@ func (h *Held) Has(e archive.Entry) bool {
 	defer h.mu.Unlock()
 	_, ok := h.recs[e]
 	return ok
+}
+
+// heldByRound reports whether e is held by a round's guard (guard.go).
+func (h *Held) heldByRound(e archive.Entry) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.recs[e].Round
+}
+
+// stored drops e, which the store now holds (a round imported it), if
+// it is held and no claim of it is under way.
+func (h *Held) stored(e archive.Entry) {
+	h.mu.Lock()
+	_, ok := h.recs[e]
+	if !ok || h.releasing[e] {
+		h.mu.Unlock()
+		return
+	}
+	h.releasing[e] = true
+	h.mu.Unlock()
+	h.done(e, true)
 }
 
 // HasKey reports whether a record of the URL whose key is key is held.

@@ -1,6 +1,9 @@
 package replication
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -8,32 +11,48 @@ import (
 	"github.com/herod-archive/herod/ring"
 )
 
-// Ownership: since when this node has owned a key without a break, as it
-// saw its ranges change while it ran. A capture of a key made while this
-// node owned it and was up was this node's to make: another node's
-// capture of that time is no take-over (rounds hold it, guard.go). The
-// history lives in memory: after a restart every key is owned "since
-// the start", so what others fetched while this node was down is
-// imported as before.
+// Ownership: when this node was up and owned a key, as it saw its
+// ranges change. A capture of a key made then was this node's to make:
+// another node's capture of that time is no take-over, and rounds hold
+// it (guard.go). The history is kept in memory and, with
+// Config.OwnedFile, on disk with the last time the node was known up
+// (each round writes it): after a restart the spans of the last run end
+// at that time, so what others fetched while this node was down is
+// imported as before, and a capture dated while it ran is held however
+// often it restarts.
 
-// maxOwnedSpans bounds the history kept per virtual server; the oldest
-// change is forgotten first, which only makes keys look owned since
-// later (their captures then pass as take-overs).
-const maxOwnedSpans = 64
+// maxOwnedSpans bounds the spans kept; the oldest is forgotten first,
+// which only makes captures of its time pass as take-overs.
+const maxOwnedSpans = 1024
 
-// ownedSpan is one state of a virtual server's range: from since, its
-// range was (start, vnode] (until the next span's since).
+// ownedSpan is one state of a virtual server's range: from Since until
+// Until (zero while it is the range now), it was (Start, Vnode].
 type ownedSpan struct {
-	since time.Time
-	start id.ID
+	Vnode id.ID     `json:"vnode"`
+	Start id.ID     `json:"start"`
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until,omitzero"`
+}
+
+// holds reports whether key was in the span's range at t; an open span
+// lasts until now.
+func (s ownedSpan) holds(key id.ID, t time.Time) bool {
+	return !t.Before(s.Since) && (s.Until.IsZero() || t.Before(s.Until)) && id.InHalfOpen(key, s.Start, s.Vnode)
+}
+
+// ownedFile is what Config.OwnedFile holds.
+type ownedFile struct {
+	Alive time.Time   `json:"alive"` // the node was up until then
+	Spans []ownedSpan `json:"spans"`
 }
 
 // ownedRanges is the history of the local virtual servers' ranges. Safe
 // for concurrent use.
 type ownedRanges struct {
-	now func() time.Time // the clock of observations; nil means time.Now (tests set it)
-	mu  sync.Mutex
-	vs  map[id.ID][]ownedSpan // by virtual server id, oldest first
+	now   func() time.Time // the clock of observations; nil means time.Now (tests set it)
+	mu    sync.Mutex
+	spans []ownedSpan    // oldest first
+	open  map[id.ID]bool // virtual servers with an open span
 }
 
 // clock returns the time of an observation.
@@ -53,21 +72,38 @@ func (o *ownedRanges) observe(v id.ID, g ring.Range, now time.Time) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.vs == nil {
-		o.vs = map[id.ID][]ownedSpan{}
+	if o.open[v] {
+		i := o.openLocked(v)
+		if o.spans[i].Start == g.Start {
+			return
+		}
+		o.spans[i].Until = now
 	}
-	h := o.vs[v]
-	if n := len(h); n > 0 && h[n-1].start == g.Start {
-		return
+	if len(o.spans) >= maxOwnedSpans {
+		if s := o.spans[0]; s.Until.IsZero() {
+			delete(o.open, s.Vnode)
+		}
+		o.spans = append(o.spans[:0], o.spans[1:]...)
 	}
-	if len(h) >= maxOwnedSpans {
-		h = append(h[:0], h[1:]...)
+	o.spans = append(o.spans, ownedSpan{Vnode: v, Start: g.Start, Since: now})
+	if o.open == nil {
+		o.open = map[id.ID]bool{}
 	}
-	o.vs[v] = append(h, ownedSpan{since: now, start: g.Start})
+	o.open[v] = true
 }
 
-// observeStatus records the ranges of every local virtual server in st
-// and forgets the virtual servers st no longer lists.
+// openLocked returns the index of v's open span (the last of v's).
+func (o *ownedRanges) openLocked(v id.ID) int {
+	for i := len(o.spans) - 1; i >= 0; i-- {
+		if o.spans[i].Vnode == v && o.spans[i].Until.IsZero() {
+			return i
+		}
+	}
+	return -1
+}
+
+// observeStatus records the ranges of every local virtual server in st,
+// and ends the spans of those it no longer lists.
 func (o *ownedRanges) observeStatus(st ring.Status, now time.Time) {
 	live := make(map[id.ID]bool, len(st.Vnodes))
 	for _, v := range st.Vnodes {
@@ -76,27 +112,88 @@ func (o *ownedRanges) observeStatus(st ring.Status, now time.Time) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for v := range o.vs {
+	for v := range o.open {
 		if !live[v] {
-			delete(o.vs, v)
+			o.spans[o.openLocked(v)].Until = now
+			delete(o.open, v)
 		}
 	}
 }
 
-// since returns the time from which virtual server v's range has held
-// key without a break; ok is false when key is not in its range now (or
-// v is unknown).
-func (o *ownedRanges) since(v, key id.ID) (time.Time, bool) {
+// ownedAt reports whether this node owned key at t by its history.
+func (o *ownedRanges) ownedAt(key id.ID, t time.Time) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	h := o.vs[v]
-	n := len(h)
-	if n == 0 || !id.InHalfOpen(key, h[n-1].start, v) {
-		return time.Time{}, false
+	for _, s := range o.spans {
+		if s.holds(key, t) {
+			return true
+		}
 	}
-	t := h[n-1].since
-	for i := n - 2; i >= 0 && id.InHalfOpen(key, h[i].start, v); i-- {
-		t = h[i].since
+	return false
+}
+
+// firstOwned returns the earliest time at which the history has this
+// node own key, and false if it never has.
+func (o *ownedRanges) firstOwned(key id.ID) (time.Time, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, s := range o.spans { // oldest first
+		if id.InHalfOpen(key, s.Start, s.Vnode) {
+			return s.Since, true
+		}
 	}
-	return t, true
+	return time.Time{}, false
+}
+
+// save writes the history to path, with now as the time the node was
+// last known up: a temporary file renamed over it (not synced: a crash
+// that loses it only ends the last run's spans earlier).
+func (o *ownedRanges) save(path string, now time.Time) error {
+	o.mu.Lock()
+	b, err := json.Marshal(ownedFile{Alive: now, Spans: o.spans})
+	o.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("replication: owned ranges: %w", err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("replication: owned ranges: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("replication: owned ranges: %w", err)
+	}
+	return nil
+}
+
+// load reads the history a former run saved at path: its open spans end
+// when that run was last known up. A missing file is an empty history;
+// one that does not parse is reported (and the history left empty).
+func (o *ownedRanges) load(path string) error {
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("replication: owned ranges: %w", err)
+	}
+	var f ownedFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return fmt.Errorf("replication: owned ranges %s: %w", path, err)
+	}
+	var spans []ownedSpan
+	for _, s := range f.Spans {
+		if s.Until.IsZero() {
+			s.Until = f.Alive
+		}
+		if s.Until.After(s.Since) {
+			spans = append(spans, s)
+		}
+	}
+	if len(spans) > maxOwnedSpans {
+		spans = spans[len(spans)-maxOwnedSpans:]
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.spans = append(spans, o.spans...)
+	return nil
 }

@@ -163,6 +163,10 @@ type Config struct {
 	// means 24 h): a round imports a replica's record of a day that ended
 	// before this node owned its key without reading it twice (guard.go).
 	DayLength time.Duration
+	// OwnedFile, if set, keeps the history of this node's ranges across
+	// restarts, with the last time it was known up (owned.go): without
+	// it, a restart forgets when this node owned what.
+	OwnedFile string
 	Logger    *slog.Logger // nil: discard
 }
 
@@ -257,6 +261,11 @@ func New(cfg Config) *Replicator {
 		r.log = slog.New(slog.DiscardHandler)
 	}
 	r.interval.Store(int64(cfg.Interval))
+	if cfg.OwnedFile != "" {
+		if err := r.owned.load(cfg.OwnedFile); err != nil {
+			r.log.Warn("replication: the history of this node's ranges is lost", "err", err)
+		}
+	}
 	return r
 }
 
@@ -389,7 +398,13 @@ func (r *Replicator) round(ctx context.Context) error {
 	pairs := 0
 	rs := r.cfg.Ring.Status()
 	vs := rs.Vnodes
-	r.owned.observeStatus(rs, r.owned.clock())
+	now := r.owned.clock()
+	r.owned.observeStatus(rs, now)
+	if r.cfg.OwnedFile != "" {
+		if err := r.owned.save(r.cfg.OwnedFile, now); err != nil {
+			r.fail(err)
+		}
+	}
 	// A replica the ring suspects of having failed is not asked (the
 	// call would wait for its timeout): its copies are not counted.
 	suspect := map[string]bool{}
@@ -476,7 +491,7 @@ func (r *Replicator) syncPair(ctx context.Context, v ring.VnodeStatus, c ring.Co
 	a, b := v.Range.Start, v.Range.End
 	// Records c fetched while this node was crawling their URLs wait in
 	// the held area for its own fetch (guard.go).
-	local := r.guarded(v.ID, c)
+	local := r.guarded(c)
 	st, err := replicate.Sync(ctx, local, r.client(c), a, b, r.guardOptions(local))
 	r.guardDone(ctx, local)
 	r.record(st)
