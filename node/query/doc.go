@@ -24,7 +24,10 @@
 // once verified like a read — its fetcher's signature, the purge book,
 // its date under the witness rule (verify.go, node/export) — and only
 // from a member holding its URL in this node's view of the ring, or
-// also listed by one (holders.go), and counted when dropped; a member serves at most cap(Slots) requests at once and
+// also listed by one (holders.go), and counted when dropped; a CDX page
+// ends at the last key of a member with dropped rows, unless more than
+// half of its rows were dropped (then it is excluded from the cut,
+// counted: mergePages); a member serves at most cap(Slots) requests at once and
 // refuses more with BusyError; every request and reply frame is bounded
 // in size and time.
 //

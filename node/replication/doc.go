@@ -25,7 +25,12 @@
 // although no round compares this node with them. The owner keeps a
 // record handed to it in its held area (Held, hold.go), shown, witnessed
 // and pushed by nothing, until its own fetch of the URL finds the same
-// payload (Confirm); unconfirmed past HoldLimits.For it is dropped. With Config.TrackCopies the push remembers which replicas
+// payload (Confirm); unconfirmed past HoldLimits.For it is dropped.
+// Rounds hold the same way a replica's record fetched by another node
+// at a time this node was up and owned its key (guard.go; the history
+// of its ranges, owned.go, kept in Config.OwnedFile across restarts):
+// an honest replica fetches its owner's URLs only while the owner is not
+// crawling them. With Config.TrackCopies the push remembers which replicas
 // confirmed each record, so that WaitCopies tells the crawler when a
 // version has its --write-copies copies (acks.go).
 //
