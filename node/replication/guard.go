@@ -18,14 +18,12 @@ import (
 // An honest replica fetches the owner's URLs only when the owner is not
 // crawling them: it took the range over while the owner was down, owned
 // it before the owner joined, or its view of the ring differed for a
-// moment. So a record pulled in a round whose fetcher is another node
-// and whose capture time is at or after the time since which this node
-// at which this node's history says it was up and owned the key
-// (ownedRanges, owned.go) is not imported: it goes to the held area of
-// hand-offs (hold.go), is
-// shown, witnessed and pushed by nothing, and this node's crawler
-// fetches its URL; a fetch that finds the same status and payload
-// releases it (Confirm), else it expires. Captures of other times —
+// moment. So a record pulled in a round whose fetcher is another node,
+// captured at a time this node's history says it was up and owned the
+// key (ownedRanges, owned.go), is not imported: it goes to the held area
+// of hand-offs (hold.go), is shown, witnessed and pushed by nothing, and
+// this node's crawler fetches its URL; a fetch that finds the same
+// status and payload releases it (Confirm), else it expires. Captures of other times —
 // made while this node was down, or before the key was in its ranges —
 // are imported as before.
 

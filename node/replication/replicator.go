@@ -190,7 +190,7 @@ type Replicator struct {
 	refused   refusedSet                                            // records refused for their signer's or range's share (share.go)
 	ranges    replicatedRanges                                      // the ranges this node replicates (share.go)
 	roles     roleCache                                             // owners' roles checked lately (rolecache.go)
-	owned     ownedRanges                                           // since when this node owns its keys (owned.go)
+	owned     ownedRanges                                           // when this node owned which keys (owned.go)
 	recheckFn atomic.Pointer[func(context.Context, []string) error] // OnRecheck (hold.go)
 	pushWake  chan struct{}
 	queueLen  int // bounds the push queue and each replica's (pushQueueLen; tests lower it)
