@@ -99,6 +99,15 @@ func TestOwnedAt(t *testing.T) {
 	if o.ownedAt(v, at(6)) || !o.ownedAt(v, at(4)) {
 		t.Error("a virtual server no longer listed still owns, or its past is forgotten")
 	}
+	// Bounded: past maxOwnedSpans the oldest spans are forgotten.
+	var many ownedRanges
+	for i := range maxOwnedSpans + 10 {
+		many.observe(v, ring.Range{Start: p(int64(10 + i%2)), End: v, Known: true}, at(i))
+	}
+	if n := len(many.spans); n != maxOwnedSpans || !many.ownedAt(v, at(maxOwnedSpans+20)) || many.ownedAt(v, at(5)) {
+		t.Errorf("%d spans after %d changes (want %d), the last open %v, the first forgotten %v",
+			n, maxOwnedSpans+10, maxOwnedSpans, many.ownedAt(v, at(maxOwnedSpans+20)), !many.ownedAt(v, at(5)))
+	}
 	if err := os.WriteFile(path, []byte("{garbled"), 0o644); err != nil {
 		t.Fatal(err)
 	}

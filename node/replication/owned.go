@@ -72,8 +72,7 @@ func (o *ownedRanges) observe(v id.ID, g ring.Range, now time.Time) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.open[v] {
-		i := o.openLocked(v)
+	if i := o.openLocked(v); i >= 0 {
 		if o.spans[i].Start == g.Start {
 			return
 		}
@@ -92,8 +91,11 @@ func (o *ownedRanges) observe(v id.ID, g ring.Range, now time.Time) {
 	o.open[v] = true
 }
 
-// openLocked returns the index of v's open span (the last of v's).
+// openLocked returns the index of v's open span, -1 if it has none.
 func (o *ownedRanges) openLocked(v id.ID) int {
+	if !o.open[v] {
+		return -1
+	}
 	for i := len(o.spans) - 1; i >= 0; i-- {
 		if o.spans[i].Vnode == v && o.spans[i].Until.IsZero() {
 			return i
@@ -114,7 +116,9 @@ func (o *ownedRanges) observeStatus(st ring.Status, now time.Time) {
 	defer o.mu.Unlock()
 	for v := range o.open {
 		if !live[v] {
-			o.spans[o.openLocked(v)].Until = now
+			if i := o.openLocked(v); i >= 0 {
+				o.spans[i].Until = now
+			}
 			delete(o.open, v)
 		}
 	}
