@@ -38,7 +38,7 @@ func TestReplicaForgeryHeld(t *testing.T) {
 	if testing.Short() {
 		t.Skip("four-node ring: skipped in -short mode")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const served = "<p>the page as the site serves it</p>"
 	const madeUp = "<p>words the site never served</p>"
@@ -109,7 +109,7 @@ func TestReplicaForgeryHeld(t *testing.T) {
 
 	// The owner's round pulls both from h. The genuine one is released
 	// by the owner's fetch and reaches its 3 holders.
-	testwait.For(t, "the genuine capture on its 3 holders", 30*time.Second, func() error {
+	testwait.For(t, "the genuine capture on its 3 holders", 60*time.Second, func() error {
 		if holds(owner, forged) {
 			return nil // the made-up one imported: fails below
 		}
@@ -122,7 +122,7 @@ func TestReplicaForgeryHeld(t *testing.T) {
 	})
 	// The made-up one: the owner fetched its URL and found another
 	// payload.
-	testwait.For(t, "the owner's own version of the forged URL", 30*time.Second, func() error {
+	testwait.For(t, "the owner's own version of the forged URL", 60*time.Second, func() error {
 		if holds(owner, forged) {
 			return nil // fails below
 		}
@@ -201,7 +201,7 @@ func TestReplicaForgeryHeld(t *testing.T) {
 	if err := lr.WaitStable(ctx); err != nil {
 		t.Fatal(err)
 	}
-	testwait.For(t, "the take-over captures on the owner back", 60*time.Second, func() error {
+	testwait.For(t, "the take-over captures on the owner back", 90*time.Second, func() error {
 		n := 0
 		for _, v := range away {
 			if lr.Owner(v.Key) == back && !holds(back, v) {
@@ -225,7 +225,7 @@ func TestReplicaForgeryHeld(t *testing.T) {
 	h.store.OnAdd(nil)
 	backDated := putAt(h, backDatedURL, madeUp, upAt)
 	h.store.OnAdd(h.versionAdded)
-	testwait.For(t, "the back-dated capture pulled by the owner back", 30*time.Second, func() error {
+	testwait.For(t, "the back-dated capture pulled by the owner back", 60*time.Second, func() error {
 		if holds(back, backDated) || back.ReplicationStats().HandOff.Guarded > 0 {
 			return nil
 		}
