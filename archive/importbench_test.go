@@ -108,6 +108,7 @@ func BenchmarkImportSigned(b *testing.B) {
 // reportImport reports records/s and CPU-µs a record since cpu0.
 func reportImport(b *testing.B, cpu0 time.Duration) {
 	cpu := cpuTime() - cpu0
+	b.ReportAllocs()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/record")
 }
