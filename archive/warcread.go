@@ -242,10 +242,19 @@ type response struct {
 	payload []byte
 }
 
+// headReaders holds the buffered readers parseHTTPResponse reads heads
+// with (4 KiB: a larger buffer would copy more of the payload).
+var headReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+
 // parseHTTPResponse splits an application/http;msgtype=response block.
 func parseHTTPResponse(block []byte) (*response, error) {
 	src := bytes.NewReader(block)
-	br := bufio.NewReaderSize(src, 4096)
+	br := headReaders.Get().(*bufio.Reader)
+	br.Reset(src)
+	defer func() {
+		br.Reset(nil) // drop the reference to block
+		headReaders.Put(br)
+	}()
 	status, fields, err := readHTTPHead(br)
 	if err != nil {
 		return nil, err
