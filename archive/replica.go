@@ -175,7 +175,9 @@ func (s *Store) importRecord(ctx context.Context, name string, data []byte, prov
 		// data would be stored, so it is not decoded or verified.
 		return have, false, nil
 	}
-	ci, err := s.checkImport(e, name, data, provenance, !s.trainer.off.Load())
+	var buf importBuf
+	defer buf.release() // after the record is stored and offered: it holds buf's bytes
+	ci, err := s.checkImport(e, name, data, provenance, s.trainer.collecting(), &buf)
 	if err != nil {
 		return Version{}, false, err
 	}
@@ -202,8 +204,8 @@ func (s *Store) importRecord(ctx context.Context, name string, data []byte, prov
 			giveUp()
 		}
 	}()
-	if plain != nil {
-		s.trainer.offer(plain)
+	if !s.trainer.off.Load() {
+		s.trainer.offer(plain) // nil when not collecting: counts towards DictWait
 	}
 	seg, err := s.store(&v, &record{data: frame, zd: zd})
 	if err != nil {
@@ -241,8 +243,9 @@ type checkedImport struct {
 // Import does before it stores: framing, the name against the record,
 // the day, and with provenance the fetcher's signature and capture time.
 // With sample it keeps the uncompressed record of a gzip member (for the
-// dictionary trainer).
-func (s *Store) checkImport(e Entry, name string, data []byte, provenance, sample bool) (checkedImport, error) {
+// dictionary trainer). A zstd record is decompressed into buf (if not
+// nil): what checkImport returns holds its bytes until buf is released.
+func (s *Store) checkImport(e Entry, name string, data []byte, provenance, sample bool, buf *importBuf) (checkedImport, error) {
 	ref, frame, named, err := splitRefFrame(data)
 	if err != nil {
 		return checkedImport{}, fmt.Errorf("archive import %s: %w", name, err)
@@ -257,7 +260,7 @@ func (s *Store) checkImport(e Entry, name string, data []byte, provenance, sampl
 	var plain []byte
 	var f *decodedFile
 	if zd != nil {
-		f, plain, err = decodeFrameMax(zd, frame, s.importBlock())
+		f, plain, err = decodeFrameMax(zd, frame, s.importBlock(), buf)
 	} else {
 		var raw *bytes.Buffer
 		if sample {
@@ -308,7 +311,9 @@ func (s *Store) CheckImport(ctx context.Context, name string, data []byte) (Vers
 	if err != nil {
 		return Version{}, fmt.Errorf("archive check: %w", err)
 	}
-	ci, err := s.checkImport(e, name, data, true, false)
+	var buf importBuf
+	defer buf.release()
+	ci, err := s.checkImport(e, name, data, true, false, &buf)
 	if err != nil {
 		return Version{}, err
 	}

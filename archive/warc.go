@@ -179,6 +179,9 @@ func (p *gzipPool) member(dst *bytes.Buffer, fn func(io.Writer) error) error {
 
 // sha1Of hashes the concatenation of parts.
 func sha1Of(parts ...[]byte) id.ID {
+	if len(parts) == 1 {
+		return sha1.Sum(parts[0]) // no hash state or sum on the heap
+	}
 	h := sha1.New()
 	return sumInto(h, parts...)
 }

@@ -45,7 +45,31 @@ func malformed(format string, args ...any) error {
 // readLine returns one line without its CRLF or LF, refusing lines longer
 // than maxLine. It returns io.EOF only when no byte was read.
 func readLine(br *bufio.Reader) (string, error) {
-	var line []byte
+	// Most lines are within the buffer: one string, no copy to join.
+	frag, err := br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		return readLongLine(br, frag)
+	}
+	if len(frag) > maxLine {
+		return "", malformed("line longer than %d bytes", maxLine)
+	}
+	if err != nil {
+		if err == io.EOF && len(frag) > 0 {
+			return "", malformed("truncated line")
+		}
+		return "", err
+	}
+	frag = bytes.TrimSuffix(frag[:len(frag)-1], []byte("\r"))
+	return string(frag), nil
+}
+
+// readLongLine is readLine for a line longer than br's buffer, of which
+// first was read.
+func readLongLine(br *bufio.Reader, first []byte) (string, error) {
+	line := bytes.Clone(first)
+	if len(line) > maxLine {
+		return "", malformed("line longer than %d bytes", maxLine)
+	}
 	for {
 		frag, err := br.ReadSlice('\n')
 		line = append(line, frag...)
@@ -66,6 +90,29 @@ func readLine(br *bufio.Reader) (string, error) {
 	line = bytes.TrimSuffix(line, []byte("\n"))
 	line = bytes.TrimSuffix(line, []byte("\r"))
 	return string(line), nil
+}
+
+// warcKeys maps the WARC field names herod writes to their canonical MIME
+// form, computed once: CanonicalMIMEHeaderKey allocates a new string for
+// each, a dozen times a record read.
+var warcKeys = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{"WARC-Type", "WARC-Record-ID", "WARC-Date", "WARC-Target-URI",
+		"WARC-Block-Digest", "WARC-Payload-Digest", "WARC-Concurrent-To", "WARC-Truncated",
+		"WARC-Refers-To", "WARC-Refers-To-Target-URI", "WARC-Refers-To-Date", "WARC-Profile",
+		"WARC-IP-Address", "WARC-Warcinfo-ID", HeaderPeer, HeaderSignature, HeaderBrowser,
+		"Content-Type", "Content-Length"} {
+		m[k] = textproto.CanonicalMIMEHeaderKey(k)
+	}
+	return m
+}()
+
+// canonicalKey is textproto.CanonicalMIMEHeaderKey(name).
+func canonicalKey(name string) string {
+	if k, ok := warcKeys[name]; ok {
+		return k
+	}
+	return textproto.CanonicalMIMEHeaderKey(name)
 }
 
 // readFields reads "Name: value" lines up to an empty line. Lines starting
@@ -100,7 +147,7 @@ func readFields(br *bufio.Reader) (textproto.MIMEHeader, error) {
 		if !ok || name == "" || strings.ContainsAny(name, " \t") {
 			return nil, malformed("bad field line %q", line)
 		}
-		last = textproto.CanonicalMIMEHeaderKey(name)
+		last = canonicalKey(name)
 		h[last] = append(h[last], strings.TrimSpace(value))
 	}
 }
@@ -195,10 +242,19 @@ type response struct {
 	payload []byte
 }
 
+// headReaders holds the buffered readers parseHTTPResponse reads heads
+// with (4 KiB: a larger buffer would copy more of the payload).
+var headReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+
 // parseHTTPResponse splits an application/http;msgtype=response block.
 func parseHTTPResponse(block []byte) (*response, error) {
 	src := bytes.NewReader(block)
-	br := bufio.NewReaderSize(src, 4096)
+	br := headReaders.Get().(*bufio.Reader)
+	br.Reset(src)
+	defer func() {
+		br.Reset(nil) // drop the reference to block
+		headReaders.Put(br)
+	}()
 	status, fields, err := readHTTPHead(br)
 	if err != nil {
 		return nil, err

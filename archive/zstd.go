@@ -342,18 +342,21 @@ func decodeFrame(zd *zdict, data []byte, raw *bytes.Buffer) (*decodedFile, error
 // stops at maxBlock plus MaxHead (a frame declaring more is refused
 // before anything is allocated; zstd blocks are at most 128 KiB, so one
 // that expands to much is cut within a block of the bound), and the
-// record's block at maxBlock. It returns the uncompressed record too.
-func decodeFrameMax(zd *zdict, data []byte, maxBlock int64) (*decodedFile, []byte, error) {
+// record's block at maxBlock. It returns the uncompressed record too,
+// decoded into buf (an importBuf): the record, its capture's body and
+// head included, holds buf's bytes until the caller releases it.
+func decodeFrameMax(zd *zdict, data []byte, maxBlock int64, buf *importBuf) (*decodedFile, []byte, error) {
 	// A frame that states its size (herod's always do) is decoded into
-	// one allocation of that size; without it, the output would grow by
+	// one buffer of that size; without it, the output would grow by
 	// copies to the bound.
-	switch n, ok := frameContentSize(data); {
+	n, ok := frameContentSize(data)
+	switch {
 	case !ok:
 		return nil, nil, fmt.Errorf("%w: zstd frame without its content size", ErrCorrupt)
 	case n > uint64(maxBlock+MaxHead):
 		return nil, nil, fmt.Errorf("%w: zstd frame of %d bytes, more than %d", ErrCorrupt, n, maxBlock+MaxHead)
 	}
-	plain, err := frameBytes(zd, zd.importDecoder(maxBlock+MaxHead), data)
+	plain, err := frameBytesTo(zd, zd.importDecoder(maxBlock+MaxHead), data, buf.take(int(n)))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -416,6 +419,12 @@ func frameContentSize(data []byte) (n uint64, ok bool) {
 // frameBytes checks that data is exactly one zstd frame of zd and
 // decodes it with dec.
 func frameBytes(zd *zdict, dec *zstd.Decoder, data []byte) ([]byte, error) {
+	return frameBytesTo(zd, dec, data, nil)
+}
+
+// frameBytesTo is frameBytes decoding into dst's capacity (a new buffer
+// if it does not fit).
+func frameBytesTo(zd *zdict, dec *zstd.Decoder, data, dst []byte) ([]byte, error) {
 	end, dictID, err := zstdFrameEnd(bytes.NewReader(data), 0, int64(len(data)))
 	if err != nil {
 		return nil, err
@@ -426,7 +435,7 @@ func frameBytes(zd *zdict, dec *zstd.Decoder, data []byte) ([]byte, error) {
 	if dictID != zd.id {
 		return nil, fmt.Errorf("%w: zstd frame of dictionary %d, want %d", ErrCorrupt, dictID, zd.id)
 	}
-	plain, err := dec.DecodeAll(data, nil)
+	plain, err := dec.DecodeAll(data, dst[:0])
 	if err != nil {
 		return nil, fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
 	}
@@ -458,8 +467,24 @@ type dictTrainer struct {
 	wg       sync.WaitGroup  // the training (or adopting) goroutine
 }
 
+// collecting reports whether the trainer would keep a sample of the next
+// record offered: no dictionary yet, none training, samples not
+// complete. An importer decompresses a gzip member into a buffer of its
+// own only then (a joiner waiting for a peer's dictionary with its
+// samples complete offers nil).
+func (t *dictTrainer) collecting() bool {
+	if t.off.Load() {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.training && len(t.samples) < t.want && t.bytes < maxSampleTotal
+}
+
 // offer hands the trainer an uncompressed record; it keeps a copy (of at
-// most maxSampleBytes) while it collects. The offer that completes the
+// most maxSampleBytes) while it collects. A nil record, from an importer
+// that did not keep the record's bytes, counts as an offer but adds no
+// sample. The offer that completes the
 // samples (want records, or maxSampleTotal bytes), or with
 // Options.DictWait the one that many offers later, starts the training
 // on a goroutine of its own and returns at once.
@@ -473,6 +498,9 @@ func (t *dictTrainer) offer(plain []byte) {
 		return
 	}
 	if len(t.samples) < t.want && t.bytes < maxSampleTotal {
+		if plain == nil {
+			return // collecting again (a training failed): no sample in this offer
+		}
 		sample := bytes.Clone(plain[:min(len(plain), maxSampleBytes)])
 		t.samples = append(t.samples, sample)
 		t.bytes += len(sample)

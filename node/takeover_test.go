@@ -228,6 +228,7 @@ func TestHistoryNeverStops(t *testing.T) {
 	cfg.DataDir = t.TempDir()
 	cfg.Listen, cfg.Gateway = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Join = []string{lr.Nodes[0].Multiaddr()}
+	cfg.Crawl.UserAgent = "herod-joiner"
 	joiner, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -264,9 +265,32 @@ func TestHistoryNeverStops(t *testing.T) {
 		n.SetReplicationInterval(200 * time.Millisecond)
 	}
 	waitReplicated(ctx, t, lr)
+	// The joiner's crawl day is the clock's, behind the ring's compressed
+	// days: a former owner answers its claims "another day: nothing
+	// recorded", so its take-over fetches its range again on that day.
+	// Those fetches are the old day's; the new day starts once they are
+	// done, and any still on their way count for the old day.
+	if err := lr.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var tookOver int
+	for _, r := range web.Requests() {
+		if r.UserAgent == joiner.cfg.Crawl.UserAgent && r.Path != "/robots.txt" {
+			tookOver++
+		}
+	}
+	t.Logf("join: the joiner (day %d, the ring's %d) fetched %d URLs on its day of the join", joiner.crawler.CurrentDay(), lr.Nodes[0].crawler.CurrentDay(), tookOver)
 	web.ResetRequests()
 	newDayAll(ctx, t, lr)
-	checkOncePerURL(t, "join", known, requestsPerURL(web))
+	began = map[string]time.Time{}
+	for _, n := range lr.Nodes {
+		began[n.cfg.Crawl.UserAgent] = n.crawler.Stats().DayStarted
+	}
+	joinDay, oldDay := newDayRequests(web, began)
+	t.Logf("join: %d requests on the old day (the joiner's take-over)", oldDay)
+	checkOncePerURL(t, "join", known, joinDay)
+	logRepeated(t, lr, web, known, joinDay)
+	traceURLs(t, trace, lr, web, known, joinDay)
 	checkRobotsRefused(t, "join", lr, refused)
 	if joiner.crawler.Stats().FetchedToday == 0 {
 		t.Error("the joiner fetched nothing of its range")
@@ -415,6 +439,34 @@ func traceURLs(t *testing.T, trace *lockedBuffer, lr *LocalRing, web *sampleweb.
 	for _, l := range trace.lines() {
 		if strings.Contains(l, "took over a range") || strings.Contains(l, "crawl: new day") || slices.ContainsFunc(bad, func(u string) bool { return strings.Contains(l, u) }) {
 			t.Log("  ", l)
+		}
+	}
+}
+
+// logRepeated logs, for the first URLs requested more than once, each
+// request's time and User-Agent, with the nodes' day starts: which node
+// fetched a URL again, and on which day.
+func logRepeated(t *testing.T, lr *LocalRing, web *sampleweb.Web, known []string, got map[string]int) {
+	var bad []string
+	for _, u := range known {
+		if got[u] > 1 && len(bad) < 4 {
+			bad = append(bad, u)
+		}
+	}
+	if len(bad) == 0 {
+		return
+	}
+	for _, n := range lr.Nodes {
+		st := n.crawler.Stats()
+		t.Logf("node %s (%s, %s): day %d started %s, %d fetched today", n.self.Addr, n.cfg.Crawl.UserAgent, n.self.Peer[len(n.self.Peer)-6:], n.crawler.CurrentDay(), st.DayStarted.Format("05.000"), st.FetchedToday)
+	}
+	for _, u := range bad {
+		owner := lr.Owner(id.OfString(u))
+		t.Logf("%s (owner %s):", u, owner.self.Addr)
+		for _, r := range web.Requests() {
+			if "http://"+r.Host+r.Path == u {
+				t.Logf("   requested at %s by %s", r.Time.Format("05.000"), r.UserAgent)
+			}
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/big"
 	"sync"
+	"sync/atomic"
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/id"
@@ -444,23 +445,24 @@ const importers = 8
 
 // storeAll imports a batch's records, importers at a time: a store syncs
 // what its writers have under way together, so concurrent imports share
-// syncs where one at a time would wait for a sync each. It returns the
-// first error that stops the sync.
+// syncs where one at a time would wait for a sync each. The importers
+// are goroutines that take the records in turn, not one goroutine a
+// record: an import's stack grows to what decompression and signature
+// checks need once per importer. It returns the first error that stops
+// the sync.
 func (s *syncer) storeAll(ctx context.Context, es []archive.Entry, data [][]byte) error {
 	if len(es) == 1 {
 		return s.store(ctx, es[0], data[0])
 	}
 	errs := make([]error, len(es))
-	sem := make(chan struct{}, importers)
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for i := range es {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			errs[i] = s.store(ctx, es[i], data[i])
-		}()
+	for range min(importers, len(es)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(es); i = int(next.Add(1) - 1) {
+				errs[i] = s.store(ctx, es[i], data[i])
+			}
+		})
 	}
 	wg.Wait()
 	for _, err := range errs {

@@ -14,8 +14,6 @@ import (
 
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/util"
-
-	"github.com/herod-archive/herod/archive"
 )
 
 // DefaultPerTarget is Config.PerTarget when zero.
@@ -24,7 +22,7 @@ const DefaultPerTarget = 1000
 // Key prefixes of the index's database.
 const (
 	pLink  = 'l' // l target 0 source 0 from(8) → stored
-	pCount = 'n' // n target → uint32 records kept
+	pCount = 'n' // n target → uint32 records kept (written by older indexes; no longer read: put.go)
 	pMore  = 'x' // x target → uint32 records refused over the cap
 	pState = 'o' // o source → the Indexer's sourceState (indexer.go)
 	pRead  = 'r' // r key(20) → the last version read of the source of that archive key (marks.go)
@@ -52,7 +50,7 @@ type Config struct {
 type Index struct {
 	db  *leveldb.DB
 	cfg Config
-	mu  sync.Mutex // serializes Put's read-modify-write of counts
+	mu  sync.Mutex // serializes Puts: a Put's reads and its write are one step
 }
 
 // Open opens or creates the index in dir.
@@ -60,7 +58,7 @@ func Open(dir string, cfg Config) (*Index, error) {
 	if cfg.PerTarget <= 0 {
 		cfg.PerTarget = DefaultPerTarget
 	}
-	db, err := leveldb.OpenFile(dir, nil)
+	db, err := leveldb.OpenFile(dir, indexOptions())
 	if err != nil {
 		return nil, fmt.Errorf("links open: %w", err)
 	}
@@ -85,89 +83,6 @@ func linkKey(r Record) []byte {
 }
 
 func countKey(p byte, target string) []byte { return append([]byte{p}, target...) }
-
-// Put stores recs, each checked (Record.Check, and Seen not after the
-// index's clock by more than archive.MaxClockSkew, so that no copy can
-// outrank every later one): a record already held
-// is replaced by a copy with a later or equal Seen; a new record is kept
-// while its target has fewer than PerTarget, and counted otherwise. It
-// returns how many records it took (stored or counted); a bad record is
-// an error and stores nothing of the batch.
-func (x *Index) Put(ctx context.Context, recs []Record) (int, error) {
-	now := time.Now
-	if x.cfg.Now != nil {
-		now = x.cfg.Now
-	}
-	latest := now().Add(archive.MaxClockSkew)
-	for _, r := range recs {
-		if err := r.Check(); err != nil {
-			return 0, err
-		}
-		if r.Seen.After(latest) {
-			return 0, fmt.Errorf("%w: seen %s is in the future", errRecord, r.Seen.UTC().Format(time.RFC3339))
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("links put: %w", err)
-	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	b := new(leveldb.Batch)
-	counts := map[string]uint32{}
-	more := map[string]uint32{}
-	count := func(m map[string]uint32, p byte, t string) (uint32, error) {
-		if n, ok := m[t]; ok {
-			return n, nil
-		}
-		n, err := x.getCount(countKey(p, t))
-		m[t] = n
-		return n, err
-	}
-	fresh := map[string]bool{}
-	for _, r := range recs {
-		k := linkKey(r)
-		old, err := x.db.Get(k, nil)
-		switch {
-		case err == nil:
-			var s stored
-			if json.Unmarshal(old, &s) == nil && r.Seen.Before(s.Seen) {
-				continue
-			}
-		case errors.Is(err, leveldb.ErrNotFound):
-			if fresh[string(k)] {
-				break
-			}
-			n, err := count(counts, pCount, r.Target)
-			if err != nil {
-				return 0, err
-			}
-			if int(n) >= x.cfg.PerTarget {
-				m, err := count(more, pMore, r.Target)
-				if err != nil {
-					return 0, err
-				}
-				more[r.Target] = m + 1
-				continue
-			}
-			counts[r.Target] = n + 1
-			fresh[string(k)] = true
-		default:
-			return 0, fmt.Errorf("links put: %w", err)
-		}
-		v, _ := json.Marshal(stored{Anchor: r.Anchor, Until: r.Until, Seen: r.Seen})
-		b.Put(k, v)
-	}
-	for t, n := range counts {
-		b.Put(countKey(pCount, t), binary.BigEndian.AppendUint32(nil, n))
-	}
-	for t, n := range more {
-		b.Put(countKey(pMore, t), binary.BigEndian.AppendUint32(nil, n))
-	}
-	if err := x.db.Write(b, nil); err != nil {
-		return 0, fmt.Errorf("links put: %w", err)
-	}
-	return len(recs), nil
-}
 
 func (x *Index) getCount(k []byte) (uint32, error) {
 	v, err := x.db.Get(k, nil)
