@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/filter"
 	"github.com/syndtr/goleveldb/leveldb/opt"
 )
@@ -33,3 +34,9 @@ func indexOptions(o opt.Options) *opt.Options {
 	o.DisableSeeksCompaction = true
 	return &o
 }
+
+// DBStats fills st with the index database's goleveldb statistics: its
+// level sizes and, since it was opened, the bytes compactions read and
+// wrote per level (the scale benchmark's per-database table,
+// docs/scale-storage.md).
+func (s *Store) DBStats(st *leveldb.DBStats) error { return s.db.Stats(st) }

@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/filter"
 	"github.com/syndtr/goleveldb/leveldb/opt"
 )
@@ -39,3 +40,9 @@ func queueOptions() *opt.Options {
 		DisableSeeksCompaction: true,
 	}
 }
+
+// DBStats fills st with the queue database's goleveldb statistics: its
+// level sizes and, since it was opened, the bytes compactions read and
+// wrote per level (the scale benchmark's per-database table,
+// docs/scale-storage.md).
+func (c *Crawler) DBStats(st *leveldb.DBStats) error { return c.q.db.Stats(st) }
