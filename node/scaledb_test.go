@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/syndtr/goleveldb/leveldb"
@@ -155,4 +156,47 @@ func writeScaleDBRows(dir, name string, rows []scaleRow) error {
 	}
 	w.Flush()
 	return w.Error()
+}
+
+// TestScaleDBs checks that the scale benchmark finds every goleveldb
+// database of a node and puts a day's writes on the database that took
+// them: a node's six databases report their counters, and a day's
+// figures are the counters' differences, with the level sizes of its end.
+func TestScaleDBs(t *testing.T) {
+	ctx := t.Context()
+	lr, err := StartLocalRing(ctx, t.TempDir(), 1, Config{VirtualServers: 1, ReplicationInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lr.Close()
+	got := ringDBCounters(lr)
+	for _, name := range scaleDBNames {
+		if _, ok := got[name]; !ok {
+			t.Errorf("database %s not found among %v", name, got)
+		}
+	}
+	from := map[string]dbCounters{"index": {read: 1 << 20, write: 2 << 20, busy: time.Second, levels: []int64{0, 5 << 20}}}
+	to := map[string]dbCounters{
+		"index": {read: 3 << 20, write: 6 << 20, ioWrite: 8 << 20, busy: 3 * time.Second, levels: []int64{1 << 20, 6 << 20, 10 << 20}},
+		"queue": {write: 1 << 20},
+	}
+	day := dbDay(from, to)
+	want := []scaleDB{
+		{Name: "index", CompReadMB: 2, CompWriteMB: 4, CompS: 2, IOWriteMB: 8, LevelsMB: []float64{1, 6, 10}},
+		{Name: "queue", CompWriteMB: 1},
+	}
+	if fmt.Sprint(day) != fmt.Sprint(want) {
+		t.Errorf("dbDay = %v, want %v", day, want)
+	}
+	dir := t.TempDir()
+	if err := writeScaleDBRows(dir, "t", []scaleRow{{Day: 1, DBs: day}}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "scale-t-dbs.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "1,index,2.00,4.00,2.00,0.00,8.00,1.0/6.0/10.0\n"; !strings.Contains(string(b), want) {
+		t.Errorf("csv:\n%s\nwant a line %q", b, want)
+	}
 }
