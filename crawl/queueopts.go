@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/filter"
 	"github.com/syndtr/goleveldb/leveldb/opt"
 )
@@ -21,7 +22,8 @@ import (
 //     and 12): staging writes faster than compaction merges in bursts,
 //     and a paused write holds up every add of a link behind it, where
 //     more level-0 tables only cost the reads their (filtered) lookups;
-//   - a 32 MiB level 1 (default 10) is one level fewer for compaction to
+//   - CompactionTotalSize 32 MiB (default 10; goleveldb multiplies it by
+//     10 per level: level 1 holds 320 MiB) is one level fewer for compaction to
 //     rewrite the known set through;
 //   - no seek compactions (DisableSeeksCompaction): the seen test's Gets
 //     would otherwise make goleveldb rewrite a table for being read past.
@@ -39,3 +41,9 @@ func queueOptions() *opt.Options {
 		DisableSeeksCompaction: true,
 	}
 }
+
+// DBStats fills st with the queue database's goleveldb statistics: its
+// level sizes and, since it was opened, the bytes compactions read and
+// wrote per level (the scale benchmark's per-database table,
+// docs/scale-storage.md).
+func (c *Crawler) DBStats(st *leveldb.DBStats) error { return c.q.db.Stats(st) }

@@ -102,6 +102,10 @@ type scaleRow struct {
 	// missing from their ReplicationFactor holders (ringCopies).
 	Versions      int64 `json:"versions,omitempty"`
 	CopiesMissing int64 `json:"copiesMissing,omitempty"`
+	// Each goleveldb database's compaction reads and writes over the
+	// day and its level sizes at the day's end (scaledb_test.go; also
+	// in scale-<urls>x<days>-dbs.csv).
+	DBs []scaleDB `json:"dbs,omitempty"`
 }
 
 func TestScale(t *testing.T) {
@@ -174,7 +178,7 @@ func TestScale(t *testing.T) {
 		smp.reset()
 		probe.reset()
 		stopProfile := startCPUProfile(t, out, name, d)
-		cpu0, start, repl0 := processCPU(), time.Now(), replTraffic(lr)
+		cpu0, start, repl0, dbs0 := processCPU(), time.Now(), replTraffic(lr), ringDBCounters(lr)
 		var roll time.Duration
 		if d == 0 {
 			if err := nd.Seed(ctx, web.roots); err != nil {
@@ -225,6 +229,7 @@ func TestScale(t *testing.T) {
 			rounds, inSync = replicateDay(ctx, t, lr)
 		}
 		wall, cpu := time.Since(start), processCPU()-cpu0
+		dbs := dbDay(dbs0, ringDBCounters(lr))
 		stopProfile()
 		ws, err = web.stats()
 		if err != nil {
@@ -251,6 +256,7 @@ func TestScale(t *testing.T) {
 			Queued: queued, Known: cs.KnownURLs, Mine: ringHeld(lr),
 			ReplayP50MS: ms(rep.p50), ReplayP99MS: ms(rep.p99), ReplayOK: rep.ok, CDXMS: ms(rep.cdx), CDXRows: rep.cdxRows,
 			SearchTailS: tail.search.Seconds(), SweepS: tail.sweep.Seconds(),
+			DBs: dbs,
 		}
 		if nodes > 1 {
 			for _, n := range lr.Nodes {
@@ -272,6 +278,7 @@ func TestScale(t *testing.T) {
 			d, row.Live, row.Fetched, row.NewVersions, row.NotModified, row.WallS, row.CPUPer1000, row.RSSPeakMB, row.HeapPeakMB,
 			row.Goroutines, row.OpenFiles, row.DiskAddedMB, row.RolloverS, row.SwitchMS, row.IntakeStallMS, row.RollStallMS, row.LoopStallMS, row.Queued, row.Known, row.Mine,
 			row.ReplayP50MS, row.ReplayP99MS, row.ReplayOK, row.CDXMS, row.CDXRows, row.SearchTailS, row.SweepS, cs.ErrorsByKind)
+		t.Logf("scale: day %d: databases: %s", d, dbLine(row.DBs))
 		if nodes > 1 {
 			t.Logf("scale: day %d: %d nodes hold %d versions (%d distinct, %d copies missing), replication %.1f MiB, %d rounds to sync, in sync %.0f bytes a pair",
 				d, nodes, row.Held, row.Versions, row.CopiesMissing, row.ReplMB, row.ReplRounds, row.InSyncPerPair)
@@ -281,6 +288,9 @@ func TestScale(t *testing.T) {
 			writeHeapProfile(t, filepath.Join(out, fmt.Sprintf("heap-%s-day%d.pprof", name, d)))
 		}
 		if err := writeScaleRows(out, name, rows); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeScaleDBRows(out, name, rows); err != nil {
 			t.Fatal(err)
 		}
 		if fetched := cs.FetchedToday; fetched < int64(ws.Live) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 )
 
 // fullRow is the part of TestScale's rows the tables print.
@@ -35,6 +36,18 @@ type fullRow struct {
 	ReplMB        float64 `json:"replMB"`
 	ReplRounds    int     `json:"replRounds"`
 	InSyncPerPair float64 `json:"inSyncBytesPerPair"`
+	// Each goleveldb database's day (absent from rows of older runs).
+	DBs []dbRow `json:"dbs"`
+}
+
+// dbRow is one goleveldb database's day: what its flushes and
+// compactions read and wrote, and its level sizes at the day's end.
+type dbRow struct {
+	Name        string    `json:"name"`
+	CompReadMB  float64   `json:"compReadMB"`
+	CompWriteMB float64   `json:"compWriteMB"`
+	CompS       float64   `json:"compS"`
+	LevelsMB    []float64 `json:"levelsMB"`
 }
 
 // median returns the median of the later days' (day >= 1) values of f,
@@ -96,6 +109,7 @@ func writeTables(w io.Writer, runs [][]fullRow) {
 				r.Day, r.Live, r.Fetched, r.NewVersions, r.WallS, r.CPUPer1000, r.RSSPeakMB, r.HeapPeakMB, r.Goroutines, r.OpenFiles,
 				r.DiskMB, r.RolloverS, r.SwitchMS, rollStall(rs, r.Day), r.IntakeStallMS, r.LoopStallMS, r.Queued, r.Known, r.Mine, r.ReplayP50MS, r.ReplayP99MS, r.CDXMS, r.CDXRows)
 		}
+		writeDBTable(w, rs)
 		if rs[0].Nodes > 1 {
 			fmt.Fprintln(w, "\n| day | versions held (copies included) | replication MiB | rounds to sync | in-sync bytes a pair |")
 			fmt.Fprintln(w, "|---:|---:|---:|---:|---:|")
@@ -129,4 +143,30 @@ func rollStall(rs []fullRow, day int) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.0f", m)
+}
+
+// writeDBTable prints a run's goleveldb databases per day: compaction
+// MiB read and written (flushes included) per 1,000 requests answered,
+// the seconds compactions took, and the level sizes at the day's end.
+// Rows of older runs carry no databases and print nothing.
+func writeDBTable(w io.Writer, rs []fullRow) {
+	if len(rs[0].DBs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\n| day | database | compaction read MiB | written MiB | per 1,000 pages read / written MiB | compaction s | levels MiB (L0/L1/…) |")
+	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---|")
+	for i, r := range rs {
+		if len(rs) > 10 && i%5 != 0 && i != len(rs)-1 && i != 1 {
+			continue
+		}
+		k := float64(max(r.Fetched, 1)) / 1000
+		for _, d := range r.DBs {
+			var lv []string
+			for _, l := range d.LevelsMB {
+				lv = append(lv, fmt.Sprintf("%.0f", l))
+			}
+			fmt.Fprintf(w, "| %d | %s | %.0f | %.0f | %.2f / %.2f | %.1f | %s |\n",
+				r.Day, d.Name, d.CompReadMB, d.CompWriteMB, d.CompReadMB/k, d.CompWriteMB/k, d.CompS, strings.Join(lv, "/"))
+		}
+	}
 }
