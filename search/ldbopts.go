@@ -17,7 +17,8 @@ import (
 //     (DisableSeeksCompaction): goleveldb compacts a table that many
 //     Gets consulted before another;
 //   - an 8 MiB write buffer and 8 MiB tables make fewer, larger level-0
-//     flushes, and a 64 MiB level 1 keeps a level fewer: a term's tail
+//     flushes, and a 64 MiB compaction base (level 1 holds ten times it,
+//     640 MiB) keeps a level fewer: a term's tail
 //     is rewritten many times a day, and each level a rewritten
 //     block passes through before the rewrite drops it is written again;
 //   - a 16 MiB block cache keeps the upper levels and the filters in

@@ -16,8 +16,9 @@ import (
 //     rewrites a table that reads consulted before another size/16 KiB
 //     times, which a growing index's random reads do all day;
 //   - an 8 MiB write buffer and 8 MiB tables make fewer level-0 flushes,
-//     and a 64 MiB level 1 one level fewer for compaction to rewrite the
-//     records through;
+//     and a 64 MiB compaction base (CompactionTotalSize: goleveldb
+//     multiplies it by 10 a level, so level 1 holds 640 MiB) one level
+//     fewer for compaction to rewrite the records through;
 //   - a 16 MiB block cache keeps the filters and the upper levels in
 //     memory.
 //
