@@ -51,6 +51,7 @@ type renders struct {
 	flying map[answer]chan struct{}
 	done   map[answer]doneRender
 	order  []answer // done, oldest first
+	waits  int      // begins told to wait, for tests
 }
 
 // begin returns the render of a done within RecentRender of now, if
@@ -65,6 +66,7 @@ func (r *renders) begin(a answer, now time.Time) (d doneRender, ok bool, wait <-
 		return d, true, nil
 	}
 	if ch, ok := r.flying[a]; ok {
+		r.waits++
 		return doneRender{}, false, ch
 	}
 	if r.flying == nil {
@@ -92,6 +94,13 @@ func (r *renders) end(a answer, d *doneRender) {
 		delete(r.done, r.order[0])
 		r.order = r.order[1:]
 	}
+}
+
+// waited returns how many begins were told to wait.
+func (r *renders) waited() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.waits
 }
 
 // forget drops the render of a (its page is no longer in the archive).
