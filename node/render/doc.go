@@ -30,5 +30,9 @@
 // arrives that way too; the render's reply carries the rendered links,
 // which its crawler forwards as any links.
 //
+// One render per answer: a page offered again with the answer (URL,
+// status, body digest) of a render in flight, or of one done within
+// RecentRender whose page the archive holds, is served by that render.
+//
 // Concurrency: a Service is safe for concurrent use.
 package render

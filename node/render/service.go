@@ -112,6 +112,10 @@ type Stats struct {
 	Received  int64            `json:"received"` // records imported from renderers
 	Refused   int64            `json:"refused"`  // records refused from renderers
 	CPU       time.Duration    `json:"cpu_ns"`   // browser CPU of this node's renders
+
+	// Shared counts pages offered again with the answer of a render in
+	// flight or done within RecentRender, served by it (once.go).
+	Shared int64 `json:"shared"`
 }
 
 // Service chooses the pages to render, renders them (with the role) or
@@ -125,6 +129,9 @@ type Service struct {
 
 	mu sync.Mutex
 	st Stats
+
+	renders renders // by answer, in flight and done (once.go)
+	shared  atomic.Int64
 
 	rendered, delegated, failed, noMember           atomic.Int64
 	records, delivered, undelivered, received, refd atomic.Int64
@@ -180,13 +187,16 @@ func (s *Service) Stats() Stats {
 	}
 	s.mu.Unlock()
 	st.Rendered, st.Delegated, st.Failed, st.NoMember = s.rendered.Load(), s.delegated.Load(), s.failed.Load(), s.noMember.Load()
+	st.Shared = s.shared.Load()
 	st.Records, st.Delivered, st.Undeliv = s.records.Load(), s.delivered.Load(), s.undelivered.Load()
 	st.Received, st.Refused = s.received.Load(), s.refd.Load()
 	return st
 }
 
 // Render renders p when the Chooser picks it and a browser is at hand
-// (this node's, or a member's with the role): crawl.Browser.
+// (this node's, or a member's with the role): crawl.Browser. A page
+// offered with the answer of a render in flight or done within
+// RecentRender is served by that render (once.go).
 func (s *Service) Render(ctx context.Context, p crawl.BrowserPage) (crawl.BrowserCapture, bool) {
 	var renderers []ring.Contact
 	if !s.Role() {
@@ -199,6 +209,31 @@ func (s *Service) Render(ctx context.Context, p crawl.BrowserPage) (crawl.Browse
 			return crawl.BrowserCapture{}, false
 		}
 	}
+	if !isHTML(p.Header, p.Body) {
+		return crawl.BrowserCapture{}, false // Choose would say so
+	}
+	a := answer{url: p.URL, status: p.Status, digest: id.Sum(p.Body)}
+	for {
+		d, ok, wait := s.renders.begin(a, s.cfg.Now())
+		if ok {
+			if s.holds(ctx, p.URL, d.peer, d.started) {
+				s.shared.Add(1)
+				return crawl.BrowserCapture{Stored: true, Links: slices.Clone(d.links)}, true
+			}
+			s.renders.forget(a)
+			continue
+		}
+		if wait == nil {
+			break
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return crawl.BrowserCapture{}, false
+		}
+	}
+	var done *doneRender
+	defer func() { s.renders.end(a, done) }()
 	why := s.cfg.Chooser.Choose(p.URL, p.Header, p.Body)
 	if why == "" {
 		return crawl.BrowserCapture{}, false
@@ -208,13 +243,15 @@ func (s *Service) Render(ctx context.Context, p crawl.BrowserPage) (crawl.Browse
 	s.mu.Unlock()
 	var rep renderReply
 	var err error
+	started := s.cfg.Now().Add(-clockSkew)
+	by := s.cfg.Self
 	if s.Role() {
 		rep, err = s.renderHere(ctx, p.URL)
 		if err == nil {
 			s.rendered.Add(1)
 		}
 	} else {
-		rep, err = s.delegate(ctx, p.URL, renderers)
+		rep, by, err = s.delegate(ctx, p.URL, renderers)
 		if err == nil {
 			s.delegated.Add(1)
 		}
@@ -233,6 +270,7 @@ func (s *Service) Render(ctx context.Context, p crawl.BrowserPage) (crawl.Browse
 		s.log.Debug("render: page stored as fetched", "url", p.URL, "err", err, "page", rep.Page)
 		return crawl.BrowserCapture{}, false
 	}
+	done = &doneRender{links: rep.Links, peer: by, started: started, at: s.cfg.Now()}
 	return crawl.BrowserCapture{Stored: true, Links: rep.Links}, true
 }
 
@@ -345,8 +383,8 @@ func (s *Service) route(ctx context.Context, pageURL string, res *capture.Result
 // delegate has a member with the role render pageURL: the members are
 // tried in an order that depends on the URL (so that pages spread over
 // them), at most MaxTries. The page's document must then be in this
-// node's archive, signed by the member that rendered it.
-func (s *Service) delegate(ctx context.Context, pageURL string, renderers []ring.Contact) (renderReply, error) {
+// node's archive, signed by the member that rendered it (peer).
+func (s *Service) delegate(ctx context.Context, pageURL string, renderers []ring.Contact) (renderReply, string, error) {
 	slices.SortFunc(renderers, func(a, b ring.Contact) int {
 		return cmp.Compare(rendezvous(pageURL, a.Peer), rendezvous(pageURL, b.Peer))
 	})
@@ -364,14 +402,14 @@ func (s *Service) delegate(ctx context.Context, pageURL string, renderers []ring
 			err = errors.New("its page is not in this node's archive")
 		}
 		if err == nil {
-			return rep, nil
+			return rep, c.Peer, nil
 		}
 		errs = append(errs, fmt.Errorf("render by %s: %w", c.Addr, err))
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	return renderReply{}, errors.Join(errs...)
+	return renderReply{}, "", errors.Join(errs...)
 }
 
 // holds reports whether the archive has a version of pageURL signed by
