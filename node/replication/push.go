@@ -520,6 +520,9 @@ func (r *Replicator) send(ctx context.Context, c ring.Contact) {
 			}
 			r.st.Push.Retried += int64(len(again))
 			r.st.Push.Failed += int64(len(batch) - len(again))
+			if len(again) < len(batch) {
+				r.roundSoon()
+			}
 			if len(again) > 0 {
 				r.requeueLocked()
 				r.pq.recs = append(r.pq.recs, again...)
@@ -536,9 +539,21 @@ func (r *Replicator) send(ctx context.Context, c ring.Contact) {
 	}
 }
 
+// roundSoon has Run hold a round Settle after the last ring change
+// instead of at the next interval: records of offers that failed twice
+// are left to rounds.
+func (r *Replicator) roundSoon() {
+	r.pushLeft.Store(true)
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
 // repair asks the replica behind cl to pull each dirty range from this
 // node (the pull request of a round, for these ranges only) and returns
-// the errors; a range whose request failed is left to rounds.
+// the errors; a range whose request failed is left to rounds (a round
+// soon: roundSoon).
 func (r *Replicator) repair(ctx context.Context, cl *replicate.Client, dirty map[pushRange]bool) []error {
 	var errs []error
 	for g := range dirty {
@@ -552,6 +567,9 @@ func (r *Replicator) repair(ctx context.Context, cl *replicate.Client, dirty map
 			errs = append(errs, err)
 		}
 		r.mu.Unlock()
+	}
+	if len(errs) > 0 {
+		r.roundSoon()
 	}
 	return errs
 }

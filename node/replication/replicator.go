@@ -179,6 +179,11 @@ type Replicator struct {
 	log      *slog.Logger
 	interval atomic.Int64 // nanoseconds; <= 0 disables rounds
 	kick     chan struct{}
+	// pushLeft is set when offers failed twice and their records were
+	// left to rounds (push.go): Run then holds a round Settle after the
+	// last ring change, not a whole interval later (a node that dies in
+	// between would take them with it).
+	pushLeft atomic.Bool
 	jobs     chan pullJob
 	roundMu  sync.Mutex // one round at a time
 
@@ -321,7 +326,10 @@ func (r *Replicator) Round(ctx context.Context) error { return r.round(ctx) }
 //
 // Changes before the first periodic round are ignored: the first round
 // waits a whole interval after Run starts, while the node joins and the ring
-// settles.
+// settles. Records whose offers failed twice (a replica that did not yet
+// see this node as their owner, while the ring forms) are the exception:
+// a round follows Settle after the last ring change, before the first
+// periodic one too.
 func (r *Replicator) Run(ctx context.Context, events <-chan ring.Event) {
 	r.recheckHeld(ctx) // the held records still wait for this node's fetch
 	changed, ran := false, false
@@ -338,7 +346,10 @@ func (r *Replicator) Run(ctx context.Context, events <-chan ring.Event) {
 		var fire bool
 		select {
 		case <-ctx.Done():
-		case <-r.kick: // the interval changed: restart the timer
+		case <-r.kick: // the interval changed, or pushes were left to rounds
+			if r.pushLeft.Swap(false) {
+				changed = true
+			}
 		case ev, ok := <-events:
 			if !ok {
 				events = nil // the ring closed
