@@ -43,14 +43,15 @@ func TestPushLeftToRoundSoon(t *testing.T) {
 		return s
 	}
 	os, rs := open(t), open(t)
-	var refuse atomic.Bool // the replica does not admit the owner yet
-	refuse.Store(true)
+	// The replica does not admit the owner's first two streams (an offer
+	// and its retry), as a replica whose view of the ring lags does not.
+	var streams atomic.Int32
 	owner := New(Config{Self: ownerC, Local: os, Source: os, Open: p2ptest.Opener(hs[0]),
 		Gate: func(network.Stream) (ring.Node, bool) { return ring.Node{Contact: replicaC}, true },
 		Ring: statusRing{ring.Status{Vnodes: []ring.VnodeStatus{{Node: ownerV, Range: rng, Successors: []ring.Node{replicaV}}}}}})
 	owner.SetInterval(time.Hour)
 	replica := New(Config{Self: replicaC, Local: rs, Source: rs, Open: p2ptest.Opener(hs[1]),
-		Gate: func(network.Stream) (ring.Node, bool) { return ring.Node{Contact: ownerC}, !refuse.Load() },
+		Gate: func(network.Stream) (ring.Node, bool) { return ring.Node{Contact: ownerC}, streams.Add(1) > 2 },
 		Ring: succsRing(func(context.Context, id.ID, int) ([]ring.Node, error) { return []ring.Node{ownerV, replicaV}, nil })})
 	hs[0].SetStreamHandler(Protocol, owner.Handle)
 	hs[1].SetStreamHandler(Protocol, replica.Handle)
@@ -59,7 +60,8 @@ func TestPushLeftToRoundSoon(t *testing.T) {
 	done := make(chan struct{}, 3)
 	go func() { owner.Push(ctx); done <- struct{}{} }()
 	go func() { replica.Work(ctx); done <- struct{}{} }()
-	go func() { owner.Run(ctx, nil); done <- struct{}{} }()
+	events := make(chan ring.Event, 8)
+	go func() { owner.Run(ctx, events); done <- struct{}{} }()
 	defer func() { cancel(); <-done; <-done; <-done }()
 
 	var es []archive.Entry
@@ -81,7 +83,11 @@ func TestPushLeftToRoundSoon(t *testing.T) {
 		}
 		return nil
 	})
-	refuse.Store(false) // the replica's view of the ring caught up
+	// Ring changes go on (the ring still forms): the round waits for
+	// them to settle, and is not put off to the next interval.
+	for range 3 {
+		events <- ring.Event{Vnode: ownerV, NewRange: rng}
+	}
 	testwait.For(t, "every version on the replica, well before the next interval", 30*time.Second, func() error {
 		n := 0
 		for _, e := range es {

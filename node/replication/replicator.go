@@ -331,13 +331,13 @@ func (r *Replicator) Round(ctx context.Context) error { return r.round(ctx) }
 // a round follows Settle after the last ring change, before the first
 // periodic one too.
 func (r *Replicator) Run(ctx context.Context, events <-chan ring.Event) {
-	r.recheckHeld(ctx) // the held records still wait for this node's fetch
-	changed, ran := false, false
+	r.recheckHeld(ctx)                        // the held records still wait for this node's fetch
+	changed, ran, soon := false, false, false // soon: pushes were left to rounds
 	for {
 		var tick <-chan time.Time
 		var t *time.Timer
 		if d := time.Duration(r.interval.Load()); d > 0 {
-			if changed {
+			if changed || soon {
 				d = min(d, Settle)
 			}
 			t = time.NewTimer(d)
@@ -348,7 +348,7 @@ func (r *Replicator) Run(ctx context.Context, events <-chan ring.Event) {
 		case <-ctx.Done():
 		case <-r.kick: // the interval changed, or pushes were left to rounds
 			if r.pushLeft.Swap(false) {
-				changed = true
+				soon = true // kept through ring changes until a round runs
 			}
 		case ev, ok := <-events:
 			if !ok {
@@ -376,7 +376,7 @@ func (r *Replicator) Run(ctx context.Context, events <-chan ring.Event) {
 		if !fire {
 			continue
 		}
-		changed, ran = false, true
+		changed, ran, soon = false, true, false
 		if err := r.round(ctx); err != nil && ctx.Err() == nil {
 			r.log.Debug("replication round", "err", err)
 		}
