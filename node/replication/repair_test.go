@@ -23,47 +23,12 @@ import (
 func TestDroppedPushRepaired(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	hs := p2ptest.Hosts(t, 2)
-	ownerC := ring.Contact{Peer: hs[0].ID().String(), Addr: "127.0.0.1:4001"}
-	replicaC := ring.Contact{Peer: hs[1].ID().String(), Addr: "127.0.0.2:4001"}
-	ownerV := ring.Node{ID: ring.VirtualID(ownerC.Addr, 0), Contact: ownerC}
-	replicaV := ring.Node{ID: ring.VirtualID(replicaC.Addr, 0), Contact: replicaC}
-	rng := ring.Range{Start: replicaV.ID, End: ownerV.ID, Known: true} // (replica, owner]
-	open := func(t *testing.T) *archive.Store {
-		s, err := archive.Open(t.TempDir(), archive.Options{NoSync: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	os, rs := open(t), open(t)
-	gate := func(m ring.Contact) func(network.Stream) (ring.Node, bool) {
-		return func(network.Stream) (ring.Node, bool) { return ring.Node{Contact: m}, true }
-	}
-	owner := New(Config{Self: ownerC, Local: os, Source: os, Open: p2ptest.Opener(hs[0]), Gate: gate(replicaC),
-		Ring: statusRing{ring.Status{Vnodes: []ring.VnodeStatus{{Node: ownerV, Range: rng, Successors: []ring.Node{replicaV}}}}}})
+	p := newPushPair(t, func() bool { return true })
+	owner, replica, os, rs, rng := p.owner, p.replica, p.os, p.rs, p.rng
 	owner.queueLen = 4
-	replica := New(Config{Self: replicaC, Local: rs, Source: rs, Open: p2ptest.Opener(hs[1]), Gate: gate(ownerC),
-		Ring: succsRing(func(context.Context, id.ID, int) ([]ring.Node, error) { return []ring.Node{ownerV, replicaV}, nil })})
-	hs[0].SetStreamHandler(Protocol, owner.Handle)
-	hs[1].SetStreamHandler(Protocol, replica.Handle)
-	os.OnAdd(owner.Notify)
 
 	// 24 versions stored before the push starts: 20 of them dropped.
-	var es []archive.Entry
-	for i := 0; len(es) < 24; i++ {
-		u := fmt.Sprintf("http://h.example/p%d", i)
-		if !rng.Contains(id.OfString(u)) {
-			continue
-		}
-		v, _, err := os.Put(ctx, archive.Capture{URL: u, Time: time.Now(), Status: 200,
-			Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(fmt.Sprintf("<p>page %d</p>", i))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		es = append(es, v.Entry())
-	}
+	es := putInRange(ctx, t, os, rng, 24)
 	if st := owner.Stats().Push; st.Dropped != 20 {
 		t.Fatalf("push counters before the push: %+v", st)
 	}
@@ -90,4 +55,60 @@ func TestDroppedPushRepaired(t *testing.T) {
 	if syncs := replica.Stats().Syncs; syncs.Pulled != 20 {
 		t.Fatalf("replica's repair sync pulled %d, want the 20 dropped: %+v", syncs.Pulled, syncs)
 	}
+}
+
+// pushPair is an owner and its one replica on a mock network: the
+// owner's range is (replica, owner]; the owner admits the replica's
+// streams, the replica the owner's while admit says so.
+type pushPair struct {
+	owner, replica   *Replicator
+	os, rs           *archive.Store
+	ownerV, replicaV ring.Node
+	rng              ring.Range
+}
+
+func newPushPair(t *testing.T, admit func() bool) *pushPair {
+	hs := p2ptest.Hosts(t, 2)
+	ownerC := ring.Contact{Peer: hs[0].ID().String(), Addr: "127.0.0.1:4001"}
+	replicaC := ring.Contact{Peer: hs[1].ID().String(), Addr: "127.0.0.2:4001"}
+	p := &pushPair{ownerV: ring.Node{ID: ring.VirtualID(ownerC.Addr, 0), Contact: ownerC},
+		replicaV: ring.Node{ID: ring.VirtualID(replicaC.Addr, 0), Contact: replicaC}}
+	p.rng = ring.Range{Start: p.replicaV.ID, End: p.ownerV.ID, Known: true}
+	open := func() *archive.Store {
+		s, err := archive.Open(t.TempDir(), archive.Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	p.os, p.rs = open(), open()
+	p.owner = New(Config{Self: ownerC, Local: p.os, Source: p.os, Open: p2ptest.Opener(hs[0]),
+		Gate: func(network.Stream) (ring.Node, bool) { return ring.Node{Contact: replicaC}, true },
+		Ring: statusRing{ring.Status{Vnodes: []ring.VnodeStatus{{Node: p.ownerV, Range: p.rng, Successors: []ring.Node{p.replicaV}}}}}})
+	p.replica = New(Config{Self: replicaC, Local: p.rs, Source: p.rs, Open: p2ptest.Opener(hs[1]),
+		Gate: func(network.Stream) (ring.Node, bool) { return ring.Node{Contact: ownerC}, admit() },
+		Ring: succsRing(func(context.Context, id.ID, int) ([]ring.Node, error) { return []ring.Node{p.ownerV, p.replicaV}, nil })})
+	hs[0].SetStreamHandler(Protocol, p.owner.Handle)
+	hs[1].SetStreamHandler(Protocol, p.replica.Handle)
+	p.os.OnAdd(p.owner.Notify)
+	return p
+}
+
+// putInRange stores n small pages of rng in s and returns their entries.
+func putInRange(ctx context.Context, t *testing.T, s *archive.Store, rng ring.Range, n int) []archive.Entry {
+	var es []archive.Entry
+	for i := 0; len(es) < n; i++ {
+		u := fmt.Sprintf("http://h.example/p%d", i)
+		if !rng.Contains(id.OfString(u)) {
+			continue
+		}
+		v, _, err := s.Put(ctx, archive.Capture{URL: u, Time: time.Now(), Status: 200,
+			Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte(fmt.Sprintf("<p>page %d</p>", i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		es = append(es, v.Entry())
+	}
+	return es
 }
