@@ -33,36 +33,12 @@ func TestListedByHolders(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	lr, err := StartLocalRing(ctx, t.TempDir(), 4, Config{
-		VirtualServers:      4,
-		StabilizeInterval:   100 * time.Millisecond,
-		FlushInterval:       20 * time.Millisecond,
-		ReplicationInterval: -1,
-		NoSync:              true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lr.Close()
-	if err := lr.WaitStable(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lr := startQueryRing(ctx, t)
 	hostile, replica, owner, gw := lr.Nodes[0], lr.Nodes[1], lr.Nodes[2], lr.Nodes[3]
-	pick := func(tag string, ok func(hs []*Node) bool) string {
-		for i := 0; ; i++ {
-			u := fmt.Sprintf("http://h.example/%s/%d", tag, i)
-			if ok(lr.holders(id.OfString(u), ReplicationFactor)) {
-				return u
-			}
-		}
-	}
-	forgedURL := pick("forged", func(hs []*Node) bool { return !slices.Contains(hs, hostile) })
-	replicaURL := pick("replica", func(hs []*Node) bool { return hs[1] == replica })
-	ownerURL := pick("owner", func(hs []*Node) bool { return hs[0] == owner })
-	at := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
-	capture := func(u string) archive.Capture {
-		return archive.Capture{URL: u, Time: at, Status: 200, Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte("<p>" + u + "</p>")}
-	}
+	forgedURL := pickHeld(lr, "forged", 1, func(hs []*Node) bool { return !slices.Contains(hs, hostile) })[0]
+	replicaURL := pickHeld(lr, "replica", 1, func(hs []*Node) bool { return hs[1] == replica })[0]
+	ownerURL := pickHeld(lr, "owner", 1, func(hs []*Node) bool { return hs[0] == owner })[0]
+	capture := pageCapture(time.Now().Add(-time.Minute))
 	// The hostile member and the replica answer queries from a store of
 	// their own: the made-up capture, signed by the hostile member's key;
 	// the replica's capture of its URL, which no other member lists.
@@ -75,9 +51,7 @@ func TestListedByHolders(t *testing.T) {
 		if _, _, err := st.Put(ctx, capture(u)); err != nil {
 			t.Fatal(err)
 		}
-		n.kit.Remove(queryProtocol)
-		svc := &query.Service{Store: st, Self: n.self, Ring: n.ring, Open: n.openStream, Slots: make(chan struct{}, 8)}
-		n.kit.MustHandle(svc.Spec())
+		answerQueriesFrom(n, st)
 	}
 	listFrom(hostile, forgedURL)
 	listFrom(replica, replicaURL)
@@ -143,4 +117,53 @@ func TestListedByHolders(t *testing.T) {
 	if st := gw.Status().Trust; st.NotHeldRows == 0 || st.UnverifiedListings != 0 || st.UnverifiedExports != 0 {
 		t.Errorf("gateway's trust counters %+v: want not-held rows counted, none unverified", st)
 	}
+}
+
+// startQueryRing starts a stable ring of 4 nodes without replication,
+// for tests of what a gateway believes of other members' listings.
+func startQueryRing(ctx context.Context, t *testing.T) *LocalRing {
+	t.Helper()
+	lr, err := StartLocalRing(ctx, t.TempDir(), 4, Config{
+		VirtualServers:      4,
+		StabilizeInterval:   100 * time.Millisecond,
+		FlushInterval:       20 * time.Millisecond,
+		ReplicationInterval: -1,
+		NoSync:              true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lr.Close() })
+	if err := lr.WaitStable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return lr
+}
+
+// pickHeld returns n URLs http://h.example/tag/i whose k holders ok
+// accepts.
+func pickHeld(lr *LocalRing, tag string, n int, ok func(hs []*Node) bool) []string {
+	var out []string
+	for i := 0; len(out) < n; i++ {
+		u := fmt.Sprintf("http://h.example/%s/%d", tag, i)
+		if ok(lr.holders(id.OfString(u), ReplicationFactor)) {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// pageCapture returns a capture of a small page at at (to the second).
+func pageCapture(at time.Time) func(u string) archive.Capture {
+	at = at.UTC().Truncate(time.Second)
+	return func(u string) archive.Capture {
+		return archive.Capture{URL: u, Time: at, Status: 200, Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte("<p>" + u + "</p>")}
+	}
+}
+
+// answerQueriesFrom has member n answer ring queries from st instead of
+// its own store: a member that lists what it likes.
+func answerQueriesFrom(n *Node, st *archive.Store) {
+	n.kit.Remove(queryProtocol)
+	n.kit.MustHandle((&query.Service{Store: st, Self: n.self, Ring: n.ring, Open: n.openStream, Slots: make(chan struct{}, 8)}).Spec())
 }

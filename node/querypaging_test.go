@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/id"
-	"github.com/herod-archive/herod/node/query"
 )
 
 // TestCDXPageHostileRowsFirst: in a ring of 4 real nodes, a hostile
@@ -32,38 +30,12 @@ func TestCDXPageHostileRowsFirst(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	lr, err := StartLocalRing(ctx, t.TempDir(), 4, Config{
-		VirtualServers:      4,
-		StabilizeInterval:   100 * time.Millisecond,
-		FlushInterval:       20 * time.Millisecond,
-		ReplicationInterval: -1,
-		NoSync:              true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lr.Close()
-	if err := lr.WaitStable(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lr := startQueryRing(ctx, t)
 	hostile, gw := lr.Nodes[0], lr.Nodes[3]
-	pick := func(tag string, n int, ok func(hs []*Node) bool) []string {
-		var out []string
-		for i := 0; len(out) < n; i++ {
-			u := fmt.Sprintf("http://h.example/%s/%d", tag, i)
-			if ok(lr.holders(id.OfString(u), ReplicationFactor)) {
-				out = append(out, u)
-			}
-		}
-		return out
-	}
 	// "a" sorts before "z": the made-up rows come first in CDX order.
-	forged := pick("a", 1001, func(hs []*Node) bool { return !slices.Contains(hs, hostile) })
-	honest := pick("z", 5, func(hs []*Node) bool { return hs[0] != hostile })
-	at := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
-	capture := func(u string) archive.Capture {
-		return archive.Capture{URL: u, Time: at, Status: 200, Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte("<p>" + u + "</p>")}
-	}
+	forged := pickHeld(lr, "a", 1001, func(hs []*Node) bool { return !slices.Contains(hs, hostile) })
+	honest := pickHeld(lr, "z", 5, func(hs []*Node) bool { return hs[0] != hostile })
+	capture := pageCapture(time.Now().Add(-time.Minute))
 	st, err := archive.Open(filepath.Join(t.TempDir(), "hostile"), archive.Options{NoSync: true, Signer: hostile.identity})
 	if err != nil {
 		t.Fatal(err)
@@ -74,9 +46,7 @@ func TestCDXPageHostileRowsFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	hostile.kit.Remove(queryProtocol)
-	hostile.kit.MustHandle((&query.Service{Store: st, Self: hostile.self, Ring: hostile.ring, Open: hostile.openStream,
-		Slots: make(chan struct{}, 8)}).Spec())
+	answerQueriesFrom(hostile, st)
 	for _, u := range honest {
 		if _, _, err := lr.Owner(id.OfString(u)).store.Put(ctx, capture(u)); err != nil {
 			t.Fatal(err)
