@@ -43,8 +43,24 @@ func (r *procRing) live() []*proc {
 	return slices.Clone(r.procs)
 }
 
+// waitReplicated waits until the running nodes are idle (nothing queued,
+// fetching or forwarding) and then for a replication round on every node
+// that began after that and found all its ranges with k copies. A round
+// that ends after a time may have begun before it, while pages were still
+// being fetched: so it waits for rounds since the idle time, then for
+// rounds since the first of those ended.
+func (r *procRing) waitReplicated(t *testing.T, what string, timeout time.Duration) {
+	t.Helper()
+	testwait.For(t, "every node idle before "+what, timeout, func() bool { return ringIdle(r.live()) })
+	since := time.Now()
+	testwait.For(t, what, timeout, func() bool { return r.replicatedSince(since) })
+	since = time.Now()
+	testwait.For(t, what+" (a round begun after the idle time)", timeout, func() bool { return r.replicatedSince(since) })
+}
+
 // replicatedSince reports whether every running node has run a
-// replication round since t that found all its ranges with k copies.
+// replication round that ended after t and found all its ranges with k
+// copies.
 func (r *procRing) replicatedSince(t time.Time) bool {
 	for _, p := range r.live() {
 		var st node.Status
@@ -117,8 +133,7 @@ func TestProcessesDaemonShort(t *testing.T) {
 	}
 	want := len(web.Reachable(0))
 	testwait.For(t, "the crawl", time.Minute, func() bool { return r.versions() >= int64(want) })
-	since := time.Now()
-	testwait.For(t, "k=2 copies of every version", time.Minute, func() bool { return r.replicatedSince(since) })
+	r.waitReplicated(t, "k=2 copies of every version", time.Minute)
 	t.Logf("crawled %d URLs, replicated: %s", want, time.Since(began).Round(100*time.Millisecond))
 	if v := r.versions(); v < 2*int64(want) {
 		t.Errorf("%d versions on the nodes, want at least 2 × %d", v, want)
@@ -289,10 +304,9 @@ func TestProcessesDaemon(t *testing.T) {
 	t.Logf("day 1: fetches beyond the first of a URL, by the event they followed: %v", after)
 	checkOnce(t, "day 2 (the first whole day after)", want1, perURLOnDay(web, d2, dayLen))
 
-	// k copies: every running node has run a round since that found its
-	// ranges in sync with k-1 replicas.
-	since := time.Now()
-	testwait.For(t, "k copies of every version", 2*time.Minute, func() bool { return r.replicatedSince(since) })
+	// k copies: every running node, once idle, has run a round that found
+	// its ranges in sync with k-1 replicas.
+	r.waitReplicated(t, "k copies of every version", 2*time.Minute)
 
 	// Every gateway serves every page at both dates.
 	newOn1 := map[string]bool{}

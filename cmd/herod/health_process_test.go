@@ -48,8 +48,7 @@ func TestProcessDeadNodeShows(t *testing.T) {
 	}
 	want := len(web.Reachable(0))
 	testwait.For(t, "the crawl", time.Minute, func() bool { return r.versions() >= int64(want) })
-	since := time.Now()
-	testwait.For(t, "k copies of every version", time.Minute, func() bool { return r.replicatedSince(since) })
+	r.waitReplicated(t, "k copies of every version", time.Minute)
 
 	r.remove(third, syscall.SIGKILL)
 	killed := time.Now()
