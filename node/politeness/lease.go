@@ -2,8 +2,10 @@ package politeness
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -184,7 +186,10 @@ func (b *leaseBudget) Wait(ctx context.Context, host string, minInterval time.Du
 func (b *leaseBudget) leaseFor(host string, st *leaseState, k int, iv, sp time.Duration, done chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), leaseTimeout)
 	g, err := b.lease(ctx, host, k, iv, sp)
-	timedOut := ctx.Err() != nil
+	// A call of the lease's owner lookup has a deadline of its own (the
+	// ring's call timeout), and so has a stream: either running out is a
+	// slow answer too.
+	timedOut := ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded)
 	cancel()
 	now := time.Now()
 	b.stats.leases.Add(1)
@@ -311,8 +316,9 @@ func (b *leaseBudget) stateLocked(host string, now time.Time) *leaseState {
 type LeaseStats struct {
 	// Leases counts lease requests (local or remote); Failures those that
 	// could not reach the owner; Timeouts, of those, the ones the owner
-	// did not answer within the lease timeout (3 s, lookup included): a
-	// slow or overloaded owner rather than a refusal or a broken route.
+	// did not answer within the lease timeout (3 s, lookup included) or a
+	// call or stream of it within its own deadline: a slow or overloaded
+	// owner rather than a refusal or a broken route.
 	Leases, Failures, Timeouts int64
 	// Granted, Used and Expired count slots.
 	Granted, Used, Expired int64

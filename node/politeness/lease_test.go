@@ -3,6 +3,8 @@ package politeness
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -120,6 +122,31 @@ func TestLeaseBudgetFallback(t *testing.T) {
 			t.Errorf("after fallbackFor: %+v, %d lease calls; want the owner asked again", st, owner.calls.Load())
 		}
 	})
+}
+
+// TestLeaseBudgetTimeoutKinds: a lease that fails because a call or a
+// stream of it ran out of its own deadline counts as a timeout, like one
+// that ran out of the lease's; any other failure does not.
+func TestLeaseBudgetTimeoutKinds(t *testing.T) {
+	for _, c := range []struct {
+		err      error
+		timeouts int64
+	}{
+		{fmt.Errorf("lease h: ring lookup to x: %w", context.DeadlineExceeded), 1},
+		{fmt.Errorf("lease h: budget reply: %w", os.ErrDeadlineExceeded), 1},
+		{errors.New("lease h: budget reply: remote refused"), 0},
+	} {
+		lease := func(context.Context, string, int, time.Duration, time.Duration) (slotGrant, error) {
+			return slotGrant{}, c.err
+		}
+		b := newLeaseBudget(10, lease, crawl.NewSharedBudget(10, func() int { return 1 }, nil), nil)
+		if err := b.Wait(t.Context(), "h", 0); err != nil {
+			t.Fatal(err)
+		}
+		if st := b.snapshot(); st.Failures != 1 || st.Timeouts != c.timeouts {
+			t.Errorf("%v: %d failures, %d timeouts; want 1 and %d", c.err, st.Failures, st.Timeouts, c.timeouts)
+		}
+	}
 }
 
 // TestLeaseBudgetCrawlDelay: slots leased at the plain rate are dropped
