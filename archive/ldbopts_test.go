@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -156,4 +157,124 @@ func mibs(sizes []int64) (out []int64) {
 		out = append(out, s>>20)
 	}
 	return out
+}
+
+// BenchmarkIndexPointReads builds an index of the store's shape (as
+// BenchmarkIndexCheckDays' day 0), waits for its compactions to end, and
+// then runs a revisit day's point reads and writes as the crawler makes
+// them per URL: the crawl state's Get, the version check's Has and the
+// check's Put, each of 400 hosts' URLs in order, the hosts taking turns.
+// It reports process CPU per 1,000 URLs (compactions included) for the
+// index's options and variants of them: block size, cache, compression,
+// no block cache. Run it on a quiet machine: with other jobs running, the
+// same run has cost 5 to 15 times as much (docs/scale-storage.md).
+//
+//	go test ./archive -run '^$' -bench IndexPointReads -benchtime 1x -timeout 0
+func BenchmarkIndexPointReads(b *testing.B) {
+	variants := []struct {
+		name string
+		set  func(*opt.Options)
+	}{
+		{"as-shipped", func(*opt.Options) {}},
+		{"block16k", func(o *opt.Options) { o.BlockSize = 16 * opt.KiB }},
+		{"cache64", func(o *opt.Options) { o.BlockCacheCapacity = 64 * opt.MiB }},
+		{"nosnappy", func(o *opt.Options) { o.Compression = opt.NoCompression }},
+		// No block cache: goleveldb then keeps each open table's index and
+		// filter blocks with its reader, and reads data blocks each time.
+		{"nocache", func(o *opt.Options) { o.BlockCacheCapacity = -1 }},
+	}
+	for _, urls := range []int{10_000, 1_000_000} {
+		for _, v := range variants {
+			b.Run(fmt.Sprintf("urls=%d/%s", urls, v.name), func(b *testing.B) {
+				o := indexOptions(opt.Options{})
+				v.set(o)
+				for range b.N {
+					pointReads(b, o, urls)
+				}
+			})
+		}
+	}
+}
+
+func pointReads(b *testing.B, o *opt.Options, urls int) {
+	db, err := leveldb.OpenFile(b.TempDir(), o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	filler := make([]byte, 1024)
+	for i := range filler {
+		filler[i] = byte('a' + rng.IntN(26))
+	}
+	url := func(i int) string { return fmt.Sprintf("http://h%d.example/s%d/page-%d.html", i%400, i/4000, i) }
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var batch leveldb.Batch
+	for i := range urls {
+		u := url(i)
+		k := id.OfString(u)
+		batch.Put(versionKey(k, t0, id.OfString(u)), filler[:40])
+		batch.Put(hostKey(hostOf(u), u), nil)
+		off := rng.IntN(len(filler) - 320)
+		batch.Put(stateKey(k), append([]byte(u), filler[off:off+280]...))
+		if batch.Len() >= 64*3 {
+			if err := db.Write(&batch, nil); err != nil {
+				b.Fatal(err)
+			}
+			batch.Reset()
+		}
+	}
+	if err := db.Write(&batch, nil); err != nil {
+		b.Fatal(err)
+	}
+	// Day 0's compactions end before the revisit day begins, as they do
+	// in a crawl (day 0 takes an hour at 1 M).
+	var stats leveldb.DBStats
+	for last := int64(-1); ; time.Sleep(2 * time.Second) {
+		if err := db.Stats(&stats); err != nil {
+			b.Fatal(err)
+		}
+		if w := stats.LevelWrite.Sum(); w != last {
+			last = w
+			continue
+		}
+		break
+	}
+	v := binary.BigEndian.AppendUint64(nil, 1)
+	v = append(v, 1)
+	// The crawl's order: each host's URLs in the queue's (URL) order, the
+	// hosts' loops taking turns.
+	perHost := make([][]string, 400)
+	for i := range urls {
+		perHost[i%400] = append(perHost[i%400], url(i))
+	}
+	order := make([]string, 0, urls)
+	for _, us := range perHost {
+		slices.Sort(us)
+	}
+	for j := 0; len(order) < urls; j++ {
+		for _, us := range perHost {
+			if j < len(us) {
+				order = append(order, us[j])
+			}
+		}
+	}
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for _, u := range order {
+		k := id.OfString(u)
+		if _, err := db.Get(stateKey(k), nil); err != nil {
+			b.Fatal(err)
+		}
+		if ok, err := db.Has(hostKey(hostOf(u), u), nil); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+		if err := db.Put(touchKey(k, 1), v, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(1000*(cpuTime()-cpu0).Seconds()/float64(urls), "cpu-s/1000urls")
+	if err := db.Stats(&stats); err == nil {
+		b.Logf("levels (MiB): %v", mibs(stats.LevelSizes))
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -50,18 +51,16 @@ func (s Signer) Sign(msg []byte) ([]byte, error) {
 var ErrBadSignature = errors.New("identity: bad signature")
 
 // Verifier checks signatures with the public key a peer id embeds. It
-// implements archive.Verifier.
+// implements archive.Verifier. The keys of the last peers it checked are
+// kept decoded (at most maxKeys), as a replica checks every record a
+// member sends it.
 type Verifier struct{}
 
 // Verify reports whether sig is p's signature of msg.
 func (Verifier) Verify(p string, msg, sig []byte) error {
-	pid, err := peer.Decode(p)
+	pub, err := publicKey(p)
 	if err != nil {
-		return fmt.Errorf("verify: peer %q: %w", p, err)
-	}
-	pub, err := pid.ExtractPublicKey()
-	if err != nil {
-		return fmt.Errorf("verify: peer %s: no public key in its id: %w", p, err)
+		return err
 	}
 	ok, err := pub.Verify(msg, sig)
 	if err != nil {
@@ -71,4 +70,38 @@ func (Verifier) Verify(p string, msg, sig []byte) error {
 		return fmt.Errorf("%w by %s", ErrBadSignature, p)
 	}
 	return nil
+}
+
+// maxKeys bounds the decoded keys Verifier keeps: a ring's members and
+// more; when full, the set starts afresh.
+const maxKeys = 4096
+
+var keys struct {
+	sync.Mutex
+	m map[string]crypto.PubKey
+}
+
+// publicKey returns the public key peer id p embeds.
+func publicKey(p string) (crypto.PubKey, error) {
+	keys.Lock()
+	pub, ok := keys.m[p]
+	keys.Unlock()
+	if ok {
+		return pub, nil
+	}
+	pid, err := peer.Decode(p)
+	if err != nil {
+		return nil, fmt.Errorf("verify: peer %q: %w", p, err)
+	}
+	pub, err = pid.ExtractPublicKey()
+	if err != nil {
+		return nil, fmt.Errorf("verify: peer %s: no public key in its id: %w", p, err)
+	}
+	keys.Lock()
+	if keys.m == nil || len(keys.m) >= maxKeys {
+		keys.m = make(map[string]crypto.PubKey)
+	}
+	keys.m[p] = pub
+	keys.Unlock()
+	return pub, nil
 }

@@ -36,8 +36,40 @@ func TestVerifier(t *testing.T) {
 	}
 }
 
+// TestVerifierKeysBounded: the decoded keys Verifier keeps stay at most
+// maxKeys however many peers it checks, and a key kept still refuses a
+// signature by another peer.
+func TestVerifierKeysBounded(t *testing.T) {
+	a, err := Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := []byte("m")
+	sig, _ := a.Sign(msg)
+	var v Verifier
+	for range maxKeys + 10 {
+		b, err := Generate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := v.Verify(b.Peer(), msg, sig); !errors.Is(err, ErrBadSignature) {
+			t.Fatalf("another peer's key: %v, want ErrBadSignature", err)
+		}
+		if err := v.Verify(a.Peer(), msg, sig); err != nil {
+			t.Fatalf("own signature: %v", err)
+		}
+		keys.Lock()
+		n := len(keys.m)
+		keys.Unlock()
+		if n > maxKeys {
+			t.Fatalf("%d keys kept, want at most %d", n, maxKeys)
+		}
+	}
+}
+
 // BenchmarkSignVerify measures the signature work per version: signing
-// with an Ed25519 identity key, and verifying from the peer id.
+// with an Ed25519 identity key, and verifying from the peer id (its key
+// kept decoded, and decoded each time).
 func BenchmarkSignVerify(b *testing.B) {
 	s, err := Generate()
 	if err != nil {
@@ -55,6 +87,19 @@ func BenchmarkSignVerify(b *testing.B) {
 	b.Run("verify", func(b *testing.B) {
 		var v Verifier
 		for range b.N {
+			if err := v.Verify(s.Peer(), msg, sig); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// verify-decoding decodes the key from the peer id at every check, as
+	// Verify did before it kept keys.
+	b.Run("verify-decoding", func(b *testing.B) {
+		var v Verifier
+		for range b.N {
+			keys.Lock()
+			keys.m = nil
+			keys.Unlock()
 			if err := v.Verify(s.Peer(), msg, sig); err != nil {
 				b.Fatal(err)
 			}
