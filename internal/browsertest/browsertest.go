@@ -57,7 +57,7 @@ func (b *Browser) Load(t testing.TB, url string) (dom string, messages []string)
 	return b.LoadWithin(t, url, 10*time.Second)
 }
 
-// LoadWithin is Load with budget of virtual time instead of 10 s. Virtual
+// LoadWithin is Load with a budget of virtual time instead of 10 s. Virtual
 // time goes on while a page waits on some steps (a service worker's
 // registration among them: TestAttackPages' scripts ran out of 10 s on a
 // loaded machine), so a page whose scripts take such steps in turn needs
