@@ -48,29 +48,10 @@ func BenchmarkIndexCheckDays(b *testing.B) {
 }
 
 func checkDays(b *testing.B, o *opt.Options, urls, days int, dayFirst bool) {
-	db, err := leveldb.OpenFile(b.TempDir(), o)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	rng := rand.New(rand.NewPCG(1, 2))
-	filler := make([]byte, 1024)
-	for i := range filler {
-		filler[i] = byte('a' + rng.IntN(26)) // text-like: snappy halves it
-	}
-	url := func(i int) string { return fmt.Sprintf("http://h%d.example/s%d/page-%d.html", i%400, i/4000, i) }
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	version := func(batch *leveldb.Batch, i, day int) {
-		u := url(i)
-		k := id.OfString(u)
-		d := id.OfString(fmt.Sprint(u, day))
-		batch.Put(versionKey(k, t0.AddDate(0, 0, day), d), filler[:40])
-		batch.Put(hostKey(hostOf(u), u), nil)
-		off := rng.IntN(len(filler) - 320)
-		batch.Put(stateKey(k), append([]byte(u), filler[off:off+280]...))
-	}
+	x := newIndexShape(b, o)
+	db := x.db
 	check := func(i, day int) []byte {
-		k := id.OfString(url(i))
+		k := id.OfString(shapeURL(i))
 		if dayFirst {
 			key := encDay([]byte{pTouch}, int64(day))
 			return append(key, k[:]...)
@@ -102,20 +83,14 @@ func checkDays(b *testing.B, o *opt.Options, urls, days int, dayFirst bool) {
 			}
 		}
 		if day == 0 {
-			for i := range urls {
-				version(&batch, i, 0)
-				if batch.Len() >= 64*3 {
-					flush()
-				}
-			}
-			flush()
+			x.day0(b, urls)
 			continue
 		}
 		v := binary.BigEndian.AppendUint64(nil, uint64(day))
 		v = append(v, 1)
 		for i := range live {
-			if rng.IntN(100) < 5 {
-				version(&batch, i, day)
+			if x.rng.IntN(100) < 5 {
+				x.version(&batch, i, day)
 				flush()
 				continue
 			}
@@ -124,7 +99,7 @@ func checkDays(b *testing.B, o *opt.Options, urls, days int, dayFirst bool) {
 			}
 		}
 		for i := live; i < live+urls/50; i++ {
-			version(&batch, i, day)
+			x.version(&batch, i, day)
 			flush()
 		}
 		total.urls += live + urls/50
@@ -143,6 +118,58 @@ func checkDays(b *testing.B, o *opt.Options, urls, days int, dayFirst bool) {
 	b.ReportMetric(total.busy.Seconds()/later, "comp-s/day")
 	b.ReportMetric(1000*total.cpu.Seconds()/float64(total.urls), "cpu-s/1000urls")
 	b.Logf("levels at the end (MiB): %v", mibs(stats.LevelSizes))
+}
+
+// indexShape is a goleveldb database written with the store's key shapes
+// (BenchmarkIndexCheckDays, BenchmarkIndexPointReads): per URL a
+// version, its host entry and a crawl state of about 400 bytes.
+type indexShape struct {
+	db     *leveldb.DB
+	rng    *rand.Rand
+	filler []byte
+}
+
+func newIndexShape(b *testing.B, o *opt.Options) *indexShape {
+	db, err := leveldb.OpenFile(b.TempDir(), o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	x := &indexShape{db: db, rng: rand.New(rand.NewPCG(1, 2)), filler: make([]byte, 1024)}
+	for i := range x.filler {
+		x.filler[i] = byte('a' + x.rng.IntN(26)) // text-like: snappy halves it
+	}
+	return x
+}
+
+// shapeURL is the i-th URL: 400 hosts, 4,000 URLs a section.
+func shapeURL(i int) string {
+	return fmt.Sprintf("http://h%d.example/s%d/page-%d.html", i%400, i/4000, i)
+}
+
+// version adds URL i's version of day, its host entry and its state.
+func (x *indexShape) version(batch *leveldb.Batch, i, day int) {
+	u := shapeURL(i)
+	k := id.OfString(u)
+	d := id.OfString(fmt.Sprint(u, day))
+	batch.Put(versionKey(k, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, day), d), x.filler[:40])
+	batch.Put(hostKey(hostOf(u), u), nil)
+	off := x.rng.IntN(len(x.filler) - 320)
+	batch.Put(stateKey(k), append([]byte(u), x.filler[off:off+280]...))
+}
+
+// day0 writes the first urls URLs' day-0 versions, 64 URLs a batch.
+func (x *indexShape) day0(b *testing.B, urls int) {
+	var batch leveldb.Batch
+	for i := range urls {
+		x.version(&batch, i, 0)
+		if batch.Len() >= 64*3 || i == urls-1 {
+			if err := x.db.Write(&batch, nil); err != nil {
+				b.Fatal(err)
+			}
+			batch.Reset()
+		}
+	}
 }
 
 func sumDurations(ds []time.Duration) (s time.Duration) {
@@ -197,36 +224,9 @@ func BenchmarkIndexPointReads(b *testing.B) {
 }
 
 func pointReads(b *testing.B, o *opt.Options, urls int) {
-	db, err := leveldb.OpenFile(b.TempDir(), o)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	rng := rand.New(rand.NewPCG(1, 2))
-	filler := make([]byte, 1024)
-	for i := range filler {
-		filler[i] = byte('a' + rng.IntN(26))
-	}
-	url := func(i int) string { return fmt.Sprintf("http://h%d.example/s%d/page-%d.html", i%400, i/4000, i) }
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var batch leveldb.Batch
-	for i := range urls {
-		u := url(i)
-		k := id.OfString(u)
-		batch.Put(versionKey(k, t0, id.OfString(u)), filler[:40])
-		batch.Put(hostKey(hostOf(u), u), nil)
-		off := rng.IntN(len(filler) - 320)
-		batch.Put(stateKey(k), append([]byte(u), filler[off:off+280]...))
-		if batch.Len() >= 64*3 {
-			if err := db.Write(&batch, nil); err != nil {
-				b.Fatal(err)
-			}
-			batch.Reset()
-		}
-	}
-	if err := db.Write(&batch, nil); err != nil {
-		b.Fatal(err)
-	}
+	x := newIndexShape(b, o)
+	db := x.db
+	x.day0(b, urls)
 	// Day 0's compactions end before the revisit day begins, as they do
 	// in a crawl (day 0 takes an hour at 1 M).
 	var stats leveldb.DBStats
@@ -246,7 +246,7 @@ func pointReads(b *testing.B, o *opt.Options, urls int) {
 	// hosts' loops taking turns.
 	perHost := make([][]string, 400)
 	for i := range urls {
-		perHost[i%400] = append(perHost[i%400], url(i))
+		perHost[i%400] = append(perHost[i%400], shapeURL(i))
 	}
 	order := make([]string, 0, urls)
 	for _, us := range perHost {
