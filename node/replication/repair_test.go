@@ -46,6 +46,15 @@ func TestDroppedPushRepaired(t *testing.T) {
 		if n < len(es) {
 			return fmt.Errorf("%d of %d; owner %+v (%s), replica %s", n, len(es), owner.Stats().Push, owner.Stats().LastError, replica.Stats().LastError)
 		}
+		// The records land before the counters: the owner counts its
+		// repair once the replica answers, the replica its sync once
+		// the sync returns.
+		if st := owner.Stats().Push; st.Repairs+st.RepairsFailed == 0 {
+			return fmt.Errorf("owner has not counted its repair request: %+v", st)
+		}
+		if syncs := replica.Stats().Syncs; syncs.Syncs == 0 {
+			return fmt.Errorf("replica has not counted its repair sync: %+v", syncs)
+		}
 		return nil
 	})
 	st := owner.Stats().Push
