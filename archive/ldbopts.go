@@ -25,8 +25,17 @@ import (
 //   - no seek compactions (DisableSeeksCompaction): goleveldb otherwise
 //     rewrites a table that Gets consulted before another size/16 KiB
 //     times, which random reads of a growing index do all day;
-//   - a 32 MiB block cache keeps the upper levels and the filters in
-//     memory.
+//   - no block cache and no buffer pool (DisableBlockCache,
+//     DisableBufferPool): goleveldb then keeps each open table's index
+//     and filter blocks in memory, at their size, and reads a Get's data
+//     block from the file (the operating system's page cache) each time.
+//     Its block cache charges a block the capacity of the pooled buffer
+//     it was read into, and table writers return table-sized buffers to
+//     that pool, so a 32 MiB cache held a few dozen blocks and a Get
+//     re-read and decoded the index blocks of every table it consulted:
+//     577 KiB read a URL at 1 M URLs, against 3.6 KiB with the blocks
+//     pinned (BenchmarkIndexPointReads, docs/scale-storage.md, "Block
+//     reads").
 //
 // The options change no on-disk format: tables written before the filter
 // are read as before.
@@ -35,7 +44,8 @@ func indexOptions(o opt.Options) *opt.Options {
 	o.WriteBuffer = 16 * opt.MiB
 	o.CompactionTableSize = 8 * opt.MiB
 	o.CompactionTotalSize = 64 * opt.MiB
-	o.BlockCacheCapacity = 32 * opt.MiB
+	o.DisableBlockCache = true
+	o.DisableBufferPool = true
 	o.DisableSeeksCompaction = true
 	return &o
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -191,10 +192,11 @@ func mibs(sizes []int64) (out []int64) {
 // then runs a revisit day's point reads and writes as the crawler makes
 // them per URL: the crawl state's Get, the version check's Has and the
 // check's Put, each of 400 hosts' URLs in order, the hosts taking turns.
-// It reports process CPU per 1,000 URLs (compactions included) for the
-// index's options and variants of them: block size, cache, compression,
-// no block cache. Run it on a quiet machine: with other jobs running, the
-// same run has cost 5 to 15 times as much (docs/scale-storage.md).
+// It reports, for the index's options and variants of them (block cache,
+// buffer pool, compression), process CPU per 1,000 URLs (compactions
+// included), the KiB read from the tables a URL and the heap in use after
+// the reads. Run it on a quiet machine: CPU figures of runs beside other
+// jobs have been several times as high (docs/scale-storage.md).
 //
 //	go test ./archive -run '^$' -bench IndexPointReads -benchtime 1x -timeout 0
 func BenchmarkIndexPointReads(b *testing.B) {
@@ -203,12 +205,15 @@ func BenchmarkIndexPointReads(b *testing.B) {
 		set  func(*opt.Options)
 	}{
 		{"as-shipped", func(*opt.Options) {}},
-		{"block16k", func(o *opt.Options) { o.BlockSize = 16 * opt.KiB }},
-		{"cache64", func(o *opt.Options) { o.BlockCacheCapacity = 64 * opt.MiB }},
+		// goleveldb's block cache, with its buffer pool (the options
+		// before the blocks were pinned) and without.
+		{"cache32", func(o *opt.Options) {
+			o.DisableBlockCache, o.DisableBufferPool, o.BlockCacheCapacity = false, false, 32*opt.MiB
+		}},
+		{"cache32-nopool", func(o *opt.Options) { o.DisableBlockCache, o.BlockCacheCapacity = false, 32*opt.MiB }},
+		// Pinned blocks read into the pool's buffers.
+		{"pinned-pool", func(o *opt.Options) { o.DisableBufferPool = false }},
 		{"nosnappy", func(o *opt.Options) { o.Compression = opt.NoCompression }},
-		// No block cache: goleveldb then keeps each open table's index and
-		// filter blocks with its reader, and reads data blocks each time.
-		{"nocache", func(o *opt.Options) { o.BlockCacheCapacity = -1 }},
 	}
 	for _, urls := range []int{10_000, 1_000_000} {
 		for _, v := range variants {
@@ -259,6 +264,10 @@ func pointReads(b *testing.B, o *opt.Options, urls int) {
 			}
 		}
 	}
+	if err := db.Stats(&stats); err != nil {
+		b.Fatal(err)
+	}
+	read0 := stats.IORead
 	b.ResetTimer()
 	cpu0 := cpuTime()
 	for _, u := range order {
@@ -274,7 +283,16 @@ func pointReads(b *testing.B, o *opt.Options, urls int) {
 		}
 	}
 	b.ReportMetric(1000*(cpuTime()-cpu0).Seconds()/float64(urls), "cpu-s/1000urls")
-	if err := db.Stats(&stats); err == nil {
-		b.Logf("levels (MiB): %v", mibs(stats.LevelSizes))
+	if err := db.Stats(&stats); err != nil {
+		b.Fatal(err)
 	}
+	// Bytes read from the tables (block cache misses) per URL.
+	b.ReportMetric(float64(stats.IORead-read0)/1024/float64(urls), "read-KiB/url")
+	// The heap the database keeps: its block cache or its tables' pinned
+	// blocks.
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
+	b.Logf("levels (MiB): %v; tables %v; block cache %d MiB, %+v; files %+v", mibs(stats.LevelSizes), stats.LevelTablesCounts, stats.BlockCacheSize>>20, stats.BlockCache, stats.FileCache)
 }

@@ -26,7 +26,9 @@ type Outbox struct {
 
 // OpenOutbox opens (or creates) the outbox in dir.
 func OpenOutbox(dir string) (*Outbox, error) {
-	db, err := leveldb.OpenFile(dir, &opt.Options{DisableSeeksCompaction: true})
+	// No block cache and no buffer pool, as every herod database
+	// (docs/scale-storage.md, "Block reads").
+	db, err := leveldb.OpenFile(dir, &opt.Options{DisableSeeksCompaction: true, DisableBlockCache: true, DisableBufferPool: true})
 	if err != nil {
 		return nil, fmt.Errorf("outbox %s: %w", dir, err)
 	}

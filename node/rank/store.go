@@ -36,7 +36,9 @@ type RunInfo struct {
 
 // OpenStore opens or creates a Store in dir.
 func OpenStore(dir string) (*Store, error) {
-	db, err := leveldb.OpenFile(dir, &opt.Options{DisableSeeksCompaction: true})
+	// No block cache and no buffer pool, as every herod database
+	// (docs/scale-storage.md, "Block reads").
+	db, err := leveldb.OpenFile(dir, &opt.Options{DisableSeeksCompaction: true, DisableBlockCache: true, DisableBufferPool: true})
 	if err != nil {
 		return nil, fmt.Errorf("rank store: %w", err)
 	}
