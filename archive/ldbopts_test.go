@@ -193,7 +193,7 @@ func mibs(sizes []int64) (out []int64) {
 // them per URL: the crawl state's Get, the version check's Has and the
 // check's Put, each of 400 hosts' URLs in order, the hosts taking turns.
 // It reports, for the index's options and variants of them (block cache,
-// buffer pool, compression), process CPU per 1,000 URLs (compactions
+// buffer pool), process CPU per 1,000 URLs (compactions
 // included), the KiB read from the tables a URL and the heap in use after
 // the reads. Run it on a quiet machine: CPU figures of runs beside other
 // jobs have been several times as high (docs/scale-storage.md).
@@ -205,15 +205,14 @@ func BenchmarkIndexPointReads(b *testing.B) {
 		set  func(*opt.Options)
 	}{
 		{"as-shipped", func(*opt.Options) {}},
-		// goleveldb's block cache, with its buffer pool (the options
-		// before the blocks were pinned) and without.
-		{"cache32", func(o *opt.Options) {
-			o.DisableBlockCache, o.DisableBufferPool, o.BlockCacheCapacity = false, false, 32*opt.MiB
-		}},
-		{"cache32-nopool", func(o *opt.Options) { o.DisableBlockCache, o.BlockCacheCapacity = false, 32*opt.MiB }},
-		// Pinned blocks read into the pool's buffers.
-		{"pinned-pool", func(o *opt.Options) { o.DisableBufferPool = false }},
-		{"nosnappy", func(o *opt.Options) { o.Compression = opt.NoCompression }},
+		// goleveldb's buffer pool (the options before it was turned
+		// off).
+		{"pool", func(o *opt.Options) { o.DisableBufferPool = false }},
+		// No block cache: each open table's index and filter blocks
+		// pinned with its reader, without the pool and with it.
+		{"pinned", func(o *opt.Options) { o.DisableBlockCache = true }},
+		{"pinned-pool", func(o *opt.Options) { o.DisableBlockCache, o.DisableBufferPool = true, false }},
+		{"cache64", func(o *opt.Options) { o.BlockCacheCapacity = 64 * opt.MiB }},
 	}
 	for _, urls := range []int{10_000, 1_000_000} {
 		for _, v := range variants {

@@ -26,9 +26,10 @@ type Outbox struct {
 
 // OpenOutbox opens (or creates) the outbox in dir.
 func OpenOutbox(dir string) (*Outbox, error) {
-	// No block cache and no buffer pool, as every herod database
-	// (docs/scale-storage.md, "Block reads").
-	db, err := leveldb.OpenFile(dir, &opt.Options{DisableSeeksCompaction: true, DisableBlockCache: true, DisableBufferPool: true})
+	// No buffer pool, so that the block cache holds what it is sized
+	// for, as in every herod database (docs/scale-storage.md, "Block
+	// reads").
+	db, err := leveldb.OpenFile(dir, &opt.Options{DisableSeeksCompaction: true, DisableBufferPool: true})
 	if err != nil {
 		return nil, fmt.Errorf("outbox %s: %w", dir, err)
 	}

@@ -19,17 +19,16 @@ import (
 //     and a 64 MiB compaction base (CompactionTotalSize: goleveldb
 //     multiplies it by 10 a level, so level 1 holds 640 MiB) one level
 //     fewer for compaction to rewrite the records through;
-//   - no block cache and no buffer pool: each open table's index and
-//     filter blocks stay in memory, and a read's data blocks are read
-//     from the file each time (the archive index's options, and why:
-//     docs/scale-storage.md, "Block reads").
+//   - a 16 MiB block cache keeps the filters and the upper levels in
+//     memory, and no buffer pool lets it (the archive index's options,
+//     and why: docs/scale-storage.md, "Block reads").
 //
 // The options change no on-disk format: tables written before the
 // filter are read as before.
 func indexOptions() *opt.Options {
 	return &opt.Options{
 		Filter:                 filter.NewBloomFilter(10),
-		DisableBlockCache:      true,
+		BlockCacheCapacity:     16 * opt.MiB,
 		DisableBufferPool:      true,
 		WriteBuffer:            8 * opt.MiB,
 		CompactionTableSize:    8 * opt.MiB,

@@ -36,9 +36,10 @@ type RunInfo struct {
 
 // OpenStore opens or creates a Store in dir.
 func OpenStore(dir string) (*Store, error) {
-	// No block cache and no buffer pool, as every herod database
-	// (docs/scale-storage.md, "Block reads").
-	db, err := leveldb.OpenFile(dir, &opt.Options{DisableSeeksCompaction: true, DisableBlockCache: true, DisableBufferPool: true})
+	// No buffer pool, so that the block cache holds what it is sized
+	// for, as in every herod database (docs/scale-storage.md, "Block
+	// reads").
+	db, err := leveldb.OpenFile(dir, &opt.Options{DisableSeeksCompaction: true, DisableBufferPool: true})
 	if err != nil {
 		return nil, fmt.Errorf("rank store: %w", err)
 	}
