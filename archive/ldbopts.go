@@ -25,16 +25,8 @@ import (
 //   - no seek compactions (DisableSeeksCompaction): goleveldb otherwise
 //     rewrites a table that Gets consulted before another size/16 KiB
 //     times, which random reads of a growing index do all day;
-//   - a 32 MiB block cache keeps the filters, the index blocks and the
-//     data blocks read last in memory;
-//   - no buffer pool (DisableBufferPool): goleveldb's block cache
-//     charges a block the capacity of the pooled buffer it was read
-//     into, and its table writers return table-sized buffers to that
-//     pool, so with the pool the 32 MiB cache held a few dozen blocks
-//     and a Get re-read and decoded the index block of every table it
-//     consulted: 577 KiB read a URL at 1 M URLs, against 1.7 KiB without
-//     the pool (BenchmarkIndexPointReads; docs/scale-storage.md, "Block
-//     reads", also for why the cache is kept).
+//   - a 32 MiB block cache keeps the upper levels and the filters in
+//     memory.
 //
 // The options change no on-disk format: tables written before the filter
 // are read as before.
@@ -44,7 +36,6 @@ func indexOptions(o opt.Options) *opt.Options {
 	o.CompactionTableSize = 8 * opt.MiB
 	o.CompactionTotalSize = 64 * opt.MiB
 	o.BlockCacheCapacity = 32 * opt.MiB
-	o.DisableBufferPool = true
 	o.DisableSeeksCompaction = true
 	return &o
 }

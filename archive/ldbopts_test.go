@@ -205,14 +205,16 @@ func BenchmarkIndexPointReads(b *testing.B) {
 		set  func(*opt.Options)
 	}{
 		{"as-shipped", func(*opt.Options) {}},
-		// goleveldb's buffer pool (the options before it was turned
-		// off).
-		{"pool", func(o *opt.Options) { o.DisableBufferPool = false }},
-		// No block cache: each open table's index and filter blocks
-		// pinned with its reader, without the pool and with it.
-		{"pinned", func(o *opt.Options) { o.DisableBlockCache = true }},
-		{"pinned-pool", func(o *opt.Options) { o.DisableBlockCache, o.DisableBufferPool = true, false }},
 		{"cache64", func(o *opt.Options) { o.BlockCacheCapacity = 64 * opt.MiB }},
+		// Without goleveldb's buffer pool: its block cache charges a
+		// block the capacity of the pooled buffer it was read into, and
+		// table writers put table-sized buffers into the pool.
+		{"nopool", func(o *opt.Options) { o.DisableBufferPool = true }},
+		// No block cache: each open table's index and filter blocks stay
+		// with its reader (in pooled buffers, or without the pool), and
+		// data blocks are read each time.
+		{"pinned", func(o *opt.Options) { o.DisableBlockCache = true }},
+		{"pinned-nopool", func(o *opt.Options) { o.DisableBlockCache, o.DisableBufferPool = true, true }},
 	}
 	for _, urls := range []int{10_000, 1_000_000} {
 		for _, v := range variants {

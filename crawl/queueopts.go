@@ -15,8 +15,7 @@ import (
 //   - a bloom filter of 10 bits a key lets a Get skip the tables of the
 //     levels that lack the key (the seen test reads one table a level);
 //   - a 16 MiB block cache (default 8) keeps the filters and more of the
-//     known set in memory, and no buffer pool lets it (the archive
-//     index's options, and why: docs/scale-storage.md, "Block reads");
+//     known set in memory;
 //   - an 8 MiB write buffer (default 4) and 4 MiB tables make half as many
 //     level-0 flushes while a day is staged;
 //   - writes slow down at 16 level-0 tables and pause at 32 (default 8
@@ -34,7 +33,6 @@ func queueOptions() *opt.Options {
 	return &opt.Options{
 		Filter:                 filter.NewBloomFilter(10),
 		BlockCacheCapacity:     16 * opt.MiB,
-		DisableBufferPool:      true,
 		WriteBuffer:            8 * opt.MiB,
 		CompactionTableSize:    4 * opt.MiB,
 		CompactionTotalSize:    32 * opt.MiB,

@@ -21,16 +21,14 @@ import (
 //     640 MiB) keeps a level fewer: a term's tail
 //     is rewritten many times a day, and each level a rewritten
 //     block passes through before the rewrite drops it is written again;
-//   - a 16 MiB block cache keeps the filters and the upper levels in
-//     memory, and no buffer pool lets it (the archive index's options,
-//     and why: docs/scale-storage.md, "Block reads").
+//   - a 16 MiB block cache keeps the upper levels and the filters in
+//     memory.
 //
 // The options change no on-disk format.
 func storeOptions() *opt.Options {
 	o := &opt.Options{
 		Filter:              filter.NewBloomFilter(10),
 		BlockCacheCapacity:  16 * opt.MiB,
-		DisableBufferPool:   true,
 		WriteBuffer:         8 * opt.MiB,
 		CompactionTableSize: 8 * opt.MiB,
 		CompactionTotalSize: 64 * opt.MiB,

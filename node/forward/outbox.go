@@ -26,10 +26,7 @@ type Outbox struct {
 
 // OpenOutbox opens (or creates) the outbox in dir.
 func OpenOutbox(dir string) (*Outbox, error) {
-	// No buffer pool, so that the block cache holds what it is sized
-	// for, as in every herod database (docs/scale-storage.md, "Block
-	// reads").
-	db, err := leveldb.OpenFile(dir, &opt.Options{DisableSeeksCompaction: true, DisableBufferPool: true})
+	db, err := leveldb.OpenFile(dir, &opt.Options{DisableSeeksCompaction: true})
 	if err != nil {
 		return nil, fmt.Errorf("outbox %s: %w", dir, err)
 	}

@@ -20,8 +20,7 @@ import (
 //     multiplies it by 10 a level, so level 1 holds 640 MiB) one level
 //     fewer for compaction to rewrite the records through;
 //   - a 16 MiB block cache keeps the filters and the upper levels in
-//     memory, and no buffer pool lets it (the archive index's options,
-//     and why: docs/scale-storage.md, "Block reads").
+//     memory.
 //
 // The options change no on-disk format: tables written before the
 // filter are read as before.
@@ -29,7 +28,6 @@ func indexOptions() *opt.Options {
 	return &opt.Options{
 		Filter:                 filter.NewBloomFilter(10),
 		BlockCacheCapacity:     16 * opt.MiB,
-		DisableBufferPool:      true,
 		WriteBuffer:            8 * opt.MiB,
 		CompactionTableSize:    8 * opt.MiB,
 		CompactionTotalSize:    64 * opt.MiB,

@@ -36,10 +36,7 @@ type RunInfo struct {
 
 // OpenStore opens or creates a Store in dir.
 func OpenStore(dir string) (*Store, error) {
-	// No buffer pool, so that the block cache holds what it is sized
-	// for, as in every herod database (docs/scale-storage.md, "Block
-	// reads").
-	db, err := leveldb.OpenFile(dir, &opt.Options{DisableSeeksCompaction: true, DisableBufferPool: true})
+	db, err := leveldb.OpenFile(dir, &opt.Options{DisableSeeksCompaction: true})
 	if err != nil {
 		return nil, fmt.Errorf("rank store: %w", err)
 	}
