@@ -26,12 +26,17 @@ import (
 type connSite struct {
 	srv      *httptest.Server
 	mu       sync.Mutex
-	conns    map[string]bool // remote addresses that asked for a page
+	conns    map[int64]bool // the connections that asked for a page
 	requests atomic.Int64
 }
 
+// connIDKey keys a server connection's number in its requests' contexts.
+// A number, not the remote address: on loopback the kernel may give a
+// new connection the port of one just closed.
+type connIDKey struct{}
+
 func newConnSite(t *testing.T, n int, tlsServer bool, page func(w http.ResponseWriter, r *http.Request, body string)) *connSite {
-	s := &connSite{conns: map[string]bool{}}
+	s := &connSite{conns: map[int64]bool{}}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {
 			http.NotFound(w, r)
@@ -39,7 +44,7 @@ func newConnSite(t *testing.T, n int, tlsServer bool, page func(w http.ResponseW
 		}
 		s.requests.Add(1)
 		s.mu.Lock()
-		s.conns[r.RemoteAddr] = true
+		s.conns[r.Context().Value(connIDKey{}).(int64)] = true
 		s.mu.Unlock()
 		var i int
 		if _, err := fmt.Sscanf(r.URL.Path, "/%d", &i); err != nil || i < 0 || i >= n {
@@ -53,6 +58,10 @@ func newConnSite(t *testing.T, n int, tlsServer bool, page func(w http.ResponseW
 		page(w, r, body+"</body></html>")
 	})
 	s.srv = httptest.NewUnstartedServer(h)
+	var accepted atomic.Int64
+	s.srv.Config.ConnContext = func(ctx context.Context, _ net.Conn) context.Context {
+		return context.WithValue(ctx, connIDKey{}, accepted.Add(1))
+	}
 	if tlsServer {
 		s.srv.StartTLS()
 	} else {
