@@ -40,12 +40,8 @@ func TestVerifier(t *testing.T) {
 // maxKeys however many peers it checks, and a key kept still refuses a
 // signature by another peer.
 func TestVerifierKeysBounded(t *testing.T) {
-	a, err := Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
 	msg := []byte("m")
-	sig, _ := a.Sign(msg)
+	a, sig := signed(t, msg)
 	var v Verifier
 	for range maxKeys + 10 {
 		b, err := Generate()
@@ -71,12 +67,8 @@ func TestVerifierKeysBounded(t *testing.T) {
 // with an Ed25519 identity key, and verifying from the peer id (its key
 // kept decoded, and decoded each time).
 func BenchmarkSignVerify(b *testing.B) {
-	s, err := Generate()
-	if err != nil {
-		b.Fatal(err)
-	}
 	msg := []byte("http://example.org/some/page.html 20231114221320 sha1:x")
-	sig, _ := s.Sign(msg)
+	s, sig := signed(b, msg)
 	b.Run("sign", func(b *testing.B) {
 		for range b.N {
 			if _, err := s.Sign(msg); err != nil {
@@ -105,4 +97,18 @@ func BenchmarkSignVerify(b *testing.B) {
 			}
 		}
 	})
+}
+
+// signed returns a new identity and its signature of msg.
+func signed(tb testing.TB, msg []byte) (Signer, []byte) {
+	tb.Helper()
+	s, err := Generate()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sig, err := s.Sign(msg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s, sig
 }
