@@ -3,6 +3,7 @@
 package archive
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -13,9 +14,46 @@ import (
 
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/opt"
+	"github.com/syndtr/goleveldb/leveldb/table"
+	"github.com/syndtr/goleveldb/leveldb/util"
 
 	"github.com/herod-archive/herod/internal/id"
 )
+
+// TestTableWriterBufferIsBlockSized guards the one change herod's
+// goleveldb carries (internal/goleveldb/HEROD.md): a table writer takes
+// a block-sized buffer from the database's buffer pool and gives back
+// no more, so that a reader's index or filter block (over 16 KiB, the
+// pool's largest size class) is not read into a table-sized buffer,
+// which the block cache would charge megabytes.
+func TestTableWriterBufferIsBlockSized(t *testing.T) {
+	o := indexOptions(opt.Options{})
+	pool := util.NewBufferPool(o.GetBlockSize() + 5)
+	var f bytes.Buffer
+	w := table.NewWriter(&f, o, pool, o.GetCompactionTableSize(1))
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 2000 {
+		k := binary.BigEndian.AppendUint64([]byte("key"), uint64(i))
+		v := make([]byte, 0, 104)
+		for len(v) < 100 {
+			v = binary.LittleEndian.AppendUint64(v, r.Uint64())
+		}
+		if err := w.Append(k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if f.Len() < 100_000 {
+		t.Fatalf("table of %d bytes, want the 2,000 entries", f.Len())
+	}
+	for range 4 {
+		if b := pool.Get(20 << 10); cap(b) > 1<<20 {
+			t.Fatalf("a 20 KiB block read would get a buffer of %d bytes: the writer put a table-sized buffer into the pool", cap(b))
+		}
+	}
+}
 
 // BenchmarkIndexCheckDays writes an index of the store's shape straight
 // into a goleveldb with the index's options (indexOptions) and measures
@@ -208,7 +246,8 @@ func BenchmarkIndexPointReads(b *testing.B) {
 		{"cache64", func(o *opt.Options) { o.BlockCacheCapacity = 64 * opt.MiB }},
 		// Without goleveldb's buffer pool: its block cache charges a
 		// block the capacity of the pooled buffer it was read into, and
-		// table writers put table-sized buffers into the pool.
+		// upstream's table writers put table-sized buffers into the pool
+		// (internal/goleveldb/HEROD.md).
 		{"nopool", func(o *opt.Options) { o.DisableBufferPool = true }},
 		// No block cache: each open table's index and filter blocks stay
 		// with its reader (in pooled buffers, or without the pool), and

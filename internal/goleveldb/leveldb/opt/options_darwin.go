@@ -1,0 +1,8 @@
+//go:build darwin
+// +build darwin
+
+package opt
+
+var (
+	DefaultOpenFilesCacheCapacity = 200
+)
