@@ -156,6 +156,6 @@ require (
 	lukechampine.com/blake3 v1.4.1 // indirect
 )
 
-// goleveldb with one change, upstream's open syndtr/goleveldb#410:
+// goleveldb with one change, syndtr/goleveldb#410 (closed unmerged):
 // internal/goleveldb/HEROD.md.
 replace github.com/syndtr/goleveldb => ./internal/goleveldb
