@@ -33,7 +33,7 @@ for r in "${runs[@]}"; do
 	(cd node && GOMEMLIMIT="$memlimit" HEROD_SCALE="$r" HEROD_SCALE_OUT="$OUT" HEROD_SCALE_WEBGEN="$BIN/webgen" \
 		HEROD_SCALE_SEED="${SEED:-1}" HEROD_SCALE_NODES="${NODES:-1}" HEROD_SCALE_HEAPPROFILE="${HEAP:-}" HEROD_SCALE_CPUPROFILE="${CPUPROF:-}" \
 		"$BIN/node.test" -test.run '^TestScale$' -test.v -test.timeout 0 2>&1 |
-		grep -E 'scale:|FAIL|PASS|panic' | sed 's/.*scale: //' | tee -a "$OUT/log")
+		grep --line-buffered -E 'scale:|FAIL|PASS|panic' | sed -u 's/.*scale: //' | tee -a "$OUT/log")
 	echo "# end $r ($(date -u +%FT%TZ), load $(cut -d' ' -f1 /proc/loadavg))" | tee -a "$OUT/log"
 	name=${r/:/x}
 	[ "${NODES:-1}" -gt 1 ] && name+="x${NODES}n"
