@@ -73,6 +73,10 @@ func (s *Store) PurgePeer(ctx context.Context, peer string) (int, error) {
 		s.keyLocks[i].Lock()
 		defer s.keyLocks[i].Unlock()
 	}
+	// Counted before the key locks are let go (deferred after them), once
+	// the removal is committed: a crawl state read before it is no
+	// longer proof of a version (TouchState).
+	defer s.purges.Add(1)
 	victims, err := s.versionsOf(ctx, num)
 	if err != nil || len(victims) == 0 {
 		return 0, err
@@ -399,6 +403,10 @@ func (s *Store) PurgeURLs(ctx context.Context, p URLPurge) (int, error) {
 		s.keyLocks[i].Lock()
 		defer s.keyLocks[i].Unlock()
 	}
+	// Counted before the key locks are let go (deferred after them), once
+	// the removal is committed: a crawl state read before it is no
+	// longer proof of a version (TouchState).
+	defer s.purges.Add(1)
 	victims, err := s.versionsCovered(ctx, p)
 	if err != nil {
 		return 0, fmt.Errorf("archive purge urls: %w", err)

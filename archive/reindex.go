@@ -260,7 +260,14 @@ func (s *Store) build(ctx context.Context, dst string, old *leveldb.DB, cut bool
 		for _, p := range []byte{pState, pTouch, pWitness, pUndated} {
 			it := old.NewIterator(util.BytesPrefix([]byte{p}), nil)
 			for it.Next() {
-				b.Put(slices.Clone(it.Key()), slices.Clone(it.Value()))
+				val := slices.Clone(it.Value())
+				if p == pState && len(val) > 0 && val[0] == stateBinaryVersioned && !st.hasStateKey(it.Key()) {
+					// No version of its URL came back from the segments
+					// (cut, refused, purged): the state no longer proves
+					// one (TouchState).
+					val[0] = stateBinary
+				}
+				b.Put(slices.Clone(it.Key()), val)
 			}
 			it.Release()
 			if err := it.Error(); err != nil {
@@ -332,13 +339,24 @@ func (st *rebuildState) hasURL(k id.ID) bool {
 	return ok
 }
 
+// hasStateKey reports whether a version of the URL of crawl state key sk
+// was indexed.
+func (st *rebuildState) hasStateKey(sk []byte) bool {
+	var k id.ID
+	if len(sk) != 1+len(k) {
+		return false
+	}
+	copy(k[:], sk[1:])
+	return st.hasURL(k)
+}
+
 // derivedState is the crawl state a record implies when no index
 // remembers better: validators and digest of the newest version. Outlinks
 // stay empty, so the next crawl forwards all links of the page once.
 func derivedState(v Version, h http.Header) stateRecord {
 	return stateRecord{URL: v.URL, State: CrawlState{
 		ETag: h.Get("Etag"), LastModified: h.Get("Last-Modified"), Digest: v.Digest, Checked: v.Time,
-	}}
+	}, versioned: true}
 }
 
 // scanSegment calls fn for each valid record of segment r, in order,

@@ -20,6 +20,9 @@ import (
 type stateRecord struct {
 	URL   string     `json:"url"`
 	State CrawlState `json:"state"`
+	// versioned: written with a version of URL (Put, or a rebuild from
+	// the segments); only the binary form has it.
+	versioned bool
 }
 
 // State returns the crawl state last set for url, or ErrNotFound.
@@ -27,6 +30,9 @@ func (s *Store) State(ctx context.Context, url string) (CrawlState, error) {
 	if err := ctx.Err(); err != nil {
 		return CrawlState{}, fmt.Errorf("archive state: %w", err)
 	}
+	// The purge count is read before the state: a purge that removes the
+	// URL's versions after the read counts one more (TouchState).
+	purges := s.purges.Load()
 	val, err := s.db.Get(stateKey(id.OfString(url)), nil)
 	if errors.Is(err, leveldb.ErrNotFound) {
 		return CrawlState{}, ErrNotFound
@@ -37,6 +43,9 @@ func (s *Store) State(ctx context.Context, url string) (CrawlState, error) {
 	rec, err := decodeState(val)
 	if err != nil {
 		return CrawlState{}, fmt.Errorf("archive state: %w: %v", ErrCorrupt, err)
+	}
+	if rec.versioned {
+		rec.State.Versioned = purges + 1
 	}
 	return rec.State, nil
 }
@@ -74,7 +83,7 @@ func (s *Store) SetState(ctx context.Context, url string, st CrawlState) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("archive set state: %w", err)
 	}
-	val, err := encodeState(url, st)
+	val, err := encodeState(url, st, false)
 	if err != nil {
 		return fmt.Errorf("archive set state: %w", err)
 	}
@@ -84,8 +93,9 @@ func (s *Store) SetState(ctx context.Context, url string, st CrawlState) error {
 	return nil
 }
 
-// encodeState returns the stored form of url's crawl state st.
-func encodeState(url string, st CrawlState) ([]byte, error) {
+// encodeState returns the stored form of url's crawl state st; versioned
+// says that it is written with a version of url (Put).
+func encodeState(url string, st CrawlState, versioned bool) ([]byte, error) {
 	if url == "" {
 		return nil, errors.New("empty url")
 	}
@@ -97,14 +107,19 @@ func encodeState(url string, st CrawlState) ([]byte, error) {
 	if !st.Checked.IsZero() {
 		st.Checked = st.Checked.UTC().Round(0)
 	}
-	return stateRecord{URL: url, State: st}.encode(), nil
+	return stateRecord{URL: url, State: st, versioned: versioned}.encode(), nil
 }
 
-// stateBinary is the first byte of a crawl state's binary form; the JSON
-// form written before it starts with '{'.
-const stateBinary = 1
+// stateBinary is the first byte of a crawl state's binary form, and
+// stateBinaryVersioned of the same form written with a version of the
+// URL; the JSON form written before them starts with '{'.
+const (
+	stateBinary          = 1
+	stateBinaryVersioned = 2
+)
 
-// encode returns the binary form of rec: stateBinary, then the URL, ETag
+// encode returns the binary form of rec: stateBinary (or
+// stateBinaryVersioned when rec.versioned), then the URL, ETag
 // and Last-Modified (uvarint length and bytes each), the status
 // (uvarint), the digest (20 bytes), Checked (varint seconds and uvarint
 // nanoseconds since the epoch), and the outlinks' count followed by each
@@ -121,7 +136,11 @@ func (rec stateRecord) encode() []byte {
 		n += 2*binary.MaxVarintLen64 + len(l)
 	}
 	b := make([]byte, 0, n)
-	b = append(b, stateBinary)
+	if rec.versioned {
+		b = append(b, stateBinaryVersioned)
+	} else {
+		b = append(b, stateBinary)
+	}
 	b = appendStr(b, rec.URL)
 	b = appendStr(b, st.ETag)
 	b = appendStr(b, st.LastModified)
@@ -152,12 +171,13 @@ func decodeState(val []byte) (stateRecord, error) {
 	if len(val) == 0 {
 		return rec, errors.New("empty crawl state")
 	}
-	if val[0] != stateBinary {
+	if val[0] != stateBinary && val[0] != stateBinaryVersioned {
 		if err := json.Unmarshal(val, &rec); err != nil {
 			return stateRecord{}, err
 		}
 		return rec, nil
 	}
+	rec.versioned = val[0] == stateBinaryVersioned
 	r := reader{b: val[1:]}
 	rec.URL = r.str()
 	st := &rec.State

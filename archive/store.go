@@ -129,8 +129,12 @@ type Stats struct {
 	RangeRefused int64 `json:"rangeRefused,omitempty"`
 	Refused      int64 `json:"refused"`   // versions refused by the quota since Open
 	Unchanged    int64 `json:"unchanged"` // Puts whose payload equalled the newest version, since Open
-	Corrupt      int64 `json:"corrupt"`   // Reads that failed verification since Open
-	Segments     int   `json:"segments"`  // segment files
+	// TouchLookups counts the checks (Touch, TouchState) since Open that
+	// looked their URL's version up: those without a crawl state written
+	// with a version (CrawlState.Versioned) read since the last purge.
+	TouchLookups int64 `json:"touchLookups,omitempty"`
+	Corrupt      int64 `json:"corrupt"`  // Reads that failed verification since Open
+	Segments     int   `json:"segments"` // segment files
 	// Failed is the error that made the store refuse writes ("" if none).
 	Failed string `json:"failed,omitempty"`
 	// Dictionary says how the store got its own zstd dictionary since it
@@ -173,6 +177,12 @@ type Store struct {
 	ownMu        sync.Mutex // orders the adoption of a trained dictionary with Close
 
 	keyLocks [256]sync.Mutex // serialize Puts of one key (striped by key[19])
+	// purges counts the purges that removed versions; each adds one
+	// while it still holds every key lock (CrawlState.Versioned).
+	purges atomic.Uint64
+	// touchLookups counts the checks that looked their URL's version up
+	// (TouchState without a usable Versioned token).
+	touchLookups atomic.Int64
 
 	mu      sync.Mutex    // guards ctr, pending, writing, gc, and the read-modify-write of dir hashes
 	ctr     counters      // totals, including index groups not yet committed
@@ -471,6 +481,7 @@ func (s *Store) Stats() Stats {
 		RangeRefused: s.rangeRefused.Load(),
 		Refused:      s.refusedN.Load(),
 		Unchanged:    s.unchanged.Load(),
+		TouchLookups: s.touchLookups.Load(),
 		Corrupt:      s.corrupt.Load(),
 		Segments:     s.segmentCount(),
 		Failed:       failed,

@@ -122,6 +122,13 @@ type CrawlState struct {
 	Digest   id.ID     `json:"digest"`             // payload digest of the newest version
 	Outlinks []string  `json:"outlinks,omitempty"` // canonical links of the newest version, sorted
 	Checked  time.Time `json:"checked"`            // last fetch attempt that got an answer; the crawler leaves it at a 304 it records with Touch (Checks, CheckedOn)
+	// Versioned is set by Store.State and never stored: nonzero when the
+	// state was written with a version of the URL (by Put), a token that
+	// lets TouchState record a check without looking the version up
+	// again unless the store purged versions since the read. Zero for a
+	// state SetState wrote, one derived from a version
+	// (StateFromVersion), or one not read from a store.
+	Versioned uint64 `json:"-"`
 }
 
 // LastStatus returns the HTTP status of the last answer, 200 when the state

@@ -3,6 +3,7 @@ package crawl
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/herod-archive/herod/archive"
 )
@@ -27,4 +28,44 @@ var storeKind = archiveKind{
 		}
 		return len(vs)
 	},
+}
+
+var _ StateToucher = (*archive.Store)(nil)
+
+// TestStoreRevisitWithoutLookup: on a revisit day the crawler hands the
+// crawl state it read to the store's TouchState, so a 304 is recorded as
+// a check (a revisit for exports) without looking the URL's version up
+// again, and a page that changed gets its new version.
+func TestStoreRevisitWithoutLookup(t *testing.T) {
+	s := newSite(t, map[string]string{
+		"/":  links(nil, "/a", "/b"),
+		"/a": "<p>a</p>",
+		"/b": "<p>b</p>",
+	})
+	a := storeKind.open(t).(*archive.Store)
+	clock := newClock()
+	c, _ := startCrawler(t, t.TempDir(), testConfig(clock), a)
+	ctx := context.Background()
+	if err := c.Add(ctx, []string{s.url("/")}); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	s.set("/a", "<p>a2</p>")
+	clock.Add(24 * time.Hour)
+	if err := c.NewDay(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c)
+	if st := c.Stats(); st.NotModified != 2 || st.NewVersions != 1 {
+		t.Fatalf("day 2 stats %+v", st)
+	}
+	for _, p := range []string{"/", "/b"} {
+		checks, err := a.CheckKinds(ctx, s.url(p))
+		if err != nil || len(checks) != 1 || !checks[0].NotModified {
+			t.Fatalf("%s: checks %+v, %v", p, checks, err)
+		}
+	}
+	if n := a.Stats().TouchLookups; n != 0 {
+		t.Fatalf("%d checks looked their version up", n)
+	}
 }

@@ -35,6 +35,15 @@ type Toucher interface {
 	Touch(ctx context.Context, url string, t time.Time) error
 }
 
+// StateToucher is a Toucher that also takes the crawl state the crawler
+// read from the same archive before the check (archive.Store does): a
+// state written with a version (archive.CrawlState.Versioned) spares the
+// archive looking the URL's version up again. The crawler uses it when
+// Deps.Touch implements it.
+type StateToucher interface {
+	TouchState(ctx context.Context, url string, t time.Time, st archive.CrawlState) error
+}
+
 // VersionStater derives a crawl state from a URL's newest stored version
 // (archive.Store does; Deps.Versions). The crawler asks it when a URL has no crawl state of its own — a URL of a range this node
 // has just taken over, whose versions it holds as a replica — so that the

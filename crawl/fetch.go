@@ -211,7 +211,12 @@ func (c *Crawler) newRequest(ctx context.Context, raw string, st archive.CrawlSt
 func (c *Crawler) refresh(ctx context.Context, raw string, st archive.CrawlState, now time.Time) outcome {
 	touched := false
 	if t := c.deps.Touch; t != nil {
-		err := t.Touch(ctx, raw, now)
+		var err error
+		if ts, ok := t.(StateToucher); ok {
+			err = ts.TouchState(ctx, raw, now, st)
+		} else {
+			err = t.Touch(ctx, raw, now)
+		}
 		if err != nil && !errors.Is(err, archive.ErrNotFound) {
 			return c.archiveErr(ctx, raw, err)
 		}
