@@ -170,6 +170,7 @@ func TestScale(t *testing.T) {
 	go probe.run(ctx)
 	var rows []scaleRow
 	disk0 := diskUsage(data...)
+	marks := levelMarks{}
 	for d := range days {
 		if err := web.setDay(d); err != nil {
 			t.Fatal(err)
@@ -178,7 +179,7 @@ func TestScale(t *testing.T) {
 		smp.reset()
 		probe.reset()
 		stopProfile := startCPUProfile(t, out, name, d)
-		cpu0, start, repl0, dbs0 := processCPU(), time.Now(), replTraffic(lr), ringDBCounters(lr)
+		cpu0, start, repl0, dbs0 := processCPU(), time.Now(), replTraffic(lr), ringDBCounters(lr, marks)
 		var roll time.Duration
 		if d == 0 {
 			if err := nd.Seed(ctx, web.roots); err != nil {
@@ -229,7 +230,7 @@ func TestScale(t *testing.T) {
 			rounds, inSync = replicateDay(ctx, t, lr)
 		}
 		wall, cpu := time.Since(start), processCPU()-cpu0
-		dbs := dbDay(dbs0, ringDBCounters(lr))
+		dbs := dbDay(dbs0, ringDBCounters(lr, marks))
 		stopProfile()
 		ws, err = web.stats()
 		if err != nil {

@@ -53,23 +53,59 @@ type dbCounters struct {
 	levels                       []int64
 }
 
-// ringDBCounters reads every node's databases' counters, summed per name.
-func ringDBCounters(lr *LocalRing) map[string]dbCounters {
+// levelMarks keeps, per node and database, the highest cumulative
+// compaction counters each level has shown. goleveldb reports them only
+// for the levels its current version has, so a level that empties (the
+// outbox, drained) dropped out of the sums and a day's figures went
+// negative; a level's counters never decrease, so its highest reading
+// stands for it while it is absent.
+type levelMarks map[string][]levelMark
+
+// levelMark is one level's cumulative counters.
+type levelMark struct {
+	read, write int64
+	busy        time.Duration
+}
+
+// add takes a reading of database key and returns its compaction reads,
+// writes and time summed over every level it has shown.
+func (m levelMarks) add(key string, st *leveldb.DBStats) (read, write int64, busy time.Duration) {
+	ls := m[key]
+	for i := range st.LevelRead {
+		if i >= len(ls) {
+			ls = append(ls, levelMark{})
+		}
+		l := &ls[i]
+		l.read = max(l.read, st.LevelRead[i])
+		l.write = max(l.write, st.LevelWrite[i])
+		if i < len(st.LevelDurations) {
+			l.busy = max(l.busy, st.LevelDurations[i])
+		}
+	}
+	m[key] = ls
+	for _, l := range ls {
+		read, write, busy = read+l.read, write+l.write, busy+l.busy
+	}
+	return read, write, busy
+}
+
+// ringDBCounters reads every node's databases' counters, summed per name,
+// the levels' compaction counters through marks.
+func ringDBCounters(lr *LocalRing, marks levelMarks) map[string]dbCounters {
 	out := map[string]dbCounters{}
-	for _, n := range lr.Nodes {
+	for i, n := range lr.Nodes {
 		for name, db := range nodeDBs(n) {
 			var st leveldb.DBStats
 			if err := db.DBStats(&st); err != nil {
 				continue // closed: counted as nothing
 			}
 			c := out[name]
-			c.read += st.LevelRead.Sum()
-			c.write += st.LevelWrite.Sum()
+			read, write, busy := marks.add(fmt.Sprintf("%d/%s", i, name), &st)
+			c.read += read
+			c.write += write
+			c.busy += busy
 			c.ioRead += int64(st.IORead)
 			c.ioWrite += int64(st.IOWrite)
-			for _, d := range st.LevelDurations {
-				c.busy += d
-			}
 			for i, sz := range st.LevelSizes {
 				if i >= len(c.levels) {
 					c.levels = append(c.levels, 0)
@@ -169,7 +205,7 @@ func TestScaleDBs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lr.Close()
-	got := ringDBCounters(lr)
+	got := ringDBCounters(lr, levelMarks{})
 	for _, name := range scaleDBNames {
 		if _, ok := got[name]; !ok {
 			t.Errorf("database %s not found among %v", name, got)
@@ -198,5 +234,25 @@ func TestScaleDBs(t *testing.T) {
 	}
 	if want := "1,index,2.00,4.00,2.00,0.00,8.00,1.0/6.0/10.0\n"; !strings.Contains(string(b), want) {
 		t.Errorf("csv:\n%s\nwant a line %q", b, want)
+	}
+}
+
+// TestScaleLevelMarks: a level that empties keeps its counters in the
+// sums (goleveldb drops it from its stats), and one that fills again
+// counts from where it was, not twice.
+func TestScaleLevelMarks(t *testing.T) {
+	m := levelMarks{}
+	day0 := &leveldb.DBStats{LevelRead: []int64{10, 100}, LevelWrite: []int64{20, 200}, LevelDurations: []time.Duration{time.Second, 2 * time.Second}}
+	drained := &leveldb.DBStats{LevelRead: []int64{15}, LevelWrite: []int64{25}, LevelDurations: []time.Duration{time.Second}}
+	again := &leveldb.DBStats{LevelRead: []int64{15, 130}, LevelWrite: []int64{25, 260}, LevelDurations: []time.Duration{time.Second, 3 * time.Second}}
+	for i, c := range []struct {
+		st          *leveldb.DBStats
+		read, write int64
+		busy        time.Duration
+	}{{day0, 110, 220, 3 * time.Second}, {drained, 115, 225, 3 * time.Second}, {again, 145, 285, 4 * time.Second}} {
+		read, write, busy := m.add("0/outbox", c.st)
+		if read != c.read || write != c.write || busy != c.busy {
+			t.Errorf("reading %d: read %d write %d busy %v, want %d %d %v", i, read, write, busy, c.read, c.write, c.busy)
+		}
 	}
 }
