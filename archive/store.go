@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
@@ -177,8 +178,8 @@ type Store struct {
 	ownMu        sync.Mutex // orders the adoption of a trained dictionary with Close
 
 	keyLocks [256]sync.Mutex // serialize Puts of one key (striped by key[19])
-	// purges counts the purges that removed versions; each adds one
-	// while it still holds every key lock (CrawlState.Versioned).
+	// purges counts the purges since Open, from a random start; each
+	// adds one while it still holds every key lock (CrawlState.Versioned).
 	purges atomic.Uint64
 	// touchLookups counts the checks that looked their URL's version up
 	// (TouchState without a usable Versioned token).
@@ -305,6 +306,9 @@ func newStore(dir string, o Options) (*Store, error) {
 		now:      o.Now,
 	}
 	s.segs.max = o.SegmentSize
+	// The purge count starts anywhere: a crawl state read from another
+	// opening of the store is no token here (CrawlState.Versioned).
+	s.purges.Store(rand.Uint64())
 	s.signerShare, s.signerPending = o.SignerShare, map[string]int64{}
 	if s.rangeShare = o.RangeShare; s.rangeShare <= 0 {
 		s.rangeShare = DefaultRangeShare

@@ -141,3 +141,27 @@ func TestReindexKeepsVersionedStates(t *testing.T) {
 		t.Fatalf("check of a URL without a version after reindex: %v", err)
 	}
 }
+
+// TestTouchStateOtherOpening: a token read before the store was closed
+// proves nothing to the store opened again (a purge may have run in
+// between): the check looks the version up.
+func TestTouchStateOtherOpening(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := Open(dir, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := "http://a.example/page"
+	st := putWithState(t, s, u, t0, "one")
+	s.Close()
+	s, err = Open(dir, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	must(t, s.TouchState(ctx, u, t0.Add(day), st))
+	if n := s.Stats().TouchLookups; n != 1 {
+		t.Fatalf("%d look-ups with an earlier opening's token, want 1", n)
+	}
+}

@@ -125,7 +125,8 @@ type CrawlState struct {
 	// Versioned is set by Store.State and never stored: nonzero when the
 	// state was written with a version of the URL (by Put), a token that
 	// lets TouchState record a check without looking the version up
-	// again unless the store purged versions since the read. Zero for a
+	// again unless the store purged versions since the read (a token of
+	// another store, or of an earlier opening of it, counts as none). Zero for a
 	// state SetState wrote, one derived from a version
 	// (StateFromVersion), or one not read from a store.
 	Versioned uint64 `json:"-"`
