@@ -84,14 +84,8 @@ func TestAccessPurgeRingWide(t *testing.T) {
 	}
 	base := Config{VirtualServers: 2, StabilizeInterval: 100 * time.Millisecond, ReplicationInterval: -1,
 		PurgeAuthorities: []string{authID.String()}}
-	lr, err := StartLocalRing(ctx, dir, 4, base)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lr := startStableRing(ctx, t, dir, 4, base)
 	defer func() { lr.Close() }()
-	if err := lr.WaitStable(ctx); err != nil {
-		t.Fatal(err)
-	}
 	var private, public []string
 	for i := range 12 {
 		for _, kind := range []string{"private", "public"} {

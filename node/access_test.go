@@ -39,14 +39,8 @@ func TestAccessRingWide(t *testing.T) {
 	}
 	base := Config{VirtualServers: 2, StabilizeInterval: 100 * time.Millisecond, ReplicationInterval: -1,
 		PurgeAuthorities: []string{authID.String()}}
-	lr, err := StartLocalRing(ctx, dir, 5, base)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lr := startStableRing(ctx, t, dir, 5, base)
 	defer func() { lr.Close() }()
-	if err := lr.WaitStable(ctx); err != nil {
-		t.Fatal(err)
-	}
 	const private, public = "http://takedown.invalid/private/a", "http://takedown.invalid/public"
 	captured := time.Now().Add(-time.Hour)
 	blocked := func(n *Node) bool { return n.access.Decide(private, captured).Action == access.Block }

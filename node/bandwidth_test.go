@@ -43,14 +43,8 @@ func capRing(ctx context.Context, t *testing.T, cfg Config) *LocalRing {
 	cfg.FlushInterval = 20 * time.Millisecond
 	cfg.ReplicationInterval = -1
 	cfg.Crawl = crawl.Config{HostRate: 1000, AllowPrivate: loopback}
-	lr, err := StartLocalRing(ctx, t.TempDir(), 2, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lr := startStableRing(ctx, t, t.TempDir(), 2, cfg)
 	t.Cleanup(func() { lr.Close() })
-	if err := lr.WaitStable(ctx); err != nil {
-		t.Fatal(err)
-	}
 	return lr
 }
 

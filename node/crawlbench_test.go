@@ -306,14 +306,8 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int, 
 	default:
 		t.Fatalf("-crawlbench.budget %q: want ring or none", *crawlBenchBudget)
 	}
-	lr, err := StartLocalRing(ctx, dir, count, Config{Crawl: cc, FlushInterval: *crawlBenchFlush, GzipLevel: *crawlBenchGzip, DictSamples: *crawlBenchDict, NoSync: *crawlBenchNoSync})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lr := startStableRing(ctx, t, dir, count, Config{Crawl: cc, FlushInterval: *crawlBenchFlush, GzipLevel: *crawlBenchGzip, DictSamples: *crawlBenchDict, NoSync: *crawlBenchNoSync})
 	defer lr.Close()
-	if err := lr.WaitStable(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if !*crawlBenchToday {
 		// No range was taken today: no fetch is claimed from a former
 		// owner.

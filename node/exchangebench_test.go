@@ -61,14 +61,8 @@ func setupExchangeBench(b *testing.B) *exchangeBench {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { single.Close() })
-	lr, err := StartLocalRing(ctx, filepath.Join(dir, "ring"), 4, Config{VirtualServers: 4, StabilizeInterval: 100 * time.Millisecond, NoSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
+	lr := startStableRing(ctx, b, filepath.Join(dir, "ring"), 4, Config{VirtualServers: 4, StabilizeInterval: 100 * time.Millisecond, NoSync: true})
 	b.Cleanup(func() { lr.Close() })
-	if err := lr.WaitStable(ctx); err != nil {
-		b.Fatal(err)
-	}
 	// Recent captures, a minute apart per "day": shown by every node
 	// without witness statements (archive.MaxWitnessDelay), so that the
 	// ring-wide CDX lists every row.

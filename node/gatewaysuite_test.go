@@ -23,14 +23,8 @@ func TestResolverSuite(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	lr, err := StartLocalRing(ctx, t.TempDir(), 3, Config{VirtualServers: 2, Replicas: 1, StabilizeInterval: 100 * time.Millisecond, NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lr := startStableRing(ctx, t, t.TempDir(), 3, Config{VirtualServers: 2, Replicas: 1, StabilizeInterval: 100 * time.Millisecond, NoSync: true})
 	defer lr.Close()
-	if err := lr.WaitStable(ctx); err != nil {
-		t.Fatal(err)
-	}
 	// The suite's URLs are on hosts suite.example and suite-two.example:
 	// ask a node that does not own its main page.
 	asked := lr.Nodes[0]

@@ -36,14 +36,8 @@ func TestProtocolStreamLimit(t *testing.T) {
 	defer cancel()
 	// The streams come from a ring member: a non-member's are reset by
 	// the membership gate anyway.
-	lr, err := StartLocalRing(ctx, t.TempDir(), 2, Config{VirtualServers: 1, StabilizeInterval: 100 * time.Millisecond, ReplicationInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lr := startStableRing(ctx, t, t.TempDir(), 2, Config{VirtualServers: 1, StabilizeInterval: 100 * time.Millisecond, ReplicationInterval: -1})
 	defer lr.Close()
-	if err := lr.WaitStable(ctx); err != nil {
-		t.Fatal(err)
-	}
 	n, h := lr.Nodes[0], lr.Nodes[1].host
 	if err := n.host.Network().ResourceManager().ViewProtocol(replicateProtocol, func(s network.ProtocolScope) error {
 		if got := s.(rcmgr.ResourceScopeLimiter).Limit().GetStreamLimit(network.DirInbound); got != protocolLimits[replicateProtocol].In {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"testing"
 
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/ring"
@@ -58,6 +59,22 @@ func StartLocalRing(ctx context.Context, dir string, count int, base Config, eac
 		}
 	}
 	return lr, nil
+}
+
+// startStableRing is StartLocalRing for a test: it fails tb when the
+// ring does not start or does not become stable (WaitStable), closing
+// what started, and otherwise returns the ring for the caller to close.
+func startStableRing(ctx context.Context, tb testing.TB, dir string, count int, base Config, each ...func(i int, c *Config)) *LocalRing {
+	tb.Helper()
+	lr, err := StartLocalRing(ctx, dir, count, base, each...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := lr.WaitStable(ctx); err != nil {
+		lr.Close()
+		tb.Fatal(err)
+	}
+	return lr
 }
 
 // Close stops every node.

@@ -322,14 +322,8 @@ func TestRobotsProtocolRefusesInternalAndUnowned(t *testing.T) {
 		fmt.Fprint(w, "User-agent: *\nDisallow: /admin/keys\n")
 	}))
 	defer srv.Close()
-	lr, err := StartLocalRing(ctx, t.TempDir(), 2, Config{VirtualServers: 2, StabilizeInterval: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lr := startStableRing(ctx, t, t.TempDir(), 2, Config{VirtualServers: 2, StabilizeInterval: 100 * time.Millisecond})
 	defer lr.Close()
-	if err := lr.WaitStable(ctx); err != nil {
-		t.Fatal(err)
-	}
 	origin := srv.URL
 	key, err := politeness.RobotsKey(origin)
 	if err != nil {

@@ -75,14 +75,8 @@ func TestPurgeAcrossReplicas(t *testing.T) {
 	}
 	base := Config{VirtualServers: 2, StabilizeInterval: 100 * time.Millisecond, ReplicationInterval: -1,
 		PurgeAuthorities: []string{authID.String()}}
-	lr, err := StartLocalRing(ctx, dir, 4, base)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lr := startStableRing(ctx, t, dir, 4, base)
 	defer func() { lr.Close() }()
-	if err := lr.WaitStable(ctx); err != nil {
-		t.Fatal(err)
-	}
 	auth, n1, n2 := lr.Nodes[0], lr.Nodes[1], lr.Nodes[2]
 
 	// X's captures, valid and signed, planted on node 1 and node 3; and

@@ -96,14 +96,8 @@ func crawlRealweb(t *testing.T, count int, seeds []string, want int, polite, new
 	if replicas > 0 {
 		cfg.ReplicationInterval, cfg.Replicas, copies = 0, replicas, min(replicas, count)
 	}
-	lr, err := StartLocalRing(ctx, t.TempDir(), count, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lr := startStableRing(ctx, t, t.TempDir(), count, cfg)
 	defer lr.Close()
-	if err := lr.WaitStable(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if newDay {
 		if err := lr.NewDay(ctx); err != nil {
 			t.Fatal(err)

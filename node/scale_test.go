@@ -148,14 +148,8 @@ func TestScale(t *testing.T) {
 	if nodes > 1 {
 		cfg.ReplicationInterval = -1 // rounds at each day's end: replicateDay
 	}
-	lr, err := StartLocalRing(ctx, filepath.Join(dir, "ring"), nodes, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lr := startStableRing(ctx, t, filepath.Join(dir, "ring"), nodes, cfg)
 	defer lr.Close()
-	if err := lr.WaitStable(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if err := lr.NewDay(ctx); err != nil { // a day the ring did not form on
 		t.Fatal(err)
 	}

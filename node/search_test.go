@@ -36,14 +36,8 @@ func searchRing(ctx context.Context, t *testing.T, n, pages int) (*LocalRing, *s
 func searchRingIn(ctx context.Context, t *testing.T, dir string, n, pages int, base Config) (*LocalRing, *searchtest.Corpus) {
 	t.Helper()
 	base.VirtualServers, base.StabilizeInterval = 2, 100*time.Millisecond
-	lr, err := StartLocalRing(ctx, dir, n, base)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lr := startStableRing(ctx, t, dir, n, base)
 	t.Cleanup(func() { lr.Close() })
-	if err := lr.WaitStable(ctx); err != nil {
-		t.Fatal(err)
-	}
 	c := searchtest.New(1, pages)
 	// Four "days" six hours apart, ending now: within the witness delay,
 	// so that every gateway shows the captures.

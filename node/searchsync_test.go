@@ -19,14 +19,8 @@ func TestSearchSyncRing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const k = 3
-	lr, err := StartLocalRing(ctx, t.TempDir(), 4, Config{VirtualServers: 2, StabilizeInterval: 100 * time.Millisecond, Replicas: k})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lr := startStableRing(ctx, t, t.TempDir(), 4, Config{VirtualServers: 2, StabilizeInterval: 100 * time.Millisecond, Replicas: k})
 	defer lr.Close()
-	if err := lr.WaitStable(ctx); err != nil {
-		t.Fatal(err)
-	}
 	var ps []search.Posting
 	for i := range 600 {
 		u := fmt.Sprintf("http://sync.example/%d", i%50)

@@ -22,14 +22,8 @@ func TestReplayStreamsLocalCaptures(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	lr, err := StartLocalRing(ctx, t.TempDir(), 2, Config{VirtualServers: 1, StabilizeInterval: 100 * time.Millisecond, NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lr := startStableRing(ctx, t, t.TempDir(), 2, Config{VirtualServers: 1, StabilizeInterval: 100 * time.Millisecond, NoSync: true})
 	defer lr.Close()
-	if err := lr.WaitStable(ctx); err != nil {
-		t.Fatal(err)
-	}
 	n := lr.Nodes[0]
 	at := time.Now().UTC().Truncate(time.Second).Add(-time.Minute)
 	page := bytes.Repeat([]byte("<p>a large page of words</p>\n"), 40000)
