@@ -32,7 +32,7 @@ func TestEndToEnd(t *testing.T) {
 	// The budget of the whole test (a bound for a hang, not a wait): 20 s
 	// alone; 85 s at load 10 with -race; 323-378 s at load 14-22 with
 	// -race (day 0 140-180 s, day 1 95-100 s), where 3 min ran out.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := dayContext(t, 10*time.Minute)
 	defer cancel()
 
 	web, lr := startWebAndRing(ctx, t, 3, sampleweb.Config{Hosts: 3, Pages: 600})
@@ -268,26 +268,24 @@ func between(s, start, end string) string {
 	return s[:j]
 }
 
-// dayEndMargin is how close to the end of a crawl day startWebAndRing
-// does not start a ring: longer than its tests take under -race on a
-// loaded machine.
-const dayEndMargin = 5 * time.Minute
-
-// waitPastDayEnd waits for the next crawl day (DefaultDayLength, UTC
-// midnight) when it begins within margin. The ring's crawlers start a new
-// day at that instant and fetch every URL again, so a test that counts
-// one day's fetches or checks must not straddle it: TestRingQueryExport,
-// run at 23:59 UTC, found the new day's 304s as extra revisits.
-func waitPastDayEnd(t testing.TB, margin time.Duration) {
-	t.Helper()
+// dayContext is the context of a test that counts one crawl day's
+// fetches or checks, with budget d. The ring's crawlers start a new day
+// at the day's end (DefaultDayLength: UTC midnight) and fetch every URL
+// again, so the test must not straddle it (TestRingQueryExport, run at
+// 23:59 UTC, found the new day's 304s as extra revisits): when the
+// current day ends within d, dayContext first waits for the next one,
+// outside the budget.
+func dayContext(tb testing.TB, d time.Duration) (context.Context, context.CancelFunc) {
+	tb.Helper()
 	now := time.Now()
 	end := now.Truncate(DefaultDayLength).Add(DefaultDayLength)
-	if left := end.Sub(now); left < margin {
-		t.Logf("the crawl day ends in %v: waiting for the next one", left.Round(time.Millisecond))
+	if left := end.Sub(now); left < d {
+		tb.Logf("the crawl day ends in %v, within the test's %v: waiting for the next one", left.Round(time.Millisecond), d)
 		for time.Now().Before(end) {
 			time.Sleep(time.Until(end))
 		}
 	}
+	return context.WithTimeout(context.Background(), d)
 }
 
 // startWebAndRing serves a sample web described by webCfg and starts a
@@ -300,7 +298,6 @@ var traceTo io.Writer
 
 func startWebAndRing(ctx context.Context, t testing.TB, n int, webCfg sampleweb.Config, tweak ...func(*crawl.Config)) (*sampleweb.Web, *LocalRing) {
 	t.Helper()
-	waitPastDayEnd(t, dayEndMargin)
 	cc := crawl.Config{HostRate: 2000, Concurrency: 16, AllowPrivate: loopback}
 	for _, f := range tweak {
 		f(&cc)

@@ -3,7 +3,6 @@ package node
 import (
 	"archive/zip"
 	"bytes"
-	"context"
 	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
@@ -33,7 +32,7 @@ func TestRingExchange(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the four-node ring")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := dayContext(t, 90*time.Second)
 	defer cancel()
 	web, lr := startWebAndRing(ctx, t, 4, sampleweb.Config{Hosts: 2, Pages: 80})
 	if err := lr.Nodes[0].Seed(ctx, web.Seeds()); err != nil {

@@ -99,7 +99,7 @@ func TestPushReplicatesWithinBound(t *testing.T) {
 	if p, err := strconv.Atoi(os.Getenv(pushWebEnv)); err == nil && p > 0 {
 		pages = p
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := dayContext(t, 5*time.Minute)
 	defer cancel()
 	web, lr := startWebAndRing(ctx, t, 4, sampleweb.Config{Hosts: 3, Pages: pages})
 	for _, n := range lr.Nodes {
@@ -246,7 +246,7 @@ type crashDay struct {
 // with the push or without it, with the re-forward after a take-over or
 // without it, and reports the two days after the crash.
 func crashAfterCrawl(t *testing.T, push, reforward bool) crashRun {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := dayContext(t, 3*time.Minute)
 	defer cancel()
 	web, lr := startWebAndRing(ctx, t, 4, sampleweb.Config{Hosts: 3, Pages: 100})
 	for _, n := range lr.Nodes {

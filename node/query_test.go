@@ -41,7 +41,7 @@ func TestRingQueryExport(t *testing.T) {
 	// The budget of the whole test, its subtests included (a bound for a
 	// hang, not a wait): 25 s alone, 75-235 s under -race at load 20-24,
 	// where 60 s ran out in the crawl or before the busy subtest.
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := dayContext(t, 8*time.Minute)
 	defer cancel()
 
 	web, lr := startWebAndRing(ctx, t, 3, sampleweb.Config{Hosts: 2, Pages: 120})

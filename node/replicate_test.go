@@ -24,7 +24,7 @@ func TestReplicationSurvivesTwoAdjacentFailures(t *testing.T) {
 	if testing.Short() {
 		t.Skip("five-node ring: skipped in -short mode")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := dayContext(t, 3*time.Minute)
 	defer cancel()
 	web, lr := startWebAndRing(ctx, t, 5, sampleweb.Config{Hosts: 3, Pages: 120})
 	for _, n := range lr.Nodes {
@@ -322,7 +322,7 @@ func (lr *LocalRing) replicationTotals() ReplicationStats {
 //
 //	go test ./node -run - -bench InSyncReplicationRound -benchtime 3x
 func BenchmarkInSyncReplicationRound(b *testing.B) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := dayContext(b, 5*time.Minute)
 	defer cancel()
 	web, lr := startWebAndRing(ctx, b, 5, sampleweb.Config{Hosts: 3, Pages: 120})
 	for _, n := range lr.Nodes {

@@ -93,14 +93,14 @@ func (m levelMarks) add(key string, st *leveldb.DBStats) (read, write int64, bus
 // the levels' compaction counters through marks.
 func ringDBCounters(lr *LocalRing, marks levelMarks) map[string]dbCounters {
 	out := map[string]dbCounters{}
-	for i, n := range lr.Nodes {
+	for ni, n := range lr.Nodes {
 		for name, db := range nodeDBs(n) {
 			var st leveldb.DBStats
 			if err := db.DBStats(&st); err != nil {
 				continue // closed: counted as nothing
 			}
 			c := out[name]
-			read, write, busy := marks.add(fmt.Sprintf("%d/%s", i, name), &st)
+			read, write, busy := marks.add(fmt.Sprintf("%d/%s", ni, name), &st)
 			c.read += read
 			c.write += write
 			c.busy += busy

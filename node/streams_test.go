@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"encoding/base32"
 	"encoding/hex"
 	"encoding/json"
@@ -117,7 +116,7 @@ func TestRingStreams(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the four-node ring")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	ctx, cancel := dayContext(t, 150*time.Second)
 	defer cancel()
 	web, lr := startWebAndRing(ctx, t, 4, sampleweb.Config{Hosts: 2, Pages: 40})
 	if err := lr.Nodes[0].Seed(ctx, web.Seeds()); err != nil {

@@ -103,7 +103,7 @@ func TestHistoryNeverStops(t *testing.T) {
 	if testing.Short() {
 		t.Skip("five-node ring crawling for four days: skipped in -short mode")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := dayContext(t, 4*time.Minute)
 	defer cancel()
 	// HEROD_HISTORY_TRACE=1: for URLs requested twice or never after the
 	// crash, the nodes' debug lines and state (traceURLs).

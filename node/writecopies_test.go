@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"os"
 	"strconv"
 	"testing"
@@ -36,7 +35,7 @@ func crawlWithWriteCopies(t *testing.T, w int) writeCopiesRun {
 	if p, err := strconv.Atoi(os.Getenv(pushWebEnv)); err == nil && p > 0 {
 		pages = p
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := dayContext(t, 5*time.Minute)
 	defer cancel()
 	web, lr := startWebAndRing(ctx, t, 4, sampleweb.Config{Hosts: 3, Pages: pages}, func(c *crawl.Config) { c.WriteCopies = w })
 	defer lr.Close()
