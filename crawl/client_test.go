@@ -82,8 +82,10 @@ func plainPage(w http.ResponseWriter, r *http.Request, body string) {
 	io.WriteString(w, body)
 }
 
-// crawlConnSite crawls s from the paths given (default /0) with one
-// connection to the host and returns the archive.
+// crawlConnSite crawls s from each of the paths given (default /0) in
+// turn, the next only when the crawler is idle, with one connection to
+// the host, and returns the archive. The queue does not keep the order
+// of seeds added together, and tests of connection reuse need it.
 func crawlConnSite(t *testing.T, s *connSite, tweak func(*Config), paths ...string) (*memArchive, *Crawler) {
 	t.Helper()
 	cfg := testConfig(newClock())
@@ -94,16 +96,14 @@ func crawlConnSite(t *testing.T, s *connSite, tweak func(*Config), paths ...stri
 	if len(paths) == 0 {
 		paths = []string{"/0"}
 	}
-	var seeds []string
-	for _, p := range paths {
-		seeds = append(seeds, s.srv.URL+p)
-	}
 	a := newMemArchive()
 	c, _ := startCrawler(t, t.TempDir(), cfg, a)
-	if err := c.Add(context.Background(), seeds); err != nil {
-		t.Fatal(err)
+	for _, p := range paths {
+		if err := c.Add(context.Background(), []string{s.srv.URL + p}); err != nil {
+			t.Fatal(err)
+		}
+		waitIdle(t, c)
 	}
-	waitIdle(t, c)
 	return a, c
 }
 
