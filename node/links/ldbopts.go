@@ -15,10 +15,15 @@ import (
 //   - no seek compactions (DisableSeeksCompaction): goleveldb otherwise
 //     rewrites a table that reads consulted before another size/16 KiB
 //     times, which a growing index's random reads do all day;
-//   - an 8 MiB write buffer and 8 MiB tables make fewer level-0 flushes,
-//     and a 64 MiB compaction base (CompactionTotalSize: goleveldb
-//     multiplies it by 10 a level, so level 1 holds 640 MiB) one level
-//     fewer for compaction to rewrite the records through;
+//   - a 32 MiB write buffer: the sweep's records land all over level 1,
+//     so every level-0 compaction rewrites the whole of level 1, and
+//     four flushes of 32 MiB (not 8) between compactions write a quarter
+//     of the bytes (BenchmarkIndexPut at 1 M sources: 707 MB of
+//     compaction output, not 3,202; the process's RSS budget, 448 MiB
+//     of Go memory in docs/scale.md, holds the larger buffer);
+//   - 8 MiB tables and a 64 MiB compaction base (CompactionTotalSize:
+//     goleveldb multiplies it by 10 a level, so level 1 holds 640 MiB):
+//     one level fewer for compaction to rewrite the records through;
 //   - a 16 MiB block cache keeps the filters and the upper levels in
 //     memory.
 //
@@ -28,7 +33,7 @@ func indexOptions() *opt.Options {
 	return &opt.Options{
 		Filter:                 filter.NewBloomFilter(10),
 		BlockCacheCapacity:     16 * opt.MiB,
-		WriteBuffer:            8 * opt.MiB,
+		WriteBuffer:            32 * opt.MiB,
 		CompactionTableSize:    8 * opt.MiB,
 		CompactionTotalSize:    64 * opt.MiB,
 		DisableSeeksCompaction: true,
