@@ -23,11 +23,14 @@ import (
 // 8% of the sources changed (two of their links closed, two new ones
 // opened). Metrics: CPU and wall microseconds a record and bytes written
 // (the process's wchar: log, tables and compactions) a record, of each
-// day. The 20 K ÷ 200 K ratios of a run show how flat the cost is.
+// day. The 20 K ÷ 200 K ratios of a run show how flat the cost is; 1 M
+// sources (10 M records, 8-10 minutes) shows the write buffer's effect
+// on compaction (node/links/ldbopts.go).
 //
-//	go test ./node/links -run '^$' -bench BenchmarkIndexPut -benchtime 1x
+//	go test ./node/links -run '^$' -bench 'BenchmarkIndexPut/sources=(20000|200000)$' -benchtime 1x
+//	go test ./node/links -run '^$' -bench 'BenchmarkIndexPut/sources=1000000' -benchtime 1x
 func BenchmarkIndexPut(b *testing.B) {
-	for _, n := range []int{20_000, 200_000} {
+	for _, n := range []int{20_000, 200_000, 1_000_000} {
 		b.Run(fmt.Sprintf("sources=%d", n), func(b *testing.B) {
 			for b.Loop() {
 				benchIndexPut(b, n)
