@@ -9,6 +9,9 @@
 # Usage: scripts/scale/run.sh [urls:days ...]   (default: 10000:30 100000:30)
 # Environment: OUT (default ./scale-out), SEED (the web's seed, default 1),
 # NODES (a ring of that many nodes with replication, default 1),
+# BASE_RUNS=N (run the first size N times, half of them before the other sizes
+# and the rest after: the tables divide by the medians of its CPU figures, which
+# move by 10-20% between runs of a 10 K web; files scale-<run>-<i>.*),
 # HEAP=1 (a heap profile at each day's end), CPUPROF=N (a CPU profile of day N),
 # GOMEMLIMIT (the node process's Go memory limit, default 448MiB for one
 # node, the budget under which docs/scale.md states RSS, and off for a
@@ -27,8 +30,21 @@ go test -c -o "$BIN/node.test" ./node
 
 runs=("$@")
 [ ${#runs[@]} -eq 0 ] && runs=(10000:30 100000:30)
+base=${BASE_RUNS:-1}
+if ! [[ "$base" =~ ^[1-9][0-9]*$ ]]; then
+	echo "run.sh: BASE_RUNS=$base: want a whole number, 1 or more" >&2
+	exit 2
+fi
+# The baseline's repeats: half before the other sizes, the rest after.
+before=$(((base + 1) / 2))
+order=()
+for ((i = 1; i <= before; i++)); do order+=("${runs[0]}#$i"); done
+order+=("${runs[@]:1}")
+for ((i = before + 1; i <= base; i++)); do order+=("${runs[0]}#$i"); done
+basejsons=()
 jsons=()
-for r in "${runs[@]}"; do
+for spec in "${order[@]}"; do
+	r=${spec%#*}
 	echo "# run $r (nodes ${NODES:-1}, $(date -u +%FT%TZ), load $(cut -d' ' -f1 /proc/loadavg), GOMEMLIMIT $memlimit)" | tee -a "$OUT/log"
 	(cd node && GOMEMLIMIT="$memlimit" HEROD_SCALE="$r" HEROD_SCALE_OUT="$OUT" HEROD_SCALE_WEBGEN="$BIN/webgen" \
 		HEROD_SCALE_SEED="${SEED:-1}" HEROD_SCALE_NODES="${NODES:-1}" HEROD_SCALE_HEAPPROFILE="${HEAP:-}" HEROD_SCALE_CPUPROFILE="${CPUPROF:-}" \
@@ -37,7 +53,17 @@ for r in "${runs[@]}"; do
 	echo "# end $r ($(date -u +%FT%TZ), load $(cut -d' ' -f1 /proc/loadavg))" | tee -a "$OUT/log"
 	name=${r/:/x}
 	[ "${NODES:-1}" -gt 1 ] && name+="x${NODES}n"
-	jsons+=("$OUT/scale-$name.json")
+	if [ "$spec" != "$r" ] && [ "$base" -gt 1 ]; then
+		i=${spec##*#}
+		for suf in .json .csv -dbs.csv; do
+			if [ -e "$OUT/scale-$name$suf" ]; then mv "$OUT/scale-$name$suf" "$OUT/scale-$name-$i$suf"; fi
+		done
+		basejsons+=("$OUT/scale-$name-$i.json")
+	elif [ "$spec" != "$r" ]; then
+		basejsons+=("$OUT/scale-$name.json")
+	else
+		jsons+=("$OUT/scale-$name.json")
+	fi
 done
-(cd scripts/scale/plot && go run . -o "$OUT/scale.svg" "${jsons[@]}") | tee "$OUT/tables.md"
+(cd scripts/scale/plot && go run . -o "$OUT/scale.svg" -base "$base" "${basejsons[@]}" "${jsons[@]}") | tee "$OUT/tables.md"
 echo "figure: $OUT/scale.svg; tables: $OUT/tables.md"

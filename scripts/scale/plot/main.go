@@ -63,9 +63,13 @@ var colors = []color.Color{
 
 func main() {
 	out := flag.String("o", "scale.svg", "file to write: SVG, or PNG when it ends in .png")
+	base := flag.Int("base", 1, "the first N files are runs of one size and day count, repeated: the ratios divide by their medians, the figure draws the first")
 	flag.Parse()
 	if flag.NArg() == 0 {
 		log.Fatal("plot: name one or more scale-<urls>x<days>.json files")
+	}
+	if *base < 1 || *base > flag.NArg() {
+		log.Fatalf("plot: -base %d: want 1 to the %d files named", *base, flag.NArg())
 	}
 	var runs [][]row
 	var full [][]fullRow
@@ -87,10 +91,13 @@ func main() {
 		}
 		runs, full = append(runs, rs), append(full, fs)
 	}
-	if err := draw4(*out, runs); err != nil {
+	if err := checkRepeats(full[:*base]); err != nil {
 		log.Fatalf("plot: %v", err)
 	}
-	writeTables(os.Stdout, full)
+	if err := draw4(*out, append(runs[:1:1], runs[*base:]...)); err != nil {
+		log.Fatalf("plot: %v", err)
+	}
+	writeTables(os.Stdout, full, *base)
 }
 
 // draw4 writes the four panels, two by two, to out.

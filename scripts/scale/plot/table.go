@@ -77,27 +77,72 @@ func maxOf(rs []fullRow, from int, f func(fullRow) float64) float64 {
 	return m
 }
 
+// checkRepeats reports an error unless the runs are of one size, node
+// count and day count: the repeats of the baseline.
+func checkRepeats(runs [][]fullRow) error {
+	for _, rs := range runs[1:] {
+		a, b := runs[0], rs
+		if a[0].URLs != b[0].URLs || a[0].Nodes != b[0].Nodes || len(a) != len(b) {
+			return fmt.Errorf("the baseline's runs differ: %s × %d days and %s × %d days", a[0].label(), len(a), b[0].label(), len(b))
+		}
+	}
+	return nil
+}
+
+// middle returns the median of vs (the lower middle of an even count).
+func middle(vs []float64) float64 {
+	vs = slices.Clone(vs)
+	slices.Sort(vs)
+	return vs[(len(vs)-1)/2]
+}
+
+// baseCPU is the baseline's CPU per 1,000 pages on day 0 and on later
+// days (each run's median of its later days), the medians over its
+// repeated runs.
+func baseCPU(runs [][]fullRow) (day0, later float64) {
+	var d0, l []float64
+	for _, rs := range runs {
+		d0 = append(d0, rs[0].CPUPer1000)
+		l = append(l, median(rs, func(r fullRow) float64 { return r.CPUPer1000 }))
+	}
+	return middle(d0), middle(l)
+}
+
 // writeTables prints, as Markdown, the summary of every run (ratios to
-// the first) and a table of days per run.
-func writeTables(w io.Writer, runs [][]fullRow) {
-	fmt.Fprintln(w, "| run | days | pages/s day 0 | pages/s later | CPU s/1,000 day 0 | CPU s/1,000 later | ÷ first run | RSS max MiB | heap max MiB | disk/page day 0 KiB | disk/page-day later B | rollover max s | switch max ms | stall in rollover max ms | intake stall max ms |")
+// the baseline: the first base runs, repeats of one size whose medians
+// it divides by) and a table of days per run.
+func writeTables(w io.Writer, runs [][]fullRow, base int) {
+	base0, baseLater := baseCPU(runs[:base])
+	if base > 1 {
+		var d0, l []string
+		for _, rs := range runs[:base] {
+			d0 = append(d0, fmt.Sprintf("%.2f", rs[0].CPUPer1000))
+			l = append(l, fmt.Sprintf("%.2f", median(rs, func(r fullRow) float64 { return r.CPUPer1000 })))
+		}
+		fmt.Fprintf(w, "Baseline: %s, %d runs; CPU s/1,000 day 0 %s (median %.2f), later %s (median %.2f).\n\n",
+			runs[0][0].label(), base, strings.Join(d0, ", "), base0, strings.Join(l, ", "), baseLater)
+	}
+	fmt.Fprintln(w, "| run | days | pages/s day 0 | pages/s later | CPU s/1,000 day 0 | CPU s/1,000 later | ÷ baseline day 0 / later | RSS max MiB | heap max MiB | disk/page day 0 KiB | disk/page-day later B | rollover max s | switch max ms | stall in rollover max ms | intake stall max ms |")
 	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-	base := 0.0
 	for i, rs := range runs {
 		r0 := rs[0]
 		later := median(rs, func(r fullRow) float64 { return r.CPUPer1000 })
-		if i == 0 {
-			base = later
+		label := r0.label()
+		if base > 1 && i < base {
+			label += fmt.Sprintf(" (baseline %d)", i+1)
 		}
-		fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.2f | %.2f | %.2f | %.0f | %.0f | %.1f | %.0f | %.2f | %.0f | %s | %.0f |\n",
-			r0.label(), len(rs), r0.PagesPerS, median(rs, func(r fullRow) float64 { return r.PagesPerS }),
-			r0.CPUPer1000, later, later/base,
+		fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.2f | %.2f | %.2f / %.2f | %.0f | %.0f | %.1f | %.0f | %.2f | %.0f | %s | %.0f |\n",
+			label, len(rs), r0.PagesPerS, median(rs, func(r fullRow) float64 { return r.PagesPerS }),
+			r0.CPUPer1000, later, r0.CPUPer1000/base0, later/baseLater,
 			maxOf(rs, 0, func(r fullRow) float64 { return r.RSSPeakMB }), maxOf(rs, 0, func(r fullRow) float64 { return r.HeapPeakMB }),
 			r0.DiskAddedMB*1024/float64(max(r0.Fetched, 1)), median(rs, perPageDay),
 			maxOf(rs, 1, func(r fullRow) float64 { return r.RolloverS }), maxOf(rs, 1, func(r fullRow) float64 { return r.SwitchMS }),
 			rollStall(rs, -1), maxOf(rs, 1, func(r fullRow) float64 { return r.IntakeStallMS }))
 	}
-	for _, rs := range runs {
+	for i, rs := range runs {
+		if i > 0 && i < base {
+			continue // the baseline's repeats: the summary has their figures
+		}
 		fmt.Fprintf(w, "\n%s:\n\n", rs[0].label())
 		fmt.Fprintln(w, "| day | live | fetched | new versions | s | CPU s/1,000 | RSS MiB | heap MiB | gor. | files | disk MiB | rollover s | switch ms | stall in rollover ms | stall ms | loop ms | queued | known | held | replay p50/p99 ms | CDX ms (rows) |")
 		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
