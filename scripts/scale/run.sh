@@ -11,7 +11,8 @@
 # NODES (a ring of that many nodes with replication, default 1),
 # BASE_RUNS=N (run the first size N times, half of them before the other sizes
 # and the rest after: the tables divide by the medians of its CPU figures, which
-# move by 10-20% between runs of a 10 K web; files scale-<run>-<i>.*),
+# move by 10-20% between runs of a 10 K web; files scale-<run>-<i>.*, profiles
+# those of the last repeat),
 # HEAP=1 (a heap profile at each day's end), CPUPROF=N (a CPU profile of day N),
 # GOMEMLIMIT (the node process's Go memory limit, default 448MiB for one
 # node, the budget under which docs/scale.md states RSS, and off for a
@@ -23,6 +24,11 @@ OUT=${OUT:-$(pwd)/scale-out}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 if [ "${NODES:-1}" -gt 1 ]; then memlimit=${GOMEMLIMIT:-off}; else memlimit=${GOMEMLIMIT:-448MiB}; fi
+base=${BASE_RUNS:-1}
+if ! [[ "$base" =~ ^[1-9][0-9]*$ ]]; then
+	echo "run.sh: BASE_RUNS=$base: want a whole number, 1 or more" >&2
+	exit 2
+fi
 BIN=$(mktemp -d -t herod-scale.XXXXXX)
 trap 'rm -rf "$BIN"' EXIT
 go build -o "$BIN/webgen" ./scripts/scale/webgen
@@ -30,11 +36,6 @@ go test -c -o "$BIN/node.test" ./node
 
 runs=("$@")
 [ ${#runs[@]} -eq 0 ] && runs=(10000:30 100000:30)
-base=${BASE_RUNS:-1}
-if ! [[ "$base" =~ ^[1-9][0-9]*$ ]]; then
-	echo "run.sh: BASE_RUNS=$base: want a whole number, 1 or more" >&2
-	exit 2
-fi
 # The baseline's repeats: half before the other sizes, the rest after.
 before=$(((base + 1) / 2))
 order=()
@@ -53,17 +54,17 @@ for spec in "${order[@]}"; do
 	echo "# end $r ($(date -u +%FT%TZ), load $(cut -d' ' -f1 /proc/loadavg))" | tee -a "$OUT/log"
 	name=${r/:/x}
 	[ "${NODES:-1}" -gt 1 ] && name+="x${NODES}n"
-	if [ "$spec" != "$r" ] && [ "$base" -gt 1 ]; then
-		i=${spec##*#}
-		for suf in .json .csv -dbs.csv; do
-			if [ -e "$OUT/scale-$name$suf" ]; then mv "$OUT/scale-$name$suf" "$OUT/scale-$name-$i$suf"; fi
-		done
-		basejsons+=("$OUT/scale-$name-$i.json")
-	elif [ "$spec" != "$r" ]; then
-		basejsons+=("$OUT/scale-$name.json")
-	else
+	if [ "$spec" = "$r" ]; then
 		jsons+=("$OUT/scale-$name.json")
+		continue
 	fi
+	if [ "$base" -gt 1 ]; then # a repeat of the baseline: files of its own
+		for suf in .json .csv -dbs.csv; do
+			if [ -e "$OUT/scale-$name$suf" ]; then mv "$OUT/scale-$name$suf" "$OUT/scale-$name-${spec##*#}$suf"; fi
+		done
+		name+="-${spec##*#}"
+	fi
+	basejsons+=("$OUT/scale-$name.json")
 done
 (cd scripts/scale/plot && go run . -o "$OUT/scale.svg" -base "$base" "${basejsons[@]}" "${jsons[@]}") | tee "$OUT/tables.md"
 echo "figure: $OUT/scale.svg; tables: $OUT/tables.md"

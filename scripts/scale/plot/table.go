@@ -62,8 +62,14 @@ func median(rs []fullRow, f func(fullRow) float64) float64 {
 	if len(v) == 0 {
 		return f(rs[0])
 	}
-	slices.Sort(v)
-	return v[len(v)/2]
+	return middle(v)
+}
+
+// middle returns the median of vs (the upper middle of an even count).
+func middle(vs []float64) float64 {
+	vs = slices.Clone(vs)
+	slices.Sort(vs)
+	return vs[len(vs)/2]
 }
 
 // maxOf returns the largest value of f over the days (from day from).
@@ -89,38 +95,34 @@ func checkRepeats(runs [][]fullRow) error {
 	return nil
 }
 
-// middle returns the median of vs (the lower middle of an even count).
-func middle(vs []float64) float64 {
-	vs = slices.Clone(vs)
-	slices.Sort(vs)
-	return vs[(len(vs)-1)/2]
+// cpuFigures returns each run's CPU per 1,000 pages on day 0 and on
+// later days (the median of its later days).
+func cpuFigures(runs [][]fullRow) (day0, later []float64) {
+	for _, rs := range runs {
+		day0 = append(day0, rs[0].CPUPer1000)
+		later = append(later, median(rs, func(r fullRow) float64 { return r.CPUPer1000 }))
+	}
+	return day0, later
 }
 
-// baseCPU is the baseline's CPU per 1,000 pages on day 0 and on later
-// days (each run's median of its later days), the medians over its
-// repeated runs.
-func baseCPU(runs [][]fullRow) (day0, later float64) {
-	var d0, l []float64
-	for _, rs := range runs {
-		d0 = append(d0, rs[0].CPUPer1000)
-		l = append(l, median(rs, func(r fullRow) float64 { return r.CPUPer1000 }))
+// join2 formats vs with two decimals, comma-separated.
+func join2(vs []float64) string {
+	ss := make([]string, len(vs))
+	for i, v := range vs {
+		ss[i] = fmt.Sprintf("%.2f", v)
 	}
-	return middle(d0), middle(l)
+	return strings.Join(ss, ", ")
 }
 
 // writeTables prints, as Markdown, the summary of every run (ratios to
 // the baseline: the first base runs, repeats of one size whose medians
 // it divides by) and a table of days per run.
 func writeTables(w io.Writer, runs [][]fullRow, base int) {
-	base0, baseLater := baseCPU(runs[:base])
+	d0s, laters := cpuFigures(runs[:base])
+	base0, baseLater := middle(d0s), middle(laters)
 	if base > 1 {
-		var d0, l []string
-		for _, rs := range runs[:base] {
-			d0 = append(d0, fmt.Sprintf("%.2f", rs[0].CPUPer1000))
-			l = append(l, fmt.Sprintf("%.2f", median(rs, func(r fullRow) float64 { return r.CPUPer1000 })))
-		}
 		fmt.Fprintf(w, "Baseline: %s, %d runs; CPU s/1,000 day 0 %s (median %.2f), later %s (median %.2f).\n\n",
-			runs[0][0].label(), base, strings.Join(d0, ", "), base0, strings.Join(l, ", "), baseLater)
+			runs[0][0].label(), base, join2(d0s), base0, join2(laters), baseLater)
 	}
 	fmt.Fprintln(w, "| run | days | pages/s day 0 | pages/s later | CPU s/1,000 day 0 | CPU s/1,000 later | ÷ baseline day 0 / later | RSS max MiB | heap max MiB | disk/page day 0 KiB | disk/page-day later B | rollover max s | switch max ms | stall in rollover max ms | intake stall max ms |")
 	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
