@@ -13,14 +13,17 @@ import (
 	"time"
 
 	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/comparer"
+	"github.com/syndtr/goleveldb/leveldb/memdb"
 	"github.com/syndtr/goleveldb/leveldb/opt"
+	"github.com/syndtr/goleveldb/leveldb/storage"
 	"github.com/syndtr/goleveldb/leveldb/table"
 	"github.com/syndtr/goleveldb/leveldb/util"
 
 	"github.com/herod-archive/herod/internal/id"
 )
 
-// TestTableWriterBufferIsBlockSized guards the one change herod's
+// TestTableWriterBufferIsBlockSized guards one of the changes herod's
 // goleveldb carries (internal/goleveldb/HEROD.md): a table writer takes
 // a block-sized buffer from the database's buffer pool and gives back
 // no more, so that a reader's index or filter block (over 16 KiB, the
@@ -52,6 +55,85 @@ func TestTableWriterBufferIsBlockSized(t *testing.T) {
 		if b := pool.Get(20 << 10); cap(b) > 1<<20 {
 			t.Fatalf("a 20 KiB block read would get a buffer of %d bytes: the writer put a table-sized buffer into the pool", cap(b))
 		}
+	}
+}
+
+// TestMemtableGrowsAsItFills guards the other change of herod's goleveldb
+// (internal/goleveldb/HEROD.md): a memtable allocates its key/value
+// buffer as entries arrive, not its whole capacity (the database's
+// WriteBuffer) when it is made; it keeps every entry across the buffer's
+// growth; and a database still freezes and flushes a memtable when its
+// entries reach WriteBuffer, not when the buffer allocated so far is full.
+func TestMemtableGrowsAsItFills(t *testing.T) {
+	const capacity = 32 << 20
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	m := memdb.New(comparer.DefaultComparer, capacity)
+	if err := m.Put([]byte("k"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 8<<20 {
+		t.Fatalf("a memtable of capacity %d MiB with one entry allocated %d bytes", capacity>>20, got)
+	}
+	if m.Capacity() != capacity || m.Free() != capacity-2 {
+		t.Fatalf("capacity %d, free %d; want %d and %d", m.Capacity(), m.Free(), capacity, capacity-2)
+	}
+
+	// Entries written across many doublings, some of them twice, read
+	// back whole, and their slices taken early unchanged.
+	r := rand.New(rand.NewPCG(3, 4))
+	want := map[string]string{"k": "v"}
+	early, _ := m.Get([]byte("k"))
+	for i := range 40_000 {
+		k := fmt.Sprintf("key-%08d", r.IntN(30_000))
+		v := fmt.Sprintf("value %d %s", i, bytes.Repeat([]byte{'x'}, r.IntN(200)))
+		if err := m.Put([]byte(k), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+		want[k] = v
+	}
+	if string(early) != "v" {
+		t.Fatalf("a value read before the buffer grew reads %q", early)
+	}
+	if m.Len() != len(want) {
+		t.Fatalf("%d entries, want %d", m.Len(), len(want))
+	}
+	it := m.NewIterator(nil)
+	n := 0
+	prev := ""
+	for it.Next() {
+		k := string(it.Key())
+		if k <= prev || want[k] != string(it.Value()) {
+			t.Fatalf("entry %d: %q = %.40q after %q, want %.40q in key order", n, k, it.Value(), prev, want[k])
+		}
+		prev = k
+		n++
+	}
+	it.Release()
+	if n != len(want) {
+		t.Fatalf("iterated %d entries, want %d", n, len(want))
+	}
+
+	// A database with a 256 KiB write buffer, given 2 MiB, flushes about
+	// eight memtables (one every 64 KiB would be 32).
+	db, err := leveldb.Open(storage.NewMemStorage(), &opt.Options{WriteBuffer: 256 << 10, DisableSeeksCompaction: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	val := bytes.Repeat([]byte("v"), 1000)
+	for i := range 2048 {
+		if err := db.Put(binary.BigEndian.AppendUint64([]byte("k"), uint64(i)), val, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var st leveldb.DBStats
+	if err := db.Stats(&st); err != nil {
+		t.Fatal(err)
+	}
+	if st.MemComp < 5 || st.MemComp > 10 {
+		t.Fatalf("%d memtables flushed for 2 MiB of writes, want about 8 (a 256 KiB write buffer)", st.MemComp)
 	}
 }
 

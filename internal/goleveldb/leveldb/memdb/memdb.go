@@ -185,6 +185,9 @@ type DB struct {
 
 	mu     sync.RWMutex
 	kvData []byte
+	// herod: limit is the capacity New was given, which Capacity and
+	// Free report; kvData grows towards it as entries arrive (grow).
+	limit int
 	// Node data:
 	// [0]         : KV offset
 	// [1]         : Key length
@@ -280,6 +283,7 @@ func (p *DB) Put(key []byte, value []byte) error {
 
 	if node, exact := p.findGE(key, true); exact {
 		kvOffset := len(p.kvData)
+		p.grow(len(key) + len(value))
 		p.kvData = append(p.kvData, key...)
 		p.kvData = append(p.kvData, value...)
 		p.nodeData[node] = kvOffset
@@ -298,6 +302,7 @@ func (p *DB) Put(key []byte, value []byte) error {
 	}
 
 	kvOffset := len(p.kvData)
+	p.grow(len(key) + len(value))
 	p.kvData = append(p.kvData, key...)
 	p.kvData = append(p.kvData, value...)
 	// Node
@@ -412,7 +417,7 @@ func (p *DB) NewIterator(slice *util.Range) iterator.Iterator {
 func (p *DB) Capacity() int {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	return cap(p.kvData)
+	return p.limit
 }
 
 // Size returns sum of keys and values length. Note that deleted
@@ -428,7 +433,40 @@ func (p *DB) Size() int {
 func (p *DB) Free() int {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	return cap(p.kvData) - len(p.kvData)
+	if f := p.limit - len(p.kvData); f > 0 {
+		return f
+	}
+	return 0 // an entry larger than the capacity went into an empty DB
+}
+
+// herod: memGrowMin is the first allocation of a DB's key/value buffer.
+const memGrowMin = 64 << 10
+
+// grow makes room for n more bytes of keys and values. herod: upstream
+// allocates the whole capacity in New, which a write buffer of tens of
+// MiB makes live heap (and twice that in the garbage collector's goal)
+// in every database, however few its writes. The buffer doubles instead,
+// from memGrowMin up to the capacity (past it only for an entry that
+// needs more, as append would); slices handed out earlier keep the old
+// buffer, whose bytes are never changed.
+func (p *DB) grow(n int) {
+	need := len(p.kvData) + n
+	if need <= cap(p.kvData) {
+		return
+	}
+	c := 2 * cap(p.kvData)
+	if c < memGrowMin {
+		c = memGrowMin
+	}
+	if c > p.limit {
+		c = p.limit
+	}
+	if c < need {
+		c = need
+	}
+	b := make([]byte, len(p.kvData), c)
+	copy(b, p.kvData)
+	p.kvData = b
 }
 
 // Len returns the number of entries in the DB.
@@ -459,8 +497,9 @@ func (p *DB) Reset() {
 }
 
 // New creates a new initialized in-memory key/value DB. The capacity
-// is the initial key/value buffer capacity. The capacity is advisory,
-// not enforced.
+// is the key/value buffer capacity that Capacity and Free report; the
+// buffer is allocated as entries arrive (herod: upstream allocates it
+// here). The capacity is advisory, not enforced.
 //
 // This DB is append-only, deleting an entry would remove entry node but not
 // reclaim KV buffer.
@@ -471,7 +510,7 @@ func New(cmp comparer.BasicComparer, capacity int) *DB {
 		cmp:       cmp,
 		rnd:       rand.New(rand.NewSource(0xdeadbeef)),
 		maxHeight: 1,
-		kvData:    make([]byte, 0, capacity),
+		limit:     capacity,
 		nodeData:  make([]int, 4+tMaxHeight),
 	}
 	p.nodeData[nHeight] = tMaxHeight
