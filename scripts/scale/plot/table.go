@@ -65,11 +65,16 @@ func median(rs []fullRow, f func(fullRow) float64) float64 {
 	return middle(v)
 }
 
-// middle returns the median of vs (the upper middle of an even count).
+// middle returns the median of vs: the mean of the two middle values of
+// an even count (a 3-day run's later days are two).
 func middle(vs []float64) float64 {
 	vs = slices.Clone(vs)
 	slices.Sort(vs)
-	return vs[len(vs)/2]
+	n := len(vs)
+	if n%2 == 0 {
+		return (vs[n/2-1] + vs[n/2]) / 2
+	}
+	return vs[n/2]
 }
 
 // maxOf returns the largest value of f over the days (from day from).
