@@ -54,6 +54,11 @@ func (t Transport) Claim(ctx context.Context, f ring.Node, q claim.Request) (cla
 	defer cancel()
 	s, err := t.Open(ctx, f.Contact, ClaimProtocol)
 	if err != nil {
+		if errors.Is(err, network.ErrReset) {
+			// The gate reset the stream before the protocol's
+			// negotiation was read back: the same refusal.
+			return claim.Reply{}, claimErr(q, err)
+		}
 		return claim.Reply{}, err
 	}
 	defer s.Close()
@@ -76,8 +81,10 @@ func (t Transport) Claim(ctx context.Context, f ring.Node, q claim.Request) (cla
 // claimErr wraps the failure of claim q on an open stream. A reset is a
 // refusal (claim.ErrRefused): the former owner is there and reset the
 // stream before it answered, as its trust gate does while it cannot place
-// the claimer in the ring yet, or its handler ran out of time. (One that
-// is gone fails the next Open instead.)
+// the claimer in the ring yet, or its handler ran out of time. The reset
+// may even reach Open, when the opener still waits for the protocol's
+// negotiation to be confirmed. (One that is gone fails Open with no
+// reset instead.)
 func claimErr(q claim.Request, err error) error {
 	if errors.Is(err, network.ErrReset) {
 		return fmt.Errorf("claim %s: %w: %w", q.URL, claim.ErrRefused, err)
