@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -21,19 +20,12 @@ const DefaultPerTarget = 1000
 
 // Key prefixes of the index's database.
 const (
-	pLink  = 'l' // l target 0 source 0 from(8) → stored
+	pLink  = 'l' // l target 0 source 0 from(8) → stored (stored.go)
 	pCount = 'n' // n target → uint32 records kept (written by older indexes; no longer read: put.go)
 	pMore  = 'x' // x target → uint32 records refused over the cap
 	pState = 'o' // o source → the Indexer's sourceState (indexer.go)
 	pRead  = 'r' // r key(20) → the last version read of the source of that archive key (marks.go)
 )
-
-// stored is the value of a link key.
-type stored struct {
-	Anchor string    `json:"a,omitempty"`
-	Until  time.Time `json:"until,omitzero"`
-	Seen   time.Time `json:"seen"`
-}
 
 // Config configures an Index.
 type Config struct {
@@ -130,9 +122,9 @@ func (x *Index) Links(ctx context.Context, target string, at time.Time, limit in
 		if i < 0 || len(k) != i+9 {
 			return Result{}, fmt.Errorf("links: bad key %q", it.Key())
 		}
-		var s stored
-		if err := json.Unmarshal(it.Value(), &s); err != nil {
-			return Result{}, fmt.Errorf("links: bad record: %w", err)
+		s, err := decodeStored(it.Value())
+		if err != nil {
+			return Result{}, fmt.Errorf("links: %w", err)
 		}
 		r := Record{Target: target, Source: string(k[:i]), Anchor: s.Anchor, Until: s.Until, Seen: s.Seen,
 			From: time.Unix(0, int64(binary.BigEndian.Uint64(k[i+1:]))).UTC()}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -138,8 +137,7 @@ func (x *Index) putTarget(b *leveldb.Batch, it iterator.Iterator, prefix []byte,
 			fresh = append(fresh, ps[j])
 		}
 		if j < len(ps) && bytes.Equal(ps[j].key, k) {
-			var s stored
-			if json.Unmarshal(it.Value(), &s) != nil || !ps[j].r.Seen.Before(s.Seen) {
+			if s, err := decodeStored(it.Value()); err != nil || !ps[j].r.Seen.Before(s.Seen) {
 				putStored(b, ps[j])
 			}
 			j++
@@ -166,6 +164,5 @@ func (x *Index) putTarget(b *leveldb.Batch, it iterator.Iterator, prefix []byte,
 }
 
 func putStored(b *leveldb.Batch, p putRec) {
-	v, _ := json.Marshal(stored{Anchor: p.r.Anchor, Until: p.r.Until, Seen: p.r.Seen})
-	b.Put(p.key, v)
+	b.Put(p.key, stored{Anchor: p.r.Anchor, Until: p.r.Until, Seen: p.r.Seen}.encode())
 }
