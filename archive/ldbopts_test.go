@@ -341,6 +341,10 @@ func BenchmarkIndexPointReads(b *testing.B) {
 		// data blocks are read each time.
 		{"pinned", func(o *opt.Options) { o.DisableBlockCache = true }, true},
 		{"pinned-nopool", func(o *opt.Options) { o.DisableBlockCache, o.DisableBufferPool = true, true }, true},
+		// Blocks stored without snappy: a miss of the block cache is a
+		// read the kernel's page cache answers, with nothing to decode
+		// (docs/scale-growth.md).
+		{"nocomp", func(o *opt.Options) { o.Compression = opt.NoCompression }, true},
 	}
 	for _, urls := range []int{10_000, 1_000_000} {
 		for _, v := range variants {
