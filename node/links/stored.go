@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -54,7 +55,7 @@ func decodeStored(v []byte) (stored, error) {
 	var s stored
 	if len(v) == 0 || v[0] != storedBinary {
 		if err := json.Unmarshal(v, &s); err != nil {
-			return stored{}, errors.Join(errStored, err)
+			return stored{}, fmt.Errorf("%w: %v", errStored, err)
 		}
 		return s, nil
 	}
