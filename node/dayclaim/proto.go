@@ -54,12 +54,7 @@ func (t Transport) Claim(ctx context.Context, f ring.Node, q claim.Request) (cla
 	defer cancel()
 	s, err := t.Open(ctx, f.Contact, ClaimProtocol)
 	if err != nil {
-		if errors.Is(err, network.ErrReset) {
-			// The gate reset the stream before the protocol's
-			// negotiation was read back: the same refusal.
-			return claim.Reply{}, claimErr(q, err)
-		}
-		return claim.Reply{}, err
+		return claim.Reply{}, claimErr(q, err)
 	}
 	defer s.Close()
 	if err := wire.WriteJSON(s, q); err != nil {
@@ -78,8 +73,8 @@ func (t Transport) Claim(ctx context.Context, f ring.Node, q claim.Request) (cla
 	return rep, nil
 }
 
-// claimErr wraps the failure of claim q on an open stream. A reset is a
-// refusal (claim.ErrRefused): the former owner is there and reset the
+// claimErr wraps the failure of claim q, opening its stream or on it. A
+// reset is a refusal (claim.ErrRefused): the former owner is there and reset the
 // stream before it answered, as its trust gate does while it cannot place
 // the claimer in the ring yet, or its handler ran out of time. The reset
 // may even reach Open, when the opener still waits for the protocol's
