@@ -6,10 +6,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/herod-archive/herod/internal/binread"
 	"github.com/herod-archive/herod/internal/id"
 )
 
@@ -286,8 +288,8 @@ func appendImport(b []byte, im *Import) []byte {
 }
 
 // readImport reads the import part of an index value.
-func readImport(r *reader) *Import {
-	im := &Import{From: r.str(), Record: r.str()}
-	im.At = time.Unix(0, r.varint()).UTC()
+func readImport(r *binread.Reader) *Import {
+	im := &Import{From: r.String(math.MaxInt), Record: r.String(math.MaxInt)}
+	im.At = time.Unix(0, r.Varint()).UTC()
 	return im
 }

@@ -4,8 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
+	"github.com/herod-archive/herod/internal/binread"
 	"github.com/herod-archive/herod/internal/id"
 )
 
@@ -130,37 +132,37 @@ func decodeStored(key, val []byte) (storedVersion, error) {
 	copy(v.Key[:], key[1:1+id.Size])
 	v.Time = decTime(key[1+id.Size:])
 	copy(v.Digest[:], key[1+id.Size+8:])
-	r := reader{b: val[1:]}
-	v.URL = r.str()
-	v.Day = r.varint()
-	v.Status = int(r.uvarint())
-	v.ContentType = r.str()
-	v.Length = r.varint()
-	v.Seq = int(r.uvarint())
+	r := binread.New(val[1:])
+	v.URL = r.String(math.MaxInt)
+	v.Day = r.Varint()
+	v.Status = int(r.Uvarint())
+	v.ContentType = r.String(math.MaxInt)
+	v.Length = r.Varint()
+	v.Seq = int(r.Uvarint())
 	if sv.format == formatSegment {
-		sv.peer = r.uvarint()
-		seg := r.uvarint()
-		v.Offset = int64(r.uvarint())
-		v.Size = int64(r.uvarint())
+		sv.peer = r.Uvarint()
+		seg := r.Uvarint()
+		v.Offset = int64(r.Uvarint())
+		v.Size = int64(r.Uvarint())
 		if seg == 0 || seg > 1<<32-1 {
-			r.err = true
+			r.Fail(errBadValue)
 		}
 		sv.seg = uint32(seg)
 		v.File = segmentRel(sv.seg)
-		if len(r.b) > 0 {
-			f := r.uvarint()
+		if r.Len() > 0 {
+			f := r.Uvarint()
 			v.Browser = f&flagBrowser != 0
 			if f&flagImported != 0 {
 				v.Imported = readImport(&r)
 			}
 			if f&^(flagBrowser|flagImported) != 0 {
-				r.err = true // flags of a later format: refuse rather than misread
+				r.Fail(errBadValue) // flags of a later format: refuse rather than misread
 			}
 		}
 	} else {
 		v.File = v.Entry().Path()
 	}
-	if r.err || len(r.b) != 0 {
+	if r.Err() != nil || r.Len() != 0 {
 		return storedVersion{}, fmt.Errorf("%w: %w", ErrCorrupt, errBadValue)
 	}
 	return sv, nil
@@ -179,43 +181,6 @@ func (s *Store) decodeVersion(key, val []byte) (Version, error) {
 	sv.Peer = s.peers.name(sv.peer)
 	sv.File = s.segmentRel(sv.seg)
 	return sv.Version, nil
-}
-
-// reader decodes the varint fields of index values; err latches.
-type reader struct {
-	b   []byte
-	err bool
-}
-
-func (r *reader) uvarint() uint64 {
-	x, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.err, r.b = true, nil
-		return 0
-	}
-	r.b = r.b[n:]
-	return x
-}
-
-func (r *reader) varint() int64 {
-	x, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.err, r.b = true, nil
-		return 0
-	}
-	r.b = r.b[n:]
-	return x
-}
-
-func (r *reader) str() string {
-	n := r.uvarint()
-	if r.err || n > uint64(len(r.b)) {
-		r.err, r.b = true, nil
-		return ""
-	}
-	s := string(r.b[:n])
-	r.b = r.b[n:]
-	return s
 }
 
 // hostKey is the per-URL entry of the host index.
@@ -256,9 +221,9 @@ func decodeCounters(val []byte) (counters, error) {
 	if len(val) == 0 || val[0] != 1 {
 		return counters{}, fmt.Errorf("%w: %w", ErrCorrupt, errBadValue)
 	}
-	r := reader{b: val[1:]}
-	c := counters{r.varint(), r.varint(), r.varint(), r.varint()}
-	if r.err {
+	r := binread.New(val[1:])
+	c := counters{r.Varint(), r.Varint(), r.Varint(), r.Varint()}
+	if r.Err() != nil {
 		return counters{}, fmt.Errorf("%w: %w", ErrCorrupt, errBadValue)
 	}
 	return c, nil

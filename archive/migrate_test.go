@@ -2,12 +2,15 @@ package archive
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/syndtr/goleveldb/leveldb"
+
+	"github.com/herod-archive/herod/internal/binread"
 )
 
 // oldLayout turns the store in dir (closed) into the one-file layout: each
@@ -29,14 +32,14 @@ func oldLayout(t *testing.T, dir string) []Version {
 		val := []byte{formatFile}
 		full := encodeVersion(v, 1, 0)
 		// Format 1 is format 2 without peer, segment, offset and size.
-		r := reader{b: full[1:]}
-		r.str()
-		r.varint()
-		r.uvarint()
-		r.str()
-		r.varint()
-		r.uvarint()
-		val = append(val, full[1:len(full)-len(r.b)]...)
+		r := binread.New(full[1:])
+		r.String(math.MaxInt)
+		r.Varint()
+		r.Uvarint()
+		r.String(math.MaxInt)
+		r.Varint()
+		r.Uvarint()
+		val = append(val, full[1:len(full)-r.Len()]...)
 		b.Put(versionKey(v.Key, v.Time, v.Digest), val)
 	}
 	it := s.db.NewIterator(nil, nil)

@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
-	"time"
 
 	"github.com/syndtr/goleveldb/leveldb"
 
+	"github.com/herod-archive/herod/internal/binread"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
 )
@@ -178,25 +179,19 @@ func decodeState(val []byte) (stateRecord, error) {
 		return rec, nil
 	}
 	rec.versioned = val[0] == stateBinaryVersioned
-	r := reader{b: val[1:]}
-	rec.URL = r.str()
+	r := binread.New(val[1:])
+	rec.URL = r.String(math.MaxInt)
 	st := &rec.State
-	st.ETag = r.str()
-	st.LastModified = r.str()
-	st.Status = int(r.uvarint())
-	if r.err || len(r.b) < len(st.Digest) {
+	st.ETag = r.String(math.MaxInt)
+	st.LastModified = r.String(math.MaxInt)
+	st.Status = int(r.Uvarint())
+	r.Copy(st.Digest[:])
+	if r.Err() != nil {
 		return stateRecord{}, errors.New("truncated crawl state")
 	}
-	copy(st.Digest[:], r.b)
-	r.b = r.b[len(st.Digest):]
-	sec := r.varint()
-	nsec := r.uvarint()
-	if nsec >= 1e9 {
-		r.err = true
-	}
-	st.Checked = time.Unix(sec, int64(nsec)).UTC()
-	count := r.uvarint()
-	if r.err || count > uint64(len(r.b)) { // each outlink takes 2 bytes at least
+	st.Checked = r.Time()
+	count := r.Uvarint()
+	if r.Err() != nil || count > uint64(r.Len()) { // each outlink takes 2 bytes at least
 		return stateRecord{}, errors.New("bad crawl state")
 	}
 	if count > 0 {
@@ -204,15 +199,15 @@ func decodeState(val []byte) (stateRecord, error) {
 	}
 	prev := ""
 	for range count {
-		p := r.uvarint()
-		rest := r.str()
-		if r.err || p > uint64(len(prev)) {
+		p := r.Uvarint()
+		rest := r.Bytes(math.MaxInt)
+		if r.Err() != nil || p > uint64(len(prev)) {
 			return stateRecord{}, errors.New("bad crawl state outlink")
 		}
-		prev = prev[:p] + rest
+		prev = prev[:p] + string(rest)
 		st.Outlinks = append(st.Outlinks, prev)
 	}
-	if r.err || len(r.b) != 0 {
+	if r.Len() != 0 {
 		return stateRecord{}, errors.New("bad crawl state")
 	}
 	return rec, nil

@@ -12,6 +12,8 @@ import (
 	"github.com/syndtr/goleveldb/leveldb/iterator"
 	"github.com/syndtr/goleveldb/leveldb/opt"
 	"github.com/syndtr/goleveldb/leveldb/util"
+
+	"github.com/herod-archive/herod/internal/binread"
 )
 
 // A term's postings are stored in blocks, each holding up to maxBlock
@@ -255,17 +257,17 @@ func appendFreqs(b []byte, tf, titleTF uint32) []byte {
 }
 
 // readFreqs reads what appendFreqs wrote.
-func (r *reader) freqs() (tf, titleTF uint32) {
-	v := r.uvarint()
+func readFreqs(r *binread.Reader) (tf, titleTF uint32) {
+	v := r.Uvarint()
 	if v>>1 > math.MaxUint32 {
-		r.err = errors.New("count out of range")
+		r.Fail(binread.ErrRange)
 		return 0, 0
 	}
 	tf = uint32(v >> 1)
 	if v&1 == 1 {
-		titleTF = r.u32()
+		titleTF = r.Uint32()
 		if titleTF == 0 {
-			r.err = errors.New("title flag without a title count")
+			r.Fail(errors.New("title flag without a title count"))
 		}
 	}
 	return tf, titleTF
@@ -283,35 +285,35 @@ func blockCount(v []byte) int {
 // decodeBlock decodes a block value of upper bound bound, appending to
 // es. Numbers must ascend strictly within the bound and counts be sane.
 func decodeBlock(es []entry, bound uint32, v []byte) ([]entry, error) {
-	r := reader{b: v}
-	n := r.uvarint()
-	if r.err == nil && (n == 0 || n > uint64(len(v))) {
-		r.err = fmt.Errorf("block of %d entries", n)
+	r := binread.New(v)
+	n := r.Uvarint()
+	if r.Err() == nil && (n == 0 || n > uint64(len(v))) {
+		r.Fail(fmt.Errorf("block of %d entries", n))
 	}
-	num := r.uvarint()
-	for i := uint64(0); i < n && r.err == nil; i++ {
+	num := r.Uvarint()
+	for i := uint64(0); i < n && r.Err() == nil; i++ {
 		if i > 0 {
-			d := r.uvarint()
+			d := r.Uvarint()
 			if d == 0 || num+d > uint64(bound) {
-				r.err = errors.New("version numbers out of order")
+				r.Fail(errors.New("version numbers out of order"))
 				break
 			}
 			num += d
 		}
-		tf, ttf := r.freqs()
-		if r.err == nil && num > uint64(bound) {
-			r.err = fmt.Errorf("number %d past the block's bound %d", num, bound)
+		tf, ttf := readFreqs(&r)
+		if r.Err() == nil && num > uint64(bound) {
+			r.Fail(fmt.Errorf("number %d past the block's bound %d", num, bound))
 		}
-		if r.err == nil && (tf == 0 || ttf > tf) {
-			r.err = fmt.Errorf("counts tf %d title %d", tf, ttf)
+		if r.Err() == nil && (tf == 0 || ttf > tf) {
+			r.Fail(fmt.Errorf("counts tf %d title %d", tf, ttf))
 		}
 		es = append(es, entry{num: uint32(num), tf: tf, titleTF: ttf})
 	}
-	if r.err == nil && len(r.b) != 0 {
-		r.err = errors.New("trailing bytes")
+	if r.Err() == nil && r.Len() != 0 {
+		r.Fail(errors.New("trailing bytes"))
 	}
-	if r.err != nil {
-		return es, fmt.Errorf("%w: block: %v", ErrBadPosting, r.err)
+	if r.Err() != nil {
+		return es, fmt.Errorf("%w: block: %v", ErrBadPosting, r.Err())
 	}
 	return es, nil
 }

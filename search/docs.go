@@ -8,6 +8,7 @@ import (
 
 	"github.com/syndtr/goleveldb/leveldb/util"
 
+	"github.com/herod-archive/herod/internal/binread"
 	"github.com/herod-archive/herod/internal/id"
 )
 
@@ -66,13 +67,13 @@ func (s *Store) DocStats(ctx context.Context, at int64) (DocStats, error) {
 	ends := newEndCursor(snap)
 	defer ends.release()
 	for it.Next() {
-		r := reader{b: it.Value()}
-		v := version{from: r.varint(), to: r.varint(), docLen: r.u32()}
+		r := binread.New(it.Value())
+		v := version{from: r.Varint(), to: r.Varint(), docLen: r.Uint32()}
 		if len(it.Key()) == 5 {
 			v.num = binary.BigEndian.Uint32(it.Key()[1:])
 			v = ends.withEnd(v)
 		}
-		if r.err == nil && v.liveAt(at) {
+		if r.Err() == nil && v.liveAt(at) {
 			st.N++
 			st.SumLen += int64(v.docLen)
 		}

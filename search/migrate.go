@@ -10,6 +10,7 @@ import (
 	"github.com/syndtr/goleveldb/leveldb/opt"
 	"github.com/syndtr/goleveldb/leveldb/util"
 
+	"github.com/herod-archive/herod/internal/binread"
 	"github.com/herod-archive/herod/internal/id"
 )
 
@@ -113,15 +114,15 @@ func legacyPosting(k, v []byte) (Posting, error) {
 	p := Posting{Term: string(k[1 : len(k)-1-id.Size-8])}
 	copy(p.Key[:], k[len(k)-id.Size-8:])
 	p.From = int64(binary.BigEndian.Uint64(k[len(k)-8:]))
-	r := reader{b: v}
-	p.To = r.varint()
-	p.TF = r.u32()
-	p.TitleTF = r.u32()
-	p.DocLen = r.u32()
-	if r.err != nil {
-		return Posting{}, fmt.Errorf("%w: %v", ErrBadPosting, r.err)
+	r := binread.New(v)
+	p.To = r.Varint()
+	p.TF = r.Uint32()
+	p.TitleTF = r.Uint32()
+	p.DocLen = r.Uint32()
+	if r.Err() != nil {
+		return Posting{}, fmt.Errorf("%w: %v", ErrBadPosting, r.Err())
 	}
-	p.URL = string(r.b)
+	p.URL = string(r.Rest())
 	return p, nil
 }
 
@@ -133,13 +134,13 @@ func legacyDoc(k, v []byte) (DocRow, error) {
 	var d DocRow
 	copy(d.Key[:], k[1:])
 	d.From = int64(binary.BigEndian.Uint64(k[1+id.Size:]))
-	r := reader{b: v}
-	d.To = r.varint()
-	d.DocLen = r.u32()
-	if r.err != nil {
-		return DocRow{}, fmt.Errorf("%w: %v", ErrBadPosting, r.err)
+	r := binread.New(v)
+	d.To = r.Varint()
+	d.DocLen = r.Uint32()
+	if r.Err() != nil {
+		return DocRow{}, fmt.Errorf("%w: %v", ErrBadPosting, r.Err())
 	}
-	d.URL = string(r.b)
+	d.URL = string(r.Rest())
 	return d, nil
 }
 

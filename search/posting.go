@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herod-archive/herod/internal/binread"
 	"github.com/herod-archive/herod/internal/id"
 )
 
@@ -87,89 +88,22 @@ func (p Posting) AppendBinary(b []byte) []byte {
 // rest. It refuses a posting that Check refuses.
 func DecodePosting(b []byte) (Posting, []byte, error) {
 	var p Posting
-	r := reader{b: b}
-	p.Term = string(r.bytes(MaxTermLen))
-	r.copy(p.Key[:])
-	p.URL = string(r.bytes(maxURLLen))
-	p.From = r.varint()
-	p.To = r.varint()
-	p.TF = r.u32()
-	p.TitleTF = r.u32()
-	p.DocLen = r.u32()
-	if r.err != nil {
-		return Posting{}, nil, fmt.Errorf("%w: %v", ErrBadPosting, r.err)
+	r := binread.New(b)
+	p.Term = string(r.Bytes(MaxTermLen))
+	r.Copy(p.Key[:])
+	p.URL = string(r.Bytes(maxURLLen))
+	p.From = r.Varint()
+	p.To = r.Varint()
+	p.TF = r.Uint32()
+	p.TitleTF = r.Uint32()
+	p.DocLen = r.Uint32()
+	if r.Err() != nil {
+		return Posting{}, nil, fmt.Errorf("%w: %v", ErrBadPosting, r.Err())
 	}
 	if err := p.Check(); err != nil {
 		return Posting{}, nil, err
 	}
-	return p, r.b, nil
-}
-
-// reader decodes varints and byte strings, remembering the first error.
-type reader struct {
-	b   []byte
-	err error
-}
-
-func (r *reader) uvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.err = errors.New("short uvarint")
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) varint() int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.err = errors.New("short varint")
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) u32() uint32 {
-	v := r.uvarint()
-	if v > 1<<32-1 {
-		r.err = errors.New("count out of range")
-		return 0
-	}
-	return uint32(v)
-}
-
-func (r *reader) bytes(max int) []byte {
-	n := r.uvarint()
-	if r.err != nil {
-		return nil
-	}
-	if n > uint64(max) || n > uint64(len(r.b)) {
-		r.err = fmt.Errorf("string of %d bytes", n)
-		return nil
-	}
-	v := r.b[:n]
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) copy(dst []byte) {
-	if r.err != nil {
-		return
-	}
-	if len(r.b) < len(dst) {
-		r.err = errors.New("short key")
-		return
-	}
-	copy(dst, r.b)
-	r.b = r.b[len(dst):]
+	return p, r.Rest(), nil
 }
 
 // VersionPostings returns the postings of one version of url captured at

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/herod-archive/herod/internal/binread"
 	"github.com/herod-archive/herod/internal/id"
 )
 
@@ -100,55 +101,54 @@ func AppendPostingSet(b []byte, ps []Posting) []byte {
 // DecodePostingSet decodes a posting set of exactly n postings that
 // fills b, each checked (ErrBadPosting for any fault).
 func DecodePostingSet(b []byte, n int) ([]Posting, error) {
-	r := reader{b: b}
 	if len(b) == 0 || b[0] != setFormat {
 		return nil, fmt.Errorf("%w: not a posting set", ErrBadPosting)
 	}
-	r.b = r.b[1:]
-	nv := r.uvarint()
-	if r.err == nil && (nv > uint64(n) || nv > uint64(len(r.b))) {
-		r.err = fmt.Errorf("%d versions for %d postings", nv, n)
+	r := binread.New(b[1:])
+	nv := r.Uvarint()
+	if r.Err() == nil && (nv > uint64(n) || nv > uint64(r.Len())) {
+		r.Fail(fmt.Errorf("%d versions for %d postings", nv, n))
 	}
 	vs := make([]setVersion, 0, min(nv, 1<<16))
-	for i := uint64(0); i < nv && r.err == nil; i++ {
-		v := setVersion{url: string(r.bytes(maxURLLen))}
-		r.copy(v.key[:])
-		v.from, v.to, v.docLen = r.varint(), r.varint(), r.u32()
+	for i := uint64(0); i < nv && r.Err() == nil; i++ {
+		v := setVersion{url: string(r.Bytes(maxURLLen))}
+		r.Copy(v.key[:])
+		v.from, v.to, v.docLen = r.Varint(), r.Varint(), r.Uint32()
 		vs = append(vs, v)
 	}
-	nt := r.uvarint()
-	if r.err == nil && nt > uint64(n) {
-		r.err = fmt.Errorf("%d terms for %d postings", nt, n)
+	nt := r.Uvarint()
+	if r.Err() == nil && nt > uint64(n) {
+		r.Fail(fmt.Errorf("%d terms for %d postings", nt, n))
 	}
 	ps := make([]Posting, 0, min(n, 1<<16))
-	for t := uint64(0); t < nt && r.err == nil; t++ {
-		term := string(r.bytes(MaxTermLen))
-		k := r.uvarint()
-		if r.err == nil && (k == 0 || k > uint64(n-len(ps))) {
-			r.err = fmt.Errorf("term of %d postings", k)
+	for t := uint64(0); t < nt && r.Err() == nil; t++ {
+		term := string(r.Bytes(MaxTermLen))
+		k := r.Uvarint()
+		if r.Err() == nil && (k == 0 || k > uint64(n-len(ps))) {
+			r.Fail(fmt.Errorf("term of %d postings", k))
 		}
 		vi := uint64(0)
-		for i := uint64(0); i < k && r.err == nil; i++ {
-			vi += r.uvarint()
-			tf, ttf := r.freqs()
-			if r.err == nil && vi >= uint64(len(vs)) {
-				r.err = fmt.Errorf("version %d of %d", vi, len(vs))
+		for i := uint64(0); i < k && r.Err() == nil; i++ {
+			vi += r.Uvarint()
+			tf, ttf := readFreqs(&r)
+			if r.Err() == nil && vi >= uint64(len(vs)) {
+				r.Fail(fmt.Errorf("version %d of %d", vi, len(vs)))
 			}
-			if r.err != nil {
+			if r.Err() != nil {
 				break
 			}
 			v := vs[vi]
 			ps = append(ps, Posting{Term: term, Key: v.key, URL: v.url, From: v.from, To: v.to, TF: tf, TitleTF: ttf, DocLen: v.docLen})
 		}
 	}
-	if r.err == nil && len(r.b) != 0 {
-		r.err = errors.New("trailing bytes")
+	if r.Err() == nil && r.Len() != 0 {
+		r.Fail(errors.New("trailing bytes"))
 	}
-	if r.err == nil && len(ps) != n {
-		r.err = fmt.Errorf("%d postings, header says %d", len(ps), n)
+	if r.Err() == nil && len(ps) != n {
+		r.Fail(fmt.Errorf("%d postings, header says %d", len(ps), n))
 	}
-	if r.err != nil {
-		return nil, fmt.Errorf("%w: set: %v", ErrBadPosting, r.err)
+	if r.Err() != nil {
+		return nil, fmt.Errorf("%w: set: %v", ErrBadPosting, r.Err())
 	}
 	for _, p := range ps {
 		if err := p.Check(); err != nil {

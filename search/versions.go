@@ -11,6 +11,7 @@ import (
 	"github.com/syndtr/goleveldb/leveldb/iterator"
 	"github.com/syndtr/goleveldb/leveldb/util"
 
+	"github.com/herod-archive/herod/internal/binread"
 	"github.com/herod-archive/herod/internal/id"
 )
 
@@ -152,29 +153,28 @@ func decodeVersionRaw(k, val []byte) (version, []byte, error) {
 		return version{}, nil, fmt.Errorf("%w: version key of %d bytes", ErrBadPosting, len(k))
 	}
 	v := version{num: binary.BigEndian.Uint32(k[1:])}
-	r := reader{b: val}
-	r.copy(v.key[:])
-	v.from = r.varint()
-	v.to = r.varint()
-	v.docLen = r.u32()
-	if r.err == nil && len(r.b) == 0 {
-		r.err = errors.New("no flags")
+	r := binread.New(val)
+	r.Copy(v.key[:])
+	v.from = r.Varint()
+	v.to = r.Varint()
+	v.docLen = r.Uint32()
+	if r.Err() == nil && r.Len() == 0 {
+		r.Fail(errors.New("no flags"))
 	}
-	if r.err != nil {
-		return version{}, nil, fmt.Errorf("%w: version: %v", ErrBadPosting, r.err)
+	if r.Err() != nil {
+		return version{}, nil, fmt.Errorf("%w: version: %v", ErrBadPosting, r.Err())
 	}
-	flags := r.b[0]
-	r.b = r.b[1:]
+	flags := r.Byte()
 	v.doc = flags&flagDoc != 0
 	if flags&flagSum != 0 {
 		var x [8]byte
-		r.copy(x[:])
-		v.sum = entrySum{known: true, x: binary.BigEndian.Uint64(x[:]), n: r.u32()}
-		if r.err != nil {
-			return version{}, nil, fmt.Errorf("%w: version: %v", ErrBadPosting, r.err)
+		r.Copy(x[:])
+		v.sum = entrySum{known: true, x: binary.BigEndian.Uint64(x[:]), n: r.Uint32()}
+		if r.Err() != nil {
+			return version{}, nil, fmt.Errorf("%w: version: %v", ErrBadPosting, r.Err())
 		}
 	}
-	return v, r.b, nil
+	return v, r.Rest(), nil
 }
 
 // liveAt reports whether the version is live at Unix ms at.

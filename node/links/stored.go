@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
+
+	"github.com/herod-archive/herod/internal/binread"
 )
 
 // storedBinary is the first byte of a link key's binary value (encode);
@@ -59,61 +62,15 @@ func decodeStored(v []byte) (stored, error) {
 		}
 		return s, nil
 	}
-	r := reader{b: v[1:]}
-	flags := r.byte()
-	n := r.uvarint()
-	if r.err || flags&^1 != 0 || n > uint64(len(r.b)) {
-		return stored{}, errStored
-	}
-	s.Anchor, r.b = string(r.b[:n]), r.b[n:]
-	s.Seen = r.time()
+	r := binread.New(v[1:])
+	flags := r.Byte()
+	s.Anchor = r.String(math.MaxInt)
+	s.Seen = r.Time()
 	if flags&1 != 0 {
-		s.Until = r.time()
+		s.Until = r.Time()
 	}
-	if r.err || len(r.b) != 0 {
+	if r.Err() != nil || flags&^1 != 0 || r.Len() != 0 {
 		return stored{}, errStored
 	}
 	return s, nil
-}
-
-// reader reads a binary value; err is set by the first read past its end
-// or out of range.
-type reader struct {
-	b   []byte
-	err bool
-}
-
-func (r *reader) byte() byte {
-	if len(r.b) == 0 {
-		r.err = true
-		return 0
-	}
-	c := r.b[0]
-	r.b = r.b[1:]
-	return c
-}
-
-func (r *reader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.err = true
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) time() time.Time {
-	sec, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.err = true
-		return time.Time{}
-	}
-	r.b = r.b[n:]
-	nsec := r.uvarint()
-	if nsec >= 1e9 {
-		r.err = true
-		return time.Time{}
-	}
-	return time.Unix(sec, int64(nsec)).UTC()
 }
