@@ -16,3 +16,17 @@ func (n *Node) storePaused() string {
 	}
 	return ""
 }
+
+// crawlPaused is the crawler's Config.Paused: storePaused's reasons, and
+// search indexing fallen behind the pages the crawl stores
+// (node/search Service.Behind), which resumes by itself once the
+// indexer has caught up.
+func (n *Node) crawlPaused() string {
+	if r := n.storePaused(); r != "" {
+		return r
+	}
+	if n.search != nil && n.search.Behind() {
+		return "search indexing behind"
+	}
+	return ""
+}

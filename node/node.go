@@ -298,7 +298,7 @@ func (n *Node) buildCrawl() error {
 	cc.Owns = n.plansURL
 	cc.Logger = n.log.With("sub", "crawl")
 	cc.Download = n.bw.Down
-	cc.Paused = n.storePaused
+	cc.Paused = n.crawlPaused
 	n.setupPoliteness(&cc)
 	if err := n.setupSearch(); err != nil { // search.go
 		return err

@@ -89,6 +89,11 @@ type scaleRow struct {
 	CDXRows       int     `json:"cdxRows"`
 	SearchTailS   float64 `json:"searchTailS"` // after the crawl, until every node's search indexer was idle
 	SweepS        float64 `json:"sweepS"`      // the day-end link sweep of every node (Node.SweepLinks)
+	// SearchDropped counts the versions the search queues dropped that
+	// day (every node), each left to a catch-up that indexes again
+	// what was stored since; a crawl that outran its indexer pauses
+	// instead (node/search Service.Behind).
+	SearchDropped int64 `json:"searchDropped"`
 	// With more than one node: the versions the stores hold (copies
 	// included) at the day's end, the replication traffic over the day
 	// (pushes and rounds, both directions), the rounds of every node run
@@ -174,6 +179,7 @@ func TestScale(t *testing.T) {
 		probe.reset()
 		stopProfile := startCPUProfile(t, out, name, d)
 		cpu0, start, repl0, dbs0 := processCPU(), time.Now(), replTraffic(lr), ringDBCounters(lr, marks)
+		dropped0 := searchDropped(lr)
 		var roll time.Duration
 		if d == 0 {
 			if err := nd.Seed(ctx, web.roots); err != nil {
@@ -250,7 +256,7 @@ func TestScale(t *testing.T) {
 			RollStallMS: ms(probe.max(start, rollEnd)), LoopStallMS: ms(cs.LongestQueueWait),
 			Queued: queued, Known: cs.KnownURLs, Mine: ringHeld(lr),
 			ReplayP50MS: ms(rep.p50), ReplayP99MS: ms(rep.p99), ReplayOK: rep.ok, CDXMS: ms(rep.cdx), CDXRows: rep.cdxRows,
-			SearchTailS: tail.search.Seconds(), SweepS: tail.sweep.Seconds(),
+			SearchTailS: tail.search.Seconds(), SweepS: tail.sweep.Seconds(), SearchDropped: searchDropped(lr) - dropped0,
 			DBs: dbs,
 		}
 		if nodes > 1 {
@@ -269,10 +275,10 @@ func TestScale(t *testing.T) {
 		}
 		disk0 = disk
 		rows = append(rows, row)
-		t.Logf("scale: day %d: %d live, %d fetched (%d new versions, %d not modified), %.1fs, %.2f cpu-s/1000, rss %.0f MiB, heap %.0f MiB, %d goroutines, %d fds, disk +%.1f MiB, rollover %.2fs (switch %.1f ms), intake stall %.0f ms (%.0f ms in the rollover), loop stall %.0f ms, queued %d, known %d, mine %d, replay p50 %.1f ms p99 %.1f ms (%d ok), cdx %.1f ms (%d rows), search tail %.1fs, sweep %.1fs, errors %v",
+		t.Logf("scale: day %d: %d live, %d fetched (%d new versions, %d not modified), %.1fs, %.2f cpu-s/1000, rss %.0f MiB, heap %.0f MiB, %d goroutines, %d fds, disk +%.1f MiB, rollover %.2fs (switch %.1f ms), intake stall %.0f ms (%.0f ms in the rollover), loop stall %.0f ms, queued %d, known %d, mine %d, replay p50 %.1f ms p99 %.1f ms (%d ok), cdx %.1f ms (%d rows), search tail %.1fs (%d dropped), sweep %.1fs, errors %v",
 			d, row.Live, row.Fetched, row.NewVersions, row.NotModified, row.WallS, row.CPUPer1000, row.RSSPeakMB, row.HeapPeakMB,
 			row.Goroutines, row.OpenFiles, row.DiskAddedMB, row.RolloverS, row.SwitchMS, row.IntakeStallMS, row.RollStallMS, row.LoopStallMS, row.Queued, row.Known, row.Mine,
-			row.ReplayP50MS, row.ReplayP99MS, row.ReplayOK, row.CDXMS, row.CDXRows, row.SearchTailS, row.SweepS, cs.ErrorsByKind)
+			row.ReplayP50MS, row.ReplayP99MS, row.ReplayOK, row.CDXMS, row.CDXRows, row.SearchTailS, row.SearchDropped, row.SweepS, cs.ErrorsByKind)
 		t.Logf("scale: day %d: databases: %s", d, dbLine(row.DBs))
 		if nodes > 1 {
 			t.Logf("scale: day %d: %d nodes hold %d versions (%d distinct, %d copies missing), replication %.1f MiB, %d rounds to sync, in sync %.0f bytes a pair",
@@ -375,6 +381,15 @@ func ringHeld(lr *LocalRing) (sum int) {
 
 // replTraffic is the ring's replication traffic so far: rounds' syncs
 // and pull requests, and pushes (offers and the copies' reads).
+// searchDropped sums the versions the nodes' search queues dropped.
+func searchDropped(lr *LocalRing) int64 {
+	var n int64
+	for _, nd := range lr.Nodes {
+		n += nd.SearchStats().Dropped
+	}
+	return n
+}
+
 func replTraffic(lr *LocalRing) int64 {
 	_, push, _, _ := pushTotals(lr)
 	return lr.replicationTotals().Syncs.Traffic.Bytes() + push

@@ -41,6 +41,30 @@ func (sv *Service) Notify(v archive.Version) {
 	}
 }
 
+// Behind reports whether indexing has fallen behind the versions the
+// node stores: true from when half of the queue waits until no more
+// than a quarter does, and never while a backfill or a catch-up runs
+// (each indexes what was stored meanwhile, the queue waits for them).
+// The node pauses its crawl while it is true (crawl.Config.Paused), so
+// that a crawl faster than its indexing does not fill the queue: a URL
+// the full queue drops is indexed by a catch-up that reads every version
+// stored since, most of them indexed already (at a million URLs a day on
+// two cores, a flat-out day was indexed about one and a half times).
+func (sv *Service) Behind() bool {
+	if sv.backfill.Load() == 1 || sv.catching.Load() == 1 {
+		sv.behind.Store(false)
+		return false
+	}
+	n, capacity := sv.queued.Load(), int64(cap(sv.q()))
+	switch {
+	case n >= capacity/2:
+		sv.behind.Store(true)
+	case n <= capacity/4:
+		sv.behind.Store(false)
+	}
+	return sv.behind.Load()
+}
+
 // lose records that versions captured at t or later were not indexed.
 func (sv *Service) lose(t time.Time) {
 	ms := t.UnixMilli()

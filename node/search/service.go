@@ -73,6 +73,7 @@ type Service struct {
 	unreadable atomic.Int64 // versions skipped: text unreadable
 	backfill   atomic.Int32 // 1 while the backfill runs
 	catching   atomic.Int32 // 1 while a catch-up runs
+	behind     atomic.Bool  // Behind's state: set at half the queue, cleared at a quarter
 
 	queueOnce sync.Once
 	queue     chan fts.Added

@@ -61,7 +61,7 @@ var (
 		counter("archive_range_share_refused_total", "Versions refused because the versions of their replicated range took its share of the quota.", func(st *Status) float64 { return float64(st.Archive.RangeRefused) }),
 		gauge("archive_at_quota", "1 while the archive is so close to its quota that it would refuse most versions: crawl and replication paused.", func(st *Status) float64 { return b2f(st.Archive.AtQuota) }),
 		gauge("archive_disk_full", "1 while the archive's file system is at its reserve: crawl and replication paused.", func(st *Status) float64 { return b2f(st.Archive.DiskFull) }),
-		gauge("crawl_paused", "1 while the crawl and replication are paused (disk full or quota reached; status crawl.paused says which).", func(st *Status) float64 { return b2f(st.Crawl.Paused != "") }),
+		gauge("crawl_paused", "1 while the crawl is paused: disk full or quota reached (replication pauses too), or search indexing behind; status crawl.paused says which.", func(st *Status) float64 { return b2f(st.Crawl.Paused != "") }),
 		counter("replication_skipped_total", "Records not downloaded because the archive refused them before for their signer's share.", func(st *Status) float64 {
 			return float64(st.Replication.Syncs.Skipped + st.Replication.Push.Received.Skipped)
 		}),
