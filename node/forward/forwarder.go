@@ -84,11 +84,6 @@ type Config struct {
 	ShareKnown func(ctx context.Context, urls []string) error
 }
 
-// maxDelivered bounds the forwarder's memory of links delivered today
-// (20-byte keys); past it the memory starts afresh, which only
-// costs sending some links again.
-const maxDelivered = 1 << 18
-
 // Router finds the owner of a key; *ring.Ring implements it.
 type Router interface {
 	Lookup(ctx context.Context, key id.ID) (ring.Node, error)
@@ -111,7 +106,7 @@ type Forwarder struct {
 	mu           sync.Mutex
 	pending      map[string]pendingLink // by URL: many pages link to the same URL
 	inflight     int
-	delivered    map[id.ID]bool // links their owners acknowledged on day deliveredDay: true as requisites
+	delivered    deliveredSet // links their owners acknowledged on day deliveredDay
 	deliveredDay int64
 	kick         chan struct{}
 
@@ -145,7 +140,7 @@ func New(cfg Config) (*Forwarder, error) {
 		cfg.Replicas = 1
 	}
 	f := &Forwarder{cfg: cfg, log: cfg.Logger, pending: map[string]pendingLink{},
-		delivered: map[id.ID]bool{}, kick: make(chan struct{}, 1)}
+		kick: make(chan struct{}, 1)}
 	if cfg.Outbox != nil {
 		links, err := cfg.Outbox.load()
 		if err != nil {
@@ -216,8 +211,7 @@ func (f *Forwarder) Enqueue(urls []string, hops int, via *ring.Node, req bool) e
 		// always travels: while views of the ring disagree it can come
 		// back to the node that delivered it, and its hop count is what
 		// ends that loop.
-		asReq, done := f.delivered[l.key]
-		return done && (asReq || !req) && hops == 0
+		return hops == 0 && f.delivered.has(l.key, req)
 	})
 	f.mu.Unlock()
 	if len(links) < len(urls) && f.log.Enabled(context.Background(), slog.LevelDebug) {
@@ -344,10 +338,7 @@ func (f *Forwarder) flush(ctx context.Context) {
 	f.inflight -= len(batch)
 	f.rollDayLocked()
 	for _, l := range done {
-		if len(f.delivered) >= maxDelivered {
-			clear(f.delivered)
-		}
-		f.delivered[l.key] = f.delivered[l.key] || l.req
+		f.delivered.add(l.key, l.req)
 	}
 	for _, l := range failed {
 		if _, ok := f.pending[l.url]; !ok {
@@ -393,7 +384,7 @@ func (f *Forwarder) rollDayLocked() {
 		return
 	}
 	if d := f.cfg.Day(); d != f.deliveredDay {
-		clear(f.delivered)
+		f.delivered.clear()
 		f.deliveredDay = d
 	}
 }

@@ -335,10 +335,10 @@ func (l *Links) ReforwardStats() ReforwardStats {
 func (f *Forwarder) Reforward(links, reqs []string) error {
 	f.mu.Lock()
 	for _, u := range links {
-		delete(f.delivered, id.OfString(u))
+		f.delivered.forget(id.OfString(u))
 	}
 	for _, u := range reqs {
-		delete(f.delivered, id.OfString(u))
+		f.delivered.forget(id.OfString(u))
 	}
 	f.mu.Unlock()
 	if err := f.Enqueue(links, 0, nil, false); err != nil {
