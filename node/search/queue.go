@@ -41,28 +41,43 @@ func (sv *Service) Notify(v archive.Version) {
 	}
 }
 
+// maxBehindPause bounds how long Behind pauses the crawl at once: an
+// indexer that drains half of its queue no faster than that is stuck (a
+// holder that stalls each delivery until its deadline), and the crawl
+// goes on as before, the queue dropping what it cannot take for a
+// catch-up, until the queue is down to a quarter again. A holder cannot
+// hold up the crawl of the nodes that deliver to it.
+const maxBehindPause = 10 * time.Second
+
 // Behind reports whether indexing has fallen behind the versions the
 // node stores: true from when half of the queue waits until no more
-// than a quarter does, and never while a backfill or a catch-up runs
-// (each indexes what was stored meanwhile, the queue waits for them).
-// The node pauses its crawl while it is true (crawl.Config.Paused), so
-// that a crawl faster than its indexing does not fill the queue: a URL
-// the full queue drops is indexed by a catch-up that reads every version
-// stored since, most of them indexed already (at a million URLs a day on
-// two cores, a flat-out day was indexed about one and a half times).
+// than a quarter does, for at most maxBehindPause at once, and never
+// while a backfill or a catch-up runs (each indexes what was stored
+// meanwhile, the queue waits for them). The node pauses its crawl while
+// it is true (crawl.Config.Paused), so that a crawl faster than its
+// indexing does not fill the queue: a URL the full queue drops is
+// indexed by a catch-up that reads every version stored since, most of
+// them indexed already (at a million URLs a day on two cores, a flat-out
+// day was indexed about one and a half times).
 func (sv *Service) Behind() bool {
+	sv.behindMu.Lock()
+	defer sv.behindMu.Unlock()
 	if sv.backfill.Load() == 1 || sv.catching.Load() == 1 {
-		sv.behind.Store(false)
+		sv.behindSince = time.Time{}
 		return false
 	}
 	n, capacity := sv.queued.Load(), int64(cap(sv.q()))
+	now := time.Now()
 	switch {
-	case n >= capacity/2:
-		sv.behind.Store(true)
 	case n <= capacity/4:
-		sv.behind.Store(false)
+		sv.behindSince, sv.behindGaveUp = time.Time{}, false
+	case sv.behindSince.IsZero() && !sv.behindGaveUp && n >= capacity/2:
+		sv.behindSince = now
+	case !sv.behindSince.IsZero() && now.Sub(sv.behindSince) > maxBehindPause:
+		sv.behindSince, sv.behindGaveUp = time.Time{}, true
+		sv.log().Warn("search indexing stays behind; the crawl goes on and leaves what the queue drops to a catch-up", "waiting", n)
 	}
-	return sv.behind.Load()
+	return !sv.behindSince.IsZero()
 }
 
 // lose records that versions captured at t or later were not indexed.

@@ -73,7 +73,12 @@ type Service struct {
 	unreadable atomic.Int64 // versions skipped: text unreadable
 	backfill   atomic.Int32 // 1 while the backfill runs
 	catching   atomic.Int32 // 1 while a catch-up runs
-	behind     atomic.Bool  // Behind's state: set at half the queue, cleared at a quarter
+
+	// Behind's state: since when the crawl is paused (zero: it is not),
+	// and whether it gave up pausing until the queue is down to a quarter.
+	behindMu     sync.Mutex
+	behindSince  time.Time
+	behindGaveUp bool
 
 	queueOnce sync.Once
 	queue     chan fts.Added
