@@ -2,6 +2,7 @@ package forward
 
 import (
 	"encoding/binary"
+	"hash/maphash"
 
 	"github.com/herod-archive/herod/internal/id"
 )
@@ -24,12 +25,20 @@ const maxDelivered = 3 << 19
 // A link is remembered by the first 63 bits of its key (the SHA-1 of its
 // URL) and a bit for a requisite: a URL that shares them with one
 // remembered (about one chance in 10¹³ with a million remembered, and
-// SHA-1 makes one costly to find) is not forwarded that day. The zero
-// value is an empty set.
+// SHA-1 makes one costly to find) is not forwarded that day. A key's
+// first slot comes from a hash with a seed of the set's own
+// (hash/maphash), as a Go map's does: a site that fills its pages with
+// links ground to share slots cannot make every lookup walk one long run
+// of the table. The zero value is an empty set.
 type deliveredSet struct {
 	slots []uint64 // 0: empty; the length a power of two, at most 4/3 maxDelivered
 	n     int
+	seed  maphash.Seed // set with the first table
 }
+
+// deliveredHash is the hash of a key's slot: maphash with the set's
+// seed (tests replace it to crowd keys into chosen slots).
+var deliveredHash = func(seed maphash.Seed, x uint64) uint64 { return maphash.Comparable(seed, x) }
 
 // minDeliveredSlots is the table's first size.
 const minDeliveredSlots = 1 << 10
@@ -48,7 +57,9 @@ func deliveredKey(k id.ID, req bool) uint64 {
 }
 
 // home returns x's first slot; a link's two keys share it.
-func (s *deliveredSet) home(x uint64) int { return int(x>>1) & (len(s.slots) - 1) }
+func (s *deliveredSet) home(x uint64) int {
+	return int(deliveredHash(s.seed, x>>1) & uint64(len(s.slots)-1))
+}
 
 // find returns x's slot, or the empty slot where it would go.
 func (s *deliveredSet) find(x uint64) (int, bool) {
@@ -104,6 +115,9 @@ func (s *deliveredSet) add(k id.ID, req bool) {
 // grow doubles the table (to minDeliveredSlots at first).
 func (s *deliveredSet) grow() {
 	old := s.slots
+	if old == nil {
+		s.seed = maphash.MakeSeed()
+	}
 	s.slots = make([]uint64, max(minDeliveredSlots, 2*len(old)))
 	for _, x := range old {
 		if x != 0 {

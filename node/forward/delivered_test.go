@@ -1,6 +1,8 @@
 package forward
 
 import (
+	"encoding/binary"
+	"hash/maphash"
 	"math/rand"
 	"runtime"
 	"strconv"
@@ -40,9 +42,13 @@ func TestDeliveredSet(t *testing.T) {
 }
 
 // TestDeliveredSetModel runs random adds and forgets on keys that crowd
-// a few home slots (so that probe runs wrap the table and removals move
-// keys back) and checks every answer against a map.
+// a few home slots (the hash replaced by the identity, so that probe
+// runs wrap the table and removals move keys back) and checks every
+// answer against a map.
 func TestDeliveredSetModel(t *testing.T) {
+	hash := deliveredHash
+	deliveredHash = func(_ maphash.Seed, x uint64) uint64 { return x }
+	t.Cleanup(func() { deliveredHash = hash })
 	r := rand.New(rand.NewSource(1))
 	var s deliveredSet
 	model := map[id.ID]bool{} // true: as a requisite
@@ -119,4 +125,28 @@ func TestDeliveredSetMemory(t *testing.T) {
 		t.Fatalf("%.1f bytes a link, want at most 16.8 (16 MiB)", per)
 	}
 	runtime.KeepAlive(&s)
+}
+
+// TestDeliveredSetSpreadsGround: keys that share every bit the table's
+// size would take from them (a site's links ground to collide) still
+// spread over the table: no lookup walks a long run.
+func TestDeliveredSetSpreadsGround(t *testing.T) {
+	var s deliveredSet
+	var k id.ID
+	for i := range 20_000 {
+		binary.BigEndian.PutUint64(k[:8], uint64(i)<<40|0x2a<<1) // the same low 40 bits
+		s.add(k, false)
+	}
+	longest, run := 0, 0
+	for _, x := range append(s.slots, s.slots...) { // runs that wrap
+		if x == 0 {
+			run = 0
+			continue
+		}
+		run++
+		longest = max(longest, run)
+	}
+	if longest > 64 {
+		t.Fatalf("a run of %d occupied slots among %d keys in %d slots", longest, s.len(), len(s.slots))
+	}
 }
