@@ -43,9 +43,21 @@ type Index struct {
 	db  *leveldb.DB
 	cfg Config
 	mu  sync.Mutex // serializes Puts: a Put's reads and its write are one step
+	// held bounds the records held per target (heldbound.go); nil until
+	// the count of the index that Open starts is done, and for good when
+	// it failed. pending counts the records Puts store meanwhile; the
+	// count adds them when it ends. Both are guarded by mu.
+	held, pending *heldBound
+	byKey, walked int           // targets of Puts read by key and walked (tests)
+	stop          chan struct{} // closed by Close: the count stops
+	counted       chan struct{} // closed when the count ends
+	closeOnce     sync.Once
+	closeErr      error
 }
 
-// Open opens or creates the index in dir.
+// Open opens or creates the index in dir. It counts the records held
+// per target in the background (a walk of the index's keys, about a
+// second per million records); Puts walk their targets until it is done.
 func Open(dir string, cfg Config) (*Index, error) {
 	if cfg.PerTarget <= 0 {
 		cfg.PerTarget = DefaultPerTarget
@@ -54,11 +66,72 @@ func Open(dir string, cfg Config) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("links open: %w", err)
 	}
-	return &Index{db: db, cfg: cfg}, nil
+	x := &Index{db: db, cfg: cfg, pending: newHeldBound(), stop: make(chan struct{}), counted: make(chan struct{})}
+	snap, err := db.GetSnapshot()
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("links open: %w", err)
+	}
+	go x.countHeld(snap)
+	return x, nil
 }
 
-// Close closes the database.
-func (x *Index) Close() error { return x.db.Close() }
+// countHeld counts the records of snap (taken when pending was empty)
+// per target, adds pending's and makes the sum the index's bound. A
+// key of another form or a read error leaves the index without one
+// (every Put walks its targets): a record not counted would let a
+// target past its cap.
+func (x *Index) countHeld(snap *leveldb.Snapshot) {
+	defer close(x.counted)
+	defer snap.Release()
+	if countHook != nil {
+		countHook()
+	}
+	h := &heldBound{seed: x.pending.seed, c: make([]uint16, heldSlots)}
+	it := snap.NewIterator(&util.Range{Start: []byte{pLink}, Limit: []byte{pLink + 1}}, nil)
+	defer it.Release()
+	var cur []byte
+	n := 0
+	for i := 0; it.Next(); i++ {
+		if i%4096 == 0 {
+			select {
+			case <-x.stop:
+				return
+			default:
+			}
+		}
+		t := keyTarget(it.Key())
+		if t == nil {
+			return
+		}
+		if !bytes.Equal(t, cur) {
+			h.add(string(cur), n)
+			cur, n = append(cur[:0], t...), 0
+		}
+		n++
+	}
+	if it.Error() != nil {
+		return
+	}
+	h.add(string(cur), n)
+	x.mu.Lock()
+	h.merge(x.pending)
+	x.held, x.pending = h, nil
+	x.mu.Unlock()
+}
+
+// countHook, when set (tests), runs as the count of Open starts.
+var countHook func()
+
+// Close stops the count of Open and closes the database.
+func (x *Index) Close() error {
+	x.closeOnce.Do(func() {
+		close(x.stop)
+		<-x.counted
+		x.closeErr = x.db.Close()
+	})
+	return x.closeErr
+}
 
 func linkPrefix(target string) []byte {
 	b := make([]byte, 0, len(target)+2)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -15,15 +16,18 @@ import (
 	"github.com/herod-archive/herod/archive"
 )
 
-// A Put reads what the index holds of its batch in key order, through
-// one iterator: for each target of the batch, one seek to the target's
-// records and a walk over them (at most PerTarget). The walk finds the
-// copies held of the batch's records and counts the target's records, so
-// the count needs no key of its own and no read-modify-write; only a
-// target over its cap reads and writes its refused count. A sweep's
-// batch of 5,000 records costs as many seeks as it has targets, where a
-// point read per record and per target count made the reads most of the
-// sweep's cost at a million URLs (docs/links.md, "Cost of a sweep").
+// A Put reads what the index holds of its batch in key order. A target
+// that its batch cannot take past the cap (the bound of heldbound.go)
+// has each of its records read by key: the bloom filters answer for a
+// new record without reading a block. Any other target is walked
+// through one iterator: one seek to the target's records and a walk
+// over them (at most PerTarget), which finds the copies held of the
+// batch's records and counts the target's records, so the count needs
+// no key of its own and no read-modify-write; only a target over its
+// cap reads and writes its refused count. A point read per record and
+// per target count (an index before the walks) made the reads most of a
+// sweep's cost at a million URLs, and so did a seek per target once
+// the index outgrew the block cache (docs/links.md, "Cost of a sweep").
 
 // putRec is one record of a Put's batch with its key; first is the
 // position of its first copy in the batch, which decides which of a
@@ -62,33 +66,57 @@ func (x *Index) Put(ctx context.Context, recs []Record) (int, error) {
 	ps := sortedPuts(recs)
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	counts := x.held
+	if counts == nil {
+		counts = x.pending
+	}
 	b := new(leveldb.Batch)
-	it := x.db.NewIterator(&util.Range{Start: []byte{pLink}, Limit: []byte{pLink + 1}}, nil)
-	defer it.Release()
-	positioned := false
+	var it iterator.Iterator // made for the first target walked
+	defer func() {
+		if it != nil {
+			it.Release()
+		}
+	}()
 	for len(ps) > 0 {
 		if err := ctx.Err(); err != nil {
 			return 0, fmt.Errorf("links put: %w", err)
 		}
-		prefix := linkPrefix(ps[0].r.Target)
+		target := ps[0].r.Target
 		n := 1
-		for n < len(ps) && ps[n].r.Target == ps[0].r.Target {
+		for n < len(ps) && ps[n].r.Target == target {
 			n++
 		}
-		// The iterator stands on the first key after the last target's
-		// records: when that is not before this target's, it is the
-		// first of them (or of a later target).
-		if !positioned || !it.Valid() || bytes.Compare(it.Key(), prefix) < 0 {
-			it.Seek(prefix)
-			positioned = true
+		var added int
+		var err error
+		if x.held != nil && x.held.bound(target)+n <= x.cfg.PerTarget {
+			added, err = x.putByKey(b, ps[:n])
+			x.byKey++
+		} else {
+			x.walked++
+			prefix := linkPrefix(target)
+			// The iterator stands on the first key after the last
+			// target walked: when that is not before this target's,
+			// it is the first of them (or of a later target).
+			if it == nil {
+				it = x.db.NewIterator(&util.Range{Start: []byte{pLink}, Limit: []byte{pLink + 1}}, nil)
+			}
+			if !it.Valid() || bytes.Compare(it.Key(), prefix) < 0 {
+				it.Seek(prefix)
+			}
+			added, err = x.putTarget(b, it, prefix, ps[:n])
 		}
-		if err := x.putTarget(b, it, prefix, ps[:n]); err != nil {
+		if err != nil {
 			return 0, err
+		}
+		if counts != nil {
+			counts.add(target, added)
 		}
 		ps = ps[n:]
 	}
-	if err := it.Error(); err != nil {
-		return 0, fmt.Errorf("links put: %w", err)
+	if it != nil {
+		if err := it.Error(); err != nil {
+			return 0, fmt.Errorf("links put: %w", err)
+		}
 	}
 	if b.Len() > 0 {
 		if err := x.db.Write(b, nil); err != nil {
@@ -121,12 +149,35 @@ func sortedPuts(recs []Record) []putRec {
 	return out
 }
 
+// putByKey adds to b the records ps of one target, each read by its key:
+// a held record is replaced unless its copy is newer, a new one kept.
+// The caller has made sure that the target stays within its cap
+// (heldBound). It returns how many records were new.
+func (x *Index) putByKey(b *leveldb.Batch, ps []putRec) (int, error) {
+	added := 0
+	for _, p := range ps {
+		v, err := x.db.Get(p.key, nil)
+		switch {
+		case errors.Is(err, leveldb.ErrNotFound):
+			putStored(b, p)
+			added++
+		case err != nil:
+			return 0, fmt.Errorf("links put: %w", err)
+		default:
+			if s, err := decodeStored(v); err != nil || !p.r.Seen.Before(s.Seen) {
+				putStored(b, p)
+			}
+		}
+	}
+	return added, nil
+}
+
 // putTarget adds to b the records ps of one target (sorted by key), it
 // standing on the first key at or after prefix: a held record is
 // replaced unless its copy is newer, a new one kept while the target has
 // fewer than PerTarget. It leaves it on the first key after the
-// target's records.
-func (x *Index) putTarget(b *leveldb.Batch, it iterator.Iterator, prefix []byte, ps []putRec) error {
+// target's records, and returns how many new records it kept.
+func (x *Index) putTarget(b *leveldb.Batch, it iterator.Iterator, prefix []byte, ps []putRec) (int, error) {
 	held := 0
 	var fresh []putRec
 	j := 0
@@ -145,7 +196,7 @@ func (x *Index) putTarget(b *leveldb.Batch, it iterator.Iterator, prefix []byte,
 	}
 	fresh = append(fresh, ps[j:]...)
 	if len(fresh) == 0 {
-		return nil
+		return 0, nil
 	}
 	slices.SortFunc(fresh, func(a, b putRec) int { return a.first - b.first })
 	keep := min(len(fresh), max(0, x.cfg.PerTarget-held))
@@ -156,11 +207,11 @@ func (x *Index) putTarget(b *leveldb.Batch, it iterator.Iterator, prefix []byte,
 		k := countKey(pMore, ps[0].r.Target)
 		m, err := x.getCount(k)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		b.Put(k, binary.BigEndian.AppendUint32(nil, m+uint32(over)))
 	}
-	return nil
+	return keep, nil
 }
 
 func putStored(b *leveldb.Batch, p putRec) {

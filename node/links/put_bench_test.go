@@ -23,9 +23,11 @@ import (
 // 8% of the sources changed (two of their links closed, two new ones
 // opened). Metrics: CPU and wall microseconds a record and bytes written
 // (the process's wchar: log, tables and compactions) a record, of each
-// day. The 20 K ÷ 200 K ratios of a run show how flat the cost is; 1 M
-// sources (10 M records, 8-10 minutes) shows the write buffer's effect
-// on compaction (node/links/ldbopts.go).
+// day, and the CPU and wall milliseconds of opening the index after
+// them (Open's count of the records held per target). The 20 K ÷ 200 K
+// ratios of a run show how flat the cost is; 1 M sources (10 M records,
+// 8-10 minutes) shows the write buffer's effect on compaction
+// (node/links/ldbopts.go).
 //
 //	go test ./node/links -run '^$' -bench 'BenchmarkIndexPut/sources=(20000|200000)$' -benchtime 1x
 //	go test ./node/links -run '^$' -bench 'BenchmarkIndexPut/sources=1000000' -benchtime 1x
@@ -67,11 +69,12 @@ func benchIndexPut(b *testing.B, n int) {
 	ctx := context.Background()
 	t0 := time.Now().Add(-48 * time.Hour).UTC().Truncate(time.Second)
 	t1 := t0.Add(24 * time.Hour)
-	x, err := Open(b.TempDir(), Config{})
+	dir := b.TempDir()
+	x, err := Open(dir, Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer x.Close()
+	defer func() { x.Close() }()
 	w := benchWeb{n}
 	deliver := func(recs []Record) {
 		ks := make([]keyed, len(recs))
@@ -145,6 +148,18 @@ func benchIndexPut(b *testing.B, n int) {
 	if v, err := x.db.GetProperty("leveldb.stats"); err == nil {
 		b.Logf("%d sources, %d + %d records; goleveldb:\n%s", n, n0, n1, v)
 	}
+	// What a start costs: Open's count of the records held per target.
+	x.Close()
+	c0, s0 := benchCPU(), time.Now()
+	if x, err = Open(dir, Config{}); err != nil {
+		b.Fatal(err)
+	}
+	<-x.counted
+	if x.held == nil {
+		b.Fatal("no bound of held records after the count")
+	}
+	b.ReportMetric(float64((benchCPU() - c0).Milliseconds()), "open-count-cpu-ms")
+	b.ReportMetric(float64(time.Since(s0).Milliseconds()), "open-count-wall-ms")
 }
 
 func benchCPU() time.Duration {

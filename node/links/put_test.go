@@ -55,22 +55,43 @@ func (m *putModel) put(recs []Record) {
 // TestPutModel: random batches of records to a few targets, from a few
 // sources, with repeated keys, older and newer copies, in-batch copies
 // and targets filled past their cap, leave the index answering what the
-// contract (putModel) says, after every batch.
+// contract (putModel) says, after every batch; halfway the index is
+// closed and opened again (its bound of held records counted anew).
+// Targets are read by key while their bound leaves room under the cap,
+// walked after (both ways are taken: the test checks).
 func TestPutModel(t *testing.T) {
 	ctx := context.Background()
 	const perTarget = 6
-	x, err := Open(t.TempDir(), Config{PerTarget: perTarget})
-	if err != nil {
-		t.Fatal(err)
+	dir := t.TempDir()
+	open := func() *Index {
+		x, err := Open(dir, Config{PerTarget: perTarget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-x.counted
+		if x.held == nil {
+			t.Fatal("no bound of held records after the count")
+		}
+		return x
 	}
-	defer x.Close()
+	x := open()
+	defer func() { x.Close() }()
 	m := &putModel{cap: perTarget, recs: map[string]Record{}, kept: map[string]int{}, more: map[string]int{}}
 	// targets that prefix one another ("/a" and "/a/b") and sort next to
 	// each other, so a Put's walk over one target must stop at the next
 	targets := []string{"http://t.test/a", "http://t.test/a/b", "http://t.test/a0", "http://u.test/", "http://v.test/x"}
+	for i := range 20 {
+		targets = append(targets, fmt.Sprintf("http://w.test/%d", i))
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	day := func(d int) time.Time { return dayTime(1).Add(time.Duration(d) * time.Hour) }
-	for batch := range 300 {
+	var byKey, walked int
+	for batch := range 600 {
+		if batch == 300 {
+			byKey, walked = byKey+x.byKey, walked+x.walked
+			x.Close()
+			x = open()
+		}
 		var recs []Record
 		for range 1 + rng.IntN(12) {
 			from := rng.IntN(4)
@@ -124,5 +145,9 @@ func TestPutModel(t *testing.T) {
 		if m.kept[target] < perTarget || m.more[target] == 0 {
 			t.Errorf("%s: %d kept, %d refused: the batches did not fill it past its cap", target, m.kept[target], m.more[target])
 		}
+	}
+	byKey, walked = byKey+x.byKey, walked+x.walked
+	if byKey == 0 || walked == 0 {
+		t.Errorf("%d targets read by key, %d walked: want both", byKey, walked)
 	}
 }
