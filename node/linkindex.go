@@ -49,10 +49,11 @@ type linkIndex struct {
 
 	// The sweep's plan (linksweep.go): the sources marked since the last
 	// sweep, and the slow pass's place in the store.
-	dirty *links.Dirty
-	pass  slowPass
-	stats sweepCounters
-	chunk int // stale sources a full sweep reads at a time (fullChunk when 0)
+	dirty    *links.Dirty
+	pass     slowPass
+	stats    sweepCounters
+	sweeping chan struct{} // holds a token while a sweep runs (SweepLinks)
+	chunk    int           // stale sources a full sweep reads at a time (fullChunk when 0)
 }
 
 // setupLinkIndex opens the link index and the rank store (New).
@@ -67,7 +68,8 @@ func (n *Node) setupLinkIndex() error {
 		return fmt.Errorf("node: %w", err)
 	}
 	li := &linkIndex{index: idx, ranks: rs,
-		verify: &links.Verifier{Logger: n.log.With("sub", "links")}, dirty: links.NewDirty(0)}
+		verify: &links.Verifier{Logger: n.log.With("sub", "links")}, dirty: links.NewDirty(0),
+		sweeping: make(chan struct{}, 1)}
 	li.server = &links.Server{Index: idx, Keep: n.linkFilter}
 	n.linkIdx = li
 	return nil
@@ -204,8 +206,17 @@ func rangeGrew(old, cur ring.Range) bool {
 // first sweep after a start, or after the marks overflowed, the node's
 // ranges grew or ring events were dropped, reads every stale source of
 // the store: one whose newest version is after the last one read and
-// delivered, or that was never delivered.
+// delivered, or that was never delivered. One sweep runs at a time: a
+// call while another sweeps waits for it (or for ctx), so that it
+// returns with every version marked before it read, and no source is
+// read by two sweeps at once.
 func (n *Node) SweepLinks(ctx context.Context) (int, error) {
+	select {
+	case n.linkIdx.sweeping <- struct{}{}:
+	case <-ctx.Done():
+		return 0, fmt.Errorf("link sweep: %w", ctx.Err())
+	}
+	defer func() { <-n.linkIdx.sweeping }()
 	n.linkIdx.checkDrops()
 	marked, full := n.linkIdx.dirty.Take()
 	var sent int

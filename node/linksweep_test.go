@@ -442,3 +442,35 @@ func TestLinkSweepOnDemandWatchesRing(t *testing.T) {
 		t.Fatalf("full sweeps %d, want %d", got, before+1)
 	}
 }
+
+// TestLinkSweepOneAtATime: a sweep asked for while another runs (the
+// node's loop and a caller's) waits for it, up to its context, and
+// reads nothing meanwhile; once the other ends it reads what was marked.
+func TestLinkSweepOneAtATime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a real node in -short mode")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n, rc := sweepNode(ctx, t, 4)
+	if _, err := n.SweepLinks(ctx); err != nil { // the first: every source of an empty store
+		t.Fatal(err)
+	}
+	page, _ := putLinkPages(ctx, t, n, 3)
+	n.linkIdx.sweeping <- struct{}{} // another sweep runs
+	short, stop := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer stop()
+	if _, err := n.SweepLinks(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a sweep beside another = %v, want it to wait until its deadline", err)
+	}
+	if got := rc.take(); len(got) != 0 {
+		t.Fatalf("a sweep beside another read %v", got)
+	}
+	<-n.linkIdx.sweeping // the other ends
+	if _, err := n.SweepLinks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := rc.take(); got[page(0)] == 0 {
+		t.Fatalf("the sweep after the other read %v, want %s", got, page(0))
+	}
+}
