@@ -796,9 +796,10 @@ func writeHeapProfile(t *testing.T, path string) {
 }
 
 // startCPUProfile starts a CPU profile of day d when HEROD_SCALE_CPUPROFILE
-// names it, and returns the function that stops it.
+// (a day, or days separated by commas) names it, and returns the function
+// that stops it.
 func startCPUProfile(t *testing.T, out, name string, d int) func() {
-	if v := os.Getenv("HEROD_SCALE_CPUPROFILE"); v == "" || v != strconv.Itoa(d) {
+	if !slices.Contains(strings.Split(os.Getenv("HEROD_SCALE_CPUPROFILE"), ","), strconv.Itoa(d)) {
 		return func() {}
 	}
 	f, err := os.Create(filepath.Join(out, fmt.Sprintf("cpu-%s-day%d.pprof", name, d)))

@@ -13,7 +13,8 @@
 # and the rest after: the tables divide by the medians of its CPU figures, which
 # move by 10-20% between runs of a 10 K web; files scale-<run>-<i>.*, profiles
 # those of the last repeat),
-# HEAP=1 (a heap profile at each day's end), CPUPROF=N (a CPU profile of day N),
+# HEAP=1 (a heap profile at each day's end), CPUPROF=N (a CPU profile of day N;
+# N,M,... of each day named),
 # GOMEMLIMIT (the node process's Go memory limit, default 448MiB for one
 # node, the budget under which docs/scale.md states RSS, and off for a
 # ring; "off" for none).
