@@ -56,8 +56,9 @@ type Index struct {
 }
 
 // Open opens or creates the index in dir. It counts the records held
-// per target in the background (a walk of the index's keys, about a
-// second per million records); Puts walk their targets until it is done.
+// per target in the background (a walk of the index's keys: with the
+// open, 1.06 CPU-s for 2.2 M records in BenchmarkIndexPut); Puts walk
+// their targets until it is done.
 func Open(dir string, cfg Config) (*Index, error) {
 	if cfg.PerTarget <= 0 {
 		cfg.PerTarget = DefaultPerTarget

@@ -7,11 +7,12 @@ import (
 
 // indexOptions returns the goleveldb options of the index's database
 // (docs/links.md, "Cost of a sweep"). A sweep's records land all over
-// the targets' key space, and a Put reads, for each target of its batch,
-// the records already held:
+// the targets' key space, and a Put reads the records already held of
+// its batch, each by key or a target's at once (put.go):
 //
-//   - a bloom filter of 10 bits a key lets a point read (a source's
-//     state, a target's refused count) skip the tables that lack the key;
+//   - a bloom filter of 10 bits a key lets a point read (a record, a
+//     source's state, a target's refused count) skip the tables that
+//     lack the key;
 //   - no seek compactions (DisableSeeksCompaction): goleveldb otherwise
 //     rewrites a table that reads consulted before another size/16 KiB
 //     times, which a growing index's random reads do all day;

@@ -25,7 +25,7 @@ import (
 // batch's records and counts the target's records, so the count needs
 // no key of its own and no read-modify-write; only a target over its
 // cap reads and writes its refused count. A point read per record and
-// per target count (an index before the walks) made the reads most of a
+// a count key per target (before the walks) made the reads most of a
 // sweep's cost at a million URLs, and so did a seek per target once
 // the index outgrew the block cache (docs/links.md, "Cost of a sweep").
 
