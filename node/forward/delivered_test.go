@@ -129,7 +129,10 @@ func TestDeliveredSetMemory(t *testing.T) {
 
 // TestDeliveredSetSpreadsGround: keys that share every bit the table's
 // size would take from them (a site's links ground to collide) still
-// spread over the table: no lookup walks a long run.
+// spread over the table: no lookup walks a long run. Random slots at
+// this load (0.61) make runs of about 100 at the longest (85 the worst
+// of 300 seeds); slots taken from the ground bits make one run of all
+// 20,000 keys.
 func TestDeliveredSetSpreadsGround(t *testing.T) {
 	var s deliveredSet
 	var k id.ID
@@ -146,7 +149,7 @@ func TestDeliveredSetSpreadsGround(t *testing.T) {
 		run++
 		longest = max(longest, run)
 	}
-	if longest > 64 {
+	if longest > 512 {
 		t.Fatalf("a run of %d occupied slots among %d keys in %d slots", longest, s.len(), len(s.slots))
 	}
 }
