@@ -4,6 +4,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/herod-archive/herod/internal/atomicfile"
 )
 
 // fileSystem is the file-system layer that segments and their directory
@@ -45,20 +47,8 @@ func (osFS) SyncDir(dir string) error { return syncDir(dir) }
 
 func (osFS) Rename(from, to string) error { return os.Rename(from, to) }
 
-// syncDir fsyncs a directory, making the creation, rename or removal of
-// its entries durable (POSIX requires it; ext4's data=ordered merely
-// happens to order them).
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+// syncDir fsyncs a directory (atomicfile.SyncDir).
+func syncDir(dir string) error { return atomicfile.SyncDir(dir) }
 
 // appendSynced appends line to dir's file name, creating it if needed,
 // and syncs it (and dir when it created the file).

@@ -194,6 +194,8 @@ func (s *Store) AddImported(ctx context.Context, data []byte, sender string, adm
 	if err := ctx.Err(); err != nil {
 		return Version{}, false, fmt.Errorf("archive add import: %w", err)
 	}
+	s.adding.Add(1)
+	defer s.adding.Add(-1)
 	if s.closed.Load() {
 		return Version{}, false, errors.New("archive add import: store closed")
 	}

@@ -84,6 +84,8 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return Version{}, false, fmt.Errorf("archive put: %w", err)
 	}
+	s.adding.Add(1)
+	defer s.adding.Add(-1)
 	if s.closed.Load() {
 		return Version{}, false, errors.New("archive put: store closed")
 	}

@@ -160,6 +160,8 @@ func (s *Store) importRecord(ctx context.Context, name string, data []byte, prov
 	if err := ctx.Err(); err != nil {
 		return Version{}, false, fmt.Errorf("archive import: %w", err)
 	}
+	s.adding.Add(1)
+	defer s.adding.Add(-1)
 	if s.closed.Load() {
 		return Version{}, false, errors.New("archive import: store closed")
 	}
@@ -226,6 +228,9 @@ func (s *Store) importRecord(ctx context.Context, name string, data []byte, prov
 	}
 	if zd != nil {
 		s.trainer.consider(zd) // a peer's dictionary, adopted if the store has none (adopt.go)
+	}
+	if fn := s.imported.Load(); fn != nil {
+		(*fn)(v)
 	}
 	return v, true, nil
 }

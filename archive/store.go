@@ -202,6 +202,8 @@ type Store struct {
 	signerPending map[string]int64              // bytes reserved by signer, not yet indexed; guarded by mu
 	shareRefused  atomic.Int64                  // writes refused by a signer's share
 	added         atomic.Pointer[func(Version)] // OnAdd's function
+	imported      atomic.Pointer[func(Version)] // OnImport's function
+	adding        atomic.Int64                  // Puts and imports under way (Adding)
 
 	quotaHit  atomic.Bool
 	refusedN  atomic.Int64
@@ -224,6 +226,26 @@ func (s *Store) OnAdd(fn func(Version)) {
 	}
 	s.added.Store(&fn)
 }
+
+// OnImport makes the store call fn with every version Import adds (a
+// replica's record), once it is durable and indexed, on Import's
+// goroutine: fn must not block. fn replaces the previous function; nil
+// stops the calls.
+func (s *Store) OnImport(fn func(Version)) {
+	if fn == nil {
+		s.imported.Store(nil)
+		return
+	}
+	s.imported.Store(&fn)
+}
+
+// Adding returns how many Puts, AddImporteds and Imports are under way:
+// each is counted from before its version can be seen (Versions,
+// DirHash, LeafHashes) until OnAdd's or OnImport's function has returned
+// for it. A caller that reads the store and then finds Adding at 0 knows
+// that those functions have seen every version its read found that one
+// of them added.
+func (s *Store) Adding() int64 { return s.adding.Load() }
 
 // Open opens or creates the store in dir: dir/segments holds the segment
 // files, dir/index the goleveldb index. Open finishes an index swap a

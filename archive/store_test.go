@@ -458,3 +458,76 @@ func TestOnAdd(t *testing.T) {
 		t.Fatalf("OnAdd(nil) still calls: %v", got)
 	}
 }
+
+// TestOnImportAndAdding: OnImport sees the versions Import adds (not
+// those it holds already), and Adding counts a write until its function
+// has returned.
+func TestOnImportAndAdding(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{NoSync: true})
+	var during []int64
+	s.OnAdd(func(Version) { during = append(during, s.Adding()) })
+	v, _ := mustPut(t, s, capture("http://a.example/i", t0, "one"))
+	if len(during) != 1 || during[0] != 1 || s.Adding() != 0 {
+		t.Fatalf("Adding during OnAdd %v, after %d; want [1], 0", during, s.Adding())
+	}
+	data, err := s.ReadFile(ctx, v.Entry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := openTest(t, Options{NoSync: true})
+	var got []Entry
+	other.OnImport(func(w Version) { got = append(got, w.Entry()); during = append(during, other.Adding()) })
+	for range 2 {
+		if _, _, err := other.Import(ctx, v.Entry().Name(), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != 1 || got[0] != v.Entry() || during[1] != 1 || other.Adding() != 0 {
+		t.Fatalf("OnImport saw %v (Adding %v, after %d), want %v once while counted", got, during, other.Adding(), v.Entry())
+	}
+	other.OnImport(nil)
+	if _, _, err := other.Import(ctx, v.Entry().Name(), data); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("OnImport(nil) still calls: %v", got)
+	}
+}
+
+// TestLeafHashes: the leaf sums are DirHash's at LeafLevel, indexed by
+// LeafOf, and count every version.
+func TestLeafHashes(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, Options{NoSync: true})
+	var urls []string
+	for i := range 50 {
+		u := fmt.Sprintf("http://leaf%d.example/", i%17)
+		urls = append(urls, u)
+		mustPut(t, s, capture(u, t0.Add(time.Duration(i)*time.Hour), fmt.Sprint("body ", i)))
+	}
+	ls, err := s.LeafHashes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ls) != Leaves {
+		t.Fatalf("%d leaves, want %d", len(ls), Leaves)
+	}
+	var total int64
+	for _, d := range ls {
+		total += d.Count
+	}
+	if total != 50 {
+		t.Fatalf("leaves count %d versions, want 50", total)
+	}
+	for _, u := range urls {
+		k := id.OfString(u)
+		want, err := s.DirHash(ctx, LeafLevel, k[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ls[LeafOf(k)]; got != want {
+			t.Fatalf("%s: leaf %v, DirHash %v", u, got, want)
+		}
+	}
+}

@@ -114,6 +114,10 @@ type Node struct {
 	// Full-text search on the ring (search.go).
 	search      *nodesearch.Service
 	searchStore *search.Store // the postings of the terms this node holds
+	// stopOwned are the ranges the node owned when Close began (set
+	// when stopOwnedSet), for the search mark closeAll writes.
+	stopOwned    []archive.KeyRange
+	stopOwnedSet bool
 
 	linkIdx *linkIndex // the link index and PageRank (linkindex.go)
 }
@@ -455,6 +459,7 @@ func (n *Node) Close() error {
 		return nil
 	}
 	if n.started.Load() && n.dayclaim != nil { // built: Start got past buildRing
+		n.stopOwned, n.stopOwnedSet = n.ownedRanges(), true // search.go: for the stop's mark
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		n.dayclaim.HandOver(ctx, n.ring.Status().Vnodes)
 		if err := n.ring.Leave(ctx); err != nil {
@@ -488,6 +493,9 @@ func (n *Node) closeAll() error {
 	errs = append(errs, n.dht.Close())
 	if n.host != nil {
 		errs = append(errs, n.host.Close())
+	}
+	if n.stopOwnedSet {
+		n.writeSearchMark(n.stopOwned) // search.go: nothing writes to the archive now
 	}
 	if n.store != nil {
 		errs = append(errs, n.store.Close())

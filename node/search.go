@@ -43,7 +43,86 @@ func (n *Node) setupSearch() error {
 		return nil
 	}
 	n.kit.MustHandle(n.search.SyncSpec())
+	n.search.Owned = n.ownedRanges
+	n.resumeSearch()
+	n.store.OnImport(n.versionImported)
 	return nil
+}
+
+// searchMarkPath is where a clean stop leaves its search mark: in the
+// posting store's directory, which takes the mark with it when removed.
+func (n *Node) searchMarkPath() string {
+	return filepath.Join(n.cfg.DataDir, "search", nodesearch.MarkFile)
+}
+
+// resumeSearch takes the mark of the node's last clean stop, if any, and
+// limits the start's backfill to what it cannot vouch for (node/search
+// mark.go). Called before anything writes to the archive.
+func (n *Node) resumeSearch() {
+	m, err := nodesearch.TakeMark(n.searchMarkPath())
+	if err != nil {
+		n.log.Warn("search: the last stop's mark is unreadable; indexing every URL again", "err", err)
+		return
+	}
+	if m == nil {
+		n.log.Debug("search: no clean stop recorded; indexing every URL again")
+		return
+	}
+	leaves, err := n.store.LeafHashes(context.Background())
+	if err != nil {
+		n.log.Warn("search: indexing every URL again", "err", err)
+		return
+	}
+	changed, leavesChanged := m.Changed(leaves)
+	n.search.Resume = changed
+	n.log.Info("search: resuming from a clean stop", "leavesChanged", leavesChanged)
+}
+
+// writeSearchMark records, at a stop, that the index holds every version
+// the archive does (node/search Mark), when it does: called once nothing
+// writes to the archive any more, with the ranges the node owned before
+// it left the ring.
+func (n *Node) writeSearchMark(owned []archive.KeyRange) {
+	if n.search == nil || n.store == nil || !n.search.Settled() {
+		return
+	}
+	leaves, err := n.store.LeafHashes(context.Background())
+	if err != nil {
+		n.log.Warn("search: no stop mark; the next start indexes every URL again", "err", err)
+		return
+	}
+	if k := n.store.Adding(); k != 0 {
+		n.log.Warn("search: no stop mark: the archive is still taking versions", "adding", k)
+		return
+	}
+	m := n.search.Mark(leaves, owned)
+	if m == nil {
+		return
+	}
+	if err := nodesearch.WriteMark(n.searchMarkPath(), m); err != nil {
+		n.log.Warn("search: no stop mark; the next start indexes every URL again", "err", err)
+	}
+}
+
+// ownedRanges returns the key ranges (pred(v), v] of the node's virtual
+// servers whose predecessor it knows: the keys it owns now (ring.Owns).
+func (n *Node) ownedRanges() []archive.KeyRange {
+	var rs []archive.KeyRange
+	for _, v := range n.ring.Vnodes() {
+		if p, ok := n.ring.Predecessor(v.ID); ok {
+			rs = append(rs, archive.KeyRange{A: p.ID, B: v.ID})
+		}
+	}
+	return rs
+}
+
+// versionImported is the archive's OnImport: a replica's record of a URL
+// this node owns is left to the next start's backfill (node/search
+// Imported).
+func (n *Node) versionImported(v archive.Version) {
+	if n.search != nil && n.ring.Owns(v.Key) {
+		n.search.Imported(v)
+	}
 }
 
 // versionAdded is the archive's OnAdd: replication pushes the version

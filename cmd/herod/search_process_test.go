@@ -136,7 +136,9 @@ func rareQueries(t *testing.T, urls []string, k int) []processQuery {
 // TestProcessesSearch runs five herod processes over a sample web: once
 // it is crawled and indexed, the same queries give the same results from
 // every gateway, each finding its page, before and after one node is
-// killed -9; it logs the query latencies (p50, p99) by number of words.
+// killed -9, and after it and another, stopped by SIGTERM, restart (the
+// second's start indexes nothing again: node/search mark.go); it logs
+// the query latencies (p50, p99) by number of words.
 // Run with HEROD_PROCESS_TESTS=1.
 func TestProcessesSearch(t *testing.T) {
 	if os.Getenv(processTestsEnv) == "" {
@@ -246,4 +248,56 @@ func TestProcessesSearch(t *testing.T) {
 		return nil
 	})
 	t.Logf("after the kill -9, every gateway answered as before within %v", time.Since(start).Round(time.Second))
+
+	// Restarts: the node killed -9 left no mark and its start indexes
+	// what it owns again; a node stopped by SIGTERM left one, and its
+	// start indexes nothing again.
+	killed := r.start(nodes[2], first.multiaddr)
+	r.remove(nodes[1], syscall.SIGTERM)
+	stopped := r.start(nodes[1], first.multiaddr)
+	for _, c := range []struct {
+		what    string
+		p       *proc
+		resumed bool
+	}{{"after kill -9", killed, false}, {"after SIGTERM", stopped, true}} {
+		var s struct {
+			Backfilled       bool  `json:"backfilled"`
+			Resumed          bool  `json:"resumed"`
+			BackfillVersions int64 `json:"backfillVersions"`
+			Backlog          int64 `json:"backlog"`
+		}
+		testwait.For(t, "the backfill "+c.what, 2*time.Minute, func() error {
+			st, err := status(c.p)
+			if err != nil {
+				return err
+			}
+			if err := json.Unmarshal(st["search"], &s); err != nil {
+				return err
+			}
+			if !s.Backfilled || s.Backlog > 0 {
+				return fmt.Errorf("backfilled %v, backlog %d", s.Backfilled, s.Backlog)
+			}
+			return nil
+		})
+		t.Logf("start %s: resumed %v, %d versions indexed again", c.what, s.Resumed, s.BackfillVersions)
+		if s.Resumed != c.resumed || (s.BackfillVersions == 0) == !c.resumed {
+			t.Errorf("start %s: resumed %v, %d versions indexed again; want resumed %v and %s", c.what, s.Resumed, s.BackfillVersions, c.resumed,
+				map[bool]string{true: "none", false: "some"}[c.resumed])
+		}
+	}
+	nodes[1], nodes[2] = stopped, killed
+	testwait.For(t, "the same answers after the restarts", 2*time.Minute, func() error {
+		for _, q := range qs {
+			for i, p := range nodes {
+				got, _, err := searchOf(p, q.q)
+				if err != nil {
+					return fmt.Errorf("node %d: %q: %v", i, q.q, err)
+				}
+				if !slices.Equal(got, want[q.q]) {
+					return fmt.Errorf("node %d: %q gives %v, before %v", i, q.q, got, want[q.q])
+				}
+			}
+		}
+		return nil
+	})
 }

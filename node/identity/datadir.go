@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
+
+	"github.com/herod-archive/herod/internal/atomicfile"
 )
 
 // KeyFile holds the node's libp2p private key inside the data directory,
@@ -41,7 +43,7 @@ func LoadKey(dir string) (crypto.PrivKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node identity: marshal: %w", err)
 	}
-	if err := writeFileAtomic(p, b, 0o600); err != nil {
+	if err := atomicfile.Write(p, b, 0o600); err != nil {
 		return nil, fmt.Errorf("node identity: %w", err)
 	}
 	return k, nil
@@ -105,34 +107,8 @@ func SaveIndexes(dir string, idx []int) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, IndexesFile), b, 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, IndexesFile), b, 0o644); err != nil {
 		return fmt.Errorf("virtual-server indexes: %w", err)
 	}
 	return nil
-}
-
-// writeFileAtomic writes b to path through a synced temporary file and a rename.
-func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after a successful rename
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

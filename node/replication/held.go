@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
+	"github.com/herod-archive/herod/internal/atomicfile"
 	"github.com/herod-archive/herod/internal/id"
 )
 
@@ -319,16 +320,7 @@ func (h *Held) write(rec heldRecord, data []byte) error {
 		_ = os.Remove(tmp)
 		return err
 	}
-	return syncDir(h.dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return atomicfile.SyncDir(h.dir)
 }
 
 // read returns the record e's file holds.

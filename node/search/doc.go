@@ -17,6 +17,9 @@
 // stores, indexed in batches by Run; Run first backfills the URLs this
 // node owns, which also rebuilds the postings of a term range at its
 // current holders after an owner change or a crash that lost a batch.
+// After a clean stop the backfill takes only the URLs the stop's Mark
+// cannot vouch for (mark.go): those in leaves of the archive that
+// changed since, or outside a range the node owned throughout.
 // SyncRound (RunSync: periodic and after ring changes) compares each range
 // this node owns with its other holders by digests on SyncProtocol, pulls
 // what it lacks and has them pull back, so a holder that missed postings
@@ -27,7 +30,8 @@
 // set (search.AppendPostingSet) of at most maxAddPostings postings in
 // at most maxAddBytes, each checked (search.Posting.Check); a query's reply holds at most maxReplyPostings
 // postings. The notify queue is bounded: a URL that does not fit is
-// counted (Stats.Dropped) and indexed at the next backfill.
+// counted (Stats.Dropped) and indexed by a catch-up (Indexer.CatchUp)
+// once the queue is empty.
 //
 // Concurrency: a Service is safe for concurrent use once its fields are
 // set; Run runs once.

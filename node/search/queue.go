@@ -95,13 +95,24 @@ func (sv *Service) lose(t time.Time) {
 }
 
 // Run backfills the URLs of archive this node owns (indexing every
-// version: a node that restarts or takes over a range sends its terms'
-// holders everything again, which they store once), then indexes the
-// queued URLs in batches until ctx ends. ix's Sink is the Service.
+// version of each, which their terms' holders store once; only those
+// Resume returns true for, when it is set), then indexes the queued URLs
+// in batches until ctx ends. ix's Sink is the Service.
 func (sv *Service) Run(ctx context.Context, ix *fts.Indexer, l fts.URLLister, owns func(key id.ID) bool) {
 	sv.backfill.Store(1)
 	start := time.Now()
-	st, err := ix.Backfill(ctx, l, func(u string) bool { return owns(id.OfString(u)) })
+	resume := sv.Resume
+	atStart := sv.owned()
+	st, err := ix.Backfill(ctx, l, func(u string) bool {
+		k := id.OfString(u)
+		return owns(k) && (resume == nil || resume(k))
+	})
+	sv.recordRanges(atStart, sv.owned())
+	sv.backfillVersions.Store(int64(st.Versions))
+	sv.backfilled.Store(err == nil)
+	if st.Skipped > 0 {
+		sv.skipped.Store(true)
+	}
 	sv.backfill.Store(0)
 	sv.indexed.Add(int64(st.Versions))
 	sv.unreadable.Add(int64(st.Unreadable))
@@ -118,23 +129,10 @@ func (sv *Service) Run(ctx context.Context, ix *fts.Indexer, l fts.URLLister, ow
 	timer := time.NewTimer(batchDelay)
 	defer timer.Stop()
 	flush := func() {
-		if len(urls) == 0 {
-			return
+		if len(urls) > 0 {
+			sv.indexBatch(ctx, ix, urls)
+			urls = urls[:0]
 		}
-		st, err := ix.IndexAdded(ctx, urls)
-		sv.indexed.Add(int64(st.Versions))
-		sv.unreadable.Add(int64(st.Unreadable))
-		sv.queued.Add(-int64(len(urls)))
-		if err != nil && ctx.Err() == nil {
-			sv.errs.Add(1)
-			sv.log().Warn("search index", "urls", len(urls), "err", err)
-			if errors.Is(err, fts.ErrNotDelivered) {
-				for _, a := range urls {
-					sv.lose(a.Time) // caught up once the queue is empty
-				}
-			}
-		}
-		urls = urls[:0]
 	}
 	for {
 		select {
@@ -155,6 +153,30 @@ func (sv *Service) Run(ctx context.Context, ix *fts.Indexer, l fts.URLLister, ow
 	}
 }
 
+// indexBatch indexes urls, taken from the queue. A batch that fails
+// to deliver is due to a catch-up; one the stop cuts short leaves the
+// service unsettled (Settled).
+func (sv *Service) indexBatch(ctx context.Context, ix *fts.Indexer, urls []fts.Added) {
+	st, err := ix.IndexAdded(ctx, urls)
+	sv.indexed.Add(int64(st.Versions))
+	sv.unreadable.Add(int64(st.Unreadable))
+	sv.queued.Add(-int64(len(urls)))
+	switch {
+	case err != nil && ctx.Err() != nil:
+		for _, a := range urls {
+			sv.lose(a.Time)
+		}
+	case err != nil:
+		sv.errs.Add(1)
+		sv.log().Warn("search index", "urls", len(urls), "err", err)
+		if errors.Is(err, fts.ErrNotDelivered) {
+			for _, a := range urls {
+				sv.lose(a.Time) // caught up once the queue is empty
+			}
+		}
+	}
+}
+
 // catchUp indexes the versions stored since the earliest one Notify
 // dropped or a batch failed to deliver, if any. It reports false if the
 // pass failed to deliver or list (it is then due again).
@@ -167,9 +189,16 @@ func (sv *Service) catchUp(ctx context.Context, ix *fts.Indexer, l fts.URLLister
 	}
 	sv.catchUps.Add(1)
 	st, err := ix.CatchUp(ctx, l, time.UnixMilli(ms), func(u string) bool { return owns(id.OfString(u)) })
+	if st.Skipped > 0 {
+		sv.skipped.Store(true)
+	}
 	sv.indexed.Add(int64(st.Versions))
 	sv.unreadable.Add(int64(st.Unreadable))
-	if err == nil || ctx.Err() != nil {
+	if err != nil && ctx.Err() != nil {
+		sv.lose(time.UnixMilli(ms)) // due again at the next start: not Settled
+		return true
+	}
+	if err == nil {
 		return true
 	}
 	sv.errs.Add(1)
@@ -189,6 +218,16 @@ func (sv *Service) Idle() bool {
 	return sv.queued.Load() == 0 && sv.catching.Load() == 0 && sv.lostSince.Load() == 0 && sv.backfill.Load() == 0
 }
 
+// Settled reports whether the node's index holds every version it
+// stored: the start's backfill finished, nothing is queued or due to a
+// catch-up, no batch was cut short, no pass skipped a URL it could not
+// read (a start indexes it again, repaired or not). Called once Run has
+// returned and the archive takes no more writes, it says whether a stop
+// may leave a Mark.
+func (sv *Service) Settled() bool {
+	return sv.backfilled.Load() && !sv.skipped.Load() && sv.Idle()
+}
+
 // Stats are a node's index health.
 type Stats struct {
 	fts.Counts
@@ -206,6 +245,12 @@ type Stats struct {
 	Queries    int64 `json:"queries"`    // posting queries answered for other nodes
 	FailedSend int64 `json:"failedSend"` // deliveries to a holder that failed
 
+	// The start's backfill: it finished, the last clean stop's mark
+	// limited it (mark.go), the versions it indexed.
+	Backfilled       bool  `json:"backfilled"`
+	Resumed          bool  `json:"resumed"`
+	BackfillVersions int64 `json:"backfillVersions"`
+
 	// Sync counts the posting sync between holders (syncround.go).
 	Sync SyncStats `json:"sync"`
 }
@@ -215,6 +260,7 @@ func (sv *Service) Stats() Stats {
 	return Stats{
 		Counts:  sv.Store.Counts(),
 		Backlog: sv.queued.Load(), Dropped: sv.dropped.Load(), CatchUps: sv.catchUps.Load(), Backfill: sv.backfill.Load() == 1,
+		Backfilled: sv.backfilled.Load(), Resumed: sv.Resume != nil, BackfillVersions: sv.backfillVersions.Load(),
 		Indexed: sv.indexed.Load(), Errors: sv.errs.Load(), Unreadable: sv.unreadable.Load(),
 		Sent: sv.sent.Load(), SentBytes: sv.sentBytes.Load(), Received: sv.received.Load(),
 		Refused: sv.refused.Load(), Queries: sv.served.Load(), FailedSend: sv.failed.Load(),

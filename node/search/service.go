@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/protocol"
 
+	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/ring"
 	fts "github.com/herod-archive/herod/search"
@@ -56,23 +57,34 @@ type Service struct {
 	// PurgeFilter, if set, returns the test of the captures purged now
 	// (nil if none): sync stores no posting of one.
 	PurgeFilter func() func(url string, from int64) bool
-	syncState   // sync.go
+	// Resume, if set, limits Run's backfill to the keys it returns true
+	// for: those a clean stop's Mark cannot vouch for (Mark.Changed).
+	Resume func(key id.ID) bool
+	// Owned, if set, returns the key ranges the node owns now: Run
+	// records them when its backfill starts and ends, for the Mark.
+	Owned func() []archive.KeyRange
 
-	sent       atomic.Int64 // postings delivered to holders (remote and local)
-	sentBytes  atomic.Int64 // encoded posting bytes sent to other nodes
-	received   atomic.Int64 // postings received from other nodes
-	refused    atomic.Int64 // postings of other nodes refused at MaxPostings
-	served     atomic.Int64 // posting queries answered
-	failed     atomic.Int64 // deliveries to a holder that failed
-	queued     atomic.Int64 // URLs waiting to be indexed
-	dropped    atomic.Int64 // URLs the full queue refused (left to a catch-up)
-	lostSince  atomic.Int64 // Unix ms: versions since then may lack postings (0: none)
-	catchUps   atomic.Int64 // catch-up passes run
-	indexed    atomic.Int64 // versions indexed
-	errs       atomic.Int64 // indexing errors
-	unreadable atomic.Int64 // versions skipped: text unreadable
-	backfill   atomic.Int32 // 1 while the backfill runs
-	catching   atomic.Int32 // 1 while a catch-up runs
+	syncState // sync.go
+	markState // mark.go
+
+	sent             atomic.Int64 // postings delivered to holders (remote and local)
+	sentBytes        atomic.Int64 // encoded posting bytes sent to other nodes
+	received         atomic.Int64 // postings received from other nodes
+	refused          atomic.Int64 // postings of other nodes refused at MaxPostings
+	served           atomic.Int64 // posting queries answered
+	failed           atomic.Int64 // deliveries to a holder that failed
+	queued           atomic.Int64 // URLs waiting to be indexed
+	dropped          atomic.Int64 // URLs the full queue refused (left to a catch-up)
+	lostSince        atomic.Int64 // Unix ms: versions since then may lack postings (0: none)
+	catchUps         atomic.Int64 // catch-up passes run
+	indexed          atomic.Int64 // versions indexed
+	errs             atomic.Int64 // indexing errors
+	unreadable       atomic.Int64 // versions skipped: text unreadable
+	backfill         atomic.Int32 // 1 while the backfill runs
+	backfilled       atomic.Bool  // the start's backfill finished without an error
+	backfillVersions atomic.Int64 // versions the start's backfill indexed
+	skipped          atomic.Bool  // a backfill or catch-up could not read some URL's versions
+	catching         atomic.Int32 // 1 while a catch-up runs
 
 	// Behind's state: since when the crawl is paused (zero: it is not),
 	// and whether it gave up pausing until the queue is down to a quarter.
