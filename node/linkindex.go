@@ -249,10 +249,12 @@ func (n *Node) endOfDay(day int64) time.Time {
 
 // rankGraph is the rank engine's Graph: the out-links of every page this
 // node owns, from its newest version live at the end of day (the links a
-// reader follows of a successful HTML page; none for other versions).
-func (n *Node) rankGraph(ctx context.Context, day int64) (map[string][]string, error) {
+// reader follows of a successful HTML page; none for other versions),
+// until they cost more than maxBytes (rank.PageBytes).
+func (n *Node) rankGraph(ctx context.Context, day int64, maxBytes int64) (map[string][]string, error) {
 	end := n.endOfDay(day)
 	g := map[string][]string{}
+	var held int64
 	err := n.store.URLs(ctx, archive.Query{}, func(u string) error {
 		if !n.ownsURL(u) {
 			return nil
@@ -264,21 +266,20 @@ func (n *Node) rankGraph(ctx context.Context, day int64) (map[string][]string, e
 		if err != nil {
 			return err
 		}
-		g[u] = nil
-		if v.Status < 200 || v.Status > 299 {
-			return nil
+		var ls []string
+		if v.Status >= 200 && v.Status <= 299 {
+			c, err := n.store.Read(ctx, v)
+			if err != nil {
+				return err
+			}
+			if base, err := url.Parse(u); err == nil {
+				ls, _ = crawl.ExtractRequisites(base, v.ContentType, c.Body)
+			}
 		}
-		c, err := n.store.Read(ctx, v)
-		if err != nil {
-			return err
+		if held += rank.PageBytes(u, ls); held > maxBytes {
+			return fmt.Errorf("%w: the pages read by %s cost %d bytes, over %d (%d pages)", rank.ErrTooLarge, u, held, maxBytes, len(g))
 		}
-		base, err := url.Parse(u)
-		if err != nil {
-			return nil
-		}
-		if ls, _ := crawl.ExtractRequisites(base, v.ContentType, c.Body); len(ls) > 0 {
-			g[u] = ls
-		}
+		g[u] = ls
 		return nil
 	})
 	if err != nil {
@@ -376,7 +377,7 @@ func (li *linkIndex) serveRank(ctx context.Context, q *kit.Request) error {
 	var rb []byte
 	if h.Op == rank.OpGet {
 		rep, rb = rank.AnswerGet(li.ranks, h, body)
-	} else if rep, rb, err = li.engine.Handle(ctx, h, body); err != nil {
+	} else if rep, rb, err = li.engine.HandleRemote(ctx, h, body); err != nil {
 		rep = rank.Reply{Error: err.Error()}
 	}
 	if err := q.Reply(rep); err != nil {

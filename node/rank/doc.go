@@ -34,6 +34,12 @@
 // its owner changes before the run finishes; a member that fails fails
 // the run.
 //
+// Bounds: a run lives in memory, so an Engine refuses one whose graph
+// and registered vertices would count more than MaxBytes (PageBytes,
+// ErrTooLarge); it prepares one run at a time, and another member's
+// prepare, which reads every page the node owns, at most once every
+// PrepareGap (HandleRemote, ErrBusy).
+//
 // Concurrency: an Engine and a Store are safe for concurrent use; an
 // Engine takes part in one run at a time (a new run replaces the old).
 package rank

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -26,8 +27,49 @@ type Transport interface {
 type Locate func(ctx context.Context, key id.ID) (ring.Node, error)
 
 // Graph returns the out-links of the pages this node owns, as of the
-// end of crawl day day, by source URL.
-type Graph func(ctx context.Context, day int64) (map[string][]string, error)
+// end of crawl day day, by source URL; once the pages it has read cost
+// more than maxBytes (PageBytes) it stops and returns an error wrapping
+// ErrTooLarge.
+type Graph func(ctx context.Context, day int64, maxBytes int64) (map[string][]string, error)
+
+// ErrTooLarge reports a run that would hold more than an Engine's
+// MaxBytes here: this node's graph, or the vertices other members
+// registered.
+var ErrTooLarge = errors.New("rank: run too large for this node")
+
+// ErrBusy reports a prepare refused while another runs, or sooner after
+// the last one another member asked for than PrepareGap.
+var ErrBusy = errors.New("rank: busy")
+
+// Defaults of an Engine's bounds.
+const (
+	// DefaultMaxBytes: a node whose run holds more (pages' and
+	// vertices' URLs with their per-item costs, PageBytes) refuses it;
+	// the heap a run takes is about three times this (docs/links.md).
+	DefaultMaxBytes = 64 << 20
+	// DefaultPrepareGap: another member may have this node read its
+	// graph once in this time.
+	DefaultPrepareGap = 10 * time.Minute
+)
+
+// Per-item costs that PageBytes and a run's vertices count besides the
+// URLs' bytes: a page (its map entry and slice), a link (its string), a
+// vertex (its index entry, URL, ranks and out-link slice).
+const (
+	pageCost   = 96
+	linkCost   = 16
+	vertexCost = 120
+)
+
+// PageBytes returns what a page with its out-links counts against an
+// Engine's MaxBytes (Graph's maxBytes).
+func PageBytes(url string, links []string) int64 {
+	n := int64(pageCost + len(url) + linkCost*len(links))
+	for _, l := range links {
+		n += int64(len(l))
+	}
+	return n
+}
 
 // Engine is one member's part of a rank run: the vertices it holds,
 // their out-links and ranks. Self, Graph, Locate and Transport must be
@@ -39,9 +81,28 @@ type Engine struct {
 	Transport Transport
 	Store     *Store
 	Logger    *slog.Logger
+	// MaxBytes bounds what a run holds here (PageBytes of this node's
+	// pages, and each vertex registered: its URL and vertexCost); past
+	// it the run fails with ErrTooLarge. 0: DefaultMaxBytes.
+	MaxBytes int64
+	// PrepareGap is the least time between the starts of two prepares
+	// other members ask for (HandleRemote): each reads every page this
+	// node owns. 0: DefaultPrepareGap; negative: none.
+	PrepareGap time.Duration
 
-	mu  sync.Mutex
-	run *runState
+	preparing sync.Mutex // held by the prepare under way: one at a time
+
+	mu           sync.Mutex
+	run          *runState
+	lastRemote   time.Time // start of the last prepare another member asked for
+	lastRemoteOK bool
+}
+
+func (e *Engine) maxBytes() int64 {
+	if e.MaxBytes > 0 {
+		return e.MaxBytes
+	}
+	return DefaultMaxBytes
 }
 
 // edge is an out-link: the member holding the target and its index
@@ -58,6 +119,7 @@ type runState struct {
 	damping float64
 	index   map[string]uint32
 	urls    []string
+	bytes   int64    // held: this node's graph and its vertices (MaxBytes)
 	out     [][]edge // of the local vertices that are sources here; idx is a slot
 	peers   []ring.Contact
 	slots   [][]uint32 // per member, the indices there this node links to, ascending
@@ -78,10 +140,36 @@ func (e *Engine) log() *slog.Logger {
 // errRun reports a request for another run than the one in progress.
 var errRun = errors.New("rank: unknown run")
 
+// HandleRemote serves one request another member sent: Handle, but a
+// prepare comes at most once every PrepareGap.
+func (e *Engine) HandleRemote(ctx context.Context, h Header, body []byte) (Reply, []byte, error) {
+	if h.Op == OpPrepare {
+		gap := e.PrepareGap
+		if gap == 0 {
+			gap = DefaultPrepareGap
+		}
+		e.mu.Lock()
+		now := time.Now()
+		if gap > 0 && e.lastRemoteOK && now.Sub(e.lastRemote) < gap {
+			next := e.lastRemote.Add(gap)
+			e.mu.Unlock()
+			return Reply{}, nil, fmt.Errorf("%w: another member's prepare ran at %s; the next may run from %s",
+				ErrBusy, e.lastRemote.UTC().Format(time.RFC3339), next.UTC().Format(time.RFC3339))
+		}
+		e.lastRemote, e.lastRemoteOK = now, true
+		e.mu.Unlock()
+	}
+	return e.Handle(ctx, h, body)
+}
+
 // Handle serves one request of the protocol.
 func (e *Engine) Handle(ctx context.Context, h Header, body []byte) (Reply, []byte, error) {
 	switch h.Op {
 	case OpPrepare:
+		if !e.preparing.TryLock() {
+			return Reply{}, nil, fmt.Errorf("%w: a prepare is under way", ErrBusy)
+		}
+		defer e.preparing.Unlock()
 		return e.prepare(ctx, h)
 	case OpRegister:
 		return e.register(h, body)
@@ -97,15 +185,26 @@ func (e *Engine) Handle(ctx context.Context, h Header, body []byte) (Reply, []by
 	return Reply{}, nil, fmt.Errorf("rank: op %q", h.Op)
 }
 
-// vertex returns the index of url in run r, adding it.
-func (r *runState) vertex(url string) uint32 {
+// vertex returns the index of url in run r, adding it, counted
+// against max: false if it is new and would take r past max.
+func (r *runState) vertex(url string, max int64) (uint32, bool) {
 	if i, ok := r.index[url]; ok {
-		return i
+		return i, true
 	}
+	cost := int64(vertexCost + len(url))
+	if r.bytes+cost > max {
+		return 0, false
+	}
+	r.bytes += cost
 	i := uint32(len(r.urls))
 	r.index[url] = i
 	r.urls = append(r.urls, url)
-	return i
+	return i, true
+}
+
+// tooLarge is the error of a run that would pass max.
+func tooLarge(r *runState, max int64) error {
+	return fmt.Errorf("%w: run %s holds %d vertices in %d of its %d bytes here", ErrTooLarge, r.id, len(r.urls), r.bytes, max)
 }
 
 // current returns the run h names, which must be in progress.
@@ -127,13 +226,29 @@ func (e *Engine) begin(h Header) *runState {
 // prepare reads this node's graph and registers every target with its
 // owner.
 func (e *Engine) prepare(ctx context.Context, h Header) (Reply, []byte, error) {
-	g, err := e.Graph(ctx, h.Day)
+	max := e.maxBytes()
+	g, err := e.Graph(ctx, h.Day, max)
 	if err != nil {
 		return Reply{}, nil, fmt.Errorf("rank prepare: %w", err)
+	}
+	var gbytes int64
+	for s, ls := range g {
+		gbytes += PageBytes(s, ls)
 	}
 	srcs := slices.Sorted(keys(g))
 	e.mu.Lock()
 	r := e.begin(h)
+	if r.bytes+gbytes > max {
+		e.mu.Unlock()
+		return Reply{}, nil, fmt.Errorf("rank prepare: %w: the graph takes %d bytes of %d", ErrTooLarge, gbytes, max-r.bytes)
+	}
+	// The graph is held until prepare returns; its vertices stay.
+	r.bytes += gbytes
+	defer func() {
+		e.mu.Lock()
+		r.bytes -= gbytes
+		e.mu.Unlock()
+	}()
 	type target struct {
 		key id.ID
 		url string
@@ -142,7 +257,12 @@ func (e *Engine) prepare(ctx context.Context, h Header) (Reply, []byte, error) {
 	seen := map[string]bool{}
 	srcIdx := make([]uint32, len(srcs))
 	for i, s := range srcs {
-		srcIdx[i] = r.vertex(s)
+		var ok bool
+		if srcIdx[i], ok = r.vertex(s, max); !ok {
+			err := tooLarge(r, max)
+			e.mu.Unlock()
+			return Reply{}, nil, fmt.Errorf("rank prepare: %w", err)
+		}
 		for _, t := range g[s] {
 			if t != s && !seen[t] {
 				seen[t] = true
@@ -197,7 +317,13 @@ func (e *Engine) prepare(ctx context.Context, h Header) (Reply, []byte, error) {
 			if g.to.Peer == e.Self.Peer {
 				e.mu.Lock()
 				for _, u := range g.urls {
-					ix = append(ix, r.vertex(u))
+					i, ok := r.vertex(u, max)
+					if !ok {
+						err := tooLarge(r, max)
+						e.mu.Unlock()
+						return fmt.Errorf("rank prepare: %w", err)
+					}
+					ix = append(ix, i)
 				}
 				e.mu.Unlock()
 			} else {
@@ -308,8 +434,12 @@ func (e *Engine) register(h Header, body []byte) (Reply, []byte, error) {
 		return Reply{}, nil, fmt.Errorf("rank register: run %s already counted", h.Run)
 	}
 	ix := make([]uint32, len(urls))
+	max := e.maxBytes()
 	for i, u := range urls {
-		ix[i] = r.vertex(u)
+		var ok bool
+		if ix[i], ok = r.vertex(u, max); !ok {
+			return Reply{}, nil, fmt.Errorf("rank register: %w", tooLarge(r, max))
+		}
 	}
 	return Reply{Count: len(ix)}, encodeIndices(ix), nil
 }

@@ -91,10 +91,14 @@ func newMemRing(t testing.TB, members, vnodes int, g map[string][]string) (*memR
 		t.Cleanup(func() { st.Close() })
 		stores = append(stores, st)
 		m.engines[c.Peer] = &Engine{Self: c, Transport: m, Locate: m.locate, Store: st,
-			Graph: func(ctx context.Context, day int64) (map[string][]string, error) {
+			Graph: func(ctx context.Context, day int64, maxBytes int64) (map[string][]string, error) {
 				own := map[string][]string{}
+				var n int64
 				for s, ts := range g {
 					if o, _ := m.locate(ctx, id.OfString(s)); o.Peer == c.Peer {
+						if n += PageBytes(s, ts); n > maxBytes {
+							return nil, ErrTooLarge
+						}
 						own[s] = ts
 					}
 				}
