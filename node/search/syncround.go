@@ -22,15 +22,16 @@ const (
 	// range or successors a round runs, if sooner than the next one.
 	SyncSettle = time.Second
 
-	syncSplit      = 16      // parts a differing range is cut into
-	syncLeaf       = 256     // a part the peer holds at most this many postings of is listed
-	maxSyncDepth   = 6       // below this many splits, differing parts are listed whatever they hold
-	maxLevelRanges = 1024    // differing parts followed at one depth (the rest wait for the next round)
-	maxPullRound   = 1 << 20 // postings pulled from one peer for one range in one sync
-	maxKnownSet    = 1 << 18 // local postings remembered to skip what a listed part repeats (else all are merged)
-	pullQueue      = 64      // pull requests waiting
-	syncDuty       = 19      // a round waits at least this many times its length after it
-	maxRest        = 10 * time.Minute
+	syncSplit      = 16               // parts a differing range is cut into
+	syncLeaf       = 256              // a part the peer holds at most this many postings of is listed
+	maxSyncDepth   = 6                // below this many splits, differing parts are listed whatever they hold
+	maxLevelRanges = 1024             // differing parts followed at one depth (the rest wait for the next round)
+	maxPullRound   = 1 << 20          // postings pulled from one peer for one range in one sync
+	maxKnownSet    = 1 << 18          // local postings remembered to skip what a listed part repeats (else all are merged)
+	pullQueue      = 64               // pull requests waiting
+	syncDuty       = 19               // a round waits at least this many times its length after it
+	maxRest        = 10 * time.Minute // ... of its wall time, which a peer that stalls can stretch
+	maxScanRest    = 2 * time.Hour    // ... of the time its own digests scanned this store
 
 	// SyncQuiet is how long no postings may have been stored (pushed
 	// by an indexer, or this node's own) before a due round runs: while
@@ -59,13 +60,14 @@ type pullJob struct {
 // union of what they held. In sync, a pair costs one request of two
 // small frames.
 func (sv *Service) SyncRound(ctx context.Context) error {
-	_, err := sv.syncRound(ctx)
+	_, _, err := sv.syncRound(ctx)
 	return err
 }
 
 // syncRound is SyncRound; settled reports that every pair compared was
-// in sync (or there was none) and nothing was pulled or failed.
-func (sv *Service) syncRound(ctx context.Context) (settled bool, err error) {
+// in sync (or there was none) and nothing was pulled or failed, scanned
+// how long this node's digests of its ranges took (scans of the store).
+func (sv *Service) syncRound(ctx context.Context) (settled bool, scanned time.Duration, err error) {
 	sv.roundMu.Lock()
 	defer sv.roundMu.Unlock()
 	var errs []error
@@ -84,7 +86,7 @@ func (sv *Service) syncRound(ctx context.Context) (settled bool, err error) {
 		}
 	}
 	if len(rs) == 0 {
-		return true, nil
+		return true, 0, nil
 	}
 	var tops []RangeSum
 	var mark int64
@@ -100,8 +102,11 @@ func (sv *Service) syncRound(ctx context.Context) (settled bool, err error) {
 			if tops == nil || sv.synced.Load() != mark {
 				mark = sv.synced.Load()
 				var err error
-				if tops, err = sv.rangeSums(ctx, rs); err != nil {
-					return false, errors.Join(append(errs, fmt.Errorf("search sync: digests of this node's ranges: %w", err))...)
+				t0 := time.Now()
+				tops, err = sv.rangeSums(ctx, rs)
+				scanned += time.Since(t0)
+				if err != nil {
+					return false, scanned, errors.Join(append(errs, fmt.Errorf("search sync: digests of this node's ranges: %w", err))...)
 				}
 			}
 			equal, err := sv.pullFrom(ctx, c, r, &tops[i])
@@ -115,7 +120,7 @@ func (sv *Service) syncRound(ctx context.Context) (settled bool, err error) {
 				differ = append(differ, c)
 			}
 			if ctx.Err() != nil {
-				return false, ctx.Err()
+				return false, scanned, ctx.Err()
 			}
 		}
 		if sv.synced.Load() != before {
@@ -135,7 +140,7 @@ func (sv *Service) syncRound(ctx context.Context) (settled bool, err error) {
 			}
 		}
 	}
-	return !unsettled && len(errs) == 0, errors.Join(errs...)
+	return !unsettled && len(errs) == 0, scanned, errors.Join(errs...)
 }
 
 // pullRange pulls from c the postings of range r (which this node holds)
@@ -322,7 +327,7 @@ func (sv *Service) queuePull(j pullJob) {
 //     holders differ by the batches in flight, which their pushes deliver;
 //   - at least syncDuty times the last round's length after it (a round
 //     scans the store: on a large one, sync so takes at most about a
-//     twentieth of the time).
+//     twentieth of the time; restAfter).
 //
 // A round that finds every pair in sync doubles the period, up to
 // maxBackoff times SyncInterval; a ring change, or a round that pulled,
@@ -373,7 +378,7 @@ func (sv *Service) RunSync(ctx context.Context, events <-chan ring.Event) {
 			continue
 		}
 		start := time.Now()
-		settled, err := sv.syncRound(ctx)
+		settled, scanned, err := sv.syncRound(ctx)
 		if err != nil && ctx.Err() == nil {
 			sv.log().Debug("search sync round", "err", err)
 		}
@@ -384,8 +389,18 @@ func (sv *Service) RunSync(ctx context.Context, events <-chan ring.Event) {
 		}
 		sv.rounds.Add(1)
 		next = time.Now().Add(period)
-		rested = time.Now().Add(min(syncDuty*time.Since(start), maxRest))
+		rested = time.Now().Add(restAfter(time.Since(start), scanned))
 	}
+}
+
+// restAfter returns how long after a round of wall time wall, of which
+// scanned went to scanning this store for its digests, the next may
+// start: syncDuty times the round's length, at most maxRest for the
+// part a slow peer can stretch and at most maxScanRest for the scans,
+// so that on a large store (a scan a posting held, every round) sync
+// takes about a twentieth of the time however long its scans grow.
+func restAfter(wall, scanned time.Duration) time.Duration {
+	return max(min(syncDuty*wall, maxRest), min(syncDuty*scanned, maxScanRest))
 }
 
 // quietWait returns how long until SyncQuiet will have passed since

@@ -76,3 +76,23 @@ func TestRunSyncQuiet(t *testing.T) {
 		<-done
 	}
 }
+
+// TestRestAfter: a round rests syncDuty times its length; a peer that
+// stalls the round stretches the rest to maxRest at most, this store's
+// own scans to maxScanRest, so that sync keeps to about a twentieth of
+// the time on a store whose scan takes minutes.
+func TestRestAfter(t *testing.T) {
+	for _, c := range []struct {
+		wall, scanned, want time.Duration
+	}{
+		{time.Second, 0, 19 * time.Second},
+		{time.Hour, time.Second, maxRest},                    // a stalled peer: 10 min
+		{4 * time.Minute, 4 * time.Minute, 76 * time.Minute}, // a 4-minute scan: 76 min
+		{10 * time.Hour, 10 * time.Hour, maxScanRest},        // bounded
+		{40 * time.Second, 35 * time.Second, 11*time.Minute + 5*time.Second},
+	} {
+		if got := restAfter(c.wall, c.scanned); got != c.want {
+			t.Errorf("restAfter(%v, %v) = %v, want %v", c.wall, c.scanned, got, c.want)
+		}
+	}
+}
