@@ -7,8 +7,10 @@
 //  2. the trust boundary: a stream from a peer that is not a verified
 //     ring member is reset before a byte of it is read (Config.Gate);
 //  3. a cap on the handlers of the protocol running at once
-//     (Spec.MaxActive): a stream over it waits for a slot until its
-//     deadline, then is reset and counted (Stats.Busy);
+//     (Spec.MaxActive), and on those of one member (Spec.MaxPerPeer,
+//     half of MaxActive by default, so that no member holds them all): a
+//     stream over either waits for a slot until its deadline, then is
+//     reset and counted (Stats.Busy);
 //  4. a stream deadline (Spec.Deadline) and a context that ends with it
 //     and with the node (Config.Base);
 //  5. size limits declared with the protocol: no frame longer than

@@ -15,6 +15,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/herod-archive/herod/internal/wire"
@@ -73,6 +74,10 @@ type Spec struct {
 	// MaxActive bounds the handlers of this protocol running at once on
 	// this node; zero means DefaultMaxActive.
 	MaxActive int
+	// MaxPerPeer bounds the handlers of this protocol one member runs at
+	// once here (its other streams wait, as past MaxActive), so that no
+	// member holds every slot; zero means half of MaxActive (at least 1).
+	MaxPerPeer int
 }
 
 // Stats counts what the kit refused or caught, every protocol together.
@@ -121,15 +126,74 @@ func (k *Kit) Handle(sp Spec) error {
 	if sp.MaxActive <= 0 {
 		sp.MaxActive = DefaultMaxActive
 	}
+	if sp.MaxPerPeer <= 0 {
+		sp.MaxPerPeer = max(sp.MaxActive/2, 1)
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if _, dup := k.specs[sp.ID]; dup {
 		return fmt.Errorf("kit: protocol %s registered twice", sp.ID)
 	}
 	k.specs[sp.ID] = sp
-	slots := make(chan struct{}, sp.MaxActive)
+	slots := newSlots(sp)
 	k.cfg.Host.SetStreamHandler(sp.ID, func(s network.Stream) { k.serve(sp, slots, s) })
 	return nil
+}
+
+// slots are a protocol's handler slots: MaxActive in all, MaxPerPeer a
+// member.
+type slots struct {
+	all     chan struct{}
+	perPeer int
+	mu      sync.Mutex
+	peers   map[peer.ID]*peerSlots // members with a stream served or waiting
+}
+
+type peerSlots struct {
+	held  chan struct{}
+	users int // streams served or waiting
+}
+
+func newSlots(sp Spec) *slots {
+	return &slots{all: make(chan struct{}, sp.MaxActive), perPeer: sp.MaxPerPeer, peers: map[peer.ID]*peerSlots{}}
+}
+
+// acquire waits, until timeout fires, for one of p's slots and then one
+// of all; it returns the release, or false on the timeout.
+func (sl *slots) acquire(p peer.ID, timeout <-chan time.Time) (func(), bool) {
+	sl.mu.Lock()
+	ps := sl.peers[p]
+	if ps == nil {
+		ps = &peerSlots{held: make(chan struct{}, sl.perPeer)}
+		sl.peers[p] = ps
+	}
+	ps.users++
+	sl.mu.Unlock()
+	leave := func() {
+		sl.mu.Lock()
+		if ps.users--; ps.users == 0 {
+			delete(sl.peers, p)
+		}
+		sl.mu.Unlock()
+	}
+	select {
+	case ps.held <- struct{}{}:
+	case <-timeout:
+		leave()
+		return nil, false
+	}
+	select {
+	case sl.all <- struct{}{}:
+	case <-timeout:
+		<-ps.held
+		leave()
+		return nil, false
+	}
+	return func() {
+		<-sl.all
+		<-ps.held
+		leave()
+	}, true
 }
 
 // Restore sets the host's handler of the registered protocol id again,
@@ -142,7 +206,7 @@ func (k *Kit) Restore(id protocol.ID) error {
 	if !ok {
 		return fmt.Errorf("kit: protocol %s not registered", id)
 	}
-	slots := make(chan struct{}, sp.MaxActive)
+	slots := newSlots(sp)
 	k.cfg.Host.SetStreamHandler(sp.ID, func(s network.Stream) { k.serve(sp, slots, s) })
 	return nil
 }
@@ -185,7 +249,7 @@ func (k *Kit) Limits(p protocol.ID) (Spec, bool) {
 }
 
 // serve runs one stream of sp through the kit's steps (doc.go).
-func (k *Kit) serve(sp Spec, slots chan struct{}, s network.Stream) {
+func (k *Kit) serve(sp Spec, sl *slots, s network.Stream) {
 	log := func() *slog.Logger {
 		return k.cfg.Logger.With("protocol", string(sp.ID), "peer", s.Conn().RemotePeer())
 	}
@@ -204,16 +268,15 @@ func (k *Kit) serve(sp Spec, slots chan struct{}, s network.Stream) {
 	deadline := time.Now().Add(sp.Deadline)
 	_ = s.SetDeadline(deadline)
 	wait := time.NewTimer(sp.Deadline)
-	select {
-	case slots <- struct{}{}:
-		wait.Stop()
-		defer func() { <-slots }()
-	case <-wait.C:
+	release, ok := sl.acquire(s.Conn().RemotePeer(), wait.C)
+	wait.Stop()
+	if !ok {
 		k.busy.Add(1)
 		log().Debug("protocol busy: stream reset")
 		_ = s.Reset()
 		return
 	}
+	defer release()
 	base := k.cfg.Base()
 	var ctx context.Context
 	var cancel context.CancelFunc

@@ -155,3 +155,75 @@ func TestKitSlotsAndDeadline(t *testing.T) {
 	<-first
 	testwait.For(t, "the handler's context ended", 10*time.Second, ctxEnded.Load)
 }
+
+// TestKitPerPeerShare: one member holds at most MaxPerPeer of a
+// protocol's slots (its other streams wait); another member is served
+// while the first holds its share.
+func TestKitPerPeerShare(t *testing.T) {
+	hs := p2ptest.Hosts(t, 3)
+	hog, other, srv := hs[0], hs[1], hs[2]
+	k := New(Config{Host: srv, Gate: func(s network.Stream) (ring.Node, error) {
+		return ring.Node{Contact: ring.Contact{Peer: s.Conn().RemotePeer().String()}}, nil
+	}})
+	release := make(chan struct{})
+	var running, most atomic.Int64
+	k.MustHandle(Spec{ID: testProto, MaxFrame: 10, MaxActive: 4, Deadline: 20 * time.Second,
+		Handle: func(_ context.Context, q *Request) error {
+			b, err := q.ReadFrame(0)
+			if err != nil {
+				return err
+			}
+			if string(b) == "hold" {
+				n := running.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				<-release
+				running.Add(-1)
+			}
+			return wire.WriteFrame(q.Stream(), b)
+		}})
+	if sp, _ := k.Limits(testProto); sp.MaxPerPeer != 2 {
+		t.Fatalf("MaxPerPeer defaults to %d, want half of MaxActive", sp.MaxPerPeer)
+	}
+	call := func(h host.Host, msg string) error {
+		s, err := h.NewStream(context.Background(), srv.ID(), testProto)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		_ = s.SetDeadline(time.Now().Add(20 * time.Second))
+		if err := wire.WriteFrame(s, []byte(msg)); err != nil {
+			return err
+		}
+		_ = s.CloseWrite()
+		_, err = wire.ReadFrame(bufio.NewReader(s), 100)
+		return err
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() { errs <- call(hog, "hold") })
+	}
+	testwait.For(t, "the member's share of slots taken", 10*time.Second, func() bool { return running.Load() == 2 })
+	start := time.Now()
+	if err := call(other, "quick"); err != nil {
+		t.Fatalf("another member while one holds its share: %v", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("another member waited %v", took)
+	}
+	if n := running.Load(); n != 2 {
+		t.Errorf("%d of one member's streams run at once, want its share of 2", n)
+	}
+	close(release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("a waiting stream of the member: %v", err)
+		}
+	}
+	if m := most.Load(); m != 2 {
+		t.Errorf("at most %d of one member's streams ran at once, want 2", m)
+	}
+}

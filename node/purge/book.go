@@ -22,6 +22,11 @@ const (
 	MaxOrders = 1024
 	// maxBad bounds the refused orders remembered; a full set is cleared.
 	maxBad = 4096
+	// MaxSelfPurges bounds the retractions kept (orders by which a peer
+	// purges itself, not this node's own): any key signs one for itself,
+	// so fresh keys must not fill MaxOrders and get every later order of
+	// an authority or operator refused, ring-wide.
+	MaxSelfPurges = 128
 )
 
 // Store is the archive a Book purges: archive.Store's method.
@@ -167,7 +172,9 @@ func (b *Book) Take(ctx context.Context, o Order) (int, bool, error) {
 	_, have := b.orders[o.Peer]
 	have = have || b.taking[o.Peer]
 	full := len(b.orders)+len(b.taking) >= MaxOrders
-	if !have && !full {
+	retraction := b.retraction(o)
+	selfFull := retraction && b.retractionsLocked() >= MaxSelfPurges
+	if !have && !full && !selfFull {
 		b.taking[o.Peer] = true
 	}
 	b.mu.Unlock()
@@ -176,6 +183,9 @@ func (b *Book) Take(ctx context.Context, o Order) (int, bool, error) {
 	}
 	if full {
 		return 0, false, fmt.Errorf("purge: %d orders kept already", MaxOrders)
+	}
+	if selfFull {
+		return 0, false, fmt.Errorf("purge: %d retractions kept already", MaxSelfPurges)
 	}
 	defer func() {
 		b.mu.Lock()
@@ -206,6 +216,23 @@ func (b *Book) Take(ctx context.Context, o Order) (int, bool, error) {
 		b.cfg.Taken(o.Peer)
 	}
 	return removed, true, nil
+}
+
+// retraction reports whether o is a peer's purge of itself, neither this
+// node's order nor an authority's.
+func (b *Book) retraction(o Order) bool {
+	return o.Access == nil && o.Issuer == o.Peer && o.Issuer != b.cfg.Self && !b.authorities[o.Issuer]
+}
+
+// retractionsLocked counts the retractions kept. The caller holds b.mu.
+func (b *Book) retractionsLocked() int {
+	n := 0
+	for _, o := range b.orders {
+		if b.retraction(o) {
+			n++
+		}
+	}
+	return n
 }
 
 // carryOut runs the store's purge of an order kept but not done (a crash

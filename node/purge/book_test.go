@@ -236,3 +236,30 @@ func TestListDigest(t *testing.T) {
 		t.Errorf("digests %s %s %s, list %v", d1, d2, d3, l1)
 	}
 }
+
+// TestRetractionsBounded: peers' purges of themselves (any fresh key
+// signs one) are kept up to MaxSelfPurges; past it they are refused, and
+// an authority's order is still carried out.
+func TestRetractionsBounded(t *testing.T) {
+	ctx := context.Background()
+	self, auth, victim := newTestSigner(t), newTestSigner(t), newTestSigner(t)
+	b, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "orders"), Self: self.Peer(),
+		Authorities: []string{auth.Peer()}, Store: &fakeStore{}, Verifier: identity.Verifier{}, Skew: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for i := range MaxSelfPurges + 5 {
+		k := newTestSigner(t)
+		_, _, err := b.Take(ctx, order(t, k, k.Peer(), k.Peer(), now))
+		if (i < MaxSelfPurges) != (err == nil) {
+			t.Fatalf("retraction %d: %v", i, err)
+		}
+	}
+	if _, isNew, err := b.Take(ctx, order(t, auth, auth.Peer(), victim.Peer(), now)); err != nil || !isNew {
+		t.Fatalf("an authority's order after the retractions: new %v, %v", isNew, err)
+	}
+	if st := b.Stats(); st.Orders != MaxSelfPurges+1 {
+		t.Errorf("%d orders kept, want %d", st.Orders, MaxSelfPurges+1)
+	}
+}
