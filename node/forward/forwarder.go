@@ -106,6 +106,7 @@ type Forwarder struct {
 	mu           sync.Mutex
 	pending      map[string]pendingLink // by URL: many pages link to the same URL
 	inflight     int
+	passingOn    int          // links of pending and in flight that other nodes passed on (hops > 0)
 	delivered    deliveredSet // links their owners acknowledged on day deliveredDay
 	deliveredDay int64
 	kick         chan struct{}
@@ -147,7 +148,7 @@ func New(cfg Config) (*Forwarder, error) {
 			return nil, err
 		}
 		for _, l := range links {
-			f.pending[l.url] = l
+			f.putLocked(l)
 		}
 		if len(links) > 0 {
 			f.log.Info("forward: resuming links left from the last run", "links", len(links))
@@ -238,7 +239,7 @@ func (f *Forwarder) Enqueue(urls []string, hops int, via *ring.Node, req bool) e
 	}
 	f.mu.Lock()
 	for _, l := range links {
-		f.pending[l.url] = l
+		f.putLocked(l)
 	}
 	full := len(f.pending) >= f.threshold()
 	f.mu.Unlock()
@@ -339,13 +340,38 @@ func (f *Forwarder) flush(ctx context.Context) {
 	f.rollDayLocked()
 	for _, l := range done {
 		f.delivered.add(l.key, l.req)
+		if l.hops > 0 {
+			f.passingOn--
+		}
 	}
 	for _, l := range failed {
 		if _, ok := f.pending[l.url]; !ok {
 			f.pending[l.url] = l
+		} else if l.hops > 0 {
+			f.passingOn-- // a newer copy waits, counted when it came
 		}
 	}
 	f.mu.Unlock()
+}
+
+// putLocked makes l pending, counting the links passed on by other
+// nodes (PassingOn). The caller holds f.mu.
+func (f *Forwarder) putLocked(l pendingLink) {
+	if old, ok := f.pending[l.url]; ok && old.hops > 0 {
+		f.passingOn--
+	}
+	if l.hops > 0 {
+		f.passingOn++
+	}
+	f.pending[l.url] = l
+}
+
+// PassingOn returns how many links other nodes passed to this one, not
+// its owner, wait here to be passed on (or are on their way).
+func (f *Forwarder) PassingOn() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.passingOn
 }
 
 // sendDirect delivers links that carry a closer owner (via) to it, without

@@ -26,6 +26,17 @@ import (
 // recipient keeps them anyway rather than lose them.
 const MaxHops = 4
 
+// MaxPassingOn bounds the links other nodes passed to this one that wait
+// here to be passed on (Forwarder.PassingOn): past it a batch that would
+// add more is refused (ErrBusy) and stays with its sender, which tries
+// again; links a member sends this node, not their owner, cannot so fill
+// its memory and outbox.
+const MaxPassingOn = 200_000
+
+// ErrBusy refuses a batch this node would have to pass on while
+// MaxPassingOn links already wait to be.
+var ErrBusy = errors.New("node: too many links waiting to be passed on")
+
 // streamTimeout bounds one exchange of the links protocol, as for the
 // node's other protocols.
 const streamTimeout = 30 * time.Second
@@ -105,8 +116,8 @@ type Links struct {
 	rfStats     struct{ announced, spans, links, dropped, refused, failed atomic.Int64 }
 	verifyRetry time.Duration // verifyRetry when zero (tests shorten it)
 
-	linksReceived, badLinks, overHops, knownShared, knownReceived atomic.Int64
-	knownRefused, knownOverCap                                    atomic.Int64
+	linksReceived, badLinks, overHops, knownShared, knownReceived, passOnRefused atomic.Int64
+	knownRefused, knownOverCap                                                   atomic.Int64
 }
 
 // LinksStats counts the links other nodes sent to this one.
@@ -118,13 +129,14 @@ type LinksStats struct {
 	KnownReceived int64 // known URLs remembered from others
 	KnownRefused  int64 // known URLs refused: of ranges this node does not hold
 	KnownOverCap  int64 // known URLs refused: over their sender's KnownPerDay
+	PassOnRefused int64 // batches refused: MaxPassingOn links waited to be passed on
 }
 
 // Stats returns a snapshot of the counters.
 func (l *Links) Stats() LinksStats {
 	return LinksStats{Received: l.linksReceived.Load(), BadLinks: l.badLinks.Load(), OverHops: l.overHops.Load(),
 		KnownShared: l.knownShared.Load(), KnownReceived: l.knownReceived.Load(),
-		KnownRefused: l.knownRefused.Load(), KnownOverCap: l.knownOverCap.Load()}
+		KnownRefused: l.knownRefused.Load(), KnownOverCap: l.knownOverCap.Load(), PassOnRefused: l.passOnRefused.Load()}
 }
 
 // Deliver hands a batch to the virtual server to and returns to's
@@ -283,6 +295,12 @@ func (l *Links) receiveKind(ctx context.Context, urls []string, hops int, replic
 			} else {
 				others = append(others, c)
 			}
+		}
+	}
+	if len(others) > 0 || len(closer) > 0 {
+		if waiting := l.Forwarder.PassingOn(); waiting >= MaxPassingOn {
+			l.passOnRefused.Add(1)
+			return fmt.Errorf("%w: %d", ErrBusy, waiting)
 		}
 	}
 	for p, us := range closer {

@@ -2,6 +2,8 @@ package forward
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -119,5 +121,53 @@ func TestLinksOverTheWire(t *testing.T) {
 	_, err := a.Deliver(context.Background(), to, Batch{URLs: urls, Replica: true, Want: WantNone})
 	if err == nil || !strings.Contains(err.Error(), "outside the sender's role") || len(refused) != 1 {
 		t.Fatalf("replica links to a node without link replicas: %v; refusals %q", err, refused)
+	}
+}
+
+// TestPassingOnBounded: links a node receives but does not own wait to be
+// passed on up to MaxPassingOn; a batch past it is refused (ErrBusy)
+// and leaves nothing behind; links it owns are still taken; delivering
+// the waiting links makes room again.
+func TestPassingOnBounded(t *testing.T) {
+	ctx := context.Background()
+	l, c := newTestLinks(t, "me")
+	delivered := false
+	l.Forwarder.cfg.Deliver = func(_ context.Context, _ ring.Node, b Batch) ([]ring.Node, error) {
+		if !delivered {
+			return nil, errors.New("owner unreachable")
+		}
+		return nil, nil
+	}
+	urls := make([]string, MaxPassingOn)
+	for i := range urls {
+		urls[i] = fmt.Sprintf("http://other.example/%d", i)
+	}
+	if err := l.Receive(ctx, urls, 1, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := l.Forwarder.PassingOn(); n != MaxPassingOn {
+		t.Fatalf("%d waiting to be passed on, want %d", n, MaxPassingOn)
+	}
+	l.Forwarder.Flush(ctx) // fails: all put back, still counted
+	if n := l.Forwarder.PassingOn(); n != MaxPassingOn {
+		t.Fatalf("%d after a failed walk, want %d", n, MaxPassingOn)
+	}
+	err := l.Receive(ctx, []string{"http://other.example/more", "http://mine.example/x"}, 1, false)
+	if !errors.Is(err, ErrBusy) || l.Stats().PassOnRefused != 1 {
+		t.Fatalf("a batch past the bound: %v (refused %d), want ErrBusy", err, l.Stats().PassOnRefused)
+	}
+	if st := l.Forwarder.Stats(); st.Pending != MaxPassingOn || len(c.added) != 0 {
+		t.Fatalf("the refused batch left %d pending, %d queued", st.Pending-MaxPassingOn, len(c.added))
+	}
+	if err := l.Receive(ctx, []string{"http://mine.example/x"}, 1, false); err != nil || len(c.added) != 1 {
+		t.Fatalf("an owned link while others wait: %v, queued %q", err, c.added)
+	}
+	delivered = true
+	l.Forwarder.Flush(ctx)
+	if n := l.Forwarder.PassingOn(); n != 0 {
+		t.Fatalf("%d still counted after delivery", n)
+	}
+	if err := l.Receive(ctx, []string{"http://other.example/more"}, 1, false); err != nil {
+		t.Fatalf("after delivery: %v", err)
 	}
 }
