@@ -377,7 +377,7 @@ func (li *linkIndex) serveRank(ctx context.Context, q *kit.Request) error {
 	var rb []byte
 	if h.Op == rank.OpGet {
 		rep, rb = rank.AnswerGet(li.ranks, h, body)
-	} else if rep, rb, err = li.engine.HandleRemote(ctx, h, body); err != nil {
+	} else if rep, rb, err = li.engine.HandleRemote(ctx, q.Member.Peer, h, body); err != nil {
 		rep = rank.Reply{Error: err.Error()}
 	}
 	if err := q.Reply(rep); err != nil {

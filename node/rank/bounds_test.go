@@ -64,7 +64,7 @@ func TestRunTooLarge(t *testing.T) {
 	for i := 0; i < 100 && refused == nil; i++ {
 		urls := []string{fmt.Sprintf("http://flood.example/%d/%s", i, strings.Repeat("y", 60))}
 		h.Count = len(urls)
-		_, _, refused = e.HandleRemote(context.Background(), h, encodeURLs(urls))
+		_, _, refused = e.HandleRemote(context.Background(), "flood", h, encodeURLs(urls))
 	}
 	if !errors.Is(refused, ErrTooLarge) {
 		t.Fatalf("registrations past the bound: %v, want ErrTooLarge", refused)
@@ -74,8 +74,10 @@ func TestRunTooLarge(t *testing.T) {
 	}
 }
 
-// TestPrepareBusy: a prepare while another runs is refused, and another
-// member's prepare comes at most once every PrepareGap.
+// TestPrepareBusy: a prepare while another runs is refused; a member's
+// prepare comes at most once every PrepareGap, which does not hold up
+// another member's; a run under way is driven by its coordinator only
+// and is not replaced by another's run.
 func TestPrepareBusy(t *testing.T) {
 	release := make(chan struct{})
 	var calls atomic.Int32
@@ -103,14 +105,44 @@ func TestPrepareBusy(t *testing.T) {
 	if first != nil {
 		t.Fatal(first)
 	}
-	if _, _, err := e.HandleRemote(context.Background(), Header{Op: OpPrepare, Run: "c"}, nil); err != nil {
-		t.Fatalf("another member's first prepare: %v", err)
+	idle := func() {
+		e.mu.Lock()
+		e.run.lastUse = time.Now().Add(-time.Hour)
+		e.mu.Unlock()
 	}
-	if _, _, err := e.HandleRemote(context.Background(), Header{Op: OpPrepare, Run: "d"}, nil); !errors.Is(err, ErrBusy) {
-		t.Fatalf("another member's second prepare within the gap: %v, want ErrBusy", err)
+	idle()
+	ctx := context.Background()
+	if _, _, err := e.HandleRemote(ctx, "m1", Header{Op: OpPrepare, Run: "c"}, nil); err != nil {
+		t.Fatalf("a member's first prepare: %v", err)
 	}
-	if _, _, err := e.Handle(context.Background(), Header{Op: OpPrepare, Run: "e"}, nil); err != nil {
-		t.Fatalf("this node's own prepare within the gap: %v", err)
+	idle()
+	if _, _, err := e.HandleRemote(ctx, "m1", Header{Op: OpPrepare, Run: "d"}, nil); !errors.Is(err, ErrBusy) {
+		t.Fatalf("the member's second prepare within the gap: %v, want ErrBusy", err)
+	}
+	if _, _, err := e.HandleRemote(ctx, "m2", Header{Op: OpPrepare, Run: "e"}, nil); err != nil {
+		t.Fatalf("another member's prepare within the first's gap: %v", err)
+	}
+
+	// Run e is m2's and under way: only m2 drives it, and no other run
+	// replaces it.
+	if _, _, err := e.HandleRemote(ctx, "m1", Header{Op: OpCount, Run: "e"}, nil); err == nil {
+		t.Fatal("another member counted m2's run")
+	}
+	if _, _, err := e.HandleRemote(ctx, "m3", Header{Op: OpPrepare, Run: "y"}, nil); !errors.Is(err, ErrBusy) {
+		t.Fatalf("a prepare of another run while m2's is under way: %v, want ErrBusy", err)
+	}
+	reg := encodeURLs([]string{"http://x.example/"})
+	if _, _, err := e.HandleRemote(ctx, "m1", Header{Op: OpRegister, Run: "x", Count: 1}, reg); !errors.Is(err, ErrBusy) {
+		t.Fatalf("a registration for another run while m2's is under way: %v, want ErrBusy", err)
+	}
+	if _, _, err := e.HandleRemote(ctx, "m1", Header{Op: OpRegister, Run: "e", Count: 1}, reg); err != nil {
+		t.Fatalf("a registration for m2's run: %v", err)
+	}
+	if rep, _, err := e.HandleRemote(ctx, "m2", Header{Op: OpCount, Run: "e"}, nil); err != nil || rep.Vertices != 2 {
+		t.Fatalf("m2 counts its run: %d vertices, %v", rep.Vertices, err)
+	}
+	if e.run.id != "e" || e.run.coord != "m2" {
+		t.Fatalf("current run %s of %s, want e of m2", e.run.id, e.run.coord)
 	}
 }
 

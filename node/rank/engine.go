@@ -92,10 +92,9 @@ type Engine struct {
 
 	preparing sync.Mutex // held by the prepare under way: one at a time
 
-	mu           sync.Mutex
-	run          *runState
-	lastRemote   time.Time // start of the last prepare another member asked for
-	lastRemoteOK bool
+	mu          sync.Mutex
+	run         *runState
+	lastPrepare map[string]time.Time // by member: the start of its last prepare here (HandleRemote)
 }
 
 func (e *Engine) maxBytes() int64 {
@@ -119,7 +118,10 @@ type runState struct {
 	damping float64
 	index   map[string]uint32
 	urls    []string
-	bytes   int64    // held: this node's graph and its vertices (MaxBytes)
+	bytes   int64  // held: this node's graph and its vertices (MaxBytes)
+	coord   string // the member whose prepare began the run: only it drives the run
+	lastUse time.Time
+	done    bool     // finished
 	out     [][]edge // of the local vertices that are sources here; idx is a slot
 	peers   []ring.Contact
 	slots   [][]uint32 // per member, the indices there this node links to, ascending
@@ -140,9 +142,14 @@ func (e *Engine) log() *slog.Logger {
 // errRun reports a request for another run than the one in progress.
 var errRun = errors.New("rank: unknown run")
 
-// HandleRemote serves one request another member sent: Handle, but a
-// prepare comes at most once every PrepareGap.
-func (e *Engine) HandleRemote(ctx context.Context, h Header, body []byte) (Reply, []byte, error) {
+// runIdle is how long a run no request touched may be replaced by
+// another member's; one under way may not.
+const runIdle = 2 * time.Minute
+
+// HandleRemote serves one request member from (a peer id the transport
+// authenticated) sent: Handle, but a member's prepare comes at most once
+// every PrepareGap.
+func (e *Engine) HandleRemote(ctx context.Context, from string, h Header, body []byte) (Reply, []byte, error) {
 	if h.Op == OpPrepare {
 		gap := e.PrepareGap
 		if gap == 0 {
@@ -150,39 +157,92 @@ func (e *Engine) HandleRemote(ctx context.Context, h Header, body []byte) (Reply
 		}
 		e.mu.Lock()
 		now := time.Now()
-		if gap > 0 && e.lastRemoteOK && now.Sub(e.lastRemote) < gap {
-			next := e.lastRemote.Add(gap)
+		last, ok := e.lastPrepare[from]
+		if gap > 0 && ok && now.Sub(last) < gap {
 			e.mu.Unlock()
-			return Reply{}, nil, fmt.Errorf("%w: another member's prepare ran at %s; the next may run from %s",
-				ErrBusy, e.lastRemote.UTC().Format(time.RFC3339), next.UTC().Format(time.RFC3339))
+			return Reply{}, nil, fmt.Errorf("%w: %s's last prepare ran at %s; its next may run from %s",
+				ErrBusy, from, last.UTC().Format(time.RFC3339), last.Add(gap).UTC().Format(time.RFC3339))
 		}
-		e.lastRemote, e.lastRemoteOK = now, true
+		if e.lastPrepare == nil {
+			e.lastPrepare = map[string]time.Time{}
+		}
+		for p, t := range e.lastPrepare {
+			if now.Sub(t) >= gap {
+				delete(e.lastPrepare, p) // members' entries live one gap
+			}
+		}
+		e.lastPrepare[from] = now
 		e.mu.Unlock()
 	}
-	return e.Handle(ctx, h, body)
+	return e.handle(ctx, from, h, body)
 }
 
-// Handle serves one request of the protocol.
+// Handle serves one request of this node's own (its coordinator's).
 func (e *Engine) Handle(ctx context.Context, h Header, body []byte) (Reply, []byte, error) {
+	return e.handle(ctx, e.Self.Peer, h, body)
+}
+
+// handle serves one request of member from.
+func (e *Engine) handle(ctx context.Context, from string, h Header, body []byte) (Reply, []byte, error) {
 	switch h.Op {
 	case OpPrepare:
 		if !e.preparing.TryLock() {
 			return Reply{}, nil, fmt.Errorf("%w: a prepare is under way", ErrBusy)
 		}
 		defer e.preparing.Unlock()
+		if err := e.admit(h, from); err != nil {
+			return Reply{}, nil, err
+		}
 		return e.prepare(ctx, h)
 	case OpRegister:
 		return e.register(h, body)
-	case OpCount:
-		return e.count(h)
-	case OpStep:
-		return e.step(ctx, h, false)
-	case OpFinish:
-		return e.step(ctx, h, true)
+	case OpCount, OpStep, OpFinish:
+		if err := e.admit(h, from); err != nil {
+			return Reply{}, nil, err
+		}
+		if h.Op == OpCount {
+			return e.count(h)
+		}
+		return e.step(ctx, h, h.Op == OpFinish)
 	case OpContrib:
 		return e.contrib(h, body)
 	}
 	return Reply{}, nil, fmt.Errorf("rank: op %q", h.Op)
+}
+
+// admit checks a coordinator's request (prepare, count, step, finish)
+// of member from: a prepare makes its run current unless another
+// member's run is under way (touched within runIdle, not finished), and
+// makes from its coordinator (a run that only registrations began takes
+// the prepare's day and damping); the rest must come from the run's
+// coordinator.
+func (e *Engine) admit(h Header, from string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := time.Now()
+	r := e.run
+	if h.Op != OpPrepare {
+		if r == nil || r.id != h.Run {
+			return fmt.Errorf("%w %q", errRun, h.Run)
+		}
+		if r.coord != from {
+			return fmt.Errorf("rank %s: run %s is driven by %s, not %s", h.Op, h.Run, r.coord, from)
+		}
+		r.lastUse = now
+		return nil
+	}
+	if r != nil && r.id != h.Run && !r.done && now.Sub(r.lastUse) < runIdle && r.coord != from {
+		return fmt.Errorf("%w: run %s of %s is under way", ErrBusy, r.id, r.coord)
+	}
+	if r != nil && r.id == h.Run && r.coord != "" && r.coord != from {
+		return fmt.Errorf("rank prepare: run %s is driven by %s, not %s", h.Run, r.coord, from)
+	}
+	r = e.begin(h)
+	if r.coord == "" {
+		r.coord, r.day, r.damping = from, h.Day, h.Damping
+	}
+	r.lastUse = now
+	return nil
 }
 
 // vertex returns the index of url in run r, adding it, counted
@@ -429,7 +489,11 @@ func (e *Engine) register(h Header, body []byte) (Reply, []byte, error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if r := e.run; r != nil && r.id != h.Run && !r.done && time.Since(r.lastUse) < runIdle {
+		return Reply{}, nil, fmt.Errorf("%w: run %s of %s is under way", ErrBusy, r.id, r.coord)
+	}
 	r := e.begin(h)
+	r.lastUse = time.Now()
 	if r.sealed {
 		return Reply{}, nil, fmt.Errorf("rank register: run %s already counted", h.Run)
 	}
@@ -448,7 +512,10 @@ func (e *Engine) register(h Header, body []byte) (Reply, []byte, error) {
 func (e *Engine) count(h Header) (Reply, []byte, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	r := e.begin(h)
+	r, err := e.current(h)
+	if err != nil {
+		return Reply{}, nil, err
+	}
 	r.sealed = true
 	if len(r.out) < len(r.urls) {
 		r.out = append(r.out, make([][]edge, len(r.urls)-len(r.out))...)
@@ -501,6 +568,7 @@ func (e *Engine) step(ctx context.Context, h Header, finish bool) (Reply, []byte
 		for i, u := range r.urls {
 			ranks[u] = r.rank[i]
 		}
+		r.done = true
 		e.mu.Unlock()
 		if e.Store != nil {
 			if err := e.Store.Put(ctx, r.day, h.Run, ranks); err != nil {
@@ -577,6 +645,7 @@ func (e *Engine) contrib(h Header, body []byte) (Reply, []byte, error) {
 	if err != nil {
 		return Reply{}, nil, err
 	}
+	r.lastUse = time.Now()
 	if !r.sealed || h.Step < r.step || h.Step > r.step+1 {
 		return Reply{}, nil, fmt.Errorf("rank contrib: step %d while at %d", h.Step, r.step)
 	}
