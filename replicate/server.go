@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/id"
 )
@@ -81,28 +83,84 @@ type Server struct {
 	Pull    func(ctx context.Context, r Request) error
 	Offer   func(ctx context.Context, r Request) error
 	HandOff func(ctx context.Context, r Request) error
+	// Budget, if set, bounds the record bytes the replies of all the
+	// Servers sharing it hold at once (HandleHeld): a batch's records
+	// past it are omitted (the client asks for them again), a single
+	// read waits for room until ctx ends.
+	Budget *ReplyBudget
 }
 
-// Handle decodes one request, answers it from s.Source and returns the
-// encoded reply. Errors, including malformed requests, are answered with
-// an error reply; the returned error is the same error for the caller's
-// logs and counters (nil for a successful answer).
+// ReplyBudget bounds the bytes of records that replies hold between
+// reading them and their write (a slow reader keeps its reply): without
+// it a member could have 64 batch replies of up to MaxReply built at
+// once.
+type ReplyBudget struct {
+	sem  *semaphore.Weighted
+	size int64
+}
+
+// NewReplyBudget returns a budget of bytes.
+func NewReplyBudget(bytes int64) *ReplyBudget {
+	return &ReplyBudget{sem: semaphore.NewWeighted(bytes), size: bytes}
+}
+
+// Handle is HandleHeld for a caller that lets the reply go at once.
 func (s *Server) Handle(ctx context.Context, req []byte) ([]byte, error) {
+	b, release, err := s.HandleHeld(ctx, req)
+	release()
+	return b, err
+}
+
+// HandleHeld decodes one request, answers it from s.Source and returns
+// the encoded reply, and the function that gives its bytes back to
+// s.Budget once it is written (always to be called). Errors, including
+// malformed requests, are answered with an error reply; the returned
+// error is the same error for the caller's logs and counters (nil for a
+// successful answer).
+func (s *Server) HandleHeld(ctx context.Context, req []byte) ([]byte, func(), error) {
 	r, err := DecodeRequest(req)
 	if err != nil {
-		return errorReply(err), err
+		return errorReply(err), func() {}, err
 	}
-	b, err := s.answer(ctx, r)
+	var held int64
+	release := func() {
+		if held > 0 {
+			s.Budget.sem.Release(held)
+			held = 0
+		}
+	}
+	b, err := s.answer(ctx, r, &held)
 	switch {
 	case errors.Is(err, archive.ErrNotFound):
-		return []byte{statusNotFound}, err
+		release()
+		return []byte{statusNotFound}, func() {}, err
 	case err != nil:
-		return errorReply(err), err
+		release()
+		return errorReply(err), func() {}, err
 	}
-	return b, nil
+	return b, release, nil
 }
 
-func (s *Server) answer(ctx context.Context, r Request) ([]byte, error) {
+// hold takes n bytes of s.Budget for a reply (held counts them): at
+// once, or when wait is set, waiting until ctx ends. It reports whether
+// it took them; without a budget it always does.
+func (s *Server) hold(ctx context.Context, n int64, held *int64, wait bool) bool {
+	if s.Budget == nil || n <= 0 {
+		return true
+	}
+	n = min(n, s.Budget.size) // a record larger than the budget takes all of it
+	if wait {
+		if s.Budget.sem.Acquire(ctx, n) != nil {
+			return false
+		}
+	} else if !s.Budget.sem.TryAcquire(n) {
+		return false
+	}
+	*held += n
+	return true
+}
+
+func (s *Server) answer(ctx context.Context, r Request, held *int64) ([]byte, error) {
 	b := []byte{statusOK}
 	switch r.Op {
 	case OpSums:
@@ -128,6 +186,9 @@ func (s *Server) answer(ctx context.Context, r Request) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		if !s.hold(ctx, int64(len(data)), held, true) {
+			return nil, fmt.Errorf("replies hold the budget's %d bytes: %w", s.Budget.size, ctx.Err())
+		}
 		b = append(b, data...)
 	case OpReadBatch, OpReadStored:
 		read := s.Source.ReadFile
@@ -149,7 +210,10 @@ func (s *Server) answer(ctx context.Context, r Request) ([]byte, error) {
 				b = append(b, batchNotFound)
 			case err != nil:
 				b = append(b, batchError)
-			case len(b)+len(data)+2*binary.MaxVarintLen64+MaxBatch > MaxReply:
+			case len(b)+len(data)+2*binary.MaxVarintLen64+MaxBatch > MaxReply,
+				!s.hold(ctx, int64(len(data)), held, *held == 0):
+				// The first record waits for room, so that a batch
+				// always brings one; the rest are asked for again.
 				full = true
 				b = append(b, batchOmitted)
 			default:

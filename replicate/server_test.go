@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime"
 	"testing"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -122,5 +123,69 @@ func TestEntriesUpToStopsAtBound(t *testing.T) {
 	wrapped, err := s.EntriesUpTo(ctx, mid, all[10].Key, 100) // (mid, k10]: wraps past zero
 	if want := 100 - 51 + 11; err != nil || len(wrapped) != want {
 		t.Fatalf("wrapped range: %d entries, %v; want %d", len(wrapped), err, want)
+	}
+}
+
+// TestReplyBudget: the records of the replies a Server's budget covers
+// are held until each reply is released: a batch past the budget omits
+// the rest (asked for again), a batch whose first record finds no room
+// waits for it until its context ends, and a released reply makes room.
+func TestReplyBudget(t *testing.T) {
+	ctx := context.Background()
+	c := makeCorpus(t, 10)
+	s := openStore(t)
+	fill(t, s, c, func(int) bool { return true })
+	ents, err := s.Entries(ctx, id.ID{}, id.ID{})
+	if err != nil || len(ents) != 10 {
+		t.Fatalf("entries: %d, %v", len(ents), err)
+	}
+	var three int64
+	for _, e := range ents[:3] {
+		data, err := s.ReadFile(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		three += int64(len(data))
+	}
+	srv := &Server{Source: s, Budget: NewReplyBudget(three)}
+	req := Request{Op: OpReadBatch, Entries: ents}.Encode()
+	rep, release, err := srv.HandleHeld(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := DecodeFiles(rep, len(ents))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for i, f := range fs {
+		switch {
+		case f.Err == nil && i == got:
+			got++
+		case !errors.Is(f.Err, ErrOmitted):
+			t.Fatalf("record %d: %v", i, f.Err)
+		}
+	}
+	if got != 3 {
+		t.Fatalf("%d records in a batch with a budget of 3, want 3 (the rest omitted)", got)
+	}
+	// The budget is held: another batch's first record waits, then
+	// everything is omitted when its context ends.
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	rep2, release2, err := srv.HandleHeld(short, req)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs2, err := DecodeFiles(rep2, len(ents))
+	if err != nil || !errors.Is(fs2[0].Err, ErrOmitted) {
+		t.Fatalf("a batch while the budget is held: %v, %v", fs2, err)
+	}
+	release2()
+	release()
+	rep3, release3, err := srv.HandleHeld(ctx, req)
+	defer release3()
+	if fs3, err := DecodeFiles(rep3, len(ents)); err != nil || fs3[0].Err != nil {
+		t.Fatalf("a batch once the reply was released: %v", err)
 	}
 }
