@@ -33,6 +33,12 @@ const MaxHops = 4
 // its memory and outbox.
 const MaxPassingOn = 200_000
 
+// MaxOverHopsPerDay bounds the links one member may have this node queue
+// though it does not own them, by saying they were passed on MaxHops
+// times (a token bucket refilled over a day): honest walks get there only
+// while views of the ring disagree.
+const MaxOverHopsPerDay = 10_000
+
 // ErrBusy refuses a batch this node would have to pass on while
 // MaxPassingOn links already wait to be.
 var ErrBusy = errors.New("node: too many links waiting to be passed on")
@@ -116,27 +122,30 @@ type Links struct {
 	rfStats     struct{ announced, spans, links, dropped, refused, failed atomic.Int64 }
 	verifyRetry time.Duration // verifyRetry when zero (tests shorten it)
 
-	linksReceived, badLinks, overHops, knownShared, knownReceived, passOnRefused atomic.Int64
-	knownRefused, knownOverCap                                                   atomic.Int64
+	linksReceived, badLinks, overHops, knownShared, knownReceived, passOnRefused, overHopDropped atomic.Int64
+	overHop                                                                                      knownBuckets // over-hop links a sender may have queued here (MaxOverHopsPerDay)
+	knownRefused, knownOverCap                                                                   atomic.Int64
 }
 
 // LinksStats counts the links other nodes sent to this one.
 type LinksStats struct {
-	Received      int64 // links received and queued or passed on
-	BadLinks      int64 // not canonical: dropped
-	OverHops      int64 // queued here at MaxHops though not owned
-	KnownShared   int64 // known URLs sent to their ranges' holders
-	KnownReceived int64 // known URLs remembered from others
-	KnownRefused  int64 // known URLs refused: of ranges this node does not hold
-	KnownOverCap  int64 // known URLs refused: over their sender's KnownPerDay
-	PassOnRefused int64 // batches refused: MaxPassingOn links waited to be passed on
+	Received       int64 // links received and queued or passed on
+	BadLinks       int64 // not canonical: dropped
+	OverHops       int64 // queued here at MaxHops though not owned
+	KnownShared    int64 // known URLs sent to their ranges' holders
+	KnownReceived  int64 // known URLs remembered from others
+	KnownRefused   int64 // known URLs refused: of ranges this node does not hold
+	KnownOverCap   int64 // known URLs refused: over their sender's KnownPerDay
+	PassOnRefused  int64 // batches refused: MaxPassingOn links waited to be passed on
+	OverHopDropped int64 // links at MaxHops dropped: over their sender's MaxOverHopsPerDay
 }
 
 // Stats returns a snapshot of the counters.
 func (l *Links) Stats() LinksStats {
 	return LinksStats{Received: l.linksReceived.Load(), BadLinks: l.badLinks.Load(), OverHops: l.overHops.Load(),
 		KnownShared: l.knownShared.Load(), KnownReceived: l.knownReceived.Load(),
-		KnownRefused: l.knownRefused.Load(), KnownOverCap: l.knownOverCap.Load(), PassOnRefused: l.passOnRefused.Load()}
+		KnownRefused: l.knownRefused.Load(), KnownOverCap: l.knownOverCap.Load(), PassOnRefused: l.passOnRefused.Load(),
+		OverHopDropped: l.overHopDropped.Load()}
 }
 
 // Deliver hands a batch to the virtual server to and returns to's
@@ -231,7 +240,9 @@ func (l *Links) Serve(ctx context.Context, q *kit.Request) error {
 			return q.Reply(Reply{Error: err.Error()})
 		}
 	}
-	if err := l.receiveKind(ctx, urls, hdr.Hops, hdr.Replica, hdr.Req); err != nil {
+	from := q.Member.Peer
+	overHop := func() bool { return l.overHop.take(from, 1, MaxOverHopsPerDay, l.now()) == 1 }
+	if err := l.receiveKindFrom(ctx, urls, hdr.Hops, hdr.Replica, hdr.Req, overHop); err != nil {
 		rep = Reply{Error: err.Error()}
 	} else {
 		l.linksReceived.Add(int64(len(urls)))
@@ -264,6 +275,15 @@ func (l *Links) Receive(ctx context.Context, urls []string, hops int, replica bo
 // true), which are passed on as requisites and queued with
 // crawl.Crawler.AddRequisites.
 func (l *Links) receiveKind(ctx context.Context, urls []string, hops int, replica, req bool) error {
+	return l.receiveKindFrom(ctx, urls, hops, replica, req, nil)
+}
+
+// receiveKindFrom is receiveKind for a batch another member sent: the
+// hop count is the sender's word, so a link it says was passed on
+// MaxHops times is queued here, not owned, only while overHop (the
+// sender's allowance, MaxOverHopsPerDay) says yes; past it the link is
+// dropped and counted. overHop nil: no allowance.
+func (l *Links) receiveKindFrom(ctx context.Context, urls []string, hops int, replica, req bool, overHop func() bool) error {
 	var mine, others []string
 	closer := map[ring.Node][]string{}
 	debug := l.Log().Enabled(ctx, slog.LevelDebug)
@@ -279,6 +299,8 @@ func (l *Links) receiveKind(ctx context.Context, urls []string, hops int, replic
 		switch {
 		case replica || l.Owns(c):
 			mine = append(mine, c)
+		case hops >= MaxHops && overHop != nil && !overHop():
+			l.overHopDropped.Add(1)
 		case hops >= MaxHops:
 			mine = append(mine, c)
 			if l.overHops.Add(1) == 1 {

@@ -171,3 +171,38 @@ func TestPassingOnBounded(t *testing.T) {
 		t.Fatalf("after delivery: %v", err)
 	}
 }
+
+// TestOverHopAllowance: a member that says its links were passed on
+// MaxHops times has this node queue, though it does not own them, at
+// most MaxOverHopsPerDay of them; the rest are dropped and counted, and
+// owned links of the same batches are queued.
+func TestOverHopAllowance(t *testing.T) {
+	hs := p2ptest.Hosts(t, 2)
+	ha, hb := hs[0], hs[1]
+	a, _ := newTestLinks(t, ha.ID().String())
+	b, cb := newTestLinks(t, hb.ID().String())
+	a.Open = p2ptest.Opener(ha)
+	k := kit.New(kit.Config{Host: hb, Gate: func(network.Stream) (ring.Node, error) {
+		return ring.Node{Contact: ring.Contact{Peer: ha.ID().String()}}, nil
+	}})
+	k.MustHandle(b.Spec())
+	to := ring.Node{Contact: ring.Contact{Peer: hb.ID().String(), Addr: "127.0.0.2:4001"}}
+	send := func(urls []string) {
+		t.Helper()
+		if _, err := a.Deliver(context.Background(), to, Batch{URLs: urls, Hops: MaxHops, Want: WantNone}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var far []string
+	for i := range MaxOverHopsPerDay + 5 {
+		far = append(far, fmt.Sprintf("http://far.example/%d", i))
+	}
+	send(far[:MaxOverHopsPerDay-1])
+	send(append(far[MaxOverHopsPerDay-1:], "http://mine.example/owned"))
+	if got, want := len(cb.added), MaxOverHopsPerDay+1; got != want {
+		t.Fatalf("queued %d links, want %d (the allowance and the owned one)", got, want)
+	}
+	if st := b.Stats(); st.OverHopDropped != 5 || st.OverHops != MaxOverHopsPerDay {
+		t.Fatalf("stats %+v, want 5 dropped and %d over-hop links queued", st, MaxOverHopsPerDay)
+	}
+}
