@@ -11,6 +11,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/protocol"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/archive/access"
@@ -92,6 +93,20 @@ type Service struct {
 	Access func(url string, t time.Time) access.Decision
 
 	rejected atomic.Int64 // versions and records that failed verification
+
+	budgetOnce sync.Once
+	budget     *semaphore.Weighted // record bytes held by replies (ReplyBytes)
+}
+
+// ReplyBytes bounds the bytes of records the "get" replies of a Service
+// hold between reading a record and its write: a slow reader keeps its
+// reply, and a member may have 64 of them at once. A reply that finds no
+// room waits for it until its deadline, then is refused.
+const ReplyBytes = 128 << 20
+
+func (sv *Service) replyBudget() *semaphore.Weighted {
+	sv.budgetOnce.Do(func() { sv.budget = semaphore.NewWeighted(ReplyBytes) })
+	return sv.budget
 }
 
 // Stats are a Service's counters.

@@ -342,3 +342,27 @@ func mustRecord(t *testing.T, sv *Service, v archive.Version) []byte {
 	}
 	return data
 }
+
+// TestReplyBudget: while replies hold ReplyBytes of records, a "get"
+// waits for room until its deadline and is refused (busy); once they
+// are written, it is answered.
+func TestReplyBudget(t *testing.T) {
+	ctx := context.Background()
+	a, b := pair(t, nil, []string{"http://h.example/a"})
+	// b's requests end within a second: time for a local read, not for
+	// the budget to free.
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	b.Base = func() context.Context { return short }
+	if err := b.replyBudget().Acquire(ctx, ReplyBytes); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.Get(ctx, "http://h.example/a", t0); err == nil {
+		t.Fatal("a get answered while replies held the whole budget")
+	}
+	b.replyBudget().Release(ReplyBytes)
+	b.Base = context.Background
+	if _, c, err := a.Get(ctx, "http://h.example/a", t0); err != nil || !strings.Contains(string(c.Body), "day 0") {
+		t.Fatalf("a get once the budget is free: %v", err)
+	}
+}
