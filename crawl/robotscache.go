@@ -131,7 +131,12 @@ func setIdentity(req *http.Request, ua, from string) {
 }
 
 // robotsCache holds the parsed robots.txt of each origin for RobotsTTL and
-// makes concurrent askers for one origin share one fetch.
+// makes concurrent askers for one origin share one fetch. It holds at
+// most maxRobotsEntries origins and maxRobotsBytes of their files: past
+// either, a new origin first evicts the expired entries, then others
+// (roomLocked), so neither the origins a crawl meets over the days nor
+// those members ask about (the ring's robots protocol) grow it without
+// bound.
 type robotsCache struct {
 	src   RobotsSource
 	agent string
@@ -140,7 +145,16 @@ type robotsCache struct {
 
 	mu      sync.Mutex
 	entries map[string]*robotsEntry
+	bytes   int64 // of the files held (robotsEntry.size)
 }
+
+// Bounds of a robotsCache; robotsEntryCost is what an entry counts
+// besides its file (the parsed rules, the map entry).
+const (
+	robotsEntryCost  = 512
+	maxRobotsEntries = 50_000
+	maxRobotsBytes   = 64 << 20
+)
 
 type robotsEntry struct {
 	ready     chan struct{} // closed when rec and rules are set
@@ -149,6 +163,39 @@ type robotsEntry struct {
 	err       error
 	cancelled bool // err came from the fetching asker's ctx ending
 	expires   time.Time
+	size      int64 // counted in robotsCache.bytes once filled
+}
+
+// roomLocked makes room for one more entry: it drops expired entries,
+// then, while the cache is still over a bound, entries in the map's
+// order (a fetch under way stays). The caller holds c.mu.
+func (c *robotsCache) roomLocked(now time.Time) {
+	if len(c.entries) < maxRobotsEntries && c.bytes <= maxRobotsBytes {
+		return
+	}
+	for _, pass := range []bool{true, false} {
+		for o, e := range c.entries {
+			if len(c.entries) < maxRobotsEntries && c.bytes <= maxRobotsBytes {
+				return
+			}
+			select {
+			case <-e.ready:
+			default:
+				continue // being fetched
+			}
+			if pass && now.Before(e.expires) {
+				continue // the first pass drops only expired entries
+			}
+			c.deleteLocked(o, e)
+		}
+	}
+}
+
+// deleteLocked drops origin's entry e. The caller holds c.mu.
+func (c *robotsCache) deleteLocked(origin string, e *robotsEntry) {
+	delete(c.entries, origin)
+	c.bytes -= e.size
+	e.size = 0
 }
 
 func newRobotsCache(src RobotsSource, agent string, ttl time.Duration, clock func() time.Time) *robotsCache {
@@ -175,7 +222,7 @@ func (c *robotsCache) get(ctx context.Context, origin string) (*robotsEntry, err
 		}
 		c.mu.Lock()
 		if c.entries[origin] == e {
-			delete(c.entries, origin)
+			c.deleteLocked(origin, e)
 		}
 		c.mu.Unlock()
 	}
@@ -197,10 +244,20 @@ func (c *robotsCache) getOnce(ctx context.Context, origin string) (*robotsEntry,
 		}
 	}
 	if !ok {
+		if old := c.entries[origin]; old != nil {
+			c.deleteLocked(origin, old) // expired
+		}
+		c.roomLocked(now)
 		e = &robotsEntry{ready: make(chan struct{})}
 		c.entries[origin] = e
 		c.mu.Unlock()
 		c.fill(ctx, origin, e)
+		c.mu.Lock()
+		if c.entries[origin] == e {
+			e.size = int64(len(e.rec.Body)) + robotsEntryCost
+			c.bytes += e.size
+		}
+		c.mu.Unlock()
 		return e, nil
 	}
 	c.mu.Unlock()

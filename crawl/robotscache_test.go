@@ -3,6 +3,7 @@ package crawl
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,5 +100,55 @@ func TestRobotsCacheCancelledAsker(t *testing.T) {
 	e := <-second
 	if e.err != nil || !e.rules.Allowed("/y") || e.rules.Allowed("/x") {
 		t.Fatalf("second asker got the first one's cancellation: err %v", e.err)
+	}
+}
+
+// TestRobotsCacheBounded: however many origins are asked about, the cache
+// holds at most maxRobotsEntries of them and about maxRobotsBytes of
+// their files; expired entries go first, and a fresh entry is served from
+// the cache while the bounds hold.
+func TestRobotsCacheBounded(t *testing.T) {
+	ctx := context.Background()
+	clock := newClock()
+	body := make([]byte, 256<<10)
+	copy(body, "User-agent: *\nDisallow: /private\n")
+	src := &scriptedRobots{rec: RobotsRecord{Status: 200, Body: body}}
+	c := newRobotsCache(src, "herod", 24*time.Hour, clock.Now)
+	big := maxRobotsBytes/(len(body)+robotsEntryCost) + 50
+	for i := range big {
+		src.rec.Fetched = clock.Now()
+		if _, err := c.get(ctx, fmt.Sprintf("http://big%d.example", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.mu.Lock()
+	n, b := len(c.entries), c.bytes
+	c.mu.Unlock()
+	if b > maxRobotsBytes+int64(len(body)+robotsEntryCost) || n >= big {
+		t.Fatalf("%d origins of 256 KiB asked: %d held, %d bytes (bound %d)", big, n, b, maxRobotsBytes)
+	}
+	// Small files: the count bounds them; expired ones go first.
+	src.rec.Body = []byte("User-agent: *\nAllow: /")
+	clock.Add(25 * time.Hour) // every entry above has expired
+	for i := range maxRobotsEntries + 100 {
+		src.rec.Fetched = clock.Now()
+		if _, err := c.get(ctx, fmt.Sprintf("http://o%d.example", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.mu.Lock()
+	n, b = len(c.entries), c.bytes
+	_, stale := c.entries["http://big0.example"]
+	c.mu.Unlock()
+	if n > maxRobotsEntries || stale {
+		t.Fatalf("%d origins held (bound %d), an expired one kept: %v", n, maxRobotsEntries, stale)
+	}
+	if b > int64(n)*int64(robotsEntryCost+len(src.rec.Body)) {
+		t.Fatalf("%d bytes counted for %d small entries", b, n)
+	}
+	calls := src.calls.Load()
+	last := fmt.Sprintf("http://o%d.example", maxRobotsEntries+99)
+	if _, err := c.get(ctx, last); err != nil || src.calls.Load() != calls {
+		t.Fatalf("a fresh entry asked again (%v)", err)
 	}
 }
