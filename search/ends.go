@@ -169,7 +169,7 @@ func (s *Store) foldSome() (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
-	if err := s.db.Write(&b, &opt.WriteOptions{Sync: true}); err != nil {
+	if err := s.dbWrite(&b, &opt.WriteOptions{Sync: true}); err != nil {
 		return 0, err
 	}
 	return n, nil

@@ -59,7 +59,7 @@ func (s *Store) commitStep(it iterator.Iterator, b *leveldb.Batch, n int) (int, 
 	if n == 0 {
 		return 0, nil
 	}
-	if err := s.db.Write(b, &opt.WriteOptions{Sync: true}); err != nil {
+	if err := s.dbWrite(b, &opt.WriteOptions{Sync: true}); err != nil {
 		return 0, err
 	}
 	return n, nil
@@ -100,7 +100,7 @@ func (s *Store) migrateSome(prefix byte) (int, error) {
 	if _, err := s.write(&b, ps, rows); err != nil {
 		return 0, err
 	}
-	if err := s.db.Write(&b, &opt.WriteOptions{Sync: true}); err != nil {
+	if err := s.dbWrite(&b, &opt.WriteOptions{Sync: true}); err != nil {
 		return 0, err
 	}
 	return n, nil

@@ -41,7 +41,7 @@ func (s *Store) commit(ps []Posting, rows []DocRow, what string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.db.Write(&b, &opt.WriteOptions{Sync: true}); err != nil {
+	if err := s.dbWrite(&b, &opt.WriteOptions{Sync: true}); err != nil {
 		return fmt.Errorf("search store: %s: %w", what, err)
 	}
 	return s.applyAndFold(d)
@@ -97,7 +97,7 @@ func (s *Store) End(ctx context.Context, ends []End) ([]End, error) {
 	if b.Len() == 0 {
 		return unknown, nil
 	}
-	if err := s.db.Write(&b, &opt.WriteOptions{Sync: true}); err != nil {
+	if err := s.dbWrite(&b, &opt.WriteOptions{Sync: true}); err != nil {
 		return nil, fmt.Errorf("search store: end: %w", err)
 	}
 	return unknown, s.applyAndFold(d)
@@ -456,7 +456,7 @@ func (s *Store) DeleteWhere(ctx context.Context, del func(url string, from int64
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if err := s.db.Write(&b, &opt.WriteOptions{Sync: true}); err != nil {
+	if err := s.dbWrite(&b, &opt.WriteOptions{Sync: true}); err != nil {
 		return 0, fmt.Errorf("search store: delete: %w", err)
 	}
 	s.gen++

@@ -78,7 +78,23 @@ type Store struct {
 	folds    int64 // folds run since open
 	// blocksRead counts the blocks queries and Range decoded.
 	blocksRead atomic.Int64
+	// writes counts the batches written (Writes).
+	writes atomic.Uint64
 }
+
+// dbWrite writes b and counts it (Writes), written or not.
+func (s *Store) dbWrite(b *leveldb.Batch, o *opt.WriteOptions) error {
+	err := s.db.Write(b, o)
+	s.writes.Add(1)
+	return err
+}
+
+// Writes returns how many batches the store has written since it
+// opened: what it holds (Range, Postings) is as it was when the count
+// was last read if the count has not changed since. A caller that reads
+// Writes, then the store, may keep what it read for as long as Writes
+// returns the same count.
+func (s *Store) Writes() uint64 { return s.writes.Load() }
 
 // DocStats are collection statistics as of one time: the live indexed
 // versions and their summed length in tokens.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -17,7 +18,8 @@ import (
 // and index it, stop (SIGTERM) and start again on their data; once the
 // ring is idle and replicated the test counts the processes' CPU over
 // HEROD_IDLE_SECONDS (60). HEROD_CPUPROFILE=DIR profiles the processes
-// from their restart. Run with HEROD_PROCESS_TESTS=1.
+// in DIR/crawl and, from their restart to their stop, DIR/idle. Run with
+// HEROD_PROCESS_TESTS=1.
 func TestProcessesIdle(t *testing.T) {
 	if os.Getenv(processTestsEnv) == "" {
 		t.Skipf("runs herod processes for minutes: set %s=1", processTestsEnv)
@@ -31,7 +33,11 @@ func TestProcessesIdle(t *testing.T) {
 	defer web.Close()
 	r := newProcRing(t, 24*time.Hour)
 	r.quiet = true
-	r.extra = []string{"--replicas", "3"}
+	r.extra = []string{"--replicas", "3", "--replication-interval", "30s"} // as shipped, not the tests' 1 s
+	profiles := os.Getenv(cpuProfileEnv)
+	if profiles != "" {
+		r.env = append(r.env, cpuProfileEnv+"="+filepath.Join(profiles, "crawl"))
+	}
 	first := r.start(nil, "")
 	nodes := []*proc{first}
 	for range 3 {
@@ -48,8 +54,8 @@ func TestProcessesIdle(t *testing.T) {
 	for _, p := range nodes {
 		r.remove(p, syscall.SIGTERM)
 	}
-	if dir := os.Getenv(cpuProfileEnv); dir != "" {
-		r.env = append(r.env, cpuProfileEnv+"="+dir)
+	if profiles != "" {
+		r.env = append(r.env, cpuProfileEnv+"="+filepath.Join(profiles, "idle")) // the last of a key is the one used
 	}
 	restarted := []*proc{r.start(first, "")}
 	for _, p := range nodes[1:] {
@@ -67,5 +73,8 @@ func TestProcessesIdle(t *testing.T) {
 		r.versions(), settled.Seconds(), cpu.Seconds(), window, perMin, perMin/60/4)
 	if perMin > 20 {
 		t.Errorf("an idle ring of 4 uses %.1f CPU-s a minute", perMin)
+	}
+	for _, p := range restarted {
+		r.remove(p, syscall.SIGTERM) // a profile is written at a clean stop
 	}
 }

@@ -64,8 +64,9 @@ type Service struct {
 	// records them when its backfill starts and ends, for the Mark.
 	Owned func() []archive.KeyRange
 
-	syncState // sync.go
-	markState // mark.go
+	syncState          // sync.go
+	markState          // mark.go
+	sums      sumCache // digests of ranges (sync.go)
 
 	sent             atomic.Int64 // postings delivered to holders (remote and local)
 	sentBytes        atomic.Int64 // encoded posting bytes sent to other nodes

@@ -141,6 +141,7 @@ type syncState struct {
 	syncServed atomic.Int64  // sync requests answered
 	pulls      atomic.Int64  // pull requests queued or being served
 	rounds     atomic.Int64  // rounds RunSync ran
+	scans      atomic.Int64  // scans of the store for digests (rangeSums)
 	lastPut    atomic.Int64  // Unix ns: postings last stored by an add or this node's delivery (0: never)
 	quiet      time.Duration // SyncQuiet unless set (tests)
 
@@ -201,14 +202,69 @@ func (sv *Service) serveSync(ctx context.Context, q *kit.Request) error {
 	}
 }
 
-// rangeSums returns the digest of the postings of each of rs.
+// rangeSums returns the digest of the postings of each of rs. A digest
+// is a scan of the store; the digests of the ranges asked since the
+// store last wrote are kept (sumCache), so a ring whose holders are in
+// sync and store nothing scans once, not every round and every
+// holder's request.
 func (sv *Service) rangeSums(ctx context.Context, rs []KeyRange) ([]RangeSum, error) {
+	key := rangesKey(rs)
+	writes := sv.Store.Writes()
+	if out, ok := sv.sums.get(key, writes); ok {
+		return out, nil
+	}
 	out := make([]RangeSum, len(rs))
+	sv.scans.Add(1)
 	err := sv.scan(ctx, rs, func(i int, p fts.Posting) { out[i].add(p) })
 	if err != nil {
 		return nil, fmt.Errorf("search sync: sums: %w", err)
 	}
-	return out, nil
+	sv.sums.put(key, writes, out)
+	return slices.Clone(out), nil
+}
+
+// maxCachedSums bounds the digests sumCache keeps: a round's own and
+// its holders' requests, a few per virtual server.
+const maxCachedSums = 256
+
+// sumCache keeps the digests of ranges read since the store's write
+// count was writes; a later count empties it.
+type sumCache struct {
+	mu     sync.Mutex
+	writes uint64
+	sums   map[string][]RangeSum
+}
+
+func (c *sumCache) get(key string, writes uint64) ([]RangeSum, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.writes != writes {
+		return nil, false
+	}
+	out, ok := c.sums[key]
+	return slices.Clone(out), ok
+}
+
+func (c *sumCache) put(key string, writes uint64, sums []RangeSum) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if writes < c.writes {
+		return // read before a write the cache has seen
+	}
+	if c.writes != writes || c.sums == nil || len(c.sums) >= maxCachedSums {
+		c.writes, c.sums = writes, map[string][]RangeSum{}
+	}
+	c.sums[key] = slices.Clone(sums)
+}
+
+// rangesKey names a list of ranges.
+func rangesKey(rs []KeyRange) string {
+	b := make([]byte, 0, len(rs)*2*id.Size)
+	for _, r := range rs {
+		b = append(b, r.From[:]...)
+		b = append(b, r.To[:]...)
+	}
+	return string(b)
 }
 
 // listRanges returns the first limit postings of rs after the cursor, in

@@ -510,3 +510,45 @@ func TestRunSyncOnChange(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// TestSumsCached: a range's digest is read from the store once while it
+// writes nothing, whether this node's round or a holder asks; a write
+// makes the next digest a scan that sees it.
+func TestSumsCached(t *testing.T) {
+	ctx := context.Background()
+	w := &world{}
+	sn := syncRing(t, w, p2ptest.Hosts(t, 1), 1)[0]
+	w.add(sn.v)
+	sv := sn.sv
+	if err := sv.Store.Put(ctx, postings(400)); err != nil {
+		t.Fatal(err)
+	}
+	rs := []KeyRange{{From: id.ID{}, To: id.ID{0x80}}, {From: id.ID{0x80}, To: id.ID{}}}
+	first, err := sv.rangeSums(ctx, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first[0].Count+first[1].Count != 400 {
+		t.Fatalf("digests count %d postings, want 400", first[0].Count+first[1].Count)
+	}
+	for range 3 {
+		again, err := sv.rangeSums(ctx, rs)
+		if err != nil || !slices.Equal(again, first) {
+			t.Fatalf("digest again: %v, %v", again, err)
+		}
+	}
+	if n := sv.SyncStats().Scans; n != 1 {
+		t.Fatalf("%d scans for four digests of unchanged ranges, want 1", n)
+	}
+	if err := sv.Store.Put(ctx, []fts.Posting{{Term: "fresh", Key: id.OfString("http://n.example/"), URL: "http://n.example/",
+		From: 1000, To: fts.Open, TF: 1, DocLen: 10}}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := sv.rangeSums(ctx, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after[0].Count+after[1].Count != 401 || sv.SyncStats().Scans != 2 {
+		t.Fatalf("after a write: %d postings in %d scans, want 401 in 2", after[0].Count+after[1].Count, sv.SyncStats().Scans)
+	}
+}

@@ -446,11 +446,12 @@ type SyncStats struct {
 	Served  int64 `json:"served"`  // sync requests answered
 	Pending int64 `json:"pending"` // pull requests of owners queued or being served
 	Rounds  int64 `json:"rounds"`  // rounds run by RunSync
+	Scans   int64 `json:"scans"`   // scans of the store for digests (none while it wrote nothing since the same ranges' last)
 }
 
 // SyncStats returns the sync counters.
 func (sv *Service) SyncStats() SyncStats {
 	return SyncStats{Pulled: sv.synced.Load(), Refused: sv.refusedIn.Load(), Bytes: sv.syncBytes.Load(),
 		InSync: sv.inSync.Load(), Errors: sv.syncErrs.Load(), Served: sv.syncServed.Load(), Pending: sv.pulls.Load(),
-		Rounds: sv.rounds.Load()}
+		Rounds: sv.rounds.Load(), Scans: sv.scans.Load()}
 }
