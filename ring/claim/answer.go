@@ -332,7 +332,7 @@ func (c *Claims) claimFormersLocked(to, ours id.ID, day int64) []ring.Node {
 func (c *Claims) applyLocked(s short, key id.ID, q Request, a action) {
 	switch {
 	case a.markHad:
-		c.had[s] = struct{}{}
+		c.markHadLocked(s)
 	case a.markMine:
 		c.mine.add(s)
 	case a.grant:

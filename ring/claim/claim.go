@@ -189,7 +189,8 @@ type Claims struct {
 	rolled bool
 	mine   recentSet             // keys this node fetched or is fetching today, the most recent (recent.go)
 	gone   map[short]awayClaim   // keys a newer owner claimed today
-	had    map[short]struct{}    // keys a former owner had fetched today
+	had    map[short]struct{}    // keys a former owner had fetched today (at most maxHad)
+	handed map[id.ID]int         // handovers taken today, by virtual server
 	former map[id.ID][]ring.Node // per local vnode id: the former owners of its range on day since, oldest first
 	since  map[id.ID]int64       // per local vnode id: the day it last took its range
 }
@@ -255,6 +256,21 @@ func (c *Claims) rollLocked(day int64) {
 	c.mine = newRecentSet(c.cfg.FetchSetKeys)
 	c.gone = make(map[short]awayClaim)
 	c.had = make(map[short]struct{})
+	c.handed = make(map[id.ID]int)
+}
+
+// maxHad bounds the keys a day's had set holds (about 32 MiB): past it
+// a key a former owner fetched is not remembered, and this node fetches
+// it again (a second request to its site that day, not a loss), so that
+// the members that hand over or answer claims cannot fill its memory.
+const maxHad = 2_000_000
+
+// markHadLocked records s as fetched today by a former owner, while
+// the set is under maxHad. The caller holds c.mu.
+func (c *Claims) markHadLocked(s short) {
+	if len(c.had) < maxHad {
+		c.had[s] = struct{}{}
+	}
 }
 
 // Took records that local virtual server v took its range on day from
@@ -388,7 +404,7 @@ func (c *Claims) ToFetchVia(ctx context.Context, url string, key id.ID, v ring.N
 			c.taken.Add(1)
 			c.mu.Lock()
 			c.rollLocked(day)
-			c.had[s] = struct{}{}
+			c.markHadLocked(s)
 			c.mu.Unlock()
 			return Drop, ring.Node{}
 		case rep.Elsewhere:

@@ -291,6 +291,33 @@ func TestHandover(t *testing.T) {
 	if got := heir.c.ToFetch(ctx, u, k, heir.v, day); got != Drop {
 		t.Fatalf("heir after the handover: %v, want Drop", got)
 	}
+	// A few handovers a virtual server a day (a node may stop more than
+	// once): a member cannot fill the heir's memory by sending them
+	// again and again.
+	for i := 1; i < maxHandoversPerDay; i++ {
+		if err := heir.c.HandedOver(ring.Node{Contact: leaver.v.Contact}, h, day); err != nil {
+			t.Fatalf("handover %d of the day: %v", i+1, err)
+		}
+	}
+	if err := heir.c.HandedOver(ring.Node{Contact: leaver.v.Contact}, h, day); !errors.Is(err, ErrRole) {
+		t.Fatalf("handover %d of the day: %v, want ErrRole", maxHandoversPerDay+1, err)
+	}
+}
+
+// TestHadBounded: the day's set of keys former owners fetched holds at
+// most maxHad.
+func TestHadBounded(t *testing.T) {
+	_, ns := newNet(1)
+	c := ns[0].c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rollLocked(day)
+	for i := range maxHad + 10 {
+		c.markHadLocked(short(i))
+	}
+	if len(c.had) != maxHad {
+		t.Fatalf("%d keys held, want %d", len(c.had), maxHad)
+	}
 }
 
 func TestClaimRole(t *testing.T) {

@@ -15,6 +15,10 @@ import (
 // MaxHandoverKeys bounds the keys of one Handover.
 const MaxHandoverKeys = 90_000
 
+// maxHandoversPerDay bounds the handovers one virtual server makes to
+// this node in a day; past it they are refused.
+const maxHandoversPerDay = 4
+
 // Handover carries a leaving virtual server's keys fetched on Day.
 type Handover struct {
 	Day   int64     `json:"day"`
@@ -41,7 +45,9 @@ func (c *Claims) Fetched(r ring.Range, day int64) []id.ID {
 // HandedOver records the keys of h, sent by the member from, as fetched
 // today by a former owner. Only keys the leaving virtual server owned by
 // this node's view count: it lies at or after the key, with none of this
-// node's virtual servers in between.
+// node's virtual servers in between. A virtual server hands over at most
+// maxHandoversPerDay times a day (a node that stops, starts and stops
+// again), and the day's set holds at most maxHad keys.
 func (c *Claims) HandedOver(from ring.Node, h Handover, day int64) error {
 	if h.Vnode.Peer != from.Peer || h.Vnode.Addr != from.Addr {
 		return fmt.Errorf("%w: handover for %s sent by %s", ErrRole, h.Vnode, from.Contact)
@@ -59,9 +65,13 @@ func (c *Claims) HandedOver(from ring.Node, h Handover, day int64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rollLocked(day)
+	if c.handed[h.Vnode.ID] >= maxHandoversPerDay {
+		return fmt.Errorf("%w: %d handovers of %s today already", ErrRole, maxHandoversPerDay, h.Vnode)
+	}
+	c.handed[h.Vnode.ID]++
 	for _, k := range h.Keys {
 		if handedOver(k, h.Vnode.ID, vs) {
-			c.had[shortOf(k)] = struct{}{}
+			c.markHadLocked(shortOf(k))
 		}
 	}
 	return nil
