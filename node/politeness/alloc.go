@@ -24,6 +24,14 @@ const (
 	// scheduleIdle is how long past its last slot (or its interval, if
 	// longer) a host is kept when the table is full.
 	scheduleIdle = 10 * time.Minute
+	// maxScheduledHostsHard bounds the table when no host in it is idle:
+	// a request for a host not in it then waits (RetryAfter
+	// newHostRetry), so that members asking about ever new host names
+	// cannot grow it, nor the scan that looks for idle hosts.
+	maxScheduledHostsHard = 1 << 16
+	newHostRetry          = 30 * time.Second
+	// evictEvery bounds how often a full table is scanned for idle hosts.
+	evictEvery = time.Second
 )
 
 // slotAllocator is the owner side of the ring-wide host budget: one global
@@ -42,8 +50,9 @@ const (
 type slotAllocator struct {
 	clock func() time.Time
 
-	mu    sync.Mutex
-	hosts map[string]*hostSchedule
+	mu        sync.Mutex
+	hosts     map[string]*hostSchedule
+	lastEvict time.Time // the last scan for idle hosts (evictLocked)
 }
 
 // hostSchedule is one host's grid: tick i is at base + i·interval and
@@ -106,6 +115,8 @@ func (a *slotAllocator) allocate(host, who string, k int, interval, spacing time
 	a.evictLocked(now)
 	s, ok := a.hosts[host]
 	switch {
+	case !ok && len(a.hosts) >= maxScheduledHostsHard:
+		return slotGrant{RetryAfter: newHostRetry}
 	case !ok:
 		s = &hostSchedule{interval: interval, base: now}
 		a.hosts[host] = s
@@ -214,11 +225,13 @@ func (s *hostSchedule) take(i int64) {
 	s.taken[i] = true
 }
 
-// evictLocked forgets idle hosts when the table is full.
+// evictLocked forgets idle hosts when the table is full, scanning it at
+// most once every evictEvery.
 func (a *slotAllocator) evictLocked(now time.Time) {
-	if len(a.hosts) < maxScheduledHosts {
+	if len(a.hosts) < maxScheduledHosts || now.Sub(a.lastEvict) < evictEvery {
 		return
 	}
+	a.lastEvict = now
 	for h, s := range a.hosts {
 		if now.Sub(s.last) > max(s.interval, scheduleIdle) {
 			delete(a.hosts, h)

@@ -194,6 +194,35 @@ func TestSlotAllocatorEviction(t *testing.T) {
 	}
 }
 
+// TestSlotAllocatorHardBound: with no host idle the table stops at
+// maxScheduledHostsHard: a request for another host waits
+// (newHostRetry), the hosts in it are served, and once hosts are idle a
+// scan frees room; a full table is scanned at most once every
+// evictEvery.
+func TestSlotAllocatorHardBound(t *testing.T) {
+	clk := newAllocClock()
+	a := newSlotAllocator(clk.Now)
+	for i := range maxScheduledHostsHard {
+		a.allocate(fmt.Sprintf("h%d", i), "", 1, time.Second, 0)
+	}
+	if g := a.allocate("one-more", "", 1, time.Second, 0); len(g.Delays) != 0 || g.RetryAfter != newHostRetry {
+		t.Fatalf("a new host past the bound: %+v, want to wait %v", g, newHostRetry)
+	}
+	if g := a.allocate("h7", "", 1, time.Second, 0); len(g.Delays) != 1 {
+		t.Fatalf("a host in the table: %+v, want a slot", g)
+	}
+	if got := a.scheduled(); got != maxScheduledHostsHard {
+		t.Fatalf("%d hosts scheduled, want %d", got, maxScheduledHostsHard)
+	}
+	clk.Advance(scheduleIdle + 2*time.Second)
+	if g := a.allocate("one-more", "", 1, time.Second, 0); len(g.Delays) != 1 {
+		t.Fatalf("a new host once the others are idle: %+v", g)
+	}
+	if got := a.scheduled(); got != 1 {
+		t.Fatalf("%d hosts after the scan, want 1 (the others idle)", got)
+	}
+}
+
 // TestSlotAllocatorFairShare: a requester that asks again and again for
 // all it can get holds at most its share of a host's schedule, so another
 // node that asks at the same pace gets about as many slots, and the
