@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -38,16 +37,9 @@ func TestProcessesIdle(t *testing.T) {
 	if profiles != "" {
 		r.env = append(r.env, cpuProfileEnv+"="+filepath.Join(profiles, "crawl"))
 	}
-	first := r.start(nil, "")
-	nodes := []*proc{first}
-	for range 3 {
-		nodes = append(nodes, r.start(nil, first.multiaddr))
-	}
-	time.Sleep(2 * time.Second) // the ring stabilizes
-	seed := exec.Command(r.bin, append([]string{"seed", "--node", "http://" + first.gateway + "/", "--data", first.data}, web.Seeds()...)...)
-	if out, err := seed.CombinedOutput(); err != nil {
-		t.Fatalf("herod seed: %v\n%s", err, out)
-	}
+	nodes := r.startRing(4)
+	first := nodes[0]
+	r.seed(first, web.Seeds())
 	testwait.For(t, "the crawl", 5*time.Minute, func() bool { return r.versions() > 0 && ringIdle(nodes) && indexIdle(nodes) })
 	r.waitReplicated(t, "the crawl replicated", 3*time.Minute)
 

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -195,16 +194,9 @@ func killAfterCrawl(t *testing.T, after time.Duration) {
 	if now := time.Now(); now.Sub(time.Unix(dayOf(now, dayLen)*int64(dayLen/time.Second), 0)) > 15*time.Second {
 		time.Sleep(time.Until(time.Unix((dayOf(now, dayLen)+1)*int64(dayLen/time.Second), 0)))
 	}
-	first := r.start(nil, "")
-	nodes := []*proc{first}
-	for range 3 {
-		nodes = append(nodes, r.start(nil, first.multiaddr))
-	}
-	time.Sleep(2 * time.Second) // the ring stabilizes
-	seed := exec.Command(r.bin, append([]string{"seed", "--node", "http://" + first.gateway + "/", "--data", first.data}, web.Seeds()...)...)
-	if out, err := seed.CombinedOutput(); err != nil {
-		t.Fatalf("herod seed: %v\n%s", err, out)
-	}
+	nodes := r.startRing(4)
+	first := nodes[0]
+	r.seed(first, web.Seeds())
 	// The crawl has ended when every node is idle (nothing queued or in
 	// flight, no links waiting) twice in a row, with requests made.
 	var known []string

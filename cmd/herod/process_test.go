@@ -181,6 +181,28 @@ func (r *procRing) remove(p *proc, sig syscall.Signal) {
 	r.mu.Unlock()
 }
 
+// startRing starts n new nodes, the first alone and the others joining
+// it, and gives the ring 2 s to stabilize.
+func (r *procRing) startRing(n int) []*proc {
+	r.t.Helper()
+	first := r.start(nil, "")
+	nodes := []*proc{first}
+	for range n - 1 {
+		nodes = append(nodes, r.start(nil, first.multiaddr))
+	}
+	time.Sleep(2 * time.Second) // the ring stabilizes
+	return nodes
+}
+
+// seed hands seeds to node p with herod seed.
+func (r *procRing) seed(p *proc, seeds []string) {
+	r.t.Helper()
+	seed := exec.Command(r.bin, append([]string{"seed", "--node", "http://" + p.gateway + "/", "--data", p.data}, seeds...)...)
+	if out, err := seed.CombinedOutput(); err != nil {
+		r.t.Fatalf("herod seed: %v\n%s", err, out)
+	}
+}
+
 // status reads a node's /api/status.
 func status(p *proc) (map[string]json.RawMessage, error) {
 	resp, err := http.Get("http://" + p.gateway + "/api/status")
@@ -282,16 +304,9 @@ func TestProcessesHistoryNeverStops(t *testing.T) {
 
 	// Start early in a day, so that the crawl of day 0 ends within it.
 	time.Sleep(time.Until(time.Unix((dayOf(time.Now(), dayLen)+1)*int64(dayLen/time.Second), 0)))
-	first := r.start(nil, "")
-	nodes := []*proc{first}
-	for range 3 {
-		nodes = append(nodes, r.start(nil, first.multiaddr))
-	}
-	time.Sleep(2 * time.Second) // the ring stabilizes
-	seed := exec.Command(r.bin, append([]string{"seed", "--node", "http://" + first.gateway + "/", "--data", first.data}, web.Seeds()...)...)
-	if out, err := seed.CombinedOutput(); err != nil {
-		t.Fatalf("herod seed: %v\n%s", err, out)
-	}
+	nodes := r.startRing(4)
+	first := nodes[0]
+	r.seed(first, web.Seeds())
 	var known []string
 	changed := time.Now()
 	testwait.For(t, "the first crawl", dayLen, func() bool { // no new URL for 3 s

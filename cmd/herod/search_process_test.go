@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"slices"
 	"sort"
 	"strings"
@@ -152,16 +151,9 @@ func TestProcessesSearch(t *testing.T) {
 	defer web.Close()
 	const dayLen = time.Hour
 	r := newProcRing(t, dayLen)
-	first := r.start(nil, "")
-	nodes := []*proc{first}
-	for range 4 {
-		nodes = append(nodes, r.start(nil, first.multiaddr))
-	}
-	time.Sleep(2 * time.Second) // the ring stabilizes
-	seed := exec.Command(r.bin, append([]string{"seed", "--node", "http://" + first.gateway + "/", "--data", first.data}, web.Seeds()...)...)
-	if out, err := seed.CombinedOutput(); err != nil {
-		t.Fatalf("herod seed: %v\n%s", err, out)
-	}
+	nodes := r.startRing(5)
+	first := nodes[0]
+	r.seed(first, web.Seeds())
 	idleSince := time.Time{}
 	testwait.For(t, "the crawl and its indexing", 5*time.Minute, func() bool {
 		if len(perURLOnDay(web, dayOf(time.Now(), dayLen), dayLen)) == 0 || !ringIdle(nodes) || !indexIdle(nodes) {
