@@ -49,8 +49,10 @@ const (
 	opPull = "pull"
 )
 
-// ErrSyncRole reports a pull request from a member that does not own the
-// range, or for a range this node does not hold.
+// ErrSyncRole reports a sync request outside the asker's role: a pull
+// request from a member that does not own the range, or for a range
+// this node does not hold; a sums or list request for ranges the asker
+// and this node do not both hold (checkAsk).
 var ErrSyncRole = errors.New("search: sync outside the asker's role")
 
 // KeyRange is the ring interval (From, To] of term keys; From == To is
@@ -168,6 +170,12 @@ func (sv *Service) serveSync(ctx context.Context, q *kit.Request) error {
 		return fmt.Errorf("%w: %d ranges", kit.ErrBadFrame, len(req.Ranges))
 	}
 	sv.syncServed.Add(1)
+	if req.Op == opSums || req.Op == opList {
+		if err := sv.checkAsk(ctx, q.Member, req.Ranges); err != nil {
+			q.Refuse(err)
+			return q.Reply(syncReply{Error: err.Error()})
+		}
+	}
 	switch req.Op {
 	case opSums:
 		sums, err := sv.rangeSums(ctx, req.Ranges)
@@ -340,6 +348,33 @@ func (sv *Service) checkPull(ctx context.Context, m ring.Node, r KeyRange) error
 	}
 	if !slices.ContainsFunc(sv.holders(ctx, o), func(c ring.Contact) bool { return c.Peer == sv.Self.Peer }) {
 		return fmt.Errorf("%w: this node does not hold (%s, %s]", ErrSyncRole, r.From.Short(), r.To.Short())
+	}
+	return nil
+}
+
+// checkAsk checks the ranges of member m's sums or list request: in
+// ring order, within one virtual server's range (a round's range or its
+// parts: the span from the first's start to the last's end passes no
+// virtual server), and m and this node both among that range's holders.
+// So a member asks for the digests and postings of what it holds with
+// this node, never a scan of the whole store.
+func (sv *Service) checkAsk(ctx context.Context, m ring.Node, rs []KeyRange) error {
+	first, last := rs[0], rs[len(rs)-1]
+	if first.From == first.To || !inOrder(rs) {
+		return fmt.Errorf("%w: %d ranges not in ring order within one range", ErrSyncRole, len(rs))
+	}
+	o, err := sv.Ring.Lookup(ctx, first.From.AddPow2(0))
+	if err != nil {
+		return fmt.Errorf("search sync: check ranges: %w", err)
+	}
+	if !id.InHalfOpen(last.To, first.From, o.ID) {
+		return fmt.Errorf("%w: (%s, %s] is not within one virtual server's range", ErrSyncRole, first.From.Short(), last.To.Short())
+	}
+	hs := sv.holders(ctx, o)
+	for _, p := range []string{m.Peer, sv.Self.Peer} {
+		if !slices.ContainsFunc(hs, func(c ring.Contact) bool { return c.Peer == p }) {
+			return fmt.Errorf("%w: %s does not hold (%s, %s]", ErrSyncRole, p, first.From.Short(), last.To.Short())
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/herod-archive/herod/internal/id"
@@ -128,4 +129,45 @@ func TestSyncHostile(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestSyncAskRole: a member asks a holder for the digests and postings
+// of ranges they both hold, within one virtual server's range; a member
+// that does not hold the range, or a request that spans several ranges
+// (a scan of the whole store), is refused.
+func TestSyncAskRole(t *testing.T) {
+	ctx := context.Background()
+	const k = 2
+	w := &world{}
+	ns := syncRing(t, w, p2ptest.Hosts(t, 4), k)
+	for _, n := range ns {
+		w.add(n.v)
+	}
+	// ns[i] sits at (2i+1)/8 of the circle: ns[1] owns (ns[0], ns[1]],
+	// held by ns[1] and ns[2] (k = 2).
+	owner, holder, outsider := ns[1], ns[2], ns[3]
+	r := KeyRange{From: ns[0].v.ID, To: owner.v.ID}
+	ask := func(from *syncNode, rs []KeyRange) error {
+		rep, _, err := from.sv.syncCall(ctx, holder.v.Contact, syncRequest{Op: opSums, Ranges: rs})
+		if err == nil && rep.Error != "" {
+			err = errors.New(rep.Error)
+		}
+		return err
+	}
+	if err := ask(owner, []KeyRange{r}); err != nil {
+		t.Fatalf("the owner asks a holder for its range: %v", err)
+	}
+	if err := ask(owner, split(r, syncSplit)); err != nil {
+		t.Fatalf("the owner asks for its range's parts: %v", err)
+	}
+	if err := ask(outsider, []KeyRange{r}); err == nil || !strings.Contains(err.Error(), ErrSyncRole.Error()) {
+		t.Fatalf("a member that does not hold the range: %v, want refused", err)
+	}
+	whole := KeyRange{From: ns[0].v.ID, To: ns[3].v.ID}
+	if err := ask(owner, []KeyRange{whole}); err == nil || !strings.Contains(err.Error(), ErrSyncRole.Error()) {
+		t.Fatalf("a range over three virtual servers: %v, want refused", err)
+	}
+	if err := ask(owner, []KeyRange{{From: r.From, To: r.From}}); err == nil {
+		t.Fatal("the whole circle: answered, want refused")
+	}
 }
