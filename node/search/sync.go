@@ -135,17 +135,19 @@ type syncReply struct {
 
 // syncState is a Service's sync counters and queue of pull requests.
 type syncState struct {
-	synced     atomic.Int64  // postings pulled by sync and stored
-	refusedIn  atomic.Int64  // postings a peer sent by sync that were refused
-	syncBytes  atomic.Int64  // sync bytes this node sent and received as the asker
-	inSync     atomic.Int64  // range pairs found equal by one sums request
-	syncErrs   atomic.Int64  // range pairs whose sync failed
-	syncServed atomic.Int64  // sync requests answered
-	pulls      atomic.Int64  // pull requests queued or being served
-	rounds     atomic.Int64  // rounds RunSync ran
-	scans      atomic.Int64  // scans of the store for digests (rangeSums)
-	lastPut    atomic.Int64  // Unix ns: postings last stored by an add or this node's delivery (0: never)
-	quiet      time.Duration // SyncQuiet unless set (tests)
+	synced     atomic.Int64 // postings pulled by sync and stored
+	refusedIn  atomic.Int64 // postings a peer sent by sync that were refused
+	syncBytes  atomic.Int64 // sync bytes this node sent and received as the asker
+	inSync     atomic.Int64 // range pairs found equal by one sums request
+	syncErrs   atomic.Int64 // range pairs whose sync failed
+	syncServed atomic.Int64 // sync requests answered
+	pulls      atomic.Int64 // pull requests queued or being served
+	rounds     atomic.Int64 // rounds RunSync ran
+	scans      atomic.Int64 // scans of the store for digests (rangeSums)
+	askMu      sync.Mutex
+	askCache   map[id.ID]askEntry // checkAsk's holders, by owner virtual server
+	lastPut    atomic.Int64       // Unix ns: postings last stored by an add or this node's delivery (0: never)
+	quiet      time.Duration      // SyncQuiet unless set (tests)
 
 	roundMu  sync.Mutex
 	jobsOnce sync.Once
@@ -370,13 +372,47 @@ func (sv *Service) checkAsk(ctx context.Context, m ring.Node, rs []KeyRange) err
 	if !id.InHalfOpen(last.To, first.From, o.ID) {
 		return fmt.Errorf("%w: (%s, %s] is not within one virtual server's range", ErrSyncRole, first.From.Short(), last.To.Short())
 	}
-	hs := sv.holders(ctx, o)
+	hs := sv.askHolders(ctx, o)
 	for _, p := range []string{m.Peer, sv.Self.Peer} {
 		if !slices.ContainsFunc(hs, func(c ring.Contact) bool { return c.Peer == p }) {
 			return fmt.Errorf("%w: %s does not hold (%s, %s]", ErrSyncRole, p, first.From.Short(), last.To.Short())
 		}
 	}
 	return nil
+}
+
+// askHoldersTTL is how long checkAsk trusts the holders it found of a
+// virtual server's range: a round's requests (a range, then its parts)
+// and the rounds of the next half minute ask no more of the ring.
+const askHoldersTTL = 30 * time.Second
+
+// askHolders is holders(o) for checkAsk, kept askHoldersTTL (at most
+// maxAskHolders virtual servers; a full table starts again).
+func (sv *Service) askHolders(ctx context.Context, o ring.Node) []ring.Contact {
+	now := time.Now()
+	sv.askMu.Lock()
+	if e, ok := sv.askCache[o.ID]; ok && now.Sub(e.at) < askHoldersTTL && e.owner == o.Peer {
+		sv.askMu.Unlock()
+		return e.hs
+	}
+	sv.askMu.Unlock()
+	hs := sv.holders(ctx, o)
+	sv.askMu.Lock()
+	if sv.askCache == nil || len(sv.askCache) >= maxAskHolders {
+		sv.askCache = map[id.ID]askEntry{}
+	}
+	sv.askCache[o.ID] = askEntry{owner: o.Peer, hs: hs, at: now}
+	sv.askMu.Unlock()
+	return hs
+}
+
+// maxAskHolders bounds askHolders' table: the virtual servers of a ring.
+const maxAskHolders = 4096
+
+type askEntry struct {
+	owner string
+	hs    []ring.Contact
+	at    time.Time
 }
 
 // syncCall sends one sync request to the real node behind c and reads
