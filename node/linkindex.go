@@ -58,7 +58,7 @@ type linkIndex struct {
 
 // setupLinkIndex opens the link index and the rank store (New).
 func (n *Node) setupLinkIndex() error {
-	idx, err := links.Open(filepath.Join(n.cfg.DataDir, "links"), links.Config{})
+	idx, err := links.Open(filepath.Join(n.cfg.DataDir, "links"), links.Config{Logger: n.log.With("sub", "links")})
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}

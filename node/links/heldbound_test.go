@@ -1,9 +1,12 @@
 package links
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -104,5 +107,39 @@ func TestHeldCountWithPuts(t *testing.T) {
 	}
 	if len(res.Records) != perTarget || res.More != 1 {
 		t.Fatalf("%d records kept, %d refused; want %d and 1", len(res.Records), res.More, perTarget)
+	}
+}
+
+// TestHeldCountFailureLogged: a key the count of Open cannot read leaves
+// the bound unset (Puts walk their targets, keeping and refusing the
+// same records) and is logged, not silent.
+func TestHeldCountFailureLogged(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	x, err := Open(dir, Config{PerTarget: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-x.counted
+	if err := x.db.Put([]byte{pLink, 'x'}, nil, nil); err != nil { // no separator: malformed
+		t.Fatal(err)
+	}
+	x.Close()
+	var logged bytes.Buffer
+	x, err = Open(dir, Config{PerTarget: 2, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	<-x.counted
+	if x.held != nil {
+		t.Fatal("a count over a malformed key set the bound")
+	}
+	if !strings.Contains(logged.String(), "counting the records held per target failed") {
+		t.Fatalf("no log of the failed count: %q", logged.String())
+	}
+	recs := []Record{{Target: "http://t.test/", Source: "http://s.test/", From: dayTime(1), Seen: dayTime(1)}}
+	if n, err := x.Put(ctx, recs); err != nil || n != 1 {
+		t.Fatalf("a put after the failed count: %d, %v", n, err)
 	}
 }

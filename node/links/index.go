@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -35,6 +36,9 @@ type Config struct {
 	// Now is the clock Put refuses future records by; nil means
 	// time.Now.
 	Now func() time.Time
+	// Logger receives what goes wrong in the background (the count of
+	// Open); nil discards it.
+	Logger *slog.Logger
 }
 
 // Index is the target side of the link index, in goleveldb: the records
@@ -103,6 +107,7 @@ func (x *Index) countHeld(snap *leveldb.Snapshot) {
 		}
 		t := keyTarget(it.Key())
 		if t == nil {
+			x.countFailed(fmt.Errorf("malformed key %q", it.Key()))
 			return
 		}
 		if !bytes.Equal(t, cur) {
@@ -111,7 +116,8 @@ func (x *Index) countHeld(snap *leveldb.Snapshot) {
 		}
 		n++
 	}
-	if it.Error() != nil {
+	if err := it.Error(); err != nil {
+		x.countFailed(err)
 		return
 	}
 	h.add(string(cur), n)
@@ -119,6 +125,15 @@ func (x *Index) countHeld(snap *leveldb.Snapshot) {
 	h.merge(x.pending)
 	x.held, x.pending = h, nil
 	x.mu.Unlock()
+}
+
+// countFailed logs that the count of Open failed: Puts then walk every
+// target for as long as the index is open (the same records kept and
+// refused, at a walk's cost).
+func (x *Index) countFailed(err error) {
+	if x.cfg.Logger != nil {
+		x.cfg.Logger.Warn("link index: counting the records held per target failed; every put walks its targets until the next open", "err", err)
+	}
 }
 
 // countHook, when set (tests), runs as the count of Open starts.
