@@ -25,6 +25,7 @@ import (
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/gateway"
 	"github.com/herod-archive/herod/internal/throttle"
+	"github.com/herod-archive/herod/internal/wire"
 	"github.com/herod-archive/herod/node/dayclaim"
 	"github.com/herod-archive/herod/node/forward"
 	"github.com/herod-archive/herod/node/identity"
@@ -114,6 +115,9 @@ type Node struct {
 	// Full-text search on the ring (search.go).
 	search      *nodesearch.Service
 	searchStore *search.Store // the postings of the terms this node holds
+	// replies bounds the record bytes the node's replies to other nodes
+	// hold at once, replicate's and the archive protocol's together.
+	replies *wire.ReplyBudget
 	// stopOwned are the ranges the node owned when Close began (set
 	// when stopOwnedSet), for the search mark closeAll writes.
 	stopOwned    []archive.KeyRange
@@ -136,7 +140,8 @@ func New(cfg Config) (n *Node, err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("node: data dir: %w", err)
 	}
-	n = &Node{cfg: cfg, log: cfg.Logger, addrChanged: make(chan string, 1)}
+	n = &Node{cfg: cfg, log: cfg.Logger, addrChanged: make(chan string, 1),
+		replies: wire.NewReplyBudget(wire.DefaultReplyBytes)}
 	if n.bw, err = throttle.NewCaps(cfg.DownloadRate, cfg.UploadRate, cfg.ReplicationShare); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}

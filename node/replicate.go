@@ -59,17 +59,18 @@ func (n *Node) setupReplication() error {
 		return fmt.Errorf("node: %w", err)
 	}
 	n.repl = replication.New(replication.Config{
-		Self:       n.self,
-		K:          n.cfg.Replicas,
-		Interval:   n.cfg.ReplicationInterval,
-		Ring:       n.ring,
-		Local:      n.replicaStore(),
-		Source:     n.store,
-		Dicts:      n.store,
-		Open:       n.openStream,
-		Gate:       n.gate,
-		RefuseRole: n.refuseRole,
-		BadFrame:   n.badFrame,
+		Self:        n.self,
+		K:           n.cfg.Replicas,
+		Interval:    n.cfg.ReplicationInterval,
+		Ring:        n.ring,
+		Local:       n.replicaStore(),
+		Source:      n.store,
+		ReplyBudget: n.replies,
+		Dicts:       n.store,
+		Open:        n.openStream,
+		Gate:        n.gate,
+		RefuseRole:  n.refuseRole,
+		BadFrame:    n.badFrame,
 		ReadReply: func(ctx context.Context, s network.Stream) io.Reader {
 			return n.bw.ReplicationReader(ctx, s)
 		},

@@ -36,14 +36,15 @@ var (
 // node's context).
 func (n *Node) setupResolve() {
 	n.resolve = &resolve.Service{
-		Store: n.store,
-		Self:  n.self,
-		Ring:  n.ring,
-		K:     n.cfg.Replicas,
-		Open:  n.openStream,
-		Gate:  n.admit,
-		Base:  func() context.Context { return n.ctx },
-		Hooks: wire.Hooks{BadFrame: n.badFrame, Logger: n.log},
+		Store:  n.store,
+		Self:   n.self,
+		Ring:   n.ring,
+		K:      n.cfg.Replicas,
+		Open:   n.openStream,
+		Gate:   n.admit,
+		Base:   func() context.Context { return n.ctx },
+		Hooks:  wire.Hooks{BadFrame: n.badFrame, Logger: n.log},
+		Budget: n.replies,
 	}
 	n.resolve.Access = n.access.table.Decide // access.go
 }

@@ -6,10 +6,9 @@ import (
 	"errors"
 	"fmt"
 
-	"golang.org/x/sync/semaphore"
-
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/wire"
 )
 
 // Peer is what Sync asks of the replica it compares with: sums, names and
@@ -87,21 +86,7 @@ type Server struct {
 	// Servers sharing it hold at once (HandleHeld): a batch's records
 	// past it are omitted (the client asks for them again), a single
 	// read waits for room until ctx ends.
-	Budget *ReplyBudget
-}
-
-// ReplyBudget bounds the bytes of records that replies hold between
-// reading them and their write (a slow reader keeps its reply): without
-// it a member could have 64 batch replies of up to MaxReply built at
-// once.
-type ReplyBudget struct {
-	sem  *semaphore.Weighted
-	size int64
-}
-
-// NewReplyBudget returns a budget of bytes.
-func NewReplyBudget(bytes int64) *ReplyBudget {
-	return &ReplyBudget{sem: semaphore.NewWeighted(bytes), size: bytes}
+	Budget *wire.ReplyBudget
 }
 
 // Handle is HandleHeld for a caller that lets the reply go at once.
@@ -125,7 +110,7 @@ func (s *Server) HandleHeld(ctx context.Context, req []byte) ([]byte, func(), er
 	var held int64
 	release := func() {
 		if held > 0 {
-			s.Budget.sem.Release(held)
+			s.Budget.Release(held)
 			held = 0
 		}
 	}
@@ -145,19 +130,12 @@ func (s *Server) HandleHeld(ctx context.Context, req []byte) ([]byte, func(), er
 // once, or when wait is set, waiting until ctx ends. It reports whether
 // it took them; without a budget it always does.
 func (s *Server) hold(ctx context.Context, n int64, held *int64, wait bool) bool {
-	if s.Budget == nil || n <= 0 {
+	if s.Budget == nil {
 		return true
 	}
-	n = min(n, s.Budget.size) // a record larger than the budget takes all of it
-	if wait {
-		if s.Budget.sem.Acquire(ctx, n) != nil {
-			return false
-		}
-	} else if !s.Budget.sem.TryAcquire(n) {
-		return false
-	}
-	*held += n
-	return true
+	took, ok := s.Budget.Take(ctx, n, wait)
+	*held += took
+	return ok
 }
 
 func (s *Server) answer(ctx context.Context, r Request, held *int64) ([]byte, error) {
@@ -187,7 +165,7 @@ func (s *Server) answer(ctx context.Context, r Request, held *int64) ([]byte, er
 			return nil, err
 		}
 		if !s.hold(ctx, int64(len(data)), held, true) {
-			return nil, fmt.Errorf("replies hold the budget's %d bytes: %w", s.Budget.size, ctx.Err())
+			return nil, fmt.Errorf("replies hold the budget's %d bytes: %w", s.Budget.Size(), ctx.Err())
 		}
 		b = append(b, data...)
 	case OpReadBatch, OpReadStored:

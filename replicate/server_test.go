@@ -13,6 +13,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/wire"
 )
 
 // entriesAllocBound is what one whole-ring OpEntries request may allocate
@@ -147,7 +148,7 @@ func TestReplyBudget(t *testing.T) {
 		}
 		three += int64(len(data))
 	}
-	srv := &Server{Source: s, Budget: NewReplyBudget(three)}
+	srv := &Server{Source: s, Budget: wire.NewReplyBudget(three)}
 	req := Request{Op: OpReadBatch, Entries: ents}.Encode()
 	rep, release, err := srv.HandleHeld(ctx, req)
 	if err != nil {

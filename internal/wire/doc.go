@@ -7,5 +7,6 @@
 // one value per frame and reject trailing garbage.
 //
 // Functions here hold no state; concurrent use of one stream must be
-// serialized by the caller.
+// serialized by the caller. A ReplyBudget is the bytes a node's replies
+// may hold at once, shared by the handlers given it.
 package wire

@@ -136,6 +136,13 @@ type Config struct {
 	// WriteReply returns the writer a reply of size bytes is written to
 	// s through (the node's upload caps); nil writes to s.
 	WriteReply func(s network.Stream, size int) io.Writer
+	// ReplyBudget bounds the record bytes this node's replies hold at
+	// once (replicate.Server.Budget): a batch's records past it are
+	// omitted and asked for again, so members that request batches and
+	// read them slowly cannot hold MaxActive times replicate.MaxReply of
+	// its memory. The node shares one with its other replies; nil means
+	// one of wire.DefaultReplyBytes of the Replicator's own.
+	ReplyBudget *wire.ReplyBudget
 	// Purge, if set, exchanges purge orders at the start of each round.
 	Purge Purge
 	// ShareKnown, if set, hands the URLs NotifyKnown queues to the nodes
@@ -175,11 +182,10 @@ type Config struct {
 // the node (Run), and a worker that serves the pull requests other owners
 // send (Work), which Handle accepts.
 type Replicator struct {
-	cfg         Config
-	log         *slog.Logger
-	replyBudget *replicate.ReplyBudget // the record bytes this node's replies hold at once (ReplyBytes)
-	interval    atomic.Int64           // nanoseconds; <= 0 disables rounds
-	kick        chan struct{}
+	cfg      Config
+	log      *slog.Logger
+	interval atomic.Int64 // nanoseconds; <= 0 disables rounds
+	kick     chan struct{}
 	// pushLeft is set when offers failed twice and their records were
 	// left to rounds (push.go): Run then holds a round Settle after the
 	// last ring change, not a whole interval later (a node that dies in
@@ -249,12 +255,6 @@ type Stats struct {
 	HandOff HandOffStats `json:"hand_off"`
 }
 
-// ReplyBytes bounds the record bytes a node's replicate replies hold at
-// once (replicate.ReplyBudget): a batch's records past it are omitted
-// and asked for again, so members that request batches and read them
-// slowly cannot hold MaxActive times replicate.MaxReply of its memory.
-const ReplyBytes = 128 << 20
-
 // New returns a Replicator for cfg. It serves nothing until Handle is
 // registered and runs no round until Run.
 func New(cfg Config) *Replicator {
@@ -265,13 +265,15 @@ func New(cfg Config) *Replicator {
 		cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1), jobs: make(chan pullJob, pullQueueLen),
 		queued: map[pullJob]bool{}, purgeAgreed: map[string]purgeAgreement{},
 		lag: newLagHistogram(), pushWake: make(chan struct{}, 1), rq: map[ring.Contact]*replicaQueue{},
-		trk:         map[archive.Entry]*copyTracker{},
-		ho:          handOffState{sweep: true}, // the first round sweeps: a restart forgot what was pending
-		queueLen:    pushQueueLen,
-		replyBudget: replicate.NewReplyBudget(ReplyBytes),
+		trk:      map[archive.Entry]*copyTracker{},
+		ho:       handOffState{sweep: true}, // the first round sweeps: a restart forgot what was pending
+		queueLen: pushQueueLen,
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
+	}
+	if r.cfg.ReplyBudget == nil {
+		r.cfg.ReplyBudget = wire.NewReplyBudget(wire.DefaultReplyBytes)
 	}
 	r.interval.Store(int64(cfg.Interval))
 	if cfg.OwnedFile != "" {
@@ -633,7 +635,7 @@ func (r *Replicator) Handle(s network.Stream) {
 		return
 	}
 	srv := replicate.Server{
-		Source: r.cfg.Source, Budget: r.replyBudget,
+		Source: r.cfg.Source, Budget: r.cfg.ReplyBudget,
 		Pull:  func(ctx context.Context, q replicate.Request) error { return r.accept(ctx, m, q) },
 		Offer: func(ctx context.Context, q replicate.Request) error { return r.acceptOffer(ctx, m, q) },
 		HandOff: func(ctx context.Context, q replicate.Request) error {

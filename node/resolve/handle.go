@@ -50,11 +50,13 @@ func (sv *Service) Handle(s network.Stream) {
 			rep.NotFound = true
 		case err != nil:
 			rep.Error = err.Error()
-		case sv.replyBudget().Acquire(ctx, min(int64(len(data)), ReplyBytes)) != nil:
-			rep.Error = fmt.Sprintf("busy: replies hold %d bytes", ReplyBytes)
 		default:
-			held := min(int64(len(data)), ReplyBytes)
-			defer sv.replyBudget().Release(held) // once the reply is written
+			held, ok := sv.budget().Take(ctx, int64(len(data)), true)
+			if !ok {
+				rep.Error = fmt.Sprintf("busy: replies hold %d bytes", sv.budget().Size())
+				break
+			}
+			defer sv.budget().Release(held) // once the reply is written
 			rep.Version, rep.Record, record = v, true, data
 		}
 	case "checks":

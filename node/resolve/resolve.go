@@ -11,7 +11,6 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/protocol"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/archive/access"
@@ -91,22 +90,26 @@ type Service struct {
 	// Handle lists to other nodes only the versions they list and sends
 	// only the captures they show (access.go).
 	Access func(url string, t time.Time) access.Decision
+	// Budget bounds the bytes of records the "get" replies hold between
+	// reading a record and its write: a slow reader keeps its reply, and
+	// a member may have 64 of them at once. A reply that finds no room
+	// waits for it until its deadline, then is answered busy. The node
+	// shares one with its other replies; nil means one of
+	// wire.DefaultReplyBytes of the Service's own.
+	Budget     *wire.ReplyBudget
+	budgetOnce sync.Once
 
 	rejected atomic.Int64 // versions and records that failed verification
-
-	budgetOnce sync.Once
-	budget     *semaphore.Weighted // record bytes held by replies (ReplyBytes)
 }
 
-// ReplyBytes bounds the bytes of records the "get" replies of a Service
-// hold between reading a record and its write: a slow reader keeps its
-// reply, and a member may have 64 of them at once. A reply that finds no
-// room waits for it until its deadline, then is refused.
-const ReplyBytes = 128 << 20
-
-func (sv *Service) replyBudget() *semaphore.Weighted {
-	sv.budgetOnce.Do(func() { sv.budget = semaphore.NewWeighted(ReplyBytes) })
-	return sv.budget
+// budget returns Budget, made on first use when it was not set.
+func (sv *Service) budget() *wire.ReplyBudget {
+	sv.budgetOnce.Do(func() {
+		if sv.Budget == nil {
+			sv.Budget = wire.NewReplyBudget(wire.DefaultReplyBytes)
+		}
+	})
+	return sv.Budget
 }
 
 // Stats are a Service's counters.

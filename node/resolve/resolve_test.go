@@ -343,7 +343,7 @@ func mustRecord(t *testing.T, sv *Service, v archive.Version) []byte {
 	return data
 }
 
-// TestReplyBudget: while replies hold ReplyBytes of records, a "get"
+// TestReplyBudget: while replies hold the budget's bytes of records, a "get"
 // waits for room until its deadline and is refused (busy); once they
 // are written, it is answered.
 func TestReplyBudget(t *testing.T) {
@@ -354,13 +354,14 @@ func TestReplyBudget(t *testing.T) {
 	short, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	b.Base = func() context.Context { return short }
-	if err := b.replyBudget().Acquire(ctx, ReplyBytes); err != nil {
-		t.Fatal(err)
+	all, ok := b.budget().Take(ctx, b.budget().Size(), false)
+	if !ok {
+		t.Fatal("the budget is not free")
 	}
 	if _, _, err := a.Get(ctx, "http://h.example/a", t0); err == nil {
 		t.Fatal("a get answered while replies held the whole budget")
 	}
-	b.replyBudget().Release(ReplyBytes)
+	b.budget().Release(all)
 	b.Base = context.Background
 	if _, c, err := a.Get(ctx, "http://h.example/a", t0); err != nil || !strings.Contains(string(c.Body), "day 0") {
 		t.Fatalf("a get once the budget is free: %v", err)
