@@ -125,8 +125,8 @@ func OpenHeld(dir string, lim HoldLimits, log *slog.Logger) (*Held, error) {
 		name := de.Name()
 		path := filepath.Join(dir, name)
 		if !strings.HasSuffix(name, ".held") {
-			if strings.HasSuffix(name, ".tmp") {
-				_ = os.Remove(path) // a write a crash interrupted
+			if strings.HasPrefix(name, ".tmp-") || strings.HasSuffix(name, ".tmp") {
+				_ = os.Remove(path) // a write a crash interrupted (atomicfile's, or one before it)
 			}
 			continue
 		}
@@ -293,34 +293,13 @@ func (h *Held) add(rec heldRecord, data []byte) (added bool, err error) {
 	return true, nil
 }
 
-// write writes rec's file: a temporary file, synced, renamed, and the
-// directory synced.
+// write writes rec's file whole or not at all (atomicfile.Write).
 func (h *Held) write(rec heldRecord, data []byte) error {
 	meta, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	path := h.path(rec.Entry)
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(append(append(meta, '\n'), data...))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return atomicfile.SyncDir(h.dir)
+	return atomicfile.Write(h.path(rec.Entry), append(append(meta, '\n'), data...), 0o644)
 }
 
 // read returns the record e's file holds.

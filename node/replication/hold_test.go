@@ -137,8 +137,10 @@ func TestHandOffHeldUntilConfirmed(t *testing.T) {
 	// A restart (as after kill -9: a write torn before its rename, a
 	// garbled file): the two records are still held, their URLs queued
 	// again.
-	if err := os.WriteFile(filepath.Join(heldDir, "x.held.tmp"), []byte("torn"), 0o644); err != nil {
-		t.Fatal(err)
+	for _, torn := range []string{"x.held.tmp", ".tmp-x.held-123"} { // an older write's, atomicfile's
+		if err := os.WriteFile(filepath.Join(heldDir, torn), []byte("torn"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := os.WriteFile(filepath.Join(heldDir, strings.Repeat("0", 80)+"1.warc.gz.held"), []byte("{garbled"), 0o644); err != nil {
 		t.Fatal(err)
