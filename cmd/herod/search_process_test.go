@@ -225,20 +225,7 @@ func TestProcessesSearch(t *testing.T) {
 	r.remove(nodes[2], syscall.SIGKILL)
 	alive := slices.Delete(slices.Clone(nodes), 2, 3)
 	start := time.Now()
-	testwait.For(t, "the same answers after the kill", 2*time.Minute, func() error {
-		for _, q := range qs {
-			for i, p := range alive {
-				got, _, err := searchOf(p, q.q)
-				if err != nil {
-					return fmt.Errorf("node %d: %q: %v", i, q.q, err)
-				}
-				if !slices.Equal(got, want[q.q]) {
-					return fmt.Errorf("node %d: %q gives %v, before the kill %v", i, q.q, got, want[q.q])
-				}
-			}
-		}
-		return nil
-	})
+	testwait.For(t, "the same answers after the kill", 2*time.Minute, func() error { return sameAnswers(alive, qs, want) })
 	t.Logf("after the kill -9, every gateway answered as before within %v", time.Since(start).Round(time.Second))
 
 	// Restarts: the node killed -9 left no mark and its start indexes
@@ -278,18 +265,22 @@ func TestProcessesSearch(t *testing.T) {
 		}
 	}
 	nodes[1], nodes[2] = stopped, killed
-	testwait.For(t, "the same answers after the restarts", 2*time.Minute, func() error {
-		for _, q := range qs {
-			for i, p := range nodes {
-				got, _, err := searchOf(p, q.q)
-				if err != nil {
-					return fmt.Errorf("node %d: %q: %v", i, q.q, err)
-				}
-				if !slices.Equal(got, want[q.q]) {
-					return fmt.Errorf("node %d: %q gives %v, before %v", i, q.q, got, want[q.q])
-				}
+	testwait.For(t, "the same answers after the restarts", 2*time.Minute, func() error { return sameAnswers(nodes, qs, want) })
+}
+
+// sameAnswers reports the first node whose gateway answers a query
+// otherwise than want.
+func sameAnswers(nodes []*proc, qs []processQuery, want map[string][]string) error {
+	for _, q := range qs {
+		for i, p := range nodes {
+			got, _, err := searchOf(p, q.q)
+			if err != nil {
+				return fmt.Errorf("node %d: %q: %v", i, q.q, err)
+			}
+			if !slices.Equal(got, want[q.q]) {
+				return fmt.Errorf("node %d: %q gives %v, before %v", i, q.q, got, want[q.q])
 			}
 		}
-		return nil
-	})
+	}
+	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,11 +35,7 @@ func TestCatchUpDropped(t *testing.T) {
 	const n, capacity = 50, 4
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	arc, err := archive.Open(filepath.Join(t.TempDir(), "archive"), archive.Options{NoSync: true, DiskReserve: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer arc.Close()
+	arc := openArchive(t)
 	w := &world{}
 	sn := syncRing(t, w, p2ptest.Hosts(t, 1), 1)[0]
 	w.add(sn.v)

@@ -3,7 +3,6 @@ package search
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/herod-archive/herod/archive"
@@ -21,11 +20,7 @@ import (
 func BenchmarkStart(b *testing.B) {
 	const pages = 5000
 	ctx := context.Background()
-	arc, err := archive.Open(filepath.Join(b.TempDir(), "archive"), archive.Options{NoSync: true, DiskReserve: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer arc.Close()
+	arc := openArchive(b)
 	if err := searchtest.New(1, pages).Load(ctx, arc, 1, nil); err != nil {
 		b.Fatal(err)
 	}

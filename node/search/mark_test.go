@@ -117,6 +117,17 @@ func TestMarkChanged(t *testing.T) {
 	}
 }
 
+// openArchive opens an archive of its own for tb, closed when it ends.
+func openArchive(tb testing.TB) *archive.Store {
+	tb.Helper()
+	arc, err := archive.Open(filepath.Join(tb.TempDir(), "archive"), archive.Options{NoSync: true, DiskReserve: -1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { arc.Close() })
+	return arc
+}
+
 // markService is a one-node posting ring's Service that owns every key.
 func markService(t testing.TB) *Service {
 	t.Helper()
@@ -175,11 +186,7 @@ func holdersOf(t *testing.T, sv *Service, term string) int64 {
 func TestMarkResumesBackfill(t *testing.T) {
 	const n = 40
 	ctx := context.Background()
-	arc, err := archive.Open(filepath.Join(t.TempDir(), "archive"), archive.Options{NoSync: true, DiskReserve: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer arc.Close()
+	arc := openArchive(t)
 	for i := range n {
 		putPage(t, arc, fmt.Sprintf("http://mark.example/%d", i), fmt.Sprintf("resident page %d", i))
 	}
@@ -259,11 +266,7 @@ func TestMarkResumesBackfill(t *testing.T) {
 // TestMarkNeedsSettled: no mark while a version waits, after a stop cut
 // its batch short, or before the backfill ran.
 func TestMarkNeedsSettled(t *testing.T) {
-	arc, err := archive.Open(filepath.Join(t.TempDir(), "archive"), archive.Options{NoSync: true, DiskReserve: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer arc.Close()
+	arc := openArchive(t)
 	leaves := make([]archive.DirSum, archive.Leaves)
 
 	sv := markService(t)
