@@ -74,6 +74,8 @@ var (
 		counter("reforward_spans_total", "Take-over spans whose links this node re-forwarded.", func(st *Status) float64 { return float64(st.Links.ReforwardSpans) }),
 		counter("reforward_dropped_total", "Take-over spans dropped: queue full, or past their announcer's daily cap.", func(st *Status) float64 { return float64(st.Links.ReforwardDropped) }),
 		counter("trust_reforward_refused_total", "Take-over spans refused: the ring never gave their announcer the span.", func(st *Status) float64 { return float64(st.Links.ReforwardRefused) }),
+		counter("trust_pass_on_refused_total", "Link batches refused: the links other nodes sent to be passed on filled their bound.", func(st *Status) float64 { return float64(st.Links.PassOnRefused) }),
+		counter("trust_over_hop_dropped_total", "Links at the hop limit dropped past their sender's daily allowance.", func(st *Status) float64 { return float64(st.Links.OverHopDropped) }),
 		counter("bad_frames_total", "Malformed or oversized messages from peers.", func(st *Status) float64 { return float64(st.Links.BadFrames) }),
 		counter("taken_over_total", "URLs queued because this node's ranges grew in the middle of a day.", func(st *Status) float64 { return float64(st.TakenOver) }),
 		// replication

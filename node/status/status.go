@@ -140,6 +140,12 @@ type LinkStats struct {
 	ReforwardSpans   int64 `json:"reforwardSpans"`
 	ReforwardDropped int64 `json:"reforwardDropped"`
 	ReforwardRefused int64 `json:"reforwardRefused"`
+	// PassOnRefused counts batches refused because forward.MaxPassingOn
+	// links other nodes sent waited here to be passed on; OverHopDropped
+	// links at MaxHops dropped past their sender's
+	// forward.MaxOverHopsPerDay (docs/trust-bounds.md).
+	PassOnRefused  int64 `json:"passOnRefused"`
+	OverHopDropped int64 `json:"overHopDropped"`
 }
 
 // TrustStats counts requests refused at the trust boundary (package member).
