@@ -83,6 +83,9 @@ func (n *Node) resumeSearch() {
 // writes to the archive any more, with the ranges the node owned before
 // it left the ring.
 func (n *Node) writeSearchMark(owned []archive.KeyRange) {
+	// Settled here spares reading the sums of an unsettled stop; Mark
+	// asks again once Adding, read after the sums, is 0: a version the
+	// sums count is then one search was told of.
 	if n.search == nil || n.store == nil || !n.search.Settled() {
 		return
 	}
