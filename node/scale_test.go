@@ -74,21 +74,27 @@ type scaleRow struct {
 	DiskMB        float64 `json:"diskMB"`        // data directory at the day's end
 	DiskAddedMB   float64 `json:"diskAddedMB"`   // over the day
 	BytesPerCheck float64 `json:"bytesPerCheck"` // disk added ÷ requests that stored no new version (new versions' bytes included)
-	RolloverS     float64 `json:"rolloverS"`     // NewDay's duration (0 on day 0)
-	SwitchMS      float64 `json:"switchMs"`      // of which the switch, holding the day's lock
-	IntakeStallMS float64 `json:"intakeStallMs"` // longest Add of one link over the day
-	RollStallMS   float64 `json:"rollStallMs"`   // longest Add of one link that overlapped the rollover
-	LoopStallMS   float64 `json:"loopStallMs"`   // longest host-loop queue read wait over the day
-	Queued        int64   `json:"queued"`        // queue entries just after the rollover
-	Known         int64   `json:"known"`         // known URLs at the day's end
-	Mine          int     `json:"mine"`          // the claims' fetch set held in memory at the day's end
-	ReplayP50MS   float64 `json:"replayP50Ms"`   // gateway replays during the crawl
-	ReplayP99MS   float64 `json:"replayP99Ms"`
-	ReplayOK      int     `json:"replayOK"` // replays answered 200
-	CDXMS         float64 `json:"cdxMs"`    // one host's CDX query during the crawl
-	CDXRows       int     `json:"cdxRows"`
-	SearchTailS   float64 `json:"searchTailS"` // after the crawl, until every node's search indexer was idle
-	SweepS        float64 `json:"sweepS"`      // the day-end link sweep of every node (Node.SweepLinks)
+	// The archive index's files at the day's end (every node's
+	// DATA/archive/index: versions, host entries, crawl states, the
+	// days' checks, the hash tree) and their bytes per version the
+	// stores hold (copies included).
+	IndexMB              float64 `json:"indexMB"`
+	IndexBytesPerVersion float64 `json:"indexBytesPerVersion"`
+	RolloverS            float64 `json:"rolloverS"`     // NewDay's duration (0 on day 0)
+	SwitchMS             float64 `json:"switchMs"`      // of which the switch, holding the day's lock
+	IntakeStallMS        float64 `json:"intakeStallMs"` // longest Add of one link over the day
+	RollStallMS          float64 `json:"rollStallMs"`   // longest Add of one link that overlapped the rollover
+	LoopStallMS          float64 `json:"loopStallMs"`   // longest host-loop queue read wait over the day
+	Queued               int64   `json:"queued"`        // queue entries just after the rollover
+	Known                int64   `json:"known"`         // known URLs at the day's end
+	Mine                 int     `json:"mine"`          // the claims' fetch set held in memory at the day's end
+	ReplayP50MS          float64 `json:"replayP50Ms"`   // gateway replays during the crawl
+	ReplayP99MS          float64 `json:"replayP99Ms"`
+	ReplayOK             int     `json:"replayOK"` // replays answered 200
+	CDXMS                float64 `json:"cdxMs"`    // one host's CDX query during the crawl
+	CDXRows              int     `json:"cdxRows"`
+	SearchTailS          float64 `json:"searchTailS"` // after the crawl, until every node's search indexer was idle
+	SweepS               float64 `json:"sweepS"`      // the day-end link sweep of every node (Node.SweepLinks)
 	// SearchDropped counts the versions the search queues dropped that
 	// day (every node), each left to a catch-up that indexes again
 	// what was stored since; a crawl that outran its indexer pauses
@@ -242,6 +248,11 @@ func TestScale(t *testing.T) {
 			errs += n
 		}
 		disk := diskUsage(data...)
+		var index, versions int64
+		for _, n := range lr.Nodes {
+			index += diskUsage(filepath.Join(n.store.Dir(), "index"))
+			versions += n.store.Stats().Versions
+		}
 		peaks := smp.peaks()
 		row := scaleRow{
 			URLs: urls, Nodes: nodes, Day: d, Live: ws.Live, Fetched: cs.FetchedToday, NewVersions: cs.NewVersions,
@@ -252,6 +263,7 @@ func TestScale(t *testing.T) {
 			RSSPeakMB:  float64(peakRSS()) / (1 << 20), HeapPeakMB: float64(peaks.heap) / (1 << 20),
 			Goroutines: peaks.goroutines, OpenFiles: peaks.fds,
 			DiskMB: float64(disk) / (1 << 20), DiskAddedMB: float64(disk-disk0) / (1 << 20),
+			IndexMB: float64(index) / (1 << 20), IndexBytesPerVersion: float64(index) / float64(max(versions, 1)),
 			RolloverS: roll.Seconds(), SwitchMS: ms(cs.DaySwitch), IntakeStallMS: ms(probe.max(time.Time{}, time.Time{})),
 			RollStallMS: ms(probe.max(start, rollEnd)), LoopStallMS: ms(cs.LongestQueueWait),
 			Queued: queued, Known: cs.KnownURLs, Mine: ringHeld(lr),
@@ -260,9 +272,7 @@ func TestScale(t *testing.T) {
 			DBs: dbs,
 		}
 		if nodes > 1 {
-			for _, n := range lr.Nodes {
-				row.Held += n.store.Stats().Versions
-			}
+			row.Held = versions
 			row.ReplMB = float64(replTraffic(lr)-repl0) / (1 << 20)
 			row.ReplRounds, row.InSyncPerPair = rounds, inSync
 			row.Versions, row.CopiesMissing, lost, err = ringCopies(ctx, lr)
@@ -275,9 +285,9 @@ func TestScale(t *testing.T) {
 		}
 		disk0 = disk
 		rows = append(rows, row)
-		t.Logf("scale: day %d: %d live, %d fetched (%d new versions, %d not modified), %.1fs, %.2f cpu-s/1000, rss %.0f MiB, heap %.0f MiB, %d goroutines, %d fds, disk +%.1f MiB, rollover %.2fs (switch %.1f ms), intake stall %.0f ms (%.0f ms in the rollover), loop stall %.0f ms, queued %d, known %d, mine %d, replay p50 %.1f ms p99 %.1f ms (%d ok), cdx %.1f ms (%d rows), search tail %.1fs (%d dropped), sweep %.1fs, errors %v",
+		t.Logf("scale: day %d: %d live, %d fetched (%d new versions, %d not modified), %.1fs, %.2f cpu-s/1000, rss %.0f MiB, heap %.0f MiB, %d goroutines, %d fds, disk +%.1f MiB (index %.0f bytes a version), rollover %.2fs (switch %.1f ms), intake stall %.0f ms (%.0f ms in the rollover), loop stall %.0f ms, queued %d, known %d, mine %d, replay p50 %.1f ms p99 %.1f ms (%d ok), cdx %.1f ms (%d rows), search tail %.1fs (%d dropped), sweep %.1fs, errors %v",
 			d, row.Live, row.Fetched, row.NewVersions, row.NotModified, row.WallS, row.CPUPer1000, row.RSSPeakMB, row.HeapPeakMB,
-			row.Goroutines, row.OpenFiles, row.DiskAddedMB, row.RolloverS, row.SwitchMS, row.IntakeStallMS, row.RollStallMS, row.LoopStallMS, row.Queued, row.Known, row.Mine,
+			row.Goroutines, row.OpenFiles, row.DiskAddedMB, row.IndexBytesPerVersion, row.RolloverS, row.SwitchMS, row.IntakeStallMS, row.RollStallMS, row.LoopStallMS, row.Queued, row.Known, row.Mine,
 			row.ReplayP50MS, row.ReplayP99MS, row.ReplayOK, row.CDXMS, row.CDXRows, row.SearchTailS, row.SearchDropped, row.SweepS, cs.ErrorsByKind)
 		t.Logf("scale: day %d: databases: %s", d, dbLine(row.DBs))
 		if nodes > 1 {

@@ -10,27 +10,30 @@ import (
 // fullRow is the part of TestScale's rows the tables print.
 type fullRow struct {
 	row
-	Live          int      `json:"live"`
-	Fetched       int64    `json:"fetched"`
-	NewVersions   int64    `json:"newVersions"`
-	WallS         float64  `json:"wallS"`
-	PagesPerS     float64  `json:"pagesPerS"`
-	HeapPeakMB    float64  `json:"heapPeakMB"`
-	Goroutines    int      `json:"goroutines"`
-	OpenFiles     int      `json:"openFiles"`
-	DiskMB        float64  `json:"diskMB"`
-	DiskAddedMB   float64  `json:"diskAddedMB"`
-	BytesPerCheck float64  `json:"bytesPerCheck"`
-	LoopStallMS   float64  `json:"loopStallMs"`
-	SwitchMS      float64  `json:"switchMs"`
-	RollStallMS   *float64 `json:"rollStallMs"` // absent from rows of older runs
-	Queued        int64    `json:"queued"`
-	Known         int64    `json:"known"`
-	Mine          int      `json:"mine"`
-	ReplayP50MS   float64  `json:"replayP50Ms"`
-	ReplayP99MS   float64  `json:"replayP99Ms"`
-	CDXMS         float64  `json:"cdxMs"`
-	CDXRows       int      `json:"cdxRows"`
+	Live          int     `json:"live"`
+	Fetched       int64   `json:"fetched"`
+	NewVersions   int64   `json:"newVersions"`
+	WallS         float64 `json:"wallS"`
+	PagesPerS     float64 `json:"pagesPerS"`
+	HeapPeakMB    float64 `json:"heapPeakMB"`
+	Goroutines    int     `json:"goroutines"`
+	OpenFiles     int     `json:"openFiles"`
+	DiskMB        float64 `json:"diskMB"`
+	DiskAddedMB   float64 `json:"diskAddedMB"`
+	BytesPerCheck float64 `json:"bytesPerCheck"`
+	// The archive index's bytes per version held (0 in rows of older
+	// runs: printed as n/a).
+	IndexBytesPerVersion float64  `json:"indexBytesPerVersion"`
+	LoopStallMS          float64  `json:"loopStallMs"`
+	SwitchMS             float64  `json:"switchMs"`
+	RollStallMS          *float64 `json:"rollStallMs"` // absent from rows of older runs
+	Queued               int64    `json:"queued"`
+	Known                int64    `json:"known"`
+	Mine                 int      `json:"mine"`
+	ReplayP50MS          float64  `json:"replayP50Ms"`
+	ReplayP99MS          float64  `json:"replayP99Ms"`
+	CDXMS                float64  `json:"cdxMs"`
+	CDXRows              int      `json:"cdxRows"`
 	// Rows of a ring (Nodes > 1) carry its replication.
 	Held          int64   `json:"held"`
 	ReplMB        float64 `json:"replMB"`
@@ -129,8 +132,8 @@ func writeTables(w io.Writer, runs [][]fullRow, base int) {
 		fmt.Fprintf(w, "Baseline: %s, %d runs; CPU s/1,000 day 0 %s (median %.2f), later %s (median %.2f).\n\n",
 			runs[0][0].label(), base, join2(d0s), base0, join2(laters), baseLater)
 	}
-	fmt.Fprintln(w, "| run | days | pages/s day 0 | pages/s later | CPU s/1,000 day 0 | CPU s/1,000 later | ÷ baseline day 0 / later | RSS max MiB | heap max MiB | disk/page day 0 KiB | disk/page-day later B | rollover max s | switch max ms | stall in rollover max ms | intake stall max ms |")
-	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| run | days | pages/s day 0 | pages/s later | CPU s/1,000 day 0 | CPU s/1,000 later | ÷ baseline day 0 / later | RSS max MiB | heap max MiB | disk/page day 0 KiB | disk/page-day later B | index B/version last day | rollover max s | switch max ms | stall in rollover max ms | intake stall max ms |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for i, rs := range runs {
 		r0 := rs[0]
 		later := median(rs, func(r fullRow) float64 { return r.CPUPer1000 })
@@ -138,11 +141,11 @@ func writeTables(w io.Writer, runs [][]fullRow, base int) {
 		if base > 1 && i < base {
 			label += fmt.Sprintf(" (baseline %d)", i+1)
 		}
-		fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.2f | %.2f | %.2f / %.2f | %.0f | %.0f | %.1f | %.0f | %.2f | %.0f | %s | %.0f |\n",
+		fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.2f | %.2f | %.2f / %.2f | %.0f | %.0f | %.1f | %.0f | %s | %.2f | %.0f | %s | %.0f |\n",
 			label, len(rs), r0.PagesPerS, median(rs, func(r fullRow) float64 { return r.PagesPerS }),
 			r0.CPUPer1000, later, r0.CPUPer1000/base0, later/baseLater,
 			maxOf(rs, 0, func(r fullRow) float64 { return r.RSSPeakMB }), maxOf(rs, 0, func(r fullRow) float64 { return r.HeapPeakMB }),
-			r0.DiskAddedMB*1024/float64(max(r0.Fetched, 1)), median(rs, perPageDay),
+			r0.DiskAddedMB*1024/float64(max(r0.Fetched, 1)), median(rs, perPageDay), indexPerVersion(rs[len(rs)-1]),
 			maxOf(rs, 1, func(r fullRow) float64 { return r.RolloverS }), maxOf(rs, 1, func(r fullRow) float64 { return r.SwitchMS }),
 			rollStall(rs, -1), maxOf(rs, 1, func(r fullRow) float64 { return r.IntakeStallMS }))
 	}
@@ -151,15 +154,15 @@ func writeTables(w io.Writer, runs [][]fullRow, base int) {
 			continue // the baseline's repeats: the summary has their figures
 		}
 		fmt.Fprintf(w, "\n%s:\n\n", rs[0].label())
-		fmt.Fprintln(w, "| day | live | fetched | new versions | s | CPU s/1,000 | RSS MiB | heap MiB | gor. | files | disk MiB | rollover s | switch ms | stall in rollover ms | stall ms | loop ms | queued | known | held | replay p50/p99 ms | CDX ms (rows) |")
-		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		fmt.Fprintln(w, "| day | live | fetched | new versions | s | CPU s/1,000 | RSS MiB | heap MiB | gor. | files | disk MiB | index B/version | rollover s | switch ms | stall in rollover ms | stall ms | loop ms | queued | known | held | replay p50/p99 ms | CDX ms (rows) |")
+		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for i, r := range rs {
 			if len(rs) > 10 && i%5 != 0 && i != len(rs)-1 && i != 1 {
 				continue
 			}
-			fmt.Fprintf(w, "| %d | %d | %d | %d | %.0f | %.2f | %.0f | %.0f | %d | %d | %.0f | %.2f | %.1f | %s | %.0f | %.0f | %d | %d | %d | %.1f / %.1f | %.0f (%d) |\n",
+			fmt.Fprintf(w, "| %d | %d | %d | %d | %.0f | %.2f | %.0f | %.0f | %d | %d | %.0f | %s | %.2f | %.1f | %s | %.0f | %.0f | %d | %d | %d | %.1f / %.1f | %.0f (%d) |\n",
 				r.Day, r.Live, r.Fetched, r.NewVersions, r.WallS, r.CPUPer1000, r.RSSPeakMB, r.HeapPeakMB, r.Goroutines, r.OpenFiles,
-				r.DiskMB, r.RolloverS, r.SwitchMS, rollStall(rs, r.Day), r.IntakeStallMS, r.LoopStallMS, r.Queued, r.Known, r.Mine, r.ReplayP50MS, r.ReplayP99MS, r.CDXMS, r.CDXRows)
+				r.DiskMB, indexPerVersion(r), r.RolloverS, r.SwitchMS, rollStall(rs, r.Day), r.IntakeStallMS, r.LoopStallMS, r.Queued, r.Known, r.Mine, r.ReplayP50MS, r.ReplayP99MS, r.CDXMS, r.CDXRows)
 		}
 		writeDBTable(w, rs)
 		if rs[0].Nodes > 1 {
@@ -170,6 +173,15 @@ func writeTables(w io.Writer, runs [][]fullRow, base int) {
 			}
 		}
 	}
+}
+
+// indexPerVersion formats a day's archive index bytes per version held,
+// "n/a" for rows of runs that did not measure it.
+func indexPerVersion(r fullRow) string {
+	if r.IndexBytesPerVersion == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f", r.IndexBytesPerVersion)
 }
 
 // perPageDay is the disk a later day added per request answered (its new
