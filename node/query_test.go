@@ -235,6 +235,19 @@ func TestRingQueryExport(t *testing.T) {
 		}
 	})
 
+	// One member's streams hold at most a quarter of the process's
+	// serving slots (the kit's per-member bound, TestKitPerPeerShare):
+	// its slow exports cannot hold them all.
+	t.Run("member share", func(t *testing.T) {
+		sp, ok := lr.Nodes[1].kit.Limits(queryProtocol)
+		if !ok {
+			t.Fatal("query protocol not registered")
+		}
+		if sp.MaxPerPeer != query.MaxPerMember || 4*sp.MaxPerPeer > query.MaxServing {
+			t.Fatalf("one member runs %d query handlers at once, want %d (a quarter of %d slots)", sp.MaxPerPeer, query.MaxPerMember, query.MaxServing)
+		}
+	})
+
 	// A member that cannot answer makes the query fail, naming it, rather
 	// than silently return part of the host.
 	t.Run("member down", func(t *testing.T) {

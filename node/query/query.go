@@ -55,6 +55,13 @@ const (
 	// scans and export streams): the capacity of Service.Slots; more are
 	// refused with a "busy" reply.
 	MaxServing = 32
+	// MaxPerMember bounds the query handlers one member runs here at once
+	// (the kit's Spec.MaxPerPeer): an export runs as long as its reader
+	// keeps reading, so at the kit's default, half of 2 × MaxServing, one
+	// member's slow exports could hold every slot. Its further streams
+	// wait for one of its own slots; a gateway with more at once is
+	// answered as its earlier requests end.
+	MaxPerMember = MaxServing / 4
 	// exportIdle bounds the wait for one frame of an export stream, either
 	// way (longer than streamTimeout; see export.Idle).
 	exportIdle = export.Idle
@@ -172,7 +179,7 @@ func (svc *Service) hidden() func(url string, t time.Time) bool {
 // (deadlineWriter), so the handler's context ends only with the node.
 func (svc *Service) Spec() kit.Spec {
 	return kit.Spec{ID: Protocol, Handle: svc.Serve, MaxFrame: maxRequestFrame, Deadline: streamTimeout,
-		Streaming: true, MaxActive: 2 * MaxServing}
+		Streaming: true, MaxActive: 2 * MaxServing, MaxPerPeer: MaxPerMember}
 }
 
 // Serve serves one query request from the local store: the handler of
