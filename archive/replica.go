@@ -15,12 +15,30 @@ import (
 // segment is decompressed and gzipped. It returns ErrNotFound if the
 // store does not hold that version.
 func (s *Store) ReadFile(ctx context.Context, e Entry) ([]byte, error) {
+	return s.ReadFileWithin(ctx, e, nil)
+}
+
+// ErrNoRoom is returned, wrapped, by ReadFileWithin and ReadStoredWithin
+// when their room function refuses the record: nothing was read.
+var ErrNoRoom = errors.New("archive: no room for the record")
+
+// ReadFileWithin is ReadFile for a caller that bounds the bytes its
+// replies hold: once the index names the record, and before any of it is
+// read, it asks room (when not nil) for the record's stored size
+// (Version.Size); when room refuses, it returns an error wrapping
+// ErrNoRoom having read nothing. A record of a .warc.zst segment leaves
+// as a gzip member of another size, which the caller counts once it has
+// it; the decoding in between is transient.
+func (s *Store) ReadFileWithin(ctx context.Context, e Entry, room func(n int64) bool) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("archive read file: %w", err)
 	}
 	v, err := s.lookupEntry(e)
 	if err != nil {
 		return nil, fmt.Errorf("archive read file %s: %w", e.Name(), err)
+	}
+	if room != nil && !room(v.Size) {
+		return nil, fmt.Errorf("archive read file %s: %w", e.Name(), ErrNoRoom)
 	}
 	data, _, err := s.readMember(v)
 	if err != nil {
@@ -39,6 +57,14 @@ func (s *Store) ReadFile(ctx context.Context, e Entry) ([]byte, error) {
 // and fsck find it here). It returns ErrNotFound if the store does not
 // hold that version.
 func (s *Store) ReadStored(ctx context.Context, e Entry) ([]byte, error) {
+	return s.ReadStoredWithin(ctx, e, nil)
+}
+
+// ReadStoredWithin is ReadStored asking room (when not nil) for the
+// record's stored size before it reads any of it, as ReadFileWithin
+// does; the record leaves with at most refFrameLen bytes more (the frame
+// naming its dictionary).
+func (s *Store) ReadStoredWithin(ctx context.Context, e Entry, room func(n int64) bool) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("archive read stored %s: %w", e.Name(), err)
 	}
@@ -46,6 +72,15 @@ func (s *Store) ReadStored(ctx context.Context, e Entry) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("archive read stored %s: %w", e.Name(), err)
 	}
+	if room != nil && !room(v.Size+refFrameLen) {
+		return nil, fmt.Errorf("archive read stored %s: %w", e.Name(), ErrNoRoom)
+	}
+	return s.readStored(e, v)
+}
+
+// readStored reads the record of v, which the index names for e, as
+// ReadStored returns it.
+func (s *Store) readStored(e Entry, v Version) ([]byte, error) {
 	ref, err := parseSegment(v.File)
 	if err != nil {
 		return nil, fmt.Errorf("archive read stored %s: %w", e.Name(), err)
@@ -58,7 +93,7 @@ func (s *Store) ReadStored(ctx context.Context, e Entry) ([]byte, error) {
 		// A segment rewritten while open (compactOnline) may have moved
 		// the record since the look-up: read it where the index has it.
 		if nv, lerr := s.lookupEntry(e); lerr == nil && (nv.File != v.File || nv.Offset != v.Offset) {
-			return s.ReadStored(ctx, e)
+			return s.readStored(e, nv)
 		}
 	}
 	if err != nil {

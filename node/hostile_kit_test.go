@@ -87,6 +87,22 @@ func (b bombSource) ReadStored(ctx context.Context, e archive.Entry) ([]byte, er
 	return b.Store.ReadStored(ctx, e)
 }
 
+// ReadFileWithin and ReadStoredWithin are the reads the replication
+// server answers with: the same bombs.
+func (b bombSource) ReadFileWithin(ctx context.Context, e archive.Entry, room func(int64) bool) ([]byte, error) {
+	if d, ok := b.bombs[e]; ok {
+		return d, nil
+	}
+	return b.Store.ReadFileWithin(ctx, e, room)
+}
+
+func (b bombSource) ReadStoredWithin(ctx context.Context, e archive.Entry, room func(int64) bool) ([]byte, error) {
+	if d, ok := b.bombs[e]; ok {
+		return d, nil
+	}
+	return b.Store.ReadStoredWithin(ctx, e, room)
+}
+
 // gz returns parts as one gzip member.
 func gz(parts ...[]byte) []byte {
 	var b bytes.Buffer

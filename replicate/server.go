@@ -1,6 +1,7 @@
 package replicate
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -48,10 +49,17 @@ type Source interface {
 	// (wrapping archive.ErrTooMany) as soon as it meets the entry after
 	// the max-th, having scanned no further.
 	EntriesUpTo(ctx context.Context, a, b id.ID, max int) ([]archive.Entry, error)
-	// ReadFile returns a record as one gzip member (OpRead, OpReadBatch).
+	// ReadFile returns a record as one gzip member.
 	ReadFile(ctx context.Context, e archive.Entry) ([]byte, error)
-	// ReadStored returns a record as it is stored (OpReadStored).
+	// ReadStored returns a record as it is stored.
 	ReadStored(ctx context.Context, e archive.Entry) ([]byte, error)
+	// ReadFileWithin and ReadStoredWithin are ReadFile and ReadStored as
+	// the server answers OpRead, OpReadBatch and OpReadStored with them:
+	// they ask room for the record's stored size before they read it and
+	// return an error wrapping archive.ErrNoRoom, having read nothing,
+	// when it refuses (archive.Store.ReadFileWithin).
+	ReadFileWithin(ctx context.Context, e archive.Entry, room func(n int64) bool) ([]byte, error)
+	ReadStoredWithin(ctx context.Context, e archive.Entry, room func(n int64) bool) ([]byte, error)
 }
 
 // BatchReader is a Peer that can send many records in one round trip;
@@ -83,9 +91,11 @@ type Server struct {
 	Offer   func(ctx context.Context, r Request) error
 	HandOff func(ctx context.Context, r Request) error
 	// Budget, if set, bounds the record bytes the replies of all the
-	// Servers sharing it hold at once (HandleHeld): a batch's records
-	// past it are omitted (the client asks for them again), a single
-	// read waits for room until ctx ends.
+	// Servers sharing it hold at once (HandleHeld), room for a record
+	// taken before it is read (its stored size, then what a gzip member
+	// made of it adds): a batch's records past it are omitted (the
+	// client asks for them again), a single read waits for room until
+	// ctx ends.
 	Budget *wire.ReplyBudget
 }
 
@@ -138,6 +148,37 @@ func (s *Server) hold(ctx context.Context, n int64, held *int64, wait bool) bool
 	return ok
 }
 
+// readHeld reads one record through read, holding room for it in
+// s.Budget before it is read (waiting for it when wait is set) and, once
+// read, exactly its bytes: what the stored size took past them is given
+// back, what a record grown by its transcoding needs more is taken too
+// (waiting as before). It returns archive.ErrNoRoom (wrapped) when room
+// was lacking; then the record holds nothing.
+func (s *Server) readHeld(ctx context.Context, e archive.Entry, held *int64, wait bool,
+	read func(context.Context, archive.Entry, func(int64) bool) ([]byte, error)) ([]byte, error) {
+	var took int64
+	data, err := read(ctx, e, func(n int64) bool {
+		before := *held
+		ok := s.hold(ctx, n, held, wait)
+		took = *held - before
+		return ok
+	})
+	if s.Budget == nil {
+		return data, err
+	}
+	// Budget.Take caps what one record takes at the budget's size.
+	need := min(int64(len(data)), s.Budget.Size())
+	if extra := took - need; extra > 0 {
+		s.Budget.Release(extra)
+		*held -= extra
+	} else if extra < 0 && err == nil && !s.hold(ctx, -extra, held, wait) {
+		s.Budget.Release(took)
+		*held -= took
+		return nil, fmt.Errorf("replicate read %s: %w", e.Name(), archive.ErrNoRoom)
+	}
+	return data, err
+}
+
 func (s *Server) answer(ctx context.Context, r Request, held *int64) ([]byte, error) {
 	b := []byte{statusOK}
 	switch r.Op {
@@ -160,18 +201,18 @@ func (s *Server) answer(ctx context.Context, r Request, held *int64) ([]byte, er
 			b = appendEntry(b, e)
 		}
 	case OpRead:
-		data, err := s.Source.ReadFile(ctx, r.Entry)
+		data, err := s.readHeld(ctx, r.Entry, held, true, s.Source.ReadFileWithin)
+		if errors.Is(err, archive.ErrNoRoom) {
+			return nil, fmt.Errorf("replies hold the budget's %d bytes: %w", s.Budget.Size(), cmp.Or(ctx.Err(), err))
+		}
 		if err != nil {
 			return nil, err
 		}
-		if !s.hold(ctx, int64(len(data)), held, true) {
-			return nil, fmt.Errorf("replies hold the budget's %d bytes: %w", s.Budget.Size(), ctx.Err())
-		}
 		b = append(b, data...)
 	case OpReadBatch, OpReadStored:
-		read := s.Source.ReadFile
+		read := s.Source.ReadFileWithin
 		if r.Op == OpReadStored {
-			read = s.Source.ReadStored
+			read = s.Source.ReadStoredWithin
 		}
 		b = binary.AppendUvarint(b, uint64(len(r.Entries)))
 		full := false
@@ -180,18 +221,25 @@ func (s *Server) answer(ctx context.Context, r Request, held *int64) ([]byte, er
 				b = append(b, batchOmitted)
 				continue
 			}
-			data, err := read(ctx, e)
+			// The first record waits for room, so that a batch always
+			// brings one; the rest are asked for again.
+			before := *held
+			data, err := s.readHeld(ctx, e, held, *held == 0, read)
 			switch {
+			case errors.Is(err, archive.ErrNoRoom):
+				full = true
+				b = append(b, batchOmitted)
 			case ctx.Err() != nil:
 				return nil, ctx.Err()
 			case errors.Is(err, archive.ErrNotFound):
 				b = append(b, batchNotFound)
 			case err != nil:
 				b = append(b, batchError)
-			case len(b)+len(data)+2*binary.MaxVarintLen64+MaxBatch > MaxReply,
-				!s.hold(ctx, int64(len(data)), held, *held == 0):
-				// The first record waits for room, so that a batch
-				// always brings one; the rest are asked for again.
+			case len(b)+len(data)+2*binary.MaxVarintLen64+MaxBatch > MaxReply:
+				if s.Budget != nil {
+					s.Budget.Release(*held - before)
+				}
+				*held = before
 				full = true
 				b = append(b, batchOmitted)
 			default:

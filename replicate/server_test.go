@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -148,7 +149,8 @@ func TestReplyBudget(t *testing.T) {
 		}
 		three += int64(len(data))
 	}
-	srv := &Server{Source: s, Budget: wire.NewReplyBudget(three)}
+	src := &countingSource{Store: s}
+	srv := &Server{Source: src, Budget: wire.NewReplyBudget(three)}
 	req := Request{Op: OpReadBatch, Entries: ents}.Encode()
 	rep, release, err := srv.HandleHeld(ctx, req)
 	if err != nil {
@@ -171,7 +173,9 @@ func TestReplyBudget(t *testing.T) {
 		t.Fatalf("%d records in a batch with a budget of 3, want 3 (the rest omitted)", got)
 	}
 	// The budget is held: another batch's first record waits, then
-	// everything is omitted when its context ends.
+	// everything is omitted when its context ends, and no record was
+	// read meanwhile (room is taken before a read).
+	read := src.reads.Load()
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	rep2, release2, err := srv.HandleHeld(short, req)
 	cancel()
@@ -182,6 +186,17 @@ func TestReplyBudget(t *testing.T) {
 	if err != nil || !errors.Is(fs2[0].Err, ErrOmitted) {
 		t.Fatalf("a batch while the budget is held: %v, %v", fs2, err)
 	}
+	if n := src.reads.Load() - read; n != 0 {
+		t.Fatalf("%d records read while the budget was held", n)
+	}
+	one := Request{Op: OpRead, Entry: ents[0]}.Encode()
+	short, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
+	_, release4, err := srv.HandleHeld(short, one)
+	cancel()
+	release4()
+	if err == nil || src.reads.Load() != read {
+		t.Fatalf("a single read while the budget is held: %v, %d records read", err, src.reads.Load()-read)
+	}
 	release2()
 	release()
 	rep3, release3, err := srv.HandleHeld(ctx, req)
@@ -189,4 +204,21 @@ func TestReplyBudget(t *testing.T) {
 	if fs3, err := DecodeFiles(rep3, len(ents)); err != nil || fs3[0].Err != nil {
 		t.Fatalf("a batch once the reply was released: %v", err)
 	}
+}
+
+// countingSource counts the records it reads once room for them was
+// granted.
+type countingSource struct {
+	*archive.Store
+	reads atomic.Int64
+}
+
+func (c *countingSource) ReadFileWithin(ctx context.Context, e archive.Entry, room func(int64) bool) ([]byte, error) {
+	return c.Store.ReadFileWithin(ctx, e, func(n int64) bool {
+		ok := room(n)
+		if ok {
+			c.reads.Add(1)
+		}
+		return ok
+	})
 }

@@ -250,6 +250,18 @@ func (h hostile) ReadStored(ctx context.Context, e archive.Entry) ([]byte, error
 	return h.read(ctx, e, h.Store.ReadStored)
 }
 
+func (h hostile) ReadFileWithin(ctx context.Context, e archive.Entry, room func(int64) bool) ([]byte, error) {
+	return h.read(ctx, e, func(ctx context.Context, e archive.Entry) ([]byte, error) {
+		return h.Store.ReadFileWithin(ctx, e, room)
+	})
+}
+
+func (h hostile) ReadStoredWithin(ctx context.Context, e archive.Entry, room func(int64) bool) ([]byte, error) {
+	return h.read(ctx, e, func(ctx context.Context, e archive.Entry) ([]byte, error) {
+		return h.Store.ReadStoredWithin(ctx, e, room)
+	})
+}
+
 func (h hostile) read(ctx context.Context, e archive.Entry, read func(context.Context, archive.Entry) ([]byte, error)) ([]byte, error) {
 	data, err := read(ctx, e)
 	if err != nil {

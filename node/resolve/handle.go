@@ -42,21 +42,17 @@ func (sv *Service) Handle(s network.Stream) {
 		}
 		rep.Versions = sv.listed(vs) // access.go
 	case "get":
-		v, data, err := sv.localRecord(ctx, req.URL, req.Time)
+		var held int64
+		defer func() { sv.budget().Release(held) }() // once the reply is written
+		v, data, err := sv.localRecord(ctx, req.URL, req.Time, &held)
 		switch {
-		case err == nil && !sv.shown(v): // access.go
-			rep.NotFound = true
+		case errors.Is(err, archive.ErrNoRoom):
+			rep.Error = fmt.Sprintf("busy: replies hold %d bytes", sv.budget().Size())
 		case errors.Is(err, archive.ErrNotFound):
 			rep.NotFound = true
 		case err != nil:
 			rep.Error = err.Error()
 		default:
-			held, ok := sv.budget().Take(ctx, int64(len(data)), true)
-			if !ok {
-				rep.Error = fmt.Sprintf("busy: replies hold %d bytes", sv.budget().Size())
-				break
-			}
-			defer sv.budget().Release(held) // once the reply is written
 			rep.Version, rep.Record, record = v, true, data
 		}
 	case "checks":
@@ -104,14 +100,40 @@ func (sv *Service) signedVersions(ctx context.Context, url string) ([]SignedVers
 	return out, nil
 }
 
-// localRecord returns the local version of url for t (localVersion) and
-// its record as one gzip member, as replication sends it.
-func (sv *Service) localRecord(ctx context.Context, url string, t time.Time) (archive.Version, []byte, error) {
+// localRecord returns the local version of url for t (localVersion), if
+// the access rules show it (ErrNotFound if not), and its record as one
+// gzip member, as replication sends it. Room in the reply budget is
+// taken before the record is read (its stored size, waiting until ctx
+// ends) and then made its bytes; held counts what was taken, to release
+// once the reply is written. Without room it returns archive.ErrNoRoom
+// (wrapped), having read nothing.
+func (sv *Service) localRecord(ctx context.Context, url string, t time.Time, held *int64) (archive.Version, []byte, error) {
 	v, err := sv.localVersion(ctx, url, t)
 	if err != nil {
 		return archive.Version{}, nil, err
 	}
-	data, err := sv.Store.ReadFile(ctx, v.Entry())
+	if !sv.shown(v) { // access.go
+		return archive.Version{}, nil, fmt.Errorf("%s: %w", url, archive.ErrNotFound)
+	}
+	b := sv.budget()
+	data, err := sv.Store.ReadFileWithin(ctx, v.Entry(), func(n int64) bool {
+		took, ok := b.Take(ctx, n, true)
+		*held += took
+		return ok
+	})
+	// What the stored size took past the gzip member's bytes goes back;
+	// a member larger than the stored record takes the rest.
+	need := min(int64(len(data)), b.Size())
+	if extra := *held - need; extra > 0 {
+		b.Release(extra)
+		*held = need
+	} else if extra < 0 && err == nil {
+		took, ok := b.Take(ctx, -extra, true)
+		*held += took
+		if !ok {
+			return archive.Version{}, nil, fmt.Errorf("%s: %w", url, archive.ErrNoRoom)
+		}
+	}
 	if err != nil {
 		return archive.Version{}, nil, err
 	}

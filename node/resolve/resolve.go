@@ -54,7 +54,7 @@ type Store interface {
 	Versions(ctx context.Context, url string) ([]archive.Version, error)
 	At(ctx context.Context, url string, t time.Time) (archive.Version, error)
 	Read(ctx context.Context, v archive.Version) (*archive.Capture, error)
-	ReadFile(ctx context.Context, e archive.Entry) ([]byte, error)
+	ReadFileWithin(ctx context.Context, e archive.Entry, room func(n int64) bool) ([]byte, error)
 	Provenance(ctx context.Context, v archive.Version) (string, []byte, error)
 	VerifyRecord(data []byte) (*archive.Capture, id.ID, error)
 	VerifySigned(v archive.Version, sig []byte) error

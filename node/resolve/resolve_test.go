@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -336,7 +337,7 @@ func TestHostileHolder(t *testing.T) {
 
 // mustRecord returns sv's record of v.
 func mustRecord(t *testing.T, sv *Service, v archive.Version) []byte {
-	data, err := sv.Store.ReadFile(context.Background(), v.Entry())
+	data, err := sv.Store.ReadFileWithin(context.Background(), v.Entry(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,6 +355,8 @@ func TestReplyBudget(t *testing.T) {
 	short, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	b.Base = func() context.Context { return short }
+	src := &countingStore{Store: b.Store}
+	b.Store = src
 	all, ok := b.budget().Take(ctx, b.budget().Size(), false)
 	if !ok {
 		t.Fatal("the budget is not free")
@@ -361,9 +364,29 @@ func TestReplyBudget(t *testing.T) {
 	if _, _, err := a.Get(ctx, "http://h.example/a", t0); err == nil {
 		t.Fatal("a get answered while replies held the whole budget")
 	}
+	if n := src.reads.Load(); n != 0 {
+		t.Fatalf("%d records read while replies held the whole budget", n)
+	}
 	b.budget().Release(all)
 	b.Base = context.Background
 	if _, c, err := a.Get(ctx, "http://h.example/a", t0); err != nil || !strings.Contains(string(c.Body), "day 0") {
 		t.Fatalf("a get once the budget is free: %v", err)
 	}
+}
+
+// countingStore counts the records it reads once room for them was
+// granted.
+type countingStore struct {
+	Store
+	reads atomic.Int64
+}
+
+func (c *countingStore) ReadFileWithin(ctx context.Context, e archive.Entry, room func(int64) bool) ([]byte, error) {
+	return c.Store.ReadFileWithin(ctx, e, func(n int64) bool {
+		ok := room(n)
+		if ok {
+			c.reads.Add(1)
+		}
+		return ok
+	})
 }
