@@ -6,8 +6,8 @@ import (
 	"github.com/syndtr/goleveldb/leveldb/opt"
 )
 
-// indexOptions returns the goleveldb options of the index (docs/scale.md,
-// "What keeps it flat"). The index is keyed by URL hash, so a day's
+// indexOptions returns the goleveldb options of the index
+// (docs/scale-flat.md). The index is keyed by URL hash, so a day's
 // writes land all over the key space and its reads (crawl states before
 // each fetch, newest versions) are random:
 //

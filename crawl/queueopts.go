@@ -7,7 +7,7 @@ import (
 )
 
 // queueOptions returns the goleveldb options of the queue database
-// (docs/scale.md, "What keeps it flat"). At a million URLs it holds a
+// (docs/scale-flat.md). At a million URLs it holds a
 // million known URLs and, at a rollover, a million queue entries more;
 // every link a page carries is a point read of the known set, and a new
 // day writes its whole queue in a few minutes:

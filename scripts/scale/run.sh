@@ -4,7 +4,8 @@
 # process of its own, for a number of compressed days; each run writes
 # scale-<urls>x<days>.csv and .json (one row a day) to OUT. Then the plot
 # program draws OUT/scale.svg and prints the Markdown tables (summary with
-# ratios to the first run, then each run's days) to OUT/tables.md.
+# ratios to the first run, then each run's days) to OUT/tables.md; the tests'
+# whole output (failures' details included) goes to OUT/test.log.
 #
 # Usage: scripts/scale/run.sh [urls:days ...]   (default: 10000:30 100000:30)
 # Environment: OUT (default ./scale-out), SEED (the web's seed, default 1),
@@ -50,7 +51,7 @@ for spec in "${order[@]}"; do
 	echo "# run $r (nodes ${NODES:-1}, $(date -u +%FT%TZ), load $(cut -d' ' -f1 /proc/loadavg), GOMEMLIMIT $memlimit)" | tee -a "$OUT/log"
 	(cd node && GOMEMLIMIT="$memlimit" HEROD_SCALE="$r" HEROD_SCALE_OUT="$OUT" HEROD_SCALE_WEBGEN="$BIN/webgen" \
 		HEROD_SCALE_SEED="${SEED:-1}" HEROD_SCALE_NODES="${NODES:-1}" HEROD_SCALE_HEAPPROFILE="${HEAP:-}" HEROD_SCALE_CPUPROFILE="${CPUPROF:-}" \
-		"$BIN/node.test" -test.run '^TestScale$' -test.v -test.timeout 0 2>&1 |
+		"$BIN/node.test" -test.run '^TestScale$' -test.v -test.timeout 0 2>&1 | tee -a "$OUT/test.log" |
 		grep --line-buffered -E 'scale:|FAIL|PASS|panic' | sed -u 's/.*scale: //' | tee -a "$OUT/log")
 	echo "# end $r ($(date -u +%FT%TZ), load $(cut -d' ' -f1 /proc/loadavg))" | tee -a "$OUT/log"
 	name=${r/:/x}
