@@ -459,11 +459,57 @@ func ringCopies(ctx context.Context, lr *LocalRing) (versions, missing int64, de
 				missing, lost = missing+1, true
 			}
 		}
-		if lost && b.Len() < 2000 {
-			fmt.Fprintf(&b, "\n  %s (day %d) on %v, holders %v", e.Name(), e.Day, addrs(on), addrs(hs))
+		if lost && b.Len() < 4000 {
+			fmt.Fprintf(&b, "\n  %s (day %d) on %v, holders %v%s", e.Name(), e.Day, addrs(on), addrs(hs), ringViews(ctx, lr, e, on[0]))
 		}
 	}
 	return int64(len(held)), missing, b.String(), nil
+}
+
+// ringViews describes, for a version whose copies are missing, its URL
+// and fetcher (read from node on, which holds it) and how each node sees
+// its key: whether it owns the key (Ring.OwnerVnode), and the range,
+// predecessor and replicas of its virtual server nearest the key.
+func ringViews(ctx context.Context, lr *LocalRing, e archive.Entry, on *Node) string {
+	var b strings.Builder
+	if data, err := on.store.ReadFile(ctx, e); err == nil {
+		if c, _, err := on.store.VerifyRecord(data); err == nil {
+			fetcher := c.Peer
+			for _, n := range lr.Nodes {
+				if n.self.Peer == c.Peer {
+					fetcher = n.self.Addr
+				}
+			}
+			fmt.Fprintf(&b, "\n    url %s captured %s by %s", c.URL, c.Time.UTC().Format(time.RFC3339Nano), fetcher)
+		}
+	}
+	for _, n := range lr.Nodes {
+		st := n.ring.Status()
+		v, owns := n.ring.OwnerVnode(e.Key)
+		fmt.Fprintf(&b, "\n    %s owns %v", n.self.Addr, owns)
+		if owns {
+			fmt.Fprintf(&b, " (vnode %s)", v.ID.Short())
+		}
+		for _, vs := range st.Vnodes {
+			if vs.Range.Known && !id.InHalfOpen(e.Key, vs.Range.Start, vs.Range.End) && vs.Range.Start != vs.Range.End {
+				continue
+			}
+			var reps []string
+			for _, s := range vs.Successors {
+				reps = append(reps, s.Addr)
+			}
+			pred := "none"
+			if vs.Predecessor != nil {
+				pred = vs.Predecessor.ID.Short() + "@" + vs.Predecessor.Addr
+			}
+			fmt.Fprintf(&b, "; vnode %s range known %v (%s, %s] pred %s successors %v", vs.ID.Short(), vs.Range.Known,
+				vs.Range.Start.Short(), vs.Range.End.Short(), pred, reps)
+		}
+		if len(st.Suspects) > 0 {
+			fmt.Fprintf(&b, "; suspects %v", st.Suspects)
+		}
+	}
+	return b.String()
 }
 
 // writeScaleRows writes the rows so far as CSV and JSON.
