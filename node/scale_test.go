@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -183,6 +184,7 @@ func TestScale(t *testing.T) {
 		resetPeakRSS()
 		smp.reset()
 		probe.reset()
+		probe.pause(false)
 		stopProfile := startCPUProfile(t, out, name, d)
 		cpu0, start, repl0, dbs0 := processCPU(), time.Now(), replTraffic(lr), ringDBCounters(lr, marks)
 		dropped0 := searchDropped(lr)
@@ -209,6 +211,10 @@ func TestScale(t *testing.T) {
 			time.Sleep(50 * time.Millisecond) // polling a real crawl
 		}
 		rep = web.replay(t, nd, urls, d)
+		// The probe's fresh URLs stop with the crawl: one fetched after
+		// the day's last replication round would be on one node when
+		// the copies are counted (its push still waiting).
+		probe.pause(true)
 		if err := lr.WaitIdle(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -749,11 +755,15 @@ func (s *scaleSampler) peaks() samplePeaks {
 // which the web answers with a 404: about one URL a second more to fetch,
 // and again on later days.
 type intakeProbe struct {
-	nd   *Node
-	link string
-	mu   sync.Mutex
-	adds []probeAdd
+	nd     *Node
+	link   string
+	paused atomic.Bool // no Adds while set: the day's crawl is over
+	mu     sync.Mutex
+	adds   []probeAdd
 }
+
+// pause stops (on) or resumes the probe's Adds.
+func (p *intakeProbe) pause(on bool) { p.paused.Store(on) }
 
 type probeAdd struct {
 	start time.Time
@@ -767,6 +777,13 @@ const probeFreshEvery = 50
 
 func (p *intakeProbe) run(ctx context.Context) {
 	for n := 1; ctx.Err() == nil; n++ {
+		if p.paused.Load() {
+			select {
+			case <-ctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+			continue
+		}
 		link := p.link
 		if n%probeFreshEvery == 0 {
 			link = strings.TrimSuffix(p.link, "/") + "/scale-probe/" + strconv.Itoa(n)

@@ -148,6 +148,7 @@ type syncState struct {
 	askCache   map[id.ID]askEntry // checkAsk's holders, by owner virtual server
 	lastPut    atomic.Int64       // Unix ns: postings last stored by an add or this node's delivery (0: never)
 	quiet      time.Duration      // SyncQuiet unless set (tests)
+	maxDefer   time.Duration      // SyncMaxDefer unless set (tests)
 
 	roundMu  sync.Mutex
 	jobsOnce sync.Once

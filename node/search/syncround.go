@@ -37,9 +37,15 @@ const (
 	// by an indexer, or this node's own) before a due round runs: while
 	// pushes are current the holders differ by the batches in flight,
 	// which the pushes deliver anyway, and a round would split and list
-	// ranges for nothing. A round is put off so at most maxDefer.
-	SyncQuiet = 5 * time.Second
-	maxDefer  = 5 * time.Minute
+	// ranges for nothing. A round is put off so at most SyncMaxDefer: a
+	// ring that crawls all day syncs once an hour. Each round while the
+	// stores write scans them for its digests and for its peers' (a
+	// digest is kept only until the store writes), a cost that grows
+	// with the index: at 5 min it took 70 of a 100 K ring day's 176
+	// CPU-s (docs/scale.md). A holder that missed a batch has it at the
+	// next round: within SyncQuiet of the crawl's pause, or the hour.
+	SyncQuiet    = 5 * time.Second
+	SyncMaxDefer = time.Hour
 	// maxBackoff bounds the period's growth: after a round that found
 	// every pair in sync the period doubles, up to this many times
 	// SyncInterval; a ring change, a pull or a difference resets it.
@@ -323,7 +329,7 @@ func (sv *Service) queuePull(j pullJob) {
 // or successors changed), until ctx ends; and serves queued pull
 // requests. A due round waits:
 //   - while postings are being stored (the last less than SyncQuiet ago),
-//     at most maxDefer after it was due: a ring that crawls has its
+//     at most SyncMaxDefer after it was due: a ring that crawls has its
 //     holders differ by the batches in flight, which their pushes deliver;
 //   - at least syncDuty times the last round's length after it (a round
 //     scans the store: on a large one, sync so takes at most about a
@@ -341,6 +347,7 @@ func (sv *Service) RunSync(ctx context.Context, events <-chan ring.Event) {
 		interval = DefaultSyncInterval
 	}
 	period := interval
+	maxDefer := cmp.Or(sv.maxDefer, SyncMaxDefer)
 	next := time.Now().Add(period) // the next round is due
 	var rested time.Time           // no round before: syncDuty times the last one's length after it
 	for {

@@ -77,6 +77,47 @@ func TestRunSyncQuiet(t *testing.T) {
 	}
 }
 
+// TestRunSyncMaxDefer: postings stored without a pause put a due round
+// off, but only until maxDefer has passed: then it runs, and the holder
+// that missed postings gets them while the pushes go on.
+func TestRunSyncMaxDefer(t *testing.T) {
+	if SyncMaxDefer < 30*time.Minute {
+		t.Fatalf("SyncMaxDefer %v: a ring that crawls all day would scan its stores every few minutes", SyncMaxDefer)
+	}
+	const k = 3
+	w := &world{}
+	ns := syncRing(t, w, p2ptest.Hosts(t, 4), k)
+	for _, n := range ns {
+		w.add(n.v)
+	}
+	ps := postings(2000)
+	down := ns[1]
+	putAt(t, w, ns, ps, k, func(n *syncNode, _ fts.Posting) bool { return n == down })
+	const interval, putOff = 20 * time.Millisecond, 400 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{}, len(ns))
+	start := time.Now()
+	for _, n := range ns {
+		n.sv.SyncInterval, n.sv.quiet, n.sv.maxDefer = interval, time.Hour, putOff
+		n.sv.lastPut.Store(time.Now().Add(time.Hour).UnixNano()) // pushes current throughout
+		go func() {
+			n.sv.RunSync(ctx, nil)
+			done <- struct{}{}
+		}()
+	}
+	testwait.For(t, "the holder that missed postings gets them while pushes go on", 30*time.Second, func() error {
+		return converged(t, w, ns, ps, k)
+	})
+	if el := time.Since(start); el < interval+putOff {
+		t.Errorf("in sync after %v, before a round was due and put off %v", el, putOff)
+	}
+	cancel()
+	for range ns {
+		<-done
+	}
+}
+
 // TestRestAfter: a round rests syncDuty times its length; a peer that
 // stalls the round stretches the rest to maxRest at most, this store's
 // own scans to maxScanRest, so that sync keeps to about a twentieth of
