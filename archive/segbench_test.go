@@ -419,10 +419,12 @@ func BenchmarkGzipLevels(b *testing.B) {
 // BenchmarkZstdDict compares the record formats on real pages: the pages
 // of BenchmarkGzipLevels (the first quarter, at most 300, train a
 // dictionary as the store does, trainDict; the rest are measured), each
-// compressed alone as a gzip member at levels 1 and 6 and as a zstd frame
-// with the dictionary at three levels (the store uses the fastest) — CPU
-// per page to compress (us/page) and to decompress (unpack-us/page), and
-// compressed bytes per page byte (out/html).
+// compressed alone as a gzip member at levels 1 and 6, as a zstd frame
+// without a dictionary at two levels (what records written before a
+// store has its dictionary could be instead of gzip members) and as a
+// zstd frame with the dictionary at three levels (the store uses the
+// fastest) — CPU per page to compress (us/page) and to decompress
+// (unpack-us/page), and compressed bytes per page byte (out/html).
 func BenchmarkZstdDict(b *testing.B) {
 	pages := compressionPages(b)
 	train := min(300, len(pages)/4)
@@ -472,6 +474,23 @@ func BenchmarkZstdDict(b *testing.B) {
 			}, func(c []byte) []byte {
 				must(b, zr.Reset(bytes.NewReader(c)))
 				p, err := io.ReadAll(&zr)
+				must(b, err)
+				return p
+			})
+		})
+	}
+	for _, level := range []zstd.EncoderLevel{zstd.SpeedFastest, zstd.SpeedDefault} {
+		b.Run("zstd-nodict-"+level.String(), func(b *testing.B) {
+			enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(level))
+			must(b, err)
+			defer enc.Close()
+			dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+			must(b, err)
+			defer dec.Close()
+			measure(b, func(p []byte) []byte {
+				return enc.EncodeAll(p, nil)
+			}, func(c []byte) []byte {
+				p, err := dec.DecodeAll(c, nil)
 				must(b, err)
 				return p
 			})
