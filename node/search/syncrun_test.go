@@ -12,12 +12,11 @@ import (
 	"github.com/herod-archive/herod/internal/testwait"
 )
 
-// TestRunSyncQuiet: while postings are being stored (an indexer's pushes
-// current) no round runs, however short the period; once they stop for
-// the quiet time, rounds run and a holder that missed postings gets them
-// all; rounds that find every pair in sync then stretch the period.
-func TestRunSyncQuiet(t *testing.T) {
-	const k = 3
+// missedHolderRing is a ring of 4 sync nodes holding 2,000 postings
+// with k holders each, but for the second node, which missed its share:
+// the world, the nodes, the postings and that node.
+func missedHolderRing(t *testing.T, k int) (*world, []*syncNode, []fts.Posting, *syncNode) {
+	t.Helper()
 	w := &world{}
 	ns := syncRing(t, w, p2ptest.Hosts(t, 4), k)
 	for _, n := range ns {
@@ -26,6 +25,16 @@ func TestRunSyncQuiet(t *testing.T) {
 	ps := postings(2000)
 	down := ns[1]
 	putAt(t, w, ns, ps, k, func(n *syncNode, _ fts.Posting) bool { return n == down })
+	return w, ns, ps, down
+}
+
+// TestRunSyncQuiet: while postings are being stored (an indexer's pushes
+// current) no round runs, however short the period; once they stop for
+// the quiet time, rounds run and a holder that missed postings gets them
+// all; rounds that find every pair in sync then stretch the period.
+func TestRunSyncQuiet(t *testing.T) {
+	const k = 3
+	w, ns, ps, down := missedHolderRing(t, k)
 	const interval, quiet = 20 * time.Millisecond, 300 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -85,14 +94,7 @@ func TestRunSyncMaxDefer(t *testing.T) {
 		t.Fatalf("SyncMaxDefer %v: a ring that crawls all day would scan its stores every few minutes", SyncMaxDefer)
 	}
 	const k = 3
-	w := &world{}
-	ns := syncRing(t, w, p2ptest.Hosts(t, 4), k)
-	for _, n := range ns {
-		w.add(n.v)
-	}
-	ps := postings(2000)
-	down := ns[1]
-	putAt(t, w, ns, ps, k, func(n *syncNode, _ fts.Posting) bool { return n == down })
+	w, ns, ps, _ := missedHolderRing(t, k)
 	const interval, putOff = 20 * time.Millisecond, 400 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
