@@ -136,47 +136,33 @@ func (s *Server) HandleHeld(ctx context.Context, req []byte) ([]byte, func(), er
 	return b, release, nil
 }
 
-// hold takes n bytes of s.Budget for a reply (held counts them): at
-// once, or when wait is set, waiting until ctx ends. It reports whether
-// it took them; without a budget it always does.
-func (s *Server) hold(ctx context.Context, n int64, held *int64, wait bool) bool {
-	if s.Budget == nil {
-		return true
-	}
-	took, ok := s.Budget.Take(ctx, n, wait)
-	*held += took
-	return ok
-}
-
 // readHeld reads one record through read, holding room for it in
-// s.Budget before it is read (waiting for it when wait is set) and, once
-// read, exactly its bytes: what the stored size took past them is given
-// back, what a record grown by its transcoding needs more is taken too
-// (waiting as before). It returns archive.ErrNoRoom (wrapped) when room
-// was lacking; then the record holds nothing.
+// s.Budget before it is read (its stored size: waiting for it when wait
+// is set) and, once read, exactly its bytes (wire.ReplyBudget.Fit), which
+// it adds to held. It returns archive.ErrNoRoom (wrapped) when room was
+// lacking; then the record holds nothing.
 func (s *Server) readHeld(ctx context.Context, e archive.Entry, held *int64, wait bool,
 	read func(context.Context, archive.Entry, func(int64) bool) ([]byte, error)) ([]byte, error) {
+	if s.Budget == nil {
+		return read(ctx, e, nil)
+	}
 	var took int64
 	data, err := read(ctx, e, func(n int64) bool {
-		before := *held
-		ok := s.hold(ctx, n, held, wait)
-		took = *held - before
+		var ok bool
+		took, ok = s.Budget.Take(ctx, n, wait)
 		return ok
 	})
-	if s.Budget == nil {
-		return data, err
-	}
-	// Budget.Take caps what one record takes at the budget's size.
-	need := min(int64(len(data)), s.Budget.Size())
-	if extra := took - need; extra > 0 {
-		s.Budget.Release(extra)
-		*held -= extra
-	} else if extra < 0 && err == nil && !s.hold(ctx, -extra, held, wait) {
+	if err != nil {
 		s.Budget.Release(took)
-		*held -= took
+		return nil, err
+	}
+	took, ok := s.Budget.Fit(ctx, took, int64(len(data)), wait)
+	if !ok {
+		s.Budget.Release(took)
 		return nil, fmt.Errorf("replicate read %s: %w", e.Name(), archive.ErrNoRoom)
 	}
-	return data, err
+	*held += took
+	return data, nil
 }
 
 func (s *Server) answer(ctx context.Context, r Request, held *int64) ([]byte, error) {

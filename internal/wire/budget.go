@@ -46,6 +46,26 @@ func (b *ReplyBudget) Take(ctx context.Context, n int64, wait bool) (int64, bool
 	return n, true
 }
 
+// Fit makes took bytes, taken for a reply before its size was known
+// (a record's stored size, before it was read and perhaps transcoded),
+// the reply's n bytes, at most the budget's size: it gives back what
+// took holds past them, or takes the rest (at once, or when wait is set
+// as soon as it is free, until ctx ends). It returns the bytes the reply
+// now holds, to Release once it is written, and false when the rest
+// could not be taken (took is then still held).
+func (b *ReplyBudget) Fit(ctx context.Context, took, n int64, wait bool) (int64, bool) {
+	n = min(max(n, 0), b.size)
+	switch {
+	case took > n:
+		b.Release(took - n)
+		return n, true
+	case took < n:
+		more, ok := b.Take(ctx, n-took, wait)
+		return took + more, ok
+	}
+	return took, true
+}
+
 // Release gives back n bytes Take returned.
 func (b *ReplyBudget) Release(n int64) {
 	if n > 0 {

@@ -32,3 +32,28 @@ func TestReplyBudget(t *testing.T) {
 		t.Fatalf("nothing: %d, %v", n, ok)
 	}
 }
+
+// TestReplyBudgetFit: Fit gives back what an estimate took past the
+// reply's bytes, takes what it lacks, and keeps the estimate when the
+// rest is not free.
+func TestReplyBudgetFit(t *testing.T) {
+	ctx := context.Background()
+	b := NewReplyBudget(100)
+	took, _ := b.Take(ctx, 60, false)
+	if held, ok := b.Fit(ctx, took, 20, false); !ok || held != 20 {
+		t.Fatalf("fit 60 to 20: %d, %v", held, ok)
+	}
+	if n, ok := b.Take(ctx, 80, false); !ok || n != 80 {
+		t.Fatalf("the 40 given back are not free: %d, %v", n, ok)
+	}
+	if held, ok := b.Fit(ctx, 20, 30, false); ok || held != 20 {
+		t.Fatalf("fit 20 to 30 with nothing free: %d, %v; want 20 still held", held, ok)
+	}
+	b.Release(80)
+	if held, ok := b.Fit(ctx, 20, 500, false); !ok || held != 100 {
+		t.Fatalf("fit to more than the budget: %d, %v; want all 100", held, ok)
+	}
+	if n, ok := b.Take(ctx, 1, false); ok || n != 0 {
+		t.Fatalf("a byte past a fitted reply: %d, %v", n, ok)
+	}
+}

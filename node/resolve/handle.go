@@ -121,21 +121,13 @@ func (sv *Service) localRecord(ctx context.Context, url string, t time.Time, hel
 		*held += took
 		return ok
 	})
-	// What the stored size took past the gzip member's bytes goes back;
-	// a member larger than the stored record takes the rest.
-	need := min(int64(len(data)), b.Size())
-	if extra := *held - need; extra > 0 {
-		b.Release(extra)
-		*held = need
-	} else if extra < 0 && err == nil {
-		took, ok := b.Take(ctx, -extra, true)
-		*held += took
-		if !ok {
-			return archive.Version{}, nil, fmt.Errorf("%s: %w", url, archive.ErrNoRoom)
-		}
-	}
 	if err != nil {
 		return archive.Version{}, nil, err
+	}
+	// The gzip member's bytes, not the stored record's (wire.ReplyBudget.Fit).
+	var ok bool
+	if *held, ok = b.Fit(ctx, *held, int64(len(data)), true); !ok {
+		return archive.Version{}, nil, fmt.Errorf("%s: %w", url, archive.ErrNoRoom)
 	}
 	return v, data, nil
 }

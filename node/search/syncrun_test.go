@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +29,17 @@ func missedHolderRing(t *testing.T, k int) (*world, []*syncNode, []fts.Posting, 
 	return w, ns, ps, down
 }
 
+// runSyncAll sets up each node (set) and runs its RunSync until ctx
+// ends; the returned function waits for them all to return.
+func runSyncAll(ctx context.Context, ns []*syncNode, set func(*syncNode)) (stopped func()) {
+	var wg sync.WaitGroup
+	for _, n := range ns {
+		set(n)
+		wg.Go(func() { n.sv.RunSync(ctx, nil) })
+	}
+	return wg.Wait
+}
+
 // TestRunSyncQuiet: while postings are being stored (an indexer's pushes
 // current) no round runs, however short the period; once they stop for
 // the quiet time, rounds run and a holder that missed postings gets them
@@ -38,15 +50,10 @@ func TestRunSyncQuiet(t *testing.T) {
 	const interval, quiet = 20 * time.Millisecond, 300 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan struct{}, len(ns))
-	for _, n := range ns {
+	stopped := runSyncAll(ctx, ns, func(n *syncNode) {
 		n.sv.SyncInterval, n.sv.quiet = interval, quiet
 		n.sv.notePut()
-		go func() {
-			n.sv.RunSync(ctx, nil)
-			done <- struct{}{}
-		}()
-	}
+	})
 	// Pushes current (the last one stored "now" for the next hour) for
 	// 30 periods: no round may start.
 	for _, n := range ns {
@@ -81,9 +88,7 @@ func TestRunSyncQuiet(t *testing.T) {
 		t.Errorf("6 rounds in sync in %v, want ≥ %v (the period stretched)", el, min)
 	}
 	cancel()
-	for range ns {
-		<-done
-	}
+	stopped()
 }
 
 // TestRunSyncMaxDefer: postings stored without a pause put a due round
@@ -98,16 +103,11 @@ func TestRunSyncMaxDefer(t *testing.T) {
 	const interval, putOff = 20 * time.Millisecond, 400 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan struct{}, len(ns))
 	start := time.Now()
-	for _, n := range ns {
+	stopped := runSyncAll(ctx, ns, func(n *syncNode) {
 		n.sv.SyncInterval, n.sv.quiet, n.sv.maxDefer = interval, time.Hour, putOff
 		n.sv.lastPut.Store(time.Now().Add(time.Hour).UnixNano()) // pushes current throughout
-		go func() {
-			n.sv.RunSync(ctx, nil)
-			done <- struct{}{}
-		}()
-	}
+	})
 	testwait.For(t, "the holder that missed postings gets them while pushes go on", 30*time.Second, func() error {
 		return converged(t, w, ns, ps, k)
 	})
@@ -115,9 +115,7 @@ func TestRunSyncMaxDefer(t *testing.T) {
 		t.Errorf("in sync after %v, before a round was due and put off %v", el, putOff)
 	}
 	cancel()
-	for range ns {
-		<-done
-	}
+	stopped()
 }
 
 // TestRestAfter: a round rests syncDuty times its length; a peer that
