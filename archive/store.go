@@ -136,6 +136,10 @@ type Stats struct {
 	TouchLookups int64 `json:"touchLookups,omitempty"`
 	Corrupt      int64 `json:"corrupt"`  // Reads that failed verification since Open
 	Segments     int   `json:"segments"` // segment files
+	// Commits counts the index groups committed since Open: each a synced
+	// index write and a sync of every segment it names (unless NoSync),
+	// shared by the Puts and Imports that joined it (commit.go).
+	Commits int64 `json:"commits,omitempty"`
 	// Failed is the error that made the store refuse writes ("" if none).
 	Failed string `json:"failed,omitempty"`
 	// Dictionary says how the store got its own zstd dictionary since it
@@ -487,7 +491,7 @@ func (s *Store) DayOf(t time.Time) int64 {
 // Stats returns a snapshot of the store's totals.
 func (s *Store) Stats() Stats {
 	s.mu.Lock()
-	c := s.ctr
+	c, commits := s.ctr, s.gc.commits
 	s.mu.Unlock()
 	failed := ""
 	if err := s.failure(); err != nil {
@@ -510,6 +514,7 @@ func (s *Store) Stats() Stats {
 		TouchLookups: s.touchLookups.Load(),
 		Corrupt:      s.corrupt.Load(),
 		Segments:     s.segmentCount(),
+		Commits:      commits,
 		Failed:       failed,
 		Dictionary:   s.trainer.how(),
 	}

@@ -350,11 +350,15 @@ func ringPushReport(lr *LocalRing) string {
 		h.Expired += st.HandOff.Expired
 	}
 	var dicts []string // how each store got its zstd dictionary
+	var commits, versions int64
 	for _, n := range lr.Nodes {
-		dicts = append(dicts, cmp.Or(n.store.Stats().Dictionary, "none"))
+		st := n.store.Stats()
+		dicts = append(dicts, cmp.Or(st.Dictionary, "none"))
+		commits += st.Commits
+		versions += st.Versions
 	}
-	return fmt.Sprintf("%d queued, %d copies, %d dropped (%d range repairs), %d failed; %d stored outside their node's ranges (%d of them its own by the ring), %d found by sweeps, %d handed off (%d taken by owners; held %d, released %d, expired %d), %d hand-offs failed; dictionaries %v",
-		p.Queued, p.Copies, p.Dropped, p.Repairs, p.Failed, p.Foreign, h.Own, h.Found, h.Records, h.Taken, h.Held, h.Released, h.Expired, h.Failed, dicts)
+	return fmt.Sprintf("%d queued, %d copies, %d dropped (%d range repairs), %d failed; %d stored outside their node's ranges (%d of them its own by the ring), %d found by sweeps, %d handed off (%d taken by owners; held %d, released %d, expired %d), %d hand-offs failed; dictionaries %v; %d index groups committed for %d versions held",
+		p.Queued, p.Copies, p.Dropped, p.Repairs, p.Failed, p.Foreign, h.Own, h.Found, h.Records, h.Taken, h.Held, h.Released, h.Expired, h.Failed, dicts, commits, versions)
 }
 
 // ringCrawlStats adds up the nodes' crawl counters (the longest waits

@@ -56,6 +56,7 @@ var (
 		counter("search_sync_refused_total", "Postings other holders sent by sync that were refused (malformed, outside the range asked, index full).", func(st *Status) float64 { return float64(st.Search.Sync.Refused) }),
 		gauge("archive_bytes", "Bytes of the records of stored versions.", func(st *Status) float64 { return float64(st.Archive.Bytes) }),
 		gauge("archive_segments", "Segment files of the archive.", func(st *Status) float64 { return float64(st.Archive.Segments) }),
+		counter("archive_commits_total", "Index groups the archive committed, each with its syncs, shared by the writes that joined it.", func(st *Status) float64 { return float64(st.Archive.Commits) }),
 		gauge("archive_quota_bytes", "The archive's quota (0: none).", func(st *Status) float64 { return float64(st.Archive.Quota) }),
 		counter("archive_share_refused_total", "Versions refused because their signer's versions took its share of the quota.", func(st *Status) float64 { return float64(st.Archive.ShareRefused) }),
 		counter("archive_range_share_refused_total", "Versions refused because the versions of their replicated range took its share of the quota.", func(st *Status) float64 { return float64(st.Archive.RangeRefused) }),
