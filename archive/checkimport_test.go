@@ -50,3 +50,44 @@ func TestCheckImport(t *testing.T) {
 		t.Errorf("a purged fetcher's record: %v, want ErrCorrupt", err)
 	}
 }
+
+// TestImportIf: the record is verified before take is asked (a forged one
+// never reaches it); one not taken is stored nowhere and returns its
+// version with ErrNotTaken; one taken is stored; one held already returns
+// without asking.
+func TestImportIf(t *testing.T) {
+	ctx := context.Background()
+	dst := openTest(t, Options{Verifier: edVerifier{}, Now: func() time.Time { return t0.Add(time.Hour) }})
+	var asked []Version
+	take := func(ok bool) func(Version) bool {
+		return func(v Version) bool { asked = append(asked, v); return ok }
+	}
+	forger := newEdSigner(2)
+	forger.claim = newEdSigner(3).Peer()
+	name, data := putFile(t, forger, capture("http://example.org/forged", t0, "forged"))
+	if _, _, err := dst.ImportIf(ctx, name, data, take(true)); !errors.Is(err, ErrUnsigned) || len(asked) != 0 {
+		t.Fatalf("forged record: %v, take asked %d times", err, len(asked))
+	}
+	signer := newEdSigner(5)
+	name, data = putFile(t, signer, capture("http://example.org/d", t0, "genuine"))
+	v, added, err := dst.ImportIf(ctx, name, data, take(false))
+	if !errors.Is(err, ErrNotTaken) || added || v.URL != "http://example.org/d" || v.Peer != signer.Peer() ||
+		len(asked) != 1 || asked[0].Entry().Name() != name {
+		t.Fatalf("not taken: %+v, %v, %v; asked %+v", v, added, err, asked)
+	}
+	if st := dst.Stats(); st.Versions != 0 {
+		t.Fatalf("a record not taken stored %d versions", st.Versions)
+	}
+	if v, added, err = dst.ImportIf(ctx, name, data, take(true)); err != nil || !added || len(asked) != 2 {
+		t.Fatalf("taken: %v, %v; asked %d times", added, err, len(asked))
+	}
+	if _, err := dst.At(ctx, v.URL, t0); err != nil {
+		t.Fatalf("taken record not stored: %v", err)
+	}
+	if _, added, err = dst.ImportIf(ctx, name, data, take(true)); err != nil || added || len(asked) != 2 {
+		t.Fatalf("held already: %v, %v; asked %d times", added, err, len(asked))
+	}
+	if _, _, err := dst.ImportIf(ctx, name, data, nil); err == nil {
+		t.Fatal("ImportIf without take imported")
+	}
+}

@@ -188,6 +188,60 @@ func pendingGroup(s *Store) *indexGroup {
 	return s.gc.cur
 }
 
+// gateVerifier is edVerifier, each check waiting until release is closed
+// once it has told started.
+type gateVerifier struct {
+	started chan struct{}
+	release chan struct{}
+}
+
+func (g gateVerifier) Verify(peer string, msg, sig []byte) error {
+	g.started <- struct{}{}
+	<-g.release
+	return edVerifier{}.Verify(peer, msg, sig)
+}
+
+// TestCommitWindowImport: an Import is under way from its decoding on, as
+// a Put is from its compression: a Put that starts while an Import's
+// signature is being checked waits (within the window) and shares the
+// Import's group, so an offer's records, decoded side by side, share
+// their syncs.
+func TestCommitWindowImport(t *testing.T) {
+	ctx := context.Background()
+	g := gateVerifier{started: make(chan struct{}, 1), release: make(chan struct{})}
+	s, err := Open(t.TempDir(), Options{CommitWindow: time.Hour, Verifier: g, Now: func() time.Time { return t0.Add(time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	name, data := putFile(t, newEdSigner(1), capture("http://example.org/imported", t0, "a replica's copy"))
+	imported := make(chan error, 1)
+	go func() {
+		_, _, err := s.Import(ctx, name, data)
+		imported <- err
+	}()
+	<-g.started // the Import is decoded and being verified
+	put := make(chan error, 1)
+	go func() {
+		_, _, err := s.Put(ctx, capture("http://example.org/own", t0, "the node's own fetch"))
+		put <- err
+	}()
+	select {
+	case err := <-put:
+		t.Fatalf("Put returned (%v) while an Import was being verified", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(g.release)
+	for _, c := range []chan error{imported, put} {
+		if err := <-c; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := groupCommits(s); n != 1 {
+		t.Errorf("a Put and an Import under way together made %d groups, want 1", n)
+	}
+}
+
 // TestCommitWindow checks the committer's wait for writes under way: a
 // group is not synced while another Put is under way (up to the window),
 // that Put joins it, and a lone writer never waits.

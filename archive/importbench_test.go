@@ -17,7 +17,9 @@ import (
 // replica waiting for a peer's dictionary (a joiner: its samples
 // collected, Options.DictWait not passed); dict is a sender's zstd frames
 // imported by a replica that holds the dictionary and has its own. It
-// reports CPU-µs per import (all threads) besides records/s.
+// reports CPU-µs per import (all threads) besides records/s; par8/synced
+// writes as a node does (fsyncs, Options.CommitWindow) and reports the
+// index groups committed per record.
 func BenchmarkImportSigned(b *testing.B) {
 	pages := benchPages(256)
 	ctx := context.Background()
@@ -40,8 +42,8 @@ func BenchmarkImportSigned(b *testing.B) {
 			must(b, err)
 			names[i], stored[i] = v.Entry().Name(), data
 		}
-		replica := func(b *testing.B) *Store {
-			o := Options{NoSync: true, Verifier: edVerifier{}, Signer: newEdSigner(2), Now: now}
+		replica := func(b *testing.B, synced bool) *Store {
+			o := Options{NoSync: !synced, Verifier: edVerifier{}, Signer: newEdSigner(2), Now: now}
 			if !dict {
 				o.DictSamples, o.DictWait = 32, 1<<30
 				return openTest(b, o)
@@ -59,7 +61,7 @@ func BenchmarkImportSigned(b *testing.B) {
 			if b.N > n {
 				b.Skipf("at most %d records", n)
 			}
-			dst := replica(b)
+			dst := replica(b, false)
 			cpu0 := cpuTime()
 			for i := range b.N {
 				if _, added, err := dst.Import(ctx, names[i], stored[i]); err != nil || !added {
@@ -68,41 +70,58 @@ func BenchmarkImportSigned(b *testing.B) {
 			}
 			reportImport(b, cpu0)
 		})
-		b.Run(name+"/par8", func(b *testing.B) {
-			if b.N > n {
-				b.Skipf("at most %d records", n)
+		for _, synced := range []bool{false, true} {
+			run := name + "/par8"
+			if synced {
+				run += "/synced" // groups and their fsyncs, as a node writes
 			}
-			dst := replica(b)
-			next := make(chan int)
-			errs := make(chan error, 8)
-			cpu0 := cpuTime()
-			for range 8 {
-				go func() {
-					var first error
-					for i := range next {
-						_, added, err := dst.Import(ctx, names[i], stored[i])
-						if err == nil && !added {
-							err = errors.New("record not added")
-						}
-						if first == nil {
-							first = err
-						}
-					}
-					errs <- first
-				}()
-			}
-			for i := range b.N {
-				next <- i
-			}
-			close(next)
-			for range 8 {
-				if err := <-errs; err != nil {
-					b.Fatal(err)
+			b.Run(run, func(b *testing.B) {
+				if b.N > n {
+					b.Skipf("at most %d records", n)
+				}
+				dst := replica(b, synced)
+				groups0 := groupCommits(dst)
+				importPar8(b, dst, names, stored)
+				if synced {
+					b.ReportMetric(float64(groupCommits(dst)-groups0)/float64(b.N), "groups/record")
+				}
+			})
+		}
+	}
+}
+
+// importPar8 imports the first b.N records on 8 goroutines, as
+// replicate.storeAll does an offer's, and reports CPU and rate.
+func importPar8(b *testing.B, dst *Store, names []string, stored [][]byte) {
+	ctx := context.Background()
+	next := make(chan int)
+	errs := make(chan error, 8)
+	cpu0 := cpuTime()
+	for range 8 {
+		go func() {
+			var first error
+			for i := range next {
+				_, added, err := dst.Import(ctx, names[i], stored[i])
+				if err == nil && !added {
+					err = errors.New("record not added")
+				}
+				if first == nil {
+					first = err
 				}
 			}
-			reportImport(b, cpu0)
-		})
+			errs <- first
+		}()
 	}
+	for i := range b.N {
+		next <- i
+	}
+	close(next)
+	for range 8 {
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportImport(b, cpu0)
 }
 
 // reportImport reports records/s and CPU-µs a record since cpu0.

@@ -229,7 +229,7 @@ func (s *Store) migrateLoose(ctx context.Context, objects string) (int, error) {
 		if err != nil {
 			return err
 		}
-		_, added, err := s.importRecord(ctx, d.Name(), data, false)
+		_, added, err := s.importRecord(ctx, d.Name(), data, false, nil)
 		switch {
 		case err == nil:
 			if added {

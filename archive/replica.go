@@ -186,12 +186,31 @@ func (s *Store) lookupEntry(e Entry) (Version, error) {
 // neither decoded nor verified, since none of it is stored), ErrCorrupt for a record that fails verification,
 // ErrQuota when the quota is reached.
 func (s *Store) Import(ctx context.Context, name string, data []byte) (Version, bool, error) {
-	return s.importRecord(ctx, name, data, true)
+	return s.importRecord(ctx, name, data, true, nil)
+}
+
+// ErrNotTaken is ImportIf's answer for a record its caller did not take.
+var ErrNotTaken = errors.New("record not taken")
+
+// ImportIf is Import, asking take, once the record is verified as
+// CheckImport verifies it, whether to store it: if take returns false it
+// stores nothing and returns the version the record names with an error
+// wrapping ErrNotTaken. A caller that decides from the version (a round's
+// guard holds a replica's capture of a URL this node was crawling) thus
+// decodes the record and checks its signature once, where CheckImport
+// followed by Import did both twice. A version held already returns as
+// Import returns it, without asking take.
+func (s *Store) ImportIf(ctx context.Context, name string, data []byte, take func(Version) bool) (Version, bool, error) {
+	if take == nil {
+		return Version{}, false, errors.New("archive import: ImportIf without take")
+	}
+	return s.importRecord(ctx, name, data, true, take)
 }
 
 // importRecord is Import; without provenance set it skips the signature
-// and capture-time checks (for the store's own files, in migration).
-func (s *Store) importRecord(ctx context.Context, name string, data []byte, provenance bool) (Version, bool, error) {
+// and capture-time checks (for the store's own files, in migration); with
+// take (ImportIf) it stores the record only if take says so.
+func (s *Store) importRecord(ctx context.Context, name string, data []byte, provenance bool, take func(Version) bool) (Version, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return Version{}, false, fmt.Errorf("archive import: %w", err)
 	}
@@ -214,13 +233,37 @@ func (s *Store) importRecord(ctx context.Context, name string, data []byte, prov
 	}
 	var buf importBuf
 	defer buf.release() // after the record is stored and offered: it holds buf's bytes
+	// Under way from its decoding on, as a Put is from its compression:
+	// the records of an offer, decoded side by side (replicate.storeAll),
+	// then join one index group and share its syncs, where counted only
+	// once decoded each found the committer with nothing under way.
+	giveUp, indexed := s.beginWrite(), false
+	defer func() {
+		if !indexed {
+			giveUp()
+		}
+	}()
 	ci, err := s.checkImport(e, name, data, provenance, s.trainer.collecting(), &buf)
 	if err != nil {
 		return Version{}, false, err
 	}
 	v, zd, frame, plain := ci.v, ci.zd, ci.frame, ci.plain
+	if take != nil {
+		if s.urlp.covers(v.URL, v.Time) { // as CheckImport answers
+			return Version{}, false, fmt.Errorf("archive import %s: %w: %w", name, ErrCorrupt, ErrPurged)
+		}
+		if !take(v) {
+			return v, false, fmt.Errorf("archive import %s: %w", name, ErrNotTaken)
+		}
+	}
 	lk := &s.keyLocks[e.Key[len(e.Key)-1]]
-	lk.Lock()
+	if !lk.TryLock() {
+		// Not counted while it waits for another write of its key, which
+		// may be waiting for its group (Put).
+		giveUp()
+		lk.Lock()
+		giveUp = s.beginWrite()
+	}
 	defer lk.Unlock()
 	if s.urlp.covers(v.URL, v.Time) { // checked under the lock: PurgeURLs takes every one
 		return Version{}, false, fmt.Errorf("archive import %s: %w: %w", name, ErrCorrupt, ErrPurged)
@@ -235,12 +278,6 @@ func (s *Store) importRecord(ctx context.Context, name string, data []byte, prov
 	if err != nil && !first {
 		return Version{}, false, fmt.Errorf("archive import: %w", err)
 	}
-	giveUp, indexed := s.beginWrite(), false
-	defer func() {
-		if !indexed {
-			giveUp()
-		}
-	}()
 	if !s.trainer.off.Load() {
 		s.trainer.offer(plain) // nil when not collecting: counts towards DictWait
 	}

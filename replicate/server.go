@@ -32,6 +32,18 @@ type Local interface {
 	AddDictionary(ref archive.DictRef, raw []byte) error
 }
 
+// CondImporter is a Local that verifies a record as Import does and then
+// lets its caller decide, from the version the record names, whether to
+// store it (archive.Store.ImportIf): one decoding and one signature
+// check where a check followed by Import takes two. A record not taken
+// is stored nowhere and returns its version with an error wrapping
+// archive.ErrNotTaken.
+type CondImporter interface {
+	ImportIf(ctx context.Context, name string, data []byte, take func(archive.Version) bool) (archive.Version, bool, error)
+}
+
+var _ CondImporter = (*archive.Store)(nil)
+
 // DictPeer is a Peer that sends the dictionary of a zstd record it sent
 // (*Client, given a source with WithDictionaries): a record Local refuses
 // for lacking its dictionary (archive.MissingDictError) is imported

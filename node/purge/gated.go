@@ -12,8 +12,14 @@ import (
 // Gated returns local, the store replication imports into, with each
 // Import waiting while a purge runs (Importing), so that a record that
 // passed its check before its fetcher was refused cannot land after the
-// purge's scan.
-func (b *Book) Gated(local replicate.Local) replicate.Local { return gated{local, b} }
+// purge's scan. A local that is a replicate.CondImporter gives a store
+// that is one too, its ImportIf gated alike.
+func (b *Book) Gated(local replicate.Local) replicate.Local {
+	if c, ok := local.(replicate.CondImporter); ok {
+		return gatedCond{gated{local, b}, c}
+	}
+	return gated{local, b}
+}
 
 // gated is Gated's store.
 type gated struct {
@@ -24,6 +30,18 @@ type gated struct {
 // Import implements replicate.Local.
 func (g gated) Import(ctx context.Context, name string, data []byte) (v archive.Version, added bool, err error) {
 	g.b.Importing(func() { v, added, err = g.Local.Import(ctx, name, data) })
+	return v, added, err
+}
+
+// gatedCond is Gated's store for a local that is a CondImporter.
+type gatedCond struct {
+	gated
+	c replicate.CondImporter
+}
+
+// ImportIf implements replicate.CondImporter.
+func (g gatedCond) ImportIf(ctx context.Context, name string, data []byte, take func(archive.Version) bool) (v archive.Version, added bool, err error) {
+	g.b.Importing(func() { v, added, err = g.c.ImportIf(ctx, name, data, take) })
 	return v, added, err
 }
 

@@ -53,16 +53,37 @@ func (l *importLocal) Import(context.Context, string, []byte) (archive.Version, 
 	return archive.Version{}, true, nil
 }
 
+// condLocal is an importLocal that is a replicate.CondImporter.
+type condLocal struct{ importLocal }
+
+func (l *condLocal) ImportIf(ctx context.Context, name string, data []byte, _ func(archive.Version) bool) (archive.Version, bool, error) {
+	return l.Import(ctx, name, data)
+}
+
 // TestGated: a gated import holds the Book's import lock, which a purge
-// takes exclusively.
+// takes exclusively; a store that imports conditionally stays one, its
+// ImportIf gated too, and one that does not is not made one.
 func TestGated(t *testing.T) {
+	ctx := context.Background()
 	b := &Book{}
 	l := &importLocal{b: b}
-	if _, added, err := b.Gated(l).Import(context.Background(), "x", nil); err != nil || !added {
+	g := b.Gated(l)
+	if _, added, err := g.Import(ctx, "x", nil); err != nil || !added {
 		t.Fatalf("Import: %v, %v", added, err)
 	}
 	if !l.held {
 		t.Fatal("a gated import ran without the import lock")
+	}
+	if _, ok := g.(replicate.CondImporter); ok {
+		t.Fatal("a store without ImportIf gated into one with it")
+	}
+	c := &condLocal{importLocal{b: b}}
+	gc, ok := b.Gated(c).(replicate.CondImporter)
+	if !ok {
+		t.Fatal("a gated CondImporter is not one")
+	}
+	if _, added, err := gc.ImportIf(ctx, "x", nil, func(archive.Version) bool { return true }); err != nil || !added || !c.held {
+		t.Fatalf("ImportIf: %v, %v; under the import lock %v", added, err, c.held)
 	}
 }
 

@@ -3,6 +3,7 @@ package replication
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -63,15 +64,17 @@ func (l *guardedLocal) Import(ctx context.Context, name string, data []byte) (ar
 		// whole day ended before it first did: no need to read it twice.
 		return l.take(ctx, e, name, data)
 	}
-	v, err := l.r.cfg.Check(ctx, name, data)
-	if err != nil {
-		return archive.Version{}, false, err
-	}
-	if v.Peer == l.r.self() || !l.r.owned.ownedAt(e.Key, v.Time) {
-		return l.take(ctx, e, name, data)
+	v, added, err := l.r.importIf(ctx, l.Local, name, data, func(v archive.Version) bool {
+		return v.Peer == l.r.self() || !l.r.owned.ownedAt(e.Key, v.Time)
+	})
+	if !errors.Is(err, archive.ErrNotTaken) {
+		if err == nil {
+			l.r.cfg.Held.stored(e)
+		}
+		return v, added, err
 	}
 	rec := heldRecord{Entry: e, URL: v.URL, Status: v.Status, Fetcher: v.Peer, Sender: l.from.Peer, At: time.Now(), Round: true}
-	added, err := l.r.cfg.Held.add(rec, data)
+	added, err = l.r.cfg.Held.add(rec, data)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
@@ -92,6 +95,25 @@ func (l *guardedLocal) take(ctx context.Context, e archive.Entry, name string, d
 		l.r.cfg.Held.stored(e)
 	}
 	return v, added, err
+}
+
+// importIf verifies a record as Import does and stores it in local only
+// if take, told the version it names, says so (replicate.CondImporter):
+// a record not taken returns its version with an error wrapping
+// archive.ErrNotTaken. A local that is no CondImporter is checked with
+// Config.Check, then imported: decoded and verified twice.
+func (r *Replicator) importIf(ctx context.Context, local replicate.Local, name string, data []byte, take func(archive.Version) bool) (archive.Version, bool, error) {
+	if c, ok := local.(replicate.CondImporter); ok {
+		return c.ImportIf(ctx, name, data, take)
+	}
+	v, err := r.cfg.Check(ctx, name, data)
+	if err != nil {
+		return archive.Version{}, false, err
+	}
+	if !take(v) {
+		return v, false, fmt.Errorf("replication: %s: %w", name, archive.ErrNotTaken)
+	}
+	return local.Import(ctx, name, data)
 }
 
 // dayEnd returns the end of the capture day day (archive.Entry.Day, in

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -168,15 +169,18 @@ func TestRoundHoldsReplicaCaptures(t *testing.T) {
 	gate := func(s network.Stream) (ring.Node, bool) {
 		return ring.Node{Contact: byPeer[s.Conn().RemotePeer().String()]}, true
 	}
-	open := func(s identity.Signer) *archive.Store {
-		st, err := archive.Open(t.TempDir(), archive.Options{NoSync: true, Signer: s, Verifier: identity.Verifier{}})
+	open := func(s identity.Signer, v archive.Verifier) *archive.Store {
+		st, err := archive.Open(t.TempDir(), archive.Options{NoSync: true, Signer: s, Verifier: v})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
 		return st
 	}
-	os_, rs, scratch := open(signer(0)), open(signer(1)), open(signer(0))
+	// The owner's signature checks are counted: the guard decodes and
+	// verifies a record once, whether it holds or imports it.
+	checks := &countingVerifier{Verifier: identity.Verifier{}}
+	os_, rs, scratch := open(signer(0), checks), open(signer(1), identity.Verifier{}), open(signer(0), identity.Verifier{})
 	// The owner's range is first the second half of (replica, owner]; it
 	// grows to the whole of it later (a predecessor between them left).
 	mid := replicate.Split(replicaV.ID, ownerV.ID, 2)[1]
@@ -240,6 +244,9 @@ func TestRoundHoldsReplicaCaptures(t *testing.T) {
 	if !holds(os_, before) || !holds(os_, old) {
 		t.Fatalf("captures made before the owner owned their keys not imported: %v %v; %+v", holds(os_, before), holds(os_, old), owner.Stats())
 	}
+	if n := checks.n.Swap(0); n != 2 {
+		t.Errorf("the first round checked %d signatures for its 2 records", n)
+	}
 
 	// After the first round: the replica's made-up capture, and the
 	// owner's own capture, which the owner lost and the replica holds.
@@ -255,7 +262,11 @@ func TestRoundHoldsReplicaCaptures(t *testing.T) {
 	}
 	// A key of the part the range gains later, captured now.
 	gained := put(rs, urlIn("gained", replicaV.ID, mid), later, "<p>fetched by the range's owner then</p>")
+	checks.n.Store(0)
 	round()
+	if n := checks.n.Load(); n != 2 {
+		t.Errorf("the second round checked %d signatures for its 2 records (one held, one imported)", n)
+	}
 	st := owner.Stats()
 	if holds(os_, forged) || !holds(os_, own) || st.HandOff.Guarded != 1 || st.HandOff.Held != 1 {
 		t.Fatalf("second round: forged stored %v, own stored %v, hand-off %+v", holds(os_, forged), holds(os_, own), st.HandOff)
@@ -288,6 +299,17 @@ func TestRoundHoldsReplicaCaptures(t *testing.T) {
 	if !holds(os_, forged) || owner.Stats().HandOff.Released != 1 || owner.Stats().HandOff.Held != 0 {
 		t.Fatalf("after the owner's fetch: stored %v, %+v", holds(os_, forged), owner.Stats().HandOff)
 	}
+}
+
+// countingVerifier is a Verifier that counts its checks.
+type countingVerifier struct {
+	archive.Verifier
+	n atomic.Int64
+}
+
+func (v *countingVerifier) Verify(peer string, msg, sig []byte) error {
+	v.n.Add(1)
+	return v.Verifier.Verify(peer, msg, sig)
 }
 
 // ed25519Hosts returns n linked hosts of a mock network with Ed25519 keys

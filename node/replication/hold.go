@@ -13,7 +13,7 @@ import (
 )
 
 // holdingLocal is the store a hand-off's copy (replicate.Copy) fills: a
-// record is verified as Import verifies it (Config.Check) and kept in the
+// record is verified as Import verifies it (importIf) and kept in the
 // held area, not imported; one this node fetched itself is imported at
 // once. It holds what the archive or the held area holds.
 type holdingLocal struct {
@@ -40,13 +40,10 @@ func (l *holdingLocal) Holds(ctx context.Context, e archive.Entry) (bool, error)
 
 // Import implements replicate.Local: it holds the record.
 func (l *holdingLocal) Import(ctx context.Context, name string, data []byte) (archive.Version, bool, error) {
-	v, err := l.r.cfg.Check(ctx, name, data)
-	if err != nil {
-		return archive.Version{}, false, err
-	}
-	if v.Peer == l.r.self() {
-		// This node's own capture (a copy it lost): its own signature.
-		v, added, err := l.Local.Import(ctx, name, data)
+	// This node's own capture (a copy it lost, its own signature) is
+	// imported; any other is verified and held.
+	v, added, err := l.r.importIf(ctx, l.Local, name, data, func(v archive.Version) bool { return v.Peer == l.r.self() })
+	if !errors.Is(err, archive.ErrNotTaken) {
 		if err == nil && added {
 			l.mu.Lock()
 			l.taken = append(l.taken, v.Entry())
@@ -55,7 +52,7 @@ func (l *holdingLocal) Import(ctx context.Context, name string, data []byte) (ar
 		return v, added, err
 	}
 	rec := heldRecord{Entry: v.Entry(), URL: v.URL, Status: v.Status, Fetcher: v.Peer, Sender: l.sender, At: time.Now()}
-	added, err := l.r.cfg.Held.add(rec, data)
+	added, err = l.r.cfg.Held.add(rec, data)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {

@@ -160,7 +160,9 @@ type Config struct {
 	// Held keeps the records other members hand off until this node's
 	// own fetch confirms them (hold.go; OpenHeld), and Check verifies a
 	// record as Local's Import does, storing nothing
-	// (archive.Store.CheckImport). Without both, hand-offs are refused.
+	// (archive.Store.CheckImport); a Local that is a
+	// replicate.CondImporter verifies a record it may not store once
+	// (importIf). Without both, hand-offs are refused.
 	Held  *Held
 	Check func(ctx context.Context, name string, data []byte) (archive.Version, error)
 	// TrackCopies makes the push remember which replicas confirmed each
