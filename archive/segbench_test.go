@@ -479,38 +479,40 @@ func BenchmarkZstdDict(b *testing.B) {
 			})
 		})
 	}
-	for _, level := range []zstd.EncoderLevel{zstd.SpeedFastest, zstd.SpeedDefault} {
-		b.Run("zstd-nodict-"+level.String(), func(b *testing.B) {
-			enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(level))
-			must(b, err)
-			defer enc.Close()
-			dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
-			must(b, err)
-			defer dec.Close()
-			measure(b, func(p []byte) []byte {
-				return enc.EncodeAll(p, nil)
-			}, func(c []byte) []byte {
-				p, err := dec.DecodeAll(c, nil)
-				must(b, err)
-				return p
-			})
-		})
-	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderDicts(raw), zstd.WithDecoderConcurrency(1))
+	// zstd frames without a dictionary (what a store could write before
+	// it has one) and with the trained one, at the levels worth weighing.
+	plainDec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
 	must(b, err)
-	defer dec.Close()
-	for _, level := range []zstd.EncoderLevel{zstd.SpeedFastest, zstd.SpeedDefault, zstd.SpeedBetterCompression} {
-		b.Run("zstd-dict-"+level.String(), func(b *testing.B) {
-			enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderDict(raw), zstd.WithEncoderLevel(level))
-			must(b, err)
-			defer enc.Close()
-			measure(b, func(p []byte) []byte {
-				return enc.EncodeAll(p, nil)
-			}, func(c []byte) []byte {
-				p, err := dec.DecodeAll(c, nil)
+	defer plainDec.Close()
+	dictDec, err := zstd.NewReader(nil, zstd.WithDecoderDicts(raw), zstd.WithDecoderConcurrency(1))
+	must(b, err)
+	defer dictDec.Close()
+	for _, v := range []struct {
+		name   string
+		dict   bool
+		levels []zstd.EncoderLevel
+	}{
+		{"zstd-nodict-", false, []zstd.EncoderLevel{zstd.SpeedFastest, zstd.SpeedDefault}},
+		{"zstd-dict-", true, []zstd.EncoderLevel{zstd.SpeedFastest, zstd.SpeedDefault, zstd.SpeedBetterCompression}},
+	} {
+		for _, level := range v.levels {
+			b.Run(v.name+level.String(), func(b *testing.B) {
+				opts := []zstd.EOption{zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(level)}
+				dec := plainDec
+				if v.dict {
+					opts, dec = append(opts, zstd.WithEncoderDict(raw)), dictDec
+				}
+				enc, err := zstd.NewWriter(nil, opts...)
 				must(b, err)
-				return p
+				defer enc.Close()
+				measure(b, func(p []byte) []byte {
+					return enc.EncodeAll(p, nil)
+				}, func(c []byte) []byte {
+					p, err := dec.DecodeAll(c, nil)
+					must(b, err)
+					return p
+				})
 			})
-		})
+		}
 	}
 }
