@@ -9,6 +9,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	nodesearch "github.com/herod-archive/herod/node/search"
+	"github.com/herod-archive/herod/ring"
 	"github.com/herod-archive/herod/search"
 )
 
@@ -143,9 +144,15 @@ func (n *Node) versionAdded(v archive.Version) {
 // the postings of the captures purged before the index opened are gone.
 func (n *Node) startSearch() {
 	ix := &search.Indexer{Archive: n.store, Sink: n.search, Docs: n.searchStore}
+	known := n.ring.Subscribe(64) // before the first look: no range change is missed
 	n.goRun(func(ctx context.Context) {
 		if err := n.purgePostings(ctx, n.store.URLPurges()); err != nil {
 			n.log.Warn("search: purge postings", "err", err)
+		}
+		ok := waitRangesKnown(ctx, n.rangesKnown, known.C, searchRangesWait)
+		known.Unsubscribe()
+		if !ok && ctx.Err() == nil {
+			n.log.Warn("search: some virtual server's predecessor is still unknown; backfilling the ranges known", "waited", searchRangesWait)
 		}
 		n.search.Run(ctx, ix, n.store, n.ring.Owns)
 	})
@@ -156,6 +163,49 @@ func (n *Node) startSearch() {
 		defer sub.Unsubscribe()
 		n.search.RunSync(ctx, sub.C)
 	})
+}
+
+// searchRangesWait bounds how long the start's backfill waits for every
+// local virtual server to learn its predecessor (its range): a joining
+// node learns it from the predecessor's next stabilization, and a
+// backfill begun before then would take none of that range's URLs,
+// which after a crash nothing else indexes again.
+const searchRangesWait = time.Minute
+
+// rangesKnown reports whether every local virtual server knows its
+// predecessor, and so the key range it owns.
+func (n *Node) rangesKnown() bool {
+	for _, v := range n.ring.Vnodes() {
+		if _, ok := n.ring.Predecessor(v.ID); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// waitRangesKnown waits until known returns true, looking again at each
+// ring event (a range change) and at least every second, for at most
+// limit. It returns whether known did; false when ctx ended or limit
+// passed first.
+func waitRangesKnown(ctx context.Context, known func() bool, events <-chan ring.Event, limit time.Duration) bool {
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for !known() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-deadline.C:
+			return known()
+		case _, open := <-events:
+			if !open {
+				events = nil
+			}
+		case <-tick.C:
+		}
+	}
+	return true
 }
 
 // purgePostings deletes the postings and document rows of the captures
