@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/util"
 
 	"github.com/herod-archive/herod/internal/binread"
 	"github.com/herod-archive/herod/internal/id"
@@ -249,4 +251,45 @@ func (s *Store) HasVersion(url string) (bool, error) {
 		return false, fmt.Errorf("archive has version: %w", err)
 	}
 	return ok, nil
+}
+
+// hasVersionsSteps is how many entries HasVersions steps over to reach
+// the next URL's before it seeks instead.
+const hasVersionsSteps = 8
+
+// HasVersions reports, for each of urls (in any order, repeats allowed),
+// whether it has a stored version, as HasVersion does, from one view of
+// the index: one iterator reads the URLs' host entries in key order,
+// stepping to the next when it lies a few entries on and seeking
+// otherwise. A batch of one host's URLs is read a block at a time, where
+// a HasVersion each is a point read that, at a million URLs, mostly
+// misses the block cache (the crawler's daily shareUnversioned asks for
+// every known URL).
+func (s *Store) HasVersions(urls []string) ([]bool, error) {
+	keys := make([][]byte, len(urls))
+	order := make([]int, len(urls))
+	for i, u := range urls {
+		keys[i], order[i] = hostKey(hostOf(u), u), i
+	}
+	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
+	it := s.db.NewIterator(&util.Range{Start: []byte{pHost}, Limit: []byte{pHost + 1}}, nil)
+	defer it.Release()
+	out := make([]bool, len(urls))
+	for _, i := range order {
+		k := keys[i]
+		// The iterator stands at the first entry at or after the last
+		// URL's key (or is unpositioned): every entry before it is
+		// before k too.
+		for n := 0; n < hasVersionsSteps && it.Valid() && bytes.Compare(it.Key(), k) < 0; n++ {
+			it.Next()
+		}
+		if !it.Valid() || bytes.Compare(it.Key(), k) < 0 {
+			it.Seek(k)
+		}
+		out[i] = it.Valid() && bytes.Equal(it.Key(), k)
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("archive has versions: %w", err)
+	}
+	return out, nil
 }

@@ -63,11 +63,14 @@ type URLLister interface {
 	URLs(ctx context.Context, q archive.Query, fn func(url string) error) error
 }
 
-// VersionHaver tells whether a URL has a stored version (archive.Store
+// VersionHaver tells which URLs have a stored version (archive.Store
 // does; Deps.Haver). The crawler uses it to find the
 // known URLs that no version carries to the range's next owner.
 type VersionHaver interface {
-	HasVersion(url string) (bool, error)
+	// HasVersions reports, for each of urls, whether it has a stored
+	// version; the crawler asks for a chunk of known URLs at once, in
+	// URL order.
+	HasVersions(urls []string) ([]bool, error)
 }
 
 // KnownSharer hands URLs to the nodes that replicate this node's ranges,
@@ -641,6 +644,10 @@ func (c *Crawler) TakeOver(ctx context.Context, in func(url string) bool) (int, 
 	return queued, nil
 }
 
+// shareChunk is how many known URLs shareUnversioned asks its
+// VersionHaver about at once.
+const shareChunk = 4096
+
 // shareUnversioned hands on the known URLs that no stored version carries
 // to the holders of their ranges (see KnownSharer). Without Deps.Haver
 // and Deps.Sharer it does nothing.
@@ -649,19 +656,33 @@ func (c *Crawler) shareUnversioned(ctx context.Context) error {
 	if vh == nil || ks == nil {
 		return nil
 	}
-	var owned, moved []string
-	err := c.q.knownURLs(func(u string) error {
-		has, err := vh.HasVersion(u)
-		if err != nil || has {
+	var owned, moved, chunk []string
+	check := func() error {
+		has, err := vh.HasVersions(chunk)
+		if err != nil {
 			return err
 		}
-		if c.cfg.Owns == nil || c.cfg.Owns(u) {
-			owned = append(owned, u)
-		} else {
-			moved = append(moved, u)
+		for i, u := range chunk {
+			switch {
+			case has[i]:
+			case c.cfg.Owns == nil || c.cfg.Owns(u):
+				owned = append(owned, u)
+			default:
+				moved = append(moved, u)
+			}
+		}
+		chunk = chunk[:0]
+		return nil
+	}
+	err := c.q.knownURLs(func(u string) error {
+		if chunk = append(chunk, u); len(chunk) >= shareChunk {
+			return check()
 		}
 		return nil
 	})
+	if err == nil && len(chunk) > 0 {
+		err = check()
+	}
 	if err != nil {
 		return fmt.Errorf("crawl share known: %w", err)
 	}

@@ -79,7 +79,7 @@ func TestNewChecksDeps(t *testing.T) {
 
 type haver struct{}
 
-func (haver) HasVersion(string) (bool, error) { return false, nil }
+func (haver) HasVersions(urls []string) ([]bool, error) { return make([]bool, len(urls)), nil }
 
 type sharer struct{}
 
