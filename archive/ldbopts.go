@@ -26,15 +26,10 @@ import (
 //     rewrites a table that Gets consulted before another size/16 KiB
 //     times, which random reads of a growing index do all day;
 //   - a 32 MiB block cache keeps the upper levels and the filters in
-//     memory;
-//   - blocks are stored without snappy (opt.NoCompression): at a million
-//     URLs the cache holds a tenth of the tables, and a read that misses
-//     it is a read the kernel's page cache answers, with nothing to
-//     decode (BenchmarkIndexPointReads, docs/scale-growth.md); the
-//     tables take about a third more disk.
+//     memory.
 //
-// The options change no on-disk format: tables written before the filter,
-// or with snappy, are read as before (each block names its compression).
+// The options change no on-disk format: tables written before the filter
+// are read as before.
 func indexOptions(o opt.Options) *opt.Options {
 	o.Filter = filter.NewBloomFilter(10)
 	o.WriteBuffer = 16 * opt.MiB
@@ -42,7 +37,6 @@ func indexOptions(o opt.Options) *opt.Options {
 	o.CompactionTotalSize = 64 * opt.MiB
 	o.BlockCacheCapacity = 32 * opt.MiB
 	o.DisableSeeksCompaction = true
-	o.Compression = opt.NoCompression
 	return &o
 }
 

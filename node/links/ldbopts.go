@@ -26,14 +26,10 @@ import (
 //     goleveldb multiplies it by 10 a level, so level 1 holds 640 MiB):
 //     one level fewer for compaction to rewrite the records through;
 //   - a 16 MiB block cache keeps the filters and the upper levels in
-//     memory;
-//   - blocks are stored without snappy (opt.NoCompression): at a million
-//     sources the cache holds a fortieth of the tables, and a Put's read
-//     that misses it is answered by the kernel's page cache with nothing
-//     to decode (docs/scale-growth.md).
+//     memory.
 //
 // The options change no on-disk format: tables written before the
-// filter, or with snappy, are read as before.
+// filter are read as before.
 func indexOptions() *opt.Options {
 	return &opt.Options{
 		Filter:                 filter.NewBloomFilter(10),
@@ -42,6 +38,5 @@ func indexOptions() *opt.Options {
 		CompactionTableSize:    8 * opt.MiB,
 		CompactionTotalSize:    64 * opt.MiB,
 		DisableSeeksCompaction: true,
-		Compression:            opt.NoCompression,
 	}
 }
