@@ -141,7 +141,7 @@ func (s *Store) enqueueLocked(v Version, seg *segment, first bool, state []byte,
 		g.b.Put(hostKey(hostOf(v.URL), v.URL), nil)
 	}
 	if state != nil {
-		g.b.Put(stateKey(v.Key), state)
+		g.b.Put(crawlStateKey(v.URL), state)
 	}
 	if w != nil {
 		putWitness(&g.b, v, *w)

@@ -19,7 +19,8 @@ const (
 	pHost    = 'n' // n host 0x00 url               -> empty (the one-file layout stored key(20))
 	pHash    = 'h' // h level(1) prefix(level)      -> sum(20) count(uvarint)
 	pMeta    = 'm' // m "stats" -> counters; m 'e' segment(4) -> durable end (uvarint)
-	pState   = 's' // s key(20)                     -> stateRecord (binary, or JSON before it: state.go)
+	pCrawl   = 'c' // c host 0x00 url               -> stateRecord (binary, or JSON before it: state.go)
+	pState   = 's' // s key(20)                     -> stateRecord: the crawl states before pCrawl (statekeys.go moves them)
 	pTouch   = 't' // t key(20) day(8)              -> time(8)
 	pPeer    = 'p' // p number(4)                   -> signing peer id (interned)
 	pWitness = 'w' // w key(20) time(8) digest(20) peer -> seen(8) signature (witness.go)
@@ -197,6 +198,20 @@ func touchKey(k id.ID, day int64) []byte {
 	return encDay(b, day)
 }
 
+// crawlStateKey is the key of url's crawl state: in the host index's
+// order, so that a host's revisit, which fetches its URLs in URL order,
+// reads consecutive entries (a block of them a read) where a key by URL
+// hash made each fetch a point read of its own block.
+func crawlStateKey(url string) []byte {
+	host := hostOf(url)
+	b := make([]byte, 0, 2+len(host)+len(url))
+	b = append(b, pCrawl)
+	b = append(b, host...)
+	b = append(b, 0)
+	return append(b, url...)
+}
+
+// stateKey is the key of a crawl state before crawlStateKey (statekeys.go).
 func stateKey(k id.ID) []byte { return append([]byte{pState}, k[:]...) }
 
 // hashKey is the key of the directory hash at level (0..2) for prefix.

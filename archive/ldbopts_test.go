@@ -245,9 +245,18 @@ func checkDays(b *testing.B, o *opt.Options, urls, days int, dayFirst bool) {
 // (BenchmarkIndexCheckDays, BenchmarkIndexPointReads): per URL a
 // version, its host entry and a crawl state of about 400 bytes.
 type indexShape struct {
-	db     *leveldb.DB
-	rng    *rand.Rand
-	filler []byte
+	db         *leveldb.DB
+	rng        *rand.Rand
+	filler     []byte
+	hashStates bool // states under stateKey, not crawlStateKey
+}
+
+// stateKey is the key of u's crawl state in the shape's layout.
+func (x *indexShape) stateKey(u string) []byte {
+	if x.hashStates {
+		return stateKey(id.OfString(u))
+	}
+	return crawlStateKey(u)
 }
 
 func newIndexShape(b *testing.B, o *opt.Options) *indexShape {
@@ -276,7 +285,7 @@ func (x *indexShape) version(batch *leveldb.Batch, i, day int) {
 	batch.Put(versionKey(k, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, day), d), x.filler[:40])
 	batch.Put(hostKey(hostOf(u), u), nil)
 	off := x.rng.IntN(len(x.filler) - 320)
-	batch.Put(stateKey(k), append([]byte(u), x.filler[off:off+280]...))
+	batch.Put(x.stateKey(u), append([]byte(u), x.filler[off:off+280]...))
 }
 
 // day0 writes the first urls URLs' day-0 versions, 64 URLs a batch.
@@ -324,27 +333,31 @@ func mibs(sizes []int64) (out []int64) {
 //	go test ./archive -run '^$' -bench IndexPointReads -benchtime 1x -timeout 0
 func BenchmarkIndexPointReads(b *testing.B) {
 	variants := []struct {
-		name   string
-		set    func(*opt.Options)
-		lookup bool // the version check's Has before the check's Put
+		name       string
+		set        func(*opt.Options)
+		lookup     bool // the version check's Has before the check's Put
+		hashStates bool // states keyed by URL hash, as before crawlStateKey
 	}{
-		{"as-shipped", func(*opt.Options) {}, false},
-		{"lookup", func(*opt.Options) {}, true},
-		{"cache64", func(o *opt.Options) { o.BlockCacheCapacity = 64 * opt.MiB }, true},
+		{"as-shipped", func(*opt.Options) {}, false, false},
+		{"lookup", func(*opt.Options) {}, true, false},
+		// The crawl states under their URL's hash (stateKey): each read
+		// a block of its own.
+		{"hashstates", func(*opt.Options) {}, true, true},
+		{"cache64", func(o *opt.Options) { o.BlockCacheCapacity = 64 * opt.MiB }, true, false},
 		// Without goleveldb's buffer pool: its block cache charges a
 		// block the capacity of the pooled buffer it was read into, and
 		// upstream's table writers put table-sized buffers into the pool
 		// (internal/goleveldb/HEROD.md).
-		{"nopool", func(o *opt.Options) { o.DisableBufferPool = true }, true},
+		{"nopool", func(o *opt.Options) { o.DisableBufferPool = true }, true, false},
 		// No block cache: each open table's index and filter blocks stay
 		// with its reader (in pooled buffers, or without the pool), and
 		// data blocks are read each time.
-		{"pinned", func(o *opt.Options) { o.DisableBlockCache = true }, true},
-		{"pinned-nopool", func(o *opt.Options) { o.DisableBlockCache, o.DisableBufferPool = true, true }, true},
+		{"pinned", func(o *opt.Options) { o.DisableBlockCache = true }, true, false},
+		{"pinned-nopool", func(o *opt.Options) { o.DisableBlockCache, o.DisableBufferPool = true, true }, true, false},
 		// Blocks stored without snappy: a miss of the block cache is a
 		// read the kernel's page cache answers, with nothing to decode
 		// (docs/scale-growth.md).
-		{"nocomp", func(o *opt.Options) { o.Compression = opt.NoCompression }, true},
+		{"nocomp", func(o *opt.Options) { o.Compression = opt.NoCompression }, true, false},
 	}
 	for _, urls := range []int{10_000, 1_000_000} {
 		for _, v := range variants {
@@ -352,15 +365,16 @@ func BenchmarkIndexPointReads(b *testing.B) {
 				o := indexOptions(opt.Options{})
 				v.set(o)
 				for range b.N {
-					pointReads(b, o, urls, v.lookup)
+					pointReads(b, o, urls, v.lookup, v.hashStates)
 				}
 			})
 		}
 	}
 }
 
-func pointReads(b *testing.B, o *opt.Options, urls int, lookup bool) {
+func pointReads(b *testing.B, o *opt.Options, urls int, lookup, hashStates bool) {
 	x := newIndexShape(b, o)
+	x.hashStates = hashStates
 	db := x.db
 	x.day0(b, urls)
 	// Day 0's compactions end before the revisit day begins, as they do
@@ -403,7 +417,7 @@ func pointReads(b *testing.B, o *opt.Options, urls int, lookup bool) {
 	cpu0 := cpuTime()
 	for _, u := range order {
 		k := id.OfString(u)
-		if _, err := db.Get(stateKey(k), nil); err != nil {
+		if _, err := db.Get(x.stateKey(u), nil); err != nil {
 			b.Fatal(err)
 		}
 		if lookup {

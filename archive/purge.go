@@ -172,7 +172,7 @@ func (s *Store) removeLocked(victims []victim) (*indexGroup, error) {
 		}
 		s.putSumsLocked(g, keys, sums)
 		g.b.Delete(versionKey(v.Key, v.Time, v.Digest))
-		g.b.Delete(stateKey(v.Key)) // it may name the purged payload
+		g.b.Delete(crawlStateKey(v.URL)) // it may name the purged payload
 		wks, err := s.witnessKeys(v)
 		if err != nil {
 			return nil, s.fail(fmt.Errorf("read witnesses: %w", err))

@@ -147,7 +147,7 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 		if err := s.touch(k, t, false); err != nil {
 			return Version{}, false, fmt.Errorf("archive put: %w", err)
 		}
-		if err := s.putState(k, state); err != nil {
+		if err := s.putState(c.URL, state); err != nil {
 			return Version{}, false, fmt.Errorf("archive put: crawl state: %w", err)
 		}
 		return prev, false, nil
@@ -158,7 +158,7 @@ func (s *Store) Put(ctx context.Context, c Capture) (Version, bool, error) {
 		// (possible only with replayed input) is that version.
 		if v, err := s.versionAt(k, t, d); err == nil {
 			s.unchanged.Add(1)
-			if err := s.putState(k, state); err != nil {
+			if err := s.putState(c.URL, state); err != nil {
 				return Version{}, false, fmt.Errorf("archive put: crawl state: %w", err)
 			}
 			return v, false, nil
@@ -281,16 +281,16 @@ func (s *Store) store(v *Version, rec *record) (*segment, error) {
 	return seg, nil
 }
 
-// putState writes an encoded crawl state of k (nothing when nil), unsynced
-// as SetState does.
-func (s *Store) putState(k id.ID, state []byte) error {
+// putState writes an encoded crawl state of url (nothing when nil),
+// unsynced as SetState does.
+func (s *Store) putState(url string, state []byte) error {
 	if state == nil {
 		return nil
 	}
 	if err := s.disk.admit(int64(len(state))); err != nil {
 		return err
 	}
-	return s.db.Put(stateKey(k), state, nil)
+	return s.db.Put(crawlStateKey(url), state, nil)
 }
 
 // reserve claims size bytes of the quota, of its signer peer's share

@@ -250,24 +250,34 @@ func (s *Store) build(ctx context.Context, dst string, old *leveldb.DB, cut bool
 		b.Put(hashKey(RootLevel, nil), st.root.encode())
 		b.Put(metaStatsKey, st.ctr.encode())
 	}
-	for k, rec := range st.newest {
+	for _, rec := range st.newest {
 		if !st.derive {
 			break
 		}
-		b.Put(stateKey(k), rec.encode())
+		b.Put(crawlStateKey(rec.URL), rec.encode())
 	}
 	if old != nil {
-		for _, p := range []byte{pState, pTouch, pWitness, pUndated} {
+		for _, p := range []byte{pCrawl, pState, pTouch, pWitness, pUndated} {
 			it := old.NewIterator(util.BytesPrefix([]byte{p}), nil)
 			for it.Next() {
-				val := slices.Clone(it.Value())
-				if p == pState && len(val) > 0 && val[0] == stateBinaryVersioned && !st.hasStateKey(it.Key()) {
-					// No version of its URL came back from the segments
-					// (cut, refused, purged): the state no longer proves
-					// one (TouchState).
-					val[0] = stateBinary
+				key, val := slices.Clone(it.Key()), slices.Clone(it.Value())
+				if p == pCrawl || p == pState {
+					// A state under its URL's hash (an index no open
+					// has moved, statekeys.go) goes to its key in host
+					// order, as its URL names it.
+					rec, err := decodeState(val)
+					if err != nil || rec.URL == "" {
+						continue // the crawler derives it again
+					}
+					if val[0] == stateBinaryVersioned && !st.hasURL(id.OfString(rec.URL)) {
+						// No version of its URL came back from the
+						// segments (cut, refused, purged): the state no
+						// longer proves one (TouchState).
+						val[0] = stateBinary
+					}
+					key = crawlStateKey(rec.URL)
 				}
-				b.Put(slices.Clone(it.Key()), val)
+				b.Put(key, val)
 			}
 			it.Release()
 			if err := it.Error(); err != nil {
@@ -337,17 +347,6 @@ func (s *Store) rebuildRecord(st *rebuildState, rep *Report, n segRef, off int64
 func (st *rebuildState) hasURL(k id.ID) bool {
 	_, ok := st.newest[k]
 	return ok
-}
-
-// hasStateKey reports whether a version of the URL of crawl state key sk
-// was indexed.
-func (st *rebuildState) hasStateKey(sk []byte) bool {
-	var k id.ID
-	if len(sk) != 1+len(k) {
-		return false
-	}
-	copy(k[:], sk[1:])
-	return st.hasURL(k)
 }
 
 // derivedState is the crawl state a record implies when no index
@@ -674,7 +673,7 @@ func sameValue(pa, pb *peerTable, key, a, b []byte) bool {
 // not crawl states, checks or the peer table.
 func nextDerived(it iterator.Iterator) bool {
 	for it.Next() {
-		if k := it.Key(); len(k) > 0 && k[0] != pState && k[0] != pTouch && k[0] != pPeer && k[0] != pWitness && k[0] != pUndated {
+		if k := it.Key(); len(k) > 0 && k[0] != pCrawl && k[0] != pState && k[0] != pTouch && k[0] != pPeer && k[0] != pWitness && k[0] != pUndated {
 			return true
 		}
 	}

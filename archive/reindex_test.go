@@ -137,7 +137,7 @@ func testReindexEqualsLiveIndex(t *testing.T, dict bool) {
 		t.Fatal(err)
 	}
 	rebuilt := dumpIndex(t, dir)
-	diffIndexes(t, without(live, pState, pTouch), without(rebuilt, pState))
+	diffIndexes(t, without(live, pCrawl, pState, pTouch), without(rebuilt, pCrawl, pState))
 	s, err = Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)

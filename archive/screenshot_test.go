@@ -132,7 +132,7 @@ func TestScreenshotReindexAndExport(t *testing.T) {
 	if _, err := Reindex(ctx, dir, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	diffIndexes(t, without(live, pState, pTouch), without(dumpIndex(t, dir), pState))
+	diffIndexes(t, without(live, pCrawl, pState, pTouch), without(dumpIndex(t, dir), pCrawl, pState))
 
 	var types []string
 	zr, err := gzip.NewReader(&warc)

@@ -36,7 +36,7 @@ func (s *Store) State(ctx context.Context, url string) (CrawlState, error) {
 	// The purge count is read before the state: a purge that removes the
 	// URL's versions after the read counts one more (TouchState).
 	purges := s.purges.Load()
-	val, err := s.db.Get(stateKey(id.OfString(url)), nil)
+	val, err := s.db.Get(crawlStateKey(url), nil)
 	if errors.Is(err, leveldb.ErrNotFound) {
 		return CrawlState{}, ErrNotFound
 	}
@@ -90,7 +90,7 @@ func (s *Store) SetState(ctx context.Context, url string, st CrawlState) error {
 	if err != nil {
 		return fmt.Errorf("archive set state: %w", err)
 	}
-	if err := s.putState(id.OfString(url), val); err != nil {
+	if err := s.putState(url, val); err != nil {
 		return fmt.Errorf("archive set state: %w", err)
 	}
 	return nil

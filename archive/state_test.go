@@ -50,7 +50,7 @@ func TestStateReadsJSONForm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.db.Put(stateKey(id.OfString(u)), old, nil); err != nil {
+	if err := s.db.Put(crawlStateKey(u), old, nil); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.State(ctx, u)
@@ -63,7 +63,7 @@ func TestStateReadsJSONForm(t *testing.T) {
 	if err := s.SetState(ctx, u, st); err != nil {
 		t.Fatal(err)
 	}
-	val, err := s.db.Get(stateKey(id.OfString(u)), nil)
+	val, err := s.db.Get(crawlStateKey(u), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestStateCorrupt(t *testing.T) {
 	// An outlink claiming a longer shared prefix than the one before it.
 	bad = append(bad, append(stateRecord{URL: u}.encode()[:len(stateRecord{URL: u}.encode())-1], 1, 5, 1, 'x'))
 	for i, val := range bad {
-		if err := s.db.Put(stateKey(id.OfString(u)), val, nil); err != nil {
+		if err := s.db.Put(crawlStateKey(u), val, nil); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.State(ctx, u); !errors.Is(err, ErrCorrupt) {

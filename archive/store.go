@@ -408,6 +408,10 @@ func (s *Store) openIndex(path string) error {
 		db.Close()
 		return fmt.Errorf("archive open index: %w", err)
 	}
+	if err := moveStates(db, s.log); err != nil {
+		db.Close()
+		return fmt.Errorf("archive open index: %w", err)
+	}
 	if err := s.loadShares(); err != nil {
 		db.Close()
 		return fmt.Errorf("archive open index: signer shares: %w", err)

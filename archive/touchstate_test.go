@@ -5,8 +5,6 @@ import (
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/herod-archive/herod/internal/id"
 )
 
 // putWithState stores a capture of u with a crawl state, as the crawler
@@ -120,7 +118,7 @@ func TestReindexKeepsVersionedStates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	must(t, s.putState(id.OfString(lost), val))
+	must(t, s.putState(lost, val))
 	s.Close()
 	if _, err := Reindex(ctx, dir, Options{}); err != nil {
 		t.Fatal(err)
