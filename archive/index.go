@@ -185,9 +185,13 @@ func (s *Store) decodeVersion(key, val []byte) (Version, error) {
 }
 
 // hostKey is the per-URL entry of the host index.
-func hostKey(host, url string) []byte {
+func hostKey(host, url string) []byte { return hostOrdered(pHost, host, url) }
+
+// hostOrdered is the key p host 0x00 url: a key space in host order,
+// each host's URLs in URL order.
+func hostOrdered(p byte, host, url string) []byte {
 	b := make([]byte, 0, 2+len(host)+len(url))
-	b = append(b, pHost)
+	b = append(b, p)
 	b = append(b, host...)
 	b = append(b, 0)
 	return append(b, url...)
@@ -202,14 +206,7 @@ func touchKey(k id.ID, day int64) []byte {
 // order, so that a host's revisit, which fetches its URLs in URL order,
 // reads consecutive entries (a block of them a read) where a key by URL
 // hash made each fetch a point read of its own block.
-func crawlStateKey(url string) []byte {
-	host := hostOf(url)
-	b := make([]byte, 0, 2+len(host)+len(url))
-	b = append(b, pCrawl)
-	b = append(b, host...)
-	b = append(b, 0)
-	return append(b, url...)
-}
+func crawlStateKey(url string) []byte { return hostOrdered(pCrawl, hostOf(url), url) }
 
 // stateKey is the key of a crawl state before crawlStateKey (statekeys.go).
 func stateKey(k id.ID) []byte { return append([]byte{pState}, k[:]...) }
