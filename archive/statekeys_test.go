@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/opt"
 	"github.com/syndtr/goleveldb/leveldb/util"
 
 	"github.com/herod-archive/herod/internal/id"
@@ -76,4 +80,53 @@ func TestMoveStates(t *testing.T) {
 	must(t, err)
 	defer s.Close()
 	check("rebuilt", s, map[string]string{u1: `"one"`, u2: `"two"`, u4: `"four"`})
+}
+
+// BenchmarkMoveStates times the first open of an index written before
+// crawl states were keyed in host order: moveStates over n states of
+// the store's shape (a page's state with 20 outlinks), the index's
+// options, synced batches.
+//
+//	go test ./archive -run '^$' -bench MoveStates -benchtime 1x -timeout 0
+func BenchmarkMoveStates(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("states=%d", n), func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				db, err := leveldb.OpenFile(b.TempDir(), indexOptions(opt.Options{}))
+				if err != nil {
+					b.Fatal(err)
+				}
+				var batch leveldb.Batch
+				for i := range n {
+					u := shapeURL(i)
+					st := CrawlState{ETag: fmt.Sprintf(`"%x"`, i), LastModified: "Mon, 02 Jan 2026 15:04:05 GMT",
+						Status: 200, Digest: id.OfString(u), Checked: t0}
+					for j := range 20 {
+						st.Outlinks = append(st.Outlinks, shapeURL((i+j*7919)%n))
+					}
+					val, err := encodeState(u, st, true)
+					if err != nil {
+						b.Fatal(err)
+					}
+					batch.Put(stateKey(id.OfString(u)), val)
+					if batch.Len() == 1000 || i == n-1 {
+						if err := db.Write(&batch, nil); err != nil {
+							b.Fatal(err)
+						}
+						batch.Reset()
+					}
+				}
+				b.StartTimer()
+				start, cpu0 := time.Now(), cpuTime()
+				if err := moveStates(db, slog.New(slog.DiscardHandler)); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(time.Since(start).Seconds(), "s")
+				b.ReportMetric(1000*(cpuTime()-cpu0).Seconds()/float64(n), "cpu-s/1000states")
+				b.StopTimer()
+				db.Close()
+			}
+		})
+	}
 }
