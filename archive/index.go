@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -207,6 +208,19 @@ func touchKey(k id.ID, day int64) []byte {
 // reads consecutive entries (a block of them a read) where a key by URL
 // hash made each fetch a point read of its own block.
 func crawlStateKey(url string) []byte { return hostOrdered(pCrawl, hostOf(url), url) }
+
+// crawlStateURL returns the URL of crawl state key k, or false when k is
+// not one.
+func crawlStateURL(k []byte) (string, bool) {
+	if len(k) < 2 || k[0] != pCrawl {
+		return "", false
+	}
+	i := bytes.IndexByte(k[1:], 0)
+	if i < 0 {
+		return "", false
+	}
+	return string(k[2+i:]), true
+}
 
 // stateKey is the key of a crawl state before crawlStateKey (statekeys.go).
 func stateKey(k id.ID) []byte { return append([]byte{pState}, k[:]...) }

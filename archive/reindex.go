@@ -262,20 +262,24 @@ func (s *Store) build(ctx context.Context, dst string, old *leveldb.DB, cut bool
 			for it.Next() {
 				key, val := slices.Clone(it.Key()), slices.Clone(it.Value())
 				if p == pCrawl || p == pState {
-					// A state under its URL's hash (an index no open
-					// has moved, statekeys.go) goes to its key in host
-					// order, as its URL names it.
-					rec, err := decodeState(val)
-					if err != nil || rec.URL == "" {
-						continue // the crawler derives it again
+					// The key in host order names the URL; a state under
+					// its URL's hash (an index no open has moved,
+					// statekeys.go) is read for it and goes to its key
+					// in host order.
+					url, ok := crawlStateURL(key)
+					if !ok {
+						rec, err := decodeState(val)
+						if err != nil || rec.URL == "" {
+							continue // the crawler derives it again
+						}
+						url, key = rec.URL, crawlStateKey(rec.URL)
 					}
-					if val[0] == stateBinaryVersioned && !st.hasURL(id.OfString(rec.URL)) {
+					if len(val) > 0 && val[0] == stateBinaryVersioned && !st.hasURL(id.OfString(url)) {
 						// No version of its URL came back from the
 						// segments (cut, refused, purged): the state no
 						// longer proves one (TouchState).
 						val[0] = stateBinary
 					}
-					key = crawlStateKey(rec.URL)
 				}
 				b.Put(key, val)
 			}
