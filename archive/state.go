@@ -267,29 +267,88 @@ const hasVersionsSteps = 8
 // every known URL).
 func (s *Store) HasVersions(urls []string) ([]bool, error) {
 	keys := make([][]byte, len(urls))
-	order := make([]int, len(urls))
 	for i, u := range urls {
-		keys[i], order[i] = hostKey(hostOf(u), u), i
+		keys[i] = hostKey(hostOf(u), u)
+	}
+	out := make([]bool, len(urls))
+	err := s.readSorted(pHost, keys, func(i int, _ []byte) error {
+		out[i] = true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("archive has versions: %w", err)
+	}
+	return out, nil
+}
+
+// readSorted calls found(i, value) for each of keys (all under prefix p,
+// in any order) the index holds, in key order, from one iterator over p
+// that steps to the next key when it lies a few entries on
+// (hasVersionsSteps) and seeks otherwise. value is valid only during
+// the call.
+func (s *Store) readSorted(p byte, keys [][]byte, found func(i int, value []byte) error) error {
+	order := make([]int, len(keys))
+	for i := range order {
+		order[i] = i
 	}
 	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
-	it := s.db.NewIterator(&util.Range{Start: []byte{pHost}, Limit: []byte{pHost + 1}}, nil)
+	it := s.db.NewIterator(&util.Range{Start: []byte{p}, Limit: []byte{p + 1}}, nil)
 	defer it.Release()
-	out := make([]bool, len(urls))
 	for _, i := range order {
 		k := keys[i]
 		// The iterator stands at the first entry at or after the last
-		// URL's key (or is unpositioned): every entry before it is
-		// before k too.
+		// key (or is unpositioned): every entry before it is before k
+		// too.
 		for n := 0; n < hasVersionsSteps && it.Valid() && bytes.Compare(it.Key(), k) < 0; n++ {
 			it.Next()
 		}
 		if !it.Valid() || bytes.Compare(it.Key(), k) < 0 {
 			it.Seek(k)
 		}
-		out[i] = it.Valid() && bytes.Equal(it.Key(), k)
+		if it.Valid() && bytes.Equal(it.Key(), k) {
+			if err := found(i, it.Value()); err != nil {
+				return err
+			}
+		}
 	}
-	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("archive has versions: %w", err)
+	return it.Error()
+}
+
+// States is State for many URLs (in any order) from one view of the
+// index: their states are read in key order through one iterator
+// (readSorted), so a batch of one host's URLs — consecutive entries —
+// reads a block at a time where a State each is a point read that, at a
+// million URLs, searches every table it may be in. errs[i] is nil, or
+// wraps ErrNotFound or ErrCorrupt as State's error for urls[i] would;
+// err is a failed read of the index, and then nothing is returned. The
+// states are as of the call: a caller that keeps them has to bound how
+// long (a purge after the call voids their Versioned tokens, as it does
+// State's).
+func (s *Store) States(ctx context.Context, urls []string) (sts []CrawlState, errs []error, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, fmt.Errorf("archive states: %w", err)
 	}
-	return out, nil
+	purges := s.purges.Load() // before the reads, as State does
+	keys := make([][]byte, len(urls))
+	sts, errs = make([]CrawlState, len(urls)), make([]error, len(urls))
+	for i, u := range urls {
+		keys[i] = crawlStateKey(u)
+		errs[i] = ErrNotFound
+	}
+	err = s.readSorted(pCrawl, keys, func(i int, val []byte) error {
+		rec, err := decodeState(val)
+		if err != nil {
+			errs[i] = fmt.Errorf("archive state: %w: %v", ErrCorrupt, err)
+			return nil
+		}
+		if rec.versioned {
+			rec.State.Versioned = purges + 1
+		}
+		sts[i], errs[i] = rec.State, nil
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("archive states: %w", err)
+	}
+	return sts, errs, nil
 }

@@ -28,6 +28,14 @@ type Archive interface {
 	SetState(ctx context.Context, url string, st archive.CrawlState) error
 }
 
+// StatesReader reads the crawl states of many URLs at once
+// (archive.Store does): errs[i] is what State's error for urls[i] would
+// be. A host loop reads its batch's states with it (hostLoop.prefetch)
+// when the crawler's Archive implements it.
+type StatesReader interface {
+	States(ctx context.Context, urls []string) (sts []archive.CrawlState, errs []error, err error)
+}
+
 // Toucher records checks that found a page unchanged (a 304 answer), so
 // that exports can carry revisit records for those days; archive.Store
 // implements it (Deps.Touch).

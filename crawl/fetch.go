@@ -82,7 +82,7 @@ func classify(code int, conditional bool) class {
 // entry of an epoch (Crawler.epoch) a new day has ended is not fetched.
 func (c *Crawler) fetch(ctx context.Context, e entry, u *url.URL, l *hostLease) outcome {
 	raw, epoch := e.url, e.epoch
-	st, err := c.state(ctx, raw)
+	st, err := c.state(ctx, raw, e.state)
 	hasState := err == nil
 	if err != nil && !errors.Is(err, archive.ErrNotFound) {
 		if ctx.Err() != nil {
@@ -495,8 +495,17 @@ func readLimited(r io.Reader, contentLength, max int64) ([]byte, error) {
 // VersionStater). It returns an error wrapping archive.ErrNotFound when
 // neither can be had (a version that does not verify counts as none: the
 // page is fetched unconditionally).
-func (c *Crawler) state(ctx context.Context, raw string) (archive.CrawlState, error) {
-	st, err := c.a.State(ctx, raw)
+//
+// pre, when it is fresh (preState.fresh), is the state read with the
+// entry's batch, and is used instead of a read of the archive's own.
+func (c *Crawler) state(ctx context.Context, raw string, pre *preState) (archive.CrawlState, error) {
+	var st archive.CrawlState
+	var err error
+	if pre.fresh() {
+		st, err = pre.st, pre.err
+	} else {
+		st, err = c.a.State(ctx, raw)
+	}
 	if !errors.Is(err, archive.ErrNotFound) {
 		return st, err
 	}

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/herod-archive/herod/archive"
 )
 
 // runHost fetches the pending entries of one host in queue order, paced
@@ -116,6 +118,7 @@ func (l *hostLoop) idle(ctx context.Context, gen uint64) bool {
 // loop must end (shutdown).
 func (l *hostLoop) dispatch(ctx context.Context, batch []entry) bool {
 	c := l.c
+	l.prefetch(ctx, batch)
 	for _, e := range batch {
 		c.mu.Lock()
 		stale := c.epoch != l.epoch
@@ -150,6 +153,53 @@ func (l *hostLoop) dispatch(ctx context.Context, batch []entry) bool {
 		l.start(ctx, e, u)
 	}
 	return true
+}
+
+// preStateAge is how long a crawl state read with its batch stands in
+// for a read of the fetch's own: a fetch that starts later reads the
+// state again. A host's batch is its next URLs in URL order, whose
+// states are consecutive entries of the index, so one iterator reads
+// them a block at a time where a point read each searched every table
+// that may hold it (at a million URLs most of the crawl state's cost:
+// docs/scale-growth.md). The bound keeps what a fetch sees about as
+// recent as its own read would be; a purge in between voids the
+// state's Versioned token either way (archive.Store.States).
+const preStateAge = time.Second
+
+// preState is an entry's crawl state read with its batch: what the
+// archive's State would have returned at time at.
+type preState struct {
+	st  archive.CrawlState
+	err error
+	at  time.Time
+}
+
+// fresh reports whether p was read at most preStateAge ago.
+func (p *preState) fresh() bool { return p != nil && time.Since(p.at) <= preStateAge }
+
+// prefetch reads the crawl states of batch's entries in one call, when
+// the crawler's Archive reads many at once (StatesReader). A failed
+// read leaves each state to its fetch, which reads it and reports what
+// fails.
+func (l *hostLoop) prefetch(ctx context.Context, batch []entry) {
+	sr, ok := l.c.a.(StatesReader)
+	if !ok || len(batch) < 2 {
+		return
+	}
+	urls := make([]string, len(batch))
+	for i, e := range batch {
+		urls[i] = e.url
+	}
+	at := time.Now()
+	sts, errs, err := sr.States(ctx, urls)
+	if err != nil {
+		return
+	}
+	pre := make([]preState, len(batch))
+	for i := range batch {
+		pre[i] = preState{st: sts[i], err: errs[i], at: at}
+		batch[i].state = &pre[i]
+	}
 }
 
 // start fetches admitted entry e in its own goroutine.

@@ -63,6 +63,9 @@ type entry struct {
 	// redirects is how many redirects led to url (0: a link, a seed or a
 	// URL queued again at a new day), at most maxRedirectDepth.
 	redirects int
+	// state is the crawl state read with the entry's batch
+	// (hostLoop.prefetch); nil: the fetch reads it.
+	state *preState
 }
 
 // entryValue is the queue value of url reached through redirects redirects.
