@@ -25,15 +25,10 @@ func TestHasVersions(t *testing.T) {
 			}
 		}
 	}
-	all = append(all, "http://a.example/", "http://zz.example/", "http://h1.example/", "http://h1.example/p999")
+	all = append(all, sortedMisses...)
 	rng := rand.New(rand.NewPCG(3, 4))
 	for round := range 4 {
-		batch := append([]string(nil), all...)
-		if round > 0 {
-			batch = batch[:rng.IntN(len(batch))+1]
-			batch = append(batch, batch[:len(batch)/3]...) // repeats
-			rng.Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
-		}
+		batch := sortedBatch(rng, all, round)
 		got, err := s.HasVersions(batch)
 		if err != nil {
 			t.Fatal(err)
@@ -61,6 +56,22 @@ func TestHasVersions(t *testing.T) {
 	if got, err := s.HasVersions(nil); err != nil || len(got) != 0 {
 		t.Errorf("no URLs: %v, %v", got, err)
 	}
+}
+
+// sortedMisses are URLs no test store holds: before, between and after
+// the h0…h4.example ones.
+var sortedMisses = []string{"http://a.example/", "http://zz.example/", "http://h1.example/", "http://h1.example/p999"}
+
+// sortedBatch is round's batch of all: all of it in order first, then a
+// random prefix with a third repeated, shuffled.
+func sortedBatch(rng *rand.Rand, all []string, round int) []string {
+	batch := append([]string(nil), all...)
+	if round > 0 {
+		batch = batch[:rng.IntN(len(batch))+1]
+		batch = append(batch, batch[:len(batch)/3]...) // repeats
+		rng.Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
+	}
+	return batch
 }
 
 // TestStates: the batch returns what State does for every URL, in any
@@ -92,15 +103,10 @@ func TestStates(t *testing.T) {
 	if err := s.db.Put(crawlStateKey(bad), []byte{stateBinary, 0xff}, nil); err != nil {
 		t.Fatal(err)
 	}
-	all = append(all, "http://a.example/", "http://zz.example/", "http://h1.example/", "http://h1.example/p999")
+	all = append(all, sortedMisses...)
 	rng := rand.New(rand.NewPCG(5, 6))
 	for round := range 4 {
-		batch := append([]string(nil), all...)
-		if round > 0 {
-			batch = batch[:rng.IntN(len(batch))+1]
-			batch = append(batch, batch[:len(batch)/3]...) // repeats
-			rng.Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
-		}
+		batch := sortedBatch(rng, all, round)
 		sts, errs, err := s.States(ctx, batch)
 		if err != nil {
 			t.Fatal(err)

@@ -198,6 +198,19 @@ func hostOrdered(p byte, host, url string) []byte {
 	return append(b, url...)
 }
 
+// splitHostOrdered returns the host and URL of a hostOrdered key, or
+// false when k has no such form.
+func splitHostOrdered(k []byte) (host, url []byte, ok bool) {
+	if len(k) < 1 {
+		return nil, nil, false
+	}
+	i := bytes.IndexByte(k[1:], 0)
+	if i < 0 {
+		return nil, nil, false
+	}
+	return k[1 : 1+i], k[2+i:], true
+}
+
 func touchKey(k id.ID, day int64) []byte {
 	b := append([]byte{pTouch}, k[:]...)
 	return encDay(b, day)
@@ -212,14 +225,11 @@ func crawlStateKey(url string) []byte { return hostOrdered(pCrawl, hostOf(url), 
 // crawlStateURL returns the URL of crawl state key k, or false when k is
 // not one.
 func crawlStateURL(k []byte) (string, bool) {
-	if len(k) < 2 || k[0] != pCrawl {
+	if len(k) == 0 || k[0] != pCrawl {
 		return "", false
 	}
-	i := bytes.IndexByte(k[1:], 0)
-	if i < 0 {
-		return "", false
-	}
-	return string(k[2+i:]), true
+	_, u, ok := splitHostOrdered(k)
+	return string(u), ok
 }
 
 // stateKey is the key of a crawl state before crawlStateKey (statekeys.go).

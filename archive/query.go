@@ -1,7 +1,6 @@
 package archive
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -103,12 +102,11 @@ func (s *Store) walkHosts(ctx context.Context, r *util.Range, fn func(host, u []
 				return fmt.Errorf("archive urls: %w", err)
 			}
 		}
-		k := it.Key()
-		i := bytes.IndexByte(k, 0)
-		if i < 0 {
+		host, u, valid := splitHostOrdered(it.Key())
+		if !valid {
 			return fmt.Errorf("archive urls: %w: %w", ErrCorrupt, errBadValue)
 		}
-		seek, err := fn(k[1:i], k[i+1:])
+		seek, err := fn(host, u)
 		if err != nil {
 			return err
 		}

@@ -253,9 +253,9 @@ func (s *Store) HasVersion(url string) (bool, error) {
 	return ok, nil
 }
 
-// hasVersionsSteps is how many entries HasVersions steps over to reach
-// the next URL's before it seeks instead.
-const hasVersionsSteps = 8
+// sortedSteps is how many entries readSorted (HasVersions, States)
+// steps over to reach the next key before it seeks instead.
+const sortedSteps = 8
 
 // HasVersions reports, for each of urls (in any order, repeats allowed),
 // whether it has a stored version, as HasVersion does, from one view of
@@ -284,7 +284,7 @@ func (s *Store) HasVersions(urls []string) ([]bool, error) {
 // readSorted calls found(i, value) for each of keys (all under prefix p,
 // in any order) the index holds, in key order, from one iterator over p
 // that steps to the next key when it lies a few entries on
-// (hasVersionsSteps) and seeks otherwise. value is valid only during
+// (sortedSteps) and seeks otherwise. value is valid only during
 // the call.
 func (s *Store) readSorted(p byte, keys [][]byte, found func(i int, value []byte) error) error {
 	order := make([]int, len(keys))
@@ -299,7 +299,7 @@ func (s *Store) readSorted(p byte, keys [][]byte, found func(i int, value []byte
 		// The iterator stands at the first entry at or after the last
 		// key (or is unpositioned): every entry before it is before k
 		// too.
-		for n := 0; n < hasVersionsSteps && it.Valid() && bytes.Compare(it.Key(), k) < 0; n++ {
+		for n := 0; n < sortedSteps && it.Valid() && bytes.Compare(it.Key(), k) < 0; n++ {
 			it.Next()
 		}
 		if !it.Valid() || bytes.Compare(it.Key(), k) < 0 {

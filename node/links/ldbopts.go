@@ -29,9 +29,9 @@ import (
 //     index and filter blocks with its reader, and data blocks are read
 //     when used. Most of a sweep's reads are of new records, which an
 //     index block and a filter answer; a 16 MiB cache held a fraction
-//     of a 1 M node's index and filter blocks (about 25 MB), and a Put
-//     re-read and decoded an index block of 8 MiB of records for many
-//     of its keys (BenchmarkIndexPut at 1 M sources, alternated twice:
+//     of a 1 M node's index and filter blocks (650 MB of tables,
+//     about 12 M keys), and a Put re-read and decoded an index block
+//     of 8 MiB of records for many of its keys (BenchmarkIndexPut at 1 M sources, alternated twice:
 //     12.8 and 13.2 CPU-µs a record on the revisit day against 16.3
 //     and 18.9, day 0 11.8 and 11.9 against 12.1 and 13.3).
 //
