@@ -1,7 +1,6 @@
 package archive
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/herod-archive/herod/internal/binread"
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/sortedread"
 	"github.com/herod-archive/herod/internal/wire"
 )
 
@@ -253,10 +253,6 @@ func (s *Store) HasVersion(url string) (bool, error) {
 	return ok, nil
 }
 
-// sortedSteps is how many entries readSorted (HasVersions, States)
-// steps over to reach the next key before it seeks instead.
-const sortedSteps = 8
-
 // HasVersions reports, for each of urls (in any order, repeats allowed),
 // whether it has a stored version, as HasVersion does, from one view of
 // the index: one iterator reads the URLs' host entries in key order,
@@ -283,35 +279,11 @@ func (s *Store) HasVersions(urls []string) ([]bool, error) {
 
 // readSorted calls found(i, value) for each of keys (all under prefix p,
 // in any order) the index holds, in key order, from one iterator over p
-// that steps to the next key when it lies a few entries on
-// (sortedSteps) and seeks otherwise. value is valid only during
-// the call.
+// (sortedread.Read). value is valid only during the call.
 func (s *Store) readSorted(p byte, keys [][]byte, found func(i int, value []byte) error) error {
-	order := make([]int, len(keys))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
 	it := s.db.NewIterator(&util.Range{Start: []byte{p}, Limit: []byte{p + 1}}, nil)
 	defer it.Release()
-	for _, i := range order {
-		k := keys[i]
-		// The iterator stands at the first entry at or after the last
-		// key (or is unpositioned): every entry before it is before k
-		// too.
-		for n := 0; n < sortedSteps && it.Valid() && bytes.Compare(it.Key(), k) < 0; n++ {
-			it.Next()
-		}
-		if !it.Valid() || bytes.Compare(it.Key(), k) < 0 {
-			it.Seek(k)
-		}
-		if it.Valid() && bytes.Equal(it.Key(), k) {
-			if err := found(i, it.Value()); err != nil {
-				return err
-			}
-		}
-	}
-	return it.Error()
+	return sortedread.Read(it, keys, found)
 }
 
 // States is State for many URLs (in any order) from one view of the

@@ -2,12 +2,13 @@ package crawl
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/opt"
 	"github.com/syndtr/goleveldb/leveldb/util"
+
+	"github.com/herod-archive/herod/internal/sortedread"
 )
 
 // A new day's queue is a fresh keyspace ("p/" + day, queue.go): it is
@@ -287,22 +288,38 @@ func (q *queue) stageUnknown(st *stagedDay, items []stageItem) error {
 }
 
 // unknown returns the items, once each, that are not known or whose known
-// value keep accepts.
+// value keep accepts. Their known values are read in key order through
+// one iterator (sortedread): a chunk of the archive's URLs is a few
+// hosts' URLs, neighbours in the queue database, where a Get each, at a
+// million URLs, searched the tables one by one.
 func (q *queue) unknown(items []stageItem, keep func(stageItem, []byte) bool) ([]stageItem, error) {
-	out := items[:0:0]
 	seen := make(map[string]struct{}, len(items))
+	once := items[:0:0]
+	keys := make([][]byte, 0, len(items))
 	for _, it := range items {
 		if _, dup := seen[it.url]; dup {
 			continue
 		}
 		seen[it.url] = struct{}{}
-		v, err := q.db.Get([]byte(prefixURL+it.url), nil)
-		switch {
-		case errors.Is(err, leveldb.ErrNotFound):
-			out = append(out, it)
-		case err != nil:
-			return nil, fmt.Errorf("crawl queue new day: %w", err)
-		case keep(it, v):
+		once = append(once, it)
+		keys = append(keys, []byte(prefixURL+it.url))
+	}
+	take := make([]bool, len(once))
+	for i := range take {
+		take[i] = true // not known
+	}
+	iter := q.db.NewIterator(util.BytesPrefix([]byte(prefixURL)), nil)
+	err := sortedread.Read(iter, keys, func(i int, v []byte) error {
+		take[i] = keep(once[i], v)
+		return nil
+	})
+	iter.Release()
+	if err != nil {
+		return nil, fmt.Errorf("crawl queue new day: %w", err)
+	}
+	out := once[:0]
+	for i, it := range once {
+		if take[i] {
 			out = append(out, it)
 		}
 	}
