@@ -1,6 +1,9 @@
 package search
 
 import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -122,4 +125,64 @@ func FuzzDecodeBlock(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkAppendPostingSet encodes an add as the search service sends
+// one to a term's holder: the postings of 40 versions of 300 terms each,
+// sorted by URL key (deliver), each version's terms in the indexer's
+// order.
+//
+//	go test ./search -run '^$' -bench AppendPostingSet -cpu 1
+func BenchmarkAppendPostingSet(b *testing.B) {
+	var ps []Posting
+	for v := range 40 {
+		u := fmt.Sprintf("http://h%d.example/page/%d", v%7, v)
+		for t := range 300 {
+			ps = append(ps, Posting{Term: fmt.Sprintf("term%d", (t*7919+v*31)%5000), Key: id.OfString(u), URL: u,
+				From: 1700000000000 + int64(v), To: Open, TF: uint32(1 + t%5), DocLen: 900})
+		}
+	}
+	slices.SortStableFunc(ps, func(a, b Posting) int { return a.Key.Cmp(b.Key) })
+	b.ReportAllocs()
+	for b.Loop() {
+		AppendPostingSet(nil, ps)
+	}
+}
+
+// TestPostingSetAnyOrder encodes random sets — versions told with other
+// ends, postings repeated — in shuffled orders: each decodes to the set,
+// and every order encodes to the same bytes.
+func TestPostingSetAnyOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for round := range 100 {
+		var ps []Posting
+		for range 1 + rng.IntN(200) {
+			u := fmt.Sprintf("http://h%d.example/%d", rng.IntN(3), rng.IntN(6))
+			to := Open
+			if rng.IntN(3) == 0 {
+				to = 1700000000900
+			}
+			p := Posting{Term: fmt.Sprintf("t%d", rng.IntN(20)), Key: id.OfString(u), URL: u,
+				From: 1700000000000 + int64(rng.IntN(2)), To: to, TF: uint32(1 + rng.IntN(3)), DocLen: 50}
+			if p.TF > 1 && rng.IntN(2) == 0 {
+				p.TitleTF = 1
+			}
+			ps = append(ps, p)
+			if rng.IntN(8) == 0 {
+				ps = append(ps, p) // the same posting twice
+			}
+		}
+		enc := AppendPostingSet(nil, ps)
+		got, err := DecodePostingSet(enc, len(ps))
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if !sameSet(got, ps) {
+			t.Fatalf("round %d: decoded %d postings, not the %d sent", round, len(got), len(ps))
+		}
+		rng.Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
+		if again := AppendPostingSet(nil, ps); !bytes.Equal(again, enc) {
+			t.Fatalf("round %d: another order encodes to other bytes", round)
+		}
+	}
 }

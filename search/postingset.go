@@ -42,29 +42,57 @@ func compareSetVersion(a, b setVersion) int {
 }
 
 // AppendPostingSet appends the compact form of ps (any order; the
-// decoder returns them by term, then by URL and time).
+// decoder returns them by term, then by URL and time, and postings of one
+// term and version by frequencies).
 func AppendPostingSet(b []byte, ps []Posting) []byte {
-	vs := make([]setVersion, 0, len(ps)/32+1)
-	for _, p := range ps {
-		vs = append(vs, setVersion{p.URL, p.Key, p.From, p.To, p.DocLen})
+	// Number the versions as they come: the indexer's postings come a
+	// version at a time, so a posting whose version is the one before's
+	// takes its number, and a map numbers the others. Then only the
+	// distinct versions are sorted (a sort of one entry a posting and a
+	// search each were most of an add's encoding).
+	num := make([]int32, len(ps))
+	var vs []setVersion
+	seen := make(map[setVersion]int32)
+	for i, p := range ps {
+		v := setVersion{p.URL, p.Key, p.From, p.To, p.DocLen}
+		if i > 0 && v == vs[num[i-1]] {
+			num[i] = num[i-1]
+			continue
+		}
+		n, ok := seen[v]
+		if !ok {
+			n = int32(len(vs))
+			vs = append(vs, v)
+			seen[v] = n
+		}
+		num[i] = n
 	}
-	slices.SortFunc(vs, compareSetVersion)
-	vs = slices.Compact(vs)
+	order := make([]int32, len(vs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(x, y int32) int { return compareSetVersion(vs[x], vs[y]) })
+	rank := make([]int32, len(vs))
+	for r, n := range order {
+		rank[n] = int32(r)
+	}
 	type ref struct {
 		term string
-		vi   int
+		vi   int32 // rank among the versions
 		tf   uint32
 		ttf  uint32
 	}
 	refs := make([]ref, len(ps))
 	for i, p := range ps {
-		vi, _ := slices.BinarySearchFunc(vs, setVersion{p.URL, p.Key, p.From, p.To, p.DocLen}, compareSetVersion)
-		refs[i] = ref{p.Term, vi, p.TF, p.TitleTF}
+		refs[i] = ref{p.Term, rank[num[i]], p.TF, p.TitleTF}
 	}
-	slices.SortStableFunc(refs, func(a, b ref) int { return cmp.Or(strings.Compare(a.term, b.term), cmp.Compare(a.vi, b.vi)) })
+	slices.SortFunc(refs, func(x, y ref) int {
+		return cmp.Or(strings.Compare(x.term, y.term), cmp.Compare(x.vi, y.vi), cmp.Compare(x.tf, y.tf), cmp.Compare(x.ttf, y.ttf))
+	})
 	b = append(b, setFormat)
 	b = binary.AppendUvarint(b, uint64(len(vs)))
-	for _, v := range vs {
+	for _, n := range order {
+		v := vs[n]
 		b = binary.AppendUvarint(b, uint64(len(v.url)))
 		b = append(b, v.url...)
 		b = append(b, v.key[:]...)
@@ -87,7 +115,7 @@ func AppendPostingSet(b []byte, ps []Posting) []byte {
 		b = binary.AppendUvarint(b, uint64(len(refs[i].term)))
 		b = append(b, refs[i].term...)
 		b = binary.AppendUvarint(b, uint64(j-i))
-		prev := 0
+		prev := int32(0)
 		for _, r := range refs[i:j] {
 			b = binary.AppendUvarint(b, uint64(r.vi-prev))
 			prev = r.vi
