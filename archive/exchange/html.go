@@ -109,9 +109,19 @@ func links(base *url.URL, payload []byte) []string {
 	return slices.Compact(out)
 }
 
-// collapse trims s and replaces each run of white space with one space.
+// collapse trims s and replaces each run of white space with one space,
+// into one buffer: strings.Fields' slice of every word of a page's text
+// was a tenth of what a revisit day allocated at a million URLs.
 func collapse(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
+	var b strings.Builder
+	b.Grow(len(s))
+	for w := range strings.FieldsSeq(s) {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(w)
+	}
+	s = b.String()
 	if len(s) > maxText {
 		s = strings.ToValidUTF8(s[:maxText], "")
 	}

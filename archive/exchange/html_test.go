@@ -2,6 +2,7 @@ package exchange
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -23,5 +24,19 @@ func TestParseHTMLLinksFromTable(t *testing.T) {
 	}
 	if got := ParseHTML("http://a.example/x/y.html", []byte(page)).Links; !slices.Equal(got, want) {
 		t.Errorf("links\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestCollapse checks collapse against strings.Fields joined by spaces,
+// on white space of every kind, invalid UTF-8 and empty input.
+func TestCollapse(t *testing.T) {
+	for _, s := range []string{"", " ", "a", "  a  b\t\tc\n", "\u00a0x\u2003y\u3000", "é \xff\xfe z", strings.Repeat("w ", 100)} {
+		if got, want := collapse(s), strings.Join(strings.Fields(s), " "); got != want {
+			t.Errorf("collapse(%q) = %q, want %q", s, got, want)
+		}
+	}
+	long := strings.Repeat("word ", maxText/5+10)
+	if got := collapse(long); len(got) != maxText || got != strings.Join(strings.Fields(long), " ")[:maxText] {
+		t.Errorf("collapse of %d bytes: %d bytes, want the first %d", len(long), len(got), maxText)
 	}
 }
