@@ -141,6 +141,13 @@ func (ix *Indexer) collectURLs(ctx context.Context, urls []string, want func(i i
 	wg.Wait()
 	var total IndexStats
 	errs := make([]error, len(urls))
+	var nps, nrows, nends int
+	for _, r := range res {
+		nps, nrows, nends = nps+len(r.b.ps), nrows+len(r.b.rows), nends+len(r.b.ends)
+	}
+	b.ps = slices.Grow(b.ps, nps)
+	b.rows = slices.Grow(b.rows, nrows)
+	b.ends = slices.Grow(b.ends, nends)
 	for i, r := range res {
 		if r.err != nil {
 			errs[i] = r.err
@@ -417,7 +424,11 @@ func (ix *Indexer) indexVersion(ctx context.Context, v archive.Version, from, to
 	}
 	st.Versions++
 	st.Postings += len(vp)
-	b.ps = append(b.ps, vp...)
+	if b.ps == nil {
+		b.ps = vp // this call's own: no copy
+	} else {
+		b.ps = append(b.ps, vp...)
+	}
 	b.rows = append(b.rows, DocRow{Key: v.Key, URL: v.URL, From: from, To: to, DocLen: vp[0].DocLen})
 	return st, nil
 }

@@ -159,43 +159,35 @@ func (sv *Service) owner(ctx context.Context, key id.ID) (ring.Node, error) {
 // lookup for each run of keys one virtual server owns, one message for
 // each real node. It fails when a posting reached none of its holders.
 func (sv *Service) Add(ctx context.Context, ps []fts.Posting) error {
-	type keyed struct {
-		key id.ID
-		p   fts.Posting
-	}
-	ks := make([]keyed, len(ps))
+	// Sorted by key through an order of indices: the postings are
+	// copied once, into sorted.
+	keys := make([]id.ID, len(ps))
+	order := make([]int32, len(ps))
 	for i, p := range ps {
-		ks[i] = keyed{fts.TermKey(p.Term), p}
+		keys[i], order[i] = fts.TermKey(p.Term), int32(i)
 	}
-	slices.SortFunc(ks, func(a, b keyed) int { return a.key.Cmp(b.key) })
+	slices.SortFunc(order, func(a, b int32) int { return keys[a].Cmp(keys[b]) })
+	sorted := make([]fts.Posting, len(ps))
+	ks := make([]id.ID, len(ps))
+	for i, j := range order {
+		sorted[i], ks[i] = ps[j], keys[j]
+	}
 	// Each run of keys with its holders.
-	type run struct {
-		hs []ring.Contact
-		ps []fts.Posting
-	}
-	var runs []*run
+	var runs []postingRun
 	for i := 0; i < len(ks); {
-		o, err := sv.owner(ctx, ks[i].key)
+		o, err := sv.owner(ctx, ks[i])
 		if err != nil {
 			return err
 		}
-		r := &run{hs: sv.holders(ctx, o)}
-		first := ks[i].key
-		for i < len(ks) && (ks[i].key == first || id.InHalfOpen(ks[i].key, first, o.ID)) {
-			r.ps = append(r.ps, ks[i].p)
+		r := postingRun{hs: sv.holders(ctx, o), lo: i}
+		first := ks[i]
+		for i < len(ks) && (ks[i] == first || id.InHalfOpen(ks[i], first, o.ID)) {
 			i++
 		}
+		r.hi = i
 		runs = append(runs, r)
 	}
-	// One message a real node.
-	byPeer := map[string][]fts.Posting{}
-	contacts := map[string]ring.Contact{}
-	for _, r := range runs {
-		for _, h := range r.hs {
-			byPeer[h.Peer] = append(byPeer[h.Peer], r.ps...)
-			contacts[h.Peer] = h
-		}
-	}
+	byPeer, contacts := postingsByPeer(sorted, runs)
 	ok := map[string]bool{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -215,10 +207,57 @@ func (sv *Service) Add(ctx context.Context, ps []fts.Posting) error {
 	wg.Wait()
 	for _, r := range runs {
 		if !slices.ContainsFunc(r.hs, func(h ring.Contact) bool { return ok[h.Peer] }) {
-			return fmt.Errorf("search: %d postings reached none of their %d holders", len(r.ps), len(r.hs))
+			return fmt.Errorf("search: %d postings reached none of their %d holders", r.hi-r.lo, len(r.hs))
 		}
 	}
 	return nil
+}
+
+// postingRun is a run of an Add's postings, sorted[lo:hi], whose keys
+// one virtual server owns, with that server's holders.
+type postingRun struct {
+	hs     []ring.Contact
+	lo, hi int
+}
+
+// postingsByPeer returns the postings of sorted each real node holds
+// (one message a node) and the nodes' contacts: a node's runs in key
+// order, merged where they are adjacent. A node whose runs make one span
+// of sorted (one that holds every run, as a node alone does) gets that
+// part of sorted itself, its capacity cut at its end; others a copy of
+// their runs. The slices are for reading only.
+func postingsByPeer(sorted []fts.Posting, runs []postingRun) (map[string][]fts.Posting, map[string]ring.Contact) {
+	type span struct{ lo, hi int }
+	spans := map[string][]span{}
+	contacts := map[string]ring.Contact{}
+	for _, r := range runs {
+		for _, h := range r.hs {
+			contacts[h.Peer] = h
+			ss := spans[h.Peer]
+			if n := len(ss); n > 0 && ss[n-1].hi == r.lo {
+				ss[n-1].hi = r.hi
+				continue
+			}
+			spans[h.Peer] = append(ss, span{r.lo, r.hi})
+		}
+	}
+	byPeer := make(map[string][]fts.Posting, len(spans))
+	for peer, ss := range spans {
+		if len(ss) == 1 {
+			byPeer[peer] = sorted[ss[0].lo:ss[0].hi:ss[0].hi]
+			continue
+		}
+		n := 0
+		for _, sp := range ss {
+			n += sp.hi - sp.lo
+		}
+		pps := make([]fts.Posting, 0, n)
+		for _, sp := range ss {
+			pps = append(pps, sorted[sp.lo:sp.hi]...)
+		}
+		byPeer[peer] = pps
+	}
+	return byPeer, contacts
 }
 
 // deliver hands postings to one real node, in messages of at most
