@@ -38,58 +38,93 @@ func IsHTML(mediaType string) bool {
 // <base href>; those that are not http(s) or do not canonicalize are
 // left out.
 func ParseHTML(pageURL string, payload []byte) Page {
-	var p Page
+	return parseHTML(pageURL, payload, webrefs.ReadsTokens(payload))
+}
+
+// parseHTML is ParseHTML, reading a document that webrefs reads as
+// tokens once (oneWalk: its references and its text from one Walker),
+// any other twice (webrefs.HTML's tree, then the text's tokens).
+func parseHTML(pageURL string, payload []byte, oneWalk bool) Page {
 	base, err := canon.Parse(pageURL)
 	if err != nil {
 		base = &url.URL{}
 	}
-	p.Links = links(base, payload)
-	z := xhtml.NewTokenizer(bytes.NewReader(payload))
-	var text strings.Builder
-	var title strings.Builder
-	skip, inTitle := 0, false
-	for {
-		tt := z.Next()
-		switch tt {
-		case xhtml.ErrorToken:
-			p.Title = collapse(title.String())
-			p.Text = collapse(text.String())
-			return p
-		case xhtml.TextToken:
-			switch {
-			case inTitle:
-				title.Write(z.Text())
-			case skip == 0 && text.Len() < maxText:
-				text.Write(z.Text())
-				text.WriteByte(' ')
+	var tx pageText
+	if !oneWalk {
+		refs, href, ok := webrefs.HTML(payload, base.Host)
+		z := xhtml.NewTokenizer(bytes.NewReader(payload))
+		for {
+			tt := z.Next()
+			if tt == xhtml.ErrorToken {
+				break
 			}
-		case xhtml.StartTagToken, xhtml.SelfClosingTagToken, xhtml.EndTagToken:
-			name, _ := z.TagName()
-			tag := string(name)
-			if tt == xhtml.EndTagToken {
-				if skipText[tag] && skip > 0 {
-					skip--
-				}
-				if tag == "title" {
-					inTitle = false
-				}
-				continue
+			var tag string
+			if tt == xhtml.StartTagToken || tt == xhtml.SelfClosingTagToken || tt == xhtml.EndTagToken {
+				name, _ := z.TagName()
+				tag = string(name)
 			}
-			if skipText[tag] && tt == xhtml.StartTagToken {
-				skip++
+			tx.token(tt, tag, z.Text)
+		}
+		return tx.page(links(base, refs, href, ok))
+	}
+	w := webrefs.NewWalker(payload)
+	tr := webrefs.TokenRefs{Host: base.Host}
+	for w.Next() {
+		tr.Add(w) // before Text rewrites the token's bytes
+		tx.token(w.Type(), w.Tag(), w.Text)
+	}
+	return tx.page(links(base, tr.Refs, tr.Base, tr.HasBase))
+}
+
+// pageText gathers a page's title and the text a reader sees from its
+// tokens.
+type pageText struct {
+	text, title strings.Builder
+	skip        int
+	inTitle     bool
+}
+
+// token takes a token of type tt: tag is a tag's lower-case name, text
+// returns a text token's decoded text.
+func (p *pageText) token(tt xhtml.TokenType, tag string, text func() []byte) {
+	switch tt {
+	case xhtml.TextToken:
+		switch {
+		case p.inTitle:
+			p.title.Write(text())
+		case p.skip == 0 && p.text.Len() < maxText:
+			p.text.Write(text())
+			p.text.WriteByte(' ')
+		}
+	case xhtml.StartTagToken, xhtml.SelfClosingTagToken, xhtml.EndTagToken:
+		if tt == xhtml.EndTagToken {
+			if skipText[tag] && p.skip > 0 {
+				p.skip--
 			}
-			if tag == "title" && tt == xhtml.StartTagToken {
-				inTitle = true
+			if tag == "title" {
+				p.inTitle = false
 			}
+			return
+		}
+		if skipText[tag] && tt == xhtml.StartTagToken {
+			p.skip++
+		}
+		if tag == "title" && tt == xhtml.StartTagToken {
+			p.inTitle = true
 		}
 	}
 }
 
-// links returns the canonical http(s) URLs of the references of an HTML
-// payload served at base, sorted, without duplicates.
-func links(base *url.URL, payload []byte) []string {
-	refs, href, ok := webrefs.HTML(payload, base.Host)
-	if ok {
+// page returns the Page of the tokens taken, with links.
+func (p *pageText) page(links []string) Page {
+	return Page{Title: collapse(p.title.String()), Text: collapse(p.text.String()), Links: links}
+}
+
+// links returns the canonical http(s) URLs of an HTML payload's
+// references (webrefs.HTML's: refs, and the href of its first <base>
+// if hasBase), served at base, sorted, without duplicates.
+func links(base *url.URL, refs []webrefs.Ref, href string, hasBase bool) []string {
+	if hasBase {
 		if b, _, err := canon.ResolveURL(base, strings.TrimSpace(href)); err == nil {
 			base = b
 		}

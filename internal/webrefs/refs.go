@@ -32,32 +32,54 @@ type Ref struct {
 // tokens mean (integration points, breakout tags, CDATA, markup in
 // <style>). HTML never panics, whatever the input.
 func HTML(doc []byte, host string) (refs []Ref, base string, hasBase bool) {
-	if canon.MayHaveTag(doc, "svg", "math") {
+	if !ReadsTokens(doc) {
 		return treeRefs(doc, host)
 	}
 	return tokenRefs(doc, host)
 }
 
+// ReadsTokens reports whether HTML reads doc as tokens (a Walker whose
+// tokens a TokenRefs takes), not as a tree: true unless doc may have
+// SVG or MathML content (canon.MayHaveTag).
+func ReadsTokens(doc []byte) bool { return !canon.MayHaveTag(doc, "svg", "math") }
+
 // tokenRefs is HTML for a document read as tokens.
 func tokenRefs(doc []byte, host string) (refs []Ref, base string, hasBase bool) {
 	w := NewWalker(doc)
+	tr := TokenRefs{Host: host}
 	for w.Next() {
-		switch w.Type() {
-		case xhtml.TextToken:
-			switch {
-			case w.TextIn() == "style":
-				refs = CSSRefs(w.Raw(), refs)
-			case w.TextIn() == "script" && w.Templates() == 0:
-				refs = JSRefs(w.Raw(), host, true, refs)
-			}
-		case xhtml.StartTagToken, xhtml.SelfClosingTagToken:
-			refs = tagRefs(w.Tag(), walkerAttrs(w), w.Attr, refs)
-			if w.Tag() == "base" && !hasBase && w.Templates() == 0 {
-				base, hasBase = w.Attr("href")
-			}
+		tr.Add(w)
+	}
+	return tr.Refs, tr.Base, tr.HasBase
+}
+
+// TokenRefs collects what HTML returns of a document it reads as tokens
+// (ReadsTokens), from the tokens of a Walker over it, so that a caller
+// that reads the tokens for more than references walks the document
+// once: Add each token, in order, before Text reads it.
+type TokenRefs struct {
+	Host    string // the document's, with port (JSRefs)
+	Refs    []Ref  // in document order
+	Base    string // the href of the first <base> outside a template
+	HasBase bool
+}
+
+// Add takes the references of the Walker's current token.
+func (tr *TokenRefs) Add(w *Walker) {
+	switch w.Type() {
+	case xhtml.TextToken:
+		switch {
+		case w.TextIn() == "style":
+			tr.Refs = CSSRefs(w.Raw(), tr.Refs)
+		case w.TextIn() == "script" && w.Templates() == 0:
+			tr.Refs = JSRefs(w.Raw(), tr.Host, true, tr.Refs)
+		}
+	case xhtml.StartTagToken, xhtml.SelfClosingTagToken:
+		tr.Refs = tagRefs(w.Tag(), walkerAttrs(w), w.Attr, tr.Refs)
+		if w.Tag() == "base" && !tr.HasBase && w.Templates() == 0 {
+			tr.Base, tr.HasBase = w.Attr("href")
 		}
 	}
-	return refs, base, hasBase
 }
 
 // tagRefs appends the references of the start tag of element tag to

@@ -94,8 +94,19 @@ var rawText = map[string]bool{
 func (w *Walker) Type() xhtml.TokenType { return w.tt }
 
 // Raw returns the bytes of the current token, valid until the next call
-// of Next.
+// of Next or of Text.
 func (w *Walker) Raw() []byte { return w.raw }
+
+// Text returns the text of the current text token as the tokenizer
+// decodes it (golang.org/x/net/html's Text: newlines normalized, and
+// character references decoded except in raw text), valid until the next
+// call of Next. It rewrites the bytes Raw returned: read those first.
+func (w *Walker) Text() []byte {
+	if w.tt != xhtml.TextToken {
+		return nil
+	}
+	return w.z.Text()
+}
 
 // Offset returns the offset of the current token in the document.
 func (w *Walker) Offset() int { return w.off }
