@@ -45,6 +45,20 @@ func ExtractRequisites(base *url.URL, contentType string, body []byte) (links, r
 	return extractLinks(base, contentType, body, nil, nil)
 }
 
+// RequisitesOfRefs is ExtractRequisites of an HTML document fetched
+// from base whose references a caller found itself, walking the
+// document for more (webrefs.HTML's results, or a webrefs.TokenRefs'):
+// refs, and the href of its first <base> if hasBase.
+func RequisitesOfRefs(base *url.URL, refs []webrefs.Ref, href string, hasBase bool) (links, reqs []string) {
+	if base == nil {
+		return nil, nil
+	}
+	if hasBase {
+		base = resolveBase(base, href)
+	}
+	return splitRefs(base, refs, nil, nil)
+}
+
 // extractLinks is ExtractRequisites keeping only the links keep and the
 // requisites keepReq admit (nil: every one). Each gets the URL both parsed
 // and in canonical form and returns the form to keep.

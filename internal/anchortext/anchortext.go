@@ -29,74 +29,113 @@ const maxAnchorScan = 4 * MaxLen
 // browser. Links that do not resolve to an http(s) URL are skipped.
 // Of never panics, whatever the input.
 func Of(base *url.URL, body []byte) map[string]string {
-	out := map[string]string{}
-	if base == nil {
-		return out
-	}
+	c := NewCollector(base)
 	z := html.NewTokenizer(bytes.NewReader(body))
-	baseSet := false
-	var open string // canonical URL of the <a> being read, "" outside one
-	var text strings.Builder
-	closeA := func() {
-		if open != "" && out[open] == "" {
-			out[open] = Normalize(text.String())
-		}
-		open = ""
-		text.Reset()
-	}
 	for {
 		tt := z.Next()
-		switch tt {
-		case html.ErrorToken:
-			closeA()
-			return out
-		case html.TextToken:
-			if open != "" && text.Len() < maxAnchorScan {
-				text.Write(z.Text())
-				text.WriteByte(' ')
-			}
-		case html.StartTagToken, html.SelfClosingTagToken:
-			name, hasAttr := z.TagName()
-			attrs := map[string]string{}
-			for hasAttr {
-				var k, v []byte
-				k, v, hasAttr = z.TagAttr()
-				if _, dup := attrs[string(k)]; !dup {
-					attrs[string(k)] = string(v)
-				}
-			}
-			switch atom.Lookup(name) {
-			case atom.Base:
-				if h, ok := attrs["href"]; ok && !baseSet {
-					baseSet = true
-					if b, err := base.Parse(strings.TrimSpace(h)); err == nil {
-						base = b
-					}
-				}
-			case atom.A:
-				closeA() // an <a> inside an <a> ends the first, as in a browser
-				if c, ok := resolve(base, attrs["href"]); ok {
-					open = c
-					if _, seen := out[c]; !seen {
-						out[c] = ""
-					}
-				}
-			case atom.Area:
-				if c, ok := resolve(base, attrs["href"]); ok && out[c] == "" {
-					out[c] = Normalize(attrs["alt"])
-				}
-			case atom.Img:
-				if open != "" && text.Len() < maxAnchorScan {
-					text.WriteString(attrs["alt"])
-					text.WriteByte(' ')
-				}
-			}
-		case html.EndTagToken:
-			if name, _ := z.TagName(); atom.Lookup(name) == atom.A {
-				closeA()
+		if tt == html.ErrorToken {
+			return c.Result()
+		}
+		c.Take(tt, z)
+	}
+}
+
+// Tokens is the current token as a Collector reads it, as
+// golang.org/x/net/html's Tokenizer gives it: a tag's lower-case name
+// and whether it has attributes, its attributes decoded one by one, a
+// text token's decoded text. *html.Tokenizer and webrefs' Walker have
+// it.
+type Tokens interface {
+	TagName() (name []byte, hasAttr bool)
+	TagAttr() (key, val []byte, moreAttr bool)
+	Text() []byte
+}
+
+// A Collector gathers what Of returns from a document's tokens, for a
+// caller that reads the tokens for more than anchor texts: Take each
+// token in order, then Result.
+type Collector struct {
+	base    *url.URL
+	out     map[string]string
+	baseSet bool
+	open    string // canonical URL of the <a> being read, "" outside one
+	text    strings.Builder
+}
+
+// NewCollector returns a Collector for a document fetched from base
+// (nil: it collects nothing).
+func NewCollector(base *url.URL) *Collector {
+	return &Collector{base: base, out: map[string]string{}}
+}
+
+// closeA ends the <a> being read.
+func (c *Collector) closeA() {
+	if c.open != "" && c.out[c.open] == "" {
+		c.out[c.open] = Normalize(c.text.String())
+	}
+	c.open = ""
+	c.text.Reset()
+}
+
+// Take takes the current token, of type tt, from t.
+func (c *Collector) Take(tt html.TokenType, t Tokens) {
+	if c.base == nil {
+		return
+	}
+	switch tt {
+	case html.TextToken:
+		if c.open != "" && c.text.Len() < maxAnchorScan {
+			c.text.Write(t.Text())
+			c.text.WriteByte(' ')
+		}
+	case html.StartTagToken, html.SelfClosingTagToken:
+		name, hasAttr := t.TagName()
+		attrs := map[string]string{}
+		for hasAttr {
+			var k, v []byte
+			k, v, hasAttr = t.TagAttr()
+			if _, dup := attrs[string(k)]; !dup {
+				attrs[string(k)] = string(v)
 			}
 		}
+		switch atom.Lookup(name) {
+		case atom.Base:
+			if h, ok := attrs["href"]; ok && !c.baseSet {
+				c.baseSet = true
+				if b, err := c.base.Parse(strings.TrimSpace(h)); err == nil {
+					c.base = b
+				}
+			}
+		case atom.A:
+			c.closeA() // an <a> inside an <a> ends the first, as in a browser
+			if u, ok := resolve(c.base, attrs["href"]); ok {
+				c.open = u
+				if _, seen := c.out[u]; !seen {
+					c.out[u] = ""
+				}
+			}
+		case atom.Area:
+			if u, ok := resolve(c.base, attrs["href"]); ok && c.out[u] == "" {
+				c.out[u] = Normalize(attrs["alt"])
+			}
+		case atom.Img:
+			if c.open != "" && c.text.Len() < maxAnchorScan {
+				c.text.WriteString(attrs["alt"])
+				c.text.WriteByte(' ')
+			}
+		}
+	case html.EndTagToken:
+		if name, _ := t.TagName(); atom.Lookup(name) == atom.A {
+			c.closeA()
+		}
 	}
+}
+
+// Result returns the anchor texts taken, by canonical URL, ending the
+// <a> still open; the Collector takes no more tokens after it.
+func (c *Collector) Result() map[string]string {
+	c.closeA()
+	return c.out
 }
 
 // resolve returns the canonical http(s) URL href names from base.

@@ -22,6 +22,8 @@ type Walker struct {
 	raw       []byte
 	off, next int
 	tag       string
+	name      []byte // the tokenizer's tag name (TagName)
+	hasAttr   bool
 	attrs     []TagAttr
 	scanned   bool
 	textIn    string // of the current text token
@@ -42,7 +44,7 @@ func (w *Walker) Next() bool {
 	w.raw = w.z.Raw()
 	w.off = w.next
 	w.next += len(w.raw)
-	w.tag, w.attrs, w.scanned = "", w.attrs[:0], false
+	w.tag, w.name, w.hasAttr, w.attrs, w.scanned = "", nil, false, w.attrs[:0], false
 	in := w.nextIn
 	w.textIn, w.nextIn = "", ""
 	switch w.tt {
@@ -51,8 +53,8 @@ func (w *Walker) Next() bool {
 	case xhtml.TextToken:
 		w.textIn = in
 	case xhtml.StartTagToken, xhtml.SelfClosingTagToken:
-		name, _ := w.z.TagName()
-		w.tag = string(name)
+		w.name, w.hasAttr = w.z.TagName()
+		w.tag = string(w.name)
 		switch w.tag {
 		case "image":
 			w.tag = "img" // as the tree builder renames it
@@ -74,8 +76,8 @@ func (w *Walker) Next() bool {
 			}
 		}
 	case xhtml.EndTagToken:
-		name, _ := w.z.TagName()
-		w.tag = string(name)
+		w.name, _ = w.z.TagName()
+		w.tag = string(w.name)
 		if w.tag == "template" && w.templates > 0 {
 			w.templates--
 		}
@@ -107,6 +109,18 @@ func (w *Walker) Text() []byte {
 	}
 	return w.z.Text()
 }
+
+// TagName returns the current tag's name as the tokenizer gives it
+// (lower case; an <image> is "image" here, an "img" for Tag) and
+// whether it has attributes, valid until the next call of Next:
+// golang.org/x/net/html's TagName, for a reader of the tokenizer's
+// tokens (anchortext.Tokens).
+func (w *Walker) TagName() (name []byte, hasAttr bool) { return w.name, w.hasAttr }
+
+// TagAttr returns the current start tag's next attribute as the
+// tokenizer decodes it (golang.org/x/net/html's TagAttr: the key lower
+// case, character references decoded) and whether more follow.
+func (w *Walker) TagAttr() (key, val []byte, moreAttr bool) { return w.z.TagAttr() }
 
 // Offset returns the offset of the current token in the document.
 func (w *Walker) Offset() int { return w.off }

@@ -14,7 +14,9 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/crawl"
+	"github.com/herod-archive/herod/internal/anchortext"
 	"github.com/herod-archive/herod/internal/id"
+	"github.com/herod-archive/herod/internal/webrefs"
 )
 
 // Archive is what an Indexer reads of the source pages: their versions,
@@ -308,16 +310,40 @@ func Carried(source string, v archive.Version, c *archive.Capture) (map[string]s
 	if err != nil {
 		return nil, fmt.Errorf("links read %s: %w", source, err)
 	}
-	ls, _ := crawl.ExtractRequisites(base, v.ContentType, c.Body)
+	ls, anchors := carried(base, v.ContentType, c.Body, webrefs.ReadsTokens(c.Body))
 	if len(ls) == 0 {
 		return nil, nil
 	}
-	anchors := Anchors(base, c.Body)
 	out := make(map[string]string, len(ls))
 	for _, l := range ls {
 		out[l] = anchors[l]
 	}
 	return out, nil
+}
+
+// carried returns the links an HTML body fetched from base carries
+// (crawl.ExtractRequisites') and the anchor texts of its links
+// (Anchors), reading a body webrefs reads as tokens once (oneWalk: one
+// Walker's tokens to a webrefs.TokenRefs and an anchortext.Collector),
+// any other twice (the second walk, for the anchors, only when there are
+// links).
+func carried(base *url.URL, ctype string, body []byte, oneWalk bool) ([]string, map[string]string) {
+	if !oneWalk {
+		ls, _ := crawl.ExtractRequisites(base, ctype, body)
+		if len(ls) == 0 {
+			return nil, nil
+		}
+		return ls, Anchors(base, body)
+	}
+	w := webrefs.NewWalker(body)
+	tr := webrefs.TokenRefs{Host: base.Host}
+	ac := anchortext.NewCollector(base)
+	for w.Next() {
+		tr.Add(w) // before the collector's Text rewrites a text token's bytes
+		ac.Take(w.Type(), w)
+	}
+	ls, _ := crawl.RequisitesOfRefs(base, tr.Refs, tr.Base, tr.HasBase)
+	return ls, ac.Result()
 }
 
 func isHTML(ctype string) bool {
