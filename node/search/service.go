@@ -168,20 +168,20 @@ func (sv *Service) Add(ctx context.Context, ps []fts.Posting) error {
 	}
 	slices.SortFunc(order, func(a, b int32) int { return keys[a].Cmp(keys[b]) })
 	sorted := make([]fts.Posting, len(ps))
-	ks := make([]id.ID, len(ps))
 	for i, j := range order {
-		sorted[i], ks[i] = ps[j], keys[j]
+		sorted[i] = ps[j]
 	}
+	key := func(i int) id.ID { return keys[order[i]] } // of sorted[i]
 	// Each run of keys with its holders.
 	var runs []postingRun
-	for i := 0; i < len(ks); {
-		o, err := sv.owner(ctx, ks[i])
+	for i := 0; i < len(sorted); {
+		o, err := sv.owner(ctx, key(i))
 		if err != nil {
 			return err
 		}
 		r := postingRun{hs: sv.holders(ctx, o), lo: i}
-		first := ks[i]
-		for i < len(ks) && (ks[i] == first || id.InHalfOpen(ks[i], first, o.ID)) {
+		first := key(i)
+		for i < len(sorted) && (key(i) == first || id.InHalfOpen(key(i), first, o.ID)) {
 			i++
 		}
 		r.hi = i
