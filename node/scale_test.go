@@ -118,6 +118,13 @@ type scaleRow struct {
 	// day and its level sizes at the day's end (scaledb_test.go; also
 	// in scale-<urls>x<days>-dbs.csv).
 	DBs []scaleDB `json:"dbs,omitempty"`
+	// The Go collector over the day (runtime/metrics): cycles, the
+	// runtime's estimate of its CPU (/cpu/classes/gc/total: mark
+	// workers, assists and pauses, not sweeping; an overestimate by its
+	// own account) and the bytes allocated per request answered.
+	GCCycles   uint64  `json:"gcCycles"`
+	GCCPUS     float64 `json:"gcCpuS"`
+	AllocKBPer float64 `json:"allocKBPerRequest"`
 }
 
 func TestScale(t *testing.T) {
@@ -187,6 +194,7 @@ func TestScale(t *testing.T) {
 		probe.pause(false)
 		stopProfile := startCPUProfile(t, out, name, d)
 		cpu0, start, repl0, dbs0 := processCPU(), time.Now(), replTraffic(lr), ringDBCounters(lr, marks)
+		gc0 := readGCCounters()
 		dropped0 := searchDropped(lr)
 		var roll time.Duration
 		if d == 0 {
@@ -242,6 +250,7 @@ func TestScale(t *testing.T) {
 			rounds, inSync = replicateDay(ctx, t, lr)
 		}
 		wall, cpu := time.Since(start), processCPU()-cpu0
+		gc := readGCCounters().since(gc0)
 		dbs := dbDay(dbs0, ringDBCounters(lr, marks))
 		stopProfile()
 		ws, err = web.stats()
@@ -267,6 +276,7 @@ func TestScale(t *testing.T) {
 			CPUPer1000: 1000 * cpu.Seconds() / float64(max(cs.FetchedToday, 1)),
 			PagesPerS:  float64(cs.FetchedToday) / wall.Seconds(),
 			RSSPeakMB:  float64(peakRSS()) / (1 << 20), HeapPeakMB: float64(peaks.heap) / (1 << 20),
+			GCCycles: gc.cycles, GCCPUS: gc.cpuS, AllocKBPer: float64(gc.allocs) / 1024 / float64(max(cs.FetchedToday, 1)),
 			Goroutines: peaks.goroutines, OpenFiles: peaks.fds,
 			DiskMB: float64(disk) / (1 << 20), DiskAddedMB: float64(disk-disk0) / (1 << 20),
 			IndexMB: float64(index) / (1 << 20), IndexBytesPerVersion: float64(index) / float64(max(versions, 1)),
@@ -296,6 +306,8 @@ func TestScale(t *testing.T) {
 			row.Goroutines, row.OpenFiles, row.DiskAddedMB, row.IndexBytesPerVersion, row.RolloverS, row.SwitchMS, row.IntakeStallMS, row.RollStallMS, row.LoopStallMS, row.Queued, row.Known, row.Mine,
 			row.ReplayP50MS, row.ReplayP99MS, row.ReplayOK, row.CDXMS, row.CDXRows, row.SearchTailS, row.SearchDropped, row.SweepS, cs.ErrorsByKind)
 		t.Logf("scale: day %d: databases: %s", d, dbLine(row.DBs))
+		t.Logf("scale: day %d: gc %d cycles, %.1f cpu-s (%.3f a 1,000 requests), %.1f KiB allocated a request",
+			d, row.GCCycles, row.GCCPUS, 1000*row.GCCPUS/float64(max(row.Fetched, 1)), row.AllocKBPer)
 		if nodes > 1 {
 			t.Logf("scale: day %d: %d nodes hold %d versions (%d distinct, %d copies missing), replication %.1f MiB, %d rounds to sync, in sync %.0f bytes a pair",
 				d, nodes, row.Held, row.Versions, row.CopiesMissing, row.ReplMB, row.ReplRounds, row.InSyncPerPair)
@@ -703,6 +715,27 @@ func (w *scaleWeb) replay(t *testing.T, nd *Node, urls, day int) replayStats {
 		t.Errorf("cdx: %s", resp.Status)
 	}
 	return st
+}
+
+// gcCounters are the Go collector's cumulative counters (runtime/metrics).
+type gcCounters struct {
+	cycles uint64
+	cpuS   float64
+	allocs uint64
+}
+
+func readGCCounters() gcCounters {
+	s := []metrics.Sample{
+		{Name: "/gc/cycles/total:gc-cycles"},
+		{Name: "/cpu/classes/gc/total:cpu-seconds"},
+		{Name: "/gc/heap/allocs:bytes"},
+	}
+	metrics.Read(s)
+	return gcCounters{s[0].Value.Uint64(), s[1].Value.Float64(), s[2].Value.Uint64()}
+}
+
+func (c gcCounters) since(o gcCounters) gcCounters {
+	return gcCounters{c.cycles - o.cycles, c.cpuS - o.cpuS, c.allocs - o.allocs}
 }
 
 // scaleSampler samples the Go heap and goroutines every 100 ms and the
