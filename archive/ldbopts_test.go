@@ -137,6 +137,56 @@ func TestMemtableGrowsAsItFills(t *testing.T) {
 	}
 }
 
+// TestFlushedMemtableNotKept guards another change of herod's goleveldb
+// (internal/goleveldb/HEROD.md): a memtable that was flushed is left to
+// the garbage collector instead of being kept, at the size its buffers
+// reached, for the next one. A database that has flushed two memtables
+// and holds a tenth of its write buffer in the third holds about that
+// much memtable, not a whole write buffer (the reused memtable) and a
+// second (the one kept after it) beside it.
+func TestFlushedMemtableNotKept(t *testing.T) {
+	const wb = 16 << 20
+	db, err := leveldb.OpenFile(t.TempDir(), &opt.Options{WriteBuffer: wb, DisableSeeksCompaction: true, DisableBlockCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	live := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	base := live()
+	val := bytes.Repeat([]byte("v"), 200)
+	put := func(from, n int) {
+		for i := from; i < from+n; i++ {
+			if err := db.Put(binary.BigEndian.AppendUint64([]byte("key"), uint64(i)), val, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	entries := wb / (len(val) + 11 + 8) // key, value and goleveldb's internal key trailer
+	put(0, 2*entries+entries/10)
+	var st leveldb.DBStats
+	for deadline := time.Now().Add(time.Minute); ; {
+		if err := db.Stats(&st); err != nil {
+			t.Fatal(err)
+		}
+		if st.MemComp >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d memtables flushed after a minute, want 2", st.MemComp)
+		}
+		time.Sleep(10 * time.Millisecond) // polling goleveldb's flush
+	}
+	if got := max(live(), base) - base; got > wb/2 {
+		t.Fatalf("%.1f MiB more heap held after two flushes with %.1f MiB in the memtable, want under %d MiB",
+			float64(got)/(1<<20), float64(entries/10*(len(val)+19))/(1<<20), wb/2>>20)
+	}
+}
+
 // BenchmarkIndexCheckDays writes an index of the store's shape straight
 // into a goleveldb with the index's options (indexOptions) and measures
 // what a revisit day's writes cost it at a size (docs/scale-storage.md):

@@ -50,7 +50,6 @@ type DB struct {
 
 	// MemDB.
 	memMu           sync.RWMutex
-	memPool         chan *memdb.DB
 	mem, frozenMem  *memDB
 	journal         *journal.Writer
 	journalWriter   storage.Writer
@@ -98,8 +97,6 @@ func openDB(s *session) (*DB, error) {
 		s: s,
 		// Initial sequence
 		seq: s.stSeqNum,
-		// MemDB
-		memPool: make(chan *memdb.DB, 1),
 		// Snapshot
 		snapsList: list.New(),
 		// Write
@@ -146,7 +143,6 @@ func openDB(s *session) (*DB, error) {
 
 	// Doesn't need to be included in the wait group.
 	go db.compactionError()
-	go db.mpoolDrain()
 
 	if readOnly {
 		if err := db.SetReadOnly(); err != nil {

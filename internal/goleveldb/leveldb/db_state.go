@@ -9,7 +9,6 @@ package leveldb
 import (
 	"errors"
 	"sync/atomic"
-	"time"
 
 	"github.com/syndtr/goleveldb/leveldb/journal"
 	"github.com/syndtr/goleveldb/leveldb/memdb"
@@ -36,11 +35,13 @@ func (m *memDB) incref() {
 
 func (m *memDB) decref() {
 	if ref := atomic.AddInt32(&m.ref, -1); ref == 0 {
-		// Only put back memdb with std capacity.
-		if m.Capacity() == m.db.s.o.GetWriteBuffer() {
-			m.Reset()
-			m.db.mpoolPut(m.DB)
-		}
+		// herod: a memtable no longer referenced is left to the garbage
+		// collector. Upstream kept the last one (its buffers at the size
+		// they reached, the whole write buffer and its skip list) for the
+		// next memtable, so that a busy database held a spare memtable's
+		// worth of live heap beside the current and the frozen one; the
+		// memtable's buffers now grow as it fills (memdb.New), and a
+		// fresh one costs a few doublings of its buffer a flush.
 		m.db = nil
 		m.DB = nil
 	} else if ref < 0 {
@@ -71,49 +72,12 @@ func (db *DB) sampleSeek(ikey internalKey) {
 	v.release()
 }
 
-func (db *DB) mpoolPut(mem *memdb.DB) {
-	if !db.isClosed() {
-		select {
-		case db.memPool <- mem:
-		default:
-		}
-	}
-}
-
+// mpoolGet returns a fresh memtable of capacity WriteBuffer, or n when
+// larger (herod: upstream took a pooled one first; see memDB.decref).
 func (db *DB) mpoolGet(n int) *memDB {
-	var mdb *memdb.DB
-	select {
-	case mdb = <-db.memPool:
-	default:
-	}
-	if mdb == nil || mdb.Capacity() < n {
-		mdb = memdb.New(db.s.icmp, maxInt(db.s.o.GetWriteBuffer(), n))
-	}
 	return &memDB{
 		db: db,
-		DB: mdb,
-	}
-}
-
-func (db *DB) mpoolDrain() {
-	ticker := time.NewTicker(30 * time.Second)
-	for {
-		select {
-		case <-ticker.C:
-			select {
-			case <-db.memPool:
-			default:
-			}
-		case <-db.closeC:
-			ticker.Stop()
-			// Make sure the pool is drained.
-			select {
-			case <-db.memPool:
-			case <-time.After(time.Second):
-			}
-			close(db.memPool)
-			return
-		}
+		DB: memdb.New(db.s.icmp, maxInt(db.s.o.GetWriteBuffer(), n)),
 	}
 }
 
