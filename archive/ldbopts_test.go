@@ -181,9 +181,20 @@ func TestFlushedMemtableNotKept(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond) // polling goleveldb's flush
 	}
-	if got := max(live(), base) - base; got > wb/2 {
-		t.Fatalf("%.1f MiB more heap held after two flushes with %.1f MiB in the memtable, want under %d MiB",
-			float64(got)/(1<<20), float64(entries/10*(len(val)+19))/(1<<20), wb/2>>20)
+	// goleveldb counts a flush before it lets go of the frozen memtable,
+	// and a read may hold it a moment longer: the heap is read again
+	// until it falls under the bound, for less than the 30 s after
+	// which upstream emptied its pool of one.
+	var got uint64
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if got = max(live(), base) - base; got <= wb/2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%.1f MiB more heap held 10 s after two flushes with %.1f MiB in the memtable, want under %d MiB",
+				float64(got)/(1<<20), float64(entries/10*(len(val)+19))/(1<<20), wb/2>>20)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the release of the frozen memtable
 	}
 }
 
