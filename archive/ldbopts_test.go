@@ -159,15 +159,12 @@ func TestFlushedMemtableNotKept(t *testing.T) {
 	}
 	base := live()
 	val := bytes.Repeat([]byte("v"), 200)
-	put := func(from, n int) {
-		for i := from; i < from+n; i++ {
-			if err := db.Put(binary.BigEndian.AppendUint64([]byte("key"), uint64(i)), val, nil); err != nil {
-				t.Fatal(err)
-			}
+	entries := wb / (len(val) + 11 + 8) // key, value and goleveldb's internal key trailer
+	for i := range 2*entries + entries/10 {
+		if err := db.Put(binary.BigEndian.AppendUint64([]byte("key"), uint64(i)), val, nil); err != nil {
+			t.Fatal(err)
 		}
 	}
-	entries := wb / (len(val) + 11 + 8) // key, value and goleveldb's internal key trailer
-	put(0, 2*entries+entries/10)
 	var st leveldb.DBStats
 	for deadline := time.Now().Add(time.Minute); ; {
 		if err := db.Stats(&st); err != nil {

@@ -72,9 +72,10 @@ func (db *DB) sampleSeek(ikey internalKey) {
 	v.release()
 }
 
-// mpoolGet returns a fresh memtable of capacity WriteBuffer, or n when
-// larger (herod: upstream took a pooled one first; see memDB.decref).
-func (db *DB) mpoolGet(n int) *memDB {
+// newMemDB returns a fresh memtable of capacity WriteBuffer, or n when
+// larger (herod: upstream's mpoolGet took a pooled one first; see
+// memDB.decref).
+func (db *DB) newMemDB(n int) *memDB {
 	return &memDB{
 		db: db,
 		DB: memdb.New(db.s.icmp, maxInt(db.s.o.GetWriteBuffer(), n)),
@@ -112,7 +113,7 @@ func (db *DB) newMem(n int) (mem *memDB, err error) {
 	db.journalWriter = w
 	db.journalFd = fd
 	db.frozenMem = db.mem
-	mem = db.mpoolGet(n)
+	mem = db.newMemDB(n)
 	mem.incref() // for self
 	mem.incref() // for caller
 	db.mem = mem

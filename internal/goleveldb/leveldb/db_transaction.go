@@ -104,7 +104,7 @@ func (tr *Transaction) flush() error {
 			tr.mem.Reset()
 		} else {
 			tr.mem.decref()
-			tr.mem = tr.db.mpoolGet(0)
+			tr.mem = tr.db.newMemDB(0)
 			tr.mem.incref()
 		}
 		tr.tables = append(tr.tables, t)
@@ -327,7 +327,7 @@ func (db *DB) OpenTransaction() (*Transaction, error) {
 	tr := &Transaction{
 		db:  db,
 		seq: db.seq,
-		mem: db.mpoolGet(0),
+		mem: db.newMemDB(0),
 	}
 	tr.mem.incref()
 	db.tr = tr
