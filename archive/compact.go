@@ -176,7 +176,7 @@ func (g *segment) dead(live []liveRecord) (dead, liveBytes int64) {
 	for _, r := range live {
 		liveBytes += r.size
 	}
-	return g.size - int64(len(g.dictFrame())) - liveBytes, liveBytes
+	return g.size - g.head - liveBytes, liveBytes
 }
 
 // compactOnline is compaction on the open store (PurgeURLs): it rewrites
@@ -275,12 +275,12 @@ func (s *Store) rewriteSegment(g *segment, live []liveRecord, keep bool) error {
 		}
 	}()
 	var b leveldb.Batch
-	var end int64
+	var end, head int64
 	if frame := g.dictFrame(); frame != nil {
 		if _, err := f.WriteAt(frame, 0); err != nil {
 			return fmt.Errorf("write %s: %w", filepath.Base(tmp), err)
 		}
-		end = int64(len(frame))
+		end, head = int64(len(frame)), int64(len(frame))
 	}
 	for _, r := range live {
 		data, _, err := s.readRecord(g.id, r.off, r.size)
@@ -313,7 +313,7 @@ func (s *Store) rewriteSegment(g *segment, live []liveRecord, keep bool) error {
 	}
 	ok = true
 	old := g.f
-	g.f, g.size, g.durable = f, end, end
+	g.f, g.size, g.durable, g.head = f, end, end, head
 	s.segs.rmu.Unlock()
 	s.streams.retire(old)
 	return s.finishCompaction(g.id, g.name())

@@ -139,7 +139,7 @@ func testCompact(t *testing.T, dict bool) {
 			if err != nil || len(raw) == 0 {
 				t.Fatalf("%s: dictionary frame: %v", e.Name(), err)
 			}
-			size -= frame
+			size -= int64(len(frame))
 		}
 	}
 	if _, zst := segmentFiles(t, dir); (zst > 0) != dict {

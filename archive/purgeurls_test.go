@@ -52,7 +52,7 @@ func segmentText(t *testing.T, dir string) string {
 			must(t, err)
 			dec, err := zstd.NewReader(nil, zstd.WithDecoderDicts(raw))
 			must(t, err)
-			out, err := dec.DecodeAll(b[frame:], nil)
+			out, err := dec.DecodeAll(b[len(frame):], nil)
 			dec.Close()
 			must(t, err)
 			all.Write(out)

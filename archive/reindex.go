@@ -381,12 +381,12 @@ func (s *Store) scanSegment(r segRef, fn func(off int64, data []byte, f *decoded
 	scan, magic := scanMembers, []byte{0x1f, 0x8b, 0x08}
 	var good, pos int64
 	if r.zst {
-		zd, err := s.segmentDict(f, fi.Size())
+		zd, head, err := s.segmentDict(f, fi.Size())
 		if err != nil {
 			s.log.Error("segment's dictionary frame is damaged", "segment", r.name(), "err", err)
 			return 0, nil, nil
 		}
-		good, pos = int64(len(zd.frame)), int64(len(zd.frame))
+		good, pos = head, head
 		scan = func(f *os.File, off int64, fn func(int64, []byte, *decodedFile) error) (int64, error) {
 			return scanFrames(f, zd, off, fi.Size(), fn)
 		}

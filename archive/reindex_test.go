@@ -1,7 +1,9 @@
 package archive
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"maps"
 	"os"
@@ -241,5 +243,77 @@ func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReindexPlainDictFrame: a .warc.zst segment whose dictionary frame
+// holds the dictionary uncompressed (readDictFrame takes either; another
+// writer, or a zstd library that compresses it differently, makes a
+// frame of another length than this store would) is reindexed from
+// where its own frame ends: every record found, no damage reported, and
+// the store appends after them and compacts it.
+func TestReindexPlainDictFrame(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := Open(dir, Options{NoSync: true})
+	must(t, err)
+	withDict(t, s)
+	bodies := map[string]string{}
+	for i := range 20 {
+		u := fmt.Sprintf("http://plain.example/%d", i)
+		bodies[u] = fmt.Sprintf("page %d %0300d", i, i)
+		mustPut(t, s, capture(u, t0.Add(time.Duration(i)*time.Second), bodies[u]))
+	}
+	must(t, s.Close())
+	refs, err := listSegments(dir)
+	must(t, err)
+	rewritten := 0
+	for _, r := range refs {
+		if !r.zst {
+			continue
+		}
+		path := filepath.Join(dir, segmentsDir, r.name())
+		data, err := os.ReadFile(path)
+		must(t, err)
+		raw, frame, err := readDictFrame(bytes.NewReader(data), int64(len(data)))
+		must(t, err)
+		plain := binary.LittleEndian.AppendUint32(nil, dictFrameMagic)
+		plain = binary.LittleEndian.AppendUint32(plain, uint32(len(raw)))
+		plain = append(append(plain, raw...), data[len(frame):]...)
+		if len(raw) == len(frame)-8 {
+			t.Fatalf("%s: the dictionary frame is not compressed", r.name())
+		}
+		must(t, os.WriteFile(path, plain, 0o644))
+		rewritten++
+	}
+	if rewritten == 0 {
+		t.Fatal("no .warc.zst segment")
+	}
+	must(t, os.RemoveAll(filepath.Join(dir, "index")))
+	rep, err := Reindex(ctx, dir, Options{NoSync: true})
+	must(t, err)
+	if len(rep.Corrupt) > 0 || rep.Versions != len(bodies) {
+		t.Fatalf("reindex: %d versions of %d, corrupt %v", rep.Versions, len(bodies), rep.Corrupt)
+	}
+	if rep, err := Fsck(ctx, dir, Options{NoSync: true}); err != nil || !rep.OK() {
+		t.Fatalf("fsck after reindex: %+v %v", rep, err)
+	}
+	s, err = Open(dir, Options{NoSync: true})
+	must(t, err)
+	mustPut(t, s, capture("http://plain.example/after", t0.Add(time.Hour), "appended after the plain frame"))
+	bodies["http://plain.example/after"] = "appended after the plain frame"
+	if n, err := s.PurgeURLs(ctx, URLPurge{ID: "p", SURT: Surt("http://plain.example/0"), Exact: true}); err != nil || n != 1 {
+		t.Fatalf("purge (rewrites the segment): %d, %v", n, err)
+	}
+	delete(bodies, "http://plain.example/0")
+	for u, want := range bodies {
+		_, c, err := s.Get(ctx, u, t0.Add(2*time.Hour))
+		if err != nil || string(c.Body) != want {
+			t.Fatalf("%s: %v, body %q", u, err, c.Body)
+		}
+	}
+	must(t, s.Close())
+	if rep, err := Fsck(ctx, dir, Options{NoSync: true}); err != nil || !rep.OK() {
+		t.Fatalf("fsck after purge: %+v %v", rep, err)
 	}
 }

@@ -430,7 +430,7 @@ func BenchmarkZstdDict(b *testing.B) {
 	train := min(300, len(pages)/4)
 	zd, err := trainDict(pages[:train])
 	must(b, err)
-	raw, _, err := readDictFrame(bytes.NewReader(zd.frame), int64(len(zd.frame)))
+	raw, _, err := readDictFrame(bytes.NewReader(zd.frame()), int64(len(zd.frame())))
 	must(b, err)
 	rest := pages[train:]
 	measure := func(b *testing.B, compress func(p []byte) []byte, unpack func(c []byte) []byte) {

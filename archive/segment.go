@@ -61,6 +61,10 @@ type segment struct {
 	f      segFile
 	zd     *zdict // a .warc.zst's dictionary (nil: damaged frame, records unreadable)
 	day    int64  // the day it was opened for appends (0 for old segments)
+	// head is the length of a .warc.zst's dictionary frame, where its
+	// first record starts (0: gzip, or a damaged frame); it changes with
+	// the file, as size does.
+	head int64
 	// size is the offset of the next record, guarded by segs.mu.
 	size int64
 	// durable is the end recorded in the index, owned by the committer
@@ -233,7 +237,7 @@ func (s *Store) openSegments() error {
 		}
 		g := &segment{segRef: r, f: f, size: end, durable: end}
 		if r.zst {
-			if g.zd, err = s.segmentDict(f, min(end, fi.Size())); err != nil {
+			if g.zd, g.head, err = s.segmentDict(f, min(end, fi.Size())); err != nil {
 				// Its records fail their reads; fsck --repair quarantines it.
 				s.log.Error("segment's dictionary unreadable: run fsck", "segment", r.name(), "err", err)
 			} else {
@@ -256,17 +260,18 @@ func (s *Store) openSegments() error {
 
 // segmentDict reads the dictionary frame at the start of a .warc.zst
 // segment of size bytes and returns the store's zdict for it, loading it
-// once per dictionary.
-func (s *Store) segmentDict(r io.ReaderAt, size int64) (*zdict, error) {
-	raw, _, err := readDictFrame(r, size)
+// if new, and the frame's length.
+func (s *Store) segmentDict(r io.ReaderAt, size int64) (*zdict, int64, error) {
+	raw, frame, err := readDictFrame(r, size)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	zd, err := s.keepDict(raw, true)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return nil, 0, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	return zd, nil
+	zd.useFrame(frame)
+	return zd, int64(len(frame)), nil
 }
 
 // segmentEnd returns the durable end of segment n recorded in the index
@@ -340,7 +345,7 @@ func (s *Store) appendRecord(rec *record) (*segment, int64, error) {
 		key = rec.zd.hash
 	}
 	data := rec.data
-	if g := ss.cur[key]; g == nil || g.day != day || (g.size > int64(len(g.dictFrame())) && g.size+int64(len(data)) > ss.max) {
+	if g := ss.cur[key]; g == nil || g.day != day || (g.size > g.head && g.size+int64(len(data)) > ss.max) {
 		if err := s.rollLocked(day, rec.zd); err != nil {
 			return nil, 0, err
 		}
@@ -361,7 +366,7 @@ func (g *segment) dictFrame() []byte {
 	if g.zd == nil {
 		return nil
 	}
-	return g.zd.frame
+	return g.zd.frame()
 }
 
 // rollLocked creates the next segment, for records of dictionary zd (nil:
@@ -389,7 +394,7 @@ func (s *Store) rollLocked(day int64, zd *zdict) error {
 			f.Close()
 			return s.fail(fmt.Errorf("write segment %s: %w", g.name(), err))
 		}
-		g.size = int64(len(frame))
+		g.size, g.head = int64(len(frame)), int64(len(frame))
 	}
 	ss.last = g.id
 	var key id.ID

@@ -84,7 +84,9 @@ func plainDecoderOf() *zstd.Decoder {
 // compressDict compresses a dictionary for its frame at zstd's best
 // level. The encoder is made for the call and dropped: its tables take
 // 34 MB, which a store that kept it held all its life for the few
-// dictionaries it ever frames.
+// dictionaries it ever frames. Only a dictionary that starts a new
+// segment and whose frame the store has not read from one is framed
+// (zdict.frame).
 func compressDict(raw []byte) []byte {
 	// Options constant and valid: cannot fail.
 	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedBestCompression))
@@ -102,11 +104,13 @@ func compressDict(raw []byte) []byte {
 // BenchmarkZstdDict). The encoder is built on first use: a peer's
 // dictionary (replica.go) only decodes.
 type zdict struct {
-	id    uint32
-	hash  id.ID  // SHA-1 of raw: what a peer names it by (DictRef)
-	raw   []byte // the dictionary, zstd format
-	frame []byte // the skippable frame that starts each segment using it
-	dec   *zstd.Decoder
+	id   uint32
+	hash id.ID  // SHA-1 of raw: what a peer names it by (DictRef)
+	raw  []byte // the dictionary, zstd format
+	dec  *zstd.Decoder
+
+	frameOnce sync.Once
+	frameData []byte // see frame
 
 	encOnce sync.Once
 	enc     *zstd.Encoder
@@ -128,10 +132,27 @@ func newZdict(raw []byte) (*zdict, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zstd dictionary: %w", err)
 	}
-	body := compressDict(raw)
-	frame := binary.LittleEndian.AppendUint32(nil, dictFrameMagic)
-	frame = binary.LittleEndian.AppendUint32(frame, uint32(len(body)))
-	return &zdict{id: info.ID(), hash: id.Sum(raw), raw: raw, frame: append(frame, body...), dec: dec}, nil
+	return &zdict{id: info.ID(), hash: id.Sum(raw), raw: raw, dec: dec}, nil
+}
+
+// frame returns the skippable frame that starts each segment using zd:
+// the one the store read from a segment (useFrame), else zd compressed
+// on first call (compressDict, a second or two of CPU and 34 MB for the
+// call), so opening a store frames nothing.
+func (zd *zdict) frame() []byte {
+	zd.frameOnce.Do(func() {
+		body := compressDict(zd.raw)
+		f := binary.LittleEndian.AppendUint32(nil, dictFrameMagic)
+		f = binary.LittleEndian.AppendUint32(f, uint32(len(body)))
+		zd.frameData = append(f, body...)
+	})
+	return zd.frameData
+}
+
+// useFrame makes frame, which readDictFrame read from a segment and
+// found to hold zd's dictionary, zd's frame unless it has one already.
+func (zd *zdict) useFrame(frame []byte) {
+	zd.frameOnce.Do(func() { zd.frameData = frame })
 }
 
 // ref returns the name peers know zd by.
@@ -192,31 +213,31 @@ func (zd *zdict) importDecoder(max int64) *zstd.Decoder {
 }
 
 // readDictFrame reads the dictionary frame at the start of r (of size
-// bytes) and returns the dictionary and the frame's length.
-func readDictFrame(r io.ReaderAt, size int64) ([]byte, int64, error) {
-	var h [8]byte
+// bytes) and returns the dictionary and the whole frame as read (the
+// segment's first record starts at its length).
+func readDictFrame(r io.ReaderAt, size int64) (raw, frame []byte, err error) {
 	if size < 8 {
-		return nil, 0, fmt.Errorf("%w: no dictionary frame", ErrCorrupt)
+		return nil, nil, fmt.Errorf("%w: no dictionary frame", ErrCorrupt)
 	}
-	if _, err := r.ReadAt(h[:], 0); err != nil {
-		return nil, 0, err
+	h := make([]byte, 8)
+	if _, err := r.ReadAt(h, 0); err != nil {
+		return nil, nil, err
 	}
 	n := int64(binary.LittleEndian.Uint32(h[4:]))
 	if binary.LittleEndian.Uint32(h[:4]) != dictFrameMagic || n > 4*maxDictBytes || 8+n > size {
-		return nil, 0, fmt.Errorf("%w: bad dictionary frame", ErrCorrupt)
+		return nil, nil, fmt.Errorf("%w: bad dictionary frame", ErrCorrupt)
 	}
-	body := make([]byte, n)
-	if _, err := r.ReadAt(body, 8); err != nil {
-		return nil, 0, err
+	frame = append(h, make([]byte, n)...)
+	if _, err := r.ReadAt(frame[8:], 8); err != nil {
+		return nil, nil, err
 	}
-	if len(body) >= 4 && binary.LittleEndian.Uint32(body) == zstdMagic {
-		raw, err := plainDecoderOf().DecodeAll(body, nil)
-		if err != nil {
-			return nil, 0, fmt.Errorf("%w: dictionary frame: %v", ErrCorrupt, err)
+	raw = frame[8:]
+	if len(raw) >= 4 && binary.LittleEndian.Uint32(raw) == zstdMagic {
+		if raw, err = plainDecoderOf().DecodeAll(raw, nil); err != nil {
+			return nil, nil, fmt.Errorf("%w: dictionary frame: %v", ErrCorrupt, err)
 		}
-		body = raw
 	}
-	return body, 8 + n, nil
+	return raw, frame, nil
 }
 
 // frameHead is what the header of a zstd frame states (RFC 8878
@@ -529,7 +550,7 @@ func (t *dictTrainer) train(samples [][]byte, peers int) {
 	if err == nil {
 		if err = t.done(zd); err == nil {
 			t.log.Info("trained the segments' zstd dictionary", "samples", len(samples), "id", zd.id,
-				"frame", len(zd.frame), "took", time.Since(start), "peers_not_fitting", peers)
+				"frame", len(zd.frame()), "took", time.Since(start), "peers_not_fitting", peers)
 			t.mu.Lock()
 			t.got = "trained"
 			t.mu.Unlock()

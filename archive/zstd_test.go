@@ -23,7 +23,7 @@ var testDictRaw = sync.OnceValue(func() []byte {
 	if err != nil {
 		panic(err)
 	}
-	raw, _, err := readDictFrame(bytes.NewReader(zd.frame), int64(len(zd.frame)))
+	raw, _, err := readDictFrame(bytes.NewReader(zd.frame()), int64(len(zd.frame())))
 	if err != nil {
 		panic(err)
 	}
@@ -36,7 +36,7 @@ func testDictFrame() []byte {
 	if err != nil {
 		panic(err)
 	}
-	return zd.frame
+	return zd.frame()
 }
 
 // withDict gives s the test dictionary, as if it had trained it: the
