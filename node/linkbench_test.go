@@ -127,7 +127,7 @@ func TestLinkForwardingBandwidth(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a ring of libp2p hosts")
 	}
-	nodes, vnodes, count := 6, 4, 8000
+	nodes, vnodes, count := 6, 4, 4000
 	if *linkBench {
 		nodes, vnodes, count = 16, 4, 50000
 	}

@@ -248,7 +248,7 @@ type crashDay struct {
 func crashAfterCrawl(t *testing.T, push, reforward bool) crashRun {
 	ctx, cancel := dayContext(t, 3*time.Minute)
 	defer cancel()
-	web, lr := startWebAndRing(ctx, t, 4, sampleweb.Config{Hosts: 3, Pages: 100})
+	web, lr := startWebAndRing(ctx, t, 4, sampleweb.Config{Hosts: 3, Pages: 60})
 	for _, n := range lr.Nodes {
 		n.SetReplicationInterval(0)
 		n.quietTakeOver.Store(!reforward)
