@@ -57,7 +57,7 @@ func TestPoliteRing(t *testing.T) {
 	defer cancel()
 
 	t0 := time.Now()
-	web := sampleweb.New(sampleweb.Config{Hosts: 3, Pages: 150})
+	web := sampleweb.New(sampleweb.Config{Hosts: 3, Pages: 100})
 	if err := web.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

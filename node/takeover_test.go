@@ -116,7 +116,7 @@ func TestHistoryNeverStops(t *testing.T) {
 	// The site's log is split at each node's DayStarted: a new day waits
 	// for the old day's requests on their way however loaded the machine
 	// (crawl.Config.DaySwitchWait; 1 s by default).
-	web, lr := startWebAndRing(ctx, t, 4, sampleweb.Config{Hosts: 3, Pages: 100}, func(c *crawl.Config) {
+	web, lr := startWebAndRing(ctx, t, 4, sampleweb.Config{Hosts: 3, Pages: 60}, func(c *crawl.Config) {
 		c.DaySwitchWait = time.Minute
 	})
 	for _, n := range lr.Nodes {
