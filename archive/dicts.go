@@ -100,9 +100,13 @@ func splitRefFrame(data []byte) (r DictRef, rest []byte, ok bool, err error) {
 }
 
 // keepDict returns the store's zdict for the dictionary raw, adding it
-// if new; inSegment says a segment holds it (else it counts against
-// maxPendingDicts).
-func (s *Store) keepDict(raw []byte, inSegment bool) (*zdict, error) {
+// if new. frame is the dictionary frame a segment starts with
+// (readDictFrame), which a new zdict takes as its own; nil for a
+// dictionary no segment holds yet, which counts against maxPendingDicts
+// and is framed here, outside the store's locks (rollLocked writes the
+// frame holding segs.mu).
+func (s *Store) keepDict(raw, frame []byte) (*zdict, error) {
+	inSegment := frame != nil
 	h := id.Sum(raw)
 	s.dictMu.Lock()
 	if zd := s.dicts[h]; zd != nil {
@@ -113,9 +117,14 @@ func (s *Store) keepDict(raw []byte, inSegment bool) (*zdict, error) {
 		return zd, nil
 	}
 	s.dictMu.Unlock()
-	zd, err := newZdict(raw) // outside the lock: it compresses the frame
+	zd, err := newZdict(raw)
 	if err != nil {
 		return nil, err
+	}
+	if inSegment {
+		zd.useFrame(frame)
+	} else {
+		zd.frame() // outside the lock: it compresses the dictionary
 	}
 	s.dictMu.Lock()
 	defer s.dictMu.Unlock()
@@ -207,7 +216,7 @@ func (s *Store) AddDictionary(r DictRef, raw []byte) error {
 	if info.ID() != r.ID {
 		return fmt.Errorf("archive add dictionary %s: %w: its id is %d", r, ErrCorrupt, info.ID())
 	}
-	if _, err := s.keepDict(raw, false); err != nil {
+	if _, err := s.keepDict(raw, nil); err != nil {
 		return fmt.Errorf("archive add dictionary %s: %w: %w", r, ErrCorrupt, err)
 	}
 	return nil
@@ -256,7 +265,7 @@ func (s *Store) loadOwnDict(newest *zdict) error {
 	case err != nil:
 		return err
 	case len(raw) > 0:
-		if own, err = s.keepDict(raw, false); err != nil {
+		if own, err = s.keepDict(raw, nil); err != nil {
 			// Its records are in segments that carry it: a new one is trained.
 			s.log.Error("own dictionary unreadable: training a new one", "file", ownDictFile, "err", err)
 			own = nil

@@ -266,11 +266,10 @@ func (s *Store) segmentDict(r io.ReaderAt, size int64) (*zdict, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	zd, err := s.keepDict(raw, true)
+	zd, err := s.keepDict(raw, frame)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	zd.useFrame(frame)
 	return zd, int64(len(frame)), nil
 }
 

@@ -138,7 +138,9 @@ func newZdict(raw []byte) (*zdict, error) {
 // frame returns the skippable frame that starts each segment using zd:
 // the one the store read from a segment (useFrame), else zd compressed
 // on first call (compressDict, a second or two of CPU and 34 MB for the
-// call), so opening a store frames nothing.
+// call). Opening a store frames nothing but a dictionary it keeps that
+// no segment holds; one trained or received is framed as it comes
+// (trainDict, keepDict).
 func (zd *zdict) frame() []byte {
 	zd.frameOnce.Do(func() {
 		body := compressDict(zd.raw)
@@ -603,5 +605,10 @@ func trainDict(samples [][]byte) (*zdict, error) {
 	if err != nil {
 		return nil, fmt.Errorf("train zstd dictionary: %w", err)
 	}
-	return newZdict(raw)
+	zd, err := newZdict(raw)
+	if err != nil {
+		return nil, err
+	}
+	zd.frame() // here, in the trainer's goroutine: rollLocked needs it
+	return zd, nil
 }
