@@ -84,9 +84,9 @@ func plainDecoderOf() *zstd.Decoder {
 // compressDict compresses a dictionary for its frame at zstd's best
 // level. The encoder is made for the call and dropped: its tables take
 // 34 MB, which a store that kept it held all its life for the few
-// dictionaries it ever frames. Only a dictionary that starts a new
-// segment and whose frame the store has not read from one is framed
-// (zdict.frame).
+// dictionaries it ever frames. It runs once for a dictionary the store
+// trains or receives (zdict.frame); one read from a segment keeps that
+// segment's frame.
 func compressDict(raw []byte) []byte {
 	// Options constant and valid: cannot fail.
 	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedBestCompression))
@@ -229,7 +229,8 @@ func readDictFrame(r io.ReaderAt, size int64) (raw, frame []byte, err error) {
 	if binary.LittleEndian.Uint32(h[:4]) != dictFrameMagic || n > 4*maxDictBytes || 8+n > size {
 		return nil, nil, fmt.Errorf("%w: bad dictionary frame", ErrCorrupt)
 	}
-	frame = append(h, make([]byte, n)...)
+	frame = make([]byte, 8+n)
+	copy(frame, h)
 	if _, err := r.ReadAt(frame[8:], 8); err != nil {
 		return nil, nil, err
 	}
