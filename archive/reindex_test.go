@@ -277,12 +277,12 @@ func TestReindexPlainDictFrame(t *testing.T) {
 		must(t, err)
 		raw, frame, err := readDictFrame(bytes.NewReader(data), int64(len(data)))
 		must(t, err)
-		plain := binary.LittleEndian.AppendUint32(nil, dictFrameMagic)
-		plain = binary.LittleEndian.AppendUint32(plain, uint32(len(raw)))
-		plain = append(append(plain, raw...), data[len(frame):]...)
 		if len(raw) == len(frame)-8 {
 			t.Fatalf("%s: the dictionary frame is not compressed", r.name())
 		}
+		plain := binary.LittleEndian.AppendUint32(nil, dictFrameMagic)
+		plain = binary.LittleEndian.AppendUint32(plain, uint32(len(raw)))
+		plain = append(append(plain, raw...), data[len(frame):]...)
 		must(t, os.WriteFile(path, plain, 0o644))
 		rewritten++
 	}

@@ -30,14 +30,14 @@ var testDictRaw = sync.OnceValue(func() []byte {
 	return raw
 })
 
-// testDictFrame returns the dictionary frame of testDictRaw.
-func testDictFrame() []byte {
+// testDictFrame returns the dictionary frame of testDictRaw, framed once.
+var testDictFrame = sync.OnceValue(func() []byte {
 	zd, err := newZdict(testDictRaw())
 	if err != nil {
 		panic(err)
 	}
 	return zd.frame()
-}
+})
 
 // withDict gives s the test dictionary, as if it had trained it: the
 // next record goes to a new .warc.zst segment.

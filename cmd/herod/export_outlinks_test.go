@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"io"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -14,7 +12,6 @@ import (
 	"time"
 
 	"github.com/herod-archive/herod/archive"
-	"github.com/herod-archive/herod/archive/exchange"
 	"github.com/herod-archive/herod/gateway"
 )
 
@@ -117,38 +114,14 @@ func TestCopyRecordsOutlinks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var whole bytes.Buffer
-	if _, err := exchange.Export(ctx, func(ctx context.Context, w io.Writer) error {
-		_, err := s.Export(ctx, archive.ExportOptions{Query: archive.Query{All: true}}, w, nil)
-		return err
-	}, &whole, exchange.ExportOptions{Outlinks: true}); err != nil {
-		t.Fatal(err)
-	}
+	export := exportAfter(t, s)
+	whole := export("", true)
 	var all bytes.Buffer
-	n, _, err := copyRecords(&all, bytes.NewReader(whole.Bytes()), true, func() bool { return true }, nil, func(string) {})
-	if err != nil || n != 3 || !bytes.Equal(all.Bytes(), whole.Bytes()) {
+	n, _, err := copyRecords(&all, bytes.NewReader(whole), true, func() bool { return true }, nil, func(string) {})
+	if err != nil || n != 3 || !bytes.Equal(all.Bytes(), whole) {
 		t.Fatalf("whole stream: %d records, %v", n, err)
 	}
-	// The rest is what a resumed export sends: everything after the
-	// cursor's record and its metadata. It depends on the cursor alone,
-	// so each cursor's is made once.
-	resumed := map[string]*bytes.Buffer{}
-	for cut := range whole.Len() {
-		var got bytes.Buffer
-		_, cursor, _ := copyRecords(&got, bytes.NewReader(whole.Bytes()[:cut]), true, func() bool { return false }, nil, func(string) {})
-		rest := resumed[cursor]
-		if rest == nil {
-			rest = new(bytes.Buffer)
-			if _, err := exchange.Export(ctx, func(ctx context.Context, w io.Writer) error {
-				_, err := s.Export(ctx, archive.ExportOptions{Query: archive.Query{All: true}, After: cursor}, w, nil)
-				return err
-			}, rest, exchange.ExportOptions{Outlinks: true}); err != nil {
-				t.Fatal(err)
-			}
-			resumed[cursor] = rest
-		}
-		if !bytes.Equal(append(got.Bytes(), rest.Bytes()...), whole.Bytes()) {
-			t.Fatalf("cut at byte %d of %d: %d bytes kept, cursor %q: kept and resumed differ from the whole", cut, whole.Len(), got.Len(), cursor)
-		}
-	}
+	// What follows the cursor is everything after the cursor's record
+	// and its metadata.
+	checkEveryCut(t, whole, true, export)
 }

@@ -32,16 +32,7 @@ func TestCopyRecordsRequests(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	export := func(after string, outlinks bool) []byte {
-		var b bytes.Buffer
-		if _, err := exchange.Export(ctx, func(ctx context.Context, w io.Writer) error {
-			_, err := s.Export(ctx, archive.ExportOptions{Query: archive.Query{All: true}, After: after}, w, nil)
-			return err
-		}, &b, exchange.ExportOptions{Outlinks: outlinks}); err != nil {
-			t.Fatal(err)
-		}
-		return b.Bytes()
-	}
+	export := exportAfter(t, s)
 	for _, outlinks := range []bool{false, true} {
 		whole := export("", outlinks)
 		var all bytes.Buffer
@@ -65,20 +56,46 @@ func TestCopyRecordsRequests(t *testing.T) {
 				t.Fatalf("index offset %d: %v", off, err)
 			}
 		}
-		// Cut at every byte; a resumed export depends on the cursor
-		// alone, so each cursor's is made once.
-		resumed := map[string][]byte{}
-		for cut := range len(whole) {
-			var got bytes.Buffer
-			_, cursor, _ := copyRecords(&got, bytes.NewReader(whole[:cut]), outlinks, func() bool { return false }, nil, func(string) {})
-			rest, ok := resumed[cursor]
-			if !ok {
-				rest = export(cursor, outlinks)
-				resumed[cursor] = rest
-			}
-			if !bytes.Equal(append(got.Bytes(), rest...), whole) {
-				t.Fatalf("outlinks %v: cut at byte %d of %d: %d bytes kept, cursor %q: kept and resumed differ from the whole", outlinks, cut, len(whole), got.Len(), cursor)
-			}
+		checkEveryCut(t, whole, outlinks, export)
+	}
+}
+
+// exportAfter returns what a resumed export of every record of s after
+// a cursor sends ("": the whole), with outlinks' metadata records or
+// without. It depends on the cursor and the form alone, so each is made
+// once.
+func exportAfter(t *testing.T, s *archive.Store) func(after string, outlinks bool) []byte {
+	type key struct {
+		after    string
+		outlinks bool
+	}
+	made := map[key][]byte{}
+	return func(after string, outlinks bool) []byte {
+		if b, ok := made[key{after, outlinks}]; ok {
+			return b
+		}
+		var b bytes.Buffer
+		if _, err := exchange.Export(t.Context(), func(ctx context.Context, w io.Writer) error {
+			_, err := s.Export(ctx, archive.ExportOptions{Query: archive.Query{All: true}, After: after}, w, nil)
+			return err
+		}, &b, exchange.ExportOptions{Outlinks: outlinks}); err != nil {
+			t.Fatal(err)
+		}
+		made[key{after, outlinks}] = b.Bytes()
+		return b.Bytes()
+	}
+}
+
+// checkEveryCut cuts the stream whole at every byte, copies the part
+// (copyRecords) and checks that what the copy kept followed by the
+// export resumed at its cursor is the whole again.
+func checkEveryCut(t *testing.T, whole []byte, outlinks bool, export func(after string, outlinks bool) []byte) {
+	t.Helper()
+	for cut := range len(whole) {
+		var got bytes.Buffer
+		_, cursor, _ := copyRecords(&got, bytes.NewReader(whole[:cut]), outlinks, func() bool { return false }, nil, func(string) {})
+		if !bytes.Equal(append(got.Bytes(), export(cursor, outlinks)...), whole) {
+			t.Fatalf("outlinks %v: cut at byte %d of %d: %d bytes kept, cursor %q: kept and resumed differ from the whole", outlinks, cut, len(whole), got.Len(), cursor)
 		}
 	}
 }
