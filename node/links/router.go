@@ -71,14 +71,20 @@ type keyed struct {
 }
 
 // Deliver sends recs to their targets' holders: sorted by key, one
-// successor walk per run of keys one owner holds, MaxBatch records a
-// request. It fails if an owner did not take its records.
+// successor walk per run of keys one owner holds, then one request per
+// real node for every run it holds (MaxBatch records a request), so that
+// a sweep costs each holder one stream and one index write however many
+// of its virtual servers the targets fall in. It fails if a node that
+// owns some of the records did not take them; a holder that is not the
+// owner of any of its records is best effort (Stats.ReplicaFails).
 func (rt *Router) Deliver(ctx context.Context, recs []Record) error {
 	ks := make([]keyed, len(recs))
 	for i, r := range recs {
 		ks[i] = keyed{id.OfString(r.Target), r}
 	}
 	slices.SortFunc(ks, func(a, b keyed) int { return a.key.Cmp(b.key) })
+	var dests []*delivery
+	byPeer := map[string]*delivery{}
 	for len(ks) > 0 {
 		hs, err := rt.Ring.Successors(ctx, ks[0].key, rt.holders())
 		if err != nil && len(hs) == 0 {
@@ -86,26 +92,51 @@ func (rt *Router) Deliver(ctx context.Context, recs []Record) error {
 		}
 		owner := hs[0]
 		n := 1
-		for n < len(ks) && n < MaxBatch && (ks[n].key == ks[0].key || id.InHalfOpen(ks[n].key, ks[0].key, owner.ID)) {
+		for n < len(ks) && (ks[n].key == ks[0].key || id.InHalfOpen(ks[n].key, ks[0].key, owner.ID)) {
 			n++
 		}
-		batch := make([]Record, n)
-		for i := range n {
-			batch[i] = ks[i].r
-		}
 		for i, h := range hs {
-			err := rt.put(ctx, h, batch)
-			switch {
-			case err != nil && i == 0:
-				return fmt.Errorf("links deliver: %w", err)
-			case err != nil:
-				rt.replicaFails.Add(1)
-				rt.log().Debug("links: replica put failed", "to", h.String(), "err", err)
+			d := byPeer[h.Peer]
+			if d == nil {
+				d = &delivery{to: h}
+				byPeer[h.Peer] = d
+				dests = append(dests, d)
+			}
+			if i == 0 {
+				d.owns = true
+			}
+			for _, k := range ks[:n] {
+				d.recs = append(d.recs, k.r)
 			}
 		}
 		ks = ks[n:]
 	}
-	return nil
+	var failed error
+	for _, d := range dests {
+		for recs := d.recs; len(recs) > 0; {
+			n := min(len(recs), MaxBatch)
+			err := rt.put(ctx, d.to, recs[:n])
+			recs = recs[n:]
+			switch {
+			case err != nil && d.owns:
+				failed = errors.Join(failed, fmt.Errorf("links deliver to %s: %w", d.to.String(), err))
+				recs = nil
+			case err != nil:
+				rt.replicaFails.Add(1)
+				rt.log().Debug("links: replica put failed", "to", d.to.String(), "err", err)
+				recs = nil
+			}
+		}
+	}
+	return failed
+}
+
+// delivery is what one real node is sent of a Deliver: the records of
+// every run it holds, in key order, and whether it owns one of the runs.
+type delivery struct {
+	to   ring.Node
+	recs []Record
+	owns bool
 }
 
 func (rt *Router) put(ctx context.Context, to ring.Node, recs []Record) error {
