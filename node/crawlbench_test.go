@@ -385,16 +385,7 @@ func runHerod(t *testing.T, srv *benchsite.Remote, dir string, count, want int, 
 			t.Errorf("herod x%d: crawl errors %v", count, errs)
 		}
 	}
-	var ps PolitenessStats
-	for _, nd := range lr.Nodes {
-		p := nd.PolitenessStats()
-		ps.Leases += p.Leases
-		ps.LeaseRPCs += p.LeaseRPCs
-		ps.Granted += p.Granted
-		ps.Used += p.Used
-		ps.Expired += p.Expired
-		ps.FallbackWaits += p.FallbackWaits
-	}
+	ps := ringLeases(lr)
 	var handed, skipped, delivered, overHops, direct, remote, walks, hops int64
 	for _, nd := range lr.Nodes {
 		fs := nd.fwd.Stats()

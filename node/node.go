@@ -114,7 +114,8 @@ type Node struct {
 
 	// Full-text search on the ring (search.go).
 	search      *nodesearch.Service
-	searchStore *search.Store // the postings of the terms this node holds
+	searchStore *search.Store   // the postings of the terms this node holds
+	recent      *recentCaptures // the crawler's new captures, for the indexer (recent.go)
 	// replies bounds the record bytes the node's replies to other nodes
 	// hold at once, replicate's and the archive protocol's together.
 	replies *wire.ReplyBudget
@@ -328,15 +329,19 @@ func (n *Node) buildCrawl() error {
 	if err := n.setupRender(); err != nil { // render.go
 		return err
 	}
-	var err error
-	n.crawler, err = crawl.New(filepath.Join(cfg.DataDir, "crawl"), cc, crawl.Deps{
+	deps := crawl.Deps{
 		Forwarder:  n.reloc,
 		Sharer:     n.reloc,
 		Relocator:  n.reloc,
 		Requisites: n.reloc,
 		Browser:    n.render,
 		Fetched:    n.repl.Confirm, // releases the hand-offs held for the URL
-	}.WithStore(n.store))
+	}.WithStore(n.store)
+	if n.recent != nil {
+		deps.Archive = keepingStore{n.store, n.recent}
+	}
+	var err error
+	n.crawler, err = crawl.New(filepath.Join(cfg.DataDir, "crawl"), cc, deps)
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}

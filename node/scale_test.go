@@ -51,7 +51,8 @@ import (
 // HEROD_SCALE_CPUPROFILE=N a CPU profile of day N; HEROD_SCALE_NODES=N
 // crawls with a ring of N nodes in the process (k = 3 replicas, rounds
 // run at each day's end until in sync; default 1: no replication), whose
-// rows go to scale-<urls>x<days>x<N>n.
+// rows go to scale-<urls>x<days>x<N>n; HEROD_SCALE_HOSTRATE the requests a
+// second to one host (default 1e9: no politeness wait).
 
 // scaleRow is one day of a scale run.
 type scaleRow struct {
@@ -162,7 +163,15 @@ func TestScale(t *testing.T) {
 	web := startWebgen(t, dir, urls, seed)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cc := crawl.Config{HostRate: 1e9, HostConns: 2, AllowPrivate: loopback}
+	rate := 1e9
+	if v := os.Getenv("HEROD_SCALE_HOSTRATE"); v != "" {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(r > 0) {
+			t.Fatalf("HEROD_SCALE_HOSTRATE=%q: want requests a second, over 0", v)
+		}
+		rate = r
+	}
+	cc := crawl.Config{HostRate: rate, HostConns: 2, AllowPrivate: loopback}
 	cfg := Config{Crawl: cc}
 	if nodes > 1 {
 		cfg.ReplicationInterval = -1 // rounds at each day's end: replicateDay
@@ -184,6 +193,7 @@ func TestScale(t *testing.T) {
 	var rows []scaleRow
 	disk0 := diskUsage(data...)
 	marks := levelMarks{}
+	var leases0 PolitenessStats // the ring's lease counts at the day's start
 	for d := range days {
 		if err := web.setDay(d); err != nil {
 			t.Fatal(err)
@@ -312,6 +322,8 @@ func TestScale(t *testing.T) {
 			t.Logf("scale: day %d: %d nodes hold %d versions (%d distinct, %d copies missing), replication %.1f MiB, %d rounds to sync, in sync %.0f bytes a pair",
 				d, nodes, row.Held, row.Versions, row.CopiesMissing, row.ReplMB, row.ReplRounds, row.InSyncPerPair)
 			t.Logf("scale: day %d: push %s", d, ringPushReport(lr))
+			t.Logf("scale: day %d: politeness %s", d, ringLeaseReport(lr, leases0))
+			leases0 = ringLeases(lr)
 		}
 		if os.Getenv("HEROD_SCALE_HEAPPROFILE") != "" {
 			writeHeapProfile(t, filepath.Join(out, fmt.Sprintf("heap-%s-day%d.pprof", name, d)))
@@ -341,6 +353,30 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // ringPushReport adds up the nodes' push and hand-off counters since they
 // started: what the push copied, what it dropped and repaired, and the
 // records stored outside their node's ranges and handed to their owners.
+// ringLeases sums the ring's nodes' politeness counters.
+func ringLeases(lr *LocalRing) PolitenessStats {
+	var ps PolitenessStats
+	for _, n := range lr.Nodes {
+		p := n.PolitenessStats()
+		ps.Leases += p.Leases
+		ps.LeaseRPCs += p.LeaseRPCs
+		ps.Granted += p.Granted
+		ps.Used += p.Used
+		ps.Expired += p.Expired
+		ps.FallbackWaits += p.FallbackWaits
+	}
+	return ps
+}
+
+// ringLeaseReport says what the ring's host budgets did since from: the
+// leases asked of other nodes, and the slots granted, used and expired.
+func ringLeaseReport(lr *LocalRing, from PolitenessStats) string {
+	p := ringLeases(lr)
+	return fmt.Sprintf("%d leases (%d of other nodes), %d slots granted, %d used, %d expired, %d fallback waits",
+		p.Leases-from.Leases, p.LeaseRPCs-from.LeaseRPCs, p.Granted-from.Granted, p.Used-from.Used,
+		p.Expired-from.Expired, p.FallbackWaits-from.FallbackWaits)
+}
+
 func ringPushReport(lr *LocalRing) string {
 	var p replication.PushStats
 	var h replication.HandOffStats

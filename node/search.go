@@ -24,6 +24,7 @@ func (n *Node) setupSearch() error {
 		return fmt.Errorf("node: %w", err)
 	}
 	n.searchStore = st
+	n.recent = newRecentCaptures()
 	n.search = &nodesearch.Service{Store: st, Self: n.self, Ring: n.ring, K: n.cfg.Replicas,
 		Open: n.openStream, Logger: n.log.With("sub", "search")}
 	if q := n.cfg.Quota; q > 0 {
@@ -143,7 +144,11 @@ func (n *Node) versionAdded(v archive.Version) {
 // and then indexes each version the node stores (node/search Run), once
 // the postings of the captures purged before the index opened are gone.
 func (n *Node) startSearch() {
-	ix := &search.Indexer{Archive: n.store, Sink: n.search, Docs: n.searchStore}
+	var read search.Versions = n.store
+	if n.recent != nil {
+		read = recentReader{n.store, n.recent}
+	}
+	ix := &search.Indexer{Archive: read, Sink: n.search, Docs: n.searchStore}
 	known := n.ring.Subscribe(64) // before the first look: no range change is missed
 	n.goRun(func(ctx context.Context) {
 		if err := n.purgePostings(ctx, n.store.URLPurges()); err != nil {

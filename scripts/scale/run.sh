@@ -9,7 +9,8 @@
 #
 # Usage: scripts/scale/run.sh [urls:days ...]   (default: 10000:30 100000:30)
 # Environment: OUT (default ./scale-out), SEED (the web's seed, default 1),
-# NODES (a ring of that many nodes with replication, default 1),
+# NODES (a ring of that many nodes with replication, default 1), HOSTRATE
+# (requests a second to one host, default 1e9: no politeness wait),
 # BASE_RUNS=N (run the first size N times, half of them before the other sizes
 # and the rest after: the tables divide by the medians of its CPU figures, which
 # move by 10-20% between runs of a 10 K web; files scale-<run>-<i>.*, profiles
@@ -50,7 +51,7 @@ for spec in "${order[@]}"; do
 	r=${spec%#*}
 	echo "# run $r (nodes ${NODES:-1}, $(date -u +%FT%TZ), load $(cut -d' ' -f1 /proc/loadavg), GOMEMLIMIT $memlimit)" | tee -a "$OUT/log"
 	(cd node && GOMEMLIMIT="$memlimit" HEROD_SCALE="$r" HEROD_SCALE_OUT="$OUT" HEROD_SCALE_WEBGEN="$BIN/webgen" \
-		HEROD_SCALE_SEED="${SEED:-1}" HEROD_SCALE_NODES="${NODES:-1}" HEROD_SCALE_HEAPPROFILE="${HEAP:-}" HEROD_SCALE_CPUPROFILE="${CPUPROF:-}" \
+		HEROD_SCALE_SEED="${SEED:-1}" HEROD_SCALE_NODES="${NODES:-1}" HEROD_SCALE_HOSTRATE="${HOSTRATE:-}" HEROD_SCALE_HEAPPROFILE="${HEAP:-}" HEROD_SCALE_CPUPROFILE="${CPUPROF:-}" \
 		"$BIN/node.test" -test.run '^TestScale$' -test.v -test.timeout 0 2>&1 | tee -a "$OUT/test.log" |
 		grep --line-buffered -E 'scale:|FAIL|PASS|panic' | sed -u 's/.*scale: //' | tee -a "$OUT/log")
 	echo "# end $r ($(date -u +%FT%TZ), load $(cut -d' ' -f1 /proc/loadavg))" | tee -a "$OUT/log"
