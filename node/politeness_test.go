@@ -129,23 +129,7 @@ func TestPoliteRing(t *testing.T) {
 	t.Logf("days 0 and 1: %d requests in %s", len(reqs), elapsed.Round(time.Millisecond))
 	checkPoliteRequests(t, web, 1, reqs)
 
-	var sum PolitenessStats
-	for _, n := range lr.Nodes {
-		st := n.PolitenessStats()
-		sum.LeaseRPCs += st.LeaseRPCs
-		sum.LeaseLocal += st.LeaseLocal
-		sum.OwnerLookups += st.OwnerLookups
-		sum.Granted += st.Granted
-		sum.Used += st.Used
-		sum.Expired += st.Expired
-		sum.Failures += st.Failures
-		sum.Timeouts += st.Timeouts
-		sum.FallbackWaits += st.FallbackWaits
-		sum.RobotsAsked += st.RobotsAsked
-		sum.RobotsLocal += st.RobotsLocal
-		sum.RobotsFallback += st.RobotsFallback
-		sum.RobotsServed += st.RobotsServed
-	}
+	sum := ringLeases(lr)
 	// The local cap (crawl.CapBudget) should cost an honest ring nothing:
 	// the requests it held back 10 ms or more after a grant, out of all.
 	var held, unconfirmed int64
@@ -356,4 +340,27 @@ func TestRobotsProtocolRefusesInternalAndUnowned(t *testing.T) {
 	if got := other.PolitenessStats().RobotsNotOwned; got != 1 {
 		t.Fatalf("RobotsNotOwned = %d, want 1", got)
 	}
+}
+
+// ringLeases sums the ring's nodes' politeness counters.
+func ringLeases(lr *LocalRing) PolitenessStats {
+	var sum PolitenessStats
+	for _, n := range lr.Nodes {
+		st := n.PolitenessStats()
+		sum.Leases += st.Leases
+		sum.LeaseRPCs += st.LeaseRPCs
+		sum.LeaseLocal += st.LeaseLocal
+		sum.OwnerLookups += st.OwnerLookups
+		sum.Granted += st.Granted
+		sum.Used += st.Used
+		sum.Expired += st.Expired
+		sum.Failures += st.Failures
+		sum.Timeouts += st.Timeouts
+		sum.FallbackWaits += st.FallbackWaits
+		sum.RobotsAsked += st.RobotsAsked
+		sum.RobotsLocal += st.RobotsLocal
+		sum.RobotsFallback += st.RobotsFallback
+		sum.RobotsServed += st.RobotsServed
+	}
+	return sum
 }

@@ -350,24 +350,6 @@ type dayTail struct{ search, sweep time.Duration }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// ringPushReport adds up the nodes' push and hand-off counters since they
-// started: what the push copied, what it dropped and repaired, and the
-// records stored outside their node's ranges and handed to their owners.
-// ringLeases sums the ring's nodes' politeness counters.
-func ringLeases(lr *LocalRing) PolitenessStats {
-	var ps PolitenessStats
-	for _, n := range lr.Nodes {
-		p := n.PolitenessStats()
-		ps.Leases += p.Leases
-		ps.LeaseRPCs += p.LeaseRPCs
-		ps.Granted += p.Granted
-		ps.Used += p.Used
-		ps.Expired += p.Expired
-		ps.FallbackWaits += p.FallbackWaits
-	}
-	return ps
-}
-
 // ringLeaseReport says what the ring's host budgets did since from: the
 // leases asked of other nodes, and the slots granted, used and expired.
 func ringLeaseReport(lr *LocalRing, from PolitenessStats) string {
@@ -377,6 +359,9 @@ func ringLeaseReport(lr *LocalRing, from PolitenessStats) string {
 		p.Expired-from.Expired, p.FallbackWaits-from.FallbackWaits)
 }
 
+// ringPushReport adds up the nodes' push and hand-off counters since they
+// started: what the push copied, what it dropped and repaired, and the
+// records stored outside their node's ranges and handed to their owners.
 func ringPushReport(lr *LocalRing) string {
 	var p replication.PushStats
 	var h replication.HandOffStats
