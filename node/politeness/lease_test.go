@@ -247,3 +247,46 @@ func TestLeaseBudgetCancel(t *testing.T) {
 		}
 	})
 }
+
+// TestLeaseBudgetFullSpeed: at a rate above what one node can fetch (the
+// scale benchmark's 1e9/s, the ring benchmark's 500/s against hosts 20-80
+// ms away), a node asks for slots at its own pace, so a lease serves
+// several requests and few slots expire. With the spacing capped at 16
+// intervals (16 µs; 32 ms) a lease's slots fell due faster than the node
+// could use them: 334 leases and 332 expired slots for 1,000 requests at
+// 1e9/s and 2 ms a fetch, 1,000 and 999 at 500/s and 50 ms; now 113 and
+// 0, 21 and 1. At a 1 µs interval the owner's horizon (maxScheduleTicks
+// ticks, 16 ms) and a requester's share of it bound a lease 2 ms apart to
+// about 8 slots.
+func TestLeaseBudgetFullSpeed(t *testing.T) {
+	for _, c := range []struct {
+		rate      float64
+		fetch     time.Duration
+		maxLeases int64
+	}{
+		{1e9, 2 * time.Millisecond, 1000 / 6},
+		{500, 50 * time.Millisecond, 1000 / 16},
+	} {
+		t.Run(fmt.Sprintf("%g/s", c.rate), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				owner := newOwnerStub()
+				b := newLeaseBudget(c.rate, owner.lease, crawl.NewLocalBudget(c.rate, nil), nil)
+				const requests = 1000
+				for range requests {
+					if err := b.Wait(t.Context(), "h", 0); err != nil {
+						t.Fatal(err)
+					}
+					time.Sleep(c.fetch)
+				}
+				st := b.snapshot()
+				if st.Used != requests {
+					t.Fatalf("got %+v, want %d slots used", st, requests)
+				}
+				if st.Leases > c.maxLeases || st.Expired > requests/20 {
+					t.Errorf("%d leases, %d slots expired for %d requests; want at most %d leases, %d expired",
+						st.Leases, st.Expired, requests, c.maxLeases, requests/20)
+				}
+			})
+		})
+	}
+}
