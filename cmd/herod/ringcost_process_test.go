@@ -138,7 +138,7 @@ func logCopies(t *testing.T, ps []*proc) {
 	}
 	var push, rounds copies
 	var offers, reads int64
-	var polite struct{ LeaseRPCs, OwnerLookups int64 }
+	var polite struct{ LeaseRPCs, OwnerLookups, Granted, Used, Expired int64 }
 	var rc ring.Counters
 	dicts := map[string]int{}
 	for _, p := range ps {
@@ -180,7 +180,7 @@ func logCopies(t *testing.T, ps []*proc) {
 		rc.Lookups += rg.Counters.Lookups
 		rc.LocalLookups += rg.Counters.LocalLookups
 		rc.Hops += rg.Counters.Hops
-		var pl struct{ LeaseRPCs, OwnerLookups int64 }
+		var pl struct{ LeaseRPCs, OwnerLookups, Granted, Used, Expired int64 }
 		if err := json.Unmarshal(st["politeness"], &pl); err != nil {
 			t.Logf("realweb processes: politeness status: %v", err)
 			return
@@ -193,10 +193,14 @@ func logCopies(t *testing.T, ps []*proc) {
 		reads += r.Push.Received.Traffic.Requests
 		polite.LeaseRPCs += pl.LeaseRPCs
 		polite.OwnerLookups += pl.OwnerLookups
+		polite.Granted += pl.Granted
+		polite.Used += pl.Used
+		polite.Expired += pl.Expired
 	}
 	t.Logf("realweb processes: copies: push imported %d (%d offers, %d reads from owners, %d offered already held), rounds imported %d (%d already held)",
 		push.Pulled, offers, reads, push.Present, rounds.Pulled, rounds.Present)
-	t.Logf("realweb processes: politeness: %d lease round trips, %d owner lookups", polite.LeaseRPCs, polite.OwnerLookups)
+	t.Logf("realweb processes: politeness: %d lease round trips, %d owner lookups; slots %d granted, %d used, %d expired",
+		polite.LeaseRPCs, polite.OwnerLookups, polite.Granted, polite.Used, polite.Expired)
 	t.Logf("realweb processes: ring: %d lookups and Successors, %d answered from the local tables, %d lookup hops; %d ring calls since start",
 		rc.Lookups, rc.LocalLookups, rc.Hops, rc.Calls)
 	t.Logf("realweb processes: dictionaries: %d trained, %d adopted, %d none", dicts["trained"], dicts["adopted"], dicts[""])

@@ -126,10 +126,7 @@ func (a *slotAllocator) allocate(host, who string, k int, interval, spacing time
 		*s = hostSchedule{interval: interval, base: laterOf(s.last.Add(interval), now), last: s.last, held: s.held}
 	}
 	s.advance(now)
-	horizon := min(int64(maxScheduleTicks), int64(maxScheduleAhead/interval))
-	if horizon < 1 {
-		horizon = 1
-	}
+	horizon := horizonTicks(interval)
 	// The window holds ticks 0..horizon from now: horizon+1 of them. One
 	// share is kept for a requester yet to come.
 	share := max(1, int((horizon+1)/int64(s.holders(now, who)+1)))
@@ -167,6 +164,12 @@ func (a *slotAllocator) allocate(host, who string, k int, interval, spacing time
 		g.RetryAfter = interval
 	}
 	return g
+}
+
+// horizonTicks is how many ticks interval apart past now an owner hands
+// out: maxScheduleAhead's worth, at most maxScheduleTicks, at least one.
+func horizonTicks(interval time.Duration) int64 {
+	return max(min(int64(maxScheduleTicks), int64(maxScheduleAhead/interval)), 1)
 }
 
 // holders forgets the held slots before now and returns the number of

@@ -224,19 +224,24 @@ func (b *leaseBudget) maxSlots(sp time.Duration) int {
 	return min(max(int(leaseSpan/sp), 1), maxLeaseSlots)
 }
 
-// maxSpacingFactor caps the spacing a node asks for, in intervals, so a
-// node whose cycle was long once (a slow fetch, a pause) still asks for a
-// sixteenth of the rate. minSpacingCap keeps the cap at least as long as
-// a fetch on a slow line, so a node's slots keep to its pace at high
-// rates too: at 500 requests/s the cap was 32 ms, below the 20-80 ms a
-// fetch of a distant host takes, and at the benchmarks' 1e9/s (a 1 µs
-// interval) 16 µs, so a lease's slots fell due together, all but two or
-// three expired (a slot is late after minSlotGrace), and a node leased
-// once per two or three requests.
+// maxSpacingFactor and minSpacingCap bound the spacing a node asks for
+// (spacingCap), so a node whose cycle was long once (a slow fetch, a
+// pause) still asks for a good share of the rate.
 const (
 	maxSpacingFactor = 16
 	minSpacingCap    = 250 * time.Millisecond
 )
+
+// spacingCap is the longest spacing a node asks for at interval iv:
+// maxSpacingFactor intervals, or minSpacingCap when that is longer and an
+// eighth of the owner's horizon (horizonTicks) is longer still, so that a
+// lease can hold several slots. At 500 requests/s 16 intervals were 32
+// ms, below the 20-80 ms a fetch of a distant host takes, so a lease's
+// slots fell due faster than the node could use them and most expired; at
+// 1e9/s (a 1 µs interval, a 16 ms horizon) the cap is 2 ms.
+func spacingCap(iv time.Duration) time.Duration {
+	return max(maxSpacingFactor*iv, min(minSpacingCap, time.Duration(horizonTicks(iv))*iv/8))
+}
 
 // observe records how long after its last slot this node came back for
 // another: the time it needs per request to the host (with one connection
@@ -245,7 +250,7 @@ func (st *leaseState) observe(now time.Time, iv time.Duration) {
 	if st.returned.IsZero() {
 		return
 	}
-	d := min(now.Sub(st.returned), max(maxSpacingFactor*iv, minSpacingCap))
+	d := min(now.Sub(st.returned), spacingCap(iv))
 	if st.cycle == 0 {
 		st.cycle = d
 	} else {
@@ -257,7 +262,7 @@ func (st *leaseState) observe(now time.Time, iv time.Duration) {
 // interval, or this node's own cycle when it is slower, so that the ticks
 // it could not use go to other nodes instead of expiring.
 func (st *leaseState) spacing(iv time.Duration) time.Duration {
-	return min(max(iv, st.cycle), max(maxSpacingFactor*iv, minSpacingCap))
+	return min(max(iv, st.cycle), spacingCap(iv))
 }
 
 // nextK adapts the lease size: it doubles while every leased slot gets
