@@ -233,12 +233,13 @@ const (
 )
 
 // spacingCap is the longest spacing a node asks for at interval iv:
-// maxSpacingFactor intervals, or minSpacingCap when that is longer and an
-// eighth of the owner's horizon (horizonTicks) is longer still, so that a
-// lease can hold several slots. At 500 requests/s 16 intervals were 32
-// ms, below the 20-80 ms a fetch of a distant host takes, so a lease's
-// slots fell due faster than the node could use them and most expired; at
-// 1e9/s (a 1 µs interval, a 16 ms horizon) the cap is 2 ms.
+// maxSpacingFactor intervals, or, when longer, the shorter of
+// minSpacingCap and an eighth of the owner's horizon (horizonTicks), so
+// that a lease can still hold several slots. At 500 requests/s 16
+// intervals were 32 ms, below the 20-80 ms a fetch of a distant host
+// takes, so a lease's slots fell due faster than the node could use them
+// and most expired; at 1e9/s (a 1 µs interval, a 16 ms horizon) the cap
+// is 2 ms.
 func spacingCap(iv time.Duration) time.Duration {
 	return max(maxSpacingFactor*iv, min(minSpacingCap, time.Duration(horizonTicks(iv))*iv/8))
 }
