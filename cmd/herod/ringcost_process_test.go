@@ -16,6 +16,7 @@ import (
 
 	"github.com/herod-archive/herod/internal/realweb"
 	"github.com/herod-archive/herod/internal/testwait"
+	"github.com/herod-archive/herod/node/politeness"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -138,7 +139,7 @@ func logCopies(t *testing.T, ps []*proc) {
 	}
 	var push, rounds copies
 	var offers, reads int64
-	var polite struct{ LeaseRPCs, OwnerLookups, Granted, Used, Expired int64 }
+	var polite politeness.Stats
 	var rc ring.Counters
 	dicts := map[string]int{}
 	for _, p := range ps {
@@ -180,7 +181,7 @@ func logCopies(t *testing.T, ps []*proc) {
 		rc.Lookups += rg.Counters.Lookups
 		rc.LocalLookups += rg.Counters.LocalLookups
 		rc.Hops += rg.Counters.Hops
-		var pl struct{ LeaseRPCs, OwnerLookups, Granted, Used, Expired int64 }
+		var pl politeness.Stats
 		if err := json.Unmarshal(st["politeness"], &pl); err != nil {
 			t.Logf("realweb processes: politeness status: %v", err)
 			return

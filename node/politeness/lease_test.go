@@ -264,7 +264,7 @@ func TestLeaseBudgetFullSpeed(t *testing.T) {
 		rate       float64
 		fetch, gap time.Duration // every third request comes gap after the last, the others fetch after
 		maxLeases  int64
-		maxExpired int64
+		maxExpired int64 // in bursts, the slots leased past a burst's end expire: about one a burst
 	}{
 		{1e9, 2 * time.Millisecond, 2 * time.Millisecond, 1000 / 6, 1000 / 20},
 		{500, 50 * time.Millisecond, 50 * time.Millisecond, 1000 / 16, 1000 / 20},
