@@ -108,7 +108,12 @@ func openDB(s *session) (*DB, error) {
 		// Compaction
 		tcompCmdC:   make(chan cCmd),
 		tcompPauseC: make(chan chan<- struct{}),
-		mcompCmdC:   make(chan cCmd),
+		// herod: room for one command, so that compTrigger's send
+		// (rotateMem's flush of the memtable it froze) is never lost:
+		// unbuffered, it was dropped when mCompaction had acked the
+		// previous command but not yet come back to receive, and the
+		// frozen memtable waited for the next rotation (HEROD.md).
+		mcompCmdC:   make(chan cCmd, 1),
 		compErrC:    make(chan error),
 		compPerErrC: make(chan error),
 		compErrSetC: make(chan error),
