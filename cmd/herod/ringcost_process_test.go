@@ -17,6 +17,8 @@ import (
 	"github.com/herod-archive/herod/internal/realweb"
 	"github.com/herod-archive/herod/internal/testwait"
 	"github.com/herod-archive/herod/node/politeness"
+	"github.com/herod-archive/herod/node/replication"
+	nodesearch "github.com/herod-archive/herod/node/search"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -139,7 +141,9 @@ func logCopies(t *testing.T, ps []*proc) {
 	}
 	var push, rounds copies
 	var offers, reads int64
+	var lost replication.PushStats // what the push left to rounds
 	var polite politeness.Stats
+	var sync nodesearch.SyncStats
 	var rc ring.Counters
 	dicts := map[string]int{}
 	for _, p := range ps {
@@ -149,16 +153,8 @@ func logCopies(t *testing.T, ps []*proc) {
 			return
 		}
 		var r struct {
-			Syncs copies `json:"syncs"`
-			Push  struct {
-				Offers   int64 `json:"offers"`
-				Received struct {
-					copies
-					Traffic struct {
-						Requests int64 `json:"requests"`
-					} `json:"traffic"`
-				} `json:"received"`
-			} `json:"push"`
+			Syncs copies                `json:"syncs"`
+			Push  replication.PushStats `json:"push"`
 		}
 		if err := json.Unmarshal(st["replication"], &r); err != nil {
 			t.Logf("realweb processes: replication status: %v", err)
@@ -181,6 +177,17 @@ func logCopies(t *testing.T, ps []*proc) {
 		rc.Lookups += rg.Counters.Lookups
 		rc.LocalLookups += rg.Counters.LocalLookups
 		rc.Hops += rg.Counters.Hops
+		var se nodesearch.Stats
+		if err := json.Unmarshal(st["search"], &se); err != nil {
+			t.Logf("realweb processes: search status: %v", err)
+			return
+		}
+		sync.Rounds += se.Sync.Rounds
+		sync.Scans += se.Sync.Scans
+		sync.Served += se.Sync.Served
+		sync.InSync += se.Sync.InSync
+		sync.Pulled += se.Sync.Pulled
+		sync.Bytes += se.Sync.Bytes
 		var pl politeness.Stats
 		if err := json.Unmarshal(st["politeness"], &pl); err != nil {
 			t.Logf("realweb processes: politeness status: %v", err)
@@ -192,6 +199,12 @@ func logCopies(t *testing.T, ps []*proc) {
 		rounds.Present += r.Syncs.Present
 		offers += r.Push.Offers
 		reads += r.Push.Received.Traffic.Requests
+		lost.Queued += r.Push.Queued
+		lost.Dropped += r.Push.Dropped
+		lost.Foreign += r.Push.Foreign
+		lost.Retried += r.Push.Retried
+		lost.Failed += r.Push.Failed
+		lost.Repairs += r.Push.Repairs
 		polite.LeaseRPCs += pl.LeaseRPCs
 		polite.OwnerLookups += pl.OwnerLookups
 		polite.Granted += pl.Granted
@@ -200,6 +213,10 @@ func logCopies(t *testing.T, ps []*proc) {
 	}
 	t.Logf("realweb processes: copies: push imported %d (%d offers, %d reads from owners, %d offered already held), rounds imported %d (%d already held)",
 		push.Pulled, offers, reads, push.Present, rounds.Pulled, rounds.Present)
+	t.Logf("realweb processes: push: %d records queued, %d dropped by a full queue, %d foreign, %d retried, %d copies failed, %d repairs",
+		lost.Queued, lost.Dropped, lost.Foreign, lost.Retried, lost.Failed, lost.Repairs)
+	t.Logf("realweb processes: search sync: %d rounds, %d scans for digests, %d requests served, %d range pairs in sync, %d postings pulled, %d bytes",
+		sync.Rounds, sync.Scans, sync.Served, sync.InSync, sync.Pulled, sync.Bytes)
 	t.Logf("realweb processes: politeness: %d lease round trips, %d owner lookups; slots %d granted, %d used, %d expired",
 		polite.LeaseRPCs, polite.OwnerLookups, polite.Granted, polite.Used, polite.Expired)
 	t.Logf("realweb processes: ring: %d lookups and Successors, %d answered from the local tables, %d lookup hops; %d ring calls since start",
