@@ -117,18 +117,52 @@ func crawlProcesses(t *testing.T, count int, rate string, seeds []string, want i
 	deadline := time.Now().Add(20 * time.Minute)
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
-	for r.versions() < copies*want {
+	var trace []string // versions stored and replication rounds run, every 2 s: a crawl that is slow, or copies that lag
+	for next := 2 * time.Second; ; {
+		v, rounds := ringProgress(nodes)
+		if el := time.Since(start); el >= next {
+			trace = append(trace, fmt.Sprintf("%ds %d r%d", int(el/time.Second), v, rounds))
+			next += 2 * time.Second
+		}
+		if v >= copies*want {
+			break
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%d copies of %d versions: not within 20m (%d versions stored)", copies, want, r.versions())
 		}
 		<-tick.C
 	}
 	cpu, wall := procsCPU(t, nodes)-cpu0, time.Since(start)
+	t.Logf("realweb processes: versions stored (of %d), replication rounds: %s", copies*want, strings.Join(trace, ", "))
 	logCopies(t, nodes)
 	for _, p := range nodes {
 		r.remove(p, syscall.SIGTERM)
 	}
 	return cpu, wall
+}
+
+// ringProgress returns the versions the processes store and the replication
+// rounds they ran, summed, from one status read of each (-1, -1 when one
+// does not answer).
+func ringProgress(ps []*proc) (versions, rounds int64) {
+	for _, p := range ps {
+		st, err := status(p)
+		if err != nil {
+			return -1, -1
+		}
+		var a struct {
+			Versions int64 `json:"versions"`
+		}
+		var rp struct {
+			Rounds int64 `json:"rounds"`
+		}
+		if json.Unmarshal(st["archive"], &a) != nil || json.Unmarshal(st["replication"], &rp) != nil {
+			return -1, -1
+		}
+		versions += a.Versions
+		rounds += rp.Rounds
+	}
+	return versions, rounds
 }
 
 // logCopies logs how the processes' copies were made: imported by the
@@ -142,6 +176,7 @@ func logCopies(t *testing.T, ps []*proc) {
 	var push, rounds copies
 	var offers, reads int64
 	var lost replication.PushStats // what the push left to rounds
+	var errs []string              // each node's last replication error
 	var polite politeness.Stats
 	var sync nodesearch.SyncStats
 	var rc ring.Counters
@@ -153,8 +188,9 @@ func logCopies(t *testing.T, ps []*proc) {
 			return
 		}
 		var r struct {
-			Syncs copies                `json:"syncs"`
-			Push  replication.PushStats `json:"push"`
+			Syncs     copies                `json:"syncs"`
+			Push      replication.PushStats `json:"push"`
+			LastError string                `json:"last_error"`
 		}
 		if err := json.Unmarshal(st["replication"], &r); err != nil {
 			t.Logf("realweb processes: replication status: %v", err)
@@ -205,6 +241,9 @@ func logCopies(t *testing.T, ps []*proc) {
 		lost.Retried += r.Push.Retried
 		lost.Failed += r.Push.Failed
 		lost.Repairs += r.Push.Repairs
+		if r.LastError != "" {
+			errs = append(errs, r.LastError)
+		}
 		polite.LeaseRPCs += pl.LeaseRPCs
 		polite.OwnerLookups += pl.OwnerLookups
 		polite.Granted += pl.Granted
@@ -215,6 +254,9 @@ func logCopies(t *testing.T, ps []*proc) {
 		push.Pulled, offers, reads, push.Present, rounds.Pulled, rounds.Present)
 	t.Logf("realweb processes: push: %d records queued, %d dropped by a full queue, %d foreign, %d retried, %d copies failed, %d repairs",
 		lost.Queued, lost.Dropped, lost.Foreign, lost.Retried, lost.Failed, lost.Repairs)
+	for _, e := range errs {
+		t.Logf("realweb processes: a node's last replication error: %.300s", e)
+	}
 	t.Logf("realweb processes: search sync: %d rounds, %d scans for digests, %d requests served, %d range pairs in sync, %d postings pulled, %d bytes",
 		sync.Rounds, sync.Scans, sync.Served, sync.InSync, sync.Pulled, sync.Bytes)
 	t.Logf("realweb processes: politeness: %d lease round trips, %d owner lookups; slots %d granted, %d used, %d expired",
