@@ -238,6 +238,7 @@ func logCopies(t *testing.T, ps []*proc) {
 		lost.Queued += r.Push.Queued
 		lost.Dropped += r.Push.Dropped
 		lost.Foreign += r.Push.Foreign
+		lost.Short += r.Push.Short
 		lost.Retried += r.Push.Retried
 		lost.Failed += r.Push.Failed
 		lost.Repairs += r.Push.Repairs
@@ -252,8 +253,8 @@ func logCopies(t *testing.T, ps []*proc) {
 	}
 	t.Logf("realweb processes: copies: push imported %d (%d offers, %d reads from owners, %d offered already held), rounds imported %d (%d already held)",
 		push.Pulled, offers, reads, push.Present, rounds.Pulled, rounds.Present)
-	t.Logf("realweb processes: push: %d records queued, %d dropped by a full queue, %d foreign, %d retried, %d copies failed, %d repairs",
-		lost.Queued, lost.Dropped, lost.Foreign, lost.Retried, lost.Failed, lost.Repairs)
+	t.Logf("realweb processes: push: %d records queued, %d dropped by a full queue, %d foreign, %d to fewer than k-1 replicas, %d retried, %d copies failed, %d repairs",
+		lost.Queued, lost.Dropped, lost.Foreign, lost.Short, lost.Retried, lost.Failed, lost.Repairs)
 	for _, e := range errs {
 		t.Logf("realweb processes: a node's last replication error: %.300s", e)
 	}

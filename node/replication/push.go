@@ -64,8 +64,12 @@ type PushStats struct {
 	// Offers counts offers sent; Copies the (record, replica) pairs they
 	// confirmed; Retried the records of failed offers queued once more;
 	// Failed the pairs of offers that failed again (left to rounds).
-	Offers  int64 `json:"offers"`
-	Copies  int64 `json:"copies"`
+	Offers int64 `json:"offers"`
+	Copies int64 `json:"copies"`
+	// Short counts records dispatched to fewer than k-1 replicas (the
+	// range's successor list named fewer other real nodes: a small
+	// ring, or one whose lists are still filling).
+	Short   int64 `json:"short"`
 	Retried int64 `json:"retried"`
 	Failed  int64 `json:"failed"`
 	// Repairs counts the pull requests sent for ranges whose records a
@@ -365,6 +369,7 @@ func (r *Replicator) dispatch(ctx context.Context, recs []pushed, overflow bool,
 		}
 	}
 	var foreign []archive.Entry
+	var short int64
 	var lost []*copyTracker
 	routed := map[*copyTracker][]ring.Contact{}
 	for _, p := range recs {
@@ -379,6 +384,9 @@ func (r *Replicator) dispatch(ctx context.Context, recs []pushed, overflow bool,
 			cs = r.replicasOf(ctx, vs[i])
 			reps[i] = cs
 		}
+		if len(cs) < r.k()-1 {
+			short++
+		}
 		g := pushRange{a: vs[i].Range.Start, b: vs[i].Range.End, index: vs[i].Index}
 		for _, c := range cs {
 			add[c] = append(add[c], offered{p: p, g: g})
@@ -391,6 +399,7 @@ func (r *Replicator) dispatch(ctx context.Context, recs []pushed, overflow bool,
 	defer r.mu.Unlock()
 	r.pq.dispatching = false
 	r.st.Push.Foreign += int64(len(foreign))
+	r.st.Push.Short += short
 	if len(foreign) > 0 {
 		r.ho.running++
 		wg.Add(1)

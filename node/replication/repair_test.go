@@ -121,3 +121,38 @@ func putInRange(ctx context.Context, t *testing.T, s *archive.Store, rng ring.Ra
 	}
 	return es
 }
+
+// TestPushCountsShortDispatch: a record whose range's successor list
+// names fewer than k-1 other real nodes goes to those it names and is
+// counted in PushStats.Short (k = 3 here, one replica), so that an
+// operator sees copies the push could not make; with k = 2 none is.
+func TestPushCountsShortDispatch(t *testing.T) {
+	for _, k := range []int{2, 3} {
+		t.Run(fmt.Sprintf("k=%d", k), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			p := newPushPair(t, func() bool { return true })
+			p.owner.cfg.K = k
+			done := make(chan struct{}, 2)
+			go func() { p.owner.Push(ctx); done <- struct{}{} }()
+			go func() { p.replica.Work(ctx); done <- struct{}{} }()
+			defer func() { cancel(); <-done; <-done }()
+			es := putInRange(ctx, t, p.os, p.rng, 5)
+			testwait.For(t, "the replica holds every version", 30*time.Second, func() error {
+				for _, e := range es {
+					if ok, err := p.rs.Holds(ctx, e); err != nil || !ok {
+						return fmt.Errorf("%s missing (%v)", e.Key.Short(), err)
+					}
+				}
+				return nil
+			})
+			want := int64(0)
+			if k == 3 {
+				want = int64(len(es))
+			}
+			if got := p.owner.Stats().Push.Short; got != want {
+				t.Fatalf("push short %d, want %d", got, want)
+			}
+		})
+	}
+}
