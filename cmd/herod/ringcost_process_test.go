@@ -117,11 +117,11 @@ func crawlProcesses(t *testing.T, count int, rate string, seeds []string, want i
 	deadline := time.Now().Add(20 * time.Minute)
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
-	var trace []string // versions stored and replication rounds run, every 2 s: a crawl that is slow, or copies that lag
+	var trace []string // versions stored, replication rounds run, records pushed short, every 2 s: a slow crawl, or copies that lag
 	for next := 2 * time.Second; ; {
-		v, rounds := ringProgress(nodes)
+		v, rounds, short := ringProgress(nodes)
 		if el := time.Since(start); el >= next {
-			trace = append(trace, fmt.Sprintf("%ds %d r%d", int(el/time.Second), v, rounds))
+			trace = append(trace, fmt.Sprintf("%ds %d r%d s%d", int(el/time.Second), v, rounds, short))
 			next += 2 * time.Second
 		}
 		if v >= copies*want {
@@ -133,7 +133,8 @@ func crawlProcesses(t *testing.T, count int, rate string, seeds []string, want i
 		<-tick.C
 	}
 	cpu, wall := procsCPU(t, nodes)-cpu0, time.Since(start)
-	t.Logf("realweb processes: versions stored (of %d), replication rounds: %s", copies*want, strings.Join(trace, ", "))
+	t.Logf("realweb processes: versions stored (of %d), r replication rounds, s records pushed to fewer than k-1 replicas: %s",
+		copies*want, strings.Join(trace, ", "))
 	logCopies(t, nodes)
 	for _, p := range nodes {
 		r.remove(p, syscall.SIGTERM)
@@ -141,28 +142,31 @@ func crawlProcesses(t *testing.T, count int, rate string, seeds []string, want i
 	return cpu, wall
 }
 
-// ringProgress returns the versions the processes store and the replication
-// rounds they ran, summed, from one status read of each (-1, -1 when one
+// ringProgress returns the versions the processes store, the
+// replication rounds they ran and the records they pushed to fewer than
+// k-1 replicas, summed, from one status read of each (all -1 when one
 // does not answer).
-func ringProgress(ps []*proc) (versions, rounds int64) {
+func ringProgress(ps []*proc) (versions, rounds, short int64) {
 	for _, p := range ps {
 		st, err := status(p)
 		if err != nil {
-			return -1, -1
+			return -1, -1, -1
 		}
 		var a struct {
 			Versions int64 `json:"versions"`
 		}
 		var rp struct {
-			Rounds int64 `json:"rounds"`
+			Rounds int64                 `json:"rounds"`
+			Push   replication.PushStats `json:"push"`
 		}
 		if json.Unmarshal(st["archive"], &a) != nil || json.Unmarshal(st["replication"], &rp) != nil {
-			return -1, -1
+			return -1, -1, -1
 		}
 		versions += a.Versions
 		rounds += rp.Rounds
+		short += rp.Push.Short
 	}
-	return versions, rounds
+	return versions, rounds, short
 }
 
 // logCopies logs how the processes' copies were made: imported by the
