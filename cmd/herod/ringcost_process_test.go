@@ -182,7 +182,7 @@ func logCopies(t *testing.T, ps []*proc) {
 	var lost replication.PushStats // what the push left to rounds
 	var errs []string              // each node's last replication error
 	var polite politeness.Stats
-	var sync nodesearch.SyncStats
+	var searchSync nodesearch.SyncStats
 	var rc ring.Counters
 	dicts := map[string]int{}
 	for _, p := range ps {
@@ -222,12 +222,12 @@ func logCopies(t *testing.T, ps []*proc) {
 			t.Logf("realweb processes: search status: %v", err)
 			return
 		}
-		sync.Rounds += se.Sync.Rounds
-		sync.Scans += se.Sync.Scans
-		sync.Served += se.Sync.Served
-		sync.InSync += se.Sync.InSync
-		sync.Pulled += se.Sync.Pulled
-		sync.Bytes += se.Sync.Bytes
+		searchSync.Rounds += se.Sync.Rounds
+		searchSync.Scans += se.Sync.Scans
+		searchSync.Served += se.Sync.Served
+		searchSync.InSync += se.Sync.InSync
+		searchSync.Pulled += se.Sync.Pulled
+		searchSync.Bytes += se.Sync.Bytes
 		var pl politeness.Stats
 		if err := json.Unmarshal(st["politeness"], &pl); err != nil {
 			t.Logf("realweb processes: politeness status: %v", err)
@@ -263,7 +263,7 @@ func logCopies(t *testing.T, ps []*proc) {
 		t.Logf("realweb processes: a node's last replication error: %.300s", e)
 	}
 	t.Logf("realweb processes: search sync: %d rounds, %d scans for digests, %d requests served, %d range pairs in sync, %d postings pulled, %d bytes",
-		sync.Rounds, sync.Scans, sync.Served, sync.InSync, sync.Pulled, sync.Bytes)
+		searchSync.Rounds, searchSync.Scans, searchSync.Served, searchSync.InSync, searchSync.Pulled, searchSync.Bytes)
 	t.Logf("realweb processes: politeness: %d lease round trips, %d owner lookups; slots %d granted, %d used, %d expired",
 		polite.LeaseRPCs, polite.OwnerLookups, polite.Granted, polite.Used, polite.Expired)
 	t.Logf("realweb processes: ring: %d lookups and Successors, %d answered from the local tables, %d lookup hops; %d ring calls since start",
