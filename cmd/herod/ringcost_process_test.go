@@ -128,7 +128,7 @@ func crawlProcesses(t *testing.T, count int, rate string, seeds []string, want i
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d copies of %d versions: not within 20m (%d versions stored)", copies, want, r.versions())
+			t.Fatalf("%d copies of %d versions: not within 20m (%d versions stored)", copies, want, v)
 		}
 		<-tick.C
 	}
@@ -196,9 +196,16 @@ func logCopies(t *testing.T, ps []*proc) {
 			Push      replication.PushStats `json:"push"`
 			LastError string                `json:"last_error"`
 		}
-		if err := json.Unmarshal(st["replication"], &r); err != nil {
-			t.Logf("realweb processes: replication status: %v", err)
-			return
+		var rg struct {
+			Counters ring.Counters `json:"counters"`
+		}
+		var se nodesearch.Stats
+		var pl politeness.Stats
+		for name, v := range map[string]any{"replication": &r, "ring": &rg, "search": &se, "politeness": &pl} {
+			if err := json.Unmarshal(st[name], v); err != nil {
+				t.Logf("realweb processes: %s status: %v", name, err)
+				return
+			}
 		}
 		var ar struct {
 			Dictionary string `json:"dictionary"`
@@ -206,33 +213,16 @@ func logCopies(t *testing.T, ps []*proc) {
 		if err := json.Unmarshal(st["archive"], &ar); err == nil {
 			dicts[ar.Dictionary]++
 		}
-		var rg struct {
-			Counters ring.Counters `json:"counters"`
-		}
-		if err := json.Unmarshal(st["ring"], &rg); err != nil {
-			t.Logf("realweb processes: ring status: %v", err)
-			return
-		}
 		rc.Calls += rg.Counters.Calls
 		rc.Lookups += rg.Counters.Lookups
 		rc.LocalLookups += rg.Counters.LocalLookups
 		rc.Hops += rg.Counters.Hops
-		var se nodesearch.Stats
-		if err := json.Unmarshal(st["search"], &se); err != nil {
-			t.Logf("realweb processes: search status: %v", err)
-			return
-		}
 		searchSync.Rounds += se.Sync.Rounds
 		searchSync.Scans += se.Sync.Scans
 		searchSync.Served += se.Sync.Served
 		searchSync.InSync += se.Sync.InSync
 		searchSync.Pulled += se.Sync.Pulled
 		searchSync.Bytes += se.Sync.Bytes
-		var pl politeness.Stats
-		if err := json.Unmarshal(st["politeness"], &pl); err != nil {
-			t.Logf("realweb processes: politeness status: %v", err)
-			return
-		}
 		push.Pulled += r.Push.Received.Pulled
 		push.Present += r.Push.Received.Present
 		rounds.Pulled += r.Syncs.Pulled
