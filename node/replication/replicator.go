@@ -193,8 +193,14 @@ type Replicator struct {
 	// last ring change, not a whole interval later (a node that dies in
 	// between would take them with it).
 	pushLeft atomic.Bool
-	jobs     chan pullJob
-	roundMu  sync.Mutex // one round at a time
+	// shortSeq counts dispatches that sent records to fewer than k-1
+	// replicas (push.go); shortDone is the shortSeq a round read before
+	// it found k-1 replicas for every range. While shortDone < shortSeq,
+	// Run watches the successor lists and holds a round as soon as they
+	// name k-1 replicas (shortPending).
+	shortSeq, shortDone atomic.Int64
+	jobs                chan pullJob
+	roundMu             sync.Mutex // one round at a time
 
 	purgeMu     sync.Mutex                // guards purgeAgreed
 	purgeAgreed map[string]purgeAgreement // by replica peer: purge.go
@@ -338,24 +344,45 @@ func (r *Replicator) Round(ctx context.Context) error { return r.round(ctx) }
 //
 // Changes before the first periodic round are ignored: the first round
 // waits a whole interval after Run starts, while the node joins and the ring
-// settles. Records whose offers failed twice (a replica that did not yet
-// see this node as their owner, while the ring forms) are the exception:
-// a round follows Settle after the last ring change, before the first
-// periodic one too.
+// settles. Two kinds of records are the exception, as a node that died
+// before the first round would take them with it:
+//   - records whose offers failed twice (a replica that did not yet see
+//     this node as their owner, while the ring forms): a round follows
+//     Settle after the last ring change;
+//   - records the push sent to fewer than k-1 replicas because their
+//     range's successor list was still short: Run looks at the lists
+//     ShortPoll, then 2, 4 … times that (at most the interval) later, and
+//     holds a round as soon as they name k-1 replicas.
 func (r *Replicator) Run(ctx context.Context, events <-chan ring.Event) {
 	r.recheckHeld(ctx)                        // the held records still wait for this node's fetch
 	changed, ran, soon := false, false, false // soon: pushes were left to rounds
+	var poll time.Duration                    // between looks at short lists; 0: none pending
+	var lookAt time.Time                      // the next look, not put off by kicks or ring changes
+	var due time.Time                         // the next round
+	reset := true                             // due is d from now: not after a look
 	for {
-		var tick <-chan time.Time
-		var t *time.Timer
-		if d := time.Duration(r.interval.Load()); d > 0 {
+		interval := time.Duration(r.interval.Load())
+		var tick, look <-chan time.Time
+		var t, l *time.Timer
+		if d := interval; d > 0 {
 			if changed || soon {
 				d = min(d, Settle)
 			}
-			t = time.NewTimer(d)
+			if reset {
+				due = time.Now().Add(d)
+			}
+			t = time.NewTimer(time.Until(due))
 			tick = t.C
+			if poll == 0 && r.shortPending() {
+				poll, lookAt = ShortPoll, time.Now().Add(ShortPoll)
+			}
+			if poll > 0 {
+				l = time.NewTimer(time.Until(lookAt))
+				look = l.C
+			}
 		}
-		var fire bool
+		var fire, looked bool // looked: the round is for short pushes
+		reset = true
 		select {
 		case <-ctx.Done():
 		case <-r.kick: // the interval changed, or pushes were left to rounds
@@ -378,9 +405,23 @@ func (r *Replicator) Run(ctx context.Context, events <-chan ring.Event) {
 			}
 		case <-tick:
 			fire = true
+		case <-look:
+			reset = false
+			switch {
+			case !r.shortPending():
+				poll = 0
+			case r.listsName(r.cfg.Ring.Status().Vnodes):
+				fire, looked = true, true
+			default:
+				poll = min(2*poll, interval)
+				lookAt = time.Now().Add(poll)
+			}
 		}
 		if t != nil {
 			t.Stop()
+		}
+		if l != nil {
+			l.Stop()
 		}
 		if ctx.Err() != nil {
 			return
@@ -388,11 +429,41 @@ func (r *Replicator) Run(ctx context.Context, events <-chan ring.Event) {
 		if !fire {
 			continue
 		}
-		changed, ran, soon = false, true, false
+		// A round for short pushes is not the first periodic one: ring
+		// changes until that one are still the ring forming.
+		changed, ran, soon, poll = false, ran || !looked, false, 0
 		if err := r.round(ctx); err != nil && ctx.Err() == nil {
 			r.log.Debug("replication round", "err", err)
 		}
 	}
+}
+
+// ShortPoll is how long after a push sent records to fewer than k-1
+// replicas Run first looks whether the successor lists name k-1 (Run).
+const ShortPoll = time.Second
+
+// shortPending reports whether records were sent to fewer than k-1
+// replicas since the last round that found k-1 for every range.
+func (r *Replicator) shortPending() bool { return r.shortDone.Load() < r.shortSeq.Load() }
+
+// listsName reports whether the successor list of every local virtual
+// server with a known range names k-1 real nodes other than this one: a
+// round would then reach k-1 replicas of each range (replicasOf takes
+// them from the list) and end the wait of shortPending.
+func (r *Replicator) listsName(vs []ring.VnodeStatus) bool {
+	for _, v := range vs {
+		if !v.Range.Known {
+			continue
+		}
+		peers := map[string]bool{r.self(): true}
+		for _, s := range v.Successors {
+			peers[s.Peer] = true
+		}
+		if len(peers) < r.k() {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *Replicator) fail(err error) error {
@@ -419,6 +490,7 @@ func (r *Replicator) round(ctx context.Context) error {
 	}
 	var errs []error
 	pairs := 0
+	seq := r.shortSeq.Load() // read before the lists: a later short dispatch stays pending
 	rs := r.cfg.Ring.Status()
 	vs := rs.Vnodes
 	now := r.owned.clock()
@@ -469,6 +541,9 @@ func (r *Replicator) round(ctx context.Context) error {
 			}
 		}
 		seen[v.ID] = chk
+	}
+	if !slices.ContainsFunc(vs, func(v ring.VnodeStatus) bool { return seen[v.ID].replicas < seen[v.ID].want }) {
+		r.shortDone.Store(seq) // every range reached k-1 replicas
 	}
 	r.mu.Lock()
 	r.st.Rounds++
