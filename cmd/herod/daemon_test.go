@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -75,6 +76,44 @@ func (r *procRing) replicatedSince(t time.Time) bool {
 	return true
 }
 
+// logReplication logs, for each node, its versions, its replication
+// health, push and hand-off counters, and its virtual servers' ranges.
+func logReplication(t *testing.T, nodes []*proc) {
+	t.Helper()
+	for _, p := range nodes {
+		var st struct {
+			Archive struct {
+				Versions int64 `json:"versions"`
+			} `json:"archive"`
+			Replication struct {
+				Health json.RawMessage `json:"health"`
+				Push   struct {
+					Queued, Dropped, Foreign, Short, Failed, Repairs int64
+				} `json:"push"`
+				HandOff struct {
+					Records, Failed, Held int64
+				} `json:"hand_off"`
+				Rounds    int64  `json:"rounds"`
+				LastError string `json:"last_error"`
+			} `json:"replication"`
+			Ring ring.Status `json:"ring"`
+		}
+		if err := getInto(p, "/api/status", &st); err != nil {
+			t.Logf("%s: status: %v", p.listen, err)
+			continue
+		}
+		var ranges []string
+		for _, v := range st.Ring.Vnodes {
+			ranges = append(ranges, fmt.Sprintf("(%s, %s] known %v, %d successors", v.Range.Start.Short(), v.Range.End.Short(), v.Range.Known, len(v.Successors)))
+		}
+		var health bytes.Buffer
+		_ = json.Compact(&health, st.Replication.Health)
+		rp := st.Replication
+		t.Logf("%s: %d versions, %d rounds, health %s, push %+v, hand-off %+v, last error %q; ranges %v",
+			p.listen, st.Archive.Versions, rp.Rounds, health.String(), rp.Push, rp.HandOff, rp.LastError, ranges)
+	}
+}
+
 // upPeers returns the peers p's ring page shows up.
 func upPeers(p *proc) []string {
 	var rv ringview.View
@@ -137,6 +176,12 @@ func TestProcessesDaemonShort(t *testing.T) {
 	t.Logf("crawled %d URLs, replicated: %s", want, time.Since(began).Round(100*time.Millisecond))
 	if v := r.versions(); v < 2*int64(want) {
 		t.Errorf("%d versions on the nodes, want at least 2 × %d", v, want)
+		logReplication(t, r.live())
+		// Whether the copies came later, or never: a round saw every
+		// range in sync while they were missing.
+		late := testwait.Until(30*time.Second, func() bool { return r.versions() >= 2*int64(want) }) == nil
+		t.Logf("%d versions after 30 s more (reached %d: %v)", r.versions(), 2*want, late)
+		logReplication(t, r.live())
 	}
 
 	// The settings took: two virtual servers each (env), JSON logs (file).
