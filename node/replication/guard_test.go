@@ -118,7 +118,8 @@ func TestOwnedAt(t *testing.T) {
 	}
 }
 
-// rangeRing is a ring whose one local virtual server's range a test sets.
+// rangeRing is a ring whose one local virtual server's range or
+// successor list a test sets.
 type rangeRing struct {
 	mu sync.Mutex
 	st ring.Status
@@ -127,7 +128,15 @@ type rangeRing struct {
 func (r *rangeRing) Status() ring.Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.st
+	st := r.st
+	st.Vnodes = slices.Clone(r.st.Vnodes) // the setters write the test's copy
+	return st
+}
+
+func (r *rangeRing) setSuccessors(succs ...ring.Node) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.st.Vnodes[0].Successors = succs
 }
 
 func (r *rangeRing) setStart(a id.ID) {

@@ -44,7 +44,7 @@ func TestShortPushRoundOnceListsFill(t *testing.T) {
 	}
 	// The owner's successor list names only the first replica until
 	// fill is called.
-	lists := &listRing{st: ring.Status{Vnodes: []ring.VnodeStatus{{Node: ns[0], Range: rng, Successors: []ring.Node{ns[1]}}}}}
+	lists := &rangeRing{st: ring.Status{Vnodes: []ring.VnodeStatus{{Node: ns[0], Range: rng, Successors: []ring.Node{ns[1]}}}}}
 	owner := New(Config{Self: cs[0], Local: stores[0], Source: stores[0], Open: p2ptest.Opener(hs[0]), K: 3, Ring: lists,
 		Gate: func(s network.Stream) (ring.Node, bool) {
 			return ring.Node{Contact: ring.Contact{Peer: s.Conn().RemotePeer().String()}}, true
@@ -81,7 +81,7 @@ func TestShortPushRoundOnceListsFill(t *testing.T) {
 	if st := owner.Stats(); st.Push.Short != int64(len(es)) {
 		t.Fatalf("push short %d, want %d", st.Push.Short, len(es))
 	}
-	lists.fill(ns[1], ns[2])
+	lists.setSuccessors(ns[1], ns[2])
 	testwait.For(t, "the second replica holds every version, well before the next interval", 30*time.Second, func() error {
 		return holds(stores[2], es)
 	})
@@ -94,29 +94,4 @@ func TestShortPushRoundOnceListsFill(t *testing.T) {
 	if n := owner.Stats().Rounds; n > 2 {
 		t.Fatalf("%d rounds, want 1 (2 if a dispatch raced the first)", n)
 	}
-}
-
-// listRing is a ring whose one virtual server's successor list a test
-// fills.
-type listRing struct {
-	mu sync.Mutex
-	st ring.Status
-}
-
-func (l *listRing) Status() ring.Status {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	st := l.st
-	st.Vnodes = append([]ring.VnodeStatus(nil), l.st.Vnodes...)
-	return st
-}
-
-func (l *listRing) Successors(context.Context, id.ID, int) ([]ring.Node, error) {
-	return nil, fmt.Errorf("no lookups in this test")
-}
-
-func (l *listRing) fill(succs ...ring.Node) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.st.Vnodes[0].Successors = succs
 }
