@@ -48,15 +48,7 @@ func TestHandOffHeldUntilConfirmed(t *testing.T) {
 	gate := func(s network.Stream) (ring.Node, bool) {
 		return ring.Node{Contact: byPeer[s.Conn().RemotePeer().String()]}, true
 	}
-	open := func(t *testing.T) *archive.Store {
-		s, err := archive.Open(t.TempDir(), archive.Options{NoSync: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	os_, rs, xs := open(t), open(t), open(t)
+	os_, rs, xs := openStore(t), openStore(t), openStore(t)
 	heldDir := t.TempDir()
 	owners := succsRing(func(context.Context, id.ID, int) ([]ring.Node, error) { return []ring.Node{ownerV, replicaV}, nil })
 	var mu sync.Mutex

@@ -395,21 +395,18 @@ func (r *Replicator) dispatch(ctx context.Context, recs []pushed, overflow bool,
 			routed[p.t] = cs
 		}
 	}
-	if short > 0 {
-		// Run holds a round once the lists name k-1 replicas; it is woken
-		// when none was pending (a kick puts off its periodic round).
-		was := r.shortPending()
-		if r.shortSeq.Add(1); !was {
-			select {
-			case r.kick <- struct{}{}:
-			default:
-			}
-		}
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.pq.dispatching = false
 	r.st.Push.Foreign += int64(len(foreign))
+	if short > 0 && !r.shortPendingLocked() {
+		// Run holds a round once the lists name k-1 replicas; it is woken
+		// only when none was pending (a kick puts off its periodic round).
+		select {
+		case r.kick <- struct{}{}:
+		default:
+		}
+	}
 	r.st.Push.Short += short
 	if len(foreign) > 0 {
 		r.ho.running++

@@ -49,13 +49,7 @@ func TestPushLeftToRoundSoon(t *testing.T) {
 		events <- ring.Event{Vnode: p.ownerV, NewRange: p.rng}
 	}
 	testwait.For(t, "every version on the replica, well before the next interval", 30*time.Second, func() error {
-		n := 0
-		for _, e := range es {
-			if ok, err := rs.Holds(ctx, e); err == nil && ok {
-				n++
-			}
-		}
-		if n < len(es) {
+		if n, _ := holding(ctx, rs, es); n < len(es) {
 			return fmt.Errorf("%d of %d; owner rounds %d, %+v", n, len(es), owner.Stats().Rounds, owner.Stats().Push)
 		}
 		return nil

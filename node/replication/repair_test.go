@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -37,13 +38,7 @@ func TestDroppedPushRepaired(t *testing.T) {
 	go func() { replica.Work(ctx); done <- struct{}{} }()
 	defer func() { cancel(); <-done; <-done }()
 	testwait.For(t, "every version on the replica", 30*time.Second, func() error {
-		n := 0
-		for _, e := range es {
-			if ok, err := rs.Holds(ctx, e); err == nil && ok {
-				n++
-			}
-		}
-		if n < len(es) {
+		if n, _ := holding(ctx, rs, es); n < len(es) {
 			return fmt.Errorf("%d of %d; owner %+v (%s), replica %s", n, len(es), owner.Stats().Push, owner.Stats().LastError, replica.Stats().LastError)
 		}
 		// The records land before the counters: the owner counts its
@@ -83,15 +78,7 @@ func newPushPair(t *testing.T, admit func() bool) *pushPair {
 	p := &pushPair{ownerV: ring.Node{ID: ring.VirtualID(ownerC.Addr, 0), Contact: ownerC},
 		replicaV: ring.Node{ID: ring.VirtualID(replicaC.Addr, 0), Contact: replicaC}}
 	p.rng = ring.Range{Start: p.replicaV.ID, End: p.ownerV.ID, Known: true}
-	open := func() *archive.Store {
-		s, err := archive.Open(t.TempDir(), archive.Options{NoSync: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	p.os, p.rs = open(), open()
+	p.os, p.rs = openStore(t), openStore(t)
 	p.owner = New(Config{Self: ownerC, Local: p.os, Source: p.os, Open: p2ptest.Opener(hs[0]),
 		Gate: func(network.Stream) (ring.Node, bool) { return ring.Node{Contact: replicaC}, true },
 		Ring: statusRing{ring.Status{Vnodes: []ring.VnodeStatus{{Node: p.ownerV, Range: p.rng, Successors: []ring.Node{p.replicaV}}}}}})
@@ -102,6 +89,31 @@ func newPushPair(t *testing.T, admit func() bool) *pushPair {
 	hs[1].SetStreamHandler(Protocol, p.replica.Handle)
 	p.os.OnAdd(p.owner.Notify)
 	return p
+}
+
+// openStore opens an archive in a temporary directory, closed when the
+// test ends.
+func openStore(t *testing.T) *archive.Store {
+	t.Helper()
+	s, err := archive.Open(t.TempDir(), archive.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// holding returns how many of es s holds, and the first it lacks (nil if
+// none), with the error its look-up returned.
+func holding(ctx context.Context, s *archive.Store, es []archive.Entry) (n int, lacks error) {
+	for _, e := range es {
+		if ok, err := s.Holds(ctx, e); err == nil && ok {
+			n++
+		} else if lacks == nil {
+			lacks = fmt.Errorf("%s missing (%v)", e.Key.Short(), err)
+		}
+	}
+	return n, lacks
 }
 
 // putInRange stores n small pages of rng in s and returns their entries.
@@ -139,12 +151,8 @@ func TestPushCountsShortDispatch(t *testing.T) {
 			defer func() { cancel(); <-done; <-done }()
 			es := putInRange(ctx, t, p.os, p.rng, 5)
 			testwait.For(t, "the replica holds every version", 30*time.Second, func() error {
-				for _, e := range es {
-					if ok, err := p.rs.Holds(ctx, e); err != nil || !ok {
-						return fmt.Errorf("%s missing (%v)", e.Key.Short(), err)
-					}
-				}
-				return nil
+				_, lacks := holding(ctx, p.rs, es)
+				return lacks
 			})
 			want := int64(0)
 			if k == 3 {
@@ -154,5 +162,33 @@ func TestPushCountsShortDispatch(t *testing.T) {
 				t.Fatalf("push short %d, want %d", got, want)
 			}
 		})
+	}
+}
+
+// TestListReplicas: the replicas a successor list names are its first
+// k-1 distinct real nodes other than this one; with k = 1 there are none
+// (the owner alone holds its range), and listsName holds only when every
+// known range's list names k-1.
+func TestListReplicas(t *testing.T) {
+	node := func(peer string, i int) ring.Node {
+		c := ring.Contact{Peer: peer, Addr: "127.0.0.1:1"}
+		return ring.Node{ID: ring.VirtualID(peer, i), Contact: c}
+	}
+	self, a, b, c := node("self", 1), node("a", 0), node("b", 0), node("c", 0)
+	v := ring.VnodeStatus{Node: node("self", 0), Range: ring.Range{Known: true},
+		Successors: []ring.Node{a, node("a", 1), self, b, c}}
+	for k, want := range map[int][]string{1: nil, 2: {"a"}, 3: {"a", "b"}, 4: {"a", "b", "c"}, 5: {"a", "b", "c"}} {
+		r := New(Config{Self: self.Contact, K: k})
+		var got []string
+		for _, c := range r.listReplicas(v) {
+			got = append(got, c.Peer)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("k=%d: replicas %v, want %v", k, got, want)
+		}
+		unknown := ring.VnodeStatus{Node: node("self", 2)} // a range not yet known is not waited for
+		if names := r.listsName([]ring.VnodeStatus{v, unknown}); names != (k <= 4) {
+			t.Errorf("k=%d: lists name k-1 replicas: %v", k, names)
+		}
 	}
 }

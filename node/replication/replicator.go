@@ -193,14 +193,8 @@ type Replicator struct {
 	// last ring change, not a whole interval later (a node that dies in
 	// between would take them with it).
 	pushLeft atomic.Bool
-	// shortSeq counts dispatches that sent records to fewer than k-1
-	// replicas (push.go); shortDone is the shortSeq a round read before
-	// it found k-1 replicas for every range. While shortDone < shortSeq,
-	// Run watches the successor lists and holds a round as soon as they
-	// name k-1 replicas (shortPending).
-	shortSeq, shortDone atomic.Int64
-	jobs                chan pullJob
-	roundMu             sync.Mutex // one round at a time
+	jobs     chan pullJob
+	roundMu  sync.Mutex // one round at a time
 
 	purgeMu     sync.Mutex                // guards purgeAgreed
 	purgeAgreed map[string]purgeAgreement // by replica peer: purge.go
@@ -225,6 +219,11 @@ type Replicator struct {
 	busy    int // pull jobs being served
 	st      Stats
 	lastErr error
+	// shortDone is the st.Push.Short a round read before it found k-1
+	// replicas for every range: while it is less, records were pushed
+	// short since, and Run holds a round as soon as the successor lists
+	// name k-1 replicas (shortPending).
+	shortDone int64
 }
 
 // pullJob is a range an owner asked this node to pull from it.
@@ -444,26 +443,22 @@ const ShortPoll = time.Second
 
 // shortPending reports whether records were sent to fewer than k-1
 // replicas since the last round that found k-1 for every range.
-func (r *Replicator) shortPending() bool { return r.shortDone.Load() < r.shortSeq.Load() }
+func (r *Replicator) shortPending() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.shortPendingLocked()
+}
+
+func (r *Replicator) shortPendingLocked() bool { return r.shortDone < r.st.Push.Short }
 
 // listsName reports whether the successor list of every local virtual
 // server with a known range names k-1 real nodes other than this one: a
 // round would then reach k-1 replicas of each range (replicasOf takes
 // them from the list) and end the wait of shortPending.
 func (r *Replicator) listsName(vs []ring.VnodeStatus) bool {
-	for _, v := range vs {
-		if !v.Range.Known {
-			continue
-		}
-		peers := map[string]bool{r.self(): true}
-		for _, s := range v.Successors {
-			peers[s.Peer] = true
-		}
-		if len(peers) < r.k() {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(vs, func(v ring.VnodeStatus) bool {
+		return v.Range.Known && len(r.listReplicas(v)) < r.k()-1
+	})
 }
 
 func (r *Replicator) fail(err error) error {
@@ -490,7 +485,9 @@ func (r *Replicator) round(ctx context.Context) error {
 	}
 	var errs []error
 	pairs := 0
-	seq := r.shortSeq.Load() // read before the lists: a later short dispatch stays pending
+	r.mu.Lock()
+	short := r.st.Push.Short // read before the lists: a later short dispatch stays pending
+	r.mu.Unlock()
 	rs := r.cfg.Ring.Status()
 	vs := rs.Vnodes
 	now := r.owned.clock()
@@ -542,10 +539,10 @@ func (r *Replicator) round(ctx context.Context) error {
 		}
 		seen[v.ID] = chk
 	}
-	if !slices.ContainsFunc(vs, func(v ring.VnodeStatus) bool { return seen[v.ID].replicas < seen[v.ID].want }) {
-		r.shortDone.Store(seq) // every range reached k-1 replicas
-	}
 	r.mu.Lock()
+	if !slices.ContainsFunc(vs, func(v ring.VnodeStatus) bool { return seen[v.ID].replicas < seen[v.ID].want }) {
+		r.shortDone = short // every range reached k-1 replicas
+	}
 	r.st.Rounds++
 	r.st.Pairs += int64(pairs)
 	r.health.update(seen, time.Now())
@@ -618,20 +615,9 @@ func (r *Replicator) syncPair(ctx context.Context, v ring.VnodeStatus, c ring.Co
 // first k-1 distinct real nodes other than this one on v's successor list,
 // or, if that list is too short to name them, as the ring finds them.
 func (r *Replicator) replicasOf(ctx context.Context, v ring.VnodeStatus) []ring.Contact {
-	self := r.cfg.Self.Peer
-	seen := map[string]bool{self: true}
-	var out []ring.Contact
-	for _, s := range v.Successors {
-		if !seen[s.Peer] {
-			seen[s.Peer] = true
-			out = append(out, s.Contact)
-			if len(out) == r.k()-1 {
-				return out
-			}
-		}
-	}
-	if len(v.Successors) < ring.DefaultSuccessorListLen {
-		return out // the list holds the whole ring: there are no more nodes
+	out := r.listReplicas(v)
+	if len(out) == r.k()-1 || len(v.Successors) < ring.DefaultSuccessorListLen {
+		return out // or the list holds the whole ring: there are no more nodes
 	}
 	succs, err := r.cfg.Ring.Successors(ctx, v.ID, r.k())
 	if err != nil {
@@ -640,7 +626,24 @@ func (r *Replicator) replicasOf(ctx context.Context, v ring.VnodeStatus) []ring.
 	}
 	out = out[:0]
 	for _, s := range succs {
-		if s.Peer != self {
+		if s.Peer != r.self() {
+			out = append(out, s.Contact)
+		}
+	}
+	return out
+}
+
+// listReplicas returns the first k-1 distinct real nodes other than this
+// one on v's successor list (fewer if it names fewer).
+func (r *Replicator) listReplicas(v ring.VnodeStatus) []ring.Contact {
+	seen := map[string]bool{r.self(): true}
+	var out []ring.Contact
+	for _, s := range v.Successors {
+		if len(out) == r.k()-1 {
+			break
+		}
+		if !seen[s.Peer] {
+			seen[s.Peer] = true
 			out = append(out, s.Contact)
 		}
 	}

@@ -33,15 +33,7 @@ func TestShortPushRoundOnceListsFill(t *testing.T) {
 		ns[i] = ring.Node{ID: ring.VirtualID(cs[i].Addr, 0), Contact: cs[i]}
 	}
 	rng := ring.Range{Start: id.OfString("pred"), End: ns[0].ID, Known: true}
-	var stores [3]*archive.Store
-	for i := range stores {
-		s, err := archive.Open(t.TempDir(), archive.Options{NoSync: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		stores[i] = s
-	}
+	stores := [3]*archive.Store{openStore(t), openStore(t), openStore(t)}
 	// The owner's successor list names only the first replica until
 	// fill is called.
 	lists := &rangeRing{st: ring.Status{Vnodes: []ring.VnodeStatus{{Node: ns[0], Range: rng, Successors: []ring.Node{ns[1]}}}}}
@@ -69,10 +61,8 @@ func TestShortPushRoundOnceListsFill(t *testing.T) {
 	defer func() { cancel(); wg.Wait() }()
 
 	holds := func(s *archive.Store, es []archive.Entry) error {
-		for _, e := range es {
-			if ok, err := s.Holds(ctx, e); err != nil || !ok {
-				return fmt.Errorf("%s missing (%v); owner rounds %d, push %+v", e.Key.Short(), err, owner.Stats().Rounds, owner.Stats().Push)
-			}
+		if _, lacks := holding(ctx, s, es); lacks != nil {
+			return fmt.Errorf("%w; owner rounds %d, push %+v", lacks, owner.Stats().Rounds, owner.Stats().Push)
 		}
 		return nil
 	}
@@ -87,7 +77,9 @@ func TestShortPushRoundOnceListsFill(t *testing.T) {
 	})
 	testwait.For(t, "no short push pending", 30*time.Second, func() error {
 		if owner.shortPending() {
-			return fmt.Errorf("short dispatches %d, a round found k-1 replicas after %d", owner.shortSeq.Load(), owner.shortDone.Load())
+			owner.mu.Lock()
+			defer owner.mu.Unlock()
+			return fmt.Errorf("%d records pushed short, %d when a round last found k-1 replicas", owner.st.Push.Short, owner.shortDone)
 		}
 		return nil
 	})
