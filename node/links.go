@@ -22,7 +22,7 @@ func (n *Node) setupLinks() {
 		Self:         n.self.Peer,
 		LinkReplicas: n.cfg.LinkReplicas,
 		Replicas:     n.cfg.Replicas,
-		Open:         n.openStream,
+		Exchange:     n.exchange,
 		Hooks:        wire.Hooks{Logger: n.log},
 	}
 }

@@ -62,6 +62,7 @@ type Node struct {
 	tr       *p2p.Transport
 	members  *member.Gate     // the trust boundary (member.go)
 	kit      *kit.Kit         // every protocol handler's registration (protocol.go)
+	pool     *kit.Pool        // streams of session protocols kept between exchanges (protocol.go)
 	identity identity.Signer  // signs versions and purge orders
 	purge    *purge.Book      // purge orders (purge.go)
 	purgeX   *purge.Exchanger // carries the orders between members (purge.go)
@@ -499,6 +500,9 @@ func (n *Node) closeAll() error {
 	}
 	if n.ring != nil {
 		errs = append(errs, n.ring.Close())
+	}
+	if n.pool != nil {
+		errs = append(errs, n.pool.Close())
 	}
 	errs = append(errs, n.dht.Close())
 	if n.host != nil {

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bufio"
 	"context"
 	"errors"
 
@@ -45,8 +46,8 @@ func (n *Node) setupPoliteness(cc *crawl.Config) {
 	}
 	// Record the effective hooks so PolitenessStats can find them.
 	n.cfg.Crawl.Budget, n.cfg.Crawl.Robots = cc.Budget, cc.Robots
-	n.kit.MustHandle(rawSpec(politeness.BudgetProtocol, p.HandleBudget, politenessRequest, streamTimeout, 256))
-	n.kit.MustHandle(rawSpec(politeness.RobotsProtocol, p.HandleRobots, politenessRequest, robotsDeadline, 64))
+	n.kit.MustHandle(p.BudgetSpec())
+	n.kit.MustHandle(p.RobotsSpec())
 	n.kit.MustHandle(rawSpec(redirectProtocol, n.handleRedirect, maxRedirectRequest, redirectTimeout, 64))
 }
 
@@ -62,13 +63,8 @@ func (n *Node) robotsRecord(ctx context.Context, origin string) (crawl.RobotsRec
 // politePeers gives package politeness the node's streams.
 type politePeers struct{ n *Node }
 
-func (p politePeers) Open(ctx context.Context, c ring.Contact, proto protocol.ID) (network.Stream, error) {
-	return p.n.openStream(ctx, c, proto)
-}
-
-func (p politePeers) Admit(s network.Stream) bool {
-	_, ok := p.n.gate(s)
-	return ok
+func (p politePeers) Exchange(ctx context.Context, c ring.Contact, proto protocol.ID, fn func(s network.Stream, r *bufio.Reader) error) error {
+	return p.n.exchange(ctx, c, proto, fn)
 }
 
 // PolitenessStats returns the node's politeness counters. They are zero

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"time"
@@ -25,19 +26,20 @@ const archiveProtocol = resolve.Protocol
 // (package kit): membership gate, deadline, concurrent handlers, frame
 // and request size limits, bad-frame accounting and panic containment
 // apply to each alike. The packages that serve a protocol declare its
-// Spec (forward, dayclaim, ringpage, purge, query); the handlers of
-// resolve, replication and politeness still read their streams
+// Spec (forward, dayclaim, politeness, ringpage, purge, query); the
+// handlers of resolve and replication still read their streams
 // themselves (kit.Raw) and get the kit's limits declared here, around
-// their own.
+// their own. The small request-and-reply protocols (claims, link
+// batches, leases, robots records) are session protocols: the node
+// sends them through its pool (exchange), which keeps a few streams to
+// each member open between requests.
 
 // Limits of the protocols whose handlers read their streams themselves:
 // one request frame each (the packages' own limits, which they check
 // again), and room for a second.
 const (
-	resolveRequest    = 64 << 10 // resolve's maxRequestFrame
-	replicateRequest  = replicate.MaxOfferRequest
-	politenessRequest = 4 << 10 // politeness's maxBudgetFrame and maxRobotsRequest
-	robotsDeadline    = 60 * time.Second
+	resolveRequest   = 64 << 10 // resolve's maxRequestFrame
+	replicateRequest = replicate.MaxOfferRequest
 )
 
 // setupKit builds the node's protocol kit. Called from New once the
@@ -51,6 +53,13 @@ func (n *Node) setupKit() {
 		Base:       func() context.Context { return n.ctx },
 		Logger:     n.log.With("sub", "kit"),
 	})
+	n.pool = kit.NewPool(n.openStream, streamTimeout)
+}
+
+// exchange sends one request of a session protocol (kit.Spec.Session) on
+// a stream the node's pool keeps to c's node, or a new one.
+func (n *Node) exchange(ctx context.Context, c ring.Contact, p protocol.ID, fn func(s network.Stream, r *bufio.Reader) error) error {
+	return n.pool.Exchange(ctx, c, p, fn)
 }
 
 // rawSpec declares a protocol whose handler reads its stream itself.

@@ -62,6 +62,7 @@ func (n *Node) Status() Status {
 		Witness:   n.WitnessStats(),
 		TakenOver: n.takeOver.Taken(),
 		Wire:      status.Wire(n.bwc),
+		Sessions:  n.pool.Stats(),
 		Members:   status.NewMembers(n.cfg.Replicas, n.ringpage.Members()),
 		Search:    n.SearchStats(), // search.go
 		Load:      n.gatewayStats(),

@@ -16,6 +16,7 @@ import (
 
 	"github.com/herod-archive/herod/internal/realweb"
 	"github.com/herod-archive/herod/internal/testwait"
+	"github.com/herod-archive/herod/node/kit"
 	"github.com/herod-archive/herod/node/politeness"
 	"github.com/herod-archive/herod/node/replication"
 	nodesearch "github.com/herod-archive/herod/node/search"
@@ -184,6 +185,7 @@ func logCopies(t *testing.T, ps []*proc) {
 	var polite politeness.Stats
 	var searchSync nodesearch.SyncStats
 	var rc ring.Counters
+	var sessions kit.PoolStats
 	dicts := map[string]int{}
 	for _, p := range ps {
 		st, err := status(p)
@@ -201,7 +203,8 @@ func logCopies(t *testing.T, ps []*proc) {
 		}
 		var se nodesearch.Stats
 		var pl politeness.Stats
-		for name, v := range map[string]any{"replication": &r, "ring": &rg, "search": &se, "politeness": &pl} {
+		var ss kit.PoolStats
+		for name, v := range map[string]any{"replication": &r, "ring": &rg, "search": &se, "politeness": &pl, "sessions": &ss} {
 			if err := json.Unmarshal(st[name], v); err != nil {
 				t.Logf("realweb processes: %s status: %v", name, err)
 				return
@@ -244,6 +247,9 @@ func logCopies(t *testing.T, ps []*proc) {
 		polite.Granted += pl.Granted
 		polite.Used += pl.Used
 		polite.Expired += pl.Expired
+		sessions.Opened += ss.Opened
+		sessions.Reused += ss.Reused
+		sessions.Retried += ss.Retried
 	}
 	t.Logf("realweb processes: copies: push imported %d (%d offers, %d reads from owners, %d offered already held), rounds imported %d (%d already held)",
 		push.Pulled, offers, reads, push.Present, rounds.Pulled, rounds.Present)
@@ -256,6 +262,8 @@ func logCopies(t *testing.T, ps []*proc) {
 		searchSync.Rounds, searchSync.Scans, searchSync.Served, searchSync.InSync, searchSync.Pulled, searchSync.Bytes)
 	t.Logf("realweb processes: politeness: %d lease round trips, %d owner lookups; slots %d granted, %d used, %d expired",
 		polite.LeaseRPCs, polite.OwnerLookups, polite.Granted, polite.Used, polite.Expired)
+	t.Logf("realweb processes: sessions (claims, links, leases, robots): %d exchanges on a stream opened for them, %d on a kept one, %d sent again",
+		sessions.Opened, sessions.Reused, sessions.Retried)
 	t.Logf("realweb processes: ring: %d lookups and Successors, %d answered from the local tables, %d lookup hops; %d ring calls since start",
 		rc.Lookups, rc.LocalLookups, rc.Hops, rc.Calls)
 	t.Logf("realweb processes: dictionaries: %d trained, %d adopted, %d none", dicts["trained"], dicts["adopted"], dicts[""])

@@ -37,11 +37,16 @@ var errRemote = errors.New("node: remote error")
 
 // Opener opens a stream of protocol p to the real node behind c, with a
 // deadline.
-type Opener func(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error)
+type Opener = kit.Opener
 
-// Transport is claim.Transport over libp2p streams.
+// Transport is claim.Transport over libp2p streams: each claim is one
+// exchange of ClaimProtocol, a session protocol (kit.Spec.Session), so a
+// node's claims to one former owner share a stream the node keeps
+// (kit.Pool).
 type Transport struct {
-	Open Opener
+	// Exchange sends one claim and reads its reply (the node's
+	// kit.Pool.Exchange; kit.OpenExchanger opens a stream each).
+	Exchange kit.Exchanger
 	// Answers pings virtual server v (the ring's Answers).
 	Answers func(ctx context.Context, v ring.Node) bool
 }
@@ -52,22 +57,14 @@ var _ claim.Transport = Transport{}
 func (t Transport) Claim(ctx context.Context, f ring.Node, q claim.Request) (claim.Reply, error) {
 	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
 	defer cancel()
-	s, err := t.Open(ctx, f.Contact, ClaimProtocol)
-	if err != nil {
-		return claim.Reply{}, claimErr(q, err)
-	}
-	defer s.Close()
-	if err := wire.WriteJSON(s, q); err != nil {
-		s.Reset()
-		return claim.Reply{}, claimErr(q, err)
-	}
-	if err := s.CloseWrite(); err != nil {
-		s.Reset()
-		return claim.Reply{}, claimErr(q, err)
-	}
 	var rep claim.Reply
-	if err := wire.ReadJSON(bufio.NewReader(s), maxClaimFrame, &rep); err != nil {
-		s.Reset()
+	err := t.Exchange(ctx, f.Contact, ClaimProtocol, func(s network.Stream, r *bufio.Reader) error {
+		if err := wire.WriteJSON(s, q); err != nil {
+			return err
+		}
+		return wire.ReadJSON(r, maxClaimFrame, &rep)
+	})
+	if err != nil {
 		return claim.Reply{}, claimErr(q, err)
 	}
 	return rep, nil
@@ -108,7 +105,8 @@ type Service struct {
 
 // ClaimSpec declares the claim protocol to the node's kit.
 func (sv *Service) ClaimSpec() kit.Spec {
-	return kit.Spec{ID: ClaimProtocol, Handle: sv.ServeClaim, MaxFrame: maxClaimFrame, Deadline: claimTimeout, MaxActive: 128}
+	return kit.Spec{ID: ClaimProtocol, Handle: sv.ServeClaim, MaxFrame: maxClaimFrame, Deadline: claimTimeout, MaxActive: 128,
+		Session: true}
 }
 
 // HandoverSpec declares the handover protocol to the node's kit.

@@ -38,7 +38,7 @@ func TestTransportClaim(t *testing.T) {
 		}
 		_ = wire.WriteJSON(s, claim.Reply{Taken: true})
 	})
-	tr := Transport{Open: open}
+	tr := Transport{Exchange: kit.OpenExchanger(open)}
 	rep, err := tr.Claim(context.Background(), ring.Node{Contact: ring.Contact{Peer: b.ID().String()}}, claim.Request{URL: "http://a.example/"})
 	if err != nil || !rep.Taken {
 		t.Fatalf("claim: %+v, %v", rep, err)
@@ -55,7 +55,7 @@ func (noVnodes) Predecessor(id.ID) (ring.Node, bool) { return ring.Node{}, false
 // a kit behind gate; refusals go to refuse.
 func answerer(b host.Host, open Opener, gate func(network.Stream) (ring.Node, error), refuse func(ring.Node, string, error)) *Service {
 	sv := &Service{
-		Claims: claim.New(claim.Config{Peer: b.ID().String(), Ring: noVnodes{}, Transport: Transport{Open: open}}),
+		Claims: claim.New(claim.Config{Peer: b.ID().String(), Ring: noVnodes{}, Transport: Transport{Exchange: kit.OpenExchanger(open)}}),
 		Self:   b.ID().String(),
 		Day:    func() int64 { return 1 },
 	}
@@ -102,7 +102,7 @@ func TestClaimRefusedByGate(t *testing.T) {
 	answerer(b, open, func(s network.Stream) (ring.Node, error) {
 		return ring.Node{}, errors.New("not a member")
 	}, nil)
-	tr := Transport{Open: open}
+	tr := Transport{Exchange: kit.OpenExchanger(open)}
 	q := claim.Request{URL: "http://site.example/", Day: 1, Vnode: ring.Node{Contact: ring.Contact{Peer: a.ID().String(), Addr: "127.0.0.1:4001"}}}
 	_, err := tr.Claim(context.Background(), ring.Node{Contact: ring.Contact{Peer: b.ID().String()}}, q)
 	if !errors.Is(err, claim.ErrRefused) {

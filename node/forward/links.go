@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
-	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/id"
@@ -106,9 +105,11 @@ type Links struct {
 	// its next LinkReplicas-1); Replicas is k, the real nodes that hold
 	// a range's versions.
 	LinkReplicas, Replicas int
-	// Open opens a stream of protocol p to the real node behind c, with
-	// a deadline.
-	Open func(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error)
+	// Exchange sends one request of the links protocol, a session
+	// protocol (Spec), and reads its reply: the node's kit.Pool.Exchange,
+	// so a node's batches to one member share a stream it keeps
+	// (kit.OpenExchanger opens a stream each).
+	Exchange kit.Exchanger
 	// KnownPerDay bounds the known URLs this node remembers from one
 	// sender in a day (a token bucket refilled over 24 hours); zero means
 	// DefaultKnownPerDay.
@@ -164,25 +165,10 @@ func (l *Links) Deliver(ctx context.Context, to ring.Node, b Batch) ([]ring.Node
 		}
 		return l.replySuccessorsOf(to.Index, b.Want, b.Next), nil
 	}
-	s, err := l.Open(ctx, to.Contact, Protocol)
-	if err != nil {
-		return nil, err
-	}
-	defer s.Close()
 	hdr := Header{VS: to.Index, Hops: b.Hops, Replica: b.Replica, Req: b.Requisites, N: len(b.URLs), Want: b.Want, Next: b.Next}
-	if err := wire.WriteJSON(s, hdr); err != nil {
-		s.Reset()
+	rep, err := l.send(ctx, to.Contact, hdr, b.URLs)
+	if err != nil {
 		return nil, fmt.Errorf("send links: %w", err)
-	}
-	if err := wire.WriteFrame(s, EncodeLinks(b.URLs)); err != nil {
-		s.Reset()
-		return nil, fmt.Errorf("send links: %w", err)
-	}
-	_ = s.CloseWrite()
-	var rep Reply
-	if err := wire.ReadJSON(bufio.NewReader(s), MaxReply, &rep); err != nil {
-		s.Reset()
-		return nil, fmt.Errorf("send links: reply: %w", err)
 	}
 	if rep.Error != "" {
 		return nil, fmt.Errorf("send links: %w: %s", errRemote, rep.Error)
@@ -194,7 +180,7 @@ func (l *Links) Deliver(ctx context.Context, to ring.Node, b Batch) ([]ring.Node
 // trust gate, a request of a header and one compressed batch.
 func (l *Links) Spec() kit.Spec {
 	return kit.Spec{ID: Protocol, Handle: l.Serve, MaxFrame: MaxBody, MaxRequest: MaxHeader + MaxBody + 20,
-		Deadline: streamTimeout, MaxActive: maxActive}
+		Deadline: streamTimeout, MaxActive: maxActive, Session: true}
 }
 
 // Serve receives one hop of another node's ring walk, or a batch of
@@ -459,29 +445,33 @@ func (l *Links) sendKnown(ctx context.Context, h ring.Node, urls []string) error
 // sendBatch sends one links-protocol request to n, hdr then urls as one
 // frame, and waits for its reply, which wants nothing back.
 func (l *Links) sendBatch(ctx context.Context, n ring.Node, hdr Header, urls []string) error {
-	s, err := l.Open(ctx, n.Contact, Protocol)
+	rep, err := l.send(ctx, n.Contact, hdr, urls)
 	if err != nil {
 		return err
-	}
-	defer s.Close()
-	if err := wire.WriteJSON(s, hdr); err != nil {
-		s.Reset()
-		return err
-	}
-	if err := wire.WriteFrame(s, EncodeLinks(urls)); err != nil {
-		s.Reset()
-		return err
-	}
-	_ = s.CloseWrite()
-	var rep Reply
-	if err := wire.ReadJSON(bufio.NewReader(s), MaxReply, &rep); err != nil {
-		s.Reset()
-		return fmt.Errorf("reply: %w", err)
 	}
 	if rep.Error != "" {
 		return fmt.Errorf("%w: %s", errRemote, rep.Error)
 	}
 	return nil
+}
+
+// send is one exchange of the links protocol with c's node: hdr, then
+// urls as one frame; the reply.
+func (l *Links) send(ctx context.Context, c ring.Contact, hdr Header, urls []string) (Reply, error) {
+	var rep Reply
+	err := l.Exchange(ctx, c, Protocol, func(s network.Stream, r *bufio.Reader) error {
+		if err := wire.WriteJSON(s, hdr); err != nil {
+			return err
+		}
+		if err := wire.WriteFrame(s, EncodeLinks(urls)); err != nil {
+			return err
+		}
+		if err := wire.ReadJSON(r, MaxReply, &rep); err != nil {
+			return fmt.Errorf("reply: %w", err)
+		}
+		return nil
+	})
+	return rep, err
 }
 
 // rememberKnown takes a batch of known URLs from member from: it

@@ -100,7 +100,7 @@ func TestLinksOverTheWire(t *testing.T) {
 	ha, hb := hs[0], hs[1]
 	a, _ := newTestLinks(t, ha.ID().String())
 	b, cb := newTestLinks(t, hb.ID().String())
-	a.Open = p2ptest.Opener(ha)
+	a.Exchange = kit.OpenExchanger(p2ptest.Opener(ha))
 	var refused []string
 	k := kit.New(kit.Config{Host: hb,
 		Gate: func(network.Stream) (ring.Node, error) {
@@ -181,7 +181,7 @@ func TestOverHopAllowance(t *testing.T) {
 	ha, hb := hs[0], hs[1]
 	a, _ := newTestLinks(t, ha.ID().String())
 	b, cb := newTestLinks(t, hb.ID().String())
-	a.Open = p2ptest.Opener(ha)
+	a.Exchange = kit.OpenExchanger(p2ptest.Opener(ha))
 	k := kit.New(kit.Config{Host: hb, Gate: func(network.Stream) (ring.Node, error) {
 		return ring.Node{Contact: ring.Contact{Peer: ha.ID().String()}}, nil
 	}})

@@ -138,7 +138,7 @@ func TestReforwardAfterTakeOver(t *testing.T) {
 	}
 	bNode := ring.Node{Contact: ring.Contact{Peer: hb.ID().String(), Addr: "127.0.0.2:4001"}}
 	a := &Links{Ring: ringOf{stubRing{fr}, []ring.Node{bNode, bNode}}, Self: ha.ID().String(), Forwarder: fa, Crawler: ca,
-		Open: p2ptest.Opener(ha)}
+		Exchange: kit.OpenExchanger(p2ptest.Opener(ha))}
 	for range 2 { // the second announcement of the same span does nothing more
 		told, err := a.AnnounceTakeOver(ctx, span)
 		if err != nil || told != 2 {

@@ -29,6 +29,14 @@
 // still reads the stream itself (its own checks then run again behind
 // the kit's).
 //
-// Concurrency: a Kit is safe for concurrent use; Handle may be called at
-// any time, each protocol once.
+// A session protocol (Spec.Session) serves one request after another on
+// a stream, each through steps 2–6 again, for the client side's Pool,
+// which keeps a few streams to each member open between exchanges
+// (Pool.Exchange): a small request then costs no stream setup. A session
+// stream waits at most SessionIdle for its next request, holding no
+// slot, and one member keeps at most MaxIdleSessions of a protocol
+// waiting.
+//
+// Concurrency: a Kit and a Pool are safe for concurrent use; Handle may
+// be called at any time, each protocol once.
 package kit

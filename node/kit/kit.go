@@ -78,7 +78,33 @@ type Spec struct {
 	// once here (its other streams wait, as past MaxActive), so that no
 	// member holds every slot; zero means half of MaxActive (at least 1).
 	MaxPerPeer int
+	// Session marks a protocol whose streams may carry one request after
+	// another (a Pool's Exchange): Handle reads exactly one request and
+	// writes exactly one reply, without closing the stream, and the kit
+	// waits up to SessionIdle for the next request on it, which passes
+	// every step again (gate, slot, deadline, MaxRequest). The stream is
+	// closed when the peer closes its side (a client that sends one
+	// request and closes its side, as every client did before sessions,
+	// is served as before), goes quiet, or has MaxIdleSessions streams of
+	// the protocol waiting here already, and when MaxActive/2 streams of
+	// the protocol wait here, all members together (waiting streams leave
+	// room under the host's stream limits for new ones). Not with
+	// Streaming.
+	Session bool
 }
+
+// SessionIdle is how long a session stream waits here for its next
+// request before the kit closes it: longer than a Pool keeps a stream
+// (PoolIdle), so that a client never reuses a stream the kit is closing.
+const SessionIdle = 30 * time.Second
+
+// MaxIdleSessions bounds the session streams of one protocol that one
+// member keeps waiting here between requests: each holds a goroutine and
+// a read buffer. It is twice what a Pool keeps, because all of a burst's
+// streams wait here a moment before the Pool closes those it does not
+// keep: a stream the kit closed while the Pool kept it costs the next
+// exchange a second try.
+const MaxIdleSessions = 16
 
 // Stats counts what the kit refused or caught, every protocol together.
 type Stats struct {
@@ -129,6 +155,9 @@ func (k *Kit) Handle(sp Spec) error {
 	if sp.MaxPerPeer <= 0 {
 		sp.MaxPerPeer = max(sp.MaxActive/2, 1)
 	}
+	if sp.Session && sp.Streaming {
+		return fmt.Errorf("kit: protocol %s: a session protocol cannot stream its replies", sp.ID)
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if _, dup := k.specs[sp.ID]; dup {
@@ -147,6 +176,9 @@ type slots struct {
 	perPeer int
 	mu      sync.Mutex
 	peers   map[peer.ID]*peerSlots // members with a stream served or waiting
+	idle    map[peer.ID]int        // session streams waiting for their next request, per member
+	idleAll int                    // and all members together
+	maxIdle int                    // at most MaxActive/2 of them
 }
 
 type peerSlots struct {
@@ -155,7 +187,31 @@ type peerSlots struct {
 }
 
 func newSlots(sp Spec) *slots {
-	return &slots{all: make(chan struct{}, sp.MaxActive), perPeer: sp.MaxPerPeer, peers: map[peer.ID]*peerSlots{}}
+	return &slots{all: make(chan struct{}, sp.MaxActive), perPeer: sp.MaxPerPeer, peers: map[peer.ID]*peerSlots{},
+		idle: map[peer.ID]int{}, maxIdle: max(sp.MaxActive/2, 1)}
+}
+
+// waitIdle takes one of p's idle-session places, or reports that p has
+// MaxIdleSessions streams waiting already, or the protocol maxIdle;
+// doneIdle gives it back.
+func (sl *slots) waitIdle(p peer.ID) bool {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.idle[p] >= MaxIdleSessions || sl.idleAll >= sl.maxIdle {
+		return false
+	}
+	sl.idle[p]++
+	sl.idleAll++
+	return true
+}
+
+func (sl *slots) doneIdle(p peer.ID) {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	sl.idleAll--
+	if sl.idle[p]--; sl.idle[p] <= 0 {
+		delete(sl.idle, p)
+	}
 }
 
 // acquire waits, until timeout fires, for one of p's slots and then one
@@ -248,22 +304,67 @@ func (k *Kit) Limits(p protocol.ID) (Spec, bool) {
 	return sp, ok
 }
 
-// serve runs one stream of sp through the kit's steps (doc.go).
+// serve runs one stream of sp through the kit's steps (doc.go): one
+// request, or with Spec.Session one request after another.
 func (k *Kit) serve(sp Spec, sl *slots, s network.Stream) {
-	log := func() *slog.Logger {
-		return k.cfg.Logger.With("protocol", string(sp.ID), "peer", s.Conn().RemotePeer())
-	}
 	defer func() {
 		if v := recover(); v != nil {
 			k.panics.Add(1)
-			log().Error("protocol handler panicked; stream reset", "panic", v, "stack", string(debug.Stack()))
+			k.cfg.Logger.Error("protocol handler panicked; stream reset", "protocol", string(sp.ID),
+				"peer", s.Conn().RemotePeer(), "panic", v, "stack", string(debug.Stack()))
 			_ = s.Reset()
 		}
 	}()
+	ls := &limitedStream{Stream: s, left: sp.MaxRequest}
+	br := bufio.NewReader(ls)
+	for first := true; ; first = false {
+		if !first && !k.nextRequest(sl, s, ls, br, sp.MaxRequest) {
+			return
+		}
+		if !k.serveOne(sp, sl, s, ls, br) {
+			return
+		}
+		if !sp.Session {
+			_ = s.Close()
+			return
+		}
+	}
+}
+
+// nextRequest waits, on a session stream whose last request was
+// answered, for the first byte of the next one. It closes the stream and
+// returns false when the peer closed its side, stayed quiet for
+// SessionIdle, or no idle place is left (slots.waitIdle).
+func (k *Kit) nextRequest(sl *slots, s network.Stream, ls *limitedStream, br *bufio.Reader, maxRequest int64) bool {
+	p := s.Conn().RemotePeer()
+	if !sl.waitIdle(p) {
+		_ = s.Close()
+		return false
+	}
+	defer sl.doneIdle(p)
+	_ = s.SetDeadline(time.Time{})
+	_ = s.SetReadDeadline(time.Now().Add(SessionIdle))
+	// The next request's bytes count against a MaxRequest of its own
+	// (what the buffer read ahead of it counted against the last one).
+	ls.left = maxRequest
+	if _, err := br.Peek(1); err != nil {
+		_ = s.Close()
+		return false
+	}
+	return true
+}
+
+// serveOne serves one request of sp on s: the gate, a slot, the deadline,
+// the handler. It reports whether the stream is still open (the handler
+// succeeded); otherwise it reset the stream.
+func (k *Kit) serveOne(sp Spec, sl *slots, s network.Stream, ls *limitedStream, br *bufio.Reader) bool {
+	log := func() *slog.Logger {
+		return k.cfg.Logger.With("protocol", string(sp.ID), "peer", s.Conn().RemotePeer())
+	}
 	m, err := k.cfg.Gate(s)
 	if err != nil {
 		_ = s.Reset()
-		return
+		return false
 	}
 	deadline := time.Now().Add(sp.Deadline)
 	_ = s.SetDeadline(deadline)
@@ -274,7 +375,7 @@ func (k *Kit) serve(sp Spec, sl *slots, s network.Stream) {
 		k.busy.Add(1)
 		log().Debug("protocol busy: stream reset")
 		_ = s.Reset()
-		return
+		return false
 	}
 	defer release()
 	base := k.cfg.Base()
@@ -286,22 +387,21 @@ func (k *Kit) serve(sp Spec, sl *slots, s network.Stream) {
 		ctx, cancel = context.WithDeadline(base, deadline)
 	}
 	defer cancel()
-	ls := &limitedStream{Stream: s, left: sp.MaxRequest}
-	q := &Request{Member: m, kit: k, spec: &sp, s: ls, r: bufio.NewReader(ls)}
+	q := &Request{Member: m, kit: k, spec: &sp, s: ls, r: br}
 	err = sp.Handle(ctx, q)
 	switch {
 	case err == nil:
-		_ = s.Close()
+		return true
 	case errors.Is(err, ErrBadFrame):
 		if k.cfg.BadFrame != nil {
 			k.cfg.BadFrame()
 		}
 		log().Debug("bad request", "err", err)
-		_ = s.Reset()
 	default:
 		log().Debug("request failed", "err", err)
-		_ = s.Reset()
 	}
+	_ = s.Reset()
+	return false
 }
 
 // limitedStream is a stream whose reads stop, with an error, after its

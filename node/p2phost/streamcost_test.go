@@ -21,6 +21,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/node/kit"
+	"github.com/herod-archive/herod/ring"
 )
 
 // benchProtocol answers a frame whose first 4 bytes give the size of the
@@ -58,8 +60,8 @@ func freePort(b *testing.B) string {
 
 // benchHosts starts two hosts on loopback, the second answering
 // benchProtocol, and connects the first to it over transport ("tcp" or
-// "udp", QUIC).
-func benchHosts(b *testing.B, transport string) (host.Host, peer.ID) {
+// "udp", QUIC). It returns the first, then the second.
+func benchHosts(b *testing.B, transport string) (host.Host, host.Host) {
 	var hs [2]host.Host
 	for i := range hs {
 		h, err := New("127.0.0.1:"+freePort(b), testKeyB(b), metrics.NewBandwidthCounter(), prometheus.NewRegistry())
@@ -89,7 +91,7 @@ func benchHosts(b *testing.B, transport string) (host.Host, peer.ID) {
 	if err := hs[0].Connect(context.Background(), peer.AddrInfo{ID: hs[1].ID(), Addrs: addrs}); err != nil {
 		b.Fatal(err)
 	}
-	return hs[0], hs[1].ID()
+	return hs[0], hs[1]
 }
 
 // roundTrip opens one stream, sends a request of req bytes asking for a
@@ -126,7 +128,8 @@ func roundTrip(b *testing.B, h host.Host, p peer.ID, req, rep int) {
 func BenchmarkPushRoundTrips(b *testing.B) {
 	const records = 14 * 4096
 	for _, tr := range []string{"tcp", "udp"} {
-		h, p := benchHosts(b, tr)
+		h, server := benchHosts(b, tr)
+		p := server.ID()
 		for _, c := range []struct {
 			name string
 			push func()
@@ -142,6 +145,71 @@ func BenchmarkPushRoundTrips(b *testing.B) {
 					c.push()
 				}
 				b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/offer")
+			})
+		}
+	}
+}
+
+// BenchmarkSessionExchange measures a small exchange (100 bytes each way:
+// a claim, a lease) through the node's kit on both ends: "stream" opens a
+// stream for each exchange, as every node protocol did before sessions
+// (kit.OpenExchanger, a protocol without Session); "session" sends them
+// one after another through a kit.Pool to a session protocol, on a
+// stream it keeps. CPU µs per exchange, both ends, over TCP (Noise,
+// yamux) and QUIC.
+//
+//	go test ./node/p2phost -run '^$' -bench SessionExchange -benchtime 3000x
+func BenchmarkSessionExchange(b *testing.B) {
+	echo := func(_ context.Context, q *kit.Request) error {
+		req, err := q.ReadFrame(0)
+		if err != nil {
+			return err
+		}
+		return wire.WriteFrame(q.Stream(), req)
+	}
+	for _, tr := range []string{"tcp", "udp"} {
+		h, server := benchHosts(b, tr)
+		p := server.ID()
+		k := kit.New(kit.Config{Host: server, Gate: func(s network.Stream) (ring.Node, error) {
+			return ring.Node{Contact: ring.Contact{Peer: s.Conn().RemotePeer().String()}}, nil
+		}})
+		const oneShot, session = protocol.ID("/herod/bench/oneshot/1.0.0"), protocol.ID("/herod/bench/session/1.0.0")
+		k.MustHandle(kit.Spec{ID: oneShot, Handle: echo, MaxFrame: 1 << 10})
+		k.MustHandle(kit.Spec{ID: session, Handle: echo, MaxFrame: 1 << 10, Session: true})
+		open := func(ctx context.Context, _ ring.Contact, proto protocol.ID) (network.Stream, error) {
+			return h.NewStream(ctx, p, proto)
+		}
+		pool := kit.NewPool(open, 10*time.Second)
+		b.Cleanup(func() { pool.Close() })
+		msg := make([]byte, 100)
+		to := ring.Contact{Peer: p.String()}
+		for _, c := range []struct {
+			name  string
+			x     kit.Exchanger
+			proto protocol.ID
+		}{
+			{"stream", kit.OpenExchanger(open), oneShot},
+			{"session", pool.Exchange, session},
+		} {
+			ask := func() {
+				err := c.x(context.Background(), to, c.proto, func(s network.Stream, r *bufio.Reader) error {
+					if err := wire.WriteFrame(s, msg); err != nil {
+						return err
+					}
+					_, err := wire.ReadFrame(r, 1<<10)
+					return err
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.Run(tr+"/"+c.name, func(b *testing.B) {
+				ask() // the connection and protocol negotiated
+				cpu0 := processCPU(b)
+				for b.Loop() {
+					ask()
+				}
+				b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/exchange")
 			})
 		}
 	}

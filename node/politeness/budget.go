@@ -15,6 +15,7 @@ import (
 
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/node/kit"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -132,20 +133,18 @@ func (p *Service) lease(ctx context.Context, host string, k int, iv, sp time.Dur
 
 // callBudget sends one lease request to c.
 func (p *Service) callBudget(ctx context.Context, c ring.Contact, req BudgetRequest) (slotGrant, error) {
-	s, err := p.peers.Open(ctx, c, BudgetProtocol)
+	var rep BudgetReply
+	err := p.peers.Exchange(ctx, c, BudgetProtocol, func(s network.Stream, r *bufio.Reader) error {
+		if err := wire.WriteJSON(s, req); err != nil {
+			return fmt.Errorf("budget request: %w", err)
+		}
+		if err := wire.ReadJSON(r, maxBudgetFrame, &rep); err != nil {
+			return fmt.Errorf("budget reply: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
 		return slotGrant{}, err
-	}
-	defer s.Close()
-	if err := wire.WriteJSON(s, req); err != nil {
-		s.Reset()
-		return slotGrant{}, fmt.Errorf("budget request: %w", err)
-	}
-	_ = s.CloseWrite()
-	var rep BudgetReply
-	if err := wire.ReadJSON(bufio.NewReader(s), maxBudgetFrame, &rep); err != nil {
-		s.Reset()
-		return slotGrant{}, fmt.Errorf("budget reply: %w", err)
 	}
 	switch {
 	case rep.NotOwner:
@@ -160,21 +159,23 @@ func (p *Service) callBudget(ctx context.Context, c ring.Contact, req BudgetRequ
 	return slotGrant{Delays: rep.Delays, RetryAfter: rep.RetryAfter}, nil
 }
 
-// HandleBudget answers a lease request for a host this node owns.
-func (p *Service) HandleBudget(s network.Stream) {
-	defer s.Close()
-	_ = s.SetDeadline(time.Now().Add(streamTimeout))
-	if !p.peers.Admit(s) {
-		return
-	}
+// ServeBudget answers a lease request for a host this node owns.
+func (p *Service) ServeBudget(_ context.Context, q *kit.Request) error {
 	var req BudgetRequest
-	if err := wire.ReadJSON(bufio.NewReader(s), maxBudgetFrame, &req); err != nil {
+	if err := q.ReadJSON(maxBudgetFrame, &req); err != nil {
 		p.c.badPeers.Add(1)
-		p.log.Debug("budget: bad request", "peer", s.Conn().RemotePeer(), "err", err)
-		s.Reset()
-		return
+		return err
 	}
-	_ = wire.WriteJSON(s, p.answerBudget(req, requester(s.Conn().RemoteMultiaddr(), s.Conn().RemotePeer().String())))
+	s := q.Stream()
+	return q.Reply(p.answerBudget(req, requester(s.Conn().RemoteMultiaddr(), s.Conn().RemotePeer().String())))
+}
+
+// BudgetSpec declares the budget protocol to the node's kit: a session
+// protocol (kit.Spec.Session), one lease request and its reply an
+// exchange.
+func (p *Service) BudgetSpec() kit.Spec {
+	return kit.Spec{ID: BudgetProtocol, Handle: p.ServeBudget, MaxFrame: maxBudgetFrame,
+		Deadline: streamTimeout, MaxActive: 256, Session: true}
 }
 
 // requester names whom a lease request from a peer at addr counts
@@ -193,7 +194,7 @@ func requester(addr ma.Multiaddr, peer string) string {
 	return "ip6:" + ip.Mask(net.CIDRMask(64, 128)).String()
 }
 
-// answerBudget is HandleBudget's decision for a request from from (see
+// answerBudget is ServeBudget's decision for a request from from (see
 // requester), apart from the stream.
 func (p *Service) answerBudget(req BudgetRequest, from string) BudgetReply {
 	if err := req.validate(); err != nil {

@@ -1,6 +1,7 @@
 package politeness
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"net/http"
@@ -40,11 +41,9 @@ type unreachable struct{}
 
 var errUnreachable = errors.New("unreachable")
 
-func (unreachable) Open(context.Context, ring.Contact, protocol.ID) (network.Stream, error) {
-	return nil, errUnreachable
+func (unreachable) Exchange(context.Context, ring.Contact, protocol.ID, func(network.Stream, *bufio.Reader) error) error {
+	return errUnreachable
 }
-
-func (unreachable) Admit(network.Stream) bool { return false }
 
 // TestOwnerDown: when the owner of a robots.txt or of a host's schedule
 // does not answer, a node takes robots.txt from its own crawler (whose

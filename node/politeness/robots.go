@@ -15,6 +15,7 @@ import (
 	"github.com/herod-archive/herod/internal/canon"
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/wire"
+	"github.com/herod-archive/herod/node/kit"
 	"github.com/herod-archive/herod/ring"
 )
 
@@ -145,22 +146,18 @@ func (p *Service) localRobots(ctx context.Context, origin string) (crawl.RobotsR
 func (p *Service) askRobots(ctx context.Context, c ring.Contact, origin string, second bool) (crawl.RobotsRecord, error) {
 	ctx, cancel := context.WithTimeout(ctx, robotsTimeout)
 	defer cancel()
-	s, err := p.peers.Open(ctx, c, RobotsProtocol)
+	var rep RobotsReply
+	err := p.peers.Exchange(ctx, c, RobotsProtocol, func(s network.Stream, r *bufio.Reader) error {
+		if err := wire.WriteJSON(s, RobotsRequest{Origin: origin, Second: second}); err != nil {
+			return fmt.Errorf("robots request: %w", err)
+		}
+		if err := wire.ReadJSON(r, maxRobotsFrame, &rep); err != nil {
+			return fmt.Errorf("robots reply: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
 		return crawl.RobotsRecord{}, err
-	}
-	defer s.Close()
-	dl, _ := ctx.Deadline()
-	_ = s.SetDeadline(dl)
-	if err := wire.WriteJSON(s, RobotsRequest{Origin: origin, Second: second}); err != nil {
-		s.Reset()
-		return crawl.RobotsRecord{}, fmt.Errorf("robots request: %w", err)
-	}
-	_ = s.CloseWrite()
-	var rep RobotsReply
-	if err := wire.ReadJSON(bufio.NewReader(s), maxRobotsFrame, &rep); err != nil {
-		s.Reset()
-		return crawl.RobotsRecord{}, fmt.Errorf("robots reply: %w", err)
 	}
 	if rep.Error == errRobotsNotOwned.Error() {
 		return crawl.RobotsRecord{}, fmt.Errorf("robots reply: %w: %w", errRemote, errRobotsNotOwned)
@@ -176,31 +173,29 @@ func (p *Service) askRobots(ctx context.Context, c ring.Contact, origin string, 
 	return rec, nil
 }
 
-// HandleRobots answers a peer's request for a robots.txt record from this
+// ServeRobots answers a peer's request for a robots.txt record from this
 // node's crawler cache, only for an origin whose robots.txt key this node
 // owns by its own view (a peer cannot make it fetch anything else: the
 // ring assigns each origin's robots.txt to one node), and answering from
 // the local cache never asks further, so there are no loops. The fetch
 // itself refuses internal addresses (crawl.Config.AllowPrivate).
-func (p *Service) HandleRobots(s network.Stream) {
-	defer s.Close()
-	_ = s.SetDeadline(time.Now().Add(robotsTimeout))
-	if !p.peers.Admit(s) {
-		return
-	}
+func (p *Service) ServeRobots(ctx context.Context, q *kit.Request) error {
 	var req RobotsRequest
-	if err := wire.ReadJSON(bufio.NewReader(s), maxRobotsRequest, &req); err != nil {
+	if err := q.ReadJSON(maxRobotsRequest, &req); err != nil {
 		p.c.badPeers.Add(1)
-		p.log.Debug("robots: bad request", "peer", s.Conn().RemotePeer(), "err", err)
-		s.Reset()
-		return
+		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), robotsTimeout)
-	defer cancel()
-	_ = wire.WriteJSON(s, p.answerRobots(ctx, req))
+	return q.Reply(p.answerRobots(ctx, req))
 }
 
-// answerRobots is HandleRobots' decision, apart from the stream.
+// RobotsSpec declares the robots protocol to the node's kit: a session
+// protocol (kit.Spec.Session), one request and one reply an exchange.
+func (p *Service) RobotsSpec() kit.Spec {
+	return kit.Spec{ID: RobotsProtocol, Handle: p.ServeRobots, MaxFrame: maxRobotsRequest,
+		Deadline: robotsTimeout, MaxActive: 64, Session: true}
+}
+
+// answerRobots is ServeRobots' decision, apart from the stream.
 func (p *Service) answerRobots(ctx context.Context, req RobotsRequest) RobotsReply {
 	if err := validRobotsOrigin(req.Origin); err != nil {
 		p.c.badPeers.Add(1)

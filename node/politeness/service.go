@@ -1,6 +1,7 @@
 package politeness
 
 import (
+	"bufio"
 	"context"
 	"log/slog"
 	"math"
@@ -46,13 +47,11 @@ type Ring interface {
 	Status() ring.Status
 }
 
-// Peers opens streams to ring members and admits streams from them.
+// Peers carries the service's requests to ring members.
 type Peers interface {
-	// Open opens a stream of protocol p to the node behind c.
-	Open(ctx context.Context, c ring.Contact, p protocol.ID) (network.Stream, error)
-	// Admit reports whether an incoming stream may be answered (its peer
-	// is a member the node serves); it resets the stream when not.
-	Admit(s network.Stream) bool
+	// Exchange sends one request of protocol p to the node behind c and
+	// reads its reply (kit.Exchanger): the node's kit.Pool.Exchange.
+	Exchange(ctx context.Context, c ring.Contact, p protocol.ID, fn func(s network.Stream, r *bufio.Reader) error) error
 }
 
 // Config configures a Service. Ring, Peers and Local are required.
@@ -72,7 +71,7 @@ type Config struct {
 
 // Service is a node's share of ring-wide politeness: it is the crawler's
 // RobotsSource and HostBudget, the owner-side slot allocator and the
-// protocol handlers (HandleRobots, HandleBudget). It is safe for
+// protocol handlers (ServeRobots, ServeBudget). It is safe for
 // concurrent use.
 type Service struct {
 	self   ring.Contact

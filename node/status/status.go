@@ -10,6 +10,7 @@ import (
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/gwstats"
 	"github.com/herod-archive/herod/node/forward"
+	"github.com/herod-archive/herod/node/kit"
 	"github.com/herod-archive/herod/node/politeness"
 	"github.com/herod-archive/herod/node/purge"
 	"github.com/herod-archive/herod/node/replication"
@@ -70,6 +71,10 @@ type Status struct {
 	// of a day (a predecessor died or left), since the node started.
 	TakenOver int64       `json:"takenOver"`
 	Wire      []WireStats `json:"wire"`
+	// Sessions counts the node's exchanges of session protocols (claims,
+	// link batches, leases, robots records) by the stream they used: one
+	// opened for them, or one kept from an earlier exchange (kit.Pool).
+	Sessions kit.PoolStats `json:"sessions"`
 	// Members is the ring's real nodes, up and down, as this node knows
 	// them, and k.
 	Members Members `json:"members"`
