@@ -14,12 +14,12 @@ import (
 )
 
 // An exchange is one request and its reply on a stream of a session
-// protocol (Spec.Session). A stream setup costs both ends about as much
-// CPU again as a small exchange on an open stream (QUIC or TCP with
-// yamux; BenchmarkExchange), and a ring sends thousands of small requests
-// to the same few members (claims, leases, robots records, link
-// batches), so a Pool keeps a few streams to each member open between
-// exchanges.
+// protocol (Spec.Session). A stream's setup costs both ends about as
+// much CPU again as a small exchange on an open stream (QUIC, or TCP
+// with yamux: node/p2phost's BenchmarkSessionExchange), and a ring sends
+// thousands of small requests to the same few members (claims, leases,
+// robots records, link batches), so a Pool keeps a few streams to each
+// member open between exchanges.
 
 // PoolIdle is how long a Pool keeps an unused stream: shorter than
 // SessionIdle, so that the serving kit never closes a stream the pool is

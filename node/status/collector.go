@@ -79,6 +79,9 @@ var (
 		counter("trust_over_hop_dropped_total", "Links at the hop limit dropped past their sender's daily allowance.", func(st *Status) float64 { return float64(st.Links.OverHopDropped) }),
 		counter("bad_frames_total", "Malformed or oversized messages from peers.", func(st *Status) float64 { return float64(st.Links.BadFrames) }),
 		counter("taken_over_total", "URLs queued because this node's ranges grew in the middle of a day.", func(st *Status) float64 { return float64(st.TakenOver) }),
+		counter("session_exchanges_opened_total", "Exchanges of session protocols (claims, link batches, leases, robots records) on a stream opened for them.", func(st *Status) float64 { return float64(st.Sessions.Opened) }),
+		counter("session_exchanges_reused_total", "Exchanges of session protocols on a stream kept from an earlier exchange.", func(st *Status) float64 { return float64(st.Sessions.Reused) }),
+		counter("session_exchanges_retried_total", "Exchanges of session protocols sent again on a new stream after a kept one failed.", func(st *Status) float64 { return float64(st.Sessions.Retried) }),
 		// replication
 		gauge("replication_below_k", "Versions of this node's ranges lacking a copy on one of their k-1 replicas at the last round (a lower bound).", func(st *Status) float64 { return float64(st.Replication.Health.BelowK) }),
 		gauge("replication_lag_seconds", "Longest time since a range now behind was last in sync with all its replicas; 0 when all are.", func(st *Status) float64 { return st.Replication.Health.LagSec }),
