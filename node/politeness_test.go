@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"github.com/herod-archive/herod/node/politeness"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -12,6 +11,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/herod-archive/herod/node/kit"
+	"github.com/herod-archive/herod/node/politeness"
 
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/internal/id"
@@ -128,6 +130,19 @@ func TestPoliteRing(t *testing.T) {
 	reqs = web.Requests()
 	t.Logf("days 0 and 1: %d requests in %s", len(reqs), elapsed.Round(time.Millisecond))
 	checkPoliteRequests(t, web, 1, reqs)
+
+	// Leases, robots records, claims and links went over kept streams
+	// (kit.Pool): a node's exchanges with one member seconds apart share
+	// one.
+	var ses kit.PoolStats
+	for _, n := range lr.Nodes {
+		st := n.pool.Stats()
+		ses.Opened, ses.Reused, ses.Retried = ses.Opened+st.Opened, ses.Reused+st.Reused, ses.Retried+st.Retried
+	}
+	t.Logf("session exchanges: %+v", ses)
+	if ses.Reused == 0 {
+		t.Errorf("no exchange went over a kept stream: %+v", ses)
+	}
 
 	sum := ringLeases(lr)
 	// The local cap (crawl.CapBudget) should cost an honest ring nothing:

@@ -50,6 +50,12 @@ const streamTimeout = 30 * time.Second
 // hold an 8 MiB batch and its URLs); more wait for a slot (kit.Spec).
 const maxActive = 16
 
+// maxIdle bounds the links session streams waiting here between
+// batches, all members together: half the protocol's stream limit
+// (node/limits.go), where the kit's default, half of maxActive, would
+// close the streams of a ring of more than one or two members.
+const maxIdle = 64
+
 // DefaultKnownPerDay is Links.KnownPerDay when zero: known URLs one
 // sender may have a node remember in a day. A node shares, once a day,
 // the URLs it knows of that no version carries; half a million is far
@@ -180,7 +186,7 @@ func (l *Links) Deliver(ctx context.Context, to ring.Node, b Batch) ([]ring.Node
 // trust gate, a request of a header and one compressed batch.
 func (l *Links) Spec() kit.Spec {
 	return kit.Spec{ID: Protocol, Handle: l.Serve, MaxFrame: MaxBody, MaxRequest: MaxHeader + MaxBody + 20,
-		Deadline: streamTimeout, MaxActive: maxActive, Session: true}
+		Deadline: streamTimeout, MaxActive: maxActive, MaxIdle: maxIdle, Session: true}
 }
 
 // Serve receives one hop of another node's ring walk, or a batch of

@@ -86,11 +86,14 @@ type Spec struct {
 	// closed when the peer closes its side (a client that sends one
 	// request and closes its side, as every client did before sessions,
 	// is served as before), goes quiet, or has MaxIdleSessions streams of
-	// the protocol waiting here already, and when MaxActive/2 streams of
-	// the protocol wait here, all members together (waiting streams leave
-	// room under the host's stream limits for new ones). Not with
-	// Streaming.
+	// the protocol waiting here already, and when MaxIdle streams of the
+	// protocol wait here, all members together. Not with Streaming.
 	Session bool
+	// MaxIdle bounds the session streams of this protocol waiting here
+	// between requests, all members together, so that they leave room
+	// under the host's stream limit of the protocol for new streams; zero
+	// means MaxActive/2 (at least 1).
+	MaxIdle int
 }
 
 // SessionIdle is how long a session stream waits here for its next
@@ -155,6 +158,9 @@ func (k *Kit) Handle(sp Spec) error {
 	if sp.MaxPerPeer <= 0 {
 		sp.MaxPerPeer = max(sp.MaxActive/2, 1)
 	}
+	if sp.MaxIdle <= 0 {
+		sp.MaxIdle = max(sp.MaxActive/2, 1)
+	}
 	if sp.Session && sp.Streaming {
 		return fmt.Errorf("kit: protocol %s: a session protocol cannot stream its replies", sp.ID)
 	}
@@ -178,7 +184,7 @@ type slots struct {
 	peers   map[peer.ID]*peerSlots // members with a stream served or waiting
 	idle    map[peer.ID]int        // session streams waiting for their next request, per member
 	idleAll int                    // and all members together
-	maxIdle int                    // at most MaxActive/2 of them
+	maxIdle int                    // at most Spec.MaxIdle of them
 }
 
 type peerSlots struct {
@@ -188,7 +194,7 @@ type peerSlots struct {
 
 func newSlots(sp Spec) *slots {
 	return &slots{all: make(chan struct{}, sp.MaxActive), perPeer: sp.MaxPerPeer, peers: map[peer.ID]*peerSlots{},
-		idle: map[peer.ID]int{}, maxIdle: max(sp.MaxActive/2, 1)}
+		idle: map[peer.ID]int{}, maxIdle: sp.MaxIdle}
 }
 
 // waitIdle takes one of p's idle-session places, or reports that p has
