@@ -28,7 +28,7 @@ func (n *Node) setupClaims() {
 	n.claims = claim.New(claim.Config{
 		Peer:      n.self.Peer,
 		Ring:      n.ring,
-		Transport: dayclaim.Transport{Exchange: n.exchange, Answers: n.ring.Answers},
+		Transport: dayclaim.Transport{Exchange: n.pool.Exchange, Answers: n.ring.Answers},
 		History:   n.fetchedOn,
 		Logger:    n.log.With("sub", "claim"),
 	})

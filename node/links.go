@@ -22,7 +22,7 @@ func (n *Node) setupLinks() {
 		Self:         n.self.Peer,
 		LinkReplicas: n.cfg.LinkReplicas,
 		Replicas:     n.cfg.Replicas,
-		Exchange:     n.exchange,
+		Exchange:     n.pool.Exchange,
 		Hooks:        wire.Hooks{Logger: n.log},
 	}
 }

@@ -1,16 +1,11 @@
 package node
 
 import (
-	"bufio"
 	"context"
 	"errors"
 
-	"github.com/libp2p/go-libp2p/core/network"
-	"github.com/libp2p/go-libp2p/core/protocol"
-
 	"github.com/herod-archive/herod/crawl"
 	"github.com/herod-archive/herod/node/politeness"
-	"github.com/herod-archive/herod/ring"
 )
 
 // PolitenessStats is a snapshot of a node's part in ring-wide politeness.
@@ -31,7 +26,7 @@ func (n *Node) setupPoliteness(cc *crawl.Config) {
 		Rate:   cc.HostRate,
 		Self:   n.self,
 		Ring:   n.ring,
-		Peers:  politePeers{n},
+		Peers:  n.pool, // leases and robots records over kept streams (kit.Pool)
 		Local:  n.robotsRecord,
 		Logger: n.log.With("sub", "politeness"),
 	})
@@ -58,13 +53,6 @@ func (n *Node) robotsRecord(ctx context.Context, origin string) (crawl.RobotsRec
 		return crawl.RobotsRecord{}, errNotCrawling
 	}
 	return n.crawler.RobotsRecord(ctx, origin)
-}
-
-// politePeers gives package politeness the node's streams.
-type politePeers struct{ n *Node }
-
-func (p politePeers) Exchange(ctx context.Context, c ring.Contact, proto protocol.ID, fn func(s network.Stream, r *bufio.Reader) error) error {
-	return p.n.exchange(ctx, c, proto, fn)
 }
 
 // PolitenessStats returns the node's politeness counters. They are zero

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"time"
@@ -31,7 +30,7 @@ const archiveProtocol = resolve.Protocol
 // themselves (kit.Raw) and get the kit's limits declared here, around
 // their own. The small request-and-reply protocols (claims, link
 // batches, leases, robots records) are session protocols: the node
-// sends them through its pool (exchange), which keeps a few streams to
+// sends them through its pool (Node.pool), which keeps a few streams to
 // each member open between requests.
 
 // Limits of the protocols whose handlers read their streams themselves:
@@ -54,12 +53,6 @@ func (n *Node) setupKit() {
 		Logger:     n.log.With("sub", "kit"),
 	})
 	n.pool = kit.NewPool(n.openStream, streamTimeout)
-}
-
-// exchange sends one request of a session protocol (kit.Spec.Session) on
-// a stream the node's pool keeps to c's node, or a new one.
-func (n *Node) exchange(ctx context.Context, c ring.Contact, p protocol.ID, fn func(s network.Stream, r *bufio.Reader) error) error {
-	return n.pool.Exchange(ctx, c, p, fn)
 }
 
 // rawSpec declares a protocol whose handler reads its stream itself.

@@ -43,6 +43,18 @@ func (tk *testKit) ask(x Exchanger, msg string) (string, error) {
 	return string(got), err
 }
 
+// askEach sends n requests through pool one after another, each
+// answered with itself.
+func (tk *testKit) askEach(t *testing.T, pool *Pool, n int) {
+	t.Helper()
+	for i := range n {
+		msg := fmt.Sprint("request ", i)
+		if got, err := tk.ask(pool.Exchange, msg); err != nil || got != msg {
+			t.Fatalf("exchange %d: %q, %v", i, got, err)
+		}
+	}
+}
+
 // TestSessionPool: a pool's exchanges share one stream, each request
 // passing the kit's steps (a peer no longer a member is refused on the
 // open stream); a client that closes its side after one request, as
@@ -56,12 +68,7 @@ func TestSessionPool(t *testing.T) {
 	var opened atomic.Int64
 	pool := NewPool(tk.opener(&opened), 10*time.Second)
 	defer pool.Close()
-	for i := range 20 {
-		msg := fmt.Sprint("request ", i)
-		if got, err := tk.ask(pool.Exchange, msg); err != nil || got != msg {
-			t.Fatalf("exchange %d: %q, %v", i, got, err)
-		}
-	}
+	tk.askEach(t, pool, 20)
 	if n := opened.Load(); n != 1 {
 		t.Errorf("20 exchanges one after another opened %d streams, want 1", n)
 	}
@@ -141,12 +148,7 @@ func TestSessionPoolOldServer(t *testing.T) {
 	var opened atomic.Int64
 	pool := NewPool(tk.opener(&opened), 10*time.Second)
 	defer pool.Close()
-	for i := range 10 {
-		msg := fmt.Sprint("request ", i)
-		if got, err := tk.ask(pool.Exchange, msg); err != nil || got != msg {
-			t.Fatalf("exchange %d: %q, %v", i, got, err)
-		}
-	}
+	tk.askEach(t, pool, 10)
 	if st := pool.Stats(); st.Retried > 1 || opened.Load() != 10-st.Reused+st.Retried {
 		t.Errorf("stats %+v, %d opened: want at most one retry, then a stream each", st, opened.Load())
 	}
