@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -187,6 +188,7 @@ func logCopies(t *testing.T, ps []*proc) {
 	var rc ring.Counters
 	var sessions kit.PoolStats
 	dicts := map[string]int{}
+	wire := map[string]int64{} // bytes sent, by protocol
 	for _, p := range ps {
 		st, err := status(p)
 		if err != nil {
@@ -216,6 +218,15 @@ func logCopies(t *testing.T, ps []*proc) {
 		if err := json.Unmarshal(st["archive"], &ar); err == nil {
 			dicts[ar.Dictionary]++
 		}
+		var ws []struct {
+			Protocol string `json:"protocol"`
+			Out      int64  `json:"out"`
+		}
+		if err := json.Unmarshal(st["wire"], &ws); err == nil {
+			for _, w := range ws {
+				wire[w.Protocol] += w.Out
+			}
+		}
 		rc.Calls += rg.Counters.Calls
 		rc.Lookups += rg.Counters.Lookups
 		rc.LocalLookups += rg.Counters.LocalLookups
@@ -239,6 +250,10 @@ func logCopies(t *testing.T, ps []*proc) {
 		lost.Retried += r.Push.Retried
 		lost.Failed += r.Push.Failed
 		lost.Repairs += r.Push.Repairs
+		lost.Known += r.Push.Known
+		lost.KnownShared += r.Push.KnownShared
+		lost.KnownRetried += r.Push.KnownRetried
+		lost.KnownFailed += r.Push.KnownFailed
 		if r.LastError != "" {
 			errs = append(errs, r.LastError)
 		}
@@ -255,6 +270,8 @@ func logCopies(t *testing.T, ps []*proc) {
 		push.Pulled, offers, reads, push.Present, rounds.Pulled, rounds.Present)
 	t.Logf("realweb processes: push: %d records queued, %d dropped by a full queue, %d foreign, %d to fewer than k-1 replicas, %d retried, %d copies failed, %d repairs",
 		lost.Queued, lost.Dropped, lost.Foreign, lost.Short, lost.Retried, lost.Failed, lost.Repairs)
+	t.Logf("realweb processes: known URLs: %d learned, %d shared, %d shared again after a failure, %d given up (left to the daily share)",
+		lost.Known, lost.KnownShared, lost.KnownRetried, lost.KnownFailed)
 	for _, e := range errs {
 		t.Logf("realweb processes: a node's last replication error: %.300s", e)
 	}
@@ -267,6 +284,13 @@ func logCopies(t *testing.T, ps []*proc) {
 	t.Logf("realweb processes: ring: %d lookups and Successors, %d answered from the local tables, %d lookup hops; %d ring calls since start",
 		rc.Lookups, rc.LocalLookups, rc.Hops, rc.Calls)
 	t.Logf("realweb processes: dictionaries: %d trained, %d adopted, %d none", dicts["trained"], dicts["adopted"], dicts[""])
+	var sent []string
+	for _, p := range slices.Sorted(maps.Keys(wire)) {
+		if wire[p] >= 1<<20 {
+			sent = append(sent, fmt.Sprintf("%s %.1f", p, float64(wire[p])/(1<<20)))
+		}
+	}
+	t.Logf("realweb processes: MiB sent, by protocol (1 MiB or more): %s", strings.Join(sent, ", "))
 }
 
 // procsCPU sums the user and system time of the processes so far, from

@@ -2,7 +2,9 @@ package forward
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/herod-archive/herod/internal/id"
 	"github.com/herod-archive/herod/internal/p2ptest"
@@ -175,4 +178,99 @@ func rawKnown(s network.Stream, urls []string, rep *Reply) error {
 	}
 	_ = s.CloseWrite()
 	return wire.ReadJSON(bufio.NewReader(s), MaxReply, rep)
+}
+
+// captured is a stream that keeps what is written to it (a request sent
+// through a fake Exchanger).
+type captured struct {
+	network.Stream
+	sent bytes.Buffer
+}
+
+func (c *captured) Write(b []byte) (int, error) { return c.sent.Write(b) }
+
+// TestShareKnownPartial: a holder that refuses a share is sent nothing
+// more in that call, every other holder still gets its groups, and the
+// error names exactly the URLs that missed a holder, each once, for the
+// replicator to share again.
+func TestShareKnownPartial(t *testing.T) {
+	fr := newFakeRing(4, 2)
+	hr := holdRing{stubRing{fr}}
+	const bad = "peer2"
+	got := map[string][]string{} // URLs received, by holder
+	asked := map[string]int{}    // requests sent, by holder
+	exchange := func(_ context.Context, c ring.Contact, _ protocol.ID, fn func(network.Stream, *bufio.Reader) error) error {
+		asked[c.Peer]++
+		if c.Peer == bad {
+			return errors.New("outside the sender's role")
+		}
+		var rep bytes.Buffer
+		if err := wire.WriteJSON(&rep, Reply{}); err != nil {
+			return err
+		}
+		s := &captured{}
+		if err := fn(s, bufio.NewReader(&rep)); err != nil {
+			return err
+		}
+		r := bufio.NewReader(&s.sent)
+		var h Header
+		if err := wire.ReadJSON(r, 1<<10, &h); err != nil {
+			return err
+		}
+		b, err := wire.ReadFrame(r, 1<<20)
+		if err != nil {
+			return err
+		}
+		urls, err := DecodeLinks(b, h.N)
+		if err != nil || !h.Known {
+			return fmt.Errorf("known %v: %v", h.Known, err)
+		}
+		got[c.Peer] = append(got[c.Peer], urls...)
+		return nil
+	}
+	l := &Links{Ring: hr, Self: "peer0", Replicas: 3, Exchange: exchange}
+	urls := make([]string, 400)
+	for i := range urls {
+		urls[i] = fmt.Sprintf("http://share%d.example/p%d", i%37, i)
+	}
+	err := l.ShareKnown(context.Background(), urls)
+	var se *ShareError
+	if !errors.As(err, &se) {
+		t.Fatalf("share with a refusing holder: %v", err)
+	}
+	if asked[bad] != 1 {
+		t.Errorf("the refusing holder was asked %d times in one share, want 1", asked[bad])
+	}
+	var missed []string
+	for _, u := range urls {
+		hs, _ := hr.Successors(context.Background(), id.OfString(u), 3)
+		badHolds := false
+		for _, h := range hs {
+			switch {
+			case h.Peer == "peer0":
+			case h.Peer == bad:
+				badHolds = true
+			case !slices.Contains(got[h.Peer], u):
+				t.Errorf("%s not shared with its holder %s", u, h.Peer)
+			}
+		}
+		if badHolds {
+			missed = append(missed, u)
+		}
+	}
+	// The first group the refusing holder holds fails at it; the later
+	// ones are not sent to it and fail too: exactly its URLs.
+	slices.Sort(missed)
+	failed := slices.Sorted(slices.Values(se.FailedURLs()))
+	if len(missed) == 0 || !slices.Equal(failed, missed) {
+		t.Errorf("failed %d URLs, want the %d the refusing holder holds", len(failed), len(missed))
+	}
+	if err := (&Links{Ring: hr, Self: "peer0", Replicas: 3, Exchange: func(ctx context.Context, c ring.Contact, p protocol.ID, fn func(network.Stream, *bufio.Reader) error) error {
+		if c.Peer == bad {
+			return nil // accepts everything
+		}
+		return exchange(ctx, c, p, fn)
+	}}).ShareKnown(context.Background(), failed); err != nil {
+		t.Errorf("sharing the failed URLs again: %v", err)
+	}
 }

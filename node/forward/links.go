@@ -394,18 +394,27 @@ type keyed struct {
 // nodes — other than this one, to be
 // remembered there (the links protocol with Known set). URLs are grouped
 // by owner: one ring look-up and one successor walk per owner, one message
-// per holder. The first error stops it; the crawler tries again the next
-// day.
+// per holder. A holder that refuses or cannot be reached is sent nothing
+// more in this call, and the others still get their groups: the error is
+// then a *ShareError naming the URLs that missed a holder, to be shared
+// again (a holder whose view of the ring still differs, one that is down
+// until the ring replaces it). A failed ring look-up fails the URLs not
+// yet sent.
 func (l *Links) ShareKnown(ctx context.Context, urls []string) error {
 	ks := make([]keyed, len(urls))
 	for i, u := range urls {
 		ks[i] = keyed{id.OfString(u), u}
 	}
 	slices.SortFunc(ks, func(a, b keyed) int { return a.key.Cmp(b.key) })
+	failedAt := map[string]error{} // holders that failed in this call
+	se := &ShareError{}
 	for len(ks) > 0 {
+		if err := ctx.Err(); err != nil {
+			return se.add(err, ks)
+		}
 		holders, err := l.Ring.Successors(ctx, ks[0].key, l.Replicas)
 		if err != nil {
-			return fmt.Errorf("share known: %w", err)
+			return se.add(fmt.Errorf("share known: %w", err), ks)
 		}
 		// The owner's range ends at its id: the run of keys up to it is
 		// one group (keys sorted clockwise from the first).
@@ -418,18 +427,62 @@ func (l *Links) ShareKnown(ctx context.Context, urls []string) error {
 		for i := range group {
 			group[i] = ks[i].url
 		}
-		ks = ks[end:]
+		missed := false
 		for _, h := range holders {
 			if h.Peer == l.Self {
 				continue
 			}
-			if err := l.sendKnown(ctx, h, group); err != nil {
-				return fmt.Errorf("share known with %s: %w", h.Addr, err)
+			err, failed := failedAt[h.Peer]
+			if !failed {
+				if err = l.sendKnown(ctx, h, group); err != nil {
+					err = fmt.Errorf("share known with %s: %w", h.Addr, err)
+					failedAt[h.Peer] = err
+				}
+			}
+			if err != nil {
+				if !missed {
+					se.add(err, ks[:end])
+					missed = true
+				}
+				continue
 			}
 			l.knownShared.Add(int64(len(group)))
 		}
+		ks = ks[end:]
+	}
+	if len(se.Failed) > 0 {
+		return se
 	}
 	return nil
+}
+
+// ShareError is ShareKnown's error when some URLs did not reach every
+// holder of their range.
+type ShareError struct {
+	// Failed lists the URLs to share again, each once.
+	Failed []string
+	// Err is the first failure.
+	Err error
+}
+
+func (e *ShareError) Error() string {
+	return fmt.Sprintf("%d known URLs not shared with every holder: %v", len(e.Failed), e.Err)
+}
+
+func (e *ShareError) Unwrap() error { return e.Err }
+
+// FailedURLs returns Failed: the replicator shares those again.
+func (e *ShareError) FailedURLs() []string { return e.Failed }
+
+// add records err (if it is the first) and ks as failed, and returns e.
+func (e *ShareError) add(err error, ks []keyed) *ShareError {
+	if e.Err == nil {
+		e.Err = err
+	}
+	for _, k := range ks {
+		e.Failed = append(e.Failed, k.url)
+	}
+	return e
 }
 
 // prevKey returns the key just before x on the circle.

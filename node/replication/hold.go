@@ -186,7 +186,7 @@ func (r *Replicator) queueTakenLocked(es []archive.Entry, now time.Time) {
 			r.pq.overflow = true // the push repairs the range once its queues drain
 			continue
 		}
-		if r.pq.empty() {
+		if r.pq.fresh() {
 			r.pq.since = now
 		}
 		r.pq.recs = append(r.pq.recs, pushed{e: e, at: now})

@@ -40,7 +40,11 @@ import (
 // (NotifyKnown, fed by crawl.Crawler.OnKnown) are handed to
 // Config.ShareKnown within PushDelay, which sends each to its range's
 // holders, to be remembered there; so a URL learned just before its owner
-// dies is still crawled by the next owner.
+// dies is still crawled by the next owner. URLs whose share fails (all of
+// them, or those a ShareKnown error names through FailedURLs) are shared
+// again after knownBackoff, up to knownTries times in all: about three
+// minutes, which outlasts views of the ring that differ while it forms or
+// while it replaces a node that died.
 
 // Push defaults.
 const (
@@ -48,10 +52,29 @@ const (
 	// before it is pushed (sooner once MaxBatch records wait).
 	PushDelay = 250 * time.Millisecond
 	// pushQueueLen bounds the records, and separately the URLs, waiting
-	// for a push; beyond it they are dropped (counted), and rounds (for
-	// records) or the crawler's daily share (for URLs) carry them.
+	// for a push (and the URLs waiting to be shared again); beyond it
+	// they are dropped (counted), and rounds (for records) or the
+	// crawler's daily share (for URLs) carry them.
 	pushQueueLen = 1 << 14
+	// knownTries bounds the shares of one URL by the push path.
+	knownTries = 8
+	// knownBackoffMax bounds the wait before a URL is shared again.
+	knownBackoffMax = time.Minute
 )
+
+// knownBackoff is the wait before the share after tries failed ones:
+// PushDelay, four times as long after each further failure, at most
+// knownBackoffMax (0.25, 1, 4, 16 s, then a minute: the eighth share
+// comes about three and a half minutes after the first).
+func knownBackoff(tries int) time.Duration {
+	d := PushDelay
+	for range tries - 1 {
+		if d *= 4; d >= knownBackoffMax {
+			return knownBackoffMax
+		}
+	}
+	return d
+}
 
 // PushStats counts the push path since New.
 type PushStats struct {
@@ -86,9 +109,10 @@ type PushStats struct {
 	// them did (Pulled, Present, Rejected, and the reads' traffic).
 	Served   int64           `json:"served"`
 	Received replicate.Stats `json:"received"`
-	// Known counts URLs NotifyKnown queued; KnownShared those handed to
-	// ShareKnown; KnownRetried those whose share failed once and were
-	// queued again; KnownFailed those whose share failed twice (the
+	// Known counts URLs NotifyKnown queued; KnownShared those
+	// ShareKnown delivered; KnownRetried those whose share failed and
+	// were queued again (once per failure); KnownFailed those whose
+	// share failed knownTries times or found the retry queue full (the
 	// crawler's daily share carries them); KnownDropped those a full
 	// queue refused.
 	Known        int64 `json:"known"`
@@ -117,14 +141,55 @@ type pushed struct {
 type pushQueue struct {
 	recs        []pushed
 	urls        []string
-	again       []string  // URLs whose share failed once
-	since       time.Time // when the oldest waiting item was queued
-	sharing     bool      // a share is under way
-	dispatching bool      // Push is handing records to replica queues
-	overflow    bool      // Notify dropped a record: every own range is dirty
+	again       []knownRetry // URLs whose share failed, by when they are due
+	againURLs   int          // the URLs in again
+	since       time.Time    // when the oldest waiting item was queued
+	sharing     bool         // a share is under way
+	dispatching bool         // Push is handing records to replica queues
+	overflow    bool         // Notify dropped a record: every own range is dirty
 }
 
-func (q *pushQueue) empty() bool { return len(q.recs) == 0 && len(q.urls) == 0 && len(q.again) == 0 }
+// knownRetry is a batch of URLs whose share failed tries times, to be
+// shared again at due.
+type knownRetry struct {
+	urls  []string
+	tries int
+	due   time.Time
+}
+
+// empty reports whether nothing waits for the push, retries included.
+func (q *pushQueue) empty() bool { return q.fresh() && len(q.again) == 0 }
+
+// fresh reports whether no record or new URL waits: what comes next
+// starts the PushDelay wait (since). Retries wait for their own due.
+func (q *pushQueue) fresh() bool { return len(q.recs) == 0 && len(q.urls) == 0 }
+
+// nextDue returns when the first retry is due; ok false when none waits.
+func (q *pushQueue) nextDue() (t time.Time, ok bool) {
+	for _, k := range q.again {
+		if !ok || k.due.Before(t) {
+			t, ok = k.due, true
+		}
+	}
+	return t, ok
+}
+
+// takeDue removes and returns the retries due at now.
+func (q *pushQueue) takeDue(now time.Time) []knownRetry {
+	var due []knownRetry
+	kept := q.again[:0]
+	for _, k := range q.again {
+		if k.due.After(now) {
+			kept = append(kept, k)
+			continue
+		}
+		due = append(due, k)
+		q.againURLs -= len(k.urls)
+	}
+	clear(q.again[len(kept):])
+	q.again = kept
+	return due
+}
 
 // newLagHistogram returns the histogram of push lags.
 func newLagHistogram() prometheus.Histogram {
@@ -156,7 +221,7 @@ func (r *Replicator) Notify(v archive.Version) {
 		return
 	}
 	now := time.Now()
-	if r.pq.empty() {
+	if r.pq.fresh() {
 		r.pq.since = now
 	}
 	r.pq.recs = append(r.pq.recs, pushed{e: v.Entry(), at: now, t: t})
@@ -179,7 +244,7 @@ func (r *Replicator) NotifyKnown(urls []string) {
 	if n <= 0 {
 		return
 	}
-	if r.pq.empty() {
+	if r.pq.fresh() {
 		r.pq.since = time.Now()
 	}
 	r.pq.urls = append(r.pq.urls, urls[:n]...)
@@ -214,23 +279,33 @@ func (r *Replicator) Push(ctx context.Context) {
 	defer wg.Wait()
 	for {
 		r.mu.Lock()
-		hasURLs := !r.pq.sharing && len(r.pq.urls)+len(r.pq.again) > 0
+		now := time.Now()
 		ready, wait := false, time.Duration(-1) // -1: nothing to send
-		if len(r.pq.recs) > 0 || hasURLs {
-			wait = PushDelay - time.Since(r.pq.since)
+		if len(r.pq.recs) > 0 || !r.pq.sharing && len(r.pq.urls) > 0 {
+			wait = PushDelay - now.Sub(r.pq.since)
 			ready = wait <= 0 || len(r.pq.recs) >= replicate.MaxBatch
 		}
+		if due, ok := r.pq.nextDue(); ok && !r.pq.sharing {
+			if w := due.Sub(now); w <= 0 {
+				ready = true
+			} else if wait < 0 || w < wait {
+				wait = w
+			}
+		}
 		var recs []pushed
-		var urls, again []string
-		overflow := false
+		var urls []string
+		var again []knownRetry
+		overflow, hasURLs := false, false
 		if ready {
 			recs, r.pq.recs = r.pq.recs, nil
 			overflow, r.pq.overflow = r.pq.overflow, false
-			if hasURLs {
-				urls, again, r.pq.urls, r.pq.again = r.pq.urls, r.pq.again, nil, nil
-				r.pq.sharing = true
+			if !r.pq.sharing {
+				urls, r.pq.urls = r.pq.urls, nil
+				again = r.pq.takeDue(now)
+				hasURLs = len(urls) > 0 || len(again) > 0
+				r.pq.sharing = hasURLs
 			}
-			r.pq.since = time.Now() // for what is left or comes next
+			r.pq.since = now // for what is left or comes next
 			r.pq.dispatching = len(recs) > 0 || overflow
 		}
 		r.mu.Unlock()
@@ -267,21 +342,18 @@ func (r *Replicator) Push(ctx context.Context) {
 	}
 }
 
-// shareAll shares urls (new) and again (failed once), then lets Push
-// start the next share.
-func (r *Replicator) shareAll(ctx context.Context, urls, again []string) {
+// shareAll shares urls (new) and the retries again, each batch on its
+// own, then lets Push start the next share.
+func (r *Replicator) shareAll(ctx context.Context, urls []string, again []knownRetry) {
+	if len(urls) > 0 {
+		again = append(again, knownRetry{urls: urls})
+	}
 	var wg sync.WaitGroup
-	for _, b := range []struct {
-		urls  []string
-		retry bool
-	}{{urls, true}, {again, false}} {
-		if len(b.urls) == 0 {
-			continue
-		}
+	for _, b := range again {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.share(ctx, b.urls, b.retry)
+			r.share(ctx, b)
 		}()
 	}
 	wg.Wait()
@@ -291,22 +363,33 @@ func (r *Replicator) shareAll(ctx context.Context, urls, again []string) {
 	r.mu.Unlock()
 }
 
-// share hands urls to ShareKnown; if that fails and retry is set, they
-// are queued again, for one more try.
-func (r *Replicator) share(ctx context.Context, urls []string, retry bool) {
-	err := r.cfg.ShareKnown(ctx, urls)
+// share hands b's URLs to ShareKnown. Those whose share failed (all of
+// them, or those the error names through FailedURLs) wait knownBackoff
+// and are shared again, unless they have had knownTries shares.
+func (r *Replicator) share(ctx context.Context, b knownRetry) {
+	err := r.cfg.ShareKnown(ctx, b.urls)
+	failed := b.urls
+	var named interface{ FailedURLs() []string }
+	if err != nil && errors.As(err, &named) && len(named.FailedURLs()) <= len(b.urls) {
+		failed = named.FailedURLs()
+	} else if err == nil {
+		failed = nil
+	}
 	r.mu.Lock()
-	switch {
-	case err == nil:
-		r.st.Push.KnownShared += int64(len(urls))
-	case retry && ctx.Err() == nil:
-		n := min(len(urls), pushQueueLen-len(r.pq.again))
-		r.st.Push.KnownRetried += int64(n)
-		r.st.Push.KnownFailed += int64(len(urls) - n)
-		r.requeueLocked()
-		r.pq.again = append(r.pq.again, urls[:n]...)
-	default:
-		r.st.Push.KnownFailed += int64(len(urls))
+	r.st.Push.KnownShared += int64(len(b.urls) - len(failed))
+	if len(failed) > 0 {
+		tries := b.tries + 1
+		n := 0
+		if tries < knownTries && ctx.Err() == nil {
+			n = min(len(failed), pushQueueLen-r.pq.againURLs)
+		}
+		if n > 0 {
+			r.pq.again = append(r.pq.again, knownRetry{urls: failed[:n:n], tries: tries, due: time.Now().Add(r.knownBackoff(tries))})
+			r.pq.againURLs += n
+			r.st.Push.KnownRetried += int64(n)
+			r.wakePush()
+		}
+		r.st.Push.KnownFailed += int64(len(failed) - n)
 	}
 	r.mu.Unlock()
 	if err != nil && ctx.Err() == nil {
@@ -317,7 +400,7 @@ func (r *Replicator) share(ctx context.Context, urls []string, retry bool) {
 // requeueLocked starts the wait of what is queued again: PushDelay from
 // now if nothing else waits. The caller holds r.mu.
 func (r *Replicator) requeueLocked() {
-	if r.pq.empty() {
+	if r.pq.fresh() {
 		r.pq.since = time.Now()
 	}
 	r.wakePush()

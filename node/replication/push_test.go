@@ -93,22 +93,37 @@ func TestNotifyBounded(t *testing.T) {
 	}
 }
 
-// TestPushKnownRetriesOnce: URLs whose share fails are queued once more;
-// a second failure leaves them to the crawler's daily share.
-func TestPushKnownRetriesOnce(t *testing.T) {
+// partialShare is a ShareKnown error naming the URLs to share again, as
+// forward.ShareError does.
+type partialShare []string
+
+func (p partialShare) Error() string        { return fmt.Sprintf("%d URLs not shared", len(p)) }
+func (p partialShare) FailedURLs() []string { return p }
+
+// TestPushKnownRetries: URLs whose share fails are shared again after a
+// backoff, up to knownTries shares in all; then the crawler's daily
+// share carries them. A ShareKnown error that names the URLs it failed
+// (FailedURLs) has only those shared again.
+func TestPushKnownRetries(t *testing.T) {
 	var mu sync.Mutex
 	var calls [][]string
-	fails := 1
+	var failWith func([]string) error // nil: the share succeeds
 	r := New(Config{ShareKnown: func(_ context.Context, urls []string) error {
 		mu.Lock()
 		defer mu.Unlock()
 		calls = append(calls, urls)
-		if fails > 0 {
-			fails--
-			return errors.New("holder unreachable")
+		if failWith != nil {
+			return failWith(urls)
 		}
 		return nil
 	}})
+	var backoffs []int
+	r.knownBackoff = func(tries int) time.Duration {
+		mu.Lock()
+		backoffs = append(backoffs, tries)
+		mu.Unlock()
+		return time.Millisecond
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); r.Push(ctx) }()
@@ -122,18 +137,60 @@ func TestPushKnownRetriesOnce(t *testing.T) {
 			return nil
 		})
 	}
-	r.NotifyKnown([]string{"http://a.example/", "http://b.example/"})
-	waitFor("shared on the second try", func(st PushStats) bool { return st.KnownShared == 2 })
-	if st := r.Stats().Push; st.KnownRetried != 2 || st.KnownFailed != 0 || len(calls) != 2 {
-		t.Fatalf("after one failure: %+v, %d calls", st, len(calls))
+	set := func(f func([]string) error) {
+		mu.Lock()
+		defer mu.Unlock()
+		failWith, calls, backoffs = f, nil, nil
 	}
-	mu.Lock()
-	fails = 2
-	mu.Unlock()
-	r.NotifyKnown([]string{"http://c.example/"})
-	waitFor("given up after two tries", func(st PushStats) bool { return st.KnownFailed == 1 })
-	if st := r.Stats().Push; st.KnownRetried != 3 || st.KnownShared != 2 || len(calls) != 4 {
-		t.Fatalf("after two failures: %+v, %d calls", st, len(calls))
+	fails := 0
+	set(func([]string) error {
+		if fails++; fails <= 3 {
+			return errors.New("holder unreachable")
+		}
+		return nil
+	})
+	r.NotifyKnown([]string{"http://a.example/", "http://b.example/"})
+	waitFor("shared on the fourth try", func(st PushStats) bool { return st.KnownShared == 2 })
+	if st := r.Stats().Push; st.KnownRetried != 6 || st.KnownFailed != 0 || len(calls) != 4 || fmt.Sprint(backoffs) != "[1 2 3]" {
+		t.Fatalf("after three failures: %+v, %d calls, backoffs %v", st, len(calls), backoffs)
+	}
+
+	// A share that names what it failed: only that is shared again.
+	set(func(urls []string) error {
+		if len(urls) > 1 {
+			return fmt.Errorf("share known: %w", partialShare{urls[1]})
+		}
+		return nil
+	})
+	r.NotifyKnown([]string{"http://c.example/", "http://d.example/"})
+	waitFor("the missed URL shared again", func(st PushStats) bool { return st.KnownShared == 4 })
+	if st := r.Stats().Push; st.KnownRetried != 7 || len(calls) != 2 || fmt.Sprint(calls[1]) != "[http://d.example/]" {
+		t.Fatalf("partial share: %+v, calls %v", st, calls)
+	}
+
+	// A holder that never accepts: knownTries shares, then given up.
+	set(func([]string) error { return errors.New("refused") })
+	r.NotifyKnown([]string{"http://e.example/"})
+	waitFor("given up", func(st PushStats) bool { return st.KnownFailed == 1 })
+	if st := r.Stats().Push; st.KnownRetried != 7+knownTries-1 || st.KnownShared != 4 || len(calls) != knownTries {
+		t.Fatalf("after %d failures: %+v, %d calls", knownTries, st, len(calls))
+	}
+}
+
+// TestKnownBackoff: a quarter second, four times as long after each
+// further failure, at most a minute.
+func TestKnownBackoff(t *testing.T) {
+	var got []time.Duration
+	var total time.Duration
+	for tries := 1; tries < knownTries; tries++ {
+		got = append(got, knownBackoff(tries))
+		total += knownBackoff(tries)
+	}
+	if fmt.Sprint(got) != "[250ms 1s 4s 16s 1m0s 1m0s 1m0s]" {
+		t.Fatalf("backoffs %v", got)
+	}
+	if total < 3*time.Minute || total > 4*time.Minute {
+		t.Fatalf("shares spread over %v", total)
 	}
 }
 

@@ -207,7 +207,10 @@ type Replicator struct {
 	owned     ownedRanges                                           // when this node owned which keys (owned.go)
 	recheckFn atomic.Pointer[func(context.Context, []string) error] // OnRecheck (hold.go)
 	pushWake  chan struct{}
-	queueLen  int // bounds the push queue and each replica's (pushQueueLen; tests lower it)
+	// knownBackoff is the wait before a URL's share after tries failed
+	// ones (push.go's knownBackoff; tests shorten it).
+	knownBackoff func(tries int) time.Duration
+	queueLen     int // bounds the push queue and each replica's (pushQueueLen; tests lower it)
 
 	mu      sync.Mutex
 	pq      pushQueue                      // what waits for a push (push.go)
@@ -271,7 +274,7 @@ func New(cfg Config) *Replicator {
 	r := &Replicator{
 		cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1), jobs: make(chan pullJob, pullQueueLen),
 		queued: map[pullJob]bool{}, purgeAgreed: map[string]purgeAgreement{},
-		lag: newLagHistogram(), pushWake: make(chan struct{}, 1), rq: map[ring.Contact]*replicaQueue{},
+		lag: newLagHistogram(), pushWake: make(chan struct{}, 1), rq: map[ring.Contact]*replicaQueue{}, knownBackoff: knownBackoff,
 		trk:      map[archive.Entry]*copyTracker{},
 		ho:       handOffState{sweep: true}, // the first round sweeps: a restart forgot what was pending
 		queueLen: pushQueueLen,
