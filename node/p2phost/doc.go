@@ -1,5 +1,6 @@
 // Package p2phost builds and keeps the libp2p host a herod node runs on:
-// the host itself (New: TCP and QUIC, Noise, the resource manager with
+// the host itself (New: TCP and QUIC, a member's TCP addresses dialed
+// first (tcpFirst), Noise, the resource manager with
 // herod's connection rate limits, port mapping, AutoNAT v2, the relay
 // client and hole punching), per-protocol stream limits (LimitProtocols),
 // the circuit relay a reachable member runs for others

@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
@@ -26,7 +27,9 @@ import (
 
 // New starts a libp2p host listening on the TCP address listen
 // ("ip:port") and on QUIC at the same ip and port, authenticated with Noise.
-// bwc counts the bytes of every stream by protocol.
+// bwc counts the bytes of every stream by protocol. It dials a member's
+// TCP addresses first and its QUIC and relayed ones a quarter second
+// later (tcpFirst).
 //
 // Reachability comes from libp2p's own machinery: a host listening on all
 // interfaces or on a private address asks its router for a port mapping
@@ -86,6 +89,7 @@ func New(listen string, key crypto.PrivKey, bwc metrics.Reporter, reg prometheus
 		libp2p.EnableAutoNATv2(),
 		libp2p.PrometheusRegisterer(reg), // libp2p's own metrics, on the node's /metrics
 		libp2p.BandwidthReporter(bwc),
+		libp2p.SwarmOpts(swarm.WithDialRanker(tcpFirst)),
 	}
 	if reach.WantsPortMap(listen) {
 		opts = append(opts, libp2p.NATPortMap())

@@ -40,7 +40,7 @@ func processCPU(b *testing.B) time.Duration {
 
 // freePort returns a port free on 127.0.0.1 for both TCP and UDP, as far
 // as binding both at once tells.
-func freePort(b *testing.B) string {
+func freePort(b testing.TB) string {
 	for range 20 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
