@@ -90,7 +90,9 @@ type VersionHaver interface {
 // owns them next, after a crash, crawls them too; for those it no longer
 // owns (its ranges moved: a join, or its return after an outage), so that
 // their owner does. ShareKnown delivers each URL to its owner and the
-// owner's replicas, this node aside, before it returns.
+// owner's replicas, this node aside, before it returns; an error with a
+// FailedURLs() []string method names the URLs that did not reach every
+// holder (forward.ShareError), which go to the OnKnown function.
 type KnownSharer interface {
 	ShareKnown(ctx context.Context, urls []string) error
 }
@@ -421,7 +423,7 @@ func (c *Crawler) NewDay(ctx context.Context) error {
 	}
 	// Outside the day's locks: it talks to other nodes.
 	if err := c.shareUnversioned(ctx); err != nil && ctx.Err() == nil {
-		c.log.Warn("crawl: sharing the known URLs no version carries failed; tried again next day", "err", err)
+		c.log.Warn("crawl: sharing the known URLs no version carries failed; those named are shared again, the rest next day", "err", err)
 	}
 	return nil
 }
@@ -696,6 +698,12 @@ func (c *Crawler) shareUnversioned(ctx context.Context) error {
 	}
 	if all := append(owned, moved...); len(all) > 0 {
 		if err := ks.ShareKnown(ctx, all); err != nil {
+			// What missed a holder goes to the OnKnown function, whose
+			// shares are tried again within minutes, not the next day.
+			var named interface{ FailedURLs() []string }
+			if fn := c.onKnown.Load(); fn != nil && errors.As(err, &named) && ctx.Err() == nil {
+				(*fn)(named.FailedURLs())
+			}
 			return fmt.Errorf("crawl share known: %w", err)
 		}
 	}
@@ -709,8 +717,10 @@ func (c *Crawler) shareUnversioned(ctx context.Context) error {
 // goroutine: fn must not block (replication queues them for the range's
 // holders, so that a URL survives its owner's death right after it was
 // learned). URLs remembered for other nodes (Remember) and those a new
-// day takes from the archive are not reported. fn replaces the previous
-// function; nil stops the calls.
+// day takes from the archive are not reported; the known URLs the day's
+// share (KnownSharer) did not deliver are, when its error names them
+// (a FailedURLs method), on the new day's goroutine. fn replaces the
+// previous function; nil stops the calls.
 func (c *Crawler) OnKnown(fn func(urls []string)) {
 	if fn == nil {
 		c.onKnown.Store(nil)

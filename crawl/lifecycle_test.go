@@ -3,11 +3,13 @@ package crawl
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -280,5 +282,74 @@ func TestOnKnown(t *testing.T) {
 	c.OnKnown(nil)
 	if err := c.Add(ctx, []string{"http://a.example/5"}); err != nil || len(got) != 3 {
 		t.Fatalf("OnKnown(nil) still calls: %q, %v", got, err)
+	}
+}
+
+// partialSharer fails every other URL of a share, naming them as
+// forward.ShareError does, or fails all without naming any.
+type partialSharer struct {
+	mu     sync.Mutex
+	shared []string
+	named  bool
+}
+
+func (p *partialSharer) ShareKnown(_ context.Context, urls []string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.named {
+		return errors.New("ring not ready")
+	}
+	var missed failedURLs
+	for i, u := range urls {
+		if i%2 == 0 {
+			p.shared = append(p.shared, u)
+		} else {
+			missed = append(missed, u)
+		}
+	}
+	return fmt.Errorf("share: %w", missed)
+}
+
+type failedURLs []string
+
+func (f failedURLs) Error() string        { return fmt.Sprintf("%d URLs missed a holder", len(f)) }
+func (f failedURLs) FailedURLs() []string { return f }
+
+// TestDailyShareMissesGoToOnKnown: the URLs the day's share of known URLs
+// did not deliver, when its error names them, go to the OnKnown
+// function (whose shares are tried again within minutes); an error that
+// names none sends nothing there.
+func TestDailyShareMissesGoToOnKnown(t *testing.T) {
+	ctx := context.Background()
+	for _, named := range []bool{true, false} {
+		sh := &partialSharer{named: named}
+		c, err := New(t.TempDir(), testConfig(newClock()), Deps{Archive: newMemArchive(), Forwarder: &loopForwarder{}, Haver: haver{}, Sharer: sh})
+		if err != nil {
+			t.Fatal(err)
+		}
+		urls := []string{"http://a.example/1", "http://a.example/2", "http://a.example/3", "http://a.example/4"}
+		if err := c.Add(ctx, urls); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		c.OnKnown(func(u []string) { got = append(got, u...) })
+		if err := c.NewDay(ctx); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		sh.mu.Lock()
+		shared := sh.shared
+		sh.mu.Unlock()
+		if !named {
+			if len(got) != 0 {
+				t.Errorf("an error naming no URL sent %q to OnKnown", got)
+			}
+			continue
+		}
+		all := append(slices.Clone(shared), got...)
+		slices.Sort(all)
+		if len(shared) == 0 || len(got) == 0 || !slices.Equal(all, urls) {
+			t.Errorf("shared %q, OnKnown got %q: want the missed half", shared, got)
+		}
 	}
 }
