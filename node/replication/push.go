@@ -142,7 +142,6 @@ type pushQueue struct {
 	recs        []pushed
 	urls        []string
 	again       []knownRetry // URLs whose share failed, by when they are due
-	againURLs   int          // the URLs in again
 	since       time.Time    // when the oldest waiting item was queued
 	sharing     bool         // a share is under way
 	dispatching bool         // Push is handing records to replica queues
@@ -174,6 +173,15 @@ func (q *pushQueue) nextDue() (t time.Time, ok bool) {
 	return t, ok
 }
 
+// retrying returns how many URLs wait to be shared again.
+func (q *pushQueue) retrying() int {
+	n := 0
+	for _, k := range q.again {
+		n += len(k.urls)
+	}
+	return n
+}
+
 // takeDue removes and returns the retries due at now.
 func (q *pushQueue) takeDue(now time.Time) []knownRetry {
 	var due []knownRetry
@@ -184,7 +192,6 @@ func (q *pushQueue) takeDue(now time.Time) []knownRetry {
 			continue
 		}
 		due = append(due, k)
-		q.againURLs -= len(k.urls)
 	}
 	clear(q.again[len(kept):])
 	q.again = kept
@@ -381,11 +388,10 @@ func (r *Replicator) share(ctx context.Context, b knownRetry) {
 		tries := b.tries + 1
 		n := 0
 		if tries < knownTries && ctx.Err() == nil {
-			n = min(len(failed), pushQueueLen-r.pq.againURLs)
+			n = min(len(failed), pushQueueLen-r.pq.retrying())
 		}
 		if n > 0 {
 			r.pq.again = append(r.pq.again, knownRetry{urls: failed[:n:n], tries: tries, due: time.Now().Add(r.knownBackoff(tries))})
-			r.pq.againURLs += n
 			r.st.Push.KnownRetried += int64(n)
 			r.wakePush()
 		}
