@@ -56,12 +56,12 @@ type slotAllocator struct {
 }
 
 // hostSchedule is one host's grid: tick i is at base + i·interval and
-// taken[i] tells whether it was granted. last is the latest granted slot.
+// taken says whether it was granted. last is the latest granted slot.
 // held lists, per requester, its granted slots not yet past (ascending).
 type hostSchedule struct {
 	interval time.Duration
 	base     time.Time
-	taken    []bool
+	taken    tickSet
 	last     time.Time
 	held     map[string][]time.Time
 }
@@ -123,7 +123,7 @@ func (a *slotAllocator) allocate(host, who string, k int, interval, spacing time
 	case s.interval != interval || !s.pendingAfter(now):
 		// Nothing granted lies ahead, or the spacing changed: a new grid
 		// starts at now or one interval after the last slot.
-		*s = hostSchedule{interval: interval, base: laterOf(s.last.Add(interval), now), last: s.last, held: s.held}
+		*s = hostSchedule{interval: interval, base: laterOf(s.last.Add(interval), now), last: s.last, held: s.held, taken: s.taken.cleared()}
 	}
 	s.advance(now)
 	horizon := horizonTicks(interval)
@@ -136,6 +136,7 @@ func (a *slotAllocator) allocate(host, who string, k int, interval, spacing time
 		return slotGrant{RetryAfter: max(interval, mine[0].Sub(now)+time.Nanosecond)}
 	}
 	k = min(k, share-len(mine))
+	mine = slices.Grow(mine, k)
 	first := s.firstTickAt(now)
 	g := slotGrant{Delays: make([]time.Duration, 0, k)}
 	for i := first; len(g.Delays) < k; {
@@ -143,11 +144,11 @@ func (a *slotAllocator) allocate(host, who string, k int, interval, spacing time
 		if i > int64(maxScheduleTicks) || at.Sub(now) > time.Duration(horizon)*interval {
 			break
 		}
-		if s.isTaken(i) {
+		if s.taken.has(i) {
 			i++
 			continue
 		}
-		s.take(i)
+		s.taken.add(i)
 		s.last = laterOf(s.last, at)
 		mine = append(mine, at)
 		g.Delays = append(g.Delays, at.Sub(now))
@@ -211,21 +212,8 @@ func (s *hostSchedule) advance(now time.Time) {
 	if n == 0 {
 		return
 	}
-	if n >= int64(len(s.taken)) {
-		s.taken = s.taken[:0]
-	} else {
-		s.taken = append(s.taken[:0], s.taken[n:]...)
-	}
+	s.taken.drop(n)
 	s.base = s.base.Add(time.Duration(n) * s.interval)
-}
-
-func (s *hostSchedule) isTaken(i int64) bool { return i < int64(len(s.taken)) && s.taken[i] }
-
-func (s *hostSchedule) take(i int64) {
-	for int64(len(s.taken)) <= i {
-		s.taken = append(s.taken, false)
-	}
-	s.taken[i] = true
 }
 
 // evictLocked forgets idle hosts when the table is full, scanning it at
