@@ -4,10 +4,9 @@ package politeness
 // the schedule's base: a bitset of at most maxScheduleTicks+1 bits (2 KiB)
 // whatever the interval. Its words are kept when the schedule starts a new
 // grid or drops past ticks, so a busy host's schedule allocates nothing
-// per grant. (A slice of bools grown a tick at a time, as before, took a
-// byte a tick and, at a microsecond interval with slots a millisecond
-// apart, 16 KiB grown anew for most leases: a tenth of the scale
-// benchmark's allocation on a revisit day.) The zero value is empty.
+// per grant, even at a microsecond interval with slots a millisecond
+// apart (the scale benchmark's unlimited host rate). The zero value is
+// empty.
 type tickSet struct {
 	w []uint64
 }
