@@ -308,7 +308,9 @@ func TestHistoryNeverStops(t *testing.T) {
 	}
 	web.ResetRequests()
 	newDayAll(ctx, t, lr)
-	checkOncePerURL(t, "down for a day", known, requestsPerURL(web))
+	got := requestsPerURL(web)
+	checkOncePerURL(t, "down for a day", known, got)
+	logRepeated(t, lr, web, known, got)
 	checkRobotsRefused(t, "down for a day", lr, refused)
 
 	awayCfg.Join = []string{lr.Nodes[0].Multiaddr()}
@@ -328,7 +330,9 @@ func TestHistoryNeverStops(t *testing.T) {
 	waitReplicated(ctx, t, lr)
 	web.ResetRequests()
 	newDayAll(ctx, t, lr)
-	checkOncePerURL(t, "back after a day", known, requestsPerURL(web))
+	got = requestsPerURL(web)
+	checkOncePerURL(t, "back after a day", known, got)
+	logRepeated(t, lr, web, known, got)
 	checkRobotsRefused(t, "back after a day", lr, refused)
 }
 
