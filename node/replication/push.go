@@ -349,54 +349,57 @@ func (r *Replicator) Push(ctx context.Context) {
 	}
 }
 
-// shareAll shares urls (new) and the retries again, each batch on its
-// own, then lets Push start the next share.
+// shareAll shares urls (new) and the retries due in one ShareKnown call,
+// so that a holder that fails costs one timeout whatever the number of
+// batches, then lets Push start the next share. The URLs whose share
+// failed (all of them, or those the error names through FailedURLs) wait
+// knownBackoff of their tries and are shared again, unless they have had
+// knownTries shares; the retry queue holds at most pushQueueLen URLs.
 func (r *Replicator) shareAll(ctx context.Context, urls []string, again []knownRetry) {
-	if len(urls) > 0 {
-		again = append(again, knownRetry{urls: urls})
+	all := urls
+	var triesOf map[string]int // a URL's failed shares, when retries are in the call
+	if len(again) > 0 {
+		triesOf = make(map[string]int, len(urls)+len(again))
+		all = slices.Clone(urls)
+		for _, b := range again {
+			for _, u := range b.urls {
+				if _, dup := triesOf[u]; !dup {
+					all = append(all, u)
+				}
+				triesOf[u] = max(triesOf[u], b.tries)
+			}
+		}
 	}
-	var wg sync.WaitGroup
-	for _, b := range again {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.share(ctx, b)
-		}()
-	}
-	wg.Wait()
-	r.mu.Lock()
-	r.pq.sharing = false
-	r.wakePush()
-	r.mu.Unlock()
-}
-
-// share hands b's URLs to ShareKnown. Those whose share failed (all of
-// them, or those the error names through FailedURLs) wait knownBackoff
-// and are shared again, unless they have had knownTries shares.
-func (r *Replicator) share(ctx context.Context, b knownRetry) {
-	err := r.cfg.ShareKnown(ctx, b.urls)
-	failed := b.urls
+	err := r.cfg.ShareKnown(ctx, all)
+	failed := all
 	var named interface{ FailedURLs() []string }
-	if err != nil && errors.As(err, &named) && len(named.FailedURLs()) <= len(b.urls) {
+	if err != nil && errors.As(err, &named) && len(named.FailedURLs()) <= len(all) {
 		failed = named.FailedURLs()
 	} else if err == nil {
 		failed = nil
 	}
 	r.mu.Lock()
-	r.st.Push.KnownShared += int64(len(b.urls) - len(failed))
-	if len(failed) > 0 {
-		tries := b.tries + 1
+	r.st.Push.KnownShared += int64(len(all) - len(failed))
+	var byTries [knownTries + 1][]string // failed URLs by their shares so far, this one included
+	for _, u := range failed {
+		byTries[triesOf[u]+1] = append(byTries[triesOf[u]+1], u)
+	}
+	for tries, us := range byTries {
+		if len(us) == 0 {
+			continue
+		}
 		n := 0
 		if tries < knownTries && ctx.Err() == nil {
-			n = min(len(failed), pushQueueLen-r.pq.retrying())
+			n = max(0, min(len(us), pushQueueLen-r.pq.retrying()))
 		}
 		if n > 0 {
-			r.pq.again = append(r.pq.again, knownRetry{urls: failed[:n:n], tries: tries, due: time.Now().Add(r.knownBackoff(tries))})
+			r.pq.again = append(r.pq.again, knownRetry{urls: us[:n:n], tries: tries, due: time.Now().Add(r.knownBackoff(tries))})
 			r.st.Push.KnownRetried += int64(n)
-			r.wakePush()
 		}
-		r.st.Push.KnownFailed += int64(len(failed) - n)
+		r.st.Push.KnownFailed += int64(len(us) - n)
 	}
+	r.pq.sharing = false
+	r.wakePush()
 	r.mu.Unlock()
 	if err != nil && ctx.Err() == nil {
 		r.fail(fmt.Errorf("push known urls: %w", err))

@@ -245,3 +245,35 @@ func (s statusRing) Status() ring.Status { return s.st }
 func (s statusRing) Successors(context.Context, id.ID, int) ([]ring.Node, error) {
 	return nil, errors.New("no lookups in this test")
 }
+
+// TestShareAllOneCall: new URLs and the retries due go to ShareKnown in
+// one call (a failing holder costs one timeout, not one a batch), each
+// URL once; what failed waits again with its own count of shares, and a
+// URL at knownTries is given up.
+func TestShareAllOneCall(t *testing.T) {
+	var calls [][]string
+	r := New(Config{ShareKnown: func(_ context.Context, urls []string) error {
+		calls = append(calls, urls)
+		return fmt.Errorf("share known: %w", partialShare{urls[1], urls[2], urls[3]})
+	}})
+	r.knownBackoff = func(tries int) time.Duration { return time.Duration(tries) * time.Hour }
+	r.pq.sharing = true
+	r.shareAll(context.Background(), []string{"new"}, []knownRetry{
+		{urls: []string{"once", "last"}, tries: 1},
+		{urls: []string{"last", "twice"}, tries: knownTries - 1},
+	})
+	if len(calls) != 1 || fmt.Sprint(calls[0]) != "[new once last twice]" {
+		t.Fatalf("calls %v, want one: [new once last twice]", calls)
+	}
+	var got []string
+	for _, b := range r.pq.again {
+		got = append(got, fmt.Sprintf("%v@%d", b.urls, b.tries))
+	}
+	if fmt.Sprint(got) != "[[once]@2]" {
+		t.Fatalf("waiting again %v, want [[once]@2]", got)
+	}
+	st := r.Stats().Push
+	if st.KnownShared != 1 || st.KnownRetried != 1 || st.KnownFailed != 2 || r.pq.sharing {
+		t.Fatalf("%+v, sharing %v: want 1 shared, 1 retried, 2 given up, not sharing", st, r.pq.sharing)
+	}
+}
