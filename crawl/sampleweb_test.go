@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herod-archive/herod/internal/racebuild"
 	"github.com/herod-archive/herod/internal/sampleweb"
 )
 
@@ -23,7 +24,7 @@ func TestSampleWebTwoDays(t *testing.T) {
 		t.Skip("crawls 1,000+ URLs twice")
 	}
 	cfgWeb := sampleweb.Config{} // 3 hosts, 600 pages
-	if raceEnabled {
+	if racebuild.Enabled {
 		cfgWeb.Pages = 90
 	}
 	web := sampleweb.New(cfgWeb)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/racebuild"
 )
 
 // loadEnv makes TestGatewayUnderLoad run the full load for a
@@ -286,7 +287,7 @@ func TestGatewayUnderLoad(t *testing.T) {
 	t.Logf("%s: peak heap %d MiB, peak RSS %d MB (%d MB before); slow readers %d served, %d MiB read; large captures %d served, %d busy; small page p50 %v p99 %v (%d, %d busy); spooled %d, stalled %d",
 		window, mem.peakHeap>>20, mem.peakR/1e6, before/1e6, slowReaders.Load(), slowBytes.Load()>>20,
 		largeOK.Load(), largeBusy.Load(), p50.Round(100*time.Microsecond), p99.Round(100*time.Microsecond), len(lat), smallBusy.Load(), gs.Spooled, gs.Stalled)
-	if raceEnabled {
+	if racebuild.Enabled {
 		return // the figures are the race detector's
 	}
 	if mem.peakHeap > 200<<20 {

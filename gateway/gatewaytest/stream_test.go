@@ -17,6 +17,7 @@ import (
 
 	"github.com/herod-archive/herod/archive"
 	"github.com/herod-archive/herod/gateway"
+	"github.com/herod-archive/herod/internal/racebuild"
 	"github.com/herod-archive/herod/internal/testwait"
 )
 
@@ -158,7 +159,7 @@ func TestRawReadersStreamed(t *testing.T) {
 	if whole.streamed != 0 {
 		t.Errorf("store without Stream: %d streamed", whole.streamed)
 	}
-	if raceEnabled {
+	if racebuild.Enabled {
 		return // the figures are the race detector's
 	}
 	if whole.spooled == 0 || perReply(streamed)*4 > perReply(whole) {
@@ -222,7 +223,7 @@ func TestRawReadersStreamedZstd(t *testing.T) {
 	if streamed.streamed != n || streamed.spooled != 0 || streamed.busy != 0 {
 		t.Errorf("streaming store: %d streamed, %d spooled, %d busy; want %d, 0 and 0", streamed.streamed, streamed.spooled, streamed.busy, n)
 	}
-	if !raceEnabled && streamed.peakHeap > 96<<20 {
+	if !racebuild.Enabled && streamed.peakHeap > 96<<20 {
 		t.Errorf("40 streamed readers added %d MiB of heap, want under 96 MiB", streamed.peakHeap>>20)
 	}
 }

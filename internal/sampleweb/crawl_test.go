@@ -17,6 +17,7 @@ import (
 	"github.com/temoto/robotstxt"
 
 	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/internal/racebuild"
 )
 
 // testCrawler is an independent crawler over the served bytes: it knows
@@ -187,7 +188,7 @@ func diff(t testing.TB, what string, got, want []string) {
 func TestCrawlMatchesModel(t *testing.T) {
 	days := 6
 	cfg := Config{Pages: 150, Seed: 7}
-	if testing.Short() || raceEnabled {
+	if testing.Short() || racebuild.Enabled {
 		days = 3
 	}
 	w := New(cfg)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/herod-archive/herod/internal/canon"
+	"github.com/herod-archive/herod/internal/racebuild"
 )
 
 func TestRelative(t *testing.T) {
@@ -49,7 +50,7 @@ func TestBodyChangesExactlyOnEvents(t *testing.T) {
 	m := newModel(11, 2, 60, 2, false)
 	bases := []string{"http://h0", "http://h1"}
 	days := 20
-	if testing.Short() || raceEnabled {
+	if testing.Short() || racebuild.Enabled {
 		days = 6
 	}
 	prev := make(map[[2]int][]byte)

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/herod-archive/herod/internal/racebuild"
 )
 
 // TestTickSetModel checks tickSet against a slice of bools under random
@@ -52,7 +54,7 @@ func TestTickSetModel(t *testing.T) {
 // interval, leased by a requester whose slots are a millisecond apart (the
 // scale benchmark's unlimited host rate), allocates only the grant itself.
 func TestSlotAllocatorNoGrowth(t *testing.T) {
-	if raceEnabled {
+	if racebuild.Enabled {
 		t.Skip("allocation counts: the race detector's instrumentation allocates")
 	}
 	clk := newAllocClock()
